@@ -1,0 +1,133 @@
+/*
+ * core.h — status codes, the caller-owned error record, logging, the memory
+ * accountant and fault injection.
+ *
+ * Place in the data flow: the bottom layer; every other module includes it.
+ * Thread-safety: the error record is owned by one caller at a time; logging,
+ * the accountant and fault injection are safe to call from any thread.
+ * Ownership: memory from oc_alloc*() is returned with oc_free().
+ */
+#ifndef OFFCORE_CORE_H
+#define OFFCORE_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Status codes: functions return OC_OK or one of these (negative). */
+enum oc_status {
+    OC_OK = 0,
+    OC_ERR_NOMEM = -1,       /* allocation failed (system) */
+    OC_ERR_BUDGET = -2,      /* allocation refused: over --mem-budget */
+    OC_ERR_IO = -3,          /* read/write/open/fsync failed */
+    OC_ERR_NOSPC = -4,       /* no space left on device */
+    OC_ERR_FORMAT = -5,      /* a file is corrupt, truncated or malformed */
+    OC_ERR_ARG = -6,         /* invalid argument or option value */
+    OC_ERR_NOTFOUND = -7,    /* a file or key does not exist */
+    OC_ERR_EXISTS = -8,      /* an output already exists */
+    OC_ERR_UNSUPPORTED = -9, /* valid but not supported here */
+    OC_ERR_CANCELLED = -10,  /* another worker failed first, or closed */
+    OC_ERR_INTERNAL = -11,
+};
+
+/* Short name of a status ("io error", ...). Never NULL. */
+const char *oc_status_str(int status);
+
+/*
+ * The error record. The lowest layer that knows what went wrong fills it
+ * (file at fault, offset, consumer, value); upper layers may prefix context.
+ * errno is captured at the syscall into sys_errno.
+ */
+struct oc_err {
+    int status;
+    int sys_errno;
+    const char *src_file;
+    int src_line;
+    char msg[768];
+};
+
+void oc_err_clear(struct oc_err *err);
+/* Sets status, errno and a printf-style message; returns status. err may be NULL. */
+int oc_err_set_at(struct oc_err *err, int status, int sys_errno, const char *src_file, int src_line,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Prepends "context: " to the message (keeps status). Returns err->status. */
+int oc_err_prefix(struct oc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define OC_ERR(err, status, fmt, ...)                                                              \
+    oc_err_set_at((err), (status), 0, __FILE__, __LINE__, fmt, ##__VA_ARGS__)
+#define OC_ERR_ERRNO(err, status, e, fmt, ...)                                                     \
+    oc_err_set_at((err), (status), (e), __FILE__, __LINE__, fmt, ##__VA_ARGS__)
+
+/* Maps an errno value from a failed read/write/open to a status. */
+int oc_status_from_errno(int e);
+
+/* ---- logging ------------------------------------------------------------ */
+
+enum oc_log_level {
+    OC_LOG_DEBUG,
+    OC_LOG_INFO,
+    OC_LOG_WARN,
+    OC_LOG_ERROR,
+    OC_LOG_LEVEL_COUNT,
+};
+
+typedef void (*oc_log_fn)(void *ctx, enum oc_log_level level, const char *msg);
+
+/* Installs the process-wide log sink (NULL = discard) and minimum level. */
+void oc_log_set_callback(oc_log_fn fn, void *ctx, enum oc_log_level min_level);
+void oc_log(enum oc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- memory accountant -------------------------------------------------- */
+
+/*
+ * Every allocation of the library goes through here, so that
+ *  - `--mem-budget` is enforced: a request that would push the bytes held past
+ *    the budget fails with OC_ERR_BUDGET and a message naming the consumer,
+ *    the request, what is held and the budget;
+ *  - bytes held and the peak are known;
+ *  - tests can fail the Nth allocation (fault injection).
+ * A budget of 0 means unlimited.
+ */
+void oc_mem_set_budget(uint64_t bytes);
+uint64_t oc_mem_budget(void);
+uint64_t oc_mem_used(void);
+uint64_t oc_mem_peak(void);
+uint64_t oc_mem_n_live(void); /* live allocations (leak checks in tests) */
+void oc_mem_reset_peak(void);
+
+/* Returns NULL and fills err on failure. consumer names the requester. */
+void *oc_alloc(size_t bytes, const char *consumer, struct oc_err *err);
+void *oc_calloc(size_t n, size_t size, const char *consumer, struct oc_err *err);
+/* Memory aligned to `align` (a power of two ≥ sizeof(void *)). */
+void *oc_alloc_aligned(size_t bytes, size_t align, const char *consumer, struct oc_err *err);
+/* Resizes a block from oc_alloc/oc_calloc; on failure the old block stays valid. */
+void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err);
+char *oc_strdup(const char *s, const char *consumer, struct oc_err *err);
+void oc_free(void *p);
+/* Accounts `bytes` held outside oc_alloc (e.g. an mmap). Fails like oc_alloc. */
+int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err);
+void oc_mem_release(uint64_t bytes);
+
+/* Parses "512M", "4GiB", "1.5G", "1000000" into bytes. */
+int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err);
+/* Formats bytes as "1.50 GiB" into buf. Returns buf. */
+char *oc_format_size(uint64_t bytes, char *buf, size_t n);
+
+/* ---- fault injection (tests) -------------------------------------------- */
+
+enum oc_fault_kind {
+    OC_FAULT_ALLOC, /* the Nth allocation fails with ENOMEM */
+    OC_FAULT_READ,  /* the Nth read fails with the given errno, or is short if errno is 0 */
+    OC_FAULT_WRITE, /* the Nth write fails with the given errno (ENOSPC, EIO) */
+    OC_FAULT_KIND_COUNT,
+};
+
+/* Arms a fault: the nth (1-based) operation of `kind` from now fails. 0 disarms. */
+void oc_fault_arm(enum oc_fault_kind kind, uint64_t nth, int sys_errno);
+void oc_fault_disarm_all(void);
+/* Counts an operation; returns 1 if it must fail, storing the errno to use. */
+int oc_fault_hit(enum oc_fault_kind kind, int *sys_errno);
+/* Whether the armed fault of `kind` has fired since it was armed. */
+int oc_fault_fired(enum oc_fault_kind kind);
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * dataset.h — the on-disk dataset directory (docs/FORMAT.md): .npy arrays with
+ * 4096-byte headers, a JSON manifest with sizes and checksums, validation on
+ * open, a builder that writes a new dataset atomically, and an external edge
+ * sorter that turns a stream of edges into CSC in bounded memory.
+ *
+ * Place in the data flow: dataset sits on io and core; import, generate,
+ * sample, plan and store use it.
+ * Thread-safety: an opened struct oc_dataset is immutable and may be shared;
+ * builders and sorters belong to one thread (the sorter may use a pool).
+ * Ownership: every object here is freed with its _free; arrays returned by
+ * oc_dataset_load_* are oc_alloc'd and owned by the caller.
+ */
+#ifndef OFFCORE_DATASET_H
+#define OFFCORE_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/progress.h"
+
+#define OC_FORMAT_NAME "offcore-dataset"
+#define OC_FORMAT_VERSION 1
+#define OC_NPY_HEADER_BYTES 4096u
+
+enum oc_dtype {
+    OC_DTYPE_U8,
+    OC_DTYPE_I32,
+    OC_DTYPE_U32,
+    OC_DTYPE_I64,
+    OC_DTYPE_U64,
+    OC_DTYPE_F16,
+    OC_DTYPE_F32,
+    OC_DTYPE_F64,
+    OC_DTYPE_COUNT,
+};
+
+size_t oc_dtype_size(enum oc_dtype t);
+/* numpy descr ("<f4") and our short name ("f32"). */
+const char *oc_dtype_descr(enum oc_dtype t);
+const char *oc_dtype_name(enum oc_dtype t);
+int oc_dtype_from_name(const char *name, enum oc_dtype *t);
+
+/* f32 <-> IEEE half, round to nearest even. */
+uint16_t oc_f32_to_f16(float f);
+float oc_f16_to_f32(uint16_t h);
+
+/* ---- .npy --------------------------------------------------------------- */
+
+#define OC_NPY_MAX_DIMS 4
+
+struct oc_npy_header {
+    enum oc_dtype dtype;
+    int fortran_order;
+    unsigned ndim;
+    uint64_t shape[OC_NPY_MAX_DIMS];
+    uint64_t data_offset; /* bytes from the start of the file to the data */
+};
+
+/*
+ * Parses a .npy header from the first `len` bytes of a file (versions 1.0,
+ * 2.0, 3.0; any header length). Rejects big-endian and unknown dtypes and
+ * malformed dicts with OC_ERR_FORMAT; `what` names the file in messages.
+ */
+int oc_npy_parse_header(const void *buf, size_t len, const char *what, struct oc_npy_header *h,
+                        struct oc_err *err);
+/* Formats a version-1.0 header padded with spaces to exactly OC_NPY_HEADER_BYTES. */
+int oc_npy_format_header(enum oc_dtype dtype, unsigned ndim, const uint64_t *shape,
+                         uint8_t out[OC_NPY_HEADER_BYTES], struct oc_err *err);
+/* Number of elements (product of the shape); OC_ERR_FORMAT on overflow. */
+int oc_npy_n_elems(const struct oc_npy_header *h, uint64_t *n, struct oc_err *err);
+
+/* Reads a .npy file's header (any padding) and checks the file holds all its data. */
+int oc_npy_read_header(const char *path, struct oc_npy_header *h, struct oc_err *err);
+
+/*
+ * A streaming .npy writer: writes the padded header, then data appended in
+ * order; close checks that exactly the shape's bytes were written and returns
+ * the file's size and CRC-32 (of every byte, header included).
+ */
+struct oc_npy_writer;
+int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim,
+                       const uint64_t *shape, struct oc_npy_writer **out, struct oc_err *err);
+int oc_npy_writer_append(struct oc_npy_writer *w, const void *data, size_t bytes,
+                         struct oc_err *err);
+int oc_npy_writer_close(struct oc_npy_writer *w, uint64_t *file_bytes, uint32_t *crc32,
+                        struct oc_err *err);
+void oc_npy_writer_abort(struct oc_npy_writer *w);
+
+/*
+ * Reads a whole 1-D or 2-D .npy (any supported dtype) converted to `want`
+ * (integers widen or narrow with a range check, floats convert). For loading
+ * importer inputs; *n_rows/*n_cols describe the shape (n_cols = 1 for 1-D).
+ */
+int oc_npy_load_as(const char *path, enum oc_dtype want, void **data, uint64_t *n_rows,
+                   uint64_t *n_cols, struct oc_err *err);
+
+/* ---- manifest ----------------------------------------------------------- */
+
+enum oc_ds_file {
+    OC_DS_INDPTR,
+    OC_DS_INDICES,
+    OC_DS_FEATURES,
+    OC_DS_LABELS,
+    OC_DS_TRAIN_IDX,
+    OC_DS_VAL_IDX,
+    OC_DS_TEST_IDX,
+    OC_DS_FILE_COUNT,
+};
+
+/* "indptr.npy", ... */
+const char *oc_ds_file_name(enum oc_ds_file f);
+
+struct oc_ds_file_info {
+    int present;
+    uint64_t bytes;
+    uint32_t crc32;
+};
+
+struct oc_manifest {
+    int version;
+    char name[128];
+    uint64_t n_nodes;
+    uint64_t n_edges; /* entries of indices (directed, after symmetrization) */
+    uint32_t feat_dim; /* 0 when there are no features */
+    uint32_t n_classes;
+    enum oc_dtype feat_dtype;
+    enum oc_dtype index_dtype; /* U32 or U64 */
+    int directed;
+    uint64_t n_train, n_val, n_test;
+    struct oc_ds_file_info files[OC_DS_FILE_COUNT];
+    char provenance[1024]; /* free text: tool, source, options */
+};
+
+/* Parses manifest JSON text; `what` names the file in messages. */
+int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_manifest *m,
+                      struct oc_err *err);
+/* Serializes to JSON (oc_alloc'd, NUL-terminated). */
+int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *err);
+
+/* ---- opened dataset ----------------------------------------------------- */
+
+enum oc_ds_open_flags {
+    OC_DS_OPEN_DEFAULT = 0,         /* sizes, headers, checksums, indptr, ids: everything */
+    OC_DS_OPEN_SKIP_CHECKSUM = 1u, /* skip CRC-32 of large files (content checks still run) */
+};
+
+struct oc_dataset;
+
+/*
+ * Opens DIR and validates it, rejecting with OC_ERR_FORMAT and a message
+ * naming the file and the problem: missing or truncated files, wrong dtype or
+ * shape, size or checksum mismatch, non-monotone indptr, neighbor ids or split
+ * ids out of range, labels out of range, an unknown format version.
+ */
+int oc_dataset_open(const char *dir, unsigned flags, struct oc_dataset **out, struct oc_err *err);
+void oc_dataset_free(struct oc_dataset *ds);
+const struct oc_manifest *oc_dataset_manifest(const struct oc_dataset *ds);
+const char *oc_dataset_dir(const struct oc_dataset *ds);
+/* Full path of one array file (valid for the dataset's lifetime). */
+const char *oc_dataset_path(const struct oc_dataset *ds, enum oc_ds_file f);
+/* Byte offset of the array data inside its file (4096 for files we write). */
+uint64_t oc_dataset_data_offset(const struct oc_dataset *ds, enum oc_ds_file f);
+
+/* Loaders (accounted to `consumer`). indices are widened to u64 only if asked. */
+int oc_dataset_load_indptr(const struct oc_dataset *ds, uint64_t **indptr, struct oc_err *err);
+int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err);
+int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, uint64_t **ids,
+                          uint64_t *n, struct oc_err *err);
+
+/* Summary for `offcore info`. */
+struct oc_ds_info {
+    uint64_t n_nodes, n_edges;
+    uint64_t deg_min, deg_max, deg_median, deg_p99;
+    double deg_mean;
+    uint64_t n_isolated, n_self_loops;
+    uint64_t bytes_total, bytes_features, bytes_topology;
+    uint64_t n_unlabeled;
+    uint64_t *class_count; /* n_classes entries, oc_alloc'd */
+    uint32_t n_classes;
+};
+int oc_dataset_info(const struct oc_dataset *ds, struct oc_ds_info *info, struct oc_err *err);
+void oc_ds_info_deinit(struct oc_ds_info *info);
+
+/* ---- builder: writes a new dataset directory atomically ----------------- */
+
+/*
+ * Everything is written into "<out>.tmp-<pid>/" and renamed to <out> by
+ * oc_ds_builder_commit after the manifest (written last) is fsynced. On any
+ * failure or oc_ds_builder_free without commit the temporary directory is
+ * removed, so no half-written dataset is ever found at <out>. <out> must not
+ * exist (OC_ERR_EXISTS).
+ */
+struct oc_ds_builder;
+
+int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc_err *err);
+void oc_ds_builder_free(struct oc_ds_builder *b);
+/* Temporary directory (for scratch files such as sort runs). */
+const char *oc_ds_builder_tmp_dir(const struct oc_ds_builder *b);
+/* The manifest being built; fill name, counts, dtypes, directed, provenance. */
+struct oc_manifest *oc_ds_builder_manifest(struct oc_ds_builder *b);
+/* Opens a writer for one array (shape in elements); finished with _end_array. */
+int oc_ds_builder_begin_array(struct oc_ds_builder *b, enum oc_ds_file f, enum oc_dtype dtype,
+                              unsigned ndim, const uint64_t *shape, struct oc_npy_writer **w,
+                              struct oc_err *err);
+int oc_ds_builder_end_array(struct oc_ds_builder *b, enum oc_ds_file f, struct oc_npy_writer *w,
+                            struct oc_err *err);
+/* Convenience: a whole 1-D array from memory. */
+int oc_ds_builder_write_array(struct oc_ds_builder *b, enum oc_ds_file f, enum oc_dtype dtype,
+                              uint64_t n, const void *data, struct oc_err *err);
+/* Writes the manifest, fsyncs, renames into place. The builder must still be freed. */
+int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err);
+
+/* ---- external edge sorter: edges -> CSC (indptr + indices) -------------- */
+
+struct oc_edge_sort_opts {
+    uint64_t n_nodes;
+    int symmetrize;       /* add (v,u) for every (u,v) */
+    int keep_duplicates;  /* keep multi-edges (default: one copy of each (src,dst)) */
+    int remove_self_loops;
+    uint64_t mem_bytes;   /* RAM the sorter may hold (0 = 256 MiB) */
+};
+
+struct oc_edge_sorter;
+
+/* Scratch runs go into tmp_dir (removed by _free). */
+int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
+                       struct oc_edge_sorter **out, struct oc_err *err);
+void oc_edge_sorter_free(struct oc_edge_sorter *s);
+/* Adds edges src[i] -> dst[i]; ids ≥ n_nodes are OC_ERR_ARG naming the edge. */
+int oc_edge_sorter_add(struct oc_edge_sorter *s, const uint64_t *src, const uint64_t *dst,
+                       size_t n, struct oc_err *err);
+/*
+ * Sorts by (dst, src) and writes indptr.npy and indices.npy (CSC: in-neighbors
+ * of each node, ascending) into the builder; sets n_edges and index_dtype in
+ * its manifest.
+ */
+int oc_edge_sorter_finish(struct oc_edge_sorter *s, struct oc_ds_builder *b,
+                          struct oc_progress *progress, struct oc_err *err);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * import.h — importers that turn other dataset layouts into an offcore dataset
+ * directory, streaming through bounded memory:
+ *   text      — the plain-text layout of shared/datasets (meta.txt, edges.txt,
+ *               sparse COO features.txt, labels.txt, index or role-form splits)
+ *   ogb       — OGB raw node-property directories (raw/*.csv.gz, split/<name>/)
+ *   graphbolt — DGL GraphBolt metadata.yaml directories
+ *   npy       — an edge list (text or (2,E)/(E,2) .npy) plus .npy features/labels/splits
+ *
+ * Place in the data flow: dataset module (import → builder → directory).
+ * Thread-safety: one import per call; no shared state.
+ * Ownership: options are borrowed.
+ */
+#ifndef OFFCORE_IMPORT_H
+#define OFFCORE_IMPORT_H
+
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/dataset.h"
+#include "offcore/progress.h"
+
+enum oc_import_kind {
+    OC_IMPORT_TEXT,
+    OC_IMPORT_OGB,
+    OC_IMPORT_GRAPHBOLT,
+    OC_IMPORT_NPY,
+    OC_IMPORT_KIND_COUNT,
+};
+
+int oc_import_kind_from_name(const char *name, enum oc_import_kind *kind);
+const char *oc_import_kind_name(enum oc_import_kind kind);
+
+struct oc_import_opts {
+    int directed;             /* keep edge direction (default: symmetrize) */
+    int keep_duplicates;      /* keep multi-edges (default: drop duplicates, as dgl.to_simple) */
+    int remove_self_loops;    /* drop self-loops (default: keep one copy, as dgl.to_bidirected) */
+    enum oc_dtype feat_dtype; /* F32 (default) or F16 */
+    int row_normalize;        /* divide each feature row by its sum (Planetoid preprocessing) */
+    int split_index;          /* role-form split file to use (text), default 0 */
+    const char *split_name;   /* OGB split folder name (NULL = the only one / first sorted) */
+    const char *name;         /* dataset name (NULL = from the source) */
+    uint64_t mem_bytes;       /* RAM for sorting/buffering (0 = 256 MiB) */
+};
+
+void oc_import_opts_default(struct oc_import_opts *o);
+
+/* Imports src into a new dataset directory out (which must not exist). */
+int oc_import(enum oc_import_kind kind, const char *src, const char *out,
+              const struct oc_import_opts *o, struct oc_progress *progress, struct oc_err *err);
+
+int oc_import_text(const char *src, const char *out, const struct oc_import_opts *o,
+                   struct oc_progress *progress, struct oc_err *err);
+int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts *o,
+                  struct oc_progress *progress, struct oc_err *err);
+int oc_import_graphbolt(const char *src, const char *out, const struct oc_import_opts *o,
+                        struct oc_progress *progress, struct oc_err *err);
+int oc_import_npy(const char *src, const char *out, const struct oc_import_opts *o,
+                  struct oc_progress *progress, struct oc_err *err);
+
+#endif

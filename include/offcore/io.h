@@ -1,0 +1,151 @@
+/*
+ * io.h — files with O_DIRECT and a pread/pwrite fallback, aligned buffers, an
+ * io_uring batch reader with same-page merging and I/O accounting, buffered
+ * sequential writers, a line reader (plain or gzip) and atomic file creation.
+ *
+ * Place in the data flow: io sits on core; dataset, plan and store use it.
+ * Thread-safety: an oc_file may be read from many threads at once (pread).
+ * A batch reader owns one ring and belongs to one thread. Writers and line
+ * readers belong to one thread.
+ * Ownership: a buffer added to a batch belongs to the batch until
+ * oc_io_batch_run returns. Paths are copied.
+ * Every failure message names the file (and the offset where one applies).
+ */
+#ifndef OFFCORE_IO_H
+#define OFFCORE_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/core.h"
+
+#define OC_IO_ALIGN 4096u /* alignment of O_DIRECT offsets, lengths and buffers */
+
+/* Rounds up/down to a multiple of OC_IO_ALIGN. */
+static inline uint64_t oc_io_align_up(uint64_t x)
+{
+    return (x + OC_IO_ALIGN - 1) & ~(uint64_t)(OC_IO_ALIGN - 1);
+}
+static inline uint64_t oc_io_align_down(uint64_t x)
+{
+    return x & ~(uint64_t)(OC_IO_ALIGN - 1);
+}
+
+/* A buffer aligned to OC_IO_ALIGN, accounted to `consumer`. Free with oc_free. */
+void *oc_io_buf_alloc(size_t bytes, const char *consumer, struct oc_err *err);
+
+/* ---- files -------------------------------------------------------------- */
+
+enum oc_file_flags {
+    OC_FILE_READ = 1u << 0,
+    OC_FILE_WRITE = 1u << 1,
+    OC_FILE_CREATE = 1u << 2, /* create; fail with OC_ERR_EXISTS if it exists */
+    OC_FILE_TRUNC = 1u << 3,  /* create or truncate */
+    OC_FILE_DIRECT = 1u << 4, /* O_DIRECT if the filesystem allows it */
+};
+
+struct oc_file;
+
+int oc_file_open(const char *path, unsigned flags, struct oc_file **out, struct oc_err *err);
+/* Closes; returns the close error if any (out-of-space on NFS and the like). */
+int oc_file_close(struct oc_file *f, struct oc_err *err);
+const char *oc_file_path(const struct oc_file *f);
+int oc_file_fd(const struct oc_file *f);
+/* Whether O_DIRECT is in effect (requested and accepted). */
+int oc_file_is_direct(const struct oc_file *f);
+int oc_file_size(const struct oc_file *f, uint64_t *bytes, struct oc_err *err);
+
+/*
+ * Reads exactly len bytes at off. Reaching end of file first is OC_ERR_FORMAT
+ * ("truncated: wanted N bytes at offset X, file ends at Y"). With O_DIRECT,
+ * buf, len and off must be aligned (checked: OC_ERR_ARG), except that a read
+ * ending at end of file may return fewer bytes: see oc_file_pread_upto.
+ */
+int oc_file_pread(struct oc_file *f, void *buf, size_t len, uint64_t off, struct oc_err *err);
+/* Reads up to len bytes at off; *n_read = bytes read (< len only at end of file). */
+int oc_file_pread_upto(struct oc_file *f, void *buf, size_t len, uint64_t off, size_t *n_read,
+                       struct oc_err *err);
+/* Writes exactly len bytes at off (ENOSPC → OC_ERR_NOSPC). */
+int oc_file_pwrite(struct oc_file *f, const void *buf, size_t len, uint64_t off,
+                   struct oc_err *err);
+int oc_file_truncate(struct oc_file *f, uint64_t bytes, struct oc_err *err);
+int oc_file_sync(struct oc_file *f, struct oc_err *err);
+
+/* ---- batch reader (io_uring, one ring per thread) ------------------------ */
+
+struct oc_io_stats {
+    uint64_t requested_bytes; /* bytes callers asked for */
+    uint64_t read_bytes;      /* bytes the device delivered (after page rounding/merging) */
+    uint64_t n_requests;
+    uint64_t n_reads; /* reads issued after merging */
+};
+
+struct oc_io_batch;
+
+/*
+ * A reader that gathers byte ranges from O_DIRECT files. `depth` is the ring
+ * size (requests in flight); `bounce_bytes` bounds its aligned staging memory.
+ * Falls back to pread when io_uring is unavailable or OC_NO_URING=1 is set.
+ */
+int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **out,
+                    struct oc_err *err);
+void oc_io_batch_free(struct oc_io_batch *b);
+int oc_io_batch_uses_uring(const struct oc_io_batch *b);
+/*
+ * Queues a copy of [off, off+len) of f into dst (any alignment). Nothing is
+ * read until oc_io_batch_run. Requests whose page-aligned spans share a page
+ * are merged into one read.
+ */
+int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
+                    struct oc_err *err);
+/* Reads every queued request, copies into the destinations, empties the batch. */
+int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err);
+const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
+
+/* ---- buffered sequential writer ----------------------------------------- */
+
+struct oc_writer;
+
+/* Appends to a new or truncated file through an aligned buffer of buf_bytes. */
+int oc_writer_open(const char *path, size_t buf_bytes, struct oc_writer **out, struct oc_err *err);
+int oc_writer_write(struct oc_writer *w, const void *data, size_t len, struct oc_err *err);
+uint64_t oc_writer_offset(const struct oc_writer *w);
+/* Flushes, fsyncs and closes; frees w whatever the result. */
+int oc_writer_close(struct oc_writer *w, struct oc_err *err);
+/* Closes without flushing (error paths); frees w. w may be NULL. */
+void oc_writer_abort(struct oc_writer *w);
+
+/* ---- line reader (plain text or gzip, detected by magic) ----------------- */
+
+struct oc_line_reader;
+
+int oc_line_reader_open(const char *path, struct oc_line_reader **out, struct oc_err *err);
+void oc_line_reader_free(struct oc_line_reader *r);
+/*
+ * Next line without its '\n' (and '\r'), NUL-terminated, valid until the next
+ * call. Returns OC_OK with *line = NULL at end of file. A line longer than
+ * 64 MiB is OC_ERR_FORMAT. Corrupt gzip data is OC_ERR_FORMAT naming the file.
+ */
+int oc_line_reader_next(struct oc_line_reader *r, char **line, size_t *len, struct oc_err *err);
+uint64_t oc_line_reader_lineno(const struct oc_line_reader *r);
+const char *oc_line_reader_path(const struct oc_line_reader *r);
+
+/* ---- atomic creation and paths ------------------------------------------ */
+
+/* fsyncs a directory (after a rename into it). */
+int oc_dir_sync(const char *dir, struct oc_err *err);
+/* rename(tmp, final) then fsync the parent directory. */
+int oc_rename_durable(const char *tmp, const char *final, struct oc_err *err);
+/* Writes a whole file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
+int oc_write_file_atomic(const char *path, const void *data, size_t len, struct oc_err *err);
+/* Reads a whole (small) file into an oc_alloc'd NUL-terminated buffer. */
+int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err);
+/* mkdir -p. */
+int oc_mkdir_p(const char *path, struct oc_err *err);
+/* rm -rf (used to discard temporary output directories). */
+int oc_rm_rf(const char *path, struct oc_err *err);
+int oc_path_exists(const char *path);
+/* snprintf into buf; OC_ERR_ARG if it does not fit. */
+int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct oc_err *err);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * rng.h — counter-based random numbers (Philox4x32-10) keyed by a seed and up
+ * to three stream ids, e.g. (seed, epoch, batch) or (seed, node, layer).
+ *
+ * Place in the data flow: core; used wherever randomness must not depend on
+ * thread ids or call order (sampling, shuffles, the generator, dropout).
+ * Thread-safety: a struct oc_rng is owned by one thread; two generators built
+ * from the same (seed, ids) yield the same sequence on any thread.
+ */
+#ifndef OFFCORE_RNG_H
+#define OFFCORE_RNG_H
+
+#include <stdint.h>
+
+struct oc_rng {
+    uint32_t key[2];
+    uint32_t ctr[4];
+    uint32_t out[4];
+    unsigned n_out; /* unread words left in out[] */
+};
+
+/* A stream for (seed, a, b, c): independent of every other tuple. */
+void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+uint32_t oc_rng_u32(struct oc_rng *r);
+uint64_t oc_rng_u64(struct oc_rng *r);
+/* Uniform in [0, n) without modulo bias; n > 0. */
+uint64_t oc_rng_below(struct oc_rng *r, uint64_t n);
+/* Uniform float in [0, 1) with 24 random bits; double with 53. */
+float oc_rng_uniform(struct oc_rng *r);
+double oc_rng_uniform_f64(struct oc_rng *r);
+/* Standard normal (Box–Muller, both values used in turn is not done: stateless per call). */
+float oc_rng_normal(struct oc_rng *r);
+
+/* One Philox block as a pure function: out = Philox(key = seed, counter = (a, b)). */
+void oc_rng_block(uint64_t seed, uint64_t a, uint64_t b, uint32_t out[4]);
+/* A 64-bit mix of (seed, x): splitmix64 finalizer; for hashing ids. */
+uint64_t oc_rng_mix64(uint64_t seed, uint64_t x);
+
+#endif

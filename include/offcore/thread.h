@@ -1,0 +1,50 @@
+/*
+ * thread.h — a bounded multi-producer/multi-consumer queue and a fixed thread
+ * pool running deterministic parallel-for loops.
+ *
+ * Place in the data flow: core; the pipeline connects its stages with queues,
+ * kernels and samplers split work with the pool.
+ * Thread-safety: every function here may be called from any thread, except
+ * _free, which must be called once nothing else uses the object.
+ * Ownership: the queue stores pointers; it never frees what they point to.
+ */
+#ifndef OFFCORE_THREAD_H
+#define OFFCORE_THREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/core.h"
+
+struct oc_queue;
+
+int oc_queue_new(size_t capacity, struct oc_queue **out, struct oc_err *err);
+void oc_queue_free(struct oc_queue *q);
+/* Blocks while full. Returns OC_ERR_CANCELLED if the queue is closed. */
+int oc_queue_push(struct oc_queue *q, void *item);
+/* Blocks while empty. Returns OC_ERR_CANCELLED once closed and drained. */
+int oc_queue_pop(struct oc_queue *q, void **item);
+/* Non-blocking pop: OC_OK, OC_ERR_NOTFOUND when empty, OC_ERR_CANCELLED when closed and drained. */
+int oc_queue_try_pop(struct oc_queue *q, void **item);
+/* Wakes every waiter; pushes fail from now on, pops drain what is left. */
+void oc_queue_close(struct oc_queue *q);
+size_t oc_queue_len(struct oc_queue *q);
+
+struct oc_pool;
+
+/* n_threads ≥ 1 workers including the caller (n_threads - 1 are spawned). */
+int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err);
+void oc_pool_free(struct oc_pool *p);
+unsigned oc_pool_n_threads(const struct oc_pool *p);
+
+/*
+ * Runs fn(ctx, task, worker) for task in [0, n_tasks) and waits. Task t always
+ * runs on worker t % n_threads, so a kernel that gives each task a fixed slice
+ * of work is deterministic at any thread count as long as results do not
+ * depend on the worker. The first non-OK return is the result. Not reentrant:
+ * fn must not call oc_pool_run on the same pool. p may be NULL (runs inline).
+ */
+typedef int (*oc_pool_fn)(void *ctx, uint64_t task, unsigned worker);
+int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+
+#endif

@@ -53,9 +53,9 @@ int oc_err_set_at(struct oc_err *err, int status, int sys_errno, const char *src
 /* Prepends "context: " to the message (keeps status). Returns err->status. */
 int oc_err_prefix(struct oc_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define OC_ERR(err, status, fmt, ...)                                                              \
+#define OC_ERR(err, status, fmt, ...) \
     oc_err_set_at((err), (status), 0, __FILE__, __LINE__, fmt, ##__VA_ARGS__)
-#define OC_ERR_ERRNO(err, status, e, fmt, ...)                                                     \
+#define OC_ERR_ERRNO(err, status, e, fmt, ...) \
     oc_err_set_at((err), (status), (e), __FILE__, __LINE__, fmt, ##__VA_ARGS__)
 
 /* Maps an errno value from a failed read/write/open to a status. */

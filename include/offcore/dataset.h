@@ -91,7 +91,7 @@ void oc_npy_writer_abort(struct oc_npy_writer *w);
 /*
  * Reads a whole 1-D or 2-D .npy (any supported dtype) converted to `want`
  * (integers widen or narrow with a range check, floats convert). For loading
- * importer inputs; *n_rows/*n_cols describe the shape (n_cols = 1 for 1-D).
+ * importer inputs; n_rows and n_cols receive the shape (n_cols = 1 for 1-D).
  */
 int oc_npy_load_as(const char *path, enum oc_dtype want, void **data, uint64_t *n_rows,
                    uint64_t *n_cols, struct oc_err *err);

@@ -3,7 +3,7 @@
  * directory, streaming through bounded memory:
  *   text      — the plain-text layout of shared/datasets (meta.txt, edges.txt,
  *               sparse COO features.txt, labels.txt, index or role-form splits)
- *   ogb       — OGB raw node-property directories (raw/*.csv.gz, split/<name>/)
+ *   ogb       — OGB raw node-property directories (raw/ csv.gz files, split/<name>/)
  *   graphbolt — DGL GraphBolt metadata.yaml directories
  *   npy       — an edge list (text or (2,E)/(E,2) .npy) plus .npy features/labels/splits
  *

@@ -1,0 +1,67 @@
+/*
+ * cli.h — private to the command-line tool: the option parser shared by the
+ * subcommands and the subcommand entry points.
+ *
+ * Place in the data flow: cli, the top; the only layer that prints and exits.
+ * Thread-safety: single-threaded (main thread).
+ */
+#ifndef OFFCORE_CLI_H
+#define OFFCORE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum cli_opt_type {
+    CLI_FLAG,   /* int set to 1 */
+    CLI_STR,    /* const char * */
+    CLI_U64,    /* uint64_t, decimal */
+    CLI_U32,    /* uint32_t, decimal */
+    CLI_F64,    /* double */
+    CLI_SIZE,   /* uint64_t bytes, "512M", "4G" */
+    CLI_CHOICE, /* const char * restricted to `choices` ("a|b|c") */
+};
+
+struct cli_opt {
+    const char *name; /* without leading dashes */
+    enum cli_opt_type type;
+    void *target;
+    const char *metavar;
+    const char *help;
+    const char *choices; /* CLI_CHOICE only */
+};
+
+struct cli_cmd {
+    const char *name;    /* "generate" */
+    const char *usage;   /* "[options] OUT" */
+    const char *summary; /* one line */
+    const char *details; /* extra paragraph for --help, may be NULL */
+    const struct cli_opt *opts;
+    size_t n_opts;
+    unsigned min_pos, max_pos; /* positional argument counts */
+};
+
+/*
+ * Parses argv (after the subcommand name). Returns 0 on success with the
+ * positionals in pos[0..*n_pos), 1 if --help was printed, -1 on error (a
+ * message has been printed to stderr).
+ */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, const char **pos, unsigned *n_pos);
+void cli_print_help(const struct cli_cmd *cmd);
+
+/* Prints "offcore: <msg>" for a library error record and returns 1 (exit code). */
+struct oc_err;
+int cli_fail(const struct oc_err *err);
+
+/* Installs the stderr log sink; verbose enables debug messages. */
+void cli_log_init(int verbose);
+
+int cmd_generate(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+/* Prints the summary of an opened dataset (shared by info and demo). */
+struct oc_dataset;
+int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * main.c — `offcore <subcommand>`: dispatch, the stderr log sink and the
+ * uniform way errors become messages and exit codes.
+ *
+ * Place in the data flow: cli, the top layer; it calls the library and is the
+ * only code that prints or exits.
+ * Thread-safety: the log sink may be called from library threads; it writes
+ * whole lines with one fprintf call.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "offcore/core.h"
+
+#define OC_VERSION "0.1.0"
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    {"demo", cmd_demo, "generate the built-in default dataset and run the main job on it"},
+    {"generate", cmd_generate, "generate a synthetic graph dataset of any size"},
+    {"import", cmd_import, "import text|ogb|graphbolt|npy data into an offcore dataset"},
+    {"info", cmd_info, "validate a dataset and print counts, sizes, degrees, classes"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: offcore <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`offcore <command> --help` describes each command's options.\n");
+}
+
+static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
+{
+    (void)ctx;
+    static const char *names[] = {"debug", "info", "warning", "error"};
+    fprintf(stderr, "offcore: %s: %s\n", names[level], msg);
+}
+
+void cli_log_init(int verbose)
+{
+    oc_log_set_callback(log_to_stderr, NULL, verbose ? OC_LOG_DEBUG : OC_LOG_INFO);
+}
+
+int cli_fail(const struct oc_err *err)
+{
+    fprintf(stderr, "offcore: error: %s\n", err->msg[0] ? err->msg : oc_status_str(err->status));
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    cli_log_init(0);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("offcore %s\n", OC_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 2, argv + 2);
+    fprintf(stderr, "offcore: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,279 @@
+/*
+ * mem.c — the allocator/accountant: every library allocation goes through it
+ * so the memory budget (--mem-budget) is enforced in one place, bytes held
+ * and the peak are known, and tests can fail the Nth allocation.
+ *
+ * Place in the data flow: core; used by every module.
+ * Thread-safety: all functions are thread-safe (atomics, no locks).
+ * Ownership: blocks are owned by the caller until oc_free.
+ *
+ * Block layout (a 16-byte header before the pointer handed out):
+ *
+ *   raw ──► [ padding (aligned blocks only) ][ size u64 | offset u64 ][ user bytes ... ]
+ *                                                                      ▲ returned pointer
+ *   offset = user - raw, so oc_free finds the raw pointer for both kinds.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "offcore/core.h"
+
+#define HDR 16u
+
+static _Atomic uint64_t mem_budget;
+static _Atomic uint64_t mem_used;
+static _Atomic uint64_t mem_peak;
+static _Atomic uint64_t mem_live;
+
+void oc_mem_set_budget(uint64_t bytes)
+{
+    atomic_store(&mem_budget, bytes);
+}
+
+uint64_t oc_mem_budget(void)
+{
+    return atomic_load(&mem_budget);
+}
+
+uint64_t oc_mem_used(void)
+{
+    return atomic_load(&mem_used);
+}
+
+uint64_t oc_mem_peak(void)
+{
+    return atomic_load(&mem_peak);
+}
+
+uint64_t oc_mem_n_live(void)
+{
+    return atomic_load(&mem_live);
+}
+
+void oc_mem_reset_peak(void)
+{
+    atomic_store(&mem_peak, atomic_load(&mem_used));
+}
+
+int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err)
+{
+    uint64_t used = atomic_load(&mem_used);
+    uint64_t budget = atomic_load(&mem_budget);
+    for (;;) {
+        if (budget && used + bytes > budget) {
+            char a[32], b[32], c[32];
+            return OC_ERR(err, OC_ERR_BUDGET,
+                          "memory budget exceeded: %s needs %s, %s already held, budget %s",
+                          consumer, oc_format_size(bytes, a, sizeof(a)),
+                          oc_format_size(used, b, sizeof(b)), oc_format_size(budget, c, sizeof(c)));
+        }
+        if (atomic_compare_exchange_weak(&mem_used, &used, used + bytes))
+            break;
+    }
+    uint64_t now = used + bytes;
+    uint64_t peak = atomic_load(&mem_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
+        ;
+    return OC_OK;
+}
+
+void oc_mem_release(uint64_t bytes)
+{
+    atomic_fetch_sub(&mem_used, bytes);
+}
+
+/* Accounts and fault-checks one allocation of `bytes`. */
+static int mem_admit(size_t bytes, const char *consumer, struct oc_err *err)
+{
+    int e = 0;
+    if (oc_fault_hit(OC_FAULT_ALLOC, &e)) {
+        char a[32];
+        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, e ? e : ENOMEM, "%s: allocation of %s failed",
+                            consumer, oc_format_size(bytes, a, sizeof(a)));
+    }
+    return oc_mem_reserve(bytes, consumer, err);
+}
+
+static void *mem_finish(char *raw, size_t offset, size_t bytes)
+{
+    char *user = raw + offset;
+    uint64_t hdr[2] = {bytes, offset};
+    memcpy(user - HDR, hdr, sizeof(hdr));
+    atomic_fetch_add(&mem_live, 1);
+    return user;
+}
+
+static int mem_fail_sys(size_t bytes, const char *consumer, struct oc_err *err)
+{
+    char a[32];
+    oc_mem_release(bytes);
+    return OC_ERR_ERRNO(err, OC_ERR_NOMEM, ENOMEM, "%s: allocation of %s failed", consumer,
+                        oc_format_size(bytes, a, sizeof(a)));
+}
+
+void *oc_alloc(size_t bytes, const char *consumer, struct oc_err *err)
+{
+    if (bytes > SIZE_MAX - HDR) {
+        OC_ERR(err, OC_ERR_NOMEM, "%s: allocation of %zu bytes is too large", consumer, bytes);
+        return NULL;
+    }
+    if (mem_admit(bytes, consumer, err) != OC_OK)
+        return NULL;
+    char *raw = malloc(bytes + HDR);
+    if (!raw) {
+        mem_fail_sys(bytes, consumer, err);
+        return NULL;
+    }
+    return mem_finish(raw, HDR, bytes);
+}
+
+void *oc_calloc(size_t n, size_t size, const char *consumer, struct oc_err *err)
+{
+    if (size && n > SIZE_MAX / size) {
+        OC_ERR(err, OC_ERR_NOMEM, "%s: allocation of %zu x %zu bytes overflows", consumer, n, size);
+        return NULL;
+    }
+    void *p = oc_alloc(n * size, consumer, err);
+    if (p)
+        memset(p, 0, n * size);
+    return p;
+}
+
+void *oc_alloc_aligned(size_t bytes, size_t align, const char *consumer, struct oc_err *err)
+{
+    if (align < HDR)
+        align = HDR;
+    if ((align & (align - 1)) != 0 || bytes > SIZE_MAX - align) {
+        OC_ERR(err, OC_ERR_ARG, "%s: bad aligned allocation (%zu bytes, alignment %zu)", consumer,
+               bytes, align);
+        return NULL;
+    }
+    if (mem_admit(bytes, consumer, err) != OC_OK)
+        return NULL;
+    void *raw = NULL;
+    if (posix_memalign(&raw, align, bytes + align) != 0) {
+        mem_fail_sys(bytes, consumer, err);
+        return NULL;
+    }
+    return mem_finish(raw, align, bytes);
+}
+
+void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err)
+{
+    if (!p)
+        return oc_alloc(bytes, consumer, err);
+    uint64_t hdr[2];
+    memcpy(hdr, (char *)p - HDR, sizeof(hdr));
+    if (hdr[1] != HDR) {
+        OC_ERR(err, OC_ERR_INTERNAL, "%s: oc_realloc of an aligned block", consumer);
+        return NULL;
+    }
+    size_t old = (size_t)hdr[0];
+    if (bytes > SIZE_MAX - HDR) {
+        OC_ERR(err, OC_ERR_NOMEM, "%s: allocation of %zu bytes is too large", consumer, bytes);
+        return NULL;
+    }
+    if (bytes > old && mem_admit(bytes - old, consumer, err) != OC_OK)
+        return NULL;
+    char *raw = realloc((char *)p - HDR, bytes + HDR);
+    if (!raw) {
+        if (bytes > old)
+            mem_fail_sys(bytes - old, consumer, err);
+        return NULL;
+    }
+    if (bytes < old)
+        oc_mem_release(old - bytes);
+    atomic_fetch_sub(&mem_live, 1);
+    return mem_finish(raw, HDR, bytes);
+}
+
+char *oc_strdup(const char *s, const char *consumer, struct oc_err *err)
+{
+    size_t n = strlen(s) + 1;
+    char *d = oc_alloc(n, consumer, err);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+void oc_free(void *p)
+{
+    if (!p)
+        return;
+    uint64_t hdr[2];
+    memcpy(hdr, (char *)p - HDR, sizeof(hdr));
+    oc_mem_release(hdr[0]);
+    atomic_fetch_sub(&mem_live, 1);
+    free((char *)p - hdr[1]);
+}
+
+int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || errno || !(v >= 0) || isinf(v))
+        return OC_ERR(err, OC_ERR_ARG, "bad size '%s' (examples: 512M, 4GiB, 1.5G, 1000000)", s);
+    double mult = 1;
+    char unit = *end;
+    if (unit) {
+        switch (unit) {
+        case 'k':
+        case 'K':
+            mult = 1024.0;
+            break;
+        case 'm':
+        case 'M':
+            mult = 1024.0 * 1024;
+            break;
+        case 'g':
+        case 'G':
+            mult = 1024.0 * 1024 * 1024;
+            break;
+        case 't':
+        case 'T':
+            mult = 1024.0 * 1024 * 1024 * 1024;
+            break;
+        case 'b':
+        case 'B':
+            mult = 1;
+            break;
+        default:
+            return OC_ERR(err, OC_ERR_ARG, "bad size '%s': unknown unit '%c'", s, unit);
+        }
+        end++;
+        if (unit != 'b' && unit != 'B') {
+            if (*end == 'i')
+                end++;
+            if (*end == 'B' || *end == 'b')
+                end++;
+        }
+        if (*end)
+            return OC_ERR(err, OC_ERR_ARG, "bad size '%s': trailing '%s'", s, end);
+    }
+    double total = v * mult;
+    if (total >= 18446744073709551616.0)
+        return OC_ERR(err, OC_ERR_ARG, "size '%s' is too large", s);
+    *bytes = (uint64_t)total;
+    return OC_OK;
+}
+
+char *oc_format_size(uint64_t bytes, char *buf, size_t n)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, n, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, n, "%.2f %s", v, units[u]);
+    return buf;
+}

@@ -1,0 +1,187 @@
+/*
+ * pool.c — a fixed pool of worker threads for deterministic parallel-for:
+ * task t always runs on worker t % n_threads, and the reported error is that
+ * of the lowest failing task, so results and errors never depend on timing.
+ *
+ * Place in the data flow: core; used by kernels, the sampler, the generator.
+ * Thread-safety: oc_pool_run may be called from one thread at a time per pool
+ * (it serializes callers with a mutex); workers only run the current job.
+ * Ownership: the pool owns its threads; ctx is borrowed for one run.
+ *
+ * Worker state machine:   wait(gen changes) ─► run my tasks ─► done++ ─► wait
+ *                         └── shutdown set ─► exit
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "offcore/thread.h"
+
+struct oc_pool {
+    unsigned n_threads;
+    pthread_t *threads;
+    pthread_mutex_t run_mu; /* serializes oc_pool_run callers; taken before mu */
+    pthread_mutex_t mu;
+    pthread_cond_t start;
+    pthread_cond_t finished;
+    uint64_t generation;
+    unsigned n_done;
+    int shutdown;
+    /* the current job */
+    oc_pool_fn fn;
+    void *ctx;
+    uint64_t n_tasks;
+    _Atomic uint64_t first_bad_task; /* UINT64_MAX = none */
+    int first_rc;
+};
+
+struct pool_worker_arg {
+    struct oc_pool *p;
+    unsigned id;
+};
+
+static void pool_run_slice(struct oc_pool *p, unsigned worker)
+{
+    for (uint64_t t = worker; t < p->n_tasks; t += p->n_threads) {
+        int rc = p->fn(p->ctx, t, worker);
+        if (rc != OC_OK) {
+            pthread_mutex_lock(&p->mu);
+            if (t < atomic_load(&p->first_bad_task)) {
+                atomic_store(&p->first_bad_task, t);
+                p->first_rc = rc;
+            }
+            pthread_mutex_unlock(&p->mu);
+            return;
+        }
+    }
+}
+
+static void *pool_worker(void *argp)
+{
+    struct pool_worker_arg *arg = argp;
+    struct oc_pool *p = arg->p;
+    unsigned id = arg->id;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (p->generation == seen && !p->shutdown)
+            pthread_cond_wait(&p->start, &p->mu);
+        if (p->shutdown)
+            break;
+        seen = p->generation;
+        pthread_mutex_unlock(&p->mu);
+        pool_run_slice(p, id);
+        pthread_mutex_lock(&p->mu);
+        if (++p->n_done == p->n_threads - 1)
+            pthread_cond_signal(&p->finished);
+    }
+    pthread_mutex_unlock(&p->mu);
+    oc_free(arg);
+    return NULL;
+}
+
+int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err)
+{
+    *out = NULL;
+    if (n_threads == 0)
+        return OC_ERR(err, OC_ERR_ARG, "thread pool needs at least 1 thread");
+    struct oc_pool *p = oc_calloc(1, sizeof(*p), "thread pool", err);
+    if (!p)
+        return err->status;
+    p->n_threads = n_threads;
+    pthread_mutex_init(&p->run_mu, NULL);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->start, NULL);
+    pthread_cond_init(&p->finished, NULL);
+    if (n_threads > 1) {
+        p->threads = oc_calloc(n_threads, sizeof(pthread_t), "thread pool", err);
+        if (!p->threads)
+            goto fail;
+    }
+    for (unsigned i = 1; i < n_threads; i++) {
+        struct pool_worker_arg *arg = oc_alloc(sizeof(*arg), "thread pool", err);
+        if (!arg)
+            goto fail;
+        arg->p = p;
+        arg->id = i;
+        int e = pthread_create(&p->threads[i], NULL, pool_worker, arg);
+        if (e) {
+            oc_free(arg);
+            OC_ERR_ERRNO(err, OC_ERR_NOMEM, e, "thread pool: cannot start thread %u", i);
+            goto fail;
+        }
+        p->n_threads = i + 1; /* threads started so far, for cleanup */
+    }
+    p->n_threads = n_threads;
+    *out = p;
+    return OC_OK;
+fail:;
+    int rc = err->status;
+    unsigned started = p->threads ? p->n_threads : 1;
+    p->n_threads = started;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 1; i < started && p->threads; i++)
+        if (p->threads[i])
+            pthread_join(p->threads[i], NULL);
+    oc_free(p->threads);
+    oc_free(p);
+    return rc;
+}
+
+void oc_pool_free(struct oc_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->shutdown = 1;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 1; i < p->n_threads; i++)
+        pthread_join(p->threads[i], NULL);
+    pthread_mutex_destroy(&p->run_mu);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->start);
+    pthread_cond_destroy(&p->finished);
+    oc_free(p->threads);
+    oc_free(p);
+}
+
+unsigned oc_pool_n_threads(const struct oc_pool *p)
+{
+    return p ? p->n_threads : 1;
+}
+
+int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
+{
+    if (!p || p->n_threads == 1) {
+        for (uint64_t t = 0; t < n_tasks; t++) {
+            int rc = fn(ctx, t, 0);
+            if (rc != OC_OK)
+                return rc;
+        }
+        return OC_OK;
+    }
+    pthread_mutex_lock(&p->run_mu);
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n_tasks = n_tasks;
+    atomic_store(&p->first_bad_task, UINT64_MAX);
+    p->first_rc = OC_OK;
+    p->n_done = 0;
+    p->generation++;
+    pthread_cond_broadcast(&p->start);
+    pthread_mutex_unlock(&p->mu);
+
+    pool_run_slice(p, 0);
+
+    pthread_mutex_lock(&p->mu);
+    while (p->n_done < p->n_threads - 1)
+        pthread_cond_wait(&p->finished, &p->mu);
+    int rc = p->first_rc;
+    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->run_mu);
+    return rc;
+}

@@ -57,9 +57,10 @@ static char oc_tmp_root[512];
 #define OC_CHECK_OK(expr, errp)                                                                    \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
+        const struct oc_err *e_ = (errp);                                                          \
         if (rc_ != OC_OK) {                                                                        \
             fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr,             \
-                    oc_status_str(rc_), (errp) ? (errp)->msg : "");                                \
+                    oc_status_str(rc_), e_ ? e_->msg : "");                                        \
             oc_cur_failed = 1;                                                                     \
         }                                                                                          \
     } while (0)

@@ -1,0 +1,294 @@
+/*
+ * test_core.c — unit tests of the core module: error records, the memory
+ * accountant and budget, fault injection, size parsing, the Philox RNG
+ * (known-answer vectors and statistics), the MPMC queue, the thread pool and
+ * the progress bar.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "harness.h"
+#include "offcore/progress.h"
+#include "offcore/rng.h"
+#include "offcore/thread.h"
+
+OC_TEST(err_record_and_prefix)
+{
+    struct oc_err err;
+    oc_err_clear(&err);
+    OC_CHECK(err.status == OC_OK && err.msg[0] == '\0');
+    int rc = OC_ERR_ERRNO(&err, OC_ERR_IO, ENOENT, "%s: cannot open", "/x/y");
+    OC_CHECK(rc == OC_ERR_IO && err.sys_errno == ENOENT);
+    OC_CHECK(strstr(err.msg, "/x/y: cannot open") && strstr(err.msg, "No such file"));
+    oc_err_prefix(&err, "importing %s", "cora");
+    OC_CHECK(strncmp(err.msg, "importing cora: /x/y", 20) == 0);
+    OC_CHECK(oc_status_from_errno(ENOSPC) == OC_ERR_NOSPC);
+    OC_CHECK(strcmp(oc_status_str(OC_ERR_BUDGET), "over memory budget") == 0);
+}
+
+OC_TEST(accountant_counts_and_budget)
+{
+    struct oc_err err;
+    uint64_t live0 = oc_mem_n_live(), used0 = oc_mem_used();
+    char *a = oc_alloc(1000, "test a", &err);
+    OC_CHECK(a != NULL);
+    OC_CHECK(oc_mem_used() == used0 + 1000);
+    OC_CHECK(oc_mem_n_live() == live0 + 1);
+    void *b = oc_alloc_aligned(8192, 4096, "test b", &err);
+    OC_CHECK(b && ((uintptr_t)b & 4095) == 0);
+    OC_CHECK(oc_mem_used() == used0 + 1000 + 8192);
+    a = oc_realloc(a, 5000, "test a", &err);
+    OC_CHECK(a && oc_mem_used() == used0 + 5000 + 8192);
+    oc_mem_set_budget(used0 + 20000);
+    void *c = oc_alloc(30000, "feature cache", &err);
+    OC_CHECK(c == NULL && err.status == OC_ERR_BUDGET);
+    OC_CHECK(strstr(err.msg, "feature cache") && strstr(err.msg, "budget"));
+    OC_CHECK(strstr(err.msg, "29.30 KiB"));
+    OC_CHECK(oc_mem_used() == used0 + 5000 + 8192);
+    OC_CHECK(oc_mem_reserve(100000, "mmap", &err) == OC_ERR_BUDGET);
+    oc_mem_set_budget(0);
+    oc_free(a);
+    oc_free(b);
+    oc_free(NULL);
+    OC_CHECK(oc_mem_used() == used0 && oc_mem_n_live() == live0);
+    OC_CHECK(oc_mem_peak() >= used0 + 13192);
+    OC_CHECK(oc_calloc(SIZE_MAX / 2, 4, "overflow", &err) == NULL);
+}
+
+OC_TEST(fault_injection_fails_nth_alloc_once)
+{
+    struct oc_err err;
+    oc_fault_arm(OC_FAULT_ALLOC, 3, ENOMEM);
+    void *p[5];
+    for (int i = 0; i < 5; i++)
+        p[i] = oc_alloc(16, "loop", &err);
+    OC_CHECK(p[0] && p[1] && !p[2] && p[3] && p[4]);
+    OC_CHECK(oc_fault_fired(OC_FAULT_ALLOC));
+    OC_CHECK(err.status == OC_OK || strstr(err.msg, "loop"));
+    for (int i = 0; i < 5; i++)
+        oc_free(p[i]);
+    int e = 0;
+    oc_fault_arm(OC_FAULT_WRITE, 1, ENOSPC);
+    OC_CHECK(oc_fault_hit(OC_FAULT_WRITE, &e) == 1 && e == ENOSPC);
+    OC_CHECK(oc_fault_hit(OC_FAULT_WRITE, &e) == 0);
+    oc_fault_disarm_all();
+    OC_CHECK(oc_fault_hit(OC_FAULT_READ, &e) == 0);
+}
+
+OC_TEST(parse_and_format_sizes)
+{
+    struct oc_err err;
+    uint64_t b = 0;
+    OC_CHECK_OK(oc_parse_size("512M", &b, &err), &err);
+    OC_CHECK(b == 512ull << 20);
+    OC_CHECK_OK(oc_parse_size("4GiB", &b, &err), &err);
+    OC_CHECK(b == 4ull << 30);
+    OC_CHECK_OK(oc_parse_size("1.5G", &b, &err), &err);
+    OC_CHECK(b == 3ull << 29);
+    OC_CHECK_OK(oc_parse_size("1000", &b, &err), &err);
+    OC_CHECK(b == 1000);
+    OC_CHECK_ERR(oc_parse_size("12X", &b, &err), OC_ERR_ARG, &err, "unknown unit");
+    OC_CHECK_ERR(oc_parse_size("-1G", &b, &err), OC_ERR_ARG, &err, "bad size");
+    OC_CHECK_ERR(oc_parse_size("G", &b, &err), OC_ERR_ARG, &err, "bad size");
+    OC_CHECK_ERR(oc_parse_size("4Gx", &b, &err), OC_ERR_ARG, &err, "trailing");
+    char buf[32];
+    OC_CHECK(strcmp(oc_format_size(3ull << 29, buf, sizeof(buf)), "1.50 GiB") == 0);
+    OC_CHECK(strcmp(oc_format_size(12, buf, sizeof(buf)), "12 B") == 0);
+}
+
+/* Known-answer vectors of Philox4x32-10 from Random123's kat_vectors. */
+OC_TEST(philox_known_answers)
+{
+    uint32_t out[4];
+    oc_rng_block(0, 0, 0, out);
+    OC_CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu &&
+             out[3] == 0x9b00dbd8u);
+    oc_rng_block(UINT64_MAX, UINT64_MAX, UINT64_MAX, out);
+    OC_CHECK(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u &&
+             out[3] == 0x6d5451fdu);
+    oc_rng_block(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull, 0x0370734413198a2eull, out);
+    OC_CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u &&
+             out[3] == 0x24126ea1u);
+}
+
+OC_TEST(rng_streams_deterministic_and_independent)
+{
+    struct oc_rng a, b, c;
+    oc_rng_init(&a, 42, 1, 2, 3);
+    oc_rng_init(&b, 42, 1, 2, 3);
+    oc_rng_init(&c, 42, 1, 2, 4);
+    int same = 1, diff = 0;
+    for (int i = 0; i < 100; i++) {
+        uint32_t x = oc_rng_u32(&a), y = oc_rng_u32(&b), z = oc_rng_u32(&c);
+        same &= x == y;
+        diff += x != z;
+    }
+    OC_CHECK(same);
+    OC_CHECK(diff > 95);
+}
+
+OC_TEST(rng_distributions)
+{
+    struct oc_rng r;
+    oc_rng_init(&r, 7, 0, 0, 0);
+    enum { N = 200000, K = 10 };
+    uint64_t hist[K] = {0};
+    for (int i = 0; i < N; i++)
+        hist[oc_rng_below(&r, K)]++;
+    double chi2 = 0;
+    for (int k = 0; k < K; k++) {
+        double d = (double)hist[k] - N / K;
+        chi2 += d * d / (N / K);
+    }
+    OC_CHECK(chi2 < 30.0); /* 9 degrees of freedom: p < 0.001 beyond ~27.9 */
+    double sum = 0, sq = 0;
+    float umin = 1, umax = 0;
+    for (int i = 0; i < N; i++) {
+        float u = oc_rng_uniform(&r);
+        umin = u < umin ? u : umin;
+        umax = u > umax ? u : umax;
+        double g = oc_rng_normal(&r);
+        sum += g;
+        sq += g * g;
+    }
+    OC_CHECK(umin >= 0.0f && umax < 1.0f);
+    OC_CHECK(fabs(sum / N) < 0.01);
+    OC_CHECK(fabs(sq / N - 1.0) < 0.02);
+    uint64_t big = (1ull << 40) + 17;
+    for (int i = 0; i < 1000; i++)
+        OC_CHECK(oc_rng_below(&r, big) < big);
+}
+
+struct queue_ctx {
+    struct oc_queue *q;
+    uint64_t sum;
+    pthread_mutex_t mu;
+};
+
+static void *queue_producer(void *p)
+{
+    struct queue_ctx *c = p;
+    for (uintptr_t i = 1; i <= 10000; i++)
+        oc_queue_push(c->q, (void *)i);
+    return NULL;
+}
+
+static void *queue_consumer(void *p)
+{
+    struct queue_ctx *c = p;
+    void *item;
+    uint64_t local = 0;
+    while (oc_queue_pop(c->q, &item) == OC_OK)
+        local += (uintptr_t)item;
+    pthread_mutex_lock(&c->mu);
+    c->sum += local;
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+OC_TEST(queue_mpmc_delivers_everything_once)
+{
+    struct oc_err err;
+    struct queue_ctx c = {0};
+    pthread_mutex_init(&c.mu, NULL);
+    OC_CHECK_OK(oc_queue_new(4, &c.q, &err), &err);
+    pthread_t prod[3], cons[3];
+    for (int i = 0; i < 3; i++) {
+        pthread_create(&prod[i], NULL, queue_producer, &c);
+        pthread_create(&cons[i], NULL, queue_consumer, &c);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(prod[i], NULL);
+    oc_queue_close(c.q);
+    for (int i = 0; i < 3; i++)
+        pthread_join(cons[i], NULL);
+    OC_CHECK(c.sum == 3ull * 10000 * 10001 / 2);
+    OC_CHECK(oc_queue_push(c.q, (void *)1) == OC_ERR_CANCELLED);
+    void *item;
+    OC_CHECK(oc_queue_try_pop(c.q, &item) == OC_ERR_CANCELLED);
+    oc_queue_free(c.q);
+    pthread_mutex_destroy(&c.mu);
+    OC_CHECK_ERR(oc_queue_new(0, &c.q, &err), OC_ERR_ARG, &err, "capacity");
+}
+
+OC_TEST(queue_try_pop_and_len)
+{
+    struct oc_err err;
+    struct oc_queue *q;
+    OC_CHECK_OK(oc_queue_new(2, &q, &err), &err);
+    void *item;
+    OC_CHECK(oc_queue_try_pop(q, &item) == OC_ERR_NOTFOUND);
+    oc_queue_push(q, (void *)5);
+    OC_CHECK(oc_queue_len(q) == 1);
+    OC_CHECK(oc_queue_try_pop(q, &item) == OC_OK && item == (void *)5);
+    oc_queue_push(q, (void *)6);
+    oc_queue_close(q);
+    OC_CHECK(oc_queue_pop(q, &item) == OC_OK && item == (void *)6); /* drains after close */
+    OC_CHECK(oc_queue_pop(q, &item) == OC_ERR_CANCELLED);
+    oc_queue_free(q);
+}
+
+struct pool_ctx {
+    uint64_t out[1000];
+    unsigned worker_of[1000];
+    uint64_t fail_from;
+};
+
+static int pool_task(void *p, uint64_t t, unsigned worker)
+{
+    struct pool_ctx *c = p;
+    if (t >= c->fail_from && t % 7 == 3)
+        return OC_ERR_IO - (int)(t % 2); /* distinguishable codes */
+    c->out[t] = t * t;
+    c->worker_of[t] = worker;
+    return OC_OK;
+}
+
+OC_TEST(pool_fixed_partition_and_lowest_error)
+{
+    struct oc_err err;
+    for (unsigned n = 1; n <= 4; n++) {
+        struct oc_pool *p;
+        OC_CHECK_OK(oc_pool_new(n, &p, &err), &err);
+        OC_CHECK(oc_pool_n_threads(p) == n);
+        for (int rep = 0; rep < 20; rep++) {
+            struct pool_ctx c;
+            memset(&c, 0, sizeof(c));
+            c.fail_from = UINT64_MAX;
+            OC_CHECK(oc_pool_run(p, 1000, pool_task, &c) == OC_OK);
+            int ok = 1;
+            for (uint64_t t = 0; t < 1000; t++)
+                ok &= c.out[t] == t * t && c.worker_of[t] == t % n;
+            OC_CHECK(ok);
+            c.fail_from = 500; /* tasks 500+ with t%7==3 fail; the lowest is 507 (odd) */
+            OC_CHECK(oc_pool_run(p, 1000, pool_task, &c) == OC_ERR_IO - 1);
+        }
+        oc_pool_free(p);
+    }
+    OC_CHECK_ERR(oc_pool_new(0, &(struct oc_pool *){NULL}, &err), OC_ERR_ARG, &err, "thread");
+}
+
+OC_TEST(progress_hidden_off_terminal)
+{
+    struct oc_err err;
+    FILE *f = tmpfile();
+    struct oc_progress *p;
+    OC_CHECK_OK(oc_progress_new(f, "work", 10, &p, &err), &err);
+    OC_CHECK(!oc_progress_visible(p));
+    oc_progress_add(p, 4);
+    oc_progress_add(p, 6);
+    OC_CHECK(oc_progress_done(p) == 10);
+    oc_progress_finish(p);
+    oc_progress_free(p);
+    OC_CHECK(ftell(f) == 0); /* nothing was drawn into a non-terminal */
+    fclose(f);
+    oc_progress_add(NULL, 1);
+    struct oc_timer t = {0};
+    oc_timer_start(&t);
+    oc_timer_stop(&t);
+    OC_CHECK(oc_timer_s(&t) >= 0 && oc_timer_s(&t) < 1);
+}
+
+OC_TEST_MAIN()

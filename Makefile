@@ -2,7 +2,12 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all test asan tsan format format-check deps-check cuda-check clean demo
+default: all
+
+deps:
+	tools/install-deps.sh
+
+.PHONY: deps all test asan tsan format format-check deps-check clean demo
 
 all:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) >/dev/null
@@ -13,7 +18,10 @@ test: all
 	@tools/count_results.sh $(BUILD)
 
 asan:
-	$(MAKE) test BUILD=build-asan CMAKE_ARGS=-DOC_SANITIZE=ON
+	$(MAKE) test BUILD=build-asan CMAKE_ARGS="-DOC_SANITIZE=ON -DOC_CUDA=OFF"
+
+tsan:
+	$(MAKE) test BUILD=build-tsan CMAKE_ARGS="-DOC_TSAN=ON -DOC_CUDA=OFF"
 
 demo: all
 	./$(BUILD)/offcore demo

@@ -46,8 +46,14 @@ enum oc_file_flags {
 
 struct oc_file;
 
+/*
+ * Opens path (flags: OC_FILE_*; new files get mode 0644). With OC_FILE_DIRECT,
+ * O_DIRECT is switched on if the filesystem accepts it, else the file stays
+ * buffered (see oc_file_is_direct). Missing file: OC_ERR_NOTFOUND; existing
+ * file with OC_FILE_CREATE: OC_ERR_EXISTS. *out is NULL on failure.
+ */
 int oc_file_open(const char *path, unsigned flags, struct oc_file **out, struct oc_err *err);
-/* Closes; returns the close error if any (out-of-space on NFS and the like). */
+/* Closes and frees f (NULL: no-op); returns the close error if any (NFS and the like). */
 int oc_file_close(struct oc_file *f, struct oc_err *err);
 const char *oc_file_path(const struct oc_file *f);
 int oc_file_fd(const struct oc_file *f);
@@ -62,10 +68,14 @@ int oc_file_size(const struct oc_file *f, uint64_t *bytes, struct oc_err *err);
  * ending at end of file may return fewer bytes: see oc_file_pread_upto.
  */
 int oc_file_pread(struct oc_file *f, void *buf, size_t len, uint64_t off, struct oc_err *err);
-/* Reads up to len bytes at off; *n_read = bytes read (< len only at end of file). */
+/*
+ * Reads up to len bytes at off; *n_read = bytes read (< len only at end of
+ * file). Same alignment rules as oc_file_pread. Read errors: OC_ERR_IO
+ * ("<path>: read of N bytes at offset X failed: <strerror>").
+ */
 int oc_file_pread_upto(struct oc_file *f, void *buf, size_t len, uint64_t off, size_t *n_read,
                        struct oc_err *err);
-/* Writes exactly len bytes at off (ENOSPC → OC_ERR_NOSPC). */
+/* Writes exactly len bytes at off (ENOSPC/EDQUOT → OC_ERR_NOSPC, else OC_ERR_IO). */
 int oc_file_pwrite(struct oc_file *f, const void *buf, size_t len, uint64_t off,
                    struct oc_err *err);
 int oc_file_truncate(struct oc_file *f, uint64_t bytes, struct oc_err *err);
@@ -83,9 +93,12 @@ struct oc_io_stats {
 struct oc_io_batch;
 
 /*
- * A reader that gathers byte ranges from O_DIRECT files. `depth` is the ring
- * size (requests in flight); `bounce_bytes` bounds its aligned staging memory.
- * Falls back to pread when io_uring is unavailable or OC_NO_URING=1 is set.
+ * A reader that gathers byte ranges from O_DIRECT (or buffered) files. `depth`
+ * is the ring size, i.e. reads in flight (0 = 64, at most 4096);
+ * `bounce_bytes` bounds its aligned staging memory (rounded up to 4 KiB); one
+ * merged read is at most min(1 MiB, bounce_bytes). Falls back to pread when
+ * io_uring is unavailable or the environment sets OC_NO_URING (non-empty, not "0").
+ * Stats accumulate over the life of the batch.
  */
 int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **out,
                     struct oc_err *err);
@@ -98,7 +111,13 @@ int oc_io_batch_uses_uring(const struct oc_io_batch *b);
  */
 int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
                     struct oc_err *err);
-/* Reads every queued request, copies into the destinations, empties the batch. */
+/*
+ * Reads every queued request, copies into the destinations, empties the batch
+ * (also on failure). A request needing bytes past end of file is OC_ERR_FORMAT
+ * ("<path>: truncated: wanted N bytes at offset X, file ends at Y"). Allocates
+ * only when the batch is larger than any before it. Returns only after every
+ * read it issued has completed.
+ */
 int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err);
 const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
 
@@ -106,7 +125,11 @@ const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
 
 struct oc_writer;
 
-/* Appends to a new or truncated file through an aligned buffer of buf_bytes. */
+/*
+ * Appends to a new or truncated file through an aligned buffer of buf_bytes
+ * (rounded up to 4 KiB), written with O_DIRECT where the filesystem allows.
+ * After a failed write, the writer only repeats the failure: abort it.
+ */
 int oc_writer_open(const char *path, size_t buf_bytes, struct oc_writer **out, struct oc_err *err);
 int oc_writer_write(struct oc_writer *w, const void *data, size_t len, struct oc_err *err);
 uint64_t oc_writer_offset(const struct oc_writer *w);
@@ -138,11 +161,15 @@ int oc_dir_sync(const char *dir, struct oc_err *err);
 int oc_rename_durable(const char *tmp, const char *final, struct oc_err *err);
 /* Writes a whole file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
 int oc_write_file_atomic(const char *path, const void *data, size_t len, struct oc_err *err);
-/* Reads a whole (small) file into an oc_alloc'd NUL-terminated buffer. */
+/*
+ * Reads a whole (small) file into an oc_alloc'd NUL-terminated buffer (*len
+ * excludes the NUL). A file larger than max_bytes (0 = no limit) is
+ * OC_ERR_FORMAT. Reads until end of file (sizes of /proc files lie).
+ */
 int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err);
 /* mkdir -p. */
 int oc_mkdir_p(const char *path, struct oc_err *err);
-/* rm -rf (used to discard temporary output directories). */
+/* rm -rf (discards temporary output). Symlinks are removed, never followed. Missing: OC_OK. */
 int oc_rm_rf(const char *path, struct oc_err *err);
 int oc_path_exists(const char *path);
 /* snprintf into buf; OC_ERR_ARG if it does not fit. */

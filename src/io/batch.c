@@ -1,0 +1,472 @@
+/*
+ * batch.c — the batch reader: gathers many small byte ranges of (O_DIRECT)
+ * files into caller memory with few, large, aligned reads, through one
+ * io_uring ring, or through pread where io_uring is unavailable.
+ *
+ * Place in the data flow: io; the store's feature gathers and the dataset's
+ * row reads queue ranges here, then run the batch once per mini-batch.
+ *
+ *   add(f, off, len, dst) ... add  -->  run:
+ *     1. sort requests by (file, offset)          (in place, no allocation)
+ *     2. page-align each [off, off+len); merge spans of one file that share
+ *        or touch a page, up to max_read bytes     -> one read per span
+ *     3. place spans in the aligned bounce buffer; when it is full, finish
+ *        this round (read, copy out) and start the next
+ *     4. keep `depth` reads in flight; as each completes, copy every request
+ *        it covers from the bounce buffer to its destination
+ *
+ *   requests (sorted)  |--a--|  |-b-|     |----c----|        |d|
+ *   pages              [  p0  ][  p1  ][  p2  ][  p3  ]...  [ p9 ]
+ *   spans (reads)      [============= one read ==========]  [ p9 ]
+ *
+ * A request larger than max_read is split at add time into pieces, each of
+ * which fits one read. A span that runs past end of file gets what exists; a
+ * request that needs bytes past end of file fails (OC_ERR_FORMAT, naming the
+ * file and offset). Each completed read passes through oc_fault_hit().
+ *
+ * Thread-safety: a batch belongs to one thread (it owns its ring). Files added
+ * to it may be shared with other threads.
+ * Ownership: destination buffers and files are borrowed until run returns;
+ * the bounce buffer belongs to the ring while a read into it is in flight,
+ * and run never returns before every read it issued has completed. The
+ * request and span arrays grow geometrically and are reused, so a batch in
+ * steady state allocates nothing per run.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#ifdef OC_HAVE_URING
+#    include <liburing.h>
+#    include <sys/uio.h>
+#endif
+
+#include "io/io_int.h"
+
+#define BATCH_MAX_READ      (1u << 20) /* cap of one merged read */
+#define BATCH_DEFAULT_DEPTH 64u
+#define BATCH_MAX_DEPTH     4096u
+
+struct batch_req {
+    struct oc_file *f;
+    uint64_t off;
+    size_t len;
+    void *dst;
+};
+
+struct batch_span {
+    struct oc_file *f;
+    uint64_t off;      /* aligned */
+    size_t len;        /* aligned, <= max_read */
+    size_t got;        /* bytes delivered so far */
+    size_t bounce_off; /* where in the bounce buffer */
+    size_t first_req;  /* requests [first_req, end_req) lie inside this span */
+    size_t end_req;
+};
+
+struct oc_io_batch {
+    unsigned depth;
+    size_t bounce_bytes;
+    size_t max_read;
+    uint8_t *bounce;
+    struct batch_req *reqs;
+    size_t n_reqs, cap_reqs;
+    struct batch_span *spans;
+    size_t n_spans, cap_spans;
+    struct oc_io_stats stats;
+    int use_uring;
+#ifdef OC_HAVE_URING
+    int fixed_buf; /* bounce registered with the ring: read_fixed */
+    struct io_uring ring;
+#endif
+};
+
+int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **out,
+                    struct oc_err *err)
+{
+    struct oc_io_batch *b;
+
+    *out = NULL;
+    b = oc_calloc(1, sizeof(*b), "io batch", err);
+    if (!b)
+        return err ? err->status : OC_ERR_NOMEM;
+    if (depth == 0)
+        depth = BATCH_DEFAULT_DEPTH;
+    if (depth > BATCH_MAX_DEPTH)
+        depth = BATCH_MAX_DEPTH;
+    b->depth = depth;
+    if (bounce_bytes < OC_IO_ALIGN)
+        bounce_bytes = OC_IO_ALIGN;
+    b->bounce_bytes = (size_t)oc_io_align_up(bounce_bytes);
+    b->max_read = b->bounce_bytes < BATCH_MAX_READ ? b->bounce_bytes : BATCH_MAX_READ;
+    b->bounce = oc_io_buf_alloc(b->bounce_bytes, "io batch bounce", err);
+    if (!b->bounce) {
+        int rc = err ? err->status : OC_ERR_NOMEM;
+        oc_free(b);
+        return rc;
+    }
+#ifdef OC_HAVE_URING
+    {
+        const char *env = getenv("OC_NO_URING");
+        if (env && env[0] && strcmp(env, "0") != 0) {
+            oc_log(OC_LOG_DEBUG, "io batch: OC_NO_URING set; using pread");
+        } else {
+            int r = io_uring_queue_init(depth, &b->ring, 0);
+            if (r < 0) {
+                char eb[128];
+                oc_log(OC_LOG_INFO, "io batch: io_uring unavailable (%s); using pread",
+                       oc_io_strerror(-r, eb, sizeof(eb)));
+            } else {
+                b->use_uring = 1;
+                /* Fixed buffers save a page walk per read; optional (memlock limits). */
+                if (b->bounce_bytes <= (1u << 30)) {
+                    struct iovec iov = {b->bounce, b->bounce_bytes};
+                    b->fixed_buf = io_uring_register_buffers(&b->ring, &iov, 1) == 0;
+                }
+            }
+        }
+    }
+#endif
+    *out = b;
+    return OC_OK;
+}
+
+void oc_io_batch_free(struct oc_io_batch *b)
+{
+    if (!b)
+        return;
+#ifdef OC_HAVE_URING
+    if (b->use_uring)
+        io_uring_queue_exit(&b->ring);
+#endif
+    oc_free(b->reqs);
+    oc_free(b->spans);
+    oc_free(b->bounce);
+    oc_free(b);
+}
+
+int oc_io_batch_uses_uring(const struct oc_io_batch *b)
+{
+    return b->use_uring;
+}
+
+const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b)
+{
+    return &b->stats;
+}
+
+size_t oc_io_batch_max_read(const struct oc_io_batch *b)
+{
+    return b->max_read;
+}
+
+static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
+                    struct oc_err *err)
+{
+    if (b->n_reqs == b->cap_reqs) {
+        size_t cap = b->cap_reqs ? b->cap_reqs * 2 : 256;
+        struct batch_req *r = oc_realloc(b->reqs, cap * sizeof(*r), "io batch requests", err);
+        if (!r)
+            return err ? err->status : OC_ERR_NOMEM;
+        b->reqs = r;
+        b->cap_reqs = cap;
+    }
+    b->reqs[b->n_reqs++] = (struct batch_req){f, off, len, dst};
+    return OC_OK;
+}
+
+int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
+                    struct oc_err *err)
+{
+    size_t n_before = b->n_reqs;
+    uint64_t end = off + len, pos = off;
+
+    if (!f)
+        return OC_ERR(err, OC_ERR_ARG, "oc_io_batch_add: NULL file");
+    if (len == 0) {
+        b->stats.n_requests++;
+        return OC_OK;
+    }
+    if (!dst || end < off)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "%s: batch request of %zu bytes at offset %" PRIu64 " is invalid", f->path,
+                      len, off);
+    /* Pieces whose page-aligned span fits one read: [pos, min(end, page(pos) + max_read)). */
+    while (pos < end) {
+        uint64_t lim = oc_io_align_down(pos) + b->max_read;
+        uint64_t piece_end = end < lim ? end : lim;
+        int rc = push_req(b, f, pos, (size_t)(piece_end - pos), (char *)dst + (pos - off), err);
+        if (rc) {
+            b->n_reqs = n_before;
+            return rc;
+        }
+        pos = piece_end;
+    }
+    b->stats.n_requests++;
+    b->stats.requested_bytes += len;
+    return OC_OK;
+}
+
+/* ---- run: sort, merge ----------------------------------------------------- */
+
+static int req_less(const struct batch_req *a, const struct batch_req *c)
+{
+    if (a->f != c->f)
+        return (uintptr_t)a->f < (uintptr_t)c->f;
+    return a->off < c->off;
+}
+
+static void sift_down(struct batch_req *a, size_t root, size_t n)
+{
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && req_less(&a[child], &a[child + 1]))
+            child++;
+        if (!req_less(&a[root], &a[child]))
+            return;
+        struct batch_req t = a[root];
+        a[root] = a[child];
+        a[child] = t;
+        root = child;
+    }
+}
+
+/* Heapsort: in place and allocation-free (qsort may malloc). Sorted input is the common case. */
+static void sort_reqs(struct batch_req *a, size_t n)
+{
+    size_t i;
+
+    for (i = 1; i < n && !req_less(&a[i], &a[i - 1]); i++)
+        ;
+    if (i >= n)
+        return;
+    for (i = n / 2; i-- > 0;)
+        sift_down(a, i, n);
+    for (i = n; i-- > 1;) {
+        struct batch_req t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        sift_down(a, 0, i);
+    }
+}
+
+static int build_spans(struct oc_io_batch *b, struct oc_err *err)
+{
+    struct batch_span *s = NULL;
+
+    if (b->cap_spans < b->n_reqs) {
+        size_t cap = b->cap_spans ? b->cap_spans : 256;
+        while (cap < b->n_reqs)
+            cap *= 2;
+        struct batch_span *sp = oc_realloc(b->spans, cap * sizeof(*sp), "io batch spans", err);
+        if (!sp)
+            return err ? err->status : OC_ERR_NOMEM;
+        b->spans = sp;
+        b->cap_spans = cap;
+    }
+    b->n_spans = 0;
+    for (size_t i = 0; i < b->n_reqs; i++) {
+        const struct batch_req *r = &b->reqs[i];
+        uint64_t lo = oc_io_align_down(r->off), hi = oc_io_align_up(r->off + r->len);
+        if (s && s->f == r->f && lo <= s->off + s->len) {
+            uint64_t new_end = hi > s->off + s->len ? hi : s->off + s->len;
+            if (new_end - s->off <= b->max_read) {
+                s->len = (size_t)(new_end - s->off);
+                s->end_req = i + 1;
+                continue;
+            }
+        }
+        s = &b->spans[b->n_spans++];
+        *s = (struct batch_span){r->f, lo, (size_t)(hi - lo), 0, 0, i, i + 1};
+    }
+    return OC_OK;
+}
+
+/* Copies every request of a finished span out of the bounce buffer. */
+static int span_copy_out(struct oc_io_batch *b, const struct batch_span *s, struct oc_err *err)
+{
+    uint64_t have_end = s->off + s->got;
+
+    for (size_t i = s->first_req; i < s->end_req; i++) {
+        const struct batch_req *r = &b->reqs[i];
+        if (r->off + r->len > have_end)
+            return oc_io_err_truncated(r->f, r->len, r->off,
+                                       have_end > r->off ? have_end - r->off : 0, err);
+        memcpy(r->dst, b->bounce + s->bounce_off + (r->off - s->off), r->len);
+    }
+    return OC_OK;
+}
+
+static int round_pread(struct oc_io_batch *b, size_t first, size_t end, struct oc_err *err)
+{
+    for (size_t i = first; i < end; i++) {
+        struct batch_span *s = &b->spans[i];
+        int rc = oc_file_pread_upto(s->f, b->bounce + s->bounce_off, s->len, s->off, &s->got, err);
+        if (rc)
+            return rc;
+        b->stats.read_bytes += s->got;
+        rc = span_copy_out(b, s, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+#ifdef OC_HAVE_URING
+
+/* Queues the rest of span idx (from s->got on). The SQ has room: in flight <= depth = SQ size. */
+static int uring_prep(struct oc_io_batch *b, size_t idx, struct oc_err *err)
+{
+    struct batch_span *s = &b->spans[idx];
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+    void *buf = b->bounce + s->bounce_off + s->got;
+    unsigned n = (unsigned)(s->len - s->got);
+    uint64_t off = s->off + s->got;
+
+    if (!sqe) {
+        io_uring_submit(&b->ring);
+        sqe = io_uring_get_sqe(&b->ring);
+        if (!sqe)
+            return OC_ERR(err, OC_ERR_INTERNAL, "%s: io_uring submission queue full", s->f->path);
+    }
+    if (b->fixed_buf)
+        io_uring_prep_read_fixed(sqe, s->f->fd, buf, n, off, 0);
+    else
+        io_uring_prep_read(sqe, s->f->fd, buf, n, off);
+    io_uring_sqe_set_data64(sqe, (uint64_t)idx);
+    return OC_OK;
+}
+
+/*
+ * Handles one completion. Returns 1 if the span needs another read (short read
+ * before end of file, EINTR/EAGAIN), 0 if it is finished (copied out, or
+ * failed with *rc set). Only the first error is kept.
+ */
+static int uring_complete(struct oc_io_batch *b, size_t idx, int res, int *rc, struct oc_err *err)
+{
+    struct batch_span *s = &b->spans[idx];
+    int fe = 0;
+    char eb[128];
+
+    if (oc_fault_hit(OC_FAULT_READ, &fe))
+        res = fe ? -fe : 0; /* errno 0: a short read, i.e. premature end of file */
+    if (res < 0) {
+        if ((res == -EINTR || res == -EAGAIN) && *rc == OC_OK)
+            return 1;
+        if (*rc == OC_OK)
+            *rc = OC_ERR_ERRNO(err, oc_io_status_rw(-res), -res,
+                               "%s: read of %zu bytes at offset %" PRIu64 " failed: %s", s->f->path,
+                               s->len - s->got, s->off + s->got,
+                               oc_io_strerror(-res, eb, sizeof(eb)));
+        return 0;
+    }
+    s->got += (size_t)res;
+    b->stats.read_bytes += (uint64_t)res;
+    if (res > 0 && s->got < s->len && !(s->f->is_direct && !oc_io_is_aligned(s->got)) &&
+        *rc == OC_OK)
+        return 1;
+    if (*rc == OC_OK)
+        *rc = span_copy_out(b, s, err);
+    return 0;
+}
+
+static int round_uring(struct oc_io_batch *b, size_t first, size_t end, struct oc_err *err)
+{
+    size_t next = first, in_flight = 0;
+    unsigned retries = 0;
+    int rc = OC_OK;
+    char eb[128];
+
+    while (in_flight > 0 || (rc == OC_OK && next < end)) {
+        while (rc == OC_OK && next < end && in_flight < b->depth) {
+            rc = uring_prep(b, next, err);
+            if (rc)
+                break;
+            next++;
+            in_flight++;
+        }
+        if (in_flight == 0)
+            break;
+        int r = io_uring_submit_and_wait(&b->ring, 1);
+        if (r < 0 && r != -EINTR) {
+            if ((r == -EAGAIN || r == -EBUSY) && ++retries < 10000) {
+                usleep(50);
+            } else {
+                /*
+                 * The ring is unusable. Reads may still be in flight into the
+                 * bounce buffer, which lives until oc_io_batch_free; tear the
+                 * ring down (the kernel cancels or finishes them) and fall
+                 * back to pread for later runs.
+                 */
+                if (rc == OC_OK)
+                    rc = OC_ERR_ERRNO(err, OC_ERR_IO, -r, "io batch: io_uring_submit failed: %s",
+                                      oc_io_strerror(-r, eb, sizeof(eb)));
+                io_uring_queue_exit(&b->ring);
+                b->use_uring = 0;
+                b->fixed_buf = 0;
+                oc_log(OC_LOG_WARN, "io batch: io_uring failed; falling back to pread");
+                return rc;
+            }
+        } else {
+            retries = 0;
+        }
+        struct io_uring_cqe *cqe;
+        while (io_uring_peek_cqe(&b->ring, &cqe) == 0) {
+            size_t idx = (size_t)io_uring_cqe_get_data64(cqe);
+            int res = cqe->res;
+            io_uring_cqe_seen(&b->ring, cqe);
+            in_flight--;
+            if (uring_complete(b, idx, res, &rc, err)) {
+                int prc = uring_prep(b, idx, err);
+                if (prc) {
+                    if (rc == OC_OK)
+                        rc = prc;
+                } else {
+                    in_flight++;
+                }
+            }
+        }
+    }
+    return rc;
+}
+
+#endif /* OC_HAVE_URING */
+
+int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err)
+{
+    int rc = OC_OK;
+    size_t first = 0;
+
+    if (b->n_reqs == 0)
+        return OC_OK;
+    sort_reqs(b->reqs, b->n_reqs);
+    rc = build_spans(b, err);
+    if (rc)
+        goto out;
+    b->stats.n_reads += b->n_spans;
+    while (first < b->n_spans) {
+        size_t end = first, used = 0;
+        while (end < b->n_spans && used + b->spans[end].len <= b->bounce_bytes) {
+            b->spans[end].bounce_off = used;
+            used += b->spans[end].len;
+            end++;
+        }
+#ifdef OC_HAVE_URING
+        if (b->use_uring)
+            rc = round_uring(b, first, end, err);
+        else
+            rc = round_pread(b, first, end, err);
+#else
+        rc = round_pread(b, first, end, err);
+#endif
+        if (rc)
+            goto out;
+        first = end;
+    }
+out:
+    b->n_reqs = 0;
+    b->n_spans = 0;
+    return rc;
+}

@@ -1,0 +1,321 @@
+/*
+ * fsutil.c — durable file creation and small filesystem helpers: atomic
+ * whole-file writes (tmp + fsync + rename + directory fsync), durable rename,
+ * directory fsync, reading a small file, mkdir -p, rm -rf, path helpers.
+ *
+ * Place in the data flow: io; the dataset builder commits manifests and
+ * arrays with these, the planner commits derived artifacts, tests clean up
+ * with oc_rm_rf.
+ *
+ *   oc_write_file_atomic(P):  P.tmp.<pid>  --write, fsync, close-->
+ *                             rename(P.tmp.<pid>, P) --> fsync(dir of P)
+ *   A crash leaves either the old P or the new P, never a partial one; a
+ *   failure removes the temporary file.
+ *
+ * Thread-safety: every function may be called from any thread; oc_rm_rf
+ * works with directory descriptors (openat/unlinkat), not the cwd.
+ * Ownership: oc_read_file returns an oc_alloc'd buffer the caller frees.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/io_int.h"
+
+#define RM_MAX_DEPTH 256
+
+int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct oc_err *err)
+{
+    size_t dl = strlen(dir);
+    const char *sep = (dl == 0 || dir[dl - 1] == '/') ? "" : "/";
+    int w = snprintf(buf, n, "%s%s%s", dir, sep, name);
+
+    if (w < 0 || (size_t)w >= n) {
+        if (n > 0)
+            buf[0] = '\0';
+        return OC_ERR(err, OC_ERR_ARG, "path %s%s%s is longer than %zu bytes", dir, sep, name,
+                      n ? n - 1 : 0);
+    }
+    return OC_OK;
+}
+
+int oc_path_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The directory containing path ("." if none) into buf. */
+static int parent_dir(const char *path, char *buf, size_t n, struct oc_err *err)
+{
+    const char *slash = strrchr(path, '/');
+    size_t len;
+
+    if (!slash) {
+        snprintf(buf, n, ".");
+        return OC_OK;
+    }
+    len = slash == path ? 1 : (size_t)(slash - path);
+    if (len >= n)
+        return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
+    memcpy(buf, path, len);
+    buf[len] = '\0';
+    return OC_OK;
+}
+
+int oc_dir_sync(const char *dir, struct oc_err *err)
+{
+    char eb[128];
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    if (fd < 0) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot open directory: %s", dir,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        /* Some filesystems cannot fsync a directory; their renames are as durable as they get. */
+        if (e != EINVAL && e != EROFS && e != ENOTSUP) {
+            close(fd);
+            return OC_ERR_ERRNO(err, oc_io_status_rw(e), e, "%s: directory fsync failed: %s", dir,
+                                oc_io_strerror(e, eb, sizeof(eb)));
+        }
+    }
+    close(fd);
+    return OC_OK;
+}
+
+int oc_rename_durable(const char *tmp, const char *final, struct oc_err *err)
+{
+    char dir[PATH_MAX], eb[128];
+    int rc;
+
+    if (rename(tmp, final) != 0) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "cannot rename %s to %s: %s", tmp, final,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    rc = parent_dir(final, dir, sizeof(dir), err);
+    if (rc)
+        return rc;
+    return oc_dir_sync(dir, err);
+}
+
+int oc_write_file_atomic(const char *path, const void *data, size_t len, struct oc_err *err)
+{
+    char tmp[PATH_MAX];
+    struct oc_file *f = NULL;
+    int rc, w;
+
+    w = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    if (w < 0 || (size_t)w >= sizeof(tmp))
+        return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
+    rc = oc_file_open(tmp, OC_FILE_WRITE | OC_FILE_TRUNC, &f, err);
+    if (rc)
+        return rc;
+    rc = oc_file_pwrite(f, data, len, 0, err);
+    if (rc)
+        goto fail;
+    rc = oc_file_sync(f, err);
+    if (rc)
+        goto fail;
+    rc = oc_file_close(f, err);
+    f = NULL;
+    if (rc)
+        goto fail;
+    rc = oc_rename_durable(tmp, path, err);
+    if (rc)
+        goto fail;
+    return OC_OK;
+fail:
+    oc_file_close(f, NULL);
+    unlink(tmp);
+    return rc;
+}
+
+int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err)
+{
+    struct oc_file *f = NULL;
+    char *buf = NULL;
+    uint64_t size;
+    size_t cap, used = 0, got;
+    int rc;
+
+    *data = NULL;
+    *len = 0;
+    if (max_bytes == 0 || max_bytes > SIZE_MAX / 4)
+        max_bytes = SIZE_MAX / 4;
+    rc = oc_file_open(path, OC_FILE_READ, &f, err);
+    if (rc)
+        return rc;
+    rc = oc_file_size(f, &size, err);
+    if (rc)
+        goto out;
+    if (size > max_bytes) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: file is %" PRIu64 " bytes, more than the %zu allowed",
+                    path, size, max_bytes);
+        goto out;
+    }
+    /*
+     * Sizes of /proc files and growing files lie: read until end of file. The
+     * buffer keeps one byte for the NUL and one to see a file past the limit.
+     */
+    cap = (size_t)size + 2 < 4096 ? 4096 : (size_t)size + 2;
+    if (cap > max_bytes + 2)
+        cap = max_bytes + 2;
+    for (;;) {
+        if (!buf || used + 1 >= cap) {
+            size_t ncap = !buf ? cap : (cap * 2 < max_bytes + 2 ? cap * 2 : max_bytes + 2);
+            char *nb = oc_realloc(buf, ncap, "read file", err);
+            if (!nb) {
+                rc = err ? err->status : OC_ERR_NOMEM;
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        rc = oc_file_pread_upto(f, buf + used, cap - 1 - used, used, &got, err);
+        if (rc)
+            goto out;
+        used += got;
+        if (used > max_bytes) {
+            rc = OC_ERR(err, OC_ERR_FORMAT, "%s: file is more than the %zu bytes allowed", path,
+                        max_bytes);
+            goto out;
+        }
+        if (used + 1 < cap)
+            break; /* a short read: end of file */
+    }
+    buf[used] = '\0';
+    *data = buf;
+    *len = used;
+    buf = NULL;
+out:
+    oc_free(buf);
+    oc_file_close(f, NULL);
+    return rc;
+}
+
+int oc_mkdir_p(const char *path, struct oc_err *err)
+{
+    char buf[PATH_MAX], eb[128];
+    size_t n = strlen(path);
+
+    if (n == 0)
+        return OC_ERR(err, OC_ERR_ARG, "oc_mkdir_p: empty path");
+    if (n >= sizeof(buf))
+        return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        if (buf[i - 1] == '/')
+            continue;
+        char c = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0) {
+            int e = errno;
+            struct stat st;
+            if (e != EEXIST) {
+                return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot create directory: %s",
+                                    buf, oc_io_strerror(e, eb, sizeof(eb)));
+            }
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+                return OC_ERR(err, OC_ERR_EXISTS, "%s: exists and is not a directory", buf);
+        }
+        buf[i] = c;
+    }
+    return OC_OK;
+}
+
+/*
+ * Removes name (relative to parent_fd) and, if it is a directory, everything in
+ * it. Symbolic links are removed, never followed (AT_SYMLINK_NOFOLLOW,
+ * O_NOFOLLOW). path/plen hold the path for messages.
+ */
+static int rm_at(int parent_fd, const char *name, char *path, size_t plen, size_t pcap, int depth,
+                 struct oc_err *err)
+{
+    struct stat st;
+    char eb[128];
+    int rc = OC_OK;
+
+    if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return OC_OK;
+        return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot stat: %s", path,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        if (depth >= RM_MAX_DEPTH)
+            return OC_ERR(err, OC_ERR_ARG, "%s: directories nested deeper than %d", path,
+                          RM_MAX_DEPTH);
+        int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot open directory: %s", path,
+                                oc_io_strerror(e, eb, sizeof(eb)));
+        }
+        DIR *d = fdopendir(fd);
+        if (!d) {
+            int e = errno;
+            close(fd);
+            return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot read directory: %s", path,
+                                oc_io_strerror(e, eb, sizeof(eb)));
+        }
+        /* Removing entries while reading may hide others: rescan until a pass removes nothing. */
+        for (int removed = 1; removed && rc == OC_OK;) {
+            struct dirent *de;
+            removed = 0;
+            rewinddir(d);
+            while (rc == OC_OK && (de = readdir(d)) != NULL) {
+                if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                    continue;
+                size_t nl = strlen(de->d_name);
+                size_t sub = plen;
+                if (plen + 1 + nl < pcap) {
+                    path[plen] = '/';
+                    memcpy(path + plen + 1, de->d_name, nl + 1);
+                    sub = plen + 1 + nl;
+                }
+                rc = rm_at(fd, de->d_name, path, sub, pcap, depth + 1, err);
+                path[plen] = '\0';
+                removed++;
+            }
+        }
+        closedir(d);
+        if (rc)
+            return rc;
+        if (unlinkat(parent_fd, name, AT_REMOVEDIR) != 0 && errno != ENOENT) {
+            int e = errno;
+            return OC_ERR_ERRNO(err, oc_io_status_rw(e), e, "%s: cannot remove directory: %s", path,
+                                oc_io_strerror(e, eb, sizeof(eb)));
+        }
+        return OC_OK;
+    }
+    if (unlinkat(parent_fd, name, 0) != 0 && errno != ENOENT) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, oc_io_status_rw(e), e, "%s: cannot remove: %s", path,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    return OC_OK;
+}
+
+int oc_rm_rf(const char *path, struct oc_err *err)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+
+    if (n == 0)
+        return OC_ERR(err, OC_ERR_ARG, "oc_rm_rf: empty path");
+    if (n >= sizeof(buf))
+        return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
+    memcpy(buf, path, n + 1);
+    return rm_at(AT_FDCWD, path, buf, n, sizeof(buf), 0, err);
+}

@@ -1,0 +1,629 @@
+/*
+ * test_io.c — tests of the io module's files, batch reader and writer:
+ * round trips with and without O_DIRECT, alignment and truncation errors,
+ * fault injection (EIO, short read, ENOSPC, failed allocations) with leak
+ * checks, the batch reader against a naive copy on random overlapping ranges
+ * through io_uring and through pread, and its merge counts.
+ * (Line reader and filesystem helpers: test_io_lines.c.)
+ *
+ * Place in the data flow: tests; links the library.
+ * Thread-safety: single-threaded.
+ * Ownership: files live in oc_test_tmpdir(), removed at exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/io_int.h"
+#include "offcore/io.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static void fill_pattern(uint8_t *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (uint8_t)(((i + seed) * 2654435761u) >> 11);
+}
+
+/* Writes n pattern bytes to dir/name with plain stdio; returns the data (malloc'd by the test). */
+static uint8_t *make_file(const char *dir, const char *name, size_t n, char *path, size_t pn)
+{
+    struct oc_err err;
+    uint8_t *data = malloc(n ? n : 1);
+    if (!data || oc_path_join(path, pn, dir, name, &err) != OC_OK)
+        abort();
+    fill_pattern(data, n, n);
+    FILE *fp = fopen(path, "wb");
+    if (!fp || fwrite(data, 1, n, fp) != n || fclose(fp) != 0)
+        abort();
+    return data;
+}
+
+OC_TEST(file_roundtrip_buffered)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t in[10000], out[10000];
+    uint64_t size = 0;
+    uint64_t live = oc_mem_n_live();
+
+    OC_CHECK_OK(oc_path_join(path, sizeof(path), oc_test_tmpdir(), "a.bin", &err), &err);
+    fill_pattern(in, sizeof(in), 7);
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_CREATE, &f, &err), &err);
+    if (!f)
+        return;
+    OC_CHECK(!oc_file_is_direct(f));
+    OC_CHECK(strcmp(oc_file_path(f), path) == 0);
+    OC_CHECK(oc_file_fd(f) >= 0);
+    OC_CHECK_OK(oc_file_pwrite(f, in, 3333, 0, &err), &err);
+    OC_CHECK_OK(oc_file_pwrite(f, in + 3333, sizeof(in) - 3333, 3333, &err), &err);
+    OC_CHECK_OK(oc_file_size(f, &size, &err), &err);
+    OC_CHECK(size == sizeof(in));
+    memset(out, 0, sizeof(out));
+    OC_CHECK_OK(oc_file_pread(f, out + 17, 5000, 17, &err), &err);
+    OC_CHECK(memcmp(out + 17, in + 17, 5000) == 0);
+    size_t got = 0;
+    OC_CHECK_OK(oc_file_pread_upto(f, out, 8000, 5000, &got, &err), &err);
+    OC_CHECK(got == 5000);
+    OC_CHECK(memcmp(out, in + 5000, 5000) == 0);
+    OC_CHECK_OK(oc_file_truncate(f, 100, &err), &err);
+    OC_CHECK_OK(oc_file_size(f, &size, &err), &err);
+    OC_CHECK(size == 100);
+    OC_CHECK_OK(oc_file_sync(f, &err), &err);
+    OC_CHECK_OK(oc_file_close(f, &err), &err);
+    OC_CHECK(oc_mem_n_live() == live);
+
+    /* CREATE on an existing file, and opening a missing one. */
+    OC_CHECK_ERR(oc_file_open(path, OC_FILE_WRITE | OC_FILE_CREATE, &f, &err), OC_ERR_EXISTS, &err,
+                 path);
+    OC_CHECK(f == NULL);
+    strcat(path, ".missing");
+    OC_CHECK_ERR(oc_file_open(path, OC_FILE_READ, &f, &err), OC_ERR_NOTFOUND, &err, path);
+    OC_CHECK_ERR(oc_file_open(path, 0, &f, &err), OC_ERR_ARG, &err, NULL);
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
+/* O_DIRECT round trip in dir; both outcomes (accepted or refused) are checked honestly. */
+static void direct_roundtrip(const char *dir)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t *buf = NULL, *out = NULL;
+    size_t got = 0;
+
+    OC_CHECK_OK(oc_path_join(path, sizeof(path), dir, "d.bin", &err), &err);
+    OC_CHECK_OK(
+        oc_file_open(path, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC | OC_FILE_DIRECT, &f, &err),
+        &err);
+    if (!f)
+        return;
+    buf = oc_io_buf_alloc(3 * OC_IO_ALIGN, "test", &err);
+    out = oc_io_buf_alloc(4 * OC_IO_ALIGN, "test", &err);
+    OC_CHECK(buf && out && ((uintptr_t)buf % OC_IO_ALIGN) == 0);
+    if (!buf || !out)
+        goto out;
+    fill_pattern(buf, 3 * OC_IO_ALIGN, 3);
+    OC_CHECK_OK(oc_file_pwrite(f, buf, 3 * OC_IO_ALIGN, 0, &err), &err);
+    OC_CHECK_OK(oc_file_pread(f, out, 2 * OC_IO_ALIGN, OC_IO_ALIGN, &err), &err);
+    OC_CHECK(memcmp(out, buf + OC_IO_ALIGN, 2 * OC_IO_ALIGN) == 0);
+    /* File of 10000 bytes: an aligned read reaching past the end is short, not an error. */
+    OC_CHECK_OK(oc_file_truncate(f, 10000, &err), &err);
+    OC_CHECK_OK(oc_file_pread_upto(f, out, 4 * OC_IO_ALIGN, 0, &got, &err), &err);
+    OC_CHECK(got == 10000);
+    OC_CHECK(memcmp(out, buf, 10000) == 0);
+    OC_CHECK_ERR(oc_file_pread(f, out, 3 * OC_IO_ALIGN, 0, &err), OC_ERR_FORMAT, &err,
+                 "truncated: wanted 12288 bytes at offset 0, file ends at 10000");
+    if (oc_file_is_direct(f)) {
+        OC_CHECK_ERR(oc_file_pread(f, out + 1, OC_IO_ALIGN, 0, &err), OC_ERR_ARG, &err, path);
+        OC_CHECK_ERR(oc_file_pread(f, out, 100, 0, &err), OC_ERR_ARG, &err, "not aligned");
+        OC_CHECK_ERR(oc_file_pread(f, out, OC_IO_ALIGN, 512, &err), OC_ERR_ARG, &err, "offset 512");
+        OC_CHECK_ERR(oc_file_pwrite(f, buf, 10, 0, &err), OC_ERR_ARG, &err, "O_DIRECT write");
+    } else {
+        fprintf(stderr, "  note: %s refuses O_DIRECT; checking buffered fallback\n", dir);
+        OC_CHECK_OK(oc_file_pread(f, out + 1, 100, 7, &err), &err);
+        OC_CHECK(memcmp(out + 1, buf + 7, 100) == 0);
+    }
+out:
+    oc_free(buf);
+    oc_free(out);
+    OC_CHECK_OK(oc_file_close(f, &err), &err);
+}
+
+OC_TEST(file_roundtrip_direct)
+{
+    uint64_t live = oc_mem_n_live();
+    direct_roundtrip(oc_test_tmpdir());
+    /* tmpfs: refuses O_DIRECT on older kernels, accepts it on newer ones. */
+    if (access("/dev/shm", W_OK) == 0) {
+        char dir[64];
+        snprintf(dir, sizeof(dir), "/dev/shm/oc-test-io-%ld", (long)getpid());
+        struct oc_err err;
+        OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+        direct_roundtrip(dir);
+        OC_CHECK_OK(oc_rm_rf(dir, &err), &err);
+    }
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
+OC_TEST(file_truncated_read_message)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t out[200];
+    uint8_t *data = make_file(oc_test_tmpdir(), "short.bin", 100, path, sizeof(path));
+
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ, &f, &err), &err);
+    if (f) {
+        OC_CHECK_ERR(oc_file_pread(f, out, 50, 80, &err), OC_ERR_FORMAT, &err,
+                     "truncated: wanted 50 bytes at offset 80, file ends at 100");
+        OC_CHECK(strstr(err.msg, path) == err.msg);
+        OC_CHECK_ERR(oc_file_pread(f, out, 10, 500, &err), OC_ERR_FORMAT, &err,
+                     "wanted 10 bytes at offset 500, file ends at 100");
+        OC_CHECK_OK(oc_file_pread(f, out, 100, 0, &err), &err);
+        OC_CHECK(memcmp(out, data, 100) == 0);
+        oc_file_close(f, NULL);
+    }
+    free(data);
+}
+
+OC_TEST(file_fault_injection)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t out[4096];
+    uint8_t *data = make_file(oc_test_tmpdir(), "f.bin", 4096, path, sizeof(path));
+
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_WRITE, &f, &err), &err);
+    if (!f) {
+        free(data);
+        return;
+    }
+    oc_fault_arm(OC_FAULT_READ, 1, EIO);
+    OC_CHECK_ERR(oc_file_pread(f, out, 100, 8, &err), OC_ERR_IO, &err,
+                 "read of 100 bytes at offset 8 failed: Input/output error");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    OC_CHECK(err.sys_errno == EIO);
+    OC_CHECK(oc_fault_fired(OC_FAULT_READ));
+
+    /* Short read (errno 0) = premature end of file. */
+    oc_fault_arm(OC_FAULT_READ, 1, 0);
+    OC_CHECK_ERR(oc_file_pread(f, out, 100, 8, &err), OC_ERR_FORMAT, &err,
+                 "truncated: wanted 100 bytes at offset 8, file ends at 8");
+    oc_fault_arm(OC_FAULT_READ, 2, EIO); /* the 2nd read fails: the first succeeds */
+    OC_CHECK_OK(oc_file_pread(f, out, 100, 0, &err), &err);
+    OC_CHECK_ERR(oc_file_pread(f, out, 100, 0, &err), OC_ERR_IO, &err, path);
+    OC_CHECK(memcmp(out, data, 100) == 0);
+
+    oc_fault_arm(OC_FAULT_WRITE, 1, ENOSPC);
+    OC_CHECK_ERR(oc_file_pwrite(f, data, 10, 4096, &err), OC_ERR_NOSPC, &err,
+                 "write of 10 bytes at offset 4096 failed: No space left on device");
+    oc_fault_arm(OC_FAULT_WRITE, 1, EDQUOT);
+    OC_CHECK_ERR(oc_file_pwrite(f, data, 10, 0, &err), OC_ERR_NOSPC, &err, path);
+    oc_fault_arm(OC_FAULT_WRITE, 1, EIO);
+    OC_CHECK_ERR(oc_file_pwrite(f, data, 10, 0, &err), OC_ERR_IO, &err, "Input/output error");
+    oc_fault_disarm_all();
+    oc_file_close(f, NULL);
+    free(data);
+}
+
+/* ---- batch reader ------------------------------------------------------- */
+
+struct range {
+    uint64_t off;
+    size_t len;
+};
+
+/* Random ranges: many inside a few hot pages, some long, some ending exactly at EOF. */
+static void random_ranges(struct range *r, size_t n, uint64_t size)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = rnd() % 10;
+        size_t len;
+        uint64_t off;
+        if (k < 5) { /* small, clustered in 8 hot pages */
+            len = 1 + (size_t)(rnd() % 300);
+            off = (rnd() % 8) * 4096 * 7 + rnd() % 4096;
+        } else if (k < 8) {
+            len = 1 + (size_t)(rnd() % 9000);
+            off = rnd() % size;
+        } else if (k < 9) { /* longer than the merged-read cap of a small bounce */
+            len = 1 + (size_t)(rnd() % 200000);
+            off = rnd() % size;
+        } else { /* tail of the file */
+            len = 1 + (size_t)(rnd() % 5000);
+            off = size - len;
+        }
+        if (off + len > size)
+            len = (size_t)(size - off);
+        if (len == 0) {
+            len = 1;
+            off = size - 1;
+        }
+        r[i] = (struct range){off, len};
+    }
+}
+
+static void batch_vs_naive(int direct, int no_uring, size_t bounce, unsigned depth)
+{
+    enum { N = 1500 };
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    struct oc_io_batch *b = NULL;
+    char path[600];
+    const uint64_t size = 3 * 1048576 + 1234;
+    uint8_t *data = make_file(oc_test_tmpdir(), "batch.bin", size, path, sizeof(path));
+    struct range *r = malloc(N * sizeof(*r));
+    uint8_t **dst = calloc(N, sizeof(*dst));
+    uint64_t live = oc_mem_n_live();
+
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    OC_CHECK_OK(oc_io_batch_new(depth, bounce, &b, &err), &err);
+    unsetenv("OC_NO_URING");
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | (direct ? OC_FILE_DIRECT : 0), &f, &err), &err);
+    if (!b || !f || !r || !dst)
+        goto out;
+    if (no_uring)
+        OC_CHECK(!oc_io_batch_uses_uring(b));
+    fprintf(stderr, "  direct=%d uring=%d bounce=%zu depth=%u\n", oc_file_is_direct(f),
+            oc_io_batch_uses_uring(b), bounce, depth);
+    for (int round = 0; round < 3; round++) {
+        uint64_t req_bytes = 0;
+        const struct oc_io_stats st0 = *oc_io_batch_stats(b);
+        random_ranges(r, N, size);
+        for (size_t i = 0; i < N; i++) {
+            if (round == 0)
+                dst[i] = malloc(200001 + 3);
+            /* Odd destination offsets: any alignment must work. */
+            OC_CHECK_OK(oc_io_batch_add(b, f, r[i].off, r[i].len, dst[i] + (i % 3), &err), &err);
+            req_bytes += r[i].len;
+        }
+        /* The second and third runs are steady state: no allocation may happen. */
+        if (round > 0)
+            oc_fault_arm(OC_FAULT_ALLOC, 1, ENOMEM);
+        OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+        if (round > 0) {
+            OC_CHECK(!oc_fault_fired(OC_FAULT_ALLOC));
+            oc_fault_disarm_all();
+        }
+        size_t bad = 0;
+        for (size_t i = 0; i < N; i++)
+            bad += memcmp(dst[i] + (i % 3), data + r[i].off, r[i].len) != 0;
+        OC_CHECK(bad == 0);
+        const struct oc_io_stats *st = oc_io_batch_stats(b);
+        OC_CHECK(st->n_requests - st0.n_requests == N);
+        OC_CHECK(st->requested_bytes - st0.requested_bytes == req_bytes);
+        OC_CHECK(st->n_reads - st0.n_reads < N);
+        OC_CHECK(st->read_bytes - st0.read_bytes >= size / 4);
+        OC_CHECK(st->read_bytes - st0.read_bytes <= N * (uint64_t)210000);
+        /* An empty batch runs and reads nothing. */
+        OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+        OC_CHECK(oc_io_batch_stats(b)->n_reads == st->n_reads);
+    }
+out:
+    oc_io_batch_free(b);
+    oc_file_close(f, NULL);
+    OC_CHECK(oc_mem_n_live() == live);
+    for (size_t i = 0; dst && i < N; i++)
+        free(dst[i]);
+    free(dst);
+    free(r);
+    free(data);
+}
+
+OC_TEST(batch_random_uring_direct)
+{
+    batch_vs_naive(1, 0, 4 << 20, 32);
+    batch_vs_naive(1, 0, 64 << 10, 4); /* many rounds, split requests */
+}
+
+OC_TEST(batch_random_uring_buffered)
+{
+    batch_vs_naive(0, 0, 1 << 20, 16);
+}
+
+OC_TEST(batch_random_pread)
+{
+    batch_vs_naive(1, 1, 4 << 20, 32);
+    batch_vs_naive(0, 1, 12 << 10, 8);
+}
+
+static struct oc_io_batch *new_batch(int no_uring, size_t bounce)
+{
+    struct oc_err err;
+    struct oc_io_batch *b = NULL;
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    OC_CHECK_OK(oc_io_batch_new(8, bounce, &b, &err), &err);
+    unsetenv("OC_NO_URING");
+    return b;
+}
+
+static void batch_merge_counts(int no_uring)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t *data = make_file(oc_test_tmpdir(), "m.bin", 2 << 20, path, sizeof(path));
+    uint8_t out[8][600];
+    struct oc_io_batch *b = new_batch(no_uring, 1 << 20);
+    const struct oc_io_stats *st;
+
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    if (!b || !f)
+        goto out;
+    st = oc_io_batch_stats(b);
+    /* 8 requests inside page 5 (added out of order) => 1 read of 4096 bytes. */
+    for (int i = 7; i >= 0; i--)
+        OC_CHECK_OK(oc_io_batch_add(b, f, 5 * 4096 + (uint64_t)i * 500, 500, out[i], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_requests == 8 && st->n_reads == 1);
+    OC_CHECK(st->read_bytes == 4096);
+    OC_CHECK(st->requested_bytes == 4000);
+    for (int i = 0; i < 8; i++)
+        OC_CHECK(memcmp(out[i], data + 5 * 4096 + i * 500, 500) == 0);
+
+    /* Touching pages merge (1 read of 8192); a distant page is its own read. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 4096 - 10, 20, out[0], &err), &err); /* pages 0-1 */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 8192 + 5, 10, out[1], &err), &err);  /* page 2 */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 40960, 10, out[2], &err), &err);     /* page 10 */
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads == 1 + 2);
+    OC_CHECK(st->read_bytes == 4096 + 3 * 4096 + 4096);
+    OC_CHECK(memcmp(out[0], data + 4086, 20) == 0);
+    OC_CHECK(memcmp(out[1], data + 8197, 10) == 0);
+    OC_CHECK(memcmp(out[2], data + 40960, 10) == 0);
+
+    /* A read never exceeds max_read: 1 MiB of contiguous requests => 1 read. */
+    size_t cap = oc_io_batch_max_read(b);
+    OC_CHECK(cap == 1 << 20);
+    uint8_t *big = malloc((1 << 20) + 1);
+    uint64_t n0 = st->n_reads;
+    for (uint64_t off = 0; off < (1 << 20); off += 65536)
+        OC_CHECK_OK(oc_io_batch_add(b, f, off, 65536, big + off, &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads - n0 == 1);
+    OC_CHECK(memcmp(big, data, 1 << 20) == 0);
+    /* One request whose pages span more than max_read is split: 2 reads. */
+    memset(big, 0, (1 << 20) + 1);
+    OC_CHECK_OK(oc_io_batch_add(b, f, 1, 1 << 20, big, &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads - n0 == 3);
+    OC_CHECK(st->n_requests == 8 + 3 + 16 + 1);
+    OC_CHECK(memcmp(big, data + 1, 1 << 20) == 0);
+    free(big);
+    /* Zero-length requests count but read nothing. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 12345, 0, NULL, &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads - n0 == 3);
+out:
+    oc_io_batch_free(b);
+    oc_file_close(f, NULL);
+    free(data);
+}
+
+OC_TEST(batch_merge_counts_uring)
+{
+    batch_merge_counts(0);
+}
+
+OC_TEST(batch_merge_counts_pread)
+{
+    batch_merge_counts(1);
+}
+
+static void batch_errors(int no_uring)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t *data = make_file(oc_test_tmpdir(), "e.bin", 10000, path, sizeof(path));
+    uint8_t out[3][100];
+    uint64_t live = oc_mem_n_live();
+    struct oc_io_batch *b = new_batch(no_uring, 1 << 16);
+
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    if (!b || !f)
+        goto out;
+    /* The last bytes of an unaligned file come back through a short read. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 9950, 50, out[0], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(memcmp(out[0], data + 9950, 50) == 0);
+    OC_CHECK(oc_io_batch_stats(b)->read_bytes == 10000 - 8192);
+
+    /* A request past end of file is an error naming the file and offset. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 100, 10, out[0], &err), &err);
+    OC_CHECK_OK(oc_io_batch_add(b, f, 9990, 20, out[1], &err), &err);
+    OC_CHECK_ERR(oc_io_batch_run(b, &err), OC_ERR_FORMAT, &err,
+                 "truncated: wanted 20 bytes at offset 9990, file ends at 10000");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    /* The batch is empty after a failed run and usable again. */
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+
+    /* EIO on the 2nd completed read (pages 0 and 2: two reads). */
+    uint64_t reads0 = oc_io_batch_stats(b)->n_reads;
+    OC_CHECK_OK(oc_io_batch_add(b, f, 0, 10, out[0], &err), &err);
+    OC_CHECK_OK(oc_io_batch_add(b, f, 9000, 10, out[2], &err), &err);
+    oc_fault_arm(OC_FAULT_READ, 2, EIO);
+    OC_CHECK_ERR(oc_io_batch_run(b, &err), OC_ERR_IO, &err, "failed: Input/output error");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    OC_CHECK(oc_fault_fired(OC_FAULT_READ));
+    OC_CHECK(oc_io_batch_stats(b)->n_reads - reads0 == 2);
+
+    /* Short read (premature end of file) on the 1st read. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 4000, 200, out[0], &err), &err);
+    oc_fault_arm(OC_FAULT_READ, 1, 0);
+    OC_CHECK_ERR(oc_io_batch_run(b, &err), OC_ERR_FORMAT, &err, "truncated");
+    oc_fault_disarm_all();
+
+    /* Then everything works again. */
+    OC_CHECK_OK(oc_io_batch_add(b, f, 4000, 100, out[0], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(memcmp(out[0], data + 4000, 100) == 0);
+
+    OC_CHECK_ERR(oc_io_batch_add(b, NULL, 0, 1, out[0], &err), OC_ERR_ARG, &err, NULL);
+    OC_CHECK_ERR(oc_io_batch_add(b, f, UINT64_MAX - 2, 10, out[0], &err), OC_ERR_ARG, &err, path);
+out:
+    oc_io_batch_free(b);
+    oc_file_close(f, NULL);
+    OC_CHECK(oc_mem_n_live() == live);
+    free(data);
+}
+
+OC_TEST(batch_errors_uring)
+{
+    batch_errors(0);
+}
+
+OC_TEST(batch_errors_pread)
+{
+    batch_errors(1);
+}
+
+/* Every allocation of new/add/run fails in turn: a clean NOMEM and no leak each time. */
+OC_TEST(batch_alloc_faults)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t *data = make_file(oc_test_tmpdir(), "a.bin", 100000, path, sizeof(path));
+    uint8_t *out = malloc(300 * 100);
+    uint64_t live = oc_mem_n_live();
+    int done = 0;
+
+    for (uint64_t nth = 1; nth < 50 && !done; nth++) {
+        struct oc_io_batch *b = NULL;
+        int rc;
+        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
+        rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err);
+        if (rc == OC_OK)
+            rc = oc_io_batch_new(4, 1 << 16, &b, &err);
+        for (int i = 0; rc == OC_OK && i < 300; i++)
+            rc = oc_io_batch_add(b, f, (uint64_t)i * 331, 100, out + i * 100, &err);
+        if (rc == OC_OK)
+            rc = oc_io_batch_run(b, &err);
+        if (rc == OC_OK) {
+            OC_CHECK(!oc_fault_fired(OC_FAULT_ALLOC));
+            done = 1;
+            for (int i = 0; i < 300; i++)
+                OC_CHECK(memcmp(out + i * 100, data + i * 331, 100) == 0);
+        } else {
+            OC_CHECK(rc == OC_ERR_NOMEM);
+            OC_CHECK(oc_fault_fired(OC_FAULT_ALLOC));
+        }
+        oc_fault_disarm_all();
+        oc_io_batch_free(b);
+        oc_file_close(f, NULL);
+        f = NULL;
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    OC_CHECK(done);
+    free(out);
+    free(data);
+}
+
+/* ---- writer -------------------------------------------------------------- */
+
+OC_TEST(writer_roundtrip)
+{
+    struct oc_err err;
+    struct oc_writer *w = NULL;
+    char path[600];
+    const size_t total = 200000 + 77;
+    uint8_t *data = malloc(total);
+    char *back = NULL;
+    size_t len = 0, pos = 0;
+    uint64_t live = oc_mem_n_live();
+
+    fill_pattern(data, total, 99);
+    OC_CHECK_OK(oc_path_join(path, sizeof(path), oc_test_tmpdir(), "w.bin", &err), &err);
+    OC_CHECK_OK(oc_writer_open(path, 10000, &w, &err), &err); /* rounded up to 12288 */
+    if (!w)
+        goto out;
+    while (pos < total) {
+        size_t n = 1 + (size_t)(rnd() % 30000);
+        if (n > total - pos)
+            n = total - pos;
+        OC_CHECK_OK(oc_writer_write(w, data + pos, n, &err), &err);
+        pos += n;
+        OC_CHECK(oc_writer_offset(w) == pos);
+    }
+    OC_CHECK_OK(oc_writer_close(w, &err), &err);
+    OC_CHECK_OK(oc_read_file(path, 0, &back, &len, &err), &err);
+    OC_CHECK(len == total);
+    OC_CHECK(back && memcmp(back, data, total) == 0);
+    oc_free(back);
+
+    /* An empty writer makes an empty file; abort on NULL is a no-op. */
+    OC_CHECK_OK(oc_writer_open(path, 4096, &w, &err), &err);
+    OC_CHECK_OK(oc_writer_close(w, &err), &err);
+    OC_CHECK(oc_read_file(path, 0, &back, &len, &err) == OC_OK && len == 0);
+    oc_free(back);
+    oc_writer_abort(NULL);
+    OC_CHECK(oc_writer_close(NULL, &err) == OC_OK);
+out:
+    OC_CHECK(oc_mem_n_live() == live);
+    free(data);
+}
+
+OC_TEST(writer_faults)
+{
+    struct oc_err err;
+    struct oc_writer *w = NULL;
+    char path[600];
+    uint8_t data[5000];
+    uint64_t live = oc_mem_n_live();
+
+    fill_pattern(data, sizeof(data), 1);
+    OC_CHECK_OK(oc_path_join(path, sizeof(path), oc_test_tmpdir(), "w.bin", &err), &err);
+    /* ENOSPC while a full buffer is written. */
+    OC_CHECK_OK(oc_writer_open(path, 4096, &w, &err), &err);
+    oc_fault_arm(OC_FAULT_WRITE, 1, ENOSPC);
+    OC_CHECK_ERR(oc_writer_write(w, data, sizeof(data), &err), OC_ERR_NOSPC, &err,
+                 "No space left on device");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    OC_CHECK_ERR(oc_writer_write(w, data, 1, &err), OC_ERR_NOSPC, &err, path);
+    oc_writer_abort(w);
+    OC_CHECK(oc_mem_n_live() == live);
+
+    /* ENOSPC while the tail is written at close: close reports it and frees. */
+    OC_CHECK_OK(oc_writer_open(path, 1 << 16, &w, &err), &err);
+    OC_CHECK_OK(oc_writer_write(w, data, 100, &err), &err);
+    oc_fault_arm(OC_FAULT_WRITE, 1, ENOSPC);
+    OC_CHECK_ERR(oc_writer_close(w, &err), OC_ERR_NOSPC, &err, "at offset 0 failed");
+    OC_CHECK(oc_mem_n_live() == live);
+
+    /* Failed allocations at open. */
+    for (uint64_t nth = 1; nth < 10; nth++) {
+        w = NULL;
+        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
+        int rc = oc_writer_open(path, 4096, &w, &err);
+        oc_fault_disarm_all();
+        if (rc == OC_OK) {
+            OC_CHECK_OK(oc_writer_close(w, &err), &err);
+            break;
+        }
+        OC_CHECK(rc == OC_ERR_NOMEM && w == NULL);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
+OC_TEST_MAIN()

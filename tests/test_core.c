@@ -262,7 +262,7 @@ OC_TEST(pool_fixed_partition_and_lowest_error)
             for (uint64_t t = 0; t < 1000; t++)
                 ok &= c.out[t] == t * t && c.worker_of[t] == t % n;
             OC_CHECK(ok);
-            c.fail_from = 500; /* tasks 500+ with t%7==3 fail; the lowest is 507 (odd) */
+            c.fail_from = 501; /* tasks 501+ with t%7==3 fail; the lowest is 507 (odd) */
             OC_CHECK(oc_pool_run(p, 1000, pool_task, &c) == OC_ERR_IO - 1);
         }
         oc_pool_free(p);

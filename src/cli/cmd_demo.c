@@ -9,6 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "offcore/generate.h"
@@ -42,14 +43,17 @@ int cmd_demo(int argc, char **argv)
     struct oc_err err;
     oc_err_clear(&err);
     char path[4096];
-    if (dir) {
-        snprintf(path, sizeof(path), "%s", dir);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && *xdg)
-            snprintf(path, sizeof(path), "%s/offcore/demo-v1", xdg);
-        else
-            snprintf(path, sizeof(path), "%s/.cache/offcore/demo-v1", home ? home : ".");
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (dir)
+        n = snprintf(path, sizeof(path), "%s", dir);
+    else if (xdg && *xdg)
+        n = snprintf(path, sizeof(path), "%s/offcore/demo-v1", xdg);
+    else
+        n = snprintf(path, sizeof(path), "%s/.cache/offcore/demo-v1", home ? home : ".");
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        fprintf(stderr, "offcore demo: cache path is too long\n");
+        return 2;
     }
     struct oc_dataset *ds = NULL;
     if (oc_path_exists(path) && oc_dataset_open(path, OC_DS_OPEN_DEFAULT, &ds, &err) != OC_OK) {
@@ -61,10 +65,14 @@ int cmd_demo(int argc, char **argv)
     if (!ds) {
         struct oc_generate_opts o;
         oc_generate_opts_default(&o);
-        char parent[4096];
-        snprintf(parent, sizeof(parent), "%s/..", path);
-        if (oc_mkdir_p(parent, &err) != OC_OK)
-            return cli_fail(&err);
+        char parent[sizeof(path)];
+        memcpy(parent, path, sizeof(path));
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+            *slash = '\0';
+            if (oc_mkdir_p(parent, &err) != OC_OK)
+                return cli_fail(&err);
+        }
         printf("generating the demo dataset into %s\n", path);
         struct oc_progress *bar = NULL;
         if (oc_progress_new(quiet ? NULL : stderr, "generate", 0, &bar, &err) != OC_OK)

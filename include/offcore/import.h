@@ -37,7 +37,9 @@ struct oc_import_opts {
     int remove_self_loops;    /* drop self-loops (default: keep one copy, as dgl.to_bidirected) */
     enum oc_dtype feat_dtype; /* F32 (default) or F16 */
     int row_normalize;        /* divide each feature row by its sum (Planetoid preprocessing) */
-    int split_index;          /* role-form split file to use (text), default 0 */
+    int split_index;          /* text: 0 (default) = train/val/test_idx.txt when present, else
+                                 role-form file 0; k > 0 = the k-th role-form split file
+                                 (natural order: split_2 before split_10) */
     const char *split_name;   /* OGB split folder name (NULL = the only one / first sorted) */
     const char *name;         /* dataset name (NULL = from the source) */
     uint64_t mem_bytes;       /* RAM for sorting/buffering (0 = 256 MiB) */
@@ -45,7 +47,13 @@ struct oc_import_opts {
 
 void oc_import_opts_default(struct oc_import_opts *o);
 
-/* Imports src into a new dataset directory out (which must not exist). */
+/*
+ * Imports src into a new dataset directory out (which must not exist). On
+ * failure nothing is left at out (the builder's temporary directory is
+ * removed). Edges follow o->directed: by default every input edge u->v also
+ * yields v->u (OGB and GraphBolt edges are stored one way; DGL users
+ * symmetrize them the same way), duplicates are dropped and self-loops kept.
+ */
 int oc_import(enum oc_import_kind kind, const char *src, const char *out,
               const struct oc_import_opts *o, struct oc_progress *progress, struct oc_err *err);
 

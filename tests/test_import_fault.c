@@ -157,12 +157,7 @@ static const struct fault_case cases[] = {
     {OC_FAULT_WRITE, EIO, "write EIO"},
 };
 
-/*
- * known_gap (may be NULL) counts short reads that truncated a plain-text
- * input silently instead of failing; NULL makes them failures.
- */
-static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *dir),
-                       uint64_t *known_gap)
+static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *dir))
 {
     const char *tmp = oc_test_tmpdir();
     char src[4096], out[4096];
@@ -216,9 +211,7 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
                 struct fx_ds d;
                 int same = fx_ds_load(out, &d, &err) == OC_OK && same_dataset(&ref, &d);
                 fx_ds_free(&d);
-                if (fc->sys_errno == 0 && !same && known_gap) {
-                    (*known_gap)++;
-                } else if (fc->sys_errno != 0 || !same) {
+                if (fc->sys_errno != 0 || !same) {
                     fprintf(stderr, "  %s #%llu fired but the import succeeded (%s)\n", fc->what,
                             (unsigned long long)nth, same ? "same data" : "WRONG data");
                     OC_CHECK(!"import succeeded although the fault fired");
@@ -241,41 +234,25 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
     fx_ds_free(&ref);
 }
 
-/*
- * Plain-text inputs go through oc_line_reader, which (io/lines.c, at the time
- * of writing) takes a short read for the end of the file: the import then
- * succeeds on a truncated input. Until the reader checks the file size, such
- * cases are reported and the test counts as skipped instead of passing;
- * OC_STRICT_SHORT_READ=1 makes them failures.
- */
+/* Plain-text inputs go through oc_line_reader, which must report a short read as truncation. */
 OC_TEST(fault_text)
 {
-    uint64_t gap = 0;
-    int strict = getenv("OC_STRICT_SHORT_READ") && atoi(getenv("OC_STRICT_SHORT_READ"));
-    fault_loop(OC_IMPORT_TEXT, write_text, strict ? NULL : &gap);
-    if (gap) {
-        fprintf(stderr, "  %llu short reads truncated a text input without an error\n",
-                (unsigned long long)gap);
-        OC_SKIP("oc_line_reader does not detect a premature end of file (io/lines.c)");
-    }
+    fault_loop(OC_IMPORT_TEXT, write_text);
 }
 
 OC_TEST(fault_npy)
 {
-    fault_loop(OC_IMPORT_NPY, write_npy, NULL);
+    fault_loop(OC_IMPORT_NPY, write_npy);
 }
 
 OC_TEST(fault_ogb)
 {
-    fault_loop(OC_IMPORT_OGB, write_ogb, NULL);
+    fault_loop(OC_IMPORT_OGB, write_ogb);
 }
 
 OC_TEST(fault_graphbolt)
 {
-    uint64_t gap = 0; /* the csv edge list is read as plain text, like fault_text */
-    fault_loop(OC_IMPORT_GRAPHBOLT, write_graphbolt, &gap);
-    if (gap)
-        OC_SKIP("oc_line_reader does not detect a premature end of file (io/lines.c)");
+    fault_loop(OC_IMPORT_GRAPHBOLT, write_graphbolt);
 }
 
 OC_TEST_MAIN()

@@ -28,10 +28,11 @@
 
 struct oc_line_reader {
     struct oc_file *f;
-    uint64_t file_off; /* next byte of the file to read */
-    int file_eof;      /* the file has no more bytes */
-    int text_eof;      /* no more text will arrive in buf */
-    uint64_t lineno;   /* lines returned so far */
+    uint64_t file_off;  /* next byte of the file to read */
+    uint64_t file_size; /* size at open: a read that ends before it is a truncation */
+    int file_eof;       /* the file has no more bytes */
+    int text_eof;       /* no more text will arrive in buf */
+    uint64_t lineno;    /* lines returned so far */
     size_t max_line;
     /* decoded text */
     char *buf;
@@ -79,6 +80,9 @@ int oc_line_reader_open(const char *path, struct oc_line_reader **out, struct oc
         return err ? err->status : OC_ERR_NOMEM;
     r->max_line = LINE_MAX_DEFAULT;
     rc = oc_file_open(path, OC_FILE_READ, &r->f, err);
+    if (rc)
+        goto fail;
+    rc = oc_file_size(r->f, &r->file_size, err);
     if (rc)
         goto fail;
     rc = oc_file_pread_upto(r->f, magic, sizeof(magic), 0, &got, err);
@@ -151,8 +155,14 @@ static int read_chunk(struct oc_line_reader *r, void *dst, size_t room, size_t *
     if (rc)
         return rc;
     r->file_off += *got;
-    if (*got < n)
+    if (*got < n) {
+        if (r->file_off < r->file_size)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: truncated: read stopped at offset %llu of %llu bytes at line %llu",
+                          oc_file_path(r->f), (unsigned long long)r->file_off,
+                          (unsigned long long)r->file_size, (unsigned long long)r->lineno + 1);
         r->file_eof = 1;
+    }
     return OC_OK;
 }
 

@@ -59,6 +59,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 
 /* Prints the summary of an opened dataset (shared by info and demo). */
 struct oc_dataset;

@@ -24,6 +24,7 @@ static const struct {
     {"generate", cmd_generate, "generate a synthetic graph dataset of any size"},
     {"import", cmd_import, "import text|ogb|graphbolt|npy data into an offcore dataset"},
     {"info", cmd_info, "validate a dataset and print counts, sizes, degrees, classes"},
+    {"train", cmd_train, "train a GNN (GraphSAGE, GCN, GAT) on a dataset"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,94 @@
+/*
+ * train.h — mini-batch GNN training end to end: load a dataset, sample
+ * batches, gather input features, forward/backward/Adam, evaluate (exact
+ * layer-wise full-neighbor inference or sampled mini-batches), report test
+ * accuracy at the best validation epoch, log JSON lines, checkpoint and resume.
+ *
+ * Place in the data flow: train sits on sample, nn and dataset; the CLI calls
+ * it. Everything random is keyed by (seed, epoch, batch, ...), so a run is a
+ * pure function of its dataset and options: same seed → same loss sequence
+ * and weights at any thread count, and a resumed run ends with the weights of
+ * an uninterrupted one.
+ * Thread-safety: one run per call; it owns its thread pool.
+ * Ownership: options and strings are borrowed for the call.
+ */
+#ifndef OFFCORE_TRAIN_H
+#define OFFCORE_TRAIN_H
+
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/nn.h"
+#include "offcore/progress.h"
+#include "offcore/sample.h"
+
+enum oc_train_eval {
+    OC_TRAIN_EVAL_FULL,    /* exact layer-wise inference with all neighbors */
+    OC_TRAIN_EVAL_SAMPLED, /* mini-batches sampled with the training fanouts */
+    OC_TRAIN_EVAL_COUNT,
+};
+
+struct oc_train_opts {
+    enum oc_nn_model_kind model;
+    uint32_t n_layers;
+    uint64_t hidden;
+    uint32_t heads;                        /* GAT hidden heads */
+    int32_t fanouts[OC_SAMPLE_MAX_LAYERS]; /* [0] = input layer; -1 = all neighbors */
+    uint32_t n_fanouts;
+    uint64_t batch_size;
+    uint64_t eval_batch_size;
+    uint32_t epochs;
+    float lr, weight_decay, dropout;
+    unsigned n_threads; /* 0 = all cores */
+    uint64_t seed;
+    enum oc_train_eval eval;
+    const char *log_path;       /* JSON lines, NULL = none */
+    const char *checkpoint_dir; /* NULL = none */
+    int resume;                 /* continue from checkpoint_dir */
+};
+
+/*
+ * DGL example defaults for a model kind (2 layers everywhere):
+ *   sage: hidden 16, fanout 10,25, batch 1000, lr 0.003, wd 0, dropout 0.5, 20 epochs
+ *   gcn:  hidden 16, fanout -1,-1, batch 1024, lr 0.01, wd 5e-4, dropout 0.5, 200 epochs
+ *   gat:  hidden 8 x 8 heads, fanout -1,-1, batch 1024, lr 0.005, wd 5e-4, dropout 0.6,
+ *         200 epochs
+ * eval full, seed 0, threads 0 (all cores), eval batch 4096.
+ */
+void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o);
+
+/* Stage times are wall seconds inside the epoch. */
+struct oc_train_epoch_stats {
+    uint32_t epoch; /* 0-based */
+    double loss, train_acc, val_acc, test_acc;
+    double time_s;
+    double sample_s, gather_s, forward_s, backward_s, optimizer_s, eval_s;
+    uint64_t n_batches;
+};
+
+typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);
+
+struct oc_train_result {
+    uint32_t epochs_run; /* epochs executed in this call (after a resume: the rest) */
+    uint32_t best_epoch;
+    double best_val_acc;
+    double test_acc_at_best_val;
+    double final_loss;
+    char weights_sha256[65];
+};
+
+/*
+ * Trains on the dataset in dir. on_epoch (may be NULL) is called after every
+ * epoch. With checkpoint_dir set, model, optimizer and position are saved
+ * atomically after every epoch; with resume, training continues after the
+ * last saved epoch (the options must match the checkpoint's: OC_ERR_ARG
+ * naming the difference otherwise). Errors name the file or option at fault.
+ */
+int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,
+                 void *ctx, struct oc_progress *progress, struct oc_train_result *res,
+                 struct oc_err *err);
+
+/* Checks an option set for consistency (fanouts vs layers, batch > 0, ...). */
+int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err);
+
+#endif

@@ -1,0 +1,167 @@
+/*
+ * checkpoint.c — saves and restores a training run after an epoch: model
+ * parameters and Adam state (nn's self-checking record), the position (next
+ * epoch, best validation so far, JSON-log length) and a fingerprint of every
+ * option that changes training, so a resume with different options is
+ * refused instead of silently mixing runs. The file is replaced atomically
+ * (temporary name, fsync, rename), so a crash at any moment leaves either
+ * the previous or the new checkpoint.
+ *
+ *   DIR/checkpoint.bin (little-endian):
+ *   "OCCKPT01" | u32 version | u32 fp_len | fingerprint text
+ *   | u32 next_epoch | u32 best_epoch | f64 best_val_acc | f64 test_acc_at_best_val
+ *   | u64 log_bytes | u64 state_bytes | nn state record | u32 CRC-32 of all before
+ *
+ * Place in the data flow: train.
+ * Thread-safety: called by the training thread only.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "offcore/io.h"
+#include "train/train_int.h"
+
+#define CKPT_MAGIC   "OCCKPT01"
+#define CKPT_VERSION 1u
+#define CKPT_FILE    "checkpoint.bin"
+
+void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manifest *m, char *buf,
+                            size_t n)
+{
+    char fan[128] = "";
+    size_t len = 0;
+    for (uint32_t l = 0; l < o->n_fanouts && len < sizeof(fan) - 16; l++)
+        len += (size_t)snprintf(fan + len, sizeof(fan) - len, "%s%d", l ? "," : "", o->fanouts[l]);
+    snprintf(buf, n,
+             "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64
+             " lr=%.9g weight_decay=%.9g dropout=%.9g seed=%" PRIu64 " eval=%s dataset=%s"
+             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x",
+             oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
+             (double)o->lr, (double)o->weight_decay, (double)o->dropout, o->seed,
+             o->eval == OC_TRAIN_EVAL_FULL ? "full" : "sampled", m->name, m->n_nodes, m->n_edges,
+             m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32);
+}
+
+static void put(uint8_t **p, const void *v, size_t n)
+{
+    memcpy(*p, v, n); /* little-endian hosts only: checked at build time below */
+    *p += n;
+}
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoints assume little-endian");
+
+int train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
+                          const struct train_position *pos, struct oc_err *err)
+{
+    char path[4096];
+    int rc = oc_path_join(path, sizeof(path), dir, CKPT_FILE, err);
+    if (rc)
+        return rc;
+    if ((rc = oc_mkdir_p(dir, err)))
+        return rc;
+    uint32_t fp_len = (uint32_t)strlen(fingerprint);
+    uint64_t state_bytes = oc_nn_model_state_bytes(m);
+    size_t total = 8 + 4 + 4 + fp_len + 4 + 4 + 8 + 8 + 8 + 8 + state_bytes + 4;
+    uint8_t *buf = oc_alloc(total, "checkpoint", err);
+    if (!buf)
+        return err->status;
+    uint8_t *p = buf;
+    uint32_t version = CKPT_VERSION;
+    put(&p, CKPT_MAGIC, 8);
+    put(&p, &version, 4);
+    put(&p, &fp_len, 4);
+    put(&p, fingerprint, fp_len);
+    put(&p, &pos->next_epoch, 4);
+    put(&p, &pos->best_epoch, 4);
+    put(&p, &pos->best_val_acc, 8);
+    put(&p, &pos->test_acc_at_best_val, 8);
+    put(&p, &pos->log_bytes, 8);
+    put(&p, &state_bytes, 8);
+    if ((rc = oc_nn_model_state_save(m, p, state_bytes, err)))
+        goto out;
+    p += state_bytes;
+    uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(p - buf));
+    put(&p, &crc, 4);
+    rc = oc_write_file_atomic(path, buf, total, err);
+out:
+    oc_free(buf);
+    return rc;
+}
+
+static int take(const uint8_t **p, const uint8_t *end, void *v, size_t n, const char *path,
+                struct oc_err *err)
+{
+    if ((size_t)(end - *p) < n)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: truncated checkpoint", path);
+    memcpy(v, *p, n);
+    *p += n;
+    return OC_OK;
+}
+
+int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
+                          struct train_position *pos, struct oc_err *err)
+{
+    char path[4096];
+    int rc = oc_path_join(path, sizeof(path), dir, CKPT_FILE, err);
+    if (rc)
+        return rc;
+    if (!oc_path_exists(path))
+        return OC_ERR(err, OC_ERR_NOTFOUND, "%s: no checkpoint to resume from", path);
+    char *data = NULL;
+    size_t len = 0;
+    if ((rc = oc_read_file(path, 0, &data, &len, err)))
+        return rc;
+    const uint8_t *p = (const uint8_t *)data, *end = p + len;
+    char magic[8];
+    uint32_t version = 0, fp_len = 0, crc_stored = 0;
+    uint64_t state_bytes = 0;
+    if (len < 12 + 4 || memcmp(data, CKPT_MAGIC, 8) != 0) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: not an offcore checkpoint", path);
+        goto out;
+    }
+    memcpy(&crc_stored, end - 4, 4);
+    if ((uint32_t)crc32(0L, p, (uInt)(len - 4)) != crc_stored) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch (corrupt checkpoint)", path);
+        goto out;
+    }
+    end -= 4;
+    if ((rc = take(&p, end, magic, 8, path, err)) || (rc = take(&p, end, &version, 4, path, err)))
+        goto out;
+    if (version != CKPT_VERSION) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: unknown checkpoint version %u (this build reads %u)",
+                    path, version, CKPT_VERSION);
+        goto out;
+    }
+    if ((rc = take(&p, end, &fp_len, 4, path, err)))
+        goto out;
+    if ((size_t)(end - p) < fp_len) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: truncated checkpoint", path);
+        goto out;
+    }
+    if (fp_len != strlen(fingerprint) || memcmp(p, fingerprint, fp_len) != 0) {
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "%s: the checkpoint was made with different options or data:\n  saved:   "
+                    "%.*s\n  current: %s",
+                    path, (int)fp_len, (const char *)p, fingerprint);
+        goto out;
+    }
+    p += fp_len;
+    if ((rc = take(&p, end, &pos->next_epoch, 4, path, err)) ||
+        (rc = take(&p, end, &pos->best_epoch, 4, path, err)) ||
+        (rc = take(&p, end, &pos->best_val_acc, 8, path, err)) ||
+        (rc = take(&p, end, &pos->test_acc_at_best_val, 8, path, err)) ||
+        (rc = take(&p, end, &pos->log_bytes, 8, path, err)) ||
+        (rc = take(&p, end, &state_bytes, 8, path, err)))
+        goto out;
+    if ((uint64_t)(end - p) != state_bytes) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: model state size mismatch", path);
+        goto out;
+    }
+    if ((rc = oc_nn_model_state_load(m, p, state_bytes, err)))
+        oc_err_prefix(err, "%s", path);
+out:
+    oc_free(data);
+    return rc;
+}

@@ -1,0 +1,167 @@
+/*
+ * data.c — the dataset in RAM for training: topology as an oc_graph view,
+ * features converted to f32, labels, splits, whole-graph out-degrees; and the
+ * gather of a batch's input rows into the model's input tensor.
+ *
+ * Place in the data flow: dataset ──► train (this) ──► sample / nn.
+ * Thread-safety: loading is single-threaded; the gather splits rows over the
+ * pool in fixed ranges (each task writes only its own rows).
+ * Ownership: struct train_data owns every array it holds.
+ */
+#include <string.h>
+
+#include "train/train_int.h"
+
+int train_data_load(const char *dir, struct train_data *d, struct oc_err *err)
+{
+    memset(d, 0, sizeof(*d));
+    int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFAULT, &d->ds, err);
+    if (rc)
+        return rc;
+    const struct oc_manifest *m = oc_dataset_manifest(d->ds);
+    d->n_nodes = m->n_nodes;
+    d->feat_dim = m->feat_dim;
+    d->n_classes = m->n_classes;
+    if (m->feat_dim == 0) {
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "%s: dataset has no node features (topology and labels only); training needs "
+                    "features",
+                    dir);
+        goto fail;
+    }
+    if (m->n_classes < 2) {
+        rc = OC_ERR(err, OC_ERR_ARG, "%s: dataset has %u classes; training needs at least 2", dir,
+                    m->n_classes);
+        goto fail;
+    }
+    if ((rc = oc_dataset_load_indptr(d->ds, &d->indptr, err)))
+        goto fail;
+    if ((rc = oc_dataset_load_indices(d->ds, m->index_dtype, &d->indices, err)))
+        goto fail;
+    d->graph.n_nodes = d->n_nodes;
+    d->graph.indptr = d->indptr;
+    if (m->index_dtype == OC_DTYPE_U32)
+        d->graph.indices32 = d->indices;
+    else
+        d->graph.indices64 = d->indices;
+    uint64_t rows, cols;
+    void *feat = NULL;
+    if ((rc = oc_npy_load_as(oc_dataset_path(d->ds, OC_DS_FEATURES), OC_DTYPE_F32, &feat, &rows,
+                             &cols, err)))
+        goto fail;
+    d->features = feat;
+    if ((rc = oc_dataset_load_labels(d->ds, &d->labels, err)))
+        goto fail;
+    static const enum oc_ds_file split_files[TRAIN_SPLIT_COUNT] = {OC_DS_TRAIN_IDX, OC_DS_VAL_IDX,
+                                                                   OC_DS_TEST_IDX};
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        if ((rc = oc_dataset_load_split(d->ds, split_files[s], &d->split[s], &d->n_split[s], err)))
+            goto fail;
+    if (d->n_split[TRAIN_SPLIT_TRAIN] == 0) {
+        rc = OC_ERR(err, OC_ERR_ARG, "%s: the training split is empty", dir);
+        goto fail;
+    }
+    d->out_deg = oc_calloc(d->n_nodes, sizeof(uint64_t), "out-degrees", err);
+    if (!d->out_deg) {
+        rc = err->status;
+        goto fail;
+    }
+    for (uint64_t v = 0; v < d->n_nodes; v++)
+        for (uint64_t e = d->indptr[v]; e < d->indptr[v + 1]; e++) {
+            uint64_t u = d->graph.indices32 ? d->graph.indices32[e] : d->graph.indices64[e];
+            if (u != v)
+                d->out_deg[u]++;
+        }
+    return OC_OK;
+fail:
+    train_data_deinit(d);
+    return rc;
+}
+
+void train_data_deinit(struct train_data *d)
+{
+    oc_free(d->indptr);
+    oc_free(d->indices);
+    oc_free(d->features);
+    oc_free(d->labels);
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        oc_free(d->split[s]);
+    oc_free(d->out_deg);
+    oc_dataset_free(d->ds);
+    memset(d, 0, sizeof(*d));
+}
+
+struct gather_job {
+    float *dst;
+    const float *src;
+    uint64_t dim;
+    const uint64_t *ids;
+    uint64_t n, chunk;
+};
+
+static int gather_task(void *ctx, uint64_t t, unsigned worker)
+{
+    (void)worker;
+    struct gather_job *j = ctx;
+    uint64_t lo = t * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+    size_t row_bytes = j->dim * sizeof(float);
+    for (uint64_t i = lo; i < hi; i++)
+        memcpy(j->dst + i * j->dim, j->src + j->ids[i] * j->dim, row_bytes);
+    return OC_OK;
+}
+
+int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
+                      uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
+                      struct oc_nn_tensor *x, struct oc_err *err)
+{
+    uint64_t need = n * dim;
+    if (need > g->cap_floats) {
+        uint64_t cap = need + need / 4;
+        float *buf = oc_alloc_aligned(cap * sizeof(float), 64, "gathered input features", err);
+        if (!buf)
+            return err->status;
+        oc_free(g->buf);
+        g->buf = buf;
+        g->cap_floats = cap;
+    }
+    struct gather_job j = {g->buf, src, dim, ids, n, 1024};
+    uint64_t n_tasks = (n + j.chunk - 1) / j.chunk;
+    int rc = oc_pool_run(pool, n_tasks, gather_task, &j);
+    if (rc)
+        return OC_ERR(err, rc, "feature gather failed");
+    return oc_nn_tensor_wrap(be, OC_NN_F32, g->buf, n, dim, x, err);
+}
+
+void train_gather_deinit(struct train_gather *g)
+{
+    oc_free(g->buf);
+    g->buf = NULL;
+    g->cap_floats = 0;
+}
+
+void train_blocks_from_batch(const struct oc_sample_batch *b, const uint64_t *src_out_deg,
+                             struct oc_nn_block *blocks)
+{
+    for (uint32_t l = 0; l < b->n_layers; l++) {
+        blocks[l].n_src = b->blocks[l].n_src;
+        blocks[l].n_dst = b->blocks[l].n_dst;
+        blocks[l].indptr = b->blocks[l].indptr;
+        blocks[l].indices = b->blocks[l].indices;
+        blocks[l].src_out_deg = src_out_deg; /* sources of every block prefix input_ids */
+    }
+}
+
+int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
+                      struct train_degrees *deg, struct oc_err *err)
+{
+    if (b->n_input > deg->cap) {
+        uint64_t *p = oc_realloc(deg->deg, b->n_input * sizeof(uint64_t), "batch degrees", err);
+        if (!p)
+            return err->status;
+        deg->deg = p;
+        deg->cap = b->n_input;
+    }
+    for (uint64_t k = 0; k < b->n_input; k++)
+        deg->deg[k] = out_deg[b->input_ids[k]];
+    return OC_OK;
+}

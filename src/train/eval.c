@@ -1,0 +1,236 @@
+/*
+ * eval.c — accuracy on the train/val/test splits after an epoch, two ways:
+ *   full:    exact layer-wise inference (DGL's `inference`): layer l is
+ *            evaluated for every node from layer l-1's output of every node,
+ *            with all neighbors, in chunks of eval_batch_size destinations;
+ *            GCN uses whole-graph out-degrees so the result equals
+ *            full-graph GraphConv.
+ *   sampled: mini-batches of each split sampled with the training fanouts
+ *            (RNG streams distinct from training's), no dropout.
+ *
+ * Place in the data flow: train; uses sample (blocks) and nn (layers).
+ * Thread-safety: one evaluation at a time per run; kernels use the pool.
+ * Ownership: owns its sampler, buffers and tensors; borrows data and model.
+ */
+#include <string.h>
+
+#include "train/train_int.h"
+
+struct train_eval {
+    const struct train_data *d;
+    struct oc_nn_model *m;
+    struct oc_nn_backend *be;
+    struct oc_pool *pool;
+    const struct oc_train_opts *o;
+    struct oc_sampler *sampler; /* full: 1 layer, all neighbors; sampled: training fanouts */
+    struct oc_sample_batch batch;
+    struct oc_sample_epoch split_ep[TRAIN_SPLIT_COUNT];
+    struct train_gather gather;
+    uint64_t *all_ids; /* full: 0 .. n_nodes-1 */
+    uint64_t *src_deg; /* full: whole-graph out-degree of the block's sources */
+    uint64_t cap_src_deg;
+    struct oc_nn_tensor h[2]; /* full: ping-pong layer outputs, n_nodes rows */
+    int32_t *row_labels;
+    uint64_t cap_labels;
+};
+
+int train_eval_new(const struct train_data *d, struct oc_nn_model *m, struct oc_nn_backend *be,
+                   struct oc_pool *pool, const struct oc_train_opts *o, struct train_eval **out,
+                   struct oc_err *err)
+{
+    *out = NULL;
+    struct train_eval *ev = oc_calloc(1, sizeof(*ev), "evaluator", err);
+    if (!ev)
+        return err->status;
+    ev->d = d;
+    ev->m = m;
+    ev->be = be;
+    ev->pool = pool;
+    ev->o = o;
+    oc_sample_batch_init(&ev->batch);
+    oc_nn_tensor_init(&ev->h[0], be, OC_NN_F32);
+    oc_nn_tensor_init(&ev->h[1], be, OC_NN_F32);
+    struct oc_sample_opts so = {0};
+    so.seed = o->seed;
+    int rc;
+    if (o->eval == OC_TRAIN_EVAL_FULL) {
+        so.n_layers = 1;
+        so.fanouts[0] = OC_SAMPLE_ALL;
+        ev->all_ids = oc_alloc(d->n_nodes * sizeof(uint64_t), "evaluation node ids", err);
+        if (!ev->all_ids) {
+            rc = err->status;
+            goto fail;
+        }
+        for (uint64_t v = 0; v < d->n_nodes; v++)
+            ev->all_ids[v] = v;
+    } else {
+        so.n_layers = o->n_layers;
+        memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+        for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+            if ((rc = oc_sample_epoch_init(&ev->split_ep[s], d->split[s], d->n_split[s],
+                                           o->eval_batch_size, 0, err)))
+                goto fail;
+    }
+    if ((rc = oc_sample_sampler_new(&d->graph, &so, pool, &ev->sampler, err)))
+        goto fail;
+    *out = ev;
+    return OC_OK;
+fail:
+    train_eval_free(ev);
+    return rc;
+}
+
+void train_eval_free(struct train_eval *ev)
+{
+    if (!ev)
+        return;
+    oc_sample_sampler_free(ev->sampler);
+    oc_sample_batch_deinit(&ev->batch);
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        if (ev->split_ep[s].orig)
+            oc_sample_epoch_deinit(&ev->split_ep[s]);
+    train_gather_deinit(&ev->gather);
+    oc_free(ev->all_ids);
+    oc_free(ev->src_deg);
+    oc_free(ev->row_labels);
+    oc_nn_tensor_deinit(&ev->h[0]);
+    oc_nn_tensor_deinit(&ev->h[1]);
+    oc_free(ev);
+}
+
+/* Index of the first maximum of a row (as torch.argmax on CPU). */
+static uint64_t row_argmax(const float *row, uint64_t n)
+{
+    uint64_t best = 0;
+    for (uint64_t k = 1; k < n; k++)
+        if (row[k] > row[best])
+            best = k;
+    return best;
+}
+
+static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t n, const char *what, struct oc_err *err)
+{
+    if (n <= *cap)
+        return OC_OK;
+    uint64_t *q = oc_realloc(*p, n * sizeof(uint64_t), what, err);
+    if (!q)
+        return err->status;
+    *p = q;
+    *cap = n;
+    return OC_OK;
+}
+
+static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struct oc_err *err)
+{
+    const struct train_data *d = ev->d;
+    uint32_t n_layers = oc_nn_model_config(ev->m)->n_layers;
+    uint64_t chunk = ev->o->eval_batch_size;
+    const float *h_in = d->features;
+    uint64_t in_dim = d->feat_dim;
+    int rc;
+    for (uint32_t l = 0; l < n_layers; l++) {
+        uint64_t ldim_in, out_dim;
+        if ((rc = oc_nn_model_layer_dims(ev->m, l, &ldim_in, &out_dim, err)))
+            return rc;
+        struct oc_nn_tensor *h_out = &ev->h[l % 2];
+        if ((rc = oc_nn_tensor_resize(h_out, d->n_nodes, out_dim, "layer-wise inference", err)))
+            return rc;
+        for (uint64_t lo = 0; lo < d->n_nodes; lo += chunk) {
+            uint64_t n = lo + chunk < d->n_nodes ? chunk : d->n_nodes - lo;
+            if ((rc = oc_sample_full_layer(ev->sampler, ev->all_ids + lo, n, &ev->batch, err)))
+                return rc;
+            const struct oc_sample_block *sb = &ev->batch.blocks[0];
+            if ((rc =
+                     grow_u64(&ev->src_deg, &ev->cap_src_deg, sb->n_src, "inference degrees", err)))
+                return rc;
+            for (uint64_t k = 0; k < sb->n_src; k++)
+                ev->src_deg[k] = d->out_deg[ev->batch.input_ids[k]];
+            struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg};
+            struct oc_nn_tensor x, out_rows;
+            if ((rc = train_gather_rows(&ev->gather, h_in, in_dim, ev->batch.input_ids, sb->n_src,
+                                        ev->pool, ev->be, &x, err)))
+                return rc;
+            if ((rc = oc_nn_tensor_view_rows(h_out, lo, n, &out_rows, err)))
+                return rc;
+            if ((rc = oc_nn_model_forward_layer(ev->m, l, &blk, &x, &out_rows, err)))
+                return rc;
+        }
+        h_in = h_out->data;
+        in_dim = out_dim;
+    }
+    const float *logits = h_in;
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++) {
+        uint64_t correct = 0, counted = 0;
+        for (uint64_t i = 0; i < d->n_split[s]; i++) {
+            uint64_t v = d->split[s][i];
+            if (d->labels[v] < 0)
+                continue;
+            counted++;
+            correct += row_argmax(logits + v * in_dim, in_dim) == (uint64_t)d->labels[v];
+        }
+        acc[s] = counted ? (double)correct / (double)counted : 0.0;
+    }
+    return OC_OK;
+}
+
+static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],
+                        struct oc_err *err)
+{
+    const struct train_data *d = ev->d;
+    struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
+    int rc;
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++) {
+        struct oc_sample_epoch *ep = &ev->split_ep[s];
+        uint64_t correct = 0, counted = 0;
+        for (uint64_t b = 0; b < oc_sample_epoch_n_batches(ep); b++) {
+            const uint64_t *seeds;
+            uint64_t n_seeds;
+            if ((rc = oc_sample_epoch_batch(ep, b, &seeds, &n_seeds, err)))
+                return rc;
+            /* Streams (1 + split) << 32 | epoch never meet training's epoch numbers. */
+            uint64_t stream = ((uint64_t)(s + 1) << 32) | epoch;
+            if ((rc = oc_sample_neighbors(ev->sampler, stream, b, seeds, n_seeds, &ev->batch, err)))
+                return rc;
+            struct train_degrees deg = {ev->src_deg, ev->cap_src_deg};
+            rc = train_src_degrees(&ev->batch, d->out_deg, &deg, err);
+            ev->src_deg = deg.deg;
+            ev->cap_src_deg = deg.cap;
+            if (rc)
+                return rc;
+            train_blocks_from_batch(&ev->batch, ev->src_deg, blocks);
+            struct oc_nn_tensor x;
+            if ((rc = train_gather_rows(&ev->gather, d->features, d->feat_dim, ev->batch.input_ids,
+                                        ev->batch.n_input, ev->pool, ev->be, &x, err)))
+                return rc;
+            const struct oc_nn_tensor *logits;
+            struct oc_nn_step step = {0, stream, b};
+            if ((rc = oc_nn_model_forward(ev->m, blocks, &x, &step, &logits, err)))
+                return rc;
+            if (n_seeds > ev->cap_labels) {
+                int32_t *p =
+                    oc_realloc(ev->row_labels, n_seeds * sizeof(int32_t), "evaluation labels", err);
+                if (!p)
+                    return err->status;
+                ev->row_labels = p;
+                ev->cap_labels = n_seeds;
+            }
+            for (uint64_t i = 0; i < n_seeds; i++)
+                ev->row_labels[i] = d->labels[seeds[i]];
+            struct oc_nn_loss loss;
+            if ((rc = oc_nn_model_loss(ev->m, ev->row_labels, &loss, err)))
+                return rc;
+            correct += loss.n_correct;
+            counted += loss.n_counted;
+        }
+        acc[s] = counted ? (double)correct / (double)counted : 0.0;
+    }
+    return OC_OK;
+}
+
+int train_eval_run(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],
+                   struct oc_err *err)
+{
+    if (ev->o->eval == OC_TRAIN_EVAL_FULL)
+        return eval_full(ev, acc, err);
+    return eval_sampled(ev, epoch, acc, err);
+}

@@ -1,0 +1,119 @@
+/*
+ * jsonlog.c — the `--log FILE` JSON-lines log: one object per epoch and a
+ * final object with "final": true, test_acc_at_best_val and weights_sha256.
+ * Each line is fsynced before the checkpoint that records the log's length,
+ * so a resumed run truncates the log to exactly the epochs it keeps.
+ *
+ * Place in the data flow: train.
+ * Thread-safety: called by the training thread only.
+ * Ownership: the log owns its file; JSON objects are built with cJSON.
+ */
+#include <cjson/cJSON.h>
+#include <string.h>
+
+#include "offcore/io.h"
+#include "train/train_int.h"
+
+struct train_log {
+    struct oc_file *f;
+    uint64_t offset;
+};
+
+int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out,
+                   struct oc_err *err)
+{
+    *out = NULL;
+    struct train_log *l = oc_calloc(1, sizeof(*l), "training log", err);
+    if (!l)
+        return err->status;
+    unsigned flags = OC_FILE_WRITE | (keep_bytes ? 0u : OC_FILE_TRUNC);
+    int rc = oc_file_open(path, flags, &l->f, err);
+    if (rc == OC_OK && keep_bytes) {
+        uint64_t size = 0;
+        if ((rc = oc_file_size(l->f, &size, err)) == OC_OK && size < keep_bytes)
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: log is shorter (%llu bytes) than the checkpoint recorded (%llu)", path,
+                        (unsigned long long)size, (unsigned long long)keep_bytes);
+        if (rc == OC_OK)
+            rc = oc_file_truncate(l->f, keep_bytes, err);
+    }
+    if (rc) {
+        if (l->f)
+            oc_file_close(l->f, NULL);
+        oc_free(l);
+        return rc;
+    }
+    l->offset = keep_bytes;
+    *out = l;
+    return OC_OK;
+}
+
+void train_log_close(struct train_log *l)
+{
+    if (!l)
+        return;
+    oc_file_close(l->f, NULL);
+    oc_free(l);
+}
+
+static int log_write(struct train_log *l, cJSON *obj, struct oc_err *err)
+{
+    char *text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    if (!text)
+        return OC_ERR(err, OC_ERR_NOMEM, "%s: cannot format a log line", oc_file_path(l->f));
+    size_t n = strlen(text);
+    text[n] = '\n'; /* cJSON's buffer ends with NUL: reuse it for the newline */
+    int rc = oc_file_pwrite(l->f, text, n + 1, l->offset, err);
+    cJSON_free(text);
+    if (rc)
+        return rc;
+    l->offset += n + 1;
+    return oc_file_sync(l->f, err);
+}
+
+int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
+                    struct oc_err *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *stages = cJSON_CreateObject();
+    if (!o || !stages) {
+        cJSON_Delete(o);
+        cJSON_Delete(stages);
+        return OC_ERR(err, OC_ERR_NOMEM, "training log: out of memory");
+    }
+    cJSON_AddNumberToObject(o, "epoch", st->epoch);
+    cJSON_AddNumberToObject(o, "loss", st->loss);
+    cJSON_AddNumberToObject(o, "train_acc", st->train_acc);
+    cJSON_AddNumberToObject(o, "val_acc", st->val_acc);
+    cJSON_AddNumberToObject(o, "test_acc", st->test_acc);
+    cJSON_AddNumberToObject(o, "time_s", st->time_s);
+    cJSON_AddNumberToObject(o, "n_batches", (double)st->n_batches);
+    cJSON_AddNumberToObject(stages, "sample_s", st->sample_s);
+    cJSON_AddNumberToObject(stages, "gather_s", st->gather_s);
+    cJSON_AddNumberToObject(stages, "forward_s", st->forward_s);
+    cJSON_AddNumberToObject(stages, "backward_s", st->backward_s);
+    cJSON_AddNumberToObject(stages, "optimizer_s", st->optimizer_s);
+    cJSON_AddNumberToObject(stages, "eval_s", st->eval_s);
+    cJSON_AddItemToObject(o, "stages", stages);
+    int rc = log_write(l, o, err);
+    *bytes = l->offset;
+    return rc;
+}
+
+int train_log_final(struct train_log *l, const struct oc_train_result *r,
+                    const struct oc_train_opts *o, struct oc_err *err)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j)
+        return OC_ERR(err, OC_ERR_NOMEM, "training log: out of memory");
+    cJSON_AddTrueToObject(j, "final");
+    cJSON_AddStringToObject(j, "model", oc_nn_model_kind_name(o->model));
+    cJSON_AddNumberToObject(j, "epochs", o->epochs);
+    cJSON_AddNumberToObject(j, "best_epoch", r->best_epoch);
+    cJSON_AddNumberToObject(j, "best_val_acc", r->best_val_acc);
+    cJSON_AddNumberToObject(j, "test_acc_at_best_val", r->test_acc_at_best_val);
+    cJSON_AddNumberToObject(j, "final_loss", r->final_loss);
+    cJSON_AddStringToObject(j, "weights_sha256", r->weights_sha256);
+    return log_write(l, j, err);
+}

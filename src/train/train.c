@@ -1,0 +1,312 @@
+/*
+ * train.c — the training loop: per epoch, shuffle the training ids from
+ * (seed, epoch), and for each batch sample → gather → forward → loss →
+ * backward → Adam; then evaluate, keep the test accuracy at the best
+ * validation epoch, report, log and checkpoint.
+ *
+ *   epoch e:  shuffle(seed, e) ─► for b: sample(seed,e,b) ─► gather ─► fwd ─► loss ─► bwd ─► adam
+ *             └─► eval ─► best-val bookkeeping ─► on_epoch ─► log line ─► checkpoint
+ *
+ * Place in the data flow: train (top of the library; the CLI calls it).
+ * Thread-safety: one run per call; it creates and owns its pool, which the
+ * sampler, the gather and the nn kernels share one at a time.
+ * Ownership: everything created here is freed before returning.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "offcore/io.h"
+#include "train/train_int.h"
+
+void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->model = kind;
+    o->n_layers = 2;
+    o->n_fanouts = 2;
+    o->eval = OC_TRAIN_EVAL_FULL;
+    o->eval_batch_size = 4096;
+    o->batch_size = 1024;
+    o->heads = 1;
+    switch (kind) {
+    case OC_NN_MODEL_SAGE:
+        o->hidden = 16;
+        o->fanouts[0] = 10;
+        o->fanouts[1] = 25;
+        o->batch_size = 1000;
+        o->lr = 0.003f;
+        o->weight_decay = 0.0f;
+        o->dropout = 0.5f;
+        o->epochs = 20;
+        break;
+    case OC_NN_MODEL_GCN:
+        o->hidden = 16;
+        o->fanouts[0] = o->fanouts[1] = OC_SAMPLE_ALL;
+        o->lr = 0.01f;
+        o->weight_decay = 5e-4f;
+        o->dropout = 0.5f;
+        o->epochs = 200;
+        break;
+    default: /* GAT */
+        o->hidden = 8;
+        o->heads = 8;
+        o->fanouts[0] = o->fanouts[1] = OC_SAMPLE_ALL;
+        o->lr = 0.005f;
+        o->weight_decay = 5e-4f;
+        o->dropout = 0.6f;
+        o->epochs = 200;
+        break;
+    }
+}
+
+int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
+{
+    if ((unsigned)o->model >= OC_NN_MODEL_KIND_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "unknown model (expected sage, gcn or gat)");
+    if (o->n_layers < 1 || o->n_layers > OC_SAMPLE_MAX_LAYERS)
+        return OC_ERR(err, OC_ERR_ARG, "--layers %u: must be between 1 and %d", o->n_layers,
+                      OC_SAMPLE_MAX_LAYERS);
+    if (o->n_fanouts != o->n_layers)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--fanout lists %u values but --layers is %u: give one fanout per layer",
+                      o->n_fanouts, o->n_layers);
+    for (uint32_t l = 0; l < o->n_fanouts; l++)
+        if (o->fanouts[l] < 1 && o->fanouts[l] != OC_SAMPLE_ALL)
+            return OC_ERR(err, OC_ERR_ARG, "--fanout: %d is not a positive count or -1 (all)",
+                          o->fanouts[l]);
+    if (o->batch_size == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--batch must be at least 1");
+    if (o->eval_batch_size == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--eval-batch must be at least 1");
+    if (o->hidden == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--hidden must be at least 1");
+    if (o->heads == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--heads must be at least 1");
+    if (!(o->lr > 0.0f))
+        return OC_ERR(err, OC_ERR_ARG, "--lr must be positive");
+    if (!(o->weight_decay >= 0.0f))
+        return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be >= 0");
+    if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
+        return OC_ERR(err, OC_ERR_ARG, "--dropout must be in [0, 1)");
+    if ((unsigned)o->eval >= OC_TRAIN_EVAL_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "--eval must be full or sampled");
+    if (o->resume && !o->checkpoint_dir)
+        return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
+    return OC_OK;
+}
+
+/* Everything one run holds; freed by run_deinit whatever state it is in. */
+struct run {
+    struct train_data data;
+    struct oc_pool *pool;
+    struct oc_nn_backend *be;
+    struct oc_nn_model *model;
+    struct oc_sampler *sampler;
+    struct oc_sample_batch batch;
+    struct oc_sample_epoch epoch;
+    struct train_gather gather;
+    struct train_degrees degrees;
+    struct train_eval *eval;
+    struct train_log *log;
+    int32_t *row_labels;
+    uint64_t cap_labels;
+};
+
+static void run_deinit(struct run *r)
+{
+    train_log_close(r->log);
+    train_eval_free(r->eval);
+    train_gather_deinit(&r->gather);
+    oc_free(r->degrees.deg);
+    if (r->epoch.orig)
+        oc_sample_epoch_deinit(&r->epoch);
+    oc_sample_batch_deinit(&r->batch);
+    oc_sample_sampler_free(r->sampler);
+    oc_nn_model_free(r->model);
+    oc_nn_backend_free(r->be);
+    oc_pool_free(r->pool);
+    oc_free(r->row_labels);
+    train_data_deinit(&r->data);
+}
+
+static int run_setup(struct run *r, const char *dir, const struct oc_train_opts *o,
+                     struct oc_err *err)
+{
+    int rc;
+    if ((rc = train_data_load(dir, &r->data, err)))
+        return rc;
+    unsigned n_threads = o->n_threads;
+    if (n_threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = n > 0 ? (unsigned)n : 1;
+    }
+    if ((rc = oc_pool_new(n_threads, &r->pool, err)))
+        return rc;
+    if ((rc = oc_nn_backend_new(OC_NN_BACKEND_CPU, r->pool, &r->be, err)))
+        return rc;
+    struct oc_nn_model_config cfg;
+    oc_nn_model_config_default(o->model, &cfg);
+    cfg.n_layers = o->n_layers;
+    cfg.in_dim = r->data.feat_dim;
+    cfg.hidden = o->hidden;
+    cfg.n_classes = r->data.n_classes;
+    cfg.heads = o->heads;
+    cfg.dropout = o->dropout;
+    if (o->model != OC_NN_MODEL_GCN) /* GCN drops hidden features only, as DGL's example */
+        cfg.in_dropout = o->dropout;
+    cfg.seed = o->seed;
+    if ((rc = oc_nn_model_new(r->be, &cfg, &r->model, err)))
+        return rc;
+    struct oc_sample_opts so = {0};
+    so.n_layers = o->n_layers;
+    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+    so.seed = o->seed;
+    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &r->sampler, err)))
+        return rc;
+    if ((rc = oc_sample_epoch_init(&r->epoch, r->data.split[TRAIN_SPLIT_TRAIN],
+                                   r->data.n_split[TRAIN_SPLIT_TRAIN], o->batch_size, 0, err)))
+        return rc;
+    return train_eval_new(&r->data, r->model, r->be, r->pool, o, &r->eval, err);
+}
+
+/* One training step on batch b of epoch e; adds to the epoch's sums and timers. */
+static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epoch_stats *st,
+                      double *loss_sum, uint64_t *counted, uint64_t *correct,
+                      const struct oc_nn_adam *adam, struct oc_err *err)
+{
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    int rc;
+    if ((rc = oc_sample_epoch_batch(&r->epoch, b, &seeds, &n_seeds, err)))
+        return rc;
+    double t = oc_now_s();
+    if ((rc = oc_sample_neighbors(r->sampler, e, b, seeds, n_seeds, &r->batch, err)))
+        return rc;
+    double t1 = oc_now_s();
+    st->sample_s += t1 - t;
+    struct oc_nn_tensor x;
+    if ((rc = train_gather_rows(&r->gather, r->data.features, r->data.feat_dim, r->batch.input_ids,
+                                r->batch.n_input, r->pool, r->be, &x, err)))
+        return rc;
+    double t2 = oc_now_s();
+    st->gather_s += t2 - t1;
+    if ((rc = train_src_degrees(&r->batch, r->data.out_deg, &r->degrees, err)))
+        return rc;
+    struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
+    train_blocks_from_batch(&r->batch, r->degrees.deg, blocks);
+    const struct oc_nn_tensor *logits;
+    struct oc_nn_step step = {1, e, b};
+    if ((rc = oc_nn_model_forward(r->model, blocks, &x, &step, &logits, err)))
+        return rc;
+    if (n_seeds > r->cap_labels) {
+        int32_t *p = oc_realloc(r->row_labels, n_seeds * sizeof(int32_t), "batch labels", err);
+        if (!p)
+            return err->status;
+        r->row_labels = p;
+        r->cap_labels = n_seeds;
+    }
+    for (uint64_t i = 0; i < n_seeds; i++)
+        r->row_labels[i] = r->data.labels[seeds[i]];
+    struct oc_nn_loss loss;
+    if ((rc = oc_nn_model_loss(r->model, r->row_labels, &loss, err)))
+        return rc;
+    double t3 = oc_now_s();
+    st->forward_s += t3 - t2;
+    if ((rc = oc_nn_model_backward(r->model, err)))
+        return rc;
+    double t4 = oc_now_s();
+    st->backward_s += t4 - t3;
+    if ((rc = oc_nn_model_adam_step(r->model, adam, err)))
+        return rc;
+    st->optimizer_s += oc_now_s() - t4;
+    *loss_sum += loss.loss * (double)loss.n_counted;
+    *counted += loss.n_counted;
+    *correct += loss.n_correct;
+    return OC_OK;
+}
+
+int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,
+                 void *ctx, struct oc_progress *progress, struct oc_train_result *res,
+                 struct oc_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    int rc = oc_train_opts_check(o, err);
+    if (rc)
+        return rc;
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    oc_sample_batch_init(&r.batch);
+    if ((rc = run_setup(&r, dir, o, err)))
+        goto out;
+    char fingerprint[1024];
+    train_opts_fingerprint(o, oc_dataset_manifest(r.data.ds), fingerprint, sizeof(fingerprint));
+    struct train_position pos = {0, 0, -1.0, 0.0, 0};
+    if (o->resume) {
+        if ((rc = train_checkpoint_load(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
+            goto out;
+        oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
+    }
+    if (o->log_path &&
+        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, &r.log, err)))
+        goto out;
+    struct oc_nn_adam adam;
+    oc_nn_adam_default(&adam, o->lr, o->weight_decay);
+    uint64_t n_batches = oc_sample_epoch_n_batches(&r.epoch);
+    for (uint32_t e = pos.next_epoch; e < o->epochs; e++) {
+        struct oc_train_epoch_stats st;
+        memset(&st, 0, sizeof(st));
+        st.epoch = e;
+        st.n_batches = n_batches;
+        double t0 = oc_now_s();
+        char label[32];
+        snprintf(label, sizeof(label), "epoch %u", e);
+        oc_progress_set_label(progress, label);
+        oc_progress_set_total(progress, n_batches);
+        oc_sample_epoch_shuffle(&r.epoch, o->seed, e);
+        double loss_sum = 0;
+        uint64_t counted = 0, correct = 0;
+        for (uint64_t b = 0; b < n_batches; b++) {
+            if ((rc = train_step(&r, e, b, &st, &loss_sum, &counted, &correct, &adam, err)))
+                goto out;
+            oc_progress_add(progress, 1);
+        }
+        oc_progress_finish(progress);
+        double te = oc_now_s();
+        double acc[TRAIN_SPLIT_COUNT];
+        if ((rc = train_eval_run(r.eval, e, acc, err)))
+            goto out;
+        st.eval_s = oc_now_s() - te;
+        st.loss = counted ? loss_sum / (double)counted : 0.0;
+        st.train_acc = counted ? (double)correct / (double)counted : 0.0;
+        st.val_acc = acc[TRAIN_SPLIT_VAL];
+        st.test_acc = acc[TRAIN_SPLIT_TEST];
+        st.time_s = oc_now_s() - t0;
+        if (st.val_acc > pos.best_val_acc) {
+            pos.best_val_acc = st.val_acc;
+            pos.best_epoch = e;
+            pos.test_acc_at_best_val = st.test_acc;
+        }
+        pos.next_epoch = e + 1;
+        res->epochs_run++;
+        res->final_loss = st.loss;
+        if (on_epoch)
+            on_epoch(ctx, &st);
+        if (r.log && (rc = train_log_epoch(r.log, &st, &pos.log_bytes, err)))
+            goto out;
+        if (o->checkpoint_dir &&
+            (rc = train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
+            goto out;
+    }
+    res->best_epoch = pos.best_epoch;
+    res->best_val_acc = pos.best_val_acc < 0 ? 0.0 : pos.best_val_acc;
+    res->test_acc_at_best_val = pos.test_acc_at_best_val;
+    uint8_t digest[32];
+    if ((rc = oc_nn_model_params_sha256(r.model, digest, err)))
+        goto out;
+    oc_nn_sha256_hex(digest, res->weights_sha256);
+    if (r.log)
+        rc = train_log_final(r.log, res, o, err);
+out:
+    run_deinit(&r);
+    return rc;
+}

@@ -1,0 +1,117 @@
+/*
+ * train_int.h — private pieces of the train module: the in-memory dataset,
+ * the feature gather, evaluation, checkpoints and the JSON-lines log.
+ *
+ * Place in the data flow: train (dataset + sample + nn → epochs).
+ * Thread-safety: one training run owns all of this; the gather and the
+ * evaluation use the run's pool with a fixed partition.
+ */
+#ifndef OFFCORE_TRAIN_INT_H
+#define OFFCORE_TRAIN_INT_H
+
+#include <stdio.h>
+
+#include "offcore/dataset.h"
+#include "offcore/nn.h"
+#include "offcore/sample.h"
+#include "offcore/thread.h"
+#include "offcore/train.h"
+
+enum train_split { TRAIN_SPLIT_TRAIN, TRAIN_SPLIT_VAL, TRAIN_SPLIT_TEST, TRAIN_SPLIT_COUNT };
+
+/* The dataset held in RAM (the in-memory path: `memory` strategy). */
+struct train_data {
+    struct oc_dataset *ds;
+    uint64_t n_nodes, feat_dim, n_classes;
+    uint64_t *indptr;
+    void *indices; /* u32 or u64 as on disk */
+    struct oc_graph graph;
+    float *features; /* n_nodes x feat_dim */
+    int32_t *labels;
+    uint64_t *split[TRAIN_SPLIT_COUNT];
+    uint64_t n_split[TRAIN_SPLIT_COUNT];
+    uint64_t *out_deg; /* out-degree in the whole graph, self-edges excluded */
+};
+
+int train_data_load(const char *dir, struct train_data *d, struct oc_err *err);
+void train_data_deinit(struct train_data *d);
+
+/*
+ * Copies rows ids[0..n) of src (dim floats per row) into *buf (grown, owned
+ * by the caller, accounted to `consumer`) and wraps it as tensor x. Rows are
+ * split over the pool in fixed ranges.
+ */
+struct train_gather {
+    float *buf;
+    uint64_t cap_floats;
+};
+int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
+                      uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
+                      struct oc_nn_tensor *x, struct oc_err *err);
+void train_gather_deinit(struct train_gather *g);
+
+/*
+ * Fills nn blocks from a sampled batch (views, no copy). src_out_deg (may be
+ * NULL) holds the whole-graph out-degree of each input node; as every block's
+ * sources are a prefix of the input nodes, all blocks share it. GCN then
+ * normalizes by true degrees, so full-neighbor mini-batch training equals
+ * full-graph GraphConv and matches exact layer-wise inference.
+ */
+void train_blocks_from_batch(const struct oc_sample_batch *b, const uint64_t *src_out_deg,
+                             struct oc_nn_block *blocks);
+
+/* Whole-graph out-degrees of a batch's input nodes (buffer grown and reused). */
+struct train_degrees {
+    uint64_t *deg;
+    uint64_t cap;
+};
+int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
+                      struct train_degrees *deg, struct oc_err *err);
+
+/*
+ * Accuracy over the nodes ids[0..n): exact layer-wise inference over the
+ * whole graph (all neighbors) computing only what is needed, or sampled
+ * mini-batches (stream ids distinct from training's).
+ */
+struct train_eval;
+int train_eval_new(const struct train_data *d, struct oc_nn_model *m, struct oc_nn_backend *be,
+                   struct oc_pool *pool, const struct oc_train_opts *o, struct train_eval **out,
+                   struct oc_err *err);
+void train_eval_free(struct train_eval *ev);
+/* Computes accuracy on every split in one pass (full inference runs once per call). */
+int train_eval_run(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],
+                   struct oc_err *err);
+
+/* ---- checkpoint --------------------------------------------------------- */
+
+/* Where a run stands after a completed epoch. */
+struct train_position {
+    uint32_t next_epoch;
+    uint32_t best_epoch;
+    double best_val_acc, test_acc_at_best_val;
+    uint64_t log_bytes; /* size of the JSON log after that epoch's line */
+};
+
+/* A digest of everything that changes training (dataset, model, options). */
+void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manifest *m, char *buf,
+                            size_t n);
+int train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
+                          const struct train_position *pos, struct oc_err *err);
+/* OC_ERR_NOTFOUND if there is no checkpoint; OC_ERR_ARG if the fingerprint differs. */
+int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
+                          struct train_position *pos, struct oc_err *err);
+
+/* ---- JSON-lines log ----------------------------------------------------- */
+
+struct train_log;
+/* Opens path for appending after truncating it to keep_bytes (resume) or to 0. */
+int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out,
+                   struct oc_err *err);
+void train_log_close(struct train_log *l);
+/* Appends one epoch object; *bytes = file size after it (durable). */
+int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
+                    struct oc_err *err);
+int train_log_final(struct train_log *l, const struct oc_train_result *r,
+                    const struct oc_train_opts *o, struct oc_err *err);
+
+#endif

@@ -1,10 +1,10 @@
 /*
  * cmd_demo.c — `offcore demo`: generate the built-in default dataset into a
  * cache directory (once; later runs reuse it after validating it) and run
- * the main job on it. Until training lands, the main job is validating the
- * dataset and printing its summary.
+ * the main job on it: print its summary, then train GraphSAGE on it with the
+ * defaults of `offcore train` for 10 epochs.
  *
- * Place in the data flow: cli → dataset (generate, open, info).
+ * Place in the data flow: cli → dataset (generate, open, info) → train.
  * Thread-safety: main thread.
  */
 #include <stdio.h>
@@ -29,7 +29,8 @@ int cmd_demo(int argc, char **argv)
         "demo",
         "[options]",
         "Generate the default dataset (100,000 nodes, average degree 15, 128-dim f32 features,\n"
-        "10 classes, seed 0) once into a cache directory, validate it and summarize it.",
+        "10 classes, seed 0) once into a cache directory, validate and summarize it, then train\n"
+        "GraphSAGE on it for 10 epochs (`offcore train DIR --epochs 10`).",
         NULL,
         opts,
         sizeof(opts) / sizeof(opts[0]),
@@ -88,5 +89,11 @@ int cmd_demo(int argc, char **argv)
     }
     rc = cli_print_dataset(ds, &err);
     oc_dataset_free(ds);
-    return rc == OC_OK ? 0 : cli_fail(&err);
+    if (rc != OC_OK)
+        return cli_fail(&err);
+    printf("\ntraining: offcore train %s --model sage --epochs 10\n", path);
+    fflush(stdout);
+    char *train_argv[] = {path, "--model", "sage", "--epochs", "10", quiet ? "--quiet" : NULL,
+                          NULL};
+    return cmd_train(quiet ? 6 : 5, train_argv);
 }

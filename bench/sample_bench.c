@@ -1,0 +1,225 @@
+/*
+ * sample_bench.c — neighbor-sampling throughput on a synthetic power-law
+ * graph built in memory: batches/s, sampled edges/s and input nodes per batch
+ * for GraphSAGE fanouts at several thread counts, plus the size and speed of
+ * the batch record. Also checks that every thread count yields the same
+ * batches (a checksum of the records).
+ *
+ * Place in the data flow: bench/ (outside the library); drives sample over
+ * core's pool. Built and run by bench/sample_bench.sh.
+ * Thread-safety: one driving thread; the sampler's pool does the parallel work.
+ * Ownership: the graph is malloc'd here (it stands in for a dataset's arrays);
+ * library objects are freed before exit.
+ *
+ * Usage: sample_bench [n_nodes=1000000] [batches=40] [fanouts=15,10,5] [batch=1024] [threads=1,2]
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "offcore/progress.h"
+#include "offcore/rng.h"
+#include "offcore/sample.h"
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/*
+ * In-degrees ~ Pareto(alpha 2, min 7) capped at 20000 (mean ≈ 14); sources
+ * drawn with popularity ∝ rank^-0.6 and scattered by a bijection, so hubs are
+ * both high in-degree nodes and frequent neighbors, as in social graphs.
+ */
+static int build_graph(uint64_t n, struct oc_graph *g, uint64_t **indptr_out,
+                       uint32_t **indices_out)
+{
+    uint64_t *indptr = malloc((n + 1) * sizeof(uint64_t));
+    if (!indptr)
+        return -1;
+    indptr[0] = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        struct oc_rng r;
+        oc_rng_init(&r, 1, v, 0, 0);
+        double u = 1.0 - oc_rng_uniform_f64(&r);
+        double d = 7.0 / sqrt(u);
+        indptr[v + 1] = indptr[v] + (uint64_t)(d < 20000 ? d : 20000);
+    }
+    uint64_t m = indptr[n];
+    uint32_t *idx = malloc(m * sizeof(uint32_t));
+    if (!idx) {
+        free(indptr);
+        return -1;
+    }
+    const uint64_t mult = 999983; /* prime, coprime to n unless n is its multiple */
+    uint64_t raw_lo = 0, w = 0;   /* lists are deduplicated and compacted down to w */
+    for (uint64_t v = 0; v < n; v++) {
+        uint64_t raw_hi = indptr[v + 1];
+        struct oc_rng r;
+        oc_rng_init(&r, 1, v, 1, 0);
+        for (uint64_t e = raw_lo; e < raw_hi; e++) {
+            double u = oc_rng_uniform_f64(&r);
+            uint64_t rank = (uint64_t)((double)n * u * u * sqrt(u));
+            idx[e] = (uint32_t)((rank * mult + 12345) % n);
+        }
+        qsort(idx + raw_lo, raw_hi - raw_lo, sizeof(uint32_t), cmp_u32);
+        for (uint64_t e = raw_lo; e < raw_hi; e++)
+            if (e == raw_lo || idx[e] != idx[e - 1])
+                idx[w++] = idx[e];
+        indptr[v + 1] = w;
+        raw_lo = raw_hi;
+    }
+    *indptr_out = indptr;
+    *indices_out = idx;
+    *g = (struct oc_graph){n, indptr, idx, NULL};
+    return 0;
+}
+
+static int parse_list(const char *s, int32_t *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s)
+            return -1;
+        out[n++] = (int32_t)x;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+    uint64_t n_batches = argc > 2 ? strtoull(argv[2], NULL, 10) : 40;
+    int32_t fan[OC_SAMPLE_MAX_LAYERS];
+    int n_layers = parse_list(argc > 3 ? argv[3] : "15,10,5", fan, OC_SAMPLE_MAX_LAYERS);
+    uint64_t batch = argc > 4 ? strtoull(argv[4], NULL, 10) : 1024;
+    int32_t threads[8];
+    int n_threads = parse_list(argc > 5 ? argv[5] : "1,2", threads, 8);
+    if (n_layers < 1 || n_threads < 1 || n < batch) {
+        fprintf(stderr, "usage: %s [n_nodes] [batches] [fanouts] [batch] [threads]\n", argv[0]);
+        return 2;
+    }
+
+    double t0 = oc_now_s();
+    struct oc_graph g;
+    uint64_t *indptr;
+    uint32_t *indices;
+    if (build_graph(n, &g, &indptr, &indices) != 0) {
+        fprintf(stderr, "out of memory building the graph\n");
+        return 1;
+    }
+    uint64_t max_deg = 0;
+    for (uint64_t v = 0; v < n; v++)
+        if (indptr[v + 1] - indptr[v] > max_deg)
+            max_deg = indptr[v + 1] - indptr[v];
+    struct oc_err err;
+    if (oc_sample_graph_check(&g, &err) != OC_OK) {
+        fprintf(stderr, "bad graph: %s\n", err.msg);
+        return 1;
+    }
+    printf("graph: %llu nodes, %llu edges (mean in-degree %.1f, max %llu), built in %.1f s\n",
+           (unsigned long long)n, (unsigned long long)indptr[n], (double)indptr[n] / (double)n,
+           (unsigned long long)max_deg, oc_now_s() - t0);
+    printf("fanouts");
+    for (int l = 0; l < n_layers; l++)
+        printf("%c%d", l ? ',' : ' ', fan[l]);
+    printf(" (input layer first), batch %llu, %llu batches per run\n", (unsigned long long)batch,
+           (unsigned long long)n_batches);
+
+    uint64_t *ids = malloc(n * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; i++)
+        ids[i] = i;
+    struct oc_sample_epoch ep;
+    if (oc_sample_epoch_init(&ep, ids, n, batch, 1, &err) != OC_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    oc_sample_epoch_shuffle(&ep, 7, 0);
+    if (n_batches > oc_sample_epoch_n_batches(&ep))
+        n_batches = oc_sample_epoch_n_batches(&ep);
+
+    size_t rec_cap = 64u << 20;
+    uint8_t *rec = malloc(rec_cap);
+    uint32_t ref_crc = 0;
+    int mismatch = 0;
+    printf("%8s %10s %14s %16s %12s %12s %12s\n", "threads", "batches/s", "Medges/s",
+           "input nodes/b", "record MB/b", "write GB/s", "read GB/s");
+    for (int ti = 0; ti < n_threads; ti++) {
+        struct oc_pool *pool;
+        struct oc_sampler *s;
+        struct oc_sample_opts o = {.n_layers = (uint32_t)n_layers, .seed = 2024};
+        memcpy(o.fanouts, fan, sizeof(int32_t) * (size_t)n_layers);
+        if (oc_pool_new((unsigned)threads[ti], &pool, &err) != OC_OK ||
+            oc_sample_sampler_new(&g, &o, pool, &s, &err) != OC_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        struct oc_sample_batch b, back;
+        oc_sample_batch_init(&b);
+        oc_sample_batch_init(&back);
+        /* warm-up: grows the workspace and the batch to their steady size */
+        const uint64_t *seeds;
+        uint64_t ns;
+        for (uint64_t bi = 0; bi < 2 && bi < n_batches; bi++) {
+            oc_sample_epoch_batch(&ep, bi, &seeds, &ns, &err);
+            oc_sample_neighbors(s, 0, bi, seeds, ns, &b, &err);
+        }
+        uint64_t edges = 0, inputs = 0, rec_bytes = 0;
+        uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
+        struct oc_timer ts = {0}, tw = {0}, tr = {0};
+        for (uint64_t bi = 0; bi < n_batches; bi++) {
+            oc_sample_epoch_batch(&ep, bi, &seeds, &ns, &err);
+            oc_timer_start(&ts);
+            int rc = oc_sample_neighbors(s, 0, bi, seeds, ns, &b, &err);
+            oc_timer_stop(&ts);
+            size_t len = 0;
+            oc_timer_start(&tw);
+            if (rc == OC_OK)
+                rc = oc_sample_batch_serialize(&b, rec, rec_cap, &len, &err);
+            oc_timer_stop(&tw);
+            oc_timer_start(&tr);
+            if (rc == OC_OK)
+                rc = oc_sample_batch_deserialize(rec, len, n, &back, &err);
+            oc_timer_stop(&tr);
+            if (rc != OC_OK) {
+                fprintf(stderr, "batch %llu: %s\n", (unsigned long long)bi, err.msg);
+                return 1;
+            }
+            if (!oc_sample_batch_equal(&b, &back)) {
+                fprintf(stderr, "batch %llu: record round trip differs\n", (unsigned long long)bi);
+                return 1;
+            }
+            edges += oc_sample_batch_n_edges(&b);
+            inputs += b.n_input;
+            rec_bytes += len;
+            crc = (uint32_t)crc32(crc, rec, (uInt)len);
+        }
+        if (ti == 0)
+            ref_crc = crc;
+        else if (crc != ref_crc)
+            mismatch = 1;
+        double sec = oc_timer_s(&ts);
+        printf("%8d %10.1f %14.2f %16.0f %12.2f %12.2f %12.2f\n", threads[ti],
+               (double)n_batches / sec, (double)edges / sec / 1e6,
+               (double)inputs / (double)n_batches, (double)rec_bytes / (double)n_batches / 1e6,
+               (double)rec_bytes / oc_timer_s(&tw) / 1e9,
+               (double)rec_bytes / oc_timer_s(&tr) / 1e9);
+        oc_sample_batch_deinit(&b);
+        oc_sample_batch_deinit(&back);
+        oc_sample_sampler_free(s);
+        oc_pool_free(pool);
+    }
+    printf("records identical across thread counts: %s\n", mismatch ? "NO" : "yes");
+    oc_sample_epoch_deinit(&ep);
+    free(rec);
+    free(ids);
+    free(indptr);
+    free(indices);
+    return mismatch;
+}

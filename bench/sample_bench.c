@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zlib.h>
 
 #include "offcore/progress.h"
@@ -76,6 +77,15 @@ static int build_graph(uint64_t n, struct oc_graph *g, uint64_t **indptr_out,
     *indices_out = idx;
     *g = (struct oc_graph){n, indptr, idx, NULL};
     return 0;
+}
+
+/* CPU seconds used by the process (all threads). */
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
 static int parse_list(const char *s, int32_t *out, int max)
@@ -148,8 +158,8 @@ int main(int argc, char **argv)
     uint8_t *rec = malloc(rec_cap);
     uint32_t ref_crc = 0;
     int mismatch = 0;
-    printf("%8s %10s %14s %16s %12s %12s %12s\n", "threads", "batches/s", "Medges/s",
-           "input nodes/b", "record MB/b", "write GB/s", "read GB/s");
+    printf("%8s %10s %10s %14s %16s %12s %12s %12s\n", "threads", "batches/s", "cpu ms/b",
+           "Medges/s", "input nodes/b", "record MB/b", "write GB/s", "read GB/s");
     for (int ti = 0; ti < n_threads; ti++) {
         struct oc_pool *pool;
         struct oc_sampler *s;
@@ -173,11 +183,14 @@ int main(int argc, char **argv)
         uint64_t edges = 0, inputs = 0, rec_bytes = 0;
         uint32_t crc = (uint32_t)crc32(0L, Z_NULL, 0);
         struct oc_timer ts = {0}, tw = {0}, tr = {0};
+        double cpu = 0;
         for (uint64_t bi = 0; bi < n_batches; bi++) {
             oc_sample_epoch_batch(&ep, bi, &seeds, &ns, &err);
+            double c0 = cpu_s();
             oc_timer_start(&ts);
             int rc = oc_sample_neighbors(s, 0, bi, seeds, ns, &b, &err);
             oc_timer_stop(&ts);
+            cpu += cpu_s() - c0;
             size_t len = 0;
             oc_timer_start(&tw);
             if (rc == OC_OK)
@@ -205,8 +218,8 @@ int main(int argc, char **argv)
         else if (crc != ref_crc)
             mismatch = 1;
         double sec = oc_timer_s(&ts);
-        printf("%8d %10.1f %14.2f %16.0f %12.2f %12.2f %12.2f\n", threads[ti],
-               (double)n_batches / sec, (double)edges / sec / 1e6,
+        printf("%8d %10.1f %10.1f %14.2f %16.0f %12.2f %12.2f %12.2f\n", threads[ti],
+               (double)n_batches / sec, 1e3 * cpu / (double)n_batches, (double)edges / sec / 1e6,
                (double)inputs / (double)n_batches, (double)rec_bytes / (double)n_batches / 1e6,
                (double)rec_bytes / oc_timer_s(&tw) / 1e9,
                (double)rec_bytes / oc_timer_s(&tr) / 1e9);

@@ -29,9 +29,10 @@
 #include "offcore/rng.h"
 #include "sample/sample_int.h"
 
-#define SMP_CHUNK    512 /* destination nodes per task */
-#define SMP_LINEAR_K 32  /* up to this fanout, Floyd's membership test is a linear scan */
-#define SMP_PREFETCH 16  /* nodes or edges prefetched ahead in the hot loops */
+#define SMP_CHUNK          512 /* destination nodes per task */
+#define SMP_LINEAR_K       32  /* up to this fanout, Floyd's membership test is a linear scan */
+#define SMP_PREFETCH       16  /* nodes prefetched ahead in the per-node loops */
+#define SMP_PREFETCH_EDGES 64  /* map slots prefetched ahead in the relabel loop */
 
 struct smp_worker {
     uint64_t *pos;     /* chosen positions, k_max */
@@ -363,27 +364,35 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
         s->chunk_edges[t] = n_edges;
         n_edges += c;
     }
-    /* worst case every edge brings a new node, but never more than the graph has */
-    uint64_t max_known = n_dst + n_edges < s->g.n_nodes ? n_dst + n_edges : s->g.n_nodes;
     if ((rc = smp_block_reserve(blk, n_dst, n_edges, err)) != OC_OK ||
         (rc = grow_u64(&s->gids, &s->cap_gids, n_edges ? n_edges : 1, "sampler edge buffer",
-                       err)) != OC_OK ||
-        (rc = smp_batch_reserve_input(out, max_known, err)) != OC_OK ||
-        (rc = smp_map_reserve(&s->map, max_known, err)) != OC_OK)
+                       err)) != OC_OK)
         return rc;
     blk->indptr[0] = 0;
-    s->cur.dst = out->input_ids; /* growing input_ids may have moved it */
     rc = run_tasks(s, n_chunks, phase_draw, err);
     if (rc != OC_OK)
         return rc;
 
+    /* the map and input_ids grow as new nodes appear (a batch uses far fewer
+       than the n_dst + n_edges worst case, and a smaller map stays in cache) */
     uint64_t known = *n_known;
+    uint64_t max_known = n_dst + n_edges < s->g.n_nodes ? n_dst + n_edges : s->g.n_nodes;
     uint64_t *ids = out->input_ids;
     uint32_t *indices = blk->indices;
     const uint64_t *gids = s->gids;
+    uint64_t room = 0; /* nodes that fit before the next growth */
     for (uint64_t e = 0; e < n_edges; e++) {
-        if (e + SMP_PREFETCH < n_edges)
-            smp_map_prefetch(&s->map, gids[e + SMP_PREFETCH]);
+        if (known >= room && known < max_known) {
+            uint64_t want = known * 2 > 4096 ? known * 2 : 4096;
+            want = want < max_known ? want : max_known;
+            if ((rc = smp_batch_reserve_input(out, want, err)) != OC_OK ||
+                (rc = smp_map_reserve(&s->map, want, err)) != OC_OK)
+                return rc;
+            ids = out->input_ids;
+            room = out->cap_input < s->map.cap / 2 ? out->cap_input : s->map.cap / 2;
+        }
+        if (e + SMP_PREFETCH_EDGES < n_edges)
+            smp_map_prefetch(&s->map, gids[e + SMP_PREFETCH_EDGES]);
         int ins;
         uint32_t id = smp_map_get_or_put(&s->map, gids[e], (uint32_t)known, &ins);
         if (ins) {

@@ -215,8 +215,9 @@ int oc_sample_batch_serialize(const struct oc_sample_batch *b, void *buf, size_t
  * inconsistency is OC_ERR_FORMAT with a message naming it: wrong magic or
  * version, truncated or trailing bytes, CRC mismatch, counts that do not
  * chain (block l's n_src != block l-1's n_dst), degrees not summing to
- * n_edges, a local id >= n_src, an input id >= n_nodes. On failure out is
- * left empty-but-reusable.
+ * n_edges, a local id >= n_src, an input id >= n_nodes. Input ids are not
+ * checked for duplicates (the CRC guards against corruption; a writer that
+ * repeats an id is a bug upstream). On failure out is left empty-but-reusable.
  */
 int oc_sample_batch_deserialize(const void *buf, size_t len, uint64_t n_nodes,
                                 struct oc_sample_batch *out, struct oc_err *err);

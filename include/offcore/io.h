@@ -120,6 +120,14 @@ int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size
  */
 int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err);
 const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
+/*
+ * Same-page merging is on by default. With merge = 0 every request is read on
+ * its own (its page-aligned span, split only past the merged-read cap), even
+ * when requests share a page: the "one read per row" baseline.
+ */
+void oc_io_batch_set_merge(struct oc_io_batch *b, int merge);
+/* Memory the batch holds: bounce buffer plus its request and span arrays. */
+size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
 
 /* ---- buffered sequential writer ----------------------------------------- */
 

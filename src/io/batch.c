@@ -19,10 +19,12 @@
  *   pages              [  p0  ][  p1  ][  p2  ][  p3  ]...  [ p9 ]
  *   spans (reads)      [============= one read ==========]  [ p9 ]
  *
- * A request larger than max_read is split at add time into pieces, each of
- * which fits one read. A span that runs past end of file gets what exists; a
- * request that needs bytes past end of file fails (OC_ERR_FORMAT, naming the
- * file and offset). Each completed read passes through oc_fault_hit().
+ * With merging switched off (oc_io_batch_set_merge), step 2 gives every
+ * request its own span. A request larger than max_read is split at add time
+ * into pieces, each of which fits one read. A span that runs past end of file
+ * gets what exists; a request that needs bytes past end of file fails
+ * (OC_ERR_FORMAT, naming the file and offset). Each completed read passes
+ * through oc_fault_hit().
  *
  * Thread-safety: a batch belongs to one thread (it owns its ring). Files added
  * to it may be shared with other threads.
@@ -74,6 +76,7 @@ struct oc_io_batch {
     struct batch_span *spans;
     size_t n_spans, cap_spans;
     struct oc_io_stats stats;
+    int merge; /* merge requests that share or touch a page (default 1) */
     int use_uring;
 #ifdef OC_HAVE_URING
     int fixed_buf; /* bounce registered with the ring: read_fixed */
@@ -95,6 +98,7 @@ int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **ou
     if (depth > BATCH_MAX_DEPTH)
         depth = BATCH_MAX_DEPTH;
     b->depth = depth;
+    b->merge = 1;
     if (bounce_bytes < OC_IO_ALIGN)
         bounce_bytes = OC_IO_ALIGN;
     b->bounce_bytes = (size_t)oc_io_align_up(bounce_bytes);
@@ -158,6 +162,17 @@ const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b)
 size_t oc_io_batch_max_read(const struct oc_io_batch *b)
 {
     return b->max_read;
+}
+
+void oc_io_batch_set_merge(struct oc_io_batch *b, int merge)
+{
+    b->merge = merge != 0;
+}
+
+size_t oc_io_batch_held_bytes(const struct oc_io_batch *b)
+{
+    return sizeof(*b) + b->bounce_bytes + b->cap_reqs * sizeof(struct batch_req) +
+           b->cap_spans * sizeof(struct batch_span);
 }
 
 static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
@@ -270,7 +285,7 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];
         uint64_t lo = oc_io_align_down(r->off), hi = oc_io_align_up(r->off + r->len);
-        if (s && s->f == r->f && lo <= s->off + s->len) {
+        if (b->merge && s && s->f == r->f && lo <= s->off + s->len) {
             uint64_t new_end = hi > s->off + s->len ? hi : s->off + s->len;
             if (new_end - s->off <= b->max_read) {
                 s->len = (size_t)(new_end - s->off);

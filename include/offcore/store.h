@@ -1,0 +1,133 @@
+/*
+ * store.h — feature sources ("strategies"): where a batch's input feature
+ * rows come from. Every strategy fills the same f32 rows in the same order,
+ * so training is bit-for-bit identical whichever is used; strategies differ
+ * only in where bytes come from (RAM, page cache, O_DIRECT reads, caches).
+ *
+ *   train ──► oc_store_gather(ids) ──► strategy ──► { RAM | mmap | O_DIRECT reads | cache }
+ *                                                      └─ counts requested / read bytes, hits
+ *
+ * Strategies register themselves in one table (store/registry.c); the CLI's
+ * `--strategy NAME` and the benchmark harness enumerate that table, so a new
+ * strategy appears everywhere by adding one entry.
+ *
+ * Place in the data flow: store sits on dataset, io, sample (for
+ * pre-sampling) and core; train calls it.
+ * Thread-safety: a store is driven by one thread at a time (the training
+ * thread); it may use the pool it was given inside gather.
+ * Ownership: the store borrows the dataset, graph and pool for its lifetime;
+ * `out` buffers passed to gather belong to the caller.
+ */
+#ifndef OFFCORE_STORE_H
+#define OFFCORE_STORE_H
+
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/dataset.h"
+#include "offcore/sample.h"
+#include "offcore/thread.h"
+
+/* Where a requested row was found. */
+enum oc_store_tier {
+    OC_STORE_TIER_GPU,        /* GPU cache (CUDA backend) */
+    OC_STORE_TIER_CPU,        /* CPU RAM cache (or all of RAM for `memory`) */
+    OC_STORE_TIER_DISK_CACHE, /* a disk-side cache laid out for locality */
+    OC_STORE_TIER_PACKED,     /* a per-batch packed chunk */
+    OC_STORE_TIER_DISK,       /* read from the feature file */
+    OC_STORE_TIER_COUNT,
+};
+
+const char *oc_store_tier_name(enum oc_store_tier t);
+
+/*
+ * Counters of successful gathers since open (a failed gather adds only the
+ * bytes its reads delivered). Row bytes are as stored in features.npy
+ * (feat_dim x 2 for f16, x 4 for f32), so amplification compares what the
+ * disk delivered with what was useful in the same units; the f32 rows handed
+ * to the model are twice that for f16. Reads made at open (loading `memory`,
+ * filling the `static` cache) are not counted.
+ *
+ * Per strategy: memory: every row tier CPU, nothing from disk. mmap: every
+ * row tier DISK and requested_disk_bytes (a map cannot tell a page-cache hit
+ * from a read); read_bytes / n_reads are an estimate from major page faults
+ * x 4096 (see store/mmap.c). direct: every row tier DISK, one read per row.
+ * static: hits tier CPU, misses tier DISK.
+ */
+struct oc_store_stats {
+    uint64_t requested_rows;
+    uint64_t requested_bytes;      /* feature bytes requested (rows x stored row bytes) */
+    uint64_t requested_disk_bytes; /* of those, bytes of rows that had to come from disk */
+    uint64_t read_bytes;           /* bytes the disk delivered (page-rounded, merged) */
+    uint64_t n_reads;              /* read requests issued to the disk */
+    uint64_t tier_rows[OC_STORE_TIER_COUNT];
+    uint64_t held_bytes; /* memory the store holds now (caches, buffers, in-RAM features);
+                            a level, not a counter; the page cache under `mmap` is not held */
+};
+
+/* amplification = read / requested-from-disk (1 when nothing came from disk). */
+double oc_store_stats_amplification(const struct oc_store_stats *s);
+/* Fraction of requested rows served by tier t. */
+double oc_store_stats_hit_ratio(const struct oc_store_stats *s, enum oc_store_tier t);
+/* a - b, field by field (per-epoch deltas of cumulative counters); held_bytes is a's. */
+void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_stats *b,
+                        struct oc_store_stats *out);
+
+/* What a strategy may know when it prepares (training plan). */
+struct oc_store_config {
+    const struct oc_dataset *ds;
+    const struct oc_graph *graph; /* in-memory or on-disk-backed topology view;
+                                               may be NULL unless pre-sampling (degree
+                                               hotness then loads indptr for a moment) */
+    struct oc_pool *pool;         /* may be NULL; must not be running a task of
+                                               the caller (gather runs oc_pool_run on it) */
+    uint64_t mem_bytes;           /* RAM the store may hold (cache sizing);
+                                               0 = unlimited (`static` caches every row) */
+    enum oc_store_hotness { OC_STORE_HOTNESS_DEGREE, OC_STORE_HOTNESS_PRESAMPLE } hotness;
+    /*
+     * The training plan. Pre-sampling replays its epoch 0 (shuffle with
+     * sample_opts->seed, batches of batch_size, last one short), and with
+     * sample_opts and batch_size known the disk strategies size their
+     * per-batch buffers from batch_size x prod(1 + fanout) rows, else from
+     * min(n_nodes, 65536).
+     */
+    const struct oc_sample_opts *sample_opts;
+    const uint64_t *train_ids;
+    uint64_t n_train, batch_size;
+};
+
+struct oc_store;
+
+/* The registered strategies, in registration order. */
+uint32_t oc_store_n_strategies(void);
+const char *oc_store_strategy_name(uint32_t i);
+const char *oc_store_strategy_summary(uint32_t i);
+/* Index of a strategy by name; OC_ERR_ARG listing the known names otherwise. */
+int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err);
+
+/*
+ * Opens strategy `index` over cfg's dataset. Sizes caches from cfg->mem_bytes;
+ * if the budget cannot hold what the strategy needs for one batch, fails with
+ * OC_ERR_BUDGET saying how much is needed.
+ */
+int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
+                  struct oc_err *err);
+void oc_store_free(struct oc_store *s);
+const char *oc_store_name(const struct oc_store *s);
+/* Floats per output row (the dataset's feat_dim). */
+uint32_t oc_store_feat_dim(const struct oc_store *s);
+
+/*
+ * Fills out (n x feat_dim f32, row-major) with the feature rows of ids, in
+ * order, converting f16 to f32 (oc_f16_to_f32: the same bits whatever the
+ * strategy). ids may repeat; an id >= n_nodes is OC_ERR_ARG. A read error
+ * (OC_ERR_IO) or a truncated feature file (OC_ERR_FORMAT) is an error naming
+ * the file and offset; out is then partly written. In steady state (batches
+ * no larger than an earlier one) a gather allocates nothing.
+ */
+int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                    struct oc_err *err);
+/* Cumulative counters since open. */
+void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
+
+#endif

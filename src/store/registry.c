@@ -1,0 +1,200 @@
+/*
+ * registry.c — the one table of feature-store strategies, and the oc_store_*
+ * entry points that validate arguments and dispatch through it; tier names
+ * and the stats helpers.
+ *
+ * Place in the data flow: store. train, the CLI (`--strategy NAME`) and the
+ * benchmark harness enumerate the table below, so a new strategy appears
+ * everywhere by adding one line to it.
+ * Thread-safety: the table is constant. A store is driven by one thread at a
+ * time (see store.h).
+ * Ownership: oc_store_open allocates the struct oc_store; oc_store_free
+ * releases it and what the strategy holds.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+/* Registration order is the order `offcore` lists and benchmarks them in. */
+static const struct store_strategy *const strategies[] = {
+    &oc_store_memory,
+    &oc_store_mmap,
+    &oc_store_direct,
+    &oc_store_static,
+};
+
+#define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
+
+uint32_t oc_store_n_strategies(void)
+{
+    return N_STRATEGIES;
+}
+
+const char *oc_store_strategy_name(uint32_t i)
+{
+    return i < N_STRATEGIES ? strategies[i]->name : NULL;
+}
+
+const char *oc_store_strategy_summary(uint32_t i)
+{
+    return i < N_STRATEGIES ? strategies[i]->summary : NULL;
+}
+
+int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err)
+{
+    char known[256];
+    size_t len = 0;
+
+    for (uint32_t i = 0; i < N_STRATEGIES; i++)
+        if (name && strcmp(name, strategies[i]->name) == 0) {
+            *index = i;
+            return OC_OK;
+        }
+    known[0] = '\0';
+    for (uint32_t i = 0; i < N_STRATEGIES && len < sizeof(known); i++) {
+        int w =
+            snprintf(known + len, sizeof(known) - len, "%s%s", i ? ", " : "", strategies[i]->name);
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return OC_ERR(err, OC_ERR_ARG, "unknown strategy '%s' (known: %s)", name ? name : "(null)",
+                  known);
+}
+
+const char *oc_store_tier_name(enum oc_store_tier t)
+{
+    static const char *const names[OC_STORE_TIER_COUNT] = {
+        [OC_STORE_TIER_GPU] = "gpu",
+        [OC_STORE_TIER_CPU] = "cpu",
+        [OC_STORE_TIER_DISK_CACHE] = "disk-cache",
+        [OC_STORE_TIER_PACKED] = "packed",
+        [OC_STORE_TIER_DISK] = "disk",
+    };
+    return (unsigned)t < OC_STORE_TIER_COUNT ? names[t] : "?";
+}
+
+double oc_store_stats_amplification(const struct oc_store_stats *s)
+{
+    if (s->requested_disk_bytes == 0)
+        return 1.0;
+    return (double)s->read_bytes / (double)s->requested_disk_bytes;
+}
+
+double oc_store_stats_hit_ratio(const struct oc_store_stats *s, enum oc_store_tier t)
+{
+    if (s->requested_rows == 0 || (unsigned)t >= OC_STORE_TIER_COUNT)
+        return 0.0;
+    return (double)s->tier_rows[t] / (double)s->requested_rows;
+}
+
+void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_stats *b,
+                        struct oc_store_stats *out)
+{
+    struct oc_store_stats r;
+    r.requested_rows = a->requested_rows - b->requested_rows;
+    r.requested_bytes = a->requested_bytes - b->requested_bytes;
+    r.requested_disk_bytes = a->requested_disk_bytes - b->requested_disk_bytes;
+    r.read_bytes = a->read_bytes - b->read_bytes;
+    r.n_reads = a->n_reads - b->n_reads;
+    for (int t = 0; t < OC_STORE_TIER_COUNT; t++)
+        r.tier_rows[t] = a->tier_rows[t] - b->tier_rows[t];
+    r.held_bytes = a->held_bytes; /* a level, not a counter: the later snapshot's */
+    *out = r;
+}
+
+/* ---- open / gather / free ------------------------------------------------- */
+
+int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
+                  struct oc_err *err)
+{
+    struct oc_store *s;
+    int rc;
+
+    *out = NULL;
+    if (index >= N_STRATEGIES)
+        return OC_ERR(err, OC_ERR_ARG, "store: strategy index %u out of range (%u registered)",
+                      index, N_STRATEGIES);
+    if (!cfg || !cfg->ds)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: no dataset given", strategies[index]->name);
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    const char *path = oc_dataset_path(cfg->ds, OC_DS_FEATURES);
+    if (m->feat_dim == 0 || !m->files[OC_DS_FEATURES].present)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: dataset %s has no node features",
+                      strategies[index]->name, oc_dataset_dir(cfg->ds));
+    if (m->feat_dtype != OC_DTYPE_F32 && m->feat_dtype != OC_DTYPE_F16)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: %s: feature dtype %s (want f32 or f16)",
+                      strategies[index]->name, path, oc_dtype_name(m->feat_dtype));
+    if (cfg->graph && cfg->graph->n_nodes != m->n_nodes)
+        return OC_ERR(
+            err, OC_ERR_ARG, "store %s: graph has %" PRIu64 " nodes, dataset %s has %" PRIu64,
+            strategies[index]->name, cfg->graph->n_nodes, oc_dataset_dir(cfg->ds), m->n_nodes);
+    s = oc_calloc(1, sizeof(*s), "feature store", err);
+    if (!s)
+        return err ? err->status : OC_ERR_NOMEM;
+    s->strat = strategies[index];
+    s->ds = cfg->ds;
+    s->pool = cfg->pool;
+    s->path = path;
+    s->dtype = m->feat_dtype;
+    s->n_nodes = m->n_nodes;
+    s->feat_dim = m->feat_dim;
+    s->data_offset = oc_dataset_data_offset(cfg->ds, OC_DS_FEATURES);
+    s->row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    rc = s->strat->open(s, cfg, err);
+    if (rc) {
+        s->strat->free(s);
+        oc_free(s);
+        return rc;
+    }
+    *out = s;
+    return OC_OK;
+}
+
+void oc_store_free(struct oc_store *s)
+{
+    if (!s)
+        return;
+    s->strat->free(s);
+    oc_free(s);
+}
+
+const char *oc_store_name(const struct oc_store *s)
+{
+    return s->strat->name;
+}
+
+uint32_t oc_store_feat_dim(const struct oc_store *s)
+{
+    return (uint32_t)s->feat_dim;
+}
+
+int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                    struct oc_err *err)
+{
+    if (n == 0)
+        return OC_OK;
+    if (!ids || !out)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: gather of %" PRIu64 " rows with NULL %s",
+                      s->strat->name, n, ids ? "output" : "ids");
+    for (uint64_t i = 0; i < n; i++)
+        if (ids[i] >= s->n_nodes)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "store %s: id %" PRIu64 " at position %" PRIu64
+                          " is out of range (%" PRIu64 " nodes)",
+                          s->strat->name, ids[i], i, s->n_nodes);
+    int rc = s->strat->gather(s, ids, n, out, err);
+    if (rc)
+        return rc;
+    s->stats.requested_rows += n;
+    s->stats.requested_bytes += n * (uint64_t)s->row_bytes;
+    return OC_OK;
+}
+
+void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    *out = s->stats;
+    out->held_bytes = 0;
+    s->strat->stats(s, out);
+}

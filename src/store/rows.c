@@ -1,0 +1,185 @@
+/*
+ * rows.c — helpers shared by the strategies: converting stored rows to f32,
+ * widening f16 rows in place, row loops over the pool, and the feature-file
+ * reader (O_DIRECT file + io_uring batch reader) used by `direct` and by the
+ * misses of `static`.
+ *
+ * Place in the data flow: store; between io (oc_file, oc_io_batch) and the
+ * strategies' gathers.
+ * Thread-safety: store_row_* are pure. store_for_rows runs tasks on the pool,
+ * each over a fixed range of rows. A struct store_disk belongs to the store's
+ * thread (its batch reader owns a ring).
+ * Ownership: the output rows are the caller's; store_disk owns its file and
+ * batch reader.
+ *
+ * Why f16 rows are read into the upper half of their output row: an f32 row
+ * of dim floats is 4·dim bytes, the stored f16 row 2·dim. Reading the half
+ * row to bytes [2·dim, 4·dim) and widening front to back never overwrites a
+ * half not yet converted (float j ends at byte 4j+4 ≤ 2·dim + 2j + 2 for
+ * j < dim), so no staging buffer is needed and gathers stay allocation-free.
+ */
+#include <string.h>
+
+#include "store/store_int.h"
+
+#define WIDEN_CHUNK 256u /* halves copied out per step of the in-place widening */
+
+void store_row_to_f32(enum oc_dtype dtype, const void *src, uint64_t dim, float *dst)
+{
+    if (dtype == OC_DTYPE_F32) {
+        memcpy(dst, src, dim * sizeof(float));
+        return;
+    }
+    const uint8_t *p = src;
+    for (uint64_t j = 0; j < dim; j++) {
+        uint16_t h;
+        memcpy(&h, p + 2 * j, sizeof(h));
+        dst[j] = oc_f16_to_f32(h);
+    }
+}
+
+void store_row_widen_inplace(float *dst, uint64_t dim)
+{
+    const uint8_t *half = (const uint8_t *)dst + 2 * dim;
+    uint16_t tmp[WIDEN_CHUNK];
+
+    /*
+     * Chunk [j, j+k): its halves are copied out (memcpy: byte accesses, so the
+     * compiler keeps them ordered against the float stores) before floats
+     * [j, j+k) are written; those end at byte 4(j+k) ≤ 2·dim + 2(j+k) =
+     * start of the next chunk's halves, as j + k ≤ dim.
+     */
+    for (uint64_t j = 0; j < dim; j += WIDEN_CHUNK) {
+        uint64_t k = dim - j < WIDEN_CHUNK ? dim - j : WIDEN_CHUNK;
+        memcpy(tmp, half + 2 * j, k * sizeof(uint16_t));
+        for (uint64_t t = 0; t < k; t++)
+            dst[j + t] = oc_f16_to_f32(tmp[t]);
+    }
+}
+
+struct rows_job {
+    store_rows_fn fn;
+    void *ctx;
+    uint64_t n;
+};
+
+static int rows_task(void *ctx, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct rows_job *j = ctx;
+    uint64_t lo = task * STORE_ROWS_PER_TASK;
+    uint64_t hi = lo + STORE_ROWS_PER_TASK < j->n ? lo + STORE_ROWS_PER_TASK : j->n;
+    j->fn(j->ctx, lo, hi);
+    return OC_OK;
+}
+
+int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx,
+                   struct oc_err *err)
+{
+    if (n == 0)
+        return OC_OK;
+    if (!pool || n <= STORE_ROWS_PER_TASK) {
+        fn(ctx, 0, n);
+        return OC_OK;
+    }
+    struct rows_job j = {fn, ctx, n};
+    int rc = oc_pool_run(pool, (n + STORE_ROWS_PER_TASK - 1) / STORE_ROWS_PER_TASK, rows_task, &j);
+    if (rc)
+        return OC_ERR(err, rc, "store: row copy on the pool failed");
+    return OC_OK;
+}
+
+uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    const struct oc_sample_opts *so = cfg->sample_opts;
+    uint64_t rows;
+
+    if (!so || cfg->batch_size == 0)
+        return s->n_nodes < 65536 ? s->n_nodes : 65536;
+    rows = cfg->batch_size;
+    for (uint32_t l = 0; l < so->n_layers && l < OC_SAMPLE_MAX_LAYERS && rows < s->n_nodes; l++) {
+        if (so->fanouts[l] < 0)
+            return s->n_nodes;
+        uint64_t grow = 1 + (uint64_t)so->fanouts[l];
+        rows = rows > s->n_nodes / grow ? s->n_nodes : rows * grow;
+    }
+    return rows < s->n_nodes ? rows : s->n_nodes;
+}
+
+/* ---- the feature file through the batch reader ---------------------------- */
+
+int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err)
+{
+    int rc;
+
+    memset(d, 0, sizeof(*d));
+    if ((rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &d->f, err)))
+        return rc;
+    if ((rc = oc_io_batch_new(STORE_DISK_DEPTH, STORE_DISK_BOUNCE_BYTES, &d->batch, err))) {
+        oc_file_close(d->f, NULL);
+        d->f = NULL;
+        return rc;
+    }
+    oc_io_batch_set_merge(d->batch, merge);
+    return OC_OK;
+}
+
+void store_disk_close(struct store_disk *d)
+{
+    oc_io_batch_free(d->batch);
+    oc_file_close(d->f, NULL); /* read-only: nothing to lose on close */
+    memset(d, 0, sizeof(*d));
+}
+
+int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id, float *out_row,
+                     struct oc_err *err)
+{
+    void *dst = out_row;
+    if (s->dtype == OC_DTYPE_F16)
+        dst = (uint8_t *)out_row + s->row_bytes; /* upper half of the f32 row */
+    return oc_io_batch_add(d->batch, d->f, store_row_off(s, id), s->row_bytes, dst, err);
+}
+
+int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
+{
+    const struct oc_io_stats *st = oc_io_batch_stats(d->batch);
+    uint64_t read0 = st->read_bytes, n0 = st->n_reads;
+    int rc = oc_io_batch_run(d->batch, err);
+    /* Count what was read even on failure: the disk delivered it. */
+    s->stats.read_bytes += st->read_bytes - read0;
+    s->stats.n_reads += st->n_reads - n0;
+    if (rc)
+        oc_err_prefix(err, "store %s: gather", s->strat->name);
+    return rc;
+}
+
+void store_disk_discard(struct store_disk *d)
+{
+    struct oc_err ignore;
+    oc_io_batch_run(d->batch, &ignore);
+}
+
+size_t store_disk_held_bytes(const struct store_disk *d)
+{
+    return d->batch ? oc_io_batch_held_bytes(d->batch) : 0;
+}
+
+struct widen_job {
+    float *out;
+    uint64_t dim;
+};
+
+static void widen_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct widen_job *j = ctx;
+    for (uint64_t i = lo; i < hi; i++)
+        store_row_widen_inplace(j->out + i * j->dim, j->dim);
+}
+
+int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struct oc_err *err)
+{
+    if (s->dtype != OC_DTYPE_F16)
+        return OC_OK;
+    struct widen_job j = {out, s->feat_dim};
+    return store_for_rows(s->pool, n, widen_rows, &j, err);
+}

@@ -1,0 +1,199 @@
+/*
+ * static_hot.c — which rows the `static` cache holds: the n hottest nodes by
+ * in-degree (PaGraph) or by how often epoch 0 of the training plan reads them
+ * (pre-sampling, as Helios/GNNLab do), ties broken by the lower node id.
+ *
+ * Place in the data flow: store, at open: graph (indptr) or sample (the
+ * sampler over epoch 0's batches) ──► hotness ──► the cache's id set.
+ * Thread-safety: runs on the opening thread; the sampler may use the store's
+ * pool inside.
+ * Ownership: the returned id array is the caller's (oc_free). Temporaries:
+ * 4 bytes per node of counts (pre-sampling) or 8 bytes per node of indptr
+ * (degree with no graph given), and 8 bytes per selected row, all released
+ * before open allocates the cache rows.
+ *
+ * Pre-sampling replays epoch 0 exactly as train runs it: the training ids
+ * shuffled with (sample_opts->seed, epoch 0), cut into batches of
+ * batch_size (the last one short), oc_sample_neighbors(epoch 0, batch b);
+ * every occurrence of a node among a batch's input ids counts once.
+ *
+ * Selection: one pass over the nodes in id order keeps the n best in a
+ * min-heap (root = the least hot kept); a later node replaces the root only
+ * if strictly hotter, since on a tie the root has the lower id. O(N log n),
+ * no allocation beyond the heap, then a heapsort puts the ids in ascending
+ * order (slot order = id order, so loading the cache reads the file forward).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+struct hotness {
+    const uint64_t *indptr; /* degree: in-degree = indptr[v+1] - indptr[v] */
+    const uint32_t *counts; /* pre-sampling */
+};
+
+static inline uint64_t hot_of(const struct hotness *h, uint64_t v)
+{
+    return h->counts ? h->counts[v] : h->indptr[v + 1] - h->indptr[v];
+}
+
+/* Whether a is less hot than b (lower count, or equal count and higher id). */
+static inline int colder(const struct hotness *h, uint64_t a, uint64_t b)
+{
+    uint64_t ha = hot_of(h, a), hb = hot_of(h, b);
+    return ha < hb || (ha == hb && a > b);
+}
+
+static void heap_sift(const struct hotness *h, uint64_t *heap, uint64_t root, uint64_t n)
+{
+    for (;;) {
+        uint64_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && colder(h, heap[c + 1], heap[c]))
+            c++;
+        if (!colder(h, heap[c], heap[root]))
+            return;
+        uint64_t t = heap[root];
+        heap[root] = heap[c];
+        heap[c] = t;
+        root = c;
+    }
+}
+
+static void ids_sift(uint64_t *a, uint64_t root, uint64_t n)
+{
+    for (;;) {
+        uint64_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && a[c + 1] > a[c])
+            c++;
+        if (a[c] <= a[root])
+            return;
+        uint64_t t = a[root];
+        a[root] = a[c];
+        a[c] = t;
+        root = c;
+    }
+}
+
+/* In-place heapsort, ascending (qsort may allocate outside the accountant). */
+static void ids_sort(uint64_t *a, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        ids_sift(a, i, n);
+    for (uint64_t i = n; i-- > 1;) {
+        uint64_t t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        ids_sift(a, 0, i);
+    }
+}
+
+static int presample(const struct oc_store *s, const struct oc_store_config *cfg, uint32_t *counts,
+                     struct oc_err *err)
+{
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    int rc;
+
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)))
+        goto out;
+    if ((rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, 0);
+    uint64_t n_batches = oc_sample_epoch_n_batches(&ep);
+    for (uint64_t bi = 0; bi < n_batches; bi++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)))
+            goto out;
+        if ((rc = oc_sample_neighbors(sm, 0, bi, seeds, n_seeds, &b, err)))
+            goto out;
+        for (uint64_t k = 0; k < b.n_input; k++) {
+            uint64_t v = b.input_ids[k];
+            if (v < s->n_nodes && counts[v] != UINT32_MAX)
+                counts[v]++;
+        }
+    }
+out:
+    if (rc)
+        oc_err_prefix(err, "store static: pre-sampling epoch 0");
+    oc_sample_batch_deinit(&b);
+    oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    return rc;
+}
+
+int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
+                     uint64_t **ids_out, struct oc_err *err)
+{
+    struct hotness h = {NULL, NULL};
+    uint64_t *loaded_indptr = NULL, *heap = NULL;
+    uint32_t *counts = NULL;
+    int rc = OC_OK;
+
+    *ids_out = NULL;
+    if (cfg->hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+        const char *missing = !cfg->graph         ? "graph"
+                              : !cfg->sample_opts ? "sample_opts"
+                              : !cfg->train_ids   ? "train_ids"
+                              : !cfg->n_train     ? "n_train"
+                              : !cfg->batch_size  ? "batch_size"
+                                                  : NULL;
+        if (missing)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "store static: pre-sampled hotness needs the training plan; "
+                          "config has no %s",
+                          missing);
+    } else if (cfg->hotness != OC_STORE_HOTNESS_DEGREE) {
+        return OC_ERR(err, OC_ERR_ARG, "store static: unknown hotness %d", (int)cfg->hotness);
+    }
+    if (n == 0)
+        return OC_OK;
+    if (n < s->n_nodes) {
+        if (cfg->hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+            counts = oc_calloc(s->n_nodes, sizeof(uint32_t), "store static: hotness counts", err);
+            if (!counts)
+                return err ? err->status : OC_ERR_NOMEM;
+            if ((rc = presample(s, cfg, counts, err)))
+                goto out;
+            h.counts = counts;
+        } else if (cfg->graph) {
+            h.indptr = cfg->graph->indptr;
+        } else {
+            if ((rc = oc_dataset_load_indptr(s->ds, &loaded_indptr, err)))
+                goto out;
+            h.indptr = loaded_indptr;
+        }
+    }
+    heap = oc_alloc(n * sizeof(uint64_t), "store static: cached ids", err);
+    if (!heap) {
+        rc = err ? err->status : OC_ERR_NOMEM;
+        goto out;
+    }
+    for (uint64_t v = 0; v < n; v++)
+        heap[v] = v;
+    if (n < s->n_nodes) {
+        for (uint64_t i = n / 2; i-- > 0;)
+            heap_sift(&h, heap, i, n);
+        for (uint64_t v = n; v < s->n_nodes; v++)
+            if (hot_of(&h, v) > hot_of(&h, heap[0])) {
+                heap[0] = v;
+                heap_sift(&h, heap, 0, n);
+            }
+        ids_sort(heap, n);
+    }
+    *ids_out = heap;
+    heap = NULL;
+out:
+    oc_free(heap);
+    oc_free(counts);
+    oc_free(loaded_indptr);
+    return rc;
+}

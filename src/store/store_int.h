@@ -1,0 +1,169 @@
+/*
+ * store_int.h — private to src/store: the strategy vtable, the common part of
+ * every store, and helpers shared by the strategies (row conversion, pool
+ * loops over rows, the O_DIRECT row reader).
+ *
+ * Place in the data flow: registry.c dispatches oc_store_* calls through a
+ * struct store_strategy; each strategy file (memory.c, mmap.c, direct.c,
+ * static.c) defines one and registry.c lists it. Tests may include this
+ * header for the knobs at the end.
+ * Thread-safety: a store is driven by one thread at a time; row loops run
+ * tasks on the store's pool, each task writing only its own output rows.
+ * Ownership: struct oc_store owns its `impl` (freed by the strategy's free);
+ * the dataset, graph and pool are borrowed.
+ */
+#ifndef OFFCORE_STORE_INT_H
+#define OFFCORE_STORE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "offcore/io.h"
+#include "offcore/store.h"
+
+struct oc_store;
+
+/*
+ * One strategy. open fills s->impl (the registry has filled the common
+ * fields and validated cfg); gather gets ids already checked to be
+ * < n_nodes and n > 0, and counts its tiers, requested_disk_bytes, read_bytes
+ * and n_reads into s->stats (the registry counts requested_rows/bytes);
+ * stats sets what only the strategy knows (held_bytes); free releases impl
+ * (it may be half-built after a failed open; s->impl may be NULL).
+ */
+struct store_strategy {
+    const char *name;
+    const char *summary;
+    int (*open)(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err);
+    int (*gather)(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                  struct oc_err *err);
+    void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
+    void (*free)(struct oc_store *s);
+};
+
+extern const struct store_strategy oc_store_memory;
+extern const struct store_strategy oc_store_mmap;
+extern const struct store_strategy oc_store_direct;
+extern const struct store_strategy oc_store_static;
+
+struct oc_store {
+    const struct store_strategy *strat;
+    const struct oc_dataset *ds;
+    struct oc_pool *pool;
+    const char *path;    /* features.npy (owned by the dataset) */
+    enum oc_dtype dtype; /* F32 or F16 on disk */
+    uint64_t n_nodes;
+    uint64_t feat_dim;
+    uint64_t data_offset;        /* of row 0 in the file */
+    size_t row_bytes;            /* one row as stored: feat_dim x dtype size */
+    struct oc_store_stats stats; /* cumulative; held_bytes filled by strategy->stats */
+    void *impl;
+};
+
+/* Thread-safe strerror (GNU strerror_r: returns a static string or fills buf). */
+static inline const char *store_strerror(int e, char *buf, size_t n)
+{
+    return strerror_r(e, buf, n);
+}
+
+/* File offset of row id. */
+static inline uint64_t store_row_off(const struct oc_store *s, uint64_t id)
+{
+    return s->data_offset + id * (uint64_t)s->row_bytes;
+}
+
+/* ---- rows ---------------------------------------------------------------- */
+
+/* Converts one row as stored (f32 or f16, any alignment) into dim f32 values. */
+void store_row_to_f32(enum oc_dtype dtype, const void *src, uint64_t dim, float *dst);
+
+/*
+ * Widens in place an f16 row that was read into the upper half of its f32
+ * output row (bytes [2·dim, 4·dim) of dst), front to back: each chunk of
+ * halves is copied out before any float overwrites it.
+ */
+void store_row_widen_inplace(float *dst, uint64_t dim);
+
+/*
+ * Runs fn(ctx, lo, hi) over [0, n) in fixed ranges of STORE_ROWS_PER_TASK on
+ * pool (inline when n fits one range or pool is NULL). The ranges depend only
+ * on n, never on the number of threads.
+ */
+#define STORE_ROWS_PER_TASK 512u
+typedef void (*store_rows_fn)(void *ctx, uint64_t lo, uint64_t hi);
+int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx,
+                   struct oc_err *err);
+
+/*
+ * Per-row scratch a disk-reading strategy may grow to for one batch: the
+ * batch reader's request and span records (88 bytes) and a slot (4), each
+ * array grown by doubling, so up to twice that. Used for budget checks.
+ */
+#define STORE_ROW_SCRATCH_BYTES 192u
+
+/*
+ * Input rows one batch is expected to request, for sizing: with a training
+ * plan (sample_opts, batch_size), batch_size x prod(1 + fanout) capped at
+ * n_nodes (a layer taking every neighbor makes it n_nodes); without one,
+ * min(n_nodes, 65536).
+ */
+uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+
+/* ---- rows read from the feature file (direct, static misses) ------------- */
+
+/*
+ * The feature file opened with O_DIRECT (where the filesystem allows) and one
+ * batch reader (io_uring, pread fallback) owned by the store's thread.
+ * Requests land directly in the output rows: an f32 row in place, an f16 row
+ * in the upper half of its output row (widened by store_row_widen_inplace).
+ */
+struct store_disk {
+    struct oc_file *f;
+    struct oc_io_batch *batch;
+};
+
+#define STORE_DISK_DEPTH        128u
+#define STORE_DISK_BOUNCE_BYTES (2u << 20)
+
+/* Opens s->path; merge = 0 gives every row its own read. */
+int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err);
+void store_disk_close(struct store_disk *d);
+/* Queues row id into its output row out_row (feat_dim floats). */
+int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id, float *out_row,
+                     struct oc_err *err);
+/*
+ * Reads everything queued; adds the batch reader's read bytes and reads to
+ * s->stats. Errors name the file and offset (truncated: OC_ERR_FORMAT; read
+ * failure: OC_ERR_IO).
+ */
+int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err);
+/*
+ * Empties the batch after a failed queue: runs it (the queued destinations are
+ * valid output rows) and drops its result, so the next gather starts clean.
+ */
+void store_disk_discard(struct store_disk *d);
+/* Bounce buffer plus request arrays of the batch reader. */
+size_t store_disk_held_bytes(const struct store_disk *d);
+
+/* Widens every row of out (n rows read by store_disk_queue) over the pool; no-op for f32. */
+int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struct oc_err *err);
+
+/* ---- static: hotness (static_hot.c) -------------------------------------- */
+
+/*
+ * The n (≤ n_nodes) hottest rows by cfg->hotness, ties to the lower id, as an
+ * ascending oc_alloc'd array (*ids = NULL when n == 0). Checks the hotness
+ * options (pre-sampling needs graph, sample_opts, train_ids, n_train,
+ * batch_size: OC_ERR_ARG naming what is missing) even when n == 0.
+ */
+int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
+                     uint64_t **ids, struct oc_err *err);
+
+/* ---- test knobs ---------------------------------------------------------- */
+
+/* For a `static` store: whether row id is in its RAM cache; how many rows are. 0 otherwise. */
+int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
+uint64_t oc_store_static_n_cached(const struct oc_store *s);
+
+#endif

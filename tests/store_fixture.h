@@ -1,0 +1,140 @@
+/*
+ * store_fixture.h — helpers for the store tests: a small generated dataset
+ * opened with its topology, training ids and the reference features (f32,
+ * through oc_npy_load_as), a store config over it, and the store layout
+ * constants a test needs to pick budgets.
+ *
+ * Place in the data flow: tests only (generate → dataset → store).
+ * Thread-safety: single-threaded test code.
+ * Ownership: a struct fixture owns what it loads; fixture_free releases it.
+ */
+#ifndef OFFCORE_TEST_STORE_FIXTURE_H
+#define OFFCORE_TEST_STORE_FIXTURE_H
+
+#include <string.h>
+
+#include "harness.h"
+#include "offcore/dataset.h"
+#include "offcore/generate.h"
+#include "offcore/sample.h"
+#include "offcore/store.h"
+#include "store/store_int.h"
+
+struct fixture {
+    char dir[700];
+    struct oc_dataset *ds;
+    uint64_t n_nodes, dim;
+    enum oc_dtype dtype;
+    size_t row_bytes; /* as stored */
+    uint64_t *indptr;
+    void *indices;
+    struct oc_graph g;
+    uint64_t *train;
+    uint64_t n_train;
+    float *ref; /* n_nodes x dim, the file's values widened by oc_npy_load_as */
+    struct oc_sample_opts so;
+    uint64_t batch_size;
+};
+
+/* Generates (n nodes, dim, dtype) into a fresh directory and opens it. Returns 0 on failure. */
+static inline int fixture_init(struct fixture *fx, uint64_t n, uint32_t dim, enum oc_dtype dtype)
+{
+    struct oc_generate_opts o;
+    struct oc_err err;
+    uint64_t rows, cols;
+    void *ref = NULL;
+
+    memset(fx, 0, sizeof(*fx));
+    snprintf(fx->dir, sizeof(fx->dir), "%s/ds", oc_test_tmpdir());
+    oc_generate_opts_default(&o);
+    o.n_nodes = n;
+    o.avg_degree = 8;
+    o.feat_dim = dim;
+    o.n_classes = 4;
+    o.feat_dtype = dtype;
+    o.seed = 7;
+    o.n_threads = 1;
+    o.train_frac = 0.3;
+    OC_CHECK_OK(oc_generate(&o, fx->dir, NULL, &err), &err);
+    OC_CHECK_OK(oc_dataset_open(fx->dir, OC_DS_OPEN_DEFAULT, &fx->ds, &err), &err);
+    if (!fx->ds)
+        return 0;
+    const struct oc_manifest *m = oc_dataset_manifest(fx->ds);
+    fx->n_nodes = m->n_nodes;
+    fx->dim = m->feat_dim;
+    fx->dtype = m->feat_dtype;
+    fx->row_bytes = (size_t)fx->dim * oc_dtype_size(fx->dtype);
+    OC_CHECK_OK(oc_dataset_load_indptr(fx->ds, &fx->indptr, &err), &err);
+    OC_CHECK_OK(oc_dataset_load_indices(fx->ds, m->index_dtype, &fx->indices, &err), &err);
+    OC_CHECK_OK(oc_dataset_load_split(fx->ds, OC_DS_TRAIN_IDX, &fx->train, &fx->n_train, &err),
+                &err);
+    OC_CHECK_OK(oc_npy_load_as(oc_dataset_path(fx->ds, OC_DS_FEATURES), OC_DTYPE_F32, &ref, &rows,
+                               &cols, &err),
+                &err);
+    fx->ref = ref;
+    if (!fx->indptr || !fx->indices || !fx->train || !fx->ref)
+        return 0;
+    OC_CHECK(rows == n && cols == dim);
+    fx->g.n_nodes = fx->n_nodes;
+    fx->g.indptr = fx->indptr;
+    if (m->index_dtype == OC_DTYPE_U32)
+        fx->g.indices32 = fx->indices;
+    else
+        fx->g.indices64 = fx->indices;
+    fx->so.n_layers = 2;
+    fx->so.fanouts[0] = 4;
+    fx->so.fanouts[1] = 3;
+    fx->so.seed = 11;
+    fx->batch_size = 100; /* 100 x 5 x 4 rows per batch expected: budgets cover 1500-row gathers */
+    return 1;
+}
+
+static inline void fixture_free(struct fixture *fx)
+{
+    oc_free(fx->indptr);
+    oc_free(fx->indices);
+    oc_free(fx->train);
+    oc_free(fx->ref);
+    oc_dataset_free(fx->ds);
+    memset(fx, 0, sizeof(*fx));
+}
+
+/* A config with the whole training plan; mem_bytes 0 (unlimited). */
+static inline struct oc_store_config fixture_config(const struct fixture *fx, struct oc_pool *pool)
+{
+    struct oc_store_config c;
+    memset(&c, 0, sizeof(c));
+    c.ds = fx->ds;
+    c.graph = &fx->g;
+    c.pool = pool;
+    c.hotness = OC_STORE_HOTNESS_DEGREE;
+    c.sample_opts = &fx->so;
+    c.train_ids = fx->train;
+    c.n_train = fx->n_train;
+    c.batch_size = fx->batch_size;
+    return c;
+}
+
+/* Fixed bytes a disk strategy reserves under fixture_config (bounce + per-row scratch). */
+static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
+{
+    uint64_t rows = fx->batch_size;
+    for (uint32_t l = 0; l < fx->so.n_layers; l++)
+        rows *= 1 + (uint64_t)fx->so.fanouts[l];
+    if (rows > fx->n_nodes)
+        rows = fx->n_nodes;
+    return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 256; /* + the impl struct */
+}
+
+/* Opens strategy `name`; NULL (and a failed check) on error. */
+static inline struct oc_store *fixture_open(const char *name, const struct oc_store_config *c)
+{
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    uint32_t idx = 0;
+    OC_CHECK_OK(oc_store_strategy_find(name, &idx, &err), &err);
+    OC_CHECK_OK(oc_store_open(idx, c, &s, &err), &err);
+    return s;
+}
+
+#endif

@@ -1,0 +1,187 @@
+/*
+ * test_store_static.c — what the `static` cache holds: exactly the C hottest
+ * rows by in-degree, or by occurrences among epoch 0's input ids (replayed
+ * here independently with the sampler), ties to the lower id, in both lookup
+ * layouts (sorted ids for small budgets, the node table for larger ones), at
+ * 1 and 3 threads; cached rows are hits and the rest misses.
+ *
+ * Place in the data flow: tests of store (generate → dataset → sample → store).
+ * Thread-safety: test code is single-threaded; the store may use a pool.
+ * Ownership: every store, pool and fixture is freed by the test that made it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "store_fixture.h"
+
+static const uint64_t *g_hot; /* qsort context */
+
+/* Hotter first, then lower id. */
+static int by_hotness(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    if (g_hot[a] != g_hot[b])
+        return g_hot[a] > g_hot[b] ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+/* Occurrences of each node among the input ids of epoch 0's batches, as train would sample them. */
+static uint64_t *epoch0_counts(const struct fixture *fx)
+{
+    struct oc_err err;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    uint64_t *counts = calloc(fx->n_nodes, sizeof(uint64_t));
+
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_sample_sampler_new(&fx->g, &fx->so, NULL, &sm, &err), &err);
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, fx->train, fx->n_train, fx->batch_size, 0, &err), &err);
+    oc_sample_epoch_shuffle(&ep, fx->so.seed, 0);
+    for (uint64_t bi = 0; sm && bi < oc_sample_epoch_n_batches(&ep); bi++) {
+        const uint64_t *seeds;
+        uint64_t n;
+        OC_CHECK_OK(oc_sample_epoch_batch(&ep, bi, &seeds, &n, &err), &err);
+        OC_CHECK_OK(oc_sample_neighbors(sm, 0, bi, seeds, n, &b, &err), &err);
+        for (uint64_t k = 0; k < b.n_input; k++)
+            counts[b.input_ids[k]]++;
+    }
+    oc_sample_batch_deinit(&b);
+    oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    return counts;
+}
+
+/* Checks s caches exactly the n_cached hottest nodes of hot[], and that hits/misses follow. */
+static void check_cached_set(const struct fixture *fx, struct oc_store *s, const uint64_t *hot)
+{
+    struct oc_err err;
+    uint64_t n = fx->n_nodes, c = oc_store_static_n_cached(s);
+    uint64_t *order = malloc(n * sizeof(uint64_t));
+    uint8_t *want = calloc(n, 1);
+    for (uint64_t v = 0; v < n; v++)
+        order[v] = v;
+    g_hot = hot;
+    qsort(order, n, sizeof(uint64_t), by_hotness);
+    for (uint64_t k = 0; k < c; k++)
+        want[order[k]] = 1;
+    uint64_t wrong = 0;
+    for (uint64_t v = 0; v < n; v++)
+        wrong += oc_store_static_is_cached(s, v) != want[v];
+    OC_CHECK(wrong == 0);
+    OC_CHECK(c > 0 && c < n);
+    /* The boundary is a real choice: the last cached row is at least as hot as the first left. */
+    OC_CHECK(hot[order[c - 1]] >= hot[order[c]]);
+
+    /* The cached rows are hits, the others misses. */
+    float *out = malloc(n * fx->dim * sizeof(float));
+    struct oc_store_stats st0, st1;
+    oc_store_stats(s, &st0);
+    OC_CHECK_OK(oc_store_gather(s, order, c, out, &err), &err);
+    oc_store_stats(s, &st1);
+    OC_CHECK(st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU] == c);
+    OC_CHECK(st1.read_bytes == st0.read_bytes);
+    OC_CHECK_OK(oc_store_gather(s, order + c, n - c, out + c * fx->dim, &err), &err);
+    oc_store_stats(s, &st0);
+    OC_CHECK(st0.tier_rows[OC_STORE_TIER_DISK] - st1.tier_rows[OC_STORE_TIER_DISK] == n - c);
+    OC_CHECK(st0.requested_disk_bytes - st1.requested_disk_bytes == (n - c) * fx->row_bytes);
+    OC_CHECK(st0.read_bytes >= st0.requested_disk_bytes);
+    for (uint64_t k = 0; k < n; k++)
+        OC_CHECK(memcmp(out + k * fx->dim, fx->ref + order[k] * fx->dim, fx->dim * 4) == 0);
+    free(out);
+    free(order);
+    free(want);
+}
+
+static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 12, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t *hot;
+    if (hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+        hot = epoch0_counts(&fx);
+    } else {
+        hot = malloc(fx.n_nodes * sizeof(uint64_t));
+        for (uint64_t v = 0; v < fx.n_nodes; v++)
+            hot[v] = fx.indptr[v + 1] - fx.indptr[v];
+    }
+    OC_CHECK_OK(oc_pool_new(3, &pool, &err), &err);
+    /* 250 rows: sorted ids win; 1500 rows: the node table wins. */
+    static const uint64_t rows[] = {250, 1500};
+    for (int p = 0; p < 2; p++)
+        for (int r = 0; r < 2; r++) {
+            struct oc_store_config c = fixture_config(&fx, p ? pool : NULL);
+            c.hotness = hotness;
+            c.mem_bytes = fixture_fixed_bytes(&fx) + (r ? fx.n_nodes * 4 : 0) +
+                          rows[r] * (fx.row_bytes + (r ? 0 : 8));
+            struct oc_store *s = fixture_open("static", &c);
+            if (!s)
+                continue;
+            uint64_t n_cached = oc_store_static_n_cached(s);
+            OC_CHECK(n_cached >= rows[r] && n_cached < rows[r] + 40);
+            struct oc_store_stats st;
+            oc_store_stats(s, &st);
+            OC_CHECK(st.held_bytes <= c.mem_bytes);
+            /* table layout: 4 bytes per node; sorted: 8 per cached row */
+            OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_BYTES + n_cached * fx.row_bytes +
+                                          (r ? fx.n_nodes * 4 : n_cached * 8));
+            check_cached_set(&fx, s, hot);
+            oc_store_free(s);
+        }
+    free(hot);
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+OC_TEST(degree_picks_highest_in_degree_f32)
+{
+    hottest(OC_STORE_HOTNESS_DEGREE, OC_DTYPE_F32);
+}
+
+OC_TEST(degree_picks_highest_in_degree_f16)
+{
+    hottest(OC_STORE_HOTNESS_DEGREE, OC_DTYPE_F16);
+}
+
+OC_TEST(presample_picks_most_accessed_in_epoch0_f32)
+{
+    hottest(OC_STORE_HOTNESS_PRESAMPLE, OC_DTYPE_F32);
+}
+
+OC_TEST(presample_picks_most_accessed_in_epoch0_f16)
+{
+    hottest(OC_STORE_HOTNESS_PRESAMPLE, OC_DTYPE_F16);
+}
+
+OC_TEST(unlimited_caches_everything)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 700, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
+    struct oc_store *s = fixture_open("static", &c);
+    if (s) {
+        OC_CHECK(oc_store_static_n_cached(s) == fx.n_nodes);
+        uint64_t ids[3] = {0, 699, 0};
+        float out[36];
+        OC_CHECK_OK(oc_store_gather(s, ids, 3, out, &err), &err);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] == 3 && st.read_bytes == 0 && st.n_reads == 0);
+        OC_CHECK(oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU) == 1.0);
+        oc_store_free(s);
+    }
+    fixture_free(&fx);
+}
+
+OC_TEST_MAIN()

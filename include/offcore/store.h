@@ -50,8 +50,9 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  *
  * Per strategy: memory: every row tier CPU, nothing from disk. mmap: every
  * row tier DISK and requested_disk_bytes (a map cannot tell a page-cache hit
- * from a read); read_bytes / n_reads are an estimate from major page faults
- * x 4096 (see store/mmap.c). direct: every row tier DISK, one read per row.
+ * from a read); read_bytes is an estimate from the process's storage reads
+ * (/proc/self/io) during the gather, n_reads its major page faults (see
+ * store/mmap.c). direct: every row tier DISK, one read per row.
  * static: hits tier CPU, misses tier DISK.
  */
 struct oc_store_stats {

@@ -12,15 +12,16 @@
  * outside --mem-budget on purpose: that is what this baseline measures (they
  * do show up in RSS as file-backed pages).
  *
- * Accounting, honestly: a map gives no byte count of what the disk delivered.
- * read_bytes is the process's major page faults during the gather (getrusage,
- * RUSAGE_SELF: the pool's threads fault too, and so would any other thread
- * of the process) x 4096; n_reads is the fault count. It undercounts
- * readahead (a fault may bring in many pages) and counts any concurrent
- * thread's faults, so read it as an estimate. requested_disk_bytes counts
- * every requested row: the map gives no way to tell a cached row from one
- * read, short of a mincore() per row, which would change what is measured.
- *
+ * Accounting, honestly: a map gives no byte count of what the disk
+ * delivered. read_bytes is the growth of the process's storage reads
+ * (`read_bytes` of /proc/self/io, which counts page-cache fills including
+ * readahead) during the gather; where that file is unreadable (no task I/O
+ * accounting), the major page faults x 4096, which undercounts readahead
+ * badly (faults served by readahead are minor). Both are process-wide: any
+ * other thread's reads during the gather count too, so read it as an
+ * estimate. n_reads is the major-fault count. requested_disk_bytes counts
+ * every requested row: the map cannot tell a cached row from one read, short
+ * of a mincore() per row, which would change what is measured.
  * Truncation: touching a page past end of file raises SIGBUS, so every
  * gather first compares the largest row requested with the file's current
  * size (one fstat) and fails with OC_ERR_FORMAT naming the file and offset.
@@ -31,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -41,9 +43,28 @@
 
 struct mmap_store {
     int fd;
+    int io_fd; /* /proc/self/io, or -1 */
     const uint8_t *map;
     size_t map_bytes;
 };
+
+/* read_bytes of /proc/self/io; 0 with *ok = 0 if unavailable. Allocation-free. */
+static uint64_t proc_read_bytes(int io_fd, int *ok)
+{
+    char buf[512];
+    *ok = 0;
+    if (io_fd < 0)
+        return 0;
+    ssize_t n = pread(io_fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "\nread_bytes: ");
+    if (!p)
+        return 0;
+    *ok = 1;
+    return strtoull(p + strlen("\nread_bytes: "), NULL, 10);
+}
 
 static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
@@ -57,6 +78,7 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (!m)
         return err ? err->status : OC_ERR_NOMEM;
     m->fd = -1;
+    m->io_fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
     s->impl = m;
     do {
         m->fd = open(s->path, O_RDONLY | O_CLOEXEC);
@@ -137,13 +159,14 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
             "store mmap: gather: %s: truncated: row %" PRIu64 " needs %zu bytes at offset "
             "%" PRIu64 ", file ends at %" PRIu64,
             s->path, max_id, s->row_bytes, store_row_off(s, max_id), (uint64_t)st.st_size);
-    uint64_t f0 = major_faults();
+    int ok0, ok1;
+    uint64_t f0 = major_faults(), r0 = proc_read_bytes(m->io_fd, &ok0);
     struct mm_job j = {s, m->map, ids, out};
     int rc = store_for_rows(s->pool, n, mm_copy, &j, err);
     if (rc)
         return rc;
-    uint64_t faults = major_faults() - f0;
-    s->stats.read_bytes += faults * OC_IO_ALIGN;
+    uint64_t faults = major_faults() - f0, r1 = proc_read_bytes(m->io_fd, &ok1);
+    s->stats.read_bytes += ok0 && ok1 && r1 >= r0 ? r1 - r0 : faults * OC_IO_ALIGN;
     s->stats.n_reads += faults;
     s->stats.requested_disk_bytes += n * (uint64_t)s->row_bytes;
     s->stats.tier_rows[OC_STORE_TIER_DISK] += n;
@@ -165,6 +188,8 @@ static void mm_free(struct oc_store *s)
         munmap((void *)m->map, m->map_bytes);
     if (m->fd >= 0)
         close(m->fd);
+    if (m->io_fd >= 0)
+        close(m->io_fd);
     oc_free(m);
     s->impl = NULL;
 }

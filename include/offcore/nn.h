@@ -1,0 +1,311 @@
+/*
+ * nn.h — the neural-network module: tensors over backend-owned buffers, a
+ * backend table (CPU now; CUDA plugs in behind the same table), and the three
+ * GNN models with DGL's layer semantics (GraphSAGE/SAGEConv-mean, GCN/GraphConv,
+ * GAT/GATConv), their backward pass, the loss, Adam, checkpoints and a
+ * parameter hash.
+ *
+ * Place in the data flow: pipeline/train ──► nn. nn depends only on core:
+ * train fills struct oc_nn_block views from the sampler's batch and hands
+ * over the gathered input features as a tensor.
+ *
+ * One training step (what train calls):
+ *
+ *   oc_nn_model_forward(m, blocks, x, &step, &logits, err)   step = {1, epoch, batch}
+ *   oc_nn_model_loss(m, labels, &loss, err)                  mean NLL over labels >= 0
+ *   oc_nn_model_backward(m, err)                             gradients of that loss
+ *   oc_nn_model_adam_step(m, &adam, err)                     torch.optim.Adam, L2 decay
+ *
+ *   block l feeds layer l:  x ──► [layer 0 over block 0] ──► ... ──► [layer L-1 over block L-1] ──► logits
+ *   rows of x = block 0's source nodes; rows of layer l's output = block l's
+ *   destination nodes = block l+1's source nodes; logits rows = the seeds.
+ *
+ * Determinism: every kernel splits its work into pieces whose boundaries
+ * depend only on the shapes (never on the thread count) and reduces partial
+ * results in a fixed order, with no float atomics; dropout masks come from
+ * the counter RNG keyed by (seed, epoch, batch, layer, site, row). So the same
+ * seed and batches give bit-identical weights at any number of threads.
+ *
+ * Thread-safety: a backend, its tensors and the models on it are used by one
+ * thread at a time (the trainer); kernels fan out internally on the backend's
+ * pool. Two backends on different pools may run concurrently.
+ * Ownership: the backend borrows its pool; a model borrows its backend; both
+ * must outlive what uses them. Blocks and the input tensor passed to
+ * oc_nn_model_forward are borrowed until the matching backward returns.
+ */
+#ifndef OFFCORE_NN_H
+#define OFFCORE_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "offcore/core.h"
+#include "offcore/thread.h"
+
+/* ---- backends ----------------------------------------------------------- */
+
+enum oc_nn_backend_kind {
+    OC_NN_BACKEND_CPU,
+    OC_NN_BACKEND_KIND_COUNT,
+};
+
+struct oc_nn_backend;
+
+/*
+ * Creates a backend. pool (borrowed, may be NULL = calling thread only) runs
+ * the kernels. The CPU backend sets OpenBLAS to one internal thread
+ * (process-wide) and parallelizes GEMM itself over fixed tiles, because
+ * OpenBLAS's results depend on its thread count. OC_ERR_UNSUPPORTED for a
+ * backend not built in.
+ */
+int oc_nn_backend_new(enum oc_nn_backend_kind kind, struct oc_pool *pool,
+                      struct oc_nn_backend **out, struct oc_err *err);
+void oc_nn_backend_free(struct oc_nn_backend *be);
+/* "cpu", ... */
+const char *oc_nn_backend_name(const struct oc_nn_backend *be);
+/* Parses "cpu" (and later "cuda"). */
+int oc_nn_backend_kind_parse(const char *name, enum oc_nn_backend_kind *kind, struct oc_err *err);
+/* Whether tensor data pointers of this backend are host memory (CPU: yes). */
+int oc_nn_backend_is_host(const struct oc_nn_backend *be);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+enum oc_nn_dtype {
+    OC_NN_F32,
+    OC_NN_U8, /* dropout masks */
+    OC_NN_DTYPE_COUNT,
+};
+
+/* Bytes per element of a dtype. */
+size_t oc_nn_dtype_size(enum oc_nn_dtype dtype);
+
+/*
+ * A dense row-major matrix of n_rows x n_cols elements whose memory belongs
+ * to the backend (host memory on CPU, device memory on CUDA). A tensor either
+ * owns its buffer (cap_bytes > 0, grown on demand and reused) or is a view of
+ * memory owned elsewhere (cap_bytes == 0). Caller storage: _init / _deinit.
+ */
+struct oc_nn_tensor {
+    struct oc_nn_backend *backend;
+    enum oc_nn_dtype dtype;
+    uint64_t n_rows, n_cols;
+    void *data;
+    size_t cap_bytes; /* bytes owned at data; 0 for a view or an empty tensor */
+};
+
+/* An empty tensor (0 x 0, no buffer). */
+void oc_nn_tensor_init(struct oc_nn_tensor *t, struct oc_nn_backend *be, enum oc_nn_dtype dtype);
+/* Frees an owned buffer; the tensor is empty again. Views are only emptied. */
+void oc_nn_tensor_deinit(struct oc_nn_tensor *t);
+/*
+ * Sets the shape to n_rows x n_cols, growing the owned buffer when it is too
+ * small (contents are then undefined); never shrinks, so a steady-state loop
+ * stops allocating. Fails on a view. consumer names the memory for the
+ * accountant.
+ */
+int oc_nn_tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols,
+                        const char *consumer, struct oc_err *err);
+/* Bytes of the current shape. */
+size_t oc_nn_tensor_bytes(const struct oc_nn_tensor *t);
+/* A view of rows [row0, row0 + n_rows) of t (no copy; t keeps ownership). */
+int oc_nn_tensor_view_rows(const struct oc_nn_tensor *t, uint64_t row0, uint64_t n_rows,
+                           struct oc_nn_tensor *view, struct oc_err *err);
+/*
+ * A view over caller host memory (host backends only, else
+ * OC_ERR_UNSUPPORTED: use oc_nn_tensor_set to upload). data must stay valid
+ * while the view is used.
+ */
+int oc_nn_tensor_wrap(struct oc_nn_backend *be, enum oc_nn_dtype dtype, void *data, uint64_t n_rows,
+                      uint64_t n_cols, struct oc_nn_tensor *view, struct oc_err *err);
+/* Copies oc_nn_tensor_bytes(t) bytes from host memory into t / from t to host memory. */
+int oc_nn_tensor_set(struct oc_nn_tensor *t, const void *host, struct oc_err *err);
+int oc_nn_tensor_get(const struct oc_nn_tensor *t, void *host, struct oc_err *err);
+/* Sets every element to zero. */
+int oc_nn_tensor_zero(struct oc_nn_tensor *t, struct oc_err *err);
+
+/* ---- blocks ------------------------------------------------------------- */
+
+/*
+ * One bipartite message-flow block (DGL MFG) as the sampler produces it:
+ * destination nodes are local ids [0, n_dst), a prefix of the source nodes
+ * [0, n_src); the in-neighbors of dst i are the local source ids
+ * indices[indptr[i] .. indptr[i+1]). Arrays are borrowed host memory.
+ * src_out_deg is optional (NULL = count within the block): the out-degree of
+ * each source node in the whole graph, self-edges not counted (the self-loop
+ * rule adds 1 to every entry), for GCN's source normalization when exact
+ * full-graph semantics are wanted over a chunk of destinations (layer-wise
+ * inference: DGL would count only the edges inside the chunk's block).
+ */
+struct oc_nn_block {
+    uint64_t n_src, n_dst;
+    const uint64_t *indptr;  /* n_dst + 1, indptr[0] == 0, nondecreasing */
+    const uint32_t *indices; /* indptr[n_dst] ids, each < n_src */
+    const uint64_t *src_out_deg;
+};
+
+/* ---- models ------------------------------------------------------------- */
+
+enum oc_nn_model_kind {
+    OC_NN_MODEL_SAGE, /* SAGEConv 'mean': fc_self(h_dst) + fc_neigh(mean h_src) + bias */
+    OC_NN_MODEL_GCN,  /* GraphConv norm='both': D_dst^-1/2 A D_src^-1/2 h W + bias */
+    OC_NN_MODEL_GAT, /* GATConv: multi-head attention, heads concatenated / averaged at the output */
+    OC_NN_MODEL_KIND_COUNT,
+};
+
+/* "sage", "gcn", "gat". */
+const char *oc_nn_model_kind_name(enum oc_nn_model_kind kind);
+int oc_nn_model_kind_parse(const char *name, enum oc_nn_model_kind *kind, struct oc_err *err);
+
+/*
+ * Self-loops (self_loops = 1): every destination i aggregates over its block
+ * edges minus any explicit edge i -> i, plus exactly one self-edge from source
+ * i (dst i is source i, since destinations are a prefix of the sources). On a
+ * full-neighbor block this is DGL's remove_self_loop + add_self_loop; on a
+ * sampled block the self-edge is always present. GCN degrees count the edges
+ * so obtained: in-degree of dst i = its edges (+1), out-degree of src j = the
+ * edges leaving j in the block (+1 when j < n_dst), each clamped to >= 1.
+ *
+ * Dropout: in_dropout on the input of layer 0, dropout on the input of every
+ * later layer (DGL examples: SAGE drops the input and hidden features, GCN
+ * only the hidden ones, GAT's feat_drop drops each layer's input).
+ * Activations: ReLU after hidden SAGE/GCN layers, ELU after hidden GAT
+ * layers, none at the output (GAT: mean over out_heads there).
+ */
+struct oc_nn_model_config {
+    enum oc_nn_model_kind kind;
+    uint32_t n_layers; /* >= 1 */
+    uint64_t in_dim, hidden, n_classes;
+    uint32_t heads;       /* GAT: heads of hidden layers (output width hidden * heads) */
+    uint32_t out_heads;   /* GAT: heads of the output layer (averaged) */
+    float in_dropout;     /* [0, 1) */
+    float dropout;        /* [0, 1) */
+    float attn_dropout;   /* GAT, [0, 1) */
+    float negative_slope; /* GAT LeakyReLU */
+    int self_loops;
+    uint64_t seed; /* parameter init and dropout streams */
+};
+
+/*
+ * The DGL example defaults for kind (2 layers; SAGE: hidden 16, dropout 0.5
+ * on input and hidden; GCN: hidden 16, dropout 0.5 on hidden, self-loops; GAT:
+ * hidden 8 x 8 heads, 1 output head, feat/attn dropout 0.6, slope 0.2,
+ * self-loops). in_dim and n_classes are left 0 for the caller; seed 0.
+ */
+void oc_nn_model_config_default(enum oc_nn_model_kind kind, struct oc_nn_model_config *cfg);
+
+struct oc_nn_model;
+
+/*
+ * Creates a model on be with parameters initialized as DGL does, drawn from
+ * the counter RNG keyed by (seed, layer, parameter): SAGEConv fc_self/fc_neigh
+ * xavier_uniform(gain sqrt 2); GraphConv weight xavier_uniform(gain 1);
+ * GATConv fc and attn_l/attn_r xavier_normal(gain sqrt 2); biases zero.
+ * Adam state zero. OC_ERR_ARG naming the field for a bad config.
+ */
+int oc_nn_model_new(struct oc_nn_backend *be, const struct oc_nn_model_config *cfg,
+                    struct oc_nn_model **out, struct oc_err *err);
+void oc_nn_model_free(struct oc_nn_model *m);
+const struct oc_nn_model_config *oc_nn_model_config(const struct oc_nn_model *m);
+
+/* What one forward pass is: training (dropout on) and the dropout stream ids. */
+struct oc_nn_step {
+    int training;
+    uint64_t epoch, batch;
+};
+
+/*
+ * Forward pass over blocks[0 .. n_layers). x: blocks[0].n_src x in_dim F32 on
+ * the model's backend. Checks that the blocks chain (blocks[l].n_src ==
+ * blocks[l-1].n_dst) and are well formed (OC_ERR_ARG naming the block). On
+ * success *logits (owned by the model, valid until the next forward) is
+ * blocks[n_layers-1].n_dst x n_classes. Blocks and x stay borrowed until
+ * backward. Buffers grow on the first batches and are reused afterwards.
+ */
+int oc_nn_model_forward(struct oc_nn_model *m, const struct oc_nn_block *blocks,
+                        const struct oc_nn_tensor *x, const struct oc_nn_step *step,
+                        const struct oc_nn_tensor **logits, struct oc_err *err);
+
+struct oc_nn_loss {
+    double loss;        /* mean negative log-likelihood over the counted rows */
+    uint64_t n_counted; /* rows with a label >= 0 */
+    uint64_t n_correct; /* counted rows whose argmax (first maximum) is the label */
+};
+
+/*
+ * Row-wise log-softmax + NLL of the last forward's logits against labels
+ * (host, one per logits row; < 0 = not counted), i.e. F.cross_entropy over
+ * the labeled rows, and its gradient for backward. OC_ERR_ARG for a label >=
+ * n_classes. With no counted row the loss and gradient are 0.
+ */
+int oc_nn_model_loss(struct oc_nn_model *m, const int32_t *labels, struct oc_nn_loss *out,
+                     struct oc_err *err);
+
+/* Gradients of the last loss w.r.t. every parameter (overwritten, not accumulated). */
+int oc_nn_model_backward(struct oc_nn_model *m, struct oc_err *err);
+
+/*
+ * torch.optim.Adam: g = grad + weight_decay * p (L2, not AdamW);
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+ */
+struct oc_nn_adam {
+    float lr, beta1, beta2, eps, weight_decay;
+};
+/* lr and weight_decay as given, betas (0.9, 0.999), eps 1e-8. */
+void oc_nn_adam_default(struct oc_nn_adam *opt, float lr, float weight_decay);
+int oc_nn_model_adam_step(struct oc_nn_model *m, const struct oc_nn_adam *opt, struct oc_err *err);
+/* Adam steps taken so far (t). */
+uint64_t oc_nn_model_adam_t(const struct oc_nn_model *m);
+
+/*
+ * Layer-wise inference: evaluates layer `layer` (no dropout, activation
+ * included; GAT output layer averaged over heads) over one block. x:
+ * block->n_src x in_dim(layer); out: block->n_dst x out_dim(layer), caller
+ * storage (e.g. a row view of a whole-graph buffer). Does not disturb the
+ * state kept for backward.
+ */
+int oc_nn_model_layer_dims(const struct oc_nn_model *m, uint32_t layer, uint64_t *in_dim,
+                           uint64_t *out_dim, struct oc_err *err);
+int oc_nn_model_forward_layer(struct oc_nn_model *m, uint32_t layer,
+                              const struct oc_nn_block *block, const struct oc_nn_tensor *x,
+                              struct oc_nn_tensor *out, struct oc_err *err);
+
+/* ---- parameters, checkpoints, hashes ------------------------------------ */
+
+struct oc_nn_param_info {
+    const char *name; /* "layer0.w_self", "layer1.bias", ... */
+    uint64_t n_rows, n_cols;
+};
+
+uint32_t oc_nn_model_n_params(const struct oc_nn_model *m);
+/* Total number of scalar parameters. */
+uint64_t oc_nn_model_n_weights(const struct oc_nn_model *m);
+int oc_nn_model_param_info(const struct oc_nn_model *m, uint32_t i, struct oc_nn_param_info *info,
+                           struct oc_err *err);
+/* Copies parameter i's values to / from host memory (n_rows * n_cols floats). */
+int oc_nn_model_param_get(const struct oc_nn_model *m, uint32_t i, float *host, struct oc_err *err);
+int oc_nn_model_param_set(struct oc_nn_model *m, uint32_t i, const float *host, struct oc_err *err);
+
+/*
+ * Checkpoint of parameters + Adam state, a self-describing little-endian byte
+ * record (not a struct dump):
+ *
+ *   "OCNNST01" | u32 version | u32 kind | u32 n_layers | u32 n_params
+ *   | u64 in_dim | u64 hidden | u64 n_classes | u32 heads | u32 out_heads | u64 adam_t
+ *   | per parameter: u64 n_rows | u64 n_cols | f32 value[] | f32 adam_m[] | f32 adam_v[]
+ *   | SHA-256 of everything before it (32 bytes)
+ *
+ * Load checks the magic, version, model shape and digest (OC_ERR_FORMAT).
+ */
+uint64_t oc_nn_model_state_bytes(const struct oc_nn_model *m);
+int oc_nn_model_state_save(const struct oc_nn_model *m, void *buf, uint64_t bytes,
+                           struct oc_err *err);
+int oc_nn_model_state_load(struct oc_nn_model *m, const void *buf, uint64_t bytes,
+                           struct oc_err *err);
+
+/* SHA-256 over the parameter values (f32 little-endian, parameter order). */
+int oc_nn_model_params_sha256(const struct oc_nn_model *m, uint8_t digest[32], struct oc_err *err);
+/* Lowercase hex of a digest, NUL-terminated. Returns hex. */
+char *oc_nn_sha256_hex(const uint8_t digest[32], char hex[65]);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * cpu_agg.c — sparse aggregation over a prepared block on the CPU: sum,
+ * mean (SAGEConv 'mean') and GCN's symmetric normalization, forward and
+ * backward.
+ *
+ *   forward  (dst rows):  y_i  = post_i * sum_{e in in(i)}  w_src(e) x_src(e)
+ *   backward (src rows):  dx_j = post_j * sum_{(i,e) in out(j)} w_i dy_i
+ *
+ *   kind  w_src   post_i (fwd)   w_i (bwd)   post_j (bwd)
+ *   sum   1       1              1           1
+ *   mean  1       1/deg_i        1/deg_i     1
+ *   gcn   ns_j    nd_i           nd_i        ns_j
+ *
+ * The backward walks the transpose (entries of j ordered by dst), so each
+ * output row is one task's ordered sum: no atomics, fixed order.
+ *
+ * Place in the data flow: nn CPU backend; SAGE and GCN layers.
+ * Thread-safety: see cpu_int.h (tasks own disjoint output rows).
+ * Ownership: none.
+ */
+#include "cpu_int.h"
+
+struct agg_ctx {
+    const struct oc_nn_graph *g;
+    enum oc_nn_agg agg;
+    const float *in;
+    float *out;
+    uint64_t n_cols;
+};
+
+static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct agg_ctx *c = cp;
+    const struct oc_nn_graph *g = c->g;
+    uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
+    uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_dst ? r0 + OC_NN_CPU_ROWS : g->n_dst;
+    for (uint64_t i = r0; i < r1; i++) {
+        float *y = c->out + i * n;
+        for (uint64_t f = 0; f < n; f++)
+            y[f] = 0.0f;
+        uint64_t e0 = g->indptr[i], e1 = g->indptr[i + 1];
+        for (uint64_t e = e0; e < e1; e++) {
+            uint32_t s = g->indices[e];
+            const float *x = c->in + (uint64_t)s * n;
+            if (c->agg == OC_NN_AGG_GCN) {
+                float w = g->norm_src[s];
+                for (uint64_t f = 0; f < n; f++)
+                    y[f] += w * x[f];
+            } else {
+                for (uint64_t f = 0; f < n; f++)
+                    y[f] += x[f];
+            }
+        }
+        float post = 1.0f;
+        if (c->agg == OC_NN_AGG_MEAN)
+            post = e1 > e0 ? 1.0f / (float)(e1 - e0) : 0.0f;
+        else if (c->agg == OC_NN_AGG_GCN)
+            post = g->norm_dst[i];
+        if (c->agg != OC_NN_AGG_SUM)
+            for (uint64_t f = 0; f < n; f++)
+                y[f] *= post;
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                      const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err)
+{
+    (void)err;
+    struct agg_ctx c = {
+        .g = g, .agg = agg, .in = oc_nn_f32(x), .out = oc_nn_f32(y), .n_cols = x->n_cols};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), agg_fwd_task, &c);
+}
+
+static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct agg_ctx *c = cp;
+    const struct oc_nn_graph *g = c->g;
+    uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
+    uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_src ? r0 + OC_NN_CPU_ROWS : g->n_src;
+    for (uint64_t j = r0; j < r1; j++) {
+        float *dx = c->out + j * n;
+        for (uint64_t f = 0; f < n; f++)
+            dx[f] = 0.0f;
+        for (uint64_t t = g->t_indptr[j]; t < g->t_indptr[j + 1]; t++) {
+            uint32_t i = g->t_dst[t];
+            const float *dy = c->in + (uint64_t)i * n;
+            float w = 1.0f;
+            if (c->agg == OC_NN_AGG_MEAN)
+                w = 1.0f / (float)(g->indptr[i + 1] - g->indptr[i]);
+            else if (c->agg == OC_NN_AGG_GCN)
+                w = g->norm_dst[i];
+            if (c->agg == OC_NN_AGG_SUM) {
+                for (uint64_t f = 0; f < n; f++)
+                    dx[f] += dy[f];
+            } else {
+                for (uint64_t f = 0; f < n; f++)
+                    dx[f] += w * dy[f];
+            }
+        }
+        if (c->agg == OC_NN_AGG_GCN) {
+            float post = g->norm_src[j];
+            for (uint64_t f = 0; f < n; f++)
+                dx[f] *= post;
+        }
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err)
+{
+    (void)err;
+    struct agg_ctx c = {
+        .g = g, .agg = agg, .in = oc_nn_f32(dy), .out = oc_nn_f32(dx), .n_cols = dy->n_cols};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), agg_bwd_task, &c);
+}

@@ -1,0 +1,289 @@
+/*
+ * cpu_elem.c — CPU kernels that work row by row or element by element: bias
+ * add and its column-sum gradient, ReLU/ELU and their gradients, dropout
+ * with counter-RNG masks, and the GAT output head mean.
+ *
+ * Place in the data flow: nn CPU backend; the layers' pointwise steps.
+ * Thread-safety: see cpu_int.h. Column sums reduce fixed row chunks into
+ * partials and add them in chunk order; dropout draws each element's
+ * decision from its coordinates (below), so masks do not depend on the
+ * partition.
+ * Ownership: partials live in the backend scratch.
+ */
+#include <math.h>
+
+#include "cpu_int.h"
+
+struct elem_ctx {
+    const struct oc_nn_tensor *x, *y2;
+    struct oc_nn_tensor *y, *mask;
+    const struct oc_nn_drop_key *key;
+    enum oc_nn_act act;
+    float p, scale;
+    uint32_t thr;
+    uint32_t heads;
+    float *part;
+    uint64_t n_chunks;
+};
+
+static void rows_of(uint64_t task, uint64_t n_rows, uint64_t per, uint64_t *r0, uint64_t *r1)
+{
+    *r0 = task * per;
+    *r1 = *r0 + per < n_rows ? *r0 + per : n_rows;
+}
+
+static int bias_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, n = c->y->n_cols;
+    rows_of(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    const float *b = oc_nn_f32(c->x);
+    for (uint64_t r = r0; r < r1; r++) {
+        float *y = oc_nn_f32(c->y) + r * n;
+        for (uint64_t j = 0; j < n; j++)
+            y[j] += b[j];
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_bias_add(struct oc_nn_backend *be, struct oc_nn_tensor *y,
+                       const struct oc_nn_tensor *bias, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = bias, .y = y};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), bias_task, &c);
+}
+
+static int colsum_part(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, n = c->x->n_cols;
+    rows_of(task, c->x->n_rows, OC_NN_CPU_REDUCE_ROWS, &r0, &r1);
+    float *p = c->part + task * n;
+    for (uint64_t j = 0; j < n; j++)
+        p[j] = 0.0f;
+    for (uint64_t r = r0; r < r1; r++) {
+        const float *x = oc_nn_f32(c->x) + r * n;
+        for (uint64_t j = 0; j < n; j++)
+            p[j] += x[j];
+    }
+    return OC_OK;
+}
+
+static int colsum_reduce(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t j0, j1, n = c->x->n_cols;
+    rows_of(task, n, OC_NN_CPU_ELEMS, &j0, &j1);
+    float *out = oc_nn_f32(c->y);
+    for (uint64_t j = j0; j < j1; j++) {
+        float s = 0.0f;
+        for (uint64_t k = 0; k < c->n_chunks; k++)
+            s += c->part[k * n + j];
+        out[j] = s;
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_colsum(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
+                     struct oc_nn_tensor *out, struct oc_err *err)
+{
+    struct elem_ctx c = {.x = x, .y = out};
+    c.n_chunks = oc_nn_cpu_div_up(x->n_rows, OC_NN_CPU_REDUCE_ROWS);
+    c.part = oc_nn_cpu_scratch(be, (size_t)(c.n_chunks * x->n_cols + 1) * sizeof(float), err);
+    if (!c.part)
+        return err->status;
+    int rc = oc_nn_cpu_run(be, c.n_chunks, colsum_part, &c);
+    if (rc == OC_OK)
+        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_cols, OC_NN_CPU_ELEMS), colsum_reduce, &c);
+    return rc;
+}
+
+static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
+    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    const float *x = oc_nn_f32(c->x);
+    float *y = oc_nn_f32(c->y);
+    if (c->act == OC_NN_ACT_RELU) {
+        for (uint64_t i = i0; i < i1; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    } else {
+        for (uint64_t i = i0; i < i1; i++)
+            y[i] = x[i] > 0.0f ? x[i] : expm1f(x[i]);
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_act_fwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
+                      struct oc_nn_tensor *y, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = x, .y = y, .act = act};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows * x->n_cols, OC_NN_CPU_ELEMS), act_fwd_task,
+                         &c);
+}
+
+/* x = forward output y, y2 = dy, y = dx */
+static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
+    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    const float *out = oc_nn_f32(c->x), *dy = oc_nn_f32(c->y2);
+    float *dx = oc_nn_f32(c->y);
+    if (c->act == OC_NN_ACT_RELU) {
+        for (uint64_t i = i0; i < i1; i++)
+            dx[i] = out[i] > 0.0f ? dy[i] : 0.0f;
+    } else {
+        for (uint64_t i = i0; i < i1; i++)
+            dx[i] = out[i] > 0.0f ? dy[i] : dy[i] * (out[i] + 1.0f);
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_act_bwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *y,
+                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = y, .y2 = dy, .y = dx, .act = act};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows * y->n_cols, OC_NN_CPU_ELEMS), act_bwd_task,
+                         &c);
+}
+
+/*
+ * Element (r, c) keeps iff lane c % 8 of Philox(seed, (hash(layer, site, r), c / 8)),
+ * read as 16-bit uniforms, is >= thr: a pure function of its coordinates, so
+ * groups of 8 all-zero inputs can skip the draw when no mask is kept.
+ */
+static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, n = c->x->n_cols;
+    rows_of(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    uint64_t site = oc_rng_mix64(oc_rng_mix64(c->key->seed, c->key->layer), c->key->site);
+    for (uint64_t r = r0; r < r1; r++) {
+        uint64_t stream = oc_rng_mix64(site, r);
+        const float *x = oc_nn_f32(c->x) + r * n;
+        float *y = oc_nn_f32(c->y) + r * n;
+        uint8_t *mask = c->mask ? (uint8_t *)c->mask->data + r * n : NULL;
+        for (uint64_t j0 = 0; j0 < n; j0 += 8) {
+            uint64_t j1 = j0 + 8 < n ? j0 + 8 : n;
+            if (!mask) {
+                int any = 0;
+                for (uint64_t j = j0; j < j1; j++)
+                    any |= x[j] != 0.0f;
+                if (!any) {
+                    for (uint64_t j = j0; j < j1; j++)
+                        y[j] = 0.0f;
+                    continue;
+                }
+            }
+            uint32_t bits[4];
+            oc_rng_block(c->key->seed, stream, j0 / 8, bits);
+            for (uint64_t j = j0; j < j1; j++) {
+                uint32_t k = (uint32_t)(j - j0);
+                uint32_t u = (bits[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
+                int keep = u >= c->thr;
+                if (mask)
+                    mask[j] = (uint8_t)keep;
+                y[j] = keep ? x[j] * c->scale : 0.0f;
+            }
+        }
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_dropout_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x, float p,
+                          const struct oc_nn_drop_key *key, struct oc_nn_tensor *y,
+                          struct oc_nn_tensor *mask, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = x, .y = y, .mask = mask, .key = key, .p = p};
+    c.scale = 1.0f / (1.0f - p);
+    c.thr = oc_nn_dropout_threshold(p);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows, OC_NN_CPU_ROWS), dropout_fwd_task, &c);
+}
+
+static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
+    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    const float *dy = oc_nn_f32(c->x);
+    const uint8_t *mask = c->mask->data;
+    float *dx = oc_nn_f32(c->y);
+    for (uint64_t i = i0; i < i1; i++)
+        dx[i] = mask[i] ? dy[i] * c->scale : 0.0f;
+    return OC_OK;
+}
+
+int oc_nn_cpu_dropout_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *dy,
+                          const struct oc_nn_tensor *mask, float p, struct oc_nn_tensor *dx,
+                          struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = dy, .mask = (struct oc_nn_tensor *)mask, .y = dx};
+    c.scale = 1.0f / (1.0f - p);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_rows * dy->n_cols, OC_NN_CPU_ELEMS),
+                         dropout_bwd_task, &c);
+}
+
+static int head_mean_fwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, f_dim = c->y->n_cols, in = c->x->n_cols;
+    rows_of(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    for (uint64_t r = r0; r < r1; r++) {
+        const float *x = oc_nn_f32(c->x) + r * in;
+        float *y = oc_nn_f32(c->y) + r * f_dim;
+        for (uint64_t f = 0; f < f_dim; f++) {
+            float s = 0.0f;
+            for (uint32_t h = 0; h < c->heads; h++)
+                s += x[h * f_dim + f];
+            y[f] = s / (float)c->heads;
+        }
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_head_mean_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x, uint32_t heads,
+                            struct oc_nn_tensor *y, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = x, .y = y, .heads = heads};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), head_mean_fwd_task, &c);
+}
+
+static int head_mean_bwd_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, f_dim = c->x->n_cols, out = c->y->n_cols;
+    rows_of(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    for (uint64_t r = r0; r < r1; r++) {
+        const float *dy = oc_nn_f32(c->x) + r * f_dim;
+        float *dx = oc_nn_f32(c->y) + r * out;
+        for (uint32_t h = 0; h < c->heads; h++)
+            for (uint64_t f = 0; f < f_dim; f++)
+                dx[h * f_dim + f] = dy[f] / (float)c->heads;
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_head_mean_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *dy, uint32_t heads,
+                            struct oc_nn_tensor *dx, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = dy, .y = dx, .heads = heads};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_rows, OC_NN_CPU_ROWS), head_mean_bwd_task, &c);
+}

@@ -1,0 +1,101 @@
+/*
+ * cpu_int.h — private to the CPU backend (src/nn/cpu_*.c): its state, the
+ * fixed work partition every kernel uses, and the kernel entry points that
+ * cpu_backend.c puts in the backend table.
+ *
+ * Place in the data flow: nn CPU backend; nothing else includes it.
+ * Thread-safety: kernels are called by one thread and fan out on the pool.
+ * Partitions depend only on shapes (OC_NN_CPU_* constants), never on the
+ * thread count, and every output element is written by exactly one task, so
+ * results are bit-identical at any number of threads.
+ * Ownership: the backend state owns one grow-only scratch buffer shared by
+ * the kernels (they never nest).
+ */
+#ifndef OFFCORE_NN_CPU_INT_H
+#define OFFCORE_NN_CPU_INT_H
+
+#include "nn_int.h"
+
+/* Rows per task of row-wise kernels; rows per partial sum of column reductions. */
+#define OC_NN_CPU_ROWS        64
+#define OC_NN_CPU_REDUCE_ROWS 256
+/* Elements per task of element-wise kernels. */
+#define OC_NN_CPU_ELEMS 16384
+
+struct oc_nn_cpu {
+    struct oc_nn_hbuf scratch;
+};
+
+/* The backend's scratch, at least bytes (contents undefined). */
+void *oc_nn_cpu_scratch(struct oc_nn_backend *be, size_t bytes, struct oc_err *err);
+/* Runs fn over n_tasks on the backend's pool. */
+int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+
+static inline uint64_t oc_nn_cpu_div_up(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+static inline float *oc_nn_f32(const struct oc_nn_tensor *t)
+{
+    return (float *)t->data;
+}
+
+int oc_nn_cpu_gemm(struct oc_nn_backend *be, int trans_a, int trans_b, float alpha,
+                   const struct oc_nn_tensor *a, const struct oc_nn_tensor *b, float beta,
+                   struct oc_nn_tensor *c, struct oc_err *err);
+
+int oc_nn_cpu_bias_add(struct oc_nn_backend *be, struct oc_nn_tensor *y,
+                       const struct oc_nn_tensor *bias, struct oc_err *err);
+int oc_nn_cpu_colsum(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
+                     struct oc_nn_tensor *out, struct oc_err *err);
+int oc_nn_cpu_act_fwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
+                      struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_cpu_act_bwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *y,
+                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err);
+int oc_nn_cpu_dropout_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x, float p,
+                          const struct oc_nn_drop_key *key, struct oc_nn_tensor *y,
+                          struct oc_nn_tensor *mask, struct oc_err *err);
+int oc_nn_cpu_dropout_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *dy,
+                          const struct oc_nn_tensor *mask, float p, struct oc_nn_tensor *dx,
+                          struct oc_err *err);
+int oc_nn_cpu_head_mean_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x, uint32_t heads,
+                            struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_cpu_head_mean_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *dy, uint32_t heads,
+                            struct oc_nn_tensor *dx, struct oc_err *err);
+
+int oc_nn_cpu_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                      const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_cpu_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err);
+
+int oc_nn_cpu_gat_proj_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *z,
+                           const struct oc_nn_tensor *attn, struct oc_nn_tensor *out,
+                           struct oc_err *err);
+int oc_nn_cpu_gat_proj_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *z,
+                           const struct oc_nn_tensor *attn, const struct oc_nn_tensor *dout,
+                           struct oc_nn_tensor *dz, struct oc_nn_tensor *dattn, struct oc_err *err);
+int oc_nn_cpu_gat_softmax_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
+                              const struct oc_nn_tensor *el, const struct oc_nn_tensor *er,
+                              float slope, struct oc_nn_tensor *a, struct oc_err *err);
+int oc_nn_cpu_gat_softmax_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
+                              const struct oc_nn_tensor *el, const struct oc_nn_tensor *er,
+                              float slope, const struct oc_nn_tensor *a, struct oc_nn_tensor *da,
+                              struct oc_nn_tensor *del, struct oc_nn_tensor *der,
+                              struct oc_err *err);
+int oc_nn_cpu_gat_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
+                          const struct oc_nn_tensor *a, const struct oc_nn_tensor *z,
+                          struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_cpu_gat_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
+                          const struct oc_nn_tensor *a, const struct oc_nn_tensor *z,
+                          const struct oc_nn_tensor *dy, struct oc_nn_tensor *dz,
+                          struct oc_nn_tensor *da, struct oc_err *err);
+
+int oc_nn_cpu_nll(struct oc_nn_backend *be, const struct oc_nn_tensor *logits,
+                  const int32_t *labels, uint64_t n_counted, struct oc_nn_tensor *dlogits,
+                  struct oc_nn_loss *out, struct oc_err *err);
+int oc_nn_cpu_adam(struct oc_nn_backend *be, struct oc_nn_tensor *p, const struct oc_nn_tensor *g,
+                   struct oc_nn_tensor *m, struct oc_nn_tensor *v, const struct oc_nn_adam *opt,
+                   uint64_t t, struct oc_err *err);
+
+#endif

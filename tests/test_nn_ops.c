@@ -1,0 +1,531 @@
+/*
+ * test_nn_ops.c — the dense nn ops on the CPU backend: GEMM (all transposes,
+ * multi-tile and k-split paths), bias/column sum, ReLU/ELU, dropout, the GAT
+ * head mean, log-softmax NLL and Adam. Each is compared with a naive double
+ * reference, checked by finite differences where it has a backward, and run
+ * at 1, 2 and 3 threads for bit-identical output. Shape errors must name the
+ * op and the shapes.
+ */
+#include "nn_testutil.h"
+
+static void ref_gemm(int ta, int tb, float alpha, const struct oc_nn_tensor *a,
+                     const struct oc_nn_tensor *b, float beta, const float *c0, uint64_t m,
+                     uint64_t n, uint64_t k, double *out)
+{
+    const float *A = a->data, *B = b->data;
+    for (uint64_t i = 0; i < m; i++)
+        for (uint64_t j = 0; j < n; j++) {
+            double s = 0.0;
+            for (uint64_t q = 0; q < k; q++) {
+                double av = ta ? A[q * a->n_cols + i] : A[i * a->n_cols + q];
+                double bv = tb ? B[j * b->n_cols + q] : B[q * b->n_cols + j];
+                s += av * bv;
+            }
+            out[i * n + j] = alpha * s + (beta != 0.0f ? beta * c0[i * n + j] : 0.0);
+        }
+}
+
+static void check_gemm_case(int ta, int tb, uint64_t m, uint64_t n, uint64_t k, float alpha,
+                            float beta)
+{
+    struct nt_env env[3];
+    float *first = NULL;
+    for (unsigned t = 0; t < 3; t++) {
+        OC_CHECK(nt_env_new(&env[t], t + 1) == 0);
+        struct oc_nn_tensor a, b, c;
+        struct oc_err err;
+        nt_rand(&a, env[t].be, ta ? k : m, ta ? m : k, -1, 1, 1);
+        nt_rand(&b, env[t].be, tb ? n : k, tb ? k : n, -1, 1, 2);
+        nt_rand(&c, env[t].be, m, n, -1, 1, 3);
+        float *c0 = malloc((size_t)(m * n) * sizeof(float));
+        memcpy(c0, c.data, (size_t)(m * n) * sizeof(float));
+        OC_CHECK_OK(oc_nn_gemm(ta, tb, alpha, &a, &b, beta, &c, &err), &err);
+        if (t == 0) {
+            double *ref = malloc((size_t)(m * n) * sizeof(double));
+            ref_gemm(ta, tb, alpha, &a, &b, beta, c0, m, n, k, ref);
+            double d = nt_maxdiff(c.data, ref, m * n);
+            if (!(d < 2e-5 * sqrt((double)k) + 1e-5))
+                fprintf(stderr, "  gemm ta=%d tb=%d %llux%llux%llu: max diff %g\n", ta, tb,
+                        (unsigned long long)m, (unsigned long long)n, (unsigned long long)k, d);
+            OC_CHECK(d < 2e-5 * sqrt((double)k) + 1e-5);
+            free(ref);
+            first = malloc((size_t)(m * n) * sizeof(float));
+            memcpy(first, c.data, (size_t)(m * n) * sizeof(float));
+        } else {
+            OC_CHECK(memcmp(first, c.data, (size_t)(m * n) * sizeof(float)) == 0);
+        }
+        free(c0);
+        oc_nn_tensor_deinit(&a);
+        oc_nn_tensor_deinit(&b);
+        oc_nn_tensor_deinit(&c);
+        nt_env_free(&env[t]);
+    }
+    free(first);
+}
+
+OC_TEST(gemm_matches_reference_and_threads)
+{
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            check_gemm_case(ta, tb, 5, 3, 4, 1.0f, 0.0f);
+            check_gemm_case(ta, tb, 130, 300, 37, 0.5f, 1.0f); /* several tiles */
+            check_gemm_case(ta, tb, 20, 30, 9000, 1.0f, 0.0f); /* k-split */
+            check_gemm_case(ta, tb, 7, 9, 5000, 2.0f, 1.0f);   /* k-split, accumulate */
+        }
+}
+
+struct gemm_gc {
+    struct oc_nn_tensor *a, *b, *c;
+    const float *w;
+};
+
+static double gemm_loss(void *p)
+{
+    struct gemm_gc *g = p;
+    struct oc_err err;
+    if (oc_nn_gemm(0, 0, 1.0f, g->a, g->b, 0.0f, g->c, &err) != OC_OK)
+        return NAN;
+    return nt_dot(g->c, g->w);
+}
+
+OC_TEST(gemm_gradients_finite_differences)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_nn_tensor a, b, c, w, da, db;
+    struct oc_err err;
+    nt_rand(&a, env.be, 6, 4, -1, 1, 10);
+    nt_rand(&b, env.be, 4, 5, -1, 1, 11);
+    nt_zeros(&c, env.be, 6, 5, OC_NN_F32);
+    nt_rand(&w, env.be, 6, 5, -1, 1, 12);
+    nt_zeros(&da, env.be, 6, 4, OC_NN_F32);
+    nt_zeros(&db, env.be, 4, 5, OC_NN_F32);
+    /* dA = dY B^T, dB = A^T dY: the products the layers use in backward */
+    OC_CHECK_OK(oc_nn_gemm(0, 1, 1.0f, &w, &b, 0.0f, &da, &err), &err);
+    OC_CHECK_OK(oc_nn_gemm(1, 0, 1.0f, &a, &w, 0.0f, &db, &err), &err);
+    struct gemm_gc g = {&a, &b, &c, w.data};
+    OC_CHECK(nt_gradcheck("gemm a", gemm_loss, &g, &a, da.data, 1e-2f, 1e-3, 1e-2) == 0);
+    OC_CHECK(nt_gradcheck("gemm b", gemm_loss, &g, &b, db.data, 1e-2f, 1e-3, 1e-2) == 0);
+    struct oc_nn_tensor *ts[] = {&a, &b, &c, &w, &da, &db};
+    for (unsigned i = 0; i < 6; i++)
+        oc_nn_tensor_deinit(ts[i]);
+    nt_env_free(&env);
+}
+
+OC_TEST(shape_errors_name_op_and_shapes)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 1) == 0);
+    struct oc_nn_tensor a, b, c, bias, m8;
+    struct oc_err err;
+    nt_rand(&a, env.be, 3, 4, -1, 1, 1);
+    nt_rand(&b, env.be, 5, 2, -1, 1, 2);
+    nt_zeros(&c, env.be, 3, 2, OC_NN_F32);
+    nt_zeros(&bias, env.be, 1, 3, OC_NN_F32);
+    nt_zeros(&m8, env.be, 3, 2, OC_NN_U8);
+    OC_CHECK_ERR(oc_nn_gemm(0, 0, 1.0f, &a, &b, 0.0f, &c, &err), OC_ERR_ARG, &err,
+                 "gemm: op(a) 3x4 times op(b) 5x2");
+    OC_CHECK_ERR(oc_nn_bias_add(&c, &bias, &err), OC_ERR_ARG, &err,
+                 "bias_add: bias is 1x3, expected 1x2");
+    OC_CHECK_ERR(oc_nn_act_fwd(OC_NN_ACT_RELU, &a, &c, &err), OC_ERR_ARG, &err,
+                 "act_fwd: y is 3x2, expected 3x4");
+    OC_CHECK_ERR(oc_nn_act_fwd(OC_NN_ACT_RELU, &m8, &m8, &err), OC_ERR_ARG, &err,
+                 "x is u8, expected f32");
+    struct oc_nn_drop_key key = {1, 0, 0};
+    OC_CHECK_ERR(oc_nn_dropout_fwd(&c, 1.0f, &key, &c, &m8, &err), OC_ERR_ARG, &err,
+                 "outside [0, 1)");
+    struct oc_nn_tensor *ts[] = {&a, &b, &c, &bias, &m8};
+    for (unsigned i = 0; i < 5; i++)
+        oc_nn_tensor_deinit(ts[i]);
+    nt_env_free(&env);
+}
+
+struct bias_gc {
+    struct oc_nn_tensor *y0, *y, *b;
+    const float *w;
+};
+
+static double bias_loss(void *p)
+{
+    struct bias_gc *g = p;
+    struct oc_err err;
+    memcpy(g->y->data, g->y0->data, oc_nn_tensor_bytes(g->y));
+    if (oc_nn_bias_add(g->y, g->b, &err) != OC_OK)
+        return NAN;
+    return nt_dot(g->y, g->w);
+}
+
+OC_TEST(bias_and_colsum)
+{
+    struct oc_err err;
+    float *first = NULL;
+    for (unsigned t = 1; t <= 3; t++) {
+        struct nt_env env;
+        OC_CHECK(nt_env_new(&env, t) == 0);
+        struct oc_nn_tensor x, s, y0, y, b, w;
+        nt_rand(&x, env.be, 1000, 13, -1, 1, 20); /* several reduction chunks */
+        nt_zeros(&s, env.be, 1, 13, OC_NN_F32);
+        OC_CHECK_OK(oc_nn_colsum(&x, &s, &err), &err);
+        double ref[13] = {0};
+        for (uint64_t i = 0; i < 1000; i++)
+            for (uint64_t j = 0; j < 13; j++)
+                ref[j] += nt_f(&x)[i * 13 + j];
+        OC_CHECK(nt_maxdiff(s.data, ref, 13) < 1e-3);
+        if (t == 1) {
+            first = malloc(13 * sizeof(float));
+            memcpy(first, s.data, 13 * sizeof(float));
+            /* bias add: reference and gradient (= column sums of w) */
+            nt_rand(&y0, env.be, 9, 4, -1, 1, 21);
+            nt_zeros(&y, env.be, 9, 4, OC_NN_F32);
+            nt_rand(&b, env.be, 1, 4, -1, 1, 22);
+            nt_rand(&w, env.be, 9, 4, -1, 1, 23);
+            struct bias_gc g = {&y0, &y, &b, w.data};
+            bias_loss(&g);
+            double yr[36];
+            for (int i = 0; i < 36; i++)
+                yr[i] = (double)nt_f(&y0)[i] + (double)nt_f(&b)[i % 4];
+            OC_CHECK(nt_maxdiff(y.data, yr, 36) < 1e-6);
+            struct oc_nn_tensor db;
+            nt_zeros(&db, env.be, 1, 4, OC_NN_F32);
+            OC_CHECK_OK(oc_nn_colsum(&w, &db, &err), &err);
+            OC_CHECK(nt_gradcheck("bias", bias_loss, &g, &b, db.data, 1e-2f, 1e-3, 1e-2) == 0);
+            oc_nn_tensor_deinit(&db);
+            oc_nn_tensor_deinit(&y0);
+            oc_nn_tensor_deinit(&y);
+            oc_nn_tensor_deinit(&b);
+            oc_nn_tensor_deinit(&w);
+        } else {
+            OC_CHECK(memcmp(first, s.data, 13 * sizeof(float)) == 0);
+        }
+        oc_nn_tensor_deinit(&x);
+        oc_nn_tensor_deinit(&s);
+        nt_env_free(&env);
+    }
+    free(first);
+}
+
+struct act_gc {
+    enum oc_nn_act act;
+    struct oc_nn_tensor *x, *y;
+    const float *w;
+};
+
+static double act_loss(void *p)
+{
+    struct act_gc *g = p;
+    struct oc_err err;
+    if (oc_nn_act_fwd(g->act, g->x, g->y, &err) != OC_OK)
+        return NAN;
+    return nt_dot(g->y, g->w);
+}
+
+OC_TEST(relu_elu_reference_and_gradients)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    for (int a = 0; a < OC_NN_ACT_COUNT; a++) {
+        struct oc_nn_tensor x, y, w, dx;
+        nt_rand(&x, env.be, 7, 6, -2, 2, 30);
+        for (int i = 0; i < 42; i++) /* keep away from the kink at 0 */
+            if (fabsf(nt_f(&x)[i]) < 0.05f)
+                nt_f(&x)[i] = 0.3f;
+        nt_zeros(&y, env.be, 7, 6, OC_NN_F32);
+        nt_rand(&w, env.be, 7, 6, -1, 1, 31);
+        nt_zeros(&dx, env.be, 7, 6, OC_NN_F32);
+        struct act_gc g = {(enum oc_nn_act)a, &x, &y, w.data};
+        act_loss(&g);
+        double ref[42];
+        for (int i = 0; i < 42; i++) {
+            double v = nt_f(&x)[i];
+            ref[i] = v > 0 ? v : (a == OC_NN_ACT_RELU ? 0.0 : expm1(v));
+        }
+        OC_CHECK(nt_maxdiff(y.data, ref, 42) < 1e-6);
+        OC_CHECK_OK(oc_nn_act_bwd((enum oc_nn_act)a, &y, &w, &dx, &err), &err);
+        OC_CHECK(nt_gradcheck(a ? "elu" : "relu", act_loss, &g, &x, dx.data, 1e-2f, 1e-3, 1e-2) ==
+                 0);
+        /* in place gives the same bits */
+        act_loss(&g);
+        OC_CHECK_OK(oc_nn_act_fwd((enum oc_nn_act)a, &x, &x, &err), &err);
+        OC_CHECK(memcmp(x.data, y.data, 42 * sizeof(float)) == 0);
+        oc_nn_tensor_deinit(&x);
+        oc_nn_tensor_deinit(&y);
+        oc_nn_tensor_deinit(&w);
+        oc_nn_tensor_deinit(&dx);
+    }
+    nt_env_free(&env);
+}
+
+struct drop_gc {
+    struct oc_nn_tensor *x, *y, *mask;
+    struct oc_nn_drop_key key;
+    float p;
+    const float *w;
+};
+
+static double drop_loss(void *p)
+{
+    struct drop_gc *g = p;
+    struct oc_err err;
+    if (oc_nn_dropout_fwd(g->x, g->p, &g->key, g->y, g->mask, &err) != OC_OK)
+        return NAN;
+    return nt_dot(g->y, g->w);
+}
+
+OC_TEST(dropout_masks_rate_scale_determinism_gradient)
+{
+    struct oc_err err;
+    uint8_t *first = NULL;
+    const uint64_t rows = 300, cols = 50;
+    for (unsigned t = 1; t <= 3; t++) {
+        struct nt_env env;
+        OC_CHECK(nt_env_new(&env, t) == 0);
+        struct oc_nn_tensor x, y, mask;
+        nt_rand(&x, env.be, rows, cols, 0.5f, 1.5f, 40);
+        nt_zeros(&y, env.be, rows, cols, OC_NN_F32);
+        nt_zeros(&mask, env.be, rows, cols, OC_NN_U8);
+        struct oc_nn_drop_key key = {99, 1, OC_NN_SITE_INPUT};
+        OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.4f, &key, &y, &mask, &err), &err);
+        uint64_t kept = 0;
+        int scale_ok = 1;
+        for (uint64_t i = 0; i < rows * cols; i++) {
+            uint8_t k = ((uint8_t *)mask.data)[i];
+            kept += k;
+            float want = k ? nt_f(&x)[i] / 0.6f : 0.0f;
+            if (fabsf(nt_f(&y)[i] - want) > 1e-5f)
+                scale_ok = 0;
+        }
+        OC_CHECK(scale_ok);
+        double rate = (double)kept / (double)(rows * cols);
+        OC_CHECK(rate > 0.57 && rate < 0.63);
+        if (t == 1) {
+            first = malloc(rows * cols);
+            memcpy(first, mask.data, rows * cols);
+            /* without a mask (no backward): same values, zero groups skipped */
+            for (uint64_t i = 0; i < rows * cols; i += 3)
+                nt_f(&x)[i] = 0.0f;
+            for (uint64_t i = 0; i < 8 * 20; i++) /* whole zero groups in row 0 */
+                nt_f(&x)[i] = 0.0f;
+            struct oc_nn_tensor y2;
+            nt_zeros(&y2, env.be, rows, cols, OC_NN_F32);
+            OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.4f, &key, &y, &mask, &err), &err);
+            OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.4f, &key, &y2, NULL, &err), &err);
+            OC_CHECK(memcmp(y.data, y2.data, rows * cols * sizeof(float)) == 0);
+            OC_CHECK(memcmp(first, mask.data, rows * cols) == 0);
+            oc_nn_tensor_deinit(&y2);
+            /* another key gives another mask */
+            struct oc_nn_drop_key key2 = {99, 2, OC_NN_SITE_INPUT};
+            OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.4f, &key2, &y, &mask, &err), &err);
+            OC_CHECK(memcmp(first, mask.data, rows * cols) != 0);
+            /* gradient on a small tensor: masks repeat for the same key */
+            struct oc_nn_tensor xs, ys, ms, w, dx;
+            nt_rand(&xs, env.be, 5, 6, -1, 1, 41);
+            nt_zeros(&ys, env.be, 5, 6, OC_NN_F32);
+            nt_zeros(&ms, env.be, 5, 6, OC_NN_U8);
+            nt_rand(&w, env.be, 5, 6, -1, 1, 42);
+            nt_zeros(&dx, env.be, 5, 6, OC_NN_F32);
+            struct drop_gc g = {&xs, &ys, &ms, {7, 0, 0}, 0.5f, w.data};
+            drop_loss(&g);
+            OC_CHECK_OK(oc_nn_dropout_bwd(&w, &ms, 0.5f, &dx, &err), &err);
+            OC_CHECK(nt_gradcheck("dropout", drop_loss, &g, &xs, dx.data, 1e-2f, 1e-3, 1e-2) == 0);
+            oc_nn_tensor_deinit(&xs);
+            oc_nn_tensor_deinit(&ys);
+            oc_nn_tensor_deinit(&ms);
+            oc_nn_tensor_deinit(&w);
+            oc_nn_tensor_deinit(&dx);
+        } else {
+            OC_CHECK(memcmp(first, mask.data, rows * cols) == 0);
+        }
+        oc_nn_tensor_deinit(&x);
+        oc_nn_tensor_deinit(&y);
+        oc_nn_tensor_deinit(&mask);
+        nt_env_free(&env);
+    }
+    free(first);
+}
+
+struct hm_gc {
+    struct oc_nn_tensor *x, *y;
+    uint32_t heads;
+    const float *w;
+};
+
+static double hm_loss(void *p)
+{
+    struct hm_gc *g = p;
+    struct oc_err err;
+    if (oc_nn_head_mean_fwd(g->x, g->heads, g->y, &err) != OC_OK)
+        return NAN;
+    return nt_dot(g->y, g->w);
+}
+
+OC_TEST(head_mean_reference_and_gradient)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    struct oc_nn_tensor x, y, w, dx;
+    nt_rand(&x, env.be, 4, 9, -1, 1, 50);
+    nt_zeros(&y, env.be, 4, 3, OC_NN_F32);
+    nt_rand(&w, env.be, 4, 3, -1, 1, 51);
+    nt_zeros(&dx, env.be, 4, 9, OC_NN_F32);
+    struct hm_gc g = {&x, &y, 3, w.data};
+    hm_loss(&g);
+    double ref[12];
+    for (int i = 0; i < 4; i++)
+        for (int f = 0; f < 3; f++)
+            ref[i * 3 + f] =
+                ((double)nt_f(&x)[i * 9 + f] + nt_f(&x)[i * 9 + 3 + f] + nt_f(&x)[i * 9 + 6 + f]) /
+                3.0;
+    OC_CHECK(nt_maxdiff(y.data, ref, 12) < 1e-6);
+    OC_CHECK_OK(oc_nn_head_mean_bwd(&w, 3, &dx, &err), &err);
+    OC_CHECK(nt_gradcheck("head_mean", hm_loss, &g, &x, dx.data, 1e-2f, 1e-3, 1e-2) == 0);
+    OC_CHECK_ERR(oc_nn_head_mean_fwd(&x, 2, &y, &err), OC_ERR_ARG, &err, "head_mean_fwd");
+    oc_nn_tensor_deinit(&x);
+    oc_nn_tensor_deinit(&y);
+    oc_nn_tensor_deinit(&w);
+    oc_nn_tensor_deinit(&dx);
+    nt_env_free(&env);
+}
+
+struct nll_gc {
+    struct oc_nn_tensor *x, *dx;
+    const int32_t *labels;
+};
+
+static double nll_loss(void *p)
+{
+    struct nll_gc *g = p;
+    struct oc_err err;
+    struct oc_nn_loss l;
+    if (oc_nn_nll(g->x, g->labels, g->dx, &l, &err) != OC_OK)
+        return NAN;
+    return l.loss;
+}
+
+OC_TEST(nll_reference_gradient_and_labels)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 3) == 0);
+    struct oc_err err;
+    struct oc_nn_tensor x, dx, dx2;
+    const uint64_t n = 150, c = 5; /* several row tasks */
+    nt_rand(&x, env.be, n, c, -3, 3, 60);
+    nt_zeros(&dx, env.be, n, c, OC_NN_F32);
+    nt_zeros(&dx2, env.be, n, c, OC_NN_F32);
+    int32_t *labels = malloc(n * sizeof(int32_t));
+    for (uint64_t i = 0; i < n; i++)
+        labels[i] = i % 7 == 3 ? -1 : (int32_t)(i % c);
+    struct oc_nn_loss l;
+    OC_CHECK_OK(oc_nn_nll(&x, labels, &dx, &l, &err), &err);
+    double ref = 0.0;
+    uint64_t cnt = 0, ok = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (labels[i] < 0)
+            continue;
+        const float *r = nt_f(&x) + i * c;
+        double mx = r[0], s = 0.0;
+        uint64_t arg = 0;
+        for (uint64_t j = 1; j < c; j++)
+            if (r[j] > mx) {
+                mx = r[j];
+                arg = j;
+            }
+        for (uint64_t j = 0; j < c; j++)
+            s += exp(r[j] - mx);
+        ref += mx + log(s) - r[labels[i]];
+        cnt++;
+        ok += arg == (uint64_t)labels[i];
+    }
+    ref /= (double)cnt;
+    OC_CHECK(fabs(l.loss - ref) < 1e-9 * fabs(ref) + 1e-9);
+    OC_CHECK(l.n_counted == cnt && l.n_correct == ok);
+    int zero_rows_ok = 1;
+    for (uint64_t i = 0; i < n; i++)
+        for (uint64_t j = 0; j < c && labels[i] < 0; j++)
+            if (nt_f(&dx)[i * c + j] != 0.0f)
+                zero_rows_ok = 0;
+    OC_CHECK(zero_rows_ok);
+    struct nll_gc g = {&x, &dx2, labels};
+    OC_CHECK(nt_gradcheck("nll", nll_loss, &g, &x, dx.data, 1e-2f, 1e-5, 1e-2) == 0);
+    labels[4] = (int32_t)c;
+    OC_CHECK_ERR(oc_nn_nll(&x, labels, &dx, &l, &err), OC_ERR_ARG, &err,
+                 "row 4 has label 5, but there are 5 classes");
+    for (uint64_t i = 0; i < n; i++)
+        labels[i] = -1;
+    OC_CHECK_OK(oc_nn_nll(&x, labels, &dx, &l, &err), &err);
+    OC_CHECK(l.loss == 0.0 && l.n_counted == 0 && nt_f(&dx)[0] == 0.0f);
+    free(labels);
+    oc_nn_tensor_deinit(&x);
+    oc_nn_tensor_deinit(&dx);
+    oc_nn_tensor_deinit(&dx2);
+    nt_env_free(&env);
+}
+
+OC_TEST(adam_matches_hand_computed_steps)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    struct oc_nn_tensor p, g, m, v;
+    nt_rand(&p, env.be, 3, 4, -1, 1, 70);
+    nt_rand(&g, env.be, 3, 4, -1, 1, 71);
+    nt_zeros(&m, env.be, 3, 4, OC_NN_F32);
+    nt_zeros(&v, env.be, 3, 4, OC_NN_F32);
+    struct oc_nn_adam opt;
+    oc_nn_adam_default(&opt, 0.01f, 5e-4f);
+    double P[12], M[12] = {0}, V[12] = {0};
+    for (int i = 0; i < 12; i++)
+        P[i] = nt_f(&p)[i];
+    for (uint64_t t = 1; t <= 3; t++) {
+        OC_CHECK_OK(oc_nn_adam_update(&p, &g, &m, &v, &opt, t, &err), &err);
+        for (int i = 0; i < 12; i++) {
+            double gr = nt_f(&g)[i] + 5e-4 * P[i];
+            M[i] = 0.9 * M[i] + 0.1 * gr;
+            V[i] = 0.999 * V[i] + 0.001 * gr * gr;
+            double mh = M[i] / (1 - pow(0.9, (double)t)), vh = V[i] / (1 - pow(0.999, (double)t));
+            P[i] -= 0.01 * mh / (sqrt(vh) + 1e-8);
+        }
+    }
+    OC_CHECK(nt_maxdiff(p.data, P, 12) < 1e-6);
+    /* first step moves each weight by about lr against the gradient sign */
+    OC_CHECK_ERR(oc_nn_adam_update(&p, &g, &m, &v, &opt, 0, &err), OC_ERR_ARG, &err, "step");
+    oc_nn_tensor_deinit(&p);
+    oc_nn_tensor_deinit(&g);
+    oc_nn_tensor_deinit(&m);
+    oc_nn_tensor_deinit(&v);
+    nt_env_free(&env);
+}
+
+OC_TEST(tensor_resize_views_and_no_leak)
+{
+    uint64_t live0 = oc_mem_n_live();
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 1) == 0);
+    struct oc_err err;
+    struct oc_nn_tensor t, v;
+    oc_nn_tensor_init(&t, env.be, OC_NN_F32);
+    OC_CHECK_OK(oc_nn_tensor_resize(&t, 10, 4, "test", &err), &err);
+    void *data = t.data;
+    OC_CHECK_OK(oc_nn_tensor_resize(&t, 5, 8, "test", &err), &err); /* same bytes: no growth */
+    OC_CHECK(t.data == data && t.n_rows == 5 && t.n_cols == 8);
+    OC_CHECK_OK(oc_nn_tensor_view_rows(&t, 2, 3, &v, &err), &err);
+    OC_CHECK(v.data == (char *)t.data + 2 * 8 * 4 && v.cap_bytes == 0);
+    OC_CHECK_ERR(oc_nn_tensor_resize(&v, 1, 1, "view", &err), OC_ERR_ARG, &err, "view");
+    OC_CHECK_ERR(oc_nn_tensor_view_rows(&t, 4, 2, &v, &err), OC_ERR_ARG, &err, "outside");
+    float host[4] = {1, 2, 3, 4};
+    OC_CHECK_OK(oc_nn_tensor_wrap(env.be, OC_NN_F32, host, 2, 2, &v, &err), &err);
+    float back[4];
+    OC_CHECK_OK(oc_nn_tensor_get(&v, back, &err), &err);
+    OC_CHECK(back[3] == 4.0f && oc_nn_backend_is_host(env.be));
+    OC_CHECK(strcmp(oc_nn_backend_name(env.be), "cpu") == 0);
+    oc_nn_tensor_deinit(&v);
+    oc_nn_tensor_deinit(&t);
+    nt_env_free(&env);
+    enum oc_nn_backend_kind k;
+    OC_CHECK_OK(oc_nn_backend_kind_parse("cpu", &k, &err), &err);
+    OC_CHECK_ERR(oc_nn_backend_kind_parse("tpu", &k, &err), OC_ERR_ARG, &err, "tpu");
+    OC_CHECK(oc_mem_n_live() == live0);
+}
+
+OC_TEST_MAIN()

@@ -21,6 +21,7 @@
 #include "offcore/nn.h"
 #include "offcore/progress.h"
 #include "offcore/sample.h"
+#include "offcore/store.h"
 
 enum oc_train_eval {
     OC_TRAIN_EVAL_FULL,    /* exact layer-wise inference with all neighbors */
@@ -42,9 +43,12 @@ struct oc_train_opts {
     unsigned n_threads; /* 0 = all cores */
     uint64_t seed;
     enum oc_train_eval eval;
-    const char *log_path;       /* JSON lines, NULL = none */
-    const char *checkpoint_dir; /* NULL = none */
-    int resume;                 /* continue from checkpoint_dir */
+    const char *log_path;          /* JSON lines, NULL = none */
+    const char *checkpoint_dir;    /* NULL = none */
+    int resume;                    /* continue from checkpoint_dir */
+    const char *strategy;          /* feature store (store.h registry), NULL = "memory" */
+    enum oc_store_hotness hotness; /* for `static` */
+    uint64_t mem_budget;           /* hard limit on memory held (0 = none): sizes the caches */
 };
 
 /*
@@ -64,6 +68,9 @@ struct oc_train_epoch_stats {
     double time_s;
     double sample_s, gather_s, forward_s, backward_s, optimizer_s, eval_s;
     uint64_t n_batches;
+    struct oc_store_stats store; /* this epoch's training gathers (evaluation excluded) */
+    uint64_t peak_mem_bytes;     /* most memory held through the accountant so far */
+    uint64_t peak_rss_bytes;     /* the process's peak resident set so far */
 };
 
 typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);

@@ -46,11 +46,21 @@ static int parse_fanouts(const char *s, struct oc_train_opts *o)
     return 0;
 }
 
+/* The epoch line; out-of-core strategies add their I/O summary. */
 static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
-    (void)ctx;
-    printf("Epoch %05u | Loss %.4f | Train Acc %.4f | Val Acc %.4f | Time %.2fs\n", st->epoch,
+    const int *show_io = ctx;
+    printf("Epoch %05u | Loss %.4f | Train Acc %.4f | Val Acc %.4f | Time %.2fs", st->epoch,
            st->loss, st->train_acc, st->val_acc, st->time_s);
+    if (*show_io) {
+        const struct oc_store_stats *ss = &st->store;
+        char rd[32], rss[32];
+        printf(" | Read %s | Amp %.2f | CPU hit %.3f | Peak RSS %s",
+               oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
+               oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
+               oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));
+    }
+    printf("\n");
     fflush(stdout);
 }
 
@@ -78,7 +88,7 @@ int cmd_train(int argc, char **argv)
     }
     struct oc_train_opts o;
     oc_train_opts_default(kind, &o);
-    const char *fanout = NULL, *eval = "full";
+    const char *fanout = NULL, *eval = "full", *strategy = "memory", *hotness = "degree";
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -109,7 +119,13 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"resume", CLI_FLAG, &o.resume, NULL, "continue from the checkpoint in --checkpoint DIR",
          NULL},
-        {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
+        {"strategy", CLI_STR, &strategy, "NAME",
+         "where features come from: memory (default), mmap, direct, static (see README)", NULL},
+        {"hotness", CLI_CHOICE, &hotness, NULL,
+         "static: cache rows by in-degree or by access counts of a pre-sampled epoch",
+         "degree|presample"},
+        {"mem-budget", CLI_SIZE, &budget, NULL,
+         "hard limit on memory held; caches size themselves from it (default none)", NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
@@ -151,6 +167,16 @@ int cmd_train(int argc, char **argv)
     o.n_threads = threads;
     o.seed = seed;
     o.eval = strcmp(eval, "full") == 0 ? OC_TRAIN_EVAL_FULL : OC_TRAIN_EVAL_SAMPLED;
+    uint32_t strategy_index;
+    if (oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
+        fprintf(stderr, "offcore train: --strategy: %s\n", err.msg);
+        return 2;
+    }
+    o.strategy = strategy;
+    o.hotness =
+        strcmp(hotness, "degree") == 0 ? OC_STORE_HOTNESS_DEGREE : OC_STORE_HOTNESS_PRESAMPLE;
+    o.mem_budget = budget;
+    int show_io = strcmp(strategy, "memory") != 0;
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -160,7 +186,7 @@ int cmd_train(int argc, char **argv)
     if (oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, &err) != OC_OK)
         return cli_fail(&err);
     struct oc_train_result res;
-    rc = oc_train_run(pos[0], &o, print_epoch, NULL, bar, &res, &err);
+    rc = oc_train_run(pos[0], &o, print_epoch, &show_io, bar, &res, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
         return cli_fail(&err);

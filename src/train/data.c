@@ -1,7 +1,8 @@
 /*
- * data.c — the dataset in RAM for training: topology as an oc_graph view,
- * features converted to f32, labels, splits, whole-graph out-degrees; and the
- * gather of a batch's input rows into the model's input tensor.
+ * data.c — what training holds in RAM besides features: topology as an
+ * oc_graph view, labels, splits, whole-graph out-degrees; and the gather of a
+ * batch's input rows (from a host matrix or a feature store) into the
+ * model's input tensor.
  *
  * Place in the data flow: dataset ──► train (this) ──► sample / nn.
  * Thread-safety: loading is single-threaded; the gather splits rows over the
@@ -44,12 +45,6 @@ int train_data_load(const char *dir, struct train_data *d, struct oc_err *err)
         d->graph.indices32 = d->indices;
     else
         d->graph.indices64 = d->indices;
-    uint64_t rows, cols;
-    void *feat = NULL;
-    if ((rc = oc_npy_load_as(oc_dataset_path(d->ds, OC_DS_FEATURES), OC_DTYPE_F32, &feat, &rows,
-                             &cols, err)))
-        goto fail;
-    d->features = feat;
     if ((rc = oc_dataset_load_labels(d->ds, &d->labels, err)))
         goto fail;
     static const enum oc_ds_file split_files[TRAIN_SPLIT_COUNT] = {OC_DS_TRAIN_IDX, OC_DS_VAL_IDX,
@@ -82,7 +77,6 @@ void train_data_deinit(struct train_data *d)
 {
     oc_free(d->indptr);
     oc_free(d->indices);
-    oc_free(d->features);
     oc_free(d->labels);
     for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
         oc_free(d->split[s]);
@@ -110,9 +104,8 @@ static int gather_task(void *ctx, uint64_t t, unsigned worker)
     return OC_OK;
 }
 
-int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
-                      uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
-                      struct oc_nn_tensor *x, struct oc_err *err)
+/* Grows the gather buffer to hold n rows of dim floats. */
+static int gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, struct oc_err *err)
 {
     uint64_t need = n * dim;
     if (need > g->cap_floats) {
@@ -124,12 +117,34 @@ int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, co
         g->buf = buf;
         g->cap_floats = cap;
     }
+    return OC_OK;
+}
+
+int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
+                      uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
+                      struct oc_nn_tensor *x, struct oc_err *err)
+{
+    int rc = gather_reserve(g, n, dim, err);
+    if (rc)
+        return rc;
     struct gather_job j = {g->buf, src, dim, ids, n, 1024};
     uint64_t n_tasks = (n + j.chunk - 1) / j.chunk;
-    int rc = oc_pool_run(pool, n_tasks, gather_task, &j);
+    rc = oc_pool_run(pool, n_tasks, gather_task, &j);
     if (rc)
         return OC_ERR(err, rc, "feature gather failed");
     return oc_nn_tensor_wrap(be, OC_NN_F32, g->buf, n, dim, x, err);
+}
+
+int train_gather_store(struct train_gather *g, struct oc_store *store, uint64_t dim,
+                       const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
+                       struct oc_nn_tensor *x, struct oc_err *err)
+{
+    int rc = gather_reserve(g, n, dim, err);
+    if (rc == OC_OK)
+        rc = oc_store_gather(store, ids, n, g->buf, err);
+    if (rc == OC_OK)
+        rc = oc_nn_tensor_wrap(be, OC_NN_F32, g->buf, n, dim, x, err);
+    return rc;
 }
 
 void train_gather_deinit(struct train_gather *g)

@@ -18,6 +18,7 @@
 
 struct train_eval {
     const struct train_data *d;
+    struct oc_store *store;
     struct oc_nn_model *m;
     struct oc_nn_backend *be;
     struct oc_pool *pool;
@@ -34,15 +35,16 @@ struct train_eval {
     uint64_t cap_labels;
 };
 
-int train_eval_new(const struct train_data *d, struct oc_nn_model *m, struct oc_nn_backend *be,
-                   struct oc_pool *pool, const struct oc_train_opts *o, struct train_eval **out,
-                   struct oc_err *err)
+int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
+                   struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
+                   struct train_eval **out, struct oc_err *err)
 {
     *out = NULL;
     struct train_eval *ev = oc_calloc(1, sizeof(*ev), "evaluator", err);
     if (!ev)
         return err->status;
     ev->d = d;
+    ev->store = store;
     ev->m = m;
     ev->be = be;
     ev->pool = pool;
@@ -125,7 +127,7 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
     const struct train_data *d = ev->d;
     uint32_t n_layers = oc_nn_model_config(ev->m)->n_layers;
     uint64_t chunk = ev->o->eval_batch_size;
-    const float *h_in = d->features;
+    const float *h_in = NULL; /* layer 0 reads the feature store */
     uint64_t in_dim = d->feat_dim;
     int rc;
     for (uint32_t l = 0; l < n_layers; l++) {
@@ -147,8 +149,13 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
                 ev->src_deg[k] = d->out_deg[ev->batch.input_ids[k]];
             struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg};
             struct oc_nn_tensor x, out_rows;
-            if ((rc = train_gather_rows(&ev->gather, h_in, in_dim, ev->batch.input_ids, sb->n_src,
-                                        ev->pool, ev->be, &x, err)))
+            if (l == 0)
+                rc = train_gather_store(&ev->gather, ev->store, in_dim, ev->batch.input_ids,
+                                        sb->n_src, ev->be, &x, err);
+            else
+                rc = train_gather_rows(&ev->gather, h_in, in_dim, ev->batch.input_ids, sb->n_src,
+                                       ev->pool, ev->be, &x, err);
+            if (rc)
                 return rc;
             if ((rc = oc_nn_tensor_view_rows(h_out, lo, n, &out_rows, err)))
                 return rc;
@@ -199,8 +206,8 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
                 return rc;
             train_blocks_from_batch(&ev->batch, ev->src_deg, blocks);
             struct oc_nn_tensor x;
-            if ((rc = train_gather_rows(&ev->gather, d->features, d->feat_dim, ev->batch.input_ids,
-                                        ev->batch.n_input, ev->pool, ev->be, &x, err)))
+            if ((rc = train_gather_store(&ev->gather, ev->store, d->feat_dim, ev->batch.input_ids,
+                                         ev->batch.n_input, ev->be, &x, err)))
                 return rc;
             const struct oc_nn_tensor *logits;
             struct oc_nn_step step = {0, stream, b};

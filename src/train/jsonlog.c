@@ -96,6 +96,22 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
     cJSON_AddNumberToObject(stages, "optimizer_s", st->optimizer_s);
     cJSON_AddNumberToObject(stages, "eval_s", st->eval_s);
     cJSON_AddItemToObject(o, "stages", stages);
+    cJSON *io = cJSON_AddObjectToObject(o, "features");
+    if (io) {
+        const struct oc_store_stats *ss = &st->store;
+        cJSON_AddNumberToObject(io, "requested_bytes", (double)ss->requested_bytes);
+        cJSON_AddNumberToObject(io, "requested_disk_bytes", (double)ss->requested_disk_bytes);
+        cJSON_AddNumberToObject(io, "read_bytes", (double)ss->read_bytes);
+        cJSON_AddNumberToObject(io, "n_reads", (double)ss->n_reads);
+        cJSON_AddNumberToObject(io, "amplification", oc_store_stats_amplification(ss));
+        cJSON *hits = cJSON_AddObjectToObject(io, "hit_ratio");
+        for (int t = 0; hits && t < OC_STORE_TIER_COUNT; t++)
+            cJSON_AddNumberToObject(hits, oc_store_tier_name((enum oc_store_tier)t),
+                                    oc_store_stats_hit_ratio(ss, (enum oc_store_tier)t));
+        cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
+    }
+    cJSON_AddNumberToObject(o, "peak_mem_bytes", (double)st->peak_mem_bytes);
+    cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)st->peak_rss_bytes);
     int rc = log_write(l, o, err);
     *bytes = l->offset;
     return rc;

@@ -13,6 +13,7 @@
  * Ownership: everything created here is freed before returning.
  */
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "offcore/io.h"
@@ -95,12 +96,21 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
     return OC_OK;
 }
 
+static uint64_t train_peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+}
+
 /* Everything one run holds; freed by run_deinit whatever state it is in. */
 struct run {
     struct train_data data;
     struct oc_pool *pool;
     struct oc_nn_backend *be;
     struct oc_nn_model *model;
+    struct oc_store *store;
     struct oc_sampler *sampler;
     struct oc_sample_batch batch;
     struct oc_sample_epoch epoch;
@@ -122,11 +132,74 @@ static void run_deinit(struct run *r)
         oc_sample_epoch_deinit(&r->epoch);
     oc_sample_batch_deinit(&r->batch);
     oc_sample_sampler_free(r->sampler);
+    oc_store_free(r->store);
     oc_nn_model_free(r->model);
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
     oc_free(r->row_labels);
     train_data_deinit(&r->data);
+}
+
+/*
+ * Bytes the run needs besides the feature store, per batch in flight: the
+ * gathered input rows, the layer activations and gradients of the largest
+ * batch (estimated from the fanouts, capped at the node count) — and the
+ * model with its Adam state. The store gets what the budget leaves.
+ */
+static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o)
+{
+    uint64_t n = o->batch_size;
+    for (uint32_t l = 0; l < o->n_layers; l++) {
+        uint64_t f = o->fanouts[l] < 0 ? r->data.n_nodes : (uint64_t)o->fanouts[l] + 1;
+        n = n > r->data.n_nodes / f ? r->data.n_nodes : n * f;
+    }
+    uint64_t width = o->hidden * o->heads;
+    /* gathered rows + the model's input copy, then activations and gradients per layer */
+    uint64_t train = n * (2 * r->data.feat_dim + 4 * width * o->n_layers) * sizeof(float);
+    /* exact inference keeps two whole-graph layer outputs and one chunk's inputs */
+    uint64_t eval = 0;
+    if (o->eval == OC_TRAIN_EVAL_FULL) {
+        uint64_t chunk =
+            o->eval_batch_size * 16 < r->data.n_nodes ? o->eval_batch_size * 16 : r->data.n_nodes;
+        eval = (2 * r->data.n_nodes * (width + r->data.n_classes) + chunk * r->data.feat_dim) *
+               sizeof(float);
+    }
+    return (train > eval ? train : eval) + oc_nn_model_state_bytes(r->model);
+}
+
+static int run_open_store(struct run *r, const struct oc_train_opts *o,
+                          const struct oc_sample_opts *so, struct oc_err *err)
+{
+    const char *name = o->strategy ? o->strategy : "memory";
+    uint32_t index;
+    int rc = oc_store_strategy_find(name, &index, err);
+    if (rc)
+        return rc;
+    struct oc_store_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.ds = r->data.ds;
+    cfg.graph = &r->data.graph;
+    cfg.pool = r->pool;
+    cfg.hotness = o->hotness;
+    cfg.sample_opts = so;
+    cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
+    cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    cfg.batch_size = o->batch_size;
+    if (o->mem_budget) {
+        uint64_t held = oc_mem_used(), work = run_working_bytes(r, o);
+        if (held + work >= o->mem_budget) {
+            char a[32], b[32], c[32];
+            return OC_ERR(err, OC_ERR_BUDGET,
+                          "--mem-budget %s is too small: topology, labels and model hold %s and "
+                          "one batch needs about %s before any feature store",
+                          oc_format_size(o->mem_budget, a, sizeof(a)),
+                          oc_format_size(held, b, sizeof(b)), oc_format_size(work, c, sizeof(c)));
+        }
+        cfg.mem_bytes = o->mem_budget - held - work;
+    }
+    if ((rc = oc_store_open(index, &cfg, &r->store, err)))
+        oc_err_prefix(err, "strategy %s", name);
+    return rc;
 }
 
 static int run_setup(struct run *r, const char *dir, const struct oc_train_opts *o,
@@ -166,7 +239,9 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     if ((rc = oc_sample_epoch_init(&r->epoch, r->data.split[TRAIN_SPLIT_TRAIN],
                                    r->data.n_split[TRAIN_SPLIT_TRAIN], o->batch_size, 0, err)))
         return rc;
-    return train_eval_new(&r->data, r->model, r->be, r->pool, o, &r->eval, err);
+    if ((rc = run_open_store(r, o, &so, err)))
+        return rc;
+    return train_eval_new(&r->data, r->store, r->model, r->be, r->pool, o, &r->eval, err);
 }
 
 /* One training step on batch b of epoch e; adds to the epoch's sums and timers. */
@@ -185,8 +260,8 @@ static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epo
     double t1 = oc_now_s();
     st->sample_s += t1 - t;
     struct oc_nn_tensor x;
-    if ((rc = train_gather_rows(&r->gather, r->data.features, r->data.feat_dim, r->batch.input_ids,
-                                r->batch.n_input, r->pool, r->be, &x, err)))
+    if ((rc = train_gather_store(&r->gather, r->store, r->data.feat_dim, r->batch.input_ids,
+                                 r->batch.n_input, r->be, &x, err)))
         return rc;
     double t2 = oc_now_s();
     st->gather_s += t2 - t1;
@@ -263,6 +338,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_progress_set_label(progress, label);
         oc_progress_set_total(progress, n_batches);
         oc_sample_epoch_shuffle(&r.epoch, o->seed, e);
+        struct oc_store_stats before, after;
+        oc_store_stats(r.store, &before);
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         for (uint64_t b = 0; b < n_batches; b++) {
@@ -271,6 +348,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             oc_progress_add(progress, 1);
         }
         oc_progress_finish(progress);
+        oc_store_stats(r.store, &after);
+        oc_store_stats_sub(&after, &before, &st.store);
         double te = oc_now_s();
         double acc[TRAIN_SPLIT_COUNT];
         if ((rc = train_eval_run(r.eval, e, acc, err)))
@@ -281,6 +360,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.val_acc = acc[TRAIN_SPLIT_VAL];
         st.test_acc = acc[TRAIN_SPLIT_TEST];
         st.time_s = oc_now_s() - t0;
+        st.peak_mem_bytes = oc_mem_peak();
+        st.peak_rss_bytes = train_peak_rss_bytes();
         if (st.val_acc > pos.best_val_acc) {
             pos.best_val_acc = st.val_acc;
             pos.best_epoch = e;

@@ -19,14 +19,13 @@
 
 enum train_split { TRAIN_SPLIT_TRAIN, TRAIN_SPLIT_VAL, TRAIN_SPLIT_TEST, TRAIN_SPLIT_COUNT };
 
-/* The dataset held in RAM (the in-memory path: `memory` strategy). */
+/* Topology, labels and splits in RAM; features come from a store (store.h). */
 struct train_data {
     struct oc_dataset *ds;
     uint64_t n_nodes, feat_dim, n_classes;
     uint64_t *indptr;
     void *indices; /* u32 or u64 as on disk */
     struct oc_graph graph;
-    float *features; /* n_nodes x feat_dim */
     int32_t *labels;
     uint64_t *split[TRAIN_SPLIT_COUNT];
     uint64_t n_split[TRAIN_SPLIT_COUNT];
@@ -37,9 +36,9 @@ int train_data_load(const char *dir, struct train_data *d, struct oc_err *err);
 void train_data_deinit(struct train_data *d);
 
 /*
- * Copies rows ids[0..n) of src (dim floats per row) into *buf (grown, owned
- * by the caller, accounted to `consumer`) and wraps it as tensor x. Rows are
- * split over the pool in fixed ranges.
+ * Input rows for the model: rows ids[0..n) copied into *buf (grown, owned by
+ * the caller) and wrapped as tensor x, either from a host matrix (dim floats
+ * per row; rows split over the pool in fixed ranges) or from a feature store.
  */
 struct train_gather {
     float *buf;
@@ -48,6 +47,9 @@ struct train_gather {
 int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
                       uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
                       struct oc_nn_tensor *x, struct oc_err *err);
+int train_gather_store(struct train_gather *g, struct oc_store *store, uint64_t dim,
+                       const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
+                       struct oc_nn_tensor *x, struct oc_err *err);
 void train_gather_deinit(struct train_gather *g);
 
 /*
@@ -74,9 +76,9 @@ int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
  * mini-batches (stream ids distinct from training's).
  */
 struct train_eval;
-int train_eval_new(const struct train_data *d, struct oc_nn_model *m, struct oc_nn_backend *be,
-                   struct oc_pool *pool, const struct oc_train_opts *o, struct train_eval **out,
-                   struct oc_err *err);
+int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
+                   struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
+                   struct train_eval **out, struct oc_err *err);
 void train_eval_free(struct train_eval *ev);
 /* Computes accuracy on every split in one pass (full inference runs once per call). */
 int train_eval_run(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],

@@ -1,0 +1,165 @@
+/*
+ * test_train_ooc.c — out-of-core training: every registered feature
+ * strategy, under a memory budget that forces disk reads, trains to the same
+ * weights_sha256 as `memory`; a budget too small for one batch fails at start
+ * saying how much is needed; a features file truncated mid-run ends with an
+ * error naming the file and offset, the last checkpoint stays valid, and
+ * --resume finishes with the uninterrupted weights once the file is restored.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "offcore/generate.h"
+#include "offcore/train.h"
+
+static const char *ooc_graph(void)
+{
+    static char dir[1024];
+    if (dir[0])
+        return dir;
+    snprintf(dir, sizeof(dir), "%s/gen", oc_test_tmpdir());
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 50000;
+    g.avg_degree = 6;
+    g.feat_dim = 100; /* 400-byte rows: not a divisor of 4096 */
+    g.n_classes = 5;
+    g.train_frac = 0.1;
+    g.seed = 5;
+    struct oc_err err;
+    if (oc_generate(&g, dir, NULL, &err) != OC_OK) {
+        fprintf(stderr, "  generate: %s\n", err.msg);
+        dir[0] = '\0';
+        return NULL;
+    }
+    return dir;
+}
+
+static void ooc_opts(struct oc_train_opts *o)
+{
+    oc_train_opts_default(OC_NN_MODEL_SAGE, o);
+    o->fanouts[0] = 5;
+    o->fanouts[1] = 5;
+    o->batch_size = 256;
+    o->epochs = 2;
+    o->hidden = 16;
+    o->n_threads = 2;
+    o->seed = 9;
+    o->eval = OC_TRAIN_EVAL_SAMPLED;
+}
+
+/* Sums the disk bytes the training gathers read. */
+static void add_disk_reads(void *p, const struct oc_train_epoch_stats *st)
+{
+    *(uint64_t *)p += st->store.read_bytes;
+}
+
+OC_TEST(every_strategy_trains_bit_identical_to_memory)
+{
+    const char *dir = ooc_graph();
+    OC_CHECK(dir != NULL);
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    ooc_opts(&o);
+    struct oc_train_result ref;
+    struct oc_err err;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    /* Features are 20 MB; a 24 MB budget leaves the caches about half of them. */
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
+        const char *name = oc_store_strategy_name(i);
+        if (strcmp(name, "memory") == 0)
+            continue;
+        for (int hot = 0; hot < 2; hot++) {
+            if (hot && strcmp(name, "static") != 0)
+                continue;
+            ooc_opts(&o);
+            o.strategy = name;
+            o.hotness = hot ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            o.mem_budget = 24u << 20;
+            struct oc_train_result res;
+            uint64_t read = 0;
+            OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, &read, NULL, &res, &err), &err);
+            fprintf(stderr, "  %-8s%s %s, %llu bytes read\n", name, hot ? " (presample)" : "",
+                    res.weights_sha256, (unsigned long long)read);
+            OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+            if (strcmp(name, "mmap") != 0) /* the page cache may hold mmap's pages */
+                OC_CHECK(read > 0);
+        }
+    }
+}
+
+OC_TEST(budget_too_small_for_one_batch_fails_at_start)
+{
+    const char *dir = ooc_graph();
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    ooc_opts(&o);
+    o.strategy = "static";
+    o.mem_budget = 1u << 20;
+    struct oc_train_result res;
+    struct oc_err err;
+    OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_BUDGET, &err,
+                 "too small");
+    OC_CHECK(res.epochs_run == 0);
+}
+
+struct truncate_ctx {
+    const char *features;
+    uint32_t at_epoch;
+};
+
+/* Called after each epoch, before its checkpoint: cuts the features file. */
+static void truncate_after(void *p, const struct oc_train_epoch_stats *st)
+{
+    struct truncate_ctx *c = p;
+    if (st->epoch == c->at_epoch && truncate(c->features, 4096 + 400 * 100) != 0)
+        perror("truncate");
+}
+
+OC_TEST(features_truncated_mid_run_then_resume_after_restore)
+{
+    const char *dir = ooc_graph();
+    if (!dir)
+        return;
+    char feat[1100], saved[1100], ckpt[1100];
+    snprintf(feat, sizeof(feat), "%s/features.npy", dir);
+    snprintf(saved, sizeof(saved), "%s/features.saved", oc_test_tmpdir());
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt", oc_test_tmpdir());
+    struct oc_err err;
+    char *data = NULL;
+    size_t len = 0;
+    OC_CHECK_OK(oc_read_file(feat, 0, &data, &len, &err), &err);
+    if (!data)
+        return;
+    OC_CHECK_OK(oc_write_file_atomic(saved, data, len, &err), &err);
+
+    struct oc_train_opts o;
+    ooc_opts(&o);
+    o.epochs = 3;
+    o.strategy = "direct";
+    struct oc_train_result full;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &full, &err), &err);
+
+    o.checkpoint_dir = ckpt;
+    struct truncate_ctx tc = {feat, 0};
+    struct oc_train_result res;
+    OC_CHECK_ERR(oc_train_run(dir, &o, truncate_after, &tc, NULL, &res, &err), OC_ERR_FORMAT, &err,
+                 "features.npy");
+    OC_CHECK(strstr(err.msg, "offset") != NULL);
+    fprintf(stderr, "  mid-run error: %s\n", err.msg);
+    OC_CHECK(res.epochs_run == 1);
+
+    /* Restore the file; the checkpoint of epoch 0 resumes to the uninterrupted weights. */
+    OC_CHECK_OK(oc_write_file_atomic(feat, data, len, &err), &err);
+    oc_free(data);
+    o.resume = 1;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), &err);
+    OC_CHECK(res.epochs_run == 2);
+    OC_CHECK(strcmp(res.weights_sha256, full.weights_sha256) == 0);
+}
+
+OC_TEST_MAIN()

@@ -35,22 +35,20 @@ static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
     const struct oc_nn_graph *g = c->g;
     uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
     uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_dst ? r0 + OC_NN_CPU_ROWS : g->n_dst;
+    uint64_t e_end = g->indptr[r1];
     for (uint64_t i = r0; i < r1; i++) {
         float *y = c->out + i * n;
-        for (uint64_t f = 0; f < n; f++)
-            y[f] = 0.0f;
+        oc_nn_vzero(y, n);
         uint64_t e0 = g->indptr[i], e1 = g->indptr[i + 1];
         for (uint64_t e = e0; e < e1; e++) {
+            if (e + OC_NN_PREFETCH_EDGES < e_end)
+                oc_nn_prefetch_row(c->in + (uint64_t)g->indices[e + OC_NN_PREFETCH_EDGES] * n, n);
             uint32_t s = g->indices[e];
             const float *x = c->in + (uint64_t)s * n;
-            if (c->agg == OC_NN_AGG_GCN) {
-                float w = g->norm_src[s];
-                for (uint64_t f = 0; f < n; f++)
-                    y[f] += w * x[f];
-            } else {
-                for (uint64_t f = 0; f < n; f++)
-                    y[f] += x[f];
-            }
+            if (c->agg == OC_NN_AGG_GCN)
+                oc_nn_vaxpy(y, x, g->norm_src[s], n);
+            else
+                oc_nn_vadd(y, x, n);
         }
         float post = 1.0f;
         if (c->agg == OC_NN_AGG_MEAN)
@@ -58,8 +56,7 @@ static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
         else if (c->agg == OC_NN_AGG_GCN)
             post = g->norm_dst[i];
         if (c->agg != OC_NN_AGG_SUM)
-            for (uint64_t f = 0; f < n; f++)
-                y[f] *= post;
+            oc_nn_vscale(y, post, n);
     }
     return OC_OK;
 }
@@ -80,11 +77,13 @@ static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
     const struct oc_nn_graph *g = c->g;
     uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
     uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_src ? r0 + OC_NN_CPU_ROWS : g->n_src;
+    uint64_t t_end = g->t_indptr[r1];
     for (uint64_t j = r0; j < r1; j++) {
         float *dx = c->out + j * n;
-        for (uint64_t f = 0; f < n; f++)
-            dx[f] = 0.0f;
+        oc_nn_vzero(dx, n);
         for (uint64_t t = g->t_indptr[j]; t < g->t_indptr[j + 1]; t++) {
+            if (t + OC_NN_PREFETCH_EDGES < t_end)
+                oc_nn_prefetch_row(c->in + (uint64_t)g->t_dst[t + OC_NN_PREFETCH_EDGES] * n, n);
             uint32_t i = g->t_dst[t];
             const float *dy = c->in + (uint64_t)i * n;
             float w = 1.0f;
@@ -92,19 +91,13 @@ static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
                 w = 1.0f / (float)(g->indptr[i + 1] - g->indptr[i]);
             else if (c->agg == OC_NN_AGG_GCN)
                 w = g->norm_dst[i];
-            if (c->agg == OC_NN_AGG_SUM) {
-                for (uint64_t f = 0; f < n; f++)
-                    dx[f] += dy[f];
-            } else {
-                for (uint64_t f = 0; f < n; f++)
-                    dx[f] += w * dy[f];
-            }
+            if (c->agg == OC_NN_AGG_SUM)
+                oc_nn_vadd(dx, dy, n);
+            else
+                oc_nn_vaxpy(dx, dy, w, n);
         }
-        if (c->agg == OC_NN_AGG_GCN) {
-            float post = g->norm_src[j];
-            for (uint64_t f = 0; f < n; f++)
-                dx[f] *= post;
-        }
+        if (c->agg == OC_NN_AGG_GCN)
+            oc_nn_vscale(dx, g->norm_src[j], n);
     }
     return OC_OK;
 }

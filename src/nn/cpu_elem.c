@@ -39,11 +39,8 @@ static int bias_task(void *cp, uint64_t task, unsigned worker)
     uint64_t r0, r1, n = c->y->n_cols;
     rows_of(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     const float *b = oc_nn_f32(c->x);
-    for (uint64_t r = r0; r < r1; r++) {
-        float *y = oc_nn_f32(c->y) + r * n;
-        for (uint64_t j = 0; j < n; j++)
-            y[j] += b[j];
-    }
+    for (uint64_t r = r0; r < r1; r++)
+        oc_nn_vadd(oc_nn_f32(c->y) + r * n, b, n);
     return OC_OK;
 }
 
@@ -62,13 +59,9 @@ static int colsum_part(void *cp, uint64_t task, unsigned worker)
     uint64_t r0, r1, n = c->x->n_cols;
     rows_of(task, c->x->n_rows, OC_NN_CPU_REDUCE_ROWS, &r0, &r1);
     float *p = c->part + task * n;
-    for (uint64_t j = 0; j < n; j++)
-        p[j] = 0.0f;
-    for (uint64_t r = r0; r < r1; r++) {
-        const float *x = oc_nn_f32(c->x) + r * n;
-        for (uint64_t j = 0; j < n; j++)
-            p[j] += x[j];
-    }
+    oc_nn_vzero(p, n);
+    for (uint64_t r = r0; r < r1; r++)
+        oc_nn_vadd(p, oc_nn_f32(c->x) + r * n, n);
     return OC_OK;
 }
 

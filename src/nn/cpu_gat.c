@@ -42,12 +42,9 @@ static int proj_fwd_task(void *cp, uint64_t task, unsigned worker)
     span(task, c->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     for (uint64_t j = r0; j < r1; j++) {
         const float *z = c->z + j * hf;
-        for (uint64_t h = 0; h < c->heads; h++) {
-            float s = 0.0f;
-            for (uint64_t f = 0; f < c->f_dim; f++)
-                s += z[h * c->f_dim + f] * c->attn[h * c->f_dim + f];
-            c->out[j * c->heads + h] = s;
-        }
+        for (uint64_t h = 0; h < c->heads; h++)
+            c->out[j * c->heads + h] =
+                oc_nn_vdot(z + h * c->f_dim, c->attn + h * c->f_dim, c->f_dim);
     }
     return OC_OK;
 }
@@ -81,11 +78,9 @@ static int proj_bwd_task(void *cp, uint64_t task, unsigned worker)
         float *dz = c->dz + j * hf;
         for (uint64_t h = 0; h < c->heads; h++) {
             float d = c->dy[j * c->heads + h];
-            for (uint64_t f = 0; f < c->f_dim; f++) {
-                uint64_t k = h * c->f_dim + f;
-                dz[k] += d * c->attn[k];
-                p[k] += d * z[k];
-            }
+            uint64_t k = h * c->f_dim;
+            oc_nn_vaxpy(dz + k, c->attn + k, d, c->f_dim);
+            oc_nn_vaxpy(p + k, z + k, d, c->f_dim);
         }
     }
     return OC_OK;
@@ -255,17 +250,16 @@ static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
     const struct oc_nn_graph *g = c->g;
     uint64_t r0, r1, nh = c->heads, fd = c->f_dim, hf = nh * fd;
     span(task, g->n_dst, OC_NN_CPU_ROWS, &r0, &r1);
+    uint64_t e_end = g->indptr[r1];
     for (uint64_t i = r0; i < r1; i++) {
         float *y = c->out + i * hf;
-        for (uint64_t k = 0; k < hf; k++)
-            y[k] = 0.0f;
+        oc_nn_vzero(y, hf);
         for (uint64_t e = g->indptr[i]; e < g->indptr[i + 1]; e++) {
+            if (e + OC_NN_PREFETCH_EDGES < e_end)
+                oc_nn_prefetch_row(c->z + (uint64_t)g->indices[e + OC_NN_PREFETCH_EDGES] * hf, hf);
             const float *z = c->z + (uint64_t)g->indices[e] * hf;
-            for (uint64_t h = 0; h < nh; h++) {
-                float w = c->a[e * nh + h];
-                for (uint64_t f = 0; f < fd; f++)
-                    y[h * fd + f] += w * z[h * fd + f];
-            }
+            for (uint64_t h = 0; h < nh; h++)
+                oc_nn_vaxpy(y + h * fd, z + h * fd, c->a[e * nh + h], fd);
         }
     }
     return OC_OK;
@@ -293,16 +287,15 @@ static int agg_bwd_dst(void *cp, uint64_t task, unsigned worker)
     const struct oc_nn_graph *g = c->g;
     uint64_t r0, r1, nh = c->heads, fd = c->f_dim, hf = nh * fd;
     span(task, g->n_dst, OC_NN_CPU_ROWS, &r0, &r1);
+    uint64_t e_end = g->indptr[r1];
     for (uint64_t i = r0; i < r1; i++) {
         const float *dy = c->dy + i * hf;
         for (uint64_t e = g->indptr[i]; e < g->indptr[i + 1]; e++) {
+            if (e + OC_NN_PREFETCH_EDGES < e_end)
+                oc_nn_prefetch_row(c->z + (uint64_t)g->indices[e + OC_NN_PREFETCH_EDGES] * hf, hf);
             const float *z = c->z + (uint64_t)g->indices[e] * hf;
-            for (uint64_t h = 0; h < nh; h++) {
-                float s = 0.0f;
-                for (uint64_t f = 0; f < fd; f++)
-                    s += dy[h * fd + f] * z[h * fd + f];
-                c->da[e * nh + h] = s;
-            }
+            for (uint64_t h = 0; h < nh; h++)
+                c->da[e * nh + h] = oc_nn_vdot(dy + h * fd, z + h * fd, fd);
         }
     }
     return OC_OK;
@@ -316,18 +309,17 @@ static int agg_bwd_src(void *cp, uint64_t task, unsigned worker)
     const struct oc_nn_graph *g = c->g;
     uint64_t r0, r1, nh = c->heads, fd = c->f_dim, hf = nh * fd;
     span(task, g->n_src, OC_NN_CPU_ROWS, &r0, &r1);
+    uint64_t t_end = g->t_indptr[r1];
     for (uint64_t j = r0; j < r1; j++) {
         float *dz = c->dz + j * hf;
-        for (uint64_t k = 0; k < hf; k++)
-            dz[k] = 0.0f;
+        oc_nn_vzero(dz, hf);
         for (uint64_t t = g->t_indptr[j]; t < g->t_indptr[j + 1]; t++) {
+            if (t + OC_NN_PREFETCH_EDGES < t_end)
+                oc_nn_prefetch_row(c->dy + (uint64_t)g->t_dst[t + OC_NN_PREFETCH_EDGES] * hf, hf);
             const float *dy = c->dy + (uint64_t)g->t_dst[t] * hf;
             const float *a = c->a + g->t_eid[t] * nh;
-            for (uint64_t h = 0; h < nh; h++) {
-                float w = a[h];
-                for (uint64_t f = 0; f < fd; f++)
-                    dz[h * fd + f] += w * dy[h * fd + f];
-            }
+            for (uint64_t h = 0; h < nh; h++)
+                oc_nn_vaxpy(dz + h * fd, dy + h * fd, a[h], fd);
         }
     }
     return OC_OK;

@@ -362,7 +362,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.time_s = oc_now_s() - t0;
         st.peak_mem_bytes = oc_mem_peak();
         st.peak_rss_bytes = train_peak_rss_bytes();
-        if (st.val_acc > pos.best_val_acc) {
+        /* Ties go to the later epoch, as DGL's EarlyStopping keeps the last best model. */
+        if (st.val_acc >= pos.best_val_acc) {
             pos.best_val_acc = st.val_acc;
             pos.best_epoch = e;
             pos.test_acc_at_best_val = st.test_acc;

@@ -75,7 +75,7 @@ static int build_graph(uint64_t n, struct oc_graph *g, uint64_t **indptr_out,
     }
     *indptr_out = indptr;
     *indices_out = idx;
-    *g = (struct oc_graph){n, indptr, idx, NULL};
+    *g = (struct oc_graph){.n_nodes = n, .indptr = indptr, .indices32 = idx};
     return 0;
 }
 

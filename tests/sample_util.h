@@ -49,7 +49,8 @@ static inline void tgraph_from(struct tgraph *t, uint64_t n, const uint64_t *ind
         for (uint64_t e = 0; e < m; e++)
             t->idx32[e] = (uint32_t)indices[e];
     }
-    t->g = (struct oc_graph){n, t->indptr, t->idx32, t->idx64};
+    t->g = (struct oc_graph){
+        .n_nodes = n, .indptr = t->indptr, .indices32 = t->idx32, .indices64 = t->idx64};
 }
 
 /*

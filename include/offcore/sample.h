@@ -54,26 +54,36 @@
 #include <stdint.h>
 
 #include "offcore/core.h"
+#include "offcore/dataset.h"
 #include "offcore/thread.h"
 
 #define OC_SAMPLE_MAX_LAYERS 8
 #define OC_SAMPLE_ALL        (-1) /* fanout: take every in-neighbor */
 
+struct oc_topo_disk; /* on-disk topology, below */
+
 /*
- * A read-only in-memory topology: CSC, the in-neighbors of v are
- * indices[indptr[v] .. indptr[v+1]), ascending. Exactly one of indices32 and
- * indices64 is set (u32 when n_nodes < 2^32, as on disk), holding
- * indptr[n_nodes] entries. Malformed contents (indptr decreasing, a neighbor
- * >= n_nodes) are reported as OC_ERR_FORMAT when the sampler reaches them.
+ * A read-only topology view: CSC, the in-neighbors of v are
+ * indices[indptr[v] .. indptr[v+1]), ascending. In memory, exactly one of
+ * indices32 and indices64 is set (u32 when n_nodes < 2^32, as on disk),
+ * holding indptr[n_nodes] entries, and disk is NULL. On disk
+ * (oc_sample_topo_disk_graph), disk is set, indptr is the topology's and
+ * both indices pointers are NULL. Malformed contents (indptr decreasing, a
+ * neighbor >= n_nodes) are reported as OC_ERR_FORMAT when the sampler
+ * reaches them.
  */
 struct oc_graph {
     uint64_t n_nodes;
     const uint64_t *indptr; /* n_nodes + 1 */
     const uint32_t *indices32;
     const uint64_t *indices64;
+    const struct oc_topo_disk *disk; /* NULL = in memory */
 };
 
-/* Checks the whole view: indptr[0] == 0, nondecreasing, every neighbor < n_nodes. O(N + E). */
+/*
+ * Checks the whole view: indptr[0] == 0, nondecreasing, every neighbor <
+ * n_nodes. O(N + E); on disk this reads all of indices.npy.
+ */
 int oc_sample_graph_check(const struct oc_graph *g, struct oc_err *err);
 
 /* ---- batches ------------------------------------------------------------ */
@@ -145,6 +155,109 @@ int oc_sample_neighbors(struct oc_sampler *s, uint64_t epoch, uint64_t batch_ind
  */
 int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_dst,
                          struct oc_sample_batch *out, struct oc_err *err);
+
+/* ---- on-disk topology (`--topology disk`) ------------------------------- */
+
+/*
+ * Topology whose neighbor lists stay on disk, with Ginex's neighbor cache:
+ * indptr is in RAM; indices.npy is opened with O_DIRECT and read during
+ * sampling; the lists of the highest in-degree nodes are kept in a cache.
+ *
+ *   RAM:  indptr   (N+1) × 8 B        degrees, list offsets in the file
+ *         table    N × 8 B            node → element offset in cache, or "not cached"
+ *         cache    Σ deg(cached) × s  cached lists packed in node-id order (s = 4 | 8)
+ *   disk: indices.npy                 uncached lists, read with O_DIRECT
+ *
+ * The budget covers indptr + table + cache. Nodes are ranked by in-degree
+ * (descending, ties by ascending id; nodes without in-neighbors are never
+ * ranked) and the cache holds the longest prefix of that ranking whose lists
+ * fit in what the budget leaves after indptr and table: exactly the top nodes.
+ * The cache is filled at open by one pass of merged reads.
+ *
+ * During sampling each sampler worker owns an io_uring batch reader (pread
+ * where io_uring is unavailable). The sampler queues the reads of a whole
+ * chunk of destination nodes (a list that is taken whole is one request,
+ * split into 1 MiB reads when longer; a list that is sampled reads only the
+ * pages holding the drawn positions, which the positions do not depend on
+ * since they come from the RNG alone), runs them at once with page merging,
+ * and reads each node's lists straight into the sampler's edge buffer. So
+ * the sampled batches are bit-identical to in-memory topology at any thread
+ * count and cache size. Per-worker memory outside the budget: the reader's
+ * aligned staging (io_bounce_bytes) and its request table (about 100 B per
+ * read queued, reused).
+ *
+ * Errors while sampling: indices.npy shorter than indptr says, or unreadable,
+ * are OC_ERR_FORMAT / OC_ERR_IO from oc_sample_neighbors, naming the file and
+ * offset (the lowest failing chunk's error, as for in-memory errors).
+ *
+ * Thread-safety: an open topology is immutable and may be shared by many
+ * samplers on many threads; its file is read with pread/io_uring only.
+ * Ownership: the topology owns indptr, table, cache and the file; views from
+ * oc_sample_topo_disk_graph and samplers over them borrow it and must not
+ * outlive it.
+ */
+struct oc_topo_disk_opts {
+    uint64_t budget_bytes;    /* indptr + table + cache; UINT64_MAX = cache every list */
+    unsigned io_depth;        /* reads in flight per sampler worker (0 = 64) */
+    uint64_t io_bounce_bytes; /* aligned staging per sampler worker (0 = 1 MiB) */
+};
+
+/*
+ * Opens the topology of an opened dataset (borrowed; only its paths and
+ * manifest are read here). A budget below indptr + table is OC_ERR_BUDGET
+ * naming the bytes needed; an allocation refused by --mem-budget is
+ * OC_ERR_BUDGET too. Read errors while filling the cache: OC_ERR_IO /
+ * OC_ERR_FORMAT naming the file and offset. *out is NULL on failure.
+ */
+int oc_sample_topo_disk_new(const struct oc_dataset *ds, const struct oc_topo_disk_opts *opts,
+                            struct oc_topo_disk **out, struct oc_err *err);
+/*
+ * The same from parts: indices_path holds indptr[n_nodes] ids of
+ * index_dtype (OC_DTYPE_U32 or OC_DTYPE_U64, little-endian) starting at byte
+ * data_offset; indptr (n_nodes + 1 entries, borrowed) is copied. Checks
+ * indptr (starts at 0, nondecreasing) and that the file is long enough:
+ * OC_ERR_FORMAT otherwise. For tests and tools that have no dataset directory.
+ */
+int oc_sample_topo_disk_new_file(const char *indices_path, uint64_t data_offset,
+                                 enum oc_dtype index_dtype, uint64_t n_nodes,
+                                 const uint64_t *indptr, const struct oc_topo_disk_opts *opts,
+                                 struct oc_topo_disk **out, struct oc_err *err);
+void oc_sample_topo_disk_free(struct oc_topo_disk *t);
+
+/* Fills g with a view of t for oc_sample_sampler_new (t must outlive it). */
+void oc_sample_topo_disk_graph(const struct oc_topo_disk *t, struct oc_graph *g);
+/* Whether v's list is in the cache (0 for v >= n_nodes and for empty lists). */
+int oc_sample_topo_disk_is_cached(const struct oc_topo_disk *t, uint64_t v);
+
+struct oc_topo_disk_info {
+    uint64_t n_nodes, n_edges;
+    uint32_t index_bytes;       /* 4 or 8 */
+    uint64_t budget_bytes;      /* as given */
+    uint64_t indptr_bytes;      /* (N+1) × 8 */
+    uint64_t table_bytes;       /* N × 8 */
+    uint64_t cache_bytes;       /* cached entries × index_bytes (<= budget - the two above) */
+    uint64_t n_cached_nodes;    /* nodes whose list is cached */
+    uint64_t n_cached_edges;    /* entries in the cache */
+    uint64_t min_cached_degree; /* in-degree of the last node ranked in (0 if none) */
+    uint64_t build_read_bytes;  /* bytes read from disk to fill the cache */
+    uint64_t build_reads;       /* reads issued to fill it */
+    int direct;                 /* whether O_DIRECT is in effect on indices.npy */
+};
+void oc_sample_topo_disk_info(const struct oc_topo_disk *t, struct oc_topo_disk_info *info);
+
+/* Neighbor-list traffic of a sampler over an on-disk topology (all zero in memory). */
+struct oc_topo_disk_stats {
+    uint64_t n_lookups;       /* lists needed (nodes with >= 1 in-neighbor) */
+    uint64_t n_hits;          /* of which served from the cache */
+    uint64_t requested_bytes; /* bytes of lists asked from disk */
+    uint64_t read_bytes;      /* bytes the disk delivered (page rounding, merging) */
+    uint64_t n_reads;         /* reads issued after merging */
+};
+/*
+ * Sums the per-worker counters of s since it was created. Call between
+ * sampling calls (from the thread that drives s).
+ */
+void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_disk_stats *out);
 
 /* ---- seed order --------------------------------------------------------- */
 

@@ -136,7 +136,15 @@ int smp_graph_check_view(const struct oc_graph *g, struct oc_err *err)
                       (unsigned long long)g->n_nodes);
     if (!g->indptr)
         return OC_ERR(err, OC_ERR_ARG, "graph: indptr is NULL");
-    if (!g->indices32 == !g->indices64)
+    if (g->disk) {
+        if (g->indices32 || g->indices64)
+            return OC_ERR(err, OC_ERR_ARG, "graph: an on-disk view has no in-memory indices");
+        if (g->n_nodes != g->disk->n_nodes || g->indptr != g->disk->indptr)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "graph: the view does not match its on-disk topology (n_nodes %llu vs "
+                          "%llu, or another indptr)",
+                          (unsigned long long)g->n_nodes, (unsigned long long)g->disk->n_nodes);
+    } else if (!g->indices32 == !g->indices64)
         return OC_ERR(err, OC_ERR_ARG,
                       "graph: exactly one of indices32 and indices64 must be set (%s)",
                       g->indices32 ? "both are" : "neither is");
@@ -154,6 +162,13 @@ int oc_sample_graph_check(const struct oc_graph *g, struct oc_err *err)
     int rc = smp_graph_check_view(g, err);
     if (rc != OC_OK)
         return rc;
+    if (g->disk) {
+        uint64_t deg;
+        for (uint64_t v = 0; v < g->n_nodes; v++)
+            if ((rc = smp_graph_degree(g, v, &deg, err)) != OC_OK)
+                return rc;
+        return smp_topo_check(g->disk, err);
+    }
     for (uint64_t v = 0; v < g->n_nodes; v++) {
         struct smp_nbrs nb;
         rc = smp_graph_nbrs(g, v, &nb, err);

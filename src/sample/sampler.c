@@ -4,9 +4,10 @@
  * Place in the data flow: dataset (topology) ──► sample ──► plan / pipeline.
  * Thread-safety: one thread drives a sampler; inside a call the work of each
  * layer is split over the pool in fixed chunks of destination nodes.
- * Ownership: the sampler owns its workspace (per-worker scratch, the id map,
- * the buffer of sampled global ids); the graph arrays and the pool are
- * borrowed; the caller's batch owns its arrays.
+ * Ownership: the sampler owns its workspace (per-worker scratch and, over an
+ * on-disk topology, per-worker readers; the id map; the buffer of sampled
+ * global ids); the graph arrays and the pool are borrowed; the caller's batch
+ * owns its arrays.
  *
  * One layer (block l, destination nodes = input_ids[0 .. n_dst)):
  *
@@ -15,13 +16,16 @@
  *   -  prefix   (sequential over chunks) chunk_base[t], n_edges
  *   B  draw     (parallel) indptr[i+1] = chunk_base[t] + running count;
  *               gids[indptr[i] ..) = v_i's chosen in-neighbors, ascending
+ *               (on disk: the chunk's reads are queued, run at once, then checked)
  *   C  relabel  (sequential, in edge order) indices[e] = local id of gids[e];
  *               a global id seen for the first time is appended to input_ids
  *
  * Why it is deterministic: the chunk size C is a constant, not a function of
  * the thread count; node v's draw uses only the RNG stream
  * (seed, epoch, batch, v·8 + l); and local ids are assigned in one ordered
- * pass. So any pool, of any size, writes the same bytes.
+ * pass. So any pool, of any size, writes the same bytes. An on-disk topology
+ * changes only where phase B's ids come from: the positions are drawn before
+ * the list is read, from the same stream.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +44,7 @@ struct smp_worker {
     uint64_t set_cap;  /* power of two >= 2·k_max, or 0 when k_max <= SMP_LINEAR_K */
     uint64_t bad_task; /* lowest task that failed on this worker, UINT64_MAX = none */
     struct oc_err err;
+    struct smp_topo_reader rd; /* on-disk topology only */
 };
 
 /* The layer being sampled, shared read-only by the tasks of one pool run. */
@@ -111,6 +116,8 @@ int oc_sample_sampler_new(const struct oc_graph *g, const struct oc_sample_opts 
             if (!wk->set)
                 goto fail;
         }
+        if (g->disk && smp_topo_reader_init(&wk->rd, g->disk, err) != OC_OK)
+            goto fail;
     }
     *out = s;
     return OC_OK;
@@ -127,6 +134,7 @@ void oc_sample_sampler_free(struct oc_sampler *s)
     for (unsigned w = 0; s->workers && w < s->n_workers; w++) {
         oc_free(s->workers[w].pos);
         oc_free(s->workers[w].set);
+        smp_topo_reader_deinit(&s->workers[w].rd);
     }
     oc_free(s->workers);
     smp_map_deinit(&s->map);
@@ -239,18 +247,74 @@ static int phase_count(void *ctx, uint64_t task, unsigned worker)
     for (uint64_t i = lo; i < hi; i++) {
         if (i + SMP_PREFETCH < hi)
             smp_graph_prefetch_ptr(&s->g, L->dst[i + SMP_PREFETCH]);
-        struct smp_nbrs nb;
-        int rc = smp_graph_nbrs(&s->g, L->dst[i], &nb, &wk->err);
+        uint64_t deg;
+        int rc = smp_graph_degree(&s->g, L->dst[i], &deg, &wk->err);
         if (rc != OC_OK) {
             worker_fail(wk, task);
             return rc;
         }
-        uint64_t c = take_count(L->fanout, nb.n);
+        uint64_t c = take_count(L->fanout, deg);
         L->blk->indptr[i + 1] = c;
         sum += c;
     }
     s->chunk_edges[task] = sum;
     return OC_OK;
+}
+
+/*
+ * Checks that the ids drawn for dst[lo .. hi) of task `task` are < n_nodes.
+ * indptr[lo] belongs to the previous chunk (maybe still being written by
+ * another worker), so the chunk's base offset is taken from chunk_edges.
+ */
+static int check_ids(struct oc_sampler *s, struct smp_worker *wk, uint64_t task, uint64_t lo,
+                     uint64_t hi)
+{
+    const struct smp_layer *L = &s->cur;
+    const uint64_t *indptr = L->blk->indptr;
+    uint64_t e = s->chunk_edges[task];
+    for (uint64_t i = lo; i < hi; i++)
+        for (; e < indptr[i + 1]; e++)
+            if (s->gids[e] >= s->g.n_nodes)
+                return OC_ERR(&wk->err, OC_ERR_FORMAT,
+                              "graph: in-neighbor %llu of node %llu is >= n_nodes %llu",
+                              (unsigned long long)s->gids[e], (unsigned long long)L->dst[i],
+                              (unsigned long long)s->g.n_nodes);
+    return OC_OK;
+}
+
+/* Phase B over an on-disk topology: queue the chunk's lists, read them at once, check. */
+static int phase_draw_disk(void *ctx, uint64_t task, unsigned worker)
+{
+    struct oc_sampler *s = ctx;
+    struct smp_layer *L = &s->cur;
+    struct smp_worker *wk = &s->workers[worker];
+    uint64_t *indptr = L->blk->indptr;
+    uint64_t lo = task * SMP_CHUNK;
+    uint64_t hi = lo + SMP_CHUNK < L->n_dst ? lo + SMP_CHUNK : L->n_dst;
+    uint64_t off = s->chunk_edges[task];
+    int rc = OC_OK;
+    for (uint64_t i = lo; i < hi && rc == OC_OK; i++) {
+        uint64_t v = L->dst[i];
+        uint64_t c = indptr[i + 1];
+        uint64_t deg = s->g.indptr[v + 1] - s->g.indptr[v]; /* checked in phase A */
+        const uint64_t *pos = NULL;
+        if (c < deg) {
+            struct oc_rng r;
+            oc_rng_init(&r, s->opts.seed, L->epoch, L->batch, v * OC_SAMPLE_MAX_LAYERS + L->layer);
+            draw_positions(wk, &r, deg, c);
+            pos = wk->pos;
+        }
+        rc = smp_topo_fetch(&wk->rd, v, pos, c, s->gids + off, &wk->err);
+        off += c;
+        indptr[i + 1] = off;
+    }
+    if (rc == OC_OK)
+        rc = smp_topo_flush(&wk->rd, &wk->err);
+    if (rc == OC_OK)
+        rc = check_ids(s, wk, task, lo, hi);
+    if (rc != OC_OK)
+        worker_fail(wk, task);
+    return rc;
 }
 
 static int phase_draw(void *ctx, uint64_t task, unsigned worker)
@@ -369,7 +433,7 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
                        err)) != OC_OK)
         return rc;
     blk->indptr[0] = 0;
-    rc = run_tasks(s, n_chunks, phase_draw, err);
+    rc = run_tasks(s, n_chunks, s->g.disk ? phase_draw_disk : phase_draw, err);
     if (rc != OC_OK)
         return rc;
 
@@ -475,4 +539,11 @@ int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_d
     if (rc != OC_OK)
         smp_batch_reset(out);
     return rc;
+}
+
+void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_disk_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (unsigned w = 0; s->g.disk && w < s->n_workers; w++)
+        smp_topo_reader_stats(&s->workers[w].rd, out);
 }

@@ -10,35 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "harness.h"
 #include "offcore/generate.h"
-
-extern char **environ;
-
-/* Runs argv with stdout to out_path; returns the pid. */
-static pid_t spawn_out(char *const argv[], const char *out_path)
-{
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = -1;
-    if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
-        pid = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-    int st = 0;
-    if (waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
+#include "proc_util.h"
 
 /* Extracts the hex after "weights_sha256 " in a file. */
 static int read_sha(const char *path, char sha[65])
@@ -98,7 +74,7 @@ OC_TEST(sigkill_mid_epoch_then_resume_gives_same_weights)
     base[log_i] = log_a;
     base[ckpt_flag_i] = NULL;
     double t0 = oc_now_s();
-    OC_CHECK(wait_exit(spawn_out(base, out_a)) == 0);
+    OC_CHECK(proc_wait(proc_spawn(base, out_a)) == 0);
     double full_s = oc_now_s() - t0;
     char sha_a[65], sha_c[65];
     OC_CHECK(read_sha(out_a, sha_a) == 0);
@@ -108,21 +84,21 @@ OC_TEST(sigkill_mid_epoch_then_resume_gives_same_weights)
     base[ckpt_flag_i] = "--checkpoint";
     char ck_file[1200];
     snprintf(ck_file, sizeof(ck_file), "%s/checkpoint.bin", ckpt);
-    pid_t pid = spawn_out(base, out_b);
+    pid_t pid = proc_spawn(base, out_b);
     OC_CHECK(pid > 0);
     double deadline = oc_now_s() + 120;
     while (!oc_path_exists(ck_file) && oc_now_s() < deadline)
         sleep_ms(5);
     sleep_ms((long)(full_s * 1000 / 4 * 0.4)); /* about 40% into epoch 1 */
     kill(pid, SIGKILL);
-    int st = wait_exit(pid);
+    int st = proc_wait(pid);
     OC_CHECK(st == 128 + SIGKILL);
     if (st != 128 + SIGKILL)
         fprintf(stderr, "  run ended (status %d) before the kill: machine too fast?\n", st);
     OC_CHECK(oc_path_exists(ck_file));
 
     base[resume_i] = "--resume";
-    OC_CHECK(wait_exit(spawn_out(base, out_c)) == 0);
+    OC_CHECK(proc_wait(proc_spawn(base, out_c)) == 0);
     OC_CHECK(read_sha(out_c, sha_c) == 0);
     fprintf(stderr, "  uninterrupted %s\n  resumed       %s\n", sha_a, sha_c);
     OC_CHECK(strcmp(sha_a, sha_c) == 0);

@@ -148,7 +148,10 @@ static void run_deinit(struct run *r)
  */
 static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o)
 {
-    uint64_t n = o->batch_size;
+    uint64_t seeds = o->batch_size;
+    if (o->eval == OC_TRAIN_EVAL_SAMPLED && o->eval_batch_size > seeds)
+        seeds = o->eval_batch_size;
+    uint64_t n = seeds; /* input rows of the largest batch: seeds x prod(1 + fanout), at most N */
     for (uint32_t l = 0; l < o->n_layers; l++) {
         uint64_t f = o->fanouts[l] < 0 ? r->data.n_nodes : (uint64_t)o->fanouts[l] + 1;
         n = n > r->data.n_nodes / f ? r->data.n_nodes : n * f;
@@ -191,7 +194,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o,
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,
                           "--mem-budget %s is too small: topology, labels and model hold %s and "
-                          "one batch needs about %s before any feature store",
+                          "one batch needs about %s before any feature store (smaller --batch, "
+                          "--eval-batch or --fanout need less)",
                           oc_format_size(o->mem_budget, a, sizeof(a)),
                           oc_format_size(held, b, sizeof(b)), oc_format_size(work, c, sizeof(c)));
         }

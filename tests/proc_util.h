@@ -1,0 +1,38 @@
+/*
+ * proc_util.h — test helpers that run the offcore binary as a child process
+ * (stdout to a file, stderr discarded) and wait for it.
+ */
+#ifndef OFFCORE_TEST_PROC_UTIL_H
+#define OFFCORE_TEST_PROC_UTIL_H
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+extern char **environ;
+
+/* Starts argv (argv[0] a path) with stdout to out_path; returns the pid or -1. */
+static inline pid_t proc_spawn(char *const argv[], const char *out_path)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
+        pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+/* Waits for pid: its exit code, or 128 + signal if it was killed, -1 on error. */
+static inline int proc_wait(pid_t pid)
+{
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#endif

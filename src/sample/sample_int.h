@@ -137,6 +137,20 @@ void smp_topo_reader_deinit(struct smp_topo_reader *r);
  */
 int smp_topo_fetch(struct smp_topo_reader *r, uint64_t v, const uint64_t *pos, uint64_t k,
                    uint64_t *dst, struct oc_err *err);
+/* Hints that v's cache table entry will be read soon. */
+static inline void smp_topo_prefetch_entry(const struct oc_topo_disk *t, uint64_t v)
+{
+    __builtin_prefetch(&t->table[v], 0, 1);
+}
+
+/* Hints that v's cached list (if any) will be read soon; its table entry should be warm. */
+static inline void smp_topo_prefetch_list(const struct oc_topo_disk *t, uint64_t v)
+{
+    uint64_t c = t->table[v];
+    if (c != SMP_TOPO_NONE)
+        __builtin_prefetch((const char *)t->cache + c * t->index_bytes, 0, 1);
+}
+
 /* Runs the queued reads; every fetched slot holds its value after OC_OK. */
 int smp_topo_flush(struct smp_topo_reader *r, struct oc_err *err);
 /* Adds r's counters into st. */

@@ -294,6 +294,12 @@ static int phase_draw_disk(void *ctx, uint64_t task, unsigned worker)
     uint64_t off = s->chunk_edges[task];
     int rc = OC_OK;
     for (uint64_t i = lo; i < hi && rc == OC_OK; i++) {
+        if (i + SMP_PREFETCH < hi) {
+            smp_graph_prefetch_ptr(&s->g, L->dst[i + SMP_PREFETCH]);
+            smp_topo_prefetch_entry(s->g.disk, L->dst[i + SMP_PREFETCH]);
+        }
+        if (i + SMP_PREFETCH / 2 < hi)
+            smp_topo_prefetch_list(s->g.disk, L->dst[i + SMP_PREFETCH / 2]);
         uint64_t v = L->dst[i];
         uint64_t c = indptr[i + 1];
         uint64_t deg = s->g.indptr[v + 1] - s->g.indptr[v]; /* checked in phase A */

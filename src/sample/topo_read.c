@@ -90,12 +90,19 @@ static void copy_cached(const struct oc_topo_disk *t, uint64_t v, const uint64_t
     uint64_t c = t->table[v];
     if (t->index_bytes == 4) {
         const uint32_t *src = (const uint32_t *)t->cache + c;
-        for (uint64_t j = 0; j < k; j++)
-            dst[j] = src[pos ? pos[j] : j];
+        if (pos)
+            for (uint64_t j = 0; j < k; j++)
+                dst[j] = src[pos[j]];
+        else
+            for (uint64_t j = 0; j < k; j++)
+                dst[j] = src[j];
     } else {
         const uint64_t *src = (const uint64_t *)t->cache + c;
-        for (uint64_t j = 0; j < k; j++)
-            dst[j] = src[pos ? pos[j] : j];
+        if (pos)
+            for (uint64_t j = 0; j < k; j++)
+                dst[j] = src[pos[j]];
+        else
+            memcpy(dst, src, (size_t)k * sizeof(uint64_t));
     }
 }
 

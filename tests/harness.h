@@ -36,56 +36,56 @@ static int oc_cur_failed;
 static int oc_cur_skipped;
 static char oc_tmp_root[512];
 
-#define OC_TEST(name)                                                                              \
-    static void test_##name(void);                                                                 \
-    __attribute__((constructor)) static void reg_##name(void)                                      \
-    {                                                                                              \
-        if (oc_n_tests < OC_TEST_MAX)                                                              \
-            oc_tests[oc_n_tests++] = (struct oc_test_case){#name, test_##name};                    \
-    }                                                                                              \
+#define OC_TEST(name)                                                           \
+    static void test_##name(void);                                              \
+    __attribute__((constructor)) static void reg_##name(void)                   \
+    {                                                                           \
+        if (oc_n_tests < OC_TEST_MAX)                                           \
+            oc_tests[oc_n_tests++] = (struct oc_test_case){#name, test_##name}; \
+    }                                                                           \
     static void test_##name(void)
 
-#define OC_CHECK(cond)                                                                             \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
-            oc_cur_failed = 1;                                                                     \
-        }                                                                                          \
+#define OC_CHECK(cond)                                                        \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            oc_cur_failed = 1;                                                \
+        }                                                                     \
     } while (0)
 
 /* Checks an expression returning a status is OC_OK; prints the error record if not. */
-#define OC_CHECK_OK(expr, errp)                                                                    \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        const struct oc_err *e_ = (errp);                                                          \
-        if (rc_ != OC_OK) {                                                                        \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr,             \
-                    oc_status_str(rc_), e_ ? e_->msg : "");                                        \
-            oc_cur_failed = 1;                                                                     \
-        }                                                                                          \
+#define OC_CHECK_OK(expr, errp)                                                        \
+    do {                                                                               \
+        int rc_ = (expr);                                                              \
+        const struct oc_err *e_ = (errp);                                              \
+        if (rc_ != OC_OK) {                                                            \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr, \
+                    oc_status_str(rc_), e_ ? e_->msg : "");                            \
+            oc_cur_failed = 1;                                                         \
+        }                                                                              \
     } while (0)
 
 /* Checks a status equals `want` and (if substr != NULL) the message contains substr. */
-#define OC_CHECK_ERR(expr, want, errp, substr)                                                     \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        const char *s_ = (substr);                                                                 \
-        if (rc_ != (want)) {                                                                       \
-            fprintf(stderr, "  FAIL %s:%d: %s -> %s (%d), wanted %s: %s\n", __FILE__, __LINE__,    \
-                    #expr, oc_status_str(rc_), rc_, oc_status_str(want), (errp)->msg);             \
-            oc_cur_failed = 1;                                                                     \
-        } else if (s_ && !strstr((errp)->msg, s_)) {                                               \
-            fprintf(stderr, "  FAIL %s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,     \
-                    (errp)->msg, s_);                                                              \
-            oc_cur_failed = 1;                                                                     \
-        }                                                                                          \
+#define OC_CHECK_ERR(expr, want, errp, substr)                                                  \
+    do {                                                                                        \
+        int rc_ = (expr);                                                                       \
+        const char *s_ = (substr);                                                              \
+        if (rc_ != (want)) {                                                                    \
+            fprintf(stderr, "  FAIL %s:%d: %s -> %s (%d), wanted %s: %s\n", __FILE__, __LINE__, \
+                    #expr, oc_status_str(rc_), rc_, oc_status_str(want), (errp)->msg);          \
+            oc_cur_failed = 1;                                                                  \
+        } else if (s_ && !strstr((errp)->msg, s_)) {                                            \
+            fprintf(stderr, "  FAIL %s:%d: message \"%s\" lacks \"%s\"\n", __FILE__, __LINE__,  \
+                    (errp)->msg, s_);                                                           \
+            oc_cur_failed = 1;                                                                  \
+        }                                                                                       \
     } while (0)
 
-#define OC_SKIP(reason)                                                                            \
-    do {                                                                                           \
-        fprintf(stderr, "  skip: %s\n", reason);                                                   \
-        oc_cur_skipped = 1;                                                                        \
-        return;                                                                                    \
+#define OC_SKIP(reason)                          \
+    do {                                         \
+        fprintf(stderr, "  skip: %s\n", reason); \
+        oc_cur_skipped = 1;                      \
+        return;                                  \
     } while (0)
 
 static inline const char *oc_test_tmpdir(void)
@@ -156,10 +156,10 @@ static inline int oc_test_main(int argc, char **argv)
     return 0;
 }
 
-#define OC_TEST_MAIN()                                                                             \
-    int main(int argc, char **argv)                                                                \
-    {                                                                                              \
-        return oc_test_main(argc, argv);                                                           \
+#define OC_TEST_MAIN()                   \
+    int main(int argc, char **argv)      \
+    {                                    \
+        return oc_test_main(argc, argv); \
     }
 
 #endif

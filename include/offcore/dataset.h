@@ -240,10 +240,10 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err);
 
 struct oc_edge_sort_opts {
     uint64_t n_nodes;
-    int symmetrize;       /* add (v,u) for every (u,v) */
-    int keep_duplicates;  /* keep multi-edges (default: one copy of each (src,dst)) */
+    int symmetrize;      /* add (v,u) for every (u,v) */
+    int keep_duplicates; /* keep multi-edges (default: one copy of each (src,dst)) */
     int remove_self_loops;
-    uint64_t mem_bytes;   /* RAM the sorter may hold (0 = 256 MiB) */
+    uint64_t mem_bytes; /* RAM the sorter may hold (0 = 256 MiB) */
 };
 
 struct oc_edge_sorter;
@@ -253,8 +253,8 @@ int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
                        struct oc_edge_sorter **out, struct oc_err *err);
 void oc_edge_sorter_free(struct oc_edge_sorter *s);
 /* Adds edges src[i] -> dst[i]; ids ≥ n_nodes are OC_ERR_ARG naming the edge. */
-int oc_edge_sorter_add(struct oc_edge_sorter *s, const uint64_t *src, const uint64_t *dst,
-                       size_t n, struct oc_err *err);
+int oc_edge_sorter_add(struct oc_edge_sorter *s, const uint64_t *src, const uint64_t *dst, size_t n,
+                       struct oc_err *err);
 /*
  * Sorts by (dst, src) and writes indptr.npy and indices.npy (CSC: in-neighbors
  * of each node, ascending) into the builder; sets n_edges and index_dtype in

@@ -48,12 +48,15 @@ static void ooc_opts(struct oc_train_opts *o)
     o->n_threads = 2;
     o->seed = 9;
     o->eval = OC_TRAIN_EVAL_SAMPLED;
+    o->eval_batch_size = 256;
 }
 
-/* Sums the disk bytes the training gathers read. */
+/* Sums the disk bytes the training gathers ([0]) and the disk topology ([1]) read. */
 static void add_disk_reads(void *p, const struct oc_train_epoch_stats *st)
 {
-    *(uint64_t *)p += st->store.read_bytes;
+    uint64_t *read = p;
+    read[0] += st->store.read_bytes;
+    read[1] += st->topo.read_bytes;
 }
 
 OC_TEST(every_strategy_trains_bit_identical_to_memory)
@@ -72,21 +75,28 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
         const char *name = oc_store_strategy_name(i);
         if (strcmp(name, "memory") == 0)
             continue;
-        for (int hot = 0; hot < 2; hot++) {
+        for (int variant = 0; variant < 3; variant++) {
+            int hot = variant == 1, disk_topo = variant == 2;
             if (hot && strcmp(name, "static") != 0)
                 continue;
             ooc_opts(&o);
             o.strategy = name;
             o.hotness = hot ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            o.topology_disk = disk_topo;
+            o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
             o.mem_budget = 24u << 20;
             struct oc_train_result res;
-            uint64_t read = 0;
-            OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, &read, NULL, &res, &err), &err);
-            fprintf(stderr, "  %-8s%s %s, %llu bytes read\n", name, hot ? " (presample)" : "",
-                    res.weights_sha256, (unsigned long long)read);
+            uint64_t read[2] = {0, 0};
+            OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
+            fprintf(stderr, "  %-8s%s %s, %llu bytes read\n", name,
+                    hot         ? " (presample)"
+                    : disk_topo ? " (disk topology)"
+                                : "",
+                    res.weights_sha256, (unsigned long long)read[0]);
             OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
             if (strcmp(name, "mmap") != 0) /* the page cache may hold mmap's pages */
-                OC_CHECK(read > 0);
+                OC_CHECK(read[0] > 0);
+            OC_CHECK(disk_topo ? read[1] > 0 : read[1] == 0);
         }
     }
 }

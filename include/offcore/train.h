@@ -49,6 +49,9 @@ struct oc_train_opts {
     const char *strategy;          /* feature store (store.h registry), NULL = "memory" */
     enum oc_store_hotness hotness; /* for `static` */
     uint64_t mem_budget;           /* hard limit on memory held (0 = none): sizes the caches */
+    int topology_disk;             /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
+    uint64_t topo_cache_bytes;     /* disk topology: indptr + table + neighbor cache; 0 = a fifth
+                                  of mem_budget, or every list without a budget */
 };
 
 /*
@@ -68,9 +71,10 @@ struct oc_train_epoch_stats {
     double time_s;
     double sample_s, gather_s, forward_s, backward_s, optimizer_s, eval_s;
     uint64_t n_batches;
-    struct oc_store_stats store; /* this epoch's training gathers (evaluation excluded) */
-    uint64_t peak_mem_bytes;     /* most memory held through the accountant so far */
-    uint64_t peak_rss_bytes;     /* the process's peak resident set so far */
+    struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
+    struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
+    uint64_t peak_mem_bytes;        /* most memory held through the accountant so far */
+    uint64_t peak_rss_bytes;        /* the process's peak resident set so far */
 };
 
 typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);

@@ -89,6 +89,8 @@ int cmd_train(int argc, char **argv)
     struct oc_train_opts o;
     oc_train_opts_default(kind, &o);
     const char *fanout = NULL, *eval = "full", *strategy = "memory", *hotness = "degree";
+    const char *topology = "memory";
+    uint64_t topo_cache = 0;
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -124,6 +126,13 @@ int cmd_train(int argc, char **argv)
         {"hotness", CLI_CHOICE, &hotness, NULL,
          "static: cache rows by in-degree or by access counts of a pre-sampled epoch",
          "degree|presample"},
+        {"topology", CLI_CHOICE, &topology, NULL,
+         "disk: neighbor lists read with O_DIRECT through a degree-ranked cache (Ginex)",
+         "memory|disk"},
+        {"topo-cache", CLI_SIZE, &topo_cache, NULL,
+         "disk topology: memory for indptr + table + neighbor cache (default: a fifth of "
+         "--mem-budget, or all lists without one)",
+         NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
@@ -176,6 +185,8 @@ int cmd_train(int argc, char **argv)
     o.hotness =
         strcmp(hotness, "degree") == 0 ? OC_STORE_HOTNESS_DEGREE : OC_STORE_HOTNESS_PRESAMPLE;
     o.mem_budget = budget;
+    o.topology_disk = strcmp(topology, "disk") == 0;
+    o.topo_cache_bytes = topo_cache;
     int show_io = strcmp(strategy, "memory") != 0;
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);

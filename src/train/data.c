@@ -11,9 +11,54 @@
  */
 #include <string.h>
 
+#include "offcore/io.h"
 #include "train/train_int.h"
 
-int train_data_load(const char *dir, struct train_data *d, struct oc_err *err)
+/*
+ * Whole-graph out-degrees (self-edges excluded) by one sequential pass over
+ * indices.npy in 1 MiB pieces, for disk topology where indices are not in RAM.
+ */
+static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, struct oc_err *err)
+{
+    const char *path = oc_dataset_path(d->ds, OC_DS_INDICES);
+    size_t isz = oc_dtype_size(oc_dataset_manifest(d->ds)->index_dtype);
+    uint64_t off0 = oc_dataset_data_offset(d->ds, OC_DS_INDICES);
+    struct oc_file *f = NULL;
+    int rc = oc_file_open(path, OC_FILE_READ, &f, err);
+    if (rc)
+        return rc;
+    const uint64_t chunk = (1u << 20) / isz;
+    uint8_t *buf = oc_alloc(chunk * isz, "out-degree scan", err);
+    if (!buf) {
+        oc_file_close(f, NULL);
+        return err->status;
+    }
+    uint64_t v = 0, n_edges = indptr[d->n_nodes];
+    for (uint64_t e0 = 0; e0 < n_edges && rc == OC_OK; e0 += chunk) {
+        uint64_t n = n_edges - e0 < chunk ? n_edges - e0 : chunk;
+        rc = oc_file_pread(f, buf, n * isz, off0 + e0 * isz, err);
+        for (uint64_t i = 0; i < n && rc == OC_OK; i++) {
+            uint64_t e = e0 + i, u;
+            while (indptr[v + 1] <= e)
+                v++;
+            if (isz == 4) {
+                uint32_t u32;
+                memcpy(&u32, buf + i * 4, 4);
+                u = u32;
+            } else {
+                memcpy(&u, buf + i * 8, 8);
+            }
+            if (u != v)
+                d->out_deg[u]++;
+        }
+    }
+    oc_free(buf);
+    oc_file_close(f, NULL);
+    return rc;
+}
+
+int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
+                    struct train_data *d, struct oc_err *err)
 {
     memset(d, 0, sizeof(*d));
     int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFAULT, &d->ds, err);
@@ -35,16 +80,23 @@ int train_data_load(const char *dir, struct train_data *d, struct oc_err *err)
                     m->n_classes);
         goto fail;
     }
-    if ((rc = oc_dataset_load_indptr(d->ds, &d->indptr, err)))
-        goto fail;
-    if ((rc = oc_dataset_load_indices(d->ds, m->index_dtype, &d->indices, err)))
-        goto fail;
-    d->graph.n_nodes = d->n_nodes;
-    d->graph.indptr = d->indptr;
-    if (m->index_dtype == OC_DTYPE_U32)
-        d->graph.indices32 = d->indices;
-    else
-        d->graph.indices64 = d->indices;
+    if (topo_opts) {
+        if ((rc = oc_sample_topo_disk_new(d->ds, topo_opts, &d->topo, err)))
+            goto fail;
+        oc_sample_topo_disk_graph(d->topo, &d->graph);
+        d->indptr = NULL;
+    } else {
+        if ((rc = oc_dataset_load_indptr(d->ds, &d->indptr, err)))
+            goto fail;
+        if ((rc = oc_dataset_load_indices(d->ds, m->index_dtype, &d->indices, err)))
+            goto fail;
+        d->graph.n_nodes = d->n_nodes;
+        d->graph.indptr = d->indptr;
+        if (m->index_dtype == OC_DTYPE_U32)
+            d->graph.indices32 = d->indices;
+        else
+            d->graph.indices64 = d->indices;
+    }
     if ((rc = oc_dataset_load_labels(d->ds, &d->labels, err)))
         goto fail;
     static const enum oc_ds_file split_files[TRAIN_SPLIT_COUNT] = {OC_DS_TRAIN_IDX, OC_DS_VAL_IDX,
@@ -60,6 +112,11 @@ int train_data_load(const char *dir, struct train_data *d, struct oc_err *err)
     if (!d->out_deg) {
         rc = err->status;
         goto fail;
+    }
+    if (d->topo) {
+        if ((rc = out_degrees_from_file(d, d->graph.indptr, err)))
+            goto fail;
+        return OC_OK;
     }
     for (uint64_t v = 0; v < d->n_nodes; v++)
         for (uint64_t e = d->indptr[v]; e < d->indptr[v + 1]; e++) {
@@ -81,6 +138,7 @@ void train_data_deinit(struct train_data *d)
     for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
         oc_free(d->split[s]);
     oc_free(d->out_deg);
+    oc_sample_topo_disk_free(d->topo);
     oc_dataset_free(d->ds);
     memset(d, 0, sizeof(*d));
 }

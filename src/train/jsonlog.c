@@ -110,6 +110,16 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
                                     oc_store_stats_hit_ratio(ss, (enum oc_store_tier)t));
         cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
     }
+    cJSON *topo = cJSON_AddObjectToObject(o, "topology");
+    if (topo) {
+        const struct oc_topo_disk_stats *ts = &st->topo;
+        cJSON_AddNumberToObject(topo, "lookups", (double)ts->n_lookups);
+        cJSON_AddNumberToObject(topo, "cache_hit_ratio",
+                                ts->n_lookups ? (double)ts->n_hits / (double)ts->n_lookups : 1.0);
+        cJSON_AddNumberToObject(topo, "requested_bytes", (double)ts->requested_bytes);
+        cJSON_AddNumberToObject(topo, "read_bytes", (double)ts->read_bytes);
+        cJSON_AddNumberToObject(topo, "n_reads", (double)ts->n_reads);
+    }
     cJSON_AddNumberToObject(o, "peak_mem_bytes", (double)st->peak_mem_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)st->peak_rss_bytes);
     int rc = log_write(l, o, err);

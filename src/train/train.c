@@ -210,7 +210,13 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
                      struct oc_err *err)
 {
     int rc;
-    if ((rc = train_data_load(dir, &r->data, err)))
+    struct oc_topo_disk_opts topo = {0};
+    if (o->topology_disk) {
+        topo.budget_bytes = o->topo_cache_bytes;
+        if (!topo.budget_bytes)
+            topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
+    }
+    if ((rc = train_data_load(dir, o->topology_disk ? &topo : NULL, &r->data, err)))
         return rc;
     unsigned n_threads = o->n_threads;
     if (n_threads == 0) {
@@ -343,7 +349,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_progress_set_total(progress, n_batches);
         oc_sample_epoch_shuffle(&r.epoch, o->seed, e);
         struct oc_store_stats before, after;
+        struct oc_topo_disk_stats topo0, topo1;
         oc_store_stats(r.store, &before);
+        oc_sample_sampler_topo_stats(r.sampler, &topo0);
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         for (uint64_t b = 0; b < n_batches; b++) {
@@ -354,6 +362,12 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_progress_finish(progress);
         oc_store_stats(r.store, &after);
         oc_store_stats_sub(&after, &before, &st.store);
+        oc_sample_sampler_topo_stats(r.sampler, &topo1);
+        st.topo.n_lookups = topo1.n_lookups - topo0.n_lookups;
+        st.topo.n_hits = topo1.n_hits - topo0.n_hits;
+        st.topo.requested_bytes = topo1.requested_bytes - topo0.requested_bytes;
+        st.topo.read_bytes = topo1.read_bytes - topo0.read_bytes;
+        st.topo.n_reads = topo1.n_reads - topo0.n_reads;
         double te = oc_now_s();
         double acc[TRAIN_SPLIT_COUNT];
         if ((rc = train_eval_run(r.eval, e, acc, err)))

@@ -24,7 +24,8 @@ struct train_data {
     struct oc_dataset *ds;
     uint64_t n_nodes, feat_dim, n_classes;
     uint64_t *indptr;
-    void *indices; /* u32 or u64 as on disk */
+    void *indices;            /* u32 or u64 as on disk; NULL with disk topology */
+    struct oc_topo_disk *topo; /* disk topology (owns its own indptr) */
     struct oc_graph graph;
     int32_t *labels;
     uint64_t *split[TRAIN_SPLIT_COUNT];
@@ -32,7 +33,9 @@ struct train_data {
     uint64_t *out_deg; /* out-degree in the whole graph, self-edges excluded */
 };
 
-int train_data_load(const char *dir, struct train_data *d, struct oc_err *err);
+/* Loads everything but features; with topo_opts != NULL the indices stay on disk. */
+int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
+                    struct train_data *d, struct oc_err *err);
 void train_data_deinit(struct train_data *d);
 
 /*

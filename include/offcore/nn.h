@@ -65,6 +65,8 @@ void oc_nn_backend_free(struct oc_nn_backend *be);
 const char *oc_nn_backend_name(const struct oc_nn_backend *be);
 /* Parses "cpu" (and later "cuda"). */
 int oc_nn_backend_kind_parse(const char *name, enum oc_nn_backend_kind *kind, struct oc_err *err);
+/* Dense work so far: floating-point operations of every GEMM and the seconds they took. */
+void oc_nn_backend_gemm_stats(const struct oc_nn_backend *be, uint64_t *flops, double *seconds);
 /* Whether tensor data pointers of this backend are host memory (CPU: yes). */
 int oc_nn_backend_is_host(const struct oc_nn_backend *be);
 

@@ -73,6 +73,8 @@ struct oc_train_epoch_stats {
     uint64_t n_batches;
     struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
     struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
+    uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */
+    double gemm_s;                  /* and the seconds it took */
     uint64_t peak_mem_bytes;        /* most memory held through the accountant so far */
     uint64_t peak_rss_bytes;        /* the process's peak resident set so far */
 };

@@ -111,3 +111,9 @@ const char *oc_nn_op_name(enum oc_nn_op op)
 {
     return (unsigned)op < OC_NN_OP_COUNT && op_names[op] ? op_names[op] : "?";
 }
+
+void oc_nn_backend_gemm_stats(const struct oc_nn_backend *be, uint64_t *flops, double *seconds)
+{
+    *flops = atomic_load(&be->gemm_flops);
+    *seconds = (double)atomic_load(&be->gemm_ns) * 1e-9;
+}

@@ -19,6 +19,7 @@
 #ifndef OFFCORE_NN_INT_H
 #define OFFCORE_NN_INT_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -233,6 +234,9 @@ struct oc_nn_backend {
     enum oc_nn_backend_kind kind;
     struct oc_pool *pool; /* borrowed; NULL = inline */
     void *ctx;            /* backend private state */
+    /* dense work done through oc_nn_gemm (benchmarks report the fraction of sgemm peak) */
+    _Atomic uint64_t gemm_flops;
+    _Atomic uint64_t gemm_ns;
 };
 
 /* The CPU backend's table (cpu_backend.c). backend.c is the only user. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "nn_int.h"
+#include "offcore/progress.h"
 
 static const char *const dtype_names[OC_NN_DTYPE_COUNT] = {[OC_NN_F32] = "f32", [OC_NN_U8] = "u8"};
 
@@ -85,7 +86,11 @@ int oc_nn_gemm(int trans_a, int trans_b, float alpha, const struct oc_nn_tensor 
             return OC_OK;
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "gemm: k = 0 with beta %g", (double)beta);
     }
-    return be->ops->gemm(be, trans_a, trans_b, alpha, a, b, beta, c, err);
+    uint64_t t0 = oc_now_ns();
+    int rc = be->ops->gemm(be, trans_a, trans_b, alpha, a, b, beta, c, err);
+    atomic_fetch_add(&be->gemm_ns, oc_now_ns() - t0);
+    atomic_fetch_add(&be->gemm_flops, 2 * m * n * k);
+    return rc;
 }
 
 int oc_nn_bias_add(struct oc_nn_tensor *y, const struct oc_nn_tensor *bias, struct oc_err *err)

@@ -95,6 +95,8 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
     cJSON_AddNumberToObject(stages, "backward_s", st->backward_s);
     cJSON_AddNumberToObject(stages, "optimizer_s", st->optimizer_s);
     cJSON_AddNumberToObject(stages, "eval_s", st->eval_s);
+    cJSON_AddNumberToObject(stages, "gemm_s", st->gemm_s);
+    cJSON_AddNumberToObject(o, "gemm_flops", (double)st->gemm_flops);
     cJSON_AddItemToObject(o, "stages", stages);
     cJSON *io = cJSON_AddObjectToObject(o, "features");
     if (io) {

@@ -352,6 +352,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         struct oc_topo_disk_stats topo0, topo1;
         oc_store_stats(r.store, &before);
         oc_sample_sampler_topo_stats(r.sampler, &topo0);
+        uint64_t flops0, flops1;
+        double gemm0, gemm1;
+        oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         for (uint64_t b = 0; b < n_batches; b++) {
@@ -363,6 +366,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_store_stats(r.store, &after);
         oc_store_stats_sub(&after, &before, &st.store);
         oc_sample_sampler_topo_stats(r.sampler, &topo1);
+        oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
+        st.gemm_flops = flops1 - flops0;
+        st.gemm_s = gemm1 - gemm0;
         st.topo.n_lookups = topo1.n_lookups - topo0.n_lookups;
         st.topo.n_hits = topo1.n_hits - topo0.n_hits;
         st.topo.requested_bytes = topo1.requested_bytes - topo0.requested_bytes;

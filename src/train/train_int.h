@@ -24,7 +24,7 @@ struct train_data {
     struct oc_dataset *ds;
     uint64_t n_nodes, feat_dim, n_classes;
     uint64_t *indptr;
-    void *indices;            /* u32 or u64 as on disk; NULL with disk topology */
+    void *indices;             /* u32 or u64 as on disk; NULL with disk topology */
     struct oc_topo_disk *topo; /* disk topology (owns its own indptr) */
     struct oc_graph graph;
     int32_t *labels;

@@ -1,0 +1,1069 @@
+/*
+ * ooc_bench.c — the out-of-core benchmark: every registered feature-store
+ * strategy trains the same model on the same dataset, whose features are
+ * about 10x the memory budget, and is compared with `memory` (everything in
+ * RAM) and with the lower bound of DESIGN.md's performance model.
+ *
+ *   1. dataset: generated once into DIR/<parameters>/ and reused while its
+ *      manifest (counts, provenance) matches the arguments;
+ *   2. disk probe on features.npy with O_DIRECT: sequential bandwidth
+ *      (1 MiB reads, one at a time with pread and 16 in flight with io_uring)
+ *      and random 4 KiB reads per second (io_uring, 128 in flight, merging off);
+ *   3. bound inputs: epoch 0's sampling replayed exactly as train does it
+ *      (shuffle(seed, 0), batches, oc_sample_neighbors(seed, 0, b)), marking
+ *      every input row: the unique feature bytes one epoch touches;
+ *   4. training: `memory` without a budget (the reference), then every other
+ *      strategy of the store registry in registry order (`static` once per
+ *      hotness) under --budget, each in its own forked process so that peak
+ *      RSS is per strategy; results come back through a pipe;
+ *   5. the table: strategy, epoch time, x memory, x bound, epoch 0's time
+ *      (cold: shows what a warm page cache hides under mmap), requested bytes,
+ *      bytes of rows that came from disk, bytes read, amplification, CPU-tier
+ *      hit ratio, peak RSS (the child's, page-cache pages it maps included),
+ *      and whether the final weights equal memory's (the bit-for-bit rule).
+ *
+ * Sizes: the budget covers topology, labels, model and one batch's working
+ * memory too (train sizes the store from what is left), so with the default
+ * batch and fanouts the features must be large next to the topology for the
+ * store to get anything: hence 768-dim features by default.
+ *
+ * bound = max(memory's epoch time, must_read / sequential bandwidth),
+ * must_read = max(0, unique feature bytes of one epoch - budget).
+ * Times and counters are those of the LAST epoch (warm: caches filled, first
+ * touches done); every epoch's time is printed as it finishes. The epoch time
+ * is the training part (sample, gather, forward, backward, optimizer):
+ * evaluation (sampled mini-batches over val and test) is excluded, as its
+ * gathers are excluded from the store counters.
+ *
+ * A strategy added to store/registry.c gets its row here without editing
+ * this file; strategies that take --hotness are listed in hotness_users[].
+ *
+ * Place in the data flow: bench/ (outside the library); drives generate,
+ * dataset, io, sample and train. Run by bench/ooc_bench.sh.
+ * Thread-safety: the parent is single-threaded (so fork is safe); every
+ * library object that holds memory lives in a child process.
+ * Ownership: the dataset under DIR is kept for later runs; nothing else is
+ * written.
+ *
+ * Usage: ooc_bench [--dir DIR] [--nodes N] [--feat-dim F] [--avg-degree D]
+ *                  [--train-frac X] [--budget SIZE] [--epochs E] [--fanout 5,5]
+ *                  [--batch B] [--threads T] [--strategies a,b]   (--help)
+ */
+#ifndef _GNU_SOURCE
+#    define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "offcore/dataset.h"
+#include "offcore/generate.h"
+#include "offcore/io.h"
+#include "offcore/progress.h"
+#include "offcore/sample.h"
+#include "offcore/store.h"
+#include "offcore/train.h"
+
+#define MAX_RUNS     64
+#define MAX_EPOCHS   64
+#define VAL_FRAC     0.01 /* small: evaluation is not what is measured */
+#define TEST_FRAC    0.01
+#define N_CLASSES    10
+#define SEED         0
+#define HIDDEN       64
+#define MIB          (1024.0 * 1024.0)
+#define SEQ_BYTES    (1ull << 30)
+#define SEQ_READ     (1u << 20)
+#define SEQ_DEPTH    16
+#define RAND_DEPTH   128
+#define RAND_PER_RUN 1024
+#define RAND_MAX_N   100000
+#define RAND_MAX_S   3.0
+
+/* Strategies that read --hotness: one run per hotness. */
+static const char *const hotness_users[] = {"static"};
+
+struct args {
+    char dir[2048];
+    uint64_t nodes;
+    uint32_t feat_dim;
+    double avg_degree, train_frac;
+    uint64_t budget; /* 0 = feature bytes / 10 */
+    uint32_t epochs;
+    int32_t fanouts[OC_SAMPLE_MAX_LAYERS];
+    uint32_t n_fanouts;
+    uint64_t batch;
+    unsigned threads;
+    const char *strategies; /* comma list, NULL = all */
+};
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: ooc_bench [options]\n"
+        "\n"
+        "Generates (once) a dataset whose features are about 10x --budget, probes the\n"
+        "disk, trains GraphSAGE (one layer per fanout, hidden %d) with `memory` and then every\n"
+        "registered out-of-core strategy under the budget, and prints a table of epoch\n"
+        "time, ratios to `memory` and to the bound, bytes, amplification, hit ratio,\n"
+        "peak RSS and the weights check.\n"
+        "\n"
+        "options:\n"
+        "  --dir DIR          dataset cache (default $XDG_CACHE_HOME/offcore/bench-ooc,\n"
+        "                     else ~/.cache/offcore/bench-ooc); the dataset goes to\n"
+        "                     DIR/n<nodes>-deg<D>-f<F>-train<X>/ and is reused\n"
+        "  --nodes N          nodes (1000000)\n"
+        "  --feat-dim F       f32 feature dimension (768: 3.07 GB of features)\n"
+        "  --avg-degree D     average degree (10)\n"
+        "  --train-frac X     training fraction (0.02); val and test get %g each\n"
+        "  --budget SIZE      memory budget of the out-of-core runs (default: feature\n"
+        "                     bytes / 10); `memory` runs without one\n"
+        "  --epochs E         epochs per strategy (2); the table shows the last one\n"
+        "  --fanout F1,F2     fanouts, input layer first (5,5)\n"
+        "  --batch B          seeds per batch (512)\n"
+        "  --threads T        worker threads (0 = all cores)\n"
+        "  --strategies a,b   strategies to run besides memory (default: all registered)\n"
+        "  -h, --help         this help\n",
+        HIDDEN, VAL_FRAC);
+}
+
+static int parse_fanouts(const char *s, int32_t *out)
+{
+    int n = 0;
+    while (*s) {
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end == s || n == OC_SAMPLE_MAX_LAYERS || (x < 1 && x != OC_SAMPLE_ALL))
+            return -1;
+        out[n++] = (int32_t)x;
+        if (*end == ',')
+            end++;
+        else if (*end)
+            return -1;
+        s = end;
+    }
+    return n;
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option opts[] = {
+        {"dir", required_argument, 0, 'd'},
+        {"nodes", required_argument, 0, 'n'},
+        {"feat-dim", required_argument, 0, 'f'},
+        {"avg-degree", required_argument, 0, 'g'},
+        {"train-frac", required_argument, 0, 't'},
+        {"budget", required_argument, 0, 'b'},
+        {"epochs", required_argument, 0, 'e'},
+        {"fanout", required_argument, 0, 'o'},
+        {"batch", required_argument, 0, 'B'},
+        {"threads", required_argument, 0, 'T'},
+        {"strategies", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    memset(a, 0, sizeof(*a));
+    a->nodes = 1000000;
+    a->feat_dim = 768;
+    a->avg_degree = 10;
+    a->train_frac = 0.02;
+    a->epochs = 2;
+    a->fanouts[0] = a->fanouts[1] = 5;
+    a->n_fanouts = 2;
+    a->batch = 512;
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(a->dir, sizeof(a->dir), "%s/offcore/bench-ooc", xdg);
+    else
+        snprintf(a->dir, sizeof(a->dir), "%s/.cache/offcore/bench-ooc", home ? home : ".");
+    int c;
+    struct oc_err err;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'd':
+            snprintf(a->dir, sizeof(a->dir), "%s", optarg);
+            break;
+        case 'n':
+            a->nodes = strtoull(optarg, &end, 10);
+            break;
+        case 'f':
+            a->feat_dim = (uint32_t)strtoul(optarg, &end, 10);
+            break;
+        case 'g':
+            a->avg_degree = strtod(optarg, &end);
+            break;
+        case 't':
+            a->train_frac = strtod(optarg, &end);
+            break;
+        case 'b':
+            oc_err_clear(&err);
+            if (oc_parse_size(optarg, &a->budget, &err) || a->budget == 0) {
+                fprintf(stderr, "ooc_bench: --budget %s: %s\n", optarg,
+                        a->budget ? err.msg : "must be positive");
+                return -1;
+            }
+            break;
+        case 'e':
+            a->epochs = (uint32_t)strtoul(optarg, &end, 10);
+            break;
+        case 'o': {
+            int n = parse_fanouts(optarg, a->fanouts);
+            if (n < 1) {
+                fprintf(stderr, "ooc_bench: --fanout %s: want counts like 5,5\n", optarg);
+                return -1;
+            }
+            a->n_fanouts = (uint32_t)n;
+            break;
+        }
+        case 'B':
+            a->batch = strtoull(optarg, &end, 10);
+            break;
+        case 'T':
+            a->threads = (unsigned)strtoul(optarg, &end, 10);
+            break;
+        case 's':
+            a->strategies = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+        if (end && *end) {
+            fprintf(stderr, "ooc_bench: bad number '%s'\n", optarg);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "ooc_bench: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 ||
+        a->epochs > MAX_EPOCHS || !(a->train_frac > 0 && a->train_frac <= 0.98)) {
+        fprintf(stderr,
+                "ooc_bench: need nodes >= 2, feat-dim > 0, batch > 0, 1 <= epochs <= %d, "
+                "0 < train-frac <= 0.98\n",
+                MAX_EPOCHS);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- child processes and the pipe protocol ------------------------------- */
+
+enum msg_tag { MSG_EPOCH = 1, MSG_DONE, MSG_PROBE, MSG_REPLAY, MSG_GEN };
+
+struct msg_done {
+    int rc;
+    char msg[1024];
+    double run_s; /* the whole oc_train_run call */
+    struct oc_train_result res;
+};
+
+struct msg_probe {
+    int rc;
+    char msg[1024];
+    int direct, uring;
+    double seq_qd1_bps, seq_uring_bps, rand_iops, rand_s;
+    uint64_t seq_bytes, rand_reads, rand_read_bytes;
+};
+
+struct msg_replay {
+    int rc;
+    char msg[1024];
+    uint64_t n_batches, total_rows, unique_rows;
+    double seconds;
+};
+
+struct msg_gen {
+    int rc;
+    char msg[1024];
+    double seconds;
+};
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* 1 = got n bytes, 0 = clean end of file, -1 = error or end mid-record. */
+static int read_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, c + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return got == 0 ? 0 : -1;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+static int send_msg(int fd, uint32_t tag, const void *p, uint32_t len)
+{
+    uint32_t hdr[2] = {tag, len};
+    return write_all(fd, hdr, sizeof(hdr)) || write_all(fd, p, len) ? -1 : 0;
+}
+
+typedef void (*child_fn)(void *ctx, int fd);
+typedef void (*msg_fn)(void *ctx, uint32_t tag, const void *p, uint32_t len);
+
+static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
+{
+    (void)ctx;
+    fprintf(stderr, "  [%s] %s\n", level == OC_LOG_WARN ? "warn" : "error", msg);
+}
+
+/*
+ * Runs fn in a forked child that writes messages to fd; on_msg gets each.
+ * *ru receives the child's resource usage (ru_maxrss: its own peak RSS).
+ * Returns 0 if the child exited with status 0, else -1 with why in why.
+ */
+static int in_child(child_fn fn, void *ctx, msg_fn on_msg, void *mctx, struct rusage *ru, char *why,
+                    size_t why_n)
+{
+    int p[2];
+    if (pipe(p) != 0) {
+        snprintf(why, why_n, "pipe: %s", strerror(errno));
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, why_n, "fork: %s", strerror(errno));
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(p[0]);
+        oc_log_set_callback(log_to_stderr, NULL, OC_LOG_WARN);
+        fn(ctx, p[1]);
+        close(p[1]);
+        fflush(NULL);
+        _exit(0);
+    }
+    close(p[1]);
+    static char buf[1 << 16];
+    int bad = 0;
+    for (;;) {
+        uint32_t hdr[2];
+        int r = read_all(p[0], hdr, sizeof(hdr));
+        if (r == 0)
+            break;
+        if (r < 0 || hdr[1] > sizeof(buf) || read_all(p[0], buf, hdr[1]) != 1) {
+            bad = 1;
+            break;
+        }
+        on_msg(mctx, hdr[0], buf, hdr[1]);
+    }
+    close(p[0]);
+    int status = 0;
+    memset(ru, 0, sizeof(*ru));
+    while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status)) {
+        snprintf(why, why_n, "child killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+        return -1;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || bad) {
+        snprintf(why, why_n, "child exited with status %d%s", WEXITSTATUS(status),
+                 bad ? " (truncated message)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies the message of one fixed-size reply into dst if the tag matches. */
+struct reply {
+    uint32_t tag;
+    void *dst;
+    size_t len;
+    int got;
+};
+
+static void on_reply(void *ctx, uint32_t tag, const void *p, uint32_t len)
+{
+    struct reply *r = ctx;
+    if (tag == r->tag && len == r->len) {
+        memcpy(r->dst, p, len);
+        r->got = 1;
+    }
+}
+
+static void err_copy(char *dst, size_t n, const struct oc_err *err)
+{
+    snprintf(dst, n, "%s: %s", oc_status_str(err->status), err->msg);
+}
+
+/* Drops features.npy's pages from the page cache, so no run starts warm (mmap). */
+static void drop_page_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return;
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+static const char *fmt_size(uint64_t bytes, char *buf, size_t n)
+{
+    return oc_format_size(bytes, buf, n);
+}
+
+/* ---- 1. dataset ---------------------------------------------------------- */
+
+static void fmt_g(char *buf, size_t n, double v) /* as the generator prints */
+{
+    snprintf(buf, n, "%.15g", v);
+    if (strtod(buf, NULL) != v)
+        snprintf(buf, n, "%.17g", v);
+}
+
+static void gen_opts(const struct args *a, struct oc_generate_opts *g)
+{
+    oc_generate_opts_default(g);
+    g->n_nodes = a->nodes;
+    g->avg_degree = a->avg_degree;
+    g->feat_dim = a->feat_dim;
+    g->n_classes = N_CLASSES;
+    g->feat_dtype = OC_DTYPE_F32;
+    g->seed = SEED;
+    g->train_frac = a->train_frac;
+    g->val_frac = VAL_FRAC;
+    g->test_frac = TEST_FRAC;
+    g->n_threads = a->threads;
+}
+
+/*
+ * Whether the manifest at ds_dir was generated with these options: counts,
+ * dtype, and each shaping option in the provenance. 1 = matches, 0 = not
+ * (why says which), -1 = no dataset there.
+ */
+static int dataset_matches(const char *ds_dir, const struct oc_generate_opts *g, char *why,
+                           size_t why_n)
+{
+    struct oc_dataset *ds = NULL;
+    struct oc_err err;
+    oc_err_clear(&err);
+    if (!oc_path_exists(ds_dir))
+        return -1;
+    if (oc_dataset_open(ds_dir, OC_DS_OPEN_SKIP_CHECKSUM, &ds, &err)) {
+        snprintf(why, why_n, "does not open: %s", err.msg);
+        return 0;
+    }
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    char d[32], tr[32], va[32], te[32], want[8][64];
+    fmt_g(d, sizeof(d), g->avg_degree);
+    fmt_g(tr, sizeof(tr), g->train_frac);
+    fmt_g(va, sizeof(va), g->val_frac);
+    fmt_g(te, sizeof(te), g->test_frac);
+    snprintf(want[0], sizeof(want[0]), "--nodes %" PRIu64 " ", g->n_nodes);
+    snprintf(want[1], sizeof(want[1]), "--avg-degree %s ", d);
+    snprintf(want[2], sizeof(want[2]), "--feat-dim %u ", g->feat_dim);
+    snprintf(want[3], sizeof(want[3]), "--dtype %s ", oc_dtype_name(g->feat_dtype));
+    snprintf(want[4], sizeof(want[4]), "--seed %" PRIu64 " ", g->seed);
+    snprintf(want[5], sizeof(want[5]), "--train-frac %s ", tr);
+    snprintf(want[6], sizeof(want[6]), "--val-frac %s ", va);
+    snprintf(want[7], sizeof(want[7]), "--test-frac %s", te);
+    int ok = m->n_nodes == g->n_nodes && m->feat_dim == g->feat_dim &&
+             m->feat_dtype == g->feat_dtype && m->n_classes == g->n_classes && m->n_train > 0;
+    for (int i = 0; ok && i < 8; i++)
+        ok = strstr(m->provenance, want[i]) != NULL;
+    if (!ok)
+        snprintf(why, why_n, "was made with other parameters (provenance: \"%.900s\")",
+                 m->provenance);
+    oc_dataset_free(ds);
+    return ok;
+}
+
+struct gen_ctx {
+    const struct oc_generate_opts *g;
+    const char *out;
+};
+
+static void gen_child(void *ctx, int fd)
+{
+    struct gen_ctx *c = ctx;
+    struct msg_gen r;
+    struct oc_err err;
+    memset(&r, 0, sizeof(r));
+    oc_err_clear(&err);
+    double t = oc_now_s();
+    r.rc = oc_generate(c->g, c->out, NULL, &err);
+    r.seconds = oc_now_s() - t;
+    if (r.rc)
+        err_copy(r.msg, sizeof(r.msg), &err);
+    send_msg(fd, MSG_GEN, &r, sizeof(r));
+}
+
+/* ---- 2. disk probe ------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int probe_run(const char *path, struct msg_probe *r, struct oc_err *err)
+{
+    struct oc_file *f = NULL;
+    struct oc_io_batch *b = NULL;
+    uint8_t *buf = NULL;
+    uint64_t size;
+    int rc;
+    size_t buf_bytes = (size_t)SEQ_DEPTH * SEQ_READ;
+    if (buf_bytes < (size_t)RAND_PER_RUN * OC_IO_ALIGN)
+        buf_bytes = (size_t)RAND_PER_RUN * OC_IO_ALIGN;
+    if ((rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, err)) ||
+        (rc = oc_file_size(f, &size, err)))
+        goto out;
+    r->direct = oc_file_is_direct(f);
+    if (!(buf = oc_io_buf_alloc(buf_bytes, "probe buffer", err))) {
+        rc = err->status;
+        goto out;
+    }
+    /* Sequential, one 1 MiB pread at a time, from the first page of data. */
+    uint64_t lo = OC_IO_ALIGN, span = size > lo ? size - lo : 0;
+    if (span > SEQ_BYTES)
+        span = SEQ_BYTES;
+    span -= span % SEQ_READ;
+    if (span == 0) {
+        rc = OC_ERR(err, OC_ERR_ARG, "%s: too small to probe", path);
+        goto out;
+    }
+    double t = oc_now_s();
+    for (uint64_t off = lo; off < lo + span; off += SEQ_READ)
+        if ((rc = oc_file_pread(f, buf, SEQ_READ, off, err)))
+            goto out;
+    r->seq_qd1_bps = (double)span / (oc_now_s() - t);
+    r->seq_bytes = span;
+    /* Sequential, SEQ_DEPTH reads of 1 MiB in flight (the next GiB when the file has one). */
+    uint64_t lo2 = size >= lo + 2 * span ? lo + span : lo;
+    if ((rc = oc_io_batch_new(SEQ_DEPTH, (size_t)SEQ_DEPTH * SEQ_READ, &b, err)))
+        goto out;
+    r->uring = oc_io_batch_uses_uring(b);
+    t = oc_now_s();
+    for (uint64_t off = lo2; off < lo2 + span;) {
+        for (unsigned k = 0; k < SEQ_DEPTH && off < lo2 + span; k++, off += SEQ_READ)
+            if ((rc = oc_io_batch_add(b, f, off, SEQ_READ, buf + (size_t)k * SEQ_READ, err)))
+                goto out;
+        if ((rc = oc_io_batch_run(b, err)))
+            goto out;
+    }
+    r->seq_uring_bps = (double)span / (oc_now_s() - t);
+    oc_io_batch_free(b);
+    b = NULL;
+    /* Random 4 KiB pages anywhere in the file, RAND_DEPTH in flight, no merging. */
+    if ((rc = oc_io_batch_new(RAND_DEPTH, (size_t)RAND_PER_RUN * OC_IO_ALIGN, &b, err)))
+        goto out;
+    oc_io_batch_set_merge(b, 0);
+    uint64_t n_pages = size / OC_IO_ALIGN, state = 0x5eed;
+    t = oc_now_s();
+    double el = 0;
+    while (r->rand_reads < RAND_MAX_N && el < RAND_MAX_S) {
+        for (unsigned k = 0; k < RAND_PER_RUN; k++) {
+            uint64_t page = splitmix64(&state) % n_pages;
+            if ((rc = oc_io_batch_add(b, f, page * OC_IO_ALIGN, OC_IO_ALIGN,
+                                      buf + (size_t)k * OC_IO_ALIGN, err)))
+                goto out;
+        }
+        if ((rc = oc_io_batch_run(b, err)))
+            goto out;
+        r->rand_reads += RAND_PER_RUN;
+        el = oc_now_s() - t;
+    }
+    r->rand_s = el;
+    r->rand_iops = (double)r->rand_reads / el;
+    r->rand_read_bytes = oc_io_batch_stats(b)->read_bytes;
+out:
+    oc_io_batch_free(b);
+    oc_free(buf);
+    oc_file_close(f, NULL);
+    return rc;
+}
+
+static void probe_child(void *ctx, int fd)
+{
+    struct msg_probe r;
+    struct oc_err err;
+    memset(&r, 0, sizeof(r));
+    oc_err_clear(&err);
+    r.rc = probe_run(ctx, &r, &err);
+    if (r.rc)
+        err_copy(r.msg, sizeof(r.msg), &err);
+    send_msg(fd, MSG_PROBE, &r, sizeof(r));
+}
+
+/* ---- 3. unique rows of one epoch ----------------------------------------- */
+
+struct replay_ctx {
+    const struct args *a;
+    const char *ds_dir;
+};
+
+static int replay_run(const struct replay_ctx *c, struct msg_replay *r, struct oc_err *err)
+{
+    struct oc_dataset *ds = NULL;
+    uint64_t *indptr = NULL, *train = NULL, n_train = 0;
+    void *indices = NULL;
+    uint8_t *seen = NULL;
+    struct oc_pool *pool = NULL;
+    struct oc_sampler *s = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch batch;
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&batch);
+    double t = oc_now_s();
+    int rc = oc_dataset_open(c->ds_dir, OC_DS_OPEN_SKIP_CHECKSUM, &ds, err);
+    if (rc)
+        goto out;
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    if ((rc = oc_dataset_load_indptr(ds, &indptr, err)) ||
+        (rc = oc_dataset_load_indices(ds, m->index_dtype, &indices, err)) ||
+        (rc = oc_dataset_load_split(ds, OC_DS_TRAIN_IDX, &train, &n_train, err)))
+        goto out;
+    struct oc_graph g = {m->n_nodes, indptr, NULL, NULL, NULL};
+    if (m->index_dtype == OC_DTYPE_U32)
+        g.indices32 = indices;
+    else
+        g.indices64 = indices;
+    unsigned n_threads = c->a->threads;
+    if (n_threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = n > 0 ? (unsigned)n : 1;
+    }
+    /* As train: sampler opts from the run's layers, fanouts and seed; drop_last off. */
+    struct oc_sample_opts so;
+    memset(&so, 0, sizeof(so));
+    so.n_layers = c->a->n_fanouts;
+    memcpy(so.fanouts, c->a->fanouts, sizeof(so.fanouts));
+    so.seed = SEED;
+    if ((rc = oc_pool_new(n_threads, &pool, err)) ||
+        (rc = oc_sample_sampler_new(&g, &so, pool, &s, err)) ||
+        (rc = oc_sample_epoch_init(&ep, train, n_train, c->a->batch, 0, err)))
+        goto out;
+    if (!(seen = oc_calloc((m->n_nodes + 7) / 8, 1, "replay bitmap", err))) {
+        rc = err->status;
+        goto out;
+    }
+    oc_sample_epoch_shuffle(&ep, SEED, 0);
+    r->n_batches = oc_sample_epoch_n_batches(&ep);
+    for (uint64_t b = 0; b < r->n_batches; b++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = oc_sample_epoch_batch(&ep, b, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(s, 0, b, seeds, n_seeds, &batch, err)))
+            goto out;
+        r->total_rows += batch.n_input;
+        for (uint64_t i = 0; i < batch.n_input; i++) {
+            uint64_t v = batch.input_ids[i];
+            uint8_t bit = (uint8_t)(1u << (v & 7));
+            if (!(seen[v >> 3] & bit)) {
+                seen[v >> 3] |= bit;
+                r->unique_rows++;
+            }
+        }
+    }
+    r->seconds = oc_now_s() - t;
+out:
+    oc_sample_batch_deinit(&batch);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(s);
+    oc_pool_free(pool);
+    oc_free(seen);
+    oc_free(train);
+    oc_free(indices);
+    oc_free(indptr);
+    oc_dataset_free(ds);
+    return rc;
+}
+
+static void replay_child(void *ctx, int fd)
+{
+    struct msg_replay r;
+    struct oc_err err;
+    memset(&r, 0, sizeof(r));
+    oc_err_clear(&err);
+    r.rc = replay_run(ctx, &r, &err);
+    if (r.rc)
+        err_copy(r.msg, sizeof(r.msg), &err);
+    send_msg(fd, MSG_REPLAY, &r, sizeof(r));
+}
+
+/* ---- 4. training runs ---------------------------------------------------- */
+
+struct run {
+    char label[64];
+    const char *strategy;
+    enum oc_store_hotness hotness;
+    uint64_t budget; /* 0 = none (memory) */
+    /* results */
+    uint32_t n_epochs;
+    struct oc_train_epoch_stats ep[MAX_EPOCHS];
+    struct msg_done done;
+    int got_done, failed;
+    char why[1024];
+    uint64_t peak_rss; /* the child's, from wait4 */
+};
+
+struct train_ctx {
+    const struct args *a;
+    const char *ds_dir;
+    const struct run *run;
+};
+
+static void on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
+{
+    send_msg(*(int *)ctx, MSG_EPOCH, st, sizeof(*st));
+}
+
+static void train_child(void *ctx, int fd)
+{
+    const struct train_ctx *c = ctx;
+    struct oc_train_opts o;
+    struct msg_done d;
+    struct oc_err err;
+    memset(&d, 0, sizeof(d));
+    oc_err_clear(&err);
+    oc_mem_set_budget(c->run->budget); /* the accountant's hard limit (0 = none) */
+    oc_train_opts_default(OC_NN_MODEL_SAGE, &o);
+    o.n_layers = c->a->n_fanouts;
+    o.n_fanouts = c->a->n_fanouts;
+    memcpy(o.fanouts, c->a->fanouts, sizeof(o.fanouts));
+    o.hidden = HIDDEN;
+    o.batch_size = c->a->batch;
+    o.eval_batch_size = c->a->batch; /* so evaluation needs no more memory than training */
+    o.epochs = c->a->epochs;
+    o.n_threads = c->a->threads;
+    o.seed = SEED;
+    o.eval = OC_TRAIN_EVAL_SAMPLED;
+    o.strategy = c->run->strategy;
+    o.hotness = c->run->hotness;
+    o.mem_budget = c->run->budget;
+    double t = oc_now_s();
+    d.rc = oc_train_run(c->ds_dir, &o, on_epoch, &fd, NULL, &d.res, &err);
+    d.run_s = oc_now_s() - t;
+    if (d.rc)
+        err_copy(d.msg, sizeof(d.msg), &err);
+    send_msg(fd, MSG_DONE, &d, sizeof(d));
+}
+
+static double train_s(const struct oc_train_epoch_stats *st)
+{
+    return st->time_s - st->eval_s;
+}
+
+static void on_train_msg(void *ctx, uint32_t tag, const void *p, uint32_t len)
+{
+    struct run *r = ctx;
+    char a[32], h[32];
+    if (tag == MSG_EPOCH && len == sizeof(struct oc_train_epoch_stats) &&
+        r->n_epochs < MAX_EPOCHS) {
+        struct oc_train_epoch_stats *st = &r->ep[r->n_epochs++];
+        memcpy(st, p, sizeof(*st));
+        printf("  %-18s epoch %u: %7.2f s (sample %.2f, gather %.2f, fwd %.2f, bwd %.2f; "
+               "eval %.2f s excluded)  read %s  cpu hit %.3f  store holds %s  loss %.4f\n",
+               r->label, st->epoch, train_s(st), st->sample_s, st->gather_s, st->forward_s,
+               st->backward_s, st->eval_s, fmt_size(st->store.read_bytes, a, sizeof(a)),
+               oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
+               fmt_size(st->store.held_bytes, h, sizeof(h)), st->loss);
+        fflush(stdout);
+    } else if (tag == MSG_DONE && len == sizeof(r->done)) {
+        memcpy(&r->done, p, sizeof(r->done));
+        r->got_done = 1;
+    }
+}
+
+static int is_hotness_user(const char *name)
+{
+    for (size_t i = 0; i < sizeof(hotness_users) / sizeof(hotness_users[0]); i++)
+        if (strcmp(name, hotness_users[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Whether name is in the comma list (NULL list = everything). */
+static int selected(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* ---- 5. report ----------------------------------------------------------- */
+
+static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
+{
+    const struct run *mem = &runs[0];
+    int mem_ok = !mem->failed && mem->n_epochs > 0;
+    double mem_s = mem_ok ? train_s(&mem->ep[mem->n_epochs - 1]) : 0;
+    printf("\n%-18s %8s %8s %7s %8s %10s %10s %10s %7s %7s %10s  %s\n", "strategy", "epoch s",
+           "x memory", "x bound", "epoch0 s", "requested", "from disk", "read", "amplif", "cpu hit",
+           "peak RSS", "weights");
+    for (uint32_t i = 0; i < n_runs; i++) {
+        const struct run *r = &runs[i];
+        if (r->failed || r->n_epochs == 0) {
+            printf("%-18s FAILED: %s\n", r->label, r->why);
+            continue;
+        }
+        const struct oc_train_epoch_stats *st = &r->ep[r->n_epochs - 1];
+        double s = train_s(st);
+        char q[32], dq[32], rd[32], rss[32], xm[16];
+        if (mem_ok)
+            snprintf(xm, sizeof(xm), "%.2f", s / mem_s);
+        else
+            snprintf(xm, sizeof(xm), "-");
+        const char *w = !mem_ok ? "?"
+                        : strcmp(r->done.res.weights_sha256, mem->done.res.weights_sha256) == 0
+                            ? "= memory"
+                            : "DIFFERS";
+        printf("%-18s %8.2f %8s %7.2f %8.2f %10s %10s %10s %7.2f %7.3f %10s  %s\n", r->label, s, xm,
+               bound_s > 0 ? s / bound_s : 0.0, train_s(&r->ep[0]),
+               fmt_size(st->store.requested_bytes, q, sizeof(q)),
+               fmt_size(st->store.requested_disk_bytes, dq, sizeof(dq)),
+               fmt_size(st->store.read_bytes, rd, sizeof(rd)),
+               oc_store_stats_amplification(&st->store),
+               oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
+               fmt_size(r->peak_rss, rss, sizeof(rss)), i == 0 ? "reference" : w);
+    }
+    printf("\nweights_sha256:\n");
+    for (uint32_t i = 0; i < n_runs; i++)
+        if (runs[i].got_done && runs[i].done.rc == 0)
+            printf("  %-18s %s%s\n", runs[i].label, runs[i].done.res.weights_sha256,
+                   i > 0 && mem_ok &&
+                           strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) !=
+                               0
+                       ? "  <-- DIFFERS FROM memory (bit-for-bit rule broken)"
+                       : "");
+}
+
+int main(int argc, char **argv)
+{
+    struct args a;
+    struct oc_err err;
+    struct rusage ru;
+    char why[1024], s1[32], s2[32], s3[32];
+    int bad = 0;
+    if (parse_args(argc, argv, &a))
+        return 2;
+    oc_log_set_callback(log_to_stderr, NULL, OC_LOG_WARN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    /* 1. dataset */
+    struct oc_generate_opts g;
+    gen_opts(&a, &g);
+    char tr[32], ds_dir[4096];
+    fmt_g(tr, sizeof(tr), a.train_frac);
+    char deg[32];
+    fmt_g(deg, sizeof(deg), a.avg_degree);
+    snprintf(ds_dir, sizeof(ds_dir), "%s/n%" PRIu64 "-deg%s-f%u-train%s", a.dir, a.nodes, deg,
+             a.feat_dim, tr);
+    uint64_t feat_bytes = a.nodes * (uint64_t)a.feat_dim * sizeof(float);
+    uint64_t budget = a.budget ? a.budget : feat_bytes / 10;
+    printf("ooc_bench: %" PRIu64 " nodes, degree %s, %u-dim f32 features (%s), train %s; "
+           "budget %s (features / budget = %.1f)\n",
+           a.nodes, deg, a.feat_dim, fmt_size(feat_bytes, s1, sizeof(s1)), tr,
+           fmt_size(budget, s2, sizeof(s2)), (double)feat_bytes / (double)budget);
+    printf("model sage, %u layers, hidden %d, fanout", a.n_fanouts, HIDDEN);
+    for (uint32_t l = 0; l < a.n_fanouts; l++)
+        printf("%s%d", l ? "," : " ", a.fanouts[l]);
+    printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval sampled, seed %d\n", a.batch,
+           a.epochs, a.threads, SEED);
+    int m = dataset_matches(ds_dir, &g, why, sizeof(why));
+    if (m == 0) {
+        fprintf(stderr, "ooc_bench: %s %s; remove it or pick another --dir\n", ds_dir, why);
+        return 1;
+    }
+    if (m < 0) {
+        oc_err_clear(&err);
+        if (oc_mkdir_p(a.dir, &err)) {
+            fprintf(stderr, "ooc_bench: %s\n", err.msg);
+            return 1;
+        }
+        printf("\n[1] generating %s ...\n", ds_dir);
+        struct msg_gen gr;
+        struct gen_ctx gc = {&g, ds_dir};
+        struct reply rp = {MSG_GEN, &gr, sizeof(gr), 0};
+        if (in_child(gen_child, &gc, on_reply, &rp, &ru, why, sizeof(why)) || !rp.got || gr.rc) {
+            fprintf(stderr, "ooc_bench: generate: %s\n", rp.got && gr.rc ? gr.msg : why);
+            return 1;
+        }
+        printf("    generated in %.1f s (peak RSS %s)\n", gr.seconds,
+               fmt_size((uint64_t)ru.ru_maxrss * 1024, s1, sizeof(s1)));
+    } else {
+        printf("\n[1] dataset %s (cached; manifest matches)\n", ds_dir);
+    }
+    char feat_path[4200];
+    snprintf(feat_path, sizeof(feat_path), "%s/%s", ds_dir, oc_ds_file_name(OC_DS_FEATURES));
+
+    /* 2. disk probe */
+    printf("\n[2] disk probe on %s\n", feat_path);
+    drop_page_cache(feat_path);
+    struct msg_probe pr;
+    struct reply rp = {MSG_PROBE, &pr, sizeof(pr), 0};
+    if (in_child(probe_child, feat_path, on_reply, &rp, &ru, why, sizeof(why)) || !rp.got ||
+        pr.rc) {
+        fprintf(stderr, "ooc_bench: disk probe: %s\n", rp.got && pr.rc ? pr.msg : why);
+        return 1;
+    }
+    if (!pr.direct)
+        printf("    WARNING: O_DIRECT refused by this filesystem: figures include the page "
+               "cache\n");
+    double seq_bps = pr.seq_qd1_bps > pr.seq_uring_bps ? pr.seq_qd1_bps : pr.seq_uring_bps;
+    printf("    sequential O_DIRECT, 1 MiB reads over %s: %.0f MiB/s one at a time (pread), "
+           "%.0f MiB/s %d in flight (%s)\n",
+           fmt_size(pr.seq_bytes, s1, sizeof(s1)), pr.seq_qd1_bps / MIB, pr.seq_uring_bps / MIB,
+           SEQ_DEPTH, pr.uring ? "io_uring" : "pread fallback");
+    printf("    random 4 KiB O_DIRECT reads, %d in flight, merging off: %.0f IOPS (%.1f MiB/s; "
+           "%" PRIu64 " reads in %.2f s)\n",
+           RAND_DEPTH, pr.rand_iops, pr.rand_iops * 4096.0 / MIB, pr.rand_reads, pr.rand_s);
+
+    /* 3. unique rows of epoch 0 */
+    printf("\n[3] replaying epoch 0's sampling for the bound\n");
+    struct msg_replay rr;
+    struct replay_ctx rc_ctx = {&a, ds_dir};
+    struct reply rrp = {MSG_REPLAY, &rr, sizeof(rr), 0};
+    if (in_child(replay_child, &rc_ctx, on_reply, &rrp, &ru, why, sizeof(why)) || !rrp.got ||
+        rr.rc) {
+        fprintf(stderr, "ooc_bench: replay: %s\n", rrp.got && rr.rc ? rr.msg : why);
+        return 1;
+    }
+    uint64_t row_bytes = (uint64_t)a.feat_dim * sizeof(float);
+    uint64_t unique_bytes = rr.unique_rows * row_bytes;
+    uint64_t must_read = unique_bytes > budget ? unique_bytes - budget : 0;
+    double io_bound_s = (double)must_read / seq_bps;
+    printf("    %" PRIu64 " batches, %" PRIu64 " input rows (%s), %" PRIu64
+           " unique rows = %s (%.1f%% of the features), in %.1f s\n",
+           rr.n_batches, rr.total_rows, fmt_size(rr.total_rows * row_bytes, s1, sizeof(s1)),
+           rr.unique_rows, fmt_size(unique_bytes, s2, sizeof(s2)),
+           100.0 * (double)rr.unique_rows / (double)a.nodes, rr.seconds);
+    printf("    must read = max(0, unique - budget) = %s -> %.2f s at %.0f MiB/s\n",
+           fmt_size(must_read, s3, sizeof(s3)), io_bound_s, seq_bps / MIB);
+
+    /* 4. training runs: memory first, then the registry in order */
+    struct run *runs = calloc(MAX_RUNS, sizeof(*runs));
+    if (!runs)
+        return 1;
+    uint32_t n_runs = 0, mem_index;
+    oc_err_clear(&err);
+    if (oc_store_strategy_find("memory", &mem_index, &err)) {
+        fprintf(stderr, "ooc_bench: %s\n", err.msg);
+        return 1;
+    }
+    snprintf(runs[0].label, sizeof(runs[0].label), "memory");
+    runs[0].strategy = "memory";
+    n_runs = 1;
+    for (uint32_t i = 0; i < oc_store_n_strategies() && n_runs < MAX_RUNS; i++) {
+        const char *name = oc_store_strategy_name(i);
+        if (i == mem_index || !selected(a.strategies, name))
+            continue;
+        int variants = is_hotness_user(name) ? 2 : 1;
+        for (int v = 0; v < variants && n_runs < MAX_RUNS; v++) {
+            struct run *r = &runs[n_runs++];
+            r->strategy = name;
+            r->budget = budget;
+            r->hotness = v ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            if (variants > 1)
+                snprintf(r->label, sizeof(r->label), "%s/%s", name, v ? "presample" : "degree");
+            else
+                snprintf(r->label, sizeof(r->label), "%s", name);
+        }
+    }
+    printf("\n[4] training: %u runs, each in its own process (page cache of features.npy "
+           "dropped before each)\n",
+           n_runs);
+    for (uint32_t i = 0; i < n_runs; i++) {
+        struct run *r = &runs[i];
+        struct train_ctx tc = {&a, ds_dir, r};
+        drop_page_cache(feat_path);
+        printf("  %s (budget %s)\n", r->label,
+               r->budget ? fmt_size(r->budget, s1, sizeof(s1)) : "none");
+        if (in_child(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why))) {
+            r->failed = 1;
+        } else if (!r->got_done) {
+            r->failed = 1;
+            snprintf(r->why, sizeof(r->why), "no result from the child");
+        } else if (r->done.rc) {
+            r->failed = 1;
+            snprintf(r->why, sizeof(r->why), "%s", r->done.msg);
+        }
+        r->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
+        if (r->n_epochs && r->ep[r->n_epochs - 1].peak_rss_bytes > r->peak_rss)
+            r->peak_rss = r->ep[r->n_epochs - 1].peak_rss_bytes;
+        if (r->failed)
+            printf("  %-18s FAILED: %s\n", r->label, r->why);
+        else
+            printf("  %-18s done: run %.1f s in all (open, epochs, eval), final loss %.4f, "
+                   "test acc %.4f\n",
+                   r->label, r->done.run_s, r->done.res.final_loss,
+                   r->done.res.test_acc_at_best_val);
+        bad |= r->failed;
+    }
+
+    /* 5. report */
+    const struct run *mem = &runs[0];
+    double mem_s = !mem->failed && mem->n_epochs ? train_s(&mem->ep[mem->n_epochs - 1]) : 0;
+    if (!mem->failed && mem->n_epochs && mem->ep[0].store.requested_rows != rr.total_rows)
+        printf("\nWARNING: the replay requested %" PRIu64 " rows in epoch 0, memory's run %" PRIu64
+               ": the bound's replay does not match training\n",
+               rr.total_rows, mem->ep[0].store.requested_rows);
+    double bound_s = mem_s > io_bound_s ? mem_s : io_bound_s;
+    printf("\n[5] results (last epoch of %u; epoch s = training time, evaluation excluded)\n",
+           a.epochs);
+    printf("    disk: sequential %.0f MiB/s, random 4 KiB %.0f IOPS\n", seq_bps / MIB,
+           pr.rand_iops);
+    printf("    bound = max(memory epoch %.2f s, must-read %s / %.0f MiB/s = %.2f s) = %.2f s\n",
+           mem_s, fmt_size(must_read, s1, sizeof(s1)), seq_bps / MIB, io_bound_s, bound_s);
+    print_table(runs, n_runs, bound_s);
+    for (uint32_t i = 1; i < n_runs; i++)
+        if (!runs[i].failed && !mem->failed &&
+            strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) != 0)
+            bad = 1;
+    free(runs);
+    return bad ? 1 : 0;
+}

@@ -95,6 +95,8 @@ struct oc_store_config {
     const struct oc_sample_opts *sample_opts;
     const uint64_t *train_ids;
     uint64_t n_train, batch_size;
+    uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
+    const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
 };
 
 struct oc_store;
@@ -128,6 +130,17 @@ uint32_t oc_store_feat_dim(const struct oc_store *s);
  */
 int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                     struct oc_err *err);
+/*
+ * The input rows of training batch `batch` of `epoch` of the plan in the
+ * config (sampled with cfg->sample_opts from cfg->train_ids shuffled by
+ * (seed, epoch)), in the same row order as oc_store_gather. Strategies that
+ * plan ahead (Belady caches, prefetching extractors) use the position to
+ * follow their inspected trace; the others serve it as oc_store_gather.
+ * Other reads (evaluation) go through oc_store_gather and must not disturb
+ * a plan.
+ */
+int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                          uint64_t n, float *out, struct oc_err *err);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 

@@ -268,7 +268,7 @@ int oc_npy_n_elems(const struct oc_npy_header *h, uint64_t *n, struct oc_err *er
 static int npy_data_bytes(const struct oc_npy_header *h, const char *what, uint64_t *bytes,
                           struct oc_err *err)
 {
-    uint64_t n;
+    uint64_t n = 0;
     int rc = oc_npy_n_elems(h, &n, err);
     if (rc)
         return oc_err_prefix(err, "%s", what);

@@ -83,7 +83,10 @@ static void direct_free(struct oc_store *s)
 }
 
 const struct store_strategy oc_store_direct = {
-    "direct",     "one O_DIRECT read per requested row, no cache (DGL-OnDisk baseline)",
-    direct_open,  direct_gather,
-    direct_stats, direct_free,
+    .name = "direct",
+    .summary = "one O_DIRECT read per requested row, no cache (DGL-OnDisk baseline)",
+    .open = direct_open,
+    .gather = direct_gather,
+    .stats = direct_stats,
+    .free = direct_free,
 };

@@ -130,7 +130,10 @@ static void mem_free(struct oc_store *s)
 }
 
 const struct store_strategy oc_store_memory = {
-    "memory",  "every feature row in RAM as f32 (the reference the others must match bit for bit)",
-    mem_open,  mem_gather,
-    mem_stats, mem_free,
+    .name = "memory",
+    .summary = "every feature row in RAM as f32 (the reference the others must match bit for bit)",
+    .open = mem_open,
+    .gather = mem_gather,
+    .stats = mem_stats,
+    .free = mem_free,
 };

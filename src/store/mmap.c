@@ -195,7 +195,10 @@ static void mm_free(struct oc_store *s)
 }
 
 const struct store_strategy oc_store_mmap = {
-    "mmap",   "features memory-mapped, the page cache decides (PyG+ baseline)",
-    mm_open,  mm_gather,
-    mm_stats, mm_free,
+    .name = "mmap",
+    .summary = "features memory-mapped, the page cache decides (PyG+ baseline)",
+    .open = mm_open,
+    .gather = mm_gather,
+    .stats = mm_stats,
+    .free = mm_free,
 };

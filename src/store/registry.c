@@ -170,11 +170,10 @@ uint32_t oc_store_feat_dim(const struct oc_store *s)
     return (uint32_t)s->feat_dim;
 }
 
-int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                    struct oc_err *err)
+/* Checks a gather's arguments: OC_ERR_ARG naming the problem. */
+static int gather_check(const struct oc_store *s, const uint64_t *ids, uint64_t n, const float *out,
+                        struct oc_err *err)
 {
-    if (n == 0)
-        return OC_OK;
     if (!ids || !out)
         return OC_ERR(err, OC_ERR_ARG, "store %s: gather of %" PRIu64 " rows with NULL %s",
                       s->strat->name, n, ids ? "output" : "ids");
@@ -184,7 +183,32 @@ int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *
                           "store %s: id %" PRIu64 " at position %" PRIu64
                           " is out of range (%" PRIu64 " nodes)",
                           s->strat->name, ids[i], i, s->n_nodes);
-    int rc = s->strat->gather(s, ids, n, out, err);
+    return OC_OK;
+}
+
+int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                    struct oc_err *err)
+{
+    if (n == 0)
+        return OC_OK;
+    int rc = gather_check(s, ids, n, out, err);
+    if (rc == OC_OK)
+        rc = s->strat->gather(s, ids, n, out, err);
+    if (rc)
+        return rc;
+    s->stats.requested_rows += n;
+    s->stats.requested_bytes += n * (uint64_t)s->row_bytes;
+    return OC_OK;
+}
+
+int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                          uint64_t n, float *out, struct oc_err *err)
+{
+    if (!s->strat->gather_batch)
+        return oc_store_gather(s, ids, n, out, err);
+    int rc = n ? gather_check(s, ids, n, out, err) : OC_OK;
+    if (rc == OC_OK)
+        rc = s->strat->gather_batch(s, epoch, batch, ids, n, out, err);
     if (rc)
         return rc;
     s->stats.requested_rows += n;

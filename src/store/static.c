@@ -265,11 +265,11 @@ uint64_t oc_store_static_n_cached(const struct oc_store *s)
 }
 
 const struct store_strategy oc_store_static = {
-    "static",
-    "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched through "
-    "io_uring (PaGraph / Helios CPU cache)",
-    static_open,
-    static_gather,
-    static_stats,
-    static_free,
+    .name = "static",
+    .summary = "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched "
+               "through io_uring (PaGraph / Helios CPU cache)",
+    .open = static_open,
+    .gather = static_gather,
+    .stats = static_stats,
+    .free = static_free,
 };

@@ -38,6 +38,9 @@ struct store_strategy {
     int (*open)(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err);
     int (*gather)(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                   struct oc_err *err);
+    /* Optional: a training batch of the plan (NULL = use gather). */
+    int (*gather_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
 };

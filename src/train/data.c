@@ -193,12 +193,14 @@ int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, co
     return oc_nn_tensor_wrap(be, OC_NN_F32, g->buf, n, dim, x, err);
 }
 
-int train_gather_store(struct train_gather *g, struct oc_store *store, uint64_t dim,
-                       const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
+int train_gather_store(struct train_gather *g, struct oc_store *store, const uint64_t *epoch_batch,
+                       uint64_t dim, const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
                        struct oc_nn_tensor *x, struct oc_err *err)
 {
     int rc = gather_reserve(g, n, dim, err);
-    if (rc == OC_OK)
+    if (rc == OC_OK && epoch_batch)
+        rc = oc_store_gather_batch(store, epoch_batch[0], epoch_batch[1], ids, n, g->buf, err);
+    else if (rc == OC_OK)
         rc = oc_store_gather(store, ids, n, g->buf, err);
     if (rc == OC_OK)
         rc = oc_nn_tensor_wrap(be, OC_NN_F32, g->buf, n, dim, x, err);

@@ -150,7 +150,7 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
             struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg};
             struct oc_nn_tensor x, out_rows;
             if (l == 0)
-                rc = train_gather_store(&ev->gather, ev->store, in_dim, ev->batch.input_ids,
+                rc = train_gather_store(&ev->gather, ev->store, NULL, in_dim, ev->batch.input_ids,
                                         sb->n_src, ev->be, &x, err);
             else
                 rc = train_gather_rows(&ev->gather, h_in, in_dim, ev->batch.input_ids, sb->n_src,
@@ -206,8 +206,8 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
                 return rc;
             train_blocks_from_batch(&ev->batch, ev->src_deg, blocks);
             struct oc_nn_tensor x;
-            if ((rc = train_gather_store(&ev->gather, ev->store, d->feat_dim, ev->batch.input_ids,
-                                         ev->batch.n_input, ev->be, &x, err)))
+            if ((rc = train_gather_store(&ev->gather, ev->store, NULL, d->feat_dim,
+                                         ev->batch.input_ids, ev->batch.n_input, ev->be, &x, err)))
                 return rc;
             const struct oc_nn_tensor *logits;
             struct oc_nn_step step = {0, stream, b};

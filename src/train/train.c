@@ -170,12 +170,20 @@ static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opt
     return (train > eval ? train : eval) + oc_nn_model_state_bytes(r->model);
 }
 
-static int run_open_store(struct run *r, const struct oc_train_opts *o,
-                          const struct oc_sample_opts *so, struct oc_err *err)
+static int run_open_store(struct run *r, const struct oc_train_opts *o, const char *dir,
+                          uint32_t first_epoch, struct oc_err *err)
 {
+    struct oc_sample_opts so = {0};
+    so.n_layers = o->n_layers;
+    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+    so.seed = o->seed;
+    char plan_dir[4096];
+    int rc = oc_path_join(plan_dir, sizeof(plan_dir), dir, "plan", err);
+    if (rc)
+        return rc;
     const char *name = o->strategy ? o->strategy : "memory";
     uint32_t index;
-    int rc = oc_store_strategy_find(name, &index, err);
+    rc = oc_store_strategy_find(name, &index, err);
     if (rc)
         return rc;
     struct oc_store_config cfg;
@@ -184,7 +192,10 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o,
     cfg.graph = &r->data.graph;
     cfg.pool = r->pool;
     cfg.hotness = o->hotness;
-    cfg.sample_opts = so;
+    cfg.sample_opts = &so;
+    cfg.first_epoch = first_epoch;
+    cfg.n_epochs = o->epochs;
+    cfg.plan_dir = plan_dir;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;
@@ -249,9 +260,7 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     if ((rc = oc_sample_epoch_init(&r->epoch, r->data.split[TRAIN_SPLIT_TRAIN],
                                    r->data.n_split[TRAIN_SPLIT_TRAIN], o->batch_size, 0, err)))
         return rc;
-    if ((rc = run_open_store(r, o, &so, err)))
-        return rc;
-    return train_eval_new(&r->data, r->store, r->model, r->be, r->pool, o, &r->eval, err);
+    return OC_OK;
 }
 
 /* One training step on batch b of epoch e; adds to the epoch's sums and timers. */
@@ -270,8 +279,8 @@ static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epo
     double t1 = oc_now_s();
     st->sample_s += t1 - t;
     struct oc_nn_tensor x;
-    if ((rc = train_gather_store(&r->gather, r->store, r->data.feat_dim, r->batch.input_ids,
-                                 r->batch.n_input, r->be, &x, err)))
+    if ((rc = train_gather_store(&r->gather, r->store, (const uint64_t[2]){e, b}, r->data.feat_dim,
+                                 r->batch.input_ids, r->batch.n_input, r->be, &x, err)))
         return rc;
     double t2 = oc_now_s();
     st->gather_s += t2 - t1;
@@ -331,6 +340,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             goto out;
         oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
     }
+    if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)) ||
+        (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
+        goto out;
     if (o->log_path &&
         (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, &r.log, err)))
         goto out;

@@ -50,8 +50,9 @@ struct train_gather {
 int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
                       uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
                       struct oc_nn_tensor *x, struct oc_err *err);
-int train_gather_store(struct train_gather *g, struct oc_store *store, uint64_t dim,
-                       const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
+/* epoch_batch = {epoch, batch} for a training batch of the plan, NULL for other reads. */
+int train_gather_store(struct train_gather *g, struct oc_store *store, const uint64_t *epoch_batch,
+                       uint64_t dim, const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
                        struct oc_nn_tensor *x, struct oc_err *err);
 void train_gather_deinit(struct train_gather *g);
 

@@ -168,8 +168,8 @@ int oc_nn_model_kind_parse(const char *name, enum oc_nn_model_kind *kind, struct
  * edges leaving j in the block (+1 when j < n_dst), each clamped to >= 1.
  *
  * Dropout: in_dropout on the input of layer 0, dropout on the input of every
- * later layer (DGL examples: SAGE drops the input and hidden features, GCN
- * only the hidden ones, GAT's feat_drop drops each layer's input).
+ * later layer (DGL examples: SAGE and GCN drop only the hidden features,
+ * GAT's feat_drop drops each layer's input).
  * Activations: ReLU after hidden SAGE/GCN layers, ELU after hidden GAT
  * layers, none at the output (GAT: mean over out_heads there).
  */
@@ -189,7 +189,7 @@ struct oc_nn_model_config {
 
 /*
  * The DGL example defaults for kind (2 layers; SAGE: hidden 16, dropout 0.5
- * on input and hidden; GCN: hidden 16, dropout 0.5 on hidden, self-loops; GAT:
+ * on hidden; GCN: hidden 16, dropout 0.5 on hidden, self-loops; GAT:
  * hidden 8 x 8 heads, 1 output head, feat/attn dropout 0.6, slope 0.2,
  * self-loops). in_dim and n_classes are left 0 for the caller; seed 0.
  */

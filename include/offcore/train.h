@@ -40,7 +40,8 @@ struct oc_train_opts {
     uint64_t eval_batch_size;
     uint32_t epochs;
     float lr, weight_decay, dropout;
-    unsigned n_threads; /* 0 = all cores */
+    float input_dropout; /* dropout on the input features; < 0 = the model's DGL default */
+    unsigned n_threads;  /* 0 = all cores */
     uint64_t seed;
     enum oc_train_eval eval;
     const char *log_path;          /* JSON lines, NULL = none */

@@ -94,7 +94,7 @@ int cmd_train(int argc, char **argv)
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
-    double lr = o.lr, wd = o.weight_decay, dropout = o.dropout;
+    double lr = o.lr, wd = o.weight_decay, dropout = o.dropout, input_dropout = -1.0;
     int quiet = 0, verbose = 0;
     const struct cli_opt opts[] = {
         {"model", CLI_CHOICE, &model, NULL, "model (default sage)", "sage|gcn|gat"},
@@ -109,7 +109,10 @@ int cmd_train(int argc, char **argv)
         {"epochs", CLI_U32, &epochs, "E", "epochs (sage 20, gcn/gat 200)", NULL},
         {"lr", CLI_F64, &lr, "X", "Adam learning rate (sage 0.003, gcn 0.01, gat 0.005)", NULL},
         {"weight-decay", CLI_F64, &wd, "X", "L2 weight decay (sage 0, gcn/gat 5e-4)", NULL},
-        {"dropout", CLI_F64, &dropout, "X", "feature dropout (sage/gcn 0.5, gat 0.6)", NULL},
+        {"dropout", CLI_F64, &dropout, "X",
+         "dropout on hidden features (sage/gcn 0.5, gat 0.6 on every layer's input)", NULL},
+        {"input-dropout", CLI_F64, &input_dropout, "X",
+         "dropout on the input features (sage/gcn 0, gat = --dropout)", NULL},
         {"threads", CLI_U32, &threads, "T", "worker threads (default: all cores)", NULL},
         {"seed", CLI_U64, &seed, "S", "random seed (0): same seed, same weights", NULL},
         {"eval", CLI_CHOICE, &eval, NULL,
@@ -173,6 +176,11 @@ int cmd_train(int argc, char **argv)
     o.lr = (float)lr;
     o.weight_decay = (float)wd;
     o.dropout = (float)dropout;
+    if (input_dropout < 0.0 && input_dropout != -1.0) {
+        fprintf(stderr, "offcore train: --input-dropout must be in [0, 1)\n");
+        return 2;
+    }
+    o.input_dropout = (float)input_dropout;
     o.n_threads = threads;
     o.seed = seed;
     o.eval = strcmp(eval, "full") == 0 ? OC_TRAIN_EVAL_FULL : OC_TRAIN_EVAL_SAMPLED;

@@ -12,46 +12,12 @@
 
 #include "offcore/rng.h"
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-static void philox10(const uint32_t key_in[2], const uint32_t ctr_in[4], uint32_t out[4])
-{
-    uint32_t k0 = key_in[0], k1 = key_in[1];
-    uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
 uint64_t oc_rng_mix64(uint64_t seed, uint64_t x)
 {
     uint64_t z = x + seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
-}
-
-void oc_rng_block(uint64_t seed, uint64_t a, uint64_t b, uint32_t out[4])
-{
-    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    uint32_t ctr[4] = {(uint32_t)a, (uint32_t)(a >> 32), (uint32_t)b, (uint32_t)(b >> 32)};
-    philox10(key, ctr, out);
 }
 
 void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
@@ -69,7 +35,7 @@ void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64
 uint32_t oc_rng_u32(struct oc_rng *r)
 {
     if (r->n_out == 0) {
-        philox10(r->key, r->ctr, r->out);
+        oc_rng_philox10(r->key, r->ctr, r->out);
         if (++r->ctr[0] == 0)
             r->ctr[1]++;
         r->n_out = 4;

@@ -55,7 +55,7 @@ void oc_nn_model_config_default(enum oc_nn_model_kind kind, struct oc_nn_model_c
     switch (kind) {
     case OC_NN_MODEL_SAGE:
         cfg->hidden = 16;
-        cfg->in_dropout = 0.5f;
+        cfg->in_dropout = 0.0f; /* DGL's SAGE examples drop hidden features only */
         cfg->dropout = 0.5f;
         break;
     case OC_NN_MODEL_GCN:

@@ -29,6 +29,7 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
     o->eval_batch_size = 4096;
     o->batch_size = 1024;
     o->heads = 1;
+    o->input_dropout = -1.0f;
     switch (kind) {
     case OC_NN_MODEL_SAGE:
         o->hidden = 16;
@@ -89,6 +90,8 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be >= 0");
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
         return OC_ERR(err, OC_ERR_ARG, "--dropout must be in [0, 1)");
+    if (!(o->input_dropout < 1.0f))
+        return OC_ERR(err, OC_ERR_ARG, "--input-dropout must be in [0, 1)");
     if ((unsigned)o->eval >= OC_TRAIN_EVAL_COUNT)
         return OC_ERR(err, OC_ERR_ARG, "--eval must be full or sampled");
     if (o->resume && !o->checkpoint_dir)
@@ -246,7 +249,9 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     cfg.n_classes = r->data.n_classes;
     cfg.heads = o->heads;
     cfg.dropout = o->dropout;
-    if (o->model != OC_NN_MODEL_GCN) /* GCN drops hidden features only, as DGL's example */
+    if (o->input_dropout >= 0.0f)
+        cfg.in_dropout = o->input_dropout;
+    else if (o->model == OC_NN_MODEL_GAT) /* GAT's feat_drop also drops the input (DGL) */
         cfg.in_dropout = o->dropout;
     cfg.seed = o->seed;
     if ((rc = oc_nn_model_new(r->be, &cfg, &r->model, err)))

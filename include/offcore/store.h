@@ -53,7 +53,11 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  * from a read); read_bytes is an estimate from the process's storage reads
  * (/proc/self/io) during the gather, n_reads its major page faults (see
  * store/mmap.c). direct: every row tier DISK, one read per row.
- * static: hits tier CPU, misses tier DISK.
+ * static: hits tier CPU, misses tier DISK. ginex: hits tier CPU, misses tier DISK;
+ * for the training batches it followed its plan on, trace_accesses counts
+ * the rows requested and belady_misses those its cache missed, next to what
+ * LRU (cold, one access at a time) and the degree-ranked static cache of the
+ * same capacity would have missed on the same accesses (0 elsewhere).
  */
 struct oc_store_stats {
     uint64_t requested_rows;
@@ -62,6 +66,7 @@ struct oc_store_stats {
     uint64_t read_bytes;           /* bytes the disk delivered (page-rounded, merged) */
     uint64_t n_reads;              /* read requests issued to the disk */
     uint64_t tier_rows[OC_STORE_TIER_COUNT];
+    uint64_t trace_accesses, belady_misses, lru_misses, static_misses; /* ginex; else 0 */
     uint64_t held_bytes; /* memory the store holds now (caches, buffers, in-RAM features);
                             a level, not a counter; the page cache under `mmap` is not held */
 };
@@ -97,6 +102,8 @@ struct oc_store_config {
     uint64_t n_train, batch_size;
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
+    uint32_t superbatch;            /* ginex: batches per superbatch; 0 = up to 16, each
+                                       cut where its accesses fill a quarter of mem_bytes */
 };
 
 struct oc_store;

@@ -18,10 +18,7 @@
 
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
-    &oc_store_memory,
-    &oc_store_mmap,
-    &oc_store_direct,
-    &oc_store_static,
+    &oc_store_memory, &oc_store_mmap, &oc_store_direct, &oc_store_static, &oc_store_ginex,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -100,6 +97,10 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.n_reads = a->n_reads - b->n_reads;
     for (int t = 0; t < OC_STORE_TIER_COUNT; t++)
         r.tier_rows[t] = a->tier_rows[t] - b->tier_rows[t];
+    r.trace_accesses = a->trace_accesses - b->trace_accesses;
+    r.belady_misses = a->belady_misses - b->belady_misses;
+    r.lru_misses = a->lru_misses - b->lru_misses;
+    r.static_misses = a->static_misses - b->static_misses;
     r.held_bytes = a->held_bytes; /* a level, not a counter: the later snapshot's */
     *out = r;
 }

@@ -49,6 +49,7 @@ extern const struct store_strategy oc_store_memory;
 extern const struct store_strategy oc_store_mmap;
 extern const struct store_strategy oc_store_direct;
 extern const struct store_strategy oc_store_static;
+extern const struct store_strategy oc_store_ginex;
 
 struct oc_store {
     const struct store_strategy *strat;

@@ -1,0 +1,555 @@
+/*
+ * ginex.c — the `ginex` strategy (Ginex, VLDB 2022): a superbatch
+ * inspector-executor with a Belady-optimal feature cache. The inspector
+ * (ginex_inspect.c, a background thread) samples the next S training batches
+ * ahead, writes them under the plan directory and precomputes the cache's
+ * changesets (ginex_plan.c); the executor, here, gathers each training batch
+ * from the cache or the disk (io_uring, same-page merging) and then applies
+ * that batch's changeset by copying the inserted rows from the gathered
+ * output into the evicted slots: no extra read.
+ *
+ * Place in the data flow: store. train ──► oc_store_gather_batch(epoch,
+ * batch) ──► executor, following plan k while the inspector makes plan k+1;
+ * oc_store_gather (evaluation) reads through the cache without changing it.
+ * Thread-safety: the executor (cache, map, batch reader) belongs to the
+ * store's thread; row copies run on the pool, each task its own output rows;
+ * plans come from the inspector through its queues.
+ * Ownership: cache rows, slot ids, map, scratch, the static bitmap and the
+ * inspector are the store's.
+ *
+ *   one training batch t of plan k (iteration i = t - first of k):
+ *
+ *   ids ──► map ──► hit: slot ─────────────┐   (1) copy hits out of the cache
+ *            └───► miss: read into out[j] ─┤   (2) changeset i: slot s drops its row,
+ *                                          │       takes out[pos] as stored (f16: the
+ *                                          │       half row before widening)
+ *                                          └── (3) widen f16 misses in place
+ *
+ *   superbatch boundary: plan k goes back to the inspector (to be filled
+ *   with the superbatch after k+1), plan k+1 is taken (waiting if the
+ *   inspector is behind), its warm-up rows (only while the cache has empty
+ *   slots) are read into their slots. At open the executor waits for plan 0
+ *   and reads its warm-up rows (not counted in the stats, as `static` does
+ *   not count filling its cache).
+ *
+ * Calls out of plan order (a batch other than the next planned one) are
+ * served like evaluation reads, without the plan. A gather whose ids differ
+ * from the inspected ones stays correct (every hit is a map lookup; a change
+ * whose position was not a miss is skipped), only the plan stops fitting.
+ *
+ * Memory (cfg->mem_bytes; 0 = no limit, every row may be cached):
+ *   executor   the batch reader (2 MiB bounce, request arrays for
+ *              store_expected_rows rows), the static comparison's bitmap
+ *              (1 bit per node)
+ *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
+ *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
+ *              superbatch: with cfg->superbatch = S, S batches of
+ *              store_expected_rows rows; with 0, a quarter of what the two
+ *              lines above leave (at least one batch), and the inspector
+ *              cuts a superbatch (at most 16 batches) where its accesses
+ *              reach that
+ *   cache      the rest, at row bytes + GX_BYTES_PER_SLOT per row
+ * A budget below the first two lines plus one batch of accesses (S batches
+ * when S is given) is OC_ERR_BUDGET naming how much is needed.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "store/ginex_int.h"
+
+#define GX_DEFAULT_SUPERBATCH 16u
+#define GX_LOAD_ROWS          4096u /* warm-up rows queued per batch run, at most */
+
+struct ginex_store {
+    struct store_disk disk;
+    uint64_t cap;      /* C, rows */
+    uint8_t *rows;     /* C x row_bytes, as stored */
+    uint64_t *slot_id; /* C: id in the slot, or GX_EMPTY */
+    uint64_t n_cached;
+    struct gx_hash map; /* id -> slot */
+    uint32_t *slots;    /* per gather: slot of each row, or GX_NONE (a miss) */
+    uint64_t cap_slots;
+    uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
+    uint64_t static_bytes;
+    uint64_t S, max_acc, nb, t0, t_end, t_next;
+    uint64_t load_rows; /* warm-up rows per batch run: min(GX_LOAD_ROWS, rows of one batch) */
+    struct gx_inspector *insp;
+    struct gx_plan *cur; /* the plan being executed */
+    int failed;          /* the inspector failed: training gathers repeat its error */
+    struct oc_err fail;
+    uint64_t n_unplanned, n_diverged;
+};
+
+/* ---- sizing ------------------------------------------------------------------- */
+
+/* The training plan's shape; have = 0 when there is nothing to plan. */
+static int plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
+                      uint64_t *t_end, struct oc_err *err)
+{
+    *nb = *t0 = *t_end = 0;
+    if (cfg->n_epochs <= cfg->first_epoch)
+        return OC_OK;
+    const char *missing = !cfg->graph         ? "graph"
+                          : !cfg->sample_opts ? "sample_opts"
+                          : !cfg->train_ids   ? "train_ids"
+                          : !cfg->n_train     ? "n_train"
+                          : !cfg->batch_size  ? "batch_size"
+                                              : NULL;
+    if (missing)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store ginex: inspecting superbatches needs the training plan; config has "
+                      "no %s",
+                      missing);
+    *nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+    *t0 = (uint64_t)cfg->first_epoch * *nb;
+    *t_end = (uint64_t)cfg->n_epochs * *nb;
+    return OC_OK;
+}
+
+/*
+ * Superbatch length S, accesses per superbatch, cache rows C; OC_ERR_BUDGET if
+ * the budget cannot hold the executor, the inspector and one batch of
+ * accesses before any cached row.
+ */
+static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
+                         uint64_t n_iters, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
+                         struct oc_err *err)
+{
+    uint64_t rows = store_expected_rows(s, cfg);
+    uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
+    uint64_t exec =
+        sizeof(struct ginex_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t S = 0, ifix = 0, want = 0;
+    char need_s[32], have_s[32];
+
+    *S_out = *acc_out = *C_out = 0;
+    if (n_iters) {
+        exec += (s->n_nodes + 7) / 8; /* the static comparison's bitmap */
+        S = cfg->superbatch ? cfg->superbatch : GX_DEFAULT_SUPERBATCH;
+        if (S > n_iters)
+            S = n_iters;
+        ifix = gx_inspector_fixed_bytes(S, rows, L);
+        want = rows && S > UINT64_MAX / GX_BYTES_PER_ACCESS / rows
+                   ? UINT64_MAX / GX_BYTES_PER_ACCESS
+                   : S * rows;
+    }
+    *S_out = S;
+    if (cfg->mem_bytes == 0) {
+        *acc_out = want;
+        *C_out = n_iters ? s->n_nodes : 0;
+    } else {
+        /* An explicit S gets room for S batches of the largest size; a derived one a
+           quarter of what is left, at least one batch (superbatches end where it is full). */
+        uint64_t one = n_iters ? rows * GX_BYTES_PER_ACCESS : 0;
+        uint64_t all = want * GX_BYTES_PER_ACCESS;
+        uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
+        if (cfg->mem_bytes < need)
+            return OC_ERR(err, OC_ERR_BUDGET,
+                          "store ginex: needs at least %s (a %u-byte bounce buffer and request "
+                          "arrays for %" PRIu64 " rows of one batch%s%s) before caching any row; "
+                          "the store's budget is %s",
+                          oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
+                          rows, n_iters ? ", and the inspector with the accesses of " : "",
+                          !n_iters                   ? ""
+                          : cfg->superbatch && S > 1 ? "a whole superbatch"
+                                                     : "one batch",
+                          oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+        uint64_t left = cfg->mem_bytes - exec - ifix, share = left / 4;
+        if (share < one)
+            share = one;
+        if (share > all || cfg->superbatch)
+            share = all;
+        *acc_out = share / GX_BYTES_PER_ACCESS;
+        uint64_t c = n_iters ? (left - share) / (s->row_bytes + GX_BYTES_PER_SLOT) : 0;
+        *C_out = c < s->n_nodes ? c : s->n_nodes;
+    }
+    if (*C_out >= GX_NONE)
+        *C_out = GX_NONE - 1;
+    return OC_OK;
+}
+
+/* ---- the cache ------------------------------------------------------------------ */
+
+static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_store *g, uint64_t k)
+{
+    return g->rows + k * s->row_bytes;
+}
+
+/* Empties slot k (its row leaves the map). */
+static void slot_evict(struct ginex_store *g, uint32_t k)
+{
+    if (g->slot_id[k] == GX_EMPTY)
+        return;
+    gx_hash_del(&g->map, g->slot_id, g->slot_id[k]);
+    g->slot_id[k] = GX_EMPTY;
+    g->n_cached--;
+}
+
+static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
+{
+    g->slot_id[k] = id;
+    gx_hash_put(&g->map, g->slot_id, k);
+    g->n_cached++;
+}
+
+/*
+ * Reads plan p's warm-up rows into their slots, GX_LOAD_ROWS per run (pages
+ * merged; as many as one gather's, so the batch reader's arrays stay within
+ * the budget). count = 0 at open: those reads are not in the stats, as `static`
+ * does not count filling its cache.
+ */
+static int warm_up(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p, int count,
+                   struct oc_err *err)
+{
+    int rc = OC_OK;
+    for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
+        uint64_t w1 = p->n_warm - w0 < g->load_rows ? p->n_warm : w0 + g->load_rows;
+        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
+            uint32_t k = p->warm_slot[w];
+            slot_evict(g, k);
+            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
+                continue; /* already cached elsewhere: the plan does not fit this cache */
+            rc = oc_io_batch_add(g->disk.batch, g->disk.f, store_row_off(s, p->warm_id[w]),
+                                 s->row_bytes, slot_row(s, g, k), err);
+        }
+        if (rc) {
+            store_disk_discard(&g->disk);
+            break;
+        }
+        rc = count ? store_disk_run(s, &g->disk, err) : oc_io_batch_run(g->disk.batch, err);
+        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
+            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
+                slot_fill(g, p->warm_slot[w], p->warm_id[w]);
+    }
+    if (rc)
+        oc_err_prefix(err, "store ginex: filling the cache");
+    return rc;
+}
+
+/* ---- gathers --------------------------------------------------------------------- */
+
+struct copy_job {
+    const struct oc_store *s;
+    const struct ginex_store *g;
+    float *out;
+    int hits, widen; /* which rows this pass handles */
+};
+
+static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct copy_job *j = ctx;
+    const struct oc_store *s = j->s;
+    uint64_t dim = s->feat_dim;
+    for (uint64_t i = lo; i < hi; i++) {
+        uint32_t k = j->g->slots[i];
+        float *dst = j->out + i * dim;
+        if (k != GX_NONE) {
+            if (j->hits)
+                store_row_to_f32(s->dtype, slot_row(s, j->g, k), dim, dst);
+        } else if (j->widen && s->dtype == OC_DTYPE_F16) {
+            store_row_widen_inplace(dst, dim);
+        }
+    }
+}
+
+/* Changeset `it` of plan p: inserted rows, as read (f16: the upper half), into their slots. */
+static void apply_changes(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p,
+                          uint64_t it, const uint64_t *ids, uint64_t n, const float *out)
+{
+    for (uint64_t c = p->chg_off[it]; c < p->chg_off[it + 1]; c++) {
+        uint32_t pos = p->chg_pos[c], k = p->chg_slot[c];
+        if (pos >= n || g->slots[pos] != GX_NONE ||
+            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
+            g->n_diverged++;
+            continue;
+        }
+        const uint8_t *src = (const uint8_t *)(out + (uint64_t)pos * s->feat_dim);
+        if (s->dtype == OC_DTYPE_F16)
+            src += s->row_bytes;
+        slot_evict(g, k);
+        memcpy(slot_row(s, g, k), src, s->row_bytes);
+        slot_fill(g, k, ids[pos]);
+    }
+}
+
+/* Gathers ids through the cache; with a plan, applies its changeset `it` afterwards. */
+static int exec_gather(struct oc_store *s, struct ginex_store *g, const uint64_t *ids, uint64_t n,
+                       float *out, const struct gx_plan *p, uint64_t it, struct oc_err *err)
+{
+    uint64_t misses = 0;
+    int rc;
+
+    if (n > g->cap_slots) {
+        uint64_t cap = n > 2 * g->cap_slots ? n : 2 * g->cap_slots;
+        uint32_t *q = oc_realloc(g->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        g->slots = q;
+        g->cap_slots = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
+        g->slots[i] = k;
+        if (k != GX_NONE)
+            continue;
+        misses++;
+        if ((rc = store_disk_queue(s, &g->disk, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(&g->disk);
+            return rc;
+        }
+    }
+    if (misses && (rc = store_disk_run(s, &g->disk, err)))
+        return rc;
+    int changes = p && p->chg_off[it + 1] > p->chg_off[it];
+    /* Hits leave the cache before a change may overwrite their slot; f16 misses are widened
+       after the changes copied their stored bytes. Without changes, one pass does both. */
+    struct copy_job j = {s, g, out, 1, !changes};
+    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
+        return rc;
+    if (changes) {
+        apply_changes(s, g, p, it, ids, n, out);
+        struct copy_job w = {s, g, out, 0, 1};
+        if (s->dtype == OC_DTYPE_F16 && misses &&
+            (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
+            return rc;
+    }
+    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
+    return OC_OK;
+}
+
+static int ginex_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                        struct oc_err *err)
+{
+    return exec_gather(s, s->impl, ids, n, out, NULL, 0, err);
+}
+
+/* Moves to the next superbatch's plan: the finished one goes back to the inspector. */
+static int next_plan(struct oc_store *s, struct ginex_store *g, struct oc_err *err)
+{
+    if (g->cur)
+        gx_inspector_release(g->insp, g->cur);
+    g->cur = NULL;
+    int rc = gx_inspector_next(g->insp, &g->cur, err);
+    if (rc) {
+        g->failed = rc;
+        g->fail = *err;
+        return rc;
+    }
+    return warm_up(s, g, g->cur, 1, err);
+}
+
+static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                              const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    struct ginex_store *g = s->impl;
+    int rc;
+
+    if (g->failed) {
+        if (err)
+            *err = g->fail;
+        return g->failed;
+    }
+    uint64_t t = epoch * g->nb + batch;
+    if (!g->cur || batch >= g->nb || t != g->t_next) {
+        if (g->n_unplanned++ == 0)
+            oc_log(OC_LOG_WARN,
+                   "store ginex: epoch %" PRIu64 " batch %" PRIu64
+                   " is not the next planned batch; served without the plan",
+                   epoch, batch);
+        return exec_gather(s, g, ids, n, out, NULL, 0, err);
+    }
+    if (t == g->cur->first_iter + g->cur->n_iters && (rc = next_plan(s, g, err)))
+        return rc;
+    const struct gx_plan *p = g->cur;
+    uint64_t it = t - p->first_iter;
+    if ((rc = exec_gather(s, g, ids, n, out, p, it, err)))
+        return rc;
+    g->t_next++;
+    s->stats.trace_accesses += p->cnt[it].n_acc;
+    s->stats.belady_misses += p->cnt[it].n_belady;
+    s->stats.lru_misses += p->cnt[it].n_lru;
+    s->stats.static_misses += p->cnt[it].n_static;
+    return OC_OK;
+}
+
+/* ---- open / stats / free ----------------------------------------------------------- */
+
+/* The bitmap of the C rows `static` (degree hotness) would cache. */
+static int static_bitmap(const struct oc_store *s, const struct oc_store_config *cfg,
+                         struct ginex_store *g, struct oc_err *err)
+{
+    struct oc_store_config c = *cfg;
+    uint64_t *ids = NULL;
+    c.hotness = OC_STORE_HOTNESS_DEGREE;
+    g->static_bytes = (s->n_nodes + 7) / 8;
+    g->static_bits = oc_calloc(1, (size_t)g->static_bytes, "store ginex: static comparison", err);
+    if (!g->static_bits)
+        return err ? err->status : OC_ERR_NOMEM;
+    int rc = store_hot_select(s, &c, g->cap, &ids, err);
+    for (uint64_t k = 0; rc == OC_OK && k < g->cap; k++)
+        g->static_bits[ids[k] >> 3] |= (uint8_t)(1u << (ids[k] & 7));
+    oc_free(ids);
+    return rc;
+}
+
+static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
+{
+    struct ginex_store *g;
+    uint64_t nb, t0, t_end, S, max_acc, C;
+    int rc;
+
+    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||
+        (rc = plan_capacity(s, cfg, t_end - t0, &S, &max_acc, &C, err)))
+        return rc;
+    g = oc_calloc(1, sizeof(*g), "store ginex", err);
+    if (!g)
+        return err ? err->status : OC_ERR_NOMEM;
+    s->impl = g;
+    gx_hash_init(&g->map);
+    g->S = S;
+    g->max_acc = max_acc;
+    g->load_rows = store_expected_rows(s, cfg);
+    if (g->load_rows > GX_LOAD_ROWS || g->load_rows == 0)
+        g->load_rows = GX_LOAD_ROWS;
+    g->nb = nb;
+    g->t0 = g->t_next = t0;
+    g->t_end = t_end;
+    g->cap = C;
+    if ((rc = store_disk_open(s, 1, &g->disk, err)))
+        return rc;
+    if (t_end == t0)
+        return OC_OK; /* nothing to plan: evaluation reads go to the disk */
+    if ((rc = static_bitmap(s, cfg, g, err)))
+        return rc;
+    if (C) {
+        g->rows = oc_alloc_aligned(C * s->row_bytes, 64, "store ginex: cached rows", err);
+        g->slot_id = oc_alloc(C * sizeof(uint64_t), "store ginex: slot ids", err);
+        if (!g->rows || !g->slot_id)
+            return err ? err->status : OC_ERR_NOMEM;
+        for (uint64_t k = 0; k < C; k++)
+            g->slot_id[k] = GX_EMPTY;
+        if ((rc = gx_hash_alloc(&g->map, C, "store ginex: cache map", err)))
+            return rc;
+    }
+    char c_s[32], m_s[32];
+    oc_log(OC_LOG_INFO,
+           "store ginex: cache of %" PRIu64 " rows (%s), superbatches of up to %" PRIu64
+           " batches and %" PRIu64 " accesses, budget %s",
+           C, oc_format_size(C * s->row_bytes, c_s, sizeof(c_s)), S, max_acc,
+           oc_format_size(cfg->mem_bytes, m_s, sizeof(m_s)));
+    struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits};
+    if ((rc = gx_inspector_new(s, &ic, &g->insp, err)))
+        return rc;
+    if ((rc = gx_inspector_next(g->insp, &g->cur, err)))
+        return rc;
+    return warm_up(s, g, g->cur, 0, err);
+}
+
+static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    const struct ginex_store *g = s->impl;
+    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) +
+                      g->map.cap * sizeof(uint32_t) + g->cap_slots * sizeof(uint32_t) +
+                      g->static_bytes + store_disk_held_bytes(&g->disk) +
+                      gx_inspector_held_bytes(g->insp);
+}
+
+static void ginex_free(struct oc_store *s)
+{
+    struct ginex_store *g = s->impl;
+    if (!g)
+        return;
+    gx_inspector_free(g->insp); /* joins the thread first: plans and bitmap are then unused */
+    store_disk_close(&g->disk);
+    oc_free(g->rows);
+    oc_free(g->slot_id);
+    gx_hash_deinit(&g->map);
+    oc_free(g->slots);
+    oc_free(g->static_bits);
+    oc_free(g);
+    s->impl = NULL;
+}
+
+/* ---- test knobs ---------------------------------------------------------------------- */
+
+static const struct ginex_store *as_ginex(const struct oc_store *s)
+{
+    return s && s->strat == &oc_store_ginex ? s->impl : NULL;
+}
+
+uint64_t oc_store_ginex_capacity(const struct oc_store *s)
+{
+    const struct ginex_store *g = as_ginex(s);
+    return g ? g->cap : 0;
+}
+
+uint64_t oc_store_ginex_n_cached(const struct oc_store *s)
+{
+    const struct ginex_store *g = as_ginex(s);
+    return g ? g->n_cached : 0;
+}
+
+uint64_t oc_store_ginex_superbatch(const struct oc_store *s)
+{
+    const struct ginex_store *g = as_ginex(s);
+    return g ? g->S : 0;
+}
+
+const char *oc_store_ginex_plan_dir(const struct oc_store *s)
+{
+    const struct ginex_store *g = as_ginex(s);
+    return g ? gx_inspector_dir(g->insp) : "";
+}
+
+void oc_store_ginex_plan_counts(const struct oc_store *s, uint64_t *reused, uint64_t *sampled)
+{
+    const struct ginex_store *g = as_ginex(s);
+    gx_inspector_counts(g ? g->insp : NULL, reused, sampled);
+}
+
+int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, uint64_t *bytes,
+                              struct oc_err *err)
+{
+    struct oc_store s;
+    struct oc_store_config c = *cfg;
+    uint64_t nb, t0, t_end, S, acc, C;
+    int rc;
+
+    memset(&s, 0, sizeof(s));
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    s.n_nodes = m->n_nodes;
+    s.feat_dim = m->feat_dim;
+    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)))
+        return rc;
+    /* C grows with the budget: the smallest budget reaching `rows` by bisection. */
+    uint64_t lo = 1, hi = 1ull << 50;
+    while (lo < hi) {
+        c.mem_bytes = lo + (hi - lo) / 2;
+        if (plan_capacity(&s, &c, t_end - t0, &S, &acc, &C, NULL) == OC_OK && C >= rows)
+            hi = c.mem_bytes;
+        else
+            lo = c.mem_bytes + 1;
+    }
+    *bytes = lo;
+    return OC_OK;
+}
+
+uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
+{
+    const struct ginex_store *g = as_ginex(s);
+    return g ? g->max_acc : 0;
+}
+
+const struct store_strategy oc_store_ginex = {
+    .name = "ginex",
+    .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
+               "cache driven by precomputed changesets, misses batched through io_uring (Ginex)",
+    .open = ginex_open,
+    .gather = ginex_gather,
+    .gather_batch = ginex_gather_batch,
+    .stats = ginex_stats,
+    .free = ginex_free,
+};

@@ -1,0 +1,613 @@
+/*
+ * ginex_inspect.c — the inspector of the `ginex` strategy: a background
+ * thread owned by the store that samples superbatch k+1 (S consecutive
+ * training batches, exactly as train samples them) while the executor runs
+ * superbatch k, persists the sampled batches under the plan directory, and
+ * turns their input ids into the plan (ginex_plan.c).
+ *
+ * Place in the data flow: store; graph ──► its own sampler ──► superbatch
+ * file + trace ──► planner ──► plan ──► executor (ginex.c), through two
+ * bounded queues (todo: empty plans to fill, in superbatch order; done:
+ * filled plans), with exactly two plans in circulation.
+ * Thread-safety: the thread owns the sampler (pool-less: it never competes
+ * for the training pool), epoch, batch, trace, planner and record buffer;
+ * a plan belongs to whichever side popped it last. cancel, held and the
+ * counters are C11 atomics. Lock order: none held across calls (each queue
+ * locks only inside its own calls).
+ * Ownership: the inspector owns everything above, the queues and the thread;
+ * the graph, the dataset and the static bitmap are borrowed from the store.
+ *
+ * A superbatch is the next S batches of the plan, cut short before a batch
+ * that would take its accesses past max_acc (that batch, already sampled,
+ * opens the next superbatch), so the inspector's memory stays within its
+ * share of the budget whatever the batches' real sizes. Its file,
+ * DIR/plan/ginex-<key>/sb-<first>.ocsb (key: FNV-1a of the dataset's
+ * topology checksums, the sampling options, the batch size and the training
+ * ids; <first> = epoch x batches per epoch + batch of its first batch):
+ *
+ *   per batch:  u64 length, then the batch's record (oc_sample_batch_serialize,
+ *               with its own CRC), n times
+ *   footer, the last 64 bytes (n is known only at the end):
+ *     +0   8   magic "OCGXSB1\0"
+ *     +8   8   key
+ *     +16  8   first iteration
+ *     +24  8   n iterations
+ *     +32  8   batches per epoch
+ *     +40  8   n_nodes
+ *     +48  4   version (1)
+ *     +52  4   flags: bit 0 = cut short by max_acc
+ *     +56  4   reserved, 0
+ *     +60  4   CRC-32 of footer bytes [0, 60)
+ *
+ * It is written to <name>.tmp.<pid>, fsynced and renamed into place, so a
+ * file under its final name is complete. It is reused when its footer
+ * matches this plan, it holds min(S, batches left) batches (fewer only if it
+ * was cut short), its accesses fit max_acc and every record checks out
+ * (CRC, epoch and batch numbers, lengths). Otherwise the superbatch is
+ * sampled again and the file replaced the same way. Temporary files of
+ * processes that no longer exist are removed at start; others are never
+ * read. Failing to write a plan file (disk full) is not an error: the
+ * superbatch is used from memory and the next run samples it again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "store/ginex_int.h"
+
+#define SB_MAGIC       "OCGXSB1"
+#define SB_VERSION     1u
+#define SB_FOOTER      64u
+#define SB_FLAG_CUT    1u
+#define SB_WRITE_BYTES (256u << 10) /* writer buffer */
+#define SB_MAX_RECORD  (1ull << 40) /* a length past this is corruption, not a batch */
+
+struct gx_inspector {
+    const struct oc_store *s;
+    const struct oc_graph *graph;
+    struct oc_sample_opts so;
+    uint64_t batch_size, n_nodes;
+    uint64_t nb, t0, t_end, S, max_acc;
+    uint64_t next_first; /* inspector side: first iteration of the next superbatch */
+    int pending;         /* batch holds iteration next_first, sampled but cut off */
+    uint64_t key;
+    char dir[4096]; /* "" = do not persist */
+    struct oc_sampler *sampler;
+    struct oc_sample_epoch ep;
+    uint64_t ep_cur; /* epoch the order is shuffled for, UINT64_MAX = none */
+    struct oc_sample_batch batch;
+    uint8_t *rec;
+    uint64_t cap_rec;
+    struct gx_trace trace;
+    struct gx_planner planner;
+    struct gx_plan plans[2];
+    struct oc_queue *todo, *done;
+    pthread_t thread;
+    int started;
+    atomic_int cancel;
+    atomic_uint_fast64_t held, n_reused, n_sampled;
+};
+
+/* ---- sizes ----------------------------------------------------------------- */
+
+uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers)
+{
+    /* sampler: id map, sampled ids and the batch, at most ~96 bytes per input row */
+    uint64_t sampler = rows * 96 + (64u << 10);
+    uint64_t record = rows * (16 + 8 * (uint64_t)n_layers) * 5 / 4 + 4096;
+    uint64_t pending = rows * 2 * sizeof(uint32_t) * 5 / 4;
+    /* per batch: trace offsets, plan offsets and counts (two plans), buckets */
+    uint64_t per_iter = (S + 2) * (8 + 2 * (8 + sizeof(struct gx_counts)) + 4) * 5 / 4 + 64 * 4;
+    return sizeof(struct gx_inspector) + sampler + record + pending + per_iter + SB_WRITE_BYTES +
+           OC_IO_ALIGN;
+}
+
+static void update_held(struct gx_inspector *in)
+{
+    const struct oc_sample_batch *b = &in->batch;
+    uint64_t h = sizeof(*in) + in->cap_rec + gx_trace_held_bytes(&in->trace) +
+                 gx_planner_held_bytes(&in->planner) + gx_plan_held_bytes(&in->plans[0]) +
+                 gx_plan_held_bytes(&in->plans[1]) + b->cap_input * sizeof(uint64_t);
+    for (uint32_t l = 0; l < OC_SAMPLE_MAX_LAYERS; l++)
+        h += b->blocks[l].cap_indptr * sizeof(uint64_t) + b->blocks[l].cap_indices * 4;
+    atomic_store(&in->held, h);
+}
+
+uint64_t gx_inspector_held_bytes(const struct gx_inspector *in)
+{
+    return in ? atomic_load(&((struct gx_inspector *)in)->held) : 0;
+}
+
+const char *gx_inspector_dir(const struct gx_inspector *in)
+{
+    return in ? in->dir : "";
+}
+
+void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64_t *sampled)
+{
+    struct gx_inspector *m = (struct gx_inspector *)in;
+    *reused = m ? atomic_load(&m->n_reused) : 0;
+    *sampled = m ? atomic_load(&m->n_sampled) : 0;
+}
+
+/* ---- plan key and files ------------------------------------------------------ */
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    return fnv(h, b, 8);
+}
+
+/* What the sampled batches depend on: topology, options, batch size, training ids. */
+static uint64_t plan_key(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(s->ds);
+    uint64_t h = fnv(0xcbf29ce484222325ull, "offcore ginex plan v1", 21);
+    h = fnv_u64(h, m->n_nodes);
+    h = fnv_u64(h, m->n_edges);
+    h = fnv_u64(h, (uint64_t)m->index_dtype);
+    static const enum oc_ds_file topo[] = {OC_DS_INDPTR, OC_DS_INDICES};
+    for (int i = 0; i < 2; i++) {
+        h = fnv_u64(h, m->files[topo[i]].bytes);
+        h = fnv_u64(h, m->files[topo[i]].crc32);
+    }
+    h = fnv_u64(h, cfg->sample_opts->n_layers);
+    for (uint32_t l = 0; l < cfg->sample_opts->n_layers; l++)
+        h = fnv_u64(h, (uint64_t)(int64_t)cfg->sample_opts->fanouts[l]);
+    h = fnv_u64(h, cfg->sample_opts->seed);
+    h = fnv_u64(h, cfg->batch_size);
+    h = fnv_u64(h, cfg->n_train);
+    for (uint64_t i = 0; i < cfg->n_train; i++)
+        h = fnv_u64(h, cfg->train_ids[i]);
+    return h;
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static void sb_footer(const struct gx_inspector *in, uint64_t first, uint64_t n, uint32_t flags,
+                      uint8_t f[SB_FOOTER])
+{
+    memset(f, 0, SB_FOOTER);
+    memcpy(f, SB_MAGIC, 8);
+    put_u64(f + 8, in->key);
+    put_u64(f + 16, first);
+    put_u64(f + 24, n);
+    put_u64(f + 32, in->nb);
+    put_u64(f + 40, in->n_nodes);
+    f[48] = (uint8_t)SB_VERSION;
+    f[52] = (uint8_t)flags;
+    uint32_t crc = (uint32_t)crc32(0L, f, 60);
+    for (int i = 0; i < 4; i++)
+        f[60 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, size_t n,
+                   struct oc_err *err)
+{
+    int w = snprintf(buf, n, "%s/sb-%" PRIu64 ".ocsb", in->dir, first);
+    if (w < 0 || (size_t)w >= n)
+        return OC_ERR(err, OC_ERR_ARG, "store ginex: plan path under %s is too long", in->dir);
+    return OC_OK;
+}
+
+static int rec_reserve(struct gx_inspector *in, uint64_t bytes, struct oc_err *err)
+{
+    if (bytes <= in->cap_rec)
+        return OC_OK;
+    uint64_t c = in->cap_rec + in->cap_rec / 4;
+    if (c < bytes)
+        c = bytes;
+    uint8_t *p = oc_realloc(in->rec, (size_t)c, "store ginex: batch record buffer", err);
+    if (!p)
+        return err ? err->status : OC_ERR_NOMEM;
+    in->rec = p;
+    in->cap_rec = c;
+    return OC_OK;
+}
+
+/*
+ * Fills the trace and p from the file of the superbatch starting at
+ * next_first if it is there and sound. Returns 1 if it did; 0 (trace empty)
+ * if there is no usable file; a negative status for what must not be hidden
+ * (out of memory).
+ */
+static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
+{
+    char path[4200], why[sizeof(((struct oc_err *)0)->msg)];
+    struct oc_file *f = NULL;
+    struct oc_err e;
+    uint8_t foot[SB_FOOTER], want[SB_FOOTER], lenb[8];
+    uint64_t size = 0, off = 0, first = in->next_first, n = 0;
+    uint64_t most = in->t_end - first < in->S ? in->t_end - first : in->S;
+    int rc;
+
+    if (!in->dir[0] || sb_path(in, first, path, sizeof(path), &e))
+        return 0;
+    if (oc_file_open(path, OC_FILE_READ, &f, &e))
+        return 0;
+    why[0] = '\0';
+    if ((rc = oc_file_size(f, &size, &e)))
+        goto bad;
+    if (size < SB_FOOTER) {
+        snprintf(why, sizeof(why), "%" PRIu64 " bytes, shorter than its footer", size);
+        goto bad;
+    }
+    if ((rc = oc_file_pread(f, foot, SB_FOOTER, size - SB_FOOTER, &e)))
+        goto bad;
+    n = get_u64(foot + 24);
+    uint32_t flags = foot[52];
+    sb_footer(in, first, n, flags, want);
+    if (memcmp(foot, want, SB_FOOTER) != 0 || n == 0 || n > most ||
+        (n < most && !(flags & SB_FLAG_CUT))) {
+        snprintf(why, sizeof(why), "footer does not match this plan");
+        goto bad;
+    }
+    size -= SB_FOOTER;
+    for (uint64_t it = 0; it < n; it++) {
+        uint64_t t = first + it;
+        if (off + 8 > size) {
+            snprintf(why, sizeof(why), "ends after %" PRIu64 " batches", it);
+            goto bad;
+        }
+        if ((rc = oc_file_pread(f, lenb, 8, off, &e)))
+            goto bad;
+        uint64_t len = get_u64(lenb);
+        off += 8;
+        if (len > size - off || len > SB_MAX_RECORD) {
+            snprintf(why, sizeof(why), "batch %" PRIu64 " length %" PRIu64 " past the end", it,
+                     len);
+            goto bad;
+        }
+        if ((rc = rec_reserve(in, len, &e)))
+            goto bad;
+        if ((rc = oc_file_pread(f, in->rec, (size_t)len, off, &e)) ||
+            (rc = oc_sample_batch_deserialize(in->rec, (size_t)len, in->n_nodes, &in->batch, &e)))
+            goto bad;
+        off += len;
+        if (in->batch.epoch != t / in->nb || in->batch.batch_index != t % in->nb ||
+            in->batch.n_layers != in->so.n_layers) {
+            snprintf(why, sizeof(why), "batch %" PRIu64 " is not epoch %" PRIu64 " batch %" PRIu64,
+                     it, t / in->nb, t % in->nb);
+            goto bad;
+        }
+        if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
+            snprintf(why, sizeof(why), "more accesses than this run's budget holds");
+            goto bad;
+        }
+        if ((rc = gx_trace_add_iter(&in->trace, in->batch.input_ids, in->batch.n_input, &e)))
+            goto bad;
+    }
+    if (off != size) {
+        snprintf(why, sizeof(why), "%" PRIu64 " bytes between the batches and the footer",
+                 size - off);
+        goto bad;
+    }
+    oc_file_close(f, NULL);
+    p->first_iter = first;
+    p->n_iters = n;
+    in->pending = 0; /* a batch cut off before is in the file */
+    return 1;
+bad:
+    oc_file_close(f, NULL);
+    gx_trace_clear(&in->trace);
+    in->pending = 0; /* in->batch was overwritten */
+    if (rc == OC_ERR_NOMEM || rc == OC_ERR_BUDGET) {
+        if (err)
+            *err = e;
+        return rc;
+    }
+    oc_log(OC_LOG_WARN, "store ginex: not trusting %s (%s); sampling it again", path,
+           why[0] ? why : e.msg);
+    return 0;
+}
+
+/* A writer that failed: the plan file is dropped (not an error: the plan stays in memory). */
+static void sb_drop(struct oc_writer **w, const char *tmp, const struct oc_err *e)
+{
+    oc_writer_abort(*w);
+    *w = NULL;
+    unlink(tmp);
+    oc_log(OC_LOG_WARN, "store ginex: cannot write plan file %s (%s); continuing without it", tmp,
+           e->msg);
+}
+
+/*
+ * Samples the superbatch starting at next_first into the trace and p, writing
+ * its file when there is a plan directory: up to S batches, stopping before
+ * one that would take the accesses past max_acc (kept as pending).
+ */
+static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
+{
+    char path[4200], tmp[4300];
+    struct oc_writer *w = NULL;
+    struct oc_err e;
+    uint8_t foot[SB_FOOTER], lenb[8];
+    uint64_t first = in->next_first, it = 0;
+    uint64_t most = in->t_end - first < in->S ? in->t_end - first : in->S;
+    uint32_t flags = 0;
+    int rc;
+
+    if (in->dir[0] && sb_path(in, first, path, sizeof(path), &e) == OC_OK) {
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+        if (oc_writer_open(tmp, SB_WRITE_BYTES, &w, &e) != OC_OK)
+            oc_log(OC_LOG_WARN, "store ginex: cannot create plan file %s (%s)", tmp, e.msg);
+    }
+    for (; it < most; it++) {
+        uint64_t t = first + it, e_ix = t / in->nb, b_ix = t % in->nb;
+        if (atomic_load(&in->cancel)) {
+            rc = OC_ERR(err, OC_ERR_CANCELLED, "store ginex: inspector stopped");
+            goto out;
+        }
+        if (!in->pending) {
+            const uint64_t *seeds;
+            uint64_t n_seeds;
+            if (e_ix != in->ep_cur) {
+                oc_sample_epoch_shuffle(&in->ep, in->so.seed, e_ix);
+                in->ep_cur = e_ix;
+            }
+            if ((rc = oc_sample_epoch_batch(&in->ep, b_ix, &seeds, &n_seeds, err)) ||
+                (rc = oc_sample_neighbors(in->sampler, e_ix, b_ix, seeds, n_seeds, &in->batch,
+                                          err))) {
+                oc_err_prefix(err, "store ginex: inspecting epoch %" PRIu64 " batch %" PRIu64, e_ix,
+                              b_ix);
+                goto out;
+            }
+        }
+        in->pending = 0;
+        if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
+            in->pending = 1; /* opens the next superbatch */
+            flags |= SB_FLAG_CUT;
+            break;
+        }
+        if ((rc = gx_trace_add_iter(&in->trace, in->batch.input_ids, in->batch.n_input, err))) {
+            oc_err_prefix(err, "store ginex: epoch %" PRIu64 " batch %" PRIu64, e_ix, b_ix);
+            goto out;
+        }
+        if (!w)
+            continue;
+        uint64_t len = oc_sample_batch_record_bytes(&in->batch);
+        size_t got = 0;
+        if ((rc = rec_reserve(in, len, err)))
+            goto out;
+        put_u64(lenb, len);
+        if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
+            oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e))
+            sb_drop(&w, tmp, &e);
+    }
+    p->first_iter = first;
+    p->n_iters = it;
+    rc = OC_OK;
+    if (w) {
+        sb_footer(in, first, it, flags, foot);
+        int wrc = oc_writer_write(w, foot, SB_FOOTER, &e);
+        if (wrc == OC_OK)
+            wrc = oc_writer_close(w, &e);
+        else
+            oc_writer_abort(w);
+        w = NULL;
+        if (wrc == OC_OK)
+            wrc = oc_rename_durable(tmp, path, &e);
+        if (wrc) {
+            unlink(tmp);
+            oc_log(OC_LOG_WARN, "store ginex: cannot write plan file %s (%s)", path, e.msg);
+        }
+    }
+out:
+    if (w) {
+        oc_writer_abort(w);
+        unlink(tmp);
+    }
+    return rc;
+}
+
+/* Fills plan p with the next superbatch: its trace from the file or the sampler, then the plan. */
+static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
+{
+    gx_trace_clear(&in->trace);
+    int rc = sb_reuse(in, p, err);
+    if (rc < 0)
+        return rc;
+    if (rc == 1) {
+        atomic_fetch_add(&in->n_reused, 1);
+    } else {
+        if ((rc = sb_sample(in, p, err)))
+            return rc;
+        atomic_fetch_add(&in->n_sampled, 1);
+    }
+    in->next_first = p->first_iter + p->n_iters;
+    if ((rc = gx_plan_build(&in->planner, &in->trace, p, err)))
+        oc_err_prefix(err, "store ginex: planning batches %" PRIu64 "..%" PRIu64, p->first_iter,
+                      p->first_iter + p->n_iters - 1);
+    return rc;
+}
+
+static void *inspector_main(void *arg)
+{
+    struct gx_inspector *in = arg;
+    void *item;
+    while (oc_queue_pop(in->todo, &item) == OC_OK) {
+        struct gx_plan *p = item;
+        if (in->next_first >= in->t_end)
+            continue; /* the plan is done: the plan stays idle */
+        oc_err_clear(&p->err);
+        p->status = atomic_load(&in->cancel)
+                        ? OC_ERR(&p->err, OC_ERR_CANCELLED, "store ginex: inspector stopped")
+                        : inspect(in, p, &p->err);
+        update_held(in);
+        if (oc_queue_push(in->done, p) != OC_OK)
+            break;
+    }
+    return NULL;
+}
+
+/* ---- stale temporaries --------------------------------------------------------- */
+
+/* Removes <name>.tmp.<pid> files in dir whose process is gone (never the ones of live ones). */
+static void remove_stale_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    if (!d)
+        return;
+    while ((de = readdir(d)) != NULL) {
+        const char *t = strstr(de->d_name, ".tmp.");
+        char *end;
+        if (!t || strncmp(de->d_name, "sb-", 3) != 0)
+            continue;
+        errno = 0;
+        long pid = strtol(t + 5, &end, 10);
+        if (*end || pid <= 0 || errno)
+            continue;
+        if (pid != (long)getpid() && kill((pid_t)pid, 0) == -1 && errno == ESRCH) {
+            char path[4400];
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            if (unlink(path) == 0)
+                oc_log(OC_LOG_DEBUG, "store ginex: removed stale %s", path);
+        }
+    }
+    closedir(d);
+}
+
+/* ---- life cycle ------------------------------------------------------------------ */
+
+int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *ic,
+                     struct gx_inspector **out, struct oc_err *err)
+{
+    const struct oc_store_config *cfg = ic->cfg;
+    int rc;
+
+    *out = NULL;
+    struct gx_inspector *in = oc_calloc(1, sizeof(*in), "store ginex: inspector", err);
+    if (!in)
+        return err ? err->status : OC_ERR_NOMEM;
+    in->s = s;
+    in->graph = cfg->graph;
+    in->so = *cfg->sample_opts;
+    in->batch_size = cfg->batch_size;
+    in->n_nodes = s->n_nodes;
+    in->nb = ic->n_batches;
+    in->t0 = ic->t0;
+    in->t_end = ic->t_end;
+    in->S = ic->superbatch;
+    in->max_acc = ic->max_acc;
+    in->next_first = ic->t0;
+    in->ep_cur = UINT64_MAX;
+    oc_sample_batch_init(&in->batch);
+    gx_trace_init(&in->trace);
+    gx_plan_init(&in->plans[0]);
+    gx_plan_init(&in->plans[1]);
+    atomic_init(&in->cancel, 0);
+    atomic_init(&in->held, 0);
+    atomic_init(&in->n_reused, 0);
+    atomic_init(&in->n_sampled, 0);
+    *out = in;
+    if ((rc = gx_planner_init(&in->planner, ic->capacity, cfg->graph->indptr, 1, ic->static_bits,
+                              err)))
+        return rc;
+    if ((rc = oc_sample_sampler_new(cfg->graph, &in->so, NULL, &in->sampler, err)) ||
+        (rc = oc_sample_epoch_init(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        return rc;
+    if (cfg->plan_dir) {
+        in->key = plan_key(s, cfg);
+        int w = snprintf(in->dir, sizeof(in->dir), "%s/ginex-%016" PRIx64, cfg->plan_dir, in->key);
+        struct oc_err e;
+        if (w < 0 || (size_t)w >= sizeof(in->dir) - 64) {
+            in->dir[0] = '\0';
+            oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
+                   cfg->plan_dir);
+        } else if (oc_mkdir_p(in->dir, &e) != OC_OK) {
+            oc_log(OC_LOG_WARN, "store ginex: %s; superbatches stay in memory", e.msg);
+            in->dir[0] = '\0';
+        } else {
+            remove_stale_tmp(in->dir);
+        }
+    }
+    if ((rc = oc_queue_new(2, &in->todo, err)) || (rc = oc_queue_new(2, &in->done, err)))
+        return rc;
+    oc_queue_push(in->todo, &in->plans[0]);
+    oc_queue_push(in->todo, &in->plans[1]);
+    update_held(in);
+    int e = pthread_create(&in->thread, NULL, inspector_main, in);
+    if (e)
+        return OC_ERR_ERRNO(err, OC_ERR_INTERNAL, e, "store ginex: cannot start the inspector");
+    in->started = 1;
+    return OC_OK;
+}
+
+void gx_inspector_free(struct gx_inspector *in)
+{
+    if (!in)
+        return;
+    atomic_store(&in->cancel, 1);
+    if (in->todo)
+        oc_queue_close(in->todo);
+    if (in->done)
+        oc_queue_close(in->done);
+    if (in->started)
+        pthread_join(in->thread, NULL);
+    oc_queue_free(in->todo);
+    oc_queue_free(in->done);
+    gx_plan_deinit(&in->plans[0]);
+    gx_plan_deinit(&in->plans[1]);
+    gx_planner_deinit(&in->planner);
+    gx_trace_deinit(&in->trace);
+    oc_sample_batch_deinit(&in->batch);
+    if (in->ep.orig)
+        oc_sample_epoch_deinit(&in->ep);
+    oc_sample_sampler_free(in->sampler);
+    oc_free(in->rec);
+    oc_free(in);
+}
+
+int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_err *err)
+{
+    void *item = NULL;
+    *plan = NULL;
+    if (oc_queue_pop(in->done, &item) != OC_OK)
+        return OC_ERR(err, OC_ERR_CANCELLED, "store ginex: the inspector has stopped");
+    struct gx_plan *p = item;
+    if (p->status) {
+        if (err)
+            *err = p->err;
+        return p->status;
+    }
+    *plan = p;
+    return OC_OK;
+}
+
+void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan)
+{
+    oc_queue_push(in->todo, plan);
+}

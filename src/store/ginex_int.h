@@ -1,0 +1,296 @@
+/*
+ * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_plan.c,
+ * ginex_sim.c, ginex_inspect.c): the id map, the superbatch trace, the
+ * Belady changeset planner, the LRU simulator, and the inspector thread.
+ *
+ * Place in the data flow: store. The inspector (a background thread owned by
+ * the store) samples superbatch k+1 ahead with its own sampler, writes it to
+ * DIR/plan/ginex-<key>/, and turns its input ids into a gx_plan; the
+ * executor (the training thread, in oc_store_gather_batch) follows plan k.
+ *
+ *   inspector thread                          training thread (executor)
+ *   ────────────────                          ──────────────────────────
+ *   pop todo ─► sample / reuse superbatch ─►  gather batch t of plan k:
+ *   trace ─► gx_plan_build ─► push done       lookup ─► disk misses ─► hits
+ *                                             ─► changeset t ─► widen f16
+ *                  todo ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
+ *
+ * Thread-safety: a gx_trace, gx_planner and gx_lru belong to the inspector
+ * thread; a gx_plan belongs to whoever popped it from a queue last (the
+ * queues' locks order the hand-offs). The tests drive all of them on one
+ * thread.
+ * Ownership: every array is oc_alloc'd by the object that holds it and
+ * released by its _deinit; id arrays passed in are borrowed.
+ */
+#ifndef OFFCORE_STORE_GINEX_INT_H
+#define OFFCORE_STORE_GINEX_INT_H
+
+#include <stdint.h>
+
+#include "store/store_int.h"
+
+#define GX_NONE  UINT32_MAX /* no slot / no local / empty map entry */
+#define GX_EMPTY UINT64_MAX /* a cache slot holding no row */
+#define GX_INF   UINT32_MAX /* next use: none left in the superbatch */
+
+/* ---- id map (ginex_sim.c) -------------------------------------------------- */
+
+/*
+ * Open addressing with linear probing from u64 keys to u32 values, where the
+ * key of value v lives in the caller's array keys[v] (slot ids, local ids), so
+ * an entry is 4 bytes. Capacity is a power of two at least twice the keys it
+ * was sized for; deletion shifts the following entries back (no tombstones).
+ */
+struct gx_hash {
+    uint32_t *tab; /* cap entries: a value, or GX_NONE */
+    uint64_t cap;  /* 0 or a power of two */
+    unsigned shift;
+    uint64_t n;
+};
+
+void gx_hash_init(struct gx_hash *h);
+void gx_hash_deinit(struct gx_hash *h);
+/* Bytes of the table for n keys (what gx_hash_alloc(n) allocates). */
+uint64_t gx_hash_bytes(uint64_t n_keys);
+/* An empty table for up to n_keys keys (the old one is freed). */
+int gx_hash_alloc(struct gx_hash *h, uint64_t n_keys, const char *consumer, struct oc_err *err);
+/* Makes room for n_keys keys, rehashing what it holds (keys[] as for get). */
+int gx_hash_grow(struct gx_hash *h, const uint64_t *keys, uint64_t n_keys, const char *consumer,
+                 struct oc_err *err);
+void gx_hash_clear(struct gx_hash *h);
+uint32_t gx_hash_get(const struct gx_hash *h, const uint64_t *keys, uint64_t key);
+/* Adds value v under keys[v], which must not be present; the table must have room. */
+void gx_hash_put(struct gx_hash *h, const uint64_t *keys, uint32_t v);
+/* Removes key (no-op if absent); keys[] must still hold the key of every entry. */
+void gx_hash_del(struct gx_hash *h, const uint64_t *keys, uint64_t key);
+
+/* ---- LRU simulator (ginex_sim.c) ------------------------------------------- */
+
+/* An LRU cache of `cap` ids over accesses one at a time, cold at start. */
+struct gx_lru {
+    uint64_t cap, n;
+    uint64_t *id;          /* node -> id */
+    uint32_t *prev, *next; /* recency list: head = most recent */
+    uint32_t head, tail;
+    struct gx_hash map; /* id -> node */
+};
+
+/* Bytes gx_lru_init(cap) allocates. */
+uint64_t gx_lru_bytes(uint64_t cap);
+int gx_lru_init(struct gx_lru *l, uint64_t cap, struct oc_err *err);
+void gx_lru_deinit(struct gx_lru *l);
+/* Touches id: 1 if it was cached (hit), 0 if not (it is now, evicting the least recent). */
+int gx_lru_access(struct gx_lru *l, uint64_t id);
+
+/* ---- superbatch trace (ginex_plan.c) --------------------------------------- */
+
+/*
+ * The input ids of S consecutive batches as local indices: every distinct id
+ * gets a local index in order of first appearance (the map), so the planner
+ * works on dense arrays whatever the node count.
+ *
+ *   iter_off:  [0, |B0|, |B0|+|B1|, ...]         n_iters + 1
+ *   loc:       local index of every access        n_acc
+ *   loc_id:    global id of every local           n_loc (ids of a batch are distinct)
+ */
+struct gx_trace {
+    uint64_t n_iters, n_acc, n_loc;
+    uint64_t *iter_off;
+    uint32_t *loc;
+    uint64_t *loc_id;
+    uint32_t *last_iter; /* per local: the last iteration it was added in (duplicate check) */
+    struct gx_hash map;  /* id -> local */
+    uint64_t cap_iters, cap_acc, cap_loc;
+};
+
+void gx_trace_init(struct gx_trace *t);
+void gx_trace_deinit(struct gx_trace *t);
+/* Empties the trace, keeping its memory. */
+void gx_trace_clear(struct gx_trace *t);
+/*
+ * Appends one batch's input ids. An id repeated within the batch is
+ * OC_ERR_FORMAT (sampled batches never repeat one; a plan file that does is
+ * corrupt). The trace is unchanged on failure.
+ */
+int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err);
+/* Local index of id, adding it (with no accesses) if new. For the planner's carried rows. */
+int gx_trace_local(struct gx_trace *t, uint64_t id, uint32_t *local, struct oc_err *err);
+/* Memory held. */
+uint64_t gx_trace_held_bytes(const struct gx_trace *t);
+
+/* ---- the plan of one superbatch (ginex_plan.c) ------------------------------ */
+
+/* Per iteration: accesses and the misses each policy would have had on them. */
+struct gx_counts {
+    uint64_t n_acc, n_belady, n_lru, n_static;
+};
+
+/*
+ * What the executor does over a superbatch, for a cache of C slots:
+ *
+ *   warm:     before iteration 0, read row warm_id[w] from disk into slot
+ *             warm_slot[w] (only while the cache has empty slots: the rows
+ *             used soonest)
+ *   changes:  after iteration i's gather, for c in [chg_off[i], chg_off[i+1]):
+ *             slot chg_slot[c] drops its row (the eviction) and takes the row
+ *             at output position chg_pos[c] (a miss of iteration i, read from
+ *             disk by that very gather: no extra read)
+ *
+ * A slot appears at most once per iteration.
+ */
+struct gx_plan {
+    uint64_t first_iter; /* plan iteration (epoch x batches per epoch + batch) of iteration 0 */
+    uint64_t n_iters;
+    uint64_t n_warm, n_chg;
+    uint64_t *warm_id;
+    uint32_t *warm_slot;
+    uint64_t *chg_off; /* n_iters + 1 */
+    uint32_t *chg_pos, *chg_slot;
+    struct gx_counts *cnt; /* n_iters */
+    uint64_t cap_iters, cap_warm, cap_chg;
+    /* The inspector's result for this plan: OC_OK, or why it could not be made. */
+    int status;
+    struct oc_err err;
+};
+
+void gx_plan_init(struct gx_plan *p);
+void gx_plan_deinit(struct gx_plan *p);
+uint64_t gx_plan_held_bytes(const struct gx_plan *p);
+
+/*
+ * The planner: the cache contents as the plans leave them (slot -> id),
+ * carried from one superbatch to the next, and its scratch.
+ *
+ * Belady at iteration granularity (the gathered batch is where inserted rows
+ * come from, so a row may enter the cache only in an iteration that reads
+ * it): after iteration i the cache holds the C rows with the soonest next use
+ * among (cache ∪ rows of iteration i). Next uses beyond the superbatch are
+ * unknown (infinite); among those, rows of lower in-degree go first.
+ *
+ * Linear in the accesses: one backward pass gives every access the iteration
+ * of its row's next use (the chain of each row's access positions), and
+ * cached rows sit in buckets by next use (one bucket per iteration, then 64
+ * "never again in this superbatch" buckets by log2 in-degree), singly linked:
+ *
+ *   bucket:  0   1   2  ...  S-1 | inf,deg 2^63 ... inf,deg 1
+ *                ▲                                        ▲
+ *           hits of iteration 1                    evicted first
+ *
+ * The rows of bucket i are exactly iteration i's hits. Misses are taken in
+ * batch order: one enters if the cache has room, or if the fullest-key bucket
+ * (a pointer that only moves down within an iteration) holds a row used later
+ * than it, which is evicted; ties keep the cached row. Cost O(accesses + C +
+ * S x 64) per superbatch.
+ */
+struct gx_planner {
+    uint64_t cap;      /* C */
+    uint64_t *slot_id; /* C: id in slot, or GX_EMPTY */
+    uint64_t n_used;
+    const uint64_t *indptr; /* in-degrees for the infinite buckets (borrowed; may be NULL) */
+    /* per access / per local / per bucket scratch */
+    uint32_t *nxt;
+    uint64_t cap_acc;
+    uint32_t *key, *link, *slot_of;
+    uint8_t *state;
+    uint64_t cap_loc;
+    uint32_t *head;
+    uint64_t cap_head;
+    uint32_t *free_slots; /* C */
+    uint32_t *pend_pos, *pend_loc;
+    uint64_t cap_pend;
+    /* the other policies of the same capacity, on the same accesses */
+    struct gx_lru lru;
+    const uint8_t *static_bits; /* the degree-ranked cache's rows as a bitmap (borrowed) */
+};
+
+/* Bytes the planner allocates for C slots, not counting per-superbatch scratch. */
+uint64_t gx_planner_fixed_bytes(uint64_t cap, int with_lru);
+
+int gx_planner_init(struct gx_planner *p, uint64_t cap, const uint64_t *indptr, int with_lru,
+                    const uint8_t *static_bits, struct oc_err *err);
+void gx_planner_deinit(struct gx_planner *p);
+uint64_t gx_planner_held_bytes(const struct gx_planner *p);
+
+/*
+ * Builds out (first_iter and n_iters already set; n_iters must equal
+ * t->n_iters) from the trace of the superbatch and the carried cache, and
+ * leaves the cache as the plan does. Adds carried rows to t as locals.
+ * OC_ERR_NOMEM / OC_ERR_BUDGET if scratch cannot grow.
+ */
+int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
+                  struct oc_err *err);
+
+/* ---- the inspector (ginex_inspect.c) ---------------------------------------- */
+
+/*
+ * Budget per access of a superbatch (trace, planner scratch, changes of both
+ * plans, the locals it may add; growth slack included) and per cache slot
+ * besides its row (the executor's slot id and map, the planner's slot id and
+ * free stack, the LRU simulation, the carried rows as locals, warm-up lists).
+ */
+#define GX_BYTES_PER_ACCESS 80u
+#define GX_BYTES_PER_SLOT   152u
+
+struct gx_inspector;
+
+/* What the inspector samples: the training plan, read at new. */
+struct gx_inspect_config {
+    const struct oc_store_config *cfg; /* graph, train ids, batch size, plan dir */
+    uint64_t n_batches;                /* per epoch */
+    uint64_t t0, t_end;                /* plan iterations [t0, t_end) */
+    uint64_t superbatch;               /* S: most batches per superbatch */
+    uint64_t max_acc;                  /* most accesses per superbatch (one batch always fits) */
+    uint64_t capacity;                 /* C */
+    const uint8_t *static_bits;        /* borrowed, may be NULL */
+};
+
+/*
+ * Creates the inspector, its sampler, planner and trace; starts its thread,
+ * which fills the two plans with superbatches 0 and 1. A superbatch is the
+ * next S batches, cut short before a batch that would take its accesses past
+ * max_acc. The plan directory (cfg->plan_dir/ginex-<key>; none if plan_dir is
+ * NULL) is created here.
+ */
+int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *ic,
+                     struct gx_inspector **out, struct oc_err *err);
+/* Stops the thread (the superbatch it is sampling is abandoned) and frees everything. */
+void gx_inspector_free(struct gx_inspector *in);
+/*
+ * The next plan, in superbatch order, waiting for the inspector. Fails with
+ * the inspector's error (sampling, planning) for that superbatch.
+ */
+int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_err *err);
+/* Gives a finished plan back, to be refilled with the superbatch after the next. */
+void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan);
+/* Memory the inspector holds (any thread). */
+uint64_t gx_inspector_held_bytes(const struct gx_inspector *in);
+/* The plan directory (empty string when plans are not persisted). */
+const char *gx_inspector_dir(const struct gx_inspector *in);
+/* Superbatches reused from files / sampled, so far (any thread). */
+void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64_t *sampled);
+
+/*
+ * Bytes the inspector holds besides GX_BYTES_PER_ACCESS per access and
+ * GX_BYTES_PER_SLOT per slot: itself, its sampler and one batch of up to
+ * `rows` inputs of n_layers layers, the record buffer, the plan file writer,
+ * per-batch arrays of S batches.
+ */
+uint64_t gx_inspector_fixed_bytes(uint64_t superbatch, uint64_t rows, uint32_t n_layers);
+
+/* ---- test knobs --------------------------------------------------------------- */
+
+/* For a `ginex` store (0 otherwise): cache capacity in rows, rows cached now, superbatch. */
+uint64_t oc_store_ginex_capacity(const struct oc_store *s);
+uint64_t oc_store_ginex_n_cached(const struct oc_store *s);
+uint64_t oc_store_ginex_superbatch(const struct oc_store *s);
+/* Most accesses a superbatch of a `ginex` store may have. */
+uint64_t oc_store_ginex_max_accesses(const struct oc_store *s);
+/* The smallest cfg->mem_bytes with which a `ginex` store over cfg caches at least `rows` rows. */
+int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, uint64_t *bytes,
+                              struct oc_err *err);
+/* The plan directory of a `ginex` store ("" if none). */
+const char *oc_store_ginex_plan_dir(const struct oc_store *s);
+/* Superbatches reused from plan files and sampled by a `ginex` store so far. */
+void oc_store_ginex_plan_counts(const struct oc_store *s, uint64_t *reused, uint64_t *sampled);
+
+#endif

@@ -1,0 +1,296 @@
+/*
+ * test_store_ginex_plan.c — the `ginex` changeset planner: its miss count
+ * equals a brute-force Belady simulation on random traces and on traces of
+ * real sampled batches, and the exhaustive optimum on tiny traces (so
+ * Belady at batch granularity with the soonest-used warm-up is optimal);
+ * its LRU and static counts equal direct simulations and are never below
+ * Belady's; replaying a plan is consistent (a change fills a missed row into
+ * a slot once, no row is cached twice, the cache is full once warm) in one
+ * window and in windows of three batches; the trace and the id map.
+ *
+ * Place in the data flow: tests of store (sample → trace → planner).
+ * Thread-safety: single-threaded.
+ * Ownership: every trace, planner and plan is freed by the test that made it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ginex_util.h"
+#include "harness.h"
+
+/* The fewest misses of any schedule (free initial set, then subsets of cache ∪ batch), U <= 10. */
+static uint64_t exhaustive_optimum(const struct trace *t, uint64_t C)
+{
+    uint64_t U = max_id(t) + 1, S = 1ull << U, best = UINT64_MAX;
+    uint64_t *dp = malloc(S * 8), *nd = malloc(S * 8);
+    for (uint64_t m = 0; m < S; m++)
+        dp[m] = (uint64_t)__builtin_popcountll(m) <= C ? 0 : UINT64_MAX;
+    for (uint64_t i = 0; i < t->n_iters; i++) {
+        uint64_t b = 0;
+        for (uint64_t a = t->off[i]; a < t->off[i + 1]; a++)
+            b |= 1ull << t->ids[a];
+        for (uint64_t m = 0; m < S; m++)
+            nd[m] = UINT64_MAX;
+        for (uint64_t m = 0; m < S; m++) {
+            if (dp[m] == UINT64_MAX)
+                continue;
+            uint64_t cost = dp[m] + (uint64_t)__builtin_popcountll(b & ~m), avail = m | b;
+            for (uint64_t sub = avail;; sub = (sub - 1) & avail) {
+                if ((uint64_t)__builtin_popcountll(sub) <= C && cost < nd[sub])
+                    nd[sub] = cost;
+                if (sub == 0)
+                    break;
+            }
+        }
+        uint64_t *x = dp;
+        dp = nd;
+        nd = x;
+    }
+    for (uint64_t m = 0; m < S; m++)
+        if (dp[m] < best)
+            best = dp[m];
+    free(dp);
+    free(nd);
+    return best;
+}
+
+/* ---- driving the planner -------------------------------------------------------- */
+
+/* Sums of the planner's counts over a run of windows. */
+struct run_counts {
+    uint64_t acc, belady, lru, stat;
+    uint64_t replay_misses; /* misses of the plans replayed on a simulated cache */
+    int ok;                 /* the replay found every plan consistent */
+};
+
+/*
+ * Plans t in windows of `window` batches (0 = one window) with a cache of C,
+ * replaying every plan on a simulated executor: warm-up rows fill empty
+ * slots, a change puts a missed row of its batch into a slot once, no id is
+ * cached twice, and the cache is full once it has seen C distinct rows.
+ */
+static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t window,
+                                  const uint8_t *static_bits)
+{
+    struct run_counts rc = {0, 0, 0, 0, 0, 1};
+    struct oc_err err;
+    struct gx_planner p;
+    struct gx_trace tr;
+    struct gx_plan plan;
+    uint64_t U = max_id(t) + 1, distinct = 0;
+    uint64_t *slot = malloc((C + 1) * sizeof(uint64_t));
+    uint8_t *in = calloc(U, 1), *seen = calloc(U, 1), *used = calloc(C + 1, 1);
+    for (uint64_t k = 0; k < C; k++)
+        slot[k] = GX_EMPTY;
+    gx_trace_init(&tr);
+    gx_plan_init(&plan);
+    OC_CHECK_OK(gx_planner_init(&p, C, NULL, 1, static_bits, &err), &err);
+    if (window == 0)
+        window = t->n_iters;
+    for (uint64_t w0 = 0; w0 < t->n_iters; w0 += window) {
+        uint64_t w1 = w0 + window < t->n_iters ? w0 + window : t->n_iters;
+        gx_trace_clear(&tr);
+        for (uint64_t i = w0; i < w1; i++)
+            OC_CHECK_OK(gx_trace_add_iter(&tr, t->ids + t->off[i], t->off[i + 1] - t->off[i], &err),
+                        &err);
+        plan.first_iter = w0;
+        plan.n_iters = w1 - w0;
+        int r = gx_plan_build(&p, &tr, &plan, &err);
+        OC_CHECK_OK(r, &err);
+        if (r)
+            break;
+        for (uint64_t w = 0; w < plan.n_warm; w++) {
+            uint32_t s = plan.warm_slot[w];
+            rc.ok &= s < C && slot[s] == GX_EMPTY && !in[plan.warm_id[w]];
+            if (s < C && slot[s] == GX_EMPTY) {
+                slot[s] = plan.warm_id[w];
+                in[slot[s]] = 1;
+            }
+        }
+        for (uint64_t i = 0; i < plan.n_iters; i++) {
+            const uint64_t *b = t->ids + t->off[w0 + i];
+            uint64_t nb = t->off[w0 + i + 1] - t->off[w0 + i];
+            uint8_t *miss = calloc(nb + 1, 1);
+            for (uint64_t j = 0; j < nb; j++) {
+                miss[j] = !in[b[j]];
+                rc.replay_misses += miss[j];
+                distinct += !seen[b[j]];
+                seen[b[j]] = 1;
+            }
+            memset(used, 0, C + 1);
+            for (uint64_t c = plan.chg_off[i]; c < plan.chg_off[i + 1]; c++) {
+                uint32_t pos = plan.chg_pos[c], s = plan.chg_slot[c];
+                if (pos >= nb || !miss[pos] || s >= C || used[s] || in[b[pos]]) {
+                    rc.ok = 0;
+                    continue;
+                }
+                used[s] = 1;
+                if (slot[s] != GX_EMPTY)
+                    in[slot[s]] = 0;
+                slot[s] = b[pos];
+                in[b[pos]] = 1;
+            }
+            free(miss);
+            uint64_t n_in = 0;
+            for (uint64_t k = 0; k < C; k++)
+                n_in += slot[k] != GX_EMPTY;
+            /* full once warm: min(C, rows seen or warmed so far) */
+            rc.ok &= n_in >= (distinct < C ? distinct : C);
+            rc.acc += plan.cnt[i].n_acc;
+            rc.belady += plan.cnt[i].n_belady;
+            rc.lru += plan.cnt[i].n_lru;
+            rc.stat += plan.cnt[i].n_static;
+        }
+    }
+    gx_plan_deinit(&plan);
+    gx_trace_deinit(&tr);
+    gx_planner_deinit(&p);
+    free(slot);
+    free(in);
+    free(seen);
+    free(used);
+    return rc;
+}
+
+/* The C lowest ids (a stand-in static set for traces without a graph) as a bitmap. */
+static uint8_t *low_ids_bitmap(uint64_t U, uint64_t C)
+{
+    uint8_t *bits = calloc(U / 8 + 1, 1);
+    for (uint64_t v = 0; v < C && v < U; v++)
+        bits[v >> 3] |= (uint8_t)(1u << (v & 7));
+    return bits;
+}
+
+static uint64_t static_misses(const struct trace *t, const uint8_t *bits)
+{
+    uint64_t m = 0;
+    for (uint64_t a = 0; a < t->n_acc; a++)
+        m += !((bits[t->ids[a] >> 3] >> (t->ids[a] & 7)) & 1);
+    return m;
+}
+
+/* Checks the planner on t for capacity C in one window and in windows of 3. */
+static void check_trace(const struct trace *t, uint64_t C, const char *what)
+{
+    uint64_t U = max_id(t) + 1;
+    uint8_t *bits = low_ids_bitmap(U, C);
+    uint64_t want = brute_belady(t, C), lru = brute_lru(t, C), stat = static_misses(t, bits);
+    struct run_counts one = plan_run(t, C, 0, bits), win = plan_run(t, C, 3, bits);
+    if (one.belady != want || one.lru != lru || one.stat != stat || !one.ok || !win.ok)
+        fprintf(stderr,
+                "  %s C=%llu: belady %llu (brute force %llu) lru %llu (%llu) static %llu (%llu) "
+                "replay ok %d/%d\n",
+                what, (unsigned long long)C, (unsigned long long)one.belady,
+                (unsigned long long)want, (unsigned long long)one.lru, (unsigned long long)lru,
+                (unsigned long long)one.stat, (unsigned long long)stat, one.ok, win.ok);
+    OC_CHECK(one.acc == t->n_acc && win.acc == t->n_acc);
+    OC_CHECK(one.belady == want);
+    OC_CHECK(one.replay_misses == one.belady && win.replay_misses == win.belady);
+    OC_CHECK(one.ok && win.ok);
+    OC_CHECK(one.lru == lru && win.lru == lru);
+    OC_CHECK(one.stat == stat && win.stat == stat);
+    OC_CHECK(one.belady <= lru && one.belady <= stat);
+    /* Shorter lookahead can only lose, never beat the optimum. */
+    OC_CHECK(win.belady >= one.belady);
+    free(bits);
+}
+
+/* ---- planner tests --------------------------------------------------------------- */
+
+OC_TEST(belady_matches_brute_force_on_random_traces)
+{
+    static const uint64_t caps[] = {0, 1, 2, 7, 30, 90, 199, 250};
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        struct trace t = random_trace(seed, 25 + seed * 3, 200, seed % 2 ? 40 : 90);
+        for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+            check_trace(&t, caps[c], "random");
+        trace_free(&t);
+    }
+}
+
+OC_TEST(belady_is_optimal_on_tiny_traces)
+{
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        struct trace t = random_trace(100 + seed, 9, 8, 1 + seed % 5);
+        for (uint64_t C = 0; C <= 5; C++) {
+            struct run_counts r = plan_run(&t, C, 0, NULL);
+            uint64_t opt = exhaustive_optimum(&t, C);
+            if (r.belady != opt)
+                fprintf(stderr, "  seed %llu C=%llu: planner %llu, optimum %llu\n",
+                        (unsigned long long)seed, (unsigned long long)C,
+                        (unsigned long long)r.belady, (unsigned long long)opt);
+            OC_CHECK(r.belady == opt);
+            OC_CHECK(brute_belady(&t, C) == opt);
+            OC_CHECK(r.belady <= brute_lru(&t, C));
+        }
+        trace_free(&t);
+    }
+}
+
+OC_TEST(belady_matches_brute_force_on_sampled_batches)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 2000, 4, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct trace t = sampled_trace(&fx, 0, 2);
+    OC_CHECK(t.n_iters == 2 * fixture_nb(&fx) && t.n_iters > 8);
+    static const uint64_t caps[] = {50, 300, 900, 1800};
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+        check_trace(&t, caps[c], "sampled");
+    trace_free(&t);
+    fixture_free(&fx);
+}
+
+OC_TEST(trace_rejects_repeated_ids)
+{
+    struct gx_trace tr;
+    struct oc_err err;
+    uint64_t a[3] = {4, 9, 4}, b[2] = {9, 4};
+    gx_trace_init(&tr);
+    OC_CHECK_OK(gx_trace_add_iter(&tr, b, 2, &err), &err);
+    OC_CHECK_ERR(gx_trace_add_iter(&tr, a, 3, &err), OC_ERR_FORMAT, &err, "id 4 repeats");
+    gx_trace_clear(&tr);
+    OC_CHECK_OK(gx_trace_add_iter(&tr, a, 2, &err), &err);
+    OC_CHECK(tr.n_loc == 2 && tr.n_acc == 2);
+    gx_trace_deinit(&tr);
+}
+
+OC_TEST(id_map_deletes_and_grows)
+{
+    struct gx_hash h;
+    struct oc_err err;
+    uint64_t keys[3000];
+    uint8_t in[3000];
+    struct oc_rng r;
+    oc_rng_init(&r, 1, 2, 3, 4);
+    gx_hash_init(&h);
+    OC_CHECK_OK(gx_hash_alloc(&h, 1000, "test", &err), &err);
+    memset(in, 0, sizeof(in));
+    for (uint32_t v = 0; v < 3000; v++)
+        keys[v] = oc_rng_u64(&r) >> (v % 50); /* clustered keys collide more */
+    for (int step = 0; step < 20000; step++) {
+        uint32_t v = (uint32_t)oc_rng_below(&r, 1000);
+        if (in[v])
+            gx_hash_del(&h, keys, keys[v]);
+        else
+            gx_hash_put(&h, keys, v);
+        in[v] ^= 1;
+    }
+    int bad = 0;
+    for (uint32_t v = 0; v < 1000; v++)
+        bad += gx_hash_get(&h, keys, keys[v]) != (in[v] ? v : GX_NONE);
+    OC_CHECK(bad == 0);
+    for (uint32_t v = 1000; v < 3000; v++) {
+        OC_CHECK_OK(gx_hash_grow(&h, keys, h.n + 1, "test", &err), &err);
+        gx_hash_put(&h, keys, v);
+        in[v] = 1;
+    }
+    for (uint32_t v = 0; v < 3000; v++)
+        bad += gx_hash_get(&h, keys, keys[v]) != (in[v] ? v : GX_NONE);
+    OC_CHECK(bad == 0);
+    gx_hash_deinit(&h);
+}
+
+OC_TEST_MAIN()

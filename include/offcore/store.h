@@ -14,7 +14,9 @@
  * Place in the data flow: store sits on dataset, io, sample (for
  * pre-sampling) and core; train calls it.
  * Thread-safety: a store is driven by one thread at a time (the training
- * thread); it may use the pool it was given inside gather.
+ * thread); it may use the pool it was given inside gather. A strategy may
+ * run threads of its own between calls (gnndrive's pipeline); they stop in
+ * oc_store_free.
  * Ownership: the store borrows the dataset, graph and pool for its lifetime;
  * `out` buffers passed to gather belong to the caller.
  */
@@ -53,7 +55,12 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  * from a read); read_bytes is an estimate from the process's storage reads
  * (/proc/self/io) during the gather, n_reads its major page faults (see
  * store/mmap.c). direct: every row tier DISK, one read per row.
- * static: hits tier CPU, misses tier DISK. ginex: hits tier CPU, misses tier DISK;
+ * static: hits tier CPU, misses tier DISK. gnndrive: rows served from a
+ * slot of its feature buffer (valid, on the standby list, or being loaded
+ * by another extractor) tier CPU, rows its extractors read tier DISK;
+ * standby_hits counts the rows whose slot was valid with no reference left
+ * (reused from the standby LRU list), so standby_hits / requested_rows is
+ * its standby-reuse hit ratio. ginex: hits tier CPU, misses tier DISK;
  * for the training batches it followed its plan on, trace_accesses counts
  * the rows requested and belady_misses those its cache missed, next to what
  * LRU (cold, one access at a time) and the degree-ranked static cache of the
@@ -66,6 +73,7 @@ struct oc_store_stats {
     uint64_t read_bytes;           /* bytes the disk delivered (page-rounded, merged) */
     uint64_t n_reads;              /* read requests issued to the disk */
     uint64_t tier_rows[OC_STORE_TIER_COUNT];
+    uint64_t standby_hits; /* rows reused from a released buffer slot (gnndrive; else 0) */
     uint64_t trace_accesses, belady_misses, lru_misses, static_misses; /* ginex; else 0 */
     uint64_t held_bytes; /* memory the store holds now (caches, buffers, in-RAM features);
                             a level, not a counter; the page cache under `mmap` is not held */
@@ -102,6 +110,9 @@ struct oc_store_config {
     uint64_t n_train, batch_size;
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
+    uint32_t n_extractors;          /* gnndrive: extractor threads (0 = 2) */
+    int reorder;                    /* gnndrive: oc_store_next_batch returns batches in
+                                       completion order (GNNDrive); 0 = plan order */
     uint32_t superbatch;            /* ginex: batches per superbatch; 0 = up to 16, each
                                        cut where its accesses fill a quarter of mem_bytes */
 };
@@ -148,6 +159,17 @@ int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *
  */
 int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                           uint64_t n, float *out, struct oc_err *err);
+/*
+ * The index of the next batch of `epoch` to train: for a strategy that
+ * reorders (gnndrive with cfg->reorder) the next batch whose rows are ready
+ * and that was not returned or gathered yet, waiting for one if need be;
+ * for the others the next in plan order (0, 1, ... per epoch). Train then
+ * samples that batch and passes it to oc_store_gather_batch. OC_ERR_NOTFOUND
+ * once every batch of the epoch has been returned (or without a training
+ * plan in the config); a pipeline error (OC_ERR_IO, OC_ERR_FORMAT) as
+ * oc_store_gather_batch would report it.
+ */
+int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 

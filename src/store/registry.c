@@ -18,7 +18,8 @@
 
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
-    &oc_store_memory, &oc_store_mmap, &oc_store_direct, &oc_store_static, &oc_store_ginex,
+    &oc_store_memory, &oc_store_mmap,     &oc_store_direct,
+    &oc_store_static, &oc_store_gnndrive, &oc_store_ginex,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -97,6 +98,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.n_reads = a->n_reads - b->n_reads;
     for (int t = 0; t < OC_STORE_TIER_COUNT; t++)
         r.tier_rows[t] = a->tier_rows[t] - b->tier_rows[t];
+    r.standby_hits = a->standby_hits - b->standby_hits;
     r.trace_accesses = a->trace_accesses - b->trace_accesses;
     r.belady_misses = a->belady_misses - b->belady_misses;
     r.lru_misses = a->lru_misses - b->lru_misses;
@@ -143,6 +145,9 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     s->feat_dim = m->feat_dim;
     s->data_offset = oc_dataset_data_offset(cfg->ds, OC_DS_FEATURES);
     s->row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if (cfg->n_train && cfg->batch_size)
+        s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+    s->nb_epoch = UINT64_MAX;
     rc = s->strat->open(s, cfg, err);
     if (rc) {
         s->strat->free(s);
@@ -215,6 +220,27 @@ int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, co
     s->stats.requested_rows += n;
     s->stats.requested_bytes += n * (uint64_t)s->row_bytes;
     return OC_OK;
+}
+
+int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err)
+{
+    if (s->nb_epoch != epoch) {
+        s->nb_epoch = epoch;
+        s->nb_next = 0;
+    }
+    if (s->nb_next >= s->n_plan_batches)
+        return OC_ERR(err, OC_ERR_NOTFOUND,
+                      "store %s: every batch of epoch %" PRIu64 " was returned (%" PRIu64 ")",
+                      s->strat->name, epoch, s->n_plan_batches);
+    *batch = s->nb_next++;
+    return OC_OK;
+}
+
+int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err)
+{
+    if (s->strat->next_batch)
+        return s->strat->next_batch(s, epoch, batch, err);
+    return store_next_in_order(s, epoch, batch, err);
 }
 
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)

@@ -5,8 +5,8 @@
  *
  * Place in the data flow: registry.c dispatches oc_store_* calls through a
  * struct store_strategy; each strategy file (memory.c, mmap.c, direct.c,
- * static.c) defines one and registry.c lists it. Tests may include this
- * header for the knobs at the end.
+ * static.c, gnndrive.c, ...) defines one and registry.c lists it. Tests may
+ * include this header for the knobs at the end.
  * Thread-safety: a store is driven by one thread at a time; row loops run
  * tasks on the store's pool, each task writing only its own output rows.
  * Ownership: struct oc_store owns its `impl` (freed by the strategy's free);
@@ -41,6 +41,8 @@ struct store_strategy {
     /* Optional: a training batch of the plan (NULL = use gather). */
     int (*gather_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                         uint64_t n, float *out, struct oc_err *err);
+    /* Optional: oc_store_next_batch (NULL = store_next_in_order). */
+    int (*next_batch)(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
 };
@@ -49,6 +51,7 @@ extern const struct store_strategy oc_store_memory;
 extern const struct store_strategy oc_store_mmap;
 extern const struct store_strategy oc_store_direct;
 extern const struct store_strategy oc_store_static;
+extern const struct store_strategy oc_store_gnndrive;
 extern const struct store_strategy oc_store_ginex;
 
 struct oc_store {
@@ -62,8 +65,13 @@ struct oc_store {
     uint64_t data_offset;        /* of row 0 in the file */
     size_t row_bytes;            /* one row as stored: feat_dim x dtype size */
     struct oc_store_stats stats; /* cumulative; held_bytes filled by strategy->stats */
+    uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
+    uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
     void *impl;
 };
+
+/* oc_store_next_batch in plan order: 0, 1, ... n_plan_batches - 1 per epoch. */
+int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
 
 /* Thread-safe strerror (GNU strerror_r: returns a static string or fills buf). */
 static inline const char *store_strerror(int e, char *buf, size_t n)
@@ -169,5 +177,25 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
 /* For a `static` store: whether row id is in its RAM cache; how many rows are. 0 otherwise. */
 int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
 uint64_t oc_store_static_n_cached(const struct oc_store *s);
+
+/* For a `gnndrive` store (gnndrive.c); see there. */
+struct oc_store_gnndrive_info {
+    uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
+    uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
+    uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
+    uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */
+    int pipeline;                     /* whether the sampler/extractor threads run */
+    uint64_t n_extracted;             /* batches extracted by the pipeline */
+    uint64_t n_served;                /* gather_batch calls served from the buffer */
+    uint64_t n_discarded;             /* extracted batches released unused */
+    uint64_t n_direct;                /* gather_batch calls read directly (not in the pipeline) */
+};
+/* Fills info and returns 1 for a gnndrive store; 0 otherwise. */
+int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
+/* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
+void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
+/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
+int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
+                                 struct oc_err *err);
 
 #endif

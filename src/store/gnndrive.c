@@ -1,0 +1,683 @@
+/*
+ * gnndrive.c — the `gnndrive` strategy (GNNDrive): asynchronous extraction
+ * of each training batch's feature rows into a reference-counted feature
+ * buffer by a pipeline of threads (gnndrive_stage.c), ahead of the trainer:
+ *
+ *   sampler ──► extractors ──► trainer (oc_store_gather_batch) ──► releaser
+ *   (samples    (buffer lookup,  (waits for its batch, copies   (references
+ *    the plan    io_uring reads   the rows from their slots      dropped, slots
+ *    ahead)      placed as they   into out in order, f16         to the standby
+ *                complete)        widened)                       LRU list)
+ *
+ * This file: sizing and open, the trainer's side (gather_batch,
+ * next_batch, evaluation gathers), stats and test knobs.
+ *
+ * Plan order and reordering. By default oc_store_gather_batch(epoch, b)
+ * waits until batch b is extracted and serves batches in the plan's order,
+ * so training is bit-identical to `memory`. With cfg->reorder,
+ * oc_store_next_batch returns the batches of an epoch in the order their
+ * extraction completes (GNNDrive's behaviour); gather_batch then serves
+ * from the buffer the batches next_batch returned and reads any other
+ * directly. A gather_batch that does not match the pipeline (a batch already
+ * served, outside the plan, or ids differing from what the sampler stage
+ * sampled) is read directly, never waited for.
+ *
+ * Evaluation gathers (oc_store_gather) read features.npy directly with
+ * O_DIRECT through the trainer thread's batch reader, in chunks of
+ * GD_EVAL_ROWS rows with same-page merging, and never touch the buffer: they
+ * take no reference, evict nothing and do not wait for the pipeline.
+ *
+ * Sizing (cfg->mem_bytes, all of it through oc_alloc). Two numbers of rows
+ * per batch:
+ *   bound B = min(N, batch_size x prod(1 + fanout)): a layer adds at most
+ *             fanout new rows per destination node, so no batch of any epoch
+ *             exceeds it (a fanout of -1 makes it N). Batch records and
+ *             extractor scratch hold B rows.
+ *   measured M = the largest of the first GD_MEASURE_BATCHES batches of the
+ *             first epoch, sampled at open, plus a quarter: what batches of
+ *             this graph actually need (often a third of B on power-law
+ *             graphs, whose many low-degree nodes yield fewer than fanout
+ *             neighbors).
+ * The buffer gets at least min(N, max(B, E x M)) row slots: E x M so that
+ * every extractor can hold a batch at once, and never fewer than B so that
+ * any batch fits; with reservation in plan order (gnndrive_stage.c) one
+ * batch's worth of slots is all that deadlock freedom needs, so a batch
+ * larger than M only makes extractors wait for the releaser, never fail or
+ * hang. N slots hold every row, so more can never be referenced at once.
+ * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
+ * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
+ * row of B); per extractor 32 reads in flight of max(8 KiB, a row's span) of
+ * bounce and 20 bytes per row of B of scratch; the sampler stage (its batch
+ * and id map grow with the rows it samples, about 80 bytes per row: counted
+ * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per
+ * training id, and 2 MiB for an on-disk topology's reader); the evaluation
+ * reader (256 KiB bounce,
+ * GD_EVAL_ROWS x 192 bytes of requests). What the budget leaves after the
+ * fixed part buys slots; fewer than the minimum is OC_ERR_BUDGET at open,
+ * naming how much is needed. With mem_bytes 0 every row gets a slot.
+ * Without a training plan (no sample_opts, graph, train_ids or epochs in the
+ * config) no thread starts and every gather reads directly.
+ *
+ * Stats: tier CPU = rows served from a slot (valid, reused from standby, or
+ * wait-listed while another extractor loaded it), tier DISK = rows the
+ * batch's own reads fetched; standby_hits = rows whose slot had no reference
+ * left (a standby-list reuse); read_bytes / n_reads are the reads of the
+ * batches served (and of extracted batches released unused). Counters move
+ * when the trainer consumes a batch, so an epoch's stats are its batches'.
+ *
+ * Place in the data flow: store; train calls gather_batch per training batch
+ * and gather for evaluation.
+ * Thread-safety: the oc_store_* calls come from one thread (the trainer);
+ * the stages run on their own threads (gnndrive_stage.c).
+ * Ownership: the store owns the buffer, records, queues, readers and
+ * threads; oc_store_free stops and joins the threads before freeing.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/gnndrive_int.h"
+
+#define GD_DEFAULT_EXTRACTORS 2u
+#define GD_MAX_EXTRACTORS     64u
+#define GD_DEPTH              32u        /* reads in flight per extractor */
+#define GD_CELL_MIN           (8u << 10) /* bounce per read */
+#define GD_SAMPLER_ROW_BYTES  144u       /* sampler stage's batch + id map per row of M */
+#define GD_MEASURE_BATCHES    8u         /* batches sampled at open to measure their rows */
+#define GD_SLOT_META_BYTES    21u        /* reverse map 8, ref 4, links 8, state 1 */
+#define GD_EVAL_ROWS          1024u      /* rows per direct-read chunk */
+#define GD_EVAL_BOUNCE        (256u << 10)
+
+/* ---- sizing ------------------------------------------------------------------ */
+
+struct gd_sizing {
+    int pipeline;
+    uint32_t n_extractors, n_records;
+    uint64_t max_rows; /* B: the bound */
+    uint64_t est_rows; /* M: measured, plus a quarter */
+    uint64_t min_slots, n_slots, n_plan;
+    size_t cell_bytes;
+    uint64_t fixed, per_slot;
+};
+
+static int has_plan(const struct oc_store_config *cfg)
+{
+    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
+           cfg->n_epochs > cfg->first_epoch;
+}
+
+/* M: the largest input of the first GD_MEASURE_BATCHES batches of the plan, plus a quarter. */
+static int gd_measure(const struct oc_store_config *cfg, uint64_t *rows, struct oc_err *err)
+{
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    uint64_t most = 0;
+    int rc;
+
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
+        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, cfg->first_epoch);
+    uint64_t nb = oc_sample_epoch_n_batches(&ep);
+    for (uint64_t i = 0; i < nb && i < GD_MEASURE_BATCHES && rc == OC_OK; i++) {
+        const uint64_t *seeds;
+        uint64_t n;
+        rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err);
+        if (rc == OC_OK)
+            rc = oc_sample_neighbors(sm, cfg->first_epoch, i, seeds, n, &b, err);
+        if (rc == OC_OK && b.n_input > most)
+            most = b.n_input;
+    }
+out:
+    if (rc)
+        oc_err_prefix(err, "store gnndrive: sampling the first batches at open");
+    oc_sample_batch_deinit(&b);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    *rows = most + (most + 3) / 4;
+    return rc;
+}
+
+/*
+ * Sizes the store for cfg with measured rows M (est_rows); n_slots = what
+ * mem_bytes buys (N if unlimited), not checked here.
+ */
+static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t est_rows,
+                    struct gd_sizing *z)
+{
+    memset(z, 0, sizeof(*z));
+    z->pipeline = has_plan(cfg);
+    z->per_slot = s->row_bytes + GD_SLOT_META_BYTES;
+    z->fixed =
+        sizeof(struct gd_store) + GD_EVAL_BOUNCE + (uint64_t)GD_EVAL_ROWS * STORE_ROW_SCRATCH_BYTES;
+    if (!z->pipeline)
+        return;
+    z->n_extractors = cfg->n_extractors ? cfg->n_extractors : GD_DEFAULT_EXTRACTORS;
+    if (z->n_extractors > GD_MAX_EXTRACTORS)
+        z->n_extractors = GD_MAX_EXTRACTORS;
+    z->n_records = 2 * z->n_extractors + 2;
+    z->max_rows = store_expected_rows(s, cfg);
+    z->est_rows = est_rows < z->max_rows ? est_rows : z->max_rows;
+    uint64_t span = oc_io_align_up(s->row_bytes) + OC_IO_ALIGN;
+    z->cell_bytes = (size_t)(span > GD_CELL_MIN ? span : GD_CELL_MIN);
+    z->n_plan = (uint64_t)(cfg->n_epochs - cfg->first_epoch) * s->n_plan_batches;
+    uint64_t e = z->n_extractors, r = z->max_rows;
+    z->fixed += s->n_nodes * sizeof(uint32_t);                                    /* mapping */
+    z->fixed += z->n_records * (sizeof(struct gd_rec) + sizeof(void *) + r * 12); /* records */
+    z->fixed += 4 * (z->n_records * sizeof(void *) + 128);                        /* queues */
+    z->fixed += e * (sizeof(struct gd_extractor) +
+                     GD_DEPTH * (z->cell_bytes + sizeof(uint32_t) + sizeof(struct gd_read)) +
+                     r * (sizeof(struct gd_miss) + sizeof(uint32_t)));
+    z->fixed += z->est_rows * GD_SAMPLER_ROW_BYTES + 2 * cfg->n_train * sizeof(uint64_t) +
+                (cfg->graph->disk ? 2u << 20 : 0); /* sampler stage (+ on-disk topology reader) */
+    z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
+    uint64_t want = e * z->est_rows > r ? e * z->est_rows : r;
+    z->min_slots = want < s->n_nodes ? want : s->n_nodes;
+    if (cfg->mem_bytes == 0)
+        z->n_slots = s->n_nodes;
+    else
+        z->n_slots = cfg->mem_bytes > z->fixed ? (cfg->mem_bytes - z->fixed) / z->per_slot : 0;
+    if (z->n_slots > s->n_nodes)
+        z->n_slots = s->n_nodes;
+}
+
+static int gd_check_budget(const struct oc_store_config *cfg, const struct gd_sizing *z,
+                           struct oc_err *err)
+{
+    char need_s[32], fixed_s[32], have_s[32];
+    uint64_t need = z->fixed + z->min_slots * z->per_slot;
+    if (z->pipeline && z->max_rows >= GD_NONE)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store gnndrive: batches of up to %" PRIu64 " rows are too large",
+                      z->max_rows);
+    if (cfg->mem_bytes == 0 || (z->n_slots >= z->min_slots && cfg->mem_bytes >= z->fixed))
+        return OC_OK;
+    return OC_ERR(err, OC_ERR_BUDGET,
+                  "store gnndrive: needs at least %s (%" PRIu64 " bytes): %" PRIu64
+                  " row slots of %" PRIu64 " bytes (the larger of %u extractors x %" PRIu64
+                  " rows, the largest of the first batches plus a quarter, and one batch at its "
+                  "bound of %" PRIu64 " rows, batch_size x prod(1 + fanout), at most the node "
+                  "count), plus %s of tables, batch records and I/O buffers; the store's budget "
+                  "is %s",
+                  oc_format_size(need, need_s, sizeof(need_s)), need, z->min_slots, z->per_slot,
+                  z->n_extractors, z->est_rows, z->max_rows,
+                  oc_format_size(z->fixed, fixed_s, sizeof(fixed_s)),
+                  oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+}
+
+/* ---- open / free --------------------------------------------------------------- */
+
+static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_err *err)
+{
+    int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->disk.f, err);
+    if (rc == OC_OK)
+        rc = oc_io_batch_new(STORE_DISK_DEPTH, GD_EVAL_BOUNCE, &g->disk.batch, err);
+    return rc;
+}
+
+static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg, struct gd_store *g,
+                          const struct gd_sizing *z, struct oc_err *err)
+{
+    int rc;
+    g->graph = *cfg->graph;
+    g->so = *cfg->sample_opts;
+    if ((rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->file, err)) ||
+        (rc = gd_buf_init(&g->buf, s->n_nodes, z->n_slots, s->row_bytes, err)))
+        return rc;
+    g->recs = oc_calloc(g->n_records, sizeof(struct gd_rec), "store gnndrive: batch records", err);
+    if (!g->recs)
+        return err->status;
+    for (uint32_t i = 0; i < g->n_records; i++) {
+        g->recs[i].ids = oc_alloc(g->max_rows * sizeof(uint64_t), "store gnndrive: batch ids", err);
+        g->recs[i].slots =
+            oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: batch slots", err);
+        if (!g->recs[i].ids || !g->recs[i].slots)
+            return err->status;
+    }
+    struct oc_queue **qs[] = {&g->free_q, &g->extract_q, &g->done_q, &g->release_q};
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+        if ((rc = oc_queue_new(g->n_records, qs[i], err)))
+            return rc;
+    if ((rc = oc_sample_sampler_new(&g->graph, &g->so, NULL, &g->sampler, err)) ||
+        (rc = oc_sample_epoch_init(&g->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        return rc;
+    g->parked = oc_calloc(g->n_records, sizeof(*g->parked), "store gnndrive: parked batches", err);
+    g->consumed = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
+    g->taken = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
+    g->epoch_taken = oc_calloc(g->n_epochs - g->first_epoch, sizeof(uint32_t),
+                               "store gnndrive: plan bitmap", err);
+    g->ex = oc_calloc(g->n_extractors, sizeof(*g->ex), "store gnndrive: extractors", err);
+    if (!g->parked || !g->consumed || !g->taken || !g->epoch_taken || !g->ex)
+        return err->status;
+    for (uint32_t i = 0; i < g->n_extractors; i++) {
+        g->ex[i].idx = i;
+        g->ex[i].rng = 0x9E3779B97F4A7C15ull * (i + 2);
+        if ((rc = gd_io_init(g, &g->ex[i], err)))
+            return rc;
+    }
+    g->sampler_rng = 0x2545F4914F6CDD1Dull;
+    g->releaser_rng = 0x6A09E667F3BCC909ull;
+    return OC_OK;
+}
+
+static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
+{
+    struct gd_sizing z;
+    struct oc_err local;
+    int rc;
+
+    uint64_t est = 0;
+    if (!err)
+        err = &local;
+    if (has_plan(cfg) && (rc = gd_measure(cfg, &est, err)))
+        return rc;
+    gd_size(s, cfg, est, &z);
+    if ((rc = gd_check_budget(cfg, &z, err)))
+        return rc;
+    struct gd_store *g = oc_calloc(1, sizeof(*g), "store gnndrive", err);
+    if (!g)
+        return err ? err->status : OC_ERR_NOMEM;
+    s->impl = g;
+    g->s = s;
+    g->pipeline = z.pipeline;
+    g->reorder = cfg->reorder != 0;
+    g->n_extractors = z.n_extractors;
+    g->n_records = z.n_records;
+    g->max_rows = z.max_rows;
+    g->est_rows = z.est_rows;
+    g->min_slots = z.min_slots;
+    g->depth = GD_DEPTH;
+    g->cell_bytes = z.cell_bytes;
+    g->first_epoch = cfg->first_epoch;
+    g->n_epochs = cfg->n_epochs;
+    g->n_batches = s->n_plan_batches;
+    g->n_plan = z.n_plan;
+    g->nb_epoch = UINT64_MAX;
+    g->held_bytes = z.fixed + z.n_slots * z.per_slot;
+    oc_sample_batch_init(&g->sb);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->ticket_cv, NULL);
+    pthread_cond_init(&g->slot_cv, NULL);
+    pthread_cond_init(&g->loaded_cv, NULL);
+    g->sync_ready = 1;
+    if ((rc = open_eval_reader(s, g, err)))
+        return rc;
+    if (!g->pipeline)
+        return OC_OK;
+    if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
+        return rc;
+    return gd_stages_start(g, err);
+}
+
+static void gd_free(struct oc_store *s)
+{
+    struct gd_store *g = s->impl;
+    if (!g)
+        return;
+    gd_stages_stop(g);
+    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
+        gd_io_deinit(&g->ex[i]);
+    oc_free(g->ex);
+    oc_sample_batch_deinit(&g->sb);
+    if (g->ep.orig)
+        oc_sample_epoch_deinit(&g->ep);
+    oc_sample_sampler_free(g->sampler);
+    oc_queue_free(g->free_q);
+    oc_queue_free(g->extract_q);
+    oc_queue_free(g->done_q);
+    oc_queue_free(g->release_q);
+    for (uint32_t i = 0; g->recs && i < g->n_records; i++) {
+        oc_free(g->recs[i].ids);
+        oc_free(g->recs[i].slots);
+    }
+    oc_free(g->recs);
+    oc_free(g->parked);
+    oc_free(g->consumed);
+    oc_free(g->taken);
+    oc_free(g->epoch_taken);
+    gd_buf_deinit(&g->buf);
+    oc_file_close(g->file, NULL);
+    store_disk_close(&g->disk);
+    if (g->sync_ready) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->ticket_cv);
+        pthread_cond_destroy(&g->slot_cv);
+        pthread_cond_destroy(&g->loaded_cv);
+    }
+    oc_free(g);
+    s->impl = NULL;
+}
+
+/* ---- direct reads (evaluation, batches not in the pipeline) --------------------- */
+
+static int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                     struct oc_err *err)
+{
+    struct gd_store *g = s->impl;
+    int rc = OC_OK;
+    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += GD_EVAL_ROWS) {
+        uint64_t hi = n - lo > GD_EVAL_ROWS ? lo + GD_EVAL_ROWS : n;
+        for (uint64_t i = lo; i < hi && rc == OC_OK; i++)
+            rc = store_disk_queue(s, &g->disk, ids[i], out + i * s->feat_dim, err);
+        if (rc)
+            store_disk_discard(&g->disk);
+        else
+            rc = store_disk_run(s, &g->disk, err);
+    }
+    if (rc == OC_OK)
+        rc = store_disk_widen_all(s, out, n, err);
+    if (rc)
+        return rc;
+    s->stats.requested_disk_bytes += n * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += n;
+    return OC_OK;
+}
+
+/* ---- the trainer's side ----------------------------------------------------------- */
+
+static int bit_get(const uint8_t *m, uint64_t i)
+{
+    return (m[i >> 3] >> (i & 7)) & 1;
+}
+
+static void bit_set(uint8_t *m, uint64_t i)
+{
+    m[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+/* Marks plan batch seq returned or consumed (counted once per epoch). */
+static void mark_taken(struct gd_store *g, uint64_t seq)
+{
+    if (bit_get(g->taken, seq))
+        return;
+    bit_set(g->taken, seq);
+    g->epoch_taken[seq / g->n_batches]++;
+}
+
+static void mark_consumed(struct gd_store *g, uint64_t seq)
+{
+    bit_set(g->consumed, seq);
+    mark_taken(g, seq);
+}
+
+/* Hands r to the releaser unused (its reads still count: the disk delivered them). */
+static void discard(struct gd_store *g, struct gd_rec *r)
+{
+    g->s->stats.read_bytes += r->read_bytes;
+    g->s->stats.n_reads += r->n_reads;
+    mark_consumed(g, r->seq);
+    g->n_discarded++;
+    oc_queue_push(g->release_q, r);
+}
+
+static void unpark(struct gd_store *g, uint32_t i)
+{
+    g->parked[i] = g->parked[--g->n_parked];
+}
+
+/* The pipeline's first error (or why it stopped) into err. */
+static int pipeline_error(struct gd_store *g, struct oc_err *err)
+{
+    int rc;
+    pthread_mutex_lock(&g->mu);
+    if (g->failed) {
+        rc = g->err.status;
+        if (err)
+            *err = g->err;
+    } else {
+        rc = OC_ERR(err, OC_ERR_INTERNAL, "store gnndrive: the pipeline stopped");
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+/* Waits for the next extracted batch and parks it (or discards it if already consumed). */
+static int pop_done(struct gd_store *g, struct oc_err *err)
+{
+    void *item;
+    if (oc_queue_pop(g->done_q, &item) != OC_OK)
+        return pipeline_error(g, err);
+    struct gd_rec *r = item;
+    if (bit_get(g->consumed, r->seq))
+        discard(g, r);
+    else
+        g->parked[g->n_parked++] = r;
+    return OC_OK;
+}
+
+/*
+ * The extracted record of plan batch seq, waiting for it in plan order;
+ * *out NULL when it must be read directly instead (reordering and not
+ * extracted yet, or every record parked).
+ */
+static int take_record(struct gd_store *g, uint64_t seq, struct gd_rec **out, struct oc_err *err)
+{
+    *out = NULL;
+    for (;;) {
+        for (uint32_t i = 0; i < g->n_parked;) {
+            struct gd_rec *r = g->parked[i];
+            if (r->seq == seq) {
+                unpark(g, i);
+                *out = r;
+                return OC_OK;
+            }
+            if (!g->reorder && r->seq < seq) { /* skipped over in plan order */
+                unpark(g, i);
+                discard(g, r);
+                continue;
+            }
+            i++;
+        }
+        if (g->reorder || g->n_parked == g->n_records)
+            return OC_OK;
+        int rc = pop_done(g, err);
+        if (rc)
+            return rc;
+    }
+}
+
+struct gd_copy {
+    const struct oc_store *s;
+    const uint8_t *rows;
+    const uint32_t *slots;
+    float *out;
+};
+
+static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct gd_copy *j = ctx;
+    const struct oc_store *s = j->s;
+    for (uint64_t i = lo; i < hi; i++)
+        store_row_to_f32(s->dtype, j->rows + (size_t)j->slots[i] * s->row_bytes, s->feat_dim,
+                         j->out + i * s->feat_dim);
+}
+
+/* Copies r's rows into out and counts them; r is then handed to the releaser. */
+static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err *err)
+{
+    struct oc_store *s = g->s;
+    int rc = OC_OK;
+    for (uint64_t i = 0; i < r->n_rows && rc == OC_OK; i++) {
+        uint32_t k = r->slots[i];
+        if (g->buf.slot_node[k] != r->ids[i] ||
+            atomic_load_explicit(&g->buf.state[k], memory_order_acquire) != GD_VALID)
+            rc = OC_ERR(err, OC_ERR_INTERNAL,
+                        "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64 ": row %" PRIu64
+                        " (node %" PRIu64 ") is not in its slot %" PRIu32,
+                        r->batch, r->epoch, i, r->ids[i], k);
+    }
+    if (rc == OC_OK) {
+        struct gd_copy j = {s, g->buf.rows, r->slots, out};
+        rc = store_for_rows(s->pool, r->n_rows, copy_rows, &j, err);
+    }
+    if (rc == OC_OK) {
+        s->stats.tier_rows[OC_STORE_TIER_CPU] += r->n_hits + r->n_waited;
+        s->stats.tier_rows[OC_STORE_TIER_DISK] += r->n_misses;
+        s->stats.requested_disk_bytes += r->n_misses * (uint64_t)s->row_bytes;
+        s->stats.standby_hits += r->n_standby_hits;
+        s->stats.read_bytes += r->read_bytes;
+        s->stats.n_reads += r->n_reads;
+        g->n_served++;
+    }
+    oc_queue_push(g->release_q, r);
+    return rc;
+}
+
+static int in_plan(const struct gd_store *g, uint64_t epoch)
+{
+    return g->pipeline && epoch >= g->first_epoch && epoch < g->n_epochs;
+}
+
+static int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                           uint64_t n, float *out, struct oc_err *err)
+{
+    struct gd_store *g = s->impl;
+    struct gd_rec *r = NULL;
+
+    if (in_plan(g, epoch) && batch < g->n_batches) {
+        uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
+        if (!bit_get(g->consumed, seq)) {
+            int rc = take_record(g, seq, &r, err);
+            if (rc)
+                return rc;
+            mark_consumed(g, seq);
+        }
+    }
+    if (r && r->n_rows == n && memcmp(r->ids, ids, n * sizeof(uint64_t)) == 0)
+        return serve(g, r, out, err);
+    if (r) /* not the batch the plan sampled: the caller's ids rule */
+        discard(g, r);
+    g->n_direct++;
+    return gd_gather(s, ids, n, out, err);
+}
+
+static int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err)
+{
+    struct gd_store *g = s->impl;
+    if (!in_plan(g, epoch))
+        return store_next_in_order(s, epoch, batch, err);
+    uint64_t ei = epoch - g->first_epoch, base = ei * g->n_batches;
+    if (g->epoch_taken[ei] >= g->n_batches)
+        return OC_ERR(err, OC_ERR_NOTFOUND,
+                      "store gnndrive: every batch of epoch %" PRIu64 " was returned (%" PRIu64 ")",
+                      epoch, g->n_batches);
+    if (!g->reorder) {
+        if (g->nb_epoch != epoch) {
+            g->nb_epoch = epoch;
+            g->cursor = 0;
+        }
+        while (bit_get(g->taken, base + g->cursor))
+            g->cursor++;
+        *batch = g->cursor;
+        mark_taken(g, base + g->cursor);
+        return OC_OK;
+    }
+    for (;;) {
+        struct gd_rec *best = NULL;
+        for (uint32_t i = 0; i < g->n_parked;) {
+            struct gd_rec *r = g->parked[i];
+            if (r->epoch < epoch) { /* an earlier epoch the trainer left: never gathered */
+                unpark(g, i);
+                discard(g, r);
+                continue;
+            }
+            if (bit_get(g->taken, r->seq))
+                return OC_ERR(err, OC_ERR_ARG,
+                              "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64
+                              " was returned but not gathered; gather it before asking for the "
+                              "next",
+                              r->batch, r->epoch);
+            if (r->epoch == epoch && (!best || r->seq < best->seq))
+                best = r;
+            i++;
+        }
+        if (best) {
+            mark_taken(g, best->seq);
+            *batch = best->batch;
+            return OC_OK;
+        }
+        if (g->n_parked == g->n_records)
+            return OC_ERR(err, OC_ERR_INTERNAL,
+                          "store gnndrive: every batch record is parked, none of epoch %" PRIu64,
+                          epoch);
+        int rc = pop_done(g, err);
+        if (rc)
+            return rc;
+    }
+}
+
+/* ---- stats and knobs --------------------------------------------------------------- */
+
+static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    const struct gd_store *g = s->impl;
+    out->held_bytes = g->held_bytes;
+}
+
+int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info)
+{
+    memset(info, 0, sizeof(*info));
+    if (!s || s->strat != &oc_store_gnndrive)
+        return 0;
+    struct gd_store *g = s->impl;
+    info->n_extractors = g->n_extractors;
+    info->n_records = g->n_records;
+    info->max_rows = g->max_rows;
+    info->est_rows = g->est_rows;
+    info->n_slots = g->buf.n_slots;
+    info->min_slots = g->min_slots;
+    info->pipeline = g->pipeline;
+    info->n_extracted = atomic_load(&g->n_extracted);
+    info->n_served = g->n_served;
+    info->n_discarded = g->n_discarded;
+    info->n_direct = g->n_direct;
+    return 1;
+}
+
+void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us)
+{
+    if (s && s->strat == &oc_store_gnndrive)
+        atomic_store(&((struct gd_store *)s->impl)->delay_us, max_us);
+}
+
+int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
+                                 struct oc_err *err)
+{
+    if (!cfg || !cfg->ds)
+        return OC_ERR(err, OC_ERR_ARG, "store gnndrive: no dataset given");
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    struct oc_store s;
+    memset(&s, 0, sizeof(s));
+    s.n_nodes = m->n_nodes;
+    s.feat_dim = m->feat_dim;
+    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if (cfg->n_train && cfg->batch_size)
+        s.n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+    struct oc_store_config c = *cfg;
+    c.mem_bytes = 0;
+    struct gd_sizing z;
+    uint64_t est = 0;
+    int rc = has_plan(cfg) ? gd_measure(cfg, &est, err) : OC_OK;
+    if (rc)
+        return rc;
+    gd_size(&s, &c, est, &z);
+    *bytes = z.fixed + z.min_slots * z.per_slot;
+    return OC_OK;
+}
+
+const struct store_strategy oc_store_gnndrive = {
+    .name = "gnndrive",
+    .summary = "asynchronous extraction: sampler, io_uring extractors, trainer and releaser "
+               "threads over a reference-counted feature buffer with a standby LRU list "
+               "(GNNDrive)",
+    .open = gd_open,
+    .gather = gd_gather,
+    .gather_batch = gd_gather_batch,
+    .next_batch = gd_next_batch,
+    .stats = gd_stats,
+    .free = gd_free,
+};

@@ -1,0 +1,222 @@
+/*
+ * gnndrive_int.h — private to the `gnndrive` strategy (GNNDrive): the
+ * reference-counted feature buffer, the batch records that travel through
+ * the pipeline, the extractors' asynchronous reader, and the store that ties
+ * them together.
+ *
+ * Place in the data flow: store. gnndrive.c (open, the trainer side, stats)
+ * uses gnndrive_stage.c (sampler, extractor and releaser threads), which use
+ * gnndrive_buf.c (mapping table, standby LRU list) and gnndrive_io.c
+ * (io_uring reads placed as they complete; pread fallback).
+ *
+ *   sampler ──extract_q──► extractors (E) ──done_q──► trainer ──release_q──► releaser
+ *      ▲                                                                        │
+ *      └──────────────────────────────── free_q ◄───────────────────────────────┘
+ *
+ * A batch record goes round this loop; every queue holds up to n_records
+ * pointers, so a push never waits. The four queues are the only way the
+ * stages hand records over.
+ *
+ * Thread-safety and lock order: one mutex, gd->mu, guards the buffer's
+ * mapping table, reference counts, reverse map and standby list, the
+ * reservation ticket and the first-wins error; it is a leaf lock (nothing
+ * else is taken while it is held; the queues' own mutexes are never held
+ * together with it). Slot states are C11 atomics: a loader marks a slot
+ * VALID (release) after placing its row, readers load them with acquire.
+ * Record fields are written by one stage at a time; a queue hand-over
+ * orders the writes before the next stage's reads.
+ * Ownership: the store owns every record, the buffer, the readers and the
+ * threads; the dataset, graph and pool are borrowed.
+ */
+#ifndef OFFCORE_STORE_GNNDRIVE_INT_H
+#define OFFCORE_STORE_GNNDRIVE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#ifdef OC_HAVE_URING
+#    include <liburing.h>
+#endif
+
+#include "store/store_int.h"
+
+#define GD_NONE    UINT32_MAX /* no slot */
+#define GD_NO_NODE UINT64_MAX
+
+/*
+ * Slot states (struct gd_buf.state). A slot is on the standby list exactly
+ * when its reference count is 0 (EMPTY slots are, from open on):
+ *
+ *     EMPTY ─┐                                                     hit: ref++
+ *            │ miss: the standby head (least recently                ┌────┐
+ *            │ released) is taken, its old node unmapped, ref = 1    │    ▼
+ *            ▼                                                      VALID, ref ≥ 1
+ *         LOADING ───── read completes, row placed, VALID stored ──►    │    ▲
+ *            ▲          (release); wait-listed rows see it               │    │ hit: ref++, off the
+ *            │                                                releaser: │    │ list (a standby hit)
+ *            │                                               ref-- = 0  ▼    │
+ *            └───────── miss: the standby head ─────────────── STANDBY: VALID, ref = 0,
+ *                                                              at the tail of the LRU list
+ *
+ * A row another extractor is still LOADING is not read again: the lookup
+ * takes a reference and waits for the VALID store (a wait-listed row).
+ */
+enum { GD_EMPTY = 0, GD_LOADING = 1, GD_VALID = 2 };
+
+struct gd_buf {
+    uint64_t n_slots;
+    size_t row_bytes;
+    uint8_t *rows;         /* n_slots x row_bytes, as stored (f32 or f16) */
+    uint32_t *node_slot;   /* [mu] n_nodes: slot holding node v, or GD_NONE */
+    uint64_t *slot_node;   /* [mu] reverse map: node in slot k, or GD_NO_NODE */
+    uint32_t *ref;         /* [mu] batches holding slot k */
+    uint32_t *prev, *next; /* [mu] standby list links (GD_NONE ends) */
+    atomic_uchar *state;   /* GD_EMPTY / GD_LOADING / GD_VALID */
+    uint32_t head, tail;   /* [mu] standby list: head = least recently released */
+    uint64_t n_standby;    /* [mu] */
+};
+
+/* A batch in the pipeline: its input ids and, once reserved, one slot per row. */
+struct gd_rec {
+    uint64_t seq;          /* position in the plan: (epoch - first_epoch) x n_batches + batch */
+    uint64_t epoch, batch; /* what the sampler sampled */
+    uint64_t n_rows;
+    uint64_t *ids;   /* max_rows */
+    uint32_t *slots; /* max_rows: slot of row i (referenced until the releaser) */
+    /* extraction counters, written by the extractor */
+    uint64_t n_hits;         /* rows found VALID (standby hits included) */
+    uint64_t n_standby_hits; /* of which the slot had no reference (on the standby list) */
+    uint64_t n_waited;       /* rows another extractor was loading */
+    uint64_t n_misses;       /* rows read by this batch */
+    uint64_t read_bytes, n_reads;
+};
+
+struct gd_miss {
+    uint64_t id;
+    uint32_t slot;
+};
+
+/* One read in flight in cell `c` of its extractor: misses [first, end) lie in it. */
+struct gd_read {
+    uint64_t off; /* aligned file offset */
+    uint32_t len; /* aligned length, <= cell_bytes */
+    uint32_t got; /* bytes delivered so far */
+    uint32_t first, end;
+};
+
+struct gd_store;
+
+/* One extractor thread and what it owns: its ring, bounce cells and scratch. */
+struct gd_extractor {
+    struct gd_store *g;
+    unsigned idx;
+    pthread_t thread;
+    int started;
+    struct gd_rec *cur;   /* the batch being extracted */
+    struct gd_miss *miss; /* max_rows: this batch's misses (sorted per flush) */
+    uint32_t *waits;      /* max_rows: rows of this batch loaded by another extractor */
+    uint64_t n_miss, n_waits;
+    uint8_t *cells;        /* depth x cell_bytes, OC_IO_ALIGN-aligned bounce buffers */
+    uint32_t *free_cells;  /* stack of free cell indices */
+    unsigned n_free;       /* free cells; depth - n_free reads are in flight */
+    struct gd_read *reads; /* depth: the read in each cell */
+    int failed;            /* this extractor hit an error: stop issuing */
+    int use_uring;
+    unsigned need_submit; /* SQEs prepared but not submitted */
+    uint64_t rng;         /* test delays */
+#ifdef OC_HAVE_URING
+    struct io_uring ring;
+#endif
+};
+
+struct gd_store {
+    struct oc_store *s; /* read-only fields: path, dtype, row_bytes, data_offset, n_nodes */
+    /* sizing (gnndrive.c) */
+    uint32_t n_extractors, n_records;
+    uint64_t max_rows, est_rows, min_slots; /* see gnndrive.c's sizing */
+    unsigned depth;                         /* reads in flight per extractor */
+    size_t cell_bytes;                      /* bounce per read */
+    int reorder, pipeline;
+    /* the plan */
+    uint64_t first_epoch, n_epochs, n_batches, n_plan; /* n_plan = epochs x n_batches */
+    struct oc_graph graph;
+    struct oc_sample_opts so;
+    /* stages */
+    struct oc_file *file; /* features.npy, O_DIRECT where allowed; shared by the extractors */
+    struct gd_buf buf;
+    struct gd_rec *recs;
+    struct oc_queue *free_q, *extract_q, *done_q, *release_q;
+    struct oc_sampler *sampler; /* the sampler thread's */
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch sb;
+    pthread_t sampler_thread, releaser_thread;
+    int sampler_started, releaser_started, sync_ready;
+    uint64_t sampler_rng, releaser_rng;
+    struct gd_extractor *ex;
+    /* shared between the threads (see the lock order above) */
+    pthread_mutex_t mu;
+    pthread_cond_t ticket_cv; /* reserve_seq moved */
+    pthread_cond_t slot_cv;   /* a slot went to the standby list */
+    pthread_cond_t loaded_cv; /* a LOADING slot became VALID */
+    uint64_t reserve_seq;     /* [mu] the batch allowed to reserve slots now */
+    unsigned n_slot_waiters;  /* [mu] */
+    atomic_uint n_load_waiters;
+    atomic_int stop;   /* set on error or free: every stage winds down */
+    int failed;        /* [mu] */
+    struct oc_err err; /* [mu] the first error */
+    atomic_uint delay_us;
+    atomic_uint_least64_t n_extracted;
+    /* the trainer's side (its thread only) */
+    struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline */
+    struct gd_rec **parked; /* extracted, not consumed yet (n_records) */
+    uint32_t n_parked;
+    uint8_t *consumed;     /* bit per plan batch: gathered or discarded */
+    uint8_t *taken;        /* bit per plan batch: returned by next_batch or consumed */
+    uint32_t *epoch_taken; /* per plan epoch: batches taken */
+    uint64_t cursor;       /* plan-order next_batch: lowest batch not taken in nb_epoch */
+    uint64_t nb_epoch;
+    uint64_t n_served, n_discarded, n_direct;
+    uint64_t held_bytes; /* what open allocated here, estimates for the sampler included */
+};
+
+/* ---- buffer (gnndrive_buf.c) --------------------------------------------- */
+
+int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row_bytes,
+                struct oc_err *err);
+void gd_buf_deinit(struct gd_buf *b);
+/*
+ * With gd->mu held: looks up rows [*pos, lim) of r, taking a reference on
+ * each row's slot (hits and wait-listed rows into r's counters and x->waits,
+ * misses into x->miss with a fresh LOADING slot). Stops early at a miss when
+ * the standby list is empty; *pos is the first row not reserved.
+ */
+void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r, uint64_t *pos,
+                    uint64_t lim);
+/* With gd->mu held: drops r's references; slots reaching 0 go to the standby tail. */
+void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
+
+/* ---- extractor reads (gnndrive_io.c) ------------------------------------- */
+
+int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err);
+void gd_io_deinit(struct gd_extractor *x);
+/* Sorts misses [lo, hi) by id and reads them in page-aligned groups; places rows as reads finish. */
+int gd_io_submit(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err);
+/* Handles finished reads; with wait, blocks for one first if any is in flight. */
+int gd_io_reap(struct gd_extractor *x, int wait, struct oc_err *err);
+/* Waits for every read in flight (also after an error: cells belong to the ring until then). */
+int gd_io_drain(struct gd_extractor *x, struct oc_err *err);
+size_t gd_io_held_bytes(const struct gd_store *g);
+
+/* ---- stages (gnndrive_stage.c) ------------------------------------------- */
+
+/* Starts the sampler, extractor and releaser threads (the store is fully built). */
+int gd_stages_start(struct gd_store *g, struct oc_err *err);
+/* Stops every stage and joins the threads that were started. */
+void gd_stages_stop(struct gd_store *g);
+/* Records the first error, stops the stages and wakes every waiter. */
+void gd_fail(struct gd_store *g, const struct oc_err *e);
+/* Sleeps up to delay_us (test hook). */
+void gd_delay(struct gd_store *g, uint64_t *rng);
+
+#endif

@@ -1,0 +1,338 @@
+/*
+ * gnndrive_stage.c — the threads of the `gnndrive` pipeline: one sampler,
+ * E extractors and one releaser, connected by bounded queues of batch
+ * records (the trainer is the caller of oc_store_gather_batch, gnndrive.c).
+ *
+ *   sampler    walks the plan (epochs [first, n), batches 0..n_batches-1),
+ *              samples each batch with its own sampler exactly as train does
+ *              (bit-identical input ids) into a free record ─► extract_q
+ *   extractor  takes one batch at a time: waits for its reservation turn,
+ *              looks up every row (reuse a valid slot, wait-list a row being
+ *              loaded, take the LRU standby slot for a miss), hands the
+ *              turn on, submits the misses' reads without waiting, places
+ *              rows as completions arrive, waits for its wait-listed rows
+ *              ─► done_q
+ *   releaser   drops the references of a batch the trainer has copied;
+ *              slots reaching 0 join the standby list ─► free_q
+ *
+ * Why reservation goes in plan order (the ticket reserve_seq): a batch then
+ * never waits for slots held by a later batch, so the earliest unfinished
+ * batch can always be finished once the trainer has released the earlier
+ * ones, and a buffer holding one batch at its bound is enough to never
+ * deadlock, whatever the number of extractors and in plan order or
+ * reordered. Open also asks for extractors x measured batch rows, so that
+ * every extractor can hold a batch at once. Rows a batch finds LOADING
+ * belong to an earlier batch's reads, which finish without waiting for
+ * anything.
+ *
+ * Errors: a failing stage records the first error (gd_fail), sets stop,
+ * closes the queues feeding the stages and wakes every waiter; extractors
+ * still wait for their reads in flight before they exit. The trainer sees
+ * the error at its next call. oc_store_free stops and joins everything.
+ *
+ * Place in the data flow: store, below gnndrive.c.
+ * Thread-safety: see gnndrive_int.h (gd->mu is a leaf lock; queue calls are
+ * never made with it held).
+ * Ownership: each thread owns what its struct holds (an extractor its ring,
+ * cells and scratch; the sampler its oc_sampler, epoch and batch); records
+ * belong to whichever stage popped them last.
+ */
+#include <inttypes.h>
+#include <unistd.h>
+
+#include "store/gnndrive_int.h"
+
+#define GD_RESERVE_CHUNK 4096u /* rows reserved per hold of gd->mu */
+
+static int stopped(struct gd_store *g)
+{
+    return atomic_load_explicit(&g->stop, memory_order_acquire);
+}
+
+void gd_delay(struct gd_store *g, uint64_t *rng)
+{
+    unsigned d = atomic_load_explicit(&g->delay_us, memory_order_relaxed);
+    if (!d)
+        return;
+    uint64_t x = *rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *rng = x;
+    usleep((useconds_t)(x % d));
+}
+
+static void wake_all(struct gd_store *g)
+{
+    pthread_cond_broadcast(&g->ticket_cv);
+    pthread_cond_broadcast(&g->slot_cv);
+    pthread_cond_broadcast(&g->loaded_cv);
+}
+
+void gd_fail(struct gd_store *g, const struct oc_err *e)
+{
+    pthread_mutex_lock(&g->mu);
+    if (!g->failed) {
+        g->failed = 1;
+        g->err = *e;
+    }
+    atomic_store_explicit(&g->stop, 1, memory_order_release);
+    wake_all(g);
+    pthread_mutex_unlock(&g->mu);
+    /* The releaser keeps running: the trainer may still consume finished batches. */
+    oc_queue_close(g->free_q);
+    oc_queue_close(g->extract_q);
+    oc_queue_close(g->done_q);
+}
+
+/* ---- sampler ----------------------------------------------------------------- */
+
+static int sample_into(struct gd_store *g, struct gd_rec *r, uint64_t e, uint64_t b,
+                       struct oc_err *err)
+{
+    const uint64_t *seeds;
+    uint64_t n;
+    int rc = oc_sample_epoch_batch(&g->ep, b, &seeds, &n, err);
+    if (rc == OC_OK)
+        rc = oc_sample_neighbors(g->sampler, e, b, seeds, n, &g->sb, err);
+    if (rc == OC_OK && g->sb.n_input > g->max_rows)
+        rc = OC_ERR(err, OC_ERR_INTERNAL,
+                    "%" PRIu64 " input rows, more than the %" PRIu64 " the buffer is sized for",
+                    g->sb.n_input, g->max_rows);
+    if (rc)
+        return rc;
+    r->epoch = e;
+    r->batch = b;
+    r->n_rows = g->sb.n_input;
+    memcpy(r->ids, g->sb.input_ids, r->n_rows * sizeof(uint64_t));
+    r->n_hits = r->n_standby_hits = r->n_waited = r->n_misses = 0;
+    r->read_bytes = r->n_reads = 0;
+    return OC_OK;
+}
+
+static void *sampler_main(void *arg)
+{
+    struct gd_store *g = arg;
+    struct oc_err err;
+    uint64_t seq = 0;
+
+    for (uint64_t e = g->first_epoch; e < g->n_epochs; e++) {
+        oc_sample_epoch_shuffle(&g->ep, g->so.seed, e);
+        for (uint64_t b = 0; b < g->n_batches; b++, seq++) {
+            void *item;
+            if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
+                goto out;
+            struct gd_rec *r = item;
+            gd_delay(g, &g->sampler_rng);
+            oc_err_clear(&err);
+            if (sample_into(g, r, e, b, &err) != OC_OK) {
+                oc_err_prefix(&err, "store gnndrive: sampling batch %" PRIu64 " of epoch %" PRIu64,
+                              b, e);
+                gd_fail(g, &err);
+                goto out;
+            }
+            r->seq = seq;
+            if (oc_queue_push(g->extract_q, r) != OC_OK)
+                goto out;
+        }
+    }
+out:
+    oc_queue_close(g->extract_q); /* the extractors finish what is queued, then exit */
+    return NULL;
+}
+
+/* ---- extractor --------------------------------------------------------------- */
+
+/* Waits until every wait-listed row of the batch is VALID. */
+static int wait_loaded(struct gd_extractor *x, const struct gd_rec *r)
+{
+    struct gd_store *g = x->g;
+    for (uint64_t k = 0; k < x->n_waits; k++) {
+        atomic_uchar *st = &g->buf.state[r->slots[x->waits[k]]];
+        if (atomic_load_explicit(st, memory_order_acquire) == GD_VALID)
+            continue;
+        pthread_mutex_lock(&g->mu);
+        atomic_fetch_add_explicit(&g->n_load_waiters, 1,
+                                  memory_order_acq_rel); /* see gnndrive_io.c */
+        while (atomic_load_explicit(st, memory_order_acquire) != GD_VALID && !stopped(g))
+            pthread_cond_wait(&g->loaded_cv, &g->mu);
+        atomic_fetch_sub(&g->n_load_waiters, 1);
+        pthread_mutex_unlock(&g->mu);
+        if (stopped(g))
+            return OC_ERR_CANCELLED;
+    }
+    return OC_OK;
+}
+
+/*
+ * Reserves every row of r in its turn, starting the reads of what is
+ * reserved whenever the buffer runs out of standby slots (then waits for the
+ * releaser). *flushed = misses already submitted.
+ */
+static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flushed,
+                         struct oc_err *err)
+{
+    struct gd_store *g = x->g;
+    uint64_t pos = 0;
+    int rc = OC_OK;
+
+    pthread_mutex_lock(&g->mu);
+    while (g->reserve_seq != r->seq && !stopped(g))
+        pthread_cond_wait(&g->ticket_cv, &g->mu);
+    while (pos < r->n_rows && !stopped(g)) {
+        uint64_t lim = r->n_rows - pos > GD_RESERVE_CHUNK ? pos + GD_RESERVE_CHUNK : r->n_rows;
+        gd_buf_reserve(g, x, r, &pos, lim);
+        if (pos == lim) {
+            if (pos < r->n_rows) { /* let the releaser in between chunks */
+                pthread_mutex_unlock(&g->mu);
+                pthread_mutex_lock(&g->mu);
+            }
+            continue;
+        }
+        /* Out of slots: start the reads reserved so far, then wait for the releaser. */
+        pthread_mutex_unlock(&g->mu);
+        if (x->n_miss > *flushed) {
+            rc = gd_io_submit(x, *flushed, x->n_miss, err);
+            *flushed = x->n_miss;
+        }
+        pthread_mutex_lock(&g->mu);
+        if (rc)
+            break;
+        g->n_slot_waiters++;
+        while (g->buf.head == GD_NONE && !stopped(g))
+            pthread_cond_wait(&g->slot_cv, &g->mu);
+        g->n_slot_waiters--;
+    }
+    if (rc == OC_OK && stopped(g))
+        rc = OC_ERR_CANCELLED;
+    if (rc == OC_OK) { /* the next batch's turn */
+        g->reserve_seq++;
+        pthread_cond_broadcast(&g->ticket_cv);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *err)
+{
+    struct gd_store *g = x->g;
+    uint64_t flushed = 0;
+
+    x->cur = r;
+    x->n_miss = x->n_waits = 0;
+    gd_delay(g, &x->rng);
+    int rc = reserve_batch(x, r, &flushed, err);
+    if (rc == OC_OK) {
+        gd_delay(g, &x->rng);
+        if (x->n_miss > flushed)
+            rc = gd_io_submit(x, flushed, x->n_miss, err);
+    }
+    struct oc_err e2;
+    int r2 = gd_io_drain(x, rc ? &e2 : err); /* cells belong to the ring until then */
+    if (rc == OC_OK)
+        rc = r2;
+    if (rc == OC_OK) {
+        gd_delay(g, &x->rng);
+        rc = wait_loaded(x, r);
+    }
+    x->cur = NULL;
+    return rc;
+}
+
+static void *extractor_main(void *arg)
+{
+    struct gd_extractor *x = arg;
+    struct gd_store *g = x->g;
+    struct oc_err err;
+
+    for (;;) {
+        void *item;
+        if (oc_queue_pop(g->extract_q, &item) != OC_OK)
+            break;
+        struct gd_rec *r = item;
+        oc_err_clear(&err);
+        int rc = extract_one(x, r, &err);
+        if (rc == OC_ERR_CANCELLED)
+            break;
+        if (rc) {
+            oc_err_prefix(&err, "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64, r->batch,
+                          r->epoch);
+            gd_fail(g, &err);
+            break;
+        }
+        atomic_fetch_add(&g->n_extracted, 1);
+        if (oc_queue_push(g->done_q, r) != OC_OK)
+            break;
+    }
+    return NULL;
+}
+
+/* ---- releaser ---------------------------------------------------------------- */
+
+static void *releaser_main(void *arg)
+{
+    struct gd_store *g = arg;
+    for (;;) {
+        void *item;
+        if (oc_queue_pop(g->release_q, &item) != OC_OK)
+            break;
+        struct gd_rec *r = item;
+        gd_delay(g, &g->releaser_rng);
+        pthread_mutex_lock(&g->mu);
+        gd_buf_release(&g->buf, r);
+        if (g->n_slot_waiters)
+            pthread_cond_broadcast(&g->slot_cv);
+        pthread_mutex_unlock(&g->mu);
+        oc_queue_push(g->free_q, r); /* fails only once the pipeline has stopped */
+    }
+    return NULL;
+}
+
+/* ---- start / stop ------------------------------------------------------------ */
+
+int gd_stages_start(struct gd_store *g, struct oc_err *err)
+{
+    int e;
+
+    for (uint32_t i = 0; i < g->n_records; i++)
+        oc_queue_push(g->free_q, &g->recs[i]); /* capacity n_records: never waits */
+    if ((e = pthread_create(&g->releaser_thread, NULL, releaser_main, g)))
+        goto fail;
+    g->releaser_started = 1;
+    for (uint32_t i = 0; i < g->n_extractors; i++) {
+        if ((e = pthread_create(&g->ex[i].thread, NULL, extractor_main, &g->ex[i])))
+            goto fail;
+        g->ex[i].started = 1;
+    }
+    if ((e = pthread_create(&g->sampler_thread, NULL, sampler_main, g)))
+        goto fail;
+    g->sampler_started = 1;
+    return OC_OK;
+fail:
+    gd_stages_stop(g);
+    return OC_ERR_ERRNO(err, OC_ERR_NOMEM, e, "store gnndrive: cannot start a thread");
+}
+
+void gd_stages_stop(struct gd_store *g)
+{
+    if (!g->sync_ready)
+        return;
+    pthread_mutex_lock(&g->mu);
+    atomic_store_explicit(&g->stop, 1, memory_order_release);
+    wake_all(g);
+    pthread_mutex_unlock(&g->mu);
+    struct oc_queue *qs[] = {g->free_q, g->extract_q, g->done_q, g->release_q};
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+        if (qs[i])
+            oc_queue_close(qs[i]);
+    if (g->sampler_started)
+        pthread_join(g->sampler_thread, NULL);
+    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
+        if (g->ex[i].started)
+            pthread_join(g->ex[i].thread, NULL);
+    if (g->releaser_started)
+        pthread_join(g->releaser_thread, NULL);
+    g->sampler_started = g->releaser_started = 0;
+    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
+        g->ex[i].started = 0;
+}

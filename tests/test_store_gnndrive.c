@@ -1,0 +1,697 @@
+/*
+ * test_store_gnndrive.c — the `gnndrive` strategy: gather_batch rows
+ * bit-identical to `memory` over two epochs (f32, f16, rows wider than a
+ * page) with evaluation gathers in between; training through oc_train_run
+ * under a budget gives memory's weights; a stress run with six extractors,
+ * a buffer at its minimum and random delays (run under TSan by `make
+ * tsan`) delivers every batch once with every row equal to the file's;
+ * reordering returns each batch of an epoch exactly once; plan-order
+ * skips; read errors (EIO, short reads, a truncated features.npy) end
+ * cleanly with no leak, through io_uring and the pread fallback; a budget
+ * below the minimum is OC_ERR_BUDGET; allocation faults at open and in the
+ * threads fail cleanly.
+ *
+ * Place in the data flow: tests of store (generate → dataset → sample → store).
+ * Thread-safety: test code drives each store from one thread; the store runs
+ * its own threads.
+ * Ownership: every store, pool and fixture is freed by the test that made it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "offcore/rng.h"
+#include "offcore/train.h"
+#include "store_fixture.h"
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+/* A fixture whose batches (64 seeds, fanouts 4,3: at most 1280 rows) are small next to N. */
+static int gd_fixture(struct fixture *fx, uint64_t n, uint32_t dim, enum oc_dtype dtype)
+{
+    if (!fixture_init(fx, n, dim, dtype))
+        return 0;
+    fx->batch_size = 64;
+    return 1;
+}
+
+static struct oc_store_config gd_config(const struct fixture *fx, struct oc_pool *pool,
+                                        uint32_t n_extractors, uint32_t n_epochs)
+{
+    struct oc_store_config c = fixture_config(fx, pool);
+    c.n_extractors = n_extractors;
+    c.first_epoch = 0;
+    c.n_epochs = n_epochs;
+    return c;
+}
+
+static uint64_t min_budget(const struct oc_store_config *c)
+{
+    struct oc_err err;
+    uint64_t b = 0;
+    OC_CHECK_OK(oc_store_gnndrive_min_budget(c, &b, &err), &err);
+    return b;
+}
+
+/* Replays the plan as train does: shuffle(seed, epoch), batches, oc_sample_neighbors. */
+struct replay {
+    struct oc_sampler *sm;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    uint64_t epoch;
+};
+
+static void replay_init(struct replay *p, const struct fixture *fx)
+{
+    struct oc_err err;
+    memset(p, 0, sizeof(*p));
+    oc_sample_batch_init(&p->b);
+    OC_CHECK_OK(oc_sample_sampler_new(&fx->g, &fx->so, NULL, &p->sm, &err), &err);
+    OC_CHECK_OK(oc_sample_epoch_init(&p->ep, fx->train, fx->n_train, fx->batch_size, 0, &err),
+                &err);
+    p->epoch = UINT64_MAX;
+}
+
+static const struct oc_sample_batch *replay_batch(struct replay *p, const struct fixture *fx,
+                                                  uint64_t e, uint64_t bi)
+{
+    struct oc_err err;
+    const uint64_t *seeds;
+    uint64_t n;
+    if (p->epoch != e) {
+        oc_sample_epoch_shuffle(&p->ep, fx->so.seed, e);
+        p->epoch = e;
+    }
+    OC_CHECK_OK(oc_sample_epoch_batch(&p->ep, bi, &seeds, &n, &err), &err);
+    OC_CHECK_OK(oc_sample_neighbors(p->sm, e, bi, seeds, n, &p->b, &err), &err);
+    return &p->b;
+}
+
+static void replay_free(struct replay *p)
+{
+    oc_sample_batch_deinit(&p->b);
+    oc_sample_epoch_deinit(&p->ep);
+    oc_sample_sampler_free(p->sm);
+}
+
+/* Rows of out that differ from the file's values. */
+static uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
+                         const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++)
+        bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
+    return bad;
+}
+
+static void random_ids(uint64_t *ids, uint64_t n, uint64_t n_nodes, uint64_t seed)
+{
+    struct oc_rng r;
+    oc_rng_init(&r, seed, 4, 5, 6);
+    for (uint64_t i = 0; i < n; i++)
+        ids[i] = oc_rng_below(&r, n_nodes);
+}
+
+/*
+ * Gathers every batch of epochs [0, n_epochs) in plan order through s (and
+ * through `memory` when mem is set), with an evaluation gather after each
+ * epoch; returns the rows that differ from the file.
+ */
+static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc_store *mem,
+                         uint32_t n_epochs, uint64_t *rows)
+{
+    struct oc_err err;
+    struct replay p;
+    uint64_t bad = 0, cap = 0;
+    float *out = NULL, *ref = NULL;
+    replay_init(&p, fx);
+    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
+    *rows = 0;
+    for (uint32_t e = 0; e < n_epochs && p.sm; e++) {
+        for (uint64_t b = 0; b < nb; b++) {
+            const struct oc_sample_batch *sb = replay_batch(&p, fx, e, b);
+            uint64_t n = sb->n_input;
+            if (n > cap) {
+                cap = n;
+                out = realloc(out, cap * fx->dim * sizeof(float));
+                ref = realloc(ref, cap * fx->dim * sizeof(float));
+            }
+            memset(out, 0xA5, n * fx->dim * sizeof(float));
+            int rc = oc_store_gather_batch(s, e, b, sb->input_ids, n, out, &err);
+            OC_CHECK_OK(rc, &err);
+            if (rc)
+                goto done;
+            bad += bad_rows(fx, sb->input_ids, n, out);
+            if (mem) {
+                OC_CHECK_OK(oc_store_gather_batch(mem, e, b, sb->input_ids, n, ref, &err), &err);
+                bad += memcmp(out, ref, n * fx->dim * sizeof(float)) != 0;
+            }
+            *rows += n;
+        }
+        /* Evaluation between epochs: direct reads, the pipeline undisturbed. */
+        uint64_t ids[700];
+        float *ev = malloc(700 * fx->dim * sizeof(float));
+        random_ids(ids, 700, fx->n_nodes, e);
+        OC_CHECK_OK(oc_store_gather(s, ids, 700, ev, &err), &err);
+        bad += bad_rows(fx, ids, 700, ev);
+        free(ev);
+    }
+done:
+    free(out);
+    free(ref);
+    replay_free(&p);
+    return bad;
+}
+
+/* ---- bit-identical to memory ------------------------------------------------------ */
+
+static void matches_memory(uint64_t n_nodes, uint32_t dim, enum oc_dtype dtype)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!gd_fixture(&fx, n_nodes, dim, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(3, &pool, &err), &err);
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, pool, 2, 2);
+    struct oc_store_config cm = fixture_config(&fx, pool);
+    /* The minimum plus a few hundred slots: rows get evicted and reused. */
+    c.mem_bytes = min_budget(&c) + 300 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c), *mem = fixture_open("memory", &cm);
+    if (s && mem) {
+        uint64_t rows = 0;
+        OC_CHECK(run_plan(&fx, s, mem, 2, &rows) == 0);
+        struct oc_store_gnndrive_info info;
+        OC_CHECK(oc_store_gnndrive_info(s, &info));
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
+        OC_CHECK(info.pipeline && info.n_extractors == 2);
+        OC_CHECK(info.n_slots >= info.min_slots && info.n_slots < fx.n_nodes);
+        OC_CHECK(info.n_served == 2 * nb && info.n_direct == 0 && info.n_discarded == 0);
+        OC_CHECK(info.n_extracted == 2 * nb);
+        OC_CHECK(st.requested_rows == rows + 2 * 700);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] + st.tier_rows[OC_STORE_TIER_DISK] ==
+                 st.requested_rows);
+        OC_CHECK(st.requested_disk_bytes == st.tier_rows[OC_STORE_TIER_DISK] * fx.row_bytes);
+        OC_CHECK(st.standby_hits > 0 && st.standby_hits <= st.tier_rows[OC_STORE_TIER_CPU]);
+        OC_CHECK(st.read_bytes >= st.requested_disk_bytes && st.n_reads > 0);
+        OC_CHECK(st.held_bytes <= c.mem_bytes);
+        fprintf(stderr,
+                "  %s dim %u: %llu rows, cpu %.3f (standby %.3f), amplification %.2f, %llu "
+                "slots (min %llu)\n",
+                oc_dtype_name(dtype), dim, (unsigned long long)rows,
+                oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU),
+                (double)st.standby_hits / (double)st.requested_rows,
+                oc_store_stats_amplification(&st), (unsigned long long)info.n_slots,
+                (unsigned long long)info.min_slots);
+    }
+    oc_store_free(s);
+    oc_store_free(mem);
+    OC_CHECK(oc_mem_n_live() == live);
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+OC_TEST(matches_memory_f32)
+{
+    matches_memory(20000, 12, OC_DTYPE_F32);
+}
+
+OC_TEST(matches_memory_f16)
+{
+    matches_memory(20000, 12, OC_DTYPE_F16);
+}
+
+/* Rows longer than a page (4400 bytes), straddling up to three pages. */
+OC_TEST(matches_memory_wide_rows)
+{
+    matches_memory(6000, 1100, OC_DTYPE_F32);
+}
+
+OC_TEST(pread_fallback_matches_memory)
+{
+    setenv("OC_NO_URING", "1", 1);
+    matches_memory(20000, 12, OC_DTYPE_F16);
+    unsetenv("OC_NO_URING");
+}
+
+/* ---- training ------------------------------------------------------------------------ */
+
+static void add_epoch(void *p, const struct oc_train_epoch_stats *st)
+{
+    struct oc_store_stats *sum = p;
+    sum->read_bytes += st->store.read_bytes;
+    sum->standby_hits += st->store.standby_hits;
+    sum->requested_rows += st->store.requested_rows;
+}
+
+OC_TEST(train_matches_memory_weights)
+{
+    char dir[700];
+    struct oc_err err;
+    snprintf(dir, sizeof(dir), "%s/train", oc_test_tmpdir());
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 12000;
+    g.avg_degree = 6;
+    g.feat_dim = 100;
+    g.n_classes = 5;
+    g.train_frac = 0.1;
+    g.seed = 3;
+    g.n_threads = 1;
+    OC_CHECK_OK(oc_generate(&g, dir, NULL, &err), &err);
+    struct oc_train_opts o;
+    oc_train_opts_default(OC_NN_MODEL_SAGE, &o);
+    o.fanouts[0] = o.fanouts[1] = 4;
+    o.batch_size = 100;
+    o.epochs = 2;
+    o.hidden = 16;
+    o.n_threads = 2;
+    o.seed = 4;
+    o.eval = OC_TRAIN_EVAL_SAMPLED;
+    o.eval_batch_size = 100;
+    struct oc_train_result ref, res;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    /* Features are 4.8 MB; the budget leaves the buffer a fraction of them. */
+    o.strategy = "gnndrive";
+    o.mem_budget = 9u << 20;
+    struct oc_store_stats sum;
+    memset(&sum, 0, sizeof(sum));
+    OC_CHECK_OK(oc_train_run(dir, &o, add_epoch, &sum, NULL, &res, &err), &err);
+    fprintf(stderr, "  memory %s\n  gnndrive %s: %llu bytes read, standby hits %.3f\n",
+            ref.weights_sha256, res.weights_sha256, (unsigned long long)sum.read_bytes,
+            sum.requested_rows ? (double)sum.standby_hits / (double)sum.requested_rows : 0.0);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(sum.read_bytes > 0);
+    OC_CHECK(sum.standby_hits > 0);
+    /* A budget too small for two batches in the buffer. */
+    o.mem_budget = 6u << 20;
+    OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_BUDGET, &err,
+                 "store gnndrive: needs at least");
+}
+
+/* ---- stress: many extractors, a minimal buffer, random delays ------------------------ */
+
+static void stress(enum oc_dtype dtype, uint32_t dim, int no_uring)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, dim, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, pool, 6, 2);
+    c.mem_bytes = min_budget(&c) + fx.row_bytes + 21; /* one slot above the minimum */
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    if (s) {
+        oc_store_gnndrive_set_delay(s, 300);
+        uint64_t rows = 0;
+        OC_CHECK(run_plan(&fx, s, NULL, 2, &rows) == 0);
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
+        OC_CHECK(info.n_slots == info.min_slots + 1);
+        OC_CHECK(info.n_served == 2 * nb && info.n_extracted == 2 * nb);
+        OC_CHECK(info.n_direct == 0 && info.n_discarded == 0);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] + st.tier_rows[OC_STORE_TIER_DISK] ==
+                 st.requested_rows);
+        fprintf(stderr, "  %s%s: %llu batches, %llu rows, cpu %.3f, standby %.3f\n",
+                oc_dtype_name(dtype), no_uring ? " (pread)" : "", (unsigned long long)(2 * nb),
+                (unsigned long long)rows, oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU),
+                (double)st.standby_hits / (double)st.requested_rows);
+    }
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live);
+    unsetenv("OC_NO_URING");
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+/* 16-byte rows: 256 to a page, so batches share pages and wait for each other's rows. */
+OC_TEST(stress_six_extractors_min_buffer)
+{
+    stress(OC_DTYPE_F16, 8, 0);
+}
+
+OC_TEST(stress_six_extractors_pread)
+{
+    stress(OC_DTYPE_F32, 12, 1);
+}
+
+/* ---- batch order --------------------------------------------------------------------- */
+
+OC_TEST(reorder_delivers_each_batch_once)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, NULL, 4, 2);
+    c.reorder = 1;
+    c.mem_bytes = min_budget(&c) + 1000 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    struct replay p;
+    replay_init(&p, &fx);
+    uint64_t nb = oc_sample_epoch_n_batches(&p.ep), out_of_order = 0, bad = 0;
+    uint8_t *seen = calloc(nb, 1);
+    float *out = malloc(2000 * fx.dim * sizeof(float));
+    if (s) {
+        oc_store_gnndrive_set_delay(s, 200);
+        for (uint32_t e = 0; e < 2; e++) {
+            memset(seen, 0, nb);
+            for (uint64_t k = 0; k < nb; k++) {
+                uint64_t b = UINT64_MAX;
+                OC_CHECK_OK(oc_store_next_batch(s, e, &b, &err), &err);
+                if (b >= nb || seen[b]) {
+                    OC_CHECK(b < nb && !seen[b]);
+                    break;
+                }
+                seen[b] = 1;
+                out_of_order += b != k;
+                const struct oc_sample_batch *sb = replay_batch(&p, &fx, e, b);
+                OC_CHECK_OK(oc_store_gather_batch(s, e, b, sb->input_ids, sb->n_input, out, &err),
+                            &err);
+                bad += bad_rows(&fx, sb->input_ids, sb->n_input, out);
+            }
+            uint64_t b;
+            OC_CHECK_ERR(oc_store_next_batch(s, e, &b, &err), OC_ERR_NOTFOUND, &err, "every batch");
+        }
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        OC_CHECK(bad == 0);
+        OC_CHECK(info.n_served == 2 * nb && info.n_direct == 0 && info.n_discarded == 0);
+        fprintf(stderr, "  %llu of %llu batches out of plan order\n",
+                (unsigned long long)out_of_order, (unsigned long long)(2 * nb));
+    }
+    oc_store_free(s);
+    /* Announcing twice without gathering is refused rather than waited on. */
+    c.n_epochs = 1;
+    s = fixture_open("gnndrive", &c);
+    if (s) {
+        uint64_t b1, b2;
+        OC_CHECK_OK(oc_store_next_batch(s, 0, &b1, &err), &err);
+        OC_CHECK_ERR(oc_store_next_batch(s, 0, &b2, &err), OC_ERR_ARG, &err, "not gathered");
+    }
+    oc_store_free(s);
+    free(seen);
+    free(out);
+    replay_free(&p);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+OC_TEST(plan_order_next_batch_and_skips)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 2);
+    c.mem_bytes = min_budget(&c) + 1000 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    struct replay p;
+    replay_init(&p, &fx);
+    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
+    float *out = malloc(2000 * fx.dim * sizeof(float));
+    if (s) {
+        /* In plan order, next_batch counts 0, 1, ... per epoch. */
+        for (uint64_t k = 0; k < nb; k++) {
+            uint64_t b = UINT64_MAX;
+            OC_CHECK_OK(oc_store_next_batch(s, 1, &b, &err), &err);
+            OC_CHECK(b == k);
+        }
+        uint64_t b;
+        OC_CHECK_ERR(oc_store_next_batch(s, 1, &b, &err), OC_ERR_NOTFOUND, &err, NULL);
+        /* Batches 0 and 1 skipped: discarded when batch 2 is asked for. */
+        uint64_t order[] = {2, 3, 0, 4};
+        for (size_t k = 0; k < 4; k++) {
+            const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, order[k]);
+            OC_CHECK_OK(
+                oc_store_gather_batch(s, 0, order[k], sb->input_ids, sb->n_input, out, &err), &err);
+            OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        }
+        /* Ids that are not what the plan sampled: read directly, still right. */
+        const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 6);
+        OC_CHECK_OK(oc_store_gather_batch(s, 0, 5, sb->input_ids, sb->n_input, out, &err), &err);
+        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        /* Outside the plan: read directly. */
+        OC_CHECK_OK(oc_store_gather_batch(s, 9, 0, sb->input_ids, sb->n_input, out, &err), &err);
+        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        OC_CHECK(info.n_served == 3);                          /* 2, 3, 4 */
+        OC_CHECK(info.n_discarded == 3 && info.n_direct == 3); /* 0, 1, 5 / 0, 5, epoch 9 */
+    }
+    oc_store_free(s);
+    /* Without a plan: no threads, every gather direct, next_batch in order. */
+    c.n_epochs = 0;
+    s = fixture_open("gnndrive", &c);
+    if (s) {
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        OC_CHECK(!info.pipeline);
+        const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 1);
+        OC_CHECK_OK(oc_store_gather_batch(s, 0, 1, sb->input_ids, sb->n_input, out, &err), &err);
+        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        uint64_t b = 9;
+        OC_CHECK_OK(oc_store_next_batch(s, 0, &b, &err), &err);
+        OC_CHECK(b == 0);
+    }
+    oc_store_free(s);
+    /* The in-order default of the other strategies. */
+    c.mem_bytes = 0;
+    s = fixture_open("direct", &c);
+    if (s) {
+        uint64_t b = 9;
+        OC_CHECK_OK(oc_store_next_batch(s, 3, &b, &err), &err);
+        OC_CHECK(b == 0);
+        OC_CHECK_OK(oc_store_next_batch(s, 3, &b, &err), &err);
+        OC_CHECK(b == 1);
+        OC_CHECK_OK(oc_store_next_batch(s, 4, &b, &err), &err);
+        OC_CHECK(b == 0);
+    }
+    oc_store_free(s);
+    free(out);
+    replay_free(&p);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+/* Gathers the plan until an error; returns it (OC_OK if none came). */
+static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct oc_err *err)
+{
+    struct replay p;
+    replay_init(&p, fx);
+    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
+    float *out = malloc(2000 * fx->dim * sizeof(float));
+    int rc = OC_OK;
+    for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
+        const struct oc_sample_batch *sb = replay_batch(&p, fx, 0, b);
+        rc = oc_store_gather_batch(s, 0, b, sb->input_ids, sb->n_input, out, err);
+        if (rc == OC_OK)
+            OC_CHECK(bad_rows(fx, sb->input_ids, sb->n_input, out) == 0);
+    }
+    free(out);
+    replay_free(&p);
+    return rc;
+}
+
+static void read_faults(int no_uring)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, NULL, 3, 1);
+    c.mem_bytes = min_budget(&c) + 500 * (fx.row_bytes + 21);
+    static const struct {
+        uint64_t nth;
+        int e, want;
+    } faults[] = {{1, EIO, OC_ERR_IO}, {40, EIO, OC_ERR_IO}, {7, 0, OC_ERR_FORMAT}};
+    for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
+        oc_fault_arm(OC_FAULT_READ, faults[k].nth, faults[k].e);
+        struct oc_store *s = fixture_open("gnndrive", &c);
+        if (!s)
+            continue;
+        int rc = plan_until_error(&fx, s, &err);
+        OC_CHECK(rc == faults[k].want);
+        OC_CHECK(strstr(err.msg, "features.npy") && strstr(err.msg, "offset"));
+        OC_CHECK(strstr(err.msg, "gnndrive") != NULL);
+        if (k == 0)
+            fprintf(stderr, "  %s\n", err.msg);
+        oc_fault_disarm_all();
+        /* The error stays; evaluation reads still work. */
+        uint64_t ids[50];
+        float out[50 * 12];
+        random_ids(ids, 50, fx.n_nodes, 3);
+        OC_CHECK_OK(oc_store_gather(s, ids, 50, out, &err), &err);
+        OC_CHECK(bad_rows(&fx, ids, 50, out) == 0);
+        oc_store_free(s);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    unsetenv("OC_NO_URING");
+    fixture_free(&fx);
+}
+
+OC_TEST(read_faults_uring)
+{
+    read_faults(0);
+}
+
+OC_TEST(read_faults_pread)
+{
+    read_faults(1);
+}
+
+OC_TEST(truncated_feature_file)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    const char *path = oc_dataset_path(fx.ds, OC_DS_FEATURES);
+    uint64_t cut = 15000;
+    uint64_t off = oc_dataset_data_offset(fx.ds, OC_DS_FEATURES) + cut * fx.row_bytes;
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
+    c.mem_bytes = min_budget(&c) + 500 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    OC_CHECK(truncate(path, (off_t)(off + fx.row_bytes / 2)) == 0);
+    if (s) {
+        OC_CHECK_ERR(plan_until_error(&fx, s, &err), OC_ERR_FORMAT, &err, "features.npy");
+        OC_CHECK(strstr(err.msg, "truncated") && strstr(err.msg, "offset"));
+        fprintf(stderr, "  %s\n", err.msg);
+        uint64_t ids[2] = {cut - 1, cut + 1};
+        float out[2 * 12];
+        OC_CHECK_ERR(oc_store_gather(s, ids, 2, out, &err), OC_ERR_FORMAT, &err, "truncated");
+        OC_CHECK_OK(oc_store_gather(s, ids, 1, out, &err), &err);
+        OC_CHECK(bad_rows(&fx, ids, 1, out) == 0);
+    }
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+/* ---- budgets and allocation faults -------------------------------------------------- */
+
+OC_TEST(budget_below_minimum)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    uint32_t idx = 0;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_store_strategy_find("gnndrive", &idx, &err), &err);
+    struct oc_store_config c2 = gd_config(&fx, NULL, 2, 1), c6 = gd_config(&fx, NULL, 6, 1);
+    uint64_t min2 = min_budget(&c2), min6 = min_budget(&c6);
+    OC_CHECK(min6 > min2);
+    c6.mem_bytes = min6 - 1;
+    OC_CHECK_ERR(oc_store_open(idx, &c6, &s, &err), OC_ERR_BUDGET, &err, "needs at least");
+    OC_CHECK(strstr(err.msg, "6 extractors x") && strstr(err.msg, "bound of 1280 rows"));
+    OC_CHECK(s == NULL);
+    fprintf(stderr, "  %s\n", err.msg);
+    c6.mem_bytes = min6;
+    s = fixture_open("gnndrive", &c6);
+    if (s) {
+        struct oc_store_gnndrive_info info;
+        struct oc_store_stats st;
+        oc_store_gnndrive_info(s, &info);
+        oc_store_stats(s, &st);
+        /* Six measured batches (1280 rows at most each, the bound) at once. */
+        OC_CHECK(info.n_slots == info.min_slots && info.min_slots == 6 * info.est_rows);
+        OC_CHECK(info.est_rows > 0 && info.est_rows <= 1280 && info.max_rows == 1280);
+        OC_CHECK(st.held_bytes <= min6);
+    }
+    oc_store_free(s);
+    /* A fanout of -1 makes the largest batch every node: the buffer must hold them all. */
+    fx.so.fanouts[0] = OC_SAMPLE_ALL;
+    c2.mem_bytes = 4u << 20;
+    OC_CHECK_ERR(oc_store_open(idx, &c2, &s, &err), OC_ERR_BUDGET, &err, "20000 row slots");
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+OC_TEST(alloc_faults)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 5000, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
+    c.mem_bytes = min_budget(&c) + 100 * (fx.row_bytes + 21);
+    /* The plan's batches, sampled before any fault is armed. */
+    struct replay p;
+    replay_init(&p, &fx);
+    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
+    uint64_t **ids = calloc(nb, sizeof(*ids)), *n = calloc(nb, sizeof(*n));
+    for (uint64_t b = 0; b < nb; b++) {
+        const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, b);
+        n[b] = sb->n_input;
+        ids[b] = malloc(n[b] * sizeof(uint64_t));
+        memcpy(ids[b], sb->input_ids, n[b] * sizeof(uint64_t));
+    }
+    replay_free(&p);
+    float *out = malloc(2000 * fx.dim * sizeof(float));
+    uint64_t base = oc_mem_n_live();
+    uint32_t idx = 0;
+    OC_CHECK_OK(oc_store_strategy_find("gnndrive", &idx, &err), &err);
+    for (uint64_t nth = 1; nth < 400; nth++) {
+        struct oc_store *s = NULL;
+        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
+        int rc = oc_store_open(idx, &c, &s, &err);
+        /* A failure in the sampler thread surfaces at the batch it was sampling. */
+        for (uint64_t b = 0; b < nb && rc == OC_OK; b++)
+            rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+        oc_store_free(s);
+        int fired = oc_fault_fired(OC_FAULT_ALLOC);
+        oc_fault_disarm_all();
+        OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
+        OC_CHECK(oc_mem_n_live() == base);
+        if (!fired) {
+            fprintf(stderr, "  %llu allocations failed in turn\n", (unsigned long long)nth - 1);
+            break;
+        }
+    }
+    for (uint64_t b = 0; b < nb; b++)
+        free(ids[b]);
+    free(ids);
+    free(n);
+    free(out);
+    fixture_free(&fx);
+}
+
+OC_TEST_MAIN()

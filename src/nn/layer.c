@@ -1,7 +1,9 @@
 /*
  * layer.c — the steps every layer kind shares: workspace sizing, input
  * dropout and its gradient, and the layer's finishing step (ReLU/ELU after a
- * hidden layer, the GAT output layer's mean over heads) with its gradient.
+ * hidden layer, the GAT output layer's mean over heads) with its gradient,
+ * and the aggregate-and-transform step of GCN and SAGE (agg(xd) W in DGL's
+ * cheaper order) with its gradient.
  *
  * Place in the data flow: nn; called by layer_sage.c, layer_gcn.c,
  * layer_gat.c.
@@ -90,5 +92,50 @@ int oc_nn_layer_finish_bwd(struct oc_nn_layer *l, const struct oc_nn_tensor *y,
         OC_NN_TRY(oc_nn_act_bwd(layer_act(l), y, dy, d, err));
     }
     *dpre = d;
+    return OC_OK;
+}
+
+int oc_nn_layer_agg_linear(struct oc_nn_layer *l, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                           const struct oc_nn_tensor *w, struct oc_nn_tensor *target,
+                           struct oc_err *err)
+{
+    const struct oc_nn_tensor *xd = l->xd;
+    if (l->in_dim > l->out_dim) {
+        struct oc_nn_tensor *z = &l->ws[OC_NN_LWS_Z];
+        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_Z, g->n_src, l->out_dim, err));
+        OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, xd, w, 0.0f, z, err));
+        OC_NN_TRY(oc_nn_agg_fwd(g, agg, z, target, err));
+    } else {
+        struct oc_nn_tensor *n = &l->ws[OC_NN_LWS_N];
+        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_N, g->n_dst, l->in_dim, err));
+        OC_NN_TRY(oc_nn_agg_fwd(g, agg, xd, n, err));
+        OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, n, w, 0.0f, target, err));
+    }
+    return OC_OK;
+}
+
+int oc_nn_layer_agg_linear_bwd(struct oc_nn_layer *l, struct oc_nn_graph *g, enum oc_nn_agg agg,
+                               const struct oc_nn_tensor *dpre, struct oc_nn_param *pw, int want_dx,
+                               struct oc_err *err)
+{
+    struct oc_nn_tensor *dx = &l->ws[OC_NN_LWS_DX];
+    if (want_dx)
+        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DX, g->n_src, l->in_dim, err));
+    if (l->in_dim > l->out_dim) {
+        struct oc_nn_tensor *dz = &l->ws[OC_NN_LWS_DZ];
+        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DZ, g->n_src, l->out_dim, err));
+        OC_NN_TRY(oc_nn_agg_bwd(g, agg, dpre, dz, err));
+        OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, l->xd, dz, 0.0f, &pw->grad, err));
+        if (want_dx)
+            OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, dz, &pw->value, 0.0f, dx, err));
+    } else {
+        OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &l->ws[OC_NN_LWS_N], dpre, 0.0f, &pw->grad, err));
+        if (want_dx) {
+            struct oc_nn_tensor *dn = &l->ws[OC_NN_LWS_DN];
+            OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DN, g->n_dst, l->in_dim, err));
+            OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, dpre, &pw->value, 0.0f, dn, err));
+            OC_NN_TRY(oc_nn_agg_bwd(g, agg, dn, dx, err));
+        }
+    }
     return OC_OK;
 }

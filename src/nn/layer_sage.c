@@ -31,17 +31,7 @@ int oc_nn_sage_forward(struct oc_nn_layer *l, const struct oc_nn_graph *g,
         OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_PRE, g->n_dst, l->out_dim, err));
         target = &l->ws[OC_NN_LWS_PRE];
     }
-    if (l->in_dim > l->out_dim) {
-        struct oc_nn_tensor *z = &l->ws[OC_NN_LWS_Z];
-        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_Z, g->n_src, l->out_dim, err));
-        OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, xd, wn, 0.0f, z, err));
-        OC_NN_TRY(oc_nn_agg_fwd(g, OC_NN_AGG_MEAN, z, target, err));
-    } else {
-        struct oc_nn_tensor *n = &l->ws[OC_NN_LWS_N];
-        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_N, g->n_dst, l->in_dim, err));
-        OC_NN_TRY(oc_nn_agg_fwd(g, OC_NN_AGG_MEAN, xd, n, err));
-        OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, n, wn, 0.0f, target, err));
-    }
+    OC_NN_TRY(oc_nn_layer_agg_linear(l, g, OC_NN_AGG_MEAN, wn, target, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &xself, ws_, 1.0f, target, err));
     OC_NN_TRY(oc_nn_bias_add(target, &l->p[OC_NN_LP_BIAS]->value, err));
     return oc_nn_layer_finish(l, target, y, err);
@@ -58,24 +48,7 @@ int oc_nn_sage_backward(struct oc_nn_layer *l, struct oc_nn_graph *g, const stru
     OC_NN_TRY(oc_nn_colsum(dpre, &l->p[OC_NN_LP_BIAS]->grad, err));
     OC_NN_TRY(oc_nn_tensor_view_rows(xd, 0, g->n_dst, &xself, err));
     OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &xself, dpre, 0.0f, &ps->grad, err));
-    if (want_dx)
-        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DX, g->n_src, l->in_dim, err));
-    if (l->in_dim > l->out_dim) {
-        struct oc_nn_tensor *dz = &l->ws[OC_NN_LWS_DZ];
-        OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DZ, g->n_src, l->out_dim, err));
-        OC_NN_TRY(oc_nn_agg_bwd(g, OC_NN_AGG_MEAN, dpre, dz, err));
-        OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, xd, dz, 0.0f, &pn->grad, err));
-        if (want_dx)
-            OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, dz, &pn->value, 0.0f, dx, err));
-    } else {
-        OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &l->ws[OC_NN_LWS_N], dpre, 0.0f, &pn->grad, err));
-        if (want_dx) {
-            struct oc_nn_tensor *dn = &l->ws[OC_NN_LWS_DN];
-            OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_DN, g->n_dst, l->in_dim, err));
-            OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, dpre, &pn->value, 0.0f, dn, err));
-            OC_NN_TRY(oc_nn_agg_bwd(g, OC_NN_AGG_MEAN, dn, dx, err));
-        }
-    }
+    OC_NN_TRY(oc_nn_layer_agg_linear_bwd(l, g, OC_NN_AGG_MEAN, dpre, pn, want_dx, err));
     if (!want_dx)
         return OC_OK;
     OC_NN_TRY(oc_nn_tensor_view_rows(dx, 0, g->n_dst, &dxself, err));

@@ -426,6 +426,21 @@ int oc_nn_layer_finish(struct oc_nn_layer *l, const struct oc_nn_tensor *pre,
 int oc_nn_layer_finish_bwd(struct oc_nn_layer *l, const struct oc_nn_tensor *y,
                            const struct oc_nn_tensor *dy, const struct oc_nn_tensor **dpre,
                            struct oc_err *err);
+/*
+ * GCN/SAGE: target = agg(xd) W (overwritten), in DGL's cheaper order: W first
+ * into ws[Z] (n_src rows) when in_dim > out_dim, else the aggregation first
+ * into ws[N] (n_dst rows), which the backward step reads again.
+ */
+int oc_nn_layer_agg_linear(struct oc_nn_layer *l, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                           const struct oc_nn_tensor *w, struct oc_nn_tensor *target,
+                           struct oc_err *err);
+/*
+ * Its gradient given dpre: pw->grad (overwritten) and, with want_dx, ws[DX]
+ * sized n_src x in_dim and set to d/d(xd) of this term (overwritten).
+ */
+int oc_nn_layer_agg_linear_bwd(struct oc_nn_layer *l, struct oc_nn_graph *g, enum oc_nn_agg agg,
+                               const struct oc_nn_tensor *dpre, struct oc_nn_param *pw, int want_dx,
+                               struct oc_err *err);
 
 /* ---- the model record (model.c, model_state.c) -------------------------- */
 

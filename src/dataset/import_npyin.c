@@ -340,44 +340,38 @@ int oc_imp_npy_open_vector(struct oc_imp_npy *r, const char *path, const char *w
     return OC_OK;
 }
 
-int oc_imp_labels_npy(struct oc_ds_builder *b, const char *path, uint64_t n_nodes,
-                      uint32_t n_classes_hint, uint32_t *n_classes, struct oc_err *err)
+/* Accepts value v at element i of the vector at path, or fills err and fails. */
+typedef int (*npy_check_fn)(void *ctx, const char *path, int64_t v, uint64_t i, struct oc_err *err);
+
+/*
+ * Streams the n_rows values of vector r (read as int64, NPY_CHUNK at a time
+ * through a buffer named `chunk_name`) into a new builder array `which`,
+ * passing each value through check before it is pushed.
+ */
+static int npy_vector_to_array(struct oc_imp_npy *r, struct oc_ds_builder *b, enum oc_ds_file which,
+                               enum oc_dtype dtype, const char *chunk_name, npy_check_fn check,
+                               void *ctx, struct oc_err *err)
 {
-    struct oc_imp_npy r;
+    const char *path = oc_imp_npy_path(r);
+    uint64_t cnt = r->n_rows;
     struct oc_imp_array a;
-    int64_t *buf = NULL;
     memset(&a, 0, sizeof(a));
-    int rc = oc_imp_npy_open_vector(&r, path, "labels", err);
-    if (rc)
-        return rc;
-    if (r.n_rows != n_nodes) {
-        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: %llu labels, expected %llu (nodes)", path,
-                    (unsigned long long)r.n_rows, (unsigned long long)n_nodes);
-        goto out;
-    }
-    buf = oc_alloc(NPY_CHUNK * sizeof(int64_t), "import: npy label chunk", err);
+    int rc;
+    int64_t *buf = oc_alloc(NPY_CHUNK * sizeof(int64_t), chunk_name, err);
     if (!buf) {
         rc = err->status;
         goto out;
     }
-    rc = oc_imp_array_begin(&a, b, OC_DS_LABELS, OC_DTYPE_I32, n_nodes, err);
+    rc = oc_imp_array_begin(&a, b, which, dtype, cnt, err);
     if (rc)
         goto out;
-    int64_t max = -1;
-    int64_t limit = n_classes_hint ? (int64_t)n_classes_hint : INT32_MAX;
-    for (uint64_t j = 0; j < n_nodes;) {
-        size_t k = n_nodes - j < NPY_CHUNK ? (size_t)(n_nodes - j) : NPY_CHUNK;
-        rc = oc_imp_npy_read(&r, j, k, OC_DTYPE_I64, buf, err);
+    for (uint64_t j = 0; j < cnt;) {
+        size_t k = cnt - j < NPY_CHUNK ? (size_t)(cnt - j) : NPY_CHUNK;
+        rc = oc_imp_npy_read(r, j, k, OC_DTYPE_I64, buf, err);
         for (size_t i = 0; !rc && i < k; i++) {
-            if (buf[i] < -1 || buf[i] >= limit) {
-                rc = OC_ERR(err, OC_ERR_FORMAT,
-                            "%s: label %lld of node %llu is out of range "
-                            "[-1, %lld)",
-                            path, (long long)buf[i], (unsigned long long)(j + i), (long long)limit);
+            rc = check(ctx, path, buf[i], j + i, err);
+            if (rc)
                 break;
-            }
-            if (buf[i] > max)
-                max = buf[i];
             rc = oc_imp_array_push(&a, buf[i], err);
         }
         if (rc)
@@ -385,59 +379,75 @@ int oc_imp_labels_npy(struct oc_ds_builder *b, const char *path, uint64_t n_node
         j += k;
     }
     rc = oc_imp_array_end(&a, err);
-    if (rc == OC_OK) {
-        *n_classes = n_classes_hint ? n_classes_hint : (uint32_t)(max + 1);
-        rc = oc_imp_labels_settle(b, *n_classes, err);
-    }
 out:
     oc_imp_array_abort(&a);
     oc_free(buf);
-    oc_imp_npy_close(&r);
     return rc;
+}
+
+struct label_check {
+    int64_t limit; /* labels in [-1, limit) */
+    int64_t max;
+};
+
+static int check_label(void *ctx, const char *path, int64_t v, uint64_t i, struct oc_err *err)
+{
+    struct label_check *c = ctx;
+    if (v < -1 || v >= c->limit)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: label %lld of node %llu is out of range "
+                      "[-1, %lld)",
+                      path, (long long)v, (unsigned long long)i, (long long)c->limit);
+    if (v > c->max)
+        c->max = v;
+    return OC_OK;
+}
+
+int oc_imp_labels_npy(struct oc_ds_builder *b, const char *path, uint64_t n_nodes,
+                      uint32_t n_classes_hint, uint32_t *n_classes, struct oc_err *err)
+{
+    struct oc_imp_npy r;
+    int rc = oc_imp_npy_open_vector(&r, path, "labels", err);
+    if (rc)
+        return rc;
+    struct label_check c = {.limit = n_classes_hint ? (int64_t)n_classes_hint : INT32_MAX,
+                            .max = -1};
+    if (r.n_rows != n_nodes)
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: %llu labels, expected %llu (nodes)", path,
+                    (unsigned long long)r.n_rows, (unsigned long long)n_nodes);
+    else
+        rc = npy_vector_to_array(&r, b, OC_DS_LABELS, OC_DTYPE_I32, "import: npy label chunk",
+                                 check_label, &c, err);
+    oc_imp_npy_close(&r);
+    if (rc == OC_OK) {
+        *n_classes = n_classes_hint ? n_classes_hint : (uint32_t)(c.max + 1);
+        rc = oc_imp_labels_settle(b, *n_classes, err);
+    }
+    return rc;
+}
+
+static int check_node_id(void *ctx, const char *path, int64_t v, uint64_t i, struct oc_err *err)
+{
+    uint64_t n_nodes = *(const uint64_t *)ctx;
+    if (v < 0 || (uint64_t)v >= n_nodes)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: node id %lld at index %llu is out of range [0, %llu)", path,
+                      (long long)v, (unsigned long long)i, (unsigned long long)n_nodes);
+    return OC_OK;
 }
 
 int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const char *path,
                          uint64_t n_nodes, uint64_t *n, struct oc_err *err)
 {
     struct oc_imp_npy r;
-    struct oc_imp_array a;
-    int64_t *buf = NULL;
-    memset(&a, 0, sizeof(a));
     int rc = oc_imp_npy_open_vector(&r, path, "a node id list", err);
     if (rc)
         return rc;
     uint64_t cnt = r.n_rows;
-    buf = oc_alloc(NPY_CHUNK * sizeof(int64_t), "import: npy id chunk", err);
-    if (!buf) {
-        rc = err->status;
-        goto out;
-    }
-    rc = oc_imp_array_begin(&a, b, which, OC_IMP_SPLIT_DTYPE, cnt, err);
-    if (rc)
-        goto out;
-    for (uint64_t j = 0; j < cnt;) {
-        size_t k = cnt - j < NPY_CHUNK ? (size_t)(cnt - j) : NPY_CHUNK;
-        rc = oc_imp_npy_read(&r, j, k, OC_DTYPE_I64, buf, err);
-        for (size_t i = 0; !rc && i < k; i++) {
-            if (buf[i] < 0 || (uint64_t)buf[i] >= n_nodes) {
-                rc = OC_ERR(err, OC_ERR_FORMAT,
-                            "%s: node id %lld at index %llu is out of range [0, %llu)", path,
-                            (long long)buf[i], (unsigned long long)(j + i),
-                            (unsigned long long)n_nodes);
-                break;
-            }
-            rc = oc_imp_array_push(&a, buf[i], err);
-        }
-        if (rc)
-            goto out;
-        j += k;
-    }
-    rc = oc_imp_array_end(&a, err);
+    rc = npy_vector_to_array(&r, b, which, OC_IMP_SPLIT_DTYPE, "import: npy id chunk",
+                             check_node_id, &n_nodes, err);
+    oc_imp_npy_close(&r);
     if (rc == OC_OK)
         *n = cnt;
-out:
-    oc_imp_array_abort(&a);
-    oc_free(buf);
-    oc_imp_npy_close(&r);
     return rc;
 }

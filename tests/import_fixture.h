@@ -1,8 +1,9 @@
 /*
  * import_fixture.h — helpers for the importer tests: write small source
- * fixtures (text files, hand-made .npy files with ordinary numpy-sized
- * headers, C or Fortran order), and read an imported dataset back whole
- * (topology as CSC, features widened to f32, labels, splits).
+ * fixtures (text and gzip files, hand-made .npy files with ordinary
+ * numpy-sized headers, C or Fortran order), import one with the leak check,
+ * and read an imported dataset back whole (topology as CSC, features widened
+ * to f32, labels, splits).
  *
  * Place in the data flow: tests only (test_import_*.c).
  * Thread-safety: none; one test at a time.
@@ -16,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
+#include "harness.h"
 #include "offcore/dataset.h"
 #include "offcore/import.h"
 #include "offcore/io.h"
@@ -62,6 +65,18 @@ static inline void fx_write(const char *dir, const char *rel, const char *text)
     FILE *f = fopen(p, "w");
     if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
         perror(p);
+        exit(1);
+    }
+}
+
+static inline void fx_gz_write(const char *dir, const char *rel, const char *text)
+{
+    char p[4096];
+    fx_mkparent(dir, rel);
+    fx_path(p, sizeof(p), dir, rel);
+    gzFile g = gzopen(p, "wb");
+    if (!g || (*text && gzprintf(g, "%s", text) <= 0) || gzclose(g) != Z_OK) {
+        fprintf(stderr, "cannot write %s\n", p);
         exit(1);
     }
 }
@@ -181,6 +196,18 @@ static inline int fx_ds_load(const char *dir, struct fx_ds *d, struct oc_err *er
     if (rc)
         fx_ds_free(d);
     return rc;
+}
+
+/* Imports src into out (must succeed and leak nothing), then loads it into d. */
+static inline void fx_import_ok(enum oc_import_kind kind, const char *src, const char *out,
+                                const struct oc_import_opts *o, struct fx_ds *d)
+{
+    struct oc_err err;
+    uint64_t live = oc_mem_n_live();
+    memset(d, 0, sizeof(*d));
+    OC_CHECK_OK(oc_import(kind, src, out, o, NULL, &err), &err);
+    OC_CHECK(oc_mem_n_live() == live);
+    OC_CHECK_OK(fx_ds_load(out, d, &err), &err);
 }
 
 /* Whether the edge u -> v is present (CSC: u among the in-neighbors of v). */

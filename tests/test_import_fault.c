@@ -12,7 +12,6 @@
  * builder, sorter and io layers.
  */
 #include <errno.h>
-#include <zlib.h>
 
 #include "harness.h"
 #include "import_fixture.h"
@@ -73,27 +72,15 @@ static void write_npy(const char *dir)
     fx_write_npy(dir, "test_idx.npy", OC_DTYPE_I64, 1, s1, te, 0);
 }
 
-static void gz_write(const char *dir, const char *rel, const char *text)
-{
-    char p[4096];
-    fx_mkparent(dir, rel);
-    fx_path(p, sizeof(p), dir, rel);
-    gzFile g = gzopen(p, "wb");
-    if (!g || gzprintf(g, "%s", text) <= 0 || gzclose(g) != Z_OK) {
-        fprintf(stderr, "cannot write %s\n", p);
-        exit(1);
-    }
-}
-
 static void write_ogb(const char *dir)
 {
-    gz_write(dir, "raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,5\n5,0\n");
-    gz_write(dir, "raw/node-feat.csv.gz", "1,2\n3,4\n5,6\n7,8\n9,10\n11,12\n");
-    gz_write(dir, "raw/node-label.csv.gz", "0\n1\nnan\n1\n0\n2\n");
-    gz_write(dir, "raw/num-node-list.csv.gz", "6\n");
-    gz_write(dir, "split/s/train.csv.gz", "0\n1\n");
-    gz_write(dir, "split/s/valid.csv.gz", "2\n");
-    gz_write(dir, "split/s/test.csv.gz", "3\n5\n");
+    fx_gz_write(dir, "raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,5\n5,0\n");
+    fx_gz_write(dir, "raw/node-feat.csv.gz", "1,2\n3,4\n5,6\n7,8\n9,10\n11,12\n");
+    fx_gz_write(dir, "raw/node-label.csv.gz", "0\n1\nnan\n1\n0\n2\n");
+    fx_gz_write(dir, "raw/num-node-list.csv.gz", "6\n");
+    fx_gz_write(dir, "split/s/train.csv.gz", "0\n1\n");
+    fx_gz_write(dir, "split/s/valid.csv.gz", "2\n");
+    fx_gz_write(dir, "split/s/test.csv.gz", "3\n5\n");
 }
 
 /* GraphBolt: csv edges, f32 features, labels from the sets. */

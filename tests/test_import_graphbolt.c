@@ -71,17 +71,6 @@ static void write_a(const char *dir)
     fx_write_npy(dir, "set/test.npy", OC_DTYPE_I32, 1, s2, te, 0);
 }
 
-static void import_ok(const char *src, const char *out, const struct oc_import_opts *o,
-                      struct fx_ds *d)
-{
-    struct oc_err err;
-    uint64_t live = oc_mem_n_live();
-    memset(d, 0, sizeof(*d));
-    OC_CHECK_OK(oc_import(OC_IMPORT_GRAPHBOLT, src, out, o, NULL, &err), &err);
-    OC_CHECK(oc_mem_n_live() == live);
-    OC_CHECK_OK(fx_ds_load(out, d, &err), &err);
-}
-
 OC_TEST(graphbolt_csv_edges_feature_labels)
 {
     const char *tmp = oc_test_tmpdir();
@@ -92,7 +81,7 @@ OC_TEST(graphbolt_csv_edges_feature_labels)
     struct oc_import_opts o;
     oc_import_opts_default(&o);
     struct fx_ds d;
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_GRAPHBOLT, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(strcmp(d.m.name, "gb_tiny") == 0);
@@ -179,7 +168,7 @@ OC_TEST(graphbolt_numpy_edges_set_labels)
             }
             OC_CHECK_OK(fx_ds_load(out, &d, &err), &err);
         } else {
-            import_ok(src, out, &o, &d);
+            fx_import_ok(OC_IMPORT_GRAPHBOLT, src, out, &o, &d);
         }
         if (!d.indptr)
             return;

@@ -11,17 +11,6 @@
 #include "import_fixture.h"
 #include "offcore/import.h"
 
-static void import_ok(const char *src, const char *out, const struct oc_import_opts *o,
-                      struct fx_ds *d)
-{
-    struct oc_err err;
-    uint64_t live = oc_mem_n_live();
-    memset(d, 0, sizeof(*d));
-    OC_CHECK_OK(oc_import(OC_IMPORT_NPY, src, out, o, NULL, &err), &err);
-    OC_CHECK(oc_mem_n_live() == live);
-    OC_CHECK_OK(fx_ds_load(out, d, &err), &err);
-}
-
 /* 5 nodes: (E, 2) int64 edges with a duplicate, f32 features, i32 labels, u32 splits. */
 static void write_full(const char *dir)
 {
@@ -53,7 +42,7 @@ OC_TEST(npy_full)
     oc_import_opts_default(&o);
     struct fx_ds d;
     FX_PATH(out, "%s/out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
     if (!d.indptr)
         return;
     /* 0-1 (twice), 1-2, 3-3, 2-4 -> symmetrized, deduplicated: 2+2+1+2 = 7 */
@@ -71,7 +60,7 @@ OC_TEST(npy_full)
     o.remove_self_loops = 1;
     o.feat_dtype = OC_DTYPE_F16;
     FX_PATH(out, "%s/out2", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_edges == 8);
@@ -92,7 +81,7 @@ OC_TEST(npy_text_edges_and_shapes)
     FX_PATH(src, "%s/txt", tmp);
     fx_write(src, "edges.txt", "# a comment\n0\t1\n\n  2 6\n# end\n");
     FX_PATH(out, "%s/txt-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_nodes == 7 && d.m.n_edges == 4 && d.m.feat_dim == 0 && d.m.n_classes == 0);
@@ -113,7 +102,7 @@ OC_TEST(npy_text_edges_and_shapes)
     fx_write_npy(src, "train_idx.npy", OC_DTYPE_I64, 2, ts, tr, 0);
     o.directed = 1;
     FX_PATH(out, "%s/two-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_nodes == 6 && d.m.n_edges == 2);
@@ -134,7 +123,7 @@ OC_TEST(npy_text_edges_and_shapes)
     fx_write_npy(src, "edges.npy", OC_DTYPE_I64, 2, bs, big, 0);
     free(big);
     FX_PATH(out, "%s/big-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_nodes == NB && d.m.n_edges == NB);

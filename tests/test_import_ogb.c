@@ -6,46 +6,21 @@
  *
  * Place in the data flow: tests of src/dataset/import_ogb.c.
  */
-#include <zlib.h>
-
 #include "harness.h"
 #include "import_fixture.h"
 #include "offcore/import.h"
 
-static void gz_write(const char *dir, const char *rel, const char *text)
-{
-    char p[4096];
-    fx_mkparent(dir, rel);
-    fx_path(p, sizeof(p), dir, rel);
-    gzFile g = gzopen(p, "wb");
-    if (!g || (*text && gzprintf(g, "%s", text) <= 0) || gzclose(g) != Z_OK) {
-        fprintf(stderr, "cannot write %s\n", p);
-        exit(1);
-    }
-}
-
 /* 6 nodes (5 isolated), 4 stored edges, 2 features, labels with one nan. */
 static void write_ogb(const char *dir)
 {
-    gz_write(dir, "raw/edge.csv.gz", "0,1\n1,2\n2,0\n3,4\n");
-    gz_write(dir, "raw/node-feat.csv.gz", "0.5,1\n-1.25,2\n3,0\n0,0\n1e-3,7.5\n-0,4\n");
-    gz_write(dir, "raw/node-label.csv.gz", "0\n1\nnan\n2\n1\n0\n");
-    gz_write(dir, "raw/num-node-list.csv.gz", "6\n");
-    gz_write(dir, "raw/num-edge-list.csv.gz", "4\n");
-    gz_write(dir, "split/time/train.csv.gz", "0\n1\n");
-    gz_write(dir, "split/time/valid.csv.gz", "3\n");
-    gz_write(dir, "split/time/test.csv.gz", "4\n5\n");
-}
-
-static void import_ok(const char *src, const char *out, const struct oc_import_opts *o,
-                      struct fx_ds *d)
-{
-    struct oc_err err;
-    uint64_t live = oc_mem_n_live();
-    memset(d, 0, sizeof(*d));
-    OC_CHECK_OK(oc_import(OC_IMPORT_OGB, src, out, o, NULL, &err), &err);
-    OC_CHECK(oc_mem_n_live() == live);
-    OC_CHECK_OK(fx_ds_load(out, d, &err), &err);
+    fx_gz_write(dir, "raw/edge.csv.gz", "0,1\n1,2\n2,0\n3,4\n");
+    fx_gz_write(dir, "raw/node-feat.csv.gz", "0.5,1\n-1.25,2\n3,0\n0,0\n1e-3,7.5\n-0,4\n");
+    fx_gz_write(dir, "raw/node-label.csv.gz", "0\n1\nnan\n2\n1\n0\n");
+    fx_gz_write(dir, "raw/num-node-list.csv.gz", "6\n");
+    fx_gz_write(dir, "raw/num-edge-list.csv.gz", "4\n");
+    fx_gz_write(dir, "split/time/train.csv.gz", "0\n1\n");
+    fx_gz_write(dir, "split/time/valid.csv.gz", "3\n");
+    fx_gz_write(dir, "split/time/test.csv.gz", "4\n5\n");
 }
 
 OC_TEST(ogb_values)
@@ -58,7 +33,7 @@ OC_TEST(ogb_values)
     oc_import_opts_default(&o);
     struct fx_ds d;
     FX_PATH(out, "%s/out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_OGB, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_nodes == 6 && d.m.n_edges == 8 && !d.m.directed);
@@ -82,7 +57,7 @@ OC_TEST(ogb_values)
     o.feat_dtype = OC_DTYPE_F16;
     o.split_name = "time";
     FX_PATH(out, "%s/dir", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_OGB, src, out, &o, &d);
     if (!d.indptr)
         return;
     OC_CHECK(d.m.n_edges == 4 && d.m.directed);
@@ -106,21 +81,21 @@ OC_TEST(ogb_node_count_sources)
     FX_PATH(p, "%s/raw/num-node-list.csv.gz", src);
     remove(p);
     FX_PATH(out, "%s/a-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_OGB, src, out, &o, &d);
     OC_CHECK(d.m.n_nodes == 6);
     fx_ds_free(&d);
 
     /* Only edges (plain .csv) and two split folders: N = max id + 1, first folder sorted. */
     FX_PATH(src, "%s/b", tmp);
     fx_write(src, "raw/edge.csv", "0,1\n3,4\n4,4\n");
-    gz_write(src, "split/b_second/train.csv.gz", "0\n");
-    gz_write(src, "split/b_second/valid.csv.gz", "");
-    gz_write(src, "split/b_second/test.csv.gz", "");
-    gz_write(src, "split/a_first/train.csv.gz", "1\n2\n");
-    gz_write(src, "split/a_first/valid.csv.gz", "3\n");
-    gz_write(src, "split/a_first/test.csv.gz", "4\n");
+    fx_gz_write(src, "split/b_second/train.csv.gz", "0\n");
+    fx_gz_write(src, "split/b_second/valid.csv.gz", "");
+    fx_gz_write(src, "split/b_second/test.csv.gz", "");
+    fx_gz_write(src, "split/a_first/train.csv.gz", "1\n2\n");
+    fx_gz_write(src, "split/a_first/valid.csv.gz", "3\n");
+    fx_gz_write(src, "split/a_first/test.csv.gz", "4\n");
     FX_PATH(out, "%s/b-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_OGB, src, out, &o, &d);
     OC_CHECK(d.m.n_nodes == 5 && d.m.n_edges == 5); /* 2 pairs both ways + one self-loop */
     OC_CHECK(fx_count_edge(&d, 4, 4) == 1);
     OC_CHECK(d.m.feat_dim == 0 && d.m.n_classes == 0 && d.labels == NULL);
@@ -131,7 +106,7 @@ OC_TEST(ogb_node_count_sources)
     FX_PATH(src, "%s/c", tmp);
     fx_write(src, "raw/edge.csv", "0,1\n");
     FX_PATH(out, "%s/c-out", tmp);
-    import_ok(src, out, &o, &d);
+    fx_import_ok(OC_IMPORT_OGB, src, out, &o, &d);
     OC_CHECK(d.m.n_nodes == 2 && d.n_split[0] == 0);
     fx_ds_free(&d);
 }
@@ -146,7 +121,7 @@ static void expect_bad(const char *rel, const char *text, const struct oc_import
     FX_PATH(out, "%s/out", tmp);
     write_ogb(src);
     if (text) {
-        gz_write(src, rel, text);
+        fx_gz_write(src, rel, text);
     } else {
         FX_PATH(p, "%s/%s", src, rel);
         remove(p);

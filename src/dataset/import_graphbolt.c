@@ -521,10 +521,7 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
             rc = oc_imp_split_ids_npy(b, split_files[s], meta->sets[s].seeds.path, meta->n_nodes,
                                       &n[s], err);
         } else {
-            struct oc_imp_array a;
-            rc = oc_imp_array_begin(&a, b, split_files[s], OC_IMP_SPLIT_DTYPE, 0, err);
-            if (rc == OC_OK)
-                rc = oc_imp_array_end(&a, err);
+            rc = oc_imp_split_empty_one(b, split_files[s], err);
         }
         if (rc)
             goto out;

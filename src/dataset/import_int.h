@@ -238,7 +238,8 @@ int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const c
 /* Three splits from a role-form file: n_nodes lines of 0 train / 1 val / 2 test / -1. */
 int oc_imp_split_roles_text(struct oc_ds_builder *b, const char *path, uint64_t n_nodes,
                             uint64_t n[3], struct oc_err *err);
-/* Empty train/val/test arrays. */
+/* Empty train/val/test arrays: all three, or the one `which`. */
 int oc_imp_split_empty(struct oc_ds_builder *b, struct oc_err *err);
+int oc_imp_split_empty_one(struct oc_ds_builder *b, enum oc_ds_file which, struct oc_err *err);
 
 #endif

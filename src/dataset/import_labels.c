@@ -249,13 +249,19 @@ int oc_imp_split_roles_text(struct oc_ds_builder *b, const char *path, uint64_t 
     return OC_OK;
 }
 
+int oc_imp_split_empty_one(struct oc_ds_builder *b, enum oc_ds_file which, struct oc_err *err)
+{
+    struct oc_imp_array a;
+    int rc = oc_imp_array_begin(&a, b, which, OC_IMP_SPLIT_DTYPE, 0, err);
+    if (rc == OC_OK)
+        rc = oc_imp_array_end(&a, err);
+    return rc;
+}
+
 int oc_imp_split_empty(struct oc_ds_builder *b, struct oc_err *err)
 {
     for (int role = 0; role < 3; role++) {
-        struct oc_imp_array a;
-        int rc = oc_imp_array_begin(&a, b, split_files[role], OC_IMP_SPLIT_DTYPE, 0, err);
-        if (rc == OC_OK)
-            rc = oc_imp_array_end(&a, err);
+        int rc = oc_imp_split_empty_one(b, split_files[role], err);
         if (rc)
             return rc;
     }

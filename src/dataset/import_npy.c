@@ -128,7 +128,6 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
     uint64_t n[3] = {0, 0, 0};
     int n_found = 0;
     for (int k = 0; k < 3; k++) {
-        struct oc_imp_array a;
         rc = oc_imp_path(path, src, split_names[k], err);
         if (rc)
             goto out;
@@ -136,9 +135,7 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
             n_found++;
             rc = oc_imp_split_ids_npy(b, split_files[k], path, n_nodes, &n[k], err);
         } else {
-            rc = oc_imp_array_begin(&a, b, split_files[k], OC_IMP_SPLIT_DTYPE, 0, err);
-            if (rc == OC_OK)
-                rc = oc_imp_array_end(&a, err);
+            rc = oc_imp_split_empty_one(b, split_files[k], err);
         }
         if (rc)
             goto out;

@@ -53,6 +53,10 @@ struct oc_train_opts {
     int topology_disk;             /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
     uint64_t topo_cache_bytes;     /* disk topology: indptr + table + neighbor cache; 0 = a fifth
                                   of mem_budget, or every list without a budget */
+    uint32_t superbatch;           /* ginex: batches per superbatch (0 = derived from the budget) */
+    uint32_t n_extractors;         /* gnndrive: extractor threads (0 = 2) */
+    int reorder;                   /* gnndrive: train batches in completion order (not bitwise
+                                  reproducible; off by default) */
 };
 
 /*

@@ -59,6 +59,15 @@ static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
                oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
                oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
                oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));
+        if (ss->trace_accesses) {
+            double acc = (double)ss->trace_accesses;
+            printf(" | Miss %.3f (LRU %.3f, static %.3f)", (double)ss->belady_misses / acc,
+                   (double)ss->lru_misses / acc, (double)ss->static_misses / acc);
+        }
+        if (ss->standby_hits)
+            printf(" | Standby reuse %.3f",
+                   (double)ss->standby_hits /
+                       (double)(ss->requested_rows ? ss->requested_rows : 1));
     }
     printf("\n");
     fflush(stdout);
@@ -91,6 +100,8 @@ int cmd_train(int argc, char **argv)
     const char *fanout = NULL, *eval = "full", *strategy = "memory", *hotness = "degree";
     const char *topology = "memory";
     uint64_t topo_cache = 0;
+    uint32_t superbatch = 0, extractors = 0;
+    int reorder = 0;
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -135,6 +146,12 @@ int cmd_train(int argc, char **argv)
         {"topo-cache", CLI_SIZE, &topo_cache, NULL,
          "disk topology: memory for indptr + table + neighbor cache (default: a fifth of "
          "--mem-budget, or all lists without one)",
+         NULL},
+        {"superbatch", CLI_U32, &superbatch, "S",
+         "ginex: batches sampled ahead per superbatch (default: derived from the budget)", NULL},
+        {"extractors", CLI_U32, &extractors, "N", "gnndrive: extractor threads (2)", NULL},
+        {"reorder", CLI_FLAG, &reorder, NULL,
+         "gnndrive: train batches in completion order, as GNNDrive (not bitwise reproducible)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
@@ -195,6 +212,21 @@ int cmd_train(int argc, char **argv)
     o.mem_budget = budget;
     o.topology_disk = strcmp(topology, "disk") == 0;
     o.topo_cache_bytes = topo_cache;
+    o.superbatch = superbatch;
+    o.n_extractors = extractors;
+    o.reorder = reorder;
+    if (reorder && strcmp(strategy, "gnndrive") != 0) {
+        fprintf(stderr, "offcore train: --reorder needs --strategy gnndrive\n");
+        return 2;
+    }
+    if (superbatch && strcmp(strategy, "ginex") != 0) {
+        fprintf(stderr, "offcore train: --superbatch needs --strategy ginex\n");
+        return 2;
+    }
+    if (extractors && strcmp(strategy, "gnndrive") != 0) {
+        fprintf(stderr, "offcore train: --extractors needs --strategy gnndrive\n");
+        return 2;
+    }
     int show_io = strcmp(strategy, "memory") != 0;
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);

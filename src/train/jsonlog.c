@@ -111,6 +111,17 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
             cJSON_AddNumberToObject(hits, oc_store_tier_name((enum oc_store_tier)t),
                                     oc_store_stats_hit_ratio(ss, (enum oc_store_tier)t));
         cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
+        double rows = (double)(ss->requested_rows ? ss->requested_rows : 1);
+        cJSON_AddNumberToObject(io, "standby_reuse_ratio", (double)ss->standby_hits / rows);
+        if (ss->trace_accesses) {
+            double acc = (double)ss->trace_accesses;
+            cJSON *miss = cJSON_AddObjectToObject(io, "miss_ratio");
+            if (miss) {
+                cJSON_AddNumberToObject(miss, "belady", (double)ss->belady_misses / acc);
+                cJSON_AddNumberToObject(miss, "lru", (double)ss->lru_misses / acc);
+                cJSON_AddNumberToObject(miss, "static", (double)ss->static_misses / acc);
+            }
+        }
     }
     cJSON *topo = cJSON_AddObjectToObject(o, "topology");
     if (topo) {

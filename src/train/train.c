@@ -199,6 +199,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.first_epoch = first_epoch;
     cfg.n_epochs = o->epochs;
     cfg.plan_dir = plan_dir;
+    cfg.superbatch = o->superbatch;
+    cfg.n_extractors = o->n_extractors;
+    cfg.reorder = o->reorder;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;
@@ -374,7 +377,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
-        for (uint64_t b = 0; b < n_batches; b++) {
+        for (uint64_t i = 0; i < n_batches; i++) {
+            uint64_t b = i; /* plan order, or completion order with --reorder */
+            if (o->reorder && (rc = oc_store_next_batch(r.store, e, &b, err)))
+                goto out;
             if ((rc = train_step(&r, e, b, &st, &loss_sum, &counted, &correct, &adam, err)))
                 goto out;
             oc_progress_add(progress, 1);

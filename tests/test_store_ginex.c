@@ -169,6 +169,18 @@ OC_TEST(store_misses_match_brute_force_in_one_superbatch)
     OC_CHECK(r.st.belady_misses == brute_belady(&t, C));
     OC_CHECK(r.st.lru_misses == brute_lru(&t, C));
     OC_CHECK(r.st.tier_rows[OC_STORE_TIER_DISK] == r.st.belady_misses);
+    /* Past the plan (an epoch more than configured): served, not planned, no wait. */
+    if (s) {
+        struct oc_err err;
+        struct oc_store_stats st;
+        float *out = malloc((t.off[1] + 1) * fx.dim * sizeof(float));
+        OC_CHECK_OK(oc_store_gather_batch(s, 2, 0, t.ids, t.off[1], out, &err), &err);
+        for (uint64_t k = 0; k < t.off[1]; k++)
+            OC_CHECK(memcmp(out + k * fx.dim, fx.ref + t.ids[k] * fx.dim, fx.dim * 4) == 0);
+        oc_store_stats(s, &st);
+        OC_CHECK(st.trace_accesses == r.st.trace_accesses);
+        free(out);
+    }
     /* The degree-ranked static cache of the same capacity, as the `static` store holds it. */
     struct oc_store_config sc = fixture_config(&fx, NULL);
     sc.mem_bytes = fixture_fixed_bytes(&fx) + C * (fx.row_bytes + 8);

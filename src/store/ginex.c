@@ -43,11 +43,14 @@
  *              (1 bit per node)
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
  *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
- *              superbatch: with cfg->superbatch = S, S batches of
- *              store_expected_rows rows; with 0, a quarter of what the two
- *              lines above leave (at least one batch), and the inspector
- *              cuts a superbatch (at most 16 batches) where its accesses
- *              reach that
+ *              superbatch. Batches are estimated at the first batch's input
+ *              rows (sampled at open) plus a quarter, at most
+ *              store_expected_rows. With cfg->superbatch = S: S estimated
+ *              batches; with 0: at most 16 of them and at most a quarter of
+ *              what the two lines above leave, and at least one batch of
+ *              store_expected_rows. The inspector cuts a superbatch short
+ *              where its accesses would pass that, so the estimate is never
+ *              exceeded
  *   cache      the rest, at row bytes + GX_BYTES_PER_SLOT per row
  * A budget below the first two lines plus one batch of accesses (S batches
  * when S is given) is OC_ERR_BUDGET naming how much is needed.
@@ -107,15 +110,53 @@ static int plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t 
 }
 
 /*
- * Superbatch length S, accesses per superbatch, cache rows C; OC_ERR_BUDGET if
- * the budget cannot hold the executor, the inspector and one batch of
- * accesses before any cached row.
+ * Input rows of the plan's first batch, sampled once at open: real batches
+ * hold far fewer rows than the batch_size x prod(1 + fanout) bound (repeated
+ * neighbors), and superbatches are sized from this (with a quarter more);
+ * one that turns out larger is cut earlier by the inspector, never exceeds.
+ */
+static int probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
+                      struct oc_err *err)
+{
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    int rc;
+
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, NULL, &sm, err)) ||
+        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, t0 / nb);
+    if ((rc = oc_sample_epoch_batch(&ep, t0 % nb, &seeds, &n_seeds, err)) ||
+        (rc = oc_sample_neighbors(sm, t0 / nb, t0 % nb, seeds, n_seeds, &b, err)))
+        goto out;
+    *rows = b.n_input;
+out:
+    if (rc)
+        oc_err_prefix(err, "store ginex: sampling the first batch");
+    oc_sample_batch_deinit(&b);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    return rc;
+}
+
+/*
+ * Superbatch length S, accesses per superbatch, cache rows C, given the
+ * first batch's input rows (probe; 0 = unknown); OC_ERR_BUDGET if the budget
+ * cannot hold the executor, the inspector and one batch of accesses before
+ * any cached row.
  */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
-                         uint64_t n_iters, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
-                         struct oc_err *err)
+                         uint64_t n_iters, uint64_t probe, uint64_t *S_out, uint64_t *acc_out,
+                         uint64_t *C_out, struct oc_err *err)
 {
     uint64_t rows = store_expected_rows(s, cfg);
+    uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
     uint64_t exec =
         sizeof(struct ginex_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
@@ -129,17 +170,19 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
         if (S > n_iters)
             S = n_iters;
         ifix = gx_inspector_fixed_bytes(S, rows, L);
-        want = rows && S > UINT64_MAX / GX_BYTES_PER_ACCESS / rows
-                   ? UINT64_MAX / GX_BYTES_PER_ACCESS
-                   : S * rows;
+        want = est && S > UINT64_MAX / GX_BYTES_PER_ACCESS / est ? UINT64_MAX / GX_BYTES_PER_ACCESS
+                                                                 : S * est;
+        if (want < rows)
+            want = rows; /* one batch always fits */
     }
     *S_out = S;
     if (cfg->mem_bytes == 0) {
         *acc_out = want;
         *C_out = n_iters ? s->n_nodes : 0;
     } else {
-        /* An explicit S gets room for S batches of the largest size; a derived one a
-           quarter of what is left, at least one batch (superbatches end where it is full). */
+        /* An explicit S gets room for S batches of the estimated size; a derived one at
+           most that, a quarter of what is left, at least one batch of the bound
+           (superbatches end where it is full). */
         uint64_t one = n_iters ? rows * GX_BYTES_PER_ACCESS : 0;
         uint64_t all = want * GX_BYTES_PER_ACCESS;
         uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
@@ -352,7 +395,7 @@ static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch
         return g->failed;
     }
     uint64_t t = epoch * g->nb + batch;
-    if (!g->cur || batch >= g->nb || t != g->t_next) {
+    if (!g->cur || batch >= g->nb || t != g->t_next || t >= g->t_end) {
         if (g->n_unplanned++ == 0)
             oc_log(OC_LOG_WARN,
                    "store ginex: epoch %" PRIu64 " batch %" PRIu64
@@ -400,8 +443,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint64_t nb, t0, t_end, S, max_acc, C;
     int rc;
 
+    uint64_t probe = 0;
     if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||
-        (rc = plan_capacity(s, cfg, t_end - t0, &S, &max_acc, &C, err)))
+        (t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))) ||
+        (rc = plan_capacity(s, cfg, t_end - t0, probe, &S, &max_acc, &C, err)))
         return rc;
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
     if (!g)
@@ -522,13 +567,15 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     s.n_nodes = m->n_nodes;
     s.feat_dim = m->feat_dim;
     s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)))
+    uint64_t probe = 0;
+    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||
+        (t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))))
         return rc;
     /* C grows with the budget: the smallest budget reaching `rows` by bisection. */
     uint64_t lo = 1, hi = 1ull << 50;
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
-        if (plan_capacity(&s, &c, t_end - t0, &S, &acc, &C, NULL) == OC_OK && C >= rows)
+        if (plan_capacity(&s, &c, t_end - t0, probe, &S, &acc, &C, NULL) == OC_OK && C >= rows)
             hi = c.mem_bytes;
         else
             lo = c.mem_bytes + 1;

@@ -86,6 +86,12 @@ int oc_imp_scan_i64(const char **p, char sep, int64_t *v);
 int oc_imp_scan_f32(const char **p, char sep, float *v);
 /* Whether a line carries no data: empty, blanks only, or (allow_comment) '#'. */
 int oc_imp_line_is_blank(const char *line, int allow_comment);
+/*
+ * The next line of r that carries data (blank lines, and with allow_comment
+ * '#' lines, skipped); OC_OK with *line = NULL at end of file.
+ */
+int oc_imp_next_data_line(struct oc_line_reader *r, int allow_comment, char **line,
+                          struct oc_err *err);
 
 /* Number of fields of a line separated by sep (',' or ' '). */
 size_t oc_imp_count_fields(const char *line, char sep);

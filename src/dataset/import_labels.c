@@ -149,12 +149,9 @@ static int ids_pass(const char *path, uint64_t n_nodes, int role, struct oc_imp_
     uint64_t n = 0;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 0, &line, err);
         if (rc || !line)
             break;
-        if (oc_imp_line_is_blank(line, 0))
-            continue;
         const char *p = line;
         int64_t v, extra;
         if (oc_imp_scan_i64(&p, ' ', &v) != 1 || oc_imp_scan_i64(&p, ',', &extra) != 0) {

@@ -54,12 +54,10 @@ static int count_lines(const char *path, uint64_t *n, struct oc_err *err)
     uint64_t cnt = 0;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 0, &line, err);
         if (rc || !line)
             break;
-        if (!oc_imp_line_is_blank(line, 0))
-            cnt++;
+        cnt++;
     }
     oc_line_reader_free(r);
     if (rc == OC_OK)
@@ -77,12 +75,9 @@ static int read_count(const char *path, uint64_t *v, struct oc_err *err)
     int seen = 0;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 0, &line, err);
         if (rc || !line)
             break;
-        if (oc_imp_line_is_blank(line, 0))
-            continue;
         if (seen) {
             rc = OC_ERR(err, OC_ERR_UNSUPPORTED,
                         "%s:%llu: several graphs (graph-property datasets are not supported)", path,
@@ -120,14 +115,11 @@ static int import_features(const char *path, struct oc_ds_builder *b,
     uint32_t dim = 0;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 0, &line, err);
         if (rc)
             goto out;
         if (!line)
             break;
-        if (oc_imp_line_is_blank(line, 0))
-            continue;
         if (dim == 0) {
             size_t nf = oc_imp_count_fields(line, ',');
             if (nf == 0 || nf > UINT32_MAX) {

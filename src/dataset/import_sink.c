@@ -125,6 +125,17 @@ int oc_imp_line_is_blank(const char *line, int allow_comment)
     return *q == '\0' || (allow_comment && *q == '#');
 }
 
+int oc_imp_next_data_line(struct oc_line_reader *r, int allow_comment, char **line,
+                          struct oc_err *err)
+{
+    size_t len;
+    int rc;
+    do {
+        rc = oc_line_reader_next(r, line, &len, err);
+    } while (rc == OC_OK && *line && oc_imp_line_is_blank(*line, allow_comment));
+    return rc;
+}
+
 size_t oc_imp_count_fields(const char *line, char sep)
 {
     const char *q = skip_blanks(line);
@@ -238,12 +249,9 @@ int oc_imp_text_edges(const char *path, char sep, int allow_comment, struct oc_i
     uint64_t max1 = 0, n = 0;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, allow_comment, &line, err);
         if (rc || !line)
             break;
-        if (oc_imp_line_is_blank(line, allow_comment))
-            continue;
         const char *p = line;
         uint64_t u = 0, v = 0, extra;
         if (oc_imp_scan_u64(&p, sep, &u) != 1 || oc_imp_scan_u64(&p, sep, &v) != 1 ||

@@ -40,12 +40,9 @@ static int read_meta(const char *path, struct text_meta *m, struct oc_err *err)
         return rc;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 1, &line, err);
         if (rc || !line)
             break;
-        if (oc_imp_line_is_blank(line, 1))
-            continue;
         char *sp = line + strcspn(line, " \t");
         if (*sp == '\0') {
             rc = OC_IMP_ERR_AT(err, r, "expected \"key value\", got \"%.60s\"", line);
@@ -96,12 +93,9 @@ static int add_self_loops(const char *path, struct oc_imp_edges *e, struct oc_er
         return rc;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 1, &line, err);
         if (rc || !line)
             break;
-        if (oc_imp_line_is_blank(line, 1))
-            continue;
         const char *p = line;
         uint64_t v, extra;
         if (oc_imp_scan_u64(&p, ' ', &v) != 1 || oc_imp_scan_u64(&p, ' ', &extra) != 0) {
@@ -181,14 +175,11 @@ static int import_features(const char *path, struct oc_ds_builder *b,
     float *row = n_nodes ? oc_imp_feat_rows(&f, &n_free) : NULL;
     for (;;) {
         char *line;
-        size_t len;
-        rc = oc_line_reader_next(r, &line, &len, err);
+        rc = oc_imp_next_data_line(r, 0, &line, err);
         if (rc)
             goto out;
         if (!line)
             break;
-        if (oc_imp_line_is_blank(line, 0))
-            continue;
         const char *p = line;
         uint64_t node, col;
         float val, extra;

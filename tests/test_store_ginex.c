@@ -64,12 +64,18 @@ static struct store_run run_plan(const struct fixture *fx, const struct oc_store
     struct store_run r;
     struct oc_err err;
     memset(&r, 0, sizeof(r));
+    struct trace t = sampled_trace(fx, c->first_epoch, c->n_epochs);
+    /* The accountant holds the store (inspector thread included) to its budget. */
+    if (c->mem_bytes)
+        oc_mem_set_budget(oc_mem_used() + c->mem_bytes);
     struct oc_store *s = fixture_open("ginex", c);
     if (keep)
         *keep = s;
-    if (!s)
+    if (!s) {
+        oc_mem_set_budget(0);
+        trace_free(&t);
         return r;
-    struct trace t = sampled_trace(fx, c->first_epoch, c->n_epochs);
+    }
     uint64_t nb = t.n_iters / (c->n_epochs - c->first_epoch), max_b = 0;
     for (uint64_t i = 0; i < t.n_iters; i++)
         if (t.off[i + 1] - t.off[i] > max_b)
@@ -103,6 +109,7 @@ static struct store_run run_plan(const struct fixture *fx, const struct oc_store
     oc_store_stats(s, &r.st);
     if (c->mem_bytes)
         OC_CHECK(r.st.held_bytes <= c->mem_bytes);
+    oc_mem_set_budget(0);
     free(out);
     trace_free(&t);
     if (!keep)

@@ -23,9 +23,10 @@
  * sampled) is read directly, never waited for.
  *
  * Evaluation gathers (oc_store_gather) read features.npy directly with
- * O_DIRECT through the trainer thread's batch reader, in chunks of
- * GD_EVAL_ROWS rows with same-page merging, and never touch the buffer: they
- * take no reference, evict nothing and do not wait for the pipeline.
+ * O_DIRECT through the trainer thread's batch reader (same-page merging, a
+ * bounce of a 16th of a batch at its bound, within [256 KiB, 2 MiB], rows in
+ * chunks of a 256th of it), and never touch the buffer: they take no
+ * reference, evict nothing and do not wait for the pipeline.
  *
  * Sizing (cfg->mem_bytes, all of it through oc_alloc). Two numbers of rows
  * per batch:
@@ -51,9 +52,8 @@
  * and id map grow with the rows it samples, about 80 bytes per row: counted
  * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per
  * training id, and 2 MiB for an on-disk topology's reader); the evaluation
- * reader (256 KiB bounce,
- * GD_EVAL_ROWS x 192 bytes of requests). What the budget leaves after the
- * fixed part buys slots; fewer than the minimum is OC_ERR_BUDGET at open,
+ * reader (its bounce and 192 bytes of requests per row of a chunk). What the
+ * budget leaves after the fixed part buys slots; fewer than the minimum is OC_ERR_BUDGET at open,
  * naming how much is needed. With mem_bytes 0 every row gets a slot.
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
  * config) no thread starts and every gather reads directly.
@@ -80,13 +80,13 @@
 
 #define GD_DEFAULT_EXTRACTORS 2u
 #define GD_MAX_EXTRACTORS     64u
-#define GD_DEPTH              32u        /* reads in flight per extractor */
-#define GD_CELL_MIN           (8u << 10) /* bounce per read */
-#define GD_SAMPLER_ROW_BYTES  144u       /* sampler stage's batch + id map per row of M */
-#define GD_MEASURE_BATCHES    8u         /* batches sampled at open to measure their rows */
-#define GD_SLOT_META_BYTES    21u        /* reverse map 8, ref 4, links 8, state 1 */
-#define GD_EVAL_ROWS          1024u      /* rows per direct-read chunk */
-#define GD_EVAL_BOUNCE        (256u << 10)
+#define GD_DEPTH              64u          /* reads in flight per extractor */
+#define GD_CELL_MIN           (8u << 10)   /* bounce per read */
+#define GD_SAMPLER_ROW_BYTES  144u         /* sampler stage's batch + id map per row of M */
+#define GD_MEASURE_BATCHES    8u           /* batches sampled at open to measure their rows */
+#define GD_SLOT_META_BYTES    21u          /* reverse map 8, ref 4, links 8, state 1 */
+#define GD_EVAL_BOUNCE_MIN    (256u << 10) /* direct reads: bounce, rows per chunk = bounce / 256 */
+#define GD_EVAL_BOUNCE_MAX    (2u << 20)
 
 /* ---- sizing ------------------------------------------------------------------ */
 
@@ -97,6 +97,7 @@ struct gd_sizing {
     uint64_t est_rows; /* M: measured, plus a quarter */
     uint64_t min_slots, n_slots, n_plan;
     size_t cell_bytes;
+    size_t eval_bounce; /* direct reads: bounce of the batch reader, eval_bounce / 256 rows a run */
     uint64_t fixed, per_slot;
 };
 
@@ -152,8 +153,13 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     memset(z, 0, sizeof(*z));
     z->pipeline = has_plan(cfg);
     z->per_slot = s->row_bytes + GD_SLOT_META_BYTES;
+    uint64_t eb = store_expected_rows(s, cfg) * s->row_bytes / 16; /* a 16th of a batch */
+    eb = eb < GD_EVAL_BOUNCE_MIN   ? GD_EVAL_BOUNCE_MIN
+         : eb > GD_EVAL_BOUNCE_MAX ? GD_EVAL_BOUNCE_MAX
+                                   : eb;
+    z->eval_bounce = (size_t)oc_io_align_up(eb);
     z->fixed =
-        sizeof(struct gd_store) + GD_EVAL_BOUNCE + (uint64_t)GD_EVAL_ROWS * STORE_ROW_SCRATCH_BYTES;
+        sizeof(struct gd_store) + z->eval_bounce + z->eval_bounce / 256 * STORE_ROW_SCRATCH_BYTES;
     if (!z->pipeline)
         return;
     z->n_extractors = cfg->n_extractors ? cfg->n_extractors : GD_DEFAULT_EXTRACTORS;
@@ -215,7 +221,7 @@ static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_er
 {
     int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->disk.f, err);
     if (rc == OC_OK)
-        rc = oc_io_batch_new(STORE_DISK_DEPTH, GD_EVAL_BOUNCE, &g->disk.batch, err);
+        rc = oc_io_batch_new(STORE_DISK_DEPTH, g->eval_bounce, &g->disk.batch, err);
     return rc;
 }
 
@@ -292,6 +298,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->min_slots = z.min_slots;
     g->depth = GD_DEPTH;
     g->cell_bytes = z.cell_bytes;
+    g->eval_bounce = z.eval_bounce;
     g->first_epoch = cfg->first_epoch;
     g->n_epochs = cfg->n_epochs;
     g->n_batches = s->n_plan_batches;
@@ -359,8 +366,9 @@ static int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
 {
     struct gd_store *g = s->impl;
     int rc = OC_OK;
-    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += GD_EVAL_ROWS) {
-        uint64_t hi = n - lo > GD_EVAL_ROWS ? lo + GD_EVAL_ROWS : n;
+    uint64_t chunk = g->eval_bounce / 256;
+    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += chunk) {
+        uint64_t hi = n - lo > chunk ? lo + chunk : n;
         for (uint64_t i = lo; i < hi && rc == OC_OK; i++)
             rc = store_disk_queue(s, &g->disk, ids[i], out + i * s->feat_dim, err);
         if (rc)

@@ -137,6 +137,7 @@ struct gd_store {
     uint64_t max_rows, est_rows, min_slots; /* see gnndrive.c's sizing */
     unsigned depth;                         /* reads in flight per extractor */
     size_t cell_bytes;                      /* bounce per read */
+    size_t eval_bounce;                     /* the trainer's direct reader (see gnndrive.c) */
     int reorder, pipeline;
     /* the plan */
     uint64_t first_epoch, n_epochs, n_batches, n_plan; /* n_plan = epochs x n_batches */

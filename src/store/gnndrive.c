@@ -47,7 +47,7 @@
  * hang. N slots hold every row, so more can never be referenced at once.
  * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
  * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
- * row of B); per extractor 32 reads in flight of max(8 KiB, a row's span) of
+ * row of B); per extractor 64 reads in flight of max(8 KiB, a row's span) of
  * bounce and 20 bytes per row of B of scratch; the sampler stage (its batch
  * and id map grow with the rows it samples, about 80 bytes per row: counted
  * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per

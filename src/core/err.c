@@ -67,8 +67,10 @@ int oc_err_set_at(struct oc_err *err, int status, int sys_errno, const char *src
     va_start(ap, fmt);
     int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
-    if (sys_errno && n >= 0 && (size_t)n < sizeof(err->msg))
-        snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(sys_errno));
+    /* Append the errno text unless the caller already wrote it into the message. */
+    const char *text = sys_errno ? strerror(sys_errno) : NULL;
+    if (text && n >= 0 && (size_t)n < sizeof(err->msg) && !strstr(err->msg, text))
+        snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", text);
     return status;
 }
 

@@ -12,18 +12,24 @@
 
 extern char **environ;
 
-/* Starts argv (argv[0] a path) with stdout to out_path; returns the pid or -1. */
-static inline pid_t proc_spawn(char *const argv[], const char *out_path)
+/* Starts argv (argv[0] a path) with stdout to out_path and stderr to err_path. */
+static inline pid_t proc_spawn2(char *const argv[], const char *out_path, const char *err_path)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = -1;
     if (posix_spawn(&pid, argv[0], &fa, NULL, argv, environ) != 0)
         pid = -1;
     posix_spawn_file_actions_destroy(&fa);
     return pid;
+}
+
+/* Starts argv with stdout to out_path, stderr discarded; returns the pid or -1. */
+static inline pid_t proc_spawn(char *const argv[], const char *out_path)
+{
+    return proc_spawn2(argv, out_path, "/dev/null");
 }
 
 /* Waits for pid: its exit code, or 128 + signal if it was killed, -1 on error. */

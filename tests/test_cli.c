@@ -1,0 +1,94 @@
+/*
+ * test_cli.c — the command line as a user meets it: every subcommand answers
+ * --help, and unknown commands and options, bad values, missing arguments
+ * and inconsistent training flags exit non-zero with a message naming the
+ * problem; a missing dataset is an error naming the path.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "proc_util.h"
+
+/* Runs the binary with args; returns the exit code and fills *err_text (oc_free it). */
+static int run_cli(char *const args[], char **err_text)
+{
+    const char *tmp = oc_test_tmpdir();
+    char out[700], errp[700];
+    snprintf(out, sizeof(out), "%s/out", tmp);
+    snprintf(errp, sizeof(errp), "%s/err", tmp);
+    char *argv[32];
+    int n = 0;
+    argv[n++] = getenv("OC_BIN");
+    for (; args[n - 1] && n < 31; n++)
+        argv[n] = args[n - 1];
+    argv[n] = NULL;
+    int rc = proc_wait(proc_spawn2(argv, out, errp));
+    size_t len;
+    struct oc_err err;
+    *err_text = NULL;
+    if (oc_read_file(errp, 0, err_text, &len, &err) != OC_OK)
+        *err_text = NULL;
+    return rc;
+}
+
+struct cli_case {
+    const char *args[12];
+    int exit_code;
+    const char *message;
+};
+
+OC_TEST(bad_command_lines_fail_with_a_clear_message)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    static const struct cli_case cases[] = {
+        {{"frobnicate", NULL}, 2, "unknown command 'frobnicate'"},
+        {{"generate", "--nodes", "ten", "/tmp/x", NULL}, 2, "bad value 'ten' for --nodes"},
+        {{"generate", "--dtype", "f64", "/tmp/x", NULL}, 2, "expected one of f32|f16"},
+        {{"generate", "--bogus", "/tmp/x", NULL}, 2, "unknown option '--bogus'"},
+        {{"generate", NULL}, 2, "missing argument"},
+        {{"generate", "--mem-budget", "12X", "/tmp/x", NULL}, 2, "--mem-budget"},
+        {{"import", "csv", "a", "b", NULL}, 2, "unknown kind 'csv'"},
+        {{"import", "text", "a", NULL}, 2, "missing argument"},
+        {{"info", "/nonexistent/offcore-ds", NULL}, 1, "/nonexistent/offcore-ds"},
+        {{"train", "d", "--model", "mlp", NULL}, 2, "unknown --model 'mlp'"},
+        {{"train", "d", "--layers", "3", "--fanout", "10,5", NULL}, 2, "one fanout per layer"},
+        {{"train", "d", "--batch", "0", NULL}, 2, "--batch must be at least 1"},
+        {{"train", "d", "--fanout", "10,,5", NULL}, 2, "bad --fanout"},
+        {{"train", "d", "--strategy", "magic", NULL}, 2, "magic"},
+        {{"train", "d", "--reorder", NULL}, 2, "--reorder needs --strategy gnndrive"},
+        {{"train", "d", "--resume", NULL}, 2, "--resume needs --checkpoint"},
+        {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *text = NULL;
+        int rc = run_cli((char *const *)cases[i].args, &text);
+        int ok = rc == cases[i].exit_code && text && strstr(text, cases[i].message);
+        if (!ok)
+            fprintf(stderr, "  case %zu (%s %s): exit %d, stderr: %s\n", i, cases[i].args[0],
+                    cases[i].args[1] ? cases[i].args[1] : "", rc, text ? text : "(none)");
+        OC_CHECK(ok);
+        oc_free(text);
+    }
+}
+
+OC_TEST(every_command_has_help)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *cmds[] = {"demo", "generate", "import", "info", "train"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        char *args[] = {(char *)cmds[i], "--help", NULL};
+        char *text = NULL;
+        OC_CHECK(run_cli(args, &text) == 0);
+        oc_free(text);
+    }
+    char *args[] = {"--help", NULL};
+    char *text = NULL;
+    OC_CHECK(run_cli(args, &text) == 0);
+    oc_free(text);
+}
+
+OC_TEST_MAIN()

@@ -240,3 +240,18 @@ int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
         deg->deg[k] = out_deg[b->input_ids[k]];
     return OC_OK;
 }
+
+int train_labels_of(struct train_labels *out, const int32_t *labels, const uint64_t *seeds,
+                    uint64_t n, struct oc_err *err)
+{
+    if (n > out->cap) {
+        int32_t *p = oc_realloc(out->labels, n * sizeof(int32_t), "batch labels", err);
+        if (!p)
+            return err->status;
+        out->labels = p;
+        out->cap = n;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        out->labels[i] = labels[seeds[i]];
+    return OC_OK;
+}

@@ -27,12 +27,10 @@ struct train_eval {
     struct oc_sample_batch batch;
     struct oc_sample_epoch split_ep[TRAIN_SPLIT_COUNT];
     struct train_gather gather;
-    uint64_t *all_ids; /* full: 0 .. n_nodes-1 */
-    uint64_t *src_deg; /* full: whole-graph out-degree of the block's sources */
-    uint64_t cap_src_deg;
-    struct oc_nn_tensor h[2]; /* full: ping-pong layer outputs, n_nodes rows */
-    int32_t *row_labels;
-    uint64_t cap_labels;
+    uint64_t *all_ids;            /* full: 0 .. n_nodes-1 */
+    struct train_degrees src_deg; /* whole-graph out-degree of the batch's input nodes */
+    struct oc_nn_tensor h[2];     /* full: ping-pong layer outputs, n_nodes rows */
+    struct train_labels labels;
 };
 
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
@@ -93,8 +91,8 @@ void train_eval_free(struct train_eval *ev)
             oc_sample_epoch_deinit(&ev->split_ep[s]);
     train_gather_deinit(&ev->gather);
     oc_free(ev->all_ids);
-    oc_free(ev->src_deg);
-    oc_free(ev->row_labels);
+    oc_free(ev->src_deg.deg);
+    oc_free(ev->labels.labels);
     oc_nn_tensor_deinit(&ev->h[0]);
     oc_nn_tensor_deinit(&ev->h[1]);
     oc_free(ev);
@@ -108,18 +106,6 @@ static uint64_t row_argmax(const float *row, uint64_t n)
         if (row[k] > row[best])
             best = k;
     return best;
-}
-
-static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t n, const char *what, struct oc_err *err)
-{
-    if (n <= *cap)
-        return OC_OK;
-    uint64_t *q = oc_realloc(*p, n * sizeof(uint64_t), what, err);
-    if (!q)
-        return err->status;
-    *p = q;
-    *cap = n;
-    return OC_OK;
 }
 
 static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struct oc_err *err)
@@ -142,12 +128,10 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
             if ((rc = oc_sample_full_layer(ev->sampler, ev->all_ids + lo, n, &ev->batch, err)))
                 return rc;
             const struct oc_sample_block *sb = &ev->batch.blocks[0];
-            if ((rc =
-                     grow_u64(&ev->src_deg, &ev->cap_src_deg, sb->n_src, "inference degrees", err)))
+            if ((rc = train_src_degrees(&ev->batch, d->out_deg, &ev->src_deg, err)))
                 return rc;
-            for (uint64_t k = 0; k < sb->n_src; k++)
-                ev->src_deg[k] = d->out_deg[ev->batch.input_ids[k]];
-            struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg};
+            struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices,
+                                      ev->src_deg.deg};
             struct oc_nn_tensor x, out_rows;
             if (l == 0)
                 rc = train_gather_store(&ev->gather, ev->store, NULL, in_dim, ev->batch.input_ids,
@@ -198,13 +182,9 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
             uint64_t stream = ((uint64_t)(s + 1) << 32) | epoch;
             if ((rc = oc_sample_neighbors(ev->sampler, stream, b, seeds, n_seeds, &ev->batch, err)))
                 return rc;
-            struct train_degrees deg = {ev->src_deg, ev->cap_src_deg};
-            rc = train_src_degrees(&ev->batch, d->out_deg, &deg, err);
-            ev->src_deg = deg.deg;
-            ev->cap_src_deg = deg.cap;
-            if (rc)
+            if ((rc = train_src_degrees(&ev->batch, d->out_deg, &ev->src_deg, err)))
                 return rc;
-            train_blocks_from_batch(&ev->batch, ev->src_deg, blocks);
+            train_blocks_from_batch(&ev->batch, ev->src_deg.deg, blocks);
             struct oc_nn_tensor x;
             if ((rc = train_gather_store(&ev->gather, ev->store, NULL, d->feat_dim,
                                          ev->batch.input_ids, ev->batch.n_input, ev->be, &x, err)))
@@ -213,18 +193,10 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
             struct oc_nn_step step = {0, stream, b};
             if ((rc = oc_nn_model_forward(ev->m, blocks, &x, &step, &logits, err)))
                 return rc;
-            if (n_seeds > ev->cap_labels) {
-                int32_t *p =
-                    oc_realloc(ev->row_labels, n_seeds * sizeof(int32_t), "evaluation labels", err);
-                if (!p)
-                    return err->status;
-                ev->row_labels = p;
-                ev->cap_labels = n_seeds;
-            }
-            for (uint64_t i = 0; i < n_seeds; i++)
-                ev->row_labels[i] = d->labels[seeds[i]];
+            if ((rc = train_labels_of(&ev->labels, d->labels, seeds, n_seeds, err)))
+                return rc;
             struct oc_nn_loss loss;
-            if ((rc = oc_nn_model_loss(ev->m, ev->row_labels, &loss, err)))
+            if ((rc = oc_nn_model_loss(ev->m, ev->labels.labels, &loss, err)))
                 return rc;
             correct += loss.n_correct;
             counted += loss.n_counted;

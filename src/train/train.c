@@ -121,8 +121,7 @@ struct run {
     struct train_degrees degrees;
     struct train_eval *eval;
     struct train_log *log;
-    int32_t *row_labels;
-    uint64_t cap_labels;
+    struct train_labels labels;
 };
 
 static void run_deinit(struct run *r)
@@ -139,7 +138,7 @@ static void run_deinit(struct run *r)
     oc_nn_model_free(r->model);
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
-    oc_free(r->row_labels);
+    oc_free(r->labels.labels);
     train_data_deinit(&r->data);
 }
 
@@ -300,17 +299,10 @@ static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epo
     struct oc_nn_step step = {1, e, b};
     if ((rc = oc_nn_model_forward(r->model, blocks, &x, &step, &logits, err)))
         return rc;
-    if (n_seeds > r->cap_labels) {
-        int32_t *p = oc_realloc(r->row_labels, n_seeds * sizeof(int32_t), "batch labels", err);
-        if (!p)
-            return err->status;
-        r->row_labels = p;
-        r->cap_labels = n_seeds;
-    }
-    for (uint64_t i = 0; i < n_seeds; i++)
-        r->row_labels[i] = r->data.labels[seeds[i]];
+    if ((rc = train_labels_of(&r->labels, r->data.labels, seeds, n_seeds, err)))
+        return rc;
     struct oc_nn_loss loss;
-    if ((rc = oc_nn_model_loss(r->model, r->row_labels, &loss, err)))
+    if ((rc = oc_nn_model_loss(r->model, r->labels.labels, &loss, err)))
         return rc;
     double t3 = oc_now_s();
     st->forward_s += t3 - t2;

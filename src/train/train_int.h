@@ -74,6 +74,14 @@ struct train_degrees {
 int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
                       struct train_degrees *deg, struct oc_err *err);
 
+/* The labels of a batch's seeds, one per output row (buffer grown and reused). */
+struct train_labels {
+    int32_t *labels;
+    uint64_t cap;
+};
+int train_labels_of(struct train_labels *out, const int32_t *labels, const uint64_t *seeds,
+                    uint64_t n, struct oc_err *err);
+
 /*
  * Accuracy over the nodes ids[0..n): exact layer-wise inference over the
  * whole graph (all neighbors) computing only what is needed, or sampled

@@ -7,7 +7,7 @@
  *
  * Place in the data flow: store; graph ──► its own sampler ──► superbatch
  * file + trace ──► planner ──► plan ──► executor (ginex.c), through two
- * bounded queues (todo: empty plans to fill, in superbatch order; done:
+ * bounded queues (to_fill: empty plans to fill, in superbatch order; done:
  * filled plans), with exactly two plans in circulation.
  * Thread-safety: the thread owns the sampler (pool-less: it never competes
  * for the training pool), epoch, batch, trace, planner and record buffer;
@@ -89,7 +89,7 @@ struct gx_inspector {
     struct gx_trace trace;
     struct gx_planner planner;
     struct gx_plan plans[2];
-    struct oc_queue *todo, *done;
+    struct oc_queue *to_fill, *done;
     pthread_t thread;
     int started;
     atomic_int cancel;
@@ -457,7 +457,7 @@ static void *inspector_main(void *arg)
 {
     struct gx_inspector *in = arg;
     void *item;
-    while (oc_queue_pop(in->todo, &item) == OC_OK) {
+    while (oc_queue_pop(in->to_fill, &item) == OC_OK) {
         struct gx_plan *p = item;
         if (in->next_first >= in->t_end)
             continue; /* the plan is done: the plan stays idle */
@@ -554,10 +554,10 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
             remove_stale_tmp(in->dir);
         }
     }
-    if ((rc = oc_queue_new(2, &in->todo, err)) || (rc = oc_queue_new(2, &in->done, err)))
+    if ((rc = oc_queue_new(2, &in->to_fill, err)) || (rc = oc_queue_new(2, &in->done, err)))
         return rc;
-    oc_queue_push(in->todo, &in->plans[0]);
-    oc_queue_push(in->todo, &in->plans[1]);
+    oc_queue_push(in->to_fill, &in->plans[0]);
+    oc_queue_push(in->to_fill, &in->plans[1]);
     update_held(in);
     int e = pthread_create(&in->thread, NULL, inspector_main, in);
     if (e)
@@ -571,13 +571,13 @@ void gx_inspector_free(struct gx_inspector *in)
     if (!in)
         return;
     atomic_store(&in->cancel, 1);
-    if (in->todo)
-        oc_queue_close(in->todo);
+    if (in->to_fill)
+        oc_queue_close(in->to_fill);
     if (in->done)
         oc_queue_close(in->done);
     if (in->started)
         pthread_join(in->thread, NULL);
-    oc_queue_free(in->todo);
+    oc_queue_free(in->to_fill);
     oc_queue_free(in->done);
     gx_plan_deinit(&in->plans[0]);
     gx_plan_deinit(&in->plans[1]);
@@ -609,5 +609,5 @@ int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_
 
 void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan)
 {
-    oc_queue_push(in->todo, plan);
+    oc_queue_push(in->to_fill, plan);
 }

@@ -13,7 +13,7 @@
  *   pop to_fill ─► sample / reuse superbatch ─►  gather batch t of plan k:
  *   trace ─► gx_plan_build ─► push done       lookup ─► disk misses ─► hits
  *                                             ─► changeset t ─► widen f16
- *                  to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
+ *               to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
  *
  * Thread-safety: a gx_trace, gx_planner and gx_lru belong to the inspector
  * thread; a gx_plan belongs to whoever popped it from a queue last (the

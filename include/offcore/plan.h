@@ -1,0 +1,152 @@
+/*
+ * plan.h — offline plans over a window of sampled batches: where each input
+ * feature row of each batch will be found (DiskGNN's four-level placement),
+ * the segmented disk cache ordered by MinHash signatures, and the byte
+ * layout of the window's packed file.
+ *
+ *   trace (input rows of batches 0..n-1) ──► oc_plan_layout_build
+ *        └─ rows in the CPU cache ─────────► addr: CPU slot
+ *        └─ rows used by > m batches of ────► addr: index in the segment's
+ *           their segment (s batches)           disk cache (MinHash order)
+ *        └─ every other row ───────────────► addr: index in the batch's
+ *                                               packed chunk (ascending id)
+ *
+ * The window file (one per window; offsets from oc_plan_layout):
+ *
+ *   chunk 0 | chunk 1 | ... | chunk n-1 | seg cache 0 | ... | seg cache k-1
+ *   each piece starts on a 4096-byte boundary and is zero-padded to one.
+ *   chunk b:  +0                      OC_PLAN_CHUNK_HEADER bytes of header
+ *             +OC_PLAN_CHUNK_HEADER   the batch record (rec_bytes[b])
+ *             +...                    address table: n_input(b) x u64 (addr codes)
+ *             +...                    packed rows: n_packed(b) x row_bytes, as stored
+ *   seg cache j: n_shared(j) x row_bytes, in MinHash order
+ *
+ * Address codes (u64): bits 62..63 the tier, bits 0..61 an index:
+ *   OC_PLAN_CPU        slot in the CPU cache (index into the sorted cpu_ids)
+ *   OC_PLAN_DISK_CACHE row index within the cache of the batch's segment (b / s)
+ *   OC_PLAN_PACKED     row index within the batch's packed rows
+ *   OC_PLAN_GPU        reserved for a GPU cache tier (never produced on the CPU)
+ * so the training path turns an address into bytes with no lookup per row.
+ *
+ * Place in the data flow: plan sits on sample/dataset/io/core; store's
+ * `diskgnn` strategy builds a layout per window and packs and reads by it.
+ * Thread-safety: functions are pure over their arguments; a layout belongs
+ * to one thread at a time.
+ * Ownership: a layout owns its arrays (oc_alloc, consumer "plan"), freed by
+ * oc_plan_layout_deinit; traces and options are borrowed.
+ */
+#ifndef OFFCORE_PLAN_H
+#define OFFCORE_PLAN_H
+
+#include <stdint.h>
+
+#include "offcore/core.h"
+
+#define OC_PLAN_PAGE         4096u
+#define OC_PLAN_CHUNK_HEADER 64u
+
+enum oc_plan_where {
+    OC_PLAN_CPU = 0,
+    OC_PLAN_DISK_CACHE = 1,
+    OC_PLAN_PACKED = 2,
+    OC_PLAN_GPU = 3,
+};
+
+#define OC_PLAN_ADDR(where, index) (((uint64_t)(where) << 62) | (uint64_t)(index))
+#define OC_PLAN_ADDR_WHERE(code)   ((enum oc_plan_where)((code) >> 62))
+#define OC_PLAN_ADDR_INDEX(code)   ((code) & ((UINT64_C(1) << 62) - 1))
+
+/* The input rows of a window of n_batches consecutive batches. */
+struct oc_plan_trace {
+    uint64_t n_nodes;
+    uint64_t n_batches;
+    const uint64_t *off;  /* n_batches + 1 offsets into rows, off[0] = 0, nondecreasing */
+    const uint64_t *rows; /* batch b's rows: rows[off[b] .. off[b+1]), distinct, < n_nodes */
+};
+
+/*
+ * Access counts per row over the window: counts[v] = batches that access v
+ * (saturating at UINT32_MAX); counts has n_nodes entries. OC_ERR_ARG for an
+ * id >= n_nodes (naming batch and id) or offsets not monotone; counts is
+ * then partly filled. Rows are not checked for repeats within a batch here
+ * (a repeat counts twice); oc_plan_layout_build checks that.
+ */
+int oc_plan_count_accesses(const struct oc_plan_trace *t, uint32_t *counts, struct oc_err *err);
+
+/*
+ * The n hottest rows by counts (ties to the lower id; rows with count 0 are
+ * never chosen, so fewer than n may come back), ascending, oc_alloc'd
+ * (*ids NULL when *n_out = 0). O(32 n_nodes) time, no memory but the answer.
+ */
+int oc_plan_hottest(const uint32_t *counts, uint64_t n_nodes, uint64_t n, uint64_t **ids,
+                    uint64_t *n_out, struct oc_err *err);
+
+struct oc_plan_opts {
+    uint64_t row_bytes;        /* one feature row as stored (any size >= 1) */
+    const uint64_t *rec_bytes; /* n_batches: each batch's record bytes */
+    const uint64_t *cpu_ids;   /* rows in the CPU cache, ascending, distinct */
+    uint64_t n_cpu;
+    uint64_t disk_budget_bytes; /* bound on the window file's bytes, also with a fixed
+                                   segment; 0 = unlimited */
+    uint32_t min_share;         /* m: a row goes to its segment's disk cache when more
+                                   than m batches of the segment access it (0 = 1) */
+    uint64_t segment;           /* s; 0 = the smallest s whose file fits the budget */
+    int identity_order;         /* disk caches in ascending id instead of MinHash order
+                                   (the comparison in the tests and the bench) */
+};
+
+struct oc_plan_layout {
+    uint64_t n_batches, s, n_segments;
+    uint64_t row_bytes;
+    uint64_t file_bytes;    /* the whole window file */
+    uint64_t *addr;         /* one code per access, in trace order (rows[i] -> addr[i]) */
+    uint64_t *pack_off;     /* n_batches + 1 offsets into pack_rows */
+    uint64_t *pack_rows;    /* batch b's packed rows in chunk order (ascending id) */
+    uint64_t *chunk_off;    /* n_batches + 1: byte offset of chunk b; [n_batches] = end of chunks */
+    uint64_t *seg_off;      /* n_segments + 1 offsets into seg_rows */
+    uint64_t *seg_rows;     /* segment j's disk-cache rows in file order */
+    uint64_t *seg_byte_off; /* n_segments + 1: byte offset of segment j's cache (0 bytes
+                               when it has no rows); [n_segments] = file_bytes */
+    uint64_t n_cpu_accesses, n_dc_accesses, n_packed_accesses; /* accesses per tier */
+};
+
+/* Bytes of chunk b before padding: header + record + address table + packed rows. */
+uint64_t oc_plan_chunk_bytes(uint64_t rec_bytes, uint64_t n_input, uint64_t n_packed,
+                             uint64_t row_bytes);
+
+/*
+ * The window file's bytes with segments of s batches (s >= 1, s > n_batches
+ * is one segment; the last segment may be short): the chunks, each rounded
+ * up to OC_PLAN_PAGE, then each segment's cache, rounded up likewise (an
+ * empty cache takes 0 bytes). O(accesses) plus one n_nodes x u32 scratch.
+ * OC_ERR_ARG for a bad trace, s = 0 or a size past 64 bits.
+ */
+int oc_plan_file_bytes(const struct oc_plan_trace *t, const struct oc_plan_opts *o, uint64_t s,
+                       uint64_t *bytes, struct oc_err *err);
+
+/*
+ * Builds the layout of t: s = o->segment, or (0) the smallest s in
+ * 1..n_batches whose file fits o->disk_budget_bytes (1 when unlimited;
+ * each s tried costs O(accesses)). OC_ERR_BUDGET when no s fits (or the
+ * fixed s does not), naming the smallest file size possible and
+ * --disk-budget; OC_ERR_ARG for a bad trace (id out of range, a row twice
+ * in one batch, offsets not monotone), cpu_ids not ascending or >= n_nodes,
+ * row_bytes 0 or rec_bytes NULL; OC_ERR_UNSUPPORTED for n_nodes >= 2^32 - 16
+ * (the planner's scratch is u32 per node). n_batches = 0 is an empty layout
+ * (file_bytes 0, the offset arrays hold their single 0). out is zeroed on
+ * failure.
+ */
+int oc_plan_layout_build(const struct oc_plan_trace *t, const struct oc_plan_opts *o,
+                         struct oc_plan_layout *out, struct oc_err *err);
+void oc_plan_layout_deinit(struct oc_plan_layout *l);
+
+/*
+ * Distinct OC_PLAN_PAGE pages of the window file that batch b's disk-cache
+ * rows fall on (rows spanning pages count every page): the page reads a
+ * batch's shared rows cost, which MinHash order is meant to lower. t is the
+ * trace l was built from. OC_ERR_ARG for b >= n_batches.
+ */
+int oc_plan_layout_dc_pages(const struct oc_plan_layout *l, const struct oc_plan_trace *t,
+                            uint64_t b, uint64_t *pages, struct oc_err *err);
+
+#endif

@@ -307,7 +307,7 @@ static int has_tmp(const char *dir)
 
 static void write_junk(const char *dir, const char *name)
 {
-    char path[1024];
+    char path[1400];
     struct oc_err err;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     OC_CHECK_OK(oc_write_file_atomic(path, "half a superbatch", 17, &err), &err);

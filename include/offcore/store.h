@@ -77,6 +77,11 @@ struct oc_store_stats {
     uint64_t trace_accesses, belady_misses, lru_misses, static_misses; /* ginex; else 0 */
     uint64_t held_bytes; /* memory the store holds now (caches, buffers, in-RAM features);
                             a level, not a counter; the page cache under `mmap` is not held */
+    /* diskgnn (else 0): bytes of sampled blocks, chunk headers and address tables read
+       with the packed chunks (not features: kept out of read_bytes), and the wall time of
+       offline sampling and of packing (at open, or in the background during training) */
+    uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
+    uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
 };
 
 /* amplification = read / requested-from-disk (1 when nothing came from disk). */
@@ -115,6 +120,11 @@ struct oc_store_config {
                                        completion order (GNNDrive); 0 = plan order */
     uint32_t superbatch;            /* ginex: batches per superbatch; 0 = up to 16, each
                                        cut where its accesses fill a quarter of mem_bytes */
+    int reuse_samples;              /* every epoch trains on epoch 0's batches (DiskGNN);
+                                       the epoch argument of the batch calls is then 0.
+                                       ginex and gnndrive refuse it (OC_ERR_UNSUPPORTED) */
+    double disk_budget;             /* diskgnn: bound on its packed files on disk, as a
+                                       multiple of features.npy's size; 0 = unlimited */
 };
 
 struct oc_store;
@@ -170,6 +180,23 @@ int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, co
  * oc_store_gather_batch would report it.
  */
 int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
+/*
+ * Whether the strategy samples the training batches itself (diskgnn: offline,
+ * ahead of training). Then train takes each batch from oc_store_load_batch
+ * instead of sampling it.
+ */
+int oc_store_has_batches(const struct oc_store *s);
+/*
+ * Batch `batch` of `epoch` of the plan, as the strategy sampled it: equal
+ * (oc_sample_batch_equal) to what oc_sample_neighbors gives for it. out's
+ * arrays may be exchanged for the store's (free them with
+ * oc_sample_batch_deinit as usual). Call it before oc_store_gather_batch of
+ * the same batch, in plan order. OC_ERR_UNSUPPORTED for a strategy without
+ * batches; OC_ERR_ARG for a batch out of plan order; pipeline errors
+ * (OC_ERR_IO, OC_ERR_FORMAT naming the file and offset) as they happen.
+ */
+int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                        struct oc_sample_batch *out, struct oc_err *err);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 

@@ -57,6 +57,11 @@ struct oc_train_opts {
     uint32_t n_extractors;         /* gnndrive: extractor threads (0 = 2) */
     int reorder;                   /* gnndrive: train batches in completion order (not bitwise
                                   reproducible; off by default) */
+    int reuse_samples;             /* every epoch trains on epoch 0's batches (DiskGNN's
+                                      behavior; changes training, so it is in the checkpoint
+                                      fingerprint); ginex and gnndrive refuse it */
+    double disk_budget;            /* diskgnn: bound on its packed files, x features.npy's size
+                                      (0 = unlimited) */
 };
 
 /*

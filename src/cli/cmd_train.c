@@ -101,7 +101,8 @@ int cmd_train(int argc, char **argv)
     const char *topology = "memory";
     uint64_t topo_cache = 0;
     uint32_t superbatch = 0, extractors = 0;
-    int reorder = 0;
+    int reorder = 0, reuse_samples = 0;
+    double disk_budget = 0.0;
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -136,7 +137,8 @@ int cmd_train(int argc, char **argv)
         {"resume", CLI_FLAG, &o.resume, NULL, "continue from the checkpoint in --checkpoint DIR",
          NULL},
         {"strategy", CLI_STR, &strategy, "NAME",
-         "where features come from: memory (default), mmap, direct, static (see README)", NULL},
+         "where features come from: memory (default), mmap, direct, static, gnndrive, ginex, "
+         "diskgnn (see README)", NULL},
         {"hotness", CLI_CHOICE, &hotness, NULL,
          "static: cache rows by in-degree or by access counts of a pre-sampled epoch",
          "degree|presample"},
@@ -152,6 +154,14 @@ int cmd_train(int argc, char **argv)
         {"extractors", CLI_U32, &extractors, "N", "gnndrive: extractor threads (2)", NULL},
         {"reorder", CLI_FLAG, &reorder, NULL,
          "gnndrive: train batches in completion order, as GNNDrive (not bitwise reproducible)",
+         NULL},
+        {"disk-budget", CLI_F64, &disk_budget, "X",
+         "diskgnn: bound on its packed files on disk, as a multiple of the feature file's size "
+         "(default unlimited)",
+         NULL},
+        {"reuse-samples", CLI_FLAG, &reuse_samples, NULL,
+         "train every epoch on epoch 0's batches, as DiskGNN does (changes training; not with "
+         "ginex or gnndrive)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
@@ -221,6 +231,17 @@ int cmd_train(int argc, char **argv)
     }
     if (superbatch && strcmp(strategy, "ginex") != 0) {
         fprintf(stderr, "offcore train: --superbatch needs --strategy ginex\n");
+        return 2;
+    }
+    o.reuse_samples = reuse_samples;
+    o.disk_budget = disk_budget;
+    if (disk_budget != 0.0 && strcmp(strategy, "diskgnn") != 0) {
+        fprintf(stderr, "offcore train: --disk-budget needs --strategy diskgnn\n");
+        return 2;
+    }
+    if (!(disk_budget >= 0.0)) {
+        fprintf(stderr, "offcore train: --disk-budget must be >= 0 (a multiple of the feature "
+                        "file's size)\n");
         return 2;
     }
     if (extractors && strcmp(strategy, "gnndrive") != 0) {

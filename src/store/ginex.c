@@ -442,6 +442,11 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     struct ginex_store *g;
     uint64_t nb, t0, t_end, S, max_acc, C;
     int rc;
+    if (cfg->reuse_samples)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store %s: --reuse-samples is not supported (it samples every epoch "
+                      "ahead of training)",
+                      "ginex");
 
     uint64_t probe = 0;
     if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||

@@ -275,6 +275,11 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct gd_sizing z;
     struct oc_err local;
     int rc;
+    if (cfg->reuse_samples)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store %s: --reuse-samples is not supported (it samples every epoch "
+                      "ahead of training)",
+                      "gnndrive");
 
     uint64_t est = 0;
     if (!err)

@@ -19,7 +19,7 @@
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
     &oc_store_memory, &oc_store_mmap,     &oc_store_direct,
-    &oc_store_static, &oc_store_gnndrive, &oc_store_ginex,
+    &oc_store_static, &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -103,7 +103,11 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.belady_misses = a->belady_misses - b->belady_misses;
     r.lru_misses = a->lru_misses - b->lru_misses;
     r.static_misses = a->static_misses - b->static_misses;
-    r.held_bytes = a->held_bytes; /* a level, not a counter: the later snapshot's */
+    r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
+    r.plan_sample_us = a->plan_sample_us - b->plan_sample_us;
+    r.plan_pack_us = a->plan_pack_us - b->plan_pack_us;
+    r.held_bytes = a->held_bytes; /* levels, not counters: the later snapshot's */
+    r.plan_file_bytes = a->plan_file_bytes;
     *out = r;
 }
 
@@ -243,9 +247,24 @@ int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, str
     return store_next_in_order(s, epoch, batch, err);
 }
 
+int oc_store_has_batches(const struct oc_store *s)
+{
+    return s->strat->load_batch != NULL;
+}
+
+int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                        struct oc_sample_batch *out, struct oc_err *err)
+{
+    if (!s->strat->load_batch)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: does not sample batches",
+                      s->strat->name);
+    return s->strat->load_batch(s, epoch, batch, out, err);
+}
+
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     *out = s->stats;
     out->held_bytes = 0;
+    out->plan_file_bytes = 0;
     s->strat->stats(s, out);
 }

@@ -43,6 +43,9 @@ struct store_strategy {
                         uint64_t n, float *out, struct oc_err *err);
     /* Optional: oc_store_next_batch (NULL = store_next_in_order). */
     int (*next_batch)(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
+    /* Optional: oc_store_load_batch (NULL = the strategy does not sample). */
+    int (*load_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                      struct oc_sample_batch *out, struct oc_err *err);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
 };
@@ -53,6 +56,7 @@ extern const struct store_strategy oc_store_direct;
 extern const struct store_strategy oc_store_static;
 extern const struct store_strategy oc_store_gnndrive;
 extern const struct store_strategy oc_store_ginex;
+extern const struct store_strategy oc_store_diskgnn;
 
 struct oc_store {
     const struct store_strategy *strat;

@@ -38,11 +38,13 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
-             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x reorder=%d",
+             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x reorder=%d"
+             " reuse_samples=%d",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed, o->eval == OC_TRAIN_EVAL_FULL ? "full" : "sampled", m->name, m->n_nodes,
-             m->n_edges, m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32, o->reorder);
+             m->n_edges, m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32, o->reorder,
+             o->reuse_samples);
 }
 
 static void put(uint8_t **p, const void *v, size_t n)

@@ -201,6 +201,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.superbatch = o->superbatch;
     cfg.n_extractors = o->n_extractors;
     cfg.reorder = o->reorder;
+    cfg.reuse_samples = o->reuse_samples;
+    cfg.disk_budget = o->disk_budget;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;
@@ -270,8 +272,11 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     return OC_OK;
 }
 
-/* One training step on batch b of epoch e; adds to the epoch's sums and timers. */
-static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epoch_stats *st,
+/*
+ * One training step on batch b of epoch e, whose batches are those of sample
+ * epoch se (e, or 0 with --reuse-samples); adds to the epoch's sums and timers.
+ */
+static int train_step(struct run *r, uint64_t e, uint64_t se, uint64_t b, struct oc_train_epoch_stats *st,
                       double *loss_sum, uint64_t *counted, uint64_t *correct,
                       const struct oc_nn_adam *adam, struct oc_err *err)
 {
@@ -281,12 +286,17 @@ static int train_step(struct run *r, uint64_t e, uint64_t b, struct oc_train_epo
     if ((rc = oc_sample_epoch_batch(&r->epoch, b, &seeds, &n_seeds, err)))
         return rc;
     double t = oc_now_s();
-    if ((rc = oc_sample_neighbors(r->sampler, e, b, seeds, n_seeds, &r->batch, err)))
+    /* a strategy that sampled offline hands over the very batch the sampler would give */
+    if (oc_store_has_batches(r->store))
+        rc = oc_store_load_batch(r->store, se, b, &r->batch, err);
+    else
+        rc = oc_sample_neighbors(r->sampler, se, b, seeds, n_seeds, &r->batch, err);
+    if (rc)
         return rc;
     double t1 = oc_now_s();
     st->sample_s += t1 - t;
     struct oc_nn_tensor x;
-    if ((rc = train_gather_store(&r->gather, r->store, (const uint64_t[2]){e, b}, r->data.feat_dim,
+    if ((rc = train_gather_store(&r->gather, r->store, (const uint64_t[2]){se, b}, r->data.feat_dim,
                                  r->batch.input_ids, r->batch.n_input, r->be, &x, err)))
         return rc;
     double t2 = oc_now_s();
@@ -359,7 +369,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         snprintf(label, sizeof(label), "epoch %u", e);
         oc_progress_set_label(progress, label);
         oc_progress_set_total(progress, n_batches);
-        oc_sample_epoch_shuffle(&r.epoch, o->seed, e);
+        uint32_t se = o->reuse_samples ? 0 : e; /* the epoch whose batches are trained on */
+        oc_sample_epoch_shuffle(&r.epoch, o->seed, se);
         struct oc_store_stats before, after;
         struct oc_topo_disk_stats topo0, topo1;
         oc_store_stats(r.store, &before);
@@ -371,9 +382,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         uint64_t counted = 0, correct = 0;
         for (uint64_t i = 0; i < n_batches; i++) {
             uint64_t b = i; /* plan order, or completion order with --reorder */
-            if (o->reorder && (rc = oc_store_next_batch(r.store, e, &b, err)))
+            if (o->reorder && (rc = oc_store_next_batch(r.store, se, &b, err)))
                 goto out;
-            if ((rc = train_step(&r, e, b, &st, &loss_sum, &counted, &correct, &adam, err)))
+            if ((rc = train_step(&r, e, se, b, &st, &loss_sum, &counted, &correct, &adam, err)))
                 goto out;
             oc_progress_add(progress, 1);
         }

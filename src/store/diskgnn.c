@@ -1,0 +1,402 @@
+/*
+ * diskgnn.c — the `diskgnn` strategy (DiskGNN, Liu et al., SIGMOD 2025):
+ * offline sampling of a window (one epoch) of batches, a four-level feature
+ * store (GPU cache: the tier is reserved in plan.h's address codes and
+ * empty on the CPU; CPU cache of the hottest rows of the first window; a
+ * segmented disk cache in MinHash order; per-batch packed chunks that also
+ * carry the batch's blocks), batched packing by sequential scans, and the
+ * four-stage pipeline of diskgnn_pipe.c.
+ *
+ * Unlike DiskGNN, every epoch gets fresh samples (the batches train would
+ * sample itself, so training is bit-for-bit `memory`'s); window e+1 is
+ * sampled and packed in the background while epoch e trains. With
+ * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
+ *
+ * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS batch buffers and one
+ * assembled f32 batch (sized from the first window's largest batch plus a
+ * quarter), the loader's and the evaluation reader's staging, and (fresh
+ * samples) what the planner needs for the next window (the first window's
+ * accesses plus a quarter) — comes off first; a budget below it is
+ * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
+ * window accesses most (8 bytes of id per row besides the row). With
+ * mem_bytes = 0 every row the first window accesses is cached. Disk: window
+ * files stay within cfg->disk_budget x the feature bytes (two windows exist
+ * at once with fresh samples, so each gets half).
+ *
+ * Reads outside the plan (evaluation, or a batch asked out of plan order)
+ * use the CPU cache and read the rest from features.npy (O_DIRECT, merged),
+ * without touching the pipeline.
+ *
+ * Place in the data flow: store; train ─► load_batch / gather_batch ─► pipe.
+ * Thread-safety: driven by the training thread; the pipe's threads own
+ * their stages (diskgnn_pipe.c).
+ * Ownership: the store owns the cache, the pipe (and through it the windows
+ * and their files under DIR/plan/diskgnn/) and the evaluation reader.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/diskgnn_int.h"
+
+#define EVAL_NO_SLOT UINT64_MAX
+
+struct diskgnn_store {
+    struct dg_cache cache;
+    struct dg_builder builder;
+    struct dg_pipe *pipe;
+    struct store_disk disk; /* evaluation and out-of-plan reads */
+    uint64_t *slots, cap_slots;
+    uint64_t pos, n_pos; /* the next batch of the plan the trainer takes, and how many */
+    uint64_t first_epoch, n_batches;
+    int reuse;
+    struct dg_ready *cur; /* taken from the pipe, not yet gathered */
+    uint64_t sample_us, pack_us; /* the first window (at open) */
+    uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
+                                    thread may grow them; not read across threads) */
+};
+
+static uint64_t cache_lookup(const struct dg_cache *c, uint64_t id)
+{
+    uint64_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->ids[lo] == id ? lo : EVAL_NO_SLOT;
+}
+
+/* ---- sizing ------------------------------------------------------------------- */
+
+struct dg_sizes {
+    uint64_t accesses, max_input, max_meta, distinct;
+};
+
+static void window_sizes(const struct dg_builder *b, struct dg_sizes *z)
+{
+    memset(z, 0, sizeof(*z));
+    z->accesses = b->off[b->n_batches];
+    for (uint64_t i = 0; i < b->n_batches; i++) {
+        uint64_t n = b->off[i + 1] - b->off[i];
+        uint64_t meta = OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n;
+        if (n > z->max_input)
+            z->max_input = n;
+        if (meta > z->max_meta)
+            z->max_meta = meta;
+    }
+}
+
+/* A chunk buffer: the largest batch's metadata and rows, plus a quarter, page-aligned. */
+static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z)
+{
+    uint64_t in = z->max_input + z->max_input / 4, meta = z->max_meta + z->max_meta / 4;
+    return oc_io_align_up(meta + in * s->row_bytes) + 2 * OC_IO_ALIGN;
+}
+
+/* The fixed part of the budget (see the file comment). */
+static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
+                            const struct dg_builder *b, const struct dg_sizes *z, int reuse)
+{
+    uint64_t in = z->max_input + z->max_input / 4;
+    uint64_t chunk = slot_bytes(s, z);
+    uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
+    uint64_t f = DG_N_SLOTS * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks +
+                 DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
+                 store_expected_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
+                 sizeof(struct diskgnn_store);
+    /* the builder: held now, and grown by the next windows' traces; its sampler (id map,
+       sampled ids and the batch: ~96 bytes per input row, as ginex's inspector) */
+    f += dg_builder_need_bytes(b, reuse ? 0 : z->accesses + z->accesses / 4) + in * 96;
+    return f;
+}
+
+/* ---- open --------------------------------------------------------------------- */
+
+static int has_plan(const struct oc_store_config *cfg)
+{
+    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
+           cfg->n_epochs > cfg->first_epoch;
+}
+
+/* Samples window 0, sizes and fills the cache, packs it, starts the pipe. */
+static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct oc_store_config *cfg,
+                     struct oc_err *err)
+{
+    struct dg_builder *b = &d->builder;
+    uint32_t *counts = NULL;
+    struct dg_window w0;
+    char need_s[32], have_s[32];
+    int rc;
+
+    memset(&w0, 0, sizeof(w0));
+    if (!cfg->plan_dir)
+        return OC_ERR(err, OC_ERR_ARG, "store diskgnn: needs a plan directory (DIR/plan)");
+    if (!(cfg->disk_budget >= 0.0))
+        return OC_ERR(err, OC_ERR_ARG, "store diskgnn: --disk-budget %g: must be >= 0",
+                      cfg->disk_budget);
+    if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
+        return rc;
+    d->n_batches = b->n_batches;
+    if (cfg->disk_budget > 0) {
+        double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
+        b->disk_budget_bytes = d->reuse ? total : total / 2;
+    }
+    if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, err)))
+        return rc;
+    struct dg_sizes z;
+    window_sizes(b, &z);
+    uint64_t fixed = fixed_bytes(s, cfg, b, &z, d->reuse);
+    if (cfg->mem_bytes && cfg->mem_bytes < fixed)
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store diskgnn: needs at least %s (%u batch buffers and an assembled batch "
+                      "for up to %" PRIu64 " rows, staging, and %s the next window's plan) "
+                      "before caching any row; the store's budget is %s",
+                      oc_format_size(fixed, need_s, sizeof(need_s)), DG_N_SLOTS, z.max_input,
+                      d->reuse ? "no room for" : "room for",
+                      oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+    counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts",
+                       err);
+    if (!counts)
+        return err->status;
+    struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
+    uint64_t want = UINT64_MAX;
+    if (cfg->mem_bytes)
+        want = (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t));
+    if ((rc = oc_plan_count_accesses(&t, counts, err)) ||
+        (rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
+                              &d->cache.ids, &d->cache.n, err)))
+        goto out;
+    oc_free(counts);
+    counts = NULL;
+    if (d->cache.n) {
+        d->cache.rows =
+            oc_alloc_aligned(d->cache.n * s->row_bytes, 64, "store diskgnn: CPU cache", err);
+        if (!d->cache.rows) {
+            rc = err->status;
+            goto out;
+        }
+    }
+    if ((rc = dg_window_pack(b, &d->cache, 1, &w0, err)))
+        goto out;
+    d->sample_us = b->sample_us;
+    d->pack_us = b->pack_us;
+    d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
+    if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 &&
+        (rc = dg_builder_detach_pool(b, err)))
+        goto out;
+    struct dg_pipe_config pc = {s,
+                                b,
+                                &d->cache,
+                                &w0,
+                                cfg->first_epoch,
+                                cfg->n_epochs,
+                                b->n_batches,
+                                d->reuse,
+                                z.max_input + z.max_input / 4,
+                                slot_bytes(s, &z)};
+    rc = dg_pipe_start(&pc, &d->pipe, err);
+    d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->n_batches;
+out:
+    dg_window_drop(&w0);
+    oc_free(counts);
+    return rc;
+}
+
+static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
+{
+    struct diskgnn_store *d = oc_calloc(1, sizeof(*d), "store diskgnn", err);
+    int rc;
+    if (!d)
+        return err ? err->status : OC_ERR_NOMEM;
+    s->impl = d;
+    d->reuse = cfg->reuse_samples != 0;
+    d->first_epoch = cfg->first_epoch;
+    if ((rc = store_disk_open(s, 1, &d->disk, err)))
+        return rc;
+    if (has_plan(cfg))
+        return open_plan(s, d, cfg, err);
+    return OC_OK;
+}
+
+/* ---- gathers ------------------------------------------------------------------ */
+
+struct dg_job {
+    const struct oc_store *s;
+    const struct diskgnn_store *d;
+    const float *rows;
+    float *out;
+};
+
+/* Cache hits: convert the cached row; misses (already in place): widen f16. */
+static void eval_copy(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct dg_job *j = ctx;
+    const struct oc_store *s = j->s;
+    for (uint64_t i = lo; i < hi; i++) {
+        uint64_t slot = j->d->slots[i];
+        float *dst = j->out + i * s->feat_dim;
+        if (slot != EVAL_NO_SLOT)
+            store_row_to_f32(s->dtype, j->d->cache.rows + slot * s->row_bytes, s->feat_dim, dst);
+        else if (s->dtype == OC_DTYPE_F16)
+            store_row_widen_inplace(dst, s->feat_dim);
+    }
+}
+
+static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                     struct oc_err *err)
+{
+    struct diskgnn_store *d = s->impl;
+    uint64_t misses = 0;
+    int rc;
+    if (n > d->cap_slots) {
+        uint64_t cap = n > 2 * d->cap_slots ? n : 2 * d->cap_slots;
+        uint64_t *p = oc_realloc(d->slots, cap * sizeof(uint64_t), "store diskgnn: slots", err);
+        if (!p)
+            return err ? err->status : OC_ERR_NOMEM;
+        d->slots = p;
+        d->cap_slots = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        d->slots[i] = cache_lookup(&d->cache, ids[i]);
+        if (d->slots[i] != EVAL_NO_SLOT)
+            continue;
+        misses++;
+        if ((rc = store_disk_queue(s, &d->disk, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(&d->disk);
+            return rc;
+        }
+    }
+    if (misses && (rc = store_disk_run(s, &d->disk, err)))
+        return rc;
+    struct dg_job j = {s, d, NULL, out};
+    if ((rc = store_for_rows(s->pool, n, eval_copy, &j, err)))
+        return rc;
+    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
+    return OC_OK;
+}
+
+/* Whether (epoch, batch) is the plan's next batch. */
+static int in_plan(const struct diskgnn_store *d, uint64_t epoch, uint64_t batch)
+{
+    if (!d->pipe || d->pos >= d->n_pos)
+        return 0;
+    uint64_t want_epoch = d->reuse ? 0 : d->first_epoch + d->pos / d->n_batches;
+    return epoch == want_epoch && batch == d->pos % d->n_batches;
+}
+
+static int take(struct diskgnn_store *d, struct oc_err *err)
+{
+    if (d->cur)
+        return OC_OK;
+    return dg_pipe_next(d->pipe, &d->cur, err);
+}
+
+static int dg_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                         struct oc_sample_batch *out, struct oc_err *err)
+{
+    struct diskgnn_store *d = s->impl;
+    int rc;
+    if (!in_plan(d, epoch, batch) || (d->cur && d->cur->handed))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store diskgnn: batch %" PRIu64 " of epoch %" PRIu64
+                      " is not the plan's next batch",
+                      batch, epoch);
+    if ((rc = take(d, err)))
+        return rc;
+    struct oc_sample_batch tmp = *out;
+    *out = d->cur->batch;
+    d->cur->batch = tmp;
+    d->cur->handed = 1;
+    d->cur->handed_ids = out->input_ids;
+    return OC_OK;
+}
+
+static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct dg_job *j = ctx;
+    uint64_t dim = j->s->feat_dim;
+    memcpy(j->out + lo * dim, j->rows + lo * dim, (hi - lo) * dim * sizeof(float));
+}
+
+static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                           uint64_t n, float *out, struct oc_err *err)
+{
+    struct diskgnn_store *d = s->impl;
+    int rc;
+    if (!in_plan(d, epoch, batch))
+        return n ? dg_gather(s, ids, n, out, err) : OC_OK;
+    if ((rc = take(d, err)))
+        return rc;
+    struct dg_ready *sl = d->cur;
+    int same = sl->handed ? ids == sl->handed_ids && n == sl->n_input
+                          : n == sl->batch.n_input &&
+                                (n == 0 || memcmp(ids, sl->batch.input_ids, n * 8) == 0);
+    if (same) {
+        struct dg_job j = {s, d, sl->rows, out};
+        rc = store_for_rows(s->pool, n, copy_rows, &j, err);
+        if (rc == OC_OK) {
+            s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->n_cpu;
+            s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->n_packed;
+            s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->n_dc;
+            s->stats.requested_disk_bytes += (sl->n_packed + sl->n_dc) * (uint64_t)s->row_bytes;
+            s->stats.read_bytes += sl->feat_read_bytes;
+            s->stats.graph_read_bytes += sl->graph_read_bytes;
+            s->stats.n_reads += sl->n_reads;
+        }
+    }
+    d->cur = NULL;
+    dg_pipe_release(d->pipe, sl);
+    d->pos++;
+    if (rc == OC_OK && !same && n)
+        rc = dg_gather(s, ids, n, out, err); /* not the plan's rows: read them as asked */
+    return rc;
+}
+
+/* ---- stats / free ------------------------------------------------------------- */
+
+static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    const struct diskgnn_store *d = s->impl;
+    struct dg_pipe_stats ps;
+    memset(&ps, 0, sizeof(ps));
+    if (d->pipe)
+        dg_pipe_stats(d->pipe, &ps);
+    out->plan_sample_us = d->sample_us + ps.sample_us;
+    out->plan_pack_us = d->pack_us + ps.pack_us;
+    out->plan_file_bytes = ps.file_bytes;
+    out->held_bytes = sizeof(*d) + d->cache.n * (s->row_bytes + sizeof(uint64_t)) +
+                      d->cap_slots * sizeof(uint64_t) + store_disk_held_bytes(&d->disk) +
+                      ps.held_bytes + d->builder_bytes;
+}
+
+static void dg_free(struct oc_store *s)
+{
+    struct diskgnn_store *d = s->impl;
+    if (!d)
+        return;
+    dg_pipe_stop(d->pipe);
+    dg_builder_deinit(&d->builder);
+    store_disk_close(&d->disk);
+    oc_free(d->cache.ids);
+    oc_free(d->cache.rows);
+    oc_free(d->slots);
+    oc_free(d);
+    s->impl = NULL;
+}
+
+const struct store_strategy oc_store_diskgnn = {
+    .name = "diskgnn",
+    .summary = "offline-sampled windows packed into per-batch chunks and MinHash-ordered "
+               "segment caches, CPU cache of the hottest rows, 4-stage pipeline (DiskGNN)",
+    .open = dg_open,
+    .gather = dg_gather,
+    .gather_batch = dg_gather_batch,
+    .load_batch = dg_load_batch,
+    .stats = dg_stats,
+    .free = dg_free,
+};

@@ -1,0 +1,152 @@
+/*
+ * diskgnn_int.h — private to the `diskgnn` strategy (DiskGNN, Liu et al.,
+ * SIGMOD 2025): windows of offline-sampled batches packed into one file each
+ * (diskgnn_window.c), the four-stage pipeline that reads them back
+ * (diskgnn_pipe.c) and the strategy glue (diskgnn.c).
+ *
+ *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
+ *   background:  planner thread: sample + lay out + pack window e+1 while epoch e trains
+ *   per batch:   feature loader ─► graph loader ─► feature assembler ─► trainer
+ *                (chunk + disk-cache  (record ─►     (CPU cache, chunk,   (load_batch,
+ *                 pages, io_uring)     blocks)        pages ─► f32 rows)   gather_batch)
+ *
+ * Place in the data flow: store; uses sample (offline sampling), plan
+ * (placement and layout) and io.
+ * Thread-safety: see each file; the stages talk only through bounded queues
+ * of depth 2; a slot belongs to whichever stage popped it last.
+ * Ownership: the strategy owns windows, slots, queues and threads; the
+ * dataset, graph and pool are borrowed from the store.
+ */
+#ifndef OFFCORE_STORE_DISKGNN_INT_H
+#define OFFCORE_STORE_DISKGNN_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "offcore/plan.h"
+#include "store/store_int.h"
+
+#define DG_CHUNK_MAGIC   "OCDGCK1"
+#define DG_CHUNK_VERSION 1u
+#define DG_N_SLOTS       2u         /* chunk buffers: one loading, one being assembled */
+#define DG_QUEUE_DEPTH   2u         /* every queue between two stages */
+#define DG_IO_DEPTH      128u       /* disk-cache reads in flight (loader) */
+#define DG_IO_BOUNCE     (1u << 20) /* loader's batch-reader staging */
+#define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
+
+/* One packed window: a file of chunks and segment caches (plan.h layout). */
+struct dg_window {
+    uint64_t epoch; /* the sample epoch its batches were drawn for */
+    uint64_t n_batches, s, n_segments;
+    uint64_t *chunk_off;    /* n_batches + 1 */
+    uint64_t *seg_byte_off; /* n_segments + 1 */
+    uint64_t file_bytes;
+    uint64_t max_chunk_bytes, max_input; /* over its batches (buffer sizing) */
+    char path[4200];
+    struct oc_file *f; /* O_DIRECT reader, opened once packed */
+};
+
+/* The CPU cache: rows as stored, slot k = k-th smallest of ids. */
+struct dg_cache {
+    uint64_t n;
+    uint64_t *ids;
+    uint8_t *rows;
+};
+
+/* Builds windows; owned by one thread at a time (open, then the planner thread). */
+struct dg_builder {
+    const struct oc_store *s;
+    const struct oc_graph *graph;
+    struct oc_sample_opts so;
+    struct oc_sampler *sampler;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch batch;
+    uint8_t *rec;
+    uint64_t cap_rec;
+    uint64_t *rows, cap_rows; /* the trace */
+    uint64_t *off, *rec_bytes;
+    uint64_t n_batches;
+    uint64_t epoch; /* sampled last */
+    int spill_live; /* its records' spill file exists (sampled, not packed yet) */
+    uint8_t *part;       /* packer: feature partition (aligned) */
+    uint64_t part_bytes; /* its size */
+    uint8_t *run;        /* packer: one coalesced write (DG_WRITE_RUN) */
+    char dir[4096];      /* DIR/plan/diskgnn */
+    double disk_budget_bytes; /* per window; 0 = unlimited */
+    uint64_t sample_us, pack_us;  /* of the last window built */
+    uint64_t last_accesses;       /* of the last window sampled */
+};
+
+int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
+                    const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err);
+void dg_builder_deinit(struct dg_builder *b);
+/* Re-creates the builder's sampler without a pool (for the planner thread). */
+int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err);
+
+/* Samples every batch of sample epoch `epoch` (trace + records spilled to disk). */
+int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err);
+/*
+ * Lays out the sampled window against the cache's rows and packs it into
+ * w (a new file under the builder's dir); fill_cache also loads the cache's
+ * rows during the same sequential scan of the feature file.
+ */
+int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
+                   struct dg_window *w, struct oc_err *err);
+/* Closes and removes w's file, frees its arrays. */
+void dg_window_drop(struct dg_window *w);
+/* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
+uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
+/* Removes window files of processes that no longer exist from dir. */
+void dg_dir_clean(const char *dir);
+
+/* One batch in flight through the pipeline. */
+struct dg_slot {
+    uint64_t epoch, index;     /* sample epoch, batch index */
+    uint8_t *buf;              /* the chunk as read, then (page-aligned) its disk-cache rows */
+    uint64_t cap_buf;
+    uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
+    uint64_t n_input, n_packed, n_dc, n_cpu, rec_bytes;
+    uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
+    struct oc_sample_batch batch;
+};
+
+/* An assembled batch: f32 rows and blocks, handed from the assembler to the trainer. */
+struct dg_ready {
+    uint64_t epoch, index, n_input, n_packed, n_dc, n_cpu;
+    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
+    float *rows;
+    uint64_t cap_rows; /* floats */
+    struct oc_sample_batch batch;
+    int handed; /* load_batch gave batch's arrays to the trainer */
+    const uint64_t *handed_ids;
+};
+struct dg_pipe;
+
+struct dg_pipe_config {
+    const struct oc_store *s;
+    struct dg_builder *builder; /* moves to the planner thread (fresh samples) */
+    struct dg_cache *cache;
+    struct dg_window *w0;       /* the first window, already packed; the pipe takes it */
+    uint64_t first_epoch, n_epochs, n_batches;
+    int reuse;                  /* every run epoch replays w0 */
+    uint64_t max_input;         /* initial sizing: rows of the assembled batch */
+    uint64_t slot_bytes;        /* and of each chunk buffer (chunk + disk-cache rows) */
+};
+
+int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err);
+/* Stops the threads, drops the windows, frees everything. */
+void dg_pipe_stop(struct dg_pipe *p);
+/*
+ * The next assembled batch (in plan order): its f32 rows (n_input x
+ * feat_dim) and blocks, the trainer's until dg_pipe_release. Errors of any
+ * stage come out here.
+ */
+int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err);
+void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
+struct dg_pipe_stats {
+    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
+    uint64_t sample_us, pack_us, file_bytes, held_bytes;
+};
+void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out);
+
+#endif

@@ -1,0 +1,489 @@
+/*
+ * diskgnn_pipe.c — the four-stage pipeline of the `diskgnn` strategy, plus
+ * the planner thread that packs the next window while this one trains:
+ *
+ *   planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
+ *   (sample + pack     (one O_DIRECT read per      (record ─► blocks)
+ *    window e+1)        chunk; disk-cache rows
+ *                       through io_uring, shared
+ *                       pages merged)
+ *        ──► feature assembler ──ready_q──► trainer (dg_pipe_next / dg_pipe_release)
+ *            (CPU cache, packed rows,
+ *             disk-cache rows ─► f32)
+ *
+ * Every queue holds at most DG_QUEUE_DEPTH items. DG_N_SLOTS chunk buffers
+ * circulate (free_q ─► loader ─► graph loader ─► assembler ─► free_q) and one
+ * assembled batch (asm_q ─► assembler ─► ready_q ─► trainer ─► asm_q): the
+ * assembler moves the blocks into it and frees the chunk buffer at once, so
+ * the loader reads batch b+2 while b+1 is assembled and b trains. Memory is
+ * fixed whatever the queue depths. Windows: at most two
+ * exist at once (win_free holds the free window structs): the one being read
+ * and the one being packed or waiting; the loader drops a window (and its
+ * file) once it has read its last chunk.
+ *
+ * Thread-safety: each stage owns the slot it popped; the loader owns its
+ * batch reader; the planner owns the builder. A failing stage records the
+ * first error (mutex-guarded) and closes every queue; the trainer sees the
+ * error at its next dg_pipe_next. Counters are C11 atomics.
+ * Ownership: the pipe owns slots, buffers, queues, threads and windows.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "store/diskgnn_int.h"
+
+struct dg_pipe {
+    struct dg_pipe_config c;
+    const struct oc_store *s;
+    struct dg_slot slots[DG_N_SLOTS];
+    struct dg_ready ready; /* the one assembled batch (asm_q holds it while free) */
+    struct dg_window win[2];
+    struct oc_queue *free_q, *loaded_q, *graph_q, *ready_q, *asm_q, *win_q, *win_free;
+    struct oc_io_batch *io; /* the loader's */
+    pthread_t th[4];
+    int n_started;
+    pthread_mutex_t mu;
+    int failed;
+    struct oc_err err;
+    atomic_uint_fast64_t sample_us, pack_us, file_bytes;
+    atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
+};
+
+static uint64_t batch_bytes(const struct oc_sample_batch *b)
+{
+    uint64_t h = b->cap_input * sizeof(uint64_t);
+    for (uint32_t l = 0; l < OC_SAMPLE_MAX_LAYERS; l++)
+        h += b->blocks[l].cap_indptr * sizeof(uint64_t) + b->blocks[l].cap_indices * 4;
+    return h;
+}
+
+static void fail(struct dg_pipe *p, const struct oc_err *e)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->failed) {
+        p->failed = 1;
+        p->err = *e;
+    }
+    pthread_mutex_unlock(&p->mu);
+    struct oc_queue *qs[] = {p->free_q,  p->loaded_q, p->graph_q, p->ready_q,
+                             p->asm_q, p->win_q,    p->win_free};
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+        if (qs[i])
+            oc_queue_close(qs[i]);
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- planner ------------------------------------------------------------------ */
+
+static void *planner_main(void *arg)
+{
+    struct dg_pipe *p = arg;
+    struct oc_err e;
+    oc_err_clear(&e);
+    for (uint64_t ep = p->c.first_epoch + 1; ep < p->c.n_epochs; ep++) {
+        void *item;
+        if (oc_queue_pop(p->win_free, &item))
+            return NULL;
+        struct dg_window *w = item;
+        if (dg_window_sample(p->c.builder, ep, &e) ||
+            dg_window_pack(p->c.builder, p->c.cache, 0, w, &e)) {
+            fail(p, &e);
+            return NULL;
+        }
+        atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
+        atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
+        atomic_fetch_add(&p->file_bytes, w->file_bytes);
+        if (oc_queue_push(p->win_q, w))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ---- feature loader ----------------------------------------------------------- */
+
+static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, struct oc_err *err)
+{
+    if (need <= sl->cap_buf)
+        return OC_OK;
+    uint64_t cap = oc_io_align_up(sl->cap_buf ? need + need / 4 : need); /* first: exact */
+    uint8_t *b = oc_io_buf_alloc(cap, "store diskgnn: batch buffer", err);
+    if (!b)
+        return err->status;
+    oc_free(sl->buf);
+    atomic_fetch_add(&p->held, cap - sl->cap_buf);
+    sl->buf = b;
+    sl->cap_buf = cap;
+    return OC_OK;
+}
+
+/* Reads chunk i of w into sl, checks it, and reads the batch's disk-cache rows. */
+static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, struct dg_slot *sl,
+                      struct oc_err *err)
+{
+    const struct oc_store *s = p->s;
+    uint64_t rb = s->row_bytes, off = w->chunk_off[i], len = w->chunk_off[i + 1] - off;
+    int rc;
+
+    /* first pass sizes the buffer for the chunk alone; disk-cache rows follow */
+    if ((rc = grow_buf(p, sl, len, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
+        return rc;
+    const uint8_t *h = sl->buf;
+    if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
+        get_u32(h + 60) != (uint32_t)crc32(0L, h, 60) || get_u32(h + 56) != DG_CHUNK_VERSION)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": bad header (magic, version or CRC)",
+                      w->path, i, off);
+    uint64_t n = get_u64(h + 24), n_packed = get_u64(h + 32), rec = get_u64(h + 40);
+    if (get_u64(h + 8) != w->epoch || get_u64(h + 16) != i || n_packed > n ||
+        rec > len || n > len / 8 ||
+        OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * rb > len)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
+                      ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
+                      w->path, i, off, get_u64(h + 8), get_u64(h + 16), n, n_packed, rec);
+    const uint8_t *meta = h + OC_PLAN_CHUNK_HEADER, *addr = meta + rec;
+    uLong c = crc32(0L, meta, (uInt)(rec + 8 * n));
+    if (get_u32(h + 48) != (uint32_t)c)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": record or address table fails its CRC",
+                      w->path, i, off);
+    uint64_t seg = i / w->s;
+    uint64_t seg_rows = (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb;
+    uint64_t n_dc = 0, n_cpu = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t code = get_u64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
+        enum oc_plan_where where = OC_PLAN_ADDR_WHERE(code);
+        int ok = (where == OC_PLAN_CPU && idx < p->c.cache->n) ||
+                 (where == OC_PLAN_PACKED && idx < n_packed) ||
+                 (where == OC_PLAN_DISK_CACHE && idx < seg_rows);
+        if (!ok)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                          ": address %" PRIu64 " (tier %d, index %" PRIu64 ") is out of range",
+                          w->path, i, off, k, (int)where, idx);
+        n_dc += where == OC_PLAN_DISK_CACHE;
+        n_cpu += where == OC_PLAN_CPU;
+    }
+    sl->chunk_bytes = len;
+    sl->dc_at = oc_io_align_up(len);
+    if ((rc = grow_buf(p, sl, sl->dc_at + n_dc * rb, err)))
+        return rc;
+    if (sl->buf != h) /* moved: read the chunk again into the larger buffer */
+        if ((rc = oc_file_pread(w->f, sl->buf, len, off, err)))
+            return rc;
+    addr = sl->buf + OC_PLAN_CHUNK_HEADER + rec;
+    uint64_t before = oc_io_batch_stats(p->io)->read_bytes;
+    uint64_t reads0 = oc_io_batch_stats(p->io)->n_reads;
+    uint64_t j = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t code = get_u64(addr + 8 * k);
+        if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_DISK_CACHE)
+            continue;
+        uint64_t at = w->seg_byte_off[seg] + OC_PLAN_ADDR_INDEX(code) * rb;
+        if ((rc = oc_io_batch_add(p->io, w->f, at, rb, sl->buf + sl->dc_at + j * rb, err)))
+            return rc;
+        j++;
+    }
+    if (n_dc && (rc = oc_io_batch_run(p->io, err)))
+        return rc;
+    uint64_t meta_bytes = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
+    sl->epoch = w->epoch;
+    sl->index = i;
+    sl->n_input = n;
+    sl->n_packed = n_packed;
+    sl->n_dc = n_dc;
+    sl->n_cpu = n_cpu;
+    sl->rec_bytes = rec;
+    sl->graph_read_bytes = meta_bytes;
+    sl->feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before);
+    sl->n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0;
+    return OC_OK;
+}
+
+static void *loader_main(void *arg)
+{
+    struct dg_pipe *p = arg;
+    struct oc_err e;
+    oc_err_clear(&e);
+    struct dg_window *w = &p->win[0];
+    for (uint64_t ep = p->c.first_epoch; ep < p->c.n_epochs; ep++) {
+        if (ep > p->c.first_epoch && !p->c.reuse) {
+            void *item;
+            if (oc_queue_pop(p->win_q, &item))
+                return NULL;
+            w = item;
+        }
+        for (uint64_t i = 0; i < w->n_batches; i++) {
+            void *item;
+            if (oc_queue_pop(p->free_q, &item))
+                return NULL;
+            struct dg_slot *sl = item;
+            if (load_chunk(p, w, i, sl, &e)) {
+                fail(p, &e);
+                return NULL;
+            }
+            if (oc_queue_push(p->loaded_q, sl))
+                return NULL;
+        }
+        if (!p->c.reuse) { /* its last chunk is read: the file can go */
+            atomic_fetch_sub(&p->file_bytes, w->file_bytes);
+            dg_window_drop(w);
+            if (oc_queue_push(p->win_free, w))
+                return NULL;
+        }
+    }
+    return NULL;
+}
+
+/* ---- graph loader ------------------------------------------------------------- */
+
+static void *graph_main(void *arg)
+{
+    struct dg_pipe *p = arg;
+    struct oc_err e;
+    oc_err_clear(&e);
+    void *item;
+    while (oc_queue_pop(p->loaded_q, &item) == OC_OK) {
+        struct dg_slot *sl = item;
+        uint64_t before = batch_bytes(&sl->batch);
+        int bad = oc_sample_batch_deserialize(sl->buf + OC_PLAN_CHUNK_HEADER, sl->rec_bytes,
+                                        p->s->n_nodes, &sl->batch, &e);
+        atomic_fetch_add(&p->held, batch_bytes(&sl->batch) - before);
+        if (bad ||
+            (sl->batch.epoch != sl->epoch || sl->batch.batch_index != sl->index ||
+             sl->batch.n_input != sl->n_input)) {
+            if (e.status == OC_OK)
+                OC_ERR(&e, OC_ERR_FORMAT,
+                       "record of batch %" PRIu64 " does not match its chunk header", sl->index);
+            oc_err_prefix(&e, "store diskgnn: window of epoch %" PRIu64 ", batch %" PRIu64,
+                          sl->epoch, sl->index);
+            fail(p, &e);
+            return NULL;
+        }
+        if (oc_queue_push(p->graph_q, sl))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ---- feature assembler -------------------------------------------------------- */
+
+static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *out)
+{
+    const struct oc_store *s = p->s;
+    uint64_t rb = s->row_bytes, dim = s->feat_dim, j = 0;
+    const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
+    const uint8_t *packed = addr + 8 * sl->n_input, *dc = sl->buf + sl->dc_at;
+    for (uint64_t k = 0; k < sl->n_input; k++) {
+        uint64_t code = get_u64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
+        const uint8_t *src;
+        switch (OC_PLAN_ADDR_WHERE(code)) {
+        case OC_PLAN_CPU:
+            src = p->c.cache->rows + idx * rb;
+            break;
+        case OC_PLAN_PACKED:
+            src = packed + idx * rb;
+            break;
+        default: /* disk cache (the loader checked every code) */
+            src = dc + j++ * rb;
+            break;
+        }
+        store_row_to_f32(s->dtype, src, dim, out + k * dim);
+    }
+}
+
+static void *assembler_main(void *arg)
+{
+    struct dg_pipe *p = arg;
+    struct oc_err e;
+    oc_err_clear(&e);
+    void *item, *tok;
+    while (oc_queue_pop(p->graph_q, &item) == OC_OK) {
+        struct dg_slot *sl = item;
+        if (oc_queue_pop(p->asm_q, &tok))
+            return NULL;
+        struct dg_ready *r = tok;
+        uint64_t need = sl->n_input * p->s->feat_dim;
+        if (need > r->cap_rows) {
+            uint64_t cap = need + need / 4;
+            float *f = oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", &e);
+            if (!f) {
+                fail(p, &e);
+                return NULL;
+            }
+            atomic_fetch_add(&p->held, (cap - r->cap_rows) * sizeof(float));
+            r->rows = f;
+            r->cap_rows = cap;
+        }
+        assemble(p, sl, r->rows);
+        struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
+        r->batch = sl->batch;
+        sl->batch = tb;
+        r->epoch = sl->epoch;
+        r->index = sl->index;
+        r->n_input = sl->n_input;
+        r->n_packed = sl->n_packed;
+        r->n_dc = sl->n_dc;
+        r->n_cpu = sl->n_cpu;
+        r->feat_read_bytes = sl->feat_read_bytes;
+        r->graph_read_bytes = sl->graph_read_bytes;
+        r->n_reads = sl->n_reads;
+        r->handed = 0;
+        r->handed_ids = NULL;
+        if (oc_queue_push(p->free_q, sl) || oc_queue_push(p->ready_q, r))
+            return NULL;
+    }
+    return NULL;
+}
+
+/* ---- trainer side ------------------------------------------------------------- */
+
+int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err)
+{
+    void *item;
+    if (oc_queue_pop(p->ready_q, &item) != OC_OK) {
+        pthread_mutex_lock(&p->mu);
+        int failed = p->failed;
+        if (failed && err)
+            *err = p->err;
+        pthread_mutex_unlock(&p->mu);
+        if (failed)
+            return p->err.status;
+        return OC_ERR(err, OC_ERR_CANCELLED, "store diskgnn: pipeline stopped");
+    }
+    *ready = item;
+    return OC_OK;
+}
+
+void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready)
+{
+    oc_queue_push(p->asm_q, ready); /* it has room: it holds the only assembled batch */
+}
+
+void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->sample_us = atomic_load(&p->sample_us);
+    out->pack_us = atomic_load(&p->pack_us);
+    out->file_bytes = atomic_load(&p->file_bytes);
+    /* the loader's batch reader holds its bounce buffer and request arrays */
+    out->held_bytes = sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE +
+                      DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
+}
+
+/* ---- start / stop ------------------------------------------------------------- */
+
+int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err)
+{
+    struct dg_pipe *p = oc_calloc(1, sizeof(*p), "store diskgnn: pipeline", err);
+    int rc;
+    *out = NULL;
+    if (!p)
+        return err->status;
+    p->c = *c;
+    p->s = c->s;
+    pthread_mutex_init(&p->mu, NULL);
+    p->win[0] = *c->w0;
+    memset(c->w0, 0, sizeof(*c->w0));
+    atomic_init(&p->file_bytes, p->win[0].file_bytes);
+    atomic_init(&p->sample_us, 0);
+    atomic_init(&p->pack_us, 0);
+    atomic_init(&p->held, 0);
+    for (unsigned i = 0; i < DG_N_SLOTS; i++)
+        oc_sample_batch_init(&p->slots[i].batch);
+    oc_sample_batch_init(&p->ready.batch);
+    if ((rc = oc_queue_new(DG_N_SLOTS, &p->free_q, err)) ||
+        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->loaded_q, err)) ||
+        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->graph_q, err)) ||
+        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->ready_q, err)) ||
+        (rc = oc_queue_new(1, &p->asm_q, err)) || (rc = oc_queue_new(1, &p->win_q, err)) ||
+        (rc = oc_queue_new(1, &p->win_free, err)) ||
+        (rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
+        goto fail;
+    p->ready.cap_rows = c->max_input * p->s->feat_dim;
+    atomic_fetch_add(&p->held, p->ready.cap_rows * sizeof(float));
+    p->ready.rows = oc_alloc((p->ready.cap_rows ? p->ready.cap_rows : 1) * sizeof(float),
+                             "store diskgnn: assembled rows", err);
+    if (!p->ready.rows) {
+        rc = err->status;
+        goto fail;
+    }
+    for (unsigned i = 0; i < DG_N_SLOTS; i++) {
+        if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, err)))
+            goto fail;
+        oc_queue_push(p->free_q, &p->slots[i]);
+    }
+    oc_queue_push(p->asm_q, &p->ready);
+    if (!c->reuse)
+        oc_queue_push(p->win_free, &p->win[1]);
+    void *(*mains[4])(void *) = {loader_main, graph_main, assembler_main, planner_main};
+    int n_threads = c->reuse || c->n_epochs <= c->first_epoch + 1 ? 3 : 4;
+    for (int i = 0; i < n_threads; i++) {
+        if (pthread_create(&p->th[i], NULL, mains[i], p) != 0) {
+            rc = OC_ERR(err, OC_ERR_NOMEM, "store diskgnn: cannot start pipeline thread");
+            goto fail;
+        }
+        p->n_started++;
+    }
+    *out = p;
+    return OC_OK;
+fail:
+    dg_pipe_stop(p);
+    return rc;
+}
+
+void dg_pipe_stop(struct dg_pipe *p)
+{
+    if (!p)
+        return;
+    struct oc_err e;
+    oc_err_clear(&e);
+    pthread_mutex_lock(&p->mu);
+    int failed = p->failed;
+    pthread_mutex_unlock(&p->mu);
+    if (!failed) { /* close the queues without recording an error */
+        struct oc_queue *qs[] = {p->free_q,  p->loaded_q, p->graph_q, p->ready_q,
+                                 p->asm_q, p->win_q,    p->win_free};
+        for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+            if (qs[i])
+                oc_queue_close(qs[i]);
+    }
+    for (int i = 0; i < p->n_started; i++)
+        pthread_join(p->th[i], NULL);
+    /* windows: win[0..1] plus one the planner may have pushed and nobody popped */
+    for (int i = 0; i < 2; i++)
+        dg_window_drop(&p->win[i]);
+    oc_queue_free(p->free_q);
+    oc_queue_free(p->loaded_q);
+    oc_queue_free(p->graph_q);
+    oc_queue_free(p->ready_q);
+    oc_queue_free(p->asm_q);
+    oc_queue_free(p->win_q);
+    oc_queue_free(p->win_free);
+    oc_io_batch_free(p->io);
+    for (unsigned i = 0; i < DG_N_SLOTS; i++) {
+        oc_free(p->slots[i].buf);
+        oc_sample_batch_deinit(&p->slots[i].batch);
+    }
+    oc_free(p->ready.rows);
+    oc_sample_batch_deinit(&p->ready.batch);
+    pthread_mutex_destroy(&p->mu);
+    oc_free(p);
+}

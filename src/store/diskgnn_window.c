@@ -1,0 +1,509 @@
+/*
+ * diskgnn_window.c — offline sampling and batched packing of one window of
+ * the `diskgnn` strategy: every batch of one sample epoch is sampled exactly
+ * as train samples it, its input rows form the trace and its record is
+ * spilled to a scratch file; plan.h places each access (CPU cache, the
+ * segment's disk cache, the batch's packed chunk) and the window file is
+ * written in two passes:
+ *
+ *   1. metadata: per chunk, header + record + address table (one write each,
+ *      records read back sequentially from the spill file);
+ *   2. rows: (row, destination) pairs sorted by row; the feature file is read
+ *      in sequential partitions of part_bytes (partitions without a needed
+ *      row are skipped, never read out of order); per partition the pairs
+ *      are sorted by destination and written as coalesced runs. The CPU
+ *      cache of the first window is filled from the same scan.
+ *
+ * The window file goes to <dir>/w<epoch>-<pid>.bin.tmp, is fsynced and then
+ * renamed; dg_dir_clean removes files of processes that no longer exist, so
+ * a crash never leaves a file a later run uses (windows are never reused
+ * across runs). Chunk header (64 bytes, little-endian):
+ *
+ *   +0  8  magic "OCDGCK1\0"      +40 8  record bytes
+ *   +8  8  sample epoch           +48 4  CRC-32 of record + address table
+ *   +16 8  batch                  +52 4  reserved, 0
+ *   +24 8  n_input                +56 4  version (1)
+ *   +32 8  n_packed               +60 4  CRC-32 of header bytes [0, 60)
+ *
+ * Place in the data flow: store (diskgnn); sample ──► trace ──► plan ──► file.
+ * Thread-safety: a builder belongs to one thread at a time (open, then the
+ * planner thread); the cache is written only while the first window packs,
+ * before any reader exists.
+ * Ownership: the builder owns its sampler, buffers and spill file; a window
+ * owns its arrays and file (dg_window_drop).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "store/diskgnn_int.h"
+
+#define SPILL_WRITE_BYTES (256u << 10)
+
+static uint64_t now_us(void)
+{
+    return (uint64_t)(oc_now_s() * 1e6);
+}
+
+static void spill_path(const struct dg_builder *b, uint64_t epoch, char *buf, size_t n);
+
+/* ---- builder ---------------------------------------------------------------- */
+
+int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
+                    const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err)
+{
+    int rc;
+    memset(b, 0, sizeof(*b));
+    b->s = s;
+    b->graph = cfg->graph;
+    b->so = *cfg->sample_opts;
+    oc_sample_batch_init(&b->batch);
+    if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)) ||
+        (rc = oc_mkdir_p(b->dir, err)))
+        return rc;
+    dg_dir_clean(b->dir);
+    if ((rc = oc_sample_sampler_new(cfg->graph, &b->so, pool, &b->sampler, err)) ||
+        (rc = oc_sample_epoch_init(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        return rc;
+    b->n_batches = oc_sample_epoch_n_batches(&b->ep);
+    b->off = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);
+    b->rec_bytes = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);
+    if (!b->off || !b->rec_bytes)
+        return err->status;
+    /* a partition of a sixteenth of the budget, between 1 and 64 MiB, at least a row */
+    uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 16 : (64u << 20);
+    if (part < (1u << 20))
+        part = 1u << 20;
+    if (part > (64u << 20))
+        part = 64u << 20;
+    if (part < s->row_bytes + 2 * OC_IO_ALIGN)
+        part = s->row_bytes + 2 * OC_IO_ALIGN;
+    b->part_bytes = oc_io_align_up(part);
+    b->part = oc_io_buf_alloc(b->part_bytes, "store diskgnn: packing partition", err);
+    b->run = oc_alloc(DG_WRITE_RUN, "store diskgnn: packing writes", err);
+    if (!b->part || !b->run)
+        return err->status;
+    return OC_OK;
+}
+
+int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
+{
+    oc_sample_sampler_free(b->sampler);
+    b->sampler = NULL;
+    return oc_sample_sampler_new(b->graph, &b->so, NULL, &b->sampler, err);
+}
+
+void dg_builder_deinit(struct dg_builder *b)
+{
+    if (b->spill_live) { /* sampled but never packed (a failed open): drop its records */
+        char path[4300];
+        spill_path(b, b->epoch, path, sizeof(path));
+        unlink(path);
+    }
+    oc_sample_sampler_free(b->sampler);
+    oc_sample_epoch_deinit(&b->ep);
+    oc_sample_batch_deinit(&b->batch);
+    oc_free(b->rec);
+    oc_free(b->rows);
+    oc_free(b->off);
+    oc_free(b->rec_bytes);
+    oc_free(b->part);
+    oc_free(b->run);
+    memset(b, 0, sizeof(*b));
+}
+
+uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
+{
+    /* trace 8 (x2 while it grows) + layout (addr 8, packed/segment rows 8) + pairs 16 +
+       sorting scratch per access; the planner's per-node scratch; per batch offsets; buffers */
+    return accesses * 64 + b->s->n_nodes * 8 + b->n_batches * 96 + b->part_bytes + DG_WRITE_RUN +
+           b->cap_rec;
+}
+
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
+                struct oc_err *err)
+{
+    if (need <= *cap)
+        return OC_OK;
+    uint64_t n = need > 2 * *cap ? need : 2 * *cap;
+    void *q = oc_realloc(*p, n * elem, what, err);
+    if (!q)
+        return err->status;
+    *p = q;
+    *cap = n;
+    return OC_OK;
+}
+
+static void spill_path(const struct dg_builder *b, uint64_t epoch, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/w%" PRIu64 "-%ld.rec", b->dir, epoch, (long)getpid());
+}
+
+/* ---- sampling ---------------------------------------------------------------- */
+
+int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
+{
+    uint64_t t0 = now_us();
+    char path[4300];
+    struct oc_writer *w = NULL;
+    int rc;
+
+    spill_path(b, epoch, path, sizeof(path));
+    if ((rc = oc_writer_open(path, SPILL_WRITE_BYTES, &w, err)))
+        return rc;
+    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    b->off[0] = 0;
+    for (uint64_t i = 0; i < b->n_batches; i++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        size_t len;
+        if ((rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(b->sampler, epoch, i, seeds, n_seeds, &b->batch, err)))
+            goto fail;
+        uint64_t n = b->batch.n_input, at = b->off[i];
+        if ((rc = grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
+                       "store diskgnn: trace", err)))
+            goto fail;
+        memcpy(b->rows + at, b->batch.input_ids, n * sizeof(uint64_t));
+        b->off[i + 1] = at + n;
+        uint64_t need = oc_sample_batch_record_bytes(&b->batch);
+        uint64_t meta = OC_PLAN_CHUNK_HEADER + need + 8 * n;
+        if ((rc = grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
+            (rc = oc_sample_batch_serialize(&b->batch, b->rec, b->cap_rec, &len, err)) ||
+            (rc = oc_writer_write(w, b->rec, len, err)))
+            goto fail;
+        b->rec_bytes[i] = len;
+    }
+    rc = oc_writer_close(w, err);
+    w = NULL;
+    if (rc)
+        goto fail;
+    b->epoch = epoch;
+    b->spill_live = 1;
+    b->last_accesses = b->off[b->n_batches];
+    b->sample_us = now_us() - t0;
+    return OC_OK;
+fail:
+    oc_writer_abort(w);
+    unlink(path);
+    return oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64, epoch);
+}
+
+/* ---- packing ----------------------------------------------------------------- */
+
+struct pair {
+    uint64_t row, dest; /* dest: a byte offset in the window file, or CACHE_BIT | slot */
+};
+
+#define CACHE_BIT (UINT64_C(1) << 63)
+
+static int pair_by_row(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    if (x->row != y->row)
+        return x->row < y->row ? -1 : 1;
+    return (x->dest > y->dest) - (x->dest < y->dest);
+}
+
+static int pair_by_dest(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    return (x->dest > y->dest) - (x->dest < y->dest);
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t crc(const uint8_t *p, uint64_t n)
+{
+    uLong c = crc32(0L, Z_NULL, 0);
+    while (n) {
+        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, p, piece);
+        p += piece;
+        n -= piece;
+    }
+    return (uint32_t)c;
+}
+
+/* Pass 1: header + record + address table of every chunk. */
+static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint64_t epoch,
+                     struct oc_file *out, struct oc_err *err)
+{
+    char path[4300];
+    struct oc_file *in = NULL;
+    uint64_t roff = 0;
+    int rc;
+
+    spill_path(b, epoch, path, sizeof(path));
+    if ((rc = oc_file_open(path, OC_FILE_READ, &in, err)))
+        return rc;
+    for (uint64_t i = 0; i < b->n_batches && rc == OC_OK; i++) {
+        uint64_t n = b->off[i + 1] - b->off[i], rb = b->rec_bytes[i];
+        uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER, *addr = rec + rb;
+        if ((rc = oc_file_pread(in, rec, rb, roff, err)))
+            break;
+        roff += rb;
+        for (uint64_t k = 0; k < n; k++)
+            put_u64(addr + 8 * k, l->addr[b->off[i] + k]);
+        memset(h, 0, OC_PLAN_CHUNK_HEADER);
+        memcpy(h, DG_CHUNK_MAGIC, 8);
+        put_u64(h + 8, epoch);
+        put_u64(h + 16, i);
+        put_u64(h + 24, n);
+        put_u64(h + 32, l->pack_off[i + 1] - l->pack_off[i]);
+        put_u64(h + 40, rb);
+        put_u32(h + 48, crc(rec, rb + 8 * n));
+        put_u32(h + 56, DG_CHUNK_VERSION);
+        put_u32(h + 60, crc(h, 60));
+        rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
+    }
+    oc_file_close(in, NULL);
+    unlink(path);
+    b->spill_live = 0;
+    return rc;
+}
+
+/* The (row, destination) pairs of the window's packed and disk-cache rows (+ cache rows). */
+static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l,
+                      const struct dg_cache *cache, int fill_cache, struct pair **out,
+                      uint64_t *n_out, struct oc_err *err)
+{
+    uint64_t rb = b->s->row_bytes;
+    uint64_t n = l->pack_off[l->n_batches] + l->seg_off[l->n_segments] + (fill_cache ? cache->n : 0);
+    struct pair *p = oc_alloc((n ? n : 1) * sizeof(*p), "store diskgnn: packing pairs", err);
+    if (!p)
+        return err->status;
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < l->n_batches; i++) {
+        uint64_t n_in = b->off[i + 1] - b->off[i];
+        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
+        for (uint64_t j = l->pack_off[i]; j < l->pack_off[i + 1]; j++)
+            p[k++] = (struct pair){l->pack_rows[j], base + (j - l->pack_off[i]) * rb};
+    }
+    for (uint64_t g = 0; g < l->n_segments; g++)
+        for (uint64_t j = l->seg_off[g]; j < l->seg_off[g + 1]; j++)
+            p[k++] = (struct pair){l->seg_rows[j], l->seg_byte_off[g] + (j - l->seg_off[g]) * rb};
+    if (fill_cache)
+        for (uint64_t j = 0; j < cache->n; j++)
+            p[k++] = (struct pair){cache->ids[j], CACHE_BIT | j};
+    qsort(p, n, sizeof(*p), pair_by_row);
+    *out = p;
+    *n_out = n;
+    return OC_OK;
+}
+
+/* Writes the file-bound pairs of one partition as coalesced runs. */
+static int write_runs(struct dg_builder *b, struct pair *p, uint64_t n, uint64_t first_row,
+                      uint64_t part_off, struct oc_file *out, struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    uint64_t rb = s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
+    qsort(p, n, sizeof(*p), pair_by_dest);
+    uint64_t i = 0;
+    while (i < n && (p[i].dest & CACHE_BIT) == 0) {
+        uint64_t start = p[i].dest, k = 0;
+        const uint8_t *src = b->part + part_off + (p[i].row - first_row) * rb;
+        if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
+            int rc = oc_file_pwrite(out, src, rb, start, err);
+            if (rc)
+                return rc;
+            i++;
+            continue;
+        }
+        while (i < n && (p[i].dest & CACHE_BIT) == 0 && p[i].dest == start + k * rb && k < cap) {
+            memcpy(b->run + k * rb, b->part + part_off + (p[i].row - first_row) * rb, rb);
+            k++;
+            i++;
+        }
+        int rc = oc_file_pwrite(out, b->run, k * rb, start, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+/* Pass 2: sequential partitions of the feature file into the window file (and the cache). */
+static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l, struct dg_cache *cache,
+                     int fill_cache, struct oc_file *out, struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    uint64_t rb = s->row_bytes;
+    struct pair *p = NULL;
+    uint64_t n = 0;
+    struct oc_file *feat = NULL;
+    int rc;
+
+    if ((rc = make_pairs(b, l, cache, fill_cache, &p, &n, err)) ||
+        (rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &feat, err)))
+        goto out;
+    /* rows per partition: what fits after aligning its start down */
+    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / rb;
+    if (per == 0)
+        per = 1;
+    for (uint64_t i = 0; i < n;) {
+        uint64_t r0 = p[i].row, j = i;
+        while (j < n && p[j].row < r0 + per)
+            j++;
+        uint64_t r1 = p[j - 1].row + 1; /* rows [r0, r1) are needed */
+        uint64_t lo = oc_io_align_down(store_row_off(s, r0));
+        uint64_t hi = oc_io_align_up(store_row_off(s, r1));
+        size_t got;
+        if ((rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
+            goto out;
+        if (got < store_row_off(s, r1) - lo) {
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
+                        ", file ends at %" PRIu64,
+                        s->path, store_row_off(s, r1) - lo, lo, lo + (uint64_t)got);
+            goto out;
+        }
+        uint64_t part_off = store_row_off(s, r0) - lo;
+        for (uint64_t k = i; k < j; k++)
+            if (p[k].dest & CACHE_BIT)
+                memcpy(cache->rows + (p[k].dest & ~CACHE_BIT) * rb,
+                       b->part + part_off + (p[k].row - r0) * rb, rb);
+        if ((rc = write_runs(b, p + i, j - i, r0, part_off, out, err)))
+            goto out;
+        i = j;
+    }
+out:
+    oc_file_close(feat, NULL);
+    oc_free(p);
+    return rc;
+}
+
+static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l,
+                         const struct dg_builder *b, struct oc_err *err)
+{
+    w->n_batches = l->n_batches;
+    w->s = l->s;
+    w->n_segments = l->n_segments;
+    w->file_bytes = l->file_bytes;
+    w->chunk_off = oc_alloc((l->n_batches + 1) * sizeof(uint64_t), "store diskgnn: window", err);
+    w->seg_byte_off =
+        oc_alloc((l->n_segments + 1) * sizeof(uint64_t), "store diskgnn: window", err);
+    if (!w->chunk_off || !w->seg_byte_off)
+        return err->status;
+    memcpy(w->chunk_off, l->chunk_off, (l->n_batches + 1) * sizeof(uint64_t));
+    memcpy(w->seg_byte_off, l->seg_byte_off, (l->n_segments + 1) * sizeof(uint64_t));
+    w->max_chunk_bytes = w->max_input = 0;
+    for (uint64_t i = 0; i < l->n_batches; i++) {
+        uint64_t c = l->chunk_off[i + 1] - l->chunk_off[i], n = b->off[i + 1] - b->off[i];
+        if (c > w->max_chunk_bytes)
+            w->max_chunk_bytes = c;
+        if (n > w->max_input)
+            w->max_input = n;
+    }
+    return OC_OK;
+}
+
+int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
+                   struct dg_window *w, struct oc_err *err)
+{
+    uint64_t t0 = now_us();
+    const struct oc_store *s = b->s;
+    struct oc_plan_layout l;
+    struct oc_file *out = NULL;
+    char tmp[4300], spill[4300];
+    int rc;
+
+    memset(&l, 0, sizeof(l));
+    memset(w, 0, sizeof(*w));
+    w->epoch = b->epoch;
+    struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
+    struct oc_plan_opts o;
+    memset(&o, 0, sizeof(o));
+    o.row_bytes = s->row_bytes;
+    o.rec_bytes = b->rec_bytes;
+    o.cpu_ids = cache->ids;
+    o.n_cpu = cache->n;
+    o.min_share = 1;
+    if (b->disk_budget_bytes > 0) {
+        uint64_t spill_bytes = 0;
+        for (uint64_t i = 0; i < b->n_batches; i++)
+            spill_bytes += b->rec_bytes[i];
+        o.disk_budget_bytes = b->disk_budget_bytes > (double)spill_bytes
+                                  ? (uint64_t)(b->disk_budget_bytes - (double)spill_bytes)
+                                  : 1;
+    }
+    if ((rc = oc_plan_layout_build(&t, &o, &l, err)))
+        goto fail;
+    if ((rc = window_arrays(w, &l, b, err)))
+        goto fail;
+    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%ld.bin", b->dir, w->epoch,
+             (long)getpid());
+    snprintf(tmp, sizeof(tmp), "%s.tmp", w->path);
+    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, &out, err)) ||
+        (rc = oc_file_truncate(out, l.file_bytes, err)) ||
+        (rc = pack_meta(b, &l, w->epoch, out, err)) ||
+        (rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = oc_file_sync(out, err)))
+        goto fail;
+    rc = oc_file_close(out, err);
+    out = NULL;
+    if (rc || (rc = oc_rename_durable(tmp, w->path, err)) ||
+        (rc = oc_file_open(w->path, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
+        goto fail;
+    oc_plan_layout_deinit(&l);
+    b->pack_us = now_us() - t0;
+    return OC_OK;
+fail:
+    oc_file_close(out, NULL);
+    unlink(tmp);
+    spill_path(b, w->epoch, spill, sizeof(spill));
+    unlink(spill);
+    b->spill_live = 0;
+    oc_plan_layout_deinit(&l);
+    dg_window_drop(w);
+    return oc_err_prefix(err, "store diskgnn: packing the window of epoch %" PRIu64, w->epoch);
+}
+
+void dg_window_drop(struct dg_window *w)
+{
+    if (w->f) {
+        oc_file_close(w->f, NULL);
+        w->f = NULL;
+    }
+    if (w->path[0])
+        unlink(w->path);
+    oc_free(w->chunk_off);
+    oc_free(w->seg_byte_off);
+    uint64_t epoch = w->epoch;
+    memset(w, 0, sizeof(*w));
+    w->epoch = epoch;
+}
+
+void dg_dir_clean(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long long ep;
+        long pid;
+        if (sscanf(e->d_name, "w%llu-%ld.", &ep, &pid) != 2 || pid <= 0)
+            continue;
+        if (pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
+            char path[4400];
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+}

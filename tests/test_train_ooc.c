@@ -84,7 +84,8 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             o.hotness = hot ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
-            o.mem_budget = 28u << 20;
+            /* diskgnn holds two chunk buffers and an assembled batch besides its cache */
+            o.mem_budget = strcmp(name, "diskgnn") == 0 ? 36u << 20 : 28u << 20;
             struct oc_train_result res;
             uint64_t read[2] = {0, 0};
             OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
@@ -96,7 +97,9 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
             if (strcmp(name, "mmap") != 0) /* the page cache may hold mmap's pages */
                 OC_CHECK(read[0] > 0);
-            OC_CHECK(disk_topo ? read[1] > 0 : read[1] == 0);
+            /* diskgnn samples offline: its topology reads are its planner's, not train's */
+            if (strcmp(name, "diskgnn") != 0)
+                OC_CHECK(disk_topo ? read[1] > 0 : read[1] == 0);
         }
     }
 }

@@ -93,6 +93,8 @@
 
 /* Strategies that read --hotness: one run per hotness. */
 static const char *const hotness_users[] = {"static"};
+/* Strategies that also run with --reuse-samples (a second row; its weights differ by design). */
+static const char *const reuse_users[] = {"diskgnn"};
 
 struct args {
     char dir[2048];
@@ -731,6 +733,7 @@ struct run {
     char label[64];
     const char *strategy;
     enum oc_store_hotness hotness;
+    int reuse;       /* --reuse-samples */
     uint64_t budget; /* 0 = none (memory) */
     /* results */
     uint32_t n_epochs;
@@ -774,6 +777,7 @@ static void train_child(void *ctx, int fd)
     o.eval = OC_TRAIN_EVAL_SAMPLED;
     o.strategy = c->run->strategy;
     o.hotness = c->run->hotness;
+    o.reuse_samples = c->run->reuse;
     o.mem_budget = c->run->budget;
     double t = oc_now_s();
     d.rc = oc_train_run(c->ds_dir, &o, on_epoch, &fd, NULL, &d.res, &err);
@@ -809,12 +813,22 @@ static void on_train_msg(void *ctx, uint32_t tag, const void *p, uint32_t len)
     }
 }
 
-static int is_hotness_user(const char *name)
+static int in_list(const char *name, const char *const *list, size_t n)
 {
-    for (size_t i = 0; i < sizeof(hotness_users) / sizeof(hotness_users[0]); i++)
-        if (strcmp(name, hotness_users[i]) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
             return 1;
     return 0;
+}
+
+static int is_hotness_user(const char *name)
+{
+    return in_list(name, hotness_users, sizeof(hotness_users) / sizeof(hotness_users[0]));
+}
+
+static int is_reuse_user(const char *name)
+{
+    return in_list(name, reuse_users, sizeof(reuse_users) / sizeof(reuse_users[0]));
 }
 
 /* Whether name is in the comma list (NULL list = everything). */
@@ -836,6 +850,40 @@ static int selected(const char *list, const char *name)
 }
 
 /* ---- 5. report ----------------------------------------------------------- */
+
+/*
+ * Offline sampling and packing (diskgnn): the first window is built while the
+ * store opens, before epoch 0 (exposed: run time - epoch times, which also
+ * holds loading the topology); later windows in the background, counted in
+ * the epochs' plan_* deltas.
+ */
+static void print_plan_times(const struct run *runs, uint32_t n_runs)
+{
+    int any = 0;
+    for (uint32_t i = 0; i < n_runs; i++) {
+        const struct run *r = &runs[i];
+        double bg = 0, train = 0, epochs = 0;
+        uint64_t pf = 0;
+        for (uint32_t e = 0; e < r->n_epochs; e++) {
+            bg += (double)(r->ep[e].store.plan_sample_us + r->ep[e].store.plan_pack_us) / 1e6;
+            train += train_s(&r->ep[e]);
+            epochs += r->ep[e].time_s;
+            if (r->ep[e].store.plan_file_bytes > pf)
+                pf = r->ep[e].store.plan_file_bytes;
+        }
+        if (r->failed || !r->n_epochs || (bg == 0 && pf == 0))
+            continue;
+        if (!any)
+            printf("\npreprocessing (offline sampling + packing):\n");
+        any = 1;
+        double open = r->done.run_s - epochs;
+        char f[32];
+        printf("  %-18s before epoch 0 (open + setup): %.2f s = %.1f%% of %.2f s training; "
+               "in the background: %.2f s over %u epochs; window files up to %s\n",
+               r->label, open, train > 0 ? 100.0 * open / train : 0.0, train, bg, r->n_epochs,
+               fmt_size(pf, f, sizeof(f)));
+    }
+}
 
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
 {
@@ -861,7 +909,8 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
         const char *w = !mem_ok ? "?"
                         : strcmp(r->done.res.weights_sha256, mem->done.res.weights_sha256) == 0
                             ? "= memory"
-                            : "DIFFERS";
+                        : r->reuse ? "differs (reused samples)"
+                                   : "DIFFERS";
         printf("%-18s %8.2f %8s %7.2f %8.2f %10s %10s %10s %7.2f %7.3f %10s  %s\n", r->label, s, xm,
                bound_s > 0 ? s / bound_s : 0.0, train_s(&r->ep[0]),
                fmt_size(st->store.requested_bytes, q, sizeof(q)),
@@ -871,11 +920,12 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
                oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
                fmt_size(r->peak_rss, rss, sizeof(rss)), i == 0 ? "reference" : w);
     }
+    print_plan_times(runs, n_runs);
     printf("\nweights_sha256:\n");
     for (uint32_t i = 0; i < n_runs; i++)
         if (runs[i].got_done && runs[i].done.rc == 0)
             printf("  %-18s %s%s\n", runs[i].label, runs[i].done.res.weights_sha256,
-                   i > 0 && mem_ok &&
+                   i > 0 && mem_ok && !runs[i].reuse &&
                            strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) !=
                                0
                        ? "  <-- DIFFERS FROM memory (bit-for-bit rule broken)"
@@ -1002,14 +1052,18 @@ int main(int argc, char **argv)
         const char *name = oc_store_strategy_name(i);
         if (i == mem_index || !selected(a.strategies, name))
             continue;
-        int variants = is_hotness_user(name) ? 2 : 1;
+        int hot = is_hotness_user(name), reuse = is_reuse_user(name);
+        int variants = hot || reuse ? 2 : 1;
         for (int v = 0; v < variants && n_runs < MAX_RUNS; v++) {
             struct run *r = &runs[n_runs++];
             r->strategy = name;
             r->budget = budget;
-            r->hotness = v ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
-            if (variants > 1)
+            r->hotness = hot && v ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            r->reuse = reuse && v;
+            if (hot)
                 snprintf(r->label, sizeof(r->label), "%s/%s", name, v ? "presample" : "degree");
+            else if (reuse && v)
+                snprintf(r->label, sizeof(r->label), "%s/reuse", name);
             else
                 snprintf(r->label, sizeof(r->label), "%s", name);
         }

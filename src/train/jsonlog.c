@@ -113,6 +113,15 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
         cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
         double rows = (double)(ss->requested_rows ? ss->requested_rows : 1);
         cJSON_AddNumberToObject(io, "standby_reuse_ratio", (double)ss->standby_hits / rows);
+        if (ss->plan_sample_us || ss->plan_pack_us || ss->graph_read_bytes) {
+            cJSON *plan = cJSON_AddObjectToObject(io, "plan");
+            if (plan) {
+                cJSON_AddNumberToObject(plan, "sample_s", (double)ss->plan_sample_us / 1e6);
+                cJSON_AddNumberToObject(plan, "pack_s", (double)ss->plan_pack_us / 1e6);
+                cJSON_AddNumberToObject(plan, "graph_read_bytes", (double)ss->graph_read_bytes);
+                cJSON_AddNumberToObject(plan, "file_bytes", (double)ss->plan_file_bytes);
+            }
+        }
         if (ss->trace_accesses) {
             double acc = (double)ss->trace_accesses;
             cJSON *miss = cJSON_AddObjectToObject(io, "miss_ratio");

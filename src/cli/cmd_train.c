@@ -143,7 +143,8 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"strategy", CLI_STR, &strategy, "NAME",
          "where features come from: memory (default), mmap, direct, static, gnndrive, ginex, "
-         "diskgnn (see README)", NULL},
+         "diskgnn (see README)",
+         NULL},
         {"hotness", CLI_CHOICE, &hotness, NULL,
          "static: cache rows by in-degree or by access counts of a pre-sampled epoch",
          "degree|presample"},

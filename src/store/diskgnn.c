@@ -50,7 +50,7 @@ struct diskgnn_store {
     uint64_t pos, n_pos; /* the next batch of the plan the trainer takes, and how many */
     uint64_t first_epoch, n_batches;
     int reuse;
-    struct dg_ready *cur; /* taken from the pipe, not yet gathered */
+    struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
                                     thread may grow them; not read across threads) */
@@ -157,8 +157,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                       oc_format_size(fixed, need_s, sizeof(need_s)), DG_N_SLOTS, z.max_input,
                       d->reuse ? "no room for" : "room for",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-    counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts",
-                       err);
+    counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
     if (!counts)
         return err->status;
     struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
@@ -184,8 +183,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->sample_us = b->sample_us;
     d->pack_us = b->pack_us;
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
-    if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 &&
-        (rc = dg_builder_detach_pool(b, err)))
+    if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
         goto out;
     struct dg_pipe_config pc = {s,
                                 b,

@@ -28,10 +28,10 @@
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
 #define DG_CHUNK_VERSION 1u
-#define DG_N_SLOTS       2u         /* chunk buffers: one loading, one being assembled */
-#define DG_QUEUE_DEPTH   2u         /* every queue between two stages */
-#define DG_IO_DEPTH      128u       /* disk-cache reads in flight (loader) */
-#define DG_IO_BOUNCE     (1u << 20) /* loader's batch-reader staging */
+#define DG_N_SLOTS       2u           /* chunk buffers: one loading, one being assembled */
+#define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
+#define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
+#define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
@@ -66,15 +66,15 @@ struct dg_builder {
     uint64_t *rows, cap_rows; /* the trace */
     uint64_t *off, *rec_bytes;
     uint64_t n_batches;
-    uint64_t epoch; /* sampled last */
-    int spill_live; /* its records' spill file exists (sampled, not packed yet) */
-    uint8_t *part;       /* packer: feature partition (aligned) */
-    uint64_t part_bytes; /* its size */
-    uint8_t *run;        /* packer: one coalesced write (DG_WRITE_RUN) */
-    char dir[4096];      /* DIR/plan/diskgnn */
-    double disk_budget_bytes; /* per window; 0 = unlimited */
-    uint64_t sample_us, pack_us;  /* of the last window built */
-    uint64_t last_accesses;       /* of the last window sampled */
+    uint64_t epoch;              /* sampled last */
+    int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
+    uint8_t *part;               /* packer: feature partition (aligned) */
+    uint64_t part_bytes;         /* its size */
+    uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
+    char dir[4096];              /* DIR/plan/diskgnn */
+    double disk_budget_bytes;    /* per window; 0 = unlimited */
+    uint64_t sample_us, pack_us; /* of the last window built */
+    uint64_t last_accesses;      /* of the last window sampled */
 };
 
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
@@ -101,8 +101,8 @@ void dg_dir_clean(const char *dir);
 
 /* One batch in flight through the pipeline. */
 struct dg_slot {
-    uint64_t epoch, index;     /* sample epoch, batch index */
-    uint8_t *buf;              /* the chunk as read, then (page-aligned) its disk-cache rows */
+    uint64_t epoch, index; /* sample epoch, batch index */
+    uint8_t *buf;          /* the chunk as read, then (page-aligned) its disk-cache rows */
     uint64_t cap_buf;
     uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
     uint64_t n_input, n_packed, n_dc, n_cpu, rec_bytes;
@@ -126,11 +126,11 @@ struct dg_pipe_config {
     const struct oc_store *s;
     struct dg_builder *builder; /* moves to the planner thread (fresh samples) */
     struct dg_cache *cache;
-    struct dg_window *w0;       /* the first window, already packed; the pipe takes it */
+    struct dg_window *w0; /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs, n_batches;
-    int reuse;                  /* every run epoch replays w0 */
-    uint64_t max_input;         /* initial sizing: rows of the assembled batch */
-    uint64_t slot_bytes;        /* and of each chunk buffer (chunk + disk-cache rows) */
+    int reuse;           /* every run epoch replays w0 */
+    uint64_t max_input;  /* initial sizing: rows of the assembled batch */
+    uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
 };
 
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err);

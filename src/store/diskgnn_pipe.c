@@ -67,8 +67,8 @@ static void fail(struct dg_pipe *p, const struct oc_err *e)
         p->err = *e;
     }
     pthread_mutex_unlock(&p->mu);
-    struct oc_queue *qs[] = {p->free_q,  p->loaded_q, p->graph_q, p->ready_q,
-                             p->asm_q, p->win_q,    p->win_free};
+    struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
+                             p->asm_q,  p->win_q,    p->win_free};
     for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
         if (qs[i])
             oc_queue_close(qs[i]);
@@ -149,9 +149,8 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
                       ": bad header (magic, version or CRC)",
                       w->path, i, off);
     uint64_t n = get_u64(h + 24), n_packed = get_u64(h + 32), rec = get_u64(h + 40);
-    if (get_u64(h + 8) != w->epoch || get_u64(h + 16) != i || n_packed > n ||
-        rec > len || n > len / 8 ||
-        OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * rb > len)
+    if (get_u64(h + 8) != w->epoch || get_u64(h + 16) != i || n_packed > n || rec > len ||
+        n > len / 8 || OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * rb > len)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
                       ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
@@ -175,8 +174,8 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
                  (where == OC_PLAN_DISK_CACHE && idx < seg_rows);
         if (!ok)
             return OC_ERR(err, OC_ERR_FORMAT,
-                          "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
-                          ": address %" PRIu64 " (tier %d, index %" PRIu64 ") is out of range",
+                          "%s: chunk of batch %" PRIu64 " at offset %" PRIu64 ": address %" PRIu64
+                          " (tier %d, index %" PRIu64 ") is out of range",
                           w->path, i, off, k, (int)where, idx);
         n_dc += where == OC_PLAN_DISK_CACHE;
         n_cpu += where == OC_PLAN_CPU;
@@ -264,11 +263,10 @@ static void *graph_main(void *arg)
         struct dg_slot *sl = item;
         uint64_t before = batch_bytes(&sl->batch);
         int bad = oc_sample_batch_deserialize(sl->buf + OC_PLAN_CHUNK_HEADER, sl->rec_bytes,
-                                        p->s->n_nodes, &sl->batch, &e);
+                                              p->s->n_nodes, &sl->batch, &e);
         atomic_fetch_add(&p->held, batch_bytes(&sl->batch) - before);
-        if (bad ||
-            (sl->batch.epoch != sl->epoch || sl->batch.batch_index != sl->index ||
-             sl->batch.n_input != sl->n_input)) {
+        if (bad || (sl->batch.epoch != sl->epoch || sl->batch.batch_index != sl->index ||
+                    sl->batch.n_input != sl->n_input)) {
             if (e.status == OC_OK)
                 OC_ERR(&e, OC_ERR_FORMAT,
                        "record of batch %" PRIu64 " does not match its chunk header", sl->index);
@@ -323,7 +321,8 @@ static void *assembler_main(void *arg)
         uint64_t need = sl->n_input * p->s->feat_dim;
         if (need > r->cap_rows) {
             uint64_t cap = need + need / 4;
-            float *f = oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", &e);
+            float *f =
+                oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", &e);
             if (!f) {
                 fail(p, &e);
                 return NULL;
@@ -384,8 +383,8 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     out->pack_us = atomic_load(&p->pack_us);
     out->file_bytes = atomic_load(&p->file_bytes);
     /* the loader's batch reader holds its bounce buffer and request arrays */
-    out->held_bytes = sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE +
-                      DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
+    out->held_bytes =
+        sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
 }
 
 /* ---- start / stop ------------------------------------------------------------- */
@@ -459,8 +458,8 @@ void dg_pipe_stop(struct dg_pipe *p)
     int failed = p->failed;
     pthread_mutex_unlock(&p->mu);
     if (!failed) { /* close the queues without recording an error */
-        struct oc_queue *qs[] = {p->free_q,  p->loaded_q, p->graph_q, p->ready_q,
-                                 p->asm_q, p->win_q,    p->win_free};
+        struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
+                                 p->asm_q,  p->win_q,    p->win_free};
         for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
             if (qs[i])
                 oc_queue_close(qs[i]);

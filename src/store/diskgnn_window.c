@@ -285,7 +285,8 @@ static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l
                       uint64_t *n_out, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
-    uint64_t n = l->pack_off[l->n_batches] + l->seg_off[l->n_segments] + (fill_cache ? cache->n : 0);
+    uint64_t n =
+        l->pack_off[l->n_batches] + l->seg_off[l->n_segments] + (fill_cache ? cache->n : 0);
     struct pair *p = oc_alloc((n ? n : 1) * sizeof(*p), "store diskgnn: packing pairs", err);
     if (!p)
         return err->status;
@@ -446,8 +447,7 @@ int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
         goto fail;
     if ((rc = window_arrays(w, &l, b, err)))
         goto fail;
-    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%ld.bin", b->dir, w->epoch,
-             (long)getpid());
+    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%ld.bin", b->dir, w->epoch, (long)getpid());
     snprintf(tmp, sizeof(tmp), "%s.tmp", w->path);
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, &out, err)) ||
         (rc = oc_file_truncate(out, l.file_bytes, err)) ||

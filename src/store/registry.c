@@ -18,8 +18,8 @@
 
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
-    &oc_store_memory, &oc_store_mmap,     &oc_store_direct,
-    &oc_store_static, &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn,
+    &oc_store_memory,   &oc_store_mmap,  &oc_store_direct,  &oc_store_static,
+    &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -256,8 +256,7 @@ int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                         struct oc_sample_batch *out, struct oc_err *err)
 {
     if (!s->strat->load_batch)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: does not sample batches",
-                      s->strat->name);
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: does not sample batches", s->strat->name);
     return s->strat->load_batch(s, epoch, batch, out, err);
 }
 

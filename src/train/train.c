@@ -276,9 +276,9 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
  * One training step on batch b of epoch e, whose batches are those of sample
  * epoch se (e, or 0 with --reuse-samples); adds to the epoch's sums and timers.
  */
-static int train_step(struct run *r, uint64_t e, uint64_t se, uint64_t b, struct oc_train_epoch_stats *st,
-                      double *loss_sum, uint64_t *counted, uint64_t *correct,
-                      const struct oc_nn_adam *adam, struct oc_err *err)
+static int train_step(struct run *r, uint64_t e, uint64_t se, uint64_t b,
+                      struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                      uint64_t *correct, const struct oc_nn_adam *adam, struct oc_err *err)
 {
     const uint64_t *seeds;
     uint64_t n_seeds;

@@ -12,9 +12,9 @@
  * sampled and packed in the background while epoch e trains. With
  * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
  *
- * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS batch buffers and one
- * assembled f32 batch (sized from the first window's largest batch plus a
- * quarter), the loader's and the evaluation reader's staging, and (fresh
+ * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers and one
+ * assembled f32 batch (sized from the first window's largest batch, plus a
+ * quarter with fresh samples), the loader's and the evaluation reader's staging, and (fresh
  * samples) what the planner needs for the next window (the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
  * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
@@ -89,10 +89,20 @@ static void window_sizes(const struct dg_builder *b, struct dg_sizes *z)
     }
 }
 
-/* A chunk buffer: the largest batch's metadata and rows, plus a quarter, page-aligned. */
-static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z)
+/*
+ * Rows per batch to size buffers for: the first window's largest batch, plus
+ * a quarter with fresh samples (later windows' batches differ; a larger one
+ * grows the buffers), exact when every epoch replays that window.
+ */
+static uint64_t size_rows(uint64_t n, int reuse)
 {
-    uint64_t in = z->max_input + z->max_input / 4, meta = z->max_meta + z->max_meta / 4;
+    return reuse ? n : n + n / 4;
+}
+
+/* A chunk buffer: the largest batch's metadata and rows, page-aligned. */
+static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z, int reuse)
+{
+    uint64_t in = size_rows(z->max_input, reuse), meta = size_rows(z->max_meta, reuse);
     return oc_io_align_up(meta + in * s->row_bytes) + 2 * OC_IO_ALIGN;
 }
 
@@ -100,8 +110,8 @@ static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z)
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
                             const struct dg_builder *b, const struct dg_sizes *z, int reuse)
 {
-    uint64_t in = z->max_input + z->max_input / 4;
-    uint64_t chunk = slot_bytes(s, z);
+    uint64_t in = size_rows(z->max_input, reuse);
+    uint64_t chunk = slot_bytes(s, z, reuse);
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
     uint64_t f = DG_N_SLOTS * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks +
                  DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
@@ -151,7 +161,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     uint64_t fixed = fixed_bytes(s, cfg, b, &z, d->reuse);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
-                      "store diskgnn: needs at least %s (%u batch buffers and an assembled batch "
+                      "store diskgnn: needs at least %s (%u chunk buffer(s) and an assembled batch "
                       "for up to %" PRIu64 " rows, staging, and %s the next window's plan) "
                       "before caching any row; the store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), DG_N_SLOTS, z.max_input,
@@ -193,8 +203,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 cfg->n_epochs,
                                 b->n_batches,
                                 d->reuse,
-                                z.max_input + z.max_input / 4,
-                                slot_bytes(s, &z)};
+                                size_rows(z.max_input, d->reuse),
+                                slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->n_batches;
 out:

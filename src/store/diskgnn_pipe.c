@@ -15,7 +15,9 @@
  * circulate (free_q ─► loader ─► graph loader ─► assembler ─► free_q) and one
  * assembled batch (asm_q ─► assembler ─► ready_q ─► trainer ─► asm_q): the
  * assembler moves the blocks into it and frees the chunk buffer at once, so
- * the loader reads batch b+2 while b+1 is assembled and b trains. Memory is
+ * batch b+1 is loaded and assembled while batch b trains (with one chunk
+ * buffer, loading and assembling one batch run one after the other; more
+ * buffers would overlap them too, at a batch of memory each). Memory is
  * fixed whatever the queue depths. Windows: at most two
  * exist at once (win_free holds the free window structs): the one being read
  * and the one being packed or waiting; the loader drops a window (and its

@@ -76,12 +76,13 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->rec_bytes = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     if (!b->off || !b->rec_bytes)
         return err->status;
-    /* a partition of a sixteenth of the budget, between 1 and 64 MiB, at least a row */
-    uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 16 : (64u << 20);
+    /* a partition of a 64th of the budget, between 1 and 16 MiB (sequential reads of a
+       MiB already run at the disk's speed), at least a row */
+    uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 64 : (16u << 20);
     if (part < (1u << 20))
         part = 1u << 20;
-    if (part > (64u << 20))
-        part = 64u << 20;
+    if (part > (16u << 20))
+        part = 16u << 20;
     if (part < s->row_bytes + 2 * OC_IO_ALIGN)
         part = s->row_bytes + 2 * OC_IO_ALIGN;
     b->part_bytes = oc_io_align_up(part);

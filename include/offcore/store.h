@@ -79,7 +79,8 @@ struct oc_store_stats {
                             a level, not a counter; the page cache under `mmap` is not held */
     /* diskgnn (else 0): bytes of sampled blocks, chunk headers and address tables read
        with the packed chunks (not features: kept out of read_bytes), and the wall time of
-       offline sampling and of packing (at open, or in the background during training) */
+       offline sampling and of packing since open (at open, and in the background while
+       training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
     uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
 };

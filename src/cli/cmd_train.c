@@ -65,7 +65,7 @@ static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
                    (double)ss->lru_misses / acc, (double)ss->static_misses / acc);
         }
         if (ss->tier_rows[OC_STORE_TIER_PACKED] || ss->tier_rows[OC_STORE_TIER_DISK_CACHE])
-            printf(" | Packed %.3f | Disk cache %.3f | Plan %.2fs",
+            printf(" | Packed %.3f | Disk cache %.3f | Plan total %.2fs",
                    oc_store_stats_hit_ratio(ss, OC_STORE_TIER_PACKED),
                    oc_store_stats_hit_ratio(ss, OC_STORE_TIER_DISK_CACHE),
                    (double)(ss->plan_sample_us + ss->plan_pack_us) / 1e6);

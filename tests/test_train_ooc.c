@@ -84,7 +84,7 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             o.hotness = hot ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
-            /* diskgnn holds two chunk buffers and an assembled batch besides its cache */
+            /* diskgnn holds a chunk buffer and an assembled batch besides its cache */
             o.mem_budget = strcmp(name, "diskgnn") == 0 ? 36u << 20 : 28u << 20;
             struct oc_train_result res;
             uint64_t read[2] = {0, 0};

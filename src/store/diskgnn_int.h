@@ -28,7 +28,7 @@
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
 #define DG_CHUNK_VERSION 1u
-#define DG_N_SLOTS       1u /* chunk buffers: batch b+1 loads while batch b trains */
+#define DG_N_SLOTS       1u           /* chunk buffers: batch b+1 loads while batch b trains */
 #define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
 #define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
 #define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */

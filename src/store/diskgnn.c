@@ -72,7 +72,7 @@ static uint64_t cache_lookup(const struct dg_cache *c, uint64_t id)
 /* ---- sizing ------------------------------------------------------------------- */
 
 struct dg_sizes {
-    uint64_t accesses, max_input, max_meta, distinct;
+    uint64_t accesses, max_input, max_meta;
 };
 
 static void window_sizes(const struct dg_builder *b, struct dg_sizes *z)
@@ -195,16 +195,15 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
     if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
         goto out;
-    struct dg_pipe_config pc = {s,
-                                b,
-                                &d->cache,
-                                &w0,
-                                cfg->first_epoch,
-                                cfg->n_epochs,
-                                b->n_batches,
-                                d->reuse,
-                                size_rows(z.max_input, d->reuse),
-                                slot_bytes(s, &z, d->reuse)};
+    struct dg_pipe_config pc = {.s = s,
+                                .builder = b,
+                                .cache = &d->cache,
+                                .w0 = &w0,
+                                .first_epoch = cfg->first_epoch,
+                                .n_epochs = cfg->n_epochs,
+                                .reuse = d->reuse,
+                                .max_input = size_rows(z.max_input, d->reuse),
+                                .slot_bytes = slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->n_batches;
 out:

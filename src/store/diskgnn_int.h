@@ -41,7 +41,6 @@ struct dg_window {
     uint64_t *chunk_off;    /* n_batches + 1 */
     uint64_t *seg_byte_off; /* n_segments + 1 */
     uint64_t file_bytes;
-    uint64_t max_chunk_bytes, max_input; /* over its batches (buffer sizing) */
     char path[4200];
     struct oc_file *f; /* O_DIRECT reader, opened once packed */
 };
@@ -74,7 +73,6 @@ struct dg_builder {
     char dir[4096];              /* DIR/plan/diskgnn */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
-    uint64_t last_accesses;      /* of the last window sampled */
 };
 
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
@@ -127,7 +125,7 @@ struct dg_pipe_config {
     struct dg_builder *builder; /* moves to the planner thread (fresh samples) */
     struct dg_cache *cache;
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
-    uint64_t first_epoch, n_epochs, n_batches;
+    uint64_t first_epoch, n_epochs;
     int reuse;           /* every run epoch replays w0 */
     uint64_t max_input;  /* initial sizing: rows of the assembled batch */
     uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */

@@ -61,6 +61,16 @@ static uint64_t batch_bytes(const struct oc_sample_batch *b)
     return h;
 }
 
+/* Wakes every stage: pushes fail from now on, pops drain what is left (idempotent). */
+static void close_all(struct dg_pipe *p)
+{
+    struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
+                             p->asm_q,  p->win_q,    p->win_free};
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+        if (qs[i])
+            oc_queue_close(qs[i]);
+}
+
 static void fail(struct dg_pipe *p, const struct oc_err *e)
 {
     pthread_mutex_lock(&p->mu);
@@ -69,11 +79,7 @@ static void fail(struct dg_pipe *p, const struct oc_err *e)
         p->err = *e;
     }
     pthread_mutex_unlock(&p->mu);
-    struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
-                             p->asm_q,  p->win_q,    p->win_free};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if (qs[i])
-            oc_queue_close(qs[i]);
+    close_all(p);
 }
 
 static uint64_t get_u64(const uint8_t *p)
@@ -117,7 +123,9 @@ static void *planner_main(void *arg)
 
 /* ---- feature loader ----------------------------------------------------------- */
 
-static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, struct oc_err *err)
+/* Grows sl's buffer to need bytes, keeping its first `keep` bytes. */
+static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, uint64_t keep,
+                    struct oc_err *err)
 {
     if (need <= sl->cap_buf)
         return OC_OK;
@@ -125,6 +133,8 @@ static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, struct
     uint8_t *b = oc_io_buf_alloc(cap, "store diskgnn: batch buffer", err);
     if (!b)
         return err->status;
+    if (keep)
+        memcpy(b, sl->buf, keep);
     oc_free(sl->buf);
     atomic_fetch_add(&p->held, cap - sl->cap_buf);
     sl->buf = b;
@@ -141,7 +151,7 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     int rc;
 
     /* first pass sizes the buffer for the chunk alone; disk-cache rows follow */
-    if ((rc = grow_buf(p, sl, len, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
+    if ((rc = grow_buf(p, sl, len, 0, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
         return rc;
     const uint8_t *h = sl->buf;
     if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
@@ -184,11 +194,8 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     }
     sl->chunk_bytes = len;
     sl->dc_at = oc_io_align_up(len);
-    if ((rc = grow_buf(p, sl, sl->dc_at + n_dc * rb, err)))
+    if ((rc = grow_buf(p, sl, sl->dc_at + n_dc * rb, len, err)))
         return rc;
-    if (sl->buf != h) /* moved: read the chunk again into the larger buffer */
-        if ((rc = oc_file_pread(w->f, sl->buf, len, off, err)))
-            return rc;
     addr = sl->buf + OC_PLAN_CHUNK_HEADER + rec;
     uint64_t before = oc_io_batch_stats(p->io)->read_bytes;
     uint64_t reads0 = oc_io_batch_stats(p->io)->n_reads;
@@ -427,7 +434,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
         goto fail;
     }
     for (unsigned i = 0; i < DG_N_SLOTS; i++) {
-        if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, err)))
+        if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
             goto fail;
         oc_queue_push(p->free_q, &p->slots[i]);
     }
@@ -454,18 +461,7 @@ void dg_pipe_stop(struct dg_pipe *p)
 {
     if (!p)
         return;
-    struct oc_err e;
-    oc_err_clear(&e);
-    pthread_mutex_lock(&p->mu);
-    int failed = p->failed;
-    pthread_mutex_unlock(&p->mu);
-    if (!failed) { /* close the queues without recording an error */
-        struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
-                                 p->asm_q,  p->win_q,    p->win_free};
-        for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-            if (qs[i])
-                oc_queue_close(qs[i]);
-    }
+    close_all(p);
     for (int i = 0; i < p->n_started; i++)
         pthread_join(p->th[i], NULL);
     /* windows: win[0..1] plus one the planner may have pushed and nobody popped */

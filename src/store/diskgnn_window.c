@@ -187,7 +187,6 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
         goto fail;
     b->epoch = epoch;
     b->spill_live = 1;
-    b->last_accesses = b->off[b->n_batches];
     b->sample_us = now_us() - t0;
     return OC_OK;
 fail:
@@ -390,8 +389,7 @@ out:
     return rc;
 }
 
-static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l,
-                         const struct dg_builder *b, struct oc_err *err)
+static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l, struct oc_err *err)
 {
     w->n_batches = l->n_batches;
     w->s = l->s;
@@ -404,14 +402,6 @@ static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l,
         return err->status;
     memcpy(w->chunk_off, l->chunk_off, (l->n_batches + 1) * sizeof(uint64_t));
     memcpy(w->seg_byte_off, l->seg_byte_off, (l->n_segments + 1) * sizeof(uint64_t));
-    w->max_chunk_bytes = w->max_input = 0;
-    for (uint64_t i = 0; i < l->n_batches; i++) {
-        uint64_t c = l->chunk_off[i + 1] - l->chunk_off[i], n = b->off[i + 1] - b->off[i];
-        if (c > w->max_chunk_bytes)
-            w->max_chunk_bytes = c;
-        if (n > w->max_input)
-            w->max_input = n;
-    }
     return OC_OK;
 }
 
@@ -446,7 +436,7 @@ int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
     }
     if ((rc = oc_plan_layout_build(&t, &o, &l, err)))
         goto fail;
-    if ((rc = window_arrays(w, &l, b, err)))
+    if ((rc = window_arrays(w, &l, err)))
         goto fail;
     snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%ld.bin", b->dir, w->epoch, (long)getpid());
     snprintf(tmp, sizeof(tmp), "%s.tmp", w->path);

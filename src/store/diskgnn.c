@@ -24,7 +24,8 @@
  * at once with fresh samples, so each gets half).
  *
  * Reads outside the plan (evaluation, or a batch asked out of plan order)
- * use the CPU cache and read the rest from features.npy (O_DIRECT, merged),
+ * use the CPU cache and read the rest from features.npy (O_DIRECT, merged;
+ * store/cache.c, the same gather as `static`),
  * without touching the pipeline.
  *
  * Place in the data flow: store; train ─► load_batch / gather_batch ─► pipe.
@@ -39,15 +40,12 @@
 
 #include "store/diskgnn_int.h"
 
-#define EVAL_NO_SLOT UINT64_MAX
-
 struct diskgnn_store {
-    struct dg_cache cache;
+    struct store_cache cache; /* sorted layout (no table): ids, rows */
     struct dg_builder builder;
     struct dg_pipe *pipe;
     struct store_disk disk; /* evaluation and out-of-plan reads */
-    uint64_t *slots, cap_slots;
-    uint64_t pos, n_pos; /* the next batch of the plan the trainer takes, and how many */
+    uint64_t pos, n_pos;    /* the next batch of the plan the trainer takes, and how many */
     uint64_t first_epoch, n_batches;
     int reuse;
     struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
@@ -55,19 +53,6 @@ struct diskgnn_store {
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
                                     thread may grow them; not read across threads) */
 };
-
-static uint64_t cache_lookup(const struct dg_cache *c, uint64_t id)
-{
-    uint64_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->n && c->ids[lo] == id ? lo : EVAL_NO_SLOT;
-}
 
 /* ---- sizing ------------------------------------------------------------------- */
 
@@ -171,8 +156,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if (!counts)
         return err->status;
     struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
-    uint64_t want = UINT64_MAX;
-    if (cfg->mem_bytes)
+    uint64_t want = STORE_NO_SLOT - 1; /* slots are u32 (store/cache.c) */
+    if (cfg->mem_bytes && (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t)) < want)
         want = (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t));
     if ((rc = oc_plan_count_accesses(&t, counts, err)) ||
         (rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
@@ -232,59 +217,16 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
 
 struct dg_job {
     const struct oc_store *s;
-    const struct diskgnn_store *d;
     const float *rows;
     float *out;
 };
 
-/* Cache hits: convert the cached row; misses (already in place): widen f16. */
-static void eval_copy(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct dg_job *j = ctx;
-    const struct oc_store *s = j->s;
-    for (uint64_t i = lo; i < hi; i++) {
-        uint64_t slot = j->d->slots[i];
-        float *dst = j->out + i * s->feat_dim;
-        if (slot != EVAL_NO_SLOT)
-            store_row_to_f32(s->dtype, j->d->cache.rows + slot * s->row_bytes, s->feat_dim, dst);
-        else if (s->dtype == OC_DTYPE_F16)
-            store_row_widen_inplace(dst, s->feat_dim);
-    }
-}
-
+/* Evaluation and out-of-plan reads: the CPU cache, misses from features.npy. */
 static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                      struct oc_err *err)
 {
     struct diskgnn_store *d = s->impl;
-    uint64_t misses = 0;
-    int rc;
-    if (n > d->cap_slots) {
-        uint64_t cap = n > 2 * d->cap_slots ? n : 2 * d->cap_slots;
-        uint64_t *p = oc_realloc(d->slots, cap * sizeof(uint64_t), "store diskgnn: slots", err);
-        if (!p)
-            return err ? err->status : OC_ERR_NOMEM;
-        d->slots = p;
-        d->cap_slots = cap;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        d->slots[i] = cache_lookup(&d->cache, ids[i]);
-        if (d->slots[i] != EVAL_NO_SLOT)
-            continue;
-        misses++;
-        if ((rc = store_disk_queue(s, &d->disk, ids[i], out + i * s->feat_dim, err))) {
-            store_disk_discard(&d->disk);
-            return rc;
-        }
-    }
-    if (misses && (rc = store_disk_run(s, &d->disk, err)))
-        return rc;
-    struct dg_job j = {s, d, NULL, out};
-    if ((rc = store_for_rows(s->pool, n, eval_copy, &j, err)))
-        return rc;
-    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-    return OC_OK;
+    return store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
 }
 
 /* Whether (epoch, batch) is the plan's next batch. */
@@ -344,7 +286,7 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
                           : n == sl->batch.n_input &&
                                 (n == 0 || memcmp(ids, sl->batch.input_ids, n * 8) == 0);
     if (same) {
-        struct dg_job j = {s, d, sl->rows, out};
+        struct dg_job j = {s, sl->rows, out};
         rc = store_for_rows(s->pool, n, copy_rows, &j, err);
         if (rc == OC_OK) {
             s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->n_cpu;
@@ -376,9 +318,8 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_sample_us = d->sample_us + ps.sample_us;
     out->plan_pack_us = d->pack_us + ps.pack_us;
     out->plan_file_bytes = ps.file_bytes;
-    out->held_bytes = sizeof(*d) + d->cache.n * (s->row_bytes + sizeof(uint64_t)) +
-                      d->cap_slots * sizeof(uint64_t) + store_disk_held_bytes(&d->disk) +
-                      ps.held_bytes + d->builder_bytes;
+    out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
+                      store_disk_held_bytes(&d->disk) + ps.held_bytes + d->builder_bytes;
 }
 
 static void dg_free(struct oc_store *s)
@@ -389,9 +330,7 @@ static void dg_free(struct oc_store *s)
     dg_pipe_stop(d->pipe);
     dg_builder_deinit(&d->builder);
     store_disk_close(&d->disk);
-    oc_free(d->cache.ids);
-    oc_free(d->cache.rows);
-    oc_free(d->slots);
+    store_cache_free(&d->cache);
     oc_free(d);
     s->impl = NULL;
 }

@@ -45,13 +45,6 @@ struct dg_window {
     struct oc_file *f; /* O_DIRECT reader, opened once packed */
 };
 
-/* The CPU cache: rows as stored, slot k = k-th smallest of ids. */
-struct dg_cache {
-    uint64_t n;
-    uint64_t *ids;
-    uint8_t *rows;
-};
-
 /* Builds windows; owned by one thread at a time (open, then the planner thread). */
 struct dg_builder {
     const struct oc_store *s;
@@ -88,7 +81,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err);
  * w (a new file under the builder's dir); fill_cache also loads the cache's
  * rows during the same sequential scan of the feature file.
  */
-int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
+int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                    struct dg_window *w, struct oc_err *err);
 /* Closes and removes w's file, frees its arrays. */
 void dg_window_drop(struct dg_window *w);
@@ -123,7 +116,7 @@ struct dg_pipe;
 struct dg_pipe_config {
     const struct oc_store *s;
     struct dg_builder *builder; /* moves to the planner thread (fresh samples) */
-    struct dg_cache *cache;
+    struct store_cache *cache;
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs;
     int reuse;           /* every run epoch replays w0 */

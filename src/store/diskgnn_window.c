@@ -281,7 +281,7 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
 
 /* The (row, destination) pairs of the window's packed and disk-cache rows (+ cache rows). */
 static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l,
-                      const struct dg_cache *cache, int fill_cache, struct pair **out,
+                      const struct store_cache *cache, int fill_cache, struct pair **out,
                       uint64_t *n_out, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
@@ -340,8 +340,9 @@ static int write_runs(struct dg_builder *b, struct pair *p, uint64_t n, uint64_t
 }
 
 /* Pass 2: sequential partitions of the feature file into the window file (and the cache). */
-static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l, struct dg_cache *cache,
-                     int fill_cache, struct oc_file *out, struct oc_err *err)
+static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
+                     struct store_cache *cache, int fill_cache, struct oc_file *out,
+                     struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t rb = s->row_bytes;
@@ -405,7 +406,7 @@ static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l, st
     return OC_OK;
 }
 
-int dg_window_pack(struct dg_builder *b, struct dg_cache *cache, int fill_cache,
+int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                    struct dg_window *w, struct oc_err *err)
 {
     uint64_t t0 = now_us();

@@ -8,6 +8,7 @@
  * Place in the data flow: store; at open graph/sample ──► hotness ──► cache
  * rows loaded from features.npy; per gather: lookup ──► misses read ──► hits
  * copied and f16 widened on the pool.
+ * The lookup and the gather itself are store/cache.c's, shared with diskgnn.
  * Thread-safety: the store's thread owns the batch reader; the copy pass runs
  * on the pool, each task its own range of output rows; the cache is
  * read-only after open.
@@ -39,44 +40,26 @@
 
 #include "store/store_int.h"
 
-#define NO_SLOT   UINT32_MAX
+#define NO_SLOT   STORE_NO_SLOT
 #define LOAD_ROWS 4096u /* rows queued per batch run while filling the cache */
 
+/* The cache (table layout: table set, ids NULL; sorted layout: ids set) and its reader. */
 struct static_store {
     struct store_disk disk;
-    uint64_t n_cached;
-    uint8_t *rows;   /* n_cached x row_bytes, as stored */
-    uint32_t *table; /* direct layout: n_nodes entries; NULL otherwise */
-    uint64_t *ids;   /* sorted layout: n_cached ascending ids; NULL otherwise */
-    uint32_t *slots; /* per gather: slot of each requested row, or NO_SLOT */
-    uint64_t cap_slots;
+    struct store_cache cache;
 };
-
-static inline uint32_t lookup(const struct static_store *c, uint64_t id)
-{
-    if (c->table)
-        return c->table[id];
-    uint64_t lo = 0, hi = c->n_cached;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < c->n_cached && c->ids[lo] == id ? (uint32_t)lo : NO_SLOT;
-}
 
 /* Reads the cached rows (ascending ids) into their slots, LOAD_ROWS at a time, pages merged. */
 static int load_rows(struct oc_store *s, struct static_store *c, const uint64_t *ids,
                      struct oc_err *err)
 {
     int rc = OC_OK;
-    for (uint64_t k0 = 0; k0 < c->n_cached && rc == OC_OK; k0 += LOAD_ROWS) {
-        uint64_t k1 = c->n_cached - k0 < LOAD_ROWS ? c->n_cached : k0 + LOAD_ROWS;
+    uint64_t n = c->cache.n;
+    for (uint64_t k0 = 0; k0 < n && rc == OC_OK; k0 += LOAD_ROWS) {
+        uint64_t k1 = n - k0 < LOAD_ROWS ? n : k0 + LOAD_ROWS;
         for (uint64_t k = k0; k < k1 && rc == OC_OK; k++)
             rc = oc_io_batch_add(c->disk.batch, c->disk.f, store_row_off(s, ids[k]), s->row_bytes,
-                                 c->rows + k * s->row_bytes, err);
+                                 c->cache.rows + k * s->row_bytes, err);
         if (rc)
             store_disk_discard(&c->disk);
         else
@@ -139,21 +122,22 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         return rc;
     if ((rc = store_hot_select(s, cfg, n_cached, &ids, err)))
         return rc;
-    c->n_cached = n_cached;
+    c->cache.n = n_cached;
     if (use_table) {
-        c->table = oc_alloc(s->n_nodes * sizeof(uint32_t), "store static: slot table", err);
-        if (!c->table) {
+        c->cache.table = oc_alloc(s->n_nodes * sizeof(uint32_t), "store static: slot table", err);
+        if (!c->cache.table) {
             rc = err ? err->status : OC_ERR_NOMEM;
             goto out;
         }
         for (uint64_t v = 0; v < s->n_nodes; v++)
-            c->table[v] = NO_SLOT;
+            c->cache.table[v] = NO_SLOT;
         for (uint64_t k = 0; k < n_cached; k++)
-            c->table[ids[k]] = (uint32_t)k;
+            c->cache.table[ids[k]] = (uint32_t)k;
     }
     if (n_cached) {
-        c->rows = oc_alloc_aligned(n_cached * s->row_bytes, 64, "store static: cached rows", err);
-        if (!c->rows) {
+        c->cache.rows =
+            oc_alloc_aligned(n_cached * s->row_bytes, 64, "store static: cached rows", err);
+        if (!c->cache.rows) {
             rc = err ? err->status : OC_ERR_NOMEM;
             goto out;
         }
@@ -164,76 +148,22 @@ out:
         oc_free(ids);
         ids = NULL;
     }
-    c->ids = ids; /* the sorted layout keeps them as its lookup */
+    c->cache.ids = ids; /* the sorted layout keeps them as its lookup */
     return rc;
-}
-
-struct static_job {
-    const struct oc_store *s;
-    const struct static_store *c;
-    float *out;
-};
-
-/* Hits: convert the cached row; misses (already in place): widen f16. */
-static void static_copy(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct static_job *j = ctx;
-    const struct oc_store *s = j->s;
-    uint64_t dim = s->feat_dim;
-    for (uint64_t i = lo; i < hi; i++) {
-        uint32_t slot = j->c->slots[i];
-        float *dst = j->out + i * dim;
-        if (slot != NO_SLOT)
-            store_row_to_f32(s->dtype, j->c->rows + (uint64_t)slot * s->row_bytes, dim, dst);
-        else if (s->dtype == OC_DTYPE_F16)
-            store_row_widen_inplace(dst, dim);
-    }
 }
 
 static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                          struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    uint64_t misses = 0;
-    int rc;
-
-    if (n > c->cap_slots) {
-        uint64_t cap = n > 2 * c->cap_slots ? n : 2 * c->cap_slots;
-        uint32_t *p = oc_realloc(c->slots, cap * sizeof(uint32_t), "store static: slots", err);
-        if (!p)
-            return err ? err->status : OC_ERR_NOMEM;
-        c->slots = p;
-        c->cap_slots = cap;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t slot = lookup(c, ids[i]);
-        c->slots[i] = slot;
-        if (slot != NO_SLOT)
-            continue;
-        misses++;
-        if ((rc = store_disk_queue(s, &c->disk, ids[i], out + i * s->feat_dim, err))) {
-            store_disk_discard(&c->disk);
-            return rc;
-        }
-    }
-    if (misses && (rc = store_disk_run(s, &c->disk, err)))
-        return rc;
-    struct static_job j = {s, c, out};
-    if ((rc = store_for_rows(s->pool, n, static_copy, &j, err)))
-        return rc;
-    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-    return OC_OK;
+    return store_cache_gather(s, &c->cache, &c->disk, ids, n, out, err);
 }
 
 static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct static_store *c = s->impl;
-    out->held_bytes = sizeof(*c) + c->n_cached * s->row_bytes +
-                      (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
-                      (c->ids ? c->n_cached * sizeof(uint64_t) : 0) +
-                      c->cap_slots * sizeof(uint32_t) + store_disk_held_bytes(&c->disk);
+    out->held_bytes =
+        sizeof(*c) + store_cache_held_bytes(s, &c->cache) + store_disk_held_bytes(&c->disk);
 }
 
 static void static_free(struct oc_store *s)
@@ -242,10 +172,7 @@ static void static_free(struct oc_store *s)
     if (!c)
         return;
     store_disk_close(&c->disk);
-    oc_free(c->rows);
-    oc_free(c->table);
-    oc_free(c->ids);
-    oc_free(c->slots);
+    store_cache_free(&c->cache);
     oc_free(c);
     s->impl = NULL;
 }
@@ -254,14 +181,14 @@ int oc_store_static_is_cached(const struct oc_store *s, uint64_t id)
 {
     if (s->strat != &oc_store_static || id >= s->n_nodes)
         return 0;
-    return lookup(s->impl, id) != NO_SLOT;
+    return store_cache_lookup(&((const struct static_store *)s->impl)->cache, id) != NO_SLOT;
 }
 
 uint64_t oc_store_static_n_cached(const struct oc_store *s)
 {
     if (s->strat != &oc_store_static)
         return 0;
-    return ((const struct static_store *)s->impl)->n_cached;
+    return ((const struct static_store *)s->impl)->cache.n;
 }
 
 const struct store_strategy oc_store_static = {

@@ -165,6 +165,37 @@ size_t store_disk_held_bytes(const struct store_disk *d);
 /* Widens every row of out (n rows read by store_disk_queue) over the pool; no-op for f32. */
 int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struct oc_err *err);
 
+/* ---- a RAM cache of rows, misses read from disk (cache.c) --------------- */
+
+#define STORE_NO_SLOT UINT32_MAX
+
+/*
+ * Rows as stored (f16 or f32), slot k = the k-th smallest cached id, found
+ * through table (u32 per node, STORE_NO_SLOT if absent) when it is set, else
+ * by binary search over ids. Fewer than STORE_NO_SLOT rows. slots is the
+ * per-gather scratch (one per requested row).
+ */
+struct store_cache {
+    uint64_t n;
+    uint8_t *rows;
+    uint32_t *table;
+    uint64_t *ids;
+    uint32_t *slots;
+    uint64_t cap_slots;
+};
+
+uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id);
+/*
+ * oc_store_gather through the cache: hits from c, misses read through d into
+ * their output rows; counts tiers CPU / DISK and requested_disk_bytes.
+ */
+int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
+/* Rows, lookup and slot scratch. */
+uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c);
+/* Frees rows, table, ids and slots; c is empty again. */
+void store_cache_free(struct store_cache *c);
+
 /* ---- static: hotness (static_hot.c) -------------------------------------- */
 
 /*

@@ -1,0 +1,109 @@
+/*
+ * cache.c — a RAM cache of feature rows with its misses read from the
+ * feature file, shared by `static` (its whole gather) and `diskgnn` (its
+ * evaluation and out-of-plan gathers): lookup, then the misses queued
+ * straight into their output rows and read through the batch reader
+ * (same-page requests merged), then the hits converted and f16 misses
+ * widened on the pool.
+ *
+ *   rows:  [ slot 0 | slot 1 | ... | slot C-1 ]   slot k = k-th smallest cached id
+ *   lookup: u32 table[N] (slot of v, or STORE_NO_SLOT) when table is set,
+ *           else binary search over the ascending ids[C]
+ *
+ * Place in the data flow: store (below the strategies that own a cache).
+ * Thread-safety: the cache is read-only once filled; a gather belongs to the
+ * store's thread, its copy pass runs on the pool, each task its own rows.
+ * Ownership: the owning strategy fills rows/table/ids and frees them with
+ * store_cache_free; the slot scratch is grown here.
+ */
+#include <string.h>
+
+#include "store/store_int.h"
+
+uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
+{
+    if (c->table)
+        return c->table[id];
+    uint64_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->ids[lo] == id ? (uint32_t)lo : STORE_NO_SLOT;
+}
+
+struct cache_job {
+    const struct oc_store *s;
+    const struct store_cache *c;
+    float *out;
+};
+
+/* Hits: convert the cached row; misses (already in place): widen f16. */
+static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct cache_job *j = ctx;
+    const struct oc_store *s = j->s;
+    uint64_t dim = s->feat_dim;
+    for (uint64_t i = lo; i < hi; i++) {
+        uint32_t slot = j->c->slots[i];
+        float *dst = j->out + i * dim;
+        if (slot != STORE_NO_SLOT)
+            store_row_to_f32(s->dtype, j->c->rows + (uint64_t)slot * s->row_bytes, dim, dst);
+        else if (s->dtype == OC_DTYPE_F16)
+            store_row_widen_inplace(dst, dim);
+    }
+}
+
+int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    uint64_t misses = 0;
+    int rc;
+
+    if (n > c->cap_slots) {
+        uint64_t cap = n > 2 * c->cap_slots ? n : 2 * c->cap_slots;
+        uint32_t *p = oc_realloc(c->slots, cap * sizeof(uint32_t), "store cache: slots", err);
+        if (!p)
+            return err ? err->status : OC_ERR_NOMEM;
+        c->slots = p;
+        c->cap_slots = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t slot = store_cache_lookup(c, ids[i]);
+        c->slots[i] = slot;
+        if (slot != STORE_NO_SLOT)
+            continue;
+        misses++;
+        if ((rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(d);
+            return rc;
+        }
+    }
+    if (misses && (rc = store_disk_run(s, d, err)))
+        return rc;
+    struct cache_job j = {s, c, out};
+    if ((rc = store_for_rows(s->pool, n, cache_copy, &j, err)))
+        return rc;
+    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
+    return OC_OK;
+}
+
+uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c)
+{
+    return c->n * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
+           (c->ids ? c->n * sizeof(uint64_t) : 0) + c->cap_slots * sizeof(uint32_t);
+}
+
+void store_cache_free(struct store_cache *c)
+{
+    oc_free(c->rows);
+    oc_free(c->table);
+    oc_free(c->ids);
+    oc_free(c->slots);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,6 +1,6 @@
 /*
  * core.h — status codes, the caller-owned error record, logging, the memory
- * accountant and fault injection.
+ * accountant, fault injection and little-endian byte helpers.
  *
  * Place in the data flow: the bottom layer; every other module includes it.
  * Thread-safety: the error record is owned by one caller at a time; logging,
@@ -129,5 +129,34 @@ void oc_fault_disarm_all(void);
 int oc_fault_hit(enum oc_fault_kind kind, int *sys_errno);
 /* Whether the armed fault of `kind` has fired since it was armed. */
 int oc_fault_fired(enum oc_fault_kind kind);
+
+/* ---- little-endian integers in byte buffers (file records) ------------- */
+
+static inline void oc_put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void oc_put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint16_t oc_get_le16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static inline uint32_t oc_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static inline uint64_t oc_get_le64(const uint8_t *p)
+{
+    return (uint64_t)oc_get_le32(p) | (uint64_t)oc_get_le32(p + 4) << 32;
+}
 
 #endif

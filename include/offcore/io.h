@@ -34,6 +34,12 @@ static inline uint64_t oc_io_align_down(uint64_t x)
 /* A buffer aligned to OC_IO_ALIGN, accounted to `consumer`. Free with oc_free. */
 void *oc_io_buf_alloc(size_t bytes, const char *consumer, struct oc_err *err);
 
+/*
+ * CRC-32 of data[0 .. n) continuing from crc (0 to start): zlib's crc32 for
+ * any length.
+ */
+uint32_t oc_crc32(uint32_t crc, const void *data, uint64_t n);
+
 /* ---- files -------------------------------------------------------------- */
 
 enum oc_file_flags {

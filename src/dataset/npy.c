@@ -21,7 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "dataset/dataset_int.h"
 #include "offcore/dataset.h"
@@ -395,18 +394,6 @@ struct oc_npy_writer {
     uint64_t shape[OC_NPY_MAX_DIMS];
 };
 
-static uint32_t crc_update(uint32_t crc, const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    while (n) { /* zlib takes a uInt length */
-        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = (uint32_t)crc32(crc, p, k);
-        p += k;
-        n -= k;
-    }
-    return crc;
-}
-
 static void writer_free(struct oc_npy_writer *w, int unlink_file)
 {
     if (!w)
@@ -455,7 +442,7 @@ int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim, con
         goto fail;
     if ((rc = oc_writer_write(w->w, hdr, OC_NPY_HEADER_BYTES, err)))
         goto fail_unlink;
-    w->crc = crc_update((uint32_t)crc32(0, Z_NULL, 0), hdr, OC_NPY_HEADER_BYTES);
+    w->crc = oc_crc32(0, hdr, OC_NPY_HEADER_BYTES);
     oc_free(hdr);
     *out = w;
     return OC_OK;
@@ -480,7 +467,7 @@ int oc_npy_writer_append(struct oc_npy_writer *w, const void *data, size_t bytes
     int rc = oc_writer_write(w->w, data, bytes, err);
     if (rc)
         return rc;
-    w->crc = crc_update(w->crc, data, bytes);
+    w->crc = oc_crc32(w->crc, data, bytes);
     w->got += bytes;
     return OC_OK;
 }

@@ -18,34 +18,6 @@
 #define STATE_HEADER  64u
 #define STATE_DIGEST  32u
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (unsigned i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (unsigned i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (unsigned i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 /* Host floats <-> little-endian bytes, in place (a no-op on little-endian hosts). */
 static void f32_le_inplace(void *data, uint64_t n)
 {
@@ -81,16 +53,16 @@ static void header_write(const struct oc_nn_model *m, uint8_t *h)
 {
     memset(h, 0, STATE_HEADER);
     memcpy(h, STATE_MAGIC, 8);
-    put_u32(h + 8, STATE_VERSION);
-    put_u32(h + 12, (uint32_t)m->cfg.kind);
-    put_u32(h + 16, m->cfg.n_layers);
-    put_u32(h + 20, m->n_params);
-    put_u64(h + 24, m->cfg.in_dim);
-    put_u64(h + 32, m->cfg.hidden);
-    put_u64(h + 40, m->cfg.n_classes);
-    put_u32(h + 48, m->cfg.heads);
-    put_u32(h + 52, m->cfg.out_heads);
-    put_u64(h + 56, m->adam_t);
+    oc_put_le32(h + 8, STATE_VERSION);
+    oc_put_le32(h + 12, (uint32_t)m->cfg.kind);
+    oc_put_le32(h + 16, m->cfg.n_layers);
+    oc_put_le32(h + 20, m->n_params);
+    oc_put_le64(h + 24, m->cfg.in_dim);
+    oc_put_le64(h + 32, m->cfg.hidden);
+    oc_put_le64(h + 40, m->cfg.n_classes);
+    oc_put_le32(h + 48, m->cfg.heads);
+    oc_put_le32(h + 52, m->cfg.out_heads);
+    oc_put_le64(h + 56, m->adam_t);
 }
 
 int oc_nn_model_state_save(const struct oc_nn_model *m, void *buf, uint64_t bytes,
@@ -106,8 +78,8 @@ int oc_nn_model_state_save(const struct oc_nn_model *m, void *buf, uint64_t byte
     for (uint32_t i = 0; i < m->n_params; i++) {
         const struct oc_nn_param *pr = &m->params[i];
         uint64_t n = param_elems(pr);
-        put_u64(p, pr->value.n_rows);
-        put_u64(p + 8, pr->value.n_cols);
+        oc_put_le64(p, pr->value.n_rows);
+        oc_put_le64(p + 8, pr->value.n_cols);
         p += 16;
         const struct oc_nn_tensor *ts[3] = {&pr->value, &pr->adam_m, &pr->adam_v};
         for (int k = 0; k < 3; k++) {
@@ -127,19 +99,20 @@ int oc_nn_model_state_load(struct oc_nn_model *m, const void *buf, uint64_t byte
     const uint8_t *b = buf;
     if (!buf || bytes < STATE_HEADER + STATE_DIGEST || memcmp(b, STATE_MAGIC, 8) != 0)
         return OC_ERR(err, OC_ERR_FORMAT, "model state: not a model checkpoint (bad magic)");
-    if (get_u32(b + 8) != STATE_VERSION)
+    if (oc_get_le32(b + 8) != STATE_VERSION)
         return OC_ERR(err, OC_ERR_FORMAT, "model state: version %u, this build reads %u",
-                      get_u32(b + 8), STATE_VERSION);
+                      oc_get_le32(b + 8), STATE_VERSION);
     uint8_t want[STATE_HEADER];
     header_write(m, want);
     if (memcmp(b + 12, want + 12, 44) != 0)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "model state: checkpoint of a %s model with %u layers, %llu -> %llu -> %llu "
                       "(heads %u/%u), does not match this %s model",
-                      oc_nn_model_kind_name((enum oc_nn_model_kind)get_u32(b + 12)),
-                      get_u32(b + 16), (unsigned long long)get_u64(b + 24),
-                      (unsigned long long)get_u64(b + 32), (unsigned long long)get_u64(b + 40),
-                      get_u32(b + 48), get_u32(b + 52), oc_nn_model_kind_name(m->cfg.kind));
+                      oc_nn_model_kind_name((enum oc_nn_model_kind)oc_get_le32(b + 12)),
+                      oc_get_le32(b + 16), (unsigned long long)oc_get_le64(b + 24),
+                      (unsigned long long)oc_get_le64(b + 32),
+                      (unsigned long long)oc_get_le64(b + 40), oc_get_le32(b + 48),
+                      oc_get_le32(b + 52), oc_nn_model_kind_name(m->cfg.kind));
     if (bytes != need)
         return OC_ERR(err, OC_ERR_FORMAT, "model state: %llu bytes, expected %llu",
                       (unsigned long long)bytes, (unsigned long long)need);
@@ -150,11 +123,11 @@ int oc_nn_model_state_load(struct oc_nn_model *m, const void *buf, uint64_t byte
     const uint8_t *p = b + STATE_HEADER;
     for (uint32_t i = 0; i < m->n_params; i++) {
         const struct oc_nn_param *pr = &m->params[i];
-        if (get_u64(p) != pr->value.n_rows || get_u64(p + 8) != pr->value.n_cols)
-            return OC_ERR(err, OC_ERR_FORMAT, "model state: %s is %llux%llu, expected %llux%llu",
-                          pr->name, (unsigned long long)get_u64(p),
-                          (unsigned long long)get_u64(p + 8), (unsigned long long)pr->value.n_rows,
-                          (unsigned long long)pr->value.n_cols);
+        if (oc_get_le64(p) != pr->value.n_rows || oc_get_le64(p + 8) != pr->value.n_cols)
+            return OC_ERR(
+                err, OC_ERR_FORMAT, "model state: %s is %llux%llu, expected %llux%llu", pr->name,
+                (unsigned long long)oc_get_le64(p), (unsigned long long)oc_get_le64(p + 8),
+                (unsigned long long)pr->value.n_rows, (unsigned long long)pr->value.n_cols);
         p += 16 + 12 * param_elems(pr);
     }
     uint64_t max_n = 0;
@@ -179,7 +152,7 @@ int oc_nn_model_state_load(struct oc_nn_model *m, const void *buf, uint64_t byte
     }
     oc_free(tmp);
     if (rc == OC_OK)
-        m->adam_t = get_u64(b + 56);
+        m->adam_t = oc_get_le64(b + 56);
     return rc;
 }
 

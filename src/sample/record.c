@@ -11,8 +11,8 @@
  * Ownership: the caller owns buf; the batch read into owns its arrays.
  */
 #include <string.h>
-#include <zlib.h>
 
+#include "offcore/io.h"
 #include "sample/sample_int.h"
 
 #define REC_MAGIC      0x4253434Fu /* "OCSB" read as a little-endian u32 */
@@ -33,33 +33,6 @@ static void put_u16(uint8_t *p, uint16_t v)
     p[1] = (uint8_t)(v >> 8);
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint16_t get_u16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
 static void put_u32s(uint8_t *p, const uint32_t *a, uint64_t n)
 {
     if (REC_HOST_LE) {
@@ -67,20 +40,7 @@ static void put_u32s(uint8_t *p, const uint32_t *a, uint64_t n)
         return;
     }
     for (uint64_t i = 0; i < n; i++)
-        put_u32(p + 4 * i, a[i]);
-}
-
-/* zlib's crc32 takes a uInt length: feed it in pieces. */
-static uint32_t crc_of(const uint8_t *p, uint64_t n)
-{
-    uLong c = crc32(0L, Z_NULL, 0);
-    while (n) {
-        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)c;
+        oc_put_le32(p + 4 * i, a[i]);
 }
 
 static int ids_fit_u32(const struct oc_sample_batch *b)
@@ -127,37 +87,37 @@ int oc_sample_batch_serialize(const struct oc_sample_batch *b, void *buf, size_t
     }
     int ids32 = ids_fit_u32(b);
     uint8_t *p = buf;
-    put_u32(p, REC_MAGIC);
+    oc_put_le32(p, REC_MAGIC);
     put_u16(p + 4, OC_SAMPLE_RECORD_VERSION);
     put_u16(p + 6, (uint16_t)b->n_layers);
-    put_u32(p + 8, ids32 ? REC_FLAG_IDS32 : 0);
-    put_u32(p + 12, 0);
-    put_u64(p + 16, b->epoch);
-    put_u64(p + 24, b->batch_index);
-    put_u64(p + 32, b->n_input);
+    oc_put_le32(p + 8, ids32 ? REC_FLAG_IDS32 : 0);
+    oc_put_le32(p + 12, 0);
+    oc_put_le64(p + 16, b->epoch);
+    oc_put_le64(p + 24, b->batch_index);
+    oc_put_le64(p + 32, b->n_input);
     uint8_t *q = p + REC_HEAD;
     for (uint32_t l = 0; l < b->n_layers; l++, q += REC_BLOCK_HEAD) {
-        put_u64(q, b->blocks[l].n_src);
-        put_u64(q + 8, b->blocks[l].n_dst);
-        put_u64(q + 16, b->blocks[l].n_edges);
+        oc_put_le64(q, b->blocks[l].n_src);
+        oc_put_le64(q + 8, b->blocks[l].n_dst);
+        oc_put_le64(q + 16, b->blocks[l].n_edges);
     }
     for (uint64_t i = 0; i < b->n_input; i++) {
         if (ids32) {
-            put_u32(q, (uint32_t)b->input_ids[i]);
+            oc_put_le32(q, (uint32_t)b->input_ids[i]);
             q += 4;
         } else {
-            put_u64(q, b->input_ids[i]);
+            oc_put_le64(q, b->input_ids[i]);
             q += 8;
         }
     }
     for (uint32_t l = 0; l < b->n_layers; l++) {
         const struct oc_sample_block *blk = &b->blocks[l];
         for (uint64_t i = 0; i < blk->n_dst; i++, q += 4)
-            put_u32(q, (uint32_t)(blk->indptr[i + 1] - blk->indptr[i]));
+            oc_put_le32(q, (uint32_t)(blk->indptr[i + 1] - blk->indptr[i]));
         put_u32s(q, blk->indices, blk->n_edges);
         q += 4 * blk->n_edges;
     }
-    put_u32(q, crc_of(p, (uint64_t)(q - p)));
+    oc_put_le32(q, oc_crc32(0, p, (uint64_t)(q - p)));
     *len = (size_t)need;
     return OC_OK;
 }
@@ -179,34 +139,34 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
         return OC_ERR(err, OC_ERR_FORMAT,
                       "batch record: truncated: %zu bytes, a record has at least %llu", len,
                       (unsigned long long)min);
-    if (get_u32(p) != REC_MAGIC)
+    if (oc_get_le32(p) != REC_MAGIC)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: bad magic 0x%08x (not a batch record)",
-                      get_u32(p));
-    uint16_t version = get_u16(p + 4);
+                      oc_get_le32(p));
+    uint16_t version = oc_get_le16(p + 4);
     if (version != OC_SAMPLE_RECORD_VERSION)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: version %u is not supported (want %d)",
                       version, OC_SAMPLE_RECORD_VERSION);
-    uint32_t n_layers = get_u16(p + 6);
+    uint32_t n_layers = oc_get_le16(p + 6);
     if (n_layers < 1 || n_layers > OC_SAMPLE_MAX_LAYERS)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: %u layers, expected 1 to %d", n_layers,
                       OC_SAMPLE_MAX_LAYERS);
-    uint32_t flags = get_u32(p + 8);
+    uint32_t flags = oc_get_le32(p + 8);
     if (flags & ~REC_FLAG_IDS32)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: unknown flags 0x%x", flags);
-    if (get_u32(p + 12) != 0)
+    if (oc_get_le32(p + 12) != 0)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: reserved field is 0x%x, not 0",
-                      get_u32(p + 12));
+                      oc_get_le32(p + 12));
     uint64_t heads = REC_HEAD + (uint64_t)REC_BLOCK_HEAD * n_layers;
     if (len < heads + REC_CRC)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "batch record: truncated: %zu bytes, %u block headers need %llu", len,
                       n_layers, (unsigned long long)(heads + REC_CRC));
-    uint64_t n_input = get_u64(p + 32);
+    uint64_t n_input = oc_get_le64(p + 32);
     uint64_t need = heads + REC_CRC;
     int ok = add_mul(&need, n_input, flags & REC_FLAG_IDS32 ? 4 : 8);
     for (uint32_t l = 0; l < n_layers && ok; l++) {
         const uint8_t *h = p + REC_HEAD + (uint64_t)REC_BLOCK_HEAD * l;
-        ok = add_mul(&need, get_u64(h + 8), 4) && add_mul(&need, get_u64(h + 16), 4);
+        ok = add_mul(&need, oc_get_le64(h + 8), 4) && add_mul(&need, oc_get_le64(h + 16), 4);
     }
     if (!ok || need > len)
         return OC_ERR(err, OC_ERR_FORMAT,
@@ -215,17 +175,17 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
     if (need < len)
         return OC_ERR(err, OC_ERR_FORMAT, "batch record: %llu trailing bytes after the record",
                       (unsigned long long)(len - need));
-    uint32_t crc = crc_of(p, len - REC_CRC);
-    if (crc != get_u32(p + len - REC_CRC))
+    uint32_t crc = oc_crc32(0, p, len - REC_CRC);
+    if (crc != oc_get_le32(p + len - REC_CRC))
         return OC_ERR(err, OC_ERR_FORMAT,
                       "batch record: CRC mismatch (stored 0x%08x, computed 0x%08x)",
-                      get_u32(p + len - REC_CRC), crc);
+                      oc_get_le32(p + len - REC_CRC), crc);
 
     /* counts: each block's sources are the previous block's destinations */
     for (uint32_t l = 0; l < n_layers; l++) {
         const uint8_t *h = p + REC_HEAD + (uint64_t)REC_BLOCK_HEAD * l;
-        uint64_t n_src = get_u64(h), n_dst = get_u64(h + 8);
-        uint64_t want_src = l == 0 ? n_input : get_u64(h - REC_BLOCK_HEAD + 8);
+        uint64_t n_src = oc_get_le64(h), n_dst = oc_get_le64(h + 8);
+        uint64_t want_src = l == 0 ? n_input : oc_get_le64(h - REC_BLOCK_HEAD + 8);
         if (n_src != want_src)
             return OC_ERR(err, OC_ERR_FORMAT,
                           "batch record: block %u has %llu sources, but %s has %llu", l,
@@ -249,10 +209,10 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
     for (uint64_t i = 0; i < n_input; i++) {
         uint64_t id;
         if (flags & REC_FLAG_IDS32) {
-            id = get_u32(q);
+            id = oc_get_le32(q);
             q += 4;
         } else {
-            id = get_u64(q);
+            id = oc_get_le64(q);
             q += 8;
         }
         if (id >= n_nodes)
@@ -264,7 +224,7 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
     }
     for (uint32_t l = 0; l < n_layers; l++) {
         const uint8_t *h = p + REC_HEAD + (uint64_t)REC_BLOCK_HEAD * l;
-        uint64_t n_src = get_u64(h), n_dst = get_u64(h + 8), n_edges = get_u64(h + 16);
+        uint64_t n_src = oc_get_le64(h), n_dst = oc_get_le64(h + 8), n_edges = oc_get_le64(h + 16);
         struct oc_sample_block *blk = &out->blocks[l];
         rc = smp_block_reserve(blk, n_dst, n_edges, err);
         if (rc != OC_OK)
@@ -272,7 +232,7 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
         uint64_t sum = 0;
         blk->indptr[0] = 0;
         for (uint64_t i = 0; i < n_dst; i++, q += 4) {
-            sum += get_u32(q); /* n_dst < 2^33: cannot wrap */
+            sum += oc_get_le32(q); /* n_dst < 2^33: cannot wrap */
             blk->indptr[i + 1] = sum;
         }
         if (sum != n_edges)
@@ -280,7 +240,7 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
                           "batch record: block %u degrees sum to %llu, but it has %llu edges", l,
                           (unsigned long long)sum, (unsigned long long)n_edges);
         for (uint64_t e = 0; e < n_edges; e++, q += 4) {
-            uint32_t u = get_u32(q);
+            uint32_t u = oc_get_le32(q);
             if (u >= n_src)
                 return OC_ERR(err, OC_ERR_FORMAT,
                               "batch record: block %u edge %llu has local source %u >= %llu", l,
@@ -292,8 +252,8 @@ static int read_record(const uint8_t *p, size_t len, uint64_t n_nodes, struct oc
         blk->n_edges = n_edges;
     }
     out->n_layers = n_layers;
-    out->epoch = get_u64(p + 16);
-    out->batch_index = get_u64(p + 24);
+    out->epoch = oc_get_le64(p + 16);
+    out->batch_index = oc_get_le64(p + 24);
     out->n_input = n_input;
     out->n_seeds = out->blocks[n_layers - 1].n_dst;
     return OC_OK;

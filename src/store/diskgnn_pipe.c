@@ -32,7 +32,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "store/diskgnn_int.h"
 
@@ -80,19 +79,6 @@ static void fail(struct dg_pipe *p, const struct oc_err *e)
     }
     pthread_mutex_unlock(&p->mu);
     close_all(p);
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* ---- planner ------------------------------------------------------------------ */
@@ -155,22 +141,21 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
         return rc;
     const uint8_t *h = sl->buf;
     if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
-        get_u32(h + 60) != (uint32_t)crc32(0L, h, 60) || get_u32(h + 56) != DG_CHUNK_VERSION)
+        oc_get_le32(h + 60) != oc_crc32(0, h, 60) || oc_get_le32(h + 56) != DG_CHUNK_VERSION)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
                       ": bad header (magic, version or CRC)",
                       w->path, i, off);
-    uint64_t n = get_u64(h + 24), n_packed = get_u64(h + 32), rec = get_u64(h + 40);
-    if (get_u64(h + 8) != w->epoch || get_u64(h + 16) != i || n_packed > n || rec > len ||
+    uint64_t n = oc_get_le64(h + 24), n_packed = oc_get_le64(h + 32), rec = oc_get_le64(h + 40);
+    if (oc_get_le64(h + 8) != w->epoch || oc_get_le64(h + 16) != i || n_packed > n || rec > len ||
         n > len / 8 || OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * rb > len)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
                       ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
                       ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
-                      w->path, i, off, get_u64(h + 8), get_u64(h + 16), n, n_packed, rec);
+                      w->path, i, off, oc_get_le64(h + 8), oc_get_le64(h + 16), n, n_packed, rec);
     const uint8_t *meta = h + OC_PLAN_CHUNK_HEADER, *addr = meta + rec;
-    uLong c = crc32(0L, meta, (uInt)(rec + 8 * n));
-    if (get_u32(h + 48) != (uint32_t)c)
+    if (oc_get_le32(h + 48) != oc_crc32(0, meta, rec + 8 * n))
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
                       ": record or address table fails its CRC",
@@ -179,7 +164,7 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     uint64_t seg_rows = (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb;
     uint64_t n_dc = 0, n_cpu = 0;
     for (uint64_t k = 0; k < n; k++) {
-        uint64_t code = get_u64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
+        uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
         enum oc_plan_where where = OC_PLAN_ADDR_WHERE(code);
         int ok = (where == OC_PLAN_CPU && idx < p->c.cache->n) ||
                  (where == OC_PLAN_PACKED && idx < n_packed) ||
@@ -201,7 +186,7 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     uint64_t reads0 = oc_io_batch_stats(p->io)->n_reads;
     uint64_t j = 0;
     for (uint64_t k = 0; k < n; k++) {
-        uint64_t code = get_u64(addr + 8 * k);
+        uint64_t code = oc_get_le64(addr + 8 * k);
         if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_DISK_CACHE)
             continue;
         uint64_t at = w->seg_byte_off[seg] + OC_PLAN_ADDR_INDEX(code) * rb;
@@ -299,7 +284,7 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
     const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
     const uint8_t *packed = addr + 8 * sl->n_input, *dc = sl->buf + sl->dc_at;
     for (uint64_t k = 0; k < sl->n_input; k++) {
-        uint64_t code = get_u64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
+        uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
         const uint8_t *src;
         switch (OC_PLAN_ADDR_WHERE(code)) {
         case OC_PLAN_CPU:

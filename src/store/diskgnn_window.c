@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "store/diskgnn_int.h"
 
@@ -217,30 +216,6 @@ static int pair_by_dest(const void *a, const void *b)
     return (x->dest > y->dest) - (x->dest < y->dest);
 }
 
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t crc(const uint8_t *p, uint64_t n)
-{
-    uLong c = crc32(0L, Z_NULL, 0);
-    while (n) {
-        uInt piece = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        c = crc32(c, p, piece);
-        p += piece;
-        n -= piece;
-    }
-    return (uint32_t)c;
-}
-
 /* Pass 1: header + record + address table of every chunk. */
 static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint64_t epoch,
                      struct oc_file *out, struct oc_err *err)
@@ -260,17 +235,17 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
             break;
         roff += rb;
         for (uint64_t k = 0; k < n; k++)
-            put_u64(addr + 8 * k, l->addr[b->off[i] + k]);
+            oc_put_le64(addr + 8 * k, l->addr[b->off[i] + k]);
         memset(h, 0, OC_PLAN_CHUNK_HEADER);
         memcpy(h, DG_CHUNK_MAGIC, 8);
-        put_u64(h + 8, epoch);
-        put_u64(h + 16, i);
-        put_u64(h + 24, n);
-        put_u64(h + 32, l->pack_off[i + 1] - l->pack_off[i]);
-        put_u64(h + 40, rb);
-        put_u32(h + 48, crc(rec, rb + 8 * n));
-        put_u32(h + 56, DG_CHUNK_VERSION);
-        put_u32(h + 60, crc(h, 60));
+        oc_put_le64(h + 8, epoch);
+        oc_put_le64(h + 16, i);
+        oc_put_le64(h + 24, n);
+        oc_put_le64(h + 32, l->pack_off[i + 1] - l->pack_off[i]);
+        oc_put_le64(h + 40, rb);
+        oc_put_le32(h + 48, oc_crc32(0, rec, rb + 8 * n));
+        oc_put_le32(h + 56, DG_CHUNK_VERSION);
+        oc_put_le32(h + 60, oc_crc32(0, h, 60));
         rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
     }
     oc_file_close(in, NULL);

@@ -182,30 +182,16 @@ static uint64_t plan_key(const struct oc_store *s, const struct oc_store_config 
     return h;
 }
 
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
 static void sb_footer(const struct gx_inspector *in, uint64_t first, uint64_t n, uint32_t flags,
                       uint8_t f[SB_FOOTER])
 {
     memset(f, 0, SB_FOOTER);
     memcpy(f, SB_MAGIC, 8);
-    put_u64(f + 8, in->key);
-    put_u64(f + 16, first);
-    put_u64(f + 24, n);
-    put_u64(f + 32, in->nb);
-    put_u64(f + 40, in->n_nodes);
+    oc_put_le64(f + 8, in->key);
+    oc_put_le64(f + 16, first);
+    oc_put_le64(f + 24, n);
+    oc_put_le64(f + 32, in->nb);
+    oc_put_le64(f + 40, in->n_nodes);
     f[48] = (uint8_t)SB_VERSION;
     f[52] = (uint8_t)flags;
     uint32_t crc = (uint32_t)crc32(0L, f, 60);
@@ -266,7 +252,7 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
     }
     if ((rc = oc_file_pread(f, foot, SB_FOOTER, size - SB_FOOTER, &e)))
         goto bad;
-    n = get_u64(foot + 24);
+    n = oc_get_le64(foot + 24);
     uint32_t flags = foot[52];
     sb_footer(in, first, n, flags, want);
     if (memcmp(foot, want, SB_FOOTER) != 0 || n == 0 || n > most ||
@@ -283,7 +269,7 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
         }
         if ((rc = oc_file_pread(f, lenb, 8, off, &e)))
             goto bad;
-        uint64_t len = get_u64(lenb);
+        uint64_t len = oc_get_le64(lenb);
         off += 8;
         if (len > size - off || len > SB_MAX_RECORD) {
             snprintf(why, sizeof(why), "batch %" PRIu64 " length %" PRIu64 " past the end", it,
@@ -401,7 +387,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
         size_t got = 0;
         if ((rc = rec_reserve(in, len, err)))
             goto out;
-        put_u64(lenb, len);
+        oc_put_le64(lenb, len);
         if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
             oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e))
             sb_drop(&w, tmp, &e);

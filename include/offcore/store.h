@@ -198,6 +198,24 @@ int oc_store_has_batches(const struct oc_store *s);
  */
 int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                         struct oc_sample_batch *out, struct oc_err *err);
+/*
+ * Shows the strategy training batch `batch` of `epoch` of the plan as soon as
+ * it is sampled, before its oc_store_gather_batch (the batch pipeline calls it
+ * from its sample stage, in plan order, once per batch): a strategy may issue
+ * the batch's reads or pin its rows. b is borrowed for the call. A no-op for
+ * strategies without the hook.
+ */
+int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                           const struct oc_sample_batch *b, struct oc_err *err);
+/* Whether oc_store_next_batch returns batches out of plan order (gnndrive --reorder). */
+int oc_store_reorders(const struct oc_store *s);
+/*
+ * Batches the strategy may have taken in ahead of the one being gathered
+ * (gnndrive: its batch records): a reordering pipeline keeps at least this
+ * many sampled batches pending so that any batch next_batch returns is among
+ * them. 0 for the others.
+ */
+uint32_t oc_store_lookahead(const struct oc_store *s);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 

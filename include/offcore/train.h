@@ -79,9 +79,17 @@ struct oc_train_epoch_stats {
     uint32_t epoch; /* 0-based */
     double loss, train_acc, val_acc, test_acc;
     double time_s;
-    double sample_s, gather_s, forward_s, backward_s, optimizer_s, eval_s;
+    /*
+     * Stage times. sample_s and gather_s are the busy seconds of the batch
+     * pipeline's sample and fetch stages (they run beside the trainer, so
+     * they overlap the others); wait_s is how long the trainer waited for
+     * its next batch; forward_s .. optimizer_s are the trainer's own.
+     */
+    double sample_s, gather_s, wait_s, forward_s, backward_s, optimizer_s, eval_s;
     uint64_t n_batches;
-    struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
+    uint64_t n_sampled;          /* batches sampled (or loaded from an offline sample) this epoch */
+    uint32_t depth;              /* batches the pipeline fetched ahead of the one training */
+    struct oc_store_stats store; /* this epoch's training gathers (evaluation excluded) */
     struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
     uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */
     double gemm_s;                  /* and the seconds it took */

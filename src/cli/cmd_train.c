@@ -55,7 +55,7 @@ static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
     if (*show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];
-        printf(" | Read %s | Amp %.2f | CPU hit %.3f | Peak RSS %s",
+        printf(" | Wait %.2fs | Read %s | Amp %.2f | CPU hit %.3f | Peak RSS %s", st->wait_s,
                oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
                oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
                oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));

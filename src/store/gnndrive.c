@@ -682,6 +682,13 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     return OC_OK;
 }
 
+/* Its sampler stage runs up to n_records batches ahead of the gathers. */
+static uint32_t gd_lookahead(const struct oc_store *s)
+{
+    const struct gd_store *g = s->impl;
+    return g && g->pipeline ? g->n_records : 0;
+}
+
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
     .summary = "asynchronous extraction: sampler, io_uring extractors, trainer and releaser "
@@ -691,6 +698,7 @@ const struct store_strategy oc_store_gnndrive = {
     .gather = gd_gather,
     .gather_batch = gd_gather_batch,
     .next_batch = gd_next_batch,
+    .lookahead = gd_lookahead,
     .stats = gd_stats,
     .free = gd_free,
 };

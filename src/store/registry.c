@@ -152,6 +152,7 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     if (cfg->n_train && cfg->batch_size)
         s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     s->nb_epoch = UINT64_MAX;
+    s->reorder = cfg->reorder && s->strat->next_batch;
     rc = s->strat->open(s, cfg, err);
     if (rc) {
         s->strat->free(s);
@@ -258,6 +259,24 @@ int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     if (!s->strat->load_batch)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: does not sample batches", s->strat->name);
     return s->strat->load_batch(s, epoch, batch, out, err);
+}
+
+int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                           const struct oc_sample_batch *b, struct oc_err *err)
+{
+    if (!s->strat->prepare_batch)
+        return OC_OK;
+    return s->strat->prepare_batch(s, epoch, batch, b, err);
+}
+
+int oc_store_reorders(const struct oc_store *s)
+{
+    return s->reorder;
+}
+
+uint32_t oc_store_lookahead(const struct oc_store *s)
+{
+    return s->strat->lookahead ? s->strat->lookahead(s) : 0;
 }
 
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)

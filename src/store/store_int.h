@@ -46,6 +46,11 @@ struct store_strategy {
     /* Optional: oc_store_load_batch (NULL = the strategy does not sample). */
     int (*load_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       struct oc_sample_batch *out, struct oc_err *err);
+    /* Optional: oc_store_prepare_batch (NULL = nothing to do ahead). */
+    int (*prepare_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                         const struct oc_sample_batch *b, struct oc_err *err);
+    /* Optional: oc_store_lookahead (NULL = 0). */
+    uint32_t (*lookahead)(const struct oc_store *s);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
 };
@@ -71,6 +76,7 @@ struct oc_store {
     struct oc_store_stats stats; /* cumulative; held_bytes filled by strategy->stats */
     uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
+    int reorder;                 /* cfg->reorder for a strategy with next_batch */
     void *impl;
 };
 

@@ -1,22 +1,27 @@
 /*
- * train.c — the training loop: per epoch, shuffle the training ids from
- * (seed, epoch), and for each batch sample → gather → forward → loss →
- * backward → Adam; then evaluate, keep the test accuracy at the best
- * validation epoch, report, log and checkpoint.
+ * train.c — the training loop: per epoch, the batch pipeline (pipeline.h)
+ * samples each batch once from (seed, epoch, batch) and gathers its features
+ * ahead; the trainer takes them in order and runs forward → loss → backward
+ * → Adam; then it evaluates, keeps the test accuracy at the best validation
+ * epoch, reports, logs and checkpoints.
  *
- *   epoch e:  shuffle(seed, e) ─► for b: sample(seed,e,b) ─► gather ─► fwd ─► loss ─► bwd ─► adam
+ *   epoch e:  pipeline: shuffle(seed, e) ─► sample b ─► store prepare ─► gather b (ahead)
+ *             trainer:  next batch ─► fwd ─► loss ─► bwd ─► adam ─► done (slot reused)
  *             └─► eval ─► best-val bookkeeping ─► on_epoch ─► log line ─► checkpoint
  *
  * Place in the data flow: train (top of the library; the CLI calls it).
  * Thread-safety: one run per call; it creates and owns its pool, which the
- * sampler, the gather and the nn kernels share one at a time.
+ * pipeline's sampler and gathers and the nn kernels share (oc_pool_run
+ * serializes them). Evaluation runs between epochs, when the pipeline is idle.
  * Ownership: everything created here is freed before returning.
  */
+#include <inttypes.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "offcore/io.h"
+#include "offcore/pipeline.h"
 #include "train/train_int.h"
 
 void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
@@ -114,10 +119,8 @@ struct run {
     struct oc_nn_backend *be;
     struct oc_nn_model *model;
     struct oc_store *store;
-    struct oc_sampler *sampler;
-    struct oc_sample_batch batch;
-    struct oc_sample_epoch epoch;
-    struct train_gather gather;
+    struct oc_batch_pipe *pipe;
+    uint32_t depth;
     struct train_degrees degrees;
     struct train_eval *eval;
     struct train_log *log;
@@ -128,12 +131,8 @@ static void run_deinit(struct run *r)
 {
     train_log_close(r->log);
     train_eval_free(r->eval);
-    train_gather_deinit(&r->gather);
     oc_free(r->degrees.deg);
-    if (r->epoch.orig)
-        oc_sample_epoch_deinit(&r->epoch);
-    oc_sample_batch_deinit(&r->batch);
-    oc_sample_sampler_free(r->sampler);
+    oc_batch_pipe_free(r->pipe); /* joins its threads before the store goes */
     oc_store_free(r->store);
     oc_nn_model_free(r->model);
     oc_nn_backend_free(r->be);
@@ -143,12 +142,15 @@ static void run_deinit(struct run *r)
 }
 
 /*
- * Bytes the run needs besides the feature store, per batch in flight: the
- * gathered input rows, the layer activations and gradients of the largest
- * batch (estimated from the fanouts, capped at the node count) — and the
- * model with its Adam state. The store gets what the budget leaves.
+ * Bytes the run needs besides the feature store: the batch pipeline's slots
+ * (each holds one batch's gathered input rows; depth + 1 of them) and the
+ * layer activations and gradients of the largest batch (estimated from the
+ * fanouts, capped at the node count), or exact inference's whole-graph layer
+ * outputs — and the model with its Adam state. The store gets what the
+ * budget leaves.
  */
-static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o)
+static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
+                                  uint32_t depth)
 {
     uint64_t seeds = o->batch_size;
     if (o->eval == OC_TRAIN_EVAL_SAMPLED && o->eval_batch_size > seeds)
@@ -159,8 +161,8 @@ static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opt
         n = n > r->data.n_nodes / f ? r->data.n_nodes : n * f;
     }
     uint64_t width = o->hidden * o->heads;
-    /* gathered rows + the model's input copy, then activations and gradients per layer */
-    uint64_t train = n * (2 * r->data.feat_dim + 4 * width * o->n_layers) * sizeof(float);
+    /* gathered rows per slot, then activations and gradients per layer */
+    uint64_t train = n * ((depth + 1) * r->data.feat_dim + 4 * width * o->n_layers) * sizeof(float);
     /* exact inference keeps two whole-graph layer outputs and one chunk's inputs */
     uint64_t eval = 0;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
@@ -206,8 +208,19 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;
+    /*
+     * Pipeline depth: two batches ahead, or one when two would take more than
+     * half of what the budget leaves for the store (one batch in flight
+     * besides the trainer's costs no more than the trainer's own copy of the
+     * input rows did before the pipeline).
+     */
+    r->depth = 2;
     if (o->mem_budget) {
-        uint64_t held = oc_mem_used(), work = run_working_bytes(r, o);
+        uint64_t held = oc_mem_used(), work = run_working_bytes(r, o, 2);
+        if (held + work >= o->mem_budget || o->mem_budget - held - work < work) {
+            r->depth = 1;
+            work = run_working_bytes(r, o, 1);
+        }
         if (held + work >= o->mem_budget) {
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,
@@ -260,56 +273,54 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     cfg.seed = o->seed;
     if ((rc = oc_nn_model_new(r->be, &cfg, &r->model, err)))
         return rc;
+    return OC_OK;
+}
+
+/* The batch pipeline over the opened store (sampling options as the store's plan). */
+static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc_err *err)
+{
     struct oc_sample_opts so = {0};
     so.n_layers = o->n_layers;
     memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
     so.seed = o->seed;
-    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &r->sampler, err)))
-        return rc;
-    if ((rc = oc_sample_epoch_init(&r->epoch, r->data.split[TRAIN_SPLIT_TRAIN],
-                                   r->data.n_split[TRAIN_SPLIT_TRAIN], o->batch_size, 0, err)))
-        return rc;
-    return OC_OK;
+    struct oc_batch_pipe_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.store = r->store;
+    pc.graph = &r->data.graph;
+    pc.sample = &so; /* copied */
+    pc.pool = r->pool;
+    pc.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
+    pc.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    pc.batch_size = o->batch_size;
+    pc.depth = r->depth;
+    return oc_batch_pipe_new(&pc, &r->pipe, err);
 }
 
 /*
- * One training step on batch b of epoch e, whose batches are those of sample
- * epoch se (e, or 0 with --reuse-samples); adds to the epoch's sums and timers.
+ * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
+ * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
+ * and timers.
  */
-static int train_step(struct run *r, uint64_t e, uint64_t se, uint64_t b,
+static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
                       struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
                       uint64_t *correct, const struct oc_nn_adam *adam, struct oc_err *err)
 {
-    const uint64_t *seeds;
-    uint64_t n_seeds;
+    const struct oc_sample_batch *batch = &pb->batch;
     int rc;
-    if ((rc = oc_sample_epoch_batch(&r->epoch, b, &seeds, &n_seeds, err)))
-        return rc;
-    double t = oc_now_s();
-    /* a strategy that sampled offline hands over the very batch the sampler would give */
-    if (oc_store_has_batches(r->store))
-        rc = oc_store_load_batch(r->store, se, b, &r->batch, err);
-    else
-        rc = oc_sample_neighbors(r->sampler, se, b, seeds, n_seeds, &r->batch, err);
-    if (rc)
-        return rc;
-    double t1 = oc_now_s();
-    st->sample_s += t1 - t;
-    struct oc_nn_tensor x;
-    if ((rc = train_gather_store(&r->gather, r->store, (const uint64_t[2]){se, b}, r->data.feat_dim,
-                                 r->batch.input_ids, r->batch.n_input, r->be, &x, err)))
-        return rc;
     double t2 = oc_now_s();
-    st->gather_s += t2 - t1;
-    if ((rc = train_src_degrees(&r->batch, r->data.out_deg, &r->degrees, err)))
+    struct oc_nn_tensor x;
+    if ((rc =
+             oc_nn_tensor_wrap(r->be, OC_NN_F32, pb->x, batch->n_input, r->data.feat_dim, &x, err)))
+        return rc;
+    if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))
         return rc;
     struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
-    train_blocks_from_batch(&r->batch, r->degrees.deg, blocks);
+    train_blocks_from_batch(batch, r->degrees.deg, blocks);
     const struct oc_nn_tensor *logits;
-    struct oc_nn_step step = {1, e, b};
+    struct oc_nn_step step = {1, e, pb->index};
     if ((rc = oc_nn_model_forward(r->model, blocks, &x, &step, &logits, err)))
         return rc;
-    if ((rc = train_labels_of(&r->labels, r->data.labels, seeds, n_seeds, err)))
+    if ((rc = train_labels_of(&r->labels, r->data.labels, batch->input_ids, batch->n_seeds, err)))
         return rc;
     struct oc_nn_loss loss;
     if ((rc = oc_nn_model_loss(r->model, r->labels.labels, &loss, err)))
@@ -339,7 +350,6 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         return rc;
     struct run r;
     memset(&r, 0, sizeof(r));
-    oc_sample_batch_init(&r.batch);
     if ((rc = run_setup(&r, dir, o, err)))
         goto out;
     char fingerprint[1024];
@@ -351,6 +361,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
     }
     if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)) ||
+        (rc = run_open_pipe(&r, o, err)) ||
         (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
         goto out;
     if (o->log_path &&
@@ -358,7 +369,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
-    uint64_t n_batches = oc_sample_epoch_n_batches(&r.epoch);
+    uint64_t n_batches = oc_batch_pipe_n_batches(r.pipe);
     for (uint32_t e = pos.next_epoch; e < o->epochs; e++) {
         struct oc_train_epoch_stats st;
         memset(&st, 0, sizeof(st));
@@ -370,36 +381,48 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_progress_set_label(progress, label);
         oc_progress_set_total(progress, n_batches);
         uint32_t se = o->reuse_samples ? 0 : e; /* the epoch whose batches are trained on */
-        oc_sample_epoch_shuffle(&r.epoch, o->seed, se);
         struct oc_store_stats before, after;
-        struct oc_topo_disk_stats topo0, topo1;
+        struct oc_batch_pipe_stats pipe0, pipe1;
         oc_store_stats(r.store, &before);
-        oc_sample_sampler_topo_stats(r.sampler, &topo0);
+        oc_batch_pipe_stats(r.pipe, &pipe0);
+        if ((rc = oc_batch_pipe_epoch(r.pipe, se, err)))
+            goto out;
         uint64_t flops0, flops1;
         double gemm0, gemm1;
         oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         for (uint64_t i = 0; i < n_batches; i++) {
-            uint64_t b = i; /* plan order, or completion order with --reorder */
-            if (o->reorder && (rc = oc_store_next_batch(r.store, se, &b, err)))
+            struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
+            if ((rc = oc_batch_pipe_next(r.pipe, &pb, err)))
                 goto out;
-            if ((rc = train_step(&r, e, se, b, &st, &loss_sum, &counted, &correct, &adam, err)))
+            rc = train_step(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err);
+            if (rc) {
+                oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
+                oc_batch_pipe_done(r.pipe, pb);
                 goto out;
+            }
+            oc_batch_pipe_done(r.pipe, pb);
             oc_progress_add(progress, 1);
         }
         oc_progress_finish(progress);
         oc_store_stats(r.store, &after);
         oc_store_stats_sub(&after, &before, &st.store);
-        oc_sample_sampler_topo_stats(r.sampler, &topo1);
+        oc_batch_pipe_stats(r.pipe, &pipe1);
+        st.depth = r.depth;
+        st.n_sampled = pipe1.n_sampled - pipe0.n_sampled;
+        st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
+        st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
+        st.wait_s = pipe1.wait_s - pipe0.wait_s;
+        const struct oc_topo_disk_stats *topo0 = &pipe0.topo, *topo1 = &pipe1.topo;
         oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
         st.gemm_flops = flops1 - flops0;
         st.gemm_s = gemm1 - gemm0;
-        st.topo.n_lookups = topo1.n_lookups - topo0.n_lookups;
-        st.topo.n_hits = topo1.n_hits - topo0.n_hits;
-        st.topo.requested_bytes = topo1.requested_bytes - topo0.requested_bytes;
-        st.topo.read_bytes = topo1.read_bytes - topo0.read_bytes;
-        st.topo.n_reads = topo1.n_reads - topo0.n_reads;
+        st.topo.n_lookups = topo1->n_lookups - topo0->n_lookups;
+        st.topo.n_hits = topo1->n_hits - topo0->n_hits;
+        st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
+        st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
+        st.topo.n_reads = topo1->n_reads - topo0->n_reads;
         double te = oc_now_s();
         double acc[TRAIN_SPLIT_COUNT];
         if ((rc = train_eval_run(r.eval, e, acc, err)))

@@ -1,0 +1,301 @@
+/*
+ * batches.c — the batch pipeline: every training batch is sampled exactly
+ * once, ahead of the trainer, shown to the feature strategy as soon as it is
+ * sampled (oc_store_prepare_batch: issue its reads, pin its rows), and its
+ * features are gathered while earlier batches train.
+ *
+ *   oc_batch_pipe_epoch ──epoch_q──► sample stage ──fetch_q──► fetch stage ──ready_q──► trainer
+ *                                        ▲ pops a free slot                                │
+ *                                        └──────────────── free_q ◄── oc_batch_pipe_done ◄─┘
+ *
+ * depth + 1 slots circulate: one with the trainer, up to depth sampled or
+ * gathered ahead of it. A slot keeps its buffers (blocks, feature rows), so
+ * after the first batches nothing is allocated per batch.
+ *
+ * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
+ * the trainer would; for a strategy that samples itself (diskgnn's offline
+ * windows) the fetch stage takes the batch from the store instead
+ * (oc_store_load_batch), so there too each batch is sampled once. The fetch
+ * stage gathers slots in the order they come, except for a strategy that
+ * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
+ * batch to serve next among those sampled (pending).
+ *
+ * Place in the data flow: pipeline (store + sample → trainer).
+ * Thread-safety: the sample stage's thread owns the sampler and the shuffled
+ * epoch; the fetch stage's thread owns `pending`; a slot belongs to the
+ * stage that popped it (the queues order the hand-overs); the trainer owns
+ * `handed` and wait_s. Counters read by oc_batch_pipe_stats are atomics.
+ * Ownership: the pipeline owns the slots, the sampler, the epoch and the
+ * stages; the store, graph, pool and training ids are borrowed.
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "offcore/pipeline.h"
+#include "offcore/progress.h"
+
+struct bp_job {
+    uint64_t epoch;
+};
+
+struct oc_batch_pipe {
+    struct oc_batch_pipe_config cfg; /* cfg.sample points at so */
+    struct oc_sample_opts so;
+    uint64_t feat_dim, n_batches;
+    int has_batches, reorder;
+    struct oc_pipeline *p;
+    struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q;
+    struct oc_stage *sample_st, *fetch_st;
+    struct oc_pipe_batch *slots;
+    uint32_t n_slots;
+    struct bp_job jobs[2];
+    unsigned next_job;
+    /* sample stage */
+    struct oc_sampler *sampler;
+    struct oc_sample_epoch ep;
+    /* fetch stage */
+    struct oc_pipe_batch **pending;
+    uint32_t n_pending;
+    /* trainer */
+    uint64_t handed, epoch;
+    int in_epoch;
+    double wait_s;
+    atomic_uint_least64_t n_sampled, n_fetched;
+};
+
+/* ---- sample stage ------------------------------------------------------ */
+
+static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    const struct bp_job *job = item;
+    uint64_t e = job->epoch;
+    int rc;
+    if (!bp->has_batches)
+        oc_sample_epoch_shuffle(&bp->ep, bp->cfg.sample->seed, e);
+    for (uint64_t b = 0; b < bp->n_batches; b++) {
+        void *got;
+        if ((rc = oc_stage_pop(st, bp->free_q, &got)))
+            return rc;
+        struct oc_pipe_batch *pb = got;
+        pb->epoch = e;
+        pb->index = b;
+        if (!bp->has_batches) {
+            const uint64_t *seeds;
+            uint64_t n_seeds;
+            if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err)) ||
+                (rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err)) ||
+                (rc = oc_store_prepare_batch(bp->cfg.store, e, b, &pb->batch, err))) {
+                oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
+                return rc;
+            }
+            atomic_fetch_add(&bp->n_sampled, 1);
+        }
+        if ((rc = oc_stage_push(st, bp->fetch_q, pb)))
+            return rc;
+    }
+    return OC_OK;
+}
+
+/* ---- fetch stage ------------------------------------------------------- */
+
+static int fetch_one(struct oc_batch_pipe *bp, struct oc_pipe_batch *pb, struct oc_err *err)
+{
+    int rc;
+    if (bp->has_batches) {
+        if ((rc = oc_store_load_batch(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err)))
+            return rc;
+        atomic_fetch_add(&bp->n_sampled, 1);
+    }
+    uint64_t n = pb->batch.n_input, floats = n * bp->feat_dim;
+    if (floats > pb->cap_floats) {
+        float *x = oc_realloc(pb->x, floats * sizeof(float), "pipeline batch features", err);
+        if (!x)
+            return err->status;
+        pb->x = x;
+        pb->cap_floats = floats;
+    }
+    return oc_store_gather_batch(bp->cfg.store, pb->epoch, pb->index, pb->batch.input_ids, n,
+                                 pb->x, err);
+}
+
+/* Gathers pb (plan order), or the pending batches in the store's order (reorder). */
+static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    struct oc_pipe_batch *pb = item;
+    int rc;
+    bp->pending[bp->n_pending++] = pb;
+    while (bp->n_pending > 0) {
+        uint32_t k = 0;
+        if (bp->reorder) {
+            uint64_t b;
+            if ((rc = oc_store_next_batch(bp->cfg.store, pb->epoch, &b, err)))
+                goto fail;
+            for (;;) { /* b was prepared: it is pending, or still on its way */
+                for (k = 0; k < bp->n_pending && bp->pending[k]->index != b; k++)
+                    ;
+                if (k < bp->n_pending)
+                    break;
+                void *more;
+                if (bp->n_pending == bp->n_slots)
+                    return OC_ERR(err, OC_ERR_INTERNAL,
+                                  "store %s served batch %" PRIu64 " that was not sampled",
+                                  oc_store_name(bp->cfg.store), b);
+                if ((rc = oc_stage_pop(st, bp->fetch_q, &more)))
+                    return rc;
+                bp->pending[bp->n_pending++] = more;
+            }
+        }
+        pb = bp->pending[k];
+        bp->pending[k] = bp->pending[--bp->n_pending];
+        if ((rc = fetch_one(bp, pb, err)))
+            goto fail;
+        atomic_fetch_add(&bp->n_fetched, 1);
+        if ((rc = oc_stage_push(st, bp->ready_q, pb)))
+            return rc;
+    }
+    return OC_OK;
+fail:
+    oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, pb->epoch, pb->index);
+    return rc;
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+void oc_batch_pipe_free(struct oc_batch_pipe *bp)
+{
+    if (!bp)
+        return;
+    oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
+    for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++) {
+        oc_sample_batch_deinit(&bp->slots[i].batch);
+        oc_free(bp->slots[i].x);
+    }
+    oc_free(bp->slots);
+    oc_free(bp->pending);
+    if (bp->ep.orig)
+        oc_sample_epoch_deinit(&bp->ep);
+    oc_sample_sampler_free(bp->sampler);
+    oc_free(bp);
+}
+
+int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pipe **out,
+                      struct oc_err *err)
+{
+    *out = NULL;
+    if (!cfg->store || !cfg->graph || !cfg->sample || !cfg->train_ids || !cfg->n_train ||
+        !cfg->batch_size || cfg->depth == 0)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: needs a store, a graph, sampling options, training ids, "
+                      "a batch size and a depth of at least 1");
+    struct oc_batch_pipe *bp = oc_calloc(1, sizeof(*bp), "batch pipeline", err);
+    if (!bp)
+        return err ? err->status : OC_ERR_NOMEM;
+    int rc;
+    bp->cfg = *cfg;
+    bp->so = *cfg->sample;
+    bp->cfg.sample = &bp->so;
+    bp->feat_dim = oc_store_feat_dim(cfg->store);
+    bp->has_batches = oc_store_has_batches(cfg->store);
+    bp->reorder = oc_store_reorders(cfg->store);
+    bp->n_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+    /* a reordering store may serve any batch it took in: keep that many pending */
+    uint32_t ahead = oc_store_lookahead(cfg->store);
+    bp->n_slots = (bp->reorder && ahead > cfg->depth ? ahead : cfg->depth) + 1;
+    atomic_init(&bp->n_sampled, 0);
+    atomic_init(&bp->n_fetched, 0);
+    bp->slots = oc_calloc(bp->n_slots, sizeof(*bp->slots), "pipeline slots", err);
+    bp->pending = oc_calloc(bp->n_slots, sizeof(*bp->pending), "pipeline slots", err);
+    if (!bp->slots || !bp->pending) {
+        rc = err ? err->status : OC_ERR_NOMEM;
+        goto fail;
+    }
+    for (uint32_t i = 0; i < bp->n_slots; i++)
+        oc_sample_batch_init(&bp->slots[i].batch);
+    if (!bp->has_batches &&
+        ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||
+         (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                    err))))
+        goto fail;
+    if ((rc = oc_pipeline_new("batch pipeline", &bp->p, err)) ||
+        (rc = oc_pipeline_queue(bp->p, 2, &bp->epoch_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->free_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->fetch_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->ready_q, err)) ||
+        (rc = oc_pipeline_stage(bp->p, "sample", 1, bp->epoch_q, sample_epoch, bp, &bp->sample_st,
+                                err)) ||
+        (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
+                                err)))
+        goto fail;
+    for (uint32_t i = 0; i < bp->n_slots; i++)
+        if ((rc = oc_queue_push(bp->free_q, &bp->slots[i])))
+            goto fail;
+    if ((rc = oc_pipeline_start(bp->p, err)))
+        goto fail;
+    *out = bp;
+    return OC_OK;
+fail:
+    oc_batch_pipe_free(bp);
+    return rc;
+}
+
+uint64_t oc_batch_pipe_n_batches(const struct oc_batch_pipe *bp)
+{
+    return bp->n_batches;
+}
+
+int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err)
+{
+    if (bp->in_epoch && bp->handed < bp->n_batches)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: epoch %" PRIu64 " started with %" PRIu64
+                      " batches of epoch %" PRIu64 " not taken",
+                      e, bp->n_batches - bp->handed, bp->epoch);
+    struct bp_job *job = &bp->jobs[bp->next_job];
+    bp->next_job ^= 1;
+    job->epoch = e;
+    bp->epoch = e;
+    bp->handed = 0;
+    bp->in_epoch = 1;
+    if (oc_queue_push(bp->epoch_q, job) != OC_OK)
+        return oc_pipeline_status(bp->p, err);
+    return OC_OK;
+}
+
+int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, struct oc_err *err)
+{
+    *out = NULL;
+    if (!bp->in_epoch || bp->handed >= bp->n_batches)
+        return OC_ERR(err, OC_ERR_NOTFOUND,
+                      "batch pipeline: every batch of epoch %" PRIu64 " was handed out",
+                      bp->epoch);
+    void *item;
+    double t0 = oc_now_s();
+    int rc = oc_queue_pop(bp->ready_q, &item);
+    bp->wait_s += oc_now_s() - t0;
+    if (rc)
+        return oc_pipeline_status(bp->p, err);
+    bp->handed++;
+    *out = item;
+    return OC_OK;
+}
+
+void oc_batch_pipe_done(struct oc_batch_pipe *bp, struct oc_pipe_batch *b)
+{
+    /* never blocks: the free queue holds every slot; closed means cancelled */
+    (void)oc_queue_push(bp->free_q, b);
+}
+
+void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->n_sampled = atomic_load(&bp->n_sampled);
+    out->n_fetched = atomic_load(&bp->n_fetched);
+    out->sample_busy_s = oc_stage_busy_s(bp->sample_st);
+    out->fetch_busy_s = oc_stage_busy_s(bp->fetch_st);
+    out->wait_s = bp->wait_s;
+    if (bp->sampler)
+        oc_sample_sampler_topo_stats(bp->sampler, &out->topo);
+}

@@ -1,0 +1,240 @@
+/*
+ * stage.c — the stage abstraction (after Redis's bio.c): a pipeline owns its
+ * bounded queues and its stages; a stage is a fixed set of threads that pop
+ * items from one input queue and run one function on each. Stages hand items
+ * on by pushing into other queues of the same pipeline.
+ *
+ *   stage thread:  pop(in) ─► fn(item) ─► (fn pushes downstream) ─► pop(in) ...
+ *                     │ closed                │ error
+ *                     ▼                       ▼
+ *                   exit          first-wins error, cancel: close every queue
+ *
+ * Place in the data flow: pipeline (the batch pipeline in batches.c is built
+ * from it; train drives that).
+ * Thread-safety: p->mu guards the first error; cancellation is an atomic flag
+ * plus oc_queue_close on every queue (each queue locks only inside its own
+ * calls, so no lock is held across another: no lock order to keep). Busy time
+ * is an atomic counter per stage; blocked time is per thread (thread-local).
+ * Ownership: the pipeline owns stages, threads and queues; oc_pipeline_free
+ * cancels, joins, then frees them. Items are never freed here.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+#include "offcore/pipeline.h"
+
+#define PIPE_MAX_QUEUES 16
+#define PIPE_MAX_STAGES 8
+
+struct oc_stage {
+    struct oc_pipeline *p;
+    char name[32];
+    unsigned n_threads, n_started;
+    pthread_t *threads;
+    struct oc_queue *in;
+    oc_stage_fn fn;
+    void *ctx;
+    atomic_uint_least64_t busy_ns;
+};
+
+struct oc_pipeline {
+    char name[32];
+    pthread_mutex_t mu;
+    int failed;        /* [mu] */
+    struct oc_err err; /* [mu] the first error */
+    atomic_int cancelled;
+    int started;
+    struct oc_queue *queues[PIPE_MAX_QUEUES];
+    unsigned n_queues;
+    struct oc_stage stages[PIPE_MAX_STAGES];
+    unsigned n_stages;
+};
+
+static _Thread_local uint64_t tl_blocked_ns; /* this thread's blocked time inside fn */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int oc_pipeline_new(const char *name, struct oc_pipeline **out, struct oc_err *err)
+{
+    *out = NULL;
+    struct oc_pipeline *p = oc_calloc(1, sizeof(*p), "pipeline", err);
+    if (!p)
+        return err ? err->status : OC_ERR_NOMEM;
+    snprintf(p->name, sizeof(p->name), "%s", name ? name : "pipeline");
+    pthread_mutex_init(&p->mu, NULL);
+    atomic_init(&p->cancelled, 0);
+    *out = p;
+    return OC_OK;
+}
+
+void oc_pipeline_cancel(struct oc_pipeline *p)
+{
+    if (!p)
+        return;
+    atomic_store(&p->cancelled, 1);
+    for (unsigned i = 0; i < p->n_queues; i++)
+        oc_queue_close(p->queues[i]);
+}
+
+void oc_pipeline_fail(struct oc_pipeline *p, const struct oc_err *e)
+{
+    pthread_mutex_lock(&p->mu);
+    if (!p->failed) {
+        p->failed = 1;
+        p->err = *e;
+    }
+    pthread_mutex_unlock(&p->mu);
+    oc_pipeline_cancel(p);
+}
+
+int oc_pipeline_status(struct oc_pipeline *p, struct oc_err *err)
+{
+    int rc = OC_OK;
+    pthread_mutex_lock(&p->mu);
+    if (p->failed) {
+        rc = p->err.status ? p->err.status : OC_ERR_INTERNAL;
+        if (err)
+            *err = p->err;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (rc == OC_OK && atomic_load(&p->cancelled))
+        rc = OC_ERR(err, OC_ERR_CANCELLED, "%s: cancelled", p->name);
+    return rc;
+}
+
+void oc_pipeline_free(struct oc_pipeline *p)
+{
+    if (!p)
+        return;
+    oc_pipeline_cancel(p);
+    for (unsigned i = 0; i < p->n_stages; i++) {
+        struct oc_stage *st = &p->stages[i];
+        for (unsigned t = 0; t < st->n_started; t++)
+            pthread_join(st->threads[t], NULL);
+        oc_free(st->threads);
+    }
+    for (unsigned i = 0; i < p->n_queues; i++)
+        oc_queue_free(p->queues[i]);
+    pthread_mutex_destroy(&p->mu);
+    oc_free(p);
+}
+
+int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **out,
+                      struct oc_err *err)
+{
+    *out = NULL;
+    if (p->n_queues == PIPE_MAX_QUEUES)
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d queues", p->name, PIPE_MAX_QUEUES);
+    int rc = oc_queue_new(capacity, &p->queues[p->n_queues], err);
+    if (rc)
+        return rc;
+    *out = p->queues[p->n_queues++];
+    return OC_OK;
+}
+
+int oc_pipeline_stage(struct oc_pipeline *p, const char *name, unsigned n_threads,
+                      struct oc_queue *in, oc_stage_fn fn, void *ctx, struct oc_stage **out,
+                      struct oc_err *err)
+{
+    if (out)
+        *out = NULL;
+    if (p->started)
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: stage %s added after start", p->name, name);
+    if (p->n_stages == PIPE_MAX_STAGES)
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d stages", p->name, PIPE_MAX_STAGES);
+    if (n_threads == 0 || !in || !fn)
+        return OC_ERR(err, OC_ERR_ARG, "%s: stage %s needs threads, a queue and a function",
+                      p->name, name);
+    struct oc_stage *st = &p->stages[p->n_stages];
+    memset(st, 0, sizeof(*st));
+    st->threads = oc_calloc(n_threads, sizeof(pthread_t), "pipeline stage", err);
+    if (!st->threads)
+        return err ? err->status : OC_ERR_NOMEM;
+    st->p = p;
+    snprintf(st->name, sizeof(st->name), "%s", name);
+    st->n_threads = n_threads;
+    st->in = in;
+    st->fn = fn;
+    st->ctx = ctx;
+    atomic_init(&st->busy_ns, 0);
+    p->n_stages++;
+    if (out)
+        *out = st;
+    return OC_OK;
+}
+
+static void *stage_main(void *arg)
+{
+    struct oc_stage *st = arg;
+    void *item;
+    while (oc_queue_pop(st->in, &item) == OC_OK) {
+        struct oc_err e;
+        oc_err_clear(&e);
+        tl_blocked_ns = 0;
+        uint64_t t0 = now_ns();
+        int rc = st->fn(st->ctx, st, item, &e);
+        uint64_t spent = now_ns() - t0;
+        atomic_fetch_add(&st->busy_ns, spent > tl_blocked_ns ? spent - tl_blocked_ns : 0);
+        if (rc == OC_ERR_CANCELLED && atomic_load(&st->p->cancelled))
+            break;
+        if (rc) {
+            oc_err_prefix(&e, "%s stage", st->name);
+            oc_pipeline_fail(st->p, &e);
+            break;
+        }
+    }
+    return NULL;
+}
+
+int oc_pipeline_start(struct oc_pipeline *p, struct oc_err *err)
+{
+    p->started = 1;
+    for (unsigned i = 0; i < p->n_stages; i++) {
+        struct oc_stage *st = &p->stages[i];
+        for (unsigned t = 0; t < st->n_threads; t++) {
+            int e = pthread_create(&st->threads[t], NULL, stage_main, st);
+            if (e) {
+                oc_pipeline_cancel(p);
+                return OC_ERR_ERRNO(err, OC_ERR_NOMEM, e, "%s: cannot start stage %s thread %u",
+                                    p->name, st->name, t);
+            }
+            st->n_started++;
+        }
+    }
+    return OC_OK;
+}
+
+int oc_stage_push(struct oc_stage *st, struct oc_queue *q, void *item)
+{
+    uint64_t t0 = st ? now_ns() : 0;
+    int rc = oc_queue_push(q, item);
+    if (st)
+        tl_blocked_ns += now_ns() - t0;
+    return rc;
+}
+
+int oc_stage_pop(struct oc_stage *st, struct oc_queue *q, void **item)
+{
+    uint64_t t0 = st ? now_ns() : 0;
+    int rc = oc_queue_pop(q, item);
+    if (st)
+        tl_blocked_ns += now_ns() - t0;
+    return rc;
+}
+
+double oc_stage_busy_s(const struct oc_stage *st)
+{
+    return (double)atomic_load(&st->busy_ns) * 1e-9;
+}
+
+const char *oc_stage_name(const struct oc_stage *st)
+{
+    return st->name;
+}

@@ -1,0 +1,363 @@
+/*
+ * test_pipeline.c — the stage abstraction (first-wins error, cancellation
+ * that unblocks every wait, clean join, busy time) and the batch pipeline
+ * (every batch sampled exactly once, equal to the sampler's batch, features
+ * equal to the file's, errors naming the batch, allocation faults ending
+ * cleanly with no leak and no hang) over every registered strategy.
+ *
+ * Place in the data flow: tests (generate → dataset → store → pipeline).
+ * Thread-safety: the stages run threads; checks run on the test's thread.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "offcore/pipeline.h"
+#include "store_fixture.h"
+
+/* ---- stages --------------------------------------------------------------- */
+
+struct chain {
+    struct oc_queue *mid, *out;
+    atomic_int n_seen;
+    int fail_at; /* item value that fails (-1: none) */
+};
+
+static int pass_on(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct chain *c = ctx;
+    atomic_fetch_add(&c->n_seen, 1);
+    if ((int)(intptr_t)item == c->fail_at)
+        return OC_ERR(err, OC_ERR_IO, "item %d failed", c->fail_at);
+    return oc_stage_push(st, c->mid, item);
+}
+
+static int finish(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct chain *c = ctx;
+    (void)err;
+    return oc_stage_push(st, c->out, item);
+}
+
+OC_TEST(stages_pass_items_in_order_and_join)
+{
+    struct oc_err err;
+    struct oc_pipeline *p;
+    struct oc_queue *in;
+    struct oc_stage *a, *b;
+    struct chain c = {.fail_at = -1};
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_pipeline_new("test", &p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 4, &in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 2, &c.mid, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 64, &c.out, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "first", 1, in, pass_on, &c, &a, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "second", 1, c.mid, finish, &c, &b, &err), &err);
+    OC_CHECK_ERR(oc_pipeline_stage(p, "bad", 0, in, finish, &c, NULL, &err), OC_ERR_ARG, &err,
+                 "needs threads");
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err);
+    for (intptr_t i = 1; i <= 50; i++)
+        OC_CHECK(oc_queue_push(in, (void *)i) == OC_OK);
+    for (intptr_t i = 1; i <= 50; i++) {
+        void *got;
+        OC_CHECK(oc_queue_pop(c.out, &got) == OC_OK);
+        OC_CHECK((intptr_t)got == i); /* one thread per stage keeps the order */
+    }
+    OC_CHECK(oc_pipeline_status(p, &err) == OC_OK);
+    OC_CHECK(oc_stage_busy_s(a) >= 0.0 && strcmp(oc_stage_name(b), "second") == 0);
+    oc_pipeline_free(p);
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
+OC_TEST(first_error_wins_and_unblocks_every_wait)
+{
+    struct oc_err err;
+    struct oc_pipeline *p;
+    struct oc_queue *in;
+    struct chain c = {.fail_at = 3};
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_pipeline_new("test", &p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 8, &in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &c.mid, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &c.out, &err), &err);
+    /* two threads in the first stage: item 3 fails while the other blocks on a full queue */
+    OC_CHECK_OK(oc_pipeline_stage(p, "first", 2, in, pass_on, &c, NULL, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "second", 1, c.mid, finish, &c, NULL, &err), &err);
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err);
+    for (intptr_t i = 1; i <= 8; i++)
+        OC_CHECK(oc_queue_push(in, (void *)i) == OC_OK);
+    /* the consumer never pops c.out: only the failure can unblock the stages */
+    while (oc_pipeline_status(p, NULL) == OC_OK)
+        usleep(1000);
+    OC_CHECK_ERR(oc_pipeline_status(p, &err), OC_ERR_IO, &err, "first stage: item 3 failed");
+    struct oc_err other;
+    OC_ERR(&other, OC_ERR_FORMAT, "a later error");
+    oc_pipeline_fail(p, &other); /* loses to the first */
+    OC_CHECK_ERR(oc_pipeline_status(p, &err), OC_ERR_IO, &err, "item 3");
+    void *got;
+    OC_CHECK(oc_queue_push(in, (void *)9) == OC_ERR_CANCELLED);
+    while (oc_queue_try_pop(c.out, &got) == OC_OK)
+        ;
+    OC_CHECK(oc_queue_pop(c.out, &got) == OC_ERR_CANCELLED);
+    oc_pipeline_free(p); /* joins: would hang if a thread stayed blocked */
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
+OC_TEST(cancel_without_error)
+{
+    struct oc_err err;
+    struct oc_pipeline *p;
+    struct oc_queue *in;
+    struct chain c = {.fail_at = -1};
+    OC_CHECK_OK(oc_pipeline_new("test", &p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 2, &in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &c.mid, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "first", 1, in, pass_on, &c, NULL, &err), &err);
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err);
+    OC_CHECK(oc_queue_push(in, (void *)1) == OC_OK);
+    OC_CHECK(oc_queue_push(in, (void *)2) == OC_OK); /* blocks the stage: mid holds one */
+    oc_pipeline_cancel(p);
+    OC_CHECK_ERR(oc_pipeline_status(p, &err), OC_ERR_CANCELLED, &err, "cancelled");
+    oc_pipeline_free(p);
+}
+
+/* ---- the batch pipeline --------------------------------------------------------- */
+
+static struct oc_store_config store_cfg(const struct fixture *fx, struct oc_pool *pool)
+{
+    struct oc_store_config c;
+    memset(&c, 0, sizeof(c));
+    c.ds = fx->ds;
+    c.graph = &fx->g;
+    c.pool = pool;
+    c.sample_opts = &fx->so;
+    c.train_ids = fx->train;
+    c.n_train = fx->n_train;
+    c.batch_size = fx->batch_size;
+    c.first_epoch = 0;
+    c.n_epochs = 2;
+    return c;
+}
+
+static struct oc_batch_pipe_config pipe_cfg(const struct fixture *fx, struct oc_store *s,
+                                            struct oc_pool *pool, uint32_t depth)
+{
+    struct oc_batch_pipe_config c;
+    memset(&c, 0, sizeof(c));
+    c.store = s;
+    c.graph = &fx->g;
+    c.sample = &fx->so;
+    c.pool = pool;
+    c.train_ids = fx->train;
+    c.n_train = fx->n_train;
+    c.batch_size = fx->batch_size;
+    c.depth = depth;
+    return c;
+}
+
+/*
+ * Runs two epochs of strategy `index` through the pipeline; checks every
+ * batch against a fresh sampler's and its rows against the file. Returns
+ * the rows that differ.
+ */
+static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t depth,
+                             struct oc_pool *pool)
+{
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch want;
+    uint64_t bad = 0;
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&want);
+    struct oc_store_config sc = store_cfg(fx, pool);
+    char plan[800];
+    snprintf(plan, sizeof(plan), "%s/plan", fx->dir);
+    sc.plan_dir = plan;
+    OC_CHECK_OK(oc_store_open(index, &sc, &s, &err), &err);
+    struct oc_batch_pipe_config pc = pipe_cfg(fx, s, pool, depth);
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    OC_CHECK_OK(oc_sample_sampler_new(&fx->g, &fx->so, NULL, &sm, &err), &err);
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, fx->train, fx->n_train, fx->batch_size, 0, &err), &err);
+    if (!s || !bp || !sm)
+        goto out;
+    uint64_t nb = oc_batch_pipe_n_batches(bp);
+    for (uint64_t e = 0; e < 2; e++) {
+        uint8_t *seen = calloc(nb, 1);
+        OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
+        oc_sample_epoch_shuffle(&ep, fx->so.seed, e);
+        for (uint64_t i = 0; i < nb; i++) {
+            struct oc_pipe_batch *pb;
+            OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
+            if (!pb)
+                break;
+            OC_CHECK(pb->epoch == e && pb->index < nb && !seen[pb->index]);
+            seen[pb->index] = 1;
+            const uint64_t *seeds;
+            uint64_t n_seeds;
+            OC_CHECK_OK(oc_sample_epoch_batch(&ep, pb->index, &seeds, &n_seeds, &err), &err);
+            OC_CHECK_OK(oc_sample_neighbors(sm, e, pb->index, seeds, n_seeds, &want, &err), &err);
+            OC_CHECK(oc_sample_batch_equal(&pb->batch, &want));
+            for (uint64_t r = 0; r < pb->batch.n_input; r++)
+                bad += memcmp(pb->x + r * fx->dim, fx->ref + pb->batch.input_ids[r] * fx->dim,
+                              fx->dim * sizeof(float)) != 0;
+            oc_batch_pipe_done(bp, pb);
+        }
+        struct oc_pipe_batch *none;
+        OC_CHECK_ERR(oc_batch_pipe_next(bp, &none, &err), OC_ERR_NOTFOUND, &err, "handed out");
+        free(seen);
+        /* between epochs the store is the caller's: an evaluation gather */
+        uint64_t ids[3] = {0, fx->n_nodes - 1, 5};
+        float rows[3 * 64];
+        OC_CHECK_OK(oc_store_gather(s, ids, 3, rows, &err), &err);
+    }
+    struct oc_batch_pipe_stats st;
+    oc_batch_pipe_stats(bp, &st);
+    OC_CHECK(st.n_sampled == 2 * nb); /* exactly once per batch per epoch */
+    OC_CHECK(st.n_fetched == 2 * nb);
+    OC_CHECK(st.wait_s >= 0.0 && st.sample_busy_s > 0.0 && st.fetch_busy_s > 0.0);
+out:
+    oc_batch_pipe_free(bp);
+    oc_store_free(s);
+    oc_sample_batch_deinit(&want);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    return bad;
+}
+
+static int fixture_for_pipe(struct fixture *fx)
+{
+    if (!fixture_init(fx, 3000, 48, OC_DTYPE_F32))
+        return 0;
+    fx->batch_size = 64;
+    return 1;
+}
+
+OC_TEST(every_strategy_through_the_pipeline)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_pool *pool = NULL;
+    if (!fixture_for_pipe(&fx))
+        return;
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    uint64_t live = oc_mem_n_live();
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
+        for (uint32_t depth = 1; depth <= 3; depth += 2) {
+            uint64_t bad = run_strategy(&fx, i, depth, pool);
+            if (bad)
+                fprintf(stderr, "strategy %s depth %u: %" PRIu64 " rows differ\n",
+                        oc_store_strategy_name(i), depth, bad);
+            OC_CHECK(bad == 0);
+        }
+    OC_CHECK(oc_mem_n_live() == live);
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+OC_TEST(bad_config_and_out_of_order_epochs)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    struct oc_batch_pipe *bp = NULL;
+    if (!fixture_for_pipe(&fx))
+        return;
+    struct oc_store_config sc = store_cfg(&fx, NULL);
+    OC_CHECK_OK(oc_store_open(0, &sc, &s, &err), &err);
+    struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 0);
+    OC_CHECK_ERR(oc_batch_pipe_new(&pc, &bp, &err), OC_ERR_ARG, &err, "depth");
+    pc.depth = 1;
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    struct oc_pipe_batch *pb;
+    OC_CHECK_ERR(oc_batch_pipe_next(bp, &pb, &err), OC_ERR_NOTFOUND, &err, NULL);
+    OC_CHECK_OK(oc_batch_pipe_epoch(bp, 0, &err), &err);
+    OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
+    oc_batch_pipe_done(bp, pb);
+    OC_CHECK_ERR(oc_batch_pipe_epoch(bp, 1, &err), OC_ERR_ARG, &err, "not taken");
+    oc_batch_pipe_free(bp); /* mid-epoch: cancels and joins */
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
+/* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
+OC_TEST(allocation_faults_end_cleanly)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_for_pipe(&fx))
+        return;
+    uint32_t direct;
+    OC_CHECK_OK(oc_store_strategy_find("direct", &direct, &err), &err);
+    uint64_t live = oc_mem_n_live();
+    int finished = 0;
+    for (uint64_t nth = 1; nth < 400 && !finished; nth++) {
+        struct oc_store *s = NULL;
+        struct oc_batch_pipe *bp = NULL;
+        struct oc_store_config sc = store_cfg(&fx, NULL);
+        int rc = oc_store_open(direct, &sc, &s, &err);
+        OC_CHECK_OK(rc, &err);
+        oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
+        struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
+        rc = oc_batch_pipe_new(&pc, &bp, &err);
+        uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
+        for (uint64_t e = 0; rc == OC_OK && e < 2; e++) {
+            rc = oc_batch_pipe_epoch(bp, e, &err);
+            for (uint64_t i = 0; rc == OC_OK && i < nb; i++) {
+                struct oc_pipe_batch *pb;
+                rc = oc_batch_pipe_next(bp, &pb, &err);
+                if (rc == OC_OK)
+                    oc_batch_pipe_done(bp, pb);
+            }
+        }
+        int fired = oc_fault_fired(OC_FAULT_ALLOC);
+        oc_fault_disarm_all();
+        if (rc)
+            OC_CHECK(fired && (rc == OC_ERR_NOMEM || rc == OC_ERR_CANCELLED) && err.msg[0]);
+        else
+            finished = !fired;
+        oc_batch_pipe_free(bp);
+        oc_store_free(s);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    OC_CHECK(finished);
+    fixture_free(&fx);
+}
+
+/* A read error while gathering ahead reaches the trainer naming the batch and the file. */
+OC_TEST(read_error_names_the_batch)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_for_pipe(&fx))
+        return;
+    uint32_t direct;
+    OC_CHECK_OK(oc_store_strategy_find("direct", &direct, &err), &err);
+    struct oc_store *s = NULL;
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_store_config sc = store_cfg(&fx, NULL);
+    OC_CHECK_OK(oc_store_open(direct, &sc, &s, &err), &err);
+    struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    oc_fault_arm(OC_FAULT_READ, 40, EIO);
+    int rc = oc_batch_pipe_epoch(bp, 0, &err);
+    for (uint64_t i = 0; rc == OC_OK && i < oc_batch_pipe_n_batches(bp); i++) {
+        struct oc_pipe_batch *pb;
+        rc = oc_batch_pipe_next(bp, &pb, &err);
+        if (rc == OC_OK)
+            oc_batch_pipe_done(bp, pb);
+    }
+    oc_fault_disarm_all();
+    OC_CHECK_ERR(rc, OC_ERR_IO, &err, "fetch stage: epoch 0 batch");
+    OC_CHECK(strstr(err.msg, "features.npy") != NULL);
+    oc_batch_pipe_free(bp);
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
+OC_TEST_MAIN()

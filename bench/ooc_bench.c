@@ -800,10 +800,11 @@ static void on_train_msg(void *ctx, uint32_t tag, const void *p, uint32_t len)
         r->n_epochs < MAX_EPOCHS) {
         struct oc_train_epoch_stats *st = &r->ep[r->n_epochs++];
         memcpy(st, p, sizeof(*st));
-        printf("  %-18s epoch %u: %7.2f s (sample %.2f, gather %.2f, fwd %.2f, bwd %.2f; "
-               "eval %.2f s excluded)  read %s  cpu hit %.3f  store holds %s  loss %.4f\n",
-               r->label, st->epoch, train_s(st), st->sample_s, st->gather_s, st->forward_s,
-               st->backward_s, st->eval_s, fmt_size(st->store.read_bytes, a, sizeof(a)),
+        printf("  %-18s epoch %u: %7.2f s (wait %.2f, fwd %.2f, bwd %.2f; pipeline busy: sample "
+               "%.2f, gather %.2f; eval %.2f s excluded)  read %s  cpu hit %.3f  store holds %s  "
+               "loss %.4f\n",
+               r->label, st->epoch, train_s(st), st->wait_s, st->forward_s, st->backward_s,
+               st->sample_s, st->gather_s, st->eval_s, fmt_size(st->store.read_bytes, a, sizeof(a)),
                oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
                fmt_size(st->store.held_bytes, h, sizeof(h)), st->loss);
         fflush(stdout);
@@ -894,9 +895,9 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
     const struct run *mem = &runs[0];
     int mem_ok = !mem->failed && mem->n_epochs > 0;
     double mem_s = mem_ok ? train_s(&mem->ep[mem->n_epochs - 1]) : 0;
-    printf("\n%-18s %8s %8s %7s %8s %10s %10s %10s %7s %7s %10s  %s\n", "strategy", "epoch s",
-           "x memory", "x bound", "epoch0 s", "requested", "from disk", "read", "amplif", "cpu hit",
-           "peak RSS", "weights");
+    printf("\n%-18s %8s %8s %7s %7s %8s %10s %10s %10s %7s %7s %8s %10s  %s\n", "strategy",
+           "epoch s", "x memory", "x bound", "wait s", "epoch0 s", "requested", "from disk", "read",
+           "amplif", "cpu hit", "samples", "peak RSS", "weights");
     for (uint32_t i = 0; i < n_runs; i++) {
         const struct run *r = &runs[i];
         if (r->failed || r->n_epochs == 0) {
@@ -915,13 +916,14 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s)
                             ? "= memory"
                         : r->reuse ? "differs (reused samples)"
                                    : "DIFFERS";
-        printf("%-18s %8.2f %8s %7.2f %8.2f %10s %10s %10s %7.2f %7.3f %10s  %s\n", r->label, s, xm,
-               bound_s > 0 ? s / bound_s : 0.0, train_s(&r->ep[0]),
+        printf("%-18s %8.2f %8s %7.2f %7.2f %8.2f %10s %10s %10s %7.2f %7.3f %8.2f %10s  %s\n",
+               r->label, s, xm, bound_s > 0 ? s / bound_s : 0.0, st->wait_s, train_s(&r->ep[0]),
                fmt_size(st->store.requested_bytes, q, sizeof(q)),
                fmt_size(st->store.requested_disk_bytes, dq, sizeof(dq)),
                fmt_size(st->store.read_bytes, rd, sizeof(rd)),
                oc_store_stats_amplification(&st->store),
                oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
+               st->n_batches ? (double)st->n_sampled / (double)st->n_batches : 0.0,
                fmt_size(r->peak_rss, rss, sizeof(rss)), i == 0 ? "reference" : w);
     }
     print_plan_times(runs, n_runs);

@@ -51,12 +51,17 @@ static void ooc_opts(struct oc_train_opts *o)
     o->eval_batch_size = 256;
 }
 
-/* Sums the disk bytes the training gathers ([0]) and the disk topology ([1]) read. */
+/*
+ * Sums the disk bytes the training gathers ([0]) and the disk topology ([1])
+ * read, the batch samplings ([2]) and the batches ([3]).
+ */
 static void add_disk_reads(void *p, const struct oc_train_epoch_stats *st)
 {
     uint64_t *read = p;
     read[0] += st->store.read_bytes;
     read[1] += st->topo.read_bytes;
+    read[2] += st->n_sampled;
+    read[3] += st->n_batches;
 }
 
 OC_TEST(every_strategy_trains_bit_identical_to_memory)
@@ -87,13 +92,23 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             /* diskgnn holds a chunk buffer and an assembled batch besides its cache */
             o.mem_budget = strcmp(name, "diskgnn") == 0 ? 36u << 20 : 28u << 20;
             struct oc_train_result res;
-            uint64_t read[2] = {0, 0};
+            uint64_t read[4] = {0, 0, 0, 0};
             OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
-            fprintf(stderr, "  %-8s%s %s, %llu bytes read\n", name,
+            fprintf(stderr, "  %-8s%s %s, %llu bytes read, %llu samplings of %llu batches\n", name,
                     hot         ? " (presample)"
                     : disk_topo ? " (disk topology)"
                                 : "",
-                    res.weights_sha256, (unsigned long long)read[0]);
+                    res.weights_sha256, (unsigned long long)read[0], (unsigned long long)read[2],
+                    (unsigned long long)read[3]);
+            /*
+             * The batch pipeline samples each batch exactly once. ginex's inspector and
+             * gnndrive's sampler stage still sample on their own (a second time, counted
+             * in the log), until they are fed from the pipeline.
+             */
+            if (strcmp(name, "ginex") == 0 || strcmp(name, "gnndrive") == 0)
+                OC_CHECK(read[2] >= read[3] && read[2] <= 2 * read[3]);
+            else
+                OC_CHECK(read[2] == read[3]);
             OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
             if (strcmp(name, "mmap") != 0) /* the page cache may hold mmap's pages */
                 OC_CHECK(read[0] > 0);

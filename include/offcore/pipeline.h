@@ -89,8 +89,8 @@ const char *oc_stage_name(const struct oc_stage *st);
 
 /* A training batch on its way to the trainer. */
 struct oc_pipe_batch {
-    uint64_t epoch; /* sample epoch (the training epoch, or 0 with reused samples) */
-    uint64_t index; /* batch index in that epoch */
+    uint64_t epoch;               /* sample epoch (the training epoch, or 0 with reused samples) */
+    uint64_t index;               /* batch index in that epoch */
     struct oc_sample_batch batch; /* its blocks; seeds = batch.input_ids[0 .. n_seeds) */
     float *x;                     /* batch.n_input x feat_dim gathered rows */
     uint64_t cap_floats;          /* (private) */
@@ -110,10 +110,10 @@ struct oc_batch_pipe;
 
 /* Counters since the pipeline was created. */
 struct oc_batch_pipe_stats {
-    uint64_t n_sampled;  /* batches the sample stage sampled (or loaded from the store) */
-    uint64_t n_fetched;  /* batches whose features the fetch stage gathered */
+    uint64_t n_sampled; /* batches the sample stage sampled (or loaded from the store) */
+    uint64_t n_fetched; /* batches whose features the fetch stage gathered */
     double sample_busy_s, fetch_busy_s;
-    double wait_s;       /* trainer time blocked in oc_batch_pipe_next */
+    double wait_s;                  /* trainer time blocked in oc_batch_pipe_next */
     struct oc_topo_disk_stats topo; /* the sample stage's disk-topology reads (0 in RAM) */
 };
 

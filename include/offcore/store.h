@@ -83,6 +83,10 @@ struct oc_store_stats {
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
     uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
+    /* training batches the strategy sampled on its own, beside the batch pipeline's
+       sampling (ginex's inspector, gnndrive's sampler stage): a second sampling of
+       those batches, counted so the log tells (0 elsewhere) */
+    uint64_t sampled_batches;
 };
 
 /* amplification = read / requested-from-disk (1 when nothing came from disk). */

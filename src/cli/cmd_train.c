@@ -177,10 +177,13 @@ int cmd_train(int argc, char **argv)
     const struct cli_cmd cmd = {
         "train",
         "DIR [options]",
-        "Train a GNN on the dataset in DIR (features in RAM) and report the test accuracy at\n"
-        "the best validation epoch.",
+        "Train a GNN on the dataset in DIR, features from the --strategy (RAM by default,\n"
+        "or on disk under --mem-budget), and report the test accuracy at the best\n"
+        "validation epoch. Batches are sampled once and their features fetched ahead.",
         "Each epoch prints `Epoch 00003 | Loss 0.1234 | Train Acc 0.9000 | Val Acc 0.8000 | Time "
-        "1.23s`.\nThe same seed gives the same loss sequence and weights at any --threads.",
+        "1.23s`\n(out-of-core strategies add `| Wait 0.12s | Read ...`: the seconds training "
+        "waited\nfor batches, then I/O figures). The same seed gives the same loss sequence and "
+        "weights\nat any --threads.",
         opts,
         sizeof(opts) / sizeof(opts[0]),
         1,

@@ -116,8 +116,8 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_pipe_batch *pb, struct 
         pb->x = x;
         pb->cap_floats = floats;
     }
-    return oc_store_gather_batch(bp->cfg.store, pb->epoch, pb->index, pb->batch.input_ids, n,
-                                 pb->x, err);
+    return oc_store_gather_batch(bp->cfg.store, pb->epoch, pb->index, pb->batch.input_ids, n, pb->x,
+                                 err);
 }
 
 /* Gathers pb (plan order), or the pending batches in the store's order (reorder). */
@@ -269,8 +269,7 @@ int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, str
     *out = NULL;
     if (!bp->in_epoch || bp->handed >= bp->n_batches)
         return OC_ERR(err, OC_ERR_NOTFOUND,
-                      "batch pipeline: every batch of epoch %" PRIu64 " was handed out",
-                      bp->epoch);
+                      "batch pipeline: every batch of epoch %" PRIu64 " was handed out", bp->epoch);
     void *item;
     double t0 = oc_now_s();
     int rc = oc_queue_pop(bp->ready_q, &item);

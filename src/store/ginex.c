@@ -504,6 +504,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
                       g->map.cap * sizeof(uint32_t) + g->cap_slots * sizeof(uint32_t) +
                       g->static_bytes + store_disk_held_bytes(&g->disk) +
                       gx_inspector_held_bytes(g->insp);
+    out->sampled_batches = gx_inspector_sampled_batches(g->insp);
 }
 
 static void ginex_free(struct oc_store *s)

@@ -94,6 +94,7 @@ struct gx_inspector {
     int started;
     atomic_int cancel;
     atomic_uint_fast64_t held, n_reused, n_sampled;
+    atomic_uint_fast64_t n_batches_sampled; /* batches its sampler sampled */
 };
 
 /* ---- sizes ----------------------------------------------------------------- */
@@ -119,6 +120,11 @@ static void update_held(struct gx_inspector *in)
     for (uint32_t l = 0; l < OC_SAMPLE_MAX_LAYERS; l++)
         h += b->blocks[l].cap_indptr * sizeof(uint64_t) + b->blocks[l].cap_indices * 4;
     atomic_store(&in->held, h);
+}
+
+uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in)
+{
+    return in ? atomic_load(&((struct gx_inspector *)in)->n_batches_sampled) : 0;
 }
 
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in)
@@ -370,6 +376,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
                               b_ix);
                 goto out;
             }
+            atomic_fetch_add(&in->n_batches_sampled, 1);
         }
         in->pending = 0;
         if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
@@ -518,6 +525,7 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
     atomic_init(&in->held, 0);
     atomic_init(&in->n_reused, 0);
     atomic_init(&in->n_sampled, 0);
+    atomic_init(&in->n_batches_sampled, 0);
     *out = in;
     if ((rc = gx_planner_init(&in->planner, ic->capacity, cfg->graph->indptr, 1, ic->static_bits,
                               err)))

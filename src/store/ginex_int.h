@@ -264,6 +264,8 @@ int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_
 void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan);
 /* Memory the inspector holds (any thread). */
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in);
+/* Training batches its sampler has sampled since open (thread-safe). */
+uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in);
 /* The plan directory (empty string when plans are not persisted). */
 const char *gx_inspector_dir(const struct gx_inspector *in);
 /* Superbatches reused from files / sampled, so far (any thread). */

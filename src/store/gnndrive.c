@@ -629,6 +629,7 @@ static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct gd_store *g = s->impl;
     out->held_bytes = g->held_bytes;
+    out->sampled_batches = atomic_load(&((struct gd_store *)g)->n_sampled);
 }
 
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info)

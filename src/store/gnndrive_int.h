@@ -168,6 +168,7 @@ struct gd_store {
     struct oc_err err; /* [mu] the first error */
     atomic_uint delay_us;
     atomic_uint_least64_t n_extracted;
+    atomic_uint_least64_t n_sampled; /* batches the sampler stage sampled */
     /* the trainer's side (its thread only) */
     struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline */
     struct gd_rec **parked; /* extracted, not consumed yet (n_records) */

@@ -132,6 +132,7 @@ static void *sampler_main(void *arg)
                 goto out;
             }
             r->seq = seq;
+            atomic_fetch_add(&g->n_sampled, 1);
             if (oc_queue_push(g->extract_q, r) != OC_OK)
                 goto out;
         }

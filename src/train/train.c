@@ -410,7 +410,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_store_stats_sub(&after, &before, &st.store);
         oc_batch_pipe_stats(r.pipe, &pipe1);
         st.depth = r.depth;
-        st.n_sampled = pipe1.n_sampled - pipe0.n_sampled;
+        st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
         st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
         st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
         st.wait_s = pipe1.wait_s - pipe0.wait_s;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
 #include "store_fixture.h"
@@ -96,6 +97,22 @@ static void replay_free(struct replay *p)
     oc_sample_sampler_free(p->sm);
 }
 
+/* A batch pipeline over store s with the fixture's plan. */
+static struct oc_batch_pipe_config pipe_config(const struct fixture *fx, struct oc_store *s,
+                                               uint32_t depth)
+{
+    struct oc_batch_pipe_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.store = s;
+    pc.graph = &fx->g;
+    pc.sample = &fx->so;
+    pc.train_ids = fx->train;
+    pc.n_train = fx->n_train;
+    pc.batch_size = fx->batch_size;
+    pc.depth = depth;
+    return pc;
+}
+
 /* Rows of out that differ from the file's values. */
 static uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
                          const float *out)
@@ -115,40 +132,45 @@ static void random_ids(uint64_t *ids, uint64_t n, uint64_t n_nodes, uint64_t see
 }
 
 /*
- * Gathers every batch of epochs [0, n_epochs) in plan order through s (and
- * through `memory` when mem is set), with an evaluation gather after each
- * epoch; returns the rows that differ from the file.
+ * Runs n_epochs of the plan through the batch pipeline (which samples each
+ * batch once and feeds it to the store with oc_store_prepare_batch) with an
+ * evaluation gather between epochs; checks every row against the file (and
+ * against mem's gather when mem is set). *rows = rows of the training
+ * batches; returns the rows that differ.
  */
 static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc_store *mem,
                          uint32_t n_epochs, uint64_t *rows)
 {
     struct oc_err err;
-    struct replay p;
+    struct oc_batch_pipe *bp = NULL;
     uint64_t bad = 0, cap = 0;
-    float *out = NULL, *ref = NULL;
-    replay_init(&p, fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
+    float *ref = NULL;
+    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
     *rows = 0;
-    for (uint32_t e = 0; e < n_epochs && p.sm; e++) {
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
+    for (uint32_t e = 0; e < n_epochs && bp; e++) {
+        OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
         for (uint64_t b = 0; b < nb; b++) {
-            const struct oc_sample_batch *sb = replay_batch(&p, fx, e, b);
-            uint64_t n = sb->n_input;
-            if (n > cap) {
-                cap = n;
-                out = realloc(out, cap * fx->dim * sizeof(float));
-                ref = realloc(ref, cap * fx->dim * sizeof(float));
-            }
-            memset(out, 0xA5, n * fx->dim * sizeof(float));
-            int rc = oc_store_gather_batch(s, e, b, sb->input_ids, n, out, &err);
+            struct oc_pipe_batch *pb;
+            int rc = oc_batch_pipe_next(bp, &pb, &err);
             OC_CHECK_OK(rc, &err);
             if (rc)
                 goto done;
-            bad += bad_rows(fx, sb->input_ids, n, out);
+            uint64_t n = pb->batch.n_input;
+            bad += bad_rows(fx, pb->batch.input_ids, n, pb->x);
             if (mem) {
-                OC_CHECK_OK(oc_store_gather_batch(mem, e, b, sb->input_ids, n, ref, &err), &err);
-                bad += memcmp(out, ref, n * fx->dim * sizeof(float)) != 0;
+                if (n > cap) {
+                    cap = n;
+                    ref = realloc(ref, cap * fx->dim * sizeof(float));
+                }
+                OC_CHECK_OK(
+                    oc_store_gather_batch(mem, e, pb->index, pb->batch.input_ids, n, ref, &err),
+                    &err);
+                bad += memcmp(pb->x, ref, n * fx->dim * sizeof(float)) != 0;
             }
             *rows += n;
+            oc_batch_pipe_done(bp, pb);
         }
         /* Evaluation between epochs: direct reads, the pipeline undisturbed. */
         uint64_t ids[700];
@@ -159,9 +181,8 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
         free(ev);
     }
 done:
-    free(out);
+    oc_batch_pipe_free(bp);
     free(ref);
-    replay_free(&p);
     return bad;
 }
 
@@ -366,32 +387,33 @@ OC_TEST(reorder_delivers_each_batch_once)
     c.reorder = 1;
     c.mem_bytes = min_budget(&c) + 1000 * (fx.row_bytes + 21);
     struct oc_store *s = fixture_open("gnndrive", &c);
-    struct replay p;
-    replay_init(&p, &fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&p.ep), out_of_order = 0, bad = 0;
+    struct oc_batch_pipe *bp = NULL;
+    uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size, out_of_order = 0, bad = 0;
     uint8_t *seen = calloc(nb, 1);
-    float *out = malloc(2000 * fx.dim * sizeof(float));
     if (s) {
         oc_store_gnndrive_set_delay(s, 200);
-        for (uint32_t e = 0; e < 2; e++) {
+        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 1);
+        OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+        for (uint32_t e = 0; e < 2 && bp; e++) {
             memset(seen, 0, nb);
+            OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
             for (uint64_t k = 0; k < nb; k++) {
-                uint64_t b = UINT64_MAX;
-                OC_CHECK_OK(oc_store_next_batch(s, e, &b, &err), &err);
+                struct oc_pipe_batch *pb;
+                OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
+                if (!pb)
+                    break;
+                uint64_t b = pb->index;
                 if (b >= nb || seen[b]) {
                     OC_CHECK(b < nb && !seen[b]);
                     break;
                 }
                 seen[b] = 1;
                 out_of_order += b != k;
-                const struct oc_sample_batch *sb = replay_batch(&p, &fx, e, b);
-                OC_CHECK_OK(oc_store_gather_batch(s, e, b, sb->input_ids, sb->n_input, out, &err),
-                            &err);
-                bad += bad_rows(&fx, sb->input_ids, sb->n_input, out);
+                bad += bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
+                oc_batch_pipe_done(bp, pb);
             }
-            uint64_t b;
-            OC_CHECK_ERR(oc_store_next_batch(s, e, &b, &err), OC_ERR_NOTFOUND, &err, "every batch");
         }
+        oc_batch_pipe_free(bp);
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
         OC_CHECK(bad == 0);
@@ -400,17 +422,22 @@ OC_TEST(reorder_delivers_each_batch_once)
                 (unsigned long long)out_of_order, (unsigned long long)(2 * nb));
     }
     oc_store_free(s);
-    /* Announcing twice without gathering is refused rather than waited on. */
+    /* Announcing twice without gathering is refused rather than waited on; so is
+       asking before any batch was prepared. */
     c.n_epochs = 1;
     s = fixture_open("gnndrive", &c);
+    struct replay p;
+    replay_init(&p, &fx);
     if (s) {
         uint64_t b1, b2;
+        OC_CHECK_ERR(oc_store_next_batch(s, 0, &b1, &err), OC_ERR_ARG, &err, "prepare one");
+        for (uint64_t b = 0; b < 2; b++)
+            OC_CHECK_OK(oc_store_prepare_batch(s, 0, b, replay_batch(&p, &fx, 0, b), &err), &err);
         OC_CHECK_OK(oc_store_next_batch(s, 0, &b1, &err), &err);
         OC_CHECK_ERR(oc_store_next_batch(s, 0, &b2, &err), OC_ERR_ARG, &err, "not gathered");
     }
     oc_store_free(s);
     free(seen);
-    free(out);
     replay_free(&p);
     OC_CHECK(oc_mem_n_live() == live);
     fixture_free(&fx);
@@ -442,6 +469,10 @@ OC_TEST(plan_order_next_batch_and_skips)
         uint64_t b;
         OC_CHECK_ERR(oc_store_next_batch(s, 1, &b, &err), OC_ERR_NOTFOUND, &err, NULL);
         /* Batches 0 and 1 skipped: discarded when batch 2 is asked for. */
+        for (uint64_t k = 0; k < 5; k++)
+            OC_CHECK_OK(oc_store_prepare_batch(s, 0, k, replay_batch(&p, &fx, 0, k), &err), &err);
+        /* out of plan order: not fed (its gather would read directly) */
+        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 7, replay_batch(&p, &fx, 0, 7), &err), &err);
         uint64_t order[] = {2, 3, 0, 4};
         for (size_t k = 0; k < 4; k++) {
             const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, order[k]);
@@ -450,6 +481,7 @@ OC_TEST(plan_order_next_batch_and_skips)
             OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         }
         /* Ids that are not what the plan sampled: read directly, still right. */
+        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 5, replay_batch(&p, &fx, 0, 5), &err), &err);
         const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 6);
         OC_CHECK_OK(oc_store_gather_batch(s, 0, 5, sb->input_ids, sb->n_input, out, &err), &err);
         OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
@@ -498,22 +530,23 @@ OC_TEST(plan_order_next_batch_and_skips)
 
 /* ---- errors ------------------------------------------------------------------------ */
 
-/* Gathers the plan until an error; returns it (OC_OK if none came). */
+/* Runs epoch 0 of the plan through the batch pipeline until an error; returns it (OC_OK if none). */
 static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct oc_err *err)
 {
-    struct replay p;
-    replay_init(&p, fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
-    float *out = malloc(2000 * fx->dim * sizeof(float));
-    int rc = OC_OK;
-    for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
-        const struct oc_sample_batch *sb = replay_batch(&p, fx, 0, b);
-        rc = oc_store_gather_batch(s, 0, b, sb->input_ids, sb->n_input, out, err);
-        if (rc == OC_OK)
-            OC_CHECK(bad_rows(fx, sb->input_ids, sb->n_input, out) == 0);
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
+    int rc = oc_batch_pipe_new(&pc, &bp, err);
+    if (rc == OC_OK)
+        rc = oc_batch_pipe_epoch(bp, 0, err);
+    for (uint64_t b = 0; rc == OC_OK && b < oc_batch_pipe_n_batches(bp); b++) {
+        struct oc_pipe_batch *pb;
+        rc = oc_batch_pipe_next(bp, &pb, err);
+        if (rc == OC_OK) {
+            OC_CHECK(bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+            oc_batch_pipe_done(bp, pb);
+        }
     }
-    free(out);
-    replay_free(&p);
+    oc_batch_pipe_free(bp);
     return rc;
 }
 
@@ -673,9 +706,16 @@ OC_TEST(alloc_faults)
         struct oc_store *s = NULL;
         oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
         int rc = oc_store_open(idx, &c, &s, &err);
-        /* A failure in the sampler thread surfaces at the batch it was sampling. */
-        for (uint64_t b = 0; b < nb && rc == OC_OK; b++)
-            rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+        /* A failure in a thread surfaces at the next call. */
+        for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
+            struct oc_sample_batch sb;
+            memset(&sb, 0, sizeof(sb));
+            sb.n_input = n[b];
+            sb.input_ids = ids[b];
+            rc = oc_store_prepare_batch(s, 0, b, &sb, &err);
+            if (rc == OC_OK)
+                rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+        }
         oc_store_free(s);
         int fired = oc_fault_fired(OC_FAULT_ALLOC);
         oc_fault_disarm_all();

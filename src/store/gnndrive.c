@@ -3,11 +3,11 @@
  * of each training batch's feature rows into a reference-counted feature
  * buffer by a pipeline of threads (gnndrive_stage.c), ahead of the trainer:
  *
- *   sampler ──► extractors ──► trainer (oc_store_gather_batch) ──► releaser
- *   (samples    (buffer lookup,  (waits for its batch, copies   (references
- *    the plan    io_uring reads   the rows from their slots      dropped, slots
- *    ahead)      placed as they   into out in order, f16         to the standby
- *                complete)        widened)                       LRU list)
+ *   sample stage ──► extractors ──► fetch stage (gather_batch) ──► releaser
+ *   (the batch       (buffer lookup,  (waits for its batch, copies   (references
+ *    pipeline's;      io_uring reads   the rows from their slots      dropped, slots
+ *    prepare_batch    placed as they   into out in order, f16         to the standby
+ *    feeds a record)  complete)        widened)                       LRU list)
  *
  * This file: sizing and open, the trainer's side (gather_batch,
  * next_batch, evaluation gathers), stats and test knobs.
@@ -48,7 +48,8 @@
  * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
  * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
  * row of B); per extractor 64 reads in flight of max(8 KiB, a row's span) of
- * bounce and 20 bytes per row of B of scratch; the sampler stage (its batch
+ * bounce and 20 bytes per row of B of scratch; the sampler stage (the batch
+ * pipeline's sampler, which feeds this store; kept in this reservation: its batch
  * and id map grow with the rows it samples, about 80 bytes per row: counted
  * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per
  * training id, and 2 MiB for an on-disk topology's reader); the evaluation
@@ -248,9 +249,6 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
         if ((rc = oc_queue_new(g->n_records, qs[i], err)))
             return rc;
-    if ((rc = oc_sample_sampler_new(&g->graph, &g->so, NULL, &g->sampler, err)) ||
-        (rc = oc_sample_epoch_init(&g->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
-        return rc;
     g->parked = oc_calloc(g->n_records, sizeof(*g->parked), "store gnndrive: parked batches", err);
     g->consumed = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
     g->taken = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
@@ -310,7 +308,6 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->n_plan = z.n_plan;
     g->nb_epoch = UINT64_MAX;
     g->held_bytes = z.fixed + z.n_slots * z.per_slot;
-    oc_sample_batch_init(&g->sb);
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->ticket_cv, NULL);
     pthread_cond_init(&g->slot_cv, NULL);
@@ -334,10 +331,6 @@ static void gd_free(struct oc_store *s)
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
-    oc_sample_batch_deinit(&g->sb);
-    if (g->ep.orig)
-        oc_sample_epoch_deinit(&g->ep);
-    oc_sample_sampler_free(g->sampler);
     oc_queue_free(g->free_q);
     oc_queue_free(g->extract_q);
     oc_queue_free(g->done_q);
@@ -432,8 +425,7 @@ static void unpark(struct gd_store *g, uint32_t i)
     g->parked[i] = g->parked[--g->n_parked];
 }
 
-/* The pipeline's first error (or why it stopped) into err. */
-static int pipeline_error(struct gd_store *g, struct oc_err *err)
+int gd_pipeline_error(struct gd_store *g, struct oc_err *err)
 {
     int rc;
     pthread_mutex_lock(&g->mu);
@@ -453,7 +445,8 @@ static int pop_done(struct gd_store *g, struct oc_err *err)
 {
     void *item;
     if (oc_queue_pop(g->done_q, &item) != OC_OK)
-        return pipeline_error(g, err);
+        return gd_pipeline_error(g, err);
+    g->n_popped++;
     struct gd_rec *r = item;
     if (bit_get(g->consumed, r->seq))
         discard(g, r);
@@ -553,7 +546,9 @@ static int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
 
     if (in_plan(g, epoch) && batch < g->n_batches) {
         uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
-        if (!bit_get(g->consumed, seq)) {
+        /* only a batch fed to the extractors is waited for */
+        if (seq < atomic_load_explicit(&g->n_prepared, memory_order_acquire) &&
+            !bit_get(g->consumed, seq)) {
             int rc = take_record(g, seq, &r, err);
             if (rc)
                 return rc;
@@ -617,6 +612,11 @@ static int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, st
             return OC_ERR(err, OC_ERR_INTERNAL,
                           "store gnndrive: every batch record is parked, none of epoch %" PRIu64,
                           epoch);
+        if (g->n_popped == atomic_load_explicit(&g->n_prepared, memory_order_acquire))
+            return OC_ERR(err, OC_ERR_ARG,
+                          "store gnndrive: no batch of epoch %" PRIu64
+                          " is being extracted: prepare one (oc_store_prepare_batch) first",
+                          epoch);
         int rc = pop_done(g, err);
         if (rc)
             return rc;
@@ -629,7 +629,6 @@ static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct gd_store *g = s->impl;
     out->held_bytes = g->held_bytes;
-    out->sampled_batches = atomic_load(&((struct gd_store *)g)->n_sampled);
 }
 
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info)
@@ -683,7 +682,7 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     return OC_OK;
 }
 
-/* Its sampler stage runs up to n_records batches ahead of the gathers. */
+/* Up to n_records fed batches may be extracted ahead of the gathers. */
 static uint32_t gd_lookahead(const struct oc_store *s)
 {
     const struct gd_store *g = s->impl;
@@ -692,13 +691,14 @@ static uint32_t gd_lookahead(const struct oc_store *s)
 
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
-    .summary = "asynchronous extraction: sampler, io_uring extractors, trainer and releaser "
+    .summary = "asynchronous extraction: io_uring extractors, trainer and releaser "
                "threads over a reference-counted feature buffer with a standby LRU list "
                "(GNNDrive)",
     .open = gd_open,
     .gather = gd_gather,
     .gather_batch = gd_gather_batch,
     .next_batch = gd_next_batch,
+    .prepare_batch = gd_prepare,
     .lookahead = gd_lookahead,
     .stats = gd_stats,
     .free = gd_free,

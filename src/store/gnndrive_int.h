@@ -148,11 +148,8 @@ struct gd_store {
     struct gd_buf buf;
     struct gd_rec *recs;
     struct oc_queue *free_q, *extract_q, *done_q, *release_q;
-    struct oc_sampler *sampler; /* the sampler thread's */
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch sb;
-    pthread_t sampler_thread, releaser_thread;
-    int sampler_started, releaser_started, sync_ready;
+    pthread_t releaser_thread;
+    int releaser_started, sync_ready;
     uint64_t sampler_rng, releaser_rng;
     struct gd_extractor *ex;
     /* shared between the threads (see the lock order above) */
@@ -168,7 +165,7 @@ struct gd_store {
     struct oc_err err; /* [mu] the first error */
     atomic_uint delay_us;
     atomic_uint_least64_t n_extracted;
-    atomic_uint_least64_t n_sampled; /* batches the sampler stage sampled */
+    atomic_uint_least64_t n_prepared; /* plan batches fed so far (seqs 0 .. n_prepared - 1) */
     /* the trainer's side (its thread only) */
     struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline */
     struct gd_rec **parked; /* extracted, not consumed yet (n_records) */
@@ -179,6 +176,7 @@ struct gd_store {
     uint64_t cursor;       /* plan-order next_batch: lowest batch not taken in nb_epoch */
     uint64_t nb_epoch;
     uint64_t n_served, n_discarded, n_direct;
+    uint64_t n_popped;   /* records taken from done_q */
     uint64_t held_bytes; /* what open allocated here, estimates for the sampler included */
 };
 
@@ -212,7 +210,16 @@ size_t gd_io_held_bytes(const struct gd_store *g);
 
 /* ---- stages (gnndrive_stage.c) ------------------------------------------- */
 
-/* Starts the sampler, extractor and releaser threads (the store is fully built). */
+/*
+ * oc_store_prepare_batch: feeds plan batch (epoch, batch) to the extractors
+ * when it is the next one of the plan (else a no-op: its gather reads
+ * directly). Waits for a free record.
+ */
+int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+               struct oc_err *err);
+/* The pipeline's first error (or why it stopped) into err. */
+int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
+/* Starts the extractor and releaser threads (the store is fully built). */
 int gd_stages_start(struct gd_store *g, struct oc_err *err);
 /* Stops every stage and joins the threads that were started. */
 void gd_stages_stop(struct gd_store *g);

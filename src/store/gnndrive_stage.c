@@ -1,11 +1,12 @@
 /*
- * gnndrive_stage.c — the threads of the `gnndrive` pipeline: one sampler,
- * E extractors and one releaser, connected by bounded queues of batch
- * records (the trainer is the caller of oc_store_gather_batch, gnndrive.c).
+ * gnndrive_stage.c — the `gnndrive` pipeline: its feeding hook (called by
+ * the batch pipeline's sample stage) and its E extractor threads and one
+ * releaser, connected by bounded queues of batch records (the trainer side
+ * is oc_store_gather_batch, in gnndrive.c, called by the fetch stage).
  *
- *   sampler    walks the plan (epochs [first, n), batches 0..n_batches-1),
- *              samples each batch with its own sampler exactly as train does
- *              (bit-identical input ids) into a free record ─► extract_q
+ *   prepare    the batch pipeline samples each batch of the plan once, in
+ *              plan order, and shows it here: its input ids go into a free
+ *              record (waiting for the releaser if none is) ─► extract_q
  *   extractor  takes one batch at a time: waits for its reservation turn,
  *              looks up every row (reuse a valid slot, wait-list a row being
  *              loaded, take the LRU standby slot for a miss), hands the
@@ -34,8 +35,9 @@
  * Thread-safety: see gnndrive_int.h (gd->mu is a leaf lock; queue calls are
  * never made with it held).
  * Ownership: each thread owns what its struct holds (an extractor its ring,
- * cells and scratch; the sampler its oc_sampler, epoch and batch); records
- * belong to whichever stage popped them last.
+ * cells and scratch); records
+ * belong to whichever stage popped them last. n_prepared (atomic) is written
+ * by the feeding thread only.
  */
 #include <inttypes.h>
 #include <unistd.h>
@@ -85,61 +87,39 @@ void gd_fail(struct gd_store *g, const struct oc_err *e)
     oc_queue_close(g->done_q);
 }
 
-/* ---- sampler ----------------------------------------------------------------- */
+/* ---- feeding the extractors (the batch pipeline's sample stage) ---------------- */
 
-static int sample_into(struct gd_store *g, struct gd_rec *r, uint64_t e, uint64_t b,
-                       struct oc_err *err)
+int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+               struct oc_err *err)
 {
-    const uint64_t *seeds;
-    uint64_t n;
-    int rc = oc_sample_epoch_batch(&g->ep, b, &seeds, &n, err);
-    if (rc == OC_OK)
-        rc = oc_sample_neighbors(g->sampler, e, b, seeds, n, &g->sb, err);
-    if (rc == OC_OK && g->sb.n_input > g->max_rows)
-        rc = OC_ERR(err, OC_ERR_INTERNAL,
-                    "%" PRIu64 " input rows, more than the %" PRIu64 " the buffer is sized for",
-                    g->sb.n_input, g->max_rows);
-    if (rc)
-        return rc;
-    r->epoch = e;
-    r->batch = b;
-    r->n_rows = g->sb.n_input;
-    memcpy(r->ids, g->sb.input_ids, r->n_rows * sizeof(uint64_t));
+    struct gd_store *g = s->impl;
+    if (!g->pipeline || epoch < g->first_epoch || epoch >= g->n_epochs || batch >= g->n_batches)
+        return OC_OK; /* not in the plan: its gather reads directly */
+    uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
+    uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
+    if (seq != next)
+        return OC_OK; /* out of plan order: reservation goes by seq, so read it directly */
+    if (b->n_input > g->max_rows)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64 " has %" PRIu64
+                      " input rows, more than the %" PRIu64 " the buffer is sized for",
+                      batch, epoch, b->n_input, g->max_rows);
+    void *item;
+    if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
+        return gd_pipeline_error(g, err);
+    struct gd_rec *r = item;
+    gd_delay(g, &g->sampler_rng);
+    r->seq = seq;
+    r->epoch = epoch;
+    r->batch = batch;
+    r->n_rows = b->n_input;
+    memcpy(r->ids, b->input_ids, r->n_rows * sizeof(uint64_t));
     r->n_hits = r->n_standby_hits = r->n_waited = r->n_misses = 0;
     r->read_bytes = r->n_reads = 0;
+    atomic_store_explicit(&g->n_prepared, seq + 1, memory_order_release);
+    if (oc_queue_push(g->extract_q, r) != OC_OK)
+        return gd_pipeline_error(g, err);
     return OC_OK;
-}
-
-static void *sampler_main(void *arg)
-{
-    struct gd_store *g = arg;
-    struct oc_err err;
-    uint64_t seq = 0;
-
-    for (uint64_t e = g->first_epoch; e < g->n_epochs; e++) {
-        oc_sample_epoch_shuffle(&g->ep, g->so.seed, e);
-        for (uint64_t b = 0; b < g->n_batches; b++, seq++) {
-            void *item;
-            if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
-                goto out;
-            struct gd_rec *r = item;
-            gd_delay(g, &g->sampler_rng);
-            oc_err_clear(&err);
-            if (sample_into(g, r, e, b, &err) != OC_OK) {
-                oc_err_prefix(&err, "store gnndrive: sampling batch %" PRIu64 " of epoch %" PRIu64,
-                              b, e);
-                gd_fail(g, &err);
-                goto out;
-            }
-            r->seq = seq;
-            atomic_fetch_add(&g->n_sampled, 1);
-            if (oc_queue_push(g->extract_q, r) != OC_OK)
-                goto out;
-        }
-    }
-out:
-    oc_queue_close(g->extract_q); /* the extractors finish what is queued, then exit */
-    return NULL;
 }
 
 /* ---- extractor --------------------------------------------------------------- */
@@ -305,9 +285,6 @@ int gd_stages_start(struct gd_store *g, struct oc_err *err)
             goto fail;
         g->ex[i].started = 1;
     }
-    if ((e = pthread_create(&g->sampler_thread, NULL, sampler_main, g)))
-        goto fail;
-    g->sampler_started = 1;
     return OC_OK;
 fail:
     gd_stages_stop(g);
@@ -326,14 +303,12 @@ void gd_stages_stop(struct gd_store *g)
     for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
         if (qs[i])
             oc_queue_close(qs[i]);
-    if (g->sampler_started)
-        pthread_join(g->sampler_thread, NULL);
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         if (g->ex[i].started)
             pthread_join(g->ex[i].thread, NULL);
     if (g->releaser_started)
         pthread_join(g->releaser_thread, NULL);
-    g->sampler_started = g->releaser_started = 0;
+    g->releaser_started = 0;
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         g->ex[i].started = 0;
 }

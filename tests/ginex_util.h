@@ -16,7 +16,7 @@
 
 #include "harness.h"
 #include "offcore/rng.h"
-#include "store/ginex_int.h"
+#include "store/ginex/ginex_int.h"
 #include "store_fixture.h"
 
 /* ---- traces and brute-force simulators ---------------------------------------- */

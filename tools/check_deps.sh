@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# check_deps.sh — enforces the one-way module dependencies of DESIGN.md:
+# check_deps.sh — enforces the one-way module dependencies of
+# docs/ARCHITECTURE.md:
 #   cli → train → pipeline → {store, nn} → {plan, sample} → dataset → io → core
 # (nn depends only on core; kg sits beside train). Every #include of a public
-# header (offcore/<h>.h) or a private one (<module>/<file>.h) from
-# src/<module>/ must name a module this module may depend on. Exit 1 on any
-# upward or sideways include, printing file:line and the offending include.
+# header ("offcore/<h>.h" or <offcore/<h>.h>) or a private one
+# (<module>/<file>.h) from src/<module>/ (any depth) must name a module this
+# module may depend on; a private header src/<m>/**/*_int.h is included only
+# from src/<m>/ (and tests); a public header include/offcore/<h>.h includes
+# only public headers of its own module or below; and no feature strategy
+# (src/store/) starts a thread or creates a queue: background work belongs to
+# pipeline stages (src/pipeline/), except in the files listed in
+# STRATEGY_THREADS_LEFT, which still own theirs until they move onto the
+# pipeline. Exit 1 on any violation, printing file:line and what is wrong.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -56,9 +63,45 @@ while IFS= read -r -d '' f; do
             bad=1
             ;;
         esac
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
-        sed -E 's/^([0-9]+):.*"([^"]+)".*/\1:\2/')
+        case "$inc" in
+        *_int.h)
+            if [ "$dep" != "$mod" ]; then
+                echo "$f:$line: private header \"$inc\" of module '$dep' used outside it"
+                bad=1
+            fi
+            ;;
+        esac
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("|<offcore/)' "$f" |
+        sed -E 's/^([0-9]+):[^"<]*["<]([^">]+)[">].*/\1:\2/')
 done < <(find src -name '*.[ch]' -print0 -o -name '*.cu' -print0)
+
+# Public headers include only headers of their own module or below.
+for f in include/offcore/*.h; do
+    mod=$(header_module "$(basename "$f" .h)")
+    ok=$(allowed "$mod")
+    while IFS=: read -r line inc; do
+        dep=$(header_module "$(basename "$inc" .h)")
+        case " $ok " in
+        *" $dep "*) ;;
+        *)
+            echo "$f:$line: public header of '$mod' must not include \"$inc\" (module '$dep' is above it)"
+            bad=1
+            ;;
+        esac
+    done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]offcore/' "$f" |
+        sed -E 's/^([0-9]+):[^"<]*["<]([^">]+)[">].*/\1:\2/')
+done
+
+# Strategies do not start threads or make queues: that is the pipeline's job.
+STRATEGY_THREADS_LEFT="src/store/ginex/ginex_inspect.c src/store/gnndrive/gnndrive.c
+src/store/gnndrive/gnndrive_stage.c src/store/diskgnn/diskgnn_pipe.c"
+while IFS=: read -r f line _; do
+    case " $(echo $STRATEGY_THREADS_LEFT) " in
+    *" $f "*) continue ;;
+    esac
+    echo "$f:$line: a strategy must not start threads or create queues (use a pipeline stage)"
+    bad=1
+done < <(grep -rnE 'pthread_create|oc_queue_new|oc_pool_new' src/store --include='*.c' --include='*.h')
 
 # Public headers must not leak liburing, BLAS or CUDA types.
 if grep -nE '#[[:space:]]*include[[:space:]]*<(liburing|cblas|cuda|cublas|cuda_runtime)' include/offcore/*.h; then

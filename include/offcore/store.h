@@ -4,7 +4,7 @@
  * so training is bit-for-bit identical whichever is used; strategies differ
  * only in where bytes come from (RAM, page cache, O_DIRECT reads, caches).
  *
- *   train ──► oc_store_gather(ids) ──► strategy ──► { RAM | mmap | O_DIRECT reads | cache }
+ *   pipeline ──► oc_store_gather_batch(ids) ──► strategy ──► { RAM | mmap | O_DIRECT | cache }
  *                                                      └─ counts requested / read bytes, hits
  *
  * Strategies register themselves in one table (store/registry.c); the CLI's
@@ -12,11 +12,14 @@
  * strategy appears everywhere by adding one entry.
  *
  * Place in the data flow: store sits on dataset, io, sample (for
- * pre-sampling) and core; train calls it.
- * Thread-safety: a store is driven by one thread at a time (the training
- * thread); it may use the pool it was given inside gather. A strategy may
- * run threads of its own between calls (gnndrive's pipeline); they stop in
- * oc_store_free.
+ * pre-sampling) and core; the batch pipeline (pipeline.h) and train call it.
+ * Thread-safety: during an epoch the batch pipeline drives a store from two
+ * threads (oc_store_prepare_batch from its sample stage; gather_batch,
+ * next_batch and load_batch from its fetch stage); between epochs the
+ * training thread uses it (evaluation gathers, stats). It may use the pool
+ * it was given inside gather. A strategy may still run threads of its own
+ * (gnndrive's extractors, ginex's inspector, diskgnn's loaders); they stop
+ * in oc_store_free.
  * Ownership: the store borrows the dataset, graph and pool for its lifetime;
  * `out` buffers passed to gather belong to the caller.
  */

@@ -4,11 +4,14 @@
  * loops over rows, the O_DIRECT row reader).
  *
  * Place in the data flow: registry.c dispatches oc_store_* calls through a
- * struct store_strategy; each strategy file (memory.c, mmap.c, direct.c,
- * static.c, gnndrive.c, ...) defines one and registry.c lists it. Tests may
- * include this header for the knobs at the end.
- * Thread-safety: a store is driven by one thread at a time; row loops run
- * tasks on the store's pool, each task writing only its own output rows.
+ * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
+ * static/, ginex/, gnndrive/, diskgnn/) defines one and registry.c lists it.
+ * Tests may include this header for the knobs at the end.
+ * Thread-safety: a store's calls come from at most two threads at once: the
+ * batch pipeline's sample stage (prepare_batch, in plan order) and its fetch
+ * stage (gather_batch, next_batch, load_batch), so a strategy with
+ * prepare_batch keeps what the two share thread-safe; row loops
+ * run tasks on the store's pool, each task writing only its own output rows.
  * Ownership: struct oc_store owns its `impl` (freed by the strategy's free);
  * the dataset, graph and pool are borrowed.
  */
@@ -202,7 +205,7 @@ uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cac
 /* Frees rows, table, ids and slots; c is empty again. */
 void store_cache_free(struct store_cache *c);
 
-/* ---- static: hotness (static_hot.c) -------------------------------------- */
+/* ---- hotness (hot.c) ----------------------------------------------------- */
 
 /*
  * The n (≤ n_nodes) hottest rows by cfg->hotness, ties to the lower id, as an

@@ -29,7 +29,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "store/gnndrive_int.h"
+#include "store/gnndrive/gnndrive_int.h"
 
 int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
 {

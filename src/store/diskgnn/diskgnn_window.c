@@ -41,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/diskgnn_int.h"
+#include "store/diskgnn/diskgnn_int.h"
 
 #define SPILL_WRITE_BYTES (256u << 10)
 

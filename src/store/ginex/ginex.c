@@ -58,7 +58,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "store/ginex_int.h"
+#include "store/ginex/ginex_int.h"
 
 #define GX_DEFAULT_SUPERBATCH 16u
 #define GX_LOAD_ROWS          4096u /* warm-up rows queued per batch run, at most */

@@ -42,7 +42,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
-#include "store/gnndrive_int.h"
+#include "store/gnndrive/gnndrive_int.h"
 
 #define GD_RESERVE_CHUNK 4096u /* rows reserved per hold of gd->mu */
 

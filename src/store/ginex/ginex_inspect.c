@@ -61,7 +61,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "store/ginex_int.h"
+#include "store/ginex/ginex_int.h"
 
 #define SB_MAGIC       "OCGXSB1"
 #define SB_VERSION     1u

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "store/ginex_int.h"
+#include "store/ginex/ginex_int.h"
 
 #define HASH_MIN_CAP 16u
 

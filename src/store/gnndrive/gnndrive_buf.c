@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "store/gnndrive_int.h"
+#include "store/gnndrive/gnndrive_int.h"
 
 int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row_bytes,
                 struct oc_err *err)

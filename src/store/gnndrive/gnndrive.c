@@ -77,7 +77,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/gnndrive_int.h"
+#include "store/gnndrive/gnndrive_int.h"
 
 #define GD_DEFAULT_EXTRACTORS 2u
 #define GD_MAX_EXTRACTORS     64u

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/diskgnn_int.h"
+#include "store/diskgnn/diskgnn_int.h"
 
 struct diskgnn_store {
     struct store_cache cache; /* sorted layout (no table): ids, rows */

@@ -5,7 +5,7 @@
  * them together.
  *
  * Place in the data flow: store. gnndrive.c (open, the trainer side, stats)
- * uses gnndrive_stage.c (sampler, extractor and releaser threads), which use
+ * uses gnndrive_stage.c (its feeding hook, extractor and releaser threads), which use
  * gnndrive_buf.c (mapping table, standby LRU list) and gnndrive_io.c
  * (io_uring reads placed as they complete; pread fallback).
  *

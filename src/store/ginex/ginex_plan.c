@@ -33,7 +33,7 @@
  */
 #include <string.h>
 
-#include "store/ginex_int.h"
+#include "store/ginex/ginex_int.h"
 
 #define N_INF_BUCKETS 64u /* "no next use": one bucket per log2(in-degree + 1) */
 

@@ -1,5 +1,5 @@
 /*
- * static_hot.c — which rows the `static` cache holds: the n hottest nodes by
+ * hot.c — which rows the `static` cache holds: the n hottest nodes by
  * in-degree (PaGraph) or by how often epoch 0 of the training plan reads them
  * (pre-sampling, as Helios/GNNLab do), ties broken by the lower node id.
  *

@@ -1,7 +1,7 @@
 /*
  * static.c — the `static` strategy (PaGraph / Helios CPU cache): the hottest
  * rows, chosen once at open by in-degree or by pre-sampled access counts
- * (static_hot.c), pinned in a RAM cache; misses are read from features.npy
+ * (../hot.c), pinned in a RAM cache; misses are read from features.npy
  * with O_DIRECT through the io_uring batch reader, merging requests that
  * share or touch a page, straight into the output rows.
  *

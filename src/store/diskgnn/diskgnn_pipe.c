@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/diskgnn_int.h"
+#include "store/diskgnn/diskgnn_int.h"
 
 struct dg_pipe {
     struct dg_pipe_config c;

@@ -10,10 +10,13 @@
  *     1. sort requests by (file, offset)          (in place, no allocation)
  *     2. page-align each [off, off+len); merge spans of one file that share
  *        or touch a page, up to max_read bytes     -> one read per span
- *     3. place spans in the aligned bounce buffer; when it is full, finish
- *        this round (read, copy out) and start the next
- *     4. keep `depth` reads in flight; as each completes, copy every request
- *        it covers from the bounce buffer to its destination
+ *     3. io_uring: keep `depth` reads in flight the whole run; the aligned
+ *        bounce buffer is a ring that spans take bytes from in issue order
+ *        and give back once they and every earlier span are finished;
+ *        pread: fill the bounce buffer, read it span by span, then the next
+ *        round
+ *     4. as each read completes, copy every request it covers from the
+ *        bounce buffer to its destination
  *
  *   requests (sorted)  |--a--|  |-b-|     |----c----|        |d|
  *   pages              [  p0  ][  p1  ][  p2  ][  p3  ]...  [ p9 ]
@@ -64,6 +67,8 @@ struct batch_span {
     size_t bounce_off; /* where in the bounce buffer */
     size_t first_req;  /* requests [first_req, end_req) lie inside this span */
     size_t end_req;
+    size_t alloc; /* io_uring: bounce bytes it holds, wrap-around gap included */
+    int done;     /* io_uring: finished (copied out or failed): its bounce bytes are free */
 };
 
 struct oc_io_batch {
@@ -294,7 +299,7 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
             }
         }
         s = &b->spans[b->n_spans++];
-        *s = (struct batch_span){r->f, lo, (size_t)(hi - lo), 0, 0, i, i + 1};
+        *s = (struct batch_span){r->f, lo, (size_t)(hi - lo), 0, 0, i, i + 1, 0, 0};
     }
     return OC_OK;
 }
@@ -387,15 +392,47 @@ static int uring_complete(struct oc_io_batch *b, size_t idx, int res, int *rc, s
     return 0;
 }
 
-static int round_uring(struct oc_io_batch *b, size_t first, size_t end, struct oc_err *err)
+/*
+ * Places span idx in the bounce buffer, used as a ring: spans take bytes in
+ * issue order from head (wrapping to 0 when the rest of the buffer is too
+ * short; the gap is charged to the span) and give them back in issue order.
+ * Returns 0 if it does not fit now.
+ */
+static int ring_place(struct oc_io_batch *b, size_t idx, size_t *head, size_t *used)
 {
-    size_t next = first, in_flight = 0;
+    struct batch_span *s = &b->spans[idx];
+    size_t cap = b->bounce_bytes, gap = 0;
+    if (*used == 0)
+        *head = 0;
+    int wrap = *head + s->len > cap;
+    if (wrap)
+        gap = cap - *head;
+    if (*used + gap + s->len > cap)
+        return 0;
+    s->bounce_off = wrap ? 0 : *head;
+    s->alloc = gap + s->len;
+    *head = s->bounce_off + s->len;
+    *used += s->alloc;
+    return 1;
+}
+
+/*
+ * Reads every span through the ring, keeping up to `depth` reads in flight
+ * the whole time: a span's bounce bytes are reused as soon as it and every
+ * span issued before it are finished, so the disk never waits for a round to
+ * drain.
+ */
+static int run_uring(struct oc_io_batch *b, struct oc_err *err)
+{
+    size_t next = 0, retired = 0, in_flight = 0, head = 0, used = 0;
     unsigned retries = 0;
     int rc = OC_OK;
     char eb[128];
 
-    while (in_flight > 0 || (rc == OC_OK && next < end)) {
-        while (rc == OC_OK && next < end && in_flight < b->depth) {
+    while (in_flight > 0 || (rc == OC_OK && next < b->n_spans)) {
+        while (rc == OC_OK && next < b->n_spans && in_flight < b->depth &&
+               ring_place(b, next, &head, &used)) {
+            b->spans[next].done = 0;
             rc = uring_prep(b, next, err);
             if (rc)
                 break;
@@ -435,14 +472,17 @@ static int round_uring(struct oc_io_batch *b, size_t first, size_t end, struct o
             in_flight--;
             if (uring_complete(b, idx, res, &rc, err)) {
                 int prc = uring_prep(b, idx, err);
-                if (prc) {
-                    if (rc == OC_OK)
-                        rc = prc;
-                } else {
+                if (prc == OC_OK) {
                     in_flight++;
+                    continue;
                 }
+                if (rc == OC_OK)
+                    rc = prc;
             }
+            b->spans[idx].done = 1;
         }
+        while (retired < next && b->spans[retired].done)
+            used -= b->spans[retired++].alloc;
     }
     return rc;
 }
@@ -461,6 +501,12 @@ int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err)
     if (rc)
         goto out;
     b->stats.n_reads += b->n_spans;
+#ifdef OC_HAVE_URING
+    if (b->use_uring) {
+        rc = run_uring(b, err);
+        goto out;
+    }
+#endif
     while (first < b->n_spans) {
         size_t end = first, used = 0;
         while (end < b->n_spans && used + b->spans[end].len <= b->bounce_bytes) {
@@ -468,14 +514,7 @@ int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err)
             used += b->spans[end].len;
             end++;
         }
-#ifdef OC_HAVE_URING
-        if (b->use_uring)
-            rc = round_uring(b, first, end, err);
-        else
-            rc = round_pread(b, first, end, err);
-#else
         rc = round_pread(b, first, end, err);
-#endif
         if (rc)
             goto out;
         first = end;

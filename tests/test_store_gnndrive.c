@@ -151,6 +151,7 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
     uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
     for (uint32_t e = 0; e < n_epochs && bp; e++) {
         OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
+        OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
         for (uint64_t b = 0; b < nb; b++) {
             struct oc_pipe_batch *pb;
             int rc = oc_batch_pipe_next(bp, &pb, &err);
@@ -397,6 +398,7 @@ OC_TEST(reorder_delivers_each_batch_once)
         for (uint32_t e = 0; e < 2 && bp; e++) {
             memset(seen, 0, nb);
             OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
+            OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
             for (uint64_t k = 0; k < nb; k++) {
                 struct oc_pipe_batch *pb;
                 OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
@@ -538,6 +540,8 @@ static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct
     int rc = oc_batch_pipe_new(&pc, &bp, err);
     if (rc == OC_OK)
         rc = oc_batch_pipe_epoch(bp, 0, err);
+    if (rc == OC_OK)
+        rc = oc_batch_pipe_open(bp, err);
     for (uint64_t b = 0; rc == OC_OK && b < oc_batch_pipe_n_batches(bp); b++) {
         struct oc_pipe_batch *pb;
         rc = oc_batch_pipe_next(bp, &pb, err);

@@ -5,7 +5,7 @@
  * strategy see it early, fetches its features ahead and hands both to the
  * trainer.
  *
- *   trainer: oc_batch_pipe_epoch(e) ─► oc_batch_pipe_next ─► train ─► oc_batch_pipe_done
+ *   trainer: oc_batch_pipe_epoch(e), _open ─► oc_batch_pipe_next ─► train ─► oc_batch_pipe_done
  *                                                ▲                            │
  *   sample stage: free slot ─► sample (seed,e,b) ─► store prepare ─► fetch q  │
  *   fetch stage:  fetch q ─► [store next_batch] ─► store gather ─► ready q    │
@@ -25,10 +25,11 @@
  * Thread-safety: oc_pipeline_* may be called from any thread once built;
  * building (queue/stage) happens before oc_pipeline_start. A batch pipeline is
  * driven by one trainer thread; its stages call the store from their threads
- * one at a time (sample stage: prepare / load_batch; fetch stage: next_batch,
- * gather_batch), and nothing runs between epochs, so the trainer may use the
- * store (evaluation, stats) between the last oc_batch_pipe_done of an epoch
- * and the next oc_batch_pipe_epoch.
+ * (sample stage: prepare_batch; fetch stage: load_batch, next_batch,
+ * gather_batch). Between the last batch of an epoch and oc_batch_pipe_open of
+ * the next, only the sample stage may run (sampling the next epoch ahead and
+ * preparing its batches), so the trainer may gather from the store
+ * (evaluation) and read its stats.
  * Ownership: the pipeline owns its threads and queues; items are the
  * caller's. A batch pipeline owns its slots (sampled batches, feature rows)
  * and borrows the store, graph, pool and training ids.
@@ -126,10 +127,17 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
 void oc_batch_pipe_free(struct oc_batch_pipe *bp);
 /*
  * Starts sample epoch e: its training ids shuffled by (seed, e), cut into
- * batches. Every batch of the previous epoch must have been returned with
- * oc_batch_pipe_done.
+ * batches, sampled ahead and shown to the store (prepare). Its features are
+ * not gathered before oc_batch_pipe_open, so it may be started as soon as
+ * every batch of the previous epoch was handed out, before the trainer
+ * evaluates that epoch with the store.
  */
 int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err);
+/*
+ * Lets the fetch stage gather the epoch started last: from now until its
+ * last batch is handed out the store's gathers are the pipeline's.
+ */
+int oc_batch_pipe_open(struct oc_batch_pipe *bp, struct oc_err *err);
 uint64_t oc_batch_pipe_n_batches(const struct oc_batch_pipe *bp);
 /*
  * The next batch of the epoch: in plan order, or in the store's order for a

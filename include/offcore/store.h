@@ -217,10 +217,11 @@ int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 /* Whether oc_store_next_batch returns batches out of plan order (gnndrive --reorder). */
 int oc_store_reorders(const struct oc_store *s);
 /*
- * Batches the strategy may have taken in ahead of the one being gathered
- * (gnndrive: its batch records): a reordering pipeline keeps at least this
- * many sampled batches pending so that any batch next_batch returns is among
- * them. 0 for the others.
+ * Batches the strategy takes in through oc_store_prepare_batch before their
+ * gathers (gnndrive: its batch records; a further prepare waits until one is
+ * gathered): the batch pipeline keeps at most this many sampled batches in
+ * flight, and with a reordering strategy exactly this many, so that any batch
+ * next_batch returns is among them. 0: no bound.
  */
 uint32_t oc_store_lookahead(const struct oc_store *s);
 /* Cumulative counters since open. */

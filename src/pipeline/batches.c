@@ -5,8 +5,15 @@
  * features are gathered while earlier batches train.
  *
  *   oc_batch_pipe_epoch ──epoch_q──► sample stage ──fetch_q──► fetch stage ──ready_q──► trainer
- *                                        ▲ pops a free slot                                │
+ *                                        ▲ pops a free slot       ▲ gate_q:                │
+ *                                        │                        oc_batch_pipe_open       │
  *                                        └──────────────── free_q ◄── oc_batch_pipe_done ◄─┘
+ *
+ * An epoch is started (sampled ahead) as soon as the previous one was handed
+ * out, so its first batches are sampled and shown to the strategy while the
+ * trainer evaluates; the fetch stage gathers none of them before the trainer
+ * opens the epoch (a token on gate_q), so between epochs the store is the
+ * trainer's for evaluation gathers.
  *
  * depth + 1 slots circulate: one with the trainer, up to depth sampled or
  * gathered ahead of it. A slot keeps its buffers (blocks, feature rows), so
@@ -39,13 +46,15 @@ struct bp_job {
     uint64_t epoch;
 };
 
+#define BP_NO_EPOCH UINT64_MAX
+
 struct oc_batch_pipe {
     struct oc_batch_pipe_config cfg; /* cfg.sample points at so */
     struct oc_sample_opts so;
     uint64_t feat_dim, n_batches;
     int has_batches, reorder;
     struct oc_pipeline *p;
-    struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q;
+    struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q;
     struct oc_stage *sample_st, *fetch_st;
     struct oc_pipe_batch *slots;
     uint32_t n_slots;
@@ -57,11 +66,12 @@ struct oc_batch_pipe {
     /* fetch stage */
     struct oc_pipe_batch **pending;
     uint32_t n_pending;
+    uint64_t fetch_epoch; /* the epoch the gate was last opened for (BP_NO_EPOCH: none) */
     /* trainer */
     uint64_t handed, epoch;
-    int in_epoch;
+    int in_epoch, opened;
     double wait_s;
-    atomic_uint_least64_t n_sampled, n_fetched;
+    atomic_uint_least64_t n_sampled, n_fetched, sample_ns;
 };
 
 /* ---- sample stage ------------------------------------------------------ */
@@ -84,12 +94,15 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
         if (!bp->has_batches) {
             const uint64_t *seeds;
             uint64_t n_seeds;
+            double t0 = oc_now_s();
             if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err)) ||
                 (rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err)) ||
                 (rc = oc_store_prepare_batch(bp->cfg.store, e, b, &pb->batch, err))) {
                 oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
                 return rc;
             }
+            /* counted before the hand-over, so the trainer sees them with the batch */
+            atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
             atomic_fetch_add(&bp->n_sampled, 1);
         }
         if ((rc = oc_stage_push(st, bp->fetch_q, pb)))
@@ -126,6 +139,12 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
     struct oc_batch_pipe *bp = ctx;
     struct oc_pipe_batch *pb = item;
     int rc;
+    if (pb->epoch != bp->fetch_epoch || pb->index == 0) { /* wait for the trainer to open it */
+        void *token;
+        if ((rc = oc_stage_pop(st, bp->gate_q, &token)))
+            return rc;
+        bp->fetch_epoch = pb->epoch;
+    }
     bp->pending[bp->n_pending++] = pb;
     while (bp->n_pending > 0) {
         uint32_t k = 0;
@@ -201,11 +220,21 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     bp->has_batches = oc_store_has_batches(cfg->store);
     bp->reorder = oc_store_reorders(cfg->store);
     bp->n_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
-    /* a reordering store may serve any batch it took in: keep that many pending */
+    /*
+     * A store with a lookahead takes in at most that many prepared batches not
+     * gathered yet (its prepare would wait for one to be gathered): never more
+     * slots than that, so the sample stage, which may run ahead while the
+     * fetch stage waits at the gate, never waits on the store. A reordering
+     * store may serve any batch it took in: it gets exactly that many.
+     */
     uint32_t ahead = oc_store_lookahead(cfg->store);
-    bp->n_slots = (bp->reorder && ahead > cfg->depth ? ahead : cfg->depth) + 1;
+    bp->n_slots = cfg->depth + 1;
+    if (ahead && (bp->reorder || bp->n_slots > ahead))
+        bp->n_slots = ahead;
     atomic_init(&bp->n_sampled, 0);
     atomic_init(&bp->n_fetched, 0);
+    atomic_init(&bp->sample_ns, 0);
+    bp->fetch_epoch = BP_NO_EPOCH;
     bp->slots = oc_calloc(bp->n_slots, sizeof(*bp->slots), "pipeline slots", err);
     bp->pending = oc_calloc(bp->n_slots, sizeof(*bp->pending), "pipeline slots", err);
     if (!bp->slots || !bp->pending) {
@@ -224,6 +253,7 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->free_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->fetch_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->ready_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, 1, &bp->gate_q, err)) ||
         (rc = oc_pipeline_stage(bp->p, "sample", 1, bp->epoch_q, sample_epoch, bp, &bp->sample_st,
                                 err)) ||
         (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
@@ -259,7 +289,20 @@ int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err
     bp->epoch = e;
     bp->handed = 0;
     bp->in_epoch = 1;
+    bp->opened = 0;
     if (oc_queue_push(bp->epoch_q, job) != OC_OK)
+        return oc_pipeline_status(bp->p, err);
+    return OC_OK;
+}
+
+int oc_batch_pipe_open(struct oc_batch_pipe *bp, struct oc_err *err)
+{
+    static int token;
+    if (!bp->in_epoch || bp->opened)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: no epoch to open (start one with oc_batch_pipe_epoch)");
+    bp->opened = 1;
+    if (oc_queue_push(bp->gate_q, &token) != OC_OK)
         return oc_pipeline_status(bp->p, err);
     return OC_OK;
 }
@@ -270,6 +313,10 @@ int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, str
     if (!bp->in_epoch || bp->handed >= bp->n_batches)
         return OC_ERR(err, OC_ERR_NOTFOUND,
                       "batch pipeline: every batch of epoch %" PRIu64 " was handed out", bp->epoch);
+    if (!bp->opened)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: epoch %" PRIu64 " was not opened (oc_batch_pipe_open)",
+                      bp->epoch);
     void *item;
     double t0 = oc_now_s();
     int rc = oc_queue_pop(bp->ready_q, &item);
@@ -292,7 +339,7 @@ void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_st
     memset(out, 0, sizeof(*out));
     out->n_sampled = atomic_load(&bp->n_sampled);
     out->n_fetched = atomic_load(&bp->n_fetched);
-    out->sample_busy_s = oc_stage_busy_s(bp->sample_st);
+    out->sample_busy_s = (double)atomic_load(&bp->sample_ns) * 1e-9;
     out->fetch_busy_s = oc_stage_busy_s(bp->fetch_st);
     out->wait_s = bp->wait_s;
     if (bp->sampler)

@@ -370,7 +370,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
     uint64_t n_batches = oc_batch_pipe_n_batches(r.pipe);
-    for (uint32_t e = pos.next_epoch; e < o->epochs; e++) {
+    struct oc_batch_pipe_stats pipe_mark; /* the pipeline's counters when the epoch began */
+    memset(&pipe_mark, 0, sizeof(pipe_mark));
+    const uint32_t first_epoch = pos.next_epoch;
+    for (uint32_t e = first_epoch; e < o->epochs; e++) {
         struct oc_train_epoch_stats st;
         memset(&st, 0, sizeof(st));
         st.epoch = e;
@@ -384,8 +387,14 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         struct oc_store_stats before, after;
         struct oc_batch_pipe_stats pipe0, pipe1;
         oc_store_stats(r.store, &before);
-        oc_batch_pipe_stats(r.pipe, &pipe0);
-        if ((rc = oc_batch_pipe_epoch(r.pipe, se, err)))
+        /* the first epoch starts here; later ones were started ahead (see below) */
+        if (e == first_epoch) {
+            oc_batch_pipe_stats(r.pipe, &pipe_mark);
+            if ((rc = oc_batch_pipe_epoch(r.pipe, se, err)))
+                goto out;
+        }
+        pipe0 = pipe_mark;
+        if ((rc = oc_batch_pipe_open(r.pipe, err)))
             goto out;
         uint64_t flops0, flops1;
         double gemm0, gemm1;
@@ -409,6 +418,11 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_store_stats(r.store, &after);
         oc_store_stats_sub(&after, &before, &st.store);
         oc_batch_pipe_stats(r.pipe, &pipe1);
+        pipe_mark = pipe1;
+        /* sample the next epoch ahead (its features wait for the open) while evaluating */
+        if (e + 1 < o->epochs &&
+            (rc = oc_batch_pipe_epoch(r.pipe, o->reuse_samples ? 0 : e + 1, err)))
+            goto out;
         st.depth = r.depth;
         st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
         st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;

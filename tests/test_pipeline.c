@@ -294,6 +294,24 @@ OC_TEST(bad_config_and_out_of_order_epochs)
     fixture_free(&fx);
 }
 
+/* Runs epochs [0, n_epochs) through bp, taking and returning every batch; the first error. */
+static int drain_epochs(struct oc_batch_pipe *bp, uint64_t n_epochs, struct oc_err *err)
+{
+    int rc = OC_OK;
+    for (uint64_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        rc = oc_batch_pipe_epoch(bp, e, err);
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_open(bp, err);
+        for (uint64_t i = 0; rc == OC_OK && i < oc_batch_pipe_n_batches(bp); i++) {
+            struct oc_pipe_batch *pb;
+            rc = oc_batch_pipe_next(bp, &pb, err);
+            if (rc == OC_OK)
+                oc_batch_pipe_done(bp, pb);
+        }
+    }
+    return rc;
+}
+
 /* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
 OC_TEST(allocation_faults_end_cleanly)
 {
@@ -314,18 +332,8 @@ OC_TEST(allocation_faults_end_cleanly)
         oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
         struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
         rc = oc_batch_pipe_new(&pc, &bp, &err);
-        uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
-        for (uint64_t e = 0; rc == OC_OK && e < 2; e++) {
-            rc = oc_batch_pipe_epoch(bp, e, &err);
-            if (rc == OC_OK)
-                rc = oc_batch_pipe_open(bp, &err);
-            for (uint64_t i = 0; rc == OC_OK && i < nb; i++) {
-                struct oc_pipe_batch *pb;
-                rc = oc_batch_pipe_next(bp, &pb, &err);
-                if (rc == OC_OK)
-                    oc_batch_pipe_done(bp, pb);
-            }
-        }
+        if (rc == OC_OK)
+            rc = drain_epochs(bp, 2, &err);
         int fired = oc_fault_fired(OC_FAULT_ALLOC);
         oc_fault_disarm_all();
         if (rc)
@@ -356,15 +364,7 @@ OC_TEST(read_error_names_the_batch)
     struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
     OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
     oc_fault_arm(OC_FAULT_READ, 40, EIO);
-    int rc = oc_batch_pipe_epoch(bp, 0, &err);
-    if (rc == OC_OK)
-        rc = oc_batch_pipe_open(bp, &err);
-    for (uint64_t i = 0; rc == OC_OK && i < oc_batch_pipe_n_batches(bp); i++) {
-        struct oc_pipe_batch *pb;
-        rc = oc_batch_pipe_next(bp, &pb, &err);
-        if (rc == OC_OK)
-            oc_batch_pipe_done(bp, pb);
-    }
+    int rc = drain_epochs(bp, 1, &err);
     oc_fault_disarm_all();
     OC_CHECK_ERR(rc, OC_ERR_IO, &err, "fetch stage: epoch 0 batch");
     OC_CHECK(strstr(err.msg, "features.npy") != NULL);

@@ -138,20 +138,24 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
 {
     struct oc_batch_pipe *bp = ctx;
     struct oc_pipe_batch *pb = item;
+    /* a batch handed on belongs to the trainer: only these locals name it afterwards */
+    const uint64_t epoch = pb->epoch;
+    uint64_t index = pb->index;
     int rc;
-    if (pb->epoch != bp->fetch_epoch || pb->index == 0) { /* wait for the trainer to open it */
+    if (epoch != bp->fetch_epoch || index == 0) { /* wait for the trainer to open it */
         void *token;
         if ((rc = oc_stage_pop(st, bp->gate_q, &token)))
             return rc;
-        bp->fetch_epoch = pb->epoch;
+        bp->fetch_epoch = epoch;
     }
     bp->pending[bp->n_pending++] = pb;
     while (bp->n_pending > 0) {
         uint32_t k = 0;
         if (bp->reorder) {
             uint64_t b;
-            if ((rc = oc_store_next_batch(bp->cfg.store, pb->epoch, &b, err)))
+            if ((rc = oc_store_next_batch(bp->cfg.store, epoch, &b, err)))
                 goto fail;
+            index = b;
             for (;;) { /* b was prepared: it is pending, or still on its way */
                 for (k = 0; k < bp->n_pending && bp->pending[k]->index != b; k++)
                     ;
@@ -168,6 +172,7 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
             }
         }
         pb = bp->pending[k];
+        index = pb->index;
         bp->pending[k] = bp->pending[--bp->n_pending];
         if ((rc = fetch_one(bp, pb, err)))
             goto fail;
@@ -177,7 +182,7 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
     }
     return OC_OK;
 fail:
-    oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, pb->epoch, pb->index);
+    oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, epoch, index);
     return rc;
 }
 

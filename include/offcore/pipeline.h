@@ -94,7 +94,7 @@ struct oc_pipe_batch {
     uint64_t index;               /* batch index in that epoch */
     struct oc_sample_batch batch; /* its blocks; seeds = batch.input_ids[0 .. n_seeds) */
     float *x;                     /* batch.n_input x feat_dim gathered rows */
-    uint64_t cap_floats;          /* (private) */
+    void *rows;                   /* (private) the row buffer x lies in */
 };
 
 struct oc_batch_pipe_config {
@@ -119,8 +119,9 @@ struct oc_batch_pipe_stats {
 };
 
 /*
- * Builds the stages with depth + 1 slots. Nothing is sampled before the first
- * oc_batch_pipe_epoch.
+ * Builds the stages with depth + 1 row buffers (and as many slots for sampled
+ * batches, or oc_store_lookahead's count). Nothing is sampled before the
+ * first oc_batch_pipe_epoch.
  */
 int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pipe **out,
                       struct oc_err *err);

@@ -219,9 +219,9 @@ int oc_store_reorders(const struct oc_store *s);
 /*
  * Batches the strategy takes in through oc_store_prepare_batch before their
  * gathers (gnndrive: its batch records; a further prepare waits until one is
- * gathered): the batch pipeline keeps at most this many sampled batches in
- * flight, and with a reordering strategy exactly this many, so that any batch
- * next_batch returns is among them. 0: no bound.
+ * gathered): the batch pipeline keeps exactly this many sampled batches in
+ * flight (row buffers stay at its depth + 1), so the strategy's reads run that
+ * far ahead and any batch next_batch returns is among them. 0: none.
  */
 uint32_t oc_store_lookahead(const struct oc_store *s);
 /* Cumulative counters since open. */

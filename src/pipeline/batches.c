@@ -15,9 +15,15 @@
  * opens the epoch (a token on gate_q), so between epochs the store is the
  * trainer's for evaluation gathers.
  *
- * depth + 1 slots circulate: one with the trainer, up to depth sampled or
- * gathered ahead of it. A slot keeps its buffers (blocks, feature rows), so
- * after the first batches nothing is allocated per batch.
+ * Two kinds of buffer circulate. Slots hold a sampled batch (its blocks: small);
+ * depth + 1 row buffers hold gathered feature rows (large): one with the
+ * trainer, up to depth gathered ahead of it. The fetch stage takes a row
+ * buffer for each batch it gathers; oc_batch_pipe_done returns both. There
+ * are depth + 1 slots too, or, for a store that takes batches in ahead of
+ * their gathers (oc_store_lookahead, gnndrive's batch records), that many,
+ * so its reads run that far ahead while only depth + 1 batches of rows are
+ * held. Buffers keep their memory, so after the first batches nothing is
+ * allocated per batch.
  *
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
  * the trainer would; for a strategy that samples itself (diskgnn's offline
@@ -46,6 +52,12 @@ struct bp_job {
     uint64_t epoch;
 };
 
+/* A buffer of gathered feature rows. */
+struct bp_rows {
+    float *x;
+    uint64_t cap_floats;
+};
+
 #define BP_NO_EPOCH UINT64_MAX
 
 struct oc_batch_pipe {
@@ -54,10 +66,12 @@ struct oc_batch_pipe {
     uint64_t feat_dim, n_batches;
     int has_batches, reorder;
     struct oc_pipeline *p;
-    struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q;
+    struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q, *rows_q;
     struct oc_stage *sample_st, *fetch_st;
     struct oc_pipe_batch *slots;
     uint32_t n_slots;
+    struct bp_rows *rows;
+    uint32_t n_rows;
     struct bp_job jobs[2];
     unsigned next_job;
     /* sample stage */
@@ -113,22 +127,29 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
 
 /* ---- fetch stage ------------------------------------------------------- */
 
-static int fetch_one(struct oc_batch_pipe *bp, struct oc_pipe_batch *pb, struct oc_err *err)
+static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pipe_batch *pb,
+                     struct oc_err *err)
 {
     int rc;
+    void *got;
+    if ((rc = oc_stage_pop(st, bp->rows_q, &got)))
+        return rc;
+    struct bp_rows *r = got;
+    pb->rows = r; /* from here on returned with the slot, even if the gather fails */
     if (bp->has_batches) {
         if ((rc = oc_store_load_batch(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err)))
             return rc;
         atomic_fetch_add(&bp->n_sampled, 1);
     }
     uint64_t n = pb->batch.n_input, floats = n * bp->feat_dim;
-    if (floats > pb->cap_floats) {
-        float *x = oc_realloc(pb->x, floats * sizeof(float), "pipeline batch features", err);
+    if (floats > r->cap_floats) {
+        float *x = oc_realloc(r->x, floats * sizeof(float), "pipeline batch features", err);
         if (!x)
             return err->status;
-        pb->x = x;
-        pb->cap_floats = floats;
+        r->x = x;
+        r->cap_floats = floats;
     }
+    pb->x = r->x;
     return oc_store_gather_batch(bp->cfg.store, pb->epoch, pb->index, pb->batch.input_ids, n, pb->x,
                                  err);
 }
@@ -174,7 +195,7 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
         pb = bp->pending[k];
         index = pb->index;
         bp->pending[k] = bp->pending[--bp->n_pending];
-        if ((rc = fetch_one(bp, pb, err)))
+        if ((rc = fetch_one(bp, st, pb, err)))
             goto fail;
         atomic_fetch_add(&bp->n_fetched, 1);
         if ((rc = oc_stage_push(st, bp->ready_q, pb)))
@@ -193,11 +214,12 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
     if (!bp)
         return;
     oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
-    for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++) {
+    for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++)
         oc_sample_batch_deinit(&bp->slots[i].batch);
-        oc_free(bp->slots[i].x);
-    }
+    for (uint32_t i = 0; bp->rows && i < bp->n_rows; i++)
+        oc_free(bp->rows[i].x);
     oc_free(bp->slots);
+    oc_free(bp->rows);
     oc_free(bp->pending);
     if (bp->ep.orig)
         oc_sample_epoch_deinit(&bp->ep);
@@ -226,23 +248,24 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     bp->reorder = oc_store_reorders(cfg->store);
     bp->n_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     /*
-     * A store with a lookahead takes in at most that many prepared batches not
-     * gathered yet (its prepare would wait for one to be gathered): never more
-     * slots than that, so the sample stage, which may run ahead while the
-     * fetch stage waits at the gate, never waits on the store. A reordering
-     * store may serve any batch it took in: it gets exactly that many.
+     * A store with a lookahead takes in that many prepared batches before
+     * their gathers (a further prepare would wait for one to be gathered): it
+     * gets exactly that many slots, so its reads run that far ahead, the
+     * sample stage (which may run ahead while the fetch stage waits at the
+     * gate) never waits on the store for long, and any batch a reordering
+     * store serves is among the pending ones.
      */
     uint32_t ahead = oc_store_lookahead(cfg->store);
-    bp->n_slots = cfg->depth + 1;
-    if (ahead && (bp->reorder || bp->n_slots > ahead))
-        bp->n_slots = ahead;
+    bp->n_slots = ahead ? ahead : cfg->depth + 1;
+    bp->n_rows = cfg->depth + 1 < bp->n_slots ? cfg->depth + 1 : bp->n_slots;
     atomic_init(&bp->n_sampled, 0);
     atomic_init(&bp->n_fetched, 0);
     atomic_init(&bp->sample_ns, 0);
     bp->fetch_epoch = BP_NO_EPOCH;
     bp->slots = oc_calloc(bp->n_slots, sizeof(*bp->slots), "pipeline slots", err);
     bp->pending = oc_calloc(bp->n_slots, sizeof(*bp->pending), "pipeline slots", err);
-    if (!bp->slots || !bp->pending) {
+    bp->rows = oc_calloc(bp->n_rows, sizeof(*bp->rows), "pipeline row buffers", err);
+    if (!bp->slots || !bp->pending || !bp->rows) {
         rc = err ? err->status : OC_ERR_NOMEM;
         goto fail;
     }
@@ -259,6 +282,7 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->fetch_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->ready_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, 1, &bp->gate_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, bp->n_rows, &bp->rows_q, err)) ||
         (rc = oc_pipeline_stage(bp->p, "sample", 1, bp->epoch_q, sample_epoch, bp, &bp->sample_st,
                                 err)) ||
         (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
@@ -266,6 +290,9 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         goto fail;
     for (uint32_t i = 0; i < bp->n_slots; i++)
         if ((rc = oc_queue_push(bp->free_q, &bp->slots[i])))
+            goto fail;
+    for (uint32_t i = 0; i < bp->n_rows; i++)
+        if ((rc = oc_queue_push(bp->rows_q, &bp->rows[i])))
             goto fail;
     if ((rc = oc_pipeline_start(bp->p, err)))
         goto fail;
@@ -336,6 +363,10 @@ int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, str
 void oc_batch_pipe_done(struct oc_batch_pipe *bp, struct oc_pipe_batch *b)
 {
     /* never blocks: the free queue holds every slot; closed means cancelled */
+    if (b->rows)
+        (void)oc_queue_push(bp->rows_q, b->rows);
+    b->rows = NULL;
+    b->x = NULL;
     (void)oc_queue_push(bp->free_q, b);
 }
 

@@ -81,6 +81,7 @@ struct oc_train_epoch_stats {
     double time_s;
     double sample_s, gather_s, forward_s, backward_s, optimizer_s, eval_s;
     uint64_t n_batches;
+    uint64_t sampled_edges;         /* edges of this epoch's training batches (all layers) */
     struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
     struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
     uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */

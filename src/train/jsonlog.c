@@ -89,6 +89,7 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
     cJSON_AddNumberToObject(o, "test_acc", st->test_acc);
     cJSON_AddNumberToObject(o, "time_s", st->time_s);
     cJSON_AddNumberToObject(o, "n_batches", (double)st->n_batches);
+    cJSON_AddNumberToObject(o, "sampled_edges", (double)st->sampled_edges);
     cJSON_AddNumberToObject(stages, "sample_s", st->sample_s);
     cJSON_AddNumberToObject(stages, "gather_s", st->gather_s);
     cJSON_AddNumberToObject(stages, "forward_s", st->forward_s);

@@ -295,6 +295,7 @@ static int train_step(struct run *r, uint64_t e, uint64_t se, uint64_t b,
         return rc;
     double t1 = oc_now_s();
     st->sample_s += t1 - t;
+    st->sampled_edges += oc_sample_batch_n_edges(&r->batch);
     struct oc_nn_tensor x;
     if ((rc = train_gather_store(&r->gather, r->store, (const uint64_t[2]){se, b}, r->data.feat_dim,
                                  r->batch.input_ids, r->batch.n_input, r->be, &x, err)))

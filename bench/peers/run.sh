@@ -49,7 +49,7 @@ while read -r _ name status rest; do
         case " $PEERS " in *" $name "*) avail="$avail $name" ;; esac
     fi
     echo "  $name $status $rest"
-done < <(bench/peers/setup.sh)
+done < <(PEERS="$PEERS" bench/peers/setup.sh)
 
 WORK=$(mktemp -d)
 cleanup() {

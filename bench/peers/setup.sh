@@ -4,8 +4,10 @@
 # ${OC_PEERS_VENV:-$HOME/.cache/offcore/peers-venv}, and installs pinned versions from PyPI only: CPU torch,
 # DGL, PyG and the torch-sparse sampler (with torch-scatter) PyG's NeighborLoader needs (built from source: PyPI has no wheel).
 # Each peer that cannot be installed is reported and left out; run.sh then skips it with that message.
-# Prints one line per peer: "peer NAME ok" or "peer NAME missing: REASON".
+# PEERS (default "dgl pyg") selects which peers to install. Prints one line per peer:
+# "peer NAME ok" or "peer NAME missing: REASON".
 set -u
+PEERS=${PEERS:-dgl pyg}
 VENV=${OC_PEERS_VENV:-$HOME/.cache/offcore/peers-venv}
 PY=${PYTHON:-python3}
 # DGL 2.1.0 (the newest DGL on PyPI) ships graphbolt for torch <= 2.2.1; numpy < 2 for that torch.
@@ -28,8 +30,14 @@ if ! have "import torch, numpy; assert torch.__version__.startswith('2.2.1')"; t
 fi
 if have "import torch"; then echo "peer torch ok"; else echo "peer torch missing: pip install $TORCH_PIN failed (see $LOG)"; exit 0; fi
 
+want() { case " $PEERS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+if want dgl; then
 if ! have "import dgl, dgl.graphbolt"; then pip install $DGL_PINS "$TORCH_PIN" "$NUMPY_PIN" || true; fi
 if have "import dgl, dgl.graphbolt"; then echo "peer dgl ok"; else echo "peer dgl missing: pip install $DGL_PINS failed (see $LOG)"; fi
+fi
+
+want pyg || exit 0
 
 if ! have "import torch_geometric"; then pip install $PYG_PINS "$TORCH_PIN" "$NUMPY_PIN" || true; fi
 if ! have "import torch_sparse"; then

@@ -359,6 +359,50 @@ static double hm_loss(void *p)
     return nt_dot(g->y, g->w);
 }
 
+/*
+ * The mask is the documented pure function of (seed, layer, site, row, col):
+ * checked element by element against oc_rng_block on rows wide enough to span
+ * several eight-block draws (and a partial one), with and without a mask kept.
+ */
+OC_TEST(dropout_mask_matches_counter_rng_formula)
+{
+    struct oc_err err;
+    const uint64_t rows = 7, cols = 150; /* 19 blocks of 8 per row */
+    for (unsigned t = 1; t <= 2; t++) {
+        struct nt_env env;
+        OC_CHECK(nt_env_new(&env, t) == 0);
+        struct oc_nn_tensor x, y, y2, mask;
+        nt_rand(&x, env.be, rows, cols, 0.5f, 1.5f, 43);
+        nt_zeros(&y, env.be, rows, cols, OC_NN_F32);
+        nt_zeros(&y2, env.be, rows, cols, OC_NN_F32);
+        nt_zeros(&mask, env.be, rows, cols, OC_NN_U8);
+        struct oc_nn_drop_key key = {0x1234567890ULL, 3, OC_NN_SITE_ATTN};
+        OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.3f, &key, &y, &mask, &err), &err);
+        OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.3f, &key, &y2, NULL, &err), &err);
+        uint32_t thr = oc_nn_dropout_threshold(0.3f);
+        uint64_t site = oc_rng_mix64(oc_rng_mix64(key.seed, key.layer), key.site);
+        int same = 1;
+        for (uint64_t r = 0; r < rows; r++) {
+            for (uint64_t c = 0; c < cols; c++) {
+                uint32_t bits[4];
+                oc_rng_block(key.seed, oc_rng_mix64(site, r), c / 8, bits);
+                uint32_t k = (uint32_t)(c % 8);
+                uint32_t u = (bits[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
+                uint8_t keep = u >= thr;
+                float want = keep ? nt_f(&x)[r * cols + c] * (1.0f / 0.7f) : 0.0f;
+                same &= ((uint8_t *)mask.data)[r * cols + c] == keep;
+                same &= nt_f(&y)[r * cols + c] == want && nt_f(&y2)[r * cols + c] == want;
+            }
+        }
+        OC_CHECK(same);
+        oc_nn_tensor_deinit(&x);
+        oc_nn_tensor_deinit(&y);
+        oc_nn_tensor_deinit(&y2);
+        oc_nn_tensor_deinit(&mask);
+        nt_env_free(&env);
+    }
+}
+
 OC_TEST(head_mean_reference_and_gradient)
 {
     struct nt_env env;

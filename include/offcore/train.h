@@ -89,6 +89,7 @@ struct oc_train_epoch_stats {
     uint64_t n_batches;
     uint64_t n_sampled;          /* batches sampled (or loaded from an offline sample) this epoch */
     uint32_t depth;              /* batches the pipeline fetched ahead of the one training */
+    uint64_t sampled_edges;      /* edges of this epoch's training batches (all layers) */
     struct oc_store_stats store; /* this epoch's training gathers (evaluation excluded) */
     struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
     uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */

@@ -91,6 +91,7 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
     cJSON_AddNumberToObject(o, "n_batches", (double)st->n_batches);
     cJSON_AddNumberToObject(o, "n_sampled", (double)st->n_sampled);
     cJSON_AddNumberToObject(o, "pipeline_depth", st->depth);
+    cJSON_AddNumberToObject(o, "sampled_edges", (double)st->sampled_edges);
     cJSON_AddNumberToObject(stages, "sample_s", st->sample_s);
     cJSON_AddNumberToObject(stages, "gather_s", st->gather_s);
     cJSON_AddNumberToObject(stages, "wait_s", st->wait_s);

@@ -307,6 +307,7 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
 {
     const struct oc_sample_batch *batch = &pb->batch;
     int rc;
+    st->sampled_edges += oc_sample_batch_n_edges(batch);
     double t2 = oc_now_s();
     struct oc_nn_tensor x;
     if ((rc =

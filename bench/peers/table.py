@@ -1,0 +1,54 @@
+"""bench/peers/table.py: prints one configuration's comparison from bench/peers/run.sh's JSON files.
+
+Usage: table.py CONFIG SGEMM_PEAK_GFLOPS FILE.offcore.json [FILE.dgl.json FILE.pyg.json ...]
+The offcore file is `offcore train --log` output (first line = the epoch), the others come from
+peers.py. Ratios are peer / offcore (> 1: offcore is faster). The bound is offcore's dense work of
+the epoch (GEMM flops, from its log) at the measured sgemm peak.
+"""
+import json
+import os
+import sys
+
+STAGES = ("sample_s", "gather_s", "forward_s", "backward_s", "optimizer_s")
+
+
+def main():
+    config, peak = sys.argv[1], float(sys.argv[2])
+    runs = {}
+    for path in sys.argv[3:]:
+        system = os.path.basename(path).split(".")[-2]
+        with open(path) as f:
+            first = json.loads(f.readline())
+        runs[system] = first
+    if "offcore" not in runs:
+        sys.exit(f"bench/peers: no offcore result for {config}")
+    order = ["offcore"] + sorted(k for k in runs if k != "offcore")
+    rows = {}
+    for s in order:
+        st = {k: runs[s]["stages"][k] for k in STAGES}
+        st["epoch_s"] = sum(st.values())
+        st["edges_per_s"] = runs[s]["sampled_edges"] / st["sample_s"] if st["sample_s"] else 0.0
+        rows[s] = st
+    cols = ["sample_s", "gather_s", "forward_s", "backward_s", "optimizer_s", "epoch_s"]
+    print(f"  {'system':<10}" + "".join(f"{c[:-2]:>10}" for c in cols) + f"{'Medges/s':>10}")
+    for s in order:
+        r = rows[s]
+        print(f"  {s:<10}" + "".join(f"{r[c]:10.2f}" for c in cols) + f"{r['edges_per_s'] / 1e6:10.2f}")
+    o = rows["offcore"]
+    for s in order[1:]:
+        r = rows[s]
+        ratio = [r[c] / o[c] if o[c] else float("inf") for c in cols]
+        eps = o["edges_per_s"] / r["edges_per_s"] if r["edges_per_s"] else float("inf")
+        print(f"  {s + '/oc':<10}" + "".join(f"{x:10.2f}" for x in ratio) + f"{eps:10.2f}"
+              + "   (offcore sampled edges/s over the peer's in the last column)")
+    flops = runs["offcore"].get("gemm_flops", 0)
+    bound = flops / (peak * 1e9) if peak > 0 else 0.0
+    fb = o["forward_s"] + o["backward_s"]
+    print(f"  offcore dense work {flops / 1e12:.3f} TFLOP; bound at {peak:.1f} GFLOP/s = {bound:.2f} s; "
+          f"forward+backward {fb:.2f} s = {fb / bound if bound else float('inf'):.2f}x the bound")
+    for s in order[1:]:
+        print(f"  {s}: {runs[s].get('version', '')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -271,6 +271,12 @@ OC_TEST(checkpoint_resume_matches_uninterrupted_run)
             finals++;
         OC_CHECK(lines == 5 && finals == 1);
         OC_CHECK(strstr(text, "\"epoch\":3") && strstr(text, full.weights_sha256));
+        /* the pipeline's figures: its depth, the trainer's wait, each batch sampled once */
+        const char *nb = strstr(text, "\"n_batches\":"), *ns = strstr(text, "\"n_sampled\":");
+        OC_CHECK(nb && ns && strstr(text, "\"wait_s\":") && strstr(text, "\"pipeline_depth\":2"));
+        if (nb && ns)
+            OC_CHECK(strtoull(nb + 12, NULL, 10) > 0 &&
+                     strtoull(nb + 12, NULL, 10) == strtoull(ns + 12, NULL, 10));
         oc_free(text);
     }
     /* Different options are refused, naming the difference. */

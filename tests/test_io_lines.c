@@ -372,9 +372,9 @@ OC_TEST(fs_atomic_write_and_read)
 
     /* A failed write keeps the old content and leaves no temporary file. */
     oc_fault_arm(OC_FAULT_WRITE, 1, ENOSPC);
-    OC_CHECK_ERR(oc_write_file_atomic(p, "xxxx", 4, &err), OC_ERR_NOSPC, &err, ".tmp.");
+    OC_CHECK_ERR(oc_write_file_atomic(p, "xxxx", 4, &err), OC_ERR_NOSPC, &err, ".tmp-");
     oc_fault_disarm_all();
-    OC_CHECK(count_entries(dir, ".tmp.") == 0);
+    OC_CHECK(count_entries(dir, ".tmp") == 0);
     OC_CHECK_OK(oc_read_file(p, 100, &data, &len, &err), &err);
     OC_CHECK(len == 9 && data && memcmp(data, "{\"v\": 22}", 9) == 0);
     oc_free(data);

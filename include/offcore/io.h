@@ -173,7 +173,7 @@ const char *oc_line_reader_path(const struct oc_line_reader *r);
 int oc_dir_sync(const char *dir, struct oc_err *err);
 /* rename(tmp, final) then fsync the parent directory. */
 int oc_rename_durable(const char *tmp, const char *final, struct oc_err *err);
-/* Writes a whole file atomically: path.tmp.<pid>, fsync, rename, fsync dir. */
+/* Writes a whole file atomically: a temporary (oc_tmp_name), fsync, rename, fsync dir. */
 int oc_write_file_atomic(const char *path, const void *data, size_t len, struct oc_err *err);
 /*
  * Reads a whole (small) file into an oc_alloc'd NUL-terminated buffer (*len
@@ -188,5 +188,57 @@ int oc_rm_rf(const char *path, struct oc_err *err);
 int oc_path_exists(const char *path);
 /* snprintf into buf; OC_ERR_ARG if it does not fit. */
 int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct oc_err *err);
+
+/* ---- temporaries: unique names, this run's registry, stale cleanup -------- */
+
+/*
+ * A temporary name for final that no other run makes, on this machine or any
+ * other sharing the filesystem, whatever its pid namespace:
+ * "<final>.tmp-<host>-<pid>-<nonce>-<seq>" (host: 12 hex digits hashed from
+ * the boot id and the pid namespace; nonce: 12 hex digits drawn once per
+ * process with getrandom; seq: a per-process counter, so every call differs).
+ * OC_ERR_ARG if it does not fit in n bytes.
+ */
+int oc_tmp_name(char *buf, size_t n, const char *final, struct oc_err *err);
+/* This process's host id (12 hex digits). */
+const char *oc_tmp_host_id(void);
+/*
+ * Tests only: makes this process name and judge temporaries as if it ran on
+ * host_id (12 hex digits) with pid (NULL / 0: the real ones).
+ */
+void oc_tmp_set_identity(const char *host_id, long pid);
+
+/*
+ * The registry of this run's temporaries (files or directories): register a
+ * path before creating it, unregister it once it is renamed into place or
+ * removed. Registering never fails (past 64 live paths a path is only left
+ * to the next run's stale cleanup).
+ */
+void oc_tmp_register(const char *path);
+void oc_tmp_unregister(const char *path);
+unsigned oc_tmp_n_registered(void);
+/*
+ * Removes every registered path (rm -rf) and returns how many are gone. With
+ * keep_locked the registry stays locked for good, so no thread registers or
+ * unregisters any more: for the CLI's interrupt path, just before _exit.
+ */
+unsigned oc_tmp_remove_registered(int keep_locked);
+
+/*
+ * Whether dir_fd/name is a temporary left by a run that is over: one of this
+ * host whose pid is gone (or is now ours, under another nonce), or one of
+ * another host untouched for 24 hours, or a legacy pid-only name
+ * ("X.tmp-<pid>", "X.tmp.<pid>") whose pid is gone here and that is
+ * untouched for an hour. Never this run's own, never a name oc_tmp_name
+ * would not make. why (may be NULL) gets a short reason.
+ */
+int oc_tmp_is_stale(int dir_fd, const char *name, char *why, size_t why_n);
+/*
+ * Removes (rm -rf) the stale temporaries in dir whose name is
+ * "<prefix>.tmp..." (prefix NULL: any name), logging each at info level.
+ * A missing dir is OC_OK. *n_removed (may be NULL) counts them.
+ */
+int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed,
+                       struct oc_err *err);
 
 #endif

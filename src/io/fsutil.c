@@ -7,8 +7,8 @@
  * arrays with these, the planner commits derived artifacts, tests clean up
  * with oc_rm_rf.
  *
- *   oc_write_file_atomic(P):  P.tmp.<pid>  --write, fsync, close-->
- *                             rename(P.tmp.<pid>, P) --> fsync(dir of P)
+ *   oc_write_file_atomic(P):  T = oc_tmp_name(P) (registered) --write, fsync, close-->
+ *                             rename(T, P) --> fsync(dir of P)
  *   A crash leaves either the old P or the new P, never a partial one; a
  *   failure removes the temporary file.
  *
@@ -110,14 +110,14 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
 {
     char tmp[PATH_MAX];
     struct oc_file *f = NULL;
-    int rc, w;
+    int rc;
 
-    w = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    if (w < 0 || (size_t)w >= sizeof(tmp))
-        return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
+    if ((rc = oc_tmp_name(tmp, sizeof(tmp), path, err)))
+        return rc;
+    oc_tmp_register(tmp);
     rc = oc_file_open(tmp, OC_FILE_WRITE | OC_FILE_TRUNC, &f, err);
     if (rc)
-        return rc;
+        goto fail;
     rc = oc_file_pwrite(f, data, len, 0, err);
     if (rc)
         goto fail;
@@ -131,10 +131,12 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
     rc = oc_rename_durable(tmp, path, err);
     if (rc)
         goto fail;
+    oc_tmp_unregister(tmp);
     return OC_OK;
 fail:
     oc_file_close(f, NULL);
     unlink(tmp);
+    oc_tmp_unregister(tmp);
     return rc;
 }
 

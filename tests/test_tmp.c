@@ -1,0 +1,275 @@
+/*
+ * test_tmp.c — temporaries (io.h, src/io/tmpname.c, src/cli/signals.c):
+ * names no two runs share, the registry of this run's temporaries, which
+ * leftovers stale cleanup removes and which it must never touch.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "harness.h"
+#include "offcore/progress.h"
+#include "proc_util.h"
+
+static void touch(const char *path)
+{
+    struct oc_err err;
+    OC_CHECK_OK(oc_write_file_atomic(path, "x", 1, &err), &err);
+}
+
+/* Sets path's access and modification times to `age_s` seconds ago. */
+static void age(const char *path, long age_s)
+{
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    OC_CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/* A pid that no process has any more (a reaped child's). */
+static long dead_pid(void)
+{
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    return (long)c;
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char p[4096];
+    struct oc_err err;
+    return oc_path_join(p, sizeof(p), dir, name, &err) == OC_OK && oc_path_exists(p);
+}
+
+/* How many entries of dir start with prefix. */
+static int count_prefix(const char *dir, const char *prefix)
+{
+    int n = 0;
+    size_t pl = strlen(prefix);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, prefix, pl) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+OC_TEST(names_differ_per_call_and_carry_host_and_pid)
+{
+    char a[512], b[512], want[128];
+    struct oc_err err;
+    OC_CHECK_OK(oc_tmp_name(a, sizeof(a), "/x/data", &err), &err);
+    OC_CHECK_OK(oc_tmp_name(b, sizeof(b), "/x/data", &err), &err);
+    OC_CHECK(strcmp(a, b) != 0);
+    snprintf(want, sizeof(want), "/x/data.tmp-%s-%ld-", oc_tmp_host_id(), (long)getpid());
+    OC_CHECK(strncmp(a, want, strlen(want)) == 0 && strncmp(b, want, strlen(want)) == 0);
+    OC_CHECK(strlen(oc_tmp_host_id()) == 12);
+    char small[16];
+    OC_CHECK_ERR(oc_tmp_name(small, sizeof(small), "/x/data", &err), OC_ERR_ARG, &err, "too long");
+
+    /* A child has the same pid in no other run: its names differ from the parent's too. */
+    int fds[2];
+    OC_CHECK(pipe(fds) == 0);
+    pid_t c = fork();
+    if (c == 0) {
+        char n[512];
+        struct oc_err e;
+        oc_tmp_name(n, sizeof(n), "/x/data", &e);
+        ssize_t w = write(fds[1], n, strlen(n) + 1);
+        _exit(w > 0 ? 0 : 1);
+    }
+    char cn[512] = "";
+    ssize_t r = read(fds[0], cn, sizeof(cn));
+    waitpid(c, NULL, 0);
+    close(fds[0]);
+    close(fds[1]);
+    OC_CHECK(r > 0 && strcmp(cn, a) != 0 && strcmp(cn, b) != 0);
+
+    /* Two "containers" with the same pid: different host ids, different names. */
+    oc_tmp_set_identity("aaaaaaaaaaaa", 4242);
+    OC_CHECK_OK(oc_tmp_name(a, sizeof(a), "/x/data", &err), &err);
+    oc_tmp_set_identity("bbbbbbbbbbbb", 4242);
+    OC_CHECK_OK(oc_tmp_name(b, sizeof(b), "/x/data", &err), &err);
+    oc_tmp_set_identity(NULL, 0);
+    OC_CHECK(strstr(a, ".tmp-aaaaaaaaaaaa-4242-") && strstr(b, ".tmp-bbbbbbbbbbbb-4242-"));
+    OC_CHECK(strcmp(a, b) != 0);
+}
+
+OC_TEST(registry_removes_registered_files_and_directories)
+{
+    char dir[1024], f[1200], d[1200], inner[1300], keep[1100];
+    struct oc_err err;
+    snprintf(dir, sizeof(dir), "%s/reg", oc_test_tmpdir());
+    OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+    snprintf(keep, sizeof(keep), "%s/keep", dir);
+    touch(keep);
+    OC_CHECK_OK(oc_tmp_name(f, sizeof(f), keep, &err), &err);
+    OC_CHECK_OK(oc_tmp_name(d, sizeof(d), keep, &err), &err);
+    unsigned n0 = oc_tmp_n_registered();
+    oc_tmp_register(f);
+    oc_tmp_register(d);
+    touch(f);
+    OC_CHECK_OK(oc_mkdir_p(d, &err), &err);
+    snprintf(inner, sizeof(inner), "%s/features.npy", d);
+    touch(inner);
+    OC_CHECK(oc_tmp_n_registered() == n0 + 2);
+    OC_CHECK(oc_tmp_remove_registered(0) == n0 + 2);
+    OC_CHECK(!oc_path_exists(f) && !oc_path_exists(d) && oc_path_exists(keep));
+    OC_CHECK(oc_tmp_n_registered() == 0);
+
+    /* Unregistered (renamed into place): left alone. */
+    oc_tmp_register(f);
+    touch(f);
+    oc_tmp_unregister(f);
+    OC_CHECK(oc_tmp_n_registered() == 0);
+    OC_CHECK(oc_tmp_remove_registered(0) == 0 && oc_path_exists(f));
+
+    /* oc_write_file_atomic registers its temporary only while it exists. */
+    touch(keep);
+    OC_CHECK(oc_tmp_n_registered() == 0);
+}
+
+OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
+{
+    char dir[1024], p[1800], own[1400], name[600];
+    struct oc_err err;
+    const char *host = oc_tmp_host_id();
+    snprintf(dir, sizeof(dir), "%s/stale", oc_test_tmpdir());
+    OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+    long gone = dead_pid();
+
+    /* This run's own temporary. */
+    snprintf(p, sizeof(p), "%s/data", dir);
+    OC_CHECK_OK(oc_tmp_name(own, sizeof(own), p, &err), &err);
+    OC_CHECK_OK(oc_mkdir_p(own, &err), &err);
+    /* A dead run of this host (a directory with content), and one of another process
+       that held our pid before us (same host, same pid, another nonce). */
+    snprintf(name, sizeof(name), "data.tmp-%s-%ld-0123456789ab-0", host, gone);
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    OC_CHECK_OK(oc_mkdir_p(p, &err), &err);
+    snprintf(p, sizeof(p), "%s/%s/indptr.npy", dir, name);
+    touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-%s-%ld-0123456789ab-7", dir, host, (long)getpid());
+    touch(p);
+    /* Live processes of this host: pid 1 and our parent. */
+    snprintf(p, sizeof(p), "%s/data.tmp-%s-1-0123456789ab-0", dir, host);
+    touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-%s-%ld-0123456789ab-0", dir, host, (long)getppid());
+    touch(p);
+    /* Another host (another container): kept while recent, even with a dead pid here. */
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000aa-%ld-0123456789ab-0", dir, gone);
+    touch(p);
+    /* Another host, untouched for two days: removed. One whose directory is old but
+       whose file inside was just written: kept. */
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000bb-5-0123456789ab-0", dir);
+    touch(p);
+    age(p, 2 * 86400);
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0", dir);
+    OC_CHECK_OK(oc_mkdir_p(p, &err), &err);
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0/f", dir);
+    touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0", dir);
+    age(p, 2 * 86400);
+    /* Legacy pid-only names: removed only when the pid is gone and an hour idle. */
+    snprintf(p, sizeof(p), "%s/data.tmp-%ld", dir, gone);
+    OC_CHECK_OK(oc_mkdir_p(p, &err), &err);
+    age(p, 7200);
+    snprintf(p, sizeof(p), "%s/data.tmp.%ld", dir, gone + 1000000); /* pid past any pid_max */
+    touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-1", dir);
+    touch(p);
+    age(p, 7200);
+    /* Not temporaries, however old: never removed. */
+    char odd[64];
+    snprintf(odd, sizeof(odd), "data.tmp-%s-x-y-z", host);
+    const char *const keep[] = {"data",         "data.tmp",      "data.tmpl",
+                                "data.tmp-xyz", "data.tmp-12ab", odd};
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++) {
+        const char *k = keep[i];
+        snprintf(p, sizeof(p), "%s/%s", dir, k);
+        touch(p);
+        age(p, 30 * 86400);
+    }
+    /* Another output's dead temporary: not ours to judge with prefix "data". */
+    snprintf(p, sizeof(p), "%s/other.tmp-%s-%ld-0123456789ab-0", dir, host, gone);
+    touch(p);
+
+    unsigned n = 0;
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, "data", &n, &err), &err);
+    OC_CHECK(n == 4);
+    const char *slash = strrchr(own, '/');
+    OC_CHECK(oc_path_exists(own) && slash && exists_in(dir, slash + 1));
+    snprintf(p, sizeof(p), "data.tmp-%s-%ld-0123456789ab-0", host, gone);
+    OC_CHECK(!exists_in(dir, p));
+    snprintf(p, sizeof(p), "data.tmp-%s-%ld-0123456789ab-7", host, (long)getpid());
+    OC_CHECK(!exists_in(dir, p));
+    snprintf(p, sizeof(p), "data.tmp-%s-1-0123456789ab-0", host);
+    OC_CHECK(exists_in(dir, p));
+    snprintf(p, sizeof(p), "data.tmp-%s-%ld-0123456789ab-0", host, (long)getppid());
+    OC_CHECK(exists_in(dir, p));
+    snprintf(p, sizeof(p), "data.tmp-0000000000aa-%ld-0123456789ab-0", gone);
+    OC_CHECK(exists_in(dir, p));
+    OC_CHECK(!exists_in(dir, "data.tmp-0000000000bb-5-0123456789ab-0"));
+    OC_CHECK(exists_in(dir, "data.tmp-0000000000cc-5-0123456789ab-0"));
+    snprintf(p, sizeof(p), "data.tmp-%ld", gone);
+    OC_CHECK(!exists_in(dir, p));
+    snprintf(p, sizeof(p), "data.tmp.%ld", gone + 1000000);
+    OC_CHECK(exists_in(dir, p)); /* gone, but not idle for an hour */
+    OC_CHECK(exists_in(dir, "data.tmp-1"));
+    for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+        OC_CHECK(exists_in(dir, keep[i]));
+    snprintf(p, sizeof(p), "other.tmp-%s-%ld-0123456789ab-0", host, gone);
+    OC_CHECK(exists_in(dir, p));
+    /* Without a prefix, the other output's dead temporary goes too. */
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, NULL, &n, &err), &err);
+    OC_CHECK(n == 1 && !exists_in(dir, p));
+    OC_CHECK(oc_path_exists(own));
+    oc_rm_rf(own, &err);
+}
+
+OC_TEST(a_live_child_s_temporary_is_kept_until_it_exits)
+{
+    char dir[1024], final[1100];
+    struct oc_err err;
+    snprintf(dir, sizeof(dir), "%s/child", oc_test_tmpdir());
+    OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+    snprintf(final, sizeof(final), "%s/out", dir);
+    int go[2], ready[2];
+    OC_CHECK(pipe(go) == 0 && pipe(ready) == 0);
+    pid_t c = fork();
+    if (c == 0) { /* makes its temporary, then waits for the parent's word */
+        char t[1400];
+        struct oc_err e;
+        char b = 0;
+        int ok = oc_tmp_name(t, sizeof(t), final, &e) == OC_OK && oc_mkdir_p(t, &e) == OC_OK;
+        ssize_t w = write(ready[1], "r", 1);
+        ssize_t r = read(go[0], &b, 1);
+        _exit(ok && w == 1 && r == 1 ? 0 : 1);
+    }
+    char b;
+    OC_CHECK(read(ready[0], &b, 1) == 1);
+    unsigned n = 9;
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, "out", &n, &err), &err);
+    OC_CHECK(n == 0 && count_prefix(dir, "out.tmp-") == 1);
+    OC_CHECK(write(go[1], "g", 1) == 1);
+    OC_CHECK(proc_wait(c) == 0);
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, "out", &n, &err), &err);
+    OC_CHECK(n == 1 && count_prefix(dir, "out.tmp-") == 0);
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
+}
+
+OC_TEST_MAIN()

@@ -10,6 +10,7 @@
  * Place in the data flow: tests of dataset/{builder,dataset_open,info}.c.
  * Thread-safety: single-threaded. Ownership: files live in oc_test_tmpdir().
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -175,6 +176,24 @@ static void patch_u64(const char *path, uint64_t index, uint64_t v)
     fclose(f);
 }
 
+/* Whether any "<out>.tmp*" entry (a builder's temporary) sits beside out. */
+static int tmp_sibling_exists(const char *out)
+{
+    char dir[800];
+    const char *slash = strrchr(out, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+    const char *base = slash ? slash + 1 : out;
+    size_t bl = strlen(base);
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += strncmp(de->d_name, base, bl) == 0 && strncmp(de->d_name + bl, ".tmp", 4) == 0;
+    if (d)
+        closedir(d);
+    return n > 0;
+}
+
 static char *fresh(const char *name)
 {
     static char buf[800];
@@ -191,9 +210,7 @@ OC_TEST(tiny_build_open_info)
     const char *out = fresh("tiny");
     tiny_init(&t);
     OC_CHECK_OK(tiny_build(out, &t, &err), &err);
-    char tmp[900];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", out, (long)getpid());
-    OC_CHECK(oc_path_exists(out) && !oc_path_exists(tmp));
+    OC_CHECK(oc_path_exists(out) && !tmp_sibling_exists(out));
     OC_CHECK_OK(oc_dataset_open(out, OC_DS_OPEN_DEFAULT, &ds, &err), &err);
     if (!ds)
         return;
@@ -434,9 +451,7 @@ OC_TEST(builder_refuses_incomplete)
     const char *out = fresh("incomplete");
     OC_CHECK_ERR(tiny_build(out, &t, &err), OC_ERR_ARG, &err, "files table lacks labels.npy");
     OC_CHECK(strstr(err.msg, "cannot commit") != NULL);
-    char tmp[900];
-    snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", out, (long)getpid());
-    OC_CHECK(!oc_path_exists(out) && !oc_path_exists(tmp));
+    OC_CHECK(!oc_path_exists(out) && !tmp_sibling_exists(out));
     OC_CHECK(oc_mem_n_live() == live0);
 }
 
@@ -453,8 +468,6 @@ OC_TEST(builder_faults)
             char label[64];
             snprintf(label, sizeof(label), "fault-%d-%d", k, (int)nth);
             const char *out = fresh(label);
-            char tmp[900];
-            snprintf(tmp, sizeof(tmp), "%s.tmp-%ld", out, (long)getpid());
             oc_fault_arm(kinds[k], nth, kinds[k] == OC_FAULT_WRITE ? ENOSPC : ENOMEM);
             int rc = tiny_build(out, &t, &err);
             int fired = oc_fault_fired(kinds[k]);
@@ -466,7 +479,7 @@ OC_TEST(builder_faults)
             n_fired++;
             OC_CHECK(rc != OC_OK);
             OC_CHECK(!oc_path_exists(out));
-            OC_CHECK(!oc_path_exists(tmp));
+            OC_CHECK(!tmp_sibling_exists(out));
             OC_CHECK(oc_mem_n_live() == live0);
         }
         OC_CHECK(n_fired >= 7);

@@ -1,15 +1,18 @@
 /*
  * builder.c — writes a new dataset directory atomically:
  *
- *   oc_ds_builder_new ──► "<out>.tmp-<pid>/" created (<out> must not exist)
+ *   oc_ds_builder_new ──► stale "<out>.tmp-*" siblings of dead runs removed,
+ *                        "<out>.tmp-<host>-<pid>-<nonce>-<seq>/" (oc_tmp_name)
+ *                        created and registered (<out> must not exist)
  *   begin/end_array  ──► <tmp>/<name>.npy via the npy writer; size + CRC-32
  *                        recorded in the manifest's files table
  *   commit           ──► manifest checked, <tmp>/manifest.json written
  *                        atomically (last), rename(<tmp>, <out>), fsync parent
  *   free             ──► if not committed: rm -rf <tmp>
  *
- * A crash leaves at most a "<out>.tmp-<pid>" directory, never a partial
- * <out>. Content is not validated here (oc_dataset_open does that), only the
+ * A crash leaves at most a "<out>.tmp-..." directory, never a partial <out>;
+ * an interrupted CLI removes it (registry, io.h) and kill -9's is removed by
+ * the next builder of <out> (oc_tmp_clean_stale). Content is not validated here (oc_dataset_open does that), only the
  * manifest's consistency with the files written.
  *
  * Place in the data flow: dataset; importers, the generator and the edge
@@ -43,10 +46,28 @@ static char *fmt_dup(struct oc_err *err, const char *a, const char *b)
     return p;
 }
 
+/* Removes "<out>.tmp-*" directories that dead runs left beside out (logged, never fatal). */
+static void remove_stale(const char *out)
+{
+    char parent[4096];
+    const char *slash = strrchr(out, '/');
+    const char *base = slash ? slash + 1 : out;
+    size_t pl = slash ? (size_t)(slash - out) : 0;
+    if (!*base || pl >= sizeof(parent))
+        return;
+    if (slash) {
+        memcpy(parent, out, pl ? pl : 1);
+        parent[pl ? pl : 1] = '\0';
+    } else {
+        snprintf(parent, sizeof(parent), ".");
+    }
+    oc_tmp_clean_stale(parent, base, NULL, NULL);
+}
+
 int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc_err *err)
 {
     struct oc_ds_builder *b = NULL;
-    char suffix[32];
+    char tmp[4096];
     int rc;
     *out = NULL;
     if (!out_dir || !*out_dir)
@@ -56,14 +77,14 @@ int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc
                       out_dir);
     if (!(b = oc_calloc(1, sizeof(*b), "dataset builder", err)))
         return err ? err->status : OC_ERR_NOMEM;
-    snprintf(suffix, sizeof(suffix), ".tmp-%ld", (long)getpid());
-    if (!(b->out = fmt_dup(err, out_dir, "")) || !(b->tmp = fmt_dup(err, out_dir, suffix))) {
+    if ((rc = oc_tmp_name(tmp, sizeof(tmp), out_dir, err)))
+        goto fail;
+    if (!(b->out = fmt_dup(err, out_dir, "")) || !(b->tmp = fmt_dup(err, tmp, ""))) {
         rc = err ? err->status : OC_ERR_NOMEM;
         goto fail;
     }
-    /* A leftover from an earlier builder of this process is ours to discard. */
-    if (oc_path_exists(b->tmp) && (rc = oc_rm_rf(b->tmp, err)))
-        goto fail;
+    remove_stale(b->out);
+    oc_tmp_register(b->tmp);
     if ((rc = oc_mkdir_p(b->tmp, err)))
         goto fail;
     b->m.version = OC_FORMAT_VERSION;
@@ -88,6 +109,8 @@ void oc_ds_builder_free(struct oc_ds_builder *b)
         if (oc_rm_rf(b->tmp, &e) != OC_OK)
             oc_log(OC_LOG_WARN, "dataset builder: cannot remove %s: %s", b->tmp, e.msg);
     }
+    if (b->tmp)
+        oc_tmp_unregister(b->tmp);
     oc_free(b->out);
     oc_free(b->tmp);
     oc_free(b);
@@ -193,6 +216,7 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
     }
     if ((rc = oc_rename_durable(b->tmp, b->out, err)))
         goto out;
+    oc_tmp_unregister(b->tmp);
     b->committed = 1;
 out:
     oc_free(text);

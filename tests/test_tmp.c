@@ -1,7 +1,9 @@
 /*
  * test_tmp.c — temporaries (io.h, src/io/tmpname.c, src/cli/signals.c):
  * names no two runs share, the registry of this run's temporaries, which
- * leftovers stale cleanup removes and which it must never touch.
+ * leftovers stale cleanup removes and which it must never touch, and through
+ * the real CLI: SIGTERM / SIGINT during `offcore generate` leave no
+ * "OUT.tmp-*", and a kill -9's leftover is removed by the next run.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +19,12 @@
 #include "harness.h"
 #include "offcore/progress.h"
 #include "proc_util.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static void touch(const char *path)
 {
@@ -270,6 +278,129 @@ OC_TEST(a_live_child_s_temporary_is_kept_until_it_exits)
     close(go[1]);
     close(ready[0]);
     close(ready[1]);
+}
+
+/* ---- through the CLI --------------------------------------------------------------- */
+
+/* Spawns argv with the default action for SIGINT, SIGTERM and SIGHUP (ctest may ignore some). */
+static pid_t spawn_sigdef(char *const argv[], const char *err_path)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t def;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_init(&at);
+    sigemptyset(&def);
+    sigaddset(&def, SIGINT);
+    sigaddset(&def, SIGTERM);
+    sigaddset(&def, SIGHUP);
+    posix_spawnattr_setsigdefault(&at, &def);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &fa, &at, argv, environ) != 0)
+        pid = -1;
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+/* Starts `offcore generate` of a dataset large enough to take a while into dir/name. */
+static pid_t start_generate(const char *bin, const char *out, const char *nodes, const char *errp)
+{
+    char *argv[] = {(char *)bin, "generate", "--nodes", (char *)nodes, "--feat-dim", "64",
+                    "--threads", "1",        "--quiet", (char *)out,   NULL};
+    return spawn_sigdef(argv, errp);
+}
+
+/* Waits until dir holds an entry starting with prefix (up to 60 s); 1 if it did. */
+static int wait_prefix(const char *dir, const char *prefix, pid_t pid)
+{
+    double deadline = oc_now_s() + 60;
+    while (oc_now_s() < deadline) {
+        if (count_prefix(dir, prefix) > 0)
+            return 1;
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return 0;
+        sleep_ms(2);
+    }
+    return 0;
+}
+
+static int file_has(const char *path, const char *needle)
+{
+    char *text = NULL;
+    size_t len = 0;
+    struct oc_err err;
+    if (oc_read_file(path, 0, &text, &len, &err) != OC_OK)
+        return 0;
+    int has = strstr(text, needle) != NULL;
+    oc_free(text);
+    return has;
+}
+
+OC_TEST(sigterm_and_sigint_during_generate_leave_no_temporary)
+{
+    const char *bin = getenv("OC_BIN");
+    if (!bin)
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        char dir[1024], out[1100], errp[1100];
+        snprintf(dir, sizeof(dir), "%s/sig%d", oc_test_tmpdir(), sigs[i]);
+        struct oc_err err;
+        OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+        snprintf(out, sizeof(out), "%s/data", dir);
+        snprintf(errp, sizeof(errp), "%s/stderr", dir);
+        pid_t pid = start_generate(bin, out, "1500000", errp);
+        OC_CHECK(pid > 0);
+        int seen = wait_prefix(dir, "data.tmp-", pid);
+        OC_CHECK(seen);
+        if (!seen)
+            continue;
+        sleep_ms(100); /* into the edge sort or the features */
+        kill(pid, sigs[i]);
+        int st = proc_wait(pid);
+        if (st == 0) {
+            fprintf(stderr, "  generate finished before signal %d: machine too fast?\n", sigs[i]);
+            OC_CHECK(oc_path_exists(out));
+        } else {
+            OC_CHECK(st == 128 + sigs[i]);
+            OC_CHECK(!oc_path_exists(out));
+            OC_CHECK(file_has(errp, "stopped; removed"));
+        }
+        OC_CHECK(count_prefix(dir, "data.tmp") == 0);
+    }
+}
+
+OC_TEST(kill_9_leftover_is_removed_by_the_next_run)
+{
+    const char *bin = getenv("OC_BIN");
+    if (!bin)
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char dir[1024], out[1100], errp[1100], live[1200];
+    struct oc_err err;
+    snprintf(dir, sizeof(dir), "%s/kill9", oc_test_tmpdir());
+    OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+    snprintf(out, sizeof(out), "%s/data", dir);
+    snprintf(errp, sizeof(errp), "%s/stderr", dir);
+    pid_t pid = start_generate(bin, out, "1500000", errp);
+    OC_CHECK(pid > 0);
+    OC_CHECK(wait_prefix(dir, "data.tmp-", pid));
+    sleep_ms(100);
+    kill(pid, SIGKILL);
+    OC_CHECK(proc_wait(pid) == 128 + SIGKILL);
+    OC_CHECK(count_prefix(dir, "data.tmp-") == 1);
+    /* A live run's temporary beside it (pid 1 of this host): the next run keeps it. */
+    snprintf(live, sizeof(live), "%s/data.tmp-%s-1-0123456789ab-0", dir, oc_tmp_host_id());
+    OC_CHECK_OK(oc_mkdir_p(live, &err), &err);
+
+    pid = start_generate(bin, out, "2000", errp);
+    OC_CHECK(proc_wait(pid) == 0);
+    OC_CHECK(oc_path_exists(out));
+    OC_CHECK(count_prefix(dir, "data.tmp-") == 1 && oc_path_exists(live));
+    OC_CHECK(file_has(errp, "removed stale temporary"));
 }
 
 OC_TEST_MAIN()

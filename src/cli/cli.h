@@ -52,6 +52,13 @@ void cli_print_help(const struct cli_cmd *cmd);
 struct oc_err;
 int cli_fail(const struct oc_err *err);
 
+/*
+ * Makes SIGINT, SIGTERM and SIGHUP remove this run's temporaries and exit
+ * with 128 + the signal (signals.c: a handler wakes a watcher thread). Call
+ * first in main. Returns 0, or -1 if the signals keep their default actions.
+ */
+int cli_signals_init(void);
+
 /* Installs the stderr log sink; verbose enables debug messages. */
 void cli_log_init(int verbose);
 

@@ -5,7 +5,8 @@
  * Place in the data flow: cli, the top layer; it calls the library and is the
  * only code that prints or exits.
  * Thread-safety: the log sink may be called from library threads; it writes
- * whole lines with one fprintf call.
+ * whole lines with one fprintf call. Interrupts are taken by signals.c's
+ * thread, started first.
  */
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,7 @@ int cli_fail(const struct oc_err *err)
 
 int main(int argc, char **argv)
 {
+    cli_signals_init();
     cli_log_init(0);
     if (argc < 2) {
         usage(stderr);

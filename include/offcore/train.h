@@ -62,6 +62,9 @@ struct oc_train_opts {
                                       fingerprint); ginex and gnndrive refuse it */
     double disk_budget;            /* diskgnn: bound on its packed files, x features.npy's size
                                       (0 = unlimited) */
+    const char *plan_dir;          /* where plan files go (ginex superbatches, diskgnn windows);
+                                      NULL = DIR/plan. Where, not what: their names carry a key
+                                      of their content, so it is in no fingerprint */
 };
 
 /*

@@ -165,6 +165,10 @@ int cmd_train(int argc, char **argv)
          "diskgnn: bound on its packed files on disk, as a multiple of the feature file's size "
          "(default unlimited)",
          NULL},
+        {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
+         "ginex, diskgnn: write plan files under DIR instead of the dataset's plan/ (for a "
+         "read-only dataset directory)",
+         NULL},
         {"reuse-samples", CLI_FLAG, &reuse_samples, NULL,
          "train every epoch on epoch 0's batches, as DiskGNN does (changes training; not with "
          "ginex or gnndrive)",
@@ -251,6 +255,10 @@ int cmd_train(int argc, char **argv)
     if (!(disk_budget >= 0.0)) {
         fprintf(stderr, "offcore train: --disk-budget must be >= 0 (a multiple of the feature "
                         "file's size)\n");
+        return 2;
+    }
+    if (o.plan_dir && strcmp(strategy, "ginex") != 0 && strcmp(strategy, "diskgnn") != 0) {
+        fprintf(stderr, "offcore train: --plan-dir needs --strategy ginex or diskgnn\n");
         return 2;
     }
     if (extractors && strcmp(strategy, "gnndrive") != 0) {

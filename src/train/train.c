@@ -182,9 +182,14 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
     so.seed = o->seed;
     char plan_dir[4096];
-    int rc = oc_path_join(plan_dir, sizeof(plan_dir), dir, "plan", err);
-    if (rc)
+    int rc;
+    if (o->plan_dir) { /* --plan-dir: elsewhere than the dataset (which may be read-only) */
+        if (!*o->plan_dir || strlen(o->plan_dir) >= sizeof(plan_dir))
+            return OC_ERR(err, OC_ERR_ARG, "--plan-dir '%s': empty or too long", o->plan_dir);
+        snprintf(plan_dir, sizeof(plan_dir), "%s", o->plan_dir);
+    } else if ((rc = oc_path_join(plan_dir, sizeof(plan_dir), dir, "plan", err))) {
         return rc;
+    }
     const char *name = o->strategy ? o->strategy : "memory";
     uint32_t index;
     rc = oc_store_strategy_find(name, &index, err);

@@ -64,10 +64,23 @@ static int plan_files(const char *plan, uint64_t *bytes)
     return n;
 }
 
-/* The window file of sample epoch `epoch` packed by this process. */
+/* The packed window file of sample epoch `epoch` ("w<epoch>-<content key>.bin"; "" if none). */
 static void window_path(const char *plan, uint64_t epoch, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/diskgnn/w%" PRIu64 "-%ld.bin", plan, epoch, (long)getpid());
+    char dir[1200], want[64];
+    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
+    int wl = snprintf(want, sizeof(want), "w%" PRIu64 "-", epoch);
+    buf[0] = '\0';
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, want, (size_t)wl) == 0 && l == (size_t)wl + 16 + 4 &&
+            strcmp(e->d_name + l - 4, ".bin") == 0)
+            oc_path_join(buf, n, dir, e->d_name, NULL);
+    }
+    if (d)
+        closedir(d);
 }
 
 static uint64_t le64(const uint8_t *p)
@@ -918,6 +931,165 @@ OC_TEST(stale_files_of_dead_processes_are_removed)
     oc_store_free(s);
     OC_CHECK(plan_files(plan, NULL) == 1);
     fixture_free(&fx);
+}
+
+/* Files in PLAN/diskgnn whose name starts with prefix. */
+static int plan_files_named(const char *plan, const char *prefix)
+{
+    char dir[1200];
+    int n = 0;
+    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/*
+ * Runs in two containers (same pid 77, other host ids) and a third with
+ * another seed, on one dataset and plan directory: none removes another's
+ * files, a copy renamed over a window of the same content changes nothing
+ * for the run reading the first, and each reads exactly train's batches and
+ * the file's rows. Leftovers of a run killed with -9 (an unlocked window, a
+ * temporary of a dead pid of this host) go; a fresh temporary of another
+ * host stays.
+ */
+OC_TEST(concurrent_runs_keep_each_others_files)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct ref_sampler ref;
+    char plan[800], dg[900], killed[1200], dead_tmp[1300], foreign[1300];
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    snprintf(plan, sizeof(plan), "%s/plan-concurrent", oc_test_tmpdir());
+    snprintf(dg, sizeof(dg), "%s/diskgnn", plan);
+    OC_CHECK_OK(oc_mkdir_p(dg, &err), &err);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    snprintf(killed, sizeof(killed), "%s/w0-0123456789abcdef.bin", dg);
+    snprintf(dead_tmp, sizeof(dead_tmp),
+             "%s/w1-0123456789abcdef.bin.tmp-aaaaaaaaaaaa-%ld-0123456789ab-3", dg, (long)child);
+    snprintf(foreign, sizeof(foreign), "%s/w1.rec.tmp-cccccccccccc-%ld-0123456789ab-0", dg,
+             (long)child);
+    OC_CHECK_OK(oc_write_file_atomic(killed, "junk", 4, &err), &err);
+    OC_CHECK_OK(oc_write_file_atomic(dead_tmp, "junk", 4, &err), &err);
+    OC_CHECK_OK(oc_write_file_atomic(foreign, "junk", 4, &err), &err);
+
+    struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 2, 0);
+    struct oc_sample_opts so3 = fx.so;
+    so3.seed += 1;
+    struct oc_store_config c3 = c;
+    c3.sample_opts = &so3;
+    struct oc_store *a = NULL, *b = NULL, *s3 = NULL;
+    oc_tmp_set_identity("aaaaaaaaaaaa", 77);
+    OC_CHECK_OK(dg_open(&c, &a, &err), &err);
+    OC_CHECK(!oc_path_exists(killed) && !oc_path_exists(dead_tmp) && oc_path_exists(foreign));
+    oc_tmp_set_identity("bbbbbbbbbbbb", 77);
+    OC_CHECK_OK(dg_open(&c, &b, &err), &err); /* its window 0 has a's name: renamed over it */
+    oc_tmp_set_identity("dddddddddddd", 77);
+    OC_CHECK_OK(dg_open(&c3, &s3, &err), &err);
+    oc_tmp_set_identity(NULL, 0);
+    OC_CHECK(plan_files_named(plan, "w0-") == 2); /* a's and b's name, s3's */
+    OC_CHECK(oc_path_exists(foreign));
+    if (!a || !b || !s3 || !ref_init(&ref, &fx)) {
+        oc_store_free(a);
+        oc_store_free(b);
+        oc_store_free(s3);
+        fixture_free(&fx);
+        return;
+    }
+    struct drive d;
+    OC_CHECK_OK(drive_plan(&fx, a, &c, &ref, &d, &err), &err);
+    OC_CHECK(d.bad == 0 && d.n_batches == 2 * ref.nb);
+    oc_store_free(a);
+    /* a dropped its windows, but the name it packed window 0 under is b's file now */
+    OC_CHECK(plan_files_named(plan, "w0-") == 2);
+    OC_CHECK_OK(drive_plan(&fx, b, &c, &ref, &d, &err), &err);
+    OC_CHECK(d.bad == 0 && d.n_batches == 2 * ref.nb);
+    OC_CHECK_OK(drive_plan(&fx, s3, &c3, NULL, &d, &err), &err);
+    OC_CHECK(d.n_batches == 2 * ref.nb);
+    oc_store_free(b);
+    oc_store_free(s3);
+    OC_CHECK(plan_files(plan, NULL) == 1 && oc_path_exists(foreign));
+    ref_free(&ref);
+    fixture_free(&fx);
+}
+
+/* Plan files go to --plan-dir: a read-only dataset directory trains, and stays untouched. */
+OC_TEST(plan_dir_lets_a_read_only_dataset_train)
+{
+    char data[1024], plan[1100], own_plan[1100];
+    struct oc_generate_opts g;
+    struct oc_err err;
+    snprintf(data, sizeof(data), "%s/readonly", oc_test_tmpdir());
+    snprintf(plan, sizeof(plan), "%s/elsewhere", oc_test_tmpdir());
+    snprintf(own_plan, sizeof(own_plan), "%s/plan", data);
+    oc_generate_opts_default(&g);
+    g.n_nodes = 4000;
+    g.avg_degree = 6;
+    g.feat_dim = 16;
+    g.n_classes = 4;
+    g.train_frac = 0.25;
+    g.seed = 3;
+    g.n_threads = 1;
+    OC_CHECK_OK(oc_generate(&g, data, NULL, &err), &err);
+    struct oc_train_opts o;
+    struct oc_train_result ref, res;
+    train_opts(&o);
+    OC_CHECK_OK(oc_train_run(data, &o, NULL, NULL, NULL, &ref, &err), &err);
+
+    OC_CHECK(chmod(data, 0555) == 0);
+    struct epoch_log log;
+    memset(&log, 0, sizeof(log));
+    log.plan = plan;
+    o.strategy = "diskgnn";
+    o.plan_dir = plan;
+    OC_CHECK_OK(train_under(data, &o, log_epoch, &log, &res, &err), &err);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(log.n == 3 && log.dir_files[0] > 0); /* the windows were under --plan-dir */
+    OC_CHECK(!oc_path_exists(own_plan));
+    OC_CHECK(plan_files(plan, NULL) == 0);
+
+    /* ginex's superbatches too. */
+    o.strategy = "ginex";
+    OC_CHECK_OK(train_under(data, &o, NULL, NULL, &res, &err), &err);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(!oc_path_exists(own_plan));
+    int n_ginex = 0;
+    DIR *d = opendir(plan);
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n_ginex += strncmp(e->d_name, "ginex-", 6) == 0;
+    if (d)
+        closedir(d);
+    OC_CHECK(n_ginex == 1);
+    o.strategy = "diskgnn";
+
+    /* Without --plan-dir the error says what to do. */
+    o.plan_dir = NULL;
+    if (geteuid() != 0) {
+        OC_CHECK_ERR(train_under(data, &o, NULL, NULL, &res, &err), OC_ERR_IO, &err, "--plan-dir");
+        OC_CHECK(strstr(err.msg, "Permission denied") != NULL);
+        OC_CHECK(!oc_path_exists(own_plan));
+        OC_CHECK(chmod(data, 0755) == 0);
+    } else {
+        fprintf(stderr, "  running as root: chmod 0555 does not stop root's writes; the "
+                        "permission part is skipped, the message is checked with DIR/plan a "
+                        "file instead\n");
+        OC_CHECK(chmod(data, 0755) == 0);
+        OC_CHECK_OK(oc_write_file_atomic(own_plan, "not a directory", 15, &err), &err);
+        int rc = train_under(data, &o, NULL, NULL, &res, &err);
+        OC_CHECK(rc != OC_OK && strstr(err.msg, "--plan-dir") != NULL);
+        unlink(own_plan);
+    }
 }
 
 /* ---- 7: faults ------------------------------------------------------------------------------- */

@@ -301,7 +301,7 @@ static int has_tmp(const char *dir)
     char names[64][128];
     int n = list_files(dir, "", names), k = 0;
     for (int i = 0; i < n; i++)
-        k += strstr(names[i], ".tmp.") != NULL;
+        k += strstr(names[i], ".tmp") != NULL;
     return k;
 }
 
@@ -340,14 +340,18 @@ OC_TEST(plan_files_reused_and_damaged_ones_sampled_again)
     OC_CHECK(list_files(dir, ".ocsb", names) == (int)n_sb);
     OC_CHECK(has_tmp(dir) == 0);
 
-    /* A crashed writer's temporary (its process gone) and a live process's one. */
+    /* A crashed writer's temporary (its process gone, this host) and a live process's one. */
     pid_t child = fork();
     if (child == 0)
         _exit(0);
     waitpid(child, NULL, 0);
-    snprintf(dead_tmp, sizeof(dead_tmp), "sb-0.ocsb.tmp.%ld", (long)child);
+    char live_tmp[128];
+    snprintf(dead_tmp, sizeof(dead_tmp), "sb-0.ocsb.tmp-%s-%ld-0123456789ab-0", oc_tmp_host_id(),
+             (long)child);
     write_junk(dir, dead_tmp);
-    write_junk(dir, "sb-4.ocsb.tmp.1"); /* pid 1 is alive: left alone, never read */
+    /* pid 1 is alive: left alone, never read */
+    snprintf(live_tmp, sizeof(live_tmp), "sb-4.ocsb.tmp-%s-1-0123456789ab-0", oc_tmp_host_id());
+    write_junk(dir, live_tmp);
     struct store_run r2 = run_plan(&fx, &c, 0, &s);
     oc_store_ginex_plan_counts(s, &reused, &sampled);
     oc_store_free(s);
@@ -356,7 +360,7 @@ OC_TEST(plan_files_reused_and_damaged_ones_sampled_again)
     OC_CHECK(r2.st.belady_misses == r1.st.belady_misses);
     snprintf(path, sizeof(path), "%s/%s", dir, dead_tmp);
     OC_CHECK(!oc_path_exists(path));
-    snprintf(path, sizeof(path), "%s/sb-4.ocsb.tmp.1", dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, live_tmp);
     OC_CHECK(oc_path_exists(path));
 
     /* A file cut short (as if half-written) and one with a flipped byte: sampled again. */

@@ -63,7 +63,9 @@ struct dg_builder {
     uint8_t *part;               /* packer: feature partition (aligned) */
     uint64_t part_bytes;         /* its size */
     uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
-    char dir[4096];              /* DIR/plan/diskgnn */
+    char dir[4096];              /* PLAN/diskgnn */
+    char spill[4300];            /* the spill file's temporary name ("" = none) */
+    uint64_t key_base;           /* the windows' content key, before budget and cache */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
 };
@@ -87,7 +89,11 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
 void dg_window_drop(struct dg_window *w);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
-/* Removes window files of processes that no longer exist from dir. */
+/*
+ * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),
+ * packed windows no run holds open (flock), and pid-named files of earlier
+ * versions whose process is gone.
+ */
 void dg_dir_clean(const char *dir);
 
 /* One batch in flight through the pipeline. */

@@ -14,10 +14,27 @@
  *      are sorted by destination and written as coalesced runs. The CPU
  *      cache of the first window is filled from the same scan.
  *
- * The window file goes to <dir>/w<epoch>-<pid>.bin.tmp, is fsynced and then
- * renamed; dg_dir_clean removes files of processes that no longer exist, so
- * a crash never leaves a file a later run uses (windows are never reused
- * across runs). Chunk header (64 bytes, little-endian):
+ * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan):
+ *
+ *   w<epoch>.rec.tmp-<host>-<pid>-<nonce>-<seq>   the spilled records (sample ─► pack)
+ *   w<epoch>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
+ *   w<epoch>-<key>.bin                              the packed window
+ *
+ * key (16 hex digits) is a hash of everything the window's bytes depend on:
+ * the dataset (node and edge counts, dtypes, sizes and CRCs of indptr,
+ * indices and features), the sampling options and seed, the batch size, the
+ * training ids, the row size, the disk budget and the CPU cache's ids; with
+ * the sample epoch in the name, two files with one name hold the same bytes.
+ * Temporaries are named by oc_tmp_name (unique across runs, containers and
+ * machines) and registered, so an interrupted CLI removes them. A window is
+ * read through the descriptor opened on its temporary before the rename,
+ * which also holds a shared flock(2) on it until dg_window_drop: another run
+ * renaming its own copy over the name changes nothing for this one, and
+ * dg_dir_clean removes a final file only when it can take an exclusive lock
+ * (no run has it open), temporaries only when oc_tmp_clean_stale says their
+ * run is over. dg_window_drop unlinks the name only while it still names
+ * its own file. Windows are not reused across runs. Chunk header (64 bytes,
+ * little-endian):
  *
  *   +0  8  magic "OCDGCK1\0"      +40 8  record bytes
  *   +8  8  sample epoch           +48 4  CRC-32 of record + address table
@@ -34,11 +51,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/diskgnn/diskgnn_int.h"
@@ -50,7 +70,70 @@ static uint64_t now_us(void)
     return (uint64_t)(oc_now_s() * 1e6);
 }
 
-static void spill_path(const struct dg_builder *b, uint64_t epoch, char *buf, size_t n);
+/* Removes the spill file of the last sampled window, if any. */
+static void spill_drop(struct dg_builder *b)
+{
+    if (b->spill[0]) {
+        unlink(b->spill);
+        oc_tmp_unregister(b->spill);
+        b->spill[0] = '\0';
+    }
+    b->spill_live = 0;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static uint64_t fnv_u64(uint64_t h, uint64_t v)
+{
+    uint8_t b[8];
+    oc_put_le64(b, v);
+    return fnv(h, b, 8);
+}
+
+/* The part of the windows' content key that is fixed when the builder opens. */
+static uint64_t key_base(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(s->ds);
+    uint64_t h = fnv(0xcbf29ce484222325ull, "offcore diskgnn window v1", 25);
+    h = fnv_u64(h, DG_CHUNK_VERSION);
+    h = fnv_u64(h, m->n_nodes);
+    h = fnv_u64(h, m->n_edges);
+    h = fnv_u64(h, (uint64_t)m->index_dtype);
+    h = fnv_u64(h, (uint64_t)m->feat_dtype);
+    static const enum oc_ds_file files[] = {OC_DS_INDPTR, OC_DS_INDICES, OC_DS_FEATURES};
+    for (int i = 0; i < 3; i++) {
+        h = fnv_u64(h, m->files[files[i]].bytes);
+        h = fnv_u64(h, m->files[files[i]].crc32);
+    }
+    h = fnv_u64(h, s->row_bytes);
+    h = fnv_u64(h, cfg->sample_opts->n_layers);
+    for (uint32_t l = 0; l < cfg->sample_opts->n_layers; l++)
+        h = fnv_u64(h, (uint64_t)(int64_t)cfg->sample_opts->fanouts[l]);
+    h = fnv_u64(h, cfg->sample_opts->seed);
+    h = fnv_u64(h, cfg->batch_size);
+    h = fnv_u64(h, cfg->n_train);
+    for (uint64_t i = 0; i < cfg->n_train; i++)
+        h = fnv_u64(h, cfg->train_ids[i]);
+    return h;
+}
+
+/* The content key of a window packed now: the base, the disk budget and the CPU cache's ids. */
+static uint64_t window_key(const struct dg_builder *b, const struct store_cache *cache)
+{
+    uint64_t h = b->key_base, budget;
+    memcpy(&budget, &b->disk_budget_bytes, sizeof(budget));
+    h = fnv_u64(h, budget);
+    h = fnv_u64(h, cache->n);
+    for (uint64_t i = 0; i < cache->n; i++)
+        h = fnv_u64(h, cache->ids[i]);
+    return h;
+}
 
 /* ---- builder ---------------------------------------------------------------- */
 
@@ -63,9 +146,20 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->graph = cfg->graph;
     b->so = *cfg->sample_opts;
     oc_sample_batch_init(&b->batch);
-    if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)) ||
-        (rc = oc_mkdir_p(b->dir, err)))
+    if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
         return rc;
+    if ((rc = oc_mkdir_p(b->dir, err)))
+        return oc_err_prefix(err, "store diskgnn: no room for its plan (--plan-dir DIR puts it "
+                                  "elsewhere)");
+    if (access(b->dir, W_OK) != 0) {
+        int e = errno;
+        char eb[128];
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e,
+                            "store diskgnn: %s: cannot write its plan there: %s (--plan-dir DIR "
+                            "puts it elsewhere)",
+                            b->dir, store_strerror(e, eb, sizeof(eb)));
+    }
+    b->key_base = key_base(s, cfg);
     dg_dir_clean(b->dir);
     if ((rc = oc_sample_sampler_new(cfg->graph, &b->so, pool, &b->sampler, err)) ||
         (rc = oc_sample_epoch_init(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
@@ -101,11 +195,7 @@ int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
 
 void dg_builder_deinit(struct dg_builder *b)
 {
-    if (b->spill_live) { /* sampled but never packed (a failed open): drop its records */
-        char path[4300];
-        spill_path(b, b->epoch, path, sizeof(path));
-        unlink(path);
-    }
+    spill_drop(b); /* sampled but never packed (a failed open): drop its records */
     oc_sample_sampler_free(b->sampler);
     oc_sample_epoch_deinit(&b->ep);
     oc_sample_batch_deinit(&b->batch);
@@ -140,23 +230,24 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char 
     return OC_OK;
 }
 
-static void spill_path(const struct dg_builder *b, uint64_t epoch, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s/w%" PRIu64 "-%ld.rec", b->dir, epoch, (long)getpid());
-}
-
 /* ---- sampling ---------------------------------------------------------------- */
 
 int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
 {
     uint64_t t0 = now_us();
-    char path[4300];
+    char final[4200];
     struct oc_writer *w = NULL;
     int rc;
 
-    spill_path(b, epoch, path, sizeof(path));
-    if ((rc = oc_writer_open(path, SPILL_WRITE_BYTES, &w, err)))
+    spill_drop(b);
+    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".rec", b->dir, epoch);
+    if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
         return rc;
+    oc_tmp_register(b->spill);
+    if ((rc = oc_writer_open(b->spill, SPILL_WRITE_BYTES, &w, err))) {
+        spill_drop(b);
+        return rc;
+    }
     oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
     b->off[0] = 0;
     for (uint64_t i = 0; i < b->n_batches; i++) {
@@ -190,7 +281,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
     return OC_OK;
 fail:
     oc_writer_abort(w);
-    unlink(path);
+    spill_drop(b);
     return oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64, epoch);
 }
 
@@ -220,13 +311,11 @@ static int pair_by_dest(const void *a, const void *b)
 static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint64_t epoch,
                      struct oc_file *out, struct oc_err *err)
 {
-    char path[4300];
     struct oc_file *in = NULL;
     uint64_t roff = 0;
     int rc;
 
-    spill_path(b, epoch, path, sizeof(path));
-    if ((rc = oc_file_open(path, OC_FILE_READ, &in, err)))
+    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)))
         return rc;
     for (uint64_t i = 0; i < b->n_batches && rc == OC_OK; i++) {
         uint64_t n = b->off[i + 1] - b->off[i], rb = b->rec_bytes[i];
@@ -249,8 +338,7 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
         rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
     }
     oc_file_close(in, NULL);
-    unlink(path);
-    b->spill_live = 0;
+    spill_drop(b);
     return rc;
 }
 
@@ -388,7 +476,7 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     const struct oc_store *s = b->s;
     struct oc_plan_layout l;
     struct oc_file *out = NULL;
-    char tmp[4300], spill[4300];
+    char tmp[4300] = "";
     int rc;
 
     memset(&l, 0, sizeof(l));
@@ -414,27 +502,40 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
         goto fail;
     if ((rc = window_arrays(w, &l, err)))
         goto fail;
-    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%ld.bin", b->dir, w->epoch, (long)getpid());
-    snprintf(tmp, sizeof(tmp), "%s.tmp", w->path);
+    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%016" PRIx64 ".bin", b->dir, w->epoch,
+             window_key(b, cache));
+    if ((rc = oc_tmp_name(tmp, sizeof(tmp), w->path, err)))
+        goto fail;
+    oc_tmp_register(tmp);
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, &out, err)) ||
         (rc = oc_file_truncate(out, l.file_bytes, err)) ||
         (rc = pack_meta(b, &l, w->epoch, out, err)) ||
         (rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = oc_file_sync(out, err)))
         goto fail;
+    /* The reader is opened (and locked) on the temporary: it keeps this very file. */
+    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
+        goto fail;
+    if (flock(oc_file_fd(w->f), LOCK_SH | LOCK_NB) != 0)
+        oc_log(OC_LOG_DEBUG, "store diskgnn: %s: no lock (%s); a later run may remove it early",
+               tmp, strerror(errno));
     rc = oc_file_close(out, err);
     out = NULL;
-    if (rc || (rc = oc_rename_durable(tmp, w->path, err)) ||
-        (rc = oc_file_open(w->path, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
+    if (rc || (rc = oc_rename_durable(tmp, w->path, err)))
         goto fail;
+    oc_tmp_unregister(tmp);
     oc_plan_layout_deinit(&l);
     b->pack_us = now_us() - t0;
     return OC_OK;
 fail:
     oc_file_close(out, NULL);
-    unlink(tmp);
-    spill_path(b, w->epoch, spill, sizeof(spill));
-    unlink(spill);
-    b->spill_live = 0;
+    oc_file_close(w->f, NULL);
+    w->f = NULL;
+    w->path[0] = '\0'; /* the name is not ours (another run's copy, or nothing) */
+    if (tmp[0]) {
+        unlink(tmp);
+        oc_tmp_unregister(tmp);
+    }
+    spill_drop(b);
     oc_plan_layout_deinit(&l);
     dg_window_drop(w);
     return oc_err_prefix(err, "store diskgnn: packing the window of epoch %" PRIu64, w->epoch);
@@ -443,11 +544,15 @@ fail:
 void dg_window_drop(struct dg_window *w)
 {
     if (w->f) {
+        /* Unlink the name only while it names this file (another run's copy may have replaced
+           it; that run reads its own descriptor and unlinks its own name). */
+        struct stat mine, named;
+        if (w->path[0] && fstat(oc_file_fd(w->f), &mine) == 0 && stat(w->path, &named) == 0 &&
+            mine.st_dev == named.st_dev && mine.st_ino == named.st_ino)
+            unlink(w->path);
         oc_file_close(w->f, NULL);
         w->f = NULL;
     }
-    if (w->path[0])
-        unlink(w->path);
     oc_free(w->chunk_off);
     oc_free(w->seg_byte_off);
     uint64_t epoch = w->epoch;
@@ -455,22 +560,50 @@ void dg_window_drop(struct dg_window *w)
     w->epoch = epoch;
 }
 
+/* A packed window's final name: "w<epoch>-<16 hex>.bin". */
+static int is_window_name(const char *name)
+{
+    unsigned long long ep;
+    int n = 0;
+    if (sscanf(name, "w%llu-%n", &ep, &n) != 1 || n == 0)
+        return 0;
+    const char *k = name + n;
+    for (int i = 0; i < 16; i++)
+        if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f')))
+            return 0;
+    return strcmp(k + 16, ".bin") == 0;
+}
+
 void dg_dir_clean(const char *dir)
 {
+    oc_tmp_clean_stale(dir, NULL, NULL, NULL);
     DIR *d = opendir(dir);
     if (!d)
         return;
     struct dirent *e;
     while ((e = readdir(d))) {
+        char path[4400];
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (is_window_name(e->d_name)) {
+            /* Left by a run killed with -9: nobody holds its shared lock any more. */
+            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (fd < 0)
+                continue;
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)
+                oc_log(OC_LOG_INFO, "store diskgnn: removed %s (no run has it open)", path);
+            close(fd);
+            continue;
+        }
+        /* Names of earlier versions, by pid alone: w<epoch>-<pid>.{bin,bin.tmp,rec}. */
         unsigned long long ep;
         long pid;
-        if (sscanf(e->d_name, "w%llu-%ld.", &ep, &pid) != 2 || pid <= 0)
+        char rest[16];
+        if (sscanf(e->d_name, "w%llu-%ld.%15s", &ep, &pid, rest) != 3 || pid <= 0 ||
+            (strcmp(rest, "bin") && strcmp(rest, "bin.tmp") && strcmp(rest, "rec")))
             continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH) {
-            char path[4400];
-            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
+        if (pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
+            unlink(path) == 0)
+            oc_log(OC_LOG_INFO, "store diskgnn: removed %s (pid %ld is gone)", path, pid);
     }
     closedir(d);
 }

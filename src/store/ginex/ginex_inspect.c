@@ -21,7 +21,7 @@
  * that would take its accesses past max_acc (that batch, already sampled,
  * opens the next superbatch), so the inspector's memory stays within its
  * share of the budget whatever the batches' real sizes. Its file,
- * DIR/plan/ginex-<key>/sb-<first>.ocsb (key: FNV-1a of the dataset's
+ * PLAN/ginex-<key>/sb-<first>.ocsb (PLAN: --plan-dir, default DIR/plan; key: FNV-1a of the dataset's
  * topology checksums, the sampling options, the batch size and the training
  * ids; <first> = epoch x batches per epoch + batch of its first batch):
  *
@@ -39,21 +39,23 @@
  *     +56  4   reserved, 0
  *     +60  4   CRC-32 of footer bytes [0, 60)
  *
- * It is written to <name>.tmp.<pid>, fsynced and renamed into place, so a
- * file under its final name is complete. It is reused when its footer
- * matches this plan, it holds min(S, batches left) batches (fewer only if it
- * was cut short), its accesses fit max_acc and every record checks out
- * (CRC, epoch and batch numbers, lengths). Otherwise the superbatch is
- * sampled again and the file replaced the same way. Temporary files of
- * processes that no longer exist are removed at start; others are never
- * read. Failing to write a plan file (disk full) is not an error: the
+ * It is written to <name>.tmp-<host>-<pid>-<nonce>-<seq> (oc_tmp_name:
+ * unique across runs, containers and machines; registered, so an
+ * interrupted CLI removes it), fsynced and renamed into place, so a file
+ * under its final name is complete, and two runs of one plan (same key, so
+ * the same bytes) replacing it at once never mix their writes; a reader
+ * keeps the file it opened. It is reused when its footer matches this plan,
+ * it holds min(S, batches left) batches (fewer only if it was cut short),
+ * its accesses fit max_acc and every record checks out (CRC, epoch and
+ * batch numbers, lengths). Otherwise the superbatch is sampled again and the
+ * file replaced the same way. Temporaries of runs that are over are removed
+ * at start (oc_tmp_clean_stale); others are never read. Failing to write a
+ * plan file (disk full, a read-only plan directory) is not an error: the
  * superbatch is used from memory and the next run samples it again.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -331,6 +333,7 @@ static void sb_drop(struct oc_writer **w, const char *tmp, const struct oc_err *
     oc_writer_abort(*w);
     *w = NULL;
     unlink(tmp);
+    oc_tmp_unregister(tmp);
     oc_log(OC_LOG_WARN, "store ginex: cannot write plan file %s (%s); continuing without it", tmp,
            e->msg);
 }
@@ -351,10 +354,13 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
     uint32_t flags = 0;
     int rc;
 
-    if (in->dir[0] && sb_path(in, first, path, sizeof(path), &e) == OC_OK) {
-        snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-        if (oc_writer_open(tmp, SB_WRITE_BYTES, &w, &e) != OC_OK)
+    if (in->dir[0] && sb_path(in, first, path, sizeof(path), &e) == OC_OK &&
+        oc_tmp_name(tmp, sizeof(tmp), path, &e) == OC_OK) {
+        oc_tmp_register(tmp);
+        if (oc_writer_open(tmp, SB_WRITE_BYTES, &w, &e) != OC_OK) {
             oc_log(OC_LOG_WARN, "store ginex: cannot create plan file %s (%s)", tmp, e.msg);
+            oc_tmp_unregister(tmp);
+        }
     }
     for (; it < most; it++) {
         uint64_t t = first + it, e_ix = t / in->nb, b_ix = t % in->nb;
@@ -416,11 +422,13 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             unlink(tmp);
             oc_log(OC_LOG_WARN, "store ginex: cannot write plan file %s (%s)", path, e.msg);
         }
+        oc_tmp_unregister(tmp);
     }
 out:
     if (w) {
         oc_writer_abort(w);
         unlink(tmp);
+        oc_tmp_unregister(tmp);
     }
     return rc;
 }
@@ -463,34 +471,6 @@ static void *inspector_main(void *arg)
             break;
     }
     return NULL;
-}
-
-/* ---- stale temporaries --------------------------------------------------------- */
-
-/* Removes <name>.tmp.<pid> files in dir whose process is gone (never the ones of live ones). */
-static void remove_stale_tmp(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    if (!d)
-        return;
-    while ((de = readdir(d)) != NULL) {
-        const char *t = strstr(de->d_name, ".tmp.");
-        char *end;
-        if (!t || strncmp(de->d_name, "sb-", 3) != 0)
-            continue;
-        errno = 0;
-        long pid = strtol(t + 5, &end, 10);
-        if (*end || pid <= 0 || errno)
-            continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) == -1 && errno == ESRCH) {
-            char path[4400];
-            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-            if (unlink(path) == 0)
-                oc_log(OC_LOG_DEBUG, "store ginex: removed stale %s", path);
-        }
-    }
-    closedir(d);
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */
@@ -537,15 +517,19 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
         in->key = plan_key(s, cfg);
         int w = snprintf(in->dir, sizeof(in->dir), "%s/ginex-%016" PRIx64, cfg->plan_dir, in->key);
         struct oc_err e;
+        oc_err_clear(&e);
         if (w < 0 || (size_t)w >= sizeof(in->dir) - 64) {
             in->dir[0] = '\0';
             oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
                    cfg->plan_dir);
-        } else if (oc_mkdir_p(in->dir, &e) != OC_OK) {
-            oc_log(OC_LOG_WARN, "store ginex: %s; superbatches stay in memory", e.msg);
+        } else if (oc_mkdir_p(in->dir, &e) != OC_OK || access(in->dir, W_OK) != 0) {
+            oc_log(OC_LOG_WARN,
+                   "store ginex: %s%s; superbatches stay in memory (--plan-dir DIR puts them "
+                   "elsewhere)",
+                   e.status ? e.msg : in->dir, e.status ? "" : ": not writable");
             in->dir[0] = '\0';
         } else {
-            remove_stale_tmp(in->dir);
+            oc_tmp_clean_stale(in->dir, NULL, NULL, NULL);
         }
     }
     if ((rc = oc_queue_new(2, &in->to_fill, err)) || (rc = oc_queue_new(2, &in->done, err)))

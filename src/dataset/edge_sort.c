@@ -6,7 +6,8 @@
  * Place in the data flow: dataset; import and generate feed it edges, it
  * writes the topology arrays through a struct oc_ds_builder.
  * Thread-safety: a sorter belongs to one thread at a time.
- * Ownership: the sorter owns its scratch directory "<tmp_dir>/edge-sort-*"
+ * Ownership: the sorter owns its scratch directory
+ * "<tmp_dir>/edge-sort.tmp-<host>-<pid>-<nonce>-<seq>" (oc_tmp_name, registered)
  * and everything in it; finish and _free remove it.
  *
  * How it works
@@ -109,8 +110,6 @@ struct oc_edge_sorter {
     uint64_t ip_written; /* indptr entries emitted so far */
     uint64_t total;      /* indices emitted so far */
 };
-
-static atomic_uint_fast64_t es_dir_counter;
 
 /* ---- records ------------------------------------------------------------- */
 
@@ -338,16 +337,19 @@ int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
                 : s->fanout > ES_FANOUT   ? ES_FANOUT
                                           : s->fanout;
     s->top.b = NULL;
-    int n = snprintf(s->dir, sizeof(s->dir), "%s/edge-sort-%ld-%llu", tmp_dir, (long)getpid(),
-                     (unsigned long long)atomic_fetch_add(&es_dir_counter, 1));
-    if (n < 0 || (size_t)n >= sizeof(s->dir) - 32) {
+    /* edge-sort.tmp-<host>-<pid>-<nonce>-<seq>: unique even in a tmp_dir shared by runs */
+    char base[4096];
+    int n = snprintf(base, sizeof(base), "%s/edge-sort", tmp_dir);
+    if (n < 0 || (size_t)n >= sizeof(base) ||
+        oc_tmp_name(s->dir, sizeof(s->dir) - 32, base, NULL) != OC_OK) {
         OC_ERR(err, OC_ERR_ARG, "edge sorter: tmp_dir path too long: %s", tmp_dir);
         goto fail;
     }
+    oc_tmp_register(s->dir);
+    s->dir_made = 1;
     int rc = oc_mkdir_p(s->dir, err);
     if (rc != OC_OK)
         goto fail;
-    s->dir_made = 1;
     rc = level_init(s, &s->top, 0, 0, o->n_nodes, 0, err);
     if (rc != OC_OK)
         goto fail;
@@ -368,8 +370,10 @@ void oc_edge_sorter_free(struct oc_edge_sorter *s)
         oc_file_close(s->scratch, &ignored);
     oc_npy_writer_abort(s->w_indptr);
     oc_npy_writer_abort(s->w_indices);
-    if (s->dir_made)
+    if (s->dir_made) {
         oc_rm_rf(s->dir, &ignored);
+        oc_tmp_unregister(s->dir);
+    }
     oc_free(s->ip_buf);
     oc_free(s->a);
     oc_free(s->b);
@@ -802,6 +806,7 @@ int oc_edge_sorter_finish(struct oc_edge_sorter *s, struct oc_ds_builder *b,
     rc = oc_rm_rf(s->dir, err);
     if (rc != OC_OK)
         return rc;
+    oc_tmp_unregister(s->dir);
     s->dir_made = 0;
     return OC_OK;
 }

@@ -5,7 +5,8 @@
  * option that changes training, so a resume with different options is
  * refused instead of silently mixing runs. The file is replaced atomically
  * (temporary name, fsync, rename), so a crash at any moment leaves either
- * the previous or the new checkpoint.
+ * the previous or the new checkpoint; a temporary a kill -9 left is removed
+ * at the next save.
  *
  *   DIR/checkpoint.bin (little-endian):
  *   "OCCKPT01" | u32 version | u32 fp_len | fingerprint text
@@ -64,6 +65,7 @@ int train_checkpoint_save(const char *dir, const char *fingerprint, const struct
         return rc;
     if ((rc = oc_mkdir_p(dir, err)))
         return rc;
+    oc_tmp_clean_stale(dir, CKPT_FILE, NULL, NULL); /* a save a kill -9 cut short */
     uint32_t fp_len = (uint32_t)strlen(fingerprint);
     uint64_t state_bytes = oc_nn_model_state_bytes(m);
     size_t total = 8 + 4 + 4 + fp_len + 4 + 4 + 8 + 8 + 8 + 8 + state_bytes + 4;

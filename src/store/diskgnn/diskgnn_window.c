@@ -149,14 +149,14 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
         return rc;
     if ((rc = oc_mkdir_p(b->dir, err)))
-        return oc_err_prefix(err, "store diskgnn: no room for its plan (--plan-dir DIR puts it "
-                                  "elsewhere)");
+        return oc_err_prefix(err, "store diskgnn: cannot write its plan files (--plan-dir DIR "
+                                  "puts them elsewhere)");
     if (access(b->dir, W_OK) != 0) {
         int e = errno;
         char eb[128];
         return OC_ERR_ERRNO(err, OC_ERR_IO, e,
-                            "store diskgnn: %s: cannot write its plan there: %s (--plan-dir DIR "
-                            "puts it elsewhere)",
+                            "store diskgnn: %s: cannot write its plan files there: %s (--plan-dir "
+                            "DIR puts them elsewhere)",
                             b->dir, store_strerror(e, eb, sizeof(eb)));
     }
     b->key_base = key_base(s, cfg);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "offcore/generate.h"
 #include "offcore/progress.h"
 #include "proc_util.h"
 
@@ -401,6 +402,65 @@ OC_TEST(kill_9_leftover_is_removed_by_the_next_run)
     OC_CHECK(oc_path_exists(out));
     OC_CHECK(count_prefix(dir, "data.tmp-") == 1 && oc_path_exists(live));
     OC_CHECK(file_has(errp, "removed stale temporary"));
+}
+
+/* How many entries of dir contain needle. */
+static int count_containing(const char *dir, const char *needle)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += strstr(de->d_name, needle) != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+OC_TEST(sigterm_during_diskgnn_packing_leaves_no_temporary)
+{
+    const char *bin = getenv("OC_BIN");
+    if (!bin)
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char data[1024], plan[1100], dg[1200], errp[1100];
+    struct oc_err err;
+    snprintf(data, sizeof(data), "%s/dgdata", oc_test_tmpdir());
+    snprintf(plan, sizeof(plan), "%s/dgplan", oc_test_tmpdir());
+    snprintf(dg, sizeof(dg), "%s/diskgnn", plan);
+    snprintf(errp, sizeof(errp), "%s/dgstderr", oc_test_tmpdir());
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 200000;
+    g.avg_degree = 10;
+    g.feat_dim = 64;
+    g.train_frac = 0.5;
+    g.n_threads = 1;
+    OC_CHECK_OK(oc_generate(&g, data, NULL, &err), &err);
+    char *argv[] = {(char *)bin,  "train",     data,       "--strategy", "diskgnn",
+                    "--plan-dir", plan,        "--epochs", "2",          "--eval",
+                    "sampled",    "--threads", "1",        "--quiet",    NULL};
+    pid_t pid = spawn_sigdef(argv, errp);
+    OC_CHECK(pid > 0);
+    /* the spill file of window 0: sampling has started */
+    double deadline = oc_now_s() + 60;
+    int seen = 0;
+    while (!seen && oc_now_s() < deadline && waitpid(pid, NULL, WNOHANG) == 0) {
+        seen = count_containing(dg, ".tmp-") > 0;
+        if (!seen)
+            sleep_ms(1);
+    }
+    OC_CHECK(seen);
+    kill(pid, SIGTERM);
+    int st = proc_wait(pid);
+    if (st == 0)
+        fprintf(stderr, "  training finished before the signal: machine too fast?\n");
+    else
+        OC_CHECK(st == 128 + SIGTERM);
+    OC_CHECK(count_containing(dg, ".tmp") == 0);
+    /* The next run leaves nothing either (windows a signalled run left are no one's now). */
+    argv[8] = "1";
+    OC_CHECK(proc_wait(spawn_sigdef(argv, errp)) == 0);
+    OC_CHECK(count_containing(dg, "w") == 0);
 }
 
 OC_TEST_MAIN()

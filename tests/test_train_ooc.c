@@ -138,7 +138,7 @@ OC_TEST(gnndrive_reorder_trains_every_batch)
     o.strategy = "gnndrive";
     o.reorder = 1;
     o.n_extractors = 3;
-    o.mem_budget = 24u << 20;
+    o.mem_budget = 28u << 20;
     struct oc_train_result res;
     struct oc_err err;
     uint64_t seen[3] = {0, 0, 0};

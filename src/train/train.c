@@ -142,36 +142,46 @@ static void run_deinit(struct run *r)
 }
 
 /*
- * Bytes the run needs besides the feature store: the batch pipeline's slots
- * (each holds one batch's gathered input rows; depth + 1 of them) and the
- * layer activations and gradients of the largest batch (estimated from the
- * fanouts, capped at the node count), or exact inference's whole-graph layer
- * outputs — and the model with its Adam state. The store gets what the
- * budget leaves.
+ * Bytes the run needs besides the feature store, counting what coexists:
+ * the batch pipeline's depth + 1 row buffers and its sampled batches stay
+ * allocated while the trainer evaluates (the next epoch is sampled ahead
+ * then), so they add to the larger of the training step's activations and
+ * gradients and evaluation's buffers; plus the model with its Adam state.
+ * Batch sizes are estimated from the fanouts (capped at the node count);
+ * exact inference bounds its chunks by train_eval_chunk_rows, so its
+ * reservation holds. The store gets what the budget leaves.
  */
 static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
                                   uint32_t depth)
 {
-    uint64_t seeds = o->batch_size;
-    if (o->eval == OC_TRAIN_EVAL_SAMPLED && o->eval_batch_size > seeds)
-        seeds = o->eval_batch_size;
-    uint64_t n = seeds; /* input rows of the largest batch: seeds x prod(1 + fanout), at most N */
+    const struct train_data *d = &r->data;
+    uint64_t n = o->batch_size; /* input rows of a batch: seeds x prod(1 + fanout), at most N */
     for (uint32_t l = 0; l < o->n_layers; l++) {
-        uint64_t f = o->fanouts[l] < 0 ? r->data.n_nodes : (uint64_t)o->fanouts[l] + 1;
-        n = n > r->data.n_nodes / f ? r->data.n_nodes : n * f;
+        uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
+        n = n > d->n_nodes / f ? d->n_nodes : n * f;
     }
     uint64_t width = o->hidden * o->heads;
-    /* gathered rows per slot, then activations and gradients per layer */
-    uint64_t train = n * ((depth + 1) * r->data.feat_dim + 4 * width * o->n_layers) * sizeof(float);
-    /* exact inference keeps two whole-graph layer outputs and one chunk's inputs */
-    uint64_t eval = 0;
+    uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
+    /* gathered rows, plus ids and block arrays (about 16 B a row), per slot */
+    uint64_t pipe = n * (depth + 1) * (d->feat_dim * sizeof(float) + 16);
+    uint64_t step = n * 4 * width * o->n_layers * sizeof(float);
+    uint64_t eval;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
-        uint64_t chunk =
-            o->eval_batch_size * 16 < r->data.n_nodes ? o->eval_batch_size * 16 : r->data.n_nodes;
-        eval = (2 * r->data.n_nodes * (width + r->data.n_classes) + chunk * r->data.feat_dim) *
-               sizeof(float);
+        /* two whole-graph layer outputs (ping-pong), node ids, and one chunk's
+         * inputs, their ids, degrees and block, and the layer's workspace */
+        uint64_t out = width > d->n_classes ? width : d->n_classes;
+        uint64_t chunk = train_eval_chunk_rows(d, o);
+        eval = 2 * d->n_nodes * out * sizeof(float) + d->n_nodes * sizeof(uint64_t) +
+               chunk * (2 * widest * sizeof(float) + 32);
+    } else {
+        uint64_t m = o->eval_batch_size; /* sampled evaluation batches, outside the pipeline */
+        for (uint32_t l = 0; l < o->n_layers; l++) {
+            uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
+            m = m > d->n_nodes / f ? d->n_nodes : m * f;
+        }
+        eval = m * (d->feat_dim * sizeof(float) + 16 + 4 * width * o->n_layers * sizeof(float));
     }
-    return (train > eval ? train : eval) + oc_nn_model_state_bytes(r->model);
+    return pipe + (step > eval ? step : eval) + oc_nn_model_state_bytes(r->model);
 }
 
 static int run_open_store(struct run *r, const struct oc_train_opts *o, const char *dir,
@@ -225,12 +235,17 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,
                           "--mem-budget %s is too small: topology, labels and model hold %s and "
-                          "one batch needs about %s before any feature store (smaller --batch, "
-                          "--eval-batch or --fanout need less)",
+                          "the batches in flight with their activations, or evaluation, need "
+                          "about %s before any feature store (smaller --batch, --eval-batch or "
+                          "--fanout need less)",
                           oc_format_size(o->mem_budget, a, sizeof(a)),
                           oc_format_size(held, b, sizeof(b)), oc_format_size(work, c, sizeof(c)));
         }
         cfg.mem_bytes = o->mem_budget - held - work;
+        char a[32], b[32], c[32];
+        oc_log(OC_LOG_DEBUG, "memory budget: %s held at start, %s working set, %s for the store",
+               oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
+               oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);

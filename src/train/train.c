@@ -16,6 +16,7 @@
  * Ownership: everything created here is freed before returning.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -89,10 +90,12 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--hidden must be at least 1");
     if (o->heads == 0)
         return OC_ERR(err, OC_ERR_ARG, "--heads must be at least 1");
-    if (!(o->lr > 0.0f))
-        return OC_ERR(err, OC_ERR_ARG, "--lr must be positive");
-    if (!(o->weight_decay >= 0.0f))
-        return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be >= 0");
+    if (o->epochs == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--epochs must be at least 1");
+    if (!(o->lr > 0.0f) || !isfinite(o->lr))
+        return OC_ERR(err, OC_ERR_ARG, "--lr must be a positive finite number");
+    if (!(o->weight_decay >= 0.0f) || !isfinite(o->weight_decay))
+        return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be a finite number >= 0");
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
         return OC_ERR(err, OC_ERR_ARG, "--dropout must be in [0, 1)");
     if (!(o->input_dropout < 1.0f))
@@ -341,6 +344,12 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     struct oc_nn_loss loss;
     if ((rc = oc_nn_model_loss(r->model, r->labels.labels, &loss, err)))
         return rc;
+    /* A NaN or Inf loss would poison every weight through Adam: stop here. */
+    if (!isfinite(loss.loss))
+        return OC_ERR(err, OC_ERR_NUMERIC,
+                      "the loss is %f: training diverged (try a smaller --lr; imported "
+                      "features are checked to be finite unless --allow-nonfinite was given)",
+                      (double)loss.loss);
     double t3 = oc_now_s();
     st->forward_s += t3 - t2;
     if ((rc = oc_nn_model_backward(r->model, err)))

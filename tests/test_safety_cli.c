@@ -200,10 +200,14 @@ OC_TEST(a_run_that_passes_the_budget_check_finishes)
     };
     int n_trained = 0, n_refused = 0;
     for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
-        const char *args[] = {"train",    ds,         "--strategy",   runs[i].strategy,
-                              "--epochs", runs[i].epochs, "--batch",  "500",
-                              "--fanout", "5,5",      "--eval-batch", "1000",
-                              "--quiet",  "--mem-budget", runs[i].budget, NULL};
+        const char *args[] = {"train",        ds,
+                              "--strategy",   runs[i].strategy,
+                              "--epochs",     runs[i].epochs,
+                              "--batch",      "500",
+                              "--fanout",     "5,5",
+                              "--eval-batch", "1000",
+                              "--quiet",      "--mem-budget",
+                              runs[i].budget, NULL};
         struct run_out r;
         run_cli(args, &r);
         char last[32];

@@ -67,6 +67,55 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
     }
 }
 
+int oc_train_opts_set(struct oc_train_opts *o, const char *name, double value, struct oc_err *err)
+{
+    uint32_t strategy;
+    const struct oc_store_opt *opt;
+    if (oc_store_opt_find(name, &strategy, &opt) != OC_OK)
+        return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", name ? name : "(null)");
+    uint32_t k = 0;
+    while (k < o->n_store_opts && strcmp(o->store_opts[k].name, opt->name) != 0)
+        k++;
+    if (k == OC_TRAIN_MAX_STORE_OPTS)
+        return OC_ERR(err, OC_ERR_ARG, "more than %d strategy options", OC_TRAIN_MAX_STORE_OPTS);
+    o->store_opts[k].name = opt->name;
+    o->store_opts[k].value = value;
+    if (k == o->n_store_opts)
+        o->n_store_opts++;
+    return OC_OK;
+}
+
+double oc_train_opts_get(const struct oc_train_opts *o, const char *name, double dflt)
+{
+    for (uint32_t k = 0; k < o->n_store_opts; k++)
+        if (strcmp(o->store_opts[k].name, name) == 0)
+            return o->store_opts[k].value;
+    return dflt;
+}
+
+/*
+ * Each strategy option given belongs to the chosen strategy and has a valid
+ * value; with cfg, the values are stored into it.
+ */
+static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store_config *cfg,
+                                  struct oc_err *err)
+{
+    const char *name = o->strategy ? o->strategy : "memory";
+    for (uint32_t k = 0; k < o->n_store_opts; k++) {
+        uint32_t owner;
+        const struct oc_store_opt *opt;
+        if (oc_store_opt_find(o->store_opts[k].name, &owner, &opt) != OC_OK)
+            return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", o->store_opts[k].name);
+        if (strcmp(oc_store_strategy_name(owner), name) != 0)
+            return OC_ERR(err, OC_ERR_ARG, "--%s needs --strategy %s", opt->name,
+                          oc_store_strategy_name(owner));
+        int rc = oc_store_opt_apply(opt, o->store_opts[k].value, cfg, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
 int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
 {
     if ((unsigned)o->model >= OC_NN_MODEL_KIND_COUNT)
@@ -104,7 +153,11 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--eval must be full or sampled");
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
-    return OC_OK;
+    uint32_t index;
+    int rc = oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
+    if (rc)
+        return rc;
+    return train_store_opts_apply(o, NULL, err);
 }
 
 static uint64_t train_peak_rss_bytes(void)
@@ -208,16 +261,13 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.ds = r->data.ds;
     cfg.graph = &r->data.graph;
     cfg.pool = r->pool;
-    cfg.hotness = o->hotness;
     cfg.sample_opts = &so;
     cfg.first_epoch = first_epoch;
     cfg.n_epochs = o->epochs;
     cfg.plan_dir = plan_dir;
-    cfg.superbatch = o->superbatch;
-    cfg.n_extractors = o->n_extractors;
-    cfg.reorder = o->reorder;
     cfg.reuse_samples = o->reuse_samples;
-    cfg.disk_budget = o->disk_budget;
+    if ((rc = train_store_opts_apply(o, &cfg, err)))
+        return rc;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;

@@ -35,6 +35,7 @@
  * and their files under DIR/plan/diskgnn/) and the evaluation reader.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,14 @@ static void dg_free(struct oc_store *s)
     s->impl = NULL;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt diskgnn_opts[] = {
+    {"disk-budget", OC_STORE_OPT_F64, "X", NULL,
+     "bound on its packed files on disk, as a multiple of the feature file's size (default "
+     "unlimited)",
+     offsetof(struct oc_store_config, disk_budget), 0, 0},
+};
+
 const struct store_strategy oc_store_diskgnn = {
     .name = "diskgnn",
     .summary = "offline-sampled windows packed into per-batch chunks and MinHash-ordered "
@@ -345,4 +354,6 @@ const struct store_strategy oc_store_diskgnn = {
     .load_batch = dg_load_batch,
     .stats = dg_stats,
     .free = dg_free,
+    .opts = diskgnn_opts,
+    .n_opts = sizeof(diskgnn_opts) / sizeof(diskgnn_opts[0]),
 };

@@ -56,6 +56,7 @@
  * when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "store/ginex/ginex_int.h"
@@ -596,6 +597,13 @@ uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
     return g ? g->max_acc : 0;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt ginex_opts[] = {
+    {"superbatch", OC_STORE_OPT_U32, "S", NULL,
+     "batches sampled ahead per superbatch (default: derived from the budget)",
+     offsetof(struct oc_store_config, superbatch), 1, 0},
+};
+
 const struct store_strategy oc_store_ginex = {
     .name = "ginex",
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
@@ -605,4 +613,6 @@ const struct store_strategy oc_store_ginex = {
     .gather_batch = ginex_gather_batch,
     .stats = ginex_stats,
     .free = ginex_free,
+    .opts = ginex_opts,
+    .n_opts = sizeof(ginex_opts) / sizeof(ginex_opts[0]),
 };

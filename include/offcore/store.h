@@ -168,6 +168,26 @@ struct oc_store_opt {
     double min;           /* U32/F64: smallest accepted value */
     int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
 };
+/*
+ * A figure only some strategies have, declared in the strategy's stats table:
+ * the epoch line prints " | <label> <value>" (when label is set) and the JSON
+ * log writes it as features.<group>.<key> (features.<key> without a group).
+ */
+struct oc_store_stat {
+    const char *group; /* JSON object inside "features" ("miss_ratio", "plan"), or NULL */
+    const char *key;   /* JSON key */
+    const char *label; /* epoch line label, NULL = log only */
+    enum oc_store_stat_unit {
+        OC_STORE_STAT_RATIO,   /* "%.3f" */
+        OC_STORE_STAT_SECONDS, /* "%.2fs" */
+        OC_STORE_STAT_BYTES,   /* a size ("12.5 MiB") */
+    } unit;
+    double (*value)(const struct oc_store_stats *s); /* from an epoch's stats */
+};
+uint32_t oc_store_strategy_n_stats(uint32_t strategy);
+/* Figure k of a strategy's stats table (NULL past the end). */
+const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k);
+
 uint32_t oc_store_strategy_n_opts(uint32_t strategy);
 /* Option k of a strategy's table (NULL past the end). */
 const struct oc_store_opt *oc_store_strategy_opt(uint32_t strategy, uint32_t k);

@@ -46,33 +46,37 @@ static int parse_fanouts(const char *s, struct oc_train_opts *o)
     return 0;
 }
 
-/* The epoch line; out-of-core strategies add their I/O summary. */
+struct epoch_line {
+    int show_io;
+    uint32_t strategy; /* index in the store registry: whose stats table to print */
+};
+
+/* The epoch line; out-of-core strategies add their I/O summary and their own figures. */
 static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
-    const int *show_io = ctx;
+    const struct epoch_line *el = ctx;
     printf("Epoch %05u | Loss %.4f | Train Acc %.4f | Val Acc %.4f | Time %.2fs", st->epoch,
            st->loss, st->train_acc, st->val_acc, st->time_s);
-    if (*show_io) {
+    if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];
         printf(" | Wait %.2fs | Read %s | Amp %.2f | CPU hit %.3f | Peak RSS %s", st->wait_s,
                oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
                oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
                oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));
-        if (ss->trace_accesses) {
-            double acc = (double)ss->trace_accesses;
-            printf(" | Miss %.3f (LRU %.3f, static %.3f)", (double)ss->belady_misses / acc,
-                   (double)ss->lru_misses / acc, (double)ss->static_misses / acc);
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(el->strategy); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(el->strategy, k);
+            if (!f->label)
+                continue;
+            double v = f->value(ss);
+            char size[32];
+            if (f->unit == OC_STORE_STAT_SECONDS)
+                printf(" | %s %.2fs", f->label, v);
+            else if (f->unit == OC_STORE_STAT_BYTES)
+                printf(" | %s %s", f->label, oc_format_size((uint64_t)v, size, sizeof(size)));
+            else
+                printf(" | %s %.3f", f->label, v);
         }
-        if (ss->tier_rows[OC_STORE_TIER_PACKED] || ss->tier_rows[OC_STORE_TIER_DISK_CACHE])
-            printf(" | Packed %.3f | Disk cache %.3f | Plan total %.2fs",
-                   oc_store_stats_hit_ratio(ss, OC_STORE_TIER_PACKED),
-                   oc_store_stats_hit_ratio(ss, OC_STORE_TIER_DISK_CACHE),
-                   (double)(ss->plan_sample_us + ss->plan_pack_us) / 1e6);
-        if (ss->standby_hits)
-            printf(" | Standby reuse %.3f",
-                   (double)ss->standby_hits /
-                       (double)(ss->requested_rows ? ss->requested_rows : 1));
     }
     printf("\n");
     fflush(stdout);
@@ -311,7 +315,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "offcore train: %s\n", err.msg);
             return 2;
         }
-    int show_io = strcmp(strategy, "memory") != 0;
+    struct epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index};
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -321,7 +325,7 @@ int cmd_train(int argc, char **argv)
     if (oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, &err) != OC_OK)
         return cli_fail(&err);
     struct oc_train_result res;
-    rc = oc_train_run(pos[0], &o, print_epoch, &show_io, bar, &res, &err);
+    rc = oc_train_run(pos[0], &o, print_epoch, &line, bar, &res, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
         return cli_fail(&err);

@@ -61,6 +61,18 @@ int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err
                   known);
 }
 
+uint32_t oc_store_strategy_n_stats(uint32_t strategy)
+{
+    return strategy < N_STRATEGIES ? strategies[strategy]->n_stats : 0;
+}
+
+const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k)
+{
+    if (strategy >= N_STRATEGIES || k >= strategies[strategy]->n_stats)
+        return NULL;
+    return &strategies[strategy]->stat_table[k];
+}
+
 uint32_t oc_store_strategy_n_opts(uint32_t strategy)
 {
     return strategy < N_STRATEGIES ? strategies[strategy]->n_opts : 0;

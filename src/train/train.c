@@ -181,6 +181,7 @@ struct run {
     struct train_eval *eval;
     struct train_log *log;
     struct train_labels labels;
+    uint32_t strategy; /* index in the store registry */
 };
 
 static void run_deinit(struct run *r)
@@ -252,10 +253,10 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     if (rc)
         return rc;
     const char *name = o->strategy ? o->strategy : "memory";
-    uint32_t index;
-    rc = oc_store_strategy_find(name, &index, err);
+    rc = oc_store_strategy_find(name, &r->strategy, err);
     if (rc)
         return rc;
+    uint32_t index = r->strategy;
     struct oc_store_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.ds = r->data.ds;
@@ -440,7 +441,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
         goto out;
     if (o->log_path &&
-        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, &r.log, err)))
+        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log, err)))
         goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);

@@ -128,7 +128,8 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
 
 struct train_log;
 /* Opens path for appending after truncating it to keep_bytes (resume) or to 0. */
-int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out,
+/* strategy: the run's index in the store registry (its stats table is logged). */
+int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, struct train_log **out,
                    struct oc_err *err);
 void train_log_close(struct train_log *l);
 /* Appends one epoch object; *bytes = file size after it (durable). */

@@ -604,6 +604,30 @@ static const struct oc_store_opt ginex_opts[] = {
      offsetof(struct oc_store_config, superbatch), 1, 0},
 };
 
+static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)
+{
+    return s->trace_accesses ? (double)misses / (double)s->trace_accesses : 0.0;
+}
+static double ginex_miss_belady(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->belady_misses);
+}
+static double ginex_miss_lru(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->lru_misses);
+}
+static double ginex_miss_static(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->static_misses);
+}
+
+/* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
+static const struct oc_store_stat ginex_stat_table[] = {
+    {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady},
+    {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru},
+    {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static},
+};
+
 const struct store_strategy oc_store_ginex = {
     .name = "ginex",
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
@@ -615,4 +639,6 @@ const struct store_strategy oc_store_ginex = {
     .free = ginex_free,
     .opts = ginex_opts,
     .n_opts = sizeof(ginex_opts) / sizeof(ginex_opts[0]),
+    .stat_table = ginex_stat_table,
+    .n_stats = sizeof(ginex_stat_table) / sizeof(ginex_stat_table[0]),
 };

@@ -699,6 +699,16 @@ static const struct oc_store_opt gnndrive_opts[] = {
      offsetof(struct oc_store_config, reorder), 0, 1},
 };
 
+static double gd_standby_reuse(const struct oc_store_stats *s)
+{
+    return (double)s->standby_hits / (double)(s->requested_rows ? s->requested_rows : 1);
+}
+
+/* Rows reused from released buffer slots (the standby LRU list), per requested row. */
+static const struct oc_store_stat gnndrive_stat_table[] = {
+    {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse},
+};
+
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
     .summary = "asynchronous extraction: io_uring extractors, trainer and releaser "
@@ -714,4 +724,6 @@ const struct store_strategy oc_store_gnndrive = {
     .free = gd_free,
     .opts = gnndrive_opts,
     .n_opts = sizeof(gnndrive_opts) / sizeof(gnndrive_opts[0]),
+    .stat_table = gnndrive_stat_table,
+    .n_stats = sizeof(gnndrive_stat_table) / sizeof(gnndrive_stat_table[0]),
 };

@@ -235,6 +235,13 @@ int oc_ds_builder_write_array(struct oc_ds_builder *b, enum oc_ds_file f, enum o
                               uint64_t n, const void *data, struct oc_err *err);
 /* Writes the manifest, fsyncs, renames into place. The builder must still be freed. */
 int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err);
+/*
+ * As oc_ds_builder_commit, but the temporary directory is first opened with
+ * oc_dataset_open (OC_DS_OPEN_SKIP_CHECKSUM: every check but the CRCs just
+ * computed) and the dataset is committed only if open accepts it: what a
+ * producer commits this way, open never refuses. Importers commit with it.
+ */
+int oc_ds_builder_commit_checked(struct oc_ds_builder *b, struct oc_err *err);
 
 /* ---- external edge sorter: edges -> CSC (indptr + indices) -------------- */
 

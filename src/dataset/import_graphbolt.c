@@ -529,7 +529,7 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
     m->n_train = n[0];
     m->n_val = n[1];
     m->n_test = n[2];
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     oc_free(meta);

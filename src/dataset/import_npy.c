@@ -145,7 +145,7 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
     m->n_train = n[0];
     m->n_val = n[1];
     m->n_test = n[2];
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     return rc;

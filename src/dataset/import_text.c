@@ -371,7 +371,7 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
     rc = import_splits(src, name, b, o, meta.n_nodes, m, err);
     if (rc)
         goto out;
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     return rc;

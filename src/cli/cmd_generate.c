@@ -37,6 +37,9 @@ int cmd_generate(int argc, char **argv)
         {"sort-mem", CLI_SIZE, &sort_mem, NULL, "RAM for the external edge sort (default 1G)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
+        {"max-size", CLI_SIZE, &o.max_bytes, NULL,
+         "refuse a dataset larger than this (default 64G); it must also fit the free disk space",
+         NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };

@@ -301,7 +301,7 @@ int oc_imp_feat_from_npy(struct oc_ds_builder *b, const struct oc_import_opts *o
         goto out;
     }
     uint32_t dim = (uint32_t)r.n_cols;
-    rc = oc_imp_feat_begin(&f, b, o, n_nodes, dim, err);
+    rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, dim, err);
     if (rc)
         goto out;
     for (uint64_t row = 0; row < n_nodes;) {
@@ -449,5 +449,29 @@ int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const c
     oc_imp_npy_close(&r);
     if (rc == OC_OK)
         *n = cnt;
+    return rc;
+}
+
+/* ---- sizes for the gate --------------------------------------------------- */
+
+int oc_imp_npy_dims(const char *path, uint64_t *n_rows, uint64_t *n_cols, struct oc_err *err)
+{
+    struct oc_npy_header h;
+    int rc = oc_npy_read_header(path, &h, err);
+    if (rc)
+        return rc;
+    *n_rows = h.ndim ? h.shape[0] : 1;
+    *n_cols = 1;
+    for (unsigned i = 1; i < h.ndim; i++)
+        *n_cols *= h.shape[i];
+    return OC_OK;
+}
+
+int oc_imp_npy_edge_count(const char *path, uint64_t *n_edges, struct oc_err *err)
+{
+    uint64_t rows, cols;
+    int rc = oc_imp_npy_dims(path, &rows, &cols, err);
+    if (rc == OC_OK)
+        *n_edges = rows == 2 ? cols : rows;
     return rc;
 }

@@ -56,6 +56,7 @@ struct oc_npy_header {
     unsigned ndim;
     uint64_t shape[OC_NPY_MAX_DIMS];
     uint64_t data_offset; /* bytes from the start of the file to the data */
+    int is_bool;          /* descr "b1" (numpy bool), read as OC_DTYPE_U8 */
 };
 
 /*

@@ -270,10 +270,16 @@ int oc_imp_labels_settle(struct oc_ds_builder *b, uint32_t n_classes, struct oc_
 
 /* ---- splits -------------------------------------------------------------- */
 
-/* One split from a text/gzip file of one node id per line. *n gets its size. */
+/*
+ * One split from a text/gzip file of one node id per line. *n gets its size.
+ * Ids must be in range and appear once (errors name path:line and the id).
+ */
 int oc_imp_split_ids_text(struct oc_ds_builder *b, enum oc_ds_file which, const char *path,
                           uint64_t n_nodes, uint64_t *n, struct oc_err *err);
-/* One split from a 1-D integer .npy of node ids. */
+/*
+ * One split from a 1-D integer .npy of node ids, each once. A boolean array
+ * (a mask) or a float array is refused: its values are not node ids.
+ */
 int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const char *path,
                          uint64_t n_nodes, uint64_t *n, struct oc_err *err);
 /* Three splits from a role-form file: n_nodes lines of 0 train / 1 val / 2 test / -1. */

@@ -131,10 +131,19 @@ int oc_generate(const struct oc_generate_opts *o, const char *out, struct oc_pro
     g.o = *o;
     if (g.o.mem_bytes == 0)
         g.o.mem_bytes = (uint64_t)1 << 30;
-    unsigned threads = o->n_threads;
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1;
+    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned cores = n_cpu > 0 ? (unsigned)n_cpu : 1;
+    unsigned threads = o->n_threads ? o->n_threads : cores;
+    /*
+     * Threads beyond a few per core add no speed, only per-thread buffers
+     * (each holds its slots of edge and feature rows); the output does not
+     * depend on the count, so it is capped.
+     */
+    unsigned max_threads = 4 * cores < 64 ? 64 : 4 * cores;
+    if (threads > max_threads) {
+        oc_log(OC_LOG_WARN, "generate: --threads %u capped at %u (4 per core, at least 64)",
+               threads, max_threads);
+        threads = max_threads;
     }
     g.progress = progress;
     if ((rc = oc_pool_new(threads, &g.pool, err)) != OC_OK)

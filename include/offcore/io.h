@@ -189,4 +189,19 @@ int oc_path_exists(const char *path);
 /* snprintf into buf; OC_ERR_ARG if it does not fit. */
 int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct oc_err *err);
 
+/* ---- free space (space.c) ------------------------------------------------ */
+
+/*
+ * Bytes an unprivileged writer may still use (statvfs f_bavail) on the
+ * filesystem that holds path; path need not exist yet (its nearest existing
+ * parent is asked).
+ */
+int oc_fs_free_bytes(const char *path, uint64_t *bytes, struct oc_err *err);
+/*
+ * OC_OK when `need` bytes fit in the free space of path's filesystem, else
+ * OC_ERR_NOSPC: "<path>: <what> needs N bytes (X) but its filesystem has only
+ * M bytes (Y) free".
+ */
+int oc_fs_check_space(const char *path, uint64_t need, const char *what, struct oc_err *err);
+
 #endif

@@ -9,8 +9,9 @@
  *   free             ──► if not committed: rm -rf <tmp>
  *
  * A crash leaves at most a "<out>.tmp-<pid>" directory, never a partial
- * <out>. Content is not validated here (oc_dataset_open does that), only the
- * manifest's consistency with the files written.
+ * <out>. oc_ds_builder_commit checks only the manifest's consistency with the
+ * files written; oc_ds_builder_commit_checked (importers) also runs
+ * oc_dataset_open's validation on the temporary directory before the rename.
  *
  * Place in the data flow: dataset; importers, the generator and the edge
  * sorter write through it.
@@ -165,7 +166,7 @@ int oc_ds_builder_write_array(struct oc_ds_builder *b, enum oc_ds_file f, enum o
     return oc_ds_builder_end_array(b, f, w, err);
 }
 
-int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
+static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
 {
     char *text = NULL, path[4096];
     struct oc_manifest check;
@@ -187,6 +188,17 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
         goto out;
     if ((rc = oc_write_file_atomic(path, text, strlen(text), err)))
         goto out;
+    if (checked) {
+        /* The same validation as every later open, run before the dataset exists at out. */
+        struct oc_dataset *ds = NULL;
+        rc = oc_dataset_open(b->tmp, OC_DS_OPEN_SKIP_CHECKSUM, &ds, err);
+        oc_dataset_free(ds);
+        if (rc) {
+            if (err)
+                oc_err_prefix(err, "%s: the dataset would not open", b->out);
+            goto out;
+        }
+    }
     if (oc_path_exists(b->out)) {
         rc = OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", b->out);
         goto out;
@@ -197,4 +209,14 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
 out:
     oc_free(text);
     return rc;
+}
+
+int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
+{
+    return commit(b, 0, err);
+}
+
+int oc_ds_builder_commit_checked(struct oc_ds_builder *b, struct oc_err *err)
+{
+    return commit(b, 1, err);
 }

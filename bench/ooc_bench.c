@@ -776,11 +776,13 @@ static void train_child(void *ctx, int fd)
     o.seed = SEED;
     o.eval = OC_TRAIN_EVAL_SAMPLED;
     o.strategy = c->run->strategy;
-    o.hotness = c->run->hotness;
+    if (strcmp(c->run->strategy, "static") == 0) /* static's option --hotness */
+        d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
     o.reuse_samples = c->run->reuse;
     o.mem_budget = c->run->budget;
     double t = oc_now_s();
-    d.rc = oc_train_run(c->ds_dir, &o, on_epoch, &fd, NULL, &d.res, &err);
+    if (d.rc == OC_OK)
+        d.rc = oc_train_run(c->ds_dir, &o, on_epoch, &fd, NULL, &d.res, &err);
     d.run_s = oc_now_s() - t;
     if (d.rc)
         err_copy(d.msg, sizeof(d.msg), &err);

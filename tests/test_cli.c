@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "harness.h"
+#include "offcore/generate.h"
+#include "offcore/store.h"
 #include "proc_util.h"
 
 /* Runs the binary with args; returns the exit code and fills *err_text (oc_free it). */
@@ -71,6 +73,93 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
                     cases[i].args[1] ? cases[i].args[1] : "", rc, text ? text : "(none)");
         OC_CHECK(ok);
         oc_free(text);
+    }
+}
+
+/* Every strategy's own option is offered by `train --help` and documented in README.md. */
+OC_TEST(strategy_options_are_listed_and_documented)
+{
+    const char *src = getenv("OC_SRC");
+    if (!getenv("OC_BIN") || !src)
+        OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
+    char readme_path[1024];
+    snprintf(readme_path, sizeof(readme_path), "%s/README.md", src);
+    char *readme = NULL, *help = NULL;
+    size_t len;
+    struct oc_err err;
+    OC_CHECK_OK(oc_read_file(readme_path, 0, &readme, &len, &err), &err);
+    const char *args[] = {"train", "--help", NULL};
+    const char *tmp = oc_test_tmpdir();
+    char out[700];
+    snprintf(out, sizeof(out), "%s/help.txt", tmp);
+    char *argv[] = {getenv("OC_BIN"), (char *)args[0], (char *)args[1], NULL};
+    OC_CHECK(proc_wait(proc_spawn(argv, out)) == 0);
+    OC_CHECK_OK(oc_read_file(out, 0, &help, &len, &err), &err);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
+        OC_CHECK(help && strstr(help, oc_store_strategy_name(i)));
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i); k++, n++) {
+            char flag[96];
+            snprintf(flag, sizeof(flag), "--%s", oc_store_strategy_opt(i, k)->name);
+            int ok = help && strstr(help, flag) && readme && strstr(readme, flag);
+            if (!ok)
+                fprintf(stderr, "  %s (%s) missing from train --help or README.md\n", flag,
+                        oc_store_strategy_name(i));
+            OC_CHECK(ok);
+        }
+    }
+    OC_CHECK(n >= 5);
+    oc_free(readme);
+    oc_free(help);
+}
+
+/* Each strategy's own figures (its stats table) reach the epoch line and the JSON log. */
+OC_TEST(strategy_figures_reach_the_epoch_line_and_log)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[700], out[700], log[700];
+    snprintf(ds, sizeof(ds), "%s/figures-ds", tmp);
+    snprintf(out, sizeof(out), "%s/figures.out", tmp);
+    snprintf(log, sizeof(log), "%s/figures.jsonl", tmp);
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
+        char *argv[] = {getenv("OC_BIN"),
+                        "train",
+                        ds,
+                        "--strategy",
+                        (char *)oc_store_strategy_name(i),
+                        "--epochs",
+                        "1",
+                        "--mem-budget",
+                        "64M",
+                        "--quiet",
+                        "--log",
+                        log,
+                        NULL};
+        OC_CHECK(proc_wait(proc_spawn(argv, out)) == 0);
+        char *line = NULL, *json = NULL;
+        size_t len;
+        OC_CHECK_OK(oc_read_file(out, 0, &line, &len, &err), &err);
+        OC_CHECK_OK(oc_read_file(log, 0, &json, &len, &err), &err);
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(i); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(i, k);
+            char label[96], key[96];
+            snprintf(label, sizeof(label), "| %s ", f->label ? f->label : "");
+            snprintf(key, sizeof(key), "\"%s\":", f->key);
+            int ok = (!f->label || (line && strstr(line, label))) && json && strstr(json, key);
+            if (!ok)
+                fprintf(stderr, "  %s: figure %s missing from the epoch line or log\n",
+                        oc_store_strategy_name(i), f->key);
+            OC_CHECK(ok);
+        }
+        oc_free(line);
+        oc_free(json);
     }
 }
 

@@ -39,6 +39,13 @@
 /* ---- helpers: the plan directory and window files --------------------------------------- */
 
 /* Regular files in PLAN/diskgnn: how many, and (bytes) their total size. */
+/* --disk-budget X for diskgnn (a strategy option: store.h, struct oc_store_opt). */
+static void set_disk_budget(struct oc_train_opts *o, double x)
+{
+    struct oc_err err;
+    OC_CHECK_OK(oc_train_opts_set(o, "disk-budget", x, &err), &err);
+}
+
 static int plan_files(const char *plan, uint64_t *bytes)
 {
     char dir[1200], path[1600];
@@ -409,7 +416,7 @@ static uint64_t train_min_budget(const char *dir, struct oc_train_opts o, char *
     uint64_t unit = 16u << 10, lo = 1, hi = 32 * MIB / unit; /* lo fails, hi trains */
     o.strategy = "diskgnn";
     o.epochs = 1;
-    o.disk_budget = 0;
+    set_disk_budget(&o, 0);
     msg[0] = '\0';
     o.mem_budget = hi * unit;
     if (train_under(dir, &o, NULL, NULL, &res, &err) != OC_OK) {
@@ -666,8 +673,8 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
         /* A window 0.8 of the s = 1 size (records apart): segments, disk-cache rows. */
         double window = (double)rec + 0.8 * (double)w;
         memset(&log, 0, sizeof(log));
-        o.disk_budget = (reuse ? 1.0 : 2.0) * window / (double)feat_bytes;
-        uint64_t limit = (uint64_t)(o.disk_budget * (double)feat_bytes);
+        set_disk_budget(&o, (reuse ? 1.0 : 2.0) * window / (double)feat_bytes);
+        uint64_t limit = (uint64_t)(oc_train_opts_get(&o, "disk-budget", 0.0) * (double)feat_bytes);
         OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
         OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
         uint64_t dc = 0;
@@ -771,8 +778,9 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
                                                     (double)feat_bytes};
         for (int k = 0; k < 2; k++) {
             memset(&log, 0, sizeof(log));
-            o.disk_budget = budgets[k];
-            uint64_t limit = (uint64_t)(o.disk_budget * (double)feat_bytes);
+            set_disk_budget(&o, budgets[k]);
+            uint64_t limit =
+                (uint64_t)(oc_train_opts_get(&o, "disk-budget", 0.0) * (double)feat_bytes);
             int forced = k == 1 || (reuse && w + rec > limit);
             OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
             OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
@@ -788,16 +796,16 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
             OC_CHECK(plan_files(log.plan, NULL) == 0);
             if (getenv("OC_TEST_VERBOSE"))
                 fprintf(stderr, "  disk budget %.3f (%" PRIu64 " bytes, s = 1 needs %" PRIu64 ")\n",
-                        o.disk_budget, limit, w + rec);
+                        oc_train_opts_get(&o, "disk-budget", 0.0), limit, w + rec);
             log_verbose(reuse ? "disk budget, reuse" : "disk budget, fresh", &log);
         }
         /* Too small for any segment length: fails at start naming the option. */
         memset(&log, 0, sizeof(log));
-        o.disk_budget = 0.001;
+        set_disk_budget(&o, 0.001);
         OC_CHECK_ERR(train(dir, &o, &log, &res, &err), OC_ERR_BUDGET, &err, "--disk-budget");
         OC_CHECK(res.epochs_run == 0);
         OC_CHECK(plan_files(log.plan, NULL) == 0);
-        o.disk_budget = -1.0;
+        set_disk_budget(&o, -1.0);
         OC_CHECK(train(dir, &o, NULL, &res, &err) != OC_OK);
     }
 }

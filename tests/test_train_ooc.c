@@ -86,7 +86,9 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
                 continue;
             ooc_opts(&o);
             o.strategy = name;
-            o.hotness = hot ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            if (hot) /* --hotness presample: static's option (store.h, struct oc_store_opt) */
+                OC_CHECK_OK(oc_train_opts_set(&o, "hotness", OC_STORE_HOTNESS_PRESAMPLE, &err),
+                            &err);
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
             /* diskgnn holds a chunk buffer and an assembled batch besides its cache */
@@ -136,11 +138,11 @@ OC_TEST(gnndrive_reorder_trains_every_batch)
     struct oc_train_opts o;
     ooc_opts(&o);
     o.strategy = "gnndrive";
-    o.reorder = 1;
-    o.n_extractors = 3;
-    o.mem_budget = 24u << 20;
-    struct oc_train_result res;
     struct oc_err err;
+    OC_CHECK_OK(oc_train_opts_set(&o, "reorder", 1, &err), &err);
+    OC_CHECK_OK(oc_train_opts_set(&o, "extractors", 3, &err), &err);
+    o.mem_budget = 28u << 20;
+    struct oc_train_result res;
     uint64_t seen[3] = {0, 0, 0};
     OC_CHECK_OK(oc_train_run(dir, &o, count_epochs, seen, NULL, &res, &err), &err);
     OC_CHECK(seen[0] == 2 && seen[2] == 2);

@@ -28,6 +28,7 @@ enum oc_status {
     OC_ERR_UNSUPPORTED = -9, /* valid but not supported here */
     OC_ERR_CANCELLED = -10,  /* another worker failed first, or closed */
     OC_ERR_INTERNAL = -11,
+    OC_ERR_NUMERIC = -12, /* a computation gave NaN or Inf (training diverged) */
 };
 
 /* Short name of a status ("io error", ...). Never NULL. */

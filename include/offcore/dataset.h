@@ -56,6 +56,7 @@ struct oc_npy_header {
     unsigned ndim;
     uint64_t shape[OC_NPY_MAX_DIMS];
     uint64_t data_offset; /* bytes from the start of the file to the data */
+    int is_bool;          /* descr "b1" (numpy bool), read as OC_DTYPE_U8 */
 };
 
 /*
@@ -235,6 +236,13 @@ int oc_ds_builder_write_array(struct oc_ds_builder *b, enum oc_ds_file f, enum o
                               uint64_t n, const void *data, struct oc_err *err);
 /* Writes the manifest, fsyncs, renames into place. The builder must still be freed. */
 int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err);
+/*
+ * As oc_ds_builder_commit, but the temporary directory is first opened with
+ * oc_dataset_open (OC_DS_OPEN_SKIP_CHECKSUM: every check but the CRCs just
+ * computed) and the dataset is committed only if open accepts it: what a
+ * producer commits this way, open never refuses. Importers commit with it.
+ */
+int oc_ds_builder_commit_checked(struct oc_ds_builder *b, struct oc_err *err);
 
 /* ---- external edge sorter: edges -> CSC (indptr + indices) -------------- */
 

@@ -34,7 +34,12 @@ struct oc_generate_opts {
     unsigned n_threads;                     /* 0 = all cores; the output does not depend on it */
     uint64_t mem_bytes; /* RAM for the edge sort (0 = 1 GiB); the generator's own
                              tables add about 30 bytes per node */
+    uint64_t max_bytes; /* --max-size: ceiling on the dataset's bytes (0 = OC_GENERATE_MAX_BYTES);
+                           the output must also fit the free space at `out` */
 };
+
+/* Default ceiling on a generated dataset's size: 64 GiB. */
+#define OC_GENERATE_MAX_BYTES ((uint64_t)64 << 30)
 
 /*
  * Defaults: 100000 nodes, degree 15, 128-dim f32 features, 10 classes, seed 0

@@ -43,6 +43,12 @@ struct oc_import_opts {
     const char *split_name;   /* OGB split folder name (NULL = the only one / first sorted) */
     const char *name;         /* dataset name (NULL = from the source) */
     uint64_t mem_bytes;       /* RAM for sorting/buffering (0 = 256 MiB) */
+    int allow_nonfinite;      /* import NaN/Inf feature values (default: refuse them, naming
+                                 the file, row and column) */
+    uint64_t max_bytes;       /* --max-size: ceiling on the dataset's bytes (0 = none). Sizes
+                                 the input cannot vouch for (meta.txt num_features beyond the
+                                 columns features.txt uses, a declared node count beyond
+                                 every per-node file and edge id) are refused unless set. */
 };
 
 void oc_import_opts_default(struct oc_import_opts *o);
@@ -50,7 +56,12 @@ void oc_import_opts_default(struct oc_import_opts *o);
 /*
  * Imports src into a new dataset directory out (which must not exist). On
  * failure nothing is left at out (the builder's temporary directory is
- * removed). Edges follow o->directed: by default every input edge u->v also
+ * removed). Before anything big is written, declared sizes are checked
+ * against the input's own lengths and the output's bytes against o->max_bytes
+ * and the free space at out; before the dataset is committed it is checked
+ * exactly as oc_dataset_open checks it, so an import never yields a dataset
+ * that open refuses. Split ids must be integers without duplicates; feature
+ * values must be finite (and fit f16 when converting) unless allow_nonfinite. Edges follow o->directed: by default every input edge u->v also
  * yields v->u (OGB and GraphBolt edges are stored one way; DGL users
  * symmetrize them the same way), duplicates are dropped and self-loops kept.
  */

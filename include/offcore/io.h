@@ -241,4 +241,19 @@ int oc_tmp_is_stale(int dir_fd, const char *name, char *why, size_t why_n);
 int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed,
                        struct oc_err *err);
 
+/* ---- free space (space.c) ------------------------------------------------ */
+
+/*
+ * Bytes an unprivileged writer may still use (statvfs f_bavail) on the
+ * filesystem that holds path; path need not exist yet (its nearest existing
+ * parent is asked).
+ */
+int oc_fs_free_bytes(const char *path, uint64_t *bytes, struct oc_err *err);
+/*
+ * OC_OK when `need` bytes fit in the free space of path's filesystem, else
+ * OC_ERR_NOSPC: "<path>: <what> needs N bytes (X) but its filesystem has only
+ * M bytes (Y) free".
+ */
+int oc_fs_check_space(const char *path, uint64_t need, const char *what, struct oc_err *err);
+
 #endif

@@ -145,6 +145,63 @@ const char *oc_store_strategy_summary(uint32_t i);
 int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err);
 
 /*
+ * A strategy's own option (`offcore train --<name>`), declared in the
+ * strategy's table: the CLI lists it in --help under the strategy and parses
+ * it, train refuses it with another --strategy, checks it against `min`, and
+ * stores it into the struct oc_store_config field at `offset` before opening
+ * the store. Adding a strategy with options touches no CLI or train code.
+ */
+enum oc_store_opt_type {
+    OC_STORE_OPT_U32,    /* uint32_t field; a whole number >= min */
+    OC_STORE_OPT_F64,    /* double field; a finite number >= min */
+    OC_STORE_OPT_FLAG,   /* int field set to 1 */
+    OC_STORE_OPT_CHOICE, /* enum field (int-sized): the index of the value in `choices` */
+    OC_STORE_OPT_TYPE_COUNT
+};
+struct oc_store_opt {
+    const char *name; /* without dashes */
+    enum oc_store_opt_type type;
+    const char *metavar; /* U32/F64: the value's name in --help */
+    const char *choices; /* CHOICE: "a|b|c"; the first is the default */
+    const char *help;
+    size_t offset;        /* of the value in struct oc_store_config */
+    double min;           /* U32/F64: smallest accepted value */
+    int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
+};
+/*
+ * A figure only some strategies have, declared in the strategy's stats table:
+ * the epoch line prints " | <label> <value>" (when label is set) and the JSON
+ * log writes it as features.<group>.<key> (features.<key> without a group).
+ */
+struct oc_store_stat {
+    const char *group; /* JSON object inside "features" ("miss_ratio", "plan"), or NULL */
+    const char *key;   /* JSON key */
+    const char *label; /* epoch line label, NULL = log only */
+    enum oc_store_stat_unit {
+        OC_STORE_STAT_RATIO,   /* "%.3f" */
+        OC_STORE_STAT_SECONDS, /* "%.2fs" */
+        OC_STORE_STAT_BYTES,   /* a size ("12.5 MiB") */
+    } unit;
+    double (*value)(const struct oc_store_stats *s); /* from an epoch's stats */
+};
+uint32_t oc_store_strategy_n_stats(uint32_t strategy);
+/* Figure k of a strategy's stats table (NULL past the end). */
+const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k);
+
+uint32_t oc_store_strategy_n_opts(uint32_t strategy);
+/* Option k of a strategy's table (NULL past the end). */
+const struct oc_store_opt *oc_store_strategy_opt(uint32_t strategy, uint32_t k);
+/* The strategy declaring option `name`, and the option; OC_ERR_NOTFOUND if none does. */
+int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_store_opt **opt);
+/*
+ * Checks value against opt (whole number, finite, >= min, a valid choice
+ * index) and stores it into cfg at opt->offset; OC_ERR_ARG naming --<name>.
+ * cfg may be NULL to check only.
+ */
+int oc_store_opt_apply(const struct oc_store_opt *opt, double value, struct oc_store_config *cfg,
+                       struct oc_err *err);
+
+/*
  * Opens strategy `index` over cfg's dataset. Sizes caches from cfg->mem_bytes;
  * if the budget cannot hold what the strategy needs for one batch, fails with
  * OC_ERR_BUDGET saying how much is needed.

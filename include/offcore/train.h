@@ -29,6 +29,8 @@ enum oc_train_eval {
     OC_TRAIN_EVAL_COUNT,
 };
 
+#define OC_TRAIN_MAX_STORE_OPTS 16
+
 struct oc_train_opts {
     enum oc_nn_model_kind model;
     uint32_t n_layers;
@@ -44,28 +46,36 @@ struct oc_train_opts {
     unsigned n_threads;  /* 0 = all cores */
     uint64_t seed;
     enum oc_train_eval eval;
-    const char *log_path;          /* JSON lines, NULL = none */
-    const char *checkpoint_dir;    /* NULL = none */
-    int resume;                    /* continue from checkpoint_dir */
-    const char *strategy;          /* feature store (store.h registry), NULL = "memory" */
-    enum oc_store_hotness hotness; /* for `static` */
-    uint64_t mem_budget;           /* hard limit on memory held (0 = none): sizes the caches */
-    int topology_disk;             /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
-    uint64_t topo_cache_bytes;     /* disk topology: indptr + table + neighbor cache; 0 = a fifth
+    const char *log_path;       /* JSON lines, NULL = none */
+    const char *checkpoint_dir; /* NULL = none */
+    int resume;                 /* continue from checkpoint_dir */
+    const char *strategy;       /* feature store (store.h registry), NULL = "memory" */
+    uint64_t mem_budget;        /* hard limit on memory held (0 = none): sizes the caches */
+    int topology_disk;          /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
+    uint64_t topo_cache_bytes;  /* disk topology: indptr + table + neighbor cache; 0 = a fifth
                                   of mem_budget, or every list without a budget */
-    uint32_t superbatch;           /* ginex: batches per superbatch (0 = derived from the budget) */
-    uint32_t n_extractors;         /* gnndrive: extractor threads (0 = 2) */
-    int reorder;                   /* gnndrive: train batches in completion order (not bitwise
-                                  reproducible; off by default) */
-    int reuse_samples;             /* every epoch trains on epoch 0's batches (DiskGNN's
+    int reuse_samples;          /* every epoch trains on epoch 0's batches (DiskGNN's
                                       behavior; changes training, so it is in the checkpoint
                                       fingerprint); ginex and gnndrive refuse it */
-    double disk_budget;            /* diskgnn: bound on its packed files, x features.npy's size
-                                      (0 = unlimited) */
-    const char *plan_dir;          /* where plan files go (ginex superbatches, diskgnn windows);
-                                      NULL = DIR/plan. Where, not what: their names carry a key
-                                      of their content, so it is in no fingerprint */
+    /* the strategy's own options (store.h, struct oc_store_opt), set with oc_train_opts_set */
+    struct oc_train_store_opt {
+        const char *name; /* an option of the strategy's table, e.g. "superbatch" */
+        double value;     /* a number, 1 for a flag, the index of a choice */
+    } store_opts[OC_TRAIN_MAX_STORE_OPTS];
+    uint32_t n_store_opts;
+    const char *plan_dir; /* where plan files go (ginex superbatches, diskgnn windows);
+                             NULL = DIR/plan. Where, not what: their names carry a key of
+                             their content, so it is in no fingerprint */
 };
+
+/*
+ * Sets a strategy's own option by name (replacing an earlier value of it);
+ * oc_train_opts_check refuses it unless o->strategy declares it. OC_ERR_ARG
+ * for a name no strategy declares or a full table.
+ */
+int oc_train_opts_set(struct oc_train_opts *o, const char *name, double value, struct oc_err *err);
+/* The value set for option `name`, or dflt. */
+double oc_train_opts_get(const struct oc_train_opts *o, const char *name, double dflt);
 
 /*
  * DGL example defaults for a model kind (2 layers everywhere):

@@ -59,6 +59,12 @@ int cli_fail(const struct oc_err *err);
  */
 int cli_signals_init(void);
 
+/*
+ * Copies s into buf (n bytes) with control characters (C0, DEL, UTF-8 C1)
+ * written as \xNN, truncating to fit; returns buf. For text read from files.
+ */
+const char *cli_safe_text(const char *s, char *buf, size_t n);
+
 /* Installs the stderr log sink; verbose enables debug messages. */
 void cli_log_init(int verbose);
 

@@ -32,6 +32,12 @@ int cmd_import(int argc, char **argv)
          NULL},
         {"ogb-split", CLI_STR, &o.split_name, "NAME", "ogb: split folder (default: first)", NULL},
         {"name", CLI_STR, &o.name, "NAME", "dataset name (default: from the source)", NULL},
+        {"allow-nonfinite", CLI_FLAG, &o.allow_nonfinite, NULL,
+         "import NaN/Inf feature values (default: refuse, naming file, row, column)", NULL},
+        {"max-size", CLI_SIZE, &o.max_bytes, NULL,
+         "ceiling on the dataset's size; also accepts declared sizes the input does not "
+         "vouch for (default: none, only free disk space)",
+         NULL},
         {"sort-mem", CLI_SIZE, &sort_mem, NULL, "RAM for the external edge sort (default 256M)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},

@@ -17,8 +17,9 @@ int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
     int rc = oc_dataset_info(ds, &in, err);
     if (rc != OC_OK)
         return rc;
-    char a[32], b[32], c[32];
-    printf("dataset      %s (%s)\n", m->name, oc_dataset_dir(ds));
+    char a[32], b[32], c[32], name[1024], dir[4 * 4096];
+    printf("dataset      %s (%s)\n", cli_safe_text(m->name, name, sizeof(name)),
+           cli_safe_text(oc_dataset_dir(ds), dir, sizeof(dir)));
     printf("format       %s v%d\n", OC_FORMAT_NAME, m->version);
     printf("nodes        %llu\n", (unsigned long long)in.n_nodes);
     printf("edges        %llu (%s, %s indices)\n", (unsigned long long)in.n_edges,
@@ -47,7 +48,7 @@ int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
     if (in.n_unlabeled)
         printf("             %llu unlabeled\n", (unsigned long long)in.n_unlabeled);
     if (m->provenance[0])
-        printf("provenance   %s\n", m->provenance);
+        printf("provenance   %s\n", cli_safe_text(m->provenance, dir, sizeof(dir)));
     oc_ds_info_deinit(&in);
     return OC_OK;
 }

@@ -46,36 +46,116 @@ static int parse_fanouts(const char *s, struct oc_train_opts *o)
     return 0;
 }
 
-/* The epoch line; out-of-core strategies add their I/O summary. */
+struct epoch_line {
+    int show_io;
+    uint32_t strategy; /* index in the store registry: whose stats table to print */
+};
+
+/* The epoch line; out-of-core strategies add their I/O summary and their own figures. */
 static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
-    const int *show_io = ctx;
+    const struct epoch_line *el = ctx;
     printf("Epoch %05u | Loss %.4f | Train Acc %.4f | Val Acc %.4f | Time %.2fs", st->epoch,
            st->loss, st->train_acc, st->val_acc, st->time_s);
-    if (*show_io) {
+    if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];
         printf(" | Wait %.2fs | Read %s | Amp %.2f | CPU hit %.3f | Peak RSS %s", st->wait_s,
                oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
                oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
                oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));
-        if (ss->trace_accesses) {
-            double acc = (double)ss->trace_accesses;
-            printf(" | Miss %.3f (LRU %.3f, static %.3f)", (double)ss->belady_misses / acc,
-                   (double)ss->lru_misses / acc, (double)ss->static_misses / acc);
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(el->strategy); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(el->strategy, k);
+            if (!f->label)
+                continue;
+            double v = f->value(ss);
+            char size[32];
+            if (f->unit == OC_STORE_STAT_SECONDS)
+                printf(" | %s %.2fs", f->label, v);
+            else if (f->unit == OC_STORE_STAT_BYTES)
+                printf(" | %s %s", f->label, oc_format_size((uint64_t)v, size, sizeof(size)));
+            else
+                printf(" | %s %.3f", f->label, v);
         }
-        if (ss->tier_rows[OC_STORE_TIER_PACKED] || ss->tier_rows[OC_STORE_TIER_DISK_CACHE])
-            printf(" | Packed %.3f | Disk cache %.3f | Plan total %.2fs",
-                   oc_store_stats_hit_ratio(ss, OC_STORE_TIER_PACKED),
-                   oc_store_stats_hit_ratio(ss, OC_STORE_TIER_DISK_CACHE),
-                   (double)(ss->plan_sample_us + ss->plan_pack_us) / 1e6);
-        if (ss->standby_hits)
-            printf(" | Standby reuse %.3f",
-                   (double)ss->standby_hits /
-                       (double)(ss->requested_rows ? ss->requested_rows : 1));
     }
     printf("\n");
     fflush(stdout);
+}
+
+#define CLI_TRAIN_MAX_OPTS 96
+
+/* Storage for one strategy option's parsed value. */
+struct strategy_opt_value {
+    const struct oc_store_opt *opt;
+    uint32_t u32;
+    double f64;
+    int flag;
+    const char *choice;
+};
+
+/*
+ * Appends every strategy's own options to opts (at most max), their help
+ * prefixed with the strategy's name; returns how many.
+ */
+static size_t add_strategy_opts(struct cli_opt *opts, struct strategy_opt_value *values,
+                                char (*helps)[320], size_t max)
+{
+    static const enum cli_opt_type types[OC_STORE_OPT_TYPE_COUNT] = {
+        [OC_STORE_OPT_U32] = CLI_U32,
+        [OC_STORE_OPT_F64] = CLI_F64,
+        [OC_STORE_OPT_FLAG] = CLI_FLAG,
+        [OC_STORE_OPT_CHOICE] = CLI_CHOICE,
+    };
+    size_t n = 0;
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i) && n < max; k++, n++) {
+            const struct oc_store_opt *so = oc_store_strategy_opt(i, k);
+            struct strategy_opt_value *v = &values[n];
+            memset(v, 0, sizeof(*v));
+            v->opt = so;
+            void *targets[OC_STORE_OPT_TYPE_COUNT] = {&v->u32, &v->f64, &v->flag, &v->choice};
+            snprintf(helps[n], sizeof(helps[n]), "%s: %s", oc_store_strategy_name(i), so->help);
+            opts[n] = (struct cli_opt){so->name,    types[so->type], targets[so->type],
+                                       so->metavar, helps[n],        so->choices};
+        }
+    return n;
+}
+
+/* The parsed value as a number: as given, 1 for a flag, the index of a choice. */
+static double strategy_opt_number(const struct strategy_opt_value *v)
+{
+    switch (v->opt->type) {
+    case OC_STORE_OPT_U32:
+        return v->u32;
+    case OC_STORE_OPT_F64:
+        return v->f64;
+    case OC_STORE_OPT_FLAG:
+        return v->flag;
+    default: {
+        double index = 0;
+        const char *c = v->opt->choices;
+        size_t len = strlen(v->choice);
+        while (!(strncmp(c, v->choice, len) == 0 && (c[len] == '|' || c[len] == '\0'))) {
+            c = strchr(c, '|');
+            if (!c)
+                return -1; /* cli_parse accepted only listed choices */
+            c++;
+            index++;
+        }
+        return index;
+    }
+    }
+}
+
+/* Whether --name (or --name=...) appears in argv. */
+static int option_given(int argc, char **argv, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, len) == 0 &&
+            (argv[i][2 + len] == '\0' || argv[i][2 + len] == '='))
+            return 1;
+    return 0;
 }
 
 /* The value of --model in argv (default sage), so per-model defaults apply before parsing. */
@@ -102,17 +182,23 @@ int cmd_train(int argc, char **argv)
     }
     struct oc_train_opts o;
     oc_train_opts_default(kind, &o);
-    const char *fanout = NULL, *eval = "full", *strategy = "memory", *hotness = "degree";
+    const char *fanout = NULL, *eval = "full", *strategy = "memory";
     const char *topology = "memory";
     uint64_t topo_cache = 0;
-    uint32_t superbatch = 0, extractors = 0;
-    int reorder = 0, reuse_samples = 0;
-    double disk_budget = 0.0;
+    int reuse_samples = 0;
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
     double lr = o.lr, wd = o.weight_decay, dropout = o.dropout, input_dropout = -1.0;
     int quiet = 0, verbose = 0;
+    char strategy_help[512];
+    size_t hl = (size_t)snprintf(strategy_help, sizeof(strategy_help), "where features come from:");
+    for (uint32_t i = 0; i < oc_store_n_strategies() && hl < sizeof(strategy_help); i++)
+        hl += (size_t)snprintf(strategy_help + hl, sizeof(strategy_help) - hl, "%s %s%s",
+                               i ? "," : "", oc_store_strategy_name(i), i ? "" : " (default)");
+    if (hl < sizeof(strategy_help))
+        snprintf(strategy_help + hl, sizeof(strategy_help) - hl,
+                 " (see README; each strategy's own options are listed last)");
     const struct cli_opt opts[] = {
         {"model", CLI_CHOICE, &model, NULL, "model (default sage)", "sage|gcn|gat"},
         {"layers", CLI_U32, &layers, "L", "number of GNN layers (2)", NULL},
@@ -141,29 +227,13 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"resume", CLI_FLAG, &o.resume, NULL, "continue from the checkpoint in --checkpoint DIR",
          NULL},
-        {"strategy", CLI_STR, &strategy, "NAME",
-         "where features come from: memory (default), mmap, direct, static, gnndrive, ginex, "
-         "diskgnn (see README)",
-         NULL},
-        {"hotness", CLI_CHOICE, &hotness, NULL,
-         "static: cache rows by in-degree or by access counts of a pre-sampled epoch",
-         "degree|presample"},
+        {"strategy", CLI_STR, &strategy, "NAME", strategy_help, NULL},
         {"topology", CLI_CHOICE, &topology, NULL,
          "disk: neighbor lists read with O_DIRECT through a degree-ranked cache (Ginex)",
          "memory|disk"},
         {"topo-cache", CLI_SIZE, &topo_cache, NULL,
          "disk topology: memory for indptr + table + neighbor cache (default: a fifth of "
          "--mem-budget, or all lists without one)",
-         NULL},
-        {"superbatch", CLI_U32, &superbatch, "S",
-         "ginex: batches sampled ahead per superbatch (default: derived from the budget)", NULL},
-        {"extractors", CLI_U32, &extractors, "N", "gnndrive: extractor threads (2)", NULL},
-        {"reorder", CLI_FLAG, &reorder, NULL,
-         "gnndrive: train batches in completion order, as GNNDrive (not bitwise reproducible)",
-         NULL},
-        {"disk-budget", CLI_F64, &disk_budget, "X",
-         "diskgnn: bound on its packed files on disk, as a multiple of the feature file's size "
-         "(default unlimited)",
          NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
          "ginex, diskgnn: write plan files under DIR instead of the dataset's plan/ (for a "
@@ -178,6 +248,15 @@ int cmd_train(int argc, char **argv)
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
+    /* the common options, then each strategy's own (store.h, struct oc_store_opt) */
+    struct cli_opt all[CLI_TRAIN_MAX_OPTS];
+    struct strategy_opt_value values[CLI_TRAIN_MAX_OPTS];
+    char helps[CLI_TRAIN_MAX_OPTS][320];
+    size_t n_all = sizeof(opts) / sizeof(opts[0]);
+    memcpy(all, opts, sizeof(opts));
+    size_t n_strategy_opts =
+        add_strategy_opts(all + n_all, values, helps, CLI_TRAIN_MAX_OPTS - n_all);
+    n_all += n_strategy_opts;
     const struct cli_cmd cmd = {
         "train",
         "DIR [options]",
@@ -188,8 +267,8 @@ int cmd_train(int argc, char **argv)
         "1.23s`\n(out-of-core strategies add `| Wait 0.12s | Read ...`: the seconds training "
         "waited\nfor batches, then I/O figures). The same seed gives the same loss sequence and "
         "weights\nat any --threads.",
-        opts,
-        sizeof(opts) / sizeof(opts[0]),
+        all,
+        n_all,
         1,
         1};
     const char *pos[1];
@@ -230,42 +309,21 @@ int cmd_train(int argc, char **argv)
         return 2;
     }
     o.strategy = strategy;
-    o.hotness =
-        strcmp(hotness, "degree") == 0 ? OC_STORE_HOTNESS_DEGREE : OC_STORE_HOTNESS_PRESAMPLE;
     o.mem_budget = budget;
     o.topology_disk = strcmp(topology, "disk") == 0;
     o.topo_cache_bytes = topo_cache;
-    o.superbatch = superbatch;
-    o.n_extractors = extractors;
-    o.reorder = reorder;
-    if (reorder && strcmp(strategy, "gnndrive") != 0) {
-        fprintf(stderr, "offcore train: --reorder needs --strategy gnndrive\n");
-        return 2;
-    }
-    if (superbatch && strcmp(strategy, "ginex") != 0) {
-        fprintf(stderr, "offcore train: --superbatch needs --strategy ginex\n");
-        return 2;
-    }
     o.reuse_samples = reuse_samples;
-    o.disk_budget = disk_budget;
-    if (disk_budget != 0.0 && strcmp(strategy, "diskgnn") != 0) {
-        fprintf(stderr, "offcore train: --disk-budget needs --strategy diskgnn\n");
-        return 2;
-    }
-    if (!(disk_budget >= 0.0)) {
-        fprintf(stderr, "offcore train: --disk-budget must be >= 0 (a multiple of the feature "
-                        "file's size)\n");
-        return 2;
-    }
     if (o.plan_dir && strcmp(strategy, "ginex") != 0 && strcmp(strategy, "diskgnn") != 0) {
         fprintf(stderr, "offcore train: --plan-dir needs --strategy ginex or diskgnn\n");
         return 2;
     }
-    if (extractors && strcmp(strategy, "gnndrive") != 0) {
-        fprintf(stderr, "offcore train: --extractors needs --strategy gnndrive\n");
-        return 2;
-    }
-    int show_io = strcmp(strategy, "memory") != 0;
+    for (size_t k = 0; k < n_strategy_opts; k++)
+        if (option_given(argc, argv, values[k].opt->name) &&
+            oc_train_opts_set(&o, values[k].opt->name, strategy_opt_number(&values[k]), &err)) {
+            fprintf(stderr, "offcore train: %s\n", err.msg);
+            return 2;
+        }
+    struct epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index};
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -275,7 +333,7 @@ int cmd_train(int argc, char **argv)
     if (oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, &err) != OC_OK)
         return cli_fail(&err);
     struct oc_train_result res;
-    rc = oc_train_run(pos[0], &o, print_epoch, &show_io, bar, &res, &err);
+    rc = oc_train_run(pos[0], &o, print_epoch, &line, bar, &res, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
         return cli_fail(&err);

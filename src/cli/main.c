@@ -40,7 +40,8 @@ static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
 {
     (void)ctx;
     static const char *names[] = {"debug", "info", "warning", "error"};
-    fprintf(stderr, "offcore: %s: %s\n", names[level], msg);
+    char safe[4 * 1024];
+    fprintf(stderr, "offcore: %s: %s\n", names[level], cli_safe_text(msg, safe, sizeof(safe)));
 }
 
 void cli_log_init(int verbose)
@@ -50,7 +51,9 @@ void cli_log_init(int verbose)
 
 int cli_fail(const struct oc_err *err)
 {
-    fprintf(stderr, "offcore: error: %s\n", err->msg[0] ? err->msg : oc_status_str(err->status));
+    char safe[4 * sizeof(err->msg)];
+    fprintf(stderr, "offcore: error: %s\n",
+            err->msg[0] ? cli_safe_text(err->msg, safe, sizeof(safe)) : oc_status_str(err->status));
     return 1;
 }
 

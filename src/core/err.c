@@ -38,6 +38,8 @@ const char *oc_status_str(int status)
         return "cancelled";
     case OC_ERR_INTERNAL:
         return "internal error";
+    case OC_ERR_NUMERIC:
+        return "not a finite number";
     default:
         return "unknown status";
     }

@@ -12,8 +12,10 @@
  *
  * A crash leaves at most a "<out>.tmp-..." directory, never a partial <out>;
  * an interrupted CLI removes it (registry, io.h) and kill -9's is removed by
- * the next builder of <out> (oc_tmp_clean_stale). Content is not validated here (oc_dataset_open does that), only the
- * manifest's consistency with the files written.
+ * the next builder of <out> (oc_tmp_clean_stale). oc_ds_builder_commit
+ * checks only the manifest's consistency with the files written;
+ * oc_ds_builder_commit_checked (importers) also runs oc_dataset_open's
+ * validation on the temporary directory before the rename.
  *
  * Place in the data flow: dataset; importers, the generator and the edge
  * sorter write through it.
@@ -188,7 +190,7 @@ int oc_ds_builder_write_array(struct oc_ds_builder *b, enum oc_ds_file f, enum o
     return oc_ds_builder_end_array(b, f, w, err);
 }
 
-int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
+static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
 {
     char *text = NULL, path[4096];
     struct oc_manifest check;
@@ -210,6 +212,17 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
         goto out;
     if ((rc = oc_write_file_atomic(path, text, strlen(text), err)))
         goto out;
+    if (checked) {
+        /* The same validation as every later open, run before the dataset exists at out. */
+        struct oc_dataset *ds = NULL;
+        rc = oc_dataset_open(b->tmp, OC_DS_OPEN_SKIP_CHECKSUM, &ds, err);
+        oc_dataset_free(ds);
+        if (rc) {
+            if (err)
+                oc_err_prefix(err, "%s: the dataset would not open", b->out);
+            goto out;
+        }
+    }
     if (oc_path_exists(b->out)) {
         rc = OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", b->out);
         goto out;
@@ -221,4 +234,14 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
 out:
     oc_free(text);
     return rc;
+}
+
+int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
+{
+    return commit(b, 0, err);
+}
+
+int oc_ds_builder_commit_checked(struct oc_ds_builder *b, struct oc_err *err)
+{
+    return commit(b, 1, err);
 }

@@ -68,4 +68,27 @@ static inline uint64_t oc_ds_get_uint(const uint8_t *p, size_t esize, size_t i)
     return v;
 }
 
+/* ---- the size gate (size_gate.c) ----------------------------------------- */
+
+/* What a dataset about to be written will hold; unknown counts are 0. */
+struct oc_ds_size {
+    uint64_t n_nodes;
+    uint64_t n_edges;  /* stored edges (an upper bound), 0 when not known in advance */
+    uint64_t feat_dim; /* 0 = no features */
+    enum oc_dtype feat_dtype;
+    int labels;
+    uint64_t n_split_ids; /* train + val + test */
+};
+
+/* Bytes of the dataset's files; *scratch (may be NULL) gets the edge sort's temporary bytes. */
+uint64_t oc_ds_size_bytes(const struct oc_ds_size *s, uint64_t *scratch);
+/*
+ * The gate: OC_ERR_ARG when the format cannot hold s or its bytes exceed
+ * max_bytes (0 = no ceiling; max_opt names the option in the message),
+ * OC_ERR_NOSPC when they (with the sort's scratch) exceed the free space of
+ * out's filesystem. Messages name out and the sizes.
+ */
+int oc_ds_size_check(const struct oc_ds_size *s, const char *out, uint64_t max_bytes,
+                     const char *max_opt, struct oc_err *err);
+
 #endif

@@ -114,7 +114,10 @@ int oc_gen_features(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *er
         fc.rows_per_task = 1;
     if (fc.rows_per_task > n)
         fc.rows_per_task = n ? n : 1;
-    const unsigned n_slots = 2 * oc_pool_n_threads(g->pool);
+    /* Slots for the rows there are: no window beyond the matrix. */
+    unsigned n_slots = 2 * oc_pool_n_threads(g->pool);
+    if (n_slots > (n + fc.rows_per_task - 1) / fc.rows_per_task)
+        n_slots = (unsigned)((n + fc.rows_per_task - 1) / fc.rows_per_task);
     fc.buf = oc_alloc((size_t)(n_slots * fc.rows_per_task) * fc.row_bytes,
                       "generate: feature window", err);
     if (!fc.buf) {

@@ -327,7 +327,11 @@ int oc_gen_graph(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *err)
     c.t = &t;
     c.n_draws = (uint64_t)llround((double)g->o.n_nodes * g->o.avg_degree / 2.0);
     c.hthr = (uint64_t)(g->o.homophily * 4294967296.0);
+    /* Slots for the work there is: no chunk buffers beyond the draws to make. */
+    uint64_t n_chunks_all = (c.n_draws + GEN_CHUNK_DRAWS - 1) / GEN_CHUNK_DRAWS;
     c.n_slots = 4 * oc_pool_n_threads(g->pool);
+    if (c.n_slots > n_chunks_all)
+        c.n_slots = n_chunks_all ? (unsigned)n_chunks_all : 1;
     if (!(c.src = oc_calloc(c.n_slots, sizeof(uint64_t *), "generate: edge slots", err)) ||
         !(c.dst = oc_calloc(c.n_slots, sizeof(uint64_t *), "generate: edge slots", err)) ||
         !(c.n = oc_calloc(c.n_slots, sizeof(size_t), "generate: edge slots", err))) {

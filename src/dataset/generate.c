@@ -11,11 +11,13 @@
  * Ownership: options are borrowed; everything allocated is freed before
  * returning, and on failure the builder removes the partial output.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dataset/dataset_int.h"
 #include "dataset/gen_int.h"
 
 void oc_generate_opts_default(struct oc_generate_opts *o)
@@ -107,13 +109,41 @@ int oc_generate(const struct oc_generate_opts *o, const char *out, struct oc_pro
     int rc = validate(o, err);
     if (rc != OC_OK)
         return rc;
+    /*
+     * The size gate, before anything is created: the options alone decide the
+     * size, so the ceiling (--max-size, default 64 GiB) stands in for what an
+     * input would vouch for; then the free space at out.
+     */
+    uint64_t n_draws = (uint64_t)llround((double)o->n_nodes * o->avg_degree / 2.0);
+    struct oc_ds_size s = {
+        .n_nodes = o->n_nodes,
+        .n_edges = 2 * n_draws,
+        .feat_dim = o->feat_dim,
+        .feat_dtype = o->feat_dtype,
+        .labels = 1,
+        .n_split_ids =
+            (uint64_t)((o->train_frac + o->val_frac + o->test_frac) * (double)o->n_nodes) + 3,
+    };
+    rc = oc_ds_size_check(&s, out, o->max_bytes ? o->max_bytes : OC_GENERATE_MAX_BYTES,
+                          "--max-size", err);
+    if (rc != OC_OK)
+        return rc;
     g.o = *o;
     if (g.o.mem_bytes == 0)
         g.o.mem_bytes = (uint64_t)1 << 30;
-    unsigned threads = o->n_threads;
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (unsigned)n : 1;
+    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned cores = n_cpu > 0 ? (unsigned)n_cpu : 1;
+    unsigned threads = o->n_threads ? o->n_threads : cores;
+    /*
+     * Threads beyond a few per core add no speed, only per-thread buffers
+     * (each holds its slots of edge and feature rows); the output does not
+     * depend on the count, so it is capped.
+     */
+    unsigned max_threads = 4 * cores < 64 ? 64 : 4 * cores;
+    if (threads > max_threads) {
+        oc_log(OC_LOG_WARN, "generate: --threads %u capped at %u (4 per core, at least 64)",
+               threads, max_threads);
+        threads = max_threads;
     }
     g.progress = progress;
     if ((rc = oc_pool_new(threads, &g.pool, err)) != OC_OK)

@@ -141,6 +141,8 @@ void oc_imp_manifest_init(struct oc_manifest *m, enum oc_import_kind kind, const
         append(m->provenance, n, &pos, " --split-name %s", o->split_name);
     if (o->name)
         append(m->provenance, n, &pos, " --name %s", o->name);
+    if (o->allow_nonfinite)
+        append(m->provenance, n, &pos, " --allow-nonfinite");
 }
 
 int oc_imp_path(char *buf, const char *dir, const char *rel, struct oc_err *err)
@@ -263,5 +265,47 @@ int oc_imp_list_dir(const char *dir, const char *prefix, const char *suffix, int
 fail:
     closedir(d);
     oc_imp_names_free(v, cnt);
+    return rc;
+}
+
+int oc_imp_gate(const struct oc_ds_size *s, const char *out, const struct oc_import_opts *o,
+                struct oc_err *err)
+{
+    return oc_ds_size_check(s, out, o->max_bytes, "--max-size", err);
+}
+
+int oc_imp_unvouched(const struct oc_import_opts *o, struct oc_err *err, const char *fmt, ...)
+{
+    if (o->max_bytes)
+        return OC_OK; /* the user set a ceiling: oc_imp_gate holds the size to it */
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return OC_ERR(err, OC_ERR_FORMAT, "%s (give --max-size SIZE to accept it up to SIZE)", msg);
+}
+
+int oc_imp_count_lines(const char *path, int skip_blank, uint64_t *n, struct oc_err *err)
+{
+    struct oc_line_reader *r = NULL;
+    int rc = oc_line_reader_open(path, &r, err);
+    if (rc)
+        return rc;
+    uint64_t cnt = 0;
+    for (;;) {
+        char *line;
+        size_t len;
+        if (skip_blank)
+            rc = oc_imp_next_data_line(r, 0, &line, err);
+        else
+            rc = oc_line_reader_next(r, &line, &len, err);
+        if (rc || !line)
+            break;
+        cnt++;
+    }
+    oc_line_reader_free(r);
+    if (rc == OC_OK)
+        *n = cnt;
     return rc;
 }

@@ -430,6 +430,60 @@ out:
     return rc;
 }
 
+/*
+ * The size gate: graph.nodes[0].num must be the rows of the node feature and
+ * label arrays; without either, every node beyond the largest edge id would
+ * hold nothing, which only an explicit --max-size accepts. Then oc_imp_gate.
+ */
+static int gate(const char *yaml_path, const char *out, const struct oc_import_opts *o,
+                const struct gb_meta *meta, struct oc_err *err)
+{
+    struct oc_ds_size s = {.n_nodes = meta->n_nodes,
+                           .feat_dtype = o->feat_dtype,
+                           .labels = meta->label.present || meta->sets[0].labels.present};
+    const struct gb_file *per_node[2] = {&meta->feat, &meta->label};
+    uint64_t rows, cols;
+    int rc, vouched = 0;
+    for (int k = 0; k < 2; k++) {
+        if (!per_node[k]->present)
+            continue;
+        if ((rc = oc_imp_npy_dims(per_node[k]->path, &rows, &cols, err)))
+            return rc;
+        if (rows != meta->n_nodes)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: %s %llu %s, expected %llu (nodes: graph.nodes[0].num in %s)",
+                          per_node[k]->path, k == 0 ? "feature array has" : "label array has",
+                          (unsigned long long)rows, k == 0 ? "rows" : "labels",
+                          (unsigned long long)meta->n_nodes, yaml_path);
+        if (k == 0)
+            s.feat_dim = cols;
+        vouched = 1;
+    }
+    if (meta->edges_numpy) {
+        if ((rc = oc_imp_npy_edge_count(meta->edges.path, &s.n_edges, err)))
+            return rc;
+        if (!o->directed)
+            s.n_edges = s.n_edges > UINT64_MAX / 2 ? UINT64_MAX : 2 * s.n_edges;
+    }
+    if (!vouched) {
+        uint64_t max1 = 0;
+        if (meta->edges_numpy)
+            rc = oc_imp_npy_edges(meta->edges.path, 0, NULL, &max1, NULL, NULL, err);
+        else
+            rc = oc_imp_text_edges(meta->edges.path, ',', 0, NULL, &max1, NULL, NULL, err);
+        if (rc)
+            return rc;
+        if (meta->n_nodes > max1 &&
+            (rc = oc_imp_unvouched(o, err,
+                                   "%s: graph.nodes[0].num is %llu but no node feature or label "
+                                   "array says so and the edges in %s name only %llu nodes",
+                                   yaml_path, (unsigned long long)meta->n_nodes, meta->edges.path,
+                                   (unsigned long long)max1)))
+            return rc;
+    }
+    return oc_imp_gate(&s, out, o, err);
+}
+
 int oc_import_graphbolt(const char *src, const char *out, const struct oc_import_opts *o,
                         struct oc_progress *progress, struct oc_err *err)
 {
@@ -459,6 +513,9 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
         snprintf(name, sizeof(name), "%s", meta->name);
     else
         oc_imp_basename(src, name, sizeof(name));
+    rc = gate(yaml_path, out, o, meta, err);
+    if (rc)
+        goto out;
 
     rc = oc_ds_builder_new(out, &b, err);
     if (rc)
@@ -529,7 +586,7 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
     m->n_train = n[0];
     m->n_val = n[1];
     m->n_test = n[2];
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     oc_free(meta);

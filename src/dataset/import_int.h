@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dataset/dataset_int.h"
 #include "offcore/dataset.h"
 #include "offcore/import.h"
 #include "offcore/io.h"
@@ -54,6 +55,25 @@ void oc_imp_basename(const char *path, char *buf, size_t n);
  */
 void oc_imp_manifest_init(struct oc_manifest *m, enum oc_import_kind kind, const char *src,
                           const struct oc_import_opts *o, const char *fallback_name);
+
+/* ---- the size gate --------------------------------------------------------- */
+
+/*
+ * Every importer, once it knows what the dataset will hold and before
+ * oc_ds_builder_new: oc_ds_size_check with the ceiling o->max_bytes
+ * ("--max-size") and the free space at out.
+ */
+int oc_imp_gate(const struct oc_ds_size *s, const char *out, const struct oc_import_opts *o,
+                struct oc_err *err);
+/*
+ * A declared size the input cannot vouch for (no file holds that many
+ * entries): OC_ERR_FORMAT with the printf message plus a hint, unless the user
+ * gave a ceiling (o->max_bytes), which oc_imp_gate then enforces.
+ */
+__attribute__((format(printf, 3, 4))) int
+oc_imp_unvouched(const struct oc_import_opts *o, struct oc_err *err, const char *fmt, ...);
+/* Lines of a text/gzip file (skip_blank: data lines only, as oc_imp_next_data_line). */
+int oc_imp_count_lines(const char *path, int skip_blank, uint64_t *n, struct oc_err *err);
 
 /* Joins dir and rel into buf (OC_ERR_ARG when too long). */
 int oc_imp_path(char *buf, const char *dir, const char *rel, struct oc_err *err);
@@ -159,10 +179,17 @@ int oc_imp_npy_read(struct oc_imp_npy *r, uint64_t first, size_t n, enum oc_dtyp
 int oc_imp_npy_edges(const char *path, int allow_e2, struct oc_imp_edges *e, uint64_t *max_id_plus1,
                      uint64_t *n_edges, struct oc_progress *progress, struct oc_err *err);
 
+/* Rows (shape[0]) and columns (the product of the other dims, 1 for 1-D) from a .npy header. */
+int oc_imp_npy_dims(const char *path, uint64_t *n_rows, uint64_t *n_cols, struct oc_err *err);
+/* Edges of a (2, E) or (E, 2) edge array, from its header. */
+int oc_imp_npy_edge_count(const char *path, uint64_t *n_edges, struct oc_err *err);
+
 /* ---- features: rows streamed into features.npy ----------------------------- */
 
 struct oc_imp_feat {
     struct oc_ds_builder *b;
+    const char *path;    /* the source file, named in errors */
+    int allow_nonfinite; /* o->allow_nonfinite */
     struct oc_npy_writer *w;
     enum oc_dtype dtype; /* F32 or F16 on disk */
     int row_normalize;
@@ -172,17 +199,25 @@ struct oc_imp_feat {
     size_t rows_cap, rows_in_block;
 };
 
-/* Opens features.npy (n_rows x dim, o->feat_dtype) in the builder. */
+/*
+ * Opens features.npy (n_rows x dim, o->feat_dtype) in the builder; path (the
+ * source file, borrowed) is named when a committed value is not finite.
+ */
 int oc_imp_feat_begin(struct oc_imp_feat *f, struct oc_ds_builder *b,
-                      const struct oc_import_opts *o, uint64_t n_rows, uint32_t dim,
-                      struct oc_err *err);
+                      const struct oc_import_opts *o, const char *path, uint64_t n_rows,
+                      uint32_t dim, struct oc_err *err);
 /*
  * Room for the next rows: the first free row and *n_free (>= 1 while rows are
  * left) rows. They are zero as long as every row written is committed (the
  * block is cleared after each flush).
  */
 float *oc_imp_feat_rows(struct oc_imp_feat *f, size_t *n_free);
-/* Commits n rows written at oc_imp_feat_rows (normalizes, converts, flushes when full). */
+/*
+ * Commits n rows written at oc_imp_feat_rows (normalizes, converts, flushes
+ * when full). Unless allow_nonfinite: a NaN/Inf value (the input's, or one
+ * made by row normalization or by f16 conversion overflowing) is
+ * OC_ERR_FORMAT naming the path, row and column.
+ */
 int oc_imp_feat_commit(struct oc_imp_feat *f, size_t n, struct oc_err *err);
 /* Flushes and closes; every row must have been committed. */
 int oc_imp_feat_end(struct oc_imp_feat *f, struct oc_err *err);
@@ -235,10 +270,16 @@ int oc_imp_labels_settle(struct oc_ds_builder *b, uint32_t n_classes, struct oc_
 
 /* ---- splits -------------------------------------------------------------- */
 
-/* One split from a text/gzip file of one node id per line. *n gets its size. */
+/*
+ * One split from a text/gzip file of one node id per line. *n gets its size.
+ * Ids must be in range and appear once (errors name path:line and the id).
+ */
 int oc_imp_split_ids_text(struct oc_ds_builder *b, enum oc_ds_file which, const char *path,
                           uint64_t n_nodes, uint64_t *n, struct oc_err *err);
-/* One split from a 1-D integer .npy of node ids. */
+/*
+ * One split from a 1-D integer .npy of node ids, each once. A boolean array
+ * (a mask) or a float array is refused: its values are not node ids.
+ */
 int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const char *path,
                          uint64_t n_nodes, uint64_t *n, struct oc_err *err);
 /* Three splits from a role-form file: n_nodes lines of 0 train / 1 val / 2 test / -1. */

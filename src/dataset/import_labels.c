@@ -137,10 +137,11 @@ int oc_imp_labels_settle(struct oc_ds_builder *b, uint32_t n_classes, struct oc_
  * role < -1 (index form) each value is a node id < n_nodes and is pushed to a
  * (if non-NULL); otherwise values are roles in {-1, 0, 1, 2}, counted into
  * counts[3] (if non-NULL), and line i's node id is pushed when its role is
- * `role`. *n_lines gets the number of values.
+ * `role`. *n_lines gets the number of values. With seen (a zeroed bitmap of
+ * n_nodes bits, index form only) an id listed twice is an error.
  */
 static int ids_pass(const char *path, uint64_t n_nodes, int role, struct oc_imp_array *a,
-                    uint64_t counts[3], uint64_t *n_lines, struct oc_err *err)
+                    uint64_t counts[3], uint8_t *seen, uint64_t *n_lines, struct oc_err *err)
 {
     struct oc_line_reader *r = NULL;
     int rc = oc_line_reader_open(path, &r, err);
@@ -164,6 +165,17 @@ static int ids_pass(const char *path, uint64_t n_nodes, int role, struct oc_imp_
                 rc = OC_IMP_ERR_AT(err, r, "node id %lld out of range [0, %llu)", (long long)v,
                                    (unsigned long long)n_nodes);
                 break;
+            }
+            if (seen) {
+                uint8_t bit = (uint8_t)(1u << (v & 7));
+                if (seen[v >> 3] & bit) {
+                    rc = OC_IMP_ERR_AT(err, r,
+                                       "duplicate node id %lld (already listed on an earlier line; "
+                                       "each id may appear once in a split)",
+                                       (long long)v);
+                    break;
+                }
+                seen[v >> 3] |= bit;
             }
             if (a)
                 rc = oc_imp_array_push(a, v, err);
@@ -198,14 +210,19 @@ int oc_imp_split_ids_text(struct oc_ds_builder *b, enum oc_ds_file which, const 
                           uint64_t n_nodes, uint64_t *n, struct oc_err *err)
 {
     uint64_t cnt, cnt2;
-    int rc = ids_pass(path, n_nodes, -2, NULL, NULL, &cnt, err);
+    size_t bm = (size_t)((n_nodes + 7) / 8);
+    uint8_t *seen = oc_calloc(bm ? bm : 1, 1, "import: split id bitmap", err);
+    if (!seen)
+        return err->status;
+    int rc = ids_pass(path, n_nodes, -2, NULL, NULL, seen, &cnt, err);
+    oc_free(seen);
     if (rc)
         return rc;
     struct oc_imp_array a;
     rc = oc_imp_array_begin(&a, b, which, OC_IMP_SPLIT_DTYPE, cnt, err);
     if (rc)
         return rc;
-    rc = ids_pass(path, n_nodes, -2, &a, NULL, &cnt2, err);
+    rc = ids_pass(path, n_nodes, -2, &a, NULL, NULL, &cnt2, err);
     if (rc == OC_OK && cnt2 != cnt)
         rc = OC_ERR(err, OC_ERR_FORMAT, "%s: changed while being read", path);
     if (rc) {
@@ -222,7 +239,7 @@ int oc_imp_split_roles_text(struct oc_ds_builder *b, const char *path, uint64_t 
                             uint64_t n[3], struct oc_err *err)
 {
     uint64_t counts[3] = {0, 0, 0}, lines;
-    int rc = ids_pass(path, n_nodes, -1, NULL, counts, &lines, err);
+    int rc = ids_pass(path, n_nodes, -1, NULL, counts, NULL, &lines, err);
     if (rc)
         return rc;
     if (lines != n_nodes)
@@ -233,7 +250,7 @@ int oc_imp_split_roles_text(struct oc_ds_builder *b, const char *path, uint64_t 
         rc = oc_imp_array_begin(&a, b, split_files[role], OC_IMP_SPLIT_DTYPE, counts[role], err);
         if (rc)
             return rc;
-        rc = ids_pass(path, n_nodes, role, &a, NULL, &lines, err);
+        rc = ids_pass(path, n_nodes, role, &a, NULL, NULL, &lines, err);
         if (rc) {
             oc_imp_array_abort(&a);
             return rc;

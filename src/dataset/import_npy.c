@@ -44,6 +44,49 @@ static int import_edges(const char *path, int is_npy, struct oc_ds_builder *b,
     return oc_imp_edges_finish(&e, b, progress, err);
 }
 
+/*
+ * The size gate: every size comes from an array header whose file holds the
+ * data, so only consistency is checked (labels and features agree on N)
+ * before oc_imp_gate on nodes, edges (stored both ways unless directed),
+ * features, labels and split ids.
+ */
+static int gate(const char *src, const char *out, const struct oc_import_opts *o,
+                const char *edge_path, int edges_npy, const char *feat_path, const char *label_path,
+                uint64_t n_nodes, struct oc_err *err)
+{
+    char path[OC_IMP_PATH_MAX];
+    uint64_t rows, cols;
+    struct oc_ds_size s = {.n_nodes = n_nodes, .feat_dtype = o->feat_dtype, .labels = !!label_path};
+    int rc;
+    if (feat_path) {
+        if ((rc = oc_imp_npy_dims(feat_path, &rows, &cols, err)))
+            return rc;
+        if (rows != n_nodes)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: feature array has %llu rows, expected %llu (nodes: the length of "
+                          "%s)",
+                          feat_path, (unsigned long long)rows, (unsigned long long)n_nodes,
+                          label_path);
+        s.feat_dim = cols;
+    }
+    if (edges_npy) {
+        if ((rc = oc_imp_npy_edge_count(edge_path, &s.n_edges, err)))
+            return rc;
+        if (!o->directed)
+            s.n_edges = s.n_edges > UINT64_MAX / 2 ? UINT64_MAX : 2 * s.n_edges;
+    }
+    for (int k = 0; k < 3; k++) {
+        if ((rc = oc_imp_path(path, src, split_names[k], err)))
+            return rc;
+        if (oc_imp_is_file(path)) {
+            if ((rc = oc_imp_npy_dims(path, &rows, &cols, err)))
+                return rc;
+            s.n_split_ids += rows;
+        }
+    }
+    return oc_imp_gate(&s, out, o, err);
+}
+
 int oc_import_npy(const char *src, const char *out, const struct oc_import_opts *o,
                   struct oc_progress *progress, struct oc_err *err)
 {
@@ -89,6 +132,10 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
     } else {
         rc = oc_imp_text_edges(edge_path, ' ', 1, NULL, &n_nodes, NULL, NULL, err);
     }
+    if (rc)
+        return rc;
+    rc = gate(src, out, o, edge_path, edges_npy, has_feat ? feat_path : NULL,
+              has_label ? label_path : NULL, n_nodes, err);
     if (rc)
         return rc;
 
@@ -145,7 +192,7 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
     m->n_train = n[0];
     m->n_val = n[1];
     m->n_test = n[2];
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     return rc;

@@ -301,7 +301,7 @@ int oc_imp_feat_from_npy(struct oc_ds_builder *b, const struct oc_import_opts *o
         goto out;
     }
     uint32_t dim = (uint32_t)r.n_cols;
-    rc = oc_imp_feat_begin(&f, b, o, n_nodes, dim, err);
+    rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, dim, err);
     if (rc)
         goto out;
     for (uint64_t row = 0; row < n_nodes;) {
@@ -426,13 +426,25 @@ int oc_imp_labels_npy(struct oc_ds_builder *b, const char *path, uint64_t n_node
     return rc;
 }
 
+struct id_check {
+    uint64_t n_nodes;
+    uint8_t *seen; /* n_nodes bits */
+};
+
 static int check_node_id(void *ctx, const char *path, int64_t v, uint64_t i, struct oc_err *err)
 {
-    uint64_t n_nodes = *(const uint64_t *)ctx;
-    if (v < 0 || (uint64_t)v >= n_nodes)
+    struct id_check *c = ctx;
+    if (v < 0 || (uint64_t)v >= c->n_nodes)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: node id %lld at index %llu is out of range [0, %llu)", path,
-                      (long long)v, (unsigned long long)i, (unsigned long long)n_nodes);
+                      (long long)v, (unsigned long long)i, (unsigned long long)c->n_nodes);
+    uint8_t bit = (uint8_t)(1u << (v & 7));
+    if (c->seen[v >> 3] & bit)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: duplicate node id %lld at index %llu (each id may appear once in a "
+                      "split)",
+                      path, (long long)v, (unsigned long long)i);
+    c->seen[v >> 3] |= bit;
     return OC_OK;
 }
 
@@ -444,10 +456,49 @@ int oc_imp_split_ids_npy(struct oc_ds_builder *b, enum oc_ds_file which, const c
     if (rc)
         return rc;
     uint64_t cnt = r.n_rows;
-    rc = npy_vector_to_array(&r, b, which, OC_IMP_SPLIT_DTYPE, "import: npy id chunk",
-                             check_node_id, &n_nodes, err);
+    struct id_check c = {.n_nodes = n_nodes, .seen = NULL};
+    size_t bm = (size_t)((n_nodes + 7) / 8);
+    if (r.h.is_bool) {
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: a boolean array (a mask?), not node ids: save the ids instead, "
+                    "np.nonzero(mask)[0]",
+                    path);
+    } else if (is_float(r.h.dtype)) {
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: dtype %s: node ids must be integers", path,
+                    oc_dtype_name(r.h.dtype));
+    } else if (!(c.seen = oc_calloc(bm ? bm : 1, 1, "import: split id bitmap", err))) {
+        rc = err->status;
+    } else {
+        rc = npy_vector_to_array(&r, b, which, OC_IMP_SPLIT_DTYPE, "import: npy id chunk",
+                                 check_node_id, &c, err);
+    }
+    oc_free(c.seen);
     oc_imp_npy_close(&r);
     if (rc == OC_OK)
         *n = cnt;
+    return rc;
+}
+
+/* ---- sizes for the gate --------------------------------------------------- */
+
+int oc_imp_npy_dims(const char *path, uint64_t *n_rows, uint64_t *n_cols, struct oc_err *err)
+{
+    struct oc_npy_header h;
+    int rc = oc_npy_read_header(path, &h, err);
+    if (rc)
+        return rc;
+    *n_rows = h.ndim ? h.shape[0] : 1;
+    *n_cols = 1;
+    for (unsigned i = 1; i < h.ndim; i++)
+        *n_cols *= h.shape[i];
+    return OC_OK;
+}
+
+int oc_imp_npy_edge_count(const char *path, uint64_t *n_edges, struct oc_err *err)
+{
+    uint64_t rows, cols;
+    int rc = oc_imp_npy_dims(path, &rows, &cols, err);
+    if (rc == OC_OK)
+        *n_edges = rows == 2 ? cols : rows;
     return rc;
 }

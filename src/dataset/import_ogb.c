@@ -98,6 +98,54 @@ static int read_count(const char *path, uint64_t *v, struct oc_err *err)
     return rc;
 }
 
+/*
+ * A declared num-node-list count must be the line count of node-label (else
+ * node-feat): one line per node. Without either, nodes beyond the largest
+ * edge id would hold nothing, which only an explicit --max-size accepts.
+ */
+static int vouch_nodes(const char *count_path, uint64_t n_nodes, const struct oc_import_opts *o,
+                       const char *label_path, const char *feat_path, const char *edge_path,
+                       struct oc_err *err)
+{
+    const char *per_node = label_path ? label_path : feat_path;
+    uint64_t n;
+    int rc;
+    if (per_node) {
+        if ((rc = count_lines(per_node, &n, err)))
+            return rc;
+        if (n != n_nodes)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: %llu %s, expected one per node (%llu), as %s says", per_node,
+                          (unsigned long long)n, label_path ? "labels" : "feature rows",
+                          (unsigned long long)n_nodes, count_path);
+        return OC_OK;
+    }
+    if ((rc = oc_imp_text_edges(edge_path, ',', 0, NULL, &n, NULL, NULL, err)))
+        return rc;
+    if (n_nodes > n)
+        return oc_imp_unvouched(o, err,
+                                "%s: %llu nodes, but there is no node-label or node-feat file "
+                                "and the edges in %s name only %llu nodes",
+                                count_path, (unsigned long long)n_nodes, edge_path,
+                                (unsigned long long)n);
+    return OC_OK;
+}
+
+/* Fields of the first data line of a csv (the feature width); 0 for an empty file. */
+static int first_line_fields(const char *path, uint64_t *n, struct oc_err *err)
+{
+    struct oc_line_reader *r = NULL;
+    int rc = oc_line_reader_open(path, &r, err);
+    if (rc)
+        return rc;
+    char *line;
+    rc = oc_imp_next_data_line(r, 0, &line, err);
+    if (rc == OC_OK)
+        *n = line ? oc_imp_count_fields(line, ',') : 0;
+    oc_line_reader_free(r);
+    return rc;
+}
+
 /* Streams dense "f1,f2,...,fF" lines into the features; F from the first line. */
 static int import_features(const char *path, struct oc_ds_builder *b,
                            const struct oc_import_opts *o, uint64_t n_nodes, uint32_t *feat_dim,
@@ -127,7 +175,7 @@ static int import_features(const char *path, struct oc_ds_builder *b,
                 goto out;
             }
             dim = (uint32_t)nf;
-            rc = oc_imp_feat_begin(&f, b, o, n_nodes, dim, err);
+            rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, dim, err);
             if (rc)
                 goto out;
         }
@@ -275,9 +323,12 @@ int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts 
     /* Number of nodes. */
     uint64_t n_nodes = 0;
     rc = find_csv(src, "raw", "num-node-list", path, &found, err);
-    if (rc == OC_OK && found)
+    if (rc == OC_OK && found) {
         rc = read_count(path, &n_nodes, err);
-    else if (rc == OC_OK && has_label)
+        if (rc == OC_OK)
+            rc = vouch_nodes(path, n_nodes, o, has_label ? label_path : NULL,
+                             has_feat ? feat_path : NULL, edge_path, err);
+    } else if (rc == OC_OK && has_label)
         rc = count_lines(label_path, &n_nodes, err);
     else if (rc == OC_OK && has_feat)
         rc = count_lines(feat_path, &n_nodes, err);
@@ -289,6 +340,12 @@ int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts 
     rc = find_csv(src, "raw", "num-edge-list", path, &found, err);
     if (rc == OC_OK && found)
         rc = read_count(path, &n_edges_expected, err);
+    if (rc)
+        return rc;
+    struct oc_ds_size s = {.n_nodes = n_nodes, .feat_dtype = o->feat_dtype, .labels = has_label};
+    if (has_feat && (rc = first_line_fields(feat_path, &s.feat_dim, err)))
+        return rc;
+    rc = oc_imp_gate(&s, out, o, err);
     if (rc)
         return rc;
 
@@ -342,7 +399,7 @@ int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts 
     rc = import_splits(src, name, b, o, n_nodes, m, err);
     if (rc)
         goto out;
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     return rc;

@@ -12,6 +12,7 @@
  * success and failure alike, _abort on paths that never reach _end.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -302,13 +303,15 @@ static size_t feat_block_bytes(uint64_t mem_bytes)
 }
 
 int oc_imp_feat_begin(struct oc_imp_feat *f, struct oc_ds_builder *b,
-                      const struct oc_import_opts *o, uint64_t n_rows, uint32_t dim,
-                      struct oc_err *err)
+                      const struct oc_import_opts *o, const char *path, uint64_t n_rows,
+                      uint32_t dim, struct oc_err *err)
 {
     memset(f, 0, sizeof(*f));
     if (dim == 0)
         return OC_ERR(err, OC_ERR_INTERNAL, "import: feature width 0");
     f->b = b;
+    f->path = path;
+    f->allow_nonfinite = o->allow_nonfinite;
     f->dtype = o->feat_dtype;
     f->row_normalize = o->row_normalize;
     f->dim = dim;
@@ -340,6 +343,17 @@ float *oc_imp_feat_rows(struct oc_imp_feat *f, size_t *n_free)
     return f->block + f->rows_in_block * (size_t)f->dim;
 }
 
+/* Element i of the block (row-major) as "<path>: row R, column C". */
+static int nonfinite_err(const struct oc_imp_feat *f, size_t i, float x, const char *why,
+                         struct oc_err *err)
+{
+    return OC_ERR(err, OC_ERR_FORMAT,
+                  "%s: feature row %llu, column %llu: value %g %s (--allow-nonfinite imports it "
+                  "anyway)",
+                  f->path ? f->path : "features", (unsigned long long)(f->rows_done + i / f->dim),
+                  (unsigned long long)(i % f->dim), (double)x, why);
+}
+
 static int feat_flush(struct oc_imp_feat *f, struct oc_err *err)
 {
     size_t n = f->rows_in_block * (size_t)f->dim;
@@ -353,6 +367,8 @@ static int feat_flush(struct oc_imp_feat *f, struct oc_err *err)
             float x;
             memcpy(&x, base + 4 * i, sizeof(x));
             uint16_t h = oc_f32_to_f16(x);
+            if (!f->allow_nonfinite && (h & 0x7c00u) == 0x7c00u) /* f16 inf or nan */
+                return nonfinite_err(f, i, x, "does not fit f16 (largest 65504)", err);
             memcpy(base + 2 * i, &h, sizeof(h));
         }
         bytes = n * sizeof(uint16_t);
@@ -366,6 +382,14 @@ static int feat_flush(struct oc_imp_feat *f, struct oc_err *err)
 
 int oc_imp_feat_commit(struct oc_imp_feat *f, size_t n, struct oc_err *err)
 {
+    if (!f->allow_nonfinite) {
+        const float *v = f->block + f->rows_in_block * (size_t)f->dim;
+        for (size_t i = 0; i < n * (size_t)f->dim; i++) {
+            if (!isfinite(v[i]))
+                return nonfinite_err(f, f->rows_in_block * (size_t)f->dim + i, v[i],
+                                     "is not finite (NaN, Inf, or beyond the f32 range)", err);
+        }
+    }
     if (f->row_normalize) {
         for (size_t i = 0; i < n; i++) {
             float *row = f->block + (f->rows_in_block + i) * (size_t)f->dim;
@@ -373,8 +397,12 @@ int oc_imp_feat_commit(struct oc_imp_feat *f, size_t n, struct oc_err *err)
             for (uint32_t j = 0; j < f->dim; j++)
                 sum += row[j];
             if (sum != 0) {
-                for (uint32_t j = 0; j < f->dim; j++)
+                for (uint32_t j = 0; j < f->dim; j++) {
                     row[j] = (float)(row[j] / sum);
+                    if (!f->allow_nonfinite && !isfinite(row[j]))
+                        return nonfinite_err(f, (f->rows_in_block + i) * (size_t)f->dim + j, row[j],
+                                             "after row normalization (a tiny row sum)", err);
+                }
             }
         }
     }

@@ -153,10 +153,14 @@ static int import_edges(const char *src, const char *name, struct oc_ds_builder 
     return oc_imp_edges_finish(&e, b, progress, err);
 }
 
-/* Streams sparse COO "node col value" lines (sorted) into dense feature rows. */
+/*
+ * Streams sparse COO "node col value" lines (sorted) into dense feature rows.
+ * With b == NULL the file is only checked (same errors, nothing written) and
+ * *n_cols (may be NULL otherwise) gets one more than the largest column used.
+ */
 static int import_features(const char *path, struct oc_ds_builder *b,
-                           const struct oc_import_opts *o, uint64_t n_nodes, uint32_t dim,
-                           struct oc_progress *progress, struct oc_err *err)
+                           const struct oc_import_opts *o, uint64_t n_nodes, uint64_t dim,
+                           uint64_t *n_cols, struct oc_progress *progress, struct oc_err *err)
 {
     struct oc_line_reader *r = NULL;
     struct oc_imp_feat f;
@@ -164,15 +168,15 @@ static int import_features(const char *path, struct oc_ds_builder *b,
     int rc = oc_line_reader_open(path, &r, err);
     if (rc)
         return rc;
-    rc = oc_imp_feat_begin(&f, b, o, n_nodes, dim, err);
-    if (rc)
+    if (b && (rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, (uint32_t)dim, err)))
         goto out;
     if (progress)
         oc_progress_set_label(progress, "import: features");
     uint64_t cur = 0;  /* node whose row is being filled */
     int64_t last = -1; /* last column set in that row */
+    uint64_t cols = 0;
     size_t n_free;
-    float *row = n_nodes ? oc_imp_feat_rows(&f, &n_free) : NULL;
+    float *row = b && n_nodes ? oc_imp_feat_rows(&f, &n_free) : NULL;
     for (;;) {
         char *line;
         rc = oc_imp_next_data_line(r, 0, &line, err);
@@ -194,8 +198,8 @@ static int import_features(const char *path, struct oc_ds_builder *b,
             goto out;
         }
         if (col >= dim) {
-            rc = OC_IMP_ERR_AT(err, r, "column %llu out of range (num_features %u)",
-                               (unsigned long long)col, dim);
+            rc = OC_IMP_ERR_AT(err, r, "column %llu out of range (num_features %llu)",
+                               (unsigned long long)col, (unsigned long long)dim);
             goto out;
         }
         if (node < cur || (node == cur && (int64_t)col <= last)) {
@@ -204,6 +208,13 @@ static int import_features(const char *path, struct oc_ds_builder *b,
                                (unsigned long long)node, (unsigned long long)col,
                                (unsigned long long)cur, (long long)last);
             goto out;
+        }
+        if (!b) {
+            cur = node;
+            last = (int64_t)col;
+            if (col + 1 > cols)
+                cols = col + 1;
+            continue;
         }
         while (cur < node) {
             rc = oc_imp_feat_commit(&f, 1, err);
@@ -218,6 +229,11 @@ static int import_features(const char *path, struct oc_ds_builder *b,
         row[col] = val;
         last = (int64_t)col;
     }
+    if (!b) {
+        if (n_cols)
+            *n_cols = cols;
+        goto out;
+    }
     while (cur < n_nodes) {
         rc = oc_imp_feat_commit(&f, 1, err);
         if (rc)
@@ -231,6 +247,62 @@ out:
     oc_imp_feat_abort(&f);
     oc_line_reader_free(r);
     return rc;
+}
+
+/*
+ * The size gate: num_nodes must be the number of labels.txt lines (one per
+ * node); features.txt is checked line by line (the import's own errors) and
+ * num_features may exceed the columns it uses only within a tolerance (the
+ * wider rows are all zero: the input cannot vouch for them, only --max-size
+ * can); then oc_imp_gate on the nodes and features (edges are not counted
+ * ahead).
+ */
+#define UNVOUCHED_ZERO_BYTES ((uint64_t)64 << 20)
+
+static int gate(const char *src, const char *out, const struct oc_import_opts *o,
+                const struct text_meta *meta, int with_features, struct oc_err *err)
+{
+    char path[OC_IMP_PATH_MAX], meta_path[OC_IMP_PATH_MAX];
+    uint64_t n;
+    int rc = oc_imp_path(meta_path, src, "meta.txt", err);
+    if (rc == OC_OK)
+        rc = oc_imp_path(path, src, "labels.txt", err);
+    if (rc == OC_OK)
+        rc = oc_imp_count_lines(path, 0, &n, err);
+    if (rc)
+        return rc;
+    /* The labels pass's own messages, before anything is written. */
+    if (n > meta->n_nodes)
+        return OC_ERR(
+            err, OC_ERR_FORMAT, "%s:%llu: more labels than the %llu nodes (num_nodes in %s)", path,
+            (unsigned long long)meta->n_nodes + 1, (unsigned long long)meta->n_nodes, meta_path);
+    if (n < meta->n_nodes)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: %llu labels, expected one per node (%llu), as num_nodes in %s says",
+                      path, (unsigned long long)n, (unsigned long long)meta->n_nodes, meta_path);
+    struct oc_ds_size s = {.n_nodes = meta->n_nodes, .feat_dtype = o->feat_dtype, .labels = 1};
+    if (with_features) {
+        if ((rc = oc_imp_path(path, src, "features.txt", err)) ||
+            (rc = import_features(path, NULL, o, meta->n_nodes, meta->n_features, &n, NULL, err)))
+            return rc;
+        /*
+         * Columns beyond the largest one used are all zero (webkb declares 1703
+         * and uses 1702): accepted while they are at most as many as the used
+         * ones or take at most 64 MiB, else only under an explicit --max-size.
+         */
+        uint64_t extra = meta->n_features > n ? meta->n_features - n : 0;
+        uint64_t es = oc_dtype_size(o->feat_dtype);
+        int small = meta->n_nodes == 0 || extra <= (UNVOUCHED_ZERO_BYTES / es) / meta->n_nodes;
+        if (extra > n && !small &&
+            (rc = oc_imp_unvouched(o, err,
+                                   "%s: num_features %llu but %s uses only %llu columns "
+                                   "(the others would be all zero)",
+                                   meta_path, (unsigned long long)meta->n_features, path,
+                                   (unsigned long long)n)))
+            return rc;
+        s.feat_dim = meta->n_features;
+    }
+    return oc_imp_gate(&s, out, o, err);
 }
 
 static int import_splits(const char *src, const char *name, struct oc_ds_builder *b,
@@ -328,6 +400,13 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
         rc = read_meta(path, &meta, err);
     if (rc)
         return rc;
+    rc = oc_imp_path(path, src, "features.txt", err);
+    if (rc)
+        return rc;
+    int with_features = meta.features_available && meta.n_features > 0 && oc_imp_is_file(path);
+    rc = gate(src, out, o, &meta, with_features, err);
+    if (rc)
+        return rc;
 
     rc = oc_ds_builder_new(out, &b, err);
     if (rc)
@@ -353,7 +432,7 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
                     path, (unsigned long long)meta.n_features);
         goto out;
     } else {
-        rc = import_features(path, b, o, meta.n_nodes, (uint32_t)meta.n_features, progress, err);
+        rc = import_features(path, b, o, meta.n_nodes, meta.n_features, NULL, progress, err);
         if (rc)
             goto out;
         m->feat_dim = (uint32_t)meta.n_features;
@@ -371,7 +450,7 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
     rc = import_splits(src, name, b, o, meta.n_nodes, m, err);
     if (rc)
         goto out;
-    rc = oc_ds_builder_commit(b, err);
+    rc = oc_ds_builder_commit_checked(b, err);
 out:
     oc_ds_builder_free(b);
     return rc;

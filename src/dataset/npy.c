@@ -118,7 +118,8 @@ static int hp_shape(struct hparse *hp, struct oc_npy_header *h)
 }
 
 /* Maps a numpy descr to our dtype; rejects big-endian, object and others by name. */
-static int descr_to_dtype(const char *d, const char *what, enum oc_dtype *t, struct oc_err *err)
+static int descr_to_dtype(const char *d, const char *what, enum oc_dtype *t, int *is_bool,
+                          struct oc_err *err)
 {
     char order = d[0];
     const char *code = d;
@@ -142,6 +143,7 @@ static int descr_to_dtype(const char *d, const char *what, enum oc_dtype *t, str
         if (order == '>' && oc_dtype_size(codes[i].t) > 1)
             return OC_ERR(err, OC_ERR_FORMAT, "%s: big-endian dtype '%s' not supported", what, d);
         *t = codes[i].t;
+        *is_bool = strcmp(code, "b1") == 0;
         return OC_OK;
     }
     return OC_ERR(err, OC_ERR_FORMAT, "%s: unsupported dtype '%s'", what, d);
@@ -243,7 +245,7 @@ int oc_npy_parse_header(const void *buf, size_t len, const char *what, struct oc
                       !have_descr     ? "descr"
                       : !have_fortran ? "fortran_order"
                                       : "shape");
-    if ((rc = descr_to_dtype(descr, what, &h->dtype, err)))
+    if ((rc = descr_to_dtype(descr, what, &h->dtype, &h->is_bool, err)))
         return rc;
     if (h->fortran_order && h->ndim >= 2)
         return OC_ERR(err, OC_ERR_FORMAT,

@@ -61,6 +61,91 @@ int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err
                   known);
 }
 
+uint32_t oc_store_strategy_n_stats(uint32_t strategy)
+{
+    return strategy < N_STRATEGIES ? strategies[strategy]->n_stats : 0;
+}
+
+const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k)
+{
+    if (strategy >= N_STRATEGIES || k >= strategies[strategy]->n_stats)
+        return NULL;
+    return &strategies[strategy]->stat_table[k];
+}
+
+uint32_t oc_store_strategy_n_opts(uint32_t strategy)
+{
+    return strategy < N_STRATEGIES ? strategies[strategy]->n_opts : 0;
+}
+
+const struct oc_store_opt *oc_store_strategy_opt(uint32_t strategy, uint32_t k)
+{
+    if (strategy >= N_STRATEGIES || k >= strategies[strategy]->n_opts)
+        return NULL;
+    return &strategies[strategy]->opts[k];
+}
+
+int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_store_opt **opt)
+{
+    for (uint32_t i = 0; i < N_STRATEGIES; i++)
+        for (uint32_t k = 0; k < strategies[i]->n_opts; k++)
+            if (name && strcmp(name, strategies[i]->opts[k].name) == 0) {
+                *strategy = i;
+                *opt = &strategies[i]->opts[k];
+                return OC_OK;
+            }
+    return OC_ERR_NOTFOUND;
+}
+
+/* Number of '|'-separated values in a choices string. */
+static uint32_t n_choices(const char *choices)
+{
+    uint32_t n = 1;
+    for (const char *c = choices; *c; c++)
+        n += *c == '|';
+    return n;
+}
+
+_Static_assert(sizeof(enum oc_store_hotness) == sizeof(int), "choice fields are int-sized enums");
+
+int oc_store_opt_apply(const struct oc_store_opt *opt, double value, struct oc_store_config *cfg,
+                       struct oc_err *err)
+{
+    uint8_t *field = cfg ? (uint8_t *)cfg + opt->offset : NULL;
+    switch (opt->type) {
+    case OC_STORE_OPT_U32:
+        if (!(value >= opt->min && value <= (double)UINT32_MAX) || value != (double)(uint32_t)value)
+            return OC_ERR(err, OC_ERR_ARG, "--%s must be a whole number from %.0f to %u", opt->name,
+                          opt->min, UINT32_MAX);
+        if (field) {
+            uint32_t v = (uint32_t)value;
+            memcpy(field, &v, sizeof(v));
+        }
+        return OC_OK;
+    case OC_STORE_OPT_F64:
+        if (!(value >= opt->min) || !(value < 1e300))
+            return OC_ERR(err, OC_ERR_ARG, "--%s must be a finite number >= %g", opt->name,
+                          opt->min);
+        if (field)
+            memcpy(field, &value, sizeof(value));
+        return OC_OK;
+    case OC_STORE_OPT_FLAG:
+    case OC_STORE_OPT_CHOICE: {
+        uint32_t n = opt->type == OC_STORE_OPT_FLAG ? 2 : n_choices(opt->choices);
+        if (!(value >= 0 && value < (double)n) || value != (double)(int)value)
+            return OC_ERR(err, OC_ERR_ARG, "--%s: value %g out of range", opt->name, value);
+        if (field) {
+            int v = (int)value;
+            memcpy(field, &v, sizeof(v));
+        }
+        return OC_OK;
+    }
+    default:
+        return OC_ERR(err, OC_ERR_INTERNAL, "--%s: unknown option type %d", opt->name,
+                      (int)opt->type);
+    }
+}
+
 const char *oc_store_tier_name(enum oc_store_tier t)
 {
     static const char *const names[OC_STORE_TIER_COUNT] = {

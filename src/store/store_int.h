@@ -56,6 +56,12 @@ struct store_strategy {
     uint32_t (*lookahead)(const struct oc_store *s);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
+    /* The strategy's own options (store.h, struct oc_store_opt); may be empty. */
+    const struct oc_store_opt *opts;
+    uint32_t n_opts;
+    /* The figures only this strategy has (store.h, struct oc_store_stat); may be empty. */
+    const struct oc_store_stat *stat_table;
+    uint32_t n_stats;
 };
 
 extern const struct store_strategy oc_store_memory;

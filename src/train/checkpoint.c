@@ -35,16 +35,26 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
     size_t len = 0;
     for (uint32_t l = 0; l < o->n_fanouts && len < sizeof(fan) - 16; l++)
         len += (size_t)snprintf(fan + len, sizeof(fan) - len, "%s%d", l ? "," : "", o->fanouts[l]);
+    /* every strategy option that changes training, in table order, 0 when not given */
+    char sopts[256] = "";
+    len = 0;
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i); k++) {
+            const struct oc_store_opt *opt = oc_store_strategy_opt(i, k);
+            if (opt->changes_training && len < sizeof(sopts) - 48)
+                len += (size_t)snprintf(sopts + len, sizeof(sopts) - len, " %s=%.17g", opt->name,
+                                        oc_train_opts_get(o, opt->name, 0.0));
+        }
     snprintf(buf, n,
              "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
-             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x reorder=%d"
+             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x%s"
              " reuse_samples=%d",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed, o->eval == OC_TRAIN_EVAL_FULL ? "full" : "sampled", m->name, m->n_nodes,
-             m->n_edges, m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32, o->reorder,
+             m->n_edges, m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32, sopts,
              o->reuse_samples);
 }
 

@@ -2,7 +2,9 @@
  * eval.c — accuracy on the train/val/test splits after an epoch, two ways:
  *   full:    exact layer-wise inference (DGL's `inference`): layer l is
  *            evaluated for every node from layer l-1's output of every node,
- *            with all neighbors, in chunks of eval_batch_size destinations;
+ *            with all neighbors, in chunks of at most eval_batch_size
+ *            destinations whose in-degrees + 1 sum to at most
+ *            train_eval_chunk_rows (the rows the memory estimate reserved);
  *            GCN uses whole-graph out-degrees so the result equals
  *            full-graph GraphConv.
  *   sampled: mini-batches of each split sampled with the training fanouts
@@ -31,7 +33,19 @@ struct train_eval {
     struct train_degrees src_deg; /* whole-graph out-degree of the batch's input nodes */
     struct oc_nn_tensor h[2];     /* full: ping-pong layer outputs, n_nodes rows */
     struct train_labels labels;
+    uint64_t chunk_rows; /* full: see train_eval_chunk_rows */
 };
+
+uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o)
+{
+    uint64_t rows = o->eval_batch_size;
+    rows = rows > d->n_nodes / 16 ? d->n_nodes : rows * 16;
+    const uint64_t *indptr = d->graph.indptr;
+    for (uint64_t v = 0; v < d->n_nodes; v++)
+        if (indptr[v + 1] - indptr[v] + 1 > rows)
+            rows = indptr[v + 1] - indptr[v] + 1;
+    return rows;
+}
 
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
@@ -54,6 +68,7 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
     so.seed = o->seed;
     int rc;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
+        ev->chunk_rows = train_eval_chunk_rows(d, o);
         so.n_layers = 1;
         so.fanouts[0] = OC_SAMPLE_ALL;
         ev->all_ids = oc_alloc(d->n_nodes * sizeof(uint64_t), "evaluation node ids", err);
@@ -112,7 +127,8 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
 {
     const struct train_data *d = ev->d;
     uint32_t n_layers = oc_nn_model_config(ev->m)->n_layers;
-    uint64_t chunk = ev->o->eval_batch_size;
+    uint64_t chunk = ev->o->eval_batch_size, cap_rows = ev->chunk_rows;
+    const uint64_t *indptr = d->graph.indptr;
     const float *h_in = NULL; /* layer 0 reads the feature store */
     uint64_t in_dim = d->feat_dim;
     int rc;
@@ -123,8 +139,15 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
         struct oc_nn_tensor *h_out = &ev->h[l % 2];
         if ((rc = oc_nn_tensor_resize(h_out, d->n_nodes, out_dim, "layer-wise inference", err)))
             return rc;
-        for (uint64_t lo = 0; lo < d->n_nodes; lo += chunk) {
-            uint64_t n = lo + chunk < d->n_nodes ? chunk : d->n_nodes - lo;
+        for (uint64_t lo = 0, hi; lo < d->n_nodes; lo = hi) {
+            uint64_t rows = 0;
+            for (hi = lo; hi < d->n_nodes && hi - lo < chunk; hi++) {
+                uint64_t r = indptr[hi + 1] - indptr[hi] + 1;
+                if (hi > lo && rows + r > cap_rows)
+                    break;
+                rows += r;
+            }
+            uint64_t n = hi - lo;
             if ((rc = oc_sample_full_layer(ev->sampler, ev->all_ids + lo, n, &ev->batch, err)))
                 return rc;
             const struct oc_sample_block *sb = &ev->batch.blocks[0];

@@ -17,9 +17,10 @@
 struct train_log {
     struct oc_file *f;
     uint64_t offset;
+    uint32_t strategy; /* index in the store registry: whose stats table to write */
 };
 
-int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out,
+int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, struct train_log **out,
                    struct oc_err *err)
 {
     *out = NULL;
@@ -44,6 +45,7 @@ int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out
         return rc;
     }
     l->offset = keep_bytes;
+    l->strategy = strategy;
     *out = l;
     return OC_OK;
 }
@@ -115,25 +117,14 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
             cJSON_AddNumberToObject(hits, oc_store_tier_name((enum oc_store_tier)t),
                                     oc_store_stats_hit_ratio(ss, (enum oc_store_tier)t));
         cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
-        double rows = (double)(ss->requested_rows ? ss->requested_rows : 1);
-        cJSON_AddNumberToObject(io, "standby_reuse_ratio", (double)ss->standby_hits / rows);
-        if (ss->plan_sample_us || ss->plan_pack_us || ss->graph_read_bytes) {
-            cJSON *plan = cJSON_AddObjectToObject(io, "plan");
-            if (plan) {
-                cJSON_AddNumberToObject(plan, "sample_s", (double)ss->plan_sample_us / 1e6);
-                cJSON_AddNumberToObject(plan, "pack_s", (double)ss->plan_pack_us / 1e6);
-                cJSON_AddNumberToObject(plan, "graph_read_bytes", (double)ss->graph_read_bytes);
-                cJSON_AddNumberToObject(plan, "file_bytes", (double)ss->plan_file_bytes);
-            }
-        }
-        if (ss->trace_accesses) {
-            double acc = (double)ss->trace_accesses;
-            cJSON *miss = cJSON_AddObjectToObject(io, "miss_ratio");
-            if (miss) {
-                cJSON_AddNumberToObject(miss, "belady", (double)ss->belady_misses / acc);
-                cJSON_AddNumberToObject(miss, "lru", (double)ss->lru_misses / acc);
-                cJSON_AddNumberToObject(miss, "static", (double)ss->static_misses / acc);
-            }
+        /* the figures only this run's strategy has (its stats table) */
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(l->strategy); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(l->strategy, k);
+            cJSON *parent = io;
+            if (f->group && !(parent = cJSON_GetObjectItemCaseSensitive(io, f->group)))
+                parent = cJSON_AddObjectToObject(io, f->group);
+            if (parent)
+                cJSON_AddNumberToObject(parent, f->key, f->value(ss));
         }
     }
     cJSON *topo = cJSON_AddObjectToObject(o, "topology");

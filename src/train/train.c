@@ -16,6 +16,7 @@
  * Ownership: everything created here is freed before returning.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -66,6 +67,55 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
     }
 }
 
+int oc_train_opts_set(struct oc_train_opts *o, const char *name, double value, struct oc_err *err)
+{
+    uint32_t strategy;
+    const struct oc_store_opt *opt;
+    if (oc_store_opt_find(name, &strategy, &opt) != OC_OK)
+        return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", name ? name : "(null)");
+    uint32_t k = 0;
+    while (k < o->n_store_opts && strcmp(o->store_opts[k].name, opt->name) != 0)
+        k++;
+    if (k == OC_TRAIN_MAX_STORE_OPTS)
+        return OC_ERR(err, OC_ERR_ARG, "more than %d strategy options", OC_TRAIN_MAX_STORE_OPTS);
+    o->store_opts[k].name = opt->name;
+    o->store_opts[k].value = value;
+    if (k == o->n_store_opts)
+        o->n_store_opts++;
+    return OC_OK;
+}
+
+double oc_train_opts_get(const struct oc_train_opts *o, const char *name, double dflt)
+{
+    for (uint32_t k = 0; k < o->n_store_opts; k++)
+        if (strcmp(o->store_opts[k].name, name) == 0)
+            return o->store_opts[k].value;
+    return dflt;
+}
+
+/*
+ * Each strategy option given belongs to the chosen strategy and has a valid
+ * value; with cfg, the values are stored into it.
+ */
+static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store_config *cfg,
+                                  struct oc_err *err)
+{
+    const char *name = o->strategy ? o->strategy : "memory";
+    for (uint32_t k = 0; k < o->n_store_opts; k++) {
+        uint32_t owner;
+        const struct oc_store_opt *opt;
+        if (oc_store_opt_find(o->store_opts[k].name, &owner, &opt) != OC_OK)
+            return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", o->store_opts[k].name);
+        if (strcmp(oc_store_strategy_name(owner), name) != 0)
+            return OC_ERR(err, OC_ERR_ARG, "--%s needs --strategy %s", opt->name,
+                          oc_store_strategy_name(owner));
+        int rc = oc_store_opt_apply(opt, o->store_opts[k].value, cfg, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
 int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
 {
     if ((unsigned)o->model >= OC_NN_MODEL_KIND_COUNT)
@@ -89,10 +139,12 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--hidden must be at least 1");
     if (o->heads == 0)
         return OC_ERR(err, OC_ERR_ARG, "--heads must be at least 1");
-    if (!(o->lr > 0.0f))
-        return OC_ERR(err, OC_ERR_ARG, "--lr must be positive");
-    if (!(o->weight_decay >= 0.0f))
-        return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be >= 0");
+    if (o->epochs == 0)
+        return OC_ERR(err, OC_ERR_ARG, "--epochs must be at least 1");
+    if (!(o->lr > 0.0f) || !isfinite(o->lr))
+        return OC_ERR(err, OC_ERR_ARG, "--lr must be a positive finite number");
+    if (!(o->weight_decay >= 0.0f) || !isfinite(o->weight_decay))
+        return OC_ERR(err, OC_ERR_ARG, "--weight-decay must be a finite number >= 0");
     if (!(o->dropout >= 0.0f && o->dropout < 1.0f))
         return OC_ERR(err, OC_ERR_ARG, "--dropout must be in [0, 1)");
     if (!(o->input_dropout < 1.0f))
@@ -101,7 +153,11 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--eval must be full or sampled");
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
-    return OC_OK;
+    uint32_t index;
+    int rc = oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
+    if (rc)
+        return rc;
+    return train_store_opts_apply(o, NULL, err);
 }
 
 static uint64_t train_peak_rss_bytes(void)
@@ -125,6 +181,7 @@ struct run {
     struct train_eval *eval;
     struct train_log *log;
     struct train_labels labels;
+    uint32_t strategy; /* index in the store registry */
 };
 
 static void run_deinit(struct run *r)
@@ -142,36 +199,46 @@ static void run_deinit(struct run *r)
 }
 
 /*
- * Bytes the run needs besides the feature store: the batch pipeline's slots
- * (each holds one batch's gathered input rows; depth + 1 of them) and the
- * layer activations and gradients of the largest batch (estimated from the
- * fanouts, capped at the node count), or exact inference's whole-graph layer
- * outputs — and the model with its Adam state. The store gets what the
- * budget leaves.
+ * Bytes the run needs besides the feature store, counting what coexists:
+ * the batch pipeline's depth + 1 row buffers and its sampled batches stay
+ * allocated while the trainer evaluates (the next epoch is sampled ahead
+ * then), so they add to the larger of the training step's activations and
+ * gradients and evaluation's buffers; plus the model with its Adam state.
+ * Batch sizes are estimated from the fanouts (capped at the node count);
+ * exact inference bounds its chunks by train_eval_chunk_rows, so its
+ * reservation holds. The store gets what the budget leaves.
  */
 static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
                                   uint32_t depth)
 {
-    uint64_t seeds = o->batch_size;
-    if (o->eval == OC_TRAIN_EVAL_SAMPLED && o->eval_batch_size > seeds)
-        seeds = o->eval_batch_size;
-    uint64_t n = seeds; /* input rows of the largest batch: seeds x prod(1 + fanout), at most N */
+    const struct train_data *d = &r->data;
+    uint64_t n = o->batch_size; /* input rows of a batch: seeds x prod(1 + fanout), at most N */
     for (uint32_t l = 0; l < o->n_layers; l++) {
-        uint64_t f = o->fanouts[l] < 0 ? r->data.n_nodes : (uint64_t)o->fanouts[l] + 1;
-        n = n > r->data.n_nodes / f ? r->data.n_nodes : n * f;
+        uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
+        n = n > d->n_nodes / f ? d->n_nodes : n * f;
     }
     uint64_t width = o->hidden * o->heads;
-    /* gathered rows per slot, then activations and gradients per layer */
-    uint64_t train = n * ((depth + 1) * r->data.feat_dim + 4 * width * o->n_layers) * sizeof(float);
-    /* exact inference keeps two whole-graph layer outputs and one chunk's inputs */
-    uint64_t eval = 0;
+    uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
+    /* gathered rows, plus ids and block arrays (about 16 B a row), per slot */
+    uint64_t pipe = n * (depth + 1) * (d->feat_dim * sizeof(float) + 16);
+    uint64_t step = n * 4 * width * o->n_layers * sizeof(float);
+    uint64_t eval;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
-        uint64_t chunk =
-            o->eval_batch_size * 16 < r->data.n_nodes ? o->eval_batch_size * 16 : r->data.n_nodes;
-        eval = (2 * r->data.n_nodes * (width + r->data.n_classes) + chunk * r->data.feat_dim) *
-               sizeof(float);
+        /* two whole-graph layer outputs (ping-pong), node ids, and one chunk's
+         * inputs, their ids, degrees and block, and the layer's workspace */
+        uint64_t out = width > d->n_classes ? width : d->n_classes;
+        uint64_t chunk = train_eval_chunk_rows(d, o);
+        eval = 2 * d->n_nodes * out * sizeof(float) + d->n_nodes * sizeof(uint64_t) +
+               chunk * (2 * widest * sizeof(float) + 32);
+    } else {
+        uint64_t m = o->eval_batch_size; /* sampled evaluation batches, outside the pipeline */
+        for (uint32_t l = 0; l < o->n_layers; l++) {
+            uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
+            m = m > d->n_nodes / f ? d->n_nodes : m * f;
+        }
+        eval = m * (d->feat_dim * sizeof(float) + 16 + 4 * width * o->n_layers * sizeof(float));
     }
-    return (train > eval ? train : eval) + oc_nn_model_state_bytes(r->model);
+    return pipe + (step > eval ? step : eval) + oc_nn_model_state_bytes(r->model);
 }
 
 static int run_open_store(struct run *r, const struct oc_train_opts *o, const char *dir,
@@ -191,25 +258,22 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
         return rc;
     }
     const char *name = o->strategy ? o->strategy : "memory";
-    uint32_t index;
-    rc = oc_store_strategy_find(name, &index, err);
+    rc = oc_store_strategy_find(name, &r->strategy, err);
     if (rc)
         return rc;
+    uint32_t index = r->strategy;
     struct oc_store_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.ds = r->data.ds;
     cfg.graph = &r->data.graph;
     cfg.pool = r->pool;
-    cfg.hotness = o->hotness;
     cfg.sample_opts = &so;
     cfg.first_epoch = first_epoch;
     cfg.n_epochs = o->epochs;
     cfg.plan_dir = plan_dir;
-    cfg.superbatch = o->superbatch;
-    cfg.n_extractors = o->n_extractors;
-    cfg.reorder = o->reorder;
     cfg.reuse_samples = o->reuse_samples;
-    cfg.disk_budget = o->disk_budget;
+    if ((rc = train_store_opts_apply(o, &cfg, err)))
+        return rc;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
     cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     cfg.batch_size = o->batch_size;
@@ -230,12 +294,17 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,
                           "--mem-budget %s is too small: topology, labels and model hold %s and "
-                          "one batch needs about %s before any feature store (smaller --batch, "
-                          "--eval-batch or --fanout need less)",
+                          "the batches in flight with their activations, or evaluation, need "
+                          "about %s before any feature store (smaller --batch, --eval-batch or "
+                          "--fanout need less)",
                           oc_format_size(o->mem_budget, a, sizeof(a)),
                           oc_format_size(held, b, sizeof(b)), oc_format_size(work, c, sizeof(c)));
         }
         cfg.mem_bytes = o->mem_budget - held - work;
+        char a[32], b[32], c[32];
+        oc_log(OC_LOG_DEBUG, "memory budget: %s held at start, %s working set, %s for the store",
+               oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
+               oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);
@@ -331,6 +400,12 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     struct oc_nn_loss loss;
     if ((rc = oc_nn_model_loss(r->model, r->labels.labels, &loss, err)))
         return rc;
+    /* A NaN or Inf loss would poison every weight through Adam: stop here. */
+    if (!isfinite(loss.loss))
+        return OC_ERR(err, OC_ERR_NUMERIC,
+                      "the loss is %f: training diverged (try a smaller --lr; imported "
+                      "features are checked to be finite unless --allow-nonfinite was given)",
+                      (double)loss.loss);
     double t3 = oc_now_s();
     st->forward_s += t3 - t2;
     if ((rc = oc_nn_model_backward(r->model, err)))
@@ -371,7 +446,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
         goto out;
     if (o->log_path &&
-        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, &r.log, err)))
+        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log, err)))
         goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);

@@ -33,6 +33,15 @@ struct train_data {
     uint64_t *out_deg; /* out-degree in the whole graph, self-edges excluded */
 };
 
+/*
+ * Input rows one chunk of exact inference may gather: eval_batch_size x 16
+ * (at most N), raised to the largest in-degree + 1 so one destination always
+ * fits. Chunks are cut so the sum of their destinations' in-degree + 1 (a
+ * bound on their input rows) stays within it, so the run's memory estimate
+ * holds on skewed graphs.
+ */
+uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o);
+
 /* Loads everything but features; with topo_opts != NULL the indices stay on disk. */
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
                     struct train_data *d, struct oc_err *err);
@@ -119,7 +128,8 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
 
 struct train_log;
 /* Opens path for appending after truncating it to keep_bytes (resume) or to 0. */
-int train_log_open(const char *path, uint64_t keep_bytes, struct train_log **out,
+/* strategy: the run's index in the store registry (its stats table is logged). */
+int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, struct train_log **out,
                    struct oc_err *err);
 void train_log_close(struct train_log *l);
 /* Appends one epoch object; *bytes = file size after it (durable). */

@@ -35,6 +35,7 @@
  * and their files under DIR/plan/diskgnn/) and the evaluation reader.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,6 +336,58 @@ static void dg_free(struct oc_store *s)
     s->impl = NULL;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt diskgnn_opts[] = {
+    {"disk-budget", OC_STORE_OPT_F64, "X", NULL,
+     "bound on its packed files on disk, as a multiple of the feature file's size (default "
+     "unlimited)",
+     offsetof(struct oc_store_config, disk_budget), 0, 0},
+};
+
+static double dg_packed(const struct oc_store_stats *s)
+{
+    return oc_store_stats_hit_ratio(s, OC_STORE_TIER_PACKED);
+}
+static double dg_disk_cache(const struct oc_store_stats *s)
+{
+    return oc_store_stats_hit_ratio(s, OC_STORE_TIER_DISK_CACHE);
+}
+static double dg_plan_total_s(const struct oc_store_stats *s)
+{
+    return (double)(s->plan_sample_us + s->plan_pack_us) / 1e6;
+}
+static double dg_sample_s(const struct oc_store_stats *s)
+{
+    return (double)s->plan_sample_us / 1e6;
+}
+static double dg_pack_s(const struct oc_store_stats *s)
+{
+    return (double)s->plan_pack_us / 1e6;
+}
+static double dg_graph_read_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->graph_read_bytes;
+}
+static double dg_file_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->plan_file_bytes;
+}
+
+/*
+ * Shares of the packed chunks and segment caches; offline sampling and
+ * packing times since open (totals), blocks read with the chunks, window
+ * files on disk now.
+ */
+static const struct oc_store_stat diskgnn_stat_table[] = {
+    {NULL, "packed_ratio", "Packed", OC_STORE_STAT_RATIO, dg_packed},
+    {NULL, "disk_cache_ratio", "Disk cache", OC_STORE_STAT_RATIO, dg_disk_cache},
+    {NULL, "plan_total_s", "Plan total", OC_STORE_STAT_SECONDS, dg_plan_total_s},
+    {"plan", "sample_s", NULL, OC_STORE_STAT_SECONDS, dg_sample_s},
+    {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
+    {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
+    {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
+};
+
 const struct store_strategy oc_store_diskgnn = {
     .name = "diskgnn",
     .summary = "offline-sampled windows packed into per-batch chunks and MinHash-ordered "
@@ -345,4 +398,8 @@ const struct store_strategy oc_store_diskgnn = {
     .load_batch = dg_load_batch,
     .stats = dg_stats,
     .free = dg_free,
+    .opts = diskgnn_opts,
+    .n_opts = sizeof(diskgnn_opts) / sizeof(diskgnn_opts[0]),
+    .stat_table = diskgnn_stat_table,
+    .n_stats = sizeof(diskgnn_stat_table) / sizeof(diskgnn_stat_table[0]),
 };

@@ -56,6 +56,7 @@
  * when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "store/ginex/ginex_int.h"
@@ -596,6 +597,37 @@ uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
     return g ? g->max_acc : 0;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt ginex_opts[] = {
+    {"superbatch", OC_STORE_OPT_U32, "S", NULL,
+     "batches sampled ahead per superbatch (default: derived from the budget)",
+     offsetof(struct oc_store_config, superbatch), 1, 0},
+};
+
+static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)
+{
+    return s->trace_accesses ? (double)misses / (double)s->trace_accesses : 0.0;
+}
+static double ginex_miss_belady(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->belady_misses);
+}
+static double ginex_miss_lru(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->lru_misses);
+}
+static double ginex_miss_static(const struct oc_store_stats *s)
+{
+    return ginex_miss(s, s->static_misses);
+}
+
+/* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
+static const struct oc_store_stat ginex_stat_table[] = {
+    {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady},
+    {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru},
+    {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static},
+};
+
 const struct store_strategy oc_store_ginex = {
     .name = "ginex",
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
@@ -605,4 +637,8 @@ const struct store_strategy oc_store_ginex = {
     .gather_batch = ginex_gather_batch,
     .stats = ginex_stats,
     .free = ginex_free,
+    .opts = ginex_opts,
+    .n_opts = sizeof(ginex_opts) / sizeof(ginex_opts[0]),
+    .stat_table = ginex_stat_table,
+    .n_stats = sizeof(ginex_stat_table) / sizeof(ginex_stat_table[0]),
 };

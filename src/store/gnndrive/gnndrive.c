@@ -74,6 +74,7 @@
  * threads; oc_store_free stops and joins the threads before freeing.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -689,6 +690,25 @@ static uint32_t gd_lookahead(const struct oc_store *s)
     return g && g->pipeline ? g->n_records : 0;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt gnndrive_opts[] = {
+    {"extractors", OC_STORE_OPT_U32, "N", NULL, "extractor threads (2)",
+     offsetof(struct oc_store_config, n_extractors), 1, 0},
+    {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
+     "train batches in completion order, as GNNDrive (not bitwise reproducible)",
+     offsetof(struct oc_store_config, reorder), 0, 1},
+};
+
+static double gd_standby_reuse(const struct oc_store_stats *s)
+{
+    return (double)s->standby_hits / (double)(s->requested_rows ? s->requested_rows : 1);
+}
+
+/* Rows reused from released buffer slots (the standby LRU list), per requested row. */
+static const struct oc_store_stat gnndrive_stat_table[] = {
+    {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse},
+};
+
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
     .summary = "asynchronous extraction: io_uring extractors, trainer and releaser "
@@ -702,4 +722,8 @@ const struct store_strategy oc_store_gnndrive = {
     .lookahead = gd_lookahead,
     .stats = gd_stats,
     .free = gd_free,
+    .opts = gnndrive_opts,
+    .n_opts = sizeof(gnndrive_opts) / sizeof(gnndrive_opts[0]),
+    .stat_table = gnndrive_stat_table,
+    .n_stats = sizeof(gnndrive_stat_table) / sizeof(gnndrive_stat_table[0]),
 };

@@ -36,6 +36,7 @@
  * the rest holds the lookup and as many rows as fit (possibly none).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "store/store_int.h"
@@ -191,6 +192,13 @@ uint64_t oc_store_static_n_cached(const struct oc_store *s)
     return ((const struct static_store *)s->impl)->cache.n;
 }
 
+/* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
+static const struct oc_store_opt static_opts[] = {
+    {"hotness", OC_STORE_OPT_CHOICE, NULL, "degree|presample",
+     "cache rows by in-degree or by access counts of a pre-sampled epoch",
+     offsetof(struct oc_store_config, hotness), 0, 0},
+};
+
 const struct store_strategy oc_store_static = {
     .name = "static",
     .summary = "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched "
@@ -199,4 +207,6 @@ const struct store_strategy oc_store_static = {
     .gather = static_gather,
     .stats = static_stats,
     .free = static_free,
+    .opts = static_opts,
+    .n_opts = sizeof(static_opts) / sizeof(static_opts[0]),
 };

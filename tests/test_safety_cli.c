@@ -1,0 +1,311 @@
+/*
+ * test_safety_cli.c — what the CLI may touch and when it refuses, run as a
+ * user would (the offcore binary, OC_BIN, in a child with a timeout):
+ *   - demo deletes nothing it did not create: a directory with other files, a
+ *     regular file and a damaged dataset given as --dir are refused and left
+ *     byte for byte as they were; an empty --dir is filled;
+ *   - a run whose start-up budget check passes does not fail later for want
+ *     of memory: each run of a budget sweep either refuses before its first
+ *     epoch or trains every epoch (issue commands: static/gnndrive at 64M/80M);
+ *   - diverging training (--lr 1e30) stops with an error naming the epoch and
+ *     batch (the loss went NaN) and prints no weights hash; --lr inf and --epochs 0 are refused;
+ *   - control characters in a dataset's name never reach the terminal raw.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "offcore/generate.h"
+#include "offcore/io.h"
+#include "proc_util.h"
+
+#define RUN_TIMEOUT_S 120
+
+struct run_out {
+    int code;
+    char *out, *err; /* oc_free */
+};
+
+/* Runs `offcore args...` with a timeout; a run that hangs is killed and reported as -2. */
+static void run_cli(const char *const args[], struct run_out *r)
+{
+    const char *tmp = oc_test_tmpdir();
+    char out[700], errp[700];
+    snprintf(out, sizeof(out), "%s/stdout", tmp);
+    snprintf(errp, sizeof(errp), "%s/stderr", tmp);
+    char *argv[40];
+    int n = 0;
+    argv[n++] = getenv("OC_BIN");
+    for (; args[n - 1] && n < 39; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = proc_spawn2(argv, out, errp);
+    int st = 0;
+    r->code = -1;
+    for (int ms = 0; pid > 0; ms += 20) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid) {
+            r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+            break;
+        }
+        if (ms > RUN_TIMEOUT_S * 1000) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            r->code = -2;
+            break;
+        }
+        usleep(20000);
+    }
+    size_t len;
+    struct oc_err err;
+    if (oc_read_file(out, 0, &r->out, &len, &err) != OC_OK)
+        r->out = NULL;
+    if (oc_read_file(errp, 0, &r->err, &len, &err) != OC_OK)
+        r->err = NULL;
+}
+
+static void run_free(struct run_out *r)
+{
+    oc_free(r->out);
+    oc_free(r->err);
+}
+
+static int has(const char *text, const char *what)
+{
+    return text && strstr(text, what);
+}
+
+/* Generates a small dataset into dir (n nodes, 128-dim features). */
+static void make_dataset(const char *dir, uint64_t n_nodes)
+{
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = n_nodes;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, dir, NULL, &err), &err);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    char *data = NULL;
+    struct oc_err err;
+    if (oc_read_file(path, 0, &data, len, &err) != OC_OK)
+        return NULL;
+    return data;
+}
+
+OC_TEST(demo_refuses_a_directory_it_did_not_create_and_deletes_nothing)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char u[1100], thesis[1200], ch1[1300];
+    snprintf(u, sizeof(u), "%s/u", tmp);
+    snprintf(thesis, sizeof(thesis), "%s/thesis", u);
+    snprintf(ch1, sizeof(ch1), "%s/ch1.tex", thesis);
+    struct oc_err err;
+    OC_CHECK_OK(oc_mkdir_p(thesis, &err), &err);
+    OC_CHECK_OK(oc_write_file_atomic(ch1, "x\n", 2, &err), &err);
+    const char *args[] = {"demo", "--dir", u, "--quiet", NULL};
+    struct run_out r;
+    run_cli(args, &r);
+    OC_CHECK(r.code == 1);
+    OC_CHECK(has(r.err, u) && has(r.err, "not a valid offcore dataset"));
+    size_t len = 0;
+    char *kept = slurp(ch1, &len);
+    OC_CHECK(kept && len == 2 && memcmp(kept, "x\n", 2) == 0);
+    oc_free(kept);
+    run_free(&r);
+
+    /* a regular file given as --dir stays as it is */
+    char file[1100];
+    snprintf(file, sizeof(file), "%s/plain-file", tmp);
+    OC_CHECK_OK(oc_write_file_atomic(file, "keep me", 7, &err), &err);
+    const char *args2[] = {"demo", "--dir", file, "--quiet", NULL};
+    run_cli(args2, &r);
+    OC_CHECK(r.code == 1 && has(r.err, "not a directory"));
+    kept = slurp(file, &len);
+    OC_CHECK(kept && len == 7 && memcmp(kept, "keep me", 7) == 0);
+    oc_free(kept);
+    run_free(&r);
+}
+
+OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[1100], labels[1200];
+    snprintf(ds, sizeof(ds), "%s/ds", tmp);
+    snprintf(labels, sizeof(labels), "%s/labels.npy", ds);
+    make_dataset(ds, 2000);
+    /* one byte of the labels flipped: a CRC mismatch */
+    size_t len = 0;
+    char *data = slurp(labels, &len);
+    OC_CHECK(data && len > 4200);
+    if (!data)
+        return;
+    data[4200] ^= 1;
+    struct oc_err err;
+    OC_CHECK_OK(oc_write_file_atomic(labels, data, len, &err), &err);
+    const char *args[] = {"demo", "--dir", ds, "--quiet", NULL};
+    struct run_out r;
+    run_cli(args, &r);
+    OC_CHECK(r.code == 1 && has(r.err, ds));
+    size_t len2 = 0;
+    char *after = slurp(labels, &len2);
+    OC_CHECK(after && len2 == len && memcmp(after, data, len) == 0);
+    oc_free(after);
+    oc_free(data);
+    run_free(&r);
+
+    /* an empty directory is where the demo dataset may go */
+    char empty[1100];
+    snprintf(empty, sizeof(empty), "%s/empty", tmp);
+    OC_CHECK(mkdir(empty, 0755) == 0);
+    const char *args2[] = {"demo", "--dir", empty, "--quiet", NULL};
+    run_cli(args2, &r);
+    OC_CHECK(r.code == 0 && has(r.out, "weights_sha256"));
+    char manifest[1200];
+    snprintf(manifest, sizeof(manifest), "%s/manifest.json", empty);
+    OC_CHECK(oc_path_exists(manifest));
+    run_free(&r);
+}
+
+/*
+ * A run either refuses at start (before any epoch line) or trains every
+ * epoch: the budget check at start accounts for everything the run later
+ * holds at once.
+ */
+OC_TEST(a_run_that_passes_the_budget_check_finishes)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[1100];
+    snprintf(ds, sizeof(ds), "%s/g100k", tmp);
+    make_dataset(ds, 100000);
+    /* the issue's commands first, then a sweep across the threshold */
+    static const struct {
+        const char *strategy, *budget, *epochs;
+    } runs[] = {
+        {"static", "64M", "3"},   {"static", "80M", "3"},   {"gnndrive", "64M", "3"},
+        {"gnndrive", "80M", "3"}, {"static", "48M", "2"},   {"static", "56M", "2"},
+        {"gnndrive", "56M", "2"}, {"gnndrive", "72M", "2"}, {"direct", "48M", "2"},
+        {"direct", "56M", "2"},   {"direct", "72M", "2"},
+    };
+    int n_trained = 0, n_refused = 0;
+    for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+        const char *args[] = {"train",        ds,
+                              "--strategy",   runs[i].strategy,
+                              "--epochs",     runs[i].epochs,
+                              "--batch",      "500",
+                              "--fanout",     "5,5",
+                              "--eval-batch", "1000",
+                              "--quiet",      "--mem-budget",
+                              runs[i].budget, NULL};
+        struct run_out r;
+        run_cli(args, &r);
+        char last[32];
+        snprintf(last, sizeof(last), "Epoch %05d", atoi(runs[i].epochs) - 1);
+        int refused = r.code == 1 && !has(r.out, "Epoch 00000") &&
+                      (has(r.err, "too small") || has(r.err, "the store's budget is"));
+        int trained = r.code == 0 && has(r.out, last) && has(r.out, "weights_sha256");
+        if (!(refused || trained))
+            fprintf(stderr, "  %s --mem-budget %s: exit %d\n  stdout: %s\n  stderr: %s\n",
+                    runs[i].strategy, runs[i].budget, r.code, r.out ? r.out : "",
+                    r.err ? r.err : "");
+        OC_CHECK(refused || trained);
+        n_trained += trained;
+        n_refused += refused;
+        run_free(&r);
+    }
+    OC_CHECK(n_trained > 0 && n_refused > 0); /* the sweep crosses the threshold */
+}
+
+OC_TEST(diverging_training_stops_naming_epoch_and_batch)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[1100];
+    snprintf(ds, sizeof(ds), "%s/ds", tmp);
+    make_dataset(ds, 5000);
+    const char *args[] = {"train", ds, "--lr", "1e30", "--epochs", "3", "--quiet", NULL};
+    struct run_out r;
+    run_cli(args, &r);
+    OC_CHECK(r.code == 1 && has(r.err, "epoch ") && has(r.err, " batch ") &&
+             has(r.err, "diverged"));
+    OC_CHECK(!has(r.out, "weights_sha256"));
+    run_free(&r);
+    static const struct {
+        const char *flag, *value, *message;
+    } bad[] = {
+        {"--lr", "inf", "--lr must be a positive finite number"},
+        {"--lr", "nan", "--lr"},
+        {"--weight-decay", "inf", "--weight-decay must be a finite number"},
+        {"--epochs", "0", "--epochs must be at least 1"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *a[] = {"train", ds, bad[i].flag, bad[i].value, "--quiet", NULL};
+        run_cli(a, &r);
+        if (!(r.code == 2 && has(r.err, bad[i].message)))
+            fprintf(stderr, "  %s %s: exit %d, stderr: %s\n", bad[i].flag, bad[i].value, r.code,
+                    r.err ? r.err : "");
+        OC_CHECK(r.code == 2 && has(r.err, bad[i].message));
+        run_free(&r);
+    }
+}
+
+/* Replaces "name": "<old>" in manifest.json by the given JSON string body. */
+static int set_manifest_name(const char *ds, const char *json_name)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/manifest.json", ds);
+    size_t len = 0;
+    char *m = slurp(path, &len);
+    if (!m)
+        return -1;
+    char *k = strstr(m, "\"name\"");
+    char *q1 = k ? strchr(k + 6, '"') : NULL;
+    char *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
+    int rc = -1;
+    if (q2) {
+        size_t cap = len + strlen(json_name) + 1;
+        char *out = malloc(cap);
+        int n = snprintf(out, cap, "%.*s%s%s", (int)(q1 + 1 - m), m, json_name, q2);
+        struct oc_err err;
+        rc = n > 0 && oc_write_file_atomic(path, out, (size_t)n, &err) == OC_OK ? 0 : -1;
+        free(out);
+    }
+    oc_free(m);
+    return rc;
+}
+
+OC_TEST(control_characters_in_a_name_never_reach_the_terminal)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[1100];
+    snprintf(ds, sizeof(ds), "%s/ds", tmp);
+    make_dataset(ds, 2000);
+    OC_CHECK(set_manifest_name(ds, "evil\\u001b[2J\\u0007\\u009b31m") == 0);
+    const char *args[] = {"info", ds, NULL};
+    struct run_out r;
+    run_cli(args, &r);
+    /* accepted (name escaped) or refused (the message escapes it): never raw */
+    OC_CHECK(r.code == 0 || r.code == 1);
+    for (const char *t = r.out; t && *t; t++)
+        OC_CHECK(*t != '\033' && *t != '\007');
+    for (const char *t = r.err; t && *t; t++)
+        OC_CHECK(*t != '\033' && *t != '\007');
+    OC_CHECK(!has(r.out, "\xc2\x9b") && !has(r.err, "\xc2\x9b"));
+    run_free(&r);
+}
+
+OC_TEST_MAIN()

@@ -12,8 +12,9 @@
  *
  * A crash leaves at most a "<out>.tmp-..." directory, never a partial <out>;
  * an interrupted CLI removes it (registry, io.h) and kill -9's is removed by
- * the next builder of <out> (oc_tmp_clean_stale). Content is not validated here (oc_dataset_open does that), only the
- * manifest's consistency with the files written.
+ * the next builder of <out> (oc_tmp_clean_stale). Content is not validated
+ * here (oc_dataset_open does that), only the manifest's consistency with the
+ * files written.
  *
  * Place in the data flow: dataset; importers, the generator and the edge
  * sorter write through it.

@@ -21,9 +21,10 @@
  * that would take its accesses past max_acc (that batch, already sampled,
  * opens the next superbatch), so the inspector's memory stays within its
  * share of the budget whatever the batches' real sizes. Its file,
- * PLAN/ginex-<key>/sb-<first>.ocsb (PLAN: --plan-dir, default DIR/plan; key: FNV-1a of the dataset's
- * topology checksums, the sampling options, the batch size and the training
- * ids; <first> = epoch x batches per epoch + batch of its first batch):
+ * PLAN/ginex-<key>/sb-<first>.ocsb (PLAN: --plan-dir, default DIR/plan;
+ * key: FNV-1a of the dataset's topology checksums, the sampling options,
+ * the batch size and the training ids; <first> = epoch x batches per epoch
+ * + batch of its first batch):
  *
  *   per batch:  u64 length, then the batch's record (oc_sample_batch_serialize,
  *               with its own CRC), n times

@@ -172,6 +172,15 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
     int rc;
     if (b->committed)
         return OC_ERR(err, OC_ERR_ARG, "%s: builder already committed", b->out);
+    /*
+     * A name from a directory or a source's metadata may hold control
+     * characters; the manifest's may not: each becomes '_'.
+     */
+    for (char *c; (c = (char *)oc_manifest_name_ctl(b->m.name)) != NULL;) {
+        if ((unsigned char)c[0] == 0xc2)
+            memmove(c, c + 1, strlen(c)); /* C1: two bytes become one '_' */
+        *c = '_';
+    }
     if ((rc = oc_manifest_format(&b->m, &text, err)))
         return rc;
     /* The manifest must read back: catches missing arrays and bad counts now. */

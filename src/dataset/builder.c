@@ -200,8 +200,16 @@ int oc_ds_builder_commit(struct oc_ds_builder *b, struct oc_err *err)
         rc = OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", b->out);
         goto out;
     }
-    if ((rc = oc_rename_durable(b->tmp, b->out, err)))
+    if ((rc = oc_rename_durable(b->tmp, b->out, err))) {
+        /*
+         * The rename may have happened and the directory fsync after it
+         * failed: the dataset would stand at out, not durable, after a failed
+         * commit. Take it back so the failure leaves nothing at out.
+         */
+        if (!oc_path_exists(b->tmp) && oc_path_exists(b->out) && rename(b->out, b->tmp) != 0)
+            oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted dataset", b->out);
         goto out;
+    }
     b->committed = 1;
 out:
     oc_free(text);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 
@@ -260,21 +261,23 @@ OC_TEST(alloc_faults)
     struct oc_manifest m;
     struct oc_err err;
     uint64_t live0 = oc_mem_n_live();
-    for (uint64_t nth = 1; nth < 20; nth++) {
-        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
-        int rc = parse_sub(NULL, NULL, &m, &err);
-        char *text = NULL;
-        if (rc == OC_OK)
-            rc = oc_manifest_format(&m, &text, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        oc_free(text);
-        if (!fired) {
-            OC_CHECK(rc == OC_OK);
-            break;
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        for (uint64_t nth = 1; nth < 20; nth++) {
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = parse_sub(NULL, NULL, &m, &err);
+            char *text = NULL;
+            if (rc == OC_OK)
+                rc = oc_manifest_format(&m, &text, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            oc_free(text);
+            if (!fired) {
+                OC_CHECK(rc == OC_OK);
+                break;
+            }
+            OC_CHECK(rc == OC_ERR_NOMEM);
+            OC_CHECK(oc_mem_n_live() == live0);
         }
-        OC_CHECK(rc == OC_ERR_NOMEM);
-        OC_CHECK(oc_mem_n_live() == live0);
     }
 }
 

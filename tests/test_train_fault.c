@@ -114,10 +114,14 @@ struct fault_case {
 };
 
 static const struct fault_case cases[] = {
-    {OC_FAULT_ALLOC, ENOMEM, 6, "alloc ENOMEM"}, {OC_FAULT_READ, EIO, 6, "read EIO"},
-    {OC_FAULT_READ, 0, 12, "short read"},        {OC_FAULT_WRITE, ENOSPC, 4, "write ENOSPC"},
-    {OC_FAULT_OPEN, EACCES, 0, "open EACCES"},   {OC_FAULT_OPEN, EMFILE, 8, "open EMFILE"},
-    {OC_FAULT_FSYNC, EIO, 0, "fsync EIO"},       {OC_FAULT_RENAME, ENOSPC, 0, "rename ENOSPC"},
+    {OC_FAULT_ALLOC, ENOMEM, 6, "alloc ENOMEM"},
+    {OC_FAULT_READ, EIO, 6, "read EIO"},
+    {OC_FAULT_READ, 0, 12, "short read"},
+    {OC_FAULT_WRITE, ENOSPC, 4, "write ENOSPC"},
+    {OC_FAULT_OPEN, EACCES, 0, "open EACCES"},
+    {OC_FAULT_OPEN, EMFILE, 8, "open EMFILE"},
+    {OC_FAULT_FSYNC, EIO, 0, "fsync EIO"},
+    {OC_FAULT_RENAME, ENOSPC, 0, "rename ENOSPC"},
     {OC_FAULT_URING_SETUP, ENOSYS, 0, "io_uring setup ENOSYS"},
 };
 

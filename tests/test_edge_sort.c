@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "dataset/edge_sort_int.h"
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 #include "offcore/io.h"
@@ -280,8 +281,8 @@ OC_TEST(sort_rejects_out_of_range_and_misuse)
 }
 
 /* Sorts `e` with faults armed; returns whether the fault fired. */
-static int sort_with_fault(const struct edges *e, enum oc_fault_kind kind, uint64_t nth, int errv,
-                           uint64_t mem)
+static int sort_with_fault(const struct edges *e, int mode, enum oc_fault_kind kind, uint64_t nth,
+                           int errv, uint64_t mem)
 {
     struct oc_err err;
     oc_err_clear(&err);
@@ -297,7 +298,7 @@ static int sort_with_fault(const struct edges *e, enum oc_fault_kind kind, uint6
         return 0;
     char tmp[800];
     snprintf(tmp, sizeof(tmp), "%s", oc_ds_builder_tmp_dir(b));
-    oc_fault_arm(kind, nth, errv);
+    fault_arm_mode(mode, kind, nth, errv);
     rc = oc_edge_sorter_new(&o, tmp, &s, &err);
     for (size_t i = 0; rc == OC_OK && i < e->n; i += 1000)
         rc = oc_edge_sorter_add(s, e->src + i, e->dst + i, e->n - i < 1000 ? e->n - i : 1000, &err);
@@ -306,8 +307,8 @@ static int sort_with_fault(const struct edges *e, enum oc_fault_kind kind, uint6
     int fired = oc_fault_fired(kind);
     oc_fault_disarm_all();
     if (fired && rc == OC_OK) {
-        fprintf(stderr, "  fault %d #%llu fired but the sort succeeded\n", (int)kind,
-                (unsigned long long)nth);
+        fprintf(stderr, "  %s fault %d #%llu fired but the sort succeeded\n", fault_mode_name(mode),
+                (int)kind, (unsigned long long)nth);
         OC_CHECK(rc != OC_OK);
     }
     if (!fired)
@@ -317,8 +318,8 @@ static int sort_with_fault(const struct edges *e, enum oc_fault_kind kind, uint6
     OC_CHECK(count_entries(tmp, "edge-sort") == 0);
     oc_ds_builder_free(b);
     if (oc_mem_n_live() != live) {
-        fprintf(stderr, "  leak after fault %d #%llu: %s\n", (int)kind, (unsigned long long)nth,
-                err.msg);
+        fprintf(stderr, "  leak after %s fault %d #%llu: %s\n", fault_mode_name(mode), (int)kind,
+                (unsigned long long)nth, err.msg);
         OC_CHECK(oc_mem_n_live() == live);
     }
     return fired;
@@ -331,15 +332,15 @@ OC_TEST(sort_fault_loops)
     const struct {
         enum oc_fault_kind kind;
         int errv;
-    } faults[] = {{OC_FAULT_ALLOC, ENOMEM},
-                  {OC_FAULT_READ, EIO},
-                  {OC_FAULT_READ, 0},
-                  {OC_FAULT_WRITE, ENOSPC},
-                  {OC_FAULT_WRITE, EIO}};
-    for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]); f++) {
+    } faults[] = {{OC_FAULT_ALLOC, ENOMEM}, {OC_FAULT_READ, EIO},  {OC_FAULT_READ, 0},
+                  {OC_FAULT_WRITE, ENOSPC}, {OC_FAULT_WRITE, EIO}, {OC_FAULT_OPEN, EMFILE}};
+    for (size_t fm = 0; fm < FAULT_MODE_COUNT * sizeof(faults) / sizeof(faults[0]); fm++) {
+        size_t f = fm / FAULT_MODE_COUNT;
+        int mode = (int)(fm % FAULT_MODE_COUNT);
         /* Every one of the first operations, then a sparser sample up to the last. */
         uint64_t nth = 1;
-        while (nth < 1000000 && sort_with_fault(&e, faults[f].kind, nth, faults[f].errv, 32 << 10))
+        while (nth < 1000000 &&
+               sort_with_fault(&e, mode, faults[f].kind, nth, faults[f].errv, 32 << 10))
             nth += nth < 24 ? 1 : nth / 8;
         OC_CHECK(nth > 1); /* each kind of operation happens at least once */
     }

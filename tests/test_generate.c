@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 #include "offcore/generate.h"
@@ -351,7 +352,8 @@ static int n_entries(const char *dir)
 }
 
 /* One generate with a fault armed; returns whether it fired. */
-static int generate_with_fault(enum oc_fault_kind kind, uint64_t nth, int errv, uint64_t mem)
+static int generate_with_fault(int mode, enum oc_fault_kind kind, uint64_t nth, int errv,
+                               uint64_t mem)
 {
     struct oc_err err;
     oc_err_clear(&err);
@@ -362,28 +364,28 @@ static int generate_with_fault(enum oc_fault_kind kind, uint64_t nth, int errv, 
     char out[700];
     snprintf(out, sizeof(out), "%s/gen", parent);
     uint64_t live = oc_mem_n_live();
-    oc_fault_arm(kind, nth, errv);
+    fault_arm_mode(mode, kind, nth, errv);
     int rc = oc_generate(&o, out, NULL, &err);
     int fired = oc_fault_fired(kind);
     oc_fault_disarm_all();
     if (fired) {
         if (rc == OC_OK) {
-            fprintf(stderr, "  fault %d #%llu (errno %d) fired but generate succeeded\n", (int)kind,
-                    (unsigned long long)nth, errv);
+            fprintf(stderr, "  %s fault %d #%llu (errno %d) fired but generate succeeded\n",
+                    fault_mode_name(mode), (int)kind, (unsigned long long)nth, errv);
             OC_CHECK(rc != OC_OK);
         }
         /* Nothing at all is left: no output, no temporary directory. */
         if (n_entries(parent) != 0) {
-            fprintf(stderr, "  fault %d #%llu left files in %s\n", (int)kind,
-                    (unsigned long long)nth, parent);
+            fprintf(stderr, "  %s fault %d #%llu left files in %s\n", fault_mode_name(mode),
+                    (int)kind, (unsigned long long)nth, parent);
             OC_CHECK(n_entries(parent) == 0);
         }
     } else {
         OC_CHECK_OK(rc, &err);
     }
     if (oc_mem_n_live() != live) {
-        fprintf(stderr, "  leak after fault %d #%llu: %s\n", (int)kind, (unsigned long long)nth,
-                err.msg);
+        fprintf(stderr, "  leak after %s fault %d #%llu: %s\n", fault_mode_name(mode), (int)kind,
+                (unsigned long long)nth, err.msg);
         OC_CHECK(oc_mem_n_live() == live);
     }
     return fired;
@@ -394,23 +396,27 @@ OC_TEST(generate_fault_loops)
     const struct {
         enum oc_fault_kind kind;
         int errv;
-    } faults[] = {{OC_FAULT_ALLOC, ENOMEM},
-                  {OC_FAULT_READ, EIO},
-                  {OC_FAULT_READ, 0},
-                  {OC_FAULT_WRITE, ENOSPC},
-                  {OC_FAULT_WRITE, EIO}};
+    } faults[] = {{OC_FAULT_ALLOC, ENOMEM}, {OC_FAULT_READ, EIO},     {OC_FAULT_READ, 0},
+                  {OC_FAULT_WRITE, ENOSPC}, {OC_FAULT_WRITE, EIO},    {OC_FAULT_OPEN, EACCES},
+                  {OC_FAULT_FSYNC, EIO},    {OC_FAULT_RENAME, ENOSPC}};
     /* Default memory (sorted in memory) and 32 KiB (bucket files, recursive splits). */
     const uint64_t mems[2] = {0, 32 << 10};
     for (int mi = 0; mi < 2; mi++) {
         for (size_t f = 0; f < sizeof(faults) / sizeof(faults[0]); f++) {
-            uint64_t nth = 1;
-            while (nth < 100000 &&
-                   generate_with_fault(faults[f].kind, nth, faults[f].errv, mems[mi]))
-                nth++;
-            OC_CHECK(nth > 1);
-            fprintf(stderr, "  mem %llu fault %d errno %d: %llu failing runs\n",
-                    (unsigned long long)mems[mi], (int)faults[f].kind, faults[f].errv,
-                    (unsigned long long)nth - 1);
+            for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+                /* one-shot: every nth; persistent: sampled */
+                uint64_t nth = 1, n_runs = 0;
+                while (nth < 100000 &&
+                       generate_with_fault(mode, faults[f].kind, nth, faults[f].errv, mems[mi])) {
+                    nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0);
+                    n_runs++;
+                }
+                OC_CHECK(n_runs > 0);
+                fprintf(stderr, "  mem %llu %s fault %s errno %d: %llu failing runs\n",
+                        (unsigned long long)mems[mi], fault_mode_name(mode),
+                        oc_fault_kind_name(faults[f].kind), faults[f].errv,
+                        (unsigned long long)n_runs);
+            }
         }
     }
 }

@@ -1,7 +1,9 @@
 /*
  * test_import_fault.c — fault loops over the importers: on tiny fixtures,
- * fail the 1st, 2nd, ... allocation (ENOMEM), read (EIO, short read) and
- * write (ENOSPC, EIO) until an import completes without the fault firing.
+ * fail the 1st, 2nd, ... allocation (ENOMEM), read (EIO, short read), write
+ * (ENOSPC, EIO), open (EACCES), fsync (EIO) or rename (EXDEV) until an import
+ * completes without the fault firing, once with only that operation failing
+ * (one-shot) and once with it and every later one failing (persistent).
  * Every import the fault hit must fail with an error, leak nothing
  * (oc_mem_n_live) and leave no dataset (nor "<out>.tmp-*") at the output;
  * the import that completes must equal the fault-free reference. A short
@@ -13,6 +15,7 @@
  */
 #include <errno.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "import_fixture.h"
 #include "offcore/import.h"
@@ -141,7 +144,8 @@ struct fault_case {
 static const struct fault_case cases[] = {
     {OC_FAULT_ALLOC, ENOMEM, "alloc ENOMEM"}, {OC_FAULT_READ, EIO, "read EIO"},
     {OC_FAULT_READ, 0, "short read"},         {OC_FAULT_WRITE, ENOSPC, "write ENOSPC"},
-    {OC_FAULT_WRITE, EIO, "write EIO"},
+    {OC_FAULT_WRITE, EIO, "write EIO"},       {OC_FAULT_OPEN, EACCES, "open EACCES"},
+    {OC_FAULT_FSYNC, EIO, "fsync EIO"},       {OC_FAULT_RENAME, EXDEV, "rename EXDEV"},
 };
 
 static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *dir))
@@ -161,21 +165,25 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
     if (!ref.indptr)
         return;
     FX_PATH(out, "%s/out", tmp);
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        const struct fault_case *fc = &cases[c];
+    for (size_t cm = 0; cm < FAULT_MODE_COUNT * sizeof(cases) / sizeof(cases[0]); cm++) {
+        const struct fault_case *fc = &cases[cm / FAULT_MODE_COUNT];
+        int mode = (int)(cm % FAULT_MODE_COUNT);
         uint64_t nth;
         int done = 0;
-        for (nth = 1; nth < 100000 && !done; nth++) {
+        uint64_t n_runs = 0;
+        /* one-shot: every nth; persistent: sampled (its early nth cover the later ones' paths) */
+        for (nth = 1; nth < 100000 && !done;
+             nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0), n_runs++) {
             uint64_t live = oc_mem_n_live();
             oc_err_clear(&err);
-            oc_fault_arm(fc->kind, nth, fc->sys_errno);
+            fault_arm_mode(mode, fc->kind, nth, fc->sys_errno);
             int rc = oc_import(kind, src, out, &o, NULL, &err);
             int fired = oc_fault_fired(fc->kind);
             oc_fault_disarm_all();
             if (oc_mem_n_live() != live) {
-                fprintf(stderr, "  %s #%llu: %llu allocations leaked (%s)\n", fc->what,
-                        (unsigned long long)nth, (unsigned long long)(oc_mem_n_live() - live),
-                        err.msg);
+                fprintf(stderr, "  %s %s #%llu: %llu allocations leaked (%s)\n",
+                        fault_mode_name(mode), fc->what, (unsigned long long)nth,
+                        (unsigned long long)(oc_mem_n_live() - live), err.msg);
                 OC_CHECK(oc_mem_n_live() == live);
             }
             if (!fired) {
@@ -199,8 +207,9 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
                 int same = fx_ds_load(out, &d, &err) == OC_OK && same_dataset(&ref, &d);
                 fx_ds_free(&d);
                 if (fc->sys_errno != 0 || !same) {
-                    fprintf(stderr, "  %s #%llu fired but the import succeeded (%s)\n", fc->what,
-                            (unsigned long long)nth, same ? "same data" : "WRONG data");
+                    fprintf(stderr, "  %s %s #%llu fired but the import succeeded (%s)\n",
+                            fault_mode_name(mode), fc->what, (unsigned long long)nth,
+                            same ? "same data" : "WRONG data");
                     OC_CHECK(!"import succeeded although the fault fired");
                 }
                 struct oc_err e2;
@@ -209,14 +218,15 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
             }
             OC_CHECK(err.status == rc && err.msg[0] != '\0');
             if (fx_output_left(out)) {
-                fprintf(stderr, "  %s #%llu left output behind (%s)\n", fc->what,
-                        (unsigned long long)nth, err.msg);
+                fprintf(stderr, "  %s %s #%llu left output behind (%s)\n", fault_mode_name(mode),
+                        fc->what, (unsigned long long)nth, err.msg);
                 OC_CHECK(!fx_output_left(out));
                 break;
             }
         }
         OC_CHECK(done);
-        fprintf(stderr, "  %s: %llu faults injected\n", fc->what, (unsigned long long)(nth - 2));
+        fprintf(stderr, "  %s %s: %llu faults injected\n", fault_mode_name(mode), fc->what,
+                (unsigned long long)(n_runs - 1));
     }
     fx_ds_free(&ref);
 }

@@ -273,10 +273,14 @@ static void batch_vs_naive(int direct, int no_uring, size_t bounce, unsigned dep
     uint8_t **dst = calloc(N, sizeof(*dst));
     uint64_t live = oc_mem_n_live();
 
-    if (no_uring)
+    /* no_uring 1: the environment says so; 2: io_uring setup fails (fault), pread takes over */
+    if (no_uring == 1)
         setenv("OC_NO_URING", "1", 1);
+    if (no_uring == 2)
+        oc_fault_arm_persistent(OC_FAULT_URING_SETUP, 1, ENOSYS);
     OC_CHECK_OK(oc_io_batch_new(depth, bounce, &b, &err), &err);
     unsetenv("OC_NO_URING");
+    oc_fault_disarm_all();
     OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | (direct ? OC_FILE_DIRECT : 0), &f, &err), &err);
     if (!b || !f || !r || !dst)
         goto out;
@@ -339,6 +343,95 @@ OC_TEST(batch_random_uring_direct)
 OC_TEST(batch_random_uring_buffered)
 {
     batch_vs_naive(0, 0, 1 << 20, 16);
+}
+
+/* "Always keep a pread fallback": a ring that cannot be set up means pread, same bytes. */
+OC_TEST(batch_uring_setup_fault_falls_back_to_pread)
+{
+    batch_vs_naive(1, 2, 1 << 20, 16);
+    batch_vs_naive(0, 2, 64 << 10, 4);
+}
+
+/* Open, fsync and rename faults (one-shot and persistent) end in clean errors naming the file. */
+OC_TEST(open_fsync_rename_faults)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600], tmp[700];
+    uint8_t out[100];
+    uint64_t live = oc_mem_n_live();
+    uint8_t *data = make_file(oc_test_tmpdir(), "o.bin", 4096, path, sizeof(path));
+
+    oc_fault_arm(OC_FAULT_OPEN, 1, EACCES);
+    OC_CHECK_ERR(oc_file_open(path, OC_FILE_READ, &f, &err), OC_ERR_IO, &err,
+                 "cannot open: Permission denied");
+    OC_CHECK(f == NULL && strstr(err.msg, path) == err.msg && err.sys_errno == EACCES);
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ, &f, &err), &err); /* one-shot: once */
+    oc_file_close(f, NULL);
+    f = NULL;
+    oc_fault_arm_persistent(OC_FAULT_OPEN, 2, EMFILE);
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_WRITE, &f, &err), &err);
+    for (int i = 0; i < 3; i++) {
+        struct oc_file *g = NULL;
+        OC_CHECK_ERR(oc_file_open(path, OC_FILE_READ, &g, &err), OC_ERR_IO, &err,
+                     "Too many open files");
+    }
+    oc_fault_disarm_all();
+
+    /* persistent reads keep failing; one-shot ones fail once */
+    oc_fault_arm_persistent(OC_FAULT_READ, 1, EIO);
+    for (int i = 0; i < 3; i++)
+        OC_CHECK_ERR(oc_file_pread(f, out, 100, 0, &err), OC_ERR_IO, &err, path);
+    oc_fault_arm(OC_FAULT_READ, 1, EIO);
+    OC_CHECK(oc_file_pread(f, out, 100, 0, &err) == OC_ERR_IO);
+    OC_CHECK_OK(oc_file_pread(f, out, 100, 0, &err), &err);
+    OC_CHECK(memcmp(out, data, 100) == 0);
+
+    oc_fault_arm(OC_FAULT_FSYNC, 1, EIO);
+    OC_CHECK_ERR(oc_file_sync(f, &err), OC_ERR_IO, &err, "fsync failed: Input/output error");
+    OC_CHECK_OK(oc_file_sync(f, &err), &err);
+    oc_fault_disarm_all();
+    oc_file_close(f, NULL);
+
+    /* An atomic write that fails at fsync, rename or open leaves the old file and no tmp. */
+    const struct {
+        enum oc_fault_kind kind;
+        int e;
+        const char *msg;
+    } cases[] = {{OC_FAULT_FSYNC, EIO, "fsync failed"},
+                 {OC_FAULT_RENAME, EXDEV, "cannot rename"},
+                 {OC_FAULT_OPEN, EACCES, "cannot open"},
+                 {OC_FAULT_WRITE, ENOSPC, "No space left"}};
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        for (int persistent = 0; persistent < 2; persistent++) {
+            if (persistent)
+                oc_fault_arm_persistent(cases[c].kind, 1, cases[c].e);
+            else
+                oc_fault_arm(cases[c].kind, 1, cases[c].e);
+            int rc = oc_write_file_atomic(path, "new", 3, &err);
+            oc_fault_disarm_all();
+            OC_CHECK(rc != OC_OK && strstr(err.msg, cases[c].msg) && strstr(err.msg, path));
+            snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+            OC_CHECK(!oc_path_exists(tmp));
+            char *back = NULL;
+            size_t len = 0;
+            OC_CHECK_OK(oc_read_file(path, 0, &back, &len, &err), &err);
+            OC_CHECK(back && len == 4096 && memcmp(back, data, 4096) == 0);
+            oc_free(back);
+        }
+    }
+    /* The directory fsync after the rename fails: an error, and the new file is whole. */
+    oc_fault_arm(OC_FAULT_FSYNC, 2, EIO);
+    OC_CHECK_ERR(oc_write_file_atomic(path, "new", 3, &err), OC_ERR_IO, &err,
+                 "directory fsync failed");
+    oc_fault_disarm_all();
+    char *back = NULL;
+    size_t len = 0;
+    OC_CHECK_OK(oc_read_file(path, 0, &back, &len, &err), &err);
+    OC_CHECK(back && len == 3 && memcmp(back, "new", 3) == 0);
+    oc_free(back);
+    OC_CHECK(oc_mem_n_live() == live);
+    free(data);
 }
 
 OC_TEST(batch_random_pread)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "io/io_int.h"
 #include "offcore/io.h"
@@ -309,24 +310,28 @@ OC_TEST(lines_faults)
 
     oc_path_join(g, sizeof(g), oc_test_tmpdir(), "f.gz", &err);
     write_gz(g, "wb1", text, n / 3);
-    for (int kind = 0; kind < 2; kind++) {
+    for (int km = 0; km < 3 * FAULT_MODE_COUNT; km++) {
+        int kind = km / FAULT_MODE_COUNT, mode = km % FAULT_MODE_COUNT;
+        static const enum oc_fault_kind kinds[3] = {OC_FAULT_READ, OC_FAULT_ALLOC, OC_FAULT_OPEN};
+        static const int errs[3] = {EIO, ENOMEM, EACCES};
+        static const int want[3] = {OC_ERR_IO, OC_ERR_NOMEM, OC_ERR_IO};
         int done = 0;
         for (uint64_t nth = 1; nth < 40 && !done; nth++) {
             struct oc_line_reader *r = NULL;
             char *line = NULL;
             size_t len;
-            oc_fault_arm(kind ? OC_FAULT_ALLOC : OC_FAULT_READ, nth, kind ? ENOMEM : EIO);
+            fault_arm_mode(mode, kinds[kind], nth, errs[kind]);
             int rc = oc_line_reader_open(g, &r, &err);
             while (rc == OC_OK && (rc = oc_line_reader_next(r, &line, &len, &err)) == OC_OK && line)
                 ;
-            if (!oc_fault_fired(kind ? OC_FAULT_ALLOC : OC_FAULT_READ)) {
+            if (!oc_fault_fired(kinds[kind])) {
                 OC_CHECK_OK(rc, &err);
                 done = 1;
-            } else if (kind) {
-                OC_CHECK(rc == OC_ERR_NOMEM);
             } else {
-                OC_CHECK(rc == OC_ERR_IO);
-                OC_CHECK(strstr(err.msg, g) == err.msg && strstr(err.msg, "Input/output"));
+                OC_CHECK(rc == want[kind]);
+                if (kind != 1)
+                    OC_CHECK(strstr(err.msg, g) == err.msg &&
+                             strstr(err.msg, kind ? "Permission denied" : "Input/output"));
             }
             oc_fault_disarm_all();
             oc_line_reader_free(r);

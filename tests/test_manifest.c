@@ -1,7 +1,9 @@
 /*
  * test_manifest.c — manifest.json: format -> parse round trip, and every
  * strictness rule (format name/version, missing/unknown/duplicate keys,
- * integer checks, crc32 strings, files table vs counts, index dtype rule).
+ * integer checks (plain JSON integers only: no leading zeros, fraction or
+ * exponent), NUL and control characters in strings and the name, crc32
+ * strings, files table vs counts, index dtype rule).
  *
  * Place in the data flow: tests of dataset/manifest.c.
  * Thread-safety: single-threaded. Ownership: no files.
@@ -9,6 +11,7 @@
 #include <errno.h>
 #include <stdint.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 
@@ -172,6 +175,66 @@ OC_TEST(strict_parse)
     OC_CHECK(oc_mem_n_live() == live0);
 }
 
+/* Item 8 of issue 19: cJSON's leniency (leading zeros, exponents, "\u0000") does not pass. */
+OC_TEST(plain_integers_and_clean_names)
+{
+    struct oc_manifest m;
+    struct oc_err err;
+    uint64_t live0 = oc_mem_n_live();
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 05", "'n_nodes' must be an integer written without");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 00", "(got '00')");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 5e0", "'n_nodes' must be an integer");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 5E+0", "(got '5E+0')");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 5.0", "'n_nodes' must be an integer");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": -0.0", "'n_nodes' must be an integer");
+    BAD("\"version\": 1", "\"version\": 1.0", "'version' must be an integer");
+    BAD("\"version\": 1", "\"version\": 1e0", "'version' must be an integer");
+    BAD("\"bytes\": 4144", "\"bytes\": 04144", "'files.indptr.npy.bytes' must be an integer");
+    BAD("\"bytes\": 4156", "\"bytes\": 4.156e3", "'files.features.npy.bytes' must be an integer");
+    /* 010000 and 1e4 are 10000 to cJSON: refused even where 10000 would be fine */
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 010000", "(got '010000')");
+    BAD("\"n_nodes\": 5", "\"n_nodes\": 1e4", "(got '1e4')");
+    /* plain zero and negative zero are integers */
+    OC_CHECK_OK(parse_sub("\"n_val\": 1, \"n_test\": 1", "\"n_val\": 0, \"n_test\": -0", &m, &err),
+                &err);
+    OC_CHECK(m.n_val == 0 && m.n_test == 0);
+
+    /* A NUL anywhere would cut the string short; control characters never reach a terminal. */
+    BAD("\"name\": \"t\"", "\"name\": \"t\\u0000evil\"", "'name' holds a NUL character");
+    BAD("\"name\": \"t\"", "\"name\": \"\\u0000\"", "'name' holds a NUL");
+    BAD("\"provenance\": \"test\"", "\"provenance\": \"te\\u0000st\"", "'provenance' holds a NUL");
+    BAD("\"crc32\": \"0000abcd\"", "\"crc32\": \"0000abcd\\u0000x\"",
+        "'files.indptr.npy.crc32' holds a NUL");
+    BAD("\"name\": \"t\"", "\"name\": \"t\", \"a\\u0000\": 1",
+        "a key in '(top level)' holds a NUL");
+    BAD("\"name\": \"t\"", "\"name\": \"t\\u001b[31mred\"",
+        "'name' holds a control character (U+001B)");
+    BAD("\"name\": \"t\"", "\"name\": \"\\u0007bell\"", "(U+0007) at byte 0");
+    BAD("\"name\": \"t\"", "\"name\": \"a\\nb\"", "'name' holds a control character (U+000A)");
+    BAD("\"name\": \"t\"", "\"name\": \"del\\u007f\"", "(U+007F)");
+    BAD("\"name\": \"t\"", "\"name\": \"c1\\u009b31m\"", "(U+009B)");
+    BAD("\"name\": \"t\"", "\"name\": \"raw\x1b[0m\"", "'name' holds a raw control character");
+    BAD("\"provenance\": \"test\"", "\"provenance\": \"raw\ttab\"",
+        "'provenance' holds a raw control character");
+    /* escaped newlines stay fine in the provenance; non-ASCII names stay fine */
+    OC_CHECK_OK(parse_sub("\"provenance\": \"test\"", "\"provenance\": \"a\\nb\\u00e9\"", &m, &err),
+                &err);
+    OC_CHECK(strcmp(m.provenance, "a\nb\xc3\xa9") == 0);
+    OC_CHECK_OK(parse_sub("\"name\": \"t\"", "\"name\": \"\\u00e9t\xc3\xa9 \\u00a0\"", &m, &err),
+                &err);
+    OC_CHECK(strcmp(m.name, "\xc3\xa9t\xc3\xa9 \xc2\xa0") == 0);
+
+    /* The writer refuses what the parser would refuse. */
+    char *text = NULL;
+    sample(&m);
+    snprintf(m.name, sizeof(m.name), "bad\x1b]0;title\x07");
+    OC_CHECK_ERR(oc_manifest_format(&m, &text, &err), OC_ERR_ARG, &err, "control character");
+    OC_CHECK(text == NULL);
+    OC_CHECK(oc_manifest_name_ctl("ok \xc3\xa9") == NULL);
+    OC_CHECK(oc_manifest_name_ctl("x\xc2\x85y") != NULL);
+    OC_CHECK(oc_mem_n_live() == live0);
+}
+
 OC_TEST(large_graph_index_dtype)
 {
     struct oc_manifest m;
@@ -198,21 +261,23 @@ OC_TEST(alloc_faults)
     struct oc_manifest m;
     struct oc_err err;
     uint64_t live0 = oc_mem_n_live();
-    for (uint64_t nth = 1; nth < 20; nth++) {
-        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
-        int rc = parse_sub(NULL, NULL, &m, &err);
-        char *text = NULL;
-        if (rc == OC_OK)
-            rc = oc_manifest_format(&m, &text, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        oc_free(text);
-        if (!fired) {
-            OC_CHECK(rc == OC_OK);
-            break;
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        for (uint64_t nth = 1; nth < 20; nth++) {
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = parse_sub(NULL, NULL, &m, &err);
+            char *text = NULL;
+            if (rc == OC_OK)
+                rc = oc_manifest_format(&m, &text, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            oc_free(text);
+            if (!fired) {
+                OC_CHECK(rc == OC_OK);
+                break;
+            }
+            OC_CHECK(rc == OC_ERR_NOMEM);
+            OC_CHECK(oc_mem_n_live() == live0);
         }
-        OC_CHECK(rc == OC_ERR_NOMEM);
-        OC_CHECK(oc_mem_n_live() == live0);
     }
 }
 

@@ -8,6 +8,7 @@
  * fault injection without leaks, argument errors, and a smoke test that each
  * model learns planted classes on a synthetic graph.
  */
+#include "fault_util.h"
 #include "nn_testutil.h"
 
 /* A block before the golden ones, for 3-layer models: 9 sources, 7 destinations. */
@@ -437,45 +438,47 @@ OC_TEST(model_argument_errors)
 OC_TEST(fault_injection_clean_errors_no_leaks)
 {
     uint64_t live0 = oc_mem_n_live(), nth;
-    for (nth = 1; nth < 1000; nth++) {
-        struct nt_env env;
-        OC_CHECK(nt_env_new(&env, 2) == 0);
-        struct tiny t;
-        tiny_init(&t, env.be, 3, 5);
-        oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
-        struct oc_err err;
-        oc_err_clear(&err);
-        int rc = OC_OK;
-        for (int k = 0; k < OC_NN_MODEL_KIND_COUNT && rc == OC_OK; k++) {
-            struct oc_nn_model *m = NULL;
-            struct oc_nn_model_config cfg;
-            oc_nn_model_config_default((enum oc_nn_model_kind)k, &cfg);
-            cfg.n_layers = 3;
-            cfg.in_dim = 5;
-            cfg.n_classes = 3;
-            rc = oc_nn_model_new(env.be, &cfg, &m, &err);
-            OC_CHECK(rc == OC_OK || !m);
-            if (rc == OC_OK)
-                rc = one_step(m, &t, 0, &err);
-            if (rc == OC_OK) {
-                uint8_t d[32];
-                rc = oc_nn_model_params_sha256(m, d, &err);
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        for (nth = 1; nth < 1000; nth++) {
+            struct nt_env env;
+            OC_CHECK(nt_env_new(&env, 2) == 0);
+            struct tiny t;
+            tiny_init(&t, env.be, 3, 5);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, 0);
+            struct oc_err err;
+            oc_err_clear(&err);
+            int rc = OC_OK;
+            for (int k = 0; k < OC_NN_MODEL_KIND_COUNT && rc == OC_OK; k++) {
+                struct oc_nn_model *m = NULL;
+                struct oc_nn_model_config cfg;
+                oc_nn_model_config_default((enum oc_nn_model_kind)k, &cfg);
+                cfg.n_layers = 3;
+                cfg.in_dim = 5;
+                cfg.n_classes = 3;
+                rc = oc_nn_model_new(env.be, &cfg, &m, &err);
+                OC_CHECK(rc == OC_OK || !m);
+                if (rc == OC_OK)
+                    rc = one_step(m, &t, 0, &err);
+                if (rc == OC_OK) {
+                    uint8_t d[32];
+                    rc = oc_nn_model_params_sha256(m, d, &err);
+                }
+                oc_nn_model_free(m);
             }
-            oc_nn_model_free(m);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (fired)
+                OC_CHECK(rc == OC_ERR_NOMEM && strstr(err.msg, "failed"));
+            else
+                OC_CHECK(rc == OC_OK);
+            oc_nn_tensor_deinit(&t.x);
+            nt_env_free(&env);
+            OC_CHECK(oc_mem_n_live() == live0);
+            if (!fired)
+                break;
         }
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        if (fired)
-            OC_CHECK(rc == OC_ERR_NOMEM && strstr(err.msg, "failed"));
-        else
-            OC_CHECK(rc == OC_OK);
-        oc_nn_tensor_deinit(&t.x);
-        nt_env_free(&env);
-        OC_CHECK(oc_mem_n_live() == live0);
-        if (!fired)
-            break;
+        OC_CHECK(nth > 10 && nth < 1000);
     }
-    OC_CHECK(nth > 10 && nth < 1000);
 }
 
 /* Planted partition: 4 classes, dense inside, sparse across, weak class-correlated features. */

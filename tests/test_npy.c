@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <zlib.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 #include "offcore/io.h"
@@ -496,64 +497,66 @@ OC_TEST(fault_injection)
     static uint64_t vals[3000];
     for (int i = 0; i < 3000; i++)
         vals[i] = (uint64_t)i * 7;
-    /* writes: ENOSPC at every write position */
-    int n_fired = 0;
-    for (uint64_t nth = 1; nth < 50; nth++) {
-        struct oc_npy_writer *w = NULL;
-        oc_fault_arm(OC_FAULT_WRITE, nth, ENOSPC);
-        int rc = oc_npy_writer_open(path, OC_DTYPE_U64, 1, shape, &w, &err);
-        if (rc == OC_OK) {
-            rc = oc_npy_writer_append(w, vals, sizeof(vals), &err);
-            if (rc == OC_OK)
-                rc = oc_npy_writer_close(w, NULL, NULL, &err);
-            else
-                oc_npy_writer_abort(w);
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        /* writes: ENOSPC at every write position */
+        int n_fired = 0;
+        for (uint64_t nth = 1; nth < 50; nth++) {
+            struct oc_npy_writer *w = NULL;
+            fault_arm_mode(mode, OC_FAULT_WRITE, nth, ENOSPC);
+            int rc = oc_npy_writer_open(path, OC_DTYPE_U64, 1, shape, &w, &err);
+            if (rc == OC_OK) {
+                rc = oc_npy_writer_append(w, vals, sizeof(vals), &err);
+                if (rc == OC_OK)
+                    rc = oc_npy_writer_close(w, NULL, NULL, &err);
+                else
+                    oc_npy_writer_abort(w);
+            }
+            int fired = oc_fault_fired(OC_FAULT_WRITE);
+            oc_fault_disarm_all();
+            if (!fired) {
+                OC_CHECK(rc == OC_OK);
+                break;
+            }
+            n_fired++;
+            OC_CHECK(rc == OC_ERR_NOSPC);
+            OC_CHECK(!oc_path_exists(path));
+            OC_CHECK(oc_mem_n_live() == live0);
         }
-        int fired = oc_fault_fired(OC_FAULT_WRITE);
-        oc_fault_disarm_all();
-        if (!fired) {
-            OC_CHECK(rc == OC_OK);
-            break;
+        OC_CHECK(n_fired >= 1);
+        /* reads: EIO and short reads while loading */
+        for (int kind = 0; kind < 2; kind++) {
+            for (uint64_t nth = 1; nth < 50; nth++) {
+                void *data = NULL;
+                uint64_t r, c;
+                fault_arm_mode(mode, OC_FAULT_READ, nth, kind ? 0 : EIO);
+                int rc = oc_npy_load_as(path, OC_DTYPE_U32, &data, &r, &c, &err);
+                int fired = oc_fault_fired(OC_FAULT_READ);
+                oc_fault_disarm_all();
+                if (!fired) {
+                    OC_CHECK(rc == OC_OK && ((uint32_t *)data)[2999] == 2999 * 7);
+                    oc_free(data);
+                    break;
+                }
+                OC_CHECK(rc != OC_OK && data == NULL && strstr(err.msg, path));
+                OC_CHECK(oc_mem_n_live() == live0);
+            }
         }
-        n_fired++;
-        OC_CHECK(rc == OC_ERR_NOSPC);
-        OC_CHECK(!oc_path_exists(path));
-        OC_CHECK(oc_mem_n_live() == live0);
-    }
-    OC_CHECK(n_fired >= 1);
-    /* reads: EIO and short reads while loading */
-    for (int kind = 0; kind < 2; kind++) {
+        /* allocations */
         for (uint64_t nth = 1; nth < 50; nth++) {
             void *data = NULL;
             uint64_t r, c;
-            oc_fault_arm(OC_FAULT_READ, nth, kind ? 0 : EIO);
-            int rc = oc_npy_load_as(path, OC_DTYPE_U32, &data, &r, &c, &err);
-            int fired = oc_fault_fired(OC_FAULT_READ);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = oc_npy_load_as(path, OC_DTYPE_F32, &data, &r, &c, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
             oc_fault_disarm_all();
             if (!fired) {
-                OC_CHECK(rc == OC_OK && ((uint32_t *)data)[2999] == 2999 * 7);
+                OC_CHECK(rc == OC_OK);
                 oc_free(data);
                 break;
             }
-            OC_CHECK(rc != OC_OK && data == NULL && strstr(err.msg, path));
+            OC_CHECK(rc == OC_ERR_NOMEM && data == NULL);
             OC_CHECK(oc_mem_n_live() == live0);
         }
-    }
-    /* allocations */
-    for (uint64_t nth = 1; nth < 50; nth++) {
-        void *data = NULL;
-        uint64_t r, c;
-        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
-        int rc = oc_npy_load_as(path, OC_DTYPE_F32, &data, &r, &c, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        if (!fired) {
-            OC_CHECK(rc == OC_OK);
-            oc_free(data);
-            break;
-        }
-        OC_CHECK(rc == OC_ERR_NOMEM && data == NULL);
-        OC_CHECK(oc_mem_n_live() == live0);
     }
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "offcore/pipeline.h"
 #include "store_fixture.h"
 
@@ -322,29 +323,31 @@ OC_TEST(allocation_faults_end_cleanly)
     uint32_t direct;
     OC_CHECK_OK(oc_store_strategy_find("direct", &direct, &err), &err);
     uint64_t live = oc_mem_n_live();
-    int finished = 0;
-    for (uint64_t nth = 1; nth < 400 && !finished; nth++) {
-        struct oc_store *s = NULL;
-        struct oc_batch_pipe *bp = NULL;
-        struct oc_store_config sc = store_cfg(&fx, NULL);
-        int rc = oc_store_open(direct, &sc, &s, &err);
-        OC_CHECK_OK(rc, &err);
-        oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
-        struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
-        rc = oc_batch_pipe_new(&pc, &bp, &err);
-        if (rc == OC_OK)
-            rc = drain_epochs(bp, 2, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        if (rc)
-            OC_CHECK(fired && (rc == OC_ERR_NOMEM || rc == OC_ERR_CANCELLED) && err.msg[0]);
-        else
-            finished = !fired;
-        oc_batch_pipe_free(bp);
-        oc_store_free(s);
-        OC_CHECK(oc_mem_n_live() == live);
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        int finished = 0;
+        for (uint64_t nth = 1; nth < 400 && !finished; nth++) {
+            struct oc_store *s = NULL;
+            struct oc_batch_pipe *bp = NULL;
+            struct oc_store_config sc = store_cfg(&fx, NULL);
+            int rc = oc_store_open(direct, &sc, &s, &err);
+            OC_CHECK_OK(rc, &err);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, 0);
+            struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 2);
+            rc = oc_batch_pipe_new(&pc, &bp, &err);
+            if (rc == OC_OK)
+                rc = drain_epochs(bp, 2, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (rc)
+                OC_CHECK(fired && (rc == OC_ERR_NOMEM || rc == OC_ERR_CANCELLED) && err.msg[0]);
+            else
+                finished = !fired;
+            oc_batch_pipe_free(bp);
+            oc_store_free(s);
+            OC_CHECK(oc_mem_n_live() == live);
+        }
+        OC_CHECK(finished);
     }
-    OC_CHECK(finished);
     fixture_free(&fx);
 }
 

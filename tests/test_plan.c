@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
 #include "offcore/generate.h"
@@ -727,39 +728,41 @@ OC_TEST(allocation_faults_fail_cleanly)
         want_pages += p;
     }
     OC_CHECK(want_pages > 0);
-    int done = 0, n_failed = 0;
-    for (uint64_t nth = 1; nth < 100 && !done; nth++) {
-        uint64_t live = oc_mem_n_live(), *ids = NULL, n_ids = 0, pages = 0, sum = 0;
-        uint32_t cnt[100];
-        struct oc_plan_layout l;
-        oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
-        int rc = oc_plan_layout_build(&x.t, &o, &l, &err);
-        for (uint64_t b = 0; rc == OC_OK && b < 16; b++) {
-            rc = oc_plan_layout_dc_pages(&l, &x.t, b, &pages, &err);
-            sum += pages;
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        int done = 0, n_failed = 0;
+        for (uint64_t nth = 1; nth < 100 && !done; nth++) {
+            uint64_t live = oc_mem_n_live(), *ids = NULL, n_ids = 0, pages = 0, sum = 0;
+            uint32_t cnt[100];
+            struct oc_plan_layout l;
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, 0);
+            int rc = oc_plan_layout_build(&x.t, &o, &l, &err);
+            for (uint64_t b = 0; rc == OC_OK && b < 16; b++) {
+                rc = oc_plan_layout_dc_pages(&l, &x.t, b, &pages, &err);
+                sum += pages;
+            }
+            if (rc == OC_OK)
+                rc = oc_plan_count_accesses(&x.t, cnt, &err);
+            if (rc == OC_OK)
+                rc = oc_plan_hottest(cnt, 100, 10, &ids, &n_ids, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (fired) {
+                n_failed++;
+                OC_CHECK(rc == OC_ERR_NOMEM);
+                OC_CHECK(ids == NULL && n_ids == 0);
+            } else {
+                OC_CHECK_OK(rc, &err);
+                OC_CHECK(l.s == want.s && SAME(l.addr, want.addr, x.off[16]) && n_ids == 10);
+                OC_CHECK(sum == want_pages);
+                done = 1;
+            }
+            oc_free(ids);
+            oc_plan_layout_deinit(&l);
+            OC_CHECK(l.addr == NULL);
+            OC_CHECK(oc_mem_n_live() == live);
         }
-        if (rc == OC_OK)
-            rc = oc_plan_count_accesses(&x.t, cnt, &err);
-        if (rc == OC_OK)
-            rc = oc_plan_hottest(cnt, 100, 10, &ids, &n_ids, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        if (fired) {
-            n_failed++;
-            OC_CHECK(rc == OC_ERR_NOMEM);
-            OC_CHECK(ids == NULL && n_ids == 0);
-        } else {
-            OC_CHECK_OK(rc, &err);
-            OC_CHECK(l.s == want.s && SAME(l.addr, want.addr, x.off[16]) && n_ids == 10);
-            OC_CHECK(sum == want_pages);
-            done = 1;
-        }
-        oc_free(ids);
-        oc_plan_layout_deinit(&l);
-        OC_CHECK(l.addr == NULL);
-        OC_CHECK(oc_mem_n_live() == live);
+        OC_CHECK(done && n_failed >= 8);
     }
-    OC_CHECK(done && n_failed >= 8);
     oc_plan_layout_deinit(&want);
     free(cpu);
     tr_free(&x);

@@ -12,6 +12,7 @@
  */
 #include <math.h>
 
+#include "fault_util.h"
 #include "sample_util.h"
 
 /*
@@ -510,39 +511,41 @@ OC_TEST(allocation_failures_are_clean)
     uint64_t *perm = tperm(t.g.n_nodes, 3);
     struct oc_err err;
     uint64_t base = oc_mem_n_live();
-    int done = 0;
-    for (uint64_t nth = 1; nth < 200 && !done; nth++) {
-        struct oc_pool *pool;
-        OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
-        oc_fault_arm(OC_FAULT_ALLOC, nth, 0);
-        struct oc_sample_opts o = {.n_layers = 3, .seed = 1};
-        memcpy(o.fanouts, f, sizeof(f));
-        struct oc_sampler *s = NULL;
-        struct oc_sample_batch b;
-        oc_sample_batch_init(&b);
-        int rc = oc_sample_sampler_new(&t.g, &o, pool, &s, &err);
-        for (uint64_t i = 0; rc == OC_OK && i < 3; i++)
-            rc = oc_sample_neighbors(s, 0, i, perm + 100 * i, 10 + 300 * i, &b, &err);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        if (!fired) {
-            OC_CHECK(rc == OC_OK);
-            done = 1;
-        } else {
-            OC_CHECK(rc == OC_ERR_NOMEM);
-            OC_CHECK(b.n_layers == 0);
-            /* a failed batch is reusable once memory is back */
-            if (s) {
-                OC_CHECK_OK(oc_sample_neighbors(s, 0, 0, perm, 10, &b, &err), &err);
-                OC_CHECK(check_batch(&t, &b, perm, 10, 3, f) == 0);
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        int done = 0;
+        for (uint64_t nth = 1; nth < 200 && !done; nth++) {
+            struct oc_pool *pool;
+            OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, 0);
+            struct oc_sample_opts o = {.n_layers = 3, .seed = 1};
+            memcpy(o.fanouts, f, sizeof(f));
+            struct oc_sampler *s = NULL;
+            struct oc_sample_batch b;
+            oc_sample_batch_init(&b);
+            int rc = oc_sample_sampler_new(&t.g, &o, pool, &s, &err);
+            for (uint64_t i = 0; rc == OC_OK && i < 3; i++)
+                rc = oc_sample_neighbors(s, 0, i, perm + 100 * i, 10 + 300 * i, &b, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (!fired) {
+                OC_CHECK(rc == OC_OK);
+                done = 1;
+            } else {
+                OC_CHECK(rc == OC_ERR_NOMEM);
+                OC_CHECK(b.n_layers == 0);
+                /* a failed batch is reusable once memory is back */
+                if (s) {
+                    OC_CHECK_OK(oc_sample_neighbors(s, 0, 0, perm, 10, &b, &err), &err);
+                    OC_CHECK(check_batch(&t, &b, perm, 10, 3, f) == 0);
+                }
             }
+            oc_sample_batch_deinit(&b);
+            oc_sample_sampler_free(s);
+            oc_pool_free(pool);
+            OC_CHECK(oc_mem_n_live() == base);
         }
-        oc_sample_batch_deinit(&b);
-        oc_sample_sampler_free(s);
-        oc_pool_free(pool);
-        OC_CHECK(oc_mem_n_live() == base);
+        OC_CHECK(done);
     }
-    OC_CHECK(done);
     free(perm);
     tgraph_free(&t);
 }

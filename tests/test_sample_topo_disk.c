@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "offcore/generate.h"
 #include "sample_util.h"
 
@@ -623,13 +624,15 @@ OC_TEST(read_and_allocation_faults_are_clean)
     uint64_t budget = fixed_bytes(n) + t.indptr[n] * 4 / 3;
     struct oc_err err;
     uint64_t base = oc_mem_n_live();
-    for (int kind = 0; kind <= 1; kind++) {
+    for (int km = 0; km < 2 * FAULT_MODE_COUNT; km++) {
+        int kind = km / FAULT_MODE_COUNT, mode = km % FAULT_MODE_COUNT;
         int done = 0, fired_io = 0;
-        for (uint64_t nth = 1; nth < 400 && !done; nth++) {
+        for (uint64_t nth = 1; nth < 400 && !done;
+             nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 4 : 0)) {
             struct oc_pool *pool;
             OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
             enum oc_fault_kind fk = kind ? OC_FAULT_ALLOC : OC_FAULT_READ;
-            oc_fault_arm(fk, nth, kind ? 0 : EIO);
+            fault_arm_mode(mode, fk, nth, kind ? 0 : EIO);
             int rc = open_and_sample(&t, path, budget, pool, perm, &err);
             int fired = oc_fault_fired(fk);
             oc_fault_disarm_all();

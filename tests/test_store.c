@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/rng.h"
 #include "store_fixture.h"
@@ -488,11 +489,13 @@ OC_TEST(alloc_faults_at_open)
     uint64_t ids[64];
     float out[64 * 12];
     random_ids(ids, 64, fx.n_nodes, 9);
-    for (uint32_t k = 0; k < 4; k++) {
+    for (uint32_t km = 0; km < 4 * FAULT_MODE_COUNT; km++) {
+        uint32_t k = km / FAULT_MODE_COUNT;
+        int mode = (int)(km % FAULT_MODE_COUNT);
         uint64_t base = oc_mem_n_live();
         for (uint64_t nth = 1; nth < 400; nth++) {
             struct oc_store *s = NULL;
-            oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
             int rc = oc_store_open(k, &c, &s, &err);
             if (rc == OC_OK)
                 rc = oc_store_gather(s, ids, 64, out, &err);
@@ -506,8 +509,9 @@ OC_TEST(alloc_faults_at_open)
             OC_CHECK(oc_mem_n_live() == base);
             if (!fired) {
                 if (getenv("OC_TEST_VERBOSE"))
-                    fprintf(stderr, "  %s: %llu allocations failed in turn\n",
-                            oc_store_strategy_name(k), (unsigned long long)nth - 1);
+                    fprintf(stderr, "  %s (%s): %llu allocations failed in turn\n",
+                            oc_store_strategy_name(k), fault_mode_name(mode),
+                            (unsigned long long)nth - 1);
                 break;
             }
         }

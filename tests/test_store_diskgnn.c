@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/plan.h"
@@ -1103,25 +1104,26 @@ OC_TEST(plan_dir_lets_a_read_only_dataset_train)
 /* ---- 7: faults ------------------------------------------------------------------------------- */
 
 /*
- * Fails the nth operation of `kind` for n = 1, 2, ... until a run (open, both
+ * Fails the nth operation of `kind` (once, or from then on in persistent
+ * mode, where n is sampled) for n = 1, 2, ... until a run (open, both
  * epochs of fresh samples, free) no longer reaches it; every run that did
  * must end with `want` (and a message containing one of names, if given),
  * no leak and no file under the plan directory. Returns the n that passed.
  */
-static uint64_t fault_loop(const struct fixture *fx, const char *plan, uint64_t mem_bytes,
-                           enum oc_fault_kind kind, int sys_errno, int reuse, int want,
-                           const char *const *names, uint64_t max)
+static uint64_t fault_loop_mode(int mode, const struct fixture *fx, const char *plan,
+                                uint64_t mem_bytes, enum oc_fault_kind kind, int sys_errno,
+                                int reuse, int want, const char *const *names, uint64_t max)
 {
     struct oc_err err;
     struct oc_store_config c = dg_config(fx, NULL, plan, 0, 2, reuse);
     c.mem_bytes = mem_bytes;
     uint64_t base = oc_mem_n_live(), nth = 1;
     int reported = 0;
-    for (; nth < max; nth++) {
+    for (; nth < max; nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0)) {
         struct oc_store *s = NULL;
         struct drive d;
         oc_err_clear(&err);
-        oc_fault_arm(kind, nth, sys_errno);
+        fault_arm_mode(mode, kind, nth, sys_errno);
         int rc = dg_open(&c, &s, &err);
         if (rc == OC_OK)
             rc = drive_plan(fx, s, &c, NULL, &d, &err);
@@ -1137,8 +1139,9 @@ static uint64_t fault_loop(const struct fixture *fx, const char *plan, uint64_t 
         }
         OC_CHECK(ok);
         if (!ok && reported++ < 3)
-            fprintf(stderr, "  fault %d at op %" PRIu64 " (%s): %s (%s)\n", (int)kind, nth,
-                    fired ? "fired" : "not fired", oc_status_str(rc), err.msg);
+            fprintf(stderr, "  %s fault %d at op %" PRIu64 " (%s): %s (%s)\n",
+                    fault_mode_name(mode), (int)kind, nth, fired ? "fired" : "not fired",
+                    oc_status_str(rc), err.msg);
         OC_CHECK(oc_mem_n_live() == base);
         int left = plan_files(plan, NULL);
         OC_CHECK(left == 0);
@@ -1148,9 +1151,20 @@ static uint64_t fault_loop(const struct fixture *fx, const char *plan, uint64_t 
             break;
     }
     if (getenv("OC_TEST_VERBOSE"))
-        fprintf(stderr, "  fault %d (errno %d, reuse %d): a clean run at op %" PRIu64 "\n",
-                (int)kind, sys_errno, reuse, nth);
+        fprintf(stderr, "  %s fault %d (errno %d, reuse %d): a clean run at op %" PRIu64 "\n",
+                fault_mode_name(mode), (int)kind, sys_errno, reuse, nth);
     return nth;
+}
+
+/* fault_loop_mode one-shot (every n; returns its n) and persistent (sampled n). */
+static uint64_t fault_loop(const struct fixture *fx, const char *plan, uint64_t mem_bytes,
+                           enum oc_fault_kind kind, int sys_errno, int reuse, int want,
+                           const char *const *names, uint64_t max)
+{
+    fault_loop_mode(FAULT_PERSISTENT, fx, plan, mem_bytes, kind, sys_errno, reuse, want, names,
+                    max);
+    return fault_loop_mode(FAULT_ONESHOT, fx, plan, mem_bytes, kind, sys_errno, reuse, want, names,
+                           max);
 }
 
 OC_TEST(allocation_faults_end_clean)

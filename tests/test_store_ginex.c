@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "ginex_util.h"
 #include "harness.h"
 #include "offcore/rng.h"
@@ -523,22 +524,29 @@ OC_TEST(faults_end_in_clean_errors)
     OC_CHECK_OK(oc_store_strategy_find("ginex", &idx, &err), &err);
 
     /* Allocation failures anywhere (the inspector's too) surface as OC_ERR_NOMEM, leak-free. */
-    uint64_t base = oc_mem_n_live(), nth = 1;
-    for (; nth < 2000; nth++) {
-        struct oc_store *s = NULL;
-        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
-        int rc = oc_store_open(idx, &c, &s, &err);
-        if (rc == OC_OK)
-            rc = run_until_error(&fx, s, &t, nb, out, &err);
-        oc_store_free(s); /* joins the inspector: after it, the fault has fired or not */
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
-        OC_CHECK(oc_mem_n_live() == base);
-        if (!fired)
-            break;
+    uint64_t base = oc_mem_n_live();
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        uint64_t nth = 1, n_runs = 0;
+        for (; nth < 2000; nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0)) {
+            struct oc_store *s = NULL;
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = oc_store_open(idx, &c, &s, &err);
+            if (rc == OC_OK)
+                rc = run_until_error(&fx, s, &t, nb, out, &err);
+            oc_store_free(s); /* joins the inspector: after it, the fault has fired or not */
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (fired ? rc != OC_ERR_NOMEM : rc != OC_OK)
+                fprintf(stderr, "  %s alloc #%llu: %s: %s\n", fault_mode_name(mode),
+                        (unsigned long long)nth, oc_status_str(rc), err.msg);
+            OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
+            OC_CHECK(oc_mem_n_live() == base);
+            n_runs++;
+            if (!fired)
+                break;
+        }
+        OC_CHECK(nth > 20 && nth < 2000 && n_runs > 10);
     }
-    OC_CHECK(nth > 20 && nth < 2000);
 
     /* A read error names the file; the same batch then succeeds and the plan goes on. */
     struct oc_store *s = fixture_open("ginex", &c);

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault_util.h"
 #include "harness.h"
 #include "offcore/pipeline.h"
 #include "offcore/rng.h"
@@ -706,28 +707,34 @@ OC_TEST(alloc_faults)
     uint64_t base = oc_mem_n_live();
     uint32_t idx = 0;
     OC_CHECK_OK(oc_store_strategy_find("gnndrive", &idx, &err), &err);
-    for (uint64_t nth = 1; nth < 400; nth++) {
-        struct oc_store *s = NULL;
-        oc_fault_arm(OC_FAULT_ALLOC, nth, ENOMEM);
-        int rc = oc_store_open(idx, &c, &s, &err);
-        /* A failure in a thread surfaces at the next call. */
-        for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
-            struct oc_sample_batch sb;
-            memset(&sb, 0, sizeof(sb));
-            sb.n_input = n[b];
-            sb.input_ids = ids[b];
-            rc = oc_store_prepare_batch(s, 0, b, &sb, &err);
-            if (rc == OC_OK)
-                rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
-        }
-        oc_store_free(s);
-        int fired = oc_fault_fired(OC_FAULT_ALLOC);
-        oc_fault_disarm_all();
-        OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
-        OC_CHECK(oc_mem_n_live() == base);
-        if (!fired) {
-            fprintf(stderr, "  %llu allocations failed in turn\n", (unsigned long long)nth - 1);
-            break;
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        for (uint64_t nth = 1; nth < 400; nth++) {
+            struct oc_store *s = NULL;
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = oc_store_open(idx, &c, &s, &err);
+            /* A failure in a thread surfaces at the next call. */
+            for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
+                struct oc_sample_batch sb;
+                memset(&sb, 0, sizeof(sb));
+                sb.n_input = n[b];
+                sb.input_ids = ids[b];
+                rc = oc_store_prepare_batch(s, 0, b, &sb, &err);
+                if (rc == OC_OK)
+                    rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+            }
+            oc_store_free(s);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (fired ? rc != OC_ERR_NOMEM : rc != OC_OK)
+                fprintf(stderr, "  %s alloc #%llu: %s: %s\n", fault_mode_name(mode),
+                        (unsigned long long)nth, oc_status_str(rc), err.msg);
+            OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
+            OC_CHECK(oc_mem_n_live() == base);
+            if (!fired) {
+                fprintf(stderr, "  %s: %llu allocations failed in turn\n", fault_mode_name(mode),
+                        (unsigned long long)nth - 1);
+                break;
+            }
         }
     }
     for (uint64_t b = 0; b < nb; b++)

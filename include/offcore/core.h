@@ -117,19 +117,34 @@ char *oc_format_size(uint64_t bytes, char *buf, size_t n);
 /* ---- fault injection (tests) -------------------------------------------- */
 
 enum oc_fault_kind {
-    OC_FAULT_ALLOC, /* the Nth allocation fails with ENOMEM */
-    OC_FAULT_READ,  /* the Nth read fails with the given errno, or is short if errno is 0 */
-    OC_FAULT_WRITE, /* the Nth write fails with the given errno (ENOSPC, EIO) */
+    OC_FAULT_ALLOC,       /* the Nth allocation fails with ENOMEM */
+    OC_FAULT_READ,        /* the Nth read fails with the given errno, or is short if errno is 0 */
+    OC_FAULT_WRITE,       /* the Nth write fails with the given errno (ENOSPC, EIO) */
+    OC_FAULT_OPEN,        /* the Nth open of a file or directory fails (EACCES, EMFILE, EIO) */
+    OC_FAULT_FSYNC,       /* the Nth fsync of a file or directory fails (EIO, ENOSPC) */
+    OC_FAULT_RENAME,      /* the Nth rename fails (EIO, ENOSPC, EXDEV) */
+    OC_FAULT_URING_SETUP, /* the Nth io_uring ring setup fails (ENOSYS, EPERM): pread fallback */
     OC_FAULT_KIND_COUNT,
 };
 
-/* Arms a fault: the nth (1-based) operation of `kind` from now fails. 0 disarms. */
+/*
+ * Arms a one-shot fault: the nth (1-based) operation of `kind` from now fails,
+ * the others succeed. 0 disarms. Re-arming a kind replaces its previous fault.
+ */
 void oc_fault_arm(enum oc_fault_kind kind, uint64_t nth, int sys_errno);
+/*
+ * Arms a persistent fault: the nth operation of `kind` from now and every later
+ * one fail (a disk that stays full, a descriptor table that stays exhausted),
+ * until disarmed. 0 disarms.
+ */
+void oc_fault_arm_persistent(enum oc_fault_kind kind, uint64_t nth, int sys_errno);
 void oc_fault_disarm_all(void);
 /* Counts an operation; returns 1 if it must fail, storing the errno to use. */
 int oc_fault_hit(enum oc_fault_kind kind, int *sys_errno);
-/* Whether the armed fault of `kind` has fired since it was armed. */
+/* Whether the armed fault of `kind` has fired (at least once) since it was armed. */
 int oc_fault_fired(enum oc_fault_kind kind);
+/* Name of a fault kind ("alloc", "read", ..., "uring_setup") for messages. */
+const char *oc_fault_kind_name(enum oc_fault_kind kind);
 
 /* ---- little-endian integers in byte buffers (file records) ------------- */
 

@@ -145,11 +145,22 @@ struct oc_manifest {
  * file in messages. Strict (docs/FORMAT.md): unknown format name/version,
  * missing/unknown/duplicate keys, non-integer or negative counts, counts
  * >= 2^53, a files table inconsistent with the counts are OC_ERR_FORMAT.
+ * Numbers must be plain JSON integers ("10000", not "010000", "1e4" or
+ * "1.0"); no string may hold a NUL (\u0000) or a raw control character, and
+ * the name no control character at all (escaped or not, C0, DEL or C1).
  */
 int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_manifest *m,
                       struct oc_err *err);
-/* Serializes to JSON (oc_alloc'd, NUL-terminated). version 0 is written as 1. */
+/*
+ * Serializes to JSON (oc_alloc'd, NUL-terminated). version 0 is written as 1.
+ * A name holding a control character is OC_ERR_ARG (the parser would refuse it).
+ */
 int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *err);
+/*
+ * The first control character of a dataset name (UTF-8): a C0 byte, DEL, or
+ * the lead byte of a C1 character (U+0080..U+009F), or NULL if there is none.
+ */
+const char *oc_manifest_name_ctl(const char *name);
 
 /* ---- opened dataset ----------------------------------------------------- */
 

@@ -197,6 +197,15 @@ static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
     int rc;
     if (b->committed)
         return OC_ERR(err, OC_ERR_ARG, "%s: builder already committed", b->out);
+    /*
+     * A name from a directory or a source's metadata may hold control
+     * characters; the manifest's may not: each becomes '_'.
+     */
+    for (char *c; (c = (char *)oc_manifest_name_ctl(b->m.name)) != NULL;) {
+        if ((unsigned char)c[0] == 0xc2)
+            memmove(c, c + 1, strlen(c)); /* C1: two bytes become one '_' */
+        *c = '_';
+    }
     if ((rc = oc_manifest_format(&b->m, &text, err)))
         return rc;
     /* The manifest must read back: catches missing arrays and bad counts now. */
@@ -227,8 +236,16 @@ static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
         rc = OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", b->out);
         goto out;
     }
-    if ((rc = oc_rename_durable(b->tmp, b->out, err)))
+    if ((rc = oc_rename_durable(b->tmp, b->out, err))) {
+        /*
+         * The rename may have happened and the directory fsync after it
+         * failed: the dataset would stand at out, not durable, after a failed
+         * commit. Take it back so the failure leaves nothing at out.
+         */
+        if (!oc_path_exists(b->tmp) && oc_path_exists(b->out) && rename(b->out, b->tmp) != 0)
+            oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted dataset", b->out);
         goto out;
+    }
     oc_tmp_unregister(b->tmp);
     b->committed = 1;
 out:

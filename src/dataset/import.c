@@ -81,6 +81,8 @@ int oc_imp_check_opts(const struct oc_import_opts *o, struct oc_err *err)
     if (o->name && (!o->name[0] || strlen(o->name) >= sizeof(((struct oc_manifest *)0)->name)))
         return OC_ERR(err, OC_ERR_ARG, "import: dataset name must have 1 to %zu characters",
                       sizeof(((struct oc_manifest *)0)->name) - 1);
+    if (o->name && oc_manifest_name_ctl(o->name))
+        return OC_ERR(err, OC_ERR_ARG, "import: dataset name holds a control character");
     return OC_OK;
 }
 

@@ -5,6 +5,10 @@
  * required key (missing ones named), types, integer ranges (counts are JSON
  * integers below 2^53, since cJSON holds numbers as doubles), unknown or
  * duplicate keys, and the consistency of the files table with the counts.
+ * cJSON is lenient where JSON is not (it takes "010000", and "\u0000" cuts a
+ * string short), so a scan of the raw text (strict_scan) also checks that
+ * every number is a plain integer and no string hides a NUL or raw control
+ * character, naming the key path; the name may hold no control character.
  *
  * Place in the data flow: dataset; dataset_open.c reads it, builder.c writes
  * it last when committing a dataset.
@@ -79,6 +83,131 @@ static int get_uint(struct mparse *mp, const cJSON *obj, const char *key, const 
                       mp->what, where, key, d,
                       max < (uint64_t)MAX_EXACT_INT ? max : (uint64_t)MAX_EXACT_INT - 1);
     *out = (uint64_t)d;
+    return OC_OK;
+}
+
+const char *oc_manifest_name_ctl(const char *name)
+{
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return (const char *)p;
+    }
+    return NULL;
+}
+
+/* ---- strict scan of the raw text --------------------------------------- */
+
+#define SCAN_DEPTH 8
+
+/* The key path of the value at depth d ("files.indptr.npy.bytes") into buf. */
+static const char *scan_path(const char *const *key, const size_t *key_len, int d, char *buf,
+                             size_t n)
+{
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int i = 1; i <= d && i < SCAN_DEPTH; i++) {
+        if (!key[i])
+            continue;
+        int w = snprintf(buf + pos, n - pos, "%s%.*s", pos ? "." : "", (int)key_len[i], key[i]);
+        if (w < 0 || (size_t)w >= n - pos)
+            break;
+        pos += (size_t)w;
+    }
+    return pos ? buf : "(top level)";
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/*
+ * Walks the (already parsed, NUL-terminated) JSON text token by token: every
+ * number must match -?(0|[1-9][0-9]*), every string be free of "\u0000" and
+ * raw bytes below 0x20. Errors name the key path of the offending value.
+ */
+static int strict_scan(struct mparse *mp, const char *t, size_t len)
+{
+    const char *key[SCAN_DEPTH] = {NULL};
+    size_t key_len[SCAN_DEPTH] = {0};
+    char path[256];
+    int depth = 0;
+
+    for (size_t i = 0; i < len;) {
+        char c = t[i];
+        if (c == '{' || c == '[') {
+            depth++;
+            if (depth < SCAN_DEPTH)
+                key[depth] = NULL;
+            i++;
+        } else if (c == '}' || c == ']') {
+            depth--;
+            i++;
+        } else if (c == '"') {
+            size_t start = ++i;
+            int nul = 0, raw = 0;
+            while (i < len && t[i] != '"') {
+                if ((unsigned char)t[i] < 0x20)
+                    raw = 1;
+                if (t[i] == '\\' && i + 1 < len) {
+                    if (t[i + 1] == 'u' && i + 5 < len) {
+                        int v = 0;
+                        for (int k = 2; k < 6; k++) {
+                            int h = hexval(t[i + k]);
+                            v = v * 16 + (h < 0 ? 16 : h);
+                        }
+                        nul |= v == 0;
+                        i += 6;
+                        continue;
+                    }
+                    i += 2;
+                    continue;
+                }
+                i++;
+            }
+            size_t end = i < len ? i : len;
+            i++;
+            size_t j = i;
+            while (j < len && (t[j] == ' ' || t[j] == '\t' || t[j] == '\n' || t[j] == '\r'))
+                j++;
+            int is_key = j < len && t[j] == ':';
+            if (nul || raw) {
+                const char *p =
+                    scan_path(key, key_len, is_key ? depth - 1 : depth, path, sizeof(path));
+                return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: %s'%s' holds %s", mp->what,
+                              is_key ? "a key in " : "", p,
+                              nul ? "a NUL character (\\u0000)"
+                                  : "a raw control character (must be escaped)");
+            }
+            if (is_key && depth > 0 && depth < SCAN_DEPTH) {
+                key[depth] = t + start;
+                key_len[depth] = end - start;
+            }
+        } else if (c == '-' || (c >= '0' && c <= '9')) {
+            size_t start = i;
+            while (i < len && strchr("0123456789+-.eE", t[i]) && t[i] != '\0')
+                i++;
+            size_t p0 = start + (t[start] == '-');
+            int ok = p0 < i && (t[p0] == '0' ? p0 + 1 == i : 1);
+            for (size_t k = p0; ok && k < i; k++)
+                ok = t[k] >= '0' && t[k] <= '9';
+            if (!ok) {
+                const char *p = scan_path(key, key_len, depth, path, sizeof(path));
+                return OC_ERR(mp->err, OC_ERR_FORMAT,
+                              "%s: '%s' must be an integer written without leading zeros, "
+                              "fraction or exponent (got '%.*s')",
+                              mp->what, p, (int)(i - start < 40 ? i - start : 40), t + start);
+            }
+        } else {
+            i++;
+        }
+    }
     return OC_OK;
 }
 
@@ -295,11 +424,22 @@ int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_
                     mp.what, m->version, OC_FORMAT_VERSION);
         goto out;
     }
+    if ((rc = strict_scan(&mp, copy, len)))
+        goto out;
     if ((rc = check_keys(&mp, root, top_keys, sizeof(top_keys) / sizeof(top_keys[0]), "")))
         goto out;
 
     if ((rc = get_string(&mp, root, "name", m->name, sizeof(m->name))))
         goto out;
+    const char *ctl = oc_manifest_name_ctl(m->name);
+    if (ctl) {
+        unsigned code = (unsigned char)ctl[0] == 0xc2 ? (unsigned char)ctl[1] : (unsigned char)*ctl;
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: 'name' holds a control character (U+%04X) at byte %zu; names are "
+                    "printed on terminals",
+                    mp.what, code, (size_t)(ctl - m->name));
+        goto out;
+    }
     if ((rc = get_uint(&mp, root, "n_nodes", "", UINT64_MAX, &m->n_nodes)))
         goto out;
     if ((rc = get_uint(&mp, root, "n_edges", "", UINT64_MAX, &m->n_edges)))
@@ -368,6 +508,8 @@ int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *
     if (memchr(m->name, '\0', sizeof(m->name)) == NULL ||
         memchr(m->provenance, '\0', sizeof(m->provenance)) == NULL)
         return OC_ERR(err, OC_ERR_ARG, "manifest: name or provenance not terminated");
+    if (oc_manifest_name_ctl(m->name))
+        return OC_ERR(err, OC_ERR_ARG, "manifest: name holds a control character");
     if ((unsigned)m->feat_dtype >= OC_DTYPE_COUNT || (unsigned)m->index_dtype >= OC_DTYPE_COUNT)
         return OC_ERR(err, OC_ERR_ARG, "manifest: invalid dtype");
     if (!(root = cJSON_CreateObject()))

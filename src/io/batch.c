@@ -120,7 +120,11 @@ int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **ou
         if (env && env[0] && strcmp(env, "0") != 0) {
             oc_log(OC_LOG_DEBUG, "io batch: OC_NO_URING set; using pread");
         } else {
-            int r = io_uring_queue_init(depth, &b->ring, 0);
+            int fe = 0, r;
+            if (oc_fault_hit(OC_FAULT_URING_SETUP, &fe))
+                r = -(fe ? fe : ENOSYS);
+            else
+                r = io_uring_queue_init(depth, &b->ring, 0);
             if (r < 0) {
                 char eb[128];
                 oc_log(OC_LOG_INFO, "io batch: io_uring unavailable (%s); using pread",

@@ -5,8 +5,10 @@
  *
  * Place in the data flow: the bottom of io; the batch reader, the writer, the
  * line reader, fsutil and the dataset module read and write through here.
- * Every pread/pwrite passes through oc_fault_hit() so tests can fail the Nth
- * read (EIO, or a short read = premature end of file) or write (ENOSPC, EIO).
+ * Every open, pread, pwrite and fsync passes through oc_fault_hit() so tests
+ * can fail the Nth open, read (EIO, or a short read = premature end of file),
+ * write (ENOSPC, EIO) or fsync. Only regular files open: a FIFO, directory or
+ * device named where a file is expected is refused at once, never waited on.
  * Thread-safety: an oc_file is immutable after open; pread/pwrite on it may
  * run from many threads at once. Open/close belong to one owner.
  * Ownership: oc_file_close frees the record; paths are copied at open.
@@ -28,6 +30,34 @@ void *oc_io_buf_alloc(size_t bytes, const char *consumer, struct oc_err *err)
 {
     size_t n = (size_t)oc_io_align_up(bytes ? bytes : 1);
     return oc_alloc_aligned(n, OC_IO_ALIGN, consumer, err);
+}
+
+int oc_io_check_regular(int fd, const char *path, struct oc_err *err)
+{
+    struct stat st;
+    char eb[128];
+    const char *what;
+
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: fstat failed: %s", path,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    if (S_ISREG(st.st_mode))
+        return OC_OK;
+    if (S_ISFIFO(st.st_mode))
+        what = "fifo";
+    else if (S_ISDIR(st.st_mode))
+        what = "directory";
+    else if (S_ISCHR(st.st_mode))
+        what = "character device";
+    else if (S_ISBLK(st.st_mode))
+        what = "block device";
+    else if (S_ISSOCK(st.st_mode))
+        what = "socket";
+    else
+        what = "special file";
+    return OC_ERR(err, OC_ERR_IO, "%s: is not a regular file (%s)", path, what);
 }
 
 int oc_file_open(const char *path, unsigned flags, struct oc_file **out, struct oc_err *err)
@@ -63,16 +93,43 @@ int oc_file_open(const char *path, unsigned flags, struct oc_file **out, struct 
         rc = err ? err->status : OC_ERR_NOMEM;
         goto fail;
     }
+    /*
+     * O_NONBLOCK: opening a FIFO (for reading or writing) or a terminal would
+     * otherwise block until a peer shows up; with it the open returns at once
+     * (or fails with ENXIO) and fstat below refuses whatever is not a regular
+     * file. On a regular file O_NONBLOCK has no effect; it is cleared anyway.
+     */
     do {
-        fd = open(path, oflags, 0644);
+        int fe = 0;
+        if (oc_fault_hit(OC_FAULT_OPEN, &fe)) {
+            fd = -1;
+            errno = fe ? fe : EIO;
+        } else {
+            fd = open(path, oflags | O_NONBLOCK, 0644);
+        }
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) {
         int e = errno;
-        rc = OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot open: %s", path,
-                          oc_io_strerror(e, eb, sizeof(eb)));
+        if (e == ENXIO) /* a FIFO without a reader, opened for writing */
+            rc = OC_ERR(err, OC_ERR_IO, "%s: is not a regular file (fifo)", path);
+        else
+            rc = OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot open: %s", path,
+                              oc_io_strerror(e, eb, sizeof(eb)));
         goto fail;
     }
     f->fd = fd;
+    rc = oc_io_check_regular(fd, path, err);
+    if (rc)
+        goto fail;
+    {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+            int e = errno;
+            rc = OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: fcntl(O_NONBLOCK) failed: %s", path,
+                              oc_io_strerror(e, eb, sizeof(eb)));
+            goto fail;
+        }
+    }
     f->flags = flags;
     if (flags & OC_FILE_DIRECT) {
         int fl = fcntl(fd, F_GETFL);
@@ -290,8 +347,15 @@ int oc_file_truncate(struct oc_file *f, uint64_t bytes, struct oc_err *err)
 int oc_file_sync(struct oc_file *f, struct oc_err *err)
 {
     char eb[128];
+    int fe = 0, r;
 
-    if (fsync(f->fd) != 0) {
+    if (oc_fault_hit(OC_FAULT_FSYNC, &fe)) {
+        r = -1;
+        errno = fe ? fe : EIO;
+    } else {
+        r = fsync(f->fd);
+    }
+    if (r != 0) {
         int e = errno;
         return OC_ERR_ERRNO(err, oc_io_status_rw(e), e, "%s: fsync failed: %s", f->path,
                             oc_io_strerror(e, eb, sizeof(eb)));

@@ -12,6 +12,9 @@
  *   A crash leaves either the old P or the new P, never a partial one; a
  *   failure removes the temporary file.
  *
+ * Opens, fsyncs and renames pass through oc_fault_hit() (OC_FAULT_OPEN, _FSYNC,
+ * _RENAME) so tests can fail each of them.
+ *
  * Thread-safety: every function may be called from any thread; oc_rm_rf
  * works with directory descriptors (openat/unlinkat), not the cwd.
  * Ownership: oc_read_file returns an oc_alloc'd buffer the caller frees.
@@ -70,14 +73,26 @@ static int parent_dir(const char *path, char *buf, size_t n, struct oc_err *err)
 int oc_dir_sync(const char *dir, struct oc_err *err)
 {
     char eb[128];
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fe = 0, fd, r;
 
+    if (oc_fault_hit(OC_FAULT_OPEN, &fe)) {
+        fd = -1;
+        errno = fe ? fe : EIO;
+    } else {
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
     if (fd < 0) {
         int e = errno;
         return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot open directory: %s", dir,
                             oc_io_strerror(e, eb, sizeof(eb)));
     }
-    if (fsync(fd) != 0) {
+    if (oc_fault_hit(OC_FAULT_FSYNC, &fe)) {
+        r = -1;
+        errno = fe ? fe : EIO;
+    } else {
+        r = fsync(fd);
+    }
+    if (r != 0) {
         int e = errno;
         /* Some filesystems cannot fsync a directory; their renames are as durable as they get. */
         if (e != EINVAL && e != EROFS && e != ENOTSUP) {
@@ -93,9 +108,15 @@ int oc_dir_sync(const char *dir, struct oc_err *err)
 int oc_rename_durable(const char *tmp, const char *final, struct oc_err *err)
 {
     char dir[PATH_MAX], eb[128];
-    int rc;
+    int rc, fe = 0, r;
 
-    if (rename(tmp, final) != 0) {
+    if (oc_fault_hit(OC_FAULT_RENAME, &fe)) {
+        r = -1;
+        errno = fe ? fe : EIO;
+    } else {
+        r = rename(tmp, final);
+    }
+    if (r != 0) {
         int e = errno;
         return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "cannot rename %s to %s: %s", tmp, final,
                             oc_io_strerror(e, eb, sizeof(eb)));

@@ -60,6 +60,12 @@ static inline int oc_io_is_aligned(uint64_t x)
     return (x & (OC_IO_ALIGN - 1)) == 0;
 }
 
+/*
+ * OC_OK if fd is a regular file, else OC_ERR_IO "<path>: is not a regular file
+ * (fifo|directory|character device|...)".
+ */
+int oc_io_check_regular(int fd, const char *path, struct oc_err *err);
+
 /* The error for a read that hit end of file early (shared by pread and the batch reader). */
 int oc_io_err_truncated(struct oc_file *f, size_t len, uint64_t off, uint64_t got,
                         struct oc_err *err);

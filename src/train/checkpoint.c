@@ -128,7 +128,17 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
     size_t len = 0;
     if ((rc = oc_read_file(path, 0, &data, &len, err)))
         return rc;
+    rc = train_checkpoint_parse(data, len, path, fingerprint, m, pos, err);
+    oc_free(data);
+    return rc;
+}
+
+int train_checkpoint_parse(const void *buf, size_t len, const char *path, const char *fingerprint,
+                           struct oc_nn_model *m, struct train_position *pos, struct oc_err *err)
+{
+    const char *data = buf;
     const uint8_t *p = (const uint8_t *)data, *end = p + len;
+    int rc = OC_OK;
     char magic[8];
     uint32_t version = 0, fp_len = 0, crc_stored = 0;
     uint64_t state_bytes = 0;
@@ -177,6 +187,5 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
     if ((rc = oc_nn_model_state_load(m, p, state_bytes, err)))
         oc_err_prefix(err, "%s", path);
 out:
-    oc_free(data);
     return rc;
 }

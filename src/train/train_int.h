@@ -123,6 +123,15 @@ int train_checkpoint_save(const char *dir, const char *fingerprint, const struct
 /* OC_ERR_NOTFOUND if there is no checkpoint; OC_ERR_ARG if the fingerprint differs. */
 int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
                           struct train_position *pos, struct oc_err *err);
+/*
+ * Checks and loads a checkpoint held in buf[0 .. len) (path names it in
+ * messages): OC_ERR_FORMAT for anything but a whole checkpoint of this
+ * version, OC_ERR_ARG if its fingerprint differs; m and pos are written only
+ * from a record whose CRC checks. The fuzz target tests/fuzz/fuzz_checkpoint.c
+ * calls it directly.
+ */
+int train_checkpoint_parse(const void *buf, size_t len, const char *path, const char *fingerprint,
+                           struct oc_nn_model *m, struct train_position *pos, struct oc_err *err);
 
 /* ---- JSON-lines log ----------------------------------------------------- */
 

@@ -130,6 +130,32 @@ struct dg_pipe_config {
     uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
 };
 
+/* What a chunk must be: its batch, and the bounds of the tiers its addresses point into. */
+struct dg_chunk_expect {
+    uint64_t epoch, index; /* sample epoch and batch of the chunk */
+    uint64_t row_bytes;
+    uint64_t n_cpu_rows; /* rows in the CPU cache */
+    uint64_t seg_rows;   /* rows in the disk cache of the chunk's segment */
+};
+
+/* What a checked chunk holds. */
+struct dg_chunk_info {
+    uint64_t n_input, n_packed, rec_bytes;
+    uint64_t n_dc, n_cpu; /* addresses into the disk cache and the CPU cache */
+};
+
+/*
+ * Checks the chunk in buf[0 .. len) (read from path at offset off, both for
+ * messages): header magic, version and CRC, that it is the expected batch,
+ * that record, address table and packed rows fit len, the CRC of record and
+ * address table, and that every address is in range. OC_ERR_FORMAT naming
+ * path, batch and offset otherwise. The record itself (a sample batch
+ * record) is checked by oc_sample_batch_deserialize. Pure: the fuzz target
+ * tests/fuzz/fuzz_diskgnn_chunk.c calls it directly.
+ */
+int dg_chunk_check(const uint8_t *buf, uint64_t len, const struct dg_chunk_expect *x,
+                   const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err);
+
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err);
 /* Stops the threads, drops the windows, frees everything. */
 void dg_pipe_stop(struct dg_pipe *p);

@@ -128,6 +128,51 @@ static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, uint64
     return OC_OK;
 }
 
+int dg_chunk_check(const uint8_t *h, uint64_t len, const struct dg_chunk_expect *x,
+                   const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err)
+{
+    uint64_t i = x->index;
+    if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
+        oc_get_le32(h + 60) != oc_crc32(0, h, 60) || oc_get_le32(h + 56) != DG_CHUNK_VERSION)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": bad header (magic, version or CRC)",
+                      path, i, off);
+    uint64_t n = oc_get_le64(h + 24), n_packed = oc_get_le64(h + 32), rec = oc_get_le64(h + 40);
+    /* each bound before the sum that uses it: no term may wrap around */
+    if (oc_get_le64(h + 8) != x->epoch || oc_get_le64(h + 16) != i || n_packed > n || rec > len ||
+        n > len / 8 || (x->row_bytes && n_packed > len / x->row_bytes) ||
+        OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * x->row_bytes > len)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
+                      ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
+                      path, i, off, oc_get_le64(h + 8), oc_get_le64(h + 16), n, n_packed, rec);
+    const uint8_t *meta = h + OC_PLAN_CHUNK_HEADER, *addr = meta + rec;
+    if (oc_get_le32(h + 48) != oc_crc32(0, meta, rec + 8 * n))
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
+                      ": record or address table fails its CRC",
+                      path, i, off);
+    uint64_t n_dc = 0, n_cpu = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
+        enum oc_plan_where where = OC_PLAN_ADDR_WHERE(code);
+        int ok = (where == OC_PLAN_CPU && idx < x->n_cpu_rows) ||
+                 (where == OC_PLAN_PACKED && idx < n_packed) ||
+                 (where == OC_PLAN_DISK_CACHE && idx < x->seg_rows);
+        if (!ok)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: chunk of batch %" PRIu64 " at offset %" PRIu64 ": address %" PRIu64
+                          " (tier %d, index %" PRIu64 ") is out of range",
+                          path, i, off, k, (int)where, idx);
+        n_dc += where == OC_PLAN_DISK_CACHE;
+        n_cpu += where == OC_PLAN_CPU;
+    }
+    *out = (struct dg_chunk_info){n, n_packed, rec, n_dc, n_cpu};
+    return OC_OK;
+}
+
 /* Reads chunk i of w into sl, checks it, and reads the batch's disk-cache rows. */
 static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, struct dg_slot *sl,
                       struct oc_err *err)
@@ -139,44 +184,15 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     /* first pass sizes the buffer for the chunk alone; disk-cache rows follow */
     if ((rc = grow_buf(p, sl, len, 0, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
         return rc;
-    const uint8_t *h = sl->buf;
-    if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
-        oc_get_le32(h + 60) != oc_crc32(0, h, 60) || oc_get_le32(h + 56) != DG_CHUNK_VERSION)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
-                      ": bad header (magic, version or CRC)",
-                      w->path, i, off);
-    uint64_t n = oc_get_le64(h + 24), n_packed = oc_get_le64(h + 32), rec = oc_get_le64(h + 40);
-    if (oc_get_le64(h + 8) != w->epoch || oc_get_le64(h + 16) != i || n_packed > n || rec > len ||
-        n > len / 8 || OC_PLAN_CHUNK_HEADER + rec + 8 * n + n_packed * rb > len)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
-                      ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
-                      ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
-                      w->path, i, off, oc_get_le64(h + 8), oc_get_le64(h + 16), n, n_packed, rec);
-    const uint8_t *meta = h + OC_PLAN_CHUNK_HEADER, *addr = meta + rec;
-    if (oc_get_le32(h + 48) != oc_crc32(0, meta, rec + 8 * n))
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: chunk of batch %" PRIu64 " at offset %" PRIu64
-                      ": record or address table fails its CRC",
-                      w->path, i, off);
     uint64_t seg = i / w->s;
-    uint64_t seg_rows = (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb;
-    uint64_t n_dc = 0, n_cpu = 0;
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
-        enum oc_plan_where where = OC_PLAN_ADDR_WHERE(code);
-        int ok = (where == OC_PLAN_CPU && idx < p->c.cache->n) ||
-                 (where == OC_PLAN_PACKED && idx < n_packed) ||
-                 (where == OC_PLAN_DISK_CACHE && idx < seg_rows);
-        if (!ok)
-            return OC_ERR(err, OC_ERR_FORMAT,
-                          "%s: chunk of batch %" PRIu64 " at offset %" PRIu64 ": address %" PRIu64
-                          " (tier %d, index %" PRIu64 ") is out of range",
-                          w->path, i, off, k, (int)where, idx);
-        n_dc += where == OC_PLAN_DISK_CACHE;
-        n_cpu += where == OC_PLAN_CPU;
-    }
+    struct dg_chunk_expect x = {w->epoch, i, rb, p->c.cache->n,
+                                (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb};
+    struct dg_chunk_info ci;
+    if ((rc = dg_chunk_check(sl->buf, len, &x, w->path, off, &ci, err)))
+        return rc;
+    uint64_t n = ci.n_input, n_packed = ci.n_packed, rec = ci.rec_bytes;
+    uint64_t n_dc = ci.n_dc, n_cpu = ci.n_cpu;
+    const uint8_t *addr;
     sl->chunk_bytes = len;
     sl->dc_at = oc_io_align_up(len);
     if ((rc = grow_buf(p, sl, sl->dc_at + n_dc * rb, len, err)))

@@ -191,21 +191,35 @@ static uint64_t plan_key(const struct oc_store *s, const struct oc_store_config 
     return h;
 }
 
-static void sb_footer(const struct gx_inspector *in, uint64_t first, uint64_t n, uint32_t flags,
-                      uint8_t f[SB_FOOTER])
+void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags, uint8_t f[SB_FOOTER])
 {
     memset(f, 0, SB_FOOTER);
     memcpy(f, SB_MAGIC, 8);
-    oc_put_le64(f + 8, in->key);
-    oc_put_le64(f + 16, first);
+    oc_put_le64(f + 8, x->key);
+    oc_put_le64(f + 16, x->first);
     oc_put_le64(f + 24, n);
-    oc_put_le64(f + 32, in->nb);
-    oc_put_le64(f + 40, in->n_nodes);
+    oc_put_le64(f + 32, x->nb);
+    oc_put_le64(f + 40, x->n_nodes);
     f[48] = (uint8_t)SB_VERSION;
     f[52] = (uint8_t)flags;
     uint32_t crc = (uint32_t)crc32(0L, f, 60);
     for (int i = 0; i < 4; i++)
         f[60 + i] = (uint8_t)(crc >> (8 * i));
+}
+
+/* What the superbatch starting at first must be, for this inspector. */
+static struct gx_sb_expect sb_expect(const struct gx_inspector *in, uint64_t first)
+{
+    uint64_t most = in->t_end - first < in->S ? in->t_end - first : in->S;
+    return (struct gx_sb_expect){in->key,     first,       most,           in->nb,
+                                 in->n_nodes, in->max_acc, in->so.n_layers};
+}
+
+static void sb_footer(const struct gx_inspector *in, uint64_t first, uint64_t n, uint32_t flags,
+                      uint8_t f[SB_FOOTER])
+{
+    struct gx_sb_expect x = sb_expect(in, first);
+    gx_sb_footer(&x, n, flags, f);
 }
 
 static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, size_t n,
@@ -217,19 +231,91 @@ static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, siz
     return OC_OK;
 }
 
-static int rec_reserve(struct gx_inspector *in, uint64_t bytes, struct oc_err *err)
+static int rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
 {
-    if (bytes <= in->cap_rec)
+    if (bytes <= *cap_rec)
         return OC_OK;
-    uint64_t c = in->cap_rec + in->cap_rec / 4;
+    uint64_t c = *cap_rec + *cap_rec / 4;
     if (c < bytes)
         c = bytes;
-    uint8_t *p = oc_realloc(in->rec, (size_t)c, "store ginex: batch record buffer", err);
+    uint8_t *p = oc_realloc(*rec, (size_t)c, "store ginex: batch record buffer", err);
     if (!p)
         return err ? err->status : OC_ERR_NOMEM;
-    in->rec = p;
-    in->cap_rec = c;
+    *rec = p;
+    *cap_rec = c;
     return OC_OK;
+}
+
+int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
+                uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
+                struct gx_trace *trace, uint64_t *n_iters, char *why, size_t why_n,
+                struct oc_err *err)
+{
+    uint8_t foot[SB_FOOTER], want[SB_FOOTER], lenb[8];
+    uint64_t off = 0, n = 0;
+    int rc;
+
+    *n_iters = 0;
+    why[0] = '\0';
+    if (size < SB_FOOTER) {
+        snprintf(why, why_n, "%" PRIu64 " bytes, shorter than its footer", size);
+        return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+    }
+    if ((rc = rd(ctx, foot, SB_FOOTER, size - SB_FOOTER, err)))
+        return rc;
+    n = oc_get_le64(foot + 24);
+    uint32_t flags = foot[52];
+    gx_sb_footer(x, n, flags, want);
+    if (memcmp(foot, want, SB_FOOTER) != 0 || n == 0 || n > x->most ||
+        (n < x->most && !(flags & SB_FLAG_CUT))) {
+        snprintf(why, why_n, "footer does not match this plan");
+        return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+    }
+    size -= SB_FOOTER;
+    for (uint64_t it = 0; it < n; it++) {
+        uint64_t t = x->first + it;
+        if (off + 8 > size) {
+            snprintf(why, why_n, "ends after %" PRIu64 " batches", it);
+            return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+        }
+        if ((rc = rd(ctx, lenb, 8, off, err)))
+            return rc;
+        uint64_t len = oc_get_le64(lenb);
+        off += 8;
+        if (len > size - off || len > SB_MAX_RECORD) {
+            snprintf(why, why_n, "batch %" PRIu64 " length %" PRIu64 " past the end", it, len);
+            return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+        }
+        if ((rc = rec_reserve(rec, cap_rec, len, err)))
+            return rc;
+        if ((rc = rd(ctx, *rec, (size_t)len, off, err)) ||
+            (rc = oc_sample_batch_deserialize(*rec, (size_t)len, x->n_nodes, batch, err)))
+            return rc;
+        off += len;
+        if (batch->epoch != t / x->nb || batch->batch_index != t % x->nb ||
+            batch->n_layers != x->n_layers) {
+            snprintf(why, why_n, "batch %" PRIu64 " is not epoch %" PRIu64 " batch %" PRIu64, it,
+                     t / x->nb, t % x->nb);
+            return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+        }
+        if (it > 0 && trace->n_acc + batch->n_input > x->max_acc) {
+            snprintf(why, why_n, "more accesses than this run's budget holds");
+            return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+        }
+        if ((rc = gx_trace_add_iter(trace, batch->input_ids, batch->n_input, err)))
+            return rc;
+    }
+    if (off != size) {
+        snprintf(why, why_n, "%" PRIu64 " bytes between the batches and the footer", size - off);
+        return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
+    }
+    *n_iters = n;
+    return OC_OK;
+}
+
+static int sb_read_file(void *ctx, void *buf, size_t len, uint64_t off, struct oc_err *err)
+{
+    return oc_file_pread(ctx, buf, len, off, err);
 }
 
 /*
@@ -243,9 +329,7 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
     char path[4200], why[sizeof(((struct oc_err *)0)->msg)];
     struct oc_file *f = NULL;
     struct oc_err e;
-    uint8_t foot[SB_FOOTER], want[SB_FOOTER], lenb[8];
-    uint64_t size = 0, off = 0, first = in->next_first, n = 0;
-    uint64_t most = in->t_end - first < in->S ? in->t_end - first : in->S;
+    uint64_t size = 0, first = in->next_first, n = 0;
     int rc;
 
     if (!in->dir[0] || sb_path(in, first, path, sizeof(path), &e))
@@ -253,69 +337,17 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
     if (oc_file_open(path, OC_FILE_READ, &f, &e))
         return 0;
     why[0] = '\0';
-    if ((rc = oc_file_size(f, &size, &e)))
-        goto bad;
-    if (size < SB_FOOTER) {
-        snprintf(why, sizeof(why), "%" PRIu64 " bytes, shorter than its footer", size);
-        goto bad;
-    }
-    if ((rc = oc_file_pread(f, foot, SB_FOOTER, size - SB_FOOTER, &e)))
-        goto bad;
-    n = oc_get_le64(foot + 24);
-    uint32_t flags = foot[52];
-    sb_footer(in, first, n, flags, want);
-    if (memcmp(foot, want, SB_FOOTER) != 0 || n == 0 || n > most ||
-        (n < most && !(flags & SB_FLAG_CUT))) {
-        snprintf(why, sizeof(why), "footer does not match this plan");
-        goto bad;
-    }
-    size -= SB_FOOTER;
-    for (uint64_t it = 0; it < n; it++) {
-        uint64_t t = first + it;
-        if (off + 8 > size) {
-            snprintf(why, sizeof(why), "ends after %" PRIu64 " batches", it);
-            goto bad;
-        }
-        if ((rc = oc_file_pread(f, lenb, 8, off, &e)))
-            goto bad;
-        uint64_t len = oc_get_le64(lenb);
-        off += 8;
-        if (len > size - off || len > SB_MAX_RECORD) {
-            snprintf(why, sizeof(why), "batch %" PRIu64 " length %" PRIu64 " past the end", it,
-                     len);
-            goto bad;
-        }
-        if ((rc = rec_reserve(in, len, &e)))
-            goto bad;
-        if ((rc = oc_file_pread(f, in->rec, (size_t)len, off, &e)) ||
-            (rc = oc_sample_batch_deserialize(in->rec, (size_t)len, in->n_nodes, &in->batch, &e)))
-            goto bad;
-        off += len;
-        if (in->batch.epoch != t / in->nb || in->batch.batch_index != t % in->nb ||
-            in->batch.n_layers != in->so.n_layers) {
-            snprintf(why, sizeof(why), "batch %" PRIu64 " is not epoch %" PRIu64 " batch %" PRIu64,
-                     it, t / in->nb, t % in->nb);
-            goto bad;
-        }
-        if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
-            snprintf(why, sizeof(why), "more accesses than this run's budget holds");
-            goto bad;
-        }
-        if ((rc = gx_trace_add_iter(&in->trace, in->batch.input_ids, in->batch.n_input, &e)))
-            goto bad;
-    }
-    if (off != size) {
-        snprintf(why, sizeof(why), "%" PRIu64 " bytes between the batches and the footer",
-                 size - off);
-        goto bad;
-    }
+    struct gx_sb_expect x = sb_expect(in, first);
+    if ((rc = oc_file_size(f, &size, &e)) == OC_OK)
+        rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->batch, &in->trace,
+                         &n, why, sizeof(why), &e);
     oc_file_close(f, NULL);
-    p->first_iter = first;
-    p->n_iters = n;
-    in->pending = 0; /* a batch cut off before is in the file */
-    return 1;
-bad:
-    oc_file_close(f, NULL);
+    if (rc == OC_OK) {
+        p->first_iter = first;
+        p->n_iters = n;
+        in->pending = 0; /* a batch cut off before is in the file */
+        return 1;
+    }
     gx_trace_clear(&in->trace);
     in->pending = 0; /* in->batch was overwritten */
     if (rc == OC_ERR_NOMEM || rc == OC_ERR_BUDGET) {
@@ -399,7 +431,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             continue;
         uint64_t len = oc_sample_batch_record_bytes(&in->batch);
         size_t got = 0;
-        if ((rc = rec_reserve(in, len, err)))
+        if ((rc = rec_reserve(&in->rec, &in->cap_rec, len, err)))
             goto out;
         oc_put_le64(lenb, len);
         if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||

@@ -295,4 +295,40 @@ const char *oc_store_ginex_plan_dir(const struct oc_store *s);
 /* Superbatches reused from plan files and sampled by a `ginex` store so far. */
 void oc_store_ginex_plan_counts(const struct oc_store *s, uint64_t *reused, uint64_t *sampled);
 
+/* ---- superbatch plan files (ginex_inspect.c) ---------------------------- */
+
+#define GX_SB_FOOTER 64u /* footer bytes at the end of a superbatch file */
+
+/* What a superbatch file must hold to be reused. */
+struct gx_sb_expect {
+    uint64_t key;      /* plan key (topology, sampling options, batch size, training ids) */
+    uint64_t first;    /* its first iteration */
+    uint64_t most;     /* batches it must hold (fewer only if cut short) */
+    uint64_t nb;       /* batches per epoch */
+    uint64_t n_nodes;  /* ids are below this */
+    uint64_t max_acc;  /* accesses this run's budget holds */
+    uint32_t n_layers; /* of every batch */
+};
+
+/* Reads len bytes at off of the file being checked. */
+typedef int (*gx_sb_read_fn)(void *ctx, void *buf, size_t len, uint64_t off, struct oc_err *err);
+
+/* The footer of a file of n batches from x->first (flags bit 0: cut short by max_acc). */
+void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags,
+                  uint8_t f[GX_SB_FOOTER]);
+/*
+ * Checks a superbatch file of size bytes read through rd: footer, then every
+ * record (length, sample-batch record, epoch and batch numbers, layers,
+ * accesses), adding each batch's input ids to trace (cleared first by the
+ * caller). Record bytes go through *rec (grown as needed, *cap_rec bytes),
+ * batches through *batch. OC_OK: *n_iters batches were added. OC_ERR_FORMAT:
+ * not usable, why (why_n bytes) or err says why. Other statuses (out of
+ * memory, I/O) are returned as they are. The fuzz target
+ * tests/fuzz/fuzz_ginex_superbatch.c calls it on memory.
+ */
+int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
+                uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
+                struct gx_trace *trace, uint64_t *n_iters, char *why, size_t why_n,
+                struct oc_err *err);
+
 #endif

@@ -49,7 +49,11 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
     if (env && env[0] && strcmp(env, "0") != 0) {
         oc_log(OC_LOG_DEBUG, "store gnndrive: OC_NO_URING set; extractors use pread");
     } else {
-        int r = io_uring_queue_init(g->depth, &x->ring, 0);
+        int fe = 0, r;
+        if (oc_fault_hit(OC_FAULT_URING_SETUP, &fe))
+            r = -(fe ? fe : ENOSYS);
+        else
+            r = io_uring_queue_init(g->depth, &x->ring, 0);
         if (r < 0) {
             char eb[128];
             oc_log(OC_LOG_INFO, "store gnndrive: io_uring unavailable (%s); extractors use pread",

@@ -80,8 +80,15 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     m->fd = -1;
     m->io_fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
     s->impl = m;
+    /* O_NONBLOCK: a FIFO in place of the features must fail below, not block here. */
     do {
-        m->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+        int fe = 0;
+        if (oc_fault_hit(OC_FAULT_OPEN, &fe)) {
+            m->fd = -1;
+            errno = fe ? fe : EIO;
+        } else {
+            m->fd = open(s->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        }
     } while (m->fd < 0 && errno == EINTR);
     if (m->fd < 0) {
         e = errno;
@@ -94,6 +101,8 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return OC_ERR_ERRNO(err, OC_ERR_IO, e, "store mmap: %s: fstat: %s", s->path,
                             store_strerror(e, eb, sizeof(eb)));
     }
+    if (!S_ISREG(st.st_mode))
+        return OC_ERR(err, OC_ERR_IO, "store mmap: %s: is not a regular file", s->path);
     uint64_t need = store_row_off(s, s->n_nodes);
     if ((uint64_t)st.st_size < need)
         return OC_ERR(err, OC_ERR_FORMAT,

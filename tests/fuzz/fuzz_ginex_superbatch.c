@@ -1,0 +1,83 @@
+/*
+ * fuzz_ginex_superbatch.c — libFuzzer target for gx_sb_parse, the check of a
+ * ginex superbatch plan file before it is reused: any byte string must be
+ * accepted as a plan (its batches in the trace) or refused with
+ * OC_ERR_FORMAT, without crashing, reading out of bounds or leaking. Each
+ * input is tried twice: as given, and with its footer replaced by the one
+ * this plan expects (keeping its batch count and flags), so that mutations
+ * reach the records behind the footer.
+ *
+ * Place in the data flow: tests (store/ginex/ginex_inspect.c). Replayed over
+ * tests/fuzz/corpus/ginex_superbatch (written by gen_corpus.c) in every run.
+ * Thread-safety: single-threaded. Ownership: no state between inputs.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz_fixtures.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct mem_file {
+    const uint8_t *data;
+    size_t size;
+};
+
+static int mem_read(void *ctx, void *buf, size_t len, uint64_t off, struct oc_err *err)
+{
+    const struct mem_file *f = ctx;
+    if (off > f->size || len > f->size - off)
+        return OC_ERR(err, OC_ERR_FORMAT, "fuzz/sb-4.ocsb: truncated");
+    memcpy(buf, f->data + off, len);
+    return OC_OK;
+}
+
+static void try_one(const uint8_t *buf, size_t size)
+{
+    struct gx_sb_expect x = fuzz_sb_expect();
+    struct mem_file f = {buf, size};
+    struct gx_trace trace;
+    struct oc_sample_batch batch;
+    struct oc_err err;
+    uint8_t *rec = NULL;
+    uint64_t cap_rec = 0, n = 0;
+    char why[256];
+    gx_trace_init(&trace);
+    oc_sample_batch_init(&batch);
+    oc_err_clear(&err);
+    int rc = gx_sb_parse(&x, mem_read, &f, size, &rec, &cap_rec, &batch, &trace, &n, why,
+                         sizeof(why), &err);
+    if (rc == OC_OK) {
+        if (n == 0 || n > x.most || trace.n_iters != n)
+            abort();
+        for (uint64_t i = 0; i < trace.n_loc; i++)
+            if (trace.loc_id[i] >= x.n_nodes)
+                abort();
+    } else if (rc != OC_ERR_FORMAT || err.status != rc || !err.msg[0]) {
+        abort();
+    }
+    oc_free(rec);
+    oc_sample_batch_deinit(&batch);
+    gx_trace_deinit(&trace);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    uint64_t live0 = oc_mem_n_live();
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf)
+        return 0;
+    memcpy(buf, data, size);
+    try_one(buf, size);
+    if (size >= GX_SB_FOOTER) {
+        struct gx_sb_expect x = fuzz_sb_expect();
+        uint8_t *foot = buf + size - GX_SB_FOOTER;
+        gx_sb_footer(&x, oc_get_le64(foot + 24), foot[52], foot);
+        try_one(buf, size);
+    }
+    free(buf);
+    if (oc_mem_n_live() != live0)
+        abort();
+    return 0;
+}

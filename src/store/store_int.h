@@ -248,4 +248,14 @@ void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
 int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
                                  struct oc_err *err);
 
+/*
+ * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,
+ * index dtype, sizes and CRCs of indptr and indices; with_features: also the
+ * feature dtype, size and CRC), fanouts, seed, batch size and training ids.
+ */
+uint64_t store_plan_key(const struct oc_store *s, const struct oc_store_config *cfg,
+                        const char *tag, int with_features);
+uint64_t store_fnv(uint64_t h, const void *p, size_t n);
+uint64_t store_fnv_u64(uint64_t h, uint64_t v);
+
 #endif

@@ -81,46 +81,12 @@ static void spill_drop(struct dg_builder *b)
     b->spill_live = 0;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ c[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static uint64_t fnv_u64(uint64_t h, uint64_t v)
-{
-    uint8_t b[8];
-    oc_put_le64(b, v);
-    return fnv(h, b, 8);
-}
-
 /* The part of the windows' content key that is fixed when the builder opens. */
 static uint64_t key_base(const struct oc_store *s, const struct oc_store_config *cfg)
 {
-    const struct oc_manifest *m = oc_dataset_manifest(s->ds);
-    uint64_t h = fnv(0xcbf29ce484222325ull, "offcore diskgnn window v1", 25);
-    h = fnv_u64(h, DG_CHUNK_VERSION);
-    h = fnv_u64(h, m->n_nodes);
-    h = fnv_u64(h, m->n_edges);
-    h = fnv_u64(h, (uint64_t)m->index_dtype);
-    h = fnv_u64(h, (uint64_t)m->feat_dtype);
-    static const enum oc_ds_file files[] = {OC_DS_INDPTR, OC_DS_INDICES, OC_DS_FEATURES};
-    for (int i = 0; i < 3; i++) {
-        h = fnv_u64(h, m->files[files[i]].bytes);
-        h = fnv_u64(h, m->files[files[i]].crc32);
-    }
-    h = fnv_u64(h, s->row_bytes);
-    h = fnv_u64(h, cfg->sample_opts->n_layers);
-    for (uint32_t l = 0; l < cfg->sample_opts->n_layers; l++)
-        h = fnv_u64(h, (uint64_t)(int64_t)cfg->sample_opts->fanouts[l]);
-    h = fnv_u64(h, cfg->sample_opts->seed);
-    h = fnv_u64(h, cfg->batch_size);
-    h = fnv_u64(h, cfg->n_train);
-    for (uint64_t i = 0; i < cfg->n_train; i++)
-        h = fnv_u64(h, cfg->train_ids[i]);
-    return h;
+    uint64_t h = store_plan_key(s, cfg, "offcore diskgnn window v2", 1);
+    h = store_fnv_u64(h, DG_CHUNK_VERSION);
+    return store_fnv_u64(h, s->row_bytes);
 }
 
 /* The content key of a window packed now: the base, the disk budget and the CPU cache's ids. */
@@ -128,10 +94,10 @@ static uint64_t window_key(const struct dg_builder *b, const struct store_cache 
 {
     uint64_t h = b->key_base, budget;
     memcpy(&budget, &b->disk_budget_bytes, sizeof(budget));
-    h = fnv_u64(h, budget);
-    h = fnv_u64(h, cache->n);
+    h = store_fnv_u64(h, budget);
+    h = store_fnv_u64(h, cache->n);
     for (uint64_t i = 0; i < cache->n; i++)
-        h = fnv_u64(h, cache->ids[i]);
+        h = store_fnv_u64(h, cache->ids[i]);
     return h;
 }
 

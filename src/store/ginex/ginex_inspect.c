@@ -149,48 +149,6 @@ void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64
 
 /* ---- plan key and files ------------------------------------------------------ */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-static uint64_t fnv_u64(uint64_t h, uint64_t v)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    return fnv(h, b, 8);
-}
-
-/* What the sampled batches depend on: topology, options, batch size, training ids. */
-static uint64_t plan_key(const struct oc_store *s, const struct oc_store_config *cfg)
-{
-    const struct oc_manifest *m = oc_dataset_manifest(s->ds);
-    uint64_t h = fnv(0xcbf29ce484222325ull, "offcore ginex plan v1", 21);
-    h = fnv_u64(h, m->n_nodes);
-    h = fnv_u64(h, m->n_edges);
-    h = fnv_u64(h, (uint64_t)m->index_dtype);
-    static const enum oc_ds_file topo[] = {OC_DS_INDPTR, OC_DS_INDICES};
-    for (int i = 0; i < 2; i++) {
-        h = fnv_u64(h, m->files[topo[i]].bytes);
-        h = fnv_u64(h, m->files[topo[i]].crc32);
-    }
-    h = fnv_u64(h, cfg->sample_opts->n_layers);
-    for (uint32_t l = 0; l < cfg->sample_opts->n_layers; l++)
-        h = fnv_u64(h, (uint64_t)(int64_t)cfg->sample_opts->fanouts[l]);
-    h = fnv_u64(h, cfg->sample_opts->seed);
-    h = fnv_u64(h, cfg->batch_size);
-    h = fnv_u64(h, cfg->n_train);
-    for (uint64_t i = 0; i < cfg->n_train; i++)
-        h = fnv_u64(h, cfg->train_ids[i]);
-    return h;
-}
-
 void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags, uint8_t f[SB_FOOTER])
 {
     memset(f, 0, SB_FOOTER);
@@ -547,7 +505,7 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
         (rc = oc_sample_epoch_init(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
         return rc;
     if (cfg->plan_dir) {
-        in->key = plan_key(s, cfg);
+        in->key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);
         int w = snprintf(in->dir, sizeof(in->dir), "%s/ginex-%016" PRIx64, cfg->plan_dir, in->key);
         struct oc_err e;
         oc_err_clear(&e);

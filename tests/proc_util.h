@@ -1,7 +1,8 @@
 /*
  * proc_util.h — test helpers that run the offcore binary as a child process
  * (stdout to a file, stderr discarded) and wait for it, or for at most a
- * timeout (a hung child is killed).
+ * timeout (a hung child is killed); proc_run_cli runs `$OC_BIN args...` as a
+ * user would and keeps its exit code, stdout and stderr.
  */
 #ifndef OFFCORE_TEST_PROC_UTIL_H
 #define OFFCORE_TEST_PROC_UTIL_H
@@ -9,9 +10,14 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+
+#include "harness.h"
+#include "offcore/io.h"
 
 extern char **environ;
 
@@ -65,6 +71,44 @@ static inline int proc_wait_timeout(pid_t pid, double timeout_s)
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     return -2;
+}
+
+/* One run of the offcore binary: exit code (-2: killed after the timeout), stdout, stderr. */
+struct proc_run {
+    int code;
+    char *out, *err; /* NULL if unreadable; proc_run_free */
+};
+
+/*
+ * Runs $OC_BIN with args (NULL-terminated, at most 38), stdout and stderr to
+ * files in the test's temporary directory, for at most timeout_s seconds.
+ */
+static inline void proc_run_cli(const char *const *args, double timeout_s, struct proc_run *r)
+{
+    const char *tmp = oc_test_tmpdir();
+    char out[700], errp[700];
+    snprintf(out, sizeof(out), "%s/cli.stdout", tmp);
+    snprintf(errp, sizeof(errp), "%s/cli.stderr", tmp);
+    char *argv[40];
+    int n = 0;
+    argv[n++] = getenv("OC_BIN");
+    for (; args[n - 1] && n < 39; n++)
+        argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    r->code = proc_wait_timeout(proc_spawn2(argv, out, errp), timeout_s);
+    size_t len;
+    struct oc_err err;
+    if (oc_read_file(out, 0, &r->out, &len, &err) != OC_OK)
+        r->out = NULL;
+    if (oc_read_file(errp, 0, &r->err, &len, &err) != OC_OK)
+        r->err = NULL;
+}
+
+static inline void proc_run_free(struct proc_run *r)
+{
+    oc_free(r->out);
+    oc_free(r->err);
+    r->out = r->err = NULL;
 }
 
 #endif

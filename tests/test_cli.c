@@ -16,23 +16,11 @@
 /* Runs the binary with args; returns the exit code and fills *err_text (oc_free it). */
 static int run_cli(char *const args[], char **err_text)
 {
-    const char *tmp = oc_test_tmpdir();
-    char out[700], errp[700];
-    snprintf(out, sizeof(out), "%s/out", tmp);
-    snprintf(errp, sizeof(errp), "%s/err", tmp);
-    char *argv[32];
-    int n = 0;
-    argv[n++] = getenv("OC_BIN");
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    int rc = proc_wait(proc_spawn2(argv, out, errp));
-    size_t len;
-    struct oc_err err;
-    *err_text = NULL;
-    if (oc_read_file(errp, 0, err_text, &len, &err) != OC_OK)
-        *err_text = NULL;
-    return rc;
+    struct proc_run r;
+    proc_run_cli((const char *const *)args, 120, &r);
+    *err_text = r.err;
+    oc_free(r.out);
+    return r.code;
 }
 
 struct cli_case {

@@ -25,53 +25,10 @@
 
 #define RUN_TIMEOUT_S 120
 
-struct run_out {
-    int code;
-    char *out, *err; /* oc_free */
-};
-
-/* Runs `offcore args...` with a timeout; a run that hangs is killed and reported as -2. */
-static void run_cli(const char *const args[], struct run_out *r)
+/* Runs `offcore args...`; a run that hangs is killed and reported as -2. */
+static void run_cli(const char *const args[], struct proc_run *r)
 {
-    const char *tmp = oc_test_tmpdir();
-    char out[700], errp[700];
-    snprintf(out, sizeof(out), "%s/stdout", tmp);
-    snprintf(errp, sizeof(errp), "%s/stderr", tmp);
-    char *argv[40];
-    int n = 0;
-    argv[n++] = getenv("OC_BIN");
-    for (; args[n - 1] && n < 39; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    pid_t pid = proc_spawn2(argv, out, errp);
-    int st = 0;
-    r->code = -1;
-    for (int ms = 0; pid > 0; ms += 20) {
-        pid_t w = waitpid(pid, &st, WNOHANG);
-        if (w == pid) {
-            r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-            break;
-        }
-        if (ms > RUN_TIMEOUT_S * 1000) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            r->code = -2;
-            break;
-        }
-        usleep(20000);
-    }
-    size_t len;
-    struct oc_err err;
-    if (oc_read_file(out, 0, &r->out, &len, &err) != OC_OK)
-        r->out = NULL;
-    if (oc_read_file(errp, 0, &r->err, &len, &err) != OC_OK)
-        r->err = NULL;
-}
-
-static void run_free(struct run_out *r)
-{
-    oc_free(r->out);
-    oc_free(r->err);
+    proc_run_cli(args, RUN_TIMEOUT_S, r);
 }
 
 static int has(const char *text, const char *what)
@@ -111,7 +68,7 @@ OC_TEST(demo_refuses_a_directory_it_did_not_create_and_deletes_nothing)
     OC_CHECK_OK(oc_mkdir_p(thesis, &err), &err);
     OC_CHECK_OK(oc_write_file_atomic(ch1, "x\n", 2, &err), &err);
     const char *args[] = {"demo", "--dir", u, "--quiet", NULL};
-    struct run_out r;
+    struct proc_run r;
     run_cli(args, &r);
     OC_CHECK(r.code == 1);
     OC_CHECK(has(r.err, u) && has(r.err, "not a valid offcore dataset"));
@@ -119,7 +76,7 @@ OC_TEST(demo_refuses_a_directory_it_did_not_create_and_deletes_nothing)
     char *kept = slurp(ch1, &len);
     OC_CHECK(kept && len == 2 && memcmp(kept, "x\n", 2) == 0);
     oc_free(kept);
-    run_free(&r);
+    proc_run_free(&r);
 
     /* a regular file given as --dir stays as it is */
     char file[1100];
@@ -131,7 +88,7 @@ OC_TEST(demo_refuses_a_directory_it_did_not_create_and_deletes_nothing)
     kept = slurp(file, &len);
     OC_CHECK(kept && len == 7 && memcmp(kept, "keep me", 7) == 0);
     oc_free(kept);
-    run_free(&r);
+    proc_run_free(&r);
 }
 
 OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
@@ -153,7 +110,7 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     struct oc_err err;
     OC_CHECK_OK(oc_write_file_atomic(labels, data, len, &err), &err);
     const char *args[] = {"demo", "--dir", ds, "--quiet", NULL};
-    struct run_out r;
+    struct proc_run r;
     run_cli(args, &r);
     OC_CHECK(r.code == 1 && has(r.err, ds));
     size_t len2 = 0;
@@ -161,7 +118,7 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     OC_CHECK(after && len2 == len && memcmp(after, data, len) == 0);
     oc_free(after);
     oc_free(data);
-    run_free(&r);
+    proc_run_free(&r);
 
     /* an empty directory is where the demo dataset may go */
     char empty[1100];
@@ -173,7 +130,7 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     char manifest[1200];
     snprintf(manifest, sizeof(manifest), "%s/manifest.json", empty);
     OC_CHECK(oc_path_exists(manifest));
-    run_free(&r);
+    proc_run_free(&r);
 }
 
 /*
@@ -208,7 +165,7 @@ OC_TEST(a_run_that_passes_the_budget_check_finishes)
                               "--eval-batch", "1000",
                               "--quiet",      "--mem-budget",
                               runs[i].budget, NULL};
-        struct run_out r;
+        struct proc_run r;
         run_cli(args, &r);
         char last[32];
         snprintf(last, sizeof(last), "Epoch %05d", atoi(runs[i].epochs) - 1);
@@ -222,7 +179,7 @@ OC_TEST(a_run_that_passes_the_budget_check_finishes)
         OC_CHECK(refused || trained);
         n_trained += trained;
         n_refused += refused;
-        run_free(&r);
+        proc_run_free(&r);
     }
     OC_CHECK(n_trained > 0 && n_refused > 0); /* the sweep crosses the threshold */
 }
@@ -236,12 +193,12 @@ OC_TEST(diverging_training_stops_naming_epoch_and_batch)
     snprintf(ds, sizeof(ds), "%s/ds", tmp);
     make_dataset(ds, 5000);
     const char *args[] = {"train", ds, "--lr", "1e30", "--epochs", "3", "--quiet", NULL};
-    struct run_out r;
+    struct proc_run r;
     run_cli(args, &r);
     OC_CHECK(r.code == 1 && has(r.err, "epoch ") && has(r.err, " batch ") &&
              has(r.err, "diverged"));
     OC_CHECK(!has(r.out, "weights_sha256"));
-    run_free(&r);
+    proc_run_free(&r);
     static const struct {
         const char *flag, *value, *message;
     } bad[] = {
@@ -257,7 +214,7 @@ OC_TEST(diverging_training_stops_naming_epoch_and_batch)
             fprintf(stderr, "  %s %s: exit %d, stderr: %s\n", bad[i].flag, bad[i].value, r.code,
                     r.err ? r.err : "");
         OC_CHECK(r.code == 2 && has(r.err, bad[i].message));
-        run_free(&r);
+        proc_run_free(&r);
     }
 }
 
@@ -296,7 +253,7 @@ OC_TEST(control_characters_in_a_name_never_reach_the_terminal)
     make_dataset(ds, 2000);
     OC_CHECK(set_manifest_name(ds, "evil\\u001b[2J\\u0007\\u009b31m") == 0);
     const char *args[] = {"info", ds, NULL};
-    struct run_out r;
+    struct proc_run r;
     run_cli(args, &r);
     /* accepted (name escaped) or refused (the message escapes it): never raw */
     OC_CHECK(r.code == 0 || r.code == 1);
@@ -305,7 +262,7 @@ OC_TEST(control_characters_in_a_name_never_reach_the_terminal)
     for (const char *t = r.err; t && *t; t++)
         OC_CHECK(*t != '\033' && *t != '\007');
     OC_CHECK(!has(r.out, "\xc2\x9b") && !has(r.err, "\xc2\x9b"));
-    run_free(&r);
+    proc_run_free(&r);
 }
 
 OC_TEST_MAIN()

@@ -73,22 +73,11 @@ OC_TEST(library_opens_refuse_special_files)
 /* Runs the binary with args (NULL-terminated) under the timeout; fills *err_text (oc_free). */
 static int run_cli_timeout(const char *const *args, char **err_text)
 {
-    const char *tmp = oc_test_tmpdir();
-    char out[700], errp[700];
-    snprintf(out, sizeof(out), "%s/out", tmp);
-    snprintf(errp, sizeof(errp), "%s/err", tmp);
-    char *argv[32];
-    int n = 0;
-    argv[n++] = getenv("OC_BIN");
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    int rc = proc_wait_timeout(proc_spawn2(argv, out, errp), CLI_TIMEOUT_S);
-    size_t len;
-    struct oc_err err;
-    if (oc_read_file(errp, 0, err_text, &len, &err) != OC_OK)
-        *err_text = NULL;
-    return rc;
+    struct proc_run r;
+    proc_run_cli(args, CLI_TIMEOUT_S, &r);
+    *err_text = r.err;
+    oc_free(r.out);
+    return r.code;
 }
 
 /* Generates a tiny dataset at dir through the CLI; returns 0 on success. */

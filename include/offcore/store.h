@@ -86,9 +86,9 @@ struct oc_store_stats {
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
     uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
-    /* training batches the strategy sampled on its own, beside the batch pipeline's
-       sampling (ginex's inspector, gnndrive's sampler stage): a second sampling of
-       those batches, counted so the log tells (0 elsewhere) */
+    /* training batches the strategy sampled a second time, beside the ones the batch
+       pipeline sampled or loaded from it (ginex without its superbatch files), counted so
+       the log tells (0 elsewhere) */
     uint64_t sampled_batches;
 };
 

@@ -46,17 +46,25 @@ static void try_one(const uint8_t *buf, size_t size)
     gx_trace_init(&trace);
     oc_sample_batch_init(&batch);
     oc_err_clear(&err);
-    int rc = gx_sb_parse(&x, mem_read, &f, size, &rec, &cap_rec, &batch, &trace, &n, why,
+    uint64_t *rec_off = malloc(x.most * sizeof(uint64_t));
+    if (!rec_off)
+        abort();
+    int rc = gx_sb_parse(&x, mem_read, &f, size, &rec, &cap_rec, &batch, &trace, rec_off, &n, why,
                          sizeof(why), &err);
     if (rc == OC_OK) {
         if (n == 0 || n > x.most || trace.n_iters != n)
             abort();
+        /* every batch's length prefix lies in the file, in order */
+        for (uint64_t i = 0; i < n; i++)
+            if (rec_off[i] + 8 > size || (i > 0 && rec_off[i] <= rec_off[i - 1]))
+                abort();
         for (uint64_t i = 0; i < trace.n_loc; i++)
             if (trace.loc_id[i] >= x.n_nodes)
                 abort();
     } else if (rc != OC_ERR_FORMAT || err.status != rc || !err.msg[0]) {
         abort();
     }
+    free(rec_off);
     oc_free(rec);
     oc_sample_batch_deinit(&batch);
     gx_trace_deinit(&trace);

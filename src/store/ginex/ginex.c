@@ -8,9 +8,12 @@
  * that batch's changeset by copying the inserted rows from the gathered
  * output into the evicted slots: no extra read.
  *
- * Place in the data flow: store. train ──► oc_store_gather_batch(epoch,
- * batch) ──► executor, following plan k while the inspector makes plan k+1;
- * oc_store_gather (evaluation) reads through the cache without changing it.
+ * Place in the data flow: store. The batch pipeline's fetch stage calls
+ * oc_store_load_batch(epoch, batch) (the batch read back from the superbatch
+ * file the inspector wrote, so it is sampled once) and then
+ * oc_store_gather_batch(epoch, batch) ──► executor, following plan k while
+ * the inspector makes plan k+1; oc_store_gather (evaluation) reads through
+ * the cache without changing it.
  * Thread-safety: the executor (cache, map, batch reader) belongs to the
  * store's thread; row copies run on the pool, each task its own output rows;
  * plans come from the inspector through its queues.
@@ -39,8 +42,8 @@
  *
  * Memory (cfg->mem_bytes; 0 = no limit, every row may be cached):
  *   executor   the batch reader (2 MiB bounce, request arrays for
- *              store_expected_rows rows), the static comparison's bitmap
- *              (1 bit per node)
+ *              store_expected_rows rows), one batch record read back, the
+ *              static comparison's bitmap (1 bit per node)
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
  *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
  *              superbatch. Batches are estimated at the first batch's input
@@ -82,6 +85,20 @@ struct ginex_store {
     int failed;          /* the inspector failed: training gathers repeat its error */
     struct oc_err fail;
     uint64_t n_unplanned, n_diverged;
+    /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
+    struct oc_file *sb_file;       /* the current plan's superbatch file, or NULL */
+    const struct gx_plan *sb_plan; /* the plan sb_file belongs to */
+    uint8_t *rec;                  /* one batch's record */
+    uint64_t cap_rec;
+    /* without a superbatch file (it could not be written): a sampler of its own */
+    const struct oc_graph *graph;
+    struct oc_sample_opts so;
+    const uint64_t *train_ids;
+    uint64_t n_train, batch_size;
+    struct oc_sampler *fb_sampler;
+    struct oc_sample_epoch fb_ep;
+    uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
+    uint64_t n_fb_sampled; /* batches sampled a second time that way */
 };
 
 /* ---- sizing ------------------------------------------------------------------- */
@@ -167,6 +184,8 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     *S_out = *acc_out = *C_out = 0;
     if (n_iters) {
         exec += (s->n_nodes + 7) / 8; /* the static comparison's bitmap */
+        /* the record of one batch read back from its superbatch file */
+        exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
         S = cfg->superbatch ? cfg->superbatch : GX_DEFAULT_SUPERBATCH;
         if (S > n_iters)
             S = n_iters;
@@ -418,6 +437,104 @@ static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch
     return OC_OK;
 }
 
+/*
+ * Batch t sampled again, exactly as the inspector sampled it, when its
+ * superbatch file could not be written or opened (a disk that is full or
+ * read-only): counted in sampled_batches.
+ */
+static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batch,
+                            struct oc_sample_batch *out, struct oc_err *err)
+{
+    int rc;
+    if (!g->fb_sampler) {
+        oc_log(OC_LOG_WARN, "store ginex: without its superbatch files, batches are sampled "
+                            "a second time");
+        if ((rc = oc_sample_sampler_new(g->graph, &g->so, NULL, &g->fb_sampler, err)) ||
+            (rc = oc_sample_epoch_init(&g->fb_ep, g->train_ids, g->n_train, g->batch_size, 0, err)))
+            return rc;
+        g->fb_epoch = UINT64_MAX;
+    }
+    if (g->fb_epoch != epoch) {
+        oc_sample_epoch_shuffle(&g->fb_ep, g->so.seed, epoch);
+        g->fb_epoch = epoch;
+    }
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    if ((rc = oc_sample_epoch_batch(&g->fb_ep, batch, &seeds, &n_seeds, err)) ||
+        (rc = oc_sample_neighbors(g->fb_sampler, epoch, batch, seeds, n_seeds, out, err)))
+        return rc;
+    g->n_fb_sampled++;
+    return OC_OK;
+}
+
+/* Reads batch `it` of plan p from its superbatch file into out. */
+static int load_from_file(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p,
+                          uint64_t it, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
+                          struct oc_err *err)
+{
+    uint8_t lenb[8];
+    int rc;
+    if ((rc = oc_file_pread(g->sb_file, lenb, 8, p->rec_off[it], err)))
+        return rc;
+    uint64_t len = oc_get_le64(lenb);
+    if (len > g->cap_rec) {
+        uint8_t *r = oc_realloc(g->rec, (size_t)len, "store ginex: loaded batch record", err);
+        if (!r)
+            return err ? err->status : OC_ERR_NOMEM;
+        g->rec = r;
+        g->cap_rec = len;
+    }
+    if ((rc = oc_file_pread(g->sb_file, g->rec, (size_t)len, p->rec_off[it] + 8, err)) ||
+        (rc = oc_sample_batch_deserialize(g->rec, (size_t)len, s->n_nodes, out, err))) {
+        oc_err_prefix(err, "store ginex: %s", p->sb_path);
+        return rc;
+    }
+    if (out->epoch != epoch || out->batch_index != batch)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "store ginex: %s: batch at offset %" PRIu64 " is epoch %" PRIu64
+                      " batch %" PRIu64 ", not epoch %" PRIu64 " batch %" PRIu64,
+                      p->sb_path, p->rec_off[it], out->epoch, out->batch_index, epoch, batch);
+    return OC_OK;
+}
+
+/*
+ * The next training batch, as the inspector sampled it (Ginex's executor
+ * reads back the superbatch the inspector saved): so the batch pipeline
+ * samples nothing and every batch is sampled once. Called in plan order,
+ * right before that batch's gather, on the same thread.
+ */
+static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                            struct oc_sample_batch *out, struct oc_err *err)
+{
+    struct ginex_store *g = s->impl;
+    int rc;
+    if (g->failed) {
+        if (err)
+            *err = g->fail;
+        return g->failed;
+    }
+    uint64_t t = epoch * g->nb + batch;
+    if (!g->cur || batch >= g->nb || t != g->t_next || t >= g->t_end)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store ginex: epoch %" PRIu64 " batch %" PRIu64
+                      " loaded out of plan order (the next is iteration %" PRIu64 ")",
+                      epoch, batch, g->t_next);
+    if (t == g->cur->first_iter + g->cur->n_iters && (rc = next_plan(s, g, err)))
+        return rc;
+    const struct gx_plan *p = g->cur;
+    if (g->sb_plan != p) { /* a new superbatch: open its file */
+        oc_file_close(g->sb_file, NULL);
+        g->sb_file = NULL;
+        g->sb_plan = p;
+        struct oc_err e;
+        if (p->sb_path[0] && oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK)
+            oc_log(OC_LOG_WARN, "store ginex: cannot read back %s (%s)", p->sb_path, e.msg);
+    }
+    if (!g->sb_file)
+        return load_by_sampling(g, epoch, batch, out, err);
+    return load_from_file(s, g, p, t - p->first_iter, epoch, batch, out, err);
+}
+
 /* ---- open / stats / free ----------------------------------------------------------- */
 
 /* The bitmap of the C rows `static` (degree hotness) would cache. */
@@ -468,6 +585,12 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     g->t0 = g->t_next = t0;
     g->t_end = t_end;
     g->cap = C;
+    g->graph = cfg->graph;
+    if (cfg->sample_opts)
+        g->so = *cfg->sample_opts;
+    g->train_ids = cfg->train_ids;
+    g->n_train = cfg->n_train;
+    g->batch_size = cfg->batch_size;
     if ((rc = store_disk_open(s, 1, &g->disk, err)))
         return rc;
     if (t_end == t0)
@@ -504,8 +627,9 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) +
                       g->map.cap * sizeof(uint32_t) + g->cap_slots * sizeof(uint32_t) +
                       g->static_bytes + store_disk_held_bytes(&g->disk) +
-                      gx_inspector_held_bytes(g->insp);
-    out->sampled_batches = gx_inspector_sampled_batches(g->insp);
+                      gx_inspector_held_bytes(g->insp) + g->cap_rec;
+    /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
+    out->sampled_batches = g->n_fb_sampled;
 }
 
 static void ginex_free(struct oc_store *s)
@@ -514,6 +638,11 @@ static void ginex_free(struct oc_store *s)
     if (!g)
         return;
     gx_inspector_free(g->insp); /* joins the thread first: plans and bitmap are then unused */
+    oc_file_close(g->sb_file, NULL);
+    oc_free(g->rec);
+    oc_sample_sampler_free(g->fb_sampler);
+    if (g->fb_ep.orig)
+        oc_sample_epoch_deinit(&g->fb_ep);
     store_disk_close(&g->disk);
     oc_free(g->rows);
     oc_free(g->slot_id);
@@ -635,6 +764,7 @@ const struct store_strategy oc_store_ginex = {
     .open = ginex_open,
     .gather = ginex_gather,
     .gather_batch = ginex_gather_batch,
+    .load_batch = ginex_load_batch,
     .stats = ginex_stats,
     .free = ginex_free,
     .opts = ginex_opts,

@@ -109,7 +109,7 @@ uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers)
     uint64_t record = rows * (16 + 8 * (uint64_t)n_layers) * 5 / 4 + 4096;
     uint64_t pending = rows * 2 * sizeof(uint32_t) * 5 / 4;
     /* per batch: trace offsets, plan offsets and counts (two plans), buckets */
-    uint64_t per_iter = (S + 2) * (8 + 2 * (8 + sizeof(struct gx_counts)) + 4) * 5 / 4 + 64 * 4;
+    uint64_t per_iter = (S + 2) * (8 + 2 * (16 + sizeof(struct gx_counts)) + 4) * 5 / 4 + 64 * 4;
     return sizeof(struct gx_inspector) + sampler + record + pending + per_iter + SB_WRITE_BYTES +
            OC_IO_ALIGN;
 }
@@ -206,8 +206,8 @@ static int rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct 
 
 int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
-                struct gx_trace *trace, uint64_t *n_iters, char *why, size_t why_n,
-                struct oc_err *err)
+                struct gx_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
+                size_t why_n, struct oc_err *err)
 {
     uint8_t foot[SB_FOOTER], want[SB_FOOTER], lenb[8];
     uint64_t off = 0, n = 0;
@@ -238,6 +238,8 @@ int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint6
         }
         if ((rc = rd(ctx, lenb, 8, off, err)))
             return rc;
+        if (rec_off)
+            rec_off[it] = off;
         uint64_t len = oc_get_le64(lenb);
         off += 8;
         if (len > size - off || len > SB_MAX_RECORD) {
@@ -296,13 +298,15 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
         return 0;
     why[0] = '\0';
     struct gx_sb_expect x = sb_expect(in, first);
-    if ((rc = oc_file_size(f, &size, &e)) == OC_OK)
+    if ((rc = gx_plan_reserve_offsets(p, x.most, &e)) == OC_OK &&
+        (rc = oc_file_size(f, &size, &e)) == OC_OK)
         rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->batch, &in->trace,
-                         &n, why, sizeof(why), &e);
+                         p->rec_off, &n, why, sizeof(why), &e);
     oc_file_close(f, NULL);
     if (rc == OC_OK) {
         p->first_iter = first;
         p->n_iters = n;
+        snprintf(p->sb_path, sizeof(p->sb_path), "%s", path);
         in->pending = 0; /* a batch cut off before is in the file */
         return 1;
     }
@@ -342,8 +346,13 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
     uint8_t foot[SB_FOOTER], lenb[8];
     uint64_t first = in->next_first, it = 0;
     uint64_t most = in->t_end - first < in->S ? in->t_end - first : in->S;
+    uint64_t woff = 0; /* bytes written to the file so far */
     uint32_t flags = 0;
     int rc;
+
+    p->sb_path[0] = '\0';
+    if ((rc = gx_plan_reserve_offsets(p, most, err)))
+        return rc;
 
     if (in->dir[0] && sb_path(in, first, path, sizeof(path), &e) == OC_OK &&
         oc_tmp_name(tmp, sizeof(tmp), path, &e) == OC_OK) {
@@ -393,8 +402,12 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             goto out;
         oc_put_le64(lenb, len);
         if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
-            oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e))
+            oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e)) {
             sb_drop(&w, tmp, &e);
+            continue;
+        }
+        p->rec_off[it] = woff;
+        woff += 8 + got;
     }
     p->first_iter = first;
     p->n_iters = it;
@@ -412,6 +425,8 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
         if (wrc) {
             unlink(tmp);
             oc_log(OC_LOG_WARN, "store ginex: cannot write plan file %s (%s)", path, e.msg);
+        } else {
+            snprintf(p->sb_path, sizeof(p->sb_path), "%s", path);
         }
         oc_tmp_unregister(tmp);
     }

@@ -148,6 +148,14 @@ struct gx_plan {
     uint32_t *chg_pos, *chg_slot;
     struct gx_counts *cnt; /* n_iters */
     uint64_t cap_iters, cap_warm, cap_chg;
+    /*
+     * Where its batches can be read back (ginex_load_batch): the superbatch
+     * file, complete under its final name ("" when it could not be written),
+     * and the offset of each batch's length prefix in it.
+     */
+    char sb_path[4200];
+    uint64_t *rec_off; /* n_iters */
+    uint64_t cap_rec_off;
     /* The inspector's result for this plan: OC_OK, or why it could not be made. */
     int status;
     struct oc_err err;
@@ -321,14 +329,17 @@ void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags,
  * record (length, sample-batch record, epoch and batch numbers, layers,
  * accesses), adding each batch's input ids to trace (cleared first by the
  * caller). Record bytes go through *rec (grown as needed, *cap_rec bytes),
- * batches through *batch. OC_OK: *n_iters batches were added. OC_ERR_FORMAT:
+ * batches through *batch; rec_off (may be NULL; x->most entries) gets the
+ * offset of each batch's length prefix. OC_OK: *n_iters batches were added. OC_ERR_FORMAT:
  * not usable, why (why_n bytes) or err says why. Other statuses (out of
  * memory, I/O) are returned as they are. The fuzz target
  * tests/fuzz/fuzz_ginex_superbatch.c calls it on memory.
  */
 int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
-                struct gx_trace *trace, uint64_t *n_iters, char *why, size_t why_n,
-                struct oc_err *err);
+                struct gx_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
+                size_t why_n, struct oc_err *err);
+/* Grows p->rec_off to n entries. */
+int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
 #endif

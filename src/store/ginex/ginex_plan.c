@@ -188,13 +188,27 @@ void gx_plan_deinit(struct gx_plan *p)
     oc_free(p->chg_pos);
     oc_free(p->chg_slot);
     oc_free(p->cnt);
+    oc_free(p->rec_off);
     gx_plan_init(p);
+}
+
+int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err)
+{
+    if (n <= p->cap_rec_off)
+        return OC_OK;
+    uint64_t *o = oc_realloc(p->rec_off, n * sizeof(uint64_t), "store ginex: plan", err);
+    if (!o)
+        return err ? err->status : OC_ERR_NOMEM;
+    p->rec_off = o;
+    p->cap_rec_off = n;
+    return OC_OK;
 }
 
 uint64_t gx_plan_held_bytes(const struct gx_plan *p)
 {
     return p->cap_iters * (sizeof(uint64_t) + sizeof(struct gx_counts)) +
-           p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) + p->cap_chg * 2 * sizeof(uint32_t);
+           p->cap_rec_off * sizeof(uint64_t) + p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) +
+           p->cap_chg * 2 * sizeof(uint32_t);
 }
 
 static int plan_reserve_iters(struct gx_plan *p, uint64_t n_iters, struct oc_err *err)

@@ -318,6 +318,53 @@ static int drain_epochs(struct oc_batch_pipe *bp, uint64_t n_epochs, struct oc_e
 }
 
 /* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
+/*
+ * A row buffer is lent between epochs only (evaluation gathers into it),
+ * may be grown by the borrower, and must come back before the next open;
+ * the next epoch then trains from it as before.
+ */
+OC_TEST(row_buffer_lent_between_epochs)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    struct oc_batch_pipe *bp = NULL;
+    if (!fixture_for_pipe(&fx))
+        return;
+    struct oc_store_config sc = store_cfg(&fx, NULL);
+    OC_CHECK_OK(oc_store_open(0, &sc, &s, &err), &err);
+    struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 1);
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    float *x = NULL;
+    uint64_t cap = 0;
+    OC_CHECK_OK(oc_batch_pipe_epoch(bp, 0, &err), &err);
+    OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
+    OC_CHECK_ERR(oc_batch_pipe_lend_rows(bp, &x, &cap, &err), OC_ERR_ARG, &err, "between epochs");
+    for (uint64_t b = 0; b < oc_batch_pipe_n_batches(bp); b++) {
+        struct oc_pipe_batch *pb;
+        OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
+        oc_batch_pipe_done(bp, pb);
+    }
+    OC_CHECK_OK(oc_batch_pipe_epoch(bp, 1, &err), &err); /* sampled ahead, not opened */
+    OC_CHECK_OK(oc_batch_pipe_lend_rows(bp, &x, &cap, &err), &err);
+    OC_CHECK(x != NULL && cap > 0); /* a buffer epoch 0 filled */
+    OC_CHECK_ERR(oc_batch_pipe_lend_rows(bp, &x, &cap, &err), OC_ERR_ARG, &err, "one at a time");
+    OC_CHECK_ERR(oc_batch_pipe_open(bp, &err), OC_ERR_ARG, &err, "returned");
+    float *grown = oc_realloc(x, (cap + 1000) * sizeof(float), "test", &err);
+    OC_CHECK(grown != NULL);
+    oc_batch_pipe_return_rows(bp, grown ? grown : x, grown ? cap + 1000 : cap);
+    OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
+    for (uint64_t b = 0; b < oc_batch_pipe_n_batches(bp); b++) {
+        struct oc_pipe_batch *pb;
+        OC_CHECK_OK(oc_batch_pipe_next(bp, &pb, &err), &err);
+        OC_CHECK(pb->epoch == 1 && pb->index == b);
+        oc_batch_pipe_done(bp, pb);
+    }
+    oc_batch_pipe_free(bp);
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
 OC_TEST(allocation_faults_end_cleanly)
 {
     struct fixture fx;

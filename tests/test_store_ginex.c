@@ -442,7 +442,7 @@ OC_TEST(training_under_budget_equals_memory)
     struct oc_train_result ref, res;
     OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
     o.strategy = "ginex";
-    o.mem_budget = 14u << 20;
+    o.mem_budget = 12u << 20;
     for (int run = 0; run < 2; run++) { /* the second run reuses the plan files */
         struct epoch_log log;
         memset(&log, 0, sizeof(log));

@@ -138,7 +138,7 @@ OC_TEST(gnndrive_reorder_trains_every_batch)
     struct oc_err err;
     OC_CHECK_OK(oc_train_opts_set(&o, "reorder", 1, &err), &err);
     OC_CHECK_OK(oc_train_opts_set(&o, "extractors", 3, &err), &err);
-    o.mem_budget = 28u << 20;
+    o.mem_budget = 24u << 20;
     struct oc_train_result res;
     uint64_t seen[3] = {0, 0, 0};
     OC_CHECK_OK(oc_train_run(dir, &o, count_epochs, seen, NULL, &res, &err), &err);

@@ -52,14 +52,14 @@ OC_TEST(peak_rss_within_budget_plus_fixed_overhead)
     oc_generate_opts_default(&g);
     g.n_nodes = 100000;
     g.avg_degree = 6;
-    g.feat_dim = 256; /* 100 MB of features, about twice each budget below */
+    g.feat_dim = 256; /* 100 MB of features, several times each budget below */
     g.n_classes = 5;
     g.train_frac = 0.05;
     struct oc_err err;
     OC_CHECK_OK(oc_generate(&g, data, NULL, &err), &err);
     const char *strategies[] = {"direct", "static"};
-    const char *budgets[] = {"48M", "64M"};
-    const uint64_t budget_bytes[] = {48ull << 20, 64ull << 20};
+    const char *budgets[] = {"32M", "64M"};
+    const uint64_t budget_bytes[] = {32ull << 20, 64ull << 20};
     for (int s = 0; s < 2; s++) {
         for (int b = 0; b < 2; b++) {
             char *argv[] = {(char *)bin,

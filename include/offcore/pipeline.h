@@ -141,6 +141,17 @@ int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err
 int oc_batch_pipe_open(struct oc_batch_pipe *bp, struct oc_err *err);
 uint64_t oc_batch_pipe_n_batches(const struct oc_batch_pipe *bp);
 /*
+ * Lends one of the pipeline's row buffers, idle between epochs (every batch
+ * of the last epoch given back, the next not opened), so evaluation gathers
+ * into memory the budget already counts for the pipeline. The borrower may
+ * grow *x with oc_realloc (never an aligned allocation) and must hand it
+ * back, with its capacity, through oc_batch_pipe_return_rows before
+ * oc_batch_pipe_open. OC_ERR_ARG at any other time.
+ */
+int oc_batch_pipe_lend_rows(struct oc_batch_pipe *bp, float **x, uint64_t *cap_floats,
+                            struct oc_err *err);
+void oc_batch_pipe_return_rows(struct oc_batch_pipe *bp, float *x, uint64_t cap_floats);
+/*
  * The next batch of the epoch: in plan order, or in the store's order for a
  * strategy that reorders. Waits for it. A stage's error (naming the batch)
  * is returned here; OC_ERR_NOTFOUND once the epoch's batches were all handed out.

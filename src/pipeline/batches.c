@@ -84,6 +84,7 @@ struct oc_batch_pipe {
     /* trainer */
     uint64_t handed, epoch;
     int in_epoch, opened;
+    struct bp_rows *lent; /* a row buffer lent between epochs (evaluation), or NULL */
     double wait_s;
     atomic_uint_least64_t n_sampled, n_fetched, sample_ns;
 };
@@ -214,6 +215,7 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
     if (!bp)
         return;
     oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
+    /* a buffer still lent is freed here with the others (bp->rows owns them all) */
     for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++)
         oc_sample_batch_deinit(&bp->slots[i].batch);
     for (uint32_t i = 0; bp->rows && i < bp->n_rows; i++)
@@ -327,12 +329,43 @@ int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err
     return OC_OK;
 }
 
+int oc_batch_pipe_lend_rows(struct oc_batch_pipe *bp, float **x, uint64_t *cap_floats,
+                            struct oc_err *err)
+{
+    *x = NULL;
+    *cap_floats = 0;
+    if (bp->lent || (bp->opened && bp->handed < bp->n_batches))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: a row buffer is lent only between epochs, one at a time");
+    void *got;
+    if (oc_queue_try_pop(bp->rows_q, &got) != OC_OK) /* every batch given back: all are here */
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: no idle row buffer (a batch was not given back)");
+    bp->lent = got;
+    *x = bp->lent->x;
+    *cap_floats = bp->lent->cap_floats;
+    return OC_OK;
+}
+
+void oc_batch_pipe_return_rows(struct oc_batch_pipe *bp, float *x, uint64_t cap_floats)
+{
+    if (!bp->lent)
+        return;
+    bp->lent->x = x;
+    bp->lent->cap_floats = cap_floats;
+    (void)oc_queue_push(bp->rows_q, bp->lent); /* never blocks: the queue holds every buffer */
+    bp->lent = NULL;
+}
+
 int oc_batch_pipe_open(struct oc_batch_pipe *bp, struct oc_err *err)
 {
     static int token;
     if (!bp->in_epoch || bp->opened)
         return OC_ERR(err, OC_ERR_ARG,
                       "batch pipeline: no epoch to open (start one with oc_batch_pipe_epoch)");
+    if (bp->lent)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "batch pipeline: a lent row buffer must be returned before the epoch opens");
     bp->opened = 1;
     if (oc_queue_push(bp->gate_q, &token) != OC_OK)
         return oc_pipeline_status(bp->p, err);

@@ -168,10 +168,10 @@ static int gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, stru
     uint64_t need = n * dim;
     if (need > g->cap_floats) {
         uint64_t cap = need; /* exact: the budget was planned for the largest batch */
-        float *buf = oc_alloc_aligned(cap * sizeof(float), 64, "gathered input features", err);
+        /* oc_realloc: the buffer may be one the batch pipeline lent (see pipeline.h) */
+        float *buf = oc_realloc(g->buf, cap * sizeof(float), "gathered input features", err);
         if (!buf)
             return err->status;
-        oc_free(g->buf);
         g->buf = buf;
         g->cap_floats = cap;
     }

@@ -229,10 +229,17 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
     return OC_OK;
 }
 
-int train_eval_run(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],
-                   struct oc_err *err)
+int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
+                   double acc[TRAIN_SPLIT_COUNT], struct oc_err *err)
 {
-    if (ev->o->eval == OC_TRAIN_EVAL_FULL)
-        return eval_full(ev, acc, err);
-    return eval_sampled(ev, epoch, acc, err);
+    /* gathered rows go into the buffer lent for the evaluation (grown as needed) */
+    ev->gather.buf = *rows;
+    ev->gather.cap_floats = *cap_rows;
+    int rc = ev->o->eval == OC_TRAIN_EVAL_FULL ? eval_full(ev, acc, err)
+                                               : eval_sampled(ev, epoch, acc, err);
+    *rows = ev->gather.buf;
+    *cap_rows = ev->gather.cap_floats;
+    ev->gather.buf = NULL;
+    ev->gather.cap_floats = 0;
+    return rc;
 }

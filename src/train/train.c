@@ -200,13 +200,15 @@ static void run_deinit(struct run *r)
 
 /*
  * Bytes the run needs besides the feature store, counting what coexists:
- * the batch pipeline's depth + 1 row buffers and its sampled batches stay
- * allocated while the trainer evaluates (the next epoch is sampled ahead
- * then), so they add to the larger of the training step's activations and
- * gradients and evaluation's buffers; plus the model with its Adam state.
- * Batch sizes are estimated from the fanouts (capped at the node count);
- * exact inference bounds its chunks by train_eval_chunk_rows, so its
- * reservation holds. The store gets what the budget leaves.
+ * the batch pipeline's depth + 1 row buffers (gathered rows, and the ids and
+ * blocks of their batches) stay allocated between epochs, when the next
+ * epoch is sampled ahead while the trainer evaluates; evaluation gathers
+ * into one of those buffers (lent by the pipeline, grown if its inputs are
+ * larger), so on top of them comes the larger of the training step's
+ * activations and gradients and evaluation's own buffers; plus the model
+ * with its Adam state. Batch sizes are bounds from the fanouts (capped at
+ * the node count); exact inference bounds its chunks by
+ * train_eval_chunk_rows. The store gets what the budget leaves.
  */
 static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
                                   uint32_t depth)
@@ -219,25 +221,29 @@ static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opt
     }
     uint64_t width = o->hidden * o->heads;
     uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
-    /* gathered rows, plus ids and block arrays (about 16 B a row), per slot */
-    uint64_t pipe = n * (depth + 1) * (d->feat_dim * sizeof(float) + 16);
+    uint64_t row_floats = n * d->feat_dim; /* what one pipeline row buffer holds */
+    uint64_t pipe = (depth + 1) * (row_floats * sizeof(float) + n * 16);
     uint64_t step = n * 4 * width * o->n_layers * sizeof(float);
-    uint64_t eval;
+    uint64_t eval, eval_floats; /* eval_floats: what it gathers into the lent buffer */
     if (o->eval == OC_TRAIN_EVAL_FULL) {
-        /* two whole-graph layer outputs (ping-pong), node ids, and one chunk's
-         * inputs, their ids, degrees and block, and the layer's workspace */
+        /* two whole-graph layer outputs (ping-pong), node ids, one chunk's ids,
+           degrees and block, and the layer's workspace */
         uint64_t out = width > d->n_classes ? width : d->n_classes;
         uint64_t chunk = train_eval_chunk_rows(d, o);
+        eval_floats = chunk * widest;
         eval = 2 * d->n_nodes * out * sizeof(float) + d->n_nodes * sizeof(uint64_t) +
-               chunk * (2 * widest * sizeof(float) + 32);
+               chunk * (widest * sizeof(float) + 32);
     } else {
         uint64_t m = o->eval_batch_size; /* sampled evaluation batches, outside the pipeline */
         for (uint32_t l = 0; l < o->n_layers; l++) {
             uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
             m = m > d->n_nodes / f ? d->n_nodes : m * f;
         }
-        eval = m * (d->feat_dim * sizeof(float) + 16 + 4 * width * o->n_layers * sizeof(float));
+        eval_floats = m * d->feat_dim;
+        eval = m * (16 + 4 * width * o->n_layers * sizeof(float));
     }
+    if (eval_floats > row_floats) /* the lent buffer grows */
+        eval += (eval_floats - row_floats) * sizeof(float);
     return pipe + (step > eval ? step : eval) + oc_nn_model_state_bytes(r->model);
 }
 
@@ -520,7 +526,14 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
         double te = oc_now_s();
         double acc[TRAIN_SPLIT_COUNT];
-        if ((rc = train_eval_run(r.eval, e, acc, err)))
+        /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
+        float *rows;
+        uint64_t cap_rows;
+        if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
+            goto out;
+        rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, err);
+        oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+        if (rc)
             goto out;
         st.eval_s = oc_now_s() - te;
         st.loss = counted ? loss_sum / (double)counted : 0.0;

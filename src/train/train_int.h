@@ -101,9 +101,14 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
                    struct train_eval **out, struct oc_err *err);
 void train_eval_free(struct train_eval *ev);
-/* Computes accuracy on every split in one pass (full inference runs once per call). */
-int train_eval_run(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_SPLIT_COUNT],
-                   struct oc_err *err);
+/*
+ * Computes accuracy on every split in one pass (full inference runs once per
+ * call). Gathered input rows go into *rows (*cap_rows floats), a buffer the
+ * batch pipeline lent (oc_batch_pipe_lend_rows), grown with oc_realloc when
+ * needed; *rows and *cap_rows are updated for handing it back.
+ */
+int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
+                   double acc[TRAIN_SPLIT_COUNT], struct oc_err *err);
 
 /* ---- checkpoint --------------------------------------------------------- */
 

@@ -44,27 +44,6 @@ static int find_csv(const char *src, const char *dir, const char *stem, char *pa
     return oc_imp_path(path, src, rel, err);
 }
 
-/* Non-blank lines of a text/gzip file. */
-static int count_lines(const char *path, uint64_t *n, struct oc_err *err)
-{
-    struct oc_line_reader *r = NULL;
-    int rc = oc_line_reader_open(path, &r, err);
-    if (rc)
-        return rc;
-    uint64_t cnt = 0;
-    for (;;) {
-        char *line;
-        rc = oc_imp_next_data_line(r, 0, &line, err);
-        if (rc || !line)
-            break;
-        cnt++;
-    }
-    oc_line_reader_free(r);
-    if (rc == OC_OK)
-        *n = cnt;
-    return rc;
-}
-
 /* The single count of a num-node-list / num-edge-list file (one graph). */
 static int read_count(const char *path, uint64_t *v, struct oc_err *err)
 {
@@ -111,7 +90,7 @@ static int vouch_nodes(const char *count_path, uint64_t n_nodes, const struct oc
     uint64_t n;
     int rc;
     if (per_node) {
-        if ((rc = count_lines(per_node, &n, err)))
+        if ((rc = oc_imp_count_lines(per_node, 1, &n, err)))
             return rc;
         if (n != n_nodes)
             return OC_ERR(err, OC_ERR_FORMAT,
@@ -329,9 +308,9 @@ int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts 
             rc = vouch_nodes(path, n_nodes, o, has_label ? label_path : NULL,
                              has_feat ? feat_path : NULL, edge_path, err);
     } else if (rc == OC_OK && has_label)
-        rc = count_lines(label_path, &n_nodes, err);
+        rc = oc_imp_count_lines(label_path, 1, &n_nodes, err);
     else if (rc == OC_OK && has_feat)
-        rc = count_lines(feat_path, &n_nodes, err);
+        rc = oc_imp_count_lines(feat_path, 1, &n_nodes, err);
     else if (rc == OC_OK)
         rc = oc_imp_text_edges(edge_path, ',', 0, NULL, &n_nodes, NULL, NULL, err);
     if (rc)

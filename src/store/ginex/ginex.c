@@ -403,19 +403,30 @@ static int next_plan(struct oc_store *s, struct ginex_store *g, struct oc_err *e
     return warm_up(s, g, g->cur, 1, err);
 }
 
+/* The inspector's error, repeated to every later training call. */
+static int repeat_failure(const struct ginex_store *g, struct oc_err *err)
+{
+    if (err)
+        *err = g->fail;
+    return g->failed;
+}
+
+/* Whether iteration t (batch `batch` of its epoch) is the next one the plan expects. */
+static int is_next_planned(const struct ginex_store *g, uint64_t batch, uint64_t t)
+{
+    return g->cur && batch < g->nb && t == g->t_next && t < g->t_end;
+}
+
 static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
 {
     struct ginex_store *g = s->impl;
     int rc;
 
-    if (g->failed) {
-        if (err)
-            *err = g->fail;
-        return g->failed;
-    }
+    if (g->failed)
+        return repeat_failure(g, err);
     uint64_t t = epoch * g->nb + batch;
-    if (!g->cur || batch >= g->nb || t != g->t_next || t >= g->t_end) {
+    if (!is_next_planned(g, batch, t)) {
         if (g->n_unplanned++ == 0)
             oc_log(OC_LOG_WARN,
                    "store ginex: epoch %" PRIu64 " batch %" PRIu64
@@ -508,13 +519,10 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 {
     struct ginex_store *g = s->impl;
     int rc;
-    if (g->failed) {
-        if (err)
-            *err = g->fail;
-        return g->failed;
-    }
+    if (g->failed)
+        return repeat_failure(g, err);
     uint64_t t = epoch * g->nb + batch;
-    if (!g->cur || batch >= g->nb || t != g->t_next || t >= g->t_end)
+    if (!is_next_planned(g, batch, t))
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: epoch %" PRIu64 " batch %" PRIu64
                       " loaded out of plan order (the next is iteration %" PRIu64 ")",

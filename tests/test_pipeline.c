@@ -348,7 +348,10 @@ OC_TEST(row_buffer_lent_between_epochs)
     OC_CHECK_OK(oc_batch_pipe_epoch(bp, 1, &err), &err); /* sampled ahead, not opened */
     OC_CHECK_OK(oc_batch_pipe_lend_rows(bp, &x, &cap, &err), &err);
     OC_CHECK(x != NULL && cap > 0); /* a buffer epoch 0 filled */
-    OC_CHECK_ERR(oc_batch_pipe_lend_rows(bp, &x, &cap, &err), OC_ERR_ARG, &err, "one at a time");
+    float *x2;
+    uint64_t cap2;
+    OC_CHECK_ERR(oc_batch_pipe_lend_rows(bp, &x2, &cap2, &err), OC_ERR_ARG, &err, "one at a time");
+    OC_CHECK(x2 == NULL && cap2 == 0);
     OC_CHECK_ERR(oc_batch_pipe_open(bp, &err), OC_ERR_ARG, &err, "returned");
     float *grown = oc_realloc(x, (cap + 1000) * sizeof(float), "test", &err);
     OC_CHECK(grown != NULL);

@@ -7,8 +7,10 @@
  *            train_eval_chunk_rows (the rows the memory estimate reserved);
  *            GCN uses whole-graph out-degrees so the result equals
  *            full-graph GraphConv.
- *   sampled: mini-batches of each split sampled with the training fanouts
- *            (RNG streams distinct from training's), no dropout.
+ *   sampled: mini-batches of the validation and test splits sampled with
+ *            the training fanouts (RNG streams distinct from training's), no
+ *            dropout; the training split is not run again (the epoch's train
+ *            accuracy is measured on its training batches).
  *
  * Place in the data flow: train; uses sample (blocks) and nn (layers).
  * Thread-safety: one evaluation at a time per run; kernels use the pool.
@@ -81,7 +83,7 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
     } else {
         so.n_layers = o->n_layers;
         memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
-        for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
             if ((rc = oc_sample_epoch_init(&ev->split_ep[s], d->split[s], d->n_split[s],
                                            o->eval_batch_size, 0, err)))
                 goto fail;
@@ -193,7 +195,9 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
     const struct train_data *d = ev->d;
     struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
     int rc;
-    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++) {
+    /* the training split is not evaluated again: its accuracy comes from the training batches */
+    acc[TRAIN_SPLIT_TRAIN] = 0.0;
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++) {
         struct oc_sample_epoch *ep = &ev->split_ep[s];
         uint64_t correct = 0, counted = 0;
         for (uint64_t b = 0; b < oc_sample_epoch_n_batches(ep); b++) {

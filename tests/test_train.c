@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gen_util.h"
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/import.h"
@@ -107,10 +108,6 @@ OC_TEST(planetoid_citeseer_reference_accuracy)
 /* A small generated graph shared by the remaining tests. */
 static const char *small_graph(void)
 {
-    static char dir[1024];
-    if (dir[0])
-        return dir;
-    snprintf(dir, sizeof(dir), "%s/gen", oc_test_tmpdir());
     struct oc_generate_opts g;
     oc_generate_opts_default(&g);
     g.n_nodes = 3000;
@@ -119,13 +116,7 @@ static const char *small_graph(void)
     g.n_classes = 4;
     g.train_frac = 0.3;
     g.seed = 3;
-    struct oc_err err;
-    if (oc_generate(&g, dir, NULL, &err) != OC_OK) {
-        fprintf(stderr, "  generate: %s\n", err.msg);
-        dir[0] = '\0';
-        return NULL;
-    }
-    return dir;
+    return gen_once(&g);
 }
 
 struct loss_trace {

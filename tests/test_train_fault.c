@@ -15,16 +15,13 @@
 #include <string.h>
 
 #include "fault_util.h"
+#include "gen_util.h"
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/train.h"
 
 static const char *tiny_graph(void)
 {
-    static char dir[1024];
-    if (dir[0])
-        return dir;
-    snprintf(dir, sizeof(dir), "%s/gen", oc_test_tmpdir());
     struct oc_generate_opts g;
     oc_generate_opts_default(&g);
     g.n_nodes = 1500;
@@ -36,13 +33,7 @@ static const char *tiny_graph(void)
     g.test_frac = 0.1;
     g.seed = 3;
     g.n_threads = 1;
-    struct oc_err err;
-    if (oc_generate(&g, dir, NULL, &err) != OC_OK) {
-        fprintf(stderr, "  generate: %s\n", err.msg);
-        dir[0] = '\0';
-        return NULL;
-    }
-    return dir;
+    return gen_once(&g);
 }
 
 static void tiny_opts(struct oc_train_opts *o, const char *strategy, const char *ckpt,

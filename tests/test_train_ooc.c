@@ -10,16 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gen_util.h"
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/train.h"
 
 static const char *ooc_graph(void)
 {
-    static char dir[1024];
-    if (dir[0])
-        return dir;
-    snprintf(dir, sizeof(dir), "%s/gen", oc_test_tmpdir());
     struct oc_generate_opts g;
     oc_generate_opts_default(&g);
     g.n_nodes = 50000;
@@ -28,13 +25,7 @@ static const char *ooc_graph(void)
     g.n_classes = 5;
     g.train_frac = 0.1;
     g.seed = 5;
-    struct oc_err err;
-    if (oc_generate(&g, dir, NULL, &err) != OC_OK) {
-        fprintf(stderr, "  generate: %s\n", err.msg);
-        dir[0] = '\0';
-        return NULL;
-    }
-    return dir;
+    return gen_once(&g);
 }
 
 static void ooc_opts(struct oc_train_opts *o)

@@ -49,6 +49,9 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
         {{"train", "d", "--fanout", "10,,5", NULL}, 2, "bad --fanout"},
         {{"train", "d", "--strategy", "magic", NULL}, 2, "magic"},
         {{"train", "d", "--reorder", NULL}, 2, "--reorder needs --strategy gnndrive"},
+        {{"train", "d", "--plan-dir", "/tmp", "--strategy", "static", NULL},
+         2,
+         "--plan-dir needs --strategy ginex or diskgnn"},
         {{"train", "d", "--resume", NULL}, 2, "--resume needs --checkpoint"},
         {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
     };

@@ -184,6 +184,8 @@ struct oc_store_stat {
     } unit;
     double (*value)(const struct oc_store_stats *s); /* from an epoch's stats */
 };
+/* Whether a strategy writes plan files under oc_store_config.plan_dir (ginex, diskgnn). */
+int oc_store_strategy_writes_plan(uint32_t strategy);
 uint32_t oc_store_strategy_n_stats(uint32_t strategy);
 /* Figure k of a strategy's stats table (NULL past the end). */
 const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k);

@@ -163,6 +163,8 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, const char **pos
                     cmd->name, (int)name_len, name, cmd->name);
             return -1;
         }
+        if (cmd->given)
+            cmd->given[o - cmd->opts] = 1;
         if (o->type == CLI_FLAG) {
             if (eq) {
                 fprintf(stderr, "offcore %s: option --%s takes no value\n", cmd->name, o->name);

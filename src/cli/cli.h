@@ -38,6 +38,7 @@ struct cli_cmd {
     const struct cli_opt *opts;
     size_t n_opts;
     unsigned min_pos, max_pos; /* positional argument counts */
+    int *given;                /* optional: given[k] = 1 when opts[k] appears */
 };
 
 /*

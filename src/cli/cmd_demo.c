@@ -97,7 +97,8 @@ int cmd_demo(int argc, char **argv)
         opts,
         sizeof(opts) / sizeof(opts[0]),
         0,
-        0};
+        0,
+        NULL};
     const char *pos[1];
     unsigned n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);

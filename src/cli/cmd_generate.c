@@ -55,7 +55,8 @@ int cmd_generate(int argc, char **argv)
         opts,
         sizeof(opts) / sizeof(opts[0]),
         1,
-        1};
+        1,
+        NULL};
     const char *pos[1];
     unsigned n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);

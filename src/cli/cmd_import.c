@@ -59,7 +59,8 @@ int cmd_import(int argc, char **argv)
         opts,
         sizeof(opts) / sizeof(opts[0]),
         3,
-        3};
+        3,
+        NULL};
     const char *pos[3];
     unsigned n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);

@@ -148,17 +148,6 @@ static double strategy_opt_number(const struct strategy_opt_value *v)
     }
 }
 
-/* Whether --name (or --name=...) appears in argv. */
-static int option_given(int argc, char **argv, const char *name)
-{
-    size_t len = strlen(name);
-    for (int i = 0; i < argc; i++)
-        if (strncmp(argv[i], "--", 2) == 0 && strncmp(argv[i] + 2, name, len) == 0 &&
-            (argv[i][2 + len] == '\0' || argv[i][2 + len] == '='))
-            return 1;
-    return 0;
-}
-
 /* The value of --model in argv (default sage), so per-model defaults apply before parsing. */
 static const char *find_model(int argc, char **argv)
 {
@@ -251,6 +240,7 @@ int cmd_train(int argc, char **argv)
     };
     /* the common options, then each strategy's own (store.h, struct oc_store_opt) */
     struct cli_opt all[CLI_TRAIN_MAX_OPTS];
+    int given[CLI_TRAIN_MAX_OPTS] = {0}; /* which options cli_parse saw */
     struct strategy_opt_value values[CLI_TRAIN_MAX_OPTS];
     char helps[CLI_TRAIN_MAX_OPTS][320];
     size_t n_all = sizeof(opts) / sizeof(opts[0]);
@@ -271,7 +261,8 @@ int cmd_train(int argc, char **argv)
         all,
         n_all,
         1,
-        1};
+        1,
+        given};
     const char *pos[1];
     unsigned n_pos;
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
@@ -314,12 +305,8 @@ int cmd_train(int argc, char **argv)
     o.topology_disk = strcmp(topology, "disk") == 0;
     o.topo_cache_bytes = topo_cache;
     o.reuse_samples = reuse_samples;
-    if (o.plan_dir && strcmp(strategy, "ginex") != 0 && strcmp(strategy, "diskgnn") != 0) {
-        fprintf(stderr, "offcore train: --plan-dir needs --strategy ginex or diskgnn\n");
-        return 2;
-    }
     for (size_t k = 0; k < n_strategy_opts; k++)
-        if (option_given(argc, argv, values[k].opt->name) &&
+        if (given[n_all - n_strategy_opts + k] &&
             oc_train_opts_set(&o, values[k].opt->name, strategy_opt_number(&values[k]), &err)) {
             fprintf(stderr, "offcore train: %s\n", err.msg);
             return 2;

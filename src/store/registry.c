@@ -61,6 +61,11 @@ int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err
                   known);
 }
 
+int oc_store_strategy_writes_plan(uint32_t strategy)
+{
+    return strategy < N_STRATEGIES && strategies[strategy]->writes_plan;
+}
+
 uint32_t oc_store_strategy_n_stats(uint32_t strategy)
 {
     return strategy < N_STRATEGIES ? strategies[strategy]->n_stats : 0;

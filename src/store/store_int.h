@@ -62,6 +62,7 @@ struct store_strategy {
     /* The figures only this strategy has (store.h, struct oc_store_stat); may be empty. */
     const struct oc_store_stat *stat_table;
     uint32_t n_stats;
+    int writes_plan; /* writes plan files under cfg->plan_dir (`--plan-dir` applies) */
 };
 
 extern const struct store_strategy oc_store_memory;

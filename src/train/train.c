@@ -157,6 +157,16 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
     int rc = oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
     if (rc)
         return rc;
+    if (o->plan_dir && !oc_store_strategy_writes_plan(index)) {
+        char names[128] = "";
+        size_t len = 0;
+        for (uint32_t i = 0; i < oc_store_n_strategies() && len < sizeof(names); i++)
+            if (oc_store_strategy_writes_plan(i))
+                len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? " or " : "",
+                                        oc_store_strategy_name(i));
+        return OC_ERR(err, OC_ERR_ARG, "--plan-dir needs --strategy %s (they write plan files)",
+                      names);
+    }
     return train_store_opts_apply(o, NULL, err);
 }
 

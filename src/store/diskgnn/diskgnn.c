@@ -402,4 +402,5 @@ const struct store_strategy oc_store_diskgnn = {
     .n_opts = sizeof(diskgnn_opts) / sizeof(diskgnn_opts[0]),
     .stat_table = diskgnn_stat_table,
     .n_stats = sizeof(diskgnn_stat_table) / sizeof(diskgnn_stat_table[0]),
+    .writes_plan = 1,
 };

@@ -779,4 +779,5 @@ const struct store_strategy oc_store_ginex = {
     .n_opts = sizeof(ginex_opts) / sizeof(ginex_opts[0]),
     .stat_table = ginex_stat_table,
     .n_stats = sizeof(ginex_stat_table) / sizeof(ginex_stat_table[0]),
+    .writes_plan = 1,
 };

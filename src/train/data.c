@@ -108,6 +108,9 @@ int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
         rc = OC_ERR(err, OC_ERR_ARG, "%s: the training split is empty", dir);
         goto fail;
     }
+    for (uint64_t v = 0; v < d->n_nodes; v++)
+        if (d->graph.indptr[v + 1] - d->graph.indptr[v] > d->max_in_deg)
+            d->max_in_deg = d->graph.indptr[v + 1] - d->graph.indptr[v];
     d->out_deg = oc_calloc(d->n_nodes, sizeof(uint64_t), "out-degrees", err);
     if (!d->out_deg) {
         rc = err->status;

@@ -42,11 +42,7 @@ uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train
 {
     uint64_t rows = o->eval_batch_size;
     rows = rows > d->n_nodes / 16 ? d->n_nodes : rows * 16;
-    const uint64_t *indptr = d->graph.indptr;
-    for (uint64_t v = 0; v < d->n_nodes; v++)
-        if (indptr[v + 1] - indptr[v] + 1 > rows)
-            rows = indptr[v + 1] - indptr[v] + 1;
-    return rows;
+    return d->max_in_deg + 1 > rows ? d->max_in_deg + 1 : rows;
 }
 
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,

@@ -220,15 +220,23 @@ static void run_deinit(struct run *r)
  * the node count); exact inference bounds its chunks by
  * train_eval_chunk_rows. The store gets what the budget leaves.
  */
-static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
-                                  uint32_t depth)
+/* Input rows of a batch of `seeds` seeds at most: seeds x prod(1 + fanout), at most N. */
+static uint64_t batch_rows_bound(const struct train_data *d, const struct oc_train_opts *o,
+                                 uint64_t seeds)
 {
-    const struct train_data *d = &r->data;
-    uint64_t n = o->batch_size; /* input rows of a batch: seeds x prod(1 + fanout), at most N */
+    uint64_t n = seeds;
     for (uint32_t l = 0; l < o->n_layers; l++) {
         uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
         n = n > d->n_nodes / f ? d->n_nodes : n * f;
     }
+    return n;
+}
+
+static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
+                                  uint32_t depth)
+{
+    const struct train_data *d = &r->data;
+    uint64_t n = batch_rows_bound(d, o, o->batch_size);
     uint64_t width = o->hidden * o->heads;
     uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
     uint64_t row_floats = n * d->feat_dim; /* what one pipeline row buffer holds */
@@ -244,11 +252,8 @@ static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opt
         eval = 2 * d->n_nodes * out * sizeof(float) + d->n_nodes * sizeof(uint64_t) +
                chunk * (widest * sizeof(float) + 32);
     } else {
-        uint64_t m = o->eval_batch_size; /* sampled evaluation batches, outside the pipeline */
-        for (uint32_t l = 0; l < o->n_layers; l++) {
-            uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
-            m = m > d->n_nodes / f ? d->n_nodes : m * f;
-        }
+        /* sampled evaluation batches, outside the pipeline */
+        uint64_t m = batch_rows_bound(d, o, o->eval_batch_size);
         eval_floats = m * d->feat_dim;
         eval = m * (16 + 4 * width * o->n_layers * sizeof(float));
     }

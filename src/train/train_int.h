@@ -30,7 +30,8 @@ struct train_data {
     int32_t *labels;
     uint64_t *split[TRAIN_SPLIT_COUNT];
     uint64_t n_split[TRAIN_SPLIT_COUNT];
-    uint64_t *out_deg; /* out-degree in the whole graph, self-edges excluded */
+    uint64_t *out_deg;   /* out-degree in the whole graph, self-edges excluded */
+    uint64_t max_in_deg; /* the largest in-degree (neighbor-list length) */
 };
 
 /*

@@ -465,14 +465,8 @@ static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batc
             return rc;
         g->fb_epoch = UINT64_MAX;
     }
-    if (g->fb_epoch != epoch) {
-        oc_sample_epoch_shuffle(&g->fb_ep, g->so.seed, epoch);
-        g->fb_epoch = epoch;
-    }
-    const uint64_t *seeds;
-    uint64_t n_seeds;
-    if ((rc = oc_sample_epoch_batch(&g->fb_ep, batch, &seeds, &n_seeds, err)) ||
-        (rc = oc_sample_neighbors(g->fb_sampler, epoch, batch, seeds, n_seeds, out, err)))
+    if ((rc = gx_sample_batch(g->fb_sampler, &g->fb_ep, &g->fb_epoch, g->so.seed, epoch, batch, out,
+                              err)))
         return rc;
     g->n_fb_sampled++;
     return OC_OK;
@@ -488,13 +482,8 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
     if ((rc = oc_file_pread(g->sb_file, lenb, 8, p->rec_off[it], err)))
         return rc;
     uint64_t len = oc_get_le64(lenb);
-    if (len > g->cap_rec) {
-        uint8_t *r = oc_realloc(g->rec, (size_t)len, "store ginex: loaded batch record", err);
-        if (!r)
-            return err ? err->status : OC_ERR_NOMEM;
-        g->rec = r;
-        g->cap_rec = len;
-    }
+    if ((rc = gx_rec_reserve(&g->rec, &g->cap_rec, len, err)))
+        return rc;
     if ((rc = oc_file_pread(g->sb_file, g->rec, (size_t)len, p->rec_off[it] + 8, err)) ||
         (rc = oc_sample_batch_deserialize(g->rec, (size_t)len, s->n_nodes, out, err))) {
         oc_err_prefix(err, "store ginex: %s", p->sb_path);

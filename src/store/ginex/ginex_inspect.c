@@ -189,7 +189,21 @@ static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, siz
     return OC_OK;
 }
 
-static int rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
+int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
+                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
+                    struct oc_err *err)
+{
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    if (epoch != *ep_cur) {
+        oc_sample_epoch_shuffle(ep, seed, epoch);
+        *ep_cur = epoch;
+    }
+    int rc = oc_sample_epoch_batch(ep, batch, &seeds, &n_seeds, err);
+    return rc ? rc : oc_sample_neighbors(sampler, epoch, batch, seeds, n_seeds, out, err);
+}
+
+int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
 {
     if (bytes <= *cap_rec)
         return OC_OK;
@@ -246,7 +260,7 @@ int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint6
             snprintf(why, why_n, "batch %" PRIu64 " length %" PRIu64 " past the end", it, len);
             return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
         }
-        if ((rc = rec_reserve(rec, cap_rec, len, err)))
+        if ((rc = gx_rec_reserve(rec, cap_rec, len, err)))
             return rc;
         if ((rc = rd(ctx, *rec, (size_t)len, off, err)) ||
             (rc = oc_sample_batch_deserialize(*rec, (size_t)len, x->n_nodes, batch, err)))
@@ -369,15 +383,8 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             goto out;
         }
         if (!in->pending) {
-            const uint64_t *seeds;
-            uint64_t n_seeds;
-            if (e_ix != in->ep_cur) {
-                oc_sample_epoch_shuffle(&in->ep, in->so.seed, e_ix);
-                in->ep_cur = e_ix;
-            }
-            if ((rc = oc_sample_epoch_batch(&in->ep, b_ix, &seeds, &n_seeds, err)) ||
-                (rc = oc_sample_neighbors(in->sampler, e_ix, b_ix, seeds, n_seeds, &in->batch,
-                                          err))) {
+            if ((rc = gx_sample_batch(in->sampler, &in->ep, &in->ep_cur, in->so.seed, e_ix, b_ix,
+                                      &in->batch, err))) {
                 oc_err_prefix(err, "store ginex: inspecting epoch %" PRIu64 " batch %" PRIu64, e_ix,
                               b_ix);
                 goto out;
@@ -398,7 +405,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             continue;
         uint64_t len = oc_sample_batch_record_bytes(&in->batch);
         size_t got = 0;
-        if ((rc = rec_reserve(&in->rec, &in->cap_rec, len, err)))
+        if ((rc = gx_rec_reserve(&in->rec, &in->cap_rec, len, err)))
             goto out;
         oc_put_le64(lenb, len);
         if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||

@@ -339,6 +339,16 @@ int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint6
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
                 struct gx_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
                 size_t why_n, struct oc_err *err);
+/* Grows *rec (*cap_rec bytes) to hold bytes, by a quarter at least. */
+int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err);
+/*
+ * Batch `batch` of `epoch` exactly as training samples it: ep shuffled by
+ * (seed, epoch) unless *ep_cur says it already is, then its seeds sampled.
+ * The inspector and the executor's second sampling both go through it.
+ */
+int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
+                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
+                    struct oc_err *err);
 /* Grows p->rec_off to n entries. */
 int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 

@@ -10,12 +10,13 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "fault_util.h"
-#include "offcore/pipeline.h"
+#include "offcore/batch_pipe.h"
 #include "store_fixture.h"
 
 /* ---- stages --------------------------------------------------------------- */
@@ -108,6 +109,69 @@ OC_TEST(first_error_wins_and_unblocks_every_wait)
     OC_CHECK(oc_queue_pop(c.out, &got) == OC_ERR_CANCELLED);
     oc_pipeline_free(p); /* joins: would hang if a thread stayed blocked */
     OC_CHECK(oc_mem_n_live() == live);
+}
+
+/* A stage waiting on a condition variable of its own, woken by a cancel hook. */
+struct cv_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop, n_hook_calls;
+};
+
+static void wake_waiters(void *ctx)
+{
+    struct cv_wait *w = ctx;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    w->n_hook_calls++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int wait_for_stop(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct cv_wait *w = ctx;
+    (void)st, (void)item, (void)err;
+    pthread_mutex_lock(&w->mu);
+    while (!w->stop)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    return OC_ERR_CANCELLED;
+}
+
+OC_TEST(stage_added_after_start_runs_and_cancel_hook_wakes_it_once)
+{
+    struct oc_err err;
+    struct oc_pipeline *p;
+    struct oc_queue *in, *late_in;
+    struct chain c = {.fail_at = -1};
+    struct cv_wait w = {.stop = 0};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_pipeline_new("test", &p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 2, &in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 2, &c.mid, &err), &err);
+    OC_CHECK_OK(oc_pipeline_on_cancel(p, wake_waiters, &w, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "waits", 1, in, wait_for_stop, &w, NULL, &err), &err);
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err); /* idempotent: no second thread */
+    /* a stage added to the running pipeline starts at once */
+    OC_CHECK_OK(oc_pipeline_queue(p, 2, &late_in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "late", 1, late_in, pass_on, &c, NULL, &err), &err);
+    OC_CHECK(oc_queue_push(late_in, (void *)7) == OC_OK);
+    void *got;
+    OC_CHECK(oc_queue_pop(c.mid, &got) == OC_OK && (intptr_t)got == 7);
+    OC_CHECK(oc_queue_push(in, (void *)1) == OC_OK); /* the waiting stage blocks on its cv */
+    OC_CHECK(!oc_pipeline_cancelled(p));
+    oc_pipeline_cancel(p);
+    oc_pipeline_cancel(p);
+    OC_CHECK(oc_pipeline_cancelled(p));
+    oc_pipeline_free(p); /* joins: would hang without the hook */
+    OC_CHECK(w.n_hook_calls == 1);
+    OC_CHECK(oc_mem_n_live() == live);
+    pthread_cond_destroy(&w.cv);
+    pthread_mutex_destroy(&w.mu);
 }
 
 OC_TEST(cancel_without_error)

@@ -23,7 +23,7 @@
 
 #include "fault_util.h"
 #include "harness.h"
-#include "offcore/pipeline.h"
+#include "offcore/batch_pipe.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
 #include "store_fixture.h"

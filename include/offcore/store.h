@@ -17,10 +17,13 @@
  * threads (oc_store_prepare_batch from its sample stage; gather_batch,
  * next_batch and load_batch from its fetch stage); between epochs the
  * training thread uses it (evaluation gathers, stats). It may use the pool
- * it was given inside gather. A strategy may still run threads of its own
- * (gnndrive's extractors, ginex's inspector, diskgnn's loaders); they stop
- * in oc_store_free.
- * Ownership: the store borrows the dataset, graph and pool for its lifetime;
+ * it was given inside gather. A strategy's background work (gnndrive's
+ * extractors, ginex's inspector, diskgnn's loaders) runs as stages of the
+ * pipeline in cfg->pipeline (the batch pipeline's, in training: an error in
+ * either stops both), or of one the store makes and owns when it is NULL.
+ * Ownership: the store borrows the dataset, graph, pool and pipeline for its
+ * lifetime (a pipeline given at open is freed, joining the store's stages,
+ * before oc_store_free);
  * `out` buffers passed to gather belong to the caller.
  */
 #ifndef OFFCORE_STORE_H
@@ -101,6 +104,8 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
                         struct oc_store_stats *out);
 
 /* What a strategy may know when it prepares (training plan). */
+struct oc_pipeline;
+
 struct oc_store_config {
     const struct oc_dataset *ds;
     const struct oc_graph *graph; /* in-memory or on-disk-backed topology view;
@@ -133,6 +138,8 @@ struct oc_store_config {
                                        ginex and gnndrive refuse it (OC_ERR_UNSUPPORTED) */
     double disk_budget;             /* diskgnn: bound on its packed files on disk, as a
                                        multiple of features.npy's size; 0 = unlimited */
+    struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
+                                       them); NULL: the store makes and owns one */
 };
 
 struct oc_store;

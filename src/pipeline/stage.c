@@ -9,24 +9,29 @@
  *                     ▼                       ▼
  *                   exit          first-wins error, cancel: close every queue
  *
- * Place in the data flow: pipeline (the batch pipeline in batches.c is built
- * from it; train drives that).
+ * Place in the data flow: pipeline, on core (the batch pipeline in
+ * train/batch_pipe.c and the strategies' background work are built from it).
  * Thread-safety: p->mu guards the first error; cancellation is an atomic flag
  * plus oc_queue_close on every queue (each queue locks only inside its own
- * calls, so no lock is held across another: no lock order to keep). Busy time
+ * calls, so no lock is held across another: no lock order to keep); the
+ * cancel hooks run after that, outside p->mu, once (whoever sets the flag
+ * first runs them). Queues, stages and hooks are added by the owner thread
+ * only; a stage's slot is filled before its threads start. Busy time
  * is an atomic counter per stage; blocked time is per thread (thread-local).
  * Ownership: the pipeline owns stages, threads and queues; oc_pipeline_free
  * cancels, joins, then frees them. Items are never freed here.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "offcore/pipeline.h"
 
-#define PIPE_MAX_QUEUES 16
-#define PIPE_MAX_STAGES 8
+#define PIPE_MAX_QUEUES 32
+#define PIPE_MAX_STAGES 16
+#define PIPE_MAX_HOOKS  4
 
 struct oc_stage {
     struct oc_pipeline *p;
@@ -50,6 +55,11 @@ struct oc_pipeline {
     unsigned n_queues;
     struct oc_stage stages[PIPE_MAX_STAGES];
     unsigned n_stages;
+    struct {
+        void (*fn)(void *ctx);
+        void *ctx;
+    } hooks[PIPE_MAX_HOOKS];
+    unsigned n_hooks;
 };
 
 static _Thread_local uint64_t tl_blocked_ns; /* this thread's blocked time inside fn */
@@ -78,9 +88,29 @@ void oc_pipeline_cancel(struct oc_pipeline *p)
 {
     if (!p)
         return;
-    atomic_store(&p->cancelled, 1);
+    int was = atomic_exchange(&p->cancelled, 1);
     for (unsigned i = 0; i < p->n_queues; i++)
         oc_queue_close(p->queues[i]);
+    if (!was)
+        for (unsigned i = 0; i < p->n_hooks; i++)
+            p->hooks[i].fn(p->hooks[i].ctx);
+}
+
+int oc_pipeline_on_cancel(struct oc_pipeline *p, void (*fn)(void *ctx), void *ctx,
+                          struct oc_err *err)
+{
+    if (p->n_hooks == PIPE_MAX_HOOKS)
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d cancel hooks", p->name,
+                      PIPE_MAX_HOOKS);
+    p->hooks[p->n_hooks].fn = fn;
+    p->hooks[p->n_hooks].ctx = ctx;
+    p->n_hooks++;
+    return OC_OK;
+}
+
+int oc_pipeline_cancelled(struct oc_pipeline *p)
+{
+    return atomic_load(&p->cancelled);
 }
 
 void oc_pipeline_fail(struct oc_pipeline *p, const struct oc_err *e)
@@ -145,8 +175,6 @@ int oc_pipeline_stage(struct oc_pipeline *p, const char *name, unsigned n_thread
 {
     if (out)
         *out = NULL;
-    if (p->started)
-        return OC_ERR(err, OC_ERR_INTERNAL, "%s: stage %s added after start", p->name, name);
     if (p->n_stages == PIPE_MAX_STAGES)
         return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d stages", p->name, PIPE_MAX_STAGES);
     if (n_threads == 0 || !in || !fn)
@@ -167,7 +195,7 @@ int oc_pipeline_stage(struct oc_pipeline *p, const char *name, unsigned n_thread
     p->n_stages++;
     if (out)
         *out = st;
-    return OC_OK;
+    return p->started ? oc_pipeline_start(p, err) : OC_OK;
 }
 
 static void *stage_main(void *arg)
@@ -198,7 +226,7 @@ int oc_pipeline_start(struct oc_pipeline *p, struct oc_err *err)
     p->started = 1;
     for (unsigned i = 0; i < p->n_stages; i++) {
         struct oc_stage *st = &p->stages[i];
-        for (unsigned t = 0; t < st->n_threads; t++) {
+        for (unsigned t = st->n_started; t < st->n_threads; t++) {
             int e = pthread_create(&st->threads[t], NULL, stage_main, st);
             if (e) {
                 oc_pipeline_cancel(p);

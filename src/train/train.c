@@ -21,8 +21,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "offcore/batch_pipe.h"
 #include "offcore/io.h"
-#include "offcore/pipeline.h"
 #include "train/train_int.h"
 
 void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
@@ -184,6 +184,7 @@ struct run {
     struct oc_pool *pool;
     struct oc_nn_backend *be;
     struct oc_nn_model *model;
+    struct oc_pipeline *stages; /* the store's stages and the batch pipeline's */
     struct oc_store *store;
     struct oc_batch_pipe *pipe;
     uint32_t depth;
@@ -199,7 +200,8 @@ static void run_deinit(struct run *r)
     train_log_close(r->log);
     train_eval_free(r->eval);
     oc_free(r->degrees.deg);
-    oc_batch_pipe_free(r->pipe); /* joins its threads before the store goes */
+    oc_pipeline_free(r->stages); /* joins every stage before the pipe and the store go */
+    oc_batch_pipe_free(r->pipe);
     oc_store_free(r->store);
     oc_nn_model_free(r->model);
     oc_nn_backend_free(r->be);
@@ -327,6 +329,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
                oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
+    if ((rc = oc_pipeline_new("training pipeline", &r->stages, err)))
+        return rc;
+    cfg.pipeline = r->stages;
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);
     return rc;
@@ -388,6 +393,7 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
     pc.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     pc.batch_size = o->batch_size;
     pc.depth = r->depth;
+    pc.pipeline = r->stages;
     return oc_batch_pipe_new(&pc, &r->pipe, err);
 }
 

@@ -1,5 +1,5 @@
 /*
- * batches.c — the batch pipeline: every training batch is sampled exactly
+ * batch_pipe.c — the batch pipeline: every training batch is sampled exactly
  * once, ahead of the trainer, shown to the feature strategy as soon as it is
  * sampled (oc_store_prepare_batch: issue its reads, pin its rows), and its
  * features are gathered while earlier batches train.
@@ -33,7 +33,8 @@
  * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
  * batch to serve next among those sampled (pending).
  *
- * Place in the data flow: pipeline (store + sample → trainer).
+ * Place in the data flow: train (store + sample → trainer), built from
+ * pipeline stages; its stages share the pipeline the store runs its own on.
  * Thread-safety: the sample stage's thread owns the sampler and the shuffled
  * epoch; the fetch stage's thread owns `pending`; a slot belongs to the
  * stage that popped it (the queues order the hand-overs); the trainer owns
@@ -45,7 +46,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "offcore/pipeline.h"
+#include "offcore/batch_pipe.h"
 #include "offcore/progress.h"
 
 struct bp_job {
@@ -66,6 +67,7 @@ struct oc_batch_pipe {
     uint64_t feat_dim, n_batches;
     int has_batches, reorder;
     struct oc_pipeline *p;
+    int own_p; /* p made here (else the caller's, freed by the caller first) */
     struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q, *rows_q;
     struct oc_stage *sample_st, *fetch_st;
     struct oc_pipe_batch *slots;
@@ -214,7 +216,10 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
 {
     if (!bp)
         return;
-    oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
+    if (bp->own_p)
+        oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
+    else if (bp->p)
+        oc_pipeline_cancel(bp->p); /* its owner joins it (before this, if all goes well) */
     /* a buffer still lent is freed here with the others (bp->rows owns them all) */
     for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++)
         oc_sample_batch_deinit(&bp->slots[i].batch);
@@ -278,8 +283,13 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
          (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                     err))))
         goto fail;
-    if ((rc = oc_pipeline_new("batch pipeline", &bp->p, err)) ||
-        (rc = oc_pipeline_queue(bp->p, 2, &bp->epoch_q, err)) ||
+    bp->p = cfg->pipeline;
+    if (!bp->p) {
+        if ((rc = oc_pipeline_new("batch pipeline", &bp->p, err)))
+            goto fail;
+        bp->own_p = 1;
+    }
+    if ((rc = oc_pipeline_queue(bp->p, 2, &bp->epoch_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->free_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->fetch_q, err)) ||
         (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->ready_q, err)) ||

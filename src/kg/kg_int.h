@@ -1,0 +1,36 @@
+/*
+ * kg_int.h — private to src/kg: helpers shared by the writer, the opener,
+ * the importer and the generator.
+ *
+ * Place in the data flow: kg internals.
+ * Thread-safety: as kg.h.
+ * Ownership: documented per function.
+ */
+#ifndef OFFCORE_KG_INT_H
+#define OFFCORE_KG_INT_H
+
+#include "offcore/dataset.h"
+#include "offcore/kg.h"
+
+#define OC_KG_TRY(expr)   \
+    do {                  \
+        int rc_ = (expr); \
+        if (rc_ != OC_OK) \
+            return rc_;   \
+    } while (0)
+
+/* dtype and columns of an array (u64 indptr; u32 otherwise; queries have 3 columns). */
+enum oc_dtype oc_kg_array_dtype(enum oc_kg_array a);
+unsigned oc_kg_array_cols(enum oc_kg_array a);
+/* Rows an array must have given the manifest. */
+uint64_t oc_kg_array_rows(const struct oc_kg_manifest *m, enum oc_kg_graph g, enum oc_kg_array a);
+
+/*
+ * Checks the content of every array of dir against m (indptr monotone from 0
+ * to F, relations < 2R+1, tails < N, query ids in range) and, with
+ * check_crc, the CRCs. Errors name the file and position.
+ */
+int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_crc,
+                   struct oc_err *err);
+
+#endif

@@ -200,10 +200,10 @@ void oc_kg_facts_stats(const struct oc_kg_facts *f, struct oc_kg_facts_stats *s)
  */
 struct oc_kg_layer {
     uint64_t n_prev, n_nodes, n_edges;
-    const uint64_t *indptr; /* n_nodes + 1: edges into node i */
-    const uint32_t *src;    /* n_edges: node index in layer l-1 */
-    const uint32_t *rel;    /* n_edges */
-    const uint32_t *query;  /* n_edges: query (batch row) of the edge */
+    const uint64_t *indptr;       /* n_nodes + 1: edges into node i */
+    const uint32_t *src;          /* n_edges: node index in layer l-1 */
+    const uint32_t *rel;          /* n_edges */
+    const uint32_t *query;        /* n_edges: query (batch row) of the edge */
     const uint32_t *prev_to_node; /* n_prev: the node of layer l holding node i of layer l-1 */
     const uint32_t *node_query;   /* n_nodes */
     const uint32_t *node_entity;  /* n_nodes */

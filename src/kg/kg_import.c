@@ -31,8 +31,8 @@ static int triples_push(struct triples *t, const uint32_t x[3], struct oc_err *e
 {
     if (t->n == t->cap) {
         uint64_t cap = t->cap ? 2 * t->cap : 4096;
-        uint32_t *v = oc_realloc(t->v, (size_t)(cap * 3 * sizeof(uint32_t)), "kg import triples",
-                                 err);
+        uint32_t *v =
+            oc_realloc(t->v, (size_t)(cap * 3 * sizeof(uint32_t)), "kg import triples", err);
         if (!v)
             return err->status;
         t->v = v;
@@ -78,7 +78,9 @@ static int read_file(const char *path, struct graph_in *gi, int s, struct oc_kg_
                         "%s:%" PRIu64 ": malformed line: expected head<TAB>relation<TAB>tail "
                         "(%s)",
                         path, lineno,
-                        n_tabs < 2 ? "missing column" : n_tabs > 2 ? "extra column" : "empty field");
+                        n_tabs < 2   ? "missing column"
+                        : n_tabs > 2 ? "extra column"
+                                     : "empty field");
             break;
         }
         uint32_t x[3];

@@ -19,7 +19,7 @@
 
 static const char *const graph_names[OC_KG_GRAPH_COUNT] = {"train", "ind"};
 static const char *const array_names[OC_KG_ARRAY_COUNT] = {"indptr", "rel", "tail", "valid",
-                                                            "test"};
+                                                           "test"};
 static const char *const split_keys[OC_KG_SPLIT_COUNT] = {"n_valid", "n_test"};
 
 const char *oc_kg_graph_name(enum oc_kg_graph g)
@@ -127,8 +127,8 @@ static int get_uint(struct kparse *kp, const cJSON *obj, const char *key, const 
                       key);
     double d = it->valuedouble;
     if (!cJSON_IsNumber(it) || !isfinite(d) || d != floor(d) || d < 0 || d >= 9007199254740992.0)
-        return OC_ERR(kp->err, OC_ERR_FORMAT,
-                      "%s: key '%s%s' must be a whole number in [0, 2^53)", kp->what, where, key);
+        return OC_ERR(kp->err, OC_ERR_FORMAT, "%s: key '%s%s' must be a whole number in [0, 2^53)",
+                      kp->what, where, key);
     *out = (uint64_t)d;
     return OC_OK;
 }
@@ -175,8 +175,8 @@ static int parse_graph(struct kparse *kp, const cJSON *root, int g, struct oc_kg
     if (rc)
         return rc;
     if (gi->n_entities < 1 || gi->n_entities > UINT32_MAX)
-        return OC_ERR(kp->err, OC_ERR_FORMAT, "%s: %sn_entities %llu outside [1, 2^32)",
-                      kp->what, where, (unsigned long long)gi->n_entities);
+        return OC_ERR(kp->err, OC_ERR_FORMAT, "%s: %sn_entities %llu outside [1, 2^32)", kp->what,
+                      where, (unsigned long long)gi->n_entities);
     if (gi->n_facts != 2 * gi->n_triples + gi->n_entities)
         return OC_ERR(kp->err, OC_ERR_FORMAT,
                       "%s: %sn_facts %llu is not 2 x n_triples + n_entities (%llu)", kp->what,
@@ -194,8 +194,8 @@ static int parse_files(struct kparse *kp, const cJSON *root, struct oc_kg_manife
     for (const cJSON *f = files->child; f; f = f->next)
         n_seen++;
     if (n_seen != OC_KG_GRAPH_COUNT * OC_KG_ARRAY_COUNT)
-        return OC_ERR(kp->err, OC_ERR_FORMAT, "%s: 'files' lists %d files, expected %d",
-                      kp->what, n_seen, OC_KG_GRAPH_COUNT * OC_KG_ARRAY_COUNT);
+        return OC_ERR(kp->err, OC_ERR_FORMAT, "%s: 'files' lists %d files, expected %d", kp->what,
+                      n_seen, OC_KG_GRAPH_COUNT * OC_KG_ARRAY_COUNT);
     static const char *const fkeys[] = {"bytes", "crc32"};
     for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
         for (int a = 0; a < OC_KG_ARRAY_COUNT; a++) {
@@ -224,8 +224,8 @@ static int parse_files(struct kparse *kp, const cJSON *root, struct oc_kg_manife
 int oc_kg_manifest_parse(const char *text, size_t len, const char *what, struct oc_kg_manifest *m,
                          struct oc_err *err)
 {
-    static const char *const top[] = {"format", "version",     "name",     "n_relations",
-                                      "train",  "ind",         "files",    "provenance"};
+    static const char *const top[] = {"format", "version", "name",  "n_relations",
+                                      "train",  "ind",     "files", "provenance"};
     struct kparse kp = {what, err};
     memset(m, 0, sizeof(*m));
     cJSON *root = cJSON_ParseWithLength(text, len);

@@ -67,7 +67,8 @@ static int check_elems(struct kg_check *c, const uint8_t *p, uint64_t first, uin
         if (v >= lim)
             return OC_ERR(err, OC_ERR_FORMAT,
                           "%s: %s %u at row %" PRIu64 " out of range (must be < %" PRIu64 ")",
-                          c->path, what, v, c->a == OC_KG_QVALID || c->a == OC_KG_QTEST ? pos / 3 : pos, lim);
+                          c->path, what, v,
+                          c->a == OC_KG_QVALID || c->a == OC_KG_QTEST ? pos / 3 : pos, lim);
     }
     return OC_OK;
 }
@@ -101,10 +102,12 @@ static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_
                     "%s: file is %" PRIu64 " bytes, its shape needs exactly %" PRIu64, path, size,
                     want);
     if (!rc && size != m->files[g][a].bytes)
-        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: truncated: file is %" PRIu64
-                    " bytes, kg.json says %" PRIu64, path, size, m->files[g][a].bytes);
-    struct kg_check c = {path, a, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations,
-                         oc_kg_n_rel_aug(m), 0};
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: truncated: file is %" PRIu64 " bytes, kg.json says %" PRIu64, path, size,
+                    m->files[g][a].bytes);
+    struct kg_check c = {
+        path, a, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations, oc_kg_n_rel_aug(m),
+        0};
     uint32_t crc = 0;
     for (uint64_t off = 0; !rc && off < size;) {
         size_t n = size - off < KG_CHUNK_BYTES ? (size_t)(size - off) : KG_CHUNK_BYTES;
@@ -139,8 +142,7 @@ int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_cr
             char name[64], path[4200];
             oc_kg_file_name((enum oc_kg_graph)g, (enum oc_kg_array)a, name, sizeof(name));
             snprintf(path, sizeof(path), "%s/%s", dir, name);
-            rc = check_file(path, m, (enum oc_kg_graph)g, (enum oc_kg_array)a, check_crc, buf,
-                            err);
+            rc = check_file(path, m, (enum oc_kg_graph)g, (enum oc_kg_array)a, check_crc, buf, err);
         }
     }
     oc_free(buf);
@@ -157,9 +159,9 @@ int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err)
     size_t len = 0;
     snprintf(kg->dir, sizeof(kg->dir), "%s", dir);
     snprintf(path, sizeof(path), "%s/kg.json", dir);
-    int rc = oc_path_exists(path) ? OC_OK
-                                  : OC_ERR(err, OC_ERR_NOTFOUND,
-                                           "%s: not a KG dataset directory (no kg.json)", dir);
+    int rc = oc_path_exists(path)
+                 ? OC_OK
+                 : OC_ERR(err, OC_ERR_NOTFOUND, "%s: not a KG dataset directory (no kg.json)", dir);
     if (!rc)
         rc = oc_read_file(path, 1 << 20, &text, &len, err);
     if (!rc)

@@ -144,11 +144,18 @@ int oc_kg_writer_commit(struct oc_kg_writer *w, struct oc_err *err)
     snprintf(path, sizeof(path), "%s/kg.json", w->tmp);
     int rc = oc_write_file_atomic(path, text, strlen(text), err);
     oc_free(text);
-    if (!rc)
-        rc = oc_rename_durable(w->tmp, w->out, err);
-    if (!rc)
-        w->committed = 1;
-    return rc;
+    if (rc)
+        return rc;
+    if (oc_path_exists(w->out))
+        return OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", w->out);
+    if ((rc = oc_rename_durable(w->tmp, w->out, err))) {
+        /* renamed but the directory fsync failed: take it back, a failure leaves nothing */
+        if (!oc_path_exists(w->tmp) && oc_path_exists(w->out) && rename(w->out, w->tmp) != 0)
+            oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted dataset", w->out);
+        return rc;
+    }
+    w->committed = 1;
+    return OC_OK;
 }
 
 /* ---- augmented CSR ------------------------------------------------------ */

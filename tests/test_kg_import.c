@@ -179,7 +179,7 @@ OC_TEST(kg_import_fault_loop)
     static const struct {
         enum oc_fault_kind kind;
         int e;
-    } faults[] = {{OC_FAULT_ALLOC, ENOMEM}, {OC_FAULT_READ, EIO},   {OC_FAULT_WRITE, ENOSPC},
+    } faults[] = {{OC_FAULT_ALLOC, ENOMEM}, {OC_FAULT_READ, EIO},  {OC_FAULT_WRITE, ENOSPC},
                   {OC_FAULT_OPEN, EACCES},  {OC_FAULT_FSYNC, EIO}, {OC_FAULT_RENAME, EXDEV}};
     int n_run = 0;
     for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
@@ -223,12 +223,12 @@ OC_TEST(kg_import_all_grail_pairs)
         const char *name;
         uint64_t tr_ent, tr_train, ind_ent, ind_train, ind_test;
     } want[] = {
-        {"WN18RR_v1", 2746, 5410, 922, 1618, 188},  {"WN18RR_v2", 6954, 15262, 2757, 4011, 441},
+        {"WN18RR_v1", 2746, 5410, 922, 1618, 188},    {"WN18RR_v2", 6954, 15262, 2757, 4011, 441},
         {"WN18RR_v3", 12078, 25901, 5084, 6327, 605}, {"WN18RR_v4", 3861, 7940, 7084, 12334, 1429},
-        {"fb237_v1", 1594, 4245, 1093, 1993, 205},  {"fb237_v2", 2608, 9739, 1660, 4145, 478},
-        {"fb237_v3", 3668, 17986, 2501, 7406, 865}, {"fb237_v4", 4707, 27203, 3051, 11714, 1424},
-        {"nell_v1", 3103, 4687, 225, 833, 100},     {"nell_v2", 2564, 8219, 2086, 4586, 476},
-        {"nell_v3", 4647, 16393, 3566, 8048, 809},  {"nell_v4", 2092, 7546, 2795, 7073, 731},
+        {"fb237_v1", 1594, 4245, 1093, 1993, 205},    {"fb237_v2", 2608, 9739, 1660, 4145, 478},
+        {"fb237_v3", 3668, 17986, 2501, 7406, 865},   {"fb237_v4", 4707, 27203, 3051, 11714, 1424},
+        {"nell_v1", 3103, 4687, 225, 833, 100},       {"nell_v2", 2564, 8219, 2086, 4586, 476},
+        {"nell_v3", 4647, 16393, 3566, 8048, 809},    {"nell_v4", 2092, 7546, 2795, 7073, 731},
     };
     const char *root = oc_test_tmpdir();
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

@@ -28,6 +28,7 @@
 
 #define OC_KG_FORMAT_NAME    "offcore-kg"
 #define OC_KG_FORMAT_VERSION 1
+#define OC_KG_MAX_LAYERS     16 /* propagation steps an extractor grows */
 
 /* The two graphs of an inductive KG dataset. */
 enum oc_kg_graph {

@@ -83,9 +83,9 @@ OC_TEST(edge_attn_reference_and_gradients)
     nt_zeros(&f.dps, be, 5, a, OC_NN_F32);
     nt_zeros(&f.dpr, be, 3, a, OC_NN_F32);
     nt_zeros(&f.dpq, be, 2, a, OC_NN_F32);
-    OC_CHECK_OK(oc_nn_edge_attn_bwd(&f.g, &f.hid, &f.alpha, &f.dalpha, &f.w, &f.dpre, &f.dw, &f.db,
-                                    &err),
-                &err);
+    OC_CHECK_OK(
+        oc_nn_edge_attn_bwd(&f.g, &f.hid, &f.alpha, &f.dalpha, &f.w, &f.dpre, &f.dw, &f.db, &err),
+        &err);
     OC_CHECK_OK(oc_nn_rows_scatter_add(&f.dpre, kb_src, &f.dps, &err), &err);
     OC_CHECK_OK(oc_nn_rows_scatter_add(&f.dpre, kb_rel, &f.dpr, &err), &err);
     OC_CHECK_OK(oc_nn_rows_scatter_add(&f.dpre, kb_query, &f.dpq, &err), &err);
@@ -94,7 +94,7 @@ OC_TEST(edge_attn_reference_and_gradients)
     OC_CHECK(nt_gradcheck("pq", attn_loss, &f, &f.pq, nt_f(&f.dpq), 1e-3f, 1e-4, 1e-2) == 0);
     OC_CHECK(nt_gradcheck("w", attn_loss, &f, &f.w, nt_f(&f.dw), 1e-3f, 1e-4, 1e-2) == 0);
     OC_CHECK(nt_gradcheck("b", attn_loss, &f, &f.b, nt_f(&f.db), 1e-3f, 1e-4, 1e-2) == 0);
-    struct oc_nn_tensor *ts[] = {&f.ps, &f.pr, &f.pq, &f.w,  &f.b,   &f.hid, &f.alpha,
+    struct oc_nn_tensor *ts[] = {&f.ps,     &f.pr,   &f.pq, &f.w,  &f.b,   &f.hid, &f.alpha,
                                  &f.dalpha, &f.dpre, &f.dw, &f.db, &f.dps, &f.dpr, &f.dpq};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         oc_nn_tensor_deinit(ts[i]);
@@ -154,9 +154,8 @@ OC_TEST(edge_msg_reference_and_gradients)
     nt_rand(&f.dh, be, 5, d, 0.5f, 0.5f, 15); /* accumulated into: starts at 0.5 */
     nt_zeros(&f.dr, be, 3, d, OC_NN_F32);
     nt_zeros(&f.dalpha, be, 9, 1, OC_NN_F32);
-    OC_CHECK_OK(oc_nn_edge_msg_bwd(&f.g, &f.h, &f.r, &f.alpha, &f.dy, &f.dh, &f.dr, &f.dalpha,
-                                   &err),
-                &err);
+    OC_CHECK_OK(
+        oc_nn_edge_msg_bwd(&f.g, &f.h, &f.r, &f.alpha, &f.dy, &f.dh, &f.dr, &f.dalpha, &err), &err);
     for (uint64_t i = 0; i < 5 * d; i++)
         nt_f(&f.dh)[i] -= 0.5f;
     OC_CHECK(nt_gradcheck("h", msg_loss, &f, &f.h, nt_f(&f.dh), 1e-3f, 1e-4, 1e-2) == 0);
@@ -217,7 +216,8 @@ OC_TEST(gru_reference_and_gradients)
     OC_CHECK(nt_gradcheck("gi", gru_loss, &f, &f.gi, nt_f(&f.dgi), 1e-3f, 1e-4, 1e-2) == 0);
     OC_CHECK(nt_gradcheck("gh", gru_loss, &f, &f.gh, nt_f(&f.dgh), 1e-3f, 1e-4, 1e-2) == 0);
     OC_CHECK(nt_gradcheck("h", gru_loss, &f, &f.h, nt_f(&f.dh), 1e-3f, 1e-4, 1e-2) == 0);
-    struct oc_nn_tensor *ts[] = {&f.gi, &f.gh, &f.h, &f.hn, &f.gates, &f.dhn, &f.dgi, &f.dgh, &f.dh};
+    struct oc_nn_tensor *ts[] = {&f.gi,  &f.gh,  &f.h,   &f.hn, &f.gates,
+                                 &f.dhn, &f.dgi, &f.dgh, &f.dh};
     for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
         oc_nn_tensor_deinit(ts[i]);
     nt_env_free(&env);
@@ -273,8 +273,8 @@ OC_TEST(kg_xent_reference_and_gradients)
     OC_CHECK(fabs(loss - ref) < 1e-6 * fabs(ref) + 1e-9);
     OC_CHECK(nt_gradcheck("scores", xent_loss, &f, &f.s, nt_f(&f.ds), 1e-3f, 1e-4, 1e-2) == 0);
     int64_t bad_pos[3] = {1, -1, 2};
-    OC_CHECK_ERR(oc_nn_kg_xent(&f.s, f.qptr, bad_pos, 3, f.n_ent, &f.ds, &loss, &err),
-                 OC_ERR_ARG, &err, "answer row of query 2");
+    OC_CHECK_ERR(oc_nn_kg_xent(&f.s, f.qptr, bad_pos, 3, f.n_ent, &f.ds, &loss, &err), OC_ERR_ARG,
+                 &err, "answer row of query 2");
     oc_nn_tensor_deinit(&f.s);
     oc_nn_tensor_deinit(&f.ds);
     oc_nn_tensor_deinit(&f.tmp);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "offcore/core.h"
+#include "offcore/nn.h"
 #include "offcore/progress.h"
 #include "offcore/thread.h"
 
@@ -265,5 +266,69 @@ struct oc_kg_metrics {
 int oc_kg_rank(const float *scores, uint64_t n_entities, uint32_t head, uint32_t rel,
                const uint32_t *answers, uint64_t n_answers, const struct oc_kg_filter *f,
                struct oc_kg_metrics *m, struct oc_err *err);
+
+/* ---- training (kg_train.c) --------------------------------------------- */
+
+/*
+ * kg-train, RED-GNN's inductive protocol (its train.py / base_model.py):
+ * training queries are the training graph's valid.txt triples and their
+ * inverses, in file order (the reference does not shuffle), over the
+ * training graph's facts; model selection on the training graph's test.txt
+ * queries (filter: its train+valid+test); test on the inductive graph's
+ * valid.txt and test.txt queries over its own facts (filter: its
+ * train+valid+test), every entity of the inductive graph a candidate. The
+ * learning rate decays by `decay` after every epoch (ExponentialLR).
+ */
+struct oc_kg_train_opts {
+    uint32_t n_layers;
+    uint64_t hidden, attn_dim;
+    enum oc_nn_redgnn_act act;
+    float dropout;
+    double lr, weight_decay, decay;
+    uint32_t batch, eval_batch, epochs;
+    uint64_t seed;
+    unsigned threads; /* 0 = all cores */
+    enum oc_kg_facts_where facts;
+    const char *log_path;       /* NULL = none */
+    const char *checkpoint_dir; /* NULL = none */
+    int resume;
+};
+
+/* hidden 32 (TIGER's setting), 3 layers, attn 5, relu, dropout 0.2, lr 0.005, decay 0.995,
+ * weight decay 1e-4, batch 16, eval batch 64, 50 epochs. */
+void oc_kg_train_opts_default(struct oc_kg_train_opts *o);
+/*
+ * The reference code's per-dataset settings (train.py) for a GraIL split
+ * name ("WN18RR_v1" ... "nell_v4"): lr, decay, weight decay (lamb), hidden,
+ * attention dim, dropout, activation, layers, batch. OC_ERR_NOTFOUND for
+ * another name (o unchanged).
+ */
+int oc_kg_train_preset(const char *name, struct oc_kg_train_opts *o, struct oc_err *err);
+
+struct oc_kg_eval {
+    double mrr, hits1, hits10;
+    uint64_t n_ranked;
+};
+
+struct oc_kg_epoch_stats {
+    uint32_t epoch;
+    double loss; /* summed over the epoch's queries, as the reference reports it */
+    struct oc_kg_eval valid, test;
+    double time_s, eval_s;
+    uint64_t n_edges; /* facts extracted while training this epoch */
+};
+
+typedef void (*oc_kg_epoch_fn)(void *ctx, const struct oc_kg_epoch_stats *st);
+
+struct oc_kg_train_result {
+    uint32_t epochs_run, best_epoch;
+    double best_valid_mrr;
+    struct oc_kg_eval test_at_best;
+    char weights_sha256[65];
+    double time_s;
+};
+
+int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epoch_fn on_epoch,
+                    void *ctx, struct oc_kg_train_result *res, struct oc_err *err);
 
 #endif

@@ -26,6 +26,7 @@ static const struct {
     {"import", cmd_import, "import text|ogb|graphbolt|npy|kg data into an offcore dataset"},
     {"info", cmd_info, "validate a dataset and print counts, sizes, degrees, classes"},
     {"train", cmd_train, "train a GNN (GraphSAGE, GCN, GAT) on a dataset"},
+    {"kg-train", cmd_kg_train, "train RED-GNN on a KG dataset; filtered MRR, Hits@1, Hits@10"},
 };
 
 static void usage(FILE *f)

@@ -45,11 +45,11 @@ static int vec_reserve(struct u32vec *a, uint64_t n, struct oc_err *err)
 
 /* One query's layers (kept between calls, reused). */
 struct qlayers {
-    struct u32vec ent[OC_KG_MAX_LAYERS];   /* nodes: entities, ascending */
-    struct u32vec src[OC_KG_MAX_LAYERS];   /* edges by target: source (local, layer l-1) */
+    struct u32vec ent[OC_KG_MAX_LAYERS]; /* nodes: entities, ascending */
+    struct u32vec src[OC_KG_MAX_LAYERS]; /* edges by target: source (local, layer l-1) */
     struct u32vec rel[OC_KG_MAX_LAYERS];
-    struct u32vec deg[OC_KG_MAX_LAYERS];   /* in-degree of each node */
-    struct u32vec p2n[OC_KG_MAX_LAYERS];   /* local prev node -> local node */
+    struct u32vec deg[OC_KG_MAX_LAYERS]; /* in-degree of each node */
+    struct u32vec p2n[OC_KG_MAX_LAYERS]; /* local prev node -> local node */
 };
 
 struct worker {
@@ -172,8 +172,8 @@ static int u32_cmp(const void *a, const void *b)
 }
 
 /* Layer l of one query from its layer l-1 nodes (prev). */
-static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qlayers *q,
-                         uint32_t l, const uint32_t *prev, uint64_t n_prev, struct oc_err *err)
+static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qlayers *q, uint32_t l,
+                         const uint32_t *prev, uint64_t n_prev, struct oc_err *err)
 {
     uint64_t n_f = 0;
     for (uint64_t i = 0; i < n_prev; i++)
@@ -183,7 +183,8 @@ static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qla
     OC_KG_TRY(vec_reserve(&w->f_src, n_f, err));
     OC_KG_TRY(oc_kg_facts_fetch(w->reader, prev, n_prev, w->f_rel.v, w->f_tail.v, err));
     for (uint64_t i = 0, at = 0; i < n_prev; i++) {
-        uint64_t k = oc_kg_facts_begin(x->facts, prev[i] + 1) - oc_kg_facts_begin(x->facts, prev[i]);
+        uint64_t k =
+            oc_kg_facts_begin(x->facts, prev[i] + 1) - oc_kg_facts_begin(x->facts, prev[i]);
         for (uint64_t j = 0; j < k; j++)
             w->f_src.v[at++] = (uint32_t)i;
     }
@@ -300,9 +301,8 @@ static int merge_layer(struct oc_kg_extractor *x, uint32_t n, uint32_t l, struct
         e0 += m;
         p0 += kp;
     }
-    *out = (struct oc_kg_layer){np,          nn,       ne,           o->indptr,
-                                o->src.v,    o->rel.v, o->query.v,   o->p2n.v,
-                                o->node_query.v, o->node_entity.v};
+    *out = (struct oc_kg_layer){np,       nn,         ne,       o->indptr,       o->src.v,
+                                o->rel.v, o->query.v, o->p2n.v, o->node_query.v, o->node_entity.v};
     x->n_edges_total += ne;
     return OC_OK;
 }

@@ -24,8 +24,8 @@ struct oc_kg_facts {
     enum oc_kg_facts_where where;
     uint64_t n_entities, n_facts;
     uint64_t *indptr;
-    uint32_t *rel, *tail;             /* memory */
-    struct oc_file *f_rel, *f_tail;   /* disk */
+    uint32_t *rel, *tail;           /* memory */
+    struct oc_file *f_rel, *f_tail; /* disk */
     _Atomic uint64_t n_reads, bytes_read, bytes_requested;
 };
 

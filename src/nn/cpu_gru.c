@@ -91,7 +91,7 @@ int oc_nn_cpu_gru_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *gates
                       struct oc_nn_tensor *dgh, struct oc_nn_tensor *dh, struct oc_err *err)
 {
     (void)err;
-    struct gru_ctx c = {.gates = gates, .gh = gh, .h = h, .dhn = dhn, .dgi = dgi, .dgh = dgh,
-                        .dh = dh};
+    struct gru_ctx c = {
+        .gates = gates, .gh = gh, .h = h, .dhn = dhn, .dgi = dgi, .dgh = dgh, .dh = dh};
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(h->n_rows, OC_NN_CPU_ROWS), gru_bwd_task, &c);
 }

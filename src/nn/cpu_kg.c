@@ -117,8 +117,8 @@ int oc_nn_cpu_edge_attn_fwd(struct oc_nn_backend *be, const struct oc_nn_rel_blo
                             struct oc_nn_tensor *alpha, struct oc_err *err)
 {
     (void)err;
-    struct kg_ctx c = {.g = g, .a = ps, .b = pr, .c = pq, .w = w, .y = hid, .y2 = alpha,
-                       .bias = oc_nn_f32(b)[0]};
+    struct kg_ctx c = {
+        .g = g, .a = ps, .b = pr, .c = pq, .w = w, .y = hid, .y2 = alpha, .bias = oc_nn_f32(b)[0]};
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_edges, KG_EDGE_CHUNK), attn_fwd_task, &c);
 }
 
@@ -254,8 +254,8 @@ int oc_nn_cpu_edge_msg_bwd(struct oc_nn_backend *be, const struct oc_nn_rel_bloc
                            struct oc_nn_tensor *dalpha, struct oc_err *err)
 {
     (void)err;
-    struct kg_ctx c = {.g = g, .a = h, .b = r, .c = alpha, .d = dy, .y = dh, .y2 = dr,
-                       .y3 = dalpha};
+    struct kg_ctx c = {
+        .g = g, .a = h, .b = r, .c = alpha, .d = dy, .y = dh, .y2 = dr, .y3 = dalpha};
     int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), msg_dalpha_task, &c);
     if (rc)
         return rc;
@@ -288,7 +288,8 @@ static int xent_task(void *cp, uint64_t q, unsigned worker)
     double s_pos = c->pos[q] >= 0 ? (double)c->s[c->pos[q]] : 0.0;
     c->q_loss[q] = (double)mx + log(z) - s_pos;
     for (uint64_t i = a; i < b; i++)
-        c->ds[i] = (float)(exp((double)(c->s[i] - mx)) / z) - ((int64_t)i == c->pos[q] ? 1.0f : 0.0f);
+        c->ds[i] =
+            (float)(exp((double)(c->s[i] - mx)) / z) - ((int64_t)i == c->pos[q] ? 1.0f : 0.0f);
     return OC_OK;
 }
 

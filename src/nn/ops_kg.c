@@ -10,10 +10,11 @@
  */
 #include "nn_int.h"
 
-#define CHECK(t, name, r, c) OC_NN_TRY(oc_nn_op_check(op, be, (t), (name), OC_NN_F32, (r), (c), err))
+#define CHECK(t, name, r, c) \
+    OC_NN_TRY(oc_nn_op_check(op, be, (t), (name), OC_NN_F32, (r), (c), err))
 
-static int idx_ok(enum oc_nn_op op, const uint32_t *idx, uint64_t n, uint64_t lim,
-                  const char *what, struct oc_err *err)
+static int idx_ok(enum oc_nn_op op, const uint32_t *idx, uint64_t n, uint64_t lim, const char *what,
+                  struct oc_err *err)
 {
     if (n && !idx)
         return OC_ERR(err, OC_ERR_ARG, "%s: missing %s", oc_nn_op_name(op), what);
@@ -35,8 +36,8 @@ static int block_ok(enum oc_nn_op op, const struct oc_nn_rel_block *g, struct oc
                       oc_nn_op_name(op), (unsigned long long)g->n_edges);
     for (uint64_t i = 0; i < g->n_dst; i++)
         if (g->indptr[i + 1] < g->indptr[i])
-            return OC_ERR(err, OC_ERR_ARG, "%s: block indptr decreases at %llu",
-                          oc_nn_op_name(op), (unsigned long long)i);
+            return OC_ERR(err, OC_ERR_ARG, "%s: block indptr decreases at %llu", oc_nn_op_name(op),
+                          (unsigned long long)i);
     OC_NN_TRY(idx_ok(op, g->src, g->n_edges, g->n_src, "src", err));
     OC_NN_TRY(idx_ok(op, g->rel, g->n_edges, g->n_rel, "rel", err));
     return idx_ok(op, g->query, g->n_edges, g->n_query, "query", err);
@@ -164,8 +165,8 @@ int oc_nn_edge_msg_bwd(const struct oc_nn_rel_block *g, const struct oc_nn_tenso
 }
 
 int oc_nn_gru_fwd(const struct oc_nn_tensor *gi, const struct oc_nn_tensor *gh,
-                  const struct oc_nn_tensor *h, struct oc_nn_tensor *hn,
-                  struct oc_nn_tensor *gates, struct oc_err *err)
+                  const struct oc_nn_tensor *h, struct oc_nn_tensor *hn, struct oc_nn_tensor *gates,
+                  struct oc_err *err)
 {
     const enum oc_nn_op op = OC_NN_OP_GRU_FWD;
     if (!h)
@@ -207,8 +208,8 @@ int oc_nn_gru_bwd(const struct oc_nn_tensor *gates, const struct oc_nn_tensor *g
 }
 
 int oc_nn_kg_xent(const struct oc_nn_tensor *scores, const uint64_t *qptr, const int64_t *pos,
-                  uint64_t n_query, uint64_t n_entities, struct oc_nn_tensor *dscores,
-                  double *loss, struct oc_err *err)
+                  uint64_t n_query, uint64_t n_entities, struct oc_nn_tensor *dscores, double *loss,
+                  struct oc_err *err)
 {
     const enum oc_nn_op op = OC_NN_OP_KG_XENT;
     if (!scores || !qptr || !pos)

@@ -26,25 +26,24 @@
 
 #include "nn_int.h"
 
-#define RG_TAG_INIT 0x5247494Eu /* "RGIN" */
-#define RG_TAG_DROP 0x52474450u /* "RGDP" */
+#define RG_TAG_INIT   0x5247494Eu /* "RGIN" */
+#define RG_TAG_DROP   0x52474450u /* "RGDP" */
 #define RG_MAX_LAYERS 16
 
 /* Parameters of one layer, in checkpoint order. */
 enum rg_lp {
-    RG_REL,     /* rela_embed, n_rel x d */
-    RG_WS,      /* Ws_attn, A x d */
-    RG_WR,      /* Wr_attn, A x d */
-    RG_WQR,     /* Wqr_attn, A x d */
-    RG_BQR,     /* Wqr_attn bias, 1 x A */
-    RG_WALPHA,  /* w_alpha, 1 x A */
-    RG_BALPHA,  /* w_alpha bias, 1 x 1 */
-    RG_WH,      /* W_h, d x d */
+    RG_REL,    /* rela_embed, n_rel x d */
+    RG_WS,     /* Ws_attn, A x d */
+    RG_WR,     /* Wr_attn, A x d */
+    RG_WQR,    /* Wqr_attn, A x d */
+    RG_BQR,    /* Wqr_attn bias, 1 x A */
+    RG_WALPHA, /* w_alpha, 1 x A */
+    RG_BALPHA, /* w_alpha bias, 1 x 1 */
+    RG_WH,     /* W_h, d x d */
     RG_LP_COUNT,
 };
-static const char *const lp_names[RG_LP_COUNT] = {"rela_embed", "Ws_attn", "Wr_attn",
-                                                  "Wqr_attn",   "Wqr_bias", "w_alpha",
-                                                  "w_alpha_bias", "W_h"};
+static const char *const lp_names[RG_LP_COUNT] = {
+    "rela_embed", "Ws_attn", "Wr_attn", "Wqr_attn", "Wqr_bias", "w_alpha", "w_alpha_bias", "W_h"};
 
 enum rg_gp { RG_FINAL, RG_WIH, RG_WHH, RG_BIH, RG_BHH, RG_GP_COUNT };
 static const char *const gp_names[RG_GP_COUNT] = {"W_final", "gate.weight_ih", "gate.weight_hh",
@@ -52,8 +51,7 @@ static const char *const gp_names[RG_GP_COUNT] = {"W_final", "gate.weight_ih", "
 
 /* What one layer's forward keeps for backward. */
 struct rg_ws {
-    struct oc_nn_tensor ps, pr, rq, pq, hid, alpha, agg, pre, act, xd, mask, h0, gi, gh, gates,
-        out;
+    struct oc_nn_tensor ps, pr, rq, pq, hid, alpha, agg, pre, act, xd, mask, h0, gi, gh, gates, out;
 };
 
 struct oc_nn_redgnn {
@@ -115,8 +113,8 @@ static int param_new(struct oc_nn_redgnn *m, const char *name, uint64_t n_rows, 
     oc_rng_init(&rng, oc_rng_mix64(m->cfg.seed, RG_TAG_INIT), idx, 0, 0);
     double bound = 1.0 / sqrt(fan_in);
     for (uint64_t i = 0; i < n; i++)
-        host[i] = normal ? oc_rng_normal(&rng)
-                         : (float)(bound * (2.0 * oc_rng_uniform_f64(&rng) - 1.0));
+        host[i] =
+            normal ? oc_rng_normal(&rng) : (float)(bound * (2.0 * oc_rng_uniform_f64(&rng) - 1.0));
     int rc = oc_nn_tensor_set(&p->value, host, err);
     oc_free(host);
     *out = p;
@@ -127,17 +125,16 @@ static void ws_init(struct oc_nn_redgnn *m, struct oc_nn_backend *be)
 {
     for (int l = 0; l < RG_MAX_LAYERS; l++) {
         struct rg_ws *w = &m->ws[l];
-        struct oc_nn_tensor *ts[] = {&w->ps,  &w->pr,  &w->rq, &w->pq,  &w->hid, &w->alpha,
-                                     &w->agg, &w->pre, &w->act, &w->xd, &w->h0,  &w->gi,
-                                     &w->gh,  &w->gates, &w->out};
+        struct oc_nn_tensor *ts[] = {&w->ps,    &w->pr,  &w->rq,  &w->pq,    &w->hid,
+                                     &w->alpha, &w->agg, &w->pre, &w->act,   &w->xd,
+                                     &w->h0,    &w->gi,  &w->gh,  &w->gates, &w->out};
         for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
             oc_nn_tensor_init(ts[i], be, OC_NN_F32);
         oc_nn_tensor_init(&w->mask, be, OC_NN_U8);
     }
-    struct oc_nn_tensor *g[] = {&m->zeros, &m->scores, &m->dscores, &m->ones,  &m->dout,
-                                &m->dgi,   &m->dgh,    &m->dh0,     &m->dx,
-                                &m->dagg,  &m->dh,     &m->dalpha,  &m->dattn, &m->dps,
-                                &m->dpr,   &m->dpq,    &m->drq};
+    struct oc_nn_tensor *g[] = {&m->zeros, &m->scores, &m->dscores, &m->ones, &m->dout, &m->dgi,
+                                &m->dgh,   &m->dh0,    &m->dx,      &m->dagg, &m->dh,   &m->dalpha,
+                                &m->dattn, &m->dps,    &m->dpr,     &m->dpq,  &m->drq};
     for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
         oc_nn_tensor_init(g[i], be, OC_NN_F32);
 }
@@ -146,16 +143,15 @@ static void ws_deinit(struct oc_nn_redgnn *m)
 {
     for (int l = 0; l < RG_MAX_LAYERS; l++) {
         struct rg_ws *w = &m->ws[l];
-        struct oc_nn_tensor *ts[] = {&w->ps,  &w->pr,  &w->rq, &w->pq,  &w->hid,   &w->alpha,
-                                     &w->agg, &w->pre, &w->act, &w->xd, &w->mask,  &w->h0,
+        struct oc_nn_tensor *ts[] = {&w->ps,  &w->pr,  &w->rq,    &w->pq, &w->hid,  &w->alpha,
+                                     &w->agg, &w->pre, &w->act,   &w->xd, &w->mask, &w->h0,
                                      &w->gi,  &w->gh,  &w->gates, &w->out};
         for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
             oc_nn_tensor_deinit(ts[i]);
     }
-    struct oc_nn_tensor *g[] = {&m->zeros, &m->scores, &m->dscores, &m->ones,  &m->dout,
-                                &m->dgi,   &m->dgh,    &m->dh0,     &m->dx,
-                                &m->dagg,  &m->dh,     &m->dalpha,  &m->dattn, &m->dps,
-                                &m->dpr,   &m->dpq,    &m->drq};
+    struct oc_nn_tensor *g[] = {&m->zeros, &m->scores, &m->dscores, &m->ones, &m->dout, &m->dgi,
+                                &m->dgh,   &m->dh0,    &m->dx,      &m->dagg, &m->dh,   &m->dalpha,
+                                &m->dattn, &m->dps,    &m->dpr,     &m->dpq,  &m->drq};
     for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++)
         oc_nn_tensor_deinit(g[i]);
 }
@@ -177,7 +173,8 @@ static int config_check(const struct oc_nn_redgnn_config *c, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "redgnn config: n_layers %u outside [1, %d]", c->n_layers,
                       RG_MAX_LAYERS);
     if (c->hidden < 1 || c->hidden > lim || c->attn_dim < 1 || c->attn_dim > lim)
-        return OC_ERR(err, OC_ERR_ARG, "redgnn config: hidden %llu / attn_dim %llu outside [1, 2^20]",
+        return OC_ERR(err, OC_ERR_ARG,
+                      "redgnn config: hidden %llu / attn_dim %llu outside [1, 2^20]",
                       (unsigned long long)c->hidden, (unsigned long long)c->attn_dim);
     if (c->n_rel < 1 || c->n_rel > ((uint64_t)1 << 31))
         return OC_ERR(err, OC_ERR_ARG, "redgnn config: n_rel %llu outside [1, 2^31]",
@@ -219,7 +216,7 @@ int oc_nn_redgnn_new(struct oc_nn_backend *be, const struct oc_nn_redgnn_config 
     uint64_t d = cfg->hidden, a = cfg->attn_dim;
     const uint64_t shape[RG_LP_COUNT][2] = {{cfg->n_rel, d}, {a, d}, {a, d}, {a, d},
                                             {1, a},          {1, a}, {1, 1}, {d, d}};
-    const double fan[RG_LP_COUNT] = {1, (double)d, (double)d, (double)d,
+    const double fan[RG_LP_COUNT] = {1,         (double)d, (double)d, (double)d,
                                      (double)d, (double)a, (double)a, (double)d};
     for (uint32_t l = 0; !rc && l < cfg->n_layers; l++) {
         for (int k = 0; !rc && k < RG_LP_COUNT; k++) {
@@ -229,7 +226,8 @@ int oc_nn_redgnn_new(struct oc_nn_backend *be, const struct oc_nn_redgnn_config 
                            err);
         }
     }
-    const uint64_t gshape[RG_GP_COUNT][2] = {{1, d}, {3 * d, d}, {3 * d, d}, {1, 3 * d}, {1, 3 * d}};
+    const uint64_t gshape[RG_GP_COUNT][2] = {
+        {1, d}, {3 * d, d}, {3 * d, d}, {1, 3 * d}, {1, 3 * d}};
     for (int k = 0; !rc && k < RG_GP_COUNT; k++)
         rc = param_new(m, gp_names[k], gshape[k][0], gshape[k][1], 0, (double)d, &m->gp[k], err);
     if (rc) {
@@ -265,8 +263,10 @@ static int batch_check(const struct oc_nn_redgnn *m, const struct oc_nn_redgnn_b
                           (unsigned long long)g->n_rel, (unsigned long long)g->n_query);
         for (uint64_t i = 0; i < g->n_src; i++)
             if (b->prev_to_node[l][i] >= g->n_dst)
-                return OC_ERR(err, OC_ERR_ARG, "redgnn forward: block %u prev_to_node[%llu] out "
-                              "of range", l, (unsigned long long)i);
+                return OC_ERR(err, OC_ERR_ARG,
+                              "redgnn forward: block %u prev_to_node[%llu] out "
+                              "of range",
+                              l, (unsigned long long)i);
     }
     return OC_OK;
 }
@@ -362,10 +362,11 @@ int oc_nn_redgnn_loss(struct oc_nn_redgnn *m, const uint64_t *qptr, const int64_
     if (!m->have_forward)
         return OC_ERR(err, OC_ERR_ARG, "redgnn loss: no forward pass to take it from");
     if (n_entities > ((uint64_t)1 << 40))
-        return OC_ERR(err, OC_ERR_ARG, "redgnn loss: %llu entities", (unsigned long long)n_entities);
+        return OC_ERR(err, OC_ERR_ARG, "redgnn loss: %llu entities",
+                      (unsigned long long)n_entities);
     OC_NN_TRY(rs(&m->dscores, m->scores.n_rows, 1, err));
-    OC_NN_TRY(oc_nn_kg_xent(&m->scores, qptr, answer_row, m->batch.n_query, n_entities,
-                            &m->dscores, loss, err));
+    OC_NN_TRY(oc_nn_kg_xent(&m->scores, qptr, answer_row, m->batch.n_query, n_entities, &m->dscores,
+                            loss, err));
     m->have_loss = 1;
     return OC_OK;
 }

@@ -18,21 +18,11 @@
 
 #include "fault_util.h"
 #include "harness.h"
-#include "import_fixture.h"
-#include "offcore/kg.h"
+#include "kg_fixture.h"
 
-/* Training graph: a -r1-> b, b -r2-> c, c -r1-> a; inductive: x -r2-> y. */
 static const char *write_split(const char *root, const char *ind_train)
 {
-    static char src[700];
-    snprintf(src, sizeof(src), "%s/toy_v1", root);
-    fx_write(root, "toy_v1/train.txt", "a\tr1\tb\nb\tr2\tc\nc\tr1\ta\n");
-    fx_write(root, "toy_v1/valid.txt", "a\tr2\tc\n");
-    fx_write(root, "toy_v1/test.txt", "b\tr1\ta\n");
-    fx_write(root, "toy_v1_ind/train.txt", ind_train);
-    fx_write(root, "toy_v1_ind/valid.txt", "y\tr1\tx\n");
-    fx_write(root, "toy_v1_ind/test.txt", "x\tr1\tz\n");
-    return src;
+    return kgfx_toy_split(root, ind_train);
 }
 
 static uint64_t *load_u64(const char *path, uint64_t *n)

@@ -64,8 +64,8 @@ static int group(const uint32_t *t, uint64_t n, struct oc_kg_qset *qs, struct oc
 }
 
 /* Triples of several sets and their inverses (t, r + R, h), sorted. */
-static int collect(const uint32_t *const *sets, const uint64_t *ns, unsigned n_sets,
-                   uint32_t n_rel, uint32_t **out, uint64_t *n_out, struct oc_err *err)
+static int collect(const uint32_t *const *sets, const uint64_t *ns, unsigned n_sets, uint32_t n_rel,
+                   uint32_t **out, uint64_t *n_out, struct oc_err *err)
 {
     uint64_t n = 0;
     for (unsigned s = 0; s < n_sets; s++)

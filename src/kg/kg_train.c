@@ -110,8 +110,7 @@ int oc_kg_train_preset(const char *name, struct oc_kg_train_opts *o, struct oc_e
         o->batch = p->batch;
         return OC_OK;
     }
-    return OC_ERR(err, OC_ERR_NOTFOUND, "no reference settings for '%s' (GraIL splits only)",
-                  name);
+    return OC_ERR(err, OC_ERR_NOTFOUND, "no reference settings for '%s' (GraIL splits only)", name);
 }
 
 static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
@@ -136,11 +135,10 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, uint32_t **out, u
 {
     uint64_t rows, cols;
     void *ip = NULL, *rel = NULL, *tail = NULL;
-    int rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_INDPTR), OC_DTYPE_U64, &ip, &rows, &cols,
-                            err);
+    int rc =
+        oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_INDPTR), OC_DTYPE_U64, &ip, &rows, &cols, err);
     if (!rc)
-        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_REL), OC_DTYPE_U32, &rel, &rows, &cols,
-                            err);
+        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_REL), OC_DTYPE_U32, &rel, &rows, &cols, err);
     if (!rc)
         rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_DTYPE_U32, &tail, &rows, &cols,
                             err);
@@ -242,8 +240,8 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
     OC_KG_TRY(graph_open(r, OC_KG_TRAIN, err));
     OC_KG_TRY(graph_open(r, OC_KG_IND, err));
     uint64_t bmax = o->batch > o->eval_batch ? o->batch : o->eval_batch;
-    uint64_t nmax = r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities
-                                                             : r->g[1].n_entities;
+    uint64_t nmax =
+        r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities : r->g[1].n_entities;
     if (!(r->heads = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
         !(r->rels = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
         !(r->qptr = oc_alloc((size_t)(bmax + 1) * 8, "kg batch", err)) ||
@@ -261,9 +259,9 @@ static int batch_forward(struct kg_run *r, enum oc_kg_graph g, uint32_t n,
     OC_KG_TRY(oc_kg_extract(r->g[g].x, r->heads, n, r->layers, err));
     for (uint32_t l = 0; l < L; l++) {
         const struct oc_kg_layer *k = &r->layers[l];
-        r->blocks[l] = (struct oc_nn_rel_block){k->n_prev,  k->n_nodes, k->n_edges,
-                                                oc_kg_n_rel_aug(r->m), n, k->indptr,
-                                                k->src,     k->rel,     k->query};
+        r->blocks[l] = (struct oc_nn_rel_block){
+            k->n_prev, k->n_nodes, k->n_edges, oc_kg_n_rel_aug(r->m), n, k->indptr,
+            k->src,    k->rel,     k->query};
         r->p2n[l] = k->prev_to_node;
     }
     struct oc_nn_redgnn_batch b = {n, r->rels, r->blocks, r->p2n};
@@ -298,8 +296,7 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
 {
     const struct oc_kg_train_opts *o = r->o;
     struct oc_nn_adam opt;
-    oc_nn_adam_default(&opt, (float)(o->lr * pow(o->decay, (double)epoch)),
-                       (float)o->weight_decay);
+    oc_nn_adam_default(&opt, (float)(o->lr * pow(o->decay, (double)epoch)), (float)o->weight_decay);
     uint64_t e0 = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x);
     st->loss = 0.0;
     for (uint64_t b0 = 0, bi = 0; b0 < r->n_train; b0 += o->batch, bi++) {
@@ -317,8 +314,8 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
         OC_KG_TRY(oc_nn_redgnn_loss(r->model, r->qptr, r->ans_row, r->g[OC_KG_TRAIN].n_entities,
                                     &loss, err));
         if (!isfinite(loss))
-            return OC_ERR(err, OC_ERR_NUMERIC, "epoch %u batch %" PRIu64 ": loss is %g", epoch,
-                          bi, loss);
+            return OC_ERR(err, OC_ERR_NUMERIC, "epoch %u batch %" PRIu64 ": loss is %g", epoch, bi,
+                          loss);
         st->loss += loss;
         OC_KG_TRY(oc_nn_redgnn_backward(r->model, err));
         OC_KG_TRY(oc_nn_model_adam_step(oc_nn_redgnn_model(r->model), &opt, err));
@@ -366,12 +363,12 @@ static void fingerprint(const struct kg_run *r, char *buf, size_t n)
     snprintf(buf, n,
              "kg-train v1 data=%s rel=%u crc=%08x,%08x,%08x,%08x layers=%u hidden=%" PRIu64
              " attn=%" PRIu64 " act=%s dropout=%.9g lr=%.17g wd=%.17g decay=%.17g batch=%u "
-             "epochs=%u seed=%" PRIu64,
+             "seed=%" PRIu64,
              r->m->name, r->m->n_relations, r->m->files[0][OC_KG_TAIL].crc32,
              r->m->files[0][OC_KG_QVALID].crc32, r->m->files[1][OC_KG_TAIL].crc32,
              r->m->files[1][OC_KG_QTEST].crc32, o->n_layers, o->hidden, o->attn_dim,
              oc_nn_redgnn_act_name(o->act), (double)o->dropout, o->lr, o->weight_decay, o->decay,
-             o->batch, o->epochs, o->seed);
+             o->batch, o->seed);
 }
 
 /* The test figures at the best epoch beside the checkpoint (its position keeps the MRR only). */
@@ -381,8 +378,7 @@ static int best_save(const char *dir, const struct oc_kg_train_result *res, stru
     snprintf(path, sizeof(path), "%s/kg-best.txt", dir);
     int n = snprintf(text, sizeof(text), "%u %.17g %.17g %.17g %.17g %" PRIu64 "\n",
                      res->best_epoch, res->best_valid_mrr, res->test_at_best.mrr,
-                     res->test_at_best.hits1, res->test_at_best.hits10,
-                     res->test_at_best.n_ranked);
+                     res->test_at_best.hits1, res->test_at_best.hits10, res->test_at_best.n_ranked);
     OC_KG_TRY(oc_mkdir_p(dir, err));
     return oc_write_file_atomic(path, text, (size_t)n, err);
 }
@@ -405,8 +401,7 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
     return snprintf(buf, n,
                     "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
                     "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
-                    "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
-                    "}",
+                    "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64 "}",
                     st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10,
                     st->test.mrr, st->test.hits1, st->test.hits10, st->time_s, st->eval_s,
                     st->n_edges);

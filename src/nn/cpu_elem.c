@@ -104,7 +104,7 @@ static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
         }
     } else if (c->act == OC_NN_ACT_TANH) {
         for (uint64_t i = i0; i < i1; i++)
-            y[i] = tanhf(x[i]);
+            y[i] = oc_nn_tanhf(x[i]);
     } else {
         for (uint64_t i = i0; i < i1; i++)
             y[i] = x[i] > 0.0f ? x[i] : expm1f(x[i]);

@@ -39,7 +39,7 @@ static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
         for (uint64_t k = 0; k < hd; k++) {
             float r = sigf(gi[k] + gh[k]);
             float z = sigf(gi[hd + k] + gh[hd + k]);
-            float n = tanhf(gi[2 * hd + k] + r * gh[2 * hd + k]);
+            float n = oc_nn_tanhf(gi[2 * hd + k] + r * gh[2 * hd + k]);
             g[k] = r;
             g[hd + k] = z;
             g[2 * hd + k] = n;

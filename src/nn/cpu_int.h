@@ -14,6 +14,8 @@
 #ifndef OFFCORE_NN_CPU_INT_H
 #define OFFCORE_NN_CPU_INT_H
 
+#include <math.h>
+
 #include "nn_int.h"
 
 /* Rows per task of row-wise kernels; rows per partial sum of column reductions. */
@@ -42,6 +44,16 @@ static inline void oc_nn_cpu_range(uint64_t task, uint64_t n, uint64_t per, uint
 {
     *i0 = task * per;
     *i1 = *i0 + per < n ? *i0 + per : n;
+}
+
+/*
+ * tanh through one expf: 1 - 2 / (exp(2x) + 1), exact at the limits (glibc's
+ * tanhf goes through expm1f and took a fifth of RED-GNN's training time).
+ * Differs from tanhf by a few ulps.
+ */
+static inline float oc_nn_tanhf(float x)
+{
+    return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
 }
 
 static inline float *oc_nn_f32(const struct oc_nn_tensor *t)

@@ -12,9 +12,13 @@
 #ifndef OFFCORE_TEST_FAULT_UTIL_H
 #define OFFCORE_TEST_FAULT_UTIL_H
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "offcore/core.h"
+#include "offcore/io.h"
 
 enum fault_mode {
     FAULT_ONESHOT,
@@ -48,6 +52,49 @@ static inline uint64_t fault_next_nth(uint64_t nth, uint64_t stride)
         return nth + 1;
     uint64_t step = nth / 4;
     return nth + (step > stride ? step : stride);
+}
+
+/* Whether any file under dir has ".tmp" in its name (a partial output left in place). */
+static inline int fault_tmp_left(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (strstr(de->d_name, ".tmp")) {
+            fprintf(stderr, "  left behind: %s/%s\n", dir, de->d_name);
+            found = 1;
+            break;
+        }
+        char sub[2048];
+        snprintf(sub, sizeof(sub), "%.1500s/%.255s", dir, de->d_name);
+        if (depth < 4 && de->d_type == DT_DIR)
+            found = fault_tmp_left(sub, depth + 1);
+    }
+    closedir(d);
+    return found;
+}
+
+/* A checkpoint that exists must be whole: its last 4 bytes are the CRC-32 of the rest. */
+static inline int fault_checkpoint_whole(const char *ckpt)
+{
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/checkpoint.bin", ckpt);
+    if (!oc_path_exists(path))
+        return 1;
+    char *data = NULL;
+    size_t len = 0;
+    struct oc_err err;
+    if (oc_read_file(path, 0, &data, &len, &err) != OC_OK)
+        return 0;
+    int ok = len > 12 && memcmp(data, "OCCKPT01", 8) == 0 &&
+             oc_crc32(0, data, len - 4) == oc_get_le32((const uint8_t *)data + len - 4);
+    oc_free(data);
+    return ok;
 }
 
 #endif

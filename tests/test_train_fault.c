@@ -9,7 +9,6 @@
  * or whole (its CRC-32 checks). The nth values are sampled (fault_next_nth)
  * to keep the loop to seconds.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,49 +51,6 @@ static void tiny_opts(struct oc_train_opts *o, const char *strategy, const char 
     o->strategy = strategy;
     o->checkpoint_dir = ckpt;
     o->log_path = log;
-}
-
-/* Whether any file under dir has ".tmp" in its name (a partial output left in place). */
-static int tmp_left(const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int found = 0;
-    struct dirent *de;
-    while (!found && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (strstr(de->d_name, ".tmp")) {
-            fprintf(stderr, "  left behind: %s/%s\n", dir, de->d_name);
-            found = 1;
-            break;
-        }
-        char sub[2048];
-        snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-        if (depth < 4 && de->d_type == DT_DIR)
-            found = tmp_left(sub, depth + 1);
-    }
-    closedir(d);
-    return found;
-}
-
-/* A checkpoint that exists must be whole: its last 4 bytes are the CRC-32 of the rest. */
-static int checkpoint_whole(const char *ckpt)
-{
-    char path[1200];
-    snprintf(path, sizeof(path), "%s/checkpoint.bin", ckpt);
-    if (!oc_path_exists(path))
-        return 1;
-    char *data = NULL;
-    size_t len = 0;
-    struct oc_err err;
-    if (oc_read_file(path, 0, &data, &len, &err) != OC_OK)
-        return 0;
-    int ok = len > 12 && memcmp(data, "OCCKPT01", 8) == 0 &&
-             oc_crc32(0, data, len - 4) == oc_get_le32((const uint8_t *)data + len - 4);
-    oc_free(data);
-    return ok;
 }
 
 struct fault_case {
@@ -172,12 +128,12 @@ static void strategy_loop(const char *ds, const char *strategy, const char *ref_
                 }
                 if (!ok)
                     OC_CHECK(!"a failed run must fail cleanly with a message");
-                if (tmp_left(ckpt, 0) || tmp_left(ds, 0)) {
+                if (fault_tmp_left(ckpt, 0) || fault_tmp_left(ds, 0)) {
                     fprintf(stderr, "  %s left a temporary file (%s)\n", label, err.msg);
                     OC_CHECK(!"partial output left in place");
                     return;
                 }
-                if (!checkpoint_whole(ckpt)) {
+                if (!fault_checkpoint_whole(ckpt)) {
                     fprintf(stderr, "  %s: checkpoint not whole (%s)\n", label, err.msg);
                     OC_CHECK(!"the checkpoint must be the previous one or absent");
                     return;

@@ -22,10 +22,14 @@ struct fault_case {
 };
 
 static const struct fault_case cases[] = {
-    {OC_FAULT_ALLOC, ENOMEM, 8, "alloc ENOMEM"},  {OC_FAULT_READ, EIO, 4, "read EIO"},
-    {OC_FAULT_READ, 0, 8, "short read"},          {OC_FAULT_WRITE, ENOSPC, 0, "write ENOSPC"},
-    {OC_FAULT_OPEN, EACCES, 0, "open EACCES"},    {OC_FAULT_FSYNC, EIO, 0, "fsync EIO"},
-    {OC_FAULT_RENAME, ENOSPC, 0, "rename ENOSPC"}, {OC_FAULT_URING_SETUP, ENOSYS, 0, "uring ENOSYS"},
+    {OC_FAULT_ALLOC, ENOMEM, 8, "alloc ENOMEM"},
+    {OC_FAULT_READ, EIO, 4, "read EIO"},
+    {OC_FAULT_READ, 0, 8, "short read"},
+    {OC_FAULT_WRITE, ENOSPC, 0, "write ENOSPC"},
+    {OC_FAULT_OPEN, EACCES, 0, "open EACCES"},
+    {OC_FAULT_FSYNC, EIO, 0, "fsync EIO"},
+    {OC_FAULT_RENAME, ENOSPC, 0, "rename ENOSPC"},
+    {OC_FAULT_URING_SETUP, ENOSYS, 0, "uring ENOSYS"},
 };
 
 static void tiny_opts(struct oc_kg_train_opts *o, enum oc_kg_facts_where where, const char *ckpt,
@@ -89,8 +93,7 @@ static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char 
                     done = !fired;
                     continue;
                 }
-                if (!(err.status == rc && err.msg[0] != '\0') ||
-                    fc->kind == OC_FAULT_URING_SETUP) {
+                if (!(err.status == rc && err.msg[0] != '\0') || fc->kind == OC_FAULT_URING_SETUP) {
                     fprintf(stderr, "  %s: %s\n", label, err.msg);
                     OC_CHECK(!"a failed run must fail cleanly with a message (uring: fall back)");
                     return;

@@ -25,6 +25,12 @@ unsigned oc_kg_array_cols(enum oc_kg_array a);
 /* Rows an array must have given the manifest. */
 uint64_t oc_kg_array_rows(const struct oc_kg_manifest *m, enum oc_kg_graph g, enum oc_kg_array a);
 
+/* A streamed array of the writer: begin, oc_npy_writer_append, end (abort on failure). */
+int oc_kg_writer_begin(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
+                       uint64_t n_rows, struct oc_npy_writer **nw, struct oc_err *err);
+int oc_kg_writer_end(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
+                     struct oc_npy_writer *nw, struct oc_err *err);
+
 /*
  * Checks the content of every array of dir against m (indptr monotone from 0
  * to F, relations < 2R+1, tails < N, query ids in range) and, with

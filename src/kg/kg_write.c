@@ -112,26 +112,38 @@ struct oc_kg_manifest *oc_kg_writer_manifest(struct oc_kg_writer *w)
     return &w->m;
 }
 
-int oc_kg_writer_array(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
-                       uint64_t n_rows, const void *data, struct oc_err *err)
+int oc_kg_writer_begin(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
+                       uint64_t n_rows, struct oc_npy_writer **nw, struct oc_err *err)
 {
     char name[64], path[4200];
     oc_kg_file_name(g, a, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", w->tmp, name);
     unsigned cols = oc_kg_array_cols(a);
-    enum oc_dtype dt = oc_kg_array_dtype(a);
     uint64_t shape[2] = {n_rows, cols};
+    return oc_npy_writer_open(path, oc_kg_array_dtype(a), cols == 1 ? 1 : 2, shape, nw, err);
+}
+
+int oc_kg_writer_end(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
+                     struct oc_npy_writer *nw, struct oc_err *err)
+{
+    OC_KG_TRY(oc_npy_writer_close(nw, &w->m.files[g][a].bytes, &w->m.files[g][a].crc32, err));
+    w->written |= 1u << (g * OC_KG_ARRAY_COUNT + a);
+    return OC_OK;
+}
+
+int oc_kg_writer_array(struct oc_kg_writer *w, enum oc_kg_graph g, enum oc_kg_array a,
+                       uint64_t n_rows, const void *data, struct oc_err *err)
+{
     struct oc_npy_writer *nw = NULL;
-    OC_KG_TRY(oc_npy_writer_open(path, dt, cols == 1 ? 1 : 2, shape, &nw, err));
-    size_t bytes = (size_t)(n_rows * cols * (dt == OC_DTYPE_U64 ? 8 : 4));
+    OC_KG_TRY(oc_kg_writer_begin(w, g, a, n_rows, &nw, err));
+    size_t bytes =
+        (size_t)(n_rows * oc_kg_array_cols(a) * (oc_kg_array_dtype(a) == OC_DTYPE_U64 ? 8 : 4));
     int rc = bytes ? oc_npy_writer_append(nw, data, bytes, err) : OC_OK;
     if (rc) {
         oc_npy_writer_abort(nw);
         return rc;
     }
-    OC_KG_TRY(oc_npy_writer_close(nw, &w->m.files[g][a].bytes, &w->m.files[g][a].crc32, err));
-    w->written |= 1u << (g * OC_KG_ARRAY_COUNT + a);
-    return OC_OK;
+    return oc_kg_writer_end(w, g, a, nw, err);
 }
 
 int oc_kg_writer_commit(struct oc_kg_writer *w, struct oc_err *err)

@@ -41,7 +41,7 @@ void oc_kg_gen_opts_default(struct oc_kg_gen_opts *o)
 
 struct gen {
     const struct oc_kg_gen_opts *o;
-    uint64_t key;  /* Philox key of the graph */
+    uint64_t key; /* Philox key of the graph */
     uint64_t n_per_class;
 };
 

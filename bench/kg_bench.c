@@ -48,10 +48,10 @@ static int run(struct oc_kg *kg, enum oc_kg_facts_where where, unsigned threads,
         uint32_t n = (uint32_t)(n_q - b < batch ? n_q - b : batch);
         rc = oc_kg_extract(x, heads + b, n, ly, err);
         for (uint32_t l = 0; !rc && l < layers; l++) {
-            res->crc = (uint32_t)crc32(res->crc, (const Bytef *)ly[l].src,
-                                       (uInt)(ly[l].n_edges * 4));
-            res->crc = (uint32_t)crc32(res->crc, (const Bytef *)ly[l].rel,
-                                       (uInt)(ly[l].n_edges * 4));
+            res->crc =
+                (uint32_t)crc32(res->crc, (const Bytef *)ly[l].src, (uInt)(ly[l].n_edges * 4));
+            res->crc =
+                (uint32_t)crc32(res->crc, (const Bytef *)ly[l].rel, (uInt)(ly[l].n_edges * 4));
             res->crc = (uint32_t)crc32(res->crc, (const Bytef *)ly[l].node_entity,
                                        (uInt)(ly[l].n_nodes * 4));
         }
@@ -102,8 +102,8 @@ int main(int argc, char **argv)
            m->name, (unsigned long long)m->graph[0].n_entities,
            (unsigned long long)m->graph[0].n_triples, (unsigned long long)m->graph[0].n_facts,
            (unsigned long long)n_q, layers, batch);
-    printf("%-7s %7s %10s %14s %12s %12s %8s %9s\n", "facts", "threads", "queries/s",
-           "facts/s", "read MB", "requested MB", "amplif.", "same");
+    printf("%-7s %7s %10s %14s %12s %12s %8s %9s\n", "facts", "threads", "queries/s", "facts/s",
+           "read MB", "requested MB", "amplif.", "same");
     uint32_t ref_crc = 0;
     uint64_t ref_facts = 0;
     int bad = 0;

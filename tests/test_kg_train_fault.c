@@ -76,33 +76,12 @@ static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char 
                 snprintf(label, sizeof(label), "facts %s: %s %s #%llu",
                          where == OC_KG_FACTS_DISK ? "disk" : "memory", fault_mode_name(mode),
                          fc->what, (unsigned long long)nth);
-                if (oc_mem_n_live() != live) {
-                    fprintf(stderr, "  %s: %llu allocations leaked (%s)\n", label,
-                            (unsigned long long)(oc_mem_n_live() - live), err.msg);
-                    OC_CHECK(oc_mem_n_live() == live);
+                enum fault_verdict v = fault_judge_run(label, fc->kind, live, fired, rc, &err,
+                                                       res.weights_sha256, ref_sha, ckpt, NULL);
+                OC_CHECK(v != FAULT_BAD);
+                if (v == FAULT_BAD)
                     return;
-                }
-                if (!fired || rc == OC_OK) {
-                    if (rc != OC_OK || strcmp(res.weights_sha256, ref_sha) != 0) {
-                        fprintf(stderr, "  %s (%s): %s, weights %s\n", label,
-                                fired ? "fired" : "not reached", oc_status_str(rc),
-                                rc ? err.msg : res.weights_sha256);
-                        OC_CHECK(!"a run that did not fail must train the reference weights");
-                        return;
-                    }
-                    done = !fired;
-                    continue;
-                }
-                if (!(err.status == rc && err.msg[0] != '\0') || fc->kind == OC_FAULT_URING_SETUP) {
-                    fprintf(stderr, "  %s: %s\n", label, err.msg);
-                    OC_CHECK(!"a failed run must fail cleanly with a message (uring: fall back)");
-                    return;
-                }
-                if (fault_tmp_left(ckpt, 0) || !fault_checkpoint_whole(ckpt)) {
-                    fprintf(stderr, "  %s: partial checkpoint left (%s)\n", label, err.msg);
-                    OC_CHECK(!"the checkpoint must be whole or absent, no temporaries");
-                    return;
-                }
+                done = v == FAULT_UNREACHED;
             }
             OC_CHECK(done);
         }

@@ -102,44 +102,13 @@ static void strategy_loop(const char *ds, const char *strategy, const char *ref_
                 char label[200];
                 snprintf(label, sizeof(label), "%s: %s %s #%llu", strategy, fault_mode_name(mode),
                          fc->what, (unsigned long long)nth);
-                if (oc_mem_n_live() != live) {
-                    fprintf(stderr, "  %s: %llu allocations leaked (%s)\n", label,
-                            (unsigned long long)(oc_mem_n_live() - live), err.msg);
-                    OC_CHECK(oc_mem_n_live() == live);
+                enum fault_verdict v = fault_judge_run(label, fc->kind, live, fired, rc, &err,
+                                                       res.weights_sha256, ref_sha, ckpt, ds);
+                OC_CHECK(v != FAULT_BAD);
+                if (v == FAULT_BAD)
                     return;
-                }
-                if (!fired || rc == OC_OK) {
-                    /* Not reached, swallowed (an optional plan file) or a fallback: same weights. */
-                    if (rc != OC_OK || strcmp(res.weights_sha256, ref_sha) != 0) {
-                        fprintf(stderr, "  %s (%s): %s, weights %s\n", label,
-                                fired ? "fired" : "not reached", oc_status_str(rc),
-                                rc ? err.msg : res.weights_sha256);
-                        OC_CHECK(!"a run that did not fail must train the reference weights");
-                        return;
-                    }
-                    done = !fired;
-                    continue;
-                }
-                n_failed++;
-                int ok = err.status == rc && err.msg[0] != '\0';
-                if (fc->kind == OC_FAULT_URING_SETUP) {
-                    fprintf(stderr, "  %s: no pread fallback: %s\n", label, err.msg);
-                    ok = 0;
-                }
-                if (!ok)
-                    OC_CHECK(!"a failed run must fail cleanly with a message");
-                if (fault_tmp_left(ckpt, 0) || fault_tmp_left(ds, 0)) {
-                    fprintf(stderr, "  %s left a temporary file (%s)\n", label, err.msg);
-                    OC_CHECK(!"partial output left in place");
-                    return;
-                }
-                if (!fault_checkpoint_whole(ckpt)) {
-                    fprintf(stderr, "  %s: checkpoint not whole (%s)\n", label, err.msg);
-                    OC_CHECK(!"the checkpoint must be the previous one or absent");
-                    return;
-                }
-                if (!ok)
-                    return;
+                n_failed += v == FAULT_FAILED_CLEANLY;
+                done = v == FAULT_UNREACHED;
             }
             OC_CHECK(done);
             if (!done)

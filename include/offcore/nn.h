@@ -163,8 +163,9 @@ enum oc_nn_model_kind {
     OC_NN_MODEL_SAGE, /* SAGEConv 'mean': fc_self(h_dst) + fc_neigh(mean h_src) + bias */
     OC_NN_MODEL_GCN,  /* GraphConv norm='both': D_dst^-1/2 A D_src^-1/2 h W + bias */
     OC_NN_MODEL_GAT, /* GATConv: multi-head attention, heads concatenated / averaged at the output */
-    OC_NN_MODEL_REDGNN, /* RED-GNN (KG reasoning): made with oc_nn_redgnn_new, not _model_new */
-    OC_NN_MODEL_KIND_COUNT,
+    OC_NN_MODEL_KIND_COUNT, /* the node-classification models end here */
+    /* RED-GNN's parameter set (KG reasoning), made with oc_nn_redgnn_new, not _model_new */
+    OC_NN_MODEL_REDGNN = OC_NN_MODEL_KIND_COUNT,
 };
 
 /* "sage", "gcn", "gat", "redgnn". Parse accepts the node-classification kinds only. */

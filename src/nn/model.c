@@ -25,19 +25,19 @@
 #define OC_NN_MAX_LAYERS 64
 #define OC_NN_MAX_HEADS  1024
 
-static const char *const kind_names[OC_NN_MODEL_KIND_COUNT] = {[OC_NN_MODEL_SAGE] = "sage",
-                                                               [OC_NN_MODEL_GCN] = "gcn",
-                                                               [OC_NN_MODEL_GAT] = "gat",
-                                                               [OC_NN_MODEL_REDGNN] = "redgnn"};
+static const char *const kind_names[OC_NN_MODEL_KIND_COUNT] = {
+    [OC_NN_MODEL_SAGE] = "sage", [OC_NN_MODEL_GCN] = "gcn", [OC_NN_MODEL_GAT] = "gat"};
 
 const char *oc_nn_model_kind_name(enum oc_nn_model_kind kind)
 {
+    if (kind == OC_NN_MODEL_REDGNN)
+        return "redgnn";
     return (unsigned)kind < OC_NN_MODEL_KIND_COUNT ? kind_names[kind] : "?";
 }
 
 int oc_nn_model_kind_parse(const char *name, enum oc_nn_model_kind *kind, struct oc_err *err)
 {
-    for (int k = 0; k < OC_NN_MODEL_REDGNN; k++) {
+    for (int k = 0; k < OC_NN_MODEL_KIND_COUNT; k++) {
         if (strcmp(name, kind_names[k]) == 0) {
             *kind = (enum oc_nn_model_kind)k;
             return OC_OK;
@@ -66,7 +66,6 @@ void oc_nn_model_config_default(enum oc_nn_model_kind kind, struct oc_nn_model_c
         cfg->self_loops = 1;
         break;
     case OC_NN_MODEL_GAT:
-    case OC_NN_MODEL_REDGNN:
     case OC_NN_MODEL_KIND_COUNT:
         cfg->hidden = 8;
         cfg->heads = 8;
@@ -96,7 +95,7 @@ static int prob_ok(float p, const char *name, struct oc_err *err)
 
 static int config_check(const struct oc_nn_model_config *c, struct oc_err *err)
 {
-    if ((unsigned)c->kind >= OC_NN_MODEL_REDGNN)
+    if ((unsigned)c->kind >= OC_NN_MODEL_KIND_COUNT)
         return OC_ERR(err, OC_ERR_ARG,
                       "model config: unknown kind %d (RED-GNN models are made "
                       "with oc_nn_redgnn_new)",
@@ -176,7 +175,6 @@ static int param_add(struct oc_nn_model *m, struct oc_nn_layer *l, enum oc_nn_lp
     case OC_NN_MODEL_GCN:
         return param_init(m, p, l->index, slot, 0, 1.0, (double)n_rows, (double)n_cols, err);
     case OC_NN_MODEL_GAT:
-    case OC_NN_MODEL_REDGNN:
     case OC_NN_MODEL_KIND_COUNT:
         break;
     }
@@ -296,7 +294,6 @@ static int layer_forward(struct oc_nn_layer *l, const struct oc_nn_graph *g,
     case OC_NN_MODEL_GCN:
         return oc_nn_gcn_forward(l, g, x, y, fwd, err);
     case OC_NN_MODEL_GAT:
-    case OC_NN_MODEL_REDGNN:
     case OC_NN_MODEL_KIND_COUNT:
         break;
     }
@@ -313,7 +310,6 @@ static int layer_backward(struct oc_nn_layer *l, struct oc_nn_graph *g,
     case OC_NN_MODEL_GCN:
         return oc_nn_gcn_backward(l, g, y, dy, want_dx, err);
     case OC_NN_MODEL_GAT:
-    case OC_NN_MODEL_REDGNN:
     case OC_NN_MODEL_KIND_COUNT:
         break;
     }

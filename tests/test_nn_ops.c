@@ -219,7 +219,7 @@ static double act_loss(void *p)
     return nt_dot(g->y, g->w);
 }
 
-OC_TEST(relu_elu_reference_and_gradients)
+OC_TEST(relu_elu_tanh_reference_and_gradients)
 {
     struct nt_env env;
     OC_CHECK(nt_env_new(&env, 2) == 0);
@@ -238,12 +238,17 @@ OC_TEST(relu_elu_reference_and_gradients)
         double ref[42];
         for (int i = 0; i < 42; i++) {
             double v = nt_f(&x)[i];
-            ref[i] = v > 0 ? v : (a == OC_NN_ACT_RELU ? 0.0 : expm1(v));
+            ref[i] = a == OC_NN_ACT_TANH   ? tanh(v)
+                     : v > 0               ? v
+                     : a == OC_NN_ACT_RELU ? 0.0
+                                           : expm1(v);
         }
         OC_CHECK(nt_maxdiff(y.data, ref, 42) < 1e-6);
         OC_CHECK_OK(oc_nn_act_bwd((enum oc_nn_act)a, &y, &w, &dx, &err), &err);
-        OC_CHECK(nt_gradcheck(a ? "elu" : "relu", act_loss, &g, &x, dx.data, 1e-2f, 1e-3, 1e-2) ==
-                 0);
+        OC_CHECK(nt_gradcheck(a == OC_NN_ACT_TANH ? "tanh"
+                              : a                 ? "elu"
+                                                  : "relu",
+                              act_loss, &g, &x, dx.data, 1e-2f, 1e-3, 1e-2) == 0);
         /* in place gives the same bits */
         act_loss(&g);
         OC_CHECK_OK(oc_nn_act_fwd((enum oc_nn_act)a, &x, &x, &err), &err);

@@ -9,7 +9,6 @@
  * or whole (its CRC-32 checks). The nth values are sampled (fault_next_nth)
  * to keep the loop to seconds.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -52,49 +51,6 @@ static void tiny_opts(struct oc_train_opts *o, const char *strategy, const char 
     o->strategy = strategy;
     o->checkpoint_dir = ckpt;
     o->log_path = log;
-}
-
-/* Whether any file under dir has ".tmp" in its name (a partial output left in place). */
-static int tmp_left(const char *dir, int depth)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    int found = 0;
-    struct dirent *de;
-    while (!found && (de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        if (strstr(de->d_name, ".tmp")) {
-            fprintf(stderr, "  left behind: %s/%s\n", dir, de->d_name);
-            found = 1;
-            break;
-        }
-        char sub[2048];
-        snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-        if (depth < 4 && de->d_type == DT_DIR)
-            found = tmp_left(sub, depth + 1);
-    }
-    closedir(d);
-    return found;
-}
-
-/* A checkpoint that exists must be whole: its last 4 bytes are the CRC-32 of the rest. */
-static int checkpoint_whole(const char *ckpt)
-{
-    char path[1200];
-    snprintf(path, sizeof(path), "%s/checkpoint.bin", ckpt);
-    if (!oc_path_exists(path))
-        return 1;
-    char *data = NULL;
-    size_t len = 0;
-    struct oc_err err;
-    if (oc_read_file(path, 0, &data, &len, &err) != OC_OK)
-        return 0;
-    int ok = len > 12 && memcmp(data, "OCCKPT01", 8) == 0 &&
-             oc_crc32(0, data, len - 4) == oc_get_le32((const uint8_t *)data + len - 4);
-    oc_free(data);
-    return ok;
 }
 
 struct fault_case {
@@ -146,44 +102,13 @@ static void strategy_loop(const char *ds, const char *strategy, const char *ref_
                 char label[200];
                 snprintf(label, sizeof(label), "%s: %s %s #%llu", strategy, fault_mode_name(mode),
                          fc->what, (unsigned long long)nth);
-                if (oc_mem_n_live() != live) {
-                    fprintf(stderr, "  %s: %llu allocations leaked (%s)\n", label,
-                            (unsigned long long)(oc_mem_n_live() - live), err.msg);
-                    OC_CHECK(oc_mem_n_live() == live);
+                enum fault_verdict v = fault_judge_run(label, fc->kind, live, fired, rc, &err,
+                                                       res.weights_sha256, ref_sha, ckpt, ds);
+                OC_CHECK(v != FAULT_BAD);
+                if (v == FAULT_BAD)
                     return;
-                }
-                if (!fired || rc == OC_OK) {
-                    /* Not reached, swallowed (an optional plan file) or a fallback: same weights. */
-                    if (rc != OC_OK || strcmp(res.weights_sha256, ref_sha) != 0) {
-                        fprintf(stderr, "  %s (%s): %s, weights %s\n", label,
-                                fired ? "fired" : "not reached", oc_status_str(rc),
-                                rc ? err.msg : res.weights_sha256);
-                        OC_CHECK(!"a run that did not fail must train the reference weights");
-                        return;
-                    }
-                    done = !fired;
-                    continue;
-                }
-                n_failed++;
-                int ok = err.status == rc && err.msg[0] != '\0';
-                if (fc->kind == OC_FAULT_URING_SETUP) {
-                    fprintf(stderr, "  %s: no pread fallback: %s\n", label, err.msg);
-                    ok = 0;
-                }
-                if (!ok)
-                    OC_CHECK(!"a failed run must fail cleanly with a message");
-                if (tmp_left(ckpt, 0) || tmp_left(ds, 0)) {
-                    fprintf(stderr, "  %s left a temporary file (%s)\n", label, err.msg);
-                    OC_CHECK(!"partial output left in place");
-                    return;
-                }
-                if (!checkpoint_whole(ckpt)) {
-                    fprintf(stderr, "  %s: checkpoint not whole (%s)\n", label, err.msg);
-                    OC_CHECK(!"the checkpoint must be the previous one or absent");
-                    return;
-                }
-                if (!ok)
-                    return;
+                n_failed += v == FAULT_FAILED_CLEANLY;
+                done = v == FAULT_UNREACHED;
             }
             OC_CHECK(done);
             if (!done)

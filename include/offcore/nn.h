@@ -145,16 +145,30 @@ struct oc_nn_block {
     const uint64_t *src_out_deg;
 };
 
+/*
+ * One layer of relation-typed message passing (RED-GNN, a KG subgraph layer):
+ * edges into each of n_dst targets are indptr ranges; edge e comes from
+ * source row src[e] (< n_src) with relation rel[e] (< n_rel) and belongs to
+ * query query[e] (< n_query). Arrays are borrowed host memory.
+ */
+struct oc_nn_rel_block {
+    uint64_t n_src, n_dst, n_edges, n_rel, n_query;
+    const uint64_t *indptr; /* n_dst + 1 */
+    const uint32_t *src, *rel, *query;
+};
+
 /* ---- models ------------------------------------------------------------- */
 
 enum oc_nn_model_kind {
     OC_NN_MODEL_SAGE, /* SAGEConv 'mean': fc_self(h_dst) + fc_neigh(mean h_src) + bias */
     OC_NN_MODEL_GCN,  /* GraphConv norm='both': D_dst^-1/2 A D_src^-1/2 h W + bias */
     OC_NN_MODEL_GAT, /* GATConv: multi-head attention, heads concatenated / averaged at the output */
-    OC_NN_MODEL_KIND_COUNT,
+    OC_NN_MODEL_KIND_COUNT, /* the node-classification models end here */
+    /* RED-GNN's parameter set (KG reasoning), made with oc_nn_redgnn_new, not _model_new */
+    OC_NN_MODEL_REDGNN = OC_NN_MODEL_KIND_COUNT,
 };
 
-/* "sage", "gcn", "gat". */
+/* "sage", "gcn", "gat", "redgnn". Parse accepts the node-classification kinds only. */
 const char *oc_nn_model_kind_name(enum oc_nn_model_kind kind);
 int oc_nn_model_kind_parse(const char *name, enum oc_nn_model_kind *kind, struct oc_err *err);
 
@@ -309,5 +323,85 @@ int oc_nn_model_state_load(struct oc_nn_model *m, const void *buf, uint64_t byte
 int oc_nn_model_params_sha256(const struct oc_nn_model *m, uint8_t digest[32], struct oc_err *err);
 /* Lowercase hex of a digest, NUL-terminated. Returns hex. */
 char *oc_nn_sha256_hex(const uint8_t digest[32], char hex[65]);
+
+/* ---- RED-GNN (knowledge-graph reasoning; redgnn.c) ------------------------ */
+
+/*
+ * RED-GNN (Zhang & Yao, WebConf 2022), as its reference code
+ * (LARS-research/RED-GNN, inductive/models.py) computes it. For a batch of
+ * queries (h, r_q) and their subgraph layers (blocks[l]: edges (e_s, rel,
+ * e_o) into the nodes of layer l, from the nodes of layer l-1):
+ *
+ *   H^0 = 0 (one row per query, at its head)
+ *   layer l (its own relation embeddings R^l, n_rel x d):
+ *     alpha_e = sig(w_alpha . relu(W_s H[e_s] + W_r R^l[rel] + W_qr R^l[r_q] + b_qr) + b_alpha)
+ *     agg_o   = sum_e alpha_e (H[e_s] + R^l[rel])
+ *     x       = dropout(act(W_h agg))          act: identity, relu or tanh
+ *     H^l     = GRU(x, H^{l-1} placed at the same entities, 0 for new ones)   (one GRU, shared)
+ *   score(q, e) = w_final . H^L[(q, e)], 0 for entities not reached
+ *
+ * Initialization as torch's defaults: embeddings N(0, 1), Linear and GRU
+ * U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn from the counter RNG keyed by
+ * (seed, parameter). Parameters, Adam state, checkpoints and the weights hash
+ * go through the struct oc_nn_model API on oc_nn_redgnn_model(m).
+ */
+enum oc_nn_redgnn_act {
+    OC_NN_REDGNN_IDD,
+    OC_NN_REDGNN_RELU,
+    OC_NN_REDGNN_TANH,
+    OC_NN_REDGNN_ACT_COUNT,
+};
+/* "idd", "relu", "tanh" (the reference's names). */
+const char *oc_nn_redgnn_act_name(enum oc_nn_redgnn_act act);
+int oc_nn_redgnn_act_parse(const char *name, enum oc_nn_redgnn_act *act, struct oc_err *err);
+
+struct oc_nn_redgnn_config {
+    uint32_t n_layers; /* propagation steps L, >= 1 */
+    uint64_t hidden;   /* d */
+    uint64_t attn_dim; /* attention width */
+    uint64_t n_rel;    /* relation ids of the fact graph: 2R + 1 */
+    enum oc_nn_redgnn_act act;
+    float dropout; /* on x, [0, 1) */
+    uint64_t seed;
+};
+
+struct oc_nn_redgnn;
+
+int oc_nn_redgnn_new(struct oc_nn_backend *be, const struct oc_nn_redgnn_config *cfg,
+                     struct oc_nn_redgnn **out, struct oc_err *err);
+void oc_nn_redgnn_free(struct oc_nn_redgnn *m);
+/* The parameter set (Adam, checkpoints, hash, parameter access). */
+struct oc_nn_model *oc_nn_redgnn_model(struct oc_nn_redgnn *m);
+
+/*
+ * One batch: n_query queries with relations q_rel (< n_rel); blocks[l] and
+ * prev_to_node[l] (blocks[l].n_src entries: the row of layer l holding row i
+ * of layer l-1, i.e. the same entity of the same query) for l < L;
+ * blocks[0].n_src = n_query; blocks[l].n_src = blocks[l-1].n_dst;
+ * blocks[l].n_rel = n_rel and n_query = n_query. Borrowed until backward.
+ */
+struct oc_nn_redgnn_batch {
+    uint64_t n_query;
+    const uint32_t *q_rel;
+    const struct oc_nn_rel_block *blocks;
+    const uint32_t *const *prev_to_node;
+};
+
+/*
+ * Forward pass; *scores (host, owned by the model, valid until the next
+ * forward) holds one score per node of the last layer.
+ */
+int oc_nn_redgnn_forward(struct oc_nn_redgnn *m, const struct oc_nn_redgnn_batch *b,
+                         const struct oc_nn_step *step, const float **scores, struct oc_err *err);
+/*
+ * The reference's loss over all n_entities candidates, summed over queries:
+ * sum_q (-s_answer + max + log sum_e exp(s_e - max)), every entity not
+ * reached scoring 0. qptr (n_query + 1): rows of the last layer per query;
+ * answer_row[q]: the row of the answer, or -1 when it was not reached.
+ */
+int oc_nn_redgnn_loss(struct oc_nn_redgnn *m, const uint64_t *qptr, const int64_t *answer_row,
+                      uint64_t n_entities, double *loss, struct oc_err *err);
+/* Gradients of the last loss w.r.t. every parameter (overwritten). */
+int oc_nn_redgnn_backward(struct oc_nn_redgnn *m, struct oc_err *err);
 
 #endif

@@ -136,4 +136,37 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
 /* Checks an option set for consistency (fanouts vs layers, batch > 0, ...). */
 int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err);
 
+/* ---- checkpoints and the JSON-lines log (shared with kg-train) ----------- */
+
+/* Where a run stands after a completed epoch. */
+struct oc_train_position {
+    uint32_t next_epoch;
+    uint32_t best_epoch;
+    double best_val_acc, test_acc_at_best_val; /* kg-train: validation and test MRR */
+    uint64_t log_bytes;                        /* size of the JSON log after that epoch's line */
+};
+
+/*
+ * DIR/checkpoint.bin, replaced atomically: the fingerprint (every option and
+ * the data that change training), the position and the model's state record.
+ */
+int oc_train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
+                             const struct oc_train_position *pos, struct oc_err *err);
+/* OC_ERR_NOTFOUND if there is no checkpoint; OC_ERR_ARG if the fingerprint differs. */
+int oc_train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
+                             struct oc_train_position *pos, struct oc_err *err);
+
+struct oc_train_log;
+/*
+ * Opens path for appending after truncating it to keep_bytes (resume) or to
+ * 0. strategy: the run's index in the store registry (its stats table is
+ * logged by train's epoch lines; any value for oc_train_log_line).
+ */
+int oc_train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy,
+                      struct oc_train_log **out, struct oc_err *err);
+void oc_train_log_close(struct oc_train_log *l);
+/* Appends one line of JSON text (a newline is added) durably; *bytes = file size after it. */
+int oc_train_log_line(struct oc_train_log *l, const char *json, uint64_t *bytes,
+                      struct oc_err *err);
+
 #endif

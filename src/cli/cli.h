@@ -74,6 +74,9 @@ int cmd_import(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_kg_import(int argc, char **argv);
+int cmd_generate_kg(int argc, char **argv);
+int cmd_kg_train(int argc, char **argv);
 
 /* Prints the summary of an opened dataset (shared by info and demo). */
 struct oc_dataset;

@@ -6,12 +6,15 @@
  * Thread-safety: main thread.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "offcore/import.h"
 
 int cmd_import(int argc, char **argv)
 {
+    if (argc >= 1 && strcmp(argv[0], "kg") == 0)
+        return cmd_kg_import(argc - 1, argv + 1);
     struct oc_import_opts o;
     oc_import_opts_default(&o);
     const char *dtype = "f32";
@@ -46,7 +49,7 @@ int cmd_import(int argc, char **argv)
     };
     const struct cli_cmd cmd = {
         "import",
-        "text|ogb|graphbolt|npy SRC OUT [options]",
+        "text|ogb|graphbolt|npy|kg SRC OUT [options]",
         "Import a dataset into the new offcore dataset directory OUT.",
         "kinds:\n"
         "  text       the plain-text layout of shared/datasets (meta.txt, edges.txt, "
@@ -55,7 +58,8 @@ int cmd_import(int argc, char **argv)
         "  ogb        an OGB node-property directory (raw/*.csv.gz, split/<name>/*.csv.gz)\n"
         "  graphbolt  a DGL GraphBolt directory with metadata.yaml\n"
         "  npy        a directory with edges.npy|edges.txt, features.npy, labels.npy and\n"
-        "             optional train_idx.npy, val_idx.npy, test_idx.npy",
+        "             optional train_idx.npy, val_idx.npy, test_idx.npy\n"
+        "  kg         a GraIL inductive KG split (X_vK + X_vK_ind); see `import kg --help`",
         opts,
         sizeof(opts) / sizeof(opts[0]),
         3,

@@ -23,9 +23,11 @@ static const struct {
 } commands[] = {
     {"demo", cmd_demo, "generate the built-in default dataset and run the main job on it"},
     {"generate", cmd_generate, "generate a synthetic graph dataset of any size"},
-    {"import", cmd_import, "import text|ogb|graphbolt|npy data into an offcore dataset"},
+    {"generate-kg", cmd_generate_kg, "generate a synthetic inductive knowledge graph of any size"},
+    {"import", cmd_import, "import text|ogb|graphbolt|npy|kg data into an offcore dataset"},
     {"info", cmd_info, "validate a dataset and print counts, sizes, degrees, classes"},
     {"train", cmd_train, "train a GNN (GraphSAGE, GCN, GAT) on a dataset"},
+    {"kg-train", cmd_kg_train, "train RED-GNN on a KG dataset; filtered MRR, Hits@1, Hits@10"},
 };
 
 static void usage(FILE *f)

@@ -105,6 +105,15 @@ static const char *const op_names[OC_NN_OP_COUNT] = {
     [OC_NN_OP_HEAD_MEAN_BWD] = "head_mean_bwd",
     [OC_NN_OP_NLL] = "nll",
     [OC_NN_OP_ADAM] = "adam",
+    [OC_NN_OP_ROWS_GATHER] = "rows_gather",
+    [OC_NN_OP_ROWS_SCATTER_ADD] = "rows_scatter_add",
+    [OC_NN_OP_EDGE_ATTN_FWD] = "edge_attn_fwd",
+    [OC_NN_OP_EDGE_ATTN_BWD] = "edge_attn_bwd",
+    [OC_NN_OP_EDGE_MSG_FWD] = "edge_msg_fwd",
+    [OC_NN_OP_EDGE_MSG_BWD] = "edge_msg_bwd",
+    [OC_NN_OP_GRU_FWD] = "gru_fwd",
+    [OC_NN_OP_GRU_BWD] = "gru_bwd",
+    [OC_NN_OP_KG_XENT] = "kg_xent",
 };
 
 const char *oc_nn_op_name(enum oc_nn_op op)

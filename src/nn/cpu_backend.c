@@ -118,4 +118,13 @@ const struct oc_nn_backend_ops oc_nn_cpu_ops = {
     .head_mean_bwd = oc_nn_cpu_head_mean_bwd,
     .nll = oc_nn_cpu_nll,
     .adam = oc_nn_cpu_adam,
+    .rows_gather = oc_nn_cpu_rows_gather,
+    .rows_scatter_add = oc_nn_cpu_rows_scatter_add,
+    .edge_attn_fwd = oc_nn_cpu_edge_attn_fwd,
+    .edge_attn_bwd = oc_nn_cpu_edge_attn_bwd,
+    .edge_msg_fwd = oc_nn_cpu_edge_msg_fwd,
+    .edge_msg_bwd = oc_nn_cpu_edge_msg_bwd,
+    .gru_fwd = oc_nn_cpu_gru_fwd,
+    .gru_bwd = oc_nn_cpu_gru_bwd,
+    .kg_xent = oc_nn_cpu_kg_xent,
 };

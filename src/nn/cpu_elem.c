@@ -26,18 +26,12 @@ struct elem_ctx {
     uint64_t n_chunks;
 };
 
-static void rows_of(uint64_t task, uint64_t n_rows, uint64_t per, uint64_t *r0, uint64_t *r1)
-{
-    *r0 = task * per;
-    *r1 = *r0 + per < n_rows ? *r0 + per : n_rows;
-}
-
 static int bias_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, n = c->y->n_cols;
-    rows_of(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    oc_nn_cpu_range(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     const float *b = oc_nn_f32(c->x);
     for (uint64_t r = r0; r < r1; r++)
         oc_nn_vadd(oc_nn_f32(c->y) + r * n, b, n);
@@ -57,7 +51,7 @@ static int colsum_part(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, n = c->x->n_cols;
-    rows_of(task, c->x->n_rows, OC_NN_CPU_REDUCE_ROWS, &r0, &r1);
+    oc_nn_cpu_range(task, c->x->n_rows, OC_NN_CPU_REDUCE_ROWS, &r0, &r1);
     float *p = c->part + task * n;
     oc_nn_vzero(p, n);
     for (uint64_t r = r0; r < r1; r++)
@@ -70,7 +64,7 @@ static int colsum_reduce(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t j0, j1, n = c->x->n_cols;
-    rows_of(task, n, OC_NN_CPU_ELEMS, &j0, &j1);
+    oc_nn_cpu_range(task, n, OC_NN_CPU_ELEMS, &j0, &j1);
     float *out = oc_nn_f32(c->y);
     for (uint64_t j = j0; j < j1; j++) {
         float s = 0.0f;
@@ -100,7 +94,7 @@ static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
-    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    oc_nn_cpu_range(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
     const float *x = oc_nn_f32(c->x);
     float *y = oc_nn_f32(c->y);
     if (c->act == OC_NN_ACT_RELU) {
@@ -108,6 +102,9 @@ static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
             float v = x[i];
             y[i] = v > 0.0f ? v : 0.0f;
         }
+    } else if (c->act == OC_NN_ACT_TANH) {
+        for (uint64_t i = i0; i < i1; i++)
+            y[i] = oc_nn_tanhf(x[i]);
     } else {
         for (uint64_t i = i0; i < i1; i++)
             y[i] = x[i] > 0.0f ? x[i] : expm1f(x[i]);
@@ -130,7 +127,7 @@ static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
-    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    oc_nn_cpu_range(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
     const float *out = oc_nn_f32(c->x), *dy = oc_nn_f32(c->y2);
     float *dx = oc_nn_f32(c->y);
     /* dy is loaded whatever the branch so the select compiles without a jump (ReLU's is a coin toss) */
@@ -138,6 +135,11 @@ static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
         for (uint64_t i = i0; i < i1; i++) {
             float g = dy[i];
             dx[i] = out[i] > 0.0f ? g : 0.0f;
+        }
+    } else if (c->act == OC_NN_ACT_TANH) {
+        for (uint64_t i = i0; i < i1; i++) {
+            float o = out[i];
+            dx[i] = dy[i] * (1.0f - o * o);
         }
     } else {
         for (uint64_t i = i0; i < i1; i++) {
@@ -208,7 +210,7 @@ static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, n = c->x->n_cols;
-    rows_of(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    oc_nn_cpu_range(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     uint64_t site = oc_rng_mix64(oc_rng_mix64(c->key->seed, c->key->layer), c->key->site);
     uint32_t bits[8][4];
     for (uint64_t r = r0; r < r1; r++) {
@@ -266,7 +268,7 @@ static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t i0, i1, n = c->x->n_rows * c->x->n_cols;
-    rows_of(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
+    oc_nn_cpu_range(task, n, OC_NN_CPU_ELEMS, &i0, &i1);
     const float *dy = oc_nn_f32(c->x);
     const uint8_t *mask = c->mask->data;
     float *dx = oc_nn_f32(c->y);
@@ -294,7 +296,7 @@ static int head_mean_fwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, f_dim = c->y->n_cols, in = c->x->n_cols;
-    rows_of(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    oc_nn_cpu_range(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     for (uint64_t r = r0; r < r1; r++) {
         const float *x = oc_nn_f32(c->x) + r * in;
         float *y = oc_nn_f32(c->y) + r * f_dim;
@@ -321,7 +323,7 @@ static int head_mean_bwd_task(void *cp, uint64_t task, unsigned worker)
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, f_dim = c->x->n_cols, out = c->y->n_cols;
-    rows_of(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    oc_nn_cpu_range(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     for (uint64_t r = r0; r < r1; r++) {
         const float *dy = oc_nn_f32(c->x) + r * f_dim;
         float *dx = oc_nn_f32(c->y) + r * out;

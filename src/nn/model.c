@@ -30,6 +30,8 @@ static const char *const kind_names[OC_NN_MODEL_KIND_COUNT] = {
 
 const char *oc_nn_model_kind_name(enum oc_nn_model_kind kind)
 {
+    if (kind == OC_NN_MODEL_REDGNN)
+        return "redgnn";
     return (unsigned)kind < OC_NN_MODEL_KIND_COUNT ? kind_names[kind] : "?";
 }
 
@@ -94,7 +96,10 @@ static int prob_ok(float p, const char *name, struct oc_err *err)
 static int config_check(const struct oc_nn_model_config *c, struct oc_err *err)
 {
     if ((unsigned)c->kind >= OC_NN_MODEL_KIND_COUNT)
-        return OC_ERR(err, OC_ERR_ARG, "model config: unknown kind %d", (int)c->kind);
+        return OC_ERR(err, OC_ERR_ARG,
+                      "model config: unknown kind %d (RED-GNN models are made "
+                      "with oc_nn_redgnn_new)",
+                      (int)c->kind);
     if (c->n_layers < 1 || c->n_layers > OC_NN_MAX_LAYERS)
         return OC_ERR(err, OC_ERR_ARG, "model config: n_layers %u outside [1, %d]", c->n_layers,
                       OC_NN_MAX_LAYERS);

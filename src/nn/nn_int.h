@@ -108,6 +108,15 @@ enum oc_nn_op {
     OC_NN_OP_HEAD_MEAN_BWD,
     OC_NN_OP_NLL,
     OC_NN_OP_ADAM,
+    OC_NN_OP_ROWS_GATHER,
+    OC_NN_OP_ROWS_SCATTER_ADD,
+    OC_NN_OP_EDGE_ATTN_FWD,
+    OC_NN_OP_EDGE_ATTN_BWD,
+    OC_NN_OP_EDGE_MSG_FWD,
+    OC_NN_OP_EDGE_MSG_BWD,
+    OC_NN_OP_GRU_FWD,
+    OC_NN_OP_GRU_BWD,
+    OC_NN_OP_KG_XENT,
     OC_NN_OP_COUNT,
 };
 
@@ -115,7 +124,8 @@ const char *oc_nn_op_name(enum oc_nn_op op);
 
 enum oc_nn_act {
     OC_NN_ACT_RELU,
-    OC_NN_ACT_ELU, /* alpha = 1 */
+    OC_NN_ACT_ELU,  /* alpha = 1 */
+    OC_NN_ACT_TANH, /* RED-GNN's 'tanh' layers */
     OC_NN_ACT_COUNT,
 };
 
@@ -145,6 +155,13 @@ static inline uint32_t oc_nn_dropout_threshold(float p)
 
 struct oc_nn_backend;
 struct oc_nn_tensor;
+
+/*
+ * Relation-typed edges of one RED-GNN layer (struct oc_nn_rel_block, nn.h),
+ * checked by the frontends: every src < n_src, rel < n_rel, query < n_query,
+ * indptr over the n_dst targets from 0 to n_edges.
+ */
+struct oc_nn_rel_block;
 
 /*
  * Kernels get tensors already checked by the frontends (shapes, dtypes, same
@@ -227,6 +244,63 @@ struct oc_nn_backend_ops {
     int (*adam)(struct oc_nn_backend *be, struct oc_nn_tensor *p, const struct oc_nn_tensor *g,
                 struct oc_nn_tensor *m, struct oc_nn_tensor *v, const struct oc_nn_adam *opt,
                 uint64_t t, struct oc_err *err);
+
+    /* y[i, :] = x[idx[i], :] (idx: host, y->n_rows entries) */
+    int (*rows_gather)(struct oc_nn_backend *be, const struct oc_nn_tensor *x, const uint32_t *idx,
+                       struct oc_nn_tensor *y, struct oc_err *err);
+    /* y[idx[i], :] += x[i, :] in i order (idx: host, x->n_rows entries) */
+    int (*rows_scatter_add)(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
+                            const uint32_t *idx, struct oc_nn_tensor *y, struct oc_err *err);
+    /*
+     * RED-GNN attention: hid[e] = relu(ps[src_e] + pr[rel_e] + pq[query_e]) (E x A),
+     * alpha[e] = sigmoid(hid[e] . w + b) (E x 1). Backward: dpre (E x A, gradient of the
+     * pre-ReLU sum, to be scattered by the caller), dw (1 x A), db (1 x 1), overwritten.
+     */
+    int (*edge_attn_fwd)(struct oc_nn_backend *be, const struct oc_nn_rel_block *g,
+                         const struct oc_nn_tensor *ps, const struct oc_nn_tensor *pr,
+                         const struct oc_nn_tensor *pq, const struct oc_nn_tensor *w,
+                         const struct oc_nn_tensor *b, struct oc_nn_tensor *hid,
+                         struct oc_nn_tensor *alpha, struct oc_err *err);
+    int (*edge_attn_bwd)(struct oc_nn_backend *be, const struct oc_nn_rel_block *g,
+                         const struct oc_nn_tensor *hid, const struct oc_nn_tensor *alpha,
+                         const struct oc_nn_tensor *dalpha, const struct oc_nn_tensor *w,
+                         struct oc_nn_tensor *dpre, struct oc_nn_tensor *dw,
+                         struct oc_nn_tensor *db, struct oc_err *err);
+    /*
+     * y[i] = sum over edges e into i of alpha[e] (h[src_e] + r[rel_e]). Backward:
+     * dh, dr accumulated (+=), dalpha[e] = dy[dst_e] . (h[src_e] + r[rel_e]) (overwritten).
+     */
+    int (*edge_msg_fwd)(struct oc_nn_backend *be, const struct oc_nn_rel_block *g,
+                        const struct oc_nn_tensor *h, const struct oc_nn_tensor *r,
+                        const struct oc_nn_tensor *alpha, struct oc_nn_tensor *y,
+                        struct oc_err *err);
+    int (*edge_msg_bwd)(struct oc_nn_backend *be, const struct oc_nn_rel_block *g,
+                        const struct oc_nn_tensor *h, const struct oc_nn_tensor *r,
+                        const struct oc_nn_tensor *alpha, const struct oc_nn_tensor *dy,
+                        struct oc_nn_tensor *dh, struct oc_nn_tensor *dr,
+                        struct oc_nn_tensor *dalpha, struct oc_err *err);
+    /*
+     * torch.nn.GRU, one step: gi = x W_ih^T + b_ih, gh = h W_hh^T + b_hh (n x 3H, gates
+     * r|z|n); r = sig(gi_r + gh_r), z = sig(gi_z + gh_z), n = tanh(gi_n + r gh_n),
+     * hn = (1 - z) n + z h. gates (n x 3H) keeps r|z|n for backward, which writes dgi,
+     * dgh (n x 3H) and dh (n x H), overwritten.
+     */
+    int (*gru_fwd)(struct oc_nn_backend *be, const struct oc_nn_tensor *gi,
+                   const struct oc_nn_tensor *gh, const struct oc_nn_tensor *h,
+                   struct oc_nn_tensor *hn, struct oc_nn_tensor *gates, struct oc_err *err);
+    int (*gru_bwd)(struct oc_nn_backend *be, const struct oc_nn_tensor *gates,
+                   const struct oc_nn_tensor *gh, const struct oc_nn_tensor *h,
+                   const struct oc_nn_tensor *dhn, struct oc_nn_tensor *dgi,
+                   struct oc_nn_tensor *dgh, struct oc_nn_tensor *dh, struct oc_err *err);
+    /*
+     * RED-GNN's loss over all n_entities candidates of each query: the query's
+     * scored nodes are rows [qptr[q], qptr[q+1]) of scores (n x 1), every other
+     * entity scores 0; pos[q] is the row of the answer or -1 (unreached: score 0).
+     * loss = sum_q (max_q + log sum_e exp(s_e - max_q) - s_pos); dscores overwritten.
+     */
+    int (*kg_xent)(struct oc_nn_backend *be, const struct oc_nn_tensor *scores,
+                   const uint64_t *qptr, const int64_t *pos, uint64_t n_query, uint64_t n_entities,
+                   struct oc_nn_tensor *dscores, double *loss, struct oc_err *err);
 };
 
 struct oc_nn_backend {
@@ -315,6 +389,37 @@ int oc_nn_nll(const struct oc_nn_tensor *logits, const int32_t *labels,
 int oc_nn_adam_update(struct oc_nn_tensor *p, const struct oc_nn_tensor *g, struct oc_nn_tensor *m,
                       struct oc_nn_tensor *v, const struct oc_nn_adam *opt, uint64_t t,
                       struct oc_err *err);
+
+/* RED-GNN op frontends (ops_kg.c): check shapes and the edge arrays, then dispatch. */
+int oc_nn_rows_gather(const struct oc_nn_tensor *x, const uint32_t *idx, struct oc_nn_tensor *y,
+                      struct oc_err *err);
+int oc_nn_rows_scatter_add(const struct oc_nn_tensor *x, const uint32_t *idx,
+                           struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_edge_attn_fwd(const struct oc_nn_rel_block *g, const struct oc_nn_tensor *ps,
+                        const struct oc_nn_tensor *pr, const struct oc_nn_tensor *pq,
+                        const struct oc_nn_tensor *w, const struct oc_nn_tensor *b,
+                        struct oc_nn_tensor *hid, struct oc_nn_tensor *alpha, struct oc_err *err);
+int oc_nn_edge_attn_bwd(const struct oc_nn_rel_block *g, const struct oc_nn_tensor *hid,
+                        const struct oc_nn_tensor *alpha, const struct oc_nn_tensor *dalpha,
+                        const struct oc_nn_tensor *w, struct oc_nn_tensor *dpre,
+                        struct oc_nn_tensor *dw, struct oc_nn_tensor *db, struct oc_err *err);
+int oc_nn_edge_msg_fwd(const struct oc_nn_rel_block *g, const struct oc_nn_tensor *h,
+                       const struct oc_nn_tensor *r, const struct oc_nn_tensor *alpha,
+                       struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_edge_msg_bwd(const struct oc_nn_rel_block *g, const struct oc_nn_tensor *h,
+                       const struct oc_nn_tensor *r, const struct oc_nn_tensor *alpha,
+                       const struct oc_nn_tensor *dy, struct oc_nn_tensor *dh,
+                       struct oc_nn_tensor *dr, struct oc_nn_tensor *dalpha, struct oc_err *err);
+int oc_nn_gru_fwd(const struct oc_nn_tensor *gi, const struct oc_nn_tensor *gh,
+                  const struct oc_nn_tensor *h, struct oc_nn_tensor *hn, struct oc_nn_tensor *gates,
+                  struct oc_err *err);
+int oc_nn_gru_bwd(const struct oc_nn_tensor *gates, const struct oc_nn_tensor *gh,
+                  const struct oc_nn_tensor *h, const struct oc_nn_tensor *dhn,
+                  struct oc_nn_tensor *dgi, struct oc_nn_tensor *dgh, struct oc_nn_tensor *dh,
+                  struct oc_err *err);
+int oc_nn_kg_xent(const struct oc_nn_tensor *scores, const uint64_t *qptr, const int64_t *pos,
+                  uint64_t n_query, uint64_t n_entities, struct oc_nn_tensor *dscores, double *loss,
+                  struct oc_err *err);
 
 /* ---- parameters and layers (layer_*.c, model.c) ------------------------- */
 

@@ -66,8 +66,8 @@ static void put(uint8_t **p, const void *v, size_t n)
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoints assume little-endian");
 
-int train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
-                          const struct train_position *pos, struct oc_err *err)
+int oc_train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
+                             const struct oc_train_position *pos, struct oc_err *err)
 {
     char path[4096];
     int rc = oc_path_join(path, sizeof(path), dir, CKPT_FILE, err);
@@ -115,8 +115,8 @@ static int take(const uint8_t **p, const uint8_t *end, void *v, size_t n, const 
     return OC_OK;
 }
 
-int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
-                          struct train_position *pos, struct oc_err *err)
+int oc_train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
+                             struct oc_train_position *pos, struct oc_err *err)
 {
     char path[4096];
     int rc = oc_path_join(path, sizeof(path), dir, CKPT_FILE, err);
@@ -134,7 +134,7 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
 }
 
 int train_checkpoint_parse(const void *buf, size_t len, const char *path, const char *fingerprint,
-                           struct oc_nn_model *m, struct train_position *pos, struct oc_err *err)
+                           struct oc_nn_model *m, struct oc_train_position *pos, struct oc_err *err)
 {
     const char *data = buf;
     const uint8_t *p = (const uint8_t *)data, *end = p + len;

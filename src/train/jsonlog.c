@@ -14,17 +14,17 @@
 #include "offcore/io.h"
 #include "train/train_int.h"
 
-struct train_log {
+struct oc_train_log {
     struct oc_file *f;
     uint64_t offset;
     uint32_t strategy; /* index in the store registry: whose stats table to write */
 };
 
-int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, struct train_log **out,
-                   struct oc_err *err)
+int oc_train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy,
+                      struct oc_train_log **out, struct oc_err *err)
 {
     *out = NULL;
-    struct train_log *l = oc_calloc(1, sizeof(*l), "training log", err);
+    struct oc_train_log *l = oc_calloc(1, sizeof(*l), "training log", err);
     if (!l)
         return err->status;
     unsigned flags = OC_FILE_WRITE | (keep_bytes ? 0u : OC_FILE_TRUNC);
@@ -50,7 +50,7 @@ int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, str
     return OC_OK;
 }
 
-void train_log_close(struct train_log *l)
+void oc_train_log_close(struct oc_train_log *l)
 {
     if (!l)
         return;
@@ -58,7 +58,17 @@ void train_log_close(struct train_log *l)
     oc_free(l);
 }
 
-static int log_write(struct train_log *l, cJSON *obj, struct oc_err *err)
+/* Writes n bytes (a line, its newline included) at the end and fsyncs. */
+static int log_append(struct oc_train_log *l, const char *text, size_t n, struct oc_err *err)
+{
+    int rc = oc_file_pwrite(l->f, text, n, l->offset, err);
+    if (rc)
+        return rc;
+    l->offset += n;
+    return oc_file_sync(l->f, err);
+}
+
+static int log_write(struct oc_train_log *l, cJSON *obj, struct oc_err *err)
 {
     char *text = cJSON_PrintUnformatted(obj);
     cJSON_Delete(obj);
@@ -66,15 +76,27 @@ static int log_write(struct train_log *l, cJSON *obj, struct oc_err *err)
         return OC_ERR(err, OC_ERR_NOMEM, "%s: cannot format a log line", oc_file_path(l->f));
     size_t n = strlen(text);
     text[n] = '\n'; /* cJSON's buffer ends with NUL: reuse it for the newline */
-    int rc = oc_file_pwrite(l->f, text, n + 1, l->offset, err);
+    int rc = log_append(l, text, n + 1, err);
     cJSON_free(text);
-    if (rc)
-        return rc;
-    l->offset += n + 1;
-    return oc_file_sync(l->f, err);
+    return rc;
 }
 
-int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
+int oc_train_log_line(struct oc_train_log *l, const char *json, uint64_t *bytes, struct oc_err *err)
+{
+    size_t n = strlen(json);
+    char *text = oc_alloc(n + 1, "training log line", err);
+    if (!text)
+        return err->status;
+    memcpy(text, json, n);
+    text[n] = '\n';
+    int rc = log_append(l, text, n + 1, err);
+    oc_free(text);
+    if (!rc && bytes)
+        *bytes = l->offset;
+    return rc;
+}
+
+int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
                     struct oc_err *err)
 {
     cJSON *o = cJSON_CreateObject();
@@ -144,7 +166,7 @@ int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, 
     return rc;
 }
 
-int train_log_final(struct train_log *l, const struct oc_train_result *r,
+int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
                     const struct oc_train_opts *o, struct oc_err *err)
 {
     cJSON *j = cJSON_CreateObject();

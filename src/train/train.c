@@ -191,14 +191,14 @@ struct run {
     uint32_t depth;
     struct train_degrees degrees;
     struct train_eval *eval;
-    struct train_log *log;
+    struct oc_train_log *log;
     struct train_labels labels;
     uint32_t strategy; /* index in the store registry */
 };
 
 static void run_deinit(struct run *r)
 {
-    train_log_close(r->log);
+    oc_train_log_close(r->log);
     train_eval_free(r->eval);
     oc_free(r->degrees.deg);
     oc_pipeline_free(r->stages); /* joins every stage before the pipe and the store go */
@@ -515,9 +515,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     char fingerprint[1024];
     train_opts_fingerprint(o, oc_dataset_manifest(r.data.ds), fingerprint, sizeof(fingerprint));
-    struct train_position pos = {0, 0, -1.0, 0.0, 0};
+    struct oc_train_position pos = {0, 0, -1.0, 0.0, 0};
     if (o->resume) {
-        if ((rc = train_checkpoint_load(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
+        if ((rc = oc_train_checkpoint_load(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
             goto out;
         oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
     }
@@ -525,8 +525,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (rc = run_open_pipe(&r, o, err)) ||
         (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
         goto out;
-    if (o->log_path &&
-        (rc = train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log, err)))
+    if (o->log_path && (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0,
+                                               r.strategy, &r.log, err)))
         goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
@@ -631,7 +631,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         if (r.log && (rc = train_log_epoch(r.log, &st, &pos.log_bytes, err)))
             goto out;
         if (o->checkpoint_dir &&
-            (rc = train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
+            (rc = oc_train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
             goto out;
     }
     res->best_epoch = pos.best_epoch;

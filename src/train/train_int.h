@@ -143,22 +143,9 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
 
 /* ---- checkpoint --------------------------------------------------------- */
 
-/* Where a run stands after a completed epoch. */
-struct train_position {
-    uint32_t next_epoch;
-    uint32_t best_epoch;
-    double best_val_acc, test_acc_at_best_val;
-    uint64_t log_bytes; /* size of the JSON log after that epoch's line */
-};
-
 /* A digest of everything that changes training (dataset, model, options). */
 void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manifest *m, char *buf,
                             size_t n);
-int train_checkpoint_save(const char *dir, const char *fingerprint, const struct oc_nn_model *m,
-                          const struct train_position *pos, struct oc_err *err);
-/* OC_ERR_NOTFOUND if there is no checkpoint; OC_ERR_ARG if the fingerprint differs. */
-int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn_model *m,
-                          struct train_position *pos, struct oc_err *err);
 /*
  * Checks and loads a checkpoint held in buf[0 .. len) (path names it in
  * messages): OC_ERR_FORMAT for anything but a whole checkpoint of this
@@ -167,20 +154,15 @@ int train_checkpoint_load(const char *dir, const char *fingerprint, struct oc_nn
  * calls it directly.
  */
 int train_checkpoint_parse(const void *buf, size_t len, const char *path, const char *fingerprint,
-                           struct oc_nn_model *m, struct train_position *pos, struct oc_err *err);
+                           struct oc_nn_model *m, struct oc_train_position *pos,
+                           struct oc_err *err);
 
 /* ---- JSON-lines log ----------------------------------------------------- */
 
-struct train_log;
-/* Opens path for appending after truncating it to keep_bytes (resume) or to 0. */
-/* strategy: the run's index in the store registry (its stats table is logged). */
-int train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy, struct train_log **out,
-                   struct oc_err *err);
-void train_log_close(struct train_log *l);
 /* Appends one epoch object; *bytes = file size after it (durable). */
-int train_log_epoch(struct train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
+int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
                     struct oc_err *err);
-int train_log_final(struct train_log *l, const struct oc_train_result *r,
+int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
                     const struct oc_train_opts *o, struct oc_err *err);
 
 #endif

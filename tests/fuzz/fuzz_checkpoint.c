@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void try_one(void *ctx, const uint8_t *buf, size_t size)
 {
     struct oc_nn_model *m = ctx;
-    struct train_position pos;
+    struct oc_train_position pos;
     struct oc_err err;
     memset(&pos, 0, sizeof(pos));
     oc_err_clear(&err);

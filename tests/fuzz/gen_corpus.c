@@ -52,8 +52,8 @@ static void gen_checkpoint(void)
     char dir[] = "/tmp/oc-fuzz-gen-XXXXXX", path[200];
     if (!m || !mkdtemp(dir))
         exit(1);
-    struct train_position pos = {2, 1, 0.5, 0.25, 321};
-    if (train_checkpoint_save(dir, FUZZ_CKPT_FP, m, &pos, &err) != OC_OK) {
+    struct oc_train_position pos = {2, 1, 0.5, 0.25, 321};
+    if (oc_train_checkpoint_save(dir, FUZZ_CKPT_FP, m, &pos, &err) != OC_OK) {
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }

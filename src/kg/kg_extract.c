@@ -1,0 +1,336 @@
+/*
+ * kg_extract.c — query-dependent subgraphs as RED-GNN's progressive
+ * propagation grows them (load_data.get_neighbors), complete, no sampling:
+ *
+ *   layer 0 nodes: {(q, h_q)}
+ *   layer l:  every fact (e_s, rel, e_o) with (q, e_s) a node of layer l-1
+ *             ──► nodes of layer l = {(q, e_o)}, sorted by (q, entity)
+ *             ──► edges sorted by target node (stable: by source, then fact)
+ *
+ * Each query is extracted on its own (a pool task; task t runs on worker
+ * t mod threads, with that worker's scratch: a stamp and a position per
+ * entity and the fetched facts), then the queries' layers are concatenated
+ * in query order, so the result does not depend on the thread count.
+ *
+ * Place in the data flow: kg (kg_facts.c ──► here ──► nn RED-GNN).
+ * Thread-safety: one extraction at a time per extractor; it fans out over
+ * the pool given at creation.
+ * Ownership: the extractor owns every output array (valid until its next
+ * call) and its scratch; it borrows the fact graph and the pool.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg/kg_int.h"
+
+struct u32vec {
+    uint32_t *v;
+    uint64_t n, cap;
+};
+
+static int vec_reserve(struct u32vec *a, uint64_t n, struct oc_err *err)
+{
+    if (n <= a->cap)
+        return OC_OK;
+    uint64_t cap = a->cap ? a->cap : 64;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *v = oc_realloc(a->v, (size_t)cap * 4, "kg extraction", err);
+    if (!v)
+        return err->status;
+    a->v = v;
+    a->cap = cap;
+    return OC_OK;
+}
+
+/* One query's layers (kept between calls, reused). */
+struct qlayers {
+    struct u32vec ent[OC_KG_MAX_LAYERS]; /* nodes: entities, ascending */
+    struct u32vec src[OC_KG_MAX_LAYERS]; /* edges by target: source (local, layer l-1) */
+    struct u32vec rel[OC_KG_MAX_LAYERS];
+    struct u32vec deg[OC_KG_MAX_LAYERS]; /* in-degree of each node */
+    struct u32vec p2n[OC_KG_MAX_LAYERS]; /* local prev node -> local node */
+};
+
+struct worker {
+    struct oc_kg_facts_reader *reader;
+    uint32_t *stamp, *pos; /* per entity */
+    uint32_t gen;
+    struct u32vec f_rel, f_tail, f_src, place;
+    struct oc_err err; /* this worker's failure in the call in progress */
+};
+
+/* The batch output of one layer. */
+struct out_layer {
+    struct u32vec src, rel, query, p2n, node_query, node_entity;
+    uint64_t *indptr;
+    uint64_t indptr_cap;
+};
+
+struct oc_kg_extractor {
+    struct oc_kg_facts *facts;
+    struct oc_pool *pool;
+    uint32_t n_layers;
+    uint64_t n_entities;
+    struct worker *workers;
+    unsigned n_workers;
+    struct qlayers *q;
+    uint32_t q_cap;
+    struct out_layer out[OC_KG_MAX_LAYERS];
+    uint64_t n_edges_total;
+    /* the call in progress */
+    const uint32_t *heads;
+};
+
+static void worker_deinit(struct worker *w)
+{
+    oc_kg_facts_reader_free(w->reader);
+    oc_free(w->stamp);
+    oc_free(w->pos);
+    oc_free(w->f_rel.v);
+    oc_free(w->f_tail.v);
+    oc_free(w->f_src.v);
+    oc_free(w->place.v);
+}
+
+static void qlayers_deinit(struct qlayers *q)
+{
+    for (int l = 0; l < OC_KG_MAX_LAYERS; l++) {
+        oc_free(q->ent[l].v);
+        oc_free(q->src[l].v);
+        oc_free(q->rel[l].v);
+        oc_free(q->deg[l].v);
+        oc_free(q->p2n[l].v);
+    }
+}
+
+void oc_kg_extractor_free(struct oc_kg_extractor *x)
+{
+    if (!x)
+        return;
+    for (unsigned i = 0; x->workers && i < x->n_workers; i++)
+        worker_deinit(&x->workers[i]);
+    oc_free(x->workers);
+    for (uint32_t i = 0; i < x->q_cap; i++)
+        qlayers_deinit(&x->q[i]);
+    oc_free(x->q);
+    for (int l = 0; l < OC_KG_MAX_LAYERS; l++) {
+        struct out_layer *o = &x->out[l];
+        oc_free(o->src.v);
+        oc_free(o->rel.v);
+        oc_free(o->query.v);
+        oc_free(o->p2n.v);
+        oc_free(o->node_query.v);
+        oc_free(o->node_entity.v);
+        oc_free(o->indptr);
+    }
+    oc_free(x);
+}
+
+int oc_kg_extractor_new(struct oc_kg_facts *facts, uint32_t n_layers, struct oc_pool *pool,
+                        struct oc_kg_extractor **out, struct oc_err *err)
+{
+    *out = NULL;
+    if (n_layers < 1 || n_layers > OC_KG_MAX_LAYERS)
+        return OC_ERR(err, OC_ERR_ARG, "kg extractor: %u layers outside [1, %d]", n_layers,
+                      OC_KG_MAX_LAYERS);
+    struct oc_kg_extractor *x = oc_calloc(1, sizeof(*x), "kg extractor", err);
+    if (!x)
+        return err->status;
+    x->facts = facts;
+    x->pool = pool;
+    x->n_layers = n_layers;
+    x->n_entities = oc_kg_facts_n_entities(facts);
+    x->n_workers = pool ? oc_pool_n_threads(pool) : 1;
+    int rc = OC_OK;
+    if (!(x->workers = oc_calloc(x->n_workers, sizeof(*x->workers), "kg extractor", err)))
+        rc = err->status;
+    for (unsigned i = 0; !rc && i < x->n_workers; i++) {
+        struct worker *w = &x->workers[i];
+        rc = oc_kg_facts_reader_new(facts, &w->reader, err);
+        if (!rc && (!(w->stamp = oc_calloc(x->n_entities, 4, "kg extraction stamps", err)) ||
+                    !(w->pos = oc_alloc((size_t)x->n_entities * 4, "kg extraction", err))))
+            rc = err->status;
+    }
+    if (rc) {
+        oc_kg_extractor_free(x);
+        return rc;
+    }
+    *out = x;
+    return OC_OK;
+}
+
+uint64_t oc_kg_extractor_n_edges(const struct oc_kg_extractor *x)
+{
+    return x->n_edges_total;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Layer l of one query from its layer l-1 nodes (prev). */
+static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qlayers *q, uint32_t l,
+                         const uint32_t *prev, uint64_t n_prev, struct oc_err *err)
+{
+    uint64_t n_f = 0;
+    for (uint64_t i = 0; i < n_prev; i++)
+        n_f += oc_kg_facts_begin(x->facts, prev[i] + 1) - oc_kg_facts_begin(x->facts, prev[i]);
+    OC_KG_TRY(vec_reserve(&w->f_rel, n_f, err));
+    OC_KG_TRY(vec_reserve(&w->f_tail, n_f, err));
+    OC_KG_TRY(vec_reserve(&w->f_src, n_f, err));
+    OC_KG_TRY(oc_kg_facts_fetch(w->reader, prev, n_prev, w->f_rel.v, w->f_tail.v, err));
+    for (uint64_t i = 0, at = 0; i < n_prev; i++) {
+        uint64_t k =
+            oc_kg_facts_begin(x->facts, prev[i] + 1) - oc_kg_facts_begin(x->facts, prev[i]);
+        for (uint64_t j = 0; j < k; j++)
+            w->f_src.v[at++] = (uint32_t)i;
+    }
+    /* targets, deduplicated by a stamp per entity, then sorted */
+    if (++w->gen == 0) {
+        memset(w->stamp, 0, (size_t)x->n_entities * 4);
+        w->gen = 1;
+    }
+    struct u32vec *ent = &q->ent[l];
+    OC_KG_TRY(vec_reserve(ent, n_f, err));
+    ent->n = 0;
+    for (uint64_t e = 0; e < n_f; e++) {
+        uint32_t t = w->f_tail.v[e];
+        if (w->stamp[t] != w->gen) {
+            w->stamp[t] = w->gen;
+            ent->v[ent->n++] = t;
+        }
+    }
+    qsort(ent->v, (size_t)ent->n, 4, u32_cmp);
+    for (uint64_t i = 0; i < ent->n; i++)
+        w->pos[ent->v[i]] = (uint32_t)i;
+    /* edges by target: counting sort, stable */
+    struct u32vec *deg = &q->deg[l], *src = &q->src[l], *rel = &q->rel[l], *p2n = &q->p2n[l];
+    OC_KG_TRY(vec_reserve(deg, ent->n + 1, err));
+    OC_KG_TRY(vec_reserve(&w->place, ent->n + 1, err));
+    OC_KG_TRY(vec_reserve(src, n_f, err));
+    OC_KG_TRY(vec_reserve(rel, n_f, err));
+    OC_KG_TRY(vec_reserve(p2n, n_prev, err));
+    memset(deg->v, 0, (size_t)ent->n * 4);
+    for (uint64_t e = 0; e < n_f; e++)
+        deg->v[w->pos[w->f_tail.v[e]]]++;
+    deg->n = ent->n;
+    uint32_t run = 0;
+    for (uint64_t i = 0; i < ent->n; i++) {
+        w->place.v[i] = run;
+        run += deg->v[i];
+    }
+    for (uint64_t e = 0; e < n_f; e++) {
+        uint32_t p = w->place.v[w->pos[w->f_tail.v[e]]]++;
+        src->v[p] = w->f_src.v[e];
+        rel->v[p] = w->f_rel.v[e];
+    }
+    src->n = rel->n = n_f;
+    for (uint64_t i = 0; i < n_prev; i++)
+        p2n->v[i] = w->pos[prev[i]];
+    p2n->n = n_prev;
+    return OC_OK;
+}
+
+static int extract_query(void *ctx, uint64_t task, unsigned worker)
+{
+    struct oc_kg_extractor *x = ctx;
+    struct worker *w = &x->workers[worker];
+    struct qlayers *q = &x->q[task];
+    struct oc_err *err = &w->err;
+    const uint32_t *prev = &x->heads[task];
+    uint64_t n_prev = 1;
+    if (x->heads[task] >= x->n_entities)
+        return OC_ERR(err, OC_ERR_ARG, "kg extract: head %u out of range (%llu entities)",
+                      x->heads[task], (unsigned long long)x->n_entities);
+    for (uint32_t l = 0; l < x->n_layers; l++) {
+        int rc = extract_layer(x, w, q, l, prev, n_prev, err);
+        if (rc)
+            return rc;
+        prev = q->ent[l].v;
+        n_prev = q->ent[l].n;
+    }
+    return OC_OK;
+}
+
+/* Concatenates the queries' layer l in query order. */
+static int merge_layer(struct oc_kg_extractor *x, uint32_t n, uint32_t l, struct oc_kg_layer *out,
+                       struct oc_err *err)
+{
+    struct out_layer *o = &x->out[l];
+    uint64_t nn = 0, ne = 0, np = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        nn += x->q[i].ent[l].n;
+        ne += x->q[i].src[l].n;
+        np += x->q[i].p2n[l].n;
+    }
+    if (nn + 1 > o->indptr_cap) {
+        uint64_t *p = oc_realloc(o->indptr, (size_t)(nn + 1) * 8, "kg extraction", err);
+        if (!p)
+            return err->status;
+        o->indptr = p;
+        o->indptr_cap = nn + 1;
+    }
+    OC_KG_TRY(vec_reserve(&o->src, ne, err));
+    OC_KG_TRY(vec_reserve(&o->rel, ne, err));
+    OC_KG_TRY(vec_reserve(&o->query, ne, err));
+    OC_KG_TRY(vec_reserve(&o->p2n, np, err));
+    OC_KG_TRY(vec_reserve(&o->node_query, nn, err));
+    OC_KG_TRY(vec_reserve(&o->node_entity, nn, err));
+    uint64_t node0 = 0, prev0 = 0, e0 = 0, p0 = 0;
+    o->indptr[0] = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct qlayers *q = &x->q[i];
+        uint64_t k = q->ent[l].n, m = q->src[l].n, kp = q->p2n[l].n;
+        for (uint64_t j = 0; j < k; j++) {
+            o->node_query.v[node0 + j] = i;
+            o->node_entity.v[node0 + j] = q->ent[l].v[j];
+            o->indptr[node0 + j + 1] = o->indptr[node0 + j] + q->deg[l].v[j];
+        }
+        for (uint64_t j = 0; j < m; j++) {
+            o->src.v[e0 + j] = (uint32_t)(prev0 + q->src[l].v[j]);
+            o->rel.v[e0 + j] = q->rel[l].v[j];
+            o->query.v[e0 + j] = i;
+        }
+        for (uint64_t j = 0; j < kp; j++)
+            o->p2n.v[p0 + j] = (uint32_t)(node0 + q->p2n[l].v[j]);
+        node0 += k;
+        prev0 += kp;
+        e0 += m;
+        p0 += kp;
+    }
+    *out = (struct oc_kg_layer){np,       nn,         ne,       o->indptr,       o->src.v,
+                                o->rel.v, o->query.v, o->p2n.v, o->node_query.v, o->node_entity.v};
+    x->n_edges_total += ne;
+    return OC_OK;
+}
+
+int oc_kg_extract(struct oc_kg_extractor *x, const uint32_t *heads, uint32_t n,
+                  struct oc_kg_layer *layers, struct oc_err *err)
+{
+    if (n > x->q_cap) {
+        struct qlayers *q = oc_realloc(x->q, (size_t)n * sizeof(*q), "kg extraction", err);
+        if (!q)
+            return err->status;
+        memset(q + x->q_cap, 0, (size_t)(n - x->q_cap) * sizeof(*q));
+        x->q = q;
+        x->q_cap = n;
+    }
+    x->heads = heads;
+    for (unsigned i = 0; i < x->n_workers; i++)
+        oc_err_clear(&x->workers[i].err);
+    int rc = oc_pool_run(x->pool, n, extract_query, x);
+    if (rc) {
+        for (unsigned i = 0; i < x->n_workers; i++)
+            if (x->workers[i].err.status) {
+                *err = x->workers[i].err;
+                return rc;
+            }
+        return OC_ERR(err, rc, "kg extraction failed (%s)", oc_status_str(rc));
+    }
+    for (uint32_t l = 0; l < x->n_layers; l++)
+        OC_KG_TRY(merge_layer(x, n, l, &layers[l], err));
+    return OC_OK;
+}

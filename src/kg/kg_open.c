@@ -1,0 +1,219 @@
+/*
+ * kg_open.c — opens and validates a KG dataset directory (docs/FORMAT.md
+ * section 9) and loads its query arrays.
+ *
+ *   kg.json ──► parse (strict) ──► per file: regular file, exact size,
+ *   4096-byte header with dtype and shape ──► content streamed in 8 MiB
+ *   chunks with the CRC-32 on the same pass ──► CRC compared
+ *
+ * Place in the data flow: kg; kg-train, the extractor and the bench open
+ * datasets through it, and the writer validates before it commits.
+ * Thread-safety: an opened KG is immutable and may be read by any thread.
+ * Ownership: struct oc_kg owns its paths; loaded arrays are the caller's.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kg/kg_int.h"
+#include "offcore/io.h"
+
+#define KG_CHUNK_BYTES ((size_t)8 << 20)
+
+struct oc_kg {
+    char dir[4096];
+    char paths[OC_KG_GRAPH_COUNT][OC_KG_ARRAY_COUNT][4200];
+    struct oc_kg_manifest m;
+};
+
+/* What the content check of one array needs. */
+struct kg_check {
+    const char *path;
+    enum oc_kg_array a;
+    uint64_t n_entities, n_facts;
+    uint32_t n_rel, n_rel_aug;
+    uint64_t prev; /* last indptr value */
+};
+
+static int check_elems(struct kg_check *c, const uint8_t *p, uint64_t first, uint64_t n,
+                       struct oc_err *err)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t pos = first + i;
+        if (c->a == OC_KG_INDPTR) {
+            uint64_t v = oc_get_le64(p + 8 * i);
+            if ((pos == 0 && v != 0) || v < c->prev || v > c->n_facts)
+                return OC_ERR(err, OC_ERR_FORMAT,
+                              "%s: value %" PRIu64 " at position %" PRIu64
+                              " breaks indptr (starts at 0, non-decreasing, at most %" PRIu64 ")",
+                              c->path, v, pos, c->n_facts);
+            if (pos == c->n_entities && v != c->n_facts)
+                return OC_ERR(err, OC_ERR_FORMAT,
+                              "%s: last value %" PRIu64 " is not n_facts %" PRIu64, c->path, v,
+                              c->n_facts);
+            c->prev = v;
+            continue;
+        }
+        uint32_t v = oc_get_le32(p + 4 * i);
+        uint64_t lim = c->n_entities;
+        const char *what = "entity id";
+        if (c->a == OC_KG_REL) {
+            lim = c->n_rel_aug;
+            what = "relation id";
+        } else if (c->a != OC_KG_TAIL && pos % 3 == 1) {
+            lim = c->n_rel;
+            what = "relation id";
+        }
+        if (v >= lim)
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "%s: %s %u at row %" PRIu64 " out of range (must be < %" PRIu64 ")",
+                          c->path, what, v,
+                          c->a == OC_KG_QVALID || c->a == OC_KG_QTEST ? pos / 3 : pos, lim);
+    }
+    return OC_OK;
+}
+
+static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                      enum oc_kg_array a, int check_crc, uint8_t *buf, struct oc_err *err)
+{
+    struct oc_npy_header h;
+    OC_KG_TRY(oc_npy_read_header(path, &h, err));
+    uint64_t rows = oc_kg_array_rows(m, g, a);
+    unsigned cols = oc_kg_array_cols(a);
+    enum oc_dtype dt = oc_kg_array_dtype(a);
+    if (h.data_offset != OC_NPY_HEADER_BYTES)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: header is %" PRIu64 " bytes, expected %u", path,
+                      h.data_offset, OC_NPY_HEADER_BYTES);
+    if (h.dtype != dt || h.is_bool)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: dtype is %s, expected %s", path,
+                      oc_dtype_descr(h.dtype), oc_dtype_descr(dt));
+    if (h.ndim != (cols == 1 ? 1u : 2u) || h.shape[0] != rows || (cols > 1 && h.shape[1] != cols))
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: shape does not match kg.json (expected (%" PRIu64 "%s))", path, rows,
+                      cols > 1 ? ", 3" : ",");
+    size_t es = dt == OC_DTYPE_U64 ? 8 : 4;
+    uint64_t want = OC_NPY_HEADER_BYTES + rows * cols * es;
+    struct oc_file *f = NULL;
+    OC_KG_TRY(oc_file_open(path, OC_FILE_READ, &f, err));
+    uint64_t size = 0;
+    int rc = oc_file_size(f, &size, err);
+    if (!rc && size != want)
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: file is %" PRIu64 " bytes, its shape needs exactly %" PRIu64, path, size,
+                    want);
+    if (!rc && size != m->files[g][a].bytes)
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: truncated: file is %" PRIu64 " bytes, kg.json says %" PRIu64, path, size,
+                    m->files[g][a].bytes);
+    struct kg_check c = {
+        path, a, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations, oc_kg_n_rel_aug(m),
+        0};
+    uint32_t crc = 0;
+    for (uint64_t off = 0; !rc && off < size;) {
+        size_t n = size - off < KG_CHUNK_BYTES ? (size_t)(size - off) : KG_CHUNK_BYTES;
+        if ((rc = oc_file_pread(f, buf, n, off, err)))
+            break;
+        crc = oc_crc32(crc, buf, n);
+        uint64_t d0 = off < OC_NPY_HEADER_BYTES ? OC_NPY_HEADER_BYTES : off;
+        /* chunks are multiples of 8 bytes after the page-sized header: no element straddles */
+        if (d0 < off + n)
+            rc = check_elems(&c, buf + (d0 - off), (d0 - OC_NPY_HEADER_BYTES) / es,
+                             (off + n - d0) / es, err);
+        off += n;
+    }
+    if (!rc && check_crc && crc != m->files[g][a].crc32)
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch: crc32 %08x, kg.json says %08x",
+                    path, crc, m->files[g][a].crc32);
+    struct oc_err e2;
+    if (oc_file_close(f, rc ? &e2 : err) != OC_OK && !rc)
+        rc = err->status;
+    return rc;
+}
+
+int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_crc,
+                   struct oc_err *err)
+{
+    uint8_t *buf = oc_alloc(KG_CHUNK_BYTES, "kg validation buffer", err);
+    if (!buf)
+        return err->status;
+    int rc = OC_OK;
+    for (int g = 0; g < OC_KG_GRAPH_COUNT && !rc; g++) {
+        for (int a = 0; a < OC_KG_ARRAY_COUNT && !rc; a++) {
+            char name[64], path[4200];
+            oc_kg_file_name((enum oc_kg_graph)g, (enum oc_kg_array)a, name, sizeof(name));
+            snprintf(path, sizeof(path), "%s/%s", dir, name);
+            rc = check_file(path, m, (enum oc_kg_graph)g, (enum oc_kg_array)a, check_crc, buf, err);
+        }
+    }
+    oc_free(buf);
+    return rc;
+}
+
+int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err)
+{
+    *out = NULL;
+    struct oc_kg *kg = oc_calloc(1, sizeof(*kg), "kg dataset", err);
+    if (!kg)
+        return err->status;
+    char path[4200], *text = NULL;
+    size_t len = 0;
+    snprintf(kg->dir, sizeof(kg->dir), "%s", dir);
+    snprintf(path, sizeof(path), "%s/kg.json", dir);
+    int rc = oc_path_exists(path)
+                 ? OC_OK
+                 : OC_ERR(err, OC_ERR_NOTFOUND, "%s: not a KG dataset directory (no kg.json)", dir);
+    if (!rc)
+        rc = oc_read_file(path, 1 << 20, &text, &len, err);
+    if (!rc)
+        rc = oc_kg_manifest_parse(text, len, path, &kg->m, err);
+    oc_free(text);
+    if (!rc)
+        rc = oc_kg_validate(dir, &kg->m, 1, err);
+    if (rc) {
+        oc_free(kg);
+        return rc;
+    }
+    for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
+        for (int a = 0; a < OC_KG_ARRAY_COUNT; a++) {
+            char name[64];
+            oc_kg_file_name((enum oc_kg_graph)g, (enum oc_kg_array)a, name, sizeof(name));
+            snprintf(kg->paths[g][a], sizeof(kg->paths[g][a]), "%s/%s", dir, name);
+        }
+    }
+    *out = kg;
+    return OC_OK;
+}
+
+void oc_kg_free(struct oc_kg *kg)
+{
+    oc_free(kg);
+}
+
+const struct oc_kg_manifest *oc_kg_manifest(const struct oc_kg *kg)
+{
+    return &kg->m;
+}
+
+const char *oc_kg_dir(const struct oc_kg *kg)
+{
+    return kg->dir;
+}
+
+const char *oc_kg_path(const struct oc_kg *kg, enum oc_kg_graph g, enum oc_kg_array a)
+{
+    return kg->paths[g][a];
+}
+
+int oc_kg_load_queries(const struct oc_kg *kg, enum oc_kg_graph g, enum oc_kg_split s,
+                       uint32_t **triples, uint64_t *n, struct oc_err *err)
+{
+    uint64_t rows = 0, cols = 0;
+    void *data = NULL;
+    *triples = NULL;
+    *n = 0;
+    OC_KG_TRY(oc_npy_load_as(kg->paths[g][s == OC_KG_VALID ? OC_KG_QVALID : OC_KG_QTEST],
+                             OC_DTYPE_U32, &data, &rows, &cols, err));
+    *triples = data;
+    *n = rows;
+    return OC_OK;
+}

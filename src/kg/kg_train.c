@@ -1,0 +1,494 @@
+/*
+ * kg_train.c — `offcore kg-train`: RED-GNN trained on a KG dataset with the
+ * reference's inductive protocol (kg.h), evaluated with filtered full
+ * ranking every epoch, the test figures reported at the best validation MRR.
+ *
+ *   per epoch:  batches of training queries (file order) ──► extract L layers
+ *               (training graph) ──► forward ──► loss over all entities
+ *               ──► backward ──► Adam (lr decayed per epoch)
+ *               ──► valid: rank (training graph) ──► test: rank (inductive graph)
+ *               ──► JSON line (fsynced) ──► best.txt + checkpoint (atomic)
+ *
+ * Place in the data flow: kg (above nn and train's checkpoint and log);
+ * the CLI's kg-train calls oc_kg_train_run.
+ * Thread-safety: one run per thread; extraction and kernels fan out on the
+ * run's pool, deterministically, so weights do not depend on --threads.
+ * Ownership: the run owns everything it opens and frees it before returning.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kg/kg_int.h"
+#include "offcore/io.h"
+#include "offcore/train.h"
+
+struct kg_graph_run {
+    struct oc_kg_facts *facts;
+    struct oc_kg_extractor *x;
+    struct oc_kg_filter filter;
+    uint64_t n_entities;
+};
+
+struct kg_run {
+    const struct oc_kg_train_opts *o;
+    struct oc_kg *kg;
+    const struct oc_kg_manifest *m;
+    struct oc_pool *pool;
+    struct oc_nn_backend *be;
+    struct oc_nn_redgnn *model;
+    struct kg_graph_run g[OC_KG_GRAPH_COUNT];
+    uint32_t *train_q; /* (h, r, t) per training query */
+    uint64_t n_train;
+    struct oc_kg_qset valid, test[2];
+    /* per batch */
+    struct oc_kg_layer layers[OC_KG_MAX_LAYERS];
+    struct oc_nn_rel_block blocks[OC_KG_MAX_LAYERS];
+    const uint32_t *p2n[OC_KG_MAX_LAYERS];
+    uint32_t *heads, *rels;
+    uint64_t *qptr;
+    int64_t *ans_row;
+    float *full; /* scores of every entity of one query */
+};
+
+void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->n_layers = 3;
+    o->hidden = 32;
+    o->attn_dim = 5;
+    o->act = OC_NN_REDGNN_RELU;
+    o->dropout = 0.2f;
+    o->lr = 0.005;
+    o->weight_decay = 1e-4;
+    o->decay = 0.995;
+    o->batch = 16;
+    o->eval_batch = 64;
+    o->epochs = 50;
+    o->facts = OC_KG_FACTS_MEMORY;
+}
+
+/* LARS-research/RED-GNN inductive/train.py, per split. */
+static const struct preset {
+    const char *name;
+    double lr, decay, lamb;
+    uint64_t hidden, attn;
+    float dropout;
+    enum oc_nn_redgnn_act act;
+    uint32_t layers, batch;
+} presets[] = {
+    {"WN18RR_v1", 0.005, 0.991, 0.0002, 64, 5, 0.21f, OC_NN_REDGNN_IDD, 5, 100},
+    {"fb237_v1", 0.0092, 0.994, 0.0003, 32, 5, 0.23f, OC_NN_REDGNN_RELU, 3, 20},
+    {"nell_v1", 0.0021, 0.9937, 0.000189, 48, 5, 0.2460f, OC_NN_REDGNN_RELU, 5, 10},
+    {"WN18RR_v2", 0.0016, 0.994, 0.0004, 48, 3, 0.02f, OC_NN_REDGNN_RELU, 5, 20},
+    {"fb237_v2", 0.0077, 0.993, 0.0002, 48, 5, 0.3f, OC_NN_REDGNN_RELU, 3, 10},
+    {"nell_v2", 0.0075, 0.9996, 0.000066, 48, 5, 0.2881f, OC_NN_REDGNN_RELU, 3, 100},
+    {"WN18RR_v3", 0.0014, 0.991, 0.000034, 64, 5, 0.28f, OC_NN_REDGNN_TANH, 5, 20},
+    {"fb237_v3", 0.0006, 0.994, 0.000023, 48, 3, 0.27f, OC_NN_REDGNN_RELU, 3, 20},
+    {"nell_v3", 0.0008, 0.995, 0.0004, 16, 3, 0.06f, OC_NN_REDGNN_RELU, 3, 10},
+    {"WN18RR_v4", 0.006, 0.991, 0.000132, 32, 5, 0.11f, OC_NN_REDGNN_RELU, 5, 10},
+    {"fb237_v4", 0.0052, 0.999, 0.000018, 48, 5, 0.07f, OC_NN_REDGNN_IDD, 5, 20},
+    {"nell_v4", 0.0005, 1.0, 0.000398, 16, 5, 0.1472f, OC_NN_REDGNN_TANH, 5, 20},
+};
+
+int oc_kg_train_preset(const char *name, struct oc_kg_train_opts *o, struct oc_err *err)
+{
+    for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+        const struct preset *p = &presets[i];
+        if (strcmp(name, p->name) != 0)
+            continue;
+        o->lr = p->lr;
+        o->decay = p->decay;
+        o->weight_decay = p->lamb;
+        o->hidden = p->hidden;
+        o->attn_dim = p->attn;
+        o->dropout = p->dropout;
+        o->act = p->act;
+        o->n_layers = p->layers;
+        o->batch = p->batch;
+        return OC_OK;
+    }
+    return OC_ERR(err, OC_ERR_NOTFOUND, "no reference settings for '%s' (GraIL splits only)", name);
+}
+
+static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
+{
+    if (o->n_layers < 1 || o->n_layers > OC_KG_MAX_LAYERS)
+        return OC_ERR(err, OC_ERR_ARG, "--layers %u outside [1, %d]", o->n_layers,
+                      OC_KG_MAX_LAYERS);
+    if (o->batch < 1 || o->eval_batch < 1 || o->epochs < 1)
+        return OC_ERR(err, OC_ERR_ARG, "--batch, --eval-batch and --epochs must be at least 1");
+    if (!isfinite(o->lr) || o->lr <= 0 || !isfinite(o->weight_decay) || o->weight_decay < 0 ||
+        !isfinite(o->decay) || o->decay <= 0 || o->decay > 1)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--lr must be > 0, --weight-decay >= 0 and --decay in (0, 1], all finite");
+    if (o->resume && !o->checkpoint_dir)
+        return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
+    return OC_OK;
+}
+
+/* The facts of graph g as (h, r < R, t) triples (inverse and identity facts left out). */
+static int forward_facts(struct kg_run *r, enum oc_kg_graph g, uint32_t **out, uint64_t *n,
+                         struct oc_err *err)
+{
+    uint64_t rows, cols;
+    void *ip = NULL, *rel = NULL, *tail = NULL;
+    int rc =
+        oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_INDPTR), OC_DTYPE_U64, &ip, &rows, &cols, err);
+    if (!rc)
+        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_REL), OC_DTYPE_U32, &rel, &rows, &cols, err);
+    if (!rc)
+        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_DTYPE_U32, &tail, &rows, &cols,
+                            err);
+    uint64_t nt = r->m->graph[g].n_triples, k = 0;
+    uint32_t *t = rc ? NULL : oc_alloc((size_t)nt * 12 + 12, "kg filter", err);
+    if (!rc && !t)
+        rc = err->status;
+    const uint64_t *indptr = ip;
+    const uint32_t *rv = rel, *tv = tail;
+    for (uint64_t h = 0; !rc && h < r->m->graph[g].n_entities; h++)
+        for (uint64_t f = indptr[h]; f < indptr[h + 1] && k < nt; f++)
+            if (rv[f] < r->m->n_relations) {
+                t[3 * k] = (uint32_t)h;
+                t[3 * k + 1] = rv[f];
+                t[3 * k + 2] = tv[f];
+                k++;
+            }
+    oc_free(ip);
+    oc_free(rel);
+    oc_free(tail);
+    *out = t;
+    *n = k;
+    return rc;
+}
+
+/* Extractor, facts and filter of graph g. */
+static int graph_open(struct kg_run *r, enum oc_kg_graph g, struct oc_err *err)
+{
+    struct kg_graph_run *gr = &r->g[g];
+    gr->n_entities = r->m->graph[g].n_entities;
+    OC_KG_TRY(oc_kg_facts_open(r->kg, g, r->o->facts, &gr->facts, err));
+    OC_KG_TRY(oc_kg_extractor_new(gr->facts, r->o->n_layers, r->pool, &gr->x, err));
+    uint32_t *sets[3] = {NULL, NULL, NULL};
+    uint64_t ns[3] = {0, 0, 0};
+    int rc = forward_facts(r, g, &sets[0], &ns[0], err);
+    if (!rc)
+        rc = oc_kg_load_queries(r->kg, g, OC_KG_VALID, &sets[1], &ns[1], err);
+    if (!rc)
+        rc = oc_kg_load_queries(r->kg, g, OC_KG_TEST, &sets[2], &ns[2], err);
+    if (!rc)
+        rc = oc_kg_filter_build((const uint32_t *const *)sets, ns, 3, r->m->n_relations,
+                                &gr->filter, err);
+    if (!rc && g == OC_KG_TRAIN) {
+        /* training queries: valid.txt and inverses, interleaved in file order; valid: test.txt */
+        r->n_train = 2 * ns[1];
+        if (!(r->train_q = oc_alloc((size_t)r->n_train * 12 + 12, "kg training queries", err)))
+            rc = err->status;
+        for (uint64_t i = 0; !rc && i < ns[1]; i++) {
+            const uint32_t *x = sets[1] + 3 * i;
+            uint32_t q[6] = {x[0], x[1], x[2], x[2], x[1] + r->m->n_relations, x[0]};
+            memcpy(r->train_q + 6 * i, q, sizeof(q));
+        }
+        if (!rc)
+            rc = oc_kg_qset_build(sets[2], ns[2], r->m->n_relations, &r->valid, err);
+    } else if (!rc) {
+        rc = oc_kg_qset_build(sets[1], ns[1], r->m->n_relations, &r->test[0], err);
+        if (!rc)
+            rc = oc_kg_qset_build(sets[2], ns[2], r->m->n_relations, &r->test[1], err);
+    }
+    for (int i = 0; i < 3; i++)
+        oc_free(sets[i]);
+    return rc;
+}
+
+static void run_close(struct kg_run *r)
+{
+    for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
+        oc_kg_extractor_free(r->g[g].x);
+        oc_kg_facts_free(r->g[g].facts);
+        oc_kg_filter_deinit(&r->g[g].filter);
+    }
+    oc_kg_qset_deinit(&r->valid);
+    oc_kg_qset_deinit(&r->test[0]);
+    oc_kg_qset_deinit(&r->test[1]);
+    oc_free(r->train_q);
+    oc_free(r->heads);
+    oc_free(r->rels);
+    oc_free(r->qptr);
+    oc_free(r->ans_row);
+    oc_free(r->full);
+    oc_nn_redgnn_free(r->model);
+    oc_nn_backend_free(r->be);
+    oc_pool_free(r->pool);
+    oc_kg_free(r->kg);
+}
+
+static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    OC_KG_TRY(oc_kg_open(dir, &r->kg, err));
+    r->m = oc_kg_manifest(r->kg);
+    long n_cpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = o->threads ? o->threads : (unsigned)(n_cpu > 0 ? n_cpu : 1);
+    OC_KG_TRY(oc_pool_new(threads, &r->pool, err));
+    OC_KG_TRY(oc_nn_backend_new(OC_NN_BACKEND_CPU, r->pool, &r->be, err));
+    struct oc_nn_redgnn_config cfg = {o->n_layers, o->hidden,  o->attn_dim, oc_kg_n_rel_aug(r->m),
+                                      o->act,      o->dropout, o->seed};
+    OC_KG_TRY(oc_nn_redgnn_new(r->be, &cfg, &r->model, err));
+    OC_KG_TRY(graph_open(r, OC_KG_TRAIN, err));
+    OC_KG_TRY(graph_open(r, OC_KG_IND, err));
+    uint64_t bmax = o->batch > o->eval_batch ? o->batch : o->eval_batch;
+    uint64_t nmax =
+        r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities : r->g[1].n_entities;
+    if (!(r->heads = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
+        !(r->rels = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
+        !(r->qptr = oc_alloc((size_t)(bmax + 1) * 8, "kg batch", err)) ||
+        !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)) ||
+        !(r->full = oc_alloc((size_t)nmax * 4, "kg scores", err)))
+        return err->status;
+    return OC_OK;
+}
+
+/* Extracts and runs the model on n queries of graph g; *scores per node of the last layer. */
+static int batch_forward(struct kg_run *r, enum oc_kg_graph g, uint32_t n,
+                         const struct oc_nn_step *step, const float **scores, struct oc_err *err)
+{
+    uint32_t L = r->o->n_layers;
+    OC_KG_TRY(oc_kg_extract(r->g[g].x, r->heads, n, r->layers, err));
+    for (uint32_t l = 0; l < L; l++) {
+        const struct oc_kg_layer *k = &r->layers[l];
+        r->blocks[l] = (struct oc_nn_rel_block){
+            k->n_prev, k->n_nodes, k->n_edges, oc_kg_n_rel_aug(r->m), n, k->indptr,
+            k->src,    k->rel,     k->query};
+        r->p2n[l] = k->prev_to_node;
+    }
+    struct oc_nn_redgnn_batch b = {n, r->rels, r->blocks, r->p2n};
+    OC_KG_TRY(oc_nn_redgnn_forward(r->model, &b, step, scores, err));
+    /* rows of each query in the last layer (contiguous: nodes sorted by query) */
+    const struct oc_kg_layer *top = &r->layers[L - 1];
+    memset(r->qptr, 0, (size_t)(n + 1) * 8);
+    for (uint64_t i = 0; i < top->n_nodes; i++)
+        r->qptr[top->node_query[i] + 1]++;
+    for (uint32_t q = 0; q < n; q++)
+        r->qptr[q + 1] += r->qptr[q];
+    return OC_OK;
+}
+
+/* Row of entity e among query q's rows of the last layer, or -1. */
+static int64_t find_row(const struct kg_run *r, uint32_t q, uint32_t e)
+{
+    const uint32_t *ent = r->layers[r->o->n_layers - 1].node_entity;
+    uint64_t lo = r->qptr[q], hi = r->qptr[q + 1];
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (ent[mid] < e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < r->qptr[q + 1] && ent[lo] == e ? (int64_t)lo : -1;
+}
+
+static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stats *st,
+                       struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    struct oc_nn_adam opt;
+    oc_nn_adam_default(&opt, (float)(o->lr * pow(o->decay, (double)epoch)), (float)o->weight_decay);
+    uint64_t e0 = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x);
+    st->loss = 0.0;
+    for (uint64_t b0 = 0, bi = 0; b0 < r->n_train; b0 += o->batch, bi++) {
+        uint32_t n = (uint32_t)(r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch);
+        for (uint32_t q = 0; q < n; q++) {
+            r->heads[q] = r->train_q[3 * (b0 + q)];
+            r->rels[q] = r->train_q[3 * (b0 + q) + 1];
+        }
+        struct oc_nn_step step = {1, epoch, bi};
+        const float *scores = NULL;
+        OC_KG_TRY(batch_forward(r, OC_KG_TRAIN, n, &step, &scores, err));
+        for (uint32_t q = 0; q < n; q++)
+            r->ans_row[q] = find_row(r, q, r->train_q[3 * (b0 + q) + 2]);
+        double loss = 0.0;
+        OC_KG_TRY(oc_nn_redgnn_loss(r->model, r->qptr, r->ans_row, r->g[OC_KG_TRAIN].n_entities,
+                                    &loss, err));
+        if (!isfinite(loss))
+            return OC_ERR(err, OC_ERR_NUMERIC, "epoch %u batch %" PRIu64 ": loss is %g", epoch, bi,
+                          loss);
+        st->loss += loss;
+        OC_KG_TRY(oc_nn_redgnn_backward(r->model, err));
+        OC_KG_TRY(oc_nn_model_adam_step(oc_nn_redgnn_model(r->model), &opt, err));
+    }
+    st->n_edges = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x) - e0;
+    return OC_OK;
+}
+
+/* Filtered ranking of every answer of the query sets over graph g. */
+static int evaluate(struct kg_run *r, enum oc_kg_graph g, const struct oc_kg_qset *sets,
+                    unsigned n_sets, struct oc_kg_eval *out, struct oc_err *err)
+{
+    struct oc_kg_metrics m = {0, 0, 0, 0};
+    uint64_t n_ent = r->g[g].n_entities;
+    for (unsigned s = 0; s < n_sets; s++) {
+        const struct oc_kg_qset *qs = &sets[s];
+        for (uint64_t b0 = 0; b0 < qs->n; b0 += r->o->eval_batch) {
+            uint32_t n = (uint32_t)(qs->n - b0 < r->o->eval_batch ? qs->n - b0 : r->o->eval_batch);
+            memcpy(r->heads, qs->head + b0, (size_t)n * 4);
+            memcpy(r->rels, qs->rel + b0, (size_t)n * 4);
+            struct oc_nn_step step = {0, 0, 0};
+            const float *scores = NULL;
+            OC_KG_TRY(batch_forward(r, g, n, &step, &scores, err));
+            const uint32_t *ent = r->layers[r->o->n_layers - 1].node_entity;
+            for (uint32_t q = 0; q < n; q++) {
+                memset(r->full, 0, (size_t)n_ent * 4);
+                for (uint64_t i = r->qptr[q]; i < r->qptr[q + 1]; i++)
+                    r->full[ent[i]] = scores[i];
+                uint64_t a0 = qs->ans_ptr[b0 + q], a1 = qs->ans_ptr[b0 + q + 1];
+                OC_KG_TRY(oc_kg_rank(r->full, n_ent, qs->head[b0 + q], qs->rel[b0 + q],
+                                     qs->ans + a0, a1 - a0, &r->g[g].filter, &m, err));
+            }
+        }
+    }
+    double n = m.n_ranked ? (double)m.n_ranked : 1.0;
+    *out = (struct oc_kg_eval){m.sum_rr / n, (double)m.n_hits1 / n, (double)m.n_hits10 / n,
+                               m.n_ranked};
+    return OC_OK;
+}
+
+/* Everything that changes training, for the checkpoint. */
+static void fingerprint(const struct kg_run *r, char *buf, size_t n)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    snprintf(buf, n,
+             "kg-train v1 data=%s rel=%u crc=%08x,%08x,%08x,%08x layers=%u hidden=%" PRIu64
+             " attn=%" PRIu64 " act=%s dropout=%.9g lr=%.17g wd=%.17g decay=%.17g batch=%u "
+             "seed=%" PRIu64,
+             r->m->name, r->m->n_relations, r->m->files[0][OC_KG_TAIL].crc32,
+             r->m->files[0][OC_KG_QVALID].crc32, r->m->files[1][OC_KG_TAIL].crc32,
+             r->m->files[1][OC_KG_QTEST].crc32, o->n_layers, o->hidden, o->attn_dim,
+             oc_nn_redgnn_act_name(o->act), (double)o->dropout, o->lr, o->weight_decay, o->decay,
+             o->batch, o->seed);
+}
+
+/* The test figures at the best epoch beside the checkpoint (its position keeps the MRR only). */
+static int best_save(const char *dir, const struct oc_kg_train_result *res, struct oc_err *err)
+{
+    char path[4200], text[256];
+    snprintf(path, sizeof(path), "%s/kg-best.txt", dir);
+    int n = snprintf(text, sizeof(text), "%u %.17g %.17g %.17g %.17g %" PRIu64 "\n",
+                     res->best_epoch, res->best_valid_mrr, res->test_at_best.mrr,
+                     res->test_at_best.hits1, res->test_at_best.hits10, res->test_at_best.n_ranked);
+    OC_KG_TRY(oc_mkdir_p(dir, err));
+    return oc_write_file_atomic(path, text, (size_t)n, err);
+}
+
+static int best_load(const char *dir, struct oc_kg_train_result *res, struct oc_err *err)
+{
+    char path[4200], *text = NULL;
+    size_t len = 0;
+    snprintf(path, sizeof(path), "%s/kg-best.txt", dir);
+    OC_KG_TRY(oc_read_file(path, 4096, &text, &len, err));
+    int k = sscanf(text, "%u %lg %lg %lg %lg %" SCNu64, &res->best_epoch, &res->best_valid_mrr,
+                   &res->test_at_best.mrr, &res->test_at_best.hits1, &res->test_at_best.hits10,
+                   &res->test_at_best.n_ranked);
+    oc_free(text);
+    return k == 6 ? OC_OK : OC_ERR(err, OC_ERR_FORMAT, "%s: malformed", path);
+}
+
+static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
+{
+    return snprintf(buf, n,
+                    "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
+                    "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
+                    "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64 "}",
+                    st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10,
+                    st->test.mrr, st->test.hits1, st->test.hits10, st->time_s, st->eval_s,
+                    st->n_edges);
+}
+
+static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
+                      struct oc_kg_train_result *res, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    char fp[1024];
+    fingerprint(r, fp, sizeof(fp));
+    struct oc_train_position pos = {0, 0, -1.0, 0.0, 0};
+    struct oc_nn_model *base = oc_nn_redgnn_model(r->model);
+    if (o->resume) {
+        OC_KG_TRY(oc_train_checkpoint_load(o->checkpoint_dir, fp, base, &pos, err));
+        if (pos.next_epoch > 0)
+            OC_KG_TRY(best_load(o->checkpoint_dir, res, err));
+    }
+    struct oc_train_log *log = NULL;
+    if (o->log_path)
+        OC_KG_TRY(oc_train_log_open(o->log_path, pos.log_bytes, 0, &log, err));
+    int rc = OC_OK;
+    double t_run = oc_now_s();
+    for (uint32_t e = pos.next_epoch; e < o->epochs && !rc; e++) {
+        struct oc_kg_epoch_stats st = {.epoch = e};
+        double t0 = oc_now_s();
+        if ((rc = train_epoch(r, e, &st, err)))
+            break;
+        double t1 = oc_now_s();
+        if ((rc = evaluate(r, OC_KG_TRAIN, &r->valid, 1, &st.valid, err)) ||
+            (rc = evaluate(r, OC_KG_IND, r->test, 2, &st.test, err)))
+            break;
+        st.time_s = t1 - t0;
+        st.eval_s = oc_now_s() - t1;
+        if (st.valid.mrr > res->best_valid_mrr || e == 0) {
+            res->best_epoch = e;
+            res->best_valid_mrr = st.valid.mrr;
+            res->test_at_best = st.test;
+        }
+        res->epochs_run = e + 1;
+        if (log) {
+            char line[512];
+            epoch_json(&st, line, sizeof(line));
+            if ((rc = oc_train_log_line(log, line, &pos.log_bytes, err)))
+                break;
+        }
+        if (o->checkpoint_dir) {
+            pos = (struct oc_train_position){e + 1, res->best_epoch, res->best_valid_mrr,
+                                             res->test_at_best.mrr, pos.log_bytes};
+            if ((rc = best_save(o->checkpoint_dir, res, err)) ||
+                (rc = oc_train_checkpoint_save(o->checkpoint_dir, fp, base, &pos, err)))
+                break;
+        }
+        if (on_epoch)
+            on_epoch(ctx, &st);
+    }
+    res->time_s = oc_now_s() - t_run;
+    uint8_t digest[32];
+    if (!rc && (rc = oc_nn_model_params_sha256(base, digest, err)) == OC_OK)
+        oc_nn_sha256_hex(digest, res->weights_sha256);
+    if (!rc && log) {
+        char line[768];
+        snprintf(line, sizeof(line),
+                 "{\"final\":true,\"best_epoch\":%u,\"valid_mrr\":%.6f,\"test_mrr\":%.6f,"
+                 "\"test_hits1\":%.6f,\"test_hits10\":%.6f,\"n_ranked\":%" PRIu64
+                 ",\"weights_sha256\":\"%s\"}",
+                 res->best_epoch, res->best_valid_mrr, res->test_at_best.mrr,
+                 res->test_at_best.hits1, res->test_at_best.hits10, res->test_at_best.n_ranked,
+                 res->weights_sha256);
+        rc = oc_train_log_line(log, line, NULL, err);
+    }
+    oc_train_log_close(log);
+    return rc;
+}
+
+int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epoch_fn on_epoch,
+                    void *ctx, struct oc_kg_train_result *res, struct oc_err *err)
+{
+    memset(res, 0, sizeof(*res));
+    res->best_valid_mrr = -1.0;
+    OC_KG_TRY(opts_check(o, err));
+    struct kg_run r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    int rc = run_open(&r, dir, err);
+    if (!rc)
+        rc = run_epochs(&r, on_epoch, ctx, res, err);
+    run_close(&r);
+    return rc;
+}

@@ -1,0 +1,112 @@
+/*
+ * test_kg_train_fault.c — kg-train under fault injection, with the fact
+ * graph in RAM and on disk: the nth allocation, read, write, open, fsync,
+ * rename or io_uring setup fails, once (one-shot) or from then on
+ * (persistent). Every run must end with a clean error (or, where a fallback
+ * exists, succeed with the fault-free weights), leak nothing, leave no
+ * temporary file in the checkpoint directory and a checkpoint that is absent
+ * or whole. The nth values are sampled (fault_next_nth).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fault_util.h"
+#include "harness.h"
+#include "kg_fixture.h"
+
+struct fault_case {
+    enum oc_fault_kind kind;
+    int sys_errno;
+    uint64_t stride;
+    const char *what;
+};
+
+static const struct fault_case cases[] = {
+    {OC_FAULT_ALLOC, ENOMEM, 8, "alloc ENOMEM"},
+    {OC_FAULT_READ, EIO, 4, "read EIO"},
+    {OC_FAULT_READ, 0, 8, "short read"},
+    {OC_FAULT_WRITE, ENOSPC, 0, "write ENOSPC"},
+    {OC_FAULT_OPEN, EACCES, 0, "open EACCES"},
+    {OC_FAULT_FSYNC, EIO, 0, "fsync EIO"},
+    {OC_FAULT_RENAME, ENOSPC, 0, "rename ENOSPC"},
+    {OC_FAULT_URING_SETUP, ENOSYS, 0, "uring ENOSYS"},
+};
+
+static void tiny_opts(struct oc_kg_train_opts *o, enum oc_kg_facts_where where, const char *ckpt,
+                      const char *log)
+{
+    oc_kg_train_opts_default(o);
+    o->n_layers = 2;
+    o->hidden = 4;
+    o->attn_dim = 2;
+    o->batch = 1;
+    o->epochs = 2;
+    o->threads = 2;
+    o->seed = 9;
+    o->facts = where;
+    o->checkpoint_dir = ckpt;
+    o->log_path = log;
+}
+
+static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char *ref_sha)
+{
+    const char *tmp = oc_test_tmpdir();
+    char ckpt[900], log[1000];
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
+    snprintf(log, sizeof(log), "%s/log.jsonl", tmp);
+    struct oc_kg_train_opts o;
+    tiny_opts(&o, where, ckpt, log);
+    struct oc_kg_train_result res;
+    struct oc_err err, e2;
+    uint64_t n_runs = 0;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct fault_case *fc = &cases[c];
+        for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+            int done = 0;
+            for (uint64_t nth = 1; nth < 1000000 && !done; nth = fault_next_nth(nth, fc->stride)) {
+                oc_rm_rf(ckpt, &e2);
+                oc_err_clear(&err);
+                uint64_t live = oc_mem_n_live();
+                fault_arm_mode(mode, fc->kind, nth, fc->sys_errno);
+                int rc = oc_kg_train_run(ds, &o, NULL, NULL, &res, &err);
+                int fired = oc_fault_fired(fc->kind);
+                oc_fault_disarm_all();
+                n_runs++;
+                char label[200];
+                snprintf(label, sizeof(label), "facts %s: %s %s #%llu",
+                         where == OC_KG_FACTS_DISK ? "disk" : "memory", fault_mode_name(mode),
+                         fc->what, (unsigned long long)nth);
+                enum fault_verdict v = fault_judge_run(label, fc->kind, live, fired, rc, &err,
+                                                       res.weights_sha256, ref_sha, ckpt, NULL);
+                OC_CHECK(v != FAULT_BAD);
+                if (v == FAULT_BAD)
+                    return;
+                done = v == FAULT_UNREACHED;
+            }
+            OC_CHECK(done);
+        }
+    }
+    fprintf(stderr, "  facts %s: %llu runs\n", where == OC_KG_FACTS_DISK ? "disk" : "memory",
+            (unsigned long long)n_runs);
+}
+
+OC_TEST(kg_train_under_every_fault)
+{
+    const char *root = oc_test_tmpdir();
+    const char *src = kgfx_toy_split(root, "x\tr2\ty\ny\tr1\tz\nz\tr1\tx\n");
+    char ds[700];
+    snprintf(ds, sizeof(ds), "%s/ds", root);
+    struct oc_err err;
+    OC_CHECK_OK(oc_kg_import_grail(src, ds, NULL, &err), &err);
+    struct oc_kg_train_opts o;
+    struct oc_kg_train_result ref, res;
+    tiny_opts(&o, OC_KG_FACTS_MEMORY, NULL, NULL);
+    OC_CHECK_OK(oc_kg_train_run(ds, &o, NULL, NULL, &ref, &err), &err);
+    tiny_opts(&o, OC_KG_FACTS_DISK, NULL, NULL);
+    OC_CHECK_OK(oc_kg_train_run(ds, &o, NULL, NULL, &res, &err), &err);
+    OC_CHECK(strcmp(ref.weights_sha256, res.weights_sha256) == 0);
+    fault_loop(ds, OC_KG_FACTS_MEMORY, ref.weights_sha256);
+    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256);
+}
+
+OC_TEST_MAIN()

@@ -87,7 +87,8 @@ static void check_graph(const char *name, double power_law)
             lo = mid;
     }
     OC_CHECK_OK(train_under(dir, hi, NULL, sha, &err), &err);
-    fprintf(stderr, "  %s: held at most %.2f MiB without a budget; smallest budget %.2f MiB (%.2fx)\n",
+    fprintf(stderr,
+            "  %s: held at most %.2f MiB without a budget; smallest budget %.2f MiB (%.2fx)\n",
             name, (double)peak / 1048576.0, (double)hi / 1048576.0, (double)hi / (double)peak);
     OC_CHECK(hi <= peak + peak * 3 / 10);
     OC_CHECK(strcmp(sha, ref) == 0);

@@ -156,6 +156,12 @@ const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
  * when requests share a page: the "one read per row" baseline.
  */
 void oc_io_batch_set_merge(struct oc_io_batch *b, int merge);
+/*
+ * Makes room for n queued requests (none split, each with a callback), so
+ * runs of up to n allocate nothing. Bytes per request: oc_io_batch_request_bytes.
+ */
+int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err);
+size_t oc_io_batch_request_bytes(void);
 /* Memory the batch holds: bounce buffer plus its request and span arrays. */
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
 

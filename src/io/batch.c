@@ -106,8 +106,8 @@ struct oc_io_batch {
     int merge; /* merge requests that share or touch a page (default 1) */
     int use_uring;
 #ifdef OC_HAVE_URING
-    int fixed_buf; /* bounce registered with the ring: read_fixed */
-    int files_registered; /* the ring has a file table of BATCH_MAX_FILES */
+    int fixed_buf;                              /* bounce registered with the ring: read_fixed */
+    int files_registered;                       /* the ring has a file table of BATCH_MAX_FILES */
     struct oc_file *reg_files[BATCH_MAX_FILES]; /* reg_files[i] is fixed file i */
     struct io_uring ring;
 #endif
@@ -254,31 +254,65 @@ size_t oc_io_batch_held_bytes(const struct oc_io_batch *b)
            b->cap_spans * sizeof(struct batch_span) + b->cap_cbs * sizeof(struct batch_cb);
 }
 
+size_t oc_io_batch_request_bytes(void)
+{
+    return sizeof(struct batch_req) + sizeof(struct batch_span) + sizeof(struct batch_cb);
+}
+
+/*
+ * arr (of *cap elements of size elem) grown geometrically to at least n >= 1
+ * elements: arr itself if it is large enough, NULL if the allocation fails.
+ */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what,
+                  struct oc_err *err)
+{
+    if (*cap >= n)
+        return arr;
+    size_t c = *cap ? *cap : 256;
+    while (c < n)
+        c *= 2;
+    void *a = oc_realloc(arr, c * elem, what, err);
+    if (a)
+        *cap = c;
+    return a;
+}
+
+int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err)
+{
+    void *a;
+    if (n == 0)
+        return OC_OK;
+    if (!(a = grow(b->reqs, &b->cap_reqs, n, sizeof(struct batch_req), "io batch requests", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->reqs = a;
+    if (!(a = grow(b->spans, &b->cap_spans, n, sizeof(struct batch_span), "io batch spans", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->spans = a;
+    if (!(a = grow(b->cbs, &b->cap_cbs, n, sizeof(struct batch_cb), "io batch callbacks", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->cbs = a;
+    return OC_OK;
+}
+
 static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
                     size_t cb, struct oc_err *err)
 {
-    if (b->n_reqs == b->cap_reqs) {
-        size_t cap = b->cap_reqs ? b->cap_reqs * 2 : 256;
-        struct batch_req *r = oc_realloc(b->reqs, cap * sizeof(*r), "io batch requests", err);
-        if (!r)
-            return err ? err->status : OC_ERR_NOMEM;
-        b->reqs = r;
-        b->cap_reqs = cap;
-    }
+    struct batch_req *a =
+        grow(b->reqs, &b->cap_reqs, b->n_reqs + 1, sizeof(*a), "io batch requests", err);
+    if (!a)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->reqs = a;
     b->reqs[b->n_reqs++] = (struct batch_req){f, off, len, dst, cb};
     return OC_OK;
 }
 
 static int push_cb(struct oc_io_batch *b, const struct batch_cb *c, struct oc_err *err)
 {
-    if (b->n_cbs == b->cap_cbs) {
-        size_t cap = b->cap_cbs ? b->cap_cbs * 2 : 256;
-        struct batch_cb *a = oc_realloc(b->cbs, cap * sizeof(*a), "io batch callbacks", err);
-        if (!a)
-            return err ? err->status : OC_ERR_NOMEM;
-        b->cbs = a;
-        b->cap_cbs = cap;
-    }
+    struct batch_cb *a =
+        grow(b->cbs, &b->cap_cbs, b->n_cbs + 1, sizeof(*a), "io batch callbacks", err);
+    if (!a)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->cbs = a;
     b->cbs[b->n_cbs++] = *c;
     return OC_OK;
 }
@@ -383,16 +417,11 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
 {
     struct batch_span *s = NULL;
 
-    if (b->cap_spans < b->n_reqs) {
-        size_t cap = b->cap_spans ? b->cap_spans : 256;
-        while (cap < b->n_reqs)
-            cap *= 2;
-        struct batch_span *sp = oc_realloc(b->spans, cap * sizeof(*sp), "io batch spans", err);
-        if (!sp)
-            return err ? err->status : OC_ERR_NOMEM;
-        b->spans = sp;
-        b->cap_spans = cap;
-    }
+    struct batch_span *sp =
+        grow(b->spans, &b->cap_spans, b->n_reqs, sizeof(*sp), "io batch spans", err);
+    if (!sp)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->spans = sp;
     b->n_spans = 0;
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];

@@ -104,6 +104,30 @@ static void replay_free(struct replay *p)
     oc_sample_sampler_free(p->sm);
 }
 
+/* Epoch 0's batches (input ids only, malloc'd), sampled before any fault is armed. */
+static struct oc_sample_batch *plan_inputs(const struct fixture *fx, uint64_t *nb)
+{
+    struct replay p;
+    replay_init(&p, fx);
+    *nb = oc_sample_epoch_n_batches(&p.ep);
+    struct oc_sample_batch *bs = calloc(*nb, sizeof(*bs));
+    for (uint64_t b = 0; bs && b < *nb; b++) {
+        const struct oc_sample_batch *sb = replay_batch(&p, fx, 0, b);
+        bs[b].n_input = sb->n_input;
+        bs[b].input_ids = malloc(sb->n_input * sizeof(uint64_t));
+        memcpy(bs[b].input_ids, sb->input_ids, sb->n_input * sizeof(uint64_t));
+    }
+    replay_free(&p);
+    return bs;
+}
+
+static void plan_inputs_free(struct oc_sample_batch *bs, uint64_t nb)
+{
+    for (uint64_t b = 0; bs && b < nb; b++)
+        free(bs[b].input_ids);
+    free(bs);
+}
+
 /* A batch pipeline over store s with the fixture's plan. */
 static struct oc_batch_pipe_config pipe_config(const struct fixture *fx, struct oc_store *s,
                                                uint32_t depth)
@@ -757,17 +781,8 @@ OC_TEST(cancel_while_extractors_wait)
     }
     uint64_t live = oc_mem_n_live();
     unsigned threads = n_threads_now();
-    struct replay rp;
-    replay_init(&rp, &fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&rp.ep);
-    struct oc_sample_batch *bs = calloc(nb, sizeof(*bs));
-    for (uint64_t b = 0; b < nb; b++) {
-        const struct oc_sample_batch *sb = replay_batch(&rp, &fx, 0, b);
-        bs[b].n_input = sb->n_input;
-        bs[b].input_ids = malloc(sb->n_input * sizeof(uint64_t));
-        memcpy(bs[b].input_ids, sb->input_ids, sb->n_input * sizeof(uint64_t));
-    }
-    replay_free(&rp);
+    uint64_t nb;
+    struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
     for (int borrowed = 0; borrowed < 2; borrowed++) {
         struct oc_pipeline *p = NULL;
         struct oc_store_config c = gd_config(&fx, NULL, 3, 1);
@@ -813,9 +828,7 @@ OC_TEST(cancel_while_extractors_wait)
         OC_CHECK(n_threads_now() == threads);
         OC_CHECK(oc_mem_n_live() == live);
     }
-    for (uint64_t b = 0; b < nb; b++)
-        free(bs[b].input_ids);
-    free(bs);
+    plan_inputs_free(bs, nb);
     fixture_free(&fx);
 }
 
@@ -872,18 +885,8 @@ OC_TEST(alloc_faults)
     }
     struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
     c.mem_bytes = min_budget(&c) + 100 * (fx.row_bytes + 21);
-    /* The plan's batches, sampled before any fault is armed. */
-    struct replay p;
-    replay_init(&p, &fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
-    uint64_t **ids = calloc(nb, sizeof(*ids)), *n = calloc(nb, sizeof(*n));
-    for (uint64_t b = 0; b < nb; b++) {
-        const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, b);
-        n[b] = sb->n_input;
-        ids[b] = malloc(n[b] * sizeof(uint64_t));
-        memcpy(ids[b], sb->input_ids, n[b] * sizeof(uint64_t));
-    }
-    replay_free(&p);
+    uint64_t nb;
+    struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
     float *out = malloc(2000 * fx.dim * sizeof(float));
     uint64_t base = oc_mem_n_live();
     uint32_t idx = 0;
@@ -901,13 +904,9 @@ OC_TEST(alloc_faults)
             int rc = oc_store_open(idx, &c, &s, &err);
             /* A failure in a thread surfaces at the next call. */
             for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
-                struct oc_sample_batch sb;
-                memset(&sb, 0, sizeof(sb));
-                sb.n_input = n[b];
-                sb.input_ids = ids[b];
-                rc = oc_store_prepare_batch(s, 0, b, &sb, &err);
+                rc = oc_store_prepare_batch(s, 0, b, &bs[b], &err);
                 if (rc == OC_OK)
-                    rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+                    rc = oc_store_gather_batch(s, 0, b, bs[b].input_ids, bs[b].n_input, out, &err);
             }
             int fired = oc_fault_fired(OC_FAULT_ALLOC);
             oc_fault_disarm_all();
@@ -926,10 +925,7 @@ OC_TEST(alloc_faults)
             }
         }
     }
-    for (uint64_t b = 0; b < nb; b++)
-        free(ids[b]);
-    free(ids);
-    free(n);
+    plan_inputs_free(bs, nb);
     free(out);
     fixture_free(&fx);
 }

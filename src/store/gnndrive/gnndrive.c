@@ -257,7 +257,6 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     if (!g->parked || !g->consumed || !g->taken || !g->epoch_taken || !g->ex)
         return err->status;
     for (uint32_t i = 0; i < g->n_extractors; i++) {
-        g->ex[i].idx = i;
         g->ex[i].rng = 0x9E3779B97F4A7C15ull * (i + 2);
         if ((rc = gd_io_init(g, &g->ex[i], err)))
             return rc;

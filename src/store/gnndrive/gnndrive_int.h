@@ -109,7 +109,6 @@ struct gd_store;
  */
 struct gd_extractor {
     struct gd_store *g;
-    unsigned idx;
     struct gd_rec *cur;   /* the batch being extracted */
     struct gd_miss *miss; /* max_rows: this batch's misses */
     uint32_t *waits;      /* max_rows: rows of this batch loaded by another extractor */

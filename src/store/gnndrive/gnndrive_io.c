@@ -12,10 +12,12 @@
  *   groups          [==== one read ============]       [ p9  ]
  *
  * Rows shorter than a page (4 KiB, the O_DIRECT sector here) are read in
- * sector-aligned groups: the reader sorts the rows by offset and puts rows
- * whose aligned spans share or touch a page into one read (up to its
- * merged-read cap), so a page is never read twice for one group of misses
- * and the bytes read are only the pages holding requested rows.
+ * sector-aligned groups: the misses are sorted by id and given to the
+ * reader in runs of about GD_READ_RUN rows cut between rows that share no
+ * page; the reader puts rows whose aligned spans share or touch a page into
+ * one read (up to its merged-read cap), so a page is never read twice for
+ * one batch and the bytes read are only the pages holding requested rows.
+ * Between runs the extractor notices a cancelled pipeline.
  *
  * Place in the data flow: store; called by the extract stage
  * (gnndrive_stage.c) between reserving a batch's slots and handing the batch
@@ -32,6 +34,14 @@
 
 #include "store/gnndrive/gnndrive_int.h"
 
+/*
+ * Misses read per run of the reader: the reader's request tables hold
+ * 2 x GD_READ_RUN rows (a run ends past GD_READ_RUN at the first row that
+ * shares no page with the one before, so no page is read twice, unless
+ * 2 x GD_READ_RUN consecutive rows each share one with the next).
+ */
+#define GD_READ_RUN 512u
+
 int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
 {
     int rc;
@@ -41,7 +51,7 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
     if (!x->miss || !x->waits)
         return err ? err->status : OC_ERR_NOMEM;
     if ((rc = oc_io_batch_new(g->depth, (size_t)g->depth * g->cell_bytes, &x->reader, err)) ||
-        (rc = oc_io_batch_reserve(x->reader, (size_t)g->max_rows, err)))
+        (rc = oc_io_batch_reserve(x->reader, 2 * GD_READ_RUN, err)))
         return rc;
     oc_io_batch_register_file(x->reader, g->file); /* optional: a plain read otherwise */
     return OC_OK;
@@ -60,7 +70,39 @@ void gd_io_deinit(struct gd_extractor *x)
 uint64_t gd_io_extractor_bytes(size_t cell_bytes, unsigned depth, uint64_t max_rows)
 {
     return (uint64_t)depth * cell_bytes + 4096 /* the reader itself */ +
-           max_rows * (oc_io_batch_request_bytes() + sizeof(struct gd_miss) + sizeof(uint32_t));
+           2 * GD_READ_RUN * oc_io_batch_request_bytes() +
+           max_rows * (sizeof(struct gd_miss) + sizeof(uint32_t));
+}
+
+/* ---- sorting (in place, allocation-free) ---------------------------------- */
+
+static void miss_sift(struct gd_miss *a, size_t root, size_t n)
+{
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && a[c].id < a[c + 1].id)
+            c++;
+        if (a[root].id >= a[c].id)
+            return;
+        struct gd_miss t = a[root];
+        a[root] = a[c];
+        a[c] = t;
+        root = c;
+    }
+}
+
+static void miss_sort(struct gd_miss *a, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        miss_sift(a, i, n);
+    for (size_t i = n; i-- > 1;) {
+        struct gd_miss t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        miss_sift(a, 0, i);
+    }
 }
 
 /*
@@ -89,13 +131,12 @@ static void row_placed(void *ctx, uint64_t slot, void *dst, size_t len)
     notify_loaded(g);
 }
 
-int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err)
+/* Reads misses [lo, hi) in one run of the reader; rows are placed by row_placed. */
+static int read_run(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err)
 {
     struct gd_store *g = x->g;
     const struct oc_store *s = g->s;
     int rc = OC_OK;
-    if (lo == hi)
-        return OC_OK;
     const struct oc_io_stats *st = oc_io_batch_stats(x->reader);
     uint64_t reads0 = st->n_reads, bytes0 = st->read_bytes;
     for (uint64_t m = lo; m < hi && rc == OC_OK; m++) {
@@ -111,5 +152,31 @@ int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *
         rc = r2;
     x->cur->n_reads += st->n_reads - reads0;
     x->cur->read_bytes += st->read_bytes - bytes0;
+    return rc;
+}
+
+/* Where the run starting at miss j ends (see GD_READ_RUN); misses are sorted. */
+static uint64_t run_end(const struct gd_extractor *x, uint64_t j, uint64_t hi)
+{
+    const struct oc_store *s = x->g->s;
+    uint64_t k = hi - j > GD_READ_RUN ? j + GD_READ_RUN : hi;
+    while (k < hi && k < j + 2 * GD_READ_RUN &&
+           oc_io_align_down(store_row_off(s, x->miss[k].id)) <=
+               oc_io_align_down(store_row_off(s, x->miss[k - 1].id) + s->row_bytes - 1))
+        k++;
+    return k;
+}
+
+int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err)
+{
+    int rc = OC_OK;
+    miss_sort(x->miss + lo, (size_t)(hi - lo));
+    for (uint64_t j = lo; j < hi && rc == OC_OK;) {
+        if (atomic_load_explicit(&x->g->stop, memory_order_acquire))
+            return OC_ERR_CANCELLED;
+        uint64_t k = run_end(x, j, hi);
+        rc = read_run(x, j, k, err);
+        j = k;
+    }
     return rc;
 }

@@ -218,8 +218,7 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
         return;
     if (bp->own_p)
         oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
-    else if (bp->p)
-        oc_pipeline_cancel(bp->p); /* its owner joins it (before this, if all goes well) */
+    /* else its owner freed it, joining the stages, before this (batch_pipe.h) */
     /* a buffer still lent is freed here with the others (bp->rows owns them all) */
     for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++)
         oc_sample_batch_deinit(&bp->slots[i].batch);
@@ -311,6 +310,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     *out = bp;
     return OC_OK;
 fail:
+    if (!bp->own_p)
+        oc_pipeline_join(bp->p); /* our stages may have started on it: none runs after this */
     oc_batch_pipe_free(bp);
     return rc;
 }

@@ -74,7 +74,8 @@
  * (gnndrive_stage.c).
  * Ownership: the store owns the buffer, records and readers; the pipeline
  * owns the queues and threads: the caller's (cfg->pipeline, freed before
- * oc_store_free) or the store's own, freed first thing in oc_store_free.
+ * oc_store_free) or the store's own (store_stages), joined by the registry
+ * before gd_free runs.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -319,7 +320,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return OC_OK;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
-    return gd_stages_start(g, cfg->pipeline, err);
+    return gd_stages_start(g, err);
 }
 
 static void gd_free(struct oc_store *s)
@@ -327,7 +328,6 @@ static void gd_free(struct oc_store *s)
     struct gd_store *g = s->impl;
     if (!g)
         return;
-    oc_pipeline_free(g->own_p); /* joins the stages; a borrowed pipeline was freed already */
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);

@@ -13,8 +13,8 @@
  *      ▲                                                                                    │
  *      └────────────────────────────────────── free_q ◄─────────────────────────────────────┘
  *
- * The stages and queues belong to a pipeline (pipeline.h): the one given in
- * the store's config (training), or one the store makes and owns. A batch
+ * The stages and queues belong to the store's pipeline (store_stages: the
+ * one given in the store's config in training, or one the store owns). A batch
  * record goes round this loop; every queue holds up to n_records pointers,
  * so a push never waits. The four queues are the only way the stages hand
  * records over (ex_q lends each extractor thread its reader and scratch).
@@ -30,9 +30,9 @@
  * orders the writes before the next stage's reads. The first error is the
  * pipeline's (oc_pipeline_status).
  * Ownership: the store owns every record, the buffer and the readers; the
- * pipeline owns the queues and threads (the store's own pipeline is freed,
- * joining them, first thing in oc_store_free); the dataset, graph and pool
- * are borrowed.
+ * pipeline owns the queues and threads (the registry joins the store's own
+ * pipeline before gd_free; a given one is freed before oc_store_free); the
+ * dataset, graph and pool are borrowed.
  */
 #ifndef OFFCORE_STORE_GNNDRIVE_INT_H
 #define OFFCORE_STORE_GNNDRIVE_INT_H
@@ -134,8 +134,7 @@ struct gd_store {
     struct oc_file *file; /* features.npy, O_DIRECT where allowed; shared by the extractors */
     struct gd_buf buf;
     struct gd_rec *recs;
-    struct oc_pipeline *p;     /* where the stages run: cfg->pipeline, or own_p */
-    struct oc_pipeline *own_p; /* made at open when cfg->pipeline is NULL */
+    struct oc_pipeline *p; /* where the stages run (store_stages) */
     struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
     int sync_ready;
     uint64_t sampler_rng, releaser_rng;
@@ -209,12 +208,11 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
 int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
 /*
  * Adds the queues, the extract and release stages and the cancel hook to
- * g->p (making one when cfg gave none) and starts it; the store is fully
- * built. On failure a borrowed pipeline is cancelled: nothing of the store's
- * runs or is called back after that (its stages' queues are empty, the hook
- * ran), so the store can be freed before the pipeline.
+ * the store's pipeline (store_stages: the training pipeline, or one the
+ * store owns) and starts it; the store is fully built. If open fails after
+ * this, the registry joins the pipeline before gd_free.
  */
-int gd_stages_start(struct gd_store *g, struct oc_pipeline *given, struct oc_err *err);
+int gd_stages_start(struct gd_store *g, struct oc_err *err);
 /* Sleeps up to delay_us (test hook). */
 void gd_delay(struct gd_store *g, uint64_t *rng);
 

@@ -3,8 +3,9 @@
  * the batch pipeline's sample stage) and two stages, extract (E threads)
  * and release (one thread), connected by bounded queues of batch records
  * (the trainer side is oc_store_gather_batch, in gnndrive.c, called by the
- * fetch stage). Stages and queues belong to a pipeline (pipeline.h): the
- * training pipeline given in the store's config, or one the store owns.
+ * fetch stage). Stages and queues belong to the store's pipeline
+ * (store_stages: the training pipeline given in the store's config, or one
+ * the store owns).
  *
  *   prepare    the batch pipeline samples each batch of the plan once, in
  *              plan order, and shows it here: its input ids go into a free
@@ -276,17 +277,8 @@ static int add_stages(struct gd_store *g, struct oc_err *err)
     return oc_pipeline_start(g->p, err);
 }
 
-int gd_stages_start(struct gd_store *g, struct oc_pipeline *given, struct oc_err *err)
+int gd_stages_start(struct gd_store *g, struct oc_err *err)
 {
-    int rc;
-    if (!given) {
-        if ((rc = oc_pipeline_new("store gnndrive", &g->own_p, err)))
-            return rc;
-        given = g->own_p;
-    }
-    g->p = given;
-    rc = add_stages(g, err);
-    if (rc && !g->own_p)
-        oc_pipeline_cancel(g->p); /* see gnndrive_int.h: nothing of ours runs after this */
-    return rc;
+    int rc = store_stages(g->s, &g->p, err);
+    return rc ? rc : add_stages(g, err);
 }

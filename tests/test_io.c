@@ -601,6 +601,9 @@ struct cb_log {
     uint8_t **dst;
     unsigned *calls; /* per request */
     size_t n_calls, n_wrong;
+    uint64_t last_off;  /* start of the last unsplit request called back */
+    size_t n_unordered; /* unsplit requests called back before one at a lower offset */
+    uint64_t max_read;  /* the reader's merged-read cap (requests past it are split) */
 };
 
 /* Checks, at call time, that the request's bytes are already in place. */
@@ -609,6 +612,11 @@ static void cb_done(void *ctx, uint64_t tag, void *dst, size_t len)
     struct cb_log *lg = ctx;
     lg->calls[tag]++;
     lg->n_calls++;
+    uint64_t off = lg->r[tag].off;
+    if (oc_io_align_down(off) + lg->max_read >= off + len) { /* one piece */
+        lg->n_unordered += off < lg->last_off;
+        lg->last_off = off;
+    }
     if (dst != lg->dst[tag] || len != lg->r[tag].len ||
         memcmp(dst, lg->data + lg->r[tag].off, len) != 0)
         lg->n_wrong++;
@@ -617,7 +625,8 @@ static void cb_done(void *ctx, uint64_t tag, void *dst, size_t len)
 /*
  * Random ranges (some split over several reads), every other one with a
  * callback: each is called back exactly once, with its bytes in place, during
- * run; then a read error mid-batch: only requests whose bytes arrived are
+ * run (through pread in offset order, through io_uring as reads complete);
+ * then a read error mid-batch: only requests whose bytes arrived are
  * called back, never twice, and the batch works again.
  */
 static void batch_callbacks(int no_uring, int register_file)
@@ -645,7 +654,7 @@ static void batch_callbacks(int no_uring, int register_file)
     if (register_file)
         OC_CHECK(oc_io_batch_register_file(b, f) == reg); /* idempotent */
     fprintf(stderr, "  uring=%d registered file=%d\n", oc_io_batch_uses_uring(b), reg);
-    struct cb_log lg = {data, r, dst, calls, 0, 0};
+    struct cb_log lg = {data, r, dst, calls, 0, 0, 0, 0, oc_io_batch_max_read(b)};
     random_ranges(r, N, size);
     for (size_t i = 0; i < N; i++) {
         dst[i] = malloc(r[i].len);
@@ -664,13 +673,17 @@ static void batch_callbacks(int no_uring, int register_file)
     }
     OC_CHECK(wrong_calls == 0 && bad == 0 && lg.n_wrong == 0);
     OC_CHECK(lg.n_calls == N / 2);
+    /* pread reads spans in offset order: unsplit requests are called back in offset order */
+    if (!oc_io_batch_uses_uring(b))
+        OC_CHECK(lg.n_unordered == 0);
+    fprintf(stderr, "  %zu unsplit requests called back out of offset order\n", lg.n_unordered);
 
     /* A zero-length request is called back at once. */
     uint8_t one;
     struct range zero = {5, 0};
     uint8_t *zdst = &one;
     unsigned zcalls = 0;
-    struct cb_log lz = {data, &zero, &zdst, &zcalls, 0, 0};
+    struct cb_log lz = {data, &zero, &zdst, &zcalls, 0, 0, 0, 0, oc_io_batch_max_read(b)};
     OC_CHECK_OK(oc_io_batch_add_cb(b, f, 5, 0, &one, cb_done, &lz, 0, &err), &err);
     OC_CHECK(zcalls == 1 && lz.n_wrong == 0);
 

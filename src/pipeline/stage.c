@@ -211,6 +211,12 @@ static void *stage_main(void *arg)
 {
     struct oc_stage *st = arg;
     void *item;
+    char tname[16]; /* the kernel's limit: what top -H and perf show */
+    memcpy(tname, "oc-", 3);
+    size_t n = strnlen(st->name, sizeof(tname) - 4);
+    memcpy(tname + 3, st->name, n);
+    tname[3 + n] = '\0';
+    pthread_setname_np(pthread_self(), tname);
     while (oc_queue_pop(st->in, &item) == OC_OK) {
         struct oc_err e;
         oc_err_clear(&e);

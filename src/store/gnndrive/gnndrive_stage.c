@@ -269,10 +269,10 @@ static int add_stages(struct gd_store *g, struct oc_err *err)
     for (uint32_t i = 0; i < g->n_extractors; i++)
         oc_queue_push(g->ex_q, &g->ex[i]);
     if ((rc = oc_pipeline_on_cancel(g->p, gd_on_cancel, g, err)) ||
-        (rc = oc_pipeline_stage(g->p, "store gnndrive: extract", g->n_extractors, g->extract_q,
+        (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->n_extractors, g->extract_q,
                                 extract_stage, g, NULL, err)) ||
-        (rc = oc_pipeline_stage(g->p, "store gnndrive: release", 1, g->release_q, release_stage, g,
-                                NULL, err)))
+        (rc = oc_pipeline_stage(g->p, "gnndrive release", 1, g->release_q, release_stage, g, NULL,
+                                err)))
         return rc;
     return oc_pipeline_start(g->p, err);
 }

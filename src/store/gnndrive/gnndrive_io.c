@@ -40,7 +40,7 @@
  * shares no page with the one before, so no page is read twice, unless
  * 2 x GD_READ_RUN consecutive rows each share one with the next).
  */
-#define GD_READ_RUN 512u
+#define GD_READ_RUN 1024u
 
 int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
 {

@@ -48,8 +48,9 @@
  * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
  * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
  * row of B); per extractor a batch reader with 64 reads in flight into
- * bounce cells of max(8 KiB, a row's span) each, its request tables and
- * scratch for every row of B (gd_io_extractor_bytes); the sampler stage (the batch
+ * bounce cells of max(8 KiB, a row's span) each and request tables for one
+ * run of reads (gnndrive_io.c), and 20 bytes of scratch per row of B
+ * (gd_io_extractor_bytes); the sampler stage (the batch
  * pipeline's sampler, which feeds this store; kept in this reservation: its batch
  * and id map grow with the rows it samples, about 80 bytes per row: counted
  * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per

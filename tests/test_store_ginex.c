@@ -423,7 +423,7 @@ OC_TEST(training_under_budget_equals_memory)
     oc_generate_opts_default(&g);
     g.n_nodes = 5000;
     g.avg_degree = 6;
-    g.feat_dim = 128; /* 512-byte rows: the store's share of 12 MiB caches about a third */
+    g.feat_dim = 128; /* 512-byte rows: the store's share of 9 MiB caches about a third */
     g.n_classes = 4;
     g.train_frac = 0.2;
     g.seed = 3;
@@ -443,7 +443,7 @@ OC_TEST(training_under_budget_equals_memory)
     struct oc_train_result ref, res;
     OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
     o.strategy = "ginex";
-    o.mem_budget = 12u << 20;
+    o.mem_budget = 9u << 20;
     for (int run = 0; run < 2; run++) { /* the second run reuses the plan files */
         struct epoch_log log;
         memset(&log, 0, sizeof(log));

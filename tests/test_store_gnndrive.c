@@ -344,7 +344,7 @@ OC_TEST(train_matches_memory_weights)
     OC_CHECK(sum.read_bytes > 0);
     OC_CHECK(sum.standby_hits > 0);
     /* A budget too small for two batches in the buffer. */
-    o.mem_budget = 6u << 20;
+    o.mem_budget = 5u << 20;
     OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_BUDGET, &err,
                  "store gnndrive: needs at least");
 }

@@ -154,6 +154,12 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
  * min(n_nodes, 65536).
  */
 uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+/*
+ * Rows of one batch to budget arrays that grow on demand (direct, static):
+ * the size train measured (cfg->batch_rows) when it gave one, else
+ * store_expected_rows. Not for fixed capacities (gnndrive's batch records).
+ */
+uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg);
 
 /* ---- rows read from the feature file (direct, static misses) ------------- */
 

@@ -9,14 +9,19 @@
  * skips; read errors (EIO, short reads, a truncated features.npy) end
  * cleanly with no leak, through io_uring and the pread fallback; a budget
  * below the minimum is OC_ERR_BUDGET; allocation faults at open and in the
- * threads fail cleanly.
+ * threads fail cleanly; on one pipeline with the batch pipeline (as in
+ * training) an extractor's error reaches the trainer; cancelling the
+ * pipeline ends every wait of the extractors and the feeder; no thread is
+ * left after free.
  *
  * Place in the data flow: tests of store (generate → dataset → sample → store).
  * Thread-safety: test code drives each store from one thread; the store runs
  * its own threads.
  * Ownership: every store, pool and fixture is freed by the test that made it.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +29,7 @@
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/batch_pipe.h"
+#include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
 #include "store_fixture.h"
@@ -96,6 +102,30 @@ static void replay_free(struct replay *p)
     oc_sample_batch_deinit(&p->b);
     oc_sample_epoch_deinit(&p->ep);
     oc_sample_sampler_free(p->sm);
+}
+
+/* Epoch 0's batches (input ids only, malloc'd), sampled before any fault is armed. */
+static struct oc_sample_batch *plan_inputs(const struct fixture *fx, uint64_t *nb)
+{
+    struct replay p;
+    replay_init(&p, fx);
+    *nb = oc_sample_epoch_n_batches(&p.ep);
+    struct oc_sample_batch *bs = calloc(*nb, sizeof(*bs));
+    for (uint64_t b = 0; bs && b < *nb; b++) {
+        const struct oc_sample_batch *sb = replay_batch(&p, fx, 0, b);
+        bs[b].n_input = sb->n_input;
+        bs[b].input_ids = malloc(sb->n_input * sizeof(uint64_t));
+        memcpy(bs[b].input_ids, sb->input_ids, sb->n_input * sizeof(uint64_t));
+    }
+    replay_free(&p);
+    return bs;
+}
+
+static void plan_inputs_free(struct oc_sample_batch *bs, uint64_t nb)
+{
+    for (uint64_t b = 0; bs && b < nb; b++)
+        free(bs[b].input_ids);
+    free(bs);
 }
 
 /* A batch pipeline over store s with the fixture's plan. */
@@ -638,6 +668,170 @@ OC_TEST(truncated_feature_file)
     fixture_free(&fx);
 }
 
+/* ---- the pipeline: shared with the trainer, cancellation, threads ------------------- */
+
+/* Threads of this process now (/proc/self/task entries). */
+static unsigned n_threads_now(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/*
+ * As in training: one pipeline holds the store's stages and the batch
+ * pipeline's. An extractor's read error fails it, reaches the trainer with
+ * the file and offset, and freeing the pipeline, then the rest, leaves no
+ * thread and no allocation behind.
+ */
+OC_TEST(shared_pipeline_stage_error_reaches_trainer)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    unsigned threads = n_threads_now();
+    for (int fail = 0; fail < 2; fail++) {
+        struct oc_pipeline *p = NULL;
+        struct oc_batch_pipe *bp = NULL;
+        OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
+        struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
+        c.mem_bytes = min_budget(&c) + 500 * (fx.row_bytes + 21);
+        c.pipeline = p;
+        struct oc_store *s = fixture_open("gnndrive", &c);
+        OC_CHECK(n_threads_now() == threads + 3); /* 2 extractors, 1 releaser */
+        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 2);
+        pc.pipeline = p;
+        if (fail)
+            oc_fault_arm(OC_FAULT_READ, 3, EIO);
+        int rc = s ? oc_batch_pipe_new(&pc, &bp, &err) : OC_ERR_INTERNAL;
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_epoch(bp, 0, &err);
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_open(bp, &err);
+        uint64_t n_got = 0;
+        for (uint64_t b = 0; rc == OC_OK && b < oc_batch_pipe_n_batches(bp); b++) {
+            struct oc_pipe_batch *pb;
+            rc = oc_batch_pipe_next(bp, &pb, &err);
+            if (rc == OC_OK) {
+                OC_CHECK(bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+                oc_batch_pipe_done(bp, pb);
+                n_got++;
+            }
+        }
+        oc_fault_disarm_all();
+        if (fail) {
+            OC_CHECK_ERR(rc, OC_ERR_IO, &err, "features.npy");
+            OC_CHECK(strstr(err.msg, "offset") && strstr(err.msg, "gnndrive") &&
+                     strstr(err.msg, "extract"));
+            fprintf(stderr, "  after %llu batches: %s\n", (unsigned long long)n_got, err.msg);
+            struct oc_err e2;
+            OC_CHECK(oc_pipeline_status(p, &e2) == OC_ERR_IO);
+            OC_CHECK(strstr(e2.msg, "features.npy") != NULL);
+        } else {
+            OC_CHECK_OK(rc, &err);
+            OC_CHECK(n_got == oc_batch_pipe_n_batches(bp));
+        }
+        oc_pipeline_free(p); /* joins every stage first, as train does */
+        OC_CHECK(n_threads_now() == threads);
+        oc_batch_pipe_free(bp);
+        oc_store_free(s);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    fixture_free(&fx);
+}
+
+struct prep_job {
+    struct oc_store *s;
+    const struct oc_sample_batch *b;
+    uint64_t batch;
+    int rc;
+    struct oc_err err;
+};
+
+static void *prepare_thread(void *arg)
+{
+    struct prep_job *j = arg;
+    j->rc = oc_store_prepare_batch(j->s, 0, j->batch, j->b, &j->err);
+    return NULL;
+}
+
+/*
+ * Extractors stuck waiting (no free slot, the reservation turn) and the
+ * feeder stuck waiting for a free record, because the trainer takes nothing:
+ * cancelling the pipeline (as Ctrl-C or another stage's error does) ends
+ * every wait; the store's own pipeline is cancelled and joined at free, a
+ * borrowed one by its owner. No thread is left either way.
+ */
+OC_TEST(cancel_while_extractors_wait)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    unsigned threads = n_threads_now();
+    uint64_t nb;
+    struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
+    for (int borrowed = 0; borrowed < 2; borrowed++) {
+        struct oc_pipeline *p = NULL;
+        struct oc_store_config c = gd_config(&fx, NULL, 3, 1);
+        c.mem_bytes = min_budget(&c); /* the smallest buffer: extractors soon wait */
+        if (borrowed) {
+            OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
+            c.pipeline = p;
+        }
+        struct oc_store *s = fixture_open("gnndrive", &c);
+        if (!s) {
+            oc_pipeline_free(p);
+            continue;
+        }
+        oc_store_gnndrive_set_delay(s, 300);
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        uint64_t fed = 0;
+        for (; fed < info.n_records && fed < nb; fed++)
+            OC_CHECK_OK(oc_store_prepare_batch(s, 0, fed, &bs[fed], &err), &err);
+        /*
+         * Every record is out: with a borrowed pipeline, a further prepare (on
+         * another thread) waits for the releaser, which never runs.
+         */
+        struct prep_job j = {s, &bs[fed], fed, OC_OK, {0}};
+        pthread_t t;
+        int waiting = borrowed && fed < nb && pthread_create(&t, NULL, prepare_thread, &j) == 0;
+        OC_CHECK(waiting == borrowed);
+        usleep(200000);
+        oc_store_gnndrive_info(s, &info);
+        fprintf(stderr, "  %s pipeline: %llu of %llu fed batches extracted before the cancel\n",
+                borrowed ? "borrowed" : "own", (unsigned long long)info.n_extracted,
+                (unsigned long long)fed);
+        OC_CHECK(info.n_extracted < fed); /* some extractor is waiting for slots */
+        if (borrowed) {
+            oc_pipeline_cancel(p);
+            if (waiting)
+                pthread_join(t, NULL);
+            OC_CHECK(j.rc != OC_OK);
+            OC_CHECK(oc_pipeline_status(p, &err) == OC_ERR_CANCELLED);
+            oc_pipeline_free(p);
+        }
+        oc_store_free(s); /* its own pipeline: cancelled and joined here */
+        OC_CHECK(n_threads_now() == threads);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    plan_inputs_free(bs, nb);
+    fixture_free(&fx);
+}
+
 /* ---- budgets and allocation faults -------------------------------------------------- */
 
 OC_TEST(budget_below_minimum)
@@ -691,56 +885,47 @@ OC_TEST(alloc_faults)
     }
     struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
     c.mem_bytes = min_budget(&c) + 100 * (fx.row_bytes + 21);
-    /* The plan's batches, sampled before any fault is armed. */
-    struct replay p;
-    replay_init(&p, &fx);
-    uint64_t nb = oc_sample_epoch_n_batches(&p.ep);
-    uint64_t **ids = calloc(nb, sizeof(*ids)), *n = calloc(nb, sizeof(*n));
-    for (uint64_t b = 0; b < nb; b++) {
-        const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, b);
-        n[b] = sb->n_input;
-        ids[b] = malloc(n[b] * sizeof(uint64_t));
-        memcpy(ids[b], sb->input_ids, n[b] * sizeof(uint64_t));
-    }
-    replay_free(&p);
+    uint64_t nb;
+    struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
     float *out = malloc(2000 * fx.dim * sizeof(float));
     uint64_t base = oc_mem_n_live();
     uint32_t idx = 0;
     OC_CHECK_OK(oc_store_strategy_find("gnndrive", &idx, &err), &err);
-    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+    /* with the store's own pipeline, then with a borrowed one freed before the store (train) */
+    for (int mode = 0; mode < 2 * FAULT_MODE_COUNT; mode++) {
+        int borrowed = mode >= FAULT_MODE_COUNT;
         for (uint64_t nth = 1; nth < 400; nth++) {
             struct oc_store *s = NULL;
-            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            struct oc_pipeline *pipe = NULL;
+            if (borrowed)
+                OC_CHECK_OK(oc_pipeline_new("test pipeline", &pipe, &err), &err);
+            c.pipeline = pipe;
+            fault_arm_mode(mode % FAULT_MODE_COUNT, OC_FAULT_ALLOC, nth, ENOMEM);
             int rc = oc_store_open(idx, &c, &s, &err);
             /* A failure in a thread surfaces at the next call. */
             for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
-                struct oc_sample_batch sb;
-                memset(&sb, 0, sizeof(sb));
-                sb.n_input = n[b];
-                sb.input_ids = ids[b];
-                rc = oc_store_prepare_batch(s, 0, b, &sb, &err);
+                rc = oc_store_prepare_batch(s, 0, b, &bs[b], &err);
                 if (rc == OC_OK)
-                    rc = oc_store_gather_batch(s, 0, b, ids[b], n[b], out, &err);
+                    rc = oc_store_gather_batch(s, 0, b, bs[b].input_ids, bs[b].n_input, out, &err);
             }
-            oc_store_free(s);
             int fired = oc_fault_fired(OC_FAULT_ALLOC);
             oc_fault_disarm_all();
+            oc_pipeline_free(pipe);
+            oc_store_free(s);
             if (fired ? rc != OC_ERR_NOMEM : rc != OC_OK)
-                fprintf(stderr, "  %s alloc #%llu: %s: %s\n", fault_mode_name(mode),
+                fprintf(stderr, "  %s alloc #%llu: %s: %s\n", fault_mode_name(mode % 2),
                         (unsigned long long)nth, oc_status_str(rc), err.msg);
             OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
             OC_CHECK(oc_mem_n_live() == base);
             if (!fired) {
-                fprintf(stderr, "  %s: %llu allocations failed in turn\n", fault_mode_name(mode),
+                fprintf(stderr, "  %s, %s pipeline: %llu allocations failed in turn\n",
+                        fault_mode_name(mode % 2), borrowed ? "borrowed" : "own",
                         (unsigned long long)nth - 1);
                 break;
             }
         }
     }
-    for (uint64_t b = 0; b < nb; b++)
-        free(ids[b]);
-    free(ids);
-    free(n);
+    plan_inputs_free(bs, nb);
     free(out);
     fixture_free(&fx);
 }

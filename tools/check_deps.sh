@@ -95,8 +95,7 @@ for f in include/offcore/*.h; do
 done
 
 # Strategies do not start threads or make queues: that is the pipeline's job.
-STRATEGY_THREADS_LEFT="src/store/gnndrive/gnndrive.c
-src/store/gnndrive/gnndrive_stage.c src/store/diskgnn/diskgnn_pipe.c"
+STRATEGY_THREADS_LEFT="src/store/diskgnn/diskgnn_pipe.c"
 while IFS=: read -r f line _; do
     case " $(echo $STRATEGY_THREADS_LEFT) " in
     *" $f "*) continue ;;

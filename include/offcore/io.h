@@ -1,6 +1,7 @@
 /*
  * io.h — files with O_DIRECT and a pread/pwrite fallback, aligned buffers, an
- * io_uring batch reader with same-page merging and I/O accounting, buffered
+ * io_uring batch reader with same-page merging, per-request completion
+ * callbacks and I/O accounting (the one asynchronous reader), buffered
  * sequential writers, a line reader (plain or gzip) and atomic file creation.
  *
  * Place in the data flow: io sits on core; dataset, plan and store use it.
@@ -118,6 +119,29 @@ int oc_io_batch_uses_uring(const struct oc_io_batch *b);
 int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
                     struct oc_err *err);
 /*
+ * Called once per request added with oc_io_batch_add_cb, as soon as all of
+ * [dst, dst + len) holds the requested bytes, on the thread running
+ * oc_io_batch_run (inside it), in completion order (not add order). tag is
+ * the caller's. A request of length 0 is called back at once, inside add.
+ */
+typedef void (*oc_io_done_fn)(void *ctx, uint64_t tag, void *dst, size_t len);
+/*
+ * oc_io_batch_add, and fn(ctx, tag, dst, len) once the request's bytes are in
+ * place. A request that fails (read error, end of file) is never called
+ * back, nor is any request still unfinished when the run meets its first
+ * error: after a failed run, the requests called back are exactly those
+ * whose bytes arrived.
+ */
+int oc_io_batch_add_cb(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len,
+                       void *dst, oc_io_done_fn fn, void *ctx, uint64_t tag, struct oc_err *err);
+/*
+ * Puts f in the ring's file table (at most 8 files per batch), saving a file
+ * lookup per read. Returns 1 if registered, 0 if not (pread fallback, table
+ * full, or the kernel refused: logged at debug level); reads work either
+ * way. f must outlive the batch or its last run.
+ */
+int oc_io_batch_register_file(struct oc_io_batch *b, struct oc_file *f);
+/*
  * Reads every queued request, copies into the destinations, empties the batch
  * (also on failure). A request needing bytes past end of file is OC_ERR_FORMAT
  * ("<path>: truncated: wanted N bytes at offset X, file ends at Y"). Allocates
@@ -132,6 +156,12 @@ const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
  * when requests share a page: the "one read per row" baseline.
  */
 void oc_io_batch_set_merge(struct oc_io_batch *b, int merge);
+/*
+ * Makes room for n queued requests (none split, each with a callback), so
+ * runs of up to n allocate nothing. Bytes per request: oc_io_batch_request_bytes.
+ */
+int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err);
+size_t oc_io_batch_request_bytes(void);
 /* Memory the batch holds: bounce buffer plus its request and span arrays. */
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
 

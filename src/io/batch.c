@@ -27,10 +27,17 @@
  * into pieces, each of which fits one read. A span that runs past end of file
  * gets what exists; a request that needs bytes past end of file fails
  * (OC_ERR_FORMAT, naming the file and offset). Each completed read passes
- * through oc_fault_hit().
+ * through oc_fault_hit(). After the first error no request is copied out any
+ * more (so no callback runs), but every read issued is still waited for.
  *
- * Thread-safety: a batch belongs to one thread (it owns its ring). Files added
- * to it may be shared with other threads.
+ * Where the kernel allows it the bounce buffer is registered with the ring
+ * (read_fixed) and files given to oc_io_batch_register_file go into the
+ * ring's file table (IOSQE_FIXED_FILE); either refusal is logged at debug
+ * level and the plain read is used.
+ *
+ * Thread-safety: a batch belongs to one thread (it owns its ring); callbacks
+ * run on that thread, inside oc_io_batch_run. Files added to it may be
+ * shared with other threads.
  * Ownership: destination buffers and files are borrowed until run returns;
  * the bounce buffer belongs to the ring while a read into it is in flight,
  * and run never returns before every read it issued has completed. The
@@ -51,12 +58,25 @@
 #define BATCH_MAX_READ      (1u << 20) /* cap of one merged read */
 #define BATCH_DEFAULT_DEPTH 64u
 #define BATCH_MAX_DEPTH     4096u
+#define BATCH_MAX_FILES     8u /* registered files per ring */
+#define BATCH_NO_CB         SIZE_MAX
 
 struct batch_req {
     struct oc_file *f;
     uint64_t off;
     size_t len;
     void *dst;
+    size_t cb; /* index in cbs of the request this piece belongs to, or BATCH_NO_CB */
+};
+
+/* A request added with a completion callback; run calls fn once n_left reaches 0. */
+struct batch_cb {
+    oc_io_done_fn fn;
+    void *ctx;
+    uint64_t tag;
+    void *dst;
+    size_t len;
+    size_t n_left; /* pieces not in place yet */
 };
 
 struct batch_span {
@@ -80,11 +100,15 @@ struct oc_io_batch {
     size_t n_reqs, cap_reqs;
     struct batch_span *spans;
     size_t n_spans, cap_spans;
+    struct batch_cb *cbs;
+    size_t n_cbs, cap_cbs;
     struct oc_io_stats stats;
     int merge; /* merge requests that share or touch a page (default 1) */
     int use_uring;
 #ifdef OC_HAVE_URING
-    int fixed_buf; /* bounce registered with the ring: read_fixed */
+    int fixed_buf;                              /* bounce registered with the ring: read_fixed */
+    int files_registered;                       /* the ring has a file table of BATCH_MAX_FILES */
+    struct oc_file *reg_files[BATCH_MAX_FILES]; /* reg_files[i] is fixed file i */
     struct io_uring ring;
 #endif
 };
@@ -134,7 +158,13 @@ int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **ou
                 /* Fixed buffers save a page walk per read; optional (memlock limits). */
                 if (b->bounce_bytes <= (1u << 30)) {
                     struct iovec iov = {b->bounce, b->bounce_bytes};
-                    b->fixed_buf = io_uring_register_buffers(&b->ring, &iov, 1) == 0;
+                    int e = io_uring_register_buffers(&b->ring, &iov, 1);
+                    b->fixed_buf = e == 0;
+                    if (e) {
+                        char eb[128];
+                        oc_log(OC_LOG_DEBUG, "io batch: bounce buffer not registered (%s)",
+                               oc_io_strerror(-e, eb, sizeof(eb)));
+                    }
                 }
             }
         }
@@ -154,8 +184,48 @@ void oc_io_batch_free(struct oc_io_batch *b)
 #endif
     oc_free(b->reqs);
     oc_free(b->spans);
+    oc_free(b->cbs);
     oc_free(b->bounce);
     oc_free(b);
+}
+
+int oc_io_batch_register_file(struct oc_io_batch *b, struct oc_file *f)
+{
+#ifdef OC_HAVE_URING
+    if (!b->use_uring || !f)
+        return 0;
+    unsigned i = 0;
+    for (; i < BATCH_MAX_FILES && b->reg_files[i]; i++)
+        if (b->reg_files[i] == f)
+            return 1;
+    if (i == BATCH_MAX_FILES)
+        return 0;
+    int e, fd = f->fd;
+    if (!b->files_registered) {
+        int fds[BATCH_MAX_FILES];
+        for (unsigned k = 0; k < BATCH_MAX_FILES; k++)
+            fds[k] = -1; /* sparse: filled by updates */
+        e = io_uring_register_files(&b->ring, fds, BATCH_MAX_FILES);
+        b->files_registered = e == 0;
+        if (e)
+            goto refused;
+    }
+    e = io_uring_register_files_update(&b->ring, i, &fd, 1);
+    if (e == 1) {
+        b->reg_files[i] = f;
+        return 1;
+    }
+    e = e < 0 ? e : -EIO;
+refused:;
+    char eb[128];
+    oc_log(OC_LOG_DEBUG, "io batch: %s not registered with the ring (%s); plain reads", f->path,
+           oc_io_strerror(-e, eb, sizeof(eb)));
+    return 0;
+#else
+    (void)b;
+    (void)f;
+    return 0;
+#endif
 }
 
 int oc_io_batch_uses_uring(const struct oc_io_batch *b)
@@ -181,54 +251,121 @@ void oc_io_batch_set_merge(struct oc_io_batch *b, int merge)
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b)
 {
     return sizeof(*b) + b->bounce_bytes + b->cap_reqs * sizeof(struct batch_req) +
-           b->cap_spans * sizeof(struct batch_span);
+           b->cap_spans * sizeof(struct batch_span) + b->cap_cbs * sizeof(struct batch_cb);
 }
 
-static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
-                    struct oc_err *err)
+size_t oc_io_batch_request_bytes(void)
 {
-    if (b->n_reqs == b->cap_reqs) {
-        size_t cap = b->cap_reqs ? b->cap_reqs * 2 : 256;
-        struct batch_req *r = oc_realloc(b->reqs, cap * sizeof(*r), "io batch requests", err);
-        if (!r)
-            return err ? err->status : OC_ERR_NOMEM;
-        b->reqs = r;
-        b->cap_reqs = cap;
-    }
-    b->reqs[b->n_reqs++] = (struct batch_req){f, off, len, dst};
+    return sizeof(struct batch_req) + sizeof(struct batch_span) + sizeof(struct batch_cb);
+}
+
+/*
+ * arr (of *cap elements of size elem) grown geometrically to at least n >= 1
+ * elements: arr itself if it is large enough, NULL if the allocation fails.
+ */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what,
+                  struct oc_err *err)
+{
+    if (*cap >= n)
+        return arr;
+    size_t c = *cap ? *cap : 256;
+    while (c < n)
+        c *= 2;
+    void *a = oc_realloc(arr, c * elem, what, err);
+    if (a)
+        *cap = c;
+    return a;
+}
+
+int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err)
+{
+    void *a;
+    if (n == 0)
+        return OC_OK;
+    if (!(a = grow(b->reqs, &b->cap_reqs, n, sizeof(struct batch_req), "io batch requests", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->reqs = a;
+    if (!(a = grow(b->spans, &b->cap_spans, n, sizeof(struct batch_span), "io batch spans", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->spans = a;
+    if (!(a = grow(b->cbs, &b->cap_cbs, n, sizeof(struct batch_cb), "io batch callbacks", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    b->cbs = a;
     return OC_OK;
 }
 
-int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
-                    struct oc_err *err)
+static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
+                    size_t cb, struct oc_err *err)
 {
-    size_t n_before = b->n_reqs;
+    struct batch_req *a =
+        grow(b->reqs, &b->cap_reqs, b->n_reqs + 1, sizeof(*a), "io batch requests", err);
+    if (!a)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->reqs = a;
+    b->reqs[b->n_reqs++] = (struct batch_req){f, off, len, dst, cb};
+    return OC_OK;
+}
+
+static int push_cb(struct oc_io_batch *b, const struct batch_cb *c, struct oc_err *err)
+{
+    struct batch_cb *a =
+        grow(b->cbs, &b->cap_cbs, b->n_cbs + 1, sizeof(*a), "io batch callbacks", err);
+    if (!a)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->cbs = a;
+    b->cbs[b->n_cbs++] = *c;
+    return OC_OK;
+}
+
+int oc_io_batch_add_cb(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len,
+                       void *dst, oc_io_done_fn fn, void *ctx, uint64_t tag, struct oc_err *err)
+{
+    size_t n_before = b->n_reqs, cb = BATCH_NO_CB;
     uint64_t end = off + len, pos = off;
 
     if (!f)
         return OC_ERR(err, OC_ERR_ARG, "oc_io_batch_add: NULL file");
     if (len == 0) {
         b->stats.n_requests++;
+        if (fn)
+            fn(ctx, tag, dst, 0); /* nothing to wait for */
         return OC_OK;
     }
     if (!dst || end < off)
         return OC_ERR(err, OC_ERR_ARG,
                       "%s: batch request of %zu bytes at offset %" PRIu64 " is invalid", f->path,
                       len, off);
+    if (fn) {
+        struct batch_cb c = {fn, ctx, tag, dst, len, 0};
+        int rc = push_cb(b, &c, err);
+        if (rc)
+            return rc;
+        cb = b->n_cbs - 1;
+    }
     /* Pieces whose page-aligned span fits one read: [pos, min(end, page(pos) + max_read)). */
     while (pos < end) {
         uint64_t lim = oc_io_align_down(pos) + b->max_read;
         uint64_t piece_end = end < lim ? end : lim;
-        int rc = push_req(b, f, pos, (size_t)(piece_end - pos), (char *)dst + (pos - off), err);
+        int rc = push_req(b, f, pos, (size_t)(piece_end - pos), (char *)dst + (pos - off), cb, err);
         if (rc) {
             b->n_reqs = n_before;
+            if (fn)
+                b->n_cbs--;
             return rc;
         }
+        if (fn)
+            b->cbs[cb].n_left++;
         pos = piece_end;
     }
     b->stats.n_requests++;
     b->stats.requested_bytes += len;
     return OC_OK;
+}
+
+int oc_io_batch_add(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
+                    struct oc_err *err)
+{
+    return oc_io_batch_add_cb(b, f, off, len, dst, NULL, NULL, 0, err);
 }
 
 /* ---- run: sort, merge ----------------------------------------------------- */
@@ -280,16 +417,11 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
 {
     struct batch_span *s = NULL;
 
-    if (b->cap_spans < b->n_reqs) {
-        size_t cap = b->cap_spans ? b->cap_spans : 256;
-        while (cap < b->n_reqs)
-            cap *= 2;
-        struct batch_span *sp = oc_realloc(b->spans, cap * sizeof(*sp), "io batch spans", err);
-        if (!sp)
-            return err ? err->status : OC_ERR_NOMEM;
-        b->spans = sp;
-        b->cap_spans = cap;
-    }
+    struct batch_span *sp =
+        grow(b->spans, &b->cap_spans, b->n_reqs, sizeof(*sp), "io batch spans", err);
+    if (!sp)
+        return err ? err->status : OC_ERR_NOMEM;
+    b->spans = sp;
     b->n_spans = 0;
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];
@@ -319,6 +451,11 @@ static int span_copy_out(struct oc_io_batch *b, const struct batch_span *s, stru
             return oc_io_err_truncated(r->f, r->len, r->off,
                                        have_end > r->off ? have_end - r->off : 0, err);
         memcpy(r->dst, b->bounce + s->bounce_off + (r->off - s->off), r->len);
+        if (r->cb != BATCH_NO_CB) {
+            struct batch_cb *c = &b->cbs[r->cb];
+            if (--c->n_left == 0)
+                c->fn(c->ctx, c->tag, c->dst, c->len);
+        }
     }
     return OC_OK;
 }
@@ -340,6 +477,15 @@ static int round_pread(struct oc_io_batch *b, size_t first, size_t end, struct o
 
 #ifdef OC_HAVE_URING
 
+/* f's index in the ring's file table, or -1. */
+static int fixed_file(const struct oc_io_batch *b, const struct oc_file *f)
+{
+    for (unsigned i = 0; i < BATCH_MAX_FILES && b->reg_files[i]; i++)
+        if (b->reg_files[i] == f)
+            return (int)i;
+    return -1;
+}
+
 /* Queues the rest of span idx (from s->got on). The SQ has room: in flight <= depth = SQ size. */
 static int uring_prep(struct oc_io_batch *b, size_t idx, struct oc_err *err)
 {
@@ -355,10 +501,14 @@ static int uring_prep(struct oc_io_batch *b, size_t idx, struct oc_err *err)
         if (!sqe)
             return OC_ERR(err, OC_ERR_INTERNAL, "%s: io_uring submission queue full", s->f->path);
     }
+    int fixed = fixed_file(b, s->f);
+    int fd = fixed >= 0 ? fixed : s->f->fd; /* an index into the ring's file table, or the fd */
     if (b->fixed_buf)
-        io_uring_prep_read_fixed(sqe, s->f->fd, buf, n, off, 0);
+        io_uring_prep_read_fixed(sqe, fd, buf, n, off, 0);
     else
-        io_uring_prep_read(sqe, s->f->fd, buf, n, off);
+        io_uring_prep_read(sqe, fd, buf, n, off);
+    if (fixed >= 0)
+        sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, (uint64_t)idx);
     return OC_OK;
 }
@@ -462,6 +612,8 @@ static int run_uring(struct oc_io_batch *b, struct oc_err *err)
                 io_uring_queue_exit(&b->ring);
                 b->use_uring = 0;
                 b->fixed_buf = 0;
+                b->files_registered = 0;
+                memset(b->reg_files, 0, sizeof(b->reg_files));
                 oc_log(OC_LOG_WARN, "io batch: io_uring failed; falling back to pread");
                 return rc;
             }
@@ -526,5 +678,6 @@ int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err)
 out:
     b->n_reqs = 0;
     b->n_spans = 0;
+    b->n_cbs = 0;
     return rc;
 }

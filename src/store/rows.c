@@ -127,6 +127,7 @@ int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, s
         return rc;
     }
     oc_io_batch_set_merge(d->batch, merge);
+    oc_io_batch_register_file(d->batch, d->f); /* optional: a plain read otherwise */
     return OC_OK;
 }
 

@@ -1,13 +1,13 @@
 /*
  * gnndrive.c — the `gnndrive` strategy (GNNDrive): asynchronous extraction
  * of each training batch's feature rows into a reference-counted feature
- * buffer by a pipeline of threads (gnndrive_stage.c), ahead of the trainer:
+ * buffer by pipeline stages (gnndrive_stage.c), ahead of the trainer:
  *
- *   sample stage ──► extractors ──► fetch stage (gather_batch) ──► releaser
- *   (the batch       (buffer lookup,  (waits for its batch, copies   (references
- *    pipeline's;      io_uring reads   the rows from their slots      dropped, slots
- *    prepare_batch    placed as they   into out in order, f16         to the standby
- *    feeds a record)  complete)        widened)                       LRU list)
+ *   sample stage ──► extract stage ──► fetch stage (gather_batch) ──► release stage
+ *   (the batch       (buffer lookup,   (waits for its batch, copies   (references
+ *    pipeline's;      batched reads,    the rows from their slots      dropped, slots
+ *    prepare_batch    rows placed as    into out in order, f16         to the standby
+ *    feeds a record)  they complete)    widened)                       LRU list)
  *
  * This file: sizing and open, the trainer's side (gather_batch,
  * next_batch, evaluation gathers), stats and test knobs.
@@ -47,8 +47,10 @@
  * hang. N slots hold every row, so more can never be referenced at once.
  * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
  * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
- * row of B); per extractor 64 reads in flight of max(8 KiB, a row's span) of
- * bounce and 20 bytes per row of B of scratch; the sampler stage (the batch
+ * row of B); per extractor a batch reader with 64 reads in flight into
+ * bounce cells of max(8 KiB, a row's span) each and request tables for one
+ * run of reads (gnndrive_io.c), and 20 bytes of scratch per row of B
+ * (gd_io_extractor_bytes); the sampler stage (the batch
  * pipeline's sampler, which feeds this store; kept in this reservation: its batch
  * and id map grow with the rows it samples, about 80 bytes per row: counted
  * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per
@@ -57,7 +59,7 @@
  * budget leaves after the fixed part buys slots; fewer than the minimum is OC_ERR_BUDGET at open,
  * naming how much is needed. With mem_bytes 0 every row gets a slot.
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
- * config) no thread starts and every gather reads directly.
+ * config) no stage is added and every gather reads directly.
  *
  * Stats: tier CPU = rows served from a slot (valid, reused from standby, or
  * wait-listed while another extractor loaded it), tier DISK = rows the
@@ -68,10 +70,13 @@
  *
  * Place in the data flow: store; train calls gather_batch per training batch
  * and gather for evaluation.
- * Thread-safety: the oc_store_* calls come from one thread (the trainer);
- * the stages run on their own threads (gnndrive_stage.c).
- * Ownership: the store owns the buffer, records, queues, readers and
- * threads; oc_store_free stops and joins the threads before freeing.
+ * Thread-safety: the oc_store_* calls come from the batch pipeline's stages
+ * (store.h); the extract and release stages run on the pipeline's threads
+ * (gnndrive_stage.c).
+ * Ownership: the store owns the buffer, records and readers; the pipeline
+ * owns the queues and threads: the caller's (cfg->pipeline, freed before
+ * oc_store_free) or the store's own (store_stages), joined by the registry
+ * before gd_free runs.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -176,10 +181,9 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     uint64_t e = z->n_extractors, r = z->max_rows;
     z->fixed += s->n_nodes * sizeof(uint32_t);                                    /* mapping */
     z->fixed += z->n_records * (sizeof(struct gd_rec) + sizeof(void *) + r * 12); /* records */
-    z->fixed += 4 * (z->n_records * sizeof(void *) + 128);                        /* queues */
-    z->fixed += e * (sizeof(struct gd_extractor) +
-                     GD_DEPTH * (z->cell_bytes + sizeof(uint32_t) + sizeof(struct gd_read)) +
-                     r * (sizeof(struct gd_miss) + sizeof(uint32_t)));
+    z->fixed += 5 * (z->n_records * sizeof(void *) + 128);                        /* queues */
+    z->fixed +=
+        e * (sizeof(struct gd_extractor) + gd_io_extractor_bytes(z->cell_bytes, GD_DEPTH, r));
     z->fixed += z->est_rows * GD_SAMPLER_ROW_BYTES + 2 * cfg->n_train * sizeof(uint64_t) +
                 (cfg->graph->disk ? 2u << 20 : 0); /* sampler stage (+ on-disk topology reader) */
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
@@ -224,6 +228,8 @@ static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_er
     int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->disk.f, err);
     if (rc == OC_OK)
         rc = oc_io_batch_new(STORE_DISK_DEPTH, g->eval_bounce, &g->disk.batch, err);
+    if (rc == OC_OK)
+        oc_io_batch_register_file(g->disk.batch, g->disk.f);
     return rc;
 }
 
@@ -246,10 +252,6 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
         if (!g->recs[i].ids || !g->recs[i].slots)
             return err->status;
     }
-    struct oc_queue **qs[] = {&g->free_q, &g->extract_q, &g->done_q, &g->release_q};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if ((rc = oc_queue_new(g->n_records, qs[i], err)))
-            return rc;
     g->parked = oc_calloc(g->n_records, sizeof(*g->parked), "store gnndrive: parked batches", err);
     g->consumed = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
     g->taken = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
@@ -259,7 +261,6 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     if (!g->parked || !g->consumed || !g->taken || !g->epoch_taken || !g->ex)
         return err->status;
     for (uint32_t i = 0; i < g->n_extractors; i++) {
-        g->ex[i].idx = i;
         g->ex[i].rng = 0x9E3779B97F4A7C15ull * (i + 2);
         if ((rc = gd_io_init(g, &g->ex[i], err)))
             return rc;
@@ -328,14 +329,9 @@ static void gd_free(struct oc_store *s)
     struct gd_store *g = s->impl;
     if (!g)
         return;
-    gd_stages_stop(g);
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
-    oc_queue_free(g->free_q);
-    oc_queue_free(g->extract_q);
-    oc_queue_free(g->done_q);
-    oc_queue_free(g->release_q);
     for (uint32_t i = 0; g->recs && i < g->n_records; i++) {
         oc_free(g->recs[i].ids);
         oc_free(g->recs[i].slots);
@@ -428,17 +424,8 @@ static void unpark(struct gd_store *g, uint32_t i)
 
 int gd_pipeline_error(struct gd_store *g, struct oc_err *err)
 {
-    int rc;
-    pthread_mutex_lock(&g->mu);
-    if (g->failed) {
-        rc = g->err.status;
-        if (err)
-            *err = g->err;
-    } else {
-        rc = OC_ERR(err, OC_ERR_INTERNAL, "store gnndrive: the pipeline stopped");
-    }
-    pthread_mutex_unlock(&g->mu);
-    return rc;
+    int rc = oc_pipeline_status(g->p, err);
+    return rc ? rc : OC_ERR(err, OC_ERR_INTERNAL, "store gnndrive: a stage queue closed");
 }
 
 /* Waits for the next extracted batch and parks it (or discards it if already consumed). */
@@ -711,9 +698,9 @@ static const struct oc_store_stat gnndrive_stat_table[] = {
 
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
-    .summary = "asynchronous extraction: io_uring extractors, trainer and releaser "
-               "threads over a reference-counted feature buffer with a standby LRU list "
-               "(GNNDrive)",
+    .summary = "asynchronous extraction: extractor and releaser stages, rows placed as "
+               "their io_uring reads complete, over a reference-counted feature buffer "
+               "with a standby LRU list (GNNDrive)",
     .open = gd_open,
     .gather = gd_gather,
     .gather_batch = gd_gather_batch,

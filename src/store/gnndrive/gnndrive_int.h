@@ -1,32 +1,38 @@
 /*
  * gnndrive_int.h — private to the `gnndrive` strategy (GNNDrive): the
  * reference-counted feature buffer, the batch records that travel through
- * the pipeline, the extractors' asynchronous reader, and the store that ties
- * them together.
+ * the pipeline, the extractors' reads, and the store that ties them together.
  *
  * Place in the data flow: store. gnndrive.c (open, the trainer side, stats)
- * uses gnndrive_stage.c (its feeding hook, extractor and releaser threads), which use
- * gnndrive_buf.c (mapping table, standby LRU list) and gnndrive_io.c
- * (io_uring reads placed as they complete; pread fallback).
+ * uses gnndrive_stage.c (its feeding hook, the extractor and releaser stages),
+ * which use gnndrive_buf.c (mapping table, standby LRU list) and
+ * gnndrive_io.c (reads through the io module's batch reader, rows placed as
+ * they complete).
  *
- *   sampler ──extract_q──► extractors (E) ──done_q──► trainer ──release_q──► releaser
- *      ▲                                                                        │
- *      └──────────────────────────────── free_q ◄───────────────────────────────┘
+ *   sampler ──extract_q──► extract stage (E threads) ──done_q──► trainer ──release_q──► release stage
+ *      ▲                                                                                    │
+ *      └────────────────────────────────────── free_q ◄─────────────────────────────────────┘
  *
- * A batch record goes round this loop; every queue holds up to n_records
- * pointers, so a push never waits. The four queues are the only way the
- * stages hand records over.
+ * The stages and queues belong to the store's pipeline (store_stages: the
+ * one given in the store's config in training, or one the store owns). A batch
+ * record goes round this loop; every queue holds up to n_records pointers,
+ * so a push never waits. The four queues are the only way the stages hand
+ * records over (ex_q lends each extractor thread its reader and scratch).
  *
  * Thread-safety and lock order: one mutex, gd->mu, guards the buffer's
- * mapping table, reference counts, reverse map and standby list, the
- * reservation ticket and the first-wins error; it is a leaf lock (nothing
- * else is taken while it is held; the queues' own mutexes are never held
- * together with it). Slot states are C11 atomics: a loader marks a slot
+ * mapping table, reference counts, reverse map and standby list and the
+ * reservation ticket; it is a leaf lock (nothing else is taken while it is
+ * held; the queues' own mutexes are never held together with it, nor is
+ * the pipeline cancelled with it held: the cancel hook takes it). Slot
+ * states are C11 atomics: the reader's completion callback marks a slot
  * VALID (release) after placing its row, readers load them with acquire.
  * Record fields are written by one stage at a time; a queue hand-over
- * orders the writes before the next stage's reads.
- * Ownership: the store owns every record, the buffer, the readers and the
- * threads; the dataset, graph and pool are borrowed.
+ * orders the writes before the next stage's reads. The first error is the
+ * pipeline's (oc_pipeline_status).
+ * Ownership: the store owns every record, the buffer and the readers; the
+ * pipeline owns the queues and threads (the registry joins the store's own
+ * pipeline before gd_free; a given one is freed before oc_store_free); the
+ * dataset, graph and pool are borrowed.
  */
 #ifndef OFFCORE_STORE_GNNDRIVE_INT_H
 #define OFFCORE_STORE_GNNDRIVE_INT_H
@@ -35,10 +41,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#ifdef OC_HAVE_URING
-#    include <liburing.h>
-#endif
-
+#include "offcore/pipeline.h"
 #include "store/store_int.h"
 
 #define GD_NONE    UINT32_MAX /* no slot */
@@ -97,37 +100,21 @@ struct gd_miss {
     uint32_t slot;
 };
 
-/* One read in flight in cell `c` of its extractor: misses [first, end) lie in it. */
-struct gd_read {
-    uint64_t off; /* aligned file offset */
-    uint32_t len; /* aligned length, <= cell_bytes */
-    uint32_t got; /* bytes delivered so far */
-    uint32_t first, end;
-};
-
 struct gd_store;
 
-/* One extractor thread and what it owns: its ring, bounce cells and scratch. */
+/*
+ * What one extractor thread works with, lent to it per batch through ex_q
+ * (E states for the E threads of the extract stage, so a pop never waits):
+ * its batch reader (depth reads in flight, depth bounce cells) and scratch.
+ */
 struct gd_extractor {
     struct gd_store *g;
-    unsigned idx;
-    pthread_t thread;
-    int started;
     struct gd_rec *cur;   /* the batch being extracted */
-    struct gd_miss *miss; /* max_rows: this batch's misses (sorted per flush) */
+    struct gd_miss *miss; /* max_rows: this batch's misses */
     uint32_t *waits;      /* max_rows: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
-    uint8_t *cells;        /* depth x cell_bytes, OC_IO_ALIGN-aligned bounce buffers */
-    uint32_t *free_cells;  /* stack of free cell indices */
-    unsigned n_free;       /* free cells; depth - n_free reads are in flight */
-    struct gd_read *reads; /* depth: the read in each cell */
-    int failed;            /* this extractor hit an error: stop issuing */
-    int use_uring;
-    unsigned need_submit; /* SQEs prepared but not submitted */
-    uint64_t rng;         /* test delays */
-#ifdef OC_HAVE_URING
-    struct io_uring ring;
-#endif
+    struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */
+    uint64_t rng;               /* test delays */
 };
 
 struct gd_store {
@@ -138,7 +125,7 @@ struct gd_store {
     unsigned depth;                         /* reads in flight per extractor */
     size_t cell_bytes;                      /* bounce per read */
     size_t eval_bounce;                     /* the trainer's direct reader (see gnndrive.c) */
-    int reorder, pipeline;
+    int reorder, pipeline;                  /* pipeline: a training plan, so the stages run */
     /* the plan */
     uint64_t first_epoch, n_epochs, n_batches, n_plan; /* n_plan = epochs x n_batches */
     struct oc_graph graph;
@@ -147,9 +134,9 @@ struct gd_store {
     struct oc_file *file; /* features.npy, O_DIRECT where allowed; shared by the extractors */
     struct gd_buf buf;
     struct gd_rec *recs;
-    struct oc_queue *free_q, *extract_q, *done_q, *release_q;
-    pthread_t releaser_thread;
-    int releaser_started, sync_ready;
+    struct oc_pipeline *p; /* where the stages run (store_stages) */
+    struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
+    int sync_ready;
     uint64_t sampler_rng, releaser_rng;
     struct gd_extractor *ex;
     /* shared between the threads (see the lock order above) */
@@ -160,9 +147,7 @@ struct gd_store {
     uint64_t reserve_seq;     /* [mu] the batch allowed to reserve slots now */
     unsigned n_slot_waiters;  /* [mu] */
     atomic_uint n_load_waiters;
-    atomic_int stop;   /* set on error or free: every stage winds down */
-    int failed;        /* [mu] */
-    struct oc_err err; /* [mu] the first error */
+    atomic_int stop; /* set (under mu) when the pipeline is cancelled: every wait ends */
     atomic_uint delay_us;
     atomic_uint_least64_t n_extracted;
     atomic_uint_least64_t n_prepared; /* plan batches fed so far (seqs 0 .. n_prepared - 1) */
@@ -200,13 +185,15 @@ void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
 
 int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err);
 void gd_io_deinit(struct gd_extractor *x);
-/* Sorts misses [lo, hi) by id and reads them in page-aligned groups; places rows as reads finish. */
-int gd_io_submit(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err);
-/* Handles finished reads; with wait, blocks for one first if any is in flight. */
-int gd_io_reap(struct gd_extractor *x, int wait, struct oc_err *err);
-/* Waits for every read in flight (also after an error: cells belong to the ring until then). */
-int gd_io_drain(struct gd_extractor *x, struct oc_err *err);
-size_t gd_io_held_bytes(const struct gd_store *g);
+/*
+ * Reads the rows of misses [lo, hi) of x's batch in page-aligned groups and
+ * returns once all are in place; each row is copied into its slot and
+ * marked VALID (waking wait-listed extractors) as the read holding it
+ * completes.
+ */
+int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err);
+/* Bytes one extractor's reader and scratch hold at most. */
+uint64_t gd_io_extractor_bytes(size_t cell_bytes, unsigned depth, uint64_t max_rows);
 
 /* ---- stages (gnndrive_stage.c) ------------------------------------------- */
 
@@ -217,14 +204,15 @@ size_t gd_io_held_bytes(const struct gd_store *g);
  */
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err);
-/* The pipeline's first error (or why it stopped) into err. */
+/* The pipeline's first error (or that it was cancelled) into err. */
 int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
-/* Starts the extractor and releaser threads (the store is fully built). */
+/*
+ * Adds the queues, the extract and release stages and the cancel hook to
+ * the store's pipeline (store_stages: the training pipeline, or one the
+ * store owns) and starts it; the store is fully built. If open fails after
+ * this, the registry joins the pipeline before gd_free.
+ */
 int gd_stages_start(struct gd_store *g, struct oc_err *err);
-/* Stops every stage and joins the threads that were started. */
-void gd_stages_stop(struct gd_store *g);
-/* Records the first error, stops the stages and wakes every waiter. */
-void gd_fail(struct gd_store *g, const struct oc_err *e);
 /* Sleeps up to delay_us (test hook). */
 void gd_delay(struct gd_store *g, uint64_t *rng);
 

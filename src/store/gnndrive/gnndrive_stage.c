@@ -1,19 +1,21 @@
 /*
  * gnndrive_stage.c — the `gnndrive` pipeline: its feeding hook (called by
- * the batch pipeline's sample stage) and its E extractor threads and one
- * releaser, connected by bounded queues of batch records (the trainer side
- * is oc_store_gather_batch, in gnndrive.c, called by the fetch stage).
+ * the batch pipeline's sample stage) and two stages, extract (E threads)
+ * and release (one thread), connected by bounded queues of batch records
+ * (the trainer side is oc_store_gather_batch, in gnndrive.c, called by the
+ * fetch stage). Stages and queues belong to the store's pipeline
+ * (store_stages: the training pipeline given in the store's config, or one
+ * the store owns).
  *
  *   prepare    the batch pipeline samples each batch of the plan once, in
  *              plan order, and shows it here: its input ids go into a free
- *              record (waiting for the releaser if none is) ─► extract_q
- *   extractor  takes one batch at a time: waits for its reservation turn,
+ *              record (waiting for the release stage if none is) ─► extract_q
+ *   extract    takes one batch at a time: waits for its reservation turn,
  *              looks up every row (reuse a valid slot, wait-list a row being
  *              loaded, take the LRU standby slot for a miss), hands the
- *              turn on, submits the misses' reads without waiting, places
- *              rows as completions arrive, waits for its wait-listed rows
- *              ─► done_q
- *   releaser   drops the references of a batch the trainer has copied;
+ *              turn on, reads the misses (rows placed as their reads
+ *              complete), waits for its wait-listed rows ─► done_q
+ *   release    drops the references of a batch the trainer has copied;
  *              slots reaching 0 join the standby list ─► free_q
  *
  * Why reservation goes in plan order (the ticket reserve_seq): a batch then
@@ -26,18 +28,23 @@
  * belong to an earlier batch's reads, which finish without waiting for
  * anything.
  *
- * Errors: a failing stage records the first error (gd_fail), sets stop,
- * closes the queues feeding the stages and wakes every waiter; extractors
- * still wait for their reads in flight before they exit. The trainer sees
- * the error at its next call. oc_store_free stops and joins everything.
+ * Errors and cancellation: a failing extract returns its error (naming the
+ * batch, and the file and offset of a failed read) to the pipeline, whose
+ * first error wins and cancels it: every queue closes, so blocked pushes and
+ * pops return, and the cancel hook (gd_on_cancel) sets stop under gd->mu and
+ * wakes every condition-variable wait (reservation turn, free slots, loading
+ * rows). The same happens when anything else cancels the pipeline (the
+ * trainer's error, Ctrl-C, another stage's error, oc_pipeline_free). The
+ * trainer sees the error at its next call; the pipeline's owner joins the
+ * threads.
  *
  * Place in the data flow: store, below gnndrive.c.
  * Thread-safety: see gnndrive_int.h (gd->mu is a leaf lock; queue calls are
- * never made with it held).
- * Ownership: each thread owns what its struct holds (an extractor its ring,
- * cells and scratch); records
- * belong to whichever stage popped them last. n_prepared (atomic) is written
- * by the feeding thread only.
+ * never made with it held, nor is the pipeline failed or cancelled with it
+ * held). n_prepared (atomic) is written by the feeding thread only.
+ * Ownership: an extractor state belongs to the extract thread that popped it
+ * from ex_q until it pushes it back; a record belongs to whichever stage
+ * popped it last.
  */
 #include <inttypes.h>
 #include <unistd.h>
@@ -71,20 +78,14 @@ static void wake_all(struct gd_store *g)
     pthread_cond_broadcast(&g->loaded_cv);
 }
 
-void gd_fail(struct gd_store *g, const struct oc_err *e)
+/* Runs once when the pipeline is cancelled, on the cancelling thread (which holds no gd->mu). */
+static void gd_on_cancel(void *ctx)
 {
+    struct gd_store *g = ctx;
     pthread_mutex_lock(&g->mu);
-    if (!g->failed) {
-        g->failed = 1;
-        g->err = *e;
-    }
     atomic_store_explicit(&g->stop, 1, memory_order_release);
     wake_all(g);
     pthread_mutex_unlock(&g->mu);
-    /* The releaser keeps running: the trainer may still consume finished batches. */
-    oc_queue_close(g->free_q);
-    oc_queue_close(g->extract_q);
-    oc_queue_close(g->done_q);
 }
 
 /* ---- feeding the extractors (the batch pipeline's sample stage) ---------------- */
@@ -146,9 +147,9 @@ static int wait_loaded(struct gd_extractor *x, const struct gd_rec *r)
 }
 
 /*
- * Reserves every row of r in its turn, starting the reads of what is
- * reserved whenever the buffer runs out of standby slots (then waits for the
- * releaser). *flushed = misses already submitted.
+ * Reserves every row of r in its turn, reading what is reserved whenever
+ * the buffer runs out of standby slots (then waits for the release stage).
+ * *flushed = misses already read.
  */
 static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flushed,
                          struct oc_err *err)
@@ -173,7 +174,7 @@ static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flu
         /* Out of slots: start the reads reserved so far, then wait for the releaser. */
         pthread_mutex_unlock(&g->mu);
         if (x->n_miss > *flushed) {
-            rc = gd_io_submit(x, *flushed, x->n_miss, err);
+            rc = gd_io_read(x, *flushed, x->n_miss, err);
             *flushed = x->n_miss;
         }
         pthread_mutex_lock(&g->mu);
@@ -205,13 +206,8 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     int rc = reserve_batch(x, r, &flushed, err);
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
-        if (x->n_miss > flushed)
-            rc = gd_io_submit(x, flushed, x->n_miss, err);
+        rc = gd_io_read(x, flushed, x->n_miss, err);
     }
-    struct oc_err e2;
-    int r2 = gd_io_drain(x, rc ? &e2 : err); /* cells belong to the ring until then */
-    if (rc == OC_OK)
-        rc = r2;
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = wait_loaded(x, r);
@@ -220,95 +216,69 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     return rc;
 }
 
-static void *extractor_main(void *arg)
+/* The extract stage: one batch record from extract_q, extracted, to done_q. */
+static int extract_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct gd_extractor *x = arg;
-    struct gd_store *g = x->g;
-    struct oc_err err;
-
-    for (;;) {
-        void *item;
-        if (oc_queue_pop(g->extract_q, &item) != OC_OK)
-            break;
-        struct gd_rec *r = item;
-        oc_err_clear(&err);
-        int rc = extract_one(x, r, &err);
-        if (rc == OC_ERR_CANCELLED)
-            break;
-        if (rc) {
-            oc_err_prefix(&err, "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64, r->batch,
-                          r->epoch);
-            gd_fail(g, &err);
-            break;
-        }
-        atomic_fetch_add(&g->n_extracted, 1);
-        if (oc_queue_push(g->done_q, r) != OC_OK)
-            break;
+    struct gd_store *g = ctx;
+    struct gd_rec *r = item;
+    void *state;
+    int rc = oc_stage_pop(st, g->ex_q, &state); /* E states for E threads: never waits */
+    if (rc)
+        return rc;
+    struct gd_extractor *x = state;
+    rc = extract_one(x, r, err);
+    oc_stage_push(st, g->ex_q, x); /* fails only once cancelled, when nobody needs it */
+    if (rc == OC_ERR_CANCELLED && oc_pipeline_cancelled(g->p))
+        return rc;
+    if (rc) {
+        oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64, r->batch, r->epoch);
+        return rc;
     }
-    return NULL;
+    atomic_fetch_add(&g->n_extracted, 1);
+    return oc_stage_push(st, g->done_q, r);
 }
 
-/* ---- releaser ---------------------------------------------------------------- */
-
-static void *releaser_main(void *arg)
+/* The release stage: drops the references of a batch the trainer copied (or discarded). */
+static int release_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct gd_store *g = arg;
-    for (;;) {
-        void *item;
-        if (oc_queue_pop(g->release_q, &item) != OC_OK)
-            break;
-        struct gd_rec *r = item;
-        gd_delay(g, &g->releaser_rng);
-        pthread_mutex_lock(&g->mu);
-        gd_buf_release(&g->buf, r);
-        if (g->n_slot_waiters)
-            pthread_cond_broadcast(&g->slot_cv);
-        pthread_mutex_unlock(&g->mu);
-        oc_queue_push(g->free_q, r); /* fails only once the pipeline has stopped */
-    }
-    return NULL;
+    struct gd_store *g = ctx;
+    struct gd_rec *r = item;
+    (void)err;
+    gd_delay(g, &g->releaser_rng);
+    pthread_mutex_lock(&g->mu);
+    gd_buf_release(&g->buf, r);
+    if (g->n_slot_waiters)
+        pthread_cond_broadcast(&g->slot_cv);
+    pthread_mutex_unlock(&g->mu);
+    return oc_stage_push(st, g->free_q, r); /* fails only once the pipeline is cancelled */
 }
 
-/* ---- start / stop ------------------------------------------------------------ */
+/* ---- start ----------------------------------------------------------------- */
+
+static int add_stages(struct gd_store *g, struct oc_err *err)
+{
+    struct oc_queue **qs[] = {&g->free_q, &g->extract_q, &g->done_q, &g->release_q};
+    int rc;
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
+        if ((rc = oc_pipeline_queue(g->p, g->n_records, qs[i], err)))
+            return rc;
+    if ((rc = oc_pipeline_queue(g->p, g->n_extractors, &g->ex_q, err)))
+        return rc;
+    for (uint32_t i = 0; i < g->n_records; i++)
+        oc_queue_push(g->free_q, &g->recs[i]); /* capacity n_records: never waits */
+    for (uint32_t i = 0; i < g->n_extractors; i++)
+        oc_queue_push(g->ex_q, &g->ex[i]);
+    if ((rc = oc_pipeline_on_cancel(g->p, gd_on_cancel, g, err)) ||
+        (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->n_extractors, g->extract_q,
+                                extract_stage, g, NULL, err)) ||
+        (rc = oc_pipeline_stage(g->p, "gnndrive release", 1, g->release_q, release_stage, g, NULL,
+                                err)))
+        return rc;
+    return oc_pipeline_start(g->p, err);
+}
 
 int gd_stages_start(struct gd_store *g, struct oc_err *err)
 {
-    int e;
-
-    for (uint32_t i = 0; i < g->n_records; i++)
-        oc_queue_push(g->free_q, &g->recs[i]); /* capacity n_records: never waits */
-    if ((e = pthread_create(&g->releaser_thread, NULL, releaser_main, g)))
-        goto fail;
-    g->releaser_started = 1;
-    for (uint32_t i = 0; i < g->n_extractors; i++) {
-        if ((e = pthread_create(&g->ex[i].thread, NULL, extractor_main, &g->ex[i])))
-            goto fail;
-        g->ex[i].started = 1;
-    }
-    return OC_OK;
-fail:
-    gd_stages_stop(g);
-    return OC_ERR_ERRNO(err, OC_ERR_NOMEM, e, "store gnndrive: cannot start a thread");
-}
-
-void gd_stages_stop(struct gd_store *g)
-{
-    if (!g->sync_ready)
-        return;
-    pthread_mutex_lock(&g->mu);
-    atomic_store_explicit(&g->stop, 1, memory_order_release);
-    wake_all(g);
-    pthread_mutex_unlock(&g->mu);
-    struct oc_queue *qs[] = {g->free_q, g->extract_q, g->done_q, g->release_q};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if (qs[i])
-            oc_queue_close(qs[i]);
-    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
-        if (g->ex[i].started)
-            pthread_join(g->ex[i].thread, NULL);
-    if (g->releaser_started)
-        pthread_join(g->releaser_thread, NULL);
-    g->releaser_started = 0;
-    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
-        g->ex[i].started = 0;
+    int rc = store_stages(g->s, &g->p, err);
+    return rc ? rc : add_stages(g, err);
 }

@@ -96,7 +96,7 @@ done
 
 # Strategies do not start threads or make queues: that is the pipeline's job.
 STRATEGY_THREADS_LEFT="src/store/ginex/ginex_inspect.c src/store/gnndrive/gnndrive.c
-src/store/gnndrive/gnndrive_stage.c src/store/diskgnn/diskgnn_pipe.c"
+src/store/gnndrive/gnndrive_stage.c"
 while IFS=: read -r f line _; do
     case " $(echo $STRATEGY_THREADS_LEFT) " in
     *" $f "*) continue ;;

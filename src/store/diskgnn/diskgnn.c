@@ -29,10 +29,14 @@
  * without touching the pipeline.
  *
  * Place in the data flow: store; train ─► load_batch / gather_batch ─► pipe.
- * Thread-safety: driven by the training thread; the pipe's threads own
- * their stages (diskgnn_pipe.c).
+ * Thread-safety: driven by the batch pipeline's fetch stage (or the
+ * training thread); the pipe's stages run on cfg->pipeline, the training
+ * run's, so an error in one of them stops the batch pipeline too and the
+ * other way round (or on one of the pipe's own without it; diskgnn_pipe.c).
  * Ownership: the store owns the cache, the pipe (and through it the windows
- * and their files under DIR/plan/diskgnn/) and the evaluation reader.
+ * and their files under DIR/plan/diskgnn/) and the evaluation reader; a
+ * borrowed pipeline is freed by its owner (joining the stages) before
+ * dg_free.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -52,7 +56,7 @@ struct diskgnn_store {
     struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
-                                    thread may grow them; not read across threads) */
+                                    stage may grow them; not read across threads) */
 };
 
 /* ---- sizing ------------------------------------------------------------------- */
@@ -182,6 +186,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
         goto out;
     struct dg_pipe_config pc = {.s = s,
+                                .pipeline = cfg->pipeline,
                                 .builder = b,
                                 .cache = &d->cache,
                                 .w0 = &w0,

@@ -369,8 +369,10 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
 
 /* ---- start / stop ------------------------------------------------------------- */
 
-static const char *const stage_names[DG_STAGE_COUNT] = {"feature loader", "graph loader",
-                                                        "feature assembler", "planner"};
+/* As errors name them ("diskgnn feature loader stage: <file>: ..."). */
+static const char *const stage_names[DG_STAGE_COUNT] = {
+    "diskgnn feature loader", "diskgnn graph loader", "diskgnn feature assembler",
+    "diskgnn planner"};
 
 /* The queues and stages on p->p (the planner only when a later window is to be packed). */
 static int add_stages(struct dg_pipe *p, int planner, struct oc_err *err)

@@ -83,8 +83,8 @@ static struct oc_store *open_diskgnn(const struct fixture *fx, const char *plan,
 }
 
 /* Takes batch `batch` of `epoch` from s and gathers it, as the fetch stage does. */
-static int take_batch(const struct fixture *fx, struct oc_store *s, uint64_t epoch,
-                      uint64_t batch, struct oc_err *err)
+static int take_batch(const struct fixture *fx, struct oc_store *s, uint64_t epoch, uint64_t batch,
+                      struct oc_err *err)
 {
     struct oc_sample_batch b;
     oc_sample_batch_init(&b);

@@ -170,8 +170,11 @@ static void strategy_loop(const char *ds, const char *strategy, const char *ref_
                     fprintf(stderr, "  %s: no pread fallback: %s\n", label, err.msg);
                     ok = 0;
                 }
-                if (!ok)
+                if (!ok) {
+                    fprintf(stderr, "  %s: %s, error status %s: %s\n", label, oc_status_str(rc),
+                            oc_status_str(err.status), err.msg);
                     OC_CHECK(!"a failed run must fail cleanly with a message");
+                }
                 if (tmp_left(ckpt, 0) || tmp_left(ds, 0)) {
                     fprintf(stderr, "  %s left a temporary file (%s)\n", label, err.msg);
                     OC_CHECK(!"partial output left in place");

@@ -6,7 +6,8 @@
  * named; a cancellation while the assembler, the loader and the planner
  * wait (or pack) unblocks them all, records no error of its own and leaves
  * no file; with a pipeline of its own the store starts its stages at open
- * and joins them at free. Every case ends with no leak and no thread left.
+ * and joins them at free, each stage's busy time in the store's stats.
+ * Every case ends with no leak and no thread left.
  *
  * Place in the data flow: tests of store and pipeline (generate → dataset →
  * sample → plan → store → batch pipeline).
@@ -239,6 +240,10 @@ OC_TEST(own_pipeline_is_joined_at_free)
             for (uint64_t i = 0; i < nb; i++)
                 OC_CHECK_OK(take_batch(&fx, s, reuse ? 0 : e, i, &err), &err);
         OC_CHECK_ERR(take_batch(&fx, s, 3, 0, &err), OC_ERR_ARG, &err, "plan's next batch");
+        struct oc_store_stats st; /* every stage that ran was busy; no planner with reuse */
+        oc_store_stats(s, &st);
+        OC_CHECK(st.stage_busy_us[0] > 0 && st.stage_busy_us[1] > 0 && st.stage_busy_us[2] > 0);
+        OC_CHECK(reuse ? st.stage_busy_us[3] == 0 : st.stage_busy_us[3] > 0);
         oc_store_free(s);
         OC_CHECK(n_threads() == threads);
         OC_CHECK(n_plan_files(plan) == 0);

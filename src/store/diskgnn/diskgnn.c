@@ -324,6 +324,8 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_sample_us = d->sample_us + ps.sample_us;
     out->plan_pack_us = d->pack_us + ps.pack_us;
     out->plan_file_bytes = ps.file_bytes;
+    for (int k = 0; k < DG_STAGE_COUNT; k++)
+        out->stage_busy_us[k] = (uint64_t)(ps.busy_s[k] * 1e6);
     out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
                       store_disk_held_bytes(&d->disk) + ps.held_bytes + d->builder_bytes;
 }
@@ -377,11 +379,27 @@ static double dg_file_bytes(const struct oc_store_stats *s)
 {
     return (double)s->plan_file_bytes;
 }
+static double dg_load_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_LOAD] / 1e6;
+}
+static double dg_graph_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_GRAPH] / 1e6;
+}
+static double dg_assemble_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_ASSEMBLE] / 1e6;
+}
+static double dg_plan_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_PLAN] / 1e6;
+}
 
 /*
  * Shares of the packed chunks and segment caches; offline sampling and
  * packing times since open (totals), blocks read with the chunks, window
- * files on disk now.
+ * files on disk now; the busy seconds of each of its stages in the epoch.
  */
 static const struct oc_store_stat diskgnn_stat_table[] = {
     {NULL, "packed_ratio", "Packed", OC_STORE_STAT_RATIO, dg_packed},
@@ -391,6 +409,10 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
     {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
     {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
     {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
+    {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_load_busy_s},
+    {"stage_busy", "graph_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_graph_busy_s},
+    {"stage_busy", "feature_assembler_s", NULL, OC_STORE_STAT_SECONDS, dg_assemble_busy_s},
+    {"stage_busy", "planner_s", NULL, OC_STORE_STAT_SECONDS, dg_plan_busy_s},
 };
 
 const struct store_strategy oc_store_diskgnn = {

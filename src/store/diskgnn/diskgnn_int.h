@@ -125,7 +125,7 @@ struct dg_ready {
 };
 struct dg_pipe;
 
-/* The pipe's stages, in the order of dg_pipe_stats' busy times. */
+/* The pipe's stages, in the order of dg_pipe_stats' busy times (and stage_busy_us). */
 enum dg_stage {
     DG_STAGE_LOAD,     /* feature loader: chunk and disk-cache reads */
     DG_STAGE_GRAPH,    /* graph loader: record ─► blocks */

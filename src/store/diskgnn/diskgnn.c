@@ -288,20 +288,21 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
     if ((rc = take(d, err)))
         return rc;
     struct dg_ready *sl = d->cur;
-    int same = sl->handed ? ids == sl->handed_ids && n == sl->n_input
+    int same = sl->handed ? ids == sl->handed_ids && n == sl->info.n_input
                           : n == sl->batch.n_input &&
                                 (n == 0 || memcmp(ids, sl->batch.input_ids, n * 8) == 0);
     if (same) {
         struct dg_job j = {s, sl->rows, out};
         rc = store_for_rows(s->pool, n, copy_rows, &j, err);
         if (rc == OC_OK) {
-            s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->n_cpu;
-            s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->n_packed;
-            s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->n_dc;
-            s->stats.requested_disk_bytes += (sl->n_packed + sl->n_dc) * (uint64_t)s->row_bytes;
-            s->stats.read_bytes += sl->feat_read_bytes;
-            s->stats.graph_read_bytes += sl->graph_read_bytes;
-            s->stats.n_reads += sl->n_reads;
+            s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->info.n_cpu;
+            s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->info.n_packed;
+            s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->info.n_dc;
+            s->stats.requested_disk_bytes +=
+                (sl->info.n_packed + sl->info.n_dc) * (uint64_t)s->row_bytes;
+            s->stats.read_bytes += sl->info.feat_read_bytes;
+            s->stats.graph_read_bytes += sl->info.graph_read_bytes;
+            s->stats.n_reads += sl->info.n_reads;
         }
     }
     d->cur = NULL;

@@ -102,21 +102,26 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
  */
 void dg_dir_clean(const char *dir);
 
+/* Which batch of the plan one in flight is, its rows per tier and what reading it took. */
+struct dg_batch_info {
+    uint64_t epoch, index;                   /* sample epoch, batch index */
+    uint64_t n_input, n_packed, n_dc, n_cpu; /* rows: all, packed, disk cache, CPU cache */
+    uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
+};
+
 /* One batch in flight through the pipeline. */
 struct dg_slot {
-    uint64_t epoch, index; /* sample epoch, batch index */
-    uint8_t *buf;          /* the chunk as read, then (page-aligned) its disk-cache rows */
+    struct dg_batch_info info;
+    uint8_t *buf; /* the chunk as read, then (page-aligned) its disk-cache rows */
     uint64_t cap_buf;
     uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
-    uint64_t n_input, n_packed, n_dc, n_cpu, rec_bytes;
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
+    uint64_t rec_bytes;
     struct oc_sample_batch batch;
 };
 
 /* An assembled batch: f32 rows and blocks, handed from the assembler to the trainer. */
 struct dg_ready {
-    uint64_t epoch, index, n_input, n_packed, n_dc, n_cpu;
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
+    struct dg_batch_info info; /* the slot's, moved over with its blocks */
     float *rows;
     uint64_t cap_rows; /* floats */
     struct oc_sample_batch batch;

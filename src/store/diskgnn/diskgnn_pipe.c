@@ -203,16 +203,17 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     if (n_dc && (rc = oc_io_batch_run(p->io, err)))
         return rc;
     uint64_t meta_bytes = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
-    sl->epoch = w->epoch;
-    sl->index = i;
-    sl->n_input = n;
-    sl->n_packed = n_packed;
-    sl->n_dc = n_dc;
-    sl->n_cpu = n_cpu;
     sl->rec_bytes = rec;
-    sl->graph_read_bytes = meta_bytes;
-    sl->feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before);
-    sl->n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0;
+    sl->info = (struct dg_batch_info){
+        .epoch = w->epoch,
+        .index = i,
+        .n_input = n,
+        .n_packed = n_packed,
+        .n_dc = n_dc,
+        .n_cpu = n_cpu,
+        .feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before),
+        .graph_read_bytes = meta_bytes,
+        .n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0};
     return OC_OK;
 }
 
@@ -261,13 +262,13 @@ static int load_graph(void *ctx, struct oc_stage *st, void *item, struct oc_err 
     int bad = oc_sample_batch_deserialize(sl->buf + OC_PLAN_CHUNK_HEADER, sl->rec_bytes,
                                           p->s->n_nodes, &sl->batch, err);
     atomic_fetch_add(&p->held, batch_bytes(&sl->batch) - before);
-    if (bad || (sl->batch.epoch != sl->epoch || sl->batch.batch_index != sl->index ||
-                sl->batch.n_input != sl->n_input)) {
+    if (bad || (sl->batch.epoch != sl->info.epoch || sl->batch.batch_index != sl->info.index ||
+                sl->batch.n_input != sl->info.n_input)) {
         if (!bad)
             OC_ERR(err, OC_ERR_FORMAT,
-                   "record of batch %" PRIu64 " does not match its chunk header", sl->index);
+                   "record of batch %" PRIu64 " does not match its chunk header", sl->info.index);
         return oc_err_prefix(err, "store diskgnn: window of epoch %" PRIu64 ", batch %" PRIu64,
-                             sl->epoch, sl->index);
+                             sl->info.epoch, sl->info.index);
     }
     return oc_stage_push(st, p->graph_q, sl);
 }
@@ -279,8 +280,8 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
     const struct oc_store *s = p->s;
     uint64_t rb = s->row_bytes, dim = s->feat_dim, j = 0;
     const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
-    const uint8_t *packed = addr + 8 * sl->n_input, *dc = sl->buf + sl->dc_at;
-    for (uint64_t k = 0; k < sl->n_input; k++) {
+    const uint8_t *packed = addr + 8 * sl->info.n_input, *dc = sl->buf + sl->dc_at;
+    for (uint64_t k = 0; k < sl->info.n_input; k++) {
         uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
         const uint8_t *src;
         switch (OC_PLAN_ADDR_WHERE(code)) {
@@ -308,7 +309,7 @@ static int assemble_batch(void *ctx, struct oc_stage *st, void *item, struct oc_
     if ((rc = oc_stage_pop(st, p->asm_q, &tok)))
         return rc;
     struct dg_ready *r = tok;
-    uint64_t need = sl->n_input * p->s->feat_dim;
+    uint64_t need = sl->info.n_input * p->s->feat_dim;
     if (need > r->cap_rows) {
         uint64_t cap = need + need / 4;
         float *f = oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", err);
@@ -322,15 +323,7 @@ static int assemble_batch(void *ctx, struct oc_stage *st, void *item, struct oc_
     struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
     r->batch = sl->batch;
     sl->batch = tb;
-    r->epoch = sl->epoch;
-    r->index = sl->index;
-    r->n_input = sl->n_input;
-    r->n_packed = sl->n_packed;
-    r->n_dc = sl->n_dc;
-    r->n_cpu = sl->n_cpu;
-    r->feat_read_bytes = sl->feat_read_bytes;
-    r->graph_read_bytes = sl->graph_read_bytes;
-    r->n_reads = sl->n_reads;
+    r->info = sl->info;
     r->handed = 0;
     r->handed_ids = NULL;
     if ((rc = oc_stage_push(st, p->free_q, sl)))

@@ -453,6 +453,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     *out = p;
     return OC_OK;
 fail:
+    c->builder->cancel = NULL; /* back with open, which frees it */
     close_queues(p);
     dg_pipe_stop(p);
     return rc;

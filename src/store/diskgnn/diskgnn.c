@@ -36,7 +36,8 @@
  * Ownership: the store owns the cache, the pipe (and through it the windows
  * and their files under DIR/plan/diskgnn/) and the evaluation reader; a
  * borrowed pipeline is freed by its owner (joining the stages) before
- * dg_free.
+ * dg_free, and the store's stats are not read in between (they hold the
+ * stages' busy times).
  */
 #include <inttypes.h>
 #include <stddef.h>

@@ -196,10 +196,10 @@ void dg_pipe_stop(struct dg_pipe *p);
 int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err);
 void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
 struct dg_pipe_stats {
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
     uint64_t sample_us, pack_us, file_bytes, held_bytes;
     double busy_s[DG_STAGE_COUNT]; /* each stage's busy seconds since start */
 };
+/* Any thread, while the pipeline is alive (the stages' busy times are the pipeline's). */
 void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out);
 
 #endif

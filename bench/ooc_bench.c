@@ -8,7 +8,8 @@
  *      manifest (counts, provenance) matches the arguments;
  *   2. disk probe on features.npy with O_DIRECT: sequential bandwidth
  *      (1 MiB reads, one at a time with pread and 16 in flight with io_uring)
- *      and random 4 KiB reads per second (io_uring, 128 in flight, merging off);
+ *      and random 4 KiB and 8 KiB reads per second (io_uring, 128 in flight,
+ *      merging off: a 3 KiB row read alone takes one page or two);
  *   3. bound inputs: epoch 0's sampling replayed exactly as train does it
  *      (shuffle(seed, 0), batches, oc_sample_neighbors(seed, 0, b)), marking
  *      every input row: the unique feature bytes one epoch touches;
@@ -29,6 +30,11 @@
  *
  * bound = max(memory's epoch time, must_read / sequential bandwidth),
  * must_read = max(0, unique feature bytes of one epoch - budget).
+ * own io = what the strategy's own reads cost this disk: max(read bytes /
+ * sequential bandwidth, reads x seconds per read at their mean size, on the
+ * line through the measured 4 KiB and 8 KiB points); x own = epoch /
+ * max(memory's epoch, own io): 1 when I/O hides behind compute or compute
+ * behind I/O.
  * Times and counters are those of the LAST epoch (warm: caches filled, first
  * touches done); every epoch's time is printed as it finishes. The epoch time
  * is the training part (sample, gather, forward, backward, optimizer):
@@ -281,8 +287,10 @@ struct msg_probe {
     int rc;
     char msg[1024];
     int direct, uring;
-    double seq_qd1_bps, seq_uring_bps, rand_iops, rand_s;
-    uint64_t seq_bytes, rand_reads, rand_read_bytes;
+    double seq_qd1_bps, seq_uring_bps;
+    /* random reads of 4 KiB (one page) and 8 KiB (two pages: a row straddling a page) */
+    double rand_iops, rand_s, rand8_iops, rand8_s;
+    uint64_t seq_bytes, rand_reads, rand_read_bytes, rand8_reads;
 };
 
 struct msg_replay {
@@ -540,6 +548,31 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* Random reads of `len` bytes at page-aligned offsets, RAND_DEPTH in flight: count, seconds. */
+static int probe_random(struct oc_file *f, struct oc_io_batch *b, uint8_t *buf, uint64_t size,
+                        size_t len, uint64_t *n_reads, double *seconds, struct oc_err *err)
+{
+    oc_io_batch_set_merge(b, 0);
+    uint64_t n_pages = (size - len) / OC_IO_ALIGN, state = 0x5eed + len;
+    double t = oc_now_s(), el = 0;
+    *n_reads = 0;
+    while (*n_reads < RAND_MAX_N && el < RAND_MAX_S) {
+        for (unsigned k = 0; k < RAND_PER_RUN; k++) {
+            uint64_t page = splitmix64(&state) % n_pages;
+            int rc = oc_io_batch_add(b, f, page * OC_IO_ALIGN, len, buf + (size_t)k * len, err);
+            if (rc)
+                return rc;
+        }
+        int rc = oc_io_batch_run(b, err);
+        if (rc)
+            return rc;
+        *n_reads += RAND_PER_RUN;
+        el = oc_now_s() - t;
+    }
+    *seconds = el;
+    return OC_OK;
+}
+
 static int probe_run(const char *path, struct msg_probe *r, struct oc_err *err)
 {
     struct oc_file *f = NULL;
@@ -548,8 +581,8 @@ static int probe_run(const char *path, struct msg_probe *r, struct oc_err *err)
     uint64_t size;
     int rc;
     size_t buf_bytes = (size_t)SEQ_DEPTH * SEQ_READ;
-    if (buf_bytes < (size_t)RAND_PER_RUN * OC_IO_ALIGN)
-        buf_bytes = (size_t)RAND_PER_RUN * OC_IO_ALIGN;
+    if (buf_bytes < (size_t)RAND_PER_RUN * 2 * OC_IO_ALIGN)
+        buf_bytes = (size_t)RAND_PER_RUN * 2 * OC_IO_ALIGN;
     if ((rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, err)) ||
         (rc = oc_file_size(f, &size, err)))
         goto out;
@@ -589,28 +622,15 @@ static int probe_run(const char *path, struct msg_probe *r, struct oc_err *err)
     r->seq_uring_bps = (double)span / (oc_now_s() - t);
     oc_io_batch_free(b);
     b = NULL;
-    /* Random 4 KiB pages anywhere in the file, RAND_DEPTH in flight, no merging. */
-    if ((rc = oc_io_batch_new(RAND_DEPTH, (size_t)RAND_PER_RUN * OC_IO_ALIGN, &b, err)))
+    /* Random 4 KiB and 8 KiB reads anywhere in the file, RAND_DEPTH in flight, no merging. */
+    if ((rc = oc_io_batch_new(RAND_DEPTH, (size_t)RAND_PER_RUN * 2 * OC_IO_ALIGN, &b, err)) ||
+        (rc = probe_random(f, b, buf, size, OC_IO_ALIGN, &r->rand_reads, &r->rand_s, err)))
         goto out;
-    oc_io_batch_set_merge(b, 0);
-    uint64_t n_pages = size / OC_IO_ALIGN, state = 0x5eed;
-    t = oc_now_s();
-    double el = 0;
-    while (r->rand_reads < RAND_MAX_N && el < RAND_MAX_S) {
-        for (unsigned k = 0; k < RAND_PER_RUN; k++) {
-            uint64_t page = splitmix64(&state) % n_pages;
-            if ((rc = oc_io_batch_add(b, f, page * OC_IO_ALIGN, OC_IO_ALIGN,
-                                      buf + (size_t)k * OC_IO_ALIGN, err)))
-                goto out;
-        }
-        if ((rc = oc_io_batch_run(b, err)))
-            goto out;
-        r->rand_reads += RAND_PER_RUN;
-        el = oc_now_s() - t;
-    }
-    r->rand_s = el;
-    r->rand_iops = (double)r->rand_reads / el;
+    r->rand_iops = (double)r->rand_reads / r->rand_s;
     r->rand_read_bytes = oc_io_batch_stats(b)->read_bytes;
+    if ((rc = probe_random(f, b, buf, size, 2 * OC_IO_ALIGN, &r->rand8_reads, &r->rand8_s, err)))
+        goto out;
+    r->rand8_iops = (double)r->rand8_reads / r->rand8_s;
 out:
     oc_io_batch_free(b);
     oc_free(buf);
@@ -894,19 +914,29 @@ static void print_plan_times(const struct run *runs, uint32_t n_runs)
 
 /*
  * The strategy's own disk time: what its reads of the epoch take at the
- * measured limits, the larger of bytes / sequential bandwidth and reads /
- * random IOPS. x own = epoch / max(memory's epoch, that): 1 means I/O is
+ * measured limits, the larger of bytes / sequential bandwidth and reads x
+ * seconds per read at their mean size (interpolated between the measured
+ * 4 KiB and 8 KiB random-read times, extrapolated on the same line past
+ * them, never below the 4 KiB time). x own = epoch / max(memory's epoch, that): 1 means I/O is
  * hidden behind compute or compute behind I/O.
  */
-static double own_disk_s(const struct oc_store_stats *st, double seq_bps, double iops)
+static double own_disk_s(const struct oc_store_stats *st, double seq_bps, double iops4,
+                         double iops8)
 {
     double by_bytes = seq_bps > 0 ? (double)st->read_bytes / seq_bps : 0;
-    double by_reads = iops > 0 ? (double)st->n_reads / iops : 0;
+    double by_reads = 0;
+    if (st->n_reads && iops4 > 0 && iops8 > 0) {
+        /* seconds per read, on the line through the measured 4 KiB and 8 KiB points */
+        double t4 = 1.0 / iops4, t8 = 1.0 / iops8;
+        double avg = (double)st->read_bytes / (double)st->n_reads;
+        double per = t4 + (avg - 4096.0) * (t8 - t4) / 4096.0;
+        by_reads = (double)st->n_reads * (per > t4 ? per : t4);
+    }
     return by_bytes > by_reads ? by_bytes : by_reads;
 }
 
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
-                        double iops)
+                        double iops4, double iops8)
 {
     const struct run *mem = &runs[0];
     int mem_ok = !mem->failed && mem->n_epochs > 0;
@@ -932,7 +962,7 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
                             ? "= memory"
                         : r->reuse ? "differs (reused samples)"
                                    : "DIFFERS";
-        double own = own_disk_s(&st->store, seq_bps, iops);
+        double own = own_disk_s(&st->store, seq_bps, iops4, iops8);
         double own_bound = own > mem_s ? own : mem_s;
         printf(
             "%-18s %8.2f %8s %7.2f %7.2f %7.2f %7.2f %8.2f %10s %10s %10s %7.2f %7.3f %8.2f %10s  "
@@ -1039,6 +1069,9 @@ int main(int argc, char **argv)
     printf("    random 4 KiB O_DIRECT reads, %d in flight, merging off: %.0f IOPS (%.1f MiB/s; "
            "%" PRIu64 " reads in %.2f s)\n",
            RAND_DEPTH, pr.rand_iops, pr.rand_iops * 4096.0 / MIB, pr.rand_reads, pr.rand_s);
+    printf("    random 8 KiB O_DIRECT reads, %d in flight, merging off: %.0f IOPS (%.1f MiB/s; "
+           "%" PRIu64 " reads in %.2f s)\n",
+           RAND_DEPTH, pr.rand8_iops, pr.rand8_iops * 8192.0 / MIB, pr.rand8_reads, pr.rand8_s);
 
     /* 3. unique rows of epoch 0 */
     printf("\n[3] replaying epoch 0's sampling for the bound\n");
@@ -1136,13 +1169,14 @@ int main(int argc, char **argv)
     double bound_s = mem_s > io_bound_s ? mem_s : io_bound_s;
     printf("\n[5] results (last epoch of %u; epoch s = training time, evaluation excluded)\n",
            a.epochs);
-    printf("    disk: sequential %.0f MiB/s, random 4 KiB %.0f IOPS\n", seq_bps / MIB,
-           pr.rand_iops);
+    printf("    disk: sequential %.0f MiB/s, random 4 KiB %.0f IOPS, random 8 KiB %.0f IOPS\n",
+           seq_bps / MIB, pr.rand_iops, pr.rand8_iops);
     printf("    bound = max(memory epoch %.2f s, must-read %s / %.0f MiB/s = %.2f s) = %.2f s\n",
            mem_s, fmt_size(must_read, s1, sizeof(s1)), seq_bps / MIB, io_bound_s, bound_s);
-    printf("    own io = the strategy's reads at these limits, max(read / sequential, reads / "
+    printf("    own io = the strategy's reads at these limits: max(read / sequential, reads x "
+           "seconds per read at its mean read size, on the line through the 4 KiB and 8 KiB "
            "IOPS); x own = epoch / max(memory epoch, own io)\n");
-    print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops);
+    print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops);
     for (uint32_t i = 1; i < n_runs; i++)
         if (!runs[i].failed && !mem->failed &&
             strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) != 0)

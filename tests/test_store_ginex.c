@@ -9,7 +9,7 @@
  *
  * Place in the data flow: tests of store (generate → dataset → sample → store).
  * Thread-safety: test code is single-threaded; the store runs its inspector
- * thread (the pipeline test is the one CI runs under TSan).
+ * stage (on its own pipeline, or on one the test gives it, as train does).
  * Ownership: every store, pool, trace, planner and fixture is freed by the
  * test that made it.
  */
@@ -24,6 +24,7 @@
 #include "fault_util.h"
 #include "ginex_util.h"
 #include "harness.h"
+#include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
 
@@ -491,6 +492,47 @@ OC_TEST(pipeline_one_batch_superbatches_and_early_free)
         oc_store_free(s);
     }
     oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+/*
+ * Opened on a pipeline it does not own (as in training), the inspector runs
+ * there: cancelling that pipeline (another stage failed, Ctrl-C) stops it and
+ * the next superbatch's gather fails with the pipeline's error instead of
+ * waiting; the store is freed after the pipeline, as train does.
+ */
+OC_TEST(inspector_runs_on_a_given_pipeline_and_stops_with_it)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_pipeline *p = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    OC_CHECK_OK(oc_pipeline_new("training pipeline", &p, &err), &err);
+    struct oc_store_config c = ginex_config(&fx, pool, 0, 2, 1, 200);
+    c.pipeline = p;
+    struct oc_store *s = fixture_open("ginex", &c);
+    struct trace t = sampled_trace(&fx, 0, 2);
+    float *out = malloc((fx.n_nodes + 1) * fx.dim * sizeof(float));
+    OC_CHECK_OK(oc_store_gather_batch(s, 0, 0, t.ids, t.off[1], out, &err), &err);
+    struct oc_err why;
+    OC_ERR(&why, OC_ERR_IO, "fetch stage: a read failed");
+    oc_pipeline_fail(p, &why);
+    int rc = OC_OK;
+    for (uint64_t i = 1; i < t.n_iters && rc == OC_OK; i++) /* superbatches of one batch */
+        rc = oc_store_gather_batch(s, 0, i, t.ids + t.off[i], t.off[i + 1] - t.off[i], out, &err);
+    OC_CHECK_ERR(rc, OC_ERR_IO, &err, "a read failed");
+    oc_pipeline_free(p); /* joins the inspector */
+    oc_store_free(s);
+    free(out);
+    trace_free(&t);
+    oc_pool_free(pool);
+    OC_CHECK(oc_mem_n_live() == live);
     fixture_free(&fx);
 }
 

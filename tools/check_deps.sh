@@ -95,7 +95,7 @@ for f in include/offcore/*.h; do
 done
 
 # Strategies do not start threads or make queues: that is the pipeline's job.
-STRATEGY_THREADS_LEFT="src/store/ginex/ginex_inspect.c src/store/gnndrive/gnndrive.c
+STRATEGY_THREADS_LEFT="src/store/gnndrive/gnndrive.c
 src/store/gnndrive/gnndrive_stage.c"
 while IFS=: read -r f line _; do
     case " $(echo $STRATEGY_THREADS_LEFT) " in

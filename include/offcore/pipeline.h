@@ -53,6 +53,13 @@ typedef int (*oc_stage_fn)(void *ctx, struct oc_stage *st, void *item, struct oc
 int oc_pipeline_new(const char *name, struct oc_pipeline **out, struct oc_err *err);
 /* Cancels, joins every thread, frees the queues. NULL is a no-op. */
 void oc_pipeline_free(struct oc_pipeline *p);
+/*
+ * Cancels and joins every thread started so far; the pipeline and its queues
+ * stay valid (a stage added later exits at once). For a strategy whose open
+ * fails after it started stages on a pipeline it does not own: once this
+ * returns, nothing runs its stage functions, so it may free their state.
+ */
+void oc_pipeline_join(struct oc_pipeline *p);
 /* A bounded queue owned by p (closed when p is cancelled). */
 int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **out,
                       struct oc_err *err);

@@ -146,6 +146,10 @@ struct oc_store_config {
                                        multiple of features.npy's size; 0 = unlimited */
     struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
                                        them); NULL: the store makes and owns one */
+    uint64_t batch_rows;            /* input rows of a training batch as train measured
+                                       them (probe, with its margin); 0 = unknown. Sizes
+                                       the budget check of arrays that grow on demand
+                                       (direct, static); fixed capacities keep the bound */
 };
 
 struct oc_store;

@@ -36,7 +36,7 @@
 struct oc_stage {
     struct oc_pipeline *p;
     char name[32];
-    unsigned n_threads, n_started;
+    unsigned n_threads, n_started, n_joined;
     pthread_t *threads;
     struct oc_queue *in;
     oc_stage_fn fn;
@@ -139,17 +139,26 @@ int oc_pipeline_status(struct oc_pipeline *p, struct oc_err *err)
     return rc;
 }
 
-void oc_pipeline_free(struct oc_pipeline *p)
+void oc_pipeline_join(struct oc_pipeline *p)
 {
     if (!p)
         return;
     oc_pipeline_cancel(p);
     for (unsigned i = 0; i < p->n_stages; i++) {
         struct oc_stage *st = &p->stages[i];
-        for (unsigned t = 0; t < st->n_started; t++)
+        for (unsigned t = st->n_joined; t < st->n_started; t++)
             pthread_join(st->threads[t], NULL);
-        oc_free(st->threads);
+        st->n_joined = st->n_started;
     }
+}
+
+void oc_pipeline_free(struct oc_pipeline *p)
+{
+    if (!p)
+        return;
+    oc_pipeline_join(p);
+    for (unsigned i = 0; i < p->n_stages; i++)
+        oc_free(p->stages[i].threads);
     for (unsigned i = 0; i < p->n_queues; i++)
         oc_queue_free(p->queues[i]);
     pthread_mutex_destroy(&p->mu);
@@ -202,6 +211,12 @@ static void *stage_main(void *arg)
 {
     struct oc_stage *st = arg;
     void *item;
+    char tname[16]; /* the kernel's limit: what top -H and perf show */
+    memcpy(tname, "oc-", 3);
+    size_t n = strnlen(st->name, sizeof(tname) - 4);
+    memcpy(tname + 3, st->name, n);
+    tname[3 + n] = '\0';
+    pthread_setname_np(pthread_self(), tname);
     while (oc_queue_pop(st->in, &item) == OC_OK) {
         struct oc_err e;
         oc_err_clear(&e);

@@ -12,6 +12,7 @@
  * releases it and what the strategy holds.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/store_int.h"
@@ -246,9 +247,13 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
         s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     s->nb_epoch = UINT64_MAX;
     s->reorder = cfg->reorder && s->strat->next_batch;
+    s->stages = cfg->pipeline;
     rc = s->strat->open(s, cfg, err);
     if (rc) {
+        oc_pipeline_join(s->stages); /* its stages may have started: none runs after this */
         s->strat->free(s);
+        if (s->own_stages)
+            oc_pipeline_free(s->stages);
         oc_free(s);
         return rc;
     }
@@ -256,11 +261,30 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     return OC_OK;
 }
 
+int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *err)
+{
+    *out = NULL;
+    if (!s->stages) {
+        char name[64];
+        snprintf(name, sizeof(name), "store %s", s->strat->name);
+        int rc = oc_pipeline_new(name, &s->stages, err);
+        if (rc)
+            return rc;
+        s->own_stages = 1;
+    }
+    *out = s->stages;
+    return OC_OK;
+}
+
 void oc_store_free(struct oc_store *s)
 {
     if (!s)
         return;
+    if (s->own_stages)
+        oc_pipeline_join(s->stages); /* a given pipeline was freed before (store.h) */
     s->strat->free(s);
+    if (s->own_stages)
+        oc_pipeline_free(s->stages);
     oc_free(s);
 }
 

@@ -106,6 +106,12 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
     return rows < s->n_nodes ? rows : s->n_nodes;
 }
 
+uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    uint64_t bound = store_expected_rows(s, cfg);
+    return cfg->batch_rows && cfg->batch_rows < bound ? cfg->batch_rows : bound;
+}
+
 /* ---- the feature file through the batch reader ---------------------------- */
 
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err)

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "offcore/io.h"
+#include "offcore/pipeline.h"
 #include "offcore/store.h"
 
 struct oc_store;
@@ -87,8 +88,20 @@ struct oc_store {
     uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
     int reorder;                 /* cfg->reorder for a strategy with next_batch */
+    struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
+    int own_stages;              /* stages made by the store (no cfg->pipeline) */
     void *impl;
 };
+
+/*
+ * The pipeline a strategy adds its background stages to (and starts):
+ * cfg->pipeline, or one the store makes and owns. The registry handles the
+ * life cycle for every strategy: an open that fails joins it (cancelling a
+ * given pipeline: the run fails anyway) before the strategy's free, and
+ * oc_store_free joins an owned one before it, so a strategy's free never
+ * runs while one of its stages does.
+ */
+int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *err);
 
 /* oc_store_next_batch in plan order: 0, 1, ... n_plan_batches - 1 per epoch. */
 int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
@@ -141,6 +154,12 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
  * min(n_nodes, 65536).
  */
 uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+/*
+ * Rows of one batch to budget arrays that grow on demand (direct, static):
+ * the size train measured (cfg->batch_rows) when it gave one, else
+ * store_expected_rows. Not for fixed capacities (gnndrive's batch records).
+ */
+uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg);
 
 /* ---- rows read from the feature file (direct, static misses) ------------- */
 

@@ -216,9 +216,9 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
 {
     if (!bp)
         return;
-    /* a borrowed pipeline was freed by its owner first (joining these stages): not touched */
     if (bp->own_p)
         oc_pipeline_free(bp->p); /* cancels and joins before the slots go */
+    /* else its owner freed it, joining the stages, before this (batch_pipe.h) */
     /* a buffer still lent is freed here with the others (bp->rows owns them all) */
     for (uint32_t i = 0; bp->slots && i < bp->n_slots; i++)
         oc_sample_batch_deinit(&bp->slots[i].batch);
@@ -314,8 +314,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     *out = bp;
     return OC_OK;
 fail:
-    if (bp->p && !bp->own_p) /* stages added to it may run: stop them; its owner joins them */
-        oc_pipeline_cancel(bp->p);
+    if (!bp->own_p)
+        oc_pipeline_join(bp->p); /* our stages may have started on it: none runs after this */
     oc_batch_pipe_free(bp);
     return rc;
 }

@@ -187,6 +187,7 @@ struct run {
     struct oc_pipeline *stages; /* the store's stages and the batch pipeline's */
     struct oc_store *store;
     struct oc_batch_pipe *pipe;
+    struct train_ws ws; /* what a batch in flight takes (probed under a budget) */
     uint32_t depth;
     struct train_degrees degrees;
     struct train_eval *eval;
@@ -210,59 +211,8 @@ static void run_deinit(struct run *r)
     train_data_deinit(&r->data);
 }
 
-/*
- * Bytes the run needs besides the feature store, counting what coexists:
- * the batch pipeline's depth + 1 row buffers (gathered rows, and the ids and
- * blocks of their batches) stay allocated between epochs, when the next
- * epoch is sampled ahead while the trainer evaluates; evaluation gathers
- * into one of those buffers (lent by the pipeline, grown if its inputs are
- * larger), so on top of them comes the larger of the training step's
- * activations and gradients and evaluation's own buffers; plus the model
- * with its Adam state. Batch sizes are bounds from the fanouts (capped at
- * the node count); exact inference bounds its chunks by
- * train_eval_chunk_rows. The store gets what the budget leaves.
- */
-/* Input rows of a batch of `seeds` seeds at most: seeds x prod(1 + fanout), at most N. */
-static uint64_t batch_rows_bound(const struct train_data *d, const struct oc_train_opts *o,
-                                 uint64_t seeds)
-{
-    uint64_t n = seeds;
-    for (uint32_t l = 0; l < o->n_layers; l++) {
-        uint64_t f = o->fanouts[l] < 0 ? d->n_nodes : (uint64_t)o->fanouts[l] + 1;
-        n = n > d->n_nodes / f ? d->n_nodes : n * f;
-    }
-    return n;
-}
-
-static uint64_t run_working_bytes(const struct run *r, const struct oc_train_opts *o,
-                                  uint32_t depth)
-{
-    const struct train_data *d = &r->data;
-    uint64_t n = batch_rows_bound(d, o, o->batch_size);
-    uint64_t width = o->hidden * o->heads;
-    uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
-    uint64_t row_floats = n * d->feat_dim; /* what one pipeline row buffer holds */
-    uint64_t pipe = (depth + 1) * (row_floats * sizeof(float) + n * 16);
-    uint64_t step = n * 4 * width * o->n_layers * sizeof(float);
-    uint64_t eval, eval_floats; /* eval_floats: what it gathers into the lent buffer */
-    if (o->eval == OC_TRAIN_EVAL_FULL) {
-        /* two whole-graph layer outputs (ping-pong), node ids, one chunk's ids,
-           degrees and block, and the layer's workspace */
-        uint64_t out = width > d->n_classes ? width : d->n_classes;
-        uint64_t chunk = train_eval_chunk_rows(d, o);
-        eval_floats = chunk * widest;
-        eval = 2 * d->n_nodes * out * sizeof(float) + d->n_nodes * sizeof(uint64_t) +
-               chunk * (widest * sizeof(float) + 32);
-    } else {
-        /* sampled evaluation batches, outside the pipeline */
-        uint64_t m = batch_rows_bound(d, o, o->eval_batch_size);
-        eval_floats = m * d->feat_dim;
-        eval = m * (16 + 4 * width * o->n_layers * sizeof(float));
-    }
-    if (eval_floats > row_floats) /* the lent buffer grows */
-        eval += (eval_floats - row_floats) * sizeof(float);
-    return pipe + (step > eval ? step : eval) + oc_nn_model_state_bytes(r->model);
-}
+static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
+                     struct oc_err *err);
 
 static int run_open_store(struct run *r, const struct oc_train_opts *o, const char *dir,
                           uint32_t first_epoch, struct oc_err *err)
@@ -307,23 +257,31 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
      * input rows did before the pipeline).
      */
     r->depth = 2;
+    train_ws_from_bound(&r->data, o, &r->ws);
     if (o->mem_budget) {
-        uint64_t held = oc_mem_used(), work = run_working_bytes(r, o, 2);
+        if ((rc = run_probe(r, o, first_epoch, err)))
+            return rc;
+        uint64_t state = oc_nn_model_state_bytes(r->model);
+        uint64_t held = oc_mem_used(), work = train_ws_bytes(&r->ws, &r->data, o, state, 2);
         if (held + work >= o->mem_budget || o->mem_budget - held - work < work) {
             r->depth = 1;
-            work = run_working_bytes(r, o, 1);
+            work = train_ws_bytes(&r->ws, &r->data, o, state, 1);
         }
         if (held + work >= o->mem_budget) {
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,
-                          "--mem-budget %s is too small: topology, labels and model hold %s and "
-                          "the batches in flight with their activations, or evaluation, need "
-                          "about %s before any feature store (smaller --batch, --eval-batch or "
-                          "--fanout need less)",
+                          "--mem-budget %s is too small: topology, labels, model and a step's "
+                          "activations hold %s and the batches in flight (%" PRIu64
+                          " input rows each, measured), or evaluation, need about %s before "
+                          "any feature store (smaller --batch, --eval-batch or --fanout need "
+                          "less)",
                           oc_format_size(o->mem_budget, a, sizeof(a)),
-                          oc_format_size(held, b, sizeof(b)), oc_format_size(work, c, sizeof(c)));
+                          oc_format_size(held, b, sizeof(b)), r->ws.batch_rows,
+                          oc_format_size(work, c, sizeof(c)));
         }
         cfg.mem_bytes = o->mem_budget - held - work;
+        if (r->ws.measured)
+            cfg.batch_rows = r->ws.batch_rows;
         char a[32], b[32], c[32];
         oc_log(OC_LOG_DEBUG, "memory budget: %s held at start, %s working set, %s for the store",
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
@@ -398,6 +356,127 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
 }
 
 /*
+ * Forward, loss and backward of `batch` (index `index` of sample epoch
+ * `epoch`) in training epoch e over its gathered input rows x; st (may be
+ * NULL) gets the forward and backward times.
+ */
+static int step_grads(struct run *r, uint64_t e, uint64_t index,
+                      const struct oc_sample_batch *batch, float *x, struct oc_nn_loss *loss,
+                      struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    int rc;
+    double t2 = oc_now_s();
+    struct oc_nn_tensor xt;
+    if ((rc = oc_nn_tensor_wrap(r->be, OC_NN_F32, x, batch->n_input, r->data.feat_dim, &xt, err)))
+        return rc;
+    if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))
+        return rc;
+    struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
+    train_blocks_from_batch(batch, r->degrees.deg, blocks);
+    const struct oc_nn_tensor *logits;
+    struct oc_nn_step step = {1, e, index};
+    if ((rc = oc_nn_model_forward(r->model, blocks, &xt, &step, &logits, err)))
+        return rc;
+    if ((rc = train_labels_of(&r->labels, r->data.labels, batch->input_ids, batch->n_seeds, err)))
+        return rc;
+    if ((rc = oc_nn_model_loss(r->model, r->labels.labels, loss, err)))
+        return rc;
+    /* A NaN or Inf loss would poison every weight through Adam: stop here. */
+    if (!isfinite(loss->loss))
+        return OC_ERR(err, OC_ERR_NUMERIC,
+                      "the loss is %f: training diverged (try a smaller --lr; imported "
+                      "features are checked to be finite unless --allow-nonfinite was given)",
+                      (double)loss->loss);
+    double t3 = oc_now_s();
+    if ((rc = oc_nn_model_backward(r->model, err)))
+        return rc;
+    if (st) {
+        st->forward_s += t3 - t2;
+        st->backward_s += oc_now_s() - t3;
+    }
+    return OC_OK;
+}
+
+/*
+ * Under a budget, measures what a batch in flight takes before anything is
+ * sized from it: samples the first full batches of the first epoch exactly
+ * as the pipeline will (the same keys: nothing changes for training), and
+ * runs forward and backward on the largest with zero input rows, which grows
+ * the model's workspace, degrees and labels to what that batch needs (they
+ * stay: the steps reuse them). Its gradients are overwritten by the first
+ * real backward and no optimizer step is taken, so the weights are as
+ * without the probe.
+ */
+static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
+                     struct oc_err *err)
+{
+    uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    uint64_t n_full = n_train / o->batch_size,
+             n_probe = n_full < WS_PROBE_BATCHES ? n_full : WS_PROBE_BATCHES;
+    if (n_probe == 0)
+        n_probe = 1; /* one short batch: the whole split */
+    uint64_t e = o->reuse_samples ? 0 : first_epoch;
+    struct oc_sample_opts so = {0};
+    so.n_layers = o->n_layers;
+    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+    so.seed = o->seed;
+    struct oc_sampler *sampler = NULL;
+    struct oc_sample_epoch ep = {0};
+    struct oc_sample_batch cur, big;
+    oc_sample_batch_init(&cur);
+    oc_sample_batch_init(&big);
+    float *x = NULL;
+    uint64_t big_index = 0;
+    double t0 = oc_now_s();
+    int rc;
+    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &sampler, err)) ||
+        (rc = oc_sample_epoch_init(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train, o->batch_size, 0,
+                                   err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, o->seed, e);
+    for (uint64_t b = 0; b < n_probe; b++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = oc_sample_epoch_batch(&ep, b, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(sampler, e, b, seeds, n_seeds, &cur, err)))
+            goto out;
+        if (b == 0 || cur.n_input > big.n_input) {
+            struct oc_sample_batch t = big;
+            big = cur;
+            cur = t;
+            big_index = b;
+        }
+    }
+    uint64_t used0 = oc_mem_used();
+    x = oc_calloc(big.n_input * r->data.feat_dim, sizeof(float), "start-up probe rows", err);
+    if (!x) {
+        rc = err->status;
+        goto out;
+    }
+    struct oc_nn_loss loss;
+    if ((rc = step_grads(r, e, big_index, &big, x, &loss, NULL, err)))
+        goto out;
+    uint64_t grown = oc_mem_used() - big.n_input * r->data.feat_dim * sizeof(float) - used0;
+    train_ws_from_probe(&r->data, o, big.n_input, big.n_seeds, grown, &r->ws);
+    char g[32];
+    oc_log(OC_LOG_INFO,
+           "memory budget: probed %" PRIu64 " batches in %.2fs: the largest has %" PRIu64
+           " input rows, its step holds %s; %" PRIu64 " rows reserved per batch in flight",
+           n_probe, oc_now_s() - t0, big.n_input, oc_format_size(grown, g, sizeof(g)),
+           r->ws.batch_rows);
+out:
+    if (rc)
+        oc_err_prefix(err, "measuring a batch before sizing the budget");
+    oc_free(x);
+    oc_sample_batch_deinit(&cur);
+    oc_sample_batch_deinit(&big);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sampler);
+    return rc;
+}
+
+/*
  * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
  * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
  * and timers.
@@ -409,36 +488,10 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     const struct oc_sample_batch *batch = &pb->batch;
     int rc;
     st->sampled_edges += oc_sample_batch_n_edges(batch);
-    double t2 = oc_now_s();
-    struct oc_nn_tensor x;
-    if ((rc =
-             oc_nn_tensor_wrap(r->be, OC_NN_F32, pb->x, batch->n_input, r->data.feat_dim, &x, err)))
-        return rc;
-    if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))
-        return rc;
-    struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
-    train_blocks_from_batch(batch, r->degrees.deg, blocks);
-    const struct oc_nn_tensor *logits;
-    struct oc_nn_step step = {1, e, pb->index};
-    if ((rc = oc_nn_model_forward(r->model, blocks, &x, &step, &logits, err)))
-        return rc;
-    if ((rc = train_labels_of(&r->labels, r->data.labels, batch->input_ids, batch->n_seeds, err)))
-        return rc;
     struct oc_nn_loss loss;
-    if ((rc = oc_nn_model_loss(r->model, r->labels.labels, &loss, err)))
-        return rc;
-    /* A NaN or Inf loss would poison every weight through Adam: stop here. */
-    if (!isfinite(loss.loss))
-        return OC_ERR(err, OC_ERR_NUMERIC,
-                      "the loss is %f: training diverged (try a smaller --lr; imported "
-                      "features are checked to be finite unless --allow-nonfinite was given)",
-                      (double)loss.loss);
-    double t3 = oc_now_s();
-    st->forward_s += t3 - t2;
-    if ((rc = oc_nn_model_backward(r->model, err)))
+    if ((rc = step_grads(r, e, pb->index, batch, pb->x, &loss, st, err)))
         return rc;
     double t4 = oc_now_s();
-    st->backward_s += t4 - t3;
     if ((rc = oc_nn_model_adam_step(r->model, adam, err)))
         return rc;
     st->optimizer_s += oc_now_s() - t4;

@@ -92,6 +92,36 @@ struct train_labels {
 int train_labels_of(struct train_labels *out, const int32_t *labels, const uint64_t *seeds,
                     uint64_t n, struct oc_err *err);
 
+/* ---- working set (working_set.c) ------------------------------------------- */
+
+#define WS_PROBE_BATCHES 4  /* full training batches sampled to measure a batch */
+#define WS_MARGIN_PCT    25 /* reserved above the largest probed batch and its workspace */
+
+/* What one batch in flight takes, measured (probe) or bounded (fanouts). */
+struct train_ws {
+    int measured;        /* from a probe of real batches (else the fanout bound) */
+    uint64_t batch_rows; /* input rows reserved per batch in flight */
+    uint64_t seeds;      /* seeds of the batch batch_rows was measured on */
+    uint64_t step_bytes; /* a step's activations and gradients (measured: held already) */
+};
+
+/* Input rows of a batch of `seeds` seeds at most: seeds x prod(1 + fanout), at most N. */
+uint64_t train_batch_rows_bound(const struct train_data *d, const struct oc_train_opts *o,
+                                uint64_t seeds);
+void train_ws_from_bound(const struct train_data *d, const struct oc_train_opts *o,
+                         struct train_ws *ws);
+/* largest_rows of a batch of `seeds` seeds; step_bytes the workspace its step left held. */
+void train_ws_from_probe(const struct train_data *d, const struct oc_train_opts *o,
+                         uint64_t largest_rows, uint64_t seeds, uint64_t step_bytes,
+                         struct train_ws *ws);
+/*
+ * Bytes the run needs besides the feature store and what it holds already:
+ * depth + 1 pipeline row buffers, the larger of a step (unmeasured) and
+ * evaluation, and state_bytes (the checkpoint's copy of the model state).
+ */
+uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
+                        const struct oc_train_opts *o, uint64_t state_bytes, uint32_t depth);
+
 /*
  * Accuracy over the nodes ids[0..n): exact layer-wise inference over the
  * whole graph (all neighbors) computing only what is needed, or sampled

@@ -15,7 +15,7 @@
  * its request and span arrays (about 90 bytes per row of the largest batch
  * seen, grown geometrically). With cfg->mem_bytes set, open refuses a budget
  * smaller than the bounce buffer plus STORE_ROW_SCRATCH_BYTES per expected
- * input row (store_expected_rows) with OC_ERR_BUDGET.
+ * input row of a batch (store_budget_rows: measured by train, or the fanout bound) with OC_ERR_BUDGET.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -31,7 +31,7 @@ static int direct_open(struct oc_store *s, const struct oc_store_config *cfg, st
     struct direct_store *d;
     char need_s[32], have_s[32];
 
-    uint64_t rows = store_expected_rows(s, cfg);
+    uint64_t rows = store_budget_rows(s, cfg);
     uint64_t need = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     if (cfg->mem_bytes && cfg->mem_bytes < need)
         return OC_ERR(err, OC_ERR_BUDGET,

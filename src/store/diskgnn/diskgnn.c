@@ -30,14 +30,14 @@
  *
  * Place in the data flow: store; train ─► load_batch / gather_batch ─► pipe.
  * Thread-safety: driven by the batch pipeline's fetch stage (or the
- * training thread); the pipe's stages run on cfg->pipeline, the training
- * run's, so an error in one of them stops the batch pipeline too and the
- * other way round (or on one of the pipe's own without it; diskgnn_pipe.c).
+ * training thread); the pipe's stages run on the store's pipeline
+ * (store_stages: cfg->pipeline, the training run's, so an error in one of
+ * them stops the batch pipeline too and the other way round; or one the
+ * store owns without it; diskgnn_pipe.c).
  * Ownership: the store owns the cache, the pipe (and through it the windows
- * and their files under DIR/plan/diskgnn/) and the evaluation reader; a
- * borrowed pipeline is freed by its owner (joining the stages) before
- * dg_free, and the store's stats are not read in between (they hold the
- * stages' busy times).
+ * and their files under DIR/plan/diskgnn/) and the evaluation reader; the
+ * stages are joined before dg_free (store.h), and a training run's pipeline
+ * is freed after its last stats read (they hold the stages' busy times).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -186,8 +186,11 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
     if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
         goto out;
+    struct oc_pipeline *stages;
+    if ((rc = store_stages(s, &stages, err)))
+        goto out;
     struct dg_pipe_config pc = {.s = s,
-                                .pipeline = cfg->pipeline,
+                                .pipeline = stages,
                                 .builder = b,
                                 .cache = &d->cache,
                                 .w0 = &w0,

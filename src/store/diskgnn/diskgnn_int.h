@@ -14,9 +14,9 @@
  * (placement and layout) and io.
  * Thread-safety: see each file; the stages talk only through bounded queues
  * of depth 2; a slot belongs to whichever stage popped it last.
- * Ownership: the strategy owns windows and slots; the pipeline (the training
- * run's, or the strategy's own) owns the queues and threads; the dataset,
- * graph and pool are borrowed from the store.
+ * Ownership: the strategy owns windows and slots; the store's pipeline (the
+ * training run's, or one the store owns: store_stages) owns the queues and
+ * threads; the dataset, graph and pool are borrowed from the store.
  */
 #ifndef OFFCORE_STORE_DISKGNN_INT_H
 #define OFFCORE_STORE_DISKGNN_INT_H
@@ -141,7 +141,7 @@ enum dg_stage {
 
 struct dg_pipe_config {
     const struct oc_store *s;
-    struct oc_pipeline *pipeline; /* where the stages run; NULL: the pipe makes its own */
+    struct oc_pipeline *pipeline; /* where the stages run: the store's (store_stages) */
     struct dg_builder *builder;   /* moves to the planner stage (fresh samples) */
     struct store_cache *cache;
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
@@ -178,14 +178,12 @@ int dg_chunk_check(const uint8_t *buf, uint64_t len, const struct dg_chunk_expec
                    const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err);
 
 /*
- * Adds the stages and their queues to c->pipeline (or a pipeline of its
- * own) and starts them. On failure nothing of the pipe runs any more.
+ * Adds the stages and their queues to c->pipeline and starts them. *out is
+ * set even on failure (the stages may have started): dg_pipe_stop it once
+ * they are joined.
  */
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err);
-/*
- * Frees its own pipeline first (cancel, join); a borrowed one must have been
- * freed (its stages joined) before. Then drops the windows, frees the rest.
- */
+/* Drops the windows, frees everything; the pipeline's stages were joined before. */
 void dg_pipe_stop(struct dg_pipe *p);
 /*
  * The next assembled batch (in plan order): its f32 rows (n_input x

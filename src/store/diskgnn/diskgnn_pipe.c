@@ -1,6 +1,6 @@
 /*
  * diskgnn_pipe.c — the four stages of the `diskgnn` strategy, on the
- * pipeline of pipeline.h (the training run's, or one of its own), plus the
+ * store's pipeline (the training run's, or one the store owns), plus the
  * planner stage that packs the next window while this one trains:
  *
  *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
@@ -40,9 +40,10 @@
  * batch, the second window) enter the queues only once the stages run, so a
  * failed start leaves no item for a stage thread to take.
  * Ownership: the pipe owns slots, buffers, windows and the reader; the
- * pipeline owns the queues and threads. A pipe on a borrowed pipeline
- * relies on its owner freeing it (joining the stages) before dg_pipe_stop;
- * one it made itself it frees first thing in dg_pipe_stop.
+ * store's pipeline (store_stages: the training run's, or one the store
+ * owns) owns the queues and threads, and its stages are joined before
+ * dg_pipe_stop (by the pipeline's owner, or by the registry before the
+ * strategy's free and when an open fails).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -53,8 +54,7 @@
 struct dg_pipe {
     struct dg_pipe_config c;
     const struct oc_store *s;
-    struct oc_pipeline *p; /* where the stages run (c.pipeline, or own_p) */
-    int own_p;
+    struct oc_pipeline *p; /* where the stages run: the store's (store_stages) */
     struct dg_slot slots[DG_N_SLOTS];
     struct dg_ready ready; /* the one assembled batch (asm_q holds it while free) */
     struct dg_window win[2];
@@ -388,21 +388,11 @@ static int add_stages(struct dg_pipe *p, int planner, struct oc_err *err)
     return OC_OK;
 }
 
-/* Wakes this pipe's stages for good (a failed start on a pipeline that may run). */
-static void close_queues(struct dg_pipe *p)
-{
-    struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
-                             p->asm_q,  p->win_q,    p->win_free};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if (qs[i])
-            oc_queue_close(qs[i]);
-}
-
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err)
 {
     struct dg_pipe *p = oc_calloc(1, sizeof(*p), "store diskgnn: pipeline", err);
     int rc;
-    *out = NULL;
+    *out = p; /* also on failure: its stages may have started (dg_pipe_stop after the join) */
     if (!p)
         return err->status;
     p->c = *c;
@@ -421,28 +411,21 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     oc_sample_batch_init(&p->ready.batch);
     int planner = !c->reuse && c->n_epochs > c->first_epoch + 1;
     p->p = c->pipeline;
-    if (!p->p) {
-        if ((rc = oc_pipeline_new("store diskgnn", &p->p, err)))
-            goto fail;
-        p->own_p = 1;
-    }
     if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
-        goto fail;
+        return rc;
     p->ready.cap_rows = c->max_input * p->s->feat_dim;
     atomic_fetch_add(&p->held, p->ready.cap_rows * sizeof(float));
     p->ready.rows = oc_alloc((p->ready.cap_rows ? p->ready.cap_rows : 1) * sizeof(float),
                              "store diskgnn: assembled rows", err);
-    if (!p->ready.rows) {
-        rc = err->status;
-        goto fail;
-    }
+    if (!p->ready.rows)
+        return err->status;
     for (unsigned i = 0; i < DG_N_SLOTS; i++)
         if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
-            goto fail;
+            return rc;
     if (planner)
         c->builder->cancel = p->p; /* the builder is the planner's from here on */
     if ((rc = add_stages(p, planner, err)) || (rc = oc_pipeline_start(p->p, err)))
-        goto fail;
+        return rc;
     /* From here on nothing fails: the stages may be running. A push refused because another
        stage of a shared pipeline failed meanwhile leaves that error for dg_pipe_next. */
     for (unsigned i = 0; i < DG_N_SLOTS; i++)
@@ -450,21 +433,13 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     (void)oc_queue_push(p->asm_q, &p->ready);
     if (planner)
         (void)oc_queue_push(p->win_free, &p->win[1]);
-    *out = p;
     return OC_OK;
-fail:
-    c->builder->cancel = NULL; /* back with open, which frees it */
-    close_queues(p);
-    dg_pipe_stop(p);
-    return rc;
 }
 
 void dg_pipe_stop(struct dg_pipe *p)
 {
     if (!p)
         return;
-    if (p->own_p)
-        oc_pipeline_free(p->p); /* cancels and joins the stages before their state goes */
     /* windows: win[0..1] (one the planner packed may still be on win_q) */
     for (int i = 0; i < 2; i++)
         dg_window_drop(&p->win[i]);

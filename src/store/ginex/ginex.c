@@ -1,7 +1,7 @@
 /*
  * ginex.c — the `ginex` strategy (Ginex, VLDB 2022): a superbatch
  * inspector-executor with a Belady-optimal feature cache. The inspector
- * (ginex_inspect.c, a background thread) samples the next S training batches
+ * (ginex_inspect.c, a pipeline stage) samples the next S training batches
  * ahead, writes them under the plan directory and precomputes the cache's
  * changesets (ginex_plan.c); the executor, here, gathers each training batch
  * from the cache or the disk (io_uring, same-page merging) and then applies
@@ -634,7 +634,7 @@ static void ginex_free(struct oc_store *s)
     struct ginex_store *g = s->impl;
     if (!g)
         return;
-    gx_inspector_free(g->insp); /* joins the thread first: plans and bitmap are then unused */
+    gx_inspector_free(g->insp); /* its stage was joined: plans and bitmap are unused */
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
     oc_sample_sampler_free(g->fb_sampler);

@@ -1,21 +1,23 @@
 /*
- * ginex_inspect.c — the inspector of the `ginex` strategy: a background
- * thread owned by the store that samples superbatch k+1 (S consecutive
- * training batches, exactly as train samples them) while the executor runs
- * superbatch k, persists the sampled batches under the plan directory, and
- * turns their input ids into the plan (ginex_plan.c).
+ * ginex_inspect.c — the inspector of the `ginex` strategy: a pipeline stage
+ * (one thread, on the store's pipeline: the training pipeline in a run) that
+ * samples superbatch k+1 (S consecutive training batches, exactly as train
+ * samples them) while the executor runs superbatch k, persists the sampled
+ * batches under the plan directory, and turns their input ids into the plan
+ * (ginex_plan.c).
  *
  * Place in the data flow: store; graph ──► its own sampler ──► superbatch
  * file + trace ──► planner ──► plan ──► executor (ginex.c), through two
  * bounded queues (to_fill: empty plans to fill, in superbatch order; done:
  * filled plans), with exactly two plans in circulation.
- * Thread-safety: the thread owns the sampler (pool-less: it never competes
- * for the training pool), epoch, batch, trace, planner and record buffer;
- * a plan belongs to whichever side popped it last. cancel, held and the
- * counters are C11 atomics. Lock order: none held across calls (each queue
- * locks only inside its own calls).
- * Ownership: the inspector owns everything above, the queues and the thread;
- * the graph, the dataset and the static bitmap are borrowed from the store.
+ * Thread-safety: the stage's thread owns the sampler (pool-less: it never
+ * competes for the training pool), epoch, batch, trace, planner and record
+ * buffer; a plan belongs to whichever side popped it last. held and the
+ * counters are C11 atomics; cancellation is the pipeline's. Lock order: none
+ * held across calls (each queue locks only inside its own calls).
+ * Ownership: the inspector owns everything above; the queues and the thread
+ * are the pipeline's (the registry joins it before the store's free); the
+ * graph, the dataset and the static bitmap are borrowed from the store.
  *
  * A superbatch is the next S batches of the plan, cut short before a batch
  * that would take its accesses past max_acc (that batch, already sampled,
@@ -56,7 +58,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +93,8 @@ struct gx_inspector {
     struct gx_trace trace;
     struct gx_planner planner;
     struct gx_plan plans[2];
+    struct oc_pipeline *p; /* the store's stages (store_stages) */
     struct oc_queue *to_fill, *done;
-    pthread_t thread;
-    int started;
-    atomic_int cancel;
     atomic_uint_fast64_t held, n_reused, n_sampled;
     atomic_uint_fast64_t n_batches_sampled; /* batches its sampler sampled */
 };
@@ -378,7 +377,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
     }
     for (; it < most; it++) {
         uint64_t t = first + it, e_ix = t / in->nb, b_ix = t % in->nb;
-        if (atomic_load(&in->cancel)) {
+        if (oc_pipeline_cancelled(in->p)) {
             rc = OC_ERR(err, OC_ERR_CANCELLED, "store ginex: inspector stopped");
             goto out;
         }
@@ -467,28 +466,23 @@ static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *er
     return rc;
 }
 
-static void *inspector_main(void *arg)
+/* The inspector stage: fills each plan it is given and hands it on, its error with it. */
+static int inspector_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct gx_inspector *in = arg;
-    void *item;
-    while (oc_queue_pop(in->to_fill, &item) == OC_OK) {
-        struct gx_plan *p = item;
-        if (in->next_first >= in->t_end)
-            continue; /* the plan is done: the plan stays idle */
-        oc_err_clear(&p->err);
-        p->status = atomic_load(&in->cancel)
-                        ? OC_ERR(&p->err, OC_ERR_CANCELLED, "store ginex: inspector stopped")
-                        : inspect(in, p, &p->err);
-        update_held(in);
-        if (oc_queue_push(in->done, p) != OC_OK)
-            break;
-    }
-    return NULL;
+    struct gx_inspector *in = ctx;
+    struct gx_plan *p = item;
+    (void)err; /* a superbatch's error travels with its plan, to the executor, in order */
+    if (in->next_first >= in->t_end)
+        return OC_OK; /* the plan is done: the plan stays idle */
+    oc_err_clear(&p->err);
+    p->status = inspect(in, p, &p->err);
+    update_held(in);
+    return oc_stage_push(st, in->done, p);
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */
 
-int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *ic,
+int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                      struct gx_inspector **out, struct oc_err *err)
 {
     const struct oc_store_config *cfg = ic->cfg;
@@ -514,7 +508,6 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
     gx_trace_init(&in->trace);
     gx_plan_init(&in->plans[0]);
     gx_plan_init(&in->plans[1]);
-    atomic_init(&in->cancel, 0);
     atomic_init(&in->held, 0);
     atomic_init(&in->n_reused, 0);
     atomic_init(&in->n_sampled, 0);
@@ -545,15 +538,17 @@ int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *i
             oc_tmp_clean_stale(in->dir, NULL, NULL, NULL);
         }
     }
-    if ((rc = oc_queue_new(2, &in->to_fill, err)) || (rc = oc_queue_new(2, &in->done, err)))
+    if ((rc = store_stages(s, &in->p, err)) ||
+        (rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
+        (rc = oc_pipeline_queue(in->p, 2, &in->done, err)))
         return rc;
     oc_queue_push(in->to_fill, &in->plans[0]);
     oc_queue_push(in->to_fill, &in->plans[1]);
     update_held(in);
-    int e = pthread_create(&in->thread, NULL, inspector_main, in);
-    if (e)
-        return OC_ERR_ERRNO(err, OC_ERR_INTERNAL, e, "store ginex: cannot start the inspector");
-    in->started = 1;
+    if ((rc = oc_pipeline_stage(in->p, "ginex inspector", 1, in->to_fill, inspector_stage, in, NULL,
+                                err)) ||
+        (rc = oc_pipeline_start(in->p, err)))
+        return rc;
     return OC_OK;
 }
 
@@ -561,15 +556,7 @@ void gx_inspector_free(struct gx_inspector *in)
 {
     if (!in)
         return;
-    atomic_store(&in->cancel, 1);
-    if (in->to_fill)
-        oc_queue_close(in->to_fill);
-    if (in->done)
-        oc_queue_close(in->done);
-    if (in->started)
-        pthread_join(in->thread, NULL);
-    oc_queue_free(in->to_fill);
-    oc_queue_free(in->done);
+    /* its stage was joined (store.h: the registry joins the store's stages first) */
     gx_plan_deinit(&in->plans[0]);
     gx_plan_deinit(&in->plans[1]);
     gx_planner_deinit(&in->planner);
@@ -586,8 +573,10 @@ int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_
 {
     void *item = NULL;
     *plan = NULL;
-    if (oc_queue_pop(in->done, &item) != OC_OK)
-        return OC_ERR(err, OC_ERR_CANCELLED, "store ginex: the inspector has stopped");
+    if (oc_queue_pop(in->done, &item) != OC_OK) { /* the pipeline stopped: say why */
+        int rc = oc_pipeline_status(in->p, err);
+        return rc ? rc : OC_ERR(err, OC_ERR_CANCELLED, "store ginex: the inspector has stopped");
+    }
     struct gx_plan *p = item;
     if (p->status) {
         if (err)

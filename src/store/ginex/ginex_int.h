@@ -1,14 +1,15 @@
 /*
  * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_plan.c,
  * ginex_sim.c, ginex_inspect.c): the id map, the superbatch trace, the
- * Belady changeset planner, the LRU simulator, and the inspector thread.
+ * Belady changeset planner, the LRU simulator, and the inspector stage.
  *
- * Place in the data flow: store. The inspector (a background thread owned by
- * the store) samples superbatch k+1 ahead with its own sampler, writes it to
+ * Place in the data flow: store. The inspector (a pipeline stage on the
+ * store's pipeline, store_stages) samples superbatch k+1 ahead with its own sampler, writes it to
  * DIR/plan/ginex-<key>/, and turns its input ids into a gx_plan; the
- * executor (the training thread, in oc_store_gather_batch) follows plan k.
+ * executor (the batch pipeline's fetch stage, in oc_store_gather_batch)
+ * follows plan k.
  *
- *   inspector thread                          training thread (executor)
+ *   inspector stage                           fetch stage (executor)
  *   ────────────────                          ──────────────────────────
  *   pop to_fill ─► sample / reuse superbatch ─►  gather batch t of plan k:
  *   trace ─► gx_plan_build ─► push done       lookup ─► disk misses ─► hits
@@ -16,7 +17,7 @@
  *               to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
  *
  * Thread-safety: a gx_trace, gx_planner and gx_lru belong to the inspector
- * thread; a gx_plan belongs to whoever popped it from a queue last (the
+ * stage's thread; a gx_plan belongs to whoever popped it from a queue last (the
  * queues' locks order the hand-offs). The tests drive all of them on one
  * thread.
  * Ownership: every array is oc_alloc'd by the object that holds it and
@@ -253,15 +254,19 @@ struct gx_inspect_config {
 };
 
 /*
- * Creates the inspector, its sampler, planner and trace; starts its thread,
- * which fills the two plans with superbatches 0 and 1. A superbatch is the
+ * Creates the inspector, its sampler, planner and trace; starts its stage on
+ * the store's pipeline (store_stages), which fills the two plans with
+ * superbatches 0 and 1. A superbatch is the
  * next S batches, cut short before a batch that would take its accesses past
  * max_acc. The plan directory (cfg->plan_dir/ginex-<key>; none if plan_dir is
  * NULL) is created here.
  */
-int gx_inspector_new(const struct oc_store *s, const struct gx_inspect_config *ic,
+int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                      struct gx_inspector **out, struct oc_err *err);
-/* Stops the thread (the superbatch it is sampling is abandoned) and frees everything. */
+/*
+ * Frees everything; its stage was joined before (the registry joins the
+ * store's pipeline, abandoning the superbatch being sampled).
+ */
 void gx_inspector_free(struct gx_inspector *in);
 /*
  * The next plan, in superbatch order, waiting for the inspector. Fails with

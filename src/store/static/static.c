@@ -31,7 +31,7 @@
  * scratch (4 bytes per row of the largest batch) + the batch reader (2 MiB
  * bounce and its request arrays). With cfg->mem_bytes = 0 every row is
  * cached. Otherwise the fixed part — bounce buffer and STORE_ROW_SCRATCH_BYTES
- * per expected batch row (store_expected_rows) — comes off the budget first,
+ * per batch row (store_budget_rows: measured by train, or the fanout bound) — comes off the budget first,
  * and a budget smaller than it is OC_ERR_BUDGET naming how much is needed;
  * the rest holds the lookup and as many rows as fit (possibly none).
  */
@@ -76,7 +76,7 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                          uint64_t *n_cached, int *use_table, struct oc_err *err)
 {
     uint64_t n = s->n_nodes, row = s->row_bytes;
-    uint64_t rows = store_expected_rows(s, cfg);
+    uint64_t rows = store_budget_rows(s, cfg);
     uint64_t fixed =
         sizeof(struct static_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     char need_s[32], have_s[32];

@@ -135,8 +135,9 @@ static inline enum fault_verdict fault_judge_run(const char *label, enum oc_faul
         return fired ? FAULT_RECOVERED : FAULT_UNREACHED;
     }
     if (err->status != rc || err->msg[0] == '\0' || kind == OC_FAULT_URING_SETUP) {
-        fprintf(stderr, "  %s: not a clean failure (io_uring must fall back): %s\n", label,
-                err->msg);
+        fprintf(stderr, "  %s: not a clean failure (%s, error status %s%s): %s\n", label,
+                oc_status_str(rc), oc_status_str(err->status),
+                kind == OC_FAULT_URING_SETUP ? "; io_uring must fall back to pread" : "", err->msg);
         return FAULT_BAD;
     }
     if (fault_tmp_left(ckpt, 0) || (other_dir && fault_tmp_left(other_dir, 0))) {

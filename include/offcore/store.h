@@ -72,6 +72,8 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  * LRU (cold, one access at a time) and the degree-ranked static cache of the
  * same capacity would have missed on the same accesses (0 elsewhere).
  */
+#define OC_STORE_MAX_STAGES 4 /* stage_busy_us entries */
+
 struct oc_store_stats {
     uint64_t requested_rows;
     uint64_t requested_bytes;      /* feature bytes requested (rows x stored row bytes) */
@@ -89,6 +91,10 @@ struct oc_store_stats {
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
     uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
+    /* busy microseconds (in their function, minus blocked queue waits) of the strategy's
+       own pipeline stages since open, in the order its stats table names them (diskgnn:
+       feature loader, graph loader, feature assembler, planner; 0 elsewhere) */
+    uint64_t stage_busy_us[OC_STORE_MAX_STAGES];
     /* training batches the strategy sampled a second time, beside the ones the batch
        pipeline sampled or loaded from it (ginex without its superbatch files), counted so
        the log tells (0 elsewhere) */

@@ -196,6 +196,8 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.static_misses = a->static_misses - b->static_misses;
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
     r.sampled_batches = a->sampled_batches - b->sampled_batches;
+    for (int k = 0; k < OC_STORE_MAX_STAGES; k++)
+        r.stage_busy_us[k] = a->stage_busy_us[k] - b->stage_busy_us[k];
     r.held_bytes = a->held_bytes; /* levels and totals since open: the later snapshot's */
     r.plan_sample_us = a->plan_sample_us;
     r.plan_pack_us = a->plan_pack_us;

@@ -299,12 +299,16 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
                                 err)))
         goto fail;
-    for (uint32_t i = 0; i < bp->n_slots; i++)
-        if ((rc = oc_queue_push(bp->free_q, &bp->slots[i])))
-            goto fail;
-    for (uint32_t i = 0; i < bp->n_rows; i++)
-        if ((rc = oc_queue_push(bp->rows_q, &bp->rows[i])))
-            goto fail;
+    /* a push fails only on a closed queue: a stage the store started on the shared pipeline
+       has failed already (diskgnn's planner), and that error is the one to report */
+    for (uint32_t i = 0; rc == OC_OK && i < bp->n_slots; i++)
+        rc = oc_queue_push(bp->free_q, &bp->slots[i]);
+    for (uint32_t i = 0; rc == OC_OK && i < bp->n_rows; i++)
+        rc = oc_queue_push(bp->rows_q, &bp->rows[i]);
+    if (rc != OC_OK) {
+        rc = oc_pipeline_status(bp->p, err);
+        goto fail;
+    }
     if ((rc = oc_pipeline_start(bp->p, err)))
         goto fail;
     *out = bp;

@@ -29,10 +29,15 @@
  * without touching the pipeline.
  *
  * Place in the data flow: store; train ─► load_batch / gather_batch ─► pipe.
- * Thread-safety: driven by the training thread; the pipe's threads own
- * their stages (diskgnn_pipe.c).
+ * Thread-safety: driven by the batch pipeline's fetch stage (or the
+ * training thread); the pipe's stages run on the store's pipeline
+ * (store_stages: cfg->pipeline, the training run's, so an error in one of
+ * them stops the batch pipeline too and the other way round; or one the
+ * store owns without it; diskgnn_pipe.c).
  * Ownership: the store owns the cache, the pipe (and through it the windows
- * and their files under DIR/plan/diskgnn/) and the evaluation reader.
+ * and their files under DIR/plan/diskgnn/) and the evaluation reader; the
+ * stages are joined before dg_free (store.h), and a training run's pipeline
+ * is freed after its last stats read (they hold the stages' busy times).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -52,7 +57,7 @@ struct diskgnn_store {
     struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
-                                    thread may grow them; not read across threads) */
+                                    stage may grow them; not read across threads) */
 };
 
 /* ---- sizing ------------------------------------------------------------------- */
@@ -181,7 +186,11 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
     if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
         goto out;
+    struct oc_pipeline *stages;
+    if ((rc = store_stages(s, &stages, err)))
+        goto out;
     struct dg_pipe_config pc = {.s = s,
+                                .pipeline = stages,
                                 .builder = b,
                                 .cache = &d->cache,
                                 .w0 = &w0,
@@ -283,20 +292,21 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
     if ((rc = take(d, err)))
         return rc;
     struct dg_ready *sl = d->cur;
-    int same = sl->handed ? ids == sl->handed_ids && n == sl->n_input
+    int same = sl->handed ? ids == sl->handed_ids && n == sl->info.n_input
                           : n == sl->batch.n_input &&
                                 (n == 0 || memcmp(ids, sl->batch.input_ids, n * 8) == 0);
     if (same) {
         struct dg_job j = {s, sl->rows, out};
         rc = store_for_rows(s->pool, n, copy_rows, &j, err);
         if (rc == OC_OK) {
-            s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->n_cpu;
-            s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->n_packed;
-            s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->n_dc;
-            s->stats.requested_disk_bytes += (sl->n_packed + sl->n_dc) * (uint64_t)s->row_bytes;
-            s->stats.read_bytes += sl->feat_read_bytes;
-            s->stats.graph_read_bytes += sl->graph_read_bytes;
-            s->stats.n_reads += sl->n_reads;
+            s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->info.n_cpu;
+            s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->info.n_packed;
+            s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->info.n_dc;
+            s->stats.requested_disk_bytes +=
+                (sl->info.n_packed + sl->info.n_dc) * (uint64_t)s->row_bytes;
+            s->stats.read_bytes += sl->info.feat_read_bytes;
+            s->stats.graph_read_bytes += sl->info.graph_read_bytes;
+            s->stats.n_reads += sl->info.n_reads;
         }
     }
     d->cur = NULL;
@@ -319,6 +329,8 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_sample_us = d->sample_us + ps.sample_us;
     out->plan_pack_us = d->pack_us + ps.pack_us;
     out->plan_file_bytes = ps.file_bytes;
+    for (int k = 0; k < DG_STAGE_COUNT; k++)
+        out->stage_busy_us[k] = (uint64_t)(ps.busy_s[k] * 1e6);
     out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
                       store_disk_held_bytes(&d->disk) + ps.held_bytes + d->builder_bytes;
 }
@@ -372,11 +384,27 @@ static double dg_file_bytes(const struct oc_store_stats *s)
 {
     return (double)s->plan_file_bytes;
 }
+static double dg_load_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_LOAD] / 1e6;
+}
+static double dg_graph_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_GRAPH] / 1e6;
+}
+static double dg_assemble_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_ASSEMBLE] / 1e6;
+}
+static double dg_plan_busy_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[DG_STAGE_PLAN] / 1e6;
+}
 
 /*
  * Shares of the packed chunks and segment caches; offline sampling and
  * packing times since open (totals), blocks read with the chunks, window
- * files on disk now.
+ * files on disk now; the busy seconds of each of its stages in the epoch.
  */
 static const struct oc_store_stat diskgnn_stat_table[] = {
     {NULL, "packed_ratio", "Packed", OC_STORE_STAT_RATIO, dg_packed},
@@ -386,6 +414,10 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
     {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
     {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
     {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
+    {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_load_busy_s},
+    {"stage_busy", "graph_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_graph_busy_s},
+    {"stage_busy", "feature_assembler_s", NULL, OC_STORE_STAT_SECONDS, dg_assemble_busy_s},
+    {"stage_busy", "planner_s", NULL, OC_STORE_STAT_SECONDS, dg_plan_busy_s},
 };
 
 const struct store_strategy oc_store_diskgnn = {

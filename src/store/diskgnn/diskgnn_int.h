@@ -1,11 +1,11 @@
 /*
  * diskgnn_int.h — private to the `diskgnn` strategy (DiskGNN, Liu et al.,
  * SIGMOD 2025): windows of offline-sampled batches packed into one file each
- * (diskgnn_window.c), the four-stage pipeline that reads them back
- * (diskgnn_pipe.c) and the strategy glue (diskgnn.c).
+ * (diskgnn_window.c), the four stages that read them back, on the
+ * pipeline of pipeline.h (diskgnn_pipe.c), and the strategy glue (diskgnn.c).
  *
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
- *   background:  planner thread: sample + lay out + pack window e+1 while epoch e trains
+ *   background:  planner stage: sample + lay out + pack window e+1 while epoch e trains
  *   per batch:   feature loader ─► graph loader ─► feature assembler ─► trainer
  *                (chunk + disk-cache  (record ─►     (CPU cache, chunk,   (load_batch,
  *                 pages, io_uring)     blocks)        pages ─► f32 rows)   gather_batch)
@@ -14,15 +14,16 @@
  * (placement and layout) and io.
  * Thread-safety: see each file; the stages talk only through bounded queues
  * of depth 2; a slot belongs to whichever stage popped it last.
- * Ownership: the strategy owns windows, slots, queues and threads; the
- * dataset, graph and pool are borrowed from the store.
+ * Ownership: the strategy owns windows and slots; the store's pipeline (the
+ * training run's, or one the store owns: store_stages) owns the queues and
+ * threads; the dataset, graph and pool are borrowed from the store.
  */
 #ifndef OFFCORE_STORE_DISKGNN_INT_H
 #define OFFCORE_STORE_DISKGNN_INT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 
+#include "offcore/pipeline.h"
 #include "offcore/plan.h"
 #include "store/store_int.h"
 
@@ -45,7 +46,7 @@ struct dg_window {
     struct oc_file *f; /* O_DIRECT reader, opened once packed */
 };
 
-/* Builds windows; owned by one thread at a time (open, then the planner thread). */
+/* Builds windows; owned by one thread at a time (open, then the planner stage). */
 struct dg_builder {
     const struct oc_store *s;
     const struct oc_graph *graph;
@@ -68,15 +69,20 @@ struct dg_builder {
     uint64_t key_base;           /* the windows' content key, before budget and cache */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
+    struct oc_pipeline *cancel;  /* once cancelled, sampling and packing stop (NULL: never) */
 };
 
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                     const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err);
 void dg_builder_deinit(struct dg_builder *b);
-/* Re-creates the builder's sampler without a pool (for the planner thread). */
+/* Re-creates the builder's sampler without a pool (for the planner stage). */
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err);
 
-/* Samples every batch of sample epoch `epoch` (trace + records spilled to disk). */
+/*
+ * Samples every batch of sample epoch `epoch` (trace + records spilled to
+ * disk). This and dg_window_pack return OC_ERR_CANCELLED, leaving no file,
+ * once b->cancel is cancelled.
+ */
 int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err);
 /*
  * Lays out the sampled window against the cache's rows and packs it into
@@ -96,21 +102,26 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
  */
 void dg_dir_clean(const char *dir);
 
+/* Which batch of the plan one in flight is, its rows per tier and what reading it took. */
+struct dg_batch_info {
+    uint64_t epoch, index;                   /* sample epoch, batch index */
+    uint64_t n_input, n_packed, n_dc, n_cpu; /* rows: all, packed, disk cache, CPU cache */
+    uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
+};
+
 /* One batch in flight through the pipeline. */
 struct dg_slot {
-    uint64_t epoch, index; /* sample epoch, batch index */
-    uint8_t *buf;          /* the chunk as read, then (page-aligned) its disk-cache rows */
+    struct dg_batch_info info;
+    uint8_t *buf; /* the chunk as read, then (page-aligned) its disk-cache rows */
     uint64_t cap_buf;
     uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
-    uint64_t n_input, n_packed, n_dc, n_cpu, rec_bytes;
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
+    uint64_t rec_bytes;
     struct oc_sample_batch batch;
 };
 
 /* An assembled batch: f32 rows and blocks, handed from the assembler to the trainer. */
 struct dg_ready {
-    uint64_t epoch, index, n_input, n_packed, n_dc, n_cpu;
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
+    struct dg_batch_info info; /* the slot's, moved over with its blocks */
     float *rows;
     uint64_t cap_rows; /* floats */
     struct oc_sample_batch batch;
@@ -119,9 +130,19 @@ struct dg_ready {
 };
 struct dg_pipe;
 
+/* The pipe's stages, in the order of dg_pipe_stats' busy times (and stage_busy_us). */
+enum dg_stage {
+    DG_STAGE_LOAD,     /* feature loader: chunk and disk-cache reads */
+    DG_STAGE_GRAPH,    /* graph loader: record ─► blocks */
+    DG_STAGE_ASSEMBLE, /* feature assembler: tiers ─► f32 rows */
+    DG_STAGE_PLAN,     /* planner: sample + pack the next window (fresh samples only) */
+    DG_STAGE_COUNT
+};
+
 struct dg_pipe_config {
     const struct oc_store *s;
-    struct dg_builder *builder; /* moves to the planner thread (fresh samples) */
+    struct oc_pipeline *pipeline; /* where the stages run: the store's (store_stages) */
+    struct dg_builder *builder;   /* moves to the planner stage (fresh samples) */
     struct store_cache *cache;
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs;
@@ -156,20 +177,27 @@ struct dg_chunk_info {
 int dg_chunk_check(const uint8_t *buf, uint64_t len, const struct dg_chunk_expect *x,
                    const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err);
 
+/*
+ * Adds the stages and their queues to c->pipeline and starts them. *out is
+ * set even on failure (the stages may have started): dg_pipe_stop it once
+ * they are joined.
+ */
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err);
-/* Stops the threads, drops the windows, frees everything. */
+/* Drops the windows, frees everything; the pipeline's stages were joined before. */
 void dg_pipe_stop(struct dg_pipe *p);
 /*
  * The next assembled batch (in plan order): its f32 rows (n_input x
- * feat_dim) and blocks, the trainer's until dg_pipe_release. Errors of any
- * stage come out here.
+ * feat_dim) and blocks, the trainer's until dg_pipe_release. The
+ * pipeline's first error (of any stage on it) comes out here, or
+ * OC_ERR_CANCELLED if it was cancelled without one.
  */
 int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err);
 void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
 struct dg_pipe_stats {
-    uint64_t feat_read_bytes, graph_read_bytes, n_reads;
     uint64_t sample_us, pack_us, file_bytes, held_bytes;
+    double busy_s[DG_STAGE_COUNT]; /* each stage's busy seconds since start */
 };
+/* Any thread, while the pipeline is alive (the stages' busy times are the pipeline's). */
 void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out);
 
 #endif

@@ -1,33 +1,49 @@
 /*
- * diskgnn_pipe.c — the four-stage pipeline of the `diskgnn` strategy, plus
- * the planner thread that packs the next window while this one trains:
+ * diskgnn_pipe.c — the four stages of the `diskgnn` strategy, on the
+ * store's pipeline (the training run's, or one the store owns), plus the
+ * planner stage that packs the next window while this one trains:
  *
- *   planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
- *   (sample + pack     (one O_DIRECT read per      (record ─► blocks)
- *    window e+1)        chunk; disk-cache rows
- *                       through io_uring, shared
- *                       pages merged)
+ *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
+ *   (a free      (sample + pack      (pops free_q: one O_DIRECT  (record ─► blocks)
+ *    window)      window e+1)         read per chunk; disk-cache
+ *                                     rows through io_uring,
+ *                                     shared pages merged)
  *        ──► feature assembler ──ready_q──► trainer (dg_pipe_next / dg_pipe_release)
  *            (CPU cache, packed rows,
  *             disk-cache rows ─► f32)
  *
- * Every queue holds at most DG_QUEUE_DEPTH items. DG_N_SLOTS chunk buffers
- * circulate (free_q ─► loader ─► graph loader ─► assembler ─► free_q) and one
- * assembled batch (asm_q ─► assembler ─► ready_q ─► trainer ─► asm_q): the
- * assembler moves the blocks into it and frees the chunk buffer at once, so
- * batch b+1 is loaded and assembled while batch b trains (with one chunk
- * buffer, loading and assembling one batch run one after the other; more
- * buffers would overlap them too, at a batch of memory each). Memory is
- * fixed whatever the queue depths. Windows: at most two
- * exist at once (win_free holds the free window structs): the one being read
- * and the one being packed or waiting; the loader drops a window (and its
- * file) once it has read its last chunk.
+ * Each stage is one thread running one function per item of its input
+ * queue (the loader's items are free chunk buffers, the planner's free
+ * window structs). Every queue holds at most DG_QUEUE_DEPTH items.
+ * DG_N_SLOTS chunk buffers circulate (free_q ─► loader ─► graph loader ─►
+ * assembler ─► free_q) and one assembled batch (asm_q ─► assembler ─►
+ * ready_q ─► trainer ─► asm_q): the assembler moves the blocks into it and
+ * frees the chunk buffer at once, so batch b+1 is loaded and assembled
+ * while batch b trains (with one chunk buffer, loading and assembling one
+ * batch run one after the other; more buffers would overlap them too, at a
+ * batch of memory each). Memory is fixed whatever the queue depths.
+ * Windows: at most two exist at once: the one being read and the one being
+ * packed or waiting; the loader drops a window (and its file) once it has
+ * read its last chunk and hands the struct back to the planner (win_free)
+ * while a later epoch is left to plan.
+ *
+ * Errors and cancellation: a stage's error fails the pipeline (first wins;
+ * pipeline.h), which closes every queue, so every wait of every stage and
+ * of the trainer returns; the trainer sees the error at its next
+ * dg_pipe_next. The planner also stops packing part-way once the pipeline
+ * is cancelled (the builder's cancel, diskgnn_window.c). No stage waits on
+ * anything but the pipeline's queues, so no cancel hook is needed.
  *
  * Thread-safety: each stage owns the slot it popped; the loader owns its
- * batch reader; the planner owns the builder. A failing stage records the
- * first error (mutex-guarded) and closes every queue; the trainer sees the
- * error at its next dg_pipe_next. Counters are C11 atomics.
- * Ownership: the pipe owns slots, buffers, queues, threads and windows.
+ * batch reader and its position in the plan; the planner owns the builder
+ * and its epoch. Counters are C11 atomics. The items (slots, the assembled
+ * batch, the second window) enter the queues only once the stages run, so a
+ * failed start leaves no item for a stage thread to take.
+ * Ownership: the pipe owns slots, buffers, windows and the reader; the
+ * store's pipeline (store_stages: the training run's, or one the store
+ * owns) owns the queues and threads, and its stages are joined before
+ * dg_pipe_stop (by the pipeline's owner, or by the registry before the
+ * strategy's free and when an open fails).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -38,16 +54,17 @@
 struct dg_pipe {
     struct dg_pipe_config c;
     const struct oc_store *s;
+    struct oc_pipeline *p; /* where the stages run: the store's (store_stages) */
     struct dg_slot slots[DG_N_SLOTS];
     struct dg_ready ready; /* the one assembled batch (asm_q holds it while free) */
     struct dg_window win[2];
     struct oc_queue *free_q, *loaded_q, *graph_q, *ready_q, *asm_q, *win_q, *win_free;
+    struct oc_stage *stages[DG_STAGE_COUNT];
     struct oc_io_batch *io; /* the loader's */
-    pthread_t th[4];
-    int n_started;
-    pthread_mutex_t mu;
-    int failed;
-    struct oc_err err;
+    /* the loader's position: the window it reads, its sample epoch's turn, the next chunk */
+    struct dg_window *load_w;
+    uint64_t load_epoch, load_i;
+    uint64_t plan_epoch; /* the planner's next epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes;
     atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
 };
@@ -60,51 +77,24 @@ static uint64_t batch_bytes(const struct oc_sample_batch *b)
     return h;
 }
 
-/* Wakes every stage: pushes fail from now on, pops drain what is left (idempotent). */
-static void close_all(struct dg_pipe *p)
-{
-    struct oc_queue *qs[] = {p->free_q, p->loaded_q, p->graph_q, p->ready_q,
-                             p->asm_q,  p->win_q,    p->win_free};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if (qs[i])
-            oc_queue_close(qs[i]);
-}
-
-static void fail(struct dg_pipe *p, const struct oc_err *e)
-{
-    pthread_mutex_lock(&p->mu);
-    if (!p->failed) {
-        p->failed = 1;
-        p->err = *e;
-    }
-    pthread_mutex_unlock(&p->mu);
-    close_all(p);
-}
-
 /* ---- planner ------------------------------------------------------------------ */
 
-static void *planner_main(void *arg)
+/* Samples and packs the next epoch's window into the free window struct item. */
+static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct dg_pipe *p = arg;
-    struct oc_err e;
-    oc_err_clear(&e);
-    for (uint64_t ep = p->c.first_epoch + 1; ep < p->c.n_epochs; ep++) {
-        void *item;
-        if (oc_queue_pop(p->win_free, &item))
-            return NULL;
-        struct dg_window *w = item;
-        if (dg_window_sample(p->c.builder, ep, &e) ||
-            dg_window_pack(p->c.builder, p->c.cache, 0, w, &e)) {
-            fail(p, &e);
-            return NULL;
-        }
-        atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
-        atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
-        atomic_fetch_add(&p->file_bytes, w->file_bytes);
-        if (oc_queue_push(p->win_q, w))
-            return NULL;
-    }
-    return NULL;
+    struct dg_pipe *p = ctx;
+    struct dg_window *w = item;
+    int rc;
+    if (p->plan_epoch >= p->c.n_epochs) /* nothing left to plan (not handed one) */
+        return OC_OK;
+    if ((rc = dg_window_sample(p->c.builder, p->plan_epoch, err)) ||
+        (rc = dg_window_pack(p->c.builder, p->c.cache, 0, w, err)))
+        return rc;
+    p->plan_epoch++;
+    atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
+    atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
+    atomic_fetch_add(&p->file_bytes, w->file_bytes);
+    return oc_stage_push(st, p->win_q, w);
 }
 
 /* ---- feature loader ----------------------------------------------------------- */
@@ -213,82 +203,74 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     if (n_dc && (rc = oc_io_batch_run(p->io, err)))
         return rc;
     uint64_t meta_bytes = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
-    sl->epoch = w->epoch;
-    sl->index = i;
-    sl->n_input = n;
-    sl->n_packed = n_packed;
-    sl->n_dc = n_dc;
-    sl->n_cpu = n_cpu;
     sl->rec_bytes = rec;
-    sl->graph_read_bytes = meta_bytes;
-    sl->feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before);
-    sl->n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0;
+    sl->info = (struct dg_batch_info){
+        .epoch = w->epoch,
+        .index = i,
+        .n_input = n,
+        .n_packed = n_packed,
+        .n_dc = n_dc,
+        .n_cpu = n_cpu,
+        .feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before),
+        .graph_read_bytes = meta_bytes,
+        .n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0};
     return OC_OK;
 }
 
-static void *loader_main(void *arg)
+/*
+ * Loads the plan's next chunk into the free slot item and hands it on; past
+ * the plan the slot rests here. After a window's last chunk the window is
+ * dropped and its struct goes back to the planner if an epoch is left.
+ */
+static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct dg_pipe *p = arg;
-    struct oc_err e;
-    oc_err_clear(&e);
-    struct dg_window *w = &p->win[0];
-    for (uint64_t ep = p->c.first_epoch; ep < p->c.n_epochs; ep++) {
-        if (ep > p->c.first_epoch && !p->c.reuse) {
-            void *item;
-            if (oc_queue_pop(p->win_q, &item))
-                return NULL;
-            w = item;
-        }
-        for (uint64_t i = 0; i < w->n_batches; i++) {
-            void *item;
-            if (oc_queue_pop(p->free_q, &item))
-                return NULL;
-            struct dg_slot *sl = item;
-            if (load_chunk(p, w, i, sl, &e)) {
-                fail(p, &e);
-                return NULL;
-            }
-            if (oc_queue_push(p->loaded_q, sl))
-                return NULL;
-        }
-        if (!p->c.reuse) { /* its last chunk is read: the file can go */
-            atomic_fetch_sub(&p->file_bytes, w->file_bytes);
-            dg_window_drop(w);
-            if (oc_queue_push(p->win_free, w))
-                return NULL;
-        }
+    struct dg_pipe *p = ctx;
+    struct dg_slot *sl = item;
+    int rc;
+    if (p->load_epoch >= p->c.n_epochs)
+        return OC_OK;
+    if (!p->load_w) { /* the next epoch's window, from the planner */
+        void *got;
+        if ((rc = oc_stage_pop(st, p->win_q, &got)))
+            return rc;
+        p->load_w = got;
     }
-    return NULL;
+    struct dg_window *w = p->load_w;
+    if ((rc = load_chunk(p, w, p->load_i, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
+        return rc;
+    if (++p->load_i < w->n_batches)
+        return OC_OK;
+    p->load_i = 0;
+    p->load_epoch++;
+    if (p->c.reuse) /* every epoch reads the first window again */
+        return OC_OK;
+    p->load_w = NULL; /* its last chunk is read: the file can go */
+    atomic_fetch_sub(&p->file_bytes, w->file_bytes);
+    dg_window_drop(w);
+    /* the struct of epoch e's window holds epoch e + 2's */
+    return p->load_epoch + 1 < p->c.n_epochs ? oc_stage_push(st, p->win_free, w) : OC_OK;
 }
 
 /* ---- graph loader ------------------------------------------------------------- */
 
-static void *graph_main(void *arg)
+/* Deserializes the record of the chunk in slot item into its blocks. */
+static int load_graph(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct dg_pipe *p = arg;
-    struct oc_err e;
-    oc_err_clear(&e);
-    void *item;
-    while (oc_queue_pop(p->loaded_q, &item) == OC_OK) {
-        struct dg_slot *sl = item;
-        uint64_t before = batch_bytes(&sl->batch);
-        int bad = oc_sample_batch_deserialize(sl->buf + OC_PLAN_CHUNK_HEADER, sl->rec_bytes,
-                                              p->s->n_nodes, &sl->batch, &e);
-        atomic_fetch_add(&p->held, batch_bytes(&sl->batch) - before);
-        if (bad || (sl->batch.epoch != sl->epoch || sl->batch.batch_index != sl->index ||
-                    sl->batch.n_input != sl->n_input)) {
-            if (e.status == OC_OK)
-                OC_ERR(&e, OC_ERR_FORMAT,
-                       "record of batch %" PRIu64 " does not match its chunk header", sl->index);
-            oc_err_prefix(&e, "store diskgnn: window of epoch %" PRIu64 ", batch %" PRIu64,
-                          sl->epoch, sl->index);
-            fail(p, &e);
-            return NULL;
-        }
-        if (oc_queue_push(p->graph_q, sl))
-            return NULL;
+    struct dg_pipe *p = ctx;
+    struct dg_slot *sl = item;
+    uint64_t before = batch_bytes(&sl->batch);
+    int bad = oc_sample_batch_deserialize(sl->buf + OC_PLAN_CHUNK_HEADER, sl->rec_bytes,
+                                          p->s->n_nodes, &sl->batch, err);
+    atomic_fetch_add(&p->held, batch_bytes(&sl->batch) - before);
+    if (bad || (sl->batch.epoch != sl->info.epoch || sl->batch.batch_index != sl->info.index ||
+                sl->batch.n_input != sl->info.n_input)) {
+        if (!bad)
+            OC_ERR(err, OC_ERR_FORMAT,
+                   "record of batch %" PRIu64 " does not match its chunk header", sl->info.index);
+        return oc_err_prefix(err, "store diskgnn: window of epoch %" PRIu64 ", batch %" PRIu64,
+                             sl->info.epoch, sl->info.index);
     }
-    return NULL;
+    return oc_stage_push(st, p->graph_q, sl);
 }
 
 /* ---- feature assembler -------------------------------------------------------- */
@@ -298,8 +280,8 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
     const struct oc_store *s = p->s;
     uint64_t rb = s->row_bytes, dim = s->feat_dim, j = 0;
     const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
-    const uint8_t *packed = addr + 8 * sl->n_input, *dc = sl->buf + sl->dc_at;
-    for (uint64_t k = 0; k < sl->n_input; k++) {
+    const uint8_t *packed = addr + 8 * sl->info.n_input, *dc = sl->buf + sl->dc_at;
+    for (uint64_t k = 0; k < sl->info.n_input; k++) {
         uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
         const uint8_t *src;
         switch (OC_PLAN_ADDR_WHERE(code)) {
@@ -317,49 +299,36 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
     }
 }
 
-static void *assembler_main(void *arg)
+/* Assembles the f32 rows of slot item into the free assembled batch, frees the slot. */
+static int assemble_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct dg_pipe *p = arg;
-    struct oc_err e;
-    oc_err_clear(&e);
-    void *item, *tok;
-    while (oc_queue_pop(p->graph_q, &item) == OC_OK) {
-        struct dg_slot *sl = item;
-        if (oc_queue_pop(p->asm_q, &tok))
-            return NULL;
-        struct dg_ready *r = tok;
-        uint64_t need = sl->n_input * p->s->feat_dim;
-        if (need > r->cap_rows) {
-            uint64_t cap = need + need / 4;
-            float *f =
-                oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", &e);
-            if (!f) {
-                fail(p, &e);
-                return NULL;
-            }
-            atomic_fetch_add(&p->held, (cap - r->cap_rows) * sizeof(float));
-            r->rows = f;
-            r->cap_rows = cap;
-        }
-        assemble(p, sl, r->rows);
-        struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
-        r->batch = sl->batch;
-        sl->batch = tb;
-        r->epoch = sl->epoch;
-        r->index = sl->index;
-        r->n_input = sl->n_input;
-        r->n_packed = sl->n_packed;
-        r->n_dc = sl->n_dc;
-        r->n_cpu = sl->n_cpu;
-        r->feat_read_bytes = sl->feat_read_bytes;
-        r->graph_read_bytes = sl->graph_read_bytes;
-        r->n_reads = sl->n_reads;
-        r->handed = 0;
-        r->handed_ids = NULL;
-        if (oc_queue_push(p->free_q, sl) || oc_queue_push(p->ready_q, r))
-            return NULL;
+    struct dg_pipe *p = ctx;
+    struct dg_slot *sl = item;
+    void *tok;
+    int rc;
+    if ((rc = oc_stage_pop(st, p->asm_q, &tok)))
+        return rc;
+    struct dg_ready *r = tok;
+    uint64_t need = sl->info.n_input * p->s->feat_dim;
+    if (need > r->cap_rows) {
+        uint64_t cap = need + need / 4;
+        float *f = oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", err);
+        if (!f)
+            return err->status;
+        atomic_fetch_add(&p->held, (cap - r->cap_rows) * sizeof(float));
+        r->rows = f;
+        r->cap_rows = cap;
     }
-    return NULL;
+    assemble(p, sl, r->rows);
+    struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
+    r->batch = sl->batch;
+    sl->batch = tb;
+    r->info = sl->info;
+    r->handed = 0;
+    r->handed_ids = NULL;
+    if ((rc = oc_stage_push(st, p->free_q, sl)))
+        return rc;
+    return oc_stage_push(st, p->ready_q, r);
 }
 
 /* ---- trainer side ------------------------------------------------------------- */
@@ -367,16 +336,8 @@ static void *assembler_main(void *arg)
 int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err)
 {
     void *item;
-    if (oc_queue_pop(p->ready_q, &item) != OC_OK) {
-        pthread_mutex_lock(&p->mu);
-        int failed = p->failed;
-        if (failed && err)
-            *err = p->err;
-        pthread_mutex_unlock(&p->mu);
-        if (failed)
-            return p->err.status;
-        return OC_ERR(err, OC_ERR_CANCELLED, "store diskgnn: pipeline stopped");
-    }
+    if (oc_queue_pop(p->ready_q, &item) != OC_OK) /* closed: the pipeline was cancelled */
+        return oc_pipeline_status(p->p, err);
     *ready = item;
     return OC_OK;
 }
@@ -392,6 +353,8 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     out->sample_us = atomic_load(&p->sample_us);
     out->pack_us = atomic_load(&p->pack_us);
     out->file_bytes = atomic_load(&p->file_bytes);
+    for (int i = 0; i < DG_STAGE_COUNT; i++)
+        out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
     /* the loader's batch reader holds its bounce buffer and request arrays */
     out->held_bytes =
         sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
@@ -399,18 +362,46 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
 
 /* ---- start / stop ------------------------------------------------------------- */
 
+/* As errors name them ("diskgnn feature loader stage: <file>: ..."). */
+static const char *const stage_names[DG_STAGE_COUNT] = {
+    "diskgnn feature loader", "diskgnn graph loader", "diskgnn feature assembler",
+    "diskgnn planner"};
+
+/* The queues and stages on p->p (the planner only when a later window is to be packed). */
+static int add_stages(struct dg_pipe *p, int planner, struct oc_err *err)
+{
+    struct oc_pipeline *pl = p->p;
+    int rc;
+    if ((rc = oc_pipeline_queue(pl, DG_N_SLOTS, &p->free_q, err)) ||
+        (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->loaded_q, err)) ||
+        (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->graph_q, err)) ||
+        (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->ready_q, err)) ||
+        (rc = oc_pipeline_queue(pl, 1, &p->asm_q, err)) ||
+        (rc = oc_pipeline_queue(pl, 1, &p->win_q, err)) ||
+        (rc = oc_pipeline_queue(pl, 1, &p->win_free, err)))
+        return rc;
+    struct oc_queue *in[DG_STAGE_COUNT] = {p->free_q, p->loaded_q, p->graph_q, p->win_free};
+    oc_stage_fn fn[DG_STAGE_COUNT] = {load_next, load_graph, assemble_batch, plan_window};
+    for (int i = 0; i < (planner ? DG_STAGE_COUNT : DG_STAGE_PLAN); i++)
+        if ((rc = oc_pipeline_stage(pl, stage_names[i], 1, in[i], fn[i], p, &p->stages[i], err)))
+            return rc;
+    return OC_OK;
+}
+
 int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct oc_err *err)
 {
     struct dg_pipe *p = oc_calloc(1, sizeof(*p), "store diskgnn: pipeline", err);
     int rc;
-    *out = NULL;
+    *out = p; /* also on failure: its stages may have started (dg_pipe_stop after the join) */
     if (!p)
         return err->status;
     p->c = *c;
     p->s = c->s;
-    pthread_mutex_init(&p->mu, NULL);
     p->win[0] = *c->w0;
     memset(c->w0, 0, sizeof(*c->w0));
+    p->load_w = &p->win[0];
+    p->load_epoch = c->first_epoch;
+    p->plan_epoch = c->first_epoch + 1;
     atomic_init(&p->file_bytes, p->win[0].file_bytes);
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
@@ -418,63 +409,40 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     for (unsigned i = 0; i < DG_N_SLOTS; i++)
         oc_sample_batch_init(&p->slots[i].batch);
     oc_sample_batch_init(&p->ready.batch);
-    if ((rc = oc_queue_new(DG_N_SLOTS, &p->free_q, err)) ||
-        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->loaded_q, err)) ||
-        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->graph_q, err)) ||
-        (rc = oc_queue_new(DG_QUEUE_DEPTH, &p->ready_q, err)) ||
-        (rc = oc_queue_new(1, &p->asm_q, err)) || (rc = oc_queue_new(1, &p->win_q, err)) ||
-        (rc = oc_queue_new(1, &p->win_free, err)) ||
-        (rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
-        goto fail;
+    int planner = !c->reuse && c->n_epochs > c->first_epoch + 1;
+    p->p = c->pipeline;
+    if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
+        return rc;
     p->ready.cap_rows = c->max_input * p->s->feat_dim;
     atomic_fetch_add(&p->held, p->ready.cap_rows * sizeof(float));
     p->ready.rows = oc_alloc((p->ready.cap_rows ? p->ready.cap_rows : 1) * sizeof(float),
                              "store diskgnn: assembled rows", err);
-    if (!p->ready.rows) {
-        rc = err->status;
-        goto fail;
-    }
-    for (unsigned i = 0; i < DG_N_SLOTS; i++) {
+    if (!p->ready.rows)
+        return err->status;
+    for (unsigned i = 0; i < DG_N_SLOTS; i++)
         if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
-            goto fail;
-        oc_queue_push(p->free_q, &p->slots[i]);
-    }
-    oc_queue_push(p->asm_q, &p->ready);
-    if (!c->reuse)
-        oc_queue_push(p->win_free, &p->win[1]);
-    void *(*mains[4])(void *) = {loader_main, graph_main, assembler_main, planner_main};
-    int n_threads = c->reuse || c->n_epochs <= c->first_epoch + 1 ? 3 : 4;
-    for (int i = 0; i < n_threads; i++) {
-        if (pthread_create(&p->th[i], NULL, mains[i], p) != 0) {
-            rc = OC_ERR(err, OC_ERR_NOMEM, "store diskgnn: cannot start pipeline thread");
-            goto fail;
-        }
-        p->n_started++;
-    }
-    *out = p;
+            return rc;
+    if (planner)
+        c->builder->cancel = p->p; /* the builder is the planner's from here on */
+    if ((rc = add_stages(p, planner, err)) || (rc = oc_pipeline_start(p->p, err)))
+        return rc;
+    /* From here on nothing fails: the stages may be running. A push refused because another
+       stage of a shared pipeline failed meanwhile leaves that error for dg_pipe_next. */
+    for (unsigned i = 0; i < DG_N_SLOTS; i++)
+        (void)oc_queue_push(p->free_q, &p->slots[i]);
+    (void)oc_queue_push(p->asm_q, &p->ready);
+    if (planner)
+        (void)oc_queue_push(p->win_free, &p->win[1]);
     return OC_OK;
-fail:
-    dg_pipe_stop(p);
-    return rc;
 }
 
 void dg_pipe_stop(struct dg_pipe *p)
 {
     if (!p)
         return;
-    close_all(p);
-    for (int i = 0; i < p->n_started; i++)
-        pthread_join(p->th[i], NULL);
-    /* windows: win[0..1] plus one the planner may have pushed and nobody popped */
+    /* windows: win[0..1] (one the planner packed may still be on win_q) */
     for (int i = 0; i < 2; i++)
         dg_window_drop(&p->win[i]);
-    oc_queue_free(p->free_q);
-    oc_queue_free(p->loaded_q);
-    oc_queue_free(p->graph_q);
-    oc_queue_free(p->ready_q);
-    oc_queue_free(p->asm_q);
-    oc_queue_free(p->win_q);
-    oc_queue_free(p->win_free);
     oc_io_batch_free(p->io);
     for (unsigned i = 0; i < DG_N_SLOTS; i++) {
         oc_free(p->slots[i].buf);
@@ -482,6 +450,5 @@ void dg_pipe_stop(struct dg_pipe *p)
     }
     oc_free(p->ready.rows);
     oc_sample_batch_deinit(&p->ready.batch);
-    pthread_mutex_destroy(&p->mu);
     oc_free(p);
 }

@@ -44,8 +44,10 @@
  *
  * Place in the data flow: store (diskgnn); sample ──► trace ──► plan ──► file.
  * Thread-safety: a builder belongs to one thread at a time (open, then the
- * planner thread); the cache is written only while the first window packs,
- * before any reader exists.
+ * planner stage), which checks between batches, chunks and partitions
+ * whether its pipeline was cancelled (b->cancel) so that a cancellation
+ * does not wait for a whole window; the cache is written only while the
+ * first window packs, before any reader exists.
  * Ownership: the builder owns its sampler, buffers and spill file; a window
  * owns its arrays and file (dg_window_drop).
  */
@@ -68,6 +70,14 @@
 static uint64_t now_us(void)
 {
     return (uint64_t)(oc_now_s() * 1e6);
+}
+
+/* OC_ERR_CANCELLED once the builder's pipeline is cancelled: the planner stops part-way. */
+static int check_cancel(const struct dg_builder *b, struct oc_err *err)
+{
+    if (b->cancel && oc_pipeline_cancelled(b->cancel))
+        return OC_ERR(err, OC_ERR_CANCELLED, "store diskgnn: planning cancelled");
+    return OC_OK;
 }
 
 /* Removes the spill file of the last sampled window, if any. */
@@ -220,7 +230,8 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
         const uint64_t *seeds;
         uint64_t n_seeds;
         size_t len;
-        if ((rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
+        if ((rc = check_cancel(b, err)) ||
+            (rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
             (rc = oc_sample_neighbors(b->sampler, epoch, i, seeds, n_seeds, &b->batch, err)))
             goto fail;
         uint64_t n = b->batch.n_input, at = b->off[i];
@@ -286,7 +297,7 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
     for (uint64_t i = 0; i < b->n_batches && rc == OC_OK; i++) {
         uint64_t n = b->off[i + 1] - b->off[i], rb = b->rec_bytes[i];
         uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER, *addr = rec + rb;
-        if ((rc = oc_file_pread(in, rec, rb, roff, err)))
+        if ((rc = check_cancel(b, err)) || (rc = oc_file_pread(in, rec, rb, roff, err)))
             break;
         roff += rb;
         for (uint64_t k = 0; k < n; k++)
@@ -395,7 +406,8 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         uint64_t lo = oc_io_align_down(store_row_off(s, r0));
         uint64_t hi = oc_io_align_up(store_row_off(s, r1));
         size_t got;
-        if ((rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
+        if ((rc = check_cancel(b, err)) ||
+            (rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
             goto out;
         if (got < store_row_off(s, r1) - lo) {
             rc = OC_ERR(err, OC_ERR_FORMAT,

@@ -174,7 +174,7 @@ struct store_disk {
     struct oc_io_batch *batch;
 };
 
-#define STORE_DISK_DEPTH        128u
+#define STORE_DISK_DEPTH        256u
 #define STORE_DISK_BOUNCE_BYTES (2u << 20)
 
 /* Opens s->path; merge = 0 gives every row its own read. */

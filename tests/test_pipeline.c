@@ -167,8 +167,15 @@ OC_TEST(stage_added_after_start_runs_and_cancel_hook_wakes_it_once)
     oc_pipeline_cancel(p);
     oc_pipeline_cancel(p);
     OC_CHECK(oc_pipeline_cancelled(p));
-    oc_pipeline_free(p); /* joins: would hang without the hook */
     OC_CHECK(w.n_hook_calls == 1);
+    /* a hook added after the cancel runs at once; a queue added then is closed */
+    OC_CHECK_OK(oc_pipeline_on_cancel(p, wake_waiters, &w, &err), &err);
+    OC_CHECK(w.n_hook_calls == 2);
+    struct oc_queue *after;
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &after, &err), &err);
+    OC_CHECK(oc_queue_push(after, (void *)1) == OC_ERR_CANCELLED);
+    oc_pipeline_free(p); /* joins: would hang without the hook */
+    OC_CHECK(w.n_hook_calls == 2);
     OC_CHECK(oc_mem_n_live() == live);
     pthread_cond_destroy(&w.cv);
     pthread_mutex_destroy(&w.mu);

@@ -24,8 +24,10 @@
  * batch pipeline build stages on it.
  * Thread-safety: queues and stages are added by one thread (the owner), also
  * after oc_pipeline_start (a stage added to a started pipeline starts at
- * once); oc_pipeline_fail/cancel/status and the oc_stage_* calls may be made
- * from any thread. Cancel hooks run on the cancelling thread, once: a caller
+ * once), while stages already started may fail or cancel it;
+ * oc_pipeline_fail/cancel/status and the oc_stage_* calls may be made from
+ * any thread. Cancel hooks run once, on the first cancelling thread (a hook
+ * added after the cancel runs at once, in oc_pipeline_on_cancel): a caller
  * must not hold a lock a hook takes when it fails or cancels the pipeline.
  * Ownership: the pipeline owns its threads and queues; items are the
  * caller's and are never freed here.
@@ -78,7 +80,8 @@ void oc_pipeline_fail(struct oc_pipeline *p, const struct oc_err *e);
 void oc_pipeline_cancel(struct oc_pipeline *p);
 /*
  * fn(ctx) runs once when p is cancelled (after its queues are closed), on the
- * cancelling thread: to wake waits on condition variables of a stage's own.
+ * cancelling thread, or at once if p was cancelled already: to wake waits on
+ * condition variables of a stage's own.
  */
 int oc_pipeline_on_cancel(struct oc_pipeline *p, void (*fn)(void *ctx), void *ctx,
                           struct oc_err *err);

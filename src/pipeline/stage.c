@@ -11,12 +11,13 @@
  *
  * Place in the data flow: pipeline, on core (the batch pipeline in
  * train/batch_pipe.c and the strategies' background work are built from it).
- * Thread-safety: p->mu guards the first error; cancellation is an atomic flag
- * plus oc_queue_close on every queue (each queue locks only inside its own
- * calls, so no lock is held across another: no lock order to keep); the
- * cancel hooks run after that, outside p->mu, once (whoever sets the flag
- * first runs them). Queues, stages and hooks are added by the owner thread
- * only; a stage's slot is filled before its threads start. Busy time
+ * Thread-safety: p->mu guards the first error and the queue and hook lists
+ * (the owner may add queues and hooks while stages already started on the
+ * pipeline cancel it); cancellation is an atomic flag plus oc_queue_close on
+ * every queue under p->mu (lock order: p->mu, then a queue's own lock); the
+ * cancel hooks run once, outside p->mu, on the first canceller's thread, or
+ * at once when added after it. Stages are added by the owner thread only; a
+ * stage's slot is filled before its threads start. Busy time
  * is an atomic counter per stage; blocked time is per thread (thread-local).
  * Ownership: the pipeline owns stages, threads and queues; oc_pipeline_free
  * cancels, joins, then frees them. Items are never freed here.
@@ -44,6 +45,11 @@ struct oc_stage {
     atomic_uint_least64_t busy_ns;
 };
 
+struct pipe_hook {
+    void (*fn)(void *ctx);
+    void *ctx;
+};
+
 struct oc_pipeline {
     char name[32];
     pthread_mutex_t mu;
@@ -51,15 +57,13 @@ struct oc_pipeline {
     struct oc_err err; /* [mu] the first error */
     atomic_int cancelled;
     int started;
-    struct oc_queue *queues[PIPE_MAX_QUEUES];
-    unsigned n_queues;
+    struct oc_queue *queues[PIPE_MAX_QUEUES]; /* [mu] */
+    unsigned n_queues;                        /* [mu] */
     struct oc_stage stages[PIPE_MAX_STAGES];
     unsigned n_stages;
-    struct {
-        void (*fn)(void *ctx);
-        void *ctx;
-    } hooks[PIPE_MAX_HOOKS];
-    unsigned n_hooks;
+    struct pipe_hook hooks[PIPE_MAX_HOOKS]; /* [mu] */
+    unsigned n_hooks;                       /* [mu] */
+    int hooks_ran;                          /* [mu] the cancel hooks were run */
 };
 
 static _Thread_local uint64_t tl_blocked_ns; /* this thread's blocked time inside fn */
@@ -89,22 +93,39 @@ void oc_pipeline_cancel(struct oc_pipeline *p)
     if (!p)
         return;
     int was = atomic_exchange(&p->cancelled, 1);
+    struct pipe_hook run[PIPE_MAX_HOOKS];
+    unsigned n_run = 0;
+    pthread_mutex_lock(&p->mu); /* the owner may be adding queues and hooks meanwhile */
     for (unsigned i = 0; i < p->n_queues; i++)
         oc_queue_close(p->queues[i]);
-    if (!was)
-        for (unsigned i = 0; i < p->n_hooks; i++)
-            p->hooks[i].fn(p->hooks[i].ctx);
+    if (!was && !p->hooks_ran) {
+        p->hooks_ran = 1;
+        n_run = p->n_hooks;
+        memcpy(run, p->hooks, n_run * sizeof(run[0]));
+    }
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < n_run; i++) /* outside mu: a hook takes its stage's own lock */
+        run[i].fn(run[i].ctx);
 }
 
 int oc_pipeline_on_cancel(struct oc_pipeline *p, void (*fn)(void *ctx), void *ctx,
                           struct oc_err *err)
 {
-    if (p->n_hooks == PIPE_MAX_HOOKS)
+    pthread_mutex_lock(&p->mu);
+    if (p->n_hooks == PIPE_MAX_HOOKS) {
+        pthread_mutex_unlock(&p->mu);
         return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d cancel hooks", p->name,
                       PIPE_MAX_HOOKS);
-    p->hooks[p->n_hooks].fn = fn;
-    p->hooks[p->n_hooks].ctx = ctx;
-    p->n_hooks++;
+    }
+    int late = p->hooks_ran; /* cancelled already: the hook runs now */
+    if (!late) {
+        p->hooks[p->n_hooks].fn = fn;
+        p->hooks[p->n_hooks].ctx = ctx;
+        p->n_hooks++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (late)
+        fn(ctx);
     return OC_OK;
 }
 
@@ -169,12 +190,21 @@ int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **
                       struct oc_err *err)
 {
     *out = NULL;
-    if (p->n_queues == PIPE_MAX_QUEUES)
-        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d queues", p->name, PIPE_MAX_QUEUES);
-    int rc = oc_queue_new(capacity, &p->queues[p->n_queues], err);
+    struct oc_queue *q;
+    int rc = oc_queue_new(capacity, &q, err);
     if (rc)
         return rc;
-    *out = p->queues[p->n_queues++];
+    pthread_mutex_lock(&p->mu); /* a stage may be cancelling the pipeline meanwhile */
+    if (p->n_queues == PIPE_MAX_QUEUES) {
+        pthread_mutex_unlock(&p->mu);
+        oc_queue_free(q);
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d queues", p->name, PIPE_MAX_QUEUES);
+    }
+    p->queues[p->n_queues++] = q;
+    if (atomic_load(&p->cancelled))
+        oc_queue_close(q);
+    pthread_mutex_unlock(&p->mu);
+    *out = q;
     return OC_OK;
 }
 

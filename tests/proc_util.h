@@ -2,16 +2,19 @@
  * proc_util.h — test helpers that run the offcore binary as a child process
  * (stdout to a file, stderr discarded) and wait for it, or for at most a
  * timeout (a hung child is killed); proc_run_cli runs `$OC_BIN args...` as a
- * user would and keeps its exit code, stdout and stderr.
+ * user would and keeps its exit code, stdout and stderr; proc_n_threads
+ * counts this process's threads (no thread left behind after a free).
  */
 #ifndef OFFCORE_TEST_PROC_UTIL_H
 #define OFFCORE_TEST_PROC_UTIL_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -109,6 +112,30 @@ static inline void proc_run_free(struct proc_run *r)
     oc_free(r->out);
     oc_free(r->err);
     r->out = r->err = NULL;
+}
+
+/* Threads of this process now (/proc/self/task), but the kernel's io_uring workers; -1 if unreadable. */
+static inline int proc_n_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], comm[64] = "";
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (!fgets(comm, sizeof(comm), f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        n += strncmp(comm, "iou-", 4) != 0;
+    }
+    closedir(d);
+    return n;
 }
 
 #endif

@@ -388,7 +388,6 @@ static int drain_epochs(struct oc_batch_pipe *bp, uint64_t n_epochs, struct oc_e
     return rc;
 }
 
-/* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
 /*
  * A row buffer is lent between epochs only (evaluation gathers into it),
  * may be grown by the borrower, and must come back before the next open;
@@ -439,6 +438,7 @@ OC_TEST(row_buffer_lent_between_epochs)
     fixture_free(&fx);
 }
 
+/* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
 OC_TEST(allocation_faults_end_cleanly)
 {
     struct fixture fx;

@@ -25,31 +25,8 @@
 #include "fault_util.h"
 #include "offcore/batch_pipe.h"
 #include "offcore/pipeline.h"
+#include "proc_util.h"
 #include "store_fixture.h"
-
-/* Threads of this process now (/proc/self/task), but the kernel's io_uring workers. */
-static int n_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));) {
-        char path[300], comm[64] = "";
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f) {
-            if (!fgets(comm, sizeof(comm), f))
-                comm[0] = '\0';
-            fclose(f);
-        }
-        n += strncmp(comm, "iou-", 4) != 0;
-    }
-    closedir(d);
-    return n;
-}
 
 /* Entries of PLAN/diskgnn (window files, spills and their temporaries). */
 static int n_plan_files(const char *plan)
@@ -114,7 +91,7 @@ OC_TEST(loader_error_reaches_the_trainer_through_the_shared_pipeline)
         return;
     }
     snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
-    int threads = n_threads();
+    int threads = proc_n_threads();
     uint64_t live = oc_mem_n_live();
     struct oc_pipeline *p = NULL;
     struct oc_batch_pipe *bp = NULL;
@@ -160,7 +137,7 @@ OC_TEST(loader_error_reaches_the_trainer_through_the_shared_pipeline)
     oc_pipeline_free(p); /* joins every stage before the batch pipeline and the store go */
     oc_batch_pipe_free(bp);
     oc_store_free(s);
-    OC_CHECK(n_threads() == threads);
+    OC_CHECK(proc_n_threads() == threads);
     OC_CHECK(oc_mem_n_live() == live);
     OC_CHECK(n_plan_files(plan) == 0);
     fixture_free(&fx);
@@ -182,7 +159,7 @@ OC_TEST(cancellation_unblocks_every_stage)
         return;
     }
     snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
-    int threads = n_threads();
+    int threads = proc_n_threads();
     uint64_t live = oc_mem_n_live();
     /* cancelled at once (the planner mid-window), after a moment and after a batch */
     for (int k = 0; k < 3; k++) {
@@ -193,7 +170,7 @@ OC_TEST(cancellation_unblocks_every_stage)
             oc_pipeline_free(p);
             break;
         }
-        OC_CHECK(n_threads() == threads + 4); /* the planner and the three loaders */
+        OC_CHECK(proc_n_threads() == threads + 4); /* the planner and the three loaders */
         if (k >= 1)
             usleep(100 * 1000); /* the loaders fill their queues and wait */
         if (k == 2)
@@ -205,7 +182,7 @@ OC_TEST(cancellation_unblocks_every_stage)
         OC_CHECK_ERR(rc, OC_ERR_CANCELLED, &err, "cancelled");
         OC_CHECK_ERR(oc_pipeline_status(p, &err), OC_ERR_CANCELLED, &err, NULL);
         oc_pipeline_free(p);
-        OC_CHECK(n_threads() == threads);
+        OC_CHECK(proc_n_threads() == threads);
         oc_store_free(s);
         OC_CHECK(n_plan_files(plan) == 0);
     }
@@ -228,13 +205,13 @@ OC_TEST(own_pipeline_is_joined_at_free)
         return;
     }
     snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
-    int threads = n_threads();
+    int threads = proc_n_threads();
     uint64_t live = oc_mem_n_live();
     for (int reuse = 0; reuse < 2; reuse++) {
         struct oc_store *s = open_diskgnn(&fx, plan, NULL, 3, reuse, &err);
         if (!s)
             break;
-        OC_CHECK(n_threads() == threads + (reuse ? 3 : 4));
+        OC_CHECK(proc_n_threads() == threads + (reuse ? 3 : 4));
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
         for (uint64_t e = 0; e < 3; e++)
             for (uint64_t i = 0; i < nb; i++)
@@ -245,7 +222,7 @@ OC_TEST(own_pipeline_is_joined_at_free)
         OC_CHECK(st.stage_busy_us[0] > 0 && st.stage_busy_us[1] > 0 && st.stage_busy_us[2] > 0);
         OC_CHECK(reuse ? st.stage_busy_us[3] == 0 : st.stage_busy_us[3] > 0);
         oc_store_free(s);
-        OC_CHECK(n_threads() == threads);
+        OC_CHECK(proc_n_threads() == threads);
         OC_CHECK(n_plan_files(plan) == 0);
     }
     OC_CHECK(oc_mem_n_live() == live);

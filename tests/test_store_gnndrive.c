@@ -19,7 +19,6 @@
  * its own threads.
  * Ownership: every store, pool and fixture is freed by the test that made it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
+#include "proc_util.h"
 #include "store_fixture.h"
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -670,19 +670,6 @@ OC_TEST(truncated_feature_file)
 
 /* ---- the pipeline: shared with the trainer, cancellation, threads ------------------- */
 
-/* Threads of this process now (/proc/self/task entries). */
-static unsigned n_threads_now(void)
-{
-    unsigned n = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /*
  * As in training: one pipeline holds the store's stages and the batch
  * pipeline's. An extractor's read error fails it, reaches the trainer with
@@ -698,7 +685,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
         return;
     }
     uint64_t live = oc_mem_n_live();
-    unsigned threads = n_threads_now();
+    int threads = proc_n_threads();
     for (int fail = 0; fail < 2; fail++) {
         struct oc_pipeline *p = NULL;
         struct oc_batch_pipe *bp = NULL;
@@ -707,7 +694,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
         c.mem_bytes = min_budget(&c) + 500 * (fx.row_bytes + 21);
         c.pipeline = p;
         struct oc_store *s = fixture_open("gnndrive", &c);
-        OC_CHECK(n_threads_now() == threads + 3); /* 2 extractors, 1 releaser */
+        OC_CHECK(proc_n_threads() == threads + 3); /* 2 extractors, 1 releaser */
         struct oc_batch_pipe_config pc = pipe_config(&fx, s, 2);
         pc.pipeline = p;
         if (fail)
@@ -741,7 +728,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
             OC_CHECK(n_got == oc_batch_pipe_n_batches(bp));
         }
         oc_pipeline_free(p); /* joins every stage first, as train does */
-        OC_CHECK(n_threads_now() == threads);
+        OC_CHECK(proc_n_threads() == threads);
         oc_batch_pipe_free(bp);
         oc_store_free(s);
         OC_CHECK(oc_mem_n_live() == live);
@@ -780,7 +767,7 @@ OC_TEST(cancel_while_extractors_wait)
         return;
     }
     uint64_t live = oc_mem_n_live();
-    unsigned threads = n_threads_now();
+    int threads = proc_n_threads();
     uint64_t nb;
     struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
     for (int borrowed = 0; borrowed < 2; borrowed++) {
@@ -825,7 +812,7 @@ OC_TEST(cancel_while_extractors_wait)
             oc_pipeline_free(p);
         }
         oc_store_free(s); /* its own pipeline: cancelled and joined here */
-        OC_CHECK(n_threads_now() == threads);
+        OC_CHECK(proc_n_threads() == threads);
         OC_CHECK(oc_mem_n_live() == live);
     }
     plan_inputs_free(bs, nb);

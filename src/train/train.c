@@ -456,7 +456,9 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     struct oc_nn_loss loss;
     if ((rc = step_grads(r, e, big_index, &big, x, &loss, NULL, err)))
         goto out;
-    uint64_t grown = oc_mem_used() - big.n_input * r->data.feat_dim * sizeof(float) - used0;
+    oc_free(x); /* what stays held after it is the step's */
+    x = NULL;
+    uint64_t grown = oc_mem_used() - used0;
     train_ws_from_probe(&r->data, o, big.n_input, big.n_seeds, grown, &r->ws);
     char g[32];
     oc_log(OC_LOG_INFO,

@@ -36,14 +36,19 @@ uint64_t train_batch_rows_bound(const struct train_data *d, const struct oc_trai
     return n;
 }
 
+/* A step's activations and gradients over `rows` input rows, bounded from the widths. */
+static uint64_t step_bytes_bound(const struct oc_train_opts *o, uint64_t rows)
+{
+    return rows * 4 * o->hidden * o->heads * o->n_layers * sizeof(float);
+}
+
 void train_ws_from_bound(const struct train_data *d, const struct oc_train_opts *o,
                          struct train_ws *ws)
 {
     ws->measured = 0;
     ws->batch_rows = train_batch_rows_bound(d, o, o->batch_size);
     ws->seeds = o->batch_size;
-    uint64_t width = o->hidden * o->heads;
-    ws->step_bytes = ws->batch_rows * 4 * width * o->n_layers * sizeof(float);
+    ws->step_bytes = step_bytes_bound(o, ws->batch_rows);
 }
 
 void train_ws_from_probe(const struct train_data *d, const struct oc_train_opts *o,
@@ -96,7 +101,7 @@ uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
         eval_floats = m * d->feat_dim;
         eval = m * 16;
         if (!ws->measured)
-            eval += m * 4 * width * o->n_layers * sizeof(float);
+            eval += step_bytes_bound(o, m);
         else if (m > n)
             eval += (uint64_t)((double)ws->step_bytes * (double)(m - n) / (double)n);
     }

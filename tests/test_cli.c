@@ -53,6 +53,14 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
          2,
          "--plan-dir needs --strategy ginex or diskgnn"},
         {{"train", "d", "--resume", NULL}, 2, "--resume needs --checkpoint"},
+        {{"train", "d", "--eval", "most", NULL}, 2, "expected one of full|sampled|none"},
+        {{"train", "d", "--eval-every", "0", NULL}, 2, "--eval-every must be at least 1"},
+        {{"train", "d", "--eval", "none", "--eval-every", "2", NULL},
+         2,
+         "--eval-every has nothing to do with --eval none"},
+        {{"train", "d", "--scratch", "/tmp", NULL},
+         2,
+         "--scratch needs --eval full and --mem-budget"},
         {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -152,6 +160,46 @@ OC_TEST(strategy_figures_reach_the_epoch_line_and_log)
         oc_free(line);
         oc_free(json);
     }
+}
+
+OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[700], out[700], log[700];
+    snprintf(ds, sizeof(ds), "%s/eval-ds", tmp);
+    snprintf(out, sizeof(out), "%s/eval.out", tmp);
+    snprintf(log, sizeof(log), "%s/eval.jsonl", tmp);
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *none[] = {getenv("OC_BIN"), "train",   ds,      "--epochs", "2", "--eval",
+                    "none",           "--quiet", "--log", log,        NULL};
+    OC_CHECK(proc_wait(proc_spawn(none, out)) == 0);
+    char *text = NULL, *json = NULL;
+    size_t len;
+    OC_CHECK_OK(oc_read_file(out, 0, &text, &len, &err), &err);
+    OC_CHECK_OK(oc_read_file(log, 0, &json, &len, &err), &err);
+    OC_CHECK(strstr(text, "Epoch 00001 | Loss ") && strstr(text, "| Val Acc -"));
+    OC_CHECK(strstr(text, "Test Acc: not evaluated (--eval none)"));
+    OC_CHECK(strstr(text, "weights_sha256 "));
+    OC_CHECK(strstr(json, "\"evaluated\":false") && strstr(json, "\"val_acc\":null"));
+    OC_CHECK(strstr(json, "\"test_acc_at_best_val\":null"));
+    oc_free(text);
+    oc_free(json);
+    char *every[] = {getenv("OC_BIN"), "train", ds,        "--epochs", "3",
+                     "--eval-every",   "2",     "--quiet", NULL};
+    OC_CHECK(proc_wait(proc_spawn(every, out)) == 0);
+    OC_CHECK_OK(oc_read_file(out, 0, &text, &len, &err), &err);
+    OC_CHECK(strstr(text, "Epoch 00000 | Loss ") && strstr(text, "| Val Acc -"));
+    OC_CHECK(strstr(text, "Test Acc at best Val Acc (epoch 2,") ||
+             strstr(text, "Test Acc at best Val Acc (epoch 1,"));
+    char *e1 = strstr(text, "Epoch 00001"), *e2 = strstr(text, "Epoch 00002");
+    OC_CHECK(e1 && e2 && !strstr(e1, "Val Acc -"));
+    oc_free(text);
 }
 
 OC_TEST(every_command_has_help)

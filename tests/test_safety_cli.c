@@ -151,9 +151,10 @@ OC_TEST(a_run_that_passes_the_budget_check_finishes)
         const char *strategy, *budget, *epochs;
     } runs[] = {
         {"static", "64M", "3"},   {"static", "80M", "3"},   {"gnndrive", "64M", "3"},
-        {"gnndrive", "80M", "3"}, {"static", "48M", "2"},   {"static", "56M", "2"},
-        {"gnndrive", "56M", "2"}, {"gnndrive", "72M", "2"}, {"direct", "48M", "2"},
-        {"direct", "56M", "2"},   {"direct", "72M", "2"},
+        {"gnndrive", "80M", "3"}, {"static", "32M", "2"},   {"static", "36M", "2"},
+        {"static", "48M", "2"},   {"gnndrive", "40M", "2"}, {"gnndrive", "48M", "2"},
+        {"gnndrive", "56M", "2"}, {"direct", "32M", "2"},   {"direct", "36M", "2"},
+        {"direct", "48M", "2"},
     };
     int n_trained = 0, n_refused = 0;
     for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {

@@ -26,6 +26,7 @@
 enum oc_train_eval {
     OC_TRAIN_EVAL_FULL,    /* exact layer-wise inference with all neighbors */
     OC_TRAIN_EVAL_SAMPLED, /* mini-batches sampled with the training fanouts */
+    OC_TRAIN_EVAL_NONE,    /* no evaluation: training only */
     OC_TRAIN_EVAL_COUNT,
 };
 
@@ -46,6 +47,9 @@ struct oc_train_opts {
     unsigned n_threads;  /* 0 = all cores */
     uint64_t seed;
     enum oc_train_eval eval;
+    uint32_t eval_every;        /* evaluate after every Nth epoch and the last (0 or 1: every) */
+    const char *scratch_dir;    /* --eval full under a budget: where layer outputs go while
+                                evaluating (NULL = the plan directory) */
     const char *log_path;       /* JSON lines, NULL = none */
     const char *checkpoint_dir; /* NULL = none */
     int resume;                 /* continue from checkpoint_dir */
@@ -89,8 +93,9 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o);
 
 /* Stage times are wall seconds inside the epoch. */
 struct oc_train_epoch_stats {
-    uint32_t epoch; /* 0-based */
-    double loss, train_acc, val_acc, test_acc;
+    uint32_t epoch;                            /* 0-based */
+    double loss, train_acc, val_acc, test_acc; /* val/test: 0 unless evaluated */
+    int evaluated;                             /* this epoch ran evaluation (--eval-every) */
     double time_s;
     /*
      * Stage times. sample_s and gather_s are the busy seconds of the batch
@@ -115,6 +120,7 @@ typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *
 
 struct oc_train_result {
     uint32_t epochs_run; /* epochs executed in this call (after a resume: the rest) */
+    int evaluated;       /* some epoch ran evaluation; else best_* and test_acc_* are 0 */
     uint32_t best_epoch;
     double best_val_acc;
     double test_acc_at_best_val;

@@ -56,8 +56,12 @@ static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
     const struct epoch_line *el = ctx;
     /* Time is the training time, as in DGL's and PyG's examples; evaluation is shown apart */
-    printf("Epoch %05u | Loss %.4f | Train Acc %.4f | Val Acc %.4f | Time %.2fs | Eval %.2fs",
-           st->epoch, st->loss, st->train_acc, st->val_acc, st->time_s - st->eval_s, st->eval_s);
+    printf("Epoch %05u | Loss %.4f | Train Acc %.4f", st->epoch, st->loss, st->train_acc);
+    if (st->evaluated)
+        printf(" | Val Acc %.4f | Time %.2fs | Eval %.2fs", st->val_acc, st->time_s - st->eval_s,
+               st->eval_s);
+    else /* --eval none, or an epoch --eval-every skips */
+        printf(" | Val Acc -      | Time %.2fs | Eval -", st->time_s);
     if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];
@@ -179,6 +183,7 @@ int cmd_train(int argc, char **argv)
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
+    uint32_t eval_every = 1;
     double lr = o.lr, wd = o.weight_decay, dropout = o.dropout, input_dropout = -1.0;
     int quiet = 0, verbose = 0;
     char strategy_help[512];
@@ -209,8 +214,16 @@ int cmd_train(int argc, char **argv)
         {"threads", CLI_U32, &threads, "T", "worker threads (default: all cores)", NULL},
         {"seed", CLI_U64, &seed, "S", "random seed (0): same seed, same weights", NULL},
         {"eval", CLI_CHOICE, &eval, NULL,
-         "full: exact layer-wise inference; sampled: mini-batches with the training fanouts",
-         "full|sampled"},
+         "full: exact layer-wise inference (under --mem-budget its layer outputs go to a "
+         "scratch file); sampled: mini-batches of the val/test nodes with the training "
+         "fanouts; none: no evaluation",
+         "full|sampled|none"},
+        {"eval-every", CLI_U32, &eval_every, "N",
+         "evaluate after every Nth epoch and after the last (1)", NULL},
+        {"scratch", CLI_STR, &o.scratch_dir, "DIR",
+         "--eval full under --mem-budget: where layer outputs are written while evaluating "
+         "(default: the plan directory, DIR/plan)",
+         NULL},
         {"log", CLI_STR, &o.log_path, "FILE", "write one JSON object per epoch and a final one",
          NULL},
         {"checkpoint", CLI_STR, &o.checkpoint_dir, "DIR", "save the run atomically every epoch",
@@ -294,7 +307,14 @@ int cmd_train(int argc, char **argv)
     o.input_dropout = (float)input_dropout;
     o.n_threads = threads;
     o.seed = seed;
-    o.eval = strcmp(eval, "full") == 0 ? OC_TRAIN_EVAL_FULL : OC_TRAIN_EVAL_SAMPLED;
+    if (eval_every == 0) {
+        fprintf(stderr, "offcore train: --eval-every must be at least 1\n");
+        return 2;
+    }
+    o.eval_every = eval_every;
+    o.eval = strcmp(eval, "full") == 0      ? OC_TRAIN_EVAL_FULL
+             : strcmp(eval, "sampled") == 0 ? OC_TRAIN_EVAL_SAMPLED
+                                            : OC_TRAIN_EVAL_NONE;
     uint32_t strategy_index;
     if (oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
         fprintf(stderr, "offcore train: --strategy: %s\n", err.msg);
@@ -325,8 +345,11 @@ int cmd_train(int argc, char **argv)
     oc_progress_free(bar);
     if (rc != OC_OK)
         return cli_fail(&err);
-    printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\n", res.best_epoch,
-           res.best_val_acc, res.test_acc_at_best_val);
+    if (res.evaluated)
+        printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\n", res.best_epoch,
+               res.best_val_acc, res.test_acc_at_best_val);
+    else
+        printf("Test Acc: not evaluated (--eval none)\n");
     printf("weights_sha256 %s\n", res.weights_sha256);
     return 0;
 }

@@ -53,9 +53,12 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              " reuse_samples=%d",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
-             o->seed, o->eval == OC_TRAIN_EVAL_FULL ? "full" : "sampled", m->name, m->n_nodes,
-             m->n_edges, m->files[OC_DS_FEATURES].crc32, m->files[OC_DS_INDICES].crc32, sopts,
-             o->reuse_samples);
+             o->seed,
+             o->eval == OC_TRAIN_EVAL_FULL      ? "full"
+             : o->eval == OC_TRAIN_EVAL_SAMPLED ? "sampled"
+                                                : "none",
+             m->name, m->n_nodes, m->n_edges, m->files[OC_DS_FEATURES].crc32,
+             m->files[OC_DS_INDICES].crc32, sopts, o->reuse_samples);
 }
 
 static void put(uint8_t **p, const void *v, size_t n)

@@ -165,8 +165,7 @@ static int gather_task(void *ctx, uint64_t t, unsigned worker)
     return OC_OK;
 }
 
-/* Grows the gather buffer to hold n rows of dim floats. */
-static int gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, struct oc_err *err)
+int train_gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, struct oc_err *err)
 {
     uint64_t need = n * dim;
     if (need > g->cap_floats) {
@@ -185,7 +184,7 @@ int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, co
                       uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
                       struct oc_nn_tensor *x, struct oc_err *err)
 {
-    int rc = gather_reserve(g, n, dim, err);
+    int rc = train_gather_reserve(g, n, dim, err);
     if (rc)
         return rc;
     struct gather_job j = {g->buf, src, dim, ids, n, 1024};
@@ -200,7 +199,7 @@ int train_gather_store(struct train_gather *g, struct oc_store *store, const uin
                        uint64_t dim, const uint64_t *ids, uint64_t n, struct oc_nn_backend *be,
                        struct oc_nn_tensor *x, struct oc_err *err)
 {
-    int rc = gather_reserve(g, n, dim, err);
+    int rc = train_gather_reserve(g, n, dim, err);
     if (rc == OC_OK && epoch_batch)
         rc = oc_store_gather_batch(store, epoch_batch[0], epoch_batch[1], ids, n, g->buf, err);
     else if (rc == OC_OK)

@@ -6,7 +6,10 @@
  *            destinations whose in-degrees + 1 sum to at most
  *            train_eval_chunk_rows (the rows the memory estimate reserved);
  *            GCN uses whole-graph out-degrees so the result equals
- *            full-graph GraphConv.
+ *            full-graph GraphConv. Each hidden layer's output table is kept
+ *            in RAM, or under --mem-budget in a scratch file read back by id
+ *            (eval_table.c); the last layer is scored chunk by chunk and
+ *            never stored whole.
  *   sampled: mini-batches of the validation and test splits sampled with
  *            the training fanouts (RNG streams distinct from training's), no
  *            dropout; the training split is not run again (the epoch's train
@@ -20,6 +23,9 @@
 
 #include "train/train_int.h"
 
+/* Reads in flight of the scratch reader of --eval full under a budget. */
+#define EVAL_IO_DEPTH 256u
+
 struct train_eval {
     const struct train_data *d;
     struct oc_store *store;
@@ -31,11 +37,16 @@ struct train_eval {
     struct oc_sample_batch batch;
     struct oc_sample_epoch split_ep[TRAIN_SPLIT_COUNT];
     struct train_gather gather;
-    uint64_t *all_ids;            /* full: 0 .. n_nodes-1 */
     struct train_degrees src_deg; /* whole-graph out-degree of the batch's input nodes */
-    struct oc_nn_tensor h[2];     /* full: ping-pong layer outputs, n_nodes rows */
     struct train_labels labels;
-    uint64_t chunk_rows; /* full: see train_eval_chunk_rows */
+    /* full */
+    uint64_t chunk_rows;        /* see train_eval_chunk_rows */
+    uint64_t *chunk_ids;        /* one chunk's destinations */
+    uint8_t *split_of;          /* per node: bit s set if it is in split s */
+    struct eval_table table[2]; /* ping-pong layer outputs (hidden layers only) */
+    struct oc_nn_tensor logits; /* the last layer's output of one chunk */
+    struct oc_io_batch *io;     /* reads a table from its scratch file */
+    char scratch[4096];         /* where scratch files go (on disk only) */
 };
 
 uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o)
@@ -45,9 +56,63 @@ uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train
     return d->max_in_deg + 1 > rows ? d->max_in_deg + 1 : rows;
 }
 
+/* Bytes of the scratch files: the table being read and the one being written. */
+static uint64_t scratch_bytes(const struct train_data *d, const struct oc_nn_model *m)
+{
+    uint32_t n_layers = oc_nn_model_config(m)->n_layers;
+    uint64_t widest[2] = {0, 0}; /* the two widest hidden outputs */
+    for (uint32_t l = 0; l + 1 < n_layers; l++) {
+        uint64_t in, out;
+        struct oc_err e;
+        if (oc_nn_model_layer_dims(m, l, &in, &out, &e) != OC_OK)
+            continue;
+        if (out > widest[0]) {
+            widest[1] = widest[0];
+            widest[0] = out;
+        } else if (out > widest[1]) {
+            widest[1] = out;
+        }
+    }
+    return d->n_nodes * (widest[0] + widest[1]) * sizeof(float);
+}
+
+static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct oc_err *err)
+{
+    const struct train_data *d = ev->d;
+    int on_disk = ev->o->mem_budget != 0;
+    ev->chunk_rows = train_eval_chunk_rows(d, ev->o);
+    ev->chunk_ids = oc_alloc(ev->o->eval_batch_size * sizeof(uint64_t), "evaluation node ids", err);
+    ev->split_of = oc_calloc(d->n_nodes, 1, "evaluation split of each node", err);
+    if (!ev->chunk_ids || !ev->split_of)
+        return err->status;
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        for (uint64_t i = 0; i < d->n_split[s]; i++)
+            ev->split_of[d->split[s][i]] |= (uint8_t)(1u << s);
+    ev->table[0].on_disk = ev->table[1].on_disk = on_disk;
+    if (!on_disk)
+        return OC_OK;
+    int rc;
+    if (!scratch_dir || !*scratch_dir || strlen(scratch_dir) >= sizeof(ev->scratch))
+        return OC_ERR(err, OC_ERR_ARG, "--scratch '%s': empty or too long",
+                      scratch_dir ? scratch_dir : "");
+    snprintf(ev->scratch, sizeof(ev->scratch), "%s", scratch_dir);
+    if ((rc = oc_mkdir_p(ev->scratch, err)) ||
+        (rc = oc_fs_check_space(ev->scratch, scratch_bytes(d, ev->m),
+                                "layer-wise inference (--eval full under --mem-budget)", err)))
+        return rc;
+    /* stale scratch of a run that died before unlinking it */
+    unsigned n_stale;
+    if ((rc = oc_tmp_clean_stale(ev->scratch, "eval-layer.f32", &n_stale, err)))
+        return rc;
+    if ((rc = oc_io_batch_new(EVAL_IO_DEPTH, EVAL_IO_BOUNCE_BYTES, &ev->io, err)) ||
+        (rc = oc_io_batch_reserve(ev->io, ev->chunk_rows, err)))
+        return rc;
+    return OC_OK;
+}
+
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
-                   struct train_eval **out, struct oc_err *err)
+                   const char *scratch_dir, struct train_eval **out, struct oc_err *err)
 {
     *out = NULL;
     struct train_eval *ev = oc_calloc(1, sizeof(*ev), "evaluator", err);
@@ -60,22 +125,17 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
     ev->pool = pool;
     ev->o = o;
     oc_sample_batch_init(&ev->batch);
-    oc_nn_tensor_init(&ev->h[0], be, OC_NN_F32);
-    oc_nn_tensor_init(&ev->h[1], be, OC_NN_F32);
+    eval_table_init(&ev->table[0], be, 0);
+    eval_table_init(&ev->table[1], be, 0);
+    oc_nn_tensor_init(&ev->logits, be, OC_NN_F32);
     struct oc_sample_opts so = {0};
     so.seed = o->seed;
     int rc;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
-        ev->chunk_rows = train_eval_chunk_rows(d, o);
         so.n_layers = 1;
         so.fanouts[0] = OC_SAMPLE_ALL;
-        ev->all_ids = oc_alloc(d->n_nodes * sizeof(uint64_t), "evaluation node ids", err);
-        if (!ev->all_ids) {
-            rc = err->status;
+        if ((rc = eval_full_new(ev, scratch_dir, err)))
             goto fail;
-        }
-        for (uint64_t v = 0; v < d->n_nodes; v++)
-            ev->all_ids[v] = v;
     } else {
         so.n_layers = o->n_layers;
         memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
@@ -103,11 +163,14 @@ void train_eval_free(struct train_eval *ev)
         if (ev->split_ep[s].orig)
             oc_sample_epoch_deinit(&ev->split_ep[s]);
     train_gather_deinit(&ev->gather);
-    oc_free(ev->all_ids);
+    oc_free(ev->chunk_ids);
+    oc_free(ev->split_of);
     oc_free(ev->src_deg.deg);
     oc_free(ev->labels.labels);
-    oc_nn_tensor_deinit(&ev->h[0]);
-    oc_nn_tensor_deinit(&ev->h[1]);
+    eval_table_deinit(&ev->table[0]);
+    eval_table_deinit(&ev->table[1]);
+    oc_nn_tensor_deinit(&ev->logits);
+    oc_io_batch_free(ev->io);
     oc_free(ev);
 }
 
@@ -121,21 +184,51 @@ static uint64_t row_argmax(const float *row, uint64_t n)
     return best;
 }
 
+/*
+ * One layer of exact inference for destinations [lo, lo + n): their blocks
+ * with every neighbor, input rows from the feature store (layer 0) or from
+ * the previous layer's table, output into out.
+ */
+static int full_chunk(struct train_eval *ev, uint32_t l, struct eval_table *in, uint64_t lo,
+                      uint64_t n, struct oc_nn_tensor *out, struct oc_err *err)
+{
+    const struct train_data *d = ev->d;
+    for (uint64_t i = 0; i < n; i++)
+        ev->chunk_ids[i] = lo + i;
+    int rc;
+    if ((rc = oc_sample_full_layer(ev->sampler, ev->chunk_ids, n, &ev->batch, err)))
+        return rc;
+    const struct oc_sample_block *sb = &ev->batch.blocks[0];
+    if ((rc = train_src_degrees(&ev->batch, d->out_deg, &ev->src_deg, err)))
+        return rc;
+    struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg.deg};
+    struct oc_nn_tensor x;
+    if (l == 0)
+        rc = train_gather_store(&ev->gather, ev->store, NULL, d->feat_dim, ev->batch.input_ids,
+                                sb->n_src, ev->be, &x, err);
+    else
+        rc = eval_table_gather(in, ev->io, &ev->gather, ev->batch.input_ids, sb->n_src, ev->pool,
+                               ev->be, &x, err);
+    if (rc)
+        return rc;
+    return oc_nn_model_forward_layer(ev->m, l, &blk, &x, out, err);
+}
+
 static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struct oc_err *err)
 {
     const struct train_data *d = ev->d;
     uint32_t n_layers = oc_nn_model_config(ev->m)->n_layers;
     uint64_t chunk = ev->o->eval_batch_size, cap_rows = ev->chunk_rows;
     const uint64_t *indptr = d->graph.indptr;
-    const float *h_in = NULL; /* layer 0 reads the feature store */
-    uint64_t in_dim = d->feat_dim;
+    uint64_t correct[TRAIN_SPLIT_COUNT] = {0}, counted[TRAIN_SPLIT_COUNT] = {0};
     int rc;
     for (uint32_t l = 0; l < n_layers; l++) {
-        uint64_t ldim_in, out_dim;
-        if ((rc = oc_nn_model_layer_dims(ev->m, l, &ldim_in, &out_dim, err)))
+        uint64_t in_dim, out_dim;
+        if ((rc = oc_nn_model_layer_dims(ev->m, l, &in_dim, &out_dim, err)))
             return rc;
-        struct oc_nn_tensor *h_out = &ev->h[l % 2];
-        if ((rc = oc_nn_tensor_resize(h_out, d->n_nodes, out_dim, "layer-wise inference", err)))
+        int last = l + 1 == n_layers;
+        struct eval_table *in = &ev->table[(l + 1) % 2], *outt = &ev->table[l % 2];
+        if (!last && (rc = eval_table_begin(outt, ev->scratch, d->n_nodes, out_dim, err)))
             return rc;
         for (uint64_t lo = 0, hi; lo < d->n_nodes; lo = hi) {
             uint64_t rows = 0;
@@ -146,42 +239,37 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
                 rows += r;
             }
             uint64_t n = hi - lo;
-            if ((rc = oc_sample_full_layer(ev->sampler, ev->all_ids + lo, n, &ev->batch, err)))
-                return rc;
-            const struct oc_sample_block *sb = &ev->batch.blocks[0];
-            if ((rc = train_src_degrees(&ev->batch, d->out_deg, &ev->src_deg, err)))
-                return rc;
-            struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices,
-                                      ev->src_deg.deg};
-            struct oc_nn_tensor x, out_rows;
-            if (l == 0)
-                rc = train_gather_store(&ev->gather, ev->store, NULL, in_dim, ev->batch.input_ids,
-                                        sb->n_src, ev->be, &x, err);
+            struct oc_nn_tensor out;
+            if (last)
+                rc = oc_nn_tensor_resize(&ev->logits, n, out_dim, "inference logits", err);
             else
-                rc = train_gather_rows(&ev->gather, h_in, in_dim, ev->batch.input_ids, sb->n_src,
-                                       ev->pool, ev->be, &x, err);
-            if (rc)
+                rc = eval_table_rows(outt, lo, n, &out, err);
+            if (rc || (rc = full_chunk(ev, l, in, lo, n, last ? &ev->logits : &out, err)))
                 return rc;
-            if ((rc = oc_nn_tensor_view_rows(h_out, lo, n, &out_rows, err)))
-                return rc;
-            if ((rc = oc_nn_model_forward_layer(ev->m, l, &blk, &x, &out_rows, err)))
-                return rc;
-        }
-        h_in = h_out->data;
-        in_dim = out_dim;
-    }
-    const float *logits = h_in;
-    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++) {
-        uint64_t correct = 0, counted = 0;
-        for (uint64_t i = 0; i < d->n_split[s]; i++) {
-            uint64_t v = d->split[s][i];
-            if (d->labels[v] < 0)
+            if (!last) {
+                if ((rc = eval_table_put(outt, lo, n, err)))
+                    return rc;
                 continue;
-            counted++;
-            correct += row_argmax(logits + v * in_dim, in_dim) == (uint64_t)d->labels[v];
+            }
+            /* the last layer is scored as it is computed: its logits are never stored whole */
+            const float *logits = ev->logits.data;
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t v = lo + i;
+                if (!ev->split_of[v] || d->labels[v] < 0)
+                    continue;
+                int hit = row_argmax(logits + i * out_dim, out_dim) == (uint64_t)d->labels[v];
+                for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+                    if (ev->split_of[v] & (1u << s)) {
+                        counted[s]++;
+                        correct[s] += (uint64_t)hit;
+                    }
+            }
         }
-        acc[s] = counted ? (double)correct / (double)counted : 0.0;
+        if (!last && (rc = eval_table_finish(outt, err)))
+            return rc;
     }
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        acc[s] = counted[s] ? (double)correct[s] / (double)counted[s] : 0.0;
     return OC_OK;
 }
 

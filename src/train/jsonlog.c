@@ -109,8 +109,14 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     cJSON_AddNumberToObject(o, "epoch", st->epoch);
     cJSON_AddNumberToObject(o, "loss", st->loss);
     cJSON_AddNumberToObject(o, "train_acc", st->train_acc);
-    cJSON_AddNumberToObject(o, "val_acc", st->val_acc);
-    cJSON_AddNumberToObject(o, "test_acc", st->test_acc);
+    cJSON_AddBoolToObject(o, "evaluated", st->evaluated);
+    if (st->evaluated) {
+        cJSON_AddNumberToObject(o, "val_acc", st->val_acc);
+        cJSON_AddNumberToObject(o, "test_acc", st->test_acc);
+    } else { /* --eval none or an epoch --eval-every skips */
+        cJSON_AddNullToObject(o, "val_acc");
+        cJSON_AddNullToObject(o, "test_acc");
+    }
     cJSON_AddNumberToObject(o, "time_s", st->time_s);
     cJSON_AddNumberToObject(o, "n_batches", (double)st->n_batches);
     cJSON_AddNumberToObject(o, "n_sampled", (double)st->n_sampled);
@@ -175,9 +181,15 @@ int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
     cJSON_AddTrueToObject(j, "final");
     cJSON_AddStringToObject(j, "model", oc_nn_model_kind_name(o->model));
     cJSON_AddNumberToObject(j, "epochs", o->epochs);
-    cJSON_AddNumberToObject(j, "best_epoch", r->best_epoch);
-    cJSON_AddNumberToObject(j, "best_val_acc", r->best_val_acc);
-    cJSON_AddNumberToObject(j, "test_acc_at_best_val", r->test_acc_at_best_val);
+    if (r->evaluated) {
+        cJSON_AddNumberToObject(j, "best_epoch", r->best_epoch);
+        cJSON_AddNumberToObject(j, "best_val_acc", r->best_val_acc);
+        cJSON_AddNumberToObject(j, "test_acc_at_best_val", r->test_acc_at_best_val);
+    } else { /* --eval none */
+        cJSON_AddNullToObject(j, "best_epoch");
+        cJSON_AddNullToObject(j, "best_val_acc");
+        cJSON_AddNullToObject(j, "test_acc_at_best_val");
+    }
     cJSON_AddNumberToObject(j, "final_loss", r->final_loss);
     cJSON_AddStringToObject(j, "weights_sha256", r->weights_sha256);
     return log_write(l, j, err);

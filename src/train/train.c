@@ -150,7 +150,15 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
     if (!(o->input_dropout < 1.0f))
         return OC_ERR(err, OC_ERR_ARG, "--input-dropout must be in [0, 1)");
     if ((unsigned)o->eval >= OC_TRAIN_EVAL_COUNT)
-        return OC_ERR(err, OC_ERR_ARG, "--eval must be full or sampled");
+        return OC_ERR(err, OC_ERR_ARG, "--eval must be full, sampled or none");
+    if (o->eval == OC_TRAIN_EVAL_NONE && o->eval_every > 1)
+        return OC_ERR(err, OC_ERR_ARG, "--eval-every has nothing to do with --eval none");
+    if (o->scratch_dir && (o->eval != OC_TRAIN_EVAL_FULL || !o->mem_budget))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--scratch needs --eval full and --mem-budget (only layer-wise inference "
+                      "under a budget writes scratch files)");
+    if (o->scratch_dir && (!*o->scratch_dir || strlen(o->scratch_dir) >= 4000))
+        return OC_ERR(err, OC_ERR_ARG, "--scratch '%s': empty or too long", o->scratch_dir);
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     uint32_t index;
@@ -214,6 +222,18 @@ static void run_deinit(struct run *r)
 static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
                      struct oc_err *err);
 
+/* Where plan files go: --plan-dir, or DIR/plan. */
+static int run_plan_dir(const struct oc_train_opts *o, const char *dir, char *buf, size_t n,
+                        struct oc_err *err)
+{
+    if (!o->plan_dir) /* --plan-dir: elsewhere than the dataset (which may be read-only) */
+        return oc_path_join(buf, n, dir, "plan", err);
+    if (!*o->plan_dir || strlen(o->plan_dir) >= n)
+        return OC_ERR(err, OC_ERR_ARG, "--plan-dir '%s': empty or too long", o->plan_dir);
+    snprintf(buf, n, "%s", o->plan_dir);
+    return OC_OK;
+}
+
 static int run_open_store(struct run *r, const struct oc_train_opts *o, const char *dir,
                           uint32_t first_epoch, struct oc_err *err)
 {
@@ -223,13 +243,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     so.seed = o->seed;
     char plan_dir[4096];
     int rc;
-    if (o->plan_dir) { /* --plan-dir: elsewhere than the dataset (which may be read-only) */
-        if (!*o->plan_dir || strlen(o->plan_dir) >= sizeof(plan_dir))
-            return OC_ERR(err, OC_ERR_ARG, "--plan-dir '%s': empty or too long", o->plan_dir);
-        snprintf(plan_dir, sizeof(plan_dir), "%s", o->plan_dir);
-    } else if ((rc = oc_path_join(plan_dir, sizeof(plan_dir), dir, "plan", err))) {
+    if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)))
         return rc;
-    }
     const char *name = o->strategy ? o->strategy : "memory";
     rc = oc_store_strategy_find(name, &r->strategy, err);
     if (rc)
@@ -523,9 +538,15 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             goto out;
         oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
     }
+    char scratch[4096];
+    if (o->scratch_dir)
+        snprintf(scratch, sizeof(scratch), "%s", o->scratch_dir);
+    else if ((rc = run_plan_dir(o, dir, scratch, sizeof(scratch), err)))
+        goto out;
     if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)) ||
         (rc = run_open_pipe(&r, o, err)) ||
-        (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, &r.eval, err)))
+        (o->eval != OC_TRAIN_EVAL_NONE &&
+         (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
     if (o->log_path && (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0,
                                                r.strategy, &r.log, err)))
@@ -600,18 +621,25 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
         st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
-        double te = oc_now_s();
-        double acc[TRAIN_SPLIT_COUNT];
-        /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
-        float *rows;
-        uint64_t cap_rows;
-        if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
-            goto out;
-        rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, err);
-        oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
-        if (rc)
-            goto out;
-        st.eval_s = oc_now_s() - te;
+        uint32_t every = o->eval_every > 1 ? o->eval_every : 1;
+        st.evaluated =
+            o->eval != OC_TRAIN_EVAL_NONE && ((e + 1) % every == 0 || e + 1 == o->epochs);
+        double acc[TRAIN_SPLIT_COUNT] = {0};
+        if (st.evaluated) {
+            double te = oc_now_s();
+            /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
+            float *rows;
+            uint64_t cap_rows;
+            if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
+                goto out;
+            rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, err);
+            oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+            if (rc) {
+                oc_err_prefix(err, "epoch %u evaluation", e);
+                goto out;
+            }
+            st.eval_s = oc_now_s() - te;
+        }
         st.loss = counted ? loss_sum / (double)counted : 0.0;
         st.train_acc = counted ? (double)correct / (double)counted : 0.0;
         st.val_acc = acc[TRAIN_SPLIT_VAL];
@@ -620,7 +648,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.peak_mem_bytes = oc_mem_peak();
         st.peak_rss_bytes = train_peak_rss_bytes();
         /* Ties go to the later epoch, as DGL's EarlyStopping keeps the last best model. */
-        if (st.val_acc >= pos.best_val_acc) {
+        if (st.evaluated && st.val_acc >= pos.best_val_acc) {
             pos.best_val_acc = st.val_acc;
             pos.best_epoch = e;
             pos.test_acc_at_best_val = st.test_acc;
@@ -636,6 +664,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             (rc = oc_train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
             goto out;
     }
+    res->evaluated = pos.best_val_acc >= 0;
     res->best_epoch = pos.best_epoch;
     res->best_val_acc = pos.best_val_acc < 0 ? 0.0 : pos.best_val_acc;
     res->test_acc_at_best_val = pos.test_acc_at_best_val;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "offcore/dataset.h"
+#include "offcore/io.h"
 #include "offcore/nn.h"
 #include "offcore/sample.h"
 #include "offcore/thread.h"
@@ -57,6 +58,8 @@ struct train_gather {
     float *buf;
     uint64_t cap_floats;
 };
+/* Grows g's buffer to hold n rows of dim floats (oc_realloc: it may be a lent one). */
+int train_gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, struct oc_err *err);
 int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
                       uint64_t n, struct oc_pool *pool, struct oc_nn_backend *be,
                       struct oc_nn_tensor *x, struct oc_err *err);
@@ -130,7 +133,7 @@ uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
 struct train_eval;
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
-                   struct train_eval **out, struct oc_err *err);
+                   const char *scratch_dir, struct train_eval **out, struct oc_err *err);
 void train_eval_free(struct train_eval *ev);
 /*
  * Computes accuracy on every split in one pass (full inference runs once per
@@ -140,6 +143,41 @@ void train_eval_free(struct train_eval *ev);
  */
 int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
                    double acc[TRAIN_SPLIT_COUNT], struct oc_err *err);
+
+/* ---- a layer's output table of exact inference (eval_table.c) ----------- */
+
+/* Staging memory of the scratch files of --eval full under a budget: the
+   writer's buffer (eval_table.c) and the reader's bounce buffer (eval.c). */
+#define EVAL_TABLE_WRITE_BYTES (1u << 20)
+#define EVAL_IO_BOUNCE_BYTES   (2u << 20)
+#define EVAL_SCRATCH_IO_BYTES  (EVAL_TABLE_WRITE_BYTES + EVAL_IO_BOUNCE_BYTES)
+
+/*
+ * n_rows x dim floats written in row order by chunks (eval_table_rows gives
+ * the tensor to compute a chunk into, eval_table_put commits it), then read by
+ * id (eval_table_gather) once eval_table_finish has sealed it. In RAM, or with
+ * on_disk in a scratch file that is unlinked as soon as it is complete.
+ */
+struct eval_table {
+    int on_disk;
+    uint64_t n_rows, dim, next_row;
+    struct oc_nn_tensor ram;   /* in RAM: the whole table */
+    struct oc_nn_tensor chunk; /* on disk: the chunk being computed */
+    struct oc_writer *w;       /* on disk, while writing */
+    struct oc_file *f;         /* on disk, once finished (O_DIRECT, unlinked) */
+    char path[4096];           /* the scratch file's name until it is unlinked */
+};
+void eval_table_init(struct eval_table *t, struct oc_nn_backend *be, int on_disk);
+void eval_table_deinit(struct eval_table *t);
+int eval_table_begin(struct eval_table *t, const char *scratch_dir, uint64_t n_rows, uint64_t dim,
+                     struct oc_err *err);
+int eval_table_rows(struct eval_table *t, uint64_t lo, uint64_t n, struct oc_nn_tensor *out,
+                    struct oc_err *err);
+int eval_table_put(struct eval_table *t, uint64_t lo, uint64_t n, struct oc_err *err);
+int eval_table_finish(struct eval_table *t, struct oc_err *err);
+int eval_table_gather(struct eval_table *t, struct oc_io_batch *io, struct train_gather *g,
+                      const uint64_t *ids, uint64_t n, struct oc_pool *pool,
+                      struct oc_nn_backend *be, struct oc_nn_tensor *x, struct oc_err *err);
 
 /* ---- checkpoint --------------------------------------------------------- */
 

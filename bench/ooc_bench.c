@@ -87,7 +87,8 @@
 #define TEST_FRAC    0.01
 #define N_CLASSES    10
 #define SEED         0
-#define HIDDEN       64
+#define HIDDEN       64           /* default --hidden */
+#define MIN_STEP     (1ull << 20) /* precision of the smallest accepted budget */
 #define MIB          (1024.0 * 1024.0)
 #define SEQ_BYTES    (1ull << 30)
 #define SEQ_READ     (1u << 20)
@@ -114,6 +115,8 @@ struct args {
     uint64_t batch;
     unsigned threads;
     const char *strategies; /* comma list, NULL = all */
+    uint64_t hidden;
+    int paper; /* --preset paper: budget = smallest accepted + features / 10, per strategy */
 };
 
 static void usage(FILE *f)
@@ -143,8 +146,15 @@ static void usage(FILE *f)
         "  --batch B          seeds per batch (512)\n"
         "  --threads T        worker threads (0 = all cores)\n"
         "  --strategies a,b   strategies to run besides memory (default: all registered)\n"
+        "  --hidden H         hidden width (%d)\n"
+        "  --preset paper     the seed papers' and DGL/PyG examples' configuration:\n"
+        "                     1M nodes, 128-dim features, GraphSAGE 3 layers x 256,\n"
+        "                     fanout 15,10,5, batch 1024 (later options override it);\n"
+        "                     each strategy first finds the smallest --mem-budget it\n"
+        "                     accepts (dry runs, to 1 MiB) and trains at that plus\n"
+        "                     features / 10 (or plus --budget when given)\n"
         "  -h, --help         this help\n",
-        HIDDEN, VAL_FRAC);
+        HIDDEN, VAL_FRAC, HIDDEN);
 }
 
 static int parse_fanouts(const char *s, int32_t *out)
@@ -179,6 +189,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"batch", required_argument, 0, 'B'},
         {"threads", required_argument, 0, 'T'},
         {"strategies", required_argument, 0, 's'},
+        {"hidden", required_argument, 0, 'H'},
+        {"preset", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -191,6 +203,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     a->fanouts[0] = a->fanouts[1] = 5;
     a->n_fanouts = 2;
     a->batch = 512;
+    a->hidden = HIDDEN;
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
         snprintf(a->dir, sizeof(a->dir), "%s/offcore/bench-ooc", xdg);
@@ -245,6 +258,24 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 's':
             a->strategies = optarg;
             break;
+        case 'H':
+            a->hidden = strtoull(optarg, &end, 10);
+            break;
+        case 'P':
+            if (strcmp(optarg, "paper") != 0) {
+                fprintf(stderr, "ooc_bench: --preset %s: the only preset is paper\n", optarg);
+                return -1;
+            }
+            a->paper = 1;
+            a->nodes = 1000000;
+            a->feat_dim = 128;
+            a->hidden = 256;
+            a->n_fanouts = 3;
+            a->fanouts[0] = 15;
+            a->fanouts[1] = 10;
+            a->fanouts[2] = 5;
+            a->batch = 1024;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -261,7 +292,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         fprintf(stderr, "ooc_bench: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
-    if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 ||
+    if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 || a->hidden == 0 ||
         a->epochs > MAX_EPOCHS || !(a->train_frac > 0 && a->train_frac <= 0.98)) {
         fprintf(stderr,
                 "ooc_bench: need nodes >= 2, feat-dim > 0, batch > 0, 1 <= epochs <= %d, "
@@ -753,8 +784,10 @@ struct run {
     char label[64];
     const char *strategy;
     enum oc_store_hotness hotness;
-    int reuse;       /* --reuse-samples */
-    uint64_t budget; /* 0 = none (memory) */
+    int reuse;           /* --reuse-samples */
+    uint64_t budget;     /* 0 = none (memory) */
+    int dry;             /* a dry run: does the budget fit? */
+    uint64_t min_budget; /* --preset paper: the smallest budget accepted (dry runs) */
     /* results */
     uint32_t n_epochs;
     struct oc_train_epoch_stats ep[MAX_EPOCHS];
@@ -788,7 +821,8 @@ static void train_child(void *ctx, int fd)
     o.n_layers = c->a->n_fanouts;
     o.n_fanouts = c->a->n_fanouts;
     memcpy(o.fanouts, c->a->fanouts, sizeof(o.fanouts));
-    o.hidden = HIDDEN;
+    o.hidden = c->a->hidden;
+    o.dry_run = c->run->dry;
     o.batch_size = c->a->batch;
     o.eval_batch_size = c->a->batch; /* so evaluation needs no more memory than training */
     o.epochs = c->a->epochs;
@@ -989,6 +1023,67 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
                        : "");
 }
 
+/* A dry run of r at `budget`: 1 if it is accepted, 0 if refused for memory, -1 otherwise. */
+static int dry_fits(const struct args *a, const char *ds_dir, const struct run *r, uint64_t budget,
+                    char *why, size_t why_n)
+{
+    struct run *t = calloc(1, sizeof(*t));
+    if (!t) {
+        snprintf(why, why_n, "out of memory");
+        return -1;
+    }
+    *t = *r;
+    t->budget = budget;
+    t->dry = 1;
+    struct train_ctx tc = {a, ds_dir, t};
+    struct rusage ru;
+    int fits = -1;
+    if (in_child(train_child, &tc, on_train_msg, t, &ru, why, why_n) == 0 && t->got_done) {
+        if (t->done.rc == OC_OK)
+            fits = 1;
+        else if (t->done.rc == OC_ERR_BUDGET || t->done.rc == OC_ERR_NOMEM)
+            fits = 0;
+        else
+            snprintf(why, why_n, "%s", t->done.msg);
+    } else if (!t->got_done && !why[0]) {
+        snprintf(why, why_n, "no result from the child");
+    }
+    free(t);
+    return fits;
+}
+
+/*
+ * The smallest budget r accepts, to MIN_STEP: doubling from 256 MiB until a
+ * dry run is accepted, then bisection. 0 (and why) when none up to 64 GiB.
+ */
+static uint64_t smallest_budget(const struct args *a, const char *ds_dir, const struct run *r,
+                                char *why, size_t why_n)
+{
+    uint64_t lo = 0, hi = 256ull << 20;
+    int f;
+    why[0] = '\0';
+    while ((f = dry_fits(a, ds_dir, r, hi, why, why_n)) == 0 && hi < (64ull << 30)) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (f != 1) {
+        if (f == 0)
+            snprintf(why, why_n, "refused at every budget up to 64 GiB");
+        return 0;
+    }
+    while (hi - lo > MIN_STEP) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        f = dry_fits(a, ds_dir, r, mid, why, why_n);
+        if (f < 0)
+            return 0;
+        if (f)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
 int main(int argc, char **argv)
 {
     struct args a;
@@ -1013,10 +1108,11 @@ int main(int argc, char **argv)
     uint64_t feat_bytes = a.nodes * (uint64_t)a.feat_dim * sizeof(float);
     uint64_t budget = a.budget ? a.budget : feat_bytes / 10;
     printf("ooc_bench: %" PRIu64 " nodes, degree %s, %u-dim f32 features (%s), train %s; "
-           "budget %s (features / budget = %.1f)\n",
+           "budget %s%s (features / that = %.1f)\n",
            a.nodes, deg, a.feat_dim, fmt_size(feat_bytes, s1, sizeof(s1)), tr,
-           fmt_size(budget, s2, sizeof(s2)), (double)feat_bytes / (double)budget);
-    printf("model sage, %u layers, hidden %d, fanout", a.n_fanouts, HIDDEN);
+           a.paper ? "each strategy's smallest + " : "", fmt_size(budget, s2, sizeof(s2)),
+           (double)feat_bytes / (double)budget);
+    printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);
     for (uint32_t l = 0; l < a.n_fanouts; l++)
         printf("%s%d", l ? "," : " ", a.fanouts[l]);
     printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval sampled, seed %d\n", a.batch,
@@ -1128,6 +1224,24 @@ int main(int argc, char **argv)
                 snprintf(r->label, sizeof(r->label), "%s", name);
         }
     }
+    if (a.paper) {
+        uint64_t extra = a.budget ? a.budget : feat_bytes / 10;
+        printf("\n[4a] smallest --mem-budget each strategy accepts (dry runs, to 1 MiB); each "
+               "then trains at that plus %s\n",
+               fmt_size(extra, s1, sizeof(s1)));
+        for (uint32_t i = 1; i < n_runs; i++) {
+            struct run *r = &runs[i];
+            r->min_budget = smallest_budget(&a, ds_dir, r, why, sizeof(why));
+            if (!r->min_budget) {
+                printf("  %-18s no budget found: %s\n", r->label, why);
+                r->budget = 64ull << 30; /* it fails as it failed, and says so */
+                continue;
+            }
+            r->budget = r->min_budget + extra;
+            printf("  %-18s smallest budget %s -> trains at %s\n", r->label,
+                   fmt_size(r->min_budget, s1, sizeof(s1)), fmt_size(r->budget, s2, sizeof(s2)));
+        }
+    }
     printf("\n[4] training: %u runs, each in its own process (page cache of features.npy "
            "dropped before each)\n",
            n_runs);
@@ -1177,6 +1291,20 @@ int main(int argc, char **argv)
            "seconds per read at its mean read size, on the line through the 4 KiB and 8 KiB "
            "IOPS); x own = epoch / max(memory epoch, own io)\n");
     print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops);
+    if (a.paper && !mem->failed) {
+        printf("\n    smallest budget accepted vs memory's peak RSS (%s, unbudgeted):\n",
+               fmt_size(mem->peak_rss, s1, sizeof(s1)));
+        for (uint32_t i = 1; i < n_runs; i++)
+            if (runs[i].min_budget)
+                printf("    %-18s %10s  %.2fx   trained at %s: peak RSS %s (%s over the budget)\n",
+                       runs[i].label, fmt_size(runs[i].min_budget, s1, sizeof(s1)),
+                       (double)runs[i].min_budget / (double)mem->peak_rss,
+                       fmt_size(runs[i].budget, s2, sizeof(s2)),
+                       fmt_size(runs[i].peak_rss, s3, sizeof(s3)),
+                       runs[i].peak_rss > runs[i].budget
+                           ? fmt_size(runs[i].peak_rss - runs[i].budget, why, sizeof(why))
+                           : "nothing");
+    }
     for (uint32_t i = 1; i < n_runs; i++)
         if (!runs[i].failed && !mem->failed &&
             strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) != 0)

@@ -127,6 +127,13 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     const char *args2[] = {"demo", "--dir", empty, "--quiet", NULL};
     run_cli(args2, &r);
     OC_CHECK(r.code == 0 && has(r.out, "weights_sha256"));
+    /* the out-of-core part: a budget found by dry runs, the comparison, the same weights */
+    OC_CHECK(has(r.out, "the smallest --mem-budget static accepts here is"));
+    OC_CHECK(has(r.out, "out of core / in RAM epoch time:"));
+    OC_CHECK(has(r.out, "the weights are identical"));
+    /* the dry runs stay quiet: only the out-of-core run logs its measured batch */
+    const char *probe = r.err ? strstr(r.err, "probed 4 batches") : NULL;
+    OC_CHECK(probe && !strstr(probe + 1, "probed 4 batches"));
     char manifest[1200];
     snprintf(manifest, sizeof(manifest), "%s/manifest.json", empty);
     OC_CHECK(oc_path_exists(manifest));

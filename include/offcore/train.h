@@ -67,6 +67,8 @@ struct oc_train_opts {
         double value;     /* a number, 1 for a flag, the index of a choice */
     } store_opts[OC_TRAIN_MAX_STORE_OPTS];
     uint32_t n_store_opts;
+    int dry_run;          /* open everything (dataset, probe, store, pipeline, evaluator) and
+                             stop before the first epoch: checks options and budget */
     const char *plan_dir; /* where plan files go (ginex superbatches, diskgnn windows);
                              NULL = DIR/plan. Where, not what: their names carry a key of
                              their content, so it is in no fingerprint */
@@ -125,7 +127,12 @@ struct oc_train_result {
     double best_val_acc;
     double test_acc_at_best_val;
     double final_loss;
-    char weights_sha256[65];
+    char weights_sha256[65]; /* empty after a dry run */
+    /* the memory plan at start (under a budget; 0 without one) */
+    uint64_t held_bytes;        /* topology, labels, model and a step's workspace */
+    uint64_t working_set_bytes; /* batches in flight, evaluation, checkpoint state */
+    uint64_t store_bytes;       /* what the feature store was given: the rest */
+    uint32_t depth;             /* batches fetched ahead of the trainer */
 };
 
 /*

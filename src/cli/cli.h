@@ -68,6 +68,8 @@ const char *cli_safe_text(const char *s, char *buf, size_t n);
 
 /* Installs the stderr log sink; verbose enables debug messages. */
 void cli_log_init(int verbose);
+/* The same sink, warnings and errors only (for runs whose progress is not news). */
+void cli_log_warnings_only(void);
 
 int cmd_generate(int argc, char **argv);
 int cmd_import(int argc, char **argv);
@@ -77,6 +79,14 @@ int cmd_train(int argc, char **argv);
 int cmd_kg_import(int argc, char **argv);
 int cmd_generate_kg(int argc, char **argv);
 int cmd_kg_train(int argc, char **argv);
+
+/* The epoch line of `train`; ctx is a struct cli_epoch_line. */
+struct oc_train_epoch_stats;
+struct cli_epoch_line {
+    int show_io;       /* out-of-core: add the I/O summary and the strategy's own figures */
+    uint32_t strategy; /* index in the store registry: whose stats table to print */
+};
+void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st);
 
 /* Prints the summary of an opened dataset (shared by info and demo). */
 struct oc_dataset;

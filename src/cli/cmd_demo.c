@@ -1,16 +1,21 @@
 /*
  * cmd_demo.c — `offcore demo`: generate the built-in default dataset into a
  * cache directory (once; later runs reuse it after validating it) and run
- * the main job on it: print its summary, then train GraphSAGE on it with the
- * defaults of `offcore train` for 10 epochs. It deletes nothing: it writes
- * only into a path that does not exist yet or is an empty directory, and
- * refuses a file, a non-empty directory or a damaged dataset.
+ * the main job on it: print its summary, train GraphSAGE on it with the
+ * defaults of `offcore train` for 10 epochs with every feature in RAM, then
+ * train the same model out of core: `static` (degree-ranked row cache, misses
+ * read with O_DIRECT) under the smallest --mem-budget it accepts (found with
+ * dry runs) plus a tenth of the features, and compare epoch times, bytes
+ * read, peak RSS and weights_sha256. It deletes nothing: it writes only into
+ * a path that does not exist yet or is an empty directory, and refuses a
+ * file, a non-empty directory or a damaged dataset.
  *
  * Place in the data flow: cli → dataset (generate, open, info) → train.
  * Thread-safety: main thread.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +25,160 @@
 #include "cli/cli.h"
 #include "offcore/generate.h"
 #include "offcore/io.h"
+#include "offcore/store.h"
+#include "offcore/train.h"
+
+#define DEMO_EPOCHS   10
+#define DEMO_STRATEGY "static"
+#define DEMO_STEP     (256u << 10) /* precision of the smallest budget */
+
+/* One demo run: the epoch lines as `train` prints them, and what the summary needs. */
+struct demo_run {
+    struct cli_epoch_line line;
+    double train_s;      /* the last epoch's training time */
+    uint64_t read_bytes; /* the last epoch's feature bytes read from disk */
+    uint64_t peak_rss;   /* VmHWM after the run (reset before it where the kernel allows) */
+    struct oc_train_result res;
+};
+
+static void demo_epoch(void *ctx, const struct oc_train_epoch_stats *st)
+{
+    struct demo_run *d = ctx;
+    cli_print_epoch(&d->line, st);
+    d->train_s = st->time_s - st->eval_s;
+    d->read_bytes = st->store.read_bytes;
+}
+
+/* Resets the process's peak RSS (Linux: clear_refs 5); 0 if it was reset. */
+static int demo_reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* VmHWM of this process in bytes (0 if unknown). */
+static uint64_t demo_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    unsigned long long kb = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
+/* Trains the demo's model on path with strategy under budget (0: none), dry or not. */
+static int demo_train(const char *path, const char *strategy, uint64_t budget, int dry, int quiet,
+                      struct demo_run *d, struct oc_err *err)
+{
+    struct oc_train_opts o;
+    oc_train_opts_default(OC_NN_MODEL_SAGE, &o);
+    o.epochs = DEMO_EPOCHS;
+    o.strategy = strategy;
+    o.mem_budget = budget;
+    o.dry_run = dry;
+    memset(d, 0, sizeof(*d));
+    d->line.show_io = strcmp(strategy, "memory") != 0;
+    int rc = oc_store_strategy_find(strategy, &d->line.strategy, err);
+    if (rc)
+        return rc;
+    struct oc_progress *bar = NULL;
+    if (!dry && (rc = oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, err)))
+        return rc;
+    int reset = dry ? -1 : demo_reset_peak_rss();
+    oc_mem_set_budget(budget);
+    rc = oc_train_run(path, &o, dry ? NULL : demo_epoch, d, bar, &d->res, err);
+    oc_mem_set_budget(0);
+    oc_progress_free(bar);
+    d->peak_rss = reset == 0 ? demo_peak_rss() : 0;
+    return rc;
+}
+
+/*
+ * The smallest budget the demo's out-of-core run accepts, to DEMO_STEP: dry
+ * runs (dataset, measured batch, store, pipeline; no epoch), doubling from
+ * 16 MiB and then bisecting.
+ */
+static int demo_smallest_budget(const char *path, uint64_t *out, struct oc_err *err)
+{
+    struct demo_run d;
+    uint64_t lo = 0, hi = 16u << 20;
+    int rc;
+    cli_log_warnings_only(); /* each dry run would log its probe */
+    while ((rc = demo_train(path, DEMO_STRATEGY, hi, 1, 1, &d, err)) == OC_ERR_BUDGET ||
+           rc == OC_ERR_NOMEM) {
+        if (hi >= (64ull << 30))
+            return rc;
+        lo = hi;
+        hi *= 2;
+    }
+    if (rc)
+        return rc;
+    while (hi - lo > DEMO_STEP) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        rc = demo_train(path, DEMO_STRATEGY, mid, 1, 1, &d, err);
+        if (rc == OC_OK)
+            hi = mid;
+        else if (rc == OC_ERR_BUDGET || rc == OC_ERR_NOMEM)
+            lo = mid;
+        else
+            return rc;
+    }
+    *out = hi;
+    cli_log_init(0);
+    return OC_OK;
+}
+
+/* The in-RAM run, then the out-of-core one, then the comparison. */
+static int demo_compare(const char *path, uint64_t feat_bytes, int quiet, struct oc_err *err)
+{
+    struct demo_run mem, ooc;
+    printf("\ntraining in RAM: offcore train %s --model sage --epochs %d\n", path, DEMO_EPOCHS);
+    fflush(stdout);
+    int rc = demo_train(path, "memory", 0, 0, quiet, &mem, err);
+    if (rc)
+        return rc;
+    printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\nweights_sha256 %s\n",
+           mem.res.best_epoch, mem.res.best_val_acc, mem.res.test_acc_at_best_val,
+           mem.res.weights_sha256);
+    uint64_t smallest;
+    if ((rc = demo_smallest_budget(path, &smallest, err)))
+        return rc;
+    uint64_t budget = smallest + feat_bytes / 10;
+    char a[32], b[32], c[32];
+    printf("\nout of core: the smallest --mem-budget %s accepts here is %s; with a tenth of the "
+           "features (%s) on top:\noffcore train %s --model sage --epochs %d --strategy %s "
+           "--mem-budget %" PRIu64 "\n",
+           DEMO_STRATEGY, oc_format_size(smallest, a, sizeof(a)),
+           oc_format_size(feat_bytes / 10, b, sizeof(b)), path, DEMO_EPOCHS, DEMO_STRATEGY, budget);
+    fflush(stdout);
+    if ((rc = demo_train(path, DEMO_STRATEGY, budget, 0, quiet, &ooc, err)))
+        return rc;
+    printf("\n%-28s %12s %12s %12s  %s\n", "run", "epoch time", "read/epoch", "peak RSS",
+           "weights_sha256");
+    printf("%-28s %11.2fs %12s %12s  %s\n", "memory (features in RAM)", mem.train_s, "-",
+           mem.peak_rss ? oc_format_size(mem.peak_rss, a, sizeof(a)) : "n/a",
+           mem.res.weights_sha256);
+    char label[64];
+    snprintf(label, sizeof(label), "%s, budget %s", DEMO_STRATEGY,
+             oc_format_size(budget, c, sizeof(c)));
+    printf("%-28s %11.2fs %12s %12s  %s\n", label, ooc.train_s,
+           oc_format_size(ooc.read_bytes, a, sizeof(a)),
+           ooc.peak_rss ? oc_format_size(ooc.peak_rss, b, sizeof(b)) : "n/a",
+           ooc.res.weights_sha256);
+    int same = strcmp(mem.res.weights_sha256, ooc.res.weights_sha256) == 0;
+    printf("out of core / in RAM epoch time: %.2fx; the weights are %s\n",
+           mem.train_s > 0 ? ooc.train_s / mem.train_s : 0.0,
+           same ? "identical (the bit-for-bit rule)" : "DIFFERENT: please report this");
+    return same ? OC_OK : OC_ERR(err, OC_ERR_INTERNAL, "demo: the out-of-core weights differ");
+}
 
 /* Whether path is a directory with no entries (1), has entries (0), or cannot be read (-1). */
 static int demo_dir_is_empty(const char *path)
@@ -91,8 +250,10 @@ int cmd_demo(int argc, char **argv)
         "demo",
         "[options]",
         "Generate the default dataset (100,000 nodes, average degree 15, 128-dim f32 features,\n"
-        "10 classes, seed 0) once into a cache directory, validate and summarize it, then train\n"
-        "GraphSAGE on it for 10 epochs (`offcore train DIR --epochs 10`).",
+        "10 classes, seed 0) once into a cache directory, validate and summarize it, train\n"
+        "GraphSAGE on it for 10 epochs in RAM (`offcore train DIR --epochs 10`), then train it\n"
+        "again out of core (`--strategy static` under the smallest --mem-budget it accepts plus\n"
+        "a tenth of the features) and compare epoch time, bytes read, peak RSS and weights.",
         NULL,
         opts,
         sizeof(opts) / sizeof(opts[0]),
@@ -104,6 +265,7 @@ int cmd_demo(int argc, char **argv)
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc)
         return rc > 0 ? 0 : 2;
+    cli_log_init(0);
     struct oc_err err;
     oc_err_clear(&err);
     char path[4096];
@@ -152,12 +314,13 @@ int cmd_demo(int argc, char **argv)
             return cli_fail(&err);
     }
     rc = cli_print_dataset(ds, &err);
+    uint64_t feat_bytes = 0;
+    if (rc == OC_OK) {
+        const struct oc_manifest *m = oc_dataset_manifest(ds);
+        feat_bytes = m->n_nodes * m->feat_dim * oc_dtype_size(m->feat_dtype);
+    }
     oc_dataset_free(ds);
-    if (rc != OC_OK)
+    if (rc != OC_OK || (rc = demo_compare(path, feat_bytes, quiet, &err)) != OC_OK)
         return cli_fail(&err);
-    printf("\ntraining: offcore train %s --model sage --epochs 10\n", path);
-    fflush(stdout);
-    char *train_argv[] = {path, "--model", "sage", "--epochs", "10", quiet ? "--quiet" : NULL,
-                          NULL};
-    return cmd_train(quiet ? 6 : 5, train_argv);
+    return 0;
 }

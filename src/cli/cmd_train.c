@@ -46,15 +46,10 @@ static int parse_fanouts(const char *s, struct oc_train_opts *o)
     return 0;
 }
 
-struct epoch_line {
-    int show_io;
-    uint32_t strategy; /* index in the store registry: whose stats table to print */
-};
-
 /* The epoch line; out-of-core strategies add their I/O summary and their own figures. */
-static void print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
+void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
-    const struct epoch_line *el = ctx;
+    const struct cli_epoch_line *el = ctx;
     /* Time is the training time, as in DGL's and PyG's examples; evaluation is shown apart */
     printf("Epoch %05u | Loss %.4f | Train Acc %.4f", st->epoch, st->loss, st->train_acc);
     if (st->evaluated)
@@ -185,7 +180,7 @@ int cmd_train(int argc, char **argv)
     uint64_t seed = 0, budget = 0;
     uint32_t eval_every = 1;
     double lr = o.lr, wd = o.weight_decay, dropout = o.dropout, input_dropout = -1.0;
-    int quiet = 0, verbose = 0;
+    int quiet = 0, verbose = 0, dry_run = 0;
     char strategy_help[512];
     size_t hl = (size_t)snprintf(strategy_help, sizeof(strategy_help), "where features come from:");
     for (uint32_t i = 0; i < oc_store_n_strategies() && hl < sizeof(strategy_help); i++)
@@ -248,6 +243,10 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
+        {"dry-run", CLI_FLAG, &dry_run, NULL,
+         "open everything and stop before the first epoch: checks the options, the dataset "
+         "and --mem-budget (measuring a batch) and prints how the budget is split",
+         NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
@@ -325,13 +324,14 @@ int cmd_train(int argc, char **argv)
     o.topology_disk = strcmp(topology, "disk") == 0;
     o.topo_cache_bytes = topo_cache;
     o.reuse_samples = reuse_samples;
+    o.dry_run = dry_run;
     for (size_t k = 0; k < n_strategy_opts; k++)
         if (given[n_all - n_strategy_opts + k] &&
             oc_train_opts_set(&o, values[k].opt->name, strategy_opt_number(&values[k]), &err)) {
             fprintf(stderr, "offcore train: %s\n", err.msg);
             return 2;
         }
-    struct epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index};
+    struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index};
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -341,10 +341,24 @@ int cmd_train(int argc, char **argv)
     if (oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, &err) != OC_OK)
         return cli_fail(&err);
     struct oc_train_result res;
-    rc = oc_train_run(pos[0], &o, print_epoch, &line, bar, &res, &err);
+    rc = oc_train_run(pos[0], &o, cli_print_epoch, &line, bar, &res, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
         return cli_fail(&err);
+    if (dry_run) {
+        char a[32], b[32], c[32], d[32];
+        if (budget)
+            printf("dry run: --mem-budget %s fits: %s held at start (topology, labels, model, a "
+                   "step's workspace), %s reserved for batches in flight (depth %u) and "
+                   "evaluation, %s for the feature store\n",
+                   oc_format_size(budget, a, sizeof(a)),
+                   oc_format_size(res.held_bytes, b, sizeof(b)),
+                   oc_format_size(res.working_set_bytes, c, sizeof(c)), res.depth,
+                   oc_format_size(res.store_bytes, d, sizeof(d)));
+        else
+            printf("dry run: the options and the dataset check out (no --mem-budget to check)\n");
+        return 0;
+    }
     if (res.evaluated)
         printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\n", res.best_epoch,
                res.best_val_acc, res.test_acc_at_best_val);

@@ -51,6 +51,11 @@ void cli_log_init(int verbose)
     oc_log_set_callback(log_to_stderr, NULL, verbose ? OC_LOG_DEBUG : OC_LOG_INFO);
 }
 
+void cli_log_warnings_only(void)
+{
+    oc_log_set_callback(log_to_stderr, NULL, OC_LOG_WARN);
+}
+
 int cli_fail(const struct oc_err *err)
 {
     char safe[4 * sizeof(err->msg)];

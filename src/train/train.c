@@ -197,6 +197,7 @@ struct run {
     struct oc_batch_pipe *pipe;
     struct train_ws ws; /* what a batch in flight takes (probed under a budget) */
     uint32_t depth;
+    uint64_t held, work; /* under a budget: held before the store, reserved beside it */
     struct train_degrees degrees;
     struct train_eval *eval;
     struct oc_train_log *log;
@@ -295,6 +296,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                           oc_format_size(work, c, sizeof(c)));
         }
         cfg.mem_bytes = o->mem_budget - held - work;
+        r->held = held;
+        r->work = work;
         if (r->ws.measured)
             cfg.batch_rows = r->ws.batch_rows;
         char a[32], b[32], c[32];
@@ -548,6 +551,12 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
+    res->held_bytes = r.held;
+    res->working_set_bytes = r.work;
+    res->store_bytes = o->mem_budget ? o->mem_budget - r.held - r.work : 0;
+    res->depth = r.depth;
+    if (o->dry_run)
+        goto out; /* everything opened: the options and the budget hold */
     if (o->log_path && (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0,
                                                r.strategy, &r.log, err)))
         goto out;

@@ -58,6 +58,7 @@
 #ifndef _GNU_SOURCE
 #    define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -81,22 +82,24 @@
 #include "offcore/store.h"
 #include "offcore/train.h"
 
-#define MAX_RUNS     64
-#define MAX_EPOCHS   64
-#define VAL_FRAC     0.01 /* small: evaluation is not what is measured */
-#define TEST_FRAC    0.01
-#define N_CLASSES    10
-#define SEED         0
-#define HIDDEN       64           /* default --hidden */
-#define MIN_STEP     (1ull << 20) /* precision of the smallest accepted budget */
-#define MIB          (1024.0 * 1024.0)
-#define SEQ_BYTES    (1ull << 30)
-#define SEQ_READ     (1u << 20)
-#define SEQ_DEPTH    16
-#define RAND_DEPTH   128
-#define RAND_PER_RUN 1024
-#define RAND_MAX_N   100000
-#define RAND_MAX_S   3.0
+#define MAX_RUNS            64
+#define MAX_EPOCHS          64
+#define VAL_FRAC            0.01 /* small: evaluation is not what is measured */
+#define TEST_FRAC           0.01
+#define N_CLASSES           10
+#define SEED                0
+#define HIDDEN              64           /* default --hidden */
+#define MIN_STEP            (1ull << 20) /* precision of the smallest accepted budget */
+#define CGROUP_ROOT         "/sys/fs/cgroup/memory"
+#define CGROUP_OVERHEAD_MIB 64 /* what the process holds outside the accountant (README) */
+#define MIB                 (1024.0 * 1024.0)
+#define SEQ_BYTES           (1ull << 30)
+#define SEQ_READ            (1u << 20)
+#define SEQ_DEPTH           16
+#define RAND_DEPTH          128
+#define RAND_PER_RUN        1024
+#define RAND_MAX_N          100000
+#define RAND_MAX_S          3.0
 
 /* Strategies that read --hotness: one run per hotness. */
 static const char *const hotness_users[] = {"static"};
@@ -116,7 +119,8 @@ struct args {
     unsigned threads;
     const char *strategies; /* comma list, NULL = all */
     uint64_t hidden;
-    int paper; /* --preset paper: budget = smallest accepted + features / 10, per strategy */
+    int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
+    int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
 };
 
 static void usage(FILE *f)
@@ -147,6 +151,10 @@ static void usage(FILE *f)
         "  --threads T        worker threads (0 = all cores)\n"
         "  --strategies a,b   strategies to run besides memory (default: all registered)\n"
         "  --hidden H         hidden width (%d)\n"
+        "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
+        "                     (by default each runs inside one of budget + %d MiB, the\n"
+        "                     fixed overhead README states, where /sys/fs/cgroup/memory\n"
+        "                     is writable; the table says when it is not)\n"
         "  --preset paper     the seed papers' and DGL/PyG examples' configuration:\n"
         "                     1M nodes, 128-dim features, GraphSAGE 3 layers x 256,\n"
         "                     fanout 15,10,5, batch 1024 (later options override it);\n"
@@ -154,7 +162,7 @@ static void usage(FILE *f)
         "                     accepts (dry runs, to 1 MiB) and trains at that plus\n"
         "                     features / 10 (or plus --budget when given)\n"
         "  -h, --help         this help\n",
-        HIDDEN, VAL_FRAC, HIDDEN);
+        HIDDEN, VAL_FRAC, HIDDEN, CGROUP_OVERHEAD_MIB);
 }
 
 static int parse_fanouts(const char *s, int32_t *out)
@@ -191,6 +199,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"strategies", required_argument, 0, 's'},
         {"hidden", required_argument, 0, 'H'},
         {"preset", required_argument, 0, 'P'},
+        {"no-cgroup", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -260,6 +269,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'H':
             a->hidden = strtoull(optarg, &end, 10);
+            break;
+        case 'C':
+            a->no_cgroup = 1;
             break;
         case 'P':
             if (strcmp(optarg, "paper") != 0) {
@@ -788,6 +800,8 @@ struct run {
     uint64_t budget;     /* 0 = none (memory) */
     int dry;             /* a dry run: does the budget fit? */
     uint64_t min_budget; /* --preset paper: the smallest budget accepted (dry runs) */
+    char cgroup[256];    /* the cgroup v1 memory group the training child joins ("" = none) */
+    uint64_t cg_limit, cg_peak, cg_failcnt; /* its limit, max usage and failed charges */
     /* results */
     uint32_t n_epochs;
     struct oc_train_epoch_stats ep[MAX_EPOCHS];
@@ -796,6 +810,87 @@ struct run {
     char why[1024];
     uint64_t peak_rss; /* the child's, from wait4 */
 };
+
+/* ---- cgroup v1 memory limit of a training child ---------------------------- */
+
+static int cg_write(const char *dir, const char *file, const char *value)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fputs(value, f) >= 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+static uint64_t cg_read(const char *dir, const char *file)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    FILE *f = fopen(path, "r");
+    unsigned long long v = 0;
+    if (f) {
+        if (fscanf(f, "%llu", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    return (uint64_t)v;
+}
+
+/* Moves the calling process into the group (cgroup v1: "0" is the writer). */
+static int cg_join(const char *dir)
+{
+    return cg_write(dir, "cgroup.procs", "0");
+}
+
+/* Makes r's group with a limit of budget + the overhead; "" and why on failure. */
+static void cg_make(struct run *r, uint32_t index, char *why, size_t why_n)
+{
+    snprintf(r->cgroup, sizeof(r->cgroup), "%s/offcore-bench-%d-%u", CGROUP_ROOT, (int)getpid(),
+             index);
+    r->cg_limit = r->budget + ((uint64_t)CGROUP_OVERHEAD_MIB << 20);
+    char limit[32];
+    snprintf(limit, sizeof(limit), "%" PRIu64, r->cg_limit);
+    if (mkdir(r->cgroup, 0755) != 0 && errno != EEXIST) {
+        snprintf(why, why_n, "mkdir %s: %s", r->cgroup, strerror(errno));
+        r->cgroup[0] = '\0';
+        return;
+    }
+    if (cg_write(r->cgroup, "memory.limit_in_bytes", limit) != 0) {
+        snprintf(why, why_n, "%s/memory.limit_in_bytes: %s", r->cgroup, strerror(errno));
+        rmdir(r->cgroup);
+        r->cgroup[0] = '\0';
+    }
+}
+
+/* Removes groups left by benches that were killed before they could remove them. */
+static void cg_clean_stale(void)
+{
+    DIR *d = opendir(CGROUP_ROOT);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        int pid;
+        if (sscanf(e->d_name, "offcore-bench-%d-", &pid) != 1 || pid == (int)getpid() ||
+            (kill(pid, 0) != 0 && errno != ESRCH) || kill(pid, 0) == 0)
+            continue;
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", CGROUP_ROOT, e->d_name);
+        rmdir(path); /* empty once its child is gone */
+    }
+    closedir(d);
+}
+
+/* Reads the group's peak and failed charges, then removes it (the child has exited). */
+static void cg_done(struct run *r)
+{
+    if (!r->cgroup[0])
+        return;
+    r->cg_peak = cg_read(r->cgroup, "memory.max_usage_in_bytes");
+    r->cg_failcnt = cg_read(r->cgroup, "memory.failcnt");
+    rmdir(r->cgroup);
+}
 
 struct train_ctx {
     const struct args *a;
@@ -816,6 +911,12 @@ static void train_child(void *ctx, int fd)
     struct oc_err err;
     memset(&d, 0, sizeof(d));
     oc_err_clear(&err);
+    if (c->run->cgroup[0] && !c->run->dry && cg_join(c->run->cgroup) != 0) {
+        d.rc = OC_ERR_IO;
+        snprintf(d.msg, sizeof(d.msg), "cannot join %s: %s", c->run->cgroup, strerror(errno));
+        send_msg(fd, MSG_DONE, &d, sizeof(d));
+        return;
+    }
     oc_mem_set_budget(c->run->budget); /* the accountant's hard limit (0 = none) */
     oc_train_opts_default(OC_NN_MODEL_SAGE, &o);
     o.n_layers = c->a->n_fanouts;
@@ -1245,12 +1346,26 @@ int main(int argc, char **argv)
     printf("\n[4] training: %u runs, each in its own process (page cache of features.npy "
            "dropped before each)\n",
            n_runs);
+    int cg_ok = !a.no_cgroup && access(CGROUP_ROOT, W_OK) == 0;
+    if (cg_ok)
+        cg_clean_stale();
+    if (!a.no_cgroup && !cg_ok)
+        printf("  NOTE: %s is not writable: budgeted runs are NOT inside a cgroup memory limit\n",
+               CGROUP_ROOT);
     for (uint32_t i = 0; i < n_runs; i++) {
         struct run *r = &runs[i];
         struct train_ctx tc = {&a, ds_dir, r};
         drop_page_cache(feat_path);
-        printf("  %s (budget %s)\n", r->label,
+        why[0] = '\0';
+        if (cg_ok && r->budget)
+            cg_make(r, i, why, sizeof(why));
+        printf("  %s (budget %s", r->label,
                r->budget ? fmt_size(r->budget, s1, sizeof(s1)) : "none");
+        if (r->cgroup[0])
+            printf(", inside a cgroup memory limit of %s", fmt_size(r->cg_limit, s2, sizeof(s2)));
+        else if (why[0])
+            printf(", NO cgroup: %s", why);
+        printf(")\n");
         if (in_child(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why))) {
             r->failed = 1;
         } else if (!r->got_done) {
@@ -1260,6 +1375,11 @@ int main(int argc, char **argv)
             r->failed = 1;
             snprintf(r->why, sizeof(r->why), "%s", r->done.msg);
         }
+        cg_done(r);
+        if (r->failed && r->cgroup[0] && r->cg_failcnt)
+            snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why),
+                     " (the cgroup limit of %s was hit %" PRIu64 " times)",
+                     fmt_size(r->cg_limit, s1, sizeof(s1)), r->cg_failcnt);
         r->peak_rss = (uint64_t)ru.ru_maxrss * 1024;
         if (r->n_epochs && r->ep[r->n_epochs - 1].peak_rss_bytes > r->peak_rss)
             r->peak_rss = r->ep[r->n_epochs - 1].peak_rss_bytes;
@@ -1291,6 +1411,13 @@ int main(int argc, char **argv)
            "seconds per read at its mean read size, on the line through the 4 KiB and 8 KiB "
            "IOPS); x own = epoch / max(memory epoch, own io)\n");
     print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops);
+    for (uint32_t i = 1; i < n_runs; i++)
+        if (runs[i].cgroup[0])
+            printf("    %-18s cgroup limit %s (budget + %d MiB): peak usage %s, failed charges "
+                   "%" PRIu64 "%s\n",
+                   runs[i].label, fmt_size(runs[i].cg_limit, s1, sizeof(s1)), CGROUP_OVERHEAD_MIB,
+                   fmt_size(runs[i].cg_peak, s2, sizeof(s2)), runs[i].cg_failcnt,
+                   runs[i].failed ? ", FAILED" : "");
     if (a.paper && !mem->failed) {
         printf("\n    smallest budget accepted vs memory's peak RSS (%s, unbudgeted):\n",
                fmt_size(mem->peak_rss, s1, sizeof(s1)));

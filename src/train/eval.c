@@ -7,7 +7,8 @@
  *            train_eval_chunk_rows (the rows the memory estimate reserved);
  *            GCN uses whole-graph out-degrees so the result equals
  *            full-graph GraphConv. Each hidden layer's output table is kept
- *            in RAM, or under --mem-budget in a scratch file read back by id
+ *            in RAM, or when they would take over a quarter of --mem-budget in a
+ *            scratch file read back by id
  *            (eval_table.c); the last layer is scored chunk by chunk and
  *            never stored whole.
  *   sampled: mini-batches of the validation and test splits sampled with
@@ -79,7 +80,7 @@ static uint64_t scratch_bytes(const struct train_data *d, const struct oc_nn_mod
 static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct oc_err *err)
 {
     const struct train_data *d = ev->d;
-    int on_disk = ev->o->mem_budget != 0;
+    int on_disk = train_eval_tables_on_disk(d, ev->o);
     ev->chunk_rows = train_eval_chunk_rows(d, ev->o);
     ev->chunk_ids = oc_alloc(ev->o->eval_batch_size * sizeof(uint64_t), "evaluation node ids", err);
     ev->split_of = oc_calloc(d->n_nodes, 1, "evaluation split of each node", err);
@@ -108,6 +109,18 @@ static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct 
         (rc = oc_io_batch_reserve(ev->io, ev->chunk_rows, err)))
         return rc;
     return OC_OK;
+}
+
+uint64_t train_eval_tables_bytes(const struct train_data *d, const struct oc_train_opts *o)
+{
+    uint64_t width = o->hidden * o->heads, tables = o->n_layers > 2 ? 2 : o->n_layers - 1;
+    return tables * d->n_nodes * width * sizeof(float);
+}
+
+int train_eval_tables_on_disk(const struct train_data *d, const struct oc_train_opts *o)
+{
+    return o->eval == OC_TRAIN_EVAL_FULL && o->mem_budget &&
+           train_eval_tables_bytes(d, o) > o->mem_budget / EVAL_TABLES_BUDGET_SHARE;
 }
 
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,

@@ -3,9 +3,10 @@
  * dim floats), written chunk by chunk in node order and then gathered by id
  * for the next layer, held either in RAM or in a scratch file:
  *
- *   RAM (no --mem-budget):  chunks are computed into a view of the table;
+ *   RAM (no --mem-budget, or the tables take at most a quarter of it):
+ *                           chunks are computed into a view of the table;
  *                           the next layer copies rows out of it.
- *   disk (under a budget):  a chunk is computed into a small tensor and
+ *   disk (otherwise):       a chunk is computed into a small tensor and
  *                           appended through an O_DIRECT writer to a
  *                           temporary file under the scratch directory;
  *                           once the layer is complete the file is reopened

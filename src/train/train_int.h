@@ -146,6 +146,15 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
 
 /* ---- a layer's output table of exact inference (eval_table.c) ----------- */
 
+/*
+ * The hidden layers' output tables of --eval full (two at a time at most)
+ * stay in RAM unless they take more than 1/EVAL_TABLES_BUDGET_SHARE of
+ * --mem-budget; then they go to a scratch file.
+ */
+#define EVAL_TABLES_BUDGET_SHARE 4
+uint64_t train_eval_tables_bytes(const struct train_data *d, const struct oc_train_opts *o);
+int train_eval_tables_on_disk(const struct train_data *d, const struct oc_train_opts *o);
+
 /* Staging memory of the scratch files of --eval full under a budget: the
    writer's buffer (eval_table.c) and the reader's bounce buffer (eval.c). */
 #define EVAL_TABLE_WRITE_BYTES (1u << 20)

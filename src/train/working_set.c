@@ -91,17 +91,18 @@ uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
     } else if (o->eval == OC_TRAIN_EVAL_FULL) {
         /* one chunk's input rows (the lent buffer), ids, degrees and block, the split of each
            node, and the hidden layers' output tables (n_layers - 1, two at a time): in RAM
-           without a budget, else a chunk of each plus the scratch writer and reader */
+           (see train_eval_tables_on_disk), else a chunk of each plus the scratch writer and
+           reader */
         uint64_t out = width > d->n_classes ? width : d->n_classes;
         uint64_t chunk = train_eval_chunk_rows(d, o), b = o->eval_batch_size;
         uint64_t tables = o->n_layers > 2 ? 2 : o->n_layers - 1;
         eval_floats = chunk * widest;
         eval = d->n_nodes + chunk * 32 + b * (sizeof(uint64_t) + out * sizeof(float));
-        if (o->mem_budget)
+        if (train_eval_tables_on_disk(d, o))
             eval += tables * b * out * sizeof(float) + chunk * oc_io_batch_request_bytes() +
                     EVAL_SCRATCH_IO_BYTES;
         else
-            eval += tables * d->n_nodes * out * sizeof(float);
+            eval += train_eval_tables_bytes(d, o);
     } else {
         /* sampled evaluation batches, outside the pipeline; their workspace grows past the
            training step's when they are larger */

@@ -25,6 +25,8 @@
  */
 #include "train/train_int.h"
 
+#define EVAL_CHUNK_ROW_BYTES 128 /* exact inference's sampling state per chunk row */
+
 uint64_t train_batch_rows_bound(const struct train_data *d, const struct oc_train_opts *o,
                                 uint64_t seeds)
 {
@@ -97,7 +99,10 @@ uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
         uint64_t chunk = train_eval_chunk_rows(d, o), b = o->eval_batch_size;
         uint64_t tables = o->n_layers > 2 ? 2 : o->n_layers - 1;
         eval_floats = chunk * widest;
-        eval = d->n_nodes + chunk * 32 + b * (sizeof(uint64_t) + out * sizeof(float));
+        /* per chunk row: the sampler's edge buffer and indices (12 B), input ids and id map
+           (up to 80 B after power-of-two growth), degrees (8 B), with room for a realloc */
+        eval = d->n_nodes + chunk * EVAL_CHUNK_ROW_BYTES +
+               b * (sizeof(uint64_t) + out * sizeof(float));
         if (train_eval_tables_on_disk(d, o))
             eval += tables * b * out * sizeof(float) + chunk * oc_io_batch_request_bytes() +
                     EVAL_SCRATCH_IO_BYTES;

@@ -143,6 +143,69 @@ OC_TEST(aggregation_reference_and_gradients)
     nt_env_free(&env);
 }
 
+static double agg_cat_loss(void *p)
+{
+    struct agg_gc *c = p;
+    struct oc_err err;
+    if (oc_nn_agg_cat_fwd(c->g, c->agg, c->x, c->y, &err) != OC_OK)
+        return NAN;
+    return nt_dot(c->y, c->w);
+}
+
+/* SAGE's fused concatenation: [agg(x) | x[:n_dst]] and its gradient. */
+OC_TEST(aggregation_concat_reference_and_gradients)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    struct oc_nn_block b = nt_block0();
+    const uint64_t C = 5;
+    for (int a = 0; a < OC_NN_AGG_COUNT; a++) {
+        struct oc_nn_graph g;
+        oc_nn_graph_init(&g);
+        OC_CHECK_OK(oc_nn_graph_prepare(&g, &b, 0, 1, &err), &err);
+        struct oc_nn_tensor x, y, ya, w, wa, dx, dxa;
+        nt_rand(&x, env.be, 7, C, -1, 1, 110);
+        nt_zeros(&y, env.be, 4, 2 * C, OC_NN_F32);
+        nt_zeros(&ya, env.be, 4, C, OC_NN_F32);
+        nt_rand(&w, env.be, 4, 2 * C, -1, 1, 111);
+        nt_zeros(&wa, env.be, 4, C, OC_NN_F32);
+        nt_zeros(&dx, env.be, 7, C, OC_NN_F32);
+        nt_zeros(&dxa, env.be, 7, C, OC_NN_F32);
+        struct agg_gc c = {&g, (enum oc_nn_agg)a, &x, &y, w.data};
+        agg_cat_loss(&c);
+        OC_CHECK_OK(oc_nn_agg_fwd(&g, (enum oc_nn_agg)a, &x, &ya, &err), &err);
+        int same = 1;
+        for (uint64_t i = 0; i < 4; i++)
+            for (uint64_t f = 0; f < C; f++) {
+                same &= nt_f(&y)[i * 2 * C + f] == nt_f(&ya)[i * C + f];
+                same &= nt_f(&y)[i * 2 * C + C + f] == nt_f(&x)[i * C + f];
+                nt_f(&wa)[i * C + f] = nt_f(&w)[i * 2 * C + f];
+            }
+        OC_CHECK(same);
+        OC_CHECK_OK(oc_nn_agg_cat_bwd(&g, (enum oc_nn_agg)a, &w, &dx, &err), &err);
+        OC_CHECK(nt_gradcheck("agg_cat", agg_cat_loss, &c, &x, dx.data, 1e-2f, 1e-4, 1e-2) == 0);
+        /* the left half's gradient is agg_bwd's, the right half adds on the dst rows */
+        OC_CHECK_OK(oc_nn_agg_bwd(&g, (enum oc_nn_agg)a, &wa, &dxa, &err), &err);
+        same = 1;
+        for (uint64_t j = 0; j < 7; j++)
+            for (uint64_t f = 0; f < C; f++) {
+                float want = nt_f(&dxa)[j * C + f];
+                if (j < 4)
+                    want += nt_f(&w)[j * 2 * C + C + f];
+                same &= nt_f(&dx)[j * C + f] == want;
+            }
+        OC_CHECK(same);
+        OC_CHECK_ERR(oc_nn_agg_cat_fwd(&g, (enum oc_nn_agg)a, &x, &ya, &err), OC_ERR_ARG, &err,
+                     "agg_cat_fwd: y (block dst rows) is 4x5, expected 4x10");
+        struct oc_nn_tensor *ts[] = {&x, &y, &ya, &w, &wa, &dx, &dxa};
+        for (unsigned i = 0; i < 7; i++)
+            oc_nn_tensor_deinit(ts[i]);
+        oc_nn_graph_deinit(&g);
+    }
+    nt_env_free(&env);
+}
+
 struct proj_gc {
     struct oc_nn_tensor *z, *attn, *out;
     const float *w;
@@ -324,7 +387,7 @@ static float *run_graph_ops(unsigned n_threads, const struct oc_nn_block *b, siz
     if (oc_nn_graph_prepare(&g, b, 1, 1, &err) != OC_OK)
         goto out;
     uint64_t E = g.n_edges, ns = b->n_src, nd = b->n_dst;
-    struct oc_nn_tensor x, y, dy, dx, el, er, a, da, del, der, z, yz, dz, attn, dattn;
+    struct oc_nn_tensor x, y, dy, dx, el, er, a, da, del, der, z, yz, dz, attn, dattn, yc, dyc, dxc;
     nt_rand(&x, env.be, ns, C, -1, 1, 200);
     nt_zeros(&y, env.be, nd, C, OC_NN_F32);
     nt_rand(&dy, env.be, nd, C, -1, 1, 201);
@@ -340,13 +403,20 @@ static float *run_graph_ops(unsigned n_threads, const struct oc_nn_block *b, siz
     nt_zeros(&dz, env.be, ns, C, OC_NN_F32);
     nt_rand(&attn, env.be, 1, C, -1, 1, 206);
     nt_zeros(&dattn, env.be, 1, C, OC_NN_F32);
-    struct oc_nn_tensor *outs[] = {&y, &dx, &a, &da, &del, &der, &yz, &dz, &dattn};
+    nt_zeros(&yc, env.be, nd, 2 * C, OC_NN_F32);
+    nt_rand(&dyc, env.be, nd, 2 * C, -1, 1, 207);
+    nt_zeros(&dxc, env.be, ns, C, OC_NN_F32);
+    struct oc_nn_tensor *outs[] = {&y, &dx, &a, &da, &del, &der, &yz, &dz, &dattn, &yc, &dxc};
     int rc = OC_OK;
     for (int k = 0; k < OC_NN_AGG_COUNT && rc == OC_OK; k++) {
         rc = oc_nn_agg_fwd(&g, (enum oc_nn_agg)k, &x, &y, &err);
         if (rc == OC_OK)
             rc = oc_nn_agg_bwd(&g, (enum oc_nn_agg)k, &dy, &dx, &err);
     }
+    if (rc == OC_OK)
+        rc = oc_nn_agg_cat_fwd(&g, OC_NN_AGG_MEAN, &x, &yc, &err);
+    if (rc == OC_OK)
+        rc = oc_nn_agg_cat_bwd(&g, OC_NN_AGG_MEAN, &dyc, &dxc, &err);
     if (rc == OC_OK)
         rc = oc_nn_gat_softmax_fwd(&g, &el, &er, 0.2f, &a, &err);
     if (rc == OC_OK)
@@ -359,11 +429,11 @@ static float *run_graph_ops(unsigned n_threads, const struct oc_nn_block *b, siz
         rc = oc_nn_gat_proj_bwd(&z, &attn, &el, &dz, &dattn, &err);
     if (rc == OC_OK) {
         size_t n = 0;
-        for (unsigned i = 0; i < 9; i++)
+        for (unsigned i = 0; i < 11; i++)
             n += outs[i]->n_rows * outs[i]->n_cols;
         all = malloc(n * sizeof(float));
         n = 0;
-        for (unsigned i = 0; i < 9; i++) {
+        for (unsigned i = 0; i < 11; i++) {
             memcpy(all + n, outs[i]->data, oc_nn_tensor_bytes(outs[i]));
             n += outs[i]->n_rows * outs[i]->n_cols;
         }
@@ -371,10 +441,10 @@ static float *run_graph_ops(unsigned n_threads, const struct oc_nn_block *b, siz
     } else {
         fprintf(stderr, "  graph ops: %s\n", err.msg);
     }
-    struct oc_nn_tensor *ins[] = {&x, &dy, &el, &er, &z, &attn};
-    for (unsigned i = 0; i < 9; i++)
+    struct oc_nn_tensor *ins[] = {&x, &dy, &el, &er, &z, &attn, &dyc};
+    for (unsigned i = 0; i < 11; i++)
         oc_nn_tensor_deinit(outs[i]);
-    for (unsigned i = 0; i < 6; i++)
+    for (unsigned i = 0; i < 7; i++)
         oc_nn_tensor_deinit(ins[i]);
 out:
     oc_nn_graph_deinit(&g);

@@ -261,6 +261,41 @@ OC_TEST(relu_elu_tanh_reference_and_gradients)
     nt_env_free(&env);
 }
 
+OC_TEST(bias_act_same_bits_as_bias_then_act)
+{
+    struct oc_err err;
+    for (unsigned t = 1; t <= 3; t += 2) {
+        struct nt_env env;
+        OC_CHECK(nt_env_new(&env, t) == 0);
+        for (int a = 0; a < OC_NN_ACT_COUNT; a++) {
+            struct oc_nn_tensor x, b, y, ref;
+            nt_rand(&x, env.be, 131, 37, -2, 2, 60);
+            nt_rand(&b, env.be, 1, 37, -1, 1, 61);
+            nt_zeros(&y, env.be, 131, 37, OC_NN_F32);
+            nt_rand(&ref, env.be, 131, 37, -2, 2, 60);
+            OC_CHECK_OK(oc_nn_bias_act((enum oc_nn_act)a, &x, &b, &y, &err), &err);
+            OC_CHECK_OK(oc_nn_bias_add(&ref, &b, &err), &err);
+            OC_CHECK_OK(oc_nn_act_fwd((enum oc_nn_act)a, &ref, &ref, &err), &err);
+            OC_CHECK(memcmp(y.data, ref.data, oc_nn_tensor_bytes(&y)) == 0);
+            /* in place */
+            OC_CHECK_OK(oc_nn_bias_act((enum oc_nn_act)a, &x, &b, &x, &err), &err);
+            OC_CHECK(memcmp(x.data, ref.data, oc_nn_tensor_bytes(&x)) == 0);
+            oc_nn_tensor_deinit(&x);
+            oc_nn_tensor_deinit(&b);
+            oc_nn_tensor_deinit(&y);
+            oc_nn_tensor_deinit(&ref);
+        }
+        struct oc_nn_tensor x, b;
+        nt_zeros(&x, env.be, 3, 4, OC_NN_F32);
+        nt_zeros(&b, env.be, 1, 3, OC_NN_F32);
+        OC_CHECK_ERR(oc_nn_bias_act(OC_NN_ACT_RELU, &x, &b, &x, &err), OC_ERR_ARG, &err,
+                     "bias_act: bias is 1x3, expected 1x4");
+        oc_nn_tensor_deinit(&x);
+        oc_nn_tensor_deinit(&b);
+        nt_env_free(&env);
+    }
+}
+
 struct drop_gc {
     struct oc_nn_tensor *x, *y, *mask;
     struct oc_nn_drop_key key;
@@ -406,6 +441,49 @@ OC_TEST(dropout_mask_matches_counter_rng_formula)
         oc_nn_tensor_deinit(&mask);
         nt_env_free(&env);
     }
+}
+
+/* Without a mask a group of 8 zero inputs is skipped (+0 out); a -0 among non-zeros is scaled. */
+OC_TEST(dropout_zero_groups_without_mask)
+{
+    struct oc_err err;
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    const uint64_t rows = 5, cols = 150;
+    struct oc_nn_tensor x, y, y2, mask;
+    nt_rand(&x, env.be, rows, cols, 0.5f, 1.5f, 44);
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t grp = c / 8;
+            if (grp % 3 == 0)
+                nt_f(&x)[r * cols + c] = (c % 2) ? -0.0f : 0.0f; /* an all-zero group */
+            else if (grp % 3 == 1 && c % 8 == 2)
+                nt_f(&x)[r * cols + c] = -0.0f;
+        }
+    nt_zeros(&y, env.be, rows, cols, OC_NN_F32);
+    nt_zeros(&y2, env.be, rows, cols, OC_NN_F32);
+    nt_zeros(&mask, env.be, rows, cols, OC_NN_U8);
+    struct oc_nn_drop_key key = {77, 1, OC_NN_SITE_INPUT};
+    OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.5f, &key, &y, NULL, &err), &err);
+    OC_CHECK_OK(oc_nn_dropout_fwd(&x, 0.5f, &key, &y2, &mask, &err), &err);
+    int same = 1;
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        uint64_t c = i % cols, g0 = i - c % 8, g1 = g0 + 8 < i - c + cols ? g0 + 8 : i - c + cols;
+        int zero_group = 1;
+        for (uint64_t j = g0; j < g1; j++)
+            zero_group &= nt_f(&x)[j] == 0.0f;
+        float v = nt_f(&x)[i] * 2.0f;
+        float want = zero_group || !((uint8_t *)mask.data)[i] ? 0.0f : v;
+        float want_m = ((uint8_t *)mask.data)[i] ? v : 0.0f;
+        same &= memcmp(&nt_f(&y)[i], &want, sizeof(float)) == 0;
+        same &= memcmp(&nt_f(&y2)[i], &want_m, sizeof(float)) == 0;
+    }
+    OC_CHECK(same);
+    oc_nn_tensor_deinit(&x);
+    oc_nn_tensor_deinit(&y);
+    oc_nn_tensor_deinit(&y2);
+    oc_nn_tensor_deinit(&mask);
+    nt_env_free(&env);
 }
 
 OC_TEST(head_mean_reference_and_gradient)

@@ -12,11 +12,20 @@
 #
 # Usage: bench/peers/run.sh [CONFIG...]   CONFIG in sage2 sage3 gat gcn (default: all four)
 # Environment: THREADS (default: all cores), PEERS ("dgl pyg"), KEEP=1 keeps the dataset,
-# DIR (dataset directory), BUILD (build-release), OC_PEERS_VENV (the virtualenv).
+# DIR (dataset directory), BUILD (build-release), OC_PEERS_VENV (the virtualenv),
+# QUICK=1 for a reduced run: the same 1M-node graph, features and models, but 2 % of the nodes
+# in the training split instead of 10 % (20 batches per epoch instead of 100; its own cached
+# dataset, peers-1m-quick), so every system's epoch is a fifth as long on 2 shared cores.
 # A benchmark, not part of `make test`; ratios from one run are what to compare on a shared machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${BUILD:-build-release}
+QUICK=${QUICK:-0}
+GEN_SPLIT=()
+if [ "$QUICK" = 1 ]; then
+    DIR=${DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/offcore/peers-1m-quick}
+    GEN_SPLIT=(--train-frac 0.02 --val-frac 0.01 --test-frac 0.01)
+fi
 DIR=${DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/offcore/peers-1m}
 THREADS=${THREADS:-$(nproc)}
 PEERS=${PEERS:-dgl pyg}
@@ -60,7 +69,8 @@ trap cleanup EXIT
 if ! "$OC" info "$DIR" --no-checksum >/dev/null 2>&1; then
     rm -rf "$DIR"
     mkdir -p "$(dirname "$DIR")"
-    "$OC" generate --nodes 1000000 --avg-degree 15 --feat-dim 128 --classes 10 --quiet "$DIR"
+    "$OC" generate --nodes 1000000 --avg-degree 15 --feat-dim 128 --classes 10 "${GEN_SPLIT[@]}" \
+        --quiet "$DIR"
 fi
 
 echo "== sgemm peak (OpenBLAS, 2048^3)"

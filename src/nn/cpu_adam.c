@@ -23,7 +23,7 @@ struct adam_ctx {
     float b1, b2, eps, wd, step_size, bc2_sqrt;
 };
 
-static int adam_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int adam_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct adam_ctx *c = cp;

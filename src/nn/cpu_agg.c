@@ -14,10 +14,16 @@
  * The backward walks the transpose (entries of j ordered by dst), so each
  * output row is one task's ordered sum: no atomics, fixed order.
  *
+ * cat (SAGE's one GEMM over [h_neigh | h_self]): forward rows are 2C wide,
+ * y_i = [agg_i | x_i]; backward reads dy rows 2C wide and adds the right
+ * half to dx_j for the dst prefix (j < n_dst) after the edge sum.
+ *
  * Place in the data flow: nn CPU backend; SAGE and GCN layers.
  * Thread-safety: see cpu_int.h (tasks own disjoint output rows).
  * Ownership: none.
  */
+#include <string.h>
+
 #include "cpu_int.h"
 
 struct agg_ctx {
@@ -26,18 +32,19 @@ struct agg_ctx {
     const float *in;
     float *out;
     uint64_t n_cols;
+    int cat;
 };
 
-static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct agg_ctx *c = cp;
     const struct oc_nn_graph *g = c->g;
     uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
     uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_dst ? r0 + OC_NN_CPU_ROWS : g->n_dst;
-    uint64_t e_end = g->indptr[r1];
+    uint64_t e_end = g->indptr[r1], ldy = c->cat ? 2 * n : n;
     for (uint64_t i = r0; i < r1; i++) {
-        float *y = c->out + i * n;
+        float *y = c->out + i * ldy;
         oc_nn_vzero(y, n);
         uint64_t e0 = g->indptr[i], e1 = g->indptr[i + 1];
         for (uint64_t e = e0; e < e1; e++) {
@@ -57,35 +64,42 @@ static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
             post = g->norm_dst[i];
         if (c->agg != OC_NN_AGG_SUM)
             oc_nn_vscale(y, post, n);
+        if (c->cat)
+            memcpy(y + n, c->in + i * n, n * sizeof(float));
     }
     return OC_OK;
 }
 
 int oc_nn_cpu_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                      const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err)
+                      int cat, const struct oc_nn_tensor *x, struct oc_nn_tensor *y,
+                      struct oc_err *err)
 {
     (void)err;
-    struct agg_ctx c = {
-        .g = g, .agg = agg, .in = oc_nn_f32(x), .out = oc_nn_f32(y), .n_cols = x->n_cols};
+    struct agg_ctx c = {.g = g,
+                        .agg = agg,
+                        .in = oc_nn_f32(x),
+                        .out = oc_nn_f32(y),
+                        .n_cols = x->n_cols,
+                        .cat = cat};
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), agg_fwd_task, &c);
 }
 
-static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct agg_ctx *c = cp;
     const struct oc_nn_graph *g = c->g;
     uint64_t n = c->n_cols, r0 = task * OC_NN_CPU_ROWS;
     uint64_t r1 = r0 + OC_NN_CPU_ROWS < g->n_src ? r0 + OC_NN_CPU_ROWS : g->n_src;
-    uint64_t t_end = g->t_indptr[r1];
+    uint64_t t_end = g->t_indptr[r1], ldy = c->cat ? 2 * n : n;
     for (uint64_t j = r0; j < r1; j++) {
         float *dx = c->out + j * n;
         oc_nn_vzero(dx, n);
         for (uint64_t t = g->t_indptr[j]; t < g->t_indptr[j + 1]; t++) {
             if (t + OC_NN_PREFETCH_EDGES < t_end)
-                oc_nn_prefetch_row(c->in + (uint64_t)g->t_dst[t + OC_NN_PREFETCH_EDGES] * n, n);
+                oc_nn_prefetch_row(c->in + (uint64_t)g->t_dst[t + OC_NN_PREFETCH_EDGES] * ldy, n);
             uint32_t i = g->t_dst[t];
-            const float *dy = c->in + (uint64_t)i * n;
+            const float *dy = c->in + (uint64_t)i * ldy;
             float w = 1.0f;
             if (c->agg == OC_NN_AGG_MEAN)
                 w = 1.0f / (float)(g->indptr[i + 1] - g->indptr[i]);
@@ -98,15 +112,22 @@ static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
         }
         if (c->agg == OC_NN_AGG_GCN)
             oc_nn_vscale(dx, g->norm_src[j], n);
+        if (c->cat && j < g->n_dst)
+            oc_nn_vadd(dx, c->in + j * ldy + n, n);
     }
     return OC_OK;
 }
 
 int oc_nn_cpu_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err)
+                      int cat, const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx,
+                      struct oc_err *err)
 {
     (void)err;
-    struct agg_ctx c = {
-        .g = g, .agg = agg, .in = oc_nn_f32(dy), .out = oc_nn_f32(dx), .n_cols = dy->n_cols};
+    struct agg_ctx c = {.g = g,
+                        .agg = agg,
+                        .in = oc_nn_f32(dy),
+                        .out = oc_nn_f32(dx),
+                        .n_cols = dx->n_cols,
+                        .cat = cat};
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), agg_bwd_task, &c);
 }

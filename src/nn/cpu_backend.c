@@ -101,6 +101,7 @@ const struct oc_nn_backend_ops oc_nn_cpu_ops = {
     .buf_zero = cpu_buf_zero,
     .gemm = oc_nn_cpu_gemm,
     .bias_add = oc_nn_cpu_bias_add,
+    .bias_act = oc_nn_cpu_bias_act,
     .colsum = oc_nn_cpu_colsum,
     .act_fwd = oc_nn_cpu_act_fwd,
     .act_bwd = oc_nn_cpu_act_bwd,

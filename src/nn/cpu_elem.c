@@ -11,6 +11,7 @@
  * Ownership: partials live in the backend scratch.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cpu_int.h"
 
@@ -26,7 +27,7 @@ struct elem_ctx {
     uint64_t n_chunks;
 };
 
-static int bias_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int bias_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -46,7 +47,48 @@ int oc_nn_cpu_bias_add(struct oc_nn_backend *be, struct oc_nn_tensor *y,
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), bias_task, &c);
 }
 
-static int colsum_part(void *cp, uint64_t task, unsigned worker)
+static inline float act_one(enum oc_nn_act act, float v)
+{
+    if (act == OC_NN_ACT_RELU)
+        return v > 0.0f ? v : 0.0f;
+    if (act == OC_NN_ACT_TANH)
+        return oc_nn_tanhf(v);
+    return v > 0.0f ? v : expm1f(v);
+}
+
+/* x = input, x2 = bias, y = output: act(x + b) element by element, as act_fwd after bias_add */
+OC_NN_SIMD static int bias_act_task(void *cp, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    const struct elem_ctx *c = cp;
+    uint64_t r0, r1, n = c->y->n_cols;
+    oc_nn_cpu_range(task, c->y->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
+    const float *b = oc_nn_f32(c->y2);
+    for (uint64_t r = r0; r < r1; r++) {
+        const float *x = oc_nn_f32(c->x) + r * n;
+        float *y = oc_nn_f32(c->y) + r * n;
+        if (c->act == OC_NN_ACT_RELU) {
+            for (uint64_t j = 0; j < n; j++) {
+                float v = x[j] + b[j];
+                y[j] = v > 0.0f ? v : 0.0f;
+            }
+        } else {
+            for (uint64_t j = 0; j < n; j++)
+                y[j] = act_one(c->act, x[j] + b[j]);
+        }
+    }
+    return OC_OK;
+}
+
+int oc_nn_cpu_bias_act(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
+                       const struct oc_nn_tensor *bias, struct oc_nn_tensor *y, struct oc_err *err)
+{
+    (void)err;
+    struct elem_ctx c = {.x = x, .y2 = bias, .y = y, .act = act};
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), bias_act_task, &c);
+}
+
+OC_NN_SIMD static int colsum_part(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -59,7 +101,7 @@ static int colsum_part(void *cp, uint64_t task, unsigned worker)
     return OC_OK;
 }
 
-static int colsum_reduce(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int colsum_reduce(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -89,7 +131,7 @@ int oc_nn_cpu_colsum(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
     return rc;
 }
 
-static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -122,7 +164,7 @@ int oc_nn_cpu_act_fwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct
 }
 
 /* x = forward output y, y2 = dy, y = dx */
-static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -165,7 +207,7 @@ int oc_nn_cpu_act_bwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct
  * same numbers as eight oc_rng_block calls, written lane-wise so the compiler
  * runs the lanes in vector registers (one block feeds only 8 elements).
  */
-static void philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4])
+static inline void philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4])
 {
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     uint32_t c0[8], c1[8], c2[8], c3[8];
@@ -201,52 +243,71 @@ static void philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[
 /*
  * Element (r, c) keeps iff lane c % 8 of Philox(seed, (hash(layer, site, r), c / 8)),
  * read as 16-bit uniforms, is >= thr: a pure function of its coordinates, so
- * groups of 8 all-zero inputs can skip the draw when no mask is kept. Blocks
- * are drawn eight at a time (64 elements); a group of 8 all-zero inputs
- * without a mask writes zeros, as the element-wise rule would.
+ * the partition and the grouping below do not change a bit. Blocks are drawn
+ * eight at a time (64 elements); without a mask, a run of 64 all-zero inputs
+ * (sparse bag-of-words features) writes zeros without drawing, as the
+ * element-wise rule would. Kept values are x * scale, dropped ones +0: the
+ * select is a bit mask (-keep), with no branch on a coin toss.
  */
-static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
+static inline uint32_t f32_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+static inline float bits_f32(uint32_t u)
+{
+    float v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
+OC_NN_SIMD static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
     uint64_t r0, r1, n = c->x->n_cols;
     oc_nn_cpu_range(task, c->x->n_rows, OC_NN_CPU_ROWS, &r0, &r1);
     uint64_t site = oc_rng_mix64(oc_rng_mix64(c->key->seed, c->key->layer), c->key->site);
-    uint32_t bits[8][4];
+    uint32_t bits[8][4], thr = c->thr;
+    uint16_t u16[64];
+    float scale = c->scale;
     for (uint64_t r = r0; r < r1; r++) {
         uint64_t stream = oc_rng_mix64(site, r);
         const float *x = oc_nn_f32(c->x) + r * n;
         float *y = oc_nn_f32(c->y) + r * n;
         uint8_t *mask = c->mask ? (uint8_t *)c->mask->data + r * n : NULL;
-        for (uint64_t j0 = 0; j0 < n; j0 += 8) {
-            uint64_t j1 = j0 + 8 < n ? j0 + 8 : n;
+        for (uint64_t j0 = 0; j0 < n; j0 += 64) {
+            uint64_t m = n - j0 < 64 ? n - j0 : 64;
             if (!mask) {
-                int any = 0;
-                for (uint64_t j = j0; j < j1; j++)
-                    any |= x[j] != 0.0f;
+                uint32_t any = 0;
+                for (uint64_t j = 0; j < m; j++)
+                    any |= f32_bits(x[j0 + j]) << 1; /* -0 counts as zero too */
                 if (!any) {
-                    for (uint64_t j = j0; j < j1; j++)
-                        y[j] = 0.0f;
+                    oc_nn_vzero(y + j0, m);
                     continue;
                 }
             }
-            uint64_t blk = j0 / 8;
-            if (blk % 8 == 0 || !mask) {
+            philox_x8(c->key->seed, stream, j0 / 8, bits);
+            for (unsigned l = 0; l < 8; l++)
+                for (unsigned k = 0; k < 8; k++)
+                    u16[l * 8 + k] = (uint16_t)(bits[l][k / 2] >> (16 * (k % 2)));
+            for (uint64_t j = 0; j < m; j++) {
+                uint32_t keep = u16[j] >= thr;
                 if (mask)
-                    philox_x8(c->key->seed, stream, blk, bits);
-                else
-                    oc_rng_block(c->key->seed, stream, blk, bits[blk % 8]);
+                    mask[j0 + j] = (uint8_t)keep;
+                y[j0 + j] = bits_f32(f32_bits(x[j0 + j] * scale) & (0u - keep));
             }
-            const uint32_t *b = bits[blk % 8];
-            for (uint64_t j = j0; j < j1; j++) {
-                uint32_t k = (uint32_t)(j - j0);
-                uint32_t u = (b[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
-                int keep = u >= c->thr;
-                if (mask)
-                    mask[j] = (uint8_t)keep;
-                float v = x[j] * c->scale;
-                y[j] = keep ? v : 0.0f;
-            }
+            if (!mask) /* the rule skips groups of 8 zeros (+0 out even for a kept -0) */
+                for (uint64_t g = 0; g < m; g += 8) {
+                    uint64_t ge = g + 8 < m ? g + 8 : m;
+                    uint32_t nz = 0;
+                    for (uint64_t j = g; j < ge; j++)
+                        nz |= f32_bits(x[j0 + j]) << 1;
+                    if (!nz)
+                        oc_nn_vzero(y + j0 + g, ge - g);
+                }
         }
     }
     return OC_OK;
@@ -263,7 +324,7 @@ int oc_nn_cpu_dropout_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows, OC_NN_CPU_ROWS), dropout_fwd_task, &c);
 }
 
-static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -273,10 +334,8 @@ static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
     const uint8_t *mask = c->mask->data;
     float *dx = oc_nn_f32(c->y);
     float scale = c->scale;
-    for (uint64_t i = i0; i < i1; i++) {
-        float g = dy[i] * scale;
-        dx[i] = mask[i] ? g : 0.0f;
-    }
+    for (uint64_t i = i0; i < i1; i++)
+        dx[i] = bits_f32(f32_bits(dy[i] * scale) & (0u - (uint32_t)mask[i]));
     return OC_OK;
 }
 
@@ -291,7 +350,7 @@ int oc_nn_cpu_dropout_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *d
                          dropout_bwd_task, &c);
 }
 
-static int head_mean_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int head_mean_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;
@@ -318,7 +377,7 @@ int oc_nn_cpu_head_mean_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor 
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), head_mean_fwd_task, &c);
 }
 
-static int head_mean_bwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int head_mean_bwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct elem_ctx *c = cp;

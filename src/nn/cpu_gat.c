@@ -34,7 +34,7 @@ static void span(uint64_t task, uint64_t n, uint64_t per, uint64_t *r0, uint64_t
     *r1 = *r0 + per < n ? *r0 + per : n;
 }
 
-static int proj_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int proj_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -64,7 +64,7 @@ int oc_nn_cpu_gat_proj_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *
 }
 
 /* dz += dout * attn (rows), and partial sums of dattn per row chunk */
-static int proj_bwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int proj_bwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -86,7 +86,7 @@ static int proj_bwd_task(void *cp, uint64_t task, unsigned worker)
     return OC_OK;
 }
 
-static int proj_bwd_reduce(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int proj_bwd_reduce(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -128,7 +128,7 @@ static float leaky(float x, float slope)
     return x > 0.0f ? x : slope * x;
 }
 
-static int softmax_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int softmax_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -173,7 +173,7 @@ int oc_nn_cpu_gat_softmax_fwd(struct oc_nn_backend *be, const struct oc_nn_graph
 }
 
 /* dst rows: da <- d(score) through softmax and LeakyReLU; der = row sums */
-static int softmax_bwd_dst(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int softmax_bwd_dst(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -201,7 +201,7 @@ static int softmax_bwd_dst(void *cp, uint64_t task, unsigned worker)
 }
 
 /* src rows: del[j] = sum over j's out-edges of d(score) */
-static int softmax_bwd_src(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int softmax_bwd_src(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -243,7 +243,7 @@ int oc_nn_cpu_gat_softmax_bwd(struct oc_nn_backend *be, const struct oc_nn_graph
     return rc;
 }
 
-static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int agg_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -280,7 +280,7 @@ int oc_nn_cpu_gat_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
 }
 
 /* dst rows: da[e, h] = <dy[i, h], z[src, h]> */
-static int agg_bwd_dst(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int agg_bwd_dst(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;
@@ -302,7 +302,7 @@ static int agg_bwd_dst(void *cp, uint64_t task, unsigned worker)
 }
 
 /* src rows: dz[j, h] = sum over j's out-edges of a[e, h] dy[i, h] */
-static int agg_bwd_src(void *cp, uint64_t task, unsigned worker)
+OC_NN_SIMD static int agg_bwd_src(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
     const struct gat_ctx *c = cp;

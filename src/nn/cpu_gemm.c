@@ -2,8 +2,12 @@
  * cpu_gemm.c — C = alpha op(A) op(B) + beta C on the CPU through OpenBLAS,
  * parallelized by offcore over a fixed partition:
  *
- *   tiles:   C cut into OC_NN_GEMM_TILE_M x OC_NN_GEMM_TILE_N tiles, one
- *            single-threaded sgemm per tile (full K);
+ *   tiles:   C cut into tile_m x OC_NN_GEMM_TILE_N tiles, one single-threaded
+ *            sgemm per tile (full K). tile_m grows with M from 64 to 512 rows
+ *            (a multiple of 64 aiming at OC_NN_GEMM_ROW_TILES row tiles):
+ *            every call packs the whole K x tile_n panel of B again, so
+ *            64-row tiles over a 256 x 256 B spent about a quarter of the
+ *            GEMM time copying B;
  *   k-split: when C is small (<= OC_NN_GEMM_KSPLIT_OUT elements) and K long
  *            (weight gradients X^T dY over many rows), K is cut into at most
  *            OC_NN_GEMM_KSPLIT_PARTS chunks of a length derived from K alone,
@@ -22,7 +26,9 @@
 
 #include "cpu_int.h"
 
-#define OC_NN_GEMM_TILE_M       64
+#define OC_NN_GEMM_TILE_M_MIN   64
+#define OC_NN_GEMM_TILE_M_MAX   512
+#define OC_NN_GEMM_ROW_TILES    8
 #define OC_NN_GEMM_TILE_N       256
 #define OC_NN_GEMM_KSPLIT_OUT   65536
 #define OC_NN_GEMM_KSPLIT_MINK  2048
@@ -34,7 +40,7 @@ struct gemm_ctx {
     const float *a, *b;
     float *c;
     int m, n, k, lda, ldb, ldc;
-    int tiles_n;
+    int tiles_n, tile_m;
     int k_chunk, n_parts;
     float *part;
 };
@@ -44,8 +50,8 @@ static int gemm_tile(void *ctxp, uint64_t task, unsigned worker)
     (void)worker;
     const struct gemm_ctx *x = ctxp;
     int tm = (int)(task / (uint64_t)x->tiles_n), tn = (int)(task % (uint64_t)x->tiles_n);
-    int r0 = tm * OC_NN_GEMM_TILE_M, c0 = tn * OC_NN_GEMM_TILE_N;
-    int m = x->m - r0 < OC_NN_GEMM_TILE_M ? x->m - r0 : OC_NN_GEMM_TILE_M;
+    int r0 = tm * x->tile_m, c0 = tn * OC_NN_GEMM_TILE_N;
+    int m = x->m - r0 < x->tile_m ? x->m - r0 : x->tile_m;
     int n = x->n - c0 < OC_NN_GEMM_TILE_N ? x->n - c0 : OC_NN_GEMM_TILE_N;
     const float *a = x->ta ? x->a + r0 : x->a + (size_t)r0 * (size_t)x->lda;
     const float *b = x->tb ? x->b + (size_t)c0 * (size_t)x->ldb : x->b + c0;
@@ -119,7 +125,13 @@ int oc_nn_cpu_gemm(struct oc_nn_backend *be, int trans_a, int trans_b, float alp
             rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(n_out, OC_NN_CPU_ELEMS), gemm_reduce, &x);
         return rc;
     }
+    /* rows per tile from M alone: 64 .. 512, a multiple of 64, about M / 8 */
+    uint64_t per = oc_nn_cpu_div_up((uint64_t)x.m, OC_NN_GEMM_ROW_TILES * OC_NN_GEMM_TILE_M_MIN);
+    per *= OC_NN_GEMM_TILE_M_MIN;
+    x.tile_m = (int)(per < OC_NN_GEMM_TILE_M_MIN   ? OC_NN_GEMM_TILE_M_MIN
+                     : per > OC_NN_GEMM_TILE_M_MAX ? OC_NN_GEMM_TILE_M_MAX
+                                                   : per);
     x.tiles_n = (int)oc_nn_cpu_div_up((uint64_t)x.n, OC_NN_GEMM_TILE_N);
-    uint64_t tiles_m = oc_nn_cpu_div_up((uint64_t)x.m, OC_NN_GEMM_TILE_M);
+    uint64_t tiles_m = oc_nn_cpu_div_up((uint64_t)x.m, (uint64_t)x.tile_m);
     return oc_nn_cpu_run(be, tiles_m * (uint64_t)x.tiles_n, gemm_tile, &x);
 }

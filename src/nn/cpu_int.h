@@ -33,6 +33,20 @@ void *oc_nn_cpu_scratch(struct oc_nn_backend *be, size_t bytes, struct oc_err *e
 /* Runs fn over n_tasks on the backend's pool. */
 int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
 
+/*
+ * Hot kernels are compiled twice, for AVX2 and for the baseline ISA, and the
+ * loader picks one per machine (GCC/clang target_clones). Both give the same
+ * bits: the build is ISO C, so no multiply-add is contracted (-ffp-contract
+ * is off), AVX2 without FMA has none to contract into, and the compiler never
+ * reorders a float sum: vector code only does the scalar code's operations
+ * several lanes at a time.
+ */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(OC_SANITIZED)
+#    define OC_NN_SIMD __attribute__((target_clones("avx2", "default")))
+#else
+#    define OC_NN_SIMD
+#endif
+
 static inline uint64_t oc_nn_cpu_div_up(uint64_t a, uint64_t b)
 {
     return (a + b - 1) / b;
@@ -135,6 +149,8 @@ int oc_nn_cpu_gemm(struct oc_nn_backend *be, int trans_a, int trans_b, float alp
 
 int oc_nn_cpu_bias_add(struct oc_nn_backend *be, struct oc_nn_tensor *y,
                        const struct oc_nn_tensor *bias, struct oc_err *err);
+int oc_nn_cpu_bias_act(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
+                       const struct oc_nn_tensor *bias, struct oc_nn_tensor *y, struct oc_err *err);
 int oc_nn_cpu_colsum(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
                      struct oc_nn_tensor *out, struct oc_err *err);
 int oc_nn_cpu_act_fwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
@@ -153,9 +169,11 @@ int oc_nn_cpu_head_mean_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor 
                             struct oc_nn_tensor *dx, struct oc_err *err);
 
 int oc_nn_cpu_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                      const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err);
+                      int cat, const struct oc_nn_tensor *x, struct oc_nn_tensor *y,
+                      struct oc_err *err);
 int oc_nn_cpu_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                      const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err);
+                      int cat, const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx,
+                      struct oc_err *err);
 
 int oc_nn_cpu_gat_proj_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *z,
                            const struct oc_nn_tensor *attn, struct oc_nn_tensor *out,

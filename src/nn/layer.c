@@ -1,7 +1,8 @@
 /*
  * layer.c — the steps every layer kind shares: workspace sizing, input
- * dropout and its gradient, and the layer's finishing step (ReLU/ELU after a
- * hidden layer, the GAT output layer's mean over heads) with its gradient,
+ * dropout and its gradient, and the layer's finishing step (bias, then ReLU/ELU
+ * in the same pass after a hidden layer, or the GAT output layer's mean over
+ * heads) with its gradient,
  * and the aggregate-and-transform step of GCN and SAGE (agg(xd) W in DGL's
  * cheaper order) with its gradient.
  *
@@ -66,11 +67,13 @@ int oc_nn_layer_input_grad(struct oc_nn_layer *l, struct oc_err *err)
     return oc_nn_dropout_bwd(dx, &l->ws[OC_NN_LWS_XMASK], l->p_drop, dx, err);
 }
 
-int oc_nn_layer_finish(struct oc_nn_layer *l, const struct oc_nn_tensor *pre,
-                       struct oc_nn_tensor *y, struct oc_err *err)
+int oc_nn_layer_finish(struct oc_nn_layer *l, struct oc_nn_tensor *pre, struct oc_nn_tensor *y,
+                       struct oc_err *err)
 {
+    const struct oc_nn_tensor *bias = &l->p[OC_NN_LP_BIAS]->value;
     if (!l->last)
-        return oc_nn_act_fwd(layer_act(l), pre, y, err);
+        return oc_nn_bias_act(layer_act(l), pre, bias, y, err);
+    OC_NN_TRY(oc_nn_bias_add(pre, bias, err));
     if (l->kind == OC_NN_MODEL_GAT)
         return oc_nn_head_mean_fwd(pre, l->heads, y, err);
     return OC_OK; /* SAGE/GCN output layers write y directly */

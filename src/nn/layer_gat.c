@@ -45,7 +45,6 @@ int oc_nn_gat_forward(struct oc_nn_layer *l, const struct oc_nn_graph *g,
     }
     OC_NN_TRY(oc_nn_layer_ws(l, OC_NN_LWS_PRE, g->n_dst, hf, err));
     OC_NN_TRY(oc_nn_gat_agg_fwd(g, a_used, z, pre, err));
-    OC_NN_TRY(oc_nn_bias_add(pre, &l->p[OC_NN_LP_BIAS]->value, err));
     return oc_nn_layer_finish(l, pre, y, err);
 }
 

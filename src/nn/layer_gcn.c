@@ -26,7 +26,6 @@ int oc_nn_gcn_forward(struct oc_nn_layer *l, const struct oc_nn_graph *g,
         target = &l->ws[OC_NN_LWS_PRE];
     }
     OC_NN_TRY(oc_nn_layer_agg_linear(l, g, OC_NN_AGG_GCN, w, target, err));
-    OC_NN_TRY(oc_nn_bias_add(target, &l->p[OC_NN_LP_BIAS]->value, err));
     return oc_nn_layer_finish(l, target, y, err);
 }
 

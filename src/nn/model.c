@@ -156,15 +156,25 @@ static int param_init(struct oc_nn_model *m, struct oc_nn_param *p, uint32_t lay
     return rc;
 }
 
-static int param_add(struct oc_nn_model *m, struct oc_nn_layer *l, enum oc_nn_lp slot,
-                     const char *name, uint64_t n_rows, uint64_t n_cols, struct oc_err *err)
+/*
+ * Adds parameter `slot` of layer l. With stack_row0 != UINT64_MAX its value
+ * and gradient are rows [stack_row0, stack_row0 + n_rows) of l->wcat and
+ * l->gcat (SAGE's stacked weights) instead of buffers of their own.
+ */
+static int param_add_at(struct oc_nn_model *m, struct oc_nn_layer *l, enum oc_nn_lp slot,
+                        const char *name, uint64_t n_rows, uint64_t n_cols, uint64_t stack_row0,
+                        struct oc_err *err)
 {
     struct oc_nn_param *p = &m->params[m->n_params++];
     snprintf(p->name, sizeof(p->name), "layer%u.%s", l->index, name);
     struct oc_nn_tensor *ts[4] = {&p->value, &p->grad, &p->adam_m, &p->adam_v};
     for (int i = 0; i < 4; i++) {
         oc_nn_tensor_init(ts[i], m->be, OC_NN_F32);
-        OC_NN_TRY(oc_nn_tensor_resize(ts[i], n_rows, n_cols, "nn parameters", err));
+        if (stack_row0 != UINT64_MAX && i < 2)
+            OC_NN_TRY(oc_nn_tensor_view_rows(i == 0 ? &l->wcat : &l->gcat, stack_row0, n_rows,
+                                             ts[i], err));
+        else
+            OC_NN_TRY(oc_nn_tensor_resize(ts[i], n_rows, n_cols, "nn parameters", err));
         OC_NN_TRY(oc_nn_tensor_zero(ts[i], err));
     }
     l->p[slot] = p;
@@ -182,6 +192,12 @@ static int param_add(struct oc_nn_model *m, struct oc_nn_layer *l, enum oc_nn_lp
         return param_init(m, p, l->index, slot, 1, relu_gain, (double)(l->heads * l->head_dim),
                           (double)l->head_dim, err);
     return param_init(m, p, l->index, slot, 1, relu_gain, (double)n_rows, (double)n_cols, err);
+}
+
+static int param_add(struct oc_nn_model *m, struct oc_nn_layer *l, enum oc_nn_lp slot,
+                     const char *name, uint64_t n_rows, uint64_t n_cols, struct oc_err *err)
+{
+    return param_add_at(m, l, slot, name, n_rows, n_cols, UINT64_MAX, err);
 }
 
 static int layer_setup(struct oc_nn_model *m, uint32_t i, struct oc_err *err)
@@ -210,8 +226,12 @@ static int layer_setup(struct oc_nn_model *m, uint32_t i, struct oc_err *err)
     l->in_dim = i == 0 ? c->in_dim : c->hidden;
     l->out_dim = l->last ? c->n_classes : c->hidden;
     if (c->kind == OC_NN_MODEL_SAGE) {
-        OC_NN_TRY(param_add(m, l, OC_NN_LP_W_SELF, "fc_self", l->in_dim, l->out_dim, err));
-        OC_NN_TRY(param_add(m, l, OC_NN_LP_W_NEIGH, "fc_neigh", l->in_dim, l->out_dim, err));
+        /* [W_neigh; W_self]: the layer's one GEMM over [h_neigh | h_self] (layer_sage.c) */
+        OC_NN_TRY(oc_nn_tensor_resize(&l->wcat, 2 * l->in_dim, l->out_dim, "nn parameters", err));
+        OC_NN_TRY(oc_nn_tensor_resize(&l->gcat, 2 * l->in_dim, l->out_dim, "nn parameters", err));
+        OC_NN_TRY(
+            param_add_at(m, l, OC_NN_LP_W_SELF, "fc_self", l->in_dim, l->out_dim, l->in_dim, err));
+        OC_NN_TRY(param_add_at(m, l, OC_NN_LP_W_NEIGH, "fc_neigh", l->in_dim, l->out_dim, 0, err));
     } else {
         OC_NN_TRY(param_add(m, l, OC_NN_LP_W, "weight", l->in_dim, l->out_dim, err));
     }
@@ -243,6 +263,8 @@ int oc_nn_model_new(struct oc_nn_backend *be, const struct oc_nn_model_config *c
     for (uint32_t i = 0; i < nl; i++) {
         oc_nn_graph_init(&m->graphs[i]);
         oc_nn_lws_init(m->ws[i], be);
+        oc_nn_tensor_init(&m->layers[i].wcat, be, OC_NN_F32);
+        oc_nn_tensor_init(&m->layers[i].gcat, be, OC_NN_F32);
     }
     for (uint32_t i = 0; i < nl; i++)
         if (layer_setup(m, i, err) != OC_OK)
@@ -269,6 +291,10 @@ void oc_nn_model_free(struct oc_nn_model *m)
         oc_nn_graph_deinit(&m->graphs[i]);
     for (uint32_t i = 0; m->ws && i < m->cfg.n_layers; i++)
         oc_nn_lws_deinit(m->ws[i]);
+    for (uint32_t i = 0; m->layers && i < m->cfg.n_layers; i++) {
+        oc_nn_tensor_deinit(&m->layers[i].wcat);
+        oc_nn_tensor_deinit(&m->layers[i].gcat);
+    }
     oc_nn_graph_deinit(&m->infer_graph);
     oc_nn_lws_deinit(m->infer_ws);
     oc_nn_tensor_deinit(&m->dlogits);

@@ -98,6 +98,9 @@ enum oc_nn_op {
     OC_NN_OP_DROPOUT_BWD,
     OC_NN_OP_AGG_FWD,
     OC_NN_OP_AGG_BWD,
+    OC_NN_OP_AGG_CAT_FWD,
+    OC_NN_OP_AGG_CAT_BWD,
+    OC_NN_OP_BIAS_ACT,
     OC_NN_OP_GAT_PROJ_FWD,
     OC_NN_OP_GAT_PROJ_BWD,
     OC_NN_OP_GAT_SOFTMAX_FWD,
@@ -188,6 +191,9 @@ struct oc_nn_backend_ops {
     /* y[i, :] += bias[0, :] */
     int (*bias_add)(struct oc_nn_backend *be, struct oc_nn_tensor *y,
                     const struct oc_nn_tensor *bias, struct oc_err *err);
+    /* y = act(x + bias[0, :]) row-wise, the same bits as bias_add then act_fwd; may run in place */
+    int (*bias_act)(struct oc_nn_backend *be, enum oc_nn_act act, const struct oc_nn_tensor *x,
+                    const struct oc_nn_tensor *bias, struct oc_nn_tensor *y, struct oc_err *err);
     /* out[0, :] = sum_i x[i, :] */
     int (*colsum)(struct oc_nn_backend *be, const struct oc_nn_tensor *x, struct oc_nn_tensor *out,
                   struct oc_err *err);
@@ -203,11 +209,17 @@ struct oc_nn_backend_ops {
     int (*dropout_bwd)(struct oc_nn_backend *be, const struct oc_nn_tensor *dy,
                        const struct oc_nn_tensor *mask, float p, struct oc_nn_tensor *dx,
                        struct oc_err *err);
-    /* y: n_dst x C from x: n_src x C; backward dx: n_src x C (needs the transpose) */
+    /*
+     * y: n_dst x C from x: n_src x C; backward dx: n_src x C (needs the transpose).
+     * cat: y is n_dst x 2C, y_i = [agg_i | x_i]; backward dy is n_dst x 2C and
+     * dx_j = agg_bwd_j(dy[:, :C]) + dy_j[C:] for j < n_dst (added after the sum).
+     */
     int (*agg_fwd)(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                   const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err);
+                   int cat, const struct oc_nn_tensor *x, struct oc_nn_tensor *y,
+                   struct oc_err *err);
     int (*agg_bwd)(struct oc_nn_backend *be, const struct oc_nn_graph *g, enum oc_nn_agg agg,
-                   const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err);
+                   int cat, const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx,
+                   struct oc_err *err);
     /* out[j, h] = sum_f z[j, h*F + f] attn[0, h*F + f]; backward: dz += dout attn, dattn = */
     int (*gat_proj_fwd)(struct oc_nn_backend *be, const struct oc_nn_tensor *z,
                         const struct oc_nn_tensor *attn, struct oc_nn_tensor *out,
@@ -345,6 +357,9 @@ int oc_nn_gemm(int trans_a, int trans_b, float alpha, const struct oc_nn_tensor 
                const struct oc_nn_tensor *b, float beta, struct oc_nn_tensor *c,
                struct oc_err *err);
 int oc_nn_bias_add(struct oc_nn_tensor *y, const struct oc_nn_tensor *bias, struct oc_err *err);
+/* y = act(x + bias): bias_add and act_fwd in one pass (same bits); y may be x. */
+int oc_nn_bias_act(enum oc_nn_act act, const struct oc_nn_tensor *x,
+                   const struct oc_nn_tensor *bias, struct oc_nn_tensor *y, struct oc_err *err);
 int oc_nn_colsum(const struct oc_nn_tensor *x, struct oc_nn_tensor *out, struct oc_err *err);
 int oc_nn_act_fwd(enum oc_nn_act act, const struct oc_nn_tensor *x, struct oc_nn_tensor *y,
                   struct oc_err *err);
@@ -365,6 +380,15 @@ int oc_nn_agg_fwd(const struct oc_nn_graph *g, enum oc_nn_agg agg, const struct 
 /* Backward frontends build the graph's transpose when missing. */
 int oc_nn_agg_bwd(struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *dy,
                   struct oc_nn_tensor *dx, struct oc_err *err);
+/*
+ * SAGE's concatenation fused into the aggregation: y (n_dst x 2C) = [agg(x) |
+ * x[:n_dst]], so one GEMM with [W_neigh; W_self] does both transforms.
+ * Backward: dx (n_src x C) = agg_bwd(dy[:, :C]) + dy[:, C:] on the dst rows.
+ */
+int oc_nn_agg_cat_fwd(const struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *x,
+                      struct oc_nn_tensor *y, struct oc_err *err);
+int oc_nn_agg_cat_bwd(struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *dy,
+                      struct oc_nn_tensor *dx, struct oc_err *err);
 int oc_nn_gat_proj_fwd(const struct oc_nn_tensor *z, const struct oc_nn_tensor *attn,
                        struct oc_nn_tensor *out, struct oc_err *err);
 int oc_nn_gat_proj_bwd(const struct oc_nn_tensor *z, const struct oc_nn_tensor *attn,
@@ -444,7 +468,7 @@ enum oc_nn_lws {
     OC_NN_LWS_XD,    /* dropped input, n_src x in */
     OC_NN_LWS_XMASK, /* its mask (U8) */
     OC_NN_LWS_Z,     /* projected features, n_src x (out | heads*F) */
-    OC_NN_LWS_N,     /* aggregated input, n_dst x in */
+    OC_NN_LWS_N,     /* aggregated input, n_dst x in (SAGE: [agg | self], n_dst x 2 in) */
     OC_NN_LWS_PRE,   /* pre-activation output, n_dst x (out | heads*F) */
     OC_NN_LWS_EL,    /* GAT n_src x heads */
     OC_NN_LWS_ER,    /* GAT n_dst x heads */
@@ -454,7 +478,7 @@ enum oc_nn_lws {
     OC_NN_LWS_OUT,   /* layer output of the training forward */
     OC_NN_LWS_DPRE,  /* backward buffers */
     OC_NN_LWS_DZ,
-    OC_NN_LWS_DN,
+    OC_NN_LWS_DN, /* gradient of N */
     OC_NN_LWS_DATT,
     OC_NN_LWS_DEL,
     OC_NN_LWS_DER,
@@ -475,6 +499,12 @@ struct oc_nn_layer {
     uint64_t head_dim;        /* GAT F */
     float p_drop, p_attn, slope;
     struct oc_nn_param *p[OC_NN_LP_COUNT];
+    /*
+     * SAGE: [W_neigh; W_self] (2 in x out) and its gradient, one buffer each;
+     * the fc_neigh / fc_self parameters are row views of them, so the layer's
+     * one GEMM over [h_neigh | h_self] needs no copy. Owned by the model.
+     */
+    struct oc_nn_tensor wcat, gcat;
     struct oc_nn_tensor *ws; /* OC_NN_LWS_COUNT slots owned by the model */
     /* what the last forward did, for backward */
     const struct oc_nn_tensor *xd; /* input after dropout (x itself when none) */
@@ -524,9 +554,14 @@ int oc_nn_layer_drop_input(struct oc_nn_layer *l, const struct oc_nn_tensor *x,
                            const struct oc_nn_fwd *fwd, struct oc_err *err);
 /* ws[DX] holds d/d(xd); turns it into d/dx through the input dropout (in place). */
 int oc_nn_layer_input_grad(struct oc_nn_layer *l, struct oc_err *err);
-/* y = act(pre) for hidden layers, mean over heads for a GAT output layer. */
-int oc_nn_layer_finish(struct oc_nn_layer *l, const struct oc_nn_tensor *pre,
-                       struct oc_nn_tensor *y, struct oc_err *err);
+/*
+ * pre += bias, then y = act(pre) for hidden layers (one pass, y written, pre
+ * left as it was: same bits as bias_add then act_fwd), or the bias alone
+ * (pre is y) for SAGE/GCN output layers, or pre += bias and the mean over
+ * heads for a GAT output layer.
+ */
+int oc_nn_layer_finish(struct oc_nn_layer *l, struct oc_nn_tensor *pre, struct oc_nn_tensor *y,
+                       struct oc_err *err);
 /* The gradient w.r.t. the pre-activation: dy itself (SAGE/GCN output) or ws[DPRE]. */
 int oc_nn_layer_finish_bwd(struct oc_nn_layer *l, const struct oc_nn_tensor *y,
                            const struct oc_nn_tensor *dy, const struct oc_nn_tensor **dpre,

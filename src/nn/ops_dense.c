@@ -107,6 +107,24 @@ int oc_nn_bias_add(struct oc_nn_tensor *y, const struct oc_nn_tensor *bias, stru
     return be->ops->bias_add(be, y, bias, err);
 }
 
+int oc_nn_bias_act(enum oc_nn_act act, const struct oc_nn_tensor *x,
+                   const struct oc_nn_tensor *bias, struct oc_nn_tensor *y, struct oc_err *err)
+{
+    const enum oc_nn_op op = OC_NN_OP_BIAS_ACT;
+    if (!x)
+        return OC_ERR(err, OC_ERR_ARG, "bias_act: missing x");
+    if ((unsigned)act >= OC_NN_ACT_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "bias_act: unknown activation %d", (int)act);
+    struct oc_nn_backend *be = x->backend;
+    OC_NN_TRY(oc_nn_op_supported(op, be, (const void *)be->ops->bias_act, err));
+    OC_NN_TRY(oc_nn_op_check(op, be, x, "x", OC_NN_F32, OC_NN_ANY, OC_NN_ANY, err));
+    OC_NN_TRY(oc_nn_op_check(op, be, bias, "bias", OC_NN_F32, 1, x->n_cols, err));
+    OC_NN_TRY(oc_nn_op_check(op, be, y, "y", OC_NN_F32, x->n_rows, x->n_cols, err));
+    if (!x->n_rows || !x->n_cols)
+        return OC_OK;
+    return be->ops->bias_act(be, act, x, bias, y, err);
+}
+
 int oc_nn_colsum(const struct oc_nn_tensor *x, struct oc_nn_tensor *out, struct oc_err *err)
 {
     const enum oc_nn_op op = OC_NN_OP_COLSUM;

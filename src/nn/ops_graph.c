@@ -28,41 +28,64 @@ static int agg_ok(enum oc_nn_op op, const struct oc_nn_graph *g, enum oc_nn_agg 
     return OC_OK;
 }
 
-int oc_nn_agg_fwd(const struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *x,
-                  struct oc_nn_tensor *y, struct oc_err *err)
+static int agg_fwd_any(enum oc_nn_op op, int cat, const struct oc_nn_graph *g, enum oc_nn_agg agg,
+                       const struct oc_nn_tensor *x, struct oc_nn_tensor *y, struct oc_err *err)
 {
-    const enum oc_nn_op op = OC_NN_OP_AGG_FWD;
     OC_NN_TRY(graph_ok(op, g, err));
     if (!x)
-        return OC_ERR(err, OC_ERR_ARG, "agg_fwd: missing x");
+        return OC_ERR(err, OC_ERR_ARG, "%s: missing x", oc_nn_op_name(op));
     struct oc_nn_backend *be = x->backend;
     OC_NN_TRY(oc_nn_op_supported(op, be, (const void *)be->ops->agg_fwd, err));
     OC_NN_TRY(agg_ok(op, g, agg, err));
     OC_NN_TRY(oc_nn_op_check(op, be, x, "x (block src rows)", OC_NN_F32, g->n_src, OC_NN_ANY, err));
-    OC_NN_TRY(oc_nn_op_check(op, be, y, "y (block dst rows)", OC_NN_F32, g->n_dst, x->n_cols, err));
+    OC_NN_TRY(oc_nn_op_check(op, be, y, "y (block dst rows)", OC_NN_F32, g->n_dst,
+                             cat ? 2 * x->n_cols : x->n_cols, err));
     if (!g->n_dst || !x->n_cols)
         return OC_OK;
-    return be->ops->agg_fwd(be, g, agg, x, y, err);
+    return be->ops->agg_fwd(be, g, agg, cat, x, y, err);
+}
+
+static int agg_bwd_any(enum oc_nn_op op, int cat, struct oc_nn_graph *g, enum oc_nn_agg agg,
+                       const struct oc_nn_tensor *dy, struct oc_nn_tensor *dx, struct oc_err *err)
+{
+    OC_NN_TRY(graph_ok(op, g, err));
+    if (!dy || !dx)
+        return OC_ERR(err, OC_ERR_ARG, "%s: missing dy or dx", oc_nn_op_name(op));
+    struct oc_nn_backend *be = dy->backend;
+    OC_NN_TRY(oc_nn_op_supported(op, be, (const void *)be->ops->agg_bwd, err));
+    OC_NN_TRY(agg_ok(op, g, agg, err));
+    OC_NN_TRY(
+        oc_nn_op_check(op, be, dx, "dx (block src rows)", OC_NN_F32, g->n_src, OC_NN_ANY, err));
+    OC_NN_TRY(oc_nn_op_check(op, be, dy, "dy (block dst rows)", OC_NN_F32, g->n_dst,
+                             cat ? 2 * dx->n_cols : dx->n_cols, err));
+    if (!g->n_src || !dx->n_cols)
+        return OC_OK;
+    OC_NN_TRY(oc_nn_graph_need_transpose(g, err));
+    return be->ops->agg_bwd(be, g, agg, cat, dy, dx, err);
+}
+
+int oc_nn_agg_fwd(const struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *x,
+                  struct oc_nn_tensor *y, struct oc_err *err)
+{
+    return agg_fwd_any(OC_NN_OP_AGG_FWD, 0, g, agg, x, y, err);
 }
 
 int oc_nn_agg_bwd(struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *dy,
                   struct oc_nn_tensor *dx, struct oc_err *err)
 {
-    const enum oc_nn_op op = OC_NN_OP_AGG_BWD;
-    OC_NN_TRY(graph_ok(op, g, err));
-    if (!dy)
-        return OC_ERR(err, OC_ERR_ARG, "agg_bwd: missing dy");
-    struct oc_nn_backend *be = dy->backend;
-    OC_NN_TRY(oc_nn_op_supported(op, be, (const void *)be->ops->agg_bwd, err));
-    OC_NN_TRY(agg_ok(op, g, agg, err));
-    OC_NN_TRY(
-        oc_nn_op_check(op, be, dy, "dy (block dst rows)", OC_NN_F32, g->n_dst, OC_NN_ANY, err));
-    OC_NN_TRY(
-        oc_nn_op_check(op, be, dx, "dx (block src rows)", OC_NN_F32, g->n_src, dy->n_cols, err));
-    if (!g->n_src || !dy->n_cols)
-        return OC_OK;
-    OC_NN_TRY(oc_nn_graph_need_transpose(g, err));
-    return be->ops->agg_bwd(be, g, agg, dy, dx, err);
+    return agg_bwd_any(OC_NN_OP_AGG_BWD, 0, g, agg, dy, dx, err);
+}
+
+int oc_nn_agg_cat_fwd(const struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *x,
+                      struct oc_nn_tensor *y, struct oc_err *err)
+{
+    return agg_fwd_any(OC_NN_OP_AGG_CAT_FWD, 1, g, agg, x, y, err);
+}
+
+int oc_nn_agg_cat_bwd(struct oc_nn_graph *g, enum oc_nn_agg agg, const struct oc_nn_tensor *dy,
+                      struct oc_nn_tensor *dx, struct oc_err *err)
+{
+    return agg_bwd_any(OC_NN_OP_AGG_CAT_BWD, 1, g, agg, dy, dx, err);
 }
 
 /* heads = out->n_cols must divide z's width. */

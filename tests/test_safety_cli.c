@@ -23,7 +23,8 @@
 #include "offcore/io.h"
 #include "proc_util.h"
 
-#define RUN_TIMEOUT_S 120
+#define RUN_TIMEOUT_S  120
+#define DEMO_TIMEOUT_S 900 /* the whole demo: two 10-epoch trainings (slow under sanitizers) */
 
 /* Runs `offcore args...`; a run that hangs is killed and reported as -2. */
 static void run_cli(const char *const args[], struct proc_run *r)
@@ -125,7 +126,7 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     snprintf(empty, sizeof(empty), "%s/empty", tmp);
     OC_CHECK(mkdir(empty, 0755) == 0);
     const char *args2[] = {"demo", "--dir", empty, "--quiet", NULL};
-    run_cli(args2, &r);
+    proc_run_cli(args2, DEMO_TIMEOUT_S, &r);
     OC_CHECK(r.code == 0 && has(r.out, "weights_sha256"));
     /* the out-of-core part: a budget found by dry runs, the comparison, the same weights */
     OC_CHECK(has(r.out, "the smallest --mem-budget static accepts here is"));

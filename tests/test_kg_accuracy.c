@@ -56,13 +56,15 @@ OC_TEST(fb237_v1)
 }
 
 /*
- * nell_v1 does not reach the published 0.637 here: 3 seeds x 25 epochs average about 0.53
- * (README.md). Its test set is 402 answers over 225 entities and swings by 0.1 between
- * epochs; the bound checks the run trains to where our full runs are, not the paper's figure.
+ * nell_v1 does not reach the published 0.637 here: seeds 0-2 average 0.557 at 25 epochs
+ * and 0.593 at 50 (README.md), with the reference's loss scale and gradients checked against a PyTorch
+ * transcription of its code. Its test set is 402 answers over 225 entities and swings by 0.1
+ * between epochs; the bound checks the run trains to where our full runs are (seed 0: 0.493 at
+ * its best validation epoch of 5), not the paper's figure.
  */
 OC_TEST(nell_v1)
 {
-    static const struct split_case c = {"nell_v1", 8, 0.637, 0.45};
+    static const struct split_case c = {"nell_v1", 5, 0.637, 0.45};
     check_split(&c);
 }
 

@@ -3,8 +3,9 @@
  * layers by hand (RED-GNN's progressive propagation), the same layers from
  * the on-disk fact graph with its reads counted; the filtered rank with ties
  * by hand; and on WN18RR_v1 (../shared) a small kg-train configuration giving
- * the same weights_sha256 at 1 and 2 threads and with facts on disk, and a
- * run stopped after one epoch and resumed matching the uninterrupted run.
+ * the same weights_sha256 at 1 and 2 threads and with facts on disk, a
+ * run stopped after one epoch and resumed matching the uninterrupted run, and
+ * the reference's loss scale acting as the L2 penalty divided by the batch.
  */
 #include <string.h>
 
@@ -192,6 +193,38 @@ OC_TEST(kg_train_resume_matches_straight_run)
     o.hidden = 16;
     OC_CHECK_ERR(oc_kg_train_run(dir, &o, NULL, NULL, &resumed, &err), OC_ERR_ARG, &err,
                  "different options");
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+/* Weights after one small epoch with the loss scale and weight decay given. */
+static void train_sha(const char *dir, enum oc_kg_loss_scale ls, double wd, char sha[65])
+{
+    struct oc_kg_train_opts o;
+    small_opts(&o);
+    o.batch = 20; /* 1260 training queries: every batch full */
+    o.threads = 2;
+    o.loss_scale = ls;
+    o.weight_decay = wd;
+    struct oc_kg_train_result res;
+    struct oc_err err;
+    OC_CHECK_OK(oc_kg_train_run(dir, &o, NULL, NULL, &res, &err), &err);
+    memcpy(sha, res.weights_sha256, 65);
+}
+
+OC_TEST(kg_train_loss_scale_is_l2_over_batch)
+{
+    const char *dir = kgfx_grail("WN18RR_v1");
+    if (!dir)
+        OC_SKIP("../shared not found");
+    char batch[65], sum[65], sum_scaled[65], batch0[65], sum0[65];
+    train_sha(dir, OC_KG_LOSS_BATCH, 1e-3, batch);
+    train_sha(dir, OC_KG_LOSS_SUM, 1e-3, sum);
+    train_sha(dir, OC_KG_LOSS_SUM, 1e-3 / 20, sum_scaled);
+    train_sha(dir, OC_KG_LOSS_BATCH, 0.0, batch0);
+    train_sha(dir, OC_KG_LOSS_SUM, 0.0, sum0);
+    OC_CHECK(strcmp(batch, sum) != 0);
+    OC_CHECK(strcmp(batch, sum_scaled) == 0);
+    OC_CHECK(strcmp(batch0, sum0) == 0);
     OC_CHECK(oc_mem_n_live() == 0);
 }
 

@@ -279,6 +279,24 @@ int oc_kg_rank(const float *scores, uint64_t n_entities, uint32_t head, uint32_t
  * train+valid+test), every entity of the inductive graph a candidate. The
  * learning rate decays by `decay` after every epoch (ExponentialLR).
  */
+/*
+ * How a batch's loss is scaled. The reference's train_batch computes
+ * sum_i (-pos_i + max + lse_i) with max of shape (n, 1) against (n,) terms,
+ * so it sums n copies: its loss (and gradient) is n times the summed
+ * cross-entropy of the batch's n queries. Under Adam a gradient's scale only
+ * meets eps and the L2 term, so BATCH applies the L2 penalty divided by n
+ * (the same up to eps and the weight in Adam's moments of an epoch's last,
+ * shorter batch). The reported loss is the summed cross-entropy either way
+ * (the reference prints n times it).
+ */
+enum oc_kg_loss_scale {
+    OC_KG_LOSS_BATCH, /* as the reference: weight decay / queries of the batch */
+    OC_KG_LOSS_SUM,   /* the plain summed cross-entropy: weight decay as given */
+    OC_KG_LOSS_SCALE_COUNT,
+};
+/* "batch" / "sum". */
+const char *oc_kg_loss_scale_name(enum oc_kg_loss_scale s);
+
 struct oc_kg_train_opts {
     uint32_t n_layers;
     uint64_t hidden, attn_dim;
@@ -289,13 +307,14 @@ struct oc_kg_train_opts {
     uint64_t seed;
     unsigned threads; /* 0 = all cores */
     enum oc_kg_facts_where facts;
+    enum oc_kg_loss_scale loss_scale;
     const char *log_path;       /* NULL = none */
     const char *checkpoint_dir; /* NULL = none */
     int resume;
 };
 
 /* hidden 32 (TIGER's setting), 3 layers, attn 5, relu, dropout 0.2, lr 0.005, decay 0.995,
- * weight decay 1e-4, batch 16, eval batch 64, 50 epochs. */
+ * weight decay 1e-4, batch 16, eval batch 64, 50 epochs, loss scale BATCH (the reference's). */
 void oc_kg_train_opts_default(struct oc_kg_train_opts *o);
 /*
  * The reference code's per-dataset settings (train.py) for a GraIL split

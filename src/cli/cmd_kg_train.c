@@ -28,7 +28,7 @@ int cmd_kg_train(int argc, char **argv)
 {
     struct oc_kg_train_opts o;
     oc_kg_train_opts_default(&o);
-    const char *preset = "auto", *act = "relu", *facts = "memory";
+    const char *preset = "auto", *act = "relu", *facts = "memory", *loss = "batch";
     uint32_t layers = o.n_layers, batch = o.batch, eval_batch = o.eval_batch, epochs = o.epochs;
     uint32_t threads = 0;
     uint64_t hidden = o.hidden, attn = o.attn_dim, seed = 0, budget = 0;
@@ -48,6 +48,10 @@ int cmd_kg_train(int argc, char **argv)
         {"weight-decay", CLI_F64, &wd, "X", "L2 penalty added to the gradient (1e-4)", NULL},
         {"decay", CLI_F64, &decay, "X", "learning-rate decay per epoch (0.995)", NULL},
         {"batch", CLI_U32, &batch, "B", "training queries per batch (16)", NULL},
+        {"loss-scale", CLI_CHOICE, &loss, NULL,
+         "batch: the batch's loss times its query count, as the reference computes it (the L2 "
+         "penalty weighs 1/B as much); sum: the summed cross-entropy (batch)",
+         "batch|sum"},
         {"eval-batch", CLI_U32, &eval_batch, "B", "queries per evaluation batch (64)", NULL},
         {"epochs", CLI_U32, &epochs, "E", "epochs (50)", NULL},
         {"facts", CLI_CHOICE, &facts, NULL,
@@ -131,13 +135,14 @@ int cmd_kg_train(int argc, char **argv)
     o.threads = threads;
     o.seed = seed;
     o.facts = strcmp(facts, "disk") == 0 ? OC_KG_FACTS_DISK : OC_KG_FACTS_MEMORY;
+    o.loss_scale = strcmp(loss, "sum") == 0 ? OC_KG_LOSS_SUM : OC_KG_LOSS_BATCH;
     oc_mem_set_budget(budget);
     if (!quiet)
         printf("RED-GNN: %u layers, hidden %llu, attn %llu, act %s, dropout %g, lr %g, decay %g, "
-               "weight decay %g, batch %u, epochs %u\n",
+               "weight decay %g, batch %u, loss scale %s, epochs %u\n",
                o.n_layers, (unsigned long long)o.hidden, (unsigned long long)o.attn_dim,
                oc_nn_redgnn_act_name(o.act), (double)o.dropout, o.lr, o.decay, o.weight_decay,
-               o.batch, o.epochs);
+               o.batch, oc_kg_loss_scale_name(o.loss_scale), o.epochs);
     struct oc_kg_train_result res;
     rc = oc_kg_train_run(pos[0], &o, quiet ? NULL : print_epoch, NULL, &res, &err);
     if (rc != OC_OK)

@@ -68,6 +68,12 @@ void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
     o->eval_batch = 64;
     o->epochs = 50;
     o->facts = OC_KG_FACTS_MEMORY;
+    o->loss_scale = OC_KG_LOSS_BATCH;
+}
+
+const char *oc_kg_loss_scale_name(enum oc_kg_loss_scale s)
+{
+    return s == OC_KG_LOSS_BATCH ? "batch" : s == OC_KG_LOSS_SUM ? "sum" : "?";
 }
 
 /* LARS-research/RED-GNN inductive/train.py, per split. */
@@ -124,6 +130,8 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
         !isfinite(o->decay) || o->decay <= 0 || o->decay > 1)
         return OC_ERR(err, OC_ERR_ARG,
                       "--lr must be > 0, --weight-decay >= 0 and --decay in (0, 1], all finite");
+    if ((unsigned)o->loss_scale >= OC_KG_LOSS_SCALE_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "unknown loss scale %d", (int)o->loss_scale);
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     return OC_OK;
@@ -295,8 +303,7 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
                        struct oc_err *err)
 {
     const struct oc_kg_train_opts *o = r->o;
-    struct oc_nn_adam opt;
-    oc_nn_adam_default(&opt, (float)(o->lr * pow(o->decay, (double)epoch)), (float)o->weight_decay);
+    float lr = (float)(o->lr * pow(o->decay, (double)epoch));
     uint64_t e0 = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x);
     st->loss = 0.0;
     for (uint64_t b0 = 0, bi = 0; b0 < r->n_train; b0 += o->batch, bi++) {
@@ -318,6 +325,16 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
                           loss);
         st->loss += loss;
         OC_KG_TRY(oc_nn_redgnn_backward(r->model, err));
+        /*
+         * The reference's loss is n times the summed cross-entropy (train_batch adds an (n, 1)
+         * max to (n,) terms: the broadcast sums n copies). Adam does not see a gradient's scale
+         * (but for eps), so scaling the loss by n is the L2 penalty divided by n.
+         */
+        double wd = o->weight_decay;
+        if (o->loss_scale == OC_KG_LOSS_BATCH)
+            wd /= n;
+        struct oc_nn_adam opt;
+        oc_nn_adam_default(&opt, lr, (float)wd);
         OC_KG_TRY(oc_nn_model_adam_step(oc_nn_redgnn_model(r->model), &opt, err));
     }
     st->n_edges = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x) - e0;
@@ -361,14 +378,14 @@ static void fingerprint(const struct kg_run *r, char *buf, size_t n)
 {
     const struct oc_kg_train_opts *o = r->o;
     snprintf(buf, n,
-             "kg-train v1 data=%s rel=%u crc=%08x,%08x,%08x,%08x layers=%u hidden=%" PRIu64
+             "kg-train v2 data=%s rel=%u crc=%08x,%08x,%08x,%08x layers=%u hidden=%" PRIu64
              " attn=%" PRIu64 " act=%s dropout=%.9g lr=%.17g wd=%.17g decay=%.17g batch=%u "
-             "seed=%" PRIu64,
+             "loss=%s seed=%" PRIu64,
              r->m->name, r->m->n_relations, r->m->files[0][OC_KG_TAIL].crc32,
              r->m->files[0][OC_KG_QVALID].crc32, r->m->files[1][OC_KG_TAIL].crc32,
              r->m->files[1][OC_KG_QTEST].crc32, o->n_layers, o->hidden, o->attn_dim,
              oc_nn_redgnn_act_name(o->act), (double)o->dropout, o->lr, o->weight_decay, o->decay,
-             o->batch, o->seed);
+             o->batch, oc_kg_loss_scale_name(o->loss_scale), o->seed);
 }
 
 /* The test figures at the best epoch beside the checkpoint (its position keeps the MRR only). */

@@ -57,26 +57,6 @@ uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train
     return d->max_in_deg + 1 > rows ? d->max_in_deg + 1 : rows;
 }
 
-/* Bytes of the scratch files: the table being read and the one being written. */
-static uint64_t scratch_bytes(const struct train_data *d, const struct oc_nn_model *m)
-{
-    uint32_t n_layers = oc_nn_model_config(m)->n_layers;
-    uint64_t widest[2] = {0, 0}; /* the two widest hidden outputs */
-    for (uint32_t l = 0; l + 1 < n_layers; l++) {
-        uint64_t in, out;
-        struct oc_err e;
-        if (oc_nn_model_layer_dims(m, l, &in, &out, &e) != OC_OK)
-            continue;
-        if (out > widest[0]) {
-            widest[1] = widest[0];
-            widest[0] = out;
-        } else if (out > widest[1]) {
-            widest[1] = out;
-        }
-    }
-    return d->n_nodes * (widest[0] + widest[1]) * sizeof(float);
-}
-
 static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct oc_err *err)
 {
     const struct train_data *d = ev->d;
@@ -98,7 +78,7 @@ static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct 
                       scratch_dir ? scratch_dir : "");
     snprintf(ev->scratch, sizeof(ev->scratch), "%s", scratch_dir);
     if ((rc = oc_mkdir_p(ev->scratch, err)) ||
-        (rc = oc_fs_check_space(ev->scratch, scratch_bytes(d, ev->m),
+        (rc = oc_fs_check_space(ev->scratch, train_eval_tables_bytes(d, ev->o),
                                 "layer-wise inference (--eval full under --mem-budget)", err)))
         return rc;
     /* stale scratch of a run that died before unlinking it */

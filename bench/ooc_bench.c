@@ -110,7 +110,7 @@ struct args {
     uint64_t nodes;
     uint32_t feat_dim;
     double avg_degree, train_frac, val_frac; /* val_frac: val and test each */
-    uint64_t budget; /* 0 = feature bytes / 10 */
+    uint64_t budget;                         /* 0 = feature bytes / 10 */
     uint32_t epochs;
     int32_t fanouts[OC_SAMPLE_MAX_LAYERS];
     uint32_t n_fanouts;

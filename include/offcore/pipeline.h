@@ -99,6 +99,8 @@ int oc_stage_push(struct oc_stage *st, struct oc_queue *q, void *item);
 int oc_stage_pop(struct oc_stage *st, struct oc_queue *q, void **item);
 /* Seconds the stage's threads spent in fn, minus blocked pushes and pops. */
 double oc_stage_busy_s(const struct oc_stage *st);
+/* CPU seconds the stage's threads used in fn (their thread CPU clocks). */
+double oc_stage_cpu_s(const struct oc_stage *st);
 const char *oc_stage_name(const struct oc_stage *st);
 
 #endif

@@ -134,7 +134,9 @@ struct gd_store {
     struct oc_file *file; /* features.npy, O_DIRECT where allowed; shared by the extractors */
     struct gd_buf buf;
     struct gd_rec *recs;
-    struct oc_pipeline *p; /* where the stages run (store_stages) */
+    struct oc_pipeline *p;
+    struct oc_stage *extract_st;
+        /* its CPU time is the I/O path's (io_cpu_us) */ /* where the stages run (store_stages) */
     struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
     int sync_ready;
     uint64_t sampler_rng, releaser_rng;

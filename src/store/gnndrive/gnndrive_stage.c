@@ -270,7 +270,7 @@ static int add_stages(struct gd_store *g, struct oc_err *err)
         oc_queue_push(g->ex_q, &g->ex[i]);
     if ((rc = oc_pipeline_on_cancel(g->p, gd_on_cancel, g, err)) ||
         (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->n_extractors, g->extract_q,
-                                extract_stage, g, NULL, err)) ||
+                                extract_stage, g, &g->extract_st, err)) ||
         (rc = oc_pipeline_stage(g->p, "gnndrive release", 1, g->release_q, release_stage, g, NULL,
                                 err)))
         return rc;

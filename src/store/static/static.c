@@ -41,8 +41,7 @@
 
 #include "store/store_int.h"
 
-#define NO_SLOT   STORE_NO_SLOT
-#define LOAD_ROWS 4096u /* rows queued per batch run while filling the cache */
+#define NO_SLOT STORE_NO_SLOT
 
 /* The cache (table layout: table set, ids NULL; sorted layout: ids set) and its reader. */
 struct static_store {
@@ -50,32 +49,11 @@ struct static_store {
     struct store_cache cache;
 };
 
-/* Reads the cached rows (ascending ids) into their slots, LOAD_ROWS at a time, pages merged. */
-static int load_rows(struct oc_store *s, struct static_store *c, const uint64_t *ids,
-                     struct oc_err *err)
-{
-    int rc = OC_OK;
-    uint64_t n = c->cache.n;
-    for (uint64_t k0 = 0; k0 < n && rc == OC_OK; k0 += LOAD_ROWS) {
-        uint64_t k1 = n - k0 < LOAD_ROWS ? n : k0 + LOAD_ROWS;
-        for (uint64_t k = k0; k < k1 && rc == OC_OK; k++)
-            rc = oc_io_batch_add(c->disk.batch, c->disk.f, store_row_off(s, ids[k]), s->row_bytes,
-                                 c->cache.rows + k * s->row_bytes, err);
-        if (rc)
-            store_disk_discard(&c->disk);
-        else
-            rc = oc_io_batch_run(c->disk.batch, err);
-    }
-    if (rc)
-        oc_err_prefix(err, "store static: loading the cache");
-    return rc;
-}
-
 /* Cached rows and layout for the budget; OC_ERR_BUDGET if the fixed part does not fit. */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                          uint64_t *n_cached, int *use_table, struct oc_err *err)
 {
-    uint64_t n = s->n_nodes, row = s->row_bytes;
+    uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
     uint64_t fixed =
         sizeof(struct static_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
@@ -93,17 +71,7 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                       "store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-    uint64_t avail = cfg->mem_bytes - fixed, table = n * sizeof(uint32_t);
-    uint64_t c_sorted = avail / (row + sizeof(uint64_t));
-    uint64_t c_table = avail >= table ? (avail - table) / row : 0;
-    if (c_sorted > n)
-        c_sorted = n;
-    if (c_table > n)
-        c_table = n;
-    *use_table = avail >= table && c_table >= c_sorted && n < NO_SLOT;
-    *n_cached = *use_table ? c_table : c_sorted;
-    if (*n_cached >= NO_SLOT)
-        *n_cached = NO_SLOT - 1;
+    store_cache_plan(s, cfg->mem_bytes - fixed, n_cached, use_table);
     return OC_OK;
 }
 
@@ -123,34 +91,7 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         return rc;
     if ((rc = store_hot_select(s, cfg, n_cached, &ids, err)))
         return rc;
-    c->cache.n = n_cached;
-    if (use_table) {
-        c->cache.table = oc_alloc(s->n_nodes * sizeof(uint32_t), "store static: slot table", err);
-        if (!c->cache.table) {
-            rc = err ? err->status : OC_ERR_NOMEM;
-            goto out;
-        }
-        for (uint64_t v = 0; v < s->n_nodes; v++)
-            c->cache.table[v] = NO_SLOT;
-        for (uint64_t k = 0; k < n_cached; k++)
-            c->cache.table[ids[k]] = (uint32_t)k;
-    }
-    if (n_cached) {
-        c->cache.rows =
-            oc_alloc_aligned(n_cached * s->row_bytes, 64, "store static: cached rows", err);
-        if (!c->cache.rows) {
-            rc = err ? err->status : OC_ERR_NOMEM;
-            goto out;
-        }
-        rc = load_rows(s, c, ids, err);
-    }
-out:
-    if (use_table || rc) {
-        oc_free(ids);
-        ids = NULL;
-    }
-    c->cache.ids = ids; /* the sorted layout keeps them as its lookup */
-    return rc;
+    return store_cache_fill(s, &c->cache, &c->disk, n_cached, use_table, ids, "static", err);
 }
 
 static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,

@@ -138,8 +138,8 @@ static void setup_ring(struct oc_io_ring *r, const struct oc_io_ring_config *cfg
     if (e != 0) {
         e = try_setup(r, cfg, 0);
         if (e != 0) {
-            oc_log(OC_LOG_INFO, "io ring %s: io_uring refused (%s); reads by pread",
-                   cfg->f->path, oc_io_strerror(-e, eb, sizeof(eb)));
+            oc_log(OC_LOG_INFO, "io ring %s: io_uring refused (%s); reads by pread", cfg->f->path,
+                   oc_io_strerror(-e, eb, sizeof(eb)));
             return;
         }
         r->mode = OC_IO_RING_PLAIN;
@@ -154,14 +154,13 @@ static void setup_ring(struct oc_io_ring *r, const struct oc_io_ring_config *cfg
     e = io_uring_register_files(&r->ring, &fd, 1);
     r->fixed_file = e == 0;
     if (e)
-        oc_log(OC_LOG_INFO, "io ring %s: file not registered (%s); plain descriptor",
-               cfg->f->path, oc_io_strerror(-e, eb, sizeof(eb)));
+        oc_log(OC_LOG_INFO, "io ring %s: file not registered (%s); plain descriptor", cfg->f->path,
+               oc_io_strerror(-e, eb, sizeof(eb)));
 }
 
 #endif /* OC_HAVE_URING */
 
-int oc_io_ring_new(const struct oc_io_ring_config *cfg, struct oc_io_ring **out,
-                   struct oc_err *err)
+int oc_io_ring_new(const struct oc_io_ring_config *cfg, struct oc_io_ring **out, struct oc_err *err)
 {
     *out = NULL;
     if (!cfg->f || cfg->depth == 0 || cfg->depth > 4096)

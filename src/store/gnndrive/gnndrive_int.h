@@ -136,7 +136,7 @@ struct gd_store {
     struct gd_rec *recs;
     struct oc_pipeline *p;
     struct oc_stage *extract_st;
-        /* its CPU time is the I/O path's (io_cpu_us) */ /* where the stages run (store_stages) */
+    /* its CPU time is the I/O path's (io_cpu_us) */ /* where the stages run (store_stages) */
     struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
     int sync_ready;
     uint64_t sampler_rng, releaser_rng;

@@ -120,16 +120,16 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
         r->at = oc_alloc(h->max_rows * sizeof(uint64_t), "store helios: batch rows", err);
         r->spans = oc_alloc((cap_spans ? cap_spans : 1) * sizeof(struct hl_span),
                             "store helios: spans", err);
-        r->res = oc_alloc((cap_spans ? cap_spans : 1) * sizeof(int64_t), "store helios: spans",
-                          err);
+        r->res =
+            oc_alloc((cap_spans ? cap_spans : 1) * sizeof(int64_t), "store helios: spans", err);
         if (!r->ids || !r->slot || !r->at || !r->spans || !r->res)
             return err->status;
     }
     int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &h->file, err);
     if (rc)
         return rc;
-    struct oc_io_ring_config rcfg = {h->file, h->depth, h->arena, h->n_records * h->stage_bytes,
-                                     1, h->sq_cpu, HL_SQ_IDLE_MS};
+    struct oc_io_ring_config rcfg = {
+        h->file, h->depth, h->arena, h->n_records * h->stage_bytes, 1, h->sq_cpu, HL_SQ_IDLE_MS};
     return oc_io_ring_new(&rcfg, &h->ring, err);
 }
 
@@ -201,8 +201,8 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return rc;
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
     if ((rc = store_hot_select(s, &c, z.n_cached, &ids, err)) ||
-        (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, "helios",
-                               err)))
+        (rc =
+             store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, "helios", err)))
         return rc;
     h->held_bytes = z.fixed + store_cache_held_bytes(s, &h->cache) +
                     (pipeline ? h->n_records * (h->stage_bytes / OC_IO_ALIGN) *

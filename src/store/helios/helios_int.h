@@ -24,7 +24,7 @@
 
 #include "store/store_int.h"
 
-#define HL_NO_AT     UINT64_MAX /* a row not staged: cached, or read at gather (overflow) */
+#define HL_NO_AT     UINT64_MAX  /* a row not staged: cached, or read at gather (overflow) */
 #define HL_SEAL      0xffffffffu /* tag span of a batch's seal marker */
 #define HL_MAX_SPAN  (64u << 10) /* rows sharing pages are read together up to this */
 #define HL_N_RECORDS 3u          /* one served, two read ahead (Helios's depth 2) */
@@ -38,21 +38,21 @@ struct hl_span {
 struct hl_rec {
     uint32_t index;
     uint64_t seq, epoch, batch;
-    uint64_t n_rows;                /* rows shown so far (final once sealed) */
-    uint64_t *ids;                  /* max_rows */
-    uint32_t *slot;                 /* cache slot, or STORE_NO_SLOT */
-    uint64_t *at;                   /* offset of the staged row in stage, or HL_NO_AT */
-    uint8_t *stage;                 /* this record's part of the arena */
+    uint64_t n_rows; /* rows shown so far (final once sealed) */
+    uint64_t *ids;   /* max_rows */
+    uint32_t *slot;  /* cache slot, or STORE_NO_SLOT */
+    uint64_t *at;    /* offset of the staged row in stage, or HL_NO_AT */
+    uint8_t *stage;  /* this record's part of the arena */
     uint64_t stage_used;
-    struct hl_span *spans;          /* cap_spans = stage bytes / 4 KiB */
-    int64_t *res;                   /* completion stage: result of each span */
+    struct hl_span *spans; /* cap_spans = stage bytes / 4 KiB */
+    int64_t *res;          /* completion stage: result of each span */
     uint32_t n_spans, cap_spans;
     uint64_t n_cached, n_staged, n_overflow;
-    uint64_t read_bytes;            /* completion stage */
-    atomic_uint_least32_t n_sub;    /* spans submitted (release: spans written) */
-    atomic_uint_least32_t n_done;   /* spans reaped */
-    atomic_int sealed;              /* the seal marker was reaped */
-    int queued;                     /* handed to the completion stage */
+    uint64_t read_bytes;          /* completion stage */
+    atomic_uint_least32_t n_sub;  /* spans submitted (release: spans written) */
+    atomic_uint_least32_t n_done; /* spans reaped */
+    atomic_int sealed;            /* the seal marker was reaped */
+    int queued;                   /* handed to the completion stage */
 };
 
 /* A missing row of one hop: node and row in the batch. */

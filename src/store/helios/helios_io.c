@@ -222,8 +222,8 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
     if (r->n_rows + n > h->max_rows)
         return OC_ERR(err, OC_ERR_INTERNAL,
-                      "store helios: batch %" PRIu64 " of epoch %" PRIu64 " has more than the %" PRIu64
-                      " input rows its records are sized for",
+                      "store helios: batch %" PRIu64 " of epoch %" PRIu64
+                      " has more than the %" PRIu64 " input rows its records are sized for",
                       batch, epoch, h->max_rows);
     uint64_t base = r->n_rows, nm = 0;
     memcpy(r->ids + base, ids, n * sizeof(uint64_t));
@@ -327,9 +327,8 @@ static int check_spans(struct hl_store *h, const struct hl_rec *r, struct oc_err
         const struct hl_span *sp = &r->spans[k];
         if (r->res[k] < 0)
             return OC_ERR_ERRNO(err, OC_ERR_IO, (int)-r->res[k],
-                                "%s: read of %u bytes at offset %" PRIu64 " failed: %s",
-                                h->s->path, sp->len, sp->off,
-                                store_strerror((int)-r->res[k], eb, sizeof(eb)));
+                                "%s: read of %u bytes at offset %" PRIu64 " failed: %s", h->s->path,
+                                sp->len, sp->off, store_strerror((int)-r->res[k], eb, sizeof(eb)));
         if (r->res[k] < (int64_t)sp->need)
             return OC_ERR(err, OC_ERR_FORMAT,
                           "%s: truncated: wanted %u bytes at offset %" PRIu64 ", got %" PRId64,
@@ -345,8 +344,7 @@ static int complete_stage(void *ctx, struct oc_stage *st, void *item, struct oc_
     struct oc_io_done done[HL_REAP_MAX];
     pin_self(h);
     while (!atomic_load(&r->sealed) ||
-           atomic_load(&r->n_done) !=
-               atomic_load_explicit(&r->n_sub, memory_order_acquire)) {
+           atomic_load(&r->n_done) != atomic_load_explicit(&r->n_sub, memory_order_acquire)) {
         if (atomic_load(&h->stop))
             return OC_ERR_CANCELLED;
         unsigned n = 0;
@@ -363,8 +361,7 @@ static int complete_stage(void *ctx, struct oc_stage *st, void *item, struct oc_
     }
     int rc = check_spans(h, r, err);
     if (rc) {
-        oc_err_prefix(err, "store helios: batch %" PRIu64 " of epoch %" PRIu64, r->batch,
-                      r->epoch);
+        oc_err_prefix(err, "store helios: batch %" PRIu64 " of epoch %" PRIu64, r->batch, r->epoch);
         return rc;
     }
     return oc_stage_push(st, h->done_q, r);

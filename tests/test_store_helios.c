@@ -57,8 +57,8 @@ static uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t
  * between epochs; counts rows that differ from the file in *bad; returns the
  * first error (OC_OK if none).
  */
-static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs,
-                    uint64_t *bad, struct oc_err *err)
+static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs, uint64_t *bad,
+                    struct oc_err *err)
 {
     struct oc_batch_pipe *bp = NULL;
     struct oc_batch_pipe_config pc;
@@ -124,8 +124,8 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring)
         OC_CHECK(st.read_bytes > 0 && st.io_cpu_us > 0);
         fprintf(stderr, "  %s dim %u%s: cpu hit %.3f, %llu bytes read in %llu reads\n",
                 oc_dtype_name(dtype), dim, no_uring ? " (pread)" : "",
-                oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU),
-                (unsigned long long)st.read_bytes, (unsigned long long)st.n_reads);
+                oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU), (unsigned long long)st.read_bytes,
+                (unsigned long long)st.n_reads);
     }
     oc_store_free(s);
     OC_CHECK(oc_mem_n_live() == live);

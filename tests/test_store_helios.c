@@ -99,7 +99,7 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
     return rc;
 }
 
-static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring)
+static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth)
 {
     struct fixture fx;
     struct oc_err err;
@@ -114,6 +114,8 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring)
     struct oc_store *s = fixture_open("helios", &c);
     if (s) {
         uint64_t bad = 9;
+        if (depth)
+            oc_store_helios_set_depth(s, depth);
         OC_CHECK_OK(run_plan(&fx, s, 2, &bad, &err), &err);
         OC_CHECK(bad == 0);
         struct oc_store_stats st;
@@ -135,25 +137,36 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring)
 
 OC_TEST(plan_matches_file_f32)
 {
-    plan_matches(24, OC_DTYPE_F32, 0);
+    plan_matches(24, OC_DTYPE_F32, 0, 0);
 }
 
 OC_TEST(plan_matches_file_f16)
 {
-    plan_matches(64, OC_DTYPE_F16, 0);
+    plan_matches(64, OC_DTYPE_F16, 0, 0);
 }
 
 OC_TEST(plan_matches_file_page_rows)
 {
-    plan_matches(1024, OC_DTYPE_F32, 0); /* one 4 KiB page a row, as in Helios's setup */
+    plan_matches(1024, OC_DTYPE_F32, 0, 0); /* one 4 KiB page a row, as in Helios's setup */
 }
 
 OC_TEST(plan_matches_file_pread)
 {
-    plan_matches(24, OC_DTYPE_F32, 1);
+    plan_matches(24, OC_DTYPE_F32, 1, 0);
 }
 
 /* Ring setup refused once (SQPOLL: a plain ring) and persistently (pread): still the file's rows. */
+/* Few reads in flight: the submitter waits for the completion stage (and hands its queue over). */
+OC_TEST(plan_matches_file_shallow_ring)
+{
+    plan_matches(24, OC_DTYPE_F32, 0, 3);
+}
+
+OC_TEST(plan_matches_file_shallow_pread)
+{
+    plan_matches(24, OC_DTYPE_F32, 1, 3);
+}
+
 OC_TEST(setup_faults_fall_back)
 {
     struct fixture fx;

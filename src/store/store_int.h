@@ -296,6 +296,13 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
                                  struct oc_err *err);
 
 /*
+ * For a `helios` store (no-op otherwise): lowers the reads it keeps in flight
+ * to depth (1 .. its ring's), so tests reach the submitter's wait for room.
+ * Call before the batch pipeline starts feeding it.
+ */
+void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
+
+/*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,
  * index dtype, sizes and CRCs of indptr and indices; with_features: also the
  * feature dtype, size and CRC), fanouts, seed, batch size and training ids.

@@ -399,6 +399,13 @@ static const struct oc_store_opt helios_opts[] = {
      offsetof(struct oc_store_config, io_cores), 0, 0},
 };
 
+void oc_store_helios_set_depth(struct oc_store *s, unsigned depth)
+{
+    struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
+    if (h && depth >= 1 && depth <= h->depth)
+        h->depth = depth;
+}
+
 /* Up to n_records batches are read ahead of their gathers. */
 static uint32_t hl_lookahead(const struct oc_store *s)
 {

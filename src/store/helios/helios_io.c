@@ -38,6 +38,7 @@
 
 #define HL_REAP_MAX        256u
 #define HL_REAP_TIMEOUT_US 2000u
+#define HL_SUBMIT_BURST    32u /* spans queued between submissions */
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -61,11 +62,18 @@ int hl_pipeline_error(struct hl_store *h, struct oc_err *err)
 
 /* ---- submission (the sample stage) ---------------------------------------- */
 
-/* Waits until one more entry may be in flight; OC_ERR_CANCELLED once stopped. */
-static int wait_room(struct hl_store *h)
+/*
+ * Waits until one more entry may be in flight, handing what is queued to the
+ * kernel first (entries only queued never complete); OC_ERR_CANCELLED (err
+ * not set) once stopped.
+ */
+static int wait_room(struct hl_store *h, struct oc_err *err)
 {
     if (atomic_load(&h->in_flight) < h->depth)
         return OC_OK;
+    int rc = oc_io_ring_submit(h->ring, err);
+    if (rc)
+        return rc;
     pthread_mutex_lock(&h->mu);
     atomic_store(&h->waiting, 1);
     while (atomic_load(&h->in_flight) >= h->depth && !atomic_load(&h->stop)) {
@@ -86,7 +94,7 @@ static int wait_room(struct hl_store *h)
 static int issue_span(struct hl_store *h, struct hl_rec *r, struct oc_err *err)
 {
     const struct hl_span *sp = &r->spans[r->n_spans];
-    int rc = wait_room(h);
+    int rc = wait_room(h, err);
     if (rc)
         return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
@@ -98,7 +106,8 @@ static int issue_span(struct hl_store *h, struct hl_rec *r, struct oc_err *err)
     }
     r->n_spans++;
     atomic_store_explicit(&r->n_sub, r->n_spans, memory_order_release);
-    return OC_OK;
+    /* hand reads over in bursts, so the disk starts while the hop is still staged */
+    return r->n_spans % HL_SUBMIT_BURST == 0 ? oc_io_ring_submit(h->ring, err) : OC_OK;
 }
 
 static void miss_sift(struct hl_miss *a, uint64_t root, uint64_t n)
@@ -268,8 +277,8 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       " input rows, its hops showed %" PRIu64 " others",
                       batch, epoch, b->n_input, r->n_rows);
     uint64_t c0 = thread_cpu_ns();
-    if ((rc = wait_room(h)))
-        return hl_pipeline_error(h, err);
+    if ((rc = wait_room(h, err)))
+        return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
     rc = oc_io_ring_nop(h->ring, (uint64_t)r->index << 32 | HL_SEAL, err);
     if (rc) {

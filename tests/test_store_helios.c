@@ -99,7 +99,8 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
     return rc;
 }
 
-static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth)
+static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth,
+                         uint32_t io_cores)
 {
     struct fixture fx;
     struct oc_err err;
@@ -111,6 +112,7 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsign
         setenv("OC_NO_URING", "1", 1);
     uint64_t live = oc_mem_n_live();
     struct oc_store_config c = hl_config(&fx, 2);
+    c.io_cores = io_cores;
     struct oc_store *s = fixture_open("helios", &c);
     if (s) {
         uint64_t bad = 9;
@@ -137,34 +139,41 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsign
 
 OC_TEST(plan_matches_file_f32)
 {
-    plan_matches(24, OC_DTYPE_F32, 0, 0);
+    plan_matches(24, OC_DTYPE_F32, 0, 0, 0);
 }
 
 OC_TEST(plan_matches_file_f16)
 {
-    plan_matches(64, OC_DTYPE_F16, 0, 0);
+    plan_matches(64, OC_DTYPE_F16, 0, 0, 0);
 }
 
 OC_TEST(plan_matches_file_page_rows)
 {
-    plan_matches(1024, OC_DTYPE_F32, 0, 0); /* one 4 KiB page a row, as in Helios's setup */
+    plan_matches(1024, OC_DTYPE_F32, 0, 0, 0); /* one 4 KiB page a row, as in Helios's setup */
+}
+
+/* One core for I/O: SQPOLL, its thread and the completion stage pinned (on 2 cores or more). */
+OC_TEST(plan_matches_file_sqpoll)
+{
+    plan_matches(24, OC_DTYPE_F32, 0, 0, 1);
+    plan_matches(24, OC_DTYPE_F32, 0, 3, 1);
 }
 
 OC_TEST(plan_matches_file_pread)
 {
-    plan_matches(24, OC_DTYPE_F32, 1, 0);
+    plan_matches(24, OC_DTYPE_F32, 1, 0, 0);
 }
 
 /* Ring setup refused once (SQPOLL: a plain ring) and persistently (pread): still the file's rows. */
 /* Few reads in flight: the submitter waits for the completion stage (and hands its queue over). */
 OC_TEST(plan_matches_file_shallow_ring)
 {
-    plan_matches(24, OC_DTYPE_F32, 0, 3);
+    plan_matches(24, OC_DTYPE_F32, 0, 3, 0);
 }
 
 OC_TEST(plan_matches_file_shallow_pread)
 {
-    plan_matches(24, OC_DTYPE_F32, 1, 3);
+    plan_matches(24, OC_DTYPE_F32, 1, 3, 0);
 }
 
 OC_TEST(setup_faults_fall_back)
@@ -177,8 +186,10 @@ OC_TEST(setup_faults_fall_back)
     }
     uint64_t live = oc_mem_n_live();
     struct oc_store_config c = hl_config(&fx, 1);
+    c.io_cores = 1; /* SQPOLL first */
     for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
-        /* the store's evaluation reader sets up its ring first: fault 2 is the row ring's */
+        /* the store's evaluation reader sets up its ring first: fault 2 refuses SQPOLL,
+           fault 3 (or 2, persistent) the plain ring too */
         for (uint64_t nth = 1; nth <= 3; nth++) {
             fault_arm_mode(mode, OC_FAULT_URING_SETUP, nth, EPERM);
             struct oc_store *s = fixture_open("helios", &c);

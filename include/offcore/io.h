@@ -234,8 +234,12 @@ int oc_io_ring_submit(struct oc_io_ring *r, struct oc_err *err);
  */
 int oc_io_ring_reap(struct oc_io_ring *r, struct oc_io_done *out, unsigned max, unsigned *n,
                     unsigned timeout_us, struct oc_err *err);
-/* CPU nanoseconds the ring's SQPOLL kernel thread has used so far (0 without one). */
-uint64_t oc_io_ring_sq_cpu_ns(const struct oc_io_ring *r);
+/*
+ * CPU nanoseconds the ring's SQPOLL kernel thread has used so far (0 without
+ * one, or where /proc does not show it). The thread is found on the first
+ * call (the kernel names it once it runs); calls come from one thread at a time.
+ */
+uint64_t oc_io_ring_sq_cpu_ns(struct oc_io_ring *r);
 
 /* ---- buffered sequential writer ----------------------------------------- */
 

@@ -55,7 +55,9 @@ struct oc_io_ring {
     pthread_cond_t cv;
     struct oc_io_done *soft;
     unsigned soft_head, soft_n;
-    int sq_tid; /* the SQPOLL kernel thread's id in /proc/self/task, or 0 */
+    int sq_tid;        /* the SQPOLL kernel thread's id in /proc/self/task, or 0 (not found yet) */
+    int sq_before[64]; /* SQPOLL threads of the process before this ring's */
+    unsigned n_sq_before;
 #ifdef OC_HAVE_URING
     struct io_uring ring;
 #endif
@@ -91,15 +93,17 @@ static int try_setup(struct oc_io_ring *r, const struct oc_io_ring_config *cfg, 
     return io_uring_queue_init_params(r->depth, &r->ring, &p);
 }
 
-/* The newest task of this process named iou-sqp-*: the SQPOLL thread just made. */
-static int find_sq_thread(void)
+#    define RING_MAX_SQ_TIDS 64 /* sq_before's size */
+
+/* Tasks of this process named iou-sqp-* (SQPOLL threads), up to RING_MAX_SQ_TIDS; their count. */
+static unsigned sq_threads(int *tids)
 {
     DIR *d = opendir("/proc/self/task");
-    int best = 0;
+    unsigned n = 0;
     if (!d)
         return 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while ((e = readdir(d)) && n < RING_MAX_SQ_TIDS) {
         char path[64], comm[32] = "";
         int tid = atoi(e->d_name);
         if (tid <= 0)
@@ -108,12 +112,29 @@ static int find_sq_thread(void)
         FILE *fp = fopen(path, "r");
         if (!fp)
             continue;
-        if (fgets(comm, sizeof(comm), fp) && strncmp(comm, "iou-sqp-", 8) == 0 && tid > best)
-            best = tid;
+        if (fgets(comm, sizeof(comm), fp) && strncmp(comm, "iou-sqp-", 8) == 0)
+            tids[n++] = tid;
         fclose(fp);
     }
     closedir(d);
-    return best;
+    return n;
+}
+
+/* The SQPOLL thread that is in `after` but not in `before` (0 if none or several). */
+static int new_sq_thread(const int *before, unsigned n_before, const int *after, unsigned n_after)
+{
+    int found = 0;
+    for (unsigned i = 0; i < n_after; i++) {
+        unsigned k = 0;
+        while (k < n_before && before[k] != after[i])
+            k++;
+        if (k == n_before) {
+            if (found)
+                return 0;
+            found = after[i];
+        }
+    }
+    return found;
 }
 
 static void setup_ring(struct oc_io_ring *r, const struct oc_io_ring_config *cfg)
@@ -126,10 +147,10 @@ static void setup_ring(struct oc_io_ring *r, const struct oc_io_ring_config *cfg
         return;
     }
     if (cfg->sqpoll) {
+        r->n_sq_before = sq_threads(r->sq_before);
         e = try_setup(r, cfg, 1);
         if (e == 0) {
             r->mode = OC_IO_RING_SQPOLL;
-            r->sq_tid = find_sq_thread();
         } else {
             oc_log(OC_LOG_INFO, "io ring %s: SQPOLL refused (%s); trying a plain ring",
                    cfg->f->path, oc_io_strerror(-e, eb, sizeof(eb)));
@@ -370,22 +391,30 @@ int oc_io_ring_reap(struct oc_io_ring *r, struct oc_io_done *out, unsigned max, 
 #endif
 }
 
-uint64_t oc_io_ring_sq_cpu_ns(const struct oc_io_ring *r)
+uint64_t oc_io_ring_sq_cpu_ns(struct oc_io_ring *r)
 {
-    char path[64], line[512];
-    unsigned long ut = 0, st = 0;
-    if (!r->sq_tid)
+    char path[64];
+    unsigned long long ns = 0;
+    if (r->mode != OC_IO_RING_SQPOLL)
         return 0;
-    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", r->sq_tid);
+#ifdef OC_HAVE_URING
+    if (!r->sq_tid) { /* the kernel names its thread once it runs: look for it now */
+        int after[RING_MAX_SQ_TIDS];
+        r->sq_tid = new_sq_thread(r->sq_before, r->n_sq_before, after, sq_threads(after));
+        if (!r->sq_tid) {
+            oc_log(OC_LOG_DEBUG, "io ring %s: SQPOLL thread not found; its CPU not counted",
+                   r->f->path);
+            return 0;
+        }
+    }
+#endif
+    /* schedstat's first field: nanoseconds on a CPU (exact, unlike stat's sampled ticks) */
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", r->sq_tid);
     FILE *fp = fopen(path, "r");
     if (!fp)
         return 0;
-    const char *p = fgets(line, sizeof(line), fp) ? strrchr(line, ')') : NULL;
+    if (fscanf(fp, "%llu", &ns) != 1)
+        ns = 0;
     fclose(fp);
-    /* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
-       cmajflt utime stime: fields 3..15 of proc(5) */
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-        return 0;
-    long hz = sysconf(_SC_CLK_TCK);
-    return (uint64_t)(ut + st) * (1000000000u / (uint64_t)(hz > 0 ? hz : 100));
+    return (uint64_t)ns;
 }

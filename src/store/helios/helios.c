@@ -26,11 +26,12 @@
  * hottest rows of a pre-sampled epoch 0 (store_hot_select, presample; by
  * in-degree without a training plan). mem_bytes 0 caches every row.
  *
- * Cores (--io-cores N): the last N cores are the I/O path's: the SQPOLL
- * kernel thread is pinned to the last, the completion stage to the first of
- * them; 0 = automatic: one core on machines of 4 or more, none (nothing
- * pinned, the SQPOLL thread sleeps after 2 ms idle) below. The compute pool
- * is train's and is not pinned.
+ * Cores (--io-cores N): the last N cores are the I/O path's: the ring polls
+ * with SQPOLL, its kernel thread pinned to the last core, the completion
+ * stage to the first of them; 0 = automatic: one core on machines of 4 or
+ * more, none below, and then no SQPOLL (its thread spins for 2 ms after each
+ * burst, CPU the compute would lose): a plain ring, nothing pinned. The
+ * compute pool is train's and is not pinned.
  *
  * Plan order: gather_batch(epoch, b) waits for batch b's record when the
  * sample stage prepared it, so training is bit-identical to `memory`; a
@@ -52,7 +53,7 @@
 
 #include "store/helios/helios_int.h"
 
-#define HL_DEPTH           2048u /* reads in flight */
+#define HL_DEPTH           4096u /* reads in flight */
 #define HL_MEASURE_BATCHES 8u
 #define HL_ROW_META_BYTES  20u /* per row of a record: id 8, slot 4, at 8 */
 #define HL_SQ_IDLE_MS      2u
@@ -128,8 +129,10 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
     int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &h->file, err);
     if (rc)
         return rc;
+    /* SQPOLL only with a core for it: its polling thread would take compute's CPU */
     struct oc_io_ring_config rcfg = {
-        h->file, h->depth, h->arena, h->n_records * h->stage_bytes, 1, h->sq_cpu, HL_SQ_IDLE_MS};
+        h->file,         h->depth,  h->arena,     h->n_records * h->stage_bytes,
+        h->io_cores > 0, h->sq_cpu, HL_SQ_IDLE_MS};
     return oc_io_ring_new(&rcfg, &h->ring, err);
 }
 
@@ -150,7 +153,9 @@ static void split_cores(struct hl_store *h, uint32_t io_cores)
                "stage on CPU %d), the rest for compute",
                h->io_cores, h->n_cpus, h->sq_cpu, h->n_cpus - h->io_cores);
     else
-        oc_log(OC_LOG_INFO, "store helios: %d cores, none reserved for I/O (nothing pinned)",
+        oc_log(OC_LOG_INFO,
+               "store helios: %d cores, none reserved for I/O (nothing pinned, no SQPOLL; "
+               "--io-cores 1 gives it one)",
                h->n_cpus);
 }
 
@@ -371,6 +376,10 @@ static void hl_stats(const struct oc_store *s, struct oc_store_stats *out)
     double comp_cpu = h->comp_st ? oc_stage_cpu_s(h->comp_st) : 0;
     uint64_t sub = atomic_load(&h->submit_cpu_ns), sq = oc_io_ring_sq_cpu_ns(h->ring);
     out->io_cpu_us = (uint64_t)(comp_cpu * 1e6) + (sub + sq) / 1000u;
+    oc_log(OC_LOG_DEBUG,
+           "store helios: I/O CPU since open: submission %.3f s, completion stage %.3f s, "
+           "SQPOLL thread %.3f s",
+           (double)sub * 1e-9, comp_cpu, (double)sq * 1e-9);
     out->stage_busy_us[0] = atomic_load(&h->submit_ns) / 1000u;
     out->stage_busy_us[1] = h->comp_st ? (uint64_t)(oc_stage_busy_s(h->comp_st) * 1e6) : 0;
 }
@@ -394,8 +403,8 @@ static const struct oc_store_stat helios_stat_table[] = {
 
 static const struct oc_store_opt helios_opts[] = {
     {"io-cores", OC_STORE_OPT_U32, "N", NULL,
-     "cores for the I/O path: SQPOLL thread and completion stage pinned to the last N "
-     "(0 = auto: 1 on 4 or more cores, else none)",
+     "cores for the I/O path: io_uring SQPOLL, its thread and the completion stage pinned "
+     "to the last N (0 = auto: 1 on 4 or more cores; none: a plain ring)",
      offsetof(struct oc_store_config, io_cores), 0, 0},
 };
 

@@ -126,6 +126,16 @@ static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
     return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 256; /* + the impl struct */
 }
 
+/* Rows of out (n gathered rows of ids) that differ from the file's values. */
+static inline uint64_t fixture_bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
+                                        const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++)
+        bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
+    return bad;
+}
+
 /* Opens strategy `name`; NULL (and a failed check) on error. */
 static inline struct oc_store *fixture_open(const char *name, const struct oc_store_config *c)
 {

@@ -42,16 +42,6 @@ static struct oc_store_config hl_config(const struct fixture *fx, uint32_t n_epo
     return c;
 }
 
-/* Rows of out that differ from the file's values. */
-static uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
-                         const float *out)
-{
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < n; i++)
-        bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
-    return bad;
-}
-
 /*
  * Runs n_epochs of the plan through the batch pipeline, an evaluation gather
  * between epochs; counts rows that differ from the file in *bad; returns the
@@ -79,7 +69,7 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
             struct oc_pipe_batch *pb;
             if ((rc = oc_batch_pipe_next(bp, &pb, err)))
                 break;
-            *bad += bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
+            *bad += fixture_bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
             oc_batch_pipe_done(bp, pb);
         }
         if (rc == OC_OK) { /* evaluation gather between epochs */
@@ -91,7 +81,7 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
                 ids[i] = oc_rng_below(&r, fx->n_nodes);
             rc = oc_store_gather(s, ids, 300, out, err);
             if (rc == OC_OK)
-                *bad += bad_rows(fx, ids, 300, out);
+                *bad += fixture_bad_rows(fx, ids, 300, out);
             free(out);
         }
     }

@@ -148,6 +148,35 @@ uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_confi
     return cfg->batch_rows && cfg->batch_rows < bound ? cfg->batch_rows : bound;
 }
 
+static void miss_sift(struct store_miss *a, uint64_t root, uint64_t n)
+{
+    for (;;) {
+        uint64_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && a[c].id < a[c + 1].id)
+            c++;
+        if (a[root].id >= a[c].id)
+            return;
+        struct store_miss t = a[root];
+        a[root] = a[c];
+        a[c] = t;
+        root = c;
+    }
+}
+
+void store_miss_sort(struct store_miss *a, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        miss_sift(a, i, n);
+    for (uint64_t i = n; i-- > 1;) {
+        struct store_miss t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        miss_sift(a, 0, i);
+    }
+}
+
 /* ---- the feature file through the batch reader ---------------------------- */
 
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err)

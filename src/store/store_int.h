@@ -172,6 +172,13 @@ int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, co
  */
 uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg);
 
+/* A row to read: its node and where it goes (a buffer slot, a row of the batch). */
+struct store_miss {
+    uint64_t id, pos;
+};
+/* Sorts a by id, in place (a heapsort: qsort may allocate outside the accountant). */
+void store_miss_sort(struct store_miss *a, uint64_t n);
+
 /* ---- rows read from the feature file (direct, static misses) ------------- */
 
 /*

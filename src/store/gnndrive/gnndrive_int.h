@@ -95,11 +95,6 @@ struct gd_rec {
     uint64_t read_bytes, n_reads;
 };
 
-struct gd_miss {
-    uint64_t id;
-    uint32_t slot;
-};
-
 struct gd_store;
 
 /*
@@ -109,9 +104,9 @@ struct gd_store;
  */
 struct gd_extractor {
     struct gd_store *g;
-    struct gd_rec *cur;   /* the batch being extracted */
-    struct gd_miss *miss; /* max_rows: this batch's misses */
-    uint32_t *waits;      /* max_rows: rows of this batch loaded by another extractor */
+    struct gd_rec *cur;      /* the batch being extracted */
+    struct store_miss *miss; /* max_rows: this batch's misses (pos: the slot) */
+    uint32_t *waits;         /* max_rows: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
     struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */
     uint64_t rng;               /* test delays */

@@ -79,7 +79,8 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
     uint64_t want = 0;
     if (pipeline) {
         z->fixed += HL_N_RECORDS * (sizeof(struct hl_rec) + max_rows * HL_ROW_META_BYTES) +
-                    max_rows * sizeof(struct hl_miss) + 4 * (HL_N_RECORDS * sizeof(void *) + 128);
+                    max_rows * sizeof(struct store_miss) +
+                    4 * (HL_N_RECORDS * sizeof(void *) + 128);
         want = est_rows * page_rows;
     }
     if (cfg->mem_bytes == 0) {
@@ -108,7 +109,7 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
             return err->status;
     }
     h->recs = oc_calloc(h->n_records, sizeof(struct hl_rec), "store helios: records", err);
-    h->miss = oc_alloc(h->max_rows * sizeof(struct hl_miss), "store helios: misses", err);
+    h->miss = oc_alloc(h->max_rows * sizeof(struct store_miss), "store helios: misses", err);
     if (!h->recs || !h->miss)
         return err->status;
     for (uint32_t i = 0; i < h->n_records; i++) {

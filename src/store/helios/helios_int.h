@@ -55,11 +55,6 @@ struct hl_rec {
     int queued;                   /* handed to the completion stage */
 };
 
-/* A missing row of one hop: node and row in the batch. */
-struct hl_miss {
-    uint64_t id, row;
-};
-
 struct hl_store {
     struct oc_store *s;
     struct store_cache cache;
@@ -77,7 +72,7 @@ struct hl_store {
     int io_cores, sq_cpu, n_cpus;
     uint64_t held_bytes;
     /* submitter (the sample stage) */
-    struct hl_miss *miss;
+    struct store_miss *miss; /* one hop's misses (pos: the row in the batch) */
     struct hl_rec *open_rec; /* being filled hop by hop */
     atomic_uint_least64_t n_prepared;
     atomic_uint_least64_t submit_cpu_ns, submit_ns;

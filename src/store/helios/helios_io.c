@@ -110,36 +110,6 @@ static int issue_span(struct hl_store *h, struct hl_rec *r, struct oc_err *err)
     return r->n_spans % HL_SUBMIT_BURST == 0 ? oc_io_ring_submit(h->ring, err) : OC_OK;
 }
 
-static void miss_sift(struct hl_miss *a, uint64_t root, uint64_t n)
-{
-    for (;;) {
-        uint64_t c = 2 * root + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && a[c].id < a[c + 1].id)
-            c++;
-        if (a[root].id >= a[c].id)
-            return;
-        struct hl_miss t = a[root];
-        a[root] = a[c];
-        a[c] = t;
-        root = c;
-    }
-}
-
-/* In-place heapsort by id (qsort may allocate outside the accountant). */
-static void miss_sort(struct hl_miss *a, uint64_t n)
-{
-    for (uint64_t i = n / 2; i-- > 0;)
-        miss_sift(a, i, n);
-    for (uint64_t i = n; i-- > 1;) {
-        struct hl_miss t = a[0];
-        a[0] = a[i];
-        a[i] = t;
-        miss_sift(a, 0, i);
-    }
-}
-
 /*
  * Stages the sorted misses [0, nm) into spans and issues each span once it
  * can grow no more. A row sharing a page with the open span joins it (up to
@@ -159,7 +129,7 @@ static int stage_misses(struct hl_store *h, struct hl_rec *r, uint64_t nm, struc
                 r->stage_used += grow;
                 sp->len += (uint32_t)grow;
                 sp->need = (uint32_t)(end - sp->off > sp->need ? end - sp->off : sp->need);
-                r->at[h->miss[k].row] = sp->at + (off - sp->off);
+                r->at[h->miss[k].pos] = sp->at + (off - sp->off);
                 r->n_staged++;
                 continue;
             }
@@ -174,7 +144,7 @@ static int stage_misses(struct hl_store *h, struct hl_rec *r, uint64_t nm, struc
         }
         *sp = (struct hl_span){lo, r->stage_used, (uint32_t)(hi - lo), (uint32_t)(end - lo)};
         r->stage_used += hi - lo;
-        r->at[h->miss[k].row] = sp->at + (off - lo);
+        r->at[h->miss[k].pos] = sp->at + (off - lo);
         r->n_staged++;
         open = 1;
     }
@@ -241,11 +211,11 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
         r->slot[base + i] = slot;
         r->at[base + i] = HL_NO_AT;
         if (slot == STORE_NO_SLOT)
-            h->miss[nm++] = (struct hl_miss){ids[i], base + i};
+            h->miss[nm++] = (struct store_miss){ids[i], base + i};
     }
     r->n_rows += n;
     r->n_cached += n - nm;
-    miss_sort(h->miss, nm);
+    store_miss_sort(h->miss, nm);
     if (!r->queued) { /* the completion stage reaps from the first hop on */
         if (oc_queue_push(h->comp_q, r) != OC_OK)
             return hl_pipeline_error(h, err);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "offcore/batch_pipe.h"
 #include "offcore/dataset.h"
 #include "offcore/generate.h"
 #include "offcore/sample.h"
@@ -134,6 +135,22 @@ static inline uint64_t fixture_bad_rows(const struct fixture *fx, const uint64_t
     for (uint64_t i = 0; i < n; i++)
         bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
     return bad;
+}
+
+/* A batch pipeline over store s with the fixture's plan. */
+static inline struct oc_batch_pipe_config fixture_pipe_config(const struct fixture *fx,
+                                                              struct oc_store *s, uint32_t depth)
+{
+    struct oc_batch_pipe_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.store = s;
+    pc.graph = &fx->g;
+    pc.sample = &fx->so;
+    pc.train_ids = fx->train;
+    pc.n_train = fx->n_train;
+    pc.batch_size = fx->batch_size;
+    pc.depth = depth;
+    return pc;
 }
 
 /* Opens strategy `name`; NULL (and a failed check) on error. */

@@ -128,22 +128,6 @@ static void plan_inputs_free(struct oc_sample_batch *bs, uint64_t nb)
     free(bs);
 }
 
-/* A batch pipeline over store s with the fixture's plan. */
-static struct oc_batch_pipe_config pipe_config(const struct fixture *fx, struct oc_store *s,
-                                               uint32_t depth)
-{
-    struct oc_batch_pipe_config pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.store = s;
-    pc.graph = &fx->g;
-    pc.sample = &fx->so;
-    pc.train_ids = fx->train;
-    pc.n_train = fx->n_train;
-    pc.batch_size = fx->batch_size;
-    pc.depth = depth;
-    return pc;
-}
-
 static void random_ids(uint64_t *ids, uint64_t n, uint64_t n_nodes, uint64_t seed)
 {
     struct oc_rng r;
@@ -166,7 +150,7 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
     struct oc_batch_pipe *bp = NULL;
     uint64_t bad = 0, cap = 0;
     float *ref = NULL;
-    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     *rows = 0;
     OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
     uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
@@ -414,7 +398,7 @@ OC_TEST(reorder_delivers_each_batch_once)
     uint8_t *seen = calloc(nb, 1);
     if (s) {
         oc_store_gnndrive_set_delay(s, 200);
-        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 1);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 1);
         OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
         for (uint32_t e = 0; e < 2 && bp; e++) {
             memset(seen, 0, nb);
@@ -557,7 +541,7 @@ OC_TEST(plan_order_next_batch_and_skips)
 static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct oc_err *err)
 {
     struct oc_batch_pipe *bp = NULL;
-    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     int rc = oc_batch_pipe_new(&pc, &bp, err);
     if (rc == OC_OK)
         rc = oc_batch_pipe_epoch(bp, 0, err);
@@ -685,7 +669,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
         c.pipeline = p;
         struct oc_store *s = fixture_open("gnndrive", &c);
         OC_CHECK(proc_n_threads() == threads + 3); /* 2 extractors, 1 releaser */
-        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 2);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
         pc.pipeline = p;
         if (fail)
             oc_fault_arm(OC_FAULT_READ, 3, EIO);

@@ -51,15 +51,7 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
                     struct oc_err *err)
 {
     struct oc_batch_pipe *bp = NULL;
-    struct oc_batch_pipe_config pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.store = s;
-    pc.graph = &fx->g;
-    pc.sample = &fx->so;
-    pc.train_ids = fx->train;
-    pc.n_train = fx->n_train;
-    pc.batch_size = fx->batch_size;
-    pc.depth = 2;
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     *bad = 0;
     int rc = oc_batch_pipe_new(&pc, &bp, err);
     for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {

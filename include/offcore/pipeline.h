@@ -15,7 +15,7 @@
  * condition variable of its own registers one to wake it); oc_pipeline_free
  * joins them. The batch pipeline (batch_pipe.h) and the feature strategies'
  * background work (gnndrive's extractors, ginex's inspector, diskgnn's
- * loaders) are stages; in training they are stages of one pipeline (the
+ * loaders, helios's completion stage) are stages; in training they are stages of one pipeline (the
  * store is opened on the batch pipeline's, oc_store_config.pipeline), so an
  * error anywhere stops everything. Nothing else in offcore starts threads
  * for background work (tools/check_deps.sh checks the strategies).

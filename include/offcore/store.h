@@ -71,6 +71,8 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  * the rows requested and belady_misses those its cache missed, next to what
  * LRU (cold, one access at a time) and the degree-ranked static cache of the
  * same capacity would have missed on the same accesses (0 elsewhere).
+ * helios: cached rows tier CPU, rows its ring read (and rows that did not fit
+ * its staging, read at gather) tier DISK.
  */
 #define OC_STORE_MAX_STAGES 4 /* stage_busy_us entries */
 

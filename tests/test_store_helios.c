@@ -5,8 +5,8 @@
  * f16 rows, under a budget that leaves cached, staged and overflow rows, via
  * SQPOLL, a plain ring and pread; fault loops over ring setup (fallbacks,
  * still correct), submission and completion errors end with a clean error
- * naming the file, no leak and no hang; allocation faults at open fail
- * cleanly.
+ * naming the file, no leak and no hang; cancelling mid-epoch on a shared
+ * pipeline ends every wait; allocation faults at open fail cleanly.
  *
  * Place in the data flow: tests of store (generate → dataset → sample → store).
  * Thread-safety: the test drives the store from the batch pipeline's stages.
@@ -19,7 +19,9 @@
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/batch_pipe.h"
+#include "offcore/pipeline.h"
 #include "offcore/rng.h"
+#include "proc_util.h"
 #include "store_fixture.h"
 
 /* 20000 nodes, batches of 64 seeds (fanouts 4,3: at most 1280 rows). */
@@ -246,6 +248,56 @@ OC_TEST(completion_faults)
 OC_TEST(completion_faults_pread)
 {
     run_faults(OC_FAULT_READ, 1);
+}
+
+/*
+ * On one pipeline with the batch pipeline (as in training), with a 1-deep
+ * ring so the submitter waits for room: cancelling after `after` batches
+ * (mid-epoch, reads in flight) ends every wait; no thread or byte is left.
+ */
+OC_TEST(cancel_mid_epoch_on_a_shared_pipeline)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    int threads = proc_n_threads();
+    for (uint64_t after = 0; after < 3; after++) {
+        struct oc_pipeline *p = NULL;
+        struct oc_batch_pipe *bp = NULL;
+        OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
+        struct oc_store_config c = hl_config(&fx, 2);
+        c.pipeline = p;
+        c.io_cores = after == 1; /* SQPOLL once */
+        struct oc_store *s = fixture_open("helios", &c);
+        if (s)
+            oc_store_helios_set_depth(s, 1);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
+        pc.pipeline = p;
+        int rc = s ? oc_batch_pipe_new(&pc, &bp, &err) : OC_ERR_INTERNAL;
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_epoch(bp, 0, &err);
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_open(bp, &err);
+        for (uint64_t b = 0; rc == OC_OK && b < after; b++) {
+            struct oc_pipe_batch *pb;
+            rc = oc_batch_pipe_next(bp, &pb, &err);
+            if (rc == OC_OK) {
+                OC_CHECK(fixture_bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+                oc_batch_pipe_done(bp, pb);
+            }
+        }
+        OC_CHECK_OK(rc, &err);
+        oc_pipeline_free(p); /* cancels and joins every stage, as train does */
+        OC_CHECK(proc_n_threads() == threads);
+        oc_batch_pipe_free(bp);
+        oc_store_free(s);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    fixture_free(&fx);
 }
 
 OC_TEST(alloc_faults_at_open)

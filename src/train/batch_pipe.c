@@ -23,7 +23,8 @@
  * their gathers (oc_store_lookahead, gnndrive's batch records), that many,
  * so its reads run that far ahead while only depth + 1 batches of rows are
  * held. Buffers keep their memory, so after the first batches nothing is
- * allocated per batch.
+ * allocated per batch; one grown past cfg.reserve_rows for a larger batch
+ * shrinks back to it at its next smaller one.
  *
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
  * the trainer would (a store that wants hops, helios, is shown each hop's
@@ -155,6 +156,14 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
         atomic_fetch_add(&bp->n_sampled, 1);
     }
     uint64_t n = pb->batch.n_input, floats = n * bp->feat_dim;
+    uint64_t keep = bp->cfg.reserve_rows * bp->feat_dim;
+    if (keep && r->cap_floats > keep && floats <= keep) { /* after a larger batch: give it back */
+        float *x = oc_realloc(r->x, keep * sizeof(float), "pipeline batch features", err);
+        if (x) { /* shrinking: the accountant never refuses; a failed realloc keeps the block */
+            r->x = x;
+            r->cap_floats = keep;
+        }
+    }
     if (floats > r->cap_floats) {
         float *x = oc_realloc(r->x, floats * sizeof(float), "pipeline batch features", err);
         if (!x)

@@ -206,7 +206,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if ((rc = store_disk_open(s, 1, &h->disk, err)))
         return rc;
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
-    if ((rc = store_hot_select(s, &c, z.n_cached, &ids, err)) ||
+    if ((rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err)) ||
         (rc =
              store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, "helios", err)))
         return rc;

@@ -970,6 +970,14 @@ static void on_train_msg(void *ctx, uint32_t tag, const void *p, uint32_t len)
                st->sample_s, st->gather_s, st->eval_s, fmt_size(st->store.read_bytes, a, sizeof(a)),
                oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
                fmt_size(st->store.held_bytes, h, sizeof(h)), st->loss);
+        if (st->store.io_cpu_us && st->store.read_bytes) /* helios, gnndrive: the I/O path */
+            printf("  %-18s   io path cpu %.2f s = %.3f s/GiB read; store stages busy %.2f, "
+                   "%.2f s\n",
+                   r->label, (double)st->store.io_cpu_us * 1e-6,
+                   (double)st->store.io_cpu_us * 1e-6 /
+                       ((double)st->store.read_bytes / (double)(1u << 30)),
+                   (double)st->store.stage_busy_us[0] * 1e-6,
+                   (double)st->store.stage_busy_us[1] * 1e-6);
         fflush(stdout);
     } else if (tag == MSG_DONE && len == sizeof(r->done)) {
         memcpy(&r->done, p, sizeof(r->done));

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "offcore/batch_pipe.h"
 #include "offcore/dataset.h"
 #include "offcore/generate.h"
 #include "offcore/sample.h"
@@ -124,6 +125,32 @@ static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
     if (rows > fx->n_nodes)
         rows = fx->n_nodes;
     return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 256; /* + the impl struct */
+}
+
+/* Rows of out (n gathered rows of ids) that differ from the file's values. */
+static inline uint64_t fixture_bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
+                                        const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++)
+        bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
+    return bad;
+}
+
+/* A batch pipeline over store s with the fixture's plan. */
+static inline struct oc_batch_pipe_config fixture_pipe_config(const struct fixture *fx,
+                                                              struct oc_store *s, uint32_t depth)
+{
+    struct oc_batch_pipe_config pc;
+    memset(&pc, 0, sizeof(pc));
+    pc.store = s;
+    pc.graph = &fx->g;
+    pc.sample = &fx->so;
+    pc.train_ids = fx->train;
+    pc.n_train = fx->n_train;
+    pc.batch_size = fx->batch_size;
+    pc.depth = depth;
+    return pc;
 }
 
 /* Opens strategy `name`; NULL (and a failed check) on error. */

@@ -378,6 +378,71 @@ OC_TEST(batch_reuse_matches_fresh)
     tgraph_free(&t);
 }
 
+/* Records the hops a sampler shows: their [lo, hi) ranges and ids; fails at hop `fail_at`. */
+struct hop_log {
+    uint64_t lo[8], hi[8], epoch, batch;
+    uint64_t *ids;
+    int n, fail_at;
+};
+
+static int log_hop(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t lo,
+                   uint64_t hi, struct oc_err *err)
+{
+    struct hop_log *h = ctx;
+    if (h->n == h->fail_at)
+        return OC_ERR(err, OC_ERR_IO, "hop %d refused", h->n);
+    h->lo[h->n] = lo;
+    h->hi[h->n] = hi;
+    h->epoch = epoch;
+    h->batch = batch;
+    memcpy(h->ids + lo, ids + lo, (hi - lo) * sizeof(uint64_t));
+    h->n++;
+    return OC_OK;
+}
+
+OC_TEST(hop_hook_partitions_input_ids_and_changes_nothing)
+{
+    struct tgraph t;
+    tgraph_random(&t, 4000, 150, 9, 0);
+    const int32_t f[2] = {10, 10};
+    uint64_t *perm = tperm(t.g.n_nodes, 2);
+    struct oc_sampler *s;
+    sampler_for(&t, 2, f, 3, NULL, &s);
+    struct oc_err err;
+    struct oc_sample_batch ref, b;
+    oc_sample_batch_init(&ref);
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_sample_neighbors(s, 5, 7, perm, 300, &ref, &err), &err);
+    struct hop_log h;
+    memset(&h, 0, sizeof(h));
+    h.fail_at = -1;
+    h.ids = calloc(ref.n_input, sizeof(uint64_t));
+    oc_sample_sampler_on_hop(s, log_hop, &h);
+    OC_CHECK_OK(oc_sample_neighbors(s, 5, 7, perm, 300, &b, &err), &err);
+    OC_CHECK(oc_sample_batch_equal(&ref, &b));
+    OC_CHECK(h.n == 3 && h.epoch == 5 && h.batch == 7);
+    OC_CHECK(h.lo[0] == 0 && h.hi[0] == 300);
+    for (int k = 1; k < h.n; k++)
+        OC_CHECK(h.lo[k] == h.hi[k - 1]);
+    OC_CHECK(h.hi[h.n - 1] == ref.n_input);
+    OC_CHECK(memcmp(h.ids, ref.input_ids, ref.n_input * sizeof(uint64_t)) == 0);
+    /* a hook's error stops the sampling with it */
+    memset(h.lo, 0, sizeof(h.lo));
+    h.n = 0;
+    h.fail_at = 1;
+    OC_CHECK_ERR(oc_sample_neighbors(s, 5, 7, perm, 300, &b, &err), OC_ERR_IO, &err,
+                 "hop 1 refused");
+    oc_sample_sampler_on_hop(s, NULL, NULL);
+    OC_CHECK_OK(oc_sample_neighbors(s, 5, 7, perm, 300, &b, &err), &err);
+    OC_CHECK(oc_sample_batch_equal(&ref, &b));
+    free(h.ids);
+    free(perm);
+    oc_sample_batch_deinit(&ref);
+    oc_sample_batch_deinit(&b);
+    oc_sample_sampler_free(s);
+    tgraph_free(&t);
+}
+
 OC_TEST(bad_arguments)
 {
     struct tgraph t;

@@ -128,32 +128,6 @@ static void plan_inputs_free(struct oc_sample_batch *bs, uint64_t nb)
     free(bs);
 }
 
-/* A batch pipeline over store s with the fixture's plan. */
-static struct oc_batch_pipe_config pipe_config(const struct fixture *fx, struct oc_store *s,
-                                               uint32_t depth)
-{
-    struct oc_batch_pipe_config pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.store = s;
-    pc.graph = &fx->g;
-    pc.sample = &fx->so;
-    pc.train_ids = fx->train;
-    pc.n_train = fx->n_train;
-    pc.batch_size = fx->batch_size;
-    pc.depth = depth;
-    return pc;
-}
-
-/* Rows of out that differ from the file's values. */
-static uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
-                         const float *out)
-{
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < n; i++)
-        bad += memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
-    return bad;
-}
-
 static void random_ids(uint64_t *ids, uint64_t n, uint64_t n_nodes, uint64_t seed)
 {
     struct oc_rng r;
@@ -176,7 +150,7 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
     struct oc_batch_pipe *bp = NULL;
     uint64_t bad = 0, cap = 0;
     float *ref = NULL;
-    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     *rows = 0;
     OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
     uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0;
@@ -190,7 +164,7 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
             if (rc)
                 goto done;
             uint64_t n = pb->batch.n_input;
-            bad += bad_rows(fx, pb->batch.input_ids, n, pb->x);
+            bad += fixture_bad_rows(fx, pb->batch.input_ids, n, pb->x);
             if (mem) {
                 if (n > cap) {
                     cap = n;
@@ -209,7 +183,7 @@ static uint64_t run_plan(const struct fixture *fx, struct oc_store *s, struct oc
         float *ev = malloc(700 * fx->dim * sizeof(float));
         random_ids(ids, 700, fx->n_nodes, e);
         OC_CHECK_OK(oc_store_gather(s, ids, 700, ev, &err), &err);
-        bad += bad_rows(fx, ids, 700, ev);
+        bad += fixture_bad_rows(fx, ids, 700, ev);
         free(ev);
     }
 done:
@@ -424,7 +398,7 @@ OC_TEST(reorder_delivers_each_batch_once)
     uint8_t *seen = calloc(nb, 1);
     if (s) {
         oc_store_gnndrive_set_delay(s, 200);
-        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 1);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 1);
         OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
         for (uint32_t e = 0; e < 2 && bp; e++) {
             memset(seen, 0, nb);
@@ -442,7 +416,7 @@ OC_TEST(reorder_delivers_each_batch_once)
                 }
                 seen[b] = 1;
                 out_of_order += b != k;
-                bad += bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
+                bad += fixture_bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
                 oc_batch_pipe_done(bp, pb);
             }
         }
@@ -511,16 +485,16 @@ OC_TEST(plan_order_next_batch_and_skips)
             const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, order[k]);
             OC_CHECK_OK(
                 oc_store_gather_batch(s, 0, order[k], sb->input_ids, sb->n_input, out, &err), &err);
-            OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+            OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         }
         /* Ids that are not what the plan sampled: read directly, still right. */
         OC_CHECK_OK(oc_store_prepare_batch(s, 0, 5, replay_batch(&p, &fx, 0, 5), &err), &err);
         const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 6);
         OC_CHECK_OK(oc_store_gather_batch(s, 0, 5, sb->input_ids, sb->n_input, out, &err), &err);
-        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         /* Outside the plan: read directly. */
         OC_CHECK_OK(oc_store_gather_batch(s, 9, 0, sb->input_ids, sb->n_input, out, &err), &err);
-        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
         OC_CHECK(info.n_served == 3);                          /* 2, 3, 4 */
@@ -536,7 +510,7 @@ OC_TEST(plan_order_next_batch_and_skips)
         OC_CHECK(!info.pipeline);
         const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 1);
         OC_CHECK_OK(oc_store_gather_batch(s, 0, 1, sb->input_ids, sb->n_input, out, &err), &err);
-        OC_CHECK(bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         uint64_t b = 9;
         OC_CHECK_OK(oc_store_next_batch(s, 0, &b, &err), &err);
         OC_CHECK(b == 0);
@@ -567,7 +541,7 @@ OC_TEST(plan_order_next_batch_and_skips)
 static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct oc_err *err)
 {
     struct oc_batch_pipe *bp = NULL;
-    struct oc_batch_pipe_config pc = pipe_config(fx, s, 2);
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     int rc = oc_batch_pipe_new(&pc, &bp, err);
     if (rc == OC_OK)
         rc = oc_batch_pipe_epoch(bp, 0, err);
@@ -577,7 +551,7 @@ static int plan_until_error(const struct fixture *fx, struct oc_store *s, struct
         struct oc_pipe_batch *pb;
         rc = oc_batch_pipe_next(bp, &pb, err);
         if (rc == OC_OK) {
-            OC_CHECK(bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+            OC_CHECK(fixture_bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
             oc_batch_pipe_done(bp, pb);
         }
     }
@@ -619,7 +593,7 @@ static void read_faults(int no_uring)
         float out[50 * 12];
         random_ids(ids, 50, fx.n_nodes, 3);
         OC_CHECK_OK(oc_store_gather(s, ids, 50, out, &err), &err);
-        OC_CHECK(bad_rows(&fx, ids, 50, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, ids, 50, out) == 0);
         oc_store_free(s);
         OC_CHECK(oc_mem_n_live() == live);
     }
@@ -661,7 +635,7 @@ OC_TEST(truncated_feature_file)
         float out[2 * 12];
         OC_CHECK_ERR(oc_store_gather(s, ids, 2, out, &err), OC_ERR_FORMAT, &err, "truncated");
         OC_CHECK_OK(oc_store_gather(s, ids, 1, out, &err), &err);
-        OC_CHECK(bad_rows(&fx, ids, 1, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, ids, 1, out) == 0);
     }
     oc_store_free(s);
     OC_CHECK(oc_mem_n_live() == live);
@@ -695,7 +669,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
         c.pipeline = p;
         struct oc_store *s = fixture_open("gnndrive", &c);
         OC_CHECK(proc_n_threads() == threads + 3); /* 2 extractors, 1 releaser */
-        struct oc_batch_pipe_config pc = pipe_config(&fx, s, 2);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
         pc.pipeline = p;
         if (fail)
             oc_fault_arm(OC_FAULT_READ, 3, EIO);
@@ -709,7 +683,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
             struct oc_pipe_batch *pb;
             rc = oc_batch_pipe_next(bp, &pb, &err);
             if (rc == OC_OK) {
-                OC_CHECK(bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+                OC_CHECK(fixture_bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
                 oc_batch_pipe_done(bp, pb);
                 n_got++;
             }

@@ -133,13 +133,14 @@ char *oc_format_size(uint64_t bytes, char *buf, size_t n);
 /* ---- fault injection (tests) -------------------------------------------- */
 
 enum oc_fault_kind {
-    OC_FAULT_ALLOC,       /* the Nth allocation fails with ENOMEM */
-    OC_FAULT_READ,        /* the Nth read fails with the given errno, or is short if errno is 0 */
-    OC_FAULT_WRITE,       /* the Nth write fails with the given errno (ENOSPC, EIO) */
-    OC_FAULT_OPEN,        /* the Nth open of a file or directory fails (EACCES, EMFILE, EIO) */
-    OC_FAULT_FSYNC,       /* the Nth fsync of a file or directory fails (EIO, ENOSPC) */
-    OC_FAULT_RENAME,      /* the Nth rename fails (EIO, ENOSPC, EXDEV) */
-    OC_FAULT_URING_SETUP, /* the Nth io_uring ring setup fails (ENOSYS, EPERM): pread fallback */
+    OC_FAULT_ALLOC,        /* the Nth allocation fails with ENOMEM */
+    OC_FAULT_READ,         /* the Nth read fails with the given errno, or is short if errno is 0 */
+    OC_FAULT_WRITE,        /* the Nth write fails with the given errno (ENOSPC, EIO) */
+    OC_FAULT_OPEN,         /* the Nth open of a file or directory fails (EACCES, EMFILE, EIO) */
+    OC_FAULT_FSYNC,        /* the Nth fsync of a file or directory fails (EIO, ENOSPC) */
+    OC_FAULT_RENAME,       /* the Nth rename fails (EIO, ENOSPC, EXDEV) */
+    OC_FAULT_URING_SETUP,  /* the Nth io_uring ring setup fails (ENOSYS, EPERM): pread fallback */
+    OC_FAULT_URING_SUBMIT, /* the Nth submission of an oc_io_ring fails (EBUSY, EIO) */
     OC_FAULT_KIND_COUNT,
 };
 

@@ -165,6 +165,82 @@ size_t oc_io_batch_request_bytes(void);
 /* Memory the batch holds: bounce buffer plus its request and span arrays. */
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
 
+/* ---- row ring (io_uring SQPOLL, fixed buffers and file; pread fallback) ----- */
+
+struct oc_io_ring;
+
+/* How an oc_io_ring reads, best first (each refusal falls back to the next, logged). */
+enum oc_io_ring_mode {
+    OC_IO_RING_SQPOLL, /* kernel thread polls the submission queue: no syscall per read */
+    OC_IO_RING_PLAIN,  /* io_uring, one io_uring_enter per submission burst */
+    OC_IO_RING_PREAD,  /* no io_uring: each read is a pread on the submitting thread */
+    OC_IO_RING_MODE_COUNT
+};
+const char *oc_io_ring_mode_name(enum oc_io_ring_mode m);
+
+struct oc_io_ring_config {
+    struct oc_file *f; /* the one file read (put in the ring's file table) */
+    unsigned depth;    /* reads in flight at most (the caller throttles; 1..4096) */
+    void *buf;         /* where every read lands: registered as one fixed buffer */
+    size_t buf_bytes;
+    int sqpoll;          /* try SQPOLL first */
+    int sq_cpu;          /* CPU the SQPOLL thread is pinned to, or -1 */
+    unsigned sq_idle_ms; /* the SQPOLL thread sleeps after this long without work */
+};
+
+/* One finished read: the caller's tag, and bytes read (>= 0) or -errno. */
+struct oc_io_done {
+    uint64_t tag;
+    int64_t res;
+};
+
+/*
+ * A ring for many small reads with a split between one submitting thread
+ * (oc_io_ring_read, _nop, _submit) and one completing thread
+ * (oc_io_ring_reap): SQ and CQ each have a single owner, so they need no
+ * lock. Tries SQPOLL, then a plain ring, then pread (OC_NO_URING, or both
+ * refused: each fallback is logged at info level with the reason); the fixed
+ * buffer and file table are optional (refusal logged, plain reads used).
+ * Each setup attempt passes through oc_fault_hit(OC_FAULT_URING_SETUP).
+ * In pread mode the reads happen inside oc_io_ring_read and their results
+ * wait in a software queue of `depth` entries for oc_io_ring_reap; the
+ * caller keeps at most `depth` reads unreaped in every mode.
+ */
+int oc_io_ring_new(const struct oc_io_ring_config *cfg, struct oc_io_ring **out,
+                   struct oc_err *err);
+/* Tears the ring down (the kernel finishes or cancels reads in flight first). NULL: no-op. */
+void oc_io_ring_free(struct oc_io_ring *r);
+enum oc_io_ring_mode oc_io_ring_mode(const struct oc_io_ring *r);
+int oc_io_ring_fixed_buffer(const struct oc_io_ring *r); /* reads use READ_FIXED */
+int oc_io_ring_fixed_file(const struct oc_io_ring *r);   /* reads use IOSQE_FIXED_FILE */
+/*
+ * Queues a read of len bytes at off into dst (inside cfg->buf; O_DIRECT
+ * alignment is the caller's), finished with tag. Submission side only.
+ */
+int oc_io_ring_read(struct oc_io_ring *r, uint64_t off, size_t len, void *dst, uint64_t tag,
+                    struct oc_err *err);
+/* Queues a no-op finished with tag (a marker the completing side will reap after submit). */
+int oc_io_ring_nop(struct oc_io_ring *r, uint64_t tag, struct oc_err *err);
+/*
+ * Hands what was queued to the kernel (under SQPOLL only a wake-up when its
+ * thread sleeps). Passes through oc_fault_hit(OC_FAULT_URING_SUBMIT). A
+ * refusal is OC_ERR_IO naming the file; the ring stays usable.
+ */
+int oc_io_ring_submit(struct oc_io_ring *r, struct oc_err *err);
+/*
+ * Completion side: up to max finished reads into out (*n of them), waiting up
+ * to timeout_us for the first. *n = 0 after a timeout. Errors from the wait
+ * itself are OC_ERR_IO.
+ */
+int oc_io_ring_reap(struct oc_io_ring *r, struct oc_io_done *out, unsigned max, unsigned *n,
+                    unsigned timeout_us, struct oc_err *err);
+/*
+ * CPU nanoseconds the ring's SQPOLL kernel thread has used so far (0 without
+ * one, or where /proc does not show it). The thread is found on the first
+ * call (the kernel names it once it runs); calls come from one thread at a time.
+ */
+uint64_t oc_io_ring_sq_cpu_ns(struct oc_io_ring *r);
+
 /* ---- buffered sequential writer ----------------------------------------- */
 
 struct oc_writer;

@@ -15,7 +15,7 @@
  * condition variable of its own registers one to wake it); oc_pipeline_free
  * joins them. The batch pipeline (batch_pipe.h) and the feature strategies'
  * background work (gnndrive's extractors, ginex's inspector, diskgnn's
- * loaders) are stages; in training they are stages of one pipeline (the
+ * loaders, helios's completion stage) are stages; in training they are stages of one pipeline (the
  * store is opened on the batch pipeline's, oc_store_config.pipeline), so an
  * error anywhere stops everything. Nothing else in offcore starts threads
  * for background work (tools/check_deps.sh checks the strategies).
@@ -99,6 +99,8 @@ int oc_stage_push(struct oc_stage *st, struct oc_queue *q, void *item);
 int oc_stage_pop(struct oc_stage *st, struct oc_queue *q, void **item);
 /* Seconds the stage's threads spent in fn, minus blocked pushes and pops. */
 double oc_stage_busy_s(const struct oc_stage *st);
+/* CPU seconds the stage's threads used in fn (their thread CPU clocks). */
+double oc_stage_cpu_s(const struct oc_stage *st);
 const char *oc_stage_name(const struct oc_stage *st);
 
 #endif

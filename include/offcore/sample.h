@@ -149,6 +149,20 @@ int oc_sample_neighbors(struct oc_sampler *s, uint64_t epoch, uint64_t batch_ind
                         struct oc_err *err);
 
 /*
+ * Called by oc_sample_neighbors as each hop's new frontier is known, on the
+ * sampling thread: first the seeds (input_ids[0, n_seeds)), then after each
+ * block, sampled from the seeds outward, the nodes it added
+ * (input_ids[lo, hi)); the hops partition input_ids in order. `ids` points
+ * into the batch being built and is valid only during the call; epoch and
+ * batch_index are the batch's. A non-OK return (err filled) stops the sampling
+ * with that error. The hook reads only: sampling results do not depend on it.
+ */
+typedef int (*oc_sample_hop_fn)(void *ctx, uint64_t epoch, uint64_t batch_index,
+                                const uint64_t *ids, uint64_t lo, uint64_t hi, struct oc_err *err);
+/* Sets (fn non-NULL) or clears the per-hop hook of s (oc_sample_full_layer never calls it). */
+void oc_sample_sampler_on_hop(struct oc_sampler *s, oc_sample_hop_fn fn, void *ctx);
+
+/*
  * One full-neighbor block for exact layer-wise inference: destination nodes
  * dst (distinct, in this order) with all their in-neighbors. out gets
  * n_layers = 1; its input_ids are what the layer must read.

@@ -71,6 +71,8 @@ const char *oc_store_tier_name(enum oc_store_tier t);
  * the rows requested and belady_misses those its cache missed, next to what
  * LRU (cold, one access at a time) and the degree-ranked static cache of the
  * same capacity would have missed on the same accesses (0 elsewhere).
+ * helios: cached rows tier CPU, rows its ring read (and rows that did not fit
+ * its staging, read at gather) tier DISK.
  */
 #define OC_STORE_MAX_STAGES 4 /* stage_busy_us entries */
 
@@ -99,6 +101,10 @@ struct oc_store_stats {
        pipeline sampled or loaded from it (ginex without its superbatch files), counted so
        the log tells (0 elsewhere) */
     uint64_t sampled_batches;
+    /* CPU microseconds spent in the strategy's I/O path: helios: submitting on the sample
+       stage, its completion stage and its SQPOLL kernel thread; gnndrive: its extract
+       stage (0 elsewhere) */
+    uint64_t io_cpu_us;
 };
 
 /* amplification = read / requested-from-disk (1 when nothing came from disk). */
@@ -135,6 +141,8 @@ struct oc_store_config {
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
     uint32_t n_extractors;          /* gnndrive: extractor threads (0 = 2) */
+    uint32_t io_cores;              /* helios: cores for the I/O path (SQPOLL thread and
+                                       completion stage pinned to the last ones); 0 = auto */
     int reorder;                    /* gnndrive: oc_store_next_batch returns batches in
                                        completion order (GNNDrive); 0 = plan order */
     uint32_t superbatch;            /* ginex: batches per superbatch; 0 = up to 16, each
@@ -291,6 +299,19 @@ int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
  */
 int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                            const struct oc_sample_batch *b, struct oc_err *err);
+/*
+ * Shows the strategy one hop of training batch `batch` of `epoch` as the
+ * sampler produces it (oc_sample_sampler_on_hop): ids are the nodes the hop
+ * added to the batch's input ids, in input order, borrowed for the call. The
+ * batch pipeline calls it from its sample stage for a store that wants hops
+ * (oc_store_wants_hops), before the batch's oc_store_prepare_batch, so the
+ * strategy may start reading a hop's rows while later hops are sampled. A
+ * no-op for strategies without the hook.
+ */
+int oc_store_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, struct oc_err *err);
+/* Whether the strategy takes batches hop by hop (helios). */
+int oc_store_wants_hops(const struct oc_store *s);
 /* Whether oc_store_next_batch returns batches out of plan order (gnndrive --reorder). */
 int oc_store_reorders(const struct oc_store *s);
 /*

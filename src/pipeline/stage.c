@@ -17,8 +17,8 @@
  * every queue under p->mu (lock order: p->mu, then a queue's own lock); the
  * cancel hooks run once, outside p->mu, on the first canceller's thread, or
  * at once when added after it. Stages are added by the owner thread only; a
- * stage's slot is filled before its threads start. Busy time
- * is an atomic counter per stage; blocked time is per thread (thread-local).
+ * stage's slot is filled before its threads start. Busy time and CPU time
+ * (thread CPU clocks around fn) are atomic counters per stage; blocked time is per thread (thread-local).
  * Ownership: the pipeline owns stages, threads and queues; oc_pipeline_free
  * cancels, joins, then frees them. Items are never freed here.
  */
@@ -43,6 +43,7 @@ struct oc_stage {
     oc_stage_fn fn;
     void *ctx;
     atomic_uint_least64_t busy_ns;
+    atomic_uint_least64_t cpu_ns;
 };
 
 struct pipe_hook {
@@ -68,11 +69,16 @@ struct oc_pipeline {
 
 static _Thread_local uint64_t tl_blocked_ns; /* this thread's blocked time inside fn */
 
-static uint64_t now_ns(void)
+static uint64_t clock_ns(clockid_t c)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(c, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t now_ns(void)
+{
+    return clock_ns(CLOCK_MONOTONIC);
 }
 
 int oc_pipeline_new(const char *name, struct oc_pipeline **out, struct oc_err *err)
@@ -231,6 +237,7 @@ int oc_pipeline_stage(struct oc_pipeline *p, const char *name, unsigned n_thread
     st->fn = fn;
     st->ctx = ctx;
     atomic_init(&st->busy_ns, 0);
+    atomic_init(&st->cpu_ns, 0);
     p->n_stages++;
     if (out)
         *out = st;
@@ -251,9 +258,10 @@ static void *stage_main(void *arg)
         struct oc_err e;
         oc_err_clear(&e);
         tl_blocked_ns = 0;
-        uint64_t t0 = now_ns();
+        uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
         int rc = st->fn(st->ctx, st, item, &e);
         uint64_t spent = now_ns() - t0;
+        atomic_fetch_add(&st->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
         atomic_fetch_add(&st->busy_ns, spent > tl_blocked_ns ? spent - tl_blocked_ns : 0);
         if (rc == OC_ERR_CANCELLED && atomic_load(&st->p->cancelled))
             break;
@@ -305,6 +313,11 @@ int oc_stage_pop(struct oc_stage *st, struct oc_queue *q, void **item)
 double oc_stage_busy_s(const struct oc_stage *st)
 {
     return (double)atomic_load(&st->busy_ns) * 1e-9;
+}
+
+double oc_stage_cpu_s(const struct oc_stage *st)
+{
+    return (double)atomic_load(&st->cpu_ns) * 1e-9;
 }
 
 const char *oc_stage_name(const struct oc_stage *st)

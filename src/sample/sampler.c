@@ -69,6 +69,8 @@ struct oc_sampler {
     uint64_t *chunk_edges; /* per chunk: edges (phase A), then base (phase B) */
     uint64_t cap_chunks;
     struct smp_layer cur;
+    oc_sample_hop_fn hop_fn; /* per-hop hook (oc_sample_neighbors only), or NULL */
+    void *hop_ctx;
 };
 
 int oc_sample_sampler_new(const struct oc_graph *g, const struct oc_sample_opts *opts,
@@ -482,7 +484,7 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
 
 static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fanouts,
                       uint64_t epoch, uint64_t batch_index, const uint64_t *seeds, uint64_t n_seeds,
-                      struct oc_sample_batch *out, struct oc_err *err)
+                      oc_sample_hop_fn hop, struct oc_sample_batch *out, struct oc_err *err)
 {
     smp_batch_reset(out);
     if (!seeds && n_seeds)
@@ -515,8 +517,13 @@ static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fa
     out->epoch = epoch;
     out->batch_index = batch_index;
     uint64_t n_known = n_seeds;
+    if (hop && (rc = hop(s->hop_ctx, epoch, batch_index, out->input_ids, 0, n_seeds, err)))
+        return rc;
     for (uint32_t l = n_layers; l-- > 0;) {
+        uint64_t lo = n_known;
         rc = sample_layer(s, out, l, fanouts[l], &n_known, err);
+        if (rc == OC_OK && hop && n_known > lo)
+            rc = hop(s->hop_ctx, epoch, batch_index, out->input_ids, lo, n_known, err);
         if (rc != OC_OK)
             return rc;
     }
@@ -531,7 +538,7 @@ int oc_sample_neighbors(struct oc_sampler *s, uint64_t epoch, uint64_t batch_ind
                         struct oc_err *err)
 {
     int rc = sample_run(s, s->opts.n_layers, s->opts.fanouts, epoch, batch_index, seeds, n_seeds,
-                        out, err);
+                        s->hop_fn, out, err);
     if (rc != OC_OK)
         smp_batch_reset(out);
     return rc;
@@ -541,10 +548,16 @@ int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_d
                          struct oc_sample_batch *out, struct oc_err *err)
 {
     static const int32_t all[1] = {OC_SAMPLE_ALL};
-    int rc = sample_run(s, 1, all, 0, 0, dst, n_dst, out, err);
+    int rc = sample_run(s, 1, all, 0, 0, dst, n_dst, NULL, out, err);
     if (rc != OC_OK)
         smp_batch_reset(out);
     return rc;
+}
+
+void oc_sample_sampler_on_hop(struct oc_sampler *s, oc_sample_hop_fn fn, void *ctx)
+{
+    s->hop_fn = fn;
+    s->hop_ctx = fn ? ctx : NULL;
 }
 
 void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_disk_stats *out)

@@ -106,6 +106,75 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
     return OC_OK;
 }
 
+#define LOAD_ROWS 4096u /* rows queued per batch run while filling the cache */
+
+void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t *n_cached, int *use_table)
+{
+    uint64_t n = s->n_nodes, row = s->row_bytes, table = n * sizeof(uint32_t);
+    uint64_t c_sorted = avail / (row + sizeof(uint64_t));
+    uint64_t c_table = avail >= table ? (avail - table) / row : 0;
+    if (c_sorted > n)
+        c_sorted = n;
+    if (c_table > n)
+        c_table = n;
+    *use_table = avail >= table && c_table >= c_sorted && n < STORE_NO_SLOT;
+    *n_cached = *use_table ? c_table : c_sorted;
+    if (*n_cached >= STORE_NO_SLOT)
+        *n_cached = STORE_NO_SLOT - 1;
+}
+
+/* Reads the cached rows (ascending ids) into their slots, LOAD_ROWS at a time, pages merged. */
+static int load_rows(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                     const uint64_t *ids, struct oc_err *err)
+{
+    int rc = OC_OK;
+    for (uint64_t k0 = 0; k0 < c->n && rc == OC_OK; k0 += LOAD_ROWS) {
+        uint64_t k1 = c->n - k0 < LOAD_ROWS ? c->n : k0 + LOAD_ROWS;
+        for (uint64_t k = k0; k < k1 && rc == OC_OK; k++)
+            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, ids[k]), s->row_bytes,
+                                 c->rows + k * s->row_bytes, err);
+        if (rc)
+            store_disk_discard(d);
+        else
+            rc = oc_io_batch_run(d->batch, err);
+    }
+    return rc;
+}
+
+int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t n,
+                     int use_table, uint64_t *ids, const char *who, struct oc_err *err)
+{
+    int rc = OC_OK;
+    c->n = c->n_live = n;
+    if (use_table) {
+        c->table = oc_alloc(s->n_nodes * sizeof(uint32_t), "store cache: slot table", err);
+        if (!c->table) {
+            rc = err ? err->status : OC_ERR_NOMEM;
+            goto out;
+        }
+        for (uint64_t v = 0; v < s->n_nodes; v++)
+            c->table[v] = STORE_NO_SLOT;
+        for (uint64_t k = 0; k < n; k++)
+            c->table[ids[k]] = (uint32_t)k;
+    }
+    if (n) {
+        c->rows = oc_alloc_aligned(n * s->row_bytes, 64, "store cache: cached rows", err);
+        if (!c->rows) {
+            rc = err ? err->status : OC_ERR_NOMEM;
+            goto out;
+        }
+        if ((rc = load_rows(s, c, d, ids, err)))
+            oc_err_prefix(err, "store %s: loading the cache", who);
+    }
+out:
+    if (use_table || rc) {
+        oc_free(ids);
+        ids = NULL;
+    }
+    c->ids = ids; /* the sorted layout keeps them as its lookup */
+    return rc;
+}
+
 uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c)
 {
     return c->n_live * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +

@@ -1,5 +1,5 @@
 /*
- * hot.c — which rows the `static` cache holds: the n hottest nodes by
+ * hot.c — which rows the `static` and `helios` caches hold: the n hottest nodes by
  * in-degree (PaGraph) or by how often epoch 0 of the training plan reads them
  * (pre-sampling, as Helios/GNNLab do), ties broken by the lower node id.
  *
@@ -124,7 +124,7 @@ static int presample(const struct oc_store *s, const struct oc_store_config *cfg
     }
 out:
     if (rc)
-        oc_err_prefix(err, "store static: pre-sampling epoch 0");
+        oc_err_prefix(err, "store %s: pre-sampling epoch 0", s->strat->name);
     oc_sample_batch_deinit(&b);
     oc_sample_epoch_deinit(&ep);
     oc_sample_sampler_free(sm);
@@ -160,11 +160,12 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                                                   : NULL;
         if (missing)
             return OC_ERR(err, OC_ERR_ARG,
-                          "store static: pre-sampled hotness needs the training plan; "
+                          "store %s: pre-sampled hotness needs the training plan; "
                           "config has no %s",
-                          missing);
+                          s->strat->name, missing);
     } else if (cfg->hotness != OC_STORE_HOTNESS_DEGREE) {
-        return OC_ERR(err, OC_ERR_ARG, "store static: unknown hotness %d", (int)cfg->hotness);
+        return OC_ERR(err, OC_ERR_ARG, "store %s: unknown hotness %d", s->strat->name,
+                      (int)cfg->hotness);
     }
     if (n == 0)
         return OC_OK;

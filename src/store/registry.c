@@ -20,7 +20,7 @@
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
     &oc_store_memory,   &oc_store_mmap,  &oc_store_direct,  &oc_store_static,
-    &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn,
+    &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn, &oc_store_helios,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -171,6 +171,13 @@ double oc_store_stats_amplification(const struct oc_store_stats *s)
     return (double)s->read_bytes / (double)s->requested_disk_bytes;
 }
 
+double store_io_cpu_s_per_gib(const struct oc_store_stats *s)
+{
+    if (s->read_bytes == 0)
+        return 0.0;
+    return (double)s->io_cpu_us * 1e-6 / ((double)s->read_bytes / (double)(1u << 30));
+}
+
 double oc_store_stats_hit_ratio(const struct oc_store_stats *s, enum oc_store_tier t)
 {
     if (s->requested_rows == 0 || (unsigned)t >= OC_STORE_TIER_COUNT)
@@ -196,6 +203,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.static_misses = a->static_misses - b->static_misses;
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
     r.sampled_batches = a->sampled_batches - b->sampled_batches;
+    r.io_cpu_us = a->io_cpu_us - b->io_cpu_us;
     for (int k = 0; k < OC_STORE_MAX_STAGES; k++)
         r.stage_busy_us[k] = a->stage_busy_us[k] - b->stage_busy_us[k];
     r.held_bytes = a->held_bytes; /* levels and totals since open: the later snapshot's */
@@ -384,6 +392,19 @@ int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     if (!s->strat->prepare_batch)
         return OC_OK;
     return s->strat->prepare_batch(s, epoch, batch, b, err);
+}
+
+int oc_store_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, struct oc_err *err)
+{
+    if (!s->strat->prepare_hop || n == 0)
+        return OC_OK;
+    return s->strat->prepare_hop(s, epoch, batch, ids, n, err);
+}
+
+int oc_store_wants_hops(const struct oc_store *s)
+{
+    return s->strat->prepare_hop != NULL;
 }
 
 int oc_store_reorders(const struct oc_store *s)

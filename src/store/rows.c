@@ -106,10 +106,75 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
     return rows < s->n_nodes ? rows : s->n_nodes;
 }
 
+int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
+                       uint64_t *rows, struct oc_err *err)
+{
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    uint64_t most = 0;
+    int rc;
+
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
+        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, cfg->first_epoch);
+    uint64_t nb = oc_sample_epoch_n_batches(&ep);
+    for (uint64_t i = 0; i < nb && i < n_measure && rc == OC_OK; i++) {
+        const uint64_t *seeds;
+        uint64_t n;
+        rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err);
+        if (rc == OC_OK)
+            rc = oc_sample_neighbors(sm, cfg->first_epoch, i, seeds, n, &b, err);
+        if (rc == OC_OK && b.n_input > most)
+            most = b.n_input;
+    }
+out:
+    if (rc)
+        oc_err_prefix(err, "store %s: sampling the first batches at open", who);
+    oc_sample_batch_deinit(&b);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    *rows = most + (most + 3) / 4;
+    return rc;
+}
+
 uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg)
 {
     uint64_t bound = store_expected_rows(s, cfg);
     return cfg->batch_rows && cfg->batch_rows < bound ? cfg->batch_rows : bound;
+}
+
+static void miss_sift(struct store_miss *a, uint64_t root, uint64_t n)
+{
+    for (;;) {
+        uint64_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && a[c].id < a[c + 1].id)
+            c++;
+        if (a[root].id >= a[c].id)
+            return;
+        struct store_miss t = a[root];
+        a[root] = a[c];
+        a[c] = t;
+        root = c;
+    }
+}
+
+void store_miss_sort(struct store_miss *a, uint64_t n)
+{
+    for (uint64_t i = n / 2; i-- > 0;)
+        miss_sift(a, i, n);
+    for (uint64_t i = n; i-- > 1;) {
+        struct store_miss t = a[0];
+        a[0] = a[i];
+        a[i] = t;
+        miss_sift(a, 0, i);
+    }
 }
 
 /* ---- the feature file through the batch reader ---------------------------- */

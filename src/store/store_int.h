@@ -53,6 +53,9 @@ struct store_strategy {
     /* Optional: oc_store_prepare_batch (NULL = nothing to do ahead). */
     int (*prepare_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
                          const struct oc_sample_batch *b, struct oc_err *err);
+    /* Optional: oc_store_prepare_hop (NULL = the strategy takes whole batches). */
+    int (*prepare_hop)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                       uint64_t n, struct oc_err *err);
     /* Optional: oc_store_lookahead (NULL = 0). */
     uint32_t (*lookahead)(const struct oc_store *s);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
@@ -73,6 +76,7 @@ extern const struct store_strategy oc_store_static;
 extern const struct store_strategy oc_store_gnndrive;
 extern const struct store_strategy oc_store_ginex;
 extern const struct store_strategy oc_store_diskgnn;
+extern const struct store_strategy oc_store_helios;
 
 struct oc_store {
     const struct store_strategy *strat;
@@ -155,11 +159,25 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
  */
 uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg);
 /*
+ * M: the largest input of the first n_measure batches of cfg's plan (from
+ * cfg->first_epoch), sampled now, plus a quarter (who names the strategy in
+ * errors). Needs graph, sample_opts, train_ids, n_train, batch_size.
+ */
+int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
+                       uint64_t *rows, struct oc_err *err);
+/*
  * Rows of one batch to budget arrays that grow on demand (direct, static):
  * the size train measured (cfg->batch_rows) when it gave one, else
  * store_expected_rows. Not for fixed capacities (gnndrive's batch records).
  */
 uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+
+/* A row to read: its node and where it goes (a buffer slot, a row of the batch). */
+struct store_miss {
+    uint64_t id, pos;
+};
+/* Sorts a by id, in place (a heapsort: qsort may allocate outside the accountant). */
+void store_miss_sort(struct store_miss *a, uint64_t n);
 
 /* ---- rows read from the feature file (direct, static misses) ------------- */
 
@@ -233,6 +251,19 @@ int store_cache_reserve(struct store_cache *c, struct store_disk *d, uint64_t n,
  */
 int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
+/*
+ * Rows a cache of `avail` bytes holds and its lookup: the u32 table or the
+ * sorted ids, whichever caches more rows (the table on a tie).
+ */
+void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t *n_cached, int *use_table);
+/*
+ * Fills c with the n rows of ids (ascending, oc_alloc'd; taken over: kept as
+ * the sorted lookup or freed) read through d, same-page reads merged; who
+ * names the strategy in errors. On failure c holds what was set (free it
+ * with store_cache_free).
+ */
+int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t n,
+                     int use_table, uint64_t *ids, const char *who, struct oc_err *err);
 /* Rows, lookup and slot scratch. */
 uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c);
 /* Frees rows, table, ids and slots; c is empty again. */
@@ -249,6 +280,9 @@ void store_cache_free(struct store_cache *c);
  */
 int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
                      int hottest_first, uint64_t **ids, struct oc_err *err);
+
+/* CPU seconds of the I/O path (io_cpu_us) per GiB the disk delivered (0 with nothing read). */
+double store_io_cpu_s_per_gib(const struct oc_store_stats *s);
 
 /* ---- test knobs ---------------------------------------------------------- */
 
@@ -280,6 +314,13 @@ void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
 /* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
 int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
                                  struct oc_err *err);
+
+/*
+ * For a `helios` store (no-op otherwise): lowers the reads it keeps in flight
+ * to depth (1 .. its ring's), so tests reach the submitter's wait for room.
+ * Call before the batch pipeline starts feeding it.
+ */
+void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

@@ -27,7 +27,9 @@
  * shrinks back to it at its next smaller one.
  *
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
- * the trainer would; for a strategy that samples itself (diskgnn's offline
+ * the trainer would (a store that wants hops, helios, is shown each hop's
+ * new input ids as the sampler produces them, oc_store_prepare_hop, then the
+ * whole batch); for a strategy that samples itself (diskgnn's offline
  * windows) the fetch stage takes the batch from the store instead
  * (oc_store_load_batch), so there too each batch is sampled once. The fetch
  * stage gathers slots in the order they come, except for a strategy that
@@ -93,6 +95,14 @@ struct oc_batch_pipe {
 };
 
 /* ---- sample stage ------------------------------------------------------ */
+
+/* The sampler's per-hop hook: each hop's new input ids to the store as they appear. */
+static int hop_to_store(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t lo,
+                        uint64_t hi, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    return oc_store_prepare_hop(bp->cfg.store, epoch, batch, ids + lo, hi - lo, err);
+}
 
 static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
@@ -293,6 +303,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
          (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                     err))))
         goto fail;
+    if (bp->sampler && oc_store_wants_hops(cfg->store))
+        oc_sample_sampler_on_hop(bp->sampler, hop_to_store, bp);
     bp->p = cfg->pipeline;
     if (!bp->p) {
         if ((rc = oc_pipeline_new("batch pipeline", &bp->p, err)))

@@ -122,42 +122,6 @@ static int has_plan(const struct oc_store_config *cfg)
            cfg->n_epochs > cfg->first_epoch;
 }
 
-/* M: the largest input of the first GD_MEASURE_BATCHES batches of the plan, plus a quarter. */
-static int gd_measure(const struct oc_store_config *cfg, uint64_t *rows, struct oc_err *err)
-{
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
-    uint64_t most = 0;
-    int rc;
-
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
-        goto out;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, cfg->first_epoch);
-    uint64_t nb = oc_sample_epoch_n_batches(&ep);
-    for (uint64_t i = 0; i < nb && i < GD_MEASURE_BATCHES && rc == OC_OK; i++) {
-        const uint64_t *seeds;
-        uint64_t n;
-        rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err);
-        if (rc == OC_OK)
-            rc = oc_sample_neighbors(sm, cfg->first_epoch, i, seeds, n, &b, err);
-        if (rc == OC_OK && b.n_input > most)
-            most = b.n_input;
-    }
-out:
-    if (rc)
-        oc_err_prefix(err, "store gnndrive: sampling the first batches at open");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
-    *rows = most + (most + 3) / 4;
-    return rc;
-}
-
 /*
  * Sizes the store for cfg with measured rows M (est_rows); n_slots = what
  * mem_bytes buys (N if unlimited), not checked here.
@@ -297,7 +261,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     uint64_t est = 0;
     if (!err)
         err = &local;
-    if (has_plan(cfg) && (rc = gd_measure(cfg, &est, err)))
+    if (has_plan(cfg) && (rc = store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)))
         return rc;
     gd_size(s, cfg, est, &z);
     if ((rc = gd_check_budget(cfg, &z, err)))
@@ -667,6 +631,8 @@ static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct gd_store *g = s->impl;
     out->held_bytes = g->held_bytes;
+    if (g->extract_st)
+        out->io_cpu_us = (uint64_t)(oc_stage_cpu_s(g->extract_st) * 1e6);
 }
 
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info)
@@ -712,7 +678,8 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     c.mem_bytes = 0;
     struct gd_sizing z;
     uint64_t est = 0;
-    int rc = has_plan(cfg) ? gd_measure(cfg, &est, err) : OC_OK;
+    int rc =
+        has_plan(cfg) ? store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err) : OC_OK;
     if (rc)
         return rc;
     gd_size(&s, &c, est, &z);
@@ -741,9 +708,11 @@ static double gd_standby_reuse(const struct oc_store_stats *s)
     return (double)s->standby_hits / (double)(s->requested_rows ? s->requested_rows : 1);
 }
 
-/* Rows reused from released buffer slots (the standby LRU list), per requested row. */
+/* Rows reused from released buffer slots (the standby LRU list), per requested row;
+   CPU seconds of the extract stage per GiB read. */
 static const struct oc_store_stat gnndrive_stat_table[] = {
     {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse},
+    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib},
 };
 
 const struct store_strategy oc_store_gnndrive = {

@@ -96,11 +96,6 @@ struct gd_rec {
     uint64_t read_bytes, n_reads;
 };
 
-struct gd_miss {
-    uint64_t id;
-    uint32_t slot;
-};
-
 struct gd_store;
 
 /*
@@ -110,10 +105,10 @@ struct gd_store;
  */
 struct gd_extractor {
     struct gd_store *g;
-    struct gd_rec *cur;   /* the batch being extracted */
-    uint64_t cap;         /* rows miss and waits hold: max_rows, grown for a larger batch */
-    struct gd_miss *miss; /* cap: this batch's misses */
-    uint32_t *waits;      /* cap: rows of this batch loaded by another extractor */
+    struct gd_rec *cur;      /* the batch being extracted */
+    uint64_t cap;            /* rows miss and waits hold: max_rows, grown for a larger batch */
+    struct store_miss *miss; /* cap: this batch's misses (pos: the slot) */
+    uint32_t *waits;         /* cap: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
     struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */
     uint64_t rng;               /* test delays */
@@ -137,7 +132,9 @@ struct gd_store {
     struct oc_file *file; /* features.npy, O_DIRECT where allowed; shared by the extractors */
     struct gd_buf buf;
     struct gd_rec *recs;
-    struct oc_pipeline *p; /* where the stages run (store_stages) */
+    struct oc_pipeline *p;
+    struct oc_stage *extract_st;
+    /* its CPU time is the I/O path's (io_cpu_us) */ /* where the stages run (store_stages) */
     struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
     int sync_ready;
     uint64_t sampler_rng, releaser_rng;

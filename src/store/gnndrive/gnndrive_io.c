@@ -47,7 +47,7 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
     int rc;
     x->g = g;
     x->cap = g->max_rows;
-    x->miss = oc_alloc(g->max_rows * sizeof(struct gd_miss), "store gnndrive: misses", err);
+    x->miss = oc_alloc(g->max_rows * sizeof(struct store_miss), "store gnndrive: misses", err);
     x->waits = oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: wait list", err);
     if (!x->miss || !x->waits)
         return err ? err->status : OC_ERR_NOMEM;
@@ -72,38 +72,7 @@ uint64_t gd_io_extractor_bytes(size_t cell_bytes, unsigned depth, uint64_t max_r
 {
     return (uint64_t)depth * cell_bytes + 4096 /* the reader itself */ +
            2 * GD_READ_RUN * oc_io_batch_request_bytes() +
-           max_rows * (sizeof(struct gd_miss) + sizeof(uint32_t));
-}
-
-/* ---- sorting (in place, allocation-free) ---------------------------------- */
-
-static void miss_sift(struct gd_miss *a, size_t root, size_t n)
-{
-    for (;;) {
-        size_t c = 2 * root + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && a[c].id < a[c + 1].id)
-            c++;
-        if (a[root].id >= a[c].id)
-            return;
-        struct gd_miss t = a[root];
-        a[root] = a[c];
-        a[c] = t;
-        root = c;
-    }
-}
-
-static void miss_sort(struct gd_miss *a, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        miss_sift(a, i, n);
-    for (size_t i = n; i-- > 1;) {
-        struct gd_miss t = a[0];
-        a[0] = a[i];
-        a[i] = t;
-        miss_sift(a, 0, i);
-    }
+           max_rows * (sizeof(struct store_miss) + sizeof(uint32_t));
 }
 
 /*
@@ -141,10 +110,10 @@ static int read_run(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_
     const struct oc_io_stats *st = oc_io_batch_stats(x->reader);
     uint64_t reads0 = st->n_reads, bytes0 = st->read_bytes;
     for (uint64_t m = lo; m < hi && rc == OC_OK; m++) {
-        const struct gd_miss *ms = &x->miss[m];
+        const struct store_miss *ms = &x->miss[m];
         rc = oc_io_batch_add_cb(x->reader, g->file, store_row_off(s, ms->id), s->row_bytes,
-                                g->buf.rows + (size_t)ms->slot * s->row_bytes, row_placed, g,
-                                ms->slot, err);
+                                g->buf.rows + (size_t)ms->pos * s->row_bytes, row_placed, g,
+                                ms->pos, err);
     }
     /* On an add failure this only empties the reader (what was added is read and placed). */
     struct oc_err ignore;
@@ -171,7 +140,7 @@ static uint64_t run_end(const struct gd_extractor *x, uint64_t j, uint64_t hi)
 int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err)
 {
     int rc = OC_OK;
-    miss_sort(x->miss + lo, (size_t)(hi - lo));
+    store_miss_sort(x->miss + lo, hi - lo);
     for (uint64_t j = lo; j < hi && rc == OC_OK;) {
         if (atomic_load_explicit(&x->g->stop, memory_order_acquire))
             return OC_ERR_CANCELLED;

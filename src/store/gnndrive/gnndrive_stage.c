@@ -217,7 +217,7 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     x->cur = r;
     x->n_miss = x->n_waits = 0;
     gd_delay(g, &x->rng);
-    int rc = gd_grow_rows((void **)&x->miss, sizeof(struct gd_miss), (void **)&x->waits,
+    int rc = gd_grow_rows((void **)&x->miss, sizeof(struct store_miss), (void **)&x->waits,
                           sizeof(uint32_t), &x->cap, r->n_rows, "store gnndrive: extractor", err);
     if (rc == OC_OK)
         rc = reserve_batch(x, r, &flushed, err);
@@ -287,7 +287,7 @@ static int add_stages(struct gd_store *g, struct oc_err *err)
         oc_queue_push(g->ex_q, &g->ex[i]);
     if ((rc = oc_pipeline_on_cancel(g->p, gd_on_cancel, g, err)) ||
         (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->n_extractors, g->extract_q,
-                                extract_stage, g, NULL, err)) ||
+                                extract_stage, g, &g->extract_st, err)) ||
         (rc = oc_pipeline_stage(g->p, "gnndrive release", 1, g->release_q, release_stage, g, NULL,
                                 err)))
         return rc;

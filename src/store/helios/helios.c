@@ -1,0 +1,443 @@
+/*
+ * helios.c — the `helios` strategy (Helios, on the CPU): a RAM cache of the
+ * hottest rows by a pre-sampled epoch, and a deep, per-hop pipeline of
+ * asynchronous row reads through one io_uring ring (SQPOLL, registered
+ * buffer and file: no syscall per read) with one submitter and a separate
+ * completion stage (helios_io.c):
+ *
+ *   sample stage ─hop─► submit misses ─► ring ─► complete stage ─► done_q
+ *   (batch pipeline)                                                  │
+ *   fetch stage: gather_batch ◄───────────────────────────────────────┘
+ *     cached rows from the cache, staged rows from the record's stage,
+ *     overflow rows read now; f16 widened ─► the record back to free_q
+ *
+ * This file: sizing and open, the trainer's side (gather_batch, evaluation
+ * gathers), stats and options.
+ *
+ * Sizing (cfg->mem_bytes; everything through oc_alloc). B = a batch's rows at
+ * their bound (store_expected_rows); M = the largest of the first batches
+ * measured at open plus a quarter. Fixed: HL_N_RECORDS records of B rows
+ * (ids 8, slot 4, at 8 bytes a row), the submitter's miss scratch (16 bytes
+ * per row of B), the trainer's reader (2 MiB bounce and STORE_ROW_SCRATCH_BYTES
+ * per row of B for rows read at gather). The stage of a record (one row's
+ * pages per row of M) comes next: half of what the budget leaves after the
+ * fixed part at most (a smaller stage only sends more rows to the gather's
+ * own reads); the rest is the cache (store_cache_plan), filled with the
+ * hottest rows of a pre-sampled epoch 0 (store_hot_select, presample; by
+ * in-degree without a training plan). mem_bytes 0 caches every row.
+ *
+ * Cores (--io-cores N): the last N cores are the I/O path's: the ring polls
+ * with SQPOLL, its kernel thread pinned to the last core, the completion
+ * stage to the first of them; 0 = automatic: one core on machines of 4 or
+ * more, none below, and then no SQPOLL (its thread spins for 2 ms after each
+ * burst, CPU the compute would lose): a plain ring, nothing pinned. The
+ * compute pool is train's and is not pinned.
+ *
+ * Plan order: gather_batch(epoch, b) waits for batch b's record when the
+ * sample stage prepared it, so training is bit-identical to `memory`; a
+ * batch outside the plan, prepared out of order or whose ids differ, is read
+ * directly (store_cache_gather). Stats: tier CPU = cached rows, tier DISK =
+ * staged and overflow rows; io_cpu_us = submitter CPU (sample stage) +
+ * completion stage CPU + the SQPOLL thread's CPU.
+ *
+ * Place in the data flow: store; train's batch pipeline feeds and drains it.
+ * Thread-safety: see helios_int.h; evaluation gathers run between epochs on
+ * the training thread, never alongside the fetch stage.
+ * Ownership: the store owns what helios_int.h lists; the registry joins the
+ * pipeline's threads before hl_free runs.
+ */
+
+#include <inttypes.h>
+#include <stddef.h>
+#include <unistd.h>
+
+#include "store/helios/helios_int.h"
+
+#define HL_DEPTH           4096u /* reads in flight */
+#define HL_MEASURE_BATCHES 8u
+#define HL_ROW_META_BYTES  20u /* per row of a record: id 8, slot 4, at 8 */
+#define HL_SQ_IDLE_MS      2u
+
+static int has_plan(const struct oc_store_config *cfg)
+{
+    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
+           cfg->n_epochs > cfg->first_epoch;
+}
+
+struct hl_sizing {
+    uint64_t fixed, stage_bytes, n_cached;
+    int use_table;
+};
+
+static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t max_rows,
+                    uint64_t est_rows, int pipeline, struct hl_sizing *z)
+{
+    uint64_t page_rows = oc_io_align_up(s->row_bytes);
+    memset(z, 0, sizeof(*z));
+    z->fixed = sizeof(struct hl_store) + STORE_DISK_BOUNCE_BYTES +
+               store_budget_rows(s, cfg) * STORE_ROW_SCRATCH_BYTES;
+    uint64_t want = 0;
+    if (pipeline) {
+        z->fixed += HL_N_RECORDS * (sizeof(struct hl_rec) + max_rows * HL_ROW_META_BYTES) +
+                    max_rows * sizeof(struct store_miss) +
+                    4 * (HL_N_RECORDS * sizeof(void *) + 128);
+        want = est_rows * page_rows;
+    }
+    if (cfg->mem_bytes == 0) {
+        z->stage_bytes = oc_io_align_up(want);
+        z->n_cached = s->n_nodes;
+        z->use_table = s->n_nodes < STORE_NO_SLOT;
+        return;
+    }
+    uint64_t avail = cfg->mem_bytes > z->fixed ? cfg->mem_bytes - z->fixed : 0;
+    /* per record: the stage, plus its span table and results (16 + 8 bytes a page) */
+    uint64_t per_stage_byte_num = OC_IO_ALIGN + sizeof(struct hl_span) + sizeof(int64_t);
+    uint64_t stage = want;
+    if (HL_N_RECORDS * stage / OC_IO_ALIGN * per_stage_byte_num > avail / 2)
+        stage = avail / 2 / HL_N_RECORDS / per_stage_byte_num * OC_IO_ALIGN;
+    z->stage_bytes = oc_io_align_down(stage);
+    uint64_t stage_total = HL_N_RECORDS * z->stage_bytes / OC_IO_ALIGN * per_stage_byte_num;
+    store_cache_plan(s, avail - stage_total, &z->n_cached, &z->use_table);
+}
+
+static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *err)
+{
+    uint32_t cap_spans = (uint32_t)(h->stage_bytes / OC_IO_ALIGN);
+    if (h->stage_bytes) {
+        h->arena = oc_io_buf_alloc(h->n_records * h->stage_bytes, "store helios: stage", err);
+        if (!h->arena)
+            return err->status;
+    }
+    h->recs = oc_calloc(h->n_records, sizeof(struct hl_rec), "store helios: records", err);
+    h->miss = oc_alloc(h->max_rows * sizeof(struct store_miss), "store helios: misses", err);
+    if (!h->recs || !h->miss)
+        return err->status;
+    for (uint32_t i = 0; i < h->n_records; i++) {
+        struct hl_rec *r = &h->recs[i];
+        r->index = i;
+        r->cap_spans = cap_spans;
+        r->stage = h->arena ? h->arena + i * h->stage_bytes : NULL;
+        r->ids = oc_alloc(h->max_rows * sizeof(uint64_t), "store helios: batch ids", err);
+        r->slot = oc_alloc(h->max_rows * sizeof(uint32_t), "store helios: batch slots", err);
+        r->at = oc_alloc(h->max_rows * sizeof(uint64_t), "store helios: batch rows", err);
+        r->spans = oc_alloc((cap_spans ? cap_spans : 1) * sizeof(struct hl_span),
+                            "store helios: spans", err);
+        r->res =
+            oc_alloc((cap_spans ? cap_spans : 1) * sizeof(int64_t), "store helios: spans", err);
+        if (!r->ids || !r->slot || !r->at || !r->spans || !r->res)
+            return err->status;
+    }
+    int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &h->file, err);
+    if (rc)
+        return rc;
+    /* SQPOLL only with a core for it: its polling thread would take compute's CPU */
+    struct oc_io_ring_config rcfg = {
+        h->file,         h->depth,  h->arena,     h->n_records * h->stage_bytes,
+        h->io_cores > 0, h->sq_cpu, HL_SQ_IDLE_MS};
+    return oc_io_ring_new(&rcfg, &h->ring, err);
+}
+
+/* The cores split: io_cores of n_cpus for I/O (0 = auto), the SQPOLL thread's CPU. */
+static void split_cores(struct hl_store *h, uint32_t io_cores)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    h->n_cpus = n > 0 ? (int)n : 1;
+    if (io_cores == 0)
+        io_cores = h->n_cpus >= 4 ? 1 : 0;
+    if ((int)io_cores >= h->n_cpus)
+        io_cores = (uint32_t)(h->n_cpus - 1);
+    h->io_cores = (int)io_cores;
+    h->sq_cpu = h->io_cores ? h->n_cpus - 1 : -1;
+    if (h->io_cores)
+        oc_log(OC_LOG_INFO,
+               "store helios: %d of %d cores for I/O (SQPOLL thread on CPU %d, completion "
+               "stage on CPU %d), the rest for compute",
+               h->io_cores, h->n_cpus, h->sq_cpu, h->n_cpus - h->io_cores);
+    else
+        oc_log(OC_LOG_INFO,
+               "store helios: %d cores, none reserved for I/O (nothing pinned, no SQPOLL; "
+               "--io-cores 1 gives it one)",
+               h->n_cpus);
+}
+
+static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
+{
+    struct oc_store_config c = *cfg;
+    struct hl_sizing z;
+    uint64_t est = 0, *ids = NULL;
+    int rc;
+    if (cfg->reuse_samples)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store helios: --reuse-samples is not supported (it reads each epoch's "
+                      "batches as they are sampled)");
+    int pipeline = has_plan(cfg);
+    uint64_t max_rows = store_expected_rows(s, cfg);
+    if (pipeline && (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
+        return rc;
+    hl_size(s, cfg, max_rows, est < max_rows ? est : max_rows, pipeline, &z);
+    if (cfg->mem_bytes && cfg->mem_bytes < z.fixed) {
+        char need_s[32], have_s[32];
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store helios: needs at least %s (%u batch records of %" PRIu64
+                      " rows, a %u-byte bounce buffer and request arrays) before staging or "
+                      "caching any row; the store's budget is %s",
+                      oc_format_size(z.fixed, need_s, sizeof(need_s)), HL_N_RECORDS, max_rows,
+                      STORE_DISK_BOUNCE_BYTES,
+                      oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+    }
+    struct hl_store *h = oc_calloc(1, sizeof(*h), "store helios", err);
+    if (!h)
+        return err ? err->status : OC_ERR_NOMEM;
+    s->impl = h;
+    h->s = s;
+    h->pipeline = pipeline;
+    h->max_rows = max_rows;
+    h->est_rows = est;
+    h->stage_bytes = z.stage_bytes;
+    h->n_records = HL_N_RECORDS;
+    h->depth = HL_DEPTH;
+    h->first_epoch = cfg->first_epoch;
+    h->n_epochs = cfg->n_epochs;
+    h->n_batches = s->n_plan_batches;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->sync_ready = 1;
+    split_cores(h, cfg->io_cores);
+    if ((rc = store_disk_open(s, 1, &h->disk, err)))
+        return rc;
+    c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+    if ((rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err)) ||
+        (rc =
+             store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, "helios", err)))
+        return rc;
+    h->held_bytes = z.fixed + store_cache_held_bytes(s, &h->cache) +
+                    (pipeline ? h->n_records * (h->stage_bytes / OC_IO_ALIGN) *
+                                    (OC_IO_ALIGN + sizeof(struct hl_span) + sizeof(int64_t))
+                              : 0);
+    oc_log(OC_LOG_INFO,
+           "store helios: %" PRIu64 " of %" PRIu64 " rows cached (%s hotness), %u records of "
+           "%" PRIu64 " staged bytes",
+           h->cache.n, s->n_nodes, pipeline ? "pre-sampled" : "degree", h->n_records,
+           h->stage_bytes);
+    if (!pipeline)
+        return OC_OK;
+    if ((rc = alloc_records(s, h, err)))
+        return rc;
+    return hl_stages_start(h, err);
+}
+
+static void hl_free(struct oc_store *s)
+{
+    struct hl_store *h = s->impl;
+    if (!h)
+        return;
+    oc_io_ring_free(h->ring); /* first: the kernel lets go of the arena */
+    for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
+        oc_free(h->recs[i].ids);
+        oc_free(h->recs[i].slot);
+        oc_free(h->recs[i].at);
+        oc_free(h->recs[i].spans);
+        oc_free(h->recs[i].res);
+    }
+    oc_free(h->recs);
+    oc_free(h->miss);
+    oc_free(h->arena);
+    oc_file_close(h->file, NULL);
+    store_disk_close(&h->disk);
+    store_cache_free(&h->cache);
+    if (h->sync_ready) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+    }
+    oc_free(h);
+    s->impl = NULL;
+}
+
+/* ---- the trainer's side ----------------------------------------------------- */
+
+static int hl_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                     struct oc_err *err)
+{
+    struct hl_store *h = s->impl;
+    return store_cache_gather(s, &h->cache, &h->disk, ids, n, out, err);
+}
+
+/* A record the trainer will not use: its reads still count (the disk delivered them). */
+static void release(struct hl_store *h, struct hl_rec *r)
+{
+    h->s->stats.read_bytes += r->read_bytes;
+    h->s->stats.n_reads += r->n_spans;
+    oc_queue_push(h->free_q, r); /* capacity n_records: never waits */
+}
+
+/* The finished record of plan batch seq (records finish in plan order); NULL: read directly. */
+static int take_record(struct hl_store *h, uint64_t seq, struct hl_rec **out, struct oc_err *err)
+{
+    *out = NULL;
+    for (;;) {
+        struct hl_rec *r = h->held;
+        h->held = NULL;
+        if (!r) {
+            void *item;
+            if (oc_queue_pop(h->done_q, &item) != OC_OK)
+                return hl_pipeline_error(h, err);
+            r = item;
+        }
+        if (r->seq == seq) {
+            *out = r;
+            return OC_OK;
+        }
+        if (r->seq > seq) { /* seq was skipped by the submitter: keep r for its turn */
+            h->held = r;
+            return OC_OK;
+        }
+        release(h, r); /* an earlier batch the trainer did not gather */
+    }
+}
+
+struct hl_copy {
+    const struct oc_store *s;
+    const struct hl_store *h;
+    const struct hl_rec *r;
+    float *out;
+};
+
+static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct hl_copy *j = ctx;
+    const struct oc_store *s = j->s;
+    const struct hl_rec *r = j->r;
+    for (uint64_t i = lo; i < hi; i++) {
+        float *dst = j->out + i * s->feat_dim;
+        if (r->slot[i] != STORE_NO_SLOT)
+            store_row_to_f32(s->dtype, j->h->cache.rows + (uint64_t)r->slot[i] * s->row_bytes,
+                             s->feat_dim, dst);
+        else if (r->at[i] != HL_NO_AT)
+            store_row_to_f32(s->dtype, r->stage + r->at[i], s->feat_dim, dst);
+        else if (s->dtype == OC_DTYPE_F16) /* read at gather into the upper half */
+            store_row_widen_inplace(dst, s->feat_dim);
+    }
+}
+
+static int serve(struct hl_store *h, struct hl_rec *r, float *out, struct oc_err *err)
+{
+    struct oc_store *s = h->s;
+    int rc = OC_OK;
+    for (uint64_t i = 0; i < r->n_rows && rc == OC_OK && r->n_overflow; i++)
+        if (r->slot[i] == STORE_NO_SLOT && r->at[i] == HL_NO_AT)
+            rc = store_disk_queue(s, &h->disk, r->ids[i], out + i * s->feat_dim, err);
+    if (rc)
+        store_disk_discard(&h->disk);
+    else if (r->n_overflow)
+        rc = store_disk_run(s, &h->disk, err);
+    if (rc == OC_OK) {
+        struct hl_copy j = {s, h, r, out};
+        rc = store_for_rows(s->pool, r->n_rows, copy_rows, &j, err);
+    }
+    if (rc == OC_OK) {
+        uint64_t disk_rows = r->n_staged + r->n_overflow;
+        s->stats.tier_rows[OC_STORE_TIER_CPU] += r->n_cached;
+        s->stats.tier_rows[OC_STORE_TIER_DISK] += disk_rows;
+        s->stats.requested_disk_bytes += disk_rows * (uint64_t)s->row_bytes;
+        h->n_served++;
+    }
+    release(h, r);
+    return rc;
+}
+
+static int hl_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                           uint64_t n, float *out, struct oc_err *err)
+{
+    struct hl_store *h = s->impl;
+    struct hl_rec *r = NULL;
+    if (h->pipeline && epoch >= h->first_epoch && epoch < h->n_epochs && batch < h->n_batches) {
+        uint64_t seq = (epoch - h->first_epoch) * h->n_batches + batch;
+        if (seq < atomic_load_explicit(&h->n_prepared, memory_order_acquire)) {
+            int rc = take_record(h, seq, &r, err);
+            if (rc)
+                return rc;
+        }
+    }
+    if (r && r->n_rows == n && memcmp(r->ids, ids, n * sizeof(uint64_t)) == 0)
+        return serve(h, r, out, err);
+    if (r) /* not the batch the plan sampled: the caller's ids rule */
+        release(h, r);
+    h->n_direct++;
+    return hl_gather(s, ids, n, out, err);
+}
+
+/* ---- stats and options ---------------------------------------------------------- */
+
+static void hl_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    const struct hl_store *h = s->impl;
+    out->held_bytes = h->held_bytes + store_disk_held_bytes(&h->disk);
+    if (!h->pipeline)
+        return;
+    double comp_cpu = h->comp_st ? oc_stage_cpu_s(h->comp_st) : 0;
+    uint64_t sub = atomic_load(&h->submit_cpu_ns), sq = oc_io_ring_sq_cpu_ns(h->ring);
+    out->io_cpu_us = (uint64_t)(comp_cpu * 1e6) + (sub + sq) / 1000u;
+    oc_log(OC_LOG_DEBUG,
+           "store helios: I/O CPU since open: submission %.3f s, completion stage %.3f s, "
+           "SQPOLL thread %.3f s",
+           (double)sub * 1e-9, comp_cpu, (double)sq * 1e-9);
+    out->stage_busy_us[0] = atomic_load(&h->submit_ns) / 1000u;
+    out->stage_busy_us[1] = h->comp_st ? (uint64_t)(oc_stage_busy_s(h->comp_st) * 1e6) : 0;
+}
+
+static double hl_submit_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[0] * 1e-6;
+}
+
+static double hl_complete_s(const struct oc_store_stats *s)
+{
+    return (double)s->stage_busy_us[1] * 1e-6;
+}
+
+/* Busy seconds of submission (on the sample stage, per hop) and of the completion stage. */
+static const struct oc_store_stat helios_stat_table[] = {
+    {"stage_busy_s", "submit", "Submit", OC_STORE_STAT_SECONDS, hl_submit_s},
+    {"stage_busy_s", "complete", "Complete", OC_STORE_STAT_SECONDS, hl_complete_s},
+    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib},
+};
+
+static const struct oc_store_opt helios_opts[] = {
+    {"io-cores", OC_STORE_OPT_U32, "N", NULL,
+     "cores for the I/O path: io_uring SQPOLL, its thread and the completion stage pinned "
+     "to the last N (0 = auto: 1 on 4 or more cores; none: a plain ring)",
+     offsetof(struct oc_store_config, io_cores), 0, 0},
+};
+
+void oc_store_helios_set_depth(struct oc_store *s, unsigned depth)
+{
+    struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
+    if (h && depth >= 1 && depth <= h->depth)
+        h->depth = depth;
+}
+
+/* Up to n_records batches are read ahead of their gathers. */
+static uint32_t hl_lookahead(const struct oc_store *s)
+{
+    const struct hl_store *h = s->impl;
+    return h && h->pipeline ? h->n_records : 0;
+}
+
+const struct store_strategy oc_store_helios = {
+    .name = "helios",
+    .summary = "hottest rows by a pre-sampled epoch in a RAM cache; per-hop asynchronous reads "
+               "through io_uring SQPOLL with fixed buffers, a separate completion stage "
+               "(Helios, on the CPU)",
+    .open = hl_open,
+    .gather = hl_gather,
+    .gather_batch = hl_gather_batch,
+    .prepare_batch = hl_prepare_batch,
+    .prepare_hop = hl_prepare_hop,
+    .lookahead = hl_lookahead,
+    .stats = hl_stats,
+    .free = hl_free,
+    .opts = helios_opts,
+    .n_opts = sizeof(helios_opts) / sizeof(helios_opts[0]),
+    .stat_table = helios_stat_table,
+    .n_stats = sizeof(helios_stat_table) / sizeof(helios_stat_table[0]),
+};

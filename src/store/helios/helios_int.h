@@ -1,0 +1,103 @@
+/*
+ * helios_int.h — private to src/store/helios: the `helios` store, its batch
+ * records and the functions its two files share (helios.c: sizing, open,
+ * the trainer's side; helios_io.c: per-hop submission and the completion
+ * stage).
+ *
+ * Place in the data flow: store; the batch pipeline's sample stage feeds
+ * hops and batches in (prepare_hop / prepare_batch), the completion stage
+ * reaps their reads, the fetch stage serves them (gather_batch).
+ * Thread-safety: a record belongs to the submitter (the sample stage) from
+ * free_q until it is sealed; its atomics (n_sub, n_done, sealed) are shared
+ * with the completion stage, which owns `res` and the read counters and
+ * hands the whole record on through done_q to the fetch stage, which hands
+ * it back through free_q. h->mu guards only the submitter's wait for room in
+ * the ring (leaf lock; no queue call is made with it held).
+ * Ownership: the store owns records, arena, ring, cache and readers; the
+ * pipeline (the batch pipeline's, or the store's own) owns queues and threads.
+ */
+#ifndef OFFCORE_STORE_HELIOS_INT_H
+#define OFFCORE_STORE_HELIOS_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "store/store_int.h"
+
+#define HL_NO_AT     UINT64_MAX  /* a row not staged: cached, or read at gather (overflow) */
+#define HL_SEAL      0xffffffffu /* tag span of a batch's seal marker */
+#define HL_MAX_SPAN  (64u << 10) /* rows sharing pages are read together up to this */
+#define HL_N_RECORDS 3u          /* one served, two read ahead (Helios's depth 2) */
+
+/* One read: [off, off + len) of the file into stage + at; need = bytes its rows use. */
+struct hl_span {
+    uint64_t off, at;
+    uint32_t len, need;
+};
+
+struct hl_rec {
+    uint32_t index;
+    uint64_t seq, epoch, batch;
+    uint64_t n_rows; /* rows shown so far (final once sealed) */
+    uint64_t *ids;   /* max_rows */
+    uint32_t *slot;  /* cache slot, or STORE_NO_SLOT */
+    uint64_t *at;    /* offset of the staged row in stage, or HL_NO_AT */
+    uint8_t *stage;  /* this record's part of the arena */
+    uint64_t stage_used;
+    struct hl_span *spans; /* cap_spans = stage bytes / 4 KiB */
+    int64_t *res;          /* completion stage: result of each span */
+    uint32_t n_spans, cap_spans;
+    uint64_t n_cached, n_staged, n_overflow;
+    uint64_t read_bytes;          /* completion stage */
+    atomic_uint_least32_t n_sub;  /* spans submitted (release: spans written) */
+    atomic_uint_least32_t n_done; /* spans reaped */
+    atomic_int sealed;            /* the seal marker was reaped */
+    int queued;                   /* handed to the completion stage */
+};
+
+struct hl_store {
+    struct oc_store *s;
+    struct store_cache cache;
+    struct store_disk disk; /* the fetch/trainer thread's: evaluation, overflow, out of plan */
+    struct oc_file *file;   /* O_DIRECT, the ring's */
+    struct oc_io_ring *ring;
+    uint8_t *arena; /* n_records x stage_bytes, registered with the ring */
+    uint64_t stage_bytes, max_rows, est_rows;
+    unsigned depth;
+    struct hl_rec *recs;
+    uint32_t n_records;
+    int pipeline;
+    uint32_t first_epoch, n_epochs;
+    uint64_t n_batches;
+    int io_cores, sq_cpu, n_cpus;
+    uint64_t held_bytes;
+    /* submitter (the sample stage) */
+    struct store_miss *miss; /* one hop's misses (pos: the row in the batch) */
+    struct hl_rec *open_rec; /* being filled hop by hop */
+    atomic_uint_least64_t n_prepared;
+    atomic_uint_least64_t submit_cpu_ns, submit_ns;
+    /* shared with the completion stage */
+    atomic_uint_least32_t in_flight;
+    atomic_int waiting, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_ready;
+    /* stages */
+    struct oc_pipeline *p;
+    struct oc_queue *free_q, *comp_q, *done_q;
+    struct oc_stage *comp_st;
+    int pinned; /* the completion thread set its affinity */
+    /* fetch stage */
+    struct hl_rec *held; /* popped ahead of its turn */
+    uint64_t n_served, n_direct;
+};
+
+/* helios_io.c */
+int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                   uint64_t n, struct oc_err *err);
+int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                     const struct oc_sample_batch *b, struct oc_err *err);
+int hl_stages_start(struct hl_store *h, struct oc_err *err);
+int hl_pipeline_error(struct hl_store *h, struct oc_err *err);
+
+#endif

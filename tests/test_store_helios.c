@@ -1,0 +1,333 @@
+/*
+ * test_store_helios.c — the `helios` strategy: through the batch pipeline
+ * (per-hop submission, completion stage) every training row equals the
+ * file's over two epochs with evaluation gathers between them, for f32 and
+ * f16 rows, under a budget that leaves cached, staged and overflow rows, via
+ * SQPOLL, a plain ring and pread; fault loops over ring setup (fallbacks,
+ * still correct), submission and completion errors end with a clean error
+ * naming the file, no leak and no hang; cancelling mid-epoch on a shared
+ * pipeline ends every wait; allocation faults at open fail cleanly.
+ *
+ * Place in the data flow: tests of store (generate → dataset → sample → store).
+ * Thread-safety: the test drives the store from the batch pipeline's stages.
+ * Ownership: every store and fixture is freed by the test that made it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault_util.h"
+#include "harness.h"
+#include "offcore/batch_pipe.h"
+#include "offcore/pipeline.h"
+#include "offcore/rng.h"
+#include "proc_util.h"
+#include "store_fixture.h"
+
+/* 20000 nodes, batches of 64 seeds (fanouts 4,3: at most 1280 rows). */
+static int hl_fixture(struct fixture *fx, uint32_t dim, enum oc_dtype dtype)
+{
+    if (!fixture_init(fx, 20000, dim, dtype))
+        return 0;
+    fx->batch_size = 64;
+    return 1;
+}
+
+/* The plan's config; a budget that caches a fraction of the rows and stages fewer than a batch. */
+static struct oc_store_config hl_config(const struct fixture *fx, uint32_t n_epochs)
+{
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.first_epoch = 0;
+    c.n_epochs = n_epochs;
+    c.mem_bytes = fixture_fixed_bytes(fx) + 3u * 1280 * 20 + 1280 * 16 + (1u << 20) +
+                  fx->n_nodes * fx->row_bytes / 4;
+    return c;
+}
+
+/*
+ * Runs n_epochs of the plan through the batch pipeline, an evaluation gather
+ * between epochs; counts rows that differ from the file in *bad; returns the
+ * first error (OC_OK if none).
+ */
+static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs, uint64_t *bad,
+                    struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
+    *bad = 0;
+    int rc = oc_batch_pipe_new(&pc, &bp, err);
+    for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        if ((rc = oc_batch_pipe_epoch(bp, e, err)) || (rc = oc_batch_pipe_open(bp, err)))
+            break;
+        for (uint64_t b = 0; rc == OC_OK && b < oc_batch_pipe_n_batches(bp); b++) {
+            struct oc_pipe_batch *pb;
+            if ((rc = oc_batch_pipe_next(bp, &pb, err)))
+                break;
+            *bad += fixture_bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
+            oc_batch_pipe_done(bp, pb);
+        }
+        if (rc == OC_OK) { /* evaluation gather between epochs */
+            uint64_t ids[300];
+            float *out = malloc(300 * fx->dim * sizeof(float));
+            struct oc_rng r;
+            oc_rng_init(&r, 7, e, 1, 2);
+            for (int i = 0; i < 300; i++)
+                ids[i] = oc_rng_below(&r, fx->n_nodes);
+            rc = oc_store_gather(s, ids, 300, out, err);
+            if (rc == OC_OK)
+                *bad += fixture_bad_rows(fx, ids, 300, out);
+            free(out);
+        }
+    }
+    oc_batch_pipe_free(bp);
+    return rc;
+}
+
+static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth,
+                         uint32_t io_cores)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, dim, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = hl_config(&fx, 2);
+    c.io_cores = io_cores;
+    struct oc_store *s = fixture_open("helios", &c);
+    if (s) {
+        uint64_t bad = 9;
+        if (depth)
+            oc_store_helios_set_depth(s, depth);
+        OC_CHECK_OK(run_plan(&fx, s, 2, &bad, &err), &err);
+        OC_CHECK(bad == 0);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] + st.tier_rows[OC_STORE_TIER_DISK] ==
+                 st.requested_rows);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] > 0 && st.tier_rows[OC_STORE_TIER_DISK] > 0);
+        OC_CHECK(st.read_bytes > 0 && st.io_cpu_us > 0);
+        fprintf(stderr, "  %s dim %u%s: cpu hit %.3f, %llu bytes read in %llu reads\n",
+                oc_dtype_name(dtype), dim, no_uring ? " (pread)" : "",
+                oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU), (unsigned long long)st.read_bytes,
+                (unsigned long long)st.n_reads);
+    }
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live);
+    unsetenv("OC_NO_URING");
+    fixture_free(&fx);
+}
+
+OC_TEST(plan_matches_file_f32)
+{
+    plan_matches(24, OC_DTYPE_F32, 0, 0, 0);
+}
+
+OC_TEST(plan_matches_file_f16)
+{
+    plan_matches(64, OC_DTYPE_F16, 0, 0, 0);
+}
+
+OC_TEST(plan_matches_file_page_rows)
+{
+    plan_matches(1024, OC_DTYPE_F32, 0, 0, 0); /* one 4 KiB page a row, as in Helios's setup */
+}
+
+/* One core for I/O: SQPOLL, its thread and the completion stage pinned (on 2 cores or more). */
+OC_TEST(plan_matches_file_sqpoll)
+{
+    plan_matches(24, OC_DTYPE_F32, 0, 0, 1);
+    plan_matches(24, OC_DTYPE_F32, 0, 3, 1);
+}
+
+OC_TEST(plan_matches_file_pread)
+{
+    plan_matches(24, OC_DTYPE_F32, 1, 0, 0);
+}
+
+/* Ring setup refused once (SQPOLL: a plain ring) and persistently (pread): still the file's rows. */
+/* Few reads in flight: the submitter waits for the completion stage (and hands its queue over). */
+OC_TEST(plan_matches_file_shallow_ring)
+{
+    plan_matches(24, OC_DTYPE_F32, 0, 3, 0);
+}
+
+OC_TEST(plan_matches_file_shallow_pread)
+{
+    plan_matches(24, OC_DTYPE_F32, 1, 3, 0);
+}
+
+OC_TEST(setup_faults_fall_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = hl_config(&fx, 1);
+    c.io_cores = 1; /* SQPOLL first */
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        /* the store's evaluation reader sets up its ring first: fault 2 refuses SQPOLL,
+           fault 3 (or 2, persistent) the plain ring too */
+        for (uint64_t nth = 1; nth <= 3; nth++) {
+            fault_arm_mode(mode, OC_FAULT_URING_SETUP, nth, EPERM);
+            struct oc_store *s = fixture_open("helios", &c);
+            oc_fault_disarm_all();
+            if (!s)
+                continue;
+            uint64_t bad = 9;
+            OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
+            OC_CHECK(bad == 0);
+            oc_store_free(s);
+            OC_CHECK(oc_mem_n_live() == live);
+        }
+    }
+    fixture_free(&fx);
+}
+
+/* Submission (kind OC_FAULT_URING_SUBMIT) or completion (OC_FAULT_READ) errors, after open. */
+static void run_faults(enum oc_fault_kind kind, int no_uring)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (no_uring)
+        setenv("OC_NO_URING", "1", 1);
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = hl_config(&fx, 1);
+    static const struct {
+        uint64_t nth;
+        int e;
+    } faults[] = {{1, EIO}, {3, EBUSY}, {40, EIO}, {7, 0}};
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++)
+        for (size_t k = 0; k < sizeof(faults) / sizeof(faults[0]); k++) {
+            if (kind == OC_FAULT_URING_SUBMIT && faults[k].e == 0)
+                continue;
+            struct oc_store *s = fixture_open("helios", &c);
+            if (!s)
+                continue;
+            fault_arm_mode(mode, kind, faults[k].nth, faults[k].e);
+            uint64_t bad = 0;
+            int rc = run_plan(&fx, s, 1, &bad, &err);
+            int fired = oc_fault_fired(kind);
+            oc_fault_disarm_all();
+            OC_CHECK(fired);
+            int want = faults[k].e ? OC_ERR_IO : OC_ERR_FORMAT;
+            if (kind == OC_FAULT_READ && mode == FAULT_PERSISTENT)
+                want = faults[k].e ? OC_ERR_IO : OC_ERR_FORMAT;
+            OC_CHECK(rc == want);
+            OC_CHECK(strstr(err.msg, "features.npy") != NULL);
+            OC_CHECK(bad == 0);
+            if (k == 0 && mode == 0)
+                fprintf(stderr, "  %s\n", err.msg);
+            oc_store_free(s);
+            OC_CHECK(oc_mem_n_live() == live);
+        }
+    unsetenv("OC_NO_URING");
+    fixture_free(&fx);
+}
+
+OC_TEST(submit_faults)
+{
+    run_faults(OC_FAULT_URING_SUBMIT, 0);
+}
+
+OC_TEST(completion_faults)
+{
+    run_faults(OC_FAULT_READ, 0);
+}
+
+OC_TEST(completion_faults_pread)
+{
+    run_faults(OC_FAULT_READ, 1);
+}
+
+/*
+ * On one pipeline with the batch pipeline (as in training), with a 1-deep
+ * ring so the submitter waits for room: cancelling after `after` batches
+ * (mid-epoch, reads in flight) ends every wait; no thread or byte is left.
+ */
+OC_TEST(cancel_mid_epoch_on_a_shared_pipeline)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    int threads = proc_n_threads();
+    for (uint64_t after = 0; after < 3; after++) {
+        struct oc_pipeline *p = NULL;
+        struct oc_batch_pipe *bp = NULL;
+        OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
+        struct oc_store_config c = hl_config(&fx, 2);
+        c.pipeline = p;
+        c.io_cores = after == 1; /* SQPOLL once */
+        struct oc_store *s = fixture_open("helios", &c);
+        if (s)
+            oc_store_helios_set_depth(s, 1);
+        struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
+        pc.pipeline = p;
+        int rc = s ? oc_batch_pipe_new(&pc, &bp, &err) : OC_ERR_INTERNAL;
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_epoch(bp, 0, &err);
+        if (rc == OC_OK)
+            rc = oc_batch_pipe_open(bp, &err);
+        for (uint64_t b = 0; rc == OC_OK && b < after; b++) {
+            struct oc_pipe_batch *pb;
+            rc = oc_batch_pipe_next(bp, &pb, &err);
+            if (rc == OC_OK) {
+                OC_CHECK(fixture_bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x) == 0);
+                oc_batch_pipe_done(bp, pb);
+            }
+        }
+        OC_CHECK_OK(rc, &err);
+        oc_pipeline_free(p); /* cancels and joins every stage, as train does */
+        OC_CHECK(proc_n_threads() == threads);
+        oc_batch_pipe_free(bp);
+        oc_store_free(s);
+        OC_CHECK(oc_mem_n_live() == live);
+    }
+    fixture_free(&fx);
+}
+
+OC_TEST(alloc_faults_at_open)
+{
+    struct fixture fx;
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = hl_config(&fx, 1);
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++)
+        for (uint64_t nth = 1;; nth = fault_next_nth(nth, 8)) {
+            struct oc_err err;
+            struct oc_store *s = NULL;
+            uint32_t idx = 0;
+            OC_CHECK_OK(oc_store_strategy_find("helios", &idx, &err), &err);
+            fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);
+            int rc = oc_store_open(idx, &c, &s, &err);
+            int fired = oc_fault_fired(OC_FAULT_ALLOC);
+            oc_fault_disarm_all();
+            if (rc == OC_OK)
+                oc_store_free(s);
+            else
+                OC_CHECK(rc == OC_ERR_NOMEM && s == NULL);
+            OC_CHECK(oc_mem_n_live() == live);
+            if (!fired)
+                break;
+        }
+    fixture_free(&fx);
+}
+
+OC_TEST_MAIN()

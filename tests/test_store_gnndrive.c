@@ -821,7 +821,7 @@ static void evaluation_through_buffer(enum oc_dtype dtype)
         oc_store_stats(s, &st1);
         OC_CHECK(st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU] == n);
         OC_CHECK(st1.read_bytes == st0.read_bytes && st1.n_reads == st0.n_reads);
-        OC_CHECK(bad_rows(&fx, bs[0].input_ids, n, out) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, bs[0].input_ids, n, out) == 0);
         /* every node: the loaded ones hit, the rest (never in a batch) are read */
         uint64_t *all = malloc(fx.n_nodes * sizeof(uint64_t));
         for (uint64_t v = 0; v < fx.n_nodes; v++)
@@ -831,7 +831,7 @@ static void evaluation_through_buffer(enum oc_dtype dtype)
         oc_store_stats(s, &st0);
         uint64_t hit = st0.tier_rows[OC_STORE_TIER_CPU] - st1.tier_rows[OC_STORE_TIER_CPU];
         OC_CHECK(hit >= n && hit < fx.n_nodes);
-        OC_CHECK(bad_rows(&fx, all, fx.n_nodes, every) == 0);
+        OC_CHECK(fixture_bad_rows(&fx, all, fx.n_nodes, every) == 0);
         free(all);
         free(every);
         free(out);

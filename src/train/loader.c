@@ -184,6 +184,7 @@ int oc_loader_new(const char *dir, const struct oc_loader_opts *o, struct oc_loa
     l->so.n_layers = o->n_layers;
     memcpy(l->so.fanouts, o->fanouts, sizeof(l->so.fanouts));
     l->so.seed = o->seed;
+    uint64_t prev_budget = oc_mem_budget();
     oc_mem_set_budget(o->mem_budget); /* before loading: the topology counts */
     unsigned n_threads = o->n_threads;
     if (n_threads == 0) {
@@ -211,6 +212,7 @@ int oc_loader_new(const char *dir, const struct oc_loader_opts *o, struct oc_loa
 fail:
     l->o.plan_dir = NULL;
     oc_loader_free(l);
+    oc_mem_set_budget(prev_budget); /* a loader that did not open sets nothing */
     return rc;
 }
 

@@ -170,6 +170,11 @@ struct offcore_loader_opts {
     uint32_t n_threads;                  /* sampling and gather threads (0 = all cores) */
     uint32_t depth;                      /* batches gathered ahead (1 .. 64) */
     const char *plan_dir;                /* plan files (ginex, diskgnn); NULL = DIR/plan */
+    uint64_t store_bytes; /* RAM the strategy's caches may hold, at most what the budget
+                             leaves; 0 = all it leaves. With several loaders under one
+                             budget, cap it: a strategy sizes its cache from what is left
+                             when it opens, and loaders opened before still grow their
+                             sampling buffers */
 };
 /* Defaults: 2 layers, fanouts 10,25, batch 1000, seed 0, shuffled, train split, memory,
    no budget, 1 epoch, all cores, depth 2. */

@@ -53,8 +53,10 @@ struct oc_batch_pipe_config {
        by oc_batch_pipe_new and freed by its owner before the batch pipeline; NULL:
        the batch pipeline makes and owns one */
     struct oc_pipeline *pipeline;
-    int no_shuffle; /* batches of train_ids in their given order (refused by a store that
+    int no_shuffle;       /* batches of train_ids in their given order (refused by a store that
                        samples its own batches) */
+    uint64_t rows_floats; /* allocate every row buffer this large at once, so the budget
+                             counts them from the start (0: they grow with the batches) */
 };
 
 struct oc_batch_pipe;

@@ -45,6 +45,8 @@ struct oc_loader_opts {
     uint32_t n_threads;                    /* sampler and gather threads (0 = all cores) */
     uint32_t depth;                        /* batches gathered ahead (>= 1) */
     const char *plan_dir;                  /* plan files (ginex, diskgnn); NULL = DIR/plan */
+    uint64_t store_bytes; /* RAM the feature store may hold (its caches), at most what the
+                             budget leaves; 0 = all the budget leaves (or unlimited) */
 };
 
 struct oc_loader;

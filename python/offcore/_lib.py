@@ -51,7 +51,8 @@ class LoaderOpts(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("n_layers", c_u32), ("fanouts", c_i32 * MAX_LAYERS),
                 ("batch_size", c_u64), ("seed", c_u64), ("shuffle", c_i32), ("split", c_i32),
                 ("strategy", c_char_p), ("mem_budget_bytes", c_u64), ("n_epochs", c_u32),
-                ("n_threads", c_u32), ("depth", c_u32), ("plan_dir", c_char_p)]
+                ("n_threads", c_u32), ("depth", c_u32), ("plan_dir", c_char_p),
+                ("store_bytes", c_u64)]
 
 
 class CBlock(ctypes.Structure):

@@ -231,12 +231,15 @@ class Loader:
     strategy (offcore.strategies()); mem_budget: bytes or "512M" for offcore's allocations
     in this process (the last loader opened sets it). epochs: how many epochs will be
     iterated (planning strategies need it); each `iter(loader)` runs the next epoch.
-    split: 'train', 'val' or 'test'. depth: batches gathered ahead.
+    split: 'train', 'val' or 'test'. depth: batches gathered ahead. store_bytes: a cap on
+    the strategy's caches (bytes or "64M"); with several loaders under one budget, cap it:
+    a strategy sizes its cache from what is left when it opens, and loaders opened before
+    still grow their sampling buffers.
     """
 
     def __init__(self, dataset, fanouts=(10, 25), batch_size=1000, strategy="memory",
                  mem_budget=None, shuffle=True, seed=0, split="train", epochs=1, threads=0,
-                 depth=2, plan_dir=None):
+                 depth=2, plan_dir=None, store_bytes=None):
         from .dataset import Dataset, _SPLITS
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
@@ -262,6 +265,7 @@ class Loader:
         o.mem_budget_bytes = parse_size(mem_budget)
         o.n_epochs, o.n_threads, o.depth = epochs, threads, depth
         o.plan_dir = str(plan_dir).encode() if plan_dir is not None else None
+        o.store_bytes = parse_size(store_bytes)
         err = _lib.Error()
         h = ctypes.c_void_p()
         _lib.check(lib.offcore_loader_open(dataset.handle, ctypes.byref(o), ctypes.byref(h),

@@ -80,6 +80,7 @@ int offcore_loader_open(const struct offcore_dataset *ds, const struct offcore_l
     lo.n_threads = o->n_threads;
     lo.depth = o->depth;
     lo.plan_dir = o->plan_dir;
+    lo.store_bytes = o->store_bytes;
     struct offcore_loader *h = oc_calloc(1, sizeof(*h), "loader handle", &e);
     if (!h)
         return api_err(err, &e, e.status);

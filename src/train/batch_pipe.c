@@ -284,6 +284,14 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     }
     for (uint32_t i = 0; i < bp->n_slots; i++)
         oc_sample_batch_init(&bp->slots[i].batch);
+    for (uint32_t i = 0; cfg->rows_floats && i < bp->n_rows; i++) {
+        if (!(bp->rows[i].x =
+                  oc_alloc(cfg->rows_floats * sizeof(float), "pipeline batch features", err))) {
+            rc = err ? err->status : OC_ERR_NOMEM;
+            goto fail;
+        }
+        bp->rows[i].cap_floats = cfg->rows_floats;
+    }
     if (!bp->has_batches &&
         ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||
          (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,

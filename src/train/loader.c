@@ -5,7 +5,7 @@
  * batches in flight need, opens the store and the batch pipeline on one
  * pipeline, and hands the epoch's batches out one by one.
  *
- *   new: budget ─► data ─► pool ─► store (on the stages) ─► batch pipeline
+ *   new: budget ─► data ─► pool ─► probe (budget only) ─► store (on the stages) ─► batch pipeline
  *   epoch(e): drain the rest of e-1 ─► oc_batch_pipe_epoch(e) ─► open
  *   next / done: oc_batch_pipe_next / _done, counting what the caller holds
  *
@@ -34,6 +34,7 @@ struct oc_loader {
     struct oc_pipeline *stages;
     struct oc_store *store;
     struct oc_batch_pipe *pipe;
+    uint64_t batch_rows; /* under a budget: input rows reserved per batch in flight */
     uint64_t epoch, next_epoch, handed, n_batches;
     uint32_t n_held;
     /* oc_loader_sample's reference sampler (made on first use, runs on the caller's thread) */
@@ -76,10 +77,15 @@ static int loader_opts_check(const struct oc_loader_opts *o, struct oc_err *err)
     return oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
 }
 
+static int loader_ref_sample(struct oc_loader *l, uint64_t e, uint64_t b,
+                             struct oc_sample_batch *out, struct oc_err *err);
+
 /*
  * Under a budget: what the batches in flight take (train's working-set
- * figure for a model-less run: the row buffers and their ids at the fanout
- * bound), checked against what loading left, and the rest for the store.
+ * figure for a model-less run: the row buffers and their ids), measured as
+ * train measures it on the first full batches of epoch 0 (sampled here and
+ * dropped; the pipeline samples them again with the same keys), checked
+ * against what loading left; the rest goes to the store.
  */
 static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64_t *batch_rows,
                               struct oc_err *err)
@@ -91,17 +97,28 @@ static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64
     to.batch_size = l->o.batch_size;
     to.eval = OC_TRAIN_EVAL_NONE;
     to.hidden = 0; /* no model: no step workspace */
+    uint64_t n_full = l->n_ids / l->o.batch_size, largest = 0;
+    uint64_t n_probe = n_full < WS_PROBE_BATCHES ? (n_full ? n_full : 1) : WS_PROBE_BATCHES;
+    struct oc_sample_batch probe;
+    oc_sample_batch_init(&probe);
+    int rc = OC_OK;
+    for (uint64_t b = 0; b < n_probe && rc == OC_OK; b++)
+        if ((rc = loader_ref_sample(l, 0, b, &probe, err)) == OC_OK && probe.n_input > largest)
+            largest = probe.n_input;
+    oc_sample_batch_deinit(&probe);
+    if (rc)
+        return rc;
     struct train_ws ws;
-    train_ws_from_bound(&l->data, &to, &ws);
+    train_ws_from_probe(&l->data, &to, largest, l->o.batch_size, 0, &ws);
     uint64_t held = oc_mem_used(), work = train_ws_bytes(&ws, &l->data, &to, 0, l->o.depth);
     *batch_rows = ws.batch_rows;
     if (held + work >= l->o.mem_budget) {
         char a[32], b[32], c[32];
         return OC_ERR(err, OC_ERR_BUDGET,
                       "memory budget %s is too small: the topology, labels and splits hold %s "
-                      "and %u batches in flight (%" PRIu64 " input rows each at most) need %s "
-                      "before any feature store (a smaller batch size, fanout or depth needs "
-                      "less)",
+                      "and %u batches in flight (%" PRIu64 " input rows each, measured) need "
+                      "%s before any feature store (a smaller batch size, fanout or depth "
+                      "needs less)",
                       oc_format_size(l->o.mem_budget, a, sizeof(a)),
                       oc_format_size(held, b, sizeof(b)), l->o.depth + 1, ws.batch_rows,
                       oc_format_size(work, c, sizeof(c)));
@@ -138,6 +155,9 @@ static int loader_open_store(struct oc_loader *l, const char *dir, struct oc_err
     cfg.batch_size = l->o.batch_size;
     if (l->o.mem_budget && (rc = loader_store_bytes(l, &cfg.mem_bytes, &cfg.batch_rows, err)))
         return rc;
+    l->batch_rows = cfg.batch_rows;
+    if (l->o.store_bytes && (!cfg.mem_bytes || l->o.store_bytes < cfg.mem_bytes))
+        cfg.mem_bytes = l->o.store_bytes; /* leaves room for other loaders under the budget */
     if ((rc = oc_pipeline_new("loader pipeline", &l->stages, err)))
         return rc;
     cfg.pipeline = l->stages;
@@ -160,6 +180,9 @@ static int loader_open_pipe(struct oc_loader *l, struct oc_err *err)
     pc.depth = l->o.depth;
     pc.pipeline = l->stages;
     pc.no_shuffle = !l->o.shuffle;
+    /* under a budget the row buffers are held from the start: a loader opened later (the
+       budget is the process's) sees them */
+    pc.rows_floats = l->batch_rows * l->data.feat_dim;
     int rc = oc_batch_pipe_new(&pc, &l->pipe, err);
     if (rc == OC_OK)
         l->n_batches = oc_batch_pipe_n_batches(l->pipe);
@@ -308,14 +331,11 @@ void oc_loader_done(struct oc_loader *l, struct oc_pipe_batch *b)
     oc_batch_pipe_done(l->pipe, b);
 }
 
-int oc_loader_sample(struct oc_loader *l, uint64_t e, uint64_t b, struct oc_sample_batch *out,
-                     struct oc_err *err)
+/* Batch b of epoch e from the reference sampler (made on first use), without a range check. */
+static int loader_ref_sample(struct oc_loader *l, uint64_t e, uint64_t b,
+                             struct oc_sample_batch *out, struct oc_err *err)
 {
     int rc;
-    if (b >= l->n_batches)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "loader: batch %" PRIu64 " is out of range (%" PRIu64 " batches per epoch)",
-                      b, l->n_batches);
     if (!l->ref && (rc = oc_sample_sampler_new(&l->data.graph, &l->so, NULL, &l->ref, err)))
         return rc;
     if (!l->ref_ep.orig &&
@@ -330,6 +350,16 @@ int oc_loader_sample(struct oc_loader *l, uint64_t e, uint64_t b, struct oc_samp
     if ((rc = oc_sample_epoch_batch(&l->ref_ep, b, &seeds, &n_seeds, err)))
         return rc;
     return oc_sample_neighbors(l->ref, e, b, seeds, n_seeds, out, err);
+}
+
+int oc_loader_sample(struct oc_loader *l, uint64_t e, uint64_t b, struct oc_sample_batch *out,
+                     struct oc_err *err)
+{
+    if (b >= l->n_batches)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "loader: batch %" PRIu64 " is out of range (%" PRIu64 " batches per epoch)",
+                      b, l->n_batches);
+    return loader_ref_sample(l, e, b, out, err);
 }
 
 void oc_loader_stats(const struct oc_loader *l, struct oc_loader_stats *out)

@@ -12,10 +12,12 @@ if ! "$venv/bin/python" -c 'import numpy, pytest' 2>/dev/null; then
     mkdir -p "$(dirname "$venv")"
     if ! "$py" -m venv "$venv" >/dev/null 2>&1; then
         echo "py-test: skipped: '$py -m venv $venv' failed (on Debian: apt-get install python3-venv)"
+        echo "0 passed, 0 failed, 1 skipped"
         exit 77
     fi
     if ! "$venv/bin/python" -m pip install -q numpy pytest; then
         echo "py-test: skipped: pip could not install numpy and pytest into $venv (no network?)"
+        echo "0 passed, 0 failed, 1 skipped"
         exit 77
     fi
 fi

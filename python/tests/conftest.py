@@ -42,3 +42,12 @@ def shared_datasets():
     if not root or not os.path.isdir(os.path.join(root, "cora")):
         pytest.skip("shared datasets absent (OC_SHARED/datasets/cora)")
     return root
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Ends the run with the line every offcore test prints (tools/count_results.sh sums it)."""
+    st = terminalreporter.stats
+    n = {k: len([r for r in st.get(k, []) if getattr(r, "when", "call") in ("call", "setup", "collect")])
+         for k in ("passed", "failed", "error", "skipped")}
+    terminalreporter.write_line("%d passed, %d failed, %d skipped"
+                                % (n["passed"], n["failed"] + n["error"], n["skipped"]))

@@ -149,6 +149,22 @@ if lib.offcore_api_version() < API_VERSION:
 DONE = 1
 
 
+class Closable:
+    """A C handle in self._h, given back by close(): by `with`, or when garbage collected."""
+
+    _h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if self._h is not None and lib is not None:
+            self.close()
+
+
 class OffcoreError(Exception):
     """An error from liboffcore: `status` is the C status (offcore.h), the text its message."""
 

@@ -22,7 +22,7 @@ def _path(p, what):
     return os.fsencode(p)
 
 
-class Dataset:
+class Dataset(_lib.Closable):
     """A dataset directory (docs/FORMAT.md), opened and validated by offcore.
 
     Attributes: path, name, n_nodes, n_edges, feat_dim, n_classes, n_train, n_val, n_test.
@@ -82,16 +82,6 @@ class Dataset:
         if self._h is not None:
             lib.offcore_dataset_close(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_h", None) is not None and lib is not None:
-            self.close()
 
     def __repr__(self):
         return ("Dataset(%r, name=%r, n_nodes=%d, n_edges=%d, feat_dim=%d, n_classes=%d)"

@@ -223,7 +223,7 @@ class Batch:
                 % (self.epoch, self.index, self.n_seeds, self.n_input, len(self._blocks), state))
 
 
-class Loader:
+class Loader(_lib.Closable):
     """Mini-batches of a Dataset from offcore's pipeline, shaped like PyG's NeighborLoader.
 
     fanouts: neighbors per layer, input side first (DGL's and `offcore train --fanout`
@@ -357,13 +357,3 @@ class Loader:
             self._release_all()
             lib.offcore_loader_close(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        if getattr(self, "_h", None) is not None and lib is not None:
-            self.close()

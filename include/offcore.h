@@ -139,6 +139,7 @@ struct offcore_generate_opts {
     double avg_degree;
     double homophily, power_law, feat_signal; /* see `offcore generate --help` */
     double train_frac, val_frac, test_frac;
+    int32_t feat_f16; /* store features as f16 (0: f32) */
 };
 OFFCORE_EXPORT void offcore_generate_opts_init(struct offcore_generate_opts *o);
 /* Generates a synthetic dataset (power-law degrees, planted classes) into out. */

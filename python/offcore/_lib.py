@@ -44,7 +44,7 @@ class GenerateOpts(ctypes.Structure):
                 ("n_threads", c_u32), ("n_nodes", c_u64), ("seed", c_u64),
                 ("avg_degree", c_dbl), ("homophily", c_dbl), ("power_law", c_dbl),
                 ("feat_signal", c_dbl), ("train_frac", c_dbl), ("val_frac", c_dbl),
-                ("test_frac", c_dbl)]
+                ("test_frac", c_dbl), ("feat_f16", c_i32)]
 
 
 class LoaderOpts(ctypes.Structure):

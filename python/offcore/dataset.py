@@ -107,14 +107,14 @@ def import_dataset(src, out, format="text", directed=False, row_normalize=False,
 
 
 def generate(out, n_nodes=100000, feat_dim=128, n_classes=10, avg_degree=15.0, seed=0,
-             **kw):
+             f16=False, **kw):
     """Generates a synthetic dataset into the new directory out (as `offcore generate`) and
-    returns it opened. Further options: homophily, power_law, feat_signal, train_frac,
+    returns it opened (f16: features stored as float16). Further options: homophily, power_law, feat_signal, train_frac,
     val_frac, test_frac, n_threads."""
     o = _lib.GenerateOpts()
     lib.offcore_generate_opts_init(ctypes.byref(o))
     o.n_nodes, o.feat_dim, o.n_classes = int(n_nodes), int(feat_dim), int(n_classes)
-    o.avg_degree, o.seed = float(avg_degree), int(seed)
+    o.avg_degree, o.seed, o.feat_f16 = float(avg_degree), int(seed), int(bool(f16))
     for k, v in kw.items():
         if k not in ("homophily", "power_law", "feat_signal", "train_frac", "val_frac",
                      "test_frac", "n_threads"):

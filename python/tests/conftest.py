@@ -1,6 +1,6 @@
 """conftest.py — fixtures for the offcore package's tests: a generated dataset (3000 nodes,
 48-dim f32 features) shared by the session, its files read back with numpy as the reference,
-and Cora imported from ../shared/datasets when present (OC_SHARED, as the C tests).
+a small f16 one, and Cora imported from ../shared/datasets when present (OC_SHARED, as the C tests).
 
 Run by tools/py-test.sh (ctest: python_tests), with OFFCORE_LIB naming the built library.
 """
@@ -17,6 +17,15 @@ def gen_ds(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen") / "ds"
     ds = offcore.generate(out, n_nodes=3000, feat_dim=48, n_classes=4, avg_degree=8, seed=7,
                           train_frac=0.3, n_threads=1)
+    yield ds
+    ds.close()
+
+
+@pytest.fixture(scope="session")
+def f16_ds(tmp_path_factory):
+    out = tmp_path_factory.mktemp("f16") / "ds"
+    ds = offcore.generate(out, n_nodes=1200, feat_dim=24, n_classes=3, avg_degree=6, seed=2,
+                          f16=True, n_threads=1)
     yield ds
     ds.close()
 

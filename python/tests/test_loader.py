@@ -1,7 +1,7 @@
 """test_loader.py — the Loader's batches: equal to the C sampler's for the same (seed, epoch,
 batch) under every strategy, consistent with the graph files read by numpy (every sampled
 edge exists, fanouts hold, seeds cover the split), feature rows equal to features.npy for
-every strategy (also under a memory budget), shuffle and splits, and zero-copy views.
+every strategy (also under a memory budget, and f16 files widened to f32), shuffle and splits, and zero-copy views.
 """
 import numpy as np
 import pytest
@@ -41,6 +41,16 @@ def test_every_strategy_gives_the_c_samplers_batches_and_the_files_rows(gen_ds, 
                 assert np.array_equal(b.x, feats[b.input_ids.astype(np.int64)])
                 n += 1
             assert n == len(loader)
+
+
+@pytest.mark.parametrize("strategy", ["memory", "mmap", "direct", "static"])
+def test_f16_features_widen_to_the_files_values(f16_ds, strategy):
+    ds = f16_ds
+    feats = np.load(ds.path + "/features.npy")
+    assert feats.dtype == np.float16
+    with offcore.Loader(ds, fanouts=[3, 3], batch_size=100, strategy=strategy) as loader:
+        for b in loader:
+            assert np.array_equal(b.x, feats[b.input_ids.astype(np.int64)].astype(np.float32))
 
 
 def test_strategies_agree_with_memory_under_a_budget(gen_ds, ref):

@@ -269,6 +269,7 @@ int offcore_generate(const char *out, const struct offcore_generate_opts *o,
     g.train_frac = o->train_frac;
     g.val_frac = o->val_frac;
     g.test_frac = o->test_frac;
+    g.feat_dtype = o->feat_f16 ? OC_DTYPE_F16 : OC_DTYPE_F32;
     return api_err(err, &e, oc_generate(&g, out, NULL, &e));
 }
 

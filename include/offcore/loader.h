@@ -75,6 +75,8 @@ const int32_t *oc_loader_labels(const struct oc_loader *l);
  * Starts epoch e (< n_epochs): its seeds shuffled by (seed, e) unless
  * shuffle is 0, cut into batches, sampled and gathered ahead. The rest of an
  * unfinished epoch is drained first; every batch must have been given back.
+ * (When the last batch of e - 1 is handed out, e is sampled ahead already, as
+ * train does; its gathers wait for this call.)
  */
 int oc_loader_epoch(struct oc_loader *l, uint64_t e, struct oc_err *err);
 /* The epoch's next batch; OC_ERR_NOTFOUND after the last one. */

@@ -7,6 +7,7 @@
  *
  *   new: budget ─► data ─► pool ─► probe (budget only) ─► store (on the stages) ─► batch pipeline
  *   epoch(e): drain the rest of e-1 ─► oc_batch_pipe_epoch(e) ─► open
+ *             (e was started already when e-1's last batch was handed out: open only)
  *   next / done: oc_batch_pipe_next / _done, counting what the caller holds
  *
  * Place in the data flow: train (dataset + sample + store + pipeline →
@@ -37,6 +38,7 @@ struct oc_loader {
     uint64_t batch_rows; /* under a budget: input rows reserved per batch in flight */
     uint64_t epoch, next_epoch, handed, n_batches;
     uint32_t n_held;
+    int ahead; /* next_epoch was started when the last batch was handed out */
     /* oc_loader_sample's reference sampler (made on first use, runs on the caller's thread) */
     struct oc_sampler *ref;
     struct oc_sample_epoch ref_ep;
@@ -287,6 +289,12 @@ int oc_loader_epoch(struct oc_loader *l, uint64_t e, struct oc_err *err)
                       "(release them first)",
                       e, l->n_held);
     int rc;
+    if (l->ahead) { /* sampled ahead since the last batch of e - 1 (or that start failed) */
+        l->ahead = 0;
+        if ((rc = oc_pipeline_status(l->stages, err)) || (rc = oc_batch_pipe_open(l->pipe, err)))
+            return rc;
+        goto opened;
+    }
     while (l->epoch != LOADER_NO_EPOCH && l->handed < l->n_batches) {
         struct oc_pipe_batch *b; /* the rest of the unfinished epoch */
         if ((rc = oc_batch_pipe_next(l->pipe, &b, err)))
@@ -296,6 +304,7 @@ int oc_loader_epoch(struct oc_loader *l, uint64_t e, struct oc_err *err)
     }
     if ((rc = oc_batch_pipe_epoch(l->pipe, e, err)) || (rc = oc_batch_pipe_open(l->pipe, err)))
         return rc;
+opened:
     l->epoch = e;
     l->next_epoch = e + 1;
     l->handed = 0;
@@ -320,6 +329,13 @@ int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_er
         return rc;
     l->handed++;
     l->n_held++;
+    /* as train does: the next epoch is sampled (and shown to the store) while the caller
+       still trains on this one's last batches; its gathers wait for oc_loader_epoch */
+    if (l->handed == l->n_batches && l->next_epoch < l->o.n_epochs) {
+        struct oc_err ignored; /* a failure cancels the pipeline: oc_loader_epoch reports it */
+        (void)oc_batch_pipe_epoch(l->pipe, l->next_epoch, &ignored);
+        l->ahead = 1;
+    }
     return OC_OK;
 }
 

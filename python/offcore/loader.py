@@ -105,7 +105,7 @@ class Batch:
     (float32, n_input x feat_dim); seeds = input_ids[:n_seeds]; y: the seeds' labels (int64).
     """
 
-    def __init__(self, loader, cb, copy_of=None):
+    def __init__(self, loader, cb):
         self._loader = loader
         self._cb = cb  # the C struct: holds the handle offcore_loader_release needs
         self._valid = True
@@ -198,11 +198,9 @@ class Batch:
         import torch
         out = []
         for b in self._blocks:
-            indptr = torch.from_numpy(b._indptr.astype(np.int64))
-            indices = torch.from_numpy(b._indices.astype(np.int64))
-            eids = torch.arange(b.n_edges, dtype=torch.int64)
-            out.append(dgl.create_block(("csc", (indptr, indices, eids)),
-                                        num_src_nodes=int(b.n_src), num_dst_nodes=int(b.n_dst)))
+            src, dst = torch.from_numpy(b.edge_index())
+            out.append(dgl.create_block((src, dst), num_src_nodes=int(b.n_src),
+                                        num_dst_nodes=int(b.n_dst)))
         return out
 
     def release(self):

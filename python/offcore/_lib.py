@@ -57,13 +57,13 @@ class LoaderOpts(ctypes.Structure):
 
 class CBlock(ctypes.Structure):
     _fields_ = [("n_src", c_u64), ("n_dst", c_u64), ("n_edges", c_u64),
-                ("indptr", ctypes.POINTER(c_u64)), ("indices", ctypes.POINTER(c_u32))]
+                ("indptr", c_void_p), ("indices", c_void_p)]  # addresses: numpy views them
 
 
 class CBatch(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("n_layers", c_u32), ("epoch", c_u64), ("index", c_u64),
                 ("n_seeds", c_u64), ("n_input", c_u64), ("feat_dim", c_u64),
-                ("input_ids", ctypes.POINTER(c_u64)), ("x", ctypes.POINTER(ctypes.c_float)),
+                ("input_ids", c_void_p), ("x", c_void_p),
                 ("blocks", CBlock * MAX_LAYERS), ("handle", c_void_p)]
 
 
@@ -130,7 +130,7 @@ _decls = {
     "offcore_loader_close": (None, [c_void_p]),
     "offcore_loader_n_batches": (c_u64, [c_void_p]),
     "offcore_loader_max_held": (c_u32, [c_void_p]),
-    "offcore_loader_labels": (P(c_i32), [c_void_p, P(c_u64)]),
+    "offcore_loader_labels": (c_void_p, [c_void_p, P(c_u64)]),
     "offcore_loader_epoch": (ctypes.c_int, [c_void_p, c_u64, P(Error)]),
     "offcore_loader_next": (ctypes.c_int, [c_void_p, P(CBatch), P(Error)]),
     "offcore_loader_release": (None, [c_void_p, P(CBatch)]),

@@ -49,15 +49,24 @@ def parse_size(v):
     return int(float(m.group(1)) * mult)
 
 
-def _view(ptr, n, ctype, dtype, shape, owner, writeable=False):
-    """A numpy array over n C values at ptr; its base (a ctypes array) keeps `owner` alive."""
-    if n == 0:
-        return np.empty(shape, dtype=dtype)
-    buf = (ctype * n).from_address(ctypes.addressof(ptr.contents))
-    buf._offcore_owner = owner
-    a = np.frombuffer(buf, dtype=dtype).reshape(shape)
-    a.flags.writeable = writeable
-    return a
+class _Memory:
+    """The base of a view: describes C memory to numpy and keeps its owner alive."""
+
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, addr, shape, typestr, owner, writeable):
+        self.__array_interface__ = {"data": (addr, not writeable), "shape": shape,
+                                    "typestr": typestr, "version": 3}
+        self.owner = owner
+
+
+def _view(addr, shape, dtype, owner, writeable=False):
+    """A numpy array of `shape` over C memory at addr (no copy); its base keeps owner alive."""
+    if not addr or 0 in shape:
+        a = np.empty(shape, dtype=dtype)
+        a.flags.writeable = writeable
+        return a
+    return np.asarray(_Memory(addr, shape, np.dtype(dtype).str, owner, writeable))
 
 
 class Block:
@@ -71,10 +80,8 @@ class Block:
     def __init__(self, batch, cb):
         self._batch = batch
         self.n_src, self.n_dst, self.n_edges = cb.n_src, cb.n_dst, cb.n_edges
-        self._indptr = _view(cb.indptr, cb.n_dst + 1, ctypes.c_uint64, np.uint64,
-                             (cb.n_dst + 1,), batch)
-        self._indices = _view(cb.indices, cb.n_edges, ctypes.c_uint32, np.uint32,
-                              (cb.n_edges,), batch)
+        self._indptr = _view(cb.indptr, (cb.n_dst + 1,), np.uint64, batch)
+        self._indices = _view(cb.indices, (cb.n_edges,), np.uint32, batch)
 
     @property
     def indptr(self):
@@ -111,10 +118,9 @@ class Batch:
         self._valid = True
         self.epoch, self.index = cb.epoch, cb.index
         self.n_seeds, self.n_input = cb.n_seeds, cb.n_input
-        self._ids = _view(cb.input_ids, cb.n_input, ctypes.c_uint64, np.uint64, (cb.n_input,),
-                          self)
-        self._x = (_view(cb.x, cb.n_input * cb.feat_dim, ctypes.c_float, np.float32,
-                         (cb.n_input, cb.feat_dim), self, writeable=True) if cb.x else None)
+        self._ids = _view(cb.input_ids, (cb.n_input,), np.uint64, self)
+        self._x = (_view(cb.x, (cb.n_input, cb.feat_dim), np.float32, self, writeable=True)
+                   if cb.x else None)
         self._blocks = [Block(self, cb.blocks[i]) for i in range(cb.n_layers)]
         self._y = None
 
@@ -275,7 +281,7 @@ class Loader(_lib.Closable):
         self.keep = lib.offcore_loader_max_held(h)  # batches kept valid besides the newest
         n = ctypes.c_uint64()
         p = lib.offcore_loader_labels(h, ctypes.byref(n))
-        self._labels = _view(p, n.value, ctypes.c_int32, np.int32, (n.value,), self)
+        self._labels = _view(p, (n.value,), np.int32, self)
         self._held = collections.deque()
         self._epoch = 0
         self._err = _lib.Error()
@@ -330,14 +336,13 @@ class Loader(_lib.Closable):
         lib.offcore_batch_init(ctypes.byref(cb))
         _lib.check(lib.offcore_loader_sample(self._handle(), epoch, index, ctypes.byref(cb),
                                              ctypes.byref(self._err)), self._err)
-        ids = np.ctypeslib.as_array(cb.input_ids, (cb.n_input,)).copy()
+        ids = _view(cb.input_ids, (cb.n_input,), np.uint64, None).copy()
         blocks = []
         for i in range(cb.n_layers):
             k = cb.blocks[i]
-            indptr = np.ctypeslib.as_array(k.indptr, (k.n_dst + 1,)).copy()
-            indices = (np.ctypeslib.as_array(k.indices, (k.n_edges,)).copy() if k.n_edges
-                       else np.empty(0, np.uint32))
-            blocks.append((indptr, indices, k.n_src, k.n_dst))
+            blocks.append((_view(k.indptr, (k.n_dst + 1,), np.uint64, None).copy(),
+                           _view(k.indices, (k.n_edges,), np.uint32, None).copy(),
+                           k.n_src, k.n_dst))
         return {"epoch": epoch, "index": index, "n_seeds": cb.n_seeds, "input_ids": ids,
                 "blocks": blocks}
 

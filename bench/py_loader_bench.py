@@ -2,8 +2,11 @@
 """py_loader_bench.py — what the Python package adds to an epoch of batches, with no model:
 the same loader options run from C (bench/loader_epoch, the C API's loader) and from Python
 (offcore.Loader, touching each batch's x, y, seeds and blocks, which builds the zero-copy
-views), epochs interleaved, and the ratio of the median epoch times printed (the issue's
-bar: at most 1.2).
+views), runs interleaved, and the ratio of the median epoch times printed (the issue's
+bar: at most 1.2), the ratio of the processes' CPU time per epoch (every thread: less
+sensitive to other work on the machine than wall time), and the Python thread's own CPU
+time per epoch as a share of the C epoch (the overhead without the noise of a shared machine: on 2 busy cores every
+microsecond the consumer spends is taken from the pipeline's threads).
 
     OFFCORE_LIB=build/liboffcore.so python bench/py_loader_bench.py [DIR] \
         [--strategy memory] [--epochs 6] [--batch 1000] [--fanout 10,25] [--budget 0]
@@ -26,24 +29,30 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 import offcore  # noqa: E402
 
 
-def c_epochs(a, bin_dir):
+def c_epochs(a, bin_dir, cpu):
+    """Wall time per epoch; appends the process's CPU time per epoch to cpu."""
     out = subprocess.run([os.path.join(bin_dir, "loader_epoch"), a.dir, a.strategy,
                           str(a.epochs), str(a.batch), a.fanout, str(a.budget), str(a.threads)],
                          check=True, capture_output=True, text=True).stdout
+    cpu += [float(line.split()[5]) for line in out.splitlines()][1:]
     return [float(line.split()[-1]) for line in out.splitlines()]
 
 
-def py_epochs(a):
+def py_epochs(a, cpu, proc):
+    """Wall time per epoch; appends the consuming thread's CPU time per epoch to cpu and the
+    process's (every thread) to proc."""
     times = []
     with offcore.Loader(a.dir, fanouts=[int(f) for f in a.fanout.split(",")],
                         batch_size=a.batch, strategy=a.strategy, mem_budget=a.budget,
                         epochs=a.epochs, threads=a.threads) as loader:
         for _ in range(a.epochs):
-            t0 = time.perf_counter()
+            t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
             for b in loader:
                 b.x, b.y, b.seeds, b.blocks  # noqa: B018 (the views a trainer would take)
                 b.release()
             times.append(time.perf_counter() - t0)
+            cpu.append(time.thread_time() - c0)
+            proc.append(time.process_time() - p0)
     return times
 
 
@@ -59,16 +68,25 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--bin", default=os.path.join(REPO, "build"))
     a = p.parse_args()
-    c, py = [], []
+    c, py, cpu, c_proc, py_proc = [], [], [], [], []
     for _ in range(a.rounds):  # interleaved, so drift on a shared machine hits both
-        c += c_epochs(a, a.bin)[1:]
-        py += py_epochs(a)[1:]
+        c += c_epochs(a, a.bin, c_proc)[1:]
+        round_cpu, round_proc = [], []
+        py += py_epochs(a, round_cpu, round_proc)[1:]
+        cpu += round_cpu[1:]
+        py_proc += round_proc[1:]
     mc, mp = statistics.median(c), statistics.median(py)
     print("dataset %s strategy %s batch %d fanout %s: %d epochs each" % (
         a.dir, a.strategy, a.batch, a.fanout, len(c)))
     print("C loader      median epoch %.4fs (min %.4fs)" % (mc, min(c)))
     print("Python loader median epoch %.4fs (min %.4fs)" % (mp, min(py)))
-    print("ratio python/C %.3f" % (mp / mc))
+    print("ratio python/C %.3f (wall time, median epochs)" % (mp / mc))
+    mcp, mpp = statistics.median(c_proc), statistics.median(py_proc)
+    print("process CPU per epoch (every thread): C %.4fs, Python %.4fs: ratio %.3f"
+          % (mcp, mpp, mpp / mcp))
+    # the same figure without the machine's noise: what the Python thread itself spends
+    print("Python thread CPU per epoch %.4fs (median; ctypes calls, views, labels): %.1f%% of "
+          "the C epoch's wall time" % (statistics.median(cpu), 100 * statistics.median(cpu) / mc))
 
 
 if __name__ == "__main__":

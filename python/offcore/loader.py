@@ -263,11 +263,11 @@ class Loader(_lib.Closable):
         o.n_layers = len(fanouts)
         for i, f in enumerate(fanouts):
             o.fanouts[i] = int(f)
-        o.batch_size, o.seed, o.shuffle, o.split = batch_size, seed, int(bool(shuffle)), \
-            _SPLITS[split]
+        o.batch_size, o.seed, o.shuffle, o.split = int(batch_size), int(seed), \
+            int(bool(shuffle)), _SPLITS[split]
         o.strategy = str(strategy).encode()
         o.mem_budget_bytes = parse_size(mem_budget)
-        o.n_epochs, o.n_threads, o.depth = epochs, threads, depth
+        o.n_epochs, o.n_threads, o.depth = int(epochs), int(threads), int(depth)
         o.plan_dir = str(plan_dir).encode() if plan_dir is not None else None
         o.store_bytes = parse_size(store_bytes)
         err = _lib.Error()

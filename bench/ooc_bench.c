@@ -85,7 +85,6 @@
 #define MAX_RUNS            64
 #define MAX_EPOCHS          64
 #define VAL_FRAC            0.01 /* small: evaluation is not what is measured */
-#define TEST_FRAC           0.01
 #define N_CLASSES           10
 #define SEED                0
 #define HIDDEN              64           /* default --hidden */
@@ -110,8 +109,8 @@ struct args {
     char dir[2048];
     uint64_t nodes;
     uint32_t feat_dim;
-    double avg_degree, train_frac;
-    uint64_t budget; /* 0 = feature bytes / 10 */
+    double avg_degree, train_frac, val_frac; /* val_frac: val and test each */
+    uint64_t budget;                         /* 0 = feature bytes / 10 */
     uint32_t epochs;
     int32_t fanouts[OC_SAMPLE_MAX_LAYERS];
     uint32_t n_fanouts;
@@ -138,11 +137,12 @@ static void usage(FILE *f)
         "options:\n"
         "  --dir DIR          dataset cache (default $XDG_CACHE_HOME/offcore/bench-ooc,\n"
         "                     else ~/.cache/offcore/bench-ooc); the dataset goes to\n"
-        "                     DIR/n<nodes>-deg<D>-f<F>-train<X>/ and is reused\n"
+        "                     DIR/n<nodes>-deg<D>-f<F>-train<X>[-val<V>]/ and is reused\n"
         "  --nodes N          nodes (1000000)\n"
         "  --feat-dim F       f32 feature dimension (768: 3.07 GB of features)\n"
         "  --avg-degree D     average degree (10)\n"
-        "  --train-frac X     training fraction (0.02); val and test get %g each\n"
+        "  --train-frac X     training fraction (0.02)\n"
+        "  --val-frac X       validation fraction, and test fraction (%g each)\n"
         "  --budget SIZE      memory budget of the out-of-core runs (default: feature\n"
         "                     bytes / 10); `memory` runs without one\n"
         "  --epochs E         epochs per strategy (2); the table shows the last one\n"
@@ -191,6 +191,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"feat-dim", required_argument, 0, 'f'},
         {"avg-degree", required_argument, 0, 'g'},
         {"train-frac", required_argument, 0, 't'},
+        {"val-frac", required_argument, 0, 'v'},
         {"budget", required_argument, 0, 'b'},
         {"epochs", required_argument, 0, 'e'},
         {"fanout", required_argument, 0, 'o'},
@@ -208,6 +209,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     a->feat_dim = 768;
     a->avg_degree = 10;
     a->train_frac = 0.02;
+    a->val_frac = VAL_FRAC;
     a->epochs = 2;
     a->fanouts[0] = a->fanouts[1] = 5;
     a->n_fanouts = 2;
@@ -237,6 +239,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 't':
             a->train_frac = strtod(optarg, &end);
+            break;
+        case 'v':
+            a->val_frac = strtod(optarg, &end);
             break;
         case 'b':
             oc_err_clear(&err);
@@ -305,10 +310,11 @@ static int parse_args(int argc, char **argv, struct args *a)
         return -1;
     }
     if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 || a->hidden == 0 ||
-        a->epochs > MAX_EPOCHS || !(a->train_frac > 0 && a->train_frac <= 0.98)) {
+        a->epochs > MAX_EPOCHS || !(a->train_frac > 0 && a->val_frac > 0) ||
+        !(a->train_frac + 2 * a->val_frac <= 1)) {
         fprintf(stderr,
                 "ooc_bench: need nodes >= 2, feat-dim > 0, batch > 0, 1 <= epochs <= %d, "
-                "0 < train-frac <= 0.98\n",
+                "train-frac and val-frac > 0 with train-frac + 2 x val-frac <= 1\n",
                 MAX_EPOCHS);
         return -1;
     }
@@ -514,8 +520,8 @@ static void gen_opts(const struct args *a, struct oc_generate_opts *g)
     g->feat_dtype = OC_DTYPE_F32;
     g->seed = SEED;
     g->train_frac = a->train_frac;
-    g->val_frac = VAL_FRAC;
-    g->test_frac = TEST_FRAC;
+    g->val_frac = a->val_frac;
+    g->test_frac = a->val_frac;
     g->n_threads = a->threads;
 }
 
@@ -1204,13 +1210,18 @@ int main(int argc, char **argv)
     fmt_g(tr, sizeof(tr), a.train_frac);
     char deg[32];
     fmt_g(deg, sizeof(deg), a.avg_degree);
-    snprintf(ds_dir, sizeof(ds_dir), "%s/n%" PRIu64 "-deg%s-f%u-train%s", a.dir, a.nodes, deg,
-             a.feat_dim, tr);
+    char va[40] = "";
+    if (a.val_frac != VAL_FRAC) {
+        snprintf(va, sizeof(va), "-val");
+        fmt_g(va + 4, sizeof(va) - 4, a.val_frac);
+    }
+    snprintf(ds_dir, sizeof(ds_dir), "%s/n%" PRIu64 "-deg%s-f%u-train%s%s", a.dir, a.nodes, deg,
+             a.feat_dim, tr, va);
     uint64_t feat_bytes = a.nodes * (uint64_t)a.feat_dim * sizeof(float);
     uint64_t budget = a.budget ? a.budget : feat_bytes / 10;
-    printf("ooc_bench: %" PRIu64 " nodes, degree %s, %u-dim f32 features (%s), train %s; "
-           "budget %s%s (features / that = %.1f)\n",
-           a.nodes, deg, a.feat_dim, fmt_size(feat_bytes, s1, sizeof(s1)), tr,
+    printf("ooc_bench: %" PRIu64 " nodes, degree %s, %u-dim f32 features (%s), train %s, val and "
+           "test %g each; budget %s%s (features / that = %.1f)\n",
+           a.nodes, deg, a.feat_dim, fmt_size(feat_bytes, s1, sizeof(s1)), tr, a.val_frac,
            a.paper ? "each strategy's smallest + " : "", fmt_size(budget, s2, sizeof(s2)),
            (double)feat_bytes / (double)budget);
     printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);

@@ -14,7 +14,7 @@
  *
  * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers and one
  * assembled f32 batch (sized from the first window's largest batch, plus a
- * quarter with fresh samples), the loader's and the evaluation reader's staging, and (fresh
+ * quarter with fresh samples), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and (fresh
  * samples) what the planner needs for the next window (the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
  * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
@@ -106,7 +106,7 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
     uint64_t f = DG_N_SLOTS * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks +
                  DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
-                 store_expected_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
+                 store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
                  sizeof(struct diskgnn_store);
     /* the builder: held now, and grown by the next windows' traces; its sampler (id map,
        sampled ids and the batch: ~96 bytes per input row, as ginex's inspector) */

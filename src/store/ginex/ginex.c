@@ -40,20 +40,24 @@
  * from the inspected ones stays correct (every hit is a map lookup; a change
  * whose position was not a miss is skipped), only the plan stops fitting.
  *
- * Memory (cfg->mem_bytes; 0 = no limit, every row may be cached):
- *   executor   the batch reader (2 MiB bounce, request arrays for
- *              store_expected_rows rows), one batch record read back, the
- *              static comparison's bitmap (1 bit per node)
+ * Memory (cfg->mem_bytes; 0 = no limit, every row may be cached). R = the
+ * rows of one batch: what train measured on its first batches plus its margin
+ * (cfg->batch_rows; store_budget_rows), else the fanout bound. What is sized
+ * from R is an estimate: the arrays grow through the accountant, so a batch
+ * larger than R still runs while the budget can give it, and is OC_ERR_BUDGET
+ * naming the consumer when it cannot.
+ *   executor   the batch reader (2 MiB bounce, request arrays for R rows),
+ *              one batch record read back, the static comparison's bitmap
+ *              (1 bit per node)
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
  *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
  *              superbatch. Batches are estimated at the first batch's input
- *              rows (sampled at open) plus a quarter, at most
- *              store_expected_rows. With cfg->superbatch = S: S estimated
- *              batches; with 0: at most 16 of them and at most a quarter of
- *              what the two lines above leave, and at least one batch of
- *              store_expected_rows. The inspector cuts a superbatch short
- *              where its accesses would pass that, so the estimate is never
- *              exceeded
+ *              rows (sampled at open) plus a quarter, at most R. With
+ *              cfg->superbatch = S: S estimated batches; with 0: at most 16
+ *              of them and at most a quarter of what the two lines above
+ *              leave, and at least one batch of R. The inspector cuts a
+ *              superbatch short where its accesses would pass that (a
+ *              superbatch's first batch always goes in)
  *   cache      the rest, at row bytes + GX_BYTES_PER_SLOT per row
  * A budget below the first two lines plus one batch of accesses (S batches
  * when S is given) is OC_ERR_BUDGET naming how much is needed.
@@ -173,7 +177,7 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                          uint64_t n_iters, uint64_t probe, uint64_t *S_out, uint64_t *acc_out,
                          uint64_t *C_out, struct oc_err *err)
 {
-    uint64_t rows = store_expected_rows(s, cfg);
+    uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
     uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
     uint64_t exec =

@@ -28,28 +28,33 @@
  * chunks of a 256th of it), and never touch the buffer: they take no
  * reference, evict nothing and do not wait for the pipeline.
  *
- * Sizing (cfg->mem_bytes, all of it through oc_alloc). Two numbers of rows
+ * Sizing (cfg->mem_bytes, all of it through oc_alloc). Three numbers of rows
  * per batch:
  *   bound B = min(N, batch_size x prod(1 + fanout)): a layer adds at most
  *             fanout new rows per destination node, so no batch of any epoch
- *             exceeds it (a fanout of -1 makes it N). Batch records and
- *             extractor scratch hold B rows.
+ *             exceeds it (a fanout of -1 makes it N).
+ *   reserved R = the input rows train measured on its first batches plus its
+ *             margin (cfg->batch_rows), else B: batch records and extractor
+ *             scratch hold R rows at open, and grow through the accountant
+ *             (gd_grow_rows) for a larger batch; a budget that cannot give it
+ *             is OC_ERR_BUDGET naming the batch and its rows.
  *   measured M = the largest of the first GD_MEASURE_BATCHES batches of the
  *             first epoch, sampled at open, plus a quarter: what batches of
  *             this graph actually need (often a third of B on power-law
  *             graphs, whose many low-degree nodes yield fewer than fanout
  *             neighbors).
- * The buffer gets at least min(N, max(B, E x M)) row slots: E x M so that
- * every extractor can hold a batch at once, and never fewer than B so that
- * any batch fits; with reservation in plan order (gnndrive_stage.c) one
- * batch's worth of slots is all that deadlock freedom needs, so a batch
- * larger than M only makes extractors wait for the releaser, never fail or
- * hang. N slots hold every row, so more can never be referenced at once.
+ * The buffer gets at least min(N, max(R, M)) row slots: with reservation in
+ * plan order (gnndrive_stage.c) one batch's worth of slots is all that
+ * deadlock freedom needs, so a tight budget only makes extractors wait for
+ * the releaser (GNNDrive gives each extractor a batch's worth, E x M, which
+ * more budget buys). A batch with more input rows than there are slots is
+ * OC_ERR_BUDGET at its prepare, naming the batch, its rows and the budget.
+ * N slots hold every row, so more can never be referenced at once.
  * Each slot costs a row as stored + 21 bytes of metadata. The fixed part:
  * the mapping table (4 bytes per node); 2E + 2 batch records (12 bytes per
- * row of B); per extractor a batch reader with 64 reads in flight into
+ * row of R); per extractor a batch reader with 64 reads in flight into
  * bounce cells of max(8 KiB, a row's span) each and request tables for one
- * run of reads (gnndrive_io.c), and 20 bytes of scratch per row of B
+ * run of reads (gnndrive_io.c), and 20 bytes of scratch per row of R
  * (gd_io_extractor_bytes); the sampler stage (the batch
  * pipeline's sampler, which feeds this store; kept in this reservation: its batch
  * and id map grow with the rows it samples, about 80 bytes per row: counted
@@ -100,7 +105,8 @@
 struct gd_sizing {
     int pipeline;
     uint32_t n_extractors, n_records;
-    uint64_t max_rows; /* B: the bound */
+    uint64_t bound;    /* B: the bound */
+    uint64_t max_rows; /* R: records' and extractors' rows at open (train's measure, else B) */
     uint64_t est_rows; /* M: measured, plus a quarter */
     uint64_t min_slots, n_slots, n_plan;
     size_t cell_bytes;
@@ -173,8 +179,9 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     if (z->n_extractors > GD_MAX_EXTRACTORS)
         z->n_extractors = GD_MAX_EXTRACTORS;
     z->n_records = 2 * z->n_extractors + 2;
-    z->max_rows = store_expected_rows(s, cfg);
-    z->est_rows = est_rows < z->max_rows ? est_rows : z->max_rows;
+    z->bound = store_expected_rows(s, cfg);
+    z->max_rows = store_budget_rows(s, cfg);
+    z->est_rows = est_rows < z->bound ? est_rows : z->bound;
     uint64_t span = oc_io_align_up(s->row_bytes) + OC_IO_ALIGN;
     z->cell_bytes = (size_t)(span > GD_CELL_MIN ? span : GD_CELL_MIN);
     z->n_plan = (uint64_t)(cfg->n_epochs - cfg->first_epoch) * s->n_plan_batches;
@@ -187,8 +194,8 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->fixed += z->est_rows * GD_SAMPLER_ROW_BYTES + 2 * cfg->n_train * sizeof(uint64_t) +
                 (cfg->graph->disk ? 2u << 20 : 0); /* sampler stage (+ on-disk topology reader) */
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
-    uint64_t want = e * z->est_rows > r ? e * z->est_rows : r;
-    z->min_slots = want < s->n_nodes ? want : s->n_nodes;
+    uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
+    z->min_slots = one < s->n_nodes ? one : s->n_nodes;
     if (cfg->mem_bytes == 0)
         z->n_slots = s->n_nodes;
     else
@@ -202,22 +209,19 @@ static int gd_check_budget(const struct oc_store_config *cfg, const struct gd_si
 {
     char need_s[32], fixed_s[32], have_s[32];
     uint64_t need = z->fixed + z->min_slots * z->per_slot;
-    if (z->pipeline && z->max_rows >= GD_NONE)
+    if (z->pipeline && z->bound >= GD_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "store gnndrive: batches of up to %" PRIu64 " rows are too large",
-                      z->max_rows);
+                      "store gnndrive: batches of up to %" PRIu64 " rows are too large", z->bound);
     if (cfg->mem_bytes == 0 || (z->n_slots >= z->min_slots && cfg->mem_bytes >= z->fixed))
         return OC_OK;
     return OC_ERR(err, OC_ERR_BUDGET,
                   "store gnndrive: needs at least %s (%" PRIu64 " bytes): %" PRIu64
-                  " row slots of %" PRIu64 " bytes (the larger of %u extractors x %" PRIu64
-                  " rows, the largest of the first batches plus a quarter, and one batch at its "
-                  "bound of %" PRIu64 " rows, batch_size x prod(1 + fanout), at most the node "
-                  "count), plus %s of tables, batch records and I/O buffers; the store's budget "
-                  "is %s",
+                  " row slots of %" PRIu64 " bytes (one batch: the larger of %" PRIu64
+                  " rows, the largest of the first batches plus a quarter, and the %" PRIu64
+                  " rows training reserves for a batch, at most the node count), plus %s of "
+                  "tables, batch records and I/O buffers; the store's budget is %s",
                   oc_format_size(need, need_s, sizeof(need_s)), need, z->min_slots, z->per_slot,
-                  z->n_extractors, z->est_rows, z->max_rows,
-                  oc_format_size(z->fixed, fixed_s, sizeof(fixed_s)),
+                  z->est_rows, z->max_rows, oc_format_size(z->fixed, fixed_s, sizeof(fixed_s)),
                   oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
 }
 
@@ -246,6 +250,7 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     if (!g->recs)
         return err->status;
     for (uint32_t i = 0; i < g->n_records; i++) {
+        g->recs[i].cap = g->max_rows;
         g->recs[i].ids = oc_alloc(g->max_rows * sizeof(uint64_t), "store gnndrive: batch ids", err);
         g->recs[i].slots =
             oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: batch slots", err);
@@ -299,6 +304,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->n_extractors = z.n_extractors;
     g->n_records = z.n_records;
     g->max_rows = z.max_rows;
+    g->mem_bytes = cfg->mem_bytes;
     g->est_rows = z.est_rows;
     g->min_slots = z.min_slots;
     g->depth = GD_DEPTH;

@@ -85,8 +85,9 @@ struct gd_rec {
     uint64_t seq;          /* position in the plan: (epoch - first_epoch) x n_batches + batch */
     uint64_t epoch, batch; /* what the sampler sampled */
     uint64_t n_rows;
-    uint64_t *ids;   /* max_rows */
-    uint32_t *slots; /* max_rows: slot of row i (referenced until the releaser) */
+    uint64_t cap;    /* rows ids and slots hold: max_rows, grown for a larger batch */
+    uint64_t *ids;   /* cap */
+    uint32_t *slots; /* cap: slot of row i (referenced until the releaser) */
     /* extraction counters, written by the extractor */
     uint64_t n_hits;         /* rows found VALID (standby hits included) */
     uint64_t n_standby_hits; /* of which the slot had no reference (on the standby list) */
@@ -110,8 +111,9 @@ struct gd_store;
 struct gd_extractor {
     struct gd_store *g;
     struct gd_rec *cur;   /* the batch being extracted */
-    struct gd_miss *miss; /* max_rows: this batch's misses */
-    uint32_t *waits;      /* max_rows: rows of this batch loaded by another extractor */
+    uint64_t cap;         /* rows miss and waits hold: max_rows, grown for a larger batch */
+    struct gd_miss *miss; /* cap: this batch's misses */
+    uint32_t *waits;      /* cap: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
     struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */
     uint64_t rng;               /* test delays */
@@ -122,6 +124,7 @@ struct gd_store {
     /* sizing (gnndrive.c) */
     uint32_t n_extractors, n_records;
     uint64_t max_rows, est_rows, min_slots; /* see gnndrive.c's sizing */
+    uint64_t mem_bytes;                     /* the store's budget (0 = none), for errors */
     unsigned depth;                         /* reads in flight per extractor */
     size_t cell_bytes;                      /* bounce per read */
     size_t eval_bounce;                     /* the trainer's direct reader (see gnndrive.c) */
@@ -180,6 +183,13 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
                     uint64_t lim);
 /* With gd->mu held: drops r's references; slots reaching 0 go to the standby tail. */
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
+/*
+ * Grows a batch's per-row arrays *a (a_size bytes a row) and *b (b_size) from
+ * *cap to at least rows, through the accountant (OC_ERR_BUDGET when the budget
+ * cannot give it; the arrays stay valid and *cap unchanged then).
+ */
+int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap, uint64_t rows,
+                 const char *consumer, struct oc_err *err);
 
 /* ---- extractor reads (gnndrive_io.c) ------------------------------------- */
 

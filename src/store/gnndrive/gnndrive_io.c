@@ -46,6 +46,7 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
 {
     int rc;
     x->g = g;
+    x->cap = g->max_rows;
     x->miss = oc_alloc(g->max_rows * sizeof(struct gd_miss), "store gnndrive: misses", err);
     x->waits = oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: wait list", err);
     if (!x->miss || !x->waits)

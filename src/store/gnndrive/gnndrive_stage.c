@@ -100,15 +100,29 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
     if (seq != next)
         return OC_OK; /* out of plan order: reservation goes by seq, so read it directly */
-    if (b->n_input > g->max_rows)
-        return OC_ERR(err, OC_ERR_INTERNAL,
+    if (b->n_input > g->buf.n_slots) {
+        char need_s[32], have_s[32];
+        return OC_ERR(err, OC_ERR_BUDGET,
                       "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64 " has %" PRIu64
-                      " input rows, more than the %" PRIu64 " the buffer is sized for",
-                      batch, epoch, b->n_input, g->max_rows);
+                      " input rows (%s as stored), more than the %" PRIu64
+                      " row slots the store's budget of %s buys (every row of a batch is held "
+                      "at once); raise --mem-budget",
+                      batch, epoch, b->n_input,
+                      oc_format_size(b->n_input * g->s->row_bytes, need_s, sizeof(need_s)),
+                      g->buf.n_slots, oc_format_size(g->mem_bytes, have_s, sizeof(have_s)));
+    }
     void *item;
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
         return gd_pipeline_error(g, err);
     struct gd_rec *r = item;
+    int rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
+                          &r->cap, b->n_input, "store gnndrive: batch record", err);
+    if (rc) {
+        oc_queue_push(g->free_q, r); /* back for the cleanup; the error below stops the run */
+        oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64 " (%" PRIu64 " input rows)", batch,
+                      epoch, b->n_input);
+        return rc;
+    }
     gd_delay(g, &g->sampler_rng);
     r->seq = seq;
     r->epoch = epoch;
@@ -203,7 +217,10 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     x->cur = r;
     x->n_miss = x->n_waits = 0;
     gd_delay(g, &x->rng);
-    int rc = reserve_batch(x, r, &flushed, err);
+    int rc = gd_grow_rows((void **)&x->miss, sizeof(struct gd_miss), (void **)&x->waits,
+                          sizeof(uint32_t), &x->cap, r->n_rows, "store gnndrive: extractor", err);
+    if (rc == OC_OK)
+        rc = reserve_batch(x, r, &flushed, err);
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = gd_io_read(x, flushed, x->n_miss, err);

@@ -10,9 +10,9 @@ Place: over _lib (offcore_loader_*); the C side samples each batch once and gath
 feature rows ahead on its own threads, for any strategy (src/train/loader.c).
 
 Buffer lifetime (enforced): a Batch's arrays are views of offcore's buffers, not copies.
-A batch stays valid until batch.release(), or until `loader.keep` further batches have been
-taken (the oldest held batch is released then: its buffers feed the pipeline), or until the
-next epoch starts or the loader closes. After that every accessor of the Batch (x, y,
+A batch stays valid until batch.release(), or while the next `loader.keep` batches are taken
+(taking one more releases the oldest held batch: its buffers feed the pipeline), or until
+the next epoch starts or the loader closes. After that every accessor of the Batch (x, y,
 input_ids, seeds, blocks, to_torch, ...) raises BatchReleasedError. Arrays taken from a
 batch before its release must not be used after it (offcore reuses the memory): copy what
 you keep (np.array(batch.x), tensor.clone()).

@@ -438,6 +438,101 @@ OC_TEST(row_buffer_lent_between_epochs)
     fixture_free(&fx);
 }
 
+/*
+ * Under a budget with no room left, the batches larger than the pipeline's
+ * reservation (reserve_rows = the median batch) get their row buffers from
+ * the `static` cache, which gives its coldest rows back; the buffers shrink
+ * back at the next smaller batch, and the cache takes its rows back once
+ * memory is free. Every row stays right throughout.
+ */
+OC_TEST(larger_batches_take_memory_from_the_static_cache)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    uint32_t idx = 0;
+    if (!fixture_for_pipe(&fx))
+        return;
+    /* the input rows of epoch 1's batches, for the median */
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_sample_sampler_new(&fx.g, &fx.so, NULL, &sm, &err), &err);
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, fx.train, fx.n_train, fx.batch_size, 0, &err), &err);
+    oc_sample_epoch_shuffle(&ep, fx.so.seed, 1);
+    uint64_t nb = oc_sample_epoch_n_batches(&ep), *rows = calloc(nb, sizeof(uint64_t));
+    for (uint64_t i = 0; i < nb; i++) {
+        const uint64_t *seeds;
+        uint64_t n;
+        OC_CHECK_OK(oc_sample_epoch_batch(&ep, i, &seeds, &n, &err), &err);
+        OC_CHECK_OK(oc_sample_neighbors(sm, 1, i, seeds, n, &b, &err), &err);
+        rows[i] = b.n_input;
+    }
+    oc_sample_batch_deinit(&b);
+    oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    uint64_t median = 0, above = 0;
+    for (uint64_t i = 0; i < nb; i++) { /* the smallest value with half the batches at or below */
+        uint64_t le = 0;
+        for (uint64_t j = 0; j < nb; j++)
+            le += rows[j] <= rows[i];
+        if (2 * le >= nb && (!median || rows[i] < median))
+            median = rows[i];
+    }
+    for (uint64_t i = 0; i < nb; i++)
+        above += rows[i] > median;
+    OC_CHECK(above > 0);
+
+    struct oc_store_config sc = store_cfg(&fx, NULL);
+    sc.mem_bytes = fixture_fixed_bytes(&fx) + fx.n_nodes * 4 + fx.n_nodes * fx.row_bytes;
+    OC_CHECK_OK(oc_store_strategy_find("static", &idx, &err), &err);
+    OC_CHECK_OK(oc_store_open(idx, &sc, &s, &err), &err);
+    struct oc_batch_pipe_config pc = pipe_cfg(&fx, s, NULL, 1);
+    pc.reserve_rows = median;
+    OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    uint64_t bad = 0, most_given = 0;
+    for (uint64_t e = 0; e < 2 && s && bp; e++) {
+        OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
+        OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
+        for (uint64_t i = 0; i < nb; i++) {
+            struct oc_pipe_batch *pb;
+            if (oc_batch_pipe_next(bp, &pb, &err) != OC_OK) {
+                OC_CHECK_OK(err.status, &err);
+                break;
+            }
+            for (uint64_t r = 0; r < pb->batch.n_input; r++)
+                bad += memcmp(pb->x + r * fx.dim, fx.ref + pb->batch.input_ids[r] * fx.dim,
+                              fx.dim * sizeof(float)) != 0;
+            uint64_t given = oc_store_static_n_given_up(s);
+            most_given = given > most_given ? given : most_given;
+            oc_batch_pipe_done(bp, pb);
+        }
+        /* epoch 0 grew what grows once (sampler, scratch); epoch 1 runs with no room left */
+        if (e == 0)
+            oc_mem_set_budget(oc_mem_used() + 1024);
+    }
+    oc_mem_set_budget(0);
+    OC_CHECK(bad == 0);
+    OC_CHECK(most_given > 0);
+    fprintf(stderr,
+            "  %" PRIu64 " of %" PRIu64 " batches above the reserved %" PRIu64
+            " rows; the cache gave up to %" PRIu64 " rows\n",
+            above, nb, median, most_given);
+    uint64_t ids[2] = {0, 1};
+    float out[2 * 48];
+    if (s) {
+        OC_CHECK_OK(oc_store_gather(s, ids, 2, out, &err), &err); /* takes every row back */
+        OC_CHECK(oc_store_static_n_given_up(s) == 0);
+    }
+    free(rows);
+    oc_batch_pipe_free(bp);
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
 /* The nth allocation fails somewhere in the pipeline: a clean error, no leak, no hang. */
 OC_TEST(allocation_faults_end_cleanly)
 {

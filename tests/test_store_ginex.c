@@ -192,7 +192,7 @@ OC_TEST(store_misses_match_brute_force_in_one_superbatch)
     }
     /* The degree-ranked static cache of the same capacity, as the `static` store holds it. */
     struct oc_store_config sc = fixture_config(&fx, NULL);
-    sc.mem_bytes = fixture_fixed_bytes(&fx) + C * (fx.row_bytes + 8);
+    sc.mem_bytes = fixture_fixed_bytes(&fx) + C * (fx.row_bytes + 12); /* sorted layout: id, slot */
     struct oc_store *st = fixture_open("static", &sc);
     if (st) {
         uint64_t n_st = oc_store_static_n_cached(st), want = 0;

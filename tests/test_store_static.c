@@ -3,12 +3,17 @@
  * rows by in-degree, or by occurrences among epoch 0's input ids (replayed
  * here independently with the sampler), ties to the lower id, in both lookup
  * layouts (sorted ids for small budgets, the node table for larger ones), at
- * 1 and 3 threads; cached rows are hits and the rest misses.
+ * 1 and 3 threads; cached rows are hits and the rest misses. Under a budget
+ * the cache gives its coldest rows back to a request the budget could not
+ * otherwise give and takes them back when memory frees, rows always right,
+ * also while another thread gathers.
  *
  * Place in the data flow: tests of store (generate → dataset → sample → store).
  * Thread-safety: test code is single-threaded; the store may use a pool.
  * Ownership: every store, pool and fixture is freed by the test that made it.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,7 +124,7 @@ static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
             struct oc_store_config c = fixture_config(&fx, p ? pool : NULL);
             c.hotness = hotness;
             c.mem_bytes = fixture_fixed_bytes(&fx) + (r ? fx.n_nodes * 4 : 0) +
-                          rows[r] * (fx.row_bytes + (r ? 0 : 8));
+                          rows[r] * (fx.row_bytes + (r ? 0 : 12));
             struct oc_store *s = fixture_open("static", &c);
             if (!s)
                 continue;
@@ -128,9 +133,9 @@ static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
             struct oc_store_stats st;
             oc_store_stats(s, &st);
             OC_CHECK(st.held_bytes <= c.mem_bytes);
-            /* table layout: 4 bytes per node; sorted: 8 per cached row */
+            /* table layout: 4 bytes per node; sorted: 8 + 4 per cached row (id, slot) */
             OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_BYTES + n_cached * fx.row_bytes +
-                                          (r ? fx.n_nodes * 4 : n_cached * 8));
+                                          (r ? fx.n_nodes * 4 : n_cached * 12));
             check_cached_set(&fx, s, hot);
             oc_store_free(s);
         }
@@ -181,6 +186,182 @@ OC_TEST(unlimited_caches_everything)
         OC_CHECK(oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU) == 1.0);
         oc_store_free(s);
     }
+    fixture_free(&fx);
+}
+
+/* Gathers every node and compares with the file; returns the rows that differ. */
+static uint64_t gather_all_wrong(const struct fixture *fx, struct oc_store *s)
+{
+    struct oc_err err;
+    uint64_t n = fx->n_nodes, wrong = 0;
+    uint64_t *ids = calloc(n, sizeof(uint64_t));
+    float *out = calloc(n * fx->dim, sizeof(float));
+    for (uint64_t v = 0; v < n; v++)
+        ids[v] = n - 1 - v;
+    OC_CHECK_OK(oc_store_gather(s, ids, n, out, &err), &err);
+    for (uint64_t k = 0; k < n; k++)
+        wrong += memcmp(out + k * fx->dim, fx->ref + ids[k] * fx->dim, fx->dim * 4) != 0;
+    free(ids);
+    free(out);
+    return wrong;
+}
+
+/* Budget layouts: 1500 rows (node table) and 250 rows (sorted ids). */
+static void yields_and_takes_back(int table)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    uint64_t rows = table ? 1500 : 250, before_open = oc_mem_used();
+    c.mem_bytes = fixture_fixed_bytes(&fx) + (table ? fx.n_nodes * 4 : 0) +
+                  rows * (fx.row_bytes + (table ? 0 : 12));
+    struct oc_store *s = fixture_open("static", &c);
+    if (!s) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK(gather_all_wrong(&fx, s) == 0); /* scratch for every row, as after a first epoch */
+    uint64_t n_cached = oc_store_static_n_cached(s), used0 = oc_mem_used();
+    uint8_t *was = malloc(fx.n_nodes);
+    for (uint64_t v = 0; v < fx.n_nodes; v++)
+        was[v] = (uint8_t)oc_store_static_is_cached(s, v);
+
+    /* A request 100 rows past a tight budget: the cache gives its coldest rows back. */
+    oc_mem_set_budget(used0 + 1000);
+    size_t ask = 1000 + 100 * fx.row_bytes;
+    void *big = oc_alloc(ask, "a larger batch", &err);
+    OC_CHECK(big != NULL);
+    uint64_t gone = oc_store_static_n_given_up(s);
+    OC_CHECK(gone >= 100 && gone < n_cached && oc_store_static_n_cached(s) == n_cached - gone);
+    OC_CHECK(oc_mem_used() <= used0 + 1000);
+    /* The rows given back are the coldest: what is still cached was cached before. */
+    uint64_t still = 0, wrong_set = 0;
+    for (uint64_t v = 0; v < fx.n_nodes; v++) {
+        int now = oc_store_static_is_cached(s, v);
+        still += now;
+        wrong_set += now && !was[v];
+    }
+    OC_CHECK(still == n_cached - gone && wrong_set == 0);
+    OC_CHECK(gather_all_wrong(&fx, s) == 0);
+    struct oc_store_stats st;
+    oc_store_stats(s, &st);
+    OC_CHECK(st.held_bytes <= c.mem_bytes);
+
+    /* Freed again, and no budget: the next gather takes every row back. */
+    oc_free(big);
+    oc_mem_set_budget(0);
+    OC_CHECK(gather_all_wrong(&fx, s) == 0);
+    OC_CHECK(oc_store_static_n_given_up(s) == 0 && oc_store_static_n_cached(s) == n_cached);
+    uint64_t moved = 0;
+    for (uint64_t v = 0; v < fx.n_nodes; v++)
+        moved += oc_store_static_is_cached(s, v) != was[v];
+    OC_CHECK(moved == 0 && oc_mem_used() == used0);
+    struct oc_store_stats st0, st1;
+    oc_store_stats(s, &st0);
+    OC_CHECK(gather_all_wrong(&fx, s) == 0);
+    oc_store_stats(s, &st1);
+    OC_CHECK(st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU] == n_cached);
+
+    /* Nothing left to give: the request fails with the budget's error, nothing lost. */
+    oc_mem_set_budget(oc_mem_used() + 10);
+    OC_CHECK(oc_alloc(1000 + n_cached * fx.row_bytes + 4096, "a huge batch", &err) == NULL);
+    OC_CHECK(err.status == OC_ERR_BUDGET && strstr(err.msg, "a huge batch"));
+    oc_mem_set_budget(0);
+    OC_CHECK(gather_all_wrong(&fx, s) == 0);
+    free(was);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_used() == before_open);
+    fixture_free(&fx);
+}
+
+OC_TEST(gives_rows_back_and_takes_them_back_table)
+{
+    yields_and_takes_back(1);
+}
+
+OC_TEST(gives_rows_back_and_takes_them_back_sorted)
+{
+    yields_and_takes_back(0);
+}
+
+OC_TEST(unbudgeted_store_gives_nothing_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 700, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    struct oc_store *s = fixture_open("static", &c);
+    if (s) {
+        oc_mem_set_budget(oc_mem_used() + 10);
+        OC_CHECK(oc_alloc(4096, "batch", &err) == NULL && err.status == OC_ERR_BUDGET);
+        oc_mem_set_budget(0);
+        OC_CHECK(oc_store_static_n_given_up(s) == 0 && oc_store_static_n_cached(s) == fx.n_nodes);
+        oc_store_free(s);
+    }
+    fixture_free(&fx);
+}
+
+struct churn {
+    struct fixture *fx;
+    uint64_t budget;
+    _Atomic int stop;
+    uint64_t granted;
+};
+
+/* Another thread's requests past the budget, again and again, while the store gathers. */
+static void *churn_thread(void *arg)
+{
+    struct churn *ch = arg;
+    struct oc_err err;
+    for (int i = 0; i < 400 && !atomic_load(&ch->stop); i++) {
+        void *p = oc_alloc(2000 + (size_t)(i % 7) * 64 * ch->fx->row_bytes, "churn", &err);
+        if (p)
+            ch->granted++;
+        oc_free(p);
+    }
+    return NULL;
+}
+
+OC_TEST(gives_back_while_another_thread_gathers)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F16)) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    struct oc_store_config c = fixture_config(&fx, pool);
+    c.mem_bytes = fixture_fixed_bytes(&fx) + fx.n_nodes * 4 + 1500 * fx.row_bytes;
+    struct oc_store *s = fixture_open("static", &c);
+    if (s) {
+        uint64_t wrong = 0;
+        OC_CHECK(gather_all_wrong(&fx, s) == 0); /* scratch grown before the budget tightens */
+        struct churn ch = {&fx, 0, 0, 0};
+        oc_mem_set_budget(oc_mem_used() + 1000);
+        pthread_t t;
+        pthread_create(&t, NULL, churn_thread, &ch);
+        for (int i = 0; i < 60; i++)
+            wrong += gather_all_wrong(&fx, s);
+        atomic_store(&ch.stop, 1);
+        pthread_join(t, NULL);
+        oc_mem_set_budget(0);
+        OC_CHECK(wrong == 0);
+        OC_CHECK(gather_all_wrong(&fx, s) == 0 && oc_store_static_n_given_up(s) == 0);
+        fprintf(stderr, "  %llu of the other thread's requests granted\n",
+                (unsigned long long)ch.granted);
+        OC_CHECK(ch.granted > 0);
+        oc_store_free(s);
+    }
+    oc_pool_free(pool);
     fixture_free(&fx);
 }
 

@@ -49,14 +49,18 @@ struct oc_batch_pipe_config {
     const uint64_t *train_ids;           /* borrowed for the pipeline's lifetime */
     uint64_t n_train, batch_size;
     uint32_t depth; /* batches fetched ahead of the one training (>= 1) */
+    /* input rows a row buffer keeps (what train reserved per batch); a buffer grown past
+       it for a larger batch shrinks back at its next smaller batch, so the memory it took
+       (from a cache that gave rows back, say) is free again; 0 = buffers keep all */
+    uint64_t reserve_rows;
     /* the pipeline to add the stages to (the one the store was opened on), started
        by oc_batch_pipe_new and freed by its owner before the batch pipeline; NULL:
        the batch pipeline makes and owns one */
     struct oc_pipeline *pipeline;
-    int no_shuffle;       /* batches of train_ids in their given order (refused by a store that
+    int no_shuffle;  /* batches of train_ids in their given order (refused by a store that
                        samples its own batches) */
-    uint64_t rows_floats; /* allocate every row buffer this large at once, so the budget
-                             counts them from the start (0: they grow with the batches) */
+    int reserve_now; /* allocate every row buffer at reserve_rows at once, so the budget
+                        counts them from the start (0: they grow with the batches) */
 };
 
 struct oc_batch_pipe;

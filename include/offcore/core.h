@@ -109,6 +109,22 @@ void oc_free(void *p);
 int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err);
 void oc_mem_release(uint64_t bytes);
 
+/*
+ * Reclaimers: holders of memory that can give some back (a cache evicting
+ * rows). When a request would pass the budget, the accountant asks them in
+ * the order they were added to free at least `want` bytes (each returns what
+ * it gave back, released through oc_mem_release/oc_free) and tries the
+ * request again; only what they cannot cover fails with OC_ERR_BUDGET. A
+ * reclaimer runs on the requesting thread under the accountant's reclaim lock:
+ * it must not allocate and must not wait on anything the requester may hold
+ * (give nothing back instead). At most OC_MEM_MAX_RECLAIMERS at once;
+ * removing one waits for a reclaim in progress.
+ */
+#define OC_MEM_MAX_RECLAIMERS 16
+typedef uint64_t (*oc_mem_reclaim_fn)(void *ctx, uint64_t want);
+int oc_mem_reclaimer_add(oc_mem_reclaim_fn fn, void *ctx, struct oc_err *err);
+void oc_mem_reclaimer_remove(oc_mem_reclaim_fn fn, void *ctx);
+
 /* Parses "512M", "4GiB", "1.5G", "1000000" into bytes. */
 int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err);
 /* Formats bytes as "1.50 GiB" into buf. Returns buf. */

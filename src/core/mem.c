@@ -4,7 +4,9 @@
  * and the peak are known, and tests can fail the Nth allocation.
  *
  * Place in the data flow: core; used by every module.
- * Thread-safety: all functions are thread-safe (atomics, no locks).
+ * Thread-safety: all functions are thread-safe: atomics, plus one mutex on
+ * the slow path only (asking the reclaimers when a request passes the
+ * budget, and adding or removing one).
  * Ownership: blocks are owned by the caller until oc_free.
  *
  * Block layout (a 16-byte header before the pointer handed out):
@@ -15,6 +17,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +31,14 @@ static _Atomic uint64_t mem_budget;
 static _Atomic uint64_t mem_used;
 static _Atomic uint64_t mem_peak;
 static _Atomic uint64_t mem_live;
+
+static pthread_mutex_t reclaim_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    oc_mem_reclaim_fn fn;
+    void *ctx;
+} reclaimers[OC_MEM_MAX_RECLAIMERS]; /* [reclaim_mu] */
+static unsigned n_reclaimers;        /* [reclaim_mu] */
+static _Atomic unsigned any_reclaimer;
 
 void oc_mem_set_budget(uint64_t bytes)
 {
@@ -59,11 +70,60 @@ void oc_mem_reset_peak(void)
     atomic_store(&mem_peak, atomic_load(&mem_used));
 }
 
+int oc_mem_reclaimer_add(oc_mem_reclaim_fn fn, void *ctx, struct oc_err *err)
+{
+    pthread_mutex_lock(&reclaim_mu);
+    if (n_reclaimers == OC_MEM_MAX_RECLAIMERS) {
+        pthread_mutex_unlock(&reclaim_mu);
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "memory accountant: more than %d reclaimers",
+                      OC_MEM_MAX_RECLAIMERS);
+    }
+    reclaimers[n_reclaimers].fn = fn;
+    reclaimers[n_reclaimers].ctx = ctx;
+    n_reclaimers++;
+    atomic_store(&any_reclaimer, n_reclaimers);
+    pthread_mutex_unlock(&reclaim_mu);
+    return OC_OK;
+}
+
+void oc_mem_reclaimer_remove(oc_mem_reclaim_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&reclaim_mu);
+    for (unsigned i = 0; i < n_reclaimers; i++)
+        if (reclaimers[i].fn == fn && reclaimers[i].ctx == ctx) {
+            memmove(&reclaimers[i], &reclaimers[i + 1],
+                    (n_reclaimers - i - 1) * sizeof(reclaimers[0]));
+            n_reclaimers--;
+            break;
+        }
+    atomic_store(&any_reclaimer, n_reclaimers);
+    pthread_mutex_unlock(&reclaim_mu);
+}
+
+/* Asks the reclaimers for `want` bytes; returns what they gave back. */
+static uint64_t reclaim(uint64_t want)
+{
+    uint64_t got = 0;
+    pthread_mutex_lock(&reclaim_mu);
+    for (unsigned i = 0; i < n_reclaimers && got < want; i++)
+        got += reclaimers[i].fn(reclaimers[i].ctx, want - got);
+    pthread_mutex_unlock(&reclaim_mu);
+    return got;
+}
+
 int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err)
 {
     uint64_t used = atomic_load(&mem_used);
     uint64_t budget = atomic_load(&mem_budget);
+    int asked = 0;
     for (;;) {
+        if (budget && used + bytes > budget && !asked && atomic_load(&any_reclaimer)) {
+            asked = 1; /* once: what they could not give now, they will not give on a retry */
+            if (bytes <= budget && reclaim(used + bytes - budget) > 0) {
+                used = atomic_load(&mem_used);
+                continue;
+            }
+        }
         if (budget && used + bytes > budget) {
             char a[32], b[32], c[32];
             return OC_ERR(err, OC_ERR_BUDGET,

@@ -6,9 +6,10 @@
  * (same-page requests merged), then the hits converted and f16 misses
  * widened on the pool.
  *
- *   rows:  [ slot 0 | slot 1 | ... | slot C-1 ]   slot k = k-th smallest cached id
+ *   rows:  [ slot 0 | slot 1 | ... | slot C-1 ]   (static: hottest first; diskgnn: id order)
  *   lookup: u32 table[N] (slot of v, or STORE_NO_SLOT) when table is set,
- *           else binary search over the ascending ids[C]
+ *           else binary search over the ascending ids[C] (slot slot_of[k], or k)
+ *   a slot >= n_live was given back (static's yield): a miss
  *
  * Place in the data flow: store (below the strategies that own a cache).
  * Thread-safety: the cache is read-only once filled; a gather belongs to the
@@ -22,17 +23,23 @@
 
 uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
 {
-    if (c->table)
-        return c->table[id];
-    uint64_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (c->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
+    uint32_t slot;
+    if (c->table) {
+        slot = c->table[id];
+    } else {
+        uint64_t lo = 0, hi = c->n;
+        while (lo < hi) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (c->ids[mid] < id)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == c->n || c->ids[lo] != id)
+            return STORE_NO_SLOT;
+        slot = c->slot_of ? c->slot_of[lo] : (uint32_t)lo;
     }
-    return lo < c->n && c->ids[lo] == id ? (uint32_t)lo : STORE_NO_SLOT;
+    return slot < c->n_live ? slot : STORE_NO_SLOT;
 }
 
 struct cache_job {
@@ -57,12 +64,8 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
-                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+int store_cache_reserve(struct store_cache *c, struct store_disk *d, uint64_t n, struct oc_err *err)
 {
-    uint64_t misses = 0;
-    int rc;
-
     if (n > c->cap_slots) {
         uint64_t cap = n > 2 * c->cap_slots ? n : 2 * c->cap_slots;
         uint32_t *p = oc_realloc(c->slots, cap * sizeof(uint32_t), "store cache: slots", err);
@@ -71,6 +74,16 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
         c->slots = p;
         c->cap_slots = cap;
     }
+    return oc_io_batch_reserve(d->batch, n, err);
+}
+
+int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    uint64_t misses = 0;
+    int rc = store_cache_reserve(c, d, n, err);
+    if (rc)
+        return rc;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t slot = store_cache_lookup(c, ids[i]);
         c->slots[i] = slot;
@@ -95,8 +108,9 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
 
 uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c)
 {
-    return c->n * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
-           (c->ids ? c->n * sizeof(uint64_t) : 0) + c->cap_slots * sizeof(uint32_t);
+    return c->n_live * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
+           (c->ids ? c->n * sizeof(uint64_t) : 0) + (c->slot_of ? c->n * sizeof(uint32_t) : 0) +
+           c->cap_slots * sizeof(uint32_t);
 }
 
 void store_cache_free(struct store_cache *c)
@@ -104,6 +118,7 @@ void store_cache_free(struct store_cache *c)
     oc_free(c->rows);
     oc_free(c->table);
     oc_free(c->ids);
+    oc_free(c->slot_of);
     oc_free(c->slots);
     memset(c, 0, sizeof(*c));
 }

@@ -21,7 +21,8 @@
  * min-heap (root = the least hot kept); a later node replaces the root only
  * if strictly hotter, since on a tie the root has the lower id. O(N log n),
  * no allocation beyond the heap, then a heapsort puts the ids in ascending
- * order (slot order = id order, so loading the cache reads the file forward).
+ * order (ginex) or hottest first (static: its slots in that order, so the
+ * coldest rows are the last slots, the ones it gives back first).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -130,8 +131,19 @@ out:
     return rc;
 }
 
+/* In-place heapsort of the min-heap (root = least hot) into hottest first. */
+static void hot_sort(const struct hotness *h, uint64_t *heap, uint64_t n)
+{
+    for (uint64_t i = n; i-- > 1;) {
+        uint64_t t = heap[0];
+        heap[0] = heap[i];
+        heap[i] = t;
+        heap_sift(h, heap, 0, i);
+    }
+}
+
 int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
-                     uint64_t **ids_out, struct oc_err *err)
+                     int hottest_first, uint64_t **ids_out, struct oc_err *err)
 {
     struct hotness h = {NULL, NULL};
     uint64_t *loaded_indptr = NULL, *heap = NULL;
@@ -187,7 +199,10 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                 heap[0] = v;
                 heap_sift(&h, heap, 0, n);
             }
-        ids_sort(heap, n);
+        if (hottest_first)
+            hot_sort(&h, heap, n);
+        else
+            ids_sort(heap, n);
     }
     *ids_out = heap;
     heap = NULL;

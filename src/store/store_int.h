@@ -205,21 +205,28 @@ int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struc
 #define STORE_NO_SLOT UINT32_MAX
 
 /*
- * Rows as stored (f16 or f32), slot k = the k-th smallest cached id, found
- * through table (u32 per node, STORE_NO_SLOT if absent) when it is set, else
- * by binary search over ids. Fewer than STORE_NO_SLOT rows. slots is the
+ * Rows as stored (f16 or f32) in n slots, found through table (u32 per node:
+ * the slot, STORE_NO_SLOT if absent) when it is set, else by binary search
+ * over the ascending ids, whose k-th has slot slot_of[k] (slot k when slot_of
+ * is NULL). Only slots below n_live hold their row: a cache that gave memory
+ * back (static) keeps its lookup and drops its last slots, so a lookup of a
+ * slot >= n_live is a miss. Fewer than STORE_NO_SLOT rows. slots is the
  * per-gather scratch (one per requested row).
  */
 struct store_cache {
-    uint64_t n;
+    uint64_t n, n_live;
     uint8_t *rows;
     uint32_t *table;
     uint64_t *ids;
+    uint32_t *slot_of;
     uint32_t *slots;
     uint64_t cap_slots;
 };
 
 uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id);
+/* Grows the gather scratch and d's request arrays to n rows (store_cache_gather does it too). */
+int store_cache_reserve(struct store_cache *c, struct store_disk *d, uint64_t n,
+                        struct oc_err *err);
 /*
  * oc_store_gather through the cache: hits from c, misses read through d into
  * their output rows; counts tiers CPU / DISK and requested_disk_bytes.
@@ -235,18 +242,24 @@ void store_cache_free(struct store_cache *c);
 
 /*
  * The n (≤ n_nodes) hottest rows by cfg->hotness, ties to the lower id, as an
- * ascending oc_alloc'd array (*ids = NULL when n == 0). Checks the hotness
+ * oc_alloc'd array (*ids = NULL when n == 0): ascending, or with hottest_first
+ * the hottest first (when n == n_nodes: every node, ascending either way). Checks the hotness
  * options (pre-sampling needs graph, sample_opts, train_ids, n_train,
  * batch_size: OC_ERR_ARG naming what is missing) even when n == 0.
  */
 int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
-                     uint64_t **ids, struct oc_err *err);
+                     int hottest_first, uint64_t **ids, struct oc_err *err);
 
 /* ---- test knobs ---------------------------------------------------------- */
 
-/* For a `static` store: whether row id is in its RAM cache; how many rows are. 0 otherwise. */
+/*
+ * For a `static` store: whether row id is in its RAM cache; how many rows
+ * are; how many of the rows it chose it gave back to the budget and holds no
+ * more (static.c). 0 otherwise.
+ */
 int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
 uint64_t oc_store_static_n_cached(const struct oc_store *s);
+uint64_t oc_store_static_n_given_up(const struct oc_store *s);
 
 /* For a `gnndrive` store (gnndrive.c); see there. */
 struct oc_store_gnndrive_info {

@@ -23,7 +23,8 @@
  * their gathers (oc_store_lookahead, gnndrive's batch records), that many,
  * so its reads run that far ahead while only depth + 1 batches of rows are
  * held. Buffers keep their memory, so after the first batches nothing is
- * allocated per batch.
+ * allocated per batch; one grown past cfg.reserve_rows for a larger batch
+ * shrinks back to it at its next smaller one.
  *
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
  * the trainer would; for a strategy that samples itself (diskgnn's offline
@@ -147,6 +148,14 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
         atomic_fetch_add(&bp->n_sampled, 1);
     }
     uint64_t n = pb->batch.n_input, floats = n * bp->feat_dim;
+    uint64_t keep = bp->cfg.reserve_rows * bp->feat_dim;
+    if (keep && r->cap_floats > keep && floats <= keep) { /* after a larger batch: give it back */
+        float *x = oc_realloc(r->x, keep * sizeof(float), "pipeline batch features", err);
+        if (x) { /* shrinking: the accountant never refuses; a failed realloc keeps the block */
+            r->x = x;
+            r->cap_floats = keep;
+        }
+    }
     if (floats > r->cap_floats) {
         float *x = oc_realloc(r->x, floats * sizeof(float), "pipeline batch features", err);
         if (!x)
@@ -284,13 +293,14 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     }
     for (uint32_t i = 0; i < bp->n_slots; i++)
         oc_sample_batch_init(&bp->slots[i].batch);
-    for (uint32_t i = 0; cfg->rows_floats && i < bp->n_rows; i++) {
+    uint64_t reserve_floats = cfg->reserve_now ? cfg->reserve_rows * bp->feat_dim : 0;
+    for (uint32_t i = 0; reserve_floats && i < bp->n_rows; i++) {
         if (!(bp->rows[i].x =
-                  oc_alloc(cfg->rows_floats * sizeof(float), "pipeline batch features", err))) {
+                  oc_alloc(reserve_floats * sizeof(float), "pipeline batch features", err))) {
             rc = err ? err->status : OC_ERR_NOMEM;
             goto fail;
         }
-        bp->rows[i].cap_floats = cfg->rows_floats;
+        bp->rows[i].cap_floats = reserve_floats;
     }
     if (!bp->has_batches &&
         ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||

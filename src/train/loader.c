@@ -184,7 +184,8 @@ static int loader_open_pipe(struct oc_loader *l, struct oc_err *err)
     pc.no_shuffle = !l->o.shuffle;
     /* under a budget the row buffers are held from the start: a loader opened later (the
        budget is the process's) sees them */
-    pc.rows_floats = l->batch_rows * l->data.feat_dim;
+    pc.reserve_rows = l->batch_rows; /* and a buffer grown for a larger batch shrinks back */
+    pc.reserve_now = 1;
     int rc = oc_batch_pipe_new(&pc, &l->pipe, err);
     if (rc == OC_OK)
         l->n_batches = oc_batch_pipe_n_batches(l->pipe);

@@ -369,6 +369,7 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
     pc.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     pc.batch_size = o->batch_size;
     pc.depth = r->depth;
+    pc.reserve_rows = r->ws.measured ? r->ws.batch_rows : 0;
     pc.pipeline = r->stages;
     return oc_batch_pipe_new(&pc, &r->pipe, err);
 }

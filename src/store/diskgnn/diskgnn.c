@@ -171,6 +171,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     oc_free(counts);
     counts = NULL;
+    d->cache.n_live = d->cache.n; /* never given back */
     if (d->cache.n) {
         d->cache.rows =
             oc_alloc_aligned(d->cache.n * s->row_bytes, 64, "store diskgnn: CPU cache", err);

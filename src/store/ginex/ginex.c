@@ -549,7 +549,7 @@ static int static_bitmap(const struct oc_store *s, const struct oc_store_config 
     g->static_bits = oc_calloc(1, (size_t)g->static_bytes, "store ginex: static comparison", err);
     if (!g->static_bits)
         return err ? err->status : OC_ERR_NOMEM;
-    int rc = store_hot_select(s, &c, g->cap, &ids, err);
+    int rc = store_hot_select(s, &c, g->cap, 0, &ids, err);
     for (uint64_t k = 0; rc == OC_OK && k < g->cap; k++)
         g->static_bits[ids[k] >> 3] |= (uint8_t)(1u << (ids[k] & 7));
     oc_free(ids);

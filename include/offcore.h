@@ -47,7 +47,9 @@ extern "C" {
 #define OFFCORE_MAX_LAYERS  8
 #define OFFCORE_FANOUT_ALL  (-1)
 
-#if defined(OFFCORE_BUILD)
+/* liboffcore.so exports offcore_* only (src/api/offcore.map); the attribute keeps them
+   exported in a build with -fvisibility=hidden too */
+#if defined(__GNUC__)
 #    define OFFCORE_EXPORT __attribute__((visibility("default")))
 #else
 #    define OFFCORE_EXPORT

@@ -819,6 +819,64 @@ OC_TEST(cancel_while_extractors_wait)
     fixture_free(&fx);
 }
 
+/*
+ * After an epoch with room for every row, evaluation finds the rows the
+ * batches loaded in the buffer (tier CPU, nothing read) and reads the others;
+ * hits and misses mixed give the file's rows, f16 widened.
+ */
+static void evaluation_through_buffer(enum oc_dtype dtype)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 5000, 12, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t nb, rows = 0;
+    struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 2);
+    c.mem_bytes = 0; /* a slot for every row: nothing the epoch loaded is evicted */
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    if (s) {
+        OC_CHECK(run_plan(&fx, s, NULL, 1, &rows) == 0);
+        uint64_t n = bs[0].n_input;
+        float *out = malloc((n + 700) * fx.dim * sizeof(float));
+        struct oc_store_stats st0, st1;
+        oc_store_stats(s, &st0);
+        OC_CHECK_OK(oc_store_gather(s, bs[0].input_ids, n, out, &err), &err);
+        oc_store_stats(s, &st1);
+        OC_CHECK(st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU] == n);
+        OC_CHECK(st1.read_bytes == st0.read_bytes && st1.n_reads == st0.n_reads);
+        OC_CHECK(bad_rows(&fx, bs[0].input_ids, n, out) == 0);
+        /* every node: the loaded ones hit, the rest (never in a batch) are read */
+        uint64_t *all = malloc(fx.n_nodes * sizeof(uint64_t));
+        for (uint64_t v = 0; v < fx.n_nodes; v++)
+            all[v] = fx.n_nodes - 1 - v;
+        float *every = malloc(fx.n_nodes * fx.dim * sizeof(float));
+        OC_CHECK_OK(oc_store_gather(s, all, fx.n_nodes, every, &err), &err);
+        oc_store_stats(s, &st0);
+        uint64_t hit = st0.tier_rows[OC_STORE_TIER_CPU] - st1.tier_rows[OC_STORE_TIER_CPU];
+        OC_CHECK(hit >= n && hit < fx.n_nodes);
+        OC_CHECK(bad_rows(&fx, all, fx.n_nodes, every) == 0);
+        free(all);
+        free(every);
+        free(out);
+    }
+    oc_store_free(s);
+    plan_inputs_free(bs, nb);
+    fixture_free(&fx);
+}
+
+OC_TEST(evaluation_reads_what_the_buffer_holds_f32)
+{
+    evaluation_through_buffer(OC_DTYPE_F32);
+}
+
+OC_TEST(evaluation_reads_what_the_buffer_holds_f16)
+{
+    evaluation_through_buffer(OC_DTYPE_F16);
+}
+
 /* ---- budgets and allocation faults -------------------------------------------------- */
 
 OC_TEST(budget_below_minimum)

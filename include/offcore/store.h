@@ -146,10 +146,11 @@ struct oc_store_config {
                                        multiple of features.npy's size; 0 = unlimited */
     struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
                                        them); NULL: the store makes and owns one */
-    uint64_t batch_rows;            /* input rows of a training batch as train measured
-                                       them (probe, with its margin); 0 = unknown. Sizes
-                                       the budget check of arrays that grow on demand
-                                       (direct, static); fixed capacities keep the bound */
+    uint64_t batch_rows;            /* the most input rows one gather asks for: a training
+                                       batch as train measured it (probe, with its margin),
+                                       or an evaluation chunk; 0 = unknown. Sizes what the
+                                       strategies reserve per batch (store_budget_rows);
+                                       arrays grow through the accountant past it */
 };
 
 struct oc_store;

@@ -158,8 +158,10 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
     }
     if (floats > r->cap_floats) {
         float *x = oc_realloc(r->x, floats * sizeof(float), "pipeline batch features", err);
-        if (!x)
+        if (!x) {
+            oc_err_prefix(err, "%" PRIu64 " input rows", n);
             return err->status;
+        }
         r->x = x;
         r->cap_floats = floats;
     }

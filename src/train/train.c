@@ -299,7 +299,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
         r->held = held;
         r->work = work;
         if (r->ws.measured)
-            cfg.batch_rows = r->ws.batch_rows;
+            cfg.batch_rows = train_ws_gather_rows(&r->ws, &r->data, o);
         char a[32], b[32], c[32];
         oc_log(OC_LOG_DEBUG, "memory budget: %s held at start, %s working set, %s for the store",
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),

@@ -117,6 +117,9 @@ void train_ws_from_bound(const struct train_data *d, const struct oc_train_opts 
 void train_ws_from_probe(const struct train_data *d, const struct oc_train_opts *o,
                          uint64_t largest_rows, uint64_t seeds, uint64_t step_bytes,
                          struct train_ws *ws);
+/* The most input rows one gather asks the store for: a batch in flight, or evaluation's. */
+uint64_t train_ws_gather_rows(const struct train_ws *ws, const struct train_data *d,
+                              const struct oc_train_opts *o);
 /*
  * Bytes the run needs besides the feature store and what it holds already:
  * depth + 1 pipeline row buffers, the larger of a step (unmeasured) and

@@ -77,6 +77,15 @@ static uint64_t scaled_rows(const struct train_ws *ws, const struct train_data *
     return rows >= (double)bound ? bound : (uint64_t)rows + 1;
 }
 
+uint64_t train_ws_gather_rows(const struct train_ws *ws, const struct train_data *d,
+                              const struct oc_train_opts *o)
+{
+    uint64_t eval = o->eval == OC_TRAIN_EVAL_FULL      ? train_eval_chunk_rows(d, o)
+                    : o->eval == OC_TRAIN_EVAL_SAMPLED ? scaled_rows(ws, d, o, o->eval_batch_size)
+                                                       : 0;
+    return eval > ws->batch_rows ? eval : ws->batch_rows;
+}
+
 uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
                         const struct oc_train_opts *o, uint64_t state_bytes, uint32_t depth)
 {

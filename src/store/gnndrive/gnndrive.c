@@ -22,11 +22,13 @@
  * served, outside the plan, or ids differing from what the sampler stage
  * sampled) is read directly, never waited for.
  *
- * Evaluation gathers (oc_store_gather) read features.npy directly with
- * O_DIRECT through the trainer thread's batch reader (same-page merging, a
- * bounce of a 16th of a batch at its bound, within [256 KiB, 2 MiB], rows in
- * chunks of a 256th of it), and never touch the buffer: they take no
- * reference, evict nothing and do not wait for the pipeline.
+ * Evaluation gathers (oc_store_gather) copy the rows VALID in the buffer
+ * (a reference held while copying, so no extractor reuses the slot) and read
+ * the rest from features.npy directly with O_DIRECT through the trainer
+ * thread's batch reader (same-page merging, a bounce of a 16th of a batch at
+ * its bound, within [256 KiB, 2 MiB], rows in chunks of a 256th of it): they
+ * load nothing into the buffer, evict nothing and do not wait for the
+ * pipeline.
  *
  * Sizing (cfg->mem_bytes, all of it through oc_alloc). Three numbers of rows
  * per batch:
@@ -171,8 +173,8 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
          : eb > GD_EVAL_BOUNCE_MAX ? GD_EVAL_BOUNCE_MAX
                                    : eb;
     z->eval_bounce = (size_t)oc_io_align_up(eb);
-    z->fixed =
-        sizeof(struct gd_store) + z->eval_bounce + z->eval_bounce / 256 * STORE_ROW_SCRATCH_BYTES;
+    z->fixed = sizeof(struct gd_store) + z->eval_bounce +
+               z->eval_bounce / 256 * (STORE_ROW_SCRATCH_BYTES + sizeof(uint32_t));
     if (!z->pipeline)
         return;
     z->n_extractors = cfg->n_extractors ? cfg->n_extractors : GD_DEFAULT_EXTRACTORS;
@@ -234,6 +236,12 @@ static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_er
         rc = oc_io_batch_new(STORE_DISK_DEPTH, g->eval_bounce, &g->disk.batch, err);
     if (rc == OC_OK)
         oc_io_batch_register_file(g->disk.batch, g->disk.f);
+    if (rc == OC_OK) {
+        g->eval_slots =
+            oc_alloc(g->eval_bounce / 256 * sizeof(uint32_t), "store gnndrive: read slots", err);
+        if (!g->eval_slots)
+            rc = err ? err->status : OC_ERR_NOMEM;
+    }
     return rc;
 }
 
@@ -350,6 +358,7 @@ static void gd_free(struct oc_store *s)
     gd_buf_deinit(&g->buf);
     oc_file_close(g->file, NULL);
     store_disk_close(&g->disk);
+    oc_free(g->eval_slots);
     if (g->sync_ready) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->ticket_cv);
@@ -362,27 +371,62 @@ static void gd_free(struct oc_store *s)
 
 /* ---- direct reads (evaluation, batches not in the pipeline) --------------------- */
 
+/* Pins the chunk's rows VALID in the buffer (none without a pipeline: no buffer). */
+static uint64_t pin_chunk(struct gd_store *g, const uint64_t *ids, uint64_t n)
+{
+    if (!g->pipeline) {
+        for (uint64_t i = 0; i < n; i++)
+            g->eval_slots[i] = GD_NONE;
+        return 0;
+    }
+    pthread_mutex_lock(&g->mu);
+    uint64_t hits = gd_buf_pin_valid(&g->buf, ids, n, g->eval_slots);
+    pthread_mutex_unlock(&g->mu);
+    return hits;
+}
+
+static void unpin_chunk(struct gd_store *g, uint64_t n, uint64_t hits)
+{
+    if (!hits)
+        return;
+    pthread_mutex_lock(&g->mu);
+    if (gd_buf_unpin(&g->buf, g->eval_slots, n) && g->n_slot_waiters)
+        pthread_cond_broadcast(&g->slot_cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
 static int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                      struct oc_err *err)
 {
     struct gd_store *g = s->impl;
     int rc = OC_OK;
-    uint64_t chunk = g->eval_bounce / 256;
+    uint64_t chunk = g->eval_bounce / 256, dim = s->feat_dim, all_hits = 0;
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += chunk) {
         uint64_t hi = n - lo > chunk ? lo + chunk : n;
-        for (uint64_t i = lo; i < hi && rc == OC_OK; i++)
-            rc = store_disk_queue(s, &g->disk, ids[i], out + i * s->feat_dim, err);
+        uint64_t hits = pin_chunk(g, ids + lo, hi - lo);
+        for (uint64_t i = lo; i < hi && rc == OC_OK; i++) {
+            uint32_t k = g->eval_slots[i - lo];
+            if (k != GD_NONE)
+                store_row_to_f32(s->dtype, g->buf.rows + (uint64_t)k * s->row_bytes, dim,
+                                 out + i * dim);
+            else
+                rc = store_disk_queue(s, &g->disk, ids[i], out + i * dim, err);
+        }
         if (rc)
             store_disk_discard(&g->disk);
-        else
+        else if (hits < hi - lo)
             rc = store_disk_run(s, &g->disk, err);
+        for (uint64_t i = lo; i < hi && rc == OC_OK && s->dtype == OC_DTYPE_F16; i++)
+            if (g->eval_slots[i - lo] == GD_NONE)
+                store_row_widen_inplace(out + i * dim, dim);
+        unpin_chunk(g, hi - lo, hits);
+        all_hits += hits;
     }
-    if (rc == OC_OK)
-        rc = store_disk_widen_all(s, out, n, err);
     if (rc)
         return rc;
-    s->stats.requested_disk_bytes += n * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += n;
+    s->stats.requested_disk_bytes += (n - all_hits) * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += all_hits;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += n - all_hits;
     return OC_OK;
 }
 

@@ -133,6 +133,35 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
     *pos = i;
 }
 
+uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uint32_t *slots)
+{
+    uint64_t hits = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = b->node_slot[ids[i]];
+        if (k == GD_NONE || atomic_load_explicit(&b->state[k], memory_order_acquire) != GD_VALID) {
+            slots[i] = GD_NONE;
+            continue;
+        }
+        if (b->ref[k] == 0)
+            standby_remove(b, k);
+        b->ref[k]++;
+        slots[i] = k;
+        hits++;
+    }
+    return hits;
+}
+
+uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n)
+{
+    uint64_t freed = 0;
+    for (uint64_t i = 0; i < n; i++)
+        if (slots[i] != GD_NONE && --b->ref[slots[i]] == 0) {
+            standby_push_tail(b, slots[i]);
+            freed++;
+        }
+    return freed;
+}
+
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r)
 {
     for (uint64_t i = 0; i < r->n_rows; i++) {

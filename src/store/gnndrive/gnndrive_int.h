@@ -156,6 +156,7 @@ struct gd_store {
     atomic_uint_least64_t n_prepared; /* plan batches fed so far (seqs 0 .. n_prepared - 1) */
     /* the trainer's side (its thread only) */
     struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline */
+    uint32_t *eval_slots;   /* a direct read's chunk: the buffer slot of each row, or GD_NONE */
     struct gd_rec **parked; /* extracted, not consumed yet (n_records) */
     uint32_t n_parked;
     uint8_t *consumed;     /* bit per plan batch: gathered or discarded */
@@ -183,6 +184,14 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
                     uint64_t lim);
 /* With gd->mu held: drops r's references; slots reaching 0 go to the standby tail. */
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
+/*
+ * With gd->mu held: references the slot of each of ids[0..n) whose row is
+ * VALID in the buffer (slots[i] = that slot, else GD_NONE), so nobody reuses
+ * it while a reader copies it; returns how many. gd_buf_unpin drops those
+ * references (slots at 0 go to the standby tail) and returns how many did.
+ */
+uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uint32_t *slots);
+uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n);
 /*
  * Grows a batch's per-row arrays *a (a_size bytes a row) and *b (b_size) from
  * *cap to at least rows, through the accountant (OC_ERR_BUDGET when the budget

@@ -3,7 +3,8 @@
 # docs/ARCHITECTURE.md:
 #   cli → train → {store, nn} → {plan, sample} → dataset → io → core, with
 #   pipeline (stages) on core only, used by store and train
-# (nn depends only on core; kg sits beside train). Every #include of a public
+# (nn depends only on core; kg sits beside train; api, the versioned C API
+# of include/offcore.h, sits beside cli on train and below). Every #include of a public
 # header ("offcore/<h>.h" or <offcore/<h>.h>) or a private one
 # (<module>/<file>.h) from src/<module>/ (any depth) must name a module this
 # module may depend on; a private header src/<m>/**/*_int.h is included only
@@ -28,6 +29,7 @@ allowed() { # module -> modules it may include (itself included)
     train) echo "core io dataset sample plan store nn pipeline train" ;;
     kg) echo "core io dataset sample plan store nn pipeline train kg" ;;
     cli) echo "core io dataset sample plan store nn pipeline train kg cli" ;;
+    api) echo "core io dataset sample plan store nn pipeline train api" ;;
     *) echo "" ;;
     esac
 }
@@ -37,7 +39,7 @@ header_module() { # offcore/<h>.h -> module
     core | rng | thread | progress) echo core ;;
     io) echo io ;;
     dataset | import | generate) echo dataset ;;
-    batch_pipe) echo train ;;
+    batch_pipe | loader) echo train ;;
     *) echo "$1" ;;
     esac
 }

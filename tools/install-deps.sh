@@ -3,7 +3,8 @@
 # only those that are missing (apt-get update first). Needs root or sudo.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-dev
-      liburing-dev libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev libmetis-dev)
+      liburing-dev libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev libmetis-dev
+      python3 python3-venv) # the Python package's tests run in a venv (tools/py-test.sh)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -57,6 +57,10 @@ struct oc_batch_pipe_config {
        by oc_batch_pipe_new and freed by its owner before the batch pipeline; NULL:
        the batch pipeline makes and owns one */
     struct oc_pipeline *pipeline;
+    int no_shuffle;  /* batches of train_ids in their given order (refused by a store that
+                       samples its own batches) */
+    int reserve_now; /* allocate every row buffer at reserve_rows at once, so the budget
+                        counts them from the start (0: they grow with the batches) */
 };
 
 struct oc_batch_pipe;
@@ -92,6 +96,8 @@ int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err
  */
 int oc_batch_pipe_open(struct oc_batch_pipe *bp, struct oc_err *err);
 uint64_t oc_batch_pipe_n_batches(const struct oc_batch_pipe *bp);
+/* Row buffers: batches handed out and not given back hold one each. */
+uint32_t oc_batch_pipe_n_rows(const struct oc_batch_pipe *bp);
 /*
  * Lends one of the pipeline's row buffers, idle between epochs (every batch
  * of the last epoch given back, the next not opened), so evaluation gathers

@@ -110,7 +110,9 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
     const struct bp_job *job = item;
     uint64_t e = job->epoch;
     int rc;
-    if (!bp->has_batches)
+    if (!bp->has_batches && bp->cfg.no_shuffle)
+        oc_sample_epoch_unshuffle(&bp->ep);
+    else if (!bp->has_batches)
         oc_sample_epoch_shuffle(&bp->ep, bp->cfg.sample->seed, e);
     for (uint64_t b = 0; b < bp->n_batches; b++) {
         void *got;
@@ -263,6 +265,11 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         return OC_ERR(err, OC_ERR_ARG,
                       "batch pipeline: needs a store, a graph, sampling options, training ids, "
                       "a batch size and a depth of at least 1");
+    if (oc_store_has_batches(cfg->store) && cfg->no_shuffle)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "strategy %s samples its own shuffled batches: it cannot keep the seeds "
+                      "in order (shuffle them)",
+                      oc_store_name(cfg->store));
     struct oc_batch_pipe *bp = oc_calloc(1, sizeof(*bp), "batch pipeline", err);
     if (!bp)
         return err ? err->status : OC_ERR_NOMEM;
@@ -298,6 +305,15 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     }
     for (uint32_t i = 0; i < bp->n_slots; i++)
         oc_sample_batch_init(&bp->slots[i].batch);
+    uint64_t reserve_floats = cfg->reserve_now ? cfg->reserve_rows * bp->feat_dim : 0;
+    for (uint32_t i = 0; reserve_floats && i < bp->n_rows; i++) {
+        if (!(bp->rows[i].x =
+                  oc_alloc(reserve_floats * sizeof(float), "pipeline batch features", err))) {
+            rc = err ? err->status : OC_ERR_NOMEM;
+            goto fail;
+        }
+        bp->rows[i].cap_floats = reserve_floats;
+    }
     if (!bp->has_batches &&
         ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||
          (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
@@ -346,6 +362,11 @@ fail:
 uint64_t oc_batch_pipe_n_batches(const struct oc_batch_pipe *bp)
 {
     return bp->n_batches;
+}
+
+uint32_t oc_batch_pipe_n_rows(const struct oc_batch_pipe *bp)
+{
+    return bp->n_rows;
 }
 
 int oc_batch_pipe_epoch(struct oc_batch_pipe *bp, uint64_t e, struct oc_err *err)

@@ -1,0 +1,104 @@
+"""test_errors.py — what goes wrong is a Python exception carrying offcore's message: bad
+paths, bad options (checked by the C library), a budget too small, epochs out of order, and
+batches used after release (never a read of memory offcore took back).
+"""
+import os
+
+import numpy as np
+import pytest
+
+import offcore
+
+
+def test_bad_paths_name_the_path(tmp_path):
+    with pytest.raises(offcore.NotFound) as e:
+        offcore.Dataset(tmp_path / "missing")
+    assert "missing" in str(e.value) and e.value.status_name == "OFFCORE_ERR_NOTFOUND"
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "manifest.json").write_text("{not json")
+    with pytest.raises(offcore.OffcoreError) as e:
+        offcore.Dataset(tmp_path / "junk")
+    assert "manifest.json" in str(e.value)
+    with pytest.raises(offcore.OffcoreError) as e:
+        offcore.import_dataset(tmp_path / "nosrc", tmp_path / "out")
+    assert "nosrc" in str(e.value)
+    with pytest.raises(offcore.InvalidArgument) as e:
+        offcore.import_dataset(tmp_path, tmp_path / "out2", format="csv")
+    assert "format 'csv'" in str(e.value)
+
+
+def test_bad_options_carry_the_c_message(gen_ds):
+    cases = [
+        (dict(strategy="nosuch"), "unknown strategy 'nosuch'"),
+        (dict(fanouts=[4, 0]), "fanout 0"),
+        (dict(batch_size=0), "batch size"),
+        (dict(depth=0), "depth 0"),
+        (dict(epochs=0), "epochs"),
+        (dict(strategy="diskgnn", shuffle=False), "shuffle"),
+    ]
+    for kw, text in cases:
+        with pytest.raises(offcore.OffcoreError) as e:
+            offcore.Loader(gen_ds, **kw)
+        assert text in str(e.value), (kw, str(e.value))
+    with pytest.raises(ValueError):
+        offcore.Loader(gen_ds, fanouts=[])
+    with pytest.raises(ValueError):
+        offcore.Loader(gen_ds, fanouts=[1] * 9)
+    with pytest.raises(ValueError):
+        offcore.Loader(gen_ds, mem_budget="lots")
+    with pytest.raises(offcore.BudgetError) as e:
+        offcore.Loader(gen_ds, fanouts=[-1, -1], mem_budget="1M")  # loading fits, batches not
+    assert "is too small" in str(e.value)
+
+
+def test_epochs_run_in_order(gen_ds):
+    with offcore.Loader(gen_ds, fanouts=[2], batch_size=500, epochs=2) as loader:
+        with pytest.raises(offcore.InvalidArgument) as e:
+            loader.epoch(1)
+        assert "in order" in str(e.value)
+        list(loader)
+        list(loader)
+        with pytest.raises(offcore.InvalidArgument):
+            list(loader)  # epoch 2 of 2
+        with pytest.raises(offcore.InvalidArgument) as e:
+            loader.sample(0, 10 ** 6)
+        assert "out of range" in str(e.value)
+
+
+def test_a_released_batch_raises(gen_ds):
+    with offcore.Loader(gen_ds, fanouts=[3, 3], batch_size=64, epochs=2) as loader:
+        it = iter(loader)
+        b = next(it)
+        block = b.blocks[0]
+        b.release()
+        assert not b.valid and "released" in repr(b)
+        for get in (lambda: b.x, lambda: b.y, lambda: b.input_ids, lambda: b.seeds,
+                    lambda: b.blocks, lambda: block.indptr, lambda: block.indices,
+                    block.edge_index, b.edge_indices, b.to_torch):
+            with pytest.raises(offcore.BatchReleasedError):
+                get()
+        b.release()  # twice: a no-op
+        # taking `keep` + 1 further batches releases the oldest held one
+        c = next(it)
+        later = [next(it) for _ in range(loader.keep)]
+        assert c.valid and all(k.valid for k in later)
+        next(it)
+        assert not c.valid
+        with pytest.raises(offcore.BatchReleasedError):
+            c.x
+        # the next epoch releases what is still held; so does close
+        d = later[-1]
+        e = next(iter(loader))
+        assert not d.valid and e.valid
+    assert not e.valid
+    with pytest.raises(offcore.InvalidArgument):
+        loader.stats()
+
+
+def test_sizes_parse():
+    assert offcore.parse_size("64M") == 64 << 20
+    assert offcore.parse_size("1.5G") == 3 << 29
+    assert offcore.parse_size(4096) == 4096
+    assert offcore.parse_size(None) == 0
+    with pytest.raises(ValueError):
+        offcore.parse_size(-1)

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "offcore/io.h"
@@ -136,6 +137,21 @@ static inline int proc_n_threads(void)
     }
     closedir(d);
     return n;
+}
+
+/*
+ * Whether this process has `want` threads (proc_n_threads), waiting up to 3 s:
+ * pthread_join returns once the joined thread released its memory, a moment
+ * before the kernel takes it off /proc/self/task, which a loaded machine shows.
+ */
+static inline int proc_n_threads_is(int want)
+{
+    for (int i = 0; i < 300; i++) {
+        if (proc_n_threads() == want)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
 }
 
 #endif

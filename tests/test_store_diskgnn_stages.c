@@ -137,7 +137,7 @@ OC_TEST(loader_error_reaches_the_trainer_through_the_shared_pipeline)
     oc_pipeline_free(p); /* joins every stage before the batch pipeline and the store go */
     oc_batch_pipe_free(bp);
     oc_store_free(s);
-    OC_CHECK(proc_n_threads() == threads);
+    OC_CHECK(proc_n_threads_is(threads));
     OC_CHECK(oc_mem_n_live() == live);
     OC_CHECK(n_plan_files(plan) == 0);
     fixture_free(&fx);
@@ -170,7 +170,7 @@ OC_TEST(cancellation_unblocks_every_stage)
             oc_pipeline_free(p);
             break;
         }
-        OC_CHECK(proc_n_threads() == threads + 4); /* the planner and the three loaders */
+        OC_CHECK(proc_n_threads_is(threads + 4)); /* the planner and the three loaders */
         if (k >= 1)
             usleep(100 * 1000); /* the loaders fill their queues and wait */
         if (k == 2)
@@ -182,7 +182,7 @@ OC_TEST(cancellation_unblocks_every_stage)
         OC_CHECK_ERR(rc, OC_ERR_CANCELLED, &err, "cancelled");
         OC_CHECK_ERR(oc_pipeline_status(p, &err), OC_ERR_CANCELLED, &err, NULL);
         oc_pipeline_free(p);
-        OC_CHECK(proc_n_threads() == threads);
+        OC_CHECK(proc_n_threads_is(threads));
         oc_store_free(s);
         OC_CHECK(n_plan_files(plan) == 0);
     }
@@ -211,7 +211,7 @@ OC_TEST(own_pipeline_is_joined_at_free)
         struct oc_store *s = open_diskgnn(&fx, plan, NULL, 3, reuse, &err);
         if (!s)
             break;
-        OC_CHECK(proc_n_threads() == threads + (reuse ? 3 : 4));
+        OC_CHECK(proc_n_threads_is(threads + (reuse ? 3 : 4)));
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
         for (uint64_t e = 0; e < 3; e++)
             for (uint64_t i = 0; i < nb; i++)
@@ -222,7 +222,7 @@ OC_TEST(own_pipeline_is_joined_at_free)
         OC_CHECK(st.stage_busy_us[0] > 0 && st.stage_busy_us[1] > 0 && st.stage_busy_us[2] > 0);
         OC_CHECK(reuse ? st.stage_busy_us[3] == 0 : st.stage_busy_us[3] > 0);
         oc_store_free(s);
-        OC_CHECK(proc_n_threads() == threads);
+        OC_CHECK(proc_n_threads_is(threads));
         OC_CHECK(n_plan_files(plan) == 0);
     }
     OC_CHECK(oc_mem_n_live() == live);

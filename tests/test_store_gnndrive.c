@@ -668,7 +668,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
         c.mem_bytes = min_budget(&c) + 500 * (fx.row_bytes + 21);
         c.pipeline = p;
         struct oc_store *s = fixture_open("gnndrive", &c);
-        OC_CHECK(proc_n_threads() == threads + 3); /* 2 extractors, 1 releaser */
+        OC_CHECK(proc_n_threads_is(threads + 3)); /* 2 extractors, 1 releaser */
         struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
         pc.pipeline = p;
         if (fail)
@@ -702,7 +702,7 @@ OC_TEST(shared_pipeline_stage_error_reaches_trainer)
             OC_CHECK(n_got == oc_batch_pipe_n_batches(bp));
         }
         oc_pipeline_free(p); /* joins every stage first, as train does */
-        OC_CHECK(proc_n_threads() == threads);
+        OC_CHECK(proc_n_threads_is(threads));
         oc_batch_pipe_free(bp);
         oc_store_free(s);
         OC_CHECK(oc_mem_n_live() == live);
@@ -786,7 +786,7 @@ OC_TEST(cancel_while_extractors_wait)
             oc_pipeline_free(p);
         }
         oc_store_free(s); /* its own pipeline: cancelled and joined here */
-        OC_CHECK(proc_n_threads() == threads);
+        OC_CHECK(proc_n_threads_is(threads));
         OC_CHECK(oc_mem_n_live() == live);
     }
     plan_inputs_free(bs, nb);

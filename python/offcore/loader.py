@@ -22,6 +22,7 @@ Ownership: the Loader owns the C loader and closes it (close(), `with`, or GC).
 import collections
 import ctypes
 import re
+import weakref
 
 import numpy as np
 
@@ -60,6 +61,22 @@ class _Memory:
         self.owner = owner
 
 
+class _Handle:
+    """Owns the C loader: it is closed when the last object that may view its memory (the
+    loader, a batch, a numpy view of either) is gone, so a view kept past close() never
+    reads freed memory."""
+
+    __slots__ = ("h", "__weakref__")
+
+    def __init__(self, h):
+        self.h = h
+
+    def __del__(self):
+        if self.h is not None and lib is not None:
+            lib.offcore_loader_close(self.h)
+            self.h = None
+
+
 def _view(addr, shape, dtype, owner, writeable=False):
     """A numpy array of `shape` over C memory at addr (no copy); its base keeps owner alive."""
     if not addr or 0 in shape:
@@ -78,25 +95,32 @@ class Block:
     __slots__ = ("n_src", "n_dst", "n_edges", "_indptr", "_indices", "_batch")
 
     def __init__(self, batch, cb):
-        self._batch = batch
+        self._batch = weakref.ref(batch)  # no cycle: a batch is freed as soon as it is unused
         self.n_src, self.n_dst, self.n_edges = cb.n_src, cb.n_dst, cb.n_edges
-        self._indptr = _view(cb.indptr, (cb.n_dst + 1,), np.uint64, batch)
-        self._indices = _view(cb.indices, (cb.n_edges,), np.uint32, batch)
+        self._indptr = _view(cb.indptr, (cb.n_dst + 1,), np.uint64, batch._owner)
+        self._indices = _view(cb.indices, (cb.n_edges,), np.uint32, batch._owner)
+
+    def _check(self):
+        b = self._batch()
+        if b is None:
+            raise BatchReleasedError("offcore: this block's batch was released and freed",
+                                     -6, "OFFCORE_ERR_ARG")
+        b._check()
 
     @property
     def indptr(self):
-        self._batch._check()
+        self._check()
         return self._indptr
 
     @property
     def indices(self):
-        self._batch._check()
+        self._check()
         return self._indices
 
     def edge_index(self):
         """int64 [2, n_edges]: row 0 local source ids, row 1 local destination ids (PyG's
         flow 'source_to_target'); a new array."""
-        self._batch._check()
+        self._check()
         dst = np.repeat(np.arange(self.n_dst, dtype=np.int64),
                         np.diff(self._indptr).astype(np.int64))
         return np.stack([self._indices.astype(np.int64), dst])
@@ -114,12 +138,15 @@ class Batch:
 
     def __init__(self, loader, cb):
         self._loader = loader
+        self._owner = loader._owner  # the C loader stays open while this batch's views live
         self._cb = cb  # the C struct: holds the handle offcore_loader_release needs
         self._valid = True
         self.epoch, self.index = cb.epoch, cb.index
         self.n_seeds, self.n_input = cb.n_seeds, cb.n_input
-        self._ids = _view(cb.input_ids, (cb.n_input,), np.uint64, self)
-        self._x = (_view(cb.x, (cb.n_input, cb.feat_dim), np.float32, self, writeable=True)
+        # views own the C loader's handle, not this batch: numpy does not collect cycles
+        # through an array's base, so a batch its own views referred to would never be freed
+        self._ids = _view(cb.input_ids, (cb.n_input,), np.uint64, self._owner)
+        self._x = (_view(cb.x, (cb.n_input, cb.feat_dim), np.float32, self._owner, writeable=True)
                    if cb.x else None)
         self._blocks = [Block(self, cb.blocks[i]) for i in range(cb.n_layers)]
         self._y = None
@@ -275,13 +302,14 @@ class Loader(_lib.Closable):
         _lib.check(lib.offcore_loader_open(dataset.handle, ctypes.byref(o), ctypes.byref(h),
                                            ctypes.byref(err)), err)
         self._h = h
+        self._owner = _Handle(h)
         self.fanouts, self.batch_size, self.strategy = fanouts, batch_size, str(strategy)
         self.epochs, self.seed, self.shuffle = epochs, seed, bool(shuffle)
         self.n_batches = lib.offcore_loader_n_batches(h)
         self.keep = lib.offcore_loader_max_held(h)  # batches kept valid besides the newest
         n = ctypes.c_uint64()
         p = lib.offcore_loader_labels(h, ctypes.byref(n))
-        self._labels = _view(p, (n.value,), np.int32, self)
+        self._labels = _view(p, (n.value,), np.int32, self._owner)
         self._held = collections.deque()
         self._epoch = 0
         self._err = _lib.Error()
@@ -355,8 +383,10 @@ class Loader(_lib.Closable):
         return {k: getattr(s, k) for k, _ in _lib.Stats._fields_ if k != "struct_size"}
 
     def close(self):
-        """Releases every batch and stops the pipeline."""
+        """Releases every batch; the C loader (its pipeline and buffers) closes now, or, while
+        a batch or a numpy view of one is still referenced, when the last of them is gone."""
         if self._h is not None:
             self._release_all()
-            lib.offcore_loader_close(self._h)
             self._h = None
+            self._labels = None
+            self._owner = None

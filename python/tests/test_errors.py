@@ -95,6 +95,38 @@ def test_a_released_batch_raises(gen_ds):
         loader.stats()
 
 
+def test_view_kept_past_close_keeps_its_memory(gen_ds, ref):
+    import gc
+    import weakref
+    loader = offcore.Loader(gen_ds, fanouts=[5, 5], batch_size=256, seed=1)
+    b = next(iter(loader))
+    x, ids = b.x, b.input_ids.copy()
+    owner = weakref.ref(loader._owner)
+    loader.close()
+    gc.collect()
+    # the batch is released (its buffer may hold a later batch's rows now), but its view
+    # still holds the C loader's memory: reading it reads offcore's buffer, never freed memory
+    assert not b.valid and owner() is not None
+    assert x.shape == (len(ids), 48) and np.isfinite(x).all()
+    del x, b
+    gc.collect()
+    assert owner() is None  # the last view gone: the C loader closed
+
+
+def test_batches_are_freed(gen_ds):
+    import gc
+    import weakref
+    with offcore.Loader(gen_ds, fanouts=[3, 3], batch_size=64) as loader:
+        refs = [weakref.ref(b) for b in loader]
+        owner = weakref.ref(loader._owner)
+        gc.collect()
+        # all but the `keep` newest, which stay valid until released
+        assert sum(r() is not None for r in refs) <= loader.keep + 1
+    gc.collect()
+    assert len(refs) == loader.n_batches and all(r() is None for r in refs)
+    assert owner() is None  # nothing refers to the C loader: it closed
+
+
 def test_sizes_parse():
     assert offcore.parse_size("64M") == 64 << 20
     assert offcore.parse_size("1.5G") == 3 << 29

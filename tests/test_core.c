@@ -57,14 +57,14 @@ OC_TEST(accountant_counts_and_budget)
     OC_CHECK(oc_calloc(SIZE_MAX / 2, 4, "overflow", &err) == NULL);
 }
 
-/* A fake cache for the reclaimer tests: holds `held` accounted bytes, gives back up to all. */
-struct fake_cache {
+/* A holder for the reclaimer tests: `held` accounted bytes, all of which it gives back if asked. */
+struct holder {
     uint64_t held, asked, calls;
 };
 
-static uint64_t fake_reclaim(void *ctx, uint64_t want)
+static uint64_t holder_reclaim(void *ctx, uint64_t want)
 {
-    struct fake_cache *f = ctx;
+    struct holder *f = ctx;
     uint64_t give = want < f->held ? want : f->held;
     f->calls++;
     f->asked += want;
@@ -77,10 +77,10 @@ OC_TEST(accountant_asks_reclaimers_before_refusing)
 {
     struct oc_err err;
     uint64_t used0 = oc_mem_used();
-    struct fake_cache f = {6000, 0, 0}, g = {1000, 0, 0};
+    struct holder f = {6000, 0, 0}, g = {1000, 0, 0};
     OC_CHECK_OK(oc_mem_reserve(f.held + g.held, "caches", &err), &err);
-    OC_CHECK_OK(oc_mem_reclaimer_add(fake_reclaim, &f, &err), &err);
-    OC_CHECK_OK(oc_mem_reclaimer_add(fake_reclaim, &g, &err), &err);
+    OC_CHECK_OK(oc_mem_reclaimer_add(holder_reclaim, &f, &err), &err);
+    OC_CHECK_OK(oc_mem_reclaimer_add(holder_reclaim, &g, &err), &err);
     oc_mem_set_budget(used0 + 10000);
     /* Within the budget: nobody is asked. */
     void *a = oc_alloc(2000, "batch", &err);
@@ -94,21 +94,21 @@ OC_TEST(accountant_asks_reclaimers_before_refusing)
     OC_CHECK(c == NULL && err.status == OC_ERR_BUDGET && strstr(err.msg, "huge batch"));
     OC_CHECK(f.held == 0 && g.held == 0 && f.calls == 2 && g.calls == 1);
     /* Removed reclaimers are not asked again. */
-    oc_mem_reclaimer_remove(fake_reclaim, &f);
-    oc_mem_reclaimer_remove(fake_reclaim, &g);
+    oc_mem_reclaimer_remove(holder_reclaim, &f);
+    oc_mem_reclaimer_remove(holder_reclaim, &g);
     OC_CHECK(oc_alloc(9000, "after", &err) == NULL && f.calls == 2 && g.calls == 1);
     oc_mem_set_budget(0);
     oc_free(a);
     oc_free(b);
     OC_CHECK(oc_mem_used() == used0);
     /* The table has room for OC_MEM_MAX_RECLAIMERS. */
-    struct fake_cache many[OC_MEM_MAX_RECLAIMERS + 1];
+    struct holder many[OC_MEM_MAX_RECLAIMERS + 1];
     for (int i = 0; i < OC_MEM_MAX_RECLAIMERS; i++)
-        OC_CHECK_OK(oc_mem_reclaimer_add(fake_reclaim, &many[i], &err), &err);
-    OC_CHECK_ERR(oc_mem_reclaimer_add(fake_reclaim, &many[OC_MEM_MAX_RECLAIMERS], &err),
+        OC_CHECK_OK(oc_mem_reclaimer_add(holder_reclaim, &many[i], &err), &err);
+    OC_CHECK_ERR(oc_mem_reclaimer_add(holder_reclaim, &many[OC_MEM_MAX_RECLAIMERS], &err),
                  OC_ERR_UNSUPPORTED, &err, "reclaimers");
     for (int i = 0; i < OC_MEM_MAX_RECLAIMERS; i++)
-        oc_mem_reclaimer_remove(fake_reclaim, &many[i]);
+        oc_mem_reclaimer_remove(holder_reclaim, &many[i]);
 }
 
 OC_TEST(fault_injection_fails_nth_alloc_once)

@@ -108,10 +108,11 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
 
 #define LOAD_ROWS 4096u /* rows queued per batch run while filling the cache */
 
-void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t *n_cached, int *use_table)
+void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_lookup_bytes,
+                      uint64_t *n_cached, int *use_table)
 {
     uint64_t n = s->n_nodes, row = s->row_bytes, table = n * sizeof(uint32_t);
-    uint64_t c_sorted = avail / (row + sizeof(uint64_t));
+    uint64_t c_sorted = avail / (row + sorted_lookup_bytes);
     uint64_t c_table = avail >= table ? (avail - table) / row : 0;
     if (c_sorted > n)
         c_sorted = n;
@@ -123,21 +124,27 @@ void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t *n_cach
         *n_cached = STORE_NO_SLOT - 1;
 }
 
-/* Reads the cached rows (ascending ids) into their slots, LOAD_ROWS at a time, pages merged. */
-static int load_rows(struct oc_store *s, struct store_cache *c, struct store_disk *d,
-                     const uint64_t *ids, struct oc_err *err)
+int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
+                     uint64_t hi, struct oc_err *err)
 {
+    uint64_t n_keys = c->table ? s->n_nodes : c->n, queued = 0;
     int rc = OC_OK;
-    for (uint64_t k0 = 0; k0 < c->n && rc == OC_OK; k0 += LOAD_ROWS) {
-        uint64_t k1 = c->n - k0 < LOAD_ROWS ? c->n : k0 + LOAD_ROWS;
-        for (uint64_t k = k0; k < k1 && rc == OC_OK; k++)
-            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, ids[k]), s->row_bytes,
-                                 c->rows + k * s->row_bytes, err);
-        if (rc)
-            store_disk_discard(d);
-        else
+    for (uint64_t i = 0; i < n_keys && rc == OC_OK; i++) {
+        uint64_t id = c->table ? i : c->ids[i];
+        uint32_t slot = c->table ? c->table[i] : c->slot_of ? c->slot_of[i] : (uint32_t)i;
+        if (slot == STORE_NO_SLOT || slot < lo || slot >= hi)
+            continue;
+        rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, id), s->row_bytes,
+                             c->rows + (uint64_t)slot * s->row_bytes, err);
+        if (rc == OC_OK && ++queued == LOAD_ROWS) {
             rc = oc_io_batch_run(d->batch, err);
+            queued = 0;
+        }
     }
+    if (rc)
+        store_disk_discard(d);
+    else if (queued)
+        rc = oc_io_batch_run(d->batch, err);
     return rc;
 }
 
@@ -163,15 +170,14 @@ int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_dis
             rc = err ? err->status : OC_ERR_NOMEM;
             goto out;
         }
-        if ((rc = load_rows(s, c, d, ids, err)))
+        if (!use_table)
+            c->ids = ids; /* the sorted layout keeps them as its lookup (slot k = ids[k]) */
+        if ((rc = store_cache_load(s, c, d, 0, n, err)))
             oc_err_prefix(err, "store %s: loading the cache", who);
     }
 out:
-    if (use_table || rc) {
+    if (c->ids != ids)
         oc_free(ids);
-        ids = NULL;
-    }
-    c->ids = ids; /* the sorted layout keeps them as its lookup */
     return rc;
 }
 

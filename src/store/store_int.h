@@ -253,9 +253,17 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 /*
  * Rows a cache of `avail` bytes holds and its lookup: the u32 table or the
- * sorted ids, whichever caches more rows (the table on a tie).
+ * sorted ids (sorted_lookup_bytes a cached row: 8 for the id, 12 with slot_of),
+ * whichever caches more rows (the table on a tie).
  */
-void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t *n_cached, int *use_table);
+void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_lookup_bytes,
+                      uint64_t *n_cached, int *use_table);
+/*
+ * Reads the rows of slots [lo, hi) of c (rows, and its lookup, set) from the
+ * feature file through d into place, in id order, same-page reads merged.
+ */
+int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
+                     uint64_t hi, struct oc_err *err);
 /*
  * Fills c with the n rows of ids (ascending, oc_alloc'd; taken over: kept as
  * the sorted lookup or freed) read through d, same-page reads merged; who

@@ -97,7 +97,7 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
         stage = avail / 2 / HL_N_RECORDS / per_stage_byte_num * OC_IO_ALIGN;
     z->stage_bytes = oc_io_align_down(stage);
     uint64_t stage_total = HL_N_RECORDS * z->stage_bytes / OC_IO_ALIGN * per_stage_byte_num;
-    store_cache_plan(s, avail - stage_total, &z->n_cached, &z->use_table);
+    store_cache_plan(s, avail - stage_total, sizeof(uint64_t), &z->n_cached, &z->use_table);
 }
 
 static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *err)

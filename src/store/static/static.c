@@ -62,12 +62,10 @@
 
 #include "store/store_int.h"
 
-#define NO_SLOT         STORE_NO_SLOT
-#define LOAD_ROWS       4096u      /* rows queued per batch run while filling the cache */
-#define YIELD_MIN_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
-#define TAKEBACK_MARGIN_BYTES \
-    (4u << 20)         /* left free when taking rows back (or an 8th of the cache) */
-#define YIELD_WAIT_S 2 /* a reclaim waits this long for a gather in progress */
+#define NO_SLOT               STORE_NO_SLOT
+#define YIELD_MIN_BYTES       (1u << 20) /* given back at once, at least (or a 16th of the cache) */
+#define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
+#define YIELD_WAIT_S          2          /* a reclaim waits this long for a gather in progress */
 
 /* The cache (table layout: table set, ids NULL; sorted layout: ids and slot_of set) and its reader. */
 struct static_store {
@@ -98,29 +96,11 @@ static uint64_t takeback_margin(const struct static_store *c)
 /* The store whose lock this thread holds (a gather or a take-back): its reclaims give nothing. */
 static _Thread_local const struct static_store *holding;
 
-/* Reads the rows of slots [lo, hi) into place in id order, LOAD_ROWS a run, pages merged. */
+/* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
 {
-    const struct store_cache *k = &c->cache;
-    uint64_t n_keys = k->table ? s->n_nodes : k->n, queued = 0;
-    int rc = OC_OK;
-    for (uint64_t i = 0; i < n_keys && rc == OC_OK; i++) {
-        uint64_t id = k->table ? i : k->ids[i];
-        uint32_t slot = k->table ? k->table[i] : k->slot_of[i];
-        if (slot == NO_SLOT || slot < lo || slot >= hi)
-            continue;
-        rc = oc_io_batch_add(c->disk.batch, c->disk.f, store_row_off(s, id), s->row_bytes,
-                             k->rows + (uint64_t)slot * s->row_bytes, err);
-        if (rc == OC_OK && ++queued == LOAD_ROWS) {
-            rc = oc_io_batch_run(c->disk.batch, err);
-            queued = 0;
-        }
-    }
-    if (rc)
-        store_disk_discard(&c->disk);
-    else if (queued)
-        rc = oc_io_batch_run(c->disk.batch, err);
+    int rc = store_cache_load(s, &c->cache, &c->disk, lo, hi, err);
     if (rc)
         oc_err_prefix(err, "store static: loading the cache");
     return rc;
@@ -130,7 +110,7 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                          uint64_t *n_cached, int *use_table, struct oc_err *err)
 {
-    uint64_t n = s->n_nodes, row = s->row_bytes;
+    uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
     uint64_t fixed =
         sizeof(struct static_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
@@ -148,17 +128,8 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                       "store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-    uint64_t avail = cfg->mem_bytes - fixed, table = n * sizeof(uint32_t);
-    uint64_t c_sorted = avail / (row + sizeof(uint64_t) + sizeof(uint32_t));
-    uint64_t c_table = avail >= table ? (avail - table) / row : 0;
-    if (c_sorted > n)
-        c_sorted = n;
-    if (c_table > n)
-        c_table = n;
-    *use_table = avail >= table && c_table >= c_sorted && n < NO_SLOT;
-    *n_cached = *use_table ? c_table : c_sorted;
-    if (*n_cached >= NO_SLOT)
-        *n_cached = NO_SLOT - 1;
+    store_cache_plan(s, cfg->mem_bytes - fixed, sizeof(uint64_t) + sizeof(uint32_t), n_cached,
+                     use_table);
     return OC_OK;
 }
 
@@ -218,12 +189,17 @@ static int build_table(const struct oc_store *s, struct store_cache *k, const ui
     return OC_OK;
 }
 
+static size_t page_up(uint64_t bytes)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return (size_t)((bytes + page - 1) / page * page);
+}
+
 /* The rows' mapping (n slots), its bytes accounted. */
 static int map_rows(struct static_store *c, uint64_t n, struct oc_err *err)
 {
     uint64_t bytes = n * c->row_bytes;
-    long page = sysconf(_SC_PAGESIZE);
-    size_t len = (size_t)((bytes + (uint64_t)page - 1) / (uint64_t)page * (uint64_t)page);
+    size_t len = page_up(bytes);
     int rc = oc_mem_reserve(bytes, "store static: cached rows", err);
     if (rc)
         return rc;
@@ -240,12 +216,6 @@ static int map_rows(struct static_store *c, uint64_t n, struct oc_err *err)
 }
 
 /* ---- giving rows back and taking them back --------------------------------- */
-
-static size_t page_up(uint64_t bytes)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    return (size_t)((bytes + page - 1) / page * page);
-}
 
 /* The accountant's reclaimer: drops the coldest live rows, at least want bytes of them. */
 static uint64_t static_yield(void *ctx, uint64_t want)

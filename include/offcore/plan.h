@@ -41,6 +41,8 @@
 #include <stdint.h>
 
 #include "offcore/core.h"
+#include "offcore/dataset.h"
+#include "offcore/sample.h"
 
 #define OC_PLAN_PAGE         4096u
 #define OC_PLAN_CHUNK_HEADER 64u
@@ -148,5 +150,46 @@ void oc_plan_layout_deinit(struct oc_plan_layout *l);
  */
 int oc_plan_layout_dc_pages(const struct oc_plan_layout *l, const struct oc_plan_trace *t,
                             uint64_t b, uint64_t *pages, struct oc_err *err);
+
+/* ---- graph partition (partition.c): OUTRE's partition-based batches ---- */
+
+/*
+ * A node -> part map from METIS (k-way, minimum edge cut over the symmetrized
+ * topology without self-loops, nodes and training nodes balanced over the
+ * parts), computed once and kept in PLAN_DIR/part-<key>/parts.ocpt
+ * (docs/FORMAT.md section 8).
+ */
+struct oc_plan_partition {
+    uint64_t n_nodes;
+    uint32_t n_parts;
+    uint32_t *part_of; /* n_nodes entries, each < n_parts */
+    uint64_t key;      /* oc_plan_partition_key of the inputs */
+    int built;         /* computed by this call (else read from the file) */
+    double build_s;    /* seconds METIS took when built */
+    char path[4200];   /* the file ("" when it could not be written) */
+};
+
+/*
+ * Parts for `--partition-batch group`: group x the number of batches
+ * (ceil(n_train / batch_size)), so a group of parts holds about one batch of
+ * training nodes; at most n_train (every part should hold one) and n_nodes.
+ */
+uint32_t oc_plan_partition_n_parts(uint64_t n_nodes, uint64_t n_train, uint64_t batch_size,
+                                   uint32_t group);
+/* The key naming a partition: topology (sizes, CRCs), n_parts and the training ids. */
+uint64_t oc_plan_partition_key(const struct oc_dataset *ds, const uint64_t *train_ids,
+                               uint64_t n_train, uint32_t n_parts);
+/*
+ * The partition of g (in memory; OC_ERR_UNSUPPORTED over on-disk topology)
+ * into n_parts: read from its file under plan_dir when that file is whole
+ * and matches (size, magic, version, counts, key, CRC, parts in range),
+ * otherwise computed with METIS and written there atomically (a damaged file
+ * is logged and replaced, never trusted; a directory that cannot be written
+ * is logged and the partition kept in memory). *out is zeroed on failure.
+ */
+int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
+                          const uint64_t *train_ids, uint64_t n_train, uint32_t n_parts,
+                          const char *plan_dir, struct oc_plan_partition *out, struct oc_err *err);
+void oc_plan_partition_deinit(struct oc_plan_partition *p);
 
 #endif

@@ -118,10 +118,31 @@ uint64_t oc_sample_batch_n_edges(const struct oc_sample_batch *b);
 
 /* ---- the sampler -------------------------------------------------------- */
 
+/*
+ * Partition-based batches (OUTRE, `--batching partition`): every node's part
+ * (from the plan module's graph partition) and how many parts make a group.
+ * An epoch in this order (oc_sample_epoch_init_plan) lists its seeds group by
+ * group: the parts permuted from (seed, epoch), taken `group` at a time, the
+ * training nodes of a group's parts shuffled together from (seed, epoch,
+ * group), groups concatenated; the batches are then cut from that list as
+ * usual, so their count and sizes are those of random batches. key names the
+ * partition's content (plan files of the strategies that sample ahead fold
+ * it into theirs). Borrowed by every holder of the options.
+ */
+struct oc_sample_parts {
+    uint64_t n_nodes;        /* entries of part_of */
+    const uint32_t *part_of; /* node -> part, each < n_parts */
+    uint32_t n_parts;
+    uint32_t group; /* parts per group (>= 1) */
+    uint64_t key;   /* content key of the partition */
+};
+
 struct oc_sample_opts {
     uint32_t n_layers;                     /* 1 .. OC_SAMPLE_MAX_LAYERS */
     int32_t fanouts[OC_SAMPLE_MAX_LAYERS]; /* [0] = block 0 (input side); >= 0 or OC_SAMPLE_ALL */
     uint64_t seed;                         /* the run's seed */
+    const struct oc_sample_parts *parts;   /* batch order by partitions; NULL = random
+                                              (the sampler itself ignores it) */
 };
 
 struct oc_sampler;
@@ -292,12 +313,27 @@ struct oc_sample_epoch {
     int drop_last;
     uint64_t *orig;  /* the ids as given */
     uint64_t *order; /* this epoch's order */
+    /* partition order (oc_sample_epoch_init_plan with parts), else NULL / 0 */
+    uint64_t *part_ptr;  /* n_parts + 1: the ids of part p are part_ids[part_ptr[p] ..) */
+    uint64_t *part_ids;  /* the ids grouped by part, in their given order */
+    uint32_t *part_perm; /* n_parts: scratch for the epoch's permutation of parts */
+    uint32_t n_parts, group;
 };
 
 int oc_sample_epoch_init(struct oc_sample_epoch *ep, const uint64_t *ids, uint64_t n_ids,
                          uint64_t batch_size, int drop_last, struct oc_err *err);
+/*
+ * oc_sample_epoch_init for a training plan: with so->parts set, the epoch's
+ * shuffle is the partition order of struct oc_sample_parts (an id >=
+ * parts->n_nodes or a part >= n_parts is OC_ERR_ARG); without, the random
+ * shuffle. Every holder of a plan (the pipeline, the strategies that sample
+ * ahead or pre-sample) makes its epochs with it, so all see the same batches.
+ */
+int oc_sample_epoch_init_plan(struct oc_sample_epoch *ep, const uint64_t *ids, uint64_t n_ids,
+                              uint64_t batch_size, int drop_last, const struct oc_sample_opts *so,
+                              struct oc_err *err);
 void oc_sample_epoch_deinit(struct oc_sample_epoch *ep);
-/* Sets the order to epoch `epoch`'s shuffle of the original ids. */
+/* Sets the order to epoch `epoch`'s shuffle of the original ids (partition order if set). */
 void oc_sample_epoch_shuffle(struct oc_sample_epoch *ep, uint64_t seed, uint64_t epoch);
 /* Restores the original order (evaluation). */
 void oc_sample_epoch_unshuffle(struct oc_sample_epoch *ep);

@@ -67,9 +67,18 @@ struct oc_train_opts {
         double value;     /* a number, 1 for a flag, the index of a choice */
     } store_opts[OC_TRAIN_MAX_STORE_OPTS];
     uint32_t n_store_opts;
-    int dry_run;          /* open everything (dataset, probe, store, pipeline, evaluator) and
+    int dry_run; /* open everything (dataset, probe, store, pipeline, evaluator) and
                              stop before the first epoch: checks options and budget */
-    const char *plan_dir; /* where plan files go (ginex superbatches, diskgnn windows);
+    enum oc_train_batching {
+        OC_TRAIN_BATCHING_RANDOM,    /* seeds shuffled from (seed, epoch) (default) */
+        OC_TRAIN_BATCHING_PARTITION, /* OUTRE's partition batches (sample.h, struct
+                                        oc_sample_parts): changes training, so it and
+                                        partition_group are in the checkpoint fingerprint */
+        OC_TRAIN_BATCHING_COUNT
+    } batching;
+    uint32_t partition_group; /* parts per group with partition batching (0 = 4) */
+    const char *plan_dir;     /* where plan files go (ginex superbatches, diskgnn windows, the
+                             partition of --batching partition);
                              NULL = DIR/plan. Where, not what: their names carry a key of
                              their content, so it is in no fingerprint */
 };
@@ -107,10 +116,17 @@ struct oc_train_epoch_stats {
      */
     double sample_s, gather_s, wait_s, forward_s, backward_s, optimizer_s, eval_s;
     uint64_t n_batches;
-    uint64_t n_sampled;          /* batches sampled (or loaded from an offline sample) this epoch */
-    uint32_t depth;              /* batches the pipeline fetched ahead of the one training */
-    uint64_t sampled_edges;      /* edges of this epoch's training batches (all layers) */
-    struct oc_store_stats store; /* this epoch's training gathers (evaluation excluded) */
+    uint64_t n_sampled;     /* batches sampled (or loaded from an offline sample) this epoch */
+    uint32_t depth;         /* batches the pipeline fetched ahead of the one training */
+    uint64_t sampled_edges; /* edges of this epoch's training batches (all layers) */
+    /*
+     * OUTRE's Redundancy Ratio: input rows of the epoch's batches (the
+     * collective L-hop neighbourhoods, sum of |N~_b|) over their seeds (sum
+     * of |N_b|); distinct_rows counts the different nodes among the input
+     * rows, so input_rows / distinct_rows is how often a row is asked for.
+     */
+    uint64_t input_rows, seed_rows, distinct_rows;
+    struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
     struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
     uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */
     double gemm_s;                  /* and the seconds it took */

@@ -57,6 +57,8 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
                st->eval_s);
     else /* --eval none, or an epoch --eval-every skips */
         printf(" | Val Acc -      | Time %.2fs | Eval -", st->time_s);
+    if (st->seed_rows) /* OUTRE's Redundancy Ratio: input rows per seed */
+        printf(" | RR %.2f", (double)st->input_rows / (double)st->seed_rows);
     if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];
@@ -83,6 +85,15 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 }
 
 #define CLI_TRAIN_MAX_OPTS 96
+
+/* Whether cli_parse saw the option `name` of opts[0 .. n). */
+static int given_opt(const struct cli_opt *opts, size_t n, const int *given, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(opts[i].name, name) == 0)
+            return given[i];
+    return 0;
+}
 
 /* Storage for one strategy option's parsed value. */
 struct strategy_opt_value {
@@ -175,6 +186,8 @@ int cmd_train(int argc, char **argv)
     const char *topology = "memory";
     uint64_t topo_cache = 0;
     int reuse_samples = 0;
+    const char *batching = "random";
+    uint32_t partition_batch = 0;
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -240,6 +253,15 @@ int cmd_train(int argc, char **argv)
         {"reuse-samples", CLI_FLAG, &reuse_samples, NULL,
          "train every epoch on epoch 0's batches, as DiskGNN does (changes training; not with "
          "ginex or gnndrive)",
+         NULL},
+        {"batching", CLI_CHOICE, &batching, NULL,
+         "random: seeds shuffled per epoch; partition: OUTRE's partition batches (a METIS "
+         "partition kept under the plan directory; groups of --partition-batch parts, shuffled "
+         "from (seed, epoch); changes training)",
+         "random|partition"},
+        {"partition-batch", CLI_U32, &partition_batch, "P",
+         "--batching partition: parts per group; the graph gets P x (batches per epoch) parts "
+         "(4)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
@@ -324,6 +346,14 @@ int cmd_train(int argc, char **argv)
     o.topology_disk = strcmp(topology, "disk") == 0;
     o.topo_cache_bytes = topo_cache;
     o.reuse_samples = reuse_samples;
+    o.batching =
+        strcmp(batching, "partition") == 0 ? OC_TRAIN_BATCHING_PARTITION : OC_TRAIN_BATCHING_RANDOM;
+    if (given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "partition-batch") &&
+        partition_batch == 0) {
+        fprintf(stderr, "offcore train: --partition-batch must be at least 1\n");
+        return 2;
+    }
+    o.partition_group = partition_batch;
     o.dry_run = dry_run;
     for (size_t k = 0; k < n_strategy_opts; k++)
         if (given[n_all - n_strategy_opts + k] &&

@@ -105,7 +105,8 @@ static int presample(const struct oc_store *s, const struct oc_store_config *cfg
     oc_sample_batch_init(&b);
     if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)))
         goto out;
-    if ((rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+    if ((rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        cfg->sample_opts, err)))
         goto out;
     oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, 0);
     uint64_t n_batches = oc_sample_epoch_n_batches(&ep);

@@ -49,5 +49,11 @@ uint64_t store_plan_key(const struct oc_store *s, const struct oc_store_config *
     h = store_fnv_u64(h, cfg->n_train);
     for (uint64_t i = 0; i < cfg->n_train; i++)
         h = store_fnv_u64(h, cfg->train_ids[i]);
+    const struct oc_sample_parts *parts = cfg->sample_opts->parts;
+    if (parts) { /* partition batches: another order, other batches */
+        h = store_fnv(h, "parts", 5);
+        h = store_fnv_u64(h, parts->key);
+        h = store_fnv_u64(h, parts->group);
+    }
     return h;
 }

@@ -118,7 +118,8 @@ int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, co
     memset(&ep, 0, sizeof(ep));
     oc_sample_batch_init(&b);
     if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        cfg->sample_opts, err)))
         goto out;
     oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, cfg->first_epoch);
     uint64_t nb = oc_sample_epoch_n_batches(&ep);

@@ -316,8 +316,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     }
     if (!bp->has_batches &&
         ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||
-         (rc = oc_sample_epoch_init(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                    err))))
+         (rc = oc_sample_epoch_init_plan(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                         cfg->sample, err))))
         goto fail;
     if (bp->sampler && oc_store_wants_hops(cfg->store))
         oc_sample_sampler_on_hop(bp->sampler, hop_to_store, bp);

@@ -122,6 +122,17 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     cJSON_AddNumberToObject(o, "n_sampled", (double)st->n_sampled);
     cJSON_AddNumberToObject(o, "pipeline_depth", st->depth);
     cJSON_AddNumberToObject(o, "sampled_edges", (double)st->sampled_edges);
+    cJSON *rr = cJSON_AddObjectToObject(o, "redundancy");
+    if (rr) { /* OUTRE's RR = input rows / seeds; and how often a distinct row was asked for */
+        cJSON_AddNumberToObject(
+            rr, "ratio", st->seed_rows ? (double)st->input_rows / (double)st->seed_rows : 0.0);
+        cJSON_AddNumberToObject(rr, "input_rows", (double)st->input_rows);
+        cJSON_AddNumberToObject(rr, "seed_rows", (double)st->seed_rows);
+        cJSON_AddNumberToObject(rr, "distinct_rows", (double)st->distinct_rows);
+        cJSON_AddNumberToObject(
+            rr, "requested_per_distinct",
+            st->distinct_rows ? (double)st->input_rows / (double)st->distinct_rows : 0.0);
+    }
     cJSON_AddNumberToObject(stages, "sample_s", st->sample_s);
     cJSON_AddNumberToObject(stages, "gather_s", st->gather_s);
     cJSON_AddNumberToObject(stages, "wait_s", st->wait_s);

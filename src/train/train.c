@@ -159,20 +159,31 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
                       "under a budget writes scratch files)");
     if (o->scratch_dir && (!*o->scratch_dir || strlen(o->scratch_dir) >= 4000))
         return OC_ERR(err, OC_ERR_ARG, "--scratch '%s': empty or too long", o->scratch_dir);
+    if ((unsigned)o->batching >= OC_TRAIN_BATCHING_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "--batching must be random or partition");
+    if (o->partition_group && o->batching != OC_TRAIN_BATCHING_PARTITION)
+        return OC_ERR(err, OC_ERR_ARG, "--partition-batch needs --batching partition");
+    if (o->batching == OC_TRAIN_BATCHING_PARTITION && o->topology_disk)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "--batching partition needs the topology in memory (not --topology disk): "
+                      "METIS partitions the graph in RAM");
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     uint32_t index;
     int rc = oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
     if (rc)
         return rc;
-    if (o->plan_dir && !oc_store_strategy_writes_plan(index)) {
+    if (o->plan_dir && !oc_store_strategy_writes_plan(index) &&
+        o->batching != OC_TRAIN_BATCHING_PARTITION) {
         char names[128] = "";
         size_t len = 0;
         for (uint32_t i = 0; i < oc_store_n_strategies() && len < sizeof(names); i++)
             if (oc_store_strategy_writes_plan(i))
                 len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? " or " : "",
                                         oc_store_strategy_name(i));
-        return OC_ERR(err, OC_ERR_ARG, "--plan-dir needs --strategy %s (they write plan files)",
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--plan-dir needs --strategy %s or --batching partition (they write plan "
+                      "files)",
                       names);
     }
     return train_store_opts_apply(o, NULL, err);
@@ -202,7 +213,9 @@ struct run {
     struct train_eval *eval;
     struct oc_train_log *log;
     struct train_labels labels;
-    uint32_t strategy; /* index in the store registry */
+    uint32_t strategy;              /* index in the store registry */
+    struct train_batching batching; /* --batching partition's partition */
+    struct train_redundancy redundancy;
 };
 
 static void run_deinit(struct run *r)
@@ -217,6 +230,8 @@ static void run_deinit(struct run *r)
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
     oc_free(r->labels.labels);
+    train_redundancy_deinit(&r->redundancy);
+    train_batching_close(&r->batching);
     train_data_deinit(&r->data);
 }
 
@@ -242,6 +257,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     so.n_layers = o->n_layers;
     memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
     so.seed = o->seed;
+    so.parts = train_batching_parts(&r->batching);
     char plan_dir[4096];
     int rc;
     if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)))
@@ -325,6 +341,11 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     }
     if ((rc = train_data_load(dir, o->topology_disk ? &topo : NULL, &r->data, err)))
         return rc;
+    char plan_dir[4096];
+    if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)) ||
+        (rc = train_batching_open(&r->data, o, plan_dir, &r->batching, err)) ||
+        (rc = train_redundancy_init(&r->redundancy, r->data.n_nodes, err)))
+        return rc;
     unsigned n_threads = o->n_threads;
     if (n_threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -359,6 +380,7 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
     so.n_layers = o->n_layers;
     memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
     so.seed = o->seed;
+    so.parts = train_batching_parts(&r->batching);
     struct oc_batch_pipe_config pc;
     memset(&pc, 0, sizeof(pc));
     pc.store = r->store;
@@ -439,6 +461,7 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     so.n_layers = o->n_layers;
     memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
     so.seed = o->seed;
+    so.parts = train_batching_parts(&r->batching);
     struct oc_sampler *sampler = NULL;
     struct oc_sample_epoch ep = {0};
     struct oc_sample_batch cur, big;
@@ -449,8 +472,8 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     double t0 = oc_now_s();
     int rc;
     if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &sampler, err)) ||
-        (rc = oc_sample_epoch_init(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train, o->batch_size, 0,
-                                   err)))
+        (rc = oc_sample_epoch_init_plan(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train,
+                                        o->batch_size, 0, &so, err)))
         goto out;
     oc_sample_epoch_shuffle(&ep, o->seed, e);
     for (uint64_t b = 0; b < n_probe; b++) {
@@ -509,6 +532,7 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     const struct oc_sample_batch *batch = &pb->batch;
     int rc;
     st->sampled_edges += oc_sample_batch_n_edges(batch);
+    train_redundancy_add(&r->redundancy, batch, st);
     struct oc_nn_loss loss;
     if ((rc = step_grads(r, e, pb->index, batch, pb->x, &loss, st, err)))
         return rc;
@@ -572,6 +596,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         memset(&st, 0, sizeof(st));
         st.epoch = e;
         st.n_batches = n_batches;
+        train_redundancy_epoch(&r.redundancy);
         double t0 = oc_now_s();
         char label[32];
         snprintf(label, sizeof(label), "epoch %u", e);

@@ -14,6 +14,7 @@
 #include "offcore/dataset.h"
 #include "offcore/io.h"
 #include "offcore/nn.h"
+#include "offcore/plan.h"
 #include "offcore/sample.h"
 #include "offcore/thread.h"
 #include "offcore/train.h"
@@ -190,6 +191,43 @@ int eval_table_finish(struct eval_table *t, struct oc_err *err);
 int eval_table_gather(struct eval_table *t, struct oc_io_batch *io, struct train_gather *g,
                       const uint64_t *ids, uint64_t n, struct oc_pool *pool,
                       struct oc_nn_backend *be, struct oc_nn_tensor *x, struct oc_err *err);
+
+/* ---- batch construction and redundancy (batching.c) --------------------- */
+
+#define TRAIN_PARTITION_GROUP 4 /* --partition-batch default */
+
+/* Parts per group of --batching partition (--partition-batch, or the default). */
+uint32_t train_partition_group(const struct oc_train_opts *o);
+
+/* The partition behind --batching partition and the order it gives the sampler's epochs. */
+struct train_batching {
+    struct oc_plan_partition part;
+    struct oc_sample_parts parts;
+    int on; /* --batching partition */
+};
+/*
+ * With --batching partition: the partition of d's graph into
+ * oc_plan_partition_n_parts(...) parts, read from or written to plan_dir,
+ * logged (parts, groups, built or reused). A no-op for random batches.
+ */
+int train_batching_open(const struct train_data *d, const struct oc_train_opts *o,
+                        const char *plan_dir, struct train_batching *b, struct oc_err *err);
+void train_batching_close(struct train_batching *b);
+/* What oc_sample_opts.parts takes: NULL for random batches. */
+const struct oc_sample_parts *train_batching_parts(const struct train_batching *b);
+
+/* The distinct input rows of an epoch: one bit per node (through the accountant). */
+struct train_redundancy {
+    uint64_t *seen;
+    uint64_t n_words;
+};
+int train_redundancy_init(struct train_redundancy *r, uint64_t n_nodes, struct oc_err *err);
+void train_redundancy_deinit(struct train_redundancy *r);
+/* Clears the bits: a new epoch. */
+void train_redundancy_epoch(struct train_redundancy *r);
+/* Adds batch b's input rows and seeds to st (input_rows, seed_rows, distinct_rows). */
+void train_redundancy_add(struct train_redundancy *r, const struct oc_sample_batch *b,
+                          struct oc_train_epoch_stats *st);
 
 /* ---- checkpoint --------------------------------------------------------- */
 

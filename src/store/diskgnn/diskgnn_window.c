@@ -138,7 +138,8 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->key_base = key_base(s, cfg);
     dg_dir_clean(b->dir);
     if ((rc = oc_sample_sampler_new(cfg->graph, &b->so, pool, &b->sampler, err)) ||
-        (rc = oc_sample_epoch_init(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        (rc = oc_sample_epoch_init_plan(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        cfg->sample_opts, err)))
         return rc;
     b->n_batches = oc_sample_epoch_n_batches(&b->ep);
     b->off = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);

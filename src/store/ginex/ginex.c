@@ -150,7 +150,8 @@ static int probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t
     memset(&ep, 0, sizeof(ep));
     oc_sample_batch_init(&b);
     if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, NULL, &sm, err)) ||
-        (rc = oc_sample_epoch_init(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        cfg->sample_opts, err)))
         goto out;
     oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, t0 / nb);
     if ((rc = oc_sample_epoch_batch(&ep, t0 % nb, &seeds, &n_seeds, err)) ||
@@ -465,7 +466,8 @@ static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batc
         oc_log(OC_LOG_WARN, "store ginex: without its superbatch files, batches are sampled "
                             "a second time");
         if ((rc = oc_sample_sampler_new(g->graph, &g->so, NULL, &g->fb_sampler, err)) ||
-            (rc = oc_sample_epoch_init(&g->fb_ep, g->train_ids, g->n_train, g->batch_size, 0, err)))
+            (rc = oc_sample_epoch_init_plan(&g->fb_ep, g->train_ids, g->n_train, g->batch_size, 0,
+                                            &g->so, err)))
             return rc;
         g->fb_epoch = UINT64_MAX;
     }

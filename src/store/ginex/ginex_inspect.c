@@ -517,7 +517,8 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                               err)))
         return rc;
     if ((rc = oc_sample_sampler_new(cfg->graph, &in->so, NULL, &in->sampler, err)) ||
-        (rc = oc_sample_epoch_init(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0, err)))
+        (rc = oc_sample_epoch_init_plan(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        &in->so, err)))
         return rc;
     if (cfg->plan_dir) {
         in->key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);

@@ -1,7 +1,7 @@
 /*
  * test_train_ooc.c — out-of-core training: every registered feature
  * strategy, under a memory budget that forces disk reads, trains to the same
- * weights_sha256 as `memory`; a budget too small for one batch fails at start
+ * weights_sha256 as `memory` (outre with --staleness 0: no embeddings); a budget too small for one batch fails at start
  * saying how much is needed; a features file truncated mid-run ends with an
  * error naming the file and offset, the last checkpoint stays valid, and
  * --resume finishes with the uninterrupted weights once the file is restored.
@@ -80,6 +80,8 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             if (hot) /* --hotness presample: static's option (store.h, struct oc_store_opt) */
                 OC_CHECK_OK(oc_train_opts_set(&o, "hotness", OC_STORE_HOTNESS_PRESAMPLE, &err),
                             &err);
+            if (strcmp(name, "outre") == 0) /* without embeddings: a feature cache, exact */
+                OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err);
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
             /* diskgnn holds a chunk buffer and an assembled batch besides its cache */

@@ -241,6 +241,32 @@ int oc_nn_model_forward(struct oc_nn_model *m, const struct oc_nn_block *blocks,
                         const struct oc_nn_tensor *x, const struct oc_nn_step *step,
                         const struct oc_nn_tensor **logits, struct oc_err *err);
 
+/*
+ * OUTRE's historical embeddings: rows pos[0 .. n) of the last layer's input
+ * (the output of layer L-2, one row per source node of block L-1) are
+ * replaced by rows (n x the last layer's input width, host memory) once
+ * layer L-2 computed them, and the backward pass treats them as constants
+ * (their gradient is zeroed before layer L-2's backward). pos and rows are
+ * borrowed until the matching backward returns. With n = 0 (or one layer)
+ * it is oc_nn_model_forward.
+ */
+struct oc_nn_hist {
+    uint64_t n;
+    const uint32_t *pos;
+    const float *rows;
+};
+int oc_nn_model_forward_hist(struct oc_nn_model *m, const struct oc_nn_block *blocks,
+                             const struct oc_nn_tensor *x, const struct oc_nn_step *step,
+                             const struct oc_nn_hist *hist, const struct oc_nn_tensor **logits,
+                             struct oc_err *err);
+/*
+ * Copies rows pos[0 .. n) of the last layer's input as the last forward
+ * pass left it into out (n x width, host memory). OC_ERR_ARG without a
+ * forward pass, with one layer, or for a row out of range.
+ */
+int oc_nn_model_last_input_rows(const struct oc_nn_model *m, const uint32_t *pos, uint64_t n,
+                                float *out, struct oc_err *err);
+
 struct oc_nn_loss {
     double loss;        /* mean negative log-likelihood over the counted rows */
     uint64_t n_counted; /* rows with a label >= 0 */

@@ -184,6 +184,25 @@ typedef int (*oc_sample_hop_fn)(void *ctx, uint64_t epoch, uint64_t batch_index,
 void oc_sample_sampler_on_hop(struct oc_sampler *s, oc_sample_hop_fn fn, void *ctx);
 
 /*
+ * OUTRE's pruning by historical embeddings. For a batch of L >= 2 layers,
+ * after the last block (L-1, sampled first) the sampler calls fn with that
+ * block's source nodes ids[0 .. n) = input_ids[0 .. n_src(L-1)), of which
+ * the first n_seeds are the seeds, and a zeroed mask of n bytes. A node the
+ * hook marks (mask[i] = 1, i >= n_seeds: seeds are never pruned) takes no
+ * neighbours in block L-2: its embedding at the input of the last layer
+ * comes from elsewhere (a cache), so the sub-tree below it is not sampled.
+ * It keeps its own sampling in the blocks below (others may need its lower
+ * embeddings). Every other draw is unchanged (streams keyed by node), so a
+ * hook that marks nothing gives the very batch sampled without it. ids is
+ * valid during the call only; a non-OK return stops the sampling.
+ */
+typedef int (*oc_sample_prune_fn)(void *ctx, uint64_t epoch, uint64_t batch_index,
+                                  const uint64_t *ids, uint64_t n, uint64_t n_seeds, uint8_t *mask,
+                                  struct oc_err *err);
+/* Sets (fn non-NULL) or clears the pruning hook of s (oc_sample_full_layer never calls it). */
+void oc_sample_sampler_on_prune(struct oc_sampler *s, oc_sample_prune_fn fn, void *ctx);
+
+/*
  * One full-neighbor block for exact layer-wise inference: destination nodes
  * dst (distinct, in this order) with all their in-neighbors. out gets
  * n_layers = 1; its input_ids are what the layer must read.

@@ -105,6 +105,12 @@ struct oc_store_stats {
        stage, its completion stage and its SQPOLL kernel thread; gnndrive: its extract
        stage (0 elsewhere) */
     uint64_t io_cpu_us;
+    /* outre's historical embeddings, counted as the trainer takes each batch (0 elsewhere):
+       the last block's non-seed source nodes looked up, those pruned (their embedding came
+       from the cache, their sub-tree was not sampled), and embeddings the trainer pushed;
+       emb_max_age (a level) is the oldest embedding used so far, in iterations */
+    uint64_t emb_candidates, emb_pruned, emb_pushed;
+    uint64_t emb_max_age;
 };
 
 /* amplification = read / requested-from-disk (1 when nothing came from disk). */
@@ -154,6 +160,11 @@ struct oc_store_config {
                                        multiple of features.npy's size; 0 = unlimited */
     struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
                                        them); NULL: the store makes and owns one */
+    uint32_t staleness;             /* outre: an embedding is used while younger than this
+                                       many iterations (batches); 0 = no embedding cache */
+    uint64_t embed_dim;             /* outre: width of the last layer's input, whose rows
+                                       the trainer takes and pushes (oc_store_hist_batch);
+                                       0 = the caller does not use embeddings (no pruning) */
     uint64_t batch_rows;            /* the most input rows one gather asks for: a training
                                        batch as train measured it (probe, with its margin),
                                        or an evaluation chunk; 0 = unknown. Sizes what the
@@ -193,6 +204,7 @@ struct oc_store_opt {
     size_t offset;        /* of the value in struct oc_store_config */
     double min;           /* U32/F64: smallest accepted value */
     int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
+    double dflt;          /* value when not given (stored at open; in the fingerprint) */
 };
 /*
  * A figure only some strategies have, declared in the strategy's stats table:
@@ -324,5 +336,40 @@ int oc_store_reorders(const struct oc_store *s);
 uint32_t oc_store_lookahead(const struct oc_store *s);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
+
+/*
+ * OUTRE's historical embeddings (outre; nothing for the other strategies).
+ *
+ * Whether the store prunes sampling by its embedding cache: the batch
+ * pipeline then sets the sampler's pruning hook (oc_sample_sampler_on_prune)
+ * to oc_store_prune, from its sample stage.
+ */
+int oc_store_wants_prune(const struct oc_store *s);
+/* The pruning hook for batch `batch` of `epoch` (sample.h, oc_sample_prune_fn). */
+int oc_store_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                   uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
+/*
+ * A training batch's embeddings at the input of the last layer: the rows
+ * to take from the cache (pruned_pos: local ids among the last block's
+ * source nodes; pruned_rows: n_pruned x embed_dim) and the rows the
+ * trainer is to hand back once computed (push_pos, into push_rows, n_push x
+ * embed_dim). Valid until oc_store_hist_done of the same batch.
+ */
+struct oc_store_hist {
+    uint64_t n_pruned;
+    const uint32_t *pruned_pos;
+    const float *pruned_rows;
+    uint64_t n_push;
+    const uint32_t *push_pos;
+    float *push_rows;
+};
+/*
+ * The trainer's view of batch `batch` of `epoch` (after the pipeline hands it
+ * out, before oc_batch_pipe_done): all zero for a store without pruning.
+ */
+int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                        struct oc_store_hist *out, struct oc_err *err);
+/* The trainer filled push_rows: the store takes them into its cache (in plan order). */
+void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 
 #endif

@@ -357,14 +357,61 @@ static int input_check(const struct oc_nn_model *m, const struct oc_nn_tensor *x
     return OC_OK;
 }
 
+/* Rows pos[0 .. n) of t (f32, n_cols wide) from host rows, or to zero (host NULL). */
+static int rows_set(struct oc_nn_tensor *t, const uint32_t *pos, uint64_t n, const float *host,
+                    struct oc_err *err)
+{
+    size_t row = (size_t)t->n_cols * sizeof(float);
+    for (uint64_t k = 0; k < n; k++) {
+        if (pos[k] >= t->n_rows)
+            return OC_ERR(err, OC_ERR_ARG, "model: embedding row %u of %llu", pos[k],
+                          (unsigned long long)t->n_rows);
+        void *dst = (char *)t->data + (size_t)pos[k] * row;
+        int rc = host ? t->backend->ops->buf_set(t->backend, dst, host + k * t->n_cols, row, err)
+                      : t->backend->ops->buf_zero(t->backend, dst, row, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
 int oc_nn_model_forward(struct oc_nn_model *m, const struct oc_nn_block *blocks,
                         const struct oc_nn_tensor *x, const struct oc_nn_step *step,
                         const struct oc_nn_tensor **logits, struct oc_err *err)
+{
+    return oc_nn_model_forward_hist(m, blocks, x, step, NULL, logits, err);
+}
+
+int oc_nn_model_last_input_rows(const struct oc_nn_model *m, const uint32_t *pos, uint64_t n,
+                                float *out, struct oc_err *err)
+{
+    uint32_t nl = m->cfg.n_layers;
+    if (!m->have_forward || nl < 2)
+        return OC_ERR(err, OC_ERR_ARG, "model: no last-layer input (a forward pass of 2+ layers)");
+    const struct oc_nn_tensor *t = &m->layers[nl - 2].ws[OC_NN_LWS_OUT];
+    size_t row = (size_t)t->n_cols * sizeof(float);
+    for (uint64_t k = 0; k < n; k++) {
+        if (pos[k] >= t->n_rows)
+            return OC_ERR(err, OC_ERR_ARG, "model: last-layer input row %u of %llu", pos[k],
+                          (unsigned long long)t->n_rows);
+        int rc = t->backend->ops->buf_get(t->backend, out + k * t->n_cols,
+                                          (const char *)t->data + (size_t)pos[k] * row, row, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+int oc_nn_model_forward_hist(struct oc_nn_model *m, const struct oc_nn_block *blocks,
+                             const struct oc_nn_tensor *x, const struct oc_nn_step *step,
+                             const struct oc_nn_hist *hist, const struct oc_nn_tensor **logits,
+                             struct oc_err *err)
 {
     if (logits)
         *logits = NULL;
     m->have_forward = 0;
     m->have_loss = 0;
+    memset(&m->hist, 0, sizeof(m->hist));
     uint32_t nl = m->cfg.n_layers;
     if (!blocks || !step)
         return OC_ERR(err, OC_ERR_ARG, "model forward: missing blocks or step");
@@ -388,6 +435,11 @@ int oc_nn_model_forward(struct oc_nn_model *m, const struct oc_nn_block *blocks,
             oc_nn_layer_ws(l, OC_NN_LWS_OUT, blocks[i].n_dst, l->out_dim, err) != OC_OK ||
             layer_forward(l, &m->graphs[i], h, y, &fwd, err) != OC_OK)
             return oc_err_prefix(err, "model forward, layer %u (block %u)", i, i);
+        if (hist && hist->n && i + 2 == nl) { /* the last layer's input: cached rows */
+            if (rows_set(y, hist->pos, hist->n, hist->rows, err) != OC_OK)
+                return oc_err_prefix(err, "model forward, historical embeddings");
+            m->hist = *hist;
+        }
         h = y;
     }
     m->have_forward = 1;
@@ -418,6 +470,9 @@ int oc_nn_model_backward(struct oc_nn_model *m, struct oc_err *err)
         if (layer_backward(l, &m->graphs[i], &l->ws[OC_NN_LWS_OUT], dy, i > 0, err) != OC_OK)
             return oc_err_prefix(err, "model backward, layer %u", i);
         dy = &l->ws[OC_NN_LWS_DX];
+        if (m->hist.n && i + 1 == m->cfg.n_layers && i > 0 && /* cached rows are constants */
+            rows_set(&l->ws[OC_NN_LWS_DX], m->hist.pos, m->hist.n, NULL, err) != OC_OK)
+            return oc_err_prefix(err, "model backward, historical embeddings");
     }
     m->have_loss = 0;
     return OC_OK;

@@ -598,6 +598,7 @@ struct oc_nn_model {
     /* the pending batch: graphs[] borrow its blocks' arrays, layers[0].xd may be its input */
     int have_forward, have_loss;
     struct oc_nn_tensor dlogits;
+    struct oc_nn_hist hist; /* the pending batch's replaced last-layer inputs (borrowed) */
 };
 
 /* Parameter i (tests reach values and gradients through it). */

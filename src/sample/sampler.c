@@ -55,6 +55,9 @@ struct smp_layer {
     uint64_t epoch, batch;
     uint32_t layer;
     struct oc_sample_block *blk;
+    const uint8_t *pruned; /* this layer: dst i in [n_keep, n_keep + n_pruned_span) with
+                              pruned[i - n_keep] set takes no neighbours (NULL = none) */
+    uint64_t n_keep, n_pruned_span;
 };
 
 struct oc_sampler {
@@ -71,6 +74,10 @@ struct oc_sampler {
     struct smp_layer cur;
     oc_sample_hop_fn hop_fn; /* per-hop hook (oc_sample_neighbors only), or NULL */
     void *hop_ctx;
+    oc_sample_prune_fn prune_fn; /* OUTRE's pruning hook (oc_sample_neighbors only), or NULL */
+    void *prune_ctx;
+    uint8_t *mask; /* its mask, cap_mask bytes */
+    uint64_t cap_mask;
 };
 
 int oc_sample_sampler_new(const struct oc_graph *g, const struct oc_sample_opts *opts,
@@ -142,6 +149,7 @@ void oc_sample_sampler_free(struct oc_sampler *s)
     smp_map_deinit(&s->map);
     oc_free(s->gids);
     oc_free(s->chunk_edges);
+    oc_free(s->mask);
     oc_free(s);
 }
 
@@ -256,6 +264,9 @@ static int phase_count(void *ctx, uint64_t task, unsigned worker)
             return rc;
         }
         uint64_t c = take_count(L->fanout, deg);
+        if (L->pruned && i >= L->n_keep && i - L->n_keep < L->n_pruned_span &&
+            L->pruned[i - L->n_keep])
+            c = 0; /* OUTRE: its embedding above this block comes from a cache */
         L->blk->indptr[i + 1] = c;
         sum += c;
     }
@@ -409,7 +420,8 @@ static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t n, const char *what, s
 
 /* Block l from the destination nodes input_ids[0 .. *n_known); appends new sources. */
 static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint32_t l,
-                        int64_t fanout, uint64_t *n_known, struct oc_err *err)
+                        int64_t fanout, uint64_t *n_known, const uint8_t *pruned, uint64_t n_keep,
+                        uint64_t n_pruned_span, struct oc_err *err)
 {
     struct oc_sample_block *blk = &out->blocks[l];
     uint64_t n_dst = *n_known;
@@ -426,7 +438,10 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
                                 .epoch = out->epoch,
                                 .batch = out->batch_index,
                                 .layer = l,
-                                .blk = blk};
+                                .blk = blk,
+                                .pruned = pruned,
+                                .n_keep = n_keep,
+                                .n_pruned_span = n_pruned_span};
     rc = run_tasks(s, n_chunks, phase_count, err);
     if (rc != OC_OK)
         return rc;
@@ -484,7 +499,8 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
 
 static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fanouts,
                       uint64_t epoch, uint64_t batch_index, const uint64_t *seeds, uint64_t n_seeds,
-                      oc_sample_hop_fn hop, struct oc_sample_batch *out, struct oc_err *err)
+                      oc_sample_hop_fn hop, oc_sample_prune_fn prune, struct oc_sample_batch *out,
+                      struct oc_err *err)
 {
     smp_batch_reset(out);
     if (!seeds && n_seeds)
@@ -519,11 +535,30 @@ static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fa
     uint64_t n_known = n_seeds;
     if (hop && (rc = hop(s->hop_ctx, epoch, batch_index, out->input_ids, 0, n_seeds, err)))
         return rc;
+    const uint8_t *pruned = NULL; /* the mask for block L-2, once the hook set it */
+    uint64_t n_span = 0;
     for (uint32_t l = n_layers; l-- > 0;) {
         uint64_t lo = n_known;
-        rc = sample_layer(s, out, l, fanouts[l], &n_known, err);
+        int below_last = l + 2 == n_layers;
+        rc = sample_layer(s, out, l, fanouts[l], &n_known, below_last ? pruned : NULL, n_seeds,
+                          n_span, err);
         if (rc == OC_OK && hop && n_known > lo)
             rc = hop(s->hop_ctx, epoch, batch_index, out->input_ids, lo, n_known, err);
+        if (rc == OC_OK && prune && l + 1 == n_layers && n_layers >= 2 && n_known > n_seeds) {
+            /* the last block's sources: the hook marks those whose sub-tree is not needed */
+            if (n_known > s->cap_mask) {
+                oc_free(s->mask);
+                s->cap_mask = 0;
+                if (!(s->mask = oc_alloc((size_t)n_known + n_known / 2, "sampler prune mask", err)))
+                    return err->status;
+                s->cap_mask = n_known + n_known / 2;
+            }
+            memset(s->mask, 0, (size_t)n_known);
+            rc = prune(s->prune_ctx, epoch, batch_index, out->input_ids, n_known, n_seeds, s->mask,
+                       err);
+            pruned = s->mask + n_seeds; /* seeds are never pruned */
+            n_span = n_known - n_seeds;
+        }
         if (rc != OC_OK)
             return rc;
     }
@@ -538,7 +573,7 @@ int oc_sample_neighbors(struct oc_sampler *s, uint64_t epoch, uint64_t batch_ind
                         struct oc_err *err)
 {
     int rc = sample_run(s, s->opts.n_layers, s->opts.fanouts, epoch, batch_index, seeds, n_seeds,
-                        s->hop_fn, out, err);
+                        s->hop_fn, s->prune_fn, out, err);
     if (rc != OC_OK)
         smp_batch_reset(out);
     return rc;
@@ -548,7 +583,7 @@ int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_d
                          struct oc_sample_batch *out, struct oc_err *err)
 {
     static const int32_t all[1] = {OC_SAMPLE_ALL};
-    int rc = sample_run(s, 1, all, 0, 0, dst, n_dst, NULL, out, err);
+    int rc = sample_run(s, 1, all, 0, 0, dst, n_dst, NULL, NULL, out, err);
     if (rc != OC_OK)
         smp_batch_reset(out);
     return rc;
@@ -558,6 +593,12 @@ void oc_sample_sampler_on_hop(struct oc_sampler *s, oc_sample_hop_fn fn, void *c
 {
     s->hop_fn = fn;
     s->hop_ctx = fn ? ctx : NULL;
+}
+
+void oc_sample_sampler_on_prune(struct oc_sampler *s, oc_sample_prune_fn fn, void *ctx)
+{
+    s->prune_fn = fn;
+    s->prune_ctx = fn ? ctx : NULL;
 }
 
 void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_disk_stats *out)

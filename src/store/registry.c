@@ -19,8 +19,8 @@
 
 /* Registration order is the order `offcore` lists and benchmarks them in. */
 static const struct store_strategy *const strategies[] = {
-    &oc_store_memory,   &oc_store_mmap,  &oc_store_direct,  &oc_store_static,
-    &oc_store_gnndrive, &oc_store_ginex, &oc_store_diskgnn, &oc_store_helios,
+    &oc_store_memory, &oc_store_mmap,    &oc_store_direct, &oc_store_static, &oc_store_gnndrive,
+    &oc_store_ginex,  &oc_store_diskgnn, &oc_store_helios, &oc_store_outre,
 };
 
 #define N_STRATEGIES ((uint32_t)(sizeof(strategies) / sizeof(strategies[0])))
@@ -204,6 +204,10 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
     r.sampled_batches = a->sampled_batches - b->sampled_batches;
     r.io_cpu_us = a->io_cpu_us - b->io_cpu_us;
+    r.emb_candidates = a->emb_candidates - b->emb_candidates;
+    r.emb_pruned = a->emb_pruned - b->emb_pruned;
+    r.emb_pushed = a->emb_pushed - b->emb_pushed;
+    r.emb_max_age = a->emb_max_age;
     for (int k = 0; k < OC_STORE_MAX_STAGES; k++)
         r.stage_busy_us[k] = a->stage_busy_us[k] - b->stage_busy_us[k];
     r.held_bytes = a->held_bytes; /* levels and totals since open: the later snapshot's */
@@ -410,6 +414,34 @@ int oc_store_wants_hops(const struct oc_store *s)
 int oc_store_reorders(const struct oc_store *s)
 {
     return s->reorder;
+}
+
+int oc_store_wants_prune(const struct oc_store *s)
+{
+    return s->strat->prune && (!s->strat->prunes || s->strat->prunes(s));
+}
+
+int oc_store_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                   uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    if (!oc_store_wants_prune(s))
+        return OC_OK;
+    return s->strat->prune(s, epoch, batch, ids, n, n_seeds, mask, err);
+}
+
+int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                        struct oc_store_hist *out, struct oc_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!oc_store_wants_prune(s) || !s->strat->hist_batch)
+        return OC_OK;
+    return s->strat->hist_batch(s, epoch, batch, out, err);
+}
+
+void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
+{
+    if (oc_store_wants_prune(s) && s->strat->hist_done)
+        s->strat->hist_done(s, epoch, batch);
 }
 
 uint32_t oc_store_lookahead(const struct oc_store *s)

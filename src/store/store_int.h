@@ -56,6 +56,14 @@ struct store_strategy {
     /* Optional: oc_store_prepare_hop (NULL = the strategy takes whole batches). */
     int (*prepare_hop)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                        uint64_t n, struct oc_err *err);
+    /* Optional: OUTRE's embeddings (store.h: oc_store_prune, _hist_batch, _hist_done). */
+    int (*prune)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                 uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
+    int (*hist_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
+                      struct oc_err *err);
+    void (*hist_done)(struct oc_store *s, uint64_t epoch, uint64_t batch);
+    /* Optional: whether prune is on for this store (NULL: whenever prune is set). */
+    int (*prunes)(const struct oc_store *s);
     /* Optional: oc_store_lookahead (NULL = 0). */
     uint32_t (*lookahead)(const struct oc_store *s);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
@@ -77,6 +85,7 @@ extern const struct store_strategy oc_store_gnndrive;
 extern const struct store_strategy oc_store_ginex;
 extern const struct store_strategy oc_store_diskgnn;
 extern const struct store_strategy oc_store_helios;
+extern const struct store_strategy oc_store_outre;
 
 struct oc_store {
     const struct store_strategy *strat;
@@ -302,6 +311,18 @@ double store_io_cpu_s_per_gib(const struct oc_store_stats *s);
 int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
 uint64_t oc_store_static_n_cached(const struct oc_store *s);
 uint64_t oc_store_static_n_given_up(const struct oc_store *s);
+
+/* For an `outre` store (outre/outre.c): its split and embedding counters; OC_ERR_ARG otherwise. */
+struct oc_store_outre_info {
+    int prunes;         /* the embedding cache is on */
+    uint32_t staleness; /* iterations */
+    uint64_t emb_slots; /* nodes with an embedding slot */
+    uint64_t feat_rows; /* rows in the feature cache */
+    double alpha;       /* share of the budget given to embeddings (-1: no budget) */
+    uint64_t max_age;   /* oldest embedding used so far, in iterations */
+    uint64_t n_pruned;  /* nodes pruned so far (batches the trainer took) */
+};
+int oc_store_outre_info(const struct oc_store *s, struct oc_store_outre_info *out);
 
 /* For a `gnndrive` store (gnndrive.c); see there. */
 struct oc_store_gnndrive_info {

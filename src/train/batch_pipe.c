@@ -29,7 +29,9 @@
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
  * the trainer would (a store that wants hops, helios, is shown each hop's
  * new input ids as the sampler produces them, oc_store_prepare_hop, then the
- * whole batch); for a strategy that samples itself (diskgnn's offline
+ * whole batch; a store with historical embeddings, outre, decides through
+ * the sampler's pruning hook, oc_store_prune, which sub-trees are not sampled);
+ * for a strategy that samples itself (diskgnn's offline
  * windows) the fetch stage takes the batch from the store instead
  * (oc_store_load_batch), so there too each batch is sampled once. The fetch
  * stage gathers slots in the order they come, except for a strategy that
@@ -102,6 +104,14 @@ static int hop_to_store(void *ctx, uint64_t epoch, uint64_t batch, const uint64_
 {
     struct oc_batch_pipe *bp = ctx;
     return oc_store_prepare_hop(bp->cfg.store, epoch, batch, ids + lo, hi - lo, err);
+}
+
+/* The sampler's pruning hook: the store's historical embeddings (outre). */
+static int prune_by_store(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                          uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    return oc_store_prune(bp->cfg.store, epoch, batch, ids, n, n_seeds, mask, err);
 }
 
 static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
@@ -321,6 +331,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         goto fail;
     if (bp->sampler && oc_store_wants_hops(cfg->store))
         oc_sample_sampler_on_hop(bp->sampler, hop_to_store, bp);
+    if (bp->sampler && oc_store_wants_prune(cfg->store))
+        oc_sample_sampler_on_prune(bp->sampler, prune_by_store, bp);
     bp->p = cfg->pipeline;
     if (!bp->p) {
         if ((rc = oc_pipeline_new("batch pipeline", &bp->p, err)))

@@ -43,7 +43,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
             const struct oc_store_opt *opt = oc_store_strategy_opt(i, k);
             if (opt->changes_training && len < sizeof(sopts) - 48)
                 len += (size_t)snprintf(sopts + len, sizeof(sopts) - len, " %s=%.17g", opt->name,
-                                        oc_train_opts_get(o, opt->name, 0.0));
+                                        oc_train_opts_get(o, opt->name, opt->dflt));
         }
     snprintf(buf, n,
              "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64

@@ -101,6 +101,14 @@ static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store
                                   struct oc_err *err)
 {
     const char *name = o->strategy ? o->strategy : "memory";
+    uint32_t chosen;
+    if (cfg && oc_store_strategy_find(name, &chosen, err) == OC_OK) /* defaults first */
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
+            const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
+            int rc = opt->dflt != 0.0 ? oc_store_opt_apply(opt, opt->dflt, cfg, err) : OC_OK;
+            if (rc)
+                return rc;
+        }
     for (uint32_t k = 0; k < o->n_store_opts; k++) {
         uint32_t owner;
         const struct oc_store_opt *opt;
@@ -277,6 +285,11 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.n_epochs = o->epochs;
     cfg.plan_dir = plan_dir;
     cfg.reuse_samples = o->reuse_samples;
+    uint64_t last_in = 0, last_out = 0; /* the last layer's input: outre's embeddings */
+    if (o->n_layers >= 2 &&
+        (rc = oc_nn_model_layer_dims(r->model, o->n_layers - 1, &last_in, &last_out, err)))
+        return rc;
+    cfg.embed_dim = last_in;
     if ((rc = train_store_opts_apply(o, &cfg, err)))
         return rc;
     cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
@@ -402,7 +415,8 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
  * NULL) gets the forward and backward times.
  */
 static int step_grads(struct run *r, uint64_t e, uint64_t index,
-                      const struct oc_sample_batch *batch, float *x, struct oc_nn_loss *loss,
+                      const struct oc_sample_batch *batch, float *x,
+                      const struct oc_store_hist *hist, struct oc_nn_loss *loss,
                       struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     int rc;
@@ -416,7 +430,14 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
     train_blocks_from_batch(batch, r->degrees.deg, blocks);
     const struct oc_nn_tensor *logits;
     struct oc_nn_step step = {1, e, index};
-    if ((rc = oc_nn_model_forward(r->model, blocks, &xt, &step, &logits, err)))
+    /* outre: cached embeddings in place of the pruned rows, fresh ones handed back */
+    struct oc_nn_hist nh = {hist ? hist->n_pruned : 0, hist ? hist->pruned_pos : NULL,
+                            hist ? hist->pruned_rows : NULL};
+    if ((rc = oc_nn_model_forward_hist(r->model, blocks, &xt, &step, &nh, &logits, err)))
+        return rc;
+    if (hist && hist->n_push &&
+        (rc = oc_nn_model_last_input_rows(r->model, hist->push_pos, hist->n_push, hist->push_rows,
+                                          err)))
         return rc;
     if ((rc = train_labels_of(&r->labels, r->data.labels, batch->input_ids, batch->n_seeds, err)))
         return rc;
@@ -496,7 +517,7 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
         goto out;
     }
     struct oc_nn_loss loss;
-    if ((rc = step_grads(r, e, big_index, &big, x, &loss, NULL, err)))
+    if ((rc = step_grads(r, e, big_index, &big, x, NULL, &loss, NULL, err)))
         goto out;
     oc_free(x); /* what stays held after it is the step's */
     x = NULL;
@@ -534,8 +555,11 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     st->sampled_edges += oc_sample_batch_n_edges(batch);
     train_redundancy_add(&r->redundancy, batch, st);
     struct oc_nn_loss loss;
-    if ((rc = step_grads(r, e, pb->index, batch, pb->x, &loss, st, err)))
+    struct oc_store_hist hist;
+    if ((rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)) ||
+        (rc = step_grads(r, e, pb->index, batch, pb->x, &hist, &loss, st, err)))
         return rc;
+    oc_store_hist_done(r->store, pb->epoch, pb->index);
     double t4 = oc_now_s();
     if ((rc = oc_nn_model_adam_step(r->model, adam, err)))
         return rc;

@@ -733,7 +733,7 @@ uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
 static const struct oc_store_opt ginex_opts[] = {
     {"superbatch", OC_STORE_OPT_U32, "S", NULL,
      "batches sampled ahead per superbatch (default: derived from the budget)",
-     offsetof(struct oc_store_config, superbatch), 1, 0},
+     offsetof(struct oc_store_config, superbatch), 1, 0, 0},
 };
 
 static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)

@@ -697,10 +697,10 @@ static uint32_t gd_lookahead(const struct oc_store *s)
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
 static const struct oc_store_opt gnndrive_opts[] = {
     {"extractors", OC_STORE_OPT_U32, "N", NULL, "extractor threads (2)",
-     offsetof(struct oc_store_config, n_extractors), 1, 0},
+     offsetof(struct oc_store_config, n_extractors), 1, 0, 0},
     {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
      "train batches in completion order, as GNNDrive (not bitwise reproducible)",
-     offsetof(struct oc_store_config, reorder), 0, 1},
+     offsetof(struct oc_store_config, reorder), 0, 1, 0},
 };
 
 static double gd_standby_reuse(const struct oc_store_stats *s)

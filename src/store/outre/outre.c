@@ -1,0 +1,310 @@
+/*
+ * outre.c — the `outre` strategy (OUTRE: out-of-core de-redundancy GNN
+ * training, VLDB 2024; thesis section IV): a RAM cache of feature rows
+ * served like `static`'s (store/cache.c: hits copied, misses read with
+ * O_DIRECT through the io_uring batch reader), beside a historical
+ * embedding cache (outre_emb.c) that prunes sampling: a last-block source
+ * whose embedding at the input of the last layer was computed fewer than
+ * `--staleness` iterations ago is not expanded, and the trainer uses the
+ * cached embedding. Which nodes get an embedding slot and which rows a
+ * feature slot, and how the budget is split between them, come from a
+ * profiling pass over the plan's first batches (outre_profile.c).
+ *
+ * Pruning changes what is computed, so outre does not train to `memory`'s
+ * weights, except with --staleness 0, where it is a feature cache only and
+ * bit-identical. Its batches come from the batch pipeline (with
+ * `--batching partition`, OUTRE's partition batches); it writes no plan
+ * files of its own.
+ *
+ * Place in the data flow: store; see outre_int.h for the per-batch timeline.
+ * Thread-safety: gathers (fetch stage or evaluation, never at once) own the
+ * feature cache's reader; embeddings as outre_int.h says.
+ * Ownership: the store's.
+ *
+ * Memory under a budget: the reader (bounce buffer, STORE_ROW_SCRATCH_BYTES
+ * per batch row) and the records of the batches in flight (sized from the
+ * last block's expected sources) come off first, then the profiling counts
+ * (8 bytes per node, freed before the caches are filled) must fit, then the
+ * rest is split: embeddings (a 4-byte table per node, then 8 + 4 x dim bytes
+ * per slot) and feature rows (row bytes + lookup).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "store/outre/outre_int.h"
+
+static void outre_free(struct oc_store *s);
+
+/* Expected bytes of the K records: last-block sources of a batch, pruned and pushed rows. */
+static uint64_t records_bytes(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    const struct oc_sample_opts *so = cfg->sample_opts;
+    uint64_t n = cfg->batch_size;
+    int32_t f = so->fanouts[so->n_layers - 1];
+    n = f < 0 ? s->n_nodes : n * (1 + (uint64_t)f);
+    if (n > s->n_nodes)
+        n = s->n_nodes;
+    if (cfg->batch_rows && cfg->batch_rows < n) /* the measured batch's input rows bound it */
+        n = cfg->batch_rows;
+    /* a record keeps room for half as many again pruned and pushed rows (rec_reserve) */
+    return OUTRE_SLOTS * (n + n / 2) * (16 + 2 * cfg->embed_dim * 4);
+}
+
+/* The feature rows to cache: the profile's hottest, then by in-degree; ascending. */
+static int feature_ids(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
+                       uint64_t n, uint64_t **out, struct oc_err *err)
+{
+    const uint32_t *count = o->prof.feat_count;
+    uint64_t positive = 0;
+    for (uint64_t v = 0; v < s->n_nodes; v++)
+        positive += count[v] != 0;
+    if (positive >= n)
+        return outre_top_ids(count, s->n_nodes, n, out, err);
+    /* every row the profile saw, then the rest by in-degree (store/hot.c), in id order */
+    struct oc_store_config dc = *cfg;
+    dc.hotness = OC_STORE_HOTNESS_DEGREE;
+    uint64_t *deg = NULL, want = n + positive < s->n_nodes ? n + positive : s->n_nodes;
+    uint8_t *take = oc_calloc(s->n_nodes, 1, "store outre: cached rows", err);
+    int rc = take ? store_hot_select(s, &dc, want, 1, &deg, err) : err->status;
+    if (rc == OC_OK && !(*out = oc_alloc((n ? n : 1) * sizeof(uint64_t), "store outre: cached rows",
+                                         err)))
+        rc = err->status;
+    if (rc == OC_OK) {
+        uint64_t m = positive;
+        for (uint64_t v = 0; v < s->n_nodes; v++)
+            take[v] = count[v] != 0;
+        for (uint64_t k = 0; k < want && m < n; k++)
+            if (!take[deg[k]]) {
+                take[deg[k]] = 1;
+                m++;
+            }
+        m = 0;
+        for (uint64_t v = 0; v < s->n_nodes && m < n; v++)
+            if (take[v])
+                (*out)[m++] = v;
+    }
+    oc_free(take);
+    oc_free(deg);
+    return rc;
+}
+
+static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
+{
+    if (cfg->reuse_samples)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store outre: --reuse-samples would show its embedding cache the same "
+                      "iterations again");
+    struct outre_store *o = oc_calloc(1, sizeof(*o), "store outre", err);
+    if (!o)
+        return err->status;
+    s->impl = o;
+    o->staleness = cfg->staleness;
+    o->n_batches = s->n_plan_batches;
+    uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 0;
+    o->prunes = o->staleness > 0 && cfg->embed_dim > 0 && L >= 2 && o->n_batches > 0 &&
+                cfg->graph && cfg->train_ids;
+    int rc = store_disk_open(s, 1, &o->disk, err);
+    if (rc)
+        return rc;
+    uint64_t rows = store_budget_rows(s, cfg);
+    uint64_t fixed = sizeof(*o) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
+                     (o->prunes ? records_bytes(s, cfg) : 0);
+    uint64_t counts = 2 * s->n_nodes * sizeof(uint32_t);
+    char a[32], b[32], c[32];
+    if (cfg->mem_bytes && cfg->mem_bytes < fixed + counts)
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store outre: needs at least %s (a %u-byte bounce buffer, request arrays "
+                      "for %" PRIu64 " rows of one batch, the embeddings of %u batches in flight "
+                      "and %s of profiling counts) before caching anything; the store's budget "
+                      "is %s",
+                      oc_format_size(fixed + counts, a, sizeof(a)), STORE_DISK_BOUNCE_BYTES, rows,
+                      OUTRE_SLOTS, oc_format_size(counts, b, sizeof(b)),
+                      oc_format_size(cfg->mem_bytes, c, sizeof(c)));
+    if ((rc = outre_profile_run(s, o, cfg, err)))
+        return rc;
+    struct outre_profile *p = &o->prof;
+    uint64_t dim = o->prunes ? cfg->embed_dim : 0;
+    uint64_t emb_slot = 8 + dim * 4, emb_fixed = s->n_nodes * 4, feat_slot = s->row_bytes + 8;
+    if (cfg->mem_bytes) {
+        /* the counts are freed before the caches are filled: their room is the caches' */
+        if ((rc = outre_alpha_search(s, o, cfg->mem_bytes - fixed, emb_slot, emb_fixed, feat_slot,
+                                     p, err)))
+            return rc;
+    } else { /* no budget: every row, and a slot for every candidate seen */
+        p->feat_rows = s->n_nodes;
+        p->emb_slots = 0;
+        for (uint64_t v = 0; o->prunes && v < s->n_nodes; v++)
+            p->emb_slots += p->cand_count[v] != 0;
+        p->alpha = o->prunes ? -1 : 0; /* logged as "no budget" */
+    }
+    uint64_t *emb_ids = NULL, *feat = NULL;
+    if ((rc = outre_top_ids(p->cand_count, s->n_nodes, p->emb_slots, &emb_ids, err)))
+        return rc;
+    uint64_t n_emb = 0;
+    for (uint64_t v = 0; v < s->n_nodes; v++)
+        n_emb += p->cand_count[v] != 0;
+    p->emb_slots = p->emb_slots < n_emb ? p->emb_slots : n_emb;
+    /* the feature share, as the cache planner lays it out (table or sorted ids) */
+    uint64_t n_rows = s->n_nodes;
+    int use_table = s->n_nodes < STORE_NO_SLOT;
+    if (cfg->mem_bytes) {
+        uint64_t emb_bytes = p->emb_slots ? emb_fixed + p->emb_slots * emb_slot : 0;
+        uint64_t left = cfg->mem_bytes - fixed > emb_bytes ? cfg->mem_bytes - fixed - emb_bytes : 0;
+        store_cache_plan(s, left, sizeof(uint64_t), &n_rows, &use_table);
+    }
+    rc = feature_ids(s, o, cfg, n_rows, &feat, err);
+    oc_free(p->feat_count);
+    p->feat_count = NULL;
+    if (rc == OC_OK)
+        rc = outre_emb_init(s, o, emb_ids, p->emb_slots, dim, err);
+    oc_free(emb_ids);
+    oc_free(p->cand_count);
+    p->cand_count = NULL;
+    if (rc) {
+        oc_free(feat);
+        return rc;
+    }
+    p->feat_rows = n_rows;
+    o->cache.n = 0;
+    if (n_rows && (rc = store_cache_fill(s, &o->cache, &o->disk, n_rows, use_table, feat,
+                                         "outre", err)))
+        return rc;
+    if (!n_rows)
+        oc_free(feat);
+    uint64_t emb_bytes = p->emb_slots ? emb_fixed + p->emb_slots * emb_slot : 0;
+    char eb[32], fb[32];
+    oc_log(OC_LOG_INFO,
+           "store outre: profiled %" PRIu64 " batches: %" PRIu64 " input rows, %" PRIu64
+           " with every one of %" PRIu64 " last-block candidates pruned; %.2f us sampling and "
+           "%.2f us reading per row",
+           p->n_batches, p->rows, p->rows_pruned_all, p->candidates, p->sample_s_per_row * 1e6,
+           p->read_s_per_row * 1e6);
+    if (p->alpha < 0)
+        oc_log(OC_LOG_INFO,
+               "store outre: cache split: no budget: every feature row and %" PRIu64
+               " embeddings (%s), staleness %u",
+               p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), o->staleness);
+    else
+        oc_log(OC_LOG_INFO,
+               "store outre: cache split alpha %.2f: %" PRIu64 " embeddings (%s), %" PRIu64
+               " feature rows (%s); estimated %.3f ms saved and %.0f nodes pruned per batch%s",
+               p->alpha, p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), n_rows,
+               oc_format_size(n_rows * s->row_bytes, fb, sizeof(fb)), p->est_saving_s * 1e3,
+               p->est_pruned,
+               o->prunes ? "" : " (no embedding cache: --staleness 0, 1 layer or no trainer)");
+    return OC_OK;
+}
+
+static int outre_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                        struct oc_err *err)
+{
+    struct outre_store *o = s->impl;
+    return store_cache_gather(s, &o->cache, &o->disk, ids, n, out, err);
+}
+
+static void outre_stats(const struct oc_store *s, struct oc_store_stats *out)
+{
+    const struct outre_store *o = s->impl;
+    out->held_bytes = sizeof(*o) + store_cache_held_bytes(s, &o->cache) +
+                      store_disk_held_bytes(&o->disk) + outre_emb_held_bytes(s, o);
+    out->emb_candidates = o->n_cand;
+    out->emb_pruned = o->n_pruned;
+    out->emb_pushed = o->n_pushed;
+    out->emb_max_age = o->max_age;
+}
+
+static void outre_free(struct oc_store *s)
+{
+    struct outre_store *o = s->impl;
+    if (!o)
+        return;
+    store_disk_close(&o->disk);
+    store_cache_free(&o->cache);
+    outre_emb_free(o);
+    oc_free(o->prof.feat_count);
+    oc_free(o->prof.cand_count);
+    oc_free(o);
+    s->impl = NULL;
+}
+
+static int outre_prunes(const struct oc_store *s)
+{
+    const struct outre_store *o = s->impl;
+    return o->prunes;
+}
+
+static uint32_t outre_lookahead(const struct oc_store *s)
+{
+    return outre_prunes(s) ? OUTRE_SLOTS : 0;
+}
+
+int oc_store_outre_info(const struct oc_store *s, struct oc_store_outre_info *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s->strat != &oc_store_outre)
+        return OC_ERR_ARG;
+    const struct outre_store *o = s->impl;
+    out->prunes = o->prunes;
+    out->staleness = o->staleness;
+    out->emb_slots = o->emb.n_slots;
+    out->feat_rows = o->cache.n;
+    out->alpha = o->prof.alpha;
+    out->max_age = o->max_age;
+    out->n_pruned = o->n_pruned;
+    return OC_OK;
+}
+
+static double emb_hit(const struct oc_store_stats *s)
+{
+    return s->emb_candidates ? (double)s->emb_pruned / (double)s->emb_candidates : 0.0;
+}
+
+static double emb_pruned(const struct oc_store_stats *s)
+{
+    return (double)s->emb_pruned;
+}
+
+static double emb_pushed(const struct oc_store_stats *s)
+{
+    return (double)s->emb_pushed;
+}
+
+static double emb_age(const struct oc_store_stats *s)
+{
+    return (double)s->emb_max_age;
+}
+
+static const struct oc_store_stat outre_stat_table[] = {
+    {"embeddings", "pruned_ratio", "Pruned", OC_STORE_STAT_RATIO, emb_hit},
+    {"embeddings", "pruned", NULL, OC_STORE_STAT_RATIO, emb_pruned},
+    {"embeddings", "pushed", NULL, OC_STORE_STAT_RATIO, emb_pushed},
+    {"embeddings", "max_age", NULL, OC_STORE_STAT_RATIO, emb_age},
+};
+
+static const struct oc_store_opt outre_opts[] = {
+    {"staleness", OC_STORE_OPT_U32, "S",
+     NULL, "use a cached embedding while it is younger than S iterations (batches); 0 = no "
+           "embedding cache (bit-identical to memory) (100)",
+     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS},
+};
+
+const struct store_strategy oc_store_outre = {
+    .name = "outre",
+    .summary = "OUTRE: historical embeddings (fresh ones prune sampling) beside a feature "
+               "cache, the budget split by a profiling pass; changes training unless "
+               "--staleness 0",
+    .open = outre_open,
+    .gather = outre_gather,
+    .prune = outre_prune,
+    .hist_batch = outre_hist_batch,
+    .hist_done = outre_hist_done,
+    .prunes = outre_prunes,
+    .lookahead = outre_lookahead,
+    .stats = outre_stats,
+    .free = outre_free,
+    .opts = outre_opts,
+    .n_opts = sizeof(outre_opts) / sizeof(outre_opts[0]),
+    .stat_table = outre_stat_table,
+    .n_stats = sizeof(outre_stat_table) / sizeof(outre_stat_table[0]),
+};

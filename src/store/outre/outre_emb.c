@@ -1,0 +1,188 @@
+/*
+ * outre_emb.c — outre's historical embedding cache and its per-batch
+ * records: the sampling hook that prunes a last-block source whose cached
+ * embedding is younger than `staleness` iterations (and lists the cached
+ * nodes to push), and the trainer's view of a batch (the pruned rows to use,
+ * the rows to push back).
+ *
+ * Place in the data flow: store; oc_store_prune runs on the batch pipeline's
+ * sample stage inside oc_sample_neighbors, oc_store_hist_batch and
+ * oc_store_hist_done on the trainer's thread (outre_int.h has the timeline
+ * and why it is deterministic).
+ * Thread-safety: see outre_int.h: the cache and a record's lists belong to
+ * the sample stage, a handed-out batch's push rows to the trainer, ordered by
+ * the pipeline's free-slot queue.
+ * Ownership: the store's; records grow through the accountant and keep
+ * their memory.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "store/outre/outre_int.h"
+
+#define NO_ITER UINT64_MAX
+
+int outre_emb_init(struct oc_store *s, struct outre_store *o, const uint64_t *ids, uint64_t n,
+                   uint64_t dim, struct oc_err *err)
+{
+    struct outre_emb *e = &o->emb;
+    e->n_slots = n;
+    e->dim = dim;
+    for (uint32_t k = 0; k < OUTRE_SLOTS; k++)
+        o->recs[k].g = NO_ITER;
+    if (n == 0)
+        return OC_OK;
+    e->slot_of = oc_alloc(s->n_nodes * sizeof(uint32_t), "store outre: embedding table", err);
+    e->iter = oc_calloc(n, sizeof(uint64_t), "store outre: embedding iterations", err);
+    e->rows = oc_alloc(n * dim * sizeof(float), "store outre: embeddings", err);
+    if (!e->slot_of || !e->iter || !e->rows)
+        return err->status;
+    for (uint64_t v = 0; v < s->n_nodes; v++)
+        e->slot_of[v] = STORE_NO_SLOT;
+    for (uint64_t k = 0; k < n; k++)
+        e->slot_of[ids[k]] = (uint32_t)k;
+    return OC_OK;
+}
+
+void outre_emb_free(struct outre_store *o)
+{
+    oc_free(o->emb.slot_of);
+    oc_free(o->emb.iter);
+    oc_free(o->emb.rows);
+    for (uint32_t k = 0; k < OUTRE_SLOTS; k++) {
+        struct outre_rec *r = &o->recs[k];
+        oc_free(r->pruned_pos);
+        oc_free(r->pruned_rows);
+        oc_free(r->push_pos);
+        oc_free(r->push_ids);
+        oc_free(r->push_rows);
+    }
+}
+
+uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store *o)
+{
+    const struct outre_emb *e = &o->emb;
+    uint64_t b = e->n_slots ? s->n_nodes * 4 + e->n_slots * (8 + e->dim * 4) : 0;
+    for (uint32_t k = 0; k < OUTRE_SLOTS; k++)
+        b += o->recs[k].cap_pruned * (4 + e->dim * 4) + o->recs[k].cap_push * (12 + e->dim * 4);
+    return b;
+}
+
+/* Room for n pruned and n pushed rows in r (grown by half again, kept). */
+static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_err *err)
+{
+    if (n <= r->cap_pruned && n <= r->cap_push)
+        return OC_OK;
+    uint64_t want = n + n / 2;
+    uint32_t *pp = oc_realloc(r->pruned_pos, want * 4, "store outre: batch embeddings", err);
+    if (!pp)
+        return err->status;
+    r->pruned_pos = pp;
+    float *pr = oc_realloc(r->pruned_rows, want * dim * 4, "store outre: batch embeddings", err);
+    if (!pr)
+        return err->status;
+    r->pruned_rows = pr;
+    uint32_t *qp = oc_realloc(r->push_pos, want * 4, "store outre: batch embeddings", err);
+    if (!qp)
+        return err->status;
+    r->push_pos = qp;
+    uint64_t *qi = oc_realloc(r->push_ids, want * 8, "store outre: batch embeddings", err);
+    if (!qi)
+        return err->status;
+    r->push_ids = qi;
+    float *qr = oc_realloc(r->push_rows, want * dim * 4, "store outre: batch embeddings", err);
+    if (!qr)
+        return err->status;
+    r->push_rows = qr;
+    r->cap_pruned = r->cap_push = want;
+    return OC_OK;
+}
+
+/* Takes in what the trainer pushed for r's batch: each row stamped with its iteration. */
+static void rec_apply(struct outre_emb *e, struct outre_rec *r)
+{
+    if (r->g == NO_ITER || !r->done)
+        return; /* never trained (the run stopped first): nothing to take */
+    for (uint64_t k = 0; k < r->n_push; k++) {
+        uint32_t slot = e->slot_of[r->push_ids[k]];
+        memcpy(e->rows + (uint64_t)slot * e->dim, r->push_rows + k * e->dim, e->dim * 4);
+        e->iter[slot] = r->g + 1;
+    }
+}
+
+int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    struct outre_store *o = s->impl;
+    struct outre_emb *e = &o->emb;
+    uint64_t g = epoch * o->n_batches + batch;
+    struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
+    if (r->g != NO_ITER && r->g + OUTRE_SLOTS != g)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "store outre: batch %" PRIu64 " of epoch %" PRIu64
+                      " sampled out of order (record holds iteration %" PRIu64 ")",
+                      batch, epoch, r->g);
+    rec_apply(e, r);
+    r->g = g;
+    r->done = 0;
+    r->n_pruned = r->n_push = r->max_age = 0;
+    r->n_cand = n - n_seeds;
+    int rc = rec_reserve(r, n, e->dim, err);
+    if (rc)
+        return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t slot = e->slot_of[ids[i]];
+        if (slot == STORE_NO_SLOT)
+            continue;
+        uint64_t it = e->iter[slot];
+        /* computed at iteration it - 1 <= g - K: fresh while younger than staleness */
+        if (i >= n_seeds && it && g - (it - 1) < o->staleness) {
+            mask[i] = 1;
+            r->pruned_pos[r->n_pruned] = (uint32_t)i;
+            memcpy(r->pruned_rows + r->n_pruned * e->dim, e->rows + (uint64_t)slot * e->dim,
+                   e->dim * 4);
+            r->n_pruned++;
+            if (g - (it - 1) > r->max_age)
+                r->max_age = g - (it - 1);
+        } else { /* computed afresh by this batch: pushed once trained */
+            r->push_pos[r->n_push] = (uint32_t)i;
+            r->push_ids[r->n_push] = ids[i];
+            r->n_push++;
+        }
+    }
+    return OC_OK;
+}
+
+int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                     struct oc_store_hist *out, struct oc_err *err)
+{
+    struct outre_store *o = s->impl;
+    uint64_t g = epoch * o->n_batches + batch;
+    struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
+    if (r->g != g)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "store outre: no embeddings recorded for batch %" PRIu64 " of epoch %" PRIu64,
+                      batch, epoch);
+    out->n_pruned = r->n_pruned;
+    out->pruned_pos = r->pruned_pos;
+    out->pruned_rows = r->pruned_rows;
+    out->n_push = r->n_push;
+    out->push_pos = r->push_pos;
+    out->push_rows = r->push_rows;
+    o->n_cand += r->n_cand;
+    o->n_pruned += r->n_pruned;
+    if (r->max_age > o->max_age)
+        o->max_age = r->max_age;
+    return OC_OK;
+}
+
+void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
+{
+    struct outre_store *o = s->impl;
+    uint64_t g = epoch * o->n_batches + batch;
+    struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
+    if (r->g != g)
+        return;
+    r->done = 1;
+    o->n_pushed += r->n_push;
+}

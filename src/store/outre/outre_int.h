@@ -1,0 +1,117 @@
+/*
+ * outre_int.h — private to src/store/outre: the `outre` strategy (OUTRE,
+ * VLDB 2024): a feature cache (store/cache.c, as `static`) beside a
+ * historical embedding cache whose fresh entries prune sampling, the cache
+ * budget split between the two by a profiling pass (OUTRE's alpha search).
+ *
+ *   open:  profile (outre_profile.c) ──► alpha search ──► feature cache rows
+ *          (hottest input rows) + embedding slots (most frequent last-block
+ *          sources)
+ *   batch g (= epoch x batches per epoch + batch), in the training pipeline:
+ *     sample stage: oc_store_prune(g): record g mod K first takes in the
+ *       embeddings the trainer pushed for batch g - K, then every non-seed
+ *       source of the last block with an embedding younger than `staleness`
+ *       iterations is pruned (its rows copied into the record) and every
+ *       cached node computed afresh is listed to be pushed
+ *     trainer: oc_store_hist_batch(g) ─► forward with the pruned rows ─►
+ *       push rows written into the record ─► oc_store_hist_done(g)
+ *
+ * Why K records make it deterministic: the pipeline keeps exactly K =
+ * OUTRE_SLOTS sampled batches in flight (oc_store_lookahead), so the sample
+ * stage starts batch g only after the trainer gave back batch g - K (the
+ * free-slot queue orders the two, which also publishes the trainer's writes).
+ * So the cache that batch g sees holds exactly the pushes of batches <= g - K,
+ * applied in order by one thread, whatever the timing: the same seed gives
+ * the same pruning and the same weights. An embedding is therefore at least
+ * K iterations old when used.
+ *
+ * Thread-safety: the embedding cache and the records' pruned/push lists are
+ * written by the sample stage only; a record's push rows by the trainer, for
+ * a batch in its hands; gathers (fetch stage or evaluation) touch only the
+ * feature cache and its reader; counters read by stats are the trainer's.
+ * Ownership: everything here belongs to the store.
+ */
+#ifndef OFFCORE_STORE_OUTRE_INT_H
+#define OFFCORE_STORE_OUTRE_INT_H
+
+#include "store/store_int.h"
+
+#define OUTRE_SLOTS            4u  /* sampled batches in flight (records) */
+#define OUTRE_PROFILE_BATCHES  16u /* batches sampled by the profiling pass */
+#define OUTRE_ALPHA_STEPS      20u /* the alpha search tries 0, 1/20, ..., 1 */
+#define OUTRE_TIMED_ROWS       4096u /* rows read to time a feature read */
+#define OUTRE_DEFAULT_STALENESS 100
+
+/* One batch's embeddings: what was taken from the cache and what is to be pushed. */
+struct outre_rec {
+    uint64_t g;  /* global iteration, UINT64_MAX = none */
+    int done;    /* the trainer filled push_rows */
+    uint64_t n_cand, n_pruned, n_push, max_age;
+    uint64_t cap_pruned, cap_push;
+    uint32_t *pruned_pos;
+    float *pruned_rows;
+    uint32_t *push_pos;
+    uint64_t *push_ids;
+    float *push_rows;
+};
+
+/* The historical embedding cache: a slot per chosen node. */
+struct outre_emb {
+    uint64_t n_slots, dim;
+    uint32_t *slot_of; /* node -> slot or STORE_NO_SLOT (NULL when n_slots == 0) */
+    uint64_t *iter;    /* per slot: iteration it was computed + 1, 0 = empty */
+    float *rows;       /* n_slots x dim */
+};
+
+/* What the profiling pass measured and what the alpha search chose (logged). */
+struct outre_profile {
+    uint64_t n_batches, rows, rows_pruned_all, candidates; /* sampled, without / with pruning */
+    double sample_s_per_row, read_s_per_row;
+    uint32_t *feat_count; /* per node: times an input row (freed after open) */
+    uint32_t *cand_count; /* per node: times a last-block non-seed source */
+    double alpha;         /* share of the cache budget given to embeddings */
+    uint64_t emb_slots, feat_rows;
+    double est_saving_s, est_pruned; /* per profiled batch, at the chosen split */
+};
+
+struct outre_store {
+    struct store_disk disk;
+    struct store_cache cache; /* feature rows (cache.c) */
+    struct outre_emb emb;
+    struct outre_rec recs[OUTRE_SLOTS];
+    uint32_t staleness;
+    uint64_t n_batches; /* per epoch, for the global iteration */
+    int prunes;         /* embeddings on: staleness > 0, a trainer using them, 2+ layers */
+    struct outre_profile prof;
+    /* the trainer's counters (oc_store_hist_batch / _done) */
+    uint64_t n_cand, n_pruned, n_pushed, max_age;
+};
+
+/* Profiles cfg's plan (counts, sizes, times) into p; OC_ERR_BUDGET if the counts do not fit. */
+int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
+                      struct oc_err *err);
+/*
+ * Splits avail bytes between the embedding cache (slot_bytes per node) and the
+ * feature cache (feat_slot_bytes per row) to maximise the estimated saving;
+ * sets p->alpha, emb_slots, feat_rows, est_*.
+ */
+int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, uint64_t avail,
+                       uint64_t emb_slot_bytes, uint64_t emb_fixed_bytes, uint64_t feat_slot_bytes,
+                       struct outre_profile *p, struct oc_err *err);
+/* The k ids with the highest counts (ties to the lower id), ascending; *out oc_alloc'd. */
+int outre_top_ids(const uint32_t *count, uint64_t n, uint64_t k, uint64_t **out,
+                  struct oc_err *err);
+
+/* ---- the embedding cache and the records (outre_emb.c) ----------------- */
+
+int outre_emb_init(struct oc_store *s, struct outre_store *o, const uint64_t *ids, uint64_t n,
+                   uint64_t dim, struct oc_err *err);
+void outre_emb_free(struct outre_store *o);
+uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store *o);
+int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
+int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                     struct oc_store_hist *out, struct oc_err *err);
+void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
+
+#endif

@@ -1,0 +1,262 @@
+/*
+ * outre_profile.c — outre's profiling pass and cache split (OUTRE's
+ * automatic cache-space management): the first OUTRE_PROFILE_BATCHES
+ * batches of the plan are sampled (not trained: the same batches training
+ * will sample), counting per node how often it is an input row (feature
+ * accesses) and a non-seed source of the last block (embedding candidate),
+ * and how many input rows the batches need with and without pruning every
+ * candidate (sampled a second time with all of them pruned); the seconds
+ * per sampled row and per row read from the feature file are timed. The
+ * alpha search then splits the cache budget between embeddings and feature
+ * rows to maximise the estimated seconds saved per batch:
+ *
+ *   pruned(E)  = sum over the E most frequent candidates v of c_v * x_v / (1 + x_v),
+ *                x_v = c_v * (staleness - K) / batches: how often v's embedding is
+ *                still fresh when v comes back (refreshed whenever it is not)
+ *   saved rows = pruned(E) * (rows - rows with all pruned) / candidates
+ *   hits(F)    = the accesses of the F hottest rows, scaled by the rows left
+ *   saving     = saved rows * (sample s/row + read s/row * miss share) + hits(F) * read s/row
+ *
+ * Place in the data flow: store, at open (before the caches are filled).
+ * Thread-safety: runs on the opening thread with its own sampler.
+ * Ownership: the counts are the profile's (freed by the store at open's end).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "offcore/progress.h"
+#include "store/outre/outre_int.h"
+
+/* The prune hook of the second pass: every candidate pruned. */
+static int prune_all(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                     uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    (void)ctx;
+    (void)epoch;
+    (void)batch;
+    (void)ids;
+    (void)err;
+    memset(mask + n_seeds, 1, (size_t)(n - n_seeds));
+    return OC_OK;
+}
+
+static void count_up(uint32_t *c, uint64_t v)
+{
+    if (c[v] != UINT32_MAX)
+        c[v]++;
+}
+
+/* Times reading up to OUTRE_TIMED_ROWS of ids from the feature file (O_DIRECT). */
+static int time_reads(struct oc_store *s, struct outre_store *o, const uint64_t *ids, uint64_t n,
+                      double *s_per_row, struct oc_err *err)
+{
+    if (n > OUTRE_TIMED_ROWS)
+        n = OUTRE_TIMED_ROWS;
+    float *out = oc_alloc((n ? n : 1) * s->feat_dim * sizeof(float), "store outre: profiling", err);
+    if (!out)
+        return err->status;
+    struct oc_store_stats keep = s->stats; /* profiling reads are not the run's */
+    double t0 = oc_now_s();
+    int rc = OC_OK;
+    for (uint64_t i = 0; i < n && rc == OC_OK; i++)
+        rc = store_disk_queue(s, &o->disk, ids[i], out + i * s->feat_dim, err);
+    if (rc == OC_OK)
+        rc = store_disk_run(s, &o->disk, err);
+    else
+        store_disk_discard(&o->disk);
+    *s_per_row = n ? (oc_now_s() - t0) / (double)n : 0.0;
+    s->stats = keep;
+    oc_free(out);
+    return rc;
+}
+
+int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
+                      struct oc_err *err)
+{
+    struct outre_profile *p = &o->prof;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    struct oc_sample_batch b;
+    memset(&ep, 0, sizeof(ep));
+    oc_sample_batch_init(&b);
+    int rc;
+    p->feat_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
+    p->cand_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
+    if (!p->feat_count || !p->cand_count)
+        return err->status;
+    if (!cfg->graph || !cfg->sample_opts || !cfg->train_ids || !cfg->n_train || !cfg->batch_size)
+        return OC_OK; /* no plan (tests, tools): nothing to profile, every count 0 */
+    const uint32_t L = cfg->sample_opts->n_layers;
+    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
+        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
+                                        cfg->sample_opts, err)))
+        goto out;
+    uint64_t e = cfg->reuse_samples ? 0 : cfg->first_epoch;
+    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, e);
+    uint64_t nb = oc_sample_epoch_n_batches(&ep);
+    p->n_batches = nb < OUTRE_PROFILE_BATCHES ? nb : OUTRE_PROFILE_BATCHES;
+    double t0 = oc_now_s();
+    for (uint64_t bi = 0; bi < p->n_batches; bi++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(sm, e, bi, seeds, n_seeds, &b, err)))
+            goto out;
+        p->rows += b.n_input;
+        for (uint64_t k = 0; k < b.n_input; k++)
+            count_up(p->feat_count, b.input_ids[k]);
+        uint64_t last_src = b.blocks[L - 1].n_src;
+        for (uint64_t k = b.n_seeds; L >= 2 && k < last_src; k++)
+            count_up(p->cand_count, b.input_ids[k]);
+        if (L >= 2)
+            p->candidates += last_src - b.n_seeds;
+        if (bi == 0 && (rc = time_reads(s, o, b.input_ids, b.n_input, &p->read_s_per_row, err)))
+            goto out;
+    }
+    p->sample_s_per_row = p->rows ? (oc_now_s() - t0) / (double)p->rows : 0.0;
+    p->rows_pruned_all = p->rows;
+    if (L >= 2) { /* the same batches with every candidate pruned */
+        p->rows_pruned_all = 0;
+        oc_sample_sampler_on_prune(sm, prune_all, NULL);
+        for (uint64_t bi = 0; bi < p->n_batches; bi++) {
+            const uint64_t *seeds;
+            uint64_t n_seeds;
+            if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)) ||
+                (rc = oc_sample_neighbors(sm, e, bi, seeds, n_seeds, &b, err)))
+                goto out;
+            p->rows_pruned_all += b.n_input;
+        }
+    }
+out:
+    if (rc)
+        oc_err_prefix(err, "store outre: profiling");
+    oc_sample_batch_deinit(&b);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+    return rc;
+}
+
+int outre_top_ids(const uint32_t *count, uint64_t n, uint64_t k, uint64_t **out,
+                  struct oc_err *err)
+{
+    *out = NULL;
+    /* the threshold: the largest t with at least k ids counted >= t (counts > 0 only) */
+    uint64_t hist[64] = {0}; /* by bit length, then refined by a scan */
+    uint64_t positive = 0;
+    for (uint64_t v = 0; v < n; v++)
+        if (count[v]) {
+            positive++;
+            hist[63 - __builtin_clzll(count[v])]++;
+        }
+    if (k > positive)
+        k = positive;
+    *out = oc_alloc((k ? k : 1) * sizeof(uint64_t), "store outre: chosen nodes", err);
+    if (!*out)
+        return err->status;
+    if (k == 0)
+        return OC_OK;
+    /* bit-length bucket holding the k-th largest, then the exact threshold inside it */
+    uint64_t above = 0;
+    int bit = 63;
+    while (above + hist[bit] < k)
+        above += hist[bit--];
+    uint32_t lo = (uint32_t)1 << bit, hi = bit == 31 ? UINT32_MAX : ((uint32_t)2 << bit) - 1;
+    while (lo < hi) { /* largest t in [lo, hi] with #{count >= t} >= k */
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        uint64_t c = 0;
+        for (uint64_t v = 0; v < n; v++)
+            c += count[v] >= mid;
+        if (c >= k)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    uint64_t strictly = 0;
+    for (uint64_t v = 0; v < n; v++)
+        strictly += count[v] > lo;
+    uint64_t ties = k - strictly, got = 0;
+    for (uint64_t v = 0; v < n && got < k; v++) { /* ascending ids; ties to the lower id */
+        if (count[v] > lo) {
+            (*out)[got++] = v;
+        } else if (count[v] == lo && ties > 0) {
+            (*out)[got++] = v;
+            ties--;
+        }
+    }
+    return OC_OK;
+}
+
+/* Sum of the k largest counts, from a histogram of counts (desc). */
+static double top_sum(const uint64_t *hist, uint64_t n_hist, uint64_t k)
+{
+    double sum = 0;
+    for (uint64_t c = n_hist; c-- > 1 && k > 0;) {
+        uint64_t take = hist[c] < k ? hist[c] : k;
+        sum += (double)take * (double)c;
+        k -= take;
+    }
+    return sum;
+}
+
+int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, uint64_t avail,
+                       uint64_t emb_slot_bytes, uint64_t emb_fixed_bytes, uint64_t feat_slot_bytes,
+                       struct outre_profile *p, struct oc_err *err)
+{
+    /* histograms of the counts, capped (a node seen more often counts as CAP) */
+    enum { CAP = 4096 };
+    uint64_t *fh = oc_calloc(2 * (CAP + 1), sizeof(uint64_t), "store outre: alpha search", err);
+    if (!fh)
+        return err->status;
+    uint64_t *ch = fh + CAP + 1;
+    for (uint64_t v = 0; v < s->n_nodes; v++) {
+        fh[p->feat_count[v] < CAP ? p->feat_count[v] : CAP]++;
+        ch[p->cand_count[v] < CAP ? p->cand_count[v] : CAP]++;
+    }
+    double nb = p->n_batches ? (double)p->n_batches : 1.0;
+    double window = o->staleness > OUTRE_SLOTS ? (double)(o->staleness - OUTRE_SLOTS) : 0.0;
+    double per_cand = p->candidates ? (double)(p->rows - p->rows_pruned_all) /
+                                          (double)p->candidates
+                                    : 0.0;
+    double rows = p->rows ? (double)p->rows : 1.0;
+    p->alpha = 0;
+    p->emb_slots = 0;
+    p->feat_rows = avail / feat_slot_bytes;
+    p->est_saving_s = -1;
+    for (uint32_t step = 0; step <= OUTRE_ALPHA_STEPS; step++) {
+        double alpha = o->prunes ? (double)step / OUTRE_ALPHA_STEPS : 0.0;
+        uint64_t emb_bytes = (uint64_t)(alpha * (double)avail);
+        uint64_t E = emb_bytes > emb_fixed_bytes ? (emb_bytes - emb_fixed_bytes) / emb_slot_bytes
+                                                 : 0;
+        uint64_t F = (avail - emb_bytes) / feat_slot_bytes;
+        if (F > s->n_nodes)
+            F = s->n_nodes;
+        /* pruned candidates per profiled pass among the E most frequent */
+        double pruned = 0;
+        uint64_t left = E;
+        for (uint64_t c = CAP + 1; c-- > 1 && left > 0;) {
+            uint64_t take = ch[c] < left ? ch[c] : left;
+            double x = (double)c * window / nb;
+            pruned += (double)take * (double)c * x / (1.0 + x);
+            left -= take;
+        }
+        double saved_rows = pruned * per_cand;
+        double keep = saved_rows < rows ? 1.0 - saved_rows / rows : 0.0;
+        double hits = top_sum(fh, CAP + 1, F) * keep;
+        double hit_share = hits / rows;
+        double saving = saved_rows * (p->sample_s_per_row + p->read_s_per_row * (1 - hit_share)) +
+                        hits * p->read_s_per_row;
+        if (saving > p->est_saving_s + 1e-12) { /* ties: the smaller alpha (exact features) */
+            p->est_saving_s = saving;
+            p->alpha = alpha;
+            p->emb_slots = E;
+            p->feat_rows = F;
+            p->est_pruned = pruned / nb;
+        }
+        if (!o->prunes)
+            break;
+    }
+    p->est_saving_s /= nb;
+    oc_free(fh);
+    return OC_OK;
+}

@@ -67,8 +67,8 @@ static int feature_ids(struct oc_store *s, struct outre_store *o, const struct o
     uint64_t *deg = NULL, want = n + positive < s->n_nodes ? n + positive : s->n_nodes;
     uint8_t *take = oc_calloc(s->n_nodes, 1, "store outre: cached rows", err);
     int rc = take ? store_hot_select(s, &dc, want, 1, &deg, err) : err->status;
-    if (rc == OC_OK && !(*out = oc_alloc((n ? n : 1) * sizeof(uint64_t), "store outre: cached rows",
-                                         err)))
+    if (rc == OC_OK &&
+        !(*out = oc_alloc((n ? n : 1) * sizeof(uint64_t), "store outre: cached rows", err)))
         rc = err->status;
     if (rc == OC_OK) {
         uint64_t m = positive;
@@ -166,9 +166,11 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     }
     p->feat_rows = n_rows;
+    if (p->emb_slots == 0)
+        o->prunes = 0; /* the split gave embeddings nothing: a feature cache, exact */
     o->cache.n = 0;
-    if (n_rows && (rc = store_cache_fill(s, &o->cache, &o->disk, n_rows, use_table, feat,
-                                         "outre", err)))
+    if (n_rows &&
+        (rc = store_cache_fill(s, &o->cache, &o->disk, n_rows, use_table, feat, "outre", err)))
         return rc;
     if (!n_rows)
         oc_free(feat);
@@ -283,9 +285,9 @@ static const struct oc_store_stat outre_stat_table[] = {
 };
 
 static const struct oc_store_opt outre_opts[] = {
-    {"staleness", OC_STORE_OPT_U32, "S",
-     NULL, "use a cached embedding while it is younger than S iterations (batches); 0 = no "
-           "embedding cache (bit-identical to memory) (100)",
+    {"staleness", OC_STORE_OPT_U32, "S", NULL,
+     "use a cached embedding while it is younger than S iterations (batches); 0 = no "
+     "embedding cache (bit-identical to memory) (100)",
      offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS},
 };
 

@@ -110,8 +110,8 @@ static void rec_apply(struct outre_emb *e, struct outre_rec *r)
     }
 }
 
-int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
 {
     struct outre_store *o = s->impl;
     struct outre_emb *e = &o->emb;
@@ -127,6 +127,8 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
     r->done = 0;
     r->n_pruned = r->n_push = r->max_age = 0;
     r->n_cand = n - n_seeds;
+    if (e->n_slots == 0)
+        return OC_OK; /* nothing cached: nothing pruned, nothing to push */
     int rc = rec_reserve(r, n, e->dim, err);
     if (rc)
         return rc;
@@ -153,8 +155,8 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
     return OC_OK;
 }
 
-int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                     struct oc_store_hist *out, struct oc_err *err)
+int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
+                     struct oc_err *err)
 {
     struct outre_store *o = s->impl;
     uint64_t g = epoch * o->n_batches + batch;

@@ -36,16 +36,16 @@
 
 #include "store/store_int.h"
 
-#define OUTRE_SLOTS            4u  /* sampled batches in flight (records) */
-#define OUTRE_PROFILE_BATCHES  16u /* batches sampled by the profiling pass */
-#define OUTRE_ALPHA_STEPS      20u /* the alpha search tries 0, 1/20, ..., 1 */
-#define OUTRE_TIMED_ROWS       4096u /* rows read to time a feature read */
+#define OUTRE_SLOTS             4u    /* sampled batches in flight (records) */
+#define OUTRE_PROFILE_BATCHES   16u   /* batches sampled by the profiling pass */
+#define OUTRE_ALPHA_STEPS       20u   /* the alpha search tries 0, 1/20, ..., 1 */
+#define OUTRE_TIMED_ROWS        4096u /* rows read to time a feature read */
 #define OUTRE_DEFAULT_STALENESS 100
 
 /* One batch's embeddings: what was taken from the cache and what is to be pushed. */
 struct outre_rec {
-    uint64_t g;  /* global iteration, UINT64_MAX = none */
-    int done;    /* the trainer filled push_rows */
+    uint64_t g; /* global iteration, UINT64_MAX = none */
+    int done;   /* the trainer filled push_rows */
     uint64_t n_cand, n_pruned, n_push, max_age;
     uint64_t cap_pruned, cap_push;
     uint32_t *pruned_pos;
@@ -108,10 +108,10 @@ int outre_emb_init(struct oc_store *s, struct outre_store *o, const uint64_t *id
                    uint64_t dim, struct oc_err *err);
 void outre_emb_free(struct outre_store *o);
 uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store *o);
-int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
-int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                     struct oc_store_hist *out, struct oc_err *err);
+int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
+int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
+                     struct oc_err *err);
 void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 
 #endif

@@ -14,8 +14,11 @@
  *                x_v = c_v * (staleness - K) / batches: how often v's embedding is
  *                still fresh when v comes back (refreshed whenever it is not)
  *   saved rows = pruned(E) * (rows - rows with all pruned) / candidates
- *   hits(F)    = the accesses of the F hottest rows, scaled by the rows left
- *   saving     = saved rows * (sample s/row + read s/row * miss share) + hits(F) * read s/row
+ *   h(F)       = the share of accesses that hit the F hottest rows (pruning taken
+ *                to remove rows evenly, so the share stays)
+ *   cost       = (rows - saved rows) * (sample s/row + (1 - h(F)) * read s/row)
+ *   saving     = the cost without any cache - cost
+ *              = rows * h(F) * read s/row + saved rows * (sample s/row + (1 - h(F)) * read s/row)
  *
  * Place in the data flow: store, at open (before the caches are filled).
  * Thread-safety: runs on the opening thread with its own sampler.
@@ -137,8 +140,7 @@ out:
     return rc;
 }
 
-int outre_top_ids(const uint32_t *count, uint64_t n, uint64_t k, uint64_t **out,
-                  struct oc_err *err)
+int outre_top_ids(const uint32_t *count, uint64_t n, uint64_t k, uint64_t **out, struct oc_err *err)
 {
     *out = NULL;
     /* the threshold: the largest t with at least k ids counted >= t (counts > 0 only) */
@@ -215,10 +217,9 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
     }
     double nb = p->n_batches ? (double)p->n_batches : 1.0;
     double window = o->staleness > OUTRE_SLOTS ? (double)(o->staleness - OUTRE_SLOTS) : 0.0;
-    double per_cand = p->candidates ? (double)(p->rows - p->rows_pruned_all) /
-                                          (double)p->candidates
-                                    : 0.0;
-    double rows = p->rows ? (double)p->rows : 1.0;
+    double per_cand =
+        p->candidates ? (double)(p->rows - p->rows_pruned_all) / (double)p->candidates : 0.0;
+    double rows = p->rows ? (double)p->rows : 1.0; /* per profiled pass */
     p->alpha = 0;
     p->emb_slots = 0;
     p->feat_rows = avail / feat_slot_bytes;
@@ -226,8 +227,8 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
     for (uint32_t step = 0; step <= OUTRE_ALPHA_STEPS; step++) {
         double alpha = o->prunes ? (double)step / OUTRE_ALPHA_STEPS : 0.0;
         uint64_t emb_bytes = (uint64_t)(alpha * (double)avail);
-        uint64_t E = emb_bytes > emb_fixed_bytes ? (emb_bytes - emb_fixed_bytes) / emb_slot_bytes
-                                                 : 0;
+        uint64_t E =
+            emb_bytes > emb_fixed_bytes ? (emb_bytes - emb_fixed_bytes) / emb_slot_bytes : 0;
         uint64_t F = (avail - emb_bytes) / feat_slot_bytes;
         if (F > s->n_nodes)
             F = s->n_nodes;
@@ -240,12 +241,11 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
             pruned += (double)take * (double)c * x / (1.0 + x);
             left -= take;
         }
-        double saved_rows = pruned * per_cand;
-        double keep = saved_rows < rows ? 1.0 - saved_rows / rows : 0.0;
-        double hits = top_sum(fh, CAP + 1, F) * keep;
-        double hit_share = hits / rows;
-        double saving = saved_rows * (p->sample_s_per_row + p->read_s_per_row * (1 - hit_share)) +
-                        hits * p->read_s_per_row;
+        /* cost = rows left x (sample + miss share x read); saving = no cache's cost - it */
+        double saved_rows = pruned * per_cand < rows ? pruned * per_cand : rows;
+        double hit_share = top_sum(fh, CAP + 1, F) / rows;
+        double saving = rows * hit_share * p->read_s_per_row +
+                        saved_rows * (p->sample_s_per_row + p->read_s_per_row * (1 - hit_share));
         if (saving > p->est_saving_s + 1e-12) { /* ties: the smaller alpha (exact features) */
             p->est_saving_s = saving;
             p->alpha = alpha;

@@ -1,0 +1,365 @@
+/*
+ * test_outre.c — the `outre` strategy and the pieces under it: the
+ * sampler's pruning hook (a hook that prunes nothing gives the very batch
+ * sampled without it, bit for bit; a pruned node takes no neighbours in the
+ * block below the last and every other draw is unchanged; seeds are never
+ * pruned); the model's forward pass with historical rows (the computed rows
+ * give the same logits; replaced rows are constants for the backward pass);
+ * training with `--staleness 0` equals `memory` bit for bit (random and
+ * partition batches); with a tiny staleness no embedding older than it is
+ * ever used, one of K = the batches in flight is never fresh enough, and a
+ * run is deterministic; the profile-based choice of cached nodes (top-k
+ * with ties to the lower id).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_util.h"
+#include "harness.h"
+#include "nn/nn_int.h"
+#include "nn_testutil.h"
+#include "offcore/dataset.h"
+#include "offcore/sample.h"
+#include "offcore/train.h"
+#include "store/outre/outre_int.h"
+
+static const char *ot_graph(void)
+{
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    g.avg_degree = 8;
+    g.feat_dim = 16;
+    g.n_classes = 6;
+    g.train_frac = 0.3;
+    g.seed = 8;
+    return gen_once(&g);
+}
+
+/* ---- the sampler's pruning hook ------------------------------------------ */
+
+struct ot_graph {
+    struct oc_dataset *ds;
+    uint64_t *indptr;
+    void *indices;
+    struct oc_graph g;
+};
+
+static int ot_open(struct ot_graph *t)
+{
+    memset(t, 0, sizeof(*t));
+    const char *dir = ot_graph();
+    struct oc_err err;
+    if (!dir || oc_dataset_open(dir, 0, &t->ds, &err) ||
+        oc_dataset_load_indptr(t->ds, &t->indptr, &err) ||
+        oc_dataset_load_indices(t->ds, OC_DTYPE_U32, &t->indices, &err))
+        return -1;
+    t->g.n_nodes = oc_dataset_manifest(t->ds)->n_nodes;
+    t->g.indptr = t->indptr;
+    t->g.indices32 = t->indices;
+    return 0;
+}
+
+static void ot_close(struct ot_graph *t)
+{
+    oc_free(t->indptr);
+    oc_free(t->indices);
+    oc_dataset_free(t->ds);
+}
+
+static int mark_none(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                     uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    (void)epoch, (void)batch, (void)ids, (void)n_seeds, (void)mask, (void)err;
+    uint64_t *calls = ctx;
+    calls[0]++;
+    calls[1] = n;
+    return OC_OK;
+}
+
+/* Marks every node with an odd id, seeds included (which the sampler must ignore). */
+static int mark_odd(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
+                    uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+{
+    (void)ctx, (void)epoch, (void)batch, (void)n_seeds, (void)err;
+    for (uint64_t i = 0; i < n; i++)
+        mask[i] = ids[i] & 1;
+    return OC_OK;
+}
+
+/* The global in-neighbours block l of b drew for global node v (n = count; NULL if v is no dst). */
+static const uint32_t *nbrs_of(const struct oc_sample_batch *b, uint32_t l, uint64_t v,
+                               uint64_t *n)
+{
+    const struct oc_sample_block *k = &b->blocks[l];
+    for (uint64_t i = 0; i < k->n_dst; i++)
+        if (b->input_ids[i] == v) {
+            *n = k->indptr[i + 1] - k->indptr[i];
+            return k->indices + k->indptr[i];
+        }
+    *n = 0;
+    return NULL;
+}
+
+OC_TEST(pruning_hook_prunes_only_the_marked_sub_trees)
+{
+    struct ot_graph t;
+    OC_CHECK(ot_open(&t) == 0);
+    if (!t.ds)
+        return;
+    struct oc_sample_opts so = {3, {3, 4, 5}, 21, NULL};
+    struct oc_sampler *sm = NULL;
+    struct oc_err err;
+    OC_CHECK_OK(oc_sample_sampler_new(&t.g, &so, NULL, &sm, &err), &err);
+    uint64_t seeds[40];
+    for (int i = 0; i < 40; i++)
+        seeds[i] = (uint64_t)(i * 71 + 5) % t.g.n_nodes;
+    struct oc_sample_batch a, b, c;
+    oc_sample_batch_init(&a);
+    oc_sample_batch_init(&b);
+    oc_sample_batch_init(&c);
+    OC_CHECK_OK(oc_sample_neighbors(sm, 2, 7, seeds, 40, &a, &err), &err);
+    uint64_t calls[2] = {0, 0};
+    oc_sample_sampler_on_prune(sm, mark_none, calls);
+    OC_CHECK_OK(oc_sample_neighbors(sm, 2, 7, seeds, 40, &b, &err), &err);
+    OC_CHECK(calls[0] == 1 && calls[1] == a.blocks[2].n_src); /* once, the last block's sources */
+    OC_CHECK(oc_sample_batch_equal(&a, &b));                   /* nothing pruned: bit for bit */
+    oc_sample_sampler_on_prune(sm, mark_odd, NULL);
+    OC_CHECK_OK(oc_sample_neighbors(sm, 2, 7, seeds, 40, &c, &err), &err);
+    OC_CHECK(c.n_input < a.n_input);
+    OC_CHECK(c.blocks[2].n_src == a.blocks[2].n_src); /* the last block is sampled as before */
+    uint64_t pruned = 0;
+    for (uint32_t l = 0; l < 3; l++)
+        for (uint64_t i = 0; i < c.blocks[l].n_dst; i++) {
+            uint64_t v = c.input_ids[i], na, nc;
+            const uint32_t *ea = nbrs_of(&a, l, v, &na), *ec = nbrs_of(&c, l, v, &nc);
+            OC_CHECK(ea != NULL);
+            int cut = l == 1 && i >= c.n_seeds && i < c.blocks[2].n_src && (v & 1);
+            if (cut) { /* a marked non-seed source of the last block: no sub-tree */
+                OC_CHECK(nc == 0);
+                pruned++;
+                continue;
+            }
+            OC_CHECK(nc == na); /* every other node draws the same neighbours */
+            for (uint64_t k = 0; ea && k < nc && k < na; k++)
+                OC_CHECK(c.input_ids[ec[k]] == a.input_ids[ea[k]]);
+        }
+    OC_CHECK(pruned > 0);
+    oc_sample_batch_deinit(&a);
+    oc_sample_batch_deinit(&b);
+    oc_sample_batch_deinit(&c);
+    oc_sample_sampler_free(sm);
+    ot_close(&t);
+}
+
+/* ---- the model's forward pass with historical rows ------------------------ */
+
+static void ot_logits(struct oc_nn_model *m, float *out, uint64_t n)
+{
+    struct oc_err err;
+    OC_CHECK_OK(oc_nn_tensor_get(&m->layers[m->cfg.n_layers - 1].ws[OC_NN_LWS_OUT], out, &err),
+                &err);
+    (void)n;
+}
+
+OC_TEST(historical_rows_replace_the_last_layer_input_and_stop_gradients)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 0) == 0);
+    struct oc_nn_model_config cfg;
+    oc_nn_model_config_default(OC_NN_MODEL_SAGE, &cfg);
+    cfg.n_layers = 2;
+    cfg.in_dim = 5;
+    cfg.hidden = 3;
+    cfg.n_classes = 4;
+    cfg.dropout = 0;
+    cfg.seed = 2;
+    struct oc_nn_model *m = NULL;
+    struct oc_err err;
+    OC_CHECK_OK(oc_nn_model_new(env.be, &cfg, &m, &err), &err);
+    if (!m)
+        return;
+    struct oc_nn_block blocks[2] = {nt_block0(), nt_block1()};
+    struct oc_nn_tensor x;
+    nt_rand(&x, env.be, blocks[0].n_src, 5, -1, 1, 17);
+    struct oc_nn_step step = {1, 0, 0};
+    int32_t labels[2] = {1, 3};
+    struct oc_nn_loss loss;
+    float plain[8], again[8], rows[4 * 3];
+    uint32_t pos[4] = {2, 3, 0, 1};
+    OC_CHECK_OK(oc_nn_model_forward(m, blocks, &x, &step, NULL, &err), &err);
+    ot_logits(m, plain, 8);
+    OC_CHECK_OK(oc_nn_model_last_input_rows(m, pos, 2, rows, &err), &err);
+    /* the rows it computed itself: the same logits, bit for bit */
+    struct oc_nn_hist h = {2, pos, rows};
+    OC_CHECK_OK(oc_nn_model_forward_hist(m, blocks, &x, &step, &h, NULL, &err), &err);
+    ot_logits(m, again, 8);
+    OC_CHECK(memcmp(plain, again, sizeof(plain)) == 0);
+    /* other rows: other logits */
+    float moved[2 * 3];
+    for (int k = 0; k < 6; k++)
+        moved[k] = rows[k] + 0.5f;
+    h.rows = moved;
+    OC_CHECK_OK(oc_nn_model_forward_hist(m, blocks, &x, &step, &h, NULL, &err), &err);
+    ot_logits(m, again, 8);
+    OC_CHECK(memcmp(plain, again, sizeof(plain)) != 0);
+    /* every source of the last block replaced: layer 0 gets no gradient at all */
+    float all[4 * 3];
+    for (int k = 0; k < 12; k++)
+        all[k] = 0.1f * (float)k;
+    h = (struct oc_nn_hist){4, pos, all};
+    OC_CHECK_OK(oc_nn_model_forward_hist(m, blocks, &x, &step, &h, NULL, &err), &err);
+    OC_CHECK_OK(oc_nn_model_loss(m, labels, &loss, &err), &err);
+    OC_CHECK_OK(oc_nn_model_backward(m, &err), &err);
+    double l0 = 0, l1 = 0;
+    for (uint32_t i = 0; i < oc_nn_model_n_params(m); i++) {
+        struct oc_nn_param *p = oc_nn_model_param_at(m, i);
+        const float *g = nt_f(&p->grad);
+        for (uint64_t k = 0; k < p->grad.n_rows * p->grad.n_cols; k++)
+            *(strncmp(p->name, "layer0", 6) == 0 ? &l0 : &l1) += fabs(g[k]);
+    }
+    OC_CHECK(l0 == 0.0 && l1 > 0.0);
+    uint32_t bad = 9;
+    OC_CHECK_ERR(oc_nn_model_last_input_rows(m, &bad, 1, rows, &err), OC_ERR_ARG, &err, "row 9");
+    oc_nn_tensor_deinit(&x);
+    oc_nn_model_free(m);
+    nt_env_free(&env);
+}
+
+/* ---- training --------------------------------------------------------------- */
+
+static void ot_opts(struct oc_train_opts *o, const char *strategy)
+{
+    oc_train_opts_default(OC_NN_MODEL_SAGE, o);
+    o->fanouts[0] = 5;
+    o->fanouts[1] = 5;
+    o->batch_size = 64;
+    o->epochs = 3;
+    o->n_threads = 2;
+    o->seed = 6;
+    o->eval = OC_TRAIN_EVAL_SAMPLED;
+    o->eval_batch_size = 256;
+    o->strategy = strategy;
+    o->mem_budget = strategy && strcmp(strategy, "outre") == 0 ? 40u << 20 : 0;
+}
+
+struct ot_seen {
+    uint64_t pruned, candidates, pushed, max_age, epochs;
+};
+
+static void ot_on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
+{
+    struct ot_seen *s = ctx;
+    s->pruned += st->store.emb_pruned;
+    s->candidates += st->store.emb_candidates;
+    s->pushed += st->store.emb_pushed;
+    if (st->store.emb_max_age > s->max_age)
+        s->max_age = st->store.emb_max_age;
+    s->epochs++;
+}
+
+static int ot_train(const char *dir, struct oc_train_opts *o, struct ot_seen *seen,
+                    struct oc_train_result *res)
+{
+    struct oc_err err;
+    memset(seen, 0, sizeof(*seen));
+    oc_mem_set_budget(o->mem_budget);
+    int rc = oc_train_run(dir, o, ot_on_epoch, seen, NULL, res, &err);
+    oc_mem_set_budget(0);
+    if (rc)
+        fprintf(stderr, "  train: %s\n", err.msg);
+    return rc;
+}
+
+OC_TEST(staleness_zero_trains_memory_weights)
+{
+    const char *dir = ot_graph();
+    if (!dir)
+        return;
+    for (int partition = 0; partition < 2; partition++) {
+        struct oc_train_opts o;
+        struct oc_train_result ref, res;
+        struct ot_seen seen;
+        struct oc_err err;
+        ot_opts(&o, "memory");
+        o.batching = partition ? OC_TRAIN_BATCHING_PARTITION : OC_TRAIN_BATCHING_RANDOM;
+        OC_CHECK(ot_train(dir, &o, &seen, &ref) == OC_OK);
+        ot_opts(&o, "outre");
+        o.batching = partition ? OC_TRAIN_BATCHING_PARTITION : OC_TRAIN_BATCHING_RANDOM;
+        OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err);
+        OC_CHECK(ot_train(dir, &o, &seen, &res) == OC_OK);
+        OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+        OC_CHECK(seen.pruned == 0 && seen.pushed == 0);
+    }
+}
+
+OC_TEST(embeddings_older_than_the_staleness_are_never_used)
+{
+    const char *dir = ot_graph();
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    struct oc_train_result mem, a, b;
+    struct ot_seen seen;
+    struct oc_err err;
+    ot_opts(&o, "memory");
+    OC_CHECK(ot_train(dir, &o, &seen, &mem) == OC_OK);
+    /* S = K: an embedding is at least K iterations old when the sampler can see it */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "staleness", OUTRE_SLOTS, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.epochs == 3 && seen.pruned == 0);
+    OC_CHECK(strcmp(a.weights_sha256, mem.weights_sha256) == 0); /* so nothing changed */
+    /* a tiny staleness: some are used, none older than it */
+    for (uint32_t S = OUTRE_SLOTS + 1; S <= OUTRE_SLOTS + 3; S++) {
+        ot_opts(&o, "outre");
+        OC_CHECK_OK(oc_train_opts_set(&o, "staleness", S, &err), &err);
+        OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+        fprintf(stderr, "  staleness %u: %llu of %llu candidates pruned, oldest used %llu\n", S,
+                (unsigned long long)seen.pruned, (unsigned long long)seen.candidates,
+                (unsigned long long)seen.max_age);
+        OC_CHECK(seen.pruned > 0);
+        OC_CHECK(seen.max_age < S && seen.max_age >= OUTRE_SLOTS);
+        OC_CHECK(strcmp(a.weights_sha256, mem.weights_sha256) != 0); /* it changes training */
+        OC_CHECK(ot_train(dir, &o, &seen, &b) == OC_OK);
+        OC_CHECK(strcmp(a.weights_sha256, b.weights_sha256) == 0); /* the same, every run */
+    }
+    /* the default (100): many pruned, still within it; one layer: nothing to prune */
+    ot_opts(&o, "outre");
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pruned > seen.candidates / 10 && seen.max_age < 100);
+    ot_opts(&o, "outre");
+    o.n_layers = o.n_fanouts = 1;
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pruned == 0 && seen.candidates == 0);
+    /* options: --staleness belongs to outre, and is refused with another strategy */
+    ot_opts(&o, "static");
+    OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 5, &err), &err);
+    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "--staleness needs");
+    ot_opts(&o, "outre");
+    o.reuse_samples = 1;
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_ERR_UNSUPPORTED);
+}
+
+/* ---- the profile's choice of nodes -------------------------------------------- */
+
+OC_TEST(top_ids_take_the_highest_counts_ties_to_the_lower_id)
+{
+    const uint32_t count[10] = {3, 0, 7, 3, 1, 9, 3, 0, 2, 7};
+    struct oc_err err;
+    uint64_t *ids = NULL;
+    OC_CHECK_OK(outre_top_ids(count, 10, 4, &ids, &err), &err);
+    const uint64_t want[4] = {0, 2, 5, 9}; /* 9, 7, 7 and the first of the 3s; ascending */
+    OC_CHECK(ids && memcmp(ids, want, sizeof(want)) == 0);
+    oc_free(ids);
+    OC_CHECK_OK(outre_top_ids(count, 10, 100, &ids, &err), &err); /* only counted ids */
+    const uint64_t every[8] = {0, 2, 3, 4, 5, 6, 8, 9};
+    OC_CHECK(ids && memcmp(ids, every, sizeof(every)) == 0);
+    oc_free(ids);
+    OC_CHECK_OK(outre_top_ids(count, 10, 0, &ids, &err), &err);
+    oc_free(ids);
+}
+
+OC_TEST_MAIN()

@@ -90,8 +90,7 @@ static int mark_odd(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *i
 }
 
 /* The global in-neighbours block l of b drew for global node v (n = count; NULL if v is no dst). */
-static const uint32_t *nbrs_of(const struct oc_sample_batch *b, uint32_t l, uint64_t v,
-                               uint64_t *n)
+static const uint32_t *nbrs_of(const struct oc_sample_batch *b, uint32_t l, uint64_t v, uint64_t *n)
 {
     const struct oc_sample_block *k = &b->blocks[l];
     for (uint64_t i = 0; i < k->n_dst; i++)
@@ -125,7 +124,7 @@ OC_TEST(pruning_hook_prunes_only_the_marked_sub_trees)
     oc_sample_sampler_on_prune(sm, mark_none, calls);
     OC_CHECK_OK(oc_sample_neighbors(sm, 2, 7, seeds, 40, &b, &err), &err);
     OC_CHECK(calls[0] == 1 && calls[1] == a.blocks[2].n_src); /* once, the last block's sources */
-    OC_CHECK(oc_sample_batch_equal(&a, &b));                   /* nothing pruned: bit for bit */
+    OC_CHECK(oc_sample_batch_equal(&a, &b));                  /* nothing pruned: bit for bit */
     oc_sample_sampler_on_prune(sm, mark_odd, NULL);
     OC_CHECK_OK(oc_sample_neighbors(sm, 2, 7, seeds, 40, &c, &err), &err);
     OC_CHECK(c.n_input < a.n_input);

@@ -20,6 +20,10 @@
  *   C  relabel  (sequential, in edge order) indices[e] = local id of gids[e];
  *               a global id seen for the first time is appended to input_ids
  *
+ * OUTRE's pruning (oc_sample_sampler_on_prune): after the last block, the
+ * hook marks some of its non-seed sources; in block L-2 phase A gives them a
+ * count of 0, so B draws nothing for them and C never sees their sub-trees.
+ *
  * Why it is deterministic: the chunk size C is a constant, not a function of
  * the thread count; node v's draw uses only the RNG stream
  * (seed, epoch, batch, v·8 + l); and local ids are assigned in one ordered

@@ -10,17 +10,18 @@
 # ginex / outre time ratios. Data under ~/.cache/offcore/outre-vs-ginex-*,
 # removed unless KEEP=1.
 #   BUILD=build bench/outre_vs_ginex.sh [nodes] [budget] [epochs] [staleness]
-#   (defaults 300000 256M 2 100)
+#   (defaults 300000 600M 2 100; FEAT=512 feature dimension)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OC="$BUILD/offcore"
 NODES=${1:-300000}
-BUDGET=${2:-256M}
+BUDGET=${2:-600M}
 EPOCHS=${3:-2}
 STALE=${4:-100}
+FEAT=${FEAT:-512}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/offcore
-DIR="$CACHE/outre-vs-ginex-$NODES"
+DIR="$CACHE/outre-vs-ginex-$NODES-$FEAT"
 TMP=$(mktemp -d)
 cleanup() {
     rm -rf "$TMP"
@@ -28,9 +29,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$CACHE"
-[ -d "$DIR" ] || "$OC" generate --nodes "$NODES" --avg-degree 10 --feat-dim 128 --classes 50 \
+[ -d "$DIR" ] || "$OC" generate --nodes "$NODES" --avg-degree 10 --feat-dim "$FEAT" --classes 50 \
     --homophily 0.9 --quiet "$DIR" >/dev/null
-echo "graph: $NODES nodes, degree 10, 128-dim f32 features ($(du -sh "$DIR/features.npy" | cut -f1)), 50 classes, homophily 0.9; --mem-budget $BUDGET, $EPOCHS epochs, last one reported"
+echo "graph: $NODES nodes, degree 10, ${FEAT}-dim f32 features ($(du -sh "$DIR/features.npy" | cut -f1)), 50 classes, homophily 0.9; --mem-budget $BUDGET, $EPOCHS epochs, last one reported"
 
 # field LOG EXPR: a value of the last epoch object of a JSON log
 field() {

@@ -22,11 +22,12 @@
  * Ownership: the store's.
  *
  * Memory under a budget: the reader (bounce buffer, STORE_ROW_SCRATCH_BYTES
- * per batch row) and the records of the batches in flight (sized from the
- * last block's expected sources) come off first, then the profiling counts
- * (8 bytes per node, freed before the caches are filled) must fit, then the
- * rest is split: embeddings (a 4-byte table per node, then 8 + 4 x dim bytes
- * per slot) and feature rows (row bytes + lookup).
+ * per batch row) comes off first, then the profiling counts (8 bytes per
+ * node, freed before the caches are filled) must fit, then the rest is split:
+ * the embedding side (a 4-byte table per node, 8 + 4 x dim bytes per slot,
+ * and the records of the batches in flight: up to the profile's most
+ * last-block sources + a quarter, 16 + 4 x dim bytes each) and feature rows
+ * (row bytes + lookup, as store/cache.c lays them out).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -35,21 +36,6 @@
 #include "store/outre/outre_int.h"
 
 static void outre_free(struct oc_store *s);
-
-/* Expected bytes of the K records: last-block sources of a batch, pruned and pushed rows. */
-static uint64_t records_bytes(const struct oc_store *s, const struct oc_store_config *cfg)
-{
-    const struct oc_sample_opts *so = cfg->sample_opts;
-    uint64_t n = cfg->batch_size;
-    int32_t f = so->fanouts[so->n_layers - 1];
-    n = f < 0 ? s->n_nodes : n * (1 + (uint64_t)f);
-    if (n > s->n_nodes)
-        n = s->n_nodes;
-    if (cfg->batch_rows && cfg->batch_rows < n) /* the measured batch's input rows bound it */
-        n = cfg->batch_rows;
-    /* a record keeps room for half as many again pruned and pushed rows (rec_reserve) */
-    return OUTRE_SLOTS * (n + n / 2) * (16 + 2 * cfg->embed_dim * 4);
-}
 
 /* The feature rows to cache: the profile's hottest, then by in-degree; ascending. */
 static int feature_ids(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
@@ -108,28 +94,24 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (rc)
         return rc;
     uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t fixed = sizeof(*o) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
-                     (o->prunes ? records_bytes(s, cfg) : 0);
+    uint64_t fixed = sizeof(*o) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     uint64_t counts = 2 * s->n_nodes * sizeof(uint32_t);
     char a[32], b[32], c[32];
     if (cfg->mem_bytes && cfg->mem_bytes < fixed + counts)
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store outre: needs at least %s (a %u-byte bounce buffer, request arrays "
-                      "for %" PRIu64 " rows of one batch, the embeddings of %u batches in flight "
-                      "and %s of profiling counts) before caching anything; the store's budget "
-                      "is %s",
+                      "for %" PRIu64 " rows of one batch and %s of profiling counts) before "
+                      "caching anything; the store's budget is %s",
                       oc_format_size(fixed + counts, a, sizeof(a)), STORE_DISK_BOUNCE_BYTES, rows,
-                      OUTRE_SLOTS, oc_format_size(counts, b, sizeof(b)),
+                      oc_format_size(counts, b, sizeof(b)),
                       oc_format_size(cfg->mem_bytes, c, sizeof(c)));
     if ((rc = outre_profile_run(s, o, cfg, err)))
         return rc;
     struct outre_profile *p = &o->prof;
     uint64_t dim = o->prunes ? cfg->embed_dim : 0;
-    uint64_t emb_slot = 8 + dim * 4, emb_fixed = s->n_nodes * 4, feat_slot = s->row_bytes + 8;
     if (cfg->mem_bytes) {
         /* the counts are freed before the caches are filled: their room is the caches' */
-        if ((rc = outre_alpha_search(s, o, cfg->mem_bytes - fixed, emb_slot, emb_fixed, feat_slot,
-                                     p, err)))
+        if ((rc = outre_alpha_search(s, o, cfg->mem_bytes - fixed, dim, p, err)))
             return rc;
     } else { /* no budget: every row, and a slot for every candidate seen */
         p->feat_rows = s->n_nodes;
@@ -149,7 +131,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint64_t n_rows = s->n_nodes;
     int use_table = s->n_nodes < STORE_NO_SLOT;
     if (cfg->mem_bytes) {
-        uint64_t emb_bytes = p->emb_slots ? emb_fixed + p->emb_slots * emb_slot : 0;
+        uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
         uint64_t left = cfg->mem_bytes - fixed > emb_bytes ? cfg->mem_bytes - fixed - emb_bytes : 0;
         store_cache_plan(s, left, sizeof(uint64_t), &n_rows, &use_table);
     }
@@ -174,7 +156,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if (!n_rows)
         oc_free(feat);
-    uint64_t emb_bytes = p->emb_slots ? emb_fixed + p->emb_slots * emb_slot : 0;
+    uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
     char eb[32], fb[32];
     oc_log(OC_LOG_INFO,
            "store outre: profiled %" PRIu64 " batches: %" PRIu64 " input rows, %" PRIu64

@@ -52,10 +52,9 @@ void outre_emb_free(struct outre_store *o)
     for (uint32_t k = 0; k < OUTRE_SLOTS; k++) {
         struct outre_rec *r = &o->recs[k];
         oc_free(r->pruned_pos);
-        oc_free(r->pruned_rows);
         oc_free(r->push_pos);
         oc_free(r->push_ids);
-        oc_free(r->push_rows);
+        oc_free(r->rows);
     }
 }
 
@@ -64,24 +63,31 @@ uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store
     const struct outre_emb *e = &o->emb;
     uint64_t b = e->n_slots ? s->n_nodes * 4 + e->n_slots * (8 + e->dim * 4) : 0;
     for (uint32_t k = 0; k < OUTRE_SLOTS; k++)
-        b += o->recs[k].cap_pruned * (4 + e->dim * 4) + o->recs[k].cap_push * (12 + e->dim * 4);
+        b += o->recs[k].cap * OUTRE_REC_ROW_BYTES(e->dim);
     return b;
 }
 
-/* Room for n pruned and n pushed rows in r (grown by half again, kept). */
+uint64_t outre_emb_bytes(const struct oc_store *s, const struct outre_profile *p, uint64_t n,
+                         uint64_t dim)
+{
+    if (n == 0)
+        return 0;
+    uint64_t per_batch = p->max_last_src + p->max_last_src / 4;
+    if (per_batch > n)
+        per_batch = n;
+    return s->n_nodes * 4 + n * (8 + dim * 4) + OUTRE_SLOTS * per_batch * OUTRE_REC_ROW_BYTES(dim);
+}
+
+/* Room for n cached rows in r (grown by a quarter again, kept). */
 static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_err *err)
 {
-    if (n <= r->cap_pruned && n <= r->cap_push)
+    if (n <= r->cap)
         return OC_OK;
-    uint64_t want = n + n / 2;
+    uint64_t want = n + n / 4;
     uint32_t *pp = oc_realloc(r->pruned_pos, want * 4, "store outre: batch embeddings", err);
     if (!pp)
         return err->status;
     r->pruned_pos = pp;
-    float *pr = oc_realloc(r->pruned_rows, want * dim * 4, "store outre: batch embeddings", err);
-    if (!pr)
-        return err->status;
-    r->pruned_rows = pr;
     uint32_t *qp = oc_realloc(r->push_pos, want * 4, "store outre: batch embeddings", err);
     if (!qp)
         return err->status;
@@ -90,11 +96,11 @@ static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_
     if (!qi)
         return err->status;
     r->push_ids = qi;
-    float *qr = oc_realloc(r->push_rows, want * dim * 4, "store outre: batch embeddings", err);
-    if (!qr)
+    float *rows = oc_realloc(r->rows, want * dim * 4, "store outre: batch embeddings", err);
+    if (!rows)
         return err->status;
-    r->push_rows = qr;
-    r->cap_pruned = r->cap_push = want;
+    r->rows = rows;
+    r->cap = want;
     return OC_OK;
 }
 
@@ -103,9 +109,10 @@ static void rec_apply(struct outre_emb *e, struct outre_rec *r)
 {
     if (r->g == NO_ITER || !r->done)
         return; /* never trained (the run stopped first): nothing to take */
+    const float *push = r->rows + r->n_pruned * e->dim;
     for (uint64_t k = 0; k < r->n_push; k++) {
         uint32_t slot = e->slot_of[r->push_ids[k]];
-        memcpy(e->rows + (uint64_t)slot * e->dim, r->push_rows + k * e->dim, e->dim * 4);
+        memcpy(e->rows + (uint64_t)slot * e->dim, push + k * e->dim, e->dim * 4);
         e->iter[slot] = r->g + 1;
     }
 }
@@ -129,9 +136,14 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
     r->n_cand = n - n_seeds;
     if (e->n_slots == 0)
         return OC_OK; /* nothing cached: nothing pruned, nothing to push */
-    int rc = rec_reserve(r, n, e->dim, err);
+    uint64_t n_cached = 0;
+    for (uint64_t i = 0; i < n; i++)
+        n_cached += e->slot_of[ids[i]] != STORE_NO_SLOT;
+    int rc = rec_reserve(r, n_cached, e->dim, err);
     if (rc)
         return rc;
+    /* the pruned rows go to the front now; the pushes' positions are kept and their rows
+       follow the pruned ones once all are known (the trainer writes them there) */
     for (uint64_t i = 0; i < n; i++) {
         uint32_t slot = e->slot_of[ids[i]];
         if (slot == STORE_NO_SLOT)
@@ -141,8 +153,7 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
         if (i >= n_seeds && it && g - (it - 1) < o->staleness) {
             mask[i] = 1;
             r->pruned_pos[r->n_pruned] = (uint32_t)i;
-            memcpy(r->pruned_rows + r->n_pruned * e->dim, e->rows + (uint64_t)slot * e->dim,
-                   e->dim * 4);
+            memcpy(r->rows + r->n_pruned * e->dim, e->rows + (uint64_t)slot * e->dim, e->dim * 4);
             r->n_pruned++;
             if (g - (it - 1) > r->max_age)
                 r->max_age = g - (it - 1);
@@ -167,10 +178,10 @@ int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct 
                       batch, epoch);
     out->n_pruned = r->n_pruned;
     out->pruned_pos = r->pruned_pos;
-    out->pruned_rows = r->pruned_rows;
+    out->pruned_rows = r->rows;
     out->n_push = r->n_push;
     out->push_pos = r->push_pos;
-    out->push_rows = r->push_rows;
+    out->push_rows = r->rows + r->n_pruned * o->emb.dim;
     o->n_cand += r->n_cand;
     o->n_pruned += r->n_pruned;
     if (r->max_age > o->max_age)

@@ -42,18 +42,23 @@
 #define OUTRE_TIMED_ROWS        4096u /* rows read to time a feature read */
 #define OUTRE_DEFAULT_STALENESS 100
 
-/* One batch's embeddings: what was taken from the cache and what is to be pushed. */
+/*
+ * One batch's embeddings: its cached nodes among the last block's sources,
+ * the pruned ones (rows taken from the cache) first, then those to push:
+ *   rows: [ pruned 0 .. n_pruned-1 | push 0 .. n_push-1 ]   (dim floats each)
+ */
 struct outre_rec {
     uint64_t g; /* global iteration, UINT64_MAX = none */
-    int done;   /* the trainer filled push_rows */
+    int done;   /* the trainer filled the push rows */
     uint64_t n_cand, n_pruned, n_push, max_age;
-    uint64_t cap_pruned, cap_push;
-    uint32_t *pruned_pos;
-    float *pruned_rows;
-    uint32_t *push_pos;
+    uint64_t cap; /* rows (and positions) the arrays hold */
+    uint32_t *pruned_pos, *push_pos;
     uint64_t *push_ids;
-    float *push_rows;
+    float *rows;
 };
+
+/* Bytes of one record row: its embedding and its positions and id. */
+#define OUTRE_REC_ROW_BYTES(dim) ((dim)*4 + 16)
 
 /* The historical embedding cache: a slot per chosen node. */
 struct outre_emb {
@@ -66,6 +71,7 @@ struct outre_emb {
 /* What the profiling pass measured and what the alpha search chose (logged). */
 struct outre_profile {
     uint64_t n_batches, rows, rows_pruned_all, candidates; /* sampled, without / with pruning */
+    uint64_t max_last_src; /* the most sources of the last block in one profiled batch */
     double sample_s_per_row, read_s_per_row;
     uint32_t *feat_count; /* per node: times an input row (freed after open) */
     uint32_t *cand_count; /* per node: times a last-block non-seed source */
@@ -91,13 +97,20 @@ struct outre_store {
 int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
                       struct oc_err *err);
 /*
- * Splits avail bytes between the embedding cache (slot_bytes per node) and the
- * feature cache (feat_slot_bytes per row) to maximise the estimated saving;
- * sets p->alpha, emb_slots, feat_rows, est_*.
+ * Splits avail bytes between the embedding side (outre_emb_bytes of dim-wide
+ * embeddings) and the feature cache (rows with their lookup) to maximise the
+ * estimated saving; sets p->alpha (the embedding side's share), emb_slots,
+ * feat_rows, est_*.
  */
 int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, uint64_t avail,
-                       uint64_t emb_slot_bytes, uint64_t emb_fixed_bytes, uint64_t feat_slot_bytes,
-                       struct outre_profile *p, struct oc_err *err);
+                       uint64_t dim, struct outre_profile *p, struct oc_err *err);
+/*
+ * Bytes the embedding side takes with n slots: the node table, the slots, and
+ * the records of the batches in flight (each up to min(n, the profile's most
+ * last-block sources + a quarter) rows). 0 for n = 0.
+ */
+uint64_t outre_emb_bytes(const struct oc_store *s, const struct outre_profile *p, uint64_t n,
+                         uint64_t dim);
 /* The k ids with the highest counts (ties to the lower id), ascending; *out oc_alloc'd. */
 int outre_top_ids(const uint32_t *count, uint64_t n, uint64_t k, uint64_t **out,
                   struct oc_err *err);

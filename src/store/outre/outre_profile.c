@@ -113,6 +113,8 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
             count_up(p->cand_count, b.input_ids[k]);
         if (L >= 2)
             p->candidates += last_src - b.n_seeds;
+        if (last_src > p->max_last_src)
+            p->max_last_src = last_src;
         if (bi == 0 && (rc = time_reads(s, o, b.input_ids, b.n_input, &p->read_s_per_row, err)))
             goto out;
     }
@@ -201,9 +203,23 @@ static double top_sum(const uint64_t *hist, uint64_t n_hist, uint64_t k)
     return sum;
 }
 
+/* The most embedding slots (of at most n_pos) whose side fits in bytes. */
+static uint64_t emb_fit(const struct oc_store *s, const struct outre_profile *p, uint64_t dim,
+                        uint64_t n_pos, uint64_t bytes)
+{
+    uint64_t lo = 0, hi = n_pos;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (outre_emb_bytes(s, p, mid, dim) <= bytes)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, uint64_t avail,
-                       uint64_t emb_slot_bytes, uint64_t emb_fixed_bytes, uint64_t feat_slot_bytes,
-                       struct outre_profile *p, struct oc_err *err)
+                       uint64_t dim, struct outre_profile *p, struct oc_err *err)
 {
     /* histograms of the counts, capped (a node seen more often counts as CAP) */
     enum { CAP = 4096 };
@@ -215,23 +231,19 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
         fh[p->feat_count[v] < CAP ? p->feat_count[v] : CAP]++;
         ch[p->cand_count[v] < CAP ? p->cand_count[v] : CAP]++;
     }
+    uint64_t n_pos = s->n_nodes - ch[0]; /* candidates seen: the only ones worth a slot */
     double nb = p->n_batches ? (double)p->n_batches : 1.0;
     double window = o->staleness > OUTRE_SLOTS ? (double)(o->staleness - OUTRE_SLOTS) : 0.0;
     double per_cand =
         p->candidates ? (double)(p->rows - p->rows_pruned_all) / (double)p->candidates : 0.0;
     double rows = p->rows ? (double)p->rows : 1.0; /* per profiled pass */
-    p->alpha = 0;
-    p->emb_slots = 0;
-    p->feat_rows = avail / feat_slot_bytes;
     p->est_saving_s = -1;
     for (uint32_t step = 0; step <= OUTRE_ALPHA_STEPS; step++) {
         double alpha = o->prunes ? (double)step / OUTRE_ALPHA_STEPS : 0.0;
-        uint64_t emb_bytes = (uint64_t)(alpha * (double)avail);
-        uint64_t E =
-            emb_bytes > emb_fixed_bytes ? (emb_bytes - emb_fixed_bytes) / emb_slot_bytes : 0;
-        uint64_t F = (avail - emb_bytes) / feat_slot_bytes;
-        if (F > s->n_nodes)
-            F = s->n_nodes;
+        uint64_t E = emb_fit(s, p, dim, n_pos, (uint64_t)(alpha * (double)avail));
+        uint64_t emb_bytes = outre_emb_bytes(s, p, E, dim), F;
+        int use_table;
+        store_cache_plan(s, avail - emb_bytes, sizeof(uint64_t), &F, &use_table);
         /* pruned candidates per profiled pass among the E most frequent */
         double pruned = 0;
         uint64_t left = E;
@@ -248,7 +260,7 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
                         saved_rows * (p->sample_s_per_row + p->read_s_per_row * (1 - hit_share));
         if (saving > p->est_saving_s + 1e-12) { /* ties: the smaller alpha (exact features) */
             p->est_saving_s = saving;
-            p->alpha = alpha;
+            p->alpha = avail ? (double)emb_bytes / (double)avail : 0.0;
             p->emb_slots = E;
             p->feat_rows = F;
             p->est_pruned = pruned / nb;

@@ -939,6 +939,10 @@ static void train_child(void *ctx, int fd)
     o.strategy = c->run->strategy;
     if (strcmp(c->run->strategy, "static") == 0) /* static's option --hotness */
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
+    /* outre's embeddings change training: here it runs as its feature cache (--staleness 0),
+       bit-identical to memory; bench/outre_vs_ginex.sh measures the embeddings */
+    if (d.rc == OC_OK && strcmp(c->run->strategy, "outre") == 0)
+        d.rc = oc_train_opts_set(&o, "staleness", 0, &err);
     o.reuse_samples = c->run->reuse;
     o.mem_budget = c->run->budget;
     double t = oc_now_s();
@@ -1340,6 +1344,8 @@ int main(int argc, char **argv)
                 snprintf(r->label, sizeof(r->label), "%s/%s", name, v ? "presample" : "degree");
             else if (reuse && v)
                 snprintf(r->label, sizeof(r->label), "%s/reuse", name);
+            else if (strcmp(name, "outre") == 0)
+                snprintf(r->label, sizeof(r->label), "%s/S0", name);
             else
                 snprintf(r->label, sizeof(r->label), "%s", name);
         }

@@ -9,8 +9,8 @@
 # file, the Redundancy Ratio, outre's pruned share and chosen split; then
 # ginex / outre time ratios. Data under ~/.cache/offcore/outre-vs-ginex-*,
 # removed unless KEEP=1.
-#   BUILD=build bench/outre_vs_ginex.sh [nodes] [budget] [epochs] [staleness]
-#   (defaults 300000 600M 2 100; FEAT=512 feature dimension)
+#   BUILD=build bench/outre_vs_ginex.sh [nodes] [budget] [epochs] [staleness] [budget for 2 layers]
+#   (defaults 300000 600M 2 100; FEAT=512 feature dimension, TRAIN_FRAC=0.1 training share)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -19,9 +19,11 @@ NODES=${1:-300000}
 BUDGET=${2:-600M}
 EPOCHS=${3:-2}
 STALE=${4:-100}
+BUDGET2=${5:-$BUDGET}
 FEAT=${FEAT:-512}
+TRAIN_FRAC=${TRAIN_FRAC:-0.1}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/offcore
-DIR="$CACHE/outre-vs-ginex-$NODES-$FEAT"
+DIR="$CACHE/outre-vs-ginex-$NODES-$FEAT-$TRAIN_FRAC"
 TMP=$(mktemp -d)
 cleanup() {
     rm -rf "$TMP"
@@ -30,8 +32,8 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$CACHE"
 [ -d "$DIR" ] || "$OC" generate --nodes "$NODES" --avg-degree 10 --feat-dim "$FEAT" --classes 50 \
-    --homophily 0.9 --quiet "$DIR" >/dev/null
-echo "graph: $NODES nodes, degree 10, ${FEAT}-dim f32 features ($(du -sh "$DIR/features.npy" | cut -f1)), 50 classes, homophily 0.9; --mem-budget $BUDGET, $EPOCHS epochs, last one reported"
+    --homophily 0.9 --train-frac "$TRAIN_FRAC" --quiet "$DIR" >/dev/null
+echo "graph: $NODES nodes, degree 10, ${FEAT}-dim f32 features ($(du -sh "$DIR/features.npy" | cut -f1)), 50 classes, homophily 0.9, training share $TRAIN_FRAC; $EPOCHS epochs, the last one reported"
 
 # field LOG EXPR: a value of the last epoch object of a JSON log
 field() {
@@ -43,12 +45,12 @@ print(eval(sys.argv[2], {}, {"r": r}))
 PY
 }
 
-run() { # NAME LAYERS FANOUT ARGS... -> prints a line, leaves the time in $TMP/NAME.t
-    local name=$1 layers=$2 fanout=$3
-    shift 3
+run() { # NAME LAYERS FANOUT BUDGET ARGS... -> prints a line, leaves the time in $TMP/NAME.t
+    local name=$1 layers=$2 fanout=$3 budget=$4
+    shift 4
     local log="$TMP/$name.json"
     "$OC" train "$DIR" --layers "$layers" --fanout "$fanout" --hidden 256 --batch 1024 \
-        --epochs "$EPOCHS" --eval none --mem-budget "$BUDGET" --quiet --log "$log" "$@" \
+        --epochs "$EPOCHS" --eval none --mem-budget "$budget" --quiet --log "$log" "$@" \
         >"$TMP/$name.out" 2>"$TMP/$name.err" || {
         echo "  $name: failed: $(tail -1 "$TMP/$name.err")"
         echo nan >"$TMP/$name.t"
@@ -65,12 +67,12 @@ run() { # NAME LAYERS FANOUT ARGS... -> prints a line, leaves the time in $TMP/N
     printf '  %-14s epoch %7.2f s | read %9.1f MiB | RR %6.2f%s\n' "$name" "$t" "$rd" "$rr" "$extra"
 }
 
-for cfg in "3 15,10,5" "2 10,25"; do
+for cfg in "3 15,10,5 $BUDGET" "2 10,25 $BUDGET2"; do
     set -- $cfg
-    echo "$1 layers (fanout $2):"
-    run "ginex-$1L" "$1" "$2" --strategy ginex
-    run "outre-$1L" "$1" "$2" --strategy outre --batching partition --staleness "$STALE"
-    run "outre-S0-$1L" "$1" "$2" --strategy outre --batching partition --staleness 0
+    echo "$1 layers (fanout $2), --mem-budget $3:"
+    run "ginex-$1L" "$1" "$2" "$3" --strategy ginex
+    run "outre-$1L" "$1" "$2" "$3" --strategy outre --batching partition --staleness "$STALE"
+    run "outre-S0-$1L" "$1" "$2" "$3" --strategy outre --batching partition --staleness 0
     python3 - "$TMP" "$1" <<'PY'
 import sys
 d, l = sys.argv[1], sys.argv[2]

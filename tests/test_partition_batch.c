@@ -250,6 +250,7 @@ static void pb_opts(struct oc_train_opts *o)
 
 struct pb_epochs {
     uint64_t input_rows[4], seed_rows[4], distinct_rows[4];
+    double rr_min[4], rr_max[4];
     uint32_t n;
 };
 
@@ -260,6 +261,8 @@ static void pb_on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
         p->input_rows[p->n] = st->input_rows;
         p->seed_rows[p->n] = st->seed_rows;
         p->distinct_rows[p->n] = st->distinct_rows;
+        p->rr_min[p->n] = st->batch_rr_min;
+        p->rr_max[p->n] = st->batch_rr_max;
         p->n++;
     }
 }
@@ -289,6 +292,8 @@ OC_TEST(redundancy_ratio_lower_with_partition_batches_and_strategies_agree)
         OC_CHECK(er.seed_rows[e] == n_train && ep.seed_rows[e] == n_train);
         OC_CHECK(er.distinct_rows[e] <= er.input_rows[e] && er.distinct_rows[e] <= n_nodes);
         OC_CHECK(ep.distinct_rows[e] <= ep.input_rows[e] && ep.distinct_rows[e] >= n_train);
+        double rr = (double)er.input_rows[e] / (double)n_train; /* between the batches' own */
+        OC_CHECK(er.rr_min[e] > 1.0 && er.rr_min[e] <= rr + 1e-9 && rr <= er.rr_max[e] + 1e-9);
         /* partition batches share more of their neighbourhoods: fewer rows per seed */
         OC_CHECK(ep.input_rows[e] * 10 < er.input_rows[e] * 9);
         fprintf(stderr, "  epoch %u: RR random %.2f, partition %.2f\n", e,

@@ -126,12 +126,13 @@ struct oc_train_epoch_stats {
      * rows, so input_rows / distinct_rows is how often a row is asked for.
      */
     uint64_t input_rows, seed_rows, distinct_rows;
-    struct oc_store_stats store;    /* this epoch's training gathers (evaluation excluded) */
-    struct oc_topo_disk_stats topo; /* disk topology: this epoch's training sampling */
-    uint64_t gemm_flops;            /* dense work of the training steps (evaluation excluded) */
-    double gemm_s;                  /* and the seconds it took */
-    uint64_t peak_mem_bytes;        /* most memory held through the accountant so far */
-    uint64_t peak_rss_bytes;        /* the process's peak resident set so far */
+    double batch_rr_min, batch_rr_max; /* the per-batch ratio n_input / n_seeds, least and most */
+    struct oc_store_stats store;       /* this epoch's training gathers (evaluation excluded) */
+    struct oc_topo_disk_stats topo;    /* disk topology: this epoch's training sampling */
+    uint64_t gemm_flops;               /* dense work of the training steps (evaluation excluded) */
+    double gemm_s;                     /* and the seconds it took */
+    uint64_t peak_mem_bytes;           /* most memory held through the accountant so far */
+    uint64_t peak_rss_bytes;           /* the process's peak resident set so far */
 };
 
 typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);

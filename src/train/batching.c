@@ -86,6 +86,11 @@ void train_redundancy_epoch(struct train_redundancy *r)
 void train_redundancy_add(struct train_redundancy *r, const struct oc_sample_batch *b,
                           struct oc_train_epoch_stats *st)
 {
+    double rr = b->n_seeds ? (double)b->n_input / (double)b->n_seeds : 0.0;
+    if (st->seed_rows == 0 || rr < st->batch_rr_min)
+        st->batch_rr_min = rr;
+    if (rr > st->batch_rr_max)
+        st->batch_rr_max = rr;
     st->input_rows += b->n_input;
     st->seed_rows += b->n_seeds;
     uint64_t fresh = 0;

@@ -126,6 +126,8 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     if (rr) { /* OUTRE's RR = input rows / seeds; and how often a distinct row was asked for */
         cJSON_AddNumberToObject(
             rr, "ratio", st->seed_rows ? (double)st->input_rows / (double)st->seed_rows : 0.0);
+        cJSON_AddNumberToObject(rr, "batch_min", st->batch_rr_min);
+        cJSON_AddNumberToObject(rr, "batch_max", st->batch_rr_max);
         cJSON_AddNumberToObject(rr, "input_rows", (double)st->input_rows);
         cJSON_AddNumberToObject(rr, "seed_rows", (double)st->seed_rows);
         cJSON_AddNumberToObject(rr, "distinct_rows", (double)st->distinct_rows);

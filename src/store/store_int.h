@@ -312,18 +312,6 @@ int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
 uint64_t oc_store_static_n_cached(const struct oc_store *s);
 uint64_t oc_store_static_n_given_up(const struct oc_store *s);
 
-/* For an `outre` store (outre/outre.c): its split and embedding counters; OC_ERR_ARG otherwise. */
-struct oc_store_outre_info {
-    int prunes;         /* the embedding cache is on */
-    uint32_t staleness; /* iterations */
-    uint64_t emb_slots; /* nodes with an embedding slot */
-    uint64_t feat_rows; /* rows in the feature cache */
-    double alpha;       /* share of the budget given to embeddings (-1: no budget) */
-    uint64_t max_age;   /* oldest embedding used so far, in iterations */
-    uint64_t n_pruned;  /* nodes pruned so far (batches the trainer took) */
-};
-int oc_store_outre_info(const struct oc_store *s, struct oc_store_outre_info *out);
-
 /* For a `gnndrive` store (gnndrive.c); see there. */
 struct oc_store_gnndrive_info {
     uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */

@@ -35,8 +35,6 @@
 
 #include "store/outre/outre_int.h"
 
-static void outre_free(struct oc_store *s);
-
 /* The feature rows to cache: the profile's hottest, then by in-degree; ascending. */
 static int feature_ids(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
                        uint64_t n, uint64_t **out, struct oc_err *err)
@@ -221,22 +219,6 @@ static int outre_prunes(const struct oc_store *s)
 static uint32_t outre_lookahead(const struct oc_store *s)
 {
     return outre_prunes(s) ? OUTRE_SLOTS : 0;
-}
-
-int oc_store_outre_info(const struct oc_store *s, struct oc_store_outre_info *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (s->strat != &oc_store_outre)
-        return OC_ERR_ARG;
-    const struct outre_store *o = s->impl;
-    out->prunes = o->prunes;
-    out->staleness = o->staleness;
-    out->emb_slots = o->emb.n_slots;
-    out->feat_rows = o->cache.n;
-    out->alpha = o->prof.alpha;
-    out->max_age = o->max_age;
-    out->n_pruned = o->n_pruned;
-    return OC_OK;
 }
 
 static double emb_hit(const struct oc_store_stats *s)

@@ -61,6 +61,17 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
         {{"train", "d", "--scratch", "/tmp", NULL},
          2,
          "--scratch needs --eval full and --mem-budget"},
+        {{"train", "d", "--batching", "metis", NULL}, 2, "expected one of random|partition"},
+        {{"train", "d", "--batching", "partition", "--partition-batch", "0", NULL},
+         2,
+         "--partition-batch must be at least 1"},
+        {{"train", "d", "--partition-batch", "2", NULL},
+         2,
+         "--partition-batch needs --batching partition"},
+        {{"train", "d", "--batching", "partition", "--topology", "disk", NULL},
+         2,
+         "--batching partition needs the topology in memory"},
+        {{"train", "d", "--staleness", "5", NULL}, 2, "--staleness needs --strategy outre"},
         {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

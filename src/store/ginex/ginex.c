@@ -47,20 +47,26 @@
  * larger than R still runs while the budget can give it, and is OC_ERR_BUDGET
  * naming the consumer when it cannot.
  *   executor   the batch reader (2 MiB bounce, request arrays for R rows),
- *              one batch record read back, the static comparison's bitmap
- *              (1 bit per node)
+ *              one batch record read back and its changeset, the static
+ *              comparison's bitmap (1 bit per node)
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
- *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
- *              superbatch. Batches are estimated at the first batch's input
- *              rows (sampled at open) plus a quarter, at most R. With
- *              cfg->superbatch = S: S estimated batches; with 0: at most 16
- *              of them and at most a quarter of what the two lines above
- *              leave, and at least one batch of R. The inspector cuts a
+ *              buffer, writer, the planner's batch of entries and its
+ *              per-node next-use array, the spills' write buffers).
+ *              With a plan directory the superbatch's trace, next uses and
+ *              changesets are spilled to files there: no RAM per access; S
+ *              is cfg->superbatch, else an epoch (at most GX_LONG_SUPERBATCH
+ *              batches), and accesses are bounded by a quarter of the disk's
+ *              free space. Without one they are in RAM at
+ *              GX_BYTES_PER_ACCESS per access: batches are estimated at the
+ *              first batch's input rows (sampled at open) plus a quarter, at
+ *              most R; with cfg->superbatch = S: S estimated batches; with 0:
+ *              at most 16 of them and at most a quarter of what the two lines
+ *              above leave, and at least one batch of R. The inspector cuts a
  *              superbatch short where its accesses would pass that (a
  *              superbatch's first batch always goes in)
  *   cache      the rest, at row bytes + GX_BYTES_PER_SLOT per row
- * A budget below the first two lines plus one batch of accesses (S batches
- * when S is given) is OC_ERR_BUDGET naming how much is needed.
+ * A budget below the first two lines (plus, in RAM, one batch of accesses, S
+ * batches when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
 #include <inttypes.h>
 #include <stddef.h>

@@ -640,8 +640,8 @@ OC_TEST(smallest_budget_trains_every_epoch)
 
 /*
  * Fresh samples in windows shorter than an epoch: with --window 3 (of 8
- * batches per epoch) training equals `memory`, windows are named by their
- * first batch and at most two exist at once; with the window derived from
+ * batches per epoch) training equals `memory` and at most two windows exist
+ * at once; with the window derived from
  * the budget, the smallest budget diskgnn accepts is below what a whole
  * epoch's plan needs, and training there equals `memory` too.
  */
@@ -666,7 +666,9 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
         if (getenv("OC_TEST_VERBOSE"))
             fprintf(stderr, "  epoch %u: %d plan files, %" PRIu64 " rows from disk\n", e,
                     log.dir_files[e], log.st[e].tier_rows[OC_STORE_TIER_DISK]);
-        OC_CHECK(log.dir_files[e] <= 2 && log.st[e].tier_rows[OC_STORE_TIER_DISK] == 0);
+        /* the window read, the next one packed (or its temporary) and that one's spilled
+           records: two windows at most */
+        OC_CHECK(log.dir_files[e] <= 3 && log.st[e].tier_rows[OC_STORE_TIER_DISK] == 0);
     }
     OC_CHECK(plan_files(log.plan, NULL) == 0);
 
@@ -798,7 +800,9 @@ OC_TEST(memory_budget_too_small_names_the_store)
             struct oc_store_stats st;
             oc_store_stats(s, &st);
             OC_CHECK(st.held_bytes <= c.mem_bytes);
-            OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] < st.requested_rows / 10);
+            /* (about) no row: the 4 KiB the search resolves to hold a few dozen of the
+               hottest rows, which serve a share of the accesses well below a fifth */
+            OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] < st.requested_rows / 5);
             ref_free(&ref);
         }
         oc_store_free(s);

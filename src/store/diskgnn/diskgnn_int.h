@@ -29,9 +29,9 @@
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
 #define DG_CHUNK_VERSION 1u
-#define DG_N_SLOTS       1u           /* chunk buffers: batch b+1 loads while batch b trains */
-#define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
-#define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
+#define DG_N_SLOTS       2u   /* chunk buffers: batch b+2 loads while b+1 assembles, b trains */
+#define DG_QUEUE_DEPTH   2u   /* every queue between two stages */
+#define DG_IO_DEPTH      128u /* disk-cache reads in flight (loader) */
 #define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 

@@ -18,10 +18,10 @@
  * DG_N_SLOTS chunk buffers circulate (free_q ─► loader ─► graph loader ─►
  * assembler ─► free_q) and one assembled batch (asm_q ─► assembler ─►
  * ready_q ─► trainer ─► asm_q): the assembler moves the blocks into it and
- * frees the chunk buffer at once, so batch b+1 is loaded and assembled
- * while batch b trains (with one chunk buffer, loading and assembling one
- * batch run one after the other; more buffers would overlap them too, at a
- * batch of memory each). Memory is fixed whatever the queue depths.
+ * frees the chunk buffer at once, so batch b+1 is assembled while batch b
+ * trains and, with two chunk buffers, batch b+2 is read meanwhile: loading
+ * and assembling overlap too (a pipeline two batches deep, at a chunk of
+ * memory each). Memory is fixed whatever the queue depths.
  * Windows: a window is a run of win_batches consecutive batches of one epoch
  * (the whole epoch when the budget holds its plan; the store sizes it), so
  * window k + 1 may belong to the same epoch as window k. At most two exist

@@ -1,7 +1,9 @@
 /*
  * topo_disk.c — opening an on-disk topology: indptr in RAM, indices.npy
- * opened with O_DIRECT, and Ginex's neighbor cache built by ranking nodes by
- * in-degree and filling the cache with one pass of merged reads.
+ * opened with O_DIRECT, and Ginex's neighbor cache built by ranking nodes (by
+ * in-degree, or as Ginex ranks them: out-degree / in-degree, the out-degrees
+ * counted by one sequential scan of indices) and filling the cache with one
+ * pass of merged reads.
  *
  * Place in the data flow: dataset (indptr.npy, indices.npy) ──► sample. The
  * sampler reads uncached lists through topo_read.c during sampling.
@@ -21,6 +23,7 @@
  *   cache: [ list of the lowest cached id | next cached id | ... ]  (node-id order)
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,9 @@
 #define TOPO_DEFAULT_DEPTH  64u
 #define TOPO_DEFAULT_BOUNCE (1u << 20)
 #define TOPO_CHECK_ELEMS    (1u << 17) /* ids per read in smp_topo_check */
+#define TOPO_RATIO_STEPS    16         /* Ginex ranking: buckets per doubling of the ratio */
+#define TOPO_RATIO_BUCKETS  (128 * TOPO_RATIO_STEPS) /* ratios 2^-64 .. 2^64 */
+#define TOPO_SCAN_BYTES     (1u << 20)               /* the out-degree scan's reads */
 
 struct topo_big {
     uint64_t deg, v;
@@ -174,6 +180,110 @@ out:
     return rc;
 }
 
+/*
+ * Ginex's ranking: out-degrees counted into t->table by a sequential scan of
+ * the indices (every id checked against n_nodes: OC_ERR_FORMAT naming the
+ * file and offset).
+ */
+static int count_out_degrees(struct oc_topo_disk *t, const char *path, struct oc_err *err)
+{
+    const uint64_t n = t->n_nodes, es = t->index_bytes, n_edges = t->indptr[n];
+    const uint64_t start = t->data_offset;
+    uint8_t *buf = oc_io_buf_alloc(TOPO_SCAN_BYTES, "topology out-degree scan", err);
+    if (!buf)
+        return err->status;
+    memset(t->table, 0, (size_t)n * sizeof(uint64_t));
+    int rc = OC_OK;
+    for (uint64_t j = 0; j < n_edges && rc == OC_OK;) { /* j: the next id */
+        uint64_t pos = oc_io_align_down(start + j * es);
+        size_t got = 0;
+        if ((rc = oc_file_pread_upto(t->f, buf, TOPO_SCAN_BYTES, pos, &got, err)))
+            break;
+        uint64_t j0 = j;
+        for (; j < n_edges && start + (j + 1) * es <= pos + got; j++) {
+            const uint8_t *p = buf + (start + j * es - pos);
+            uint64_t v = es == 4 ? oc_get_le32(p) : oc_get_le64(p);
+            if (v >= n) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: id %" PRIu64 " at offset %" PRIu64 " is not below %" PRIu64
+                            " nodes",
+                            path, v, start + j * es, n);
+                break;
+            }
+            t->table[v]++;
+        }
+        if (rc == OC_OK && j == j0)
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: truncated: id %" PRIu64 " at offset %" PRIu64 " is past the end", path,
+                        j, start + j * es);
+    }
+    oc_free(buf);
+    return rc;
+}
+
+/* The ratio bucket of a node with out-degree out and in-degree d > 0. */
+static unsigned ratio_bucket(uint64_t out, uint64_t d)
+{
+    double r = log2(((double)out + 1.0) / (double)d) * TOPO_RATIO_STEPS;
+    long k = (long)floor(r) + TOPO_RATIO_BUCKETS / 2;
+    return k < 0 ? 0u : k >= (long)TOPO_RATIO_BUCKETS ? TOPO_RATIO_BUCKETS - 1 : (unsigned)k;
+}
+
+/*
+ * Ginex's selection: nodes by out/in ratio, highest first (buckets of
+ * 1/TOPO_RATIO_STEPS of a doubling; within the bucket where the budget runs
+ * out, lower ids first while their lists fit). t->table holds the
+ * out-degrees on entry and the cache offsets on return.
+ */
+static int select_cached_ratio(struct oc_topo_disk *t, uint64_t avail, struct oc_err *err)
+{
+    const uint64_t n = t->n_nodes, es = t->index_bytes;
+    const uint64_t *indptr = t->indptr;
+    uint64_t *cost = oc_calloc(TOPO_RATIO_BUCKETS, sizeof(uint64_t), "topology ranking", err);
+    if (!cost)
+        return err->status;
+    for (uint64_t v = 0; v < n; v++) {
+        uint64_t d = indptr[v + 1] - indptr[v];
+        if (d)
+            cost[ratio_bucket(t->table[v], d)] += d * es;
+    }
+    long cut = -1; /* buckets above it are taken whole; in it, lists while they fit */
+    for (long k = TOPO_RATIO_BUCKETS - 1; k >= 0; k--) {
+        if (cost[k] > avail) {
+            cut = k;
+            break;
+        }
+        avail -= cost[k];
+    }
+    uint64_t off = 0, n_cached = 0, min_deg = UINT64_MAX;
+    for (uint64_t v = 0; v < n; v++) {
+        uint64_t d = indptr[v + 1] - indptr[v];
+        long k = d ? (long)ratio_bucket(t->table[v], d) : 0;
+        int take = 0;
+        if (d && k > cut) {
+            take = 1;
+        } else if (d && k == cut && d * es <= avail) {
+            take = 1;
+            avail -= d * es;
+        }
+        if (take) {
+            t->table[v] = off;
+            off += d;
+            n_cached++;
+            if (d < min_deg)
+                min_deg = d;
+        } else {
+            t->table[v] = SMP_TOPO_NONE;
+        }
+    }
+    t->info.n_cached_nodes = n_cached;
+    t->info.n_cached_edges = off;
+    t->info.cache_bytes = off * es;
+    t->info.min_cached_degree = n_cached ? min_deg : 0;
+    oc_free(cost);
+    return OC_OK;
+}
+
 /* Queues one merged range of cached lists; runs the batch every TOPO_BUILD_REQS ranges. */
 static int queue_range(struct oc_topo_disk *t, struct oc_io_batch *b, uint64_t file_elem,
                        uint64_t cache_elem, uint64_t n_elems, uint64_t *n_queued,
@@ -267,8 +377,15 @@ static int topo_build(struct oc_topo_disk *t, const char *path, const struct oc_
     t->table = oc_alloc((size_t)n * sizeof(uint64_t), "topology cache table", err);
     if (!t->table)
         return err->status;
-    if ((rc = select_cached(t, o->budget_bytes - fixed_bytes(n), err)) != OC_OK)
+    uint64_t avail = o->budget_bytes - fixed_bytes(n);
+    t->info.rank = o->rank;
+    if (o->rank == OC_TOPO_RANK_GINEX && avail >= es) {
+        if ((rc = count_out_degrees(t, path, err)) != OC_OK ||
+            (rc = select_cached_ratio(t, avail, err)) != OC_OK)
+            return rc;
+    } else if ((rc = select_cached(t, avail, err)) != OC_OK) {
         return rc;
+    }
     if (t->info.cache_bytes) {
         t->cache = oc_alloc((size_t)t->info.cache_bytes, "topology neighbor cache", err);
         if (!t->cache)

@@ -320,6 +320,7 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     struct oc_topo_disk_opts topo = {0};
     if (o->topology_disk) {
         topo.budget_bytes = o->topo_cache_bytes;
+        topo.rank = (enum oc_topo_rank)o->topo_rank;
         if (!topo.budget_bytes)
             topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
     }

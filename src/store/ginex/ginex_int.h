@@ -85,7 +85,7 @@ int gx_lru_access(struct gx_lru *l, uint64_t id);
 
 /* ---- spills (ginex_spill.c) -------------------------------------------------- */
 
-#define GX_SPILL_BUF_BYTES (256u << 10) /* write buffer of a spill in a file */
+#define GX_SPILL_BUF_BYTES (64u << 10) /* write buffer of a spill in a file */
 
 /*
  * An array of n elements of `elem` bytes, appended to (or put at a position)

@@ -268,6 +268,8 @@ uint64_t gx_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru);
 
 int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
                     int with_lru, const uint8_t *static_bits, struct oc_err *err);
+/* Lets ids below n_nodes be planned (grows the per-node array; never shrinks). */
+int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err);
 /* Puts the next-use spill in a scratch file under dir (else it is in RAM). */
 int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err);
 void gx_planner_deinit(struct gx_planner *p);

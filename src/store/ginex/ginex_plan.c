@@ -273,6 +273,19 @@ int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const 
     return OC_OK;
 }
 
+int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err)
+{
+    if (n_nodes <= p->n_nodes)
+        return OC_OK;
+    uint32_t *f = oc_realloc(p->first_use, (size_t)n_nodes * sizeof(uint32_t),
+                             "store ginex: planned cache", err);
+    if (!f)
+        return err ? err->status : OC_ERR_NOMEM;
+    p->first_use = f;
+    p->n_nodes = n_nodes;
+    return OC_OK;
+}
+
 int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err)
 {
     return gx_spill_to_file(&p->nxt, dir, "next-uses", err);

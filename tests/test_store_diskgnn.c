@@ -260,11 +260,15 @@ static int drive_plan(const struct fixture *fx, struct oc_store *s, const struct
     int rc = OC_OK;
     memset(d, 0, sizeof(*d));
     oc_sample_batch_init(&b);
+    uint64_t *order = malloc(nb * sizeof(uint64_t));
     for (uint64_t e = c->first_epoch; e < c->n_epochs && rc == OC_OK; e++) {
         uint64_t se = c->reuse_samples ? 0 : e;
-        for (uint64_t i = 0; i < nb && rc == OC_OK; i++) {
+        /* reused samples: epoch 0's batches in each training epoch's own order */
+        oc_sample_batch_order(c->sample_opts->seed, e, order, nb);
+        for (uint64_t k = 0; k < nb && rc == OC_OK; k++) {
+            uint64_t i = c->reuse_samples ? order[k] : k;
             d->fail_epoch = e;
-            d->fail_batch = i;
+            d->fail_batch = k;
             if ((rc = oc_store_load_batch(s, se, i, &b, err)))
                 break;
             if (ref)
@@ -276,6 +280,7 @@ static int drive_plan(const struct fixture *fx, struct oc_store *s, const struct
             d->n_batches++;
         }
     }
+    free(order);
     oc_sample_batch_deinit(&b);
     free(out);
     return rc;
@@ -932,8 +937,13 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
     OC_CHECK(strstr(err.msg, want) != NULL);
     if (getenv("OC_TEST_VERBOSE"))
         fprintf(stderr, "  at batch %" PRIu64 ": %s\n", d.fail_batch, err.msg);
-    /* every batch before the damaged one came through; the error at the latest there */
-    OC_CHECK(d.fail_epoch == 0 && d.fail_batch <= k && d.fail_batch + 3 >= k);
+    /* every batch before the damaged one came through; the error at the latest there (the
+       reused window's chunks are read in epoch 0's order: chunk k comes at its place) */
+    uint64_t order[64], at = 0;
+    oc_sample_batch_order(fx->so.seed, 0, order, n);
+    while (at < n && order[at] != k)
+        at++;
+    OC_CHECK(d.fail_epoch == 0 && d.fail_batch <= at && d.fail_batch + 3 >= at);
     /* the error stays: the next call reports it again */
     struct oc_sample_batch b;
     oc_sample_batch_init(&b);
@@ -1486,8 +1496,11 @@ OC_TEST(freed_mid_plan)
             struct oc_sample_batch b;
             float *out = malloc(fx.n_nodes * fx.dim * sizeof(float));
             oc_sample_batch_init(&b);
-            OC_CHECK_OK(oc_store_load_batch(s, 0, 0, &b, &err), &err);
-            OC_CHECK_OK(oc_store_gather_batch(s, 0, 0, b.input_ids, b.n_input, out, &err), &err);
+            uint64_t order[64], nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
+            oc_sample_batch_order(fx.so.seed, 0, order, nb < 64 ? nb : 64);
+            uint64_t b0 = c.reuse_samples ? order[0] : 0; /* the plan's first batch */
+            OC_CHECK_OK(oc_store_load_batch(s, 0, b0, &b, &err), &err);
+            OC_CHECK_OK(oc_store_gather_batch(s, 0, b0, b.input_ids, b.n_input, out, &err), &err);
             oc_sample_batch_deinit(&b);
             free(out);
         }

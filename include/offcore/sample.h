@@ -289,6 +289,13 @@ void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_dis
  * the result depends only on (seed, epoch, the input order).
  */
 void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n);
+/*
+ * The order in which training epoch `epoch` visits n reused batches
+ * (--reuse-samples: epoch 0's batches, reshuffled every epoch as DiskGNN
+ * shuffles its pool): a permutation of [0, n) from (seed, epoch) only, on a
+ * stream of its own.
+ */
+void oc_sample_batch_order(uint64_t seed, uint64_t epoch, uint64_t *order, uint64_t n);
 
 /*
  * The mini-batches of one epoch: a copy of the training ids, reordered per

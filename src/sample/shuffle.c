@@ -29,6 +29,22 @@ void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n)
     }
 }
 
+#define SMP_ORDER_TAG 0x42415443484F5244ull /* "BATCHORD" */
+
+void oc_sample_batch_order(uint64_t seed, uint64_t epoch, uint64_t *order, uint64_t n)
+{
+    struct oc_rng r;
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = i;
+    oc_rng_init(&r, seed, epoch, SMP_SHUFFLE_BATCH, SMP_ORDER_TAG);
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = oc_rng_below(&r, i);
+        uint64_t t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
 int oc_sample_epoch_init(struct oc_sample_epoch *ep, const uint64_t *ids, uint64_t n_ids,
                          uint64_t batch_size, int drop_last, struct oc_err *err)
 {

@@ -55,6 +55,8 @@ struct diskgnn_store {
     uint64_t first_epoch, n_batches; /* n_batches: per epoch */
     uint64_t win_batches;            /* per window */
     int reuse;
+    uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
+    uint64_t *order, order_epoch;
     struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
@@ -169,6 +171,11 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         return rc;
     d->n_batches = b->nb_epoch;
     d->win_batches = window_batches(s, cfg, b, d->reuse);
+    d->seed = cfg->sample_opts->seed;
+    d->order_epoch = UINT64_MAX;
+    if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
+                                          "store diskgnn: batch order", err)))
+        return err->status;
     if (cfg->disk_budget > 0) {
         double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
         b->disk_budget_bytes = d->reuse ? total : total / 2;
@@ -234,6 +241,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .n_epochs = cfg->n_epochs,
                                 .win_batches = d->win_batches,
                                 .reuse = d->reuse,
+                                .seed = cfg->sample_opts->seed,
                                 .max_input = size_rows(z.max_input, d->reuse),
                                 .slot_bytes = slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);
@@ -276,13 +284,22 @@ static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
     return store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
 }
 
-/* Whether (epoch, batch) is the plan's next batch. */
-static int in_plan(const struct diskgnn_store *d, uint64_t epoch, uint64_t batch)
+/*
+ * Whether (epoch, batch) is the plan's next batch: batch pos of its epoch, or
+ * with reuse batch order[pos] of epoch 0, the order of the training epoch.
+ */
+static int in_plan(struct diskgnn_store *d, uint64_t epoch, uint64_t batch)
 {
     if (!d->pipe || d->pos >= d->n_pos)
         return 0;
-    uint64_t want_epoch = d->reuse ? 0 : d->first_epoch + d->pos / d->n_batches;
-    return epoch == want_epoch && batch == d->pos % d->n_batches;
+    uint64_t e = d->first_epoch + d->pos / d->n_batches, k = d->pos % d->n_batches;
+    if (!d->reuse)
+        return epoch == e && batch == k;
+    if (d->order_epoch != e) {
+        oc_sample_batch_order(d->seed, e, d->order, d->n_batches);
+        d->order_epoch = e;
+    }
+    return epoch == 0 && batch == d->order[k];
 }
 
 static int take(struct diskgnn_store *d, struct oc_err *err)
@@ -381,6 +398,7 @@ static void dg_free(struct oc_store *s)
     dg_builder_deinit(&d->builder);
     store_disk_close(&d->disk);
     store_cache_free(&d->cache);
+    oc_free(d->order);
     oc_free(d);
     s->impl = NULL;
 }

@@ -153,9 +153,11 @@ struct dg_pipe_config {
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs;
     uint64_t win_batches; /* batches per window (the last one of an epoch may have fewer) */
-    int reuse;            /* every run epoch replays w0 (a whole epoch) */
-    uint64_t max_input;   /* initial sizing: rows of the assembled batch */
-    uint64_t slot_bytes;  /* and of each chunk buffer (chunk + disk-cache rows) */
+    int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the
+                             order oc_sample_batch_order(seed, training epoch) */
+    uint64_t seed;
+    uint64_t max_input;  /* initial sizing: rows of the assembled batch */
+    uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
 };
 
 /* What a chunk must be: its batch, and the bounds of the tiers its addresses point into. */

@@ -67,8 +67,9 @@ struct dg_pipe {
     /* the loader's position: the window it reads, its turn in the plan, the next chunk */
     struct dg_window *load_w;
     uint64_t load_k, load_i;
-    uint64_t plan_k;     /* the planner's next window */
-    uint64_t n_win, wpe; /* windows in the plan; per epoch */
+    uint64_t *load_order; /* reuse: the training epoch's order of w0's chunks */
+    uint64_t plan_k;      /* the planner's next window */
+    uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes;
     atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
 };
@@ -255,7 +256,14 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
         p->load_w = got;
     }
     struct dg_window *w = p->load_w;
-    if ((rc = load_chunk(p, w, p->load_i, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
+    uint64_t chunk = p->load_i;
+    if (p->c.reuse) { /* DiskGNN shuffles its pool of batches every epoch */
+        if (p->load_i == 0)
+            oc_sample_batch_order(p->c.seed, p->c.first_epoch + p->load_k, p->load_order,
+                                  w->n_batches);
+        chunk = p->load_order[p->load_i];
+    }
+    if ((rc = load_chunk(p, w, chunk, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
         return rc;
     if (++p->load_i < w->n_batches)
         return OC_OK;
@@ -433,6 +441,9 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
         oc_sample_batch_init(&p->slots[i].batch);
     oc_sample_batch_init(&p->ready.batch);
     int planner = !c->reuse && p->n_win > 1;
+    if (c->reuse && !(p->load_order = oc_alloc((nb ? nb : 1) * sizeof(uint64_t),
+                                               "store diskgnn: batch order", err)))
+        return err->status;
     p->p = c->pipeline;
     if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
         return rc;
@@ -473,5 +484,6 @@ void dg_pipe_stop(struct dg_pipe *p)
     }
     oc_free(p->ready.rows);
     oc_sample_batch_deinit(&p->ready.batch);
+    oc_free(p->load_order);
     oc_free(p);
 }

@@ -350,6 +350,34 @@ OC_TEST(hub_longer_than_one_read)
 /* ---- the neighbor cache --------------------------------------------------- */
 
 /* Whether u ranks before v: higher in-degree, then lower id. */
+/*
+ * A full layer over 600 seeds (i x step + first, mod n) equals the in-memory
+ * graph's: the cached lists hold the right ids.
+ */
+static void check_full_layer(const struct tgraph *t, const struct oc_topo_disk *d, uint64_t step,
+                             uint64_t first)
+{
+    const int32_t all[1] = {OC_SAMPLE_ALL};
+    struct oc_graph gd;
+    oc_sample_topo_disk_graph(d, &gd);
+    struct oc_sampler *sm = sampler_over(&t->g, 1, all, NULL);
+    struct oc_sampler *sd = sampler_over(&gd, 1, all, NULL);
+    uint64_t seeds[600];
+    for (uint64_t i = 0; i < 600; i++)
+        seeds[i] = (i * step + first) % t->g.n_nodes;
+    struct oc_err err;
+    struct oc_sample_batch a, b;
+    oc_sample_batch_init(&a);
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_sample_full_layer(sm, seeds, 600, &a, &err), &err);
+    OC_CHECK_OK(oc_sample_full_layer(sd, seeds, 600, &b, &err), &err);
+    OC_CHECK(oc_sample_batch_equal(&a, &b));
+    oc_sample_batch_deinit(&a);
+    oc_sample_batch_deinit(&b);
+    oc_sample_sampler_free(sm);
+    oc_sample_sampler_free(sd);
+}
+
 static int ranks_before(const struct tgraph *t, uint64_t u, uint64_t v)
 {
     uint64_t du = tgraph_deg(t, u), dv = tgraph_deg(t, v);
@@ -442,25 +470,7 @@ OC_TEST(cache_holds_the_highest_in_degree_nodes)
         if (k >= 6)
             OC_CHECK(info.n_cached_edges == t.indptr[n]);
         /* the cached lists hold the right ids: full layer over the hubs and some nodes */
-        const int32_t all[1] = {OC_SAMPLE_ALL};
-        struct oc_graph gd;
-        oc_sample_topo_disk_graph(d, &gd);
-        struct oc_sampler *sm = sampler_over(&t.g, 1, all, NULL);
-        struct oc_sampler *sd = sampler_over(&gd, 1, all, NULL);
-        uint64_t seeds[600];
-        for (uint64_t i = 0; i < 600; i++)
-            seeds[i] = (i * 67 + 3) % n;
-        struct oc_err err;
-        struct oc_sample_batch a, b;
-        oc_sample_batch_init(&a);
-        oc_sample_batch_init(&b);
-        OC_CHECK_OK(oc_sample_full_layer(sm, seeds, 600, &a, &err), &err);
-        OC_CHECK_OK(oc_sample_full_layer(sd, seeds, 600, &b, &err), &err);
-        OC_CHECK(oc_sample_batch_equal(&a, &b));
-        oc_sample_batch_deinit(&a);
-        oc_sample_batch_deinit(&b);
-        oc_sample_sampler_free(sm);
-        oc_sample_sampler_free(sd);
+        check_full_layer(&t, d, 67, 3);
         oc_sample_topo_disk_free(d);
     }
     tgraph_free(&t);
@@ -540,24 +550,7 @@ OC_TEST(ginex_rank_caches_the_most_accesses_per_byte)
             OC_CHECK(n_cached > 0 && !oc_sample_topo_disk_is_cached(d, 5));
         if (k >= 3)
             OC_CHECK(edges == m);
-        const int32_t all[1] = {OC_SAMPLE_ALL};
-        struct oc_graph gd;
-        oc_sample_topo_disk_graph(d, &gd);
-        struct oc_sampler *sm = sampler_over(&t.g, 1, all, NULL);
-        struct oc_sampler *sd = sampler_over(&gd, 1, all, NULL);
-        uint64_t seeds[500];
-        for (uint64_t i = 0; i < 500; i++)
-            seeds[i] = (i * 37 + 5) % n;
-        struct oc_sample_batch a, b;
-        oc_sample_batch_init(&a);
-        oc_sample_batch_init(&b);
-        OC_CHECK_OK(oc_sample_full_layer(sm, seeds, 500, &a, &err), &err);
-        OC_CHECK_OK(oc_sample_full_layer(sd, seeds, 500, &b, &err), &err);
-        OC_CHECK(oc_sample_batch_equal(&a, &b));
-        oc_sample_batch_deinit(&a);
-        oc_sample_batch_deinit(&b);
-        oc_sample_sampler_free(sm);
-        oc_sample_sampler_free(sd);
+        check_full_layer(&t, d, 37, 5);
         oc_sample_topo_disk_free(d);
     }
     /* an id past the node count: the scan names the file and the offset */

@@ -86,6 +86,34 @@ void oc_sample_topo_disk_free(struct oc_topo_disk *t)
     oc_free(t);
 }
 
+/* The cache being laid out in node-id order: offsets, nodes, smallest cached list. */
+struct placing {
+    uint64_t off, n_cached, min_deg;
+};
+
+/* Node v (d neighbors) gets the next offset in the cache if take, else none. */
+static void place(struct oc_topo_disk *t, uint64_t v, uint64_t d, int take, struct placing *pl)
+{
+    if (!take) {
+        t->table[v] = SMP_TOPO_NONE;
+        return;
+    }
+    t->table[v] = pl->off;
+    pl->off += d;
+    pl->n_cached++;
+    if (pl->n_cached == 1 || d < pl->min_deg)
+        pl->min_deg = d;
+}
+
+/* The info's cache counters from a finished placing. */
+static void placed(struct oc_topo_disk *t, const struct placing *pl)
+{
+    t->info.n_cached_nodes = pl->n_cached;
+    t->info.n_cached_edges = pl->off;
+    t->info.cache_bytes = pl->off * t->index_bytes;
+    t->info.min_cached_degree = pl->n_cached ? pl->min_deg : 0;
+}
+
 /*
  * Ranks the nodes and marks the cached ones in t->table (element offsets,
  * assigned in node-id order). Sets the info's cache counters.
@@ -123,10 +151,9 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
         qsort(big, (size_t)n_big, sizeof(*big), cmp_big);
 
     /* walk the ranking until the budget runs out */
-    uint64_t n_big_take = 0, cut_deg = 0, cut_take = 0, min_deg = 0;
+    uint64_t n_big_take = 0, cut_deg = 0, cut_take = 0;
     while (n_big_take < n_big && big[n_big_take].deg * es <= avail) {
         avail -= big[n_big_take].deg * es;
-        min_deg = big[n_big_take].deg;
         n_big_take++;
     }
     if (n_big_take < n_big) {
@@ -139,12 +166,9 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
             if (fit < hist[d]) {
                 cut_deg = d;
                 cut_take = fit;
-                if (fit)
-                    min_deg = d;
                 break;
             }
             avail -= hist[d] * d * es;
-            min_deg = d;
         }
     }
 
@@ -152,7 +176,8 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
         t->table[v] = SMP_TOPO_NONE;
     for (uint64_t i = 0; i < n_big_take; i++)
         t->table[big[i].v] = 0; /* taken; the offset is assigned below */
-    uint64_t off = 0, n_cached = 0, seen_cut = 0;
+    struct placing pl = {0, 0, 0};
+    uint64_t seen_cut = 0;
     for (uint64_t v = 0; v < n; v++) {
         uint64_t d = indptr[v + 1] - indptr[v];
         int take;
@@ -162,18 +187,9 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
             take = t->table[v] == 0;
         else
             take = d > cut_deg || (d == cut_deg && seen_cut++ < cut_take);
-        if (take) {
-            t->table[v] = off;
-            off += d;
-            n_cached++;
-        } else {
-            t->table[v] = SMP_TOPO_NONE;
-        }
+        place(t, v, d, take, &pl);
     }
-    t->info.n_cached_nodes = n_cached;
-    t->info.n_cached_edges = off;
-    t->info.cache_bytes = off * es;
-    t->info.min_cached_degree = n_cached ? min_deg : 0;
+    placed(t, &pl);
 out:
     oc_free(hist);
     oc_free(big);
@@ -255,31 +271,16 @@ static int select_cached_ratio(struct oc_topo_disk *t, uint64_t avail, struct oc
         }
         avail -= cost[k];
     }
-    uint64_t off = 0, n_cached = 0, min_deg = UINT64_MAX;
+    struct placing pl = {0, 0, 0};
     for (uint64_t v = 0; v < n; v++) {
         uint64_t d = indptr[v + 1] - indptr[v];
         long k = d ? (long)ratio_bucket(t->table[v], d) : 0;
-        int take = 0;
-        if (d && k > cut) {
-            take = 1;
-        } else if (d && k == cut && d * es <= avail) {
-            take = 1;
+        int take = d && (k > cut || (k == cut && d * es <= avail));
+        if (take && k == cut)
             avail -= d * es;
-        }
-        if (take) {
-            t->table[v] = off;
-            off += d;
-            n_cached++;
-            if (d < min_deg)
-                min_deg = d;
-        } else {
-            t->table[v] = SMP_TOPO_NONE;
-        }
+        place(t, v, d, take, &pl);
     }
-    t->info.n_cached_nodes = n_cached;
-    t->info.n_cached_edges = off;
-    t->info.cache_bytes = off * es;
-    t->info.min_cached_degree = n_cached ? min_deg : 0;
+    placed(t, &pl);
     oc_free(cost);
     return OC_OK;
 }

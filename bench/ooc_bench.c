@@ -118,6 +118,7 @@ struct args {
     unsigned threads;
     const char *strategies; /* comma list, NULL = all */
     uint64_t hidden;
+    uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
 };
@@ -151,6 +152,8 @@ static void usage(FILE *f)
         "  --threads T        worker threads (0 = all cores)\n"
         "  --strategies a,b   strategies to run besides memory (default: all registered)\n"
         "  --hidden H         hidden width (%d)\n"
+        "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
+        "                     most 1024 batches with its plan directory)\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
         "                     (by default each runs inside one of budget + %d MiB, the\n"
         "                     fixed overhead README states, where /sys/fs/cgroup/memory\n"
@@ -199,6 +202,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"threads", required_argument, 0, 'T'},
         {"strategies", required_argument, 0, 's'},
         {"hidden", required_argument, 0, 'H'},
+        {"superbatch", required_argument, 0, 'S'},
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},
@@ -274,6 +278,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'H':
             a->hidden = strtoull(optarg, &end, 10);
+            break;
+        case 'S':
+            a->superbatch = (uint32_t)strtoul(optarg, &end, 10);
             break;
         case 'C':
             a->no_cgroup = 1;
@@ -939,6 +946,8 @@ static void train_child(void *ctx, int fd)
     o.strategy = c->run->strategy;
     if (strcmp(c->run->strategy, "static") == 0) /* static's option --hotness */
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
+    if (strcmp(c->run->strategy, "ginex") == 0 && c->a->superbatch) /* ginex's --superbatch */
+        d.rc = oc_train_opts_set(&o, "superbatch", c->a->superbatch, &err);
     /* outre's embeddings change training: here it runs as its feature cache (--staleness 0),
        bit-identical to memory; bench/outre_vs_ginex.sh measures the embeddings */
     if (d.rc == OC_OK && strcmp(c->run->strategy, "outre") == 0)
@@ -1033,6 +1042,30 @@ static int selected(const char *list, const char *name)
  * holds loading the topology); later windows in the background. plan_* are
  * totals since open, so the last epoch's hold every window.
  */
+/*
+ * ginex's cache against the other policies of the same capacity on the very
+ * same accesses (its planner simulates LRU and the degree-ranked static cache
+ * alongside Belady): miss ratios of the last epoch, and Belady's relative
+ * reduction from static's.
+ */
+static void print_cache_policies(const struct run *runs, uint32_t n_runs)
+{
+    for (uint32_t i = 0; i < n_runs; i++) {
+        const struct run *r = &runs[i];
+        if (!r->n_epochs || strcmp(r->strategy, "ginex") != 0)
+            continue;
+        const struct oc_store_stats *st = &r->ep[r->n_epochs - 1].store;
+        if (!st->trace_accesses)
+            continue;
+        double n = (double)st->trace_accesses, b = (double)st->belady_misses / n;
+        double l = (double)st->lru_misses / n, sm = (double)st->static_misses / n;
+        printf("\n%s cache on the same trace (last epoch, %" PRIu64 " accesses): miss ratio "
+               "Belady %.3f, LRU %.3f, static (degree-ranked, same rows) %.3f; Belady is %.1f%% "
+               "below static\n",
+               r->label, st->trace_accesses, b, l, sm, sm > 0 ? 100.0 * (1.0 - b / sm) : 0.0);
+    }
+}
+
 static void print_plan_times(const struct run *runs, uint32_t n_runs)
 {
     int any = 0;
@@ -1131,6 +1164,7 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
             fmt_size(r->peak_rss, rss, sizeof(rss)), i == 0 ? "reference" : w);
     }
     print_plan_times(runs, n_runs);
+    print_cache_policies(runs, n_runs);
     printf("\nweights_sha256:\n");
     for (uint32_t i = 0; i < n_runs; i++)
         if (runs[i].got_done && runs[i].done.rc == 0)

@@ -106,14 +106,43 @@ static inline uint64_t max_id(const struct trace *t)
     return m;
 }
 
-/* First iteration after i that reads id, or T. */
-static inline uint64_t next_use(const struct trace *t, uint64_t i, uint64_t id)
+/*
+ * Every id's iterations, ascending (CSR: occ[start[id]..start[id+1])), so the
+ * next use after i is a binary search: the brute-force simulator stays
+ * straight from the definition and runs on traces of thousands of batches.
+ */
+struct occurrences {
+    uint64_t *start, *occ;
+};
+
+static inline struct occurrences occurrences_of(const struct trace *t, uint64_t U)
 {
-    for (uint64_t j = i + 1; j < t->n_iters; j++)
-        for (uint64_t a = t->off[j]; a < t->off[j + 1]; a++)
-            if (t->ids[a] == id)
-                return j;
-    return t->n_iters;
+    struct occurrences o = {calloc(U + 1, 8), malloc((t->n_acc + 1) * 8)};
+    uint64_t *fill = calloc(U + 1, 8);
+    for (uint64_t a = 0; a < t->n_acc; a++)
+        o.start[t->ids[a] + 1]++;
+    for (uint64_t v = 0; v < U; v++)
+        o.start[v + 1] += o.start[v];
+    for (uint64_t i = 0; i < t->n_iters; i++)
+        for (uint64_t a = t->off[i]; a < t->off[i + 1]; a++)
+            o.occ[o.start[t->ids[a]] + fill[t->ids[a]]++] = i;
+    free(fill);
+    return o;
+}
+
+/* First iteration after i that reads id, or T. */
+static inline uint64_t next_use(const struct trace *t, const struct occurrences *o, uint64_t i,
+                                uint64_t id)
+{
+    uint64_t lo = o->start[id], hi = o->start[id + 1];
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (o->occ[mid] <= i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < o->start[id + 1] ? o->occ[lo] : t->n_iters;
 }
 
 static const uint64_t *g_nu; /* qsort context: next use per id (brute_belady) */
@@ -134,6 +163,7 @@ static inline uint64_t brute_belady(const struct trace *t, uint64_t C)
     uint64_t U = max_id(t) + 1, n = 0, misses = 0;
     uint8_t *in = calloc(U, 1);
     uint64_t *cand = malloc((C + t->n_acc + 1) * sizeof(uint64_t)), *nu = calloc(U, 8);
+    struct occurrences o = occurrences_of(t, U);
     for (uint64_t a = 0; a < t->n_acc && n < C; a++)
         if (!in[t->ids[a]]) {
             in[t->ids[a]] = 1;
@@ -150,7 +180,7 @@ static inline uint64_t brute_belady(const struct trace *t, uint64_t C)
                 cand[k++] = t->ids[a];
             }
         for (uint64_t j = 0; j < k; j++)
-            nu[cand[j]] = next_use(t, i, cand[j]);
+            nu[cand[j]] = next_use(t, &o, i, cand[j]);
         g_nu = nu;
         qsort(cand, k, sizeof(uint64_t), by_next_use);
         memset(in, 0, U);
@@ -160,6 +190,8 @@ static inline uint64_t brute_belady(const struct trace *t, uint64_t C)
     free(in);
     free(cand);
     free(nu);
+    free(o.start);
+    free(o.occ);
     return misses;
 }
 

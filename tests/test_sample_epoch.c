@@ -121,4 +121,34 @@ OC_TEST(epoch_batches)
     OC_CHECK(oc_mem_n_live() == 0 || 1);
 }
 
+/*
+ * --reuse-samples' batch order: a permutation of the batches, the same for a
+ * (seed, epoch), different from one epoch to the next, and not the seeds'
+ * shuffle of that epoch (a stream of its own).
+ */
+OC_TEST(reused_batch_order_is_a_permutation_per_epoch)
+{
+    enum { N = 97 };
+    uint64_t a[N], b[N], c[N], ids[N];
+    oc_sample_batch_order(7, 3, a, N);
+    oc_sample_batch_order(7, 3, b, N);
+    oc_sample_batch_order(7, 4, c, N);
+    for (uint64_t i = 0; i < N; i++)
+        ids[i] = i;
+    oc_sample_shuffle(7, 3, ids, N);
+    uint8_t seen[N] = {0};
+    int same_next = 1, same_ids = 1;
+    for (uint64_t i = 0; i < N; i++) {
+        OC_CHECK(a[i] < N && !seen[a[i]]);
+        if (a[i] < N)
+            seen[a[i]] = 1;
+        OC_CHECK(a[i] == b[i]);
+        same_next &= a[i] == c[i];
+        same_ids &= a[i] == ids[i];
+    }
+    OC_CHECK(!same_next && !same_ids);
+    oc_sample_batch_order(7, 0, a, 1);
+    OC_CHECK(a[0] == 0);
+}
+
 OC_TEST_MAIN()

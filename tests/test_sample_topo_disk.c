@@ -14,6 +14,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <math.h>
 #include <unistd.h>
 
 #include "fault_util.h"
@@ -348,6 +350,34 @@ OC_TEST(hub_longer_than_one_read)
 /* ---- the neighbor cache --------------------------------------------------- */
 
 /* Whether u ranks before v: higher in-degree, then lower id. */
+/*
+ * A full layer over 600 seeds (i x step + first, mod n) equals the in-memory
+ * graph's: the cached lists hold the right ids.
+ */
+static void check_full_layer(const struct tgraph *t, const struct oc_topo_disk *d, uint64_t step,
+                             uint64_t first)
+{
+    const int32_t all[1] = {OC_SAMPLE_ALL};
+    struct oc_graph gd;
+    oc_sample_topo_disk_graph(d, &gd);
+    struct oc_sampler *sm = sampler_over(&t->g, 1, all, NULL);
+    struct oc_sampler *sd = sampler_over(&gd, 1, all, NULL);
+    uint64_t seeds[600];
+    for (uint64_t i = 0; i < 600; i++)
+        seeds[i] = (i * step + first) % t->g.n_nodes;
+    struct oc_err err;
+    struct oc_sample_batch a, b;
+    oc_sample_batch_init(&a);
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_sample_full_layer(sm, seeds, 600, &a, &err), &err);
+    OC_CHECK_OK(oc_sample_full_layer(sd, seeds, 600, &b, &err), &err);
+    OC_CHECK(oc_sample_batch_equal(&a, &b));
+    oc_sample_batch_deinit(&a);
+    oc_sample_batch_deinit(&b);
+    oc_sample_sampler_free(sm);
+    oc_sample_sampler_free(sd);
+}
+
 static int ranks_before(const struct tgraph *t, uint64_t u, uint64_t v)
 {
     uint64_t du = tgraph_deg(t, u), dv = tgraph_deg(t, v);
@@ -440,28 +470,107 @@ OC_TEST(cache_holds_the_highest_in_degree_nodes)
         if (k >= 6)
             OC_CHECK(info.n_cached_edges == t.indptr[n]);
         /* the cached lists hold the right ids: full layer over the hubs and some nodes */
-        const int32_t all[1] = {OC_SAMPLE_ALL};
-        struct oc_graph gd;
-        oc_sample_topo_disk_graph(d, &gd);
-        struct oc_sampler *sm = sampler_over(&t.g, 1, all, NULL);
-        struct oc_sampler *sd = sampler_over(&gd, 1, all, NULL);
-        uint64_t seeds[600];
-        for (uint64_t i = 0; i < 600; i++)
-            seeds[i] = (i * 67 + 3) % n;
-        struct oc_err err;
-        struct oc_sample_batch a, b;
-        oc_sample_batch_init(&a);
-        oc_sample_batch_init(&b);
-        OC_CHECK_OK(oc_sample_full_layer(sm, seeds, 600, &a, &err), &err);
-        OC_CHECK_OK(oc_sample_full_layer(sd, seeds, 600, &b, &err), &err);
-        OC_CHECK(oc_sample_batch_equal(&a, &b));
-        oc_sample_batch_deinit(&a);
-        oc_sample_batch_deinit(&b);
-        oc_sample_sampler_free(sm);
-        oc_sample_sampler_free(sd);
+        check_full_layer(&t, d, 67, 3);
         oc_sample_topo_disk_free(d);
     }
     tgraph_free(&t);
+}
+
+/* Ginex's quantized ranking key, straight from its definition: log2((out + 1) / in) in 16ths. */
+static long ginex_key(uint64_t out, uint64_t in)
+{
+    long k = (long)floor(log2(((double)out + 1.0) / (double)in) * 16) + 1024;
+    return k < 0 ? 0 : k > 2047 ? 2047 : k;
+}
+
+/*
+ * --topo-rank ginex: the cache holds the nodes of highest out-degree /
+ * in-degree (Ginex: accesses per cached byte), a prefix of that ranking
+ * whose lists fit; a hub with many in-neighbors but no out-neighbors, first
+ * by degree, is not cached at a small budget; the cached lists are right.
+ * An id past the node count in indices is a format error naming the file.
+ */
+OC_TEST(ginex_rank_caches_the_most_accesses_per_byte)
+{
+    const uint64_t n = 6000;
+    uint64_t *indptr = malloc((n + 1) * sizeof(uint64_t));
+    uint64_t *idx = malloc(n * 400 * sizeof(uint64_t));
+    uint64_t m = 0;
+    indptr[0] = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        struct oc_rng r;
+        oc_rng_init(&r, 21, v, 0, 0);
+        uint64_t d = v == 5 ? 300 : 1 + oc_rng_below(&r, 12);
+        for (uint64_t j = 0; j < d; j++) { /* neighbors skewed to low ids, never node 5 */
+            double x = oc_rng_uniform_f64(&r);
+            uint64_t u = (uint64_t)((double)n * x * x * x);
+            idx[m++] = u == 5 || u >= n ? 6 : u;
+        }
+        qsort(idx + indptr[v], d, sizeof(uint64_t), tg_cmp_u64);
+        indptr[v + 1] = m;
+    }
+    struct tgraph t;
+    tgraph_from(&t, n, indptr, idx, 0);
+    uint64_t *out = calloc(n, sizeof(uint64_t));
+    for (uint64_t e = 0; e < m; e++)
+        out[idx[e]]++;
+    const char *path = write_npy(&t, oc_test_tmpdir(), "ginex-rank.npy");
+    uint64_t fx = fixed_bytes(n), es = t.idx32 ? 4 : 8;
+    const uint64_t budgets[] = {fx, fx + m * es / 50, fx + m * es / 3, fx + m * es, UINT64_MAX};
+    for (size_t k = 0; k < sizeof(budgets) / sizeof(budgets[0]); k++) {
+        struct oc_err err;
+        struct oc_topo_disk_opts o = {.budget_bytes = budgets[k], .rank = OC_TOPO_RANK_GINEX};
+        struct oc_topo_disk *d = NULL;
+        OC_CHECK_OK(oc_sample_topo_disk_new_file(path, OC_NPY_HEADER_BYTES,
+                                                 t.idx32 ? OC_DTYPE_U32 : OC_DTYPE_U64, n, t.indptr,
+                                                 &o, &d, &err),
+                    &err);
+        if (!d)
+            continue;
+        long min_in = LONG_MAX, max_out = -1;
+        uint64_t edges = 0, n_cached = 0;
+        for (uint64_t v = 0; v < n; v++) {
+            uint64_t dv = tgraph_deg(&t, v);
+            long key = dv ? ginex_key(out[v], dv) : -1;
+            if (oc_sample_topo_disk_is_cached(d, v)) {
+                edges += dv;
+                n_cached++;
+                min_in = key < min_in ? key : min_in;
+            } else if (dv && key > max_out) {
+                max_out = key;
+            }
+        }
+        struct oc_topo_disk_info info;
+        oc_sample_topo_disk_info(d, &info);
+        OC_CHECK(info.rank == OC_TOPO_RANK_GINEX);
+        OC_CHECK(info.n_cached_nodes == n_cached && info.n_cached_edges == edges);
+        OC_CHECK(budgets[k] == UINT64_MAX || edges * es <= budgets[k] - fx);
+        OC_CHECK(n_cached == 0 || max_out <= min_in); /* a prefix of the ranking */
+        if (k == 1) /* the hub ranks first by degree, last by accesses per byte */
+            OC_CHECK(n_cached > 0 && !oc_sample_topo_disk_is_cached(d, 5));
+        if (k >= 3)
+            OC_CHECK(edges == m);
+        check_full_layer(&t, d, 37, 5);
+        oc_sample_topo_disk_free(d);
+    }
+    /* an id past the node count: the scan names the file and the offset */
+    idx[m / 2] = n + 3;
+    struct tgraph bad;
+    tgraph_from(&bad, n, indptr, idx, 0);
+    const char *bad_path = write_npy(&bad, oc_test_tmpdir(), "ginex-rank-bad.npy");
+    struct oc_err err;
+    struct oc_topo_disk_opts o = {.budget_bytes = fx + m, .rank = OC_TOPO_RANK_GINEX};
+    struct oc_topo_disk *d = NULL;
+    OC_CHECK_ERR(oc_sample_topo_disk_new_file(bad_path, OC_NPY_HEADER_BYTES,
+                                              bad.idx32 ? OC_DTYPE_U32 : OC_DTYPE_U64, n,
+                                              bad.indptr, &o, &d, &err),
+                 OC_ERR_FORMAT, &err, "is not below 6000 nodes");
+    OC_CHECK(d == NULL && strstr(err.msg, "ginex-rank-bad.npy") != NULL);
+    tgraph_free(&bad);
+    tgraph_free(&t);
+    free(out);
+    free(indptr);
+    free(idx);
 }
 
 /* ---- errors -------------------------------------------------------------- */

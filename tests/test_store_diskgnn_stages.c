@@ -109,13 +109,14 @@ OC_TEST(loader_error_reaches_the_trainer_through_the_shared_pipeline)
         pc.batch_size = fx.batch_size;
         pc.depth = 1;
         pc.pipeline = p;
+        pc.reuse_samples = 1; /* the store's reused window, in each epoch's order */
         OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
     }
     if (bp) {
         oc_fault_arm_persistent(OC_FAULT_READ, 1, EIO);
         int rc = OC_OK;
         for (uint64_t e = 0; e < 2 && rc == OC_OK; e++) {
-            rc = oc_batch_pipe_epoch(bp, 0, &err);
+            rc = oc_batch_pipe_epoch(bp, e, &err);
             if (rc == OC_OK)
                 rc = oc_batch_pipe_open(bp, &err);
             for (uint64_t i = 0; rc == OC_OK && i < oc_batch_pipe_n_batches(bp); i++) {
@@ -212,10 +213,13 @@ OC_TEST(own_pipeline_is_joined_at_free)
         if (!s)
             break;
         OC_CHECK(proc_n_threads_is(threads + (reuse ? 3 : 4)));
-        uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
-        for (uint64_t e = 0; e < 3; e++)
+        uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size, order[64];
+        OC_CHECK(nb <= 64);
+        for (uint64_t e = 0; e < 3 && nb <= 64; e++) {
+            oc_sample_batch_order(fx.so.seed, e, order, nb); /* reuse: each epoch's order */
             for (uint64_t i = 0; i < nb; i++)
-                OC_CHECK_OK(take_batch(&fx, s, reuse ? 0 : e, i, &err), &err);
+                OC_CHECK_OK(take_batch(&fx, s, reuse ? 0 : e, reuse ? order[i] : i, &err), &err);
+        }
         OC_CHECK_ERR(take_batch(&fx, s, 3, 0, &err), OC_ERR_ARG, &err, "plan's next batch");
         struct oc_store_stats st; /* every stage that ran was busy; no planner with reuse */
         oc_store_stats(s, &st);

@@ -550,6 +550,43 @@ static int run_until_error(const struct fixture *fx, struct oc_store *s, const s
     return OC_OK;
 }
 
+/*
+ * With a plan directory a superbatch's trace, next uses and changes are
+ * spilled to scratch files: a full disk while writing them is a clear error
+ * naming what was written (not a wrong plan), nothing is left behind, and the
+ * same store opens and follows its plan once the disk has room.
+ */
+OC_TEST(spilled_superbatch_on_a_full_disk_is_a_clear_error)
+{
+    struct fixture fx;
+    struct oc_err err;
+    char plan[800];
+    if (!fixture_init(&fx, 1500, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    snprintf(plan, sizeof(plan), "%s/plan-full", oc_test_tmpdir());
+    struct oc_store_config c = ginex_config(&fx, NULL, 0, 2, 0, 200);
+    c.plan_dir = plan;
+    uint32_t idx = 0;
+    struct oc_store *s = NULL;
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_store_strategy_find("ginex", &idx, &err), &err);
+    oc_fault_arm_persistent(OC_FAULT_WRITE, 1, ENOSPC);
+    int rc = oc_store_open(idx, &c, &s, &err);
+    oc_fault_disarm_all();
+    OC_CHECK(rc == OC_ERR_NOSPC && s == NULL && oc_mem_n_live() == live);
+    OC_CHECK(strstr(err.msg, "superbatch trace") || strstr(err.msg, "next uses") ||
+             strstr(err.msg, "changesets"));
+    /* the spills were unlinked at creation; the superbatch file was not written */
+    struct store_run r = run_plan(&fx, &c, 0, &s);
+    OC_CHECK(s != NULL && r.n == 2 * fixture_nb(&fx) && r.bad_rows == 0);
+    OC_CHECK(oc_store_ginex_superbatch(s) == fixture_nb(&fx)); /* an epoch, spilled */
+    OC_CHECK(has_tmp(oc_store_ginex_plan_dir(s)) == 0);
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
 OC_TEST(faults_end_in_clean_errors)
 {
     struct fixture fx;

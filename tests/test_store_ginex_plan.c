@@ -12,6 +12,7 @@
  * Thread-safety: single-threaded.
  * Ownership: every trace, planner and plan is freed by the test that made it.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,8 +70,9 @@ struct run_counts {
  * slots, a change puts a missed row of its batch into a slot once, no id is
  * cached twice, and the cache is full once it has seen C distinct rows.
  */
-static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t window,
-                                  const uint8_t *static_bits)
+static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t window,
+                                     const uint8_t *static_bits, const char *dir,
+                                     uint64_t *held_max)
 {
     struct run_counts rc = {0, 0, 0, 0, 0, 1};
     struct oc_err err;
@@ -82,9 +84,15 @@ static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t wi
     uint8_t *in = calloc(U, 1), *seen = calloc(U, 1), *used = calloc(C + 1, 1);
     for (uint64_t k = 0; k < C; k++)
         slot[k] = GX_EMPTY;
-    gx_trace_init(&tr);
+    gx_trace_init(&tr, U);
     gx_plan_init(&plan);
-    OC_CHECK_OK(gx_planner_init(&p, C, NULL, 1, static_bits, &err), &err);
+    OC_CHECK_OK(gx_planner_init(&p, C, U, NULL, 1, static_bits, &err), &err);
+    if (dir) {
+        OC_CHECK_OK(gx_spill_to_file(&tr.ids, dir, "trace", &err), &err);
+        OC_CHECK_OK(gx_planner_spill_to(&p, dir, &err), &err);
+        OC_CHECK_OK(gx_spill_to_file(&plan.chg, dir, "changes", &err), &err);
+    }
+    struct gx_change *chg = malloc((t->n_acc + 1) * sizeof(*chg));
     if (window == 0)
         window = t->n_iters;
     for (uint64_t w0 = 0; w0 < t->n_iters; w0 += window) {
@@ -99,6 +107,10 @@ static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t wi
         OC_CHECK_OK(r, &err);
         if (r)
             break;
+        uint64_t held =
+            gx_planner_held_bytes(&p) + gx_trace_held_bytes(&tr) + gx_plan_held_bytes(&plan);
+        if (held_max && held > *held_max)
+            *held_max = held;
         for (uint64_t w = 0; w < plan.n_warm; w++) {
             uint32_t s = plan.warm_slot[w];
             rc.ok &= s < C && slot[s] == GX_EMPTY && !in[plan.warm_id[w]];
@@ -118,8 +130,11 @@ static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t wi
                 seen[b[j]] = 1;
             }
             memset(used, 0, C + 1);
-            for (uint64_t c = plan.chg_off[i]; c < plan.chg_off[i + 1]; c++) {
-                uint32_t pos = plan.chg_pos[c], s = plan.chg_slot[c];
+            uint64_t n_chg = 0;
+            OC_CHECK_OK(gx_plan_changes(&plan, i, chg, &n_chg, &err), &err);
+            rc.ok &= n_chg <= plan.max_chg;
+            for (uint64_t c = 0; c < n_chg; c++) {
+                uint32_t pos = chg[c].pos, s = chg[c].slot;
                 if (pos >= nb || !miss[pos] || s >= C || used[s] || in[b[pos]]) {
                     rc.ok = 0;
                     continue;
@@ -145,11 +160,18 @@ static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t wi
     gx_plan_deinit(&plan);
     gx_trace_deinit(&tr);
     gx_planner_deinit(&p);
+    free(chg);
     free(slot);
     free(in);
     free(seen);
     free(used);
     return rc;
+}
+
+static struct run_counts plan_run(const struct trace *t, uint64_t C, uint64_t window,
+                                  const uint8_t *static_bits)
+{
+    return plan_run_in(t, C, window, static_bits, NULL, NULL);
 }
 
 /* The C lowest ids (a stand-in static set for traces without a graph) as a bitmap. */
@@ -243,17 +265,80 @@ OC_TEST(belady_matches_brute_force_on_sampled_batches)
     fixture_free(&fx);
 }
 
+/* Entries of dir besides . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/*
+ * A superbatch of 2000 batches (about 400k accesses, several trace chunks and
+ * spill buffers) planned with its trace, next uses and changes in files:
+ * Belady's misses equal the brute-force simulator's, replaying it is
+ * consistent, the counts equal planning in RAM, and the planner holds less
+ * RAM than the trace itself (its RAM share does not grow with the superbatch).
+ */
+OC_TEST(long_superbatch_streamed_through_files)
+{
+    const char *dir = oc_test_tmpdir();
+    struct trace t = random_trace(77, 2000, 5000, 400);
+    OC_CHECK(t.n_acc > 300000);
+    static const uint64_t caps[] = {0, 150, 1500};
+    for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+        uint64_t C = caps[c], held = 0, held_ram = 0;
+        uint64_t want = brute_belady(&t, C);
+        struct run_counts f = plan_run_in(&t, C, 0, NULL, dir, &held);
+        struct run_counts m = plan_run_in(&t, C, 0, NULL, NULL, &held_ram);
+        struct run_counts w = plan_run_in(&t, C, 700, NULL, dir, NULL);
+        if (f.belady != want)
+            fprintf(stderr, "  C=%llu: streamed belady %llu, brute force %llu\n",
+                    (unsigned long long)C, (unsigned long long)f.belady, (unsigned long long)want);
+        OC_CHECK(f.belady == want && m.belady == want);
+        OC_CHECK(f.ok && w.ok && f.replay_misses == f.belady && w.replay_misses == w.belady);
+        OC_CHECK(f.lru == m.lru && f.acc == t.n_acc && w.belady >= f.belady);
+        OC_CHECK(held < t.n_acc * 4 && held_ram > t.n_acc * 8);
+    }
+    /* the scratch files were unlinked when created: nothing is left in dir */
+    OC_CHECK(dir_entries(dir) == 0);
+    trace_free(&t);
+}
+
 OC_TEST(trace_rejects_repeated_ids)
 {
     struct gx_trace tr;
     struct oc_err err;
     uint64_t a[3] = {4, 9, 4}, b[2] = {9, 4};
-    gx_trace_init(&tr);
+    struct gx_planner p;
+    struct gx_plan plan;
+    gx_trace_init(&tr, 10);
+    gx_plan_init(&plan);
+    OC_CHECK_OK(gx_planner_init(&p, 2, 10, NULL, 0, NULL, &err), &err);
     OC_CHECK_OK(gx_trace_add_iter(&tr, b, 2, &err), &err);
-    OC_CHECK_ERR(gx_trace_add_iter(&tr, a, 3, &err), OC_ERR_FORMAT, &err, "id 4 repeats");
+    OC_CHECK_OK(gx_trace_add_iter(&tr, a, 3, &err), &err);
+    plan.n_iters = 2;
+    OC_CHECK_ERR(gx_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err,
+                 "id 4 repeats in batch 1");
+    gx_trace_clear(&tr);
+    uint64_t big[2] = {3, 10};
+    OC_CHECK_OK(gx_trace_add_iter(&tr, big, 2, &err), &err);
+    plan.n_iters = 1;
+    OC_CHECK_ERR(gx_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err, "id 10 in batch 0");
     gx_trace_clear(&tr);
     OC_CHECK_OK(gx_trace_add_iter(&tr, a, 2, &err), &err);
-    OC_CHECK(tr.n_loc == 2 && tr.n_acc == 2);
+    OC_CHECK(tr.n_iters == 1 && tr.n_acc == 2);
+    OC_CHECK_OK(gx_plan_build(&p, &tr, &plan, &err), &err);
+    OC_CHECK(plan.n_warm == 2 && p.n_used == 2);
+    uint64_t wide = (uint64_t)UINT32_MAX + 7;
+    OC_CHECK_ERR(gx_trace_add_iter(&tr, &wide, 1, &err), OC_ERR_FORMAT, &err, "out of range");
+    gx_plan_deinit(&plan);
+    gx_planner_deinit(&p);
     gx_trace_deinit(&tr);
 }
 

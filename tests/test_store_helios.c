@@ -6,15 +6,19 @@
  * SQPOLL, a plain ring and pread; fault loops over ring setup (fallbacks,
  * still correct), submission and completion errors end with a clean error
  * naming the file, no leak and no hang; cancelling mid-epoch on a shared
- * pipeline ends every wait; allocation faults at open fail cleanly.
+ * pipeline ends every wait; allocation faults at open fail cleanly; with an
+ * I/O core the compute pool runs only on the other cores.
  *
  * Place in the data flow: tests of store (generate → dataset → sample → store).
  * Thread-safety: the test drives the store from the batch pipeline's stages.
  * Ownership: every store and fixture is freed by the test that made it.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fault_util.h"
 #include "harness.h"
@@ -158,6 +162,59 @@ OC_TEST(plan_matches_file_shallow_ring)
 OC_TEST(plan_matches_file_shallow_pread)
 {
     plan_matches(24, OC_DTYPE_F32, 1, 3, 0);
+}
+
+/* Pool job: every worker's CPU set leaves out the last CPU and holds CPU 0. */
+static int check_off_io_core(void *ctx, uint64_t task, unsigned worker)
+{
+    int *bad = ctx;
+    (void)task;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0 ||
+        CPU_ISSET((int)(n - 1), &set) || !CPU_ISSET(0, &set))
+        __atomic_fetch_add(&bad[worker], 1, __ATOMIC_RELAXED);
+    return OC_OK;
+}
+
+/*
+ * --io-cores 1: the compute pool (its workers and the thread that opened the
+ * store) is pinned to the other cores, so compute never runs on the I/O core.
+ */
+OC_TEST(io_cores_keep_the_compute_pool_off_them)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 2) {
+        fprintf(stderr, "  one CPU online: nothing to split (skipped)\n");
+        return;
+    }
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_pool *pool = NULL;
+    cpu_set_t all;
+    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
+    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    struct oc_store_config c = hl_config(&fx, 1);
+    c.io_cores = 1;
+    c.pool = pool;
+    struct oc_store *s = fixture_open("helios", &c);
+    if (s && pool) {
+        int bad[2] = {0, 0};
+        OC_CHECK_OK(oc_pool_run(pool, 2, check_off_io_core, bad), &err);
+        OC_CHECK(bad[0] == 0 && bad[1] == 0);
+        uint64_t bad_rows = 9;
+        OC_CHECK_OK(run_plan(&fx, s, 1, &bad_rows, &err), &err);
+        OC_CHECK(bad_rows == 0);
+    }
+    oc_store_free(s);
+    oc_pool_free(pool);
+    pthread_setaffinity_np(pthread_self(), sizeof(all), &all); /* the next tests run anywhere */
+    fixture_free(&fx);
 }
 
 OC_TEST(setup_faults_fall_back)

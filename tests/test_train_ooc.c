@@ -84,6 +84,8 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
                 OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err);
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
+            /* ginex's own neighbor cache ranking, as the CLI picks it for --strategy ginex */
+            o.topo_rank = strcmp(name, "ginex") == 0 ? OC_TOPO_RANK_GINEX : OC_TOPO_RANK_DEGREE;
             /* diskgnn holds a chunk buffer and an assembled batch besides its cache */
             o.mem_budget = strcmp(name, "diskgnn") == 0 ? 36u << 20 : 28u << 20;
             struct oc_train_result res;

@@ -36,6 +36,8 @@
 struct oc_pipe_batch {
     uint64_t epoch;               /* sample epoch (the training epoch, or 0 with reused samples) */
     uint64_t index;               /* batch index in that epoch */
+    uint64_t pos;                 /* its place in the training epoch's order (= index, except
+                                     with reused samples: oc_sample_batch_order) */
     struct oc_sample_batch batch; /* its blocks; seeds = batch.input_ids[0 .. n_seeds) */
     float *x;                     /* batch.n_input x feat_dim gathered rows */
     void *rows;                   /* (private) the row buffer x lies in */
@@ -57,10 +59,13 @@ struct oc_batch_pipe_config {
        by oc_batch_pipe_new and freed by its owner before the batch pipeline; NULL:
        the batch pipeline makes and owns one */
     struct oc_pipeline *pipeline;
-    int no_shuffle;  /* batches of train_ids in their given order (refused by a store that
+    int no_shuffle;    /* batches of train_ids in their given order (refused by a store that
                        samples its own batches) */
-    int reserve_now; /* allocate every row buffer at reserve_rows at once, so the budget
+    int reserve_now;   /* allocate every row buffer at reserve_rows at once, so the budget
                         counts them from the start (0: they grow with the batches) */
+    int reuse_samples; /* every training epoch e trains on sample epoch 0's batches, in the
+                          order oc_sample_batch_order(seed, e): oc_batch_pipe_epoch takes
+                          the training epoch */
 };
 
 struct oc_batch_pipe;

@@ -157,7 +157,7 @@ int oc_plan_layout_dc_pages(const struct oc_plan_layout *l, const struct oc_plan
  * A node -> part map from METIS (k-way, minimum edge cut over the symmetrized
  * topology without self-loops, nodes and training nodes balanced over the
  * parts), computed once and kept in PLAN_DIR/part-<key>/parts.ocpt
- * (docs/FORMAT.md section 8).
+ * (docs/FORMAT.md section 7).
  */
 struct oc_plan_partition {
     uint64_t n_nodes;

@@ -250,8 +250,16 @@ int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_d
  * oc_sample_topo_disk_graph and samplers over them borrow it and must not
  * outlive it.
  */
+/* How the neighbor cache ranks nodes. */
+enum oc_topo_rank {
+    OC_TOPO_RANK_DEGREE = 0, /* by in-degree, highest first (the lists sampled most) */
+    OC_TOPO_RANK_GINEX = 1,  /* Ginex's: out-degree / in-degree, highest first (accesses
+                                per cached byte); needs one sequential scan of indices */
+};
+
 struct oc_topo_disk_opts {
-    uint64_t budget_bytes;    /* indptr + table + cache; UINT64_MAX = cache every list */
+    uint64_t budget_bytes; /* indptr + table + cache; UINT64_MAX = cache every list */
+    enum oc_topo_rank rank;
     unsigned io_depth;        /* reads in flight per sampler worker (0 = 64) */
     uint64_t io_bounce_bytes; /* aligned staging per sampler worker (0 = 1 MiB) */
 };
@@ -291,6 +299,7 @@ struct oc_topo_disk_info {
     uint64_t table_bytes;       /* N × 8 */
     uint64_t cache_bytes;       /* cached entries × index_bytes (<= budget - the two above) */
     uint64_t n_cached_nodes;    /* nodes whose list is cached */
+    enum oc_topo_rank rank;     /* how they were chosen */
     uint64_t n_cached_edges;    /* entries in the cache */
     uint64_t min_cached_degree; /* in-degree of the last node ranked in (0 if none) */
     uint64_t build_read_bytes;  /* bytes read from disk to fill the cache */
@@ -320,6 +329,13 @@ void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_dis
  * the result depends only on (seed, epoch, the input order).
  */
 void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n);
+/*
+ * The order in which training epoch `epoch` visits n reused batches
+ * (--reuse-samples: epoch 0's batches, reshuffled every epoch as DiskGNN
+ * shuffles its pool): a permutation of [0, n) from (seed, epoch) only, on a
+ * stream of its own.
+ */
+void oc_sample_batch_order(uint64_t seed, uint64_t epoch, uint64_t *order, uint64_t n);
 
 /*
  * The mini-batches of one epoch: a copy of the training ids, reordered per

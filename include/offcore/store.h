@@ -158,6 +158,8 @@ struct oc_store_config {
                                        ginex and gnndrive refuse it (OC_ERR_UNSUPPORTED) */
     double disk_budget;             /* diskgnn: bound on its packed files on disk, as a
                                        multiple of features.npy's size; 0 = unlimited */
+    uint32_t window_batches;        /* diskgnn, fresh samples: batches per window (at most an
+                                       epoch); 0 = derived from mem_bytes */
     struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
                                        them); NULL: the store makes and owns one */
     uint32_t staleness;             /* outre: an embedding is used while younger than this

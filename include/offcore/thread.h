@@ -36,6 +36,13 @@ struct oc_pool;
 int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err);
 void oc_pool_free(struct oc_pool *p);
 unsigned oc_pool_n_threads(const struct oc_pool *p);
+/*
+ * Keeps the pool's work on CPUs [first_cpu, first_cpu + n_cpus): its spawned
+ * workers and the calling thread (worker 0: the thread that runs the pool's
+ * jobs, so call it from there). p may be NULL (the calling thread only).
+ * Fails with the errno of sched affinity (a CPU that is not online: EINVAL).
+ */
+int oc_pool_pin(struct oc_pool *p, unsigned first_cpu, unsigned n_cpus, struct oc_err *err);
 
 /*
  * Runs fn(ctx, task, worker) for task in [0, n_tasks) and waits. Task t always

@@ -58,6 +58,7 @@ struct oc_train_opts {
     int topology_disk;          /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
     uint64_t topo_cache_bytes;  /* disk topology: indptr + table + neighbor cache; 0 = a fifth
                                   of mem_budget, or every list without a budget */
+    int topo_rank;              /* disk topology: enum oc_topo_rank of the neighbor cache */
     int reuse_samples;          /* every epoch trains on epoch 0's batches (DiskGNN's
                                       behavior; changes training, so it is in the checkpoint
                                       fingerprint); ginex and gnndrive refuse it */

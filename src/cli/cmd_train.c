@@ -185,6 +185,7 @@ int cmd_train(int argc, char **argv)
     const char *fanout = NULL, *eval = "full", *strategy = "memory";
     const char *topology = "memory";
     uint64_t topo_cache = 0;
+    const char *topo_rank = NULL;
     int reuse_samples = 0;
     const char *batching = "random";
     uint32_t partition_batch = 0;
@@ -240,8 +241,12 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"strategy", CLI_STR, &strategy, "NAME", strategy_help, NULL},
         {"topology", CLI_CHOICE, &topology, NULL,
-         "disk: neighbor lists read with O_DIRECT through a degree-ranked cache (Ginex)",
-         "memory|disk"},
+         "disk: neighbor lists read with O_DIRECT through a neighbor cache (Ginex)", "memory|disk"},
+        {"topo-rank", CLI_CHOICE, &topo_rank, NULL,
+         "disk topology: which lists the neighbor cache holds: degree (highest in-degree) or "
+         "ginex (highest out-degree / in-degree, Ginex's metric; one scan of indices at "
+         "start); default ginex with --strategy ginex, else degree",
+         "degree|ginex"},
         {"topo-cache", CLI_SIZE, &topo_cache, NULL,
          "disk topology: memory for indptr + table + neighbor cache (default: a fifth of "
          "--mem-budget, or all lists without one)",
@@ -344,7 +349,16 @@ int cmd_train(int argc, char **argv)
     o.strategy = strategy;
     o.mem_budget = budget;
     o.topology_disk = strcmp(topology, "disk") == 0;
+    if (!o.topology_disk && (topo_cache || topo_rank)) {
+        fprintf(stderr, "offcore train: --%s needs --topology disk\n",
+                topo_cache ? "topo-cache" : "topo-rank");
+        return 2;
+    }
     o.topo_cache_bytes = topo_cache;
+    o.topo_rank = topo_rank
+                      ? (strcmp(topo_rank, "ginex") == 0 ? OC_TOPO_RANK_GINEX : OC_TOPO_RANK_DEGREE)
+                  : strcmp(strategy, "ginex") == 0 ? OC_TOPO_RANK_GINEX
+                                                   : OC_TOPO_RANK_DEGREE;
     o.reuse_samples = reuse_samples;
     o.batching =
         strcmp(batching, "partition") == 0 ? OC_TRAIN_BATCHING_PARTITION : OC_TRAIN_BATCHING_RANDOM;

@@ -12,7 +12,9 @@
  *                         └── shutdown set ─► exit
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "offcore/thread.h"
 
@@ -77,6 +79,24 @@ static void *pool_worker(void *argp)
     pthread_mutex_unlock(&p->mu);
     oc_free(arg);
     return NULL;
+}
+
+int oc_pool_pin(struct oc_pool *p, unsigned first_cpu, unsigned n_cpus, struct oc_err *err)
+{
+    if (n_cpus == 0 || first_cpu + n_cpus > CPU_SETSIZE)
+        return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to CPUs %u..%u", first_cpu,
+                      first_cpu + n_cpus - 1);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (unsigned c = first_cpu; c < first_cpu + n_cpus; c++)
+        CPU_SET(c, &set);
+    int e = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    for (unsigned i = 1; e == 0 && p && i < p->n_threads; i++)
+        e = pthread_setaffinity_np(p->threads[i], sizeof(set), &set);
+    if (e)
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "thread pool: pinning to CPUs %u..%u: %s", first_cpu,
+                            first_cpu + n_cpus - 1, strerror(e));
+    return OC_OK;
 }
 
 int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err)

@@ -3,7 +3,7 @@
  * (`--batching partition`): METIS (libmetis 5.1, k-way, minimum edge cut)
  * over the symmetrized topology without self-loops, balancing both the nodes
  * and the training nodes of every part, computed once and kept in a plan
- * file named by a key of its inputs (docs/FORMAT.md section 8):
+ * file named by a key of its inputs (docs/FORMAT.md section 7):
  *
  *   PLAN/part-<key>/parts.ocpt (little-endian)
  *   off  size

@@ -24,16 +24,31 @@
 #define SMP_PARTS_BATCH (UINT64_MAX - 1)
 #define SMP_PARTS_TAG   0x5041525453ull /* "PARTS": above any group index (< 2^32) */
 
-void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n)
+/* Fisher-Yates over ids[0..n) on the stream (seed, epoch, SMP_SHUFFLE_BATCH, tag). */
+static void shuffle_stream(uint64_t seed, uint64_t epoch, uint64_t tag, uint64_t *ids, uint64_t n)
 {
     struct oc_rng r;
-    oc_rng_init(&r, seed, epoch, SMP_SHUFFLE_BATCH, SMP_SHUFFLE_TAG);
+    oc_rng_init(&r, seed, epoch, SMP_SHUFFLE_BATCH, tag);
     for (uint64_t i = n; i > 1; i--) {
         uint64_t j = oc_rng_below(&r, i);
         uint64_t t = ids[i - 1];
         ids[i - 1] = ids[j];
         ids[j] = t;
     }
+}
+
+void oc_sample_shuffle(uint64_t seed, uint64_t epoch, uint64_t *ids, uint64_t n)
+{
+    shuffle_stream(seed, epoch, SMP_SHUFFLE_TAG, ids, n);
+}
+
+#define SMP_ORDER_TAG 0x42415443484F5244ull /* "BATCHORD" */
+
+void oc_sample_batch_order(uint64_t seed, uint64_t epoch, uint64_t *order, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = i;
+    shuffle_stream(seed, epoch, SMP_ORDER_TAG, order, n);
 }
 
 int oc_sample_epoch_init(struct oc_sample_epoch *ep, const uint64_t *ids, uint64_t n_ids,

@@ -1,7 +1,9 @@
 /*
  * topo_disk.c — opening an on-disk topology: indptr in RAM, indices.npy
- * opened with O_DIRECT, and Ginex's neighbor cache built by ranking nodes by
- * in-degree and filling the cache with one pass of merged reads.
+ * opened with O_DIRECT, and Ginex's neighbor cache built by ranking nodes (by
+ * in-degree, or as Ginex ranks them: out-degree / in-degree, the out-degrees
+ * counted by one sequential scan of indices) and filling the cache with one
+ * pass of merged reads.
  *
  * Place in the data flow: dataset (indptr.npy, indices.npy) ──► sample. The
  * sampler reads uncached lists through topo_read.c during sampling.
@@ -21,6 +23,7 @@
  *   cache: [ list of the lowest cached id | next cached id | ... ]  (node-id order)
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +35,9 @@
 #define TOPO_DEFAULT_DEPTH  64u
 #define TOPO_DEFAULT_BOUNCE (1u << 20)
 #define TOPO_CHECK_ELEMS    (1u << 17) /* ids per read in smp_topo_check */
+#define TOPO_RATIO_STEPS    16         /* Ginex ranking: buckets per doubling of the ratio */
+#define TOPO_RATIO_BUCKETS  (128 * TOPO_RATIO_STEPS) /* ratios 2^-64 .. 2^64 */
+#define TOPO_SCAN_BYTES     (1u << 20)               /* the out-degree scan's reads */
 
 struct topo_big {
     uint64_t deg, v;
@@ -80,6 +86,34 @@ void oc_sample_topo_disk_free(struct oc_topo_disk *t)
     oc_free(t);
 }
 
+/* The cache being laid out in node-id order: offsets, nodes, smallest cached list. */
+struct placing {
+    uint64_t off, n_cached, min_deg;
+};
+
+/* Node v (d neighbors) gets the next offset in the cache if take, else none. */
+static void place(struct oc_topo_disk *t, uint64_t v, uint64_t d, int take, struct placing *pl)
+{
+    if (!take) {
+        t->table[v] = SMP_TOPO_NONE;
+        return;
+    }
+    t->table[v] = pl->off;
+    pl->off += d;
+    pl->n_cached++;
+    if (pl->n_cached == 1 || d < pl->min_deg)
+        pl->min_deg = d;
+}
+
+/* The info's cache counters from a finished placing. */
+static void placed(struct oc_topo_disk *t, const struct placing *pl)
+{
+    t->info.n_cached_nodes = pl->n_cached;
+    t->info.n_cached_edges = pl->off;
+    t->info.cache_bytes = pl->off * t->index_bytes;
+    t->info.min_cached_degree = pl->n_cached ? pl->min_deg : 0;
+}
+
 /*
  * Ranks the nodes and marks the cached ones in t->table (element offsets,
  * assigned in node-id order). Sets the info's cache counters.
@@ -117,10 +151,9 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
         qsort(big, (size_t)n_big, sizeof(*big), cmp_big);
 
     /* walk the ranking until the budget runs out */
-    uint64_t n_big_take = 0, cut_deg = 0, cut_take = 0, min_deg = 0;
+    uint64_t n_big_take = 0, cut_deg = 0, cut_take = 0;
     while (n_big_take < n_big && big[n_big_take].deg * es <= avail) {
         avail -= big[n_big_take].deg * es;
-        min_deg = big[n_big_take].deg;
         n_big_take++;
     }
     if (n_big_take < n_big) {
@@ -133,12 +166,9 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
             if (fit < hist[d]) {
                 cut_deg = d;
                 cut_take = fit;
-                if (fit)
-                    min_deg = d;
                 break;
             }
             avail -= hist[d] * d * es;
-            min_deg = d;
         }
     }
 
@@ -146,7 +176,8 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
         t->table[v] = SMP_TOPO_NONE;
     for (uint64_t i = 0; i < n_big_take; i++)
         t->table[big[i].v] = 0; /* taken; the offset is assigned below */
-    uint64_t off = 0, n_cached = 0, seen_cut = 0;
+    struct placing pl = {0, 0, 0};
+    uint64_t seen_cut = 0;
     for (uint64_t v = 0; v < n; v++) {
         uint64_t d = indptr[v + 1] - indptr[v];
         int take;
@@ -156,22 +187,102 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
             take = t->table[v] == 0;
         else
             take = d > cut_deg || (d == cut_deg && seen_cut++ < cut_take);
-        if (take) {
-            t->table[v] = off;
-            off += d;
-            n_cached++;
-        } else {
-            t->table[v] = SMP_TOPO_NONE;
-        }
+        place(t, v, d, take, &pl);
     }
-    t->info.n_cached_nodes = n_cached;
-    t->info.n_cached_edges = off;
-    t->info.cache_bytes = off * es;
-    t->info.min_cached_degree = n_cached ? min_deg : 0;
+    placed(t, &pl);
 out:
     oc_free(hist);
     oc_free(big);
     return rc;
+}
+
+/*
+ * Ginex's ranking: out-degrees counted into t->table by a sequential scan of
+ * the indices (every id checked against n_nodes: OC_ERR_FORMAT naming the
+ * file and offset).
+ */
+static int count_out_degrees(struct oc_topo_disk *t, const char *path, struct oc_err *err)
+{
+    const uint64_t n = t->n_nodes, es = t->index_bytes, n_edges = t->indptr[n];
+    const uint64_t start = t->data_offset;
+    uint8_t *buf = oc_io_buf_alloc(TOPO_SCAN_BYTES, "topology out-degree scan", err);
+    if (!buf)
+        return err->status;
+    memset(t->table, 0, (size_t)n * sizeof(uint64_t));
+    int rc = OC_OK;
+    for (uint64_t j = 0; j < n_edges && rc == OC_OK;) { /* j: the next id */
+        uint64_t pos = oc_io_align_down(start + j * es);
+        size_t got = 0;
+        if ((rc = oc_file_pread_upto(t->f, buf, TOPO_SCAN_BYTES, pos, &got, err)))
+            break;
+        uint64_t j0 = j;
+        for (; j < n_edges && start + (j + 1) * es <= pos + got; j++) {
+            const uint8_t *p = buf + (start + j * es - pos);
+            uint64_t v = es == 4 ? oc_get_le32(p) : oc_get_le64(p);
+            if (v >= n) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: id %" PRIu64 " at offset %" PRIu64 " is not below %" PRIu64
+                            " nodes",
+                            path, v, start + j * es, n);
+                break;
+            }
+            t->table[v]++;
+        }
+        if (rc == OC_OK && j == j0)
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: truncated: id %" PRIu64 " at offset %" PRIu64 " is past the end", path,
+                        j, start + j * es);
+    }
+    oc_free(buf);
+    return rc;
+}
+
+/* The ratio bucket of a node with out-degree out and in-degree d > 0. */
+static unsigned ratio_bucket(uint64_t out, uint64_t d)
+{
+    double r = log2(((double)out + 1.0) / (double)d) * TOPO_RATIO_STEPS;
+    long k = (long)floor(r) + TOPO_RATIO_BUCKETS / 2;
+    return k < 0 ? 0u : k >= (long)TOPO_RATIO_BUCKETS ? TOPO_RATIO_BUCKETS - 1 : (unsigned)k;
+}
+
+/*
+ * Ginex's selection: nodes by out/in ratio, highest first (buckets of
+ * 1/TOPO_RATIO_STEPS of a doubling; within the bucket where the budget runs
+ * out, lower ids first while their lists fit). t->table holds the
+ * out-degrees on entry and the cache offsets on return.
+ */
+static int select_cached_ratio(struct oc_topo_disk *t, uint64_t avail, struct oc_err *err)
+{
+    const uint64_t n = t->n_nodes, es = t->index_bytes;
+    const uint64_t *indptr = t->indptr;
+    uint64_t *cost = oc_calloc(TOPO_RATIO_BUCKETS, sizeof(uint64_t), "topology ranking", err);
+    if (!cost)
+        return err->status;
+    for (uint64_t v = 0; v < n; v++) {
+        uint64_t d = indptr[v + 1] - indptr[v];
+        if (d)
+            cost[ratio_bucket(t->table[v], d)] += d * es;
+    }
+    long cut = -1; /* buckets above it are taken whole; in it, lists while they fit */
+    for (long k = TOPO_RATIO_BUCKETS - 1; k >= 0; k--) {
+        if (cost[k] > avail) {
+            cut = k;
+            break;
+        }
+        avail -= cost[k];
+    }
+    struct placing pl = {0, 0, 0};
+    for (uint64_t v = 0; v < n; v++) {
+        uint64_t d = indptr[v + 1] - indptr[v];
+        long k = d ? (long)ratio_bucket(t->table[v], d) : 0;
+        int take = d && (k > cut || (k == cut && d * es <= avail));
+        if (take && k == cut)
+            avail -= d * es;
+        place(t, v, d, take, &pl);
+    }
+    placed(t, &pl);
+    oc_free(cost);
+    return OC_OK;
 }
 
 /* Queues one merged range of cached lists; runs the batch every TOPO_BUILD_REQS ranges. */
@@ -267,8 +378,15 @@ static int topo_build(struct oc_topo_disk *t, const char *path, const struct oc_
     t->table = oc_alloc((size_t)n * sizeof(uint64_t), "topology cache table", err);
     if (!t->table)
         return err->status;
-    if ((rc = select_cached(t, o->budget_bytes - fixed_bytes(n), err)) != OC_OK)
+    uint64_t avail = o->budget_bytes - fixed_bytes(n);
+    t->info.rank = o->rank;
+    if (o->rank == OC_TOPO_RANK_GINEX && avail >= es) {
+        if ((rc = count_out_degrees(t, path, err)) != OC_OK ||
+            (rc = select_cached_ratio(t, avail, err)) != OC_OK)
+            return rc;
+    } else if ((rc = select_cached(t, avail, err)) != OC_OK) {
         return rc;
+    }
     if (t->info.cache_bytes) {
         t->cache = oc_alloc((size_t)t->info.cache_bytes, "topology neighbor cache", err);
         if (!t->cache)

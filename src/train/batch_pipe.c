@@ -84,6 +84,7 @@ struct oc_batch_pipe {
     /* sample stage */
     struct oc_sampler *sampler;
     struct oc_sample_epoch ep;
+    uint64_t *order; /* reused samples: the training epoch's batch order */
     /* fetch stage */
     struct oc_pipe_batch **pending;
     uint32_t n_pending;
@@ -118,19 +119,24 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
 {
     struct oc_batch_pipe *bp = ctx;
     const struct bp_job *job = item;
-    uint64_t e = job->epoch;
+    /* the sample epoch, and the training epoch's order of its batches */
+    uint64_t e = bp->cfg.reuse_samples ? 0 : job->epoch;
     int rc;
     if (!bp->has_batches && bp->cfg.no_shuffle)
         oc_sample_epoch_unshuffle(&bp->ep);
     else if (!bp->has_batches)
         oc_sample_epoch_shuffle(&bp->ep, bp->cfg.sample->seed, e);
-    for (uint64_t b = 0; b < bp->n_batches; b++) {
+    if (bp->cfg.reuse_samples)
+        oc_sample_batch_order(bp->cfg.sample->seed, job->epoch, bp->order, bp->n_batches);
+    for (uint64_t k = 0; k < bp->n_batches; k++) {
         void *got;
+        uint64_t b = bp->cfg.reuse_samples ? bp->order[k] : k;
         if ((rc = oc_stage_pop(st, bp->free_q, &got)))
             return rc;
         struct oc_pipe_batch *pb = got;
         pb->epoch = e;
         pb->index = b;
+        pb->pos = k;
         if (!bp->has_batches) {
             const uint64_t *seeds;
             uint64_t n_seeds;
@@ -199,7 +205,7 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
     const uint64_t epoch = pb->epoch;
     uint64_t index = pb->index;
     int rc;
-    if (epoch != bp->fetch_epoch || index == 0) { /* wait for the trainer to open it */
+    if (epoch != bp->fetch_epoch || pb->pos == 0) { /* wait for the trainer to open it */
         void *token;
         if ((rc = oc_stage_pop(st, bp->gate_q, &token)))
             return rc;
@@ -260,6 +266,7 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
     oc_free(bp->slots);
     oc_free(bp->rows);
     oc_free(bp->pending);
+    oc_free(bp->order);
     if (bp->ep.orig)
         oc_sample_epoch_deinit(&bp->ep);
     oc_sample_sampler_free(bp->sampler);
@@ -329,6 +336,11 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
          (rc = oc_sample_epoch_init_plan(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                          cfg->sample, err))))
         goto fail;
+    if (cfg->reuse_samples &&
+        !(bp->order = oc_alloc(bp->n_batches * sizeof(uint64_t), "batch order", err))) {
+        rc = err ? err->status : OC_ERR_NOMEM;
+        goto fail;
+    }
     if (bp->sampler && oc_store_wants_hops(cfg->store))
         oc_sample_sampler_on_hop(bp->sampler, hop_to_store, bp);
     if (bp->sampler && oc_store_wants_prune(cfg->store))

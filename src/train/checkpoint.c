@@ -50,7 +50,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
              " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x%s"
-             " reuse_samples=%d batching=%s partition_batch=%u",
+             " reuse_samples=%s batching=%s partition_batch=%u",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed,
@@ -58,7 +58,8 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              : o->eval == OC_TRAIN_EVAL_SAMPLED ? "sampled"
                                                 : "none",
              m->name, m->n_nodes, m->n_edges, m->files[OC_DS_FEATURES].crc32,
-             m->files[OC_DS_INDICES].crc32, sopts, o->reuse_samples,
+             m->files[OC_DS_INDICES].crc32, sopts,
+             o->reuse_samples ? "1-reshuffled" : "0", /* 1: since batches are reshuffled */
              o->batching == OC_TRAIN_BATCHING_PARTITION ? "partition" : "random",
              o->batching == OC_TRAIN_BATCHING_PARTITION ? train_partition_group(o) : 0);
 }

@@ -349,6 +349,7 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     struct oc_topo_disk_opts topo = {0};
     if (o->topology_disk) {
         topo.budget_bytes = o->topo_cache_bytes;
+        topo.rank = (enum oc_topo_rank)o->topo_rank;
         if (!topo.budget_bytes)
             topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
     }
@@ -405,6 +406,7 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
     pc.batch_size = o->batch_size;
     pc.depth = r->depth;
     pc.reserve_rows = r->ws.measured ? r->ws.batch_rows : 0;
+    pc.reuse_samples = o->reuse_samples;
     pc.pipeline = r->stages;
     return oc_batch_pipe_new(&pc, &r->pipe, err);
 }
@@ -626,14 +628,15 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         snprintf(label, sizeof(label), "epoch %u", e);
         oc_progress_set_label(progress, label);
         oc_progress_set_total(progress, n_batches);
-        uint32_t se = o->reuse_samples ? 0 : e; /* the epoch whose batches are trained on */
         struct oc_store_stats before, after;
         struct oc_batch_pipe_stats pipe0, pipe1;
         oc_store_stats(r.store, &before);
         /* the first epoch starts here; later ones were started ahead (see below) */
         if (e == first_epoch) {
             oc_batch_pipe_stats(r.pipe, &pipe_mark);
-            if ((rc = oc_batch_pipe_epoch(r.pipe, se, err)))
+            /* the training epoch: with --reuse-samples the pipeline trains on epoch 0's
+               batches in the order oc_sample_batch_order(seed, e) */
+            if ((rc = oc_batch_pipe_epoch(r.pipe, e, err)))
                 goto out;
         }
         pipe0 = pipe_mark;
@@ -663,8 +666,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_batch_pipe_stats(r.pipe, &pipe1);
         pipe_mark = pipe1;
         /* sample the next epoch ahead (its features wait for the open) while evaluating */
-        if (e + 1 < o->epochs &&
-            (rc = oc_batch_pipe_epoch(r.pipe, o->reuse_samples ? 0 : e + 1, err)))
+        if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r.pipe, e + 1, err)))
             goto out;
         st.depth = r.depth;
         st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;

@@ -45,7 +45,7 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
     uint8_t *rec = NULL;
     uint64_t cap_rec = 0, n = 0;
     char why[256];
-    gx_trace_init(&trace);
+    gx_trace_init(&trace, UINT64_MAX);
     oc_sample_batch_init(&batch);
     oc_err_clear(&err);
     uint64_t *rec_off = malloc(x.most * sizeof(uint64_t));
@@ -60,8 +60,9 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
         for (uint64_t i = 0; i < n; i++)
             if (rec_off[i] + 8 > size || (i > 0 && rec_off[i] <= rec_off[i - 1]))
                 abort();
-        for (uint64_t i = 0; i < trace.n_loc; i++)
-            if (trace.loc_id[i] >= x.n_nodes)
+        uint64_t id = 0;
+        for (uint64_t a = 0; a < trace.n_acc; a++)
+            if (gx_trace_ids(&trace, a, 1, &id, &err) != OC_OK || id >= x.n_nodes)
                 abort();
     } else if (rc != OC_ERR_FORMAT || err.status != rc || !err.msg[0]) {
         abort();

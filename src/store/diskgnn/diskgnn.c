@@ -52,8 +52,11 @@ struct diskgnn_store {
     struct dg_pipe *pipe;
     struct store_disk disk; /* evaluation and out-of-plan reads */
     uint64_t pos, n_pos;    /* the next batch of the plan the trainer takes, and how many */
-    uint64_t first_epoch, n_batches;
+    uint64_t first_epoch, n_batches; /* n_batches: per epoch */
+    uint64_t win_batches;            /* per window */
     int reuse;
+    uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
+    uint64_t *order, order_epoch;
     struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
@@ -116,6 +119,32 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
 
 /* ---- open --------------------------------------------------------------------- */
 
+/*
+ * Batches per window. Replaying one window every epoch (reuse) or without a
+ * budget: the whole epoch; cfg->window_batches when given (at most the
+ * epoch). Else, with fresh samples under a budget: as many as let the
+ * planner's share of the next window (DG_BYTES_PER_ACCESS per access of R
+ * rows per batch plus a quarter, R = train's measured rows, else the bound)
+ * stay within half of the budget, at least one batch: the window, not the
+ * epoch, is what the budget must hold, so an epoch of any length fits.
+ */
+static uint64_t window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
+                               const struct dg_builder *b, int reuse)
+{
+    uint64_t nb = b->nb_epoch;
+    if (reuse || nb == 0)
+        return nb;
+    if (cfg->window_batches)
+        return cfg->window_batches < nb ? cfg->window_batches : nb;
+    if (cfg->mem_bytes == 0)
+        return nb;
+    uint64_t rows = store_budget_rows(s, cfg);
+    uint64_t per = (rows + rows / 4) * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
+    uint64_t base = dg_builder_need_bytes(b, 0), share = cfg->mem_bytes / 2;
+    uint64_t w = share > base ? (share - base) / per : 0;
+    return w < 1 ? 1 : w > nb ? nb : w;
+}
+
 static int has_plan(const struct oc_store_config *cfg)
 {
     return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
@@ -140,12 +169,18 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                       cfg->disk_budget);
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
-    d->n_batches = b->n_batches;
+    d->n_batches = b->nb_epoch;
+    d->win_batches = window_batches(s, cfg, b, d->reuse);
+    d->seed = cfg->sample_opts->seed;
+    d->order_epoch = UINT64_MAX;
+    if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
+                                          "store diskgnn: batch order", err)))
+        return err->status;
     if (cfg->disk_budget > 0) {
         double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
         b->disk_budget_bytes = d->reuse ? total : total / 2;
     }
-    if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, err)))
+    if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, 0, d->win_batches, err)))
         return rc;
     struct dg_sizes z;
     window_sizes(b, &z);
@@ -185,8 +220,15 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->sample_us = b->sample_us;
     d->pack_us = b->pack_us;
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
-    if (!d->reuse && cfg->n_epochs > cfg->first_epoch + 1 && (rc = dg_builder_detach_pool(b, err)))
+    uint64_t wpe = (b->nb_epoch + d->win_batches - 1) / d->win_batches;
+    int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
+    if (planner && (rc = dg_builder_detach_pool(b, err)))
         goto out;
+    if (d->win_batches < b->nb_epoch)
+        oc_log(OC_LOG_INFO,
+               "store diskgnn: windows of %" PRIu64 " batches (%" PRIu64 " per epoch of %" PRIu64
+               "), sized from the budget",
+               d->win_batches, wpe, b->nb_epoch);
     struct oc_pipeline *stages;
     if ((rc = store_stages(s, &stages, err)))
         goto out;
@@ -197,11 +239,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .w0 = &w0,
                                 .first_epoch = cfg->first_epoch,
                                 .n_epochs = cfg->n_epochs,
+                                .win_batches = d->win_batches,
                                 .reuse = d->reuse,
+                                .seed = cfg->sample_opts->seed,
                                 .max_input = size_rows(z.max_input, d->reuse),
                                 .slot_bytes = slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);
-    d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->n_batches;
+    d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
 out:
     dg_window_drop(&w0);
     oc_free(counts);
@@ -240,13 +284,22 @@ static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
     return store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
 }
 
-/* Whether (epoch, batch) is the plan's next batch. */
-static int in_plan(const struct diskgnn_store *d, uint64_t epoch, uint64_t batch)
+/*
+ * Whether (epoch, batch) is the plan's next batch: batch pos of its epoch, or
+ * with reuse batch order[pos] of epoch 0, the order of the training epoch.
+ */
+static int in_plan(struct diskgnn_store *d, uint64_t epoch, uint64_t batch)
 {
     if (!d->pipe || d->pos >= d->n_pos)
         return 0;
-    uint64_t want_epoch = d->reuse ? 0 : d->first_epoch + d->pos / d->n_batches;
-    return epoch == want_epoch && batch == d->pos % d->n_batches;
+    uint64_t e = d->first_epoch + d->pos / d->n_batches, k = d->pos % d->n_batches;
+    if (!d->reuse)
+        return epoch == e && batch == k;
+    if (d->order_epoch != e) {
+        oc_sample_batch_order(d->seed, e, d->order, d->n_batches);
+        d->order_epoch = e;
+    }
+    return epoch == 0 && batch == d->order[k];
 }
 
 static int take(struct diskgnn_store *d, struct oc_err *err)
@@ -345,6 +398,7 @@ static void dg_free(struct oc_store *s)
     dg_builder_deinit(&d->builder);
     store_disk_close(&d->disk);
     store_cache_free(&d->cache);
+    oc_free(d->order);
     oc_free(d);
     s->impl = NULL;
 }
@@ -355,6 +409,10 @@ static const struct oc_store_opt diskgnn_opts[] = {
      "bound on its packed files on disk, as a multiple of the feature file's size (default "
      "unlimited)",
      offsetof(struct oc_store_config, disk_budget), 0, 0, 0},
+    {"window", OC_STORE_OPT_U32, "B", NULL,
+     "fresh samples: batches sampled and packed per window, at most an epoch (default: the "
+     "most whose plan fits half the budget)",
+     offsetof(struct oc_store_config, window_batches), 1, 0, 0},
 };
 
 static double dg_packed(const struct oc_store_stats *s)

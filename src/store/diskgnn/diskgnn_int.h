@@ -29,15 +29,16 @@
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
 #define DG_CHUNK_VERSION 1u
-#define DG_N_SLOTS       1u           /* chunk buffers: batch b+1 loads while batch b trains */
-#define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
-#define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
+#define DG_N_SLOTS       2u   /* chunk buffers: batch b+2 loads while b+1 assembles, b trains */
+#define DG_QUEUE_DEPTH   2u   /* every queue between two stages */
+#define DG_IO_DEPTH      128u /* disk-cache reads in flight (loader) */
 #define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
 struct dg_window {
     uint64_t epoch; /* the sample epoch its batches were drawn for */
+    uint64_t first; /* its first batch in that epoch: chunk i is batch first + i */
     uint64_t n_batches, s, n_segments;
     uint64_t *chunk_off;    /* n_batches + 1 */
     uint64_t *seg_byte_off; /* n_segments + 1 */
@@ -58,8 +59,9 @@ struct dg_builder {
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
     uint64_t *off, *rec_bytes;
-    uint64_t n_batches;
-    uint64_t epoch;              /* sampled last */
+    uint64_t nb_epoch;           /* batches per epoch */
+    uint64_t n_batches, first;   /* the window sampled last: batches [first, first + n_batches) */
+    uint64_t epoch;              /* of its sample epoch */
     int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
     uint8_t *part;               /* packer: feature partition (aligned) */
     uint64_t part_bytes;         /* its size */
@@ -79,11 +81,12 @@ void dg_builder_deinit(struct dg_builder *b);
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err);
 
 /*
- * Samples every batch of sample epoch `epoch` (trace + records spilled to
- * disk). This and dg_window_pack return OC_ERR_CANCELLED, leaving no file,
- * once b->cancel is cancelled.
+ * Samples batches [first, first + count) of sample epoch `epoch`, one window
+ * (trace + records spilled to disk). This and dg_window_pack return
+ * OC_ERR_CANCELLED, leaving no file, once b->cancel is cancelled.
  */
-int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err);
+int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint64_t count,
+                     struct oc_err *err);
 /*
  * Lays out the sampled window against the cache's rows and packs it into
  * w (a new file under the builder's dir); fill_cache also loads the cache's
@@ -95,6 +98,9 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
 void dg_window_drop(struct dg_window *w);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
+/* Bytes per access and per batch of a window in dg_builder_need_bytes. */
+#define DG_BYTES_PER_ACCESS 64u
+#define DG_BYTES_PER_BATCH  96u
 /*
  * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),
  * packed windows no run holds open (flock), and pid-named files of earlier
@@ -146,7 +152,10 @@ struct dg_pipe_config {
     struct store_cache *cache;
     struct dg_window *w0; /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs;
-    int reuse;           /* every run epoch replays w0 */
+    uint64_t win_batches; /* batches per window (the last one of an epoch may have fewer) */
+    int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the
+                             order oc_sample_batch_order(seed, training epoch) */
+    uint64_t seed;
     uint64_t max_input;  /* initial sizing: rows of the assembled batch */
     uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
 };

@@ -5,7 +5,7 @@
  *
  *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
  *   (a free      (sample + pack      (pops free_q: one O_DIRECT  (record ─► blocks)
- *    window)      window e+1)         read per chunk; disk-cache
+ *    window)      window k+1)         read per chunk; disk-cache
  *                                     rows through io_uring,
  *                                     shared pages merged)
  *        ──► feature assembler ──ready_q──► trainer (dg_pipe_next / dg_pipe_release)
@@ -18,14 +18,17 @@
  * DG_N_SLOTS chunk buffers circulate (free_q ─► loader ─► graph loader ─►
  * assembler ─► free_q) and one assembled batch (asm_q ─► assembler ─►
  * ready_q ─► trainer ─► asm_q): the assembler moves the blocks into it and
- * frees the chunk buffer at once, so batch b+1 is loaded and assembled
- * while batch b trains (with one chunk buffer, loading and assembling one
- * batch run one after the other; more buffers would overlap them too, at a
- * batch of memory each). Memory is fixed whatever the queue depths.
- * Windows: at most two exist at once: the one being read and the one being
- * packed or waiting; the loader drops a window (and its file) once it has
- * read its last chunk and hands the struct back to the planner (win_free)
- * while a later epoch is left to plan.
+ * frees the chunk buffer at once, so batch b+1 is assembled while batch b
+ * trains and, with two chunk buffers, batch b+2 is read meanwhile: loading
+ * and assembling overlap too (a pipeline two batches deep, at a chunk of
+ * memory each). Memory is fixed whatever the queue depths.
+ * Windows: a window is a run of win_batches consecutive batches of one epoch
+ * (the whole epoch when the budget holds its plan; the store sizes it), so
+ * window k + 1 may belong to the same epoch as window k. At most two exist
+ * at once: the one being read and the one being packed or waiting; the
+ * loader drops a window (and its file) once it has read its last chunk and
+ * hands the struct back to the planner (win_free) while a later window is
+ * left to plan.
  *
  * Errors and cancellation: a stage's error fails the pipeline (first wins;
  * pipeline.h), which closes every queue, so every wait of every stage and
@@ -61,10 +64,12 @@ struct dg_pipe {
     struct oc_queue *free_q, *loaded_q, *graph_q, *ready_q, *asm_q, *win_q, *win_free;
     struct oc_stage *stages[DG_STAGE_COUNT];
     struct oc_io_batch *io; /* the loader's */
-    /* the loader's position: the window it reads, its sample epoch's turn, the next chunk */
+    /* the loader's position: the window it reads, its turn in the plan, the next chunk */
     struct dg_window *load_w;
-    uint64_t load_epoch, load_i;
-    uint64_t plan_epoch; /* the planner's next epoch */
+    uint64_t load_k, load_i;
+    uint64_t *load_order; /* reuse: the training epoch's order of w0's chunks */
+    uint64_t plan_k;      /* the planner's next window */
+    uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes;
     atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
 };
@@ -79,18 +84,33 @@ static uint64_t batch_bytes(const struct oc_sample_batch *b)
 
 /* ---- planner ------------------------------------------------------------------ */
 
-/* Samples and packs the next epoch's window into the free window struct item. */
+/*
+ * Window k of the plan: windows run through each epoch's batches in order,
+ * win_batches at a time (the last of an epoch may be shorter).
+ */
+static void window_span(const struct dg_pipe *p, uint64_t k, uint64_t *epoch, uint64_t *first,
+                        uint64_t *count)
+{
+    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches;
+    *epoch = p->c.first_epoch + k / p->wpe;
+    *first = (k % p->wpe) * W;
+    *count = nb - *first < W ? nb - *first : W;
+}
+
+/* Samples and packs the plan's next window into the free window struct item. */
 static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
     struct dg_pipe *p = ctx;
     struct dg_window *w = item;
+    uint64_t epoch, first, count;
     int rc;
-    if (p->plan_epoch >= p->c.n_epochs) /* nothing left to plan (not handed one) */
+    if (p->plan_k >= p->n_win) /* nothing left to plan (not handed one) */
         return OC_OK;
-    if ((rc = dg_window_sample(p->c.builder, p->plan_epoch, err)) ||
+    window_span(p, p->plan_k, &epoch, &first, &count);
+    if ((rc = dg_window_sample(p->c.builder, epoch, first, count, err)) ||
         (rc = dg_window_pack(p->c.builder, p->c.cache, 0, w, err)))
         return rc;
-    p->plan_epoch++;
+    p->plan_k++;
     atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
     atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
     atomic_fetch_add(&p->file_bytes, w->file_bytes);
@@ -175,7 +195,7 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     if ((rc = grow_buf(p, sl, len, 0, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
         return rc;
     uint64_t seg = i / w->s;
-    struct dg_chunk_expect x = {w->epoch, i, rb, p->c.cache->n,
+    struct dg_chunk_expect x = {w->epoch, w->first + i, rb, p->c.cache->n,
                                 (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb};
     struct dg_chunk_info ci;
     if ((rc = dg_chunk_check(sl->buf, len, &x, w->path, off, &ci, err)))
@@ -206,7 +226,7 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
     sl->rec_bytes = rec;
     sl->info = (struct dg_batch_info){
         .epoch = w->epoch,
-        .index = i,
+        .index = w->first + i,
         .n_input = n,
         .n_packed = n_packed,
         .n_dc = n_dc,
@@ -220,35 +240,42 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
 /*
  * Loads the plan's next chunk into the free slot item and hands it on; past
  * the plan the slot rests here. After a window's last chunk the window is
- * dropped and its struct goes back to the planner if an epoch is left.
+ * dropped and its struct goes back to the planner if a window is left.
  */
 static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
     struct dg_pipe *p = ctx;
     struct dg_slot *sl = item;
     int rc;
-    if (p->load_epoch >= p->c.n_epochs)
+    if (p->load_k >= p->n_win)
         return OC_OK;
-    if (!p->load_w) { /* the next epoch's window, from the planner */
+    if (!p->load_w) { /* the next window, from the planner */
         void *got;
         if ((rc = oc_stage_pop(st, p->win_q, &got)))
             return rc;
         p->load_w = got;
     }
     struct dg_window *w = p->load_w;
-    if ((rc = load_chunk(p, w, p->load_i, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
+    uint64_t chunk = p->load_i;
+    if (p->c.reuse) { /* DiskGNN shuffles its pool of batches every epoch */
+        if (p->load_i == 0)
+            oc_sample_batch_order(p->c.seed, p->c.first_epoch + p->load_k, p->load_order,
+                                  w->n_batches);
+        chunk = p->load_order[p->load_i];
+    }
+    if ((rc = load_chunk(p, w, chunk, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
         return rc;
     if (++p->load_i < w->n_batches)
         return OC_OK;
     p->load_i = 0;
-    p->load_epoch++;
-    if (p->c.reuse) /* every epoch reads the first window again */
+    p->load_k++;
+    if (p->c.reuse) /* every epoch reads the first window (a whole epoch) again */
         return OC_OK;
     p->load_w = NULL; /* its last chunk is read: the file can go */
     atomic_fetch_sub(&p->file_bytes, w->file_bytes);
     dg_window_drop(w);
-    /* the struct of epoch e's window holds epoch e + 2's */
-    return p->load_epoch + 1 < p->c.n_epochs ? oc_stage_push(st, p->win_free, w) : OC_OK;
+    /* the struct of window k holds window k + 2 */
+    return p->load_k + 1 < p->n_win ? oc_stage_push(st, p->win_free, w) : OC_OK;
 }
 
 /* ---- graph loader ------------------------------------------------------------- */
@@ -400,8 +427,12 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->win[0] = *c->w0;
     memset(c->w0, 0, sizeof(*c->w0));
     p->load_w = &p->win[0];
-    p->load_epoch = c->first_epoch;
-    p->plan_epoch = c->first_epoch + 1;
+    uint64_t nb = c->builder->nb_epoch, W = c->reuse || !c->win_batches ? nb : c->win_batches;
+    p->c.win_batches = W;
+    p->wpe = (nb + W - 1) / W;
+    p->n_win = (c->n_epochs - c->first_epoch) * p->wpe;
+    p->load_k = 0;
+    p->plan_k = 1;
     atomic_init(&p->file_bytes, p->win[0].file_bytes);
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
@@ -409,7 +440,10 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     for (unsigned i = 0; i < DG_N_SLOTS; i++)
         oc_sample_batch_init(&p->slots[i].batch);
     oc_sample_batch_init(&p->ready.batch);
-    int planner = !c->reuse && c->n_epochs > c->first_epoch + 1;
+    int planner = !c->reuse && p->n_win > 1;
+    if (c->reuse && !(p->load_order = oc_alloc((nb ? nb : 1) * sizeof(uint64_t),
+                                               "store diskgnn: batch order", err)))
+        return err->status;
     p->p = c->pipeline;
     if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
         return rc;
@@ -450,5 +484,6 @@ void dg_pipe_stop(struct dg_pipe *p)
     }
     oc_free(p->ready.rows);
     oc_sample_batch_deinit(&p->ready.batch);
+    oc_free(p->load_order);
     oc_free(p);
 }

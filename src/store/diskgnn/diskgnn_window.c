@@ -1,6 +1,6 @@
 /*
  * diskgnn_window.c — offline sampling and batched packing of one window of
- * the `diskgnn` strategy: every batch of one sample epoch is sampled exactly
+ * the `diskgnn` strategy: every batch of a run of one sample epoch is sampled exactly
  * as train samples it, its input rows form the trace and its record is
  * spilled to a scratch file; plan.h places each access (CPU cache, the
  * segment's disk cache, the batch's packed chunk) and the window file is
@@ -16,9 +16,12 @@
  *
  * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan):
  *
- *   w<epoch>.rec.tmp-<host>-<pid>-<nonce>-<seq>   the spilled records (sample ─► pack)
- *   w<epoch>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
- *   w<epoch>-<key>.bin                              the packed window
+ *   w<epoch>.<first>.rec.tmp-<host>-<pid>-<nonce>-<seq>   the spilled records
+ *   w<epoch>.<first>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
+ *   w<epoch>.<first>-<key>.bin                              the packed window
+ *
+ * (<first>: the window's first batch in its epoch; a window holds a run of
+ * consecutive batches of one epoch, the whole epoch when the budget allows.)
  *
  * key (16 hex digits) is a hash of everything the window's bytes depend on:
  * the dataset (node and edge counts, dtypes, sizes and CRCs of indptr,
@@ -141,9 +144,9 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
         (rc = oc_sample_epoch_init_plan(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                         cfg->sample_opts, err)))
         return rc;
-    b->n_batches = oc_sample_epoch_n_batches(&b->ep);
-    b->off = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);
-    b->rec_bytes = oc_calloc(b->n_batches + 1, sizeof(uint64_t), "store diskgnn: trace", err);
+    b->nb_epoch = b->n_batches = oc_sample_epoch_n_batches(&b->ep);
+    b->off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
+    b->rec_bytes = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     if (!b->off || !b->rec_bytes)
         return err->status;
     /* a partition of a 64th of the budget, between 1 and 16 MiB (sequential reads of a
@@ -189,8 +192,8 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
 {
     /* trace 8 (x2 while it grows) + layout (addr 8, packed/segment rows 8) + pairs 16 +
        sorting scratch per access; the planner's per-node scratch; per batch offsets; buffers */
-    return accesses * 64 + b->s->n_nodes * 8 + b->n_batches * 96 + b->part_bytes + DG_WRITE_RUN +
-           b->cap_rec;
+    return accesses * DG_BYTES_PER_ACCESS + b->s->n_nodes * 8 + b->nb_epoch * DG_BYTES_PER_BATCH +
+           b->part_bytes + DG_WRITE_RUN + b->cap_rec;
 }
 
 static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
@@ -209,7 +212,8 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char 
 
 /* ---- sampling ---------------------------------------------------------------- */
 
-int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
+int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint64_t count,
+                     struct oc_err *err)
 {
     uint64_t t0 = now_us();
     char final[4200];
@@ -217,7 +221,11 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
     int rc;
 
     spill_drop(b);
-    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".rec", b->dir, epoch);
+    if (first > b->nb_epoch || count > b->nb_epoch - first)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "store diskgnn: window of batches %" PRIu64 "+%" PRIu64 " of %" PRIu64, first,
+                      count, b->nb_epoch);
+    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".rec", b->dir, epoch, first);
     if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
         return rc;
     oc_tmp_register(b->spill);
@@ -227,13 +235,15 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
     }
     oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
     b->off[0] = 0;
-    for (uint64_t i = 0; i < b->n_batches; i++) {
+    b->n_batches = 0;
+    for (uint64_t i = 0; i < count; i++) {
         const uint64_t *seeds;
         uint64_t n_seeds;
         size_t len;
         if ((rc = check_cancel(b, err)) ||
-            (rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
-            (rc = oc_sample_neighbors(b->sampler, epoch, i, seeds, n_seeds, &b->batch, err)))
+            (rc = oc_sample_epoch_batch(&b->ep, first + i, &seeds, &n_seeds, err)) ||
+            (rc =
+                 oc_sample_neighbors(b->sampler, epoch, first + i, seeds, n_seeds, &b->batch, err)))
             goto fail;
         uint64_t n = b->batch.n_input, at = b->off[i];
         if ((rc = grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
@@ -254,13 +264,17 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, struct oc_err *err)
     if (rc)
         goto fail;
     b->epoch = epoch;
+    b->first = first;
+    b->n_batches = count;
     b->spill_live = 1;
     b->sample_us = now_us() - t0;
     return OC_OK;
 fail:
     oc_writer_abort(w);
     spill_drop(b);
-    return oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64, epoch);
+    return oc_err_prefix(err,
+                         "store diskgnn: sampling epoch %" PRIu64 " batches %" PRIu64 "..%" PRIu64,
+                         epoch, first, first + count - 1);
 }
 
 /* ---- packing ----------------------------------------------------------------- */
@@ -306,7 +320,7 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
         memset(h, 0, OC_PLAN_CHUNK_HEADER);
         memcpy(h, DG_CHUNK_MAGIC, 8);
         oc_put_le64(h + 8, epoch);
-        oc_put_le64(h + 16, i);
+        oc_put_le64(h + 16, b->first + i);
         oc_put_le64(h + 24, n);
         oc_put_le64(h + 32, l->pack_off[i + 1] - l->pack_off[i]);
         oc_put_le64(h + 40, rb);
@@ -461,6 +475,7 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     memset(&l, 0, sizeof(l));
     memset(w, 0, sizeof(*w));
     w->epoch = b->epoch;
+    w->first = b->first;
     struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
     struct oc_plan_opts o;
     memset(&o, 0, sizeof(o));
@@ -481,8 +496,8 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
         goto fail;
     if ((rc = window_arrays(w, &l, err)))
         goto fail;
-    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 "-%016" PRIx64 ".bin", b->dir, w->epoch,
-             window_key(b, cache));
+    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 ".%" PRIu64 "-%016" PRIx64 ".bin", b->dir,
+             w->epoch, w->first, window_key(b, cache));
     if ((rc = oc_tmp_name(tmp, sizeof(tmp), w->path, err)))
         goto fail;
     oc_tmp_register(tmp);
@@ -517,7 +532,9 @@ fail:
     spill_drop(b);
     oc_plan_layout_deinit(&l);
     dg_window_drop(w);
-    return oc_err_prefix(err, "store diskgnn: packing the window of epoch %" PRIu64, w->epoch);
+    return oc_err_prefix(
+        err, "store diskgnn: packing the window of epoch %" PRIu64 " from batch %" PRIu64, w->epoch,
+        w->first);
 }
 
 void dg_window_drop(struct dg_window *w)
@@ -534,17 +551,19 @@ void dg_window_drop(struct dg_window *w)
     }
     oc_free(w->chunk_off);
     oc_free(w->seg_byte_off);
-    uint64_t epoch = w->epoch;
+    uint64_t epoch = w->epoch, first = w->first;
     memset(w, 0, sizeof(*w));
     w->epoch = epoch;
+    w->first = first;
 }
 
-/* A packed window's final name: "w<epoch>-<16 hex>.bin". */
+/* A packed window's final name: "w<epoch>.<first>-<16 hex>.bin" (earlier: "w<epoch>-..."). */
 static int is_window_name(const char *name)
 {
-    unsigned long long ep;
+    unsigned long long ep, first;
     int n = 0;
-    if (sscanf(name, "w%llu-%n", &ep, &n) != 1 || n == 0)
+    if ((sscanf(name, "w%llu.%llu-%n", &ep, &first, &n) != 2 || n == 0) &&
+        (sscanf(name, "w%llu-%n", &ep, &n) != 1 || n == 0))
         return 0;
     const char *k = name + n;
     for (int i = 0; i < 16; i++)

@@ -47,20 +47,26 @@
  * larger than R still runs while the budget can give it, and is OC_ERR_BUDGET
  * naming the consumer when it cannot.
  *   executor   the batch reader (2 MiB bounce, request arrays for R rows),
- *              one batch record read back, the static comparison's bitmap
- *              (1 bit per node)
+ *              one batch record read back and its changeset, the static
+ *              comparison's bitmap (1 bit per node)
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
- *              buffer, writer) + GX_BYTES_PER_ACCESS per access of a
- *              superbatch. Batches are estimated at the first batch's input
- *              rows (sampled at open) plus a quarter, at most R. With
- *              cfg->superbatch = S: S estimated batches; with 0: at most 16
- *              of them and at most a quarter of what the two lines above
- *              leave, and at least one batch of R. The inspector cuts a
+ *              buffer, writer, the planner's batch of entries and its
+ *              per-node next-use array, the spills' write buffers).
+ *              With a plan directory the superbatch's trace, next uses and
+ *              changesets are spilled to files there: no RAM per access; S
+ *              is cfg->superbatch, else an epoch (at most GX_LONG_SUPERBATCH
+ *              batches), and accesses are bounded by a quarter of the disk's
+ *              free space. Without one they are in RAM at
+ *              GX_BYTES_PER_ACCESS per access: batches are estimated at the
+ *              first batch's input rows (sampled at open) plus a quarter, at
+ *              most R; with cfg->superbatch = S: S estimated batches; with 0:
+ *              at most 16 of them and at most a quarter of what the two lines
+ *              above leave, and at least one batch of R. The inspector cuts a
  *              superbatch short where its accesses would pass that (a
  *              superbatch's first batch always goes in)
  *   cache      the rest, at row bytes + GX_BYTES_PER_SLOT per row
- * A budget below the first two lines plus one batch of accesses (S batches
- * when S is given) is OC_ERR_BUDGET naming how much is needed.
+ * A budget below the first two lines (plus, in RAM, one batch of accesses, S
+ * batches when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -68,7 +74,8 @@
 
 #include "store/ginex/ginex_int.h"
 
-#define GX_DEFAULT_SUPERBATCH 16u
+#define GX_DEFAULT_SUPERBATCH 16u   /* spills in RAM: at most this many batches by default */
+#define GX_LONG_SUPERBATCH    1024u /* spills in files: an epoch, at most this many */
 #define GX_LOAD_ROWS          4096u /* warm-up rows queued per batch run, at most */
 
 struct ginex_store {
@@ -80,6 +87,8 @@ struct ginex_store {
     struct gx_hash map; /* id -> slot */
     uint32_t *slots;    /* per gather: slot of each row, or GX_NONE (a miss) */
     uint64_t cap_slots;
+    struct gx_change *chg; /* one batch's changeset, read from its plan */
+    uint64_t cap_chg;
     uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
     uint64_t static_bytes;
     uint64_t S, max_acc, nb, t0, t_end, t_next;
@@ -169,14 +178,30 @@ out:
 }
 
 /*
+ * Accesses a superbatch may have when its spills are files under dir: what a
+ * quarter of the free space holds for two superbatches in flight (trace,
+ * next uses, changes; the batch records are written besides, and a plan file
+ * that cannot be written is not an error).
+ */
+static uint64_t disk_accesses(const char *dir)
+{
+    uint64_t free_b = 0;
+    struct oc_err e;
+    if (oc_fs_free_bytes(dir, &free_b, &e) != OC_OK)
+        return 0;
+    return free_b / 4 / (2 * GX_DISK_PER_ACCESS);
+}
+
+/*
  * Superbatch length S, accesses per superbatch, cache rows C, given the
- * first batch's input rows (probe; 0 = unknown); OC_ERR_BUDGET if the budget
- * cannot hold the executor, the inspector and one batch of accesses before
- * any cached row.
+ * first batch's input rows (probe; 0 = unknown) and whether the superbatch's
+ * spills go to files under spill_dir ("" = RAM); OC_ERR_BUDGET if the budget
+ * cannot hold the executor, the inspector and (spills in RAM) one batch of
+ * accesses before any cached row.
  */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
-                         uint64_t n_iters, uint64_t probe, uint64_t *S_out, uint64_t *acc_out,
-                         uint64_t *C_out, struct oc_err *err)
+                         uint64_t n_iters, uint64_t probe, const char *spill_dir, uint64_t *S_out,
+                         uint64_t *acc_out, uint64_t *C_out, struct oc_err *err)
 {
     uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
     uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
@@ -184,32 +209,44 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     uint64_t exec =
         sizeof(struct ginex_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     uint64_t S = 0, ifix = 0, want = 0;
+    int on_disk = spill_dir[0] != '\0';
     char need_s[32], have_s[32];
 
     *S_out = *acc_out = *C_out = 0;
     if (n_iters) {
-        exec += (s->n_nodes + 7) / 8; /* the static comparison's bitmap */
+        exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
+        exec += rows * sizeof(struct gx_change) * 5 / 4; /* one batch's changeset */
         /* the record of one batch read back from its superbatch file */
         exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
-        S = cfg->superbatch ? cfg->superbatch : GX_DEFAULT_SUPERBATCH;
+        uint64_t nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+        S = cfg->superbatch ? cfg->superbatch
+            : on_disk       ? (nb < GX_LONG_SUPERBATCH ? nb : GX_LONG_SUPERBATCH)
+                            : GX_DEFAULT_SUPERBATCH;
         if (S > n_iters)
             S = n_iters;
-        ifix = gx_inspector_fixed_bytes(S, rows, L);
+        ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes);
         want = est && S > UINT64_MAX / GX_BYTES_PER_ACCESS / est ? UINT64_MAX / GX_BYTES_PER_ACCESS
                                                                  : S * est;
         if (want < rows)
             want = rows; /* one batch always fits */
     }
     *S_out = S;
+    if (on_disk && n_iters) {
+        uint64_t d = disk_accesses(spill_dir);
+        *acc_out = d < want ? d : want;
+        if (*acc_out < rows)
+            *acc_out = rows; /* one batch always goes in: its writes fail clearly if they must */
+    }
     if (cfg->mem_bytes == 0) {
-        *acc_out = want;
+        if (!on_disk)
+            *acc_out = want;
         *C_out = n_iters ? s->n_nodes : 0;
     } else {
-        /* An explicit S gets room for S batches of the estimated size; a derived one at
-           most that, a quarter of what is left, at least one batch of the bound
-           (superbatches end where it is full). */
-        uint64_t one = n_iters ? rows * GX_BYTES_PER_ACCESS : 0;
-        uint64_t all = want * GX_BYTES_PER_ACCESS;
+        /* Spills in RAM: an explicit S gets room for S batches of the estimated size; a
+           derived one at most that, a quarter of what is left, at least one batch of the
+           bound (superbatches end where it is full). In files: no RAM per access. */
+        uint64_t one = n_iters && !on_disk ? rows * GX_BYTES_PER_ACCESS : 0;
+        uint64_t all = on_disk ? 0 : want * GX_BYTES_PER_ACCESS;
         uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
         if (cfg->mem_bytes < need)
             return OC_ERR(err, OC_ERR_BUDGET,
@@ -219,6 +256,7 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                           oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
                           rows, n_iters ? ", and the inspector with the accesses of " : "",
                           !n_iters                   ? ""
+                          : on_disk                  ? "one batch (in files)"
                           : cfg->superbatch && S > 1 ? "a whole superbatch"
                                                      : "one batch",
                           oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
@@ -227,7 +265,8 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
             share = one;
         if (share > all || cfg->superbatch)
             share = all;
-        *acc_out = share / GX_BYTES_PER_ACCESS;
+        if (!on_disk)
+            *acc_out = share / GX_BYTES_PER_ACCESS;
         uint64_t c = n_iters ? (left - share) / (s->row_bytes + GX_BYTES_PER_SLOT) : 0;
         *C_out = c < s->n_nodes ? c : s->n_nodes;
     }
@@ -321,12 +360,24 @@ static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
 }
 
 /* Changeset `it` of plan p: inserted rows, as read (f16: the upper half), into their slots. */
-static void apply_changes(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p,
-                          uint64_t it, const uint64_t *ids, uint64_t n, const float *out)
+static int apply_changes(struct oc_store *s, struct ginex_store *g, struct gx_plan *p, uint64_t it,
+                         const uint64_t *ids, uint64_t n, const float *out, struct oc_err *err)
 {
-    for (uint64_t c = p->chg_off[it]; c < p->chg_off[it + 1]; c++) {
-        uint32_t pos = p->chg_pos[c], k = p->chg_slot[c];
-        if (pos >= n || g->slots[pos] != GX_NONE ||
+    uint64_t n_chg = 0;
+    if (p->max_chg > g->cap_chg) {
+        struct gx_change *c =
+            oc_realloc(g->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
+        if (!c)
+            return err ? err->status : OC_ERR_NOMEM;
+        g->chg = c;
+        g->cap_chg = p->max_chg;
+    }
+    int rc = gx_plan_changes(p, it, g->chg, &n_chg, err);
+    if (rc)
+        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
+    for (uint64_t c = 0; c < n_chg; c++) {
+        uint32_t pos = g->chg[c].pos, k = g->chg[c].slot;
+        if (pos >= n || k >= g->cap || g->slots[pos] != GX_NONE ||
             gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
             g->n_diverged++;
             continue;
@@ -338,11 +389,12 @@ static void apply_changes(struct oc_store *s, struct ginex_store *g, const struc
         memcpy(slot_row(s, g, k), src, s->row_bytes);
         slot_fill(g, k, ids[pos]);
     }
+    return OC_OK;
 }
 
 /* Gathers ids through the cache; with a plan, applies its changeset `it` afterwards. */
 static int exec_gather(struct oc_store *s, struct ginex_store *g, const uint64_t *ids, uint64_t n,
-                       float *out, const struct gx_plan *p, uint64_t it, struct oc_err *err)
+                       float *out, struct gx_plan *p, uint64_t it, struct oc_err *err)
 {
     uint64_t misses = 0;
     int rc;
@@ -375,7 +427,8 @@ static int exec_gather(struct oc_store *s, struct ginex_store *g, const uint64_t
     if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
         return rc;
     if (changes) {
-        apply_changes(s, g, p, it, ids, n, out);
+        if ((rc = apply_changes(s, g, p, it, ids, n, out, err)))
+            return rc;
         struct copy_job w = {s, g, out, 0, 1};
         if (s->dtype == OC_DTYPE_F16 && misses &&
             (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
@@ -441,7 +494,7 @@ static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch
     }
     if (t == g->cur->first_iter + g->cur->n_iters && (rc = next_plan(s, g, err)))
         return rc;
-    const struct gx_plan *p = g->cur;
+    struct gx_plan *p = g->cur;
     uint64_t it = t - p->first_iter;
     if ((rc = exec_gather(s, g, ids, n, out, p, it, err)))
         return rc;
@@ -569,10 +622,15 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
                       "ahead of training)",
                       "ginex");
 
-    uint64_t probe = 0;
-    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||
-        (t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))) ||
-        (rc = plan_capacity(s, cfg, t_end - t0, probe, &S, &max_acc, &C, err)))
+    uint64_t probe = 0, key = 0;
+    char dir[4096];
+    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)))
+        return rc;
+    dir[0] = '\0';
+    if (t_end > t0)
+        gx_plan_dir(s, cfg, dir, sizeof(dir), &key);
+    if ((t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))) ||
+        (rc = plan_capacity(s, cfg, t_end - t0, probe, dir, &S, &max_acc, &C, err)))
         return rc;
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
     if (!g)
@@ -613,10 +671,11 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     char c_s[32], m_s[32];
     oc_log(OC_LOG_INFO,
            "store ginex: cache of %" PRIu64 " rows (%s), superbatches of up to %" PRIu64
-           " batches and %" PRIu64 " accesses, budget %s",
+           " batches and %" PRIu64 " accesses (trace %s), budget %s",
            C, oc_format_size(C * s->row_bytes, c_s, sizeof(c_s)), S, max_acc,
+           dir[0] ? "in files under the plan directory" : "in RAM",
            oc_format_size(cfg->mem_bytes, m_s, sizeof(m_s)));
-    struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits};
+    struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits, dir, key};
     if ((rc = gx_inspector_new(s, &ic, &g->insp, err)))
         return rc;
     if ((rc = gx_inspector_next(g->insp, &g->cur, err)))
@@ -627,10 +686,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct ginex_store *g = s->impl;
-    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) +
-                      g->map.cap * sizeof(uint32_t) + g->cap_slots * sizeof(uint32_t) +
-                      g->static_bytes + store_disk_held_bytes(&g->disk) +
-                      gx_inspector_held_bytes(g->insp) + g->cap_rec;
+    out->held_bytes =
+        sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) + g->map.cap * sizeof(uint32_t) +
+        g->cap_slots * sizeof(uint32_t) + g->cap_chg * sizeof(struct gx_change) + g->static_bytes +
+        store_disk_held_bytes(&g->disk) + gx_inspector_held_bytes(g->insp) + g->cap_rec;
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
 }
@@ -651,6 +710,7 @@ static void ginex_free(struct oc_store *s)
     oc_free(g->slot_id);
     gx_hash_deinit(&g->map);
     oc_free(g->slots);
+    oc_free(g->chg);
     oc_free(g->static_bits);
     oc_free(g);
     s->impl = NULL;
@@ -714,7 +774,9 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     uint64_t lo = 1, hi = 1ull << 50;
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
-        if (plan_capacity(&s, &c, t_end - t0, probe, &S, &acc, &C, NULL) == OC_OK && C >= rows)
+        if (plan_capacity(&s, &c, t_end - t0, probe, cfg->plan_dir ? cfg->plan_dir : "", &S, &acc,
+                          &C, NULL) == OC_OK &&
+            C >= rows)
             hi = c.mem_bytes;
         else
             lo = c.mem_bytes + 1;

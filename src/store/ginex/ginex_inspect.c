@@ -101,16 +101,20 @@ struct gx_inspector {
 
 /* ---- sizes ----------------------------------------------------------------- */
 
-uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers)
+uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers, uint64_t n_nodes)
 {
     /* sampler: id map, sampled ids and the batch, at most ~96 bytes per input row */
     uint64_t sampler = rows * 96 + (64u << 10);
     uint64_t record = rows * (16 + 8 * (uint64_t)n_layers) * 5 / 4 + 4096;
-    uint64_t pending = rows * 2 * sizeof(uint32_t) * 5 / 4;
+    /* planner: a batch of candidate entries (and their map) and its ids, next uses, entries
+       (at least 1024 rows) */
+    uint64_t batch = (rows > 1024 ? rows : 1024) * (25 + 16 + 24) * 5 / 4;
     /* per batch: trace offsets, plan offsets and counts (two plans), buckets */
     uint64_t per_iter = (S + 2) * (8 + 2 * (16 + sizeof(struct gx_counts)) + 4) * 5 / 4 + 64 * 4;
-    return sizeof(struct gx_inspector) + sampler + record + pending + per_iter + SB_WRITE_BYTES +
-           OC_IO_ALIGN;
+    /* the spills' write buffers (trace, next uses, two changesets) */
+    uint64_t spills = 4 * (uint64_t)GX_SPILL_BUF_BYTES;
+    return sizeof(struct gx_inspector) + sampler + record + batch + per_iter + spills +
+           SB_WRITE_BYTES + OC_IO_ALIGN + gx_planner_fixed_bytes(0, n_nodes, 0);
 }
 
 static void update_held(struct gx_inspector *in)
@@ -445,22 +449,42 @@ out:
     return rc;
 }
 
+/* Fills the trace and p with the superbatch at next_first: from its file if sound, else sampled. */
+static int fill_trace(struct gx_inspector *in, struct gx_plan *p, int may_reuse, int *reused,
+                      struct oc_err *err)
+{
+    gx_trace_clear(&in->trace);
+    int rc = may_reuse ? sb_reuse(in, p, err) : 0;
+    *reused = rc == 1;
+    if (rc < 0)
+        return rc;
+    if (rc == 0 && (rc = sb_sample(in, p, err)))
+        return rc;
+    atomic_fetch_add(*reused ? &in->n_reused : &in->n_sampled, 1);
+    return OC_OK;
+}
+
 /* Fills plan p with the next superbatch: its trace from the file or the sampler, then the plan. */
 static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
 {
-    gx_trace_clear(&in->trace);
-    int rc = sb_reuse(in, p, err);
-    if (rc < 0)
+    uint64_t first = in->next_first;
+    int reused = 0;
+    int rc = fill_trace(in, p, 1, &reused, err);
+    if (rc)
         return rc;
-    if (rc == 1) {
-        atomic_fetch_add(&in->n_reused, 1);
-    } else {
-        if ((rc = sb_sample(in, p, err)))
+    rc = gx_plan_build(&in->planner, &in->trace, p, err);
+    if (rc == OC_ERR_FORMAT && reused) {
+        /* the file passed its checksums but not the planner's (an id repeated in a batch):
+           not trusted; the planner's cache is untouched by a failed build */
+        oc_log(OC_LOG_WARN, "store ginex: not trusting %s (%s); sampling it again", p->sb_path,
+               err ? err->msg : "");
+        in->next_first = first;
+        if ((rc = fill_trace(in, p, 0, &reused, err)))
             return rc;
-        atomic_fetch_add(&in->n_sampled, 1);
+        rc = gx_plan_build(&in->planner, &in->trace, p, err);
     }
     in->next_first = p->first_iter + p->n_iters;
-    if ((rc = gx_plan_build(&in->planner, &in->trace, p, err)))
+    if (rc)
         oc_err_prefix(err, "store ginex: planning batches %" PRIu64 "..%" PRIu64, p->first_iter,
                       p->first_iter + p->n_iters - 1);
     return rc;
@@ -481,6 +505,33 @@ static int inspector_stage(void *ctx, struct oc_stage *st, void *item, struct oc
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */
+
+int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, char *dir, size_t n,
+                uint64_t *key)
+{
+    dir[0] = '\0';
+    *key = 0;
+    if (!cfg->plan_dir)
+        return 0;
+    *key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);
+    int w = snprintf(dir, n, "%s/ginex-%016" PRIx64, cfg->plan_dir, *key);
+    struct oc_err e;
+    oc_err_clear(&e);
+    if (w < 0 || (size_t)w >= n - 64) {
+        dir[0] = '\0';
+        oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
+               cfg->plan_dir);
+    } else if (oc_mkdir_p(dir, &e) != OC_OK || access(dir, W_OK) != 0) {
+        oc_log(OC_LOG_WARN,
+               "store ginex: %s%s; superbatches stay in memory (--plan-dir DIR puts them "
+               "elsewhere)",
+               e.status ? e.msg : dir, e.status ? "" : ": not writable");
+        dir[0] = '\0';
+    } else {
+        oc_tmp_clean_stale(dir, NULL, NULL, NULL);
+    }
+    return dir[0] != '\0';
+}
 
 int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                      struct gx_inspector **out, struct oc_err *err)
@@ -505,7 +556,7 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     in->next_first = ic->t0;
     in->ep_cur = UINT64_MAX;
     oc_sample_batch_init(&in->batch);
-    gx_trace_init(&in->trace);
+    gx_trace_init(&in->trace, s->n_nodes);
     gx_plan_init(&in->plans[0]);
     gx_plan_init(&in->plans[1]);
     atomic_init(&in->held, 0);
@@ -513,32 +564,20 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     atomic_init(&in->n_sampled, 0);
     atomic_init(&in->n_batches_sampled, 0);
     *out = in;
-    if ((rc = gx_planner_init(&in->planner, ic->capacity, cfg->graph->indptr, 1, ic->static_bits,
-                              err)))
+    if ((rc = gx_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
+                              ic->static_bits, err)))
         return rc;
     if ((rc = oc_sample_sampler_new(cfg->graph, &in->so, NULL, &in->sampler, err)) ||
         (rc = oc_sample_epoch_init_plan(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                         &in->so, err)))
         return rc;
-    if (cfg->plan_dir) {
-        in->key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);
-        int w = snprintf(in->dir, sizeof(in->dir), "%s/ginex-%016" PRIx64, cfg->plan_dir, in->key);
-        struct oc_err e;
-        oc_err_clear(&e);
-        if (w < 0 || (size_t)w >= sizeof(in->dir) - 64) {
-            in->dir[0] = '\0';
-            oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
-                   cfg->plan_dir);
-        } else if (oc_mkdir_p(in->dir, &e) != OC_OK || access(in->dir, W_OK) != 0) {
-            oc_log(OC_LOG_WARN,
-                   "store ginex: %s%s; superbatches stay in memory (--plan-dir DIR puts them "
-                   "elsewhere)",
-                   e.status ? e.msg : in->dir, e.status ? "" : ": not writable");
-            in->dir[0] = '\0';
-        } else {
-            oc_tmp_clean_stale(in->dir, NULL, NULL, NULL);
-        }
-    }
+    in->key = ic->key;
+    snprintf(in->dir, sizeof(in->dir), "%s", ic->dir);
+    if (in->dir[0] && ((rc = gx_spill_to_file(&in->trace.ids, in->dir, "trace", err)) ||
+                       (rc = gx_planner_spill_to(&in->planner, in->dir, err)) ||
+                       (rc = gx_spill_to_file(&in->plans[0].chg, in->dir, "changes", err)) ||
+                       (rc = gx_spill_to_file(&in->plans[1].chg, in->dir, "changes", err))))
+        return oc_err_prefix(err, "store ginex: superbatch scratch under %s", in->dir);
     if ((rc = store_stages(s, &in->p, err)) ||
         (rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
         (rc = oc_pipeline_queue(in->p, 2, &in->done, err)))

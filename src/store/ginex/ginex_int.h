@@ -83,39 +83,72 @@ void gx_lru_deinit(struct gx_lru *l);
 /* Touches id: 1 if it was cached (hit), 0 if not (it is now, evicting the least recent). */
 int gx_lru_access(struct gx_lru *l, uint64_t id);
 
+/* ---- spills (ginex_spill.c) -------------------------------------------------- */
+
+#define GX_SPILL_BUF_BYTES (64u << 10) /* write buffer of a spill in a file */
+
+/*
+ * An array of n elements of `elem` bytes, appended to (or put at a position)
+ * and read back in ranges; in RAM (oc_alloc'd, grown by a quarter) or, after
+ * gx_spill_to_file, in an unlinked scratch file under a directory with a
+ * write buffer. Reads see everything written (pending appends are flushed).
+ */
+struct gx_spill {
+    uint32_t elem;
+    uint64_t n;   /* elements */
+    uint8_t *mem; /* RAM backend: cap elements */
+    uint64_t cap;
+    struct oc_file *f; /* file backend */
+    uint8_t *buf;      /* its write buffer: the last n_buf elements appended */
+    uint64_t n_buf;
+    char path[4500];
+    const char *what; /* consumer name, for the accountant and errors */
+};
+
+void gx_spill_init(struct gx_spill *sp, uint32_t elem, const char *what);
+void gx_spill_deinit(struct gx_spill *sp);
+/* Moves the (empty) spill into a scratch file under dir, named after name. */
+int gx_spill_to_file(struct gx_spill *sp, const char *dir, const char *name, struct oc_err *err);
+int gx_spill_in_file(const struct gx_spill *sp);
+/* Empties it (memory and file are kept for reuse). */
+void gx_spill_clear(struct gx_spill *sp);
+int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_err *err);
+/* Writes n elements at position at (the spill grows to at + n if shorter). */
+int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, struct oc_err *err);
+/* Reads elements [at, at + n) (OC_ERR_INTERNAL past the end). */
+int gx_spill_get(struct gx_spill *sp, uint64_t at, uint64_t n, void *out, struct oc_err *err);
+/* Writes the buffered appends to the file (no-op in RAM). */
+int gx_spill_flush(struct gx_spill *sp, struct oc_err *err);
+/* RAM held: the array, or the write buffer. */
+uint64_t gx_spill_held_bytes(const struct gx_spill *sp);
+
 /* ---- superbatch trace (ginex_plan.c) --------------------------------------- */
 
 /*
- * The input ids of S consecutive batches as local indices: every distinct id
- * gets a local index in order of first appearance (the map), so the planner
- * works on dense arrays whatever the node count.
+ * The input ids of a superbatch's batches, in order: iteration offsets in RAM
+ * (8 bytes per batch), the ids in a spill (4 bytes each when every id fits
+ * 32 bits, else 8), so in a file a trace costs no RAM per access.
  *
  *   iter_off:  [0, |B0|, |B0|+|B1|, ...]         n_iters + 1
- *   loc:       local index of every access        n_acc
- *   loc_id:    global id of every local           n_loc (ids of a batch are distinct)
+ *   ids:       every access's node id             n_acc
  */
 struct gx_trace {
-    uint64_t n_iters, n_acc, n_loc;
+    uint64_t n_iters, n_acc;
+    uint64_t max_rows; /* most accesses of one batch */
     uint64_t *iter_off;
-    uint32_t *loc;
-    uint64_t *loc_id;
-    uint32_t *last_iter; /* per local: the last iteration it was added in (duplicate check) */
-    struct gx_hash map;  /* id -> local */
-    uint64_t cap_iters, cap_acc, cap_loc;
+    uint64_t cap_iters;
+    struct gx_spill ids;
 };
 
-void gx_trace_init(struct gx_trace *t);
+/* An empty trace in RAM, for ids below n_nodes (UINT64_MAX: any). */
+void gx_trace_init(struct gx_trace *t, uint64_t n_nodes);
 void gx_trace_deinit(struct gx_trace *t);
-/* Empties the trace, keeping its memory. */
+/* Empties the trace, keeping its memory and file. */
 void gx_trace_clear(struct gx_trace *t);
-/*
- * Appends one batch's input ids. An id repeated within the batch is
- * OC_ERR_FORMAT (sampled batches never repeat one; a plan file that does is
- * corrupt). The trace is unchanged on failure.
- */
+/* Appends one batch's input ids (checked for repeats by the planner). */
 int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err);
-/* Local index of id, adding it (with no accesses) if new. For the planner's carried rows. */
-int gx_trace_local(struct gx_trace *t, uint64_t id, uint32_t *local, struct oc_err *err);
+/* Reads the ids of accesses [a, a + n). */
+int gx_trace_ids(struct gx_trace *t, uint64_t a, uint64_t n, uint64_t *out, struct oc_err *err);
 /* Memory held. */
 uint64_t gx_trace_held_bytes(const struct gx_trace *t);
 
@@ -126,29 +159,36 @@ struct gx_counts {
     uint64_t n_acc, n_belady, n_lru, n_static;
 };
 
+/* One change: after the batch's gather, slot `slot` takes the row at output position `pos`. */
+struct gx_change {
+    uint32_t pos, slot;
+};
+
 /*
  * What the executor does over a superbatch, for a cache of C slots:
  *
  *   warm:     before iteration 0, read row warm_id[w] from disk into slot
  *             warm_slot[w] (only while the cache has empty slots: the rows
  *             used soonest)
- *   changes:  after iteration i's gather, for c in [chg_off[i], chg_off[i+1]):
- *             slot chg_slot[c] drops its row (the eviction) and takes the row
- *             at output position chg_pos[c] (a miss of iteration i, read from
- *             disk by that very gather: no extra read)
+ *   changes:  after iteration i's gather, for each change c in [chg_off[i],
+ *             chg_off[i+1]) of the chg spill: slot c.slot drops its row (the
+ *             eviction) and takes the row at output position c.pos (a miss
+ *             of iteration i, read from disk by that very gather: no extra read)
  *
- * A slot appears at most once per iteration.
+ * A slot appears at most once per iteration. The changes live in a spill (a
+ * file when the inspector has a plan directory), read back per batch.
  */
 struct gx_plan {
     uint64_t first_iter; /* plan iteration (epoch x batches per epoch + batch) of iteration 0 */
     uint64_t n_iters;
-    uint64_t n_warm, n_chg;
+    uint64_t n_warm;
     uint64_t *warm_id;
     uint32_t *warm_slot;
-    uint64_t *chg_off; /* n_iters + 1 */
-    uint32_t *chg_pos, *chg_slot;
+    uint64_t *chg_off;     /* n_iters + 1 */
+    struct gx_spill chg;   /* struct gx_change elements */
     struct gx_counts *cnt; /* n_iters */
-    uint64_t cap_iters, cap_warm, cap_chg;
+    uint64_t max_chg;      /* most changes of one iteration */
+    uint64_t cap_iters, cap_warm;
     /*
      * Where its batches can be read back (ginex_load_batch): the superbatch
      * file, complete under its final name ("" when it could not be written),
@@ -165,6 +205,9 @@ struct gx_plan {
 void gx_plan_init(struct gx_plan *p);
 void gx_plan_deinit(struct gx_plan *p);
 uint64_t gx_plan_held_bytes(const struct gx_plan *p);
+/* The changes of iteration it into out (room for max_chg), their count in *n. */
+int gx_plan_changes(struct gx_plan *p, uint64_t it, struct gx_change *out, uint64_t *n,
+                    struct oc_err *err);
 
 /*
  * The planner: the cache contents as the plans leave them (slot -> id),
@@ -176,55 +219,68 @@ uint64_t gx_plan_held_bytes(const struct gx_plan *p);
  * among (cache ∪ rows of iteration i). Next uses beyond the superbatch are
  * unknown (infinite); among those, rows of lower in-degree go first.
  *
- * Linear in the accesses: one backward pass gives every access the iteration
- * of its row's next use (the chain of each row's access positions), and
- * cached rows sit in buckets by next use (one bucket per iteration, then 64
- * "never again in this superbatch" buckets by log2 in-degree), singly linked:
+ * Linear in the accesses, streamed: a backward pass over the trace gives
+ * every access the iteration of its row's next use (a per-node "next use so
+ * far" array, written to the nxt spill); a forward pass then reads one batch
+ * of ids and next uses at a time. Only cached rows and the current batch's
+ * candidates are held, as entries (at most C + rows of one batch), in buckets
+ * by next use (one bucket per iteration, then 64 "never again in this
+ * superbatch" buckets by log2 in-degree), singly linked:
  *
  *   bucket:  0   1   2  ...  S-1 | inf,deg 2^63 ... inf,deg 1
  *                ▲                                        ▲
  *           hits of iteration 1                    evicted first
  *
- * The rows of bucket i are exactly iteration i's hits. Misses are taken in
+ * The entries of bucket i are exactly iteration i's hits. Misses are taken in
  * batch order: one enters if the cache has room, or if the fullest-key bucket
  * (a pointer that only moves down within an iteration) holds a row used later
  * than it, which is evicted; ties keep the cached row. Cost O(accesses + C +
- * S x 64) per superbatch.
+ * S x 64 + nodes) per superbatch; RAM O(C + rows of one batch + nodes x 4 B).
  */
 struct gx_planner {
     uint64_t cap;      /* C */
     uint64_t *slot_id; /* C: id in slot, or GX_EMPTY */
     uint64_t n_used;
+    uint64_t n_nodes;
     const uint64_t *indptr; /* in-degrees for the infinite buckets (borrowed; may be NULL) */
-    /* per access / per local / per bucket scratch */
-    uint32_t *nxt;
-    uint64_t cap_acc;
-    uint32_t *key, *link, *slot_of;
+    uint32_t *first_use;    /* n_nodes: next use while walking backward */
+    struct gx_spill nxt;    /* per access: the iteration of its row's next use */
+    /* entries: cached rows and this batch's candidates */
+    uint64_t cap_ent, n_free_ent;
+    uint64_t *ent_id;
+    uint32_t *key, *link, *slot_of, *free_ent;
     uint8_t *state;
-    uint64_t cap_loc;
+    struct gx_hash map; /* id -> entry */
     uint32_t *head;
     uint64_t cap_head;
     uint32_t *free_slots; /* C */
-    uint32_t *pend_pos, *pend_loc;
-    uint64_t cap_pend;
+    /* one batch: ids, next uses, entries, candidates */
+    uint64_t *b_id;
+    uint32_t *b_nxt, *b_ent, *pend_pos, *pend_ent;
+    uint64_t cap_rows;
     /* the other policies of the same capacity, on the same accesses */
     struct gx_lru lru;
     const uint8_t *static_bits; /* the degree-ranked cache's rows as a bitmap (borrowed) */
 };
 
-/* Bytes the planner allocates for C slots, not counting per-superbatch scratch. */
-uint64_t gx_planner_fixed_bytes(uint64_t cap, int with_lru);
+/* Bytes the planner allocates for C slots over n_nodes nodes, besides per-batch scratch. */
+uint64_t gx_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru);
 
-int gx_planner_init(struct gx_planner *p, uint64_t cap, const uint64_t *indptr, int with_lru,
-                    const uint8_t *static_bits, struct oc_err *err);
+int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
+                    int with_lru, const uint8_t *static_bits, struct oc_err *err);
+/* Lets ids below n_nodes be planned (grows the per-node array; never shrinks). */
+int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err);
+/* Puts the next-use spill in a scratch file under dir (else it is in RAM). */
+int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err);
 void gx_planner_deinit(struct gx_planner *p);
 uint64_t gx_planner_held_bytes(const struct gx_planner *p);
 
 /*
  * Builds out (first_iter and n_iters already set; n_iters must equal
  * t->n_iters) from the trace of the superbatch and the carried cache, and
- * leaves the cache as the plan does. Adds carried rows to t as locals.
- * OC_ERR_NOMEM / OC_ERR_BUDGET if scratch cannot grow.
+ * leaves the cache as the plan does. An id repeated within a batch, or not
+ * below n_nodes, is OC_ERR_FORMAT (a corrupt plan file). OC_ERR_NOMEM /
+ * OC_ERR_BUDGET if scratch cannot grow; I/O errors of the spills as they are.
  */
 int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
                   struct oc_err *err);
@@ -232,12 +288,15 @@ int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
 /* ---- the inspector (ginex_inspect.c) ---------------------------------------- */
 
 /*
- * Budget per access of a superbatch (trace, planner scratch, changes of both
- * plans, the locals it may add; growth slack included) and per cache slot
- * besides its row (the executor's slot id and map, the planner's slot id and
- * free stack, the LRU simulation, the carried rows as locals, warm-up lists).
+ * Budget per access of a superbatch whose spills are in RAM (no plan
+ * directory: trace id, next use, changes of both plans; growth slack
+ * included; with a plan directory an access costs disk, not RAM:
+ * GX_DISK_PER_ACCESS besides the batch records) and per cache slot besides
+ * its row (the executor's slot id and map, the planner's slot id, entry and
+ * map, free stacks, the LRU simulation, warm-up lists of both plans).
  */
-#define GX_BYTES_PER_ACCESS 80u
+#define GX_BYTES_PER_ACCESS 36u
+#define GX_DISK_PER_ACCESS  20u
 #define GX_BYTES_PER_SLOT   152u
 
 struct gx_inspector;
@@ -251,15 +310,26 @@ struct gx_inspect_config {
     uint64_t max_acc;                  /* most accesses per superbatch (one batch always fits) */
     uint64_t capacity;                 /* C */
     const uint8_t *static_bits;        /* borrowed, may be NULL */
+    const char *dir;                   /* plan directory from gx_plan_dir ("" = none) */
+    uint64_t key;                      /* its plan key */
 };
+
+/*
+ * The plan directory of a ginex store over cfg, PLAN/ginex-<key>, created
+ * (stale temporaries of finished runs removed) into dir (n bytes); "" and 0
+ * returned when there is none (no --plan-dir, not creatable or not
+ * writable: logged). The superbatch files and the planner's spills go there.
+ */
+int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, char *dir, size_t n,
+                uint64_t *key);
 
 /*
  * Creates the inspector, its sampler, planner and trace; starts its stage on
  * the store's pipeline (store_stages), which fills the two plans with
- * superbatches 0 and 1. A superbatch is the
- * next S batches, cut short before a batch that would take its accesses past
- * max_acc. The plan directory (cfg->plan_dir/ginex-<key>; none if plan_dir is
- * NULL) is created here.
+ * superbatches 0 and 1. A superbatch is the next S batches, cut short before
+ * a batch that would take its accesses past max_acc. With a plan directory
+ * (ic->dir) the trace, the next uses and the changesets are spilled to
+ * unlinked scratch files there.
  */
 int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                      struct gx_inspector **out, struct oc_err *err);
@@ -285,12 +355,14 @@ const char *gx_inspector_dir(const struct gx_inspector *in);
 void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64_t *sampled);
 
 /*
- * Bytes the inspector holds besides GX_BYTES_PER_ACCESS per access and
- * GX_BYTES_PER_SLOT per slot: itself, its sampler and one batch of up to
- * `rows` inputs of n_layers layers, the record buffer, the plan file writer,
- * per-batch arrays of S batches.
+ * Bytes the inspector holds besides GX_BYTES_PER_ACCESS per access (spills
+ * in RAM) and GX_BYTES_PER_SLOT per slot: itself, its sampler and one batch
+ * of up to `rows` inputs of n_layers layers, the record buffer, the plan file
+ * writer, the planner's per-batch entries and per-node next-use array,
+ * per-batch arrays of S batches, the spills' write buffers.
  */
-uint64_t gx_inspector_fixed_bytes(uint64_t superbatch, uint64_t rows, uint32_t n_layers);
+uint64_t gx_inspector_fixed_bytes(uint64_t superbatch, uint64_t rows, uint32_t n_layers,
+                                  uint64_t n_nodes);
 
 /* ---- test knobs --------------------------------------------------------------- */
 

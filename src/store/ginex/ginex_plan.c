@@ -8,10 +8,13 @@
  * the same capacity would have missed on the same accesses.
  *
  * Place in the data flow: store, on the inspector thread: sample ──► trace
- * ──► gx_plan_build ──► plan ──► executor (ginex.c).
+ * ──► gx_plan_build (backward pass: next uses; forward pass: changes) ──►
+ * plan ──► executor (ginex.c). The trace, the next uses and the changes are
+ * spills (ginex_spill.c): in files under the plan directory a superbatch of
+ * any length is planned in RAM bounded by the cache and one batch.
  * Thread-safety: a trace, planner and plan are driven by one thread at a time.
- * Ownership: each object owns its arrays (oc_alloc'd, grown geometrically up
- * to the hint the inspector sizes the budget with, then reused).
+ * Ownership: each object owns its arrays (oc_alloc'd, grown geometrically,
+ * then reused) and spills.
  *
  * Why batch granularity: the executor gathers a whole batch from the cache
  * state before it (hits copied out, misses read into the output), then moves
@@ -21,7 +24,7 @@
  * than one it dropped can swap them without adding a miss. A row seen only
  * in later superbatches counts as "never", the best the inspector can know.
  *
- *   states of a row (local) during one superbatch:
+ *   states of a row (an entry while it is in the cache or a candidate):
  *
  *        warm-up / assign slot          evicted (a miss used sooner)
  *   OUT ─────────────────────► CACHED ─────────────────────────────► OUT
@@ -36,6 +39,9 @@
 #include "store/ginex/ginex_int.h"
 
 #define N_INF_BUCKETS 64u /* "no next use": one bucket per log2(in-degree + 1) */
+#define MIN_ROWS \
+    1024u /* batch scratch at least: the backward pass and the warm-up read
+                                 the trace in chunks of the batch scratch's size */
 
 enum { ST_OUT = 0, ST_CACHED = 1, ST_PENDING = 2 };
 
@@ -52,7 +58,7 @@ static uint64_t next_cap(uint64_t cap, uint64_t need)
     return c < need ? need : c;
 }
 
-/* Grows *p (elem-sized entries) to at least need entries; *cap is updated by the caller. */
+/* Grows *p (elem-sized entries) to new_cap entries; *cap is updated by the caller. */
 static int grow(void **p, uint64_t new_cap, size_t elem, const char *what, struct oc_err *err)
 {
     void *q = oc_realloc(*p, (size_t)(new_cap * elem), what, err);
@@ -64,65 +70,41 @@ static int grow(void **p, uint64_t new_cap, size_t elem, const char *what, struc
 
 /* ---- trace ---------------------------------------------------------------- */
 
-void gx_trace_init(struct gx_trace *t)
+void gx_trace_init(struct gx_trace *t, uint64_t n_nodes)
 {
     memset(t, 0, sizeof(*t));
-    gx_hash_init(&t->map);
+    gx_spill_init(&t->ids, n_nodes <= (uint64_t)UINT32_MAX + 1 ? 4 : 8,
+                  "store ginex: superbatch trace");
 }
 
 void gx_trace_deinit(struct gx_trace *t)
 {
     oc_free(t->iter_off);
-    oc_free(t->loc);
-    oc_free(t->loc_id);
-    oc_free(t->last_iter);
-    gx_hash_deinit(&t->map);
-    gx_trace_init(t);
+    t->iter_off = NULL;
+    t->cap_iters = 0;
+    gx_spill_deinit(&t->ids);
+    gx_trace_clear(t);
 }
 
 void gx_trace_clear(struct gx_trace *t)
 {
-    t->n_iters = t->n_acc = t->n_loc = 0;
-    gx_hash_clear(&t->map);
+    t->n_iters = t->n_acc = t->max_rows = 0;
+    gx_spill_clear(&t->ids);
     if (t->iter_off)
         t->iter_off[0] = 0;
 }
 
 uint64_t gx_trace_held_bytes(const struct gx_trace *t)
 {
-    return t->cap_iters * sizeof(uint64_t) + t->cap_acc * sizeof(uint32_t) +
-           t->cap_loc * (sizeof(uint64_t) + sizeof(uint32_t)) + t->map.cap * sizeof(uint32_t);
-}
-
-/* Room for n_loc locals (map included). */
-static int trace_reserve_loc(struct gx_trace *t, uint64_t n_loc, struct oc_err *err)
-{
-    static const char what[] = "store ginex: superbatch trace";
-    if (n_loc >= GX_NONE)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "store ginex: a superbatch of %llu distinct rows is too large (< 2^32)",
-                      (unsigned long long)n_loc);
-    if (n_loc > t->cap_loc) {
-        uint64_t c = next_cap(t->cap_loc, n_loc);
-        int rc = grow((void **)&t->loc_id, c, sizeof(uint64_t), what, err);
-        if (rc == OC_OK)
-            rc = grow((void **)&t->last_iter, c, sizeof(uint32_t), what, err);
-        if (rc)
-            return rc;
-        t->cap_loc = c;
-    }
-    if (t->map.cap == 0)
-        return gx_hash_alloc(&t->map, n_loc, what, err);
-    return gx_hash_grow(&t->map, t->loc_id, n_loc, what, err);
+    return t->cap_iters * sizeof(uint64_t) + gx_spill_held_bytes(&t->ids);
 }
 
 int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
-    static const char what[] = "store ginex: superbatch trace";
     int rc;
     if (t->n_iters + 2 > t->cap_iters) {
         uint64_t c = next_cap(t->cap_iters, t->n_iters + 2);
-        if ((rc = grow((void **)&t->iter_off, c, sizeof(uint64_t), what, err)))
+        if ((rc = grow((void **)&t->iter_off, c, sizeof(uint64_t), t->ids.what, err)))
             return rc;
         if (t->cap_iters == 0)
             t->iter_off[0] = 0;
@@ -130,46 +112,46 @@ int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struc
     }
     if (t->n_iters + 1 >= GX_INF - N_INF_BUCKETS)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "store ginex: superbatch of too many batches");
-    if (t->n_acc + n > t->cap_acc) {
-        uint64_t c = next_cap(t->cap_acc, t->n_acc + n);
-        if ((rc = grow((void **)&t->loc, c, sizeof(uint32_t), what, err)))
-            return rc;
-        t->cap_acc = c;
-    }
-    if ((rc = trace_reserve_loc(t, t->n_loc + n, err)))
-        return rc;
-    uint32_t it = (uint32_t)t->n_iters;
-    for (uint64_t j = 0; j < n; j++) {
-        uint32_t l = gx_hash_get(&t->map, t->loc_id, ids[j]);
-        if (l == GX_NONE) {
-            l = (uint32_t)t->n_loc++;
-            t->loc_id[l] = ids[j];
-            gx_hash_put(&t->map, t->loc_id, l);
-        } else if (t->last_iter[l] == it) {
-            return OC_ERR(err, OC_ERR_FORMAT,
-                          "store ginex: id %llu repeats in batch %u of the superbatch",
-                          (unsigned long long)ids[j], it);
+    if (t->ids.elem == sizeof(uint64_t)) {
+        rc = gx_spill_append(&t->ids, ids, n, err);
+    } else {
+        uint32_t narrow[1024];
+        rc = OC_OK;
+        for (uint64_t j0 = 0; j0 < n && rc == OC_OK; j0 += 1024) {
+            uint64_t k = n - j0 < 1024 ? n - j0 : 1024;
+            for (uint64_t j = 0; j < k; j++) {
+                if (ids[j0 + j] > UINT32_MAX)
+                    return OC_ERR(err, OC_ERR_FORMAT,
+                                  "store ginex: id %llu in batch %llu of the superbatch is out "
+                                  "of range",
+                                  (unsigned long long)ids[j0 + j], (unsigned long long)t->n_iters);
+                narrow[j] = (uint32_t)ids[j0 + j];
+            }
+            rc = gx_spill_append(&t->ids, narrow, k, err);
         }
-        t->last_iter[l] = it;
-        t->loc[t->n_acc++] = l;
     }
+    if (rc)
+        return rc;
+    t->n_acc += n;
     t->iter_off[++t->n_iters] = t->n_acc;
+    if (n > t->max_rows)
+        t->max_rows = n;
     return OC_OK;
 }
 
-int gx_trace_local(struct gx_trace *t, uint64_t id, uint32_t *local, struct oc_err *err)
+int gx_trace_ids(struct gx_trace *t, uint64_t a, uint64_t n, uint64_t *out, struct oc_err *err)
 {
-    uint32_t l = gx_hash_get(&t->map, t->loc_id, id);
-    if (l == GX_NONE) {
-        int rc = trace_reserve_loc(t, t->n_loc + 1, err);
+    if (t->ids.elem == sizeof(uint64_t))
+        return gx_spill_get(&t->ids, a, n, out, err);
+    uint32_t narrow[1024];
+    for (uint64_t j0 = 0; j0 < n; j0 += 1024) {
+        uint64_t k = n - j0 < 1024 ? n - j0 : 1024;
+        int rc = gx_spill_get(&t->ids, a + j0, k, narrow, err);
         if (rc)
             return rc;
-        l = (uint32_t)t->n_loc++;
-        t->loc_id[l] = id;
-        t->last_iter[l] = GX_INF;
-        gx_hash_put(&t->map, t->loc_id, l);
+        for (uint64_t j = 0; j < k; j++)
+            out[j0 + j] = narrow[j];
     }
-    *local = l;
     return OC_OK;
 }
 
@@ -178,6 +160,7 @@ int gx_trace_local(struct gx_trace *t, uint64_t id, uint32_t *local, struct oc_e
 void gx_plan_init(struct gx_plan *p)
 {
     memset(p, 0, sizeof(*p));
+    gx_spill_init(&p->chg, sizeof(struct gx_change), "store ginex: changesets");
 }
 
 void gx_plan_deinit(struct gx_plan *p)
@@ -185,10 +168,9 @@ void gx_plan_deinit(struct gx_plan *p)
     oc_free(p->warm_id);
     oc_free(p->warm_slot);
     oc_free(p->chg_off);
-    oc_free(p->chg_pos);
-    oc_free(p->chg_slot);
     oc_free(p->cnt);
     oc_free(p->rec_off);
+    gx_spill_deinit(&p->chg);
     gx_plan_init(p);
 }
 
@@ -208,7 +190,15 @@ uint64_t gx_plan_held_bytes(const struct gx_plan *p)
 {
     return p->cap_iters * (sizeof(uint64_t) + sizeof(struct gx_counts)) +
            p->cap_rec_off * sizeof(uint64_t) + p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) +
-           p->cap_chg * 2 * sizeof(uint32_t);
+           gx_spill_held_bytes(&p->chg);
+}
+
+int gx_plan_changes(struct gx_plan *p, uint64_t it, struct gx_change *out, uint64_t *n,
+                    struct oc_err *err)
+{
+    uint64_t c0 = p->chg_off[it], c1 = p->chg_off[it + 1];
+    *n = c1 - c0;
+    return *n ? gx_spill_get(&p->chg, c0, c1 - c0, out, err) : OC_OK;
 }
 
 static int plan_reserve_iters(struct gx_plan *p, uint64_t n_iters, struct oc_err *err)
@@ -223,24 +213,6 @@ static int plan_reserve_iters(struct gx_plan *p, uint64_t n_iters, struct oc_err
     if (rc == OC_OK)
         p->cap_iters = c;
     return rc;
-}
-
-static int plan_add_change(struct gx_plan *p, uint32_t pos, uint32_t slot, struct oc_err *err)
-{
-    static const char what[] = "store ginex: changeset";
-    if (p->n_chg == p->cap_chg) {
-        uint64_t c = next_cap(p->cap_chg, p->n_chg + 1);
-        int rc = grow((void **)&p->chg_pos, c, sizeof(uint32_t), what, err);
-        if (rc == OC_OK)
-            rc = grow((void **)&p->chg_slot, c, sizeof(uint32_t), what, err);
-        if (rc)
-            return rc;
-        p->cap_chg = c;
-    }
-    p->chg_pos[p->n_chg] = pos;
-    p->chg_slot[p->n_chg] = slot;
-    p->n_chg++;
-    return OC_OK;
 }
 
 static int plan_add_warm(struct gx_plan *p, uint64_t id, uint32_t slot, struct oc_err *err)
@@ -263,79 +235,127 @@ static int plan_add_warm(struct gx_plan *p, uint64_t id, uint32_t slot, struct o
 
 /* ---- planner ------------------------------------------------------------------ */
 
-uint64_t gx_planner_fixed_bytes(uint64_t cap, int with_lru)
+uint64_t gx_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru)
 {
-    return cap * (sizeof(uint64_t) + sizeof(uint32_t)) + (with_lru ? gx_lru_bytes(cap) : 0);
+    return cap * (sizeof(uint64_t) + sizeof(uint32_t)) + n_nodes * sizeof(uint32_t) +
+           (with_lru ? gx_lru_bytes(cap) : 0);
 }
 
-int gx_planner_init(struct gx_planner *p, uint64_t cap, const uint64_t *indptr, int with_lru,
-                    const uint8_t *static_bits, struct oc_err *err)
+int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
+                    int with_lru, const uint8_t *static_bits, struct oc_err *err)
 {
+    static const char what[] = "store ginex: planned cache";
     memset(p, 0, sizeof(*p));
     gx_lru_init(&p->lru, 0, NULL);
+    gx_hash_init(&p->map);
+    gx_spill_init(&p->nxt, sizeof(uint32_t), "store ginex: next uses");
     p->indptr = indptr;
     p->static_bits = static_bits;
+    p->n_nodes = n_nodes;
     if (cap >= GX_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "store ginex: a cache of %llu rows is too large (< 2^32)",
                       (unsigned long long)cap);
     if (cap) {
-        p->slot_id = oc_alloc((size_t)cap * sizeof(uint64_t), "store ginex: planned cache", err);
-        p->free_slots = oc_alloc((size_t)cap * sizeof(uint32_t), "store ginex: planned cache", err);
+        p->slot_id = oc_alloc((size_t)cap * sizeof(uint64_t), what, err);
+        p->free_slots = oc_alloc((size_t)cap * sizeof(uint32_t), what, err);
         if (!p->slot_id || !p->free_slots)
             return err ? err->status : OC_ERR_NOMEM;
         for (uint64_t s = 0; s < cap; s++)
             p->slot_id[s] = GX_EMPTY;
     }
     p->cap = cap;
+    p->first_use = oc_alloc((size_t)(n_nodes ? n_nodes : 1) * sizeof(uint32_t), what, err);
+    if (!p->first_use)
+        return err ? err->status : OC_ERR_NOMEM;
     if (with_lru)
         return gx_lru_init(&p->lru, cap, err);
     return OC_OK;
+}
+
+int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err)
+{
+    if (n_nodes <= p->n_nodes)
+        return OC_OK;
+    uint32_t *f = oc_realloc(p->first_use, (size_t)n_nodes * sizeof(uint32_t),
+                             "store ginex: planned cache", err);
+    if (!f)
+        return err ? err->status : OC_ERR_NOMEM;
+    p->first_use = f;
+    p->n_nodes = n_nodes;
+    return OC_OK;
+}
+
+int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err)
+{
+    return gx_spill_to_file(&p->nxt, dir, "next-uses", err);
 }
 
 void gx_planner_deinit(struct gx_planner *p)
 {
     oc_free(p->slot_id);
     oc_free(p->free_slots);
-    oc_free(p->nxt);
+    oc_free(p->first_use);
+    oc_free(p->ent_id);
     oc_free(p->key);
     oc_free(p->link);
     oc_free(p->slot_of);
+    oc_free(p->free_ent);
     oc_free(p->state);
     oc_free(p->head);
+    oc_free(p->b_id);
+    oc_free(p->b_nxt);
+    oc_free(p->b_ent);
     oc_free(p->pend_pos);
-    oc_free(p->pend_loc);
+    oc_free(p->pend_ent);
+    gx_hash_deinit(&p->map);
+    gx_spill_deinit(&p->nxt);
     gx_lru_deinit(&p->lru);
     memset(p, 0, sizeof(*p));
 }
 
 uint64_t gx_planner_held_bytes(const struct gx_planner *p)
 {
-    return gx_planner_fixed_bytes(p->cap, p->lru.cap != 0) + p->cap_acc * sizeof(uint32_t) +
-           p->cap_loc * (3 * sizeof(uint32_t) + 1) + p->cap_head * sizeof(uint32_t) +
-           p->cap_pend * 2 * sizeof(uint32_t);
+    return gx_planner_fixed_bytes(p->cap, p->n_nodes, p->lru.cap != 0) +
+           p->cap_ent * (sizeof(uint64_t) + 4 * sizeof(uint32_t) + 1) +
+           p->map.cap * sizeof(uint32_t) + p->cap_head * sizeof(uint32_t) +
+           p->cap_rows * (sizeof(uint64_t) + 4 * sizeof(uint32_t)) + gx_spill_held_bytes(&p->nxt);
 }
 
-/* Scratch for a superbatch of n_acc accesses, n_loc locals, n_iters batches, max_rows per batch. */
-static int planner_reserve(struct gx_planner *p, uint64_t n_acc, uint64_t n_loc, uint64_t n_iters,
-                           uint64_t max_rows, struct oc_err *err)
+/* Scratch for a superbatch of n_iters batches of at most rows accesses each. */
+static int planner_reserve(struct gx_planner *p, uint64_t n_iters, uint64_t rows,
+                           struct oc_err *err)
 {
     static const char what[] = "store ginex: planner scratch";
     int rc = OC_OK;
-    if (n_acc > p->cap_acc) {
-        uint64_t c = next_cap(p->cap_acc, n_acc);
-        if ((rc = grow((void **)&p->nxt, c, sizeof(uint32_t), what, err)))
+    if (rows < MIN_ROWS)
+        rows = MIN_ROWS;
+    if (rows > p->cap_rows) {
+        uint64_t c = next_cap(p->cap_rows, rows);
+        if ((rc = grow((void **)&p->b_id, c, sizeof(uint64_t), what, err)) ||
+            (rc = grow((void **)&p->b_nxt, c, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->b_ent, c, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->pend_pos, c, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->pend_ent, c, sizeof(uint32_t), what, err)))
             return rc;
-        p->cap_acc = c;
+        p->cap_rows = c;
     }
-    if (n_loc > p->cap_loc) {
-        uint64_t c = next_cap(p->cap_loc, n_loc);
-        if ((rc = grow((void **)&p->key, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->link, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->slot_of, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->state, c, 1, what, err)))
+    uint64_t n_ent = p->cap + p->cap_rows; /* every cached row and one batch of candidates */
+    if (n_ent >= GX_NONE)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store ginex: a cache of %llu rows and batches of %llu rows are too large "
+                      "(< 2^32 together)",
+                      (unsigned long long)p->cap, (unsigned long long)rows);
+    if (n_ent > p->cap_ent) {
+        if ((rc = grow((void **)&p->ent_id, n_ent, sizeof(uint64_t), what, err)) ||
+            (rc = grow((void **)&p->key, n_ent, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->link, n_ent, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->slot_of, n_ent, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->free_ent, n_ent, sizeof(uint32_t), what, err)) ||
+            (rc = grow((void **)&p->state, n_ent, 1, what, err)) ||
+            (rc = gx_hash_alloc(&p->map, n_ent, what, err)))
             return rc;
-        p->cap_loc = c;
+        p->cap_ent = n_ent;
     }
     if (n_iters + N_INF_BUCKETS > p->cap_head) {
         uint64_t c = next_cap(p->cap_head, n_iters + N_INF_BUCKETS);
@@ -343,12 +363,48 @@ static int planner_reserve(struct gx_planner *p, uint64_t n_acc, uint64_t n_loc,
             return rc;
         p->cap_head = c;
     }
-    if (max_rows > p->cap_pend) {
-        uint64_t c = next_cap(p->cap_pend, max_rows);
-        if ((rc = grow((void **)&p->pend_pos, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->pend_loc, c, sizeof(uint32_t), what, err)))
+    return OC_OK;
+}
+
+/*
+ * Backward pass: the nxt spill gets, per access, the iteration of its row's
+ * next use in the superbatch (GX_INF: none); first_use ends as each node's
+ * first use. Checks every id against n_nodes and for repeats within a batch.
+ */
+static int backward(struct gx_planner *p, struct gx_trace *t, struct oc_err *err)
+{
+    const uint64_t *off = t->iter_off;
+    uint64_t it = t->n_iters, a_end = t->n_acc, chunk = p->cap_rows;
+    uint64_t *ids = p->b_id;
+    uint32_t *nxt = p->b_nxt;
+    int rc;
+
+    memset(p->first_use, 0xff, (size_t)p->n_nodes * sizeof(uint32_t)); /* GX_INF */
+    gx_spill_clear(&p->nxt);
+    while (a_end > 0) {
+        uint64_t a0 = a_end > chunk ? a_end - chunk : 0;
+        if ((rc = gx_trace_ids(t, a0, a_end - a0, ids, err)))
             return rc;
-        p->cap_pend = c;
+        for (uint64_t a = a_end; a-- > a0;) {
+            while (off[it] > a) /* it ends as the batch holding access a */
+                it--;
+            uint64_t id = ids[a - a0];
+            if (id >= p->n_nodes)
+                return OC_ERR(err, OC_ERR_FORMAT,
+                              "store ginex: id %llu in batch %llu of the superbatch is not below "
+                              "%llu nodes",
+                              (unsigned long long)id, (unsigned long long)it,
+                              (unsigned long long)p->n_nodes);
+            if (p->first_use[id] == it)
+                return OC_ERR(err, OC_ERR_FORMAT,
+                              "store ginex: id %llu repeats in batch %llu of the superbatch",
+                              (unsigned long long)id, (unsigned long long)it);
+            nxt[a - a0] = p->first_use[id];
+            p->first_use[id] = (uint32_t)it;
+        }
+        if ((rc = gx_spill_put(&p->nxt, a0, nxt, a_end - a0, err)))
+            return rc;
+        a_end = a0;
     }
     return OC_OK;
 }
@@ -356,170 +412,175 @@ static int planner_reserve(struct gx_planner *p, uint64_t n_acc, uint64_t n_loc,
 /* The working state of one gx_plan_build call. */
 struct build {
     struct gx_planner *p;
-    const struct gx_trace *t;
     uint64_t n_iters;
     uint64_t top; /* no bucket above it is nonempty */
 };
 
-/* Bucket of local l by its next use: the iteration, or an "never" bucket by in-degree. */
-static inline uint64_t bucket_of(const struct build *b, uint32_t l)
+/* Bucket of a row by its next use: the iteration, or a "never" bucket by in-degree. */
+static inline uint64_t bucket_of(const struct build *b, uint32_t key, uint64_t id)
 {
-    uint32_t k = b->p->key[l];
-    if (k != GX_INF)
-        return k;
+    if (key != GX_INF)
+        return key;
     unsigned cls = 0;
     if (b->p->indptr) {
-        uint64_t id = b->t->loc_id[l];
         uint64_t deg1 = b->p->indptr[id + 1] - b->p->indptr[id] + 1;
         cls = 63u - (unsigned)__builtin_clzll(deg1);
     }
     return b->n_iters + (N_INF_BUCKETS - 1) - cls; /* higher degree: kept longer */
 }
 
-static inline void bucket_push(struct build *b, uint32_t l)
+static inline void bucket_push(struct build *b, uint32_t e)
 {
-    uint64_t k = bucket_of(b, l);
-    b->p->link[l] = b->p->head[k];
-    b->p->head[k] = l;
+    struct gx_planner *p = b->p;
+    uint64_t k = bucket_of(b, p->key[e], p->ent_id[e]);
+    p->link[e] = p->head[k];
+    p->head[k] = e;
     if (k > b->top)
         b->top = k;
+}
+
+/* A new entry for id (next use key) in state st, in the map and its bucket. */
+static uint32_t entry_new(struct build *b, uint64_t id, uint32_t key, uint8_t st, uint32_t slot)
+{
+    struct gx_planner *p = b->p;
+    uint32_t e = p->free_ent[--p->n_free_ent];
+    p->ent_id[e] = id;
+    p->key[e] = key;
+    p->state[e] = st;
+    p->slot_of[e] = slot;
+    gx_hash_put(&p->map, p->ent_id, e);
+    bucket_push(b, e);
+    return e;
 }
 
 int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out, struct oc_err *err)
 {
     const uint64_t S = t->n_iters, C = p->cap;
     const uint64_t *off = t->iter_off;
-    uint64_t max_rows = 0;
     int rc;
 
-    out->n_warm = out->n_chg = 0;
+    out->n_warm = out->max_chg = 0;
+    gx_spill_clear(&out->chg);
     if (out->n_iters != S)
         return OC_ERR(err, OC_ERR_INTERNAL, "store ginex: plan of %llu batches for a trace of %llu",
                       (unsigned long long)out->n_iters, (unsigned long long)S);
-    if ((rc = plan_reserve_iters(out, S, err)))
+    if ((rc = plan_reserve_iters(out, S, err)) || (rc = planner_reserve(p, S, t->max_rows, err)) ||
+        (rc = backward(p, t, err)))
         return rc;
     out->chg_off[0] = 0;
-    /* The carried rows become locals too (no accesses: next use "never"). */
-    for (uint64_t s = 0; s < C; s++) {
-        uint32_t l;
-        if (p->slot_id[s] != GX_EMPTY && (rc = gx_trace_local(t, p->slot_id[s], &l, err)))
-            return rc;
-    }
-    for (uint64_t i = 0; i < S; i++)
-        if (off[i + 1] - off[i] > max_rows)
-            max_rows = off[i + 1] - off[i];
-    if ((rc = planner_reserve(p, t->n_acc, t->n_loc, S, max_rows, err)))
-        return rc;
 
-    struct build b = {p, t, S, 0};
-    uint32_t *key = p->key, *link = p->link, *slot_of = p->slot_of, *nxt = p->nxt;
+    struct build b = {p, S, 0};
+    uint32_t *link = p->link;
     uint8_t *state = p->state;
-    for (uint64_t l = 0; l < t->n_loc; l++) {
-        key[l] = GX_INF;
-        slot_of[l] = GX_NONE;
-        state[l] = ST_OUT;
-    }
-    /* Backward pass: nxt[a] = next iteration using a's row; key[l] ends as l's first use. */
-    for (uint64_t i = S; i-- > 0;)
-        for (uint64_t a = off[i + 1]; a-- > off[i];) {
-            uint32_t l = t->loc[a];
-            nxt[a] = key[l];
-            key[l] = (uint32_t)i;
-        }
+    gx_hash_clear(&p->map);
+    p->n_free_ent = p->cap_ent;
+    for (uint64_t k = 0; k < p->cap_ent; k++)
+        p->free_ent[k] = (uint32_t)(p->cap_ent - 1 - k);
     for (uint64_t k = 0; k < S + N_INF_BUCKETS; k++)
         p->head[k] = GX_NONE;
     /* Cached rows into their buckets; empty slots onto the free stack (slot 0 on top). */
     uint64_t n_free = 0;
     for (uint64_t s = C; s-- > 0;) {
-        if (p->slot_id[s] == GX_EMPTY) {
+        uint64_t id = p->slot_id[s];
+        if (id == GX_EMPTY)
             p->free_slots[n_free++] = (uint32_t)s;
-            continue;
-        }
-        uint32_t l = gx_hash_get(&t->map, t->loc_id, p->slot_id[s]);
-        slot_of[l] = (uint32_t)s;
-        state[l] = ST_CACHED;
-        bucket_push(&b, l);
+        else
+            entry_new(&b, id, id < p->n_nodes ? p->first_use[id] : GX_INF, ST_CACHED, (uint32_t)s);
     }
     uint64_t n_occ = C - n_free;
     /* Warm-up: empty slots take the rows used soonest, in trace order. */
-    for (uint64_t a = 0; a < t->n_acc && n_occ < C; a++) {
-        uint32_t l = t->loc[a];
-        if (state[l] != ST_OUT)
-            continue;
-        uint32_t s = p->free_slots[--n_free];
-        slot_of[l] = s;
-        p->slot_id[s] = t->loc_id[l];
-        state[l] = ST_CACHED;
-        bucket_push(&b, l);
-        n_occ++;
-        if ((rc = plan_add_warm(out, t->loc_id[l], s, err)))
+    for (uint64_t a0 = 0; a0 < t->n_acc && n_occ < C; a0 += p->cap_rows) {
+        uint64_t n = t->n_acc - a0 < p->cap_rows ? t->n_acc - a0 : p->cap_rows;
+        if ((rc = gx_trace_ids(t, a0, n, p->b_id, err)))
             return rc;
+        for (uint64_t j = 0; j < n && n_occ < C; j++) {
+            uint64_t id = p->b_id[j];
+            if (gx_hash_get(&p->map, p->ent_id, id) != GX_NONE)
+                continue;
+            uint32_t s = p->free_slots[--n_free];
+            entry_new(&b, id, p->first_use[id], ST_CACHED, s);
+            p->slot_id[s] = id;
+            n_occ++;
+            if ((rc = plan_add_warm(out, id, s, err)))
+                return rc;
+        }
     }
 
     for (uint64_t i = 0; i < S; i++) {
         struct gx_counts *cnt = &out->cnt[i];
-        uint64_t a0 = off[i], a1 = off[i + 1], n_pend = 0;
+        uint64_t n = off[i + 1] - off[i], n_pend = 0;
+        uint64_t *ids = p->b_id;
+        uint32_t *nxt = p->b_nxt, *ent = p->b_ent;
         memset(cnt, 0, sizeof(*cnt));
-        cnt->n_acc = a1 - a0;
+        cnt->n_acc = n;
+        if ((rc = gx_trace_ids(t, off[i], n, ids, err)) ||
+            (rc = gx_spill_get(&p->nxt, off[i], n, nxt, err)))
+            return rc;
         /* Bucket i holds exactly this batch's hits; every access moves its row's key on. */
         uint32_t hits = p->head[i];
         p->head[i] = GX_NONE;
-        for (uint64_t a = a0; a < a1; a++) {
-            uint32_t l = t->loc[a];
-            uint64_t id = t->loc_id[l];
-            cnt->n_belady += state[l] != ST_CACHED;
+        for (uint64_t j = 0; j < n; j++) {
+            uint64_t id = ids[j];
+            uint32_t e = gx_hash_get(&p->map, p->ent_id, id); /* only cached rows have one */
+            ent[j] = e;
+            cnt->n_belady += e == GX_NONE;
             if (p->lru.cap || C == 0)
                 cnt->n_lru += !gx_lru_access(&p->lru, id);
             if (p->static_bits)
                 cnt->n_static += !((p->static_bits[id >> 3] >> (id & 7)) & 1);
-            key[l] = nxt[a];
+            if (e != GX_NONE)
+                p->key[e] = nxt[j];
         }
-        for (uint32_t l = hits, nl; l != GX_NONE; l = nl) {
-            nl = link[l];
-            bucket_push(&b, l);
+        for (uint32_t e = hits, ne; e != GX_NONE; e = ne) {
+            ne = link[e];
+            bucket_push(&b, e);
         }
         /* Misses, in batch order: enter if there is room or a cached row is used later. */
-        for (uint64_t a = a0; a < a1; a++) {
-            uint32_t l = t->loc[a];
-            if (state[l] != ST_OUT)
+        for (uint64_t j = 0; j < n; j++) {
+            if (ent[j] != GX_NONE)
                 continue;
             if (n_occ < C) {
                 n_occ++;
             } else {
-                uint64_t k = bucket_of(&b, l);
+                uint64_t k = bucket_of(&b, nxt[j], ids[j]);
                 while (b.top > i && p->head[b.top] == GX_NONE)
                     b.top--;
                 if (b.top <= k)
                     continue; /* bypass: nothing cached is used later (ties keep the cached row) */
                 uint32_t v = p->head[b.top];
                 p->head[b.top] = link[v];
+                gx_hash_del(&p->map, p->ent_id, p->ent_id[v]);
                 if (state[v] == ST_CACHED) {
-                    uint32_t s = slot_of[v];
-                    slot_of[v] = GX_NONE;
+                    uint32_t s = p->slot_of[v];
                     p->slot_id[s] = GX_EMPTY;
                     p->free_slots[n_free++] = s;
+                    p->free_ent[p->n_free_ent++] = v;
                 }
-                state[v] = ST_OUT; /* a pending victim simply never takes its slot */
+                state[v] = ST_OUT; /* a pending victim never takes its slot; freed below */
             }
-            state[l] = ST_PENDING;
-            bucket_push(&b, l);
-            p->pend_pos[n_pend] = (uint32_t)(a - a0);
-            p->pend_loc[n_pend++] = l;
+            p->pend_pos[n_pend] = (uint32_t)j;
+            p->pend_ent[n_pend++] = entry_new(&b, ids[j], nxt[j], ST_PENDING, GX_NONE);
         }
         /* The rows still pending take the freed (or empty) slots: one change each. */
+        uint64_t n_chg = 0;
         for (uint64_t k = 0; k < n_pend; k++) {
-            uint32_t l = p->pend_loc[k];
-            if (state[l] != ST_PENDING)
+            uint32_t e = p->pend_ent[k];
+            if (state[e] != ST_PENDING) {
+                p->free_ent[p->n_free_ent++] = e;
                 continue;
-            uint32_t s = p->free_slots[--n_free];
-            slot_of[l] = s;
-            p->slot_id[s] = t->loc_id[l];
-            state[l] = ST_CACHED;
-            if ((rc = plan_add_change(out, p->pend_pos[k], s, err)))
+            }
+            struct gx_change c = {p->pend_pos[k], p->free_slots[--n_free]};
+            p->slot_of[e] = c.slot;
+            p->slot_id[c.slot] = p->ent_id[e];
+            state[e] = ST_CACHED;
+            if ((rc = gx_spill_append(&out->chg, &c, 1, err)))
                 return rc;
+            n_chg++;
         }
-        out->chg_off[i + 1] = out->n_chg;
+        out->chg_off[i + 1] = out->chg_off[i] + n_chg;
+        if (n_chg > out->max_chg)
+            out->max_chg = n_chg;
     }
     p->n_used = n_occ;
-    return OC_OK;
+    return gx_spill_flush(&out->chg, err);
 }

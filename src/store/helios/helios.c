@@ -30,8 +30,9 @@
  * with SQPOLL, its kernel thread pinned to the last core, the completion
  * stage to the first of them; 0 = automatic: one core on machines of 4 or
  * more, none below, and then no SQPOLL (its thread spins for 2 ms after each
- * burst, CPU the compute would lose): a plain ring, nothing pinned. The
- * compute pool is train's and is not pinned.
+ * burst, CPU the compute would lose): a plain ring, nothing pinned. With I/O
+ * cores the compute pool (train's, cfg->pool) is pinned to the other cores:
+ * its workers and the thread that opens the store (the trainer, its worker 0).
  *
  * Plan order: gather_batch(epoch, b) waits for batch b's record when the
  * sample stage prepared it, so training is bit-identical to `memory`; a
@@ -203,6 +204,14 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     pthread_cond_init(&h->cv, NULL);
     h->sync_ready = 1;
     split_cores(h, cfg->io_cores);
+    if (h->io_cores && cfg->pool) { /* the compute pool stays off the I/O cores */
+        struct oc_err pe;
+        if (oc_pool_pin(cfg->pool, 0, (unsigned)(h->n_cpus - h->io_cores), &pe) == OC_OK)
+            oc_log(OC_LOG_INFO, "store helios: compute pool pinned to CPUs 0..%d",
+                   h->n_cpus - h->io_cores - 1);
+        else
+            oc_log(OC_LOG_WARN, "store helios: %s; compute may share the I/O cores", pe.msg);
+    }
     if ((rc = store_disk_open(s, 1, &h->disk, err)))
         return rc;
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;

@@ -19,9 +19,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include "kg/kg_int.h"
+#include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
 #include "offcore/train.h"
 
@@ -51,6 +52,12 @@ struct kg_run {
     uint64_t *qptr;
     int64_t *ans_row;
     float *full; /* scores of every entity of one query */
+    /* --extract: the training graph's Atom Cache and TIGER's executor */
+    struct kg_atom_cache atom_cache;
+    struct kg_tiger *tiger;
+    uint64_t *sb_off; /* superbatch: query offset of each batch (superbatch + 1) */
+    uint32_t *sb_heads;
+    double t_extract; /* extraction seconds of the epoch's training batches */
 };
 
 void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
@@ -69,6 +76,29 @@ void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
     o->epochs = 50;
     o->facts = OC_KG_FACTS_MEMORY;
     o->loss_scale = OC_KG_LOSS_BATCH;
+    o->extract = OC_KG_EXTRACT_BASIC;
+    o->slice_size = 512;
+    o->alpha = 0.5;
+    o->hops = 1;
+    o->superbatch = 32;
+}
+
+static const char *const extract_names[OC_KG_EXTRACT_COUNT] = {"basic", "atom", "ginex-slices",
+                                                               "tiger"};
+
+const char *oc_kg_extract_name(enum oc_kg_extract_mode m)
+{
+    return (unsigned)m < OC_KG_EXTRACT_COUNT ? extract_names[m] : "?";
+}
+
+int oc_kg_extract_parse(const char *name, enum oc_kg_extract_mode *m, struct oc_err *err)
+{
+    for (int i = 0; i < OC_KG_EXTRACT_COUNT; i++)
+        if (strcmp(name, extract_names[i]) == 0) {
+            *m = (enum oc_kg_extract_mode)i;
+            return OC_OK;
+        }
+    return OC_ERR(err, OC_ERR_ARG, "--extract %s: not basic, atom, ginex-slices or tiger", name);
 }
 
 const char *oc_kg_loss_scale_name(enum oc_kg_loss_scale s)
@@ -132,6 +162,20 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
                       "--lr must be > 0, --weight-decay >= 0 and --decay in (0, 1], all finite");
     if ((unsigned)o->loss_scale >= OC_KG_LOSS_SCALE_COUNT)
         return OC_ERR(err, OC_ERR_ARG, "unknown loss scale %d", (int)o->loss_scale);
+    if ((unsigned)o->extract >= OC_KG_EXTRACT_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "unknown extraction mode %d", (int)o->extract);
+    if (o->extract != OC_KG_EXTRACT_BASIC && o->facts != OC_KG_FACTS_DISK)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--extract %s reads the facts on disk: it needs --facts disk",
+                      oc_kg_extract_name(o->extract));
+    if (o->slice_size < 1 || o->slice_size > (1u << 24) || o->superbatch < 1 ||
+        !(o->alpha >= 0.0 && o->alpha <= 1.0))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--slice-size must be in [1, 2^24], --superbatch at least 1, --alpha in "
+                      "[0, 1]");
+    if (o->hops > o->n_layers - 1)
+        return OC_ERR(err, OC_ERR_ARG, "--hops %u: at most --layers - 1 = %u", o->hops,
+                      o->n_layers - 1);
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     return OC_OK;
@@ -213,6 +257,12 @@ static int graph_open(struct kg_run *r, enum oc_kg_graph g, struct oc_err *err)
 
 static void run_close(struct kg_run *r)
 {
+    if (r->g[OC_KG_TRAIN].facts)
+        kg_facts_set_atoms(r->g[OC_KG_TRAIN].facts, NULL, NULL, 0);
+    kg_tiger_free(r->tiger);
+    kg_atom_cache_deinit(&r->atom_cache);
+    oc_free(r->sb_off);
+    oc_free(r->sb_heads);
     for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
         oc_kg_extractor_free(r->g[g].x);
         oc_kg_facts_free(r->g[g].facts);
@@ -231,6 +281,79 @@ static void run_close(struct kg_run *r)
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
     oc_kg_free(r->kg);
+}
+
+/*
+ * The caches of --extract, sized from what the budget leaves once the run is
+ * open (without --mem-budget: as if it left the training graph's fact bytes):
+ * atom takes half of it for its Atom Cache; ginex-slices and tiger a quarter
+ * for the Atom Cache and a quarter for the Slice Cache. The rest stays for
+ * extraction's working memory, which grows with the first batches.
+ */
+static uint64_t budget_left(const struct kg_run *r)
+{
+    uint64_t b = oc_mem_budget(), used = oc_mem_used();
+    if (b == 0)
+        return r->m->graph[OC_KG_TRAIN].n_facts * 8;
+    return b > used ? b - used : 0;
+}
+
+/* Everything the slices depend on, as text, and its key (two CRC-32s). */
+static uint64_t slice_key(const struct kg_run *r)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    const struct oc_kg_manifest *m = r->m;
+    char text[512];
+    int n = snprintf(text, sizeof(text),
+                     "kg-slices v1 mode=%s N=%" PRIu64 " F=%" PRIu64
+                     " crc=%08x,%08x,%08x,%08x layers=%u h=%u alpha=%.17g hops=%u batch=%u "
+                     "superbatch=%u",
+                     oc_kg_extract_name(o->extract), m->graph[0].n_entities, m->graph[0].n_facts,
+                     m->files[0][OC_KG_INDPTR].crc32, m->files[0][OC_KG_REL].crc32,
+                     m->files[0][OC_KG_TAIL].crc32, m->files[0][OC_KG_QVALID].crc32, o->n_layers,
+                     o->slice_size, o->alpha, o->hops, o->batch, o->superbatch);
+    return (uint64_t)oc_crc32(0, text, (uint64_t)n) << 32 |
+           oc_crc32(0x9e3779b9u, text, (uint64_t)n);
+}
+
+static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    struct oc_kg_facts *f = r->g[OC_KG_TRAIN].facts;
+    if (o->extract == OC_KG_EXTRACT_BASIC)
+        return OC_OK;
+    uint64_t left = budget_left(r);
+    uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 2 : left / 4;
+    OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f, share, err));
+    kg_facts_set_atoms(f, NULL, &r->atom_cache.map, 0);
+    if (o->extract == OC_KG_EXTRACT_ATOM)
+        return OC_OK;
+    uint64_t S = o->superbatch;
+    if (!(r->sb_off = oc_alloc((size_t)(S + 1) * 8, "kg superbatch", err)) ||
+        !(r->sb_heads = oc_alloc((size_t)S * o->batch * 4, "kg superbatch", err)))
+        return err->status;
+    uint32_t *heads = oc_alloc((size_t)r->n_train * 4 + 4, "kg tiger: heads", err);
+    if (!heads)
+        return err->status;
+    for (uint64_t i = 0; i < r->n_train; i++)
+        heads[i] = r->train_q[3 * i];
+    char plan[4200];
+    if (o->plan_dir)
+        snprintf(plan, sizeof(plan), "%s", o->plan_dir);
+    else
+        snprintf(plan, sizeof(plan), "%s/plan", dir);
+    struct kg_tiger_config c = {f,
+                                &r->atom_cache.map,
+                                {o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ,
+                                 o->slice_size, o->alpha, o->hops, o->n_layers},
+                                plan,
+                                slice_key(r),
+                                share,
+                                heads,
+                                r->n_train};
+    int rc = kg_tiger_new(&c, &r->tiger, err);
+    oc_free(heads);
+    return rc;
 }
 
 static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
@@ -256,7 +379,7 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
         !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)) ||
         !(r->full = oc_alloc((size_t)nmax * 4, "kg scores", err)))
         return err->status;
-    return OC_OK;
+    return extract_open(r, dir, err);
 }
 
 /* Extracts and runs the model on n queries of graph g; *scores per node of the last layer. */
@@ -264,7 +387,10 @@ static int batch_forward(struct kg_run *r, enum oc_kg_graph g, uint32_t n,
                          const struct oc_nn_step *step, const float **scores, struct oc_err *err)
 {
     uint32_t L = r->o->n_layers;
+    double t0 = oc_now_s();
     OC_KG_TRY(oc_kg_extract(r->g[g].x, r->heads, n, r->layers, err));
+    if (step->training)
+        r->t_extract += oc_now_s() - t0;
     for (uint32_t l = 0; l < L; l++) {
         const struct oc_kg_layer *k = &r->layers[l];
         r->blocks[l] = (struct oc_nn_rel_block){
@@ -299,6 +425,24 @@ static int64_t find_row(const struct kg_run *r, uint32_t q, uint32_t e)
     return lo < r->qptr[q + 1] && ent[lo] == e ? (int64_t)lo : -1;
 }
 
+/* TIGER's super-batch loop: the next S batches' heads from batch bi on, sliced and planned. */
+static int superbatch_begin(struct kg_run *r, uint64_t bi, uint32_t *n_sb, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    uint64_t nb = (r->n_train + o->batch - 1) / o->batch;
+    uint32_t S = (uint32_t)(nb - bi < o->superbatch ? nb - bi : o->superbatch);
+    r->sb_off[0] = 0;
+    for (uint32_t i = 0; i < S; i++) {
+        uint64_t b0 = (bi + i) * o->batch;
+        uint64_t n = r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch;
+        for (uint64_t q = 0; q < n; q++)
+            r->sb_heads[r->sb_off[i] + q] = r->train_q[3 * (b0 + q)];
+        r->sb_off[i + 1] = r->sb_off[i] + n;
+    }
+    *n_sb = S;
+    return kg_tiger_superbatch(r->tiger, r->sb_heads, r->sb_off, S, err);
+}
+
 static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stats *st,
                        struct oc_err *err)
 {
@@ -306,15 +450,33 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
     float lr = (float)(o->lr * pow(o->decay, (double)epoch));
     uint64_t e0 = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x);
     st->loss = 0.0;
+    r->t_extract = 0.0;
+    double t_model = 0.0;
+    uint32_t sb_i = 0, sb_n = 0;
     for (uint64_t b0 = 0, bi = 0; b0 < r->n_train; b0 += o->batch, bi++) {
         uint32_t n = (uint32_t)(r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch);
         for (uint32_t q = 0; q < n; q++) {
             r->heads[q] = r->train_q[3 * (b0 + q)];
             r->rels[q] = r->train_q[3 * (b0 + q) + 1];
         }
+        if (r->tiger) {
+            if (sb_i == sb_n) {
+                OC_KG_TRY(superbatch_begin(r, bi, &sb_n, err));
+                sb_i = 0;
+            }
+            double t0 = oc_now_s();
+            OC_KG_TRY(kg_tiger_batch_load(r->tiger, sb_i, err));
+            r->t_extract += oc_now_s() - t0;
+        }
         struct oc_nn_step step = {1, epoch, bi};
         const float *scores = NULL;
+        double t_b = oc_now_s(), x0 = r->t_extract;
         OC_KG_TRY(batch_forward(r, OC_KG_TRAIN, n, &step, &scores, err));
+        if (r->tiger) {
+            double t0 = oc_now_s();
+            OC_KG_TRY(kg_tiger_batch_done(r->tiger, sb_i++, err));
+            r->t_extract += oc_now_s() - t0;
+        }
         for (uint32_t q = 0; q < n; q++)
             r->ans_row[q] = find_row(r, q, r->train_q[3 * (b0 + q) + 2]);
         double loss = 0.0;
@@ -336,8 +498,64 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
         struct oc_nn_adam opt;
         oc_nn_adam_default(&opt, lr, (float)wd);
         OC_KG_TRY(oc_nn_model_adam_step(oc_nn_redgnn_model(r->model), &opt, err));
+        t_model += oc_now_s() - t_b - (r->t_extract - x0);
     }
+    if (r->tiger)
+        OC_KG_TRY(kg_tiger_epoch_end(r->tiger, err));
     st->n_edges = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x) - e0;
+    st->extract_s = r->t_extract;
+    st->model_s = t_model;
+    return OC_OK;
+}
+
+/* Per-epoch figures of where the training subgraphs came from (differences of counters). */
+struct extract_mark {
+    struct oc_kg_facts_stats io;
+    uint64_t from_batch, from_cache, from_graph;
+    struct kg_tiger_stats t;
+};
+
+static void extract_mark(const struct kg_run *r, struct extract_mark *m)
+{
+    memset(m, 0, sizeof(*m));
+    oc_kg_facts_stats(r->g[OC_KG_TRAIN].facts, &m->io);
+    kg_facts_atom_counts(r->g[OC_KG_TRAIN].facts, &m->from_batch, &m->from_cache, &m->from_graph);
+    if (r->tiger)
+        kg_tiger_stats(r->tiger, &m->t);
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+}
+
+static int extract_report(struct kg_run *r, const struct extract_mark *a,
+                          struct oc_kg_epoch_stats *st, struct oc_err *err)
+{
+    struct extract_mark b;
+    extract_mark(r, &b);
+    st->extract = r->o->extract;
+    st->bytes_read = b.io.bytes_read - a->io.bytes_read + b.t.bytes_read - a->t.bytes_read;
+    st->atoms_cached = b.from_cache - a->from_cache;
+    st->atoms_disk = r->o->extract == OC_KG_EXTRACT_BASIC ? 0 : b.from_graph - a->from_graph;
+    st->atom_cache_bytes = r->atom_cache.bytes;
+    st->peak_rss_bytes = peak_rss_bytes();
+    if (!r->tiger)
+        return OC_OK;
+    st->slicing_s = b.t.slicing_s - a->t.slicing_s;
+    st->plan_s = b.t.plan_s - a->t.plan_s;
+    st->slices_read = b.t.slices_read - a->t.slices_read + b.t.warm_reads - a->t.warm_reads;
+    st->slices_accessed = b.t.slices_accessed - a->t.slices_accessed;
+    st->slices_hit = b.t.slices_hit - a->t.slices_hit;
+    st->slice_cache_bytes = b.t.cache_bytes;
+    struct kg_slice_metrics m;
+    OC_KG_TRY(kg_tiger_metrics(r->tiger, &m, err));
+    st->delta_r = m.delta_r;
+    st->delta_u = m.delta_u;
+    st->n_slices = m.n_slices;
     return OC_OK;
 }
 
@@ -415,13 +633,24 @@ static int best_load(const char *dir, struct oc_kg_train_result *res, struct oc_
 
 static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
 {
-    return snprintf(buf, n,
-                    "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
-                    "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
-                    "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64 "}",
-                    st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10,
-                    st->test.mrr, st->test.hits1, st->test.hits10, st->time_s, st->eval_s,
-                    st->n_edges);
+    uint64_t acc = st->slices_accessed ? st->slices_accessed : 1;
+    return snprintf(
+        buf, n,
+        "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
+        "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
+        "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
+        ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"extract_s\":%.3f,"
+        "\"model_s\":%.3f,\"slices_read\":%" PRIu64 ",\"slices_accessed\":%" PRIu64
+        ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
+        "\"n_slices\":%" PRIu64 ",\"atoms_cached\":%" PRIu64 ",\"atoms_disk\":%" PRIu64
+        ",\"bytes_read\":%" PRIu64 ",\"atom_cache_bytes\":%" PRIu64
+        ",\"slice_cache_bytes\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64 "}",
+        st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10, st->test.mrr,
+        st->test.hits1, st->test.hits10, st->time_s, st->eval_s, st->n_edges,
+        oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s, st->model_s,
+        st->slices_read, st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r,
+        st->delta_u, st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk,
+        st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes);
 }
 
 static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
@@ -444,8 +673,10 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
     double t_run = oc_now_s();
     for (uint32_t e = pos.next_epoch; e < o->epochs && !rc; e++) {
         struct oc_kg_epoch_stats st = {.epoch = e};
+        struct extract_mark mark;
+        extract_mark(r, &mark);
         double t0 = oc_now_s();
-        if ((rc = train_epoch(r, e, &st, err)))
+        if ((rc = train_epoch(r, e, &st, err)) || (rc = extract_report(r, &mark, &st, err)))
             break;
         double t1 = oc_now_s();
         if ((rc = evaluate(r, OC_KG_TRAIN, &r->valid, 1, &st.valid, err)) ||
@@ -460,7 +691,7 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
         }
         res->epochs_run = e + 1;
         if (log) {
-            char line[512];
+            char line[1536];
             epoch_json(&st, line, sizeof(line));
             if ((rc = oc_train_log_line(log, line, &pos.log_bytes, err)))
                 break;

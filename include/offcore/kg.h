@@ -329,6 +329,8 @@ struct oc_kg_train_opts {
     double alpha;               /* tiger: capacity threshold, a fraction of h */
     uint32_t hops;              /* tiger: k, at most layers - 1 */
     uint32_t superbatch;        /* ginex-slices, tiger: batches planned ahead */
+    uint64_t atom_cache_bytes;  /* atom, ginex-slices, tiger: 0 = a share of the budget */
+    uint64_t slice_cache_bytes; /* ginex-slices, tiger: 0 = a share of the budget */
     const char *plan_dir;       /* slice store root (NULL: DIR/plan) */
     const char *log_path;       /* NULL = none */
     const char *checkpoint_dir; /* NULL = none */

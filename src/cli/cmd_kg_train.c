@@ -97,6 +97,10 @@ int cmd_kg_train(int argc, char **argv)
          "ginex-slices, tiger: batches sliced and planned ahead (32)", NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
          "slice store root instead of the dataset's plan/ (ginex-slices, tiger)", NULL},
+        {"atom-cache", CLI_SIZE, &o.atom_cache_bytes, NULL,
+         "Atom Cache bytes (atom, ginex-slices, tiger; default: a share of the budget)", NULL},
+        {"slice-cache", CLI_SIZE, &o.slice_cache_bytes, NULL,
+         "Slice Cache bytes (ginex-slices, tiger; default: a share of the budget)", NULL},
         {"threads", CLI_U32, &threads, "T", "worker threads (default: all cores)", NULL},
         {"seed", CLI_U64, &seed, "S", "random seed (0): same seed, same weights", NULL},
         {"log", CLI_STR, &o.log_path, "FILE", "write one JSON object per epoch and a final one",
@@ -110,7 +114,17 @@ int cmd_kg_train(int argc, char **argv)
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     enum { P_PRESET, P_LAYERS, P_HIDDEN, P_ATTN, P_ACT, P_DROPOUT, P_LR, P_WD, P_DECAY, P_BATCH };
-    enum { P_FACTS = 13, P_EXTRACT, P_SLICE, P_ALPHA, P_HOPS, P_SUPERBATCH, P_PLAN };
+    enum {
+        P_FACTS = 13,
+        P_EXTRACT,
+        P_SLICE,
+        P_ALPHA,
+        P_HOPS,
+        P_SUPERBATCH,
+        P_PLAN,
+        P_ACACHE,
+        P_SCACHE
+    };
     int given[sizeof(opts) / sizeof(opts[0])] = {0};
     const struct cli_cmd cmd = {
         "kg-train",
@@ -183,10 +197,16 @@ int cmd_kg_train(int argc, char **argv)
     /* the slice-and-cache modes read the facts on disk unless told otherwise (then refused) */
     if (o.extract != OC_KG_EXTRACT_BASIC && !given[P_FACTS])
         o.facts = OC_KG_FACTS_DISK;
-    if ((given[P_SLICE] || given[P_SUPERBATCH] || given[P_PLAN]) &&
+    if (given[P_ACACHE] && o.extract == OC_KG_EXTRACT_BASIC) {
+        fprintf(stderr, "offcore kg-train: --atom-cache needs --extract atom, ginex-slices or "
+                        "tiger\n");
+        return 2;
+    }
+    if ((given[P_SLICE] || given[P_SUPERBATCH] || given[P_PLAN] || given[P_SCACHE]) &&
         o.extract != OC_KG_EXTRACT_GINEX && o.extract != OC_KG_EXTRACT_TIGER) {
-        fprintf(stderr, "offcore kg-train: --slice-size, --superbatch and --plan-dir need "
-                        "--extract ginex-slices or tiger\n");
+        fprintf(stderr,
+                "offcore kg-train: --slice-size, --superbatch, --plan-dir and --slice-cache need "
+                "--extract ginex-slices or tiger\n");
         return 2;
     }
     if ((given[P_ALPHA] || given[P_HOPS]) && o.extract != OC_KG_EXTRACT_TIGER) {

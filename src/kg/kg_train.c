@@ -287,8 +287,9 @@ static void run_close(struct kg_run *r)
  * The caches of --extract, sized from what the budget leaves once the run is
  * open (without --mem-budget: as if it left the training graph's fact bytes):
  * atom takes half of it for its Atom Cache; ginex-slices and tiger a quarter
- * for the Atom Cache and a quarter for the Slice Cache. The rest stays for
- * extraction's working memory, which grows with the first batches.
+ * for the Atom Cache and a quarter for the Slice Cache (--atom-cache and
+ * --slice-cache set them instead). The rest stays for extraction's working
+ * memory, which grows with the first batches, and the slicer's.
  */
 static uint64_t budget_left(const struct kg_run *r)
 {
@@ -324,7 +325,8 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         return OC_OK;
     uint64_t left = budget_left(r);
     uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 2 : left / 4;
-    OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f, share, err));
+    OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f,
+                                  o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
     kg_facts_set_atoms(f, NULL, &r->atom_cache.map, 0);
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
@@ -348,7 +350,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
                                  o->slice_size, o->alpha, o->hops, o->n_layers},
                                 plan,
                                 slice_key(r),
-                                share,
+                                o->slice_cache_bytes ? o->slice_cache_bytes : share,
                                 heads,
                                 r->n_train};
     int rc = kg_tiger_new(&c, &r->tiger, err);

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -181,39 +182,115 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
     return OC_OK;
 }
 
-/* The facts of graph g as (h, r < R, t) triples (inverse and identity facts left out). */
-static int forward_facts(struct kg_run *r, enum oc_kg_graph g, uint32_t **out, uint64_t *n,
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int pair_queried(const uint64_t *keys, uint64_t n, uint32_t h, uint32_t r)
+{
+    uint64_t k = (uint64_t)h << 32 | r, lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo] == k;
+}
+
+/*
+ * The facts of graph g the filter needs, as (h, r < R, t) triples: those
+ * whose (h, r) or (t, r + R) is a pair some ranked query asks about (the
+ * query triples of qs[0..n_qs), both directions). Ranking looks the filter up
+ * only for those pairs, so this filters exactly as all the facts would, in a
+ * fraction of the memory; the fact arrays are streamed in chunks, never
+ * loaded whole (kg-train runs under budgets smaller than the fact graph).
+ */
+static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *const *qs,
+                         const uint64_t *n_qs, unsigned n_sets, uint32_t **out, uint64_t *n,
                          struct oc_err *err)
 {
+    *out = NULL;
+    *n = 0;
+    const uint32_t R = r->m->n_relations;
+    uint64_t n_keys = 0;
+    for (unsigned s = 0; s < n_sets; s++)
+        n_keys += 2 * n_qs[s];
+    uint64_t *keys = oc_alloc((size_t)n_keys * 8 + 8, "kg filter: queried pairs", err);
+    if (!keys)
+        return err->status;
+    for (unsigned s = 0, k = 0; s < n_sets; s++)
+        for (uint64_t i = 0; i < n_qs[s]; i++) {
+            const uint32_t *x = qs[s] + 3 * i;
+            keys[k++] = (uint64_t)x[0] << 32 | x[1];
+            keys[k++] = (uint64_t)x[2] << 32 | (x[1] + R);
+        }
+    qsort(keys, (size_t)n_keys, 8, u64_cmp);
     uint64_t rows, cols;
-    void *ip = NULL, *rel = NULL, *tail = NULL;
+    void *ip = NULL;
+    struct oc_file *fr = NULL, *ft = NULL;
+    const uint64_t chunk = 65536;
+    uint32_t *rel = NULL, *tail = NULL, *t = NULL;
+    uint64_t k = 0, cap = 0;
     int rc =
         oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_INDPTR), OC_DTYPE_U64, &ip, &rows, &cols, err);
     if (!rc)
-        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_REL), OC_DTYPE_U32, &rel, &rows, &cols, err);
+        rc = oc_file_open(oc_kg_path(r->kg, g, OC_KG_REL), OC_FILE_READ, &fr, err);
     if (!rc)
-        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_DTYPE_U32, &tail, &rows, &cols,
-                            err);
-    uint64_t nt = r->m->graph[g].n_triples, k = 0;
-    uint32_t *t = rc ? NULL : oc_alloc((size_t)nt * 12 + 12, "kg filter", err);
-    if (!rc && !t)
+        rc = oc_file_open(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_FILE_READ, &ft, err);
+    if (!rc && (!(rel = oc_alloc((size_t)chunk * 4, "kg filter: staging", err)) ||
+                !(tail = oc_alloc((size_t)chunk * 4, "kg filter: staging", err))))
         rc = err->status;
     const uint64_t *indptr = ip;
-    const uint32_t *rv = rel, *tv = tail;
-    for (uint64_t h = 0; !rc && h < r->m->graph[g].n_entities; h++)
-        for (uint64_t f = indptr[h]; f < indptr[h + 1] && k < nt; f++)
-            if (rv[f] < r->m->n_relations) {
-                t[3 * k] = (uint32_t)h;
-                t[3 * k + 1] = rv[f];
-                t[3 * k + 2] = tv[f];
-                k++;
+    uint64_t F = r->m->graph[g].n_facts, h = 0;
+    for (uint64_t f0 = 0; !rc && f0 < F; f0 += chunk) {
+        uint64_t m = F - f0 < chunk ? F - f0 : chunk;
+        uint64_t off = OC_NPY_HEADER_BYTES + 4 * f0;
+        if ((rc = oc_file_pread(fr, rel, (size_t)m * 4, off, err)) ||
+            (rc = oc_file_pread(ft, tail, (size_t)m * 4, off, err)))
+            break;
+        for (uint64_t i = 0; i < m; i++) {
+            while (indptr[h + 1] <= f0 + i)
+                h++;
+            uint32_t rv = rel[i], tv = tail[i];
+            if (rv >= R || (!pair_queried(keys, n_keys, (uint32_t)h, rv) &&
+                            !pair_queried(keys, n_keys, tv, rv + R)))
+                continue;
+            if (k == cap) {
+                uint64_t c = cap ? 2 * cap : 1024;
+                uint32_t *x = oc_realloc(t, (size_t)c * 12, "kg filter", err);
+                if (!x) {
+                    rc = err->status;
+                    break;
+                }
+                t = x;
+                cap = c;
             }
+            t[3 * k] = (uint32_t)h;
+            t[3 * k + 1] = rv;
+            t[3 * k + 2] = tv;
+            k++;
+        }
+    }
+    struct oc_err e2;
+    if (fr)
+        oc_file_close(fr, &e2);
+    if (ft)
+        oc_file_close(ft, &e2);
     oc_free(ip);
     oc_free(rel);
     oc_free(tail);
+    oc_free(keys);
+    if (rc) {
+        oc_free(t);
+        return rc;
+    }
     *out = t;
     *n = k;
-    return rc;
+    return OC_OK;
 }
 
 /* Extractor, facts and filter of graph g. */
@@ -225,11 +302,12 @@ static int graph_open(struct kg_run *r, enum oc_kg_graph g, struct oc_err *err)
     OC_KG_TRY(oc_kg_extractor_new(gr->facts, r->o->n_layers, r->pool, &gr->x, err));
     uint32_t *sets[3] = {NULL, NULL, NULL};
     uint64_t ns[3] = {0, 0, 0};
-    int rc = forward_facts(r, g, &sets[0], &ns[0], err);
-    if (!rc)
-        rc = oc_kg_load_queries(r->kg, g, OC_KG_VALID, &sets[1], &ns[1], err);
+    int rc = oc_kg_load_queries(r->kg, g, OC_KG_VALID, &sets[1], &ns[1], err);
     if (!rc)
         rc = oc_kg_load_queries(r->kg, g, OC_KG_TEST, &sets[2], &ns[2], err);
+    if (!rc)
+        rc = forward_facts(r, g, (const uint32_t *const *)&sets[1], &ns[1], 2, &sets[0], &ns[0],
+                           err);
     if (!rc)
         rc = oc_kg_filter_build((const uint32_t *const *)sets, ns, 3, r->m->n_relations,
                                 &gr->filter, err);

@@ -145,7 +145,7 @@ int oc_kg_facts_reader_new(struct oc_kg_facts *f, struct oc_kg_facts_reader **ou
         return err->status;
     r->f = f;
     if (f->where == OC_KG_FACTS_DISK) {
-        int rc = oc_io_batch_new(64, (size_t)4 << 20, &r->batch, err);
+        int rc = oc_io_batch_new(64, (size_t)256 << 10, &r->batch, err);
         if (rc) {
             oc_free(r);
             return rc;

@@ -20,6 +20,7 @@
  * Ownership: the executor owns the slicer, store, cache and buffers; it
  * borrows the fact graph, which it leaves with only the Atom Cache in front.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "kg/kg_tiger_int.h"
@@ -132,7 +133,7 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!rc)
         rc = slices_reserve(t, t->store.n_slices + 1, err);
     if (!rc)
-        rc = oc_io_batch_new(64, (size_t)4 << 20, &t->io, err);
+        rc = oc_io_batch_new(64, (size_t)256 << 10, &t->io, err);
     if (rc) {
         kg_tiger_free(t);
         return rc;
@@ -140,6 +141,13 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     t->st.cache_bytes = t->n_slots * t->slot_bytes;
     *out = t;
     return OC_OK;
+}
+
+uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t h)
+{
+    /* slicer: first_pos, map_off, map_n, stamp, depth, local; batch map; distinct heads */
+    return n_entities * (4 + 8 + 4 + 4 + 4 + 4 + sizeof(void *)) + n_queries * 4 +
+           ((uint64_t)256 << 10) + kg_slice_record_max(h);
 }
 
 void kg_tiger_free(struct kg_tiger *t)
@@ -228,6 +236,12 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
         t->slice_slot[id] = s;
     }
     t->st.warm_reads += t->plan.n_warm;
+    oc_log(OC_LOG_DEBUG,
+           "kg tiger: superbatch of %u batches, %" PRIu64 " slice accesses; %" PRIu64
+           " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffer %" PRIu64
+           ", slices %" PRIu64 ")",
+           n_batches, n_ids, oc_mem_used(), t->n_slots * t->slot_bytes,
+           oc_store_belady_held_bytes(t->belady), t->cap_rbuf * t->slot_bytes, t->store.n_slices);
     t->st.plan_s += oc_now_s() - t1;
     return OC_OK;
 }

@@ -248,6 +248,13 @@ struct kg_tiger_config {
     uint64_t n_queries;
 };
 int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct oc_err *err);
+/*
+ * Bytes an executor holds whatever its caches (the slicer's per-entity
+ * arrays, the batch map, the io batch, the record buffer), for n_entities
+ * entities, n_queries training queries and slices of h facts: kg-train
+ * sizes the caches from what is left after it.
+ */
+uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t h);
 void kg_tiger_free(struct kg_tiger *t);
 /*
  * Starts a superbatch: n_batches batches, batch i the heads

@@ -364,8 +364,9 @@ static void run_close(struct kg_run *r)
 /*
  * The caches of --extract, sized from what the budget leaves once the run is
  * open (without --mem-budget: as if it left the training graph's fact bytes):
- * atom takes half of it for its Atom Cache; ginex-slices and tiger a quarter
- * for the Atom Cache and a quarter for the Slice Cache (--atom-cache and
+ * atom takes a quarter of it for its Atom Cache; ginex-slices and tiger an
+ * eighth for the Atom Cache and an eighth for the Slice Cache, after the slicer's and
+ * executor's fixed arrays (kg_tiger_fixed_bytes) (--atom-cache and
  * --slice-cache set them instead). The rest stays for extraction's working
  * memory, which grows with the first batches, and the slicer's.
  */
@@ -402,7 +403,14 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     if (o->extract == OC_KG_EXTRACT_BASIC)
         return OC_OK;
     uint64_t left = budget_left(r);
-    uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 2 : left / 4;
+    if (o->extract != OC_KG_EXTRACT_ATOM) {
+        uint64_t fixed =
+            kg_tiger_fixed_bytes(r->g[OC_KG_TRAIN].n_entities, r->n_train, o->slice_size);
+        left = left > fixed ? left - fixed : 0;
+    }
+    oc_log(OC_LOG_DEBUG, "kg-train: %" PRIu64 " bytes held, %" PRIu64 " left for the caches",
+           oc_mem_used(), left);
+    uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 4 : left / 8;
     OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f,
                                   o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
     kg_facts_set_atoms(f, NULL, &r->atom_cache.map, 0);
@@ -449,7 +457,10 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
                                       o->act,      o->dropout, o->seed};
     OC_KG_TRY(oc_nn_redgnn_new(r->be, &cfg, &r->model, err));
     OC_KG_TRY(graph_open(r, OC_KG_TRAIN, err));
+    oc_log(OC_LOG_DEBUG, "kg-train: model and training graph open, %" PRIu64 " bytes held",
+           oc_mem_used());
     OC_KG_TRY(graph_open(r, OC_KG_IND, err));
+    oc_log(OC_LOG_DEBUG, "kg-train: inductive graph open, %" PRIu64 " bytes held", oc_mem_used());
     uint64_t bmax = o->batch > o->eval_batch ? o->batch : o->eval_batch;
     uint64_t nmax =
         r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities : r->g[1].n_entities;

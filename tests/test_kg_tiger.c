@@ -493,14 +493,14 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
     char plan[800], out[900];
     snprintf(plan, sizeof(plan), "%s/plan-kill", oc_test_tmpdir());
     snprintf(out, sizeof(out), "%s/kill.out", oc_test_tmpdir());
-    char *argv[] = {(char *)bin,  "kg-train",     (char *)dir,  "--preset",      "none",
-                    "--layers",   "2",            "--hidden",   "4",             "--attn-dim",
-                    "2",          "--batch",      "1",          "--eval-batch",  "1",
-                    "--epochs",   "2",            "--threads",  "2",             "--seed",
-                    "5",          "--extract",    "tiger",      "--slice-size",  "256",
-                    "--superbatch", "8",          "--plan-dir", plan,            "--mem-budget",
-                    "18M",        "--atom-cache", "1M",         "--slice-cache", "1M",
-                    "--quiet",    NULL};
+    char *argv[] = {
+        (char *)bin, "kg-train",     (char *)dir, "--preset",      "none",  "--layers",
+        "2",         "--hidden",     "4",         "--attn-dim",    "2",     "--batch",
+        "1",         "--eval-batch", "1",         "--epochs",      "2",     "--threads",
+        "2",         "--seed",       "5",         "--extract",     "tiger", "--slice-size",
+        "256",       "--superbatch", "8",         "--plan-dir",    plan,    "--mem-budget",
+        "18M",       "--atom-cache", "1M",        "--slice-cache", "1M",    "--quiet",
+        NULL};
     pid_t pid = proc_spawn(argv, out);
     OC_CHECK(pid > 0);
     int seen_tmp = 0;
@@ -517,14 +517,12 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
     kill(pid, SIGKILL);
     OC_CHECK(proc_wait(pid) == 128 + SIGKILL);
     struct proc_run r;
-    const char *args[] = {"kg-train",  dir,        "--preset",     "none",   "--layers",
-                          "2",         "--hidden", "4",            "--attn-dim", "2",
-                          "--batch",   "1",        "--eval-batch", "1",      "--epochs",
-                          "2",         "--threads", "2",           "--seed", "5",
-                          "--extract", "tiger",    "--slice-size", "256",    "--superbatch",
-                          "8",         "--plan-dir", plan,         "--mem-budget", "18M",
-                          "--atom-cache", "1M",   "--slice-cache", "1M",  "--quiet",
-                          NULL};
+    const char *args[] = {"kg-train",     dir,  "--preset",      "none",  "--layers",     "2",
+                          "--hidden",     "4",  "--attn-dim",    "2",     "--batch",      "1",
+                          "--eval-batch", "1",  "--epochs",      "2",     "--threads",    "2",
+                          "--seed",       "5",  "--extract",     "tiger", "--slice-size", "256",
+                          "--superbatch", "8",  "--plan-dir",    plan,    "--mem-budget", "18M",
+                          "--atom-cache", "1M", "--slice-cache", "1M",    "--quiet",      NULL};
     proc_run_cli(args, 300, &r);
     OC_CHECK(r.code == 0 && r.out && strstr(r.out, sha[0]) != NULL);
     if (r.code != 0 && r.err)

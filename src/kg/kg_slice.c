@@ -110,7 +110,8 @@ void kg_slicer_deinit(struct kg_slicer *s)
                    s->stamp,    s->depth,      s->local,         s->q_atoms,        s->q_foff,
                    s->q_rel,    s->q_tail,     s->rem,           s->visited,        s->packed,
                    s->light,    s->stack,      s->bin_of,        s->bin_load,       s->tmp,
-                   s->cand,     s->slice_mark, (void *)s->p_rel, (void *)s->p_tail, s->p_deg};
+                   s->cand,     s->slice_mark, (void *)s->p_rel, (void *)s->p_tail, s->p_deg,
+                   s->keys};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     memset(s, 0, sizeof(*s));
@@ -199,11 +200,6 @@ int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, 
     return OC_OK;
 }
 
-static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
-{
-    return (uint32_t)(s->q_foff[i + 1] - s->q_foff[i]);
-}
-
 /* Whether entity e is an atom of G'_q still unassigned; its local index in *i. */
 static inline int remaining(const struct kg_slicer *s, uint32_t e, uint32_t *i)
 {
@@ -262,24 +258,51 @@ static int gather_candidates(struct kg_slicer *s, const uint32_t *list, uint64_t
     return OC_OK;
 }
 
-static const struct kg_slicer *sort_ctx;
-
-static int by_util(const void *a, const void *b)
+static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t ux = sort_ctx->util[x], uy = sort_ctx->util[y];
-    if (ux != uy)
-        return ux > uy ? -1 : 1;
+    return (uint32_t)(s->q_foff[i + 1] - s->q_foff[i]);
+}
+
+static int u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static int by_payload(const void *a, const void *b)
+/*
+ * Sorts v[0..n) (u32 values) ascending by key(v) << 32 | low(v), through the
+ * u64 scratch: each comparator sees only its keys (no shared context), and
+ * ties are broken by the low word, so the order is total and deterministic.
+ */
+enum sort_by { BY_UTIL_DESC, BY_PAYLOAD_DESC, BY_WEIGHT_DESC, BY_WEIGHT_ASC };
+
+static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by by,
+                    struct oc_err *err)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t px = sort_ctx->payload[x], py = sort_ctx->payload[y];
-    if (px != py)
-        return px > py ? -1 : 1;
-    return x < y ? -1 : x > y;
+    OC_KG_TRY(grow(&s->keys, &s->cap_keys, n, 8, err));
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t x = v[i], hi;
+        switch (by) {
+        case BY_UTIL_DESC:
+            hi = ~s->util[x]; /* most used first, then lower id */
+            break;
+        case BY_PAYLOAD_DESC:
+            hi = ~s->payload[x];
+            break;
+        case BY_WEIGHT_DESC:
+            hi = ~weight(s, x); /* heaviest first, then BFS rank */
+            break;
+        default:
+            hi = weight(s, x); /* lightest first: the heaviest ends on top of a stack */
+            x = ~x;
+            break;
+        }
+        s->keys[i] = (uint64_t)hi << 32 | x;
+    }
+    qsort(s->keys, (size_t)n, 8, u64_asc);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = by == BY_WEIGHT_ASC ? ~(uint32_t)s->keys[i] : (uint32_t)s->keys[i];
+    return OC_OK;
 }
 
 /* SiGMa's slice matching: k-hop neighbours' slices by utilization, then the rest by payload. */
@@ -290,8 +313,7 @@ static int match(struct kg_slicer *s, struct oc_err *err)
         if (s->depth[s->q_atoms[s->light[j]]] <= s->o.hops)
             s->tmp[n_hop++] = s->light[j];
     OC_KG_TRY(gather_candidates(s, s->tmp, n_hop, &n_cand, err));
-    sort_ctx = s;
-    qsort(s->cand, (size_t)n_cand, 4, by_util);
+    OC_KG_TRY(sort_u32(s, s->cand, n_cand, BY_UTIL_DESC, err));
     for (uint64_t c = 0; c < n_cand; c++)
         OC_KG_TRY(try_match(s, s->cand[c], err));
     OC_KG_TRY(gather_candidates(s, s->light, s->n_light, &n_cand, err));
@@ -300,8 +322,7 @@ static int match(struct kg_slicer *s, struct oc_err *err)
     for (uint64_t c = 0; c < n_cand; c++)
         if ((double)s->payload[s->cand[c]] >= min_load)
             s->cand[k++] = s->cand[c];
-    sort_ctx = s;
-    qsort(s->cand, (size_t)k, 4, by_payload);
+    OC_KG_TRY(sort_u32(s, s->cand, k, BY_PAYLOAD_DESC, err));
     for (uint64_t c = 0; c < k; c++)
         OC_KG_TRY(try_match(s, s->cand[c], err));
     return OC_OK;
@@ -387,26 +408,11 @@ static void first_fit(struct kg_slicer *s, uint32_t i, uint32_t *n_bins)
     s->bin_of[i] = b;
 }
 
-static int by_weight_desc(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    uint32_t wx = weight(sort_ctx, x), wy = weight(sort_ctx, y);
-    if (wx != wy)
-        return wx > wy ? -1 : 1;
-    return x < y ? -1 : x > y;
-}
-
-static int by_weight_asc(const void *a, const void *b)
-{
-    return -by_weight_desc(a, b);
-}
-
 /* Algorithm 1: post-order DFS from each k-hop root, First-Fit, alpha filter; FFD for the rest. */
 static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_err *err)
 {
     double min_load = s->o.alpha * s->o.h;
     uint32_t *members = s->tmp;
-    sort_ctx = s;
     for (uint64_t r = 0; r < s->n_light; r++) {
         uint32_t u = s->light[r];
         if (!s->rem[u] || s->visited[u] || s->depth[s->q_atoms[u]] > s->o.hops)
@@ -426,7 +432,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
                     s->packed[i] = 2; /* pushed by a (a stack entry each, once) */
                     s->stack[top++] = i;
                 }
-                qsort(s->stack + first, (size_t)(top - first), 4, by_weight_asc);
+                OC_KG_TRY(sort_u32(s, s->stack + first, top - first, BY_WEIGHT_ASC, err));
             } else {
                 top--;
                 if (s->packed[a] == 1)
@@ -446,8 +452,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
     for (uint64_t r = 0; r < s->n_light; r++)
         if (s->rem[s->light[r]])
             members[n_rest++] = s->light[r];
-    sort_ctx = s;
-    qsort(members, (size_t)n_rest, 4, by_weight_desc);
+    OC_KG_TRY(sort_u32(s, members, n_rest, BY_WEIGHT_DESC, err));
     uint32_t n_bins = 0;
     for (uint64_t j = 0; j < n_rest; j++)
         first_fit(s, members[j], &n_bins);

@@ -127,6 +127,8 @@ struct kg_slicer {
     uint32_t mark_gen;
     const uint32_t **p_rel, **p_tail; /* one slice's atoms' facts, for the store */
     uint32_t *p_deg;
+    uint64_t *keys; /* sort keys */
+    uint64_t cap_keys;
     uint64_t n_sliced_queries;
 };
 

@@ -10,6 +10,8 @@
  *               ──► their facts read once through the fact graph's reader
  *               into one pool, static for the run
  *
+ * A cache whose bytes do not even hold the map is empty (map.at NULL).
+ *
  * Place in the data flow: kg (kg_tiger.c, kg_train.c ──► here ──► kg_facts.c).
  * Thread-safety: built and changed by one thread; read by the extraction
  * workers while nobody changes it.
@@ -76,12 +78,13 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 {
     memset(c, 0, sizeof(*c));
     uint64_t n = oc_kg_facts_n_entities(f), map_bytes = n * sizeof(void *);
-    if (bytes <= map_bytes)
-        return OC_ERR(err, OC_ERR_BUDGET,
-                      "kg atom cache: %llu bytes do not hold its map (%llu bytes for %llu "
-                      "entities); raise --mem-budget",
-                      (unsigned long long)bytes, (unsigned long long)map_bytes,
-                      (unsigned long long)n);
+    if (bytes <= map_bytes) {
+        oc_log(OC_LOG_INFO,
+               "kg atom cache: %llu bytes do not hold its map (%llu bytes for %llu entities): "
+               "no Atom Cache",
+               (unsigned long long)bytes, (unsigned long long)map_bytes, (unsigned long long)n);
+        return OC_OK; /* empty: c->map.at is NULL */
+    }
     /* (degree << 32 | ~id): descending = highest degree first, then lowest id */
     uint64_t *order = oc_alloc((size_t)n * 8 + 8, "kg atom cache: order", err);
     if (!order)

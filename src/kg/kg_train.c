@@ -363,7 +363,8 @@ static void run_close(struct kg_run *r)
 
 /*
  * The caches of --extract, sized from what the budget leaves once the run is
- * open (without --mem-budget: as if it left the training graph's fact bytes):
+ * open (without --mem-budget: as if it left 8 times the training graph's fact
+ * and indptr bytes, so that each cache holds all it could want):
  * atom takes a quarter of it for its Atom Cache; ginex-slices and tiger an
  * eighth for the Atom Cache and an eighth for the Slice Cache, after the slicer's and
  * executor's fixed arrays (kg_tiger_fixed_bytes) (--atom-cache and
@@ -373,8 +374,10 @@ static void run_close(struct kg_run *r)
 static uint64_t budget_left(const struct kg_run *r)
 {
     uint64_t b = oc_mem_budget(), used = oc_mem_used();
-    if (b == 0)
-        return r->m->graph[OC_KG_TRAIN].n_facts * 8;
+    if (b == 0) /* enough for every cache to hold the whole fact graph */
+        return 8 * (r->m->graph[OC_KG_TRAIN].n_facts + r->m->graph[OC_KG_TRAIN].n_entities) * 8 +
+               kg_tiger_fixed_bytes(r->m->graph[OC_KG_TRAIN].n_entities, r->n_train,
+                                    r->o->slice_size);
     return b > used ? b - used : 0;
 }
 
@@ -413,7 +416,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 4 : left / 8;
     OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f,
                                   o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
-    kg_facts_set_atoms(f, NULL, &r->atom_cache.map, 0);
+    kg_facts_set_atoms(f, NULL, r->atom_cache.map.at ? &r->atom_cache.map : NULL, 0);
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
     uint64_t S = o->superbatch;
@@ -431,7 +434,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     else
         snprintf(plan, sizeof(plan), "%s/plan", dir);
     struct kg_tiger_config c = {f,
-                                &r->atom_cache.map,
+                                r->atom_cache.map.at ? &r->atom_cache.map : NULL,
                                 {o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ,
                                  o->slice_size, o->alpha, o->hops, o->n_layers},
                                 plan,

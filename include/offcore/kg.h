@@ -369,6 +369,7 @@ struct oc_kg_epoch_stats {
     uint64_t n_slices;                 /* in the store */
     uint64_t atom_cache_bytes, slice_cache_bytes;
     uint64_t peak_rss_bytes;
+    uint64_t mem_peak_bytes; /* the accountant's peak (what --mem-budget bounds) so far */
 };
 
 typedef void (*oc_kg_epoch_fn)(void *ctx, const struct oc_kg_epoch_stats *st);

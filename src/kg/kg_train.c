@@ -738,13 +738,15 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
         "\"n_slices\":%" PRIu64 ",\"atoms_cached\":%" PRIu64 ",\"atoms_disk\":%" PRIu64
         ",\"bytes_read\":%" PRIu64 ",\"atom_cache_bytes\":%" PRIu64
-        ",\"slice_cache_bytes\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64 "}",
+        ",\"slice_cache_bytes\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64
+        ",\"mem_peak_bytes\":%" PRIu64 "}",
         st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10, st->test.mrr,
         st->test.hits1, st->test.hits10, st->time_s, st->eval_s, st->n_edges,
         oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s, st->model_s,
         st->slices_read, st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r,
         st->delta_u, st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk,
-        st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes);
+        st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes,
+        st->mem_peak_bytes);
 }
 
 static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
@@ -778,6 +780,8 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
             break;
         st.time_s = t1 - t0;
         st.eval_s = oc_now_s() - t1;
+        st.peak_rss_bytes = peak_rss_bytes(); /* after evaluation too */
+        st.mem_peak_bytes = oc_mem_peak();
         if (st.valid.mrr > res->best_valid_mrr || e == 0) {
             res->best_epoch = e;
             res->best_valid_mrr = st.valid.mrr;

@@ -279,6 +279,8 @@ enum sort_by { BY_UTIL_DESC, BY_PAYLOAD_DESC, BY_WEIGHT_DESC, BY_WEIGHT_ASC };
 static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by by,
                     struct oc_err *err)
 {
+    if (n < 2)
+        return OC_OK; /* sorted (and the scratch may not exist yet) */
     OC_KG_TRY(grow(&s->keys, &s->cap_keys, n, 8, err));
     for (uint64_t i = 0; i < n; i++) {
         uint32_t x = v[i], hi;

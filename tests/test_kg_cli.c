@@ -3,7 +3,9 @@
  * binary imports a GraIL split from ../shared with `offcore import kg`, trains
  * one epoch of RED-GNN on it with `offcore kg-train` (epoch line, filtered
  * MRR, weights hash, JSON log), and refuses a missing source directory and a
- * directory that is not a KG dataset with exit 1 and a message naming it.
+ * directory that is not a KG dataset with exit 1 and a message naming it;
+ * `--extract tiger` on a toy split prints its slicing line and the same
+ * weights as basic, and inconsistent --extract options are refused (exit 2).
  *
  * Place in the data flow: tests (cli → kg, in a child process).
  * Thread-safety: single-threaded test code; the child is another process.
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "kg_fixture.h"
 #include "proc_util.h"
 
 OC_TEST(import_and_train_one_epoch_through_the_cli)
@@ -69,6 +72,67 @@ OC_TEST(bad_sources_are_refused_naming_them)
     OC_CHECK(r.code == 1);
     OC_CHECK(r.err && strstr(r.err, "empty-dir"));
     proc_run_free(&r);
+}
+
+/* The line "weights_sha256 <hex>" of a run's stdout, into sha (empty if absent). */
+static void sha_of(const char *out, char sha[65])
+{
+    const char *p = out ? strstr(out, "weights_sha256 ") : NULL;
+    sha[0] = 0;
+    if (p)
+        snprintf(sha, 65, "%.64s", p + 15);
+}
+
+OC_TEST(extract_modes_through_the_cli)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *root = oc_test_tmpdir();
+    const char *src = kgfx_toy_split(root, "x\tr2\ty\ny\tr1\tz\n");
+    char ds[900];
+    snprintf(ds, sizeof(ds), "%s/toy-kg", root);
+    struct oc_err err;
+    OC_CHECK_OK(oc_kg_import_grail(src, ds, NULL, &err), &err);
+    char sha[2][65];
+    const char *modes[2] = {"basic", "tiger"};
+    for (int m = 0; m < 2; m++) {
+        const char *args[] = {"kg-train", ds,  "--epochs",  "2",      "--threads", "2",
+                              "--layers", "2", "--extract", modes[m], NULL};
+        struct proc_run r;
+        proc_run_cli(args, 60, &r);
+        OC_CHECK(r.code == 0);
+        if (m == 1)
+            OC_CHECK(r.out && strstr(r.out, "tiger | slicing") && strstr(r.out, "delta_R"));
+        sha_of(r.out, sha[m]);
+        proc_run_free(&r);
+    }
+    OC_CHECK(sha[0][0] && strcmp(sha[0], sha[1]) == 0);
+    /* refused: exit 2 and a message naming the option */
+    static const struct {
+        const char *a[6], *msg;
+    } bad[] = {
+        {{"--extract", "atom", "--facts", "memory"}, "needs --facts disk"},
+        {{"--alpha", "0.5"}, "--alpha and --hops need --extract tiger"},
+        {{"--extract", "atom", "--slice-size", "8"}, "--slice-size"},
+        {{"--extract", "tiger", "--hops", "2"}, "--hops 2: at most"},
+        {{"--extract", "tiger", "--alpha", "1.5"}, "--alpha in [0, 1]"},
+        {{"--extract", "tiger", "--slice-size", "0"}, "--slice-size must be"},
+        {{"--atom-cache", "1M"}, "--atom-cache needs"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *args[12] = {"kg-train", ds, "--epochs", "1", "--layers", "2"};
+        int n = 6;
+        for (int k = 0; k < 6 && bad[i].a[k]; k++)
+            args[n++] = bad[i].a[k];
+        args[n] = NULL;
+        struct proc_run r;
+        proc_run_cli(args, 60, &r);
+        OC_CHECK(r.code == 2 && r.err && strstr(r.err, bad[i].msg));
+        if (r.code != 2 || !r.err || !strstr(r.err, bad[i].msg))
+            fprintf(stderr, "  case %zu: code %d, stderr: %s\n", i, r.code, r.err ? r.err : "");
+        proc_run_free(&r);
+    }
+    OC_CHECK(oc_mem_n_live() == 0);
 }
 
 OC_TEST_MAIN()

@@ -5,8 +5,11 @@
  * (persistent). Every run must end with a clean error (or, where a fallback
  * exists, succeed with the fault-free weights), leak nothing, leave no
  * temporary file in the checkpoint directory and a checkpoint that is absent
- * or whole. The nth values are sampled (fault_next_nth).
+ * or whole. The nth values are sampled (fault_next_nth). The same loops run
+ * with --extract tiger (slicing anew, or reading a committed slice store)
+ * and atom: the slice store never keeps a temporary after a run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <string.h>
 
@@ -48,14 +51,48 @@ static void tiny_opts(struct oc_kg_train_opts *o, enum oc_kg_facts_where where, 
     o->log_path = log;
 }
 
-static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char *ref_sha)
+/* Whether dir or a directory under it (depth levels) holds a name with "tmp-". */
+static int has_tmp(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[1200];
+        snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+        found = strstr(e->d_name, "tmp-") != NULL || (depth > 0 && has_tmp(sub, depth - 1));
+    }
+    closedir(d);
+    return found;
+}
+
+/*
+ * ex: the extraction mode (ginex-slices and tiger slice into plan/; with
+ * keep_plan the reference run's committed store is read by every run, else
+ * each run slices anew).
+ */
+static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char *ref_sha,
+                       enum oc_kg_extract_mode ex, int keep_plan)
 {
     const char *tmp = oc_test_tmpdir();
-    char ckpt[900], log[1000];
+    char ckpt[900], log[1000], plan[900];
     snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
     snprintf(log, sizeof(log), "%s/log.jsonl", tmp);
+    snprintf(plan, sizeof(plan), "%s/plan-%s-%d", tmp, oc_kg_extract_name(ex), keep_plan);
     struct oc_kg_train_opts o;
     tiny_opts(&o, where, ckpt, log);
+    o.extract = ex;
+    o.plan_dir = plan;
+    o.slice_size = 3;
+    o.superbatch = 2;
+    struct oc_err e0;
+    struct oc_kg_train_result r0;
+    if (keep_plan)
+        OC_CHECK_OK(oc_kg_train_run(ds, &o, NULL, NULL, &r0, &e0), &e0);
     struct oc_kg_train_result res;
     struct oc_err err, e2;
     uint64_t n_runs = 0;
@@ -65,6 +102,8 @@ static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char 
             int done = 0;
             for (uint64_t nth = 1; nth < 1000000 && !done; nth = fault_next_nth(nth, fc->stride)) {
                 oc_rm_rf(ckpt, &e2);
+                if (!keep_plan)
+                    oc_rm_rf(plan, &e2);
                 oc_err_clear(&err);
                 uint64_t live = oc_mem_n_live();
                 fault_arm_mode(mode, fc->kind, nth, fc->sys_errno);
@@ -73,21 +112,24 @@ static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char 
                 oc_fault_disarm_all();
                 n_runs++;
                 char label[200];
-                snprintf(label, sizeof(label), "facts %s: %s %s #%llu",
-                         where == OC_KG_FACTS_DISK ? "disk" : "memory", fault_mode_name(mode),
-                         fc->what, (unsigned long long)nth);
+                snprintf(label, sizeof(label), "facts %s, %s%s: %s %s #%llu",
+                         where == OC_KG_FACTS_DISK ? "disk" : "memory", oc_kg_extract_name(ex),
+                         keep_plan ? " (store kept)" : "", fault_mode_name(mode), fc->what,
+                         (unsigned long long)nth);
                 enum fault_verdict v = fault_judge_run(label, fc->kind, live, fired, rc, &err,
                                                        res.weights_sha256, ref_sha, ckpt, NULL);
                 OC_CHECK(v != FAULT_BAD);
                 if (v == FAULT_BAD)
                     return;
+                /* no temporary of the slice store left behind */
+                OC_CHECK(!has_tmp(plan, 2));
                 done = v == FAULT_UNREACHED;
             }
             OC_CHECK(done);
         }
     }
-    fprintf(stderr, "  facts %s: %llu runs\n", where == OC_KG_FACTS_DISK ? "disk" : "memory",
-            (unsigned long long)n_runs);
+    fprintf(stderr, "  facts %s, %s%s: %llu runs\n", where == OC_KG_FACTS_DISK ? "disk" : "memory",
+            oc_kg_extract_name(ex), keep_plan ? " (store kept)" : "", (unsigned long long)n_runs);
 }
 
 OC_TEST(kg_train_under_every_fault)
@@ -105,8 +147,11 @@ OC_TEST(kg_train_under_every_fault)
     tiny_opts(&o, OC_KG_FACTS_DISK, NULL, NULL);
     OC_CHECK_OK(oc_kg_train_run(ds, &o, NULL, NULL, &res, &err), &err);
     OC_CHECK(strcmp(ref.weights_sha256, res.weights_sha256) == 0);
-    fault_loop(ds, OC_KG_FACTS_MEMORY, ref.weights_sha256);
-    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256);
+    fault_loop(ds, OC_KG_FACTS_MEMORY, ref.weights_sha256, OC_KG_EXTRACT_BASIC, 0);
+    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256, OC_KG_EXTRACT_BASIC, 0);
+    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256, OC_KG_EXTRACT_TIGER, 0);
+    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256, OC_KG_EXTRACT_TIGER, 1);
+    fault_loop(ds, OC_KG_FACTS_DISK, ref.weights_sha256, OC_KG_EXTRACT_ATOM, 0);
 }
 
 OC_TEST_MAIN()

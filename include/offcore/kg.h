@@ -297,6 +297,22 @@ enum oc_kg_loss_scale {
 /* "batch" / "sum". */
 const char *oc_kg_loss_scale_name(enum oc_kg_loss_scale s);
 
+/*
+ * Where training batches' subgraphs come from (TIGER's baselines and TIGER,
+ * thesis section V). Every mode extracts the same subgraphs, hence trains to
+ * the same weights; all but BASIC read the training graph's facts on disk.
+ */
+enum oc_kg_extract_mode {
+    OC_KG_EXTRACT_BASIC, /* each batch from the fact graph (--facts memory or disk) */
+    OC_KG_EXTRACT_ATOM,  /* the Atom Cache (highest-degree atoms in RAM), misses from disk */
+    OC_KG_EXTRACT_GINEX, /* subgraphs cut into slices in order, no reuse; slice store + cache */
+    OC_KG_EXTRACT_TIGER, /* SiGMa slices, slice store, Slice Cache with Belady changesets */
+    OC_KG_EXTRACT_COUNT,
+};
+/* "basic", "atom", "ginex-slices", "tiger"; parse: OC_ERR_ARG for another name. */
+const char *oc_kg_extract_name(enum oc_kg_extract_mode m);
+int oc_kg_extract_parse(const char *name, enum oc_kg_extract_mode *m, struct oc_err *err);
+
 struct oc_kg_train_opts {
     uint32_t n_layers;
     uint64_t hidden, attn_dim;
@@ -308,6 +324,14 @@ struct oc_kg_train_opts {
     unsigned threads; /* 0 = all cores */
     enum oc_kg_facts_where facts;
     enum oc_kg_loss_scale loss_scale;
+    enum oc_kg_extract_mode extract;
+    uint32_t slice_size;        /* h: facts per slice (ginex-slices, tiger) */
+    double alpha;               /* tiger: capacity threshold, a fraction of h */
+    uint32_t hops;              /* tiger: k, at most layers - 1 */
+    uint32_t superbatch;        /* ginex-slices, tiger: batches planned ahead */
+    uint64_t atom_cache_bytes;  /* atom, ginex-slices, tiger: 0 = a share of the budget */
+    uint64_t slice_cache_bytes; /* ginex-slices, tiger: 0 = a share of the budget */
+    const char *plan_dir;       /* slice store root (NULL: DIR/plan) */
     const char *log_path;       /* NULL = none */
     const char *checkpoint_dir; /* NULL = none */
     int resume;
@@ -335,6 +359,17 @@ struct oc_kg_epoch_stats {
     struct oc_kg_eval valid, test;
     double time_s, eval_s;
     uint64_t n_edges; /* facts extracted while training this epoch */
+    /* where the training subgraphs came from, this epoch */
+    enum oc_kg_extract_mode extract;
+    double slicing_s, plan_s, extract_s, model_s;      /* slicing incl. storing; Belady planning */
+    uint64_t slices_read, slices_accessed, slices_hit; /* from disk; wanted; from the cache */
+    uint64_t bytes_read;                               /* from the training graph's files */
+    uint64_t atoms_cached, atoms_disk; /* heads served by the Atom Cache / the fact graph */
+    double delta_r, delta_u;           /* SliceRedundancyRate, SliceUtilizationRate */
+    uint64_t n_slices;                 /* in the store */
+    uint64_t atom_cache_bytes, slice_cache_bytes;
+    uint64_t peak_rss_bytes;
+    uint64_t mem_peak_bytes; /* the accountant's peak (what --mem-budget bounds) so far */
 };
 
 typedef void (*oc_kg_epoch_fn)(void *ctx, const struct oc_kg_epoch_stats *st);

@@ -21,6 +21,28 @@ static void print_epoch(void *ctx, const struct oc_kg_epoch_stats *st)
            "%.2fs | Eval %.2fs\n",
            st->epoch, st->loss, st->valid.mrr, st->test.mrr, st->test.hits1, st->test.hits10,
            st->time_s, st->eval_s);
+    if (st->extract != OC_KG_EXTRACT_BASIC) {
+        printf("  %s | slicing %.2fs | plan %.2fs | extraction %.2fs | model %.2fs | atoms cached "
+               "%llu, from disk %llu",
+               oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s,
+               st->model_s, (unsigned long long)st->atoms_cached,
+               (unsigned long long)st->atoms_disk);
+        if (st->extract != OC_KG_EXTRACT_ATOM)
+            printf(" | slices read %llu of %llu, cache hits %.1f%% | delta_R %.3f delta_U %.3f "
+                   "score %.3f | %llu slices",
+                   (unsigned long long)st->slices_read, (unsigned long long)st->slices_accessed,
+                   st->slices_accessed
+                       ? 100.0 * (double)st->slices_hit / (double)st->slices_accessed
+                       : 0.0,
+                   st->delta_r, st->delta_u, st->delta_r * st->delta_u,
+                   (unsigned long long)st->n_slices);
+        printf(" | read %.1f MiB | peak RSS %.1f MiB\n", (double)st->bytes_read / 1048576.0,
+               (double)st->peak_rss_bytes / 1048576.0);
+    } else {
+        printf("  basic | extraction %.2fs | model %.2fs | read %.1f MiB | peak RSS %.1f MiB\n",
+               st->extract_s, st->model_s, (double)st->bytes_read / 1048576.0,
+               (double)st->peak_rss_bytes / 1048576.0);
+    }
     fflush(stdout);
 }
 
@@ -29,6 +51,9 @@ int cmd_kg_train(int argc, char **argv)
     struct oc_kg_train_opts o;
     oc_kg_train_opts_default(&o);
     const char *preset = "auto", *act = "relu", *facts = "memory", *loss = "batch";
+    const char *extract = "basic";
+    uint32_t slice_size = o.slice_size, hops = o.hops, superbatch = o.superbatch;
+    double alpha = o.alpha;
     uint32_t layers = o.n_layers, batch = o.batch, eval_batch = o.eval_batch, epochs = o.epochs;
     uint32_t threads = 0;
     uint64_t hidden = o.hidden, attn = o.attn_dim, seed = 0, budget = 0;
@@ -57,6 +82,25 @@ int cmd_kg_train(int argc, char **argv)
         {"facts", CLI_CHOICE, &facts, NULL,
          "disk: read each head's facts with O_DIRECT instead of loading them (memory)",
          "memory|disk"},
+        {"extract", CLI_CHOICE, &extract, NULL,
+         "where training subgraphs come from: basic (the fact graph), atom (+ Atom Cache), "
+         "ginex-slices (slices cut in order), tiger (SiGMa slices + Slice Cache); all but basic "
+         "read the facts on disk (basic)",
+         "basic|atom|ginex-slices|tiger"},
+        {"slice-size", CLI_U32, &slice_size, "H", "facts per slice, ginex-slices and tiger (512)",
+         NULL},
+        {"alpha", CLI_F64, &alpha, "X",
+         "tiger: capacity threshold, a fraction of the slice size (0.5)", NULL},
+        {"hops", CLI_U32, &hops, "K",
+         "tiger: k, the neighbours matched first and the DFS roots, <= layers - 1 (1)", NULL},
+        {"superbatch", CLI_U32, &superbatch, "S",
+         "ginex-slices, tiger: batches sliced and planned ahead (32)", NULL},
+        {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
+         "slice store root instead of the dataset's plan/ (ginex-slices, tiger)", NULL},
+        {"atom-cache", CLI_SIZE, &o.atom_cache_bytes, NULL,
+         "Atom Cache bytes (atom, ginex-slices, tiger; default: a share of the budget)", NULL},
+        {"slice-cache", CLI_SIZE, &o.slice_cache_bytes, NULL,
+         "Slice Cache bytes (ginex-slices, tiger; default: a share of the budget)", NULL},
         {"threads", CLI_U32, &threads, "T", "worker threads (default: all cores)", NULL},
         {"seed", CLI_U64, &seed, "S", "random seed (0): same seed, same weights", NULL},
         {"log", CLI_STR, &o.log_path, "FILE", "write one JSON object per epoch and a final one",
@@ -70,6 +114,17 @@ int cmd_kg_train(int argc, char **argv)
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     enum { P_PRESET, P_LAYERS, P_HIDDEN, P_ATTN, P_ACT, P_DROPOUT, P_LR, P_WD, P_DECAY, P_BATCH };
+    enum {
+        P_FACTS = 13,
+        P_EXTRACT,
+        P_SLICE,
+        P_ALPHA,
+        P_HOPS,
+        P_SUPERBATCH,
+        P_PLAN,
+        P_ACACHE,
+        P_SCACHE
+    };
     int given[sizeof(opts) / sizeof(opts[0])] = {0};
     const struct cli_cmd cmd = {
         "kg-train",
@@ -135,6 +190,33 @@ int cmd_kg_train(int argc, char **argv)
     o.threads = threads;
     o.seed = seed;
     o.facts = strcmp(facts, "disk") == 0 ? OC_KG_FACTS_DISK : OC_KG_FACTS_MEMORY;
+    if (oc_kg_extract_parse(extract, &o.extract, &err) != OC_OK) {
+        fprintf(stderr, "offcore kg-train: %s\n", err.msg);
+        return 2;
+    }
+    /* the slice-and-cache modes read the facts on disk unless told otherwise (then refused) */
+    if (o.extract != OC_KG_EXTRACT_BASIC && !given[P_FACTS])
+        o.facts = OC_KG_FACTS_DISK;
+    if (given[P_ACACHE] && o.extract == OC_KG_EXTRACT_BASIC) {
+        fprintf(stderr, "offcore kg-train: --atom-cache needs --extract atom, ginex-slices or "
+                        "tiger\n");
+        return 2;
+    }
+    if ((given[P_SLICE] || given[P_SUPERBATCH] || given[P_PLAN] || given[P_SCACHE]) &&
+        o.extract != OC_KG_EXTRACT_GINEX && o.extract != OC_KG_EXTRACT_TIGER) {
+        fprintf(stderr,
+                "offcore kg-train: --slice-size, --superbatch, --plan-dir and --slice-cache need "
+                "--extract ginex-slices or tiger\n");
+        return 2;
+    }
+    if ((given[P_ALPHA] || given[P_HOPS]) && o.extract != OC_KG_EXTRACT_TIGER) {
+        fprintf(stderr, "offcore kg-train: --alpha and --hops need --extract tiger\n");
+        return 2;
+    }
+    o.slice_size = slice_size;
+    o.alpha = alpha;
+    o.hops = hops;
+    o.superbatch = superbatch;
     o.loss_scale = strcmp(loss, "sum") == 0 ? OC_KG_LOSS_SUM : OC_KG_LOSS_BATCH;
     oc_mem_set_budget(budget);
     if (!quiet)

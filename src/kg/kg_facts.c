@@ -7,6 +7,8 @@
  *           ranges read through an io batch (io_uring, pread fallback) per
  *           thread, pages shared by neighbouring heads merged; requested and
  *           read bytes counted as feature reads are
+ *   in front of either, optionally (kg_facts_set_atoms): a batch's atom map
+ *   (TIGER's loaded slices) and the Atom Cache, consulted first
  *
  * Place in the data flow: kg (dataset files ──► here ──► kg_extract.c).
  * Thread-safety: the fact graph is read-only after open; each thread uses
@@ -17,7 +19,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "kg/kg_int.h"
+#include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
 
 struct oc_kg_facts {
@@ -27,6 +29,9 @@ struct oc_kg_facts {
     uint32_t *rel, *tail;           /* memory */
     struct oc_file *f_rel, *f_tail; /* disk */
     _Atomic uint64_t n_reads, bytes_read, bytes_requested;
+    const struct kg_atoms *batch, *cache; /* consulted first (NULL: none) */
+    uint32_t strict_below;
+    _Atomic uint64_t from_batch, from_cache, from_graph;
 };
 
 struct oc_kg_facts_reader {
@@ -110,6 +115,27 @@ uint64_t oc_kg_facts_begin(const struct oc_kg_facts *f, uint32_t h)
     return f->indptr[h];
 }
 
+uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h)
+{
+    return f->indptr[h + 1] - f->indptr[h];
+}
+
+void kg_facts_set_atoms(struct oc_kg_facts *f, const struct kg_atoms *batch,
+                        const struct kg_atoms *cache, uint32_t strict_below)
+{
+    f->batch = batch;
+    f->cache = cache;
+    f->strict_below = strict_below;
+}
+
+void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uint64_t *from_cache,
+                          uint64_t *from_graph)
+{
+    *from_batch = atomic_load(&f->from_batch);
+    *from_cache = atomic_load(&f->from_cache);
+    *from_graph = atomic_load(&f->from_graph);
+}
+
 int oc_kg_facts_reader_new(struct oc_kg_facts *f, struct oc_kg_facts_reader **out,
                            struct oc_err *err)
 {
@@ -119,7 +145,7 @@ int oc_kg_facts_reader_new(struct oc_kg_facts *f, struct oc_kg_facts_reader **ou
         return err->status;
     r->f = f;
     if (f->where == OC_KG_FACTS_DISK) {
-        int rc = oc_io_batch_new(64, (size_t)4 << 20, &r->batch, err);
+        int rc = oc_io_batch_new(64, (size_t)256 << 10, &r->batch, err);
         if (rc) {
             oc_free(r);
             return rc;
@@ -141,20 +167,40 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
                       uint32_t *rel, uint32_t *tail, struct oc_err *err)
 {
     struct oc_kg_facts *f = r->f;
-    uint64_t at = 0;
+    uint64_t at = 0, n_batch = 0, n_cache = 0, n_disk = 0;
+    for (uint64_t i = 0; f->strict_below && i < n; i++) {
+        uint64_t k = f->indptr[heads[i] + 1] - f->indptr[heads[i]];
+        if (k < f->strict_below && !f->batch->at[heads[i]])
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "kg slice store: entity %u (%llu facts) is in no slice of its batch",
+                          heads[i], (unsigned long long)k);
+    }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
-        if (f->where == OC_KG_FACTS_MEMORY) {
+        const uint32_t *atom = f->batch ? f->batch->at[heads[i]] : NULL;
+        n_batch += atom != NULL;
+        if (!atom && f->cache && (atom = f->cache->at[heads[i]]) != NULL)
+            n_cache++;
+        if (atom) {
+            memcpy(rel + at, atom, (size_t)k * 4);
+            memcpy(tail + at, atom + k, (size_t)k * 4);
+        } else if (f->where == OC_KG_FACTS_MEMORY) {
             memcpy(rel + at, f->rel + b, (size_t)k * 4);
             memcpy(tail + at, f->tail + b, (size_t)k * 4);
         } else {
             uint64_t off = OC_NPY_HEADER_BYTES + 4 * b;
             OC_KG_TRY(oc_io_batch_add(r->batch, f->f_rel, off, (size_t)k * 4, rel + at, err));
             OC_KG_TRY(oc_io_batch_add(r->batch, f->f_tail, off, (size_t)k * 4, tail + at, err));
+            n_disk++;
         }
         at += k;
     }
-    if (f->where == OC_KG_FACTS_MEMORY)
+    if (f->batch || f->cache) {
+        atomic_fetch_add(&f->from_batch, n_batch);
+        atomic_fetch_add(&f->from_cache, n_cache);
+        atomic_fetch_add(&f->from_graph, n - n_batch - n_cache);
+    }
+    if (f->where == OC_KG_FACTS_MEMORY || n_disk == 0)
         return OC_OK;
     int rc = oc_io_batch_run(r->batch, err);
     const struct oc_io_stats *s = oc_io_batch_stats(r->batch);

@@ -18,10 +18,12 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
-#include "kg/kg_int.h"
+#include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
 #include "offcore/train.h"
 
@@ -51,6 +53,12 @@ struct kg_run {
     uint64_t *qptr;
     int64_t *ans_row;
     float *full; /* scores of every entity of one query */
+    /* --extract: the training graph's Atom Cache and TIGER's executor */
+    struct kg_atom_cache atom_cache;
+    struct kg_tiger *tiger;
+    uint64_t *sb_off; /* superbatch: query offset of each batch (superbatch + 1) */
+    uint32_t *sb_heads;
+    double t_extract; /* extraction seconds of the epoch's training batches */
 };
 
 void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
@@ -69,6 +77,29 @@ void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
     o->epochs = 50;
     o->facts = OC_KG_FACTS_MEMORY;
     o->loss_scale = OC_KG_LOSS_BATCH;
+    o->extract = OC_KG_EXTRACT_BASIC;
+    o->slice_size = 512;
+    o->alpha = 0.5;
+    o->hops = 1;
+    o->superbatch = 32;
+}
+
+static const char *const extract_names[OC_KG_EXTRACT_COUNT] = {"basic", "atom", "ginex-slices",
+                                                               "tiger"};
+
+const char *oc_kg_extract_name(enum oc_kg_extract_mode m)
+{
+    return (unsigned)m < OC_KG_EXTRACT_COUNT ? extract_names[m] : "?";
+}
+
+int oc_kg_extract_parse(const char *name, enum oc_kg_extract_mode *m, struct oc_err *err)
+{
+    for (int i = 0; i < OC_KG_EXTRACT_COUNT; i++)
+        if (strcmp(name, extract_names[i]) == 0) {
+            *m = (enum oc_kg_extract_mode)i;
+            return OC_OK;
+        }
+    return OC_ERR(err, OC_ERR_ARG, "--extract %s: not basic, atom, ginex-slices or tiger", name);
 }
 
 const char *oc_kg_loss_scale_name(enum oc_kg_loss_scale s)
@@ -132,44 +163,134 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
                       "--lr must be > 0, --weight-decay >= 0 and --decay in (0, 1], all finite");
     if ((unsigned)o->loss_scale >= OC_KG_LOSS_SCALE_COUNT)
         return OC_ERR(err, OC_ERR_ARG, "unknown loss scale %d", (int)o->loss_scale);
+    if ((unsigned)o->extract >= OC_KG_EXTRACT_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "unknown extraction mode %d", (int)o->extract);
+    if (o->extract != OC_KG_EXTRACT_BASIC && o->facts != OC_KG_FACTS_DISK)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--extract %s reads the facts on disk: it needs --facts disk",
+                      oc_kg_extract_name(o->extract));
+    if (o->slice_size < 1 || o->slice_size > (1u << 24) || o->superbatch < 1 ||
+        !(o->alpha >= 0.0 && o->alpha <= 1.0))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--slice-size must be in [1, 2^24], --superbatch at least 1, --alpha in "
+                      "[0, 1]");
+    if (o->hops > o->n_layers - 1)
+        return OC_ERR(err, OC_ERR_ARG, "--hops %u: at most --layers - 1 = %u", o->hops,
+                      o->n_layers - 1);
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     return OC_OK;
 }
 
-/* The facts of graph g as (h, r < R, t) triples (inverse and identity facts left out). */
-static int forward_facts(struct kg_run *r, enum oc_kg_graph g, uint32_t **out, uint64_t *n,
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int pair_queried(const uint64_t *keys, uint64_t n, uint32_t h, uint32_t r)
+{
+    uint64_t k = (uint64_t)h << 32 | r, lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (keys[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && keys[lo] == k;
+}
+
+/*
+ * The facts of graph g the filter needs, as (h, r < R, t) triples: those
+ * whose (h, r) or (t, r + R) is a pair some ranked query asks about (the
+ * query triples of qs[0..n_qs), both directions). Ranking looks the filter up
+ * only for those pairs, so this filters exactly as all the facts would, in a
+ * fraction of the memory; the fact arrays are streamed in chunks, never
+ * loaded whole (kg-train runs under budgets smaller than the fact graph).
+ */
+static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *const *qs,
+                         const uint64_t *n_qs, unsigned n_sets, uint32_t **out, uint64_t *n,
                          struct oc_err *err)
 {
+    *out = NULL;
+    *n = 0;
+    const uint32_t R = r->m->n_relations;
+    uint64_t n_keys = 0;
+    for (unsigned s = 0; s < n_sets; s++)
+        n_keys += 2 * n_qs[s];
+    uint64_t *keys = oc_alloc((size_t)n_keys * 8 + 8, "kg filter: queried pairs", err);
+    if (!keys)
+        return err->status;
+    for (unsigned s = 0, k = 0; s < n_sets; s++)
+        for (uint64_t i = 0; i < n_qs[s]; i++) {
+            const uint32_t *x = qs[s] + 3 * i;
+            keys[k++] = (uint64_t)x[0] << 32 | x[1];
+            keys[k++] = (uint64_t)x[2] << 32 | (x[1] + R);
+        }
+    qsort(keys, (size_t)n_keys, 8, u64_cmp);
     uint64_t rows, cols;
-    void *ip = NULL, *rel = NULL, *tail = NULL;
+    void *ip = NULL;
+    struct oc_file *fr = NULL, *ft = NULL;
+    const uint64_t chunk = 65536;
+    uint32_t *rel = NULL, *tail = NULL, *t = NULL;
+    uint64_t k = 0, cap = 0;
     int rc =
         oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_INDPTR), OC_DTYPE_U64, &ip, &rows, &cols, err);
     if (!rc)
-        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_REL), OC_DTYPE_U32, &rel, &rows, &cols, err);
+        rc = oc_file_open(oc_kg_path(r->kg, g, OC_KG_REL), OC_FILE_READ, &fr, err);
     if (!rc)
-        rc = oc_npy_load_as(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_DTYPE_U32, &tail, &rows, &cols,
-                            err);
-    uint64_t nt = r->m->graph[g].n_triples, k = 0;
-    uint32_t *t = rc ? NULL : oc_alloc((size_t)nt * 12 + 12, "kg filter", err);
-    if (!rc && !t)
+        rc = oc_file_open(oc_kg_path(r->kg, g, OC_KG_TAIL), OC_FILE_READ, &ft, err);
+    if (!rc && (!(rel = oc_alloc((size_t)chunk * 4, "kg filter: staging", err)) ||
+                !(tail = oc_alloc((size_t)chunk * 4, "kg filter: staging", err))))
         rc = err->status;
     const uint64_t *indptr = ip;
-    const uint32_t *rv = rel, *tv = tail;
-    for (uint64_t h = 0; !rc && h < r->m->graph[g].n_entities; h++)
-        for (uint64_t f = indptr[h]; f < indptr[h + 1] && k < nt; f++)
-            if (rv[f] < r->m->n_relations) {
-                t[3 * k] = (uint32_t)h;
-                t[3 * k + 1] = rv[f];
-                t[3 * k + 2] = tv[f];
-                k++;
+    uint64_t F = r->m->graph[g].n_facts, h = 0;
+    for (uint64_t f0 = 0; !rc && f0 < F; f0 += chunk) {
+        uint64_t m = F - f0 < chunk ? F - f0 : chunk;
+        uint64_t off = OC_NPY_HEADER_BYTES + 4 * f0;
+        if ((rc = oc_file_pread(fr, rel, (size_t)m * 4, off, err)) ||
+            (rc = oc_file_pread(ft, tail, (size_t)m * 4, off, err)))
+            break;
+        for (uint64_t i = 0; i < m; i++) {
+            while (indptr[h + 1] <= f0 + i)
+                h++;
+            uint32_t rv = rel[i], tv = tail[i];
+            if (rv >= R || (!pair_queried(keys, n_keys, (uint32_t)h, rv) &&
+                            !pair_queried(keys, n_keys, tv, rv + R)))
+                continue;
+            if (k == cap) {
+                uint64_t c = cap ? 2 * cap : 1024;
+                uint32_t *x = oc_realloc(t, (size_t)c * 12, "kg filter", err);
+                if (!x) {
+                    rc = err->status;
+                    break;
+                }
+                t = x;
+                cap = c;
             }
+            t[3 * k] = (uint32_t)h;
+            t[3 * k + 1] = rv;
+            t[3 * k + 2] = tv;
+            k++;
+        }
+    }
+    struct oc_err e2;
+    if (fr)
+        oc_file_close(fr, &e2);
+    if (ft)
+        oc_file_close(ft, &e2);
     oc_free(ip);
     oc_free(rel);
     oc_free(tail);
+    oc_free(keys);
+    if (rc) {
+        oc_free(t);
+        return rc;
+    }
     *out = t;
     *n = k;
-    return rc;
+    return OC_OK;
 }
 
 /* Extractor, facts and filter of graph g. */
@@ -181,11 +302,12 @@ static int graph_open(struct kg_run *r, enum oc_kg_graph g, struct oc_err *err)
     OC_KG_TRY(oc_kg_extractor_new(gr->facts, r->o->n_layers, r->pool, &gr->x, err));
     uint32_t *sets[3] = {NULL, NULL, NULL};
     uint64_t ns[3] = {0, 0, 0};
-    int rc = forward_facts(r, g, &sets[0], &ns[0], err);
-    if (!rc)
-        rc = oc_kg_load_queries(r->kg, g, OC_KG_VALID, &sets[1], &ns[1], err);
+    int rc = oc_kg_load_queries(r->kg, g, OC_KG_VALID, &sets[1], &ns[1], err);
     if (!rc)
         rc = oc_kg_load_queries(r->kg, g, OC_KG_TEST, &sets[2], &ns[2], err);
+    if (!rc)
+        rc = forward_facts(r, g, (const uint32_t *const *)&sets[1], &ns[1], 2, &sets[0], &ns[0],
+                           err);
     if (!rc)
         rc = oc_kg_filter_build((const uint32_t *const *)sets, ns, 3, r->m->n_relations,
                                 &gr->filter, err);
@@ -213,6 +335,12 @@ static int graph_open(struct kg_run *r, enum oc_kg_graph g, struct oc_err *err)
 
 static void run_close(struct kg_run *r)
 {
+    if (r->g[OC_KG_TRAIN].facts)
+        kg_facts_set_atoms(r->g[OC_KG_TRAIN].facts, NULL, NULL, 0);
+    kg_tiger_free(r->tiger);
+    kg_atom_cache_deinit(&r->atom_cache);
+    oc_free(r->sb_off);
+    oc_free(r->sb_heads);
     for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
         oc_kg_extractor_free(r->g[g].x);
         oc_kg_facts_free(r->g[g].facts);
@@ -233,6 +361,92 @@ static void run_close(struct kg_run *r)
     oc_kg_free(r->kg);
 }
 
+/*
+ * The caches of --extract, sized from what the budget leaves once the run is
+ * open (without --mem-budget: as if it left 8 times the training graph's fact
+ * and indptr bytes, so that each cache holds all it could want):
+ * atom takes a quarter of it for its Atom Cache; ginex-slices and tiger an
+ * eighth for the Atom Cache and an eighth for the Slice Cache, after the slicer's and
+ * executor's fixed arrays (kg_tiger_fixed_bytes) (--atom-cache and
+ * --slice-cache set them instead). The rest stays for extraction's working
+ * memory, which grows with the first batches, and the slicer's.
+ */
+static uint64_t budget_left(const struct kg_run *r)
+{
+    uint64_t b = oc_mem_budget(), used = oc_mem_used();
+    if (b == 0) /* enough for every cache to hold the whole fact graph */
+        return 8 * (r->m->graph[OC_KG_TRAIN].n_facts + r->m->graph[OC_KG_TRAIN].n_entities) * 8 +
+               kg_tiger_fixed_bytes(r->m->graph[OC_KG_TRAIN].n_entities, r->n_train,
+                                    r->o->slice_size);
+    return b > used ? b - used : 0;
+}
+
+/* Everything the slices depend on, as text, and its key (two CRC-32s). */
+static uint64_t slice_key(const struct kg_run *r)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    const struct oc_kg_manifest *m = r->m;
+    char text[512];
+    int n = snprintf(text, sizeof(text),
+                     "kg-slices v1 mode=%s N=%" PRIu64 " F=%" PRIu64
+                     " crc=%08x,%08x,%08x,%08x layers=%u h=%u alpha=%.17g hops=%u batch=%u "
+                     "superbatch=%u",
+                     oc_kg_extract_name(o->extract), m->graph[0].n_entities, m->graph[0].n_facts,
+                     m->files[0][OC_KG_INDPTR].crc32, m->files[0][OC_KG_REL].crc32,
+                     m->files[0][OC_KG_TAIL].crc32, m->files[0][OC_KG_QVALID].crc32, o->n_layers,
+                     o->slice_size, o->alpha, o->hops, o->batch, o->superbatch);
+    return (uint64_t)oc_crc32(0, text, (uint64_t)n) << 32 |
+           oc_crc32(0x9e3779b9u, text, (uint64_t)n);
+}
+
+static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    struct oc_kg_facts *f = r->g[OC_KG_TRAIN].facts;
+    if (o->extract == OC_KG_EXTRACT_BASIC)
+        return OC_OK;
+    uint64_t left = budget_left(r);
+    if (o->extract != OC_KG_EXTRACT_ATOM) {
+        uint64_t fixed =
+            kg_tiger_fixed_bytes(r->g[OC_KG_TRAIN].n_entities, r->n_train, o->slice_size);
+        left = left > fixed ? left - fixed : 0;
+    }
+    oc_log(OC_LOG_DEBUG, "kg-train: %" PRIu64 " bytes held, %" PRIu64 " left for the caches",
+           oc_mem_used(), left);
+    uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 4 : left / 8;
+    OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f,
+                                  o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
+    kg_facts_set_atoms(f, NULL, r->atom_cache.map.at ? &r->atom_cache.map : NULL, 0);
+    if (o->extract == OC_KG_EXTRACT_ATOM)
+        return OC_OK;
+    uint64_t S = o->superbatch;
+    if (!(r->sb_off = oc_alloc((size_t)(S + 1) * 8, "kg superbatch", err)) ||
+        !(r->sb_heads = oc_alloc((size_t)S * o->batch * 4, "kg superbatch", err)))
+        return err->status;
+    uint32_t *heads = oc_alloc((size_t)r->n_train * 4 + 4, "kg tiger: heads", err);
+    if (!heads)
+        return err->status;
+    for (uint64_t i = 0; i < r->n_train; i++)
+        heads[i] = r->train_q[3 * i];
+    char plan[4200];
+    if (o->plan_dir)
+        snprintf(plan, sizeof(plan), "%s", o->plan_dir);
+    else
+        snprintf(plan, sizeof(plan), "%s/plan", dir);
+    struct kg_tiger_config c = {f,
+                                r->atom_cache.map.at ? &r->atom_cache.map : NULL,
+                                {o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ,
+                                 o->slice_size, o->alpha, o->hops, o->n_layers},
+                                plan,
+                                slice_key(r),
+                                o->slice_cache_bytes ? o->slice_cache_bytes : share,
+                                heads,
+                                r->n_train};
+    int rc = kg_tiger_new(&c, &r->tiger, err);
+    oc_free(heads);
+    return rc;
+}
+
 static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
 {
     const struct oc_kg_train_opts *o = r->o;
@@ -246,7 +460,10 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
                                       o->act,      o->dropout, o->seed};
     OC_KG_TRY(oc_nn_redgnn_new(r->be, &cfg, &r->model, err));
     OC_KG_TRY(graph_open(r, OC_KG_TRAIN, err));
+    oc_log(OC_LOG_DEBUG, "kg-train: model and training graph open, %" PRIu64 " bytes held",
+           oc_mem_used());
     OC_KG_TRY(graph_open(r, OC_KG_IND, err));
+    oc_log(OC_LOG_DEBUG, "kg-train: inductive graph open, %" PRIu64 " bytes held", oc_mem_used());
     uint64_t bmax = o->batch > o->eval_batch ? o->batch : o->eval_batch;
     uint64_t nmax =
         r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities : r->g[1].n_entities;
@@ -256,7 +473,7 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
         !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)) ||
         !(r->full = oc_alloc((size_t)nmax * 4, "kg scores", err)))
         return err->status;
-    return OC_OK;
+    return extract_open(r, dir, err);
 }
 
 /* Extracts and runs the model on n queries of graph g; *scores per node of the last layer. */
@@ -264,7 +481,10 @@ static int batch_forward(struct kg_run *r, enum oc_kg_graph g, uint32_t n,
                          const struct oc_nn_step *step, const float **scores, struct oc_err *err)
 {
     uint32_t L = r->o->n_layers;
+    double t0 = oc_now_s();
     OC_KG_TRY(oc_kg_extract(r->g[g].x, r->heads, n, r->layers, err));
+    if (step->training)
+        r->t_extract += oc_now_s() - t0;
     for (uint32_t l = 0; l < L; l++) {
         const struct oc_kg_layer *k = &r->layers[l];
         r->blocks[l] = (struct oc_nn_rel_block){
@@ -299,6 +519,24 @@ static int64_t find_row(const struct kg_run *r, uint32_t q, uint32_t e)
     return lo < r->qptr[q + 1] && ent[lo] == e ? (int64_t)lo : -1;
 }
 
+/* TIGER's super-batch loop: the next S batches' heads from batch bi on, sliced and planned. */
+static int superbatch_begin(struct kg_run *r, uint64_t bi, uint32_t *n_sb, struct oc_err *err)
+{
+    const struct oc_kg_train_opts *o = r->o;
+    uint64_t nb = (r->n_train + o->batch - 1) / o->batch;
+    uint32_t S = (uint32_t)(nb - bi < o->superbatch ? nb - bi : o->superbatch);
+    r->sb_off[0] = 0;
+    for (uint32_t i = 0; i < S; i++) {
+        uint64_t b0 = (bi + i) * o->batch;
+        uint64_t n = r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch;
+        for (uint64_t q = 0; q < n; q++)
+            r->sb_heads[r->sb_off[i] + q] = r->train_q[3 * (b0 + q)];
+        r->sb_off[i + 1] = r->sb_off[i] + n;
+    }
+    *n_sb = S;
+    return kg_tiger_superbatch(r->tiger, r->sb_heads, r->sb_off, S, err);
+}
+
 static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stats *st,
                        struct oc_err *err)
 {
@@ -306,15 +544,33 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
     float lr = (float)(o->lr * pow(o->decay, (double)epoch));
     uint64_t e0 = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x);
     st->loss = 0.0;
+    r->t_extract = 0.0;
+    double t_model = 0.0;
+    uint32_t sb_i = 0, sb_n = 0;
     for (uint64_t b0 = 0, bi = 0; b0 < r->n_train; b0 += o->batch, bi++) {
         uint32_t n = (uint32_t)(r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch);
         for (uint32_t q = 0; q < n; q++) {
             r->heads[q] = r->train_q[3 * (b0 + q)];
             r->rels[q] = r->train_q[3 * (b0 + q) + 1];
         }
+        if (r->tiger) {
+            if (sb_i == sb_n) {
+                OC_KG_TRY(superbatch_begin(r, bi, &sb_n, err));
+                sb_i = 0;
+            }
+            double t0 = oc_now_s();
+            OC_KG_TRY(kg_tiger_batch_load(r->tiger, sb_i, err));
+            r->t_extract += oc_now_s() - t0;
+        }
         struct oc_nn_step step = {1, epoch, bi};
         const float *scores = NULL;
+        double t_b = oc_now_s(), x0 = r->t_extract;
         OC_KG_TRY(batch_forward(r, OC_KG_TRAIN, n, &step, &scores, err));
+        if (r->tiger) {
+            double t0 = oc_now_s();
+            OC_KG_TRY(kg_tiger_batch_done(r->tiger, sb_i++, err));
+            r->t_extract += oc_now_s() - t0;
+        }
         for (uint32_t q = 0; q < n; q++)
             r->ans_row[q] = find_row(r, q, r->train_q[3 * (b0 + q) + 2]);
         double loss = 0.0;
@@ -336,8 +592,64 @@ static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stat
         struct oc_nn_adam opt;
         oc_nn_adam_default(&opt, lr, (float)wd);
         OC_KG_TRY(oc_nn_model_adam_step(oc_nn_redgnn_model(r->model), &opt, err));
+        t_model += oc_now_s() - t_b - (r->t_extract - x0);
     }
+    if (r->tiger)
+        OC_KG_TRY(kg_tiger_epoch_end(r->tiger, err));
     st->n_edges = oc_kg_extractor_n_edges(r->g[OC_KG_TRAIN].x) - e0;
+    st->extract_s = r->t_extract;
+    st->model_s = t_model;
+    return OC_OK;
+}
+
+/* Per-epoch figures of where the training subgraphs came from (differences of counters). */
+struct extract_mark {
+    struct oc_kg_facts_stats io;
+    uint64_t from_batch, from_cache, from_graph;
+    struct kg_tiger_stats t;
+};
+
+static void extract_mark(const struct kg_run *r, struct extract_mark *m)
+{
+    memset(m, 0, sizeof(*m));
+    oc_kg_facts_stats(r->g[OC_KG_TRAIN].facts, &m->io);
+    kg_facts_atom_counts(r->g[OC_KG_TRAIN].facts, &m->from_batch, &m->from_cache, &m->from_graph);
+    if (r->tiger)
+        kg_tiger_stats(r->tiger, &m->t);
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (uint64_t)ru.ru_maxrss * 1024; /* kilobytes on Linux */
+}
+
+static int extract_report(struct kg_run *r, const struct extract_mark *a,
+                          struct oc_kg_epoch_stats *st, struct oc_err *err)
+{
+    struct extract_mark b;
+    extract_mark(r, &b);
+    st->extract = r->o->extract;
+    st->bytes_read = b.io.bytes_read - a->io.bytes_read + b.t.bytes_read - a->t.bytes_read;
+    st->atoms_cached = b.from_cache - a->from_cache;
+    st->atoms_disk = r->o->extract == OC_KG_EXTRACT_BASIC ? 0 : b.from_graph - a->from_graph;
+    st->atom_cache_bytes = r->atom_cache.bytes;
+    st->peak_rss_bytes = peak_rss_bytes();
+    if (!r->tiger)
+        return OC_OK;
+    st->slicing_s = b.t.slicing_s - a->t.slicing_s;
+    st->plan_s = b.t.plan_s - a->t.plan_s;
+    st->slices_read = b.t.slices_read - a->t.slices_read + b.t.warm_reads - a->t.warm_reads;
+    st->slices_accessed = b.t.slices_accessed - a->t.slices_accessed;
+    st->slices_hit = b.t.slices_hit - a->t.slices_hit;
+    st->slice_cache_bytes = b.t.cache_bytes;
+    struct kg_slice_metrics m;
+    OC_KG_TRY(kg_tiger_metrics(r->tiger, &m, err));
+    st->delta_r = m.delta_r;
+    st->delta_u = m.delta_u;
+    st->n_slices = m.n_slices;
     return OC_OK;
 }
 
@@ -415,13 +727,26 @@ static int best_load(const char *dir, struct oc_kg_train_result *res, struct oc_
 
 static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
 {
-    return snprintf(buf, n,
-                    "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
-                    "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
-                    "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64 "}",
-                    st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10,
-                    st->test.mrr, st->test.hits1, st->test.hits10, st->time_s, st->eval_s,
-                    st->n_edges);
+    uint64_t acc = st->slices_accessed ? st->slices_accessed : 1;
+    return snprintf(
+        buf, n,
+        "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
+        "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
+        "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
+        ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"extract_s\":%.3f,"
+        "\"model_s\":%.3f,\"slices_read\":%" PRIu64 ",\"slices_accessed\":%" PRIu64
+        ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
+        "\"n_slices\":%" PRIu64 ",\"atoms_cached\":%" PRIu64 ",\"atoms_disk\":%" PRIu64
+        ",\"bytes_read\":%" PRIu64 ",\"atom_cache_bytes\":%" PRIu64
+        ",\"slice_cache_bytes\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64
+        ",\"mem_peak_bytes\":%" PRIu64 "}",
+        st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10, st->test.mrr,
+        st->test.hits1, st->test.hits10, st->time_s, st->eval_s, st->n_edges,
+        oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s, st->model_s,
+        st->slices_read, st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r,
+        st->delta_u, st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk,
+        st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes,
+        st->mem_peak_bytes);
 }
 
 static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
@@ -444,8 +769,10 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
     double t_run = oc_now_s();
     for (uint32_t e = pos.next_epoch; e < o->epochs && !rc; e++) {
         struct oc_kg_epoch_stats st = {.epoch = e};
+        struct extract_mark mark;
+        extract_mark(r, &mark);
         double t0 = oc_now_s();
-        if ((rc = train_epoch(r, e, &st, err)))
+        if ((rc = train_epoch(r, e, &st, err)) || (rc = extract_report(r, &mark, &st, err)))
             break;
         double t1 = oc_now_s();
         if ((rc = evaluate(r, OC_KG_TRAIN, &r->valid, 1, &st.valid, err)) ||
@@ -453,6 +780,8 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
             break;
         st.time_s = t1 - t0;
         st.eval_s = oc_now_s() - t1;
+        st.peak_rss_bytes = peak_rss_bytes(); /* after evaluation too */
+        st.mem_peak_bytes = oc_mem_peak();
         if (st.valid.mrr > res->best_valid_mrr || e == 0) {
             res->best_epoch = e;
             res->best_valid_mrr = st.valid.mrr;
@@ -460,7 +789,7 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
         }
         res->epochs_run = e + 1;
         if (log) {
-            char line[512];
+            char line[1536];
             epoch_json(&st, line, sizeof(line));
             if ((rc = oc_train_log_line(log, line, &pos.log_bytes, err)))
                 break;

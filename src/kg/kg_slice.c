@@ -1,0 +1,571 @@
+/*
+ * kg_slice.c — atom-level subgraph slicing (thesis section V-B/C): a query
+ * entity q's subgraph is its atoms, the entities of its (L-1)-hop
+ * neighbourhood (an L-layer subgraph holds exactly their facts), each of
+ * weight w_a = its degree; atoms of weight < h are packed into slices of at
+ * most h facts, and q's subgraph becomes a set of disjoint slices.
+ *
+ *   BFS (L-1 hops, facts through the fact graph's reader: Atom Cache first)
+ *   SiGMa:  matching  1. slices holding q's k-hop neighbours, by historical
+ *                        utilization (most used first)
+ *                     2. slices holding any other remaining atom, by payload,
+ *                        those below alpha x h dropped
+ *                     (a slice matches only if all its atoms remain in G'_q)
+ *           generation  per k-hop neighbour u still in G'_q: post-order DFS
+ *                     from u over G'_q (neighbours pushed lightest first, so
+ *                     the heaviest is visited first), each atom First-Fit
+ *                     into this root's slices; those reaching alpha x h are
+ *                     kept, the atoms of the others go back to G'_q; at the
+ *                     end First-Fit-Decreasing packs what remains
+ *   SEQ (ginex): the atoms in BFS order, Next-Fit, no matching (no reuse)
+ *
+ * Determinism: orders are BFS order, ties broken by slice id or BFS rank.
+ * Place in the data flow: kg (kg_tiger.c ──► here ──► kg_slice_store.c).
+ * Thread-safety: one thread. Ownership: the slicer owns its arrays and
+ * reader; it borrows the fact graph.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kg/kg_tiger_int.h"
+
+/* Grows *p to hold n elements of elem bytes (capacity doubling via *cap). */
+static int grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, struct oc_err *err)
+{
+    void **p = pp;
+    if (n <= *cap)
+        return OC_OK;
+    uint64_t c = *cap ? *cap : 64;
+    while (c < n)
+        c *= 2;
+    void *q = oc_realloc(*p, (size_t)(c * elem), "kg slicer", err);
+    if (!q)
+        return err->status;
+    *p = q;
+    *cap = c;
+    return OC_OK;
+}
+
+/* Grows several arrays sharing one capacity. */
+static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
+{
+    if (n <= s->cap_q)
+        return OC_OK;
+    uint64_t c = s->cap_q ? s->cap_q : 64;
+    while (c < n)
+        c *= 2;
+    void **arr[] = {(void **)&s->q_atoms, (void **)&s->rem,      (void **)&s->visited,
+                    (void **)&s->packed,  (void **)&s->light,    (void **)&s->stack,
+                    (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
+                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg};
+    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4};
+    for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
+        void *q = oc_realloc(*arr[i], (size_t)(c * sz[i]), "kg slicer", err);
+        if (!q)
+            return err->status;
+        *arr[i] = q;
+    }
+    uint64_t *f = oc_realloc(s->q_foff, (size_t)(c + 1) * 8, "kg slicer", err);
+    if (!f)
+        return err->status;
+    s->q_foff = f;
+    s->cap_q = c;
+    return OC_OK;
+}
+
+int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,
+                   struct oc_err *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->o = *o;
+    s->facts = f;
+    s->n_entities = oc_kg_facts_n_entities(f);
+    uint64_t n = s->n_entities;
+    int rc = oc_kg_facts_reader_new(f, &s->reader, err);
+    if (!rc && (!(s->first_pos = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
+                !(s->map_off = oc_alloc((size_t)n * 8, "kg slicer", err)) ||
+                !(s->map_n = oc_calloc(n, 4, "kg slicer", err)) ||
+                !(s->stamp = oc_calloc(n, 4, "kg slicer", err)) ||
+                !(s->depth = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
+                !(s->local = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
+                !(s->atom_off = oc_calloc(1, 8, "kg slicer", err))))
+        rc = err->status;
+    if (rc) {
+        kg_slicer_deinit(s);
+        return rc;
+    }
+    s->cap_slices = 0;
+    for (uint64_t e = 0; e < n; e++) {
+        s->first_pos[e] = KG_NONE;
+        s->map_off[e] = UINT64_MAX;
+    }
+    return OC_OK;
+}
+
+void kg_slicer_deinit(struct kg_slicer *s)
+{
+    oc_kg_facts_reader_free(s->reader);
+    void *arr[] = {s->atom_off, s->payload,    s->util,          s->atoms,          s->slice_of_pos,
+                   s->next_pos, s->first_pos,  s->map_off,       s->map_n,          s->map_ids,
+                   s->stamp,    s->depth,      s->local,         s->q_atoms,        s->q_foff,
+                   s->q_rel,    s->q_tail,     s->rem,           s->visited,        s->packed,
+                   s->light,    s->stack,      s->bin_of,        s->bin_load,       s->tmp,
+                   s->cand,     s->slice_mark, (void *)s->p_rel, (void *)s->p_tail, s->p_deg,
+                   s->keys};
+    for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
+        oc_free(arr[i]);
+    memset(s, 0, sizeof(*s));
+}
+
+int kg_slicer_has(const struct kg_slicer *s, uint32_t q)
+{
+    return s->map_off[q] != UINT64_MAX;
+}
+
+/* Fetches the facts of local atoms [lo, hi) into q_rel/q_tail at their offsets. */
+static int fetch_range(struct kg_slicer *s, uint64_t lo, uint64_t hi, struct oc_err *err)
+{
+    uint64_t need = s->q_foff[lo];
+    for (uint64_t i = lo; i < hi; i++) {
+        s->q_foff[i + 1] = s->q_foff[i] + kg_facts_degree(s->facts, s->q_atoms[i]);
+        need = s->q_foff[i + 1];
+    }
+    uint64_t c = s->cap_qf;
+    OC_KG_TRY(grow(&s->q_rel, &c, need, 4, err));
+    c = s->cap_qf;
+    OC_KG_TRY(grow(&s->q_tail, &c, need, 4, err));
+    s->cap_qf = c;
+    return oc_kg_facts_fetch(s->reader, s->q_atoms + lo, hi - lo, s->q_rel + s->q_foff[lo],
+                             s->q_tail + s->q_foff[lo], err);
+}
+
+/* BFS of q over L-1 hops: q_atoms (BFS order), depth, local, every atom's facts. */
+static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
+{
+    if (q >= s->n_entities)
+        return OC_ERR(err, OC_ERR_ARG, "kg slicer: entity %u out of range (%llu entities)", q,
+                      (unsigned long long)s->n_entities);
+    if (++s->gen == 0) {
+        memset(s->stamp, 0, (size_t)s->n_entities * 4);
+        s->gen = 1;
+    }
+    OC_KG_TRY(grow_q(s, 1, err));
+    s->q_atoms[0] = q;
+    s->q_foff[0] = 0;
+    s->stamp[q] = s->gen;
+    s->depth[q] = 0;
+    s->local[q] = 0;
+    s->n_q = 1;
+    uint64_t lo = 0;
+    uint32_t hops = s->o.layers - 1;
+    for (uint32_t d = 0;; d++) {
+        uint64_t hi = s->n_q;
+        OC_KG_TRY(fetch_range(s, lo, hi, err));
+        if (d == hops)
+            break;
+        for (uint64_t i = lo; i < hi; i++)
+            for (uint64_t j = s->q_foff[i]; j < s->q_foff[i + 1]; j++) {
+                uint32_t t = s->q_tail[j];
+                if (s->stamp[t] == s->gen)
+                    continue;
+                OC_KG_TRY(grow_q(s, s->n_q + 1, err));
+                s->stamp[t] = s->gen;
+                s->depth[t] = d + 1;
+                s->local[t] = (uint32_t)s->n_q;
+                s->q_atoms[s->n_q++] = t;
+            }
+        lo = hi;
+        if (lo == s->n_q)
+            break;
+    }
+    s->n_light = 0;
+    for (uint64_t i = 0; i < s->n_q; i++) {
+        uint64_t w = s->q_foff[i + 1] - s->q_foff[i];
+        s->rem[i] = w < s->o.h;
+        s->visited[i] = s->packed[i] = 0;
+        if (s->rem[i])
+            s->light[s->n_light++] = (uint32_t)i;
+    }
+    return OC_OK;
+}
+
+int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, uint64_t *n,
+                       struct oc_err *err)
+{
+    OC_KG_TRY(bfs(s, q, err));
+    for (uint64_t i = 0; i < s->n_light; i++)
+        s->tmp[i] = s->q_atoms[s->light[i]];
+    *atoms = s->tmp;
+    *n = s->n_light;
+    return OC_OK;
+}
+
+/* Whether entity e is an atom of G'_q still unassigned; its local index in *i. */
+static inline int remaining(const struct kg_slicer *s, uint32_t e, uint32_t *i)
+{
+    if (s->stamp[e] != s->gen)
+        return 0;
+    *i = s->local[e];
+    return s->rem[*i];
+}
+
+/* Adds slice id to q's list (the mapping is appended while q is sliced). */
+static int map_add(struct kg_slicer *s, uint32_t id, struct oc_err *err)
+{
+    OC_KG_TRY(grow(&s->map_ids, &s->cap_map, s->n_map + 1, 4, err));
+    s->map_ids[s->n_map++] = id;
+    return OC_OK;
+}
+
+/* Matches slice id if every atom of it remains in G'_q. */
+static int try_match(struct kg_slicer *s, uint32_t id, struct oc_err *err)
+{
+    uint32_t i;
+    for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++)
+        if (!remaining(s, s->atoms[p], &i))
+            return OC_OK;
+    for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++) {
+        remaining(s, s->atoms[p], &i);
+        s->rem[i] = 0;
+    }
+    s->util[id]++;
+    return map_add(s, id, err);
+}
+
+/* Candidate slices holding the local atoms list[0..n) that remain, each once. */
+static int gather_candidates(struct kg_slicer *s, const uint32_t *list, uint64_t n,
+                             uint64_t *n_cand, struct oc_err *err)
+{
+    if (++s->mark_gen == 0) {
+        memset(s->slice_mark, 0, (size_t)s->cap_mark * 4);
+        s->mark_gen = 1;
+    }
+    uint64_t k = 0;
+    for (uint64_t j = 0; j < n; j++) {
+        uint32_t i = list[j];
+        if (!s->rem[i])
+            continue;
+        for (uint32_t p = s->first_pos[s->q_atoms[i]]; p != KG_NONE; p = s->next_pos[p]) {
+            uint32_t id = s->slice_of_pos[p];
+            if (s->slice_mark[id] == s->mark_gen)
+                continue;
+            s->slice_mark[id] = s->mark_gen;
+            OC_KG_TRY(grow(&s->cand, &s->cap_cand, k + 1, 4, err));
+            s->cand[k++] = id;
+        }
+    }
+    *n_cand = k;
+    return OC_OK;
+}
+
+static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
+{
+    return (uint32_t)(s->q_foff[i + 1] - s->q_foff[i]);
+}
+
+static int u64_asc(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Sorts v[0..n) (u32 values) ascending by key(v) << 32 | low(v), through the
+ * u64 scratch: each comparator sees only its keys (no shared context), and
+ * ties are broken by the low word, so the order is total and deterministic.
+ */
+enum sort_by { BY_UTIL_DESC, BY_PAYLOAD_DESC, BY_WEIGHT_DESC, BY_WEIGHT_ASC };
+
+static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by by,
+                    struct oc_err *err)
+{
+    if (n < 2)
+        return OC_OK; /* sorted (and the scratch may not exist yet) */
+    OC_KG_TRY(grow(&s->keys, &s->cap_keys, n, 8, err));
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t x = v[i], hi;
+        switch (by) {
+        case BY_UTIL_DESC:
+            hi = ~s->util[x]; /* most used first, then lower id */
+            break;
+        case BY_PAYLOAD_DESC:
+            hi = ~s->payload[x];
+            break;
+        case BY_WEIGHT_DESC:
+            hi = ~weight(s, x); /* heaviest first, then BFS rank */
+            break;
+        default:
+            hi = weight(s, x); /* lightest first: the heaviest ends on top of a stack */
+            x = ~x;
+            break;
+        }
+        s->keys[i] = (uint64_t)hi << 32 | x;
+    }
+    qsort(s->keys, (size_t)n, 8, u64_asc);
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = by == BY_WEIGHT_ASC ? ~(uint32_t)s->keys[i] : (uint32_t)s->keys[i];
+    return OC_OK;
+}
+
+/* SiGMa's slice matching: k-hop neighbours' slices by utilization, then the rest by payload. */
+static int match(struct kg_slicer *s, struct oc_err *err)
+{
+    uint64_t n_hop = 0, n_cand = 0;
+    for (uint64_t j = 0; j < s->n_light; j++)
+        if (s->depth[s->q_atoms[s->light[j]]] <= s->o.hops)
+            s->tmp[n_hop++] = s->light[j];
+    OC_KG_TRY(gather_candidates(s, s->tmp, n_hop, &n_cand, err));
+    OC_KG_TRY(sort_u32(s, s->cand, n_cand, BY_UTIL_DESC, err));
+    for (uint64_t c = 0; c < n_cand; c++)
+        OC_KG_TRY(try_match(s, s->cand[c], err));
+    OC_KG_TRY(gather_candidates(s, s->light, s->n_light, &n_cand, err));
+    uint64_t k = 0;
+    double min_load = s->o.alpha * s->o.h;
+    for (uint64_t c = 0; c < n_cand; c++)
+        if ((double)s->payload[s->cand[c]] >= min_load)
+            s->cand[k++] = s->cand[c];
+    OC_KG_TRY(sort_u32(s, s->cand, k, BY_PAYLOAD_DESC, err));
+    for (uint64_t c = 0; c < k; c++)
+        OC_KG_TRY(try_match(s, s->cand[c], err));
+    return OC_OK;
+}
+
+/* Appends a new slice of the local atoms list[0..n) to the slicer, q's mapping and the store. */
+static int emit(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t load,
+                struct kg_slice_store *st, struct oc_err *err)
+{
+    if (s->n_slices + 1 >= KG_NONE)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: more than 2^32 slices");
+    uint64_t id = s->n_slices, cs = s->cap_slices;
+    OC_KG_TRY(grow(&s->atom_off, &cs, id + 2, 8, err));
+    cs = s->cap_slices;
+    OC_KG_TRY(grow(&s->payload, &cs, id + 2, 4, err));
+    cs = s->cap_slices;
+    OC_KG_TRY(grow(&s->util, &cs, id + 2, 4, err));
+    cs = s->cap_slices;
+    OC_KG_TRY(grow(&s->slice_mark, &cs, id + 2, 4, err));
+    if (cs > s->cap_mark) {
+        memset(s->slice_mark + s->cap_mark, 0, (size_t)(cs - s->cap_mark) * 4);
+        s->cap_mark = cs;
+    }
+    s->cap_slices = cs;
+    uint64_t cp = s->cap_pos;
+    OC_KG_TRY(grow(&s->atoms, &cp, s->n_pos + n, 4, err));
+    cp = s->cap_pos;
+    OC_KG_TRY(grow(&s->slice_of_pos, &cp, s->n_pos + n, 4, err));
+    cp = s->cap_pos;
+    OC_KG_TRY(grow(&s->next_pos, &cp, s->n_pos + n, 4, err));
+    s->cap_pos = cp;
+    if (s->n_pos + n >= KG_NONE)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: more than 2^32 atom entries");
+    for (uint64_t j = 0; j < n; j++) {
+        uint32_t i = list[j], e = s->q_atoms[i];
+        uint64_t p = s->n_pos++;
+        s->atoms[p] = e;
+        s->slice_of_pos[p] = (uint32_t)id;
+        s->next_pos[p] = s->first_pos[e];
+        s->first_pos[e] = (uint32_t)p;
+        s->rem[i] = 0;
+        s->p_rel[j] = s->q_rel + s->q_foff[i];
+        s->p_tail[j] = s->q_tail + s->q_foff[i];
+        s->p_deg[j] = weight(s, i);
+    }
+    s->atom_off[id + 1] = s->n_pos;
+    s->payload[id] = load;
+    s->util[id] = 1;
+    s->n_slices++;
+    if (st)
+        OC_KG_TRY(kg_slice_store_append(st, s->atoms + s->atom_off[id], (uint32_t)n, s->p_rel,
+                                        s->p_tail, s->p_deg, load, err));
+    return map_add(s, (uint32_t)id, err);
+}
+
+/* Emits the bins [b0, n_bins) whose load passes min_load (all if min_load <= 0). */
+static int emit_bins(struct kg_slicer *s, const uint32_t *members, uint64_t n_members,
+                     uint32_t n_bins, double min_load, struct kg_slice_store *st,
+                     struct oc_err *err)
+{
+    uint32_t *list = s->stack; /* free once the DFS is over */
+    for (uint32_t b = 0; b < n_bins; b++) {
+        if ((double)s->bin_load[b] < min_load || s->bin_load[b] == 0)
+            continue;
+        uint64_t k = 0;
+        for (uint64_t j = 0; j < n_members; j++)
+            if (s->bin_of[members[j]] == b)
+                list[k++] = members[j];
+        OC_KG_TRY(emit(s, list, k, s->bin_load[b], st, err));
+    }
+    return OC_OK;
+}
+
+/* First-Fit of local atom i into bins [0, *n_bins). */
+static void first_fit(struct kg_slicer *s, uint32_t i, uint32_t *n_bins)
+{
+    uint32_t w = weight(s, i), b = 0;
+    while (b < *n_bins && s->bin_load[b] + w > s->o.h)
+        b++;
+    if (b == *n_bins)
+        s->bin_load[(*n_bins)++] = 0;
+    s->bin_load[b] += w;
+    s->bin_of[i] = b;
+}
+
+/* Algorithm 1: post-order DFS from each k-hop root, First-Fit, alpha filter; FFD for the rest. */
+static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_err *err)
+{
+    double min_load = s->o.alpha * s->o.h;
+    uint32_t *members = s->tmp;
+    for (uint64_t r = 0; r < s->n_light; r++) {
+        uint32_t u = s->light[r];
+        if (!s->rem[u] || s->visited[u] || s->depth[s->q_atoms[u]] > s->o.hops)
+            continue;
+        uint64_t top = 0, n_members = 0;
+        uint32_t n_bins = 0;
+        s->stack[top++] = u;
+        while (top > 0) {
+            uint32_t a = s->stack[top - 1];
+            if (!s->visited[a]) {
+                s->visited[a] = 1;
+                uint64_t first = top;
+                for (uint64_t j = s->q_foff[a]; j < s->q_foff[a + 1]; j++) {
+                    uint32_t i;
+                    if (!remaining(s, s->q_tail[j], &i) || s->visited[i] || s->packed[i])
+                        continue;
+                    s->packed[i] = 2; /* pushed by a (a stack entry each, once) */
+                    s->stack[top++] = i;
+                }
+                OC_KG_TRY(sort_u32(s, s->stack + first, top - first, BY_WEIGHT_ASC, err));
+            } else {
+                top--;
+                if (s->packed[a] == 1)
+                    continue;
+                s->packed[a] = 1;
+                first_fit(s, a, &n_bins);
+                members[n_members++] = a;
+            }
+        }
+        OC_KG_TRY(emit_bins(s, members, n_members, n_bins, min_load, st, err));
+        /* atoms of slices below alpha go back to G'_q, to be packed again */
+        for (uint64_t j = 0; j < n_members; j++)
+            if (s->rem[members[j]])
+                s->visited[members[j]] = s->packed[members[j]] = 0;
+    }
+    uint64_t n_rest = 0;
+    for (uint64_t r = 0; r < s->n_light; r++)
+        if (s->rem[s->light[r]])
+            members[n_rest++] = s->light[r];
+    OC_KG_TRY(sort_u32(s, members, n_rest, BY_WEIGHT_DESC, err));
+    uint32_t n_bins = 0;
+    for (uint64_t j = 0; j < n_rest; j++)
+        first_fit(s, members[j], &n_bins);
+    return emit_bins(s, members, n_rest, n_bins, 0.0, st, err);
+}
+
+/* ginex's baseline: the atoms in BFS order, Next-Fit, every slice new. */
+static int sequential(struct kg_slicer *s, struct kg_slice_store *st, struct oc_err *err)
+{
+    uint64_t n = 0;
+    uint32_t load = 0;
+    uint32_t *list = s->tmp;
+    for (uint64_t r = 0; r < s->n_light; r++) {
+        uint32_t i = s->light[r], w = weight(s, i);
+        if (load + w > s->o.h) {
+            OC_KG_TRY(emit(s, list, n, load, st, err));
+            n = 0;
+            load = 0;
+        }
+        list[n++] = i;
+        load += w;
+    }
+    return n ? emit(s, list, n, load, st, err) : OC_OK;
+}
+
+int kg_slicer_slice(struct kg_slicer *s, uint32_t q, struct kg_slice_store *st, struct oc_err *err)
+{
+    if (q < s->n_entities && kg_slicer_has(s, q))
+        return OC_OK;
+    OC_KG_TRY(bfs(s, q, err));
+    uint64_t map0 = s->n_map;
+    if (s->o.mode == KG_SLICE_SIGMA) {
+        OC_KG_TRY(match(s, err));
+        OC_KG_TRY(generate(s, st, err));
+    } else {
+        OC_KG_TRY(sequential(s, st, err));
+    }
+    if (s->n_map - map0 >= KG_NONE)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: entity %u needs 2^32 slices", q);
+    s->map_off[q] = map0;
+    s->map_n[q] = (uint32_t)(s->n_map - map0);
+    s->n_sliced_queries++;
+    return OC_OK;
+}
+
+/* q's slices and the payload table: the loaded store's, or the slicer's. */
+static void slices_of(const struct kg_slice_store *st, const struct kg_slicer *s, uint32_t q,
+                      const uint32_t **ids, uint32_t *n, const uint32_t **payload)
+{
+    if (st && st->loaded) {
+        kg_slice_store_slices_of(st, s, q, ids, n);
+        *payload = st->payload;
+        return;
+    }
+    *ids = s->map_off[q] == UINT64_MAX ? NULL : s->map_ids + s->map_off[q];
+    *n = s->map_off[q] == UINT64_MAX ? 0 : s->map_n[q];
+    *payload = s->payload;
+}
+
+int kg_slice_metrics(const struct kg_slice_store *st, const struct kg_slicer *s, const uint32_t *qs,
+                     uint64_t n, struct kg_slice_metrics *m, struct oc_err *err)
+{
+    memset(m, 0, sizeof(*m));
+    uint64_t n_slices = st && st->loaded ? st->n_slices : s->n_slices;
+    m->n_slices = n_slices;
+    uint8_t *seen = oc_calloc(n_slices ? n_slices : 1, 1, "kg slice metrics", err);
+    if (!seen)
+        return err->status;
+    uint32_t h = s->o.h;
+    for (uint64_t j = 0; j < n; j++) {
+        const uint32_t *ids, *payload;
+        uint32_t k;
+        slices_of(st, s, qs[j], &ids, &k, &payload);
+        uint64_t g = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            g += payload[ids[i]];
+            m->n_distinct += !seen[ids[i]];
+            seen[ids[i]] = 1;
+        }
+        m->n_slice_refs += k;
+        m->min_slices += (g + h - 1) / h;
+        m->n_queries++;
+    }
+    oc_free(seen);
+    m->delta_r = m->min_slices ? (double)m->n_slice_refs / (double)m->min_slices : 0.0;
+    m->delta_u = m->n_slice_refs ? (double)m->n_distinct / (double)m->n_slice_refs : 0.0;
+    return OC_OK;
+}
+
+int kg_slice_bound_r(struct kg_slicer *s, const uint32_t *qs, uint64_t n,
+                     const struct kg_slice_metrics *m, double *bound, struct oc_err *err)
+{
+    uint8_t *in_a = oc_calloc(s->n_entities, 1, "kg slice bound", err);
+    if (!in_a)
+        return err->status;
+    uint64_t w_a = 0;
+    int rc = OC_OK;
+    for (uint64_t j = 0; j < n && !rc; j++) {
+        const uint32_t *atoms;
+        uint64_t k;
+        if ((rc = kg_slicer_atoms_of(s, qs[j], &atoms, &k, err)))
+            break;
+        for (uint64_t i = 0; i < k; i++)
+            if (!in_a[atoms[i]]) {
+                in_a[atoms[i]] = 1;
+                w_a += kg_facts_degree(s->facts, atoms[i]);
+            }
+    }
+    oc_free(in_a);
+    uint64_t h = s->o.h;
+    double denom = m->delta_u * (double)m->min_slices;
+    *bound = denom > 0 ? (double)((w_a + h - 1) / h) / denom : 0.0;
+    return rc;
+}

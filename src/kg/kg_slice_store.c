@@ -1,0 +1,372 @@
+/*
+ * kg_slice_store.c — TIGER's atom-based slice store on SSD (docs/FORMAT.md
+ * section 9.1): PLAN/<tag>-<key>/slices.bin holds one record per slice,
+ * each on a 4 KiB boundary, storing atoms (entity, degree, then its rel and
+ * tail ids: no head repeated per fact); index.bin holds every record's place,
+ * size, payload and CRC-32 and the query-entity ─► slices mapping.
+ *
+ *   epoch 0: records appended to slices.bin.tmp-… (buffered writes; read
+ *            back O_DIRECT through a second descriptor) ──► commit: fsync,
+ *            rename slices.bin, write index.bin atomically (the commit point)
+ *   later runs: index.bin parsed (header CRC, body CRC, key, counts), every
+ *            record read and checked (CRC, layout, degrees) before use; any
+ *            failure ─► logged, both files removed, the slices made again
+ *
+ * Place in the data flow: kg (kg_slice.c appends, kg_tiger.c reads).
+ * Thread-safety: one thread. Ownership: the store owns its files and arrays.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kg/kg_tiger_int.h"
+#include "offcore/io.h"
+
+#define REC_MAGIC     0x4c53434fu /* "OCSL" */
+#define REC_HEADER    16u
+#define IDX_MAGIC     "OCTIGER1"
+#define IDX_HEADER    64u
+#define IDX_VERSION   1u
+#define IDX_PER_SLICE 24u
+
+static uint64_t round_page(uint64_t n)
+{
+    return (n + OC_IO_ALIGN - 1) / OC_IO_ALIGN * OC_IO_ALIGN;
+}
+
+uint64_t kg_slice_record_max(uint32_t h)
+{
+    return round_page(REC_HEADER + 16ull * h);
+}
+
+static int grow_slices(struct kg_slice_store *st, uint64_t n, struct oc_err *err)
+{
+    if (n <= st->cap)
+        return OC_OK;
+    uint64_t c = st->cap ? 2 * st->cap : 1024;
+    while (c < n)
+        c *= 2;
+    void **arr[] = {(void **)&st->off, (void **)&st->bytes, (void **)&st->crc,
+                    (void **)&st->payload};
+    size_t sz[] = {8, 4, 4, 4};
+    for (int i = 0; i < 4; i++) {
+        void *p = oc_realloc(*arr[i], (size_t)c * sz[i], "kg slice store", err);
+        if (!p)
+            return err->status;
+        *arr[i] = p;
+    }
+    st->cap = c;
+    return OC_OK;
+}
+
+static void files_close(struct kg_slice_store *st)
+{
+    struct oc_err e;
+    if (st->w)
+        oc_file_close(st->w, &e);
+    if (st->rd)
+        oc_file_close(st->rd, &e);
+    st->w = st->rd = NULL;
+}
+
+void kg_slice_store_close(struct kg_slice_store *st)
+{
+    files_close(st);
+    if (!st->committed && !st->loaded && st->rec_tmp[0]) {
+        remove(st->rec_tmp);
+        oc_tmp_unregister(st->rec_tmp);
+    }
+    oc_free(st->off);
+    oc_free(st->bytes);
+    oc_free(st->crc);
+    oc_free(st->payload);
+    oc_free(st->map_off);
+    oc_free(st->map_n);
+    oc_free(st->map_ids);
+    oc_free(st->rec);
+    memset(st, 0, sizeof(*st));
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return oc_get_le32(p);
+}
+
+/* Parses index.bin (text of len bytes); OC_ERR_FORMAT with why on anything wrong. */
+static int index_parse(struct kg_slice_store *st, const uint8_t *b, size_t len, char *why,
+                       size_t why_n, struct oc_err *err)
+{
+    if (len < IDX_HEADER || memcmp(b, IDX_MAGIC, 8) != 0)
+        return snprintf(why, why_n, "index.bin: no header"), OC_ERR_FORMAT;
+    if (oc_crc32(0, b, 60) != le32(b + 60))
+        return snprintf(why, why_n, "index.bin: header CRC mismatch"), OC_ERR_FORMAT;
+    uint32_t version = le32(b + 8), h = le32(b + 12);
+    uint64_t key = oc_get_le64(b + 16), n_ent = oc_get_le64(b + 24), n_sl = oc_get_le64(b + 32);
+    uint64_t n_mapped = oc_get_le64(b + 40), n_ids = oc_get_le64(b + 48);
+    if (version != IDX_VERSION || h != st->h || key != st->key || n_ent != st->n_entities)
+        return snprintf(why, why_n, "index.bin: made for other inputs"), OC_ERR_FORMAT;
+    if (n_sl >= KG_NONE || n_mapped > n_ent || n_ids >= KG_NONE ||
+        len != IDX_HEADER + n_sl * IDX_PER_SLICE + n_mapped * 8 + n_ids * 4)
+        return snprintf(why, why_n, "index.bin: %zu bytes do not match its counts", len),
+               OC_ERR_FORMAT;
+    if (oc_crc32(0, b + IDX_HEADER, len - IDX_HEADER) != le32(b + 56))
+        return snprintf(why, why_n, "index.bin: body CRC mismatch"), OC_ERR_FORMAT;
+    OC_KG_TRY(grow_slices(st, n_sl + 1, err));
+    const uint8_t *p = b + IDX_HEADER;
+    uint64_t end = 0;
+    for (uint64_t i = 0; i < n_sl; i++, p += IDX_PER_SLICE) {
+        st->off[i] = oc_get_le64(p);
+        st->bytes[i] = le32(p + 8);
+        st->crc[i] = le32(p + 12);
+        st->payload[i] = le32(p + 16);
+        if (st->off[i] != end || st->bytes[i] < REC_HEADER ||
+            st->bytes[i] > kg_slice_record_max(h) || st->payload[i] > h)
+            return snprintf(why, why_n, "index.bin: slice %" PRIu64 " malformed", i), OC_ERR_FORMAT;
+        end += round_page(st->bytes[i]);
+    }
+    st->n_slices = n_sl;
+    st->end = end;
+    if (!(st->map_off = oc_alloc((size_t)n_ent * 8, "kg slice store: mapping", err)) ||
+        !(st->map_n = oc_calloc(n_ent, 4, "kg slice store: mapping", err)) ||
+        !(st->map_ids = oc_alloc((size_t)n_ids * 4 + 4, "kg slice store: mapping", err)))
+        return err->status;
+    for (uint64_t e = 0; e < n_ent; e++)
+        st->map_off[e] = UINT64_MAX;
+    const uint8_t *ids = p + n_mapped * 8;
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < n_mapped; i++, p += 8) {
+        uint32_t e = le32(p), k = le32(p + 4);
+        if (e >= n_ent || st->map_off[e] != UINT64_MAX || at + k > n_ids)
+            return snprintf(why, why_n, "index.bin: mapping entry %" PRIu64 " malformed", i),
+                   OC_ERR_FORMAT;
+        st->map_off[e] = at;
+        st->map_n[e] = k;
+        for (uint32_t j = 0; j < k; j++) {
+            st->map_ids[at + j] = le32(ids + 4 * (at + j));
+            if (st->map_ids[at + j] >= n_sl)
+                return snprintf(why, why_n, "index.bin: slice id out of range"), OC_ERR_FORMAT;
+        }
+        at += k;
+    }
+    if (at != n_ids)
+        return snprintf(why, why_n, "index.bin: mapping does not add up"), OC_ERR_FORMAT;
+    return OC_OK;
+}
+
+/* Tries to reuse the committed store: OC_OK loaded, OC_ERR_FORMAT (why) not usable. */
+static int try_load(struct kg_slice_store *st, const uint32_t *need, uint64_t n_need,
+                    const struct oc_kg_facts *f, char *why, size_t why_n, struct oc_err *err)
+{
+    if (!oc_path_exists(st->idx_path))
+        return snprintf(why, why_n, "none yet"), OC_ERR_FORMAT;
+    char *text = NULL;
+    size_t len = 0;
+    OC_KG_TRY(oc_read_file(st->idx_path, 0, &text, &len, err));
+    int rc = index_parse(st, (const uint8_t *)text, len, why, why_n, err);
+    oc_free(text);
+    if (rc)
+        return rc;
+    for (uint64_t i = 0; i < n_need; i++)
+        if (need[i] >= st->n_entities || st->map_off[need[i]] == UINT64_MAX)
+            return snprintf(why, why_n, "entity %u has no slices", need[i]), OC_ERR_FORMAT;
+    struct oc_err e2;
+    if ((rc = oc_file_open(st->rec_path, OC_FILE_READ | OC_FILE_DIRECT, &st->rd, &e2)))
+        return snprintf(why, why_n, "slices.bin: %.400s", e2.msg), OC_ERR_FORMAT;
+    uint64_t size = 0;
+    if ((rc = oc_file_size(st->rd, &size, err)))
+        return rc;
+    if (size != st->end)
+        return snprintf(why, why_n,
+                        "slices.bin: truncated or grown: %" PRIu64
+                        " bytes, index.bin says %" PRIu64,
+                        size, st->end),
+               OC_ERR_FORMAT;
+    /* every record checked before any is trusted */
+    struct kg_atoms scratch;
+    OC_KG_TRY(kg_atoms_init(&scratch, st->n_entities, err));
+    for (uint64_t i = 0; i < st->n_slices && !rc; i++) {
+        uint64_t nb = round_page(st->bytes[i]);
+        if ((rc = oc_file_pread(st->rd, st->rec, (size_t)nb, st->off[i], err)))
+            break;
+        rc = kg_slice_record_map(st, (uint32_t)i, st->rec, 1, &scratch, f, err);
+        kg_atoms_clear(&scratch);
+        if (rc == OC_ERR_FORMAT)
+            snprintf(why, why_n, "%.400s", err->msg);
+    }
+    kg_atoms_deinit(&scratch);
+    return rc;
+}
+
+int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const char *tag,
+                        uint64_t key, uint32_t h, uint64_t n_entities, const uint32_t *need,
+                        uint64_t n_need, const struct oc_kg_facts *f, struct oc_err *err)
+{
+    memset(st, 0, sizeof(*st));
+    st->key = key;
+    st->h = h;
+    st->n_entities = n_entities;
+    st->max_rec_bytes = kg_slice_record_max(h);
+    snprintf(st->dir, sizeof(st->dir), "%s/%s-%016" PRIx64, plan_dir, tag, key);
+    snprintf(st->rec_path, sizeof(st->rec_path), "%s/slices.bin", st->dir);
+    snprintf(st->idx_path, sizeof(st->idx_path), "%s/index.bin", st->dir);
+    OC_KG_TRY(oc_mkdir_p(st->dir, err));
+    OC_KG_TRY(oc_tmp_clean_stale(st->dir, "slices.bin", NULL, err));
+    OC_KG_TRY(oc_tmp_clean_stale(st->dir, "index.bin", NULL, err));
+    if (!(st->rec = oc_alloc_aligned((size_t)st->max_rec_bytes, OC_IO_ALIGN,
+                                     "kg slice store: record", err)))
+        return err->status;
+    char why[512];
+    int rc = try_load(st, need, n_need, f, why, sizeof(why), err);
+    if (rc == OC_OK) {
+        st->loaded = 1;
+        oc_log(OC_LOG_INFO, "kg slice store %s: reused (%" PRIu64 " slices)", st->dir,
+               st->n_slices);
+        return OC_OK;
+    }
+    if (rc != OC_ERR_FORMAT)
+        return rc;
+    if (strcmp(why, "none yet") != 0)
+        oc_log(OC_LOG_WARN, "kg slice store %s: not usable (%s); slicing again", st->dir, why);
+    /* start afresh: nothing of the old store is kept */
+    files_close(st);
+    oc_free(st->map_off);
+    oc_free(st->map_n);
+    oc_free(st->map_ids);
+    st->map_off = NULL;
+    st->map_n = st->map_ids = NULL;
+    st->n_slices = st->end = 0;
+    remove(st->idx_path);
+    remove(st->rec_path);
+    OC_KG_TRY(oc_tmp_name(st->rec_tmp, sizeof(st->rec_tmp), st->rec_path, err));
+    oc_tmp_register(st->rec_tmp);
+    OC_KG_TRY(oc_file_open(st->rec_tmp, OC_FILE_WRITE | OC_FILE_CREATE, &st->w, err));
+    return oc_file_open(st->rec_tmp, OC_FILE_READ | OC_FILE_DIRECT, &st->rd, err);
+}
+
+int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint32_t n,
+                          const uint32_t *const *rel, const uint32_t *const *tail,
+                          const uint32_t *deg, uint32_t payload, struct oc_err *err)
+{
+    uint64_t bytes = REC_HEADER + 8ull * n + 8ull * payload;
+    if (bytes > st->max_rec_bytes || payload > st->h)
+        return OC_ERR(err, OC_ERR_INTERNAL, "kg slice store: slice of %u facts over h = %u",
+                      payload, st->h);
+    OC_KG_TRY(grow_slices(st, st->n_slices + 1, err));
+    uint8_t *b = st->rec;
+    uint64_t nb = round_page(bytes);
+    memset(b + bytes, 0, (size_t)(nb - bytes));
+    oc_put_le32(b, REC_MAGIC);
+    oc_put_le32(b + 4, n);
+    oc_put_le32(b + 8, payload);
+    oc_put_le32(b + 12, (uint32_t)st->n_slices);
+    uint8_t *p = b + REC_HEADER, *q = p + 8ull * n;
+    for (uint32_t i = 0; i < n; i++) {
+        oc_put_le32(p + 8ull * i, atoms[i]);
+        oc_put_le32(p + 8ull * i + 4, deg[i]);
+        memcpy(q, rel[i], (size_t)deg[i] * 4);
+        memcpy(q + 4ull * deg[i], tail[i], (size_t)deg[i] * 4);
+        q += 8ull * deg[i];
+    }
+    OC_KG_TRY(oc_file_pwrite(st->w, b, (size_t)nb, st->end, err));
+    uint64_t i = st->n_slices++;
+    st->off[i] = st->end;
+    st->bytes[i] = (uint32_t)bytes;
+    st->crc[i] = oc_crc32(0, b, bytes);
+    st->payload[i] = payload;
+    st->end += nb;
+    return OC_OK;
+}
+
+int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
+                        int check_crc, struct kg_atoms *map, const struct oc_kg_facts *f,
+                        struct oc_err *err)
+{
+    const char *path = st->committed || st->loaded ? st->rec_path : st->rec_tmp;
+    uint32_t bytes = st->bytes[id];
+    if (check_crc && oc_crc32(0, buf, bytes) != st->crc[id])
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u at offset %" PRIu64 ": CRC mismatch", path,
+                      id, st->off[id]);
+    uint32_t n = le32(buf + 4), payload = le32(buf + 8);
+    if (le32(buf) != REC_MAGIC || le32(buf + 12) != id || payload != st->payload[id] ||
+        (uint64_t)REC_HEADER + 8ull * n + 8ull * payload != bytes)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u: malformed record", path, id);
+    const uint8_t *p = buf + REC_HEADER;
+    const uint32_t *facts = (const uint32_t *)(buf + REC_HEADER + 8ull * n);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t e = le32(p + 8ull * i), d = le32(p + 8ull * i + 4);
+        if (e >= st->n_entities || d != kg_facts_degree(f, e) || (sum += d) > payload)
+            return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u: atom %u does not match the facts",
+                          path, id, i);
+        OC_KG_TRY(kg_atoms_put(map, e, facts, err));
+        facts += 2ull * d;
+    }
+    if (sum != payload)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u: payload mismatch", path, id);
+    return OC_OK;
+}
+
+void kg_slice_store_slices_of(const struct kg_slice_store *st, const struct kg_slicer *s,
+                              uint32_t q, const uint32_t **ids, uint32_t *n)
+{
+    const uint64_t *off = st->loaded ? st->map_off : s->map_off;
+    const uint32_t *cnt = st->loaded ? st->map_n : s->map_n;
+    const uint32_t *all = st->loaded ? st->map_ids : s->map_ids;
+    *ids = off[q] == UINT64_MAX ? NULL : all + off[q];
+    *n = off[q] == UINT64_MAX ? 0 : cnt[q];
+}
+
+int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, struct oc_err *err)
+{
+    if (st->loaded || st->committed)
+        return OC_OK;
+    uint64_t n_mapped = 0;
+    for (uint64_t e = 0; e < st->n_entities; e++)
+        n_mapped += s->map_off[e] != UINT64_MAX;
+    uint64_t len = IDX_HEADER + st->n_slices * IDX_PER_SLICE + n_mapped * 8 + s->n_map * 4;
+    uint8_t *b = oc_calloc(1, (size_t)len, "kg slice store: index", err);
+    if (!b)
+        return err->status;
+    uint8_t *p = b + IDX_HEADER;
+    for (uint64_t i = 0; i < st->n_slices; i++, p += IDX_PER_SLICE) {
+        oc_put_le64(p, st->off[i]);
+        oc_put_le32(p + 8, st->bytes[i]);
+        oc_put_le32(p + 12, st->crc[i]);
+        oc_put_le32(p + 16, st->payload[i]);
+    }
+    /* mapping in entity order, its ids in the same order */
+    uint8_t *ids = p + n_mapped * 8;
+    uint64_t at = 0;
+    for (uint64_t e = 0; e < st->n_entities; e++) {
+        if (s->map_off[e] == UINT64_MAX)
+            continue;
+        oc_put_le32(p, (uint32_t)e);
+        oc_put_le32(p + 4, s->map_n[e]);
+        p += 8;
+        for (uint32_t j = 0; j < s->map_n[e]; j++, at++)
+            oc_put_le32(ids + 4 * at, s->map_ids[s->map_off[e] + j]);
+    }
+    memcpy(b, IDX_MAGIC, 8);
+    oc_put_le32(b + 8, IDX_VERSION);
+    oc_put_le32(b + 12, st->h);
+    oc_put_le64(b + 16, st->key);
+    oc_put_le64(b + 24, st->n_entities);
+    oc_put_le64(b + 32, st->n_slices);
+    oc_put_le64(b + 40, n_mapped);
+    oc_put_le64(b + 48, at);
+    oc_put_le32(b + 56, oc_crc32(0, b + IDX_HEADER, len - IDX_HEADER));
+    oc_put_le32(b + 60, oc_crc32(0, b, 60));
+    int rc = oc_file_sync(st->w, err);
+    if (!rc)
+        rc = oc_rename_durable(st->rec_tmp, st->rec_path, err);
+    if (!rc) {
+        oc_tmp_unregister(st->rec_tmp);
+        st->committed = 1;
+        rc = oc_write_file_atomic(st->idx_path, b, (size_t)len, err);
+    }
+    oc_free(b);
+    if (!rc)
+        oc_log(OC_LOG_INFO, "kg slice store %s: %" PRIu64 " slices committed", st->dir,
+               st->n_slices);
+    return rc;
+}

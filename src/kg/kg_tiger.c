@@ -1,0 +1,360 @@
+/*
+ * kg_tiger.c — the executor of TIGER's super-batch loop (thesis section
+ * V-A) for kg-train's ginex-slices and tiger modes:
+ *
+ *   superbatch (S batches' heads, training order)
+ *     ──► slicing: heads without slices ──► kg_slicer_slice ──► slice store
+ *     ──► per batch the distinct slices of its heads (mapping) = the trace
+ *     ──► Belady changesets for the Slice Cache (ginex's planner,
+ *         oc_store_belady) ──► warm-up reads into empty slots
+ *   batch i: slices from the Slice Cache (a C x slot-bytes array, slot by
+ *     direct addressing) or read O_DIRECT from slices.bin (one read each)
+ *     ──► batch atom map (entity ─► facts inside the records) ──► the fact
+ *     graph serves extraction from it (strict: a light atom missing is an
+ *     error), heavy atoms from the Atom Cache or disk
+ *     ──► after the batch: its changeset copies read slices into their slots
+ *
+ * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
+ * Thread-safety: the training thread only; the batch map is read by the
+ * extraction workers between batch_load and batch_done.
+ * Ownership: the executor owns the slicer, store, cache and buffers; it
+ * borrows the fact graph, which it leaves with only the Atom Cache in front.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "kg/kg_tiger_int.h"
+#include "offcore/io.h"
+#include "offcore/store.h"
+
+struct kg_tiger {
+    struct kg_tiger_config c;
+    const struct kg_atoms *atom_cache_map; /* the Atom Cache (may be NULL) */
+    struct kg_slicer slicer;
+    struct kg_slice_store store;
+    struct oc_store_belady *belady;
+    uint64_t n_slots, slot_bytes;
+    uint8_t *cache;       /* n_slots x slot_bytes */
+    uint32_t *slot_slice; /* n_slots: slice held, or KG_NONE */
+    uint32_t *slice_slot; /* per slice: its slot, or KG_NONE */
+    uint32_t *mark;       /* per slice: last batch that listed it */
+    uint64_t cap_slice;
+    uint32_t mark_gen;
+    /* the superbatch */
+    uint64_t *ids, *iter_off;
+    uint64_t cap_ids, cap_iters;
+    struct oc_store_belady_plan plan;
+    /* the batch */
+    uint8_t *rbuf; /* misses, slot_bytes each */
+    uint64_t cap_rbuf;
+    uint32_t *pos_rbuf; /* per position of the batch: its buffer, or KG_NONE (a hit) */
+    uint64_t cap_pos;
+    struct kg_atoms batch;
+    struct oc_io_batch *io;
+    uint32_t *heads; /* distinct training heads (metrics) */
+    uint64_t n_heads;
+    struct kg_tiger_stats st;
+};
+
+static int grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_err *err)
+{
+    void **p = pp;
+    void *q = oc_realloc(*p, (size_t)(n * elem), what, err);
+    if (!q)
+        return err->status;
+    *p = q;
+    return OC_OK;
+}
+
+/* Per-slice arrays cover n slices. */
+static int slices_reserve(struct kg_tiger *t, uint64_t n, struct oc_err *err)
+{
+    if (n <= t->cap_slice)
+        return OC_OK;
+    uint64_t c = t->cap_slice ? 2 * t->cap_slice : 1024;
+    while (c < n)
+        c *= 2;
+    OC_KG_TRY(grow(&t->slice_slot, c, 4, "kg slice cache", err));
+    OC_KG_TRY(grow(&t->mark, c, 4, "kg slice cache", err));
+    for (uint64_t i = t->cap_slice; i < c; i++) {
+        t->slice_slot[i] = KG_NONE;
+        t->mark[i] = 0;
+    }
+    t->cap_slice = c;
+    return OC_OK;
+}
+
+int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct oc_err *err)
+{
+    *out = NULL;
+    struct kg_tiger *t = oc_calloc(1, sizeof(*t), "kg tiger", err);
+    if (!t)
+        return err->status;
+    t->c = *c;
+    t->atom_cache_map = c->atom_cache;
+    uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
+    int rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
+    if (!rc)
+        rc = kg_atoms_init(&t->batch, n_ent, err);
+    /* distinct heads, in first-appearance order */
+    uint8_t *seen = rc ? NULL : oc_calloc(n_ent, 1, "kg tiger", err);
+    if (!rc && (!seen || !(t->heads = oc_alloc((size_t)c->n_queries * 4 + 4, "kg tiger", err))))
+        rc = err->status;
+    for (uint64_t i = 0; !rc && i < c->n_queries; i++) {
+        uint32_t h = c->heads[i];
+        if (h >= n_ent) {
+            rc = OC_ERR(err, OC_ERR_ARG, "kg tiger: head %u out of range", h);
+            break;
+        }
+        if (!seen[h]) {
+            seen[h] = 1;
+            t->heads[t->n_heads++] = h;
+        }
+    }
+    oc_free(seen);
+    const char *tag = c->slice.mode == KG_SLICE_SIGMA ? "tiger" : "ginex-slices";
+    if (!rc)
+        rc = kg_slice_store_open(&t->store, c->plan_dir, tag, c->key, c->slice.h, n_ent, t->heads,
+                                 t->n_heads, c->facts, err);
+    if (!rc) {
+        t->slot_bytes = kg_slice_record_max(c->slice.h);
+        t->n_slots = c->cache_bytes / t->slot_bytes;
+        if (t->n_slots >= KG_NONE)
+            t->n_slots = KG_NONE - 1;
+        rc = oc_store_belady_new(t->n_slots, &t->belady, err);
+    }
+    if (!rc && t->n_slots &&
+        (!(t->cache = oc_alloc_aligned((size_t)(t->n_slots * t->slot_bytes), OC_IO_ALIGN,
+                                       "kg slice cache", err)) ||
+         !(t->slot_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err))))
+        rc = err->status;
+    for (uint64_t s = 0; !rc && s < t->n_slots; s++)
+        t->slot_slice[s] = KG_NONE;
+    if (!rc)
+        rc = slices_reserve(t, t->store.n_slices + 1, err);
+    if (!rc)
+        rc = oc_io_batch_new(64, (size_t)256 << 10, &t->io, err);
+    if (rc) {
+        kg_tiger_free(t);
+        return rc;
+    }
+    t->st.cache_bytes = t->n_slots * t->slot_bytes;
+    *out = t;
+    return OC_OK;
+}
+
+uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t h)
+{
+    /* slicer: first_pos, map_off, map_n, stamp, depth, local; batch map; distinct heads */
+    return n_entities * (4 + 8 + 4 + 4 + 4 + 4 + sizeof(void *)) + n_queries * 4 +
+           ((uint64_t)256 << 10) + kg_slice_record_max(h);
+}
+
+void kg_tiger_free(struct kg_tiger *t)
+{
+    if (!t)
+        return;
+    kg_slice_store_close(&t->store);
+    kg_slicer_deinit(&t->slicer);
+    kg_atoms_deinit(&t->batch);
+    oc_store_belady_free(t->belady);
+    oc_io_batch_free(t->io);
+    void *arr[] = {t->cache,    t->slot_slice, t->slice_slot, t->mark, t->ids,
+                   t->iter_off, t->rbuf,       t->pos_rbuf,   t->heads};
+    for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
+        oc_free(arr[i]);
+    oc_free(t);
+}
+
+/* Reads slice id into dst (slot_bytes, aligned) through the io batch (queued only). */
+static int queue_read(struct kg_tiger *t, uint32_t id, uint8_t *dst, struct oc_err *err)
+{
+    uint64_t nb = (t->store.bytes[id] + OC_IO_ALIGN - 1) / OC_IO_ALIGN * OC_IO_ALIGN;
+    return oc_io_batch_add(t->io, t->store.rd, t->store.off[id], (size_t)nb, dst, err);
+}
+
+static int run_reads(struct kg_tiger *t, struct oc_err *err)
+{
+    uint64_t before = oc_io_batch_stats(t->io)->read_bytes;
+    int rc = oc_io_batch_run(t->io, err);
+    t->st.bytes_read += oc_io_batch_stats(t->io)->read_bytes - before;
+    return rc;
+}
+
+int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
+                        uint32_t n_batches, struct oc_err *err)
+{
+    /* slicing (only what has no slices yet: epoch 0 of a run without a reusable store) */
+    double t0 = oc_now_s();
+    if (!t->store.loaded)
+        for (uint64_t i = 0; i < boff[n_batches]; i++)
+            OC_KG_TRY(kg_slicer_slice(&t->slicer, heads[i], &t->store, err));
+    OC_KG_TRY(
+        slices_reserve(t, (t->store.loaded ? t->store.n_slices : t->slicer.n_slices) + 1, err));
+    double t1 = oc_now_s();
+    t->st.slicing_s += t1 - t0;
+    /* the trace: each batch's distinct slices */
+    uint64_t n_ids = 0;
+    if (n_batches + 1 > t->cap_iters) {
+        OC_KG_TRY(grow(&t->iter_off, n_batches + 1, 8, "kg superbatch", err));
+        t->cap_iters = n_batches + 1;
+    }
+    t->iter_off[0] = 0;
+    for (uint32_t b = 0; b < n_batches; b++) {
+        if (++t->mark_gen == 0) {
+            memset(t->mark, 0, (size_t)t->cap_slice * 4);
+            t->mark_gen = 1;
+        }
+        for (uint64_t i = boff[b]; i < boff[b + 1]; i++) {
+            const uint32_t *ids;
+            uint32_t k;
+            kg_slice_store_slices_of(&t->store, &t->slicer, heads[i], &ids, &k);
+            if (n_ids + k > t->cap_ids) {
+                uint64_t c = t->cap_ids ? 2 * t->cap_ids : 4096;
+                while (c < n_ids + k)
+                    c *= 2;
+                OC_KG_TRY(grow(&t->ids, c, 8, "kg superbatch", err));
+                t->cap_ids = c;
+            }
+            for (uint32_t j = 0; j < k; j++)
+                if (t->mark[ids[j]] != t->mark_gen) {
+                    t->mark[ids[j]] = t->mark_gen;
+                    t->ids[n_ids++] = ids[j];
+                }
+        }
+        t->iter_off[b + 1] = n_ids;
+    }
+    OC_KG_TRY(oc_store_belady_plan(t->belady, t->ids, t->iter_off, n_batches, &t->plan, err));
+    /* warm-up: empty slots take the slices used soonest */
+    for (uint64_t w = 0; w < t->plan.n_warm; w++)
+        OC_KG_TRY(queue_read(t, (uint32_t)t->plan.warm_id[w],
+                             t->cache + t->plan.warm_slot[w] * t->slot_bytes, err));
+    OC_KG_TRY(run_reads(t, err));
+    for (uint64_t w = 0; w < t->plan.n_warm; w++) {
+        uint32_t id = (uint32_t)t->plan.warm_id[w], s = t->plan.warm_slot[w];
+        t->slot_slice[s] = id;
+        t->slice_slot[id] = s;
+    }
+    t->st.warm_reads += t->plan.n_warm;
+    oc_log(OC_LOG_DEBUG,
+           "kg tiger: superbatch of %u batches, %" PRIu64 " slice accesses; %" PRIu64
+           " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffer %" PRIu64
+           ", slices %" PRIu64 ")",
+           n_batches, n_ids, oc_mem_used(), t->n_slots * t->slot_bytes,
+           oc_store_belady_held_bytes(t->belady), t->cap_rbuf * t->slot_bytes, t->store.n_slices);
+    t->st.plan_s += oc_now_s() - t1;
+    return OC_OK;
+}
+
+int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
+{
+    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, n_miss = 0;
+    if (n > t->cap_pos) {
+        OC_KG_TRY(grow(&t->pos_rbuf, n, 4, "kg slice reads", err));
+        t->cap_pos = n;
+    }
+    for (uint64_t p = 0; p < n; p++)
+        n_miss += t->slice_slot[t->ids[p0 + p]] == KG_NONE;
+    if (n_miss > t->cap_rbuf) {
+        oc_free(t->rbuf);
+        t->rbuf = NULL;
+        t->cap_rbuf = 0;
+        if (!(t->rbuf = oc_alloc_aligned((size_t)(n_miss * t->slot_bytes), OC_IO_ALIGN,
+                                         "kg slice reads", err)))
+            return err->status;
+        t->cap_rbuf = n_miss;
+    }
+    uint64_t k = 0;
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)t->ids[p0 + p];
+        t->pos_rbuf[p] = KG_NONE;
+        if (t->slice_slot[id] != KG_NONE)
+            continue;
+        t->pos_rbuf[p] = (uint32_t)k;
+        OC_KG_TRY(queue_read(t, id, t->rbuf + k * t->slot_bytes, err));
+        k++;
+    }
+    OC_KG_TRY(run_reads(t, err));
+    t->st.slices_accessed += n;
+    t->st.slices_read += n_miss;
+    t->st.slices_hit += n - n_miss;
+    kg_atoms_clear(&t->batch);
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)t->ids[p0 + p];
+        int hit = t->pos_rbuf[p] == KG_NONE;
+        const uint8_t *rec = hit ? t->cache + (uint64_t)t->slice_slot[id] * t->slot_bytes
+                                 : t->rbuf + (uint64_t)t->pos_rbuf[p] * t->slot_bytes;
+        /* records from disk are checked against their CRC; cached ones were when read */
+        OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit, &t->batch, t->c.facts, err));
+    }
+    kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache_map, t->c.slice.h);
+    return OC_OK;
+}
+
+int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
+{
+    kg_facts_set_atoms(t->c.facts, NULL, t->atom_cache_map, 0);
+    uint64_t p0 = t->iter_off[i];
+    for (uint64_t c = t->plan.chg_off[i]; c < t->plan.chg_off[i + 1]; c++) {
+        uint32_t pos = t->plan.chg_pos[c], s = t->plan.chg_slot[c];
+        uint32_t id = (uint32_t)t->ids[p0 + pos], b = t->pos_rbuf[pos];
+        if (b == KG_NONE)
+            return OC_ERR(err, OC_ERR_INTERNAL, "kg slice cache: changeset takes slice %u, a hit",
+                          id);
+        if (t->slot_slice[s] != KG_NONE)
+            t->slice_slot[t->slot_slice[s]] = KG_NONE;
+        memcpy(t->cache + (uint64_t)s * t->slot_bytes, t->rbuf + (uint64_t)b * t->slot_bytes,
+               (size_t)t->slot_bytes);
+        t->slot_slice[s] = id;
+        t->slice_slot[id] = s;
+    }
+    kg_atoms_clear(&t->batch);
+    return OC_OK;
+}
+
+int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err)
+{
+    if (t->store.loaded || t->store.committed)
+        return OC_OK;
+    for (uint64_t i = 0; i < t->n_heads; i++)
+        if (!kg_slicer_has(&t->slicer, t->heads[i]))
+            return OC_OK; /* a shorter epoch (tests) left heads unsliced: nothing to commit */
+    double t0 = oc_now_s();
+    int rc = kg_slice_store_commit(&t->store, &t->slicer, err);
+    t->st.slicing_s += oc_now_s() - t0;
+    return rc;
+}
+
+void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s)
+{
+    *s = t->st;
+}
+
+int kg_tiger_metrics(struct kg_tiger *t, struct kg_slice_metrics *m, struct oc_err *err)
+{
+    uint32_t *qs = oc_alloc((size_t)t->n_heads * 4 + 4, "kg slice metrics", err);
+    if (!qs)
+        return err->status;
+    uint64_t n = 0; /* the heads sliced so far (all, after epoch 0) */
+    for (uint64_t i = 0; i < t->n_heads; i++)
+        if (t->store.loaded || kg_slicer_has(&t->slicer, t->heads[i]))
+            qs[n++] = t->heads[i];
+    int rc = kg_slice_metrics(&t->store, &t->slicer, qs, n, m, err);
+    oc_free(qs);
+    return rc;
+}
+
+int kg_tiger_reused(const struct kg_tiger *t)
+{
+    return t->store.loaded;
+}
+
+const struct kg_slicer *kg_tiger_slicer(const struct kg_tiger *t)
+{
+    return &t->slicer;
+}
+
+const struct kg_slice_store *kg_tiger_store(const struct kg_tiger *t)
+{
+    return &t->store;
+}

@@ -1,0 +1,282 @@
+/*
+ * kg_tiger_int.h — private to src/kg (and tests): TIGER's slice-and-cache
+ * extraction for kg-train (the Ginex/OUTRE/TIGER thesis, section V).
+ *
+ *   kg_atoms.c        atom maps: entity ─► its facts (rel[k] then tail[k]),
+ *                     direct-addressed; the Atom Cache (highest-degree atoms,
+ *                     static) and each batch's map of loaded slices
+ *   kg_slice.c        SiGMa (slice matching + slice generation) or ginex's
+ *                     sequential slicing: query entity ─► disjoint slices
+ *   kg_slice_store.c  the slice store on SSD under DIR/plan/tiger-<key>/
+ *                     (records + index, CRC-checked, atomic commit)
+ *   kg_tiger.c        the super-batch loop's executor: slices of a batch from
+ *                     the Slice Cache or the store, Belady changesets (ginex's
+ *                     planner, oc_store_belady), the batch map for extraction
+ *
+ * Place in the data flow: kg (kg_train.c ──► here ──► kg_facts.c / kg_extract.c).
+ * Thread-safety: one thread (the training thread) drives all of it; the atom
+ * maps are read by the extraction workers while no one writes them.
+ * Ownership: documented per object; every array is oc_alloc'd.
+ */
+#ifndef OFFCORE_KG_TIGER_INT_H
+#define OFFCORE_KG_TIGER_INT_H
+
+#include "kg/kg_int.h"
+
+#define KG_NONE UINT32_MAX
+
+/* ---- atom maps (kg_atoms.c) ---------------------------------------------- */
+
+/*
+ * entity ─► its facts, laid out rel[0..k) then tail[0..k) (k = its degree, from
+ * the fact graph's indptr), or NULL. `set` lists the entities present so a
+ * map is cleared in time proportional to what it holds.
+ */
+struct kg_atoms {
+    uint64_t n_entities;
+    const uint32_t **at; /* n_entities */
+    uint32_t *set;
+    uint64_t n_set, cap_set;
+};
+int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err);
+void kg_atoms_deinit(struct kg_atoms *a);
+int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct oc_err *err);
+void kg_atoms_clear(struct kg_atoms *a);
+
+/*
+ * The Atom Cache: the atoms of the highest-degree entities (ties: lower id
+ * first) whose facts and the map fit in `bytes`, read once from the fact
+ * graph (through its reader: O_DIRECT when on disk) and never changed.
+ */
+struct kg_atom_cache {
+    struct kg_atoms map;
+    uint32_t *pool; /* the cached atoms' facts */
+    uint64_t n_atoms, n_facts, bytes;
+};
+int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
+                        struct oc_err *err);
+void kg_atom_cache_deinit(struct kg_atom_cache *c);
+
+/*
+ * Puts atom maps in front of a fact graph's fetches: a head found in `batch`
+ * (may be NULL), else in `cache` (may be NULL), else the graph itself. With
+ * strict_below > 0, a head of degree < strict_below missing from `batch` is
+ * OC_ERR_FORMAT: the slices of the batch should have held it. Set while no
+ * extraction runs.
+ */
+void kg_facts_set_atoms(struct oc_kg_facts *f, const struct kg_atoms *batch,
+                        const struct kg_atoms *cache, uint32_t strict_below);
+/* Degree of head h. */
+uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h);
+/* Heads served by the batch map / the atom cache / the graph since open. */
+void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uint64_t *from_cache,
+                          uint64_t *from_graph);
+
+/* ---- slicing (kg_slice.c) ------------------------------------------------- */
+
+enum kg_slice_mode {
+    KG_SLICE_SIGMA, /* TIGER: match existing slices, then DFS + FFD generation */
+    KG_SLICE_SEQ,   /* ginex baseline: each subgraph cut in order, no reuse */
+};
+
+struct kg_slice_opts {
+    enum kg_slice_mode mode;
+    uint32_t h;      /* slice capacity in facts */
+    double alpha;    /* capacity threshold, a fraction of h */
+    uint32_t hops;   /* k: the neighbours whose slices are matched first, the DFS roots */
+    uint32_t layers; /* L: a query's atoms are its (L-1)-hop neighbourhood */
+};
+
+/*
+ * The slices made so far (slice i: atoms[atom_off[i] .. atom_off[i+1]), the
+ * sum of their degrees its payload <= h) and, per query entity sliced, its
+ * slice ids (disjoint; their atoms are exactly the entity's atoms of degree
+ * < h). Heavier atoms are in no slice: extraction reads them from the Atom
+ * Cache or the fact graph.
+ */
+struct kg_slicer {
+    struct kg_slice_opts o;
+    struct oc_kg_facts *facts; /* borrowed */
+    struct oc_kg_facts_reader *reader;
+    uint64_t n_entities;
+    /* slices */
+    uint64_t n_slices, cap_slices;
+    uint64_t *atom_off; /* n_slices + 1 */
+    uint32_t *payload, *util;
+    uint32_t *atoms, *slice_of_pos, *next_pos; /* per atom entry; next_pos chains one atom's */
+    uint64_t n_pos, cap_pos;
+    uint32_t *first_pos; /* per entity: its first entry, or KG_NONE */
+    /* query entity ─► slices */
+    uint64_t *map_off; /* per entity: offset into map_ids, or UINT64_MAX */
+    uint32_t *map_n;
+    uint32_t *map_ids;
+    uint64_t n_map, cap_map;
+    /* scratch of one query */
+    uint32_t *stamp, *depth, *local; /* per entity */
+    uint32_t gen;
+    uint32_t *q_atoms; /* the (L-1)-hop neighbourhood in BFS order */
+    uint64_t *q_foff;  /* n_q + 1: offsets of their facts */
+    uint64_t n_q, cap_q;
+    uint32_t *q_rel, *q_tail; /* their facts, concatenated */
+    uint64_t cap_qf;
+    uint8_t *rem, *visited, *packed;                   /* per local atom: in G'_q, DFS state */
+    uint32_t *light, *stack, *bin_of, *bin_load, *tmp; /* per local atom */
+    uint64_t n_light;
+    uint32_t *cand, *slice_mark; /* candidates; per slice, the query that listed it */
+    uint64_t cap_cand, cap_mark;
+    uint32_t mark_gen;
+    const uint32_t **p_rel, **p_tail; /* one slice's atoms' facts, for the store */
+    uint32_t *p_deg;
+    uint64_t *keys; /* sort keys */
+    uint64_t cap_keys;
+    uint64_t n_sliced_queries;
+};
+
+int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,
+                   struct oc_err *err);
+void kg_slicer_deinit(struct kg_slicer *s);
+/* Whether entity q has its slices. */
+int kg_slicer_has(const struct kg_slicer *s, uint32_t q);
+
+struct kg_slice_store;
+/*
+ * Slices query entity q (no-op if it has slices): its atoms (BFS over L-1
+ * hops), matched against the existing slices (SiGMa), the rest generated;
+ * every new slice is appended to the store (may be NULL in tests).
+ */
+int kg_slicer_slice(struct kg_slicer *s, uint32_t q, struct kg_slice_store *st, struct oc_err *err);
+/* q's atoms of degree < h (its sliceable subgraph G_q), in BFS order, into the scratch. */
+int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, uint64_t *n,
+                       struct oc_err *err);
+
+/*
+ * SliceRedundancyRate and SliceUtilizationRate over the query entities
+ * qs[0..n) (distinct, each with slices in st or s):
+ *   delta_R = sum |S_q| / sum ceil(|G_q| / h)
+ *   delta_U = |U S_q| / sum |S_q|
+ * with |G_q| the payload of q's slices (they cover G_q exactly once).
+ */
+struct kg_slice_metrics {
+    double delta_r, delta_u;
+    uint64_t n_queries, n_slice_refs, n_distinct, min_slices, n_slices;
+};
+int kg_slice_metrics(const struct kg_slice_store *st, const struct kg_slicer *s, const uint32_t *qs,
+                     uint64_t n, struct kg_slice_metrics *m, struct oc_err *err);
+/*
+ * Theorem 2's lower bound on delta_R, from the atoms themselves (A: the
+ * distinct atoms of degree < h of the G_q, recomputed by BFS):
+ *   ceil(sum_{a in A} w_a / h) / (delta_U x sum ceil(|G_q| / h))
+ */
+int kg_slice_bound_r(struct kg_slicer *s, const uint32_t *qs, uint64_t n,
+                     const struct kg_slice_metrics *m, double *bound, struct oc_err *err);
+
+/* ---- the slice store (kg_slice_store.c) ---------------------------------- */
+
+/*
+ * DIR/plan/tiger-<key>/ (or seq-<key>/): slices.bin holds the records (each
+ * starts on a 4 KiB boundary: header, atom table, facts), index.bin the
+ * slices' places and CRCs and the query-entity ─► slices mapping. Written
+ * under temporary names while epoch 0 slices, renamed at commit (index
+ * last); reopened only if every CRC matches.
+ */
+struct kg_slice_store {
+    char dir[4096], rec_path[4200], idx_path[4200], rec_tmp[4300];
+    uint64_t key;
+    uint32_t h;
+    uint64_t n_entities;
+    int loaded, committed;
+    struct oc_file *w;  /* the records while they are written (buffered) */
+    struct oc_file *rd; /* the records, O_DIRECT */
+    uint64_t end;       /* bytes of records */
+    uint64_t n_slices, cap;
+    uint64_t *off; /* per slice: offset in slices.bin */
+    uint32_t *bytes, *crc, *payload;
+    /* the mapping when loaded from index.bin (else the slicer's) */
+    uint64_t *map_off;
+    uint32_t *map_n, *map_ids;
+    uint8_t *rec; /* one record being built */
+    uint64_t cap_rec;
+    uint64_t max_rec_bytes; /* record bytes at most: 16 + 16 h, rounded to 4 KiB */
+};
+
+/* Record bytes of a slice of capacity h at most. */
+uint64_t kg_slice_record_max(uint32_t h);
+/*
+ * Opens the store for key under plan_dir: loaded (*loaded = 1) if index.bin
+ * and slices.bin are there, match key, h and n_entities, cover every entity
+ * of need[0..n_need), and every record's CRC matches; otherwise whatever is
+ * there is removed (logged, with why) and an empty store is started under
+ * temporary names.
+ */
+int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const char *tag,
+                        uint64_t key, uint32_t h, uint64_t n_entities, const uint32_t *need,
+                        uint64_t n_need, const struct oc_kg_facts *f, struct oc_err *err);
+void kg_slice_store_close(struct kg_slice_store *st);
+/* Appends slice number st->n_slices: atoms[0..n), atom i's facts rel[i][0..deg[i]), tail[i][..). */
+int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint32_t n,
+                          const uint32_t *const *rel, const uint32_t *const *tail,
+                          const uint32_t *deg, uint32_t payload, struct oc_err *err);
+/* Writes index.bin with the slicer's mapping, fsyncs, renames both files into place. */
+int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, struct oc_err *err);
+/* Slices of query entity q (the loaded mapping or the slicer's). */
+void kg_slice_store_slices_of(const struct kg_slice_store *st, const struct kg_slicer *s,
+                              uint32_t q, const uint32_t **ids, uint32_t *n);
+/*
+ * Checks a record read back (bytes at buf, record bytes of slice id) against
+ * its CRC (when check_crc) and layout (atom degrees as the fact graph's) and
+ * puts its atoms into map. OC_ERR_FORMAT names the file and slice.
+ */
+int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
+                        int check_crc, struct kg_atoms *map, const struct oc_kg_facts *f,
+                        struct oc_err *err);
+
+/* ---- the executor (kg_tiger.c) ------------------------------------------- */
+
+struct kg_tiger_stats {
+    double slicing_s, plan_s;
+    uint64_t slices_read, slices_hit, slices_accessed, bytes_read;
+    uint64_t warm_reads, cache_bytes;
+};
+
+struct kg_tiger;
+struct kg_tiger_config {
+    struct oc_kg_facts *facts;         /* the training graph, on disk */
+    const struct kg_atoms *atom_cache; /* in front of it (may be NULL) */
+    struct kg_slice_opts slice;
+    const char *plan_dir;  /* DIR/plan */
+    uint64_t key;          /* of everything the slices depend on */
+    uint64_t cache_bytes;  /* the Slice Cache */
+    const uint32_t *heads; /* every training query's head, in order */
+    uint64_t n_queries;
+};
+int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct oc_err *err);
+/*
+ * Bytes an executor holds whatever its caches (the slicer's per-entity
+ * arrays, the batch map, the io batch, the record buffer), for n_entities
+ * entities, n_queries training queries and slices of h facts: kg-train
+ * sizes the caches from what is left after it.
+ */
+uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t h);
+void kg_tiger_free(struct kg_tiger *t);
+/*
+ * Starts a superbatch: n_batches batches, batch i the heads
+ * heads[boff[i] .. boff[i+1]); slices the heads not sliced yet, then plans
+ * the Slice Cache's changesets over the superbatch.
+ */
+int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
+                        uint32_t n_batches, struct oc_err *err);
+/* Loads batch i's slices (cache, then disk), fills the batch map, sets it on the facts. */
+int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err);
+/* Applies batch i's changeset and clears the batch map. */
+int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err);
+/* After the last superbatch of an epoch: commits the store if slices were made. */
+int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err);
+void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s);
+/* Slicing metrics over the distinct heads of every training query. */
+int kg_tiger_metrics(struct kg_tiger *t, struct kg_slice_metrics *m, struct oc_err *err);
+/* Whether the store was reused from an earlier run. */
+int kg_tiger_reused(const struct kg_tiger *t);
+const struct kg_slicer *kg_tiger_slicer(const struct kg_tiger *t);
+const struct kg_slice_store *kg_tiger_store(const struct kg_tiger *t);
+
+#endif

@@ -107,6 +107,8 @@ int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_er
 {
     const uint8_t *src = e;
     int rc;
+    if (n == 0)
+        return OC_OK;
     if (!sp->f) {
         if ((rc = mem_reserve(sp, sp->n + n, err)))
             return rc;
@@ -131,6 +133,8 @@ int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_er
 int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, struct oc_err *err)
 {
     int rc;
+    if (n == 0)
+        return OC_OK;
     if (!sp->f) {
         if ((rc = mem_reserve(sp, at + n, err)))
             return rc;
@@ -153,6 +157,8 @@ int gx_spill_get(struct gx_spill *sp, uint64_t at, uint64_t n, void *out, struct
         return OC_ERR(err, OC_ERR_INTERNAL, "%s: elements [%llu, %llu) of %llu", sp->what,
                       (unsigned long long)at, (unsigned long long)(at + n),
                       (unsigned long long)sp->n);
+    if (n == 0)
+        return OC_OK;
     if (!sp->f) {
         memcpy(out, sp->mem + at * sp->elem, (size_t)(n * sp->elem));
         return OC_OK;

@@ -151,8 +151,9 @@ struct oc_store_config {
                                        completion stage pinned to the last ones); 0 = auto */
     int reorder;                    /* gnndrive: oc_store_next_batch returns batches in
                                        completion order (GNNDrive); 0 = plan order */
-    uint32_t superbatch;            /* ginex: batches per superbatch; 0 = up to 16, each
-                                       cut where its accesses fill a quarter of mem_bytes */
+    uint32_t superbatch;            /* ginex: batches per superbatch; 0 = an epoch (at most
+                                       1024) with a writable plan directory, else up to 16,
+                                       each cut where its accesses fill a quarter of mem_bytes */
     int reuse_samples;              /* every epoch trains on epoch 0's batches (DiskGNN);
                                        the epoch argument of the batch calls is then 0.
                                        ginex and gnndrive refuse it (OC_ERR_UNSUPPORTED) */

@@ -794,7 +794,8 @@ uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
 static const struct oc_store_opt ginex_opts[] = {
     {"superbatch", OC_STORE_OPT_U32, "S", NULL,
-     "batches sampled ahead per superbatch (default: derived from the budget)",
+     "batches sampled ahead per superbatch (default: an epoch, at most 1024, with its plan "
+     "directory writable; else up to 16 that fit a quarter of the budget)",
      offsetof(struct oc_store_config, superbatch), 1, 0, 0},
 };
 

@@ -74,9 +74,7 @@
 
 #include "store/ginex/ginex_int.h"
 
-#define GX_DEFAULT_SUPERBATCH 16u   /* spills in RAM: at most this many batches by default */
-#define GX_LONG_SUPERBATCH    1024u /* spills in files: an epoch, at most this many */
-#define GX_LOAD_ROWS          4096u /* warm-up rows queued per batch run, at most */
+#define GX_LOAD_ROWS 4096u /* warm-up rows queued per batch run, at most */
 
 struct ginex_store {
     struct store_disk disk;
@@ -113,167 +111,6 @@ struct ginex_store {
     uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
     uint64_t n_fb_sampled; /* batches sampled a second time that way */
 };
-
-/* ---- sizing ------------------------------------------------------------------- */
-
-/* The training plan's shape; have = 0 when there is nothing to plan. */
-static int plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
-                      uint64_t *t_end, struct oc_err *err)
-{
-    *nb = *t0 = *t_end = 0;
-    if (cfg->n_epochs <= cfg->first_epoch)
-        return OC_OK;
-    const char *missing = !cfg->graph         ? "graph"
-                          : !cfg->sample_opts ? "sample_opts"
-                          : !cfg->train_ids   ? "train_ids"
-                          : !cfg->n_train     ? "n_train"
-                          : !cfg->batch_size  ? "batch_size"
-                                              : NULL;
-    if (missing)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store ginex: inspecting superbatches needs the training plan; config has "
-                      "no %s",
-                      missing);
-    *nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
-    *t0 = (uint64_t)cfg->first_epoch * *nb;
-    *t_end = (uint64_t)cfg->n_epochs * *nb;
-    return OC_OK;
-}
-
-/*
- * Input rows of the plan's first batch, sampled once at open: real batches
- * hold far fewer rows than the batch_size x prod(1 + fanout) bound (repeated
- * neighbors), and superbatches are sized from this (with a quarter more);
- * one that turns out larger is cut earlier by the inspector, never exceeds.
- */
-static int probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
-                      struct oc_err *err)
-{
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
-    const uint64_t *seeds;
-    uint64_t n_seeds;
-    int rc;
-
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, NULL, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
-        goto out;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, t0 / nb);
-    if ((rc = oc_sample_epoch_batch(&ep, t0 % nb, &seeds, &n_seeds, err)) ||
-        (rc = oc_sample_neighbors(sm, t0 / nb, t0 % nb, seeds, n_seeds, &b, err)))
-        goto out;
-    *rows = b.n_input;
-out:
-    if (rc)
-        oc_err_prefix(err, "store ginex: sampling the first batch");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
-    return rc;
-}
-
-/*
- * Accesses a superbatch may have when its spills are files under dir: what a
- * quarter of the free space holds for two superbatches in flight (trace,
- * next uses, changes; the batch records are written besides, and a plan file
- * that cannot be written is not an error).
- */
-static uint64_t disk_accesses(const char *dir)
-{
-    uint64_t free_b = 0;
-    struct oc_err e;
-    if (oc_fs_free_bytes(dir, &free_b, &e) != OC_OK)
-        return 0;
-    return free_b / 4 / (2 * GX_DISK_PER_ACCESS);
-}
-
-/*
- * Superbatch length S, accesses per superbatch, cache rows C, given the
- * first batch's input rows (probe; 0 = unknown) and whether the superbatch's
- * spills go to files under spill_dir ("" = RAM); OC_ERR_BUDGET if the budget
- * cannot hold the executor, the inspector and (spills in RAM) one batch of
- * accesses before any cached row.
- */
-static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
-                         uint64_t n_iters, uint64_t probe, const char *spill_dir, uint64_t *S_out,
-                         uint64_t *acc_out, uint64_t *C_out, struct oc_err *err)
-{
-    uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
-    uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
-    uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
-    uint64_t exec =
-        sizeof(struct ginex_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
-    uint64_t S = 0, ifix = 0, want = 0;
-    int on_disk = spill_dir[0] != '\0';
-    char need_s[32], have_s[32];
-
-    *S_out = *acc_out = *C_out = 0;
-    if (n_iters) {
-        exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
-        exec += rows * sizeof(struct gx_change) * 5 / 4; /* one batch's changeset */
-        /* the record of one batch read back from its superbatch file */
-        exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
-        uint64_t nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
-        S = cfg->superbatch ? cfg->superbatch
-            : on_disk       ? (nb < GX_LONG_SUPERBATCH ? nb : GX_LONG_SUPERBATCH)
-                            : GX_DEFAULT_SUPERBATCH;
-        if (S > n_iters)
-            S = n_iters;
-        ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes);
-        want = est && S > UINT64_MAX / GX_BYTES_PER_ACCESS / est ? UINT64_MAX / GX_BYTES_PER_ACCESS
-                                                                 : S * est;
-        if (want < rows)
-            want = rows; /* one batch always fits */
-    }
-    *S_out = S;
-    if (on_disk && n_iters) {
-        uint64_t d = disk_accesses(spill_dir);
-        *acc_out = d < want ? d : want;
-        if (*acc_out < rows)
-            *acc_out = rows; /* one batch always goes in: its writes fail clearly if they must */
-    }
-    if (cfg->mem_bytes == 0) {
-        if (!on_disk)
-            *acc_out = want;
-        *C_out = n_iters ? s->n_nodes : 0;
-    } else {
-        /* Spills in RAM: an explicit S gets room for S batches of the estimated size; a
-           derived one at most that, a quarter of what is left, at least one batch of the
-           bound (superbatches end where it is full). In files: no RAM per access. */
-        uint64_t one = n_iters && !on_disk ? rows * GX_BYTES_PER_ACCESS : 0;
-        uint64_t all = on_disk ? 0 : want * GX_BYTES_PER_ACCESS;
-        uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
-        if (cfg->mem_bytes < need)
-            return OC_ERR(err, OC_ERR_BUDGET,
-                          "store ginex: needs at least %s (a %u-byte bounce buffer and request "
-                          "arrays for %" PRIu64 " rows of one batch%s%s) before caching any row; "
-                          "the store's budget is %s",
-                          oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
-                          rows, n_iters ? ", and the inspector with the accesses of " : "",
-                          !n_iters                   ? ""
-                          : on_disk                  ? "one batch (in files)"
-                          : cfg->superbatch && S > 1 ? "a whole superbatch"
-                                                     : "one batch",
-                          oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-        uint64_t left = cfg->mem_bytes - exec - ifix, share = left / 4;
-        if (share < one)
-            share = one;
-        if (share > all || cfg->superbatch)
-            share = all;
-        if (!on_disk)
-            *acc_out = share / GX_BYTES_PER_ACCESS;
-        uint64_t c = n_iters ? (left - share) / (s->row_bytes + GX_BYTES_PER_SLOT) : 0;
-        *C_out = c < s->n_nodes ? c : s->n_nodes;
-    }
-    if (*C_out >= GX_NONE)
-        *C_out = GX_NONE - 1;
-    return OC_OK;
-}
 
 /* ---- the cache ------------------------------------------------------------------ */
 
@@ -624,13 +461,14 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
 
     uint64_t probe = 0, key = 0;
     char dir[4096];
-    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)))
+    if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)))
         return rc;
     dir[0] = '\0';
     if (t_end > t0)
         gx_plan_dir(s, cfg, dir, sizeof(dir), &key);
-    if ((t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))) ||
-        (rc = plan_capacity(s, cfg, t_end - t0, probe, dir, &S, &max_acc, &C, err)))
+    if ((t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))) ||
+        (rc = gx_plan_capacity(s, cfg, sizeof(struct ginex_store), t_end - t0, probe, dir, &S,
+                               &max_acc, &C, err)))
         return rc;
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
     if (!g)
@@ -767,15 +605,15 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     s.feat_dim = m->feat_dim;
     s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
     uint64_t probe = 0;
-    if ((rc = plan_shape(cfg, &nb, &t0, &t_end, err)) ||
-        (t_end > t0 && (rc = probe_rows(cfg, nb, t0, &probe, err))))
+    if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)) ||
+        (t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))))
         return rc;
     /* C grows with the budget: the smallest budget reaching `rows` by bisection. */
     uint64_t lo = 1, hi = 1ull << 50;
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
-        if (plan_capacity(&s, &c, t_end - t0, probe, cfg->plan_dir ? cfg->plan_dir : "", &S, &acc,
-                          &C, NULL) == OC_OK &&
+        if (gx_plan_capacity(&s, &c, sizeof(struct ginex_store), t_end - t0, probe,
+                             cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, &C, NULL) == OC_OK &&
             C >= rows)
             hi = c.mem_bytes;
         else

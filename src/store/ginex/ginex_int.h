@@ -1,6 +1,6 @@
 /*
- * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_plan.c,
- * ginex_sim.c, ginex_inspect.c): the id map, the superbatch trace, the
+ * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_size.c,
+ * ginex_plan.c, ginex_sim.c, ginex_inspect.c): the id map, the superbatch trace, the
  * Belady changeset planner, the LRU simulator, and the inspector stage.
  *
  * Place in the data flow: store. The inspector (a pipeline stage on the
@@ -313,6 +313,28 @@ struct gx_inspect_config {
     const char *dir;                   /* plan directory from gx_plan_dir ("" = none) */
     uint64_t key;                      /* its plan key */
 };
+
+/* ---- sizing (ginex_size.c) ------------------------------------------------ */
+
+/* The training plan's shape: batches per epoch, first and end iteration (0s: nothing to plan). */
+int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0, uint64_t *t_end,
+                  struct oc_err *err);
+
+/* Input rows of the plan's first batch (iteration t0), sampled once. */
+int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
+                  struct oc_err *err);
+
+/*
+ * Superbatch length S, accesses per superbatch and cache rows C for a store
+ * whose executor struct takes exec_struct_bytes, given the first batch's
+ * input rows (probe; 0 = unknown) and where the spills go (spill_dir, "" =
+ * RAM); OC_ERR_BUDGET (err may be NULL) when the budget cannot hold the
+ * executor, the inspector and, with spills in RAM, one batch of accesses.
+ */
+int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
+                     uint64_t exec_struct_bytes, uint64_t n_iters, uint64_t probe,
+                     const char *spill_dir, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
+                     struct oc_err *err);
 
 /*
  * The plan directory of a ginex store over cfg, PLAN/ginex-<key>, created

@@ -936,13 +936,17 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
     OC_CHECK_ERR(drive_plan(fx, s, &c, NULL, &d, &err), OC_ERR_FORMAT, &err, path);
     OC_CHECK(strstr(err.msg, want) != NULL);
     if (getenv("OC_TEST_VERBOSE"))
-        fprintf(stderr, "  at batch %" PRIu64 ": %s\n", d.fail_batch, err.msg);
+        fprintf(stderr, "  at epoch %" PRIu64 " batch %" PRIu64 ": %s\n", d.fail_epoch,
+                d.fail_batch, err.msg);
     /* every batch before the damaged one came through; the error at the latest there (the
-       reused window's chunks are read in epoch 0's order: chunk k comes at its place) */
+       reused window's chunks are read in epoch 0's order: chunk k comes at its place; cut
+       short, the file loses every chunk from k on, and the first of them read fails) */
     uint64_t order[64], at = 0;
     oc_sample_batch_order(fx->so.seed, 0, order, n);
-    while (at < n && order[at] != k)
+    while (at < n && (how == DAMAGE_TRUNCATE ? order[at] < k : order[at] != k))
         at++;
+    if (getenv("OC_TEST_VERBOSE"))
+        fprintf(stderr, "  the first damaged chunk is read at position %" PRIu64 "\n", at);
     OC_CHECK(d.fail_epoch == 0 && d.fail_batch <= at && d.fail_batch + 3 >= at);
     /* the error stays: the next call reports it again */
     struct oc_sample_batch b;

@@ -87,7 +87,10 @@ void oc_log(enum oc_log_level level, const char *fmt, ...) __attribute__((format
  *    the request, what is held and the budget;
  *  - bytes held and the peak are known;
  *  - tests can fail the Nth allocation (fault injection).
- * A budget of 0 means unlimited.
+ * A budget of 0 means unlimited. Setting a budget also fixes the C library's
+ * mmap threshold (glibc: 128 KiB), so that large blocks are returned to the
+ * kernel when freed and the resident set follows the bytes held (this is
+ * process-wide).
  */
 void oc_mem_set_budget(uint64_t bytes);
 uint64_t oc_mem_budget(void);

@@ -16,6 +16,7 @@
  *   offset = user - raw, so oc_free finds the raw pointer for both kinds.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,8 +41,24 @@ static struct {
 static unsigned n_reclaimers;        /* [reclaim_mu] */
 static _Atomic unsigned any_reclaimer;
 
+/*
+ * Under a budget, blocks from MMAP_THRESHOLD_BYTES up get a mapping of their
+ * own, returned to the kernel when freed, so the resident set follows the
+ * bytes held. glibc's default threshold rises after the first large block
+ * is freed (up to 32 MiB), and later large blocks then come from the heap,
+ * whose freed space stays resident: a strategy whose background stage grows
+ * and frees its arrays (ginex's inspector) held tens of MiB more than it
+ * counted, and its run was killed inside a cgroup limit of budget + the
+ * README's fixed overhead. Setting the threshold fixes it (no rising).
+ */
+#define MMAP_THRESHOLD_BYTES (128u << 10)
+
 void oc_mem_set_budget(uint64_t bytes)
 {
+#ifdef __GLIBC__
+    if (bytes)
+        mallopt(M_MMAP_THRESHOLD, (int)MMAP_THRESHOLD_BYTES);
+#endif
     atomic_store(&mem_budget, bytes);
 }
 

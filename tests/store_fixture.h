@@ -124,7 +124,7 @@ static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
         rows *= 1 + (uint64_t)fx->so.fanouts[l];
     if (rows > fx->n_nodes)
         rows = fx->n_nodes;
-    return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 256; /* + the impl struct */
+    return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 512; /* + the impl struct */
 }
 
 /* Rows of out (n gathered rows of ids) that differ from the file's values. */

@@ -254,6 +254,7 @@ static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t 
     char plan[800];
     snprintf(plan, sizeof(plan), "%s/plan", fx->dir);
     sc.plan_dir = plan;
+    sc.lanes = depth; /* as train asks: direct and static gather depth batches at once */
     OC_CHECK_OK(oc_store_open(index, &sc, &s, &err), &err);
     struct oc_batch_pipe_config pc = pipe_cfg(fx, s, pool, depth);
     OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
@@ -274,6 +275,7 @@ static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t 
             if (!pb)
                 break;
             OC_CHECK(pb->epoch == e && pb->index < nb && !seen[pb->index]);
+            OC_CHECK(pb->pos == i); /* in plan order, whichever lane finished first */
             seen[pb->index] = 1;
             const uint64_t *seeds;
             uint64_t n_seeds;
@@ -299,6 +301,11 @@ static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t 
     oc_batch_pipe_stats(bp, &st);
     OC_CHECK(st.n_sampled == 2 * nb); /* exactly once per batch per epoch */
     OC_CHECK(st.n_fetched == 2 * nb);
+    /* direct and static keep a reader per lane and gather depth batches at once */
+    const char *name = oc_store_name(s);
+    int laned = !strcmp(name, "direct") || !strcmp(name, "static");
+    OC_CHECK(st.lanes == (laned ? depth : 1));
+    OC_CHECK(oc_store_gather_lanes(s) == (laned ? depth : 1));
     /* a store with offline batches hands them over in the fetch stage: nothing to sample */
     OC_CHECK(st.wait_s >= 0.0 && st.fetch_busy_s > 0.0);
     OC_CHECK(oc_store_has_batches(s) ? st.sample_busy_s == 0.0 : st.sample_busy_s > 0.0);

@@ -74,7 +74,9 @@ struct oc_batch_pipe;
 struct oc_batch_pipe_stats {
     uint64_t n_sampled; /* batches the sample stage sampled (or loaded from the store) */
     uint64_t n_fetched; /* batches whose features the fetch stage gathered */
+    /* busy seconds; fetch_busy_s includes the gather lanes' (summed over lanes) */
     double sample_busy_s, fetch_busy_s;
+    uint32_t lanes;                 /* gathers run at once (oc_store_gather_lanes, at most depth) */
     double wait_s;                  /* trainer time blocked in oc_batch_pipe_next */
     struct oc_topo_disk_stats topo; /* the sample stage's disk-topology reads (0 in RAM) */
 };

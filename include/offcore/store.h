@@ -173,6 +173,8 @@ struct oc_store_config {
                                        or an evaluation chunk; 0 = unknown. Sizes what the
                                        strategies reserve per batch (store_budget_rows);
                                        arrays grow through the accountant past it */
+    uint32_t lanes;                 /* training gathers the batch pipeline may run at once
+                                       (oc_store_gather_lanes); 0 or 1 = one at a time */
 };
 
 struct oc_store;
@@ -277,6 +279,23 @@ int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *
  */
 int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                           uint64_t n, float *out, struct oc_err *err);
+/*
+ * How many training gathers may run at once, each on its own thread through
+ * oc_store_gather_batch_lane with its own lane in [0, n): 1 unless the
+ * strategy keeps a reader per lane (direct, static) and cfg->lanes asked for
+ * more (within what the budget allows). Reads of one lane's batch then run
+ * while another lane looks up, copies and waits, so the disk is kept busy
+ * across batch boundaries.
+ */
+uint32_t oc_store_gather_lanes(const struct oc_store *s);
+/*
+ * oc_store_gather_batch on lane `lane` (< oc_store_gather_lanes): callable
+ * from lanes' threads at once, one call per lane at a time. Each call counts
+ * into the store's figures when it returns. Evaluation gathers
+ * (oc_store_gather) use lane 0's reader and must not overlap a lane's call.
+ */
+int oc_store_gather_batch_lane(struct oc_store *s, uint32_t lane, uint64_t epoch, uint64_t batch,
+                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 /*
  * The index of the next batch of `epoch` to train: for a strategy that
  * reorders (gnndrive with cfg->reorder) the next batch whose rows are ready

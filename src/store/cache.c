@@ -45,6 +45,7 @@ uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
 struct cache_job {
     const struct oc_store *s;
     const struct store_cache *c;
+    const uint32_t *slots;
     float *out;
 };
 
@@ -55,7 +56,7 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     const struct oc_store *s = j->s;
     uint64_t dim = s->feat_dim;
     for (uint64_t i = lo; i < hi; i++) {
-        uint32_t slot = j->c->slots[i];
+        uint32_t slot = j->slots[i];
         float *dst = j->out + i * dim;
         if (slot != STORE_NO_SLOT)
             store_row_to_f32(s->dtype, j->c->rows + (uint64_t)slot * s->row_bytes, dim, dst);
@@ -64,29 +65,16 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-int store_cache_reserve(struct store_cache *c, struct store_disk *d, uint64_t n, struct oc_err *err)
-{
-    if (n > c->cap_slots) {
-        uint64_t cap = n > 2 * c->cap_slots ? n : 2 * c->cap_slots;
-        uint32_t *p = oc_realloc(c->slots, cap * sizeof(uint32_t), "store cache: slots", err);
-        if (!p)
-            return err ? err->status : OC_ERR_NOMEM;
-        c->slots = p;
-        c->cap_slots = cap;
-    }
-    return oc_io_batch_reserve(d->batch, n, err);
-}
-
 int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
 {
     uint64_t misses = 0;
-    int rc = store_cache_reserve(c, d, n, err);
+    int rc = store_disk_reserve(d, n, err);
     if (rc)
         return rc;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t slot = store_cache_lookup(c, ids[i]);
-        c->slots[i] = slot;
+        d->slots[i] = slot;
         if (slot != STORE_NO_SLOT)
             continue;
         misses++;
@@ -97,7 +85,7 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
     }
     if (misses && (rc = store_disk_run(s, d, err)))
         return rc;
-    struct cache_job j = {s, c, out};
+    struct cache_job j = {s, c, d->slots, out};
     if ((rc = store_for_rows(s->pool, n, cache_copy, &j, err)))
         return rc;
     s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
@@ -184,8 +172,7 @@ out:
 uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c)
 {
     return c->n_live * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
-           (c->ids ? c->n * sizeof(uint64_t) : 0) + (c->slot_of ? c->n * sizeof(uint32_t) : 0) +
-           c->cap_slots * sizeof(uint32_t);
+           (c->ids ? c->n * sizeof(uint64_t) : 0) + (c->slot_of ? c->n * sizeof(uint32_t) : 0);
 }
 
 void store_cache_free(struct store_cache *c)
@@ -194,6 +181,5 @@ void store_cache_free(struct store_cache *c)
     oc_free(c->table);
     oc_free(c->ids);
     oc_free(c->slot_of);
-    oc_free(c->slots);
     memset(c, 0, sizeof(*c));
 }

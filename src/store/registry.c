@@ -260,15 +260,20 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     s->nb_epoch = UINT64_MAX;
     s->reorder = cfg->reorder && s->strat->next_batch;
     s->stages = cfg->pipeline;
+    s->n_lanes = 1;
+    pthread_mutex_init(&s->stats_lock, NULL);
     rc = s->strat->open(s, cfg, err);
     if (rc) {
         oc_pipeline_join(s->stages); /* its stages may have started: none runs after this */
         s->strat->free(s);
         if (s->own_stages)
             oc_pipeline_free(s->stages);
+        pthread_mutex_destroy(&s->stats_lock);
         oc_free(s);
         return rc;
     }
+    if (s->n_lanes == 0 || s->n_lanes > STORE_MAX_LANES)
+        s->n_lanes = 1;
     *out = s;
     return OC_OK;
 }
@@ -297,6 +302,7 @@ void oc_store_free(struct oc_store *s)
     s->strat->free(s);
     if (s->own_stages)
         oc_pipeline_free(s->stages);
+    pthread_mutex_destroy(&s->stats_lock);
     oc_free(s);
 }
 
@@ -354,6 +360,47 @@ int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, co
     s->stats.requested_rows += n;
     s->stats.requested_bytes += n * (uint64_t)s->row_bytes;
     return OC_OK;
+}
+
+uint32_t oc_store_gather_lanes(const struct oc_store *s)
+{
+    return s->n_lanes;
+}
+
+/* The counters a gather adds (oc_store_stats_sub's cumulative ones). */
+static void stats_add(struct oc_store_stats *to, const struct oc_store_stats *d)
+{
+    to->requested_rows += d->requested_rows;
+    to->requested_bytes += d->requested_bytes;
+    to->requested_disk_bytes += d->requested_disk_bytes;
+    to->read_bytes += d->read_bytes;
+    to->n_reads += d->n_reads;
+    for (int t = 0; t < OC_STORE_TIER_COUNT; t++)
+        to->tier_rows[t] += d->tier_rows[t];
+    to->standby_hits += d->standby_hits;
+    to->trace_accesses += d->trace_accesses;
+    to->belady_misses += d->belady_misses;
+    to->lru_misses += d->lru_misses;
+    to->static_misses += d->static_misses;
+}
+
+int oc_store_gather_batch_lane(struct oc_store *s, uint32_t lane, uint64_t epoch, uint64_t batch,
+                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    if (s->n_lanes <= 1 && lane == 0)
+        return oc_store_gather_batch(s, epoch, batch, ids, n, out, err);
+    if (lane >= s->n_lanes)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: gather on lane %u of %u", s->strat->name, lane,
+                      s->n_lanes);
+    /* the lane's view: the strategy's state is shared, the counters are the lane's own */
+    struct oc_store view = *s;
+    memset(&view.stats, 0, sizeof(view.stats));
+    view.lane = lane;
+    int rc = oc_store_gather_batch(&view, epoch, batch, ids, n, out, err);
+    pthread_mutex_lock(&s->stats_lock);
+    stats_add(&s->stats, &view.stats); /* what was read counts even on failure */
+    pthread_mutex_unlock(&s->stats_lock);
+    return rc;
 }
 
 int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err)
@@ -451,7 +498,11 @@ uint32_t oc_store_lookahead(const struct oc_store *s)
 
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
+    /* the lock is not part of the store's value: lanes add their counters under it */
+    pthread_mutex_t *lock = (pthread_mutex_t *)&s->stats_lock;
+    pthread_mutex_lock(lock);
     *out = s->stats;
+    pthread_mutex_unlock(lock);
     out->held_bytes = 0;
     out->plan_file_bytes = 0;
     s->strat->stats(s, out);

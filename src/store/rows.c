@@ -7,8 +7,9 @@
  * Place in the data flow: store; between io (oc_file, oc_io_batch) and the
  * strategies' gathers.
  * Thread-safety: store_row_* are pure. store_for_rows runs tasks on the pool,
- * each over a fixed range of rows. A struct store_disk belongs to the store's
- * thread (its batch reader owns a ring).
+ * each over a fixed range of rows. A struct store_disk serves one gather at
+ * a time (its batch reader owns a ring): a strategy with lanes has one per
+ * lane.
  * Ownership: the output rows are the caller's; store_disk owns its file and
  * batch reader.
  *
@@ -200,6 +201,7 @@ int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, s
 void store_disk_close(struct store_disk *d)
 {
     oc_io_batch_free(d->batch);
+    oc_free(d->slots);
     oc_file_close(d->f, NULL); /* read-only: nothing to lose on close */
     memset(d, 0, sizeof(*d));
 }
@@ -226,6 +228,19 @@ int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
     return rc;
 }
 
+int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err)
+{
+    if (n > d->cap_slots) {
+        uint64_t cap = n > 2 * d->cap_slots ? n : 2 * d->cap_slots;
+        uint32_t *p = oc_realloc(d->slots, cap * sizeof(uint32_t), "store cache: slots", err);
+        if (!p)
+            return err ? err->status : OC_ERR_NOMEM;
+        d->slots = p;
+        d->cap_slots = cap;
+    }
+    return oc_io_batch_reserve(d->batch, n, err);
+}
+
 void store_disk_discard(struct store_disk *d)
 {
     struct oc_err ignore;
@@ -234,7 +249,38 @@ void store_disk_discard(struct store_disk *d)
 
 size_t store_disk_held_bytes(const struct store_disk *d)
 {
-    return d->batch ? oc_io_batch_held_bytes(d->batch) : 0;
+    return (d->batch ? oc_io_batch_held_bytes(d->batch) : 0) + d->cap_slots * sizeof(uint32_t);
+}
+
+uint32_t store_lanes_for(const struct oc_store_config *cfg, uint64_t lane_bytes, uint64_t room)
+{
+    uint32_t n = cfg->lanes < 1 ? 1 : cfg->lanes > STORE_MAX_LANES ? STORE_MAX_LANES : cfg->lanes;
+    while (n > 1 && room && lane_bytes > room / n)
+        n--;
+    return n;
+}
+
+int store_disks_open(const struct oc_store *s, int merge, struct store_disk *d, uint32_t n,
+                     struct oc_err *err)
+{
+    int rc = OC_OK;
+    for (uint32_t i = 0; i < n && rc == OC_OK; i++)
+        rc = store_disk_open(s, merge, &d[i], err);
+    return rc;
+}
+
+void store_disks_close(struct store_disk *d, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        store_disk_close(&d[i]);
+}
+
+size_t store_disks_held_bytes(const struct store_disk *d, uint32_t n)
+{
+    size_t sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sum += store_disk_held_bytes(&d[i]);
+    return sum;
 }
 
 struct widen_job {

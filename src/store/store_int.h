@@ -7,10 +7,12 @@
  * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
  * static/, ginex/, gnndrive/, diskgnn/) defines one and registry.c lists it.
  * Tests may include this header for the knobs at the end.
- * Thread-safety: a store's calls come from at most two threads at once: the
- * batch pipeline's sample stage (prepare_batch, in plan order) and its fetch
- * stage (gather_batch, next_batch, load_batch), so a strategy with
- * prepare_batch keeps what the two share thread-safe; row loops
+ * Thread-safety: a store's calls come from the batch pipeline's sample stage
+ * (prepare_batch, in plan order) and its fetch stage (gather_batch,
+ * next_batch, load_batch), so a strategy with prepare_batch keeps what the
+ * two share thread-safe; a strategy with lanes (n_lanes > 1: direct,
+ * static) is also gathered on by up to n_lanes gather threads at once, each
+ * with its own lane's reader and scratch, sharing only what they read; row loops
  * run tasks on the store's pool, each task writing only its own output rows.
  * Ownership: struct oc_store owns its `impl` (freed by the strategy's free);
  * the dataset, graph and pool are borrowed.
@@ -18,6 +20,7 @@
 #ifndef OFFCORE_STORE_INT_H
 #define OFFCORE_STORE_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -103,8 +106,19 @@ struct oc_store {
     int reorder;                 /* cfg->reorder for a strategy with next_batch */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
+    /*
+     * Lanes (oc_store_gather_lanes): a strategy's open sets n_lanes (1 by
+     * default, at most STORE_MAX_LANES) and keeps a reader per lane. A lane's
+     * gather runs on a copy of this struct whose `lane` names it and whose
+     * `stats` start at zero; the registry adds them to these stats under
+     * stats_lock when it returns. Outside lanes `lane` is 0.
+     */
+    uint32_t n_lanes, lane;
+    pthread_mutex_t stats_lock;
     void *impl;
 };
+
+#define STORE_MAX_LANES 4u
 
 /*
  * The pipeline a strategy adds its background stages to (and starts):
@@ -191,14 +205,19 @@ void store_miss_sort(struct store_miss *a, uint64_t n);
 /* ---- rows read from the feature file (direct, static misses) ------------- */
 
 /*
- * The feature file opened with O_DIRECT (where the filesystem allows) and one
- * batch reader (io_uring, pread fallback) owned by the store's thread.
- * Requests land directly in the output rows: an f32 row in place, an f16 row
- * in the upper half of its output row (widened by store_row_widen_inplace).
+ * The feature file opened with O_DIRECT (where the filesystem allows), one
+ * batch reader (io_uring, pread fallback) and the per-gather slot scratch of
+ * a cache (store_cache_gather), used by one gather at a time: a strategy
+ * that gathers on several lanes at once has one per lane (store.h,
+ * oc_store_gather_lanes). Requests land directly in the output rows: an f32
+ * row in place, an f16 row in the upper half of its output row (widened by
+ * store_row_widen_inplace).
  */
 struct store_disk {
     struct oc_file *f;
     struct oc_io_batch *batch;
+    uint32_t *slots; /* store_cache_gather: the slot of each requested row */
+    uint64_t cap_slots;
 };
 
 #define STORE_DISK_DEPTH        256u
@@ -221,8 +240,22 @@ int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
  * valid output rows) and drops its result, so the next gather starts clean.
  */
 void store_disk_discard(struct store_disk *d);
-/* Bounce buffer plus request arrays of the batch reader. */
+/* Grows d's slot scratch and request arrays to n rows (store_cache_gather does it too). */
+int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err);
+/* Bounce buffer plus request arrays of the batch reader, and the slot scratch. */
 size_t store_disk_held_bytes(const struct store_disk *d);
+
+/*
+ * Lanes to keep a reader for: cfg->lanes (at least 1, at most
+ * STORE_MAX_LANES), fewer while that many readers of lane_bytes each would
+ * take more than room bytes (room 0: no limit).
+ */
+uint32_t store_lanes_for(const struct oc_store_config *cfg, uint64_t lane_bytes, uint64_t room);
+/* Opens readers d[0..n) (store_disk_open); after a failure close them with store_disks_close. */
+int store_disks_open(const struct oc_store *s, int merge, struct store_disk *d, uint32_t n,
+                     struct oc_err *err);
+void store_disks_close(struct store_disk *d, uint32_t n);
+size_t store_disks_held_bytes(const struct store_disk *d, uint32_t n);
 
 /* Widens every row of out (n rows read by store_disk_queue) over the pool; no-op for f32. */
 int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struct oc_err *err);
@@ -237,8 +270,8 @@ int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struc
  * over the ascending ids, whose k-th has slot slot_of[k] (slot k when slot_of
  * is NULL). Only slots below n_live hold their row: a cache that gave memory
  * back (static) keeps its lookup and drops its last slots, so a lookup of a
- * slot >= n_live is a miss. Fewer than STORE_NO_SLOT rows. slots is the
- * per-gather scratch (one per requested row).
+ * slot >= n_live is a miss. Fewer than STORE_NO_SLOT rows. The per-gather
+ * scratch (one slot per requested row) is the reader's (struct store_disk).
  */
 struct store_cache {
     uint64_t n, n_live;
@@ -246,14 +279,9 @@ struct store_cache {
     uint32_t *table;
     uint64_t *ids;
     uint32_t *slot_of;
-    uint32_t *slots;
-    uint64_t cap_slots;
 };
 
 uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id);
-/* Grows the gather scratch and d's request arrays to n rows (store_cache_gather does it too). */
-int store_cache_reserve(struct store_cache *c, struct store_disk *d, uint64_t n,
-                        struct oc_err *err);
 /*
  * oc_store_gather through the cache: hits from c, misses read through d into
  * their output rows; counts tiers CPU / DISK and requested_disk_bytes.

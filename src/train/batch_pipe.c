@@ -5,9 +5,10 @@
  * features are gathered while earlier batches train.
  *
  *   oc_batch_pipe_epoch ──epoch_q──► sample stage ──fetch_q──► fetch stage ──ready_q──► trainer
- *                                        ▲ pops a free slot       ▲ gate_q:                │
- *                                        │                        oc_batch_pipe_open       │
- *                                        └──────────────── free_q ◄── oc_batch_pipe_done ◄─┘
+ *                                        ▲ pops a free slot       ▲ gate_q: │ lanes > 1:   ▲ │
+ *                                        │           oc_batch_pipe_open     └─gather_q──►  │ │
+ *                                        │                          gather stage (lanes) ──┘ │
+ *                                        └──────────────── free_q ◄── oc_batch_pipe_done ◄───┘
  *
  * An epoch is started (sampled ahead) as soon as the previous one was handed
  * out, so its first batches are sampled and shown to the strategy while the
@@ -38,12 +39,23 @@
  * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
  * batch to serve next among those sampled (pending).
  *
+ * Gather lanes: a store that can gather several batches at once (lanes > 1:
+ * direct and static keep a reader per lane, oc_store_gather_lanes) has its
+ * gathers run by a gather stage of that many threads (at most depth), so
+ * one batch's reads are in flight while another's rows are looked up,
+ * copied and waited for: the disk does not idle between batches. The fetch
+ * stage then only takes a row buffer and hands the batch on; a lane takes a
+ * lane token (lane_q: which reader is free), gathers and pushes the batch
+ * to ready_q. Batches may then come out of order, and the trainer puts them
+ * back in plan order (`early`): what is learned does not change.
+ *
  * Place in the data flow: train (store + sample → trainer), built from
  * pipeline stages; its stages share the pipeline the store runs its own on.
  * Thread-safety: the sample stage's thread owns the sampler and the shuffled
  * epoch; the fetch stage's thread owns `pending`; a slot belongs to the
- * stage that popped it (the queues order the hand-overs); the trainer owns
- * `handed` and wait_s. Counters read by oc_batch_pipe_stats are atomics.
+ * stage that popped it (the queues order the hand-overs); a lane token
+ * belongs to the gather thread that popped it; the trainer owns `handed`,
+ * `early` and wait_s. Counters read by oc_batch_pipe_stats are atomics.
  * Ownership: the pipeline owns the slots, the sampler, the epoch and the
  * stages; the store, graph, pool and training ids are borrowed.
  */
@@ -64,7 +76,8 @@ struct bp_rows {
     uint64_t cap_floats;
 };
 
-#define BP_NO_EPOCH UINT64_MAX
+#define BP_NO_EPOCH  UINT64_MAX
+#define BP_MAX_LANES 4 /* gather lanes at most (the store's own limit is its business) */
 
 struct oc_batch_pipe {
     struct oc_batch_pipe_config cfg; /* cfg.sample points at so */
@@ -75,6 +88,11 @@ struct oc_batch_pipe {
     int own_p; /* p made here (else the caller's, freed by the caller first) */
     struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q, *rows_q;
     struct oc_stage *sample_st, *fetch_st;
+    /* gather lanes (lanes > 1) */
+    uint32_t lanes;
+    struct oc_queue *gather_q, *lane_q;
+    struct oc_stage *gather_st;
+    uint32_t lane_ids[BP_MAX_LANES];
     struct oc_pipe_batch *slots;
     uint32_t n_slots;
     struct bp_rows *rows;
@@ -90,6 +108,8 @@ struct oc_batch_pipe {
     uint32_t n_pending;
     uint64_t fetch_epoch; /* the epoch the gate was last opened for (BP_NO_EPOCH: none) */
     /* trainer */
+    struct oc_pipe_batch **early; /* lanes: batches popped ahead of their turn (n_slots) */
+    uint32_t n_early;
     uint64_t handed, epoch;
     int in_epoch, opened;
     struct bp_rows *lent; /* a row buffer lent between epochs (evaluation), or NULL */
@@ -192,6 +212,8 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
         r->cap_floats = floats;
     }
     pb->x = r->x;
+    if (bp->lanes > 1)
+        return OC_OK; /* a gather lane does it */
     return oc_store_gather_batch(bp->cfg.store, pb->epoch, pb->index, pb->batch.input_ids, n, pb->x,
                                  err);
 }
@@ -239,6 +261,11 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
         bp->pending[k] = bp->pending[--bp->n_pending];
         if ((rc = fetch_one(bp, st, pb, err)))
             goto fail;
+        if (bp->lanes > 1) {
+            if ((rc = oc_stage_push(st, bp->gather_q, pb)))
+                return rc;
+            continue;
+        }
         atomic_fetch_add(&bp->n_fetched, 1);
         if ((rc = oc_stage_push(st, bp->ready_q, pb)))
             return rc;
@@ -247,6 +274,31 @@ static int fetch_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
 fail:
     oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, epoch, index);
     return rc;
+}
+
+/* ---- gather lanes ------------------------------------------------------ */
+
+/* One batch's gather on a free lane (a lane token: which reader of the store is free). */
+static int gather_on_lane(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    struct oc_pipe_batch *pb = item;
+    const uint64_t epoch = pb->epoch, index = pb->index;
+    void *token;
+    int rc;
+    if ((rc = oc_stage_pop(st, bp->lane_q, &token)))
+        return rc;
+    uint32_t lane = *(const uint32_t *)token;
+    rc = oc_store_gather_batch_lane(bp->cfg.store, lane, epoch, index, pb->batch.input_ids,
+                                    pb->batch.n_input, pb->x, err);
+    /* never blocks: the queue holds every token; closed means cancelled */
+    (void)oc_stage_push(st, bp->lane_q, token);
+    if (rc) {
+        oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, epoch, index);
+        return rc;
+    }
+    atomic_fetch_add(&bp->n_fetched, 1);
+    return oc_stage_push(st, bp->ready_q, pb); /* pb belongs to the trainer from here */
 }
 
 /* ---- lifetime ---------------------------------------------------------- */
@@ -266,6 +318,7 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
     oc_free(bp->slots);
     oc_free(bp->rows);
     oc_free(bp->pending);
+    oc_free(bp->early);
     oc_free(bp->order);
     if (bp->ep.orig)
         oc_sample_epoch_deinit(&bp->ep);
@@ -309,6 +362,14 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     uint32_t ahead = oc_store_lookahead(cfg->store);
     bp->n_slots = ahead ? ahead : cfg->depth + 1;
     bp->n_rows = cfg->depth + 1 < bp->n_slots ? cfg->depth + 1 : bp->n_slots;
+    /* lanes: at most the batches gathered ahead of the trainer, and only in plan order */
+    bp->lanes = oc_store_gather_lanes(cfg->store);
+    if (bp->lanes > cfg->depth)
+        bp->lanes = cfg->depth;
+    if (bp->lanes > BP_MAX_LANES)
+        bp->lanes = BP_MAX_LANES;
+    if (bp->reorder || bp->lanes < 1)
+        bp->lanes = 1;
     atomic_init(&bp->n_sampled, 0);
     atomic_init(&bp->n_fetched, 0);
     atomic_init(&bp->sample_ns, 0);
@@ -316,7 +377,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     bp->slots = oc_calloc(bp->n_slots, sizeof(*bp->slots), "pipeline slots", err);
     bp->pending = oc_calloc(bp->n_slots, sizeof(*bp->pending), "pipeline slots", err);
     bp->rows = oc_calloc(bp->n_rows, sizeof(*bp->rows), "pipeline row buffers", err);
-    if (!bp->slots || !bp->pending || !bp->rows) {
+    bp->early = oc_calloc(bp->n_slots, sizeof(*bp->early), "pipeline slots", err);
+    if (!bp->slots || !bp->pending || !bp->rows || !bp->early) {
         rc = err ? err->status : OC_ERR_NOMEM;
         goto fail;
     }
@@ -362,12 +424,21 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
                                 err)))
         goto fail;
+    if (bp->lanes > 1 && ((rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->gather_q, err)) ||
+                          (rc = oc_pipeline_queue(bp->p, bp->lanes, &bp->lane_q, err)) ||
+                          (rc = oc_pipeline_stage(bp->p, "gather", bp->lanes, bp->gather_q,
+                                                  gather_on_lane, bp, &bp->gather_st, err))))
+        goto fail;
     /* a push fails only on a closed queue: a stage the store started on the shared pipeline
        has failed already (diskgnn's planner), and that error is the one to report */
     for (uint32_t i = 0; rc == OC_OK && i < bp->n_slots; i++)
         rc = oc_queue_push(bp->free_q, &bp->slots[i]);
     for (uint32_t i = 0; rc == OC_OK && i < bp->n_rows; i++)
         rc = oc_queue_push(bp->rows_q, &bp->rows[i]);
+    for (uint32_t i = 0; rc == OC_OK && bp->lanes > 1 && i < bp->lanes; i++) {
+        bp->lane_ids[i] = i;
+        rc = oc_queue_push(bp->lane_q, &bp->lane_ids[i]);
+    }
     if (rc != OC_OK) {
         rc = oc_pipeline_status(bp->p, err);
         goto fail;
@@ -465,14 +536,35 @@ int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, str
         return OC_ERR(err, OC_ERR_ARG,
                       "batch pipeline: epoch %" PRIu64 " was not opened (oc_batch_pipe_open)",
                       bp->epoch);
-    void *item;
     double t0 = oc_now_s();
-    int rc = oc_queue_pop(bp->ready_q, &item);
+    struct oc_pipe_batch *next = NULL;
+    for (;;) { /* lanes may finish out of order: the batch at position `handed` is next */
+        for (uint32_t k = 0; k < bp->n_early && !next; k++)
+            if (bp->early[k]->pos == bp->handed) {
+                next = bp->early[k];
+                bp->early[k] = bp->early[--bp->n_early];
+            }
+        if (next)
+            break;
+        void *item;
+        int rc = oc_queue_pop(bp->ready_q, &item);
+        if (rc) {
+            bp->wait_s += oc_now_s() - t0;
+            return oc_pipeline_status(bp->p, err);
+        }
+        next = item;
+        if (bp->lanes > 1 && next->pos != bp->handed) {
+            if (bp->n_early == bp->n_slots) /* cannot happen: every slot is accounted for */
+                return OC_ERR(err, OC_ERR_INTERNAL,
+                              "batch pipeline: batch %" PRIu64 " of epoch %" PRIu64 " never came",
+                              bp->handed, bp->epoch);
+            bp->early[bp->n_early++] = next;
+            next = NULL;
+        }
+    }
     bp->wait_s += oc_now_s() - t0;
-    if (rc)
-        return oc_pipeline_status(bp->p, err);
     bp->handed++;
-    *out = item;
+    *out = next;
     return OC_OK;
 }
 
@@ -492,7 +584,9 @@ void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_st
     out->n_sampled = atomic_load(&bp->n_sampled);
     out->n_fetched = atomic_load(&bp->n_fetched);
     out->sample_busy_s = (double)atomic_load(&bp->sample_ns) * 1e-9;
-    out->fetch_busy_s = oc_stage_busy_s(bp->fetch_st);
+    out->fetch_busy_s =
+        oc_stage_busy_s(bp->fetch_st) + (bp->gather_st ? oc_stage_busy_s(bp->gather_st) : 0);
+    out->lanes = bp->lanes;
     out->wait_s = bp->wait_s;
     if (bp->sampler)
         oc_sample_sampler_topo_stats(bp->sampler, &out->topo);

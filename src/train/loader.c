@@ -155,6 +155,7 @@ static int loader_open_store(struct oc_loader *l, const char *dir, struct oc_err
     cfg.train_ids = l->ids;
     cfg.n_train = l->n_ids;
     cfg.batch_size = l->o.batch_size;
+    cfg.lanes = l->o.depth; /* the pipeline gathers at most depth batches at once */
     if (l->o.mem_budget && (rc = loader_store_bytes(l, &cfg.mem_bytes, &cfg.batch_rows, err)))
         return rc;
     l->batch_rows = cfg.batch_rows;

@@ -337,6 +337,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     if ((rc = oc_pipeline_new("training pipeline", &r->stages, err)))
         return rc;
     cfg.pipeline = r->stages;
+    cfg.lanes = r->depth; /* the batch pipeline gathers at most depth batches at once */
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);
     return rc;

@@ -6,14 +6,16 @@
  * again).
  *
  * Place in the data flow: store; reads features.npy on every gather.
- * Thread-safety: the store's thread owns the batch reader (one ring); the
- * f16 widening afterwards runs on the pool, each task its own rows.
+ * Thread-safety: a gather owns its lane's batch reader (one ring per lane:
+ * cfg->lanes of them, as many as the budget holds, so the batch pipeline
+ * can read two batches at once); the f16 widening afterwards runs on the
+ * pool, each task its own rows.
  * Ownership: the file and batch reader are the store's; reads land directly
  * in the caller's output rows (f16 rows in their upper half, then widened).
  *
  * Memory (held_bytes): the batch reader: a 2 MiB aligned bounce buffer plus
  * its request and span arrays (about 90 bytes per row of the largest batch
- * seen, grown geometrically). With cfg->mem_bytes set, open refuses a budget
+ * seen, grown geometrically), per lane. With cfg->mem_bytes set, open refuses a budget
  * smaller than the bounce buffer plus STORE_ROW_SCRATCH_BYTES per expected
  * input row of a batch (store_budget_rows: measured by train, or the fanout bound) with OC_ERR_BUDGET.
  */
@@ -23,7 +25,7 @@
 #include "store/store_int.h"
 
 struct direct_store {
-    struct store_disk disk;
+    struct store_disk disk[STORE_MAX_LANES]; /* one reader per lane (s->n_lanes) */
 };
 
 static int direct_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
@@ -43,21 +45,23 @@ static int direct_open(struct oc_store *s, const struct oc_store_config *cfg, st
     if (!d)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = d;
-    return store_disk_open(s, 0, &d->disk, err);
+    s->n_lanes = store_lanes_for(cfg, need, cfg->mem_bytes);
+    return store_disks_open(s, 0, d->disk, s->n_lanes, err);
 }
 
 static int direct_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                          struct oc_err *err)
 {
-    struct direct_store *d = s->impl;
+    struct direct_store *ds = s->impl;
+    struct store_disk *d = &ds->disk[s->lane];
     int rc;
 
     for (uint64_t i = 0; i < n; i++)
-        if ((rc = store_disk_queue(s, &d->disk, ids[i], out + i * s->feat_dim, err))) {
-            store_disk_discard(&d->disk);
+        if ((rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(d);
             return rc;
         }
-    if ((rc = store_disk_run(s, &d->disk, err)))
+    if ((rc = store_disk_run(s, d, err)))
         return rc;
     if ((rc = store_disk_widen_all(s, out, n, err)))
         return rc;
@@ -69,7 +73,7 @@ static int direct_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, fl
 static void direct_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct direct_store *d = s->impl;
-    out->held_bytes = sizeof(*d) + store_disk_held_bytes(&d->disk);
+    out->held_bytes = sizeof(*d) + store_disks_held_bytes(d->disk, s->n_lanes);
 }
 
 static void direct_free(struct oc_store *s)
@@ -77,7 +81,7 @@ static void direct_free(struct oc_store *s)
     struct direct_store *d = s->impl;
     if (!d)
         return;
-    store_disk_close(&d->disk);
+    store_disks_close(d->disk, s->n_lanes);
     oc_free(d);
     s->impl = NULL;
 }

@@ -9,10 +9,12 @@
  * rows loaded from features.npy; per gather: lookup ──► misses read ──► hits
  * copied and f16 widened on the pool.
  * The lookup and the gather itself are store/cache.c's, shared with diskgnn.
- * Thread-safety: the store's thread owns the batch reader and gathers under
+ * Thread-safety: a gather owns its lane's batch reader and slot scratch (up
+ * to cfg->lanes gathers run at once, one per lane) and reads the cache under
  * the read side of `lock`; the copy pass runs on the pool, each task its own
  * range of output rows. The write side is taken to give rows back (any
- * thread, from the accountant) and to take them back (the gathering thread).
+ * thread, from the accountant) and to take them back (a gathering thread,
+ * through its lane's reader).
  * Ownership: cache rows, lookup structure, scratch and batch reader are the
  * store's.
  *
@@ -42,11 +44,12 @@
  * gives nothing (it holds the read side); one asked elsewhere waits for the
  * gather in progress at most YIELD_WAIT_S.
  *
- * Memory (held_bytes): n_live x row_bytes + the lookup + the per-gather slot
- * scratch (4 bytes per row of the largest batch) + the batch reader (2 MiB
+ * Memory (held_bytes): n_live x row_bytes + the lookup + per lane the slot
+ * scratch (4 bytes per row of the largest batch) and a batch reader (2 MiB
  * bounce and its request arrays). With cfg->mem_bytes = 0 every row is
- * cached. Otherwise the fixed part — bounce buffer and STORE_ROW_SCRATCH_BYTES
- * per batch row (store_budget_rows: measured by train, or the fanout bound) — comes off the budget first,
+ * cached. Otherwise the fixed part — per lane a bounce buffer and STORE_ROW_SCRATCH_BYTES
+ * per batch row (store_budget_rows: measured by train, or the fanout bound);
+ * a second lane only while the lanes take at most a quarter of the budget — comes off the budget first,
  * and a budget smaller than it is OC_ERR_BUDGET naming how much is needed;
  * the rest holds the lookup and as many rows as fit (possibly none).
  */
@@ -69,8 +72,8 @@
 
 /* The cache (table layout: table set, ids NULL; sorted layout: ids and slot_of set) and its reader. */
 struct static_store {
-    struct store_disk disk;
-    struct store_cache cache; /* n_live [lock] */
+    struct store_disk disk[STORE_MAX_LANES]; /* a reader per lane (s->n_lanes) */
+    struct store_cache cache;                /* n_live [lock] */
     uint64_t row_bytes;
     pthread_rwlock_t lock; /* gathers: read; giving rows back and taking them back: write */
     int lock_ready, reclaiming;
@@ -100,20 +103,25 @@ static _Thread_local const struct static_store *holding;
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
 {
-    int rc = store_cache_load(s, &c->cache, &c->disk, lo, hi, err);
+    int rc = store_cache_load(s, &c->cache, &c->disk[s->lane], lo, hi, err);
     if (rc)
         oc_err_prefix(err, "store static: loading the cache");
     return rc;
 }
 
-/* Cached rows and layout for the budget; OC_ERR_BUDGET if the fixed part does not fit. */
+/*
+ * Lanes, cached rows and layout for the budget; OC_ERR_BUDGET if the fixed
+ * part of one lane does not fit. A second lane's reader is kept only while
+ * the readers take at most a quarter of the budget: the rest is for rows.
+ */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
-                         uint64_t *n_cached, int *use_table, struct oc_err *err)
+                         uint32_t *n_lanes, uint64_t *n_cached, int *use_table, struct oc_err *err)
 {
     uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t fixed =
-        sizeof(struct static_store) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
+    *n_lanes = store_lanes_for(cfg, lane, cfg->mem_bytes / 4);
+    uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
 
     if (cfg->mem_bytes == 0) {
@@ -297,7 +305,7 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     uint64_t n_cached = 0, *hot = NULL;
     int use_table = 0, rc;
 
-    if ((rc = plan_capacity(s, cfg, &n_cached, &use_table, err)))
+    if ((rc = plan_capacity(s, cfg, &s->n_lanes, &n_cached, &use_table, err)))
         return rc;
     c = oc_calloc(1, sizeof(*c), "store static", err);
     if (!c)
@@ -307,7 +315,7 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     if (pthread_rwlock_init(&c->lock, NULL) != 0)
         return OC_ERR(err, OC_ERR_NOMEM, "store static: cannot make its lock");
     c->lock_ready = 1;
-    if ((rc = store_disk_open(s, 1, &c->disk, err)))
+    if ((rc = store_disks_open(s, 1, c->disk, s->n_lanes, err)))
         return rc;
     if ((rc = store_hot_select(s, cfg, n_cached, 1, &hot, err)))
         return rc;
@@ -329,14 +337,15 @@ static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, fl
 {
     struct static_store *c = s->impl;
     /* Memory first, outside the lock, where the cache can still give rows back for it. */
-    int rc = store_cache_reserve(&c->cache, &c->disk, n, err);
+    struct store_disk *d = &c->disk[s->lane];
+    int rc = store_disk_reserve(d, n, err);
     if (rc == OC_OK)
         rc = take_back(s, c, err);
     if (rc)
         return rc;
     pthread_rwlock_rdlock(&c->lock);
     holding = c;
-    rc = store_cache_gather(s, &c->cache, &c->disk, ids, n, out, err);
+    rc = store_cache_gather(s, &c->cache, d, ids, n, out, err);
     uint64_t yields = c->n_yields, rows = c->yielded_rows - c->taken_rows;
     holding = NULL;
     pthread_rwlock_unlock(&c->lock);
@@ -355,8 +364,8 @@ static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     struct static_store *c = s->impl;
     pthread_rwlock_rdlock(&c->lock);
-    out->held_bytes =
-        sizeof(*c) + store_cache_held_bytes(s, &c->cache) + store_disk_held_bytes(&c->disk);
+    out->held_bytes = sizeof(*c) + store_cache_held_bytes(s, &c->cache) +
+                      store_disks_held_bytes(c->disk, s->n_lanes);
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -367,7 +376,7 @@ static void static_free(struct oc_store *s)
         return;
     if (c->reclaiming)
         oc_mem_reclaimer_remove(static_yield, c); /* waits for a reclaim in progress */
-    store_disk_close(&c->disk);
+    store_disks_close(c->disk, s->n_lanes);
     if (c->map_bytes) {
         munmap(c->cache.rows, c->map_bytes);
         oc_mem_release(c->cache.n_live * c->row_bytes);

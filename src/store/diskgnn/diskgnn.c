@@ -12,7 +12,8 @@
  * sampled and packed in the background while epoch e trains. With
  * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
  *
- * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers and one
+ * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers (one
+ * when two, with the rest of the buffers, would take over half the budget) and one
  * assembled f32 batch (sized from the first window's largest batch, plus a
  * quarter with fresh samples), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and (fresh
  * samples) what the planner needs for the next window (the first window's
@@ -54,6 +55,7 @@ struct diskgnn_store {
     uint64_t pos, n_pos;    /* the next batch of the plan the trainer takes, and how many */
     uint64_t first_epoch, n_batches; /* n_batches: per epoch */
     uint64_t win_batches;            /* per window */
+    uint32_t n_slots;                /* chunk buffers (DG_N_SLOTS, or 1 under a tight budget) */
     int reuse;
     uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
     uint64_t *order, order_epoch;
@@ -101,16 +103,22 @@ static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z, i
 }
 
 /* The fixed part of the budget (see the file comment). */
+/* The buffers of the fixed part, for batches of `in` input rows in chunks of chunk bytes. */
+static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
+                             uint32_t n_slots, uint64_t in, uint64_t chunk)
+{
+    uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
+    return n_slots * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks + DG_IO_BOUNCE +
+           DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
+           store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) + sizeof(struct diskgnn_store);
+}
+
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
-                            const struct dg_builder *b, const struct dg_sizes *z, int reuse)
+                            uint32_t n_slots, const struct dg_builder *b, const struct dg_sizes *z,
+                            int reuse)
 {
     uint64_t in = size_rows(z->max_input, reuse);
-    uint64_t chunk = slot_bytes(s, z, reuse);
-    uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
-    uint64_t f = DG_N_SLOTS * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks +
-                 DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
-                 store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
-                 sizeof(struct diskgnn_store);
+    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(s, z, reuse));
     /* the builder: held now, and grown by the next windows' traces; its sampler (id map,
        sampled ids and the batch: ~96 bytes per input row, as ginex's inspector) */
     f += dg_builder_need_bytes(b, reuse ? 0 : z->accesses + z->accesses / 4) + in * 96;
@@ -127,19 +135,29 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * rows per batch plus a quarter, R = train's measured rows, else the bound)
  * stay within half of the budget, at least one batch: the window, not the
  * epoch, is what the budget must hold, so an epoch of any length fits.
+ * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
+ * buffers, the assembled batch, staging) take at most half of the budget,
+ * else one.
  */
 static uint64_t window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
-                               const struct dg_builder *b, int reuse)
+                               const struct dg_builder *b, int reuse, uint32_t *n_slots)
 {
     uint64_t nb = b->nb_epoch;
+    uint64_t rows = store_budget_rows(s, cfg), in = size_rows(rows, reuse);
+    uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (s->row_bytes + 8 + 64)) +
+                     2 * OC_IO_ALIGN; /* slot_bytes, with a block record's bytes per row */
+    /* a second chunk buffer (loading overlaps assembling) while the buffers take at most half
+       of the budget; else one */
+    *n_slots = DG_N_SLOTS;
+    if (cfg->mem_bytes && buffer_bytes(s, cfg, DG_N_SLOTS, in, chunk) > cfg->mem_bytes / 2)
+        *n_slots = 1;
     if (reuse || nb == 0)
         return nb;
     if (cfg->window_batches)
         return cfg->window_batches < nb ? cfg->window_batches : nb;
     if (cfg->mem_bytes == 0)
         return nb;
-    uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t per = (rows + rows / 4) * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
+    uint64_t per = in * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
     uint64_t base = dg_builder_need_bytes(b, 0), share = cfg->mem_bytes / 2;
     uint64_t w = share > base ? (share - base) / per : 0;
     return w < 1 ? 1 : w > nb ? nb : w;
@@ -170,7 +188,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
     d->n_batches = b->nb_epoch;
-    d->win_batches = window_batches(s, cfg, b, d->reuse);
+    d->win_batches = window_batches(s, cfg, b, d->reuse, &d->n_slots);
     d->seed = cfg->sample_opts->seed;
     d->order_epoch = UINT64_MAX;
     if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
@@ -184,13 +202,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         return rc;
     struct dg_sizes z;
     window_sizes(b, &z);
-    uint64_t fixed = fixed_bytes(s, cfg, b, &z, d->reuse);
+    uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, d->reuse);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store diskgnn: needs at least %s (%u chunk buffer(s) and an assembled batch "
                       "for up to %" PRIu64 " rows, staging, and %s the next window's plan) "
                       "before caching any row; the store's budget is %s",
-                      oc_format_size(fixed, need_s, sizeof(need_s)), DG_N_SLOTS, z.max_input,
+                      oc_format_size(fixed, need_s, sizeof(need_s)), d->n_slots, z.max_input,
                       d->reuse ? "no room for" : "room for",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
@@ -242,6 +260,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .win_batches = d->win_batches,
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
+                                .n_slots = d->n_slots,
                                 .max_input = size_rows(z.max_input, d->reuse),
                                 .slot_bytes = slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);

@@ -156,6 +156,7 @@ struct dg_pipe_config {
     int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;
+    uint32_t n_slots;    /* chunk buffers, 1 .. DG_N_SLOTS */
     uint64_t max_input;  /* initial sizing: rows of the assembled batch */
     uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
 };

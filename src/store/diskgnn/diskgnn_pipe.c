@@ -15,7 +15,7 @@
  * Each stage is one thread running one function per item of its input
  * queue (the loader's items are free chunk buffers, the planner's free
  * window structs). Every queue holds at most DG_QUEUE_DEPTH items.
- * DG_N_SLOTS chunk buffers circulate (free_q ─► loader ─► graph loader ─►
+ * n_slots (at most DG_N_SLOTS) chunk buffers circulate (free_q ─► loader ─► graph loader ─►
  * assembler ─► free_q) and one assembled batch (asm_q ─► assembler ─►
  * ready_q ─► trainer ─► asm_q): the assembler moves the blocks into it and
  * frees the chunk buffer at once, so batch b+1 is assembled while batch b
@@ -399,7 +399,7 @@ static int add_stages(struct dg_pipe *p, int planner, struct oc_err *err)
 {
     struct oc_pipeline *pl = p->p;
     int rc;
-    if ((rc = oc_pipeline_queue(pl, DG_N_SLOTS, &p->free_q, err)) ||
+    if ((rc = oc_pipeline_queue(pl, p->c.n_slots, &p->free_q, err)) ||
         (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->loaded_q, err)) ||
         (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->graph_q, err)) ||
         (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->ready_q, err)) ||
@@ -423,6 +423,8 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     if (!p)
         return err->status;
     p->c = *c;
+    if (p->c.n_slots < 1 || p->c.n_slots > DG_N_SLOTS)
+        p->c.n_slots = DG_N_SLOTS;
     p->s = c->s;
     p->win[0] = *c->w0;
     memset(c->w0, 0, sizeof(*c->w0));
@@ -437,7 +439,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
     atomic_init(&p->held, 0);
-    for (unsigned i = 0; i < DG_N_SLOTS; i++)
+    for (unsigned i = 0; i < p->c.n_slots; i++)
         oc_sample_batch_init(&p->slots[i].batch);
     oc_sample_batch_init(&p->ready.batch);
     int planner = !c->reuse && p->n_win > 1;
@@ -453,7 +455,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
                              "store diskgnn: assembled rows", err);
     if (!p->ready.rows)
         return err->status;
-    for (unsigned i = 0; i < DG_N_SLOTS; i++)
+    for (unsigned i = 0; i < p->c.n_slots; i++)
         if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
             return rc;
     if (planner)
@@ -462,7 +464,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
         return rc;
     /* From here on nothing fails: the stages may be running. A push refused because another
        stage of a shared pipeline failed meanwhile leaves that error for dg_pipe_next. */
-    for (unsigned i = 0; i < DG_N_SLOTS; i++)
+    for (unsigned i = 0; i < p->c.n_slots; i++)
         (void)oc_queue_push(p->free_q, &p->slots[i]);
     (void)oc_queue_push(p->asm_q, &p->ready);
     if (planner)
@@ -478,7 +480,7 @@ void dg_pipe_stop(struct dg_pipe *p)
     for (int i = 0; i < 2; i++)
         dg_window_drop(&p->win[i]);
     oc_io_batch_free(p->io);
-    for (unsigned i = 0; i < DG_N_SLOTS; i++) {
+    for (unsigned i = 0; i < p->c.n_slots; i++) {
         oc_free(p->slots[i].buf);
         oc_sample_batch_deinit(&p->slots[i].batch);
     }

@@ -265,6 +265,7 @@ OC_TEST(checkpoint_resume_matches_uninterrupted_run)
         /* the pipeline's figures: its depth, the trainer's wait, each batch sampled once */
         const char *nb = strstr(text, "\"n_batches\":"), *ns = strstr(text, "\"n_sampled\":");
         OC_CHECK(nb && ns && strstr(text, "\"wait_s\":") && strstr(text, "\"pipeline_depth\":2"));
+        OC_CHECK(strstr(text, "\"pipeline_lanes\":1") != NULL); /* memory: one gather at a time */
         if (nb && ns)
             OC_CHECK(strtoull(nb + 12, NULL, 10) > 0 &&
                      strtoull(nb + 12, NULL, 10) == strtoull(ns + 12, NULL, 10));

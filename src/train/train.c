@@ -670,6 +670,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r.pipe, e + 1, err)))
             goto out;
         st.depth = r.depth;
+        st.lanes = pipe1.lanes;
         st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
         st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
         st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;

@@ -392,8 +392,12 @@ int oc_store_gather_batch_lane(struct oc_store *s, uint32_t lane, uint64_t epoch
     if (lane >= s->n_lanes)
         return OC_ERR(err, OC_ERR_ARG, "store %s: gather on lane %u of %u", s->strat->name, lane,
                       s->n_lanes);
-    /* the lane's view: the strategy's state is shared, the counters are the lane's own */
-    struct oc_store view = *s;
+    /* the lane's view: the strategy's state is shared, the counters are the lane's own
+       (copied under the lock: another lane may be adding its counters meanwhile) */
+    struct oc_store view;
+    pthread_mutex_lock(&s->stats_lock);
+    view = *s;
+    pthread_mutex_unlock(&s->stats_lock);
     memset(&view.stats, 0, sizeof(view.stats));
     view.lane = lane;
     int rc = oc_store_gather_batch(&view, epoch, batch, ids, n, out, err);

@@ -32,7 +32,9 @@
  * must_read = max(0, unique feature bytes of one epoch - budget).
  * own io = what the strategy's own reads cost this disk: max(read bytes /
  * sequential bandwidth, reads x seconds per read at their mean size, on the
- * line through the measured 4 KiB and 8 KiB points); x own = epoch /
+ * line through the measured 4 KiB and 8 KiB points), plus the bytes its
+ * background planning read and wrote in the epoch (diskgnn's packing) at
+ * the sequential bandwidth; x own = epoch /
  * max(memory's epoch, own io): 1 when I/O hides behind compute or compute
  * behind I/O.
  * Times and counters are those of the LAST epoch (warm: caches filled, first
@@ -1103,8 +1105,10 @@ static void print_plan_times(const struct run *runs, uint32_t n_runs)
  * measured limits, the larger of bytes / sequential bandwidth and reads x
  * seconds per read at their mean size (interpolated between the measured
  * 4 KiB and 8 KiB random-read times, extrapolated on the same line past
- * them, never below the 4 KiB time). x own = epoch / max(memory's epoch, that): 1 means I/O is
- * hidden behind compute or compute behind I/O.
+ * them, never below the 4 KiB time), plus what its background planning read and wrote
+ * meanwhile (diskgnn packing the next window: sequential partitions of features.npy and
+ * the window file) at the sequential bandwidth. x own = epoch / max(memory's epoch, that):
+ * 1 means I/O is hidden behind compute or compute behind I/O.
  */
 static double own_disk_s(const struct oc_store_stats *st, double seq_bps, double iops4,
                          double iops8)
@@ -1118,7 +1122,8 @@ static double own_disk_s(const struct oc_store_stats *st, double seq_bps, double
         double per = t4 + (avg - 4096.0) * (t8 - t4) / 4096.0;
         by_reads = (double)st->n_reads * (per > t4 ? per : t4);
     }
-    return by_bytes > by_reads ? by_bytes : by_reads;
+    double plan = seq_bps > 0 ? (double)(st->plan_read_bytes + st->plan_write_bytes) / seq_bps : 0;
+    return (by_bytes > by_reads ? by_bytes : by_reads) + plan;
 }
 
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
@@ -1468,7 +1473,8 @@ int main(int argc, char **argv)
            mem_s, fmt_size(must_read, s1, sizeof(s1)), seq_bps / MIB, io_bound_s, bound_s);
     printf("    own io = the strategy's reads at these limits: max(read / sequential, reads x "
            "seconds per read at its mean read size, on the line through the 4 KiB and 8 KiB "
-           "IOPS); x own = epoch / max(memory epoch, own io)\n");
+           "IOPS), plus its background packing's reads and writes (diskgnn) / sequential; "
+           "x own = epoch / max(memory epoch, own io)\n");
     print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops);
     for (uint32_t i = 1; i < n_runs; i++)
         if (runs[i].cgroup[0])

@@ -93,6 +93,10 @@ struct oc_store_stats {
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
     uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
+    /* diskgnn (else 0): bytes its background packing read from features.npy and wrote to
+       window files (the windows after the first, packed while training runs): counters,
+       so an epoch's disk traffic includes what its planner did meanwhile */
+    uint64_t plan_read_bytes, plan_write_bytes;
     /* busy microseconds (in their function, minus blocked queue waits) of the strategy's
        own pipeline stages since open, in the order its stats table names them (diskgnn:
        feature loader, graph loader, feature assembler, planner; 0 elsewhere) */

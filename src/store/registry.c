@@ -202,6 +202,8 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.lru_misses = a->lru_misses - b->lru_misses;
     r.static_misses = a->static_misses - b->static_misses;
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
+    r.plan_read_bytes = a->plan_read_bytes - b->plan_read_bytes;
+    r.plan_write_bytes = a->plan_write_bytes - b->plan_write_bytes;
     r.sampled_batches = a->sampled_batches - b->sampled_batches;
     r.io_cpu_us = a->io_cpu_us - b->io_cpu_us;
     r.emb_candidates = a->emb_candidates - b->emb_candidates;

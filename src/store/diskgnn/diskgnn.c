@@ -402,6 +402,8 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_sample_us = d->sample_us + ps.sample_us;
     out->plan_pack_us = d->pack_us + ps.pack_us;
     out->plan_file_bytes = ps.file_bytes;
+    out->plan_read_bytes = ps.pack_read_bytes;
+    out->plan_write_bytes = ps.pack_write_bytes;
     for (int k = 0; k < DG_STAGE_COUNT; k++)
         out->stage_busy_us[k] = (uint64_t)(ps.busy_s[k] * 1e6);
     out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
@@ -454,6 +456,16 @@ static double dg_pack_s(const struct oc_store_stats *s)
 {
     return (double)s->plan_pack_us / 1e6;
 }
+static double dg_pack_read_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->plan_read_bytes;
+}
+
+static double dg_pack_write_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->plan_write_bytes;
+}
+
 static double dg_graph_read_bytes(const struct oc_store_stats *s)
 {
     return (double)s->graph_read_bytes;
@@ -492,6 +504,8 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
     {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
     {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
     {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
+    {"plan", "pack_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_read_bytes},
+    {"plan", "pack_write_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_write_bytes},
     {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_load_busy_s},
     {"stage_busy", "graph_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_graph_busy_s},
     {"stage_busy", "feature_assembler_s", NULL, OC_STORE_STAT_SECONDS, dg_assemble_busy_s},

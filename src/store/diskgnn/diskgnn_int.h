@@ -71,6 +71,7 @@ struct dg_builder {
     uint64_t key_base;           /* the windows' content key, before budget and cache */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
+    uint64_t pack_read_bytes;    /* features.npy bytes the last window's packing read */
     struct oc_pipeline *cancel;  /* once cancelled, sampling and packing stop (NULL: never) */
 };
 
@@ -205,7 +206,8 @@ int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err)
 void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
 struct dg_pipe_stats {
     uint64_t sample_us, pack_us, file_bytes, held_bytes;
-    double busy_s[DG_STAGE_COUNT]; /* each stage's busy seconds since start */
+    uint64_t pack_read_bytes, pack_write_bytes; /* the windows packed in the background */
+    double busy_s[DG_STAGE_COUNT];              /* each stage's busy seconds since start */
 };
 /* Any thread, while the pipeline is alive (the stages' busy times are the pipeline's). */
 void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out);

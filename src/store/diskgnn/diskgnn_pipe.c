@@ -70,7 +70,7 @@ struct dg_pipe {
     uint64_t *load_order; /* reuse: the training epoch's order of w0's chunks */
     uint64_t plan_k;      /* the planner's next window */
     uint64_t n_win, wpe;  /* windows in the plan; per epoch */
-    atomic_uint_fast64_t sample_us, pack_us, file_bytes;
+    atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
     atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
 };
 
@@ -114,6 +114,8 @@ static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err
     atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
     atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
     atomic_fetch_add(&p->file_bytes, w->file_bytes);
+    atomic_fetch_add(&p->pack_read_bytes, p->c.builder->pack_read_bytes);
+    atomic_fetch_add(&p->pack_write_bytes, w->file_bytes);
     return oc_stage_push(st, p->win_q, w);
 }
 
@@ -379,6 +381,8 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     memset(out, 0, sizeof(*out));
     out->sample_us = atomic_load(&p->sample_us);
     out->pack_us = atomic_load(&p->pack_us);
+    out->pack_read_bytes = atomic_load(&p->pack_read_bytes);
+    out->pack_write_bytes = atomic_load(&p->pack_write_bytes);
     out->file_bytes = atomic_load(&p->file_bytes);
     for (int i = 0; i < DG_STAGE_COUNT; i++)
         out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
@@ -438,6 +442,8 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     atomic_init(&p->file_bytes, p->win[0].file_bytes);
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
+    atomic_init(&p->pack_read_bytes, 0);
+    atomic_init(&p->pack_write_bytes, 0);
     atomic_init(&p->held, 0);
     for (unsigned i = 0; i < p->c.n_slots; i++)
         oc_sample_batch_init(&p->slots[i].batch);

@@ -424,6 +424,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         if ((rc = check_cancel(b, err)) ||
             (rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
             goto out;
+        b->pack_read_bytes += got;
         if (got < store_row_off(s, r1) - lo) {
             rc = OC_ERR(err, OC_ERR_FORMAT,
                         "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
@@ -468,6 +469,7 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     uint64_t t0 = now_us();
     const struct oc_store *s = b->s;
     struct oc_plan_layout l;
+    b->pack_read_bytes = 0;
     struct oc_file *out = NULL;
     char tmp[4300] = "";
     int rc;

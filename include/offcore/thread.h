@@ -53,5 +53,13 @@ int oc_pool_pin(struct oc_pool *p, unsigned first_cpu, unsigned n_cpus, struct o
  */
 typedef int (*oc_pool_fn)(void *ctx, uint64_t task, unsigned worker);
 int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+/*
+ * oc_pool_run when the pool is free; when another thread is running a job on
+ * it, the calling thread runs every task itself (as worker 0) instead of
+ * waiting for that job. For work whose result does not depend on which
+ * thread runs a task (row copies): a background stage's copies then never
+ * queue behind the trainer's kernels.
+ */
+int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
 
 #endif

@@ -173,17 +173,36 @@ unsigned oc_pool_n_threads(const struct oc_pool *p)
     return p ? p->n_threads : 1;
 }
 
+static int run_inline(uint64_t n_tasks, oc_pool_fn fn, void *ctx)
+{
+    for (uint64_t t = 0; t < n_tasks; t++) {
+        int rc = fn(ctx, t, 0);
+        if (rc != OC_OK)
+            return rc;
+    }
+    return OC_OK;
+}
+
+/* The job on the pool, run_mu held by the caller. */
+static int run_locked(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+
 int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
 {
-    if (!p || p->n_threads == 1) {
-        for (uint64_t t = 0; t < n_tasks; t++) {
-            int rc = fn(ctx, t, 0);
-            if (rc != OC_OK)
-                return rc;
-        }
-        return OC_OK;
-    }
+    if (!p || p->n_threads == 1)
+        return run_inline(n_tasks, fn, ctx);
     pthread_mutex_lock(&p->run_mu);
+    return run_locked(p, n_tasks, fn, ctx);
+}
+
+int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
+{
+    if (!p || p->n_threads == 1 || pthread_mutex_trylock(&p->run_mu) != 0)
+        return run_inline(n_tasks, fn, ctx);
+    return run_locked(p, n_tasks, fn, ctx);
+}
+
+static int run_locked(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
+{
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;

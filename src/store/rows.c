@@ -84,7 +84,10 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
         return OC_OK;
     }
     struct rows_job j = {fn, ctx, n};
-    int rc = oc_pool_run(pool, (n + STORE_ROWS_PER_TASK - 1) / STORE_ROWS_PER_TASK, rows_task, &j);
+    /* the pipeline's gathers copy on their own thread while the trainer's kernels hold the
+       pool, instead of queueing behind them (the copies are the same bytes either way) */
+    int rc = oc_pool_run_or_inline(pool, (n + STORE_ROWS_PER_TASK - 1) / STORE_ROWS_PER_TASK,
+                                   rows_task, &j);
     if (rc)
         return OC_ERR(err, rc, "store: row copy on the pool failed");
     return OC_OK;

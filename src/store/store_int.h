@@ -159,8 +159,9 @@ void store_row_widen_inplace(float *dst, uint64_t dim);
 
 /*
  * Runs fn(ctx, lo, hi) over [0, n) in fixed ranges of STORE_ROWS_PER_TASK on
- * pool (inline when n fits one range or pool is NULL). The ranges depend only
- * on n, never on the number of threads.
+ * pool (inline when n fits one range, pool is NULL, or another thread holds
+ * the pool: oc_pool_run_or_inline). The ranges depend only on n, never on
+ * the number of threads, and fn's result on no thread.
  */
 #define STORE_ROWS_PER_TASK 512u
 typedef void (*store_rows_fn)(void *ctx, uint64_t lo, uint64_t hi);

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "harness.h"
@@ -322,6 +324,68 @@ OC_TEST(pool_fixed_partition_and_lowest_error)
         oc_pool_free(p);
     }
     OC_CHECK_ERR(oc_pool_new(0, &(struct oc_pool *){NULL}, &err), OC_ERR_ARG, &err, "thread");
+}
+
+/* A job that holds the pool until released. */
+struct hold_ctx {
+    struct oc_pool *p;
+    atomic_int started, release;
+};
+
+static int hold_task(void *p, uint64_t t, unsigned worker)
+{
+    (void)t;
+    (void)worker;
+    struct hold_ctx *h = p;
+    atomic_store(&h->started, 1);
+    while (!atomic_load(&h->release))
+        sched_yield();
+    return OC_OK;
+}
+
+static void *hold_pool(void *arg)
+{
+    struct hold_ctx *h = arg;
+    oc_pool_run(h->p, 1, hold_task, h);
+    return NULL;
+}
+
+OC_TEST(pool_run_or_inline_does_not_wait_for_a_busy_pool)
+{
+    struct oc_err err;
+    struct oc_pool *p;
+    OC_CHECK_OK(oc_pool_new(2, &p, &err), &err);
+    struct pool_ctx c;
+    memset(&c, 0, sizeof(c));
+    c.fail_from = UINT64_MAX;
+    /* free: on the pool, as oc_pool_run */
+    OC_CHECK(oc_pool_run_or_inline(p, 1000, pool_task, &c) == OC_OK);
+    int ok = 1;
+    for (uint64_t t = 0; t < 1000; t++)
+        ok &= c.out[t] == t * t && c.worker_of[t] == t % 2;
+    OC_CHECK(ok);
+    /* busy (another thread's job holds it until released): every task on this thread, now */
+    struct hold_ctx h = {.p = p};
+    pthread_t th;
+    OC_CHECK(pthread_create(&th, NULL, hold_pool, &h) == 0);
+    while (!atomic_load(&h.started))
+        sched_yield();
+    memset(&c, 0, sizeof(c));
+    c.fail_from = UINT64_MAX;
+    for (uint64_t t = 0; t < 1000; t++)
+        c.worker_of[t] = 99;
+    OC_CHECK(oc_pool_run_or_inline(p, 1000, pool_task, &c) == OC_OK);
+    OC_CHECK(!atomic_load(&h.release)); /* returned while the other job still ran */
+    ok = 1;
+    for (uint64_t t = 0; t < 1000; t++)
+        ok &= c.out[t] == t * t && c.worker_of[t] == 0;
+    OC_CHECK(ok);
+    c.fail_from = 501; /* errors as oc_pool_run reports them: the lowest failing task's */
+    OC_CHECK(oc_pool_run_or_inline(p, 1000, pool_task, &c) == OC_ERR_IO - 1);
+    atomic_store(&h.release, 1);
+    pthread_join(th, NULL);
+    OC_CHECK(oc_pool_run_or_inline(NULL, 10, pool_task, &c) == OC_OK);
+    oc_pool_free(p);
 }
 
 OC_TEST(progress_hidden_off_terminal)

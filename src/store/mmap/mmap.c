@@ -3,9 +3,21 @@
  * read-only (MAP_SHARED), the kernel's page cache decides what stays in RAM;
  * gather copies (and widens f16) rows out of the map.
  *
+ * Two hints to the kernel, neither of which changes what is read into the
+ * batch: the map is MADV_RANDOM (no fault read-around: under a memory limit
+ * the default 128 KiB read-around per fault filled the page cache with rows
+ * no batch asked for and evicted the asked-for ones before their copy,
+ * reading the file hundreds of times over an epoch), and each gather first
+ * tells the kernel every page it is about to touch (POSIX_FADV_WILLNEED, one
+ * call per run of adjacent rows), so the reads are in flight together instead
+ * of one page fault at a time; the copy then waits on pages already coming.
+ * A hint the kernel refuses is ignored: the copy's faults read the page.
+ *
  * Place in the data flow: store; touches features.npy through page faults.
  * Thread-safety: gather copies rows on the store's pool, each task its own
- * range of output rows; the map is read-only.
+ * range of output rows; the map is read-only, so it has cfg->lanes lanes
+ * (store.h, oc_store_gather_lanes): the next batches' pages are asked for
+ * while an earlier batch's copy waits on its own.
  * Ownership: the map and its descriptor are the store's.
  *
  * Memory (held_bytes): 0. The mapped pages belong to the page cache, which is
@@ -14,14 +26,16 @@
  *
  * Accounting, honestly: a map gives no byte count of what the disk
  * delivered. read_bytes is the growth of the process's storage reads
- * (`read_bytes` of /proc/self/io, which counts page-cache fills including
- * readahead) during the gather; where that file is unreadable (no task I/O
- * accounting), the major page faults x 4096, which undercounts readahead
- * badly (faults served by readahead are minor). Both are process-wide: any
- * other thread's reads during the gather count too, so read it as an
- * estimate. n_reads is the major-fault count. requested_disk_bytes counts
- * every requested row: the map cannot tell a cached row from one read, short
- * of a mincore() per row, which would change what is measured.
+ * (`read_bytes` of /proc/self/io, which counts page-cache fills, refills of
+ * evicted pages included) from the start of the first gather to the end of
+ * the latest, each byte counted by the one gather that saw it first (lanes
+ * overlap). It is process-wide, so other reads of the process in that time
+ * count too: read it as an estimate. Where that file is unreadable (no task
+ * I/O accounting), it is the pages the prefetch found missing x 4096. The
+ * prefetch's mincore look gives the rest: a row whose pages were all resident
+ * counts as a CPU-tier row (the page cache served it), n_reads is the number
+ * of runs of missing pages it asked the kernel for, and requested_disk_bytes
+ * counts the rows that were not resident.
  * Truncation: touching a page past end of file raises SIGBUS, so every
  * gather first compares the largest row requested with the file's current
  * size (one fstat) and fails with OC_ERR_FORMAT naming the file and offset.
@@ -32,10 +46,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,6 +58,9 @@
 struct mmap_store {
     int fd;
     int io_fd; /* /proc/self/io, or -1 */
+    /* The process's read_bytes up to which gathers have counted (0: none yet):
+     * lanes gathering at once each count only past it, so no byte twice. */
+    _Atomic uint64_t io_counted;
     const uint8_t *map;
     size_t map_bytes;
 };
@@ -73,7 +90,6 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     char eb[128];
     int e;
 
-    (void)cfg;
     m = oc_calloc(1, sizeof(*m), "store mmap", err);
     if (!m)
         return err ? err->status : OC_ERR_NOMEM;
@@ -118,6 +134,8 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     m->map = p;
     m->map_bytes = (size_t)need;
+    s->n_lanes = store_lanes_for(cfg, 0, 0); /* nothing held per lane */
+    (void)madvise(p, (size_t)need, MADV_RANDOM); /* a hint: see the header comment */
     return OC_OK;
 }
 
@@ -137,18 +155,71 @@ static void mm_copy(void *ctx, uint64_t lo, uint64_t hi)
                          j->out + i * s->feat_dim);
 }
 
-static uint64_t major_faults(void)
+/* Counts the process's storage reads up to `now` that no gather has counted
+ * yet, and returns them. Lock-free: io_counted only moves forward. */
+static uint64_t mm_count_reads(struct mmap_store *m, uint64_t now)
 {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-    return (uint64_t)ru.ru_majflt;
+    uint64_t prev = atomic_load(&m->io_counted);
+    while (now > prev)
+        if (atomic_compare_exchange_weak(&m->io_counted, &prev, now))
+            return now - prev;
+    return 0;
+}
+
+/* What one gather's prefetch saw: rows whose pages were all resident, and the
+ * page reads it asked for (runs of adjacent missing pages, one request each). */
+struct mm_seen {
+    uint64_t resident_rows, n_reads, read_pages;
+};
+
+/* Asks the kernel to start reading every page of the rows ids[0..n) that is
+ * not in the page cache (mincore per row, POSIX_FADV_WILLNEED per run of
+ * adjacent missing pages); returns at once, the reads complete in the
+ * background. What mincore saw is an estimate: a page can be evicted between
+ * this look and the copy. Allocation-free. */
+static void mm_prefetch(const struct oc_store *s, const struct mmap_store *m, const uint64_t *ids,
+                        uint64_t n, struct mm_seen *seen)
+{
+    const uint64_t pg = OC_IO_ALIGN;
+    uint64_t lo = 0, hi = 0; /* the pending run of missing pages, [lo, hi) */
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = store_row_off(s, ids[i]);
+        uint64_t p0 = off / pg * pg, p1 = (off + s->row_bytes + pg - 1) / pg * pg;
+        unsigned char vec[64];
+        uint64_t np = (p1 - p0) / pg;
+        int missing = 1;
+        if (np <= sizeof(vec) && mincore((void *)(m->map + p0), (size_t)(p1 - p0), vec) == 0) {
+            missing = 0;
+            for (uint64_t k = 0; k < np; k++)
+                missing |= !(vec[k] & 1);
+        }
+        if (!missing) {
+            seen->resident_rows++;
+            continue;
+        }
+        seen->read_pages += np;
+        if (hi > lo && p0 <= hi && p1 >= lo) { /* touches the pending run: extend it */
+            lo = p0 < lo ? p0 : lo;
+            hi = p1 > hi ? p1 : hi;
+            continue;
+        }
+        if (hi > lo) {
+            (void)posix_fadvise(m->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+            seen->n_reads++;
+        }
+        lo = p0;
+        hi = p1;
+    }
+    if (hi > lo) {
+        (void)posix_fadvise(m->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+        seen->n_reads++;
+    }
 }
 
 static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                      struct oc_err *err)
 {
-    const struct mmap_store *m = s->impl;
+    struct mmap_store *m = s->impl;
     struct stat st;
     char eb[128];
     uint64_t max_id = 0;
@@ -169,16 +240,21 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
             "%" PRIu64 ", file ends at %" PRIu64,
             s->path, max_id, s->row_bytes, store_row_off(s, max_id), (uint64_t)st.st_size);
     int ok0, ok1;
-    uint64_t f0 = major_faults(), r0 = proc_read_bytes(m->io_fd, &ok0);
+    uint64_t r0 = proc_read_bytes(m->io_fd, &ok0), zero = 0;
+    if (ok0) /* the first gather starts the count */
+        atomic_compare_exchange_strong(&m->io_counted, &zero, r0);
+    struct mm_seen seen = {0, 0, 0};
+    mm_prefetch(s, m, ids, n, &seen);
     struct mm_job j = {s, m->map, ids, out};
     int rc = store_for_rows(s->pool, n, mm_copy, &j, err);
     if (rc)
         return rc;
-    uint64_t faults = major_faults() - f0, r1 = proc_read_bytes(m->io_fd, &ok1);
-    s->stats.read_bytes += ok0 && ok1 && r1 >= r0 ? r1 - r0 : faults * OC_IO_ALIGN;
-    s->stats.n_reads += faults;
-    s->stats.requested_disk_bytes += n * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += n;
+    uint64_t r1 = proc_read_bytes(m->io_fd, &ok1);
+    s->stats.read_bytes += ok0 && ok1 ? mm_count_reads(m, r1) : seen.read_pages * OC_IO_ALIGN;
+    s->stats.n_reads += seen.n_reads;
+    s->stats.requested_disk_bytes += (n - seen.resident_rows) * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += seen.resident_rows;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += n - seen.resident_rows;
     return OC_OK;
 }
 

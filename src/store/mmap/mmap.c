@@ -7,11 +7,14 @@
  * batch: the map is MADV_RANDOM (no fault read-around: under a memory limit
  * the default 128 KiB read-around per fault filled the page cache with rows
  * no batch asked for and evicted the asked-for ones before their copy,
- * reading the file hundreds of times over an epoch), and each gather first
- * tells the kernel every page it is about to touch (POSIX_FADV_WILLNEED, one
- * call per run of adjacent rows), so the reads are in flight together instead
- * of one page fault at a time; the copy then waits on pages already coming.
- * A hint the kernel refuses is ignored: the copy's faults read the page.
+ * reading the file hundreds of times over an epoch), and a gather tells the
+ * kernel the pages it is about to touch (POSIX_FADV_WILLNEED, one call per
+ * run of adjacent missing pages) MM_WINDOW rows ahead of its copy, so that
+ * many reads are in flight at once instead of one page fault at a time, while
+ * the pages asked for but not yet copied stay few (at most 2 x MM_WINDOW rows'
+ * pages per lane: 16 MiB for 1 KiB rows) and are not evicted, under a tight
+ * limit, before their copy. A hint the kernel refuses is ignored: the copy's
+ * faults read the page.
  *
  * Place in the data flow: store; touches features.npy through page faults.
  * Thread-safety: gather copies rows on the store's pool, each task its own
@@ -54,6 +57,8 @@
 #include <unistd.h>
 
 #include "store/store_int.h"
+
+#define MM_WINDOW 2048 /* rows asked for ahead of the copy, per window */
 
 struct mmap_store {
     int fd;
@@ -244,11 +249,19 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
     if (ok0) /* the first gather starts the count */
         atomic_compare_exchange_strong(&m->io_counted, &zero, r0);
     struct mm_seen seen = {0, 0, 0};
-    mm_prefetch(s, m, ids, n, &seen);
     struct mm_job j = {s, m->map, ids, out};
-    int rc = store_for_rows(s->pool, n, mm_copy, &j, err);
-    if (rc)
-        return rc;
+    /* Window w+1's pages are asked for before window w is copied. */
+    mm_prefetch(s, m, ids, n < MM_WINDOW ? n : MM_WINDOW, &seen);
+    for (uint64_t lo = 0; lo < n; lo += MM_WINDOW) {
+        uint64_t hi = n - lo > MM_WINDOW ? lo + MM_WINDOW : n;
+        if (hi < n)
+            mm_prefetch(s, m, ids + hi, n - hi > MM_WINDOW ? MM_WINDOW : n - hi, &seen);
+        j.ids = ids + lo;
+        j.out = out + lo * s->feat_dim;
+        int rc = store_for_rows(s->pool, hi - lo, mm_copy, &j, err);
+        if (rc)
+            return rc;
+    }
     uint64_t r1 = proc_read_bytes(m->io_fd, &ok1);
     s->stats.read_bytes += ok0 && ok1 ? mm_count_reads(m, r1) : seen.read_pages * OC_IO_ALIGN;
     s->stats.n_reads += seen.n_reads;

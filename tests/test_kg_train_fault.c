@@ -63,7 +63,8 @@ static int has_tmp(const char *dir, int depth)
         if (e->d_name[0] == '.')
             continue;
         char sub[1200];
-        snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+        if (snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name) >= (int)sizeof(sub))
+            continue; /* a path this long is not one of ours */
         found = strstr(e->d_name, "tmp-") != NULL || (depth > 0 && has_tmp(sub, depth - 1));
     }
     closedir(d);

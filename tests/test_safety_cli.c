@@ -233,8 +233,10 @@ static int set_manifest_name(const char *ds, const char *json_name)
     char path[1200];
     snprintf(path, sizeof(path), "%s/manifest.json", ds);
     size_t len = 0;
-    char *m = slurp(path, &len);
-    if (!m)
+    char *m = NULL;
+    struct oc_err rerr;
+    /* not slurp(): inlined here, gcc 12 -O3 takes m for a pointer to slurp's local */
+    if (oc_read_file(path, 0, &m, &len, &rerr) != OC_OK)
         return -1;
     char *k = strstr(m, "\"name\"");
     char *q1 = k ? strchr(k + 6, '"') : NULL;

@@ -364,7 +364,7 @@ out:
 int oc_npy_read_header(const char *path, struct oc_npy_header *h, struct oc_err *err)
 {
     struct oc_file *f = NULL;
-    uint64_t size, data_bytes;
+    uint64_t size, data_bytes = 0;
     int rc = oc_file_open(path, OC_FILE_READ, &f, err);
     if (rc)
         return rc;
@@ -419,7 +419,7 @@ int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim, con
         return OC_ERR(err, OC_ERR_ARG, "%s: invalid dtype or %u dimensions", path, ndim);
     for (unsigned i = 0; i < ndim; i++)
         h.shape[i] = shape[i];
-    uint64_t data_bytes;
+    uint64_t data_bytes = 0;
     if (npy_data_bytes(&h, path, &data_bytes, err))
         return OC_ERR(err, OC_ERR_ARG, "%s: shape too large (size overflows 64 bits)", path);
     if (!(hdr = oc_alloc(OC_NPY_HEADER_BYTES, "npy header", err)))
@@ -712,7 +712,7 @@ int oc_npy_load_as(const char *path, enum oc_dtype want, void **data, uint64_t *
         rc = OC_ERR(err, OC_ERR_FORMAT, "%s: %u-D array, expected 1-D or 2-D", path, h.ndim);
         goto fail;
     }
-    uint64_t data_bytes;
+    uint64_t data_bytes = 0; /* set by npy_data_bytes; 0 quiets -O3 -Wmaybe-uninitialized */
     if ((rc = npy_data_bytes(&h, path, &data_bytes, err)))
         goto fail;
     if (size - h.data_offset < data_bytes) {

@@ -139,7 +139,7 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     m->map = p;
     m->map_bytes = (size_t)need;
-    s->n_lanes = store_lanes_for(cfg, 0, 0); /* nothing held per lane */
+    s->n_lanes = store_lanes_for(cfg, 0, 0);     /* nothing held per lane */
     (void)madvise(p, (size_t)need, MADV_RANDOM); /* a hint: see the header comment */
     return OC_OK;
 }

@@ -227,16 +227,6 @@ ref_batch(struct ref_sampler *r, const struct fixture *fx, uint64_t se, uint64_t
     return &r->b;
 }
 
-/* Rows of out (n x dim) that differ from the file's rows of ids. */
-static inline uint64_t bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
-                                const float *out)
-{
-    uint64_t bad = 0;
-    for (uint64_t k = 0; k < n; k++)
-        bad += memcmp(out + k * fx->dim, fx->ref + ids[k] * fx->dim, fx->dim * sizeof(float)) != 0;
-    return bad;
-}
-
 struct drive {
     uint64_t n_batches; /* batches gathered */
     uint64_t bad;       /* rows that differ from the file, batches that differ from train's */
@@ -274,7 +264,7 @@ static inline int drive_plan(const struct fixture *fx, struct oc_store *s,
             if ((rc = oc_store_gather_batch(s, se, i, b.input_ids, b.n_input, out, err)))
                 break;
             if (ref)
-                d->bad += bad_rows(fx, b.input_ids, b.n_input, out);
+                d->bad += fixture_bad_rows(fx, b.input_ids, b.n_input, out);
             d->n_batches++;
         }
     }

@@ -480,7 +480,7 @@ static void eval_gathers(enum oc_dtype dtype, uint32_t dim, int with_plan)
             OC_CHECK_OK(oc_store_gather(s, ids, n, a, &err), &err);
             OC_CHECK_OK(oc_store_gather(m, ids, n, b, &err), &err);
             OC_CHECK(memcmp(a, b, n * fx.dim * sizeof(float)) == 0);
-            OC_CHECK(bad_rows(&fx, ids, n, a) == 0);
+            OC_CHECK(fixture_bad_rows(&fx, ids, n, a) == 0);
         }
         struct oc_store_stats st;
         oc_store_stats(s, &st);
@@ -566,39 +566,39 @@ OC_TEST(batches_out_of_plan_order)
     memcpy(ids, r3->input_ids, n3 * sizeof(uint64_t));
     oc_store_stats(s, &st0);
     OC_CHECK_OK(oc_store_gather_batch(s, 0, 3, ids, n3, out, &err), &err);
-    OC_CHECK(bad_rows(&fx, ids, n3, out) == 0);
+    OC_CHECK(fixture_bad_rows(&fx, ids, n3, out) == 0);
     oc_store_stats(s, &st1);
     OC_CHECK(st1.tier_rows[OC_STORE_TIER_PACKED] == st0.tier_rows[OC_STORE_TIER_PACKED]);
     OC_CHECK(st1.tier_rows[OC_STORE_TIER_DISK] > st0.tier_rows[OC_STORE_TIER_DISK]);
     /* Batch 0 from the plan. */
     OC_CHECK_OK(oc_store_gather_batch(s, 0, 0, b.input_ids, b.n_input, out, &err), &err);
-    OC_CHECK(bad_rows(&fx, b.input_ids, b.n_input, out) == 0);
+    OC_CHECK(fixture_bad_rows(&fx, b.input_ids, b.n_input, out) == 0);
     oc_store_stats(s, &st0);
     OC_CHECK(st0.tier_rows[OC_STORE_TIER_DISK] == st1.tier_rows[OC_STORE_TIER_DISK]);
     OC_CHECK(st0.tier_rows[OC_STORE_TIER_PACKED] > st1.tier_rows[OC_STORE_TIER_PACKED]);
     /* Batch 1 gathered without load_batch, with the planned ids: from the plan. */
     const struct oc_sample_batch *r1 = ref_batch(&ref, &fx, 0, 1);
     OC_CHECK_OK(oc_store_gather_batch(s, 0, 1, r1->input_ids, r1->n_input, out, &err), &err);
-    OC_CHECK(bad_rows(&fx, r1->input_ids, r1->n_input, out) == 0);
+    OC_CHECK(fixture_bad_rows(&fx, r1->input_ids, r1->n_input, out) == 0);
     oc_store_stats(s, &st1);
     OC_CHECK(st1.tier_rows[OC_STORE_TIER_DISK] == st0.tier_rows[OC_STORE_TIER_DISK]);
     /* Batch 2 loaded, but gathered with batch 3's ids: the rows asked for, from the file. */
     OC_CHECK_OK(oc_store_load_batch(s, 0, 2, &b, &err), &err);
     OC_CHECK(oc_sample_batch_equal(&b, ref_batch(&ref, &fx, 0, 2)));
     OC_CHECK_OK(oc_store_gather_batch(s, 0, 2, ids, n3, out, &err), &err);
-    OC_CHECK(bad_rows(&fx, ids, n3, out) == 0);
+    OC_CHECK(fixture_bad_rows(&fx, ids, n3, out) == 0);
     /* The plan goes on at batch 3, through the second epoch. */
     for (uint64_t e = 0; e < 2; e++)
         for (uint64_t i = e ? 0 : 3; i < nb; i++) {
             OC_CHECK_OK(oc_store_load_batch(s, e, i, &b, &err), &err);
             OC_CHECK(oc_sample_batch_equal(&b, ref_batch(&ref, &fx, e, i)));
             OC_CHECK_OK(oc_store_gather_batch(s, e, i, b.input_ids, b.n_input, out, &err), &err);
-            OC_CHECK(bad_rows(&fx, b.input_ids, b.n_input, out) == 0);
+            OC_CHECK(fixture_bad_rows(&fx, b.input_ids, b.n_input, out) == 0);
         }
     /* Past the plan: no batch to load, gathers still served. */
     OC_CHECK_ERR(oc_store_load_batch(s, 2, 0, &b, &err), OC_ERR_ARG, &err, NULL);
     OC_CHECK_OK(oc_store_gather_batch(s, 2, 0, ids, n3, out, &err), &err);
-    OC_CHECK(bad_rows(&fx, ids, n3, out) == 0);
+    OC_CHECK(fixture_bad_rows(&fx, ids, n3, out) == 0);
     oc_sample_batch_deinit(&b);
     free(out);
     free(ids);

@@ -1082,8 +1082,8 @@ static void print_plan_times(const struct run *runs, uint32_t n_runs)
         for (uint32_t e = 0; e < r->n_epochs; e++) {
             train += train_s(&r->ep[e]);
             epochs += r->ep[e].time_s;
-            if (r->ep[e].store.plan_file_bytes > pf)
-                pf = r->ep[e].store.plan_file_bytes;
+            if (r->ep[e].store.plan_file_peak_bytes > pf)
+                pf = r->ep[e].store.plan_file_peak_bytes;
         }
         if (r->failed || !r->n_epochs || (all == 0 && pf == 0))
             continue;

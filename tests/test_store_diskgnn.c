@@ -285,6 +285,9 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
             rec = epoch_record_bytes(&log.st[0], 8);
             OC_CHECK(w > 0);
         }
+        /* ... but never was: the peak holds at least one window */
+        OC_CHECK(log.st[0].plan_file_peak_bytes >= log.st[0].plan_file_bytes);
+        OC_CHECK(log.st[0].plan_file_peak_bytes > 0);
         log_verbose(dtype == OC_DTYPE_F16 ? "37 x f16" : "37 x f32", &log);
         /* A window 0.8 of the s = 1 size (records apart): segments, disk-cache rows. */
         double window = (double)rec + 0.8 * (double)w;
@@ -297,6 +300,7 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
         for (uint32_t e = 0; e < log.n; e++) {
             dc += log.st[e].tier_rows[OC_STORE_TIER_DISK_CACHE];
             OC_CHECK(log.st[e].plan_file_bytes <= limit && log.dir_bytes[e] <= limit);
+            OC_CHECK(log.st[e].plan_file_peak_bytes > 0 && log.st[e].plan_file_peak_bytes <= limit);
         }
         OC_CHECK(dc > 0);
         log_verbose(dtype == OC_DTYPE_F16 ? "37 x f16, disk budget" : "37 x f32, disk budget",

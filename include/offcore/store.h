@@ -92,7 +92,8 @@ struct oc_store_stats {
        offline sampling and of packing since open (at open, and in the background while
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
-    uint64_t plan_file_bytes; /* diskgnn: bytes of packed window files on disk now (a level) */
+    uint64_t plan_file_bytes;      /* diskgnn: bytes of packed window files on disk now (a level) */
+    uint64_t plan_file_peak_bytes; /* diskgnn: the most bytes of window files on disk at once */
     /* diskgnn (else 0): bytes its background packing read from features.npy and wrote to
        window files (the windows after the first, packed while training runs): counters,
        so an epoch's disk traffic includes what its planner did meanwhile */

@@ -216,6 +216,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.plan_sample_us = a->plan_sample_us;
     r.plan_pack_us = a->plan_pack_us;
     r.plan_file_bytes = a->plan_file_bytes;
+    r.plan_file_peak_bytes = a->plan_file_peak_bytes;
     *out = r;
 }
 
@@ -511,5 +512,6 @@ void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
     pthread_mutex_unlock(lock);
     out->held_bytes = 0;
     out->plan_file_bytes = 0;
+    out->plan_file_peak_bytes = 0;
     s->strat->stats(s, out);
 }

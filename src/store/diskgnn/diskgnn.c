@@ -402,6 +402,7 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_sample_us = d->sample_us + ps.sample_us;
     out->plan_pack_us = d->pack_us + ps.pack_us;
     out->plan_file_bytes = ps.file_bytes;
+    out->plan_file_peak_bytes = ps.file_peak_bytes;
     out->plan_read_bytes = ps.pack_read_bytes;
     out->plan_write_bytes = ps.pack_write_bytes;
     for (int k = 0; k < DG_STAGE_COUNT; k++)
@@ -470,6 +471,11 @@ static double dg_graph_read_bytes(const struct oc_store_stats *s)
 {
     return (double)s->graph_read_bytes;
 }
+static double dg_file_peak_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->plan_file_peak_bytes;
+}
+
 static double dg_file_bytes(const struct oc_store_stats *s)
 {
     return (double)s->plan_file_bytes;
@@ -504,6 +510,7 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
     {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
     {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
     {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
+    {"plan", "file_peak_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_peak_bytes},
     {"plan", "pack_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_read_bytes},
     {"plan", "pack_write_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_write_bytes},
     {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_load_busy_s},

@@ -205,7 +205,7 @@ void dg_pipe_stop(struct dg_pipe *p);
 int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err);
 void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
 struct dg_pipe_stats {
-    uint64_t sample_us, pack_us, file_bytes, held_bytes;
+    uint64_t sample_us, pack_us, file_bytes, file_peak_bytes, held_bytes;
     uint64_t pack_read_bytes, pack_write_bytes; /* the windows packed in the background */
     double busy_s[DG_STAGE_COUNT];              /* each stage's busy seconds since start */
 };

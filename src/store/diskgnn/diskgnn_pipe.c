@@ -71,7 +71,8 @@ struct dg_pipe {
     uint64_t plan_k;      /* the planner's next window */
     uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
-    atomic_uint_fast64_t held; /* slot buffers, their blocks, the assembled rows */
+    atomic_uint_fast64_t file_peak_bytes; /* the most file_bytes has been */
+    atomic_uint_fast64_t held;            /* slot buffers, their blocks, the assembled rows */
 };
 
 static uint64_t batch_bytes(const struct oc_sample_batch *b)
@@ -113,7 +114,10 @@ static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err
     p->plan_k++;
     atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
     atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
-    atomic_fetch_add(&p->file_bytes, w->file_bytes);
+    uint_fast64_t now = atomic_fetch_add(&p->file_bytes, w->file_bytes) + w->file_bytes;
+    uint_fast64_t peak = atomic_load(&p->file_peak_bytes);
+    while (now > peak && !atomic_compare_exchange_weak(&p->file_peak_bytes, &peak, now))
+        ;
     atomic_fetch_add(&p->pack_read_bytes, p->c.builder->pack_read_bytes);
     atomic_fetch_add(&p->pack_write_bytes, w->file_bytes);
     return oc_stage_push(st, p->win_q, w);
@@ -384,6 +388,7 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     out->pack_read_bytes = atomic_load(&p->pack_read_bytes);
     out->pack_write_bytes = atomic_load(&p->pack_write_bytes);
     out->file_bytes = atomic_load(&p->file_bytes);
+    out->file_peak_bytes = atomic_load(&p->file_peak_bytes);
     for (int i = 0; i < DG_STAGE_COUNT; i++)
         out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
     /* the loader's batch reader holds its bounce buffer and request arrays */
@@ -440,6 +445,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->load_k = 0;
     p->plan_k = 1;
     atomic_init(&p->file_bytes, p->win[0].file_bytes);
+    atomic_init(&p->file_peak_bytes, p->win[0].file_bytes);
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
     atomic_init(&p->pack_read_bytes, 0);

@@ -127,6 +127,22 @@ OC_TEST(window_damaged_between_epochs_fails_training)
     OC_CHECK(plan_files(log.plan, NULL) == 0);
 }
 
+/* Makes TMP/name/diskgnn (plan = TMP/name, dg = its diskgnn folder) and returns
+ * the pid of a child that has exited: a pid of this host no process has. */
+static pid_t plan_dir_and_dead_pid(const char *name, char *plan, size_t plan_n, char *dg,
+                                   size_t dg_n)
+{
+    struct oc_err err;
+    snprintf(plan, plan_n, "%s/%s", oc_test_tmpdir(), name);
+    snprintf(dg, dg_n, "%s/diskgnn", plan);
+    OC_CHECK_OK(oc_mkdir_p(dg, &err), &err);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    waitpid(child, NULL, 0);
+    return child;
+}
+
 OC_TEST(stale_files_of_dead_processes_are_removed)
 {
     struct fixture fx;
@@ -137,13 +153,7 @@ OC_TEST(stale_files_of_dead_processes_are_removed)
         fixture_free(&fx);
         return;
     }
-    snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
-    snprintf(dg, sizeof(dg), "%s/diskgnn", plan);
-    OC_CHECK_OK(oc_mkdir_p(dg, &err), &err);
-    pid_t child = fork();
-    if (child == 0)
-        _exit(0);
-    waitpid(child, NULL, 0);
+    pid_t child = plan_dir_and_dead_pid("plan", plan, sizeof(plan), dg, sizeof(dg));
     snprintf(dead, sizeof(dead), "%s/w0-%ld.bin", dg, (long)child);
     snprintf(live_pid, sizeof(live_pid), "%s/w0-1.bin", dg); /* pid 1 is alive */
     OC_CHECK_OK(oc_write_file_atomic(dead, "junk", 4, &err), &err);
@@ -191,13 +201,7 @@ OC_TEST(concurrent_runs_keep_each_others_files)
         fixture_free(&fx);
         return;
     }
-    snprintf(plan, sizeof(plan), "%s/plan-concurrent", oc_test_tmpdir());
-    snprintf(dg, sizeof(dg), "%s/diskgnn", plan);
-    OC_CHECK_OK(oc_mkdir_p(dg, &err), &err);
-    pid_t child = fork();
-    if (child == 0)
-        _exit(0);
-    waitpid(child, NULL, 0);
+    pid_t child = plan_dir_and_dead_pid("plan-concurrent", plan, sizeof(plan), dg, sizeof(dg));
     snprintf(killed, sizeof(killed), "%s/w0-0123456789abcdef.bin", dg);
     snprintf(dead_tmp, sizeof(dead_tmp),
              "%s/w1-0123456789abcdef.bin.tmp-aaaaaaaaaaaa-%ld-0123456789ab-3", dg, (long)child);

@@ -1,6 +1,7 @@
 /*
- * thread.h — a bounded multi-producer/multi-consumer queue and a fixed thread
- * pool running deterministic parallel-for loops.
+ * thread.h — a bounded multi-producer/multi-consumer queue, a fixed thread
+ * pool running deterministic parallel-for loops, and a lock-free raise of a
+ * shared high-water mark.
  *
  * Place in the data flow: core; the pipeline connects its stages with queues,
  * kernels and samplers split work with the pool.
@@ -11,10 +12,25 @@
 #ifndef OFFCORE_THREAD_H
 #define OFFCORE_THREAD_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "offcore/core.h"
+
+/*
+ * Raises *a to v when v is larger (lock-free) and returns what *a held just
+ * before: v itself or more when it was not raised. For a peak, the result is
+ * not needed; for a mark several threads advance, each counts v - old when
+ * old < v, so no stretch is counted twice.
+ */
+static inline uint64_t oc_atomic_raise(_Atomic uint64_t *a, uint64_t v)
+{
+    uint64_t old = atomic_load(a);
+    while (old < v && !atomic_compare_exchange_weak(a, &old, v))
+        ;
+    return old;
+}
 
 struct oc_queue;
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "offcore/core.h"
+#include "offcore/thread.h"
 
 #define HDR 16u
 
@@ -151,10 +152,7 @@ int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err)
         if (atomic_compare_exchange_weak(&mem_used, &used, used + bytes))
             break;
     }
-    uint64_t now = used + bytes;
-    uint64_t peak = atomic_load(&mem_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&mem_peak, &peak, now))
-        ;
+    oc_atomic_raise(&mem_peak, used + bytes);
     return OC_OK;
 }
 

@@ -471,14 +471,13 @@ static double dg_graph_read_bytes(const struct oc_store_stats *s)
 {
     return (double)s->graph_read_bytes;
 }
-static double dg_file_peak_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->plan_file_peak_bytes;
-}
-
 static double dg_file_bytes(const struct oc_store_stats *s)
 {
     return (double)s->plan_file_bytes;
+}
+static double dg_file_peak_bytes(const struct oc_store_stats *s)
+{
+    return (double)s->plan_file_peak_bytes;
 }
 static double dg_load_busy_s(const struct oc_store_stats *s)
 {

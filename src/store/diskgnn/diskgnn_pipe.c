@@ -71,8 +71,8 @@ struct dg_pipe {
     uint64_t plan_k;      /* the planner's next window */
     uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
-    atomic_uint_fast64_t file_peak_bytes; /* the most file_bytes has been */
-    atomic_uint_fast64_t held;            /* slot buffers, their blocks, the assembled rows */
+    _Atomic uint64_t file_peak_bytes; /* the most file_bytes has been */
+    atomic_uint_fast64_t held;        /* slot buffers, their blocks, the assembled rows */
 };
 
 static uint64_t batch_bytes(const struct oc_sample_batch *b)
@@ -114,10 +114,8 @@ static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err
     p->plan_k++;
     atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);
     atomic_fetch_add(&p->pack_us, p->c.builder->pack_us);
-    uint_fast64_t now = atomic_fetch_add(&p->file_bytes, w->file_bytes) + w->file_bytes;
-    uint_fast64_t peak = atomic_load(&p->file_peak_bytes);
-    while (now > peak && !atomic_compare_exchange_weak(&p->file_peak_bytes, &peak, now))
-        ;
+    oc_atomic_raise(&p->file_peak_bytes,
+                    atomic_fetch_add(&p->file_bytes, w->file_bytes) + w->file_bytes);
     atomic_fetch_add(&p->pack_read_bytes, p->c.builder->pack_read_bytes);
     atomic_fetch_add(&p->pack_write_bytes, w->file_bytes);
     return oc_stage_push(st, p->win_q, w);

@@ -164,11 +164,8 @@ static void mm_copy(void *ctx, uint64_t lo, uint64_t hi)
  * yet, and returns them. Lock-free: io_counted only moves forward. */
 static uint64_t mm_count_reads(struct mmap_store *m, uint64_t now)
 {
-    uint64_t prev = atomic_load(&m->io_counted);
-    while (now > prev)
-        if (atomic_compare_exchange_weak(&m->io_counted, &prev, now))
-            return now - prev;
-    return 0;
+    uint64_t prev = oc_atomic_raise(&m->io_counted, now);
+    return now > prev ? now - prev : 0;
 }
 
 /* What one gather's prefetch saw: rows whose pages were all resident, and the
@@ -176,6 +173,13 @@ static uint64_t mm_count_reads(struct mmap_store *m, uint64_t now)
 struct mm_seen {
     uint64_t resident_rows, n_reads, read_pages;
 };
+
+/* Asks the kernel to read the pages [lo, hi) of the file (one request). */
+static void mm_ask(const struct mmap_store *m, uint64_t lo, uint64_t hi, struct mm_seen *seen)
+{
+    (void)posix_fadvise(m->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
+    seen->n_reads++;
+}
 
 /* Asks the kernel to start reading every page of the rows ids[0..n) that is
  * not in the page cache (mincore per row, POSIX_FADV_WILLNEED per run of
@@ -208,17 +212,13 @@ static void mm_prefetch(const struct oc_store *s, const struct mmap_store *m, co
             hi = p1 > hi ? p1 : hi;
             continue;
         }
-        if (hi > lo) {
-            (void)posix_fadvise(m->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
-            seen->n_reads++;
-        }
+        if (hi > lo)
+            mm_ask(m, lo, hi, seen);
         lo = p0;
         hi = p1;
     }
-    if (hi > lo) {
-        (void)posix_fadvise(m->fd, (off_t)lo, (off_t)(hi - lo), POSIX_FADV_WILLNEED);
-        seen->n_reads++;
-    }
+    if (hi > lo)
+        mm_ask(m, lo, hi, seen);
 }
 
 static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ooc_bench.sh — builds and runs bench/ooc_bench.c: generates (once, cached
+# ooc_bench.sh — builds and runs bench/ooc_bench/ (ooc_bench.c, child.c, cgroup.c): generates (once, cached
 # under ~/.cache/offcore/bench-ooc) a dataset whose features are 10x the
 # memory budget, probes the disk (O_DIRECT sequential MiB/s, random 4 KiB
 # IOPS), trains with `memory` and then every registered out-of-core strategy,

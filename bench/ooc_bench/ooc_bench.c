@@ -47,7 +47,9 @@
  * this file; strategies that take --hotness are listed in hotness_users[].
  *
  * Place in the data flow: bench/ (outside the library); drives generate,
- * dataset, io, sample and train. Run by bench/ooc_bench.sh.
+ * dataset, io, sample and train. Run by bench/ooc_bench.sh. Beside it:
+ * child.c (the forked children and their pipe) and cgroup.c (the memory
+ * groups budgeted runs train in).
  * Thread-safety: the parent is single-threaded (so fork is safe); every
  * library object that holds memory lives in a child process.
  * Ownership: the dataset under DIR is kept for later runs; nothing else is
@@ -60,12 +62,10 @@
 #ifndef _GNU_SOURCE
 #    define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +73,6 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "offcore/dataset.h"
@@ -84,6 +83,9 @@
 #include "offcore/store.h"
 #include "offcore/train.h"
 
+#include "cgroup.h"
+#include "child.h"
+
 #define MAX_RUNS            64
 #define MAX_EPOCHS          64
 #define VAL_FRAC            0.01 /* small: evaluation is not what is measured */
@@ -91,7 +93,6 @@
 #define SEED                0
 #define HIDDEN              64           /* default --hidden */
 #define MIN_STEP            (1ull << 20) /* precision of the smallest accepted budget */
-#define CGROUP_ROOT         "/sys/fs/cgroup/memory"
 #define CGROUP_OVERHEAD_MIB 64 /* what the process holds outside the accountant (README) */
 #define MIB                 (1024.0 * 1024.0)
 #define SEQ_BYTES           (1ull << 30)
@@ -330,7 +331,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
-/* ---- child processes and the pipe protocol ------------------------------- */
+/* ---- messages from the children (child.h) --------------------------------- */
 
 enum msg_tag { MSG_EPOCH = 1, MSG_DONE, MSG_PROBE, MSG_REPLAY, MSG_GEN };
 
@@ -363,132 +364,6 @@ struct msg_gen {
     char msg[1024];
     double seconds;
 };
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* 1 = got n bytes, 0 = clean end of file, -1 = error or end mid-record. */
-static int read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, c + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -1;
-        if (r == 0)
-            return got == 0 ? 0 : -1;
-        got += (size_t)r;
-    }
-    return 1;
-}
-
-static int send_msg(int fd, uint32_t tag, const void *p, uint32_t len)
-{
-    uint32_t hdr[2] = {tag, len};
-    return write_all(fd, hdr, sizeof(hdr)) || write_all(fd, p, len) ? -1 : 0;
-}
-
-typedef void (*child_fn)(void *ctx, int fd);
-typedef void (*msg_fn)(void *ctx, uint32_t tag, const void *p, uint32_t len);
-
-static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
-{
-    (void)ctx;
-    fprintf(stderr, "  [%s] %s\n", level == OC_LOG_WARN ? "warn" : "error", msg);
-}
-
-/*
- * Runs fn in a forked child that writes messages to fd; on_msg gets each.
- * *ru receives the child's resource usage (ru_maxrss: its own peak RSS).
- * Returns 0 if the child exited with status 0, else -1 with why in why.
- */
-static int in_child(child_fn fn, void *ctx, msg_fn on_msg, void *mctx, struct rusage *ru, char *why,
-                    size_t why_n)
-{
-    int p[2];
-    if (pipe(p) != 0) {
-        snprintf(why, why_n, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(why, why_n, "fork: %s", strerror(errno));
-        close(p[0]);
-        close(p[1]);
-        return -1;
-    }
-    if (pid == 0) {
-        close(p[0]);
-        oc_log_set_callback(log_to_stderr, NULL, OC_LOG_WARN);
-        fn(ctx, p[1]);
-        close(p[1]);
-        fflush(NULL);
-        _exit(0);
-    }
-    close(p[1]);
-    static char buf[1 << 16];
-    int bad = 0;
-    for (;;) {
-        uint32_t hdr[2];
-        int r = read_all(p[0], hdr, sizeof(hdr));
-        if (r == 0)
-            break;
-        if (r < 0 || hdr[1] > sizeof(buf) || read_all(p[0], buf, hdr[1]) != 1) {
-            bad = 1;
-            break;
-        }
-        on_msg(mctx, hdr[0], buf, hdr[1]);
-    }
-    close(p[0]);
-    int status = 0;
-    memset(ru, 0, sizeof(*ru));
-    while (wait4(pid, &status, 0, ru) < 0 && errno == EINTR)
-        ;
-    if (WIFSIGNALED(status)) {
-        snprintf(why, why_n, "child killed by signal %d (%s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-        return -1;
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || bad) {
-        snprintf(why, why_n, "child exited with status %d%s", WEXITSTATUS(status),
-                 bad ? " (truncated message)" : "");
-        return -1;
-    }
-    return 0;
-}
-
-/* Copies the message of one fixed-size reply into dst if the tag matches. */
-struct reply {
-    uint32_t tag;
-    void *dst;
-    size_t len;
-    int got;
-};
-
-static void on_reply(void *ctx, uint32_t tag, const void *p, uint32_t len)
-{
-    struct reply *r = ctx;
-    if (tag == r->tag && len == r->len) {
-        memcpy(r->dst, p, len);
-        r->got = 1;
-    }
-}
 
 static void err_copy(char *dst, size_t n, const struct oc_err *err)
 {
@@ -593,7 +468,7 @@ static void gen_child(void *ctx, int fd)
     r.seconds = oc_now_s() - t;
     if (r.rc)
         err_copy(r.msg, sizeof(r.msg), &err);
-    send_msg(fd, MSG_GEN, &r, sizeof(r));
+    child_send(fd, MSG_GEN, &r, sizeof(r));
 }
 
 /* ---- 2. disk probe ------------------------------------------------------- */
@@ -705,7 +580,7 @@ static void probe_child(void *ctx, int fd)
     r.rc = probe_run(ctx, &r, &err);
     if (r.rc)
         err_copy(r.msg, sizeof(r.msg), &err);
-    send_msg(fd, MSG_PROBE, &r, sizeof(r));
+    child_send(fd, MSG_PROBE, &r, sizeof(r));
 }
 
 /* ---- 3. unique rows of one epoch ----------------------------------------- */
@@ -802,7 +677,7 @@ static void replay_child(void *ctx, int fd)
     r.rc = replay_run(ctx, &r, &err);
     if (r.rc)
         err_copy(r.msg, sizeof(r.msg), &err);
-    send_msg(fd, MSG_REPLAY, &r, sizeof(r));
+    child_send(fd, MSG_REPLAY, &r, sizeof(r));
 }
 
 /* ---- 4. training runs ---------------------------------------------------- */
@@ -826,87 +701,6 @@ struct run {
     uint64_t peak_rss; /* the child's, from wait4 */
 };
 
-/* ---- cgroup v1 memory limit of a training child ---------------------------- */
-
-static int cg_write(const char *dir, const char *file, const char *value)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int ok = fputs(value, f) >= 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
-
-static uint64_t cg_read(const char *dir, const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    FILE *f = fopen(path, "r");
-    unsigned long long v = 0;
-    if (f) {
-        if (fscanf(f, "%llu", &v) != 1)
-            v = 0;
-        fclose(f);
-    }
-    return (uint64_t)v;
-}
-
-/* Moves the calling process into the group (cgroup v1: "0" is the writer). */
-static int cg_join(const char *dir)
-{
-    return cg_write(dir, "cgroup.procs", "0");
-}
-
-/* Makes r's group with a limit of budget + the overhead; "" and why on failure. */
-static void cg_make(struct run *r, uint32_t index, char *why, size_t why_n)
-{
-    snprintf(r->cgroup, sizeof(r->cgroup), "%s/offcore-bench-%d-%u", CGROUP_ROOT, (int)getpid(),
-             index);
-    r->cg_limit = r->budget + ((uint64_t)CGROUP_OVERHEAD_MIB << 20);
-    char limit[32];
-    snprintf(limit, sizeof(limit), "%" PRIu64, r->cg_limit);
-    if (mkdir(r->cgroup, 0755) != 0 && errno != EEXIST) {
-        snprintf(why, why_n, "mkdir %s: %s", r->cgroup, strerror(errno));
-        r->cgroup[0] = '\0';
-        return;
-    }
-    if (cg_write(r->cgroup, "memory.limit_in_bytes", limit) != 0) {
-        snprintf(why, why_n, "%s/memory.limit_in_bytes: %s", r->cgroup, strerror(errno));
-        rmdir(r->cgroup);
-        r->cgroup[0] = '\0';
-    }
-}
-
-/* Removes groups left by benches that were killed before they could remove them. */
-static void cg_clean_stale(void)
-{
-    DIR *d = opendir(CGROUP_ROOT);
-    if (!d)
-        return;
-    for (struct dirent *e; (e = readdir(d));) {
-        int pid;
-        if (sscanf(e->d_name, "offcore-bench-%d-", &pid) != 1 || pid == (int)getpid() ||
-            (kill(pid, 0) != 0 && errno != ESRCH) || kill(pid, 0) == 0)
-            continue;
-        char path[512];
-        snprintf(path, sizeof(path), "%s/%s", CGROUP_ROOT, e->d_name);
-        rmdir(path); /* empty once its child is gone */
-    }
-    closedir(d);
-}
-
-/* Reads the group's peak and failed charges, then removes it (the child has exited). */
-static void cg_done(struct run *r)
-{
-    if (!r->cgroup[0])
-        return;
-    r->cg_peak = cg_read(r->cgroup, "memory.max_usage_in_bytes");
-    r->cg_failcnt = cg_read(r->cgroup, "memory.failcnt");
-    rmdir(r->cgroup);
-}
-
 struct train_ctx {
     const struct args *a;
     const char *ds_dir;
@@ -915,7 +709,7 @@ struct train_ctx {
 
 static void on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
-    send_msg(*(int *)ctx, MSG_EPOCH, st, sizeof(*st));
+    child_send(*(int *)ctx, MSG_EPOCH, st, sizeof(*st));
 }
 
 static void train_child(void *ctx, int fd)
@@ -929,7 +723,7 @@ static void train_child(void *ctx, int fd)
     if (c->run->cgroup[0] && !c->run->dry && cg_join(c->run->cgroup) != 0) {
         d.rc = OC_ERR_IO;
         snprintf(d.msg, sizeof(d.msg), "cannot join %s: %s", c->run->cgroup, strerror(errno));
-        send_msg(fd, MSG_DONE, &d, sizeof(d));
+        child_send(fd, MSG_DONE, &d, sizeof(d));
         return;
     }
     oc_mem_set_budget(c->run->budget); /* the accountant's hard limit (0 = none) */
@@ -962,7 +756,7 @@ static void train_child(void *ctx, int fd)
     d.run_s = oc_now_s() - t;
     if (d.rc)
         err_copy(d.msg, sizeof(d.msg), &err);
-    send_msg(fd, MSG_DONE, &d, sizeof(d));
+    child_send(fd, MSG_DONE, &d, sizeof(d));
 }
 
 static double train_s(const struct oc_train_epoch_stats *st)
@@ -1196,7 +990,7 @@ static int dry_fits(const struct args *a, const char *ds_dir, const struct run *
     struct train_ctx tc = {a, ds_dir, t};
     struct rusage ru;
     int fits = -1;
-    if (in_child(train_child, &tc, on_train_msg, t, &ru, why, why_n) == 0 && t->got_done) {
+    if (child_run(train_child, &tc, on_train_msg, t, &ru, why, why_n) == 0 && t->got_done) {
         if (t->done.rc == OC_OK)
             fits = 1;
         else if (t->done.rc == OC_ERR_BUDGET || t->done.rc == OC_ERR_NOMEM)
@@ -1251,7 +1045,7 @@ int main(int argc, char **argv)
     int bad = 0;
     if (parse_args(argc, argv, &a))
         return 2;
-    oc_log_set_callback(log_to_stderr, NULL, OC_LOG_WARN);
+    oc_log_set_callback(child_log_to_stderr, NULL, OC_LOG_WARN);
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     /* 1. dataset */
@@ -1294,8 +1088,9 @@ int main(int argc, char **argv)
         printf("\n[1] generating %s ...\n", ds_dir);
         struct msg_gen gr;
         struct gen_ctx gc = {&g, ds_dir};
-        struct reply rp = {MSG_GEN, &gr, sizeof(gr), 0};
-        if (in_child(gen_child, &gc, on_reply, &rp, &ru, why, sizeof(why)) || !rp.got || gr.rc) {
+        struct child_reply rp = {MSG_GEN, &gr, sizeof(gr), 0};
+        if (child_run(gen_child, &gc, child_on_reply, &rp, &ru, why, sizeof(why)) || !rp.got ||
+            gr.rc) {
             fprintf(stderr, "ooc_bench: generate: %s\n", rp.got && gr.rc ? gr.msg : why);
             return 1;
         }
@@ -1311,8 +1106,8 @@ int main(int argc, char **argv)
     printf("\n[2] disk probe on %s\n", feat_path);
     drop_page_cache(feat_path);
     struct msg_probe pr;
-    struct reply rp = {MSG_PROBE, &pr, sizeof(pr), 0};
-    if (in_child(probe_child, feat_path, on_reply, &rp, &ru, why, sizeof(why)) || !rp.got ||
+    struct child_reply rp = {MSG_PROBE, &pr, sizeof(pr), 0};
+    if (child_run(probe_child, feat_path, child_on_reply, &rp, &ru, why, sizeof(why)) || !rp.got ||
         pr.rc) {
         fprintf(stderr, "ooc_bench: disk probe: %s\n", rp.got && pr.rc ? pr.msg : why);
         return 1;
@@ -1336,8 +1131,8 @@ int main(int argc, char **argv)
     printf("\n[3] replaying epoch 0's sampling for the bound\n");
     struct msg_replay rr;
     struct replay_ctx rc_ctx = {&a, ds_dir};
-    struct reply rrp = {MSG_REPLAY, &rr, sizeof(rr), 0};
-    if (in_child(replay_child, &rc_ctx, on_reply, &rrp, &ru, why, sizeof(why)) || !rrp.got ||
+    struct child_reply rrp = {MSG_REPLAY, &rr, sizeof(rr), 0};
+    if (child_run(replay_child, &rc_ctx, child_on_reply, &rrp, &ru, why, sizeof(why)) || !rrp.got ||
         rr.rc) {
         fprintf(stderr, "ooc_bench: replay: %s\n", rrp.got && rr.rc ? rr.msg : why);
         return 1;
@@ -1410,19 +1205,21 @@ int main(int argc, char **argv)
     printf("\n[4] training: %u runs, each in its own process (page cache of features.npy "
            "dropped before each)\n",
            n_runs);
-    int cg_ok = !a.no_cgroup && access(CGROUP_ROOT, W_OK) == 0;
+    int cg_ok = !a.no_cgroup && access(CG_ROOT, W_OK) == 0;
     if (cg_ok)
         cg_clean_stale();
     if (!a.no_cgroup && !cg_ok)
         printf("  NOTE: %s is not writable: budgeted runs are NOT inside a cgroup memory limit\n",
-               CGROUP_ROOT);
+               CG_ROOT);
     for (uint32_t i = 0; i < n_runs; i++) {
         struct run *r = &runs[i];
         struct train_ctx tc = {&a, ds_dir, r};
         drop_page_cache(feat_path);
         why[0] = '\0';
-        if (cg_ok && r->budget)
-            cg_make(r, i, why, sizeof(why));
+        if (cg_ok && r->budget) { /* on failure r->cgroup is "" and why says so */
+            r->cg_limit = r->budget + ((uint64_t)CGROUP_OVERHEAD_MIB << 20);
+            cg_make(r->cgroup, sizeof(r->cgroup), i, r->cg_limit, why, sizeof(why));
+        }
         printf("  %s (budget %s", r->label,
                r->budget ? fmt_size(r->budget, s1, sizeof(s1)) : "none");
         if (r->cgroup[0])
@@ -1430,7 +1227,7 @@ int main(int argc, char **argv)
         else if (why[0])
             printf(", NO cgroup: %s", why);
         printf(")\n");
-        if (in_child(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why))) {
+        if (child_run(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why))) {
             r->failed = 1;
         } else if (!r->got_done) {
             r->failed = 1;
@@ -1439,7 +1236,8 @@ int main(int argc, char **argv)
             r->failed = 1;
             snprintf(r->why, sizeof(r->why), "%s", r->done.msg);
         }
-        cg_done(r);
+        if (r->cgroup[0])
+            cg_done(r->cgroup, &r->cg_peak, &r->cg_failcnt);
         if (r->failed && r->cgroup[0] && r->cg_failcnt)
             snprintf(r->why + strlen(r->why), sizeof(r->why) - strlen(r->why),
                      " (the cgroup limit of %s was hit %" PRIu64 " times)",

@@ -301,9 +301,10 @@ static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t 
     oc_batch_pipe_stats(bp, &st);
     OC_CHECK(st.n_sampled == 2 * nb); /* exactly once per batch per epoch */
     OC_CHECK(st.n_fetched == 2 * nb);
-    /* direct and static keep a reader per lane, mmap needs none: depth batches at once */
+    /* direct, static and ginex keep a reader per lane, mmap needs none: depth batches at once */
     const char *name = oc_store_name(s);
-    int laned = !strcmp(name, "direct") || !strcmp(name, "static") || !strcmp(name, "mmap");
+    int laned = !strcmp(name, "direct") || !strcmp(name, "static") || !strcmp(name, "mmap") ||
+                !strcmp(name, "ginex");
     OC_CHECK(st.lanes == (laned ? depth : 1));
     OC_CHECK(oc_store_gather_lanes(s) == (laned ? depth : 1));
     /* a store with offline batches hands them over in the fetch stage: nothing to sample */

@@ -76,30 +76,51 @@
 
 #define GX_LOAD_ROWS 4096u /* warm-up rows queued per batch run, at most */
 
-struct ginex_store {
+/* One gather lane's executor state (lane 0 also serves evaluation gathers). */
+struct gx_lane {
     struct store_disk disk;
+    uint32_t *slots; /* per gather: slot of each row, or GX_NONE (a miss) */
+    uint64_t cap_slots;
+    struct gx_change *chg; /* one batch's changeset; a skipped change has slot GX_NONE */
+    uint64_t cap_chg, n_chg;
+};
+
+struct ginex_store {
+    struct gx_lane lane[STORE_MAX_LANES]; /* s->n_lanes of them */
     uint64_t cap;      /* C, rows */
     uint8_t *rows;     /* C x row_bytes, as stored */
     uint64_t *slot_id; /* C: id in the slot, or GX_EMPTY */
     uint64_t n_cached;
     struct gx_hash map; /* id -> slot */
-    uint32_t *slots;    /* per gather: slot of each row, or GX_NONE (a miss) */
-    uint64_t cap_slots;
-    struct gx_change *chg; /* one batch's changeset, read from its plan */
-    uint64_t cap_chg;
     uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
     uint64_t static_bytes;
-    uint64_t S, max_acc, nb, t0, t_end, t_next;
+    uint64_t S, max_acc, nb, t0, t_end;
     uint64_t load_rows; /* warm-up rows per batch run: min(GX_LOAD_ROWS, rows of one batch) */
     struct gx_inspector *insp;
-    struct gx_plan *cur; /* the plan being executed */
-    int failed;          /* the inspector failed: training gathers repeat its error */
+    /*
+     * The turns (under mu, waited for on cv): planned iteration t takes the
+     * cache's map and plan when t_next == t (in_meta while it does), and
+     * copies rows into and out of the cache's slots when t_copy == t; an
+     * unplanned gather (evaluation, out of order) runs alone (excl) once
+     * every planned one before it has copied. cur is the plan being
+     * executed, nxt the one after it once the loader (or the executor) took
+     * it from the inspector (popping while one of them waits for it).
+     */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_made;
+    uint64_t t_next, t_copy, t_load;
+    int in_meta, excl, popping, cancelled;
+    struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
+    struct gx_plan *cur, *nxt;
+    int failed; /* the inspector or a planned gather failed: training calls repeat the error */
     struct oc_err fail;
     uint64_t n_unplanned, n_diverged;
     /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
     struct oc_file *sb_file;       /* the current plan's superbatch file, or NULL */
-    const struct gx_plan *sb_plan; /* the plan sb_file belongs to */
-    uint8_t *rec;                  /* one batch's record */
+    const struct gx_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
+    uint64_t sb_first;
+    uint8_t *rec; /* one batch's record */
     uint64_t cap_rec;
     /* without a superbatch file (it could not be written): a sampler of its own */
     const struct oc_graph *graph;
@@ -137,13 +158,13 @@ static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
 }
 
 /*
- * Reads plan p's warm-up rows into their slots, GX_LOAD_ROWS per run (pages
- * merged; as many as one gather's, so the batch reader's arrays stay within
- * the budget). count = 0 at open: those reads are not in the stats, as `static`
- * does not count filling its cache.
+ * Reads plan p's warm-up rows into their slots through lane d's reader,
+ * GX_LOAD_ROWS per run (pages merged; as many as one gather's, so the batch
+ * reader's arrays stay within the budget). count = 0 at open: those reads
+ * are not in the stats, as `static` does not count filling its cache.
  */
-static int warm_up(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p, int count,
-                   struct oc_err *err)
+static int warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
+                   const struct gx_plan *p, int count, struct oc_err *err)
 {
     int rc = OC_OK;
     for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
@@ -153,14 +174,14 @@ static int warm_up(struct oc_store *s, struct ginex_store *g, const struct gx_pl
             slot_evict(g, k);
             if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
                 continue; /* already cached elsewhere: the plan does not fit this cache */
-            rc = oc_io_batch_add(g->disk.batch, g->disk.f, store_row_off(s, p->warm_id[w]),
-                                 s->row_bytes, slot_row(s, g, k), err);
+            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->warm_id[w]), s->row_bytes,
+                                 slot_row(s, g, k), err);
         }
         if (rc) {
-            store_disk_discard(&g->disk);
+            store_disk_discard(d);
             break;
         }
-        rc = count ? store_disk_run(s, &g->disk, err) : oc_io_batch_run(g->disk.batch, err);
+        rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
             if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
                 slot_fill(g, p->warm_slot[w], p->warm_id[w]);
@@ -170,11 +191,138 @@ static int warm_up(struct oc_store *s, struct ginex_store *g, const struct gx_pl
     return rc;
 }
 
-/* ---- gathers --------------------------------------------------------------------- */
+/* ---- the executor: turns ------------------------------------------------------- */
+
+/* Records the first failure (training calls repeat it from then on) and wakes every wait. */
+static void gx_fail(struct ginex_store *g, int rc, const struct oc_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    if (!g->failed) {
+        g->failed = rc;
+        if (err)
+            g->fail = *err;
+        else
+            OC_ERR(&g->fail, rc, "store ginex: failed");
+    }
+    g->in_meta = 0;
+    g->popping = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The pipeline's cancel hook: wakes every wait, which then returns OC_ERR_CANCELLED. */
+static void gx_on_cancel(void *ctx)
+{
+    struct ginex_store *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    g->cancelled = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Under g->mu: why a wait must end early (the recorded failure, a cancel), else OC_OK. */
+static int gx_stop(const struct ginex_store *g, struct oc_err *err)
+{
+    if (g->failed) {
+        if (err)
+            *err = g->fail;
+        return g->failed;
+    }
+    if (g->cancelled) {
+        int rc = oc_pipeline_status(g->stages, err);
+        return rc ? rc : OC_ERR(err, OC_ERR_CANCELLED, "store ginex: cancelled");
+    }
+    return OC_OK;
+}
+
+/* Waits (under g->mu) until every planned iteration before t has copied its rows. */
+static int wait_copied(struct ginex_store *g, uint64_t t, struct oc_err *err)
+{
+    int rc;
+    while ((rc = gx_stop(g, err)) == OC_OK && g->t_copy != t)
+        pthread_cond_wait(&g->cv, &g->mu);
+    return rc;
+}
+
+/* Hands the copy turn on after iteration t (or the unplanned gather) is done. */
+static void pass_copy(struct ginex_store *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->t_copy++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* ---- the executor: one gather -------------------------------------------------- */
+
+/* Slots of ids into lane->slots, misses queued into their output rows; *misses counted. */
+static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
+                   const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
+                   struct oc_err *err)
+{
+    int rc;
+    *misses = 0;
+    if (n > lane->cap_slots) {
+        uint64_t cap = n > 2 * lane->cap_slots ? n : 2 * lane->cap_slots;
+        uint32_t *q = oc_realloc(lane->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        lane->slots = q;
+        lane->cap_slots = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
+        lane->slots[i] = k;
+        if (k != GX_NONE)
+            continue;
+        ++*misses;
+        if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(&lane->disk);
+            return rc;
+        }
+    }
+    return OC_OK;
+}
+
+/*
+ * Changeset `it` of plan p applied to the map: each inserted row (a miss at
+ * position pos) takes its slot, whose row leaves. Only the map changes here;
+ * copy_out moves the rows once the batches before have copied theirs. A change
+ * that does not fit (its row a hit, or cached already) is skipped.
+ */
+static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_plan *p,
+                        uint64_t it, const uint64_t *ids, uint64_t n, struct oc_err *err)
+{
+    lane->n_chg = 0;
+    if (p->max_chg > lane->cap_chg) {
+        struct gx_change *c =
+            oc_realloc(lane->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
+        if (!c)
+            return err ? err->status : OC_ERR_NOMEM;
+        lane->chg = c;
+        lane->cap_chg = p->max_chg;
+    }
+    int rc = gx_plan_changes(p, it, lane->chg, &lane->n_chg, err);
+    if (rc)
+        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
+    for (uint64_t c = 0; c < lane->n_chg; c++) {
+        uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
+        if (pos >= n || k >= g->cap || lane->slots[pos] != GX_NONE ||
+            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
+            g->n_diverged++;
+            lane->chg[c].slot = GX_NONE;
+            continue;
+        }
+        slot_evict(g, k);
+        slot_fill(g, k, ids[pos]);
+    }
+    return OC_OK;
+}
 
 struct copy_job {
     const struct oc_store *s;
     const struct ginex_store *g;
+    const uint32_t *slots;
     float *out;
     int hits, widen; /* which rows this pass handles */
 };
@@ -185,7 +333,7 @@ static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
     const struct oc_store *s = j->s;
     uint64_t dim = s->feat_dim;
     for (uint64_t i = lo; i < hi; i++) {
-        uint32_t k = j->g->slots[i];
+        uint32_t k = j->slots[i];
         float *dst = j->out + i * dim;
         if (k != GX_NONE) {
             if (j->hits)
@@ -196,152 +344,231 @@ static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-/* Changeset `it` of plan p: inserted rows, as read (f16: the upper half), into their slots. */
-static int apply_changes(struct oc_store *s, struct ginex_store *g, struct gx_plan *p, uint64_t it,
-                         const uint64_t *ids, uint64_t n, const float *out, struct oc_err *err)
+/*
+ * The rows of a gather whose misses were read, in the copy turn: hits out of
+ * their slots, then the lane's changes into theirs (the inserted rows as read:
+ * f16 the upper half), then f16 misses widened in place. Hits leave the cache
+ * before a change may overwrite their slot; without changes one pass does both.
+ */
+static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane, uint64_t n,
+                    float *out, uint64_t misses, struct oc_err *err)
 {
-    uint64_t n_chg = 0;
-    if (p->max_chg > g->cap_chg) {
-        struct gx_change *c =
-            oc_realloc(g->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
-        if (!c)
-            return err ? err->status : OC_ERR_NOMEM;
-        g->chg = c;
-        g->cap_chg = p->max_chg;
-    }
-    int rc = gx_plan_changes(p, it, g->chg, &n_chg, err);
-    if (rc)
-        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
-    for (uint64_t c = 0; c < n_chg; c++) {
-        uint32_t pos = g->chg[c].pos, k = g->chg[c].slot;
-        if (pos >= n || k >= g->cap || g->slots[pos] != GX_NONE ||
-            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
-            g->n_diverged++;
+    int rc;
+    int changes = lane->n_chg > 0;
+    struct copy_job j = {s, g, lane->slots, out, 1, !changes};
+    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
+        return rc;
+    if (!changes)
+        return OC_OK;
+    for (uint64_t c = 0; c < lane->n_chg; c++) {
+        uint32_t k = lane->chg[c].slot;
+        if (k == GX_NONE)
             continue;
-        }
-        const uint8_t *src = (const uint8_t *)(out + (uint64_t)pos * s->feat_dim);
+        const uint8_t *src = (const uint8_t *)(out + (uint64_t)lane->chg[c].pos * s->feat_dim);
         if (s->dtype == OC_DTYPE_F16)
             src += s->row_bytes;
-        slot_evict(g, k);
         memcpy(slot_row(s, g, k), src, s->row_bytes);
-        slot_fill(g, k, ids[pos]);
     }
+    struct copy_job w = {s, g, lane->slots, out, 0, 1};
+    if (s->dtype == OC_DTYPE_F16 && misses && (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
+        return rc;
     return OC_OK;
 }
 
-/* Gathers ids through the cache; with a plan, applies its changeset `it` afterwards. */
-static int exec_gather(struct oc_store *s, struct ginex_store *g, const uint64_t *ids, uint64_t n,
-                       float *out, struct gx_plan *p, uint64_t it, struct oc_err *err)
+static void count_gather(struct oc_store *s, uint64_t n, uint64_t misses)
 {
-    uint64_t misses = 0;
-    int rc;
-
-    if (n > g->cap_slots) {
-        uint64_t cap = n > 2 * g->cap_slots ? n : 2 * g->cap_slots;
-        uint32_t *q = oc_realloc(g->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
-        if (!q)
-            return err ? err->status : OC_ERR_NOMEM;
-        g->slots = q;
-        g->cap_slots = cap;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
-        g->slots[i] = k;
-        if (k != GX_NONE)
-            continue;
-        misses++;
-        if ((rc = store_disk_queue(s, &g->disk, ids[i], out + i * s->feat_dim, err))) {
-            store_disk_discard(&g->disk);
-            return rc;
-        }
-    }
-    if (misses && (rc = store_disk_run(s, &g->disk, err)))
-        return rc;
-    int changes = p && p->chg_off[it + 1] > p->chg_off[it];
-    /* Hits leave the cache before a change may overwrite their slot; f16 misses are widened
-       after the changes copied their stored bytes. Without changes, one pass does both. */
-    struct copy_job j = {s, g, out, 1, !changes};
-    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
-        return rc;
-    if (changes) {
-        if ((rc = apply_changes(s, g, p, it, ids, n, out, err)))
-            return rc;
-        struct copy_job w = {s, g, out, 0, 1};
-        if (s->dtype == OC_DTYPE_F16 && misses &&
-            (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
-            return rc;
-    }
     s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
     s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
     s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-    return OC_OK;
+}
+
+/*
+ * A gather outside the plan (evaluation, a batch out of plan order): through
+ * the cache without changing it, alone, once every planned gather before it
+ * has copied its rows.
+ */
+static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint64_t *ids,
+                          uint64_t n, float *out, struct oc_err *err)
+{
+    struct gx_lane *lane = &g->lane[s->lane];
+    uint64_t misses = 0;
+    int rc = OC_OK;
+
+    pthread_mutex_lock(&g->mu);
+    while (!g->cancelled && (g->in_meta || g->excl || (g->t_copy != g->t_next && !g->failed)))
+        pthread_cond_wait(&g->cv, &g->mu);
+    if (g->cancelled && !g->failed)
+        rc = gx_stop(g, err);
+    g->excl = rc == OC_OK;
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    lane->n_chg = 0;
+    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)) == OC_OK &&
+        (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
+        (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
+        count_gather(s, n, misses);
+    pthread_mutex_lock(&g->mu);
+    g->excl = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
 }
 
 static int ginex_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                         struct oc_err *err)
 {
-    return exec_gather(s, s->impl, ids, n, out, NULL, 0, err);
+    return exec_unplanned(s, s->impl, ids, n, out, err);
 }
 
-/* Moves to the next superbatch's plan: the finished one goes back to the inspector. */
-static int next_plan(struct oc_store *s, struct ginex_store *g, struct oc_err *err)
+/*
+ * Iteration t starts plan cur's successor: once every earlier iteration has
+ * copied (the warm-up writes slots), cur goes back to the inspector, the next
+ * plan (taken by the loader already, or popped here) becomes cur and its
+ * warm-up rows are read. The caller holds the map's turn.
+ */
+static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
+                          uint64_t t, struct oc_err *err)
 {
-    if (g->cur)
-        gx_inspector_release(g->insp, g->cur);
-    g->cur = NULL;
-    int rc = gx_inspector_next(g->insp, &g->cur, err);
+    pthread_mutex_lock(&g->mu);
+    int rc = wait_copied(g, t, err);
+    while (rc == OC_OK && !g->nxt && g->popping) {
+        pthread_cond_wait(&g->cv, &g->mu);
+        rc = gx_stop(g, err);
+    }
+    struct gx_plan *old = g->cur, *nx = g->nxt;
+    int pop = rc == OC_OK && !nx;
+    if (rc == OC_OK) {
+        g->cur = nx; /* NULL while popping: the loader waits for it */
+        g->nxt = NULL;
+        g->popping = pop;
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    gx_inspector_release(g->insp, old);
+    if (pop)
+        rc = gx_inspector_next(g->insp, &nx, err);
+    pthread_mutex_lock(&g->mu);
+    g->cur = rc ? NULL : nx;
+    g->popping = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return rc ? rc : warm_up(s, g, &lane->disk, nx, 1, err);
+}
+
+/*
+ * After the reads of a planned batch failed: the rows its changes put in the
+ * map are read once more (into their output rows), so the cache holds what
+ * the map says and later batches, which may have looked them up already, stay
+ * right; the batch itself fails.
+ */
+static int reread_inserts(struct oc_store *s, struct gx_lane *lane, const uint64_t *ids,
+                          float *out, struct oc_err *err)
+{
+    int rc = OC_OK, any = 0;
+    for (uint64_t c = 0; c < lane->n_chg && rc == OC_OK; c++) {
+        uint32_t pos = lane->chg[c].pos;
+        if (lane->chg[c].slot != GX_NONE && (any = 1))
+            rc = store_disk_queue(s, &lane->disk, ids[pos], out + pos * s->feat_dim, err);
+    }
     if (rc) {
-        g->failed = rc;
-        g->fail = *err;
+        store_disk_discard(&lane->disk);
         return rc;
     }
-    return warm_up(s, g, g->cur, 1, err);
+    return any ? store_disk_run(s, &lane->disk, err) : OC_OK;
 }
 
-/* The inspector's error, repeated to every later training call. */
-static int repeat_failure(const struct ginex_store *g, struct oc_err *err)
+/*
+ * Planned iteration t on this lane, which holds the map's turn: the map and
+ * the changeset (in plan order, then the turn passes to t + 1), the reads
+ * (while other lanes look up or copy), the copies (in plan order). A failed
+ * read fails the batch only (*sticky 0) when its changes' rows could be read
+ * again; any other error leaves the cache unusable for the plan (*sticky 1).
+ */
+static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, const uint64_t *ids,
+                        uint64_t n, float *out, int *sticky, struct oc_err *err)
 {
-    if (err)
-        *err = g->fail;
-    return g->failed;
-}
+    struct gx_lane *lane = &g->lane[s->lane];
+    uint64_t misses = 0;
+    int rc, read_rc = OC_OK;
 
-/* Whether iteration t (batch `batch` of its epoch) is the next one the plan expects. */
-static int is_next_planned(const struct ginex_store *g, uint64_t batch, uint64_t t)
-{
-    return g->cur && batch < g->nb && t == g->t_next && t < g->t_end;
+    *sticky = 1;
+    if (t == g->cur->first_iter + g->cur->n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
+        return rc;
+    struct gx_plan *p = g->cur;
+    uint64_t it = t - p->first_iter;
+    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)))
+        return rc;
+    if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
+        store_disk_discard(&lane->disk);
+        return rc;
+    }
+    s->stats.trace_accesses += p->cnt[it].n_acc;
+    s->stats.belady_misses += p->cnt[it].n_belady;
+    s->stats.lru_misses += p->cnt[it].n_lru;
+    s->stats.static_misses += p->cnt[it].n_static;
+    pthread_mutex_lock(&g->mu);
+    g->t_next++;
+    g->in_meta = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+
+    if (misses && (read_rc = store_disk_run(s, &lane->disk, err))) {
+        struct oc_err again;
+        if ((rc = reread_inserts(s, lane, ids, out, &again)))
+            return read_rc;
+    }
+    struct oc_err copy_err;
+    pthread_mutex_lock(&g->mu);
+    rc = wait_copied(g, t, err);
+    pthread_mutex_unlock(&g->mu);
+    if (rc || (rc = copy_out(s, g, lane, n, out, misses, read_rc ? &copy_err : err)))
+        return read_rc && !rc ? read_rc : rc;
+    pass_copy(g);
+    *sticky = 0;
+    if (read_rc)
+        return read_rc;
+    count_gather(s, n, misses);
+    return OC_OK;
 }
 
 static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
 {
     struct ginex_store *g = s->impl;
+    uint64_t t = epoch * g->nb + batch;
+    uint32_t lanes = s->n_lanes ? s->n_lanes : 1;
     int rc;
 
-    if (g->failed)
-        return repeat_failure(g, err);
-    uint64_t t = epoch * g->nb + batch;
-    if (!is_next_planned(g, batch, t)) {
-        if (g->n_unplanned++ == 0)
+    pthread_mutex_lock(&g->mu);
+    /* the next planned iteration, or one a lane ahead of it (whose turn comes) */
+    int planned = g->cur && batch < g->nb && t >= g->t_next && t < g->t_end &&
+                  t - g->t_next < lanes;
+    while ((rc = gx_stop(g, err)) == OC_OK && planned &&
+           (t != g->t_next || g->in_meta || g->excl))
+        pthread_cond_wait(&g->cv, &g->mu);
+    planned = planned && rc == OC_OK && g->cur && t == g->t_next;
+    g->in_meta = planned;
+    uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    if (!planned) {
+        if (unplanned == 0)
             oc_log(OC_LOG_WARN,
                    "store ginex: epoch %" PRIu64 " batch %" PRIu64
                    " is not the next planned batch; served without the plan",
                    epoch, batch);
-        return exec_gather(s, g, ids, n, out, NULL, 0, err);
+        return exec_unplanned(s, g, ids, n, out, err);
     }
-    if (t == g->cur->first_iter + g->cur->n_iters && (rc = next_plan(s, g, err)))
-        return rc;
-    struct gx_plan *p = g->cur;
-    uint64_t it = t - p->first_iter;
-    if ((rc = exec_gather(s, g, ids, n, out, p, it, err)))
-        return rc;
-    g->t_next++;
-    s->stats.trace_accesses += p->cnt[it].n_acc;
-    s->stats.belady_misses += p->cnt[it].n_belady;
-    s->stats.lru_misses += p->cnt[it].n_lru;
-    s->stats.static_misses += p->cnt[it].n_static;
-    return OC_OK;
+    int sticky = 0;
+    if ((rc = exec_planned(s, g, t, ids, n, out, &sticky, err)) && sticky)
+        gx_fail(g, rc, err);
+    return rc;
 }
+
+/* ---- the loader ---------------------------------------------------------------- */
 
 /*
  * Batch t sampled again, exactly as the inspector sampled it, when its
@@ -393,32 +620,81 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
     return OC_OK;
 }
 
+static int in_plan(const struct gx_plan *p, uint64_t t)
+{
+    return p && t >= p->first_iter && t - p->first_iter < p->n_iters;
+}
+
+/*
+ * Under g->mu: the plan holding iteration t for the loader, cur or nxt; for
+ * the first iteration after them the next plan, taken from the inspector
+ * here (g->mu released meanwhile) once the executor has moved on to nxt.
+ */
+static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan **out,
+                       struct oc_err *err)
+{
+    int rc;
+    for (;;) {
+        if ((rc = gx_stop(g, err)))
+            return rc;
+        if (in_plan(g->cur, t) || in_plan(g->nxt, t)) {
+            *out = in_plan(g->cur, t) ? g->cur : g->nxt;
+            return OC_OK;
+        }
+        if (!g->nxt && !g->popping)
+            break;
+        pthread_cond_wait(&g->cv, &g->mu); /* the executor is still on cur */
+    }
+    if (!g->cur || t != g->cur->first_iter + g->cur->n_iters)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store ginex: iteration %" PRIu64 " loaded outside the plans in hand", t);
+    struct gx_plan *nx = NULL;
+    g->popping = 1;
+    pthread_mutex_unlock(&g->mu);
+    rc = gx_inspector_next(g->insp, &nx, err);
+    pthread_mutex_lock(&g->mu);
+    g->popping = 0;
+    if (rc && !g->failed) {
+        g->failed = rc;
+        g->fail = *err;
+    }
+    if (rc == OC_OK)
+        *out = g->nxt = nx;
+    pthread_cond_broadcast(&g->cv);
+    return rc;
+}
+
 /*
  * The next training batch, as the inspector sampled it (Ginex's executor
  * reads back the superbatch the inspector saved): so the batch pipeline
  * samples nothing and every batch is sampled once. Called in plan order,
- * right before that batch's gather, on the same thread.
+ * before that batch's gather (up to a lane's worth of batches ahead of the
+ * gathers), from one thread.
  */
 static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                             struct oc_sample_batch *out, struct oc_err *err)
 {
     struct ginex_store *g = s->impl;
-    int rc;
-    if (g->failed)
-        return repeat_failure(g, err);
+    const struct gx_plan *p = NULL;
     uint64_t t = epoch * g->nb + batch;
-    if (!is_next_planned(g, batch, t))
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store ginex: epoch %" PRIu64 " batch %" PRIu64
-                      " loaded out of plan order (the next is iteration %" PRIu64 ")",
-                      epoch, batch, g->t_next);
-    if (t == g->cur->first_iter + g->cur->n_iters && (rc = next_plan(s, g, err)))
+    int rc;
+
+    pthread_mutex_lock(&g->mu);
+    if ((rc = gx_stop(g, err)) == OC_OK && (batch >= g->nb || t != g->t_load || t >= g->t_end))
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "store ginex: epoch %" PRIu64 " batch %" PRIu64
+                    " loaded out of plan order (the next is iteration %" PRIu64 ")",
+                    epoch, batch, g->t_load);
+    if (rc == OC_OK && (rc = loader_plan(g, t, &p, err)) == OC_OK)
+        g->t_load++;
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
         return rc;
-    const struct gx_plan *p = g->cur;
-    if (g->sb_plan != p) { /* a new superbatch: open its file */
+    if (g->sb_plan != p || g->sb_first != p->first_iter) { /* a new superbatch: open its file */
         oc_file_close(g->sb_file, NULL);
         g->sb_file = NULL;
         g->sb_plan = p;
+        g->sb_first = p->first_iter;
         struct oc_err e;
         if (p->sb_path[0] && oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK)
             oc_log(OC_LOG_WARN, "store ginex: cannot read back %s (%s)", p->sb_path, e.msg);
@@ -452,6 +728,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
 {
     struct ginex_store *g;
     uint64_t nb, t0, t_end, S, max_acc, C;
+    uint32_t lanes = 1;
     int rc;
     if (cfg->reuse_samples)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
@@ -468,20 +745,24 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         gx_plan_dir(s, cfg, dir, sizeof(dir), &key);
     if ((t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))) ||
         (rc = gx_plan_capacity(s, cfg, sizeof(struct ginex_store), t_end - t0, probe, dir, &S,
-                               &max_acc, &C, err)))
+                               &max_acc, &C, &lanes, err)))
         return rc;
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
     gx_hash_init(&g->map);
+    if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
+        g->sync_made = 1;
+    else
+        return OC_ERR(err, OC_ERR_NOMEM, "store ginex: cannot make its lock");
     g->S = S;
     g->max_acc = max_acc;
     g->load_rows = store_expected_rows(s, cfg);
     if (g->load_rows > GX_LOAD_ROWS || g->load_rows == 0)
         g->load_rows = GX_LOAD_ROWS;
     g->nb = nb;
-    g->t0 = g->t_next = t0;
+    g->t0 = g->t_next = g->t_copy = g->t_load = t0;
     g->t_end = t_end;
     g->cap = C;
     g->graph = cfg->graph;
@@ -490,8 +771,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     g->train_ids = cfg->train_ids;
     g->n_train = cfg->n_train;
     g->batch_size = cfg->batch_size;
-    if ((rc = store_disk_open(s, 1, &g->disk, err)))
-        return rc;
+    s->n_lanes = lanes;
+    for (uint32_t i = 0; i < lanes; i++)
+        if ((rc = store_disk_open(s, 1, &g->lane[i].disk, err)))
+            return rc;
     if (t_end == t0)
         return OC_OK; /* nothing to plan: evaluation reads go to the disk */
     if ((rc = static_bitmap(s, cfg, g, err)))
@@ -509,25 +792,31 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     char c_s[32], m_s[32];
     oc_log(OC_LOG_INFO,
            "store ginex: cache of %" PRIu64 " rows (%s), superbatches of up to %" PRIu64
-           " batches and %" PRIu64 " accesses (trace %s), budget %s",
+           " batches and %" PRIu64 " accesses (trace %s), %u gather lane%s, budget %s",
            C, oc_format_size(C * s->row_bytes, c_s, sizeof(c_s)), S, max_acc,
-           dir[0] ? "in files under the plan directory" : "in RAM",
+           dir[0] ? "in files under the plan directory" : "in RAM", lanes, lanes == 1 ? "" : "s",
            oc_format_size(cfg->mem_bytes, m_s, sizeof(m_s)));
     struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits, dir, key};
     if ((rc = gx_inspector_new(s, &ic, &g->insp, err)))
         return rc;
+    if ((rc = store_stages(s, &g->stages, err)) ||
+        (rc = oc_pipeline_on_cancel(g->stages, gx_on_cancel, g, err)))
+        return rc;
     if ((rc = gx_inspector_next(g->insp, &g->cur, err)))
         return rc;
-    return warm_up(s, g, g->cur, 0, err);
+    return warm_up(s, g, &g->lane[0].disk, g->cur, 0, err);
 }
 
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct ginex_store *g = s->impl;
-    out->held_bytes =
-        sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) + g->map.cap * sizeof(uint32_t) +
-        g->cap_slots * sizeof(uint32_t) + g->cap_chg * sizeof(struct gx_change) + g->static_bytes +
-        store_disk_held_bytes(&g->disk) + gx_inspector_held_bytes(g->insp) + g->cap_rec;
+    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) +
+                      g->map.cap * sizeof(uint32_t) + g->static_bytes +
+                      gx_inspector_held_bytes(g->insp) + g->cap_rec;
+    for (uint32_t i = 0; i < s->n_lanes; i++)
+        out->held_bytes += g->lane[i].cap_slots * sizeof(uint32_t) +
+                           g->lane[i].cap_chg * sizeof(struct gx_change) +
+                           store_disk_held_bytes(&g->lane[i].disk);
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
 }
@@ -543,13 +832,19 @@ static void ginex_free(struct oc_store *s)
     oc_sample_sampler_free(g->fb_sampler);
     if (g->fb_ep.orig)
         oc_sample_epoch_deinit(&g->fb_ep);
-    store_disk_close(&g->disk);
+    for (uint32_t i = 0; i < STORE_MAX_LANES; i++) {
+        store_disk_close(&g->lane[i].disk);
+        oc_free(g->lane[i].slots);
+        oc_free(g->lane[i].chg);
+    }
     oc_free(g->rows);
     oc_free(g->slot_id);
     gx_hash_deinit(&g->map);
-    oc_free(g->slots);
-    oc_free(g->chg);
     oc_free(g->static_bits);
+    if (g->sync_made) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->cv);
+    }
     oc_free(g);
     s->impl = NULL;
 }
@@ -597,6 +892,7 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     struct oc_store s;
     struct oc_store_config c = *cfg;
     uint64_t nb, t0, t_end, S, acc, C;
+    uint32_t lanes;
     int rc;
 
     memset(&s, 0, sizeof(s));
@@ -613,7 +909,8 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
         if (gx_plan_capacity(&s, &c, sizeof(struct ginex_store), t_end - t0, probe,
-                             cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, &C, NULL) == OC_OK &&
+                             cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, &C, &lanes,
+                             NULL) == OC_OK &&
             C >= rows)
             hi = c.mem_bytes;
         else

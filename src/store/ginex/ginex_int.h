@@ -325,16 +325,18 @@ int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, u
                   struct oc_err *err);
 
 /*
- * Superbatch length S, accesses per superbatch and cache rows C for a store
- * whose executor struct takes exec_struct_bytes, given the first batch's
- * input rows (probe; 0 = unknown) and where the spills go (spill_dir, "" =
- * RAM); OC_ERR_BUDGET (err may be NULL) when the budget cannot hold the
+ * Superbatch length S, accesses per superbatch, cache rows C and gather
+ * lanes (cfg->lanes while all lanes' readers and changesets take at most a
+ * quarter of the budget and half of what the executor and inspector leave)
+ * for a store whose executor struct takes exec_struct_bytes, given the first
+ * batch's input rows (probe; 0 = unknown) and where the spills go (spill_dir,
+ * "" = RAM); OC_ERR_BUDGET (err may be NULL) when the budget cannot hold the
  * executor, the inspector and, with spills in RAM, one batch of accesses.
  */
 int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                      uint64_t exec_struct_bytes, uint64_t n_iters, uint64_t probe,
                      const char *spill_dir, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
-                     struct oc_err *err);
+                     uint32_t *lanes_out, struct oc_err *err);
 
 /*
  * The plan directory of a ginex store over cfg, PLAN/ginex-<key>, created

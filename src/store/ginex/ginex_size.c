@@ -105,17 +105,21 @@ static uint64_t disk_accesses(const char *dir)
 int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                      uint64_t exec_struct_bytes, uint64_t n_iters, uint64_t probe,
                      const char *spill_dir, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
-                     struct oc_err *err)
+                     uint32_t *lanes_out, struct oc_err *err)
 {
     uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
     uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
     uint64_t exec = exec_struct_bytes + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
+    /* a further gather lane: a reader and one batch's changeset */
+    uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
+                    rows * sizeof(struct gx_change) * 5 / 4;
     uint64_t S = 0, ifix = 0, want = 0;
     int on_disk = spill_dir[0] != '\0';
     char need_s[32], have_s[32];
 
     *S_out = *acc_out = *C_out = 0;
+    *lanes_out = 1;
     if (n_iters) {
         exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
         exec += rows * sizeof(struct gx_change) * 5 / 4; /* one batch's changeset */
@@ -144,6 +148,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         if (!on_disk)
             *acc_out = want;
         *C_out = n_iters ? s->n_nodes : 0;
+        *lanes_out = n_iters ? store_lanes_for(cfg, lane, 0) : 1;
     } else {
         /* Spills in RAM: an explicit S gets room for S batches of the estimated size; a
            derived one at most that, a quarter of what is left, at least one batch of the
@@ -163,7 +168,13 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
                           : cfg->superbatch && S > 1 ? "a whole superbatch"
                                                      : "one batch",
                           oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-        uint64_t left = cfg->mem_bytes - exec - ifix, share = left / 4;
+        uint64_t left = cfg->mem_bytes - exec - ifix;
+        /* more lanes while all of them take at most a quarter of the budget */
+        *lanes_out = n_iters ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
+        while (*lanes_out > 1 && (*lanes_out - 1) * lane > left / 2)
+            --*lanes_out;
+        left -= (*lanes_out - 1) * lane;
+        uint64_t share = left / 4;
         if (share < one)
             share = one;
         if (share > all || cfg->superbatch)

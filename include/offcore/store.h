@@ -287,8 +287,8 @@ int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, co
 /*
  * How many training gathers may run at once, each on its own thread through
  * oc_store_gather_batch_lane with its own lane in [0, n): 1 unless the
- * strategy keeps a reader per lane (direct, static) or needs none (mmap) and cfg->lanes asked for
- * more (within what the budget allows). Reads of one lane's batch then run
+ * strategy keeps a reader per lane (direct, static, ginex) or needs none (mmap) and cfg->lanes
+ * asked for more (within what the budget allows). Reads of one lane's batch then run
  * while another lane looks up, copies and waits, so the disk is kept busy
  * across batch boundaries.
  */

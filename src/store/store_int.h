@@ -11,8 +11,9 @@
  * (prepare_batch, in plan order) and its fetch stage (gather_batch,
  * next_batch, load_batch), so a strategy with prepare_batch keeps what the
  * two share thread-safe; a strategy with lanes (n_lanes > 1: direct,
- * static, mmap) is also gathered on by up to n_lanes gather threads at once, each
- * with its own lane's reader and scratch, sharing only what they read; row loops
+ * static, mmap, ginex) is also gathered on by up to n_lanes gather threads at
+ * once, each with its own lane's reader and scratch, sharing only what they
+ * read (ginex: what it writes, in turns of plan order); row loops
  * run tasks on the store's pool, each task writing only its own output rows.
  * Ownership: struct oc_store owns its `impl` (freed by the strategy's free);
  * the dataset, graph and pool are borrowed.

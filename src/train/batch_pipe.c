@@ -40,7 +40,8 @@
  * batch to serve next among those sampled (pending).
  *
  * Gather lanes: a store that can gather several batches at once (lanes > 1:
- * direct and static keep a reader per lane, oc_store_gather_lanes) has its
+ * direct, static and ginex keep a reader per lane, mmap needs none;
+ * oc_store_gather_lanes) has its
  * gathers run by a gather stage of that many threads (at most depth), so
  * one batch's reads are in flight while another's rows are looked up,
  * copied and waited for: the disk does not idle between batches. The fetch

@@ -3,37 +3,34 @@
  * inspector-executor with a Belady-optimal feature cache. The inspector
  * (ginex_inspect.c, a pipeline stage) samples the next S training batches
  * ahead, writes them under the plan directory and precomputes the cache's
- * changesets (ginex_plan.c); the executor, here, gathers each training batch
- * from the cache or the disk (io_uring, same-page merging) and then applies
- * that batch's changeset by copying the inserted rows from the gathered
- * output into the evicted slots: no extra read.
+ * changesets (ginex_plan.c); the executor (ginex_exec.c) gathers each
+ * training batch from the cache or the disk and applies that batch's
+ * changeset by copying the inserted rows from the gathered output into the
+ * evicted slots: no extra read. Here: open (budget split, the inspector, plan
+ * 0 and its warm-up), the loader, stats, free, and the test knobs.
  *
  * Place in the data flow: store. The batch pipeline's fetch stage calls
  * oc_store_load_batch(epoch, batch) (the batch read back from the superbatch
- * file the inspector wrote, so it is sampled once) and then
- * oc_store_gather_batch(epoch, batch) ──► executor, following plan k while
- * the inspector makes plan k+1; oc_store_gather (evaluation) reads through
- * the cache without changing it.
- * Thread-safety: the executor (cache, map, batch reader) belongs to the
- * store's thread; row copies run on the pool, each task its own output rows;
- * plans come from the inspector through its queues.
- * Ownership: cache rows, slot ids, map, scratch, the static bitmap and the
+ * file the inspector wrote, so it is sampled once; the loader) and then
+ * oc_store_gather_batch(epoch, batch), itself or on one of the gather lanes
+ * (oc_store_gather_batch_lane) ──► executor, following plan k while the
+ * inspector makes plan k+1; oc_store_gather (evaluation) reads through the
+ * cache without changing it.
+ * Thread-safety: the loader runs on one thread (the fetch stage), up to the
+ * lanes' batches ahead of the executor, with a plan cursor of its own
+ * (t_load); plans it or the executor take from the inspector are handed
+ * over under g->mu (cur, nxt); the executor's turns: ginex_exec.c.
+ * Ownership: cache rows, slot ids, map, lanes, the static bitmap and the
  * inspector are the store's.
  *
- *   one training batch t of plan k (iteration i = t - first of k):
- *
- *   ids ──► map ──► hit: slot ─────────────┐   (1) copy hits out of the cache
- *            └───► miss: read into out[j] ─┤   (2) changeset i: slot s drops its row,
- *                                          │       takes out[pos] as stored (f16: the
- *                                          │       half row before widening)
- *                                          └── (3) widen f16 misses in place
- *
- *   superbatch boundary: plan k goes back to the inspector (to be filled
- *   with the superbatch after k+1), plan k+1 is taken (waiting if the
- *   inspector is behind), its warm-up rows (only while the cache has empty
- *   slots) are read into their slots. At open the executor waits for plan 0
- *   and reads its warm-up rows (not counted in the stats, as `static` does
- *   not count filling its cache).
+ *   superbatch boundary: the loader takes plan k+1 from the inspector (waiting
+ *   if the inspector is behind) when it loads k+1's first batch; the executor
+ *   moves to it when it gathers that batch, once every earlier batch has
+ *   copied: plan k goes back to the inspector (to be filled with the
+ *   superbatch after k+1) and k+1's warm-up rows (only while the cache has
+ *   empty slots) are read into their slots. At open the executor waits for
+ *   plan 0 and reads its warm-up rows (not counted in the stats, as `static`
+ *   does not count filling its cache).
  *
  * Calls out of plan order (a batch other than the next planned one) are
  * served like evaluation reads, without the plan. A gather whose ids differ
@@ -48,7 +45,9 @@
  * naming the consumer when it cannot.
  *   executor   the batch reader (2 MiB bounce, request arrays for R rows),
  *              one batch record read back and its changeset, the static
- *              comparison's bitmap (1 bit per node)
+ *              comparison's bitmap (1 bit per node); each further gather
+ *              lane (cfg->lanes) a reader and a changeset of its own, while
+ *              all lanes take at most a quarter of the budget
  *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
  *              buffer, writer, the planner's batch of entries and its
  *              per-node next-use array, the spills' write buffers).
@@ -75,498 +74,6 @@
 #include "store/ginex/ginex_int.h"
 
 #define GX_LOAD_ROWS 4096u /* warm-up rows queued per batch run, at most */
-
-/* One gather lane's executor state (lane 0 also serves evaluation gathers). */
-struct gx_lane {
-    struct store_disk disk;
-    uint32_t *slots; /* per gather: slot of each row, or GX_NONE (a miss) */
-    uint64_t cap_slots;
-    struct gx_change *chg; /* one batch's changeset; a skipped change has slot GX_NONE */
-    uint64_t cap_chg, n_chg;
-};
-
-struct ginex_store {
-    struct gx_lane lane[STORE_MAX_LANES]; /* s->n_lanes of them */
-    uint64_t cap;      /* C, rows */
-    uint8_t *rows;     /* C x row_bytes, as stored */
-    uint64_t *slot_id; /* C: id in the slot, or GX_EMPTY */
-    uint64_t n_cached;
-    struct gx_hash map; /* id -> slot */
-    uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
-    uint64_t static_bytes;
-    uint64_t S, max_acc, nb, t0, t_end;
-    uint64_t load_rows; /* warm-up rows per batch run: min(GX_LOAD_ROWS, rows of one batch) */
-    struct gx_inspector *insp;
-    /*
-     * The turns (under mu, waited for on cv): planned iteration t takes the
-     * cache's map and plan when t_next == t (in_meta while it does), and
-     * copies rows into and out of the cache's slots when t_copy == t; an
-     * unplanned gather (evaluation, out of order) runs alone (excl) once
-     * every planned one before it has copied. cur is the plan being
-     * executed, nxt the one after it once the loader (or the executor) took
-     * it from the inspector (popping while one of them waits for it).
-     */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int sync_made;
-    uint64_t t_next, t_copy, t_load;
-    int in_meta, excl, popping, cancelled;
-    struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
-    struct gx_plan *cur, *nxt;
-    int failed; /* the inspector or a planned gather failed: training calls repeat the error */
-    struct oc_err fail;
-    uint64_t n_unplanned, n_diverged;
-    /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
-    struct oc_file *sb_file;       /* the current plan's superbatch file, or NULL */
-    const struct gx_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
-    uint64_t sb_first;
-    uint8_t *rec; /* one batch's record */
-    uint64_t cap_rec;
-    /* without a superbatch file (it could not be written): a sampler of its own */
-    const struct oc_graph *graph;
-    struct oc_sample_opts so;
-    const uint64_t *train_ids;
-    uint64_t n_train, batch_size;
-    struct oc_sampler *fb_sampler;
-    struct oc_sample_epoch fb_ep;
-    uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
-    uint64_t n_fb_sampled; /* batches sampled a second time that way */
-};
-
-/* ---- the cache ------------------------------------------------------------------ */
-
-static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_store *g, uint64_t k)
-{
-    return g->rows + k * s->row_bytes;
-}
-
-/* Empties slot k (its row leaves the map). */
-static void slot_evict(struct ginex_store *g, uint32_t k)
-{
-    if (g->slot_id[k] == GX_EMPTY)
-        return;
-    gx_hash_del(&g->map, g->slot_id, g->slot_id[k]);
-    g->slot_id[k] = GX_EMPTY;
-    g->n_cached--;
-}
-
-static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
-{
-    g->slot_id[k] = id;
-    gx_hash_put(&g->map, g->slot_id, k);
-    g->n_cached++;
-}
-
-/*
- * Reads plan p's warm-up rows into their slots through lane d's reader,
- * GX_LOAD_ROWS per run (pages merged; as many as one gather's, so the batch
- * reader's arrays stay within the budget). count = 0 at open: those reads
- * are not in the stats, as `static` does not count filling its cache.
- */
-static int warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
-                   const struct gx_plan *p, int count, struct oc_err *err)
-{
-    int rc = OC_OK;
-    for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
-        uint64_t w1 = p->n_warm - w0 < g->load_rows ? p->n_warm : w0 + g->load_rows;
-        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
-            uint32_t k = p->warm_slot[w];
-            slot_evict(g, k);
-            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
-                continue; /* already cached elsewhere: the plan does not fit this cache */
-            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->warm_id[w]), s->row_bytes,
-                                 slot_row(s, g, k), err);
-        }
-        if (rc) {
-            store_disk_discard(d);
-            break;
-        }
-        rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
-        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
-            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
-                slot_fill(g, p->warm_slot[w], p->warm_id[w]);
-    }
-    if (rc)
-        oc_err_prefix(err, "store ginex: filling the cache");
-    return rc;
-}
-
-/* ---- the executor: turns ------------------------------------------------------- */
-
-/* Records the first failure (training calls repeat it from then on) and wakes every wait. */
-static void gx_fail(struct ginex_store *g, int rc, const struct oc_err *err)
-{
-    pthread_mutex_lock(&g->mu);
-    if (!g->failed) {
-        g->failed = rc;
-        if (err)
-            g->fail = *err;
-        else
-            OC_ERR(&g->fail, rc, "store ginex: failed");
-    }
-    g->in_meta = 0;
-    g->popping = 0;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* The pipeline's cancel hook: wakes every wait, which then returns OC_ERR_CANCELLED. */
-static void gx_on_cancel(void *ctx)
-{
-    struct ginex_store *g = ctx;
-    pthread_mutex_lock(&g->mu);
-    g->cancelled = 1;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* Under g->mu: why a wait must end early (the recorded failure, a cancel), else OC_OK. */
-static int gx_stop(const struct ginex_store *g, struct oc_err *err)
-{
-    if (g->failed) {
-        if (err)
-            *err = g->fail;
-        return g->failed;
-    }
-    if (g->cancelled) {
-        int rc = oc_pipeline_status(g->stages, err);
-        return rc ? rc : OC_ERR(err, OC_ERR_CANCELLED, "store ginex: cancelled");
-    }
-    return OC_OK;
-}
-
-/* Waits (under g->mu) until every planned iteration before t has copied its rows. */
-static int wait_copied(struct ginex_store *g, uint64_t t, struct oc_err *err)
-{
-    int rc;
-    while ((rc = gx_stop(g, err)) == OC_OK && g->t_copy != t)
-        pthread_cond_wait(&g->cv, &g->mu);
-    return rc;
-}
-
-/* Hands the copy turn on after iteration t (or the unplanned gather) is done. */
-static void pass_copy(struct ginex_store *g)
-{
-    pthread_mutex_lock(&g->mu);
-    g->t_copy++;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-/* ---- the executor: one gather -------------------------------------------------- */
-
-/* Slots of ids into lane->slots, misses queued into their output rows; *misses counted. */
-static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
-                   const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
-                   struct oc_err *err)
-{
-    int rc;
-    *misses = 0;
-    if (n > lane->cap_slots) {
-        uint64_t cap = n > 2 * lane->cap_slots ? n : 2 * lane->cap_slots;
-        uint32_t *q = oc_realloc(lane->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
-        if (!q)
-            return err ? err->status : OC_ERR_NOMEM;
-        lane->slots = q;
-        lane->cap_slots = cap;
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
-        lane->slots[i] = k;
-        if (k != GX_NONE)
-            continue;
-        ++*misses;
-        if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {
-            store_disk_discard(&lane->disk);
-            return rc;
-        }
-    }
-    return OC_OK;
-}
-
-/*
- * Changeset `it` of plan p applied to the map: each inserted row (a miss at
- * position pos) takes its slot, whose row leaves. Only the map changes here;
- * copy_out moves the rows once the batches before have copied theirs. A change
- * that does not fit (its row a hit, or cached already) is skipped.
- */
-static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_plan *p,
-                        uint64_t it, const uint64_t *ids, uint64_t n, struct oc_err *err)
-{
-    lane->n_chg = 0;
-    if (p->max_chg > lane->cap_chg) {
-        struct gx_change *c =
-            oc_realloc(lane->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
-        if (!c)
-            return err ? err->status : OC_ERR_NOMEM;
-        lane->chg = c;
-        lane->cap_chg = p->max_chg;
-    }
-    int rc = gx_plan_changes(p, it, lane->chg, &lane->n_chg, err);
-    if (rc)
-        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
-    for (uint64_t c = 0; c < lane->n_chg; c++) {
-        uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
-        if (pos >= n || k >= g->cap || lane->slots[pos] != GX_NONE ||
-            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
-            g->n_diverged++;
-            lane->chg[c].slot = GX_NONE;
-            continue;
-        }
-        slot_evict(g, k);
-        slot_fill(g, k, ids[pos]);
-    }
-    return OC_OK;
-}
-
-struct copy_job {
-    const struct oc_store *s;
-    const struct ginex_store *g;
-    const uint32_t *slots;
-    float *out;
-    int hits, widen; /* which rows this pass handles */
-};
-
-static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct copy_job *j = ctx;
-    const struct oc_store *s = j->s;
-    uint64_t dim = s->feat_dim;
-    for (uint64_t i = lo; i < hi; i++) {
-        uint32_t k = j->slots[i];
-        float *dst = j->out + i * dim;
-        if (k != GX_NONE) {
-            if (j->hits)
-                store_row_to_f32(s->dtype, slot_row(s, j->g, k), dim, dst);
-        } else if (j->widen && s->dtype == OC_DTYPE_F16) {
-            store_row_widen_inplace(dst, dim);
-        }
-    }
-}
-
-/*
- * The rows of a gather whose misses were read, in the copy turn: hits out of
- * their slots, then the lane's changes into theirs (the inserted rows as read:
- * f16 the upper half), then f16 misses widened in place. Hits leave the cache
- * before a change may overwrite their slot; without changes one pass does both.
- */
-static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane, uint64_t n,
-                    float *out, uint64_t misses, struct oc_err *err)
-{
-    int rc;
-    int changes = lane->n_chg > 0;
-    struct copy_job j = {s, g, lane->slots, out, 1, !changes};
-    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
-        return rc;
-    if (!changes)
-        return OC_OK;
-    for (uint64_t c = 0; c < lane->n_chg; c++) {
-        uint32_t k = lane->chg[c].slot;
-        if (k == GX_NONE)
-            continue;
-        const uint8_t *src = (const uint8_t *)(out + (uint64_t)lane->chg[c].pos * s->feat_dim);
-        if (s->dtype == OC_DTYPE_F16)
-            src += s->row_bytes;
-        memcpy(slot_row(s, g, k), src, s->row_bytes);
-    }
-    struct copy_job w = {s, g, lane->slots, out, 0, 1};
-    if (s->dtype == OC_DTYPE_F16 && misses && (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
-        return rc;
-    return OC_OK;
-}
-
-static void count_gather(struct oc_store *s, uint64_t n, uint64_t misses)
-{
-    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-}
-
-/*
- * A gather outside the plan (evaluation, a batch out of plan order): through
- * the cache without changing it, alone, once every planned gather before it
- * has copied its rows.
- */
-static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint64_t *ids,
-                          uint64_t n, float *out, struct oc_err *err)
-{
-    struct gx_lane *lane = &g->lane[s->lane];
-    uint64_t misses = 0;
-    int rc = OC_OK;
-
-    pthread_mutex_lock(&g->mu);
-    while (!g->cancelled && (g->in_meta || g->excl || (g->t_copy != g->t_next && !g->failed)))
-        pthread_cond_wait(&g->cv, &g->mu);
-    if (g->cancelled && !g->failed)
-        rc = gx_stop(g, err);
-    g->excl = rc == OC_OK;
-    pthread_mutex_unlock(&g->mu);
-    if (rc)
-        return rc;
-    lane->n_chg = 0;
-    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)) == OC_OK &&
-        (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
-        (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
-        count_gather(s, n, misses);
-    pthread_mutex_lock(&g->mu);
-    g->excl = 0;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    return rc;
-}
-
-static int ginex_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                        struct oc_err *err)
-{
-    return exec_unplanned(s, s->impl, ids, n, out, err);
-}
-
-/*
- * Iteration t starts plan cur's successor: once every earlier iteration has
- * copied (the warm-up writes slots), cur goes back to the inspector, the next
- * plan (taken by the loader already, or popped here) becomes cur and its
- * warm-up rows are read. The caller holds the map's turn.
- */
-static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
-                          uint64_t t, struct oc_err *err)
-{
-    pthread_mutex_lock(&g->mu);
-    int rc = wait_copied(g, t, err);
-    while (rc == OC_OK && !g->nxt && g->popping) {
-        pthread_cond_wait(&g->cv, &g->mu);
-        rc = gx_stop(g, err);
-    }
-    struct gx_plan *old = g->cur, *nx = g->nxt;
-    int pop = rc == OC_OK && !nx;
-    if (rc == OC_OK) {
-        g->cur = nx; /* NULL while popping: the loader waits for it */
-        g->nxt = NULL;
-        g->popping = pop;
-    }
-    pthread_mutex_unlock(&g->mu);
-    if (rc)
-        return rc;
-    gx_inspector_release(g->insp, old);
-    if (pop)
-        rc = gx_inspector_next(g->insp, &nx, err);
-    pthread_mutex_lock(&g->mu);
-    g->cur = rc ? NULL : nx;
-    g->popping = 0;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-    return rc ? rc : warm_up(s, g, &lane->disk, nx, 1, err);
-}
-
-/*
- * After the reads of a planned batch failed: the rows its changes put in the
- * map are read once more (into their output rows), so the cache holds what
- * the map says and later batches, which may have looked them up already, stay
- * right; the batch itself fails.
- */
-static int reread_inserts(struct oc_store *s, struct gx_lane *lane, const uint64_t *ids,
-                          float *out, struct oc_err *err)
-{
-    int rc = OC_OK, any = 0;
-    for (uint64_t c = 0; c < lane->n_chg && rc == OC_OK; c++) {
-        uint32_t pos = lane->chg[c].pos;
-        if (lane->chg[c].slot != GX_NONE && (any = 1))
-            rc = store_disk_queue(s, &lane->disk, ids[pos], out + pos * s->feat_dim, err);
-    }
-    if (rc) {
-        store_disk_discard(&lane->disk);
-        return rc;
-    }
-    return any ? store_disk_run(s, &lane->disk, err) : OC_OK;
-}
-
-/*
- * Planned iteration t on this lane, which holds the map's turn: the map and
- * the changeset (in plan order, then the turn passes to t + 1), the reads
- * (while other lanes look up or copy), the copies (in plan order). A failed
- * read fails the batch only (*sticky 0) when its changes' rows could be read
- * again; any other error leaves the cache unusable for the plan (*sticky 1).
- */
-static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, const uint64_t *ids,
-                        uint64_t n, float *out, int *sticky, struct oc_err *err)
-{
-    struct gx_lane *lane = &g->lane[s->lane];
-    uint64_t misses = 0;
-    int rc, read_rc = OC_OK;
-
-    *sticky = 1;
-    if (t == g->cur->first_iter + g->cur->n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
-        return rc;
-    struct gx_plan *p = g->cur;
-    uint64_t it = t - p->first_iter;
-    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)))
-        return rc;
-    if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
-        store_disk_discard(&lane->disk);
-        return rc;
-    }
-    s->stats.trace_accesses += p->cnt[it].n_acc;
-    s->stats.belady_misses += p->cnt[it].n_belady;
-    s->stats.lru_misses += p->cnt[it].n_lru;
-    s->stats.static_misses += p->cnt[it].n_static;
-    pthread_mutex_lock(&g->mu);
-    g->t_next++;
-    g->in_meta = 0;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-
-    if (misses && (read_rc = store_disk_run(s, &lane->disk, err))) {
-        struct oc_err again;
-        if ((rc = reread_inserts(s, lane, ids, out, &again)))
-            return read_rc;
-    }
-    struct oc_err copy_err;
-    pthread_mutex_lock(&g->mu);
-    rc = wait_copied(g, t, err);
-    pthread_mutex_unlock(&g->mu);
-    if (rc || (rc = copy_out(s, g, lane, n, out, misses, read_rc ? &copy_err : err)))
-        return read_rc && !rc ? read_rc : rc;
-    pass_copy(g);
-    *sticky = 0;
-    if (read_rc)
-        return read_rc;
-    count_gather(s, n, misses);
-    return OC_OK;
-}
-
-static int ginex_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                              const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
-{
-    struct ginex_store *g = s->impl;
-    uint64_t t = epoch * g->nb + batch;
-    uint32_t lanes = s->n_lanes ? s->n_lanes : 1;
-    int rc;
-
-    pthread_mutex_lock(&g->mu);
-    /* the next planned iteration, or one a lane ahead of it (whose turn comes) */
-    int planned = g->cur && batch < g->nb && t >= g->t_next && t < g->t_end &&
-                  t - g->t_next < lanes;
-    while ((rc = gx_stop(g, err)) == OC_OK && planned &&
-           (t != g->t_next || g->in_meta || g->excl))
-        pthread_cond_wait(&g->cv, &g->mu);
-    planned = planned && rc == OC_OK && g->cur && t == g->t_next;
-    g->in_meta = planned;
-    uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
-    pthread_mutex_unlock(&g->mu);
-    if (rc)
-        return rc;
-    if (!planned) {
-        if (unplanned == 0)
-            oc_log(OC_LOG_WARN,
-                   "store ginex: epoch %" PRIu64 " batch %" PRIu64
-                   " is not the next planned batch; served without the plan",
-                   epoch, batch);
-        return exec_unplanned(s, g, ids, n, out, err);
-    }
-    int sticky = 0;
-    if ((rc = exec_planned(s, g, t, ids, n, out, &sticky, err)) && sticky)
-        gx_fail(g, rc, err);
-    return rc;
-}
 
 /* ---- the loader ---------------------------------------------------------------- */
 
@@ -804,7 +311,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if ((rc = gx_inspector_next(g->insp, &g->cur, err)))
         return rc;
-    return warm_up(s, g, &g->lane[0].disk, g->cur, 0, err);
+    return gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err);
 }
 
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
@@ -963,8 +470,8 @@ const struct store_strategy oc_store_ginex = {
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
                "cache driven by precomputed changesets, misses batched through io_uring (Ginex)",
     .open = ginex_open,
-    .gather = ginex_gather,
-    .gather_batch = ginex_gather_batch,
+    .gather = gx_exec_gather,
+    .gather_batch = gx_exec_gather_batch,
     .load_batch = ginex_load_batch,
     .stats = ginex_stats,
     .free = ginex_free,

@@ -1,24 +1,26 @@
 /*
- * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_size.c,
- * ginex_plan.c, ginex_sim.c, ginex_inspect.c): the id map, the superbatch trace, the
- * Belady changeset planner, the LRU simulator, and the inspector stage.
+ * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_exec.c,
+ * ginex_size.c, ginex_plan.c, ginex_sim.c, ginex_inspect.c): the id map, the
+ * superbatch trace, the Belady changeset planner, the LRU simulator, the
+ * inspector stage, and the store with its executor.
  *
  * Place in the data flow: store. The inspector (a pipeline stage on the
  * store's pipeline, store_stages) samples superbatch k+1 ahead with its own sampler, writes it to
  * DIR/plan/ginex-<key>/, and turns its input ids into a gx_plan; the
- * executor (the batch pipeline's fetch stage, in oc_store_gather_batch)
- * follows plan k.
+ * executor (the batch pipeline's fetch stage or its gather lanes, in
+ * oc_store_gather_batch) follows plan k.
  *
- *   inspector stage                           fetch stage (executor)
+ *   inspector stage                           fetch stage / gather lanes (executor)
  *   ────────────────                          ──────────────────────────
  *   pop to_fill ─► sample / reuse superbatch ─►  gather batch t of plan k:
- *   trace ─► gx_plan_build ─► push done       lookup ─► disk misses ─► hits
- *                                             ─► changeset t ─► widen f16
+ *   trace ─► gx_plan_build ─► push done       lookup, changeset t (map) ─► disk
+ *                                             misses ─► hits out, inserts in, widen f16
  *               to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
  *
  * Thread-safety: a gx_trace, gx_planner and gx_lru belong to the inspector
  * stage's thread; a gx_plan belongs to whoever popped it from a queue last (the
- * queues' locks order the hand-offs). The tests drive all of them on one
+ * queues' locks order the hand-offs), read by the loader and the executor
+ * until the executor gives it back; the store's turns: ginex_exec.c. The tests drive all of them on one
  * thread.
  * Ownership: every array is oc_alloc'd by the object that holds it and
  * released by its _deinit; id arrays passed in are borrowed.
@@ -452,5 +454,78 @@ int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint
                     struct oc_err *err);
 /* Grows p->rec_off to n entries. */
 int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
+
+/* ---- the store and its executor (ginex.c, ginex_exec.c) ------------------------ */
+
+/* One gather lane's executor state (lane 0 also serves evaluation gathers). */
+struct gx_lane {
+    struct store_disk disk;
+    uint32_t *slots; /* per gather: slot of each row, or GX_NONE (a miss) */
+    uint64_t cap_slots;
+    struct gx_change *chg; /* one batch's changeset; a skipped change has slot GX_NONE */
+    uint64_t cap_chg, n_chg;
+};
+
+struct ginex_store {
+    struct gx_lane lane[STORE_MAX_LANES]; /* s->n_lanes of them */
+    uint64_t cap;                         /* C, rows */
+    uint8_t *rows;                        /* C x row_bytes, as stored */
+    uint64_t *slot_id;                    /* C: id in the slot, or GX_EMPTY */
+    uint64_t n_cached;
+    struct gx_hash map;   /* id -> slot */
+    uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
+    uint64_t static_bytes;
+    uint64_t S, max_acc, nb, t0, t_end;
+    uint64_t load_rows; /* warm-up rows per batch run: min(GX_LOAD_ROWS, rows of one batch) */
+    struct gx_inspector *insp;
+    /*
+     * The turns (under mu, waited for on cv): planned iteration t takes the
+     * cache's map and plan when t_next == t (in_meta while it does), and
+     * copies rows into and out of the cache's slots when t_copy == t; an
+     * unplanned gather (evaluation, out of order) runs alone (excl) once
+     * every planned one before it has copied. cur is the plan being
+     * executed, nxt the one after it once the loader (or the executor) took
+     * it from the inspector (popping while one of them waits for it).
+     */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int sync_made;
+    uint64_t t_next, t_copy, t_load;
+    int in_meta, excl, popping, cancelled;
+    struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
+    struct gx_plan *cur, *nxt;
+    int failed; /* the inspector or a planned gather failed: training calls repeat the error */
+    struct oc_err fail;
+    uint64_t n_unplanned, n_diverged;
+    /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
+    struct oc_file *sb_file;       /* the current plan's superbatch file, or NULL */
+    const struct gx_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
+    uint64_t sb_first;
+    uint8_t *rec; /* one batch's record */
+    uint64_t cap_rec;
+    /* without a superbatch file (it could not be written): a sampler of its own */
+    const struct oc_graph *graph;
+    struct oc_sample_opts so;
+    const uint64_t *train_ids;
+    uint64_t n_train, batch_size;
+    struct oc_sampler *fb_sampler;
+    struct oc_sample_epoch fb_ep;
+    uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
+    uint64_t n_fb_sampled; /* batches sampled a second time that way */
+};
+
+/* Reads plan p's warm-up rows into their slots through reader d (count: into the stats). */
+int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
+               const struct gx_plan *p, int count, struct oc_err *err);
+/* The store's pipeline was cancelled: every wait of the executor and loader ends. */
+void gx_on_cancel(void *ctx);
+/* Under g->mu: the recorded failure or the pipeline's error after a cancel, else OC_OK. */
+int gx_stop(const struct ginex_store *g, struct oc_err *err);
+/* oc_store_gather: through the cache without changing it (waits for planned copies). */
+int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                   struct oc_err *err);
+/* oc_store_gather_batch(_lane): planned batches in their turns, others as gx_exec_gather. */
+int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, float *out, struct oc_err *err);
 
 #endif

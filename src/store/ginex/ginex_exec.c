@@ -1,0 +1,471 @@
+/*
+ * ginex_exec.c — the executor of the `ginex` strategy: the Belady cache's
+ * slots and map, the warm-up reads, and the gathers. A training batch t of
+ * plan k is looked up in the map (hits: their slots; misses: queued reads
+ * into the output rows), its changeset is applied to the map (slot s drops
+ * its row and takes a miss), the misses are read (io_uring, same-page
+ * merging), and then the rows move: hits out of their slots, the inserted
+ * misses from the output into theirs (no extra read), f16 misses widened.
+ *
+ *   lane A, batch t:   [map t] ── reads t ──────────── [copy t]
+ *   lane B, batch t+1:          [map t+1] ── reads t+1 ─────────── [copy t+1]
+ *
+ * Gather lanes (s->n_lanes, each with its reader, slots and changeset): the
+ * map's turn (t_next) and the copy turn (t_copy) pass in plan order, so
+ * batch t+1 looks up the map as batch t's changes left it and copies after
+ * batch t has, while the reads of both are in flight at once. A slot batch
+ * t+1 evicts is overwritten only in its copy turn, after batch t copied its
+ * hits out; a row batch t inserts is in its slot before batch t+1 copies it.
+ * A gather outside the plan (evaluation, a batch out of order) waits until
+ * every planned batch before it has copied and runs alone (excl).
+ *
+ * Place in the data flow: store (ginex). ginex.c opens the store and loads
+ * the batches; the pipeline's fetch stage or its gather lanes call
+ * gx_exec_gather_batch, evaluation calls gx_exec_gather.
+ * Thread-safety: the turns are kept under g->mu; whoever holds the map's
+ * turn alone touches the map, slot ids and plan cursor; whoever holds the
+ * copy turn alone touches cached rows; a lane's reader, slots and changeset
+ * are its own. Errors wake every wait (gx_fail), and so does a cancel of the
+ * store's pipeline (gx_on_cancel), whose error a waiting call returns.
+ * Ownership: everything here belongs to the ginex_store (ginex.c frees it).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "store/ginex/ginex_int.h"
+
+/* ---- the cache ------------------------------------------------------------------ */
+
+static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_store *g, uint64_t k)
+{
+    return g->rows + k * s->row_bytes;
+}
+
+/* Empties slot k (its row leaves the map). */
+static void slot_evict(struct ginex_store *g, uint32_t k)
+{
+    if (g->slot_id[k] == GX_EMPTY)
+        return;
+    gx_hash_del(&g->map, g->slot_id, g->slot_id[k]);
+    g->slot_id[k] = GX_EMPTY;
+    g->n_cached--;
+}
+
+static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
+{
+    g->slot_id[k] = id;
+    gx_hash_put(&g->map, g->slot_id, k);
+    g->n_cached++;
+}
+
+/*
+ * Reads plan p's warm-up rows into their slots through lane d's reader,
+ * GX_LOAD_ROWS per run (pages merged; as many as one gather's, so the batch
+ * reader's arrays stay within the budget). count = 0 at open: those reads
+ * are not in the stats, as `static` does not count filling its cache.
+ */
+int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
+               const struct gx_plan *p, int count, struct oc_err *err)
+{
+    int rc = OC_OK;
+    for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
+        uint64_t w1 = p->n_warm - w0 < g->load_rows ? p->n_warm : w0 + g->load_rows;
+        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
+            uint32_t k = p->warm_slot[w];
+            slot_evict(g, k);
+            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
+                continue; /* already cached elsewhere: the plan does not fit this cache */
+            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->warm_id[w]), s->row_bytes,
+                                 slot_row(s, g, k), err);
+        }
+        if (rc) {
+            store_disk_discard(d);
+            break;
+        }
+        rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
+        for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
+            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
+                slot_fill(g, p->warm_slot[w], p->warm_id[w]);
+    }
+    if (rc)
+        oc_err_prefix(err, "store ginex: filling the cache");
+    return rc;
+}
+
+/* ---- the executor: turns ------------------------------------------------------- */
+
+/* Records the first failure (training calls repeat it from then on) and wakes every wait. */
+static void gx_fail(struct ginex_store *g, int rc, const struct oc_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    if (!g->failed) {
+        g->failed = rc;
+        if (err)
+            g->fail = *err;
+        else
+            OC_ERR(&g->fail, rc, "store ginex: failed");
+    }
+    g->in_meta = 0;
+    g->popping = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The pipeline's cancel hook: wakes every wait, which then returns OC_ERR_CANCELLED. */
+void gx_on_cancel(void *ctx)
+{
+    struct ginex_store *g = ctx;
+    pthread_mutex_lock(&g->mu);
+    g->cancelled = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* Under g->mu: why a wait must end early (the recorded failure, a cancel), else OC_OK. */
+int gx_stop(const struct ginex_store *g, struct oc_err *err)
+{
+    if (g->failed) {
+        if (err)
+            *err = g->fail;
+        return g->failed;
+    }
+    if (g->cancelled) {
+        int rc = oc_pipeline_status(g->stages, err);
+        return rc ? rc : OC_ERR(err, OC_ERR_CANCELLED, "store ginex: cancelled");
+    }
+    return OC_OK;
+}
+
+/* Waits (under g->mu) until every planned iteration before t has copied its rows. */
+static int wait_copied(struct ginex_store *g, uint64_t t, struct oc_err *err)
+{
+    int rc;
+    while ((rc = gx_stop(g, err)) == OC_OK && g->t_copy != t)
+        pthread_cond_wait(&g->cv, &g->mu);
+    return rc;
+}
+
+/* Hands the copy turn on after iteration t (or the unplanned gather) is done. */
+static void pass_copy(struct ginex_store *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->t_copy++;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* ---- the executor: one gather -------------------------------------------------- */
+
+/* Slots of ids into lane->slots, misses queued into their output rows; *misses counted. */
+static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
+                   const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
+                   struct oc_err *err)
+{
+    int rc;
+    *misses = 0;
+    if (n > lane->cap_slots) {
+        uint64_t cap = n > 2 * lane->cap_slots ? n : 2 * lane->cap_slots;
+        uint32_t *q = oc_realloc(lane->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        lane->slots = q;
+        lane->cap_slots = cap;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
+        lane->slots[i] = k;
+        if (k != GX_NONE)
+            continue;
+        ++*misses;
+        if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {
+            store_disk_discard(&lane->disk);
+            return rc;
+        }
+    }
+    return OC_OK;
+}
+
+/*
+ * Changeset `it` of plan p applied to the map: each inserted row (a miss at
+ * position pos) takes its slot, whose row leaves. Only the map changes here;
+ * copy_out moves the rows once the batches before have copied theirs. A change
+ * that does not fit (its row a hit, or cached already) is skipped.
+ */
+static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_plan *p, uint64_t it,
+                        const uint64_t *ids, uint64_t n, struct oc_err *err)
+{
+    lane->n_chg = 0;
+    if (p->max_chg > lane->cap_chg) {
+        struct gx_change *c =
+            oc_realloc(lane->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
+        if (!c)
+            return err ? err->status : OC_ERR_NOMEM;
+        lane->chg = c;
+        lane->cap_chg = p->max_chg;
+    }
+    int rc = gx_plan_changes(p, it, lane->chg, &lane->n_chg, err);
+    if (rc)
+        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
+    for (uint64_t c = 0; c < lane->n_chg; c++) {
+        uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
+        if (pos >= n || k >= g->cap || lane->slots[pos] != GX_NONE ||
+            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
+            g->n_diverged++;
+            lane->chg[c].slot = GX_NONE;
+            continue;
+        }
+        slot_evict(g, k);
+        slot_fill(g, k, ids[pos]);
+    }
+    return OC_OK;
+}
+
+struct copy_job {
+    const struct oc_store *s;
+    const struct ginex_store *g;
+    const uint32_t *slots;
+    float *out;
+    int hits, widen; /* which rows this pass handles */
+};
+
+static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
+{
+    const struct copy_job *j = ctx;
+    const struct oc_store *s = j->s;
+    uint64_t dim = s->feat_dim;
+    for (uint64_t i = lo; i < hi; i++) {
+        uint32_t k = j->slots[i];
+        float *dst = j->out + i * dim;
+        if (k != GX_NONE) {
+            if (j->hits)
+                store_row_to_f32(s->dtype, slot_row(s, j->g, k), dim, dst);
+        } else if (j->widen && s->dtype == OC_DTYPE_F16) {
+            store_row_widen_inplace(dst, dim);
+        }
+    }
+}
+
+/*
+ * The rows of a gather whose misses were read, in the copy turn: hits out of
+ * their slots, then the lane's changes into theirs (the inserted rows as read:
+ * f16 the upper half), then f16 misses widened in place. Hits leave the cache
+ * before a change may overwrite their slot; without changes one pass does both.
+ */
+static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane, uint64_t n,
+                    float *out, uint64_t misses, struct oc_err *err)
+{
+    int rc;
+    int changes = lane->n_chg > 0;
+    struct copy_job j = {s, g, lane->slots, out, 1, !changes};
+    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
+        return rc;
+    if (!changes)
+        return OC_OK;
+    for (uint64_t c = 0; c < lane->n_chg; c++) {
+        uint32_t k = lane->chg[c].slot;
+        if (k == GX_NONE)
+            continue;
+        const uint8_t *src = (const uint8_t *)(out + (uint64_t)lane->chg[c].pos * s->feat_dim);
+        if (s->dtype == OC_DTYPE_F16)
+            src += s->row_bytes;
+        memcpy(slot_row(s, g, k), src, s->row_bytes);
+    }
+    struct copy_job w = {s, g, lane->slots, out, 0, 1};
+    if (s->dtype == OC_DTYPE_F16 && misses && (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
+        return rc;
+    return OC_OK;
+}
+
+static void count_gather(struct oc_store *s, uint64_t n, uint64_t misses)
+{
+    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
+}
+
+/*
+ * A gather outside the plan (evaluation, a batch out of plan order): through
+ * the cache without changing it, alone, once every planned gather before it
+ * has copied its rows.
+ */
+static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint64_t *ids,
+                          uint64_t n, float *out, struct oc_err *err)
+{
+    struct gx_lane *lane = &g->lane[s->lane];
+    uint64_t misses = 0;
+    int rc = OC_OK;
+
+    pthread_mutex_lock(&g->mu);
+    while (!g->cancelled && (g->in_meta || g->excl || (g->t_copy != g->t_next && !g->failed)))
+        pthread_cond_wait(&g->cv, &g->mu);
+    if (g->cancelled && !g->failed)
+        rc = gx_stop(g, err);
+    g->excl = rc == OC_OK;
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    lane->n_chg = 0;
+    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)) == OC_OK &&
+        (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
+        (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
+        count_gather(s, n, misses);
+    pthread_mutex_lock(&g->mu);
+    g->excl = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return rc;
+}
+
+int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
+                   struct oc_err *err)
+{
+    return exec_unplanned(s, s->impl, ids, n, out, err);
+}
+
+/*
+ * Iteration t starts plan cur's successor: once every earlier iteration has
+ * copied (the warm-up writes slots), cur goes back to the inspector, the next
+ * plan (taken by the loader already, or popped here) becomes cur and its
+ * warm-up rows are read. The caller holds the map's turn.
+ */
+static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
+                          uint64_t t, struct oc_err *err)
+{
+    pthread_mutex_lock(&g->mu);
+    int rc = wait_copied(g, t, err);
+    while (rc == OC_OK && !g->nxt && g->popping) {
+        pthread_cond_wait(&g->cv, &g->mu);
+        rc = gx_stop(g, err);
+    }
+    struct gx_plan *old = g->cur, *nx = g->nxt;
+    int pop = rc == OC_OK && !nx;
+    if (rc == OC_OK) {
+        g->cur = nx; /* NULL while popping: the loader waits for it */
+        g->nxt = NULL;
+        g->popping = pop;
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    gx_inspector_release(g->insp, old);
+    if (pop)
+        rc = gx_inspector_next(g->insp, &nx, err);
+    pthread_mutex_lock(&g->mu);
+    g->cur = rc ? NULL : nx;
+    g->popping = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    return rc ? rc : gx_warm_up(s, g, &lane->disk, nx, 1, err);
+}
+
+/*
+ * After the reads of a planned batch failed: the rows its changes put in the
+ * map are read once more (into their output rows), so the cache holds what
+ * the map says and later batches, which may have looked them up already, stay
+ * right; the batch itself fails.
+ */
+static int reread_inserts(struct oc_store *s, struct gx_lane *lane, const uint64_t *ids, float *out,
+                          struct oc_err *err)
+{
+    int rc = OC_OK, any = 0;
+    for (uint64_t c = 0; c < lane->n_chg && rc == OC_OK; c++) {
+        uint32_t pos = lane->chg[c].pos;
+        if (lane->chg[c].slot != GX_NONE && (any = 1))
+            rc = store_disk_queue(s, &lane->disk, ids[pos], out + pos * s->feat_dim, err);
+    }
+    if (rc) {
+        store_disk_discard(&lane->disk);
+        return rc;
+    }
+    return any ? store_disk_run(s, &lane->disk, err) : OC_OK;
+}
+
+/*
+ * Planned iteration t on this lane, which holds the map's turn: the map and
+ * the changeset (in plan order, then the turn passes to t + 1), the reads
+ * (while other lanes look up or copy), the copies (in plan order). A failed
+ * read fails the batch only (*sticky 0) when its changes' rows could be read
+ * again; any other error leaves the cache unusable for the plan (*sticky 1).
+ */
+static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, const uint64_t *ids,
+                        uint64_t n, float *out, int *sticky, struct oc_err *err)
+{
+    struct gx_lane *lane = &g->lane[s->lane];
+    uint64_t misses = 0;
+    int rc, read_rc = OC_OK;
+
+    *sticky = 1;
+    if (t == g->cur->first_iter + g->cur->n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
+        return rc;
+    struct gx_plan *p = g->cur;
+    uint64_t it = t - p->first_iter;
+    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)))
+        return rc;
+    if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
+        store_disk_discard(&lane->disk);
+        return rc;
+    }
+    s->stats.trace_accesses += p->cnt[it].n_acc;
+    s->stats.belady_misses += p->cnt[it].n_belady;
+    s->stats.lru_misses += p->cnt[it].n_lru;
+    s->stats.static_misses += p->cnt[it].n_static;
+    pthread_mutex_lock(&g->mu);
+    g->t_next++;
+    g->in_meta = 0;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+
+    if (misses && (read_rc = store_disk_run(s, &lane->disk, err))) {
+        struct oc_err again;
+        if ((rc = reread_inserts(s, lane, ids, out, &again)))
+            return read_rc;
+    }
+    struct oc_err copy_err;
+    pthread_mutex_lock(&g->mu);
+    rc = wait_copied(g, t, err);
+    pthread_mutex_unlock(&g->mu);
+    if (rc || (rc = copy_out(s, g, lane, n, out, misses, read_rc ? &copy_err : err)))
+        return read_rc && !rc ? read_rc : rc;
+    pass_copy(g);
+    *sticky = 0;
+    if (read_rc)
+        return read_rc;
+    count_gather(s, n, misses);
+    return OC_OK;
+}
+
+int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, float *out, struct oc_err *err)
+{
+    struct ginex_store *g = s->impl;
+    uint64_t t = epoch * g->nb + batch;
+    uint32_t lanes = s->n_lanes ? s->n_lanes : 1;
+    int rc;
+
+    pthread_mutex_lock(&g->mu);
+    /* the next planned iteration, or one a lane ahead of it (whose turn comes; cur is
+       NULL only while the holder of the map's turn takes the next plan) */
+    int planned =
+        g->insp && batch < g->nb && t >= g->t_next && t < g->t_end && t - g->t_next < lanes;
+    while ((rc = gx_stop(g, err)) == OC_OK && planned && (t != g->t_next || g->in_meta || g->excl))
+        pthread_cond_wait(&g->cv, &g->mu);
+    planned = planned && rc == OC_OK && g->cur && t == g->t_next;
+    if (planned)
+        g->in_meta = 1;
+    uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
+    pthread_mutex_unlock(&g->mu);
+    if (rc)
+        return rc;
+    if (!planned) {
+        if (unplanned == 0)
+            oc_log(OC_LOG_WARN,
+                   "store ginex: epoch %" PRIu64 " batch %" PRIu64
+                   " is not the next planned batch; served without the plan",
+                   epoch, batch);
+        return exec_unplanned(s, g, ids, n, out, err);
+    }
+    int sticky = 0;
+    if ((rc = exec_planned(s, g, t, ids, n, out, &sticky, err)) && sticky)
+        gx_fail(g, rc, err);
+    return rc;
+}

@@ -12,9 +12,13 @@
  * run of adjacent missing pages) MM_WINDOW rows ahead of its copy, so that
  * many reads are in flight at once instead of one page fault at a time, while
  * the pages asked for but not yet copied stay few (at most 2 x MM_WINDOW rows'
- * pages per lane: 16 MiB for 1 KiB rows) and are not evicted, under a tight
- * limit, before their copy. A hint the kernel refuses is ignored: the copy's
- * faults read the page.
+ * pages per lane) and are not evicted, under a tight limit, before their
+ * copy. MM_WINDOW was measured on the default bench (3 KiB rows, 2 lanes,
+ * 2026-11-27): 2048 rows 1.26-1.40x its own disk time, 1024 1.23-1.28,
+ * 256 1.06-1.17, 64 1.08-1.11: the further ahead, the more asked-for pages
+ * the limit's reclaim takes back before their copy, and 64 rows per lane
+ * still keep over a hundred pages in flight. A hint the kernel refuses is
+ * ignored: the copy's faults read the page.
  *
  * Place in the data flow: store; touches features.npy through page faults.
  * Thread-safety: gather copies rows on the store's pool, each task its own
@@ -58,7 +62,7 @@
 
 #include "store/store_int.h"
 
-#define MM_WINDOW 2048 /* rows asked for ahead of the copy, per window */
+#define MM_WINDOW 64 /* rows asked for ahead of the copy, per window */
 
 struct mmap_store {
     int fd;

@@ -15,10 +15,10 @@
  * pages per lane) and are not evicted, under a tight limit, before their
  * copy. MM_WINDOW was measured on the default bench (3 KiB rows, 2 lanes,
  * 2026-11-27): 2048 rows 1.26-1.40x its own disk time, 1024 1.23-1.28,
- * 256 1.06-1.17, 64 1.08-1.11: the further ahead, the more asked-for pages
- * the limit's reclaim takes back before their copy (64 rows: up to 128 rows'
- * pages asked for per lane). A hint the kernel refuses is ignored: the
- * copy's faults read the page.
+ * 256 1.06-1.17, 64 1.08-1.11, at about the same bytes read (1.5-1.7 GiB),
+ * so not for fewer re-reads; why asking less far ahead is faster was not
+ * established (64 rows: up to 128 rows' pages asked for per lane). A hint the
+ * kernel refuses is ignored: the copy's faults read the page.
  *
  * Place in the data flow: store; touches features.npy through page faults.
  * Thread-safety: gather copies rows on the store's pool, each task its own

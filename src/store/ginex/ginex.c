@@ -321,9 +321,8 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
                       g->map.cap * sizeof(uint32_t) + g->static_bytes +
                       gx_inspector_held_bytes(g->insp) + g->cap_rec;
     for (uint32_t i = 0; i < s->n_lanes; i++)
-        out->held_bytes += g->lane[i].cap_slots * sizeof(uint32_t) +
-                           g->lane[i].cap_chg * sizeof(struct gx_change) +
-                           store_disk_held_bytes(&g->lane[i].disk);
+        out->held_bytes +=
+            g->lane[i].cap_chg * sizeof(struct gx_change) + store_disk_held_bytes(&g->lane[i].disk);
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
 }
@@ -341,7 +340,6 @@ static void ginex_free(struct oc_store *s)
         oc_sample_epoch_deinit(&g->fb_ep);
     for (uint32_t i = 0; i < STORE_MAX_LANES; i++) {
         store_disk_close(&g->lane[i].disk);
-        oc_free(g->lane[i].slots);
         oc_free(g->lane[i].chg);
     }
     oc_free(g->rows);

@@ -156,24 +156,18 @@ static void pass_copy(struct ginex_store *g)
 
 /* ---- the executor: one gather -------------------------------------------------- */
 
-/* Slots of ids into lane->slots, misses queued into their output rows; *misses counted. */
+/* Slots of ids into lane->disk.slots, misses queued into their output rows; *misses counted. */
 static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
                    const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
                    struct oc_err *err)
 {
     int rc;
     *misses = 0;
-    if (n > lane->cap_slots) {
-        uint64_t cap = n > 2 * lane->cap_slots ? n : 2 * lane->cap_slots;
-        uint32_t *q = oc_realloc(lane->slots, cap * sizeof(uint32_t), "store ginex: slots", err);
-        if (!q)
-            return err ? err->status : OC_ERR_NOMEM;
-        lane->slots = q;
-        lane->cap_slots = cap;
-    }
+    if ((rc = store_disk_reserve(&lane->disk, n, err)))
+        return rc;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
-        lane->slots[i] = k;
+        lane->disk.slots[i] = k;
         if (k != GX_NONE)
             continue;
         ++*misses;
@@ -208,7 +202,7 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_p
         return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
     for (uint64_t c = 0; c < lane->n_chg; c++) {
         uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
-        if (pos >= n || k >= g->cap || lane->slots[pos] != GX_NONE ||
+        if (pos >= n || k >= g->cap || lane->disk.slots[pos] != GX_NONE ||
             gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
             g->n_diverged++;
             lane->chg[c].slot = GX_NONE;
@@ -256,7 +250,7 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
 {
     int rc;
     int changes = lane->n_chg > 0;
-    struct copy_job j = {s, g, lane->slots, out, 1, !changes};
+    struct copy_job j = {s, g, lane->disk.slots, out, 1, !changes};
     if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
         return rc;
     if (!changes)
@@ -270,7 +264,7 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
             src += s->row_bytes;
         memcpy(slot_row(s, g, k), src, s->row_bytes);
     }
-    struct copy_job w = {s, g, lane->slots, out, 0, 1};
+    struct copy_job w = {s, g, lane->disk.slots, out, 0, 1};
     if (s->dtype == OC_DTYPE_F16 && misses && (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
         return rc;
     return OC_OK;

@@ -459,10 +459,8 @@ int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
 /* One gather lane's executor state (lane 0 also serves evaluation gathers). */
 struct gx_lane {
-    struct store_disk disk;
-    uint32_t *slots; /* per gather: slot of each row, or GX_NONE (a miss) */
-    uint64_t cap_slots;
-    struct gx_change *chg; /* one batch's changeset; a skipped change has slot GX_NONE */
+    struct store_disk disk; /* its slots: per gather, the slot of each row, or GX_NONE (a miss) */
+    struct gx_change *chg;  /* one batch's changeset; a skipped change has slot GX_NONE */
     uint64_t cap_chg, n_chg;
 };
 

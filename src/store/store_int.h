@@ -316,6 +316,47 @@ uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cac
 /* Frees rows, table, ids and slots; c is empty again. */
 void store_cache_free(struct store_cache *c);
 
+/* ---- a cache that gives memory back (cache_yield.c) --------------------- */
+
+/*
+ * The rows of a store_cache in an anonymous mapping that gives its last live
+ * slots back to the accountant when a request would pass the budget, and
+ * reads them back when memory frees up (static, diskgnn). Readers of the
+ * rows hold store_yield_read_lock; lookups see given-back slots as misses.
+ */
+struct store_yield {
+    struct store_cache *cache; /* borrowed; its n_live [lock] */
+    uint64_t row_bytes;
+    const char *who;       /* "store static": names the strategy in logs and errors */
+    pthread_rwlock_t lock; /* readers of rows: read; giving back and taking back: write */
+    int lock_ready, registered;
+    size_t map_bytes;                  /* the mapping of cache->n slots, 0 = none */
+    _Atomic uint64_t missing;          /* n - n_live, for a look without the lock */
+    uint64_t yielded_rows, taken_rows; /* since open [lock] */
+    uint64_t n_yields;                 /* [lock] */
+    _Atomic uint64_t n_yields_logged;
+};
+
+int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_bytes,
+                     const char *who, struct oc_err *err);
+/* Maps (and accounts) rows for the cache's n slots: cache->rows set, n_live = n. */
+int store_yield_map(struct store_yield *y, struct oc_err *err);
+/* Registers with the accountant (core.h, oc_mem_reclaimer_add): a budgeted store does. */
+int store_yield_register(struct store_yield *y, struct oc_err *err);
+/* Unregisters (waiting for a reclaim in progress), unmaps, destroys the lock. */
+void store_yield_deinit(struct store_yield *y);
+/* Around every read of the rows or of n_live; the unlock logs a give-back not yet logged. */
+void store_yield_read_lock(struct store_yield *y);
+void store_yield_read_unlock(struct store_yield *y);
+/* Slots given back and not yet taken back (no lock). */
+uint64_t store_yield_missing(const struct store_yield *y);
+/*
+ * Reads given-back slots again, through d, while the budget has room for
+ * them (a margin left); on a reader's thread, outside the read side.
+ */
+int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
+                          struct oc_err *err);
+
 /* ---- hotness (hot.c) ----------------------------------------------------- */
 
 /*

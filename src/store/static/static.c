@@ -11,10 +11,10 @@
  * The lookup and the gather itself are store/cache.c's, shared with diskgnn.
  * Thread-safety: a gather owns its lane's batch reader and slot scratch (up
  * to cfg->lanes gathers run at once, one per lane) and reads the cache under
- * the read side of `lock`; the copy pass runs on the pool, each task its own
- * range of output rows. The write side is taken to give rows back (any
- * thread, from the accountant) and to take them back (a gathering thread,
- * through its lane's reader).
+ * the read side of its yield's lock (../cache_yield.c); the copy pass runs on
+ * the pool, each task its own range of output rows. The write side is taken
+ * to give rows back (any thread, from the accountant) and to take them back
+ * (a gathering thread, through its lane's reader).
  * Ownership: cache rows, lookup structure, scratch and batch reader are the
  * store's.
  *
@@ -32,17 +32,13 @@
  * the sorted array when 4 bytes per node would eat the room for rows. Rows
  * are loaded in id order (the file read forward, pages merged).
  *
- * Giving memory back (a budgeted store registers with the accountant, core.h):
- * when a request would pass --mem-budget — a batch larger than the one train
- * reserved for, say — the cache drops its coldest rows, the last slots
- * (at least YIELD_MIN_BYTES of them or a 16th of the cache, whichever is
- * less; whole pages freed), and the lookup treats slots past n_live as
- * misses. A gather that finds memory free again (beyond TAKEBACK_MARGIN_BYTES
- * or an 8th of the cache, whichever is less) reads those rows back first,
- * hottest first, and logs both. What is learned never changes: a row comes from the cache or
- * the file, the same bytes. A reclaim asked on the thread that is gathering
- * gives nothing (it holds the read side); one asked elsewhere waits for the
- * gather in progress at most YIELD_WAIT_S.
+ * Giving memory back (../cache_yield.c): a budgeted store registers its
+ * cache with the accountant; when a request would pass --mem-budget — a
+ * batch larger than the one train reserved for, say — the cache drops its
+ * coldest rows (the last slots) and serves them as misses, and a gather that
+ * finds memory free again reads them back first, hottest first. A gather
+ * holds the cache's read side, so a reclaim asked on its own thread gives
+ * nothing.
  *
  * Memory (held_bytes): n_live x row_bytes + the lookup + per lane the slot
  * scratch (4 bytes per row of the largest batch) and a batch reader (2 MiB
@@ -53,51 +49,21 @@
  * and a budget smaller than it is OC_ERR_BUDGET naming how much is needed;
  * the rest holds the lookup and as many rows as fit (possibly none).
  */
-#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "store/store_int.h"
 
-#define NO_SLOT               STORE_NO_SLOT
-#define YIELD_MIN_BYTES       (1u << 20) /* given back at once, at least (or a 16th of the cache) */
-#define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
-#define YIELD_WAIT_S          2          /* a reclaim waits this long for a gather in progress */
+#define NO_SLOT STORE_NO_SLOT
 
 /* The cache (table layout: table set, ids NULL; sorted layout: ids and slot_of set) and its reader. */
 struct static_store {
     struct store_disk disk[STORE_MAX_LANES]; /* a reader per lane (s->n_lanes) */
-    struct store_cache cache;                /* n_live [lock] */
-    uint64_t row_bytes;
-    pthread_rwlock_t lock; /* gathers: read; giving rows back and taking them back: write */
-    int lock_ready, reclaiming;
-    size_t map_bytes;                  /* cache.rows: an anonymous mapping of n slots, 0 = none */
-    _Atomic uint64_t missing;          /* n - n_live, for a look without the lock */
-    uint64_t yielded_rows, taken_rows; /* since open [lock] */
-    uint64_t n_yields, n_yields_logged;
+    struct store_cache cache;                /* n_live: yield's lock */
+    struct store_yield yield;                /* the rows' mapping, giving back and taking back */
+    int yield_ready;
 };
-
-/* What is given back at once at least, and left free when taking back (see the file comment). */
-static uint64_t yield_min(const struct static_store *c)
-{
-    uint64_t part = c->cache.n * c->row_bytes / 16;
-    return part < YIELD_MIN_BYTES ? part : YIELD_MIN_BYTES;
-}
-
-static uint64_t takeback_margin(const struct static_store *c)
-{
-    uint64_t part = c->cache.n * c->row_bytes / 8;
-    return part < TAKEBACK_MARGIN_BYTES ? part : TAKEBACK_MARGIN_BYTES;
-}
-
-/* The store whose lock this thread holds (a gather or a take-back): its reclaims give nothing. */
-static _Thread_local const struct static_store *holding;
 
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
@@ -197,106 +163,6 @@ static int build_table(const struct oc_store *s, struct store_cache *k, const ui
     return OC_OK;
 }
 
-static size_t page_up(uint64_t bytes)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    return (size_t)((bytes + page - 1) / page * page);
-}
-
-/* The rows' mapping (n slots), its bytes accounted. */
-static int map_rows(struct static_store *c, uint64_t n, struct oc_err *err)
-{
-    uint64_t bytes = n * c->row_bytes;
-    size_t len = page_up(bytes);
-    int rc = oc_mem_reserve(bytes, "store static: cached rows", err);
-    if (rc)
-        return rc;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        oc_mem_release(bytes);
-        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
-                            "store static: mapping %" PRIu64 " bytes of cached rows", bytes);
-    }
-    c->cache.rows = p;
-    c->map_bytes = len;
-    c->cache.n_live = n;
-    return OC_OK;
-}
-
-/* ---- giving rows back and taking them back --------------------------------- */
-
-/* The accountant's reclaimer: drops the coldest live rows, at least want bytes of them. */
-static uint64_t static_yield(void *ctx, uint64_t want)
-{
-    struct static_store *c = ctx;
-    if (holding == c)
-        return 0; /* this thread gathers from the cache: the write side would wait on itself */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += YIELD_WAIT_S;
-    if (pthread_rwlock_timedwrlock(&c->lock, &until) != 0)
-        return 0;
-    uint64_t row = c->row_bytes, live = c->cache.n_live;
-    uint64_t give = want > yield_min(c) ? want : yield_min(c);
-    uint64_t rows = (give + row - 1) / row;
-    if (rows > live)
-        rows = live;
-    uint64_t keep = live - rows;
-    size_t from = page_up(keep * row), to = page_up(live * row);
-    if (to > from)
-        madvise(c->cache.rows + from, to - from, MADV_DONTNEED);
-    c->cache.n_live = keep;
-    atomic_store(&c->missing, c->cache.n - keep);
-    c->yielded_rows += rows;
-    c->n_yields += rows > 0;
-    pthread_rwlock_unlock(&c->lock);
-    oc_mem_release(rows * row);
-    return rows * row;
-}
-
-/* On the gathering thread: reads given-back rows again while the budget has room for them. */
-static int take_back(struct oc_store *s, struct static_store *c, struct oc_err *err)
-{
-    uint64_t missing = atomic_load(&c->missing), row = s->row_bytes;
-    if (!missing)
-        return OC_OK;
-    uint64_t budget = oc_mem_budget(), used = oc_mem_used(), margin = takeback_margin(c);
-    uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
-    uint64_t rows = room / row < missing ? room / row : missing;
-    if (rows == 0 || (rows < missing && rows * row < yield_min(c)))
-        return OC_OK; /* nothing, or too little to be worth a pass over the lookup */
-    struct oc_err local;
-    pthread_rwlock_wrlock(&c->lock);
-    holding = c;
-    uint64_t live = c->cache.n_live;
-    if (rows > c->cache.n - live)
-        rows = c->cache.n - live;
-    int rc = OC_OK;
-    if (rows &&
-        oc_mem_reserve(rows * row, "store static: cached rows taken back", &local) == OC_OK) {
-        rc = load_slots(s, c, live, live + rows, err);
-        if (rc == OC_OK) {
-            c->cache.n_live = live + rows;
-            atomic_store(&c->missing, c->cache.n - c->cache.n_live);
-            c->taken_rows += rows;
-        } else {
-            oc_mem_release(rows * row);
-        }
-    } else {
-        rows = 0; /* the room went to someone else meanwhile: later */
-    }
-    holding = NULL;
-    pthread_rwlock_unlock(&c->lock);
-    if (rc == OC_OK && rows) {
-        char a[32];
-        oc_log(OC_LOG_INFO,
-               "store static: took back %" PRIu64 " cached rows (%s) given up earlier; %" PRIu64
-               " still given up",
-               rows, oc_format_size(rows * row, a, sizeof(a)), atomic_load(&c->missing));
-    }
-    return rc;
-}
-
 static void static_free(struct oc_store *s);
 
 static int static_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
@@ -311,10 +177,9 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     if (!c)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = c;
-    c->row_bytes = s->row_bytes;
-    if (pthread_rwlock_init(&c->lock, NULL) != 0)
-        return OC_ERR(err, OC_ERR_NOMEM, "store static: cannot make its lock");
-    c->lock_ready = 1;
+    if ((rc = store_yield_init(&c->yield, &c->cache, s->row_bytes, "store static", err)))
+        return rc;
+    c->yield_ready = 1;
     if ((rc = store_disks_open(s, 1, c->disk, s->n_lanes, err)))
         return rc;
     if ((rc = store_hot_select(s, cfg, n_cached, 1, &hot, err)))
@@ -323,12 +188,10 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     rc = use_table ? build_table(s, &c->cache, hot, err) : build_sorted(&c->cache, hot, err);
     if (use_table || rc)
         oc_free(hot); /* else the sorted layout's ids */
-    if (rc == OC_OK && n_cached && (rc = map_rows(c, n_cached, err)) == OC_OK)
+    if (rc == OC_OK && n_cached && (rc = store_yield_map(&c->yield, err)) == OC_OK)
         rc = load_slots(s, c, 0, n_cached, err);
-    if (rc == OC_OK && cfg->mem_bytes && n_cached) {
-        if ((rc = oc_mem_reclaimer_add(static_yield, c, err)) == OC_OK)
-            c->reclaiming = 1;
-    }
+    if (rc == OC_OK && cfg->mem_bytes)
+        rc = store_yield_register(&c->yield, err);
     return rc;
 }
 
@@ -340,33 +203,22 @@ static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, fl
     struct store_disk *d = &c->disk[s->lane];
     int rc = store_disk_reserve(d, n, err);
     if (rc == OC_OK)
-        rc = take_back(s, c, err);
+        rc = store_yield_take_back(s, &c->yield, d, err);
     if (rc)
         return rc;
-    pthread_rwlock_rdlock(&c->lock);
-    holding = c;
+    store_yield_read_lock(&c->yield);
     rc = store_cache_gather(s, &c->cache, d, ids, n, out, err);
-    uint64_t yields = c->n_yields, rows = c->yielded_rows - c->taken_rows;
-    holding = NULL;
-    pthread_rwlock_unlock(&c->lock);
-    if (yields != c->n_yields_logged) { /* only this thread writes n_yields_logged */
-        char a[32];
-        c->n_yields_logged = yields;
-        oc_log(OC_LOG_INFO,
-               "store static: gave up %" PRIu64 " cached rows (%s) to requests the budget could "
-               "not otherwise give; they are read from disk until memory frees up",
-               rows, oc_format_size(rows * s->row_bytes, a, sizeof(a)));
-    }
+    store_yield_read_unlock(&c->yield);
     return rc;
 }
 
 static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     struct static_store *c = s->impl;
-    pthread_rwlock_rdlock(&c->lock);
+    store_yield_read_lock(&c->yield);
     out->held_bytes = sizeof(*c) + store_cache_held_bytes(s, &c->cache) +
                       store_disks_held_bytes(c->disk, s->n_lanes);
-    pthread_rwlock_unlock(&c->lock);
+    store_yield_read_unlock(&c->yield);
 }
 
 static void static_free(struct oc_store *s)
@@ -374,17 +226,10 @@ static void static_free(struct oc_store *s)
     struct static_store *c = s->impl;
     if (!c)
         return;
-    if (c->reclaiming)
-        oc_mem_reclaimer_remove(static_yield, c); /* waits for a reclaim in progress */
+    if (c->yield_ready)
+        store_yield_deinit(&c->yield); /* unregistered first: waits for a reclaim in progress */
     store_disks_close(c->disk, s->n_lanes);
-    if (c->map_bytes) {
-        munmap(c->cache.rows, c->map_bytes);
-        oc_mem_release(c->cache.n_live * c->row_bytes);
-        c->cache.rows = NULL;
-    }
     store_cache_free(&c->cache);
-    if (c->lock_ready)
-        pthread_rwlock_destroy(&c->lock);
     oc_free(c);
     s->impl = NULL;
 }
@@ -394,9 +239,9 @@ int oc_store_static_is_cached(const struct oc_store *s, uint64_t id)
     if (s->strat != &oc_store_static || id >= s->n_nodes)
         return 0;
     struct static_store *c = s->impl;
-    pthread_rwlock_rdlock(&c->lock);
+    store_yield_read_lock(&c->yield);
     int hit = store_cache_lookup(&c->cache, id) != NO_SLOT;
-    pthread_rwlock_unlock(&c->lock);
+    store_yield_read_unlock(&c->yield);
     return hit;
 }
 
@@ -411,7 +256,7 @@ uint64_t oc_store_static_n_given_up(const struct oc_store *s)
 {
     if (s->strat != &oc_store_static)
         return 0;
-    return atomic_load(&((struct static_store *)s->impl)->missing);
+    return store_yield_missing(&((const struct static_store *)s->impl)->yield);
 }
 
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */

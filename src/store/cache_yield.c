@@ -1,0 +1,221 @@
+/*
+ * cache_yield.c — a RAM cache of rows (cache.c) that gives memory back to the
+ * accountant when a request would pass --mem-budget, and takes it back when
+ * memory frees up: `static`'s cache and `diskgnn`'s CPU cache.
+ *
+ *   rows:  [ slot 0 | ... | slot n_live-1 | given back ... | slot n-1 ]
+ *          an anonymous mapping; giving back drops the last slots (whole
+ *          pages returned with madvise), taking back reads them again
+ *
+ * A registered cache is one of the accountant's reclaimers (core.h): asked
+ * for `want` bytes, it drops at least that many bytes of its last live slots
+ * (at least YIELD_MIN_BYTES or a 16th of the cache, whichever is less), and
+ * the lookup (cache.c) treats slots past n_live as misses, read from the
+ * feature file. A thread that finds memory free again (beyond
+ * TAKEBACK_MARGIN_BYTES or an 8th of the cache, whichever is less) reads
+ * those slots back first, in slot order, and both events are logged. What is
+ * learned never changes: a row comes from the cache or the file, the same
+ * bytes. The slot order is the owner's: static's is hottest first, so the
+ * coldest rows go first; diskgnn's is id order.
+ *
+ * Place in the data flow: store (below the strategies that own a cache).
+ * Thread-safety: readers of the rows hold the read side of `lock` between
+ * store_yield_read_lock and _unlock; giving back (any thread, from the
+ * accountant) and taking back (a reader's thread, outside the read side)
+ * take the write side. A reclaim asked on a thread that holds the read side
+ * gives nothing (the write side would wait on itself); one asked elsewhere
+ * waits for the readers at most YIELD_WAIT_S.
+ * Ownership: the mapping is the yield's (store_yield_deinit unmaps it and
+ * clears cache->rows); the cache's lookup stays its owner's.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store_int.h"
+
+#define YIELD_MIN_BYTES       (1u << 20) /* given back at once, at least (or a 16th of the cache) */
+#define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
+#define YIELD_WAIT_S          2          /* a reclaim waits this long for the readers */
+
+/* The cache whose read side (or write side, taking back) this thread holds: its reclaims give 0. */
+static _Thread_local const struct store_yield *holding;
+
+static uint64_t yield_min(const struct store_yield *y)
+{
+    uint64_t part = y->cache->n * y->row_bytes / 16;
+    return part < YIELD_MIN_BYTES ? part : YIELD_MIN_BYTES;
+}
+
+static uint64_t takeback_margin(const struct store_yield *y)
+{
+    uint64_t part = y->cache->n * y->row_bytes / 8;
+    return part < TAKEBACK_MARGIN_BYTES ? part : TAKEBACK_MARGIN_BYTES;
+}
+
+static size_t page_up(uint64_t bytes)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return (size_t)((bytes + page - 1) / page * page);
+}
+
+int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_bytes,
+                     const char *who, struct oc_err *err)
+{
+    memset(y, 0, sizeof(*y));
+    y->cache = c;
+    y->row_bytes = row_bytes;
+    y->who = who;
+    if (pthread_rwlock_init(&y->lock, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "%s: cannot make its cache's lock", who);
+    y->lock_ready = 1;
+    return OC_OK;
+}
+
+int store_yield_map(struct store_yield *y, struct oc_err *err)
+{
+    uint64_t n = y->cache->n, bytes = n * y->row_bytes;
+    size_t len = page_up(bytes);
+    if (n == 0)
+        return OC_OK;
+    int rc = oc_mem_reserve(bytes, "store cache: cached rows", err);
+    if (rc)
+        return oc_err_prefix(err, "%s", y->who);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        oc_mem_release(bytes);
+        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
+                            "%s: mapping %" PRIu64 " bytes of cached rows", y->who, bytes);
+    }
+    y->cache->rows = p;
+    y->map_bytes = len;
+    y->cache->n_live = n;
+    return OC_OK;
+}
+
+/* The accountant's reclaimer: drops the last live slots, at least want bytes of them. */
+static uint64_t yield_rows(void *ctx, uint64_t want)
+{
+    struct store_yield *y = ctx;
+    if (holding == y)
+        return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += YIELD_WAIT_S;
+    if (pthread_rwlock_timedwrlock(&y->lock, &until) != 0)
+        return 0;
+    uint64_t row = y->row_bytes, live = y->cache->n_live;
+    uint64_t give = want > yield_min(y) ? want : yield_min(y);
+    uint64_t rows = (give + row - 1) / row;
+    if (rows > live)
+        rows = live;
+    uint64_t keep = live - rows;
+    size_t from = page_up(keep * row), to = page_up(live * row);
+    if (to > from)
+        madvise(y->cache->rows + from, to - from, MADV_DONTNEED);
+    y->cache->n_live = keep;
+    atomic_store(&y->missing, y->cache->n - keep);
+    y->yielded_rows += rows;
+    y->n_yields += rows > 0;
+    pthread_rwlock_unlock(&y->lock);
+    oc_mem_release(rows * row);
+    return rows * row;
+}
+
+int store_yield_register(struct store_yield *y, struct oc_err *err)
+{
+    if (y->cache->n == 0 || y->registered)
+        return OC_OK;
+    int rc = oc_mem_reclaimer_add(yield_rows, y, err);
+    if (rc == OC_OK)
+        y->registered = 1;
+    return rc;
+}
+
+void store_yield_deinit(struct store_yield *y)
+{
+    if (y->registered)
+        oc_mem_reclaimer_remove(yield_rows, y); /* waits for a reclaim in progress */
+    y->registered = 0;
+    if (y->map_bytes) {
+        munmap(y->cache->rows, y->map_bytes);
+        oc_mem_release(y->cache->n_live * y->row_bytes);
+        y->cache->rows = NULL;
+        y->map_bytes = 0;
+    }
+    if (y->lock_ready)
+        pthread_rwlock_destroy(&y->lock);
+    y->lock_ready = 0;
+}
+
+void store_yield_read_lock(struct store_yield *y)
+{
+    pthread_rwlock_rdlock(&y->lock);
+    holding = y;
+}
+
+void store_yield_read_unlock(struct store_yield *y)
+{
+    uint64_t yields = y->n_yields, rows = y->yielded_rows - y->taken_rows;
+    holding = NULL;
+    pthread_rwlock_unlock(&y->lock);
+    uint64_t logged = atomic_load(&y->n_yields_logged);
+    if (yields != logged && atomic_compare_exchange_strong(&y->n_yields_logged, &logged, yields)) {
+        char a[32];
+        oc_log(OC_LOG_INFO,
+               "%s: gave up %" PRIu64 " cached rows (%s) to requests the budget could not "
+               "otherwise give; they are read from disk until memory frees up",
+               y->who, rows, oc_format_size(rows * y->row_bytes, a, sizeof(a)));
+    }
+}
+
+uint64_t store_yield_missing(const struct store_yield *y)
+{
+    return atomic_load(&y->missing);
+}
+
+int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
+                          struct oc_err *err)
+{
+    uint64_t missing = atomic_load(&y->missing), row = y->row_bytes;
+    if (!missing)
+        return OC_OK;
+    uint64_t budget = oc_mem_budget(), used = oc_mem_used(), margin = takeback_margin(y);
+    uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+    uint64_t rows = room / row < missing ? room / row : missing;
+    if (rows == 0 || (rows < missing && rows * row < yield_min(y)))
+        return OC_OK; /* nothing, or too little to be worth a pass over the lookup */
+    struct oc_err local;
+    pthread_rwlock_wrlock(&y->lock);
+    holding = y;
+    uint64_t live = y->cache->n_live;
+    if (rows > y->cache->n - live)
+        rows = y->cache->n - live;
+    int rc = OC_OK;
+    if (rows &&
+        oc_mem_reserve(rows * row, "store cache: cached rows taken back", &local) == OC_OK) {
+        rc = store_cache_load(s, y->cache, d, live, live + rows, err);
+        if (rc == OC_OK) {
+            y->cache->n_live = live + rows;
+            atomic_store(&y->missing, y->cache->n - y->cache->n_live);
+            y->taken_rows += rows;
+        } else {
+            oc_mem_release(rows * row);
+            oc_err_prefix(err, "%s: taking back cached rows", y->who);
+        }
+    } else {
+        rows = 0; /* the room went to someone else meanwhile: later */
+    }
+    holding = NULL;
+    pthread_rwlock_unlock(&y->lock);
+    if (rc == OC_OK && rows) {
+        char a[32];
+        oc_log(OC_LOG_INFO,
+               "%s: took back %" PRIu64 " cached rows (%s) given up earlier; %" PRIu64
+               " still given up",
+               y->who, rows, oc_format_size(rows * row, a, sizeof(a)), atomic_load(&y->missing));
+    }
+    return rc;
+}

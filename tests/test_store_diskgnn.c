@@ -5,7 +5,8 @@
  * weights (in-memory and disk topology, any row size, f32 and f16, windows
  * shorter than an epoch); a packed window reads little more than it needs;
  * --disk-budget bounds the files on disk and forces segment caches; budgets
- * too small fail naming the option or the store. (Damaged and stale window
+ * too small fail naming the option or the store; the CPU cache gives memory
+ * back to a request past the budget and takes it back. (Damaged and stale window
  * files, faults, evaluation gathers and out-of-order batches:
  * test_store_diskgnn_files.c.)
  *
@@ -430,6 +431,99 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
         set_disk_budget(&o, -1.0);
         OC_CHECK(train(dir, &o, NULL, &res, &err) != OC_OK);
     }
+}
+
+/* ---- giving the CPU cache's memory back -------------------------------------------------- */
+
+/*
+ * A budgeted diskgnn store (reused samples: no planner allocating beside the
+ * test), driven through three epochs: in the middle of epoch 0 a request
+ * passes a budget just above what is held, and the CPU cache gives rows
+ * back for it; the batches assembled after read those rows from the file,
+ * every row stays right; once the request is freed and the budget lifted,
+ * the next batch takes the rows back, and the last epoch reads none from
+ * the file.
+ */
+static void gives_back(enum oc_dtype dtype, uint32_t dim)
+{
+    struct fixture fx;
+    struct oc_err err;
+    char plan[800];
+    if (!fixture_init(&fx, 2000, dim, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
+    struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 3, 1);
+    c.mem_bytes = dg_min_mem(c) + 400 * (fx.row_bytes + 8);
+    uint64_t before_open = oc_mem_used();
+    struct oc_store *s = NULL;
+    OC_CHECK_OK(dg_open(&c, &s, &err), &err);
+    uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size, order[64];
+    OC_CHECK(nb >= 4 && nb <= 64);
+    if (!s || nb < 4 || nb > 64) {
+        oc_store_free(s);
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_sample_batch b;
+    float *out = malloc(fx.n_nodes * fx.dim * sizeof(float));
+    oc_sample_batch_init(&b);
+    struct oc_store_stats st, st_open, st_epoch1;
+    oc_store_stats(s, &st_open);
+    void *big = NULL;
+    uint64_t bad = 0;
+    for (uint64_t e = 0; e < 3; e++) {
+        oc_sample_batch_order(c.sample_opts->seed, e, order, nb);
+        if (e == 2)
+            oc_store_stats(s, &st_epoch1);
+        for (uint64_t k = 0; k < nb; k++) {
+            if (e == 0 && k == 1) { /* a request 100 rows past a budget at what is held */
+                uint64_t used = oc_mem_used();
+                oc_mem_set_budget(used + 1000);
+                big = oc_alloc(1000 + 100 * fx.row_bytes, "a larger batch", &err);
+                OC_CHECK(big != NULL);
+                OC_CHECK(oc_mem_used() <= used + 1000);
+                oc_store_stats(s, &st);
+                OC_CHECK(st.given_back_bytes >= 100 * fx.row_bytes);
+            }
+            if (e == 1 && k == 0) { /* freed: the next batch takes the rows back */
+                oc_free(big);
+                big = NULL;
+                oc_mem_set_budget(0);
+            }
+            OC_CHECK_OK(oc_store_load_batch(s, 0, order[k], &b, &err), &err);
+            OC_CHECK_OK(oc_store_gather_batch(s, 0, order[k], b.input_ids, b.n_input, out, &err),
+                        &err);
+            bad += fixture_bad_rows(&fx, b.input_ids, b.n_input, out);
+        }
+        if (e == 0) { /* given-back rows came from the file, in plan */
+            oc_store_stats(s, &st);
+            OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] > st_open.tier_rows[OC_STORE_TIER_DISK]);
+            OC_CHECK(st.read_bytes > st_open.read_bytes);
+        }
+    }
+    OC_CHECK(bad == 0);
+    oc_store_stats(s, &st);
+    OC_CHECK(st.given_back_bytes == 0);
+    OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st_epoch1.tier_rows[OC_STORE_TIER_DISK]);
+    OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] > st_epoch1.tier_rows[OC_STORE_TIER_CPU]);
+    if (getenv("OC_TEST_VERBOSE"))
+        fprintf(stderr, "  %u x %s: %" PRIu64 " rows from the file after giving back\n", dim,
+                dtype == OC_DTYPE_F16 ? "f16" : "f32", st.tier_rows[OC_STORE_TIER_DISK]);
+    oc_free(big);
+    oc_mem_set_budget(0);
+    oc_sample_batch_deinit(&b);
+    free(out);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_used() == before_open);
+    fixture_free(&fx);
+}
+
+OC_TEST(cpu_cache_gives_rows_back_and_takes_them_back)
+{
+    gives_back(OC_DTYPE_F32, 64);
+    gives_back(OC_DTYPE_F16, 300); /* rows across pages, widened after their read */
 }
 
 OC_TEST_MAIN()

@@ -213,6 +213,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     for (int k = 0; k < OC_STORE_MAX_STAGES; k++)
         r.stage_busy_us[k] = a->stage_busy_us[k] - b->stage_busy_us[k];
     r.held_bytes = a->held_bytes; /* levels and totals since open: the later snapshot's */
+    r.given_back_bytes = a->given_back_bytes;
     r.plan_sample_us = a->plan_sample_us;
     r.plan_pack_us = a->plan_pack_us;
     r.plan_file_bytes = a->plan_file_bytes;

@@ -159,6 +159,7 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
             cJSON_AddNumberToObject(hits, oc_store_tier_name((enum oc_store_tier)t),
                                     oc_store_stats_hit_ratio(ss, (enum oc_store_tier)t));
         cJSON_AddNumberToObject(io, "held_bytes", (double)ss->held_bytes);
+        cJSON_AddNumberToObject(io, "given_back_bytes", (double)ss->given_back_bytes);
         /* the figures only this run's strategy has (its stats table) */
         for (uint32_t k = 0; k < oc_store_strategy_n_stats(l->strategy); k++) {
             const struct oc_store_stat *f = oc_store_strategy_stat(l->strategy, k);

@@ -19,7 +19,9 @@
  * samples) what the planner needs for the next window (the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
  * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
- * window accesses most (8 bytes of id per row besides the row). With
+ * window accesses most (8 bytes of id per row besides the row); under a
+ * budget it gives rows back to requests past it and takes them back
+ * (../cache_yield.c; given-back rows are read by the assembler). With
  * mem_bytes = 0 every row the first window accesses is cached. Disk: window
  * files stay within cfg->disk_budget x the feature bytes (two windows exist
  * at once with fresh samples, so each gets half).
@@ -48,11 +50,14 @@
 #include "store/diskgnn/diskgnn_int.h"
 
 struct diskgnn_store {
-    struct store_cache cache; /* sorted layout (no table): ids, rows */
+    struct store_cache cache; /* sorted layout (no table): ids, rows; n_live: yield's lock */
+    struct store_yield yield; /* the rows' mapping, giving back and taking back */
+    int yield_ready, disk_mu_ready;
     struct dg_builder builder;
     struct dg_pipe *pipe;
-    struct store_disk disk; /* evaluation and out-of-plan reads */
-    uint64_t pos, n_pos;    /* the next batch of the plan the trainer takes, and how many */
+    struct store_disk disk;  /* evaluation, out-of-plan reads, given-back rows, taking back */
+    pthread_mutex_t disk_mu; /* held around disk (the trainer and the assembler share it) */
+    uint64_t pos, n_pos;     /* the next batch of the plan the trainer takes, and how many */
     uint64_t first_epoch, n_batches; /* n_batches: per epoch */
     uint64_t win_batches;            /* per window */
     uint32_t n_slots;                /* chunk buffers (DG_N_SLOTS, or 1 under a tight budget) */
@@ -224,16 +229,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     oc_free(counts);
     counts = NULL;
-    d->cache.n_live = d->cache.n; /* never given back */
-    if (d->cache.n) {
-        d->cache.rows =
-            oc_alloc_aligned(d->cache.n * s->row_bytes, 64, "store diskgnn: CPU cache", err);
-        if (!d->cache.rows) {
-            rc = err->status;
-            goto out;
-        }
-    }
-    if ((rc = dg_window_pack(b, &d->cache, 1, &w0, err)))
+    if ((rc = store_yield_map(&d->yield, err)) || (rc = dg_window_pack(b, &d->cache, 1, &w0, err)))
+        goto out;
+    /* the reader's scratch (budgeted in the fixed part) for a planned batch, held from now:
+       rows the cache gives back are read through it without asking for more memory */
+    if (cfg->mem_bytes &&
+        ((rc = store_disk_reserve(&d->disk, size_rows(z.max_input, d->reuse), err)) ||
+         (rc = store_yield_register(&d->yield, err))))
         goto out;
     d->sample_us = b->sample_us;
     d->pack_us = b->pack_us;
@@ -254,6 +256,9 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .pipeline = stages,
                                 .builder = b,
                                 .cache = &d->cache,
+                                .yield = &d->yield,
+                                .disk = &d->disk,
+                                .disk_mu = &d->disk_mu,
                                 .w0 = &w0,
                                 .first_epoch = cfg->first_epoch,
                                 .n_epochs = cfg->n_epochs,
@@ -280,6 +285,12 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->impl = d;
     d->reuse = cfg->reuse_samples != 0;
     d->first_epoch = cfg->first_epoch;
+    if ((rc = store_yield_init(&d->yield, &d->cache, s->row_bytes, "store diskgnn", err)))
+        return rc;
+    d->yield_ready = 1;
+    if (pthread_mutex_init(&d->disk_mu, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "store diskgnn: cannot make its reader's mutex");
+    d->disk_mu_ready = 1;
     if ((rc = store_disk_open(s, 1, &d->disk, err)))
         return rc;
     if (has_plan(cfg))
@@ -295,12 +306,34 @@ struct dg_job {
     float *out;
 };
 
+/* Reads given-back cache rows again while the budget has room (on the trainer's thread). */
+static int take_back(struct oc_store *s, struct diskgnn_store *d, struct oc_err *err)
+{
+    if (!store_yield_missing(&d->yield))
+        return OC_OK;
+    pthread_mutex_lock(&d->disk_mu);
+    int rc = store_yield_take_back(s, &d->yield, &d->disk, err);
+    pthread_mutex_unlock(&d->disk_mu);
+    return rc;
+}
+
 /* Evaluation and out-of-plan reads: the CPU cache, misses from features.npy. */
 static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                      struct oc_err *err)
 {
     struct diskgnn_store *d = s->impl;
-    return store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
+    /* Memory first, outside the cache's lock, where the cache can still give rows for it. */
+    pthread_mutex_lock(&d->disk_mu);
+    int rc = store_disk_reserve(&d->disk, n, err);
+    if (rc == OC_OK)
+        rc = store_yield_take_back(s, &d->yield, &d->disk, err);
+    if (rc == OC_OK) {
+        store_yield_read_lock(&d->yield);
+        rc = store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
+        store_yield_read_unlock(&d->yield);
+    }
+    pthread_mutex_unlock(&d->disk_mu);
+    return rc;
 }
 
 /*
@@ -362,7 +395,7 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
     int rc;
     if (!in_plan(d, epoch, batch))
         return n ? dg_gather(s, ids, n, out, err) : OC_OK;
-    if ((rc = take(d, err)))
+    if ((rc = take_back(s, d, err)) || (rc = take(d, err)))
         return rc;
     struct dg_ready *sl = d->cur;
     int same = sl->handed ? ids == sl->handed_ids && n == sl->info.n_input
@@ -375,8 +408,9 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
             s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->info.n_cpu;
             s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->info.n_packed;
             s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->info.n_dc;
+            s->stats.tier_rows[OC_STORE_TIER_DISK] += sl->info.n_file;
             s->stats.requested_disk_bytes +=
-                (sl->info.n_packed + sl->info.n_dc) * (uint64_t)s->row_bytes;
+                (sl->info.n_packed + sl->info.n_dc + sl->info.n_file) * (uint64_t)s->row_bytes;
             s->stats.read_bytes += sl->info.feat_read_bytes;
             s->stats.graph_read_bytes += sl->info.graph_read_bytes;
             s->stats.n_reads += sl->info.n_reads;
@@ -407,8 +441,14 @@ static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_write_bytes = ps.pack_write_bytes;
     for (int k = 0; k < DG_STAGE_COUNT; k++)
         out->stage_busy_us[k] = (uint64_t)(ps.busy_s[k] * 1e6);
+    struct diskgnn_store *m = s->impl; /* the locks (the counts are read, not changed) */
+    pthread_mutex_lock(&m->disk_mu);
+    store_yield_read_lock(&m->yield);
     out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
                       store_disk_held_bytes(&d->disk) + ps.held_bytes + d->builder_bytes;
+    store_yield_read_unlock(&m->yield);
+    pthread_mutex_unlock(&m->disk_mu);
+    out->given_back_bytes = store_yield_missing(&d->yield) * s->row_bytes;
 }
 
 static void dg_free(struct oc_store *s)
@@ -418,7 +458,11 @@ static void dg_free(struct oc_store *s)
         return;
     dg_pipe_stop(d->pipe);
     dg_builder_deinit(&d->builder);
+    if (d->yield_ready)
+        store_yield_deinit(&d->yield); /* unregistered first: waits for a reclaim in progress */
     store_disk_close(&d->disk);
+    if (d->disk_mu_ready)
+        pthread_mutex_destroy(&d->disk_mu);
     store_cache_free(&d->cache);
     oc_free(d->order);
     oc_free(d);

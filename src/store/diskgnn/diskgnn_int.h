@@ -113,6 +113,7 @@ void dg_dir_clean(const char *dir);
 struct dg_batch_info {
     uint64_t epoch, index;                   /* sample epoch, batch index */
     uint64_t n_input, n_packed, n_dc, n_cpu; /* rows: all, packed, disk cache, CPU cache */
+    uint64_t n_file; /* rows the CPU cache had given back, read from features.npy */
     uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
 };
 
@@ -151,7 +152,10 @@ struct dg_pipe_config {
     struct oc_pipeline *pipeline; /* where the stages run: the store's (store_stages) */
     struct dg_builder *builder;   /* moves to the planner stage (fresh samples) */
     struct store_cache *cache;
-    struct dg_window *w0; /* the first window, already packed; the pipe takes it */
+    struct store_yield *yield; /* the cache's rows: read under it; given-back rows... */
+    struct store_disk *disk;   /* ...read through this reader of features.npy, */
+    pthread_mutex_t *disk_mu;  /* held around the reader, and taken before yield's lock */
+    struct dg_window *w0;      /* the first window, already packed; the pipe takes it */
     uint64_t first_epoch, n_epochs;
     uint64_t win_batches; /* batches per window (the last one of an epoch may have fewer) */
     int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the

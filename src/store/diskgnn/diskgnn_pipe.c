@@ -306,7 +306,12 @@ static int load_graph(void *ctx, struct oc_stage *st, void *item, struct oc_err 
 
 /* ---- feature assembler -------------------------------------------------------- */
 
-static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *out)
+/*
+ * Rows of slot sl into out (n_input rows): CPU-cache rows from the cache
+ * (those at slots >= live, given back, were read into place already: an f16
+ * one is widened here), packed and disk-cache rows from the chunk buffer.
+ */
+static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, uint64_t live, float *out)
 {
     const struct oc_store *s = p->s;
     uint64_t rb = s->row_bytes, dim = s->feat_dim, j = 0;
@@ -317,6 +322,11 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
         const uint8_t *src;
         switch (OC_PLAN_ADDR_WHERE(code)) {
         case OC_PLAN_CPU:
+            if (idx >= live) {
+                if (s->dtype == OC_DTYPE_F16)
+                    store_row_widen_inplace(out + k * dim, dim);
+                continue;
+            }
             src = p->c.cache->rows + idx * rb;
             break;
         case OC_PLAN_PACKED:
@@ -328,6 +338,90 @@ static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, float *o
         }
         store_row_to_f32(s->dtype, src, dim, out + k * dim);
     }
+}
+
+/* How many of slot sl's CPU-cache rows are at slots >= live (given back). */
+static uint64_t count_given_back(const struct dg_slot *sl, uint64_t live)
+{
+    const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
+    uint64_t n = 0;
+    for (uint64_t k = 0; k < sl->info.n_input; k++) {
+        uint64_t code = oc_get_le64(addr + 8 * k);
+        n += OC_PLAN_ADDR_WHERE(code) == OC_PLAN_CPU && OC_PLAN_ADDR_INDEX(code) >= live;
+    }
+    return n;
+}
+
+/*
+ * Reads the CPU-cache rows of slot sl at slots >= live from features.npy
+ * into their rows of out, through the store's reader (its mutex held by the
+ * caller), and counts them and their reads in sl's info.
+ */
+static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, uint64_t live, float *out,
+                           struct oc_err *err)
+{
+    struct store_disk *d = p->c.disk;
+    const struct oc_io_stats *io = oc_io_batch_stats(d->batch);
+    uint64_t read0 = io->read_bytes, reads0 = io->n_reads;
+    const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
+    uint64_t n = 0, dim = p->s->feat_dim;
+    int rc = OC_OK;
+    for (uint64_t k = 0; k < sl->info.n_input && rc == OC_OK; k++) {
+        uint64_t code = oc_get_le64(addr + 8 * k);
+        if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_CPU || OC_PLAN_ADDR_INDEX(code) < live)
+            continue;
+        rc = store_disk_queue(p->s, d, sl->batch.input_ids[k], out + k * dim, err);
+        n++;
+    }
+    if (rc)
+        store_disk_discard(d);
+    else
+        rc = oc_io_batch_run(d->batch, err);
+    /* what was read counts even on failure (the trainer adds a batch's info to the store's) */
+    sl->info.feat_read_bytes += io->read_bytes - read0;
+    sl->info.n_reads += io->n_reads - reads0;
+    if (rc)
+        return oc_err_prefix(err, "store diskgnn: batch %" PRIu64 ", rows the CPU cache gave back",
+                             sl->info.index);
+    sl->info.n_cpu -= n;
+    sl->info.n_file += n;
+    return OC_OK;
+}
+
+/*
+ * Assembles slot sl into out under the cache's read side; rows the cache
+ * gave back are read first, with the reader's mutex taken (and its scratch
+ * grown for the batch) before the read side: the order every user of the
+ * two keeps.
+ */
+static int assemble_locked(struct dg_pipe *p, struct dg_slot *sl, float *out, struct oc_err *err)
+{
+    int have_disk = 0, rc = OC_OK;
+    for (;;) {
+        if (!have_disk && store_yield_missing(p->c.yield)) {
+            pthread_mutex_lock(p->c.disk_mu);
+            have_disk = 1;
+            /* the reader's scratch first, outside the read side: the cache can give for it */
+            if ((rc = store_disk_reserve(p->c.disk, sl->info.n_input, err)))
+                break;
+        }
+        store_yield_read_lock(p->c.yield);
+        uint64_t live = p->c.cache->n_live;
+        uint64_t n = live < p->c.cache->n ? count_given_back(sl, live) : 0;
+        if (n && !have_disk) { /* given back since the look: take the mutex first, again */
+            store_yield_read_unlock(p->c.yield);
+            continue;
+        }
+        if (n)
+            rc = read_given_back(p, sl, live, out, err);
+        if (rc == OC_OK)
+            assemble(p, sl, live, out);
+        store_yield_read_unlock(p->c.yield);
+        break;
+    }
+    if (have_disk)
+        pthread_mutex_unlock(p->c.disk_mu);
+    return rc;
 }
 
 /* Assembles the f32 rows of slot item into the free assembled batch, frees the slot. */
@@ -350,7 +444,8 @@ static int assemble_batch(void *ctx, struct oc_stage *st, void *item, struct oc_
         r->rows = f;
         r->cap_rows = cap;
     }
-    assemble(p, sl, r->rows);
+    if ((rc = assemble_locked(p, sl, r->rows, err)))
+        return rc;
     struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
     r->batch = sl->batch;
     sl->batch = tb;

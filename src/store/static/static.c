@@ -219,6 +219,7 @@ static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->held_bytes = sizeof(*c) + store_cache_held_bytes(s, &c->cache) +
                       store_disks_held_bytes(c->disk, s->n_lanes);
     store_yield_read_unlock(&c->yield);
+    out->given_back_bytes = store_yield_missing(&c->yield) * s->row_bytes;
 }
 
 static void static_free(struct oc_store *s)

@@ -20,6 +20,7 @@
  * Ownership: every store, pool and fixture is freed by the test that made it.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -924,9 +925,27 @@ OC_TEST(records_grow_past_reserved_rows)
     oc_store_free(s);
     uint64_t nb;
     struct oc_sample_batch *bs = plan_inputs(&fx, &nb);
+    /* Nothing free in the budget: the buffer gives row slots for the growth. */
     s = fixture_open("gnndrive", &c);
     if (s) {
         uint64_t budget = oc_mem_budget();
+        oc_mem_set_budget(oc_mem_used() + 64);
+        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 0, &bs[0], &err), &err);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes > 0);
+        oc_mem_set_budget(budget);
+    }
+    oc_store_free(s);
+    /* The buffer already down to a batch's worth: the growth fails, naming the batch. */
+    s = fixture_open("gnndrive", &c);
+    if (s) {
+        uint64_t budget = oc_mem_budget();
+        oc_mem_set_budget(oc_mem_used() + 64);
+        OC_CHECK(oc_alloc(oc_mem_budget() / 2, "more than the buffer can give", &err) == NULL);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes > 0);
         oc_mem_set_budget(oc_mem_used() + 64); /* nothing more to give */
         int rc = oc_store_prepare_batch(s, 0, 0, &bs[0], &err);
         oc_mem_set_budget(budget);
@@ -937,6 +956,87 @@ OC_TEST(records_grow_past_reserved_rows)
     oc_store_free(s);
     plan_inputs_free(bs, nb);
     OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+/*
+ * Under a budget, a request in the middle of an epoch that the budget cannot
+ * otherwise give takes row slots from the buffer (their rows are read again
+ * by the batches after it, every row right); once it is freed, the next
+ * batches take the slots back.
+ */
+OC_TEST(buffer_gives_slots_back_and_takes_them_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 64, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live(), used0 = oc_mem_used();
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 4);
+    c.mem_bytes = min_budget(&c) + 3000 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    struct oc_batch_pipe *bp = NULL;
+    struct oc_batch_pipe_config pc = fixture_pipe_config(&fx, s, 2);
+    if (s)
+        OC_CHECK_OK(oc_batch_pipe_new(&pc, &bp, &err), &err);
+    uint64_t nb = bp ? oc_batch_pipe_n_batches(bp) : 0, bad = 0;
+    struct oc_store_stats st, st0, st1, st2;
+    void *big = NULL;
+    OC_CHECK(!bp || nb >= 3);
+    for (uint32_t e = 0; e < 4 && bp; e++) {
+        OC_CHECK_OK(oc_batch_pipe_epoch(bp, e, &err), &err);
+        OC_CHECK_OK(oc_batch_pipe_open(bp, &err), &err);
+        if (e == 1)
+            oc_store_stats(s, &st0);
+        if (e == 2)
+            oc_store_stats(s, &st1);
+        if (e == 3)
+            oc_store_stats(s, &st2);
+        for (uint64_t b = 0; b < nb; b++) {
+            struct oc_pipe_batch *pb;
+            if (e == 1 && b == 1) { /* every slot used by now: 500 rows past the budget */
+                uint64_t used = oc_mem_used();
+                oc_mem_set_budget(used + 1000);
+                big = oc_alloc(1000 + 500 * fx.row_bytes, "a larger batch", &err);
+                OC_CHECK(big != NULL);
+                OC_CHECK(oc_mem_used() <= used + 1000);
+                oc_store_stats(s, &st);
+                OC_CHECK(st.given_back_bytes >= 500 * fx.row_bytes);
+            }
+            if (e == 2 && b == 0) {
+                oc_free(big);
+                big = NULL;
+                oc_mem_set_budget(0);
+            }
+            int rc = oc_batch_pipe_next(bp, &pb, &err);
+            OC_CHECK_OK(rc, &err);
+            if (rc)
+                break;
+            bad += fixture_bad_rows(&fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
+            oc_batch_pipe_done(bp, pb);
+        }
+    }
+    OC_CHECK(bad == 0);
+    if (s) {
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes == 0);
+        /* the last epoch ran on the whole buffer again: more of its rows hit than epoch 1's */
+        uint64_t hit1 = st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU];
+        uint64_t hit3 = st.tier_rows[OC_STORE_TIER_CPU] - st2.tier_rows[OC_STORE_TIER_CPU];
+        OC_CHECK(hit3 > hit1);
+        if (getenv("OC_TEST_VERBOSE"))
+            fprintf(stderr,
+                    "  rows from the buffer: %" PRIu64 " in epoch 1 (slots given back), "
+                    "%" PRIu64 " in epoch 3\n",
+                    hit1, hit3);
+    }
+    oc_free(big);
+    oc_mem_set_budget(0);
+    oc_batch_pipe_free(bp);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live && oc_mem_used() == used0);
     fixture_free(&fx);
 }
 

@@ -68,6 +68,9 @@
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
  * config) no stage is added and every gather reads directly.
  *
+ * Under a budget the buffer gives row slots back to requests the budget
+ * could not otherwise give, and takes them back (gnndrive_yield.c).
+ *
  * Stats: tier CPU = rows served from a slot (valid, reused from standby, or
  * wait-listed while another extractor loaded it), tier DISK = rows the
  * batch's own reads fetched; standby_hits = rows whose slot had no reference
@@ -299,6 +302,8 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return OC_OK;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
+    if (cfg->mem_bytes && (rc = gd_yield_register(g, err)))
+        return rc;
     return gd_stages_start(g, err);
 }
 
@@ -307,6 +312,7 @@ static void gd_free(struct oc_store *s)
     struct gd_store *g = s->impl;
     if (!g)
         return;
+    gd_yield_unregister(g);
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
@@ -629,8 +635,15 @@ static int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, st
 
 static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
-    const struct gd_store *g = s->impl;
-    out->held_bytes = g->held_bytes;
+    struct gd_store *g = s->impl;
+    uint64_t given = 0;
+    if (g->sync_ready) {
+        pthread_mutex_lock(&g->mu);
+        given = gd_buf_given_back_bytes(&g->buf);
+        pthread_mutex_unlock(&g->mu);
+    }
+    out->held_bytes = g->held_bytes - given;
+    out->given_back_bytes = given;
     if (g->extract_st)
         out->io_cpu_us = (uint64_t)(oc_stage_cpu_s(g->extract_st) * 1e6);
 }

@@ -18,8 +18,24 @@
  * Why the reference count and valid bit sit with the slot rather than the
  * node: only mapped nodes have them, so the per-node table is 4 bytes and
  * the per-slot metadata 21 bytes, next to rows of hundreds of bytes.
+ *
+ * Giving slots back (a budgeted store, gnndrive.c's reclaimer): the slots
+ * in use are [0, n_active); a give-back lowers n_active. A given-back slot
+ * nobody references leaves the standby list at once (its whole pages go
+ * back with madvise, its bytes to the accountant); one a batch in flight
+ * still references drains: its batch reads it to the end, and the release
+ * that drops its last reference retires it instead of putting it on the
+ * standby list. Taking back puts slots [n_active, ...) back, EMPTY, at the
+ * standby head.
+ *
+ *   rows: [ in use ........ | given back (some draining) ]
+ *         0            n_active                      n_slots
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "store/gnndrive/gnndrive_int.h"
 
@@ -27,16 +43,31 @@ int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row
                 struct oc_err *err)
 {
     memset(b, 0, sizeof(*b));
-    b->n_slots = n_slots;
+    b->n_slots = b->n_active = n_slots;
     b->row_bytes = row_bytes;
-    b->rows = oc_alloc_aligned(n_slots * row_bytes, OC_IO_ALIGN, "store gnndrive: row slots", err);
+    if (n_slots) {
+        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        int rc = oc_mem_reserve(n_slots * row_bytes, "store gnndrive: row slots", err);
+        if (rc)
+            return rc;
+        size_t len = (size_t)((n_slots * row_bytes + page - 1) / page * page);
+        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            oc_mem_release(n_slots * row_bytes);
+            return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
+                                "store gnndrive: mapping %" PRIu64 " bytes of row slots",
+                                n_slots * row_bytes);
+        }
+        b->rows = p;
+        b->map_bytes = len;
+    }
     b->node_slot = oc_alloc(n_nodes * sizeof(uint32_t), "store gnndrive: mapping table", err);
     b->slot_node = oc_alloc(n_slots * sizeof(uint64_t), "store gnndrive: reverse map", err);
     b->ref = oc_calloc(n_slots, sizeof(uint32_t), "store gnndrive: reference counts", err);
     b->prev = oc_alloc(n_slots * sizeof(uint32_t), "store gnndrive: standby list", err);
     b->next = oc_alloc(n_slots * sizeof(uint32_t), "store gnndrive: standby list", err);
     b->state = oc_alloc(n_slots * sizeof(atomic_uchar), "store gnndrive: slot states", err);
-    if (!b->rows || !b->node_slot || !b->slot_node || !b->ref || !b->prev || !b->next || !b->state)
+    if (!b->node_slot || !b->slot_node || !b->ref || !b->prev || !b->next || !b->state)
         return err ? err->status : OC_ERR_NOMEM;
     for (uint64_t v = 0; v < n_nodes; v++)
         b->node_slot[v] = GD_NONE;
@@ -55,7 +86,10 @@ int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row
 
 void gd_buf_deinit(struct gd_buf *b)
 {
-    oc_free(b->rows);
+    if (b->map_bytes) {
+        munmap(b->rows, b->map_bytes);
+        oc_mem_release((b->n_active + b->n_draining) * b->row_bytes);
+    }
     oc_free(b->node_slot);
     oc_free(b->slot_node);
     oc_free(b->ref);
@@ -151,14 +185,37 @@ uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uin
     return hits;
 }
 
+/* Whole pages of slots [lo, hi) back to the kernel (their rows read as zeros after). */
+static void pages_back(const struct gd_buf *b, uint64_t lo, uint64_t hi)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t from = (lo * b->row_bytes + page - 1) / page * page;
+    uint64_t to = hi == b->n_slots ? b->map_bytes : hi * b->row_bytes / page * page;
+    if (to > from)
+        madvise(b->rows + from, to - from, MADV_DONTNEED);
+}
+
+/* Slot k's last reference is gone: to the standby tail, or retired if it was given back. */
+static int slot_free(struct gd_buf *b, uint32_t k)
+{
+    if (k < b->n_active) {
+        standby_push_tail(b, k);
+        return 1;
+    }
+    b->slot_node[k] = GD_NO_NODE;
+    atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
+    oc_mem_release(b->row_bytes);
+    if (--b->n_draining == 0)
+        pages_back(b, b->n_active, b->n_slots);
+    return 0;
+}
+
 uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n)
 {
     uint64_t freed = 0;
     for (uint64_t i = 0; i < n; i++)
-        if (slots[i] != GD_NONE && --b->ref[slots[i]] == 0) {
-            standby_push_tail(b, slots[i]);
-            freed++;
-        }
+        if (slots[i] != GD_NONE && --b->ref[slots[i]] == 0)
+            freed += slot_free(b, slots[i]);
     return freed;
 }
 
@@ -167,8 +224,63 @@ void gd_buf_release(struct gd_buf *b, const struct gd_rec *r)
     for (uint64_t i = 0; i < r->n_rows; i++) {
         uint32_t k = r->slots[i];
         if (--b->ref[k] == 0)
-            standby_push_tail(b, k);
+            slot_free(b, k);
     }
+}
+
+uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor)
+{
+    uint64_t rb = b->row_bytes, top = b->n_active, lo = top, n_free = 0;
+    while (lo > floor && n_free * rb < want)
+        n_free += b->ref[--lo] == 0;
+    if (n_free == 0)
+        return 0;      /* every slot above the floor is in use: nothing to give now */
+    uint64_t run = lo; /* start of the current run of unreferenced slots */
+    for (uint64_t k = lo; k < top; k++) {
+        uint64_t v = b->slot_node[k];
+        if (v != GD_NO_NODE && b->node_slot[v] == k)
+            b->node_slot[v] = GD_NONE;
+        if (b->ref[k] == 0) {
+            b->slot_node[k] = GD_NO_NODE;
+            standby_remove(b, (uint32_t)k);
+            atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
+            continue;
+        }
+        b->n_draining++;       /* slot_node stays: its batch checks it (gnndrive.c, serve) */
+        pages_back(b, run, k); /* the unreferenced run below this slot */
+        run = k + 1;
+    }
+    b->n_active = lo;
+    if (b->n_draining == 0)
+        pages_back(b, lo, b->n_slots);
+    else
+        pages_back(b, run, top);
+    oc_mem_release(n_free * rb);
+    return n_free * rb;
+}
+
+void gd_buf_take_back(struct gd_buf *b, uint64_t rows)
+{
+    for (uint64_t i = rows; i-- > 0;) { /* the lowest ends at the head */
+        uint32_t k = (uint32_t)(b->n_active + i);
+        b->ref[k] = 0;
+        b->slot_node[k] = GD_NO_NODE;
+        atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
+        b->prev[k] = GD_NONE;
+        b->next[k] = b->head;
+        if (b->head != GD_NONE)
+            b->prev[b->head] = k;
+        else
+            b->tail = k;
+        b->head = k;
+        b->n_standby++;
+    }
+    b->n_active += rows;
+}
+
+uint64_t gd_buf_given_back_bytes(const struct gd_buf *b)
+{
+    return (b->n_slots - b->n_active - b->n_draining) * b->row_bytes;
 }
 
 int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap, uint64_t rows,

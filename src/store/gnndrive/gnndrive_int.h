@@ -4,7 +4,8 @@
  * the pipeline, the extractors' reads, and the store that ties them together.
  *
  * Place in the data flow: store. gnndrive.c (open, the trainer side, stats)
- * uses gnndrive_stage.c (its feeding hook, the extractor and releaser stages),
+ * uses gnndrive_stage.c (its feeding hook, the extractor and releaser stages)
+ * and gnndrive_yield.c (slots given back under a budget and taken back),
  * which use gnndrive_buf.c (mapping table, standby LRU list) and
  * gnndrive_io.c (reads through the io module's batch reader, rows placed as
  * they complete).
@@ -70,7 +71,10 @@ enum { GD_EMPTY = 0, GD_LOADING = 1, GD_VALID = 2 };
 struct gd_buf {
     uint64_t n_slots;
     size_t row_bytes;
-    uint8_t *rows;         /* n_slots x row_bytes, as stored (f32 or f16) */
+    uint8_t *rows;         /* n_slots x row_bytes, as stored (f32 or f16): an anonymous mapping */
+    size_t map_bytes;      /* its length */
+    uint64_t n_active;     /* [mu] slots in use: [0, n_active); the rest were given back */
+    uint64_t n_draining;   /* [mu] given-back slots still referenced (their bytes still held) */
     uint32_t *node_slot;   /* [mu] n_nodes: slot holding node v, or GD_NONE */
     uint64_t *slot_node;   /* [mu] reverse map: node in slot k, or GD_NO_NODE */
     uint32_t *ref;         /* [mu] batches holding slot k */
@@ -145,6 +149,10 @@ struct gd_store {
     pthread_cond_t slot_cv;   /* a slot went to the standby list */
     pthread_cond_t loaded_cv; /* a LOADING slot became VALID */
     uint64_t reserve_seq;     /* [mu] the batch allowed to reserve slots now */
+    uint64_t max_input_seen;  /* [mu] the largest batch prepared: slots are never given below it */
+    uint64_t n_yields;        /* [mu] give-backs (gnndrive_yield.c) */
+    uint64_t n_yields_logged; /* the sample stage's */
+    int reclaiming;           /* registered with the accountant */
     unsigned n_slot_waiters;  /* [mu] */
     atomic_uint n_load_waiters;
     atomic_int stop; /* set (under mu) when the pipeline is cancelled: every wait ends */
@@ -182,6 +190,24 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
 /* With gd->mu held: drops r's references; slots reaching 0 go to the standby tail. */
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
 /*
+ * With gd->mu held: gives the top slots back (a budgeted store's reclaimer,
+ * gnndrive.c): from n_active down, until the unreferenced ones among them
+ * make at least want bytes, never below floor slots. Their nodes are
+ * unmapped (a later lookup misses); unreferenced slots leave the standby
+ * list and their whole pages go back to the kernel at once, referenced ones
+ * drain (their batch still reads them; gd_buf_release and gd_buf_unpin
+ * retire them). Releases the bytes it gives to the accountant; returns them.
+ */
+uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor);
+/*
+ * With gd->mu held, no slot draining, rows <= n_slots - n_active and their
+ * bytes reserved by the caller: slots [n_active, n_active + rows) are in use
+ * again, EMPTY at the standby head (taken first).
+ */
+void gd_buf_take_back(struct gd_buf *b, uint64_t rows);
+/* Bytes of slots given back and not draining (with gd->mu held). */
+uint64_t gd_buf_given_back_bytes(const struct gd_buf *b);
+/*
  * With gd->mu held: references the slot of each of ids[0..n) whose row is
  * VALID in the buffer (slots[i] = that slot, else GD_NONE), so nobody reuses
  * it while a reader copies it; returns how many. gd_buf_unpin drops those
@@ -196,6 +222,19 @@ uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n);
  */
 int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap, uint64_t rows,
                  const char *consumer, struct oc_err *err);
+
+/* ---- giving slots back under a budget (gnndrive_yield.c) ------------------ */
+
+/* Registers the store with the accountant (a budgeted store with a training plan). */
+int gd_yield_register(struct gd_store *g, struct oc_err *err);
+void gd_yield_unregister(struct gd_store *g);
+/*
+ * On the sample stage, before a batch of `need` input rows is fed: takes
+ * given-back slots again while the budget has room, and at least the ones
+ * the batch needs (waiting for those still draining); OC_ERR_BUDGET if the
+ * budget cannot give those.
+ */
+int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err);
 
 /* ---- extractor reads (gnndrive_io.c) ------------------------------------- */
 

@@ -100,6 +100,11 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
     if (seq != next)
         return OC_OK; /* out of plan order: reservation goes by seq, so read it directly */
+    if (b->n_input <= g->buf.n_slots) { /* slots given back under the budget: this batch's first */
+        int rc = gd_take_back(g, b->n_input, err);
+        if (rc)
+            return oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64, batch, epoch);
+    }
     if (b->n_input > g->buf.n_slots) {
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,

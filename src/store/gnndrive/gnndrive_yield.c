@@ -1,0 +1,159 @@
+/*
+ * gnndrive_yield.c — GNNDrive's feature buffer under --mem-budget: the
+ * accountant's reclaimer that gives row slots back to a request the budget
+ * could not otherwise give (a larger batch), and taking them back when
+ * memory frees up (gnndrive_buf.c does the slot work).
+ *
+ *   request past the budget ──► gd_yield: top slots given back (never
+ *   below a batch's worth: the largest batch prepared so far, at least
+ *   the buffer's minimum), unmapped; their rows are read from disk again
+ *   next time ──► gd_take_back (sample stage, each prepared batch): the
+ *   slots back once the budget has room (a margin left), or at once the
+ *   slots a larger batch needs
+ *
+ * What is learned never changes: a row comes from its slot or the file,
+ * the same bytes.
+ *
+ * Place in the data flow: store; gnndrive.c registers the reclaimer at open
+ * (a budgeted store with a training plan) and gnndrive_stage.c's gd_prepare
+ * calls gd_take_back before it feeds a batch.
+ * Thread-safety: the reclaimer runs on whichever thread asks the accountant
+ * and takes gd->mu (a leaf lock: no allocation happens under it, so the
+ * reclaimer cannot be asked on a thread that holds it); taking back
+ * reserves outside gd->mu and commits under it, on the sample stage's
+ * thread, whose own reclaims give nothing meanwhile.
+ * Ownership: nothing of its own; counters live in struct gd_store.
+ */
+#include <inttypes.h>
+
+#include "store/gnndrive/gnndrive_int.h"
+
+#define GD_YIELD_MIN_BYTES (1u << 20) /* given back at once, at least (or a 16th of the buffer) */
+#define GD_TAKEBACK_MARGIN (4u << 20) /* left free when taking back (or an 8th of the buffer) */
+
+/* The store whose slots this thread is taking back: its reclaims give nothing. */
+static _Thread_local const struct gd_store *taking;
+
+static uint64_t part_of_buffer(const struct gd_store *g, uint64_t limit, uint64_t div)
+{
+    uint64_t part = g->buf.n_slots * g->buf.row_bytes / div;
+    return part < limit ? part : limit;
+}
+
+static uint64_t gd_yield(void *ctx, uint64_t want)
+{
+    struct gd_store *g = ctx;
+    if (taking == g)
+        return 0;
+    uint64_t least = part_of_buffer(g, GD_YIELD_MIN_BYTES, 16);
+    pthread_mutex_lock(&g->mu);
+    uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
+    uint64_t got = gd_buf_give_back(&g->buf, want > least ? want : least, floor);
+    g->n_yields += got > 0;
+    pthread_mutex_unlock(&g->mu);
+    return got;
+}
+
+int gd_yield_register(struct gd_store *g, struct oc_err *err)
+{
+    int rc = oc_mem_reclaimer_add(gd_yield, g, err);
+    if (rc == OC_OK)
+        g->reclaiming = 1;
+    return rc;
+}
+
+void gd_yield_unregister(struct gd_store *g)
+{
+    if (g->reclaiming)
+        oc_mem_reclaimer_remove(gd_yield, g); /* waits for a reclaim in progress */
+    g->reclaiming = 0;
+}
+
+/* With gd->mu held: the first given-back slot still referenced (n_slots if none). */
+static uint64_t first_draining(const struct gd_buf *b)
+{
+    uint64_t k = b->n_active;
+    if (b->n_draining == 0)
+        return b->n_slots;
+    while (k < b->n_slots && b->ref[k] == 0)
+        k++;
+    return k;
+}
+
+/* Logs the give-backs since the last log (on the sample stage's thread only). */
+static void log_yields(struct gd_store *g, uint64_t yields, uint64_t given)
+{
+    if (yields == g->n_yields_logged)
+        return;
+    char a[32];
+    g->n_yields_logged = yields;
+    oc_log(OC_LOG_INFO,
+           "store gnndrive: gave up row slots (%s now) to requests the budget could not "
+           "otherwise give; their rows are read from disk until memory frees up",
+           oc_format_size(given, a, sizeof(a)));
+}
+
+int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
+{
+    struct gd_buf *b = &g->buf;
+    uint64_t rb = b->row_bytes;
+    pthread_mutex_lock(&g->mu);
+    if (need > g->max_input_seen)
+        g->max_input_seen = need; /* give-backs keep this batch's worth from now on */
+    uint64_t yields = g->n_yields, given = gd_buf_given_back_bytes(b);
+    for (;;) {
+        uint64_t active = b->n_active, upto = first_draining(b);
+        uint64_t must = need > active ? need - active : 0;
+        if (upto == b->n_slots && active == b->n_slots)
+            break;                  /* nothing given back */
+        if (must > upto - active) { /* a larger batch, and slots it needs still drain */
+            g->n_slot_waiters++;
+            while (first_draining(b) - b->n_active < must && !atomic_load(&g->stop))
+                pthread_cond_wait(&g->slot_cv, &g->mu);
+            g->n_slot_waiters--;
+            if (atomic_load(&g->stop))
+                break;
+            continue;
+        }
+        uint64_t budget = oc_mem_budget(), used = oc_mem_used();
+        uint64_t margin = part_of_buffer(g, GD_TAKEBACK_MARGIN, 8);
+        uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+        uint64_t rows = room / rb < upto - active ? room / rb : upto - active;
+        if (rows < must)
+            rows = must;
+        if (rows == 0 || (rows > must && rows < upto - active &&
+                          rows * rb < part_of_buffer(g, GD_YIELD_MIN_BYTES, 16)))
+            break; /* nothing, or too little to be worth it while no batch needs it */
+        pthread_mutex_unlock(&g->mu);
+        taking = g;
+        int rc = oc_mem_reserve(rows * rb, "store gnndrive: row slots taken back", err);
+        taking = NULL;
+        pthread_mutex_lock(&g->mu);
+        if (rc) {
+            pthread_mutex_unlock(&g->mu);
+            if (!must)
+                return OC_OK; /* the room went to someone else: later */
+            return oc_err_prefix(err,
+                                 "store gnndrive: a batch of %" PRIu64 " input rows needs %" PRIu64
+                                 " of the row slots it gave back",
+                                 need, must);
+        }
+        if (b->n_active != active || first_draining(b) - active < rows) {
+            oc_mem_release(rows * rb); /* moved meanwhile: look again */
+            continue;
+        }
+        gd_buf_take_back(b, rows);
+        if (g->n_slot_waiters)
+            pthread_cond_broadcast(&g->slot_cv);
+        char a[32], left[32];
+        oc_log(OC_LOG_INFO,
+               "store gnndrive: took back %" PRIu64 " row slots (%s) given up earlier; %s still "
+               "given up",
+               rows, oc_format_size(rows * rb, a, sizeof(a)),
+               oc_format_size(gd_buf_given_back_bytes(b), left, sizeof(left)));
+        break;
+    }
+    pthread_mutex_unlock(&g->mu);
+    log_yields(g, yields, given);
+    return OC_OK;
+}

@@ -13,6 +13,7 @@
  * test that made it.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,19 +55,24 @@ struct lane_job {
     uint64_t bad;
     int rc;
     struct oc_err err;
+    uint64_t end;           /* stop before this batch of the trace (0: its end) */
+    _Atomic uint64_t *done; /* batches gathered, counted when set */
 };
 
 /* Gathers batches first, first + step, ... of the trace on its lane. */
 static void *gather_lane(void *arg)
 {
     struct lane_job *j = arg;
-    for (uint64_t i = j->first; i < j->t->n_iters && j->rc == OC_OK; i += j->step) {
+    uint64_t end = j->end ? j->end : j->t->n_iters;
+    for (uint64_t i = j->first; i < end && j->rc == OC_OK; i += j->step) {
         const uint64_t *ids = j->t->ids + j->t->off[i];
         uint64_t n = j->t->off[i + 1] - j->t->off[i];
         j->rc = oc_store_gather_batch_lane(j->s, j->lane, i / j->nb, i % j->nb, ids, n, j->out,
                                            &j->err);
         if (j->rc == OC_OK)
             j->bad += fixture_bad_rows(j->fx, ids, n, j->out);
+        if (j->done)
+            atomic_fetch_add(j->done, 1);
     }
     return NULL;
 }
@@ -100,7 +106,8 @@ OC_TEST(two_lanes_gather_at_once_as_the_plan_says)
         pthread_t th[2];
         for (uint32_t l = 0; l < 2; l++) {
             memset(&jobs[l], 0, sizeof(jobs[l]));
-            jobs[l] = (struct lane_job){&fx, s, &t, t.n_iters / 2, l, 2, l, NULL, 0, OC_OK, {0}};
+            jobs[l] =
+                (struct lane_job){&fx, s, &t, t.n_iters / 2, l, 2, l, NULL, 0, OC_OK, {0}, 0, NULL};
             jobs[l].out = malloc(max_batch(&t) * fx.dim * sizeof(float));
             OC_CHECK(pthread_create(&th[l], NULL, gather_lane, &jobs[l]) == 0);
         }
@@ -130,6 +137,93 @@ OC_TEST(two_lanes_gather_at_once_as_the_plan_says)
     fixture_free(&fx);
 }
 
+/* Runs two lanes over batches [from, to) of the trace (lane l: from + l, from + l + 2, ...). */
+static void run_lanes(struct lane_job jobs[2], pthread_t th[2], const struct fixture *fx,
+                      struct oc_store *s, const struct trace *t, uint64_t from, uint64_t to,
+                      float *outs[2], _Atomic uint64_t *done)
+{
+    for (uint32_t l = 0; l < 2; l++) {
+        jobs[l] = (struct lane_job){fx,  s,  t,   t->n_iters / 2, from + l, 2, l, outs[l], 0, OC_OK,
+                                    {0}, to, done};
+        OC_CHECK(pthread_create(&th[l], NULL, gather_lane, &jobs[l]) == 0);
+    }
+}
+
+static uint64_t join_lanes(struct lane_job jobs[2], pthread_t th[2])
+{
+    uint64_t bad = 0;
+    for (uint32_t l = 0; l < 2; l++) {
+        pthread_join(th[l], NULL);
+        OC_CHECK_OK(jobs[l].rc, &jobs[l].err);
+        bad += jobs[l].bad;
+    }
+    return bad;
+}
+
+/*
+ * While two lanes gather, a request past the budget that nothing else can
+ * give takes cache slots (the give-back waits for the executor to be quiet);
+ * the batches after it miss more than the plan says and every row stays
+ * right; once freed, the next planned batch takes the slots back.
+ */
+OC_TEST(cache_gives_slots_back_while_lanes_gather)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 6000, 1024, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    struct oc_store_config c = lanes_config(&fx, pool, 2);
+    struct oc_store *s = fixture_open("ginex", &c);
+    struct trace t = sampled_trace(&fx, 0, 2);
+    uint64_t used0 = oc_mem_used();
+    if (s && t.n_iters >= 8) {
+        struct lane_job jobs[2];
+        pthread_t th[2];
+        float *outs[2];
+        _Atomic uint64_t done = 0;
+        for (uint32_t l = 0; l < 2; l++)
+            outs[l] = malloc(max_batch(&t) * fx.dim * sizeof(float));
+        uint64_t nb = t.n_iters / 2, mid = nb + nb / 2;
+        /* epoch 0: the lanes' scratch grows to its batches */
+        run_lanes(jobs, th, &fx, s, &t, 0, nb, outs, NULL);
+        uint64_t bad = join_lanes(jobs, th);
+        /* the first half of epoch 1, with a request past a budget at what is held */
+        run_lanes(jobs, th, &fx, s, &t, nb, mid, outs, &done);
+        while (atomic_load(&done) < 2)
+            usleep(100);
+        uint64_t budget = oc_mem_used() + 1000;
+        oc_mem_set_budget(budget);
+        void *big = oc_alloc(1000 + 10 * fx.row_bytes, "a larger batch", &err);
+        OC_CHECK(big != NULL && oc_mem_used() <= budget);
+        bad += join_lanes(jobs, th);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes >= 10 * fx.row_bytes);
+        /* freed: the next planned batch takes the slots back */
+        oc_free(big);
+        oc_mem_set_budget(0);
+        run_lanes(jobs, th, &fx, s, &t, mid, t.n_iters, outs, NULL);
+        bad += join_lanes(jobs, th);
+        OC_CHECK(bad == 0);
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes == 0);
+        OC_CHECK(st.trace_accesses == t.n_acc);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] > st.belady_misses); /* slots were missing */
+        for (uint32_t l = 0; l < 2; l++)
+            free(outs[l]);
+    }
+    oc_mem_set_budget(0);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_used() < used0); /* the store's rows went back whole */
+    trace_free(&t);
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
 /*
  * Batch 2 on lane 1 waits for batch 1's turn, which never comes: failing the
  * pipeline (another stage's error, as in training) wakes it with that error.
@@ -151,7 +245,8 @@ OC_TEST(a_lane_waiting_for_its_turn_wakes_on_cancel)
     struct trace t = sampled_trace(&fx, 0, 2);
     if (s) {
         /* batch 2 alone, on lane 1 */
-        struct lane_job j = {&fx, s, &t, t.n_iters / 2, 2, t.n_iters, 1, NULL, 0, OC_OK, {0}};
+        struct lane_job j = {&fx,  s, &t,    t.n_iters / 2, 2, t.n_iters, 1,
+                             NULL, 0, OC_OK, {0},           0, NULL};
         j.out = malloc(max_batch(&t) * fx.dim * sizeof(float));
         OC_CHECK_OK(oc_store_gather_batch_lane(s, 0, 0, 0, t.ids, t.off[1], j.out, &err), &err);
         pthread_t th;

@@ -6,8 +6,10 @@
  * changesets (ginex_plan.c); the executor (ginex_exec.c) gathers each
  * training batch from the cache or the disk and applies that batch's
  * changeset by copying the inserted rows from the gathered output into the
- * evicted slots: no extra read. Here: open (budget split, the inspector, plan
- * 0 and its warm-up), the loader, stats, free, and the test knobs.
+ * evicted slots: no extra read. Under a budget the cache's rows (an
+ * anonymous mapping) are given back to requests past it and taken back
+ * (gx_yield, ginex_exec.c). Here: open (budget split, the inspector, plan 0
+ * and its warm-up), the loader, stats, free, and the test knobs.
  *
  * Place in the data flow: store. The batch pipeline's fetch stage calls
  * oc_store_load_batch(epoch, batch) (the batch read back from the superbatch
@@ -67,9 +69,12 @@
  * A budget below the first two lines (plus, in RAM, one batch of accesses, S
  * batches when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "store/ginex/ginex_int.h"
 
@@ -214,6 +219,26 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 /* ---- open / stats / free ----------------------------------------------------------- */
 
 /* The bitmap of the C rows `static` (degree hotness) would cache. */
+/* The cache's rows: an anonymous mapping (pages given back with madvise: gx_yield), accounted. */
+static int map_rows(struct ginex_store *g, struct oc_err *err)
+{
+    uint64_t bytes = g->cap * g->row_bytes, page = (uint64_t)sysconf(_SC_PAGESIZE);
+    int rc = oc_mem_reserve(bytes, "store ginex: cached rows", err);
+    if (rc)
+        return rc;
+    size_t len = (size_t)((bytes + page - 1) / page * page);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        oc_mem_release(bytes);
+        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
+                            "store ginex: mapping %" PRIu64 " bytes of cached rows", bytes);
+    }
+    g->rows = p;
+    g->map_bytes = len;
+    atomic_store(&g->live, g->cap);
+    return OC_OK;
+}
+
 static int static_bitmap(const struct oc_store *s, const struct oc_store_config *cfg,
                          struct ginex_store *g, struct oc_err *err)
 {
@@ -272,6 +297,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     g->t0 = g->t_next = g->t_copy = g->t_load = t0;
     g->t_end = t_end;
     g->cap = C;
+    g->row_bytes = s->row_bytes;
     g->graph = cfg->graph;
     if (cfg->sample_opts)
         g->so = *cfg->sample_opts;
@@ -287,9 +313,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if ((rc = static_bitmap(s, cfg, g, err)))
         return rc;
     if (C) {
-        g->rows = oc_alloc_aligned(C * s->row_bytes, 64, "store ginex: cached rows", err);
+        if ((rc = map_rows(g, err)))
+            return rc;
         g->slot_id = oc_alloc(C * sizeof(uint64_t), "store ginex: slot ids", err);
-        if (!g->rows || !g->slot_id)
+        if (!g->slot_id)
             return err ? err->status : OC_ERR_NOMEM;
         for (uint64_t k = 0; k < C; k++)
             g->slot_id[k] = GX_EMPTY;
@@ -311,13 +338,19 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if ((rc = gx_inspector_next(g->insp, &g->cur, err)))
         return rc;
-    return gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err);
+    if ((rc = gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err)))
+        return rc;
+    if (cfg->mem_bytes && C && (rc = oc_mem_reclaimer_add(gx_yield, g, err)) == OC_OK)
+        g->reclaiming = 1;
+    return rc;
 }
 
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct ginex_store *g = s->impl;
-    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) +
+    uint64_t given = (g->cap - atomic_load(&g->live)) * s->row_bytes;
+    out->given_back_bytes = given;
+    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) - given +
                       g->map.cap * sizeof(uint32_t) + g->static_bytes +
                       gx_inspector_held_bytes(g->insp) + g->cap_rec;
     for (uint32_t i = 0; i < s->n_lanes; i++)
@@ -332,6 +365,8 @@ static void ginex_free(struct oc_store *s)
     struct ginex_store *g = s->impl;
     if (!g)
         return;
+    if (g->reclaiming)
+        oc_mem_reclaimer_remove(gx_yield, g); /* waits for a give-back in progress */
     gx_inspector_free(g->insp); /* its stage was joined: plans and bitmap are unused */
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
@@ -342,7 +377,10 @@ static void ginex_free(struct oc_store *s)
         store_disk_close(&g->lane[i].disk);
         oc_free(g->lane[i].chg);
     }
-    oc_free(g->rows);
+    if (g->map_bytes) {
+        munmap(g->rows, g->map_bytes);
+        oc_mem_release(atomic_load(&g->live) * s->row_bytes);
+    }
     oc_free(g->slot_id);
     gx_hash_deinit(&g->map);
     oc_free(g->static_bits);

@@ -19,6 +19,16 @@
  * A gather outside the plan (evaluation, a batch out of order) waits until
  * every planned batch before it has copied and runs alone (excl).
  *
+ * Giving memory back (a budgeted store; gx_yield is the accountant's
+ * reclaimer): a give-back stops new turns (yielding), waits until no gather
+ * is between its map's turn and its copy turn (at most GX_YIELD_WAIT_S),
+ * then evicts the last live slots from the map and returns their pages.
+ * Changes and warm-up rows for slots past `live` are skipped, so those
+ * stay empty; a planned gather reserves memory for them when the budget has
+ * room again (outside the turns) and makes them live in its map's turn, to
+ * be filled by later changes. Hits and misses change, never the rows: the
+ * Belady plan's own miss counts stay as planned.
+ *
  * Place in the data flow: store (ginex). ginex.c opens the store and loads
  * the batches; the pipeline's fetch stage or its gather lanes call
  * gx_exec_gather_batch, evaluation calls gx_exec_gather.
@@ -29,10 +39,21 @@
  * store's pipeline (gx_on_cancel), whose error a waiting call returns.
  * Ownership: everything here belongs to the ginex_store (ginex.c frees it).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store/ginex/ginex_int.h"
+
+#define GX_YIELD_MIN_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
+#define GX_TAKEBACK_MARGIN (4u << 20) /* left free when taking back (or an 8th of the cache) */
+#define GX_YIELD_WAIT_S    2          /* a give-back waits this long for the executor */
+
+/* The store this thread gathers from: its reclaims give nothing (the executor is not quiet). */
+static _Thread_local const struct ginex_store *gathering;
 
 /* ---- the cache ------------------------------------------------------------------ */
 
@@ -70,8 +91,11 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
     int rc = OC_OK;
     for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
         uint64_t w1 = p->n_warm - w0 < g->load_rows ? p->n_warm : w0 + g->load_rows;
+        uint64_t live = atomic_load(&g->live);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
             uint32_t k = p->warm_slot[w];
+            if (k >= live)
+                continue; /* given back: stays empty */
             slot_evict(g, k);
             if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
                 continue; /* already cached elsewhere: the plan does not fit this cache */
@@ -84,12 +108,113 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
         }
         rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
-            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
+            if (p->warm_slot[w] < live &&
+                gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
                 slot_fill(g, p->warm_slot[w], p->warm_id[w]);
     }
     if (rc)
         oc_err_prefix(err, "store ginex: filling the cache");
     return rc;
+}
+
+/* ---- giving memory back --------------------------------------------------------- */
+
+static uint64_t part_of_cache(const struct ginex_store *g, uint64_t limit, uint64_t div)
+{
+    uint64_t part = g->cap * g->row_bytes / div;
+    return part < limit ? part : limit;
+}
+
+static size_t page_up(uint64_t bytes)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    return (size_t)((bytes + page - 1) / page * page);
+}
+
+uint64_t gx_yield(void *ctx, uint64_t want)
+{
+    struct ginex_store *g = ctx;
+    if (gathering == g)
+        return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += GX_YIELD_WAIT_S;
+    pthread_mutex_lock(&g->mu);
+    g->yielding++;
+    while ((g->in_meta || g->excl || g->t_copy != g->t_next) && !g->failed && !g->cancelled)
+        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT)
+            break;
+    uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
+    if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
+        uint64_t least = part_of_cache(g, GX_YIELD_MIN_BYTES, 16);
+        uint64_t rows = ((want > least ? want : least) + rb - 1) / rb;
+        uint64_t keep = rows < live ? live - rows : 0;
+        for (uint64_t k = keep; k < live; k++)
+            slot_evict(g, (uint32_t)k);
+        size_t from = page_up(keep * rb), to = page_up(live * rb);
+        if (to > from)
+            madvise(g->rows + from, to - from, MADV_DONTNEED);
+        atomic_store(&g->live, keep);
+        g->n_yields++;
+        got = (live - keep) * rb;
+    }
+    g->yielding--;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    oc_mem_release(got);
+    return got;
+}
+
+/*
+ * Rows of given-back slots to take back now: while the budget has room for
+ * them (a margin left), reserved here, outside the turns (0: none).
+ */
+static uint64_t take_back_reserve(const struct ginex_store *g)
+{
+    uint64_t live = atomic_load(&g->live), gone = g->cap - live, rb = g->row_bytes;
+    if (!gone || !g->reclaiming)
+        return 0;
+    uint64_t budget = oc_mem_budget(), used = oc_mem_used();
+    uint64_t margin = part_of_cache(g, GX_TAKEBACK_MARGIN, 8);
+    uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+    uint64_t rows = room / rb < gone ? room / rb : gone;
+    if (rows == 0 || (rows < gone && rows * rb < part_of_cache(g, GX_YIELD_MIN_BYTES, 16)))
+        return 0;
+    struct oc_err local;
+    return oc_mem_reserve(rows * rb, "store ginex: cached rows taken back", &local) == OC_OK ? rows
+                                                                                             : 0;
+}
+
+/* In the map's turn: `rows` reserved slots live again (empty: later changes fill them). */
+static void take_back(struct ginex_store *g, uint64_t rows)
+{
+    uint64_t live = atomic_load(&g->live), gone = g->cap - live;
+    if (rows > gone) { /* taken back meanwhile by another lane's reservation */
+        oc_mem_release((rows - gone) * g->row_bytes);
+        rows = gone;
+    }
+    if (!rows)
+        return;
+    atomic_store(&g->live, live + rows);
+    char a[32], b[32];
+    oc_log(OC_LOG_INFO,
+           "store ginex: took back %" PRIu64 " cache slots (%s) given up earlier; %s still given "
+           "up",
+           rows, oc_format_size(rows * g->row_bytes, a, sizeof(a)),
+           oc_format_size((gone - rows) * g->row_bytes, b, sizeof(b)));
+}
+
+/* Logs the give-backs since the last log (any gathering thread; under g->mu). */
+static void log_yields(struct ginex_store *g)
+{
+    if (g->n_yields == g->n_yields_logged)
+        return;
+    char a[32];
+    g->n_yields_logged = g->n_yields;
+    oc_log(OC_LOG_INFO,
+           "store ginex: gave up cache slots (%s now) to requests the budget could not otherwise "
+           "give; the plan skips them until memory frees up",
+           oc_format_size((g->cap - atomic_load(&g->live)) * g->row_bytes, a, sizeof(a)));
 }
 
 /* ---- the executor: turns ------------------------------------------------------- */
@@ -200,8 +325,13 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_p
     int rc = gx_plan_changes(p, it, lane->chg, &lane->n_chg, err);
     if (rc)
         return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
+    uint64_t live = atomic_load(&g->live);
     for (uint64_t c = 0; c < lane->n_chg; c++) {
         uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
+        if (k < g->cap && k >= live) { /* given back: stays empty */
+            lane->chg[c].slot = GX_NONE;
+            continue;
+        }
         if (pos >= n || k >= g->cap || lane->disk.slots[pos] != GX_NONE ||
             gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
             g->n_diverged++;
@@ -290,7 +420,8 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
     int rc = OC_OK;
 
     pthread_mutex_lock(&g->mu);
-    while (!g->cancelled && (g->in_meta || g->excl || (g->t_copy != g->t_next && !g->failed)))
+    while (!g->cancelled &&
+           (g->in_meta || g->excl || g->yielding || (g->t_copy != g->t_next && !g->failed)))
         pthread_cond_wait(&g->cv, &g->mu);
     if (g->cancelled && !g->failed)
         rc = gx_stop(g, err);
@@ -313,7 +444,10 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
 int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                    struct oc_err *err)
 {
-    return exec_unplanned(s, s->impl, ids, n, out, err);
+    gathering = s->impl;
+    int rc = exec_unplanned(s, s->impl, ids, n, out, err);
+    gathering = NULL;
+    return rc;
 }
 
 /*
@@ -382,13 +516,15 @@ static int reread_inserts(struct oc_store *s, struct gx_lane *lane, const uint64
  * again; any other error leaves the cache unusable for the plan (*sticky 1).
  */
 static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, const uint64_t *ids,
-                        uint64_t n, float *out, int *sticky, struct oc_err *err)
+                        uint64_t n, float *out, uint64_t back, int *sticky, struct oc_err *err)
 {
     struct gx_lane *lane = &g->lane[s->lane];
     uint64_t misses = 0;
     int rc, read_rc = OC_OK;
 
     *sticky = 1;
+    if (back)
+        take_back(g, back);
     if (t == g->cur->first_iter + g->cur->n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
         return rc;
     struct gx_plan *p = g->cur;
@@ -436,30 +572,43 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
     uint32_t lanes = s->n_lanes ? s->n_lanes : 1;
     int rc;
 
+    gathering = g;
+    uint64_t back = take_back_reserve(g);
     pthread_mutex_lock(&g->mu);
+    log_yields(g);
     /* the next planned iteration, or one a lane ahead of it (whose turn comes; cur is
        NULL only while the holder of the map's turn takes the next plan) */
     int planned =
         g->insp && batch < g->nb && t >= g->t_next && t < g->t_end && t - g->t_next < lanes;
-    while ((rc = gx_stop(g, err)) == OC_OK && planned && (t != g->t_next || g->in_meta || g->excl))
+    while ((rc = gx_stop(g, err)) == OC_OK && planned &&
+           (t != g->t_next || g->in_meta || g->excl || g->yielding))
         pthread_cond_wait(&g->cv, &g->mu);
     planned = planned && rc == OC_OK && g->cur && t == g->t_next;
     if (planned)
         g->in_meta = 1;
     uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
     pthread_mutex_unlock(&g->mu);
-    if (rc)
+    if (!planned || rc) {
+        oc_mem_release(back * g->row_bytes); /* only a map's turn takes slots back */
+        back = 0;
+    }
+    if (rc) {
+        gathering = NULL;
         return rc;
+    }
     if (!planned) {
         if (unplanned == 0)
             oc_log(OC_LOG_WARN,
                    "store ginex: epoch %" PRIu64 " batch %" PRIu64
                    " is not the next planned batch; served without the plan",
                    epoch, batch);
-        return exec_unplanned(s, g, ids, n, out, err);
+        rc = exec_unplanned(s, g, ids, n, out, err);
+        gathering = NULL;
+        return rc;
     }
     int sticky = 0;
-    if ((rc = exec_planned(s, g, t, ids, n, out, &sticky, err)) && sticky)
+    if ((rc = exec_planned(s, g, t, ids, n, out, back, &sticky, err)) && sticky)
         gx_fail(g, rc, err);
+    gathering = NULL;
     return rc;
 }

@@ -467,8 +467,13 @@ struct gx_lane {
 struct ginex_store {
     struct gx_lane lane[STORE_MAX_LANES]; /* s->n_lanes of them */
     uint64_t cap;                         /* C, rows */
-    uint8_t *rows;                        /* C x row_bytes, as stored */
-    uint64_t *slot_id;                    /* C: id in the slot, or GX_EMPTY */
+    uint64_t row_bytes;                   /* the store's */
+    uint8_t *rows;                        /* C x row_bytes, as stored: an anonymous mapping */
+    size_t map_bytes;                     /* its length */
+    /* slots [0, live) hold rows; [live, C) were given back, empty, skipped by the plan
+       (written by a give-back under mu while the executor is quiet, or by the map's turn) */
+    _Atomic uint64_t live;
+    uint64_t *slot_id; /* C: id in the slot, or GX_EMPTY */
     uint64_t n_cached;
     struct gx_hash map;   /* id -> slot */
     uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
@@ -490,6 +495,10 @@ struct ginex_store {
     int sync_made;
     uint64_t t_next, t_copy, t_load;
     int in_meta, excl, popping, cancelled;
+    int yielding;               /* a give-back waits for the executor to be quiet: no turn starts */
+    int reclaiming;             /* registered with the accountant */
+    uint64_t n_yields;          /* [mu] */
+    uint64_t n_yields_logged;   /* [mu] */
     struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
     struct gx_plan *cur, *nxt;
     int failed; /* the inspector or a planned gather failed: training calls repeat the error */
@@ -519,6 +528,13 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
 void gx_on_cancel(void *ctx);
 /* Under g->mu: the recorded failure or the pipeline's error after a cancel, else OC_OK. */
 int gx_stop(const struct ginex_store *g, struct oc_err *err);
+/*
+ * The accountant's reclaimer (a budgeted store registers it): once no
+ * gather is between its map's turn and its copy turn (new turns wait), the
+ * last live slots leave the map and their pages go back; the plan skips
+ * them until the map's turn takes them back (gx_exec_gather_batch).
+ */
+uint64_t gx_yield(void *ctx, uint64_t want);
 /* oc_store_gather: through the cache without changing it (waits for planned copies). */
 int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                    struct oc_err *err);

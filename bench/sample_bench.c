@@ -12,6 +12,11 @@
  * library objects are freed before exit.
  *
  * Usage: sample_bench [n_nodes=1000000] [batches=40] [fanouts=15,10,5] [batch=1024] [threads=1,2]
+ *        sample_bench --dataset DIR [batches=0: the training split's] [fanouts] [batch] [threads]
+ * The second form samples the training split of an offcore dataset (its
+ * topology loaded into RAM), as `offcore train` would, and ends with a line
+ * bench/peers/run.sh reads: "dataset_sample threads T batches B edges E
+ * seconds S" for the last thread count.
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +25,7 @@
 #include <sys/resource.h>
 #include <zlib.h>
 
+#include "offcore/dataset.h"
 #include "offcore/progress.h"
 #include "offcore/rng.h"
 #include "offcore/sample.h"
@@ -102,57 +108,36 @@ static int parse_list(const char *s, int32_t *out, int max)
     return n;
 }
 
-int main(int argc, char **argv)
-{
-    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
-    uint64_t n_batches = argc > 2 ? strtoull(argv[2], NULL, 10) : 40;
-    int32_t fan[OC_SAMPLE_MAX_LAYERS];
-    int n_layers = parse_list(argc > 3 ? argv[3] : "15,10,5", fan, OC_SAMPLE_MAX_LAYERS);
-    uint64_t batch = argc > 4 ? strtoull(argv[4], NULL, 10) : 1024;
-    int32_t threads[8];
-    int n_threads = parse_list(argc > 5 ? argv[5] : "1,2", threads, 8);
-    if (n_layers < 1 || n_threads < 1 || n < batch) {
-        fprintf(stderr, "usage: %s [n_nodes] [batches] [fanouts] [batch] [threads]\n", argv[0]);
-        return 2;
-    }
-
-    double t0 = oc_now_s();
+/* What to sample: a graph, the seeds (shuffled into batches) and the sampling. */
+struct run {
     struct oc_graph g;
-    uint64_t *indptr;
-    uint32_t *indices;
-    if (build_graph(n, &g, &indptr, &indices) != 0) {
-        fprintf(stderr, "out of memory building the graph\n");
-        return 1;
-    }
-    uint64_t max_deg = 0;
-    for (uint64_t v = 0; v < n; v++)
-        if (indptr[v + 1] - indptr[v] > max_deg)
-            max_deg = indptr[v + 1] - indptr[v];
-    struct oc_err err;
-    if (oc_sample_graph_check(&g, &err) != OC_OK) {
-        fprintf(stderr, "bad graph: %s\n", err.msg);
-        return 1;
-    }
-    printf("graph: %llu nodes, %llu edges (mean in-degree %.1f, max %llu), built in %.1f s\n",
-           (unsigned long long)n, (unsigned long long)indptr[n], (double)indptr[n] / (double)n,
-           (unsigned long long)max_deg, oc_now_s() - t0);
-    printf("fanouts");
-    for (int l = 0; l < n_layers; l++)
-        printf("%c%d", l ? ',' : ' ', fan[l]);
-    printf(" (input layer first), batch %llu, %llu batches per run\n", (unsigned long long)batch,
-           (unsigned long long)n_batches);
+    const uint64_t *seeds;
+    uint64_t n_seeds, batch, n_batches;
+    int32_t fan[OC_SAMPLE_MAX_LAYERS];
+    int n_layers;
+    int dataset; /* the last batch is kept short, as in training (else dropped) */
+    uint64_t edges;
+    double seconds; /* of the last thread count */
+};
 
-    uint64_t *ids = malloc(n * sizeof(uint64_t));
-    for (uint64_t i = 0; i < n; i++)
-        ids[i] = i;
+/* Samples r's batches at each thread count; returns 1 if records differ across them. */
+static int time_sampling(struct run *r, const int32_t *threads, int n_threads)
+{
+    struct oc_err err;
     struct oc_sample_epoch ep;
-    if (oc_sample_epoch_init(&ep, ids, n, batch, 1, &err) != OC_OK) {
+    if (oc_sample_epoch_init(&ep, r->seeds, r->n_seeds, r->batch, r->dataset ? 0 : 1, &err) != OC_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
     oc_sample_epoch_shuffle(&ep, 7, 0);
-    if (n_batches > oc_sample_epoch_n_batches(&ep))
-        n_batches = oc_sample_epoch_n_batches(&ep);
+    if (r->n_batches == 0 || r->n_batches > oc_sample_epoch_n_batches(&ep))
+        r->n_batches = oc_sample_epoch_n_batches(&ep);
+    uint64_t n = r->g.n_nodes, n_batches = r->n_batches;
+    printf("fanouts");
+    for (int l = 0; l < r->n_layers; l++)
+        printf("%c%d", l ? ',' : ' ', r->fan[l]);
+    printf(" (input layer first), batch %llu, %llu batches per run\n",
+           (unsigned long long)r->batch, (unsigned long long)n_batches);
 
     size_t rec_cap = 64u << 20;
     uint8_t *rec = malloc(rec_cap);
@@ -163,10 +148,10 @@ int main(int argc, char **argv)
     for (int ti = 0; ti < n_threads; ti++) {
         struct oc_pool *pool;
         struct oc_sampler *s;
-        struct oc_sample_opts o = {.n_layers = (uint32_t)n_layers, .seed = 2024};
-        memcpy(o.fanouts, fan, sizeof(int32_t) * (size_t)n_layers);
+        struct oc_sample_opts o = {.n_layers = (uint32_t)r->n_layers, .seed = 2024};
+        memcpy(o.fanouts, r->fan, sizeof(int32_t) * (size_t)r->n_layers);
         if (oc_pool_new((unsigned)threads[ti], &pool, &err) != OC_OK ||
-            oc_sample_sampler_new(&g, &o, pool, &s, &err) != OC_OK) {
+            oc_sample_sampler_new(&r->g, &o, pool, &s, &err) != OC_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
@@ -218,6 +203,8 @@ int main(int argc, char **argv)
         else if (crc != ref_crc)
             mismatch = 1;
         double sec = oc_timer_s(&ts);
+        r->edges = edges;
+        r->seconds = sec;
         printf("%8d %10.1f %10.1f %14.2f %16.0f %12.2f %12.2f %12.2f\n", threads[ti],
                (double)n_batches / sec, 1e3 * cpu / (double)n_batches, (double)edges / sec / 1e6,
                (double)inputs / (double)n_batches, (double)rec_bytes / (double)n_batches / 1e6,
@@ -231,8 +218,103 @@ int main(int argc, char **argv)
     printf("records identical across thread counts: %s\n", mismatch ? "NO" : "yes");
     oc_sample_epoch_deinit(&ep);
     free(rec);
-    free(ids);
-    free(indptr);
-    free(indices);
     return mismatch;
+}
+
+/* The dataset's topology (in RAM) and training split; 0, or 1 with a message. */
+static int load_dataset(const char *dir, struct run *r, uint64_t **indptr, uint32_t **indices,
+                        uint64_t **train)
+{
+    struct oc_err err;
+    struct oc_dataset *ds = NULL;
+    void *idx = NULL;
+    if (oc_dataset_open(dir, OC_DS_OPEN_SKIP_CHECKSUM, &ds, &err) != OC_OK ||
+        oc_dataset_load_indptr(ds, indptr, &err) != OC_OK ||
+        oc_dataset_load_indices(ds, OC_DTYPE_U32, &idx, &err) != OC_OK ||
+        oc_dataset_load_split(ds, OC_DS_TRAIN_IDX, train, &r->n_seeds, &err) != OC_OK) {
+        fprintf(stderr, "sample_bench: %s\n", err.msg);
+        oc_dataset_free(ds);
+        return 1;
+    }
+    *indices = idx;
+    r->g = (struct oc_graph){.n_nodes = oc_dataset_manifest(ds)->n_nodes,
+                             .indptr = *indptr,
+                             .indices32 = *indices};
+    r->seeds = *train;
+    oc_dataset_free(ds);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL;
+    if (argc > 2 && strcmp(argv[1], "--dataset") == 0) {
+        dir = argv[2]; /* in n_nodes' place: the other arguments keep theirs */
+        argv++;
+        argc--;
+    }
+    struct run r;
+    memset(&r, 0, sizeof(r));
+    uint64_t n = dir ? 0 : argc > 1 ? strtoull(argv[1], NULL, 10) : 1000000;
+    r.n_batches = argc > 2 ? strtoull(argv[2], NULL, 10) : dir ? 0 : 40;
+    r.n_layers = parse_list(argc > 3 ? argv[3] : "15,10,5", r.fan, OC_SAMPLE_MAX_LAYERS);
+    r.batch = argc > 4 ? strtoull(argv[4], NULL, 10) : 1024;
+    int32_t threads[8];
+    int n_threads = parse_list(argc > 5 ? argv[5] : "1,2", threads, 8);
+    if (r.n_layers < 1 || n_threads < 1 || r.batch == 0 || (!dir && n < r.batch)) {
+        fprintf(stderr,
+                "usage: %s [n_nodes] [batches] [fanouts] [batch] [threads]\n"
+                "       %s --dataset DIR [batches] [fanouts] [batch] [threads]\n",
+                "sample_bench", "sample_bench");
+        return 2;
+    }
+
+    double t0 = oc_now_s();
+    uint64_t *indptr = NULL, *ids = NULL;
+    uint32_t *indices = NULL;
+    if (dir) {
+        if (load_dataset(dir, &r, &indptr, &indices, &ids))
+            return 1;
+        n = r.g.n_nodes;
+        r.dataset = 1;
+    } else {
+        if (build_graph(n, &r.g, &indptr, &indices) != 0) {
+            fprintf(stderr, "out of memory building the graph\n");
+            return 1;
+        }
+        ids = malloc(n * sizeof(uint64_t));
+        for (uint64_t i = 0; i < n; i++)
+            ids[i] = i;
+        r.seeds = ids;
+        r.n_seeds = n;
+    }
+    uint64_t max_deg = 0;
+    for (uint64_t v = 0; v < n; v++)
+        if (indptr[v + 1] - indptr[v] > max_deg)
+            max_deg = indptr[v + 1] - indptr[v];
+    struct oc_err err;
+    if (oc_sample_graph_check(&r.g, &err) != OC_OK) {
+        fprintf(stderr, "bad graph: %s\n", err.msg);
+        return 1;
+    }
+    printf("graph%s%s: %llu nodes, %llu edges (mean in-degree %.1f, max %llu), %s in %.1f s; "
+           "%llu seeds\n",
+           dir ? " " : "", dir ? dir : "", (unsigned long long)n, (unsigned long long)indptr[n],
+           (double)indptr[n] / (double)n, (unsigned long long)max_deg, dir ? "loaded" : "built",
+           oc_now_s() - t0, (unsigned long long)r.n_seeds);
+    int rc = time_sampling(&r, threads, n_threads);
+    if (dir && rc == 0)
+        printf("dataset_sample threads %d batches %llu edges %llu seconds %.6f\n",
+               threads[n_threads - 1], (unsigned long long)r.n_batches,
+               (unsigned long long)r.edges, r.seconds);
+    if (dir) {
+        oc_free(indptr);
+        oc_free(indices);
+        oc_free(ids);
+    } else {
+        free(indptr);
+        free(indices);
+        free(ids);
+    }
+    return rc;
 }

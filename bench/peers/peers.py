@@ -2,7 +2,8 @@
 timed per stage the way `offcore train --log` times its own epochs.
 
 Run by bench/peers/run.sh inside the virtualenv that bench/peers/setup.sh builds; prints one JSON
-object (stage seconds, sampled edges).
+object (stage seconds, sampled edges). With --sample-only it only iterates the loader over one
+epoch (its sample seconds, sampled edges and batches), for the sampler-only comparison.
 
 The dataset is read straight from offcore's .npy files through numpy (no conversion step on disk):
 indptr/indices are the CSC in-neighbour lists, features.npy is loaded whole into RAM (as offcore's
@@ -49,6 +50,22 @@ class Timer:
         return t1
 
 
+def sample_only(loader, count_edges):
+    """The loader's epoch, sampling only: its batches' seconds and sampled edges."""
+    tm, edges, batches = Timer(), 0, 0
+    it = iter(loader)
+    while True:
+        t = time.perf_counter()
+        try:
+            b = next(it)
+        except StopIteration:
+            break
+        tm.add("sample_s", t)
+        edges += count_edges(b)
+        batches += 1
+    return tm.t, edges, batches
+
+
 def run_dgl(a, data):
     import dgl
     import dgl.nn as dglnn
@@ -58,6 +75,11 @@ def run_dgl(a, data):
     g = dgl.graph(("csc", (indptr, indices, torch.tensor([], dtype=torch.int64))), num_nodes=n)
     if a.model in ("gcn", "gat"):
         g = dgl.add_self_loop(dgl.remove_self_loop(g))
+    sampler = dgl.dataloading.NeighborSampler(a.fanouts)
+    loader = dgl.dataloading.DataLoader(g, train_idx, sampler, batch_size=a.batch, shuffle=True,
+                                        drop_last=False, num_workers=0)
+    if a.sample_only:
+        return sample_only(loader, lambda b: sum(blk.num_edges() for blk in b[2]))
     n_cls = int(labels.max()) + 1
     dims = layer_dims(a, feats.shape[1], n_cls)
 
@@ -88,9 +110,6 @@ def run_dgl(a, data):
 
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-    sampler = dgl.dataloading.NeighborSampler(a.fanouts)
-    loader = dgl.dataloading.DataLoader(g, train_idx, sampler, batch_size=a.batch, shuffle=True,
-                                        drop_last=False, num_workers=0)
     tm, edges = Timer(), 0
     it = iter(loader)
     model.train()
@@ -112,7 +131,7 @@ def run_dgl(a, data):
         t = tm.add("backward_s", t)
         opt.step()
         tm.add("optimizer_s", t)
-    return tm.t, edges
+    return tm.t, edges, None
 
 
 def run_pyg(a, data):
@@ -124,6 +143,11 @@ def run_pyg(a, data):
     n = indptr.numel() - 1
     dst = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
     graph = Data(edge_index=torch.stack([indices, dst]), num_nodes=n)
+    # PyG lists fanouts from the seeds outwards: offcore's (input layer first) reversed
+    loader = NeighborLoader(graph, num_neighbors=list(reversed(a.fanouts)), input_nodes=train_idx,
+                            batch_size=a.batch, shuffle=True)
+    if a.sample_only:
+        return sample_only(loader, lambda b: int(b.edge_index.shape[1]))
     n_cls = int(labels.max()) + 1
     dims = layer_dims(a, feats.shape[1], n_cls)
 
@@ -153,9 +177,6 @@ def run_pyg(a, data):
 
     model = Net()
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-    # PyG lists fanouts from the seeds outwards: offcore's (input layer first) reversed
-    loader = NeighborLoader(graph, num_neighbors=list(reversed(a.fanouts)), input_nodes=train_idx,
-                            batch_size=a.batch, shuffle=True)
     tm, edges = Timer(), 0
     it = iter(loader)
     model.train()
@@ -178,7 +199,7 @@ def run_pyg(a, data):
         t = tm.add("backward_s", t)
         opt.step()
         tm.add("optimizer_s", t)
-    return tm.t, edges
+    return tm.t, edges, None
 
 
 def layer_dims(a, feat_dim, n_cls):
@@ -205,15 +226,20 @@ def main():
     p.add_argument("--dropout", type=float, required=True)
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--sample-only", action="store_true",
+                   help="time the loader's sampling over one epoch, nothing else")
     a = p.parse_args()
     a.fanouts = [int(f) for f in a.fanout.split(",")]
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     data = load(a.dir)
     t0 = time.perf_counter()
-    stages, edges = (run_dgl if a.system == "dgl" else run_pyg)(a, data)
-    json.dump({"system": a.system, "stages": stages, "sampled_edges": edges,
-               "wall_s": time.perf_counter() - t0, "version": version(a.system)}, sys.stdout)
+    stages, edges, batches = (run_dgl if a.system == "dgl" else run_pyg)(a, data)
+    out = {"system": a.system, "stages": stages, "sampled_edges": edges,
+           "wall_s": time.perf_counter() - t0, "version": version(a.system)}
+    if batches is not None:
+        out["batches"] = batches
+    json.dump(out, sys.stdout)
     print()
 
 

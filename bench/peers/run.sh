@@ -10,7 +10,10 @@
 # ratios peer/offcore, sampled edges/s, and offcore's forward+backward against the dense-flop bound
 # (its GEMM flops of the epoch at the measured sgemm peak).
 #
-# Usage: bench/peers/run.sh [CONFIG...]   CONFIG in sage2 sage3 gat gcn (default: all four)
+# Usage: bench/peers/run.sh [CONFIG...]   CONFIG in sage2 sage3 gat gcn sample (default: all five)
+# `sample` compares the samplers alone: one epoch of the training split at fanout 15,10,5, batch
+# 1024, nothing else (offcore: bench/sample_bench.c --dataset, the sampler `offcore train` runs;
+# a peer: its loader iterated with --sample-only), and prints each one's sampled edges/s.
 # Environment: THREADS (default: all cores), PEERS ("dgl pyg"), KEEP=1 keeps the dataset,
 # DIR (dataset directory), BUILD (build-release), OC_PEERS_VENV (the virtualenv),
 # QUICK=1 for a reduced run: the same 1M-node graph, features and models, but 2 % of the nodes
@@ -31,7 +34,7 @@ THREADS=${THREADS:-$(nproc)}
 PEERS=${PEERS:-dgl pyg}
 VENV=${OC_PEERS_VENV:-$HOME/.cache/offcore/peers-venv}
 CONFIGS=("$@")
-[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(sage2 sage3 gat gcn)
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(sage2 sage3 gat gcn sample)
 
 args_of() {
     case "$1" in
@@ -39,8 +42,9 @@ args_of() {
     sage3) echo "--model sage --layers 3 --hidden 256 --fanout 15,10,5 --batch 1024 --lr 0.003 --dropout 0.5" ;;
     gat) echo "--model gat --layers 2 --hidden 64 --heads 4 --fanout 10,10 --batch 1024 --lr 0.005 --dropout 0.6 --weight-decay 5e-4" ;;
     gcn) echo "--model gcn --layers 2 --hidden 256 --fanout 10,10 --batch 1024 --lr 0.01 --dropout 0.5 --weight-decay 5e-4" ;;
+    sample) echo "--model sage --hidden 256 --fanout 15,10,5 --batch 1024 --lr 0.003 --dropout 0.5" ;;
     *)
-        echo "bench/peers: unknown configuration '$1' (sage2 sage3 gat gcn)" >&2
+        echo "bench/peers: unknown configuration '$1' (sage2 sage3 gat gcn sample)" >&2
         exit 2
         ;;
     esac
@@ -48,7 +52,7 @@ args_of() {
 for c in "${CONFIGS[@]}"; do args_of "$c" >/dev/null; done
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j "$(nproc)" --target offcore sgemm_peak >/dev/null
+cmake --build "$BUILD" -j "$(nproc)" --target offcore sgemm_peak sample_bench >/dev/null
 OC="$BUILD/offcore"
 
 echo "== peers (virtualenv $VENV)"
@@ -77,7 +81,26 @@ echo "== sgemm peak (OpenBLAS, 2048^3)"
 peak=$("$BUILD/sgemm_peak" | awk '/sgemm_peak_gflops_all/ {print $2}')
 echo "  $peak GFLOP/s with $THREADS threads"
 
+sample_only() { # the samplers alone: offcore's, then each peer's loader
+    # shellcheck disable=SC2046
+    set -- $(args_of sample)
+    echo "== sample: fanout 15,10,5, batch 1024, one epoch of the training split, sampling only (threads $THREADS)"
+    "$BUILD/sample_bench" --dataset "$DIR" 0 15,10,5 1024 "$THREADS" | tee "$WORK/sample.offcore.txt" | tail -1
+    for p in $avail; do
+        if ! "$VENV/bin/python" bench/peers/peers.py "$p" "$DIR" "$@" --threads "$THREADS" --sample-only \
+            >"$WORK/sample.$p.json" 2>"$WORK/sample.$p.err"; then
+            echo "  $p failed: $(tail -1 "$WORK/sample.$p.err")"
+            rm -f "$WORK/sample.$p.json"
+        fi
+    done
+    python3 bench/peers/table.py --sample "$WORK/sample.offcore.txt" "$WORK"/sample.*.json
+}
+
 for c in "${CONFIGS[@]}"; do
+    if [ "$c" = sample ]; then
+        sample_only
+        continue
+    fi
     # shellcheck disable=SC2046
     set -- $(args_of "$c")
     echo "== $c: $* (threads $THREADS)"

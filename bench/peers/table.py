@@ -1,6 +1,8 @@
 """bench/peers/table.py: prints one configuration's comparison from bench/peers/run.sh's JSON files.
 
 Usage: table.py CONFIG SGEMM_PEAK_GFLOPS FILE.offcore.json [FILE.dgl.json FILE.pyg.json ...]
+       table.py --sample OFFCORE.txt [FILE.dgl.json ...]   (the samplers alone: sample_bench's
+       last line next to each peer's --sample-only result)
 The offcore file is `offcore train --log` output (first line = the epoch), the others come from
 peers.py. Ratios are peer / offcore (> 1: offcore is faster). A peer's epoch is the sum of its
 stages (they run one after another); offcore's is its training wall time (time_s - eval_s), since
@@ -15,7 +17,28 @@ import sys
 STAGES = ("sample_s", "gather_s", "forward_s", "backward_s", "optimizer_s")
 
 
+def sample_table(offcore_txt, peers):
+    """Sampled edges/s of offcore's sampler and of each peer's loader, and offcore over each."""
+    with open(offcore_txt) as f:
+        last = [l for l in f if l.startswith("dataset_sample ")][-1].split()
+    kv = dict(zip(last[1::2], last[2::2]))
+    rows = [("offcore", int(kv["batches"]), int(kv["edges"]), float(kv["seconds"]))]
+    for path in peers:
+        with open(path) as f:
+            r = json.loads(f.readline())
+        rows.append((r["system"], r.get("batches", 0), r["sampled_edges"], r["stages"]["sample_s"]))
+    print(f"  {'system':<10}{'batches':>10}{'Medges':>10}{'seconds':>10}{'Medges/s':>10}")
+    for s, b, e, t in rows:
+        print(f"  {s:<10}{b:10d}{e / 1e6:10.2f}{t:10.3f}{e / t / 1e6:10.2f}")
+    o = rows[0][2] / rows[0][3]
+    for s, _, e, t in rows[1:]:
+        print(f"  offcore/{s}: {o / (e / t):.2f}x the sampled edges per second")
+
+
 def main():
+    if sys.argv[1] == "--sample":
+        sample_table(sys.argv[2], sys.argv[3:])
+        return
     config, peak = sys.argv[1], float(sys.argv[2])
     runs = {}
     for path in sys.argv[3:]:

@@ -125,7 +125,8 @@ static int time_sampling(struct run *r, const int32_t *threads, int n_threads)
 {
     struct oc_err err;
     struct oc_sample_epoch ep;
-    if (oc_sample_epoch_init(&ep, r->seeds, r->n_seeds, r->batch, r->dataset ? 0 : 1, &err) != OC_OK) {
+    if (oc_sample_epoch_init(&ep, r->seeds, r->n_seeds, r->batch, r->dataset ? 0 : 1, &err) !=
+        OC_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
@@ -136,8 +137,8 @@ static int time_sampling(struct run *r, const int32_t *threads, int n_threads)
     printf("fanouts");
     for (int l = 0; l < r->n_layers; l++)
         printf("%c%d", l ? ',' : ' ', r->fan[l]);
-    printf(" (input layer first), batch %llu, %llu batches per run\n",
-           (unsigned long long)r->batch, (unsigned long long)n_batches);
+    printf(" (input layer first), batch %llu, %llu batches per run\n", (unsigned long long)r->batch,
+           (unsigned long long)n_batches);
 
     size_t rec_cap = 64u << 20;
     uint8_t *rec = malloc(rec_cap);
@@ -237,9 +238,8 @@ static int load_dataset(const char *dir, struct run *r, uint64_t **indptr, uint3
         return 1;
     }
     *indices = idx;
-    r->g = (struct oc_graph){.n_nodes = oc_dataset_manifest(ds)->n_nodes,
-                             .indptr = *indptr,
-                             .indices32 = *indices};
+    r->g = (struct oc_graph){
+        .n_nodes = oc_dataset_manifest(ds)->n_nodes, .indptr = *indptr, .indices32 = *indices};
     r->seeds = *train;
     oc_dataset_free(ds);
     return 0;
@@ -305,8 +305,8 @@ int main(int argc, char **argv)
     int rc = time_sampling(&r, threads, n_threads);
     if (dir && rc == 0)
         printf("dataset_sample threads %d batches %llu edges %llu seconds %.6f\n",
-               threads[n_threads - 1], (unsigned long long)r.n_batches,
-               (unsigned long long)r.edges, r.seconds);
+               threads[n_threads - 1], (unsigned long long)r.n_batches, (unsigned long long)r.edges,
+               r.seconds);
     if (dir) {
         oc_free(indptr);
         oc_free(indices);

@@ -86,57 +86,6 @@ static uint64_t max_batch(const struct trace *t)
     return m;
 }
 
-OC_TEST(two_lanes_gather_at_once_as_the_plan_says)
-{
-    struct fixture fx;
-    struct oc_pool *pool = NULL;
-    struct oc_err err;
-    if (!fixture_init(&fx, 6000, 1024, OC_DTYPE_F32)) {
-        fixture_free(&fx);
-        return;
-    }
-    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
-    struct oc_store_config c = lanes_config(&fx, pool, 2);
-    struct oc_store *s = fixture_open("ginex", &c);
-    struct trace t = sampled_trace(&fx, 0, 2);
-    if (s) {
-        OC_CHECK(oc_store_gather_lanes(s) == 2);
-        OC_CHECK(oc_store_ginex_capacity(s) < fx.n_nodes); /* rows are evicted and inserted */
-        struct lane_job jobs[2];
-        pthread_t th[2];
-        for (uint32_t l = 0; l < 2; l++) {
-            memset(&jobs[l], 0, sizeof(jobs[l]));
-            jobs[l] =
-                (struct lane_job){&fx, s, &t, t.n_iters / 2, l, 2, l, NULL, 0, OC_OK, {0}, 0, NULL};
-            jobs[l].out = malloc(max_batch(&t) * fx.dim * sizeof(float));
-            OC_CHECK(pthread_create(&th[l], NULL, gather_lane, &jobs[l]) == 0);
-        }
-        for (uint32_t l = 0; l < 2; l++) {
-            pthread_join(th[l], NULL);
-            OC_CHECK_OK(jobs[l].rc, &jobs[l].err);
-            OC_CHECK(jobs[l].bad == 0);
-            free(jobs[l].out);
-        }
-        struct oc_store_stats st;
-        oc_store_stats(s, &st);
-        OC_CHECK(st.trace_accesses == t.n_acc && st.requested_rows == t.n_acc);
-        OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st.belady_misses);
-        OC_CHECK(st.belady_misses > 0 && st.belady_misses < st.trace_accesses);
-        /* after the plan, an evaluation gather through the cache */
-        uint64_t ids[64];
-        float *rows = malloc(64 * fx.dim * sizeof(float));
-        for (uint64_t k = 0; k < 64; k++)
-            ids[k] = (k * 977) % fx.n_nodes;
-        OC_CHECK_OK(oc_store_gather(s, ids, 64, rows, &err), &err);
-        OC_CHECK(fixture_bad_rows(&fx, ids, 64, rows) == 0);
-        free(rows);
-    }
-    oc_store_free(s);
-    trace_free(&t);
-    oc_pool_free(pool);
-    fixture_free(&fx);
-}
-
 /* Runs two lanes over batches [from, to) of the trace (lane l: from + l, from + l + 2, ...). */
 static void run_lanes(struct lane_job jobs[2], pthread_t th[2], const struct fixture *fx,
                       struct oc_store *s, const struct trace *t, uint64_t from, uint64_t to,
@@ -158,6 +107,51 @@ static uint64_t join_lanes(struct lane_job jobs[2], pthread_t th[2])
         bad += jobs[l].bad;
     }
     return bad;
+}
+
+OC_TEST(two_lanes_gather_at_once_as_the_plan_says)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 6000, 1024, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    struct oc_store_config c = lanes_config(&fx, pool, 2);
+    struct oc_store *s = fixture_open("ginex", &c);
+    struct trace t = sampled_trace(&fx, 0, 2);
+    if (s) {
+        OC_CHECK(oc_store_gather_lanes(s) == 2);
+        OC_CHECK(oc_store_ginex_capacity(s) < fx.n_nodes); /* rows are evicted and inserted */
+        struct lane_job jobs[2];
+        pthread_t th[2];
+        float *outs[2];
+        for (uint32_t l = 0; l < 2; l++)
+            outs[l] = malloc(max_batch(&t) * fx.dim * sizeof(float));
+        run_lanes(jobs, th, &fx, s, &t, 0, t.n_iters, outs, NULL);
+        OC_CHECK(join_lanes(jobs, th) == 0);
+        for (uint32_t l = 0; l < 2; l++)
+            free(outs[l]);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.trace_accesses == t.n_acc && st.requested_rows == t.n_acc);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st.belady_misses);
+        OC_CHECK(st.belady_misses > 0 && st.belady_misses < st.trace_accesses);
+        /* after the plan, an evaluation gather through the cache */
+        uint64_t ids[64];
+        float *rows = malloc(64 * fx.dim * sizeof(float));
+        for (uint64_t k = 0; k < 64; k++)
+            ids[k] = (k * 977) % fx.n_nodes;
+        OC_CHECK_OK(oc_store_gather(s, ids, 64, rows, &err), &err);
+        OC_CHECK(fixture_bad_rows(&fx, ids, 64, rows) == 0);
+        free(rows);
+    }
+    oc_store_free(s);
+    trace_free(&t);
+    oc_pool_free(pool);
+    fixture_free(&fx);
 }
 
 /*

@@ -1040,6 +1040,63 @@ OC_TEST(buffer_gives_slots_back_and_takes_them_back)
     fixture_free(&fx);
 }
 
+/*
+ * Row slots given back down to the buffer's minimum: a batch larger than the
+ * slots in use needs some back before it is fed. While the request holds the
+ * budget that fails, naming the batch; once it is freed the batch takes them
+ * back and its rows come out right.
+ */
+OC_TEST(larger_batch_takes_its_slots_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!gd_fixture(&fx, 20000, 64, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = gd_config(&fx, NULL, 2, 1);
+    c.mem_bytes = min_budget(&c) + 3000 * (fx.row_bytes + 21);
+    struct oc_store *s = fixture_open("gnndrive", &c);
+    if (s) {
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        uint64_t used = oc_mem_used();
+        oc_mem_set_budget(used + 1000);
+        void *big = oc_alloc(1000 + 2500 * fx.row_bytes, "a larger batch", &err);
+        OC_CHECK(big != NULL);
+        struct oc_store_stats st0, st1;
+        oc_store_stats(s, &st0);
+        OC_CHECK(st0.given_back_bytes >= 2500 * fx.row_bytes);
+        /* 50 rows more than the slots left in use, distinct nodes */
+        struct oc_sample_batch b;
+        oc_sample_batch_init(&b);
+        b.n_input = info.n_slots - st0.given_back_bytes / fx.row_bytes + 50;
+        b.input_ids = malloc(b.n_input * sizeof(uint64_t));
+        for (uint64_t i = 0; i < b.n_input; i++)
+            b.input_ids[i] = (i * 7919) % fx.n_nodes;
+        OC_CHECK(b.n_input < fx.n_nodes && b.n_input <= info.n_slots);
+        OC_CHECK_ERR(oc_store_prepare_batch(s, 0, 0, &b, &err), OC_ERR_BUDGET, &err,
+                     "row slots it gave back");
+        OC_CHECK(strstr(err.msg, "batch 0 of epoch 0") != NULL);
+        fprintf(stderr, "  %s\n", err.msg);
+        oc_free(big);
+        oc_mem_set_budget(0);
+        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 0, &b, &err), &err);
+        oc_store_stats(s, &st1);
+        OC_CHECK(st1.given_back_bytes < st0.given_back_bytes);
+        float *out = malloc(b.n_input * fx.dim * sizeof(float));
+        OC_CHECK_OK(oc_store_gather_batch(s, 0, 0, b.input_ids, b.n_input, out, &err), &err);
+        OC_CHECK(fixture_bad_rows(&fx, b.input_ids, b.n_input, out) == 0);
+        free(out);
+        free(b.input_ids);
+    }
+    oc_mem_set_budget(0);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
 OC_TEST(alloc_faults)
 {
     struct fixture fx;

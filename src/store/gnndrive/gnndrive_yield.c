@@ -121,7 +121,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         uint64_t rows = room / rb < upto - active ? room / rb : upto - active;
         if (rows < must)
             rows = must;
-        if (rows == 0 || (rows > must && rows < upto - active &&
+        if (rows == 0 || (must == 0 && rows < upto - active &&
                           rows * rb < part_of_buffer(g, GD_YIELD_MIN_BYTES, 16)))
             break; /* nothing, or too little to be worth it while no batch needs it */
         pthread_mutex_unlock(&g->mu);

@@ -24,6 +24,7 @@
 #include "offcore/sample.h"
 #include "offcore/train.h"
 #include "store/outre/outre_int.h"
+#include "store_fixture.h"
 
 static const char *ot_graph(void)
 {
@@ -359,6 +360,70 @@ OC_TEST(top_ids_take_the_highest_counts_ties_to_the_lower_id)
     oc_free(ids);
     OC_CHECK_OK(outre_top_ids(count, 10, 0, &ids, &err), &err);
     oc_free(ids);
+}
+
+/* ---- the feature cache under a budget ------------------------------------- */
+
+/* Gathers every node (last first) and compares with the file; returns the rows that differ. */
+static uint64_t ot_gather_all_wrong(const struct fixture *fx, struct oc_store *s)
+{
+    struct oc_err err;
+    uint64_t n = fx->n_nodes, wrong = 0;
+    uint64_t *ids = calloc(n, sizeof(uint64_t));
+    float *out = calloc(n * fx->dim, sizeof(float));
+    if (!ids || !out) {
+        free(ids);
+        free(out);
+        return n;
+    }
+    for (uint64_t v = 0; v < n; v++)
+        ids[v] = n - 1 - v;
+    OC_CHECK_OK(oc_store_gather(s, ids, n, out, &err), &err);
+    wrong = fixture_bad_rows(fx, ids, n, out);
+    free(ids);
+    free(out);
+    return wrong;
+}
+
+/*
+ * outre's feature cache is a giving-back cache (store/cache_yield.c, as
+ * static's): a request past the budget takes rows from it, the rows stay
+ * right (read from the file), and they come back once memory frees.
+ */
+OC_TEST(feature_cache_gives_rows_back_and_takes_them_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 256, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t before = oc_mem_used();
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    c.n_epochs = 1;
+    c.mem_bytes = fixture_fixed_bytes(&fx) + 2 * fx.n_nodes * sizeof(uint32_t) + (2u << 20);
+    struct oc_store *s = fixture_open("outre", &c);
+    if (s) {
+        OC_CHECK(ot_gather_all_wrong(&fx, s) == 0); /* scratch for every row from now on */
+        struct oc_store_stats st0, st;
+        oc_store_stats(s, &st0);
+        OC_CHECK(st0.tier_rows[OC_STORE_TIER_CPU] > 0 && st0.given_back_bytes == 0);
+        uint64_t used = oc_mem_used();
+        oc_mem_set_budget(used + 1000);
+        void *big = oc_alloc(1000 + 100 * fx.row_bytes, "a larger batch", &err);
+        OC_CHECK(big != NULL && oc_mem_used() <= used + 1000);
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes >= 100 * fx.row_bytes);
+        OC_CHECK(ot_gather_all_wrong(&fx, s) == 0);
+        oc_free(big);
+        oc_mem_set_budget(0);
+        OC_CHECK(ot_gather_all_wrong(&fx, s) == 0); /* takes every row back first */
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes == 0);
+    }
+    oc_store_free(s);
+    OC_CHECK(oc_mem_used() == before);
+    fixture_free(&fx);
 }
 
 OC_TEST_MAIN()

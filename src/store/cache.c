@@ -137,7 +137,8 @@ int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_dis
 }
 
 int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t n,
-                     int use_table, uint64_t *ids, const char *who, struct oc_err *err)
+                     int use_table, uint64_t *ids, struct store_yield *y, const char *who,
+                     struct oc_err *err)
 {
     int rc = OC_OK;
     c->n = c->n_live = n;
@@ -153,8 +154,11 @@ int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_dis
             c->table[ids[k]] = (uint32_t)k;
     }
     if (n) {
-        c->rows = oc_alloc_aligned(n * s->row_bytes, 64, "store cache: cached rows", err);
-        if (!c->rows) {
+        if (y) {
+            if ((rc = store_yield_map(y, err)))
+                goto out;
+        } else if (!(c->rows =
+                         oc_alloc_aligned(n * s->row_bytes, 64, "store cache: cached rows", err))) {
             rc = err ? err->status : OC_ERR_NOMEM;
             goto out;
         }

@@ -303,14 +303,17 @@ void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_
  */
 int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
                      uint64_t hi, struct oc_err *err);
+struct store_yield;
 /*
  * Fills c with the n rows of ids (ascending, oc_alloc'd; taken over: kept as
  * the sorted lookup or freed) read through d, same-page reads merged; who
- * names the strategy in errors. On failure c holds what was set (free it
- * with store_cache_free).
+ * names the strategy in errors. With y (initialized over c) the rows are
+ * its mapping (store_yield_map), else oc_alloc'd. On failure c holds what was
+ * set (free it with store_cache_free, after store_yield_deinit).
  */
 int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t n,
-                     int use_table, uint64_t *ids, const char *who, struct oc_err *err);
+                     int use_table, uint64_t *ids, struct store_yield *y, const char *who,
+                     struct oc_err *err);
 /* Rows, lookup and slot scratch. */
 uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cache *c);
 /* Frees rows, table, ids and slots; c is empty again. */

@@ -216,8 +216,8 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return rc;
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
     if ((rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err)) ||
-        (rc =
-             store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, "helios", err)))
+        (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, NULL, "helios",
+                               err)))
         return rc;
     h->held_bytes = z.fixed + store_cache_held_bytes(s, &h->cache) +
                     (pipeline ? h->n_records * (h->stage_bytes / OC_IO_ALIGN) *

@@ -27,7 +27,9 @@
  * the embedding side (a 4-byte table per node, 8 + 4 x dim bytes per slot,
  * and the records of the batches in flight: up to the profile's most
  * last-block sources + a quarter, 16 + 4 x dim bytes each) and feature rows
- * (row bytes + lookup, as store/cache.c lays them out).
+ * (row bytes + lookup, as store/cache.c lays them out). The feature rows
+ * give memory back to requests past the budget and are taken back
+ * (store/cache_yield.c, as static's); the embeddings do not.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -88,8 +90,11 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 0;
     o->prunes = o->staleness > 0 && cfg->embed_dim > 0 && L >= 2 && o->n_batches > 0 &&
                 cfg->graph && cfg->train_ids;
-    int rc = store_disk_open(s, 1, &o->disk, err);
+    int rc = store_yield_init(&o->yield, &o->cache, s->row_bytes, "store outre", err);
     if (rc)
+        return rc;
+    o->yield_ready = 1;
+    if ((rc = store_disk_open(s, 1, &o->disk, err)))
         return rc;
     uint64_t rows = store_budget_rows(s, cfg);
     uint64_t fixed = sizeof(*o) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
@@ -149,8 +154,10 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (p->emb_slots == 0)
         o->prunes = 0; /* the split gave embeddings nothing: a feature cache, exact */
     o->cache.n = 0;
-    if (n_rows &&
-        (rc = store_cache_fill(s, &o->cache, &o->disk, n_rows, use_table, feat, "outre", err)))
+    if (n_rows && (rc = store_cache_fill(s, &o->cache, &o->disk, n_rows, use_table, feat, &o->yield,
+                                         "outre", err)))
+        return rc;
+    if (cfg->mem_bytes && (rc = store_yield_register(&o->yield, err)))
         return rc;
     if (!n_rows)
         oc_free(feat);
@@ -182,14 +189,26 @@ static int outre_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, flo
                         struct oc_err *err)
 {
     struct outre_store *o = s->impl;
-    return store_cache_gather(s, &o->cache, &o->disk, ids, n, out, err);
+    /* memory first, outside the cache's lock, where the cache can still give rows for it */
+    int rc = store_disk_reserve(&o->disk, n, err);
+    if (rc == OC_OK)
+        rc = store_yield_take_back(s, &o->yield, &o->disk, err);
+    if (rc)
+        return rc;
+    store_yield_read_lock(&o->yield);
+    rc = store_cache_gather(s, &o->cache, &o->disk, ids, n, out, err);
+    store_yield_read_unlock(&o->yield);
+    return rc;
 }
 
 static void outre_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
-    const struct outre_store *o = s->impl;
+    struct outre_store *o = s->impl;
+    store_yield_read_lock(&o->yield);
     out->held_bytes = sizeof(*o) + store_cache_held_bytes(s, &o->cache) +
                       store_disk_held_bytes(&o->disk) + outre_emb_held_bytes(s, o);
+    store_yield_read_unlock(&o->yield);
+    out->given_back_bytes = store_yield_missing(&o->yield) * s->row_bytes;
     out->emb_candidates = o->n_cand;
     out->emb_pruned = o->n_pruned;
     out->emb_pushed = o->n_pushed;
@@ -201,6 +220,8 @@ static void outre_free(struct oc_store *s)
     struct outre_store *o = s->impl;
     if (!o)
         return;
+    if (o->yield_ready)
+        store_yield_deinit(&o->yield); /* unregistered first: waits for a reclaim in progress */
     store_disk_close(&o->disk);
     store_cache_free(&o->cache);
     outre_emb_free(o);

@@ -82,7 +82,9 @@ struct outre_profile {
 
 struct outre_store {
     struct store_disk disk;
-    struct store_cache cache; /* feature rows (cache.c) */
+    struct store_cache cache; /* feature rows (cache.c); n_live: yield's lock */
+    struct store_yield yield; /* its rows, given back under a budget and taken back */
+    int yield_ready;
     struct outre_emb emb;
     struct outre_rec recs[OUTRE_SLOTS];
     uint32_t staleness;

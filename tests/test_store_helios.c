@@ -48,23 +48,30 @@ static struct oc_store_config hl_config(const struct fixture *fx, uint32_t n_epo
     return c;
 }
 
+/* Called before each epoch opens (b = UINT64_MAX: the fetch stage idle) and before each batch. */
+typedef void (*plan_hook)(void *ctx, struct oc_store *s, uint32_t e, uint64_t b);
+
 /*
  * Runs n_epochs of the plan through the batch pipeline, an evaluation gather
  * between epochs; counts rows that differ from the file in *bad; returns the
- * first error (OC_OK if none).
+ * first error (OC_OK if none). hook (may be NULL) runs as plan_hook says.
  */
-static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs, uint64_t *bad,
-                    struct oc_err *err)
+static int run_plan_hooked(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs,
+                           uint64_t *bad, struct oc_err *err, plan_hook hook, void *ctx)
 {
     struct oc_batch_pipe *bp = NULL;
     struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
     *bad = 0;
     int rc = oc_batch_pipe_new(&pc, &bp, err);
     for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        if (hook)
+            hook(ctx, s, e, UINT64_MAX);
         if ((rc = oc_batch_pipe_epoch(bp, e, err)) || (rc = oc_batch_pipe_open(bp, err)))
             break;
         for (uint64_t b = 0; rc == OC_OK && b < oc_batch_pipe_n_batches(bp); b++) {
             struct oc_pipe_batch *pb;
+            if (hook)
+                hook(ctx, s, e, b);
             if ((rc = oc_batch_pipe_next(bp, &pb, err)))
                 break;
             *bad += fixture_bad_rows(fx, pb->batch.input_ids, pb->batch.n_input, pb->x);
@@ -85,6 +92,12 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
     }
     oc_batch_pipe_free(bp);
     return rc;
+}
+
+static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epochs, uint64_t *bad,
+                    struct oc_err *err)
+{
+    return run_plan_hooked(fx, s, n_epochs, bad, err, NULL, NULL);
 }
 
 static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth,
@@ -384,6 +397,72 @@ OC_TEST(alloc_faults_at_open)
             if (!fired)
                 break;
         }
+    fixture_free(&fx);
+}
+
+/* ---- giving the cache's memory back ----------------------------------------------- */
+
+struct give_back {
+    const struct fixture *fx;
+    void *big;
+    uint64_t given_after_epoch1, given_at_end;
+};
+
+/* In epoch 1 a request 100 rows past a budget at what is held; freed when epoch 2 starts. */
+static void give_back_hook(void *ctx, struct oc_store *s, uint32_t e, uint64_t b)
+{
+    struct give_back *g = ctx;
+    struct oc_err err;
+    if (e == 1 && b == 1) {
+        uint64_t used = oc_mem_used();
+        oc_mem_set_budget(used + 1000);
+        g->big = oc_alloc(1000 + 100 * g->fx->row_bytes, "a larger batch", &err);
+        OC_CHECK(g->big != NULL && oc_mem_used() <= used + 1000);
+    }
+    if (e == 2 && b == UINT64_MAX) {
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        g->given_after_epoch1 = st.given_back_bytes;
+    }
+    if (e == 2 && b == 0) {
+        oc_free(g->big);
+        g->big = NULL;
+        oc_mem_set_budget(0);
+    }
+}
+
+/*
+ * The cache gives rows back to a request past the budget while batches are
+ * in flight: rows looked up before the give-back are read at serve, every
+ * row stays right; once freed, the next batch takes them back.
+ */
+OC_TEST(cache_gives_rows_back_and_takes_them_back)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 64, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t live = oc_mem_n_live();
+    struct oc_store_config c = hl_config(&fx, 4);
+    struct oc_store *s = fixture_open("helios", &c);
+    if (s) {
+        struct give_back g = {&fx, NULL, 0, 0};
+        uint64_t bad = 9;
+        OC_CHECK_OK(run_plan_hooked(&fx, s, 4, &bad, &err, give_back_hook, &g), &err);
+        OC_CHECK(bad == 0);
+        OC_CHECK(g.given_after_epoch1 >= 100 * fx.row_bytes);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.given_back_bytes == 0);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] + st.tier_rows[OC_STORE_TIER_DISK] ==
+                 st.requested_rows);
+        oc_free(g.big);
+    }
+    oc_mem_set_budget(0);
+    oc_store_free(s);
+    OC_CHECK(oc_mem_n_live() == live);
     fixture_free(&fx);
 }
 

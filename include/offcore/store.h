@@ -88,8 +88,8 @@ struct oc_store_stats {
     uint64_t held_bytes; /* memory the store holds now (caches, buffers, in-RAM features);
                             a level, not a counter; the page cache under `mmap` is not held */
     /* cache bytes given back to requests past --mem-budget and not taken back yet (a
-       level; static, diskgnn, gnndrive, ginex, outre: their rows are read from disk
-       meanwhile; else 0) */
+       level; every strategy with a cache: their rows are read from disk meanwhile;
+       else 0) */
     uint64_t given_back_bytes;
     /* diskgnn (else 0): bytes of sampled blocks, chunk headers and address tables read
        with the packed chunks (not features: kept out of read_bytes), and the wall time of

@@ -24,7 +24,11 @@
  * fixed part at most (a smaller stage only sends more rows to the gather's
  * own reads); the rest is the cache (store_cache_plan), filled with the
  * hottest rows of a pre-sampled epoch 0 (store_hot_select, presample; by
- * in-degree without a training plan). mem_bytes 0 caches every row.
+ * in-degree without a training plan). mem_bytes 0 caches every row. Under a
+ * budget the cache gives rows back to requests past it and takes them back
+ * (../cache_yield.c): the sample stage looks a hop up under the cache's read
+ * side, and serve reads the rows whose slots went back since with the
+ * overflow rows.
  *
  * Cores (--io-cores N): the last N cores are the I/O path's: the ring polls
  * with SQPOLL, its kernel thread pinned to the last core, the completion
@@ -212,12 +216,16 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         else
             oc_log(OC_LOG_WARN, "store helios: %s; compute may share the I/O cores", pe.msg);
     }
+    if ((rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err)))
+        return rc;
+    h->yield_ready = 1;
     if ((rc = store_disk_open(s, 1, &h->disk, err)))
         return rc;
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
     if ((rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err)) ||
-        (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, NULL, "helios",
-                               err)))
+        (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, &h->yield,
+                               "helios", err)) ||
+        (cfg->mem_bytes && (rc = store_yield_register(&h->yield, err))))
         return rc;
     h->held_bytes = z.fixed + store_cache_held_bytes(s, &h->cache) +
                     (pipeline ? h->n_records * (h->stage_bytes / OC_IO_ALIGN) *
@@ -252,6 +260,8 @@ static void hl_free(struct oc_store *s)
     oc_free(h->miss);
     oc_free(h->arena);
     oc_file_close(h->file, NULL);
+    if (h->yield_ready)
+        store_yield_deinit(&h->yield); /* unregistered first: waits for a reclaim in progress */
     store_disk_close(&h->disk);
     store_cache_free(&h->cache);
     if (h->sync_ready) {
@@ -268,7 +278,16 @@ static int hl_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
                      struct oc_err *err)
 {
     struct hl_store *h = s->impl;
-    return store_cache_gather(s, &h->cache, &h->disk, ids, n, out, err);
+    /* memory first, outside the cache's lock, where the cache can still give rows for it */
+    int rc = store_disk_reserve(&h->disk, n, err);
+    if (rc == OC_OK)
+        rc = store_yield_take_back(s, &h->yield, &h->disk, err);
+    if (rc)
+        return rc;
+    store_yield_read_lock(&h->yield);
+    rc = store_cache_gather(s, &h->cache, &h->disk, ids, n, out, err);
+    store_yield_read_unlock(&h->yield);
+    return rc;
 }
 
 /* A record the trainer will not use: its reads still count (the disk delivered them). */
@@ -328,24 +347,50 @@ static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
+/*
+ * Rows of r cached when their hop was looked up whose slots the cache has
+ * given back since (slot >= live, under the cache's read side): no slot now,
+ * read with the overflow rows; returns how many.
+ */
+static uint64_t drop_given_back(struct hl_rec *r, uint64_t live)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        if (r->slot[i] != STORE_NO_SLOT && r->slot[i] >= live) {
+            r->slot[i] = STORE_NO_SLOT;
+            n++;
+        }
+    return n;
+}
+
 static int serve(struct hl_store *h, struct hl_rec *r, float *out, struct oc_err *err)
 {
     struct oc_store *s = h->s;
-    int rc = OC_OK;
-    for (uint64_t i = 0; i < r->n_rows && rc == OC_OK && r->n_overflow; i++)
+    /* memory first, outside the cache's lock, where the cache can still give rows for it */
+    int rc = store_disk_reserve(&h->disk, r->n_rows, err);
+    if (rc == OC_OK)
+        rc = store_yield_take_back(s, &h->yield, &h->disk, err);
+    if (rc) {
+        release(h, r);
+        return rc;
+    }
+    store_yield_read_lock(&h->yield);
+    uint64_t gone = drop_given_back(r, h->cache.n_live), direct = r->n_overflow + gone;
+    for (uint64_t i = 0; i < r->n_rows && rc == OC_OK && direct; i++)
         if (r->slot[i] == STORE_NO_SLOT && r->at[i] == HL_NO_AT)
             rc = store_disk_queue(s, &h->disk, r->ids[i], out + i * s->feat_dim, err);
     if (rc)
         store_disk_discard(&h->disk);
-    else if (r->n_overflow)
+    else if (direct)
         rc = store_disk_run(s, &h->disk, err);
     if (rc == OC_OK) {
         struct hl_copy j = {s, h, r, out};
         rc = store_for_rows(s->pool, r->n_rows, copy_rows, &j, err);
     }
+    store_yield_read_unlock(&h->yield);
     if (rc == OC_OK) {
-        uint64_t disk_rows = r->n_staged + r->n_overflow;
-        s->stats.tier_rows[OC_STORE_TIER_CPU] += r->n_cached;
+        uint64_t disk_rows = r->n_staged + direct;
+        s->stats.tier_rows[OC_STORE_TIER_CPU] += r->n_cached - gone;
         s->stats.tier_rows[OC_STORE_TIER_DISK] += disk_rows;
         s->stats.requested_disk_bytes += disk_rows * (uint64_t)s->row_bytes;
         h->n_served++;
@@ -380,7 +425,9 @@ static int hl_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
 static void hl_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct hl_store *h = s->impl;
-    out->held_bytes = h->held_bytes + store_disk_held_bytes(&h->disk);
+    uint64_t given = store_yield_missing(&h->yield) * s->row_bytes;
+    out->held_bytes = h->held_bytes + store_disk_held_bytes(&h->disk) - given;
+    out->given_back_bytes = given;
     if (!h->pipeline)
         return;
     double comp_cpu = h->comp_st ? oc_stage_cpu_s(h->comp_st) : 0;

@@ -57,7 +57,9 @@ struct hl_rec {
 
 struct hl_store {
     struct oc_store *s;
-    struct store_cache cache;
+    struct store_cache cache; /* n_live: yield's lock */
+    struct store_yield yield; /* its rows, given back under a budget and taken back */
+    int yield_ready;
     struct store_disk disk; /* the fetch/trainer thread's: evaluation, overflow, out of plan */
     struct oc_file *file;   /* O_DIRECT, the ring's */
     struct oc_io_ring *ring;

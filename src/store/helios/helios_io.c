@@ -206,6 +206,7 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
                       batch, epoch, h->max_rows);
     uint64_t base = r->n_rows, nm = 0;
     memcpy(r->ids + base, ids, n * sizeof(uint64_t));
+    store_yield_read_lock(&h->yield); /* slots given back later are read at serve (helios.c) */
     for (uint64_t i = 0; i < n; i++) {
         uint32_t slot = store_cache_lookup(&h->cache, ids[i]);
         r->slot[base + i] = slot;
@@ -213,6 +214,7 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
         if (slot == STORE_NO_SLOT)
             h->miss[nm++] = (struct store_miss){ids[i], base + i};
     }
+    store_yield_read_unlock(&h->yield);
     r->n_rows += n;
     r->n_cached += n - nm;
     store_miss_sort(h->miss, nm);

@@ -15,8 +15,9 @@
  * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers (one
  * when two, with the rest of the buffers, would take over half the budget) and one
  * assembled f32 batch (sized from the first window's largest batch, plus a
- * quarter with fresh samples), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and (fresh
- * samples) what the planner needs for the next window (the first window's
+ * quarter with fresh samples), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and
+ * what the planner needs to lay out and pack the first window beside the
+ * cache it fills (with fresh samples, the next windows': the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
  * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
  * window accesses most (8 bytes of id per row besides the row); under a
@@ -124,9 +125,10 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
 {
     uint64_t in = size_rows(z->max_input, reuse);
     uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(s, z, reuse));
-    /* the builder: held now, and grown by the next windows' traces; its sampler (id map,
-       sampled ids and the batch: ~96 bytes per input row, as ginex's inspector) */
-    f += dg_builder_need_bytes(b, reuse ? 0 : z->accesses + z->accesses / 4) + in * 96;
+    /* the builder: held now, laying out and packing this window beside the cache it fills,
+       and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
+       and the batch: ~96 bytes per input row, as ginex's inspector) */
+    f += dg_builder_need_bytes(b, reuse ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
     return f;
 }
 
@@ -211,10 +213,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if (cfg->mem_bytes && cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store diskgnn: needs at least %s (%u chunk buffer(s) and an assembled batch "
-                      "for up to %" PRIu64 " rows, staging, and %s the next window's plan) "
-                      "before caching any row; the store's budget is %s",
+                      "for up to %" PRIu64 " rows, staging, and the plan of a window of %" PRIu64
+                      " batches and %" PRIu64 " accesses%s) before caching any row; the store's "
+                      "budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), d->n_slots, z.max_input,
-                      d->reuse ? "no room for" : "room for",
+                      b->n_batches, z.accesses,
+                      d->reuse ? ": --reuse-samples packs a whole epoch at once"
+                               : ", and room for the next one",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
     if (!counts)

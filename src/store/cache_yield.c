@@ -176,6 +176,20 @@ uint64_t store_yield_missing(const struct store_yield *y)
     return atomic_load(&y->missing);
 }
 
+int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    int rc = store_disk_reserve(d, n, err);
+    if (rc == OC_OK)
+        rc = store_yield_take_back(s, y, d, err);
+    if (rc)
+        return rc;
+    store_yield_read_lock(y);
+    rc = store_cache_gather(s, y->cache, d, ids, n, out, err);
+    store_yield_read_unlock(y);
+    return rc;
+}
+
 int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                           struct oc_err *err)
 {

@@ -359,6 +359,13 @@ uint64_t store_yield_missing(const struct store_yield *y);
  */
 int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                           struct oc_err *err);
+/*
+ * store_cache_gather through a giving-back cache: d's scratch for n rows and
+ * the rows given back (while there is room) first, outside the lock, where
+ * the cache can still give for them; then the gather under the read side.
+ */
+int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 
 /* ---- hotness (hot.c) ----------------------------------------------------- */
 

@@ -327,16 +327,8 @@ static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
                      struct oc_err *err)
 {
     struct diskgnn_store *d = s->impl;
-    /* Memory first, outside the cache's lock, where the cache can still give rows for it. */
     pthread_mutex_lock(&d->disk_mu);
-    int rc = store_disk_reserve(&d->disk, n, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, &d->yield, &d->disk, err);
-    if (rc == OC_OK) {
-        store_yield_read_lock(&d->yield);
-        rc = store_cache_gather(s, &d->cache, &d->disk, ids, n, out, err);
-        store_yield_read_unlock(&d->yield);
-    }
+    int rc = store_yield_gather(s, &d->yield, &d->disk, ids, n, out, err);
     pthread_mutex_unlock(&d->disk_mu);
     return rc;
 }

@@ -278,16 +278,7 @@ static int hl_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
                      struct oc_err *err)
 {
     struct hl_store *h = s->impl;
-    /* memory first, outside the cache's lock, where the cache can still give rows for it */
-    int rc = store_disk_reserve(&h->disk, n, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, &h->yield, &h->disk, err);
-    if (rc)
-        return rc;
-    store_yield_read_lock(&h->yield);
-    rc = store_cache_gather(s, &h->cache, &h->disk, ids, n, out, err);
-    store_yield_read_unlock(&h->yield);
-    return rc;
+    return store_yield_gather(s, &h->yield, &h->disk, ids, n, out, err);
 }
 
 /* A record the trainer will not use: its reads still count (the disk delivered them). */

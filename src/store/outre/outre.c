@@ -189,16 +189,7 @@ static int outre_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, flo
                         struct oc_err *err)
 {
     struct outre_store *o = s->impl;
-    /* memory first, outside the cache's lock, where the cache can still give rows for it */
-    int rc = store_disk_reserve(&o->disk, n, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, &o->yield, &o->disk, err);
-    if (rc)
-        return rc;
-    store_yield_read_lock(&o->yield);
-    rc = store_cache_gather(s, &o->cache, &o->disk, ids, n, out, err);
-    store_yield_read_unlock(&o->yield);
-    return rc;
+    return store_yield_gather(s, &o->yield, &o->disk, ids, n, out, err);
 }
 
 static void outre_stats(const struct oc_store *s, struct oc_store_stats *out)

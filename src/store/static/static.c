@@ -199,17 +199,7 @@ static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, fl
                          struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    /* Memory first, outside the lock, where the cache can still give rows back for it. */
-    struct store_disk *d = &c->disk[s->lane];
-    int rc = store_disk_reserve(d, n, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, &c->yield, d, err);
-    if (rc)
-        return rc;
-    store_yield_read_lock(&c->yield);
-    rc = store_cache_gather(s, &c->cache, d, ids, n, out, err);
-    store_yield_read_unlock(&c->yield);
-    return rc;
+    return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
 }
 
 static void static_stats(const struct oc_store *s, struct oc_store_stats *out)

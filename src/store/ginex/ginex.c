@@ -69,12 +69,10 @@
  * A budget below the first two lines (plus, in RAM, one batch of accesses, S
  * batches when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "store/ginex/ginex_int.h"
 
@@ -222,19 +220,10 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 /* The cache's rows: an anonymous mapping (pages given back with madvise: gx_yield), accounted. */
 static int map_rows(struct ginex_store *g, struct oc_err *err)
 {
-    uint64_t bytes = g->cap * g->row_bytes, page = (uint64_t)sysconf(_SC_PAGESIZE);
-    int rc = oc_mem_reserve(bytes, "store ginex: cached rows", err);
+    int rc = store_rows_map(g->cap * g->row_bytes, "store ginex: cached rows", &g->rows,
+                            &g->map_bytes, err);
     if (rc)
         return rc;
-    size_t len = (size_t)((bytes + page - 1) / page * page);
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        oc_mem_release(bytes);
-        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
-                            "store ginex: mapping %" PRIu64 " bytes of cached rows", bytes);
-    }
-    g->rows = p;
-    g->map_bytes = len;
     atomic_store(&g->live, g->cap);
     return OC_OK;
 }

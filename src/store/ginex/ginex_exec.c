@@ -42,15 +42,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "store/ginex/ginex_int.h"
 
-#define GX_YIELD_MIN_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
-#define GX_TAKEBACK_MARGIN (4u << 20) /* left free when taking back (or an 8th of the cache) */
-#define GX_YIELD_WAIT_S    2          /* a give-back waits this long for the executor */
+#define GX_YIELD_WAIT_S 2 /* a give-back waits this long for the executor */
 
 /* The store this thread gathers from: its reclaims give nothing (the executor is not quiet). */
 static _Thread_local const struct ginex_store *gathering;
@@ -119,18 +115,6 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
 
 /* ---- giving memory back --------------------------------------------------------- */
 
-static uint64_t part_of_cache(const struct ginex_store *g, uint64_t limit, uint64_t div)
-{
-    uint64_t part = g->cap * g->row_bytes / div;
-    return part < limit ? part : limit;
-}
-
-static size_t page_up(uint64_t bytes)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    return (size_t)((bytes + page - 1) / page * page);
-}
-
 uint64_t gx_yield(void *ctx, uint64_t want)
 {
     struct ginex_store *g = ctx;
@@ -146,14 +130,12 @@ uint64_t gx_yield(void *ctx, uint64_t want)
             break;
     uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
     if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
-        uint64_t least = part_of_cache(g, GX_YIELD_MIN_BYTES, 16);
+        uint64_t least = store_give_least(g->cap * rb);
         uint64_t rows = ((want > least ? want : least) + rb - 1) / rb;
         uint64_t keep = rows < live ? live - rows : 0;
         for (uint64_t k = keep; k < live; k++)
             slot_evict(g, (uint32_t)k);
-        size_t from = page_up(keep * rb), to = page_up(live * rb);
-        if (to > from)
-            madvise(g->rows + from, to - from, MADV_DONTNEED);
+        store_pages_back(g->rows, g->map_bytes, keep * rb, g->map_bytes); /* all past keep */
         atomic_store(&g->live, keep);
         g->n_yields++;
         got = (live - keep) * rb;
@@ -174,11 +156,9 @@ static uint64_t take_back_reserve(const struct ginex_store *g)
     uint64_t live = atomic_load(&g->live), gone = g->cap - live, rb = g->row_bytes;
     if (!gone || !g->reclaiming)
         return 0;
-    uint64_t budget = oc_mem_budget(), used = oc_mem_used();
-    uint64_t margin = part_of_cache(g, GX_TAKEBACK_MARGIN, 8);
-    uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+    uint64_t room = store_takeback_room(g->cap * rb);
     uint64_t rows = room / rb < gone ? room / rb : gone;
-    if (rows == 0 || (rows < gone && rows * rb < part_of_cache(g, GX_YIELD_MIN_BYTES, 16)))
+    if (rows == 0 || (rows < gone && rows * rb < store_give_least(g->cap * rb)))
         return 0;
     struct oc_err local;
     return oc_mem_reserve(rows * rb, "store ginex: cached rows taken back", &local) == OC_OK ? rows

@@ -31,11 +31,8 @@
  *   rows: [ in use ........ | given back (some draining) ]
  *         0            n_active                      n_slots
  */
-#include <errno.h>
-#include <inttypes.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "store/gnndrive/gnndrive_int.h"
 
@@ -45,22 +42,10 @@ int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row
     memset(b, 0, sizeof(*b));
     b->n_slots = b->n_active = n_slots;
     b->row_bytes = row_bytes;
-    if (n_slots) {
-        uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-        int rc = oc_mem_reserve(n_slots * row_bytes, "store gnndrive: row slots", err);
-        if (rc)
-            return rc;
-        size_t len = (size_t)((n_slots * row_bytes + page - 1) / page * page);
-        void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            oc_mem_release(n_slots * row_bytes);
-            return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno,
-                                "store gnndrive: mapping %" PRIu64 " bytes of row slots",
-                                n_slots * row_bytes);
-        }
-        b->rows = p;
-        b->map_bytes = len;
-    }
+    int rc;
+    if (n_slots && (rc = store_rows_map(n_slots * row_bytes, "store gnndrive: row slots", &b->rows,
+                                        &b->map_bytes, err)))
+        return rc;
     b->node_slot = oc_alloc(n_nodes * sizeof(uint32_t), "store gnndrive: mapping table", err);
     b->slot_node = oc_alloc(n_slots * sizeof(uint64_t), "store gnndrive: reverse map", err);
     b->ref = oc_calloc(n_slots, sizeof(uint32_t), "store gnndrive: reference counts", err);
@@ -188,11 +173,8 @@ uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uin
 /* Whole pages of slots [lo, hi) back to the kernel (their rows read as zeros after). */
 static void pages_back(const struct gd_buf *b, uint64_t lo, uint64_t hi)
 {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t from = (lo * b->row_bytes + page - 1) / page * page;
-    uint64_t to = hi == b->n_slots ? b->map_bytes : hi * b->row_bytes / page * page;
-    if (to > from)
-        madvise(b->rows + from, to - from, MADV_DONTNEED);
+    store_pages_back(b->rows, b->map_bytes, lo * b->row_bytes,
+                     hi == b->n_slots ? b->map_bytes : hi * b->row_bytes);
 }
 
 /* Slot k's last reference is gone: to the standby tail, or retired if it was given back. */

@@ -28,16 +28,12 @@
 
 #include "store/gnndrive/gnndrive_int.h"
 
-#define GD_YIELD_MIN_BYTES (1u << 20) /* given back at once, at least (or a 16th of the buffer) */
-#define GD_TAKEBACK_MARGIN (4u << 20) /* left free when taking back (or an 8th of the buffer) */
-
 /* The store whose slots this thread is taking back: its reclaims give nothing. */
 static _Thread_local const struct gd_store *taking;
 
-static uint64_t part_of_buffer(const struct gd_store *g, uint64_t limit, uint64_t div)
+static uint64_t buffer_bytes(const struct gd_store *g)
 {
-    uint64_t part = g->buf.n_slots * g->buf.row_bytes / div;
-    return part < limit ? part : limit;
+    return g->buf.n_slots * g->buf.row_bytes;
 }
 
 static uint64_t gd_yield(void *ctx, uint64_t want)
@@ -45,7 +41,7 @@ static uint64_t gd_yield(void *ctx, uint64_t want)
     struct gd_store *g = ctx;
     if (taking == g)
         return 0;
-    uint64_t least = part_of_buffer(g, GD_YIELD_MIN_BYTES, 16);
+    uint64_t least = store_give_least(buffer_bytes(g));
     pthread_mutex_lock(&g->mu);
     uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
     uint64_t got = gd_buf_give_back(&g->buf, want > least ? want : least, floor);
@@ -115,14 +111,12 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
                 break;
             continue;
         }
-        uint64_t budget = oc_mem_budget(), used = oc_mem_used();
-        uint64_t margin = part_of_buffer(g, GD_TAKEBACK_MARGIN, 8);
-        uint64_t room = !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+        uint64_t room = store_takeback_room(buffer_bytes(g));
         uint64_t rows = room / rb < upto - active ? room / rb : upto - active;
         if (rows < must)
             rows = must;
-        if (rows == 0 || (must == 0 && rows < upto - active &&
-                          rows * rb < part_of_buffer(g, GD_YIELD_MIN_BYTES, 16)))
+        if (rows == 0 ||
+            (must == 0 && rows < upto - active && rows * rb < store_give_least(buffer_bytes(g))))
             break; /* nothing, or too little to be worth it while no batch needs it */
         pthread_mutex_unlock(&g->mu);
         taking = g;

@@ -51,6 +51,10 @@ static void tiny_opts(struct oc_train_opts *o, const char *strategy, const char 
     o->strategy = strategy;
     o->checkpoint_dir = ckpt;
     o->log_path = log;
+    struct oc_err err;
+    /* gnndrive with sampler threads: its draw and order stages are under the faults too */
+    if (strategy && strcmp(strategy, "gnndrive") == 0)
+        (void)oc_train_opts_set(o, "samplers", 2, &err);
 }
 
 struct fault_case {

@@ -41,6 +41,7 @@ struct oc_pipe_batch {
     struct oc_sample_batch batch; /* its blocks; seeds = batch.input_ids[0 .. n_seeds) */
     float *x;                     /* batch.n_input x feat_dim gathered rows */
     void *rows;                   /* (private) the row buffer x lies in */
+    uint64_t seq;                 /* (private) sampler threads: the sample stage's count */
 };
 
 struct oc_batch_pipe_config {
@@ -77,6 +78,8 @@ struct oc_batch_pipe_stats {
     /* busy seconds; fetch_busy_s includes the gather lanes' (summed over lanes) */
     double sample_busy_s, fetch_busy_s;
     uint32_t lanes;                 /* gathers run at once (oc_store_gather_lanes, at most depth) */
+    uint32_t samplers;              /* batches sampled at once (oc_store_samplers, at most a slot
+                                       each); sample_busy_s then sums their threads */
     double wait_s;                  /* trainer time blocked in oc_batch_pipe_next */
     struct oc_topo_disk_stats topo; /* the sample stage's disk-topology reads (0 in RAM) */
 };

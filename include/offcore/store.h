@@ -156,6 +156,8 @@ struct oc_store_config {
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
     uint32_t n_extractors;          /* gnndrive: extractor threads (0 = 2) */
+    uint32_t n_samplers;            /* gnndrive: sampler threads (0 = from the cores: one per
+                                       two online cores, 1 to 4) */
     uint32_t io_cores;              /* helios: cores for the I/O path (SQPOLL thread and
                                        completion stage pinned to the last ones); 0 = auto */
     int reorder;                    /* gnndrive: oc_store_next_batch returns batches in
@@ -365,6 +367,13 @@ int oc_store_reorders(const struct oc_store *s);
  * far ahead and any batch next_batch returns is among them. 0: none.
  */
 uint32_t oc_store_lookahead(const struct oc_store *s);
+/*
+ * Sampler threads the strategy wants feeding it (gnndrive --samplers, as
+ * GNNDrive's pool of samplers): the batch pipeline samples that many batches
+ * at once, each thread whole batches with its own sampler, and shows them to
+ * the strategy in plan order. 1 for every other strategy.
+ */
+uint32_t oc_store_samplers(const struct oc_store *s);
 /* Cumulative counters since open. */
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 

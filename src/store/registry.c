@@ -504,6 +504,12 @@ uint32_t oc_store_lookahead(const struct oc_store *s)
     return s->strat->lookahead ? s->strat->lookahead(s) : 0;
 }
 
+uint32_t oc_store_samplers(const struct oc_store *s)
+{
+    uint32_t n = s->strat->samplers ? s->strat->samplers(s) : 1;
+    return n ? n : 1;
+}
+
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     /* the lock is not part of the store's value: lanes add their counters under it */

@@ -70,6 +70,8 @@ struct store_strategy {
     int (*prunes)(const struct oc_store *s);
     /* Optional: oc_store_lookahead (NULL = 0). */
     uint32_t (*lookahead)(const struct oc_store *s);
+    /* Optional: oc_store_samplers (NULL = 1). */
+    uint32_t (*samplers)(const struct oc_store *s);
     void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
     /* The strategy's own options (store.h, struct oc_store_opt); may be empty. */
@@ -413,6 +415,7 @@ uint64_t oc_store_static_n_given_up(const struct oc_store *s);
 /* For a `gnndrive` store (gnndrive.c); see there. */
 struct oc_store_gnndrive_info {
     uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
+    uint32_t n_samplers;              /* sampler threads the batch pipeline runs for it */
     uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
     uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
     uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */

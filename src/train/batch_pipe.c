@@ -39,6 +39,19 @@
  * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
  * batch to serve next among those sampled (pending).
  *
+ * Sampler threads: a store that wants several (oc_store_samplers, gnndrive
+ * --samplers S, as GNNDrive's pool of samplers) gets a draw stage of S
+ * threads between the sample stage and the store. The sample stage then only
+ * takes a slot, copies the batch's seeds into it and hands it on (draw_q); a
+ * draw thread takes a sampler token (drawer_q: each sampler has its own
+ * one-thread pool, so S batches are sampled at once, each whole) and samples
+ * it; the order stage puts the drawn batches back in the sample stage's order
+ * (seq) and prepares them there, so the store sees exactly the batches and the
+ * order one sampler gives it. Not for a store that takes hops or prunes
+ * (helios, outre), whose hooks follow one sampler's order.
+ *
+ *   sample stage ──draw_q──► draw stage (S threads, drawer_q) ──order_q──► order stage ──fetch_q──►
+ *
  * Gather lanes: a store that can gather several batches at once (lanes > 1:
  * direct, static and ginex keep a reader per lane, mmap needs none;
  * oc_store_gather_lanes) has its
@@ -101,7 +114,18 @@ struct oc_batch_pipe {
     struct bp_job jobs[2];
     unsigned next_job;
     /* sample stage */
-    struct oc_sampler *sampler;
+    struct oc_sampler *sampler; /* one sampler on the shared pool (n_draw == 0) */
+    /* sampler threads (n_draw > 1; else 0): samplers with their own pools, each batch
+       slot's seeds (batch_size each), and the order stage's batches ahead of their turn */
+    uint32_t n_draw;
+    struct oc_sampler **drawers;
+    struct oc_pool **draw_pools;
+    uint64_t *seed_buf, *seed_n;
+    struct oc_queue *draw_q, *drawer_q, *order_q;
+    struct oc_stage *draw_st, *order_st;
+    struct oc_pipe_batch **held;
+    uint32_t n_held;
+    uint64_t next_seq, seq;
     struct oc_sample_epoch ep;
     uint64_t *order; /* reused samples: the training epoch's batch order */
     /* fetch stage */
@@ -158,6 +182,20 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
         pb->epoch = e;
         pb->index = b;
         pb->pos = k;
+        if (!bp->has_batches && bp->n_draw) { /* a draw thread samples it */
+            const uint64_t *seeds;
+            uint64_t n_seeds, at = (uint64_t)(pb - bp->slots);
+            if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err))) {
+                oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
+                return rc;
+            }
+            memcpy(bp->seed_buf + at * bp->cfg.batch_size, seeds, n_seeds * sizeof(uint64_t));
+            bp->seed_n[at] = n_seeds;
+            pb->seq = bp->seq++;
+            if ((rc = oc_stage_push(st, bp->draw_q, pb)))
+                return rc;
+            continue;
+        }
         if (!bp->has_batches) {
             const uint64_t *seeds;
             uint64_t n_seeds;
@@ -175,6 +213,91 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
         if ((rc = oc_stage_push(st, bp->fetch_q, pb)))
             return rc;
     }
+    return OC_OK;
+}
+
+/* ---- sampler threads --------------------------------------------------- */
+
+/* Samples one batch on a free sampler (a drawer token) and hands it to the order stage. */
+static int draw_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    struct oc_pipe_batch *pb = item;
+    uint64_t at = (uint64_t)(pb - bp->slots);
+    void *token;
+    int rc;
+    if ((rc = oc_stage_pop(st, bp->drawer_q, &token)))
+        return rc;
+    double t0 = oc_now_s();
+    rc = oc_sample_neighbors(token, pb->epoch, pb->index, bp->seed_buf + at * bp->cfg.batch_size,
+                             bp->seed_n[at], &pb->batch, err);
+    /* never blocks: the queue holds every token; closed means cancelled */
+    (void)oc_stage_push(st, bp->drawer_q, token);
+    if (rc) {
+        oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, pb->epoch, pb->index);
+        return rc;
+    }
+    atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
+    return oc_stage_push(st, bp->order_q, pb);
+}
+
+/* Prepares the drawn batches in the sample stage's order and hands them to the fetch stage. */
+static int order_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    struct oc_batch_pipe *bp = ctx;
+    bp->held[bp->n_held++] = item; /* at most every slot */
+    for (;;) {
+        uint32_t k = 0;
+        while (k < bp->n_held && bp->held[k]->seq != bp->next_seq)
+            k++;
+        if (k == bp->n_held)
+            return OC_OK; /* its turn's batch is still being drawn */
+        struct oc_pipe_batch *pb = bp->held[k];
+        bp->held[k] = bp->held[--bp->n_held];
+        bp->next_seq++;
+        double t0 = oc_now_s();
+        int rc = oc_store_prepare_batch(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err);
+        if (rc) {
+            oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, pb->epoch, pb->index);
+            return rc;
+        }
+        atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
+        atomic_fetch_add(&bp->n_sampled, 1);
+        if ((rc = oc_stage_push(st, bp->fetch_q, pb)))
+            return rc;
+    }
+}
+
+/* The samplers, their pools and queues, and the draw and order stages (n_draw of them). */
+static int draw_open(struct oc_batch_pipe *bp, uint32_t n_draw, struct oc_err *err)
+{
+    const struct oc_batch_pipe_config *cfg = &bp->cfg;
+    int rc;
+    bp->n_draw = n_draw;
+    bp->drawers = oc_calloc(n_draw, sizeof(*bp->drawers), "pipeline samplers", err);
+    bp->draw_pools = oc_calloc(n_draw, sizeof(*bp->draw_pools), "pipeline samplers", err);
+    bp->held = oc_calloc(bp->n_slots, sizeof(*bp->held), "pipeline slots", err);
+    bp->seed_n = oc_calloc(bp->n_slots, sizeof(*bp->seed_n), "pipeline slots", err);
+    bp->seed_buf =
+        oc_alloc(bp->n_slots * cfg->batch_size * sizeof(uint64_t), "pipeline seeds", err);
+    if (!bp->drawers || !bp->draw_pools || !bp->held || !bp->seed_n || !bp->seed_buf)
+        return err ? err->status : OC_ERR_NOMEM;
+    for (uint32_t i = 0; i < n_draw; i++)
+        if ((rc = oc_pool_new(1, &bp->draw_pools[i], err)) ||
+            (rc = oc_sample_sampler_new(cfg->graph, cfg->sample, bp->draw_pools[i], &bp->drawers[i],
+                                        err)))
+            return rc;
+    if ((rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->draw_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, n_draw, &bp->drawer_q, err)) ||
+        (rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->order_q, err)) ||
+        (rc = oc_pipeline_stage(bp->p, "draw", n_draw, bp->draw_q, draw_batch, bp, &bp->draw_st,
+                                err)) ||
+        (rc = oc_pipeline_stage(bp->p, "order", 1, bp->order_q, order_batch, bp, &bp->order_st,
+                                err)))
+        return rc;
+    for (uint32_t i = 0; i < n_draw; i++)
+        if (oc_queue_push(bp->drawer_q, bp->drawers[i]) != OC_OK)
+            return oc_pipeline_status(bp->p, err);
     return OC_OK;
 }
 
@@ -324,6 +447,15 @@ void oc_batch_pipe_free(struct oc_batch_pipe *bp)
     if (bp->ep.orig)
         oc_sample_epoch_deinit(&bp->ep);
     oc_sample_sampler_free(bp->sampler);
+    for (uint32_t i = 0; bp->drawers && i < bp->n_draw; i++)
+        oc_sample_sampler_free(bp->drawers[i]);
+    for (uint32_t i = 0; bp->draw_pools && i < bp->n_draw; i++)
+        oc_pool_free(bp->draw_pools[i]);
+    oc_free(bp->drawers);
+    oc_free(bp->draw_pools);
+    oc_free(bp->held);
+    oc_free(bp->seed_n);
+    oc_free(bp->seed_buf);
     oc_free(bp);
 }
 
@@ -394,8 +526,14 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         }
         bp->rows[i].cap_floats = reserve_floats;
     }
+    /* sampler threads: as many as the store wants, at most a slot each, never with hooks */
+    uint32_t n_draw = oc_store_samplers(cfg->store);
+    n_draw = n_draw < bp->n_slots ? n_draw : bp->n_slots;
+    if (bp->has_batches || oc_store_wants_hops(cfg->store) || oc_store_wants_prune(cfg->store))
+        n_draw = 1;
     if (!bp->has_batches &&
-        ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err)) ||
+        ((n_draw == 1 &&
+          (rc = oc_sample_sampler_new(cfg->graph, cfg->sample, cfg->pool, &bp->sampler, err))) ||
          (rc = oc_sample_epoch_init_plan(&bp->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                          cfg->sample, err))))
         goto fail;
@@ -424,6 +562,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
                                 err)) ||
         (rc = oc_pipeline_stage(bp->p, "fetch", 1, bp->fetch_q, fetch_batch, bp, &bp->fetch_st,
                                 err)))
+        goto fail;
+    if (n_draw > 1 && (rc = draw_open(bp, n_draw, err)))
         goto fail;
     if (bp->lanes > 1 && ((rc = oc_pipeline_queue(bp->p, bp->n_slots, &bp->gather_q, err)) ||
                           (rc = oc_pipeline_queue(bp->p, bp->lanes, &bp->lane_q, err)) ||
@@ -589,6 +729,16 @@ void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_st
         oc_stage_busy_s(bp->fetch_st) + (bp->gather_st ? oc_stage_busy_s(bp->gather_st) : 0);
     out->lanes = bp->lanes;
     out->wait_s = bp->wait_s;
+    out->samplers = bp->n_draw ? bp->n_draw : 1;
     if (bp->sampler)
         oc_sample_sampler_topo_stats(bp->sampler, &out->topo);
+    for (uint32_t i = 0; i < bp->n_draw; i++) {
+        struct oc_topo_disk_stats t;
+        oc_sample_sampler_topo_stats(bp->drawers[i], &t);
+        out->topo.n_lookups += t.n_lookups;
+        out->topo.n_hits += t.n_hits;
+        out->topo.requested_bytes += t.requested_bytes;
+        out->topo.read_bytes += t.read_bytes;
+        out->topo.n_reads += t.n_reads;
+    }
 }

@@ -122,6 +122,7 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     cJSON_AddNumberToObject(o, "n_sampled", (double)st->n_sampled);
     cJSON_AddNumberToObject(o, "pipeline_depth", st->depth);
     cJSON_AddNumberToObject(o, "pipeline_lanes", st->lanes);
+    cJSON_AddNumberToObject(o, "pipeline_samplers", st->samplers);
     cJSON_AddNumberToObject(o, "sampled_edges", (double)st->sampled_edges);
     cJSON *rr = cJSON_AddObjectToObject(o, "redundancy");
     if (rr) { /* OUTRE's RR = input rows / seeds; and how often a distinct row was asked for */

@@ -671,6 +671,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             goto out;
         st.depth = r.depth;
         st.lanes = pipe1.lanes;
+        st.samplers = pipe1.samplers;
         st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
         st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
         st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;

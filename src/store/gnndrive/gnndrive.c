@@ -5,9 +5,12 @@
  *
  *   sample stage ──► extract stage ──► fetch stage (gather_batch) ──► release stage
  *   (the batch       (buffer lookup,   (waits for its batch, copies   (references
- *    pipeline's;      batched reads,    the rows from their slots      dropped, slots
- *    prepare_batch    rows placed as    into out in order, f16         to the standby
- *    feeds a record)  they complete)    widened)                       LRU list)
+ *    pipeline's,      batched reads,    the rows from their slots      dropped, slots
+ *    --samplers       rows placed as    into out in order, f16         to the standby
+ *    threads;         they complete)    widened)                       LRU list)
+ *    prepare_batch
+ *    feeds a record
+ *    in plan order)
  *
  * This file: sizing and open, the trainer's side (gather_batch,
  * next_batch, evaluation gathers), stats and test knobs.
@@ -57,11 +60,12 @@
  * row of R); per extractor a batch reader with 64 reads in flight into
  * bounce cells of max(8 KiB, a row's span) each and request tables for one
  * run of reads (gnndrive_io.c), and 20 bytes of scratch per row of R
- * (gd_io_extractor_bytes); the sampler stage (the batch
- * pipeline's sampler, which feeds this store; kept in this reservation: its batch
- * and id map grow with the rows it samples, about 80 bytes per row: counted
- * as GD_SAMPLER_ROW_BYTES per row of M, and its epoch order, 16 bytes per
- * training id, and 2 MiB for an on-disk topology's reader); the evaluation
+ * (gd_io_extractor_bytes); the sampler threads (the batch pipeline's, which
+ * feed this store, --samplers S of them; kept in this reservation: each one's
+ * batch and id map grow with the rows it samples, about 80 bytes per row:
+ * counted as GD_SAMPLER_ROW_BYTES per row of M, and 2 MiB for an on-disk
+ * topology's reader; their epoch order, 16 bytes per training id; with S > 1
+ * each batch record's copy of its seeds); the evaluation
  * reader (its bounce and 192 bytes of requests per row of a chunk). What the
  * budget leaves after the fixed part buys slots; fewer than the minimum is OC_ERR_BUDGET at open,
  * naming how much is needed. With mem_bytes 0 every row gets a slot.
@@ -92,11 +96,14 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/gnndrive/gnndrive_int.h"
 
 #define GD_DEFAULT_EXTRACTORS 2u
 #define GD_MAX_EXTRACTORS     64u
+#define GD_MAX_SAMPLERS       64u
+#define GD_AUTO_SAMPLERS_MAX  4u           /* GNNDrive's four samplers */
 #define GD_DEPTH              64u          /* reads in flight per extractor */
 #define GD_CELL_MIN           (8u << 10)   /* bounce per read */
 #define GD_SAMPLER_ROW_BYTES  144u         /* sampler stage's batch + id map per row of M */
@@ -107,9 +114,23 @@
 
 /* ---- sizing ------------------------------------------------------------------ */
 
+/* --samplers N, or (0) one per two online cores, 1 to GD_AUTO_SAMPLERS_MAX; at most one
+   per batch record (a sampler holds one while it samples). */
+static uint32_t gd_samplers_wanted(uint32_t asked, uint32_t n_records)
+{
+    uint32_t n = asked;
+    if (n == 0) {
+        long cpu = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpu >= 2 ? (uint32_t)(cpu / 2) : 1;
+        n = n < GD_AUTO_SAMPLERS_MAX ? n : GD_AUTO_SAMPLERS_MAX;
+    }
+    n = n < GD_MAX_SAMPLERS ? n : GD_MAX_SAMPLERS;
+    return n < n_records ? n : n_records;
+}
+
 struct gd_sizing {
     int pipeline;
-    uint32_t n_extractors, n_records;
+    uint32_t n_extractors, n_records, n_samplers;
     uint64_t bound;    /* B: the bound */
     uint64_t max_rows; /* R: records' and extractors' rows at open (train's measure, else B) */
     uint64_t est_rows; /* M: measured, plus a quarter */
@@ -148,6 +169,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     if (z->n_extractors > GD_MAX_EXTRACTORS)
         z->n_extractors = GD_MAX_EXTRACTORS;
     z->n_records = 2 * z->n_extractors + 2;
+    z->n_samplers = gd_samplers_wanted(cfg->n_samplers, z->n_records);
     z->bound = store_expected_rows(s, cfg);
     z->max_rows = store_budget_rows(s, cfg);
     z->est_rows = est_rows < z->bound ? est_rows : z->bound;
@@ -160,8 +182,12 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->fixed += 5 * (z->n_records * sizeof(void *) + 128);                        /* queues */
     z->fixed +=
         e * (sizeof(struct gd_extractor) + gd_io_extractor_bytes(z->cell_bytes, GD_DEPTH, r));
-    z->fixed += z->est_rows * GD_SAMPLER_ROW_BYTES + 2 * cfg->n_train * sizeof(uint64_t) +
-                (cfg->graph->disk ? 2u << 20 : 0); /* sampler stage (+ on-disk topology reader) */
+    /* sampler threads, each its own (+ on-disk topology reader), their epoch order and,
+       with more than one, each batch slot's copy of its seeds */
+    z->fixed +=
+        z->n_samplers * (z->est_rows * GD_SAMPLER_ROW_BYTES + (cfg->graph->disk ? 2u << 20 : 0)) +
+        2 * cfg->n_train * sizeof(uint64_t) +
+        (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
     uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
     z->min_slots = one < s->n_nodes ? one : s->n_nodes;
@@ -278,6 +304,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->reorder = cfg->reorder != 0;
     g->n_extractors = z.n_extractors;
     g->n_records = z.n_records;
+    g->n_samplers = z.n_samplers;
     g->max_rows = z.max_rows;
     g->mem_bytes = cfg->mem_bytes;
     g->est_rows = z.est_rows;
@@ -656,6 +683,7 @@ int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_in
     struct gd_store *g = s->impl;
     info->n_extractors = g->n_extractors;
     info->n_records = g->n_records;
+    info->n_samplers = g->n_samplers;
     info->max_rows = g->max_rows;
     info->est_rows = g->est_rows;
     info->n_slots = g->buf.n_slots;
@@ -707,10 +735,20 @@ static uint32_t gd_lookahead(const struct oc_store *s)
     return g && g->pipeline ? g->n_records : 0;
 }
 
+/* Sampler threads feeding the extractors (1 without a training plan). */
+static uint32_t gd_samplers(const struct oc_store *s)
+{
+    const struct gd_store *g = s->impl;
+    return g && g->pipeline ? g->n_samplers : 1;
+}
+
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
 static const struct oc_store_opt gnndrive_opts[] = {
     {"extractors", OC_STORE_OPT_U32, "N", NULL, "extractor threads (2)",
      offsetof(struct oc_store_config, n_extractors), 1, 0, 0},
+    {"samplers", OC_STORE_OPT_U32, "N", NULL,
+     "sampler threads, each sampling whole batches (0 = one per two cores, 1 to 4)",
+     offsetof(struct oc_store_config, n_samplers), 0, 0, 0},
     {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
      "train batches in completion order, as GNNDrive (not bitwise reproducible)",
      offsetof(struct oc_store_config, reorder), 0, 1, 0},
@@ -739,6 +777,7 @@ const struct store_strategy oc_store_gnndrive = {
     .next_batch = gd_next_batch,
     .prepare_batch = gd_prepare,
     .lookahead = gd_lookahead,
+    .samplers = gd_samplers,
     .stats = gd_stats,
     .free = gd_free,
     .opts = gnndrive_opts,

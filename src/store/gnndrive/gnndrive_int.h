@@ -121,7 +121,7 @@ struct gd_extractor {
 struct gd_store {
     struct oc_store *s; /* read-only fields: path, dtype, row_bytes, data_offset, n_nodes */
     /* sizing (gnndrive.c) */
-    uint32_t n_extractors, n_records;
+    uint32_t n_extractors, n_records, n_samplers;
     uint64_t max_rows, est_rows, min_slots; /* see gnndrive.c's sizing */
     uint64_t mem_bytes;                     /* the store's budget (0 = none), for errors */
     unsigned depth;                         /* reads in flight per extractor */

@@ -20,11 +20,13 @@ struct oc_rng {
 };
 
 /* A stream for (seed, a, b, c): independent of every other tuple. */
-void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
-uint32_t oc_rng_u32(struct oc_rng *r);
+static inline void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+static inline uint32_t oc_rng_u32(struct oc_rng *r);
 uint64_t oc_rng_u64(struct oc_rng *r);
 /* Uniform in [0, n) without modulo bias; n > 0. */
-uint64_t oc_rng_below(struct oc_rng *r, uint64_t n);
+static inline uint64_t oc_rng_below(struct oc_rng *r, uint64_t n);
+/* oc_rng_below for n > 2^32 - 1. */
+uint64_t oc_rng_below_wide(struct oc_rng *r, uint64_t n);
 /* Uniform float in [0, 1) with 24 random bits; double with 53. */
 float oc_rng_uniform(struct oc_rng *r);
 double oc_rng_uniform_f64(struct oc_rng *r);
@@ -63,6 +65,55 @@ static inline void oc_rng_block(uint64_t seed, uint64_t a, uint64_t b, uint32_t 
     oc_rng_philox10(key, ctr, out);
 }
 /* A 64-bit mix of (seed, x): splitmix64 finalizer; for hashing ids. */
-uint64_t oc_rng_mix64(uint64_t seed, uint64_t x);
+static inline uint64_t oc_rng_mix64(uint64_t seed, uint64_t x)
+{
+    uint64_t z = x + seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* The generator's hot calls are inline: the sampler draws one number per sampled edge. */
+static inline void oc_rng_init(struct oc_rng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t stream = oc_rng_mix64(oc_rng_mix64(oc_rng_mix64(0x5EED, a), b), c);
+    r->key[0] = (uint32_t)seed;
+    r->key[1] = (uint32_t)(seed >> 32);
+    r->ctr[0] = 0;
+    r->ctr[1] = 0;
+    r->ctr[2] = (uint32_t)stream;
+    r->ctr[3] = (uint32_t)(stream >> 32);
+    r->n_out = 0;
+}
+
+static inline uint32_t oc_rng_u32(struct oc_rng *r)
+{
+    if (r->n_out == 0) {
+        oc_rng_philox10(r->key, r->ctr, r->out);
+        if (++r->ctr[0] == 0)
+            r->ctr[1]++;
+        r->n_out = 4;
+    }
+    return r->out[4 - r->n_out--];
+}
+
+static inline uint64_t oc_rng_below(struct oc_rng *r, uint64_t n)
+{
+    if (n <= UINT32_MAX) {
+        /* Lemire's multiply-shift with rejection. */
+        uint32_t n32 = (uint32_t)n;
+        uint64_t m = (uint64_t)oc_rng_u32(r) * n32;
+        uint32_t lo = (uint32_t)m;
+        if (lo < n32) {
+            uint32_t t = (uint32_t)(-n32) % n32;
+            while (lo < t) {
+                m = (uint64_t)oc_rng_u32(r) * n32;
+                lo = (uint32_t)m;
+            }
+        }
+        return m >> 32;
+    }
+    return oc_rng_below_wide(r, n);
+}
 
 #endif

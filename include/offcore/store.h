@@ -156,8 +156,8 @@ struct oc_store_config {
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
     uint32_t n_extractors;          /* gnndrive: extractor threads (0 = 2) */
-    uint32_t n_samplers;            /* gnndrive: sampler threads (0 = from the cores: one per
-                                       two online cores, 1 to 4) */
+    uint32_t n_samplers;            /* gnndrive: sampler threads (0 = 4 with an on-disk
+                                       topology, else one per two online cores, 1 to 4) */
     uint32_t io_cores;              /* helios: cores for the I/O path (SQPOLL thread and
                                        completion stage pinned to the last ones); 0 = auto */
     int reorder;                    /* gnndrive: oc_store_next_batch returns batches in

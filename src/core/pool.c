@@ -191,6 +191,11 @@ int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
     if (!p || p->n_threads == 1)
         return run_inline(n_tasks, fn, ctx);
     pthread_mutex_lock(&p->run_mu);
+    if (n_tasks <= 1) { /* task 0 runs on worker 0 either way: no worker to wake */
+        int rc = run_inline(n_tasks, fn, ctx);
+        pthread_mutex_unlock(&p->run_mu);
+        return rc;
+    }
     return run_locked(p, n_tasks, fn, ctx);
 }
 

@@ -59,5 +59,5 @@ int oc_nn_cpu_adam(struct oc_nn_backend *be, struct oc_nn_tensor *p, const struc
                          .wd = opt->weight_decay,
                          .step_size = (float)((double)opt->lr / bc1),
                          .bc2_sqrt = (float)sqrt(bc2)};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n, OC_NN_CPU_ELEMS), adam_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n, OC_NN_CPU_ELEMS), 4 * c.n, adam_task, &c);
 }

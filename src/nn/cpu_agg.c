@@ -81,7 +81,8 @@ int oc_nn_cpu_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enu
                         .out = oc_nn_f32(y),
                         .n_cols = x->n_cols,
                         .cat = cat};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), agg_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * x->n_cols,
+                         agg_fwd_task, &c);
 }
 
 OC_NN_SIMD static int agg_bwd_task(void *cp, uint64_t task, unsigned worker)
@@ -129,5 +130,6 @@ int oc_nn_cpu_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g, enu
                         .out = oc_nn_f32(dx),
                         .n_cols = dx->n_cols,
                         .cat = cat};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), agg_bwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), g->n_edges * dx->n_cols,
+                         agg_bwd_task, &c);
 }

@@ -84,9 +84,10 @@ void *oc_nn_cpu_scratch(struct oc_nn_backend *be, size_t bytes, struct oc_err *e
     return cpu->scratch.p;
 }
 
-int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
+int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, uint64_t work, oc_pool_fn fn,
+                  void *ctx)
 {
-    return oc_pool_run(be->pool, n_tasks, fn, ctx);
+    return oc_pool_run(work < OC_NN_CPU_INLINE_WORK ? NULL : be->pool, n_tasks, fn, ctx);
 }
 
 const struct oc_nn_backend_ops oc_nn_cpu_ops = {

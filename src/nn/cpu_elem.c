@@ -44,7 +44,8 @@ int oc_nn_cpu_bias_add(struct oc_nn_backend *be, struct oc_nn_tensor *y,
 {
     (void)err;
     struct elem_ctx c = {.x = bias, .y = y};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), bias_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(y),
+                         bias_task, &c);
 }
 
 static inline float act_one(enum oc_nn_act act, float v)
@@ -85,7 +86,8 @@ int oc_nn_cpu_bias_act(struct oc_nn_backend *be, enum oc_nn_act act, const struc
 {
     (void)err;
     struct elem_ctx c = {.x = x, .y2 = bias, .y = y, .act = act};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), bias_act_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(y),
+                         bias_act_task, &c);
 }
 
 OC_NN_SIMD static int colsum_part(void *cp, uint64_t task, unsigned worker)
@@ -125,9 +127,10 @@ int oc_nn_cpu_colsum(struct oc_nn_backend *be, const struct oc_nn_tensor *x,
     c.part = oc_nn_cpu_scratch(be, (size_t)(c.n_chunks * x->n_cols + 1) * sizeof(float), err);
     if (!c.part)
         return err->status;
-    int rc = oc_nn_cpu_run(be, c.n_chunks, colsum_part, &c);
+    int rc = oc_nn_cpu_run(be, c.n_chunks, oc_nn_cpu_size(x), colsum_part, &c);
     if (rc == OC_OK)
-        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_cols, OC_NN_CPU_ELEMS), colsum_reduce, &c);
+        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_cols, OC_NN_CPU_ELEMS), c.n_chunks * x->n_cols,
+                           colsum_reduce, &c);
     return rc;
 }
 
@@ -159,8 +162,8 @@ int oc_nn_cpu_act_fwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct
 {
     (void)err;
     struct elem_ctx c = {.x = x, .y = y, .act = act};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows * x->n_cols, OC_NN_CPU_ELEMS), act_fwd_task,
-                         &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows * x->n_cols, OC_NN_CPU_ELEMS),
+                         oc_nn_cpu_size(x), act_fwd_task, &c);
 }
 
 /* x = forward output y, y2 = dy, y = dx */
@@ -198,8 +201,8 @@ int oc_nn_cpu_act_bwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct
 {
     (void)err;
     struct elem_ctx c = {.x = y, .y2 = dy, .y = dx, .act = act};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows * y->n_cols, OC_NN_CPU_ELEMS), act_bwd_task,
-                         &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows * y->n_cols, OC_NN_CPU_ELEMS),
+                         oc_nn_cpu_size(y), act_bwd_task, &c);
 }
 
 /*
@@ -321,7 +324,8 @@ int oc_nn_cpu_dropout_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *x
     struct elem_ctx c = {.x = x, .y = y, .mask = mask, .key = key, .p = p};
     c.scale = 1.0f / (1.0f - p);
     c.thr = oc_nn_dropout_threshold(p);
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows, OC_NN_CPU_ROWS), dropout_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(x->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(x),
+                         dropout_fwd_task, &c);
 }
 
 OC_NN_SIMD static int dropout_bwd_task(void *cp, uint64_t task, unsigned worker)
@@ -347,7 +351,7 @@ int oc_nn_cpu_dropout_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *d
     struct elem_ctx c = {.x = dy, .mask = (struct oc_nn_tensor *)mask, .y = dx};
     c.scale = 1.0f / (1.0f - p);
     return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_rows * dy->n_cols, OC_NN_CPU_ELEMS),
-                         dropout_bwd_task, &c);
+                         oc_nn_cpu_size(dy), dropout_bwd_task, &c);
 }
 
 OC_NN_SIMD static int head_mean_fwd_task(void *cp, uint64_t task, unsigned worker)
@@ -374,7 +378,8 @@ int oc_nn_cpu_head_mean_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor 
 {
     (void)err;
     struct elem_ctx c = {.x = x, .y = y, .heads = heads};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), head_mean_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(x),
+                         head_mean_fwd_task, &c);
 }
 
 OC_NN_SIMD static int head_mean_bwd_task(void *cp, uint64_t task, unsigned worker)
@@ -398,5 +403,6 @@ int oc_nn_cpu_head_mean_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor 
 {
     (void)err;
     struct elem_ctx c = {.x = dy, .y = dx, .heads = heads};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_rows, OC_NN_CPU_ROWS), head_mean_bwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(dx),
+                         head_mean_bwd_task, &c);
 }

@@ -60,7 +60,8 @@ int oc_nn_cpu_gat_proj_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *
                         .heads = out->n_cols,
                         .f_dim = z->n_cols / out->n_cols,
                         .n_rows = z->n_rows};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n_rows, OC_NN_CPU_ROWS), proj_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(z),
+                         proj_fwd_task, &c);
 }
 
 /* dz += dout * attn (rows), and partial sums of dattn per row chunk */
@@ -117,9 +118,10 @@ int oc_nn_cpu_gat_proj_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *
     c.part = oc_nn_cpu_scratch(be, (size_t)(c.n_chunks * z->n_cols + 1) * sizeof(float), err);
     if (!c.part)
         return err->status;
-    int rc = oc_nn_cpu_run(be, c.n_chunks, proj_bwd_task, &c);
+    int rc = oc_nn_cpu_run(be, c.n_chunks, oc_nn_cpu_size(z), proj_bwd_task, &c);
     if (rc == OC_OK)
-        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(z->n_cols, OC_NN_CPU_ELEMS), proj_bwd_reduce, &c);
+        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(z->n_cols, OC_NN_CPU_ELEMS), c.n_chunks * z->n_cols,
+                           proj_bwd_reduce, &c);
     return rc;
 }
 
@@ -169,7 +171,8 @@ int oc_nn_cpu_gat_softmax_fwd(struct oc_nn_backend *be, const struct oc_nn_graph
                         .out = oc_nn_f32(a),
                         .heads = el->n_cols,
                         .slope = slope};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), softmax_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * el->n_cols,
+                         softmax_fwd_task, &c);
 }
 
 /* dst rows: da <- d(score) through softmax and LeakyReLU; der = row sums */
@@ -237,9 +240,11 @@ int oc_nn_cpu_gat_softmax_bwd(struct oc_nn_backend *be, const struct oc_nn_graph
                         .der = oc_nn_f32(der),
                         .heads = el->n_cols,
                         .slope = slope};
-    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), softmax_bwd_dst, &c);
+    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * el->n_cols,
+                           softmax_bwd_dst, &c);
     if (rc == OC_OK)
-        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), softmax_bwd_src, &c);
+        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), g->n_edges * el->n_cols,
+                           softmax_bwd_src, &c);
     return rc;
 }
 
@@ -276,7 +281,8 @@ int oc_nn_cpu_gat_agg_fwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
                         .out = oc_nn_f32(y),
                         .heads = a->n_cols,
                         .f_dim = z->n_cols / a->n_cols};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), agg_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * z->n_cols,
+                         agg_fwd_task, &c);
 }
 
 /* dst rows: da[e, h] = <dy[i, h], z[src, h]> */
@@ -339,8 +345,10 @@ int oc_nn_cpu_gat_agg_bwd(struct oc_nn_backend *be, const struct oc_nn_graph *g,
                         .da = oc_nn_f32(da),
                         .heads = a->n_cols,
                         .f_dim = z->n_cols / a->n_cols};
-    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), agg_bwd_dst, &c);
+    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * z->n_cols,
+                           agg_bwd_dst, &c);
     if (rc == OC_OK)
-        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), agg_bwd_src, &c);
+        rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_src, OC_NN_CPU_ROWS), g->n_edges * z->n_cols,
+                           agg_bwd_src, &c);
     return rc;
 }

@@ -45,6 +45,12 @@ struct gemm_ctx {
     float *part;
 };
 
+/* A GEMM's `work` for oc_nn_cpu_run: multiply-adds / 16 (one float touched is worth ~16 of them). */
+static uint64_t gemm_work(const struct gemm_ctx *x)
+{
+    return (uint64_t)x->m * (uint64_t)x->n * (uint64_t)x->k / 16;
+}
+
 static int gemm_tile(void *ctxp, uint64_t task, unsigned worker)
 {
     (void)worker;
@@ -120,9 +126,10 @@ int oc_nn_cpu_gemm(struct oc_nn_backend *be, int trans_a, int trans_b, float alp
         x.part = oc_nn_cpu_scratch(be, (size_t)x.n_parts * n_out * sizeof(float), err);
         if (!x.part)
             return err->status;
-        int rc = oc_nn_cpu_run(be, (uint64_t)x.n_parts, gemm_part, &x);
+        int rc = oc_nn_cpu_run(be, (uint64_t)x.n_parts, gemm_work(&x), gemm_part, &x);
         if (rc == OC_OK)
-            rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(n_out, OC_NN_CPU_ELEMS), gemm_reduce, &x);
+            rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(n_out, OC_NN_CPU_ELEMS),
+                               (uint64_t)x.n_parts * n_out, gemm_reduce, &x);
         return rc;
     }
     /* rows per tile from M alone: 64 .. 512, a multiple of 64, about M / 8 */
@@ -133,5 +140,5 @@ int oc_nn_cpu_gemm(struct oc_nn_backend *be, int trans_a, int trans_b, float alp
                                                    : per);
     x.tiles_n = (int)oc_nn_cpu_div_up((uint64_t)x.n, OC_NN_GEMM_TILE_N);
     uint64_t tiles_m = oc_nn_cpu_div_up((uint64_t)x.m, (uint64_t)x.tile_m);
-    return oc_nn_cpu_run(be, tiles_m * (uint64_t)x.tiles_n, gemm_tile, &x);
+    return oc_nn_cpu_run(be, tiles_m * (uint64_t)x.tiles_n, gemm_work(&x), gemm_tile, &x);
 }

@@ -55,7 +55,8 @@ int oc_nn_cpu_gru_fwd(struct oc_nn_backend *be, const struct oc_nn_tensor *gi,
 {
     (void)err;
     struct gru_ctx c = {.gi = gi, .gh = gh, .h = h, .hn = hn, .g_out = gates};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(h->n_rows, OC_NN_CPU_ROWS), gru_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(h->n_rows, OC_NN_CPU_ROWS), 3 * oc_nn_cpu_size(h),
+                         gru_fwd_task, &c);
 }
 
 static int gru_bwd_task(void *cp, uint64_t task, unsigned worker)
@@ -93,5 +94,6 @@ int oc_nn_cpu_gru_bwd(struct oc_nn_backend *be, const struct oc_nn_tensor *gates
     (void)err;
     struct gru_ctx c = {
         .gates = gates, .gh = gh, .h = h, .dhn = dhn, .dgi = dgi, .dgh = dgh, .dh = dh};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(h->n_rows, OC_NN_CPU_ROWS), gru_bwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(h->n_rows, OC_NN_CPU_ROWS), 3 * oc_nn_cpu_size(h),
+                         gru_bwd_task, &c);
 }

@@ -31,7 +31,21 @@ struct oc_nn_cpu {
 /* The backend's scratch, at least bytes (contents undefined). */
 void *oc_nn_cpu_scratch(struct oc_nn_backend *be, size_t bytes, struct oc_err *err);
 /* Runs fn over n_tasks on the backend's pool. */
-int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+/*
+ * Runs tasks 0 .. n_tasks-1 of fn on the backend's pool, or on the calling
+ * thread when `work` (about the floats the op touches) is below
+ * OC_NN_CPU_INLINE_WORK: waking the pool costs more than such an op (RED-GNN's
+ * small query subgraphs run thousands of them). The tasks and their partition
+ * are the same either way, so the result is too (as at --threads 1).
+ */
+#define OC_NN_CPU_INLINE_WORK 32768
+int oc_nn_cpu_run(struct oc_nn_backend *be, uint64_t n_tasks, uint64_t work, oc_pool_fn fn,
+                  void *ctx);
+/* Elements of a tensor, the usual `work` of an element-wise op. */
+static inline uint64_t oc_nn_cpu_size(const struct oc_nn_tensor *t)
+{
+    return t->n_rows * t->n_cols;
+}
 
 /*
  * Hot kernels are compiled twice, for AVX2 and for the baseline ISA, and the

@@ -52,7 +52,8 @@ int oc_nn_cpu_rows_gather(struct oc_nn_backend *be, const struct oc_nn_tensor *x
 {
     (void)err;
     struct kg_ctx c = {.a = x, .idx = idx, .y = y};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), gather_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(y),
+                         gather_task, &c);
 }
 
 static int scatter_task(void *cp, uint64_t task, unsigned worker)
@@ -77,7 +78,8 @@ int oc_nn_cpu_rows_scatter_add(struct oc_nn_backend *be, const struct oc_nn_tens
 {
     (void)err;
     struct kg_ctx c = {.a = x, .idx = idx, .y = y};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_cols, KG_SCATTER_COLS), scatter_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(y->n_cols, KG_SCATTER_COLS), oc_nn_cpu_size(x),
+                         scatter_task, &c);
 }
 
 static inline float sigmoidf(float v)
@@ -119,7 +121,8 @@ int oc_nn_cpu_edge_attn_fwd(struct oc_nn_backend *be, const struct oc_nn_rel_blo
     (void)err;
     struct kg_ctx c = {
         .g = g, .a = ps, .b = pr, .c = pq, .w = w, .y = hid, .y2 = alpha, .bias = oc_nn_f32(b)[0]};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_edges, KG_EDGE_CHUNK), attn_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_edges, KG_EDGE_CHUNK), g->n_edges * ps->n_cols,
+                         attn_fwd_task, &c);
 }
 
 /* a = hid, b = alpha, c = dalpha, w; y = dpre; part[task * (A + 1) ..] = dw | db partials */
@@ -159,7 +162,7 @@ int oc_nn_cpu_edge_attn_bwd(struct oc_nn_backend *be, const struct oc_nn_rel_blo
     if (!part)
         return err->status;
     struct kg_ctx c = {.g = g, .a = hid, .b = alpha, .c = dalpha, .w = w, .y = dpre, .part = part};
-    int rc = oc_nn_cpu_run(be, n_tasks, attn_bwd_task, &c);
+    int rc = oc_nn_cpu_run(be, n_tasks, g->n_edges * hid->n_cols, attn_bwd_task, &c);
     if (rc)
         return rc;
     float *dwv = oc_nn_f32(dw);
@@ -203,7 +206,8 @@ int oc_nn_cpu_edge_msg_fwd(struct oc_nn_backend *be, const struct oc_nn_rel_bloc
 {
     (void)err;
     struct kg_ctx c = {.g = g, .a = h, .b = r, .c = alpha, .y = y};
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), msg_fwd_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * y->n_cols,
+                         msg_fwd_task, &c);
 }
 
 /* a = h, b = r, d = dy; y3 = dalpha (rows of targets) */
@@ -256,10 +260,12 @@ int oc_nn_cpu_edge_msg_bwd(struct oc_nn_backend *be, const struct oc_nn_rel_bloc
     (void)err;
     struct kg_ctx c = {
         .g = g, .a = h, .b = r, .c = alpha, .d = dy, .y = dh, .y2 = dr, .y3 = dalpha};
-    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), msg_dalpha_task, &c);
+    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(g->n_dst, OC_NN_CPU_ROWS), g->n_edges * dy->n_cols,
+                           msg_dalpha_task, &c);
     if (rc)
         return rc;
-    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_cols, KG_SCATTER_COLS), msg_scatter_task, &c);
+    return oc_nn_cpu_run(be, oc_nn_cpu_div_up(dy->n_cols, KG_SCATTER_COLS), g->n_edges * dy->n_cols,
+                         msg_scatter_task, &c);
 }
 
 /* ---- loss over all candidate entities ----------------------------------- */
@@ -302,7 +308,7 @@ int oc_nn_cpu_kg_xent(struct oc_nn_backend *be, const struct oc_nn_tensor *score
     if (!q_loss)
         return err->status;
     struct xent_ctx c = {oc_nn_f32(scores), oc_nn_f32(dscores), qptr, pos, n_entities, q_loss};
-    int rc = oc_nn_cpu_run(be, n_query, xent_task, &c);
+    int rc = oc_nn_cpu_run(be, n_query, n_query * n_entities, xent_task, &c);
     double sum = 0.0;
     for (uint64_t q = 0; q < n_query; q++)
         sum += q_loss[q];

@@ -80,7 +80,8 @@ int oc_nn_cpu_nll(struct oc_nn_backend *be, const struct oc_nn_tensor *logits,
     if (!c.row_loss)
         return err->status;
     c.row_ok = (uint8_t *)(c.row_loss + c.n_rows);
-    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n_rows, OC_NN_CPU_ROWS), nll_task, &c);
+    int rc = oc_nn_cpu_run(be, oc_nn_cpu_div_up(c.n_rows, OC_NN_CPU_ROWS), oc_nn_cpu_size(logits),
+                           nll_task, &c);
     if (rc != OC_OK)
         return rc;
     double total = 0.0;

@@ -229,6 +229,16 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *c
             keys[k++] = (uint64_t)x[2] << 32 | (x[1] + R);
         }
     qsort(keys, (size_t)n_keys, 8, u64_cmp);
+    /* entities heading some queried pair: most facts are rejected by one bit, not two searches */
+    uint64_t n_ent = r->m->graph[g].n_entities;
+    uint64_t *heads = oc_calloc(n_ent / 64 + 1, 8, "kg filter: queried entities", err);
+    if (!heads) {
+        oc_free(keys);
+        return err->status;
+    }
+    for (uint64_t i = 0; i < n_keys; i++)
+        if ((keys[i] >> 32) < n_ent)
+            heads[(keys[i] >> 32) / 64] |= 1ull << ((keys[i] >> 32) % 64);
     uint64_t rows, cols;
     void *ip = NULL;
     struct oc_file *fr = NULL, *ft = NULL;
@@ -256,8 +266,11 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *c
             while (indptr[h + 1] <= f0 + i)
                 h++;
             uint32_t rv = rel[i], tv = tail[i];
-            if (rv >= R || (!pair_queried(keys, n_keys, (uint32_t)h, rv) &&
-                            !pair_queried(keys, n_keys, tv, rv + R)))
+            int by_head = heads[h / 64] >> (h % 64) & 1, by_tail = 0;
+            if (tv < n_ent)
+                by_tail = heads[tv / 64] >> (tv % 64) & 1;
+            if (rv >= R || ((!by_head || !pair_queried(keys, n_keys, (uint32_t)h, rv)) &&
+                            (!by_tail || !pair_queried(keys, n_keys, tv, rv + R))))
                 continue;
             if (k == cap) {
                 uint64_t c = cap ? 2 * cap : 1024;
@@ -284,6 +297,7 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *c
     oc_free(rel);
     oc_free(tail);
     oc_free(keys);
+    oc_free(heads);
     if (rc) {
         oc_free(t);
         return rc;

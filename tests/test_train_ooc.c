@@ -43,6 +43,18 @@ static void ooc_opts(struct oc_train_opts *o)
     o->eval_batch_size = 256;
 }
 
+/* The bench graph and `memory`'s result at ooc_opts (NULL if the graph could not be made). */
+static const char *ooc_reference(struct oc_train_opts *o, struct oc_train_result *ref)
+{
+    const char *dir = ooc_graph();
+    if (!dir)
+        return NULL;
+    ooc_opts(o);
+    struct oc_err err;
+    OC_CHECK_OK(oc_train_run(dir, o, NULL, NULL, NULL, ref, &err), &err);
+    return dir;
+}
+
 /*
  * Sums the disk bytes the training gathers ([0]) and the disk topology ([1])
  * read, the batch samplings ([2]) and the batches ([3]).
@@ -159,14 +171,12 @@ static void count_samplers(void *p, const struct oc_train_epoch_stats *st)
  */
 OC_TEST(gnndrive_several_samplers_train_bit_identical)
 {
-    const char *dir = ooc_graph();
-    if (!dir)
-        return;
     struct oc_train_opts o;
-    ooc_opts(&o);
     struct oc_train_result ref, res;
     struct oc_err err;
-    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    const char *dir = ooc_reference(&o, &ref);
+    if (!dir)
+        return;
     uint64_t nb = 2 * ((5000 + 255) / 256); /* 10% of 50k nodes train, batch 256, 2 epochs */
     for (int disk_topo = 0; disk_topo < 2; disk_topo++) {
         ooc_opts(&o);
@@ -208,14 +218,12 @@ OC_TEST(gnndrive_several_samplers_train_bit_identical)
  */
 OC_TEST(ginex_without_plan_files_samples_twice_and_trains_the_same)
 {
-    const char *dir = ooc_graph();
-    if (!dir)
-        return;
     struct oc_train_opts o;
-    ooc_opts(&o);
     struct oc_train_result ref, res;
     struct oc_err err;
-    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    const char *dir = ooc_reference(&o, &ref);
+    if (!dir)
+        return;
     o.strategy = "ginex";
     o.mem_budget = 28u << 20;
     o.plan_dir = "/dev/null/offcore-plan"; /* not a directory: every plan write fails */

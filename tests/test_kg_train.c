@@ -2,7 +2,7 @@
  * test_kg_train.c — extraction, ranking and kg-train: the toy KG's two
  * layers by hand (RED-GNN's progressive propagation), the same layers from
  * the on-disk fact graph with its reads counted; the filtered rank with ties
- * by hand; and on WN18RR_v1 (../shared) a small kg-train configuration giving
+ * by hand; on a generated KG every layer's entities sorted per query; and on WN18RR_v1 (../shared) a small kg-train configuration giving
  * the same weights_sha256 at 1 and 2 threads and with facts on disk, a
  * run stopped after one epoch and resumed matching the uninterrupted run, and
  * the reference's loss scale acting as the L2 penalty divided by the batch.
@@ -85,6 +85,63 @@ OC_TEST(kg_extract_toy_by_hand)
 OC_TEST(kg_extract_toy_from_disk)
 {
     check_toy_layers(OC_KG_FACTS_DISK);
+}
+
+/*
+ * On a generated KG whose layers hold hundreds of entities per query (the
+ * extractor radix-sorts them), every query's nodes of every layer are its
+ * entities in strictly ascending order, each edge lands on a node of its own
+ * query, and the facts in RAM and on disk give the same layers.
+ */
+OC_TEST(kg_extract_layers_sorted_on_a_generated_kg)
+{
+    char dir[700];
+    snprintf(dir, sizeof(dir), "%s/gen-sorted", oc_test_tmpdir());
+    struct oc_kg_gen_opts g;
+    oc_kg_gen_opts_default(&g);
+    g.n_entities = 3000;
+    g.n_triples = 60000;
+    g.n_relations = 8;
+    g.n_queries = 10;
+    g.seed = 11;
+    struct oc_err err;
+    struct oc_kg *kg = NULL;
+    struct oc_pool *pool = NULL;
+    OC_CHECK_OK(oc_kg_generate(dir, &g, NULL, &err), &err);
+    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    const uint32_t heads[4] = {0, 17, 1234, 2999};
+    uint64_t sum_mem = 0, sum_disk = 0, big = 0;
+    for (int where = 0; kg && where < 2; where++) {
+        struct oc_kg_facts *facts = NULL;
+        struct oc_kg_extractor *x = NULL;
+        OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, where ? OC_KG_FACTS_DISK : OC_KG_FACTS_MEMORY,
+                                     &facts, &err),
+                    &err);
+        OC_CHECK_OK(oc_kg_extractor_new(facts, 2, pool, &x, &err), &err);
+        struct oc_kg_layer ly[2];
+        OC_CHECK_OK(oc_kg_extract(x, heads, 4, ly, &err), &err);
+        uint64_t sum = 0;
+        for (int l = 0; l < 2; l++) {
+            for (uint64_t i = 0; i < ly[l].n_nodes; i++) {
+                if (i > 0 && ly[l].node_query[i] == ly[l].node_query[i - 1])
+                    OC_CHECK(ly[l].node_entity[i] > ly[l].node_entity[i - 1]);
+                for (uint64_t e = ly[l].indptr[i]; e < ly[l].indptr[i + 1]; e++)
+                    OC_CHECK(ly[l].query[e] == ly[l].node_query[i]);
+                sum = sum * 31 + ly[l].node_entity[i];
+            }
+            OC_CHECK(ly[l].indptr[ly[l].n_nodes] == ly[l].n_edges);
+            big = ly[l].n_nodes > big ? ly[l].n_nodes : big;
+        }
+        *(where ? &sum_disk : &sum_mem) = sum;
+        oc_kg_extractor_free(x);
+        oc_kg_facts_free(facts);
+    }
+    OC_CHECK(big > 4 * 64); /* the radix sort ran, not only the insertion sort */
+    OC_CHECK(sum_mem == sum_disk);
+    oc_pool_free(pool);
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
 }
 
 OC_TEST(kg_rank_filtered_with_ties)

@@ -306,9 +306,11 @@ static void check_distribution(uint64_t deg, int32_t k, uint64_t n_epochs)
 
 OC_TEST(draws_are_uniform_without_replacement)
 {
-    check_distribution(40, 10, 4000);  /* small fanout: linear-scan path */
-    check_distribution(120, 50, 2000); /* large fanout: hash-set path */
+    check_distribution(40, 10, 4000);  /* degree <= 512: bitmap path */
+    check_distribution(120, 50, 2000); /* bitmap path, large fanout */
     check_distribution(7, 6, 3000);
+    check_distribution(700, 10, 4000); /* degree > 512, small fanout: linear-scan path */
+    check_distribution(600, 50, 3000); /* degree > 512, large fanout: hash-set path */
 }
 
 OC_TEST(full_layer_blocks)

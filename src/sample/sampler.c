@@ -41,6 +41,7 @@
 #define SMP_LINEAR_K       32  /* up to this fanout, Floyd's membership test is a linear scan */
 #define SMP_PREFETCH       16  /* nodes prefetched ahead in the per-node loops */
 #define SMP_PREFETCH_EDGES 64  /* map slots prefetched ahead in the relabel loop */
+#define SMP_BITMAP_MAX     512 /* up to this degree, Floyd's membership test is a bitmap */
 
 struct smp_worker {
     uint64_t *pos;     /* chosen positions, k_max */
@@ -209,12 +210,28 @@ static void set_remove_all(struct smp_worker *wk, const uint64_t *pos, uint64_t 
 
 /*
  * Chooses k distinct positions of [0, d) uniformly (Floyd's algorithm: one
- * draw per chosen element, whatever d) and sorts them.
+ * draw per chosen element, whatever d) and sorts them. The membership test is
+ * a bitmap up to degree SMP_BITMAP_MAX (its bits read in order are the sorted
+ * positions), else a linear scan for small k or a hash set; the same draws
+ * give the same positions whichever is used.
  */
 static void draw_positions(struct smp_worker *wk, struct oc_rng *r, uint64_t d, uint64_t k)
 {
     uint64_t *pos = wk->pos;
     uint64_t n = 0;
+    if (d <= SMP_BITMAP_MAX) { /* membership in a bitmap; its set bits are the sorted positions */
+        uint64_t bits[SMP_BITMAP_MAX / 64] = {0};
+        for (uint64_t j = d - k; j < d; j++) {
+            uint64_t t = oc_rng_below(r, j + 1);
+            if (bits[t / 64] >> (t % 64) & 1)
+                t = j; /* j > every earlier candidate: always new */
+            bits[t / 64] |= 1ull << (t % 64);
+        }
+        for (uint64_t w = 0; w < (d + 63) / 64; w++)
+            for (uint64_t b = bits[w]; b; b &= b - 1)
+                pos[n++] = w * 64 + (uint64_t)__builtin_ctzll(b);
+        return;
+    }
     for (uint64_t j = d - k; j < d; j++) {
         uint64_t t = oc_rng_below(r, j + 1);
         int fresh;

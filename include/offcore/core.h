@@ -117,7 +117,9 @@ void oc_mem_release(uint64_t bytes);
  * rows). When a request would pass the budget, the accountant asks them in
  * the order they were added to free at least `want` bytes (each returns what
  * it gave back, released through oc_mem_release/oc_free) and tries the
- * request again; only what they cannot cover fails with OC_ERR_BUDGET. A
+ * request again; if another thread took what they gave meanwhile, it asks
+ * again, up to 4 rounds while they give something; only what they cannot
+ * cover fails with OC_ERR_BUDGET. A
  * reclaimer runs on the requesting thread under the accountant's reclaim lock:
  * it must not allocate and must not wait on anything the requester may hold
  * (give nothing back instead). At most OC_MEM_MAX_RECLAIMERS at once;

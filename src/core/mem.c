@@ -118,6 +118,8 @@ void oc_mem_reclaimer_remove(oc_mem_reclaim_fn fn, void *ctx)
     pthread_mutex_unlock(&reclaim_mu);
 }
 
+#define OC_MEM_RECLAIM_ROUNDS 4 /* reclaims one request may ask for */
+
 /* Asks the reclaimers for `want` bytes; returns what they gave back. */
 static uint64_t reclaim(uint64_t want)
 {
@@ -133,14 +135,18 @@ int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err)
 {
     uint64_t used = atomic_load(&mem_used);
     uint64_t budget = atomic_load(&mem_budget);
-    int asked = 0;
+    unsigned asked = 0;
     for (;;) {
-        if (budget && used + bytes > budget && !asked && atomic_load(&any_reclaimer)) {
-            asked = 1; /* once: what they could not give now, they will not give on a retry */
+        /* Until they give nothing: what another thread took meanwhile is asked for again
+           (a few times: a thread allocating without end must not starve this one forever). */
+        if (budget && used + bytes > budget && asked < OC_MEM_RECLAIM_ROUNDS &&
+            atomic_load(&any_reclaimer)) {
+            asked++;
             if (bytes <= budget && reclaim(used + bytes - budget) > 0) {
                 used = atomic_load(&mem_used);
                 continue;
             }
+            asked = OC_MEM_RECLAIM_ROUNDS; /* they could not give now: no retry would */
         }
         if (budget && used + bytes > budget) {
             char a[32], b[32], c[32];

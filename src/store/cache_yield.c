@@ -198,12 +198,17 @@ uint64_t store_yield_missing(const struct store_yield *y)
     return atomic_load(&y->missing);
 }
 
+int store_yield_reserve(struct oc_store *s, struct store_yield *y, struct store_disk *d, uint64_t n,
+                        struct oc_err *err)
+{
+    int rc = store_disk_reserve(d, n, err);
+    return rc ? rc : store_yield_take_back(s, y, d, err);
+}
+
 int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
 {
-    int rc = store_disk_reserve(d, n, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, y, d, err);
+    int rc = store_yield_reserve(s, y, d, n, err);
     if (rc)
         return rc;
     store_yield_read_lock(y);

@@ -379,10 +379,14 @@ uint64_t store_yield_missing(const struct store_yield *y);
 int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                           struct oc_err *err);
 /*
- * store_cache_gather through a giving-back cache: d's scratch for n rows and
- * the rows given back (while there is room) first, outside the lock, where
- * the cache can still give for them; then the gather under the read side.
+ * What a gather through a giving-back cache does first, outside its lock,
+ * where the cache can still give for it: d's scratch for n rows, and the rows
+ * given back taken back while there is room.
  */
+int store_yield_reserve(struct oc_store *s, struct store_yield *y, struct store_disk *d, uint64_t n,
+                        struct oc_err *err);
+/* store_cache_gather through a giving-back cache: store_yield_reserve, then the gather
+   under the read side. */
 int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 
@@ -415,7 +419,6 @@ uint64_t oc_store_static_n_given_up(const struct oc_store *s);
 /* For a `gnndrive` store (gnndrive.c); see there. */
 struct oc_store_gnndrive_info {
     uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
-    uint32_t n_samplers;              /* sampler threads the batch pipeline runs for it */
     uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
     uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
     uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */

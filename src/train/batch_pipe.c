@@ -173,39 +173,34 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
         oc_sample_epoch_shuffle(&bp->ep, bp->cfg.sample->seed, e);
     if (bp->cfg.reuse_samples)
         oc_sample_batch_order(bp->cfg.sample->seed, job->epoch, bp->order, bp->n_batches);
+    uint64_t b = 0;
     for (uint64_t k = 0; k < bp->n_batches; k++) {
         void *got;
-        uint64_t b = bp->cfg.reuse_samples ? bp->order[k] : k;
+        b = bp->cfg.reuse_samples ? bp->order[k] : k;
         if ((rc = oc_stage_pop(st, bp->free_q, &got)))
             return rc;
         struct oc_pipe_batch *pb = got;
         pb->epoch = e;
         pb->index = b;
         pb->pos = k;
-        if (!bp->has_batches && bp->n_draw) { /* a draw thread samples it */
-            const uint64_t *seeds;
-            uint64_t n_seeds, at = (uint64_t)(pb - bp->slots);
-            if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err))) {
-                oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
-                return rc;
-            }
-            memcpy(bp->seed_buf + at * bp->cfg.batch_size, seeds, n_seeds * sizeof(uint64_t));
-            bp->seed_n[at] = n_seeds;
-            pb->seq = bp->seq++;
-            if ((rc = oc_stage_push(st, bp->draw_q, pb)))
-                return rc;
-            continue;
-        }
         if (!bp->has_batches) {
             const uint64_t *seeds;
             uint64_t n_seeds;
             double t0 = oc_now_s();
-            if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err)) ||
-                (rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err)) ||
-                (rc = oc_store_prepare_batch(bp->cfg.store, e, b, &pb->batch, err))) {
-                oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
-                return rc;
+            if ((rc = oc_sample_epoch_batch(&bp->ep, b, &seeds, &n_seeds, err)))
+                goto fail;
+            if (bp->n_draw) { /* a draw thread samples it, from a copy of its seeds */
+                uint64_t at = (uint64_t)(pb - bp->slots);
+                memcpy(bp->seed_buf + at * bp->cfg.batch_size, seeds, n_seeds * sizeof(uint64_t));
+                bp->seed_n[at] = n_seeds;
+                pb->seq = bp->seq++;
+                if ((rc = oc_stage_push(st, bp->draw_q, pb)))
+                    return rc;
+                continue;
             }
+            if ((rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err)) ||
+                (rc = oc_store_prepare_batch(bp->cfg.store, e, b, &pb->batch, err)))
+                goto fail;
             /* counted before the hand-over, so the trainer sees them with the batch */
             atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
             atomic_fetch_add(&bp->n_sampled, 1);
@@ -214,6 +209,9 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
             return rc;
     }
     return OC_OK;
+fail:
+    oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, e, b);
+    return rc;
 }
 
 /* ---- sampler threads --------------------------------------------------- */

@@ -690,7 +690,6 @@ int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_in
     struct gd_store *g = s->impl;
     info->n_extractors = g->n_extractors;
     info->n_records = g->n_records;
-    info->n_samplers = g->n_samplers;
     info->max_rows = g->max_rows;
     info->est_rows = g->est_rows;
     info->n_slots = g->buf.n_slots;

@@ -357,10 +357,7 @@ static uint64_t drop_given_back(struct hl_rec *r, uint64_t live)
 static int serve(struct hl_store *h, struct hl_rec *r, float *out, struct oc_err *err)
 {
     struct oc_store *s = h->s;
-    /* memory first, outside the cache's lock, where the cache can still give rows for it */
-    int rc = store_disk_reserve(&h->disk, r->n_rows, err);
-    if (rc == OC_OK)
-        rc = store_yield_take_back(s, &h->yield, &h->disk, err);
+    int rc = store_yield_reserve(s, &h->yield, &h->disk, r->n_rows, err);
     if (rc) {
         release(h, r);
         return rc;

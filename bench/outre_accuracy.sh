@@ -8,14 +8,16 @@
 # --fanout -1,-1 --lr 0.01 --weight-decay 5e-4 --epochs 200 --input-dropout 0.5);
 # the generated graph 20 epochs of fanout 10,25 and batch 1000 for both models
 # (10 batches per epoch). Prints each run's accuracy, the means and outre - memory
-# in points. Data under ~/.cache/offcore/outre-acc-*, removed unless KEEP=1.
-#   BUILD=build STALENESS="100 10 6" SHARED=../shared bench/outre_accuracy.sh [cora|gen|both]
+# in points. OUTRE_ARGS adds options to the outre runs (e.g. "--admit 1"). Data
+# under ~/.cache/offcore/outre-acc-*, removed unless KEEP=1.
+#   BUILD=build STALENESS="100 10 6" OUTRE_ARGS= SHARED=../shared bench/outre_accuracy.sh [cora|gen|both]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 OC="$BUILD/offcore"
 SHARED=${SHARED:-../shared}
 STALENESS=${STALENESS:-100 10 6}
+read -r -a OUTRE_ARGS <<<"${OUTRE_ARGS:-}"
 WHICH=${1:-both}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/offcore
 mkdir -p "$CACHE"
@@ -39,7 +41,7 @@ run_set() { # NAME DIR MODEL ARGS...
     for S in $STALENESS; do
         accs=()
         for seed in 0 1 2; do
-            accs+=("$(acc "$dir" --model "$model" --seed $seed --strategy outre --staleness "$S" "$@")")
+            accs+=("$(acc "$dir" --model "$model" --seed $seed --strategy outre --staleness "$S" "${OUTRE_ARGS[@]}" "$@")")
         done
         local m
         m=$(mean "${accs[@]}")

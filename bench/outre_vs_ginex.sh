@@ -10,7 +10,8 @@
 # ginex / outre time ratios. Data under ~/.cache/offcore/outre-vs-ginex-*,
 # removed unless KEEP=1.
 #   BUILD=build bench/outre_vs_ginex.sh [nodes] [budget] [epochs] [staleness] [budget for 2 layers]
-#   (defaults 300000 600M 2 100; FEAT=512 feature dimension, TRAIN_FRAC=0.1 training share)
+#   (defaults 300000 600M 2 100; FEAT=512 feature dimension, TRAIN_FRAC=0.1 training share;
+#   OUTRE_ARGS adds options to the outre runs with embeddings, e.g. "--admit 1")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -20,6 +21,7 @@ BUDGET=${2:-600M}
 EPOCHS=${3:-2}
 STALE=${4:-100}
 BUDGET2=${5:-$BUDGET}
+read -r -a OUTRE_ARGS <<<"${OUTRE_ARGS:-}"
 FEAT=${FEAT:-512}
 TRAIN_FRAC=${TRAIN_FRAC:-0.1}
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/offcore
@@ -71,7 +73,7 @@ for cfg in "3 15,10,5 $BUDGET" "2 10,25 $BUDGET2"; do
     set -- $cfg
     echo "$1 layers (fanout $2), --mem-budget $3:"
     run "ginex-$1L" "$1" "$2" "$3" --strategy ginex
-    run "outre-$1L" "$1" "$2" "$3" --strategy outre --batching partition --staleness "$STALE"
+    run "outre-$1L" "$1" "$2" "$3" --strategy outre --batching partition --staleness "$STALE" "${OUTRE_ARGS[@]}"
     run "outre-S0-$1L" "$1" "$2" "$3" --strategy outre --batching partition --staleness 0
     python3 - "$TMP" "$1" <<'PY'
 import sys

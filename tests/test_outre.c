@@ -8,8 +8,10 @@
  * training with `--staleness 0` equals `memory` bit for bit (random and
  * partition batches); with a tiny staleness no embedding older than it is
  * ever used, one of K = the batches in flight is never fresh enough, and a
- * run is deterministic; the profile-based choice of cached nodes (top-k
- * with ties to the lower id).
+ * run is deterministic; admission (--admit) takes the smallest gradient
+ * norms, the share asked for, and none admitted trains `memory`'s weights;
+ * the model's gradient norms at the last layer's input; the profile-based
+ * choice of cached nodes (top-k with ties to the lower id).
  */
 #include <math.h>
 #include <stdio.h>
@@ -223,6 +225,28 @@ OC_TEST(historical_rows_replace_the_last_layer_input_and_stop_gradients)
     OC_CHECK(l0 == 0.0 && l1 > 0.0);
     uint32_t bad = 9;
     OC_CHECK_ERR(oc_nn_model_last_input_rows(m, &bad, 1, rows, &err), OC_ERR_ARG, &err, "row 9");
+    /* the gradient norms at the last layer's input: 0 at the cached rows, the norm of the
+       backward pass's rows elsewhere; none before a backward pass */
+    h = (struct oc_nn_hist){1, pos, rows};
+    OC_CHECK_OK(oc_nn_model_forward_hist(m, blocks, &x, &step, &h, NULL, &err), &err);
+    uint32_t every[4] = {0, 1, 2, 3};
+    float norms[4];
+    OC_CHECK_ERR(oc_nn_model_last_input_grad_norms(m, every, 4, norms, &err), OC_ERR_ARG, &err,
+                 "no last-layer input gradient");
+    OC_CHECK_OK(oc_nn_model_loss(m, labels, &loss, &err), &err);
+    OC_CHECK_OK(oc_nn_model_backward(m, &err), &err);
+    OC_CHECK_OK(oc_nn_model_last_input_grad_norms(m, every, 4, norms, &err), &err);
+    const struct oc_nn_tensor *dx = &m->layers[1].ws[OC_NN_LWS_DX];
+    const float *d = nt_f(dx);
+    for (uint32_t i = 0; i < 4; i++) {
+        double want = 0;
+        for (uint64_t c = 0; c < dx->n_cols; c++)
+            want += (double)d[i * dx->n_cols + c] * d[i * dx->n_cols + c];
+        OC_CHECK(fabs(norms[i] - sqrt(want)) <= 1e-6 * (1 + sqrt(want)));
+    }
+    OC_CHECK(norms[pos[0]] == 0.0f && norms[pos[0] == 0 ? 1 : 0] > 0.0f);
+    OC_CHECK_ERR(oc_nn_model_last_input_grad_norms(m, &bad, 1, norms, &err), OC_ERR_ARG, &err,
+                 "row 9");
     oc_nn_tensor_deinit(&x);
     oc_nn_model_free(m);
     nt_env_free(&env);
@@ -246,7 +270,7 @@ static void ot_opts(struct oc_train_opts *o, const char *strategy)
 }
 
 struct ot_seen {
-    uint64_t pruned, candidates, pushed, max_age, epochs;
+    uint64_t pruned, candidates, pushed, admitted, max_age, epochs;
 };
 
 static void ot_on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
@@ -255,6 +279,7 @@ static void ot_on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
     s->pruned += st->store.emb_pruned;
     s->candidates += st->store.emb_candidates;
     s->pushed += st->store.emb_pushed;
+    s->admitted += st->store.emb_admitted;
     if (st->store.emb_max_age > s->max_age)
         s->max_age = st->store.emb_max_age;
     s->epochs++;
@@ -295,6 +320,63 @@ OC_TEST(staleness_zero_trains_memory_weights)
     }
 }
 
+OC_TEST(admission_takes_the_smallest_gradient_norms)
+{
+    float norm[8] = {0.5f, 0.1f, 0.3f, 0.3f, NAN, 0.2f, 0.3f, 0.9f};
+    float scratch[8];
+    uint8_t ad[8];
+    /* 0.5 x 8 = 4: 0.1, 0.2 and the first two of the three 0.3s (ties by position) */
+    OC_CHECK(outre_admit_select(norm, 8, 0.5, scratch, ad) == 4);
+    const uint8_t want[8] = {0, 1, 1, 1, 0, 1, 0, 0};
+    OC_CHECK(memcmp(ad, want, 8) == 0);
+    OC_CHECK(isinf(norm[4])); /* the NaN counts as the largest */
+    OC_CHECK(outre_admit_select(norm, 8, 0.0, scratch, ad) == 0);
+    for (int i = 0; i < 8; i++)
+        OC_CHECK(ad[i] == 0);
+    OC_CHECK(outre_admit_select(norm, 8, 1.0, scratch, ad) == 8);
+    for (int i = 0; i < 8; i++)
+        OC_CHECK(ad[i] == 1);
+    OC_CHECK(outre_admit_select(norm, 8, 0.99, scratch, ad) == 7 && ad[4] == 0); /* floor */
+    OC_CHECK(outre_admit_select(norm, 0, 0.5, scratch, ad) == 0);
+}
+
+OC_TEST(admission_share_is_kept_and_none_admitted_trains_memory_weights)
+{
+    const char *dir = ot_graph();
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    struct oc_train_result mem, a, b;
+    struct ot_seen seen, all;
+    struct oc_err err;
+    ot_opts(&o, "memory");
+    OC_CHECK(ot_train(dir, &o, &seen, &mem) == OC_OK);
+    /* nothing admitted: nothing pruned, memory's weights */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 0, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pushed > 0 && seen.admitted == 0 && seen.pruned == 0);
+    OC_CHECK(strcmp(a.weights_sha256, mem.weights_sha256) == 0);
+    /* all admitted, then half of each batch's pushes (rounded down): fewer pruned */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 1, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.admitted == seen.pushed && seen.pruned > 0);
+    all = seen;
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 0.5, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &b) == OC_OK);
+    uint64_t n_batches = 3 * (900 / 64 + 1); /* 3 epochs of the 900 training nodes */
+    OC_CHECK(2 * seen.admitted <= seen.pushed && 2 * seen.admitted + 2 * n_batches >= seen.pushed);
+    OC_CHECK(seen.pruned > 0 && seen.pruned < all.pruned);
+    OC_CHECK(strcmp(a.weights_sha256, b.weights_sha256) != 0);
+    /* out of range: refused */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 1.5, &err), &err);
+    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err,
+                 "--admit must be a number from 0 to 1");
+}
+
 OC_TEST(embeddings_older_than_the_staleness_are_never_used)
 {
     const char *dir = ot_graph();
@@ -326,10 +408,19 @@ OC_TEST(embeddings_older_than_the_staleness_are_never_used)
         OC_CHECK(ot_train(dir, &o, &seen, &b) == OC_OK);
         OC_CHECK(strcmp(a.weights_sha256, b.weights_sha256) == 0); /* the same, every run */
     }
-    /* the default (100): many pruned, still within it; one layer: nothing to prune */
+    /* the default staleness (100), every push admitted: many pruned, still within it; the
+       default admission (a twentieth of the pushes): fewer, some */
     ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 1, &err), &err);
     OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
     OC_CHECK(seen.pruned > seen.candidates / 10 && seen.max_age < 100);
+    uint64_t pruned_all = seen.pruned;
+    ot_opts(&o, "outre");
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    fprintf(stderr, "  defaults: %llu of %llu candidates pruned (%llu with --admit 1)\n",
+            (unsigned long long)seen.pruned, (unsigned long long)seen.candidates,
+            (unsigned long long)pruned_all);
+    OC_CHECK(seen.pruned > 0 && seen.pruned < pruned_all && seen.max_age < 100);
     ot_opts(&o, "outre");
     o.n_layers = o.n_fanouts = 1;
     OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);

@@ -260,6 +260,13 @@ int oc_nn_model_forward_hist(struct oc_nn_model *m, const struct oc_nn_block *bl
                              const struct oc_nn_hist *hist, const struct oc_nn_tensor **logits,
                              struct oc_err *err);
 /*
+ * The L2 norm of the loss's gradient at rows pos[0 .. n) of the last layer's
+ * input, as the last backward pass left it, into out. OC_ERR_ARG without a
+ * backward pass since the last forward, with one layer, or for a row out of range.
+ */
+int oc_nn_model_last_input_grad_norms(const struct oc_nn_model *m, const uint32_t *pos, uint64_t n,
+                                      float *out, struct oc_err *err);
+/*
  * Copies rows pos[0 .. n) of the last layer's input as the last forward
  * pass left it into out (n x width, host memory). OC_ERR_ARG without a
  * forward pass, with one layer, or for a row out of range.

@@ -116,9 +116,9 @@ struct oc_store_stats {
     uint64_t io_cpu_us;
     /* outre's historical embeddings, counted as the trainer takes each batch (0 elsewhere):
        the last block's non-seed source nodes looked up, those pruned (their embedding came
-       from the cache, their sub-tree was not sampled), and embeddings the trainer pushed;
-       emb_max_age (a level) is the oldest embedding used so far, in iterations */
-    uint64_t emb_candidates, emb_pruned, emb_pushed;
+       from the cache, their sub-tree was not sampled), embeddings the trainer pushed and
+       those of them taken into the cache (--admit); emb_max_age (a level) is the oldest embedding used so far, in iterations */
+    uint64_t emb_candidates, emb_pruned, emb_pushed, emb_admitted;
     uint64_t emb_max_age;
 };
 
@@ -176,6 +176,9 @@ struct oc_store_config {
                                        them); NULL: the store makes and owns one */
     uint32_t staleness;             /* outre: an embedding is used while younger than this
                                        many iterations (batches); 0 = no embedding cache */
+    double admit;                   /* outre: share of a batch's freshly computed embeddings
+                                       taken into the cache, those with the smallest
+                                       gradient norm (FreshGNN's criterion); 0..1 */
     uint64_t embed_dim;             /* outre: width of the last layer's input, whose rows
                                        the trainer takes and pushes (oc_store_hist_batch);
                                        0 = the caller does not use embeddings (no pruning) */
@@ -221,6 +224,7 @@ struct oc_store_opt {
     double min;           /* U32/F64: smallest accepted value */
     int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
     double dflt;          /* value when not given (stored at open; in the fingerprint) */
+    double max;           /* F64: largest accepted value; 0 = none */
 };
 /*
  * A figure only some strategies have, declared in the strategy's stats table:
@@ -402,6 +406,8 @@ struct oc_store_hist {
     uint64_t n_push;
     const uint32_t *push_pos;
     float *push_rows;
+    float *push_grad; /* the trainer writes, per push row, the L2 norm of the loss's
+                         gradient at it (after backward): the store admits by it */
 };
 /*
  * The trainer's view of batch `batch` of `epoch` (after the pipeline hands it

@@ -402,6 +402,35 @@ int oc_nn_model_last_input_rows(const struct oc_nn_model *m, const uint32_t *pos
     return OC_OK;
 }
 
+int oc_nn_model_last_input_grad_norms(const struct oc_nn_model *m, const uint32_t *pos, uint64_t n,
+                                      float *out, struct oc_err *err)
+{
+    uint32_t nl = m->cfg.n_layers;
+    if (!m->have_backward || nl < 2)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "model: no last-layer input gradient (a backward pass of 2+ layers)");
+    const struct oc_nn_tensor *t = &m->layers[nl - 1].ws[OC_NN_LWS_DX];
+    float chunk[256];
+    for (uint64_t k = 0; k < n; k++) {
+        if (pos[k] >= t->n_rows)
+            return OC_ERR(err, OC_ERR_ARG, "model: last-layer input row %u of %llu", pos[k],
+                          (unsigned long long)t->n_rows);
+        const char *src = (const char *)t->data + (size_t)pos[k] * t->n_cols * sizeof(float);
+        double s = 0;
+        for (uint64_t c0 = 0; c0 < t->n_cols; c0 += 256) {
+            uint64_t w = t->n_cols - c0 < 256 ? t->n_cols - c0 : 256;
+            int rc = t->backend->ops->buf_get(t->backend, chunk, src + c0 * sizeof(float),
+                                              w * sizeof(float), err);
+            if (rc)
+                return rc;
+            for (uint64_t c = 0; c < w; c++)
+                s += (double)chunk[c] * chunk[c];
+        }
+        out[k] = (float)sqrt(s);
+    }
+    return OC_OK;
+}
+
 int oc_nn_model_forward_hist(struct oc_nn_model *m, const struct oc_nn_block *blocks,
                              const struct oc_nn_tensor *x, const struct oc_nn_step *step,
                              const struct oc_nn_hist *hist, const struct oc_nn_tensor **logits,
@@ -411,6 +440,7 @@ int oc_nn_model_forward_hist(struct oc_nn_model *m, const struct oc_nn_block *bl
         *logits = NULL;
     m->have_forward = 0;
     m->have_loss = 0;
+    m->have_backward = 0;
     memset(&m->hist, 0, sizeof(m->hist));
     uint32_t nl = m->cfg.n_layers;
     if (!blocks || !step)
@@ -475,6 +505,7 @@ int oc_nn_model_backward(struct oc_nn_model *m, struct oc_err *err)
             return oc_err_prefix(err, "model backward, historical embeddings");
     }
     m->have_loss = 0;
+    m->have_backward = 1;
     return OC_OK;
 }
 

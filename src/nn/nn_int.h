@@ -596,7 +596,7 @@ struct oc_nn_model {
     uint32_t n_params;
     uint64_t adam_t;
     /* the pending batch: graphs[] borrow its blocks' arrays, layers[0].xd may be its input */
-    int have_forward, have_loss;
+    int have_forward, have_loss, have_backward;
     struct oc_nn_tensor dlogits;
     struct oc_nn_hist hist; /* the pending batch's replaced last-layer inputs (borrowed) */
 };

@@ -129,6 +129,9 @@ int oc_store_opt_apply(const struct oc_store_opt *opt, double value, struct oc_s
         }
         return OC_OK;
     case OC_STORE_OPT_F64:
+        if (opt->max > opt->min && !(value >= opt->min && value <= opt->max))
+            return OC_ERR(err, OC_ERR_ARG, "--%s must be a number from %g to %g", opt->name,
+                          opt->min, opt->max);
         if (!(value >= opt->min) || !(value < 1e300))
             return OC_ERR(err, OC_ERR_ARG, "--%s must be a finite number >= %g", opt->name,
                           opt->min);
@@ -209,6 +212,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.emb_candidates = a->emb_candidates - b->emb_candidates;
     r.emb_pruned = a->emb_pruned - b->emb_pruned;
     r.emb_pushed = a->emb_pushed - b->emb_pushed;
+    r.emb_admitted = a->emb_admitted - b->emb_admitted;
     r.emb_max_age = a->emb_max_age;
     for (int k = 0; k < OC_STORE_MAX_STAGES; k++)
         r.stage_busy_us[k] = a->stage_busy_us[k] - b->stage_busy_us[k];

@@ -455,6 +455,10 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
     double t3 = oc_now_s();
     if ((rc = oc_nn_model_backward(r->model, err)))
         return rc;
+    if (hist && hist->n_push &&
+        (rc = oc_nn_model_last_input_grad_norms(r->model, hist->push_pos, hist->n_push,
+                                                hist->push_grad, err)))
+        return rc;
     if (st) {
         st->forward_s += t3 - t2;
         st->backward_s += oc_now_s() - t3;

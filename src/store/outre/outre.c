@@ -86,6 +86,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return err->status;
     s->impl = o;
     o->staleness = cfg->staleness;
+    o->admit = cfg->admit;
     o->n_batches = s->n_plan_batches;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 0;
     o->prunes = o->staleness > 0 && cfg->embed_dim > 0 && L >= 2 && o->n_batches > 0 &&
@@ -203,6 +204,7 @@ static void outre_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->emb_candidates = o->n_cand;
     out->emb_pruned = o->n_pruned;
     out->emb_pushed = o->n_pushed;
+    out->emb_admitted = o->n_admitted;
     out->emb_max_age = o->max_age;
 }
 
@@ -248,6 +250,11 @@ static double emb_pushed(const struct oc_store_stats *s)
     return (double)s->emb_pushed;
 }
 
+static double emb_admitted(const struct oc_store_stats *s)
+{
+    return (double)s->emb_admitted;
+}
+
 static double emb_age(const struct oc_store_stats *s)
 {
     return (double)s->emb_max_age;
@@ -257,6 +264,7 @@ static const struct oc_store_stat outre_stat_table[] = {
     {"embeddings", "pruned_ratio", "Pruned", OC_STORE_STAT_RATIO, emb_hit},
     {"embeddings", "pruned", NULL, OC_STORE_STAT_RATIO, emb_pruned},
     {"embeddings", "pushed", NULL, OC_STORE_STAT_RATIO, emb_pushed},
+    {"embeddings", "admitted", NULL, OC_STORE_STAT_RATIO, emb_admitted},
     {"embeddings", "max_age", NULL, OC_STORE_STAT_RATIO, emb_age},
 };
 
@@ -264,7 +272,11 @@ static const struct oc_store_opt outre_opts[] = {
     {"staleness", OC_STORE_OPT_U32, "S", NULL,
      "use a cached embedding while it is younger than S iterations (batches); 0 = no "
      "embedding cache (bit-identical to memory) (100)",
-     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS},
+     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS, 0},
+    {"admit", OC_STORE_OPT_F64, "F", NULL,
+     "take into the embedding cache only this share of a batch's freshly computed embeddings, "
+     "those with the smallest gradient norm (FreshGNN's criterion); 1 = all (0.05)",
+     offsetof(struct oc_store_config, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1},
 };
 
 const struct store_strategy oc_store_outre = {

@@ -16,6 +16,8 @@
  * their memory.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/outre/outre_int.h"
@@ -54,6 +56,9 @@ void outre_emb_free(struct outre_store *o)
         oc_free(r->pruned_pos);
         oc_free(r->push_pos);
         oc_free(r->push_ids);
+        oc_free(r->push_grad);
+        oc_free(r->grad_order);
+        oc_free(r->admitted);
         oc_free(r->rows);
     }
 }
@@ -96,6 +101,18 @@ static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_
     if (!qi)
         return err->status;
     r->push_ids = qi;
+    float *pg = oc_realloc(r->push_grad, want * 4, "store outre: batch embeddings", err);
+    if (!pg)
+        return err->status;
+    r->push_grad = pg;
+    float *go = oc_realloc(r->grad_order, want * 4, "store outre: batch embeddings", err);
+    if (!go)
+        return err->status;
+    r->grad_order = go;
+    uint8_t *ad = oc_realloc(r->admitted, want, "store outre: batch embeddings", err);
+    if (!ad)
+        return err->status;
+    r->admitted = ad;
     float *rows = oc_realloc(r->rows, want * dim * 4, "store outre: batch embeddings", err);
     if (!rows)
         return err->status;
@@ -104,14 +121,21 @@ static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_
     return OC_OK;
 }
 
-/* Takes in what the trainer pushed for r's batch: each row stamped with its iteration. */
-static void rec_apply(struct outre_emb *e, struct outre_rec *r)
+/*
+ * Takes in what the trainer pushed for r's batch: each admitted row stamped
+ * with its iteration; a row not admitted empties its slot.
+ */
+static void rec_apply(struct outre_emb *e, const struct outre_rec *r)
 {
     if (r->g == NO_ITER || !r->done)
         return; /* never trained (the run stopped first): nothing to take */
     const float *push = r->rows + r->n_pruned * e->dim;
     for (uint64_t k = 0; k < r->n_push; k++) {
         uint32_t slot = e->slot_of[r->push_ids[k]];
+        if (!r->admitted[k]) { /* not stable enough: computed afresh when next needed */
+            e->iter[slot] = 0;
+            continue;
+        }
         memcpy(e->rows + (uint64_t)slot * e->dim, push + k * e->dim, e->dim * 4);
         e->iter[slot] = r->g + 1;
     }
@@ -182,11 +206,44 @@ int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct 
     out->n_push = r->n_push;
     out->push_pos = r->push_pos;
     out->push_rows = r->rows + r->n_pruned * o->emb.dim;
+    out->push_grad = r->push_grad;
     o->n_cand += r->n_cand;
     o->n_pruned += r->n_pruned;
     if (r->max_age > o->max_age)
         o->max_age = r->max_age;
     return OC_OK;
+}
+
+static int cmp_f32(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratch,
+                            uint8_t *admitted)
+{
+    uint64_t k = admit >= 1.0 ? n : (uint64_t)(admit * (double)n);
+    float thr = INFINITY; /* the k-th smallest norm: below it admitted, at it while k lasts */
+    if (k < n) {
+        for (uint64_t i = 0; i < n; i++) {
+            if (isnan(norm[i]))
+                norm[i] = INFINITY; /* after every finite norm */
+            scratch[i] = norm[i];
+        }
+        qsort(scratch, n, sizeof(float), cmp_f32);
+        thr = k ? scratch[k - 1] : -INFINITY;
+    }
+    uint64_t below = 0;
+    for (uint64_t i = 0; i < n; i++)
+        below += norm[i] < thr;
+    uint64_t ties = k - below; /* rows at thr admitted, first in position order */
+    for (uint64_t i = 0; i < n; i++) {
+        int at = norm[i] == thr && ties > 0;
+        admitted[i] = norm[i] < thr || at;
+        ties -= (uint64_t)at;
+    }
+    return k;
 }
 
 void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
@@ -196,6 +253,8 @@ void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
     struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
     if (r->g != g)
         return;
+    uint64_t k = outre_admit_select(r->push_grad, r->n_push, o->admit, r->grad_order, r->admitted);
     r->done = 1;
     o->n_pushed += r->n_push;
+    o->n_admitted += k;
 }

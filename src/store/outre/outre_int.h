@@ -14,7 +14,10 @@
  *       iterations is pruned (its rows copied into the record) and every
  *       cached node computed afresh is listed to be pushed
  *     trainer: oc_store_hist_batch(g) ─► forward with the pruned rows ─►
- *       push rows written into the record ─► oc_store_hist_done(g)
+ *       push rows written into the record ─► backward ─► their gradient norms
+ *       written ─► oc_store_hist_done(g): the `admit` share with the smallest
+ *       norms is marked to be taken in (FreshGNN's gradient criterion: a small
+ *       gradient marks an embedding the loss is not pulling on, a stable one)
  *
  * Why K records make it deterministic: the pipeline keeps exactly K =
  * OUTRE_SLOTS sampled batches in flight (oc_store_lookahead), so the sample
@@ -41,6 +44,7 @@
 #define OUTRE_ALPHA_STEPS       20u   /* the alpha search tries 0, 1/20, ..., 1 */
 #define OUTRE_TIMED_ROWS        4096u /* rows read to time a feature read */
 #define OUTRE_DEFAULT_STALENESS 100
+#define OUTRE_DEFAULT_ADMIT     0.05
 
 /*
  * One batch's embeddings: its cached nodes among the last block's sources,
@@ -54,11 +58,14 @@ struct outre_rec {
     uint64_t cap; /* rows (and positions) the arrays hold */
     uint32_t *pruned_pos, *push_pos;
     uint64_t *push_ids;
+    float *push_grad;  /* per push row: its gradient's L2 norm (the trainer's) */
+    float *grad_order; /* scratch: the norms sorted (oc_store_hist_done) */
+    uint8_t *admitted; /* per push row: taken into the cache (oc_store_hist_done) */
     float *rows;
 };
 
-/* Bytes of one record row: its embedding and its positions and id. */
-#define OUTRE_REC_ROW_BYTES(dim) ((dim)*4 + 16)
+/* Bytes of one record row: its embedding, positions, id, gradient norm (twice), admission. */
+#define OUTRE_REC_ROW_BYTES(dim) ((dim)*4 + 25)
 
 /* The historical embedding cache: a slot per chosen node. */
 struct outre_emb {
@@ -88,11 +95,12 @@ struct outre_store {
     struct outre_emb emb;
     struct outre_rec recs[OUTRE_SLOTS];
     uint32_t staleness;
+    double admit;       /* share of a batch's pushes admitted, by smallest gradient norm */
     uint64_t n_batches; /* per epoch, for the global iteration */
     int prunes;         /* embeddings on: staleness > 0, a trainer using them, 2+ layers */
     struct outre_profile prof;
     /* the trainer's counters (oc_store_hist_batch / _done) */
-    uint64_t n_cand, n_pruned, n_pushed, max_age;
+    uint64_t n_cand, n_pruned, n_pushed, n_admitted, max_age;
 };
 
 /* Profiles cfg's plan (counts, sizes, times) into p; OC_ERR_BUDGET if the counts do not fit. */
@@ -128,5 +136,12 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
 int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
                      struct oc_err *err);
 void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
+/*
+ * Marks in admitted[0 .. n) the k = floor(admit x n) (n when admit >= 1) rows
+ * with the smallest norms, ties to the lower position (a NaN norm counts as
+ * +inf and is rewritten so); scratch holds n floats. Returns k.
+ */
+uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratch,
+                            uint8_t *admitted);
 
 #endif

@@ -351,11 +351,18 @@ OC_TEST(admission_share_is_kept_and_none_admitted_trains_memory_weights)
     struct oc_err err;
     ot_opts(&o, "memory");
     OC_CHECK(ot_train(dir, &o, &seen, &mem) == OC_OK);
-    /* nothing admitted: nothing pruned, memory's weights */
+    /* nothing admitted: nothing pruned, memory's weights; without a budget every candidate
+       has a slot (under one, the split would give embeddings nothing and push none) */
     ot_opts(&o, "outre");
+    o.mem_budget = 0;
     OC_CHECK_OK(oc_train_opts_set(&o, "admit", 0, &err), &err);
     OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
     OC_CHECK(seen.pushed > 0 && seen.admitted == 0 && seen.pruned == 0);
+    OC_CHECK(strcmp(a.weights_sha256, mem.weights_sha256) == 0);
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 0, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pushed == 0 && seen.pruned == 0);
     OC_CHECK(strcmp(a.weights_sha256, mem.weights_sha256) == 0);
     /* all admitted, then half of each batch's pushes (rounded down): fewer pruned */
     ot_opts(&o, "outre");

@@ -152,6 +152,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     }
     p->feat_rows = n_rows;
+    int wanted = o->prunes;
     if (p->emb_slots == 0)
         o->prunes = 0; /* the split gave embeddings nothing: a feature cache, exact */
     o->cache.n = 0;
@@ -182,7 +183,10 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
                p->alpha, p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), n_rows,
                oc_format_size(n_rows * s->row_bytes, fb, sizeof(fb)), p->est_saving_s * 1e3,
                p->est_pruned,
-               o->prunes ? "" : " (no embedding cache: --staleness 0, 1 layer or no trainer)");
+               o->prunes ? ""
+               : wanted  ? " (no embedding cache: the estimate gives embeddings no saving at "
+                           "this --admit and --staleness)"
+                         : " (no embedding cache: --staleness 0, 1 layer or no trainer)");
     return OC_OK;
 }
 

@@ -244,12 +244,14 @@ int outre_alpha_search(const struct oc_store *s, const struct outre_store *o, ui
         uint64_t emb_bytes = outre_emb_bytes(s, p, E, dim), F;
         int use_table;
         store_cache_plan(s, avail - emb_bytes, sizeof(uint64_t), &F, &use_table);
-        /* pruned candidates per profiled pass among the E most frequent */
+        /* pruned candidates per profiled pass among the E most frequent: a node met x
+           times in a staleness window is, at steady state, computed afresh 1 / admit times
+           (until a push is admitted), then pruned x times: a share of x / (x + 1 / admit) */
         double pruned = 0;
         uint64_t left = E;
         for (uint64_t c = CAP + 1; c-- > 1 && left > 0;) {
             uint64_t take = ch[c] < left ? ch[c] : left;
-            double x = (double)c * window / nb;
+            double x = o->admit * (double)c * window / nb;
             pruned += (double)take * (double)c * x / (1.0 + x);
             left -= take;
         }

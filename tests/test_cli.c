@@ -81,6 +81,12 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
          2,
          "--batching partition needs the topology in memory"},
         {{"train", "d", "--staleness", "5", NULL}, 2, "--staleness needs --strategy outre"},
+        {{"train", "d", "--strategy", "outre", "--admit", "1.5", NULL},
+         2,
+         "--admit must be a number from 0 to 1"},
+        {{"train", "d", "--strategy", "outre", "--admit", "-0.1", NULL},
+         2,
+         "--admit must be a number from 0 to 1"},
         {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

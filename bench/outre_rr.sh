@@ -5,7 +5,11 @@
 # 2-layer GraphSAGE, on one generated graph with communities (the "bench
 # graph": 50 planted classes, homophily 0.9) and, for contrast, on the default
 # generator graph (10 classes, homophily 0.5). One epoch each, `--eval none`,
-# features in RAM (RR does not depend on the strategy). The data goes under
+# features in RAM (RR does not depend on the strategy). Then, as the thesis's
+# Table IV, historical embeddings for 20 % of the nodes (`--strategy outre
+# --embed-nodes 0.2`, every push admitted: `--admit 1`, and at the default
+# admission) with random batches and with P = 4: two epochs, the second's RR
+# (the first starts with an empty cache). The data goes under
 # ~/.cache/offcore/outre-rr-* and is removed at the end unless KEEP=1.
 #   BUILD=build bench/outre_rr.sh [nodes]     (default 200000)
 set -euo pipefail
@@ -22,15 +26,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# rr LOG: the epoch's RR from the JSON log
-rr() { python3 -c 'import json,sys; print("%.2f" % json.loads(open(sys.argv[1]).readline())["redundancy"]["ratio"])' "$1"; }
+# rr LOG: the last epoch's RR from the JSON log
+rr() { python3 -c 'import json,sys; print("%.2f" % [json.loads(l) for l in open(sys.argv[1]) if "redundancy" in l][-1]["redundancy"]["ratio"])' "$1"; }
 
-run() { # DIR LAYERS FANOUT BATCHING [P] -> RR
-    local log="$TMP/log.json" extra=()
-    [ "$4" = partition ] && extra=(--batching partition --partition-batch "$5")
+run() { # DIR LAYERS FANOUT BATCHING P|- [EXTRA TRAIN ARGS...] -> RR (of the last epoch)
+    local log="$TMP/log.json" dir=$1 layers=$2 fanout=$3 batching=$4 p=$5 extra=(--epochs 1)
+    shift 5
+    [ "$batching" = partition ] && extra+=(--batching partition --partition-batch "$p")
     rm -f "$log"
-    "$OC" train "$1" --layers "$2" --fanout "$3" --batch 1024 --epochs 1 --eval none --quiet \
-        --log "$log" "${extra[@]}" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
+    "$OC" train "$dir" --layers "$layers" --fanout "$fanout" --batch 1024 --eval none --quiet \
+        --log "$log" "${extra[@]}" "$@" >/dev/null 2>"$TMP/err" || { cat "$TMP/err" >&2; exit 1; }
     rr "$log"
 }
 
@@ -48,7 +53,7 @@ for kind in comm default; do
     printf '  %-8s %-10s %8s %8s %8s %8s\n' layers fanout random "P=1" "P=4" "P=16"
     for cfg in "3 15,10,5" "2 10,25"; do
         set -- $cfg
-        r=$(run "$dir" "$1" "$2" random)
+        r=$(run "$dir" "$1" "$2" random -)
         line=$(printf '  %-8s %-10s %8s' "$1" "$2" "$r")
         for p in 1 4 16; do
             q=$(run "$dir" "$1" "$2" partition "$p")
@@ -58,5 +63,22 @@ for kind in comm default; do
         done
         echo "$line    (vs random:${reds})"
         reds=
+    done
+    [ $kind = comm ] || continue
+    echo "  historical embeddings for 20 % of the nodes (outre --embed-nodes 0.2), epoch 2 of 2:"
+    printf '  %-8s %-10s %-10s %8s %8s %8s\n' layers fanout batches "none" "admit 1" "0.05"
+    for cfg in "3 15,10,5" "2 10,25"; do
+        set -- $cfg
+        for b in "random -" "partition 4"; do
+            read -r batching p <<<"$b"
+            emb=(--strategy outre --embed-nodes 0.2 --epochs 2)
+            r0=$(run "$dir" "$1" "$2" $batching $p --epochs 2)
+            r1=$(run "$dir" "$1" "$2" $batching $p "${emb[@]}" --admit 1)
+            r2=$(run "$dir" "$1" "$2" $batching $p "${emb[@]}")
+            printf '  %-8s %-10s %-10s %8s %8s %8s    (admit 1: %s, 0.05: %s)\n' "$1" "$2" \
+                "$([ $batching = random ] && echo random || echo "P=$p")" "$r0" "$r1" "$r2" \
+                "$(python3 -c "print('%+.1f%%' % (100.0 * ($r1 - $r0) / $r0))")" \
+                "$(python3 -c "print('%+.1f%%' % (100.0 * ($r2 - $r0) / $r0))")"
+        done
     done
 done

@@ -384,6 +384,52 @@ OC_TEST(admission_share_is_kept_and_none_admitted_trains_memory_weights)
                  "--admit must be a number from 0 to 1");
 }
 
+OC_TEST(embed_nodes_fixes_the_embedding_side)
+{
+    const char *dir = ot_graph();
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    struct oc_train_result a;
+    struct ot_seen seen;
+    struct oc_err err;
+    /* nothing admitted: the search gives embeddings no slot (no pushes); a fixed share does */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 0, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pushed == 0);
+    OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 0.5, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(seen.pushed > 0 && seen.pruned == 0);
+    /* every push admitted: pruning with a fifth of the nodes, more with all of them */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "admit", 1, &err), &err);
+    OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 0.2, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    uint64_t fifth = seen.pruned;
+    OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 1, &err), &err);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_OK);
+    OC_CHECK(fifth > 0 && seen.pruned > fifth);
+    /* refused: with the embedding cache off, and larger than the budget */
+    ot_opts(&o, "outre");
+    OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err);
+    OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 0.2, &err), &err);
+    memset(&err, 0, sizeof(err));
+    oc_mem_set_budget(o.mem_budget);
+    OC_CHECK(oc_train_run(dir, &o, NULL, NULL, NULL, &a, &err) == OC_ERR_ARG);
+    OC_CHECK(strstr(err.msg, "--staleness 0 turns off") != NULL);
+    ot_opts(&o, "outre");
+    o.hidden = 2048; /* 8 KiB embeddings: 24 MiB for every node; the store gets less */
+    o.mem_budget = 56u << 20;
+    OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 1, &err), &err);
+    oc_mem_set_budget(o.mem_budget);
+    memset(&err, 0, sizeof(err));
+    int rc = oc_train_run(dir, &o, NULL, NULL, NULL, &a, &err);
+    oc_mem_set_budget(0);
+    fprintf(stderr, "  --embed-nodes 1, 8 KiB embeddings, 56 MiB: %d %s\n", rc, err.msg);
+    OC_CHECK(rc == OC_ERR_BUDGET && strstr(err.msg, "--embed-nodes 1 asks for") != NULL);
+}
+
 OC_TEST(embeddings_older_than_the_staleness_are_never_used)
 {
     const char *dir = ot_graph();

@@ -176,6 +176,9 @@ struct oc_store_config {
                                        them); NULL: the store makes and owns one */
     uint32_t staleness;             /* outre: an embedding is used while younger than this
                                        many iterations (batches); 0 = no embedding cache */
+    double embed_nodes;             /* outre: share of the nodes given an embedding slot
+                                       (the most frequent candidates), in place of the alpha
+                                       search's choice; 0 = the search chooses */
     double admit;                   /* outre: share of a batch's freshly computed embeddings
                                        taken into the cache, those with the smallest
                                        gradient norm (FreshGNN's criterion); 0..1 */

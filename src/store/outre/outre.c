@@ -81,6 +81,10 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "store outre: --reuse-samples would show its embedding cache the same "
                       "iterations again");
+    if (cfg->embed_nodes > 0 && cfg->staleness == 0)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store outre: --embed-nodes sizes an embedding cache that --staleness 0 "
+                      "turns off");
     struct outre_store *o = oc_calloc(1, sizeof(*o), "store outre", err);
     if (!o)
         return err->status;
@@ -113,7 +117,22 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     struct outre_profile *p = &o->prof;
     uint64_t dim = o->prunes ? cfg->embed_dim : 0;
-    if (cfg->mem_bytes) {
+    if (o->prunes && cfg->embed_nodes > 0) { /* the embedding side fixed: the rest is rows */
+        uint64_t n_pos = 0, want = (uint64_t)(cfg->embed_nodes * (double)s->n_nodes + 0.5);
+        for (uint64_t v = 0; v < s->n_nodes; v++)
+            n_pos += p->cand_count[v] != 0;
+        p->emb_slots = want < n_pos ? want : n_pos;
+        uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
+        if (cfg->mem_bytes && emb_bytes > cfg->mem_bytes - fixed)
+            return OC_ERR(err, OC_ERR_BUDGET,
+                          "store outre: --embed-nodes %g asks for %" PRIu64
+                          " embeddings (%s), more than the %s the store's budget leaves after "
+                          "its fixed part",
+                          cfg->embed_nodes, p->emb_slots, oc_format_size(emb_bytes, a, sizeof(a)),
+                          oc_format_size(cfg->mem_bytes - fixed, b, sizeof(b)));
+        p->alpha = cfg->mem_bytes ? (double)emb_bytes / (double)(cfg->mem_bytes - fixed) : -1;
+        p->fixed_split = 1;
+    } else if (cfg->mem_bytes) {
         /* the counts are freed before the caches are filled: their room is the caches' */
         if ((rc = outre_alpha_search(s, o, cfg->mem_bytes - fixed, dim, p, err)))
             return rc;
@@ -171,7 +190,13 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
            "%.2f us reading per row",
            p->n_batches, p->rows, p->rows_pruned_all, p->candidates, p->sample_s_per_row * 1e6,
            p->read_s_per_row * 1e6);
-    if (p->alpha < 0)
+    if (p->fixed_split)
+        oc_log(OC_LOG_INFO,
+               "store outre: cache split fixed by --embed-nodes %g: %" PRIu64
+               " embeddings (%s), %" PRIu64 " feature rows (%s), staleness %u",
+               cfg->embed_nodes, p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), n_rows,
+               oc_format_size(n_rows * s->row_bytes, fb, sizeof(fb)), o->staleness);
+    else if (p->alpha < 0)
         oc_log(OC_LOG_INFO,
                "store outre: cache split: no budget: every feature row and %" PRIu64
                " embeddings (%s), staleness %u",
@@ -281,6 +306,11 @@ static const struct oc_store_opt outre_opts[] = {
      "take into the embedding cache only this share of a batch's freshly computed embeddings, "
      "those with the smallest gradient norm (FreshGNN's criterion); 1 = all (0.05)",
      offsetof(struct oc_store_config, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1},
+    {"embed-nodes", OC_STORE_OPT_F64, "F", NULL,
+     "give this share of the nodes (the most frequent last-block sources) an embedding slot "
+     "instead of the split the alpha search chooses; the feature cache gets the rest (0 = the "
+     "search chooses)",
+     offsetof(struct oc_store_config, embed_nodes), 0, 1, 0, 1},
 };
 
 const struct store_strategy oc_store_outre = {

@@ -85,6 +85,7 @@ struct outre_profile {
     double alpha;         /* share of the cache budget given to embeddings */
     uint64_t emb_slots, feat_rows;
     double est_saving_s, est_pruned; /* per profiled batch, at the chosen split */
+    int fixed_split;                 /* --embed-nodes set the embedding side, not the search */
 };
 
 struct outre_store {

@@ -277,6 +277,7 @@ struct xent_ctx {
     const int64_t *pos;
     uint64_t n_entities;
     double *q_loss;
+    double *ex; /* per score: exp(s - the query's max), taken once for the sum and the gradient */
 };
 
 static int xent_task(void *cp, uint64_t q, unsigned worker)
@@ -289,13 +290,14 @@ static int xent_task(void *cp, uint64_t q, unsigned worker)
     for (uint64_t i = a; i < b; i++)
         mx = c->s[i] > mx ? c->s[i] : mx;
     double z = (double)n_out * exp(-(double)mx);
-    for (uint64_t i = a; i < b; i++)
-        z += exp((double)(c->s[i] - mx));
+    for (uint64_t i = a; i < b; i++) {
+        c->ex[i] = exp((double)(c->s[i] - mx));
+        z += c->ex[i];
+    }
     double s_pos = c->pos[q] >= 0 ? (double)c->s[c->pos[q]] : 0.0;
     c->q_loss[q] = (double)mx + log(z) - s_pos;
     for (uint64_t i = a; i < b; i++)
-        c->ds[i] =
-            (float)(exp((double)(c->s[i] - mx)) / z) - ((int64_t)i == c->pos[q] ? 1.0f : 0.0f);
+        c->ds[i] = (float)(c->ex[i] / z) - ((int64_t)i == c->pos[q] ? 1.0f : 0.0f);
     return OC_OK;
 }
 
@@ -304,10 +306,13 @@ int oc_nn_cpu_kg_xent(struct oc_nn_backend *be, const struct oc_nn_tensor *score
                       uint64_t n_entities, struct oc_nn_tensor *dscores, double *loss,
                       struct oc_err *err)
 {
-    double *q_loss = oc_nn_cpu_scratch(be, (size_t)(n_query + 1) * sizeof(double), err);
+    uint64_t n_scores = qptr[n_query];
+    double *q_loss =
+        oc_nn_cpu_scratch(be, (size_t)(n_query + 1 + n_scores) * sizeof(double), err);
     if (!q_loss)
         return err->status;
-    struct xent_ctx c = {oc_nn_f32(scores), oc_nn_f32(dscores), qptr, pos, n_entities, q_loss};
+    struct xent_ctx c = {oc_nn_f32(scores), oc_nn_f32(dscores), qptr, pos, n_entities, q_loss,
+                         q_loss + n_query + 1};
     int rc = oc_nn_cpu_run(be, n_query, n_query * n_entities, xent_task, &c);
     double sum = 0.0;
     for (uint64_t q = 0; q < n_query; q++)

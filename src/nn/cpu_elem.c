@@ -243,30 +243,6 @@ static inline void philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32
     }
 }
 
-/* One block of philox_x8: out = Philox(seed, (stream, b)), the same bits as lane b - b0 there. */
-static inline void philox_x1(uint64_t seed, uint64_t stream, uint64_t b, uint32_t out[4])
-{
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    uint32_t c0 = (uint32_t)stream, c1 = (uint32_t)(stream >> 32), c2 = (uint32_t)b,
-             c3 = (uint32_t)(b >> 32);
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
 /*
  * Element (r, c) keeps iff lane c % 8 of Philox(seed, (hash(layer, site, r), c / 8)),
  * read as 16-bit uniforms, is >= thr: a pure function of its coordinates, so
@@ -322,7 +298,7 @@ OC_NN_SIMD static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
                 philox_x8(c->key->seed, stream, j0 / 8, bits);
             else
                 for (unsigned l = 0; l < nb; l++)
-                    philox_x1(c->key->seed, stream, j0 / 8 + l, bits[l]);
+                    oc_rng_block(c->key->seed, stream, j0 / 8 + l, bits[l]); /* philox_x8's lane */
             for (unsigned l = 0; l < nb; l++)
                 for (unsigned k = 0; k < 8; k++)
                     u16[l * 8 + k] = (uint16_t)(bits[l][k / 2] >> (16 * (k % 2)));

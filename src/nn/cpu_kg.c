@@ -307,11 +307,10 @@ int oc_nn_cpu_kg_xent(struct oc_nn_backend *be, const struct oc_nn_tensor *score
                       struct oc_err *err)
 {
     uint64_t n_scores = qptr[n_query];
-    double *q_loss =
-        oc_nn_cpu_scratch(be, (size_t)(n_query + 1 + n_scores) * sizeof(double), err);
+    double *q_loss = oc_nn_cpu_scratch(be, (size_t)(n_query + 1 + n_scores) * sizeof(double), err);
     if (!q_loss)
         return err->status;
-    struct xent_ctx c = {oc_nn_f32(scores), oc_nn_f32(dscores), qptr, pos, n_entities, q_loss,
+    struct xent_ctx c = {oc_nn_f32(scores),   oc_nn_f32(dscores), qptr, pos, n_entities, q_loss,
                          q_loss + n_query + 1};
     int rc = oc_nn_cpu_run(be, n_query, n_query * n_entities, xent_task, &c);
     double sum = 0.0;

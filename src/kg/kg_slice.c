@@ -102,6 +102,22 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
     return OC_OK;
 }
 
+void kg_slicer_trim(struct kg_slicer *s)
+{
+    void **arr[] = {(void **)&s->q_atoms, (void **)&s->q_foff,   (void **)&s->q_rel,
+                    (void **)&s->q_tail,  (void **)&s->rem,      (void **)&s->visited,
+                    (void **)&s->packed,  (void **)&s->light,    (void **)&s->stack,
+                    (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
+                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg,
+                    (void **)&s->cand,    (void **)&s->keys};
+    for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++) {
+        oc_free(*arr[i]);
+        *arr[i] = NULL;
+    }
+    s->cap_q = s->cap_qf = s->cap_cand = s->cap_keys = 0;
+    s->n_q = 0;
+}
+
 void kg_slicer_deinit(struct kg_slicer *s)
 {
     oc_kg_facts_reader_free(s->reader);

@@ -186,9 +186,11 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
 {
     /* slicing (only what has no slices yet: epoch 0 of a run without a reusable store) */
     double t0 = oc_now_s();
-    if (!t->store.loaded)
+    if (!t->store.loaded) {
         for (uint64_t i = 0; i < boff[n_batches]; i++)
             OC_KG_TRY(kg_slicer_slice(&t->slicer, heads[i], &t->store, err));
+        kg_slicer_trim(&t->slicer); /* its scratch held a whole query's facts */
+    }
     OC_KG_TRY(
         slices_reserve(t, (t->store.loaded ? t->store.n_slices : t->slicer.n_slices) + 1, err));
     double t1 = oc_now_s();

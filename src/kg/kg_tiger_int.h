@@ -135,6 +135,12 @@ struct kg_slicer {
 int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,
                    struct oc_err *err);
 void kg_slicer_deinit(struct kg_slicer *s);
+/*
+ * Frees the scratch of one query (its atoms, their facts, the packing
+ * arrays), which grows to the largest query sliced: between superbatches
+ * the memory is training's (it grows again as the next slicing needs).
+ */
+void kg_slicer_trim(struct kg_slicer *s);
 /* Whether entity q has its slices. */
 int kg_slicer_has(const struct kg_slicer *s, uint32_t q);
 

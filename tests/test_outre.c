@@ -338,6 +338,23 @@ OC_TEST(admission_takes_the_smallest_gradient_norms)
         OC_CHECK(ad[i] == 1);
     OC_CHECK(outre_admit_select(norm, 8, 0.99, scratch, ad) == 7 && ad[4] == 0); /* floor */
     OC_CHECK(outre_admit_select(norm, 0, 0.5, scratch, ad) == 0);
+    /* every row with admit 1, a NaN too */
+    float with_nan[3] = {0.5f, NAN, 0.1f};
+    OC_CHECK(outre_admit_select(with_nan, 3, 1.0, scratch, ad) == 3);
+    OC_CHECK(ad[0] == 1 && ad[1] == 1 && ad[2] == 1);
+    /* floor(admit x n) where the double product falls just below the whole number */
+    float many[100];
+    float scratch100[100];
+    uint8_t ad100[100];
+    for (int i = 0; i < 100; i++)
+        many[i] = (float)((i * 37) % 100);
+    OC_CHECK(outre_admit_select(many, 100, 0.29, scratch100, ad100) == 29);
+    uint64_t marked = 0;
+    for (int i = 0; i < 100; i++) {
+        marked += ad100[i];
+        OC_CHECK(ad100[i] == (many[i] < 29.0f)); /* the 29 smallest: 0 .. 28 */
+    }
+    OC_CHECK(marked == 29);
 }
 
 OC_TEST(admission_share_is_kept_and_none_admitted_trains_memory_weights)

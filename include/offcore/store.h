@@ -418,7 +418,10 @@ struct oc_store_hist {
  */
 int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                         struct oc_store_hist *out, struct oc_err *err);
-/* The trainer filled push_rows: the store takes them into its cache (in plan order). */
+/*
+ * The trainer filled push_rows and, after backward, push_grad: the store
+ * takes the admitted ones into its cache (in plan order).
+ */
 void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 
 /* ---- Belady changesets for any cache of ids (store/ginex/ginex_belady.c) ---- */

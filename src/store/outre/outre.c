@@ -81,6 +81,16 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "store outre: --reuse-samples would show its embedding cache the same "
                       "iterations again");
+    if (!(cfg->admit >= 0.0 && cfg->admit <= 1.0) ||
+        !(cfg->embed_nodes >= 0.0 && cfg->embed_nodes <= 1.0))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store outre: --admit %g and --embed-nodes %g must be from 0 to 1",
+                      cfg->admit, cfg->embed_nodes);
+    if (cfg->embed_nodes > 0 &&
+        (cfg->embed_dim == 0 || !cfg->sample_opts || cfg->sample_opts->n_layers < 2))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store outre: --embed-nodes sizes historical embeddings, which need 2 or "
+                      "more layers and a trainer that uses them");
     if (cfg->embed_nodes > 0 && cfg->staleness == 0)
         return OC_ERR(err, OC_ERR_ARG,
                       "store outre: --embed-nodes sizes an embedding cache that --staleness 0 "

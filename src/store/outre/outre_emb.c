@@ -83,12 +83,16 @@ uint64_t outre_emb_bytes(const struct oc_store *s, const struct outre_profile *p
     return s->n_nodes * 4 + n * (8 + dim * 4) + OUTRE_SLOTS * per_batch * OUTRE_REC_ROW_BYTES(dim);
 }
 
-/* Room for n cached rows in r (grown by a quarter again, kept). */
-static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t dim, struct oc_err *err)
+/* Room for n cached rows in r (grown by a quarter again up to the slots, kept). */
+static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t n_slots, uint64_t dim,
+                       struct oc_err *err)
 {
     if (n <= r->cap)
         return OC_OK;
+    /* a quarter again, but never past the slots: a record lists each cached node once */
     uint64_t want = n + n / 4;
+    if (want > n_slots)
+        want = n_slots > n ? n_slots : n;
     uint32_t *pp = oc_realloc(r->pruned_pos, want * 4, "store outre: batch embeddings", err);
     if (!pp)
         return err->status;
@@ -163,7 +167,7 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
     uint64_t n_cached = 0;
     for (uint64_t i = 0; i < n; i++)
         n_cached += e->slot_of[ids[i]] != STORE_NO_SLOT;
-    int rc = rec_reserve(r, n_cached, e->dim, err);
+    int rc = rec_reserve(r, n_cached, e->n_slots, e->dim, err);
     if (rc)
         return rc;
     /* the pruned rows go to the front now; the pushes' positions are kept and their rows
@@ -223,17 +227,20 @@ static int cmp_f32(const void *a, const void *b)
 uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratch,
                             uint8_t *admitted)
 {
-    uint64_t k = admit >= 1.0 ? n : (uint64_t)(admit * (double)n);
-    float thr = INFINITY; /* the k-th smallest norm: below it admitted, at it while k lasts */
-    if (k < n) {
-        for (uint64_t i = 0; i < n; i++) {
-            if (isnan(norm[i]))
-                norm[i] = INFINITY; /* after every finite norm */
-            scratch[i] = norm[i];
-        }
-        qsort(scratch, n, sizeof(float), cmp_f32);
-        thr = k ? scratch[k - 1] : -INFINITY;
+    for (uint64_t i = 0; i < n; i++)
+        if (isnan(norm[i]))
+            norm[i] = INFINITY; /* after every finite norm */
+    /* floor(admit x n), the product nudged up so that 0.29 x 100 gives 29, not 28 */
+    uint64_t k = admit >= 1.0 ? n : admit > 0.0 ? (uint64_t)(admit * (double)n * (1.0 + 1e-12)) : 0;
+    k = k < n ? k : n;
+    if (k == n || k == 0) {
+        memset(admitted, k == n, n);
+        return k;
     }
+    for (uint64_t i = 0; i < n; i++)
+        scratch[i] = norm[i];
+    qsort(scratch, n, sizeof(float), cmp_f32);
+    float thr = scratch[k - 1]; /* the k-th smallest: below it admitted, at it while k lasts */
     uint64_t below = 0;
     for (uint64_t i = 0; i < n; i++)
         below += norm[i] < thr;

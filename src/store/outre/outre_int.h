@@ -29,8 +29,8 @@
  * K iterations old when used.
  *
  * Thread-safety: the embedding cache and the records' pruned/push lists are
- * written by the sample stage only; a record's push rows by the trainer, for
- * a batch in its hands; gathers (fetch stage or evaluation) touch only the
+ * written by the sample stage only; a record's push rows, gradient norms,
+ * sort scratch and admission marks by the trainer, for a batch in its hands; gathers (fetch stage or evaluation) touch only the
  * feature cache and its reader; counters read by stats are the trainer's.
  * Ownership: everything here belongs to the store.
  */
@@ -138,9 +138,10 @@ int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct 
                      struct oc_err *err);
 void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 /*
- * Marks in admitted[0 .. n) the k = floor(admit x n) (n when admit >= 1) rows
- * with the smallest norms, ties to the lower position (a NaN norm counts as
- * +inf and is rewritten so); scratch holds n floats. Returns k.
+ * Marks in admitted[0 .. n) the k = floor(admit x n) (n when admit >= 1, 0
+ * when admit <= 0) rows with the smallest norms, ties to the lower position
+ * (a NaN norm counts as +inf and is rewritten so); scratch holds n floats.
+ * Returns k, the rows marked.
  */
 uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratch,
                             uint8_t *admitted);

@@ -357,6 +357,62 @@ OC_TEST(admission_takes_the_smallest_gradient_norms)
     OC_CHECK(marked == 29);
 }
 
+/* One batch through the store's embedding hooks: prune, then the trainer's push and norms. */
+static void ot_step(struct oc_store *st, uint64_t g, const uint64_t *ids, uint64_t n,
+                    uint64_t n_seeds, uint8_t *mask, const float *push, const float *grad)
+{
+    struct oc_err err;
+    memset(mask, 0, (size_t)n);
+    OC_CHECK_OK(outre_prune(st, 0, g, ids, n, n_seeds, mask, &err), &err);
+    struct oc_store_hist h;
+    OC_CHECK_OK(outre_hist_batch(st, 0, g, &h, &err), &err);
+    for (uint64_t k = 0; k < h.n_push; k++) {
+        h.push_rows[k] = push ? push[k] : 0.0f;
+        h.push_grad[k] = grad ? grad[k] : 1.0f;
+    }
+    outre_hist_done(st, 0, g);
+}
+
+OC_TEST(a_push_not_admitted_empties_its_slot)
+{
+    struct oc_store st;
+    struct outre_store o;
+    struct oc_err err;
+    memset(&st, 0, sizeof(st));
+    memset(&o, 0, sizeof(o));
+    st.n_nodes = 10;
+    st.impl = &o;
+    o.staleness = 100;
+    o.admit = 0.5; /* one of two pushes */
+    o.n_batches = 1000;
+    const uint64_t cached[2] = {1, 2};
+    OC_CHECK_OK(outre_emb_init(&st, &o, cached, 2, 1, &err), &err);
+    uint8_t mask[3];
+    const uint64_t seed_only[1] = {0};
+    /* g 0: nodes 1 and 2 computed afresh; 1 has the smaller gradient: only it is taken in */
+    const uint64_t a[3] = {0, 1, 2};
+    const float push0[2] = {10.0f, 20.0f}, grad0[2] = {0.1f, 0.9f};
+    ot_step(&st, 0, a, 3, 1, mask, push0, grad0);
+    for (uint64_t g = 1; g < OUTRE_SLOTS; g++)
+        ot_step(&st, g, seed_only, 1, 1, mask, NULL, NULL);
+    /* g 4 sees g 0's pushes: node 1 (a seed here) is pushed anyway, node 2 was never taken
+       in; now node 2 has the smaller gradient: it is taken in, node 1's slot is emptied */
+    const uint64_t b[2] = {1, 2};
+    const float push4[2] = {11.0f, 21.0f}, grad4[2] = {0.9f, 0.1f};
+    ot_step(&st, OUTRE_SLOTS, b, 2, 1, mask, push4, grad4);
+    OC_CHECK(mask[0] == 0 && mask[1] == 0); /* 2 had no embedding: not pruned */
+    for (uint64_t g = OUTRE_SLOTS + 1; g < 2 * OUTRE_SLOTS; g++)
+        ot_step(&st, g, seed_only, 1, 1, mask, NULL, NULL);
+    /* g 8: node 2 pruned with g 4's embedding, node 1 computed afresh (its slot emptied) */
+    OC_CHECK_OK(outre_prune(&st, 0, 2 * OUTRE_SLOTS, a, 3, 1, mask, &err), &err);
+    OC_CHECK(mask[0] == 0 && mask[1] == 0 && mask[2] == 1);
+    struct oc_store_hist h;
+    OC_CHECK_OK(outre_hist_batch(&st, 0, 2 * OUTRE_SLOTS, &h, &err), &err);
+    OC_CHECK(h.n_pruned == 1 && h.pruned_pos[0] == 2 && h.pruned_rows[0] == 21.0f);
+    OC_CHECK(h.n_push == 1 && h.push_pos[0] == 1);
+    outre_emb_free(&o);
+}
+
 OC_TEST(admission_share_is_kept_and_none_admitted_trains_memory_weights)
 {
     const char *dir = ot_graph();

@@ -9,7 +9,8 @@
  * partition batches); with a tiny staleness no embedding older than it is
  * ever used, one of K = the batches in flight is never fresh enough, and a
  * run is deterministic; admission (--admit) takes the smallest gradient
- * norms, the share asked for, and none admitted trains `memory`'s weights;
+ * norms, the share asked for, a push not admitted empties its slot, and none
+ * admitted trains `memory`'s weights; --embed-nodes fixes the embedding side;
  * the model's gradient norms at the last layer's input; the profile-based
  * choice of cached nodes (top-k with ties to the lower id).
  */

@@ -93,34 +93,16 @@ static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t n_slots, uint64
     uint64_t want = n + n / 4;
     if (want > n_slots)
         want = n_slots > n ? n_slots : n;
-    uint32_t *pp = oc_realloc(r->pruned_pos, want * 4, "store outre: batch embeddings", err);
-    if (!pp)
-        return err->status;
-    r->pruned_pos = pp;
-    uint32_t *qp = oc_realloc(r->push_pos, want * 4, "store outre: batch embeddings", err);
-    if (!qp)
-        return err->status;
-    r->push_pos = qp;
-    uint64_t *qi = oc_realloc(r->push_ids, want * 8, "store outre: batch embeddings", err);
-    if (!qi)
-        return err->status;
-    r->push_ids = qi;
-    float *pg = oc_realloc(r->push_grad, want * 4, "store outre: batch embeddings", err);
-    if (!pg)
-        return err->status;
-    r->push_grad = pg;
-    float *go = oc_realloc(r->grad_order, want * 4, "store outre: batch embeddings", err);
-    if (!go)
-        return err->status;
-    r->grad_order = go;
-    uint8_t *ad = oc_realloc(r->admitted, want, "store outre: batch embeddings", err);
-    if (!ad)
-        return err->status;
-    r->admitted = ad;
-    float *rows = oc_realloc(r->rows, want * dim * 4, "store outre: batch embeddings", err);
-    if (!rows)
-        return err->status;
-    r->rows = rows;
+    void **arr[] = {(void **)&r->pruned_pos, (void **)&r->push_pos,   (void **)&r->push_ids,
+                    (void **)&r->push_grad,  (void **)&r->grad_order, (void **)&r->admitted,
+                    (void **)&r->rows};
+    const uint64_t size[] = {4, 4, 8, 4, 4, 1, dim * 4}; /* bytes per row: OUTRE_REC_ROW_BYTES */
+    for (size_t i = 0; i < sizeof(size) / sizeof(size[0]); i++) {
+        void *q = oc_realloc(*arr[i], want * size[i], "store outre: batch embeddings", err);
+        if (!q)
+            return err->status;
+        *arr[i] = q;
+    }
     r->cap = want;
     return OC_OK;
 }

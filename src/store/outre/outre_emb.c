@@ -216,7 +216,8 @@ uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratc
     uint64_t k = admit >= 1.0 ? n : admit > 0.0 ? (uint64_t)(admit * (double)n * (1.0 + 1e-12)) : 0;
     k = k < n ? k : n;
     if (k == n || k == 0) {
-        memset(admitted, k == n, n);
+        for (uint64_t i = 0; i < n; i++) /* (a record with no rows has no arrays yet) */
+            admitted[i] = k == n;
         return k;
     }
     for (uint64_t i = 0; i < n; i++)

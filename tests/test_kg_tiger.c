@@ -485,6 +485,20 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
     }
     for (int m = 1; m < OC_KG_EXTRACT_COUNT; m++)
         OC_CHECK(strcmp(sha[0], sha[m]) == 0);
+    /* caches that leave extraction too little: a budget error that names them and the options
+       that size them */
+    {
+        struct oc_kg_train_opts o;
+        budget_opts(&o, OC_KG_EXTRACT_TIGER);
+        o.slice_cache_bytes = (uint64_t)10 << 20;
+        struct oc_kg_train_result res;
+        oc_mem_set_budget(budget);
+        int rc = oc_kg_train_run(dir, &o, NULL, NULL, &res, &err);
+        oc_mem_set_budget(0);
+        fprintf(stderr, "  slice cache of 10 MiB in 18 MiB: %s\n", err.msg);
+        OC_CHECK(rc == OC_ERR_BUDGET && strstr(err.msg, "--slice-cache") != NULL &&
+                 strstr(err.msg, "Slice Cache") != NULL);
+    }
     /* kill -9 while epoch 0 slices (its records exist only under a temporary name) */
     if (!bin || !*bin) {
         printf("  OC_BIN not set: kill -9 part skipped\n");

@@ -849,6 +849,19 @@ int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epo
     int rc = run_open(&r, dir, err);
     if (!rc)
         rc = run_epochs(&r, on_epoch, ctx, res, err);
+    if (rc == OC_ERR_BUDGET && (r.atom_cache.bytes || r.tiger)) {
+        /* the caches were sized before the largest queries' working memory was known */
+        struct kg_tiger_stats st = {0};
+        if (r.tiger)
+            kg_tiger_stats(r.tiger, &st);
+        char a[32], b[32];
+        oc_err_prefix(err,
+                      "kg-train --extract %s (its Atom Cache holds %s and its Slice Cache %s of "
+                      "--mem-budget; --atom-cache and --slice-cache set them smaller)",
+                      oc_kg_extract_name(o->extract),
+                      oc_format_size(r.atom_cache.bytes, a, sizeof(a)),
+                      oc_format_size(st.cache_bytes, b, sizeof(b)));
+    }
     run_close(&r);
     return rc;
 }

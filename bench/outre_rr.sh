@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # outre_rr.sh — OUTRE's Redundancy Ratio (input rows of an epoch's batches per
 # seed, sum |N~_b| / sum |N_b|) with random batches and with partition batches
-# (`--batching partition`, METIS) at several `--partition-batch P`, for 3- and
+# (`--batching partition`, METIS) at several `--partition-batch P` and with
+# Fennel (`--partitioner fennel`) at P = 4, for 3- and
 # 2-layer GraphSAGE, on one generated graph with communities (the "bench
 # graph": 50 planted classes, homophily 0.9) and, for contrast, on the default
 # generator graph (10 classes, homophily 0.5). One epoch each, `--eval none`,
@@ -50,7 +51,7 @@ for kind in comm default; do
         fi
     fi
     echo "graph: $kind ($NODES nodes, degree 10; $([ $kind = comm ] && echo '50 classes, homophily 0.9' || echo '10 classes, homophily 0.5'))"
-    printf '  %-8s %-10s %8s %8s %8s %8s\n' layers fanout random "P=1" "P=4" "P=16"
+    printf '  %-8s %-10s %8s %8s %8s %8s %10s\n' layers fanout random "P=1" "P=4" "P=16" "Fennel P=4"
     for cfg in "3 15,10,5" "2 10,25"; do
         set -- $cfg
         r=$(run "$dir" "$1" "$2" random -)
@@ -61,6 +62,9 @@ for kind in comm default; do
             red=$(python3 -c "print('%+.1f%%' % (100.0 * ($q - $r) / $r))")
             reds="${reds:-}  P=$p $red"
         done
+        q=$(run "$dir" "$1" "$2" partition 4 --partitioner fennel)
+        line="$line $(printf '%10s' "$q")"
+        reds="$reds  Fennel P=4 $(python3 -c "print('%+.1f%%' % (100.0 * ($q - $r) / $r))")"
         echo "$line    (vs random:${reds})"
         reds=
     done

@@ -1,13 +1,15 @@
 /*
  * test_partition_batch.c — OUTRE's partition-based batches (`--batching
  * partition`): the METIS partition file is written, reused when whole and
- * rebuilt (never trusted) when damaged, truncated or for other inputs; an
+ * rebuilt (never trusted) when damaged, truncated or for other inputs;
+ * Fennel's parts are balanced, the same every time, cut along communities and
+ * keyed apart from METIS's; an
  * epoch's partition batches cover every training node exactly once, are
  * the same for the same (seed, epoch) and gather few parts per batch; the
  * Redundancy Ratio the trainer reports counts every batch and is lower with
  * partition batches on a graph with communities; every strategy trains to
  * the same weights as `memory` with partition batches, and the checkpoint
- * fingerprint tells the two batchings apart.
+ * fingerprint tells the two batchings, and the two partitioners, apart.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,9 +96,9 @@ OC_TEST(partition_batches_cover_every_training_node_once_per_epoch)
     struct oc_err err;
     struct oc_plan_partition part;
     OC_CHECK(pb_n_parts(&f) == PB_GROUP * ((f.n_train + PB_BATCH - 1) / PB_BATCH));
-    OC_CHECK_OK(
-        oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, pb_n_parts(&f), f.plan, &part, &err),
-        &err);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, pb_n_parts(&f),
+                                      OC_PLAN_PART_METIS, f.plan, &part, &err),
+                &err);
     if (!part.part_of) {
         pb_close(&f);
         return;
@@ -197,13 +199,17 @@ OC_TEST(partition_file_is_reused_and_a_damaged_one_rebuilt)
     struct oc_err err;
     struct oc_plan_partition a, b;
     uint32_t np = pb_n_parts(&f) + 1; /* a partition of its own (the other test's is np - 1) */
-    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, f.plan, &a, &err), &err);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS,
+                                      f.plan, &a, &err),
+                &err);
     OC_CHECK(a.built == 1 && a.path[0] != '\0' && oc_path_exists(a.path));
     uint64_t n = f.g.n_nodes;
     for (uint64_t v = 0; a.part_of && v < n; v++)
         OC_CHECK(a.part_of[v] < np);
     /* whole: read back, not computed */
-    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, f.plan, &b, &err), &err);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS,
+                                      f.plan, &b, &err),
+                &err);
     OC_CHECK(b.built == 0 && b.part_of && memcmp(a.part_of, b.part_of, n * 4) == 0);
     oc_plan_partition_deinit(&b);
     /* damaged in the middle (a part id), in the header, at the CRC, or truncated: rebuilt */
@@ -214,24 +220,101 @@ OC_TEST(partition_file_is_reused_and_a_damaged_one_rebuilt)
     } damage[] = {{32 + 4 * 17, 2}, {12, 1}, {file_bytes - 2, 1}, {file_bytes - 4000, 0}, {5, 0}};
     for (size_t k = 0; k < sizeof(damage) / sizeof(damage[0]); k++) {
         pb_damage(a.path, damage[k].off, damage[k].len);
-        OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, f.plan, &b, &err),
+        OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS,
+                                          f.plan, &b, &err),
                     &err);
         OC_CHECK(b.built == 1); /* computed again, never read from the damaged file */
         OC_CHECK(b.part_of && memcmp(a.part_of, b.part_of, n * 4) == 0); /* METIS is seeded */
         oc_plan_partition_deinit(&b);
-        OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, f.plan, &b, &err),
+        OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS,
+                                          f.plan, &b, &err),
                     &err);
         OC_CHECK(b.built == 0); /* and the file was replaced by a whole one */
         oc_plan_partition_deinit(&b);
     }
     /* other inputs (fewer training nodes): another key, another file */
-    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train - 1, np, f.plan, &b, &err),
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train - 1, np, OC_PLAN_PART_METIS,
+                                      f.plan, &b, &err),
                 &err);
     OC_CHECK(b.built == 1 && b.key != a.key && strcmp(b.path, a.path) != 0);
     oc_plan_partition_deinit(&b);
-    OC_CHECK_ERR(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, 0, f.plan, &b, &err),
+    OC_CHECK_ERR(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, 0, OC_PLAN_PART_METIS,
+                                       f.plan, &b, &err),
                  OC_ERR_ARG, &err, "0 parts");
     oc_plan_partition_deinit(&a);
+    pb_close(&f);
+}
+
+/* Edges of the in-memory graph whose ends are in different parts. */
+static uint64_t pb_cut(const struct pb_fix *f, const uint32_t *part_of)
+{
+    uint64_t cut = 0;
+    const uint32_t *idx = f->g.indices32;
+    for (uint64_t v = 0; v < f->g.n_nodes; v++)
+        for (uint64_t e = f->g.indptr[v]; e < f->g.indptr[v + 1]; e++)
+            cut += part_of[idx[e]] != part_of[v];
+    return cut;
+}
+
+OC_TEST(fennel_partition_is_balanced_deterministic_and_cuts_along_communities)
+{
+    struct pb_fix f;
+    OC_CHECK(pb_open(&f) == 0);
+    if (!f.ds)
+        return;
+    struct oc_err err;
+    struct oc_plan_partition a, b, m;
+    uint32_t np = pb_n_parts(&f);
+    uint64_t n = f.g.n_nodes;
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_FENNEL,
+                                      f.plan, &a, &err),
+                &err);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS,
+                                      f.plan, &m, &err),
+                &err);
+    OC_CHECK(a.part_of && m.part_of && a.key != m.key && strcmp(a.path, m.path) != 0);
+    if (!a.part_of || !m.part_of)
+        return;
+    /* balanced: at most 1.1 x the even share of nodes and of training nodes per part */
+    uint64_t *size = calloc(np, sizeof(uint64_t)), *tsize = calloc(np, sizeof(uint64_t));
+    for (uint64_t v = 0; v < n; v++) {
+        OC_CHECK(a.part_of[v] < np);
+        size[a.part_of[v] < np ? a.part_of[v] : 0]++;
+    }
+    for (uint64_t i = 0; i < f.n_train; i++)
+        tsize[a.part_of[f.train[i]]]++;
+    for (uint32_t p = 0; p < np; p++) {
+        OC_CHECK(size[p] * np <= (uint64_t)(1.1 * (double)n) + np);
+        OC_CHECK(tsize[p] * np <= (uint64_t)(1.1 * (double)f.n_train) + np);
+    }
+    free(size);
+    free(tsize);
+    /* along the 16 planted communities: far fewer edges cut than parts by node id modulo */
+    uint32_t *rnd = malloc(n * sizeof(uint32_t));
+    for (uint64_t v = 0; v < n; v++)
+        rnd[v] = (uint32_t)(v % np);
+    uint64_t cut_f = pb_cut(&f, a.part_of), cut_m = pb_cut(&f, m.part_of), cut_r = pb_cut(&f, rnd);
+    fprintf(stderr, "  %u parts: edges cut by Fennel %llu, METIS %llu, node id modulo %llu\n", np,
+            (unsigned long long)cut_f, (unsigned long long)cut_m, (unsigned long long)cut_r);
+    OC_CHECK(cut_f * 2 < cut_r);
+    free(rnd);
+    /* reused from its file; computed again after it is removed: the same parts */
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_FENNEL,
+                                      f.plan, &b, &err),
+                &err);
+    OC_CHECK(b.built == 0 && b.part_of && memcmp(a.part_of, b.part_of, n * 4) == 0);
+    oc_plan_partition_deinit(&b);
+    OC_CHECK(unlink(a.path) == 0);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_FENNEL,
+                                      f.plan, &b, &err),
+                &err);
+    OC_CHECK(b.built == 1 && b.part_of && memcmp(a.part_of, b.part_of, n * 4) == 0);
+    oc_plan_partition_deinit(&b);
+    OC_CHECK_ERR(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_COUNT,
+                                       f.plan, &b, &err),
+                 OC_ERR_ARG, &err, "unknown partitioner");
+    oc_plan_partition_deinit(&a);
+    oc_plan_partition_deinit(&m);
     pb_close(&f);
 }
 
@@ -301,6 +384,22 @@ OC_TEST(redundancy_ratio_lower_with_partition_batches_and_strategies_agree)
                 (double)ep.input_rows[e] / (double)n_train);
     }
     OC_CHECK(strcmp(rnd.weights_sha256, part.weights_sha256) != 0);
+    /* Fennel's parts: also fewer rows per seed than random batches, other batches than METIS's */
+    struct pb_epochs efen = {0};
+    struct oc_train_result fen;
+    pb_opts(&o);
+    o.batching = OC_TRAIN_BATCHING_PARTITION;
+    o.partition_group = PB_GROUP;
+    o.partitioner = OC_PLAN_PART_FENNEL;
+    OC_CHECK_OK(oc_train_run(dir, &o, pb_on_epoch, &efen, NULL, &fen, &err), &err);
+    OC_CHECK(efen.n == 2);
+    for (uint32_t e = 0; e < 2; e++) {
+        OC_CHECK(efen.seed_rows[e] == n_train);
+        OC_CHECK(efen.input_rows[e] * 10 < er.input_rows[e] * 9);
+        fprintf(stderr, "  epoch %u: RR Fennel partition %.2f\n", e,
+                (double)efen.input_rows[e] / (double)n_train);
+    }
+    OC_CHECK(strcmp(fen.weights_sha256, part.weights_sha256) != 0);
     /* every strategy that follows the plan trains on the same partition batches */
     static const char *const names[] = {"static", "ginex", "diskgnn", "direct"};
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
@@ -334,10 +433,18 @@ OC_TEST(redundancy_ratio_lower_with_partition_batches_and_strategies_agree)
     o.batching = OC_TRAIN_BATCHING_RANDOM;
     OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &other, &err), OC_ERR_ARG, &err,
                  "batching=");
+    o.batching = OC_TRAIN_BATCHING_PARTITION;
+    o.partitioner = OC_PLAN_PART_FENNEL; /* the partitioner too */
+    OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &other, &err), OC_ERR_ARG, &err,
+                 "partitioner=fennel");
     /* bad combinations are refused before anything runs */
     pb_opts(&o);
     o.partition_group = 3;
     OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "needs --batching partition");
+    pb_opts(&o);
+    o.partitioner = OC_PLAN_PART_FENNEL;
+    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err,
+                 "--partitioner needs --batching partition");
 }
 
 OC_TEST_MAIN()

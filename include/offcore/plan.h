@@ -154,18 +154,25 @@ int oc_plan_layout_dc_pages(const struct oc_plan_layout *l, const struct oc_plan
 /* ---- graph partition (partition.c): OUTRE's partition-based batches ---- */
 
 /*
- * A node -> part map from METIS (k-way, minimum edge cut over the symmetrized
- * topology without self-loops, nodes and training nodes balanced over the
- * parts), computed once and kept in PLAN_DIR/part-<key>/parts.ocpt
- * (docs/FORMAT.md section 7).
+ * A node -> part map over the symmetrized topology without self-loops, nodes
+ * and training nodes balanced over the parts, computed once and kept in
+ * PLAN_DIR/part-<key>/parts.ocpt (docs/FORMAT.md section 7), by one of:
  */
+enum oc_plan_partitioner {
+    OC_PLAN_PART_METIS,  /* METIS k-way, minimum edge cut (default) */
+    OC_PLAN_PART_FENNEL, /* Fennel (Tsourakakis et al., WSDM 2014): one greedy streaming pass
+                            in node order, as OUTRE cites it; no METIS workspace */
+    OC_PLAN_PART_COUNT
+};
+/* "metis" or "fennel" ("?" out of range). */
+const char *oc_plan_partitioner_name(int partitioner);
 struct oc_plan_partition {
     uint64_t n_nodes;
     uint32_t n_parts;
     uint32_t *part_of; /* n_nodes entries, each < n_parts */
     uint64_t key;      /* oc_plan_partition_key of the inputs */
     int built;         /* computed by this call (else read from the file) */
-    double build_s;    /* seconds METIS took when built */
+    double build_s;    /* seconds the partitioner took when built */
     char path[4200];   /* the file ("" when it could not be written) */
 };
 
@@ -176,20 +183,24 @@ struct oc_plan_partition {
  */
 uint32_t oc_plan_partition_n_parts(uint64_t n_nodes, uint64_t n_train, uint64_t batch_size,
                                    uint32_t group);
-/* The key naming a partition: topology (sizes, CRCs), n_parts and the training ids. */
+/*
+ * The key naming a partition: the partitioner, topology (sizes, CRCs),
+ * n_parts and the training ids.
+ */
 uint64_t oc_plan_partition_key(const struct oc_dataset *ds, const uint64_t *train_ids,
-                               uint64_t n_train, uint32_t n_parts);
+                               uint64_t n_train, uint32_t n_parts, int partitioner);
 /*
  * The partition of g (in memory; OC_ERR_UNSUPPORTED over on-disk topology)
  * into n_parts: read from its file under plan_dir when that file is whole
  * and matches (size, magic, version, counts, key, CRC, parts in range),
- * otherwise computed with METIS and written there atomically (a damaged file
+ * otherwise computed (enum oc_plan_partitioner) and written there atomically (a damaged file
  * is logged and replaced, never trusted; a directory that cannot be written
  * is logged and the partition kept in memory). *out is zeroed on failure.
  */
 int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
                           const uint64_t *train_ids, uint64_t n_train, uint32_t n_parts,
-                          const char *plan_dir, struct oc_plan_partition *out, struct oc_err *err);
+                          int partitioner, const char *plan_dir, struct oc_plan_partition *out,
+                          struct oc_err *err);
 void oc_plan_partition_deinit(struct oc_plan_partition *p);
 
 #endif

@@ -78,6 +78,8 @@ struct oc_train_opts {
         OC_TRAIN_BATCHING_COUNT
     } batching;
     uint32_t partition_group; /* parts per group with partition batching (0 = 4) */
+    int partitioner;          /* enum oc_plan_partitioner of partition batching (0 = METIS);
+                                 Fennel is in the checkpoint fingerprint */
     const char *plan_dir;     /* where plan files go (ginex superbatches, diskgnn windows, the
                              partition of --batching partition);
                              NULL = DIR/plan. Where, not what: their names carry a key of

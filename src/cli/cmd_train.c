@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "offcore/plan.h"
 #include "offcore/train.h"
 
 /* Parses "15,10,5" (or "-1,-1") into fanouts. Returns 0 or prints and returns -1. */
@@ -189,6 +190,7 @@ int cmd_train(int argc, char **argv)
     int reuse_samples = 0;
     const char *batching = "random";
     uint32_t partition_batch = 0;
+    const char *partitioner = "metis";
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
@@ -260,14 +262,18 @@ int cmd_train(int argc, char **argv)
          "ginex or gnndrive)",
          NULL},
         {"batching", CLI_CHOICE, &batching, NULL,
-         "random: seeds shuffled per epoch; partition: OUTRE's partition batches (a METIS "
-         "partition kept under the plan directory; groups of --partition-batch parts, shuffled "
+         "random: seeds shuffled per epoch; partition: OUTRE's partition batches (a partition "
+         "kept under the plan directory; groups of --partition-batch parts, shuffled "
          "from (seed, epoch); changes training)",
          "random|partition"},
         {"partition-batch", CLI_U32, &partition_batch, "P",
          "--batching partition: parts per group; the graph gets P x (batches per epoch) parts "
          "(4)",
          NULL},
+        {"partitioner", CLI_CHOICE, &partitioner, NULL,
+         "--batching partition: metis (k-way, minimum edge cut) or fennel (restreamed Fennel, "
+         "as OUTRE cites it: no METIS workspace outside the budget); changes training",
+         "metis|fennel"},
         {"mem-budget", CLI_SIZE, &budget, NULL,
          "hard limit on memory held; caches size themselves from it (default none)", NULL},
         {"dry-run", CLI_FLAG, &dry_run, NULL,
@@ -368,6 +374,12 @@ int cmd_train(int argc, char **argv)
         return 2;
     }
     o.partition_group = partition_batch;
+    o.partitioner = strcmp(partitioner, "fennel") == 0 ? OC_PLAN_PART_FENNEL : OC_PLAN_PART_METIS;
+    if (given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "partitioner") &&
+        o.batching != OC_TRAIN_BATCHING_PARTITION) {
+        fprintf(stderr, "offcore train: --partitioner needs --batching partition\n");
+        return 2;
+    }
     o.dry_run = dry_run;
     for (size_t k = 0; k < n_strategy_opts; k++)
         if (given[n_all - n_strategy_opts + k] &&

@@ -1,9 +1,10 @@
 /*
  * partition.c — the graph partition behind OUTRE's partition-based batches
- * (`--batching partition`): METIS (libmetis 5.1, k-way, minimum edge cut)
- * over the symmetrized topology without self-loops, balancing both the nodes
- * and the training nodes of every part, computed once and kept in a plan
- * file named by a key of its inputs (docs/FORMAT.md section 7):
+ * (`--batching partition`): METIS (libmetis 5.1, k-way, minimum edge cut) or
+ * Fennel (partition_fennel.c, `--partitioner fennel`) over the symmetrized
+ * topology without self-loops, balancing both the nodes and the training
+ * nodes of every part, computed once and kept in a plan file named by a key
+ * of its inputs, the partitioner among them (docs/FORMAT.md section 7):
  *
  *   PLAN/part-<key>/parts.ocpt (little-endian)
  *   off  size
@@ -36,6 +37,7 @@
 #include "offcore/io.h"
 #include "offcore/plan.h"
 #include "offcore/progress.h"
+#include "plan/plan_int.h"
 
 #define PART_MAGIC   "OCPART01"
 #define PART_VERSION 1u
@@ -51,13 +53,22 @@ static uint64_t part_fnv(uint64_t h, uint64_t v)
     return h;
 }
 
+const char *oc_plan_partitioner_name(int partitioner)
+{
+    return partitioner == OC_PLAN_PART_METIS    ? "metis"
+           : partitioner == OC_PLAN_PART_FENNEL ? "fennel"
+                                                : "?";
+}
+
 uint64_t oc_plan_partition_key(const struct oc_dataset *ds, const uint64_t *train_ids,
-                               uint64_t n_train, uint32_t n_parts)
+                               uint64_t n_train, uint32_t n_parts, int partitioner)
 {
     const struct oc_manifest *m = oc_dataset_manifest(ds);
     uint64_t h = 0xcbf29ce484222325ull;
-    static const char tag[] = "offcore partition v1 metis-5.1 kway";
-    for (size_t i = 0; i < sizeof(tag) - 1; i++)
+    /* METIS's tag is the one its files had before Fennel existed: they stay valid */
+    const char *tag = partitioner == OC_PLAN_PART_FENNEL ? "offcore partition v1 fennel"
+                                                         : "offcore partition v1 metis-5.1 kway";
+    for (size_t i = 0; tag[i]; i++)
         h = (h ^ (uint8_t)tag[i]) * 0x100000001b3ull;
     h = part_fnv(h, m->n_nodes);
     h = part_fnv(h, m->n_edges);
@@ -86,7 +97,7 @@ uint32_t oc_plan_partition_n_parts(uint64_t n_nodes, uint64_t n_train, uint64_t 
     return n ? (uint32_t)n : 1;
 }
 
-/* The adjacency METIS wants: symmetric, no self-loops, no duplicates, as CSR. */
+/* The adjacency both partitioners take: symmetric, no self-loops, no duplicates, as CSR. */
 static int part_adjacency(const struct oc_graph *g, idx_t **xadj_out, idx_t **adj_out,
                           struct oc_err *err)
 {
@@ -96,7 +107,7 @@ static int part_adjacency(const struct oc_graph *g, idx_t **xadj_out, idx_t **ad
     if (n >= (uint64_t)INT32_MAX || 2 * m >= (uint64_t)INT32_MAX)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "partition: %" PRIu64 " nodes and %" PRIu64
-                      " edges exceed METIS's 32-bit indices",
+                      " edges exceed the partitioners' 32-bit indices",
                       n, m);
     idx_t *xadj = oc_calloc((size_t)n + 1, sizeof(idx_t), "partition adjacency", err);
     idx_t *adj = oc_alloc((size_t)(m ? 2 * m : 1) * sizeof(idx_t), "partition adjacency", err);
@@ -163,9 +174,35 @@ out:
     return OC_OK;
 }
 
-/* Runs METIS k-way: two balance constraints per node (1, and 1 for a training node). */
+/* Fennel over the adjacency, training nodes marked. */
+static int part_fennel(const idx_t *xadj, const idx_t *adj, uint64_t n, const uint64_t *train_ids,
+                       uint64_t n_train, uint32_t n_parts, uint32_t *part_of, struct oc_err *err)
+{
+    uint8_t *is_train = oc_calloc(n ? n : 1, 1, "partition fennel", err);
+    if (!is_train)
+        return err->status;
+    for (uint64_t i = 0; i < n_train; i++)
+        is_train[train_ids[i]] = 1;
+    int rc = plan_fennel(xadj, adj, n, is_train, n_train, n_parts, part_of, err);
+    oc_free(is_train);
+    if (rc == OC_OK) {
+        uint64_t cut = 0;
+        for (uint64_t v = 0; v < n; v++)
+            for (idx_t e = xadj[v]; e < xadj[v + 1]; e++)
+                cut += part_of[adj[e]] != part_of[v];
+        oc_log(OC_LOG_INFO,
+               "partition: %" PRIu64 " nodes into %u parts (Fennel), %" PRIu64 " edges cut of %d",
+               n, n_parts, cut / 2, (int)(xadj[n] / 2));
+    }
+    return rc;
+}
+
+/*
+ * METIS k-way with two balance constraints per node (1, and 1 for a training
+ * node), or Fennel.
+ */
 static int part_compute(const struct oc_graph *g, const uint64_t *train_ids, uint64_t n_train,
-                        uint32_t n_parts, uint32_t *part_of, struct oc_err *err)
+                        uint32_t n_parts, int partitioner, uint32_t *part_of, struct oc_err *err)
 {
     uint64_t n = g->n_nodes;
     if (n_parts <= 1) {
@@ -176,6 +213,12 @@ static int part_compute(const struct oc_graph *g, const uint64_t *train_ids, uin
     int rc = part_adjacency(g, &xadj, &adj, err);
     if (rc != OC_OK)
         return rc;
+    if (partitioner == OC_PLAN_PART_FENNEL) {
+        rc = part_fennel(xadj, adj, n, train_ids, n_train, n_parts, part_of, err);
+        oc_free(xadj);
+        oc_free(adj);
+        return rc;
+    }
     idx_t *vwgt = oc_alloc((size_t)n * 2 * sizeof(idx_t), "partition weights", err);
     idx_t *part = oc_alloc((size_t)n * sizeof(idx_t), "partition result", err);
     if (!vwgt || !part) {
@@ -305,9 +348,12 @@ static int part_write(const char *dir, const char *path, uint64_t n_nodes, uint3
 
 int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
                           const uint64_t *train_ids, uint64_t n_train, uint32_t n_parts,
-                          const char *plan_dir, struct oc_plan_partition *out, struct oc_err *err)
+                          int partitioner, const char *plan_dir, struct oc_plan_partition *out,
+                          struct oc_err *err)
 {
     memset(out, 0, sizeof(*out));
+    if (partitioner < 0 || partitioner >= OC_PLAN_PART_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "partition: unknown partitioner %d", partitioner);
     if (!g->indices32 && !g->indices64)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "partition: needs the topology in memory (not --topology disk)");
@@ -318,7 +364,7 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
         if (train_ids[i] >= g->n_nodes)
             return OC_ERR(err, OC_ERR_ARG, "partition: training node %" PRIu64 " >= %" PRIu64,
                           train_ids[i], g->n_nodes);
-    uint64_t key = oc_plan_partition_key(ds, train_ids, n_train, n_parts);
+    uint64_t key = oc_plan_partition_key(ds, train_ids, n_train, n_parts, partitioner);
     char dir[4096], path[4200];
     int w = snprintf(dir, sizeof(dir), "%s/part-%016" PRIx64, plan_dir, key);
     if (w < 0 || (size_t)w >= sizeof(dir))
@@ -339,7 +385,7 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
     if (rc != OC_ERR_NOTFOUND)
         oc_log(OC_LOG_WARN, "%s: computing the partition again", rerr.msg);
     double t0 = oc_now_s();
-    if ((rc = part_compute(g, train_ids, n_train, n_parts, out->part_of, err)))
+    if ((rc = part_compute(g, train_ids, n_train, n_parts, partitioner, out->part_of, err)))
         goto fail;
     out->built = 1;
     out->build_s = oc_now_s() - t0;

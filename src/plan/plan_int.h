@@ -1,10 +1,11 @@
 /*
  * plan_int.h — private to plan: the checked trace context shared by the
- * file-size scan and the layout build (a per-node u32 scratch array), and
- * the MinHash ordering of a segment's disk-cache rows.
+ * file-size scan and the layout build (a per-node u32 scratch array), the
+ * MinHash ordering of a segment's disk-cache rows, and the Fennel partitioner.
  *
  * Place in the data flow: plan (layout.c drives it; minhash.c orders the
- * disk caches; hot.c is independent of it).
+ * disk caches; hot.c is independent of it; partition.c calls Fennel in
+ * partition_fennel.c).
  * Thread-safety: a context belongs to one thread.
  * Ownership: a context owns its scratch (oc_alloc, consumer "plan"), freed
  * by plan_ctx_deinit; the trace and options it points at are borrowed.
@@ -72,5 +73,14 @@ uint64_t plan_minhash(unsigned k, uint64_t b);
  */
 void plan_order_rows(const struct plan_ctx *c, const uint64_t *addr, uint64_t b0, uint64_t b1,
                      uint64_t *rows, uint64_t n, uint64_t *tmp, int identity);
+
+/*
+ * Fennel (partition_fennel.c) over a symmetric adjacency without self-loops
+ * or duplicates (xadj[n + 1], adj): part_of[v] < n_parts for every node,
+ * is_train marking the training nodes (both kinds balanced). Deterministic:
+ * passes in node order, ties to the lower part.
+ */
+int plan_fennel(const int32_t *xadj, const int32_t *adj, uint64_t n, const uint8_t *is_train,
+                uint64_t n_train, uint32_t n_parts, uint32_t *part_of, struct oc_err *err);
 
 #endif

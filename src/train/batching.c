@@ -32,7 +32,7 @@ int train_batching_open(const struct train_data *d, const struct oc_train_opts *
     uint32_t group = train_partition_group(o);
     uint32_t n_parts = oc_plan_partition_n_parts(d->n_nodes, n_train, o->batch_size, group);
     int rc = oc_plan_partition_get(d->ds, &d->graph, d->split[TRAIN_SPLIT_TRAIN], n_train, n_parts,
-                                   plan_dir, &b->part, err);
+                                   o->partitioner, plan_dir, &b->part, err);
     if (rc != OC_OK) {
         oc_err_prefix(err, "--batching partition");
         return rc;
@@ -44,9 +44,9 @@ int train_batching_open(const struct train_data *d, const struct oc_train_opts *
     b->parts.key = b->part.key;
     b->on = 1;
     if (b->part.built)
-        oc_log(OC_LOG_INFO,
-               "partition batches: %u parts (METIS, %.2fs) in groups of %u, saved to %s", n_parts,
-               b->part.build_s, group, b->part.path[0] ? b->part.path : "(memory only)");
+        oc_log(OC_LOG_INFO, "partition batches: %u parts (%s, %.2fs) in groups of %u, saved to %s",
+               n_parts, oc_plan_partitioner_name(o->partitioner), b->part.build_s, group,
+               b->part.path[0] ? b->part.path : "(memory only)");
     else
         oc_log(OC_LOG_INFO, "partition batches: %u parts in groups of %u, reused from %s", n_parts,
                group, b->part.path);

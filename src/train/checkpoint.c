@@ -50,7 +50,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
              " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x%s"
-             " reuse_samples=%s batching=%s partition_batch=%u",
+             " reuse_samples=%s batching=%s partition_batch=%u%s",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed,
@@ -61,7 +61,11 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              m->files[OC_DS_INDICES].crc32, sopts,
              o->reuse_samples ? "1-reshuffled" : "0", /* 1: since batches are reshuffled */
              o->batching == OC_TRAIN_BATCHING_PARTITION ? "partition" : "random",
-             o->batching == OC_TRAIN_BATCHING_PARTITION ? train_partition_group(o) : 0);
+             o->batching == OC_TRAIN_BATCHING_PARTITION ? train_partition_group(o) : 0,
+             /* METIS's runs keep the fingerprint they had before Fennel existed */
+             o->batching == OC_TRAIN_BATCHING_PARTITION && o->partitioner == OC_PLAN_PART_FENNEL
+                 ? " partitioner=fennel"
+                 : "");
 }
 
 static void put(uint8_t **p, const void *v, size_t n)
@@ -172,10 +176,27 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
         goto out;
     }
     if (fp_len != strlen(fingerprint) || memcmp(p, fingerprint, fp_len) != 0) {
+        /* the first item that differs, then both lists (which the message may cut) */
+        size_t cur = strlen(fingerprint), i = 0;
+        while (i < fp_len && i < cur && p[i] == (uint8_t)fingerprint[i])
+            i++;
+        if (i < fp_len && i < cur) /* inside an item: from its start */
+            while (i > 0 && p[i - 1] != ' ')
+                i--;
+        size_t sa = i, sb = i, ea, eb;
+        while (sa < fp_len && p[sa] == ' ')
+            sa++;
+        while (sb < cur && fingerprint[sb] == ' ')
+            sb++;
+        for (ea = sa; ea < fp_len && p[ea] != ' ';)
+            ea++;
+        for (eb = sb; eb < cur && fingerprint[eb] != ' ';)
+            eb++;
         rc = OC_ERR(err, OC_ERR_ARG,
-                    "%s: the checkpoint was made with different options or data:\n  saved:   "
-                    "%.*s\n  current: %s",
-                    path, (int)fp_len, (const char *)p, fingerprint);
+                    "%s: the checkpoint was made with different options or data: saved \"%.*s\", "
+                    "now \"%.*s\" (the first difference)\n  saved:   %.*s\n  current: %s",
+                    path, (int)(ea - sa), (const char *)p + sa, (int)(eb - sb), fingerprint + sb,
+                    (int)fp_len, (const char *)p, fingerprint);
         goto out;
     }
     p += fp_len;

@@ -171,6 +171,10 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--batching must be random or partition");
     if (o->partition_group && o->batching != OC_TRAIN_BATCHING_PARTITION)
         return OC_ERR(err, OC_ERR_ARG, "--partition-batch needs --batching partition");
+    if (o->partitioner < 0 || o->partitioner >= OC_PLAN_PART_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "unknown partitioner %d", o->partitioner);
+    if (o->partitioner != OC_PLAN_PART_METIS && o->batching != OC_TRAIN_BATCHING_PARTITION)
+        return OC_ERR(err, OC_ERR_ARG, "--partitioner needs --batching partition");
     if (o->batching == OC_TRAIN_BATCHING_PARTITION && o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "--batching partition needs the topology in memory (not --topology disk): "

@@ -27,10 +27,10 @@
 
 #include "plan/plan_int.h"
 
-#define FENNEL_GAMMA 1.5
-#define FENNEL_SLACK 1.1 /* nu: a part holds at most 1.1 x its even share */
-#define FENNEL_PASSES 4 /* restreaming: later passes see every neighbour's part */
-#define NONE         UINT32_MAX
+#define FENNEL_GAMMA  1.5
+#define FENNEL_SLACK  1.1 /* nu: a part holds at most 1.1 x its even share */
+#define FENNEL_PASSES 4   /* restreaming: later passes see every neighbour's part */
+#define NONE          UINT32_MAX
 
 struct fennel {
     uint64_t *size, *tsize;
@@ -139,8 +139,7 @@ int plan_fennel(const int32_t *xadj, const int32_t *adj, uint64_t n, const uint8
         memset(f.size, 0, (size_t)n_parts * sizeof(uint64_t));
         memset(f.tsize, 0, (size_t)n_parts * sizeof(uint64_t));
         f.small = 0;
-        if ((rc = fennel_pass(&f, xadj, adj, n, is_train, alpha, prev, part_of, cnt, touched,
-                              err)))
+        if ((rc = fennel_pass(&f, xadj, adj, n, is_train, alpha, prev, part_of, cnt, touched, err)))
             goto out;
     }
 out:

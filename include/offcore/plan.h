@@ -160,8 +160,8 @@ int oc_plan_layout_dc_pages(const struct oc_plan_layout *l, const struct oc_plan
  */
 enum oc_plan_partitioner {
     OC_PLAN_PART_METIS,  /* METIS k-way, minimum edge cut (default) */
-    OC_PLAN_PART_FENNEL, /* Fennel (Tsourakakis et al., WSDM 2014): one greedy streaming pass
-                            in node order, as OUTRE cites it; no METIS workspace */
+    OC_PLAN_PART_FENNEL, /* Fennel (Tsourakakis et al., WSDM 2014), as OUTRE cites it: greedy
+                            streaming passes in node order, restreamed; no METIS workspace */
     OC_PLAN_PART_COUNT
 };
 /* "metis" or "fennel" ("?" out of range). */
@@ -193,9 +193,10 @@ uint64_t oc_plan_partition_key(const struct oc_dataset *ds, const uint64_t *trai
  * The partition of g (in memory; OC_ERR_UNSUPPORTED over on-disk topology)
  * into n_parts: read from its file under plan_dir when that file is whole
  * and matches (size, magic, version, counts, key, CRC, parts in range),
- * otherwise computed (enum oc_plan_partitioner) and written there atomically (a damaged file
- * is logged and replaced, never trusted; a directory that cannot be written
- * is logged and the partition kept in memory). *out is zeroed on failure.
+ * otherwise computed (enum oc_plan_partitioner) and written there
+ * atomically (a damaged file is logged and replaced, never trusted; a
+ * directory that cannot be written is logged and the partition kept in
+ * memory). *out is zeroed on failure.
  */
 int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
                           const uint64_t *train_ids, uint64_t n_train, uint32_t n_parts,

@@ -117,7 +117,8 @@ struct oc_store_stats {
     /* outre's historical embeddings, counted as the trainer takes each batch (0 elsewhere):
        the last block's non-seed source nodes looked up, those pruned (their embedding came
        from the cache, their sub-tree was not sampled), embeddings the trainer pushed and
-       those of them taken into the cache (--admit); emb_max_age (a level) is the oldest embedding used so far, in iterations */
+       those of them taken into the cache (--admit); emb_max_age (a level) is the oldest
+       embedding used so far, in iterations */
     uint64_t emb_candidates, emb_pruned, emb_pushed, emb_admitted;
     uint64_t emb_max_age;
 };

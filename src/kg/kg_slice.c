@@ -121,13 +121,10 @@ void kg_slicer_trim(struct kg_slicer *s)
 void kg_slicer_deinit(struct kg_slicer *s)
 {
     oc_kg_facts_reader_free(s->reader);
-    void *arr[] = {s->atom_off, s->payload,    s->util,          s->atoms,          s->slice_of_pos,
-                   s->next_pos, s->first_pos,  s->map_off,       s->map_n,          s->map_ids,
-                   s->stamp,    s->depth,      s->local,         s->q_atoms,        s->q_foff,
-                   s->q_rel,    s->q_tail,     s->rem,           s->visited,        s->packed,
-                   s->light,    s->stack,      s->bin_of,        s->bin_load,       s->tmp,
-                   s->cand,     s->slice_mark, (void *)s->p_rel, (void *)s->p_tail, s->p_deg,
-                   s->keys};
+    kg_slicer_trim(s); /* one query's scratch; the rest is the slices' and the mapping's */
+    void *arr[] = {s->atom_off, s->payload,   s->util,    s->atoms,     s->slice_of_pos,
+                   s->next_pos, s->first_pos, s->map_off, s->map_n,     s->map_ids,
+                   s->stamp,    s->depth,     s->local,   s->slice_mark};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     memset(s, 0, sizeof(*s));

@@ -188,10 +188,10 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
             sa++;
         while (sb < cur && fingerprint[sb] == ' ')
             sb++;
-        for (ea = sa; ea < fp_len && p[ea] != ' ';)
-            ea++;
-        for (eb = sb; eb < cur && fingerprint[eb] != ' ';)
-            eb++;
+        for (ea = sa; ea < fp_len && p[ea] != ' '; ea++)
+            ;
+        for (eb = sb; eb < cur && fingerprint[eb] != ' '; eb++)
+            ;
         rc = OC_ERR(err, OC_ERR_ARG,
                     "%s: the checkpoint was made with different options or data: saved \"%.*s\", "
                     "now \"%.*s\" (the first difference)\n  saved:   %.*s\n  current: %s",

@@ -127,11 +127,12 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     struct outre_profile *p = &o->prof;
     uint64_t dim = o->prunes ? cfg->embed_dim : 0;
+    uint64_t n_seen = 0; /* candidates the profile saw: the only nodes worth a slot */
+    for (uint64_t v = 0; v < s->n_nodes; v++)
+        n_seen += p->cand_count[v] != 0;
     if (o->prunes && cfg->embed_nodes > 0) { /* the embedding side fixed: the rest is rows */
-        uint64_t n_pos = 0, want = (uint64_t)(cfg->embed_nodes * (double)s->n_nodes + 0.5);
-        for (uint64_t v = 0; v < s->n_nodes; v++)
-            n_pos += p->cand_count[v] != 0;
-        p->emb_slots = want < n_pos ? want : n_pos;
+        uint64_t want = (uint64_t)(cfg->embed_nodes * (double)s->n_nodes + 0.5);
+        p->emb_slots = want < n_seen ? want : n_seen;
         uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
         if (cfg->mem_bytes && emb_bytes > cfg->mem_bytes - fixed)
             return OC_ERR(err, OC_ERR_BUDGET,
@@ -148,18 +149,13 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
             return rc;
     } else { /* no budget: every row, and a slot for every candidate seen */
         p->feat_rows = s->n_nodes;
-        p->emb_slots = 0;
-        for (uint64_t v = 0; o->prunes && v < s->n_nodes; v++)
-            p->emb_slots += p->cand_count[v] != 0;
+        p->emb_slots = o->prunes ? n_seen : 0;
         p->alpha = o->prunes ? -1 : 0; /* logged as "no budget" */
     }
+    p->emb_slots = p->emb_slots < n_seen ? p->emb_slots : n_seen;
     uint64_t *emb_ids = NULL, *feat = NULL;
     if ((rc = outre_top_ids(p->cand_count, s->n_nodes, p->emb_slots, &emb_ids, err)))
         return rc;
-    uint64_t n_emb = 0;
-    for (uint64_t v = 0; v < s->n_nodes; v++)
-        n_emb += p->cand_count[v] != 0;
-    p->emb_slots = p->emb_slots < n_emb ? p->emb_slots : n_emb;
     /* the feature share, as the cache planner lays it out (table or sorted ids) */
     uint64_t n_rows = s->n_nodes;
     int use_table = s->n_nodes < STORE_NO_SLOT;

@@ -30,8 +30,9 @@
  *
  * Thread-safety: the embedding cache and the records' pruned/push lists are
  * written by the sample stage only; a record's push rows, gradient norms,
- * sort scratch and admission marks by the trainer, for a batch in its hands; gathers (fetch stage or evaluation) touch only the
- * feature cache and its reader; counters read by stats are the trainer's.
+ * sort scratch and admission marks by the trainer, for a batch in its hands;
+ * gathers (fetch stage or evaluation) touch only the feature cache and its
+ * reader; counters read by stats are the trainer's.
  * Ownership: everything here belongs to the store.
  */
 #ifndef OFFCORE_STORE_OUTRE_INT_H

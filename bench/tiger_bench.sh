@@ -28,7 +28,7 @@ THREADS=${THREADS:-2}
 SLICE=${SLICE:-256}
 SUPERBATCH=${SUPERBATCH:-16}
 POWER=${POWER:-6}
-ROOT=${ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/offcore/tiger-bench-$ENT-$TRI-$POWER}
+ROOT=${ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/offcore/tiger-bench-$ENT-$TRI-$QUE-$POWER}
 DIR=$ROOT/kg
 cmake --build "$BUILD" --target offcore >/dev/null
 mkdir -p "$ROOT"

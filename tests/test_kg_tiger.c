@@ -201,8 +201,11 @@ static void check_slicing(struct oc_kg *kg, enum kg_slice_mode mode, uint32_t h,
             qs[n++] = q[3 * i];
     }
     oc_free(q);
+    struct oc_kg_facts_stats io0, io1;
+    oc_kg_facts_stats(f, &io0);
     for (uint64_t i = 0; i < n; i++)
         OC_CHECK_OK(kg_slicer_slice(&s, qs[i], NULL, &err), &err);
+    oc_kg_facts_stats(f, &io1);
     /* every slice respects h and its payload is its atoms' degrees */
     int bad_h = 0, bad_payload = 0;
     for (uint64_t id = 0; id < s.n_slices; id++) {
@@ -237,6 +240,26 @@ static void check_slicing(struct oc_kg *kg, enum kg_slice_mode mode, uint32_t h,
     }
     OC_CHECK(!bad_cover);
     oc_free(count);
+    if (layers == 2) {
+        /* facts read: each query entity's (to find its neighbours) and its light atoms' at
+           depth 1, SEQ all of them, SiGMa those no existing slice holds; no heavy atom's */
+        uint64_t facts = 0, heavy = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            const uint32_t *atoms;
+            uint64_t k;
+            OC_CHECK_OK(kg_slicer_atoms_of(&s, qs[i], &atoms, &k, &err), &err);
+            facts += kg_facts_degree(f, qs[i]);
+            for (uint64_t a = 0; a < k; a++)
+                facts += atoms[a] != qs[i] ? kg_facts_degree(f, atoms[a]) : 0;
+            heavy += s.n_q - k - (kg_facts_degree(f, qs[i]) >= h);
+        }
+        uint64_t got = io1.bytes_requested - io0.bytes_requested;
+        OC_CHECK(heavy > 0); /* the graph has heavy atoms to leave unread */
+        if (mode == KG_SLICE_SEQ)
+            OC_CHECK(got == 8 * facts);
+        else
+            OC_CHECK(got < 8 * facts); /* matched atoms are not read again */
+    }
     struct kg_slice_metrics m;
     double bound = 0;
     OC_CHECK_OK(kg_slice_metrics(NULL, &s, qs, n, &m, &err), &err);
@@ -266,6 +289,7 @@ OC_TEST(kg_slices_cover_each_subgraph_once_within_h)
     check_slicing(kg, KG_SLICE_SIGMA, 64, 3);
     check_slicing(kg, KG_SLICE_SIGMA, 200, 2);
     check_slicing(kg, KG_SLICE_SEQ, 64, 3);
+    check_slicing(kg, KG_SLICE_SEQ, 200, 2);
     oc_kg_free(kg);
     OC_CHECK(oc_mem_n_live() == 0);
 }

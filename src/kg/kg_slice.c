@@ -5,7 +5,9 @@
  * weight w_a = its degree; atoms of weight < h are packed into slices of at
  * most h facts, and q's subgraph becomes a set of disjoint slices.
  *
- *   BFS (L-1 hops, facts through the fact graph's reader: Atom Cache first)
+ *   BFS (L-1 hops, facts through the fact graph's reader: Atom Cache first;
+ *        the last layer's facts are read only for the light atoms that
+ *        matching leaves to new slices)
  *   SiGMa:  matching  1. slices holding q's k-hop neighbours, by historical
  *                        utilization (most used first)
  *                     2. slices holding any other remaining atom, by payload,
@@ -57,15 +59,16 @@ static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
     void **arr[] = {(void **)&s->q_atoms, (void **)&s->rem,      (void **)&s->visited,
                     (void **)&s->packed,  (void **)&s->light,    (void **)&s->stack,
                     (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
-                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg};
-    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4};
+                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg,
+                    (void **)&s->q_deg,   (void **)&s->fetch_ids};
+    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4};
     for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
         void *q = oc_realloc(*arr[i], (size_t)(c * sz[i]), "kg slicer", err);
         if (!q)
             return err->status;
         *arr[i] = q;
     }
-    uint64_t *f = oc_realloc(s->q_foff, (size_t)(c + 1) * 8, "kg slicer", err);
+    uint64_t *f = oc_realloc(s->q_foff, (size_t)c * 8, "kg slicer", err);
     if (!f)
         return err->status;
     s->q_foff = f;
@@ -104,18 +107,18 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
 
 void kg_slicer_trim(struct kg_slicer *s)
 {
-    void **arr[] = {(void **)&s->q_atoms, (void **)&s->q_foff,   (void **)&s->q_rel,
-                    (void **)&s->q_tail,  (void **)&s->rem,      (void **)&s->visited,
-                    (void **)&s->packed,  (void **)&s->light,    (void **)&s->stack,
-                    (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
-                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg,
-                    (void **)&s->cand,    (void **)&s->keys};
+    void **arr[] = {
+        (void **)&s->q_atoms, (void **)&s->q_foff,  (void **)&s->q_rel,    (void **)&s->q_tail,
+        (void **)&s->rem,     (void **)&s->visited, (void **)&s->packed,   (void **)&s->light,
+        (void **)&s->stack,   (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
+        (void **)&s->p_rel,   (void **)&s->p_tail,  (void **)&s->p_deg,    (void **)&s->cand,
+        (void **)&s->keys,    (void **)&s->q_deg,   (void **)&s->fetch_ids};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++) {
         oc_free(*arr[i]);
         *arr[i] = NULL;
     }
     s->cap_q = s->cap_qf = s->cap_cand = s->cap_keys = 0;
-    s->n_q = 0;
+    s->n_q = s->n_qf = 0;
 }
 
 void kg_slicer_deinit(struct kg_slicer *s)
@@ -135,24 +138,49 @@ int kg_slicer_has(const struct kg_slicer *s, uint32_t q)
     return s->map_off[q] != UINT64_MAX;
 }
 
-/* Fetches the facts of local atoms [lo, hi) into q_rel/q_tail at their offsets. */
-static int fetch_range(struct kg_slicer *s, uint64_t lo, uint64_t hi, struct oc_err *err)
+/* Queues local atom i's facts for the next read_queued (no-op if held or queued). */
+static inline void queue_atom(struct kg_slicer *s, uint64_t i, uint64_t *k, uint64_t *need)
 {
-    uint64_t need = s->q_foff[lo];
-    for (uint64_t i = lo; i < hi; i++) {
-        s->q_foff[i + 1] = s->q_foff[i] + kg_facts_degree(s->facts, s->q_atoms[i]);
-        need = s->q_foff[i + 1];
-    }
-    uint64_t c = s->cap_qf;
+    if (s->q_foff[i] != UINT64_MAX)
+        return;
+    s->q_foff[i] = *need;
+    *need += s->q_deg[i];
+    s->fetch_ids[(*k)++] = s->q_atoms[i];
+}
+
+/* Reads the k queued atoms' facts (need facts held in all) through the fact graph's reader. */
+static int read_queued(struct kg_slicer *s, uint64_t k, uint64_t need, struct oc_err *err)
+{
+    if (k == 0)
+        return OC_OK;
+    uint64_t start = s->n_qf, c = s->cap_qf;
     OC_KG_TRY(grow(&s->q_rel, &c, need, 4, err));
     c = s->cap_qf;
     OC_KG_TRY(grow(&s->q_tail, &c, need, 4, err));
     s->cap_qf = c;
-    return oc_kg_facts_fetch(s->reader, s->q_atoms + lo, hi - lo, s->q_rel + s->q_foff[lo],
-                             s->q_tail + s->q_foff[lo], err);
+    s->n_qf = need;
+    return oc_kg_facts_fetch(s->reader, s->fetch_ids, k, s->q_rel + start, s->q_tail + start, err);
 }
 
-/* BFS of q over L-1 hops: q_atoms (BFS order), depth, local, every atom's facts. */
+/*
+ * Reads the facts of the light atoms still in G'_q: what new slices hold and
+ * slice generation's DFS walks. Atoms matched to existing slices and heavy
+ * atoms (in no slice) are never read for the last BFS layer.
+ */
+static int fetch_remaining(struct kg_slicer *s, struct oc_err *err)
+{
+    uint64_t k = 0, need = s->n_qf;
+    for (uint64_t r = 0; r < s->n_light; r++)
+        if (s->rem[s->light[r]])
+            queue_atom(s, s->light[r], &k, &need);
+    return read_queued(s, k, need, err);
+}
+
+/*
+ * BFS of q over L-1 hops: q_atoms (BFS order), depth, local, degrees; the
+ * facts of the atoms it expands (depth < L-1) are read, the last layer's are
+ * left to fetch_remaining.
+ */
 static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
 {
     if (q >= s->n_entities)
@@ -164,20 +192,26 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
     }
     OC_KG_TRY(grow_q(s, 1, err));
     s->q_atoms[0] = q;
-    s->q_foff[0] = 0;
     s->stamp[q] = s->gen;
     s->depth[q] = 0;
     s->local[q] = 0;
     s->n_q = 1;
+    s->n_qf = 0;
     uint64_t lo = 0;
     uint32_t hops = s->o.layers - 1;
     for (uint32_t d = 0;; d++) {
-        uint64_t hi = s->n_q;
-        OC_KG_TRY(fetch_range(s, lo, hi, err));
+        uint64_t hi = s->n_q, k = 0, need = s->n_qf;
+        for (uint64_t i = lo; i < hi; i++) {
+            s->q_deg[i] = (uint32_t)kg_facts_degree(s->facts, s->q_atoms[i]);
+            s->q_foff[i] = UINT64_MAX;
+        }
         if (d == hops)
             break;
         for (uint64_t i = lo; i < hi; i++)
-            for (uint64_t j = s->q_foff[i]; j < s->q_foff[i + 1]; j++) {
+            queue_atom(s, i, &k, &need);
+        OC_KG_TRY(read_queued(s, k, need, err));
+        for (uint64_t i = lo; i < hi; i++)
+            for (uint64_t j = s->q_foff[i]; j < s->q_foff[i] + s->q_deg[i]; j++) {
                 uint32_t t = s->q_tail[j];
                 if (s->stamp[t] == s->gen)
                     continue;
@@ -193,8 +227,7 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
     }
     s->n_light = 0;
     for (uint64_t i = 0; i < s->n_q; i++) {
-        uint64_t w = s->q_foff[i + 1] - s->q_foff[i];
-        s->rem[i] = w < s->o.h;
+        s->rem[i] = s->q_deg[i] < s->o.h;
         s->visited[i] = s->packed[i] = 0;
         if (s->rem[i])
             s->light[s->n_light++] = (uint32_t)i;
@@ -273,7 +306,7 @@ static int gather_candidates(struct kg_slicer *s, const uint32_t *list, uint64_t
 
 static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
 {
-    return (uint32_t)(s->q_foff[i + 1] - s->q_foff[i]);
+    return s->q_deg[i];
 }
 
 static int u64_asc(const void *a, const void *b)
@@ -428,6 +461,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
 {
     double min_load = s->o.alpha * s->o.h;
     uint32_t *members = s->tmp;
+    OC_KG_TRY(fetch_remaining(s, err));
     for (uint64_t r = 0; r < s->n_light; r++) {
         uint32_t u = s->light[r];
         if (!s->rem[u] || s->visited[u] || s->depth[s->q_atoms[u]] > s->o.hops)
@@ -440,7 +474,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
             if (!s->visited[a]) {
                 s->visited[a] = 1;
                 uint64_t first = top;
-                for (uint64_t j = s->q_foff[a]; j < s->q_foff[a + 1]; j++) {
+                for (uint64_t j = s->q_foff[a]; j < s->q_foff[a] + s->q_deg[a]; j++) {
                     uint32_t i;
                     if (!remaining(s, s->q_tail[j], &i) || s->visited[i] || s->packed[i])
                         continue;
@@ -480,6 +514,7 @@ static int sequential(struct kg_slicer *s, struct kg_slice_store *st, struct oc_
     uint64_t n = 0;
     uint32_t load = 0;
     uint32_t *list = s->tmp;
+    OC_KG_TRY(fetch_remaining(s, err));
     for (uint64_t r = 0; r < s->n_light; r++) {
         uint32_t i = s->light[r], w = weight(s, i);
         if (load + w > s->o.h) {

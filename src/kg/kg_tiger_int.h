@@ -115,11 +115,13 @@ struct kg_slicer {
     uint32_t *stamp, *depth, *local; /* per entity */
     uint32_t gen;
     uint32_t *q_atoms; /* the (L-1)-hop neighbourhood in BFS order */
-    uint64_t *q_foff;  /* n_q + 1: offsets of their facts */
+    uint32_t *q_deg;   /* their degrees (an atom's weight) */
+    uint64_t *q_foff;  /* offsets of their facts in q_rel/q_tail, or UINT64_MAX (not read) */
     uint64_t n_q, cap_q;
-    uint32_t *q_rel, *q_tail; /* their facts, concatenated */
-    uint64_t cap_qf;
-    uint8_t *rem, *visited, *packed;                   /* per local atom: in G'_q, DFS state */
+    uint32_t *q_rel, *q_tail; /* the facts read, concatenated in reading order */
+    uint64_t n_qf, cap_qf;
+    uint32_t *fetch_ids;             /* per local atom: the entities of one read */
+    uint8_t *rem, *visited, *packed; /* per local atom: in G'_q, DFS state */
     uint32_t *light, *stack, *bin_of, *bin_load, *tmp; /* per local atom */
     uint64_t n_light;
     uint32_t *cand, *slice_mark; /* candidates; per slice, the query that listed it */

@@ -374,11 +374,11 @@ static void capture(void *ctx, enum oc_log_level level, const char *msg)
         snprintf(warned, sizeof(warned), "%s", msg);
 }
 
-/* The single tiger-<key> directory under plan_dir, into buf. */
+/* The single store directory (tiger-<key> or ginex-slices-<key>) under plan_dir, into buf. */
 static int store_dir(const char *plan_dir, char *buf, size_t n)
 {
     char cmd[1200];
-    snprintf(cmd, sizeof(cmd), "ls -d %s/tiger-* 2>/dev/null", plan_dir);
+    snprintf(cmd, sizeof(cmd), "ls -d %s/*-* 2>/dev/null", plan_dir);
     FILE *p = popen(cmd, "r");
     if (!p)
         return 0;
@@ -454,6 +454,98 @@ OC_TEST(kg_slice_store_damage_detected_and_rebuilt)
     oc_log_set_callback(NULL, NULL, OC_LOG_WARN);
     oc_free(good);
     oc_free(good_idx);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+/* ---- a record damaged after the store was checked ----------------------------- */
+
+struct damage_ctx {
+    const char *plan;
+    long record; /* the record (its 4 KiB page) whose first fact gets a flipped bit */
+    int flipped;
+};
+
+/* After epoch 0 (the store committed): flips a bit of one record's first fact's relation. */
+static void damage_record(void *ctx, const struct oc_kg_epoch_stats *st)
+{
+    struct damage_ctx *d = ctx;
+    char sd[1000], rec[1100];
+    if (st->epoch != 0 || !store_dir(d->plan, sd, sizeof(sd)))
+        return;
+    snprintf(rec, sizeof(rec), "%s/slices.bin", sd);
+    FILE *f = fopen(rec, "r+b");
+    unsigned char hdr[16];
+    if (!f)
+        return;
+    if (fseek(f, d->record * 4096, SEEK_SET) == 0 && fread(hdr, 1, 16, f) == 16) {
+        uint32_t n_atoms = (uint32_t)hdr[4] | (uint32_t)hdr[5] << 8 | (uint32_t)hdr[6] << 16 |
+                           (uint32_t)hdr[7] << 24;
+        long at = d->record * 4096 + 16 + 8L * n_atoms; /* past the header and atom table */
+        fseek(f, at, SEEK_SET);
+        int c = fgetc(f);
+        fseek(f, at, SEEK_SET);
+        fputc(c ^ 1, f);
+        d->flipped = 1;
+    }
+    fclose(f);
+}
+
+/*
+ * Each record damaged in turn once epoch 0 has committed the store: epoch 1
+ * must refuse it (CRC mismatch naming slices.bin and the slice) wherever it
+ * is read (a batch's own reads, the reader thread's read-ahead; removing the
+ * reader's check fails this test), or never read it (cache hits) and train
+ * the undamaged weights.
+ */
+OC_TEST(kg_slice_damaged_while_training_is_refused)
+{
+    const char *dir = gen_kg("damage-live", 3000, 30000, 2.5, 12);
+    OC_CHECK(dir != NULL);
+    char plan[800];
+    snprintf(plan, sizeof(plan), "%s/plan-damage-live", oc_test_tmpdir());
+    for (int m = 0; m < 2 && dir; m++) {
+        struct oc_kg_train_opts o;
+        oc_kg_train_opts_default(&o);
+        o.n_layers = 2;
+        o.hidden = 4;
+        o.attn_dim = 2;
+        o.batch = 1;
+        o.eval_batch = 64;
+        o.epochs = 2;
+        o.threads = 2;
+        o.facts = OC_KG_FACTS_DISK;
+        o.extract = m ? OC_KG_EXTRACT_TIGER : OC_KG_EXTRACT_GINEX;
+        o.slice_size = 64;
+        o.superbatch = 4; /* batches 1-3 of each are read ahead by the reader thread */
+        o.plan_dir = plan;
+        o.slice_cache_bytes = 4 * kg_slice_record_max(64); /* a few slots */
+        struct oc_kg_train_result ref, res;
+        struct oc_err err, e2;
+        oc_rm_rf(plan, &e2);
+        OC_CHECK_OK(oc_kg_train_run(dir, &o, NULL, NULL, &ref, &err), &err);
+        int refused = 0, clean = 0;
+        for (long r = 0; r < 40; r++) {
+            struct damage_ctx d = {plan, r, 0};
+            oc_rm_rf(plan, &e2);
+            oc_err_clear(&err);
+            int rc = oc_kg_train_run(dir, &o, damage_record, &d, &res, &err);
+            if (!d.flipped)
+                break; /* past the last record */
+            char want[64];
+            snprintf(want, sizeof(want), "slice %ld at offset %ld: CRC mismatch", r, r * 4096);
+            int ok_refused =
+                rc == OC_ERR_FORMAT && strstr(err.msg, "slices.bin") && strstr(err.msg, want);
+            int ok_clean = rc == OC_OK && strcmp(res.weights_sha256, ref.weights_sha256) == 0;
+            OC_CHECK(ok_refused || ok_clean);
+            if (!ok_refused && !ok_clean)
+                printf("  record %ld: rc %d, %s\n", r, rc, rc ? err.msg : res.weights_sha256);
+            refused += ok_refused;
+            clean += ok_clean;
+        }
+        OC_CHECK(refused > 0);
+        printf("  %s: %d damaged records refused, %d never read after the damage\n",
+               oc_kg_extract_name(o.extract), refused, clean);
+    }
     OC_CHECK(oc_mem_n_live() == 0);
 }
 

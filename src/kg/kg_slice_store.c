@@ -277,15 +277,23 @@ int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint
     return OC_OK;
 }
 
+int kg_slice_record_crc(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
+                        struct oc_err *err)
+{
+    if (oc_crc32(0, buf, st->bytes[id]) == st->crc[id])
+        return OC_OK;
+    return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u at offset %" PRIu64 ": CRC mismatch",
+                  st->committed || st->loaded ? st->rec_path : st->rec_tmp, id, st->off[id]);
+}
+
 int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
                         int check_crc, struct kg_atoms *map, const struct oc_kg_facts *f,
                         struct oc_err *err)
 {
     const char *path = st->committed || st->loaded ? st->rec_path : st->rec_tmp;
     uint32_t bytes = st->bytes[id];
-    if (check_crc && oc_crc32(0, buf, bytes) != st->crc[id])
-        return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u at offset %" PRIu64 ": CRC mismatch", path,
-                      id, st->off[id]);
+    if (check_crc)
+        OC_KG_TRY(kg_slice_record_crc(st, id, buf, err));
     uint32_t n = le32(buf + 4), payload = le32(buf + 8);
     if (le32(buf) != REC_MAGIC || le32(buf + 12) != id || payload != st->payload[id] ||
         (uint64_t)REC_HEADER + 8ull * n + 8ull * payload != bytes)

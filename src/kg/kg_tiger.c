@@ -8,7 +8,10 @@
  *     ──► Belady changesets for the Slice Cache (ginex's planner,
  *         oc_store_belady) ──► warm-up reads into empty slots
  *   batch i: slices from the Slice Cache (a C x slot-bytes array, slot by
- *     direct addressing) or read O_DIRECT from slices.bin (one read each)
+ *     direct addressing) or read O_DIRECT from slices.bin (one read each;
+ *     batch i + 1's misses are read on a reader thread while batch i trains,
+ *     known exactly from the plan: the slots as batch i's changeset leaves
+ *     them)
  *     ──► batch atom map (entity ─► facts inside the records) ──► the fact
  *     graph serves extraction from it (strict: a light atom missing is an
  *     error), heavy atoms from the Atom Cache or disk
@@ -16,11 +19,14 @@
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
  * Thread-safety: the training thread only; the batch map is read by the
- * extraction workers between batch_load and batch_done.
+ * extraction workers between batch_load and batch_done; the reader thread
+ * runs the io batch between prefetch and prefetch_wait, when the training
+ * thread leaves it alone (handed over under mu).
  * Ownership: the executor owns the slicer, store, cache and buffers; it
  * borrows the fact graph, which it leaves with only the Atom Cache in front.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "kg/kg_tiger_int.h"
@@ -50,11 +56,30 @@ struct kg_tiger {
     uint32_t *pos_rbuf; /* per position of the batch: its buffer, or KG_NONE (a hit) */
     uint64_t cap_pos;
     struct kg_atoms batch;
-    struct oc_io_batch *io;
-    uint32_t *heads; /* distinct training heads (metrics) */
+    struct oc_io_batch *io; /* the training thread's, or the reader's while a prefetch runs */
+    /* the next batch's misses, read while this batch trains (one reader thread) */
+    pthread_t reader;
+    int reader_started, quit;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pf_state; /* PF_IDLE, PF_RUNNING, PF_DONE (under mu) */
+    int pf_rc;    /* the reader's result, its message in pf_err */
+    struct oc_err pf_err;
+    uint32_t pf_batch; /* the batch prefetched, or KG_NONE */
+    uint8_t *pf_buf;   /* its misses, slot_bytes each, in position order */
+    uint64_t cap_pf;
+    uint32_t *pf_pos; /* per position of that batch: its buffer, or KG_NONE (a hit) */
+    uint64_t cap_pf_pos, pf_n_miss, pf_before;
+    uint64_t pf_p0, pf_n; /* its positions in ids */
+    int crc_checked;      /* the loaded batch's misses were checked by the reader */
+    uint32_t *slot_mark;  /* n_slots: the mark_gen of the last prefetch whose changeset hits it */
+    uint32_t sb_n;        /* batches of the current superbatch */
+    uint32_t *heads;      /* distinct training heads (metrics) */
     uint64_t n_heads;
     struct kg_tiger_stats st;
 };
+
+enum { PF_IDLE, PF_RUNNING, PF_DONE };
 
 static int grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_err *err)
 {
@@ -92,6 +117,9 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
         return err->status;
     t->c = *c;
     t->atom_cache_map = c->atom_cache;
+    t->pf_batch = KG_NONE;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
     uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
     int rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
     if (!rc)
@@ -126,7 +154,8 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!rc && t->n_slots &&
         (!(t->cache = oc_alloc_aligned((size_t)(t->n_slots * t->slot_bytes), OC_IO_ALIGN,
                                        "kg slice cache", err)) ||
-         !(t->slot_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err))))
+         !(t->slot_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err)) ||
+         !(t->slot_mark = oc_calloc(t->n_slots, 4, "kg slice cache", err))))
         rc = err->status;
     for (uint64_t s = 0; !rc && s < t->n_slots; s++)
         t->slot_slice[s] = KG_NONE;
@@ -154,13 +183,22 @@ void kg_tiger_free(struct kg_tiger *t)
 {
     if (!t)
         return;
+    if (t->reader_started) {
+        pthread_mutex_lock(&t->mu);
+        t->quit = 1;
+        pthread_cond_broadcast(&t->cv);
+        pthread_mutex_unlock(&t->mu);
+        pthread_join(t->reader, NULL); /* it finishes a read it started first */
+    }
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
     kg_slice_store_close(&t->store);
     kg_slicer_deinit(&t->slicer);
     kg_atoms_deinit(&t->batch);
     oc_store_belady_free(t->belady);
     oc_io_batch_free(t->io);
-    void *arr[] = {t->cache,    t->slot_slice, t->slice_slot, t->mark, t->ids,
-                   t->iter_off, t->rbuf,       t->pos_rbuf,   t->heads};
+    void *arr[] = {t->cache, t->slot_slice, t->slice_slot, t->mark,   t->ids,    t->iter_off,
+                   t->rbuf,  t->pos_rbuf,   t->heads,      t->pf_buf, t->pf_pos, t->slot_mark};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     oc_free(t);
@@ -181,9 +219,196 @@ static int run_reads(struct kg_tiger *t, struct oc_err *err)
     return rc;
 }
 
+/* After mark_gen wrapped to 0: no slice or slot carries a live mark. */
+static void reset_marks(struct kg_tiger *t)
+{
+    memset(t->mark, 0, (size_t)t->cap_slice * 4);
+    if (t->n_slots)
+        memset(t->slot_mark, 0, (size_t)t->n_slots * 4);
+    t->mark_gen = 1;
+}
+
+/* The reader thread: runs the io batch each time a prefetch is queued, until quit. */
+static void *reader_main(void *arg)
+{
+    struct kg_tiger *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (t->pf_state != PF_RUNNING && !t->quit)
+            pthread_cond_wait(&t->cv, &t->mu);
+        if (t->pf_state != PF_RUNNING)
+            break; /* quit, nothing queued */
+        pthread_mutex_unlock(&t->mu);
+        int rc = oc_io_batch_run(t->io, &t->pf_err);
+        /* the records' CRCs here, off the training thread (the store is not growing) */
+        for (uint64_t p = 0; !rc && p < t->pf_n; p++)
+            if (t->pf_pos[p] != KG_NONE)
+                rc = kg_slice_record_crc(&t->store, (uint32_t)t->ids[t->pf_p0 + p],
+                                         t->pf_buf + (uint64_t)t->pf_pos[p] * t->slot_bytes,
+                                         &t->pf_err);
+        pthread_mutex_lock(&t->mu);
+        t->pf_rc = rc;
+        t->pf_state = PF_DONE;
+        pthread_cond_broadcast(&t->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* Waits for the prefetch in flight; its bytes are counted, its error returned. */
+static int prefetch_wait(struct kg_tiger *t, struct oc_err *err)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->pf_state == PF_RUNNING)
+        pthread_cond_wait(&t->cv, &t->mu);
+    t->pf_state = PF_IDLE;
+    int rc = t->pf_rc;
+    pthread_mutex_unlock(&t->mu);
+    t->st.bytes_read += oc_io_batch_stats(t->io)->read_bytes - t->pf_before;
+    if (rc)
+        *err = t->pf_err;
+    return rc;
+}
+
+/* Waits for a prefetch nobody will use and forgets it. */
+static int prefetch_drop(struct kg_tiger *t, struct oc_err *err)
+{
+    if (t->pf_batch == KG_NONE)
+        return OC_OK;
+    t->pf_batch = KG_NONE;
+    return prefetch_wait(t, err);
+}
+
+/*
+ * Starts reading batch i's misses on the reader thread, while batch i - 1
+ * (loaded) trains. Its misses are exact: the slots as batch i - 1's
+ * changeset will leave them (its slots marked, their final occupants marked), which is what they are
+ * when batch i loads. The training thread does not touch t->io until
+ * prefetch_wait.
+ */
+static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
+{
+    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, q0 = t->iter_off[i - 1];
+    uint64_t c0 = t->plan.chg_off[i - 1], c1 = t->plan.chg_off[i];
+    if (++t->mark_gen == 0) {
+        reset_marks(t);
+    }
+    uint32_t g = t->mark_gen;
+    for (uint64_t c = c1; c > c0; c--) { /* last entry first: each slot's final occupant */
+        uint32_t s = t->plan.chg_slot[c - 1];
+        if (t->slot_mark[s] == g)
+            continue;
+        t->slot_mark[s] = g;
+        t->mark[t->ids[q0 + t->plan.chg_pos[c - 1]]] = g;
+    }
+    if (n > t->cap_pf_pos) {
+        OC_KG_TRY(grow(&t->pf_pos, n, 4, "kg slice reads", err));
+        t->cap_pf_pos = n;
+    }
+    uint64_t k = 0;
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)t->ids[p0 + p], s = t->slice_slot[id];
+        int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
+        t->pf_pos[p] = hit ? KG_NONE : (uint32_t)k++;
+    }
+    if (k > t->cap_pf) {
+        oc_free(t->pf_buf);
+        t->pf_buf = NULL;
+        t->cap_pf = 0;
+        if (!(t->pf_buf = oc_alloc_aligned((size_t)(k * t->slot_bytes), OC_IO_ALIGN,
+                                           "kg slice reads", err)))
+            return err->status;
+        t->cap_pf = k;
+    }
+    for (uint64_t p = 0; p < n; p++)
+        if (t->pf_pos[p] != KG_NONE)
+            OC_KG_TRY(queue_read(t, (uint32_t)t->ids[p0 + p],
+                                 t->pf_buf + (uint64_t)t->pf_pos[p] * t->slot_bytes, err));
+    t->pf_n_miss = k;
+    t->pf_p0 = p0;
+    t->pf_n = n;
+    t->pf_batch = i;
+    t->pf_before = oc_io_batch_stats(t->io)->read_bytes;
+    if (!t->reader_started) {
+        int e = pthread_create(&t->reader, NULL, reader_main, t);
+        if (e) {
+            t->pf_batch = KG_NONE;
+            return OC_ERR_ERRNO(err, OC_ERR_IO, e,
+                                "kg slice reads: cannot start the reader thread");
+        }
+        t->reader_started = 1;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->pf_state = PF_RUNNING;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    return OC_OK;
+}
+
+/* Batch i's misses into rbuf / pos_rbuf: the prefetch's, or read now. */
+static int load_misses(struct kg_tiger *t, uint32_t i, uint64_t *n_miss, struct oc_err *err)
+{
+    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0;
+    if (t->pf_batch == i) {
+        t->pf_batch = KG_NONE;
+        OC_KG_TRY(prefetch_wait(t, err));
+        uint8_t *b = t->rbuf;
+        t->rbuf = t->pf_buf;
+        t->pf_buf = b;
+        uint64_t c = t->cap_rbuf;
+        t->cap_rbuf = t->cap_pf;
+        t->cap_pf = c;
+        uint32_t *pos = t->pos_rbuf;
+        t->pos_rbuf = t->pf_pos;
+        t->pf_pos = pos;
+        c = t->cap_pos;
+        t->cap_pos = t->cap_pf_pos;
+        t->cap_pf_pos = c;
+        for (uint64_t p = 0; p < n; p++)
+            if ((t->pos_rbuf[p] == KG_NONE) != (t->slice_slot[t->ids[p0 + p]] != KG_NONE))
+                return OC_ERR(err, OC_ERR_INTERNAL,
+                              "kg slice cache: batch %u's prefetch mispredicted slice %u", i,
+                              (uint32_t)t->ids[p0 + p]);
+        *n_miss = t->pf_n_miss;
+        t->crc_checked = 1;
+        return OC_OK;
+    }
+    t->crc_checked = 0;
+    if (n > t->cap_pos) {
+        OC_KG_TRY(grow(&t->pos_rbuf, n, 4, "kg slice reads", err));
+        t->cap_pos = n;
+    }
+    uint64_t m = 0;
+    for (uint64_t p = 0; p < n; p++)
+        m += t->slice_slot[t->ids[p0 + p]] == KG_NONE;
+    if (m > t->cap_rbuf) {
+        oc_free(t->rbuf);
+        t->rbuf = NULL;
+        t->cap_rbuf = 0;
+        if (!(t->rbuf = oc_alloc_aligned((size_t)(m * t->slot_bytes), OC_IO_ALIGN, "kg slice reads",
+                                         err)))
+            return err->status;
+        t->cap_rbuf = m;
+    }
+    uint64_t k = 0;
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)t->ids[p0 + p];
+        t->pos_rbuf[p] = KG_NONE;
+        if (t->slice_slot[id] != KG_NONE)
+            continue;
+        t->pos_rbuf[p] = (uint32_t)k;
+        OC_KG_TRY(queue_read(t, id, t->rbuf + k * t->slot_bytes, err));
+        k++;
+    }
+    *n_miss = m;
+    return run_reads(t, err);
+}
+
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
                         uint32_t n_batches, struct oc_err *err)
 {
+    OC_KG_TRY(prefetch_drop(t, err)); /* a batch left untrained (a shorter epoch) */
+    t->sb_n = n_batches;
     /* slicing (only what has no slices yet: epoch 0 of a run without a reusable store) */
     double t0 = oc_now_s();
     if (!t->store.loaded) {
@@ -204,8 +429,7 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     t->iter_off[0] = 0;
     for (uint32_t b = 0; b < n_batches; b++) {
         if (++t->mark_gen == 0) {
-            memset(t->mark, 0, (size_t)t->cap_slice * 4);
-            t->mark_gen = 1;
+            reset_marks(t);
         }
         for (uint64_t i = boff[b]; i < boff[b + 1]; i++) {
             const uint32_t *ids;
@@ -234,6 +458,8 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     OC_KG_TRY(run_reads(t, err));
     for (uint64_t w = 0; w < t->plan.n_warm; w++) {
         uint32_t id = (uint32_t)t->plan.warm_id[w], s = t->plan.warm_slot[w];
+        /* checked here: a cached record is not checked again when a batch uses it */
+        OC_KG_TRY(kg_slice_record_crc(&t->store, id, t->cache + s * t->slot_bytes, err));
         t->slot_slice[s] = id;
         t->slice_slot[id] = s;
     }
@@ -251,43 +477,22 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
 int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
     uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, n_miss = 0;
-    if (n > t->cap_pos) {
-        OC_KG_TRY(grow(&t->pos_rbuf, n, 4, "kg slice reads", err));
-        t->cap_pos = n;
-    }
-    for (uint64_t p = 0; p < n; p++)
-        n_miss += t->slice_slot[t->ids[p0 + p]] == KG_NONE;
-    if (n_miss > t->cap_rbuf) {
-        oc_free(t->rbuf);
-        t->rbuf = NULL;
-        t->cap_rbuf = 0;
-        if (!(t->rbuf = oc_alloc_aligned((size_t)(n_miss * t->slot_bytes), OC_IO_ALIGN,
-                                         "kg slice reads", err)))
-            return err->status;
-        t->cap_rbuf = n_miss;
-    }
-    uint64_t k = 0;
-    for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->ids[p0 + p];
-        t->pos_rbuf[p] = KG_NONE;
-        if (t->slice_slot[id] != KG_NONE)
-            continue;
-        t->pos_rbuf[p] = (uint32_t)k;
-        OC_KG_TRY(queue_read(t, id, t->rbuf + k * t->slot_bytes, err));
-        k++;
-    }
-    OC_KG_TRY(run_reads(t, err));
+    OC_KG_TRY(load_misses(t, i, &n_miss, err));
     t->st.slices_accessed += n;
     t->st.slices_read += n_miss;
     t->st.slices_hit += n - n_miss;
+    if (i + 1 < t->sb_n)
+        OC_KG_TRY(prefetch(t, i + 1, err)); /* read while this batch trains */
     kg_atoms_clear(&t->batch);
     for (uint64_t p = 0; p < n; p++) {
         uint32_t id = (uint32_t)t->ids[p0 + p];
         int hit = t->pos_rbuf[p] == KG_NONE;
         const uint8_t *rec = hit ? t->cache + (uint64_t)t->slice_slot[id] * t->slot_bytes
                                  : t->rbuf + (uint64_t)t->pos_rbuf[p] * t->slot_bytes;
-        /* records from disk are checked against their CRC; cached ones were when read */
-        OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit, &t->batch, t->c.facts, err));
+        /* records from disk are checked against their CRC (by the reader when prefetched);
+           cached ones were when read */
+        OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit && !t->crc_checked, &t->batch,
+                                      t->c.facts, err));
     }
     kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache_map, t->c.slice.h);
     return OC_OK;

@@ -229,6 +229,9 @@ int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, 
 /* Slices of query entity q (the loaded mapping or the slicer's). */
 void kg_slice_store_slices_of(const struct kg_slice_store *st, const struct kg_slicer *s,
                               uint32_t q, const uint32_t **ids, uint32_t *n);
+/* Checks a record read back against its CRC; OC_ERR_FORMAT names the file and slice. */
+int kg_slice_record_crc(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
+                        struct oc_err *err);
 /*
  * Checks a record read back (bytes at buf, record bytes of slice id) against
  * its CRC (when check_crc) and layout (atom degrees as the fact graph's) and

@@ -362,7 +362,7 @@ OC_TEST(cancel_mid_epoch_on_a_shared_pipeline)
         }
         OC_CHECK_OK(rc, &err);
         oc_pipeline_free(p); /* cancels and joins every stage, as train does */
-        OC_CHECK(proc_n_threads() == threads);
+        OC_CHECK(proc_n_threads_is(threads));
         oc_batch_pipe_free(bp);
         oc_store_free(s);
         OC_CHECK(oc_mem_n_live() == live);

@@ -56,12 +56,13 @@ static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
     uint64_t c = s->cap_q ? s->cap_q : 64;
     while (c < n)
         c *= 2;
-    void **arr[] = {(void **)&s->q_atoms, (void **)&s->rem,      (void **)&s->visited,
-                    (void **)&s->packed,  (void **)&s->light,    (void **)&s->stack,
-                    (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
-                    (void **)&s->p_rel,   (void **)&s->p_tail,   (void **)&s->p_deg,
-                    (void **)&s->q_deg,   (void **)&s->fetch_ids};
-    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4};
+    void **arr[] = {
+        (void **)&s->q_atoms, (void **)&s->rem,       (void **)&s->visited,   (void **)&s->packed,
+        (void **)&s->light,   (void **)&s->stack,     (void **)&s->bin_of,    (void **)&s->bin_load,
+        (void **)&s->tmp,     (void **)&s->p_rel,     (void **)&s->p_tail,    (void **)&s->p_deg,
+        (void **)&s->q_deg,   (void **)&s->fetch_ids, (void **)&s->bin_start, (void **)&s->ff_tree};
+    /* bin_start: bins + 1 <= atoms + 1; ff_tree: 2 x leaves < 4 x atoms */
+    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4, 8, 16};
     for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
         void *q = oc_realloc(*arr[i], (size_t)(c * sz[i]), "kg slicer", err);
         if (!q)
@@ -107,12 +108,13 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
 
 void kg_slicer_trim(struct kg_slicer *s)
 {
-    void **arr[] = {
-        (void **)&s->q_atoms, (void **)&s->q_foff,  (void **)&s->q_rel,    (void **)&s->q_tail,
-        (void **)&s->rem,     (void **)&s->visited, (void **)&s->packed,   (void **)&s->light,
-        (void **)&s->stack,   (void **)&s->bin_of,  (void **)&s->bin_load, (void **)&s->tmp,
-        (void **)&s->p_rel,   (void **)&s->p_tail,  (void **)&s->p_deg,    (void **)&s->cand,
-        (void **)&s->keys,    (void **)&s->q_deg,   (void **)&s->fetch_ids};
+    void **arr[] = {(void **)&s->q_atoms,   (void **)&s->q_foff,    (void **)&s->q_rel,
+                    (void **)&s->q_tail,    (void **)&s->rem,       (void **)&s->visited,
+                    (void **)&s->packed,    (void **)&s->light,     (void **)&s->stack,
+                    (void **)&s->bin_of,    (void **)&s->bin_load,  (void **)&s->tmp,
+                    (void **)&s->p_rel,     (void **)&s->p_tail,    (void **)&s->p_deg,
+                    (void **)&s->cand,      (void **)&s->keys,      (void **)&s->q_deg,
+                    (void **)&s->fetch_ids, (void **)&s->bin_start, (void **)&s->ff_tree};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++) {
         oc_free(*arr[i]);
         *arr[i] = NULL;
@@ -426,33 +428,67 @@ static int emit(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t 
     return map_add(s, (uint32_t)id, err);
 }
 
-/* Emits the bins [b0, n_bins) whose load passes min_load (all if min_load <= 0). */
+/*
+ * Emits the bins [0, n_bins) whose load passes min_load (all if min_load <= 0),
+ * each with its members in members' order (grouped by a counting sort).
+ */
 static int emit_bins(struct kg_slicer *s, const uint32_t *members, uint64_t n_members,
                      uint32_t n_bins, double min_load, struct kg_slice_store *st,
                      struct oc_err *err)
 {
-    uint32_t *list = s->stack; /* free once the DFS is over */
-    for (uint32_t b = 0; b < n_bins; b++) {
-        if ((double)s->bin_load[b] < min_load || s->bin_load[b] == 0)
-            continue;
-        uint64_t k = 0;
-        for (uint64_t j = 0; j < n_members; j++)
-            if (s->bin_of[members[j]] == b)
-                list[k++] = members[j];
-        OC_KG_TRY(emit(s, list, k, s->bin_load[b], st, err));
+    uint32_t *list = s->stack, *start = s->bin_start; /* free once the DFS is over */
+    memset(start, 0, (size_t)(n_bins + 1) * 4);
+    for (uint64_t j = 0; j < n_members; j++)
+        start[s->bin_of[members[j]] + 1]++;
+    for (uint32_t b = 0; b < n_bins; b++)
+        start[b + 1] += start[b];
+    for (uint64_t j = 0; j < n_members; j++)
+        list[start[s->bin_of[members[j]]]++] = members[j];
+    for (uint32_t b = 0, at = 0; b < n_bins; b++) { /* start[b] is now bin b's end */
+        uint32_t end = start[b];
+        if ((double)s->bin_load[b] >= min_load && s->bin_load[b] != 0)
+            OC_KG_TRY(emit(s, list + at, end - at, s->bin_load[b], st, err));
+        at = end;
     }
     return OC_OK;
 }
 
-/* First-Fit of local atom i into bins [0, *n_bins). */
+/* Sets bin b's free capacity in the First-Fit tree. */
+static void ff_set(struct kg_slicer *s, uint32_t b, uint32_t free_cap)
+{
+    uint32_t *t = s->ff_tree, i = s->ff_leaves + b;
+    t[i] = free_cap;
+    for (i >>= 1; i > 0; i >>= 1)
+        t[i] = t[2 * i] > t[2 * i + 1] ? t[2 * i] : t[2 * i + 1];
+}
+
+/* Closes bins [0, n_bins): the next First-Fit starts with none. */
+static void ff_clear(struct kg_slicer *s, uint32_t n_bins)
+{
+    for (uint32_t b = 0; b < n_bins; b++)
+        ff_set(s, b, 0);
+}
+
+/*
+ * First-Fit of local atom i into bins [0, *n_bins): the lowest bin with room
+ * (the tree's leftmost leaf of free capacity >= w; a bin not opened has 0),
+ * else a new one.
+ */
 static void first_fit(struct kg_slicer *s, uint32_t i, uint32_t *n_bins)
 {
-    uint32_t w = weight(s, i), b = 0;
-    while (b < *n_bins && s->bin_load[b] + w > s->o.h)
-        b++;
-    if (b == *n_bins)
-        s->bin_load[(*n_bins)++] = 0;
+    uint32_t w = weight(s, i), b = *n_bins, *t = s->ff_tree;
+    if (t[1] >= w) {
+        uint32_t j = 1;
+        while (j < s->ff_leaves)
+            j = t[2 * j] >= w ? 2 * j : 2 * j + 1;
+        b = j - s->ff_leaves;
+    }
+    if (b >= *n_bins) {
+        b = (*n_bins)++;
+        s->bin_load[b] = 0;
+    }
     s->bin_load[b] += w;
+    ff_set(s, b, s->o.h - s->bin_load[b]);
     s->bin_of[i] = b;
 }
 
@@ -462,6 +498,9 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
     double min_load = s->o.alpha * s->o.h;
     uint32_t *members = s->tmp;
     OC_KG_TRY(fetch_remaining(s, err));
+    for (s->ff_leaves = 1; s->ff_leaves < s->n_light; s->ff_leaves *= 2)
+        ;
+    memset(s->ff_tree, 0, (size_t)s->ff_leaves * 8);
     for (uint64_t r = 0; r < s->n_light; r++) {
         uint32_t u = s->light[r];
         if (!s->rem[u] || s->visited[u] || s->depth[s->q_atoms[u]] > s->o.hops)
@@ -492,6 +531,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
             }
         }
         OC_KG_TRY(emit_bins(s, members, n_members, n_bins, min_load, st, err));
+        ff_clear(s, n_bins);
         /* atoms of slices below alpha go back to G'_q, to be packed again */
         for (uint64_t j = 0; j < n_members; j++)
             if (s->rem[members[j]])

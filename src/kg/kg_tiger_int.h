@@ -123,6 +123,9 @@ struct kg_slicer {
     uint32_t *fetch_ids;             /* per local atom: the entities of one read */
     uint8_t *rem, *visited, *packed; /* per local atom: in G'_q, DFS state */
     uint32_t *light, *stack, *bin_of, *bin_load, *tmp; /* per local atom */
+    uint32_t *bin_start; /* per bin + 1: where its atoms start, grouped by bin */
+    uint32_t *ff_tree;   /* First-Fit: max-tree of the bins' free capacity (4 per atom) */
+    uint32_t ff_leaves;  /* its leaves: a power of two >= the query's light atoms */
     uint64_t n_light;
     uint32_t *cand, *slice_mark; /* candidates; per slice, the query that listed it */
     uint64_t cap_cand, cap_mark;

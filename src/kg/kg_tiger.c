@@ -33,6 +33,15 @@
 #include "offcore/io.h"
 #include "offcore/store.h"
 
+/* One batch's missing slices: where each position's record lies, and the records. */
+struct slice_reads {
+    uint8_t *buf;  /* n_miss records, slot_bytes each, in position order */
+    uint64_t cap;  /* records buf holds */
+    uint32_t *pos; /* per position of the batch: its record in buf, or KG_NONE (a hit) */
+    uint64_t cap_pos, n_miss;
+    int crc_checked; /* the records' CRCs were checked as they were read (by the reader) */
+};
+
 struct kg_tiger {
     struct kg_tiger_config c;
     const struct kg_atoms *atom_cache_map; /* the Atom Cache (may be NULL) */
@@ -51,10 +60,7 @@ struct kg_tiger {
     uint64_t cap_ids, cap_iters;
     struct oc_store_belady_plan plan;
     /* the batch */
-    uint8_t *rbuf; /* misses, slot_bytes each */
-    uint64_t cap_rbuf;
-    uint32_t *pos_rbuf; /* per position of the batch: its buffer, or KG_NONE (a hit) */
-    uint64_t cap_pos;
+    struct slice_reads cur; /* the loaded batch's */
     struct kg_atoms batch;
     struct oc_io_batch *io; /* the training thread's, or the reader's while a prefetch runs */
     /* the next batch's misses, read while this batch trains (one reader thread) */
@@ -65,16 +71,13 @@ struct kg_tiger {
     int pf_state; /* PF_IDLE, PF_RUNNING, PF_DONE (under mu) */
     int pf_rc;    /* the reader's result, its message in pf_err */
     struct oc_err pf_err;
-    uint32_t pf_batch; /* the batch prefetched, or KG_NONE */
-    uint8_t *pf_buf;   /* its misses, slot_bytes each, in position order */
-    uint64_t cap_pf;
-    uint32_t *pf_pos; /* per position of that batch: its buffer, or KG_NONE (a hit) */
-    uint64_t cap_pf_pos, pf_n_miss, pf_before;
-    uint64_t pf_p0, pf_n; /* its positions in ids */
-    int crc_checked;      /* the loaded batch's misses were checked by the reader */
-    uint32_t *slot_mark;  /* n_slots: the mark_gen of the last prefetch whose changeset hits it */
-    uint32_t sb_n;        /* batches of the current superbatch */
-    uint32_t *heads;      /* distinct training heads (metrics) */
+    uint32_t pf_batch;       /* the batch prefetched, or KG_NONE */
+    struct slice_reads next; /* its reads */
+    uint64_t pf_before;      /* the io batch's bytes read before them */
+    uint64_t pf_p0, pf_n;    /* its positions in ids */
+    uint32_t *slot_mark; /* n_slots: the mark_gen of the last prefetch whose changeset hits it */
+    uint32_t sb_n;       /* batches of the current superbatch */
+    uint32_t *heads;     /* distinct training heads (metrics) */
     uint64_t n_heads;
     struct kg_tiger_stats st;
 };
@@ -197,8 +200,8 @@ void kg_tiger_free(struct kg_tiger *t)
     kg_atoms_deinit(&t->batch);
     oc_store_belady_free(t->belady);
     oc_io_batch_free(t->io);
-    void *arr[] = {t->cache, t->slot_slice, t->slice_slot, t->mark,   t->ids,    t->iter_off,
-                   t->rbuf,  t->pos_rbuf,   t->heads,      t->pf_buf, t->pf_pos, t->slot_mark};
+    void *arr[] = {t->cache,   t->slot_slice, t->slice_slot, t->mark,     t->ids,   t->iter_off,
+                   t->cur.buf, t->cur.pos,    t->next.buf,   t->next.pos, t->heads, t->slot_mark};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     oc_free(t);
@@ -219,13 +222,16 @@ static int run_reads(struct kg_tiger *t, struct oc_err *err)
     return rc;
 }
 
-/* After mark_gen wrapped to 0: no slice or slot carries a live mark. */
-static void reset_marks(struct kg_tiger *t)
+/* A mark generation no slice or slot carries yet (all cleared when the counter wraps). */
+static uint32_t next_mark(struct kg_tiger *t)
 {
-    memset(t->mark, 0, (size_t)t->cap_slice * 4);
-    if (t->n_slots)
-        memset(t->slot_mark, 0, (size_t)t->n_slots * 4);
-    t->mark_gen = 1;
+    if (++t->mark_gen == 0) {
+        memset(t->mark, 0, (size_t)t->cap_slice * 4);
+        if (t->n_slots)
+            memset(t->slot_mark, 0, (size_t)t->n_slots * 4);
+        t->mark_gen = 1;
+    }
+    return t->mark_gen;
 }
 
 /* The reader thread: runs the io batch each time a prefetch is queued, until quit. */
@@ -242,9 +248,9 @@ static void *reader_main(void *arg)
         int rc = oc_io_batch_run(t->io, &t->pf_err);
         /* the records' CRCs here, off the training thread (the store is not growing) */
         for (uint64_t p = 0; !rc && p < t->pf_n; p++)
-            if (t->pf_pos[p] != KG_NONE)
+            if (t->next.pos[p] != KG_NONE)
                 rc = kg_slice_record_crc(&t->store, (uint32_t)t->ids[t->pf_p0 + p],
-                                         t->pf_buf + (uint64_t)t->pf_pos[p] * t->slot_bytes,
+                                         t->next.buf + (uint64_t)t->next.pos[p] * t->slot_bytes,
                                          &t->pf_err);
         pthread_mutex_lock(&t->mu);
         t->pf_rc = rc;
@@ -280,20 +286,51 @@ static int prefetch_drop(struct kg_tiger *t, struct oc_err *err)
 }
 
 /*
+ * Queues into r the reads of batch i's slices that miss the Slice Cache once
+ * the changeset marked with generation g is applied (g fresh: none pending):
+ * a slice hits if it is the final occupant of a slot that changeset fills,
+ * or sits in a slot it leaves alone.
+ */
+static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, uint32_t g,
+                        struct oc_err *err)
+{
+    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, k = 0;
+    if (n > r->cap_pos) {
+        OC_KG_TRY(grow(&r->pos, n, 4, "kg slice reads", err));
+        r->cap_pos = n;
+    }
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)t->ids[p0 + p], s = t->slice_slot[id];
+        int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
+        r->pos[p] = hit ? KG_NONE : (uint32_t)k++;
+    }
+    if (k > r->cap) {
+        oc_free(r->buf);
+        r->buf = NULL;
+        r->cap = 0;
+        if (!(r->buf = oc_alloc_aligned((size_t)(k * t->slot_bytes), OC_IO_ALIGN, "kg slice reads",
+                                        err)))
+            return err->status;
+        r->cap = k;
+    }
+    for (uint64_t p = 0; p < n; p++)
+        if (r->pos[p] != KG_NONE)
+            OC_KG_TRY(queue_read(t, (uint32_t)t->ids[p0 + p],
+                                 r->buf + (uint64_t)r->pos[p] * t->slot_bytes, err));
+    r->n_miss = k;
+    return OC_OK;
+}
+
+/*
  * Starts reading batch i's misses on the reader thread, while batch i - 1
- * (loaded) trains. Its misses are exact: the slots as batch i - 1's
- * changeset will leave them (its slots marked, their final occupants marked), which is what they are
- * when batch i loads. The training thread does not touch t->io until
- * prefetch_wait.
+ * (loaded) trains: the misses once batch i - 1's changeset is applied, which
+ * is what they are when batch i loads. The training thread does not touch
+ * t->io until prefetch_wait.
  */
 static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, q0 = t->iter_off[i - 1];
-    uint64_t c0 = t->plan.chg_off[i - 1], c1 = t->plan.chg_off[i];
-    if (++t->mark_gen == 0) {
-        reset_marks(t);
-    }
-    uint32_t g = t->mark_gen;
+    uint64_t q0 = t->iter_off[i - 1], c0 = t->plan.chg_off[i - 1], c1 = t->plan.chg_off[i];
+    uint32_t g = next_mark(t);
     for (uint64_t c = c1; c > c0; c--) { /* last entry first: each slot's final occupant */
         uint32_t s = t->plan.chg_slot[c - 1];
         if (t->slot_mark[s] == g)
@@ -301,32 +338,10 @@ static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
         t->slot_mark[s] = g;
         t->mark[t->ids[q0 + t->plan.chg_pos[c - 1]]] = g;
     }
-    if (n > t->cap_pf_pos) {
-        OC_KG_TRY(grow(&t->pf_pos, n, 4, "kg slice reads", err));
-        t->cap_pf_pos = n;
-    }
-    uint64_t k = 0;
-    for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->ids[p0 + p], s = t->slice_slot[id];
-        int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
-        t->pf_pos[p] = hit ? KG_NONE : (uint32_t)k++;
-    }
-    if (k > t->cap_pf) {
-        oc_free(t->pf_buf);
-        t->pf_buf = NULL;
-        t->cap_pf = 0;
-        if (!(t->pf_buf = oc_alloc_aligned((size_t)(k * t->slot_bytes), OC_IO_ALIGN,
-                                           "kg slice reads", err)))
-            return err->status;
-        t->cap_pf = k;
-    }
-    for (uint64_t p = 0; p < n; p++)
-        if (t->pf_pos[p] != KG_NONE)
-            OC_KG_TRY(queue_read(t, (uint32_t)t->ids[p0 + p],
-                                 t->pf_buf + (uint64_t)t->pf_pos[p] * t->slot_bytes, err));
-    t->pf_n_miss = k;
-    t->pf_p0 = p0;
-    t->pf_n = n;
+    OC_KG_TRY(queue_misses(t, &t->next, i, g, err));
+    t->next.crc_checked = 1;
+    t->pf_p0 = t->iter_off[i];
+    t->pf_n = t->iter_off[i + 1] - t->pf_p0;
     t->pf_batch = i;
     t->pf_before = oc_io_batch_stats(t->io)->read_bytes;
     if (!t->reader_started) {
@@ -345,63 +360,26 @@ static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     return OC_OK;
 }
 
-/* Batch i's misses into rbuf / pos_rbuf: the prefetch's, or read now. */
-static int load_misses(struct kg_tiger *t, uint32_t i, uint64_t *n_miss, struct oc_err *err)
+/* Batch i's misses into t->cur: the prefetch's, or read now. */
+static int load_misses(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
+    if (t->pf_batch != i) {
+        OC_KG_TRY(queue_misses(t, &t->cur, i, next_mark(t), err));
+        t->cur.crc_checked = 0;
+        return run_reads(t, err);
+    }
+    t->pf_batch = KG_NONE;
+    OC_KG_TRY(prefetch_wait(t, err));
+    struct slice_reads r = t->cur;
+    t->cur = t->next;
+    t->next = r;
     uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0;
-    if (t->pf_batch == i) {
-        t->pf_batch = KG_NONE;
-        OC_KG_TRY(prefetch_wait(t, err));
-        uint8_t *b = t->rbuf;
-        t->rbuf = t->pf_buf;
-        t->pf_buf = b;
-        uint64_t c = t->cap_rbuf;
-        t->cap_rbuf = t->cap_pf;
-        t->cap_pf = c;
-        uint32_t *pos = t->pos_rbuf;
-        t->pos_rbuf = t->pf_pos;
-        t->pf_pos = pos;
-        c = t->cap_pos;
-        t->cap_pos = t->cap_pf_pos;
-        t->cap_pf_pos = c;
-        for (uint64_t p = 0; p < n; p++)
-            if ((t->pos_rbuf[p] == KG_NONE) != (t->slice_slot[t->ids[p0 + p]] != KG_NONE))
-                return OC_ERR(err, OC_ERR_INTERNAL,
-                              "kg slice cache: batch %u's prefetch mispredicted slice %u", i,
-                              (uint32_t)t->ids[p0 + p]);
-        *n_miss = t->pf_n_miss;
-        t->crc_checked = 1;
-        return OC_OK;
-    }
-    t->crc_checked = 0;
-    if (n > t->cap_pos) {
-        OC_KG_TRY(grow(&t->pos_rbuf, n, 4, "kg slice reads", err));
-        t->cap_pos = n;
-    }
-    uint64_t m = 0;
     for (uint64_t p = 0; p < n; p++)
-        m += t->slice_slot[t->ids[p0 + p]] == KG_NONE;
-    if (m > t->cap_rbuf) {
-        oc_free(t->rbuf);
-        t->rbuf = NULL;
-        t->cap_rbuf = 0;
-        if (!(t->rbuf = oc_alloc_aligned((size_t)(m * t->slot_bytes), OC_IO_ALIGN, "kg slice reads",
-                                         err)))
-            return err->status;
-        t->cap_rbuf = m;
-    }
-    uint64_t k = 0;
-    for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->ids[p0 + p];
-        t->pos_rbuf[p] = KG_NONE;
-        if (t->slice_slot[id] != KG_NONE)
-            continue;
-        t->pos_rbuf[p] = (uint32_t)k;
-        OC_KG_TRY(queue_read(t, id, t->rbuf + k * t->slot_bytes, err));
-        k++;
-    }
-    *n_miss = m;
-    return run_reads(t, err);
+        if ((t->cur.pos[p] == KG_NONE) != (t->slice_slot[t->ids[p0 + p]] != KG_NONE))
+            return OC_ERR(err, OC_ERR_INTERNAL,
+                          "kg slice cache: batch %u's prefetch mispredicted slice %u", i,
+                          (uint32_t)t->ids[p0 + p]);
+    return OC_OK;
 }
 
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
@@ -428,9 +406,7 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     }
     t->iter_off[0] = 0;
     for (uint32_t b = 0; b < n_batches; b++) {
-        if (++t->mark_gen == 0) {
-            reset_marks(t);
-        }
+        uint32_t g = next_mark(t);
         for (uint64_t i = boff[b]; i < boff[b + 1]; i++) {
             const uint32_t *ids;
             uint32_t k;
@@ -443,8 +419,8 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
                 t->cap_ids = c;
             }
             for (uint32_t j = 0; j < k; j++)
-                if (t->mark[ids[j]] != t->mark_gen) {
-                    t->mark[ids[j]] = t->mark_gen;
+                if (t->mark[ids[j]] != g) {
+                    t->mark[ids[j]] = g;
                     t->ids[n_ids++] = ids[j];
                 }
         }
@@ -466,32 +442,33 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     t->st.warm_reads += t->plan.n_warm;
     oc_log(OC_LOG_DEBUG,
            "kg tiger: superbatch of %u batches, %" PRIu64 " slice accesses; %" PRIu64
-           " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffer %" PRIu64
+           " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffers %" PRIu64
            ", slices %" PRIu64 ")",
            n_batches, n_ids, oc_mem_used(), t->n_slots * t->slot_bytes,
-           oc_store_belady_held_bytes(t->belady), t->cap_rbuf * t->slot_bytes, t->store.n_slices);
+           oc_store_belady_held_bytes(t->belady), (t->cur.cap + t->next.cap) * t->slot_bytes,
+           t->store.n_slices);
     t->st.plan_s += oc_now_s() - t1;
     return OC_OK;
 }
 
 int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, n_miss = 0;
-    OC_KG_TRY(load_misses(t, i, &n_miss, err));
+    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0;
+    OC_KG_TRY(load_misses(t, i, err));
     t->st.slices_accessed += n;
-    t->st.slices_read += n_miss;
-    t->st.slices_hit += n - n_miss;
+    t->st.slices_read += t->cur.n_miss;
+    t->st.slices_hit += n - t->cur.n_miss;
     if (i + 1 < t->sb_n)
         OC_KG_TRY(prefetch(t, i + 1, err)); /* read while this batch trains */
     kg_atoms_clear(&t->batch);
     for (uint64_t p = 0; p < n; p++) {
         uint32_t id = (uint32_t)t->ids[p0 + p];
-        int hit = t->pos_rbuf[p] == KG_NONE;
+        int hit = t->cur.pos[p] == KG_NONE;
         const uint8_t *rec = hit ? t->cache + (uint64_t)t->slice_slot[id] * t->slot_bytes
-                                 : t->rbuf + (uint64_t)t->pos_rbuf[p] * t->slot_bytes;
+                                 : t->cur.buf + (uint64_t)t->cur.pos[p] * t->slot_bytes;
         /* records from disk are checked against their CRC (by the reader when prefetched);
            cached ones were when read */
-        OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit && !t->crc_checked, &t->batch,
+        OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit && !t->cur.crc_checked, &t->batch,
                                       t->c.facts, err));
     }
     kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache_map, t->c.slice.h);
@@ -504,13 +481,13 @@ int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     uint64_t p0 = t->iter_off[i];
     for (uint64_t c = t->plan.chg_off[i]; c < t->plan.chg_off[i + 1]; c++) {
         uint32_t pos = t->plan.chg_pos[c], s = t->plan.chg_slot[c];
-        uint32_t id = (uint32_t)t->ids[p0 + pos], b = t->pos_rbuf[pos];
+        uint32_t id = (uint32_t)t->ids[p0 + pos], b = t->cur.pos[pos];
         if (b == KG_NONE)
             return OC_ERR(err, OC_ERR_INTERNAL, "kg slice cache: changeset takes slice %u, a hit",
                           id);
         if (t->slot_slice[s] != KG_NONE)
             t->slice_slot[t->slot_slice[s]] = KG_NONE;
-        memcpy(t->cache + (uint64_t)s * t->slot_bytes, t->rbuf + (uint64_t)b * t->slot_bytes,
+        memcpy(t->cache + (uint64_t)s * t->slot_bytes, t->cur.buf + (uint64_t)b * t->slot_bytes,
                (size_t)t->slot_bytes);
         t->slot_slice[s] = id;
         t->slice_slot[id] = s;

@@ -353,6 +353,11 @@ OC_TEST(kg_extract_modes_same_weights_grail)
                      e1->slices_read + e1->slices_hit == e1->slices_accessed);
             OC_CHECK(e1->n_slices > 0 && e1->delta_r >= 1.0 && e1->delta_u > 0);
             OC_CHECK(ep.st[0].n_edges == e1->n_edges);
+            /* each epoch's first superbatch is planned as it starts, the others ahead
+               (epoch 0: sliced too) while the one before trains */
+            for (int e = 0; e < 2; e++)
+                OC_CHECK(ep.st[e].superbatches > 1 &&
+                         ep.st[e].superbatches_ahead == ep.st[e].superbatches - 1);
         }
         score[m] = e1->delta_r * e1->delta_u;
     }

@@ -361,7 +361,10 @@ struct oc_kg_epoch_stats {
     uint64_t n_edges; /* facts extracted while training this epoch */
     /* where the training subgraphs came from, this epoch */
     enum oc_kg_extract_mode extract;
-    double slicing_s, plan_s, extract_s, model_s;      /* slicing incl. storing; Belady planning */
+    double slicing_s, plan_s, extract_s, model_s; /* slicing incl. storing; Belady planning */
+    double plan_wait_s; /* training waiting for a superbatch's slicing and plan (not overlapped) */
+    uint64_t superbatches,
+        superbatches_ahead; /* started; of them, planned while the last trained */
     uint64_t slices_read, slices_accessed, slices_hit; /* from disk; wanted; from the cache */
     uint64_t bytes_read;                               /* from the training graph's files */
     uint64_t atoms_cached, atoms_disk; /* heads served by the Atom Cache / the fact graph */

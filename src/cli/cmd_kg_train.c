@@ -22,10 +22,10 @@ static void print_epoch(void *ctx, const struct oc_kg_epoch_stats *st)
            st->epoch, st->loss, st->valid.mrr, st->test.mrr, st->test.hits1, st->test.hits10,
            st->time_s, st->eval_s);
     if (st->extract != OC_KG_EXTRACT_BASIC) {
-        printf("  %s | slicing %.2fs | plan %.2fs | extraction %.2fs | model %.2fs | atoms cached "
-               "%llu, from disk %llu",
-               oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s,
-               st->model_s, (unsigned long long)st->atoms_cached,
+        printf("  %s | slicing %.2fs | plan %.2fs (waited %.2fs) | extraction %.2fs | model "
+               "%.2fs | atoms cached %llu, from disk %llu",
+               oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->plan_wait_s,
+               st->extract_s, st->model_s, (unsigned long long)st->atoms_cached,
                (unsigned long long)st->atoms_disk);
         if (st->extract != OC_KG_EXTRACT_ATOM)
             printf(" | slices read %llu of %llu, cache hits %.1f%% | delta_R %.3f delta_U %.3f "

@@ -12,7 +12,9 @@
  *
  * Place in the data flow: kg (dataset files ──► here ──► kg_extract.c).
  * Thread-safety: the fact graph is read-only after open; each thread uses
- * its own reader; counters are atomics.
+ * its own reader; counters are atomics. The atom maps are set while no
+ * reader that follows them fetches; a reader with its own atoms (the
+ * slicer's, on TIGER's planner thread) never looks at them.
  * Ownership: the fact graph owns its arrays and files; a reader borrows its
  * fact graph, which must outlive it.
  */
@@ -38,6 +40,8 @@ struct oc_kg_facts_reader {
     struct oc_kg_facts *f;
     struct oc_io_batch *batch;
     struct oc_io_stats last;
+    int own_atoms;                /* the graph's atom maps ignored: only `cache` */
+    const struct kg_atoms *cache; /* with own_atoms (may be NULL) */
 };
 
 static int load_u32(const char *path, uint32_t **out, struct oc_err *err)
@@ -136,6 +140,12 @@ void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uin
     *from_graph = atomic_load(&f->from_graph);
 }
 
+void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atoms *cache)
+{
+    r->own_atoms = 1;
+    r->cache = cache;
+}
+
 int oc_kg_facts_reader_new(struct oc_kg_facts *f, struct oc_kg_facts_reader **out,
                            struct oc_err *err)
 {
@@ -167,19 +177,22 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
                       uint32_t *rel, uint32_t *tail, struct oc_err *err)
 {
     struct oc_kg_facts *f = r->f;
+    const struct kg_atoms *batch = r->own_atoms ? NULL : f->batch;
+    const struct kg_atoms *cache = r->own_atoms ? r->cache : f->cache;
+    uint32_t strict_below = r->own_atoms ? 0 : f->strict_below;
     uint64_t at = 0, n_batch = 0, n_cache = 0, n_disk = 0;
-    for (uint64_t i = 0; f->strict_below && i < n; i++) {
+    for (uint64_t i = 0; strict_below && i < n; i++) {
         uint64_t k = f->indptr[heads[i] + 1] - f->indptr[heads[i]];
-        if (k < f->strict_below && !f->batch->at[heads[i]])
+        if (k < strict_below && !batch->at[heads[i]])
             return OC_ERR(err, OC_ERR_FORMAT,
                           "kg slice store: entity %u (%llu facts) is in no slice of its batch",
                           heads[i], (unsigned long long)k);
     }
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
-        const uint32_t *atom = f->batch ? f->batch->at[heads[i]] : NULL;
+        const uint32_t *atom = batch ? batch->at[heads[i]] : NULL;
         n_batch += atom != NULL;
-        if (!atom && f->cache && (atom = f->cache->at[heads[i]]) != NULL)
+        if (!atom && cache && (atom = cache->at[heads[i]]) != NULL)
             n_cache++;
         if (atom) {
             memcpy(rel + at, atom, (size_t)k * 4);
@@ -195,7 +208,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
         }
         at += k;
     }
-    if (f->batch || f->cache) {
+    if (batch || cache) {
         atomic_fetch_add(&f->from_batch, n_batch);
         atomic_fetch_add(&f->from_cache, n_cache);
         atomic_fetch_add(&f->from_graph, n - n_batch - n_cache);

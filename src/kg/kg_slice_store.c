@@ -13,7 +13,9 @@
  *            failure ─► logged, both files removed, the slices made again
  *
  * Place in the data flow: kg (kg_slice.c appends, kg_tiger.c reads).
- * Thread-safety: one thread. Ownership: the store owns its files and arrays.
+ * Thread-safety: append (the slicer's thread) beside reads of published
+ * slices (another); see kg_tiger_int.h. Ownership: the store owns its files
+ * and arrays.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -80,6 +82,7 @@ void kg_slice_store_close(struct kg_slice_store *st)
     oc_free(st->bytes);
     oc_free(st->crc);
     oc_free(st->payload);
+    oc_free(st->pend);
     oc_free(st->map_off);
     oc_free(st->map_n);
     oc_free(st->map_ids);
@@ -251,14 +254,21 @@ int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint
     if (bytes > st->max_rec_bytes || payload > st->h)
         return OC_ERR(err, OC_ERR_INTERNAL, "kg slice store: slice of %u facts over h = %u",
                       payload, st->h);
-    OC_KG_TRY(grow_slices(st, st->n_slices + 1, err));
+    if (st->n_pend == st->cap_pend) {
+        uint64_t c = st->cap_pend ? 2 * st->cap_pend : 256;
+        void *p = oc_realloc(st->pend, (size_t)c * sizeof(*st->pend), "kg slice store", err);
+        if (!p)
+            return err->status;
+        st->pend = p;
+        st->cap_pend = c;
+    }
     uint8_t *b = st->rec;
     uint64_t nb = round_page(bytes);
     memset(b + bytes, 0, (size_t)(nb - bytes));
     oc_put_le32(b, REC_MAGIC);
     oc_put_le32(b + 4, n);
     oc_put_le32(b + 8, payload);
-    oc_put_le32(b + 12, (uint32_t)st->n_slices);
+    oc_put_le32(b + 12, (uint32_t)(st->n_slices + st->n_pend));
     uint8_t *p = b + REC_HEADER, *q = p + 8ull * n;
     for (uint32_t i = 0; i < n; i++) {
         oc_put_le32(p + 8ull * i, atoms[i]);
@@ -268,12 +278,24 @@ int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint
         q += 8ull * deg[i];
     }
     OC_KG_TRY(oc_file_pwrite(st->w, b, (size_t)nb, st->end, err));
-    uint64_t i = st->n_slices++;
-    st->off[i] = st->end;
-    st->bytes[i] = (uint32_t)bytes;
-    st->crc[i] = oc_crc32(0, b, bytes);
-    st->payload[i] = payload;
+    st->pend[st->n_pend++] =
+        (struct kg_slice_place){st->end, (uint32_t)bytes, oc_crc32(0, b, bytes), payload};
     st->end += nb;
+    return OC_OK;
+}
+
+int kg_slice_store_publish(struct kg_slice_store *st, struct oc_err *err)
+{
+    OC_KG_TRY(grow_slices(st, st->n_slices + st->n_pend, err));
+    for (uint64_t j = 0; j < st->n_pend; j++) {
+        uint64_t i = st->n_slices + j;
+        st->off[i] = st->pend[j].off;
+        st->bytes[i] = st->pend[j].bytes;
+        st->crc[i] = st->pend[j].crc;
+        st->payload[i] = st->pend[j].payload;
+    }
+    st->n_slices += st->n_pend;
+    st->n_pend = 0;
     return OC_OK;
 }
 
@@ -328,6 +350,7 @@ int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, 
 {
     if (st->loaded || st->committed)
         return OC_OK;
+    OC_KG_TRY(kg_slice_store_publish(st, err));
     uint64_t n_mapped = 0;
     for (uint64_t e = 0; e < st->n_entities; e++)
         n_mapped += s->map_off[e] != UINT64_MAX;

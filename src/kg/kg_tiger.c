@@ -2,11 +2,17 @@
  * kg_tiger.c — the executor of TIGER's super-batch loop (thesis section
  * V-A) for kg-train's ginex-slices and tiger modes:
  *
- *   superbatch (S batches' heads, training order)
+ *   superbatch k + 1 (S batches' heads, training order), on the planner
+ *   thread while superbatch k trains (an epoch's first: on the training
+ *   thread before it):
  *     ──► slicing: heads without slices ──► kg_slicer_slice ──► slice store
+ *         (records written, their places pending until k + 1 starts)
  *     ──► per batch the distinct slices of its heads (mapping) = the trace
  *     ──► Belady changesets for the Slice Cache (ginex's planner,
- *         oc_store_belady) ──► warm-up reads into empty slots
+ *         oc_store_belady), copied into the plan of k + 1
+ *   superbatch start: the plan made ahead is taken (it must be this
+ *     superbatch's), the pending slices published, warm-up reads into
+ *     empty slots
  *   batch i: slices from the Slice Cache (a C x slot-bytes array, slot by
  *     direct addressing) or read O_DIRECT from slices.bin (one read each;
  *     batch i + 1's misses are read on a reader thread while batch i trains,
@@ -18,10 +24,14 @@
  *     ──► after the batch: its changeset copies read slices into their slots
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
- * Thread-safety: the training thread only; the batch map is read by the
- * extraction workers between batch_load and batch_done; the reader thread
- * runs the io batch between prefetch and prefetch_wait, when the training
- * thread leaves it alone (handed over under mu).
+ * Thread-safety: three threads, handing over under mu. The training thread
+ * drives it; the extraction workers read the batch map between batch_load
+ * and batch_done. The reader thread runs the io batch between prefetch and
+ * prefetch_wait, when the training thread leaves it alone. The planner
+ * thread owns the slicer, the Belady planner, the store's append side, the
+ * plan not training and trace_mark between planner_start and planner_wait;
+ * the slicer reads the fact graph through its own reader, which ignores the
+ * atom maps batches set.
  * Ownership: the executor owns the slicer, store, cache and buffers; it
  * borrows the fact graph, which it leaves with only the Atom Cache in front.
  */
@@ -32,6 +42,27 @@
 #include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
 #include "offcore/store.h"
+
+/* A superbatch's trace (each batch's distinct slices) and the Slice Cache's changesets. */
+struct sb_plan {
+    uint32_t n_batches;
+    uint64_t *ids, *iter_off; /* batch b's slices: ids[iter_off[b] .. iter_off[b+1]) */
+    uint64_t cap_ids, cap_iters;
+    /* oc_store_belady_plan's, copied (its arrays last only until its next plan) */
+    uint64_t n_warm, cap_warm, cap_chg;
+    uint64_t *warm_id, *chg_off; /* chg_off: n_batches + 1 */
+    uint32_t *warm_slot, *chg_pos, *chg_slot;
+    uint64_t n_slices; /* slices made once it was sliced */
+    double slicing_s, plan_s;
+};
+
+/* A superbatch's heads: batch b's heads[boff[b] .. boff[b+1]). */
+struct sb_job {
+    uint32_t n_batches;
+    uint32_t *heads;
+    uint64_t *boff;
+    uint64_t cap_heads, cap_boff;
+};
 
 /* One batch's missing slices: where each position's record lies, and the records. */
 struct slice_reads {
@@ -52,13 +83,23 @@ struct kg_tiger {
     uint8_t *cache;       /* n_slots x slot_bytes */
     uint32_t *slot_slice; /* n_slots: slice held, or KG_NONE */
     uint32_t *slice_slot; /* per slice: its slot, or KG_NONE */
-    uint32_t *mark;       /* per slice: last batch that listed it */
+    uint32_t *mark;       /* per slice: the mark_gen of the last prefetch that marked it */
     uint64_t cap_slice;
     uint32_t mark_gen;
-    /* the superbatch */
-    uint64_t *ids, *iter_off;
-    uint64_t cap_ids, cap_iters;
-    struct oc_store_belady_plan plan;
+    /* the superbatches: p the one training, the other the planner's */
+    struct sb_plan sb[2];
+    struct sb_plan *p;
+    /* the planner thread: plans job (slicing, trace, changesets) into the other sb */
+    pthread_t planner;
+    int planner_started;
+    int pl_state; /* PF_IDLE, PF_RUNNING, PF_DONE (under mu) */
+    int pl_rc;    /* its result, its message in pl_err */
+    struct oc_err pl_err;
+    struct sb_job job; /* the superbatch planned ahead (valid: planned or being planned) */
+    int job_valid;
+    uint32_t *trace_mark; /* per slice: the trace_gen of the last batch that listed it */
+    uint64_t cap_trace;
+    uint32_t trace_gen;
     /* the batch */
     struct slice_reads cur; /* the loaded batch's */
     struct kg_atoms batch;
@@ -76,7 +117,6 @@ struct kg_tiger {
     uint64_t pf_before;      /* the io batch's bytes read before them */
     uint64_t pf_p0, pf_n;    /* its positions in ids */
     uint32_t *slot_mark; /* n_slots: the mark_gen of the last prefetch whose changeset hits it */
-    uint32_t sb_n;       /* batches of the current superbatch */
     uint32_t *heads;     /* distinct training heads (metrics) */
     uint64_t n_heads;
     struct kg_tiger_stats st;
@@ -121,12 +161,15 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     t->c = *c;
     t->atom_cache_map = c->atom_cache;
     t->pf_batch = KG_NONE;
+    t->p = &t->sb[0];
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
     int rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
-    if (!rc)
+    if (!rc) { /* it slices on the planner thread while batches set their maps on the graph */
+        kg_facts_reader_own_atoms(t->slicer.reader, c->atom_cache);
         rc = kg_atoms_init(&t->batch, n_ent, err);
+    }
     /* distinct heads, in first-appearance order */
     uint8_t *seen = rc ? NULL : oc_calloc(n_ent, 1, "kg tiger", err);
     if (!rc && (!seen || !(t->heads = oc_alloc((size_t)c->n_queries * 4 + 4, "kg tiger", err))))
@@ -186,13 +229,14 @@ void kg_tiger_free(struct kg_tiger *t)
 {
     if (!t)
         return;
-    if (t->reader_started) {
-        pthread_mutex_lock(&t->mu);
-        t->quit = 1;
-        pthread_cond_broadcast(&t->cv);
-        pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&t->mu);
+    t->quit = 1;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    if (t->reader_started)
         pthread_join(t->reader, NULL); /* it finishes a read it started first */
-    }
+    if (t->planner_started)
+        pthread_join(t->planner, NULL); /* it stops at the next head it would slice */
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     kg_slice_store_close(&t->store);
@@ -200,10 +244,18 @@ void kg_tiger_free(struct kg_tiger *t)
     kg_atoms_deinit(&t->batch);
     oc_store_belady_free(t->belady);
     oc_io_batch_free(t->io);
-    void *arr[] = {t->cache,   t->slot_slice, t->slice_slot, t->mark,     t->ids,   t->iter_off,
-                   t->cur.buf, t->cur.pos,    t->next.buf,   t->next.pos, t->heads, t->slot_mark};
+    void *arr[] = {t->cache,      t->slot_slice, t->slice_slot, t->mark,  t->cur.buf,
+                   t->cur.pos,    t->next.buf,   t->next.pos,   t->heads, t->slot_mark,
+                   t->trace_mark, t->job.heads,  t->job.boff};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
+    for (int k = 0; k < 2; k++) {
+        struct sb_plan *p = &t->sb[k];
+        void *pa[] = {p->ids,       p->iter_off, p->warm_id, p->chg_off,
+                      p->warm_slot, p->chg_pos,  p->chg_slot};
+        for (size_t i = 0; i < sizeof(pa) / sizeof(pa[0]); i++)
+            oc_free(pa[i]);
+    }
     oc_free(t);
 }
 
@@ -249,7 +301,7 @@ static void *reader_main(void *arg)
         /* the records' CRCs here, off the training thread (the store is not growing) */
         for (uint64_t p = 0; !rc && p < t->pf_n; p++)
             if (t->next.pos[p] != KG_NONE)
-                rc = kg_slice_record_crc(&t->store, (uint32_t)t->ids[t->pf_p0 + p],
+                rc = kg_slice_record_crc(&t->store, (uint32_t)t->p->ids[t->pf_p0 + p],
                                          t->next.buf + (uint64_t)t->next.pos[p] * t->slot_bytes,
                                          &t->pf_err);
         pthread_mutex_lock(&t->mu);
@@ -294,13 +346,13 @@ static int prefetch_drop(struct kg_tiger *t, struct oc_err *err)
 static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, uint32_t g,
                         struct oc_err *err)
 {
-    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0, k = 0;
+    uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0, k = 0;
     if (n > r->cap_pos) {
         OC_KG_TRY(grow(&r->pos, n, 4, "kg slice reads", err));
         r->cap_pos = n;
     }
     for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->ids[p0 + p], s = t->slice_slot[id];
+        uint32_t id = (uint32_t)t->p->ids[p0 + p], s = t->slice_slot[id];
         int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
         r->pos[p] = hit ? KG_NONE : (uint32_t)k++;
     }
@@ -315,7 +367,7 @@ static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, u
     }
     for (uint64_t p = 0; p < n; p++)
         if (r->pos[p] != KG_NONE)
-            OC_KG_TRY(queue_read(t, (uint32_t)t->ids[p0 + p],
+            OC_KG_TRY(queue_read(t, (uint32_t)t->p->ids[p0 + p],
                                  r->buf + (uint64_t)r->pos[p] * t->slot_bytes, err));
     r->n_miss = k;
     return OC_OK;
@@ -329,19 +381,19 @@ static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, u
  */
 static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    uint64_t q0 = t->iter_off[i - 1], c0 = t->plan.chg_off[i - 1], c1 = t->plan.chg_off[i];
+    uint64_t q0 = t->p->iter_off[i - 1], c0 = t->p->chg_off[i - 1], c1 = t->p->chg_off[i];
     uint32_t g = next_mark(t);
     for (uint64_t c = c1; c > c0; c--) { /* last entry first: each slot's final occupant */
-        uint32_t s = t->plan.chg_slot[c - 1];
+        uint32_t s = t->p->chg_slot[c - 1];
         if (t->slot_mark[s] == g)
             continue;
         t->slot_mark[s] = g;
-        t->mark[t->ids[q0 + t->plan.chg_pos[c - 1]]] = g;
+        t->mark[t->p->ids[q0 + t->p->chg_pos[c - 1]]] = g;
     }
     OC_KG_TRY(queue_misses(t, &t->next, i, g, err));
     t->next.crc_checked = 1;
-    t->pf_p0 = t->iter_off[i];
-    t->pf_n = t->iter_off[i + 1] - t->pf_p0;
+    t->pf_p0 = t->p->iter_off[i];
+    t->pf_n = t->p->iter_off[i + 1] - t->pf_p0;
     t->pf_batch = i;
     t->pf_before = oc_io_batch_stats(t->io)->read_bytes;
     if (!t->reader_started) {
@@ -373,96 +425,256 @@ static int load_misses(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     struct slice_reads r = t->cur;
     t->cur = t->next;
     t->next = r;
-    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0;
+    uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0;
     for (uint64_t p = 0; p < n; p++)
-        if ((t->cur.pos[p] == KG_NONE) != (t->slice_slot[t->ids[p0 + p]] != KG_NONE))
+        if ((t->cur.pos[p] == KG_NONE) != (t->slice_slot[t->p->ids[p0 + p]] != KG_NONE))
             return OC_ERR(err, OC_ERR_INTERNAL,
                           "kg slice cache: batch %u's prefetch mispredicted slice %u", i,
-                          (uint32_t)t->ids[p0 + p]);
+                          (uint32_t)t->p->ids[p0 + p]);
+    return OC_OK;
+}
+
+/* Whether kg_tiger_free asked the threads to stop. */
+static int quitting(struct kg_tiger *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int q = t->quit;
+    pthread_mutex_unlock(&t->mu);
+    return q;
+}
+
+/* Copies a superbatch's heads into j. */
+static int job_set(struct sb_job *j, const uint32_t *heads, const uint64_t *boff, uint32_t n,
+                   struct oc_err *err)
+{
+    if (n + 1 > j->cap_boff) {
+        OC_KG_TRY(grow(&j->boff, n + 1, 8, "kg superbatch", err));
+        j->cap_boff = n + 1;
+    }
+    if (boff[n] > j->cap_heads) {
+        OC_KG_TRY(grow(&j->heads, boff[n], 4, "kg superbatch", err));
+        j->cap_heads = boff[n];
+    }
+    j->n_batches = n;
+    memcpy(j->boff, boff, (size_t)(n + 1) * 8);
+    memcpy(j->heads, heads, (size_t)boff[n] * 4);
+    return OC_OK;
+}
+
+/* Whether j holds these heads. */
+static int job_is(const struct sb_job *j, const uint32_t *heads, const uint64_t *boff, uint32_t n)
+{
+    return j->n_batches == n && memcmp(j->boff, boff, (size_t)(n + 1) * 8) == 0 &&
+           memcmp(j->heads, heads, (size_t)boff[n] * 4) == 0;
+}
+
+/* The Belady planner's plan, copied into p (its arrays last only until its next plan). */
+static int plan_copy(struct sb_plan *p, const struct oc_store_belady_plan *bp, struct oc_err *err)
+{
+    if (bp->n_warm > p->cap_warm) {
+        OC_KG_TRY(grow(&p->warm_id, bp->n_warm, 8, "kg superbatch", err));
+        OC_KG_TRY(grow(&p->warm_slot, bp->n_warm, 4, "kg superbatch", err));
+        p->cap_warm = bp->n_warm;
+    }
+    if (bp->n_chg > p->cap_chg) {
+        OC_KG_TRY(grow(&p->chg_pos, bp->n_chg, 4, "kg superbatch", err));
+        OC_KG_TRY(grow(&p->chg_slot, bp->n_chg, 4, "kg superbatch", err));
+        p->cap_chg = bp->n_chg;
+    }
+    OC_KG_TRY(grow(&p->chg_off, p->n_batches + 1, 8, "kg superbatch", err));
+    p->n_warm = bp->n_warm;
+    memcpy(p->warm_id, bp->warm_id, (size_t)bp->n_warm * 8);
+    memcpy(p->warm_slot, bp->warm_slot, (size_t)bp->n_warm * 4);
+    memcpy(p->chg_off, bp->chg_off, (size_t)(p->n_batches + 1) * 8);
+    memcpy(p->chg_pos, bp->chg_pos, (size_t)bp->n_chg * 4);
+    memcpy(p->chg_slot, bp->chg_slot, (size_t)bp->n_chg * 4);
+    return OC_OK;
+}
+
+/*
+ * Plans superbatch j into p: slices its heads that have none yet (epoch 0 of
+ * a run without a reusable store; the records are written, their places
+ * pending), lists each batch's distinct slices and runs the Belady planner.
+ * Runs on the planner thread, or on the training thread while it is idle.
+ */
+static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb_plan *p,
+                           struct oc_err *err)
+{
+    double t0 = oc_now_s();
+    p->n_batches = j->n_batches;
+    if (!t->store.loaded) {
+        for (uint64_t i = 0; i < j->boff[j->n_batches]; i++) {
+            if (quitting(t))
+                return OC_ERR(err, OC_ERR_CANCELLED, "kg slicer: closed");
+            OC_KG_TRY(kg_slicer_slice(&t->slicer, j->heads[i], &t->store, err));
+        }
+        kg_slicer_trim(&t->slicer); /* its scratch held a whole query's facts */
+    }
+    p->n_slices = t->store.loaded ? t->store.n_slices : t->slicer.n_slices;
+    if (p->n_slices + 1 > t->cap_trace) {
+        OC_KG_TRY(grow(&t->trace_mark, p->n_slices + 1, 4, "kg superbatch", err));
+        memset(t->trace_mark + t->cap_trace, 0, (size_t)(p->n_slices + 1 - t->cap_trace) * 4);
+        t->cap_trace = p->n_slices + 1;
+    }
+    double t1 = oc_now_s();
+    p->slicing_s = t1 - t0;
+    /* the trace: each batch's distinct slices */
+    uint64_t n_ids = 0;
+    if (j->n_batches + 1 > p->cap_iters) {
+        OC_KG_TRY(grow(&p->iter_off, j->n_batches + 1, 8, "kg superbatch", err));
+        p->cap_iters = j->n_batches + 1;
+    }
+    p->iter_off[0] = 0;
+    for (uint32_t b = 0; b < j->n_batches; b++) {
+        if (++t->trace_gen == 0) {
+            memset(t->trace_mark, 0, (size_t)t->cap_trace * 4);
+            t->trace_gen = 1;
+        }
+        for (uint64_t i = j->boff[b]; i < j->boff[b + 1]; i++) {
+            const uint32_t *ids;
+            uint32_t k;
+            kg_slice_store_slices_of(&t->store, &t->slicer, j->heads[i], &ids, &k);
+            if (n_ids + k > p->cap_ids) {
+                uint64_t c = p->cap_ids ? 2 * p->cap_ids : 4096;
+                while (c < n_ids + k)
+                    c *= 2;
+                OC_KG_TRY(grow(&p->ids, c, 8, "kg superbatch", err));
+                p->cap_ids = c;
+            }
+            for (uint32_t x = 0; x < k; x++)
+                if (t->trace_mark[ids[x]] != t->trace_gen) {
+                    t->trace_mark[ids[x]] = t->trace_gen;
+                    p->ids[n_ids++] = ids[x];
+                }
+        }
+        p->iter_off[b + 1] = n_ids;
+    }
+    struct oc_store_belady_plan bp;
+    OC_KG_TRY(oc_store_belady_plan(t->belady, p->ids, p->iter_off, j->n_batches, &bp, err));
+    OC_KG_TRY(plan_copy(p, &bp, err));
+    p->plan_s = oc_now_s() - t1;
+    return OC_OK;
+}
+
+/* The planner thread: plans t->job into the superbatch not training, each time one is queued. */
+static void *planner_main(void *arg)
+{
+    struct kg_tiger *t = arg;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        while (t->pl_state != PF_RUNNING && !t->quit)
+            pthread_cond_wait(&t->cv, &t->mu);
+        if (t->pl_state != PF_RUNNING)
+            break; /* quit, nothing queued */
+        struct sb_plan *next = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
+        pthread_mutex_unlock(&t->mu);
+        int rc = plan_superbatch(t, &t->job, next, &t->pl_err);
+        pthread_mutex_lock(&t->mu);
+        t->pl_rc = rc;
+        t->pl_state = PF_DONE;
+        pthread_cond_broadcast(&t->cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* Waits until the planner is idle; the error of the plan it ran, if any. */
+static int planner_wait(struct kg_tiger *t, struct oc_err *err)
+{
+    pthread_mutex_lock(&t->mu);
+    while (t->pl_state == PF_RUNNING)
+        pthread_cond_wait(&t->cv, &t->mu);
+    int rc = t->pl_state == PF_DONE ? t->pl_rc : OC_OK;
+    t->pl_state = PF_IDLE;
+    pthread_mutex_unlock(&t->mu);
+    if (rc) {
+        t->job_valid = 0;
+        *err = t->pl_err;
+    }
+    return rc;
+}
+
+/* Starts planning superbatch (heads, boff, n) on the planner thread. */
+static int planner_start(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
+                         uint32_t n, struct oc_err *err)
+{
+    OC_KG_TRY(job_set(&t->job, heads, boff, n, err));
+    if (!t->planner_started) {
+        int e = pthread_create(&t->planner, NULL, planner_main, t);
+        if (e)
+            return OC_ERR_ERRNO(err, OC_ERR_IO, e, "kg slicer: cannot start the planner thread");
+        t->planner_started = 1;
+    }
+    t->job_valid = 1;
+    pthread_mutex_lock(&t->mu);
+    t->pl_state = PF_RUNNING;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
     return OC_OK;
 }
 
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
-                        uint32_t n_batches, struct oc_err *err)
+                        uint32_t n_batches, const uint32_t *next_heads, const uint64_t *next_boff,
+                        uint32_t next_n, struct oc_err *err)
 {
     OC_KG_TRY(prefetch_drop(t, err)); /* a batch left untrained (a shorter epoch) */
-    t->sb_n = n_batches;
-    /* slicing (only what has no slices yet: epoch 0 of a run without a reusable store) */
     double t0 = oc_now_s();
-    if (!t->store.loaded) {
-        for (uint64_t i = 0; i < boff[n_batches]; i++)
-            OC_KG_TRY(kg_slicer_slice(&t->slicer, heads[i], &t->store, err));
-        kg_slicer_trim(&t->slicer); /* its scratch held a whole query's facts */
+    OC_KG_TRY(planner_wait(t, err));
+    struct sb_plan *next = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
+    t->st.superbatches++;
+    if (!t->job_valid) { /* not planned ahead (an epoch's first): planned here */
+        OC_KG_TRY(job_set(&t->job, heads, boff, n_batches, err));
+        OC_KG_TRY(plan_superbatch(t, &t->job, next, err));
+    } else if (!job_is(&t->job, heads, boff, n_batches)) {
+        /* the Belady planner's cache has moved on to the superbatch planned */
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "kg slice cache: the superbatch started is not the one planned ahead");
+    } else {
+        t->st.superbatches_ahead++;
     }
-    OC_KG_TRY(
-        slices_reserve(t, (t->store.loaded ? t->store.n_slices : t->slicer.n_slices) + 1, err));
-    double t1 = oc_now_s();
-    t->st.slicing_s += t1 - t0;
-    /* the trace: each batch's distinct slices */
-    uint64_t n_ids = 0;
-    if (n_batches + 1 > t->cap_iters) {
-        OC_KG_TRY(grow(&t->iter_off, n_batches + 1, 8, "kg superbatch", err));
-        t->cap_iters = n_batches + 1;
-    }
-    t->iter_off[0] = 0;
-    for (uint32_t b = 0; b < n_batches; b++) {
-        uint32_t g = next_mark(t);
-        for (uint64_t i = boff[b]; i < boff[b + 1]; i++) {
-            const uint32_t *ids;
-            uint32_t k;
-            kg_slice_store_slices_of(&t->store, &t->slicer, heads[i], &ids, &k);
-            if (n_ids + k > t->cap_ids) {
-                uint64_t c = t->cap_ids ? 2 * t->cap_ids : 4096;
-                while (c < n_ids + k)
-                    c *= 2;
-                OC_KG_TRY(grow(&t->ids, c, 8, "kg superbatch", err));
-                t->cap_ids = c;
-            }
-            for (uint32_t j = 0; j < k; j++)
-                if (t->mark[ids[j]] != g) {
-                    t->mark[ids[j]] = g;
-                    t->ids[n_ids++] = ids[j];
-                }
-        }
-        t->iter_off[b + 1] = n_ids;
-    }
-    OC_KG_TRY(oc_store_belady_plan(t->belady, t->ids, t->iter_off, n_batches, &t->plan, err));
+    t->job_valid = 0;
+    t->p = next;
+    t->st.wait_s += oc_now_s() - t0;
+    t->st.slicing_s += next->slicing_s;
+    t->st.plan_s += next->plan_s;
+    OC_KG_TRY(kg_slice_store_publish(&t->store, err));
+    OC_KG_TRY(slices_reserve(t, next->n_slices + 1, err));
     /* warm-up: empty slots take the slices used soonest */
-    for (uint64_t w = 0; w < t->plan.n_warm; w++)
-        OC_KG_TRY(queue_read(t, (uint32_t)t->plan.warm_id[w],
-                             t->cache + t->plan.warm_slot[w] * t->slot_bytes, err));
+    for (uint64_t w = 0; w < t->p->n_warm; w++)
+        OC_KG_TRY(queue_read(t, (uint32_t)t->p->warm_id[w],
+                             t->cache + t->p->warm_slot[w] * t->slot_bytes, err));
     OC_KG_TRY(run_reads(t, err));
-    for (uint64_t w = 0; w < t->plan.n_warm; w++) {
-        uint32_t id = (uint32_t)t->plan.warm_id[w], s = t->plan.warm_slot[w];
+    for (uint64_t w = 0; w < t->p->n_warm; w++) {
+        uint32_t id = (uint32_t)t->p->warm_id[w], s = t->p->warm_slot[w];
         /* checked here: a cached record is not checked again when a batch uses it */
         OC_KG_TRY(kg_slice_record_crc(&t->store, id, t->cache + s * t->slot_bytes, err));
         t->slot_slice[s] = id;
         t->slice_slot[id] = s;
     }
-    t->st.warm_reads += t->plan.n_warm;
+    t->st.warm_reads += t->p->n_warm;
     oc_log(OC_LOG_DEBUG,
            "kg tiger: superbatch of %u batches, %" PRIu64 " slice accesses; %" PRIu64
            " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffers %" PRIu64
            ", slices %" PRIu64 ")",
-           n_batches, n_ids, oc_mem_used(), t->n_slots * t->slot_bytes,
+           n_batches, t->p->iter_off[n_batches], oc_mem_used(), t->n_slots * t->slot_bytes,
            oc_store_belady_held_bytes(t->belady), (t->cur.cap + t->next.cap) * t->slot_bytes,
            t->store.n_slices);
-    t->st.plan_s += oc_now_s() - t1;
-    return OC_OK;
+    /* the next superbatch is sliced and planned while this one trains */
+    return next_n ? planner_start(t, next_heads, next_boff, next_n, err) : OC_OK;
 }
 
 int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    uint64_t p0 = t->iter_off[i], n = t->iter_off[i + 1] - p0;
+    uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0;
     OC_KG_TRY(load_misses(t, i, err));
     t->st.slices_accessed += n;
     t->st.slices_read += t->cur.n_miss;
     t->st.slices_hit += n - t->cur.n_miss;
-    if (i + 1 < t->sb_n)
+    if (i + 1 < t->p->n_batches)
         OC_KG_TRY(prefetch(t, i + 1, err)); /* read while this batch trains */
     kg_atoms_clear(&t->batch);
     for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->ids[p0 + p];
+        uint32_t id = (uint32_t)t->p->ids[p0 + p];
         int hit = t->cur.pos[p] == KG_NONE;
         const uint8_t *rec = hit ? t->cache + (uint64_t)t->slice_slot[id] * t->slot_bytes
                                  : t->cur.buf + (uint64_t)t->cur.pos[p] * t->slot_bytes;
@@ -478,10 +690,10 @@ int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
     kg_facts_set_atoms(t->c.facts, NULL, t->atom_cache_map, 0);
-    uint64_t p0 = t->iter_off[i];
-    for (uint64_t c = t->plan.chg_off[i]; c < t->plan.chg_off[i + 1]; c++) {
-        uint32_t pos = t->plan.chg_pos[c], s = t->plan.chg_slot[c];
-        uint32_t id = (uint32_t)t->ids[p0 + pos], b = t->cur.pos[pos];
+    uint64_t p0 = t->p->iter_off[i];
+    for (uint64_t c = t->p->chg_off[i]; c < t->p->chg_off[i + 1]; c++) {
+        uint32_t pos = t->p->chg_pos[c], s = t->p->chg_slot[c];
+        uint32_t id = (uint32_t)t->p->ids[p0 + pos], b = t->cur.pos[pos];
         if (b == KG_NONE)
             return OC_ERR(err, OC_ERR_INTERNAL, "kg slice cache: changeset takes slice %u, a hit",
                           id);
@@ -498,6 +710,9 @@ int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 
 int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err)
 {
+    OC_KG_TRY(planner_wait(t, err)); /* a superbatch planned for a shorter epoch: */
+    t->job_valid = 0;                /* its slices are kept, its plan is not */
+    OC_KG_TRY(kg_slice_store_publish(&t->store, err));
     if (t->store.loaded || t->store.committed)
         return OC_OK;
     for (uint64_t i = 0; i < t->n_heads; i++)

@@ -66,6 +66,11 @@ void kg_atom_cache_deinit(struct kg_atom_cache *c);
  */
 void kg_facts_set_atoms(struct oc_kg_facts *f, const struct kg_atoms *batch,
                         const struct kg_atoms *cache, uint32_t strict_below);
+/*
+ * The reader consults only `cache` (may be NULL), never the maps set by
+ * kg_facts_set_atoms: it can fetch while another thread sets them.
+ */
+void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atoms *cache);
 /* Degree of head h. */
 uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h);
 /* Heads served by the batch map / the atom cache / the graph since open. */
@@ -183,12 +188,23 @@ int kg_slice_bound_r(struct kg_slicer *s, const uint32_t *qs, uint64_t n,
 
 /* ---- the slice store (kg_slice_store.c) ---------------------------------- */
 
+/* Where a slice's record lies and what it holds. */
+struct kg_slice_place {
+    uint64_t off;
+    uint32_t bytes, crc, payload;
+};
+
 /*
  * DIR/plan/tiger-<key>/ (or seq-<key>/): slices.bin holds the records (each
  * starts on a 4 KiB boundary: header, atom table, facts), index.bin the
  * slices' places and CRCs and the query-entity ─► slices mapping. Written
  * under temporary names while epoch 0 slices, renamed at commit (index
  * last); reopened only if every CRC matches.
+ *
+ * Two sides: append (the slicer's: the record file's writer, its end, the
+ * pending places) may run on one thread while another reads published
+ * slices (their places, records through rd); publish, commit and close run
+ * while no append does.
  */
 struct kg_slice_store {
     char dir[4096], rec_path[4200], idx_path[4200], rec_tmp[4300];
@@ -196,12 +212,15 @@ struct kg_slice_store {
     uint32_t h;
     uint64_t n_entities;
     int loaded, committed;
-    struct oc_file *w;  /* the records while they are written (buffered) */
-    struct oc_file *rd; /* the records, O_DIRECT */
-    uint64_t end;       /* bytes of records */
-    uint64_t n_slices, cap;
-    uint64_t *off; /* per slice: offset in slices.bin */
+    struct oc_file *w;      /* the records while they are written (buffered) */
+    struct oc_file *rd;     /* the records, O_DIRECT */
+    uint64_t end;           /* bytes of records */
+    uint64_t n_slices, cap; /* published slices (readable) */
+    uint64_t *off;          /* per slice: offset in slices.bin */
     uint32_t *bytes, *crc, *payload;
+    /* slices appended but not yet published: the slicer's side (see below) */
+    struct kg_slice_place *pend;
+    uint64_t n_pend, cap_pend;
     /* the mapping when loaded from index.bin (else the slicer's) */
     uint64_t *map_off;
     uint32_t *map_n, *map_ids;
@@ -223,10 +242,16 @@ int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const c
                         uint64_t key, uint32_t h, uint64_t n_entities, const uint32_t *need,
                         uint64_t n_need, const struct oc_kg_facts *f, struct oc_err *err);
 void kg_slice_store_close(struct kg_slice_store *st);
-/* Appends slice number st->n_slices: atoms[0..n), atom i's facts rel[i][0..deg[i]), tail[i][..). */
+/*
+ * Appends slice number st->n_slices + st->n_pend: atoms[0..n), atom i's
+ * facts rel[i][0..deg[i]), tail[i][..). Its record is written at once; its
+ * place is pending until kg_slice_store_publish.
+ */
 int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint32_t n,
                           const uint32_t *const *rel, const uint32_t *const *tail,
                           const uint32_t *deg, uint32_t payload, struct oc_err *err);
+/* Makes the pending slices readable (their places join off/bytes/crc/payload). */
+int kg_slice_store_publish(struct kg_slice_store *st, struct oc_err *err);
 /* Writes index.bin with the slicer's mapping, fsyncs, renames both files into place. */
 int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, struct oc_err *err);
 /* Slices of query entity q (the loaded mapping or the slicer's). */
@@ -247,7 +272,9 @@ int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint
 /* ---- the executor (kg_tiger.c) ------------------------------------------- */
 
 struct kg_tiger_stats {
-    double slicing_s, plan_s;
+    double slicing_s, plan_s; /* on whichever thread ran them */
+    double wait_s;            /* the training thread's wait for a superbatch's plan */
+    uint64_t superbatches, superbatches_ahead; /* started; of them, planned on the planner */
     uint64_t slices_read, slices_hit, slices_accessed, bytes_read;
     uint64_t warm_reads, cache_bytes;
 };
@@ -274,11 +301,15 @@ uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t 
 void kg_tiger_free(struct kg_tiger *t);
 /*
  * Starts a superbatch: n_batches batches, batch i the heads
- * heads[boff[i] .. boff[i+1]); slices the heads not sliced yet, then plans
- * the Slice Cache's changesets over the superbatch.
+ * heads[boff[i] .. boff[i+1]). Its plan (its heads not sliced yet sliced,
+ * the Slice Cache's changesets over it) is the one made ahead, or made now
+ * (an epoch's first). Then the next superbatch (next_n batches; 0: none, the
+ * epoch's last) is sliced and planned on the planner thread while this one
+ * trains; the next call must start that one.
  */
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
-                        uint32_t n_batches, struct oc_err *err);
+                        uint32_t n_batches, const uint32_t *next_heads, const uint64_t *next_boff,
+                        uint32_t next_n, struct oc_err *err);
 /* Loads batch i's slices (cache, then disk), fills the batch map, sets it on the facts. */
 int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err);
 /* Applies batch i's changeset and clears the batch map. */

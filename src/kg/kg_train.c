@@ -56,9 +56,9 @@ struct kg_run {
     /* --extract: the training graph's Atom Cache and TIGER's executor */
     struct kg_atom_cache atom_cache;
     struct kg_tiger *tiger;
-    uint64_t *sb_off; /* superbatch: query offset of each batch (superbatch + 1) */
-    uint32_t *sb_heads;
-    double t_extract; /* extraction seconds of the epoch's training batches */
+    uint64_t *sb_off;   /* superbatches (this, next): query offset of each batch (superbatch + 1) */
+    uint32_t *sb_heads; /* (this, next): their heads */
+    double t_extract;   /* extraction seconds of the epoch's training batches */
 };
 
 void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
@@ -434,8 +434,8 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
     uint64_t S = o->superbatch;
-    if (!(r->sb_off = oc_alloc((size_t)(S + 1) * 8, "kg superbatch", err)) ||
-        !(r->sb_heads = oc_alloc((size_t)S * o->batch * 4, "kg superbatch", err)))
+    if (!(r->sb_off = oc_alloc((size_t)(S + 1) * 16, "kg superbatch", err)) ||
+        !(r->sb_heads = oc_alloc((size_t)S * o->batch * 8, "kg superbatch", err)))
         return err->status;
     uint32_t *heads = oc_alloc((size_t)r->n_train * 4 + 4, "kg tiger: heads", err);
     if (!heads)
@@ -533,22 +533,38 @@ static int64_t find_row(const struct kg_run *r, uint32_t q, uint32_t e)
     return lo < r->qptr[q + 1] && ent[lo] == e ? (int64_t)lo : -1;
 }
 
-/* TIGER's super-batch loop: the next S batches' heads from batch bi on, sliced and planned. */
-static int superbatch_begin(struct kg_run *r, uint64_t bi, uint32_t *n_sb, struct oc_err *err)
+/* Superbatch heads: the (at most S) batches from batch bi on, into heads/off; their count. */
+static uint32_t superbatch_heads(const struct kg_run *r, uint64_t bi, uint32_t *heads,
+                                 uint64_t *off)
 {
     const struct oc_kg_train_opts *o = r->o;
     uint64_t nb = (r->n_train + o->batch - 1) / o->batch;
-    uint32_t S = (uint32_t)(nb - bi < o->superbatch ? nb - bi : o->superbatch);
-    r->sb_off[0] = 0;
+    uint32_t S = (uint32_t)(bi >= nb ? 0 : nb - bi < o->superbatch ? nb - bi : o->superbatch);
+    off[0] = 0;
     for (uint32_t i = 0; i < S; i++) {
         uint64_t b0 = (bi + i) * o->batch;
         uint64_t n = r->n_train - b0 < o->batch ? r->n_train - b0 : o->batch;
         for (uint64_t q = 0; q < n; q++)
-            r->sb_heads[r->sb_off[i] + q] = r->train_q[3 * (b0 + q)];
-        r->sb_off[i + 1] = r->sb_off[i] + n;
+            heads[off[i] + q] = r->train_q[3 * (b0 + q)];
+        off[i + 1] = off[i] + n;
     }
-    *n_sb = S;
-    return kg_tiger_superbatch(r->tiger, r->sb_heads, r->sb_off, S, err);
+    return S;
+}
+
+/*
+ * TIGER's super-batch loop: the S batches from batch bi on start (sliced and
+ * planned), and the S after them (within the epoch) are handed to the
+ * planner to slice and plan while these train.
+ */
+static int superbatch_begin(struct kg_run *r, uint64_t bi, uint32_t *n_sb, struct oc_err *err)
+{
+    uint64_t S = r->o->superbatch;
+    uint32_t *h_next = r->sb_heads + S * r->o->batch;
+    uint64_t *o_next = r->sb_off + S + 1;
+    uint32_t n = superbatch_heads(r, bi, r->sb_heads, r->sb_off);
+    uint32_t n_next = superbatch_heads(r, bi + n, h_next, o_next);
+    *n_sb = n;
+    return kg_tiger_superbatch(r->tiger, r->sb_heads, r->sb_off, n, h_next, o_next, n_next, err);
 }
 
 static int train_epoch(struct kg_run *r, uint32_t epoch, struct oc_kg_epoch_stats *st,
@@ -655,6 +671,9 @@ static int extract_report(struct kg_run *r, const struct extract_mark *a,
         return OC_OK;
     st->slicing_s = b.t.slicing_s - a->t.slicing_s;
     st->plan_s = b.t.plan_s - a->t.plan_s;
+    st->plan_wait_s = b.t.wait_s - a->t.wait_s;
+    st->superbatches = b.t.superbatches - a->t.superbatches;
+    st->superbatches_ahead = b.t.superbatches_ahead - a->t.superbatches_ahead;
     st->slices_read = b.t.slices_read - a->t.slices_read + b.t.warm_reads - a->t.warm_reads;
     st->slices_accessed = b.t.slices_accessed - a->t.slices_accessed;
     st->slices_hit = b.t.slices_hit - a->t.slices_hit;
@@ -747,7 +766,9 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         "{\"epoch\":%u,\"loss\":%.9g,\"valid_mrr\":%.6f,\"valid_hits1\":%.6f,"
         "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
         "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
-        ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"extract_s\":%.3f,"
+        ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"plan_wait_s\":%.3f,"
+        "\"superbatches\":%" PRIu64 ",\"superbatches_ahead\":%" PRIu64 ",\"extract_s\":"
+        "%.3f,"
         "\"model_s\":%.3f,\"slices_read\":%" PRIu64 ",\"slices_accessed\":%" PRIu64
         ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
         "\"n_slices\":%" PRIu64 ",\"atoms_cached\":%" PRIu64 ",\"atoms_disk\":%" PRIu64
@@ -756,11 +777,11 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         ",\"mem_peak_bytes\":%" PRIu64 "}",
         st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10, st->test.mrr,
         st->test.hits1, st->test.hits10, st->time_s, st->eval_s, st->n_edges,
-        oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->extract_s, st->model_s,
-        st->slices_read, st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r,
-        st->delta_u, st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk,
-        st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes,
-        st->mem_peak_bytes);
+        oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->plan_wait_s,
+        st->superbatches, st->superbatches_ahead, st->extract_s, st->model_s, st->slices_read,
+        st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r, st->delta_u,
+        st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk, st->bytes_read,
+        st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes, st->mem_peak_bytes);
 }
 
 static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,

@@ -483,11 +483,15 @@ static int plan_copy(struct sb_plan *p, const struct oc_store_belady_plan *bp, s
     }
     OC_KG_TRY(grow(&p->chg_off, p->n_batches + 1, 8, "kg superbatch", err));
     p->n_warm = bp->n_warm;
-    memcpy(p->warm_id, bp->warm_id, (size_t)bp->n_warm * 8);
-    memcpy(p->warm_slot, bp->warm_slot, (size_t)bp->n_warm * 4);
     memcpy(p->chg_off, bp->chg_off, (size_t)(p->n_batches + 1) * 8);
-    memcpy(p->chg_pos, bp->chg_pos, (size_t)bp->n_chg * 4);
-    memcpy(p->chg_slot, bp->chg_slot, (size_t)bp->n_chg * 4);
+    if (bp->n_warm) { /* (none: the arrays may be NULL) */
+        memcpy(p->warm_id, bp->warm_id, (size_t)bp->n_warm * 8);
+        memcpy(p->warm_slot, bp->warm_slot, (size_t)bp->n_warm * 4);
+    }
+    if (bp->n_chg) {
+        memcpy(p->chg_pos, bp->chg_pos, (size_t)bp->n_chg * 4);
+        memcpy(p->chg_slot, bp->chg_slot, (size_t)bp->n_chg * 4);
+    }
     return OC_OK;
 }
 

@@ -261,6 +261,37 @@ OC_TEST(relu_elu_tanh_reference_and_gradients)
     nt_env_free(&env);
 }
 
+/* ELU's expm1 (branch-free, vectorized) within 2 ulps of expm1 over its whole negative range */
+OC_TEST(elu_within_two_ulps_of_expm1)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    enum { N = 1 << 20 };
+    struct oc_nn_tensor x, y;
+    nt_zeros(&x, env.be, N / 64, 64, OC_NN_F32);
+    nt_zeros(&y, env.be, N / 64, 64, OC_NN_F32);
+    for (int i = 0; i < N; i++) /* -100 .. 1, denser near 0 (cubed), and 0 itself */
+        nt_f(&x)[i] = i == 0 ? 0.0f : -100.0f * powf((float)i / N, 3.0f) + (i % 97 == 0 ? 1.5f : 0);
+    OC_CHECK_OK(oc_nn_act_fwd(OC_NN_ACT_ELU, &x, &y, &err), &err);
+    double worst = 0.0;
+    int bad = 0;
+    for (int i = 0; i < N; i++) {
+        double v = nt_f(&x)[i], ref = v > 0 ? v : expm1(v), got = nt_f(&y)[i];
+        /* an ulp of ref as a float */
+        double ulp = ref == 0 ? 1e-45 : nextafterf((float)ref, 0.0f) - (float)ref;
+        double e = fabs(got - ref) / fabs(ulp);
+        if (e > worst)
+            worst = e;
+        bad += !(e <= 2.0);
+    }
+    OC_CHECK(bad == 0 && nt_f(&y)[0] == 0.0f);
+    printf("  ELU: worst %.2f ulps of expm1 over [-100, 1.5]\n", worst);
+    oc_nn_tensor_deinit(&x);
+    oc_nn_tensor_deinit(&y);
+    nt_env_free(&env);
+}
+
 OC_TEST(bias_act_same_bits_as_bias_then_act)
 {
     struct oc_err err;

@@ -188,11 +188,16 @@ OC_NN_SIMD static int act_bwd_task(void *cp, uint64_t task, unsigned worker)
             float o = out[i];
             dx[i] = dy[i] * (1.0f - o * o);
         }
-    } else {
-        for (uint64_t i = i0; i < i1; i++) {
+    } else { /* ELU: by 8 with a mask select, so -O2 vectorizes it */
+        uint64_t i = i0;
+        for (; i + 8 <= i1; i += 8)
+            for (unsigned k = 0; k < 8; k++) {
+                float g = dy[i + k], o = out[i + k];
+                dx[i + k] = oc_nn_fsel(o > 0.0f, g, g * (o + 1.0f));
+            }
+        for (; i < i1; i++) {
             float g = dy[i], o = out[i];
-            float neg = g * (o + 1.0f);
-            dx[i] = o > 0.0f ? g : neg;
+            dx[i] = oc_nn_fsel(o > 0.0f, g, g * (o + 1.0f));
         }
     }
     return OC_OK;

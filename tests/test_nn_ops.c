@@ -6,6 +6,7 @@
  * at 1, 2 and 3 threads for bit-identical output. Shape errors must name the
  * op and the shapes.
  */
+#include "nn/cpu_int.h"
 #include "nn_testutil.h"
 
 static void ref_gemm(int ta, int tb, float alpha, const struct oc_nn_tensor *a,
@@ -287,6 +288,52 @@ OC_TEST(elu_within_two_ulps_of_expm1)
     }
     OC_CHECK(bad == 0 && nt_f(&y)[0] == 0.0f);
     printf("  ELU: worst %.2f ulps of expm1 over [-100, 1.5]\n", worst);
+    oc_nn_tensor_deinit(&x);
+    oc_nn_tensor_deinit(&y);
+    nt_env_free(&env);
+}
+
+/* the inlined exp behind tanh, sigmoid and the GRU within 2 ulps of exp over its range */
+OC_TEST(inlined_exp_within_two_ulps)
+{
+    double worst = 0.0;
+    int bad = 0;
+    for (int i = 0; i <= 2000000; i++) {
+        float x = -87.0f + 175.0f * (float)i / 2000000.0f;
+        double ref = exp((double)x), got = oc_nn_expf(x);
+        double ulp = (double)nextafterf((float)ref, INFINITY) - (float)ref;
+        double e = fabs(got - ref) / ulp;
+        worst = e > worst ? e : worst;
+        bad += !(e <= 2.0);
+    }
+    OC_CHECK(bad == 0 && oc_nn_expf(0.0f) == 1.0f);
+    printf("  exp: worst %.2f ulps over [-87, 88]\n", worst);
+}
+
+/* tanh (through the inlined exp) within a few ulps of tanh over [-12, 12] */
+OC_TEST(tanh_within_a_few_ulps)
+{
+    struct nt_env env;
+    OC_CHECK(nt_env_new(&env, 2) == 0);
+    struct oc_err err;
+    enum { N = 1 << 18 };
+    struct oc_nn_tensor x, y;
+    nt_zeros(&x, env.be, N / 64, 64, OC_NN_F32);
+    nt_zeros(&y, env.be, N / 64, 64, OC_NN_F32);
+    for (int i = 0; i < N; i++)
+        nt_f(&x)[i] = -12.0f + 24.0f * (float)i / N;
+    OC_CHECK_OK(oc_nn_act_fwd(OC_NN_ACT_TANH, &x, &y, &err), &err);
+    double worst = 0.0, worst_abs = 0.0;
+    for (int i = 0; i < N; i++) {
+        double ref = tanh((double)nt_f(&x)[i]), got = nt_f(&y)[i];
+        double ulp = fabs((double)nextafterf((float)ref, 0.0f) - (float)ref);
+        double e = ulp > 0 ? fabs(got - ref) / ulp : 0.0;
+        worst = e > worst ? e : worst;
+        worst_abs = fabs(got - ref) > worst_abs ? fabs(got - ref) : worst_abs;
+    }
+    /* 1 - 2 / (e^2x + 1) cancels near 0: a few ulps there, 1.2e-7 absolute at most */
+    OC_CHECK(worst_abs < 2.5e-7 && nt_f(&y)[0] == -1.0f && nt_f(&y)[N - 1] == 1.0f);
+    printf("  tanh: worst %.1f ulps, %.2e absolute over [-12, 12]\n", worst, worst_abs);
     oc_nn_tensor_deinit(&x);
     oc_nn_tensor_deinit(&y);
     nt_env_free(&env);

@@ -75,16 +75,6 @@ static inline void oc_nn_cpu_range(uint64_t task, uint64_t n, uint64_t per, uint
     *i1 = *i0 + per < n ? *i0 + per : n;
 }
 
-/*
- * tanh through one expf: 1 - 2 / (exp(2x) + 1), exact at the limits (glibc's
- * tanhf goes through expm1f and took a fifth of RED-GNN's training time).
- * Differs from tanhf by a few ulps.
- */
-static inline float oc_nn_tanhf(float x)
-{
-    return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
-}
-
 /* a if c, else b: a select by bit masks, which -O2 vectorizes (a ?: of floats it does not). */
 static inline float oc_nn_fsel(int c, float a, float b)
 {
@@ -120,6 +110,62 @@ static inline float oc_nn_expm1f_neg(float x)
     float s;
     memcpy(&s, &bits, sizeof(s));
     return s * p + (s - 1.0f);
+}
+
+/*
+ * exp(x) the same way (x clamped to [-87, 88], so 2^k stays a normal float):
+ * 2^k e^r, e^r by its Taylor polynomial to r^7. Within 2 ulps of expf
+ * (tests/test_nn_ops.c); inlined and branch-free, so loops by 8 vectorize
+ * (glibc's expf is a call per element).
+ */
+static inline float oc_nn_expf(float x)
+{
+    float v = oc_nn_fsel(x > -87.0f, x, -87.0f);
+    v = oc_nn_fsel(v < 88.0f, v, 88.0f);
+    float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;
+    float r = (v - k * 0.693145752f) - k * 1.42860677e-6f;
+    float p =
+        1.0f +
+        r * (1.0f +
+             r * (0.5f +
+                  r * (1.0f / 6 +
+                       r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
+    float s;
+    memcpy(&s, &bits, sizeof(s));
+    return s * p;
+}
+
+/*
+ * tanh through one exp: 1 - 2 / (exp(2x) + 1), exact at the limits (glibc's
+ * tanhf goes through expm1f and took a fifth of RED-GNN's training time).
+ * Within 2e-7 of tanh (absolute; near 0 the subtraction cancels, so in ulps
+ * of tanh's small values the error is large there). The _v forms use the
+ * inlined exp, for loops by 8 that vectorize; one at a time glibc's expf is
+ * faster, so the plain forms (the GRU's columns past a multiple of 8) call
+ * it. A kernel's element always takes the same form, whatever the threads;
+ * the tanh activation takes _v everywhere (bias_act and act_fwd split rows
+ * differently, and must agree).
+ */
+static inline float oc_nn_tanhf(float x)
+{
+    return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
+}
+
+static inline float oc_nn_tanhf_v(float x)
+{
+    return 1.0f - 2.0f / (oc_nn_expf(2.0f * x) + 1.0f);
+}
+
+/* The logistic sigmoid 1 / (1 + exp(-x)), as above. */
+static inline float oc_nn_sigmoidf(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+
+static inline float oc_nn_sigmoidf_v(float x)
+{
+    return 1.0f / (1.0f + oc_nn_expf(-x));
 }
 
 /* ELU: x, or expm1(x) below 0 (branch-free: vectorizes in loops by 8). */

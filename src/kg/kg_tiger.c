@@ -64,6 +64,19 @@ struct sb_job {
     uint64_t cap_heads, cap_boff;
 };
 
+struct kg_tiger;
+/* A thread that runs one job at a time for the training thread (the reader, the planner). */
+struct worker {
+    pthread_t th;
+    int started;
+    int state; /* W_IDLE, W_RUNNING, W_DONE (under the executor's mu) */
+    int rc;    /* the job's result, its message in err */
+    struct oc_err err;
+    int (*run)(struct kg_tiger *t, struct oc_err *err);
+    struct kg_tiger *t;
+    const char *what; /* for the error if it cannot start */
+};
+
 /* One batch's missing slices: where each position's record lies, and the records. */
 struct slice_reads {
     uint8_t *buf;  /* n_miss records, slot_bytes each, in position order */
@@ -90,11 +103,7 @@ struct kg_tiger {
     struct sb_plan sb[2];
     struct sb_plan *p;
     /* the planner thread: plans job (slicing, trace, changesets) into the other sb */
-    pthread_t planner;
-    int planner_started;
-    int pl_state; /* PF_IDLE, PF_RUNNING, PF_DONE (under mu) */
-    int pl_rc;    /* its result, its message in pl_err */
-    struct oc_err pl_err;
+    struct worker planner;
     struct sb_job job; /* the superbatch planned ahead (valid: planned or being planned) */
     int job_valid;
     uint32_t *trace_mark; /* per slice: the trace_gen of the last batch that listed it */
@@ -105,13 +114,10 @@ struct kg_tiger {
     struct kg_atoms batch;
     struct oc_io_batch *io; /* the training thread's, or the reader's while a prefetch runs */
     /* the next batch's misses, read while this batch trains (one reader thread) */
-    pthread_t reader;
-    int reader_started, quit;
-    pthread_mutex_t mu;
+    struct worker reader;
+    int quit;           /* the workers stop (under mu) */
+    pthread_mutex_t mu; /* the workers' states */
     pthread_cond_t cv;
-    int pf_state; /* PF_IDLE, PF_RUNNING, PF_DONE (under mu) */
-    int pf_rc;    /* the reader's result, its message in pf_err */
-    struct oc_err pf_err;
     uint32_t pf_batch;       /* the batch prefetched, or KG_NONE */
     struct slice_reads next; /* its reads */
     uint64_t pf_before;      /* the io batch's bytes read before them */
@@ -122,7 +128,10 @@ struct kg_tiger {
     struct kg_tiger_stats st;
 };
 
-enum { PF_IDLE, PF_RUNNING, PF_DONE };
+enum { W_IDLE, W_RUNNING, W_DONE };
+
+static int read_ahead(struct kg_tiger *t, struct oc_err *err);
+static int plan_ahead(struct kg_tiger *t, struct oc_err *err);
 
 static int grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_err *err)
 {
@@ -162,6 +171,8 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     t->atom_cache_map = c->atom_cache;
     t->pf_batch = KG_NONE;
     t->p = &t->sb[0];
+    t->reader = (struct worker){.run = read_ahead, .t = t, .what = "slice reader"};
+    t->planner = (struct worker){.run = plan_ahead, .t = t, .what = "planner"};
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
@@ -233,10 +244,10 @@ void kg_tiger_free(struct kg_tiger *t)
     t->quit = 1;
     pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
-    if (t->reader_started)
-        pthread_join(t->reader, NULL); /* it finishes a read it started first */
-    if (t->planner_started)
-        pthread_join(t->planner, NULL); /* it stops at the next head it would slice */
+    if (t->reader.started)
+        pthread_join(t->reader.th, NULL); /* it finishes a read it started first */
+    if (t->planner.started)
+        pthread_join(t->planner.th, NULL); /* it stops at the next head it would slice */
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     kg_slice_store_close(&t->store);
@@ -286,45 +297,76 @@ static uint32_t next_mark(struct kg_tiger *t)
     return t->mark_gen;
 }
 
-/* The reader thread: runs the io batch each time a prefetch is queued, until quit. */
-static void *reader_main(void *arg)
+/* A worker's thread: runs its job each time one is started, until quit. */
+static void *worker_main(void *arg)
 {
-    struct kg_tiger *t = arg;
+    struct worker *w = arg;
+    struct kg_tiger *t = w->t;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        while (t->pf_state != PF_RUNNING && !t->quit)
+        while (w->state != W_RUNNING && !t->quit)
             pthread_cond_wait(&t->cv, &t->mu);
-        if (t->pf_state != PF_RUNNING)
-            break; /* quit, nothing queued */
+        if (w->state != W_RUNNING)
+            break; /* quit, nothing started */
         pthread_mutex_unlock(&t->mu);
-        int rc = oc_io_batch_run(t->io, &t->pf_err);
-        /* the records' CRCs here, off the training thread (the store is not growing) */
-        for (uint64_t p = 0; !rc && p < t->pf_n; p++)
-            if (t->next.pos[p] != KG_NONE)
-                rc = kg_slice_record_crc(&t->store, (uint32_t)t->p->ids[t->pf_p0 + p],
-                                         t->next.buf + (uint64_t)t->next.pos[p] * t->slot_bytes,
-                                         &t->pf_err);
+        int rc = w->run(t, &w->err);
         pthread_mutex_lock(&t->mu);
-        t->pf_rc = rc;
-        t->pf_state = PF_DONE;
+        w->rc = rc;
+        w->state = W_DONE;
         pthread_cond_broadcast(&t->cv);
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
 }
 
+/* Starts w's job (its thread on first use); the caller leaves the job's data alone until worker_wait. */
+static int worker_start(struct worker *w, struct oc_err *err)
+{
+    if (!w->started) {
+        int e = pthread_create(&w->th, NULL, worker_main, w);
+        if (e)
+            return OC_ERR_ERRNO(err, OC_ERR_IO, e, "kg slices: cannot start the %s thread",
+                                w->what);
+        w->started = 1;
+    }
+    pthread_mutex_lock(&w->t->mu);
+    w->state = W_RUNNING;
+    pthread_cond_broadcast(&w->t->cv);
+    pthread_mutex_unlock(&w->t->mu);
+    return OC_OK;
+}
+
+/* Waits until w is idle; the error of the job it ran since the last wait, if any. */
+static int worker_wait(struct worker *w, struct oc_err *err)
+{
+    pthread_mutex_lock(&w->t->mu);
+    while (w->state == W_RUNNING)
+        pthread_cond_wait(&w->t->cv, &w->t->mu);
+    int rc = w->state == W_DONE ? w->rc : OC_OK;
+    w->state = W_IDLE;
+    pthread_mutex_unlock(&w->t->mu);
+    if (rc)
+        *err = w->err;
+    return rc;
+}
+
+/* The reader's job: the queued reads of the next batch, and their records' CRCs. */
+static int read_ahead(struct kg_tiger *t, struct oc_err *err)
+{
+    int rc = oc_io_batch_run(t->io, err);
+    /* the CRCs here, off the training thread (published slices do not move meanwhile) */
+    for (uint64_t p = 0; !rc && p < t->pf_n; p++)
+        if (t->next.pos[p] != KG_NONE)
+            rc = kg_slice_record_crc(&t->store, (uint32_t)t->p->ids[t->pf_p0 + p],
+                                     t->next.buf + (uint64_t)t->next.pos[p] * t->slot_bytes, err);
+    return rc;
+}
+
 /* Waits for the prefetch in flight; its bytes are counted, its error returned. */
 static int prefetch_wait(struct kg_tiger *t, struct oc_err *err)
 {
-    pthread_mutex_lock(&t->mu);
-    while (t->pf_state == PF_RUNNING)
-        pthread_cond_wait(&t->cv, &t->mu);
-    t->pf_state = PF_IDLE;
-    int rc = t->pf_rc;
-    pthread_mutex_unlock(&t->mu);
+    int rc = worker_wait(&t->reader, err);
     t->st.bytes_read += oc_io_batch_stats(t->io)->read_bytes - t->pf_before;
-    if (rc)
-        *err = t->pf_err;
     return rc;
 }
 
@@ -396,20 +438,10 @@ static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     t->pf_n = t->p->iter_off[i + 1] - t->pf_p0;
     t->pf_batch = i;
     t->pf_before = oc_io_batch_stats(t->io)->read_bytes;
-    if (!t->reader_started) {
-        int e = pthread_create(&t->reader, NULL, reader_main, t);
-        if (e) {
-            t->pf_batch = KG_NONE;
-            return OC_ERR_ERRNO(err, OC_ERR_IO, e,
-                                "kg slice reads: cannot start the reader thread");
-        }
-        t->reader_started = 1;
-    }
-    pthread_mutex_lock(&t->mu);
-    t->pf_state = PF_RUNNING;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    return OC_OK;
+    int rc = worker_start(&t->reader, err);
+    if (rc)
+        t->pf_batch = KG_NONE;
+    return rc;
 }
 
 /* Batch i's misses into t->cur: the prefetch's, or read now. */
@@ -560,41 +592,18 @@ static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb
     return OC_OK;
 }
 
-/* The planner thread: plans t->job into the superbatch not training, each time one is queued. */
-static void *planner_main(void *arg)
+/* The planner's job: t->job into the superbatch not training. */
+static int plan_ahead(struct kg_tiger *t, struct oc_err *err)
 {
-    struct kg_tiger *t = arg;
-    pthread_mutex_lock(&t->mu);
-    for (;;) {
-        while (t->pl_state != PF_RUNNING && !t->quit)
-            pthread_cond_wait(&t->cv, &t->mu);
-        if (t->pl_state != PF_RUNNING)
-            break; /* quit, nothing queued */
-        struct sb_plan *next = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
-        pthread_mutex_unlock(&t->mu);
-        int rc = plan_superbatch(t, &t->job, next, &t->pl_err);
-        pthread_mutex_lock(&t->mu);
-        t->pl_rc = rc;
-        t->pl_state = PF_DONE;
-        pthread_cond_broadcast(&t->cv);
-    }
-    pthread_mutex_unlock(&t->mu);
-    return NULL;
+    return plan_superbatch(t, &t->job, t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0], err);
 }
 
-/* Waits until the planner is idle; the error of the plan it ran, if any. */
+/* Waits until the planner is idle; the error of the plan it ran, if any (that plan dropped). */
 static int planner_wait(struct kg_tiger *t, struct oc_err *err)
 {
-    pthread_mutex_lock(&t->mu);
-    while (t->pl_state == PF_RUNNING)
-        pthread_cond_wait(&t->cv, &t->mu);
-    int rc = t->pl_state == PF_DONE ? t->pl_rc : OC_OK;
-    t->pl_state = PF_IDLE;
-    pthread_mutex_unlock(&t->mu);
-    if (rc) {
+    int rc = worker_wait(&t->planner, err);
+    if (rc)
         t->job_valid = 0;
-        *err = t->pl_err;
-    }
     return rc;
 }
 
@@ -603,17 +612,8 @@ static int planner_start(struct kg_tiger *t, const uint32_t *heads, const uint64
                          uint32_t n, struct oc_err *err)
 {
     OC_KG_TRY(job_set(&t->job, heads, boff, n, err));
-    if (!t->planner_started) {
-        int e = pthread_create(&t->planner, NULL, planner_main, t);
-        if (e)
-            return OC_ERR_ERRNO(err, OC_ERR_IO, e, "kg slicer: cannot start the planner thread");
-        t->planner_started = 1;
-    }
+    OC_KG_TRY(worker_start(&t->planner, err));
     t->job_valid = 1;
-    pthread_mutex_lock(&t->mu);
-    t->pl_state = PF_RUNNING;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
     return OC_OK;
 }
 

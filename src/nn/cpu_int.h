@@ -87,53 +87,47 @@ static inline float oc_nn_fsel(int c, float a, float b)
 }
 
 /*
- * ELU's negative side, expm1(min(x, 0)), in plain arithmetic so the loops
- * calling it vectorize (glibc's expm1f is a call per element: 8 % of GAT's
- * training CPU). x = k ln2 + r with k rounded to nearest (the 1.5 x 2^23
- * trick) and ln2 split in two (k ln2_hi exact), |r| <= ln2 / 2; expm1(r) by
- * its Taylor polynomial to r^7 (the next term is below 2^-25 of it there);
- * then 2^k expm1(r) + (2^k - 1), 2^k built in the exponent bits. 0 at 0,
- * -1 below -87 (as expm1f rounds); within 2 ulps of expm1f (tests/test_nn_ops.c).
+ * exp's range reduction for the inlined exp and expm1 below: for v in
+ * [-87, 88], v = k ln2 + r with k rounded to nearest (the 1.5 x 2^23 trick)
+ * and ln2 split in two (k ln2_hi exact), |r| <= ln2 / 2. Returns expm1(r) by
+ * its Taylor polynomial to r^7 (the next term is below 2^-25 of it there)
+ * and sets *s = 2^k, built in the exponent bits (a normal float).
+ */
+static inline float oc_nn_exp_reduce(float v, float *s)
+{
+    float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;
+    float r = (v - k * 0.693145752f) - k * 1.42860677e-6f;
+    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
+    memcpy(s, &bits, sizeof(*s));
+    return r * (1.0f +
+                r * (0.5f + r * (1.0f / 6 +
+                                 r * (1.0f / 24 +
+                                      r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
+}
+
+/*
+ * ELU's negative side, expm1(min(x, 0)) = 2^k expm1(r) + (2^k - 1), in
+ * plain arithmetic so the loops calling it vectorize (glibc's expm1f is a
+ * call per element: 8 % of GAT's training CPU). 0 at 0, -1 below -87 (as
+ * expm1f rounds); within 2 ulps of expm1 (tests/test_nn_ops.c).
  */
 static inline float oc_nn_expm1f_neg(float x)
 {
-    float v = oc_nn_fsel(x < 0.0f, x, 0.0f);
-    v = oc_nn_fsel(v > -87.0f, v, -87.0f);
-    float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;
-    float r = (v - k * 0.693145752f) - k * 1.42860677e-6f;
-    float p =
-        r * (1.0f +
-             r * (0.5f +
-                  r * (1.0f / 6 +
-                       r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
-    float s;
-    memcpy(&s, &bits, sizeof(s));
+    float v = oc_nn_fsel(x < 0.0f, x, 0.0f), s;
+    float p = oc_nn_exp_reduce(oc_nn_fsel(v > -87.0f, v, -87.0f), &s);
     return s * p + (s - 1.0f);
 }
 
 /*
- * exp(x) the same way (x clamped to [-87, 88], so 2^k stays a normal float):
- * 2^k e^r, e^r by its Taylor polynomial to r^7. Within 2 ulps of expf
+ * exp(x) = 2^k expm1(r) + 2^k, x clamped to [-87, 88]. Within 2 ulps of exp
  * (tests/test_nn_ops.c); inlined and branch-free, so loops by 8 vectorize
  * (glibc's expf is a call per element).
  */
 static inline float oc_nn_expf(float x)
 {
-    float v = oc_nn_fsel(x > -87.0f, x, -87.0f);
-    v = oc_nn_fsel(v < 88.0f, v, 88.0f);
-    float k = (v * 1.44269504f + 12582912.0f) - 12582912.0f;
-    float r = (v - k * 0.693145752f) - k * 1.42860677e-6f;
-    float p =
-        1.0f +
-        r * (1.0f +
-             r * (0.5f +
-                  r * (1.0f / 6 +
-                       r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 + r * (1.0f / 5040)))))));
-    uint32_t bits = (uint32_t)((int32_t)k + 127) << 23;
-    float s;
-    memcpy(&s, &bits, sizeof(s));
-    return s * p;
+    float v = oc_nn_fsel(x > -87.0f, x, -87.0f), s;
+    float p = oc_nn_exp_reduce(oc_nn_fsel(v < 88.0f, v, 88.0f), &s);
+    return s * p + s;
 }
 
 /*

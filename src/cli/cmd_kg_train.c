@@ -94,7 +94,9 @@ int cmd_kg_train(int argc, char **argv)
         {"hops", CLI_U32, &hops, "K",
          "tiger: k, the neighbours matched first and the DFS roots, <= layers - 1 (1)", NULL},
         {"superbatch", CLI_U32, &superbatch, "S",
-         "ginex-slices, tiger: batches sliced and planned ahead (32)", NULL},
+         "ginex-slices, tiger: batches sliced and planned at once, on a planner thread while "
+         "the S before them train (32)",
+         NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
          "slice store root instead of the dataset's plan/ (ginex-slices, tiger)", NULL},
         {"atom-cache", CLI_SIZE, &o.atom_cache_bytes, NULL,

@@ -14,7 +14,8 @@
 # `sample` compares the samplers alone: one epoch of the training split at fanout 15,10,5, batch
 # 1024, nothing else (offcore: bench/sample_bench.c --dataset, the sampler `offcore train` runs;
 # a peer: its loader iterated with --sample-only), and prints each one's sampled edges/s.
-# Environment: THREADS (default: all cores), PEERS ("dgl pyg"), KEEP=1 keeps the dataset,
+# Environment: THREADS (default: all cores), PEERS ("dgl pyg"; empty: offcore alone, no
+# virtualenv), KEEP=1 keeps the dataset,
 # DIR (dataset directory), BUILD (build-release), OC_PEERS_VENV (the virtualenv),
 # QUICK=1 for a reduced run: the same 1M-node graph, features and models, but 2 % of the nodes
 # in the training split instead of 10 % (20 batches per epoch instead of 100; its own cached
@@ -31,7 +32,7 @@ if [ "$QUICK" = 1 ]; then
 fi
 DIR=${DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/offcore/peers-1m}
 THREADS=${THREADS:-$(nproc)}
-PEERS=${PEERS:-dgl pyg}
+PEERS=${PEERS-dgl pyg} # set but empty: offcore alone
 VENV=${OC_PEERS_VENV:-$HOME/.cache/offcore/peers-venv}
 CONFIGS=("$@")
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=(sage2 sage3 gat gcn sample)
@@ -55,14 +56,18 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target offcore sgemm_peak sample_bench >/dev/null
 OC="$BUILD/offcore"
 
-echo "== peers (virtualenv $VENV)"
 avail=""
-while read -r _ name status rest; do
-    if [ "$status" = ok ]; then
-        case " $PEERS " in *" $name "*) avail="$avail $name" ;; esac
-    fi
-    echo "  $name $status $rest"
-done < <(PEERS="$PEERS" bench/peers/setup.sh)
+if [ -z "${PEERS// /}" ]; then
+    echo "== peers: none requested (PEERS is empty): offcore alone"
+else
+    echo "== peers (virtualenv $VENV)"
+    while read -r _ name status rest; do
+        if [ "$status" = ok ]; then
+            case " $PEERS " in *" $name "*) avail="$avail $name" ;; esac
+        fi
+        echo "  $name $status $rest"
+    done < <(PEERS="$PEERS" bench/peers/setup.sh)
+fi
 
 WORK=$(mktemp -d)
 cleanup() {

@@ -14,8 +14,10 @@
  *                     planner, oc_store_belady), the batch map for extraction
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_facts.c / kg_extract.c).
- * Thread-safety: one thread (the training thread) drives all of it; the atom
- * maps are read by the extraction workers while no one writes them.
+ * Thread-safety: the training thread drives the executor, which runs the
+ * slicer and the Belady planner on its planner thread and slice reads on its
+ * reader thread, handing each over (kg_tiger.c); the atom maps are read by
+ * the extraction workers while no one writes them.
  * Ownership: documented per object; every array is oc_alloc'd.
  */
 #ifndef OFFCORE_KG_TIGER_INT_H

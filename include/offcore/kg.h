@@ -363,8 +363,9 @@ struct oc_kg_epoch_stats {
     enum oc_kg_extract_mode extract;
     double slicing_s, plan_s, extract_s, model_s; /* slicing incl. storing; Belady planning */
     double plan_wait_s; /* training waiting for a superbatch's slicing and plan (not overlapped) */
-    uint64_t superbatches,
-        superbatches_ahead; /* started; of them, planned while the last trained */
+    uint64_t superbatches;        /* TIGER's superbatches started */
+    uint64_t superbatches_ahead;  /* of them, sliced and planned while the one before trained */
+    uint64_t first_batches_ahead; /* of them, batch 0 read while the one before trained */
     uint64_t slices_read, slices_accessed, slices_hit; /* from disk; wanted; from the cache */
     uint64_t bytes_read;                               /* from the training graph's files */
     uint64_t atoms_cached, atoms_disk; /* heads served by the Atom Cache / the fact graph */

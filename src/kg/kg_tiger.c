@@ -118,10 +118,12 @@ struct kg_tiger {
     int quit;           /* the workers stop (under mu) */
     pthread_mutex_t mu; /* the workers' states */
     pthread_cond_t cv;
-    uint32_t pf_batch;       /* the batch prefetched, or KG_NONE */
-    struct slice_reads next; /* its reads */
-    uint64_t pf_before;      /* the io batch's bytes read before them */
-    uint64_t pf_p0, pf_n;    /* its positions in ids */
+    uint32_t pf_batch;             /* the batch prefetched, or KG_NONE */
+    const struct sb_plan *pf_plan; /* its superbatch: this one, or the next one (batch 0) */
+    const uint64_t *pf_ids;        /* its slice ids */
+    struct slice_reads next;       /* its reads */
+    uint64_t pf_before;            /* the io batch's bytes read before them */
+    uint64_t pf_n;                 /* its slices */
     uint32_t *slot_mark; /* n_slots: the mark_gen of the last prefetch whose changeset hits it */
     uint32_t *heads;     /* distinct training heads (metrics) */
     uint64_t n_heads;
@@ -357,7 +359,7 @@ static int read_ahead(struct kg_tiger *t, struct oc_err *err)
     /* the CRCs here, off the training thread (published slices do not move meanwhile) */
     for (uint64_t p = 0; !rc && p < t->pf_n; p++)
         if (t->next.pos[p] != KG_NONE)
-            rc = kg_slice_record_crc(&t->store, (uint32_t)t->p->ids[t->pf_p0 + p],
+            rc = kg_slice_record_crc(&t->store, (uint32_t)t->pf_ids[p],
                                      t->next.buf + (uint64_t)t->next.pos[p] * t->slot_bytes, err);
     return rc;
 }
@@ -380,21 +382,21 @@ static int prefetch_drop(struct kg_tiger *t, struct oc_err *err)
 }
 
 /*
- * Queues into r the reads of batch i's slices that miss the Slice Cache once
- * the changeset marked with generation g is applied (g fresh: none pending):
- * a slice hits if it is the final occupant of a slot that changeset fills,
- * or sits in a slot it leaves alone.
+ * Queues into r the reads of batch i of plan sp whose slices miss the Slice
+ * Cache once the changeset marked with generation g is applied (g fresh:
+ * none pending): a slice hits if it is the final occupant of a slot that
+ * changeset fills, or sits in a slot it leaves alone.
  */
-static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, uint32_t g,
-                        struct oc_err *err)
+static int queue_misses(struct kg_tiger *t, struct slice_reads *r, const struct sb_plan *sp,
+                        uint32_t i, uint32_t g, struct oc_err *err)
 {
-    uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0, k = 0;
+    uint64_t p0 = sp->iter_off[i], n = sp->iter_off[i + 1] - p0, k = 0;
     if (n > r->cap_pos) {
         OC_KG_TRY(grow(&r->pos, n, 4, "kg slice reads", err));
         r->cap_pos = n;
     }
     for (uint64_t p = 0; p < n; p++) {
-        uint32_t id = (uint32_t)t->p->ids[p0 + p], s = t->slice_slot[id];
+        uint32_t id = (uint32_t)sp->ids[p0 + p], s = t->slice_slot[id];
         int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
         r->pos[p] = hit ? KG_NONE : (uint32_t)k++;
     }
@@ -409,21 +411,25 @@ static int queue_misses(struct kg_tiger *t, struct slice_reads *r, uint32_t i, u
     }
     for (uint64_t p = 0; p < n; p++)
         if (r->pos[p] != KG_NONE)
-            OC_KG_TRY(queue_read(t, (uint32_t)t->p->ids[p0 + p],
+            OC_KG_TRY(queue_read(t, (uint32_t)sp->ids[p0 + p],
                                  r->buf + (uint64_t)r->pos[p] * t->slot_bytes, err));
     r->n_miss = k;
     return OC_OK;
 }
 
 /*
- * Starts reading batch i's misses on the reader thread, while batch i - 1
- * (loaded) trains: the misses once batch i - 1's changeset is applied, which
- * is what they are when batch i loads. The training thread does not touch
- * t->io until prefetch_wait.
+ * Starts reading batch i of plan sp on the reader thread while batch b of
+ * this superbatch (loaded) trains; sp is this superbatch's plan (i = b + 1)
+ * or the next one's (i = 0, b the last). Its misses are those once batch b's
+ * changeset is applied, which is what they are when batch i loads (nothing
+ * else comes between: a next superbatch's plan is used only with no warm-up
+ * reads and no new slices). The training thread does not touch t->io until
+ * prefetch_wait.
  */
-static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
+static int prefetch(struct kg_tiger *t, uint32_t b, const struct sb_plan *sp, uint32_t i,
+                    struct oc_err *err)
 {
-    uint64_t q0 = t->p->iter_off[i - 1], c0 = t->p->chg_off[i - 1], c1 = t->p->chg_off[i];
+    uint64_t q0 = t->p->iter_off[b], c0 = t->p->chg_off[b], c1 = t->p->chg_off[b + 1];
     uint32_t g = next_mark(t);
     for (uint64_t c = c1; c > c0; c--) { /* last entry first: each slot's final occupant */
         uint32_t s = t->p->chg_slot[c - 1];
@@ -432,10 +438,11 @@ static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
         t->slot_mark[s] = g;
         t->mark[t->p->ids[q0 + t->p->chg_pos[c - 1]]] = g;
     }
-    OC_KG_TRY(queue_misses(t, &t->next, i, g, err));
+    OC_KG_TRY(queue_misses(t, &t->next, sp, i, g, err));
     t->next.crc_checked = 1;
-    t->pf_p0 = t->p->iter_off[i];
-    t->pf_n = t->p->iter_off[i + 1] - t->pf_p0;
+    t->pf_ids = sp->ids + sp->iter_off[i];
+    t->pf_n = sp->iter_off[i + 1] - sp->iter_off[i];
+    t->pf_plan = sp;
     t->pf_batch = i;
     t->pf_before = oc_io_batch_stats(t->io)->read_bytes;
     int rc = worker_start(&t->reader, err);
@@ -447,8 +454,9 @@ static int prefetch(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 /* Batch i's misses into t->cur: the prefetch's, or read now. */
 static int load_misses(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    if (t->pf_batch != i) {
-        OC_KG_TRY(queue_misses(t, &t->cur, i, next_mark(t), err));
+    if (t->pf_batch != i || t->pf_plan != t->p) {
+        OC_KG_TRY(prefetch_drop(t, err));
+        OC_KG_TRY(queue_misses(t, &t->cur, t->p, i, next_mark(t), err));
         t->cur.crc_checked = 0;
         return run_reads(t, err);
     }
@@ -621,10 +629,11 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
                         uint32_t n_batches, const uint32_t *next_heads, const uint64_t *next_boff,
                         uint32_t next_n, struct oc_err *err)
 {
-    OC_KG_TRY(prefetch_drop(t, err)); /* a batch left untrained (a shorter epoch) */
+    struct sb_plan *next = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
+    if (t->pf_plan != next || t->pf_batch != 0) /* batch 0 of this one may be read already */
+        OC_KG_TRY(prefetch_drop(t, err));       /* else: a batch left untrained */
     double t0 = oc_now_s();
     OC_KG_TRY(planner_wait(t, err));
-    struct sb_plan *next = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
     t->st.superbatches++;
     if (!t->job_valid) { /* not planned ahead (an epoch's first): planned here */
         OC_KG_TRY(job_set(&t->job, heads, boff, n_batches, err));
@@ -641,13 +650,19 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     t->st.wait_s += oc_now_s() - t0;
     t->st.slicing_s += next->slicing_s;
     t->st.plan_s += next->plan_s;
+    if (t->pf_batch != KG_NONE && (t->store.n_pend || t->p->n_warm))
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "kg slice cache: batch 0 read ahead of a superbatch with new slices or "
+                      "warm-up reads");
+    /* no slice moves under a read ahead in flight: it was started only with none pending */
     OC_KG_TRY(kg_slice_store_publish(&t->store, err));
     OC_KG_TRY(slices_reserve(t, next->n_slices + 1, err));
     /* warm-up: empty slots take the slices used soonest */
     for (uint64_t w = 0; w < t->p->n_warm; w++)
         OC_KG_TRY(queue_read(t, (uint32_t)t->p->warm_id[w],
                              t->cache + t->p->warm_slot[w] * t->slot_bytes, err));
-    OC_KG_TRY(run_reads(t, err));
+    if (t->p->n_warm)
+        OC_KG_TRY(run_reads(t, err));
     for (uint64_t w = 0; w < t->p->n_warm; w++) {
         uint32_t id = (uint32_t)t->p->warm_id[w], s = t->p->warm_slot[w];
         /* checked here: a cached record is not checked again when a batch uses it */
@@ -667,6 +682,23 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     return next_n ? planner_start(t, next_heads, next_boff, next_n, err) : OC_OK;
 }
 
+/*
+ * The last batch b of this superbatch loads: if the next superbatch's plan is
+ * ready (the planner done, without error) and starts with no warm-up reads
+ * and no new slices (later epochs), its batch 0 is read while b trains.
+ */
+static int prefetch_next(struct kg_tiger *t, uint32_t b, struct oc_err *err)
+{
+    pthread_mutex_lock(&t->mu);
+    int ready = t->job_valid && t->planner.state == W_DONE && t->planner.rc == OC_OK;
+    pthread_mutex_unlock(&t->mu);
+    const struct sb_plan *np = t->p == &t->sb[0] ? &t->sb[1] : &t->sb[0];
+    if (!ready || np->n_warm || t->store.n_pend || np->n_batches == 0)
+        return OC_OK;
+    t->st.first_batches_ahead++;
+    return prefetch(t, b, np, 0, err);
+}
+
 int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
     uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0;
@@ -675,7 +707,9 @@ int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     t->st.slices_read += t->cur.n_miss;
     t->st.slices_hit += n - t->cur.n_miss;
     if (i + 1 < t->p->n_batches)
-        OC_KG_TRY(prefetch(t, i + 1, err)); /* read while this batch trains */
+        OC_KG_TRY(prefetch(t, i, t->p, i + 1, err)); /* read while this batch trains */
+    else
+        OC_KG_TRY(prefetch_next(t, i, err));
     kg_atoms_clear(&t->batch);
     for (uint64_t p = 0; p < n; p++) {
         uint32_t id = (uint32_t)t->p->ids[p0 + p];
@@ -714,6 +748,7 @@ int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 
 int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err)
 {
+    OC_KG_TRY(prefetch_drop(t, err));
     OC_KG_TRY(planner_wait(t, err)); /* a superbatch planned for a shorter epoch: */
     t->job_valid = 0;                /* its slices are kept, its plan is not */
     OC_KG_TRY(kg_slice_store_publish(&t->store, err));

@@ -277,6 +277,7 @@ struct kg_tiger_stats {
     double slicing_s, plan_s; /* on whichever thread ran them */
     double wait_s;            /* the training thread's wait for a superbatch's plan */
     uint64_t superbatches, superbatches_ahead; /* started; of them, planned on the planner */
+    uint64_t first_batches_ahead;              /* of them, batch 0 read ahead */
     uint64_t slices_read, slices_hit, slices_accessed, bytes_read;
     uint64_t warm_reads, cache_bytes;
 };

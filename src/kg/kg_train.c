@@ -674,6 +674,7 @@ static int extract_report(struct kg_run *r, const struct extract_mark *a,
     st->plan_wait_s = b.t.wait_s - a->t.wait_s;
     st->superbatches = b.t.superbatches - a->t.superbatches;
     st->superbatches_ahead = b.t.superbatches_ahead - a->t.superbatches_ahead;
+    st->first_batches_ahead = b.t.first_batches_ahead - a->t.first_batches_ahead;
     st->slices_read = b.t.slices_read - a->t.slices_read + b.t.warm_reads - a->t.warm_reads;
     st->slices_accessed = b.t.slices_accessed - a->t.slices_accessed;
     st->slices_hit = b.t.slices_hit - a->t.slices_hit;
@@ -767,7 +768,8 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         "\"valid_hits10\":%.6f,\"test_mrr\":%.6f,\"test_hits1\":%.6f,"
         "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
         ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"plan_wait_s\":%.3f,"
-        "\"superbatches\":%" PRIu64 ",\"superbatches_ahead\":%" PRIu64 ",\"extract_s\":"
+        "\"superbatches\":%" PRIu64 ",\"superbatches_ahead\":%" PRIu64
+        ",\"first_batches_ahead\":%" PRIu64 ",\"extract_s\":"
         "%.3f,"
         "\"model_s\":%.3f,\"slices_read\":%" PRIu64 ",\"slices_accessed\":%" PRIu64
         ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
@@ -778,10 +780,11 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         st->epoch, st->loss, st->valid.mrr, st->valid.hits1, st->valid.hits10, st->test.mrr,
         st->test.hits1, st->test.hits10, st->time_s, st->eval_s, st->n_edges,
         oc_kg_extract_name(st->extract), st->slicing_s, st->plan_s, st->plan_wait_s,
-        st->superbatches, st->superbatches_ahead, st->extract_s, st->model_s, st->slices_read,
-        st->slices_accessed, (double)st->slices_hit / (double)acc, st->delta_r, st->delta_u,
-        st->delta_r * st->delta_u, st->n_slices, st->atoms_cached, st->atoms_disk, st->bytes_read,
-        st->atom_cache_bytes, st->slice_cache_bytes, st->peak_rss_bytes, st->mem_peak_bytes);
+        st->superbatches, st->superbatches_ahead, st->first_batches_ahead, st->extract_s,
+        st->model_s, st->slices_read, st->slices_accessed, (double)st->slices_hit / (double)acc,
+        st->delta_r, st->delta_u, st->delta_r * st->delta_u, st->n_slices, st->atoms_cached,
+        st->atoms_disk, st->bytes_read, st->atom_cache_bytes, st->slice_cache_bytes,
+        st->peak_rss_bytes, st->mem_peak_bytes);
 }
 
 static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,

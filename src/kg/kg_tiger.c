@@ -17,7 +17,8 @@
  *     direct addressing) or read O_DIRECT from slices.bin (one read each;
  *     batch i + 1's misses are read on a reader thread while batch i trains,
  *     known exactly from the plan: the slots as batch i's changeset leaves
- *     them)
+ *     them; after the last batch, the next superbatch's batch 0 if its plan
+ *     is ready and brings no new slices or warm-ups)
  *     ──► batch atom map (entity ─► facts inside the records) ──► the fact
  *     graph serves extraction from it (strict: a light atom missing is an
  *     error), heavy atoms from the Atom Cache or disk

@@ -195,6 +195,42 @@ static int check_off_io_core(void *ctx, uint64_t task, unsigned worker)
  * --io-cores 1: the compute pool (its workers and the thread that opened the
  * store) is pinned to the other cores, so compute never runs on the I/O core.
  */
+/*
+ * A record stages only the rows its batch's cache misses, so the stages are
+ * sized to those and the cache takes the rest: more rows cached than when
+ * every input row has a place in the stage, and still the file's rows.
+ */
+OC_TEST(stages_sized_to_misses_leave_the_cache_more)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 1024, OC_DTYPE_F32)) { /* a page a row, as in Helios's setup */
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t cached[2] = {0, 0}, stage[2] = {0, 0};
+    for (int every = 1; every >= 0; every--) {
+        oc_store_helios_stage_every_row(every);
+        struct oc_store_config c = hl_config(&fx, 1);
+        /* room enough that the stages are not capped at half the budget, yet under the file */
+        c.mem_bytes = fixture_fixed_bytes(&fx) + fx.n_nodes * fx.row_bytes * 3 / 4;
+        struct oc_store *s = fixture_open("helios", &c);
+        oc_store_helios_stage_every_row(0);
+        if (!s)
+            continue;
+        oc_store_helios_sizes(s, &cached[every], &stage[every]);
+        uint64_t bad = 9;
+        OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
+        OC_CHECK(bad == 0);
+        oc_store_free(s);
+    }
+    fprintf(stderr, "  every row staged: %llu cached, %llu per stage; misses only: %llu, %llu\n",
+            (unsigned long long)cached[1], (unsigned long long)stage[1],
+            (unsigned long long)cached[0], (unsigned long long)stage[0]);
+    OC_CHECK(stage[0] > 0 && stage[0] < stage[1] && cached[0] > cached[1] && cached[1] > 0);
+    fixture_free(&fx);
+}
+
 OC_TEST(io_cores_keep_the_compute_pool_off_them)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -113,10 +113,18 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
 int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
                        uint64_t *rows, struct oc_err *err)
 {
+    uint64_t misses;
+    return store_measure_misses(cfg, n_measure, who, NULL, rows, &misses, err);
+}
+
+int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
+                         const uint8_t *cached, uint64_t *rows, uint64_t *misses,
+                         struct oc_err *err)
+{
     struct oc_sampler *sm = NULL;
     struct oc_sample_epoch ep;
     struct oc_sample_batch b;
-    uint64_t most = 0;
+    uint64_t most = 0, most_miss = 0;
     int rc;
 
     memset(&ep, 0, sizeof(ep));
@@ -133,8 +141,13 @@ int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, co
         rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err);
         if (rc == OC_OK)
             rc = oc_sample_neighbors(sm, cfg->first_epoch, i, seeds, n, &b, err);
-        if (rc == OC_OK && b.n_input > most)
-            most = b.n_input;
+        if (rc != OC_OK)
+            break;
+        uint64_t miss = b.n_input;
+        for (uint64_t k = 0; cached && k < b.n_input; k++)
+            miss -= (cached[b.input_ids[k] >> 3] >> (b.input_ids[k] & 7)) & 1u;
+        most = b.n_input > most ? b.n_input : most;
+        most_miss = miss > most_miss ? miss : most_miss;
     }
 out:
     if (rc)
@@ -144,6 +157,7 @@ out:
         oc_sample_epoch_deinit(&ep);
     oc_sample_sampler_free(sm);
     *rows = most + (most + 3) / 4;
+    *misses = most_miss + (most_miss + 3) / 4;
     return rc;
 }
 

@@ -193,6 +193,14 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
 int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
                        uint64_t *rows, struct oc_err *err);
 /*
+ * The same, and *misses: the most input rows of one of those batches that
+ * are not set in `cached` (a bitmap over the nodes, bit v of byte v / 8;
+ * NULL: none is), plus a quarter.
+ */
+int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
+                         const uint8_t *cached, uint64_t *rows, uint64_t *misses,
+                         struct oc_err *err);
+/*
  * Rows of one batch to budget arrays that grow on demand (direct, static):
  * the size train measured (cfg->batch_rows) when it gave one, else
  * store_expected_rows. Not for fixed capacities (gnndrive's batch records).
@@ -442,6 +450,13 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
  * Call before the batch pipeline starts feeding it.
  */
 void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
+/*
+ * helios stores opened after this with on = 1 size each record's stage for
+ * every input row of a batch, not only those its cache misses (tests compare).
+ */
+void oc_store_helios_stage_every_row(int on);
+/* Rows a `helios` store caches, and rows each batch record stages (0, 0 otherwise). */
+void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint64_t *stage_rows);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

@@ -54,6 +54,7 @@
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "store/helios/helios_int.h"
@@ -103,6 +104,57 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->stage_bytes = oc_io_align_down(stage);
     uint64_t stage_total = HL_N_RECORDS * z->stage_bytes / OC_IO_ALIGN * per_stage_byte_num;
     store_cache_plan(s, avail - stage_total, sizeof(uint64_t), &z->n_cached, &z->use_table);
+}
+
+static atomic_int stage_every_row; /* test knob: size_to_misses skipped */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * A record stages only the rows of its batch that the cache misses, so its
+ * stage is sized to those: with the cache z gives when every input row is
+ * staged (est_rows), the measured batches' misses, plus a quarter, size the
+ * stage again, and the cache takes what that frees (its misses can only be
+ * fewer). *ids: the z->n_cached hottest rows by pre-sampled hotness,
+ * ascending, for store_cache_fill. A batch missing more leaves the rest
+ * unstaged (overflow, read by the gather), as before.
+ */
+static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg, uint64_t max_rows,
+                          uint64_t est_rows, struct hl_sizing *z, uint64_t **ids,
+                          struct oc_err *err)
+{
+    struct hl_sizing most; /* no stage at all: the most rows the cache could hold */
+    hl_size(s, cfg, max_rows, 0, 1, &most);
+    struct oc_store_config c = *cfg;
+    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
+    uint64_t *hot = NULL, rows = 0, misses = 0;
+    int rc = store_hot_select(s, &c, most.n_cached, 1, &hot, err);
+    uint8_t *bits = rc ? NULL : oc_calloc(s->n_nodes / 8 + 1, 1, "store helios: sizing", err);
+    if (!rc && !bits)
+        rc = err ? err->status : OC_ERR_NOMEM;
+    for (uint64_t k = 0; !rc && k < z->n_cached; k++)
+        bits[hot[k] >> 3] |= (uint8_t)(1u << (hot[k] & 7));
+    if (!rc)
+        rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", bits, &rows, &misses, err);
+    oc_free(bits);
+    if (rc) {
+        oc_free(hot);
+        return rc;
+    }
+    uint64_t n_before = z->n_cached;
+    if (misses < est_rows)
+        hl_size(s, cfg, max_rows, misses, 1, z);
+    oc_log(OC_LOG_DEBUG,
+           "store helios: a batch of the first %u reads up to %" PRIu64 " rows, %" PRIu64
+           " missing the %" PRIu64 " hottest (both plus a quarter): %" PRIu64 " rows cached",
+           HL_MEASURE_BATCHES, rows, misses, n_before, z->n_cached);
+    qsort(hot, (size_t)z->n_cached, sizeof(*hot), cmp_u64);
+    *ids = hot;
+    return OC_OK;
 }
 
 static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *err)
@@ -190,9 +242,15 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                       STORE_DISK_BOUNCE_BYTES,
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     }
+    uint64_t est_staged = est < max_rows ? est : max_rows;
+    if (pipeline && cfg->mem_bytes && z.n_cached < s->n_nodes && !atomic_load(&stage_every_row) &&
+        (rc = size_to_misses(s, cfg, max_rows, est_staged, &z, &ids, err)))
+        return rc;
     struct hl_store *h = oc_calloc(1, sizeof(*h), "store helios", err);
-    if (!h)
+    if (!h) {
+        oc_free(ids);
         return err ? err->status : OC_ERR_NOMEM;
+    }
     s->impl = h;
     h->s = s;
     h->pipeline = pipeline;
@@ -216,13 +274,16 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         else
             oc_log(OC_LOG_WARN, "store helios: %s; compute may share the I/O cores", pe.msg);
     }
-    if ((rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err)))
+    rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err);
+    h->yield_ready = rc == OC_OK;
+    if (rc == OC_OK)
+        rc = store_disk_open(s, 1, &h->disk, err);
+    if (rc) {
+        oc_free(ids); /* chosen by size_to_misses, not yet the cache's */
         return rc;
-    h->yield_ready = 1;
-    if ((rc = store_disk_open(s, 1, &h->disk, err)))
-        return rc;
+    }
     c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
-    if ((rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err)) ||
+    if ((!ids && (rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err))) ||
         (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, &h->yield,
                                "helios", err)) ||
         (cfg->mem_bytes && (rc = store_yield_register(&h->yield, err))))
@@ -452,6 +513,18 @@ static const struct oc_store_opt helios_opts[] = {
      "to the last N (0 = auto: 1 on 4 or more cores; none: a plain ring)",
      offsetof(struct oc_store_config, io_cores), 0, 0, 0, 0},
 };
+
+void oc_store_helios_stage_every_row(int on)
+{
+    atomic_store(&stage_every_row, on);
+}
+
+void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint64_t *stage_rows)
+{
+    const struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
+    *cached_rows = h ? h->cache.n : 0;
+    *stage_rows = h ? h->stage_bytes / oc_io_align_up(s->row_bytes) : 0;
+}
 
 void oc_store_helios_set_depth(struct oc_store *s, unsigned depth)
 {

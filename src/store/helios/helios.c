@@ -24,7 +24,10 @@
  * fixed part at most (a smaller stage only sends more rows to the gather's
  * own reads); the rest is the cache (store_cache_plan), filled with the
  * hottest rows of a pre-sampled epoch 0 (store_hot_select, presample; by
- * in-degree without a training plan). mem_bytes 0 caches every row. Under a
+ * in-degree without a training plan). Since a record stages only its
+ * misses, the stage is then sized again to M' = the most rows of those
+ * batches that cache misses, plus a quarter, and the cache takes what that
+ * frees (size_to_misses). mem_bytes 0 caches every row. Under a
  * budget the cache gives rows back to requests past it and takes them back
  * (../cache_yield.c): the sample stage looks a hop up under the cache's read
  * side, and serve reads the rows whose slots went back since with the

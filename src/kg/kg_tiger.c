@@ -288,16 +288,26 @@ static int run_reads(struct kg_tiger *t, struct oc_err *err)
     return rc;
 }
 
-/* A mark generation no slice or slot carries yet (all cleared when the counter wraps). */
+/*
+ * The next value of generation counter *gen, which no entry of the marks
+ * a[0..na) and b[0..nb) carries yet (all cleared when the counter wraps).
+ */
+static uint32_t next_gen(uint32_t *gen, uint32_t *a, uint64_t na, uint32_t *b, uint64_t nb)
+{
+    if (++*gen == 0) {
+        if (na)
+            memset(a, 0, (size_t)na * 4);
+        if (nb)
+            memset(b, 0, (size_t)nb * 4);
+        *gen = 1;
+    }
+    return *gen;
+}
+
+/* A mark generation no slice or slot carries yet (the prefetches' marks). */
 static uint32_t next_mark(struct kg_tiger *t)
 {
-    if (++t->mark_gen == 0) {
-        memset(t->mark, 0, (size_t)t->cap_slice * 4);
-        if (t->n_slots)
-            memset(t->slot_mark, 0, (size_t)t->n_slots * 4);
-        t->mark_gen = 1;
-    }
-    return t->mark_gen;
+    return next_gen(&t->mark_gen, t->mark, t->cap_slice, t->slot_mark, t->n_slots);
 }
 
 /* A worker's thread: runs its job each time one is started, until quit. */
@@ -571,10 +581,7 @@ static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb
     }
     p->iter_off[0] = 0;
     for (uint32_t b = 0; b < j->n_batches; b++) {
-        if (++t->trace_gen == 0) {
-            memset(t->trace_mark, 0, (size_t)t->cap_trace * 4);
-            t->trace_gen = 1;
-        }
+        uint32_t g = next_gen(&t->trace_gen, t->trace_mark, t->cap_trace, NULL, 0);
         for (uint64_t i = j->boff[b]; i < j->boff[b + 1]; i++) {
             const uint32_t *ids;
             uint32_t k;
@@ -587,8 +594,8 @@ static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb
                 p->cap_ids = c;
             }
             for (uint32_t x = 0; x < k; x++)
-                if (t->trace_mark[ids[x]] != t->trace_gen) {
-                    t->trace_mark[ids[x]] = t->trace_gen;
+                if (t->trace_mark[ids[x]] != g) {
+                    t->trace_mark[ids[x]] = g;
                     p->ids[n_ids++] = ids[x];
                 }
         }

@@ -769,8 +769,7 @@ static int epoch_json(const struct oc_kg_epoch_stats *st, char *buf, size_t n)
         "\"test_hits10\":%.6f,\"time_s\":%.3f,\"eval_s\":%.3f,\"n_edges\":%" PRIu64
         ",\"extract\":\"%s\",\"slicing_s\":%.3f,\"plan_s\":%.3f,\"plan_wait_s\":%.3f,"
         "\"superbatches\":%" PRIu64 ",\"superbatches_ahead\":%" PRIu64
-        ",\"first_batches_ahead\":%" PRIu64 ",\"extract_s\":"
-        "%.3f,"
+        ",\"first_batches_ahead\":%" PRIu64 ",\"extract_s\":%.3f,"
         "\"model_s\":%.3f,\"slices_read\":%" PRIu64 ",\"slices_accessed\":%" PRIu64
         ",\"slice_hit_ratio\":%.4f,\"delta_r\":%.4f,\"delta_u\":%.4f,\"slicing_score\":%.4f,"
         "\"n_slices\":%" PRIu64 ",\"atoms_cached\":%" PRIu64 ",\"atoms_disk\":%" PRIu64

@@ -64,20 +64,13 @@ OC_NN_SIMD static int bias_act_task(void *cp, uint64_t task, unsigned worker)
                 float v = x[j] + b[j];
                 y[j] = v > 0.0f ? v : 0.0f;
             }
-        } else if (c->act == OC_NN_ACT_ELU) {
-            uint64_t j = 0;
-            for (; j + 8 <= n; j += 8) /* by 8, so -O2 vectorizes it */
-                for (unsigned k = 0; k < 8; k++)
-                    y[j + k] = oc_nn_eluf(x[j + k] + b[j + k]);
-            for (; j < n; j++)
-                y[j] = oc_nn_eluf(x[j] + b[j]);
-        } else {
-            uint64_t j = 0;
-            for (; j + 8 <= n; j += 8)
-                for (unsigned k = 0; k < 8; k++)
-                    y[j + k] = oc_nn_tanhf_v(x[j + k] + b[j + k]);
-            for (; j < n; j++)
-                y[j] = oc_nn_tanhf_v(x[j] + b[j]);
+        } else { /* the sum, then the activation in place: the same bits as act_fwd's */
+            for (uint64_t j = 0; j < n; j++)
+                y[j] = x[j] + b[j];
+            if (c->act == OC_NN_ACT_ELU)
+                oc_nn_velu(y, y, n);
+            else
+                oc_nn_vtanh(y, y, n);
         }
     }
     return OC_OK;
@@ -150,19 +143,9 @@ OC_NN_SIMD static int act_fwd_task(void *cp, uint64_t task, unsigned worker)
             y[i] = v > 0.0f ? v : 0.0f;
         }
     } else if (c->act == OC_NN_ACT_TANH) {
-        uint64_t i = i0;
-        for (; i + 8 <= i1; i += 8) /* by 8, so -O2 vectorizes it */
-            for (unsigned k = 0; k < 8; k++)
-                y[i + k] = oc_nn_tanhf_v(x[i + k]);
-        for (; i < i1; i++) /* the same form as the body: bias_act's rows split elsewhere */
-            y[i] = oc_nn_tanhf_v(x[i]);
+        oc_nn_vtanh(y + i0, x + i0, i1 - i0);
     } else {
-        uint64_t i = i0;
-        for (; i + 8 <= i1; i += 8) /* by 8, so -O2 vectorizes it */
-            for (unsigned k = 0; k < 8; k++)
-                y[i + k] = oc_nn_eluf(x[i + k]);
-        for (; i < i1; i++)
-            y[i] = oc_nn_eluf(x[i]);
+        oc_nn_velu(y + i0, x + i0, i1 - i0);
     }
     return OC_OK;
 }

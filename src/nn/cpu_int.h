@@ -199,6 +199,28 @@ static inline void oc_nn_vadd(float *restrict y, const float *restrict x, uint64
         y[f] += x[f];
 }
 
+/* y = ELU(x) element by element (y may be x). */
+static inline void oc_nn_velu(float *y, const float *x, uint64_t n)
+{
+    uint64_t f = 0;
+    for (; f + 8 <= n; f += 8)
+        for (unsigned k = 0; k < 8; k++)
+            y[f + k] = oc_nn_eluf(x[f + k]);
+    for (; f < n; f++)
+        y[f] = oc_nn_eluf(x[f]);
+}
+
+/* y = tanh(x) element by element through the inlined exp (y may be x). */
+static inline void oc_nn_vtanh(float *y, const float *x, uint64_t n)
+{
+    uint64_t f = 0;
+    for (; f + 8 <= n; f += 8)
+        for (unsigned k = 0; k < 8; k++)
+            y[f + k] = oc_nn_tanhf_v(x[f + k]);
+    for (; f < n; f++)
+        y[f] = oc_nn_tanhf_v(x[f]);
+}
+
 static inline void oc_nn_vscale(float *y, float s, uint64_t n)
 {
     uint64_t f = 0;

@@ -11,6 +11,7 @@
 
 #include "harness.h"
 #include "kg_fixture.h"
+#include "offcore/rng.h"
 #include "offcore/thread.h"
 
 static struct oc_kg *toy_kg(void)
@@ -171,6 +172,68 @@ OC_TEST(kg_rank_filtered_with_ties)
     OC_CHECK(qs.n == 5 && qs.head[0] == 1 && qs.rel[0] == 0 && qs.ans_ptr[1] == 2);
     OC_CHECK(qs.head[1] == 1 && qs.rel[1] == 4 && qs.ans[2] == 2);
     oc_kg_qset_deinit(&qs);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+/*
+ * kg-train ranks from the reached entities only: on random queries (ties, 0
+ * and -0 scores, negative scores, answers and filtered tails reached or not)
+ * its counts equal the dense ranking's, so the metrics are the same bits.
+ */
+OC_TEST(kg_rank_reached_equals_the_dense_ranking)
+{
+    struct oc_err err;
+    enum { N_ENT = 40, N_REL = 3 };
+    const float levels[6] = {-1.0f, -0.25f, -0.0f, 0.0f, 0.5f, 2.0f};
+    struct oc_rng rng;
+    oc_rng_init(&rng, 11, 0, 0, 0);
+    for (int round = 0; round < 300; round++) {
+        uint32_t t[3 * 24];
+        for (int i = 0; i < 24; i++) {
+            t[3 * i] = oc_rng_u32(&rng) % 4; /* few heads: some with many true tails */
+            t[3 * i + 1] = oc_rng_u32(&rng) % N_REL;
+            t[3 * i + 2] = oc_rng_u32(&rng) % N_ENT;
+        }
+        const uint32_t *sets[1] = {t};
+        uint64_t ns[1] = {24};
+        struct oc_kg_filter f;
+        OC_CHECK_OK(oc_kg_filter_build(sets, ns, 1, N_REL, &f, &err), &err);
+        float dense[N_ENT] = {0}, score[N_ENT];
+        uint32_t ent[N_ENT];
+        uint64_t n = 0, keep = oc_rng_u32(&rng) % 4; /* reached: none .. nearly all */
+        for (uint32_t e = 0; e < N_ENT; e++) {
+            if (oc_rng_u32(&rng) % 4 >= keep)
+                continue;
+            ent[n] = e;
+            score[n] = levels[oc_rng_u32(&rng) % 6];
+            dense[e] = score[n++];
+        }
+        uint32_t head = t[0], rel = t[1], ans[5];
+        for (int i = 0; i < 5; i++)
+            ans[i] = i < 2 ? t[3 * i + 2] : oc_rng_u32(&rng) % N_ENT;
+        struct oc_kg_metrics a = {0, 0, 0, 0}, b = {0, 0, 0, 0};
+        OC_CHECK_OK(oc_kg_rank(dense, N_ENT, head, rel, ans, 5, &f, &a, &err), &err);
+        OC_CHECK_OK(oc_kg_rank_reached(ent, score, n, N_ENT, head, rel, ans, 5, &f, &b, &err),
+                    &err);
+        OC_CHECK(a.sum_rr == b.sum_rr && a.n_ranked == b.n_ranked && a.n_hits1 == b.n_hits1 &&
+                 a.n_hits10 == b.n_hits10);
+        oc_kg_filter_deinit(&f);
+    }
+    /* bad input: an answer out of range; reached entities out of order */
+    struct oc_kg_filter f;
+    const uint32_t t1[3] = {0, 0, 1};
+    const uint32_t *sets[1] = {t1};
+    uint64_t ns[1] = {1};
+    OC_CHECK_OK(oc_kg_filter_build(sets, ns, 1, 1, &f, &err), &err);
+    struct oc_kg_metrics m = {0, 0, 0, 0};
+    const uint32_t ent[2] = {3, 2}, far[1] = {9};
+    const float sc[2] = {1, 2};
+    OC_CHECK(oc_kg_rank_reached(ent, sc, 1, 4, 0, 0, far, 1, &f, &m, &err) == OC_ERR_ARG);
+    OC_CHECK(strstr(err.msg, "answer 9 out of range") != NULL);
+    OC_CHECK(oc_kg_rank_reached(ent, sc, 2, 4, 0, 0, ent, 1, &f, &m, &err) == OC_ERR_INTERNAL);
+    OC_CHECK(strstr(err.msg, "out of order") != NULL);
+    OC_CHECK(m.n_ranked == 0);
+    oc_kg_filter_deinit(&f);
     OC_CHECK(oc_mem_n_live() == 0);
 }
 

@@ -266,6 +266,17 @@ struct oc_kg_metrics {
 int oc_kg_rank(const float *scores, uint64_t n_entities, uint32_t head, uint32_t rel,
                const uint32_t *answers, uint64_t n_answers, const struct oc_kg_filter *f,
                struct oc_kg_metrics *m, struct oc_err *err);
+/*
+ * The same ranking from the scores of the entities the query's subgraph
+ * reached only: entity[0..n_reached) distinct and ascending, score[i] that
+ * of entity[i]; every other entity scores 0, as in oc_kg_rank's dense
+ * array. Counts (so the metrics) are exactly oc_kg_rank's, in O(n_reached +
+ * answers x log n_reached) per answer instead of O(n_entities).
+ */
+int oc_kg_rank_reached(const uint32_t *entity, const float *score, uint64_t n_reached,
+                       uint64_t n_entities, uint32_t head, uint32_t rel, const uint32_t *answers,
+                       uint64_t n_answers, const struct oc_kg_filter *f, struct oc_kg_metrics *m,
+                       struct oc_err *err);
 
 /* ---- training (kg_train.c) --------------------------------------------- */
 

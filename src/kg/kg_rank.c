@@ -6,6 +6,11 @@
  *
  *   rank(a) = 1 + #{e not a true tail : s_e > s_a} + #{e != a : s_e == s_a} / 2
  *
+ * from every entity's score (oc_kg_rank) or, as kg-train evaluates, from the
+ * scores of the entities the query's subgraph reached, the others counted
+ * together at score 0 (oc_kg_rank_reached): same counts, without a pass over
+ * all entities per answer.
+ *
  * Place in the data flow: kg; kg-train builds the query sets and the filters
  * from the dataset's triples and ranks the model's scores.
  * Thread-safety: query sets and filters are read-only once built.
@@ -145,6 +150,17 @@ static void filter_find(const struct oc_kg_filter *f, uint32_t head, uint32_t re
     }
 }
 
+/* Accumulates one answer's rank = 1 + (greater - filtered greater) + (equal - 1) / 2. */
+static void add_rank(struct oc_kg_metrics *m, uint64_t greater, uint64_t equal,
+                     uint64_t filtered_greater)
+{
+    double rank = 1.0 + (double)(greater - filtered_greater) + (double)(equal - 1) / 2.0;
+    m->sum_rr += 1.0 / rank;
+    m->n_ranked++;
+    m->n_hits1 += rank <= 1.0;
+    m->n_hits10 += rank <= 10.0;
+}
+
 int oc_kg_rank(const float *scores, uint64_t n_entities, uint32_t head, uint32_t rel,
                const uint32_t *answers, uint64_t n_answers, const struct oc_kg_filter *f,
                struct oc_kg_metrics *m, struct oc_err *err)
@@ -165,11 +181,55 @@ int oc_kg_rank(const float *scores, uint64_t n_entities, uint32_t head, uint32_t
         }
         for (uint64_t k = 0; k < n_tails; k++)
             filtered_greater += scores[tails[k]] > s;
-        double rank = 1.0 + (double)(greater - filtered_greater) + (double)(equal - 1) / 2.0;
-        m->sum_rr += 1.0 / rank;
-        m->n_ranked++;
-        m->n_hits1 += rank <= 1.0;
-        m->n_hits10 += rank <= 10.0;
+        add_rank(m, greater, equal, filtered_greater);
+    }
+    return OC_OK;
+}
+
+/* The score of entity e among the reached ones (ascending), 0 if not reached. */
+static float reached_score(const uint32_t *entity, const float *score, uint64_t n, uint32_t e)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (entity[mid] < e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && entity[lo] == e ? score[lo] : 0.0f;
+}
+
+int oc_kg_rank_reached(const uint32_t *entity, const float *score, uint64_t n_reached,
+                       uint64_t n_entities, uint32_t head, uint32_t rel, const uint32_t *answers,
+                       uint64_t n_answers, const struct oc_kg_filter *f, struct oc_kg_metrics *m,
+                       struct oc_err *err)
+{
+    for (uint64_t i = 0; i < n_reached; i++)
+        if (entity[i] >= n_entities || (i && entity[i] <= entity[i - 1]))
+            return OC_ERR(err, OC_ERR_INTERNAL,
+                          "kg rank: reached entity %u at %llu out of range or out of order "
+                          "(%llu entities)",
+                          entity[i], (unsigned long long)i, (unsigned long long)n_entities);
+    const uint32_t *tails = NULL;
+    uint64_t n_tails = 0;
+    filter_find(f, head, rel, &tails, &n_tails);
+    uint64_t n_zero = n_entities - n_reached; /* the entities not reached: score 0 */
+    for (uint64_t i = 0; i < n_answers; i++) {
+        uint32_t a = answers[i];
+        if (a >= n_entities)
+            return OC_ERR(err, OC_ERR_ARG, "kg rank: answer %u out of range (%llu entities)", a,
+                          (unsigned long long)n_entities);
+        float s = reached_score(entity, score, n_reached, a);
+        uint64_t greater = 0.0f > s ? n_zero : 0, equal = 0.0f == s ? n_zero : 0;
+        uint64_t filtered_greater = 0;
+        for (uint64_t e = 0; e < n_reached; e++) {
+            greater += score[e] > s;
+            equal += score[e] == s;
+        }
+        for (uint64_t k = 0; k < n_tails; k++)
+            filtered_greater += reached_score(entity, score, n_reached, tails[k]) > s;
+        add_rank(m, greater, equal, filtered_greater);
     }
     return OC_OK;
 }

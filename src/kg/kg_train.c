@@ -52,7 +52,6 @@ struct kg_run {
     uint32_t *heads, *rels;
     uint64_t *qptr;
     int64_t *ans_row;
-    float *full; /* scores of every entity of one query */
     /* --extract: the training graph's Atom Cache and TIGER's executor */
     struct kg_atom_cache atom_cache;
     struct kg_tiger *tiger;
@@ -368,7 +367,6 @@ static void run_close(struct kg_run *r)
     oc_free(r->rels);
     oc_free(r->qptr);
     oc_free(r->ans_row);
-    oc_free(r->full);
     oc_nn_redgnn_free(r->model);
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
@@ -479,13 +477,10 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
     OC_KG_TRY(graph_open(r, OC_KG_IND, err));
     oc_log(OC_LOG_DEBUG, "kg-train: inductive graph open, %" PRIu64 " bytes held", oc_mem_used());
     uint64_t bmax = o->batch > o->eval_batch ? o->batch : o->eval_batch;
-    uint64_t nmax =
-        r->g[0].n_entities > r->g[1].n_entities ? r->g[0].n_entities : r->g[1].n_entities;
     if (!(r->heads = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
         !(r->rels = oc_alloc((size_t)bmax * 4, "kg batch", err)) ||
         !(r->qptr = oc_alloc((size_t)(bmax + 1) * 8, "kg batch", err)) ||
-        !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)) ||
-        !(r->full = oc_alloc((size_t)nmax * 4, "kg scores", err)))
+        !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)))
         return err->status;
     return extract_open(r, dir, err);
 }
@@ -703,13 +698,11 @@ static int evaluate(struct kg_run *r, enum oc_kg_graph g, const struct oc_kg_qse
             const float *scores = NULL;
             OC_KG_TRY(batch_forward(r, g, n, &step, &scores, err));
             const uint32_t *ent = r->layers[r->o->n_layers - 1].node_entity;
-            for (uint32_t q = 0; q < n; q++) {
-                memset(r->full, 0, (size_t)n_ent * 4);
-                for (uint64_t i = r->qptr[q]; i < r->qptr[q + 1]; i++)
-                    r->full[ent[i]] = scores[i];
-                uint64_t a0 = qs->ans_ptr[b0 + q], a1 = qs->ans_ptr[b0 + q + 1];
-                OC_KG_TRY(oc_kg_rank(r->full, n_ent, qs->head[b0 + q], qs->rel[b0 + q],
-                                     qs->ans + a0, a1 - a0, &r->g[g].filter, &m, err));
+            for (uint32_t q = 0; q < n; q++) { /* a query's entities: distinct, ascending */
+                uint64_t i0 = r->qptr[q], a0 = qs->ans_ptr[b0 + q], a1 = qs->ans_ptr[b0 + q + 1];
+                OC_KG_TRY(oc_kg_rank_reached(ent + i0, scores + i0, r->qptr[q + 1] - i0, n_ent,
+                                             qs->head[b0 + q], qs->rel[b0 + q], qs->ans + a0,
+                                             a1 - a0, &r->g[g].filter, &m, err));
             }
         }
     }

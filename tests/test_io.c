@@ -866,4 +866,74 @@ OC_TEST(writer_faults)
     OC_CHECK(oc_mem_n_live() == live);
 }
 
+/*
+ * The row ring hands back every read it was given: reaped with the timed
+ * wait or (OC_URING_NO_EXT_ARG, as on kernels before 5.11) by peeking, the
+ * bytes are the file's; and freed with reads still in flight (submitted, or
+ * only queued), it reaps them itself before it returns: the buffer is free.
+ */
+static void ring_reads(int no_ext_arg, int reap)
+{
+    struct oc_err err;
+    char path[600];
+    enum { N = 64, PAGE = 4096 };
+    uint8_t *data = make_file(oc_test_tmpdir(), "ring.bin", (size_t)N * PAGE, path, sizeof(path));
+    struct oc_file *f = NULL;
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    uint8_t *buf = oc_io_buf_alloc((size_t)N * PAGE, "test ring", &err);
+    OC_CHECK(buf != NULL);
+    if (buf)
+        memset(buf, 0, (size_t)N * PAGE);
+    if (no_ext_arg)
+        setenv("OC_URING_NO_EXT_ARG", "1", 1);
+    struct oc_io_ring_config rc = {f, N, buf, (size_t)N * PAGE, 0, -1, 0};
+    struct oc_io_ring *r = NULL;
+    OC_CHECK_OK(oc_io_ring_new(&rc, &r, &err), &err);
+    unsetenv("OC_URING_NO_EXT_ARG");
+    for (unsigned i = 0; i < N; i++) /* page i into slot N - 1 - i */
+        OC_CHECK_OK(
+            oc_io_ring_read(r, (uint64_t)i * PAGE, PAGE, buf + (size_t)(N - 1 - i) * PAGE, i, &err),
+            &err);
+    OC_CHECK(oc_io_ring_in_flight(r) == N);
+    if (reap >= 1)
+        OC_CHECK_OK(oc_io_ring_submit(r, &err), &err);
+    unsigned got = 0, bad = 0;
+    for (int tries = 0; reap == 2 && got < N && tries < 10000; tries++) {
+        struct oc_io_done d[N];
+        unsigned n = 0;
+        OC_CHECK_OK(oc_io_ring_reap(r, d, N, &n, 2000, &err), &err);
+        for (unsigned k = 0; k < n; k++)
+            bad += d[k].res != PAGE || d[k].tag >= N ||
+                   memcmp(buf + (size_t)(N - 1 - d[k].tag) * PAGE, data + d[k].tag * PAGE, PAGE);
+        got += n;
+    }
+    OC_CHECK(reap < 2 || (got == N && bad == 0 && oc_io_ring_in_flight(r) == 0));
+    fprintf(stderr, "  %s%s: %llu in flight at free\n", oc_io_ring_mode_name(oc_io_ring_mode(r)),
+            no_ext_arg ? " (completions polled)" : "", (unsigned long long)oc_io_ring_in_flight(r));
+    OC_CHECK(oc_io_ring_free(r) == 1);
+    for (unsigned i = 0; i < N; i++) /* every read landed before free returned */
+        bad += memcmp(buf + (size_t)(N - 1 - i) * PAGE, data + (size_t)i * PAGE, PAGE) != 0;
+    OC_CHECK(bad == 0);
+    oc_free(buf);
+    oc_file_close(f, NULL);
+    free(data);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+OC_TEST(ring_reads_reaped_by_timed_wait)
+{
+    ring_reads(0, 2);
+}
+
+OC_TEST(ring_reads_reaped_by_peeking)
+{
+    ring_reads(1, 2);
+}
+
+OC_TEST(ring_freed_with_reads_in_flight_reaps_them)
+{
+    ring_reads(0, 1); /* submitted, none reaped */
+    ring_reads(0, 0); /* queued, not even submitted */
+}
+
 OC_TEST_MAIN()

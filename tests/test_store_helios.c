@@ -231,6 +231,62 @@ OC_TEST(stages_sized_to_misses_leave_the_cache_more)
     fixture_free(&fx);
 }
 
+/*
+ * A budget that would hold every row, but not with the stages: the cache holds
+ * the hottest rows by the pre-sampled epoch (not the first ids), and the
+ * stages are sized to what it misses. Without a budget every row is cached
+ * and nothing is staged. Both serve the file's rows.
+ */
+/*
+ * A budget that holds every row, but not with stages sized to whole batches:
+ * sizing ranks every row by the pre-sampled epoch, so the cache it measures
+ * the misses against is the hottest rows (epoch 0's, here all of the first
+ * batches' rows): nothing missed, no stage, every row cached (ranked in id
+ * order, the first ids missed and took stages). Without a budget: every row
+ * cached, no stage. Both serve the file's rows. And the ranking itself: all
+ * the rows, hottest first, when asked for all of them.
+ */
+OC_TEST(a_cache_of_nearly_every_row_holds_the_hottest)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!hl_fixture(&fx, 1024, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    for (int budget = 1; budget >= 0; budget--) {
+        struct oc_store_config c = hl_config(&fx, 1);
+        /* every row and its lookup, plus the records: not the stages of whole batches too */
+        c.mem_bytes =
+            budget ? fixture_fixed_bytes(&fx) + fx.n_nodes * (fx.row_bytes + 8) + (2u << 20) : 0;
+        struct oc_store *s = fixture_open("helios", &c);
+        if (!s)
+            continue;
+        uint64_t cached = 0, stage = 0;
+        oc_store_helios_sizes(s, &cached, &stage);
+        fprintf(stderr, "  budget %s: %llu of %llu rows cached, %llu per stage\n",
+                budget ? "about the file" : "none", (unsigned long long)cached,
+                (unsigned long long)fx.n_nodes, (unsigned long long)stage);
+        OC_CHECK(cached == fx.n_nodes && stage == 0);
+        if (budget) {
+            uint64_t *hot = NULL, worse = 0;
+            struct oc_store_config dc = c;
+            dc.hotness = OC_STORE_HOTNESS_DEGREE;
+            OC_CHECK_OK(store_hot_select(s, &dc, fx.n_nodes, 1, &hot, &err), &err);
+            const uint64_t *ip = fx.g.indptr;
+            for (uint64_t k = 1; hot && k < fx.n_nodes; k++)
+                worse += ip[hot[k] + 1] - ip[hot[k]] > ip[hot[k - 1] + 1] - ip[hot[k - 1]];
+            OC_CHECK(hot && worse == 0 && hot[0] != 0);
+            oc_free(hot);
+        }
+        uint64_t bad = 9;
+        OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
+        OC_CHECK(bad == 0);
+        oc_store_free(s);
+    }
+    fixture_free(&fx);
+}
+
 OC_TEST(io_cores_keep_the_compute_pool_off_them)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -208,8 +208,15 @@ struct oc_io_done {
  */
 int oc_io_ring_new(const struct oc_io_ring_config *cfg, struct oc_io_ring **out,
                    struct oc_err *err);
-/* Tears the ring down (the kernel finishes or cancels reads in flight first). NULL: no-op. */
-void oc_io_ring_free(struct oc_io_ring *r);
+/*
+ * Tears the ring down after reaping what is still in flight (queued reads are
+ * submitted first), so the kernel no longer writes into cfg->buf. Returns 1
+ * then, 0 if reads were still in flight after 30 s (logged: the caller must
+ * leave the buffer allocated). NULL: no-op, 1. Call with both sides idle.
+ */
+int oc_io_ring_free(struct oc_io_ring *r);
+/* Reads and no-ops queued and not yet reaped. */
+uint64_t oc_io_ring_in_flight(const struct oc_io_ring *r);
 enum oc_io_ring_mode oc_io_ring_mode(const struct oc_io_ring *r);
 int oc_io_ring_fixed_buffer(const struct oc_io_ring *r); /* reads use READ_FIXED */
 int oc_io_ring_fixed_file(const struct oc_io_ring *r);   /* reads use IOSQE_FIXED_FILE */

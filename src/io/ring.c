@@ -29,11 +29,18 @@
  * CQ of pread mode is guarded by its mutex.
  * Ownership: the buffer and file are borrowed and must outlive the ring; a
  * read's destination belongs to the ring until its completion is reaped, and
- * oc_io_ring_free returns only after the kernel let go of every read.
+ * oc_io_ring_free returns only after the kernel let go of every read: it
+ * reaps what is still in flight itself (closing a ring does not wait for
+ * O_DIRECT reads), for RING_DRAIN_S at most, and says whether it could.
+ * Completions are waited for with a timeout where the kernel takes one with
+ * the wait (IORING_FEAT_EXT_ARG, 5.11); else the completing side peeks and
+ * naps, since liburing's older timed wait submits a timeout from the waiting
+ * thread, which would share the SQ with the submitter.
  */
 #include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,6 +51,9 @@
 #endif
 
 #include "io/io_int.h"
+
+#define RING_DRAIN_S     30u  /* oc_io_ring_free waits this long for reads in flight */
+#define RING_PEEK_NAP_US 100u /* reap without EXT_ARG: sleep between peeks */
 
 struct oc_io_ring {
     struct oc_file *f;
@@ -58,6 +68,9 @@ struct oc_io_ring {
     int sq_tid;        /* the SQPOLL kernel thread's id in /proc/self/task, or 0 (not found yet) */
     int sq_before[64]; /* SQPOLL threads of the process before this ring's */
     unsigned n_sq_before;
+    /* reads and no-ops queued (submitting side) and reaped (completing side): in flight */
+    _Atomic uint64_t n_queued, n_reaped;
+    int wait_by_peek; /* no IORING_FEAT_EXT_ARG (or OC_URING_NO_EXT_ARG): reap peeks and sleeps */
 #ifdef OC_HAVE_URING
     struct io_uring ring;
 #endif
@@ -171,6 +184,14 @@ static void setup_ring(struct oc_io_ring *r, const struct oc_io_ring_config *cfg
     if (e)
         oc_log(OC_LOG_INFO, "io ring %s: buffer of %zu bytes not registered (%s); plain reads",
                cfg->f->path, cfg->buf_bytes, oc_io_strerror(-e, eb, sizeof(eb)));
+    /* Without EXT_ARG, liburing's timed wait queues a timeout SQE and submits from the
+       waiting thread: the completing side would write the submitting side's SQ. */
+    const char *peek = getenv("OC_URING_NO_EXT_ARG");
+    r->wait_by_peek =
+        !(r->ring.features & IORING_FEAT_EXT_ARG) || (peek && peek[0] && strcmp(peek, "0") != 0);
+    if (r->wait_by_peek)
+        oc_log(OC_LOG_INFO, "io ring %s: no timed completion wait (EXT_ARG); completions polled",
+               cfg->f->path);
     int fd = cfg->f->fd;
     e = io_uring_register_files(&r->ring, &fd, 1);
     r->fixed_file = e == 0;
@@ -212,18 +233,60 @@ int oc_io_ring_new(const struct oc_io_ring_config *cfg, struct oc_io_ring **out,
     return OC_OK;
 }
 
-void oc_io_ring_free(struct oc_io_ring *r)
+uint64_t oc_io_ring_in_flight(const struct oc_io_ring *r)
+{
+    return atomic_load(&r->n_queued) - atomic_load(&r->n_reaped);
+}
+
+#ifdef OC_HAVE_URING
+/*
+ * Reaps (and drops) what is in flight, after handing the kernel what was
+ * queued and not yet submitted; 1 once nothing is, 0 after RING_DRAIN_S.
+ * Closing a ring does not wait for its reads: an O_DIRECT read still in
+ * flight would land in its buffer after the caller freed it.
+ */
+static int drain(struct oc_io_ring *r)
+{
+    if (oc_io_ring_in_flight(r) == 0)
+        return 1;
+    io_uring_submit(&r->ring);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t = t0;
+    while (oc_io_ring_in_flight(r) && (uint64_t)(t.tv_sec - t0.tv_sec) < RING_DRAIN_S) {
+        struct io_uring_cqe *cqe;
+        struct __kernel_timespec ts = {0, 100 * 1000 * 1000};
+        if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts) == 0) {
+            io_uring_cqe_seen(&r->ring, cqe);
+            atomic_fetch_add(&r->n_reaped, 1);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    }
+    return oc_io_ring_in_flight(r) == 0;
+}
+#endif
+
+int oc_io_ring_free(struct oc_io_ring *r)
 {
     if (!r)
-        return;
+        return 1;
+    int drained = 1;
 #ifdef OC_HAVE_URING
-    if (r->mode != OC_IO_RING_PREAD)
+    if (r->mode != OC_IO_RING_PREAD) {
+        drained = drain(r);
+        if (!drained)
+            oc_log(OC_LOG_ERROR,
+                   "io ring %s: %" PRIu64 " reads still in flight after %u s; their buffer must "
+                   "stay allocated",
+                   r->f->path, oc_io_ring_in_flight(r), RING_DRAIN_S);
         io_uring_queue_exit(&r->ring);
+    }
 #endif
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     oc_free(r->soft);
     oc_free(r);
+    return drained;
 }
 
 enum oc_io_ring_mode oc_io_ring_mode(const struct oc_io_ring *r)
@@ -252,6 +315,7 @@ static int soft_push(struct oc_io_ring *r, uint64_t tag, int64_t res, struct oc_
     }
     r->soft[(r->soft_head + r->soft_n) % r->depth] = (struct oc_io_done){tag, res};
     r->soft_n++;
+    atomic_fetch_add(&r->n_queued, 1);
     pthread_cond_signal(&r->cv);
     pthread_mutex_unlock(&r->mu);
     return OC_OK;
@@ -295,6 +359,7 @@ int oc_io_ring_read(struct oc_io_ring *r, uint64_t off, size_t len, void *dst, u
     if (r->fixed_file)
         sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data64(sqe, tag);
+    atomic_fetch_add(&r->n_queued, 1);
     return OC_OK;
 #else
     (void)off, (void)len, (void)dst, (void)tag;
@@ -312,6 +377,7 @@ int oc_io_ring_nop(struct oc_io_ring *r, uint64_t tag, struct oc_err *err)
         return err ? err->status : OC_ERR_INTERNAL;
     io_uring_prep_nop(sqe);
     io_uring_sqe_set_data64(sqe, tag);
+    atomic_fetch_add(&r->n_queued, 1);
     return OC_OK;
 #else
     (void)tag;
@@ -364,13 +430,18 @@ int oc_io_ring_reap(struct oc_io_ring *r, struct oc_io_done *out, unsigned max, 
             r->soft_head = (r->soft_head + 1) % r->depth;
             r->soft_n--;
         }
+        atomic_fetch_add(&r->n_reaped, *n);
         pthread_mutex_unlock(&r->mu);
         return OC_OK;
     }
 #ifdef OC_HAVE_URING
     struct io_uring_cqe *cqe;
     char eb[128];
-    if (io_uring_peek_cqe(&r->ring, &cqe) != 0) {
+    if (io_uring_peek_cqe(&r->ring, &cqe) != 0 && r->wait_by_peek) {
+        struct timespec nap = {
+            0, (long)(timeout_us < RING_PEEK_NAP_US ? timeout_us : RING_PEEK_NAP_US) * 1000};
+        nanosleep(&nap, NULL);
+    } else if (io_uring_peek_cqe(&r->ring, &cqe) != 0) {
         struct __kernel_timespec ts = {(long long)(timeout_us / 1000000u),
                                        (long long)(timeout_us % 1000000u) * 1000};
         int e = io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
@@ -384,6 +455,7 @@ int oc_io_ring_reap(struct oc_io_ring *r, struct oc_io_done *out, unsigned max, 
         out[(*n)++] = (struct oc_io_done){io_uring_cqe_get_data64(cqe), cqe->res};
         io_uring_cqe_seen(&r->ring, cqe);
     }
+    atomic_fetch_add(&r->n_reaped, *n);
     return OC_OK;
 #else
     (void)out, (void)max, (void)timeout_us, (void)err;

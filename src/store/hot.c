@@ -170,7 +170,8 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
     }
     if (n == 0)
         return OC_OK;
-    if (n < s->n_nodes) {
+    int rank = n < s->n_nodes || hottest_first; /* every row in id order needs no ranking */
+    if (rank) {
         if (cfg->hotness == OC_STORE_HOTNESS_PRESAMPLE) {
             counts = oc_calloc(s->n_nodes, sizeof(uint32_t), "store static: hotness counts", err);
             if (!counts)
@@ -193,7 +194,7 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
     }
     for (uint64_t v = 0; v < n; v++)
         heap[v] = v;
-    if (n < s->n_nodes) {
+    if (rank) {
         for (uint64_t i = n / 2; i-- > 0;)
             heap_sift(&h, heap, i, n);
         for (uint64_t v = n; v < s->n_nodes; v++)
@@ -201,11 +202,11 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                 heap[0] = v;
                 heap_sift(&h, heap, 0, n);
             }
-        if (hottest_first)
-            hot_sort(&h, heap, n);
-        else
-            ids_sort(heap, n);
     }
+    if (hottest_first)
+        hot_sort(&h, heap, n);
+    else if (n < s->n_nodes)
+        ids_sort(heap, n);
     *ids_out = heap;
     heap = NULL;
 out:

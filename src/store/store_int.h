@@ -403,7 +403,8 @@ int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_d
 /*
  * The n (≤ n_nodes) hottest rows by cfg->hotness, ties to the lower id, as an
  * oc_alloc'd array (*ids = NULL when n == 0): ascending, or with hottest_first
- * the hottest first (when n == n_nodes: every node, ascending either way). Checks the hotness
+ * the hottest first (also when n == n_nodes: every node ranked; without it,
+ * every node is just 0 .. n - 1, nothing measured). Checks the hotness
  * options (pre-sampling needs graph, sample_opts, train_ids, n_train,
  * batch_size: OC_ERR_ARG naming what is missing) even when n == 0.
  */
@@ -457,6 +458,8 @@ void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
 void oc_store_helios_stage_every_row(int on);
 /* Rows a `helios` store caches, and rows each batch record stages (0, 0 otherwise). */
 void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint64_t *stage_rows);
+/* Tests: helios's RAM cache (NULL for another store). */
+const struct store_cache *oc_store_helios_cache(const struct oc_store *s);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

@@ -156,7 +156,10 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
            " missing the %" PRIu64 " hottest (both plus a quarter): %" PRIu64 " rows cached",
            HL_MEASURE_BATCHES, rows, misses, n_before, z->n_cached);
     qsort(hot, (size_t)z->n_cached, sizeof(*hot), cmp_u64);
-    *ids = hot;
+    /* the cache keeps the array (its sorted ids): only the rows it holds */
+    uint64_t *fit = oc_realloc(hot, (size_t)(z->n_cached ? z->n_cached : 1) * sizeof(*hot),
+                               "store helios: cached ids", err);
+    *ids = fit ? fit : hot;
     return OC_OK;
 }
 
@@ -249,6 +252,8 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (pipeline && cfg->mem_bytes && z.n_cached < s->n_nodes && !atomic_load(&stage_every_row) &&
         (rc = size_to_misses(s, cfg, max_rows, est_staged, &z, &ids, err)))
         return rc;
+    if (z.n_cached >= s->n_nodes)
+        z.stage_bytes = 0; /* nothing can miss: no stage (a row given back is read at gather) */
     struct hl_store *h = oc_calloc(1, sizeof(*h), "store helios", err);
     if (!h) {
         oc_free(ids);
@@ -312,7 +317,8 @@ static void hl_free(struct oc_store *s)
     struct hl_store *h = s->impl;
     if (!h)
         return;
-    oc_io_ring_free(h->ring); /* first: the kernel lets go of the arena */
+    /* first: reads still in flight (after an error or a cancel) land in the arena */
+    int drained = oc_io_ring_free(h->ring);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
         oc_free(h->recs[i].ids);
         oc_free(h->recs[i].slot);
@@ -322,7 +328,8 @@ static void hl_free(struct oc_store *s)
     }
     oc_free(h->recs);
     oc_free(h->miss);
-    oc_free(h->arena);
+    if (drained)
+        oc_free(h->arena); /* else left allocated: the kernel may still write into it */
     oc_file_close(h->file, NULL);
     if (h->yield_ready)
         store_yield_deinit(&h->yield); /* unregistered first: waits for a reclaim in progress */
@@ -527,6 +534,12 @@ void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint
     const struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
     *cached_rows = h ? h->cache.n : 0;
     *stage_rows = h ? h->stage_bytes / oc_io_align_up(s->row_bytes) : 0;
+}
+
+const struct store_cache *oc_store_helios_cache(const struct oc_store *s)
+{
+    const struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
+    return h ? &h->cache : NULL;
 }
 
 void oc_store_helios_set_depth(struct oc_store *s, unsigned depth)

@@ -21,8 +21,9 @@
  * Errors: a refused submission fails the sample stage (naming the file); a
  * failed or short read fails the completion stage naming the file and
  * offset; either cancels the pipeline, whose cancel hook sets stop and wakes
- * the submitter's wait. Reads still in flight land in the arena, which lives
- * until the ring is torn down (after the pipeline's threads are joined).
+ * the submitter's wait. Reads still in flight land in the arena: tearing the
+ * ring down (after the pipeline's threads are joined) reaps them before the
+ * arena is freed, and leaves it allocated if the kernel never lets go.
  *
  * Place in the data flow: store, below helios.c.
  * Thread-safety: see helios_int.h.

@@ -182,7 +182,9 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     c->yield_ready = 1;
     if ((rc = store_disks_open(s, 1, c->disk, s->n_lanes, err)))
         return rc;
-    if ((rc = store_hot_select(s, cfg, n_cached, 1, &hot, err)))
+    /* hottest first: the coldest slots go back first; every row without a budget: any order */
+    int ranked = n_cached < s->n_nodes || cfg->mem_bytes != 0;
+    if ((rc = store_hot_select(s, cfg, n_cached, ranked, &hot, err)))
         return rc;
     c->cache.n = n_cached;
     rc = use_table ? build_table(s, &c->cache, hot, err) : build_sorted(&c->cache, hot, err);

@@ -449,6 +449,8 @@ OC_TEST(kg_slice_store_damage_detected_and_rebuilt)
         OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
         if (d != DROP_INDEX)
             OC_CHECK(strstr(warned, "not usable") != NULL);
+        if (d == FLIP_RECORD) /* the damaged file named */
+            OC_CHECK(strstr(warned, "not usable (") && strstr(warned, "slices.bin: slice"));
         /* rebuilt: the same bytes as the first run wrote */
         char *now = NULL, *now_idx = NULL;
         size_t now_len = 0, now_idx_len = 0;

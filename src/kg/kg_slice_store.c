@@ -299,20 +299,26 @@ int kg_slice_store_publish(struct kg_slice_store *st, struct oc_err *err)
     return OC_OK;
 }
 
+/* The records' file: the one being written, else (committed, loaded or being loaded) slices.bin. */
+static const char *rec_name(const struct kg_slice_store *st)
+{
+    return st->committed || st->loaded || !st->rec_tmp[0] ? st->rec_path : st->rec_tmp;
+}
+
 int kg_slice_record_crc(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
                         struct oc_err *err)
 {
     if (oc_crc32(0, buf, st->bytes[id]) == st->crc[id])
         return OC_OK;
     return OC_ERR(err, OC_ERR_FORMAT, "%s: slice %u at offset %" PRIu64 ": CRC mismatch",
-                  st->committed || st->loaded ? st->rec_path : st->rec_tmp, id, st->off[id]);
+                  rec_name(st), id, st->off[id]);
 }
 
 int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint8_t *buf,
                         int check_crc, struct kg_atoms *map, const struct oc_kg_facts *f,
                         struct oc_err *err)
 {
-    const char *path = st->committed || st->loaded ? st->rec_path : st->rec_tmp;
+    const char *path = rec_name(st);
     uint32_t bytes = st->bytes[id];
     if (check_crc)
         OC_KG_TRY(kg_slice_record_crc(st, id, buf, err));

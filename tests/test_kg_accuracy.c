@@ -61,15 +61,18 @@ OC_TEST(fb237_v1)
 }
 
 /*
- * nell_v1 does not reach the published 0.637 here: seeds 0-2 average 0.557 at 25 epochs
- * and 0.593 at 50 (README.md), with the reference's loss scale and gradients checked against a PyTorch
- * transcription of its code. Its test set is 402 answers over 225 entities and swings by 0.1
- * between epochs; the bound checks the run trains to where our full runs are (seed 0: 0.493 at
- * its best validation epoch of 5), not the paper's figure.
+ * nell_v1 does not reach the published 0.637 in few epochs: its test set is 402 answers over
+ * 225 entities and swings by 0.1 between early epochs; the bound checks the run trains to where
+ * our full runs are, not the paper's figure (README.md: 50 epochs, seeds 0-2, 0.6215). 5 epochs
+ * were a point of that swing: seed 0 passed it on an earlier machine (0.493 once) and gives
+ * 0.4337 on the 2026-11-27 one at the same commit (7cdbec6): float results, and so the early
+ * trajectory, differ by machine. 10 epochs
+ * check where it settles: test MRR 0.45-0.48 over epochs 5-11 here, 0.4596 at the best
+ * validation epoch (9).
  */
 OC_TEST(nell_v1)
 {
-    static const struct split_case c = {"nell_v1", 5, 0.637, 0.45};
+    static const struct split_case c = {"nell_v1", 10, 0.637, 0.45};
     check_split(&c);
 }
 

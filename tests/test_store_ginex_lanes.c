@@ -282,4 +282,43 @@ OC_TEST(small_budget_gives_one_lane)
     fixture_free(&fx);
 }
 
+/*
+ * An explicit superbatch whose accesses stay in RAM (no plan directory) and
+ * two lanes asked for: at every budget from the smallest up the store opens,
+ * and its cache and what it holds fit the budget, with one lane or two.
+ */
+OC_TEST(every_budget_from_the_smallest_opens_with_lanes)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 64, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    c.n_epochs = 100;
+    c.lanes = 2;
+    c.superbatch = 100000; /* every epoch: its accesses outweigh a lane's reader */
+    c.plan_dir = NULL;
+    uint64_t b = 0, opened = 0, two = 0;
+    OC_CHECK_OK(oc_store_ginex_budget_for(&c, 1, &b, &err), &err);
+    for (uint64_t m = b; m < b + 8 * MIB; m += 128 * 1024) {
+        c.mem_bytes = m;
+        struct oc_store *s = fixture_open("ginex", &c);
+        OC_CHECK(s != NULL);
+        if (!s)
+            break;
+        opened++;
+        two += oc_store_gather_lanes(s) == 2;
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(oc_store_ginex_capacity(s) * fx.row_bytes < m && st.held_bytes <= m);
+        oc_store_free(s);
+    }
+    fprintf(stderr, "  %llu budgets opened, %llu with two lanes\n", (unsigned long long)opened,
+            (unsigned long long)two);
+    OC_CHECK(two > 0);
+    fixture_free(&fx);
+}
+
 OC_TEST_MAIN()

@@ -146,6 +146,7 @@ enum oc_fault_kind {
     OC_FAULT_RENAME,       /* the Nth rename fails (EIO, ENOSPC, EXDEV) */
     OC_FAULT_URING_SETUP,  /* the Nth io_uring ring setup fails (ENOSYS, EPERM): pread fallback */
     OC_FAULT_URING_SUBMIT, /* the Nth submission of an oc_io_ring fails (EBUSY, EIO) */
+    OC_FAULT_BATCH_SUBMIT, /* the Nth io_uring submit-and-wait of an oc_io_batch fails (EIO) */
     OC_FAULT_KIND_COUNT,
 };
 

@@ -73,7 +73,8 @@ int oc_fault_fired(enum oc_fault_kind kind)
 const char *oc_fault_kind_name(enum oc_fault_kind kind)
 {
     static const char *const names[OC_FAULT_KIND_COUNT] = {
-        "alloc", "read", "write", "open", "fsync", "rename", "uring_setup", "uring_submit",
+        "alloc",  "read",        "write",        "open",         "fsync",
+        "rename", "uring_setup", "uring_submit", "batch_submit",
     };
     return (unsigned)kind < OC_FAULT_KIND_COUNT ? names[kind] : "?";
 }

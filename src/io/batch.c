@@ -46,6 +46,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifdef OC_HAVE_URING
@@ -60,6 +61,7 @@
 #define BATCH_MAX_DEPTH     4096u
 #define BATCH_MAX_FILES     8u /* registered files per ring */
 #define BATCH_NO_CB         SIZE_MAX
+#define BATCH_DRAIN_S       30u /* a failed ring's reads are waited for this long */
 
 struct batch_req {
     struct oc_file *f;
@@ -487,6 +489,34 @@ static int fixed_file(const struct oc_io_batch *b, const struct oc_file *f)
 }
 
 /* Queues the rest of span idx (from s->got on). The SQ has room: in flight <= depth = SQ size. */
+/*
+ * Reaps n reads the kernel took (completions dropped: the run failed), for
+ * BATCH_DRAIN_S at most; past that the bounce buffer stays theirs (never
+ * freed) and the batch reads through a new one, or none (runs then fail).
+ */
+static void uring_drain(struct oc_io_batch *b, unsigned n)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t = t0;
+    while (n && (uint64_t)(t.tv_sec - t0.tv_sec) < BATCH_DRAIN_S) {
+        struct io_uring_cqe *cqe;
+        struct __kernel_timespec ts = {0, 100 * 1000 * 1000};
+        if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0) {
+            io_uring_cqe_seen(&b->ring, cqe);
+            n--;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    }
+    if (!n)
+        return;
+    oc_log(OC_LOG_ERROR,
+           "io batch: %u reads still in flight after %u s; their buffer is left to them", n,
+           BATCH_DRAIN_S);
+    struct oc_err e;
+    b->bounce = oc_io_buf_alloc(b->bounce_bytes, "io batch bounce", &e); /* the old one leaks */
+}
+
 static int uring_prep(struct oc_io_batch *b, size_t idx, struct oc_err *err)
 {
     struct batch_span *s = &b->spans[idx];
@@ -595,20 +625,24 @@ static int run_uring(struct oc_io_batch *b, struct oc_err *err)
         }
         if (in_flight == 0)
             break;
-        int r = io_uring_submit_and_wait(&b->ring, 1);
+        int fe = 0;
+        int r = oc_fault_hit(OC_FAULT_BATCH_SUBMIT, &fe) ? -(fe ? fe : EIO)
+                                                         : io_uring_submit_and_wait(&b->ring, 1);
         if (r < 0 && r != -EINTR) {
             if ((r == -EAGAIN || r == -EBUSY) && ++retries < 10000) {
                 usleep(50);
             } else {
                 /*
-                 * The ring is unusable. Reads may still be in flight into the
-                 * bounce buffer, which lives until oc_io_batch_free; tear the
-                 * ring down (the kernel cancels or finishes them) and fall
-                 * back to pread for later runs.
+                 * The ring is unusable: fall back to pread for later runs.
+                 * Closing a ring does not wait for its O_DIRECT reads, so the
+                 * ones the kernel took are reaped first; should any never
+                 * finish, the bounce buffer they land in is left to them and
+                 * pread gets a new one.
                  */
                 if (rc == OC_OK)
                     rc = OC_ERR_ERRNO(err, OC_ERR_IO, -r, "io batch: io_uring_submit failed: %s",
                                       oc_io_strerror(-r, eb, sizeof(eb)));
+                uring_drain(b, (unsigned)(in_flight - io_uring_sq_ready(&b->ring)));
                 io_uring_queue_exit(&b->ring);
                 b->use_uring = 0;
                 b->fixed_buf = 0;
@@ -652,6 +686,11 @@ int oc_io_batch_run(struct oc_io_batch *b, struct oc_err *err)
 
     if (b->n_reqs == 0)
         return OC_OK;
+    if (!b->bounce) {
+        rc = OC_ERR(err, OC_ERR_NOMEM,
+                    "io batch: no bounce buffer (an earlier failure's reads never finished)");
+        goto out;
+    }
     sort_reqs(b->reqs, b->n_reqs);
     rc = build_spans(b, err);
     if (rc)

@@ -490,9 +490,17 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
         uint64_t spill_bytes = 0;
         for (uint64_t i = 0; i < b->n_batches; i++)
             spill_bytes += b->rec_bytes[i];
-        o.disk_budget_bytes = b->disk_budget_bytes > (double)spill_bytes
-                                  ? (uint64_t)(b->disk_budget_bytes - (double)spill_bytes)
-                                  : 1;
+        if (b->disk_budget_bytes <= (double)spill_bytes) {
+            char rs[32], bs[32];
+            rc = OC_ERR(err, OC_ERR_BUDGET,
+                        "store diskgnn: window of epoch %" PRIu64 " from batch %" PRIu64
+                        ": its batches' records alone take %s, its share of --disk-budget is "
+                        "%s (a larger --disk-budget or a shorter --window)",
+                        w->epoch, w->first, oc_format_size(spill_bytes, rs, sizeof(rs)),
+                        oc_format_size((uint64_t)b->disk_budget_bytes, bs, sizeof(bs)));
+            goto fail;
+        }
+        o.disk_budget_bytes = (uint64_t)(b->disk_budget_bytes - (double)spill_bytes);
     }
     if ((rc = oc_plan_layout_build(&t, &o, &l, err)))
         goto fail;

@@ -114,7 +114,15 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
     int rc;
     if ((rc = oc_file_pread(g->sb_file, lenb, 8, p->rec_off[it], err)))
         return rc;
-    uint64_t len = oc_get_le64(lenb);
+    uint64_t len = oc_get_le64(lenb), size = 0;
+    if ((rc = oc_file_size(g->sb_file, &size, err)))
+        return rc;
+    if (p->rec_off[it] > size || len > size - p->rec_off[it] || size - p->rec_off[it] - len < 8)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "store ginex: %s: the batch at offset %" PRIu64 " (%" PRIu64
+                      " bytes) runs past the file's %" PRIu64 " bytes (replaced since it was "
+                      "checked?)",
+                      p->sb_path, p->rec_off[it], len, size);
     if ((rc = gx_rec_reserve(&g->rec, &g->cap_rec, len, err)))
         return rc;
     if ((rc = oc_file_pread(g->sb_file, g->rec, (size_t)len, p->rec_off[it] + 8, err)) ||

@@ -456,9 +456,22 @@ static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_l
     if (rc)
         return rc;
     gx_inspector_release(g->insp, old);
-    if (pop)
+    if (pop) {
+        /* Every earlier iteration has copied: the cache is quiet while the inspector
+           finishes the plan, so a give-back (the inspector's own growth may need one)
+           may run meanwhile; the map's turn is taken back after it. */
+        pthread_mutex_lock(&g->mu);
+        g->in_meta = 0;
+        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
         rc = gx_inspector_next(g->insp, &nx, err);
+    }
     pthread_mutex_lock(&g->mu);
+    while (pop && (g->excl || g->yielding) && !g->cancelled)
+        pthread_cond_wait(&g->cv, &g->mu);
+    if (pop && rc == OC_OK)
+        rc = gx_stop(g, err);
+    g->in_meta = 1;
     g->cur = rc ? NULL : nx;
     g->popping = 0;
     pthread_cond_broadcast(&g->cv);

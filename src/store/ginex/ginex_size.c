@@ -171,7 +171,9 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         uint64_t left = cfg->mem_bytes - exec - ifix;
         /* more lanes while all of them take at most a quarter of the budget */
         *lanes_out = n_iters ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
-        while (*lanes_out > 1 && (*lanes_out - 1) * lane > left / 2)
+        uint64_t least = cfg->superbatch ? all : one; /* left >= least: need covers it */
+        while (*lanes_out > 1 &&
+               ((*lanes_out - 1) * lane > left / 2 || (*lanes_out - 1) * lane > left - least))
             --*lanes_out;
         left -= (*lanes_out - 1) * lane;
         uint64_t share = left / 4;

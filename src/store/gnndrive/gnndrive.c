@@ -394,7 +394,9 @@ static void unpin_chunk(struct gd_store *g, uint64_t n, uint64_t hits)
     if (!hits)
         return;
     pthread_mutex_lock(&g->mu);
-    if (gd_buf_unpin(&g->buf, g->eval_slots, n) && g->n_slot_waiters)
+    gd_buf_unpin(&g->buf, g->eval_slots, n);
+    /* any slot let go may be one a waiter needs: a free one, or a draining one retired */
+    if (g->n_slot_waiters)
         pthread_cond_broadcast(&g->slot_cv);
     pthread_mutex_unlock(&g->mu);
 }

@@ -496,23 +496,12 @@ static int fixed_file(const struct oc_io_batch *b, const struct oc_file *f)
  */
 static void uring_drain(struct oc_io_batch *b, unsigned n)
 {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    t = t0;
-    while (n && (uint64_t)(t.tv_sec - t0.tv_sec) < BATCH_DRAIN_S) {
-        struct io_uring_cqe *cqe;
-        struct __kernel_timespec ts = {0, 100 * 1000 * 1000};
-        if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) == 0) {
-            io_uring_cqe_seen(&b->ring, cqe);
-            n--;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    }
-    if (!n)
+    uint64_t left = oc_io_uring_reap_owed(&b->ring, n, BATCH_DRAIN_S);
+    if (!left)
         return;
     oc_log(OC_LOG_ERROR,
-           "io batch: %u reads still in flight after %u s; their buffer is left to them", n,
-           BATCH_DRAIN_S);
+           "io batch: %" PRIu64 " reads still in flight after %u s; their buffer is left to them",
+           left, BATCH_DRAIN_S);
     struct oc_err e;
     b->bounce = oc_io_buf_alloc(b->bounce_bytes, "io batch bounce", &e); /* the old one leaks */
 }

@@ -17,6 +17,17 @@
 
 #include "offcore/io.h"
 
+#ifdef OC_HAVE_URING
+struct io_uring;
+/*
+ * Reaps (and drops) n completions the kernel owes on ring, waiting for them
+ * `seconds` at most; returns how many never came. Closing a ring does not
+ * wait for its O_DIRECT reads: a buffer they land in is free only once
+ * this returns 0. One thread at a time, both sides of the ring idle (ring.c).
+ */
+uint64_t oc_io_uring_reap_owed(struct io_uring *ring, uint64_t n, unsigned seconds);
+#endif
+
 struct oc_file {
     int fd;
     int is_direct; /* O_DIRECT in effect: buf/len/off must be OC_IO_ALIGN-aligned */

@@ -239,30 +239,33 @@ uint64_t oc_io_ring_in_flight(const struct oc_io_ring *r)
 }
 
 #ifdef OC_HAVE_URING
-/*
- * Reaps (and drops) what is in flight, after handing the kernel what was
- * queued and not yet submitted; 1 once nothing is, 0 after RING_DRAIN_S.
- * Closing a ring does not wait for its reads: an O_DIRECT read still in
- * flight would land in its buffer after the caller freed it.
- */
-static int drain(struct oc_io_ring *r)
+uint64_t oc_io_uring_reap_owed(struct io_uring *ring, uint64_t n, unsigned seconds)
 {
-    if (oc_io_ring_in_flight(r) == 0)
-        return 1;
-    io_uring_submit(&r->ring);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     t = t0;
-    while (oc_io_ring_in_flight(r) && (uint64_t)(t.tv_sec - t0.tv_sec) < RING_DRAIN_S) {
+    while (n && (uint64_t)(t.tv_sec - t0.tv_sec) < seconds) {
         struct io_uring_cqe *cqe;
         struct __kernel_timespec ts = {0, 100 * 1000 * 1000};
-        if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts) == 0) {
-            io_uring_cqe_seen(&r->ring, cqe);
-            atomic_fetch_add(&r->n_reaped, 1);
+        if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) == 0) {
+            io_uring_cqe_seen(ring, cqe);
+            n--;
         }
         clock_gettime(CLOCK_MONOTONIC, &t);
     }
-    return oc_io_ring_in_flight(r) == 0;
+    return n;
+}
+
+/* Reaps what is in flight, after handing the kernel what was queued; 1 once nothing is. */
+static int drain(struct oc_io_ring *r)
+{
+    uint64_t n = oc_io_ring_in_flight(r);
+    if (n == 0)
+        return 1;
+    io_uring_submit(&r->ring);
+    uint64_t left = oc_io_uring_reap_owed(&r->ring, n, RING_DRAIN_S);
+    atomic_fetch_add(&r->n_reaped, n - left);
+    return left == 0;
 }
 #endif
 

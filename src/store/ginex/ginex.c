@@ -114,9 +114,7 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
     int rc;
     if ((rc = oc_file_pread(g->sb_file, lenb, 8, p->rec_off[it], err)))
         return rc;
-    uint64_t len = oc_get_le64(lenb), size = 0;
-    if ((rc = oc_file_size(g->sb_file, &size, err)))
-        return rc;
+    uint64_t len = oc_get_le64(lenb), size = g->sb_bytes;
     if (p->rec_off[it] > size || len > size - p->rec_off[it] || size - p->rec_off[it] - len < 8)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "store ginex: %s: the batch at offset %" PRIu64 " (%" PRIu64
@@ -214,8 +212,12 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
         g->sb_plan = p;
         g->sb_first = p->first_iter;
         struct oc_err e;
-        if (p->sb_path[0] && oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK)
+        if (p->sb_path[0] && (oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK ||
+                              oc_file_size(g->sb_file, &g->sb_bytes, &e) != OC_OK)) {
             oc_log(OC_LOG_WARN, "store ginex: cannot read back %s (%s)", p->sb_path, e.msg);
+            oc_file_close(g->sb_file, NULL);
+            g->sb_file = NULL;
+        }
     }
     if (!g->sb_file)
         return load_by_sampling(g, epoch, batch, out, err);

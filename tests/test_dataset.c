@@ -404,6 +404,27 @@ OC_TEST(file_corruptions)
     OC_CHECK_ERR(oc_dataset_open(out, 0, &ds, &err), OC_ERR_FORMAT, &err, "malformed .npy header");
     OC_CHECK(strstr(err.msg, path_in(out, "indptr.npy")) != NULL);
 
+    /* a feature matrix marked Fortran-order (header "False" -> "True "): refused, named */
+    out = fresh("fortran");
+    OC_CHECK_OK(tiny_build(out, &t, &err), &err);
+    {
+        char hdr[200] = {0};
+        FILE *f = fopen(path_in(out, "features.npy"), "r+b");
+        OC_CHECK(f && fread(hdr, 1, sizeof(hdr) - 1, f) > 0);
+        char *at = f ? strstr(hdr + 10, "False") : NULL;
+        OC_CHECK(at != NULL);
+        if (at) {
+            fseek(f, (long)(at - hdr), SEEK_SET);
+            fputs("True ", f);
+        }
+        if (f)
+            fclose(f);
+    }
+    reseal(out);
+    OC_CHECK_ERR(oc_dataset_open(out, 0, &ds, &err), OC_ERR_FORMAT, &err,
+                 "fortran_order True not supported");
+    OC_CHECK(strstr(err.msg, path_in(out, "features.npy")) != NULL);
+
     /* content corruption patched in place, manifest resealed: the content check fires */
     out = fresh("patched");
     OC_CHECK_OK(tiny_build(out, &t, &err), &err);

@@ -111,6 +111,19 @@ OC_TEST(npy_text_edges_and_shapes)
     OC_CHECK(d.n_split[0] == 3 && d.split[0][0] == 5 && d.n_split[1] == 0);
     fx_ds_free(&d);
 
+    /* (E, 2) in Fortran order (np.save of edge_index.T): sources, then destinations. */
+    FX_PATH(src, "%s/fortran", tmp);
+    int64_t fe[6] = {0, 1, 4, 2, 3, 0}; /* 0->2, 1->3, 4->0 */
+    uint64_t fs[2] = {3, 2};
+    fx_write_npy(src, "edges.npy", OC_DTYPE_I64, 2, fs, fe, 1);
+    FX_PATH(out, "%s/fortran-out", tmp);
+    fx_import_ok(OC_IMPORT_NPY, src, out, &o, &d);
+    if (!d.indptr)
+        return;
+    OC_CHECK(d.m.n_nodes == 5 && d.m.n_edges == 3);
+    OC_CHECK(fx_has_edge(&d, 0, 2) && fx_has_edge(&d, 1, 3) && fx_has_edge(&d, 4, 0));
+    fx_ds_free(&d);
+
     /* Larger than one read chunk: 100000 edges i -> (i + 1) % N in (E, 2) order. */
     FX_PATH(src, "%s/big", tmp);
     enum { NB = 100000 };
@@ -192,6 +205,20 @@ static void feat_rows(const char *dir)
     fx_write_npy(dir, "features.npy", OC_DTYPE_F32, 2, s, f, 0);
 }
 
+static void feat_fortran(const char *dir)
+{
+    float f[15] = {0};
+    uint64_t s[2] = {5, 3};
+    fx_write_npy(dir, "features.npy", OC_DTYPE_F32, 2, s, f, 1);
+}
+
+static void edges_u64_too_big(const char *dir)
+{
+    uint64_t e[6] = {0, 1, 2, 1, 2, (uint64_t)1 << 63};
+    uint64_t s[2] = {2, 3};
+    fx_write_npy(dir, "edges.npy", OC_DTYPE_U64, 2, s, e, 0);
+}
+
 static void labels_bad(const char *dir)
 {
     int32_t lab[5] = {1, 0, -2, 2, 1};
@@ -237,6 +264,9 @@ OC_TEST(npy_bad_inputs)
     expect_bad(edges_too_big, OC_ERR_FORMAT, "edge 1 (1 -> 5) has a node id out of range [0, 5)");
     expect_bad(edges_float, OC_ERR_FORMAT, "expected an integer array, found f32");
     expect_bad(feat_rows, OC_ERR_FORMAT, "feature array has 4 rows, expected 5");
+    expect_bad(feat_fortran, OC_ERR_UNSUPPORTED, "features.npy: Fortran-order feature matrix");
+    expect_bad(edges_u64_too_big, OC_ERR_FORMAT,
+               "edges.npy: value at element 5 does not fit a signed 64-bit id");
     expect_bad(labels_bad, OC_ERR_FORMAT, "label -2 of node 2");
     expect_bad(labels_2d, OC_ERR_FORMAT, "labels must be a 1-D array");
     expect_bad(split_bad, OC_ERR_FORMAT, "val_idx.npy: node id 5 at index 1");

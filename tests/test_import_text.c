@@ -456,12 +456,34 @@ OC_TEST(text_bad_inputs)
                "labels.txt:3: label 2 out of range");
     expect_bad("labels.txt", "0\n1\n1\n", OC_ERR_FORMAT, "3 labels, expected one per node (5)");
     expect_bad("labels.txt", "0\n1\n1\n0\n0\n1\n", OC_ERR_FORMAT, "labels.txt:6: more labels");
+    expect_bad("labels.txt", "0\n1\n\n1\n0\n0\n", OC_ERR_FORMAT,
+               "labels.txt:3: blank line among the labels");
     expect_bad("meta.txt", "num_features 3\n", OC_ERR_FORMAT, "meta.txt: no num_nodes");
     expect_bad("meta.txt", "num_nodes five\n", OC_ERR_FORMAT, "meta.txt:1: num_nodes");
     expect_bad("splits/split_0.txt", "0\n1\n3\n0\n0\n", OC_ERR_FORMAT, "split_0.txt:3: role 3");
     expect_bad("splits/split_0.txt", "0\n1\n", OC_ERR_FORMAT, "2 roles, expected one per node");
     expect_bad("train_idx.txt", "0\n", OC_ERR_NOTFOUND, "val_idx.txt: missing");
     expect_bad("self_loops.txt", "1\n9\n", OC_ERR_FORMAT, "self_loops.txt:2: node id 9");
+    /* A zero-filled tail (what a crash can leave) is not blank lines: refused. */
+    {
+        char src[4096];
+        FX_PATH(src, "%s/src", oc_test_tmpdir());
+        write_small(src);
+        char p[4096], zeros[64] = {0};
+        FX_PATH(p, "%s/edges.txt", src);
+        FILE *f = fopen(p, "ab");
+        OC_CHECK(f && fwrite(zeros, 1, sizeof(zeros), f) == sizeof(zeros));
+        if (f)
+            fclose(f);
+        struct oc_import_opts o;
+        struct oc_err err;
+        char out[4096];
+        oc_import_opts_default(&o);
+        FX_PATH(out, "%s/out", oc_test_tmpdir());
+        OC_CHECK_ERR(oc_import_text(src, out, &o, NULL, &err), OC_ERR_FORMAT, &err,
+                     "edges.txt: line 4 has a NUL byte at column 1");
+        OC_CHECK(!fx_output_left(out));
+    }
 
     struct oc_import_opts o;
     struct oc_err err;
@@ -472,6 +494,70 @@ OC_TEST(text_bad_inputs)
                  "/nonexistent/dir");
     o.feat_dtype = OC_DTYPE_F64;
     OC_CHECK_ERR(oc_import_text("/tmp", out, &o, NULL, &err), OC_ERR_ARG, &err, "f32 or f16");
+}
+
+/* OUT given as "dir/" builds dir (not a temporary inside it); "." and ".." name no new
+   directory and are refused before anything is created. */
+/* Blank lines ending labels.txt (as editors and exporters leave them) are not labels. */
+OC_TEST(text_labels_trailing_blank_lines)
+{
+    const char *tmp = oc_test_tmpdir();
+    char src[4096], out[4096];
+    FX_PATH(src, "%s/trailing", tmp);
+    write_small(src);
+    fx_write(src, "labels.txt", "0\n1\n-1\n1\n0\n\n \n\n");
+    FX_PATH(out, "%s/trailing-out", tmp);
+    struct oc_import_opts o;
+    struct fx_ds d;
+    oc_import_opts_default(&o);
+    fx_import_ok(OC_IMPORT_TEXT, src, out, &o, &d);
+    if (!d.indptr)
+        return;
+    OC_CHECK(d.m.n_nodes == 5 && d.labels[1] == 1 && d.labels[2] == -1 && d.labels[4] == 0);
+    fx_ds_free(&d);
+}
+
+OC_TEST(text_output_path_forms)
+{
+    const char *tmp = oc_test_tmpdir();
+    char src[4096], out[4096], given[4096];
+    FX_PATH(src, "%s/src", tmp);
+    write_small(src);
+    struct oc_import_opts o;
+    struct oc_err err;
+    struct fx_ds d;
+    oc_import_opts_default(&o);
+    FX_PATH(out, "%s/slash", tmp);
+    FX_PATH(given, "%s/slash//", tmp);
+    OC_CHECK_OK(oc_import_text(src, given, &o, NULL, &err), &err);
+    OC_CHECK_OK(fx_ds_load(out, &d, &err), &err);
+    OC_CHECK(d.m.n_nodes == 5);
+    fx_ds_free(&d);
+    FX_PATH(given, "%s/new/..", tmp);
+    OC_CHECK_ERR(oc_import_text(src, given, &o, NULL, &err), OC_ERR_ARG, &err,
+                 "names no new directory");
+    FX_PATH(out, "%s/new", tmp);
+    OC_CHECK(!oc_path_exists(out));
+    OC_CHECK_ERR(oc_import_text(src, ".", &o, NULL, &err), OC_ERR_ARG, &err,
+                 "names no new directory");
+    OC_CHECK_ERR(oc_import_text(src, "/", &o, NULL, &err), OC_ERR_ARG, &err,
+                 "names no new directory");
+}
+
+/* Manifest strings are valid UTF-8 whatever bytes the names came from, cut or not. */
+OC_TEST(utf8_copy_makes_valid_utf8)
+{
+    char b[8];
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "caf\xc3\xa9"), "caf\xc3\xa9") == 0);
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "caf\xe9"), "caf?") == 0);
+    /* 3 two-byte characters fit in 7 bytes; the 4th would be cut: stop before it */
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"),
+                    "\xc3\xa9\xc3\xa9\xc3\xa9") == 0);
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "\xc0\xaf"), "??") == 0);      /* overlong */
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "\xed\xa0\x80"), "???") == 0); /* surrogate */
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "\xf4\x90\x80\x80"), "????") == 0);
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "a\xe2\x82"), "a??") == 0); /* truncated */
+    OC_CHECK(strcmp(oc_utf8_copy(b, sizeof(b), "\xf0\x9f\x98\x80!"), "\xf0\x9f\x98\x80!") == 0);
 }
 
 OC_TEST(import_kind_names)

@@ -299,6 +299,30 @@ OC_TEST(lines_too_long)
     oc_line_reader_free(r);
 }
 
+/* A NUL byte is never text: inside a line, on a line of its own, or a zero-filled tail
+   (what a crash can leave), plain or gzip, is refused naming the file, line and column. */
+OC_TEST(lines_nul_byte_refused)
+{
+    struct oc_err err;
+    char p[600], g[600];
+    uint64_t lineno = 0;
+    oc_path_join(p, sizeof(p), oc_test_tmpdir(), "nul.txt", &err);
+    oc_path_join(g, sizeof(g), oc_test_tmpdir(), "nul.txt.gz", &err);
+
+    static const char inside[] = "0 1\n1 2\0 9 9\n2 3\n";
+    write_bytes(p, inside, sizeof(inside) - 1);
+    OC_CHECK_ERR(drain(p, &lineno, &err), OC_ERR_FORMAT, &err, "line 2 has a NUL byte at column 4");
+    OC_CHECK(strstr(err.msg, p) == err.msg);
+    write_gz(g, "wb", inside, sizeof(inside) - 1);
+    OC_CHECK_ERR(drain(g, &lineno, &err), OC_ERR_FORMAT, &err, "line 2 has a NUL byte at column 4");
+
+    char tail[4100];
+    memcpy(tail, "0 1\n", 4);
+    memset(tail + 4, 0, sizeof(tail) - 4);
+    write_bytes(p, tail, sizeof(tail));
+    OC_CHECK_ERR(drain(p, &lineno, &err), OC_ERR_FORMAT, &err, "line 2 has a NUL byte at column 1");
+    OC_CHECK(lineno == 1);
+}
 /* Each read or allocation fails in turn: the error is clean and nothing leaks. */
 OC_TEST(lines_faults)
 {

@@ -177,6 +177,17 @@ OC_TEST(header_numpy_written)
     OC_CHECK_OK(oc_npy_parse_header(buf, n, "x.npy", &h, &err), &err);
     OC_CHECK(h.dtype == OC_DTYPE_F16 && h.shape[0] == 5);
 
+    /* 2-D Fortran order is reported; a reader assuming C order refuses it, naming the file
+       (not a (1, N) or (N, 1) array: the same bytes either way) */
+    n = numpy_header(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }");
+    OC_CHECK_OK(oc_npy_parse_header(buf, n, "x.npy", &h, &err), &err);
+    OC_CHECK(h.fortran_order == 1 && h.ndim == 2);
+    OC_CHECK_ERR(oc_npy_require_c_order(&h, "x.npy", &err), OC_ERR_FORMAT, &err,
+                 "x.npy: fortran_order True not supported");
+    n = numpy_header(buf, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3, 1), }");
+    OC_CHECK_OK(oc_npy_parse_header(buf, n, "x.npy", &h, &err), &err);
+    OC_CHECK_OK(oc_npy_require_c_order(&h, "x.npy", &err), &err);
+
     n = numpy_header(buf, 1, "{'descr': '<u4', 'fortran_order': False, 'shape': (0, 16), }");
     OC_CHECK_OK(oc_npy_parse_header(buf, n, "x.npy", &h, &err), &err);
     OC_CHECK_OK(oc_npy_n_elems(&h, &ne, &err), &err);
@@ -198,7 +209,6 @@ OC_TEST(header_rejects)
     expect_bad("{'descr': '>f4', 'fortran_order': False, 'shape': (3,), }", "big-endian");
     expect_bad("{'descr': '|O', 'fortran_order': False, 'shape': (3,), }", "object dtype");
     expect_bad("{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", "unsupported dtype");
-    expect_bad("{'descr': '<f4', 'fortran_order': True, 'shape': (3, 2), }", "fortran_order");
     expect_bad("{'descr': '<f4', 'shape': (3,), }", "lacks 'fortran_order'");
     expect_bad("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'x': 1}", "unexpected key");
     expect_bad("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (3,)}",

@@ -134,6 +134,13 @@ void oc_mem_reclaimer_remove(oc_mem_reclaim_fn fn, void *ctx);
 int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err);
 /* Formats bytes as "1.50 GiB" into buf. Returns buf. */
 char *oc_format_size(uint64_t bytes, char *buf, size_t n);
+/*
+ * Copies s into buf (n bytes, NUL-terminated) as valid UTF-8, as JSON needs:
+ * a byte that starts no valid sequence (malformed, overlong, a surrogate,
+ * past U+10FFFF) becomes '?', and a cut at n never splits a character.
+ * Returns buf.
+ */
+char *oc_utf8_copy(char *buf, size_t n, const char *s);
 
 /* ---- fault injection (tests) -------------------------------------------- */
 

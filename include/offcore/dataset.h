@@ -63,9 +63,13 @@ struct oc_npy_header {
  * Parses a .npy header from the first `len` bytes of a file (versions 1.0,
  * 2.0, 3.0; any header length). Rejects big-endian and unknown dtypes and
  * malformed dicts with OC_ERR_FORMAT; `what` names the file in messages.
+ * fortran_order is reported, not refused: a reader that assumes C order
+ * calls oc_npy_require_c_order.
  */
 int oc_npy_parse_header(const void *buf, size_t len, const char *what, struct oc_npy_header *h,
                         struct oc_err *err);
+/* OC_ERR_FORMAT naming `what` if the array is Fortran-ordered with a layout unlike C order's. */
+int oc_npy_require_c_order(const struct oc_npy_header *h, const char *what, struct oc_err *err);
 /* Formats a version-1.0 header padded with spaces to exactly OC_NPY_HEADER_BYTES. */
 int oc_npy_format_header(enum oc_dtype dtype, unsigned ndim, const uint64_t *shape,
                          uint8_t out[OC_NPY_HEADER_BYTES], struct oc_err *err);

@@ -299,6 +299,12 @@ int oc_mkdir_p(const char *path, struct oc_err *err);
 /* rm -rf (discards temporary output). Symlinks are removed, never followed. Missing: OC_OK. */
 int oc_rm_rf(const char *path, struct oc_err *err);
 int oc_path_exists(const char *path);
+/*
+ * A new output directory's path as given (OUT of import and generate) into
+ * buf, trailing slashes dropped ("out/" is "out"); OC_ERR_ARG if it names no
+ * new directory (empty, "/", or ending in "." or "..") or does not fit.
+ */
+int oc_out_dir_path(char *buf, size_t n, const char *given, struct oc_err *err);
 /* snprintf into buf; OC_ERR_ARG if it does not fit. */
 int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct oc_err *err);
 

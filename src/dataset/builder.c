@@ -71,9 +71,11 @@ int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc
     struct oc_ds_builder *b = NULL;
     char tmp[4096];
     int rc;
+    char given_out[4096];
     *out = NULL;
-    if (!out_dir || !*out_dir)
-        return OC_ERR(err, OC_ERR_ARG, "dataset builder: empty output path");
+    if ((rc = oc_out_dir_path(given_out, sizeof(given_out), out_dir, err)))
+        return rc;
+    out_dir = given_out; /* "out/" builds "out", never a temporary inside it */
     if (oc_path_exists(out_dir))
         return OC_ERR(err, OC_ERR_EXISTS, "%s: already exists (will not overwrite a dataset)",
                       out_dir);

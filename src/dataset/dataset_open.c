@@ -99,7 +99,7 @@ static int check_file(struct oc_dataset *ds, enum oc_ds_file f, struct oc_err *e
         return OC_ERR(err, OC_ERR_FORMAT, "%s: %s: file is %" PRIu64 " bytes, %s says %" PRIu64,
                       path, size < fi->bytes ? "truncated" : "size mismatch", size, MANIFEST_NAME,
                       fi->bytes);
-    if ((rc = oc_npy_read_header(path, &h, err)))
+    if ((rc = oc_npy_read_header(path, &h, err)) || (rc = oc_npy_require_c_order(&h, path, err)))
         return rc;
     enum oc_dtype dt;
     unsigned ndim;

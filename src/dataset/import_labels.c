@@ -71,7 +71,7 @@ int oc_imp_labels_text(struct oc_ds_builder *b, const char *path, uint64_t n_nod
         goto out;
     int64_t limit = n_classes_hint ? (int64_t)n_classes_hint : INT32_MAX;
     int64_t max = -1;
-    uint64_t n = 0;
+    uint64_t n = 0, blank_at = 0; /* blank lines may end the file, not split it */
     for (;;) {
         char *line;
         size_t len;
@@ -80,6 +80,17 @@ int oc_imp_labels_text(struct oc_ds_builder *b, const char *path, uint64_t n_nod
             goto out;
         if (!line)
             break;
+        if (oc_imp_line_is_blank(line, 0)) {
+            if (!blank_at)
+                blank_at = oc_line_reader_lineno(r);
+            continue;
+        }
+        if (blank_at) {
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s:%llu: blank line among the labels (one label per line, node by node)",
+                        path, (unsigned long long)blank_at);
+            goto out;
+        }
         int64_t v;
         if (parse_label(line, allow_nan, &v) < 0) {
             rc = OC_IMP_ERR_AT(err, r, "expected one integer label%s, got \"%.60s\"",

@@ -63,9 +63,11 @@ static int is_float(enum oc_dtype t)
     return t == OC_DTYPE_F16 || t == OC_DTYPE_F32 || t == OC_DTYPE_F64;
 }
 
-/* Converts n values of dtype t at src to int64 (integers only); returns -1 on overflow. */
-static int to_i64(enum oc_dtype t, const uint8_t *src, size_t n, int64_t *out)
+/* Converts n values of dtype t at src to int64 (integers only); returns -1 on overflow
+   (*bad = the value's index). */
+static int to_i64(enum oc_dtype t, const uint8_t *src, size_t n, int64_t *out, size_t *bad)
 {
+    *bad = 0;
     for (size_t i = 0; i < n; i++) {
         switch (t) {
         case OC_DTYPE_U8:
@@ -89,8 +91,10 @@ static int to_i64(enum oc_dtype t, const uint8_t *src, size_t n, int64_t *out)
         case OC_DTYPE_U64: {
             uint64_t x;
             memcpy(&x, src + 8 * i, 8);
-            if (x > (uint64_t)INT64_MAX)
+            if (x > (uint64_t)INT64_MAX) {
+                *bad = i;
                 return -1;
+            }
             out[i] = (int64_t)x;
             break;
         }
@@ -171,10 +175,11 @@ int oc_imp_npy_read(struct oc_imp_npy *r, uint64_t first, size_t n, enum oc_dtyp
         if (rc)
             return rc;
         if (want == OC_DTYPE_I64) {
-            if (to_i64(r->h.dtype, r->scratch, k, (int64_t *)out + done) < 0)
+            size_t bad;
+            if (to_i64(r->h.dtype, r->scratch, k, (int64_t *)out + done, &bad) < 0)
                 return OC_ERR(err, OC_ERR_FORMAT,
                               "%s: value at element %llu does not fit a signed 64-bit id", path,
-                              (unsigned long long)(first + done));
+                              (unsigned long long)(first + done + bad));
         } else {
             to_f32(r->h.dtype, r->scratch, k, (float *)out + done);
         }

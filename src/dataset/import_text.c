@@ -250,8 +250,8 @@ out:
 }
 
 /*
- * The size gate: num_nodes must be the number of labels.txt lines (one per
- * node); features.txt is checked line by line (the import's own errors) and
+ * The size gate: num_nodes must be the number of labels.txt's non-blank lines
+ * (one per node; blank lines may only end the file, which the labels pass checks); features.txt is checked line by line (the import's own errors) and
  * num_features may exceed the columns it uses only within a tolerance (the
  * wider rows are all zero: the input cannot vouch for them, only --max-size
  * can); then oc_imp_gate on the nodes and features (edges are not counted
@@ -268,7 +268,7 @@ static int gate(const char *src, const char *out, const struct oc_import_opts *o
     if (rc == OC_OK)
         rc = oc_imp_path(path, src, "labels.txt", err);
     if (rc == OC_OK)
-        rc = oc_imp_count_lines(path, 0, &n, err);
+        rc = oc_imp_count_lines(path, 1, &n, err); /* blank lines: the labels pass decides */
     if (rc)
         return rc;
     /* The labels pass's own messages, before anything is written. */

@@ -519,7 +519,8 @@ int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *
     if ((rc = add_uint(root, "version", (uint64_t)(m->version ? m->version : OC_FORMAT_VERSION),
                        err)))
         goto out;
-    if (!cJSON_AddStringToObject(root, "name", m->name))
+    char name[sizeof(m->name)], prov[sizeof(m->provenance)]; /* JSON: valid UTF-8 */
+    if (!cJSON_AddStringToObject(root, "name", oc_utf8_copy(name, sizeof(name), m->name)))
         goto nomem;
     if ((rc = add_uint(root, "n_nodes", m->n_nodes, err)) ||
         (rc = add_uint(root, "n_edges", m->n_edges, err)) ||
@@ -553,7 +554,8 @@ int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *
         if (!cJSON_AddStringToObject(e, "crc32", crc))
             goto nomem;
     }
-    if (!cJSON_AddStringToObject(root, "provenance", m->provenance))
+    if (!cJSON_AddStringToObject(root, "provenance",
+                                 oc_utf8_copy(prov, sizeof(prov), m->provenance)))
         goto nomem;
     if (!(s = cJSON_Print(root)))
         goto nomem;

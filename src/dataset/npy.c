@@ -247,9 +247,19 @@ int oc_npy_parse_header(const void *buf, size_t len, const char *what, struct oc
                                       : "shape");
     if ((rc = descr_to_dtype(descr, what, &h->dtype, &h->is_bool, err)))
         return rc;
-    if (h->fortran_order && h->ndim >= 2)
+    return OC_OK;
+}
+
+int oc_npy_require_c_order(const struct oc_npy_header *h, const char *what, struct oc_err *err)
+{
+    int both = h->ndim >= 2 && h->shape[0] > 1 && h->shape[1] > 1;
+    for (unsigned i = 2; both && i < h->ndim && i < OC_NPY_MAX_DIMS; i++)
+        both = h->shape[i] > 1;
+    if (h->fortran_order && h->ndim >= 2 && both)
         return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: fortran_order True not supported (save the array in C order)", what);
+                      "%s: fortran_order True not supported here (save the array in C order: "
+                      "np.ascontiguousarray)",
+                      what);
     return OC_OK;
 }
 
@@ -712,6 +722,8 @@ int oc_npy_load_as(const char *path, enum oc_dtype want, void **data, uint64_t *
         rc = OC_ERR(err, OC_ERR_FORMAT, "%s: %u-D array, expected 1-D or 2-D", path, h.ndim);
         goto fail;
     }
+    if ((rc = oc_npy_require_c_order(&h, path, err)))
+        goto fail;
     uint64_t data_bytes = 0; /* set by npy_data_bytes; 0 quiets -O3 -Wmaybe-uninitialized */
     if ((rc = npy_data_bytes(&h, path, &data_bytes, err)))
         goto fail;

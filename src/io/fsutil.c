@@ -1,7 +1,8 @@
 /*
  * fsutil.c — durable file creation and small filesystem helpers: atomic
  * whole-file writes (tmp + fsync + rename + directory fsync), durable rename,
- * directory fsync, reading a small file, mkdir -p, rm -rf, path helpers.
+ * directory fsync, reading a small file, mkdir -p, rm -rf, path helpers (a new
+ * output directory's path: trailing slashes dropped, "." and ".." refused).
  *
  * Place in the data flow: io; the dataset builder commits manifests and
  * arrays with these, the planner commits derived artifacts, tests clean up
@@ -43,6 +44,29 @@ int oc_path_join(char *buf, size_t n, const char *dir, const char *name, struct 
         return OC_ERR(err, OC_ERR_ARG, "path %s%s%s is longer than %zu bytes", dir, sep, name,
                       n ? n - 1 : 0);
     }
+    return OC_OK;
+}
+
+int oc_out_dir_path(char *buf, size_t n, const char *given, struct oc_err *err)
+{
+    size_t len = given ? strlen(given) : 0;
+    while (len > 1 && given[len - 1] == '/')
+        len--;
+    const char *base = given;
+    for (size_t i = 0; i < len; i++)
+        if (given[i] == '/')
+            base = given + i + 1;
+    size_t bl = len - (size_t)(base - given);
+    if (bl == 0 || (bl == 1 && base[0] == '.') || (bl == 2 && base[0] == '.' && base[1] == '.'))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "output path \"%s\" names no new directory (it must end in the new "
+                      "directory's name)",
+                      given ? given : "");
+    if (len >= n)
+        return OC_ERR(err, OC_ERR_ARG, "output path %s is longer than %zu bytes", given,
+                      n ? n - 1 : 0);
+    memcpy(buf, given, len);
+    buf[len] = '\0';
     return OC_OK;
 }
 

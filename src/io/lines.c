@@ -2,6 +2,8 @@
  * lines.c — the line reader: plain text or gzip (detected by the magic bytes
  * 1f 8b), read in 1 MiB chunks through oc_file_pread_upto (so read fault
  * injection applies), split into NUL-terminated lines without "\n"/"\r\n".
+ * A NUL byte inside a line is OC_ERR_FORMAT naming the file, line and column
+ * (binary or zero-filled data, never text).
  *
  * Place in the data flow: io; the importers read edge lists, feature and
  * label text, OGB csv.gz files through here.
@@ -299,6 +301,12 @@ int oc_line_reader_next(struct oc_line_reader *r, char **line, size_t *len, stru
                 n--;
             if (n > r->max_line)
                 return line_too_long(r, err);
+            const char *nul = memchr(s, '\0', n);
+            if (nul)
+                return OC_ERR(err, OC_ERR_FORMAT,
+                              "%s: line %" PRIu64 " has a NUL byte at column %zu (binary or "
+                              "zero-filled data, not text)",
+                              oc_file_path(r->f), r->lineno + 1, (size_t)(nul - s) + 1);
             s[n] = '\0';
             r->lineno++;
             *line = s;

@@ -43,7 +43,8 @@ int oc_kg_manifest_format(const struct oc_kg_manifest *m, char **text, struct oc
         return OC_ERR(err, OC_ERR_NOMEM, "kg.json: out of memory");
     cJSON_AddStringToObject(root, "format", OC_KG_FORMAT_NAME);
     cJSON_AddNumberToObject(root, "version", OC_KG_FORMAT_VERSION);
-    cJSON_AddStringToObject(root, "name", m->name);
+    char utf8_name[sizeof(m->name)], utf8_prov[sizeof(m->provenance)]; /* JSON: valid UTF-8 */
+    cJSON_AddStringToObject(root, "name", oc_utf8_copy(utf8_name, sizeof(utf8_name), m->name));
     cJSON_AddNumberToObject(root, "n_relations", m->n_relations);
     for (int g = 0; g < OC_KG_GRAPH_COUNT; g++) {
         const struct oc_kg_graph_info *gi = &m->graph[g];
@@ -70,7 +71,8 @@ int oc_kg_manifest_format(const struct oc_kg_manifest *m, char **text, struct oc
         }
     }
     if (m->provenance[0])
-        cJSON_AddStringToObject(root, "provenance", m->provenance);
+        cJSON_AddStringToObject(root, "provenance",
+                                oc_utf8_copy(utf8_prov, sizeof(utf8_prov), m->provenance));
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
     if (!s)

@@ -78,6 +78,7 @@ static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_
 {
     struct oc_npy_header h;
     OC_KG_TRY(oc_npy_read_header(path, &h, err));
+    OC_KG_TRY(oc_npy_require_c_order(&h, path, err));
     uint64_t rows = oc_kg_array_rows(m, g, a);
     unsigned cols = oc_kg_array_cols(a);
     enum oc_dtype dt = oc_kg_array_dtype(a);

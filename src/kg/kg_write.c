@@ -57,19 +57,22 @@ uint64_t oc_kg_array_rows(const struct oc_kg_manifest *m, enum oc_kg_graph g, en
 
 int oc_kg_writer_new(const char *out_dir, struct oc_kg_writer **out, struct oc_err *err)
 {
+    char given_out[4096];
     *out = NULL;
-    if (!out_dir || !*out_dir)
-        return OC_ERR(err, OC_ERR_ARG, "kg writer: empty output path");
+    int rc = oc_out_dir_path(given_out, sizeof(given_out), out_dir, err);
+    if (rc)
+        return rc;
+    out_dir = given_out; /* "out/" builds "out", never a temporary inside it */
     if (oc_path_exists(out_dir))
         return OC_ERR(err, OC_ERR_EXISTS, "%s: already exists (will not overwrite a dataset)",
                       out_dir);
     struct oc_kg_writer *w = oc_calloc(1, sizeof(*w), "kg writer", err);
     if (!w)
         return err->status;
-    int rc = strlen(out_dir) < sizeof(w->out)
-                 ? OC_OK
-                 : OC_ERR(err, OC_ERR_ARG, "kg writer: output path longer than %zu bytes",
-                          sizeof(w->out) - 1);
+    rc = strlen(out_dir) < sizeof(w->out)
+             ? OC_OK
+             : OC_ERR(err, OC_ERR_ARG, "kg writer: output path longer than %zu bytes",
+                      sizeof(w->out) - 1);
     if (!rc) {
         snprintf(w->out, sizeof(w->out), "%s", out_dir);
         rc = oc_tmp_name(w->tmp, sizeof(w->tmp), out_dir, err);
@@ -89,7 +92,7 @@ int oc_kg_writer_new(const char *out_dir, struct oc_kg_writer **out, struct oc_e
         return rc;
     }
     w->m.version = OC_KG_FORMAT_VERSION;
-    snprintf(w->m.name, sizeof(w->m.name), "%s", slash ? slash + 1 : out_dir);
+    oc_utf8_copy(w->m.name, sizeof(w->m.name), slash ? slash + 1 : out_dir);
     *out = w;
     return OC_OK;
 }

@@ -4,8 +4,9 @@
  * added, facts of a head sorted by relation then tail); malformed inputs
  * (missing and extra column, empty field, unknown relation in the inductive
  * graph, empty file) are refused naming the file and line; a dataset whose
- * arrays were damaged (truncated .npy, id out of range, flipped byte) is
- * refused by oc_kg_open naming the file; a fault loop over allocations,
+ * arrays were damaged (truncated .npy, id out of range, flipped byte, a head
+ * without its identity fact, facts out of order) is refused by oc_kg_open
+ * naming the file; a fault loop over allocations,
  * reads, writes, fsyncs and renames fails cleanly with no leak and no output;
  * and all 12 GraIL pairs of ../shared import with the README's counts.
  *
@@ -90,11 +91,30 @@ static void expect_refused(const char *ind_train, const char *file, const char *
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
+/* Spaces around a field (a trailing one, say) are not part of the name: "y " is y. */
+OC_TEST(kg_import_strips_spaces_around_fields)
+{
+    const char *root = oc_test_tmpdir();
+    const char *src = write_split(root, "x\tr2 \ty \n y\t r1\tz\n");
+    char out[700];
+    snprintf(out, sizeof(out), "%s/out", root);
+    struct oc_err err;
+    OC_CHECK_OK(oc_kg_import_grail(src, out, NULL, &err), &err);
+    struct oc_kg *kg = NULL;
+    OC_CHECK_OK(oc_kg_open(out, &kg, &err), &err);
+    if (!kg)
+        return;
+    OC_CHECK(oc_kg_manifest(kg)->graph[OC_KG_IND].n_entities == 3);
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 OC_TEST(kg_import_refuses_malformed_lines)
 {
     expect_refused("x\tr2\ty\ny\tr1\n", "toy_v1_ind/train.txt:2:", "missing column");
     expect_refused("x\tr2\ty\tw\n", "toy_v1_ind/train.txt:1:", "extra column");
     expect_refused("x\t\ty\n", "toy_v1_ind/train.txt:1:", "empty field");
+    expect_refused("x\t  \ty\n", "toy_v1_ind/train.txt:1:", "empty field");
     expect_refused("x\tr2\ty\nx\tr9\ty\n", "toy_v1_ind/train.txt:2:", "unknown relation 'r9'");
     expect_refused("", "toy_v1_ind/train.txt", "empty file");
 }
@@ -154,12 +174,109 @@ static void flip_header_pad(const char *path)
     close(fd);
 }
 
+/* Rewrites the crc32 kg.json records for the file at path (its directory's kg.json). */
+static void reseal(const char *path)
+{
+    char dir[800], man[900];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    *slash = '\0';
+    snprintf(man, sizeof(man), "%s/kg.json", dir);
+    char *data = NULL, *text = NULL;
+    size_t n = 0, tn = 0;
+    struct oc_err err;
+    OC_CHECK_OK(oc_read_file(path, 0, &data, &n, &err), &err);
+    OC_CHECK_OK(oc_read_file(man, 0, &text, &tn, &err), &err);
+    char key[128], hex[9];
+    snprintf(key, sizeof(key), "\"%s\"", slash + 1);
+    snprintf(hex, sizeof(hex), "%08x", oc_crc32(0, data, n));
+    char *at = text ? strstr(text, key) : NULL;
+    at = at ? strstr(at, "\"crc32\"") : NULL;
+    at = at ? strchr(at + 7, '"') : NULL;
+    OC_CHECK(at != NULL);
+    if (at) {
+        memcpy(at + 1, hex, 8);
+        OC_CHECK_OK(oc_write_file_atomic(man, text, tn, &err), &err);
+    }
+    oc_free(data);
+    oc_free(text);
+}
+
+/* Head 0 of the inductive toy graph (x) has facts (r2, y), (identity, x): a wrong tail on
+   the second leaves x without its identity fact. */
+static void identity_lost(const char *path)
+{
+    poke_u32(path, 1, 2);
+    reseal(path);
+}
+
+/* Head 1 (y) has (r1, z), (r1 inverse, x), (identity, y): swapping the relations of the
+   first two breaks the order. */
+static void facts_unsorted(const char *path)
+{
+    poke_u32(path, 2, 3);
+    poke_u32(path, 3, 0);
+    reseal(path);
+}
+
 OC_TEST(kg_open_refuses_damaged_arrays)
 {
+    expect_open_refused(identity_lost, OC_KG_TAIL, "head 0 lacks its identity fact (0, 4, 0)");
+    expect_open_refused(facts_unsorted, OC_KG_REL, "fact 3 of head 1 is out of order");
     expect_open_refused(truncate_4, OC_KG_TAIL, "truncated");
     expect_open_refused(tail_out_of_range, OC_KG_TAIL, "entity id 3 at row 1 out of range");
     expect_open_refused(query_rel_out_of_range, OC_KG_QTEST, "relation id 2 at row 0");
     expect_open_refused(flip_header_pad, OC_KG_REL, "");
+}
+
+/* kg.json of the toy split with `from` (its first occurrence) replaced by `to`: parse fails
+   naming the problem. */
+static void expect_manifest_refused(const char *text, const char *from, const char *to,
+                                    const char *what)
+{
+    const char *at = strstr(text, from);
+    OC_CHECK(at != NULL);
+    if (!at)
+        return;
+    char buf[8192];
+    int n = snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    struct oc_kg_manifest m;
+    struct oc_err err;
+    OC_CHECK_ERR(oc_kg_manifest_parse(buf, (size_t)n, "kg.json", &m, &err), OC_ERR_FORMAT, &err,
+                 what);
+}
+
+OC_TEST(kg_manifest_refuses_malformed)
+{
+    const char *root = oc_test_tmpdir();
+    const char *src = write_split(root, "x\tr2\ty\ny\tr1\tz\n");
+    char out[700], man[800];
+    snprintf(out, sizeof(out), "%s/out", root);
+    snprintf(man, sizeof(man), "%s/kg.json", out);
+    struct oc_err err;
+    OC_CHECK_OK(oc_kg_import_grail(src, out, NULL, &err), &err);
+    char *text = NULL;
+    size_t len = 0;
+    OC_CHECK_OK(oc_read_file(man, 0, &text, &len, &err), &err);
+    if (!text)
+        return;
+    struct oc_kg_manifest m;
+    OC_CHECK_OK(oc_kg_manifest_parse(text, len, "kg.json", &m, &err), &err);
+    char crc[16];
+    const char *c = strstr(strstr(text, "\"crc32\""), ":");
+    c = c ? strchr(c, '"') : NULL;
+    OC_CHECK(c != NULL);
+    if (c) {
+        snprintf(crc, sizeof(crc), "\"%.8s\"", c + 1);
+        expect_manifest_refused(text, crc, "\" 1234567\"", "crc32' must be 8 hexadecimal digits");
+        expect_manifest_refused(text, crc, "\"+1234567\"", "crc32' must be 8 hexadecimal digits");
+        expect_manifest_refused(text, crc, "\"123456789\"", "crc32' must be 8 hexadecimal digits");
+        expect_manifest_refused(text, crc, "\"1234567g\"", "crc32' must be 8 hexadecimal digits");
+    }
+    oc_free(text);
+    OC_CHECK(oc_mem_n_live() == 0);
 }
 
 OC_TEST(kg_import_fault_loop)

@@ -316,6 +316,37 @@ OC_TEST(kg_train_resume_matches_straight_run)
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
+/* One layer trains (the default --hops concerns tiger only); a checkpoint of one toy split is
+   refused on a split that differs only in the queries that pick the best epoch. */
+OC_TEST(kg_train_one_layer_and_resume_checks_every_array)
+{
+    const char *tmp = oc_test_tmpdir();
+    char root[600], out[2][800], ckpt[800];
+    struct oc_err err;
+    for (int k = 0; k < 2; k++) {
+        snprintf(root, sizeof(root), "%.500s/split%d", tmp, k);
+        const char *src = kgfx_toy_split(root, "x\tr2\ty\ny\tr1\tz\nz\tr1\tx\n");
+        if (k == 1) /* the training graph's test.txt: validation, which picks the best epoch */
+            fx_write(root, "toy_v1/test.txt", "c\tr1\ta\n");
+        snprintf(out[k], sizeof(out[k]), "%s/kg", root);
+        OC_CHECK_OK(oc_kg_import_grail(src, out[k], NULL, &err), &err);
+    }
+    struct oc_kg_train_opts o;
+    small_opts(&o);
+    o.n_layers = 1;
+    o.batch = 2;
+    struct oc_kg_train_result res;
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt", tmp);
+    o.checkpoint_dir = ckpt;
+    OC_CHECK_OK(oc_kg_train_run(out[0], &o, NULL, NULL, &res, &err), &err);
+    o.epochs = 2;
+    o.resume = 1;
+    OC_CHECK_ERR(oc_kg_train_run(out[1], &o, NULL, NULL, &res, &err), OC_ERR_ARG, &err,
+                 "different options or data");
+    OC_CHECK_OK(oc_kg_train_run(out[0], &o, NULL, NULL, &res, &err), &err);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 /* Weights after one small epoch with the loss scale and weight decay given. */
 static void train_sha(const char *dir, enum oc_kg_loss_scale ls, double wd, char sha[65])
 {

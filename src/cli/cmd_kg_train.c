@@ -218,6 +218,8 @@ int cmd_kg_train(int argc, char **argv)
     o.slice_size = slice_size;
     o.alpha = alpha;
     o.hops = hops;
+    if (!given[P_HOPS] && o.n_layers >= 1 && o.hops > o.n_layers - 1)
+        o.hops = o.n_layers - 1; /* the default, where the layers allow it */
     o.superbatch = superbatch;
     o.loss_scale = strcmp(loss, "sum") == 0 ? OC_KG_LOSS_SUM : OC_KG_LOSS_BATCH;
     oc_mem_set_budget(budget);

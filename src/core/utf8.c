@@ -22,7 +22,10 @@ static size_t seq_len(const unsigned char *p)
     unsigned c = p[0];
     if (c < 0x80)
         return 1;
-    size_t len = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+                 : c >= 0xE0 && c <= 0xEF ? 3
+                 : c >= 0xF0 && c <= 0xF4 ? 4
+                                          : 0;
     if (!len)
         return 0;
     for (size_t i = 1; i < len; i++)

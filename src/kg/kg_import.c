@@ -49,7 +49,8 @@ struct graph_in {
 
 static const char *const split_files[3] = {"train.txt", "valid.txt", "test.txt"};
 
-/* One file: every line "h\tr\tt" (no empty fields, no fourth field). */
+/* One file: every line "h\tr\tt" (no empty fields, no fourth field; spaces around a
+   field dropped). */
 static int read_file(const char *path, struct graph_in *gi, int s, struct oc_kg_names *rels,
                      int rels_fixed, struct oc_progress *bar, struct oc_err *err)
 {
@@ -71,8 +72,14 @@ static int read_file(const char *path, struct graph_in *gi, int s, struct oc_kg_
             if (++n_tabs <= 2)
                 f[n_tabs] = line + i + 1;
         }
-        for (unsigned k = 0; k < 3 && n_tabs == 2; k++)
+        for (unsigned k = 0; k < 3 && n_tabs == 2; k++) {
             fl[k] = (size_t)((k < 2 ? f[k + 1] - 1 : line + len) - f[k]);
+            /* spaces around a name are not part of it (the reference strips lines) */
+            while (fl[k] && f[k][0] == ' ')
+                f[k]++, fl[k]--;
+            while (fl[k] && f[k][fl[k] - 1] == ' ')
+                fl[k]--;
+        }
         if (n_tabs != 2 || !fl[0] || !fl[1] || !fl[2]) {
             rc = OC_ERR(err, OC_ERR_FORMAT,
                         "%s:%" PRIu64 ": malformed line: expected head<TAB>relation<TAB>tail "

@@ -8,6 +8,7 @@
  * Thread-safety: reentrant.
  * Ownership: oc_kg_manifest_format's text is oc_alloc'd (caller frees).
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,9 +213,11 @@ static int parse_files(struct kparse *kp, const cJSON *root, struct oc_kg_manife
             OC_TRY_KG(get_uint(kp, f, "bytes", where, &m->files[g][a].bytes));
             const cJSON *c = cJSON_GetObjectItemCaseSensitive(f, "crc32");
             const char *s = cJSON_IsString(c) ? c->valuestring : NULL;
-            char *end = NULL;
-            unsigned long v = s && strlen(s) == 8 ? strtoul(s, &end, 16) : 0;
-            if (!s || strlen(s) != 8 || !end || *end)
+            int hex8 = s && strlen(s) == 8; /* digits only: strtoul takes spaces and signs */
+            for (int k = 0; hex8 && k < 8; k++)
+                hex8 = isxdigit((unsigned char)s[k]) != 0;
+            unsigned long v = hex8 ? strtoul(s, NULL, 16) : 0;
+            if (!hex8)
                 return OC_ERR(kp->err, OC_ERR_FORMAT,
                               "%s: key '%scrc32' must be 8 hexadecimal digits", kp->what, where);
             m->files[g][a].crc32 = (uint32_t)v;

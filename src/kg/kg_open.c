@@ -131,6 +131,95 @@ static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_
     return rc;
 }
 
+/* ---- the facts of each head, across indptr, rel and tail ---------------------------- */
+
+#define FACT_WINDOW 8192u /* elements per window of a sequential array reader */
+
+/* One array read forward in windows (positions only increase). */
+struct seq_array {
+    struct oc_file *f;
+    const char *path;
+    size_t es;
+    uint64_t rows, first, n;
+    uint8_t *buf;
+};
+
+static int seq_open(struct seq_array *a, const char *path, size_t es, uint64_t rows, uint8_t *buf,
+                    struct oc_err *err)
+{
+    memset(a, 0, sizeof(*a));
+    a->path = path;
+    a->es = es;
+    a->rows = rows;
+    a->buf = buf;
+    return oc_file_open(path, OC_FILE_READ, &a->f, err);
+}
+
+static int seq_get(struct seq_array *a, uint64_t i, uint64_t *v, struct oc_err *err)
+{
+    if (i < a->first || i >= a->first + a->n) {
+        uint64_t n = a->rows - i < FACT_WINDOW ? a->rows - i : FACT_WINDOW;
+        OC_KG_TRY(
+            oc_file_pread(a->f, a->buf, (size_t)(n * a->es), OC_NPY_HEADER_BYTES + i * a->es, err));
+        a->first = i;
+        a->n = n;
+    }
+    const uint8_t *p = a->buf + (i - a->first) * a->es;
+    *v = a->es == 8 ? oc_get_le64(p) : oc_get_le32(p);
+    return OC_OK;
+}
+
+/*
+ * Each head's facts are sorted by (relation, tail) and end with its identity
+ * fact (e, 2R, e), as FORMAT.md section 9 says and extraction relies on (an
+ * entity reached at one layer is at the next through it). Run after every
+ * array passed check_file, so ids are in range and indptr is monotone.
+ */
+static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                       uint8_t *buf, struct oc_err *err)
+{
+    char name[64], paths[3][4200];
+    const enum oc_kg_array arr[3] = {OC_KG_INDPTR, OC_KG_REL, OC_KG_TAIL};
+    struct seq_array a[3];
+    uint64_t n_ent = m->graph[g].n_entities, n_facts = m->graph[g].n_facts;
+    uint64_t rows[3] = {n_ent + 1, n_facts, n_facts};
+    uint32_t idd = oc_kg_n_rel_aug(m) - 1;
+    int rc = OC_OK, opened = 0;
+    for (; opened < 3 && !rc; opened++) {
+        oc_kg_file_name(g, arr[opened], name, sizeof(name));
+        snprintf(paths[opened], sizeof(paths[opened]), "%s/%s", dir, name);
+        rc = seq_open(&a[opened], paths[opened], opened ? 4 : 8, rows[opened],
+                      buf + (size_t)opened * FACT_WINDOW * 8, err);
+    }
+    if (rc)
+        opened--; /* the one that failed holds no file */
+    uint64_t lo = 0, hi = 0;
+    if (!rc)
+        rc = seq_get(&a[0], 0, &lo, err);
+    for (uint64_t e = 0; e < n_ent && !rc; e++, lo = hi) {
+        if ((rc = seq_get(&a[0], e + 1, &hi, err)))
+            break;
+        uint64_t prel = 0, ptail = 0, r = 0, t = 0;
+        for (uint64_t i = lo; i < hi && !rc; i++, prel = r, ptail = t) {
+            if ((rc = seq_get(&a[1], i, &r, err)) || (rc = seq_get(&a[2], i, &t, err)))
+                break;
+            if (i > lo && (r < prel || (r == prel && t < ptail)))
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s, %s: fact %" PRIu64 " of head %" PRIu64
+                            " is out of order (a head's facts are sorted by relation, then tail)",
+                            paths[1], paths[2], i, e);
+        }
+        if (!rc && (hi == lo || r != idd || t != e))
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s, %s: head %" PRIu64 " lacks its identity fact (%" PRIu64
+                        ", %u, %" PRIu64 ") as its last fact (position %" PRIu64 ")",
+                        paths[1], paths[2], e, e, idd, e, hi ? hi - 1 : 0);
+    }
+    for (int i = 0; i < opened; i++)
+        oc_file_close(a[i].f, NULL);
+    return rc;
+}
+
 int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_crc,
                    struct oc_err *err)
 {
@@ -145,6 +234,8 @@ int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_cr
             snprintf(path, sizeof(path), "%s/%s", dir, name);
             rc = check_file(path, m, (enum oc_kg_graph)g, (enum oc_kg_array)a, check_crc, buf, err);
         }
+        if (!rc)
+            rc = check_facts(dir, m, (enum oc_kg_graph)g, buf, err);
     }
     oc_free(buf);
     return rc;

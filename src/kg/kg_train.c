@@ -173,7 +173,7 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG,
                       "--slice-size must be in [1, 2^24], --superbatch at least 1, --alpha in "
                       "[0, 1]");
-    if (o->hops > o->n_layers - 1)
+    if (o->extract == OC_KG_EXTRACT_TIGER && o->hops > o->n_layers - 1)
         return OC_ERR(err, OC_ERR_ARG, "--hops %u: at most --layers - 1 = %u", o->hops,
                       o->n_layers - 1);
     if (o->resume && !o->checkpoint_dir)
@@ -716,13 +716,17 @@ static int evaluate(struct kg_run *r, enum oc_kg_graph g, const struct oc_kg_qse
 static void fingerprint(const struct kg_run *r, char *buf, size_t n)
 {
     const struct oc_kg_train_opts *o = r->o;
+    /* every array: the facts and training queries train, the others pick the best epoch */
+    char crc[OC_KG_GRAPH_COUNT * OC_KG_ARRAY_COUNT * 9 + 1];
+    size_t at = 0;
+    for (int g = 0; g < OC_KG_GRAPH_COUNT; g++)
+        for (int a = 0; a < OC_KG_ARRAY_COUNT; a++)
+            at += (size_t)snprintf(crc + at, sizeof(crc) - at, "%s%08x", at ? "," : "",
+                                   r->m->files[g][a].crc32);
     snprintf(buf, n,
-             "kg-train v2 data=%s rel=%u crc=%08x,%08x,%08x,%08x layers=%u hidden=%" PRIu64
-             " attn=%" PRIu64 " act=%s dropout=%.9g lr=%.17g wd=%.17g decay=%.17g batch=%u "
-             "loss=%s seed=%" PRIu64,
-             r->m->name, r->m->n_relations, r->m->files[0][OC_KG_TAIL].crc32,
-             r->m->files[0][OC_KG_QVALID].crc32, r->m->files[1][OC_KG_TAIL].crc32,
-             r->m->files[1][OC_KG_QTEST].crc32, o->n_layers, o->hidden, o->attn_dim,
+             "kg-train v3 data=%s rel=%u crc=%s layers=%u hidden=%" PRIu64 " attn=%" PRIu64
+             " act=%s dropout=%.9g lr=%.17g wd=%.17g decay=%.17g batch=%u loss=%s seed=%" PRIu64,
+             r->m->name, r->m->n_relations, crc, o->n_layers, o->hidden, o->attn_dim,
              oc_nn_redgnn_act_name(o->act), (double)o->dropout, o->lr, o->weight_decay, o->decay,
              o->batch, oc_kg_loss_scale_name(o->loss_scale), o->seed);
 }

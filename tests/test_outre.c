@@ -22,8 +22,10 @@
 #include "gen_util.h"
 #include "harness.h"
 #include "nn/nn_int.h"
+#include "import_fixture.h"
 #include "nn_testutil.h"
 #include "offcore/dataset.h"
+#include "offcore/import.h"
 #include "offcore/sample.h"
 #include "offcore/train.h"
 #include "store/outre/outre_int.h"
@@ -318,6 +320,50 @@ OC_TEST(staleness_zero_trains_memory_weights)
         OC_CHECK(ot_train(dir, &o, &seen, &res) == OC_OK);
         OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
         OC_CHECK(seen.pruned == 0 && seen.pushed == 0);
+    }
+}
+
+/* A batch whose seeds find no in-neighbour outside the batch (isolated nodes, batch 1) still
+   has its record: outre trains through it, and with --staleness 0 to memory's weights. */
+OC_TEST(a_batch_of_isolated_seeds_trains)
+{
+    char src[4096], dir[4096];
+    FX_PATH(src, "%s/isolated-src", oc_test_tmpdir());
+    FX_PATH(dir, "%s/isolated", oc_test_tmpdir());
+    fx_write(src, "meta.txt", "num_nodes 12\nnum_features 4\nnum_classes 2\n");
+    /* a ring over 0-8 and 10-11; node 9 has no edge */
+    fx_write(src, "edges.txt", "0 1\n1 2\n2 3\n3 4\n4 5\n5 6\n6 7\n7 8\n8 0\n10 11\n");
+    fx_write(src, "features.txt", "0 0 1\n1 1 1\n2 2 1\n3 3 1\n4 0 2\n5 1 2\n6 2 2\n7 3 2\n"
+                                  "8 0 3\n9 1 3\n10 2 3\n11 3 3\n");
+    fx_write(src, "labels.txt", "0\n1\n0\n1\n0\n1\n0\n1\n0\n1\n0\n1\n");
+    fx_write(src, "train_idx.txt", "9\n0\n3\n10\n");
+    fx_write(src, "val_idx.txt", "1\n");
+    fx_write(src, "test_idx.txt", "2\n");
+    struct oc_import_opts io;
+    struct oc_err err;
+    oc_import_opts_default(&io);
+    OC_CHECK_OK(oc_import_text(src, dir, &io, NULL, &err), &err);
+    struct oc_train_result ref, res;
+    struct ot_seen seen;
+    struct oc_train_opts o;
+    for (int stale = 0; stale < 2; stale++) {
+        ot_opts(&o, "memory");
+        o.batch_size = 1;
+        o.fanouts[0] = o.fanouts[1] = 2;
+        o.epochs = 2;
+        OC_CHECK(ot_train(dir, &o, &seen, &ref) == OC_OK);
+        ot_opts(&o, "outre");
+        o.batch_size = 1;
+        o.fanouts[0] = o.fanouts[1] = 2;
+        o.epochs = 2;
+        o.mem_budget = 0;
+        OC_CHECK_OK(oc_train_opts_set(&o, "staleness", stale ? 100 : 0, &err), &err);
+        if (stale)
+            OC_CHECK_OK(oc_train_opts_set(&o, "embed-nodes", 1.0, &err), &err);
+        OC_CHECK(ot_train(dir, &o, &seen, &res) == OC_OK);
+        OC_CHECK(seen.epochs == 2);
+        if (!stale)
+            OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
     }
 }
 

@@ -290,4 +290,58 @@ OC_TEST(checkpoint_resume_matches_uninterrupted_run)
                  "checkpoint.bin");
 }
 
+/* A checkpoint resumes only the training it was made by: not under outre (which changes what
+   is learned), not on other labels or splits; strategies bit-identical to memory may take over
+   (mmap here); outre's own checkpoints do not resume past epoch 0 (its historical embeddings
+   are not in them). */
+OC_TEST(resume_refuses_another_training_or_data)
+{
+    const char *dir = small_graph();
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    g.avg_degree = 8;
+    g.feat_dim = 16;
+    g.n_classes = 4;
+    g.train_frac = 0.3;
+    g.val_frac = 0.2; /* only the validation and test splits differ */
+    g.seed = 3;
+    char other[1024];
+    snprintf(other, sizeof(other), "%s/gen-other-splits", oc_test_tmpdir());
+    struct oc_err gerr;
+    OC_CHECK_OK(oc_generate(&g, other, NULL, &gerr), &gerr);
+    if (!dir)
+        return;
+    char ckpt[1024];
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt-strategies", oc_test_tmpdir());
+    struct oc_err err;
+    struct oc_train_opts o;
+    struct oc_train_result res;
+    sampled_opts(&o);
+    o.epochs = 1;
+    o.checkpoint_dir = ckpt;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), &err);
+    o.epochs = 2;
+    o.resume = 1;
+    o.strategy = "outre";
+    OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_ARG, &err,
+                 "different options or data");
+    o.strategy = NULL;
+    OC_CHECK_ERR(oc_train_run(other, &o, NULL, NULL, NULL, &res, &err), OC_ERR_ARG, &err,
+                 "different options or data");
+    o.strategy = "mmap";
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), &err);
+
+    snprintf(ckpt, sizeof(ckpt), "%s/ckpt-outre", oc_test_tmpdir());
+    sampled_opts(&o);
+    o.strategy = "outre";
+    o.epochs = 1;
+    o.checkpoint_dir = ckpt;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), &err);
+    o.epochs = 2;
+    o.resume = 1;
+    OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_UNSUPPORTED, &err,
+                 "outre's historical embeddings (--staleness 100) are not in the checkpoint");
+}
+
 OC_TEST_MAIN()

@@ -565,8 +565,9 @@ static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fa
                           n_span, err);
         if (rc == OC_OK && hop && n_known > lo)
             rc = hop(s->hop_ctx, epoch, batch_index, out->input_ids, lo, n_known, err);
-        if (rc == OC_OK && prune && l + 1 == n_layers && n_layers >= 2 && n_known > n_seeds) {
-            /* the last block's sources: the hook marks those whose sub-tree is not needed */
+        if (rc == OC_OK && prune && l + 1 == n_layers && n_layers >= 2) {
+            /* the last block's sources: the hook marks those whose sub-tree is not needed (it
+               runs once per batch, also when no source but the seeds was found: its record) */
             if (n_known > s->cap_mask) {
                 oc_free(s->mask);
                 s->cap_mask = 0;

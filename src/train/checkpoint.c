@@ -35,12 +35,15 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
     size_t len = 0;
     for (uint32_t l = 0; l < o->n_fanouts && len < sizeof(fan) - 16; l++)
         len += (size_t)snprintf(fan + len, sizeof(fan) - len, "%s%d", l ? "," : "", o->fanouts[l]);
-    /* every strategy option that changes training, in table order, 0 when not given */
+    /* the chosen strategy's options that change training (outre's), in table order; the
+       strategies bit-identical to memory have none, so a run may resume under another */
     char sopts[256] = "";
     len = 0;
-    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
-        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i); k++) {
-            const struct oc_store_opt *opt = oc_store_strategy_opt(i, k);
+    uint32_t chosen;
+    struct oc_err ignored;
+    if (oc_store_strategy_find(o->strategy ? o->strategy : "memory", &chosen, &ignored) == OC_OK)
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
+            const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
             if (opt->changes_training && len < sizeof(sopts) - 48)
                 len += (size_t)snprintf(sopts + len, sizeof(sopts) - len, " %s=%.17g", opt->name,
                                         oc_train_opts_get(o, opt->name, opt->dflt));
@@ -49,7 +52,8 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
-             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x%s"
+             " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x"
+             " labels_crc=%08x splits_crc=%08x,%08x,%08x%s"
              " reuse_samples=%s batching=%s partition_batch=%u%s",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
@@ -58,7 +62,9 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              : o->eval == OC_TRAIN_EVAL_SAMPLED ? "sampled"
                                                 : "none",
              m->name, m->n_nodes, m->n_edges, m->files[OC_DS_FEATURES].crc32,
-             m->files[OC_DS_INDICES].crc32, sopts,
+             m->files[OC_DS_INDICES].crc32, m->files[OC_DS_LABELS].crc32,
+             m->files[OC_DS_TRAIN_IDX].crc32, m->files[OC_DS_VAL_IDX].crc32,
+             m->files[OC_DS_TEST_IDX].crc32, sopts,
              o->reuse_samples ? "1-reshuffled" : "0", /* 1: since batches are reshuffled */
              o->batching == OC_TRAIN_BATCHING_PARTITION ? "partition" : "random",
              o->batching == OC_TRAIN_BATCHING_PARTITION ? train_partition_group(o) : 0,
@@ -107,7 +113,7 @@ int oc_train_checkpoint_save(const char *dir, const char *fingerprint, const str
     if ((rc = oc_nn_model_state_save(m, p, state_bytes, err)))
         goto out;
     p += state_bytes;
-    uint32_t crc = (uint32_t)crc32(0L, buf, (uInt)(p - buf));
+    uint32_t crc = (uint32_t)crc32_z(0L, buf, (z_size_t)(p - buf));
     put(&p, &crc, 4);
     rc = oc_write_file_atomic(path, buf, total, err);
 out:
@@ -157,7 +163,7 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
         goto out;
     }
     memcpy(&crc_stored, end - 4, 4);
-    if ((uint32_t)crc32(0L, p, (uInt)(len - 4)) != crc_stored) {
+    if ((uint32_t)crc32_z(0L, p, (z_size_t)(len - 4)) != crc_stored) {
         rc = OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch (corrupt checkpoint)", path);
         goto out;
     }

@@ -581,6 +581,30 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     return OC_OK;
 }
 
+/*
+ * A resumed run ends with the weights of an uninterrupted one only if the
+ * checkpoint holds all that training carries across epochs: outre's
+ * historical embeddings (--staleness > 0) are not in it, so such a run is not
+ * resumed past its first epoch.
+ */
+static int resume_keeps_weights(const struct oc_train_opts *o, const struct oc_train_position *pos,
+                                struct oc_err *err)
+{
+    uint32_t si;
+    const struct oc_store_opt *opt;
+    if (pos->next_epoch == 0 || !o->strategy || strcmp(o->strategy, "outre") != 0 ||
+        oc_store_opt_find("staleness", &si, &opt) != OC_OK)
+        return OC_OK;
+    double staleness = oc_train_opts_get(o, "staleness", opt->dflt);
+    if (staleness == 0)
+        return OC_OK;
+    return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                  "--resume: outre's historical embeddings (--staleness %g) are not in the "
+                  "checkpoint, so the resumed run would not end with the weights of an "
+                  "uninterrupted one; train again without --resume (or with --staleness 0)",
+                  staleness);
+}
+
 int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,
                  void *ctx, struct oc_progress *progress, struct oc_train_result *res,
                  struct oc_err *err)
@@ -598,6 +622,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct oc_train_position pos = {0, 0, -1.0, 0.0, 0};
     if (o->resume) {
         if ((rc = oc_train_checkpoint_load(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
+            goto out;
+        if ((rc = resume_keeps_weights(o, &pos, err)))
             goto out;
         oc_log(OC_LOG_INFO, "resuming from %s after epoch %u", o->checkpoint_dir, pos.next_epoch);
     }

@@ -124,6 +124,8 @@ static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
         rows *= 1 + (uint64_t)fx->so.fanouts[l];
     if (rows > fx->n_nodes)
         rows = fx->n_nodes;
+    if (rows < STORE_MIN_READER_ROWS)
+        rows = STORE_MIN_READER_ROWS;
     return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 512; /* + the impl struct */
 }
 

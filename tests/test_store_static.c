@@ -254,7 +254,10 @@ static void yields_and_takes_back(int table)
     /* Freed again, and no budget: the next gather takes every row back. */
     oc_free(big);
     oc_mem_set_budget(0);
+    struct oc_store_stats tb0, tb1;
+    oc_store_stats(s, &tb0);
     OC_CHECK(gather_all_wrong(&fx, s) == 0);
+    oc_store_stats(s, &tb1);
     OC_CHECK(oc_store_static_n_given_up(s) == 0 && oc_store_static_n_cached(s) == n_cached);
     uint64_t moved = 0;
     for (uint64_t v = 0; v < fx.n_nodes; v++)
@@ -265,6 +268,10 @@ static void yields_and_takes_back(int table)
     OC_CHECK(gather_all_wrong(&fx, s) == 0);
     oc_store_stats(s, &st1);
     OC_CHECK(st1.tier_rows[OC_STORE_TIER_CPU] - st0.tier_rows[OC_STORE_TIER_CPU] == n_cached);
+    /* the rows taken back were read from disk, and are counted: more than the same gather
+       reads with nothing to take back */
+    OC_CHECK(tb1.n_reads - tb0.n_reads > st1.n_reads - st0.n_reads);
+    OC_CHECK(tb1.read_bytes - tb0.read_bytes > st1.read_bytes - st0.read_bytes);
 
     /* Nothing left to give: the request fails with the budget's error, nothing lost. */
     oc_mem_set_budget(oc_mem_used() + 10);
@@ -286,6 +293,45 @@ OC_TEST(gives_rows_back_and_takes_them_back_table)
 OC_TEST(gives_rows_back_and_takes_them_back_sorted)
 {
     yields_and_takes_back(0);
+}
+
+/* Small batches (60 rows measured) and a budget that caches thousands of rows but not all:
+   filling the cache stays inside the reader's budgeted arrays (it queued 4096 rows per run,
+   past them, before its rows could be given back), and the table layout's ids are not kept. */
+OC_TEST(small_batches_fill_a_budgeted_cache)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 12000, 4, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    for (int table = 0; table < 2; table++) {
+        struct oc_store_config c = fixture_config(&fx, NULL);
+        c.batch_rows = 60;
+        uint64_t rows = 7000;
+        c.mem_bytes = STORE_DISK_BOUNCE_BYTES + STORE_MIN_READER_ROWS * STORE_ROW_SCRATCH_BYTES +
+                      512 +
+                      (table ? fx.n_nodes * 4 + rows * fx.row_bytes : rows * (fx.row_bytes + 12));
+        oc_mem_set_budget(oc_mem_used() + c.mem_bytes);
+        struct oc_store *s = fixture_open("static", &c);
+        oc_mem_set_budget(0);
+        if (!s)
+            continue;
+        uint64_t n_cached = oc_store_static_n_cached(s);
+        OC_CHECK(n_cached > 4096 && n_cached < fx.n_nodes);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        OC_CHECK(st.held_bytes <= c.mem_bytes);
+        uint64_t ids[60];
+        float out[60 * 4];
+        for (uint64_t k = 0; k < 60; k++)
+            ids[k] = (k * 7919) % fx.n_nodes;
+        OC_CHECK_OK(oc_store_gather(s, ids, 60, out, &err), &err);
+        OC_CHECK(fixture_bad_rows(&fx, ids, 60, out) == 0);
+        oc_store_free(s);
+    }
+    fixture_free(&fx);
 }
 
 OC_TEST(unbudgeted_store_gives_nothing_back)

@@ -94,8 +94,6 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
     return OC_OK;
 }
 
-#define LOAD_ROWS 4096u /* rows queued per batch run while filling the cache */
-
 void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_lookup_bytes,
                       uint64_t *n_cached, int *use_table)
 {
@@ -112,8 +110,21 @@ void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_
         *n_cached = STORE_NO_SLOT - 1;
 }
 
+/* Reads what is queued; counted: into s->stats (a take-back's reads are a gather's). */
+static int load_run(struct oc_store *s, struct store_disk *d, int counted, struct oc_err *err)
+{
+    const struct oc_io_stats *st = oc_io_batch_stats(d->batch);
+    uint64_t read0 = st->read_bytes, n0 = st->n_reads;
+    int rc = oc_io_batch_run(d->batch, err);
+    if (counted) {
+        s->stats.read_bytes += st->read_bytes - read0;
+        s->stats.n_reads += st->n_reads - n0;
+    }
+    return rc;
+}
+
 int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
-                     uint64_t hi, struct oc_err *err)
+                     uint64_t hi, int counted, struct oc_err *err)
 {
     uint64_t n_keys = c->table ? s->n_nodes : c->n, queued = 0;
     int rc = OC_OK;
@@ -124,15 +135,15 @@ int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_dis
             continue;
         rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, id), s->row_bytes,
                              c->rows + (uint64_t)slot * s->row_bytes, err);
-        if (rc == OC_OK && ++queued == LOAD_ROWS) {
-            rc = oc_io_batch_run(d->batch, err);
+        if (rc == OC_OK && ++queued >= s->load_run_rows) {
+            rc = load_run(s, d, counted, err);
             queued = 0;
         }
     }
     if (rc)
         store_disk_discard(d);
     else if (queued)
-        rc = oc_io_batch_run(d->batch, err);
+        rc = load_run(s, d, counted, err);
     return rc;
 }
 
@@ -152,6 +163,8 @@ int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_dis
             c->table[v] = STORE_NO_SLOT;
         for (uint64_t k = 0; k < n; k++)
             c->table[ids[k]] = (uint32_t)k;
+        oc_free(ids); /* the table replaces them before the rows are allocated (as planned) */
+        ids = NULL;
     }
     if (n) {
         if (y) {
@@ -164,7 +177,7 @@ int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_dis
         }
         if (!use_table)
             c->ids = ids; /* the sorted layout keeps them as its lookup (slot k = ids[k]) */
-        if ((rc = store_cache_load(s, c, d, 0, n, err)))
+        if ((rc = store_cache_load(s, c, d, 0, n, 0, err)))
             oc_err_prefix(err, "store %s: loading the cache", who);
     }
 out:

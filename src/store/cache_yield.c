@@ -236,7 +236,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     int rc = OC_OK;
     if (rows &&
         oc_mem_reserve(rows * row, "store cache: cached rows taken back", &local) == OC_OK) {
-        rc = store_cache_load(s, y->cache, d, live, live + rows, err);
+        rc = store_cache_load(s, y->cache, d, live, live + rows, 1, err);
         if (rc == OC_OK) {
             y->cache->n_live = live + rows;
             atomic_store(&y->missing, y->cache->n - y->cache->n_live);

@@ -267,6 +267,10 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
         s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     s->nb_epoch = UINT64_MAX;
     s->reorder = cfg->reorder && s->strat->next_batch;
+    /* the cache loader's runs within the reader's budgeted arrays (a budget sized to them) */
+    uint64_t budget_rows = store_budget_rows(s, cfg);
+    s->load_run_rows =
+        cfg->mem_bytes && budget_rows < STORE_LOAD_ROWS ? budget_rows : STORE_LOAD_ROWS;
     s->stages = cfg->pipeline;
     s->n_lanes = 1;
     pthread_mutex_init(&s->stats_lock, NULL);

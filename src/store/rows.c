@@ -161,10 +161,16 @@ out:
     return rc;
 }
 
-uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg)
+uint64_t store_batch_rows(const struct oc_store *s, const struct oc_store_config *cfg)
 {
     uint64_t bound = store_expected_rows(s, cfg);
     return cfg->batch_rows && cfg->batch_rows < bound ? cfg->batch_rows : bound;
+}
+
+uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    uint64_t rows = store_batch_rows(s, cfg);
+    return rows > STORE_MIN_READER_ROWS ? rows : STORE_MIN_READER_ROWS;
 }
 
 static void miss_sift(struct store_miss *a, uint64_t root, uint64_t n)

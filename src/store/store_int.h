@@ -107,6 +107,7 @@ struct oc_store {
     uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
     int reorder;                 /* cfg->reorder for a strategy with next_batch */
+    uint64_t load_run_rows;      /* rows store_cache_load queues per run (registry, at open) */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
     /*
@@ -173,10 +174,19 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
 
 /*
  * Per-row scratch a disk-reading strategy may grow to for one batch: the
- * batch reader's request and span records (88 bytes) and a slot (4), each
- * array grown by doubling, so up to twice that. Used for budget checks.
+ * batch reader's request, span and callback records
+ * (oc_io_batch_request_bytes) and a slot (4), each array grown by doubling,
+ * so up to twice that. Used for budget checks.
  */
-#define STORE_ROW_SCRATCH_BYTES 192u
+#define STORE_ROW_SCRATCH_BYTES ((uint64_t)2 * (oc_io_batch_request_bytes() + sizeof(uint32_t)))
+/*
+ * Rows the cache loader queues per run (store_cache_load), fewer under a
+ * budget that gives the reader fewer (store_budget_rows: its arrays are
+ * budgeted for those, and a cache being filled cannot give rows back yet).
+ */
+#define STORE_LOAD_ROWS 4096u
+/* The io batch reader's arrays never hold fewer records than this (their first allocation). */
+#define STORE_MIN_READER_ROWS 256u
 
 /*
  * Input rows one batch is expected to request, for sizing: with a training
@@ -201,9 +211,13 @@ int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, 
                          const uint8_t *cached, uint64_t *rows, uint64_t *misses,
                          struct oc_err *err);
 /*
- * Rows of one batch to budget arrays that grow on demand (direct, static):
- * the size train measured (cfg->batch_rows) when it gave one, else
- * store_expected_rows. Not for fixed capacities (gnndrive's batch records).
+ * Rows of one batch: the size train measured (cfg->batch_rows) when it gave
+ * one, else store_expected_rows. For fixed capacities (gnndrive's records).
+ */
+uint64_t store_batch_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+/*
+ * The same, at least STORE_MIN_READER_ROWS (where the reader's arrays start):
+ * to budget arrays that grow on demand (the readers of direct, static, ...).
  */
 uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_config *cfg);
 
@@ -309,10 +323,12 @@ void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_
                       uint64_t *n_cached, int *use_table);
 /*
  * Reads the rows of slots [lo, hi) of c (rows, and its lookup, set) from the
- * feature file through d into place, in id order, same-page reads merged.
+ * feature file through d into place, in id order, same-page reads merged,
+ * s->load_run_rows per run. counted: the reads go into s->stats (rows taken
+ * back during training; not the fill at open).
  */
 int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
-                     uint64_t hi, struct oc_err *err);
+                     uint64_t hi, int counted, struct oc_err *err);
 struct store_yield;
 /*
  * Fills c with the n rows of ids (ascending, oc_alloc'd; taken over: kept as

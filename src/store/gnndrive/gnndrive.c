@@ -178,7 +178,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->n_records = 2 * z->n_extractors + 2;
     z->n_samplers = gd_samplers_wanted(cfg->n_samplers, cfg->graph->disk != NULL, z->n_records);
     z->bound = store_expected_rows(s, cfg);
-    z->max_rows = store_budget_rows(s, cfg);
+    z->max_rows = store_batch_rows(s, cfg);
     z->est_rows = est_rows < z->bound ? est_rows : z->bound;
     uint64_t span = oc_io_align_up(s->row_bytes) + OC_IO_ALIGN;
     z->cell_bytes = (size_t)(span > GD_CELL_MIN ? span : GD_CELL_MIN);

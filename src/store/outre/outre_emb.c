@@ -68,7 +68,8 @@ uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store
     const struct outre_emb *e = &o->emb;
     uint64_t b = e->n_slots ? s->n_nodes * 4 + e->n_slots * (8 + e->dim * 4) : 0;
     for (uint32_t k = 0; k < OUTRE_SLOTS; k++)
-        b += o->recs[k].cap * OUTRE_REC_ROW_BYTES(e->dim);
+        b += atomic_load_explicit(&o->recs[k].cap, memory_order_relaxed) *
+             OUTRE_REC_ROW_BYTES(e->dim);
     return b;
 }
 
@@ -87,7 +88,7 @@ uint64_t outre_emb_bytes(const struct oc_store *s, const struct outre_profile *p
 static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t n_slots, uint64_t dim,
                        struct oc_err *err)
 {
-    if (n <= r->cap)
+    if (n <= atomic_load_explicit(&r->cap, memory_order_relaxed))
         return OC_OK;
     /* a quarter again, but never past the slots: a record lists each cached node once */
     uint64_t want = n + n / 4;
@@ -103,7 +104,7 @@ static int rec_reserve(struct outre_rec *r, uint64_t n, uint64_t n_slots, uint64
             return err->status;
         *arr[i] = q;
     }
-    r->cap = want;
+    atomic_store_explicit(&r->cap, want, memory_order_relaxed);
     return OC_OK;
 }
 

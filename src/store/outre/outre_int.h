@@ -56,7 +56,8 @@ struct outre_rec {
     uint64_t g; /* global iteration, UINT64_MAX = none */
     int done;   /* the trainer filled the push rows */
     uint64_t n_cand, n_pruned, n_push, max_age;
-    uint64_t cap; /* rows (and positions) the arrays hold */
+    /* rows (and positions) the arrays hold: grown by the sample stage, read by stats */
+    _Atomic uint64_t cap;
     uint32_t *pruned_pos, *push_pos;
     uint64_t *push_ids;
     float *push_grad;  /* per push row: its gradient's L2 norm (the trainer's) */

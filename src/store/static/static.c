@@ -69,7 +69,7 @@ struct static_store {
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
 {
-    int rc = store_cache_load(s, &c->cache, &c->disk[s->lane], lo, hi, err);
+    int rc = store_cache_load(s, &c->cache, &c->disk[s->lane], lo, hi, 0, err);
     if (rc)
         oc_err_prefix(err, "store static: loading the cache");
     return rc;

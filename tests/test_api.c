@@ -11,6 +11,7 @@
  * Thread-safety: single-threaded test; the loader's stages run threads.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #include "offcore.h"
@@ -55,6 +56,7 @@ OC_TEST(versions_and_status_names)
     OC_CHECK(strcmp(offcore_status_name(OFFCORE_ERR_ARG), "OFFCORE_ERR_ARG") == 0);
     OC_CHECK(strcmp(offcore_status_name(OFFCORE_DONE), "OFFCORE_DONE") == 0);
     OC_CHECK(strcmp(offcore_status_name(-99), "unknown status") == 0);
+    OC_CHECK(strcmp(offcore_status_name(INT_MIN), "unknown status") == 0);
     OC_CHECK(offcore_n_strategies() >= 7 && strcmp(offcore_strategy_name(0), "memory") == 0);
     OC_CHECK(offcore_strategy_name(offcore_n_strategies()) == NULL);
 }
@@ -131,8 +133,15 @@ OC_TEST(bad_paths_and_sizes_name_the_problem)
                   "out of range");
     b[3].struct_size = 4;
     API_CHECK_ERR(offcore_loader_next(l, &b[3], &err), OFFCORE_ERR_ARG, &err, "struct_size");
+    struct offcore_batch copy = b[0];
     offcore_loader_release(l, &b[0]);
     OC_CHECK(b[0].handle == NULL && b[0].x == NULL);
+    /* a copy of a released batch released again: ignored (the loader's count stays right) */
+    offcore_loader_release(l, &copy);
+    API_CHECK_OK(offcore_loader_next(l, &b[0], &err), &err);
+    offcore_batch_init(&b[3]);
+    API_CHECK_ERR(offcore_loader_next(l, &b[3], &err), OFFCORE_ERR_ARG, &err, "release one");
+    offcore_loader_release(l, &b[0]);
     struct offcore_stats st;
     offcore_stats_init(&st);
     API_CHECK_OK(offcore_loader_stats(l, &st, &err), &err);

@@ -94,6 +94,19 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
          2,
          "--admit must be a number from 0 to 1"},
         {{"train", "/nonexistent/offcore-ds", "--epochs", "1", NULL}, 1, "/nonexistent/offcore-ds"},
+        /* bad values the library finds are exit 2 too */
+        {{"generate", "--avg-degree", "-5", "--quiet", "/tmp/offcore-cli-x1", NULL},
+         2,
+         "--avg-degree must be in"},
+        {{"generate", "--nodes", " -1", "/tmp/x", NULL}, 2, "bad value ' -1' for --nodes"},
+        {{"train", "d", "--mem-budget", "0.5", NULL}, 2, "less than one byte"},
+        {{"train", "d", "--model", "gcn", "--model", "mlp", NULL}, 2, "unknown --model 'mlp'"},
+        {{"train", "d", "--input-dropout", "-1", NULL}, 2, "--input-dropout must be in [0, 1)"},
+        {{"train", "d", "--topo-cache", "0", NULL}, 2, "--topo-cache needs --topology disk"},
+        {{"import", "text", "a", "b", "--split", "4294967295", NULL}, 2, "--split: too large"},
+        {{"import", "--quiet", "kg", "/nonexistent/kg-src", "/tmp/x", NULL},
+         1,
+         "/nonexistent/kg-src"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char *text = NULL;

@@ -185,6 +185,10 @@ OC_TEST(parse_and_format_sizes)
     OC_CHECK_ERR(oc_parse_size("-1G", &b, &err), OC_ERR_ARG, &err, "bad size");
     OC_CHECK_ERR(oc_parse_size("G", &b, &err), OC_ERR_ARG, &err, "bad size");
     OC_CHECK_ERR(oc_parse_size("4Gx", &b, &err), OC_ERR_ARG, &err, "trailing");
+    OC_CHECK_ERR(oc_parse_size("0.5", &b, &err), OC_ERR_ARG, &err, "less than one byte");
+    OC_CHECK_ERR(oc_parse_size(" -1", &b, &err), OC_ERR_ARG, &err, "bad size");
+    OC_CHECK_OK(oc_parse_size("0", &b, &err), &err);
+    OC_CHECK(b == 0);
     char buf[32];
     OC_CHECK(strcmp(oc_format_size(3ull << 29, buf, sizeof(buf)), "1.50 GiB") == 0);
     OC_CHECK(strcmp(oc_format_size(12, buf, sizeof(buf)), "12 B") == 0);

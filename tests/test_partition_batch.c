@@ -23,6 +23,7 @@
 #include "offcore/plan.h"
 #include "offcore/sample.h"
 #include "offcore/train.h"
+#include "plan/plan_int.h"
 
 #define PB_BATCH 100
 #define PB_GROUP 2
@@ -348,6 +349,49 @@ static void pb_on_epoch(void *ctx, const struct oc_train_epoch_stats *st)
         p->rr_max[p->n] = st->batch_rr_max;
         p->n++;
     }
+}
+
+/* Fennel on a path whose training nodes come last (ids that follow locality): the first
+   parts fill with nodes before any training node arrives, and a training node then finds no
+   part under both limits. It goes to the part with room and the fewest training nodes. */
+OC_TEST(fennel_places_training_nodes_that_come_last)
+{
+    const uint64_t n = 1000;
+    int32_t *xadj = malloc((n + 1) * sizeof(int32_t)), *adj = malloc(2 * n * sizeof(int32_t));
+    uint8_t *is_train = calloc(n, 1);
+    uint32_t *part = malloc(n * sizeof(uint32_t)), *again = malloc(n * sizeof(uint32_t));
+    int32_t e = 0;
+    for (uint64_t v = 0; v < n; v++) {
+        xadj[v] = e;
+        if (v > 0)
+            adj[e++] = (int32_t)v - 1;
+        if (v + 1 < n)
+            adj[e++] = (int32_t)v + 1;
+        is_train[v] = v >= 900;
+    }
+    xadj[n] = e;
+    struct oc_err err;
+    for (uint32_t k = 2; k <= 4; k++) {
+        OC_CHECK_OK(plan_fennel(xadj, adj, n, is_train, 100, k, part, &err), &err);
+        OC_CHECK_OK(plan_fennel(xadj, adj, n, is_train, 100, k, again, &err), &err);
+        OC_CHECK(memcmp(part, again, n * sizeof(uint32_t)) == 0);
+        uint64_t bad = 0, tsize[4] = {0};
+        for (uint64_t v = 0; v < n; v++) {
+            bad += part[v] >= k;
+            if (part[v] < k && is_train[v])
+                tsize[part[v]]++;
+        }
+        OC_CHECK(bad == 0);
+        uint64_t placed = 0;
+        for (uint32_t p = 0; p < k; p++)
+            placed += tsize[p];
+        OC_CHECK(placed == 100);
+    }
+    free(xadj);
+    free(adj);
+    free(is_train);
+    free(part);
+    free(again);
 }
 
 OC_TEST(redundancy_ratio_lower_with_partition_batches_and_strategies_agree)

@@ -81,7 +81,8 @@ const int32_t *oc_loader_labels(const struct oc_loader *l);
 int oc_loader_epoch(struct oc_loader *l, uint64_t e, struct oc_err *err);
 /* The epoch's next batch; OC_ERR_NOTFOUND after the last one. */
 int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_err *err);
-/* Gives a batch back: its buffers are reused. */
+/* Gives a batch back: its buffers are reused. A batch not held (given back already) is
+   ignored. */
 void oc_loader_done(struct oc_loader *l, struct oc_pipe_batch *b);
 /*
  * Samples batch b of epoch e on the calling thread with the loader's options

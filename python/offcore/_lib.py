@@ -14,6 +14,8 @@ import ctypes
 import ctypes.util
 import os
 
+import numpy as np
+
 MAX_LAYERS = 8
 API_VERSION = 1
 
@@ -45,6 +47,14 @@ class GenerateOpts(ctypes.Structure):
                 ("avg_degree", c_dbl), ("homophily", c_dbl), ("power_law", c_dbl),
                 ("feat_signal", c_dbl), ("train_frac", c_dbl), ("val_frac", c_dbl),
                 ("test_frac", c_dbl), ("feat_f16", c_i32)]
+
+
+def whole(name, v, lo, hi):
+    """v as an int in [lo, hi]: ctypes would wrap a larger one, and int() truncate 5.9."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise ValueError("offcore: %s must be a whole number from %d to %d, not %r"
+                         % (name, lo, hi, v))
+    return int(v)
 
 
 class LoaderOpts(ctypes.Structure):

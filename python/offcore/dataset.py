@@ -99,7 +99,7 @@ def import_dataset(src, out, format="text", directed=False, row_normalize=False,
     o.directed, o.row_normalize, o.feat_f16 = int(bool(directed)), int(bool(row_normalize)), \
         int(bool(f16))
     o.name = name.encode() if name is not None else None
-    o.mem_bytes = int(mem_bytes)
+    o.mem_bytes = _lib.whole("mem_bytes", mem_bytes, 0, 2 ** 64 - 1)
     err = _lib.Error()
     _lib.check(lib.offcore_import(_path(src, "src"), _path(out, "out"), ctypes.byref(o),
                                   ctypes.byref(err)), err)
@@ -113,13 +113,16 @@ def generate(out, n_nodes=100000, feat_dim=128, n_classes=10, avg_degree=15.0, s
     val_frac, test_frac, n_threads."""
     o = _lib.GenerateOpts()
     lib.offcore_generate_opts_init(ctypes.byref(o))
-    o.n_nodes, o.feat_dim, o.n_classes = int(n_nodes), int(feat_dim), int(n_classes)
-    o.avg_degree, o.seed, o.feat_f16 = float(avg_degree), int(seed), int(bool(f16))
+    u32, u64 = 2 ** 32 - 1, 2 ** 64 - 1
+    o.n_nodes, o.feat_dim = _lib.whole("n_nodes", n_nodes, 0, u64), _lib.whole("feat_dim", feat_dim, 0, u32)
+    o.n_classes = _lib.whole("n_classes", n_classes, 0, u32)
+    o.avg_degree, o.seed, o.feat_f16 = float(avg_degree), _lib.whole("seed", seed, 0, u64), \
+        int(bool(f16))
     for k, v in kw.items():
         if k not in ("homophily", "power_law", "feat_signal", "train_frac", "val_frac",
                      "test_frac", "n_threads"):
             raise TypeError("offcore.generate: unknown option %r" % (k,))
-        setattr(o, k, int(v) if k == "n_threads" else float(v))
+        setattr(o, k, _lib.whole(k, v, 0, u32) if k == "n_threads" else float(v))
     err = _lib.Error()
     _lib.check(lib.offcore_generate(_path(out, "out"), ctypes.byref(o), ctypes.byref(err)), err)
     return Dataset(out)

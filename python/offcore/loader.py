@@ -38,16 +38,23 @@ def parse_size(v):
     """Bytes from an int or a string with an optional K/M/G/T suffix (powers of 1024)."""
     if v is None:
         return 0
-    if isinstance(v, (int, np.integer)):
-        if v < 0:
-            raise ValueError("offcore: a size must not be negative (%d)" % v)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        if v < 0 or v >= 2 ** 64:
+            raise ValueError("offcore: a size must be from 0 to 2^64 - 1 bytes, not %d" % v)
         return int(v)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]?)i?B?\s*", str(v), re.IGNORECASE)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([KMGT]?)i?B?\s*", str(v),
+                     re.IGNORECASE)
     if not m:
         raise ValueError("offcore: size %r is not a number of bytes with an optional "
                          "K, M, G or T suffix" % (v,))
     mult = 1024 ** " KMGT".index((m.group(2) or " ").upper())
-    return int(float(m.group(1)) * mult)
+    b = float(m.group(1)) * mult
+    if not b < 2.0 ** 64:
+        raise ValueError("offcore: size %r is more than 2^64 - 1 bytes" % (v,))
+    if b > 0 and int(b) == 0:
+        raise ValueError("offcore: size %r is less than one byte (0 means no limit)" % (v,))
+    return int(b)
+
 
 
 class _Memory:
@@ -281,15 +288,16 @@ class Loader(_lib.Closable):
                              % (len(fanouts), _lib.MAX_LAYERS))
         if split not in _SPLITS:
             raise ValueError("offcore: split %r is not 'train', 'val' or 'test'" % (split,))
-        for name, v in (("batch_size", batch_size), ("seed", seed), ("epochs", epochs),
-                        ("threads", threads), ("depth", depth)):
-            if not isinstance(v, (int, np.integer)) or v < 0:
-                raise ValueError("offcore: %s must be a whole number >= 0, not %r" % (name, v))
+        u32, u64 = 2 ** 32 - 1, 2 ** 64 - 1
+        batch_size, seed = _lib.whole("batch_size", batch_size, 0, u64), _lib.whole("seed", seed, 0, u64)
+        epochs, threads = _lib.whole("epochs", epochs, 0, u32), _lib.whole("threads", threads, 0, u32)
+        depth = _lib.whole("depth", depth, 0, u32)
+        fanouts = [_lib.whole("a fanout", f, -1, 2 ** 31 - 1) for f in fanouts]
         o = _lib.LoaderOpts()
         lib.offcore_loader_opts_init(ctypes.byref(o))
         o.n_layers = len(fanouts)
         for i, f in enumerate(fanouts):
-            o.fanouts[i] = int(f)
+            o.fanouts[i] = f
         o.batch_size, o.seed, o.shuffle, o.split = int(batch_size), int(seed), \
             int(bool(shuffle)), _SPLITS[split]
         o.strategy = str(strategy).encode()
@@ -344,6 +352,8 @@ class Loader(_lib.Closable):
     def _iterate(self, h):
         err = self._err
         while True:
+            # closed meanwhile: the handle may be freed already (raises InvalidArgument)
+            h = self._handle()
             while len(self._held) > self.keep:
                 self._held[0].release()  # the oldest: its buffers feed the pipeline
             cb = _lib.CBatch()

@@ -132,5 +132,44 @@ def test_sizes_parse():
     assert offcore.parse_size("1.5G") == 3 << 29
     assert offcore.parse_size(4096) == 4096
     assert offcore.parse_size(None) == 0
+    assert offcore.parse_size("1e9") == 10 ** 9  # as the C parser reads it
+    for bad in ("0.5", 2 ** 64, "16777216T", "10X", True):
+        with pytest.raises(ValueError):
+            offcore.parse_size(bad)
     with pytest.raises(ValueError):
         offcore.parse_size(-1)
+
+
+def test_iterating_after_close_raises(gen_ds):
+    import gc
+    loader = offcore.Loader(gen_ds, fanouts=[3, 3], batch_size=64)
+    it = iter(loader)
+    b = next(it)
+    loader.close()
+    del b
+    gc.collect()  # nothing views the C loader now: it is freed
+    with pytest.raises(offcore.InvalidArgument, match="closed"):
+        next(it)
+    loader = offcore.Loader(gen_ds, fanouts=[3, 3], batch_size=64)
+    with pytest.raises(offcore.InvalidArgument, match="closed"):
+        for _ in loader:
+            loader.close()
+
+
+@pytest.mark.parametrize("opts", [
+    {"fanouts": [2 ** 32 + 5, 5]}, {"fanouts": [5.9, 5]}, {"fanouts": [-2, 5]},
+    {"batch_size": 2 ** 64 + 3}, {"epochs": 2 ** 32}, {"seed": -1}, {"threads": True},
+    {"mem_budget": 2 ** 64}, {"mem_budget": "16777216T"}, {"mem_budget": "0.5"},
+])
+def test_out_of_range_options_are_refused(gen_ds, opts):
+    kw = {"fanouts": [3, 3], "batch_size": 64}
+    kw.update(opts)
+    with pytest.raises(ValueError):
+        offcore.Loader(gen_ds, **kw)
+
+
+def test_generate_refuses_out_of_range_counts(tmp_path):
+    for kw in ({"n_classes": 2 ** 32 + 10}, {"feat_dim": 2 ** 32 + 4}, {"n_nodes": 10.5}):
+        with pytest.raises(ValueError):
+            offcore.generate(str(tmp_path / "g"), **kw)
+    assert not (tmp_path / "g").exists()

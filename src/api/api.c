@@ -45,7 +45,7 @@ const char *offcore_status_name(int status)
     };
     if (status == OFFCORE_DONE)
         return "OFFCORE_DONE";
-    if (status > 0 || -status >= (int)(sizeof(names) / sizeof(names[0])))
+    if (status > 0 || status <= -(int)(sizeof(names) / sizeof(names[0]))) /* no -INT_MIN */
         return "unknown status";
     return names[-status];
 }

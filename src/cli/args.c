@@ -87,7 +87,7 @@ static int set_value(const struct cli_cmd *cmd, const struct cli_opt *o, const c
     }
     case CLI_U64:
     case CLI_U32: {
-        if (*v == '-' || *v == '+' || !*v)
+        if (*v < '0' || *v > '9') /* strtoull would take a sign after spaces */
             return bad_value(cmd, o, v, "expected a non-negative integer");
         errno = 0;
         unsigned long long x = strtoull(v, &end, 10);
@@ -113,7 +113,10 @@ static int set_value(const struct cli_cmd *cmd, const struct cli_opt *o, const c
     case CLI_SIZE: {
         struct oc_err err;
         if (oc_parse_size(v, (uint64_t *)o->target, &err) != OC_OK)
-            return bad_value(cmd, o, v, "expected a size such as 512M or 4G");
+            return bad_value(cmd, o, v,
+                             strstr(err.msg, "less than one byte")
+                                 ? "less than one byte (0 means none)"
+                                 : "expected a size such as 512M or 4G");
         return 0;
     }
     case CLI_FLAG:

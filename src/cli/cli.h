@@ -49,7 +49,8 @@ struct cli_cmd {
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, const char **pos, unsigned *n_pos);
 void cli_print_help(const struct cli_cmd *cmd);
 
-/* Prints "offcore: <msg>" for a library error record and returns 1 (exit code). */
+/* Prints "offcore: error: <msg>" for a library error record; returns the exit code: 2 for a
+   bad value (OC_ERR_ARG), else 1. */
 struct oc_err;
 int cli_fail(const struct oc_err *err);
 

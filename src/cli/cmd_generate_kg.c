@@ -60,7 +60,7 @@ int cmd_generate_kg(int argc, char **argv)
     rc = oc_kg_generate(pos[0], &o, bar, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
-        return rc == OC_ERR_ARG ? (cli_fail(&err), 2) : cli_fail(&err);
+        return cli_fail(&err);
     printf("generated %s in %.1f s\n", pos[0], oc_now_s() - t0);
     return 0;
 }

@@ -70,6 +70,14 @@ int cmd_import(int argc, char **argv)
     int rc = cli_parse(&cmd, argc, argv, pos, &n_pos);
     if (rc)
         return rc > 0 ? 0 : 2;
+    if (strcmp(pos[0], "kg") == 0 && argc <= 64) { /* options came before the kind */
+        char *rest[64];
+        int n = 0;
+        for (int i = 0; i < argc; i++)
+            if (argv[i] != pos[0])
+                rest[n++] = argv[i];
+        return cmd_kg_import(n, rest);
+    }
     cli_log_init(verbose);
     enum oc_import_kind kind;
     if (oc_import_kind_from_name(pos[0], &kind) != OC_OK) {
@@ -80,6 +88,10 @@ int cmd_import(int argc, char **argv)
     }
     if (oc_dtype_from_name(dtype, &o.feat_dtype) != OC_OK)
         return 2;
+    if (split > INT32_MAX) {
+        fprintf(stderr, "offcore import: bad value '%u' for --split: too large\n", split);
+        return 2;
+    }
     o.split_index = (int)split;
     if (sort_mem)
         o.mem_bytes = sort_mem;

@@ -232,7 +232,7 @@ int cmd_kg_train(int argc, char **argv)
     struct oc_kg_train_result res;
     rc = oc_kg_train_run(pos[0], &o, quiet ? NULL : print_epoch, NULL, &res, &err);
     if (rc != OC_OK)
-        return rc == OC_ERR_ARG ? (cli_fail(&err), 2) : cli_fail(&err);
+        return cli_fail(&err);
     printf("Test at best Valid MRR (epoch %u, valid %.4f): MRR %.4f | Hits@1 %.4f | Hits@10 %.4f "
            "| %llu answers | %.1f s\n",
            res.best_epoch, res.best_valid_mrr, res.test_at_best.mrr, res.test_at_best.hits1,

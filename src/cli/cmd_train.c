@@ -159,16 +159,18 @@ static double strategy_opt_number(const struct strategy_opt_value *v)
     }
 }
 
-/* The value of --model in argv (default sage), so per-model defaults apply before parsing. */
+/* The value of --model in argv (default sage; the last one given, as for every option), so
+   per-model defaults apply before parsing. */
 static const char *find_model(int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++) {
+    const char *model = "sage";
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
-            return argv[i + 1];
-        if (strncmp(argv[i], "--model=", 8) == 0)
-            return argv[i] + 8;
+            model = argv[++i];
+        else if (strncmp(argv[i], "--model=", 8) == 0)
+            model = argv[i] + 8;
     }
-    return "sage";
+    return model;
 }
 
 int cmd_train(int argc, char **argv)
@@ -332,7 +334,10 @@ int cmd_train(int argc, char **argv)
     o.lr = (float)lr;
     o.weight_decay = (float)wd;
     o.dropout = (float)dropout;
-    if (input_dropout < 0.0 && input_dropout != -1.0) {
+    /* -1 is the model's default, not a value to give */
+    int input_dropout_given =
+        given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "input-dropout");
+    if (input_dropout_given && !(input_dropout >= 0.0 && input_dropout < 1.0)) {
         fprintf(stderr, "offcore train: --input-dropout must be in [0, 1)\n");
         return 2;
     }
@@ -355,9 +360,10 @@ int cmd_train(int argc, char **argv)
     o.strategy = strategy;
     o.mem_budget = budget;
     o.topology_disk = strcmp(topology, "disk") == 0;
-    if (!o.topology_disk && (topo_cache || topo_rank)) {
+    int topo_cache_given = given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "topo-cache");
+    if (!o.topology_disk && (topo_cache_given || topo_rank)) {
         fprintf(stderr, "offcore train: --%s needs --topology disk\n",
-                topo_cache ? "topo-cache" : "topo-rank");
+                topo_cache_given ? "topo-cache" : "topo-rank");
         return 2;
     }
     o.topo_cache_bytes = topo_cache;

@@ -61,7 +61,7 @@ int cli_fail(const struct oc_err *err)
     char safe[4 * sizeof(err->msg)];
     fprintf(stderr, "offcore: error: %s\n",
             err->msg[0] ? cli_safe_text(err->msg, safe, sizeof(safe)) : oc_status_str(err->status));
-    return 1;
+    return err->status == OC_ERR_ARG ? 2 : 1; /* a bad value the library found: as the CLI's */
 }
 
 int main(int argc, char **argv)

@@ -339,6 +339,8 @@ int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err)
     double total = v * mult;
     if (total >= 18446744073709551616.0)
         return OC_ERR(err, OC_ERR_ARG, "size '%s' is too large", s);
+    if (total > 0 && total < 1)
+        return OC_ERR(err, OC_ERR_ARG, "size '%s' is less than one byte (0 means none)", s);
     *bytes = (uint64_t)total;
     return OC_OK;
 }

@@ -163,7 +163,7 @@ int oc_nn_graph_need_transpose(struct oc_nn_graph *g, struct oc_err *err)
     uint64_t *te = g->b_t_eid.p;
     memset(tp, 0, (size_t)(g->n_src + 1) * sizeof(uint64_t));
     for (uint64_t e = 0; e < g->n_edges; e++)
-        tp[g->indices[e] + 1]++;
+        tp[(uint64_t)g->indices[e] + 1]++; /* an index of UINT32_MAX must not wrap */
     for (uint64_t j = 0; j < g->n_src; j++)
         tp[j + 1] += tp[j];
     /* fill in dst order: tp[j] walks from the start of j to the start of j + 1 */

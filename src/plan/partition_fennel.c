@@ -55,16 +55,35 @@ static uint32_t smallest(const struct fennel *f, int train)
 }
 
 /*
+ * Where a training node goes when no part is under both limits (one part can
+ * be full of nodes while every other is full of training nodes: ids that
+ * follow locality fill parts before the training nodes come): among the parts
+ * with room for a node, the one with the fewest training nodes (ties: lowest);
+ * then the smallest of all (k x cap >= 1.1 n: not reached).
+ */
+static uint32_t overflow_part(const struct fennel *f)
+{
+    uint32_t best = NONE;
+    for (uint32_t p = 0; p < f->k; p++)
+        if (room(f, p, 0) && (best == NONE || f->tsize[p] < f->tsize[best]))
+            best = p;
+    if (best == NONE)
+        for (uint32_t p = 0; p < f->k; p++)
+            if (best == NONE || f->size[p] < f->size[best])
+                best = p;
+    return best;
+}
+
+/*
  * One pass in node order: a neighbour u already placed in this pass (u < v)
  * counts in its new part, one not yet placed in its part of the previous
  * pass (prev; NONE in the first), as restreaming Fennel does.
  */
-static int fennel_pass(struct fennel *state, const int32_t *xadj, const int32_t *adj, uint64_t n,
-                       const uint8_t *is_train, double alpha, const uint32_t *prev,
-                       uint32_t *part_of, uint32_t *cnt, uint32_t *touched, struct oc_err *err)
+static void fennel_pass(struct fennel *state, const int32_t *xadj, const int32_t *adj, uint64_t n,
+                        const uint8_t *is_train, double alpha, const uint32_t *prev,
+                        uint32_t *part_of, uint32_t *cnt, uint32_t *touched)
 {
     struct fennel f = *state;
-    int rc = OC_OK;
     for (uint64_t v = 0; v < n; v++) {
         int train = is_train[v];
         uint32_t nt = 0;
@@ -76,11 +95,8 @@ static int fennel_pass(struct fennel *state, const int32_t *xadj, const int32_t 
         }
         /* the smallest part with room is the best of the parts v has no neighbour in */
         uint32_t best = room(&f, f.small, train) ? f.small : smallest(&f, train);
-        if (best == NONE) { /* cannot happen: k x cap >= 1.1 n, k x tcap >= 1.1 n_train */
-            rc = OC_ERR(err, OC_ERR_INTERNAL, "partition fennel: no part has room for node %llu",
-                        (unsigned long long)v);
-            goto out;
-        }
+        if (best == NONE)
+            best = overflow_part(&f); /* and the neighbours' parts below have no room either */
         double best_score =
             (double)cnt[best] - alpha * FENNEL_GAMMA * pow((double)f.size[best], FENNEL_GAMMA - 1);
         for (uint32_t i = 0; i < nt; i++) {
@@ -104,9 +120,7 @@ static int fennel_pass(struct fennel *state, const int32_t *xadj, const int32_t 
             f.small = s == NONE ? 0 : s;
         }
     }
-out:
     *state = f;
-    return rc;
 }
 
 int plan_fennel(const int32_t *xadj, const int32_t *adj, uint64_t n, const uint8_t *is_train,
@@ -139,8 +153,7 @@ int plan_fennel(const int32_t *xadj, const int32_t *adj, uint64_t n, const uint8
         memset(f.size, 0, (size_t)n_parts * sizeof(uint64_t));
         memset(f.tsize, 0, (size_t)n_parts * sizeof(uint64_t));
         f.small = 0;
-        if ((rc = fennel_pass(&f, xadj, adj, n, is_train, alpha, prev, part_of, cnt, touched, err)))
-            goto out;
+        fennel_pass(&f, xadj, adj, n, is_train, alpha, prev, part_of, cnt, touched);
     }
 out:
     oc_free(f.size);

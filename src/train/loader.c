@@ -38,7 +38,8 @@ struct oc_loader {
     uint64_t batch_rows; /* under a budget: input rows reserved per batch in flight */
     uint64_t epoch, next_epoch, handed, n_batches;
     uint32_t n_held;
-    int ahead; /* next_epoch was started when the last batch was handed out */
+    struct oc_pipe_batch **held; /* the n_held batches handed out (room for the pipe's rows) */
+    int ahead;                   /* next_epoch was started when the last batch was handed out */
     /* oc_loader_sample's reference sampler (made on first use, runs on the caller's thread) */
     struct oc_sampler *ref;
     struct oc_sample_epoch ref_ep;
@@ -188,8 +189,13 @@ static int loader_open_pipe(struct oc_loader *l, struct oc_err *err)
     pc.reserve_rows = l->batch_rows; /* and a buffer grown for a larger batch shrinks back */
     pc.reserve_now = 1;
     int rc = oc_batch_pipe_new(&pc, &l->pipe, err);
-    if (rc == OC_OK)
+    if (rc == OC_OK) {
         l->n_batches = oc_batch_pipe_n_batches(l->pipe);
+        uint32_t n = oc_batch_pipe_n_rows(l->pipe);
+        if (!(l->held =
+                  oc_alloc((size_t)(n ? n : 1) * sizeof(*l->held), "loader: held batches", err)))
+            rc = err->status;
+    }
     return rc;
 }
 
@@ -249,6 +255,7 @@ void oc_loader_free(struct oc_loader *l)
         return;
     oc_pipeline_free(l->stages); /* joins every stage before the pipe and the store go */
     oc_batch_pipe_free(l->pipe);
+    oc_free(l->held);
     oc_store_free(l->store);
     oc_pool_free(l->pool);
     oc_sample_sampler_free(l->ref);
@@ -330,7 +337,7 @@ int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_er
     if (rc)
         return rc;
     l->handed++;
-    l->n_held++;
+    l->held[l->n_held++] = *out;
     /* as train does: the next epoch is sampled (and shown to the store) while the caller
        still trains on this one's last batches; its gathers wait for oc_loader_epoch */
     if (l->handed == l->n_batches && l->next_epoch < l->o.n_epochs) {
@@ -343,9 +350,12 @@ int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_er
 
 void oc_loader_done(struct oc_loader *l, struct oc_pipe_batch *b)
 {
-    if (!b)
-        return;
-    l->n_held--;
+    uint32_t i = 0;
+    while (b && i < l->n_held && l->held[i] != b)
+        i++;
+    if (!b || i == l->n_held)
+        return; /* not held: released already (a copy of a batch released twice) */
+    l->held[i] = l->held[--l->n_held];
     oc_batch_pipe_done(l->pipe, b);
 }
 

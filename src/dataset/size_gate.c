@@ -60,13 +60,13 @@ int oc_ds_size_check(const struct oc_ds_size *s, const char *out, uint64_t max_b
 {
     char a[32], b[32];
     if (s->feat_dim > UINT32_MAX)
-        return OC_ERR(err, OC_ERR_ARG, "%s: a feature width of %" PRIu64 " is not supported", out,
-                      s->feat_dim);
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "%s: a feature width of %" PRIu64 " is not supported", out, s->feat_dim);
     uint64_t scratch;
     uint64_t bytes = oc_ds_size_bytes(s, &scratch);
-    if (max_bytes && bytes > max_bytes)
+    if (max_bytes && bytes > max_bytes) /* the room allowed: as no space on the device */
         return OC_ERR(
-            err, OC_ERR_ARG,
+            err, OC_ERR_NOSPC,
             "%s: the dataset would take %s (%" PRIu64 " nodes, %" PRIu64 "-dim features, %" PRIu64
             " bytes), over %s %s (raise it to write it)",
             out, bytes == UINT64_MAX ? "more than 16 EiB" : oc_format_size(bytes, a, sizeof(a)),

@@ -254,6 +254,16 @@ OC_TEST(large_graph_index_dtype)
     OC_CHECK_OK(oc_manifest_parse(text, strlen(text), "m", &m, &err), &err);
     OC_CHECK(m.n_nodes == (1ull << 32) + 1);
     oc_free(text);
+    /* exactly 2^32 nodes: ids up to 2^32 - 1 fit u32, and every writer agrees */
+    sample(&m);
+    m.n_nodes = 1ull << 32;
+    m.index_dtype = OC_DTYPE_U32;
+    OC_CHECK_OK(oc_manifest_format(&m, &text, &err), &err);
+    OC_CHECK_OK(oc_manifest_parse(text, strlen(text), "m", &m, &err), &err);
+    oc_free(text);
+    OC_CHECK(oc_ds_index_dtype_for((1ull << 32) - 1) == OC_DTYPE_U32);
+    OC_CHECK(oc_ds_index_dtype_for(1ull << 32) == OC_DTYPE_U32);
+    OC_CHECK(oc_ds_index_dtype_for((1ull << 32) + 1) == OC_DTYPE_U64);
 }
 
 OC_TEST(alloc_faults)

@@ -7,6 +7,8 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -146,6 +148,61 @@ OC_TEST(registry_removes_registered_files_and_directories)
 
     /* oc_write_file_atomic registers its temporary only while it exists. */
     touch(keep);
+    OC_CHECK(oc_tmp_n_registered() == 0);
+}
+
+static void *remove_registered(void *arg)
+{
+    (void)arg;
+    oc_tmp_remove_registered(0);
+    return NULL;
+}
+
+static unsigned count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    unsigned n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* An interrupt's removal racing a commit (oc_tmp_commit) removes the temporary directory or
+   nothing: the committed directory is never left emptied. */
+OC_TEST(commit_and_interrupt_removal_never_empty_the_output)
+{
+    enum { FILES = 300, ROUNDS = 12 };
+    struct oc_err err;
+    for (int round = 0; round < ROUNDS; round++) {
+        char final[1024], tmp[1200], p[1300];
+        snprintf(final, sizeof(final), "%s/commit-%d", oc_test_tmpdir(), round);
+        OC_CHECK_OK(oc_tmp_name(tmp, sizeof(tmp), final, &err), &err);
+        oc_tmp_register(tmp);
+        OC_CHECK_OK(oc_mkdir_p(tmp, &err), &err);
+        for (int i = 0; i < FILES; i++) {
+            snprintf(p, sizeof(p), "%s/f%d", tmp, i);
+            touch(p);
+        }
+        pthread_t t;
+        pthread_create(&t, NULL, remove_registered, NULL);
+        if (round & 1)
+            sched_yield();
+        int rc = oc_tmp_commit(tmp, final, &err);
+        pthread_join(t, NULL);
+        if (rc == OC_OK && oc_path_exists(final)) {
+            unsigned n = count_entries(final);
+            OC_CHECK(n == FILES);
+            if (n != FILES)
+                fprintf(stderr, "  round %d: committed directory holds %u of %d files\n", round, n,
+                        FILES);
+        } else {
+            OC_CHECK(!oc_path_exists(final) && !oc_path_exists(tmp));
+        }
+        oc_rm_rf(final, &err);
+    }
     OC_CHECK(oc_tmp_n_registered() == 0);
 }
 

@@ -37,6 +37,9 @@ enum oc_dtype {
 };
 
 size_t oc_dtype_size(enum oc_dtype t);
+/* indices.npy's dtype for a graph of n_nodes: u32 while every id fits (n_nodes <= 2^32), else
+   u64 (docs/FORMAT.md); the edge sorter, the manifest check and the size gate agree on it. */
+enum oc_dtype oc_ds_index_dtype_for(uint64_t n_nodes);
 /* numpy descr ("<f4") and our short name ("f32"). */
 const char *oc_dtype_descr(enum oc_dtype t);
 const char *oc_dtype_name(enum oc_dtype t);

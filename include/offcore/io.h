@@ -335,6 +335,14 @@ void oc_tmp_set_identity(const char *host_id, long pid);
  */
 void oc_tmp_register(const char *path);
 void oc_tmp_unregister(const char *path);
+/*
+ * Renames the registered temporary tmp to final (oc_rename_durable) and
+ * unregisters it, under the registry's lock: an interrupt's removal runs
+ * wholly before (tmp removed) or after (nothing to remove), never between (its
+ * open directory handle would then empty final). If the rename happened but
+ * the directory fsync failed, final is renamed back to tmp (still registered).
+ */
+int oc_tmp_commit(const char *tmp, const char *final, struct oc_err *err);
 unsigned oc_tmp_n_registered(void);
 /*
  * Removes every registered path (rm -rf) and returns how many are gone. With

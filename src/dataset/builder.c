@@ -238,17 +238,10 @@ static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
         rc = OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", b->out);
         goto out;
     }
-    if ((rc = oc_rename_durable(b->tmp, b->out, err))) {
-        /*
-         * The rename may have happened and the directory fsync after it
-         * failed: the dataset would stand at out, not durable, after a failed
-         * commit. Take it back so the failure leaves nothing at out.
-         */
-        if (!oc_path_exists(b->tmp) && oc_path_exists(b->out) && rename(b->out, b->tmp) != 0)
-            oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted dataset", b->out);
+    /* renamed and unregistered at once (an interrupt removes the temporary or nothing); a
+       rename whose directory fsync failed is taken back: a failure leaves nothing at out */
+    if ((rc = oc_tmp_commit(b->tmp, b->out, err)))
         goto out;
-    }
-    oc_tmp_unregister(b->tmp);
     b->committed = 1;
 out:
     oc_free(text);

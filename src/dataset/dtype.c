@@ -1,7 +1,8 @@
 /*
  * dtype.c — the element types of dataset arrays: sizes, numpy descriptors
- * ("<f4"), short names ("f32"), and IEEE half <-> single conversion with
- * round-to-nearest-even (NaN, infinities and subnormals preserved).
+ * ("<f4"), short names ("f32"), indices' dtype for a node count, and IEEE
+ * half <-> single conversion with round-to-nearest-even (NaN, infinities and
+ * subnormals preserved).
  *
  * Place in the data flow: dataset (used by npy.c, manifest.c, importers,
  * the generator and the feature store when it widens f16 rows).
@@ -25,6 +26,11 @@ static const struct dtype_row dtype_table[OC_DTYPE_COUNT] = {
     [OC_DTYPE_U64] = {8, "<u8", "u64", "uint64"},  [OC_DTYPE_F16] = {2, "<f2", "f16", "float16"},
     [OC_DTYPE_F32] = {4, "<f4", "f32", "float32"}, [OC_DTYPE_F64] = {8, "<f8", "f64", "float64"},
 };
+
+enum oc_dtype oc_ds_index_dtype_for(uint64_t n_nodes)
+{
+    return n_nodes <= ((uint64_t)1 << 32) ? OC_DTYPE_U32 : OC_DTYPE_U64;
+}
 
 size_t oc_dtype_size(enum oc_dtype t)
 {

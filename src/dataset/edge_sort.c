@@ -324,7 +324,7 @@ int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
         s->o.mem_bytes = ES_DEFAULT_MEM;
     if (s->o.mem_bytes < ES_MIN_MEM)
         s->o.mem_bytes = ES_MIN_MEM;
-    s->wide = o->n_nodes >= ((uint64_t)1 << 32);
+    s->wide = oc_ds_index_dtype_for(o->n_nodes) == OC_DTYPE_U64; /* ids past 32 bits */
     s->esize = s->wide ? 16 : 8;
     s->isize = s->wide ? 8 : 4;
     uint64_t third = s->o.mem_bytes / 3;

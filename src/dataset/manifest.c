@@ -353,7 +353,7 @@ static int check_consistency(struct mparse *mp, const struct oc_manifest *m)
     if (m->feat_dtype != OC_DTYPE_F32 && m->feat_dtype != OC_DTYPE_F16)
         return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: feat_dtype must be f32 or f16, not %s", mp->what,
                       oc_dtype_name(m->feat_dtype));
-    enum oc_dtype want_idx = m->n_nodes <= ((uint64_t)1 << 32) ? OC_DTYPE_U32 : OC_DTYPE_U64;
+    enum oc_dtype want_idx = oc_ds_index_dtype_for(m->n_nodes);
     if (m->index_dtype != want_idx)
         return OC_ERR(mp->err, OC_ERR_FORMAT,
                       "%s: index_dtype must be %s for n_nodes %" PRIu64 ", not %s", mp->what,

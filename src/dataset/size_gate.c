@@ -38,7 +38,7 @@ static uint64_t sat_mul(uint64_t a, uint64_t b)
 uint64_t oc_ds_size_bytes(const struct oc_ds_size *s, uint64_t *scratch)
 {
     const uint64_t hdr = OC_NPY_HEADER_BYTES;
-    const uint64_t idx_bytes = s->n_nodes <= ((uint64_t)1 << 32) ? 4 : 8;
+    const uint64_t idx_bytes = oc_dtype_size(oc_ds_index_dtype_for(s->n_nodes));
     uint64_t total = 0;
     total = sat_add(total, sat_add(hdr, sat_mul(sat_add(s->n_nodes, 1), 8))); /* indptr */
     total = sat_add(total, sat_add(hdr, sat_mul(s->n_edges, idx_bytes)));     /* indices */

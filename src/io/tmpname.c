@@ -171,9 +171,9 @@ void oc_tmp_register(const char *path)
                TMP_SLOTS);
 }
 
-void oc_tmp_unregister(const char *path)
+/* Drops path from the registry; reg_lock held. */
+static void unregister_locked(const char *path)
 {
-    pthread_mutex_lock(&reg_lock);
     for (unsigned i = 0; i < reg_used; i++) {
         if (strcmp(reg_path[i], path) != 0)
             continue;
@@ -183,7 +183,30 @@ void oc_tmp_unregister(const char *path)
         reg_path[reg_used][0] = '\0';
         break;
     }
+}
+
+void oc_tmp_unregister(const char *path)
+{
+    pthread_mutex_lock(&reg_lock);
+    unregister_locked(path);
     pthread_mutex_unlock(&reg_lock);
+}
+
+int oc_tmp_commit(const char *tmp, const char *final, struct oc_err *err)
+{
+    /* Under the registry's lock: an interrupt's removal (which holds it) runs wholly before
+       the rename, removing tmp, or after it, when tmp is no longer registered; never while
+       its open directory handle has become final's. */
+    pthread_mutex_lock(&reg_lock);
+    int rc = oc_rename_durable(tmp, final, err);
+    if (rc == OC_OK) {
+        unregister_locked(tmp);
+    } else if (!oc_path_exists(tmp) && oc_path_exists(final) && rename(final, tmp) != 0) {
+        /* renamed, but the directory fsync failed: a failed commit leaves nothing at final */
+        oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted output", final);
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
 }
 
 unsigned oc_tmp_n_registered(void)

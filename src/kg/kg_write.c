@@ -163,12 +163,9 @@ int oc_kg_writer_commit(struct oc_kg_writer *w, struct oc_err *err)
         return rc;
     if (oc_path_exists(w->out))
         return OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", w->out);
-    if ((rc = oc_rename_durable(w->tmp, w->out, err))) {
-        /* renamed but the directory fsync failed: take it back, a failure leaves nothing */
-        if (!oc_path_exists(w->tmp) && oc_path_exists(w->out) && rename(w->out, w->tmp) != 0)
-            oc_log(OC_LOG_WARN, "%s: cannot take back the uncommitted dataset", w->out);
+    /* renamed and unregistered at once; a failed directory fsync's rename taken back */
+    if ((rc = oc_tmp_commit(w->tmp, w->out, err)))
         return rc;
-    }
     w->committed = 1;
     return OC_OK;
 }

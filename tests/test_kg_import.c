@@ -36,18 +36,28 @@ static uint64_t *load_u64(const char *path, uint64_t *n)
     return d;
 }
 
-OC_TEST(kg_import_toy_csr)
+/* The toy split with this inductive train.txt imported into root/out and opened (NULL, and a
+   failed check, if either fails); out gets the path. */
+static struct oc_kg *import_toy(const char *ind_train, char *out, size_t n)
 {
     const char *root = oc_test_tmpdir();
-    const char *src = write_split(root, "x\tr2\ty\ny\tr1\tz\n");
-    char out[700];
-    snprintf(out, sizeof(out), "%s/out", root);
+    const char *src = write_split(root, ind_train);
+    snprintf(out, n, "%s/out", root);
     struct oc_err err;
     OC_CHECK_OK(oc_kg_import_grail(src, out, NULL, &err), &err);
     struct oc_kg *kg = NULL;
     OC_CHECK_OK(oc_kg_open(out, &kg, &err), &err);
+    return kg;
+}
+
+OC_TEST(kg_import_toy_csr)
+{
+    char out[700];
+    struct oc_err err;
+    struct oc_kg *kg = import_toy("x\tr2\ty\ny\tr1\tz\n", out, sizeof(out));
     if (!kg)
         return;
+    const char *src = kgfx_toy_split(oc_test_tmpdir(), "x\tr2\ty\ny\tr1\tz\n");
     const struct oc_kg_manifest *m = oc_kg_manifest(kg);
     OC_CHECK(m->n_relations == 2 && strcmp(m->name, "toy_v1") == 0);
     OC_CHECK(m->graph[OC_KG_TRAIN].n_entities == 3 && m->graph[OC_KG_TRAIN].n_facts == 9);
@@ -94,14 +104,8 @@ static void expect_refused(const char *ind_train, const char *file, const char *
 /* Spaces around a field (a trailing one, say) are not part of the name: "y " is y. */
 OC_TEST(kg_import_strips_spaces_around_fields)
 {
-    const char *root = oc_test_tmpdir();
-    const char *src = write_split(root, "x\tr2 \ty \n y\t r1\tz\n");
     char out[700];
-    snprintf(out, sizeof(out), "%s/out", root);
-    struct oc_err err;
-    OC_CHECK_OK(oc_kg_import_grail(src, out, NULL, &err), &err);
-    struct oc_kg *kg = NULL;
-    OC_CHECK_OK(oc_kg_open(out, &kg, &err), &err);
+    struct oc_kg *kg = import_toy("x\tr2 \ty \n y\t r1\tz\n", out, sizeof(out));
     if (!kg)
         return;
     OC_CHECK(oc_kg_manifest(kg)->graph[OC_KG_IND].n_entities == 3);

@@ -106,16 +106,21 @@ OC_TEST(planetoid_citeseer_reference_accuracy)
 }
 
 /* A small generated graph shared by the remaining tests. */
+static void small_graph_opts(struct oc_generate_opts *g)
+{
+    oc_generate_opts_default(g);
+    g->n_nodes = 3000;
+    g->avg_degree = 8;
+    g->feat_dim = 16;
+    g->n_classes = 4;
+    g->train_frac = 0.3;
+    g->seed = 3;
+}
+
 static const char *small_graph(void)
 {
     struct oc_generate_opts g;
-    oc_generate_opts_default(&g);
-    g.n_nodes = 3000;
-    g.avg_degree = 8;
-    g.feat_dim = 16;
-    g.n_classes = 4;
-    g.train_frac = 0.3;
-    g.seed = 3;
+    small_graph_opts(&g);
     return gen_once(&g);
 }
 
@@ -298,14 +303,8 @@ OC_TEST(resume_refuses_another_training_or_data)
 {
     const char *dir = small_graph();
     struct oc_generate_opts g;
-    oc_generate_opts_default(&g);
-    g.n_nodes = 3000;
-    g.avg_degree = 8;
-    g.feat_dim = 16;
-    g.n_classes = 4;
-    g.train_frac = 0.3;
+    small_graph_opts(&g);
     g.val_frac = 0.2; /* only the validation and test splits differ */
-    g.seed = 3;
     char other[1024];
     snprintf(other, sizeof(other), "%s/gen-other-splits", oc_test_tmpdir());
     struct oc_err gerr;

@@ -56,6 +56,7 @@ run() { # NAME LAYERS FANOUT BUDGET ARGS... -> prints a line, leaves the time in
         >"$TMP/$name.out" 2>"$TMP/$name.err" || {
         echo "  $name: failed: $(tail -1 "$TMP/$name.err")"
         echo nan >"$TMP/$name.t"
+        failed=1
         return
     }
     local t rd rr extra=""
@@ -83,3 +84,7 @@ print("  ginex / outre: %.2fx   ginex / outre without embeddings (partition batc
       % (t["ginex"] / t["outre"], t["ginex"] / t["outre-S0"]))
 PY
 done
+if [ -n "${failed:-}" ]; then
+    echo "outre_vs_ginex: a run failed (its ratios above are nan)" >&2
+    exit 1
+fi

@@ -1,9 +1,10 @@
 /*
  * sgemm_peak.c — measures this machine's single-precision GEMM peak with
  * OpenBLAS (square 2048 matrices, best of 5), with one OpenBLAS thread and
- * with all cores, so training benchmarks can report the fraction of peak
- * their dense parts reach. Prints "sgemm_peak_gflops_1t X" and
- * "sgemm_peak_gflops_all Y" lines.
+ * with T threads (`sgemm_peak [T]`, default all online cores: the threads the
+ * benchmark trains with), so training benchmarks can report the fraction of
+ * peak their dense parts reach. Prints "sgemm_peak_gflops_1t X" and
+ * "sgemm_peak_gflops_all Y (T threads)" lines.
  *
  * Place in the data flow: bench only (outside the library).
  */
@@ -30,7 +31,7 @@ static double best_gflops(int n, const float *a, const float *b, float *c)
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const int n = 2048;
     float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
@@ -41,7 +42,11 @@ int main(void)
         a[i] = (float)(i % 7) * 0.1f;
         b[i] = (float)(i % 5) * 0.2f;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = argc > 1 ? strtol(argv[1], NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) {
+        fprintf(stderr, "usage: sgemm_peak [threads >= 1]\n");
+        return 2;
+    }
     openblas_set_num_threads(1);
     printf("sgemm_peak_gflops_1t %.1f\n", best_gflops(n, a, b, c));
     openblas_set_num_threads((int)cores);

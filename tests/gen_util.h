@@ -22,8 +22,9 @@ static inline const char *gen_once(const struct oc_generate_opts *g)
         return dir;
     snprintf(dir, sizeof(dir), "%s/gen", oc_test_tmpdir());
     struct oc_err err;
-    if (oc_generate(g, dir, NULL, &err) != OC_OK) {
-        fprintf(stderr, "  generate: %s\n", err.msg);
+    int rc = oc_generate(g, dir, NULL, &err);
+    OC_CHECK_OK(rc, &err); /* a failure fails the test that asked, whichever runs first */
+    if (rc != OC_OK) {
         dir[0] = '\0';
         return NULL;
     }

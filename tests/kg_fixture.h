@@ -40,11 +40,9 @@ static inline const char *kgfx_grail(const char *name)
     const char *dir = out[n_out++ % 8];
     snprintf((char *)dir, sizeof(out[0]), "%s/%s", oc_test_tmpdir(), name);
     struct oc_err err;
-    if (oc_kg_import_grail(src, dir, NULL, &err) != OC_OK) {
-        fprintf(stderr, "import %s: %s\n", name, err.msg);
-        return NULL;
-    }
-    return dir;
+    int rc = oc_kg_import_grail(src, dir, NULL, &err);
+    OC_CHECK_OK(rc, &err); /* ../shared is here: a failed import fails, never skips */
+    return rc == OC_OK ? dir : NULL;
 }
 
 #endif

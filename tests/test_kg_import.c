@@ -232,7 +232,7 @@ OC_TEST(kg_open_refuses_damaged_arrays)
     expect_open_refused(truncate_4, OC_KG_TAIL, "truncated");
     expect_open_refused(tail_out_of_range, OC_KG_TAIL, "entity id 3 at row 1 out of range");
     expect_open_refused(query_rel_out_of_range, OC_KG_QTEST, "relation id 2 at row 0");
-    expect_open_refused(flip_header_pad, OC_KG_REL, "");
+    expect_open_refused(flip_header_pad, OC_KG_REL, "malformed .npy header");
 }
 
 /* kg.json of the toy split with `from` (its first occurrence) replaced by `to`: parse fails

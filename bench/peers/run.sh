@@ -83,7 +83,7 @@ if ! "$OC" info "$DIR" --no-checksum >/dev/null 2>&1; then
 fi
 
 echo "== sgemm peak (OpenBLAS, 2048^3)"
-peak=$("$BUILD/sgemm_peak" | awk '/sgemm_peak_gflops_all/ {print $2}')
+peak=$("$BUILD/sgemm_peak" "$THREADS" | awk '/sgemm_peak_gflops_all/ {print $2}')
 echo "  $peak GFLOP/s with $THREADS threads"
 
 sample_only() { # the samplers alone: offcore's, then each peer's loader

@@ -110,19 +110,6 @@ void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_
         *n_cached = STORE_NO_SLOT - 1;
 }
 
-/* Reads what is queued; counted: into s->stats (a take-back's reads are a gather's). */
-static int load_run(struct oc_store *s, struct store_disk *d, int counted, struct oc_err *err)
-{
-    const struct oc_io_stats *st = oc_io_batch_stats(d->batch);
-    uint64_t read0 = st->read_bytes, n0 = st->n_reads;
-    int rc = oc_io_batch_run(d->batch, err);
-    if (counted) {
-        s->stats.read_bytes += st->read_bytes - read0;
-        s->stats.n_reads += st->n_reads - n0;
-    }
-    return rc;
-}
-
 int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_disk *d, uint64_t lo,
                      uint64_t hi, int counted, struct oc_err *err)
 {
@@ -136,14 +123,14 @@ int store_cache_load(struct oc_store *s, struct store_cache *c, struct store_dis
         rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, id), s->row_bytes,
                              c->rows + (uint64_t)slot * s->row_bytes, err);
         if (rc == OC_OK && ++queued >= s->load_run_rows) {
-            rc = load_run(s, d, counted, err);
+            rc = store_disk_run_counted(s, d, counted, err);
             queued = 0;
         }
     }
     if (rc)
         store_disk_discard(d);
     else if (queued)
-        rc = load_run(s, d, counted, err);
+        rc = store_disk_run_counted(s, d, counted, err);
     return rc;
 }
 

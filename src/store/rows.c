@@ -238,14 +238,23 @@ int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id
     return oc_io_batch_add(d->batch, d->f, store_row_off(s, id), s->row_bytes, dst, err);
 }
 
-int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
+int store_disk_run_counted(struct oc_store *s, struct store_disk *d, int counted,
+                           struct oc_err *err)
 {
     const struct oc_io_stats *st = oc_io_batch_stats(d->batch);
     uint64_t read0 = st->read_bytes, n0 = st->n_reads;
     int rc = oc_io_batch_run(d->batch, err);
     /* Count what was read even on failure: the disk delivered it. */
-    s->stats.read_bytes += st->read_bytes - read0;
-    s->stats.n_reads += st->n_reads - n0;
+    if (counted) {
+        s->stats.read_bytes += st->read_bytes - read0;
+        s->stats.n_reads += st->n_reads - n0;
+    }
+    return rc;
+}
+
+int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
+{
+    int rc = store_disk_run_counted(s, d, 1, err);
     if (rc)
         oc_err_prefix(err, "store %s: gather", s->strat->name);
     return rc;

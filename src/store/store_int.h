@@ -261,6 +261,9 @@ int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id
  * failure: OC_ERR_IO).
  */
 int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err);
+/* The same without the error prefix; counted = 0 leaves s->stats alone (a cache's fill). */
+int store_disk_run_counted(struct oc_store *s, struct store_disk *d, int counted,
+                           struct oc_err *err);
 /*
  * Empties the batch after a failed queue: runs it (the queued destinations are
  * valid output rows) and drops its result, so the next gather starts clean.

@@ -229,6 +229,9 @@ struct oc_store_opt {
     int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
     double dflt;          /* value when not given (stored at open; in the fingerprint) */
     double max;           /* F64: largest accepted value; 0 = none */
+    /* non-NULL: a nonzero value keeps this training state, which no checkpoint holds
+       ("historical embeddings"), so --resume past the first epoch is refused */
+    const char *outside_checkpoint;
 };
 /*
  * A figure only some strategies have, declared in the strategy's stats table:

@@ -583,26 +583,30 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
 
 /*
  * A resumed run ends with the weights of an uninterrupted one only if the
- * checkpoint holds all that training carries across epochs: outre's
- * historical embeddings (--staleness > 0) are not in it, so such a run is not
+ * checkpoint holds all that training carries across epochs: a strategy option
+ * marked outside_checkpoint (outre's --staleness: its historical embeddings)
+ * that is nonzero keeps state the checkpoint lacks, so such a run is not
  * resumed past its first epoch.
  */
 static int resume_keeps_weights(const struct oc_train_opts *o, const struct oc_train_position *pos,
                                 struct oc_err *err)
 {
-    uint32_t si;
-    const struct oc_store_opt *opt;
-    if (pos->next_epoch == 0 || !o->strategy || strcmp(o->strategy, "outre") != 0 ||
-        oc_store_opt_find("staleness", &si, &opt) != OC_OK)
+    uint32_t chosen;
+    struct oc_err ignored;
+    if (pos->next_epoch == 0 ||
+        oc_store_strategy_find(o->strategy ? o->strategy : "memory", &chosen, &ignored) != OC_OK)
         return OC_OK;
-    double staleness = oc_train_opts_get(o, "staleness", opt->dflt);
-    if (staleness == 0)
-        return OC_OK;
-    return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                  "--resume: outre's historical embeddings (--staleness %g) are not in the "
-                  "checkpoint, so the resumed run would not end with the weights of an "
-                  "uninterrupted one; train again without --resume (or with --staleness 0)",
-                  staleness);
+    for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
+        const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
+        double v = oc_train_opts_get(o, opt->name, opt->dflt);
+        if (opt->outside_checkpoint && v != 0)
+            return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                          "--resume: %s's %s (--%s %g) are not in the checkpoint, so the resumed "
+                          "run would not end with the weights of an uninterrupted one; train "
+                          "again without --resume (or with --%s 0)",
+                          o->strategy, opt->outside_checkpoint, opt->name, v, opt->name);
+    }
+    return OC_OK;
 }
 
 int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,

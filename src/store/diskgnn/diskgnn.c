@@ -471,11 +471,11 @@ static const struct oc_store_opt diskgnn_opts[] = {
     {"disk-budget", OC_STORE_OPT_F64, "X", NULL,
      "bound on its packed files on disk, as a multiple of the feature file's size (default "
      "unlimited)",
-     offsetof(struct oc_store_config, disk_budget), 0, 0, 0, 0},
+     offsetof(struct oc_store_config, disk_budget), 0, 0, 0, 0, NULL},
     {"window", OC_STORE_OPT_U32, "B", NULL,
      "fresh samples: batches sampled and packed per window, at most an epoch (default: the "
      "most whose plan fits half the budget)",
-     offsetof(struct oc_store_config, window_batches), 1, 0, 0, 0},
+     offsetof(struct oc_store_config, window_batches), 1, 0, 0, 0, NULL},
 };
 
 static double dg_packed(const struct oc_store_stats *s)

@@ -473,7 +473,7 @@ static const struct oc_store_opt ginex_opts[] = {
     {"superbatch", OC_STORE_OPT_U32, "S", NULL,
      "batches sampled ahead per superbatch (default: an epoch, at most 1024, with its plan "
      "directory writable; else up to 16 that fit a quarter of the budget)",
-     offsetof(struct oc_store_config, superbatch), 1, 0, 0, 0},
+     offsetof(struct oc_store_config, superbatch), 1, 0, 0, 0, NULL},
 };
 
 static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)

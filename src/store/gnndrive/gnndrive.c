@@ -753,14 +753,14 @@ static uint32_t gd_samplers(const struct oc_store *s)
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
 static const struct oc_store_opt gnndrive_opts[] = {
     {"extractors", OC_STORE_OPT_U32, "N", NULL, "extractor threads (2)",
-     offsetof(struct oc_store_config, n_extractors), 1, 0, 0, 0},
+     offsetof(struct oc_store_config, n_extractors), 1, 0, 0, 0, NULL},
     {"samplers", OC_STORE_OPT_U32, "N", NULL,
      "sampler threads, each sampling whole batches (0 = 4 with --topology disk, else one per "
      "two cores, 1 to 4)",
-     offsetof(struct oc_store_config, n_samplers), 0, 0, 0, 0},
+     offsetof(struct oc_store_config, n_samplers), 0, 0, 0, 0, NULL},
     {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
      "train batches in completion order, as GNNDrive (not bitwise reproducible)",
-     offsetof(struct oc_store_config, reorder), 0, 1, 0, 0},
+     offsetof(struct oc_store_config, reorder), 0, 1, 0, 0, NULL},
 };
 
 static double gd_standby_reuse(const struct oc_store_stats *s)

@@ -521,7 +521,7 @@ static const struct oc_store_opt helios_opts[] = {
     {"io-cores", OC_STORE_OPT_U32, "N", NULL,
      "cores for the I/O path: io_uring SQPOLL, its thread and the completion stage pinned "
      "to the last N (0 = auto: 1 on 4 or more cores; none: a plain ring)",
-     offsetof(struct oc_store_config, io_cores), 0, 0, 0, 0},
+     offsetof(struct oc_store_config, io_cores), 0, 0, 0, 0, NULL},
 };
 
 void oc_store_helios_stage_every_row(int on)

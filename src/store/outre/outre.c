@@ -307,16 +307,17 @@ static const struct oc_store_opt outre_opts[] = {
     {"staleness", OC_STORE_OPT_U32, "S", NULL,
      "use a cached embedding while it is younger than S iterations (batches); 0 = no "
      "embedding cache (bit-identical to memory) (100)",
-     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS, 0},
+     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS, 0,
+     "historical embeddings"},
     {"admit", OC_STORE_OPT_F64, "F", NULL,
      "take into the embedding cache only this share of a batch's freshly computed embeddings, "
      "those with the smallest gradient norm (FreshGNN's criterion); 1 = all (0.05)",
-     offsetof(struct oc_store_config, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1},
+     offsetof(struct oc_store_config, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1, NULL},
     {"embed-nodes", OC_STORE_OPT_F64, "F", NULL,
      "give this share of the nodes (the most frequent last-block sources) an embedding slot "
      "instead of the split the alpha search chooses; the feature cache gets the rest (0 = the "
      "search chooses)",
-     offsetof(struct oc_store_config, embed_nodes), 0, 1, 0, 1},
+     offsetof(struct oc_store_config, embed_nodes), 0, 1, 0, 1, NULL},
 };
 
 const struct store_strategy oc_store_outre = {

@@ -256,7 +256,7 @@ uint64_t oc_store_static_n_given_up(const struct oc_store *s)
 static const struct oc_store_opt static_opts[] = {
     {"hotness", OC_STORE_OPT_CHOICE, NULL, "degree|presample",
      "cache rows by in-degree or by access counts of a pre-sampled epoch",
-     offsetof(struct oc_store_config, hotness), 0, 0, 0, 0},
+     offsetof(struct oc_store_config, hotness), 0, 0, 0, 0, NULL},
 };
 
 const struct store_strategy oc_store_static = {

@@ -471,6 +471,13 @@ OC_TEST(fs_mkdir_rm_paths)
     OC_CHECK_OK(oc_rm_rf(p, &err), &err);
     OC_CHECK(oc_path_exists(q));
     OC_CHECK(!oc_path_exists(p));
+    /* ... also with trailing slashes, which would make the kernel resolve it to its target */
+    OC_CHECK(symlink(outside, p) == 0);
+    char slashed[4200];
+    snprintf(slashed, sizeof(slashed), "%s//", p);
+    OC_CHECK_OK(oc_rm_rf(slashed, &err), &err);
+    OC_CHECK(oc_path_exists(q));
+    OC_CHECK(!oc_path_exists(p));
 
     /* path_join. */
     char small[8];

@@ -296,7 +296,8 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
 int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err);
 /* mkdir -p. */
 int oc_mkdir_p(const char *path, struct oc_err *err);
-/* rm -rf (discards temporary output). Symlinks are removed, never followed. Missing: OC_OK. */
+/* rm -rf (discards temporary output). Symlinks are removed, never followed, also when path
+   ends in "/". Missing: OC_OK. "/" is refused. */
 int oc_rm_rf(const char *path, struct oc_err *err);
 int oc_path_exists(const char *path);
 /*

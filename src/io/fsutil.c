@@ -356,13 +356,20 @@ static int rm_at(int parent_fd, const char *name, char *path, size_t plen, size_
 
 int oc_rm_rf(const char *path, struct oc_err *err)
 {
-    char buf[PATH_MAX];
+    char buf[PATH_MAX], name[PATH_MAX]; /* name stays as given; buf grows for messages */
     size_t n = strlen(path);
 
     if (n == 0)
         return OC_ERR(err, OC_ERR_ARG, "oc_rm_rf: empty path");
     if (n >= sizeof(buf))
         return OC_ERR(err, OC_ERR_ARG, "%s: path too long", path);
-    memcpy(buf, path, n + 1);
-    return rm_at(AT_FDCWD, path, buf, n, sizeof(buf), 0, err);
+    /* "link/" names the symlink's target, and removing it would empty that: drop the slashes */
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    if (n == 1 && path[0] == '/')
+        return OC_ERR(err, OC_ERR_ARG, "oc_rm_rf: refusing to remove /");
+    memcpy(name, path, n);
+    name[n] = '\0';
+    memcpy(buf, name, n + 1);
+    return rm_at(AT_FDCWD, name, buf, n, sizeof(buf), 0, err);
 }

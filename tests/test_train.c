@@ -161,7 +161,7 @@ OC_TEST(same_seed_same_weights_at_any_thread_count)
             struct oc_train_opts o;
             sampled_opts(&o);
             o.model = (enum oc_nn_model_kind)model;
-            o.heads = 2;
+            o.heads = model == OC_NN_MODEL_GAT ? 2 : 1;
             o.n_threads = t;
             o.eval = t == 3 ? OC_TRAIN_EVAL_SAMPLED : OC_TRAIN_EVAL_FULL;
             trace[t - 1].n = 0;
@@ -222,10 +222,35 @@ OC_TEST(inconsistent_options_are_errors)
     sampled_opts(&o);
     o.resume = 1;
     OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "--checkpoint");
+    sampled_opts(&o); /* heads would be ignored by sage and only inflate the budget's reservation */
+    o.heads = 4;
+    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "gat's (--model gat)");
+    o.model = OC_NN_MODEL_GAT;
+    OC_CHECK_OK(oc_train_opts_check(&o, &err), &err);
     sampled_opts(&o);
     struct oc_train_result res;
     OC_CHECK_ERR(oc_train_run("/nonexistent/dataset", &o, NULL, NULL, NULL, &res, &err),
                  OC_ERR_NOTFOUND, &err, "/nonexistent/dataset");
+}
+
+/* Strategies that sample every epoch ahead of training refuse --reuse-samples as a bad option. */
+OC_TEST(reuse_samples_refused_where_it_cannot_hold)
+{
+    const char *dir = small_graph();
+    if (!dir)
+        return;
+    const char *refusing[] = {"ginex", "gnndrive", "helios", "outre"};
+    for (size_t i = 0; i < sizeof(refusing) / sizeof(refusing[0]); i++) {
+        struct oc_train_opts o;
+        struct oc_train_result res;
+        struct oc_err err;
+        sampled_opts(&o);
+        o.strategy = refusing[i];
+        o.mem_budget = 64u << 20;
+        o.reuse_samples = 1;
+        OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_ARG, &err,
+                     "--reuse-samples");
+    }
 }
 
 OC_TEST(checkpoint_resume_matches_uninterrupted_run)

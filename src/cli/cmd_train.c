@@ -211,7 +211,7 @@ int cmd_train(int argc, char **argv)
         {"model", CLI_CHOICE, &model, NULL, "model (default sage)", "sage|gcn|gat"},
         {"layers", CLI_U32, &layers, "L", "number of GNN layers (2)", NULL},
         {"hidden", CLI_U64, &hidden, "H", "hidden width (sage/gcn 16, gat 8 per head)", NULL},
-        {"heads", CLI_U32, &heads, "K", "GAT attention heads in hidden layers (8)", NULL},
+        {"heads", CLI_U32, &heads, "K", "GAT attention heads in hidden layers (8; gat only)", NULL},
         {"fanout", CLI_STR, &fanout, "F1,F2,..",
          "neighbors sampled per layer, input layer first; -1 = all (sage 10,25; gcn/gat -1,-1)",
          NULL},
@@ -256,12 +256,12 @@ int cmd_train(int argc, char **argv)
          "--mem-budget, or all lists without one)",
          NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
-         "ginex, diskgnn: write plan files under DIR instead of the dataset's plan/ (for a "
-         "read-only dataset directory)",
+         "ginex, diskgnn, --batching partition and --eval full's scratch: write plan files "
+         "under DIR instead of the dataset's plan/ (for a read-only dataset directory)",
          NULL},
         {"reuse-samples", CLI_FLAG, &reuse_samples, NULL,
          "train every epoch on epoch 0's batches, as DiskGNN does (changes training; not with "
-         "ginex or gnndrive)",
+         "ginex, gnndrive, helios or outre)",
          NULL},
         {"batching", CLI_CHOICE, &batching, NULL,
          "random: seeds shuffled per epoch; partition: OUTRE's partition batches (a partition "

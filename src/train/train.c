@@ -147,6 +147,9 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--hidden must be at least 1");
     if (o->heads == 0)
         return OC_ERR(err, OC_ERR_ARG, "--heads must be at least 1");
+    if (o->heads != 1 && o->model != OC_NN_MODEL_GAT)
+        return OC_ERR(err, OC_ERR_ARG, "--heads %u: attention heads are gat's (--model gat)",
+                      o->heads);
     if (o->epochs == 0)
         return OC_ERR(err, OC_ERR_ARG, "--epochs must be at least 1");
     if (!(o->lr > 0.0f) || !isfinite(o->lr))

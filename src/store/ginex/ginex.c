@@ -262,7 +262,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint32_t lanes = 1;
     int rc;
     if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+        return OC_ERR(err, OC_ERR_ARG,
                       "store %s: --reuse-samples is not supported (it samples every epoch "
                       "ahead of training)",
                       "ginex");

@@ -289,7 +289,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct oc_err local;
     int rc;
     if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+        return OC_ERR(err, OC_ERR_ARG,
                       "store %s: --reuse-samples is not supported (it samples every epoch "
                       "ahead of training)",
                       "gnndrive");

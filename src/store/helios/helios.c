@@ -230,7 +230,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     uint64_t est = 0, *ids = NULL;
     int rc;
     if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+        return OC_ERR(err, OC_ERR_ARG,
                       "store helios: --reuse-samples is not supported (it reads each epoch's "
                       "batches as they are sampled)");
     int pipeline = has_plan(cfg);

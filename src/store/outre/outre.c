@@ -78,7 +78,7 @@ static int feature_ids(struct oc_store *s, struct outre_store *o, const struct o
 static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
     if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+        return OC_ERR(err, OC_ERR_ARG,
                       "store outre: --reuse-samples would show its embedding cache the same "
                       "iterations again");
     if (!(cfg->admit >= 0.0 && cfg->admit <= 1.0) ||

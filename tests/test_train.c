@@ -304,7 +304,9 @@ OC_TEST(checkpoint_resume_matches_uninterrupted_run)
     /* Different options are refused, naming the difference. */
     o.lr = 0.5f;
     OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &rest, &err), OC_ERR_ARG, &err,
-                 "different options");
+                 "saved \"lr=0.003");
+    OC_CHECK(strstr(err.msg, "now \"lr=0.5\"") && strstr(err.msg, "; current: model=") &&
+             !strchr(err.msg, '\n')); /* one line: the CLI would escape a newline as \x0A */
     o.lr = 0.003f;
     /* A corrupt checkpoint is refused. */
     char path[1100];

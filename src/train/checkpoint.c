@@ -200,7 +200,7 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
             ;
         rc = OC_ERR(err, OC_ERR_ARG,
                     "%s: the checkpoint was made with different options or data: saved \"%.*s\", "
-                    "now \"%.*s\" (the first difference)\n  saved:   %.*s\n  current: %s",
+                    "now \"%.*s\" (the first difference); saved options: %.*s; current: %s",
                     path, (int)(ea - sa), (const char *)p + sa, (int)(eb - sb), fingerprint + sb,
                     (int)fp_len, (const char *)p, fingerprint);
         goto out;

@@ -63,7 +63,7 @@ OC_TEST(ogb_values)
     OC_CHECK(d.m.n_edges == 4 && d.m.directed);
     OC_CHECK(fx_has_edge(&d, 0, 1) && !fx_has_edge(&d, 1, 0));
     OC_CHECK(d.feat[8] == oc_f16_to_f32(oc_f32_to_f16(1e-3f)) && d.feat[9] == 7.5f);
-    OC_CHECK(strstr(d.m.provenance, "--split-name time") != NULL);
+    OC_CHECK(strstr(d.m.provenance, "--ogb-split time") != NULL);
     fx_ds_free(&d);
 }
 

@@ -381,14 +381,23 @@ OC_TEST(text_fixture_values)
     OC_CHECK(d.n_split[1] == 0 && d.n_split[2] == 4);
     OC_CHECK(strcmp(d.m.name, "tiny") == 0);
     OC_CHECK(strstr(d.m.provenance, "--row-normalize") && strstr(d.m.provenance, "--directed") &&
-             strstr(d.m.provenance, "--feat-dtype f16") &&
-             strstr(d.m.provenance, "--split-index 2"));
+             strstr(d.m.provenance, "--dtype f16") && strstr(d.m.provenance, "--split 2"));
     fx_ds_free(&d);
 
     /* The output exists now: refused, and the existing dataset is untouched. */
     OC_CHECK_ERR(oc_import_text(src, out, &o, NULL, &err), OC_ERR_EXISTS, &err, out);
     OC_CHECK_OK(fx_ds_load(out, &d, &err), &err);
     fx_ds_free(&d);
+
+    /* A split option of another kind is refused, not ignored. */
+    FX_PATH(out, "%s/other-kind", tmp);
+    OC_CHECK_ERR(oc_import(OC_IMPORT_NPY, src, out, &o, NULL, &err), OC_ERR_ARG, &err,
+                 "--split chooses a text dataset's");
+    o.split_index = 0;
+    o.split_name = "time";
+    OC_CHECK_ERR(oc_import(OC_IMPORT_TEXT, src, out, &o, NULL, &err), OC_ERR_ARG, &err,
+                 "import text: --ogb-split");
+    OC_CHECK(!oc_path_exists(out));
 }
 
 OC_TEST(text_no_features_no_splits)

@@ -55,6 +55,13 @@ void oc_import_opts_default(struct oc_import_opts *o)
 int oc_import(enum oc_import_kind kind, const char *src, const char *out,
               const struct oc_import_opts *o, struct oc_progress *progress, struct oc_err *err)
 {
+    if (o && o->split_index > 0 && kind != OC_IMPORT_TEXT)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "import %s: --split chooses a text dataset's role-form split file",
+                      oc_import_kind_name(kind));
+    if (o && o->split_name && kind != OC_IMPORT_OGB)
+        return OC_ERR(err, OC_ERR_ARG, "import %s: --ogb-split chooses an OGB split folder",
+                      oc_import_kind_name(kind));
     switch (kind) {
     case OC_IMPORT_TEXT:
         return oc_import_text(src, out, o, progress, err);
@@ -134,13 +141,13 @@ void oc_imp_manifest_init(struct oc_manifest *m, enum oc_import_kind kind, const
     if (o->remove_self_loops)
         append(m->provenance, n, &pos, " --remove-self-loops");
     if (o->feat_dtype != OC_DTYPE_F32)
-        append(m->provenance, n, &pos, " --feat-dtype %s", oc_dtype_name(o->feat_dtype));
+        append(m->provenance, n, &pos, " --dtype %s", oc_dtype_name(o->feat_dtype));
     if (o->row_normalize)
         append(m->provenance, n, &pos, " --row-normalize");
     if (o->split_index > 0)
-        append(m->provenance, n, &pos, " --split-index %d", o->split_index);
+        append(m->provenance, n, &pos, " --split %d", o->split_index);
     if (o->split_name)
-        append(m->provenance, n, &pos, " --split-name %s", o->split_name);
+        append(m->provenance, n, &pos, " --ogb-split %s", o->split_name);
     if (o->name)
         append(m->provenance, n, &pos, " --name %s", o->name);
     if (o->allow_nonfinite)

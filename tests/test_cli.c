@@ -207,6 +207,79 @@ OC_TEST(strategy_figures_reach_the_epoch_line_and_log)
     }
 }
 
+/* Whether key is one of a strategy's own figures (documented with the strategy, not the log). */
+static int strategy_figure_key(const char *key)
+{
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(i); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(i, k);
+            if (strcmp(f->key, key) == 0 || (f->group && strcmp(f->group, key) == 0))
+                return 1;
+        }
+    return 0;
+}
+
+/* Every key a training log writes (all but the strategies' own figures) is in README.md. */
+OC_TEST(log_keys_are_documented)
+{
+    const char *src = getenv("OC_SRC");
+    if (!getenv("OC_BIN") || !src)
+        OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char ds[700], out[700], log[700], readme_path[1024];
+    snprintf(ds, sizeof(ds), "%s/keys-ds", tmp);
+    snprintf(out, sizeof(out), "%s/keys.out", tmp);
+    snprintf(log, sizeof(log), "%s/keys.jsonl", tmp);
+    snprintf(readme_path, sizeof(readme_path), "%s/README.md", src);
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *argv[] = {getenv("OC_BIN"),
+                    "train",
+                    ds,
+                    "--strategy",
+                    "static",
+                    "--mem-budget",
+                    "64M",
+                    "--topology",
+                    "disk",
+                    "--epochs",
+                    "1",
+                    "--quiet",
+                    "--log",
+                    log,
+                    NULL};
+    OC_CHECK(proc_wait(proc_spawn(argv, out)) == 0);
+    char *json = NULL, *readme = NULL;
+    size_t len;
+    OC_CHECK_OK(oc_read_file(log, 0, &json, &len, &err), &err);
+    OC_CHECK_OK(oc_read_file(readme_path, 0, &readme, &len, &err), &err);
+    uint32_t n_keys = 0;
+    for (const char *p = json; p && (p = strchr(p, '"')) != NULL;) {
+        const char *end = strchr(p + 1, '"');
+        if (!end)
+            break;
+        if (end[1] == ':' && (size_t)(end - p) < 64) { /* a key, not a string value */
+            char key[80], ticked[96], quoted[96];
+            snprintf(key, sizeof(key), "%.*s", (int)(end - p - 1), p + 1);
+            snprintf(ticked, sizeof(ticked), "`%s`", key);
+            snprintf(quoted, sizeof(quoted), "\"%s\"", key); /* as in `{"final": true, ...}` */
+            n_keys++;
+            int ok = strategy_figure_key(key) ||
+                     (readme && (strstr(readme, ticked) || strstr(readme, quoted)));
+            if (!ok)
+                fprintf(stderr, "  log key %s missing from README.md\n", key);
+            OC_CHECK(ok);
+        }
+        p = end + 1;
+    }
+    OC_CHECK(n_keys > 50);
+    oc_free(json);
+    oc_free(readme);
+}
+
 OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
 {
     if (!getenv("OC_BIN"))

@@ -242,7 +242,8 @@ int cmd_demo(int argc, char **argv)
     int quiet = 0;
     const struct cli_opt opts[] = {
         {"dir", CLI_STR, &dir, "DIR",
-         "where the demo dataset is cached (default $XDG_CACHE_HOME/offcore or ~/.cache/offcore)",
+         "where the demo dataset is cached (default $XDG_CACHE_HOME/offcore/demo-v1, else "
+         "~/.cache/offcore/demo-v1)",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
     };

@@ -302,9 +302,10 @@ int cmd_train(int argc, char **argv)
         "or on disk under --mem-budget), and report the test accuracy at the best\n"
         "validation epoch. Batches are sampled once and their features fetched ahead.",
         "Each epoch prints `Epoch 00003 | Loss 0.1234 | Train Acc 0.9000 | Val Acc 0.8000 | Time "
-        "1.23s | Eval 0.40s`\n(Time: training only; Eval: evaluation after it; out-of-core "
-        "strategies add `| Wait 0.12s |\nRead ...`: the seconds training waited for batches, then "
-        "I/O figures). The same seed\ngives the same loss sequence and weights at any --threads.",
+        "1.23s | Eval 0.40s | RR 5.12`\n(Time: training only; Eval: evaluation after it; RR: "
+        "input rows per seed; out-of-core\nstrategies add `| Wait 0.12s | Read ...`: the seconds "
+        "training waited for batches, then I/O\nfigures). The same seed gives the same loss "
+        "sequence and weights at any --threads.",
         all,
         n_all,
         1,

@@ -290,7 +290,7 @@ static int list_files(const char *dir, const char *suffix, char names[][128])
     while (d && n < 64 && (de = readdir(d)) != NULL) {
         size_t l = strlen(de->d_name), k = strlen(suffix);
         if (l >= k && l < 128 && strcmp(de->d_name + l - k, suffix) == 0)
-            snprintf(names[n++], 128, "%s", de->d_name);
+            memcpy(names[n++], de->d_name, l + 1); /* l < 128 */
     }
     if (d)
         closedir(d);

@@ -22,6 +22,7 @@
 #include "harness.h"
 #include "io/io_int.h"
 #include "offcore/io.h"
+#include "uring_util.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -281,12 +282,13 @@ static void batch_vs_naive(int direct, int no_uring, size_t bounce, unsigned dep
         oc_fault_arm_persistent(OC_FAULT_URING_SETUP, 1, ENOSYS);
     OC_CHECK_OK(oc_io_batch_new(depth, bounce, &b, &err), &err);
     unsetenv("OC_NO_URING");
+    if (no_uring == 2 && test_uring_expected())
+        OC_CHECK(oc_fault_fired(OC_FAULT_URING_SETUP)); /* the fallback was the fault's doing */
     oc_fault_disarm_all();
     OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | (direct ? OC_FILE_DIRECT : 0), &f, &err), &err);
     if (!b || !f || !r || !dst)
         goto out;
-    if (no_uring)
-        OC_CHECK(!oc_io_batch_uses_uring(b));
+    OC_CHECK(oc_io_batch_uses_uring(b) == (!no_uring && test_uring_expected()));
     fprintf(stderr, "  direct=%d uring=%d bounce=%zu depth=%u\n", oc_file_is_direct(f),
             oc_io_batch_uses_uring(b), bounce, depth);
     for (int round = 0; round < 3; round++) {
@@ -335,6 +337,7 @@ out:
 
 OC_TEST(batch_random_uring_direct)
 {
+    TEST_REQUIRE_URING();
     batch_vs_naive(1, 0, 4 << 20, 32);
     batch_vs_naive(1, 0, 64 << 10, 4); /* many rounds, split requests */
     /* the bounce ring wraps with reads of every size in flight, more reads allowed than fit */
@@ -343,6 +346,7 @@ OC_TEST(batch_random_uring_direct)
 
 OC_TEST(batch_random_uring_buffered)
 {
+    TEST_REQUIRE_URING();
     batch_vs_naive(0, 0, 1 << 20, 16);
 }
 
@@ -449,6 +453,7 @@ static struct oc_io_batch *new_batch(int no_uring, size_t bounce)
         setenv("OC_NO_URING", "1", 1);
     OC_CHECK_OK(oc_io_batch_new(8, bounce, &b, &err), &err);
     unsetenv("OC_NO_URING");
+    OC_CHECK(b && oc_io_batch_uses_uring(b) == (!no_uring && test_uring_expected()));
     return b;
 }
 
@@ -517,6 +522,7 @@ out:
 
 OC_TEST(batch_merge_counts_uring)
 {
+    TEST_REQUIRE_URING();
     batch_merge_counts(0);
 }
 
@@ -585,6 +591,7 @@ out:
 
 OC_TEST(batch_errors_uring)
 {
+    TEST_REQUIRE_URING();
     batch_errors(0);
 }
 
@@ -724,11 +731,13 @@ out:
 
 OC_TEST(batch_callbacks_uring)
 {
+    TEST_REQUIRE_URING();
     batch_callbacks(0, 0);
 }
 
 OC_TEST(batch_callbacks_uring_registered_file)
 {
+    TEST_REQUIRE_URING();
     batch_callbacks(0, 1);
 }
 
@@ -890,6 +899,8 @@ static void ring_reads(int no_ext_arg, int reap)
     struct oc_io_ring *r = NULL;
     OC_CHECK_OK(oc_io_ring_new(&rc, &r, &err), &err);
     unsetenv("OC_URING_NO_EXT_ARG");
+    OC_CHECK(r && oc_io_ring_mode(r) == OC_IO_RING_PLAIN); /* not pread: it reads synchronously */
+    OC_CHECK(r && (!no_ext_arg || oc_io_ring_waits_by_peeking(r)));
     for (unsigned i = 0; i < N; i++) /* page i into slot N - 1 - i */
         OC_CHECK_OK(
             oc_io_ring_read(r, (uint64_t)i * PAGE, PAGE, buf + (size_t)(N - 1 - i) * PAGE, i, &err),
@@ -922,16 +933,19 @@ static void ring_reads(int no_ext_arg, int reap)
 
 OC_TEST(ring_reads_reaped_by_timed_wait)
 {
+    TEST_REQUIRE_URING();
     ring_reads(0, 2);
 }
 
 OC_TEST(ring_reads_reaped_by_peeking)
 {
+    TEST_REQUIRE_URING();
     ring_reads(1, 2);
 }
 
 OC_TEST(ring_freed_with_reads_in_flight_reaps_them)
 {
+    TEST_REQUIRE_URING();
     ring_reads(0, 1); /* submitted, none reaped */
     ring_reads(0, 0); /* queued, not even submitted */
 }
@@ -945,6 +959,7 @@ OC_TEST(ring_freed_with_reads_in_flight_reaps_them)
  */
 OC_TEST(batch_ring_failing_mid_run_reaps_its_reads)
 {
+    TEST_REQUIRE_URING();
     struct oc_err err;
     char path[600];
     enum { N = 64, PAGE = 4096 };
@@ -966,7 +981,8 @@ OC_TEST(batch_ring_failing_mid_run_reaps_its_reads)
             oc_fault_arm(OC_FAULT_BATCH_SUBMIT, 3, EIO);
         int rc = oc_io_batch_run(b, &err);
         oc_fault_disarm_all();
-        if (run == 0 && uring) {
+        OC_CHECK(run > 0 || uring);
+        if (run == 0) {
             OC_CHECK(rc == OC_ERR_IO && strstr(err.msg, "io_uring") != NULL);
             OC_CHECK(!oc_io_batch_uses_uring(b));
             continue;

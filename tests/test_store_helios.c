@@ -27,6 +27,7 @@
 #include "offcore/rng.h"
 #include "proc_util.h"
 #include "store_fixture.h"
+#include "uring_util.h"
 
 /* 20000 nodes, batches of 64 seeds (fanouts 4,3: at most 1280 rows). */
 static int hl_fixture(struct fixture *fx, uint32_t dim, enum oc_dtype dtype)
@@ -119,6 +120,14 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsign
         uint64_t bad = 9;
         if (depth)
             oc_store_helios_set_depth(s, depth);
+        /* io cores: SQPOLL (root here; a plain ring where the kernel refuses it), else plain */
+        enum oc_io_ring_mode m = oc_store_helios_ring_mode(s);
+        if (no_uring || !test_uring_expected())
+            OC_CHECK(m == OC_IO_RING_PREAD);
+        else if (io_cores && sysconf(_SC_NPROCESSORS_ONLN) >= 2)
+            OC_CHECK(m == OC_IO_RING_SQPOLL || (geteuid() != 0 && m == OC_IO_RING_PLAIN));
+        else
+            OC_CHECK(m == OC_IO_RING_PLAIN);
         OC_CHECK_OK(run_plan(&fx, s, 2, &bad, &err), &err);
         OC_CHECK(bad == 0);
         struct oc_store_stats st;
@@ -156,6 +165,7 @@ OC_TEST(plan_matches_file_page_rows)
 /* One core for I/O: SQPOLL, its thread and the completion stage pinned (on 2 cores or more). */
 OC_TEST(plan_matches_file_sqpoll)
 {
+    TEST_REQUIRE_URING();
     plan_matches(24, OC_DTYPE_F32, 0, 0, 1);
     plan_matches(24, OC_DTYPE_F32, 0, 3, 1);
 }
@@ -324,6 +334,7 @@ OC_TEST(io_cores_keep_the_compute_pool_off_them)
 
 OC_TEST(setup_faults_fall_back)
 {
+    TEST_REQUIRE_URING();
     struct fixture fx;
     struct oc_err err;
     if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
@@ -334,14 +345,24 @@ OC_TEST(setup_faults_fall_back)
     struct oc_store_config c = hl_config(&fx, 1);
     c.io_cores = 1; /* SQPOLL first */
     for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
-        /* the store's evaluation reader sets up its ring first: fault 2 refuses SQPOLL,
-           fault 3 (or 2, persistent) the plain ring too */
-        for (uint64_t nth = 1; nth <= 3; nth++) {
+        /* setups in order: the evaluation reader's ring, then helios's SQPOLL ring, then
+           (SQPOLL refused) its plain ring. One refusal of the 2nd: plain; refusals from the
+           2nd on: pread; of the 1st: only the reader reads by pread */
+        for (uint64_t nth = 1; nth <= 2; nth++) {
             fault_arm_mode(mode, OC_FAULT_URING_SETUP, nth, EPERM);
             struct oc_store *s = fixture_open("helios", &c);
+            int fired = oc_fault_fired(OC_FAULT_URING_SETUP);
             oc_fault_disarm_all();
+            OC_CHECK(s != NULL && fired);
             if (!s)
                 continue;
+            enum oc_io_ring_mode m = oc_store_helios_ring_mode(s), want = OC_IO_RING_SQPOLL;
+            if (mode == FAULT_PERSISTENT)
+                want = OC_IO_RING_PREAD;
+            else if (nth == 2)
+                want = OC_IO_RING_PLAIN;
+            if (geteuid() == 0 && sysconf(_SC_NPROCESSORS_ONLN) >= 2) /* SQPOLL allowed */
+                OC_CHECK(m == want);
             uint64_t bad = 9;
             OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
             OC_CHECK(bad == 0);
@@ -399,6 +420,7 @@ static void run_faults(enum oc_fault_kind kind, int no_uring)
 
 OC_TEST(submit_faults)
 {
+    TEST_REQUIRE_URING();
     run_faults(OC_FAULT_URING_SUBMIT, 0);
 }
 

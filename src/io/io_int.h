@@ -85,5 +85,7 @@ int oc_io_err_truncated(struct oc_file *f, size_t len, uint64_t off, uint64_t go
 void oc_line_reader_set_max_line(struct oc_line_reader *r, size_t bytes);
 /* Test knob: the merged-read cap of a batch reader (a multiple of OC_IO_ALIGN). */
 size_t oc_io_batch_max_read(const struct oc_io_batch *b);
+/* Test knob: whether a ring reaps by peeking and sleeping (no EXT_ARG, or OC_URING_NO_EXT_ARG). */
+int oc_io_ring_waits_by_peeking(const struct oc_io_ring *r);
 
 #endif

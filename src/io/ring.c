@@ -307,6 +307,11 @@ int oc_io_ring_fixed_file(const struct oc_io_ring *r)
     return r->fixed_file;
 }
 
+int oc_io_ring_waits_by_peeking(const struct oc_io_ring *r)
+{
+    return r->wait_by_peek;
+}
+
 /* pread mode: a finished read into the software CQ (the caller keeps <= depth unreaped). */
 static int soft_push(struct oc_io_ring *r, uint64_t tag, int64_t res, struct oc_err *err)
 {
@@ -392,11 +397,11 @@ int oc_io_ring_submit(struct oc_io_ring *r, struct oc_err *err)
 {
     int fe = 0;
     char eb[128];
+    if (r->mode == OC_IO_RING_PREAD)
+        return OC_OK; /* nothing to submit: an io_uring fault cannot happen here */
     if (oc_fault_hit(OC_FAULT_URING_SUBMIT, &fe))
         return OC_ERR_ERRNO(err, OC_ERR_IO, fe ? fe : EIO, "%s: io_uring submission failed: %s",
                             r->f->path, oc_io_strerror(fe ? fe : EIO, eb, sizeof(eb)));
-    if (r->mode == OC_IO_RING_PREAD)
-        return OC_OK;
 #ifdef OC_HAVE_URING
     for (unsigned tries = 0;; tries++) {
         int e = io_uring_submit(&r->ring);

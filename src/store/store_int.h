@@ -470,6 +470,8 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
  * Call before the batch pipeline starts feeding it.
  */
 void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
+/* For a `helios` store with a ring: its mode (tests check which setup took); else PREAD. */
+enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s);
 /*
  * helios stores opened after this with on = 1 size each record's stage for
  * every input row of a batch, not only those its cache misses (tests compare).

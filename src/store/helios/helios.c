@@ -549,6 +549,12 @@ void oc_store_helios_set_depth(struct oc_store *s, unsigned depth)
         h->depth = depth;
 }
 
+enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s)
+{
+    const struct hl_store *h = s && s->strat == &oc_store_helios ? s->impl : NULL;
+    return h && h->ring ? oc_io_ring_mode(h->ring) : OC_IO_RING_PREAD;
+}
+
 /* Up to n_records batches are read ahead of their gathers. */
 static uint32_t hl_lookahead(const struct oc_store *s)
 {

@@ -353,6 +353,7 @@ OC_TEST(batch_random_uring_buffered)
 /* "Always keep a pread fallback": a ring that cannot be set up means pread, same bytes. */
 OC_TEST(batch_uring_setup_fault_falls_back_to_pread)
 {
+    TEST_REQUIRE_URING(); /* a setup to refuse */
     batch_vs_naive(1, 2, 1 << 20, 16);
     batch_vs_naive(0, 2, 64 << 10, 4);
 }

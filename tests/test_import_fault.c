@@ -225,6 +225,7 @@ static void fault_loop(enum oc_import_kind kind, void (*write_src)(const char *d
             }
         }
         OC_CHECK(done);
+        OC_CHECK(n_runs > 1); /* the last run is the one the fault did not reach */
         fprintf(stderr, "  %s %s: %llu faults injected\n", fault_mode_name(mode), fc->what,
                 (unsigned long long)(n_runs - 1));
     }

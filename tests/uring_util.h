@@ -37,11 +37,11 @@ static inline int test_uring_expected(void)
 }
 
 /* Skips the current test where io_uring cannot be used; afterwards, it must be. */
-#define TEST_REQUIRE_URING()                                                                   \
-    do {                                                                                       \
-        if (!test_uring_expected())                                                            \
+#define TEST_REQUIRE_URING()                                                                \
+    do {                                                                                    \
+        if (!test_uring_expected())                                                         \
             OC_SKIP("io_uring is not available here (built without liburing or refused by " \
-                    "the kernel)");                                                            \
+                    "the kernel)");                                                         \
     } while (0)
 
 #endif

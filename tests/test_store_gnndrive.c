@@ -1143,6 +1143,7 @@ OC_TEST(alloc_faults)
             OC_CHECK(fired ? rc == OC_ERR_NOMEM : rc == OC_OK);
             OC_CHECK(oc_mem_n_live() == base);
             if (!fired) {
+                OC_CHECK(nth > 1);
                 fprintf(stderr, "  %s, %s pipeline: %llu allocations failed in turn\n",
                         fault_mode_name(mode % 2), borrowed ? "borrowed" : "own",
                         (unsigned long long)nth - 1);

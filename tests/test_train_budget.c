@@ -4,8 +4,9 @@
  * (GraphSAGE, 3 layers, fanout 15,10,5) the smallest --mem-budget `direct`
  * accepts and trains under is at most 1.3x the most memory the same run holds
  * without a budget (through the accountant), on a power-law and on a
- * near-uniform graph, and so for GAT (4 heads) and GCN at fanout 10,10; and
- * the weights are those of the unbudgeted run.
+ * near-uniform graph, and so for GAT (4 heads) and GCN at fanout 10,10; a
+ * budget below that is refused at start (OC_ERR_BUDGET), not run out of midway;
+ * and the weights are those of the unbudgeted run.
  *
  * Place in the data flow: tests (generate → train, in-process, with the
  * accountant's hard limit set as the CLI sets it).
@@ -91,16 +92,26 @@ static void check_graph(const char *name, double power_law)
     OC_CHECK_OK(train_under(dir, 0, &peak, ref, &err), &err);
     /* the smallest budget that trains, to 1/64 of the peak */
     uint64_t lo = peak / 4, hi = 4 * peak, step = peak / 64;
+    int lo_rc = train_under(dir, lo, NULL, NULL, &err);
+    OC_CHECK(lo_rc == OC_ERR_BUDGET); /* refused at start, saying what it needs */
     OC_CHECK(train_under(dir, hi, NULL, sha, &err) == OC_OK);
     while (hi - lo > step) {
         uint64_t mid = lo + (hi - lo) / 2;
         int rc = train_under(dir, mid, NULL, NULL, &err);
         OC_CHECK(rc == OC_OK || rc == OC_ERR_BUDGET || rc == OC_ERR_NOMEM);
-        if (rc == OC_OK)
+        if (rc == OC_OK) {
             hi = mid;
-        else
+        } else {
             lo = mid;
+            lo_rc = rc;
+        }
     }
+    /* the largest budget that fails is refused by the start-up check: a run it lets start
+       does not run out of its budget midway */
+    if (lo_rc != OC_ERR_BUDGET)
+        fprintf(stderr, "  %s: the largest failing budget failed with %s, not at start\n", name,
+                oc_status_str(lo_rc));
+    OC_CHECK(lo_rc == OC_ERR_BUDGET);
     OC_CHECK_OK(train_under(dir, hi, NULL, sha, &err), &err);
     fprintf(stderr,
             "  %s: held at most %.2f MiB without a budget; smallest budget %.2f MiB (%.2fx)\n",

@@ -605,7 +605,7 @@ OC_TEST(embeddings_older_than_the_staleness_are_never_used)
     OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "--staleness needs");
     ot_opts(&o, "outre");
     o.reuse_samples = 1;
-    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_ERR_UNSUPPORTED);
+    OC_CHECK(ot_train(dir, &o, &seen, &a) == OC_ERR_ARG);
 }
 
 /* ---- the profile's choice of nodes -------------------------------------------- */

@@ -233,26 +233,6 @@ OC_TEST(inconsistent_options_are_errors)
                  OC_ERR_NOTFOUND, &err, "/nonexistent/dataset");
 }
 
-/* Strategies that sample every epoch ahead of training refuse --reuse-samples as a bad option. */
-OC_TEST(reuse_samples_refused_where_it_cannot_hold)
-{
-    const char *dir = small_graph();
-    if (!dir)
-        return;
-    const char *refusing[] = {"ginex", "gnndrive", "helios", "outre"};
-    for (size_t i = 0; i < sizeof(refusing) / sizeof(refusing[0]); i++) {
-        struct oc_train_opts o;
-        struct oc_train_result res;
-        struct oc_err err;
-        sampled_opts(&o);
-        o.strategy = refusing[i];
-        o.mem_budget = 64u << 20;
-        o.reuse_samples = 1;
-        OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_ARG, &err,
-                     "--reuse-samples");
-    }
-}
-
 OC_TEST(checkpoint_resume_matches_uninterrupted_run)
 {
     const char *dir = small_graph();

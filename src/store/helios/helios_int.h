@@ -27,7 +27,11 @@
 #define HL_NO_AT     UINT64_MAX  /* a row not staged: cached, or read at gather (overflow) */
 #define HL_SEAL      0xffffffffu /* tag span of a batch's seal marker */
 #define HL_MAX_SPAN  (64u << 10) /* rows sharing pages are read together up to this */
-#define HL_N_RECORDS 3u          /* one served, two read ahead (Helios's depth 2) */
+/* one served, one read ahead: Helios's inter-mini-batch pipeline (one batch prepared while one
+   trains); a record is given back when its gather has copied it, so the next read-ahead starts
+   then. A third record kept the disk no busier and took its stage off the cache (measured:
+   README, helios) */
+#define HL_N_RECORDS 2u
 
 /* One read: [off, off + len) of the file into stage + at; need = bytes its rows use. */
 struct hl_span {

@@ -157,21 +157,39 @@ OC_TEST(strategy_options_are_listed_and_documented)
     oc_free(help);
 }
 
+/* A small generated dataset (3000 nodes), made once for the tests that train through the CLI. */
+static char *cli_dataset(void)
+{
+    static char ds[700];
+    if (ds[0])
+        return ds;
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 3000;
+    struct oc_err err;
+    snprintf(ds, sizeof(ds), "%s/cli-ds", oc_test_tmpdir());
+    int rc = oc_generate(&g, ds, NULL, &err);
+    OC_CHECK_OK(rc, &err);
+    if (rc != OC_OK) {
+        ds[0] = '\0';
+        return NULL;
+    }
+    return ds;
+}
+
 /* Each strategy's own figures (its stats table) reach the epoch line and the JSON log. */
 OC_TEST(strategy_figures_reach_the_epoch_line_and_log)
 {
     if (!getenv("OC_BIN"))
         OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
     const char *tmp = oc_test_tmpdir();
-    char ds[700], out[700], log[700];
-    snprintf(ds, sizeof(ds), "%s/figures-ds", tmp);
+    char out[700], log[700];
     snprintf(out, sizeof(out), "%s/figures.out", tmp);
     snprintf(log, sizeof(log), "%s/figures.jsonl", tmp);
-    struct oc_generate_opts g;
-    oc_generate_opts_default(&g);
-    g.n_nodes = 3000;
     struct oc_err err;
-    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *ds = cli_dataset();
+    if (!ds)
+        return;
     for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
         char *argv[] = {getenv("OC_BIN"),
                         "train",
@@ -226,16 +244,14 @@ OC_TEST(log_keys_are_documented)
     if (!getenv("OC_BIN") || !src)
         OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
     const char *tmp = oc_test_tmpdir();
-    char ds[700], out[700], log[700], readme_path[1024];
-    snprintf(ds, sizeof(ds), "%s/keys-ds", tmp);
+    char out[700], log[700], readme_path[1024];
     snprintf(out, sizeof(out), "%s/keys.out", tmp);
     snprintf(log, sizeof(log), "%s/keys.jsonl", tmp);
     snprintf(readme_path, sizeof(readme_path), "%s/README.md", src);
-    struct oc_generate_opts g;
-    oc_generate_opts_default(&g);
-    g.n_nodes = 3000;
     struct oc_err err;
-    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *ds = cli_dataset();
+    if (!ds)
+        return;
     char *argv[] = {getenv("OC_BIN"),
                     "train",
                     ds,
@@ -285,15 +301,13 @@ OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
     if (!getenv("OC_BIN"))
         OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
     const char *tmp = oc_test_tmpdir();
-    char ds[700], out[700], log[700];
-    snprintf(ds, sizeof(ds), "%s/eval-ds", tmp);
+    char out[700], log[700];
     snprintf(out, sizeof(out), "%s/eval.out", tmp);
     snprintf(log, sizeof(log), "%s/eval.jsonl", tmp);
-    struct oc_generate_opts g;
-    oc_generate_opts_default(&g);
-    g.n_nodes = 3000;
     struct oc_err err;
-    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *ds = cli_dataset();
+    if (!ds)
+        return;
     char *none[] = {getenv("OC_BIN"), "train",   ds,      "--epochs", "2", "--eval",
                     "none",           "--quiet", "--log", log,        NULL};
     OC_CHECK(proc_wait(proc_spawn(none, out)) == 0);

@@ -24,9 +24,9 @@
 
 #include "store/store_int.h"
 
-#define HL_NO_AT     UINT64_MAX  /* a row not staged: cached, or read at gather (overflow) */
-#define HL_SEAL      0xffffffffu /* tag span of a batch's seal marker */
-#define HL_MAX_SPAN  (64u << 10) /* rows sharing pages are read together up to this */
+#define HL_NO_AT    UINT64_MAX  /* a row not staged: cached, or read at gather (overflow) */
+#define HL_SEAL     0xffffffffu /* tag span of a batch's seal marker */
+#define HL_MAX_SPAN (64u << 10) /* rows sharing pages are read together up to this */
 /* one served, one read ahead: Helios's inter-mini-batch pipeline (one batch prepared while one
    trains); a record is given back when its gather has copied it, so the next read-ahead starts
    then. A third record kept the disk no busier and took its stage off the cache (measured:

@@ -27,7 +27,8 @@
  * in-degree without a training plan). Since a record stages only its
  * misses, the stage is then sized again to M' = the most rows of those
  * batches that cache misses, plus a quarter, and the cache takes what that
- * frees (size_to_misses). mem_bytes 0 caches every row. Under a
+ * frees, again while the larger cache frees more (size_to_misses, up to
+ * HL_SIZING_ROUNDS times). mem_bytes 0 caches every row. Under a
  * budget the cache gives rows back to requests past it and takes them back
  * (../cache_yield.c): the sample stage looks a hop up under the cache's read
  * side, and serve reads the rows whose slots went back since with the
@@ -64,6 +65,7 @@
 
 #define HL_DEPTH           4096u /* reads in flight */
 #define HL_MEASURE_BATCHES 8u
+#define HL_SIZING_ROUNDS   4u  /* stage and cache sized again while the cache grows */
 #define HL_ROW_META_BYTES  20u /* per row of a record: id 8, slot 4, at 8 */
 #define HL_SQ_IDLE_MS      2u
 
@@ -139,22 +141,29 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
     uint8_t *bits = rc ? NULL : oc_calloc(s->n_nodes / 8 + 1, 1, "store helios: sizing", err);
     if (!rc && !bits)
         rc = err ? err->status : OC_ERR_NOMEM;
-    for (uint64_t k = 0; !rc && k < z->n_cached; k++)
-        bits[hot[k] >> 3] |= (uint8_t)(1u << (hot[k] & 7));
-    if (!rc)
+    /* a larger cache misses fewer rows, which shrinks the stage again: to a fixed point */
+    uint64_t staged = est_rows, n_set = 0;
+    for (uint32_t round = 0; !rc && round < HL_SIZING_ROUNDS; round++) {
+        for (; n_set < z->n_cached; n_set++) /* the cache only grows: add its new rows */
+            bits[hot[n_set] >> 3] |= (uint8_t)(1u << (hot[n_set] & 7));
         rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", bits, &rows, &misses, err);
+        if (rc || misses >= staged)
+            break;
+        uint64_t n_before = z->n_cached;
+        hl_size(s, cfg, max_rows, misses, 1, z);
+        staged = misses;
+        oc_log(OC_LOG_DEBUG,
+               "store helios: a batch of the first %u reads up to %" PRIu64 " rows, %" PRIu64
+               " missing the %" PRIu64 " hottest (both plus a quarter): %" PRIu64 " rows cached",
+               HL_MEASURE_BATCHES, rows, misses, n_before, z->n_cached);
+        if (z->n_cached <= n_before)
+            break;
+    }
     oc_free(bits);
     if (rc) {
         oc_free(hot);
         return rc;
     }
-    uint64_t n_before = z->n_cached;
-    if (misses < est_rows)
-        hl_size(s, cfg, max_rows, misses, 1, z);
-    oc_log(OC_LOG_DEBUG,
-           "store helios: a batch of the first %u reads up to %" PRIu64 " rows, %" PRIu64
-           " missing the %" PRIu64 " hottest (both plus a quarter): %" PRIu64 " rows cached",
-           HL_MEASURE_BATCHES, rows, misses, n_before, z->n_cached);
     qsort(hot, (size_t)z->n_cached, sizeof(*hot), cmp_u64);
     /* the cache keeps the array (its sorted ids): only the rows it holds */
     uint64_t *fit = oc_realloc(hot, (size_t)(z->n_cached ? z->n_cached : 1) * sizeof(*hot),

@@ -256,8 +256,9 @@ int cmd_train(int argc, char **argv)
          "--mem-budget, or all lists without one)",
          NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
-         "ginex, diskgnn, --batching partition and --eval full's scratch: write plan files "
-         "under DIR instead of the dataset's plan/ (for a read-only dataset directory)",
+         "ginex, diskgnn, --batching partition: write plan files under DIR instead of the "
+         "dataset's plan/ (for a read-only dataset directory; --eval full's scratch goes "
+         "there too unless --scratch)",
          NULL},
         {"reuse-samples", CLI_FLAG, &reuse_samples, NULL,
          "train every epoch on epoch 0's batches, as DiskGNN does (changes training; not with "

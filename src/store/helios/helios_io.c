@@ -12,8 +12,8 @@
  *
  * A record goes to the completion stage with its first hop, so the stage
  * reaps while later hops are still sampled: the reads of the seeds and first
- * hop overlap the sampling of the next hop, and records two batches ahead
- * overlap the trainer's compute. The submitter keeps at most `depth` reads
+ * hop overlap the sampling of the next hop, and the record of the batch
+ * ahead overlaps the trainer's compute. The submitter keeps at most `depth` reads
  * (and seals) unreaped, waiting on h->cv for the completion stage otherwise.
  * A hop whose rows do not fit the record's stage leaves them unstaged
  * (overflow: the gather reads them), so no batch waits for room.

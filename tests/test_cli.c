@@ -334,6 +334,29 @@ OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
     oc_free(text);
 }
 
+/* A strategy's refusal of a training option is a bad option too: exit 2, naming it. */
+OC_TEST(strategy_refusing_an_option_exits_2)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char *ds = cli_dataset();
+    if (!ds)
+        return;
+    char out[700], errp[700];
+    snprintf(out, sizeof(out), "%s/refuse.out", oc_test_tmpdir());
+    snprintf(errp, sizeof(errp), "%s/refuse.err", oc_test_tmpdir());
+    char *argv[] = {getenv("OC_BIN"),  "train", ds,         "--strategy", "ginex",
+                    "--mem-budget",    "64M",   "--epochs", "1",          "--quiet",
+                    "--reuse-samples", NULL};
+    OC_CHECK(proc_wait(proc_spawn2(argv, out, errp)) == 2);
+    char *text = NULL;
+    size_t len;
+    struct oc_err err;
+    OC_CHECK_OK(oc_read_file(errp, 0, &text, &len, &err), &err);
+    OC_CHECK(text && strstr(text, "--reuse-samples is not supported"));
+    oc_free(text);
+}
+
 OC_TEST(every_command_has_help)
 {
     if (!getenv("OC_BIN"))

@@ -322,9 +322,12 @@ static int scan_split(const struct oc_dataset *ds, enum oc_ds_file f, uint8_t *c
         goto out;
     for (uint64_t b = 0; b < (n_nodes + 7) / 8; b++)
         any[b] |= cur[b];
-    if (n_overlap)
-        oc_log(OC_LOG_WARN, "%s: %" PRIu64 " node ids also appear in an earlier split", path,
-               n_overlap);
+    if (n_overlap) { /* named by file and dataset: at import, path is the temporary's */
+        const char *base = strrchr(path, '/');
+        oc_log(OC_LOG_WARN,
+               "%s of dataset '%s': %" PRIu64 " node ids also appear in an earlier split",
+               base ? base + 1 : path, ds->m.name, n_overlap);
+    }
 out:
     oc_ds_stream_close(&s);
     return rc;

@@ -420,14 +420,12 @@ OC_TEST(sigterm_and_sigint_during_generate_leave_no_temporary)
         sleep_ms(100); /* into the edge sort or the features */
         kill(pid, sigs[i]);
         int st = proc_wait(pid);
-        if (st == 0) {
-            fprintf(stderr, "  generate finished before signal %d: machine too fast?\n", sigs[i]);
-            OC_CHECK(oc_path_exists(out));
-        } else {
-            OC_CHECK(st == 128 + sigs[i]);
-            OC_CHECK(!oc_path_exists(out));
-            OC_CHECK(file_has(errp, "stopped; removed"));
-        }
+        /* generating 1.5M nodes on one thread takes seconds: the signal came in the middle */
+        if (st == 0)
+            fprintf(stderr, "  generate finished before signal %d: nothing was tested\n", sigs[i]);
+        OC_CHECK(st == 128 + sigs[i]);
+        OC_CHECK(!oc_path_exists(out));
+        OC_CHECK(file_has(errp, "stopped; removed"));
         OC_CHECK(count_prefix(dir, "data.tmp") == 0);
     }
 }
@@ -509,10 +507,9 @@ OC_TEST(sigterm_during_diskgnn_packing_leaves_no_temporary)
     OC_CHECK(seen);
     kill(pid, SIGTERM);
     int st = proc_wait(pid);
-    if (st == 0)
-        fprintf(stderr, "  training finished before the signal: machine too fast?\n");
-    else
-        OC_CHECK(st == 128 + SIGTERM);
+    if (st == 0) /* two epochs of 100,000 seeds on one thread take seconds */
+        fprintf(stderr, "  training finished before the signal: nothing was tested\n");
+    OC_CHECK(st == 128 + SIGTERM);
     OC_CHECK(count_containing(dg, ".tmp") == 0);
     /* The next run leaves nothing either (windows a signalled run left are no one's now). */
     argv[8] = "1";

@@ -247,6 +247,9 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     if (m->feat_dtype != OC_DTYPE_F32 && m->feat_dtype != OC_DTYPE_F16)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: %s: feature dtype %s (want f32 or f16)",
                       strategies[index]->name, path, oc_dtype_name(m->feat_dtype));
+    if (cfg->reuse_samples && strategies[index]->no_reuse_samples)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: --reuse-samples is not supported (%s)",
+                      strategies[index]->name, strategies[index]->no_reuse_samples);
     if (cfg->graph && cfg->graph->n_nodes != m->n_nodes)
         return OC_ERR(
             err, OC_ERR_ARG, "store %s: graph has %" PRIu64 " nodes, dataset %s has %" PRIu64,

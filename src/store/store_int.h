@@ -81,6 +81,8 @@ struct store_strategy {
     const struct oc_store_stat *stat_table;
     uint32_t n_stats;
     int writes_plan; /* writes plan files under cfg->plan_dir (`--plan-dir` applies) */
+    /* non-NULL: why cfg->reuse_samples cannot hold here (open refuses it as a bad option) */
+    const char *no_reuse_samples;
 };
 
 extern const struct store_strategy oc_store_memory;

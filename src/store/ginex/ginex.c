@@ -261,11 +261,6 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint64_t nb, t0, t_end, S, max_acc, C;
     uint32_t lanes = 1;
     int rc;
-    if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store %s: --reuse-samples is not supported (it samples every epoch "
-                      "ahead of training)",
-                      "ginex");
 
     uint64_t probe = 0, key = 0;
     char dir[4096];
@@ -502,6 +497,7 @@ static const struct oc_store_stat ginex_stat_table[] = {
 
 const struct store_strategy oc_store_ginex = {
     .name = "ginex",
+    .no_reuse_samples = "it samples every epoch ahead of training",
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
                "cache driven by precomputed changesets, misses batched through io_uring (Ginex)",
     .open = ginex_open,

@@ -288,11 +288,6 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct gd_sizing z;
     struct oc_err local;
     int rc;
-    if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store %s: --reuse-samples is not supported (it samples every epoch "
-                      "ahead of training)",
-                      "gnndrive");
 
     uint64_t est = 0;
     if (!err)
@@ -777,6 +772,7 @@ static const struct oc_store_stat gnndrive_stat_table[] = {
 
 const struct store_strategy oc_store_gnndrive = {
     .name = "gnndrive",
+    .no_reuse_samples = "it samples every epoch ahead of training",
     .summary = "asynchronous extraction: extractor and releaser stages, rows placed as "
                "their io_uring reads complete, over a reference-counted feature buffer "
                "with a standby LRU list (GNNDrive)",

@@ -238,10 +238,6 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct hl_sizing z;
     uint64_t est = 0, *ids = NULL;
     int rc;
-    if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store helios: --reuse-samples is not supported (it reads each epoch's "
-                      "batches as they are sampled)");
     int pipeline = has_plan(cfg);
     uint64_t max_rows = store_expected_rows(s, cfg);
     if (pipeline && (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
@@ -573,6 +569,7 @@ static uint32_t hl_lookahead(const struct oc_store *s)
 
 const struct store_strategy oc_store_helios = {
     .name = "helios",
+    .no_reuse_samples = "it reads each epoch's batches as they are sampled",
     .summary = "hottest rows by a pre-sampled epoch in a RAM cache; per-hop asynchronous reads "
                "through io_uring SQPOLL with fixed buffers, a separate completion stage "
                "(Helios, on the CPU)",

@@ -77,10 +77,6 @@ static int feature_ids(struct oc_store *s, struct outre_store *o, const struct o
 
 static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
-    if (cfg->reuse_samples)
-        return OC_ERR(err, OC_ERR_ARG,
-                      "store outre: --reuse-samples would show its embedding cache the same "
-                      "iterations again");
     if (!(cfg->admit >= 0.0 && cfg->admit <= 1.0) ||
         !(cfg->embed_nodes >= 0.0 && cfg->embed_nodes <= 1.0))
         return OC_ERR(err, OC_ERR_ARG,
@@ -322,6 +318,7 @@ static const struct oc_store_opt outre_opts[] = {
 
 const struct store_strategy oc_store_outre = {
     .name = "outre",
+    .no_reuse_samples = "it would show its embedding cache the same iterations again",
     .summary = "OUTRE: historical embeddings (fresh ones prune sampling) beside a feature "
                "cache, the budget split by a profiling pass; changes training unless "
                "--staleness 0",

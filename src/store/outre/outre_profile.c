@@ -94,7 +94,7 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
         (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                         cfg->sample_opts, err)))
         goto out;
-    uint64_t e = cfg->reuse_samples ? 0 : cfg->first_epoch;
+    uint64_t e = cfg->first_epoch; /* outre refuses --reuse-samples (its no_reuse_samples) */
     oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, e);
     uint64_t nb = oc_sample_epoch_n_batches(&ep);
     p->n_batches = nb < OUTRE_PROFILE_BATCHES ? nb : OUTRE_PROFILE_BATCHES;

@@ -41,7 +41,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
     len = 0;
     uint32_t chosen;
     struct oc_err ignored;
-    if (oc_store_strategy_find(o->strategy ? o->strategy : "memory", &chosen, &ignored) == OC_OK)
+    if (oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) == OC_OK)
         for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
             const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
             if (opt->changes_training && len < sizeof(sopts) - 48)

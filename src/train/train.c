@@ -100,7 +100,7 @@ double oc_train_opts_get(const struct oc_train_opts *o, const char *name, double
 static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store_config *cfg,
                                   struct oc_err *err)
 {
-    const char *name = o->strategy ? o->strategy : "memory";
+    const char *name = train_strategy_name(o);
     uint32_t chosen;
     if (cfg && oc_store_strategy_find(name, &chosen, err) == OC_OK) /* defaults first */
         for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
@@ -185,7 +185,7 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
     uint32_t index;
-    int rc = oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
+    int rc = oc_store_strategy_find(train_strategy_name(o), &index, err);
     if (rc)
         return rc;
     if (o->plan_dir && !oc_store_strategy_writes_plan(index) &&
@@ -277,7 +277,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     int rc;
     if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)))
         return rc;
-    const char *name = o->strategy ? o->strategy : "memory";
+    const char *name = train_strategy_name(o);
     rc = oc_store_strategy_find(name, &r->strategy, err);
     if (rc)
         return rc;
@@ -597,7 +597,7 @@ static int resume_keeps_weights(const struct oc_train_opts *o, const struct oc_t
     uint32_t chosen;
     struct oc_err ignored;
     if (pos->next_epoch == 0 ||
-        oc_store_strategy_find(o->strategy ? o->strategy : "memory", &chosen, &ignored) != OC_OK)
+        oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) != OC_OK)
         return OC_OK;
     for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
         const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);

@@ -229,6 +229,12 @@ void train_redundancy_epoch(struct train_redundancy *r);
 void train_redundancy_add(struct train_redundancy *r, const struct oc_sample_batch *b,
                           struct oc_train_epoch_stats *st);
 
+/* The strategy o trains with: --strategy, else `memory`. */
+static inline const char *train_strategy_name(const struct oc_train_opts *o)
+{
+    return o->strategy ? o->strategy : "memory";
+}
+
 /* ---- checkpoint --------------------------------------------------------- */
 
 /* A digest of everything that changes training (dataset, model, options). */

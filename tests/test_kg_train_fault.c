@@ -77,13 +77,6 @@ static int has_tmp(const char *dir, int depth)
  * keep_plan the reference run's committed store is read by every run, else
  * each run slices anew).
  */
-/* Whether a case may never fire: io_uring's setup with no ring to set up (facts in RAM). */
-static int fault_may_miss(const struct fault_case *fc, enum oc_kg_facts_where where)
-{
-    return fc->kind == OC_FAULT_URING_SETUP &&
-           (where == OC_KG_FACTS_MEMORY || !test_uring_expected());
-}
-
 static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char *ref_sha,
                        enum oc_kg_extract_mode ex, int keep_plan)
 {
@@ -137,7 +130,8 @@ static void fault_loop(const char *ds, enum oc_kg_facts_where where, const char 
                 done = v == FAULT_UNREACHED;
             }
             OC_CHECK(done);
-            if (!n_fired && !fault_may_miss(fc, where)) {
+            /* facts in RAM: no ring is set up */
+            if (!n_fired && !test_fault_may_miss(fc->kind, where == OC_KG_FACTS_DISK)) {
                 fprintf(stderr, "  facts %s, %s%s: %s %s never fired\n",
                         where == OC_KG_FACTS_DISK ? "disk" : "memory", oc_kg_extract_name(ex),
                         keep_plan ? " (store kept)" : "", fault_mode_name(mode), fc->what);

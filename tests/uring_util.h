@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "offcore/core.h"
+
 #ifdef OC_HAVE_URING
 #    include <linux/io_uring.h>
 #    include <sys/syscall.h>
@@ -63,6 +65,15 @@ static inline int test_sqpoll_granted(int cpu)
     (void)cpu;
     return 0;
 #endif
+}
+
+/*
+ * Whether a fault loop's case of this kind may never fire: io_uring's setup,
+ * where the run sets up no ring (has_ring 0) or io_uring is not used here.
+ */
+static inline int test_fault_may_miss(enum oc_fault_kind kind, int has_ring)
+{
+    return kind == OC_FAULT_URING_SETUP && (!has_ring || !test_uring_expected());
 }
 
 /* Skips the current test where io_uring cannot be used; afterwards, it must be. */

@@ -5,7 +5,8 @@
  * saying how much is needed; a features file truncated mid-run ends with an
  * error naming the file and offset, the last checkpoint stays valid, and
  * --resume finishes with the uninterrupted weights once the file is restored;
- * gnndrive with several sampler threads trains the same weights too.
+ * gnndrive with several sampler threads trains the same weights too; helios
+ * reserves the two row buffers its pipeline holds, not depth + 1.
  */
 #include <stdio.h>
 #include <string.h>
@@ -247,6 +248,55 @@ OC_TEST(budget_too_small_for_one_batch_fails_at_start)
     OC_CHECK_ERR(oc_train_run(dir, &o, NULL, NULL, NULL, &res, &err), OC_ERR_BUDGET, &err,
                  "too small");
     OC_CHECK(res.epochs_run == 0);
+}
+
+/* The most memory held through the accountant in any epoch. */
+static void max_peak(void *p, const struct oc_train_epoch_stats *st)
+{
+    uint64_t *peak = p;
+    if (st->peak_mem_bytes > *peak)
+        *peak = st->peak_mem_bytes;
+}
+
+/*
+ * helios's reads land in its own records' stages, so its batch pipeline holds
+ * two row buffers at depth 2 (the trainer's and one gathered ahead), not
+ * three: train reserves only those, its store gets the third's bytes, and
+ * the run stays within the budget.
+ */
+OC_TEST(helios_reserves_only_the_row_buffers_its_pipeline_holds)
+{
+    uint32_t helios, stat;
+    struct oc_err err;
+    OC_CHECK_OK(oc_store_strategy_find("helios", &helios, &err), &err);
+    OC_CHECK_OK(oc_store_strategy_find("static", &stat, &err), &err);
+    OC_CHECK(oc_store_strategy_row_buffers(helios, 2) == 2);
+    OC_CHECK(oc_store_strategy_row_buffers(helios, 1) == 2);
+    OC_CHECK(oc_store_strategy_row_buffers(stat, 2) == 3);
+    OC_CHECK(oc_store_strategy_row_buffers(stat, 1) == 2);
+    OC_CHECK(oc_store_strategy_row_buffers(oc_store_n_strategies(), 2) == 3);
+    const char *dir = ooc_graph();
+    if (!dir)
+        return;
+    struct oc_train_result res[2];
+    const char *names[2] = {"static", "helios"};
+    uint64_t peak[2] = {0, 0};
+    struct oc_train_opts o;
+    for (int i = 0; i < 2; i++) {
+        ooc_opts(&o);
+        o.strategy = names[i];
+        o.mem_budget = 28u << 20;
+        oc_mem_reset_peak(); /* the peak of this run alone */
+        OC_CHECK_OK(oc_train_run(dir, &o, max_peak, &peak[i], NULL, &res[i], &err), &err);
+        OC_CHECK(res[i].depth == 2);
+        OC_CHECK(peak[i] <= o.mem_budget);
+    }
+    OC_CHECK(res[0].held_bytes == res[1].held_bytes);
+    OC_CHECK(res[1].working_set_bytes < res[0].working_set_bytes);
+    uint64_t one_buffer = res[0].working_set_bytes - res[1].working_set_bytes;
+    OC_CHECK(one_buffer * 3 <= res[0].working_set_bytes); /* three of them in static's */
+    OC_CHECK(res[1].store_bytes == res[0].store_bytes + one_buffer);
+    OC_CHECK(strcmp(res[0].weights_sha256, res[1].weights_sha256) == 0);
 }
 
 struct truncate_ctx {

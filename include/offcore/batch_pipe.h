@@ -85,8 +85,9 @@ struct oc_batch_pipe_stats {
 };
 
 /*
- * Builds the stages with depth + 1 row buffers (and as many slots for sampled
- * batches, or oc_store_lookahead's count). Nothing is sampled before the
+ * Builds the stages with depth + 1 row buffers (or oc_store_row_buffers'
+ * fewer) and as many slots for sampled batches (or oc_store_lookahead's
+ * count). Nothing is sampled before the
  * first oc_batch_pipe_epoch.
  */
 int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pipe **out,

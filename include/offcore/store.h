@@ -203,6 +203,14 @@ const char *oc_store_strategy_name(uint32_t i);
 const char *oc_store_strategy_summary(uint32_t i);
 /* Index of a strategy by name; OC_ERR_ARG listing the known names otherwise. */
 int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err);
+/*
+ * The row buffers (batches of gathered feature rows) a batch pipeline of this
+ * depth holds for the strategy: depth + 1 (one with the trainer, depth ahead),
+ * or fewer for a strategy whose own records hold its batches ahead (helios:
+ * its reads land in its stages, and a row buffer is taken only at the gather).
+ * What a budgeted run reserves for batches in flight.
+ */
+uint32_t oc_store_strategy_row_buffers(uint32_t strategy, uint32_t depth);
 
 /*
  * A strategy's own option (`offcore train --<name>`), declared in the
@@ -374,10 +382,13 @@ int oc_store_reorders(const struct oc_store *s);
  * Batches the strategy takes in through oc_store_prepare_batch before their
  * gathers (gnndrive: its batch records; a further prepare waits until one is
  * gathered): the batch pipeline keeps exactly this many sampled batches in
- * flight (row buffers stay at its depth + 1), so the strategy's reads run that
- * far ahead and any batch next_batch returns is among them. 0: none.
+ * flight (row buffers stay at its depth + 1, or oc_store_row_buffers), so the
+ * strategy's reads run that far ahead and any batch next_batch returns is among
+ * them. 0: none.
  */
 uint32_t oc_store_lookahead(const struct oc_store *s);
+/* oc_store_strategy_row_buffers for the open store's strategy. */
+uint32_t oc_store_row_buffers(const struct oc_store *s, uint32_t depth);
 /*
  * Sampler threads the strategy wants feeding it (gnndrive --samplers, as
  * GNNDrive's pool of samplers): the batch pipeline samples that many batches

@@ -67,6 +67,22 @@ int oc_store_strategy_writes_plan(uint32_t strategy)
     return strategy < N_STRATEGIES && strategies[strategy]->writes_plan;
 }
 
+static uint32_t row_buffers(const struct store_strategy *st, uint32_t depth)
+{
+    uint32_t most = st ? st->row_buffers : 0;
+    return most && most < depth + 1 ? most : depth + 1;
+}
+
+uint32_t oc_store_strategy_row_buffers(uint32_t strategy, uint32_t depth)
+{
+    return row_buffers(strategy < N_STRATEGIES ? strategies[strategy] : NULL, depth);
+}
+
+uint32_t oc_store_row_buffers(const struct oc_store *s, uint32_t depth)
+{
+    return row_buffers(s->strat, depth);
+}
+
 uint32_t oc_store_strategy_n_stats(uint32_t strategy)
 {
     return strategy < N_STRATEGIES ? strategies[strategy]->n_stats : 0;

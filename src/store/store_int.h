@@ -83,6 +83,10 @@ struct store_strategy {
     int writes_plan; /* writes plan files under cfg->plan_dir (`--plan-dir` applies) */
     /* non-NULL: why cfg->reuse_samples cannot hold here (open refuses it as a bad option) */
     const char *no_reuse_samples;
+    /* nonzero: the most batches of gathered rows the batch pipeline holds for this strategy
+       when that is fewer than depth + 1 (its lookahead is this many slots, so no more row
+       buffers are made); train reserves only these (oc_store_strategy_row_buffers) */
+    uint32_t row_buffers;
 };
 
 extern const struct store_strategy oc_store_memory;

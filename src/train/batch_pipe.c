@@ -18,7 +18,9 @@
  *
  * Two kinds of buffer circulate. Slots hold a sampled batch (its blocks: small);
  * depth + 1 row buffers hold gathered feature rows (large): one with the
- * trainer, up to depth gathered ahead of it. The fetch stage takes a row
+ * trainer, up to depth gathered ahead of it (fewer for a store whose own
+ * records hold its batches ahead, oc_store_row_buffers: helios's reads land
+ * in its stages, so one row buffer ahead is all it fills). The fetch stage takes a row
  * buffer for each batch it gathers; oc_batch_pipe_done returns both. There
  * are depth + 1 slots too, or, for a store that takes batches in ahead of
  * their gathers (oc_store_lookahead, gnndrive's batch records), that many,
@@ -492,7 +494,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
      */
     uint32_t ahead = oc_store_lookahead(cfg->store);
     bp->n_slots = ahead ? ahead : cfg->depth + 1;
-    bp->n_rows = cfg->depth + 1 < bp->n_slots ? cfg->depth + 1 : bp->n_slots;
+    uint32_t rows = oc_store_row_buffers(cfg->store, cfg->depth); /* what train reserved */
+    bp->n_rows = rows < bp->n_slots ? rows : bp->n_slots;
     /* lanes: at most the batches gathered ahead of the trainer, and only in plan order */
     bp->lanes = oc_store_gather_lanes(cfg->store);
     if (bp->lanes > cfg->depth)

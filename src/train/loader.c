@@ -113,7 +113,11 @@ static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64
         return rc;
     struct train_ws ws;
     train_ws_from_probe(&l->data, &to, largest, l->o.batch_size, 0, &ws);
-    uint64_t held = oc_mem_used(), work = train_ws_bytes(&ws, &l->data, &to, 0, l->o.depth);
+    uint32_t index;
+    if ((rc = oc_store_strategy_find(l->o.strategy ? l->o.strategy : "memory", &index, err)))
+        return rc;
+    uint32_t n_rows = oc_store_strategy_row_buffers(index, l->o.depth);
+    uint64_t held = oc_mem_used(), work = train_ws_bytes(&ws, &l->data, &to, 0, n_rows);
     *batch_rows = ws.batch_rows;
     if (held + work >= l->o.mem_budget) {
         char a[32], b[32], c[32];
@@ -123,7 +127,7 @@ static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64
                       "%s before any feature store (a smaller batch size, fanout or depth "
                       "needs less)",
                       oc_format_size(l->o.mem_budget, a, sizeof(a)),
-                      oc_format_size(held, b, sizeof(b)), l->o.depth + 1, ws.batch_rows,
+                      oc_format_size(held, b, sizeof(b)), n_rows, ws.batch_rows,
                       oc_format_size(work, c, sizeof(c)));
     }
     *store_bytes = l->o.mem_budget - held - work;

@@ -314,10 +314,13 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
         if ((rc = run_probe(r, o, first_epoch, err)))
             return rc;
         uint64_t state = oc_nn_model_state_bytes(r->model);
-        uint64_t held = oc_mem_used(), work = train_ws_bytes(&r->ws, &r->data, o, state, 2);
+        uint64_t held = oc_mem_used();
+        uint64_t work =
+            train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 2));
         if (held + work >= o->mem_budget || o->mem_budget - held - work < work) {
             r->depth = 1;
-            work = train_ws_bytes(&r->ws, &r->data, o, state, 1);
+            work =
+                train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 1));
         }
         if (held + work >= o->mem_budget) {
             char a[32], b[32], c[32];

@@ -123,11 +123,12 @@ uint64_t train_ws_gather_rows(const struct train_ws *ws, const struct train_data
                               const struct oc_train_opts *o);
 /*
  * Bytes the run needs besides the feature store and what it holds already:
- * depth + 1 pipeline row buffers, the larger of a step (unmeasured) and
- * evaluation, and state_bytes (the checkpoint's copy of the model state).
+ * row_buffers pipeline row buffers (oc_store_strategy_row_buffers), the
+ * larger of a step (unmeasured) and evaluation, and state_bytes (the
+ * checkpoint's copy of the model state).
  */
 uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
-                        const struct oc_train_opts *o, uint64_t state_bytes, uint32_t depth);
+                        const struct oc_train_opts *o, uint64_t state_bytes, uint32_t row_buffers);
 
 /*
  * Accuracy over the nodes ids[0..n): exact layer-wise inference over the

@@ -7,7 +7,9 @@
  *   first epoch ─► the largest input-row count ─► one forward + backward on it
  *   ─► the workspace the model, degrees and labels keep ─► struct train_ws
  *
- *   train_ws_bytes(depth) = (depth + 1) row buffers of batch_rows rows
+ *   train_ws_bytes(n) = n row buffers of batch_rows rows (the pipeline's:
+ *                         depth + 1, or the strategy's fewer,
+ *                         oc_store_strategy_row_buffers)
  *                         + max(nothing more for a step: its workspace is held
  *                               already, evaluation's extra rows and buffers)
  *                         + the checkpoint's copy of the model state
@@ -87,13 +89,13 @@ uint64_t train_ws_gather_rows(const struct train_ws *ws, const struct train_data
 }
 
 uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
-                        const struct oc_train_opts *o, uint64_t state_bytes, uint32_t depth)
+                        const struct oc_train_opts *o, uint64_t state_bytes, uint32_t row_buffers)
 {
     uint64_t n = ws->batch_rows;
     uint64_t width = o->hidden * o->heads;
     uint64_t widest = width > d->feat_dim ? width : d->feat_dim;
     uint64_t row_floats = n * d->feat_dim; /* what one pipeline row buffer holds */
-    uint64_t pipe = (depth + 1) * (row_floats * sizeof(float) + n * 16);
+    uint64_t pipe = row_buffers * (row_floats * sizeof(float) + n * 16);
     /* a measured step's workspace is held already (the probe grew it): counted in `held` */
     uint64_t step = ws->measured ? 0 : ws->step_bytes;
     uint64_t eval, eval_floats; /* eval_floats: what it gathers into the lent buffer */

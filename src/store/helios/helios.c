@@ -570,6 +570,7 @@ static uint32_t hl_lookahead(const struct oc_store *s)
 const struct store_strategy oc_store_helios = {
     .name = "helios",
     .no_reuse_samples = "it reads each epoch's batches as they are sampled",
+    .row_buffers = HL_N_RECORDS, /* its records hold the batches ahead: one row buffer ahead */
     .summary = "hottest rows by a pre-sampled epoch in a RAM cache; per-hop asynchronous reads "
                "through io_uring SQPOLL with fixed buffers, a separate completion stage "
                "(Helios, on the CPU)",

@@ -109,14 +109,15 @@ static int run_plan(const struct fixture *fx, struct oc_store *s, uint32_t n_epo
  */
 static enum oc_io_ring_mode expected_mode(uint32_t io_cores)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int cpus[1024];
+    long n = (long)oc_cpus_allowed(cpus, 1024);
     if (!test_uring_expected())
         return OC_IO_RING_PREAD;
     if (io_cores == 0)
         io_cores = n >= 4 ? 1 : 0;
     if ((long)io_cores >= n)
         io_cores = (uint32_t)(n - 1);
-    return io_cores && test_sqpoll_granted((int)n - 1) ? OC_IO_RING_SQPOLL : OC_IO_RING_PLAIN;
+    return io_cores && test_sqpoll_granted(cpus[n - 1]) ? OC_IO_RING_SQPOLL : OC_IO_RING_PLAIN;
 }
 
 static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsigned depth,
@@ -200,17 +201,21 @@ OC_TEST(plan_matches_file_shallow_pread)
     plan_matches(24, OC_DTYPE_F32, 1, 3, 0);
 }
 
-/* Pool job: every worker's CPU set leaves out the last CPU and holds CPU 0. */
+struct off_io {
+    int first, last; /* the first and last CPU the test may use */
+    int bad[2];
+};
+
+/* Pool job: every worker's CPU set leaves out the last allowed CPU and holds the first. */
 static int check_off_io_core(void *ctx, uint64_t task, unsigned worker)
 {
-    int *bad = ctx;
+    struct off_io *c = ctx;
     (void)task;
     cpu_set_t set;
     CPU_ZERO(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0 ||
-        CPU_ISSET((int)(n - 1), &set) || !CPU_ISSET(0, &set))
-        __atomic_fetch_add(&bad[worker], 1, __ATOMIC_RELAXED);
+        CPU_ISSET(c->last, &set) || !CPU_ISSET(c->first, &set))
+        __atomic_fetch_add(&c->bad[worker], 1, __ATOMIC_RELAXED);
     return OC_OK;
 }
 
@@ -312,9 +317,10 @@ OC_TEST(a_cache_of_nearly_every_row_holds_the_hottest)
 
 OC_TEST(io_cores_keep_the_compute_pool_off_them)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    int cpus[1024];
+    unsigned n = oc_cpus_allowed(cpus, 1024);
     if (n < 2) {
-        fprintf(stderr, "  one CPU online: nothing to split (skipped)\n");
+        fprintf(stderr, "  one CPU allowed: nothing to split (skipped)\n");
         return;
     }
     struct fixture fx;
@@ -332,16 +338,61 @@ OC_TEST(io_cores_keep_the_compute_pool_off_them)
     c.pool = pool;
     struct oc_store *s = fixture_open("helios", &c);
     if (s && pool) {
-        int bad[2] = {0, 0};
-        OC_CHECK_OK(oc_pool_run(pool, 2, check_off_io_core, bad), &err);
-        OC_CHECK(bad[0] == 0 && bad[1] == 0);
+        struct off_io oi = {cpus[0], cpus[n - 1], {0, 0}};
+        OC_CHECK_OK(oc_pool_run(pool, 2, check_off_io_core, &oi), &err);
+        OC_CHECK(oi.bad[0] == 0 && oi.bad[1] == 0);
         uint64_t bad_rows = 9;
         OC_CHECK_OK(run_plan(&fx, s, 1, &bad_rows, &err), &err);
         OC_CHECK(bad_rows == 0);
     }
     oc_store_free(s);
+    /* freed on the opening thread: it runs where it could before */
+    cpu_set_t after;
+    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
+    OC_CHECK(CPU_EQUAL(&after, &all));
     oc_pool_free(pool);
     pthread_setaffinity_np(pthread_self(), sizeof(all), &all); /* the next tests run anywhere */
+    fixture_free(&fx);
+}
+
+/*
+ * The split is over the CPUs the process may use, not the machine's: with
+ * one CPU allowed (taskset) there is nothing to give I/O, so --io-cores 1
+ * sets up no SQPOLL thread and pins nothing, and the reads still arrive.
+ */
+OC_TEST(io_cores_split_only_the_allowed_cpus)
+{
+    int cpus[1024];
+    unsigned n = oc_cpus_allowed(cpus, 1024);
+    if (n < 2) {
+        fprintf(stderr, "  one CPU allowed already (skipped)\n");
+        return;
+    }
+    cpu_set_t all, one, after;
+    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
+    CPU_ZERO(&one);
+    CPU_SET(cpus[n - 1], &one);
+    OC_CHECK(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
+    int mine[4];
+    OC_CHECK(oc_cpus_allowed(mine, 4) == 1 && mine[0] == cpus[n - 1]);
+    struct fixture fx;
+    struct oc_err err;
+    if (hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        struct oc_store_config c = hl_config(&fx, 1);
+        c.io_cores = 1;
+        struct oc_store *s = fixture_open("helios", &c);
+        if (s) {
+            OC_CHECK(oc_store_helios_ring_mode(s) ==
+                     (test_uring_expected() ? OC_IO_RING_PLAIN : OC_IO_RING_PREAD));
+            uint64_t bad = 9;
+            OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
+            OC_CHECK(bad == 0);
+            OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
+            OC_CHECK(CPU_EQUAL(&after, &one)); /* nothing pinned */
+        }
+        oc_store_free(s);
+    }
+    pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
     fixture_free(&fx);
 }
 

@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "offcore/thread.h"
 
@@ -81,21 +82,41 @@ static void *pool_worker(void *argp)
     return NULL;
 }
 
-int oc_pool_pin(struct oc_pool *p, unsigned first_cpu, unsigned n_cpus, struct oc_err *err)
+unsigned oc_cpus_allowed(int *cpus, unsigned cap)
 {
-    if (n_cpus == 0 || first_cpu + n_cpus > CPU_SETSIZE)
-        return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to CPUs %u..%u", first_cpu,
-                      first_cpu + n_cpus - 1);
+    cpu_set_t set;
+    unsigned n = 0;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE && n < cap; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[n++] = c;
+        if (n)
+            return n;
+    }
+    long online = sysconf(_SC_NPROCESSORS_ONLN); /* affinity unknown: every online CPU */
+    for (long c = 0; c < (online > 0 ? online : 1) && n < cap; c++)
+        cpus[n++] = (int)c;
+    return n;
+}
+
+int oc_pool_pin(struct oc_pool *p, const int *cpus, unsigned n_cpus, struct oc_err *err)
+{
     cpu_set_t set;
     CPU_ZERO(&set);
-    for (unsigned c = first_cpu; c < first_cpu + n_cpus; c++)
-        CPU_SET(c, &set);
+    for (unsigned i = 0; i < n_cpus; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE)
+            return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to CPU %d", cpus[i]);
+        CPU_SET(cpus[i], &set);
+    }
+    if (n_cpus == 0)
+        return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to no CPU");
     int e = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
     for (unsigned i = 1; e == 0 && p && i < p->n_threads; i++)
         e = pthread_setaffinity_np(p->threads[i], sizeof(set), &set);
     if (e)
-        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "thread pool: pinning to CPUs %u..%u: %s", first_cpu,
-                            first_cpu + n_cpus - 1, strerror(e));
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "thread pool: pinning to CPUs %d..%d: %s", cpus[0],
+                            cpus[n_cpus - 1], strerror(e));
     return OC_OK;
 }
 

@@ -34,7 +34,8 @@
  * side, and serve reads the rows whose slots went back since with the
  * overflow rows.
  *
- * Cores (--io-cores N): the last N cores are the I/O path's: the ring polls
+ * Cores (--io-cores N): the last N of the CPUs the process may use (its
+ * affinity mask) are the I/O path's: the ring polls
  * with SQPOLL, its kernel thread pinned to the last core, the completion
  * stage to the first of them; 0 = automatic: one core on machines of 4 or
  * more, none below, and then no SQPOLL (its thread spins for 2 ms after each
@@ -209,22 +210,24 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
     return oc_io_ring_new(&rcfg, &h->ring, err);
 }
 
-/* The cores split: io_cores of n_cpus for I/O (0 = auto), the SQPOLL thread's CPU. */
+/*
+ * The cores split, among the CPUs the process may use (its affinity mask):
+ * io_cores of n_cpus for I/O (0 = auto), the last of them the SQPOLL thread's.
+ */
 static void split_cores(struct hl_store *h, uint32_t io_cores)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    h->n_cpus = n > 0 ? (int)n : 1;
+    h->n_cpus = (int)oc_cpus_allowed(h->cpus, HL_MAX_CPUS);
     if (io_cores == 0)
         io_cores = h->n_cpus >= 4 ? 1 : 0;
     if ((int)io_cores >= h->n_cpus)
         io_cores = (uint32_t)(h->n_cpus - 1);
     h->io_cores = (int)io_cores;
-    h->sq_cpu = h->io_cores ? h->n_cpus - 1 : -1;
+    h->sq_cpu = h->io_cores ? h->cpus[h->n_cpus - 1] : -1;
     if (h->io_cores)
         oc_log(OC_LOG_INFO,
                "store helios: %d of %d cores for I/O (SQPOLL thread on CPU %d, completion "
                "stage on CPU %d), the rest for compute",
-               h->io_cores, h->n_cpus, h->sq_cpu, h->n_cpus - h->io_cores);
+               h->io_cores, h->n_cpus, h->sq_cpu, h->cpus[h->n_cpus - h->io_cores]);
     else
         oc_log(OC_LOG_INFO,
                "store helios: %d cores, none reserved for I/O (nothing pinned, no SQPOLL; "
@@ -281,10 +284,14 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     split_cores(h, cfg->io_cores);
     if (h->io_cores && cfg->pool) { /* the compute pool stays off the I/O cores */
         struct oc_err pe;
-        if (oc_pool_pin(cfg->pool, 0, (unsigned)(h->n_cpus - h->io_cores), &pe) == OC_OK)
-            oc_log(OC_LOG_INFO, "store helios: compute pool pinned to CPUs 0..%d",
-                   h->n_cpus - h->io_cores - 1);
-        else
+        unsigned n_compute = (unsigned)(h->n_cpus - h->io_cores);
+        if (oc_pool_pin(cfg->pool, h->cpus, n_compute, &pe) == OC_OK) {
+            h->pinned_compute = 1;
+            h->pinned_pool = cfg->pool;
+            h->opener = pthread_self();
+            oc_log(OC_LOG_INFO, "store helios: compute pool pinned to %u CPUs (%d..%d)", n_compute,
+                   h->cpus[0], h->cpus[n_compute - 1]);
+        } else
             oc_log(OC_LOG_WARN, "store helios: %s; compute may share the I/O cores", pe.msg);
     }
     rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err);
@@ -324,6 +331,16 @@ static void hl_free(struct oc_store *s)
         return;
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
+    /* the pool and the opening thread run anywhere they could again (a later run splits the
+       same CPUs); from another thread only a log line, as pinning includes the caller */
+    struct oc_err pe;
+    if (h->pinned_compute && pthread_equal(pthread_self(), h->opener)) {
+        if (oc_pool_pin(h->pinned_pool, h->cpus, (unsigned)h->n_cpus, &pe) != OC_OK)
+            oc_log(OC_LOG_WARN, "store helios: unpinning the compute pool: %s", pe.msg);
+    } else if (h->pinned_compute) {
+        oc_log(OC_LOG_DEBUG, "store helios: freed off the opening thread; the compute pool "
+                             "stays pinned off the I/O cores");
+    }
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
         oc_free(h->recs[i].ids);
         oc_free(h->recs[i].slot);
@@ -525,7 +542,8 @@ static const struct oc_store_stat helios_stat_table[] = {
 static const struct oc_store_opt helios_opts[] = {
     {"io-cores", OC_STORE_OPT_U32, "N", NULL,
      "cores for the I/O path: io_uring SQPOLL, its thread and the completion stage pinned "
-     "to the last N (0 = auto: 1 on 4 or more cores; none: a plain ring)",
+     "to the last N of the CPUs the process may use (0 = auto: 1 with 4 or more; none: a "
+     "plain ring)",
      offsetof(struct oc_store_config, io_cores), 0, 0, 0, 0, NULL},
 };
 

@@ -32,6 +32,7 @@
    then. A third record kept the disk no busier and took its stage off the cache (measured:
    README, helios) */
 #define HL_N_RECORDS 2u
+#define HL_MAX_CPUS  1024u /* CPU_SETSIZE */
 
 /* One read: [off, off + len) of the file into stage + at; need = bytes its rows use. */
 struct hl_span {
@@ -76,6 +77,13 @@ struct hl_store {
     uint32_t first_epoch, n_epochs;
     uint64_t n_batches;
     int io_cores, sq_cpu, n_cpus;
+    int cpus[HL_MAX_CPUS]; /* the CPUs the opening thread may run on (oc_cpus_allowed); the
+                              last io_cores are the I/O path's */
+    /* with I/O cores: the compute pool pinned off them, and the opening thread (its worker 0);
+       hl_free gives them back h->cpus when it runs on that thread */
+    struct oc_pool *pinned_pool;
+    int pinned_compute;
+    pthread_t opener;
     uint64_t held_bytes;
     /* submitter (the sample stage) */
     struct store_miss *miss; /* one hop's misses (pos: the row in the batch) */

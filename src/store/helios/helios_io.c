@@ -275,10 +275,10 @@ static void pin_self(struct hl_store *h)
     h->pinned = 1;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(h->n_cpus - h->io_cores, &set);
+    int cpu = h->cpus[h->n_cpus - h->io_cores];
+    CPU_SET(cpu, &set);
     if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
-        oc_log(OC_LOG_INFO, "store helios: could not pin the completion stage to CPU %d",
-               h->n_cpus - h->io_cores);
+        oc_log(OC_LOG_INFO, "store helios: could not pin the completion stage to CPU %d", cpu);
 }
 
 /* One completion: its span's result, or the seal of its record. */

@@ -110,7 +110,14 @@ static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
     }
     uint64_t *hot;
     if (hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+        /* counts first, equal counts by in-degree (one key: count x (max degree + 1) + degree) */
         hot = epoch0_counts(&fx);
+        uint64_t max_deg = 0;
+        for (uint64_t v = 0; v < fx.n_nodes; v++)
+            if (fx.indptr[v + 1] - fx.indptr[v] > max_deg)
+                max_deg = fx.indptr[v + 1] - fx.indptr[v];
+        for (uint64_t v = 0; v < fx.n_nodes; v++)
+            hot[v] = hot[v] * (max_deg + 1) + (fx.indptr[v + 1] - fx.indptr[v]);
     } else {
         hot = malloc(fx.n_nodes * sizeof(uint64_t));
         for (uint64_t v = 0; v < fx.n_nodes; v++)

@@ -1,7 +1,8 @@
 /*
  * hot.c — which rows the `static` and `helios` caches hold: the n hottest nodes by
  * in-degree (PaGraph) or by how often epoch 0 of the training plan reads them
- * (pre-sampling, as Helios/GNNLab do), ties broken by the lower node id.
+ * (pre-sampling, as Helios/GNNLab do; equal counts ranked by in-degree), ties
+ * broken by the lower node id.
  *
  * Place in the data flow: store, at open: graph (indptr) or sample (the
  * sampler over epoch 0's batches) ──► hotness ──► the cache's id set.
@@ -30,20 +31,26 @@
 #include "store/store_int.h"
 
 struct hotness {
-    const uint64_t *indptr; /* degree: in-degree = indptr[v+1] - indptr[v] */
-    const uint32_t *counts; /* pre-sampling */
+    const uint64_t *indptr; /* in-degree = indptr[v+1] - indptr[v]: the rank, or the tie-break */
+    const uint32_t *counts; /* pre-sampling (NULL: by degree) */
 };
 
-static inline uint64_t hot_of(const struct hotness *h, uint64_t v)
+static inline uint64_t degree_of(const struct hotness *h, uint64_t v)
 {
-    return h->counts ? h->counts[v] : h->indptr[v + 1] - h->indptr[v];
+    return h->indptr ? h->indptr[v + 1] - h->indptr[v] : 0;
 }
 
-/* Whether a is less hot than b (lower count, or equal count and higher id). */
+/*
+ * Whether a is less hot than b: a lower count (pre-sampling) or in-degree;
+ * counts tied, a lower in-degree (one epoch's counts tie on most nodes, and
+ * the in-degree says which of them later epochs read more); then the higher id.
+ */
 static inline int colder(const struct hotness *h, uint64_t a, uint64_t b)
 {
-    uint64_t ha = hot_of(h, a), hb = hot_of(h, b);
-    return ha < hb || (ha == hb && a > b);
+    if (h->counts && h->counts[a] != h->counts[b])
+        return h->counts[a] < h->counts[b];
+    uint64_t da = degree_of(h, a), db = degree_of(h, b);
+    return da < db || (da == db && a > b);
 }
 
 static void heap_sift(const struct hotness *h, uint64_t *heap, uint64_t root, uint64_t n)
@@ -179,6 +186,7 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
             if ((rc = presample(s, cfg, counts, err)))
                 goto out;
             h.counts = counts;
+            h.indptr = cfg->graph->indptr;
         } else if (cfg->graph) {
             h.indptr = cfg->graph->indptr;
         } else {
@@ -198,7 +206,7 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
         for (uint64_t i = n / 2; i-- > 0;)
             heap_sift(&h, heap, i, n);
         for (uint64_t v = n; v < s->n_nodes; v++)
-            if (hot_of(&h, v) > hot_of(&h, heap[0])) {
+            if (colder(&h, heap[0], v)) { /* strictly hotter: ties keep the lower id */
                 heap[0] = v;
                 heap_sift(&h, heap, 0, n);
             }

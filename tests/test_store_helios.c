@@ -206,6 +206,30 @@ struct off_io {
     int bad[2];
 };
 
+/* Pool job: whether every worker's CPU set equals *ctx->want. */
+struct same_cpus {
+    const cpu_set_t *want;
+    int bad[2];
+};
+
+static int check_same_cpus(void *ctx, uint64_t task, unsigned worker)
+{
+    struct same_cpus *c = ctx;
+    (void)task;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (pthread_getaffinity_np(pthread_self(), sizeof(set), &set) != 0 || !CPU_EQUAL(&set, c->want))
+        __atomic_fetch_add(&c->bad[worker], 1, __ATOMIC_RELAXED);
+    return OC_OK;
+}
+
+/* Whether every worker of a 2-thread pool runs on exactly *want. */
+static int pool_on(struct oc_pool *pool, const cpu_set_t *want)
+{
+    struct same_cpus c = {want, {0, 0}};
+    return oc_pool_run(pool, 2, check_same_cpus, &c) == OC_OK && c.bad[0] == 0 && c.bad[1] == 0;
+}
+
 /* Pool job: every worker's CPU set leaves out the last allowed CPU and holds the first. */
 static int check_off_io_core(void *ctx, uint64_t task, unsigned worker)
 {
@@ -346,10 +370,9 @@ OC_TEST(io_cores_keep_the_compute_pool_off_them)
         OC_CHECK(bad_rows == 0);
     }
     oc_store_free(s);
-    /* freed on the opening thread: it runs where it could before */
-    cpu_set_t after;
-    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
-    OC_CHECK(CPU_EQUAL(&after, &all));
+    /* freed on the opening thread: it and the pool run where they could before */
+    if (pool)
+        OC_CHECK(pool_on(pool, &all));
     oc_pool_free(pool);
     pthread_setaffinity_np(pthread_self(), sizeof(all), &all); /* the next tests run anywhere */
     fixture_free(&fx);
@@ -368,7 +391,7 @@ OC_TEST(io_cores_split_only_the_allowed_cpus)
         fprintf(stderr, "  one CPU allowed already (skipped)\n");
         return;
     }
-    cpu_set_t all, one, after;
+    cpu_set_t all, one;
     OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
     CPU_ZERO(&one);
     CPU_SET(cpus[n - 1], &one);
@@ -377,9 +400,12 @@ OC_TEST(io_cores_split_only_the_allowed_cpus)
     OC_CHECK(oc_cpus_allowed(mine, 4) == 1 && mine[0] == cpus[n - 1]);
     struct fixture fx;
     struct oc_err err;
-    if (hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+    struct oc_pool *pool = NULL;
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err); /* its worker inherits the one CPU */
+    if (pool && hl_fixture(&fx, 24, OC_DTYPE_F32)) {
         struct oc_store_config c = hl_config(&fx, 1);
         c.io_cores = 1;
+        c.pool = pool;
         struct oc_store *s = fixture_open("helios", &c);
         if (s) {
             OC_CHECK(oc_store_helios_ring_mode(s) ==
@@ -387,11 +413,61 @@ OC_TEST(io_cores_split_only_the_allowed_cpus)
             uint64_t bad = 9;
             OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
             OC_CHECK(bad == 0);
-            OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
-            OC_CHECK(CPU_EQUAL(&after, &one)); /* nothing pinned */
+            OC_CHECK(pool_on(pool, &one)); /* nothing pinned */
         }
         oc_store_free(s);
     }
+    oc_pool_free(pool);
+    pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+    fixture_free(&fx);
+}
+
+/*
+ * Two helios stores opened on one thread, the first still pinning it: the
+ * second splits the same CPUs (not the compute CPUs the first left the
+ * thread), so it gets the same ring; freed first-opened first, the thread
+ * and the pool keep the pin until the last goes, then run anywhere again.
+ */
+OC_TEST(two_stores_on_one_thread_split_the_same_cpus)
+{
+    int cpus[1024];
+    unsigned n = oc_cpus_allowed(cpus, 1024);
+    if (n < 2) {
+        fprintf(stderr, "  one CPU allowed: nothing to split (skipped)\n");
+        return;
+    }
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_pool *pool = NULL;
+    cpu_set_t all, compute;
+    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
+    CPU_ZERO(&compute);
+    for (unsigned i = 0; i + 1 < n; i++)
+        CPU_SET(cpus[i], &compute);
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    if (pool && hl_fixture(&fx, 24, OC_DTYPE_F32)) {
+        struct oc_store_config c = hl_config(&fx, 1);
+        c.io_cores = 1;
+        c.pool = pool;
+        enum oc_io_ring_mode want = expected_mode(1); /* before any pin */
+        struct oc_store *a = fixture_open("helios", &c);
+        struct oc_store *b = a ? fixture_open("helios", &c) : NULL;
+        if (a && b) {
+            OC_CHECK(oc_store_helios_ring_mode(a) == want);
+            OC_CHECK(oc_store_helios_ring_mode(b) == want);
+            OC_CHECK(pool_on(pool, &compute));
+            oc_store_free(a);
+            a = NULL;
+            OC_CHECK(pool_on(pool, &compute)); /* b still needs its I/O core kept free */
+            uint64_t bad = 9;
+            OC_CHECK_OK(run_plan(&fx, b, 1, &bad, &err), &err);
+            OC_CHECK(bad == 0);
+        }
+        oc_store_free(a);
+        oc_store_free(b);
+        OC_CHECK(pool_on(pool, &all));
+    }
+    oc_pool_free(pool);
     pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
     fixture_free(&fx);
 }

@@ -53,16 +53,17 @@ int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err);
 void oc_pool_free(struct oc_pool *p);
 unsigned oc_pool_n_threads(const struct oc_pool *p);
 /*
- * The CPUs this process may run on (its affinity mask: taskset, a cpuset),
- * ascending, at most cap of them; every online CPU where the mask cannot be
- * read. Returns how many.
+ * The CPUs the calling thread may run on (its affinity mask: taskset, a
+ * cpuset, or a pin), ascending, at most cap of them; every online CPU where
+ * the mask cannot be read. Returns how many.
  */
 unsigned oc_cpus_allowed(int *cpus, unsigned cap);
 /*
  * Keeps the pool's work on the CPUs cpus[0..n_cpus): its spawned workers and
  * the calling thread (worker 0: the thread that runs the pool's jobs, so call
  * it from there). p may be NULL (the calling thread only). Fails with the
- * errno of sched affinity (no CPU of the set allowed or online: EINVAL).
+ * errno of sched affinity (no CPU of the set allowed or online: EINVAL), with
+ * every thread back on the CPUs the caller had.
  */
 int oc_pool_pin(struct oc_pool *p, const int *cpus, unsigned n_cpus, struct oc_err *err);
 

@@ -111,13 +111,19 @@ int oc_pool_pin(struct oc_pool *p, const int *cpus, unsigned n_cpus, struct oc_e
     }
     if (n_cpus == 0)
         return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to no CPU");
-    int e = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-    for (unsigned i = 1; e == 0 && p && i < p->n_threads; i++)
-        e = pthread_setaffinity_np(p->threads[i], sizeof(set), &set);
-    if (e)
-        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "thread pool: pinning to CPUs %d..%d: %s", cpus[0],
-                            cpus[n_cpus - 1], strerror(e));
-    return OC_OK;
+    cpu_set_t before; /* all or nothing: a failure puts back what was pinned */
+    int e = pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
+    if (e == 0)
+        e = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+    unsigned done = e == 0 ? 1 : 0;
+    for (; e == 0 && p && done < p->n_threads; done++)
+        e = pthread_setaffinity_np(p->threads[done], sizeof(set), &set);
+    if (e == 0)
+        return OC_OK;
+    for (unsigned i = 0; i < done; i++)
+        pthread_setaffinity_np(i ? p->threads[i] : pthread_self(), sizeof(before), &before);
+    return OC_ERR_ERRNO(err, OC_ERR_IO, e, "thread pool: pinning to CPUs %d..%d: %s", cpus[0],
+                        cpus[n_cpus - 1], strerror(e));
 }
 
 int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err)

@@ -317,10 +317,11 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
         uint64_t held = oc_mem_used();
         uint64_t work =
             train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 2));
-        if (held + work >= o->mem_budget || o->mem_budget - held - work < work) {
-            r->depth = 1;
-            work =
-                train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 1));
+        uint64_t work1 =
+            train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 1));
+        if (work1 < work && (held + work >= o->mem_budget || o->mem_budget - held - work < work)) {
+            r->depth = 1; /* only where one batch ahead holds less (not helios's two buffers) */
+            work = work1;
         }
         if (held + work >= o->mem_budget) {
             char a[32], b[32], c[32];

@@ -339,43 +339,78 @@ OC_TEST(a_cache_of_nearly_every_row_holds_the_hottest)
     fixture_free(&fx);
 }
 
+/*
+ * What the --io-cores tests share: the CPUs the thread may use and its mask
+ * (put back at the end), a 2-thread pool, a fixture and a config with
+ * --io-cores 1 and that pool. one_cpu: the thread (and so the pool, whose
+ * worker inherits it) first restricted to the last allowed CPU, as taskset
+ * would. 0: skipped (one CPU allowed) or not set up; free it either way.
+ */
+struct pin_case {
+    int cpus[1024];
+    unsigned n;
+    cpu_set_t all, one;
+    struct oc_pool *pool;
+    struct fixture fx;
+    struct oc_store_config c;
+};
+
+static int pin_case_init(struct pin_case *pc, int one_cpu)
+{
+    struct oc_err err;
+    memset(pc, 0, sizeof(*pc));
+    pc->n = oc_cpus_allowed(pc->cpus, 1024);
+    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(pc->all), &pc->all) == 0);
+    if (pc->n < 2) {
+        fprintf(stderr, "  one CPU allowed: nothing to split (skipped)\n");
+        return 0;
+    }
+    CPU_ZERO(&pc->one);
+    CPU_SET(pc->cpus[pc->n - 1], &pc->one);
+    if (one_cpu)
+        OC_CHECK(pthread_setaffinity_np(pthread_self(), sizeof(pc->one), &pc->one) == 0);
+    OC_CHECK_OK(oc_pool_new(2, &pc->pool, &err), &err);
+    if (!pc->pool || !hl_fixture(&pc->fx, 24, OC_DTYPE_F32))
+        return 0;
+    pc->c = hl_config(&pc->fx, 1);
+    pc->c.io_cores = 1;
+    pc->c.pool = pc->pool;
+    return 1;
+}
+
+static void pin_case_free(struct pin_case *pc)
+{
+    oc_pool_free(pc->pool);
+    pthread_setaffinity_np(pthread_self(), sizeof(pc->all), &pc->all); /* the next tests too */
+    fixture_free(&pc->fx);
+}
+
+/* Trains one epoch of the plan on s: every row as in the file. */
+static void pin_case_run(struct pin_case *pc, struct oc_store *s)
+{
+    struct oc_err err;
+    uint64_t bad = 9;
+    OC_CHECK_OK(run_plan(&pc->fx, s, 1, &bad, &err), &err);
+    OC_CHECK(bad == 0);
+}
+
 OC_TEST(io_cores_keep_the_compute_pool_off_them)
 {
-    int cpus[1024];
-    unsigned n = oc_cpus_allowed(cpus, 1024);
-    if (n < 2) {
-        fprintf(stderr, "  one CPU allowed: nothing to split (skipped)\n");
-        return;
-    }
-    struct fixture fx;
+    struct pin_case pc;
     struct oc_err err;
-    struct oc_pool *pool = NULL;
-    cpu_set_t all;
-    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
-    if (!hl_fixture(&fx, 24, OC_DTYPE_F32)) {
-        fixture_free(&fx);
-        return;
+    if (pin_case_init(&pc, 0)) {
+        struct oc_store *s = fixture_open("helios", &pc.c);
+        if (s) {
+            struct off_io oi = {pc.cpus[0], pc.cpus[pc.n - 1], {0, 0}};
+            OC_CHECK_OK(oc_pool_run(pc.pool, 2, check_off_io_core, &oi), &err);
+            OC_CHECK(oi.bad[0] == 0 && oi.bad[1] == 0);
+            pin_case_run(&pc, s);
+        }
+        oc_store_free(s);
+        /* freed on the opening thread: it and the pool run where they could before */
+        OC_CHECK(pool_on(pc.pool, &pc.all));
     }
-    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
-    struct oc_store_config c = hl_config(&fx, 1);
-    c.io_cores = 1;
-    c.pool = pool;
-    struct oc_store *s = fixture_open("helios", &c);
-    if (s && pool) {
-        struct off_io oi = {cpus[0], cpus[n - 1], {0, 0}};
-        OC_CHECK_OK(oc_pool_run(pool, 2, check_off_io_core, &oi), &err);
-        OC_CHECK(oi.bad[0] == 0 && oi.bad[1] == 0);
-        uint64_t bad_rows = 9;
-        OC_CHECK_OK(run_plan(&fx, s, 1, &bad_rows, &err), &err);
-        OC_CHECK(bad_rows == 0);
-    }
-    oc_store_free(s);
-    /* freed on the opening thread: it and the pool run where they could before */
-    if (pool)
-        OC_CHECK(pool_on(pool, &all));
-    oc_pool_free(pool);
-    pthread_setaffinity_np(pthread_self(), sizeof(all), &all); /* the next tests run anywhere */
-    fixture_free(&fx);
+    pin_case_free(&pc);
 }
 
 /*
@@ -385,41 +420,20 @@ OC_TEST(io_cores_keep_the_compute_pool_off_them)
  */
 OC_TEST(io_cores_split_only_the_allowed_cpus)
 {
-    int cpus[1024];
-    unsigned n = oc_cpus_allowed(cpus, 1024);
-    if (n < 2) {
-        fprintf(stderr, "  one CPU allowed already (skipped)\n");
-        return;
-    }
-    cpu_set_t all, one;
-    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
-    CPU_ZERO(&one);
-    CPU_SET(cpus[n - 1], &one);
-    OC_CHECK(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
-    int mine[4];
-    OC_CHECK(oc_cpus_allowed(mine, 4) == 1 && mine[0] == cpus[n - 1]);
-    struct fixture fx;
-    struct oc_err err;
-    struct oc_pool *pool = NULL;
-    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err); /* its worker inherits the one CPU */
-    if (pool && hl_fixture(&fx, 24, OC_DTYPE_F32)) {
-        struct oc_store_config c = hl_config(&fx, 1);
-        c.io_cores = 1;
-        c.pool = pool;
-        struct oc_store *s = fixture_open("helios", &c);
+    struct pin_case pc;
+    if (pin_case_init(&pc, 1)) {
+        int mine[4];
+        OC_CHECK(oc_cpus_allowed(mine, 4) == 1 && mine[0] == pc.cpus[pc.n - 1]);
+        struct oc_store *s = fixture_open("helios", &pc.c);
         if (s) {
             OC_CHECK(oc_store_helios_ring_mode(s) ==
                      (test_uring_expected() ? OC_IO_RING_PLAIN : OC_IO_RING_PREAD));
-            uint64_t bad = 9;
-            OC_CHECK_OK(run_plan(&fx, s, 1, &bad, &err), &err);
-            OC_CHECK(bad == 0);
-            OC_CHECK(pool_on(pool, &one)); /* nothing pinned */
+            pin_case_run(&pc, s);
+            OC_CHECK(pool_on(pc.pool, &pc.one)); /* nothing pinned */
         }
         oc_store_free(s);
     }
-    oc_pool_free(pool);
-    pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
-    fixture_free(&fx);
+    pin_case_free(&pc);
 }
 
 /*
@@ -430,53 +444,37 @@ OC_TEST(io_cores_split_only_the_allowed_cpus)
  */
 OC_TEST(two_stores_on_one_thread_split_the_same_cpus)
 {
-    int cpus[1024];
-    unsigned n = oc_cpus_allowed(cpus, 1024);
-    if (n < 2) {
-        fprintf(stderr, "  one CPU allowed: nothing to split (skipped)\n");
-        return;
-    }
-    struct fixture fx;
-    struct oc_err err;
-    struct oc_pool *pool = NULL;
-    cpu_set_t all, compute;
-    OC_CHECK(pthread_getaffinity_np(pthread_self(), sizeof(all), &all) == 0);
-    CPU_ZERO(&compute);
-    for (unsigned i = 0; i + 1 < n; i++)
-        CPU_SET(cpus[i], &compute);
-    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
-    if (pool && hl_fixture(&fx, 24, OC_DTYPE_F32)) {
-        struct oc_store_config c = hl_config(&fx, 1);
-        c.io_cores = 1;
-        c.pool = pool;
+    struct pin_case pc;
+    if (pin_case_init(&pc, 0)) {
+        cpu_set_t compute;
+        CPU_ZERO(&compute);
+        for (unsigned i = 0; i + 1 < pc.n; i++)
+            CPU_SET(pc.cpus[i], &compute);
         enum oc_io_ring_mode want = expected_mode(1); /* before any pin */
-        struct oc_store *a = fixture_open("helios", &c);
-        struct oc_store *b = a ? fixture_open("helios", &c) : NULL;
+        struct oc_store *a = fixture_open("helios", &pc.c);
+        struct oc_store *b = a ? fixture_open("helios", &pc.c) : NULL;
         if (a && b) {
             OC_CHECK(oc_store_helios_ring_mode(a) == want);
             OC_CHECK(oc_store_helios_ring_mode(b) == want);
-            OC_CHECK(pool_on(pool, &compute));
+            OC_CHECK(pool_on(pc.pool, &compute));
             oc_store_free(a);
             a = NULL;
-            OC_CHECK(pool_on(pool, &compute)); /* b still needs its I/O core kept free */
-            uint64_t bad = 9;
-            OC_CHECK_OK(run_plan(&fx, b, 1, &bad, &err), &err);
-            OC_CHECK(bad == 0);
+            OC_CHECK(pool_on(pc.pool, &compute)); /* b still needs its I/O core kept free */
+            pin_case_run(&pc, b);
         }
         oc_store_free(a);
         oc_store_free(b);
-        OC_CHECK(pool_on(pool, &all));
+        OC_CHECK(pool_on(pc.pool, &pc.all));
     }
-    oc_pool_free(pool);
-    pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
-    fixture_free(&fx);
+    pin_case_free(&pc);
 }
 
 OC_TEST(setup_faults_fall_back)
 {
     TEST_REQUIRE_URING();
-    long n_cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n_cpus < 2 || !test_sqpoll_granted((int)n_cpus - 1))
+    int cpus[1024];
+    unsigned n_cpus = oc_cpus_allowed(cpus, 1024);
+    if (n_cpus < 2 || !test_sqpoll_granted(cpus[n_cpus - 1]))
         OC_SKIP("no SQPOLL ring granted here (one core, privileges or cpuset): the setups "
                 "this test refuses in turn do not all happen");
     struct fixture fx;

@@ -12,8 +12,6 @@
  * Place in the data flow: nn CPU backend; RED-GNN's gate after each layer.
  * Thread-safety: see cpu_int.h (fixed row ranges). Ownership: none kept.
  */
-#include <math.h>
-
 #include "cpu_int.h"
 
 struct gru_ctx {
@@ -21,17 +19,49 @@ struct gru_ctx {
     struct oc_nn_tensor *hn, *g_out, *dgi, *dgh, *dh;
 };
 
-/* Column k of one row: the gates r, z, n into g, the new state into hn. */
-static inline void gru_one(const float *gi, const float *gh, const float *h, float *g, float *hn,
-                           uint64_t hd, uint64_t k)
+/*
+ * Forward over a task's rows as one run of (row, column) elements, in blocks
+ * of 8 whatever the width (RED-GNN's hidden 4 included): a block's inputs are
+ * gathered into locals, the gates computed there (no aliasing: -O2
+ * vectorizes the inlined exp), and the results scattered back. The elements
+ * past the last full block take the same inlined forms one at a time, so
+ * every element has the same bits wherever it falls.
+ */
+#define GRU_BLOCK 8u
+
+struct gru_block {
+    uint64_t base[GRU_BLOCK], col[GRU_BLOCK]; /* per element: its row times hd, its column */
+};
+
+/* The gates and new state of elements [0, n) of a block, n <= GRU_BLOCK. */
+__attribute__((always_inline)) static inline void
+gru_elems(const struct gru_ctx *c, const struct gru_block *b, unsigned n, uint64_t hd)
 {
-    float r = oc_nn_sigmoidf(gi[k] + gh[k]);
-    float z = oc_nn_sigmoidf(gi[hd + k] + gh[hd + k]);
-    float n = oc_nn_tanhf(gi[2 * hd + k] + r * gh[2 * hd + k]);
-    g[k] = r;
-    g[hd + k] = z;
-    g[2 * hd + k] = n;
-    hn[k] = (1.0f - z) * n + z * h[k];
+    const float *gi = oc_nn_f32(c->gi), *gh = oc_nn_f32(c->gh), *h = oc_nn_f32(c->h);
+    float *g = oc_nn_f32(c->g_out), *hn = oc_nn_f32(c->hn);
+    float ri[GRU_BLOCK] = {0}, zi[GRU_BLOCK] = {0}, ni[GRU_BLOCK] = {0}, nh[GRU_BLOCK] = {0};
+    float hv[GRU_BLOCK] = {0}, r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
+    for (unsigned l = 0; l < n; l++) {
+        uint64_t at = 3 * b->base[l] + b->col[l];
+        ri[l] = gi[at] + gh[at];
+        zi[l] = gi[hd + at] + gh[hd + at];
+        ni[l] = gi[2 * hd + at];
+        nh[l] = gh[2 * hd + at];
+        hv[l] = h[b->base[l] + b->col[l]];
+    }
+    for (unsigned l = 0; l < GRU_BLOCK; l++) {
+        r[l] = oc_nn_sigmoidf_v(ri[l]);
+        z[l] = oc_nn_sigmoidf_v(zi[l]);
+        nv[l] = oc_nn_tanhf_v(ni[l] + r[l] * nh[l]);
+        o[l] = (1.0f - z[l]) * nv[l] + z[l] * hv[l];
+    }
+    for (unsigned l = 0; l < n; l++) {
+        uint64_t at = 3 * b->base[l] + b->col[l];
+        g[at] = r[l];
+        g[hd + at] = z[l];
+        g[2 * hd + at] = nv[l];
+        hn[b->base[l] + b->col[l]] = o[l];
+    }
 }
 
 OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
@@ -40,29 +70,19 @@ OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
     const struct gru_ctx *c = cp;
     uint64_t i0, i1, hd = c->h->n_cols;
     oc_nn_cpu_range(task, c->h->n_rows, OC_NN_CPU_ROWS, &i0, &i1);
-    for (uint64_t i = i0; i < i1; i++) {
-        const float *gi = oc_nn_f32(c->gi) + i * 3 * hd, *gh = oc_nn_f32(c->gh) + i * 3 * hd;
-        const float *h = oc_nn_f32(c->h) + i * hd;
-        float *hn = oc_nn_f32(c->hn) + i * hd, *g = oc_nn_f32(c->g_out) + i * 3 * hd;
-        uint64_t k = 0;
-        for (; k + 8 <= hd; k += 8) { /* by 8 through locals (no aliasing), so -O2 vectorizes it */
-            float r[8], z[8], n[8], o[8];
-            for (unsigned l = 0; l < 8; l++) {
-                r[l] = oc_nn_sigmoidf_v(gi[k + l] + gh[k + l]);
-                z[l] = oc_nn_sigmoidf_v(gi[hd + k + l] + gh[hd + k + l]);
-                n[l] = oc_nn_tanhf_v(gi[2 * hd + k + l] + r[l] * gh[2 * hd + k + l]);
-                o[l] = (1.0f - z[l]) * n[l] + z[l] * h[k + l];
-            }
-            for (unsigned l = 0; l < 8; l++) {
-                g[k + l] = r[l];
-                g[hd + k + l] = z[l];
-                g[2 * hd + k + l] = n[l];
-                hn[k + l] = o[l];
+    struct gru_block b;
+    unsigned n = 0;
+    for (uint64_t i = i0; i < i1; i++)
+        for (uint64_t k = 0; k < hd; k++) {
+            b.base[n] = i * hd;
+            b.col[n] = k;
+            if (++n == GRU_BLOCK) {
+                gru_elems(c, &b, n, hd);
+                n = 0;
             }
         }
-        for (; k < hd; k++)
-            gru_one(gi, gh, h, g, hn, hd, k);
-    }
+    if (n)
+        gru_elems(c, &b, n, hd);
     return OC_OK;
 }
 

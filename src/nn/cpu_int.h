@@ -135,28 +135,16 @@ static inline float oc_nn_expf(float x)
  * tanhf goes through expm1f and took a fifth of RED-GNN's training time).
  * Within 2e-7 of tanh (absolute; near 0 the subtraction cancels, so in ulps
  * of tanh's small values the error is large there). The _v forms use the
- * inlined exp, for loops by 8 that vectorize; one at a time glibc's expf is
- * faster, so the plain forms (the GRU's columns past a multiple of 8) call
- * it. A kernel's element always takes the same form, whatever the threads;
- * the tanh activation takes _v everywhere (bias_act and act_fwd split rows
- * differently, and must agree).
+ * inlined exp, for loops by 8 that vectorize (the GRU gathers any width's
+ * elements into blocks of 8 for them); every element of a kernel takes the
+ * same form, whatever the threads and wherever it falls in a block.
  */
-static inline float oc_nn_tanhf(float x)
-{
-    return 1.0f - 2.0f / (expf(2.0f * x) + 1.0f);
-}
-
 static inline float oc_nn_tanhf_v(float x)
 {
     return 1.0f - 2.0f / (oc_nn_expf(2.0f * x) + 1.0f);
 }
 
 /* The logistic sigmoid 1 / (1 + exp(-x)), as above. */
-static inline float oc_nn_sigmoidf(float x)
-{
-    return 1.0f / (1.0f + expf(-x));
-}
-
 static inline float oc_nn_sigmoidf_v(float x)
 {
     return 1.0f / (1.0f + oc_nn_expf(-x));

@@ -223,6 +223,62 @@ OC_TEST(gru_reference_and_gradients)
     nt_env_free(&env);
 }
 
+/*
+ * The forward at widths below 8, not a multiple of 8 and a multiple of 8
+ * (rows by 8 as they lie, the rest gathered across rows), over enough rows
+ * that the pool runs: gates and state match the double reference, and the
+ * bits are the same at 1 and 2 threads.
+ */
+OC_TEST(gru_any_width_same_bits_at_1_and_2_threads)
+{
+    static const uint64_t widths[] = {1, 4, 5, 12, 16};
+    const uint64_t n = 3000;
+    for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+        uint64_t hd = widths[w];
+        float *out[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [threads - 1][hn, gates] */
+        for (unsigned t = 0; t < 2; t++) {
+            struct nt_env env;
+            if (nt_env_new(&env, t + 1))
+                return;
+            struct oc_err err;
+            struct oc_nn_tensor gi, gh, h, hn, gates;
+            nt_rand(&gi, env.be, n, 3 * hd, -3, 3, 31);
+            nt_rand(&gh, env.be, n, 3 * hd, -3, 3, 32);
+            nt_rand(&h, env.be, n, hd, -1, 1, 33);
+            nt_zeros(&hn, env.be, n, hd, OC_NN_F32);
+            nt_zeros(&gates, env.be, n, 3 * hd, OC_NN_F32);
+            OC_CHECK_OK(oc_nn_gru_fwd(&gi, &gh, &h, &hn, &gates, &err), &err);
+            double worst = 0;
+            for (uint64_t i = 0; i < n; i++)
+                for (uint64_t k = 0; k < hd; k++) {
+                    const float *a = nt_f(&gi) + i * 3 * hd, *b = nt_f(&gh) + i * 3 * hd;
+                    const float *g = nt_f(&gates) + i * 3 * hd;
+                    double r = sigd((double)a[k] + b[k]), z = sigd((double)a[hd + k] + b[hd + k]);
+                    double nv = tanh((double)a[2 * hd + k] + r * b[2 * hd + k]);
+                    double o = (1 - z) * nv + z * nt_f(&h)[i * hd + k];
+                    double d[4] = {g[k] - r, g[hd + k] - z, g[2 * hd + k] - nv,
+                                   nt_f(&hn)[i * hd + k] - o};
+                    for (int q = 0; q < 4; q++)
+                        worst = fabs(d[q]) > worst ? fabs(d[q]) : worst;
+                }
+            OC_CHECK(worst < 1e-5);
+            out[t][0] = malloc(n * hd * sizeof(float));
+            out[t][1] = malloc(n * 3 * hd * sizeof(float));
+            memcpy(out[t][0], nt_f(&hn), n * hd * sizeof(float));
+            memcpy(out[t][1], nt_f(&gates), n * 3 * hd * sizeof(float));
+            struct oc_nn_tensor *ts[] = {&gi, &gh, &h, &hn, &gates};
+            for (size_t q = 0; q < sizeof(ts) / sizeof(ts[0]); q++)
+                oc_nn_tensor_deinit(ts[q]);
+            nt_env_free(&env);
+        }
+        OC_CHECK(memcmp(out[0][0], out[1][0], n * hd * sizeof(float)) == 0);
+        OC_CHECK(memcmp(out[0][1], out[1][1], n * 3 * hd * sizeof(float)) == 0);
+        for (int t = 0; t < 2; t++)
+            for (int q = 0; q < 2; q++)
+                free(out[t][q]);
+    }
+}
+
 /* ---- loss over all entities ---- */
 
 struct xent_fx {

@@ -20,12 +20,13 @@ struct gru_ctx {
 };
 
 /*
- * Forward over a task's rows as one run of (row, column) elements, in blocks
- * of 8 whatever the width (RED-GNN's hidden 4 included): a block's inputs are
- * gathered into locals, the gates computed there (no aliasing: -O2
- * vectorizes the inlined exp), and the results scattered back. The elements
- * past the last full block take the same inlined forms one at a time, so
- * every element has the same bits wherever it falls.
+ * Forward in blocks of 8 elements, whatever the width, so -O2 vectorizes the
+ * inlined exp (it works on locals: no aliasing): a row's columns by 8 as
+ * they lie; the columns left past them (all of a row narrower than 8:
+ * RED-GNN's hidden 4) gathered, across rows, into blocks of 8 and scattered
+ * back, the last one short (its lanes padded with zeros, not written). Every
+ * element takes the same inlined forms, so its bits do not depend on which
+ * block it falls in.
  */
 #define GRU_BLOCK 8u
 
@@ -72,8 +73,27 @@ OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
     oc_nn_cpu_range(task, c->h->n_rows, OC_NN_CPU_ROWS, &i0, &i1);
     struct gru_block b;
     unsigned n = 0;
-    for (uint64_t i = i0; i < i1; i++)
-        for (uint64_t k = 0; k < hd; k++) {
+    for (uint64_t i = i0; i < i1; i++) {
+        const float *gi = oc_nn_f32(c->gi) + i * 3 * hd, *gh = oc_nn_f32(c->gh) + i * 3 * hd;
+        const float *h = oc_nn_f32(c->h) + i * hd;
+        float *hn = oc_nn_f32(c->hn) + i * hd, *g = oc_nn_f32(c->g_out) + i * 3 * hd;
+        uint64_t k = 0;
+        for (; k + GRU_BLOCK <= hd; k += GRU_BLOCK) {
+            float r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
+            for (unsigned l = 0; l < GRU_BLOCK; l++) {
+                r[l] = oc_nn_sigmoidf_v(gi[k + l] + gh[k + l]);
+                z[l] = oc_nn_sigmoidf_v(gi[hd + k + l] + gh[hd + k + l]);
+                nv[l] = oc_nn_tanhf_v(gi[2 * hd + k + l] + r[l] * gh[2 * hd + k + l]);
+                o[l] = (1.0f - z[l]) * nv[l] + z[l] * h[k + l];
+            }
+            for (unsigned l = 0; l < GRU_BLOCK; l++) {
+                g[k + l] = r[l];
+                g[hd + k + l] = z[l];
+                g[2 * hd + k + l] = nv[l];
+                hn[k + l] = o[l];
+            }
+        }
+        for (; k < hd; k++) { /* the row's last columns: to the gathered block */
             b.base[n] = i * hd;
             b.col[n] = k;
             if (++n == GRU_BLOCK) {
@@ -81,6 +101,7 @@ OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
                 n = 0;
             }
         }
+    }
     if (n)
         gru_elems(c, &b, n, hd);
     return OC_OK;

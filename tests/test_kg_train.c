@@ -135,6 +135,18 @@ OC_TEST(kg_extract_layers_sorted_on_a_generated_kg)
             big = ly[l].n_nodes > big ? ly[l].n_nodes : big;
         }
         *(where ? &sum_disk : &sum_mem) = sum;
+        /* trimmed, it holds less and extracts the same layers again */
+        uint64_t before = oc_mem_used();
+        oc_kg_extractor_trim(x);
+        OC_CHECK(oc_mem_used() < before);
+        OC_CHECK_OK(oc_kg_extract(x, heads, 4, ly, &err), &err);
+        uint64_t again = 0;
+        for (int l = 0; l < 2; l++)
+            for (uint64_t i = 0; i < ly[l].n_nodes; i++)
+                again = again * 31 + ly[l].node_entity[i];
+        OC_CHECK(again == sum);
+        oc_kg_extractor_trim(x);
+        oc_kg_extractor_trim(x); /* twice: nothing left to free */
         oc_kg_extractor_free(x);
         oc_kg_facts_free(facts);
     }

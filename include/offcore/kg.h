@@ -217,6 +217,14 @@ int oc_kg_extractor_new(struct oc_kg_facts *facts, uint32_t n_layers, struct oc_
                         struct oc_kg_extractor **out, struct oc_err *err);
 void oc_kg_extractor_free(struct oc_kg_extractor *x);
 /*
+ * Frees what grew with the largest batch extracted (its queries' layers, the
+ * outputs, the workers' fetched facts), keeping the per-entity scratch: for a
+ * phase that will not extract with it for a while (kg-train's test
+ * evaluation on the other graph). The last outputs are gone; the next call
+ * grows them again.
+ */
+void oc_kg_extractor_trim(struct oc_kg_extractor *x);
+/*
  * Extracts the n_layers layers for queries with head entities heads[0..n).
  * layers (n_layers entries, caller storage) point into the extractor.
  */

@@ -82,26 +82,57 @@ struct oc_kg_extractor {
     const uint32_t *heads;
 };
 
+static void vec_free(struct u32vec *a)
+{
+    oc_free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* A worker's arrays that grow with the largest query it fetched. */
+static void worker_trim(struct worker *w)
+{
+    struct u32vec *vs[] = {&w->f_rel, &w->f_tail, &w->f_src, &w->place, &w->sort_tmp};
+    for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
+        vec_free(vs[i]);
+}
+
 static void worker_deinit(struct worker *w)
 {
     oc_kg_facts_reader_free(w->reader);
     oc_free(w->stamp);
     oc_free(w->pos);
-    oc_free(w->f_rel.v);
-    oc_free(w->f_tail.v);
-    oc_free(w->f_src.v);
-    oc_free(w->place.v);
-    oc_free(w->sort_tmp.v);
+    worker_trim(w);
 }
 
 static void qlayers_deinit(struct qlayers *q)
 {
     for (int l = 0; l < OC_KG_MAX_LAYERS; l++) {
-        oc_free(q->ent[l].v);
-        oc_free(q->src[l].v);
-        oc_free(q->rel[l].v);
-        oc_free(q->deg[l].v);
-        oc_free(q->p2n[l].v);
+        struct u32vec *vs[] = {&q->ent[l], &q->src[l], &q->rel[l], &q->deg[l], &q->p2n[l]};
+        for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
+            vec_free(vs[i]);
+    }
+}
+
+void oc_kg_extractor_trim(struct oc_kg_extractor *x)
+{
+    if (!x)
+        return;
+    for (unsigned i = 0; x->workers && i < x->n_workers; i++)
+        worker_trim(&x->workers[i]);
+    for (uint32_t i = 0; i < x->q_cap; i++)
+        qlayers_deinit(&x->q[i]);
+    oc_free(x->q);
+    x->q = NULL;
+    x->q_cap = 0;
+    for (int l = 0; l < OC_KG_MAX_LAYERS; l++) {
+        struct out_layer *o = &x->out[l];
+        struct u32vec *vs[] = {&o->src, &o->rel,        &o->query,
+                               &o->p2n, &o->node_query, &o->node_entity};
+        for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
+            vec_free(vs[i]);
+        oc_free(o->indptr);
+        o->indptr = NULL;
+        o->indptr_cap = 0;
     }
 }
 
@@ -109,22 +140,10 @@ void oc_kg_extractor_free(struct oc_kg_extractor *x)
 {
     if (!x)
         return;
+    oc_kg_extractor_trim(x);
     for (unsigned i = 0; x->workers && i < x->n_workers; i++)
         worker_deinit(&x->workers[i]);
     oc_free(x->workers);
-    for (uint32_t i = 0; i < x->q_cap; i++)
-        qlayers_deinit(&x->q[i]);
-    oc_free(x->q);
-    for (int l = 0; l < OC_KG_MAX_LAYERS; l++) {
-        struct out_layer *o = &x->out[l];
-        oc_free(o->src.v);
-        oc_free(o->rel.v);
-        oc_free(o->query.v);
-        oc_free(o->p2n.v);
-        oc_free(o->node_query.v);
-        oc_free(o->node_entity.v);
-        oc_free(o->indptr);
-    }
     oc_free(x);
 }
 

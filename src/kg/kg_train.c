@@ -809,9 +809,14 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
         if ((rc = train_epoch(r, e, &st, err)) || (rc = extract_report(r, &mark, &st, err)))
             break;
         double t1 = oc_now_s();
-        if ((rc = evaluate(r, OC_KG_TRAIN, &r->valid, 1, &st.valid, err)) ||
-            (rc = evaluate(r, OC_KG_IND, r->test, 2, &st.test, err)))
+        /* each graph's extraction buffers, grown to its largest batch, are let go while the
+           other graph extracts: the test side's peak is not added to the training side's */
+        if ((rc = evaluate(r, OC_KG_TRAIN, &r->valid, 1, &st.valid, err)))
             break;
+        oc_kg_extractor_trim(r->g[OC_KG_TRAIN].x);
+        if ((rc = evaluate(r, OC_KG_IND, r->test, 2, &st.test, err)))
+            break;
+        oc_kg_extractor_trim(r->g[OC_KG_IND].x);
         st.time_s = t1 - t0;
         st.eval_s = oc_now_s() - t1;
         st.peak_rss_bytes = peak_rss_bytes(); /* after evaluation too */

@@ -16,7 +16,8 @@
  * Thread-safety: one extraction at a time per extractor; it fans out over
  * the pool given at creation.
  * Ownership: the extractor owns every output array (valid until its next
- * call) and its scratch; it borrows the fact graph and the pool.
+ * call or oc_kg_extractor_trim) and its scratch; it borrows the fact graph
+ * and the pool.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -85,13 +85,14 @@ static int loader_ref_sample(struct oc_loader *l, uint64_t e, uint64_t b,
 
 /*
  * Under a budget: what the batches in flight take (train's working-set
- * figure for a model-less run: the row buffers and their ids), measured as
+ * figure for a model-less run: the row buffers strategy `index` holds, and
+ * their ids), measured as
  * train measures it on the first full batches of epoch 0 (sampled here and
  * dropped; the pipeline samples them again with the same keys), checked
  * against what loading left; the rest goes to the store.
  */
-static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64_t *batch_rows,
-                              struct oc_err *err)
+static int loader_store_bytes(struct oc_loader *l, uint32_t index, uint64_t *store_bytes,
+                              uint64_t *batch_rows, struct oc_err *err)
 {
     struct oc_train_opts to;
     oc_train_opts_default(OC_NN_MODEL_SAGE, &to);
@@ -113,9 +114,6 @@ static int loader_store_bytes(struct oc_loader *l, uint64_t *store_bytes, uint64
         return rc;
     struct train_ws ws;
     train_ws_from_probe(&l->data, &to, largest, l->o.batch_size, 0, &ws);
-    uint32_t index;
-    if ((rc = oc_store_strategy_find(l->o.strategy ? l->o.strategy : "memory", &index, err)))
-        return rc;
     uint32_t n_rows = oc_store_strategy_row_buffers(index, l->o.depth);
     uint64_t held = oc_mem_used(), work = train_ws_bytes(&ws, &l->data, &to, 0, n_rows);
     *batch_rows = ws.batch_rows;
@@ -161,7 +159,8 @@ static int loader_open_store(struct oc_loader *l, const char *dir, struct oc_err
     cfg.n_train = l->n_ids;
     cfg.batch_size = l->o.batch_size;
     cfg.lanes = l->o.depth; /* the pipeline gathers at most depth batches at once */
-    if (l->o.mem_budget && (rc = loader_store_bytes(l, &cfg.mem_bytes, &cfg.batch_rows, err)))
+    if (l->o.mem_budget &&
+        (rc = loader_store_bytes(l, index, &cfg.mem_bytes, &cfg.batch_rows, err)))
         return rc;
     l->batch_rows = cfg.batch_rows;
     if (l->o.store_bytes && (!cfg.mem_bytes || l->o.store_bytes < cfg.mem_bytes))

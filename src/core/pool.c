@@ -102,6 +102,8 @@ unsigned oc_cpus_allowed(int *cpus, unsigned cap)
 
 int oc_pool_pin(struct oc_pool *p, const int *cpus, unsigned n_cpus, struct oc_err *err)
 {
+    if (n_cpus == 0)
+        return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to no CPU");
     cpu_set_t set;
     CPU_ZERO(&set);
     for (unsigned i = 0; i < n_cpus; i++) {
@@ -109,8 +111,6 @@ int oc_pool_pin(struct oc_pool *p, const int *cpus, unsigned n_cpus, struct oc_e
             return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to CPU %d", cpus[i]);
         CPU_SET(cpus[i], &set);
     }
-    if (n_cpus == 0)
-        return OC_ERR(err, OC_ERR_ARG, "thread pool: cannot pin to no CPU");
     cpu_set_t before; /* all or nothing: a failure puts back what was pinned */
     int e = pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
     if (e == 0)

@@ -211,10 +211,6 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
 }
 
 /*
- * The cores split, among the CPUs the process may use (its affinity mask):
- * io_cores of n_cpus for I/O (0 = auto), the last of them the SQPOLL thread's.
- */
-/*
  * Pinning is per thread, and the thread that opens a store is pinned with its
  * pool: a second helios store opened while one holds its pin would see only
  * the compute CPUs. So the CPUs of the first pin are kept while any pin
@@ -226,6 +222,11 @@ static unsigned pin_users;
 static int pin_cpus[HL_MAX_CPUS];
 static unsigned pin_n;
 
+/*
+ * The cores split, among the CPUs the process may use (its affinity mask, or
+ * the first pin's while one lasts): io_cores of n_cpus for I/O (0 = auto),
+ * the last of them the SQPOLL thread's.
+ */
 static void split_cores(struct hl_store *h, uint32_t io_cores)
 {
     pthread_mutex_lock(&pin_mu);
@@ -261,7 +262,6 @@ static void pin_compute(struct hl_store *h, struct oc_pool *pool)
     unsigned n_compute = (unsigned)(h->n_cpus - h->io_cores);
     pthread_mutex_lock(&pin_mu);
     if (oc_pool_pin(pool, h->cpus, n_compute, &pe) == OC_OK) {
-        h->pinned_compute = 1;
         h->pinned_pool = pool;
         h->opener = pthread_self();
         if (pin_users++ == 0) {
@@ -282,7 +282,7 @@ static void pin_compute(struct hl_store *h, struct oc_pool *pool)
  */
 static void unpin_compute(struct hl_store *h)
 {
-    if (!h->pinned_compute)
+    if (!h->pinned_pool)
         return;
     struct oc_err pe;
     pthread_mutex_lock(&pin_mu);

@@ -79,10 +79,10 @@ struct hl_store {
     int io_cores, sq_cpu, n_cpus;
     int cpus[HL_MAX_CPUS]; /* the CPUs the opening thread may run on (oc_cpus_allowed); the
                               last io_cores are the I/O path's */
-    /* with I/O cores: the compute pool pinned off them, and the opening thread (its worker 0);
-       hl_free gives them back h->cpus when it runs on that thread */
+    /* with I/O cores: the compute pool pinned off them with the opening thread (its worker
+       0), NULL if not; the last pinned store freed on that thread gives them the first pin's
+       CPUs back (helios.c, unpin_compute) */
     struct oc_pool *pinned_pool;
-    int pinned_compute;
     pthread_t opener;
     uint64_t held_bytes;
     /* submitter (the sample stage) */

@@ -561,6 +561,15 @@ OC_TEST(kg_slice_damaged_while_training_is_refused)
 
 /* ---- a generated KG under a budget smaller than its fact graph ------------- */
 
+static int store_reused;
+
+static void note_reuse(void *ctx, enum oc_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (level == OC_LOG_INFO && strstr(msg, "kg slice store") && strstr(msg, ": reused ("))
+        store_reused = 1;
+}
+
 static void budget_opts(struct oc_kg_train_opts *o, enum oc_kg_extract_mode m)
 {
     oc_kg_train_opts_default(o);
@@ -595,6 +604,7 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
     const uint64_t budget = (uint64_t)18 << 20;
     OC_CHECK(budget < fact_bytes);
     char sha[OC_KG_EXTRACT_COUNT][65];
+    uint64_t tiger_peak = 0;
     for (int m = 0; m < OC_KG_EXTRACT_COUNT; m++) {
         struct oc_kg_train_opts o;
         budget_opts(&o, (enum oc_kg_extract_mode)m);
@@ -607,10 +617,34 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
         oc_mem_set_budget(0);
         memcpy(sha[m], res.weights_sha256, 65);
         if (m >= OC_KG_EXTRACT_GINEX)
-            OC_CHECK(ep.n == 2 && ep.st[1].slices_read > 0 && ep.st[0].n_slices > 0);
+            OC_CHECK(ep.n == 2 && ep.st[1].slices_read > 0 && ep.st[0].n_slices > 0 &&
+                     ep.st[0].slicing_s > 0);
+        if (m == OC_KG_EXTRACT_TIGER)
+            tiger_peak = oc_mem_peak();
     }
     for (int m = 1; m < OC_KG_EXTRACT_COUNT; m++)
         OC_CHECK(strcmp(sha[0], sha[m]) == 0);
+    /* the same run again reuses its slice store (nothing sliced) and holds no more than the run
+       that sliced: the store's mapping replaces the slicer's arrays instead of joining them */
+    {
+        struct oc_kg_train_opts o;
+        budget_opts(&o, OC_KG_EXTRACT_TIGER);
+        struct epochs ep = {.n = 0};
+        struct oc_kg_train_result res;
+        oc_mem_set_budget(budget);
+        oc_mem_reset_peak();
+        store_reused = 0;
+        oc_log_set_callback(note_reuse, NULL, OC_LOG_INFO);
+        OC_CHECK_OK(oc_kg_train_run(dir, &o, on_epoch, &ep, &res, &err), &err);
+        oc_log_set_callback(NULL, NULL, OC_LOG_WARN);
+        uint64_t peak = oc_mem_peak();
+        oc_mem_set_budget(0);
+        fprintf(stderr, "  tiger peak: %llu bytes slicing, %llu reusing its store\n",
+                (unsigned long long)tiger_peak, (unsigned long long)peak);
+        OC_CHECK(store_reused && ep.n == 2 && ep.st[0].n_slices > 0);
+        OC_CHECK(peak <= tiger_peak);
+        OC_CHECK(strcmp(res.weights_sha256, sha[0]) == 0);
+    }
     /* caches that leave extraction too little: a budget error that names them and the options
        that size them */
     {

@@ -106,6 +106,14 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
     return OC_OK;
 }
 
+void kg_slicer_idle(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o)
+{
+    memset(s, 0, sizeof(*s));
+    s->o = *o;
+    s->facts = f;
+    s->n_entities = oc_kg_facts_n_entities(f);
+}
+
 void kg_slicer_trim(struct kg_slicer *s)
 {
     void **arr[] = {(void **)&s->q_atoms,   (void **)&s->q_foff,    (void **)&s->q_rel,
@@ -137,7 +145,7 @@ void kg_slicer_deinit(struct kg_slicer *s)
 
 int kg_slicer_has(const struct kg_slicer *s, uint32_t q)
 {
-    return s->map_off[q] != UINT64_MAX;
+    return s->map_off && s->map_off[q] != UINT64_MAX;
 }
 
 /* Queues local atom i's facts for the next read_queued (no-op if held or queued). */
@@ -570,6 +578,8 @@ static int sequential(struct kg_slicer *s, struct kg_slice_store *st, struct oc_
 
 int kg_slicer_slice(struct kg_slicer *s, uint32_t q, struct kg_slice_store *st, struct oc_err *err)
 {
+    if (!s->map_off)
+        return OC_ERR(err, OC_ERR_INTERNAL, "kg slicer: not opened (the slice store was reused)");
     if (q < s->n_entities && kg_slicer_has(s, q))
         return OC_OK;
     OC_KG_TRY(bfs(s, q, err));

@@ -179,11 +179,7 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
-    int rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
-    if (!rc) { /* it slices on the planner thread while batches set their maps on the graph */
-        kg_facts_reader_own_atoms(t->slicer.reader, c->atom_cache);
-        rc = kg_atoms_init(&t->batch, n_ent, err);
-    }
+    int rc = kg_atoms_init(&t->batch, n_ent, err);
     /* distinct heads, in first-appearance order */
     uint8_t *seen = rc ? NULL : oc_calloc(n_ent, 1, "kg tiger", err);
     if (!rc && (!seen || !(t->heads = oc_alloc((size_t)c->n_queries * 4 + 4, "kg tiger", err))))
@@ -204,6 +200,13 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!rc)
         rc = kg_slice_store_open(&t->store, c->plan_dir, tag, c->key, c->slice.h, n_ent, t->heads,
                                  t->n_heads, c->facts, err);
+    /* a reused store maps every head: the slicer's per-entity arrays are not made */
+    if (!rc && !t->store.loaded)
+        rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
+    else if (!rc)
+        kg_slicer_idle(&t->slicer, c->facts, &c->slice);
+    if (!rc && !t->store.loaded) /* it slices on the planner thread while batches set maps */
+        kg_facts_reader_own_atoms(t->slicer.reader, c->atom_cache);
     if (!rc) {
         t->slot_bytes = kg_slice_record_max(c->slice.h);
         t->n_slots = c->cache_bytes / t->slot_bytes;

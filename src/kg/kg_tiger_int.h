@@ -148,6 +148,12 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
                    struct oc_err *err);
 void kg_slicer_deinit(struct kg_slicer *s);
 /*
+ * A slicer that slices nothing (kg-train with a reused slice store): its
+ * options and entity count for the metrics, none of its arrays; has() is
+ * false for every entity; deinit is safe.
+ */
+void kg_slicer_idle(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o);
+/*
  * Frees the scratch of one query (its atoms, their facts, the packing
  * arrays), which grows to the largest query sliced: between superbatches
  * the memory is training's (it grows again as the next slicing needs).

@@ -559,16 +559,136 @@ OC_TEST(kg_slice_damaged_while_training_is_refused)
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
+/* ---- the Atom Cache gives atoms back under the budget ---------------------- */
+
+/* Fetches heads[0..n) through a reader of f and checks them against the facts in RAM. */
+static void check_fetch(struct oc_kg_facts *disk, struct oc_kg_facts *mem, const uint32_t *heads,
+                        uint64_t n, uint64_t n_facts)
+{
+    struct oc_err err;
+    struct oc_kg_facts_reader *a = NULL, *b = NULL;
+    uint32_t *r1 = malloc(n_facts * 4 + 4), *t1 = malloc(n_facts * 4 + 4);
+    uint32_t *r2 = malloc(n_facts * 4 + 4), *t2 = malloc(n_facts * 4 + 4);
+    OC_CHECK_OK(oc_kg_facts_reader_new(disk, &a, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_reader_new(mem, &b, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_fetch(a, heads, n, r1, t1, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_fetch(b, heads, n, r2, t2, &err), &err);
+    OC_CHECK(memcmp(r1, r2, n_facts * 4) == 0 && memcmp(t1, t2, n_facts * 4) == 0);
+    oc_kg_facts_reader_free(a);
+    oc_kg_facts_reader_free(b);
+    free(r1);
+    free(t1);
+    free(r2);
+    free(t2);
+}
+
+/* The cached heads among heads[0..n) (the map looked at with nobody else using it). */
+static uint64_t n_in_cache(const struct kg_atom_cache *c, const uint32_t *heads, uint64_t n)
+{
+    uint64_t k = 0;
+    for (uint64_t i = 0; c->map.at && i < n; i++)
+        k += c->map.at[heads[i]] != NULL;
+    return k;
+}
+
+OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
+{
+    const char *dir = gen_kg("yield", 20000, 400000, 6.0, 40);
+    OC_CHECK(dir != NULL);
+    if (!dir)
+        return;
+    struct oc_err err;
+    struct oc_kg *kg = NULL;
+    struct oc_kg_facts *disk = NULL, *mem = NULL;
+    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, &disk, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_MEMORY, &mem, &err), &err);
+    if (!disk || !mem)
+        goto out;
+    struct kg_atom_cache c;
+    uint64_t used0 = oc_mem_used();
+    OC_CHECK_OK(kg_atom_cache_build(&c, disk, (uint64_t)4 << 20, &err), &err);
+    uint64_t built = kg_atom_cache_bytes(&c), n_ent = oc_kg_facts_n_entities(disk);
+    OC_CHECK(c.n_atoms > 400 && built <= (uint64_t)4 << 20 && built > (uint64_t)3 << 20);
+    OC_CHECK(oc_mem_used() - used0 >= built);
+    /* heads: every 8th cached atom (heaviest first) and 200 entities of the tail */
+    uint32_t heads[800];
+    uint64_t n = 0, n_facts = 0;
+    for (uint64_t i = 0; i < c.n_atoms && n < 600; i += 8)
+        heads[n++] = c.map.set[i];
+    for (uint64_t e = n_ent - 200; e < n_ent; e++)
+        heads[n++] = (uint32_t)e;
+    for (uint64_t i = 0; i < n; i++)
+        n_facts += kg_facts_degree(disk, heads[i]);
+    kg_facts_set_atoms(disk, NULL, &c.map, 0);
+    uint64_t b, cached0, cached, from_graph;
+    kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
+    uint64_t expect = n_in_cache(&c, heads, n);
+    check_fetch(disk, mem, heads, n, n_facts);
+    kg_facts_atom_counts(disk, &b, &cached, &from_graph);
+    OC_CHECK(cached - cached0 == expect && expect > 50);
+    /* the fetch's own memory first, then a budget at what is held: a request 2 MiB past it
+       takes at least that from the cache, its lightest atoms first */
+    check_fetch(disk, mem, heads, n, n_facts);
+    oc_mem_set_budget(oc_mem_used() + ((uint64_t)1 << 20));
+    OC_CHECK_OK(kg_atom_cache_register(&c, &err), &err);
+    uint64_t atoms0 = c.n_atoms;
+    uint32_t lightest = c.map.set[atoms0 - 1], heaviest = c.map.set[0];
+    void *big = oc_alloc((size_t)3 << 20, "test: past the budget", &err);
+    OC_CHECK(big != NULL);
+    OC_CHECK(kg_atom_cache_bytes(&c) + ((uint64_t)2 << 20) <= built);
+    OC_CHECK(c.n_atoms < atoms0 && c.n_atoms > 0 && c.map.at != NULL);
+    OC_CHECK(c.map.at[lightest] == NULL && c.map.at[heaviest] != NULL);
+    OC_CHECK(oc_mem_used() <= oc_mem_budget());
+    oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20)); /* the fetch's own, not the cache's */
+    expect = n_in_cache(&c, heads, n);
+    kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
+    check_fetch(disk, mem, heads, n, n_facts); /* the same facts, fewer from the cache */
+    kg_facts_atom_counts(disk, &b, &cached, &from_graph);
+    OC_CHECK(cached - cached0 == expect);
+    /* more than the atoms hold: every atom, then the map */
+    oc_mem_set_budget(oc_mem_used() + 4096);
+    void *more = oc_alloc((size_t)(4096 + kg_atom_cache_bytes(&c)), "test: past the budget", &err);
+    OC_CHECK(more != NULL);
+    OC_CHECK(c.n_atoms == 0 && c.map.at == NULL && kg_atom_cache_bytes(&c) == 0);
+    oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20));
+    kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
+    check_fetch(disk, mem, heads, n, n_facts);
+    kg_facts_atom_counts(disk, &b, &cached, &from_graph);
+    OC_CHECK(cached == cached0);
+    /* nothing left to give: a request past the budget fails */
+    oc_mem_set_budget(oc_mem_used() + 4096);
+    void *none = oc_alloc((size_t)1 << 20, "test: past the budget", &err);
+    OC_CHECK(none == NULL && err.status == OC_ERR_BUDGET);
+    oc_free(none);
+    oc_free(big);
+    oc_free(more);
+    oc_mem_set_budget(0);
+    kg_facts_set_atoms(disk, NULL, NULL, 0);
+    kg_atom_cache_deinit(&c);
+    OC_CHECK(oc_mem_used() == used0);
+out:
+    oc_kg_facts_free(disk);
+    oc_kg_facts_free(mem);
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 /* ---- a generated KG under a budget smaller than its fact graph ------------- */
 
-static int store_reused;
+static int store_reused, atom_gave;
 
+/* Notes a slice store reused and an Atom Cache that gave atoms back, from the INFO log. */
 static void note_reuse(void *ctx, enum oc_log_level level, const char *msg)
 {
     (void)ctx;
     if (level == OC_LOG_INFO && strstr(msg, "kg slice store") && strstr(msg, ": reused ("))
         store_reused = 1;
+    if (level == OC_LOG_INFO && strstr(msg, "kg atom cache: gave "))
+        atom_gave = 1;
 }
+
+#define ATOM_CACHE_BIG_MIB 10 /* fits the 18 MiB at start, not with the largest queries */
 
 static void budget_opts(struct oc_kg_train_opts *o, enum oc_kg_extract_mode m)
 {
@@ -658,6 +778,27 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
         fprintf(stderr, "  slice cache of 10 MiB in 18 MiB: %s\n", err.msg);
         OC_CHECK(rc == OC_ERR_BUDGET && strstr(err.msg, "--slice-cache") != NULL &&
                  strstr(err.msg, "Slice Cache") != NULL);
+    }
+    /* an Atom Cache that leaves extraction too little gives atoms back: the same weights */
+    for (int m = OC_KG_EXTRACT_ATOM; m <= OC_KG_EXTRACT_TIGER; m += OC_KG_EXTRACT_TIGER - 1) {
+        struct oc_kg_train_opts o;
+        budget_opts(&o, (enum oc_kg_extract_mode)m);
+        o.atom_cache_bytes = (uint64_t)ATOM_CACHE_BIG_MIB << 20;
+        struct epochs ep = {.n = 0};
+        struct oc_kg_train_result res;
+        oc_mem_set_budget(budget);
+        oc_mem_reset_peak();
+        atom_gave = 0;
+        oc_log_set_callback(note_reuse, NULL, OC_LOG_INFO);
+        OC_CHECK_OK(oc_kg_train_run(dir, &o, on_epoch, &ep, &res, &err), &err);
+        oc_log_set_callback(NULL, NULL, OC_LOG_WARN);
+        OC_CHECK(oc_mem_peak() <= budget);
+        oc_mem_set_budget(0);
+        fprintf(stderr, "  %s: Atom Cache of %d MiB in 18 MiB: %llu bytes left after epoch 0\n",
+                oc_kg_extract_name((enum oc_kg_extract_mode)m), ATOM_CACHE_BIG_MIB,
+                (unsigned long long)ep.st[0].atom_cache_bytes);
+        OC_CHECK(ep.n == 2 && atom_gave);
+        OC_CHECK(strcmp(res.weights_sha256, sha[0]) == 0);
     }
     /* kill -9 while epoch 0 slices (its records exist only under a temporary name) */
     if (!bin || !*bin) {

@@ -8,19 +8,41 @@
  *   Atom Cache: entities by degree (descending, ties by id) ──► as many as
  *               fit in its bytes (the map's 8 bytes per entity included)
  *               ──► their facts read once through the fact graph's reader
- *               into one pool, static for the run
+ *               into one pool (an accounted anonymous mapping), in that
+ *               order
+ *   giving back (the accountant's reclaimer, under a budget): the last
+ *               atoms of the pool (lowest degree) leave the map, their
+ *               whole pages go back; with none left, the map itself goes.
+ *               The cache is not filled again (the largest queries that
+ *               asked come back every epoch); what left is read from the
+ *               fact graph, the same facts
  *
  * A cache whose bytes do not even hold the map is empty (map.at NULL).
  *
  * Place in the data flow: kg (kg_tiger.c, kg_train.c ──► here ──► kg_facts.c).
- * Thread-safety: built and changed by one thread; read by the extraction
- * workers while nobody changes it.
+ * Thread-safety: built by one thread; read by the extraction workers and
+ * TIGER's planner under the read side of the cache's lock (kg_atoms_read_lock,
+ * nothing allocated inside); the reclaimer, on whichever thread asks for
+ * memory, takes the write side, waiting at most GIVE_WAIT_S, and gives
+ * nothing if that thread holds the read side. Other maps have no lock: one
+ * thread changes them while nobody reads them.
  * Ownership: a map borrows the facts it points to; the cache owns its pool.
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kg/kg_tiger_int.h"
+
+#define GIVE_LEAST_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
+#define GIVE_WAIT_S      2          /* a reclaim waits this long for the readers */
+
+/* The map whose read side this thread holds: its reclaims give nothing. */
+static _Thread_local const pthread_rwlock_t *holding;
 
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err)
 {
@@ -73,10 +95,45 @@ static int u64_desc(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
+void kg_atoms_read_lock(const struct kg_atoms *a)
+{
+    if (!a->lock)
+        return;
+    pthread_rwlock_rdlock(a->lock);
+    holding = a->lock;
+}
+
+void kg_atoms_read_unlock(const struct kg_atoms *a)
+{
+    if (!a->lock)
+        return;
+    holding = NULL;
+    pthread_rwlock_unlock(a->lock);
+}
+
+/* The pool: nf facts (8 bytes each) in an accounted anonymous mapping. */
+static int pool_map(struct kg_atom_cache *c, uint64_t nf, struct oc_err *err)
+{
+    if (nf == 0)
+        return OC_OK;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)(nf * 8 + page - 1) / page * page;
+    OC_KG_TRY(oc_mem_reserve(nf * 8, "kg atom cache", err));
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        oc_mem_release(nf * 8);
+        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno, "kg atom cache: cannot map %zu bytes", len);
+    }
+    c->pool = p;
+    c->pool_len = len;
+    c->n_facts = nf; /* what deinit gives back to the accountant */
+    return OC_OK;
+}
+
 int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
                         struct oc_err *err)
 {
     memset(c, 0, sizeof(*c));
+    c->facts = f;
     uint64_t n = oc_kg_facts_n_entities(f), map_bytes = n * sizeof(void *);
     if (bytes <= map_bytes) {
         oc_log(OC_LOG_INFO,
@@ -85,10 +142,15 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
                (unsigned long long)bytes, (unsigned long long)map_bytes, (unsigned long long)n);
         return OC_OK; /* empty: c->map.at is NULL */
     }
+    if (pthread_rwlock_init(&c->lock, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "kg atom cache: cannot make its lock");
+    c->lock_ready = 1;
     /* (degree << 32 | ~id): descending = highest degree first, then lowest id */
     uint64_t *order = oc_alloc((size_t)n * 8 + 8, "kg atom cache: order", err);
-    if (!order)
+    if (!order) {
+        kg_atom_cache_deinit(c);
         return err->status;
+    }
     for (uint64_t e = 0; e < n; e++)
         order[e] = kg_facts_degree(f, (uint32_t)e) << 32 | (uint32_t) ~(uint32_t)e;
     qsort(order, (size_t)n, 8, u64_desc);
@@ -97,8 +159,8 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
         nf += order[k++] >> 32;
     int rc = kg_atoms_init(&c->map, n, err);
     uint32_t *heads = NULL;
-    if (!rc && !(c->pool = oc_alloc((size_t)nf * 8 + 8, "kg atom cache", err)))
-        rc = err->status;
+    if (!rc)
+        rc = pool_map(c, nf, err);
     if (!rc && !(heads = oc_alloc((size_t)k * 4 + 4, "kg atom cache: heads", err)))
         rc = err->status;
     for (uint64_t i = 0; !rc && i < k; i++)
@@ -145,15 +207,106 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
         kg_atom_cache_deinit(c);
         return rc;
     }
+    c->map.lock = &c->lock; /* map.set lists the atoms in pool order */
     c->n_atoms = k;
-    c->n_facts = nf;
-    c->bytes = map_bytes + nf * 8;
+    c->built_bytes = map_bytes + nf * 8;
+    atomic_store(&c->bytes, c->built_bytes);
     return OC_OK;
+}
+
+/*
+ * The accountant's reclaimer: drops the pool's last atoms, then the map,
+ * until at least want bytes (or GIVE_LEAST_BYTES or a 16th of the cache, the
+ * less, whichever is more) went back, or nothing is left.
+ */
+static uint64_t give_back(void *ctx, uint64_t want)
+{
+    struct kg_atom_cache *c = ctx;
+    if (holding == &c->lock)
+        return 0;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += GIVE_WAIT_S;
+    if (pthread_rwlock_timedwrlock(&c->lock, &until) != 0)
+        return 0;
+    uint64_t least =
+        c->built_bytes / 16 < GIVE_LEAST_BYTES ? c->built_bytes / 16 : GIVE_LEAST_BYTES;
+    uint64_t goal = want > least ? want : least, facts = 0, map = 0, set = 0;
+    while (c->map.n_set > 0 && facts * 8 < goal) {
+        uint32_t e = c->map.set[--c->map.n_set];
+        uint64_t d = kg_facts_degree(c->facts, e);
+        c->map.at[e] = NULL;
+        facts += d;
+    }
+    c->n_atoms = c->map.n_set;
+    c->n_facts -= facts;
+    if (c->pool) { /* the whole pages past the atoms left */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t from = (size_t)(c->n_facts * 8 + page - 1) / page * page;
+        if (from < c->pool_len)
+            madvise((uint8_t *)c->pool + from, c->pool_len - from, MADV_DONTNEED);
+    }
+    if (c->map.n_set == 0 && c->map.at && facts * 8 < goal) { /* no atom left: the map goes */
+        map = c->map.n_entities * sizeof(void *);
+        set = c->map.cap_set * 4; /* the atoms' list, not in the cache's bytes */
+        oc_free((void *)c->map.at);
+        oc_free(c->map.set);
+        c->map.at = NULL;
+        c->map.set = NULL;
+        c->map.cap_set = 0;
+    }
+    uint64_t given = facts * 8 + map + set;
+    c->n_gives += given > 0;
+    c->given_bytes += given;
+    atomic_fetch_sub(&c->bytes, facts * 8 + map);
+    pthread_rwlock_unlock(&c->lock);
+    oc_mem_release(facts * 8);
+    return given;
+}
+
+int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err)
+{
+    if (!c->map.at || c->registered)
+        return OC_OK;
+    OC_KG_TRY(oc_mem_reclaimer_add(give_back, c, err));
+    c->registered = 1;
+    return OC_OK;
+}
+
+uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c)
+{
+    return atomic_load(&c->bytes);
+}
+
+void kg_atom_cache_note(struct kg_atom_cache *c)
+{
+    if (!c->lock_ready)
+        return;
+    pthread_rwlock_rdlock(&c->lock);
+    uint64_t gives = c->n_gives, given = c->given_bytes, left = c->n_atoms;
+    int map = c->map.at != NULL;
+    pthread_rwlock_unlock(&c->lock);
+    if (gives == c->gives_logged)
+        return;
+    c->gives_logged = gives;
+    char a[32], b[32];
+    oc_log(OC_LOG_INFO,
+           "kg atom cache: gave %s back to requests past --mem-budget (%s left, %" PRIu64
+           " atoms%s); what left is read from the fact graph",
+           oc_format_size(given, a, sizeof(a)),
+           oc_format_size(kg_atom_cache_bytes(c), b, sizeof(b)), left, map ? "" : ", no map");
 }
 
 void kg_atom_cache_deinit(struct kg_atom_cache *c)
 {
+    if (c->registered)
+        oc_mem_reclaimer_remove(give_back, c); /* waits for a reclaim in progress */
+    if (c->pool) {
+        munmap(c->pool, c->pool_len);
+        oc_mem_release(c->n_facts * 8);
+    }
     kg_atoms_deinit(&c->map);
-    oc_free(c->pool);
+    if (c->lock_ready)
+        pthread_rwlock_destroy(&c->lock);
     memset(c, 0, sizeof(*c));
 }

@@ -14,7 +14,9 @@
  * Thread-safety: the fact graph is read-only after open; each thread uses
  * its own reader; counters are atomics. The atom maps are set while no
  * reader that follows them fetches; a reader with its own atoms (the
- * slicer's, on TIGER's planner thread) never looks at them.
+ * slicer's, on TIGER's planner thread) never looks at them. A map that gives
+ * back (the Atom Cache) is looked up and copied from under its read side,
+ * the disk reads queued after it is let go.
  * Ownership: the fact graph owns its arrays and files; a reader borrows its
  * fact graph, which must outlive it.
  */
@@ -42,6 +44,8 @@ struct oc_kg_facts_reader {
     struct oc_io_stats last;
     int own_atoms;                /* the graph's atom maps ignored: only `cache` */
     const struct kg_atoms *cache; /* with own_atoms (may be NULL) */
+    uint8_t *held;                /* per head of a fetch: copied under a map's lock */
+    uint64_t cap_held;
 };
 
 static int load_u32(const char *path, uint32_t **out, struct oc_err *err)
@@ -170,7 +174,17 @@ void oc_kg_facts_reader_free(struct oc_kg_facts_reader *r)
     if (!r)
         return;
     oc_io_batch_free(r->batch);
+    oc_free(r->held);
     oc_free(r);
+}
+
+/* Queues the reads of a head's k facts from index b (rel and tail) into the reader's batch. */
+static int queue_facts(struct oc_kg_facts_reader *r, uint64_t b, uint64_t k, uint32_t *rel,
+                       uint32_t *tail, struct oc_err *err)
+{
+    uint64_t off = OC_NPY_HEADER_BYTES + 4 * b;
+    OC_KG_TRY(oc_io_batch_add(r->batch, r->f->f_rel, off, (size_t)k * 4, rel, err));
+    return oc_io_batch_add(r->batch, r->f->f_tail, off, (size_t)k * 4, tail, err);
 }
 
 int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint64_t n,
@@ -188,12 +202,29 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
                           "kg slice store: entity %u (%llu facts) is in no slice of its batch",
                           heads[i], (unsigned long long)k);
     }
+    /* the copies from memory, under the cache's read side; disk reads queued after it (they
+       allocate), for the heads not copied */
+    uint8_t *held = NULL;
+    if (cache && cache->lock && f->where == OC_KG_FACTS_DISK) {
+        if (n > r->cap_held) {
+            uint8_t *p = oc_realloc(r->held, (size_t)n, "kg fact reader", err);
+            if (!p)
+                return err->status;
+            r->held = p;
+            r->cap_held = n;
+        }
+        held = r->held;
+    }
+    if (cache)
+        kg_atoms_read_lock(cache);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
         const uint32_t *atom = batch ? batch->at[heads[i]] : NULL;
         n_batch += atom != NULL;
-        if (!atom && cache && (atom = cache->at[heads[i]]) != NULL)
+        if (!atom && cache && cache->at && (atom = cache->at[heads[i]]) != NULL)
             n_cache++;
+        if (held)
+            held[i] = atom != NULL;
         if (atom) {
             memcpy(rel + at, atom, (size_t)k * 4);
             memcpy(tail + at, atom + k, (size_t)k * 4);
@@ -201,12 +232,19 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
             memcpy(rel + at, f->rel + b, (size_t)k * 4);
             memcpy(tail + at, f->tail + b, (size_t)k * 4);
         } else {
-            uint64_t off = OC_NPY_HEADER_BYTES + 4 * b;
-            OC_KG_TRY(oc_io_batch_add(r->batch, f->f_rel, off, (size_t)k * 4, rel + at, err));
-            OC_KG_TRY(oc_io_batch_add(r->batch, f->f_tail, off, (size_t)k * 4, tail + at, err));
+            if (!held)
+                OC_KG_TRY(queue_facts(r, b, k, rel + at, tail + at, err));
             n_disk++;
         }
         at += k;
+    }
+    if (cache)
+        kg_atoms_read_unlock(cache);
+    for (uint64_t i = 0, a = 0; held && n_disk && i < n; i++) {
+        uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
+        if (!held[i])
+            OC_KG_TRY(queue_facts(r, b, k, rel + a, tail + a, err));
+        a += k;
     }
     if (batch || cache) {
         atomic_fetch_add(&f->from_batch, n_batch);

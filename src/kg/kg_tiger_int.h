@@ -4,7 +4,8 @@
  *
  *   kg_atoms.c        atom maps: entity ─► its facts (rel[k] then tail[k]),
  *                     direct-addressed; the Atom Cache (highest-degree atoms,
- *                     static) and each batch's map of loaded slices
+ *                     built once, giving atoms back under the budget) and each
+ *                     batch's map of loaded slices
  *   kg_slice.c        SiGMa (slice matching + slice generation) or ginex's
  *                     sequential slicing: query entity ─► disjoint slices
  *   kg_slice_store.c  the slice store on SSD under DIR/plan/tiger-<key>/
@@ -17,11 +18,16 @@
  * Thread-safety: the training thread drives the executor, which runs the
  * slicer and the Belady planner on its planner thread and slice reads on its
  * reader thread, handing each over (kg_tiger.c); the atom maps are read by
- * the extraction workers while no one writes them.
- * Ownership: documented per object; every array is oc_alloc'd.
+ * the extraction workers while no one writes them, but for the Atom Cache's
+ * giving back, which takes its lock's write side.
+ * Ownership: documented per object; every array is oc_alloc'd but the Atom
+ * Cache's pool (an accounted mapping).
  */
 #ifndef OFFCORE_KG_TIGER_INT_H
 #define OFFCORE_KG_TIGER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "kg/kg_int.h"
 
@@ -36,27 +42,50 @@
  */
 struct kg_atoms {
     uint64_t n_entities;
-    const uint32_t **at; /* n_entities */
+    const uint32_t **at; /* n_entities; NULL once a giving-back map gave it up */
     uint32_t *set;
     uint64_t n_set, cap_set;
+    pthread_rwlock_t *lock; /* a map that gives back (the Atom Cache's): readers hold it */
 };
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err);
 void kg_atoms_deinit(struct kg_atoms *a);
 int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct oc_err *err);
 void kg_atoms_clear(struct kg_atoms *a);
+/*
+ * The read side of a giving-back map (no-op for others) around lookups and
+ * copies; nothing allocates while it is held (a reclaim asked by this thread
+ * meanwhile would give nothing).
+ */
+void kg_atoms_read_lock(const struct kg_atoms *a);
+void kg_atoms_read_unlock(const struct kg_atoms *a);
 
 /*
  * The Atom Cache: the atoms of the highest-degree entities (ties: lower id
  * first) whose facts and the map fit in `bytes`, read once from the fact
- * graph (through its reader: O_DIRECT when on disk) and never changed.
+ * graph (through its reader: O_DIRECT when on disk). Registered with the
+ * accountant (kg_atom_cache_register, under a budget), it gives atoms back,
+ * lowest degree first, then its map, to requests that would pass the budget
+ * (the query subgraphs' working memory is only known as they come); those
+ * atoms are read from the fact graph from then on, the same facts.
  */
 struct kg_atom_cache {
     struct kg_atoms map;
-    uint32_t *pool; /* the cached atoms' facts */
-    uint64_t n_atoms, n_facts, bytes;
+    const struct oc_kg_facts *facts; /* borrowed: the atoms' degrees */
+    uint32_t *pool;                  /* the cached atoms' facts: an accounted mapping */
+    size_t pool_len;
+    uint64_t n_atoms, n_facts, built_bytes; /* live atoms and facts [lock] */
+    _Atomic uint64_t bytes;                 /* live: map + facts */
+    uint64_t n_gives, given_bytes;          /* [lock] */
+    uint64_t gives_logged;                  /* kg_atom_cache_note's (one thread) */
+    pthread_rwlock_t lock;
+    int lock_ready, registered;
 };
 int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
                         struct oc_err *err);
+int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err);
+uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c);
+/* Logs (INFO) what the cache gave back since the last note, if anything. */
+void kg_atom_cache_note(struct kg_atom_cache *c);
 void kg_atom_cache_deinit(struct kg_atom_cache *c);
 
 /*

@@ -428,6 +428,8 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     uint64_t share = o->extract == OC_KG_EXTRACT_ATOM ? left / 4 : left / 8;
     OC_KG_TRY(kg_atom_cache_build(&r->atom_cache, f,
                                   o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
+    if (oc_mem_budget()) /* it gives atoms back to the largest queries' working memory */
+        OC_KG_TRY(kg_atom_cache_register(&r->atom_cache, err));
     kg_facts_set_atoms(f, NULL, r->atom_cache.map.at ? &r->atom_cache.map : NULL, 0);
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
@@ -660,7 +662,8 @@ static int extract_report(struct kg_run *r, const struct extract_mark *a,
     st->bytes_read = b.io.bytes_read - a->io.bytes_read + b.t.bytes_read - a->t.bytes_read;
     st->atoms_cached = b.from_cache - a->from_cache;
     st->atoms_disk = r->o->extract == OC_KG_EXTRACT_BASIC ? 0 : b.from_graph - a->from_graph;
-    st->atom_cache_bytes = r->atom_cache.bytes;
+    st->atom_cache_bytes = kg_atom_cache_bytes(&r->atom_cache);
+    kg_atom_cache_note(&r->atom_cache);
     st->peak_rss_bytes = peak_rss_bytes();
     if (!r->tiger)
         return OC_OK;
@@ -874,7 +877,7 @@ int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epo
     int rc = run_open(&r, dir, err);
     if (!rc)
         rc = run_epochs(&r, on_epoch, ctx, res, err);
-    if (rc == OC_ERR_BUDGET && (r.atom_cache.bytes || r.tiger)) {
+    if (rc == OC_ERR_BUDGET && (r.atom_cache.built_bytes || r.tiger)) {
         /* the caches were sized before the largest queries' working memory was known */
         struct kg_tiger_stats st = {0};
         if (r.tiger)
@@ -884,7 +887,7 @@ int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epo
                       "kg-train --extract %s (its Atom Cache holds %s and its Slice Cache %s of "
                       "--mem-budget; --atom-cache and --slice-cache set them smaller)",
                       oc_kg_extract_name(o->extract),
-                      oc_format_size(r.atom_cache.bytes, a, sizeof(a)),
+                      oc_format_size(kg_atom_cache_bytes(&r.atom_cache), a, sizeof(a)),
                       oc_format_size(st.cache_bytes, b, sizeof(b)));
     }
     run_close(&r);

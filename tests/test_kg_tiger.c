@@ -586,8 +586,8 @@ static void check_fetch(struct oc_kg_facts *disk, struct oc_kg_facts *mem, const
 static uint64_t n_in_cache(const struct kg_atom_cache *c, const uint32_t *heads, uint64_t n)
 {
     uint64_t k = 0;
-    for (uint64_t i = 0; c->map.at && i < n; i++)
-        k += c->map.at[heads[i]] != NULL;
+    for (uint64_t i = 0; i < n; i++)
+        k += kg_atom_cache_get(c, heads[i]) != NULL;
     return k;
 }
 
@@ -615,12 +615,26 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     uint32_t heads[800];
     uint64_t n = 0, n_facts = 0;
     for (uint64_t i = 0; i < c.n_atoms && n < 600; i += 8)
-        heads[n++] = c.map.set[i];
+        heads[n++] = c.order[i];
     for (uint64_t e = n_ent - 200; e < n_ent; e++)
         heads[n++] = (uint32_t)e;
     for (uint64_t i = 0; i < n; i++)
         n_facts += kg_facts_degree(disk, heads[i]);
-    kg_facts_set_atoms(disk, NULL, &c.map, 0);
+    kg_facts_set_atoms(disk, NULL, &c, 0);
+    { /* the index: exactly the atoms built are found, and fetching every entity gives its facts */
+        uint32_t *all = malloc(n_ent * 4);
+        uint64_t found = 0, all_facts = 0;
+        for (uint64_t e = 0; e < n_ent; e++) {
+            all[e] = (uint32_t)(n_ent - 1 - e);
+            all_facts += kg_facts_degree(disk, all[e]);
+            found += kg_atom_cache_get(&c, (uint32_t)e) != NULL;
+        }
+        OC_CHECK(found == c.n_atoms && kg_atom_cache_get(&c, (uint32_t)n_ent) == NULL);
+        for (uint64_t i = 0; i < c.n_atoms; i++)
+            OC_CHECK(kg_atom_cache_get(&c, c.order[i]) != NULL);
+        check_fetch(disk, mem, all, n_ent, all_facts);
+        free(all);
+    }
     uint64_t b, cached0, cached, from_graph;
     kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
     uint64_t expect = n_in_cache(&c, heads, n);
@@ -633,12 +647,12 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     oc_mem_set_budget(oc_mem_used() + ((uint64_t)1 << 20));
     OC_CHECK_OK(kg_atom_cache_register(&c, &err), &err);
     uint64_t atoms0 = c.n_atoms;
-    uint32_t lightest = c.map.set[atoms0 - 1], heaviest = c.map.set[0];
+    uint32_t lightest = c.order[atoms0 - 1], heaviest = c.order[0];
     void *big = oc_alloc((size_t)3 << 20, "test: past the budget", &err);
     OC_CHECK(big != NULL);
     OC_CHECK(kg_atom_cache_bytes(&c) + ((uint64_t)2 << 20) <= built);
-    OC_CHECK(c.n_atoms < atoms0 && c.n_atoms > 0 && c.map.at != NULL);
-    OC_CHECK(c.map.at[lightest] == NULL && c.map.at[heaviest] != NULL);
+    OC_CHECK(c.n_atoms < atoms0 && c.n_atoms > 0 && c.bits != NULL);
+    OC_CHECK(!kg_atom_cache_get(&c, lightest) && kg_atom_cache_get(&c, heaviest));
     OC_CHECK(oc_mem_used() <= oc_mem_budget());
     oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20)); /* the fetch's own, not the cache's */
     expect = n_in_cache(&c, heads, n);
@@ -646,11 +660,11 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     check_fetch(disk, mem, heads, n, n_facts); /* the same facts, fewer from the cache */
     kg_facts_atom_counts(disk, &b, &cached, &from_graph);
     OC_CHECK(cached - cached0 == expect);
-    /* more than the atoms hold: every atom, then the map */
+    /* more than the atoms hold: every atom, then the index */
     oc_mem_set_budget(oc_mem_used() + 4096);
     void *more = oc_alloc((size_t)(4096 + kg_atom_cache_bytes(&c)), "test: past the budget", &err);
     OC_CHECK(more != NULL);
-    OC_CHECK(c.n_atoms == 0 && c.map.at == NULL && kg_atom_cache_bytes(&c) == 0);
+    OC_CHECK(c.n_atoms == 0 && c.bits == NULL && kg_atom_cache_bytes(&c) == 0);
     oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20));
     kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
     check_fetch(disk, mem, heads, n, n_facts);

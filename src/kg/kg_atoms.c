@@ -6,27 +6,31 @@
  * holds, in its order: the subgraphs, hence the weights, do not change.
  *
  *   Atom Cache: entities by degree (descending, ties by id) ──► as many as
- *               fit in its bytes (the map's 8 bytes per entity included)
- *               ──► their facts read once through the fact graph's reader
- *               into one pool (an accounted anonymous mapping), in that
- *               order
+ *               fit in its bytes (its index included) ──► their facts read
+ *               once through the fact graph's reader into one pool (an
+ *               accounted anonymous mapping), in that order. Index,
+ *               direct-addressed and compact: bit e set if e was cached;
+ *               the cached entities before each 64 (`before`); so e's rank
+ *               among them is before[e/64] + popcount of its word's lower
+ *               bits, and at[rank] its place in the pool (or gone)
  *   giving back (the accountant's reclaimer, under a budget): the last
- *               atoms of the pool (lowest degree) leave the map, their
- *               whole pages go back; with none left, the map itself goes.
- *               The cache is not filled again (the largest queries that
- *               asked come back every epoch); what left is read from the
- *               fact graph, the same facts
+ *               atoms of the pool (lowest degree) are marked gone, their
+ *               whole pages go back; with none left, the index goes. The
+ *               cache is not filled again (the largest queries that asked
+ *               come back every epoch); what left is read from the fact
+ *               graph, the same facts
  *
- * A cache whose bytes do not even hold the map is empty (map.at NULL).
+ * A cache whose bytes do not even hold the index is empty (bits NULL).
  *
  * Place in the data flow: kg (kg_tiger.c, kg_train.c ──► here ──► kg_facts.c).
- * Thread-safety: built by one thread; read by the extraction workers and
- * TIGER's planner under the read side of the cache's lock (kg_atoms_read_lock,
- * nothing allocated inside); the reclaimer, on whichever thread asks for
- * memory, takes the write side, waiting at most GIVE_WAIT_S, and gives
- * nothing if that thread holds the read side. Other maps have no lock: one
- * thread changes them while nobody reads them.
- * Ownership: a map borrows the facts it points to; the cache owns its pool.
+ * Thread-safety: the cache is built by one thread; read by the extraction
+ * workers and TIGER's planner under the read side of its lock
+ * (kg_atom_cache_read_lock, nothing allocated inside); the reclaimer, on
+ * whichever thread asks for memory, takes the write side, waiting at most
+ * GIVE_WAIT_S, and gives nothing if that thread holds the read side. A map
+ * has no lock: one thread changes it while nobody reads it.
+ * Ownership: a map borrows the facts it points to; the cache owns its pool
+ * and index.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,8 +45,10 @@
 #define GIVE_LEAST_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
 #define GIVE_WAIT_S      2          /* a reclaim waits this long for the readers */
 
-/* The map whose read side this thread holds: its reclaims give nothing. */
-static _Thread_local const pthread_rwlock_t *holding;
+#define GONE UINT64_MAX /* at[]: an atom given back */
+
+/* The cache whose read side this thread holds: its reclaims give nothing. */
+static _Thread_local const struct kg_atom_cache *holding;
 
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err)
 {
@@ -95,20 +101,70 @@ static int u64_desc(const void *x, const void *y)
     return a < b ? 1 : a > b ? -1 : 0;
 }
 
-void kg_atoms_read_lock(const struct kg_atoms *a)
+void kg_atom_cache_read_lock(const struct kg_atom_cache *c)
 {
-    if (!a->lock)
-        return;
-    pthread_rwlock_rdlock(a->lock);
-    holding = a->lock;
+    pthread_rwlock_rdlock((pthread_rwlock_t *)&c->lock);
+    holding = c;
 }
 
-void kg_atoms_read_unlock(const struct kg_atoms *a)
+void kg_atom_cache_read_unlock(const struct kg_atom_cache *c)
 {
-    if (!a->lock)
-        return;
     holding = NULL;
-    pthread_rwlock_unlock(a->lock);
+    pthread_rwlock_unlock((pthread_rwlock_t *)&c->lock);
+}
+
+const uint32_t *kg_atom_cache_get(const struct kg_atom_cache *c, uint32_t e)
+{
+    if (!c->bits || e >= c->n_entities)
+        return NULL;
+    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
+    if (!(w & bit))
+        return NULL;
+    uint64_t at = c->at[c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1))];
+    return at == GONE ? NULL : c->pool + at;
+}
+
+/* The index of n entities: bits and per-word counts; its bytes (at[] and order[] are per atom). */
+static uint64_t index_bytes(uint64_t n)
+{
+    return (n + 63) / 64 * (8 + 4);
+}
+
+/* The index for the k entities heads[0..k) (at[] filled as the pool is). */
+static int index_build(struct kg_atom_cache *c, const uint32_t *heads, uint64_t k,
+                       struct oc_err *err)
+{
+    uint64_t words = (c->n_entities + 63) / 64;
+    if (!(c->bits = oc_calloc(words, 8, "kg atom cache: index", err)) ||
+        !(c->before = oc_alloc((size_t)words * 4, "kg atom cache: index", err)) ||
+        !(c->at = oc_alloc((size_t)k * 8 + 8, "kg atom cache: index", err)) ||
+        !(c->order = oc_alloc((size_t)k * 4 + 4, "kg atom cache: index", err)))
+        return err->status;
+    for (uint64_t i = 0; i < k; i++)
+        c->bits[heads[i] >> 6] |= (uint64_t)1 << (heads[i] & 63);
+    uint32_t sum = 0;
+    for (uint64_t w = 0; w < words; w++) {
+        c->before[w] = sum;
+        sum += (uint32_t)__builtin_popcountll(c->bits[w]);
+    }
+    return OC_OK;
+}
+
+/* e's rank among the cached entities (e cached). */
+static uint64_t rank_of(const struct kg_atom_cache *c, uint32_t e)
+{
+    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
+    return c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1));
+}
+
+static void index_free(struct kg_atom_cache *c)
+{
+    oc_free(c->bits);
+    oc_free(c->before);
+    oc_free(c->at);
+    oc_free(c->order);
+    c->bits = c->at = NULL;
+    c->before = c->order = NULL;
 }
 
 /* The pool: nf facts (8 bytes each) in an accounted anonymous mapping. */
@@ -134,13 +190,14 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 {
     memset(c, 0, sizeof(*c));
     c->facts = f;
-    uint64_t n = oc_kg_facts_n_entities(f), map_bytes = n * sizeof(void *);
-    if (bytes <= map_bytes) {
+    uint64_t n = oc_kg_facts_n_entities(f), idx = index_bytes(n);
+    c->n_entities = n;
+    if (bytes <= idx) {
         oc_log(OC_LOG_INFO,
-               "kg atom cache: %llu bytes do not hold its map (%llu bytes for %llu entities): "
+               "kg atom cache: %llu bytes do not hold its index (%llu bytes for %llu entities): "
                "no Atom Cache",
-               (unsigned long long)bytes, (unsigned long long)map_bytes, (unsigned long long)n);
-        return OC_OK; /* empty: c->map.at is NULL */
+               (unsigned long long)bytes, (unsigned long long)idx, (unsigned long long)n);
+        return OC_OK; /* empty: c->bits is NULL */
     }
     if (pthread_rwlock_init(&c->lock, NULL) != 0)
         return OC_ERR(err, OC_ERR_NOMEM, "kg atom cache: cannot make its lock");
@@ -154,19 +211,23 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
     for (uint64_t e = 0; e < n; e++)
         order[e] = kg_facts_degree(f, (uint32_t)e) << 32 | (uint32_t) ~(uint32_t)e;
     qsort(order, (size_t)n, 8, u64_desc);
-    uint64_t room = (bytes - map_bytes) / 8, k = 0, nf = 0;
-    while (k < n && nf + (order[k] >> 32) <= room)
-        nf += order[k++] >> 32;
-    int rc = kg_atoms_init(&c->map, n, err);
-    uint32_t *heads = NULL;
-    if (!rc)
-        rc = pool_map(c, nf, err);
-    if (!rc && !(heads = oc_alloc((size_t)k * 4 + 4, "kg atom cache: heads", err)))
+    /* per atom: its facts (8 bytes each) and 12 bytes of index (at[] and order[]) */
+    uint64_t room = bytes - idx, k = 0, used = 0;
+    while (k < n && used + 12 + 8 * (order[k] >> 32) <= room)
+        used += 12 + 8 * (order[k++] >> 32);
+    uint64_t nf = (used - 12 * k) / 8;
+    int rc = OC_OK;
+    uint32_t *heads = oc_alloc((size_t)k * 4 + 4, "kg atom cache: heads", err);
+    if (!heads)
         rc = err->status;
     for (uint64_t i = 0; !rc && i < k; i++)
         heads[i] = ~(uint32_t)order[i];
     oc_free(order);
-    /* read in batches of heads by id (sequential on disk), each atom rel then tail */
+    if (!rc)
+        rc = index_build(c, heads, k, err);
+    if (!rc)
+        rc = pool_map(c, nf, err);
+    /* read in batches of heads (in degree order), each atom rel then tail */
     struct oc_kg_facts_reader *r = NULL;
     uint32_t *rel = NULL, *tail = NULL;
     const uint64_t step = 1024;
@@ -189,12 +250,13 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
         if ((rc = oc_kg_facts_fetch(r, heads + i0, m, rel, tail, err)))
             break;
         for (uint64_t i = 0; i < m; i++) {
-            uint64_t d = kg_facts_degree(f, heads[i0 + i]);
+            uint32_t e = heads[i0 + i];
+            uint64_t d = kg_facts_degree(f, e);
             uint32_t *dst = c->pool + 2 * at;
             memcpy(dst, rel + nfm, (size_t)d * 4);
             memcpy(dst + d, tail + nfm, (size_t)d * 4);
-            if ((rc = kg_atoms_put(&c->map, heads[i0 + i], dst, err)))
-                break;
+            c->at[rank_of(c, e)] = 2 * at;
+            c->order[i0 + i] = e;
             nfm += d;
             at += d;
         }
@@ -207,22 +269,22 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
         kg_atom_cache_deinit(c);
         return rc;
     }
-    c->map.lock = &c->lock; /* map.set lists the atoms in pool order */
     c->n_atoms = k;
-    c->built_bytes = map_bytes + nf * 8;
+    c->index_bytes = idx + 12 * k + 12; /* as index_build allocated it */
+    c->built_bytes = c->index_bytes + nf * 8;
     atomic_store(&c->bytes, c->built_bytes);
     return OC_OK;
 }
 
 /*
- * The accountant's reclaimer: drops the pool's last atoms, then the map,
- * until at least want bytes (or GIVE_LEAST_BYTES or a 16th of the cache, the
- * less, whichever is more) went back, or nothing is left.
+ * The accountant's reclaimer: marks the pool's last atoms gone, then drops
+ * the index, until at least want bytes (or GIVE_LEAST_BYTES or a 16th of
+ * the cache, the less, whichever is more) went back, or nothing is left.
  */
 static uint64_t give_back(void *ctx, uint64_t want)
 {
     struct kg_atom_cache *c = ctx;
-    if (holding == &c->lock)
+    if (holding == c)
         return 0;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -231,14 +293,12 @@ static uint64_t give_back(void *ctx, uint64_t want)
         return 0;
     uint64_t least =
         c->built_bytes / 16 < GIVE_LEAST_BYTES ? c->built_bytes / 16 : GIVE_LEAST_BYTES;
-    uint64_t goal = want > least ? want : least, facts = 0, map = 0, set = 0;
-    while (c->map.n_set > 0 && facts * 8 < goal) {
-        uint32_t e = c->map.set[--c->map.n_set];
-        uint64_t d = kg_facts_degree(c->facts, e);
-        c->map.at[e] = NULL;
-        facts += d;
+    uint64_t goal = want > least ? want : least, facts = 0, index = 0;
+    while (c->n_atoms > 0 && facts * 8 < goal) {
+        uint32_t e = c->order[--c->n_atoms];
+        c->at[rank_of(c, e)] = GONE;
+        facts += kg_facts_degree(c->facts, e);
     }
-    c->n_atoms = c->map.n_set;
     c->n_facts -= facts;
     if (c->pool) { /* the whole pages past the atoms left */
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -246,19 +306,14 @@ static uint64_t give_back(void *ctx, uint64_t want)
         if (from < c->pool_len)
             madvise((uint8_t *)c->pool + from, c->pool_len - from, MADV_DONTNEED);
     }
-    if (c->map.n_set == 0 && c->map.at && facts * 8 < goal) { /* no atom left: the map goes */
-        map = c->map.n_entities * sizeof(void *);
-        set = c->map.cap_set * 4; /* the atoms' list, not in the cache's bytes */
-        oc_free((void *)c->map.at);
-        oc_free(c->map.set);
-        c->map.at = NULL;
-        c->map.set = NULL;
-        c->map.cap_set = 0;
+    if (c->n_atoms == 0 && c->bits && facts * 8 < goal) { /* no atom left: the index goes */
+        index = c->index_bytes;
+        index_free(c);
     }
-    uint64_t given = facts * 8 + map + set;
+    uint64_t given = facts * 8 + index;
     c->n_gives += given > 0;
     c->given_bytes += given;
-    atomic_fetch_sub(&c->bytes, facts * 8 + map);
+    atomic_fetch_sub(&c->bytes, given);
     pthread_rwlock_unlock(&c->lock);
     oc_mem_release(facts * 8);
     return given;
@@ -266,7 +321,7 @@ static uint64_t give_back(void *ctx, uint64_t want)
 
 int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err)
 {
-    if (!c->map.at || c->registered)
+    if (!c->bits || c->registered)
         return OC_OK;
     OC_KG_TRY(oc_mem_reclaimer_add(give_back, c, err));
     c->registered = 1;
@@ -284,7 +339,7 @@ void kg_atom_cache_note(struct kg_atom_cache *c)
         return;
     pthread_rwlock_rdlock(&c->lock);
     uint64_t gives = c->n_gives, given = c->given_bytes, left = c->n_atoms;
-    int map = c->map.at != NULL;
+    int index = c->bits != NULL;
     pthread_rwlock_unlock(&c->lock);
     if (gives == c->gives_logged)
         return;
@@ -294,7 +349,7 @@ void kg_atom_cache_note(struct kg_atom_cache *c)
            "kg atom cache: gave %s back to requests past --mem-budget (%s left, %" PRIu64
            " atoms%s); what left is read from the fact graph",
            oc_format_size(given, a, sizeof(a)),
-           oc_format_size(kg_atom_cache_bytes(c), b, sizeof(b)), left, map ? "" : ", no map");
+           oc_format_size(kg_atom_cache_bytes(c), b, sizeof(b)), left, index ? "" : ", no index");
 }
 
 void kg_atom_cache_deinit(struct kg_atom_cache *c)
@@ -305,7 +360,7 @@ void kg_atom_cache_deinit(struct kg_atom_cache *c)
         munmap(c->pool, c->pool_len);
         oc_mem_release(c->n_facts * 8);
     }
-    kg_atoms_deinit(&c->map);
+    index_free(c);
     if (c->lock_ready)
         pthread_rwlock_destroy(&c->lock);
     memset(c, 0, sizeof(*c));

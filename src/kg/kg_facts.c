@@ -33,7 +33,8 @@ struct oc_kg_facts {
     uint32_t *rel, *tail;           /* memory */
     struct oc_file *f_rel, *f_tail; /* disk */
     _Atomic uint64_t n_reads, bytes_read, bytes_requested;
-    const struct kg_atoms *batch, *cache; /* consulted first (NULL: none) */
+    const struct kg_atoms *batch;      /* consulted first (NULL: none) */
+    const struct kg_atom_cache *cache; /* then (NULL: none) */
     uint32_t strict_below;
     _Atomic uint64_t from_batch, from_cache, from_graph;
 };
@@ -42,9 +43,9 @@ struct oc_kg_facts_reader {
     struct oc_kg_facts *f;
     struct oc_io_batch *batch;
     struct oc_io_stats last;
-    int own_atoms;                /* the graph's atom maps ignored: only `cache` */
-    const struct kg_atoms *cache; /* with own_atoms (may be NULL) */
-    uint8_t *held;                /* per head of a fetch: copied under a map's lock */
+    int own_atoms;                     /* the graph's atom maps ignored: only `cache` */
+    const struct kg_atom_cache *cache; /* with own_atoms (may be NULL) */
+    uint8_t *held;                     /* per head of a fetch: copied under a map's lock */
     uint64_t cap_held;
 };
 
@@ -129,7 +130,7 @@ uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h)
 }
 
 void kg_facts_set_atoms(struct oc_kg_facts *f, const struct kg_atoms *batch,
-                        const struct kg_atoms *cache, uint32_t strict_below)
+                        const struct kg_atom_cache *cache, uint32_t strict_below)
 {
     f->batch = batch;
     f->cache = cache;
@@ -144,7 +145,7 @@ void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uin
     *from_graph = atomic_load(&f->from_graph);
 }
 
-void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atoms *cache)
+void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atom_cache *cache)
 {
     r->own_atoms = 1;
     r->cache = cache;
@@ -192,7 +193,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
 {
     struct oc_kg_facts *f = r->f;
     const struct kg_atoms *batch = r->own_atoms ? NULL : f->batch;
-    const struct kg_atoms *cache = r->own_atoms ? r->cache : f->cache;
+    const struct kg_atom_cache *cache = r->own_atoms ? r->cache : f->cache;
     uint32_t strict_below = r->own_atoms ? 0 : f->strict_below;
     uint64_t at = 0, n_batch = 0, n_cache = 0, n_disk = 0;
     for (uint64_t i = 0; strict_below && i < n; i++) {
@@ -205,7 +206,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
     /* the copies from memory, under the cache's read side; disk reads queued after it (they
        allocate), for the heads not copied */
     uint8_t *held = NULL;
-    if (cache && cache->lock && f->where == OC_KG_FACTS_DISK) {
+    if (cache && f->where == OC_KG_FACTS_DISK) {
         if (n > r->cap_held) {
             uint8_t *p = oc_realloc(r->held, (size_t)n, "kg fact reader", err);
             if (!p)
@@ -216,12 +217,12 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
         held = r->held;
     }
     if (cache)
-        kg_atoms_read_lock(cache);
+        kg_atom_cache_read_lock(cache);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
         const uint32_t *atom = batch ? batch->at[heads[i]] : NULL;
         n_batch += atom != NULL;
-        if (!atom && cache && cache->at && (atom = cache->at[heads[i]]) != NULL)
+        if (!atom && cache && (atom = kg_atom_cache_get(cache, heads[i])) != NULL)
             n_cache++;
         if (held)
             held[i] = atom != NULL;
@@ -239,7 +240,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
         at += k;
     }
     if (cache)
-        kg_atoms_read_unlock(cache);
+        kg_atom_cache_read_unlock(cache);
     for (uint64_t i = 0, a = 0; held && n_disk && i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
         if (!held[i])

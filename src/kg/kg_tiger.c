@@ -89,7 +89,7 @@ struct slice_reads {
 
 struct kg_tiger {
     struct kg_tiger_config c;
-    const struct kg_atoms *atom_cache_map; /* the Atom Cache (may be NULL) */
+    const struct kg_atom_cache *atom_cache; /* may be NULL */
     struct kg_slicer slicer;
     struct kg_slice_store store;
     struct oc_store_belady *belady;
@@ -171,7 +171,7 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!t)
         return err->status;
     t->c = *c;
-    t->atom_cache_map = c->atom_cache;
+    t->atom_cache = c->atom_cache;
     t->pf_batch = KG_NONE;
     t->p = &t->sb[0];
     t->reader = (struct worker){.run = read_ahead, .t = t, .what = "slice reader"};
@@ -732,13 +732,13 @@ int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
         OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit && !t->cur.crc_checked, &t->batch,
                                       t->c.facts, err));
     }
-    kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache_map, t->c.slice.h);
+    kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache, t->c.slice.h);
     return OC_OK;
 }
 
 int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    kg_facts_set_atoms(t->c.facts, NULL, t->atom_cache_map, 0);
+    kg_facts_set_atoms(t->c.facts, NULL, t->atom_cache, 0);
     uint64_t p0 = t->p->iter_off[i];
     for (uint64_t c = t->p->chg_off[i]; c < t->p->chg_off[i + 1]; c++) {
         uint32_t pos = t->p->chg_pos[c], s = t->p->chg_slot[c];

@@ -42,47 +42,54 @@
  */
 struct kg_atoms {
     uint64_t n_entities;
-    const uint32_t **at; /* n_entities; NULL once a giving-back map gave it up */
+    const uint32_t **at; /* n_entities */
     uint32_t *set;
     uint64_t n_set, cap_set;
-    pthread_rwlock_t *lock; /* a map that gives back (the Atom Cache's): readers hold it */
 };
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err);
 void kg_atoms_deinit(struct kg_atoms *a);
 int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct oc_err *err);
 void kg_atoms_clear(struct kg_atoms *a);
-/*
- * The read side of a giving-back map (no-op for others) around lookups and
- * copies; nothing allocates while it is held (a reclaim asked by this thread
- * meanwhile would give nothing).
- */
-void kg_atoms_read_lock(const struct kg_atoms *a);
-void kg_atoms_read_unlock(const struct kg_atoms *a);
 
 /*
  * The Atom Cache: the atoms of the highest-degree entities (ties: lower id
- * first) whose facts and the map fit in `bytes`, read once from the fact
- * graph (through its reader: O_DIRECT when on disk). Registered with the
- * accountant (kg_atom_cache_register, under a budget), it gives atoms back,
- * lowest degree first, then its map, to requests that would pass the budget
- * (the query subgraphs' working memory is only known as they come); those
- * atoms are read from the fact graph from then on, the same facts.
+ * first) whose facts and index fit in `bytes`, read once from the fact graph
+ * (through its reader: O_DIRECT when on disk). Its index is direct-addressed
+ * and compact: a bit per entity, a count per 64 entities (the cached ones
+ * before them) and per cached atom its place in the pool, about 0.19 bytes
+ * an entity instead of a pointer's 8. Registered with the accountant
+ * (kg_atom_cache_register, under a budget), it gives atoms back, lowest
+ * degree first, then its index, to requests that would pass the budget (the
+ * query subgraphs' working memory is only known as they come); those atoms
+ * are read from the fact graph from then on, the same facts.
  */
 struct kg_atom_cache {
-    struct kg_atoms map;
     const struct oc_kg_facts *facts; /* borrowed: the atoms' degrees */
-    uint32_t *pool;                  /* the cached atoms' facts: an accounted mapping */
+    uint64_t n_entities;
+    uint64_t *bits;   /* entity e cached at build: bit e [lock] */
+    uint32_t *before; /* per 64 entities: the cached ones before them */
+    uint64_t *at;     /* per cached atom, by entity: its facts' place in the pool, or gone */
+    uint32_t *order;  /* the atoms in pool order (degree descending) */
+    uint32_t *pool;   /* the cached atoms' facts: an accounted mapping */
     size_t pool_len;
-    uint64_t n_atoms, n_facts, built_bytes; /* live atoms and facts [lock] */
-    _Atomic uint64_t bytes;                 /* live: map + facts */
-    uint64_t n_gives, given_bytes;          /* [lock] */
-    uint64_t gives_logged;                  /* kg_atom_cache_note's (one thread) */
+    uint64_t n_atoms, n_facts, built_bytes, index_bytes; /* live atoms, facts [lock] */
+    _Atomic uint64_t bytes;                              /* live: index + facts */
+    uint64_t n_gives, given_bytes;                       /* [lock] */
+    uint64_t gives_logged;                               /* kg_atom_cache_note's (one thread) */
     pthread_rwlock_t lock;
     int lock_ready, registered;
 };
 int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
                         struct oc_err *err);
 int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err);
+/*
+ * Lookups hold the read side (nothing allocates while it is held: a reclaim
+ * asked by this thread meanwhile would give nothing); get returns e's facts
+ * (rel[k] then tail[k]) or NULL.
+ */
+void kg_atom_cache_read_lock(const struct kg_atom_cache *c);
+void kg_atom_cache_read_unlock(const struct kg_atom_cache *c);
+const uint32_t *kg_atom_cache_get(const struct kg_atom_cache *c, uint32_t e);
 uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c);
 /* Logs (INFO) what the cache gave back since the last note, if anything. */
 void kg_atom_cache_note(struct kg_atom_cache *c);
@@ -96,12 +103,12 @@ void kg_atom_cache_deinit(struct kg_atom_cache *c);
  * extraction runs.
  */
 void kg_facts_set_atoms(struct oc_kg_facts *f, const struct kg_atoms *batch,
-                        const struct kg_atoms *cache, uint32_t strict_below);
+                        const struct kg_atom_cache *cache, uint32_t strict_below);
 /*
  * The reader consults only `cache` (may be NULL), never the maps set by
  * kg_facts_set_atoms: it can fetch while another thread sets them.
  */
-void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atoms *cache);
+void kg_facts_reader_own_atoms(struct oc_kg_facts_reader *r, const struct kg_atom_cache *cache);
 /* Degree of head h. */
 uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h);
 /* Heads served by the batch map / the atom cache / the graph since open. */
@@ -319,8 +326,8 @@ struct kg_tiger_stats {
 
 struct kg_tiger;
 struct kg_tiger_config {
-    struct oc_kg_facts *facts;         /* the training graph, on disk */
-    const struct kg_atoms *atom_cache; /* in front of it (may be NULL) */
+    struct oc_kg_facts *facts;              /* the training graph, on disk */
+    const struct kg_atom_cache *atom_cache; /* in front of it (may be NULL) */
     struct kg_slice_opts slice;
     const char *plan_dir;  /* DIR/plan */
     uint64_t key;          /* of everything the slices depend on */

@@ -430,7 +430,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
                                   o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
     if (oc_mem_budget()) /* it gives atoms back to the largest queries' working memory */
         OC_KG_TRY(kg_atom_cache_register(&r->atom_cache, err));
-    kg_facts_set_atoms(f, NULL, r->atom_cache.map.at ? &r->atom_cache.map : NULL, 0);
+    kg_facts_set_atoms(f, NULL, r->atom_cache.bits ? &r->atom_cache : NULL, 0);
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
     uint64_t S = o->superbatch;
@@ -448,7 +448,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
     else
         snprintf(plan, sizeof(plan), "%s/plan", dir);
     struct kg_tiger_config c = {f,
-                                r->atom_cache.map.at ? &r->atom_cache.map : NULL,
+                                r->atom_cache.bits ? &r->atom_cache : NULL,
                                 {o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ,
                                  o->slice_size, o->alpha, o->hops, o->n_layers},
                                 plan,

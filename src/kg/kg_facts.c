@@ -14,9 +14,9 @@
  * Thread-safety: the fact graph is read-only after open; each thread uses
  * its own reader; counters are atomics. The atom maps are set while no
  * reader that follows them fetches; a reader with its own atoms (the
- * slicer's, on TIGER's planner thread) never looks at them. A map that gives
- * back (the Atom Cache) is looked up and copied from under its read side,
- * the disk reads queued after it is let go.
+ * slicer's, on TIGER's planner thread) never looks at them. The Atom Cache,
+ * which gives memory back, is looked up and copied from under its lock's
+ * read side; the disk reads are queued after it is let go.
  * Ownership: the fact graph owns its arrays and files; a reader borrows its
  * fact graph, which must outlive it.
  */
@@ -45,7 +45,7 @@ struct oc_kg_facts_reader {
     struct oc_io_stats last;
     int own_atoms;                     /* the graph's atom maps ignored: only `cache` */
     const struct kg_atom_cache *cache; /* with own_atoms (may be NULL) */
-    uint8_t *held;                     /* per head of a fetch: copied under a map's lock */
+    uint8_t *held;                     /* per head of a fetch: copied under the cache's lock */
     uint64_t cap_held;
 };
 
@@ -206,7 +206,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
     /* the copies from memory, under the cache's read side; disk reads queued after it (they
        allocate), for the heads not copied */
     uint8_t *held = NULL;
-    if (cache && f->where == OC_KG_FACTS_DISK) {
+    if (f->where == OC_KG_FACTS_DISK) {
         if (n > r->cap_held) {
             uint8_t *p = oc_realloc(r->held, (size_t)n, "kg fact reader", err);
             if (!p)
@@ -233,15 +233,13 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
             memcpy(rel + at, f->rel + b, (size_t)k * 4);
             memcpy(tail + at, f->tail + b, (size_t)k * 4);
         } else {
-            if (!held)
-                OC_KG_TRY(queue_facts(r, b, k, rel + at, tail + at, err));
-            n_disk++;
+            n_disk++; /* queued below, the cache's read side let go */
         }
         at += k;
     }
     if (cache)
         kg_atom_cache_read_unlock(cache);
-    for (uint64_t i = 0, a = 0; held && n_disk && i < n; i++) {
+    for (uint64_t i = 0, a = 0; n_disk && i < n; i++) { /* n_disk > 0: on disk, held set */
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
         if (!held[i])
             OC_KG_TRY(queue_facts(r, b, k, rel + a, tail + a, err));

@@ -248,6 +248,8 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
 int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, uint64_t *n,
                        struct oc_err *err)
 {
+    if (!s->map_off)
+        return OC_ERR(err, OC_ERR_INTERNAL, "kg slicer: not opened (the slice store was reused)");
     OC_KG_TRY(bfs(s, q, err));
     for (uint64_t i = 0; i < s->n_light; i++)
         s->tmp[i] = s->q_atoms[s->light[i]];

@@ -113,14 +113,18 @@ void kg_atom_cache_read_unlock(const struct kg_atom_cache *c)
     pthread_rwlock_unlock((pthread_rwlock_t *)&c->lock);
 }
 
+/* e's rank among the cached entities (e cached). */
+static uint64_t rank_of(const struct kg_atom_cache *c, uint32_t e)
+{
+    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
+    return c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1));
+}
+
 const uint32_t *kg_atom_cache_get(const struct kg_atom_cache *c, uint32_t e)
 {
-    if (!c->bits || e >= c->n_entities)
+    if (!c->bits || e >= c->n_entities || !(c->bits[e >> 6] >> (e & 63) & 1))
         return NULL;
-    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
-    if (!(w & bit))
-        return NULL;
-    uint64_t at = c->at[c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1))];
+    uint64_t at = c->at[rank_of(c, e)];
     return at == GONE ? NULL : c->pool + at;
 }
 
@@ -148,13 +152,6 @@ static int index_build(struct kg_atom_cache *c, const uint32_t *heads, uint64_t 
         sum += (uint32_t)__builtin_popcountll(c->bits[w]);
     }
     return OC_OK;
-}
-
-/* e's rank among the cached entities (e cached). */
-static uint64_t rank_of(const struct kg_atom_cache *c, uint32_t e)
-{
-    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
-    return c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1));
 }
 
 static void index_free(struct kg_atom_cache *c)

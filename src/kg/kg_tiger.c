@@ -89,7 +89,6 @@ struct slice_reads {
 
 struct kg_tiger {
     struct kg_tiger_config c;
-    const struct kg_atom_cache *atom_cache; /* may be NULL */
     struct kg_slicer slicer;
     struct kg_slice_store store;
     struct oc_store_belady *belady;
@@ -171,7 +170,6 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!t)
         return err->status;
     t->c = *c;
-    t->atom_cache = c->atom_cache;
     t->pf_batch = KG_NONE;
     t->p = &t->sb[0];
     t->reader = (struct worker){.run = read_ahead, .t = t, .what = "slice reader"};
@@ -201,12 +199,10 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
         rc = kg_slice_store_open(&t->store, c->plan_dir, tag, c->key, c->slice.h, n_ent, t->heads,
                                  t->n_heads, c->facts, err);
     /* a reused store maps every head: the slicer's per-entity arrays are not made */
-    if (!rc && !t->store.loaded)
-        rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err);
-    else if (!rc)
+    if (!rc && t->store.loaded)
         kg_slicer_idle(&t->slicer, c->facts, &c->slice);
-    if (!rc && !t->store.loaded) /* it slices on the planner thread while batches set maps */
-        kg_facts_reader_own_atoms(t->slicer.reader, c->atom_cache);
+    else if (!rc && !(rc = kg_slicer_init(&t->slicer, c->facts, &c->slice, err)))
+        kg_facts_reader_own_atoms(t->slicer.reader, c->atom_cache); /* on the planner thread */
     if (!rc) {
         t->slot_bytes = kg_slice_record_max(c->slice.h);
         t->n_slots = c->cache_bytes / t->slot_bytes;
@@ -732,13 +728,13 @@ int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err)
         OC_KG_TRY(kg_slice_record_map(&t->store, id, rec, !hit && !t->cur.crc_checked, &t->batch,
                                       t->c.facts, err));
     }
-    kg_facts_set_atoms(t->c.facts, &t->batch, t->atom_cache, t->c.slice.h);
+    kg_facts_set_atoms(t->c.facts, &t->batch, t->c.atom_cache, t->c.slice.h);
     return OC_OK;
 }
 
 int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
-    kg_facts_set_atoms(t->c.facts, NULL, t->atom_cache, 0);
+    kg_facts_set_atoms(t->c.facts, NULL, t->c.atom_cache, 0);
     uint64_t p0 = t->p->iter_off[i];
     for (uint64_t c = t->p->chg_off[i]; c < t->p->chg_off[i + 1]; c++) {
         uint32_t pos = t->p->chg_pos[c], s = t->p->chg_slot[c];

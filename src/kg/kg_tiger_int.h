@@ -91,7 +91,7 @@ void kg_atom_cache_read_lock(const struct kg_atom_cache *c);
 void kg_atom_cache_read_unlock(const struct kg_atom_cache *c);
 const uint32_t *kg_atom_cache_get(const struct kg_atom_cache *c, uint32_t e);
 uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c);
-/* Logs (INFO) what the cache gave back since the last note, if anything. */
+/* Logs (INFO) the bytes given back so far, if it gave any since the last note. */
 void kg_atom_cache_note(struct kg_atom_cache *c);
 void kg_atom_cache_deinit(struct kg_atom_cache *c);
 

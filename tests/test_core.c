@@ -1,8 +1,8 @@
 /*
  * test_core.c — unit tests of the core module: error records, the memory
  * accountant and budget, fault injection, size parsing, the Philox RNG
- * (known-answer vectors and statistics), the MPMC queue, the thread pool and
- * the progress bar.
+ * (known-answer vectors and statistics), the MPMC queue, the thread pool,
+ * the lock between a cache's readers and its reclaimer, and the progress bar.
  */
 #include <errno.h>
 #include <math.h>
@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "offcore/progress.h"
@@ -426,6 +427,129 @@ OC_TEST(pool_run_or_inline_does_not_wait_for_a_busy_pool)
     pthread_join(th, NULL);
     OC_CHECK(oc_pool_run_or_inline(NULL, 10, pool_task, &c) == OC_OK);
     oc_pool_free(p);
+}
+
+/* ---- the reclaim lock ---- */
+
+/* A reader that takes the read side again as soon as it lets it go, holding it ~0.2 ms each time. */
+struct reader_ctx {
+    struct oc_reclaim_lock *l;
+    _Atomic int stop;
+    _Atomic uint64_t holds;
+};
+
+static void *keep_reading(void *p)
+{
+    struct reader_ctx *r = p;
+    const struct timespec hold = {0, 200 * 1000};
+    while (!atomic_load(&r->stop)) {
+        oc_reclaim_lock_read(r->l);
+        nanosleep(&hold, NULL);
+        atomic_fetch_add(&r->holds, 1);
+        oc_reclaim_lock_unlock(r->l);
+    }
+    return NULL;
+}
+
+/*
+ * Two readers whose holds overlap (so the read side is never free) do not
+ * keep a reclaim out: it waits for the holds in progress only, and gets the
+ * write side well within its wait (a reader-preferring lock times out here).
+ */
+OC_TEST(reclaim_lock_not_starved_by_overlapping_readers)
+{
+    struct oc_err err;
+    struct oc_reclaim_lock l;
+    OC_CHECK_OK(oc_reclaim_lock_init(&l, "test cache", &err), &err);
+    struct reader_ctx r[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        r[k].l = &l;
+        atomic_init(&r[k].stop, 0);
+        atomic_init(&r[k].holds, 0);
+        OC_CHECK(pthread_create(&th[k], NULL, keep_reading, &r[k]) == 0);
+        while (atomic_load(&r[k].holds) < 5) /* the second starts while the first reads */
+            sched_yield();
+    }
+    for (int round = 0; round < 5; round++) {
+        double t0 = oc_now_s();
+        int got = oc_reclaim_lock_reclaim(&l, 2);
+        double waited = oc_now_s() - t0;
+        OC_CHECK(got == 1 && waited < 1.0);
+        if (got)
+            oc_reclaim_lock_unlock(&l);
+        uint64_t h0 = atomic_load(&r[0].holds), h1 = atomic_load(&r[1].holds);
+        while (atomic_load(&r[0].holds) < h0 + 3 || atomic_load(&r[1].holds) < h1 + 3)
+            sched_yield(); /* the readers are back to overlapping */
+    }
+    for (int k = 0; k < 2; k++) {
+        atomic_store(&r[k].stop, 1);
+        pthread_join(th[k], NULL);
+    }
+    oc_reclaim_lock_destroy(&l);
+}
+
+struct reclaim_ctx {
+    struct oc_reclaim_lock *l;
+    int got;
+    double waited;
+};
+
+static void *reclaim_from_another_thread(void *p)
+{
+    struct reclaim_ctx *c = p;
+    double t0 = oc_now_s();
+    c->got = oc_reclaim_lock_reclaim(c->l, 1);
+    c->waited = oc_now_s() - t0;
+    if (c->got)
+        oc_reclaim_lock_unlock(c->l);
+    return NULL;
+}
+
+static struct reclaim_ctx reclaim_elsewhere(struct oc_reclaim_lock *l)
+{
+    struct reclaim_ctx c = {l, -1, 0};
+    pthread_t th;
+    if (pthread_create(&th, NULL, reclaim_from_another_thread, &c) == 0)
+        pthread_join(th, NULL);
+    return c;
+}
+
+/*
+ * A reclaim on a thread that holds the lock (read or write side, one lock
+ * among several held) gives nothing at once instead of waiting on itself; on
+ * another thread it waits its time out while the lock is held, and gets the
+ * write side once it is free.
+ */
+OC_TEST(reclaim_lock_gives_nothing_to_its_holder_and_times_out_elsewhere)
+{
+    struct oc_err err;
+    struct oc_reclaim_lock a, b, never;
+    memset(&never, 0, sizeof(never));
+    oc_reclaim_lock_destroy(&never); /* never made: nothing to do */
+    OC_CHECK_OK(oc_reclaim_lock_init(&a, "cache a", &err), &err);
+    OC_CHECK_OK(oc_reclaim_lock_init(&b, "cache b", &err), &err);
+    oc_reclaim_lock_read(&a);
+    oc_reclaim_lock_read(&b);
+    double t0 = oc_now_s();
+    OC_CHECK(oc_reclaim_lock_reclaim(&a, 5) == 0 && oc_reclaim_lock_reclaim(&b, 5) == 0);
+    OC_CHECK(oc_now_s() - t0 < 1.0);
+    struct reclaim_ctx c = reclaim_elsewhere(&a); /* held here: times out there */
+    OC_CHECK(c.got == 0 && c.waited >= 0.9);
+    oc_reclaim_lock_unlock(&a);
+    OC_CHECK(oc_reclaim_lock_reclaim(&b, 5) == 0); /* b still held */
+    c = reclaim_elsewhere(&a);                     /* a free: had at once */
+    OC_CHECK(c.got == 1 && c.waited < 0.5);
+    OC_CHECK(oc_reclaim_lock_reclaim(&a, 1) == 1); /* and here too */
+    oc_reclaim_lock_unlock(&a);
+    oc_reclaim_lock_unlock(&b);
+    oc_reclaim_lock_write(&a); /* taking back: the write side, held */
+    OC_CHECK(oc_reclaim_lock_reclaim(&a, 5) == 0);
+    oc_reclaim_lock_unlock(&a);
+    OC_CHECK(oc_reclaim_lock_reclaim(&b, 1) == 1);
+    oc_reclaim_lock_unlock(&b);
+    oc_reclaim_lock_destroy(&a);
+    oc_reclaim_lock_destroy(&b);
 }
 
 OC_TEST(progress_hidden_off_terminal)

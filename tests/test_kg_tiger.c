@@ -14,6 +14,8 @@
  *     a run killed (SIGKILL) while slicing leaves nothing a rerun trusts,
  *     and the rerun trains to the same weights.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -681,6 +683,126 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     kg_facts_set_atoms(disk, NULL, NULL, 0);
     kg_atom_cache_deinit(&c);
     OC_CHECK(oc_mem_used() == used0);
+out:
+    oc_kg_facts_free(disk);
+    oc_kg_facts_free(mem);
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+/*
+ * Two threads fetch while the cache gives back, step by step, until it holds
+ * nothing: every fetch gives the facts in RAM (an atom read while its pages
+ * go back would give zeros), under TSan no race between the lookups and the
+ * giving back, and no step waits for readers that keep coming.
+ */
+struct fetcher {
+    struct oc_kg_facts *disk, *mem;
+    const uint32_t *heads;
+    uint64_t n, n_facts;
+    _Atomic int *stop;
+    _Atomic uint64_t rounds;
+    _Atomic int failed;
+    int bad;
+};
+
+static void *fetch_loop(void *p)
+{
+    struct fetcher *t = p;
+    struct oc_err err;
+    struct oc_kg_facts_reader *a = NULL, *b = NULL;
+    uint32_t *r1 = malloc(t->n_facts * 4 + 4), *t1 = malloc(t->n_facts * 4 + 4);
+    uint32_t *r2 = malloc(t->n_facts * 4 + 4), *t2 = malloc(t->n_facts * 4 + 4);
+    int failed = oc_kg_facts_reader_new(t->disk, &a, &err) != OC_OK ||
+                 oc_kg_facts_reader_new(t->mem, &b, &err) != OC_OK ||
+                 oc_kg_facts_fetch(b, t->heads, t->n, r2, t2, &err) != OC_OK;
+    while (!failed && !atomic_load(t->stop)) {
+        memset(r1, 0xff, t->n_facts * 4);
+        memset(t1, 0xff, t->n_facts * 4);
+        if (oc_kg_facts_fetch(a, t->heads, t->n, r1, t1, &err) != OC_OK) {
+            failed = 1;
+            fprintf(stderr, "  fetch: %s\n", err.msg);
+            break;
+        }
+        t->bad += memcmp(r1, r2, t->n_facts * 4) != 0 || memcmp(t1, t2, t->n_facts * 4) != 0;
+        atomic_fetch_add(&t->rounds, 1);
+    }
+    atomic_store(&t->failed, failed);
+    oc_kg_facts_reader_free(a);
+    oc_kg_facts_reader_free(b);
+    free(r1);
+    free(t1);
+    free(r2);
+    free(t2);
+    return NULL;
+}
+
+OC_TEST(kg_atom_cache_fetches_stay_right_while_it_gives_back)
+{
+    const char *dir = gen_kg("yield", 20000, 400000, 6.0, 40);
+    OC_CHECK(dir != NULL);
+    if (!dir)
+        return;
+    struct oc_err err;
+    struct oc_kg *kg = NULL;
+    struct oc_kg_facts *disk = NULL, *mem = NULL;
+    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, &disk, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_MEMORY, &mem, &err), &err);
+    if (!disk || !mem)
+        goto out;
+    struct kg_atom_cache c;
+    OC_CHECK_OK(kg_atom_cache_build(&c, disk, (uint64_t)4 << 20, &err), &err);
+    kg_facts_set_atoms(disk, NULL, &c, 0);
+    /* every 4th cached atom, lightest first (the first given back), and 100 uncached entities */
+    uint64_t n_ent = oc_kg_facts_n_entities(disk), n = 0, n_facts = 0;
+    uint32_t *heads = malloc((c.n_atoms / 4 + 101) * 4);
+    for (uint64_t i = c.n_atoms; i >= 4; i -= 4)
+        heads[n++] = c.order[i - 1];
+    for (uint64_t e = n_ent - 100; e < n_ent; e++)
+        heads[n++] = (uint32_t)e;
+    for (uint64_t i = 0; i < n; i++)
+        n_facts += kg_facts_degree(disk, heads[i]);
+    _Atomic int stop = 0;
+    struct fetcher f[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        f[k] = (struct fetcher){disk, mem, heads, n, n_facts, &stop, 0, 0, 0};
+        OC_CHECK(pthread_create(&th[k], NULL, fetch_loop, &f[k]) == 0);
+    }
+    for (int k = 0; k < 2; k++) /* each has its scratch before the budget tightens */
+        while (atomic_load(&f[k].rounds) == 0 && !atomic_load(&f[k].failed))
+            sched_yield();
+    OC_CHECK_OK(kg_atom_cache_register(&c, &err), &err);
+    unsigned steps = 0;
+    double slowest = 0;
+    while (c.bits && steps < 200 && !atomic_load(&f[0].failed) && !atomic_load(&f[1].failed)) {
+        uint64_t seen[2] = {atomic_load(&f[0].rounds), atomic_load(&f[1].rounds)};
+        oc_mem_set_budget(oc_mem_used() + ((uint64_t)1 << 20));
+        double t0 = oc_now_s();
+        void *p = oc_alloc(((size_t)1 << 20) + 64, "test: past the budget", &err);
+        slowest = oc_now_s() - t0 > slowest ? oc_now_s() - t0 : slowest;
+        OC_CHECK(p != NULL);
+        oc_free(p);
+        oc_mem_set_budget(0);
+        steps++;
+        for (int k = 0; k < 2; k++) /* both fetched again since this step began */
+            while (atomic_load(&f[k].rounds) < seen[k] + 2 && !atomic_load(&f[k].failed))
+                sched_yield();
+    }
+    atomic_store(&stop, 1);
+    for (int k = 0; k < 2; k++) {
+        pthread_join(th[k], NULL);
+        OC_CHECK(!atomic_load(&f[k].failed) && f[k].bad == 0);
+    }
+    printf("  %u steps gave the cache back (slowest %.3f s) while the fetchers made %llu and "
+           "%llu rounds\n",
+           steps, slowest, (unsigned long long)f[0].rounds, (unsigned long long)f[1].rounds);
+    OC_CHECK(c.bits == NULL && c.n_atoms == 0 && kg_atom_cache_bytes(&c) == 0 && steps > 4);
+    OC_CHECK(slowest < 1.0); /* a give-back waits for the readers inside, not for new ones */
+    free(heads);
+    kg_facts_set_atoms(disk, NULL, NULL, 0);
+    kg_atom_cache_deinit(&c);
 out:
     oc_kg_facts_free(disk);
     oc_kg_facts_free(mem);

@@ -1,7 +1,8 @@
 /*
  * thread.h — a bounded multi-producer/multi-consumer queue, a fixed thread
- * pool running deterministic parallel-for loops, and a lock-free raise of a
- * shared high-water mark.
+ * pool running deterministic parallel-for loops, a lock-free raise of a
+ * shared high-water mark, and the lock between a cache's readers and its
+ * reclaimer.
  *
  * Place in the data flow: core; the pipeline connects its stages with queues,
  * kernels and samplers split work with the pool.
@@ -12,6 +13,7 @@
 #ifndef OFFCORE_THREAD_H
 #define OFFCORE_THREAD_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,5 +86,32 @@ int oc_pool_run(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
  * queue behind the trainer's kernels.
  */
 int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx);
+
+/*
+ * The lock between the readers of a cache's rows and its reclaimer (the
+ * accountant's, core.h): readers take the read side, the reclaimer the write
+ * side with oc_reclaim_lock_reclaim, which gives 0 at once on a thread that
+ * holds the lock (either side; a reclaim must not wait on its own thread) and
+ * 0 when the write side is not had within wait_s seconds; otherwise 1, and the
+ * reclaimer calls _unlock when done. Writers are preferred: a waiting
+ * reclaim holds new readers back, so overlapping readers cannot starve it.
+ * A thread must not take the read side of one lock twice (it would wait on
+ * the writer that waits on it), and holds at most OC_RECLAIM_LOCK_NEST of
+ * these locks at once.
+ */
+#define OC_RECLAIM_LOCK_NEST 8
+struct oc_reclaim_lock {
+    pthread_rwlock_t rw;
+    int ready;
+};
+int oc_reclaim_lock_init(struct oc_reclaim_lock *l, const char *who, struct oc_err *err);
+/* Safe on a lock whose init failed or that was never made (zeroed). */
+void oc_reclaim_lock_destroy(struct oc_reclaim_lock *l);
+void oc_reclaim_lock_read(struct oc_reclaim_lock *l);
+/* The write side, waiting as long as it takes (a cache taking rows back). */
+void oc_reclaim_lock_write(struct oc_reclaim_lock *l);
+int oc_reclaim_lock_reclaim(struct oc_reclaim_lock *l, unsigned wait_s);
+/* Lets go of either side. */
+void oc_reclaim_lock_unlock(struct oc_reclaim_lock *l);
 
 #endif

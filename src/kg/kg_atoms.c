@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "kg/kg_tiger_int.h"
@@ -46,9 +45,6 @@
 #define GIVE_WAIT_S      2          /* a reclaim waits this long for the readers */
 
 #define GONE UINT64_MAX /* at[]: an atom given back */
-
-/* The cache whose read side this thread holds: its reclaims give nothing. */
-static _Thread_local const struct kg_atom_cache *holding;
 
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err)
 {
@@ -103,14 +99,12 @@ static int u64_desc(const void *x, const void *y)
 
 void kg_atom_cache_read_lock(const struct kg_atom_cache *c)
 {
-    pthread_rwlock_rdlock((pthread_rwlock_t *)&c->lock);
-    holding = c;
+    oc_reclaim_lock_read((struct oc_reclaim_lock *)&c->lock);
 }
 
 void kg_atom_cache_read_unlock(const struct kg_atom_cache *c)
 {
-    holding = NULL;
-    pthread_rwlock_unlock((pthread_rwlock_t *)&c->lock);
+    oc_reclaim_lock_unlock((struct oc_reclaim_lock *)&c->lock);
 }
 
 /* e's rank among the cached entities (e cached). */
@@ -196,9 +190,7 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
                (unsigned long long)bytes, (unsigned long long)idx, (unsigned long long)n);
         return OC_OK; /* empty: c->bits is NULL */
     }
-    if (pthread_rwlock_init(&c->lock, NULL) != 0)
-        return OC_ERR(err, OC_ERR_NOMEM, "kg atom cache: cannot make its lock");
-    c->lock_ready = 1;
+    OC_KG_TRY(oc_reclaim_lock_init(&c->lock, "kg atom cache", err));
     /* (degree << 32 | ~id): descending = highest degree first, then lowest id */
     uint64_t *order = oc_alloc((size_t)n * 8 + 8, "kg atom cache: order", err);
     if (!order) {
@@ -281,12 +273,7 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 static uint64_t give_back(void *ctx, uint64_t want)
 {
     struct kg_atom_cache *c = ctx;
-    if (holding == c)
-        return 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += GIVE_WAIT_S;
-    if (pthread_rwlock_timedwrlock(&c->lock, &until) != 0)
+    if (!oc_reclaim_lock_reclaim(&c->lock, GIVE_WAIT_S))
         return 0;
     uint64_t least =
         c->built_bytes / 16 < GIVE_LEAST_BYTES ? c->built_bytes / 16 : GIVE_LEAST_BYTES;
@@ -311,7 +298,7 @@ static uint64_t give_back(void *ctx, uint64_t want)
     c->n_gives += given > 0;
     c->given_bytes += given;
     atomic_fetch_sub(&c->bytes, given);
-    pthread_rwlock_unlock(&c->lock);
+    oc_reclaim_lock_unlock(&c->lock);
     oc_mem_release(facts * 8);
     return given;
 }
@@ -332,12 +319,12 @@ uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c)
 
 void kg_atom_cache_note(struct kg_atom_cache *c)
 {
-    if (!c->lock_ready)
+    if (!c->lock.ready)
         return;
-    pthread_rwlock_rdlock(&c->lock);
+    oc_reclaim_lock_read(&c->lock);
     uint64_t gives = c->n_gives, given = c->given_bytes, left = c->n_atoms;
     int index = c->bits != NULL;
-    pthread_rwlock_unlock(&c->lock);
+    oc_reclaim_lock_unlock(&c->lock);
     if (gives == c->gives_logged)
         return;
     c->gives_logged = gives;
@@ -358,7 +345,6 @@ void kg_atom_cache_deinit(struct kg_atom_cache *c)
         oc_mem_release(c->n_facts * 8);
     }
     index_free(c);
-    if (c->lock_ready)
-        pthread_rwlock_destroy(&c->lock);
+    oc_reclaim_lock_destroy(&c->lock);
     memset(c, 0, sizeof(*c));
 }

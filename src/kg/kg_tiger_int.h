@@ -26,10 +26,10 @@
 #ifndef OFFCORE_KG_TIGER_INT_H
 #define OFFCORE_KG_TIGER_INT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 
 #include "kg/kg_int.h"
+#include "offcore/thread.h"
 
 #define KG_NONE UINT32_MAX
 
@@ -76,8 +76,8 @@ struct kg_atom_cache {
     _Atomic uint64_t bytes;                              /* live: index + facts */
     uint64_t n_gives, given_bytes;                       /* [lock] */
     uint64_t gives_logged;                               /* kg_atom_cache_note's (one thread) */
-    pthread_rwlock_t lock;
-    int lock_ready, registered;
+    struct oc_reclaim_lock lock;                         /* lookups: read; giving back: write */
+    int registered;
 };
 int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
                         struct oc_err *err);

@@ -36,7 +36,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "store/store_int.h"
@@ -44,9 +43,6 @@
 #define YIELD_MIN_BYTES       (1u << 20) /* given back at once, at least (or a 16th of the cache) */
 #define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
 #define YIELD_WAIT_S          2          /* a reclaim waits this long for the readers */
-
-/* The cache whose read side (or write side, taking back) this thread holds: its reclaims give 0. */
-static _Thread_local const struct store_yield *holding;
 
 uint64_t store_give_least(uint64_t cache_bytes)
 {
@@ -100,10 +96,7 @@ int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_
     y->cache = c;
     y->row_bytes = row_bytes;
     y->who = who;
-    if (pthread_rwlock_init(&y->lock, NULL) != 0)
-        return OC_ERR(err, OC_ERR_NOMEM, "%s: cannot make its cache's lock", who);
-    y->lock_ready = 1;
-    return OC_OK;
+    return oc_reclaim_lock_init(&y->lock, who, err);
 }
 
 int store_yield_map(struct store_yield *y, struct oc_err *err)
@@ -123,12 +116,7 @@ int store_yield_map(struct store_yield *y, struct oc_err *err)
 static uint64_t yield_rows(void *ctx, uint64_t want)
 {
     struct store_yield *y = ctx;
-    if (holding == y)
-        return 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += YIELD_WAIT_S;
-    if (pthread_rwlock_timedwrlock(&y->lock, &until) != 0)
+    if (!oc_reclaim_lock_reclaim(&y->lock, YIELD_WAIT_S))
         return 0;
     uint64_t row = y->row_bytes, live = y->cache->n_live;
     uint64_t give = want > yield_min(y) ? want : yield_min(y);
@@ -141,7 +129,7 @@ static uint64_t yield_rows(void *ctx, uint64_t want)
     atomic_store(&y->missing, y->cache->n - keep);
     y->yielded_rows += rows;
     y->n_yields += rows > 0;
-    pthread_rwlock_unlock(&y->lock);
+    oc_reclaim_lock_unlock(&y->lock);
     oc_mem_release(rows * row);
     return rows * row;
 }
@@ -167,22 +155,18 @@ void store_yield_deinit(struct store_yield *y)
         y->cache->rows = NULL;
         y->map_bytes = 0;
     }
-    if (y->lock_ready)
-        pthread_rwlock_destroy(&y->lock);
-    y->lock_ready = 0;
+    oc_reclaim_lock_destroy(&y->lock);
 }
 
 void store_yield_read_lock(struct store_yield *y)
 {
-    pthread_rwlock_rdlock(&y->lock);
-    holding = y;
+    oc_reclaim_lock_read(&y->lock);
 }
 
 void store_yield_read_unlock(struct store_yield *y)
 {
     uint64_t yields = y->n_yields, rows = y->yielded_rows - y->taken_rows;
-    holding = NULL;
-    pthread_rwlock_unlock(&y->lock);
+    oc_reclaim_lock_unlock(&y->lock);
     uint64_t logged = atomic_load(&y->n_yields_logged);
     if (yields != logged && atomic_compare_exchange_strong(&y->n_yields_logged, &logged, yields)) {
         char a[32];
@@ -228,8 +212,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     if (rows == 0 || (rows < missing && rows * row < yield_min(y)))
         return OC_OK; /* nothing, or too little to be worth a pass over the lookup */
     struct oc_err local;
-    pthread_rwlock_wrlock(&y->lock);
-    holding = y;
+    oc_reclaim_lock_write(&y->lock);
     uint64_t live = y->cache->n_live;
     if (rows > y->cache->n - live)
         rows = y->cache->n - live;
@@ -248,8 +231,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     } else {
         rows = 0; /* the room went to someone else meanwhile: later */
     }
-    holding = NULL;
-    pthread_rwlock_unlock(&y->lock);
+    oc_reclaim_lock_unlock(&y->lock);
     if (rc == OC_OK && rows) {
         char a[32];
         oc_log(OC_LOG_INFO,

@@ -29,6 +29,7 @@
 #include "offcore/io.h"
 #include "offcore/pipeline.h"
 #include "offcore/store.h"
+#include "offcore/thread.h"
 
 struct oc_store;
 
@@ -382,9 +383,9 @@ void store_pages_back(uint8_t *rows, size_t len, uint64_t from, uint64_t to);
 struct store_yield {
     struct store_cache *cache; /* borrowed; its n_live [lock] */
     uint64_t row_bytes;
-    const char *who;       /* "store static": names the strategy in logs and errors */
-    pthread_rwlock_t lock; /* readers of rows: read; giving back and taking back: write */
-    int lock_ready, registered;
+    const char *who;             /* "store static": names the strategy in logs and errors */
+    struct oc_reclaim_lock lock; /* readers of rows: read; giving back and taking back: write */
+    int registered;
     size_t map_bytes;                  /* the mapping of cache->n slots, 0 = none */
     _Atomic uint64_t missing;          /* n - n_live, for a look without the lock */
     uint64_t yielded_rows, taken_rows; /* since open [lock] */

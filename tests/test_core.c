@@ -391,6 +391,37 @@ static void *hold_pool(void *arg)
     return NULL;
 }
 
+/*
+ * Jobs back to back (workers caught while they spin) and after pauses past
+ * the spin (workers woken from sleep), at more threads than this machine's
+ * cores too: every job runs all its tasks on their workers, and its error is
+ * its own, never a previous job's.
+ */
+OC_TEST(pool_jobs_back_to_back_and_after_pauses)
+{
+    struct oc_err err;
+    const struct timespec pause = {0, 300 * 1000}; /* past the 50 us spin */
+    for (unsigned n = 2; n <= 3; n++) {
+        struct oc_pool *p;
+        OC_CHECK_OK(oc_pool_new(n, &p, &err), &err);
+        int ok = 1;
+        for (int job = 0; job < 3000; job++) {
+            struct pool_ctx c;
+            memset(&c, 0, sizeof(c));
+            c.fail_from = job % 5 == 4 ? 0 : UINT64_MAX; /* every 5th fails at task 3 */
+            uint64_t tasks = 4 + (uint64_t)job % 13;
+            int rc = oc_pool_run(p, tasks, pool_task, &c);
+            ok &= rc == (job % 5 == 4 ? OC_ERR_IO - 1 : OC_OK);
+            for (uint64_t t = 0; t < tasks && rc == OC_OK; t++)
+                ok &= c.out[t] == t * t && c.worker_of[t] == t % n;
+            if (job % 50 == 49)
+                nanosleep(&pause, NULL);
+        }
+        OC_CHECK(ok);
+        oc_pool_free(p); /* workers asleep or spinning: both exit */
+    }
+}
+
 OC_TEST(pool_run_or_inline_does_not_wait_for_a_busy_pool)
 {
     struct oc_err err;

@@ -10,14 +10,25 @@
  *
  * Worker state machine:   wait(gen changes) ─► run my tasks ─► done++ ─► wait
  *                         └── shutdown set ─► exit
+ *
+ * Waiting spins first: a worker that finished a job watches the generation
+ * for POOL_SPIN_NS before it sleeps on the condition variable, and the caller
+ * watches the done count as long before it sleeps. A model runs its kernels
+ * back to back (RED-GNN at batch 1: thousands of jobs of tens of
+ * microseconds a second), so the next job mostly finds its worker awake, and
+ * neither side pays a futex wake and a reschedule per job; a sleeper is woken
+ * only when one is asleep (counted under mu).
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "offcore/thread.h"
+
+#define POOL_SPIN_NS 50000 /* a waiter spins this long before it sleeps */
 
 struct oc_pool {
     unsigned n_threads;
@@ -26,10 +37,12 @@ struct oc_pool {
     pthread_mutex_t mu;
     pthread_cond_t start;
     pthread_cond_t finished;
-    uint64_t generation;
-    unsigned n_done;
-    int shutdown;
-    /* the current job */
+    _Atomic uint64_t generation; /* raised (after the job's fields) to start a job */
+    _Atomic unsigned n_done;     /* workers done with the current job */
+    _Atomic int shutdown;
+    unsigned n_asleep; /* workers waiting on start [mu] */
+    int caller_asleep; /* the caller waiting on finished [mu] */
+    /* the current job (written before generation is raised) */
     oc_pool_fn fn;
     void *ctx;
     uint64_t n_tasks;
@@ -58,26 +71,70 @@ static void pool_run_slice(struct oc_pool *p, unsigned worker)
     }
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins up to POOL_SPIN_NS while done(p, arg) is false; returns its last value. */
+static int spin_until(int (*done)(struct oc_pool *, uint64_t), struct oc_pool *p, uint64_t arg)
+{
+    uint64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+        if (done(p, arg))
+            return 1;
+        cpu_relax();
+        if (i % 64 == 0 && now_ns() - t0 > POOL_SPIN_NS)
+            return done(p, arg);
+    }
+}
+
+static int job_or_shutdown(struct oc_pool *p, uint64_t seen)
+{
+    return atomic_load(&p->generation) != seen || atomic_load(&p->shutdown);
+}
+
+static int all_done(struct oc_pool *p, uint64_t unused)
+{
+    (void)unused;
+    return atomic_load(&p->n_done) == p->n_threads - 1;
+}
+
 static void *pool_worker(void *argp)
 {
     struct pool_worker_arg *arg = argp;
     struct oc_pool *p = arg->p;
     unsigned id = arg->id;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (p->generation == seen && !p->shutdown)
-            pthread_cond_wait(&p->start, &p->mu);
-        if (p->shutdown)
+        if (!spin_until(job_or_shutdown, p, seen)) {
+            pthread_mutex_lock(&p->mu);
+            p->n_asleep++;
+            while (!job_or_shutdown(p, seen))
+                pthread_cond_wait(&p->start, &p->mu);
+            p->n_asleep--;
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->shutdown))
             break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        seen = atomic_load(&p->generation);
         pool_run_slice(p, id);
-        pthread_mutex_lock(&p->mu);
-        if (++p->n_done == p->n_threads - 1)
-            pthread_cond_signal(&p->finished);
+        if (atomic_fetch_add(&p->n_done, 1) + 1 == p->n_threads - 1) {
+            pthread_mutex_lock(&p->mu); /* the caller sleeps under mu: wake it if it does */
+            if (p->caller_asleep)
+                pthread_cond_signal(&p->finished);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     oc_free(arg);
     return NULL;
 }
@@ -166,7 +223,7 @@ fail:;
     unsigned started = p->threads ? p->n_threads : 1;
     p->n_threads = started;
     pthread_mutex_lock(&p->mu);
-    p->shutdown = 1;
+    atomic_store(&p->shutdown, 1);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (unsigned i = 1; i < started && p->threads; i++)
@@ -182,7 +239,7 @@ void oc_pool_free(struct oc_pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
-    p->shutdown = 1;
+    atomic_store(&p->shutdown, 1);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
     for (unsigned i = 1; i < p->n_threads; i++)
@@ -235,22 +292,31 @@ int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, vo
 
 static int run_locked(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, void *ctx)
 {
-    pthread_mutex_lock(&p->mu);
+    /* no worker reads the job until the generation moves (the workers of the last job are
+       done with it: run_locked returned only once they all were) */
     p->fn = fn;
     p->ctx = ctx;
     p->n_tasks = n_tasks;
     atomic_store(&p->first_bad_task, UINT64_MAX);
     p->first_rc = OC_OK;
-    p->n_done = 0;
-    p->generation++;
-    pthread_cond_broadcast(&p->start);
+    atomic_store(&p->n_done, 0);
+    atomic_fetch_add(&p->generation, 1);
+    pthread_mutex_lock(&p->mu); /* a worker asleep counted itself under mu before it slept */
+    if (p->n_asleep)
+        pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
 
     pool_run_slice(p, 0);
 
-    pthread_mutex_lock(&p->mu);
-    while (p->n_done < p->n_threads - 1)
-        pthread_cond_wait(&p->finished, &p->mu);
+    if (!spin_until(all_done, p, 0)) {
+        pthread_mutex_lock(&p->mu);
+        p->caller_asleep = 1;
+        while (!all_done(p, 0))
+            pthread_cond_wait(&p->finished, &p->mu);
+        p->caller_asleep = 0;
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_mutex_lock(&p->mu); /* first_rc is written under mu */
     int rc = p->first_rc;
     pthread_mutex_unlock(&p->mu);
     pthread_mutex_unlock(&p->run_mu);

@@ -225,14 +225,40 @@ OC_TEST(gru_reference_and_gradients)
 
 /*
  * The forward at widths below 8, not a multiple of 8 and a multiple of 8
- * (rows by 8 as they lie, the rest gathered across rows), over enough rows
- * that the pool runs: gates and state match the double reference, and the
- * bits are the same at 1 and 2 threads.
+ * (rows by 8 as they lie, width 4 by pairs of rows, the rest gathered across
+ * rows), over enough rows that the pool runs and an odd number of them (a
+ * width-4 row left without a pair): gates and state match the double
+ * reference; the bits are the same at 1 and 2 threads, and a row computed
+ * alone (gathered) has the bits it has among the others.
  */
+static void gru_row_alone(struct oc_nn_backend *be, const struct oc_nn_tensor *gi,
+                          const struct oc_nn_tensor *gh, const struct oc_nn_tensor *h,
+                          const struct oc_nn_tensor *hn, const struct oc_nn_tensor *gates,
+                          uint64_t i)
+{
+    uint64_t hd = h->n_cols;
+    struct oc_nn_tensor a, b, x, y, g;
+    struct oc_err err;
+    nt_zeros(&a, be, 1, 3 * hd, OC_NN_F32);
+    nt_zeros(&b, be, 1, 3 * hd, OC_NN_F32);
+    nt_zeros(&x, be, 1, hd, OC_NN_F32);
+    nt_zeros(&y, be, 1, hd, OC_NN_F32);
+    nt_zeros(&g, be, 1, 3 * hd, OC_NN_F32);
+    memcpy(nt_f(&a), nt_f(gi) + i * 3 * hd, 3 * hd * sizeof(float));
+    memcpy(nt_f(&b), nt_f(gh) + i * 3 * hd, 3 * hd * sizeof(float));
+    memcpy(nt_f(&x), nt_f(h) + i * hd, hd * sizeof(float));
+    OC_CHECK_OK(oc_nn_gru_fwd(&a, &b, &x, &y, &g, &err), &err);
+    OC_CHECK(memcmp(nt_f(&y), nt_f(hn) + i * hd, hd * sizeof(float)) == 0);
+    OC_CHECK(memcmp(nt_f(&g), nt_f(gates) + i * 3 * hd, 3 * hd * sizeof(float)) == 0);
+    struct oc_nn_tensor *ts[] = {&a, &b, &x, &y, &g};
+    for (size_t q = 0; q < sizeof(ts) / sizeof(ts[0]); q++)
+        oc_nn_tensor_deinit(ts[q]);
+}
+
 OC_TEST(gru_any_width_same_bits_at_1_and_2_threads)
 {
     static const uint64_t widths[] = {1, 4, 5, 12, 16};
-    const uint64_t n = 3000;
+    const uint64_t n = 3001;
     for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
         uint64_t hd = widths[w];
         float *out[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [threads - 1][hn, gates] */
@@ -262,6 +288,9 @@ OC_TEST(gru_any_width_same_bits_at_1_and_2_threads)
                         worst = fabs(d[q]) > worst ? fabs(d[q]) : worst;
                 }
             OC_CHECK(worst < 1e-5);
+            for (uint64_t i = 0; i < n; i += 1000) /* 0, 1000, 2000, 3000 (the last, unpaired) */
+                gru_row_alone(env.be, &gi, &gh, &h, &hn, &gates, i);
+            gru_row_alone(env.be, &gi, &gh, &h, &hn, &gates, 1);
             out[t][0] = malloc(n * hd * sizeof(float));
             out[t][1] = malloc(n * 3 * hd * sizeof(float));
             memcpy(out[t][0], nt_f(&hn), n * hd * sizeof(float));

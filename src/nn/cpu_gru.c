@@ -12,6 +12,8 @@
  * Place in the data flow: nn CPU backend; RED-GNN's gate after each layer.
  * Thread-safety: see cpu_int.h (fixed row ranges). Ownership: none kept.
  */
+#include <string.h>
+
 #include "cpu_int.h"
 
 struct gru_ctx {
@@ -65,6 +67,53 @@ gru_elems(const struct gru_ctx *c, const struct gru_block *b, unsigned n, uint64
     }
 }
 
+/*
+ * Width 4 (RED-GNN's hidden 4): two rows make a block of 8, each input read
+ * as one vector of the two rows' 4 floats, so no lane goes through the stack
+ * as a single float (a block loaded from 8 single-float stores waits for
+ * them). Same forms as every other block.
+ */
+typedef float gru_v4 __attribute__((vector_size(16)));
+typedef float gru_v8 __attribute__((vector_size(32)));
+
+__attribute__((always_inline)) static inline void gru_pair_in(float *lanes, const float *a,
+                                                              const float *b)
+{
+    gru_v4 lo, hi;
+    memcpy(&lo, a, sizeof(lo));
+    memcpy(&hi, b, sizeof(hi));
+    gru_v8 v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    memcpy(lanes, &v, sizeof(v));
+}
+
+/* Rows i and i + 1 of width 4. */
+__attribute__((always_inline)) static inline void gru_pair(const struct gru_ctx *c, uint64_t i)
+{
+    const float *gi = oc_nn_f32(c->gi) + i * 12, *gh = oc_nn_f32(c->gh) + i * 12;
+    float *g = oc_nn_f32(c->g_out) + i * 12;
+    float gr[GRU_BLOCK], hr[GRU_BLOCK], gz[GRU_BLOCK], hz[GRU_BLOCK], gn[GRU_BLOCK];
+    float hn[GRU_BLOCK], hv[GRU_BLOCK], r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
+    gru_pair_in(gr, gi, gi + 12);
+    gru_pair_in(hr, gh, gh + 12);
+    gru_pair_in(gz, gi + 4, gi + 16);
+    gru_pair_in(hz, gh + 4, gh + 16);
+    gru_pair_in(gn, gi + 8, gi + 20);
+    gru_pair_in(hn, gh + 8, gh + 20);
+    memcpy(hv, oc_nn_f32(c->h) + i * 4, sizeof(hv)); /* the two rows lie together */
+    for (unsigned l = 0; l < GRU_BLOCK; l++) {
+        r[l] = oc_nn_sigmoidf_v(gr[l] + hr[l]);
+        z[l] = oc_nn_sigmoidf_v(gz[l] + hz[l]);
+        nv[l] = oc_nn_tanhf_v(gn[l] + r[l] * hn[l]);
+        o[l] = (1.0f - z[l]) * nv[l] + z[l] * hv[l];
+    }
+    for (unsigned q = 0; q < 2; q++) {
+        memcpy(g + 12 * q, r + 4 * q, 16);
+        memcpy(g + 12 * q + 4, z + 4 * q, 16);
+        memcpy(g + 12 * q + 8, nv + 4 * q, 16);
+    }
+    memcpy(oc_nn_f32(c->hn) + i * 4, o, sizeof(o));
+}
+
 OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
 {
     (void)worker;
@@ -73,6 +122,9 @@ OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
     oc_nn_cpu_range(task, c->h->n_rows, OC_NN_CPU_ROWS, &i0, &i1);
     struct gru_block b;
     unsigned n = 0;
+    if (hd == 4)
+        for (; i0 + 2 <= i1; i0 += 2)
+            gru_pair(c, i0);
     for (uint64_t i = i0; i < i1; i++) {
         const float *gi = oc_nn_f32(c->gi) + i * 3 * hd, *gh = oc_nn_f32(c->gh) + i * 3 * hd;
         const float *h = oc_nn_f32(c->h) + i * hd;

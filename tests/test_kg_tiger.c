@@ -584,6 +584,32 @@ static void check_fetch(struct oc_kg_facts *disk, struct oc_kg_facts *mem, const
     free(t2);
 }
 
+/* The give-back tests' generated KG and its training facts on disk and in RAM (0: not all). */
+static int open_yield_facts(struct oc_kg **kg, struct oc_kg_facts **disk, struct oc_kg_facts **mem)
+{
+    const char *dir = gen_kg("yield", 20000, 400000, 6.0, 40);
+    struct oc_err err;
+    *kg = NULL;
+    *disk = *mem = NULL;
+    OC_CHECK(dir != NULL);
+    if (!dir)
+        return 0;
+    OC_CHECK_OK(oc_kg_open(dir, kg, &err), &err);
+    if (!*kg)
+        return 0;
+    OC_CHECK_OK(oc_kg_facts_open(*kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, disk, &err), &err);
+    OC_CHECK_OK(oc_kg_facts_open(*kg, OC_KG_TRAIN, OC_KG_FACTS_MEMORY, mem, &err), &err);
+    return *disk && *mem;
+}
+
+static void close_yield_facts(struct oc_kg *kg, struct oc_kg_facts *disk, struct oc_kg_facts *mem)
+{
+    oc_kg_facts_free(disk);
+    oc_kg_facts_free(mem);
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 /* The cached heads among heads[0..n) (the map looked at with nobody else using it). */
 static uint64_t n_in_cache(const struct kg_atom_cache *c, const uint32_t *heads, uint64_t n)
 {
@@ -595,17 +621,10 @@ static uint64_t n_in_cache(const struct kg_atom_cache *c, const uint32_t *heads,
 
 OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
 {
-    const char *dir = gen_kg("yield", 20000, 400000, 6.0, 40);
-    OC_CHECK(dir != NULL);
-    if (!dir)
-        return;
     struct oc_err err;
-    struct oc_kg *kg = NULL;
-    struct oc_kg_facts *disk = NULL, *mem = NULL;
-    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
-    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, &disk, &err), &err);
-    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_MEMORY, &mem, &err), &err);
-    if (!disk || !mem)
+    struct oc_kg *kg;
+    struct oc_kg_facts *disk, *mem;
+    if (!open_yield_facts(&kg, &disk, &mem))
         goto out;
     struct kg_atom_cache c;
     uint64_t used0 = oc_mem_used();
@@ -684,10 +703,7 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     kg_atom_cache_deinit(&c);
     OC_CHECK(oc_mem_used() == used0);
 out:
-    oc_kg_facts_free(disk);
-    oc_kg_facts_free(mem);
-    oc_kg_free(kg);
-    OC_CHECK(oc_mem_n_live() == 0);
+    close_yield_facts(kg, disk, mem);
 }
 
 /*
@@ -739,17 +755,10 @@ static void *fetch_loop(void *p)
 
 OC_TEST(kg_atom_cache_fetches_stay_right_while_it_gives_back)
 {
-    const char *dir = gen_kg("yield", 20000, 400000, 6.0, 40);
-    OC_CHECK(dir != NULL);
-    if (!dir)
-        return;
     struct oc_err err;
-    struct oc_kg *kg = NULL;
-    struct oc_kg_facts *disk = NULL, *mem = NULL;
-    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
-    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, &disk, &err), &err);
-    OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_MEMORY, &mem, &err), &err);
-    if (!disk || !mem)
+    struct oc_kg *kg;
+    struct oc_kg_facts *disk, *mem;
+    if (!open_yield_facts(&kg, &disk, &mem))
         goto out;
     struct kg_atom_cache c;
     OC_CHECK_OK(kg_atom_cache_build(&c, disk, (uint64_t)4 << 20, &err), &err);
@@ -804,10 +813,7 @@ OC_TEST(kg_atom_cache_fetches_stay_right_while_it_gives_back)
     kg_facts_set_atoms(disk, NULL, NULL, 0);
     kg_atom_cache_deinit(&c);
 out:
-    oc_kg_facts_free(disk);
-    oc_kg_facts_free(mem);
-    oc_kg_free(kg);
-    OC_CHECK(oc_mem_n_live() == 0);
+    close_yield_facts(kg, disk, mem);
 }
 
 /* ---- a generated KG under a budget smaller than its fact graph ------------- */

@@ -331,11 +331,16 @@ struct pool_ctx {
     uint64_t out[1000];
     unsigned worker_of[1000];
     uint64_t fail_from;
+    uint64_t slow_task_plus1; /* 0: none; else task slow_task_plus1 - 1 takes 200 us */
 };
 
 static int pool_task(void *p, uint64_t t, unsigned worker)
 {
     struct pool_ctx *c = p;
+    if (t + 1 == c->slow_task_plus1) {
+        const struct timespec slow = {0, 200 * 1000};
+        nanosleep(&slow, NULL);
+    }
     if (t >= c->fail_from && t % 7 == 3)
         return OC_ERR_IO - (int)(t % 2); /* distinguishable codes */
     c->out[t] = t * t;
@@ -392,10 +397,12 @@ static void *hold_pool(void *arg)
 }
 
 /*
- * Jobs back to back (workers caught while they spin) and after pauses past
- * the spin (workers woken from sleep), at more threads than this machine's
- * cores too: every job runs all its tasks on their workers, and its error is
- * its own, never a previous job's.
+ * Jobs back to back (workers caught while they spin), after pauses past the
+ * spin (workers woken from sleep) and with a worker's task slower than the
+ * spin (the caller sleeps until it is done), at more threads than this
+ * machine's cores too: every job runs all its tasks on their workers, and its
+ * error is its own, never a previous job's; the pool is freed right after a
+ * job, its workers spinning.
  */
 OC_TEST(pool_jobs_back_to_back_and_after_pauses)
 {
@@ -409,16 +416,17 @@ OC_TEST(pool_jobs_back_to_back_and_after_pauses)
             struct pool_ctx c;
             memset(&c, 0, sizeof(c));
             c.fail_from = job % 5 == 4 ? 0 : UINT64_MAX; /* every 5th fails at task 3 */
+            c.slow_task_plus1 = job % 7 == 2 ? 2 : 0;    /* task 1: worker 1's */
             uint64_t tasks = 4 + (uint64_t)job % 13;
             int rc = oc_pool_run(p, tasks, pool_task, &c);
             ok &= rc == (job % 5 == 4 ? OC_ERR_IO - 1 : OC_OK);
             for (uint64_t t = 0; t < tasks && rc == OC_OK; t++)
                 ok &= c.out[t] == t * t && c.worker_of[t] == t % n;
-            if (job % 50 == 49)
+            if (job % 50 == 25)
                 nanosleep(&pause, NULL);
         }
         OC_CHECK(ok);
-        oc_pool_free(p); /* workers asleep or spinning: both exit */
+        oc_pool_free(p);
     }
 }
 
@@ -517,6 +525,58 @@ OC_TEST(reclaim_lock_not_starved_by_overlapping_readers)
         atomic_store(&r[k].stop, 1);
         pthread_join(th[k], NULL);
     }
+    oc_reclaim_lock_destroy(&l);
+}
+
+/* A thread that takes one side of the lock, notes when it got it (in order), holds it 10 ms. */
+struct taker {
+    struct oc_reclaim_lock *l;
+    int writer;
+    _Atomic unsigned *seq;
+    _Atomic unsigned got_at; /* 0: not yet */
+};
+
+static void *take_and_note(void *p)
+{
+    struct taker *t = p;
+    const struct timespec hold = {0, 10 * 1000 * 1000};
+    int got = 1;
+    if (t->writer)
+        got = oc_reclaim_lock_reclaim(t->l, 5);
+    else
+        oc_reclaim_lock_read(t->l);
+    atomic_store(&t->got_at, got ? atomic_fetch_add(t->seq, 1) + 1 : 1000);
+    if (got) {
+        nanosleep(&hold, NULL);
+        oc_reclaim_lock_unlock(t->l);
+    }
+    return NULL;
+}
+
+/*
+ * The order writer preference gives: while a reader holds the lock and a
+ * reclaim waits, a second reader waits too, and gets in after the reclaim
+ * (glibc's reader-preferring lock lets it in first: the test fails with it).
+ */
+OC_TEST(reclaim_lock_new_readers_wait_behind_a_waiting_reclaim)
+{
+    struct oc_err err;
+    struct oc_reclaim_lock l;
+    OC_CHECK_OK(oc_reclaim_lock_init(&l, "test cache", &err), &err);
+    _Atomic unsigned seq = 0;
+    struct taker w = {&l, 1, &seq, 0}, r = {&l, 0, &seq, 0};
+    const struct timespec settle = {0, 100 * 1000 * 1000};
+    pthread_t tw, tr;
+    oc_reclaim_lock_read(&l);
+    OC_CHECK(pthread_create(&tw, NULL, take_and_note, &w) == 0);
+    nanosleep(&settle, NULL); /* the reclaim is waiting on this thread's read side */
+    OC_CHECK(pthread_create(&tr, NULL, take_and_note, &r) == 0);
+    nanosleep(&settle, NULL);
+    OC_CHECK(atomic_load(&w.got_at) == 0 && atomic_load(&r.got_at) == 0); /* both wait */
+    oc_reclaim_lock_unlock(&l);
+    pthread_join(tw, NULL);
+    pthread_join(tr, NULL);
+    OC_CHECK(atomic_load(&w.got_at) == 1 && atomic_load(&r.got_at) == 2);
     oc_reclaim_lock_destroy(&l);
 }
 

@@ -201,6 +201,7 @@ int oc_pool_new(unsigned n_threads, struct oc_pool **out, struct oc_err *err)
         if (!p->threads)
             goto fail;
     }
+    p->n_threads = 1; /* threads started so far, for cleanup: none of the workers yet */
     for (unsigned i = 1; i < n_threads; i++) {
         struct pool_worker_arg *arg = oc_alloc(sizeof(*arg), "thread pool", err);
         if (!arg)
@@ -226,9 +227,8 @@ fail:;
     atomic_store(&p->shutdown, 1);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
-    for (unsigned i = 1; i < started && p->threads; i++)
-        if (p->threads[i])
-            pthread_join(p->threads[i], NULL);
+    for (unsigned i = 1; i < started; i++) /* the started ones (p->threads set when any is) */
+        pthread_join(p->threads[i], NULL);
     oc_free(p->threads);
     oc_free(p);
     return rc;

@@ -18,6 +18,7 @@
  * Ownership: none beyond the lock itself.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -27,10 +28,17 @@
 static _Thread_local const struct oc_reclaim_lock *held[OC_RECLAIM_LOCK_NEST];
 static _Thread_local unsigned n_held;
 
+/* A misuse thread.h rules out (a deadlock or a stale record otherwise): stops the process. */
+static void misuse(const char *what)
+{
+    fprintf(stderr, "offcore: reclaim lock: %s\n", what);
+    abort();
+}
+
 static void note_held(const struct oc_reclaim_lock *l)
 {
     if (n_held == OC_RECLAIM_LOCK_NEST)
-        abort(); /* a programming error: the limit is documented in thread.h */
+        misuse("more locks held at once than OC_RECLAIM_LOCK_NEST");
     held[n_held++] = l;
 }
 
@@ -41,6 +49,7 @@ static void note_released(const struct oc_reclaim_lock *l)
             held[i] = held[--n_held];
             return;
         }
+    misuse("unlocked by a thread that does not hold it");
 }
 
 static int holds(const struct oc_reclaim_lock *l)
@@ -77,13 +86,17 @@ void oc_reclaim_lock_destroy(struct oc_reclaim_lock *l)
 
 void oc_reclaim_lock_read(struct oc_reclaim_lock *l)
 {
-    pthread_rwlock_rdlock(&l->rw);
+    if (holds(l)) /* a second read would wait on a waiting writer, which waits on the first */
+        misuse("taken twice by one thread");
+    if (pthread_rwlock_rdlock(&l->rw) != 0)
+        misuse("its read side refused");
     note_held(l);
 }
 
 void oc_reclaim_lock_write(struct oc_reclaim_lock *l)
 {
-    pthread_rwlock_wrlock(&l->rw);
+    if (holds(l) || pthread_rwlock_wrlock(&l->rw) != 0)
+        misuse("its write side taken by a thread that holds it");
     note_held(l);
 }
 
@@ -91,10 +104,10 @@ int oc_reclaim_lock_reclaim(struct oc_reclaim_lock *l, unsigned wait_s)
 {
     if (holds(l))
         return 0;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
+    struct timespec until; /* monotonic: a step of the wall clock does not change the wait */
+    clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += wait_s;
-    if (pthread_rwlock_timedwrlock(&l->rw, &until) != 0)
+    if (pthread_rwlock_clockwrlock(&l->rw, CLOCK_MONOTONIC, &until) != 0)
         return 0;
     note_held(l);
     return 1;

@@ -96,8 +96,9 @@ int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, vo
  * reclaimer calls _unlock when done. Writers are preferred: a waiting
  * reclaim holds new readers back, so overlapping readers cannot starve it.
  * A thread must not take the read side of one lock twice (it would wait on
- * the writer that waits on it), and holds at most OC_RECLAIM_LOCK_NEST of
- * these locks at once.
+ * the writer that waits on it), unlock a lock it does not hold, or hold more
+ * than OC_RECLAIM_LOCK_NEST of these locks at once: each stops the process
+ * with a message.
  */
 #define OC_RECLAIM_LOCK_NEST 8
 struct oc_reclaim_lock {

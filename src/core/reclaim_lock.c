@@ -104,10 +104,12 @@ int oc_reclaim_lock_reclaim(struct oc_reclaim_lock *l, unsigned wait_s)
 {
     if (holds(l))
         return 0;
-    struct timespec until; /* monotonic: a step of the wall clock does not change the wait */
-    clock_gettime(CLOCK_MONOTONIC, &until);
+    /* timedwrlock's deadline is on the wall clock (clockwrlock would take a monotonic one,
+       but ThreadSanitizer does not see it take the lock and reports every reclaim a race) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += wait_s;
-    if (pthread_rwlock_clockwrlock(&l->rw, CLOCK_MONOTONIC, &until) != 0)
+    if (pthread_rwlock_timedwrlock(&l->rw, &until) != 0)
         return 0;
     note_held(l);
     return 1;

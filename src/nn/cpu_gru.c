@@ -36,6 +36,24 @@ struct gru_block {
     uint64_t base[GRU_BLOCK], col[GRU_BLOCK]; /* per element: its row times hd, its column */
 };
 
+/*
+ * The one form of the step, for the 8 lanes of any block: from r's and z's
+ * summed inputs (gi + gh), n's two parts and the state, the gates and the
+ * new state.
+ */
+__attribute__((always_inline)) static inline void gru_lanes(const float *ri, const float *zi,
+                                                            const float *ni, const float *nh,
+                                                            const float *hv, float *r, float *z,
+                                                            float *nv, float *o)
+{
+    for (unsigned l = 0; l < GRU_BLOCK; l++) {
+        r[l] = oc_nn_sigmoidf_v(ri[l]);
+        z[l] = oc_nn_sigmoidf_v(zi[l]);
+        nv[l] = oc_nn_tanhf_v(ni[l] + r[l] * nh[l]);
+        o[l] = (1.0f - z[l]) * nv[l] + z[l] * hv[l];
+    }
+}
+
 /* The gates and new state of elements [0, n) of a block, n <= GRU_BLOCK. */
 __attribute__((always_inline)) static inline void
 gru_elems(const struct gru_ctx *c, const struct gru_block *b, unsigned n, uint64_t hd)
@@ -52,12 +70,7 @@ gru_elems(const struct gru_ctx *c, const struct gru_block *b, unsigned n, uint64
         nh[l] = gh[2 * hd + at];
         hv[l] = h[b->base[l] + b->col[l]];
     }
-    for (unsigned l = 0; l < GRU_BLOCK; l++) {
-        r[l] = oc_nn_sigmoidf_v(ri[l]);
-        z[l] = oc_nn_sigmoidf_v(zi[l]);
-        nv[l] = oc_nn_tanhf_v(ni[l] + r[l] * nh[l]);
-        o[l] = (1.0f - z[l]) * nv[l] + z[l] * hv[l];
-    }
+    gru_lanes(ri, zi, ni, nh, hv, r, z, nv, o);
     for (unsigned l = 0; l < n; l++) {
         uint64_t at = 3 * b->base[l] + b->col[l];
         g[at] = r[l];
@@ -76,13 +89,19 @@ gru_elems(const struct gru_ctx *c, const struct gru_block *b, unsigned n, uint64
 typedef float gru_v4 __attribute__((vector_size(16)));
 typedef float gru_v8 __attribute__((vector_size(32)));
 
-__attribute__((always_inline)) static inline void gru_pair_in(float *lanes, const float *a,
-                                                              const float *b)
+/* Lanes from rows a and b of x, plus (when y) those of y, lane by lane. */
+__attribute__((always_inline)) static inline void
+gru_pair_in(float *lanes, const float *xa, const float *xb, const float *ya, const float *yb)
 {
     gru_v4 lo, hi;
-    memcpy(&lo, a, sizeof(lo));
-    memcpy(&hi, b, sizeof(hi));
+    memcpy(&lo, xa, sizeof(lo));
+    memcpy(&hi, xb, sizeof(hi));
     gru_v8 v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    if (ya) {
+        memcpy(&lo, ya, sizeof(lo));
+        memcpy(&hi, yb, sizeof(hi));
+        v += __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    }
     memcpy(lanes, &v, sizeof(v));
 }
 
@@ -91,21 +110,14 @@ __attribute__((always_inline)) static inline void gru_pair(const struct gru_ctx 
 {
     const float *gi = oc_nn_f32(c->gi) + i * 12, *gh = oc_nn_f32(c->gh) + i * 12;
     float *g = oc_nn_f32(c->g_out) + i * 12;
-    float gr[GRU_BLOCK], hr[GRU_BLOCK], gz[GRU_BLOCK], hz[GRU_BLOCK], gn[GRU_BLOCK];
-    float hn[GRU_BLOCK], hv[GRU_BLOCK], r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
-    gru_pair_in(gr, gi, gi + 12);
-    gru_pair_in(hr, gh, gh + 12);
-    gru_pair_in(gz, gi + 4, gi + 16);
-    gru_pair_in(hz, gh + 4, gh + 16);
-    gru_pair_in(gn, gi + 8, gi + 20);
-    gru_pair_in(hn, gh + 8, gh + 20);
+    float ri[GRU_BLOCK], zi[GRU_BLOCK], ni[GRU_BLOCK], nh[GRU_BLOCK], hv[GRU_BLOCK];
+    float r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
+    gru_pair_in(ri, gi, gi + 12, gh, gh + 12);
+    gru_pair_in(zi, gi + 4, gi + 16, gh + 4, gh + 16);
+    gru_pair_in(ni, gi + 8, gi + 20, NULL, NULL);
+    gru_pair_in(nh, gh + 8, gh + 20, NULL, NULL);
     memcpy(hv, oc_nn_f32(c->h) + i * 4, sizeof(hv)); /* the two rows lie together */
-    for (unsigned l = 0; l < GRU_BLOCK; l++) {
-        r[l] = oc_nn_sigmoidf_v(gr[l] + hr[l]);
-        z[l] = oc_nn_sigmoidf_v(gz[l] + hz[l]);
-        nv[l] = oc_nn_tanhf_v(gn[l] + r[l] * hn[l]);
-        o[l] = (1.0f - z[l]) * nv[l] + z[l] * hv[l];
-    }
+    gru_lanes(ri, zi, ni, nh, hv, r, z, nv, o);
     for (unsigned q = 0; q < 2; q++) {
         memcpy(g + 12 * q, r + 4 * q, 16);
         memcpy(g + 12 * q + 4, z + 4 * q, 16);
@@ -131,13 +143,13 @@ OC_NN_SIMD static int gru_fwd_task(void *cp, uint64_t task, unsigned worker)
         float *hn = oc_nn_f32(c->hn) + i * hd, *g = oc_nn_f32(c->g_out) + i * 3 * hd;
         uint64_t k = 0;
         for (; k + GRU_BLOCK <= hd; k += GRU_BLOCK) {
-            float r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK], o[GRU_BLOCK];
+            float ri[GRU_BLOCK], zi[GRU_BLOCK], r[GRU_BLOCK], z[GRU_BLOCK], nv[GRU_BLOCK];
+            float o[GRU_BLOCK];
             for (unsigned l = 0; l < GRU_BLOCK; l++) {
-                r[l] = oc_nn_sigmoidf_v(gi[k + l] + gh[k + l]);
-                z[l] = oc_nn_sigmoidf_v(gi[hd + k + l] + gh[hd + k + l]);
-                nv[l] = oc_nn_tanhf_v(gi[2 * hd + k + l] + r[l] * gh[2 * hd + k + l]);
-                o[l] = (1.0f - z[l]) * nv[l] + z[l] * h[k + l];
+                ri[l] = gi[k + l] + gh[k + l];
+                zi[l] = gi[hd + k + l] + gh[hd + k + l];
             }
+            gru_lanes(ri, zi, gi + 2 * hd + k, gh + 2 * hd + k, h + k, r, z, nv, o);
             for (unsigned l = 0; l < GRU_BLOCK; l++) {
                 g[k + l] = r[l];
                 g[hd + k + l] = z[l];

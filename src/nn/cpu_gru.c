@@ -23,12 +23,12 @@ struct gru_ctx {
 
 /*
  * Forward in blocks of 8 elements, whatever the width, so -O2 vectorizes the
- * inlined exp (it works on locals: no aliasing): a row's columns by 8 as
- * they lie; the columns left past them (all of a row narrower than 8:
- * RED-GNN's hidden 4) gathered, across rows, into blocks of 8 and scattered
- * back, the last one short (its lanes padded with zeros, not written). Every
- * element takes the same inlined forms, so its bits do not depend on which
- * block it falls in.
+ * inlined exp (it works on locals: no aliasing): at width 4 (RED-GNN's hidden
+ * 4) rows in pairs; otherwise a row's columns by 8 as they lie, the columns
+ * left past them (all of a row narrower than 8) gathered, across rows, into
+ * blocks of 8 and scattered back, the last one short (its lanes padded with
+ * zeros, not written). Every block goes through gru_lanes, so an element's
+ * bits do not depend on which block it falls in.
  */
 #define GRU_BLOCK 8u
 

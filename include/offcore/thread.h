@@ -101,6 +101,15 @@ int oc_pool_run_or_inline(struct oc_pool *p, uint64_t n_tasks, oc_pool_fn fn, vo
  * with a message.
  */
 #define OC_RECLAIM_LOCK_NEST 8
+#define OC_RECLAIM_WAIT_S    2 /* what the caches' reclaims wait for their readers, at most */
+/*
+ * The least a cache of cache_bytes gives back at once, asked for less: 1 MiB
+ * or a 16th of it, the less (a reclaim's pass over the cache is then worth it).
+ */
+static inline uint64_t oc_reclaim_least(uint64_t cache_bytes)
+{
+    return cache_bytes / 16 < ((uint64_t)1 << 20) ? cache_bytes / 16 : (uint64_t)1 << 20;
+}
 struct oc_reclaim_lock {
     pthread_rwlock_t rw;
     int ready;

@@ -27,7 +27,7 @@
  * workers and TIGER's planner under the read side of its lock
  * (kg_atom_cache_read_lock, nothing allocated inside); the reclaimer, on
  * whichever thread asks for memory, takes the write side, waiting at most
- * GIVE_WAIT_S, and gives nothing if that thread holds the read side. A map
+ * OC_RECLAIM_WAIT_S, and gives nothing if that thread holds the read side. A map
  * has no lock: one thread changes it while nobody reads it.
  * Ownership: a map borrows the facts it points to; the cache owns its pool
  * and index.
@@ -40,9 +40,6 @@
 #include <unistd.h>
 
 #include "kg/kg_tiger_int.h"
-
-#define GIVE_LEAST_BYTES (1u << 20) /* given back at once, at least (or a 16th of the cache) */
-#define GIVE_WAIT_S      2          /* a reclaim waits this long for the readers */
 
 #define GONE UINT64_MAX /* at[]: an atom given back */
 
@@ -267,16 +264,15 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 
 /*
  * The accountant's reclaimer: marks the pool's last atoms gone, then drops
- * the index, until at least want bytes (or GIVE_LEAST_BYTES or a 16th of
- * the cache, the less, whichever is more) went back, or nothing is left.
+ * the index, until at least want bytes (or oc_reclaim_least of the cache,
+ * whichever is more) went back, or nothing is left.
  */
 static uint64_t give_back(void *ctx, uint64_t want)
 {
     struct kg_atom_cache *c = ctx;
-    if (!oc_reclaim_lock_reclaim(&c->lock, GIVE_WAIT_S))
+    if (!oc_reclaim_lock_reclaim(&c->lock, OC_RECLAIM_WAIT_S))
         return 0;
-    uint64_t least =
-        c->built_bytes / 16 < GIVE_LEAST_BYTES ? c->built_bytes / 16 : GIVE_LEAST_BYTES;
+    uint64_t least = oc_reclaim_least(c->built_bytes);
     uint64_t goal = want > least ? want : least, facts = 0, index = 0;
     while (c->n_atoms > 0 && facts * 8 < goal) {
         uint32_t e = c->order[--c->n_atoms];

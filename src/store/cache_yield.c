@@ -9,7 +9,7 @@
  *
  * A registered cache is one of the accountant's reclaimers (core.h): asked
  * for `want` bytes, it drops at least that many bytes of its last live slots
- * (at least YIELD_MIN_BYTES or a 16th of the cache, whichever is less), and
+ * (at least oc_reclaim_least: 1 MiB or a 16th of the cache, the less), and
  * the lookup (cache.c) treats slots past n_live as misses, read from the
  * feature file. A thread that finds memory free again (beyond
  * TAKEBACK_MARGIN_BYTES or an 8th of the cache, whichever is less) reads
@@ -29,7 +29,7 @@
  * accountant) and taking back (a reader's thread, outside the read side)
  * take the write side. A reclaim asked on a thread that holds the read side
  * gives nothing (the write side would wait on itself); one asked elsewhere
- * waits for the readers at most YIELD_WAIT_S.
+ * waits for the readers at most OC_RECLAIM_WAIT_S.
  * Ownership: the mapping is the yield's (store_yield_deinit unmaps it and
  * clears cache->rows); the cache's lookup stays its owner's.
  */
@@ -40,14 +40,7 @@
 
 #include "store/store_int.h"
 
-#define YIELD_MIN_BYTES       (1u << 20) /* given back at once, at least (or a 16th of the cache) */
 #define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
-#define YIELD_WAIT_S          2          /* a reclaim waits this long for the readers */
-
-uint64_t store_give_least(uint64_t cache_bytes)
-{
-    return cache_bytes / 16 < YIELD_MIN_BYTES ? cache_bytes / 16 : YIELD_MIN_BYTES;
-}
 
 uint64_t store_takeback_room(uint64_t cache_bytes)
 {
@@ -86,7 +79,7 @@ void store_pages_back(uint8_t *rows, size_t len, uint64_t from, uint64_t to)
 
 static uint64_t yield_min(const struct store_yield *y)
 {
-    return store_give_least(y->cache->n * y->row_bytes);
+    return oc_reclaim_least(y->cache->n * y->row_bytes);
 }
 
 int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_bytes,
@@ -116,7 +109,7 @@ int store_yield_map(struct store_yield *y, struct oc_err *err)
 static uint64_t yield_rows(void *ctx, uint64_t want)
 {
     struct store_yield *y = ctx;
-    if (!oc_reclaim_lock_reclaim(&y->lock, YIELD_WAIT_S))
+    if (!oc_reclaim_lock_reclaim(&y->lock, OC_RECLAIM_WAIT_S))
         return 0;
     uint64_t row = y->row_bytes, live = y->cache->n_live;
     uint64_t give = want > yield_min(y) ? want : yield_min(y);

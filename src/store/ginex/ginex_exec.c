@@ -130,7 +130,7 @@ uint64_t gx_yield(void *ctx, uint64_t want)
             break;
     uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
     if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
-        uint64_t least = store_give_least(g->cap * rb);
+        uint64_t least = oc_reclaim_least(g->cap * rb);
         uint64_t rows = ((want > least ? want : least) + rb - 1) / rb;
         uint64_t keep = rows < live ? live - rows : 0;
         for (uint64_t k = keep; k < live; k++)
@@ -158,7 +158,7 @@ static uint64_t take_back_reserve(const struct ginex_store *g)
         return 0;
     uint64_t room = store_takeback_room(g->cap * rb);
     uint64_t rows = room / rb < gone ? room / rb : gone;
-    if (rows == 0 || (rows < gone && rows * rb < store_give_least(g->cap * rb)))
+    if (rows == 0 || (rows < gone && rows * rb < oc_reclaim_least(g->cap * rb)))
         return 0;
     struct oc_err local;
     return oc_mem_reserve(rows * rb, "store ginex: cached rows taken back", &local) == OC_OK ? rows

@@ -41,7 +41,7 @@ static uint64_t gd_yield(void *ctx, uint64_t want)
     struct gd_store *g = ctx;
     if (taking == g)
         return 0;
-    uint64_t least = store_give_least(buffer_bytes(g));
+    uint64_t least = oc_reclaim_least(buffer_bytes(g));
     pthread_mutex_lock(&g->mu);
     uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
     uint64_t got = gd_buf_give_back(&g->buf, want > least ? want : least, floor);
@@ -116,7 +116,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         if (rows < must)
             rows = must;
         if (rows == 0 ||
-            (must == 0 && rows < upto - active && rows * rb < store_give_least(buffer_bytes(g))))
+            (must == 0 && rows < upto - active && rows * rb < oc_reclaim_least(buffer_bytes(g))))
             break; /* nothing, or too little to be worth it while no batch needs it */
         pthread_mutex_unlock(&g->mu);
         taking = g;

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "offcore/id_map.h"
 #include "offcore/progress.h"
 #include "offcore/rng.h"
 #include "offcore/thread.h"
@@ -168,6 +169,47 @@ OC_TEST(fault_injection_fails_nth_alloc_once)
     OC_CHECK(oc_fault_hit(OC_FAULT_WRITE, &e) == 0);
     oc_fault_disarm_all();
     OC_CHECK(oc_fault_hit(OC_FAULT_READ, &e) == 0);
+}
+
+OC_TEST(id_map_finds_what_was_put_across_growth_and_clears)
+{
+    struct oc_err err;
+    struct oc_id_map m;
+    oc_id_map_init(&m);
+    uint32_t v = 7;
+    OC_CHECK(!oc_id_map_get(&m, 5, &v) && v == 7); /* empty: no slots at all */
+    OC_CHECK(oc_id_map_bytes(&m) == 0);
+    /* keys spread over 2^40 and 0; values their insertion rank; growth keeps them */
+    uint64_t n = 0;
+    int bad = 0;
+    for (uint64_t i = 0; i < 5000; i++) {
+        uint64_t key = i * 0x10000001ull % ((uint64_t)1 << 40);
+        OC_CHECK_OK(oc_id_map_reserve(&m, n + 1, "test id map", &err), &err);
+        int ins = 0;
+        uint32_t got = oc_id_map_get_or_put(&m, key, (uint32_t)n, &ins);
+        bad |= !ins || got != n;
+        n++;
+        got = oc_id_map_get_or_put(&m, key, 999999, &ins); /* present: not replaced */
+        bad |= ins || got != n - 1;
+    }
+    OC_CHECK(!bad && m.n_live == 5000 &&
+             oc_id_map_bytes(&m) >= 10000 * sizeof(struct oc_id_map_slot));
+    for (uint64_t i = 0; i < 5000; i++)
+        bad |= !oc_id_map_get(&m, i * 0x10000001ull % ((uint64_t)1 << 40), &v) || v != i;
+    bad |= oc_id_map_get(&m, 3, &v); /* never put */
+    OC_CHECK(!bad);
+    /* a clear forgets every key and keeps the slots */
+    uint64_t bytes = oc_id_map_bytes(&m);
+    oc_id_map_clear(&m);
+    OC_CHECK(m.n_live == 0 && oc_id_map_bytes(&m) == bytes && !oc_id_map_get(&m, 0, &v));
+    /* a budget too small for the slots: a clear error naming the consumer, the map unchanged */
+    oc_mem_set_budget(oc_mem_used() + 1024);
+    OC_CHECK(oc_id_map_reserve(&m, 1u << 20, "test id map", &err) == OC_ERR_BUDGET &&
+             strstr(err.msg, "test id map") != NULL);
+    oc_mem_set_budget(0);
+    OC_CHECK(oc_id_map_bytes(&m) == bytes);
+    oc_id_map_deinit(&m);
+    OC_CHECK(oc_mem_n_live() == 0);
 }
 
 OC_TEST(parse_and_format_sizes)

@@ -156,69 +156,6 @@ int smp_topo_flush(struct smp_topo_reader *r, struct oc_err *err);
 /* Adds r's counters into st. */
 void smp_topo_reader_stats(const struct smp_topo_reader *r, struct oc_topo_disk_stats *st);
 
-/*
- * Global id → local id, open addressing with linear probing. Slots are
- * stamped with the current generation, so clearing for the next batch is one
- * increment, not a memset of the table.
- */
-struct smp_map_slot {
-    uint64_t key;
-    uint32_t val;
-    uint32_t gen;
-};
-
-struct smp_map {
-    struct smp_map_slot *slots;
-    uint64_t cap;   /* a power of two, or 0 */
-    unsigned shift; /* 64 - log2(cap) */
-    uint32_t gen;
-    uint64_t n_live; /* keys of the current generation */
-};
-
-void smp_map_init(struct smp_map *m);
-void smp_map_deinit(struct smp_map *m);
-/* Forgets every key (O(1) except once per 2^32 clears). */
-void smp_map_clear(struct smp_map *m);
-/* Grows (rehashing live keys) so that n_keys keys keep the load <= 1/2. */
-int smp_map_reserve(struct smp_map *m, uint64_t n_keys, struct oc_err *err);
-
-static inline uint64_t smp_map_hash(const struct smp_map *m, uint64_t key)
-{
-    return (key * 0x9E3779B97F4A7C15ull) >> m->shift;
-}
-
-/*
- * Returns key's value, inserting `val` if absent (*inserted = 1). The map
- * must have room (smp_map_reserve).
- */
-static inline uint32_t smp_map_get_or_put(struct smp_map *m, uint64_t key, uint32_t val,
-                                          int *inserted)
-{
-    uint64_t mask = m->cap - 1;
-    uint64_t i = smp_map_hash(m, key);
-    for (;;) {
-        struct smp_map_slot *s = &m->slots[i];
-        if (s->gen != m->gen) {
-            s->key = key;
-            s->val = val;
-            s->gen = m->gen;
-            m->n_live++;
-            *inserted = 1;
-            return val;
-        }
-        if (s->key == key) {
-            *inserted = 0;
-            return s->val;
-        }
-        i = (i + 1) & mask;
-    }
-}
-
-static inline void smp_map_prefetch(const struct smp_map *m, uint64_t key)
-{
-    __builtin_prefetch(&m->slots[smp_map_hash(m, key)], 1, 1);
-}
-
 /* Batch arrays, grow-only: input_ids keep their contents, block arrays do not. */
 int smp_batch_reserve_input(struct oc_sample_batch *b, uint64_t n, struct oc_err *err);
 int smp_block_reserve(struct oc_sample_block *blk, uint64_t n_dst, uint64_t n_edges,

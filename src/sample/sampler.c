@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "offcore/id_map.h"
 #include "offcore/rng.h"
 #include "sample/sample_int.h"
 
@@ -71,7 +72,7 @@ struct oc_sampler {
     struct oc_pool *pool;
     unsigned n_workers;
     struct smp_worker *workers;
-    struct smp_map map;
+    struct oc_id_map map;
     uint64_t *gids; /* sampled global ids of the current layer */
     uint64_t cap_gids;
     uint64_t *chunk_edges; /* per chunk: edges (phase A), then base (phase B) */
@@ -112,7 +113,7 @@ int oc_sample_sampler_new(const struct oc_graph *g, const struct oc_sample_opts 
     s->g = *g;
     s->opts = *opts;
     s->pool = pool;
-    smp_map_init(&s->map);
+    oc_id_map_init(&s->map);
     s->n_workers = oc_pool_n_threads(pool);
     s->workers = oc_calloc(s->n_workers, sizeof(*s->workers), "sampler workers", err);
     if (!s->workers)
@@ -151,7 +152,7 @@ void oc_sample_sampler_free(struct oc_sampler *s)
         smp_topo_reader_deinit(&s->workers[w].rd);
     }
     oc_free(s->workers);
-    smp_map_deinit(&s->map);
+    oc_id_map_deinit(&s->map);
     oc_free(s->gids);
     oc_free(s->chunk_edges);
     oc_free(s->mask);
@@ -494,15 +495,15 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
             uint64_t want = known * 2 > 4096 ? known * 2 : 4096;
             want = want < max_known ? want : max_known;
             if ((rc = smp_batch_reserve_input(out, want, err)) != OC_OK ||
-                (rc = smp_map_reserve(&s->map, want, err)) != OC_OK)
+                (rc = oc_id_map_reserve(&s->map, want, "sample id map", err)) != OC_OK)
                 return rc;
             ids = out->input_ids;
             room = out->cap_input < s->map.cap / 2 ? out->cap_input : s->map.cap / 2;
         }
         if (e + SMP_PREFETCH_EDGES < n_edges)
-            smp_map_prefetch(&s->map, gids[e + SMP_PREFETCH_EDGES]);
+            oc_id_map_prefetch(&s->map, gids[e + SMP_PREFETCH_EDGES]);
         int ins;
-        uint32_t id = smp_map_get_or_put(&s->map, gids[e], (uint32_t)known, &ins);
+        uint32_t id = oc_id_map_get_or_put(&s->map, gids[e], (uint32_t)known, &ins);
         if (ins) {
             if (known > UINT32_MAX)
                 return OC_ERR(err, OC_ERR_UNSUPPORTED,
@@ -532,10 +533,10 @@ static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fa
         return OC_ERR(err, OC_ERR_ARG, "sampler: %llu seed nodes, at most 2^32 - 1",
                       (unsigned long long)n_seeds);
     uint64_t cap = n_seeds < s->g.n_nodes ? n_seeds : s->g.n_nodes;
-    smp_map_clear(&s->map); /* first, so that growing it rehashes nothing */
+    oc_id_map_clear(&s->map); /* first, so that growing it rehashes nothing */
     int rc;
     if ((rc = smp_batch_reserve_input(out, cap, err)) != OC_OK ||
-        (rc = smp_map_reserve(&s->map, cap, err)) != OC_OK)
+        (rc = oc_id_map_reserve(&s->map, cap, "sample id map", err)) != OC_OK)
         return rc;
     for (uint64_t i = 0; i < n_seeds; i++) {
         uint64_t v = seeds[i];
@@ -544,7 +545,7 @@ static int sample_run(struct oc_sampler *s, uint32_t n_layers, const int32_t *fa
                           (unsigned long long)v, (unsigned long long)i,
                           (unsigned long long)s->g.n_nodes);
         int ins;
-        uint32_t at = smp_map_get_or_put(&s->map, v, (uint32_t)i, &ins);
+        uint32_t at = oc_id_map_get_or_put(&s->map, v, (uint32_t)i, &ins);
         if (!ins)
             return OC_ERR(err, OC_ERR_ARG,
                           "sampler: seed %llu appears twice (positions %u and %llu)",

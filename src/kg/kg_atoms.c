@@ -45,16 +45,17 @@
 
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err)
 {
+    (void)err;
     memset(a, 0, sizeof(*a));
     a->n_entities = n_entities;
-    a->at = oc_calloc(n_entities ? n_entities : 1, sizeof(*a->at), "kg atom map", err);
-    return a->at ? OC_OK : err->status;
+    oc_id_map_init(&a->index);
+    return OC_OK;
 }
 
 void kg_atoms_deinit(struct kg_atoms *a)
 {
-    oc_free((void *)a->at);
-    oc_free(a->set);
+    oc_id_map_deinit(&a->index);
+    oc_free((void *)a->facts);
     memset(a, 0, sizeof(*a));
 }
 
@@ -63,28 +64,32 @@ int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct o
     if (e >= a->n_entities)
         return OC_ERR(err, OC_ERR_FORMAT, "kg atom map: entity %u out of range (%llu entities)", e,
                       (unsigned long long)a->n_entities);
-    if (a->at[e]) {
-        a->at[e] = facts; /* the same facts from another slice */
-        return OC_OK;
-    }
-    if (a->n_set == a->cap_set) {
-        uint64_t c = a->cap_set ? 2 * a->cap_set : 1024;
-        uint32_t *s = oc_realloc(a->set, (size_t)c * 4, "kg atom map", err);
-        if (!s)
+    if (a->n == a->cap) {
+        uint64_t c = a->cap ? 2 * a->cap : 1024;
+        const uint32_t **p =
+            oc_realloc((void *)a->facts, (size_t)c * sizeof(*p), "kg atom map", err);
+        if (!p)
             return err->status;
-        a->set = s;
-        a->cap_set = c;
+        a->facts = p;
+        a->cap = c;
     }
-    a->set[a->n_set++] = e;
-    a->at[e] = facts;
+    OC_KG_TRY(oc_id_map_reserve(&a->index, a->n + 1, "kg atom map", err));
+    int inserted;
+    uint32_t i = oc_id_map_get_or_put(&a->index, e, (uint32_t)a->n, &inserted);
+    a->facts[i] = facts; /* if present: the same facts from another slice */
+    a->n += (uint64_t)inserted;
     return OC_OK;
 }
 
 void kg_atoms_clear(struct kg_atoms *a)
 {
-    for (uint64_t i = 0; i < a->n_set; i++)
-        a->at[a->set[i]] = NULL;
-    a->n_set = 0;
+    oc_id_map_clear(&a->index);
+    a->n = 0;
+}
+
+uint64_t kg_atoms_bytes(const struct kg_atoms *a)
+{
+    return oc_id_map_bytes(&a->index) + a->cap * sizeof(*a->facts);
 }
 
 /* Degree-descending order, ties by id, for qsort_r-free sorting: keys packed in u64. */

@@ -198,7 +198,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
     uint64_t at = 0, n_batch = 0, n_cache = 0, n_disk = 0;
     for (uint64_t i = 0; strict_below && i < n; i++) {
         uint64_t k = f->indptr[heads[i] + 1] - f->indptr[heads[i]];
-        if (k < strict_below && !batch->at[heads[i]])
+        if (k < strict_below && !kg_atoms_get(batch, heads[i]))
             return OC_ERR(err, OC_ERR_FORMAT,
                           "kg slice store: entity %u (%llu facts) is in no slice of its batch",
                           heads[i], (unsigned long long)k);
@@ -220,7 +220,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
         kg_atom_cache_read_lock(cache);
     for (uint64_t i = 0; i < n; i++) {
         uint64_t b = f->indptr[heads[i]], k = f->indptr[heads[i] + 1] - b;
-        const uint32_t *atom = batch ? batch->at[heads[i]] : NULL;
+        const uint32_t *atom = batch ? kg_atoms_get(batch, heads[i]) : NULL;
         n_batch += atom != NULL;
         if (!atom && cache && (atom = kg_atom_cache_get(cache, heads[i])) != NULL)
             n_cache++;

@@ -56,13 +56,14 @@ static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
     uint64_t c = s->cap_q ? s->cap_q : 64;
     while (c < n)
         c *= 2;
-    void **arr[] = {
-        (void **)&s->q_atoms, (void **)&s->rem,       (void **)&s->visited,   (void **)&s->packed,
-        (void **)&s->light,   (void **)&s->stack,     (void **)&s->bin_of,    (void **)&s->bin_load,
-        (void **)&s->tmp,     (void **)&s->p_rel,     (void **)&s->p_tail,    (void **)&s->p_deg,
-        (void **)&s->q_deg,   (void **)&s->fetch_ids, (void **)&s->bin_start, (void **)&s->ff_tree};
+    void **arr[] = {(void **)&s->q_atoms, (void **)&s->rem,       (void **)&s->visited,
+                    (void **)&s->packed,  (void **)&s->light,     (void **)&s->stack,
+                    (void **)&s->bin_of,  (void **)&s->bin_load,  (void **)&s->tmp,
+                    (void **)&s->p_rel,   (void **)&s->p_tail,    (void **)&s->p_deg,
+                    (void **)&s->q_deg,   (void **)&s->fetch_ids, (void **)&s->bin_start,
+                    (void **)&s->ff_tree, (void **)&s->q_depth};
     /* bin_start: bins + 1 <= atoms + 1; ff_tree: 2 x leaves < 4 x atoms */
-    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4, 8, 16};
+    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4, 8, 16, 4};
     for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
         void *q = oc_realloc(*arr[i], (size_t)(c * sz[i]), "kg slicer", err);
         if (!q)
@@ -80,29 +81,20 @@ static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
 int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,
                    struct oc_err *err)
 {
-    memset(s, 0, sizeof(*s));
-    s->o = *o;
-    s->facts = f;
-    s->n_entities = oc_kg_facts_n_entities(f);
+    kg_slicer_idle(s, f, o);
+    s->open = 1;
     uint64_t n = s->n_entities;
     int rc = oc_kg_facts_reader_new(f, &s->reader, err);
-    if (!rc && (!(s->first_pos = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
-                !(s->map_off = oc_alloc((size_t)n * 8, "kg slicer", err)) ||
-                !(s->map_n = oc_calloc(n, 4, "kg slicer", err)) ||
-                !(s->stamp = oc_calloc(n, 4, "kg slicer", err)) ||
-                !(s->depth = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
-                !(s->local = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
+    if (!rc && ((o->mode == KG_SLICE_SIGMA &&
+                 !(s->first_pos = oc_alloc((size_t)n * 4, "kg slicer", err))) ||
                 !(s->atom_off = oc_calloc(1, 8, "kg slicer", err))))
         rc = err->status;
     if (rc) {
         kg_slicer_deinit(s);
         return rc;
     }
-    s->cap_slices = 0;
-    for (uint64_t e = 0; e < n; e++) {
+    for (uint64_t e = 0; s->first_pos && e < n; e++)
         s->first_pos[e] = KG_NONE;
-        s->map_off[e] = UINT64_MAX;
-    }
     return OC_OK;
 }
 
@@ -112,21 +104,24 @@ void kg_slicer_idle(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_
     s->o = *o;
     s->facts = f;
     s->n_entities = oc_kg_facts_n_entities(f);
+    kg_slice_map_init(&s->map);
+    oc_id_map_init(&s->local_of);
 }
 
 void kg_slicer_trim(struct kg_slicer *s)
 {
-    void **arr[] = {(void **)&s->q_atoms,   (void **)&s->q_foff,    (void **)&s->q_rel,
-                    (void **)&s->q_tail,    (void **)&s->rem,       (void **)&s->visited,
-                    (void **)&s->packed,    (void **)&s->light,     (void **)&s->stack,
-                    (void **)&s->bin_of,    (void **)&s->bin_load,  (void **)&s->tmp,
-                    (void **)&s->p_rel,     (void **)&s->p_tail,    (void **)&s->p_deg,
-                    (void **)&s->cand,      (void **)&s->keys,      (void **)&s->q_deg,
-                    (void **)&s->fetch_ids, (void **)&s->bin_start, (void **)&s->ff_tree};
+    void **arr[] = {
+        (void **)&s->q_atoms, (void **)&s->q_foff,  (void **)&s->q_rel,     (void **)&s->q_tail,
+        (void **)&s->rem,     (void **)&s->visited, (void **)&s->packed,    (void **)&s->light,
+        (void **)&s->stack,   (void **)&s->bin_of,  (void **)&s->bin_load,  (void **)&s->tmp,
+        (void **)&s->p_rel,   (void **)&s->p_tail,  (void **)&s->p_deg,     (void **)&s->cand,
+        (void **)&s->keys,    (void **)&s->q_deg,   (void **)&s->fetch_ids, (void **)&s->bin_start,
+        (void **)&s->ff_tree, (void **)&s->q_depth};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++) {
         oc_free(*arr[i]);
         *arr[i] = NULL;
     }
+    oc_id_map_deinit(&s->local_of);
     s->cap_q = s->cap_qf = s->cap_cand = s->cap_keys = 0;
     s->n_q = s->n_qf = 0;
 }
@@ -135,17 +130,19 @@ void kg_slicer_deinit(struct kg_slicer *s)
 {
     oc_kg_facts_reader_free(s->reader);
     kg_slicer_trim(s); /* one query's scratch; the rest is the slices' and the mapping's */
-    void *arr[] = {s->atom_off, s->payload,   s->util,    s->atoms,     s->slice_of_pos,
-                   s->next_pos, s->first_pos, s->map_off, s->map_n,     s->map_ids,
-                   s->stamp,    s->depth,     s->local,   s->slice_mark};
+    void *arr[] = {s->atom_off,     s->payload,  s->util,      s->atoms,
+                   s->slice_of_pos, s->next_pos, s->first_pos, s->slice_mark};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
+    kg_slice_map_deinit(&s->map);
     memset(s, 0, sizeof(*s));
 }
 
 int kg_slicer_has(const struct kg_slicer *s, uint32_t q)
 {
-    return s->map_off && s->map_off[q] != UINT64_MAX;
+    const uint32_t *ids;
+    uint32_t n;
+    return kg_slice_map_find(&s->map, q, &ids, &n);
 }
 
 /* Queues local atom i's facts for the next read_queued (no-op if held or queued). */
@@ -196,15 +193,13 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
     if (q >= s->n_entities)
         return OC_ERR(err, OC_ERR_ARG, "kg slicer: entity %u out of range (%llu entities)", q,
                       (unsigned long long)s->n_entities);
-    if (++s->gen == 0) {
-        memset(s->stamp, 0, (size_t)s->n_entities * 4);
-        s->gen = 1;
-    }
+    oc_id_map_clear(&s->local_of);
     OC_KG_TRY(grow_q(s, 1, err));
+    OC_KG_TRY(oc_id_map_reserve(&s->local_of, 1, "kg slicer", err));
+    int fresh;
+    oc_id_map_get_or_put(&s->local_of, q, 0, &fresh);
     s->q_atoms[0] = q;
-    s->stamp[q] = s->gen;
-    s->depth[q] = 0;
-    s->local[q] = 0;
+    s->q_depth[0] = 0;
     s->n_q = 1;
     s->n_qf = 0;
     uint64_t lo = 0;
@@ -223,12 +218,12 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
         for (uint64_t i = lo; i < hi; i++)
             for (uint64_t j = s->q_foff[i]; j < s->q_foff[i] + s->q_deg[i]; j++) {
                 uint32_t t = s->q_tail[j];
-                if (s->stamp[t] == s->gen)
+                OC_KG_TRY(oc_id_map_reserve(&s->local_of, s->n_q + 1, "kg slicer", err));
+                oc_id_map_get_or_put(&s->local_of, t, (uint32_t)s->n_q, &fresh);
+                if (!fresh)
                     continue;
                 OC_KG_TRY(grow_q(s, s->n_q + 1, err));
-                s->stamp[t] = s->gen;
-                s->depth[t] = d + 1;
-                s->local[t] = (uint32_t)s->n_q;
+                s->q_depth[s->n_q] = d + 1;
                 s->q_atoms[s->n_q++] = t;
             }
         lo = hi;
@@ -248,7 +243,7 @@ static int bfs(struct kg_slicer *s, uint32_t q, struct oc_err *err)
 int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, uint64_t *n,
                        struct oc_err *err)
 {
-    if (!s->map_off)
+    if (!s->open)
         return OC_ERR(err, OC_ERR_INTERNAL, "kg slicer: not opened (the slice store was reused)");
     OC_KG_TRY(bfs(s, q, err));
     for (uint64_t i = 0; i < s->n_light; i++)
@@ -261,18 +256,13 @@ int kg_slicer_atoms_of(struct kg_slicer *s, uint32_t q, const uint32_t **atoms, 
 /* Whether entity e is an atom of G'_q still unassigned; its local index in *i. */
 static inline int remaining(const struct kg_slicer *s, uint32_t e, uint32_t *i)
 {
-    if (s->stamp[e] != s->gen)
-        return 0;
-    *i = s->local[e];
-    return s->rem[*i];
+    return oc_id_map_get(&s->local_of, e, i) && s->rem[*i];
 }
 
 /* Adds slice id to q's list (the mapping is appended while q is sliced). */
 static int map_add(struct kg_slicer *s, uint32_t id, struct oc_err *err)
 {
-    OC_KG_TRY(grow(&s->map_ids, &s->cap_map, s->n_map + 1, 4, err));
-    s->map_ids[s->n_map++] = id;
-    return OC_OK;
+    return kg_slice_map_push(&s->map, id, err);
 }
 
 /* Matches slice id if every atom of it remains in G'_q. */
@@ -370,7 +360,7 @@ static int match(struct kg_slicer *s, struct oc_err *err)
 {
     uint64_t n_hop = 0, n_cand = 0;
     for (uint64_t j = 0; j < s->n_light; j++)
-        if (s->depth[s->q_atoms[s->light[j]]] <= s->o.hops)
+        if (s->q_depth[s->light[j]] <= s->o.hops)
             s->tmp[n_hop++] = s->light[j];
     OC_KG_TRY(gather_candidates(s, s->tmp, n_hop, &n_cand, err));
     OC_KG_TRY(sort_u32(s, s->cand, n_cand, BY_UTIL_DESC, err));
@@ -409,10 +399,12 @@ static int emit(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t 
     s->cap_slices = cs;
     uint64_t cp = s->cap_pos;
     OC_KG_TRY(grow(&s->atoms, &cp, s->n_pos + n, 4, err));
-    cp = s->cap_pos;
-    OC_KG_TRY(grow(&s->slice_of_pos, &cp, s->n_pos + n, 4, err));
-    cp = s->cap_pos;
-    OC_KG_TRY(grow(&s->next_pos, &cp, s->n_pos + n, 4, err));
+    if (s->first_pos) { /* SiGMa: which slices hold an atom, for matching */
+        cp = s->cap_pos;
+        OC_KG_TRY(grow(&s->slice_of_pos, &cp, s->n_pos + n, 4, err));
+        cp = s->cap_pos;
+        OC_KG_TRY(grow(&s->next_pos, &cp, s->n_pos + n, 4, err));
+    }
     s->cap_pos = cp;
     if (s->n_pos + n >= KG_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: more than 2^32 atom entries");
@@ -420,9 +412,11 @@ static int emit(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t 
         uint32_t i = list[j], e = s->q_atoms[i];
         uint64_t p = s->n_pos++;
         s->atoms[p] = e;
-        s->slice_of_pos[p] = (uint32_t)id;
-        s->next_pos[p] = s->first_pos[e];
-        s->first_pos[e] = (uint32_t)p;
+        if (s->first_pos) {
+            s->slice_of_pos[p] = (uint32_t)id;
+            s->next_pos[p] = s->first_pos[e];
+            s->first_pos[e] = (uint32_t)p;
+        }
         s->rem[i] = 0;
         s->p_rel[j] = s->q_rel + s->q_foff[i];
         s->p_tail[j] = s->q_tail + s->q_foff[i];
@@ -513,7 +507,7 @@ static int generate(struct kg_slicer *s, struct kg_slice_store *st, struct oc_er
     memset(s->ff_tree, 0, (size_t)s->ff_leaves * 8);
     for (uint64_t r = 0; r < s->n_light; r++) {
         uint32_t u = s->light[r];
-        if (!s->rem[u] || s->visited[u] || s->depth[s->q_atoms[u]] > s->o.hops)
+        if (!s->rem[u] || s->visited[u] || s->q_depth[u] > s->o.hops)
             continue;
         uint64_t top = 0, n_members = 0;
         uint32_t n_bins = 0;
@@ -580,22 +574,19 @@ static int sequential(struct kg_slicer *s, struct kg_slice_store *st, struct oc_
 
 int kg_slicer_slice(struct kg_slicer *s, uint32_t q, struct kg_slice_store *st, struct oc_err *err)
 {
-    if (!s->map_off)
+    if (!s->open)
         return OC_ERR(err, OC_ERR_INTERNAL, "kg slicer: not opened (the slice store was reused)");
-    if (q < s->n_entities && kg_slicer_has(s, q))
+    if (kg_slicer_has(s, q))
         return OC_OK;
     OC_KG_TRY(bfs(s, q, err));
-    uint64_t map0 = s->n_map;
+    uint64_t map0 = s->map.n_ids;
     if (s->o.mode == KG_SLICE_SIGMA) {
         OC_KG_TRY(match(s, err));
         OC_KG_TRY(generate(s, st, err));
     } else {
         OC_KG_TRY(sequential(s, st, err));
     }
-    if (s->n_map - map0 >= KG_NONE)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: entity %u needs 2^32 slices", q);
-    s->map_off[q] = map0;
-    s->map_n[q] = (uint32_t)(s->n_map - map0);
+    OC_KG_TRY(kg_slice_map_close(&s->map, q, map0, err));
     s->n_sliced_queries++;
     return OC_OK;
 }
@@ -604,14 +595,8 @@ int kg_slicer_slice(struct kg_slicer *s, uint32_t q, struct kg_slice_store *st, 
 static void slices_of(const struct kg_slice_store *st, const struct kg_slicer *s, uint32_t q,
                       const uint32_t **ids, uint32_t *n, const uint32_t **payload)
 {
-    if (st && st->loaded) {
-        kg_slice_store_slices_of(st, s, q, ids, n);
-        *payload = st->payload;
-        return;
-    }
-    *ids = s->map_off[q] == UINT64_MAX ? NULL : s->map_ids + s->map_off[q];
-    *n = s->map_off[q] == UINT64_MAX ? 0 : s->map_n[q];
-    *payload = s->payload;
+    kg_slice_store_slices_of(st, s, q, ids, n);
+    *payload = st && st->loaded ? st->payload : s->payload;
 }
 
 int kg_slice_metrics(const struct kg_slice_store *st, const struct kg_slicer *s, const uint32_t *qs,

@@ -83,9 +83,7 @@ void kg_slice_store_close(struct kg_slice_store *st)
     oc_free(st->crc);
     oc_free(st->payload);
     oc_free(st->pend);
-    oc_free(st->map_off);
-    oc_free(st->map_n);
-    oc_free(st->map_ids);
+    kg_slice_map_deinit(&st->map);
     oc_free(st->rec);
     memset(st, 0, sizeof(*st));
 }
@@ -129,27 +127,23 @@ static int index_parse(struct kg_slice_store *st, const uint8_t *b, size_t len, 
     }
     st->n_slices = n_sl;
     st->end = end;
-    if (!(st->map_off = oc_alloc((size_t)n_ent * 8, "kg slice store: mapping", err)) ||
-        !(st->map_n = oc_calloc(n_ent, 4, "kg slice store: mapping", err)) ||
-        !(st->map_ids = oc_alloc((size_t)n_ids * 4 + 4, "kg slice store: mapping", err)))
-        return err->status;
-    for (uint64_t e = 0; e < n_ent; e++)
-        st->map_off[e] = UINT64_MAX;
     const uint8_t *ids = p + n_mapped * 8;
     uint64_t at = 0;
+    const uint32_t *seen_ids;
+    uint32_t seen_n;
     for (uint64_t i = 0; i < n_mapped; i++, p += 8) {
         uint32_t e = le32(p), k = le32(p + 4);
-        if (e >= n_ent || st->map_off[e] != UINT64_MAX || at + k > n_ids)
+        if (e >= n_ent || kg_slice_map_find(&st->map, e, &seen_ids, &seen_n) || at + k > n_ids)
             return snprintf(why, why_n, "index.bin: mapping entry %" PRIu64 " malformed", i),
                    OC_ERR_FORMAT;
-        st->map_off[e] = at;
-        st->map_n[e] = k;
-        for (uint32_t j = 0; j < k; j++) {
-            st->map_ids[at + j] = le32(ids + 4 * (at + j));
-            if (st->map_ids[at + j] >= n_sl)
+        uint64_t first = st->map.n_ids;
+        for (uint32_t j = 0; j < k; j++, at++) {
+            uint32_t id = le32(ids + 4 * at);
+            if (id >= n_sl)
                 return snprintf(why, why_n, "index.bin: slice id out of range"), OC_ERR_FORMAT;
+            OC_KG_TRY(kg_slice_map_push(&st->map, id, err));
         }
-        at += k;
+        OC_KG_TRY(kg_slice_map_close(&st->map, e, first, err));
     }
     if (at != n_ids)
         return snprintf(why, why_n, "index.bin: mapping does not add up"), OC_ERR_FORMAT;
@@ -169,8 +163,10 @@ static int try_load(struct kg_slice_store *st, const uint32_t *need, uint64_t n_
     oc_free(text);
     if (rc)
         return rc;
+    const uint32_t *ids;
+    uint32_t n_ids;
     for (uint64_t i = 0; i < n_need; i++)
-        if (need[i] >= st->n_entities || st->map_off[need[i]] == UINT64_MAX)
+        if (need[i] >= st->n_entities || !kg_slice_map_find(&st->map, need[i], &ids, &n_ids))
             return snprintf(why, why_n, "entity %u has no slices", need[i]), OC_ERR_FORMAT;
     struct oc_err e2;
     if ((rc = oc_file_open(st->rec_path, OC_FILE_READ | OC_FILE_DIRECT, &st->rd, &e2)))
@@ -232,11 +228,7 @@ int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const c
         oc_log(OC_LOG_WARN, "kg slice store %s: not usable (%s); slicing again", st->dir, why);
     /* start afresh: nothing of the old store is kept */
     files_close(st);
-    oc_free(st->map_off);
-    oc_free(st->map_n);
-    oc_free(st->map_ids);
-    st->map_off = NULL;
-    st->map_n = st->map_ids = NULL;
+    kg_slice_map_deinit(&st->map);
     st->n_slices = st->end = 0;
     remove(st->idx_path);
     remove(st->rec_path);
@@ -345,11 +337,7 @@ int kg_slice_record_map(const struct kg_slice_store *st, uint32_t id, const uint
 void kg_slice_store_slices_of(const struct kg_slice_store *st, const struct kg_slicer *s,
                               uint32_t q, const uint32_t **ids, uint32_t *n)
 {
-    const uint64_t *off = st->loaded ? st->map_off : s->map_off;
-    const uint32_t *cnt = st->loaded ? st->map_n : s->map_n;
-    const uint32_t *all = st->loaded ? st->map_ids : s->map_ids;
-    *ids = off[q] == UINT64_MAX ? NULL : all + off[q];
-    *n = off[q] == UINT64_MAX ? 0 : cnt[q];
+    kg_slice_map_find(st && st->loaded ? &st->map : &s->map, q, ids, n);
 }
 
 int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, struct oc_err *err)
@@ -357,13 +345,16 @@ int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, 
     if (st->loaded || st->committed)
         return OC_OK;
     OC_KG_TRY(kg_slice_store_publish(st, err));
-    uint64_t n_mapped = 0;
-    for (uint64_t e = 0; e < st->n_entities; e++)
-        n_mapped += s->map_off[e] != UINT64_MAX;
-    uint64_t len = IDX_HEADER + st->n_slices * IDX_PER_SLICE + n_mapped * 8 + s->n_map * 4;
+    const struct kg_slice_map *m = &s->map;
+    uint64_t n_mapped = m->n_heads;
+    uint64_t len = IDX_HEADER + st->n_slices * IDX_PER_SLICE + n_mapped * 8 + m->n_ids * 4;
+    uint32_t *order = NULL;
+    OC_KG_TRY(kg_slice_map_by_entity(m, &order, err));
     uint8_t *b = oc_calloc(1, (size_t)len, "kg slice store: index", err);
-    if (!b)
+    if (!b) {
+        oc_free(order);
         return err->status;
+    }
     uint8_t *p = b + IDX_HEADER;
     for (uint64_t i = 0; i < st->n_slices; i++, p += IDX_PER_SLICE) {
         oc_put_le64(p, st->off[i]);
@@ -374,15 +365,15 @@ int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, 
     /* mapping in entity order, its ids in the same order */
     uint8_t *ids = p + n_mapped * 8;
     uint64_t at = 0;
-    for (uint64_t e = 0; e < st->n_entities; e++) {
-        if (s->map_off[e] == UINT64_MAX)
-            continue;
-        oc_put_le32(p, (uint32_t)e);
-        oc_put_le32(p + 4, s->map_n[e]);
+    for (uint64_t i = 0; i < n_mapped; i++) {
+        uint32_t pl = order[i];
+        oc_put_le32(p, m->entity[pl]);
+        oc_put_le32(p + 4, m->n[pl]);
         p += 8;
-        for (uint32_t j = 0; j < s->map_n[e]; j++, at++)
-            oc_put_le32(ids + 4 * at, s->map_ids[s->map_off[e] + j]);
+        for (uint32_t j = 0; j < m->n[pl]; j++, at++)
+            oc_put_le32(ids + 4 * at, m->ids[m->off[pl] + j]);
     }
+    oc_free(order);
     memcpy(b, IDX_MAGIC, 8);
     oc_put_le32(b + 8, IDX_VERSION);
     oc_put_le32(b + 12, st->h);

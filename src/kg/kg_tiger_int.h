@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 
 #include "kg/kg_int.h"
+#include "offcore/id_map.h"
 #include "offcore/thread.h"
 
 #define KG_NONE UINT32_MAX
@@ -37,19 +38,28 @@
 
 /*
  * entity ─► its facts, laid out rel[0..k) then tail[0..k) (k = its degree, from
- * the fact graph's indptr), or NULL. `set` lists the entities present so a
- * map is cleared in time proportional to what it holds.
+ * the fact graph's indptr), or NULL: an id map from the entity to its place
+ * in `facts`, so a map holds bytes for what it holds (a batch's atoms), not
+ * for every entity, and is cleared in O(1).
  */
 struct kg_atoms {
     uint64_t n_entities;
-    const uint32_t **at; /* n_entities */
-    uint32_t *set;
-    uint64_t n_set, cap_set;
+    struct oc_id_map index; /* entity ─► its place in facts */
+    const uint32_t **facts;
+    uint64_t n, cap;
 };
 int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err);
 void kg_atoms_deinit(struct kg_atoms *a);
 int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct oc_err *err);
 void kg_atoms_clear(struct kg_atoms *a);
+/* Bytes it holds (its index and pointers). */
+uint64_t kg_atoms_bytes(const struct kg_atoms *a);
+/* e's facts, or NULL. Read-only: several threads may look up while no one puts. */
+static inline const uint32_t *kg_atoms_get(const struct kg_atoms *a, uint32_t e)
+{
+    uint32_t i;
+    return oc_id_map_get(&a->index, e, &i) ? a->facts[i] : NULL;
+}
 
 /*
  * The Atom Cache: the atoms of the highest-degree entities (ties: lower id
@@ -115,6 +125,47 @@ uint64_t kg_facts_degree(const struct oc_kg_facts *f, uint32_t h);
 void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uint64_t *from_cache,
                           uint64_t *from_graph);
 
+/* ---- the query-entity-to-slice mapping (kg_slice_map.c) ------------------ */
+
+/*
+ * Query entity ─► its slice ids: ids[off[p] .. off[p] + n[p]) for the entity
+ * at place p (places in the order entities were mapped), found through an id
+ * map. An entity's ids are pushed, then the entity is closed over them.
+ */
+struct kg_slice_map {
+    struct oc_id_map index; /* entity ─► its place */
+    uint32_t *entity;       /* per place */
+    uint64_t *off;          /* per place: its first id in ids */
+    uint32_t *n;            /* per place: its slices */
+    uint64_t n_heads, cap_heads;
+    uint32_t *ids;
+    uint64_t n_ids, cap_ids;
+};
+void kg_slice_map_init(struct kg_slice_map *m);
+void kg_slice_map_deinit(struct kg_slice_map *m);
+/* Appends a slice id for the entity being mapped. */
+int kg_slice_map_push(struct kg_slice_map *m, uint32_t id, struct oc_err *err);
+/* Maps e to the ids pushed since first; OC_ERR_FORMAT if e is mapped already. */
+int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struct oc_err *err);
+/* Bytes it holds. */
+uint64_t kg_slice_map_bytes(const struct kg_slice_map *m);
+/* Its places sorted by entity (*order: n_heads places, oc_free'd by the caller). */
+int kg_slice_map_by_entity(const struct kg_slice_map *m, uint32_t **order, struct oc_err *err);
+/* Whether e is mapped; its slice ids in *ids, *n. */
+static inline int kg_slice_map_find(const struct kg_slice_map *m, uint32_t e, const uint32_t **ids,
+                                    uint32_t *n)
+{
+    uint32_t p;
+    if (!oc_id_map_get(&m->index, e, &p)) {
+        *ids = NULL;
+        *n = 0;
+        return 0;
+    }
+    *ids = m->ids + m->off[p];
+    *n = m->n[p];
+    return 1;
+}
+
 /* ---- slicing (kg_slice.c) ------------------------------------------------- */
 
 enum kg_slice_mode {
@@ -148,18 +199,15 @@ struct kg_slicer {
     uint32_t *payload, *util;
     uint32_t *atoms, *slice_of_pos, *next_pos; /* per atom entry; next_pos chains one atom's */
     uint64_t n_pos, cap_pos;
-    uint32_t *first_pos; /* per entity: its first entry, or KG_NONE */
-    /* query entity ─► slices */
-    uint64_t *map_off; /* per entity: offset into map_ids, or UINT64_MAX */
-    uint32_t *map_n;
-    uint32_t *map_ids;
-    uint64_t n_map, cap_map;
+    uint32_t *first_pos;     /* SiGMa: per entity, its first entry, or KG_NONE */
+    struct kg_slice_map map; /* query entity ─► slices */
+    int open;                /* kg_slicer_init'd (not idle) */
     /* scratch of one query */
-    uint32_t *stamp, *depth, *local; /* per entity */
-    uint32_t gen;
-    uint32_t *q_atoms; /* the (L-1)-hop neighbourhood in BFS order */
-    uint32_t *q_deg;   /* their degrees (an atom's weight) */
-    uint64_t *q_foff;  /* offsets of their facts in q_rel/q_tail, or UINT64_MAX (not read) */
+    struct oc_id_map local_of; /* entity ─► its local atom index */
+    uint32_t *q_atoms;         /* the (L-1)-hop neighbourhood in BFS order */
+    uint32_t *q_depth;         /* their BFS depths */
+    uint32_t *q_deg;           /* their degrees (an atom's weight) */
+    uint64_t *q_foff; /* offsets of their facts in q_rel/q_tail, or UINT64_MAX (not read) */
     uint64_t n_q, cap_q;
     uint32_t *q_rel, *q_tail; /* the facts read, concatenated in reading order */
     uint64_t n_qf, cap_qf;
@@ -266,8 +314,7 @@ struct kg_slice_store {
     struct kg_slice_place *pend;
     uint64_t n_pend, cap_pend;
     /* the mapping when loaded from index.bin (else the slicer's) */
-    uint64_t *map_off;
-    uint32_t *map_n, *map_ids;
+    struct kg_slice_map map;
     uint8_t *rec; /* one record being built */
     uint64_t cap_rec;
     uint64_t max_rec_bytes; /* record bytes at most: 16 + 16 h, rounded to 4 KiB */
@@ -337,12 +384,15 @@ struct kg_tiger_config {
 };
 int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct oc_err *err);
 /*
- * Bytes an executor holds whatever its caches (the slicer's per-entity
- * arrays, the batch map, the io batch, the record buffer), for n_entities
- * entities, n_queries training queries and slices of h facts: kg-train
- * sizes the caches from what is left after it.
+ * Bytes an executor holds from the start whatever its caches (SiGMa's
+ * per-entity first index entry, the distinct heads, the io batch, the record
+ * buffer), for n_entities entities, n_queries training queries and slices of
+ * h facts: kg-train sizes the caches from what is left after it. What grows
+ * with the slices (their tables, the mapping, the index of SiGMa's atoms) and
+ * with a query or a batch (the slicer's scratch, the batch map) is not in it.
  */
-uint64_t kg_tiger_fixed_bytes(uint64_t n_entities, uint64_t n_queries, uint32_t h);
+uint64_t kg_tiger_fixed_bytes(enum kg_slice_mode mode, uint64_t n_entities, uint64_t n_queries,
+                              uint32_t h);
 void kg_tiger_free(struct kg_tiger *t);
 /*
  * Starts a superbatch: n_batches batches, batch i the heads

@@ -373,6 +373,11 @@ static void run_close(struct kg_run *r)
     oc_kg_free(r->kg);
 }
 
+static enum kg_slice_mode slice_mode(const struct oc_kg_train_opts *o)
+{
+    return o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ;
+}
+
 /*
  * The caches of --extract, sized from what the budget leaves once the run is
  * open (without --mem-budget: as if it left 8 times the training graph's fact
@@ -388,8 +393,8 @@ static uint64_t budget_left(const struct kg_run *r)
     uint64_t b = oc_mem_budget(), used = oc_mem_used();
     if (b == 0) /* enough for every cache to hold the whole fact graph */
         return 8 * (r->m->graph[OC_KG_TRAIN].n_facts + r->m->graph[OC_KG_TRAIN].n_entities) * 8 +
-               kg_tiger_fixed_bytes(r->m->graph[OC_KG_TRAIN].n_entities, r->n_train,
-                                    r->o->slice_size);
+               kg_tiger_fixed_bytes(slice_mode(r->o), r->m->graph[OC_KG_TRAIN].n_entities,
+                                    r->n_train, r->o->slice_size);
     return b > used ? b - used : 0;
 }
 
@@ -419,8 +424,8 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         return OC_OK;
     uint64_t left = budget_left(r);
     if (o->extract != OC_KG_EXTRACT_ATOM) {
-        uint64_t fixed =
-            kg_tiger_fixed_bytes(r->g[OC_KG_TRAIN].n_entities, r->n_train, o->slice_size);
+        uint64_t fixed = kg_tiger_fixed_bytes(slice_mode(o), r->g[OC_KG_TRAIN].n_entities,
+                                              r->n_train, o->slice_size);
         left = left > fixed ? left - fixed : 0;
     }
     oc_log(OC_LOG_DEBUG, "kg-train: %" PRIu64 " bytes held, %" PRIu64 " left for the caches",
@@ -449,8 +454,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         snprintf(plan, sizeof(plan), "%s/plan", dir);
     struct kg_tiger_config c = {f,
                                 r->atom_cache.bits ? &r->atom_cache : NULL,
-                                {o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ,
-                                 o->slice_size, o->alpha, o->hops, o->n_layers},
+                                {slice_mode(o), o->slice_size, o->alpha, o->hops, o->n_layers},
                                 plan,
                                 slice_key(r),
                                 o->slice_cache_bytes ? o->slice_cache_bytes : share,

@@ -182,6 +182,19 @@ static const char *gen_kg(const char *name, uint64_t n_ent, uint64_t n_tri, doub
     return dir;
 }
 
+/* gen_kg's KG, opened (NULL, the check failed, if either fails). */
+static struct oc_kg *open_gen_kg(const char *name, uint64_t n_ent, uint64_t n_tri, double power,
+                                 uint64_t n_q)
+{
+    const char *dir = gen_kg(name, n_ent, n_tri, power, n_q);
+    OC_CHECK(dir != NULL);
+    struct oc_kg *kg = NULL;
+    struct oc_err err;
+    if (dir)
+        OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    return kg;
+}
+
 static void check_slicing(struct oc_kg *kg, enum kg_slice_mode mode, uint32_t h, uint32_t layers)
 {
     struct oc_err err;
@@ -283,11 +296,7 @@ static void check_slicing(struct oc_kg *kg, enum kg_slice_mode mode, uint32_t h,
 
 OC_TEST(kg_slices_cover_each_subgraph_once_within_h)
 {
-    const char *dir = gen_kg("slicing", 3000, 30000, 2.5, 200);
-    OC_CHECK(dir != NULL);
-    struct oc_kg *kg = NULL;
-    struct oc_err err;
-    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    struct oc_kg *kg = open_gen_kg("slicing", 3000, 30000, 2.5, 200);
     if (!kg)
         return;
     check_slicing(kg, KG_SLICE_SIGMA, 64, 3);
@@ -307,11 +316,8 @@ OC_TEST(kg_slices_cover_each_subgraph_once_within_h)
 OC_TEST(kg_slicer_memory_follows_what_it_slices_not_the_entities)
 {
     const uint64_t n_ent = 400000;
-    const char *dir = gen_kg("wide", n_ent, 40000, 2.5, 100);
-    OC_CHECK(dir != NULL);
-    struct oc_kg *kg = NULL;
+    struct oc_kg *kg = open_gen_kg("wide", n_ent, 40000, 2.5, 100);
     struct oc_err err;
-    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
     if (!kg)
         return;
     uint32_t *q = NULL;

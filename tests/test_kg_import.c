@@ -140,6 +140,10 @@ static void expect_open_refused(void (*damage)(const char *path), enum oc_kg_arr
     OC_CHECK_ERR(oc_kg_open(out, &kg, &err), OC_ERR_FORMAT, &err, what);
     OC_CHECK(strstr(err.msg, name) != NULL);
     OC_CHECK(kg == NULL);
+    /* the manifest alone still reads (kg-train's preset), no array checked */
+    struct oc_kg_manifest m;
+    OC_CHECK_OK(oc_kg_read_manifest(out, &m, &err), &err);
+    OC_CHECK(m.n_relations == 2 && m.graph[OC_KG_IND].n_facts > 0);
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
@@ -227,6 +231,10 @@ static void facts_unsorted(const char *path)
 
 OC_TEST(kg_open_refuses_damaged_arrays)
 {
+    struct oc_kg_manifest m;
+    struct oc_err err;
+    OC_CHECK_ERR(oc_kg_read_manifest(oc_test_tmpdir(), &m, &err), OC_ERR_NOTFOUND, &err,
+                 "no kg.json");
     expect_open_refused(identity_lost, OC_KG_TAIL, "head 0 lacks its identity fact (0, 4, 0)");
     expect_open_refused(facts_unsorted, OC_KG_REL, "fact 3 of head 1 is out of order");
     expect_open_refused(truncate_4, OC_KG_TAIL, "truncated");

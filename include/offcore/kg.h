@@ -130,6 +130,12 @@ struct oc_kg;
  * the position at fault.
  */
 int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err);
+/*
+ * Reads and strictly parses DIR/kg.json alone (no array is read or checked):
+ * for what the manifest says before the dataset is opened (kg-train's preset).
+ * OC_ERR_NOTFOUND if DIR has no kg.json.
+ */
+int oc_kg_read_manifest(const char *dir, struct oc_kg_manifest *m, struct oc_err *err);
 void oc_kg_free(struct oc_kg *kg);
 const struct oc_kg_manifest *oc_kg_manifest(const struct oc_kg *kg);
 const char *oc_kg_dir(const struct oc_kg *kg);

@@ -154,11 +154,11 @@ int cmd_kg_train(int argc, char **argv)
         char name[128];
         snprintf(name, sizeof(name), "%s", preset);
         if (strcmp(preset, "auto") == 0) {
-            struct oc_kg *kg = NULL;
-            if (oc_kg_open(pos[0], &kg, &err) != OC_OK)
+            /* the name alone: the run opens (and checks) the dataset once, later */
+            struct oc_kg_manifest m;
+            if (oc_kg_read_manifest(pos[0], &m, &err) != OC_OK)
                 return cli_fail(&err);
-            snprintf(name, sizeof(name), "%s", oc_kg_manifest(kg)->name);
-            oc_kg_free(kg);
+            snprintf(name, sizeof(name), "%s", m.name);
         }
         if (oc_kg_train_preset(name, &o, &err) != OC_OK && strcmp(preset, "auto") != 0) {
             fprintf(stderr, "offcore kg-train: --preset: %s\n", err.msg);

@@ -241,15 +241,10 @@ int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_cr
     return rc;
 }
 
-int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err)
+int oc_kg_read_manifest(const char *dir, struct oc_kg_manifest *m, struct oc_err *err)
 {
-    *out = NULL;
-    struct oc_kg *kg = oc_calloc(1, sizeof(*kg), "kg dataset", err);
-    if (!kg)
-        return err->status;
     char path[4200], *text = NULL;
     size_t len = 0;
-    snprintf(kg->dir, sizeof(kg->dir), "%s", dir);
     snprintf(path, sizeof(path), "%s/kg.json", dir);
     int rc = oc_path_exists(path)
                  ? OC_OK
@@ -257,8 +252,19 @@ int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err)
     if (!rc)
         rc = oc_read_file(path, 1 << 20, &text, &len, err);
     if (!rc)
-        rc = oc_kg_manifest_parse(text, len, path, &kg->m, err);
+        rc = oc_kg_manifest_parse(text, len, path, m, err);
     oc_free(text);
+    return rc;
+}
+
+int oc_kg_open(const char *dir, struct oc_kg **out, struct oc_err *err)
+{
+    *out = NULL;
+    struct oc_kg *kg = oc_calloc(1, sizeof(*kg), "kg dataset", err);
+    if (!kg)
+        return err->status;
+    snprintf(kg->dir, sizeof(kg->dir), "%s", dir);
+    int rc = oc_kg_read_manifest(dir, &kg->m, err);
     if (!rc)
         rc = oc_kg_validate(dir, &kg->m, 1, err);
     if (rc) {

@@ -229,6 +229,19 @@ static void facts_unsorted(const char *path)
     reseal(path);
 }
 
+/* Head 0 (x) has (r2, y), (identity, x): y -> z keeps every id in range and the order; only
+   the CRC can tell. */
+static void tail_changed_validly(const char *path)
+{
+    poke_u32(path, 0, 2);
+}
+
+/* The first test query's tail, another entity in range. */
+static void query_changed_validly(const char *path)
+{
+    poke_u32(path, 2, 0);
+}
+
 OC_TEST(kg_open_refuses_damaged_arrays)
 {
     struct oc_kg_manifest m;
@@ -241,6 +254,8 @@ OC_TEST(kg_open_refuses_damaged_arrays)
     expect_open_refused(tail_out_of_range, OC_KG_TAIL, "entity id 3 at row 1 out of range");
     expect_open_refused(query_rel_out_of_range, OC_KG_QTEST, "relation id 2 at row 0");
     expect_open_refused(flip_header_pad, OC_KG_REL, "malformed .npy header");
+    expect_open_refused(tail_changed_validly, OC_KG_TAIL, "checksum mismatch");
+    expect_open_refused(query_changed_validly, OC_KG_QTEST, "checksum mismatch");
 }
 
 /* kg.json of the toy split with `from` (its first occurrence) replaced by `to`: parse fails

@@ -3,8 +3,11 @@
  * section 9) and loads its query arrays.
  *
  *   kg.json ──► parse (strict) ──► per file: regular file, exact size,
- *   4096-byte header with dtype and shape ──► content streamed in 1 MiB
- *   chunks with the CRC-32 on the same pass ──► CRC compared
+ *   4096-byte header with dtype and shape ──► per graph: indptr, rel and
+ *   tail read once, in step, in windows (each window's ids checked and added
+ *   to its file's CRC as it is read; each head's facts checked in order) ──►
+ *   the query arrays streamed in 1 MiB chunks, checked, CRC on the same pass
+ *   ──► CRCs compared
  *
  * Place in the data flow: kg; kg-train, the extractor and the bench open
  * datasets through it, and the writer validates before it commits.
@@ -73,8 +76,12 @@ static int check_elems(struct kg_check *c, const uint8_t *p, uint64_t first, uin
     return OC_OK;
 }
 
-static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
-                      enum oc_kg_array a, int check_crc, uint8_t *buf, struct oc_err *err)
+/*
+ * Opens one array and checks its header (4096 bytes, dtype, shape) and its
+ * size against its shape and kg.json; *f is open on OC_OK.
+ */
+static int open_array(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                      enum oc_kg_array a, struct oc_file **f, uint64_t *size, struct oc_err *err)
 {
     struct oc_npy_header h;
     OC_KG_TRY(oc_npy_read_header(path, &h, err));
@@ -92,75 +99,115 @@ static int check_file(const char *path, const struct oc_kg_manifest *m, enum oc_
         return OC_ERR(err, OC_ERR_FORMAT,
                       "%s: shape does not match kg.json (expected (%" PRIu64 "%s))", path, rows,
                       cols > 1 ? ", 3" : ",");
-    size_t es = dt == OC_DTYPE_U64 ? 8 : 4;
-    uint64_t want = OC_NPY_HEADER_BYTES + rows * cols * es;
-    struct oc_file *f = NULL;
-    OC_KG_TRY(oc_file_open(path, OC_FILE_READ, &f, err));
-    uint64_t size = 0;
-    int rc = oc_file_size(f, &size, err);
-    if (!rc && size != want)
+    uint64_t want = OC_NPY_HEADER_BYTES + rows * cols * (dt == OC_DTYPE_U64 ? 8 : 4);
+    OC_KG_TRY(oc_file_open(path, OC_FILE_READ, f, err));
+    int rc = oc_file_size(*f, size, err);
+    if (!rc && *size != want)
         rc = OC_ERR(err, OC_ERR_FORMAT,
-                    "%s: file is %" PRIu64 " bytes, its shape needs exactly %" PRIu64, path, size,
+                    "%s: file is %" PRIu64 " bytes, its shape needs exactly %" PRIu64, path, *size,
                     want);
-    if (!rc && size != m->files[g][a].bytes)
+    if (!rc && *size != m->files[g][a].bytes)
         rc = OC_ERR(err, OC_ERR_FORMAT,
-                    "%s: truncated: file is %" PRIu64 " bytes, kg.json says %" PRIu64, path, size,
+                    "%s: truncated: file is %" PRIu64 " bytes, kg.json says %" PRIu64, path, *size,
                     m->files[g][a].bytes);
+    if (rc) {
+        oc_file_close(*f, NULL);
+        *f = NULL;
+    }
+    return rc;
+}
+
+static int crc_matches(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                       enum oc_kg_array a, uint32_t crc, struct oc_err *err)
+{
+    if (crc != m->files[g][a].crc32)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch: crc32 %08x, kg.json says %08x",
+                      path, crc, m->files[g][a].crc32);
+    return OC_OK;
+}
+
+static struct kg_check check_of(const char *path, const struct oc_kg_manifest *m,
+                                enum oc_kg_graph g, enum oc_kg_array a)
+{
     struct kg_check c = {
         path, a, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations, oc_kg_n_rel_aug(m),
         0};
+    return c;
+}
+
+/* A query array: streamed in chunks, each element checked, the CRC on the same pass. */
+static int check_queries(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                         enum oc_kg_array a, int check_crc, uint8_t *buf, struct oc_err *err)
+{
+    struct oc_file *f = NULL;
+    uint64_t size = 0;
+    OC_KG_TRY(open_array(path, m, g, a, &f, &size, err));
+    struct kg_check c = check_of(path, m, g, a);
     uint32_t crc = 0;
+    int rc = OC_OK;
     for (uint64_t off = 0; !rc && off < size;) {
         size_t n = size - off < KG_CHUNK_BYTES ? (size_t)(size - off) : KG_CHUNK_BYTES;
         if ((rc = oc_file_pread(f, buf, n, off, err)))
             break;
         crc = oc_crc32(crc, buf, n);
         uint64_t d0 = off < OC_NPY_HEADER_BYTES ? OC_NPY_HEADER_BYTES : off;
-        /* chunks are multiples of 8 bytes after the page-sized header: no element straddles */
+        /* chunks are multiples of 4 bytes after the page-sized header: no element straddles */
         if (d0 < off + n)
-            rc = check_elems(&c, buf + (d0 - off), (d0 - OC_NPY_HEADER_BYTES) / es,
-                             (off + n - d0) / es, err);
+            rc = check_elems(&c, buf + (d0 - off), (d0 - OC_NPY_HEADER_BYTES) / 4,
+                             (off + n - d0) / 4, err);
         off += n;
     }
-    if (!rc && check_crc && crc != m->files[g][a].crc32)
-        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch: crc32 %08x, kg.json says %08x",
-                    path, crc, m->files[g][a].crc32);
+    if (!rc && check_crc)
+        rc = crc_matches(path, m, g, a, crc, err);
     struct oc_err e2;
     if (oc_file_close(f, rc ? &e2 : err) != OC_OK && !rc)
         rc = err->status;
     return rc;
 }
 
-/* ---- the facts of each head, across indptr, rel and tail ---------------------------- */
+/* ---- the fact graph: indptr, rel and tail in one pass ------------------------------- */
 
 #define FACT_WINDOW 8192u /* elements per window of a sequential array reader */
 
-/* One array read forward in windows (positions only increase). */
+/*
+ * One array read forward in contiguous windows (positions only increase by
+ * one), each window's elements checked and its bytes added to the CRC as it
+ * is read, after the header's: reading every element once reads the file once.
+ */
 struct seq_array {
     struct oc_file *f;
     const char *path;
     size_t es;
     uint64_t rows, first, n;
     uint8_t *buf;
+    struct kg_check c;
+    uint32_t crc;
 };
 
-static int seq_open(struct seq_array *a, const char *path, size_t es, uint64_t rows, uint8_t *buf,
-                    struct oc_err *err)
+static int seq_open(struct seq_array *a, const char *path, const struct oc_kg_manifest *m,
+                    enum oc_kg_graph g, enum oc_kg_array arr, uint8_t *buf, struct oc_err *err)
 {
     memset(a, 0, sizeof(*a));
     a->path = path;
-    a->es = es;
-    a->rows = rows;
+    a->es = oc_kg_array_dtype(arr) == OC_DTYPE_U64 ? 8 : 4;
+    a->rows = oc_kg_array_rows(m, g, arr);
     a->buf = buf;
-    return oc_file_open(path, OC_FILE_READ, &a->f, err);
+    a->c = check_of(path, m, g, arr);
+    uint64_t size = 0;
+    OC_KG_TRY(open_array(path, m, g, arr, &a->f, &size, err));
+    int rc = oc_file_pread(a->f, buf, OC_NPY_HEADER_BYTES, 0, err);
+    a->crc = oc_crc32(0, buf, OC_NPY_HEADER_BYTES);
+    return rc;
 }
 
 static int seq_get(struct seq_array *a, uint64_t i, uint64_t *v, struct oc_err *err)
 {
-    if (i < a->first || i >= a->first + a->n) {
+    if (i >= a->first + a->n) { /* i == first + n: the next window */
         uint64_t n = a->rows - i < FACT_WINDOW ? a->rows - i : FACT_WINDOW;
         OC_KG_TRY(
             oc_file_pread(a->f, a->buf, (size_t)(n * a->es), OC_NPY_HEADER_BYTES + i * a->es, err));
+        a->crc = oc_crc32(a->crc, a->buf, n * a->es);
+        OC_KG_TRY(check_elems(&a->c, a->buf, i, n, err));
         a->first = i;
         a->n = n;
     }
@@ -170,28 +217,29 @@ static int seq_get(struct seq_array *a, uint64_t i, uint64_t *v, struct oc_err *
 }
 
 /*
- * Each head's facts are sorted by (relation, tail) and end with its identity
- * fact (e, 2R, e), as FORMAT.md section 9 says and extraction relies on (an
- * entity reached at one layer is at the next through it). Run after every
- * array passed check_file, so ids are in range and indptr is monotone.
+ * indptr, rel and tail of graph g, read once in step: every element checked
+ * (indptr monotone from 0 to F, ids in range), each head's facts sorted by
+ * (relation, tail) and ending with its identity fact (e, 2R, e), as FORMAT.md
+ * section 9 says and extraction relies on (an entity reached at one layer is
+ * at the next through it), and the three CRCs compared at the end. Each
+ * array's elements are checked as its window is read, before any is used.
  */
 static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_kg_graph g,
-                       uint8_t *buf, struct oc_err *err)
+                       int check_crc, uint8_t *buf, struct oc_err *err)
 {
     char name[64], paths[3][4200];
     const enum oc_kg_array arr[3] = {OC_KG_INDPTR, OC_KG_REL, OC_KG_TAIL};
     struct seq_array a[3];
-    uint64_t n_ent = m->graph[g].n_entities, n_facts = m->graph[g].n_facts;
-    uint64_t rows[3] = {n_ent + 1, n_facts, n_facts};
+    uint64_t n_ent = m->graph[g].n_entities;
     uint32_t idd = oc_kg_n_rel_aug(m) - 1;
     int rc = OC_OK, opened = 0;
     for (; opened < 3 && !rc; opened++) {
         oc_kg_file_name(g, arr[opened], name, sizeof(name));
         snprintf(paths[opened], sizeof(paths[opened]), "%s/%s", dir, name);
-        rc = seq_open(&a[opened], paths[opened], opened ? 4 : 8, rows[opened],
+        rc = seq_open(&a[opened], paths[opened], m, g, arr[opened],
                       buf + (size_t)opened * FACT_WINDOW * 8, err);
     }
-    if (rc)
+    if (rc && !a[opened - 1].f)
         opened--; /* the one that failed holds no file */
     uint64_t lo = 0, hi = 0;
     if (!rc)
@@ -215,6 +263,14 @@ static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_
                         ", %u, %" PRIu64 ") as its last fact (position %" PRIu64 ")",
                         paths[1], paths[2], e, e, idd, e, hi ? hi - 1 : 0);
     }
+    for (int i = 0; i < 3 && !rc; i++) {
+        /* indptr ran from 0 to F, so every element of the three was read, in order */
+        if (a[i].first + a[i].n != a[i].rows)
+            rc = OC_ERR(err, OC_ERR_INTERNAL, "%s: %" PRIu64 " of %" PRIu64 " elements checked",
+                        a[i].path, a[i].first + a[i].n, a[i].rows);
+        else if (check_crc)
+            rc = crc_matches(a[i].path, m, g, arr[i], a[i].crc, err);
+    }
     for (int i = 0; i < opened; i++)
         oc_file_close(a[i].f, NULL);
     return rc;
@@ -228,14 +284,14 @@ int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_cr
         return err->status;
     int rc = OC_OK;
     for (int g = 0; g < OC_KG_GRAPH_COUNT && !rc; g++) {
-        for (int a = 0; a < OC_KG_ARRAY_COUNT && !rc; a++) {
+        rc = check_facts(dir, m, (enum oc_kg_graph)g, check_crc, buf, err);
+        const enum oc_kg_array queries[2] = {OC_KG_QVALID, OC_KG_QTEST};
+        for (int q = 0; q < 2 && !rc; q++) {
             char name[64], path[4200];
-            oc_kg_file_name((enum oc_kg_graph)g, (enum oc_kg_array)a, name, sizeof(name));
+            oc_kg_file_name((enum oc_kg_graph)g, queries[q], name, sizeof(name));
             snprintf(path, sizeof(path), "%s/%s", dir, name);
-            rc = check_file(path, m, (enum oc_kg_graph)g, (enum oc_kg_array)a, check_crc, buf, err);
+            rc = check_queries(path, m, (enum oc_kg_graph)g, queries[q], check_crc, buf, err);
         }
-        if (!rc)
-            rc = check_facts(dir, m, (enum oc_kg_graph)g, buf, err);
     }
     oc_free(buf);
     return rc;

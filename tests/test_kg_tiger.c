@@ -348,6 +348,98 @@ OC_TEST(kg_slicer_memory_follows_what_it_slices_not_the_entities)
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
+/*
+ * A fact graph whose facts lack their inverses, which oc_kg_open does not
+ * check: entity 0 has facts to 1..10, which hold only their identity fact
+ * (one fact each). A slice of h = 8 facts could then hold 8 atoms, a record
+ * larger than kg_slice_record_max's slot: the slicer cuts it into pieces of
+ * kg_slice_atoms_max(8) = 4 atoms, which still cover the subgraph once and
+ * each fit the store's record bound (the append refuses a larger one).
+ */
+OC_TEST(kg_slices_fit_their_slot_without_inverse_facts)
+{
+    char dir[700], plan[700];
+    snprintf(dir, sizeof(dir), "%s/no-inverse", oc_test_tmpdir());
+    snprintf(plan, sizeof(plan), "%s/no-inverse-plan", oc_test_tmpdir());
+    const uint32_t n_ent = 11, idd = 2; /* R = 1: relation 0, its inverse 1, identity 2 */
+    uint64_t indptr[12];
+    uint32_t rel[21], tail[21], q[3] = {0, 0, 1};
+    uint32_t f = 0;
+    for (uint32_t e = 0; e < n_ent; e++) {
+        indptr[e] = f;
+        for (uint32_t t = 1; e == 0 && t < n_ent; t++, f++) {
+            rel[f] = 0;
+            tail[f] = t;
+        }
+        rel[f] = idd;
+        tail[f++] = e;
+    }
+    indptr[n_ent] = f;
+    struct oc_err err;
+    struct oc_kg_writer *w = NULL;
+    OC_CHECK_OK(oc_kg_writer_new(dir, &w, &err), &err);
+    if (!w)
+        return;
+    struct oc_kg_manifest *m = oc_kg_writer_manifest(w);
+    snprintf(m->name, sizeof(m->name), "no-inverse");
+    m->n_relations = 1;
+    int rc = OC_OK;
+    for (int g = 0; g < OC_KG_GRAPH_COUNT && !rc; g++) {
+        struct oc_kg_graph_info *gi = &m->graph[g];
+        gi->n_entities = n_ent;
+        gi->n_triples = (f - n_ent) / 2; /* as the manifest's F = 2 n_triples + N has it */
+        gi->n_facts = f;
+        gi->n_queries[OC_KG_VALID] = gi->n_queries[OC_KG_TEST] = 1;
+        enum oc_kg_graph gg = (enum oc_kg_graph)g;
+        if ((rc = oc_kg_writer_array(w, gg, OC_KG_INDPTR, n_ent + 1, indptr, &err)) ||
+            (rc = oc_kg_writer_array(w, gg, OC_KG_REL, f, rel, &err)) ||
+            (rc = oc_kg_writer_array(w, gg, OC_KG_TAIL, f, tail, &err)) ||
+            (rc = oc_kg_writer_array(w, gg, OC_KG_QVALID, 1, q, &err)))
+            break;
+        rc = oc_kg_writer_array(w, gg, OC_KG_QTEST, 1, q, &err);
+    }
+    OC_CHECK_OK(rc, &err);
+    OC_CHECK_OK(oc_kg_writer_commit(w, &err), &err);
+    oc_kg_writer_free(w);
+    struct oc_kg *kg = NULL;
+    OC_CHECK_OK(oc_kg_open(dir, &kg, &err), &err);
+    if (!kg)
+        return;
+    const uint32_t h = 8, most = kg_slice_atoms_max(h);
+    OC_CHECK(most == 4 && kg_slice_record_max(h) == 4096);
+    for (int mode = KG_SLICE_SIGMA; mode <= KG_SLICE_SEQ; mode++) {
+        struct oc_kg_facts *facts = NULL;
+        OC_CHECK_OK(oc_kg_facts_open(kg, OC_KG_TRAIN, OC_KG_FACTS_DISK, &facts, &err), &err);
+        struct kg_slice_opts o = {(enum kg_slice_mode)mode, h, 0.5, 1, 2};
+        struct kg_slicer sl;
+        struct kg_slice_store st;
+        OC_CHECK_OK(kg_slicer_init(&sl, facts, &o, &err), &err);
+        OC_CHECK_OK(kg_slice_store_open(&st, plan, mode == KG_SLICE_SIGMA ? "tiger" : "seq",
+                                        (uint64_t)mode + 1, h, n_ent, NULL, 0, facts, &err),
+                    &err);
+        OC_CHECK_OK(kg_slicer_slice(&sl, 0, &st, &err), &err);
+        OC_CHECK_OK(kg_slice_store_publish(&st, &err), &err);
+        /* the light atoms 1..10 (entity 0 is heavy: 11 facts), once each, in slices of at
+           most 4 atoms and 8 facts whose records fit a slot */
+        uint32_t seen[11] = {0};
+        int bad = 0;
+        for (uint64_t id = 0; id < sl.n_slices; id++) {
+            uint64_t k = sl.atom_off[id + 1] - sl.atom_off[id];
+            bad |= k > most || sl.payload[id] > h || st.bytes[id] > kg_slice_record_max(h);
+            for (uint64_t p = sl.atom_off[id]; p < sl.atom_off[id + 1]; p++)
+                seen[sl.atoms[p]]++;
+        }
+        for (uint32_t e = 0; e < n_ent; e++)
+            bad |= seen[e] != (e == 0 ? 0u : 1u);
+        OC_CHECK(!bad && sl.n_slices == 3);
+        kg_slice_store_close(&st);
+        kg_slicer_deinit(&sl);
+        oc_kg_facts_free(facts);
+    }
+    oc_kg_free(kg);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 /* ---- same weights in every mode -------------------------------------------- */
 
 struct epochs {

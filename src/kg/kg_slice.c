@@ -378,9 +378,34 @@ static int match(struct kg_slicer *s, struct oc_err *err)
     return OC_OK;
 }
 
-/* Appends a new slice of the local atoms list[0..n) to the slicer, q's mapping and the store. */
+static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t load,
+                    struct kg_slice_store *st, struct oc_err *err);
+
+/*
+ * Appends new slices of the local atoms list[0..n) (load facts) to the
+ * slicer, q's mapping and the store: one slice, or pieces of at most
+ * kg_slice_atoms_max(h) atoms when it would hold more (so every record fits
+ * the slot its capacity gives; not with the inverse facts FORMAT.md asks).
+ */
 static int emit(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t load,
                 struct kg_slice_store *st, struct oc_err *err)
+{
+    uint32_t most = kg_slice_atoms_max(s->o.h);
+    if (n <= most)
+        return emit_one(s, list, n, load, st, err);
+    for (uint64_t at = 0; at < n; at += most) {
+        uint64_t k = n - at < most ? n - at : most;
+        uint32_t piece = 0;
+        for (uint64_t j = at; j < at + k; j++)
+            piece += weight(s, list[j]);
+        OC_KG_TRY(emit_one(s, list + at, k, piece, st, err));
+    }
+    return OC_OK;
+}
+
+/* Appends one slice of the local atoms list[0..n) to the slicer, q's mapping and the store. */
+static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t load,
+                    struct kg_slice_store *st, struct oc_err *err)
 {
     if (s->n_slices + 1 >= KG_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: more than 2^32 slices");

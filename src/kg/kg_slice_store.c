@@ -36,9 +36,14 @@ static uint64_t round_page(uint64_t n)
     return (n + OC_IO_ALIGN - 1) / OC_IO_ALIGN * OC_IO_ALIGN;
 }
 
+uint32_t kg_slice_atoms_max(uint32_t h)
+{
+    return h ? 1 + (h - 1) / 2 : 0;
+}
+
 uint64_t kg_slice_record_max(uint32_t h)
 {
-    return round_page(REC_HEADER + 16ull * h);
+    return round_page(REC_HEADER + 8ull * kg_slice_atoms_max(h) + 8ull * h);
 }
 
 static int grow_slices(struct kg_slice_store *st, uint64_t n, struct oc_err *err)

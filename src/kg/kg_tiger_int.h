@@ -320,7 +320,19 @@ struct kg_slice_store {
     uint64_t max_rec_bytes; /* record bytes at most: 16 + 16 h, rounded to 4 KiB */
 };
 
-/* Record bytes of a slice of capacity h at most. */
+/*
+ * The most atoms a slice of capacity h holds: 1 + (h - 1) / 2. A query's
+ * atoms but the query entity itself are reached through a fact, so they hold
+ * its inverse and their identity fact (FORMAT.md section 9): 2 facts or more
+ * each. The slicer cuts a slice that would hold more (a fact graph lacking
+ * inverse facts) into pieces of at most this many atoms.
+ */
+uint32_t kg_slice_atoms_max(uint32_t h);
+/*
+ * Record bytes of a slice of capacity h at most: header, kg_slice_atoms_max
+ * atoms' table, h facts, rounded to 4 KiB: the Slice Cache's slot (one page
+ * for h = 256, where 2 atoms a fact would take two).
+ */
 uint64_t kg_slice_record_max(uint32_t h);
 /*
  * Opens the store for key under plan_dir: loaded (*loaded = 1) if index.bin

@@ -8,6 +8,8 @@
  *                     batch's map of loaded slices
  *   kg_slice.c        SiGMa (slice matching + slice generation) or ginex's
  *                     sequential slicing: query entity ─► disjoint slices
+ *   kg_slice_map.c    the query-entity-to-slice mapping (the slicer's, or a
+ *                     reused store's), found through an id map
  *   kg_slice_store.c  the slice store on SSD under DIR/plan/tiger-<key>/
  *                     (records + index, CRC-checked, atomic commit)
  *   kg_tiger.c        the super-batch loop's executor: slices of a batch from

@@ -6,8 +6,7 @@
  *   4096-byte header with dtype and shape ──► per graph: indptr, rel and
  *   tail read once, in step, in windows (each window's ids checked and added
  *   to its file's CRC as it is read; each head's facts checked in order) ──►
- *   the query arrays streamed in 1 MiB chunks, checked, CRC on the same pass
- *   ──► CRCs compared
+ *   the query arrays read the same way ──► CRCs compared
  *
  * Place in the data flow: kg; kg-train, the extractor and the bench open
  * datasets through it, and the writer validates before it commits.
@@ -20,8 +19,6 @@
 
 #include "kg/kg_int.h"
 #include "offcore/io.h"
-
-#define KG_CHUNK_BYTES ((size_t)1 << 20) /* small: kg-train runs under budgets of a few MiB */
 
 struct oc_kg {
     char dir[4096];
@@ -117,57 +114,10 @@ static int open_array(const char *path, const struct oc_kg_manifest *m, enum oc_
     return rc;
 }
 
-static int crc_matches(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
-                       enum oc_kg_array a, uint32_t crc, struct oc_err *err)
-{
-    if (crc != m->files[g][a].crc32)
-        return OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch: crc32 %08x, kg.json says %08x",
-                      path, crc, m->files[g][a].crc32);
-    return OC_OK;
-}
+/* ---- arrays read once, forward, in windows ----------------------------------------- */
 
-static struct kg_check check_of(const char *path, const struct oc_kg_manifest *m,
-                                enum oc_kg_graph g, enum oc_kg_array a)
-{
-    struct kg_check c = {
-        path, a, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations, oc_kg_n_rel_aug(m),
-        0};
-    return c;
-}
-
-/* A query array: streamed in chunks, each element checked, the CRC on the same pass. */
-static int check_queries(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
-                         enum oc_kg_array a, int check_crc, uint8_t *buf, struct oc_err *err)
-{
-    struct oc_file *f = NULL;
-    uint64_t size = 0;
-    OC_KG_TRY(open_array(path, m, g, a, &f, &size, err));
-    struct kg_check c = check_of(path, m, g, a);
-    uint32_t crc = 0;
-    int rc = OC_OK;
-    for (uint64_t off = 0; !rc && off < size;) {
-        size_t n = size - off < KG_CHUNK_BYTES ? (size_t)(size - off) : KG_CHUNK_BYTES;
-        if ((rc = oc_file_pread(f, buf, n, off, err)))
-            break;
-        crc = oc_crc32(crc, buf, n);
-        uint64_t d0 = off < OC_NPY_HEADER_BYTES ? OC_NPY_HEADER_BYTES : off;
-        /* chunks are multiples of 4 bytes after the page-sized header: no element straddles */
-        if (d0 < off + n)
-            rc = check_elems(&c, buf + (d0 - off), (d0 - OC_NPY_HEADER_BYTES) / 4,
-                             (off + n - d0) / 4, err);
-        off += n;
-    }
-    if (!rc && check_crc)
-        rc = crc_matches(path, m, g, a, crc, err);
-    struct oc_err e2;
-    if (oc_file_close(f, rc ? &e2 : err) != OC_OK && !rc)
-        rc = err->status;
-    return rc;
-}
-
-/* ---- the fact graph: indptr, rel and tail in one pass ------------------------------- */
-
-#define FACT_WINDOW 8192u /* elements per window of a sequential array reader */
+#define FACT_WINDOW 8192u                     /* elements per window of a sequential array reader */
+#define SEQ_BUF     ((size_t)FACT_WINDOW * 8) /* a window of u64 */
 
 /*
  * One array read forward in contiguous windows (positions only increase by
@@ -177,9 +127,11 @@ static int check_queries(const char *path, const struct oc_kg_manifest *m, enum 
 struct seq_array {
     struct oc_file *f;
     const char *path;
+    enum oc_kg_graph g;
+    enum oc_kg_array arr;
     size_t es;
-    uint64_t rows, first, n;
-    uint8_t *buf;
+    uint64_t rows, first, n; /* rows: elements (a query array's: 3 per query) */
+    uint8_t *buf;            /* SEQ_BUF bytes */
     struct kg_check c;
     uint32_t crc;
 };
@@ -189,10 +141,14 @@ static int seq_open(struct seq_array *a, const char *path, const struct oc_kg_ma
 {
     memset(a, 0, sizeof(*a));
     a->path = path;
+    a->g = g;
+    a->arr = arr;
     a->es = oc_kg_array_dtype(arr) == OC_DTYPE_U64 ? 8 : 4;
-    a->rows = oc_kg_array_rows(m, g, arr);
+    a->rows = oc_kg_array_rows(m, g, arr) * oc_kg_array_cols(arr);
     a->buf = buf;
-    a->c = check_of(path, m, g, arr);
+    a->c = (struct kg_check){
+        path, arr, m->graph[g].n_entities, m->graph[g].n_facts, m->n_relations, oc_kg_n_rel_aug(m),
+        0};
     uint64_t size = 0;
     OC_KG_TRY(open_array(path, m, g, arr, &a->f, &size, err));
     int rc = oc_file_pread(a->f, buf, OC_NPY_HEADER_BYTES, 0, err);
@@ -216,6 +172,36 @@ static int seq_get(struct seq_array *a, uint64_t i, uint64_t *v, struct oc_err *
     return OC_OK;
 }
 
+/* After every element was read: its CRC against kg.json (when check_crc). */
+static int seq_done(const struct seq_array *a, const struct oc_kg_manifest *m, int check_crc,
+                    struct oc_err *err)
+{
+    if (a->rows && a->first + a->n != a->rows)
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: %" PRIu64 " of %" PRIu64 " elements checked",
+                      a->path, a->first + a->n, a->rows);
+    uint32_t want = m->files[a->g][a->arr].crc32;
+    if (check_crc && a->crc != want)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: checksum mismatch: crc32 %08x, kg.json says %08x",
+                      a->path, a->crc, want);
+    return OC_OK;
+}
+
+/* A query array: every element checked (entities < N, relations < R), then its CRC. */
+static int check_queries(const char *path, const struct oc_kg_manifest *m, enum oc_kg_graph g,
+                         enum oc_kg_array arr, int check_crc, uint8_t *buf, struct oc_err *err)
+{
+    struct seq_array a;
+    int rc = seq_open(&a, path, m, g, arr, buf, err);
+    uint64_t v;
+    for (uint64_t i = 0; !rc && i < a.rows; i++)
+        rc = seq_get(&a, i, &v, err);
+    if (!rc)
+        rc = seq_done(&a, m, check_crc, err);
+    if (a.f)
+        oc_file_close(a.f, NULL);
+    return rc;
+}
+
 /*
  * indptr, rel and tail of graph g, read once in step: every element checked
  * (indptr monotone from 0 to F, ids in range), each head's facts sorted by
@@ -236,8 +222,7 @@ static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_
     for (; opened < 3 && !rc; opened++) {
         oc_kg_file_name(g, arr[opened], name, sizeof(name));
         snprintf(paths[opened], sizeof(paths[opened]), "%s/%s", dir, name);
-        rc = seq_open(&a[opened], paths[opened], m, g, arr[opened],
-                      buf + (size_t)opened * FACT_WINDOW * 8, err);
+        rc = seq_open(&a[opened], paths[opened], m, g, arr[opened], buf + opened * SEQ_BUF, err);
     }
     if (rc && !a[opened - 1].f)
         opened--; /* the one that failed holds no file */
@@ -263,14 +248,9 @@ static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_
                         ", %u, %" PRIu64 ") as its last fact (position %" PRIu64 ")",
                         paths[1], paths[2], e, e, idd, e, hi ? hi - 1 : 0);
     }
-    for (int i = 0; i < 3 && !rc; i++) {
-        /* indptr ran from 0 to F, so every element of the three was read, in order */
-        if (a[i].first + a[i].n != a[i].rows)
-            rc = OC_ERR(err, OC_ERR_INTERNAL, "%s: %" PRIu64 " of %" PRIu64 " elements checked",
-                        a[i].path, a[i].first + a[i].n, a[i].rows);
-        else if (check_crc)
-            rc = crc_matches(a[i].path, m, g, arr[i], a[i].crc, err);
-    }
+    /* indptr ran from 0 to F, so every element of the three was read, in order */
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = seq_done(&a[i], m, check_crc, err);
     for (int i = 0; i < opened; i++)
         oc_file_close(a[i].f, NULL);
     return rc;
@@ -279,7 +259,7 @@ static int check_facts(const char *dir, const struct oc_kg_manifest *m, enum oc_
 int oc_kg_validate(const char *dir, const struct oc_kg_manifest *m, int check_crc,
                    struct oc_err *err)
 {
-    uint8_t *buf = oc_alloc(KG_CHUNK_BYTES, "kg validation buffer", err);
+    uint8_t *buf = oc_alloc(3 * SEQ_BUF, "kg validation buffer", err); /* 3 arrays in step */
     if (!buf)
         return err->status;
     int rc = OC_OK;

@@ -87,11 +87,6 @@ void kg_atoms_clear(struct kg_atoms *a)
     a->n = 0;
 }
 
-uint64_t kg_atoms_bytes(const struct kg_atoms *a)
-{
-    return oc_id_map_bytes(&a->index) + a->cap * sizeof(*a->facts);
-}
-
 /* Degree-descending order, ties by id, for qsort_r-free sorting: keys packed in u64. */
 static int u64_desc(const void *x, const void *y)
 {

@@ -140,9 +140,7 @@ void kg_slicer_deinit(struct kg_slicer *s)
 
 int kg_slicer_has(const struct kg_slicer *s, uint32_t q)
 {
-    const uint32_t *ids;
-    uint32_t n;
-    return kg_slice_map_find(&s->map, q, &ids, &n);
+    return kg_slice_map_has(&s->map, q);
 }
 
 /* Queues local atom i's facts for the next read_queued (no-op if held or queued). */
@@ -259,12 +257,6 @@ static inline int remaining(const struct kg_slicer *s, uint32_t e, uint32_t *i)
     return oc_id_map_get(&s->local_of, e, i) && s->rem[*i];
 }
 
-/* Adds slice id to q's list (the mapping is appended while q is sliced). */
-static int map_add(struct kg_slicer *s, uint32_t id, struct oc_err *err)
-{
-    return kg_slice_map_push(&s->map, id, err);
-}
-
 /* Matches slice id if every atom of it remains in G'_q. */
 static int try_match(struct kg_slicer *s, uint32_t id, struct oc_err *err)
 {
@@ -277,7 +269,7 @@ static int try_match(struct kg_slicer *s, uint32_t id, struct oc_err *err)
         s->rem[i] = 0;
     }
     s->util[id]++;
-    return map_add(s, id, err);
+    return kg_slice_map_push(&s->map, id, err);
 }
 
 /* Candidate slices holding the local atoms list[0..n) that remain, each once. */
@@ -454,7 +446,7 @@ static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint3
     if (st)
         OC_KG_TRY(kg_slice_store_append(st, s->atoms + s->atom_off[id], (uint32_t)n, s->p_rel,
                                         s->p_tail, s->p_deg, load, err));
-    return map_add(s, (uint32_t)id, err);
+    return kg_slice_map_push(&s->map, (uint32_t)id, err);
 }
 
 /*

@@ -23,9 +23,7 @@ void kg_slice_map_init(struct kg_slice_map *m)
 void kg_slice_map_deinit(struct kg_slice_map *m)
 {
     oc_id_map_deinit(&m->index);
-    oc_free(m->entity);
-    oc_free(m->off);
-    oc_free(m->n);
+    oc_free(m->heads);
     oc_free(m->ids);
     kg_slice_map_init(m);
 }
@@ -50,18 +48,11 @@ int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struc
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slice mapping: entity %u has 2^32 slices", e);
     if (m->n_heads == m->cap_heads) {
         uint64_t c = m->cap_heads ? 2 * m->cap_heads : 256;
-        uint32_t *ent = oc_realloc(m->entity, (size_t)c * 4, "kg slice mapping", err);
-        if (!ent)
+        struct kg_slice_head *p =
+            oc_realloc(m->heads, (size_t)c * sizeof(*p), "kg slice mapping", err);
+        if (!p)
             return err->status;
-        m->entity = ent;
-        uint64_t *off = oc_realloc(m->off, (size_t)c * 8, "kg slice mapping", err);
-        if (!off)
-            return err->status;
-        m->off = off;
-        uint32_t *n = oc_realloc(m->n, (size_t)c * 4, "kg slice mapping", err);
-        if (!n)
-            return err->status;
-        m->n = n;
+        m->heads = p;
         m->cap_heads = c;
     }
     OC_KG_TRY(oc_id_map_reserve(&m->index, m->n_heads + 1, "kg slice mapping", err));
@@ -69,16 +60,8 @@ int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struc
     oc_id_map_get_or_put(&m->index, e, (uint32_t)m->n_heads, &inserted);
     if (!inserted)
         return OC_ERR(err, OC_ERR_FORMAT, "kg slice mapping: entity %u mapped twice", e);
-    m->entity[m->n_heads] = e;
-    m->off[m->n_heads] = first;
-    m->n[m->n_heads] = (uint32_t)(m->n_ids - first);
-    m->n_heads++;
+    m->heads[m->n_heads++] = (struct kg_slice_head){first, e, (uint32_t)(m->n_ids - first)};
     return OC_OK;
-}
-
-uint64_t kg_slice_map_bytes(const struct kg_slice_map *m)
-{
-    return oc_id_map_bytes(&m->index) + m->cap_heads * 16 + m->cap_ids * 4;
 }
 
 static int u64_asc(const void *a, const void *b)
@@ -97,7 +80,7 @@ int kg_slice_map_by_entity(const struct kg_slice_map *m, uint32_t **order, struc
         return err->status;
     }
     for (uint64_t i = 0; i < m->n_heads; i++)
-        k[i] = (uint64_t)m->entity[i] << 32 | i;
+        k[i] = (uint64_t)m->heads[i].entity << 32 | i;
     qsort(k, (size_t)m->n_heads, 8, u64_asc);
     for (uint64_t i = 0; i < m->n_heads; i++)
         o[i] = (uint32_t)k[i];

@@ -134,21 +134,23 @@ static int index_parse(struct kg_slice_store *st, const uint8_t *b, size_t len, 
     st->end = end;
     const uint8_t *ids = p + n_mapped * 8;
     uint64_t at = 0;
-    const uint32_t *seen_ids;
-    uint32_t seen_n;
     for (uint64_t i = 0; i < n_mapped; i++, p += 8) {
         uint32_t e = le32(p), k = le32(p + 4);
-        if (e >= n_ent || kg_slice_map_find(&st->map, e, &seen_ids, &seen_n) || at + k > n_ids)
-            return snprintf(why, why_n, "index.bin: mapping entry %" PRIu64 " malformed", i),
-                   OC_ERR_FORMAT;
+        int rc = e >= n_ent || at + k > n_ids ? OC_ERR_FORMAT : OC_OK;
         uint64_t first = st->map.n_ids;
-        for (uint32_t j = 0; j < k; j++, at++) {
+        for (uint32_t j = 0; !rc && j < k; j++, at++) {
             uint32_t id = le32(ids + 4 * at);
             if (id >= n_sl)
                 return snprintf(why, why_n, "index.bin: slice id out of range"), OC_ERR_FORMAT;
-            OC_KG_TRY(kg_slice_map_push(&st->map, id, err));
+            rc = kg_slice_map_push(&st->map, id, err);
         }
-        OC_KG_TRY(kg_slice_map_close(&st->map, e, first, err));
+        if (!rc)
+            rc = kg_slice_map_close(&st->map, e, first, err); /* OC_ERR_FORMAT: mapped twice */
+        if (rc == OC_ERR_FORMAT)
+            return snprintf(why, why_n, "index.bin: mapping entry %" PRIu64 " malformed", i),
+                   OC_ERR_FORMAT;
+        if (rc)
+            return rc;
     }
     if (at != n_ids)
         return snprintf(why, why_n, "index.bin: mapping does not add up"), OC_ERR_FORMAT;
@@ -168,10 +170,8 @@ static int try_load(struct kg_slice_store *st, const uint32_t *need, uint64_t n_
     oc_free(text);
     if (rc)
         return rc;
-    const uint32_t *ids;
-    uint32_t n_ids;
     for (uint64_t i = 0; i < n_need; i++)
-        if (need[i] >= st->n_entities || !kg_slice_map_find(&st->map, need[i], &ids, &n_ids))
+        if (need[i] >= st->n_entities || !kg_slice_map_has(&st->map, need[i]))
             return snprintf(why, why_n, "entity %u has no slices", need[i]), OC_ERR_FORMAT;
     struct oc_err e2;
     if ((rc = oc_file_open(st->rec_path, OC_FILE_READ | OC_FILE_DIRECT, &st->rd, &e2)))
@@ -371,12 +371,12 @@ int kg_slice_store_commit(struct kg_slice_store *st, const struct kg_slicer *s, 
     uint8_t *ids = p + n_mapped * 8;
     uint64_t at = 0;
     for (uint64_t i = 0; i < n_mapped; i++) {
-        uint32_t pl = order[i];
-        oc_put_le32(p, m->entity[pl]);
-        oc_put_le32(p + 4, m->n[pl]);
+        const struct kg_slice_head *pl = &m->heads[order[i]];
+        oc_put_le32(p, pl->entity);
+        oc_put_le32(p + 4, pl->n);
         p += 8;
-        for (uint32_t j = 0; j < m->n[pl]; j++, at++)
-            oc_put_le32(ids + 4 * at, m->ids[m->off[pl] + j]);
+        for (uint32_t j = 0; j < pl->n; j++, at++)
+            oc_put_le32(ids + 4 * at, m->ids[pl->off + j]);
     }
     oc_free(order);
     memcpy(b, IDX_MAGIC, 8);

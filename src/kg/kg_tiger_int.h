@@ -54,8 +54,6 @@ int kg_atoms_init(struct kg_atoms *a, uint64_t n_entities, struct oc_err *err);
 void kg_atoms_deinit(struct kg_atoms *a);
 int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct oc_err *err);
 void kg_atoms_clear(struct kg_atoms *a);
-/* Bytes it holds (its index and pointers). */
-uint64_t kg_atoms_bytes(const struct kg_atoms *a);
 /* e's facts, or NULL. Read-only: several threads may look up while no one puts. */
 static inline const uint32_t *kg_atoms_get(const struct kg_atoms *a, uint32_t e)
 {
@@ -130,15 +128,17 @@ void kg_facts_atom_counts(const struct oc_kg_facts *f, uint64_t *from_batch, uin
 /* ---- the query-entity-to-slice mapping (kg_slice_map.c) ------------------ */
 
 /*
- * Query entity ─► its slice ids: ids[off[p] .. off[p] + n[p]) for the entity
- * at place p (places in the order entities were mapped), found through an id
- * map. An entity's ids are pushed, then the entity is closed over them.
+ * Query entity ─► its slice ids: ids[off .. off + n) of the entity's place
+ * (places in the order entities were mapped), found through an id map. An
+ * entity's ids are pushed, then the entity is closed over them.
  */
+struct kg_slice_head {
+    uint64_t off; /* its first id in ids */
+    uint32_t entity, n;
+};
 struct kg_slice_map {
-    struct oc_id_map index; /* entity ─► its place */
-    uint32_t *entity;       /* per place */
-    uint64_t *off;          /* per place: its first id in ids */
-    uint32_t *n;            /* per place: its slices */
+    struct oc_id_map index;      /* entity ─► its place */
+    struct kg_slice_head *heads; /* per place */
     uint64_t n_heads, cap_heads;
     uint32_t *ids;
     uint64_t n_ids, cap_ids;
@@ -149,10 +149,14 @@ void kg_slice_map_deinit(struct kg_slice_map *m);
 int kg_slice_map_push(struct kg_slice_map *m, uint32_t id, struct oc_err *err);
 /* Maps e to the ids pushed since first; OC_ERR_FORMAT if e is mapped already. */
 int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struct oc_err *err);
-/* Bytes it holds. */
-uint64_t kg_slice_map_bytes(const struct kg_slice_map *m);
 /* Its places sorted by entity (*order: n_heads places, oc_free'd by the caller). */
 int kg_slice_map_by_entity(const struct kg_slice_map *m, uint32_t **order, struct oc_err *err);
+/* Whether e is mapped. */
+static inline int kg_slice_map_has(const struct kg_slice_map *m, uint32_t e)
+{
+    uint32_t p;
+    return oc_id_map_get(&m->index, e, &p);
+}
 /* Whether e is mapped; its slice ids in *ids, *n. */
 static inline int kg_slice_map_find(const struct kg_slice_map *m, uint32_t e, const uint32_t **ids,
                                     uint32_t *n)
@@ -163,8 +167,8 @@ static inline int kg_slice_map_find(const struct kg_slice_map *m, uint32_t e, co
         *n = 0;
         return 0;
     }
-    *ids = m->ids + m->off[p];
-    *n = m->n[p];
+    *ids = m->ids + m->heads[p].off;
+    *n = m->heads[p].n;
     return 1;
 }
 

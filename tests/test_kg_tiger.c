@@ -49,12 +49,6 @@ static int has(const uint64_t *set, uint64_t n, uint64_t id)
     return 0;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 struct cand {
     uint64_t key, id;
     int cached;
@@ -147,8 +141,8 @@ OC_TEST(kg_belady_changesets_match_brute_force)
                 for (uint64_t s = 0; s < C; s++)
                     if (slot[s] != UINT64_MAX)
                         kx[n_kx++] = next_use(ids, off, S, i, slot[s]);
-                qsort(kb, (size_t)n_bf, 8, u64_cmp);
-                qsort(kx, (size_t)n_kx, 8, u64_cmp);
+                qsort(kb, (size_t)n_bf, 8, oc_cmp_u64);
+                qsort(kx, (size_t)n_kx, 8, oc_cmp_u64);
                 OC_CHECK(n_kx == n_bf && memcmp(kb, kx, (size_t)n_bf * 8) == 0);
             }
         }

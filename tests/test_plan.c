@@ -170,12 +170,6 @@ static uint64_t ref_bytes(const struct oc_plan_trace *t, const struct oc_plan_op
 
 /* ---- layout invariants ---------------------------------------------------------------- */
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * Every access decodes to its row; packed rows ascending; each segment's
  * cache distinct; offsets consistent and page aligned; tier counts add up;
@@ -221,7 +215,7 @@ static void check_layout_ref(const struct oc_plan_trace *t, const struct oc_plan
         uint64_t ns = l->seg_off[j + 1] - l->seg_off[j];
         uint64_t *c = malloc((ns + 1) * sizeof(uint64_t));
         memcpy(c, l->seg_rows + l->seg_off[j], ns * sizeof(uint64_t));
-        qsort(c, ns, sizeof(uint64_t), cmp_u64);
+        qsort(c, ns, sizeof(uint64_t), oc_cmp_u64);
         for (uint64_t p = 1; p < ns; p++)
             ok &= c[p - 1] < c[p];
         free(c);
@@ -576,7 +570,7 @@ OC_TEST(minhash_order_is_a_deterministic_permutation_of_identity)
             uint64_t o0 = a.seg_off[j], ns = a.seg_off[j + 1] - o0;
             uint64_t *c = malloc((ns + 1) * sizeof(uint64_t));
             memcpy(c, a.seg_rows + o0, ns * sizeof(uint64_t));
-            qsort(c, ns, sizeof(uint64_t), cmp_u64);
+            qsort(c, ns, sizeof(uint64_t), oc_cmp_u64);
             OC_CHECK(SAME(c, id.seg_rows + o0, ns)); /* identity = ascending id */
             differs |= !SAME(a.seg_rows + o0, id.seg_rows + o0, ns);
             free(c);
@@ -888,7 +882,7 @@ OC_TEST(minhash_order_touches_fewer_pages_on_sampled_batches)
                 uint64_t o0 = mh.seg_off[j], ns = mh.seg_off[j + 1] - o0;
                 uint64_t *c = malloc((ns + 1) * sizeof(uint64_t));
                 memcpy(c, mh.seg_rows + o0, ns * sizeof(uint64_t));
-                qsort(c, ns, sizeof(uint64_t), cmp_u64);
+                qsort(c, ns, sizeof(uint64_t), oc_cmp_u64);
                 OC_CHECK(SAME(c, id.seg_rows + o0, ns));
                 free(c);
             }

@@ -176,6 +176,15 @@ int oc_fault_fired(enum oc_fault_kind kind);
 /* Name of a fault kind ("alloc", "read", ..., "uring_setup") for messages. */
 const char *oc_fault_kind_name(enum oc_fault_kind kind);
 
+/* ---- sorting ------------------------------------------------------------- */
+
+/* qsort's comparator of uint64_t, ascending (the one every module sorts keys with). */
+static inline int oc_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* ---- little-endian integers in byte buffers (file records) ------------- */
 
 static inline void oc_put_le32(uint8_t *p, uint32_t v)

@@ -23,12 +23,6 @@ struct degstats {
     size_t n_big, cap_big;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The r-th smallest degree (0-based). */
 static uint64_t deg_rank(const struct degstats *st, uint64_t r)
 {
@@ -198,7 +192,7 @@ int oc_dataset_info(const struct oc_dataset *ds, struct oc_ds_info *info, struct
         (rc = scan_degrees(ds, has_out, &st, info, err)))
         goto fail;
     if (st.n_big)
-        qsort(st.big, st.n_big, sizeof(uint64_t), cmp_u64);
+        qsort(st.big, st.n_big, sizeof(uint64_t), oc_cmp_u64);
     const uint64_t n = m->n_nodes;
     info->deg_mean = (double)m->n_edges / (double)n;
     info->deg_median = deg_rank(&st, (n - 1) / 2);

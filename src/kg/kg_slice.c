@@ -303,12 +303,6 @@ static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
     return s->q_deg[i];
 }
 
-static int u64_asc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /*
  * Sorts v[0..n) (u32 values) ascending by key(v) << 32 | low(v), through the
  * u64 scratch: each comparator sees only its keys (no shared context), and
@@ -341,7 +335,7 @@ static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by b
         }
         s->keys[i] = (uint64_t)hi << 32 | x;
     }
-    qsort(s->keys, (size_t)n, 8, u64_asc);
+    qsort(s->keys, (size_t)n, 8, oc_cmp_u64);
     for (uint64_t i = 0; i < n; i++)
         v[i] = by == BY_WEIGHT_ASC ? ~(uint32_t)s->keys[i] : (uint32_t)s->keys[i];
     return OC_OK;

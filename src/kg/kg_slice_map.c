@@ -64,12 +64,6 @@ int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struc
     return OC_OK;
 }
 
-static int u64_asc(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 int kg_slice_map_by_entity(const struct kg_slice_map *m, uint32_t **order, struct oc_err *err)
 {
     uint64_t *k = oc_alloc((size_t)m->n_heads * 8 + 8, "kg slice mapping", err);
@@ -81,7 +75,7 @@ int kg_slice_map_by_entity(const struct kg_slice_map *m, uint32_t **order, struc
     }
     for (uint64_t i = 0; i < m->n_heads; i++)
         k[i] = (uint64_t)m->heads[i].entity << 32 | i;
-    qsort(k, (size_t)m->n_heads, 8, u64_asc);
+    qsort(k, (size_t)m->n_heads, 8, oc_cmp_u64);
     for (uint64_t i = 0; i < m->n_heads; i++)
         o[i] = (uint32_t)k[i];
     oc_free(k);

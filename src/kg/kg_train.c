@@ -181,12 +181,6 @@ static int opts_check(const struct oc_kg_train_opts *o, struct oc_err *err)
     return OC_OK;
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int pair_queried(const uint64_t *keys, uint64_t n, uint32_t h, uint32_t r)
 {
     uint64_t k = (uint64_t)h << 32 | r, lo = 0, hi = n;
@@ -227,7 +221,7 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *c
             keys[k++] = (uint64_t)x[0] << 32 | x[1];
             keys[k++] = (uint64_t)x[2] << 32 | (x[1] + R);
         }
-    qsort(keys, (size_t)n_keys, 8, u64_cmp);
+    qsort(keys, (size_t)n_keys, 8, oc_cmp_u64);
     /* entities heading some queried pair: most facts are rejected by one bit, not two searches */
     uint64_t n_ent = r->m->graph[g].n_entities;
     uint64_t *heads = oc_calloc(n_ent / 64 + 1, 8, "kg filter: queried entities", err);

@@ -252,12 +252,6 @@ void oc_plan_layout_deinit(struct oc_plan_layout *l)
     memset(l, 0, sizeof(*l));
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Index of v in the ascending a[0..n) (v is known to be there). */
 static uint64_t find_sorted(const uint64_t *a, uint64_t n, uint64_t v)
 {
@@ -310,7 +304,7 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
                 pk[n_pk++] = v;
             }
         }
-        qsort(pk, n_pk, sizeof(uint64_t), cmp_u64);
+        qsort(pk, n_pk, sizeof(uint64_t), oc_cmp_u64);
         for (uint64_t i = t->off[b]; i < t->off[b + 1]; i++)
             if (OC_PLAN_ADDR_WHERE(l->addr[i]) == OC_PLAN_PACKED)
                 l->addr[i] = OC_PLAN_ADDR(OC_PLAN_PACKED, find_sorted(pk, n_pk, t->rows[i]));

@@ -29,12 +29,6 @@ uint64_t plan_minhash(unsigned k, uint64_t b)
     return x ^ (x >> 31);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Entries of PLAN_MINHASH_K signature words then the row id, compared in that order. */
 static int cmp_sig(const void *a, const void *b)
 {
@@ -54,7 +48,7 @@ void plan_order_rows(const struct plan_ctx *c, const uint64_t *addr, uint64_t b0
     if (n < 2)
         return;
     if (identity) {
-        qsort(rows, n, sizeof(uint64_t), cmp_u64);
+        qsort(rows, n, sizeof(uint64_t), oc_cmp_u64);
         return;
     }
     for (uint64_t p = 0; p < n; p++) {

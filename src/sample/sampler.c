@@ -161,16 +161,10 @@ void oc_sample_sampler_free(struct oc_sampler *s)
 
 /* ---- drawing ------------------------------------------------------------ */
 
-static int cmp_u64(const void *x, const void *y)
-{
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
-}
-
 static void sort_u64(uint64_t *a, uint64_t n)
 {
     if (n > SMP_LINEAR_K) {
-        qsort(a, (size_t)n, sizeof(uint64_t), cmp_u64);
+        qsort(a, (size_t)n, sizeof(uint64_t), oc_cmp_u64);
         return;
     }
     for (uint64_t i = 1; i < n; i++) {

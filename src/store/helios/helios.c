@@ -114,12 +114,6 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
 
 static atomic_int stage_every_row; /* test knob: size_to_misses skipped */
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /*
  * A record stages only the rows of its batch that the cache misses, so its
  * stage is sized to those: with the cache z gives when every input row is
@@ -165,7 +159,7 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
         oc_free(hot);
         return rc;
     }
-    qsort(hot, (size_t)z->n_cached, sizeof(*hot), cmp_u64);
+    qsort(hot, (size_t)z->n_cached, sizeof(*hot), oc_cmp_u64);
     /* the cache keeps the array (its sorted ids): only the rows it holds */
     uint64_t *fit = oc_realloc(hot, (size_t)(z->n_cached ? z->n_cached : 1) * sizeof(*hot),
                                "store helios: cached ids", err);

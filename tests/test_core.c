@@ -171,6 +171,46 @@ OC_TEST(fault_injection_fails_nth_alloc_once)
     OC_CHECK(oc_fault_hit(OC_FAULT_READ, &e) == 0);
 }
 
+OC_TEST(grow_doubles_keeps_contents_and_changes_nothing_on_failure)
+{
+    struct oc_err err;
+    uint32_t *a = NULL;
+    uint64_t cap = 0;
+    OC_CHECK_OK(oc_grow(&a, &cap, 0, 4, 16, "test grow", &err), &err);
+    OC_CHECK(a == NULL && cap == 0); /* nothing asked, nothing allocated */
+    OC_CHECK_OK(oc_grow(&a, &cap, 5, 4, 16, "test grow", &err), &err);
+    OC_CHECK(a && cap == 16);
+    for (uint32_t i = 0; i < 16; i++)
+        a[i] = i * 3;
+    OC_CHECK_OK(oc_grow(&a, &cap, 70, 4, 16, "test grow", &err), &err);
+    OC_CHECK(cap == 128 && a[15] == 45 && a[0] == 0); /* 16 doubled until it holds 70 */
+    /* two arrays sharing a capacity; the second's allocation fails: the capacity is unchanged
+     * and both arrays still hold what they held */
+    uint64_t *b = NULL;
+    uint64_t cap2 = 0;
+    void *const both[] = {&a, &b};
+    const size_t sz[] = {4, 8};
+    OC_CHECK_OK(oc_grow_all(both, sz, 2, &cap2, 100, 1, "test grow", &err), &err);
+    OC_CHECK(cap2 == 128 && a[15] == 45);
+    b[127] = 9;
+    oc_fault_arm(OC_FAULT_ALLOC, 2, ENOMEM);
+    OC_CHECK(oc_grow_all(both, sz, 2, &cap2, 129, 1, "test grow", &err) == OC_ERR_NOMEM);
+    oc_fault_disarm_all();
+    OC_CHECK(cap2 == 128 && a[15] == 45 && b[127] == 9);
+    /* a count whose bytes overflow: refused, naming the consumer, nothing changed */
+    OC_CHECK(oc_grow(&b, &cap2, UINT64_MAX / 2, 8, 1, "test grow", &err) == OC_ERR_NOMEM &&
+             strstr(err.msg, "test grow") != NULL && cap2 == 128 && b[127] == 9);
+    OC_CHECK(oc_grow(&b, &cap2, UINT64_MAX, 1, 1, "test grow", &err) == OC_ERR_NOMEM);
+    /* over the budget: the accountant's error, the array unchanged */
+    oc_mem_set_budget(oc_mem_used() + 1024);
+    OC_CHECK(oc_grow(&a, &cap, 1u << 20, 4, 16, "test grow", &err) == OC_ERR_BUDGET &&
+             strstr(err.msg, "test grow") != NULL && cap == 128 && a[15] == 45);
+    oc_mem_set_budget(0);
+    oc_free(a);
+    oc_free(b);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
 OC_TEST(id_map_finds_what_was_put_across_growth_and_clears)
 {
     struct oc_err err;

@@ -106,6 +106,19 @@ void *oc_calloc(size_t n, size_t size, const char *consumer, struct oc_err *err)
 void *oc_alloc_aligned(size_t bytes, size_t align, const char *consumer, struct oc_err *err);
 /* Resizes a block from oc_alloc/oc_calloc; on failure the old block stays valid. */
 void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err);
+/*
+ * Grows the array *(void **)pp of elem-byte elements, of capacity *cap, to hold at least n:
+ * the capacity doubles from *cap (from `first` when it is 0) until it does. On failure
+ * nothing changes.
+ */
+int oc_grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, uint64_t first, const char *consumer,
+            struct oc_err *err);
+/*
+ * The same for k arrays sharing one capacity: *(void **)arrays[i] of elem[i]-byte elements.
+ * On failure *cap is unchanged (the arrays grown before the failure stay valid and larger).
+ */
+int oc_grow_all(void *const arrays[], const size_t elem[], size_t k, uint64_t *cap, uint64_t n,
+                uint64_t first, const char *consumer, struct oc_err *err);
 char *oc_strdup(const char *s, const char *consumer, struct oc_err *err);
 void oc_free(void *p);
 /* Accounts `bytes` held outside oc_alloc (e.g. an mmap). Fails like oc_alloc. */

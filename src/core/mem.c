@@ -272,6 +272,46 @@ void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err
     return mem_finish(raw, HDR, bytes);
 }
 
+/* The capacity doubled from cap (from first when 0) until it holds n; 0 if it overflows. */
+static uint64_t grown_capacity(uint64_t cap, uint64_t n, uint64_t first)
+{
+    uint64_t c = cap ? cap : (first ? first : 1);
+    while (c < n) {
+        if (c > UINT64_MAX / 2)
+            return 0;
+        c *= 2;
+    }
+    return c;
+}
+
+int oc_grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, uint64_t first, const char *consumer,
+            struct oc_err *err)
+{
+    void *const arrays[] = {pp};
+    return oc_grow_all(arrays, &elem, 1, cap, n, first, consumer, err);
+}
+
+int oc_grow_all(void *const arrays[], const size_t elem[], size_t k, uint64_t *cap, uint64_t n,
+                uint64_t first, const char *consumer, struct oc_err *err)
+{
+    if (n <= *cap)
+        return OC_OK;
+    uint64_t c = grown_capacity(*cap, n, first);
+    for (size_t i = 0; i < k; i++)
+        if (!c || (elem[i] && c > SIZE_MAX / elem[i]))
+            return OC_ERR(err, OC_ERR_NOMEM, "%s: %llu elements of %zu bytes are too many",
+                          consumer, (unsigned long long)n, elem[i]);
+    for (size_t i = 0; i < k; i++) {
+        void **p = arrays[i];
+        void *q = oc_realloc(*p, (size_t)(c * elem[i]), consumer, err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        *p = q;
+    }
+    *cap = c;
+    return OC_OK;
+}
+
 char *oc_strdup(const char *s, const char *consumer, struct oc_err *err)
 {
     size_t n = strlen(s) + 1;

@@ -64,15 +64,7 @@ int kg_atoms_put(struct kg_atoms *a, uint32_t e, const uint32_t *facts, struct o
     if (e >= a->n_entities)
         return OC_ERR(err, OC_ERR_FORMAT, "kg atom map: entity %u out of range (%llu entities)", e,
                       (unsigned long long)a->n_entities);
-    if (a->n == a->cap) {
-        uint64_t c = a->cap ? 2 * a->cap : 1024;
-        const uint32_t **p =
-            oc_realloc((void *)a->facts, (size_t)c * sizeof(*p), "kg atom map", err);
-        if (!p)
-            return err->status;
-        a->facts = p;
-        a->cap = c;
-    }
+    OC_KG_TRY(oc_grow(&a->facts, &a->cap, a->n + 1, sizeof(*a->facts), 1024, "kg atom map", err));
     OC_KG_TRY(oc_id_map_reserve(&a->index, a->n + 1, "kg atom map", err));
     int inserted;
     uint32_t i = oc_id_map_get_or_put(&a->index, e, (uint32_t)a->n, &inserted);

@@ -31,17 +31,7 @@ struct u32vec {
 
 static int vec_reserve(struct u32vec *a, uint64_t n, struct oc_err *err)
 {
-    if (n <= a->cap)
-        return OC_OK;
-    uint64_t cap = a->cap ? a->cap : 64;
-    while (cap < n)
-        cap *= 2;
-    uint32_t *v = oc_realloc(a->v, (size_t)cap * 4, "kg extraction", err);
-    if (!v)
-        return err->status;
-    a->v = v;
-    a->cap = cap;
-    return OC_OK;
+    return oc_grow(&a->v, &a->cap, n, 4, 64, "kg extraction", err);
 }
 
 /* One query's layers (kept between calls, reused). */

@@ -34,48 +34,20 @@
 /* Grows *p to hold n elements of elem bytes (capacity doubling via *cap). */
 static int grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, struct oc_err *err)
 {
-    void **p = pp;
-    if (n <= *cap)
-        return OC_OK;
-    uint64_t c = *cap ? *cap : 64;
-    while (c < n)
-        c *= 2;
-    void *q = oc_realloc(*p, (size_t)(c * elem), "kg slicer", err);
-    if (!q)
-        return err->status;
-    *p = q;
-    *cap = c;
-    return OC_OK;
+    return oc_grow(pp, cap, n, elem, 64, "kg slicer", err);
 }
 
 /* Grows several arrays sharing one capacity. */
 static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
 {
-    if (n <= s->cap_q)
-        return OC_OK;
-    uint64_t c = s->cap_q ? s->cap_q : 64;
-    while (c < n)
-        c *= 2;
-    void **arr[] = {(void **)&s->q_atoms, (void **)&s->rem,       (void **)&s->visited,
-                    (void **)&s->packed,  (void **)&s->light,     (void **)&s->stack,
-                    (void **)&s->bin_of,  (void **)&s->bin_load,  (void **)&s->tmp,
-                    (void **)&s->p_rel,   (void **)&s->p_tail,    (void **)&s->p_deg,
-                    (void **)&s->q_deg,   (void **)&s->fetch_ids, (void **)&s->bin_start,
-                    (void **)&s->ff_tree, (void **)&s->q_depth};
+    void *const arr[] = {&s->q_atoms, &s->rem,     &s->visited,  &s->packed,    &s->light,
+                         &s->stack,   &s->bin_of,  &s->bin_load, &s->tmp,       &s->p_rel,
+                         &s->p_tail,  &s->p_deg,   &s->q_deg,    &s->fetch_ids, &s->bin_start,
+                         &s->ff_tree, &s->q_depth, &s->q_foff};
     /* bin_start: bins + 1 <= atoms + 1; ff_tree: 2 x leaves < 4 x atoms */
-    size_t sz[] = {4, 1, 1, 1, 4, 4, 4, 4, 4, sizeof(void *), sizeof(void *), 4, 4, 4, 8, 16, 4};
-    for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
-        void *q = oc_realloc(*arr[i], (size_t)(c * sz[i]), "kg slicer", err);
-        if (!q)
-            return err->status;
-        *arr[i] = q;
-    }
-    uint64_t *f = oc_realloc(s->q_foff, (size_t)c * 8, "kg slicer", err);
-    if (!f)
-        return err->status;
-    s->q_foff = f;
-    s->cap_q = c;
-    return OC_OK;
+    const size_t sz[] = {4, 1, 1, 1, 4,  4, 4, 4, 4, sizeof(void *), sizeof(void *),
+                         4, 4, 4, 8, 16, 4, 8};
+    return oc_grow_all(arr, sz, sizeof(sz) / sizeof(sz[0]), &s->cap_q, n, 64, "kg slicer", err);
 }
 
 int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,

@@ -30,14 +30,7 @@ void kg_slice_map_deinit(struct kg_slice_map *m)
 
 int kg_slice_map_push(struct kg_slice_map *m, uint32_t id, struct oc_err *err)
 {
-    if (m->n_ids == m->cap_ids) {
-        uint64_t c = m->cap_ids ? 2 * m->cap_ids : 1024;
-        uint32_t *p = oc_realloc(m->ids, (size_t)c * 4, "kg slice mapping", err);
-        if (!p)
-            return err->status;
-        m->ids = p;
-        m->cap_ids = c;
-    }
+    OC_KG_TRY(oc_grow(&m->ids, &m->cap_ids, m->n_ids + 1, 4, 1024, "kg slice mapping", err));
     m->ids[m->n_ids++] = id;
     return OC_OK;
 }
@@ -46,15 +39,8 @@ int kg_slice_map_close(struct kg_slice_map *m, uint32_t e, uint64_t first, struc
 {
     if (m->n_ids - first >= UINT32_MAX)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slice mapping: entity %u has 2^32 slices", e);
-    if (m->n_heads == m->cap_heads) {
-        uint64_t c = m->cap_heads ? 2 * m->cap_heads : 256;
-        struct kg_slice_head *p =
-            oc_realloc(m->heads, (size_t)c * sizeof(*p), "kg slice mapping", err);
-        if (!p)
-            return err->status;
-        m->heads = p;
-        m->cap_heads = c;
-    }
+    OC_KG_TRY(oc_grow(&m->heads, &m->cap_heads, m->n_heads + 1, sizeof(*m->heads), 256,
+                      "kg slice mapping", err));
     OC_KG_TRY(oc_id_map_reserve(&m->index, m->n_heads + 1, "kg slice mapping", err));
     int inserted;
     oc_id_map_get_or_put(&m->index, e, (uint32_t)m->n_heads, &inserted);

@@ -48,22 +48,9 @@ uint64_t kg_slice_record_max(uint32_t h)
 
 static int grow_slices(struct kg_slice_store *st, uint64_t n, struct oc_err *err)
 {
-    if (n <= st->cap)
-        return OC_OK;
-    uint64_t c = st->cap ? 2 * st->cap : 1024;
-    while (c < n)
-        c *= 2;
-    void **arr[] = {(void **)&st->off, (void **)&st->bytes, (void **)&st->crc,
-                    (void **)&st->payload};
-    size_t sz[] = {8, 4, 4, 4};
-    for (int i = 0; i < 4; i++) {
-        void *p = oc_realloc(*arr[i], (size_t)c * sz[i], "kg slice store", err);
-        if (!p)
-            return err->status;
-        *arr[i] = p;
-    }
-    st->cap = c;
-    return OC_OK;
+    void *const arr[] = {&st->off, &st->bytes, &st->crc, &st->payload};
+    const size_t sz[] = {8, 4, 4, 4};
+    return oc_grow_all(arr, sz, 4, &st->cap, n, 1024, "kg slice store", err);
 }
 
 static void files_close(struct kg_slice_store *st)
@@ -251,14 +238,8 @@ int kg_slice_store_append(struct kg_slice_store *st, const uint32_t *atoms, uint
     if (bytes > st->max_rec_bytes || payload > st->h)
         return OC_ERR(err, OC_ERR_INTERNAL, "kg slice store: slice of %u facts over h = %u",
                       payload, st->h);
-    if (st->n_pend == st->cap_pend) {
-        uint64_t c = st->cap_pend ? 2 * st->cap_pend : 256;
-        void *p = oc_realloc(st->pend, (size_t)c * sizeof(*st->pend), "kg slice store", err);
-        if (!p)
-            return err->status;
-        st->pend = p;
-        st->cap_pend = c;
-    }
+    OC_KG_TRY(oc_grow(&st->pend, &st->cap_pend, st->n_pend + 1, sizeof(*st->pend), 256,
+                      "kg slice store", err));
     uint8_t *b = st->rec;
     uint64_t nb = round_page(bytes);
     memset(b + bytes, 0, (size_t)(nb - bytes));

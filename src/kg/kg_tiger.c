@@ -148,18 +148,14 @@ static int grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_e
 /* Per-slice arrays cover n slices. */
 static int slices_reserve(struct kg_tiger *t, uint64_t n, struct oc_err *err)
 {
-    if (n <= t->cap_slice)
-        return OC_OK;
-    uint64_t c = t->cap_slice ? 2 * t->cap_slice : 1024;
-    while (c < n)
-        c *= 2;
-    OC_KG_TRY(grow(&t->slice_slot, c, 4, "kg slice cache", err));
-    OC_KG_TRY(grow(&t->mark, c, 4, "kg slice cache", err));
-    for (uint64_t i = t->cap_slice; i < c; i++) {
+    uint64_t old = t->cap_slice;
+    void *const arr[] = {&t->slice_slot, &t->mark};
+    const size_t sz[] = {4, 4};
+    OC_KG_TRY(oc_grow_all(arr, sz, 2, &t->cap_slice, n, 1024, "kg slice cache", err));
+    for (uint64_t i = old; i < t->cap_slice; i++) {
         t->slice_slot[i] = KG_NONE;
         t->mark[i] = 0;
     }
-    t->cap_slice = c;
     return OC_OK;
 }
 
@@ -586,13 +582,7 @@ static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb
             const uint32_t *ids;
             uint32_t k;
             kg_slice_store_slices_of(&t->store, &t->slicer, j->heads[i], &ids, &k);
-            if (n_ids + k > p->cap_ids) {
-                uint64_t c = p->cap_ids ? 2 * p->cap_ids : 4096;
-                while (c < n_ids + k)
-                    c *= 2;
-                OC_KG_TRY(grow(&p->ids, c, 8, "kg superbatch", err));
-                p->cap_ids = c;
-            }
+            OC_KG_TRY(oc_grow(&p->ids, &p->cap_ids, n_ids + k, 8, 4096, "kg superbatch", err));
             for (uint32_t x = 0; x < k; x++)
                 if (t->trace_mark[ids[x]] != g) {
                     t->trace_mark[ids[x]] = g;

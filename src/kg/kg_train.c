@@ -265,16 +265,8 @@ static int forward_facts(struct kg_run *r, enum oc_kg_graph g, const uint32_t *c
             if (rv >= R || ((!by_head || !pair_queried(keys, n_keys, (uint32_t)h, rv)) &&
                             (!by_tail || !pair_queried(keys, n_keys, tv, rv + R))))
                 continue;
-            if (k == cap) {
-                uint64_t c = cap ? 2 * cap : 1024;
-                uint32_t *x = oc_realloc(t, (size_t)c * 12, "kg filter", err);
-                if (!x) {
-                    rc = err->status;
-                    break;
-                }
-                t = x;
-                cap = c;
-            }
+            if ((rc = oc_grow(&t, &cap, k + 1, 12, 1024, "kg filter", err)) != OC_OK)
+                break;
             t[3 * k] = (uint32_t)h;
             t[3 * k + 1] = rv;
             t[3 * k + 2] = tv;

@@ -14,12 +14,14 @@
 #include "offcore/rng.h"
 #include "offcore/thread.h"
 
+static char toy_out[700]; /* the toy KG's directory */
+
 static struct oc_kg *toy_kg(void)
 {
     const char *root = oc_test_tmpdir();
     const char *src = kgfx_toy_split(root, "x\tr2\ty\ny\tr1\tz\n");
-    static char out[700];
-    snprintf(out, sizeof(out), "%s/out", root);
+    char *out = toy_out;
+    snprintf(out, sizeof(toy_out), "%s/out", root);
     struct oc_err err;
     struct oc_kg *kg = NULL;
     if (oc_kg_import_grail(src, out, NULL, &err) != OC_OK || oc_kg_open(out, &kg, &err) != OC_OK)
@@ -71,6 +73,20 @@ static void check_toy_layers(enum oc_kg_facts_where where)
         OC_CHECK(st.n_reads == 0 && st.bytes_read == 0);
     const uint32_t bad[1] = {7};
     OC_CHECK_ERR(oc_kg_extract(x, bad, 1, ly, &err), OC_ERR_ARG, &err, "head 7 out of range");
+    if (where == OC_KG_FACTS_DISK) {
+        /* the tail file changed under the open graph: a's identity fact (its last, the third)
+           now leads to b, so a is not among the nodes it reaches: an error, not a stale index */
+        char path[800];
+        snprintf(path, sizeof(path), "%s/train_tail.npy", toy_out);
+        FILE *f = fopen(path, "r+b");
+        const uint32_t b = 1;
+        OC_CHECK(f && fseek(f, OC_NPY_HEADER_BYTES + 2 * 4, SEEK_SET) == 0 &&
+                 fwrite(&b, 4, 1, f) == 1);
+        if (f)
+            fclose(f);
+        OC_CHECK_ERR(oc_kg_extract(x, heads, 1, ly, &err), OC_ERR_FORMAT, &err,
+                     "entity 0 has no identity fact");
+    }
     oc_kg_extractor_free(x);
     oc_kg_facts_free(facts);
     oc_pool_free(pool);

@@ -8,8 +8,9 @@
  *             ──► edges sorted by target node (stable: by source, then fact)
  *
  * Each query is extracted on its own (a pool task; task t runs on worker
- * t mod threads, with that worker's scratch: a stamp and a position per
- * entity and the fetched facts), then the queries' layers are concatenated
+ * t mod threads, with that worker's scratch: an id map from the layer's
+ * entities to their first-seen index, sized to the layer, not to the entity
+ * count, and the fetched facts), then the queries' layers are concatenated
  * in query order, so the result does not depend on the thread count.
  *
  * Place in the data flow: kg (kg_facts.c ──► here ──► nn RED-GNN).
@@ -23,6 +24,7 @@
 #include <string.h>
 
 #include "kg/kg_int.h"
+#include "offcore/id_map.h"
 
 struct u32vec {
     uint32_t *v;
@@ -45,9 +47,8 @@ struct qlayers {
 
 struct worker {
     struct oc_kg_facts_reader *reader;
-    uint32_t *stamp, *pos; /* per entity */
-    uint32_t gen;
-    struct u32vec f_rel, f_tail, f_src, place, sort_tmp;
+    struct oc_id_map seen; /* the layer's entities ─► their first-seen index */
+    struct u32vec f_rel, f_tail, f_src, f_seen, rank, place, sort_tmp;
     struct oc_err err; /* this worker's failure in the call in progress */
 };
 
@@ -82,16 +83,16 @@ static void vec_free(struct u32vec *a)
 /* A worker's arrays that grow with the largest query it fetched. */
 static void worker_trim(struct worker *w)
 {
-    struct u32vec *vs[] = {&w->f_rel, &w->f_tail, &w->f_src, &w->place, &w->sort_tmp};
+    struct u32vec *vs[] = {&w->f_rel, &w->f_tail, &w->f_src,   &w->f_seen,
+                           &w->rank,  &w->place,  &w->sort_tmp};
     for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
         vec_free(vs[i]);
+    oc_id_map_deinit(&w->seen);
 }
 
 static void worker_deinit(struct worker *w)
 {
     oc_kg_facts_reader_free(w->reader);
-    oc_free(w->stamp);
-    oc_free(w->pos);
     worker_trim(w);
 }
 
@@ -158,10 +159,8 @@ int oc_kg_extractor_new(struct oc_kg_facts *facts, uint32_t n_layers, struct oc_
         rc = err->status;
     for (unsigned i = 0; !rc && i < x->n_workers; i++) {
         struct worker *w = &x->workers[i];
+        oc_id_map_init(&w->seen);
         rc = oc_kg_facts_reader_new(facts, &w->reader, err);
-        if (!rc && (!(w->stamp = oc_calloc(x->n_entities, 4, "kg extraction stamps", err)) ||
-                    !(w->pos = oc_alloc((size_t)x->n_entities * 4, "kg extraction", err))))
-            rc = err->status;
     }
     if (rc) {
         oc_kg_extractor_free(x);
@@ -229,25 +228,30 @@ static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qla
         for (uint64_t j = 0; j < k; j++)
             w->f_src.v[at++] = (uint32_t)i;
     }
-    /* targets, deduplicated by a stamp per entity, then sorted */
-    if (++w->gen == 0) {
-        memset(w->stamp, 0, (size_t)x->n_entities * 4);
-        w->gen = 1;
-    }
+    /* targets, deduplicated in first-seen order (f_seen: each fact's), then sorted
+       (rank: a first-seen index's place in the sorted layer) */
     struct u32vec *ent = &q->ent[l];
     OC_KG_TRY(vec_reserve(ent, n_f, err));
+    OC_KG_TRY(vec_reserve(&w->f_seen, n_f, err));
+    oc_id_map_clear(&w->seen);
+    OC_KG_TRY(oc_id_map_reserve(&w->seen, n_f < x->n_entities ? n_f : x->n_entities,
+                                "kg extraction", err));
     ent->n = 0;
     for (uint64_t e = 0; e < n_f; e++) {
+        int fresh;
         uint32_t t = w->f_tail.v[e];
-        if (w->stamp[t] != w->gen) {
-            w->stamp[t] = w->gen;
+        w->f_seen.v[e] = oc_id_map_get_or_put(&w->seen, t, (uint32_t)ent->n, &fresh);
+        if (fresh)
             ent->v[ent->n++] = t;
-        }
     }
     OC_KG_TRY(vec_reserve(&w->sort_tmp, ent->n, err));
+    OC_KG_TRY(vec_reserve(&w->rank, ent->n, err));
     sort_u32(ent->v, ent->n, w->sort_tmp.v);
-    for (uint64_t i = 0; i < ent->n; i++)
-        w->pos[ent->v[i]] = (uint32_t)i;
+    for (uint64_t i = 0; i < ent->n; i++) {
+        uint32_t u = 0;
+        oc_id_map_get(&w->seen, ent->v[i], &u);
+        w->rank.v[u] = (uint32_t)i;
+    }
     /* edges by target: counting sort, stable */
     struct u32vec *deg = &q->deg[l], *src = &q->src[l], *rel = &q->rel[l], *p2n = &q->p2n[l];
     OC_KG_TRY(vec_reserve(deg, ent->n + 1, err));
@@ -257,7 +261,7 @@ static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qla
     OC_KG_TRY(vec_reserve(p2n, n_prev, err));
     memset(deg->v, 0, (size_t)ent->n * 4);
     for (uint64_t e = 0; e < n_f; e++)
-        deg->v[w->pos[w->f_tail.v[e]]]++;
+        deg->v[w->rank.v[w->f_seen.v[e]]]++;
     deg->n = ent->n;
     uint32_t run = 0;
     for (uint64_t i = 0; i < ent->n; i++) {
@@ -265,13 +269,20 @@ static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qla
         run += deg->v[i];
     }
     for (uint64_t e = 0; e < n_f; e++) {
-        uint32_t p = w->place.v[w->pos[w->f_tail.v[e]]]++;
+        uint32_t p = w->place.v[w->rank.v[w->f_seen.v[e]]]++;
         src->v[p] = w->f_src.v[e];
         rel->v[p] = w->f_rel.v[e];
     }
     src->n = rel->n = n_f;
-    for (uint64_t i = 0; i < n_prev; i++)
-        p2n->v[i] = w->pos[prev[i]];
+    /* each node of layer l-1 is one of layer l through its identity fact */
+    for (uint64_t i = 0; i < n_prev; i++) {
+        uint32_t u;
+        if (!oc_id_map_get(&w->seen, prev[i], &u))
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "kg extract: entity %u has no identity fact (layer %u lost it)", prev[i],
+                          l + 1);
+        p2n->v[i] = w->rank.v[u];
+    }
     p2n->n = n_prev;
     return OC_OK;
 }

@@ -61,7 +61,8 @@
 #define BATCH_MAX_DEPTH     4096u
 #define BATCH_MAX_FILES     8u /* registered files per ring */
 #define BATCH_NO_CB         SIZE_MAX
-#define BATCH_DRAIN_S       30u /* a failed ring's reads are waited for this long */
+#define BATCH_DRAIN_S       30u  /* a failed ring's reads are waited for this long */
+#define GROW_FIRST          256u /* requests, spans and callbacks allocated at first */
 
 struct batch_req {
     struct oc_file *f;
@@ -99,11 +100,14 @@ struct oc_io_batch {
     size_t max_read;
     uint8_t *bounce;
     struct batch_req *reqs;
-    size_t n_reqs, cap_reqs;
+    size_t n_reqs;
+    uint64_t cap_reqs;
     struct batch_span *spans;
-    size_t n_spans, cap_spans;
+    size_t n_spans;
+    uint64_t cap_spans;
     struct batch_cb *cbs;
-    size_t n_cbs, cap_cbs;
+    size_t n_cbs;
+    uint64_t cap_cbs;
     struct oc_io_stats stats;
     int merge; /* merge requests that share or touch a page (default 1) */
     int use_uring;
@@ -261,60 +265,35 @@ size_t oc_io_batch_request_bytes(void)
     return sizeof(struct batch_req) + sizeof(struct batch_span) + sizeof(struct batch_cb);
 }
 
-/*
- * arr (of *cap elements of size elem) grown geometrically to at least n >= 1
- * elements: arr itself if it is large enough, NULL if the allocation fails.
- */
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem, const char *what,
-                  struct oc_err *err)
-{
-    if (*cap >= n)
-        return arr;
-    size_t c = *cap ? *cap : 256;
-    while (c < n)
-        c *= 2;
-    void *a = oc_realloc(arr, c * elem, what, err);
-    if (a)
-        *cap = c;
-    return a;
-}
-
 int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err)
 {
-    void *a;
-    if (n == 0)
-        return OC_OK;
-    if (!(a = grow(b->reqs, &b->cap_reqs, n, sizeof(struct batch_req), "io batch requests", err)))
-        return err ? err->status : OC_ERR_NOMEM;
-    b->reqs = a;
-    if (!(a = grow(b->spans, &b->cap_spans, n, sizeof(struct batch_span), "io batch spans", err)))
-        return err ? err->status : OC_ERR_NOMEM;
-    b->spans = a;
-    if (!(a = grow(b->cbs, &b->cap_cbs, n, sizeof(struct batch_cb), "io batch callbacks", err)))
-        return err ? err->status : OC_ERR_NOMEM;
-    b->cbs = a;
-    return OC_OK;
+    int rc;
+    if ((rc = oc_grow(&b->reqs, &b->cap_reqs, n, sizeof(struct batch_req), GROW_FIRST,
+                      "io batch requests", err)) ||
+        (rc = oc_grow(&b->spans, &b->cap_spans, n, sizeof(struct batch_span), GROW_FIRST,
+                      "io batch spans", err)))
+        return rc;
+    return oc_grow(&b->cbs, &b->cap_cbs, n, sizeof(struct batch_cb), GROW_FIRST,
+                   "io batch callbacks", err);
 }
 
 static int push_req(struct oc_io_batch *b, struct oc_file *f, uint64_t off, size_t len, void *dst,
                     size_t cb, struct oc_err *err)
 {
-    struct batch_req *a =
-        grow(b->reqs, &b->cap_reqs, b->n_reqs + 1, sizeof(*a), "io batch requests", err);
-    if (!a)
-        return err ? err->status : OC_ERR_NOMEM;
-    b->reqs = a;
+    int rc = oc_grow(&b->reqs, &b->cap_reqs, b->n_reqs + 1, sizeof(*b->reqs), GROW_FIRST,
+                     "io batch requests", err);
+    if (rc)
+        return rc;
     b->reqs[b->n_reqs++] = (struct batch_req){f, off, len, dst, cb};
     return OC_OK;
 }
 
 static int push_cb(struct oc_io_batch *b, const struct batch_cb *c, struct oc_err *err)
 {
-    struct batch_cb *a =
-        grow(b->cbs, &b->cap_cbs, b->n_cbs + 1, sizeof(*a), "io batch callbacks", err);
-    if (!a)
-        return err ? err->status : OC_ERR_NOMEM;
-    b->cbs = a;
+    int rc = oc_grow(&b->cbs, &b->cap_cbs, b->n_cbs + 1, sizeof(*b->cbs), GROW_FIRST,
+                     "io batch callbacks", err);
+    if (rc)
+        return rc;
     b->cbs[b->n_cbs++] = *c;
     return OC_OK;
 }
@@ -419,11 +398,10 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
 {
     struct batch_span *s = NULL;
 
-    struct batch_span *sp =
-        grow(b->spans, &b->cap_spans, b->n_reqs, sizeof(*sp), "io batch spans", err);
-    if (!sp)
-        return err ? err->status : OC_ERR_NOMEM;
-    b->spans = sp;
+    int rc = oc_grow(&b->spans, &b->cap_spans, b->n_reqs, sizeof(*b->spans), GROW_FIRST,
+                     "io batch spans", err);
+    if (rc)
+        return rc;
     b->n_spans = 0;
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];

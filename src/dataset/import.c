@@ -232,7 +232,8 @@ int oc_imp_list_dir(const char *dir, const char *prefix, const char *suffix, int
                             strerror(e));
     }
     char **v = NULL;
-    size_t cnt = 0, cap = 0;
+    size_t cnt = 0;
+    uint64_t cap = 0;
     size_t lp = strlen(prefix), ls = strlen(suffix);
     char path[OC_IMP_PATH_MAX];
     int rc = OC_OK;
@@ -248,16 +249,8 @@ int oc_imp_list_dir(const char *dir, const char *prefix, const char *suffix, int
             goto fail;
         if (want_dirs ? !oc_imp_is_dir(path) : !oc_imp_is_file(path))
             continue;
-        if (cnt == cap) {
-            size_t ncap = cap ? cap * 2 : 16;
-            char **nv = oc_realloc(v, ncap * sizeof(*nv), "import: directory listing", err);
-            if (!nv) {
-                rc = err->status;
-                goto fail;
-            }
-            v = nv;
-            cap = ncap;
-        }
+        if ((rc = oc_grow(&v, &cap, cnt + 1, sizeof(*v), 16, "import: directory listing", err)))
+            goto fail;
         v[cnt] = oc_strdup(nm, "import: directory listing", err);
         if (!v[cnt]) {
             rc = err->status;

@@ -20,7 +20,8 @@
 struct degstats {
     uint64_t *hist; /* hist[d] = nodes of in-degree d, d < HIST_N */
     uint64_t *big;  /* degrees >= HIST_N */
-    size_t n_big, cap_big;
+    size_t n_big;
+    uint64_t cap_big;
 };
 
 /* The r-th smallest degree (0-based). */
@@ -37,14 +38,10 @@ static uint64_t deg_rank(const struct degstats *st, uint64_t r)
 
 static int add_big(struct degstats *st, uint64_t d, struct oc_err *err)
 {
-    if (st->n_big == st->cap_big) {
-        size_t cap = st->cap_big ? 2 * st->cap_big : 64;
-        uint64_t *nb = oc_realloc(st->big, cap * sizeof(uint64_t), "dataset info", err);
-        if (!nb)
-            return err ? err->status : OC_ERR_NOMEM;
-        st->big = nb;
-        st->cap_big = cap;
-    }
+    int rc =
+        oc_grow(&st->big, &st->cap_big, st->n_big + 1, sizeof(uint64_t), 64, "dataset info", err);
+    if (rc)
+        return rc;
     st->big[st->n_big++] = d;
     return OC_OK;
 }

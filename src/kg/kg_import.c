@@ -29,15 +29,8 @@ struct triples {
 
 static int triples_push(struct triples *t, const uint32_t x[3], struct oc_err *err)
 {
-    if (t->n == t->cap) {
-        uint64_t cap = t->cap ? 2 * t->cap : 4096;
-        uint32_t *v =
-            oc_realloc(t->v, (size_t)(cap * 3 * sizeof(uint32_t)), "kg import triples", err);
-        if (!v)
-            return err->status;
-        t->v = v;
-        t->cap = cap;
-    }
+    OC_KG_TRY(
+        oc_grow(&t->v, &t->cap, t->n + 1, 3 * sizeof(uint32_t), 4096, "kg import triples", err));
     memcpy(t->v + 3 * t->n++, x, 3 * sizeof(uint32_t));
     return OC_OK;
 }

@@ -978,11 +978,138 @@ out:
     close_yield_facts(kg, disk, mem);
 }
 
+/* ---- the Slice Cache gives slots back and takes them back ------------------ */
+
+#define GB_BATCH 4
+#define GB_SB    6 /* batches a superbatch; two an epoch */
+
+/* The atoms of the slices of heads[0..n) (the slicer's, every head sliced), into *atoms. */
+static uint64_t slice_atoms(struct kg_tiger *t, const uint32_t *heads, uint64_t n,
+                            struct oc_kg_facts *f, uint32_t *atoms, uint64_t *n_facts)
+{
+    const struct kg_slicer *sl = kg_tiger_slicer(t);
+    uint64_t k = 0;
+    *n_facts = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const uint32_t *ids;
+        uint32_t m;
+        kg_slice_store_slices_of(kg_tiger_store(t), sl, heads[i], &ids, &m);
+        for (uint32_t x = 0; x < m; x++)
+            for (uint64_t p = sl->atom_off[ids[x]]; p < sl->atom_off[ids[x] + 1]; p++) {
+                atoms[k++] = sl->atoms[p];
+                *n_facts += kg_facts_degree(f, sl->atoms[p]);
+            }
+    }
+    return k;
+}
+
+/*
+ * One epoch of two superbatches over heads[0..2 GB_SB GB_BATCH): each loaded
+ * batch's slice atoms fetched from the disk graph (served from the batch map)
+ * equal the graph in RAM (after epoch 0, which slices). squeeze: while the
+ * first batch is loaded, a request past the budget takes every slot it does
+ * not pin, then the budget is lifted (the next superbatch takes them back).
+ */
+static void gb_epoch(struct kg_tiger *t, const uint32_t *heads, struct oc_kg_facts *disk,
+                     struct oc_kg_facts *mem, int check, int squeeze, uint64_t *live_squeezed)
+{
+    struct oc_err err;
+    uint64_t boff[GB_SB + 1];
+    for (int b = 0; b <= GB_SB; b++)
+        boff[b] = (uint64_t)b * GB_BATCH;
+    uint32_t atoms[4096];
+    for (int sb = 0; sb < 2; sb++) {
+        const uint32_t *h = heads + sb * GB_SB * GB_BATCH;
+        OC_CHECK_OK(kg_tiger_superbatch(t, h, boff, GB_SB, sb ? NULL : h + GB_SB * GB_BATCH,
+                                        sb ? NULL : boff, sb ? 0 : GB_SB, &err),
+                    &err);
+        for (uint32_t i = 0; i < GB_SB; i++) {
+            OC_CHECK_OK(kg_tiger_batch_load(t, i, &err), &err);
+            if (squeeze && sb == 0 && i == 0) {
+                oc_mem_set_budget(oc_mem_used() + 4096);
+                struct kg_tiger_stats st;
+                kg_tiger_stats(t, &st);
+                void *p = oc_alloc((size_t)st.cache_bytes, "test: past the budget", &err);
+                oc_free(p);
+                oc_mem_set_budget(0);
+                kg_tiger_stats(t, &st);
+                *live_squeezed = st.cache_bytes;
+            }
+            if (check) {
+                uint64_t nf, n = slice_atoms(t, h + i * GB_BATCH, GB_BATCH, disk, atoms, &nf);
+                uint64_t b0, b1, c, g;
+                kg_facts_atom_counts(disk, &b0, &c, &g);
+                check_fetch(disk, mem, atoms, n, nf);
+                kg_facts_atom_counts(disk, &b1, &c, &g);
+                OC_CHECK(n > 0 && b1 - b0 == n); /* every atom from the batch's slices */
+            }
+            OC_CHECK_OK(kg_tiger_batch_done(t, i, &err), &err);
+        }
+    }
+    OC_CHECK_OK(kg_tiger_epoch_end(t, &err), &err);
+}
+
+OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
+{
+    struct oc_err err;
+    struct oc_kg *kg;
+    struct oc_kg_facts *disk, *mem;
+    if (!open_yield_facts(&kg, &disk, &mem))
+        goto out;
+    /* 48 light heads of the tail (every 4th of the last 192 entities) */
+    uint64_t n_ent = oc_kg_facts_n_entities(disk);
+    uint32_t heads[2 * GB_SB * GB_BATCH];
+    for (int i = 0; i < 2 * GB_SB * GB_BATCH; i++)
+        heads[i] = (uint32_t)(n_ent - 192 + 4 * (uint64_t)i);
+    char plan[800], cmd[900];
+    snprintf(plan, sizeof(plan), "%s/plan-slice-gives", oc_test_tmpdir());
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", plan);
+    OC_CHECK(system(cmd) == 0);
+    uint64_t used0 = oc_mem_used();
+    struct kg_tiger_config c = {
+        disk, NULL, {KG_SLICE_SIGMA, 64, 0.5, 1, 2}, plan, 7, 4 << 20, heads, 2 * GB_SB * GB_BATCH};
+    struct kg_tiger *t = NULL;
+    oc_mem_set_budget(oc_mem_used() + ((uint64_t)256 << 20)); /* a budget: it gives back */
+    OC_CHECK_OK(kg_tiger_new(&c, &t, &err), &err);
+    oc_mem_set_budget(0);
+    if (!t)
+        goto out;
+    struct kg_tiger_stats s0, s1, s2, s3;
+    gb_epoch(t, heads, disk, mem, 0, 0, NULL); /* slices */
+    kg_tiger_stats(t, &s0);
+    uint64_t full = s0.cache_bytes, n_slices = kg_tiger_slicer(t)->n_slices;
+    OC_CHECK(full == (uint64_t)4 << 20 && n_slices > 2 * GB_SB && n_slices * 4096 < full);
+    gb_epoch(t, heads, disk, mem, 1, 0, NULL); /* all cached: nothing read */
+    kg_tiger_stats(t, &s1);
+    OC_CHECK(s1.slices_read == s0.slices_read && s1.slices_hit > s0.slices_hit);
+    /* squeezed while batch 0 is loaded: only its slots stay; batch 1, read ahead as hits,
+       is read again as it loads; the next superbatch takes the slots back with the slices
+       the plan keeps there */
+    uint64_t squeezed = 0;
+    gb_epoch(t, heads, disk, mem, 1, 1, &squeezed);
+    kg_tiger_stats(t, &s2);
+    printf("  squeezed to %llu of %llu bytes; epoch 2 read %llu slices, %llu taken back\n",
+           (unsigned long long)squeezed, (unsigned long long)full,
+           (unsigned long long)(s2.slices_read - s1.slices_read),
+           (unsigned long long)(s2.warm_reads - s1.warm_reads));
+    OC_CHECK(squeezed > 0 && squeezed < full / 8);
+    OC_CHECK(s2.slices_read > s1.slices_read && s2.warm_reads > s1.warm_reads);
+    OC_CHECK(s2.cache_bytes == full);
+    /* all back, holding what the plan says: nothing read again, hits predicted exactly */
+    gb_epoch(t, heads, disk, mem, 1, 0, NULL);
+    kg_tiger_stats(t, &s3);
+    OC_CHECK(s3.slices_read == s2.slices_read && s3.warm_reads == s2.warm_reads);
+    kg_tiger_free(t);
+    OC_CHECK(oc_mem_used() == used0);
+out:
+    close_yield_facts(kg, disk, mem);
+}
+
 /* ---- a generated KG under a budget smaller than its fact graph ------------- */
 
-static int store_reused, atom_gave;
+static int store_reused, atom_gave, slice_gave;
 
-/* Notes a slice store reused and an Atom Cache that gave atoms back, from the INFO log. */
+/* Notes a slice store reused and an Atom or Slice Cache that gave back, from the INFO log. */
 static void note_reuse(void *ctx, enum oc_log_level level, const char *msg)
 {
     (void)ctx;
@@ -990,6 +1117,8 @@ static void note_reuse(void *ctx, enum oc_log_level level, const char *msg)
         store_reused = 1;
     if (level == OC_LOG_INFO && strstr(msg, "kg atom cache: gave "))
         atom_gave = 1;
+    if (level == OC_LOG_INFO && strstr(msg, "kg slice cache: gave "))
+        slice_gave = 1;
 }
 
 #define ATOM_CACHE_BIG_MIB 10 /* fits the 18 MiB at start, not with the largest queries */
@@ -1069,19 +1198,47 @@ OC_TEST(kg_extract_modes_same_weights_under_budget_and_after_kill)
         OC_CHECK(peak <= tiger_peak);
         OC_CHECK(strcmp(res.weights_sha256, sha[0]) == 0);
     }
-    /* caches that leave extraction too little: a budget error that names them and the options
-       that size them */
+    /* a budget too small for the run even once both caches gave back all they could: an
+       error that names them */
+    {
+        struct oc_kg_train_opts o;
+        budget_opts(&o, OC_KG_EXTRACT_TIGER);
+        struct oc_kg_train_result res;
+        oc_mem_set_budget((uint64_t)7 << 20);
+        int rc = oc_kg_train_run(dir, &o, NULL, NULL, &res, &err);
+        oc_mem_set_budget(0);
+        fprintf(stderr, "  tiger in 7 MiB: %s\n", err.msg);
+        OC_CHECK(rc == OC_ERR_BUDGET && strstr(err.msg, "Slice Cache") != NULL &&
+                 strstr(err.msg, "Atom Cache") != NULL &&
+                 (strstr(err.msg, "gave back") != NULL || strstr(err.msg, "giving back") != NULL));
+    }
+    /* a Slice Cache that leaves the slicer and extraction too little gives slots back: the
+       same weights (it failed with "kg slicer needs ..." before it could) */
     {
         struct oc_kg_train_opts o;
         budget_opts(&o, OC_KG_EXTRACT_TIGER);
         o.slice_cache_bytes = (uint64_t)10 << 20;
+        char fresh[800];
+        snprintf(fresh, sizeof(fresh), "%s/plan-slice-gives-run", oc_test_tmpdir());
+        o.plan_dir = fresh;
+        struct epochs ep = {.n = 0};
         struct oc_kg_train_result res;
         oc_mem_set_budget(budget);
-        int rc = oc_kg_train_run(dir, &o, NULL, NULL, &res, &err);
+        oc_mem_reset_peak();
+        slice_gave = 0;
+        oc_log_set_callback(note_reuse, NULL, OC_LOG_INFO);
+        OC_CHECK_OK(oc_kg_train_run(dir, &o, on_epoch, &ep, &res, &err), &err);
+        oc_log_set_callback(NULL, NULL, OC_LOG_WARN);
+        OC_CHECK(oc_mem_peak() <= budget);
         oc_mem_set_budget(0);
-        fprintf(stderr, "  slice cache of 10 MiB in 18 MiB: %s\n", err.msg);
-        OC_CHECK(rc == OC_ERR_BUDGET && strstr(err.msg, "--slice-cache") != NULL &&
-                 strstr(err.msg, "Slice Cache") != NULL);
+        fprintf(stderr,
+                "  tiger: Slice Cache of 10 MiB in 18 MiB: %llu bytes after epoch 0, %llu "
+                "after epoch 1\n",
+                (unsigned long long)ep.st[0].slice_cache_bytes,
+                (unsigned long long)ep.st[1].slice_cache_bytes);
+        OC_CHECK(ep.n == 2 && slice_gave && ep.st[0].slice_cache_bytes < ((uint64_t)10 << 20));
+        OC_CHECK(ep.st[0].n_slices > 0 && ep.st[1].slices_hit > 0);
+        OC_CHECK(strcmp(res.weights_sha256, sha[0]) == 0);
     }
     /* an Atom Cache that leaves extraction too little gives atoms back: the same weights */
     for (int m = OC_KG_EXTRACT_ATOM; m <= OC_KG_EXTRACT_TIGER; m += OC_KG_EXTRACT_TIGER - 1) {

@@ -124,6 +124,19 @@ void oc_free(void *p);
 /* Accounts `bytes` held outside oc_alloc (e.g. an mmap). Fails like oc_alloc. */
 int oc_mem_reserve(uint64_t bytes, const char *consumer, struct oc_err *err);
 void oc_mem_release(uint64_t bytes);
+/*
+ * An accounted anonymous mapping of `bytes` (reserved as oc_mem_reserve; the
+ * mapping *len bytes, whole pages) for caches that give pages back: the
+ * owner munmaps it and releases what it still accounts. consumer names it in
+ * errors.
+ */
+int oc_mem_map(uint64_t bytes, const char *consumer, uint8_t **p, size_t *len, struct oc_err *err);
+/*
+ * The whole pages of [from, to) of such a mapping of len bytes go back to the
+ * kernel (they read as zeros after): from rounded up, to rounded down unless
+ * it is len or past it (the end).
+ */
+void oc_mem_pages_back(uint8_t *p, size_t len, uint64_t from, uint64_t to);
 
 /*
  * Reclaimers: holders of memory that can give some back (a cache evicting
@@ -142,6 +155,13 @@ void oc_mem_release(uint64_t bytes);
 typedef uint64_t (*oc_mem_reclaim_fn)(void *ctx, uint64_t want);
 int oc_mem_reclaimer_add(oc_mem_reclaim_fn fn, void *ctx, struct oc_err *err);
 void oc_mem_reclaimer_remove(oc_mem_reclaim_fn fn, void *ctx);
+/*
+ * What a cache of cache_bytes that gave memory back may take back now: the
+ * budget's room less a margin of 4 MiB or an 8th of the cache, the less (so
+ * that it does not take what the next request needs); UINT64_MAX without a
+ * budget.
+ */
+uint64_t oc_reclaim_room(uint64_t cache_bytes);
 
 /* Parses "512M", "4GiB", "1.5G", "1000000" into bytes. */
 int oc_parse_size(const char *s, uint64_t *bytes, struct oc_err *err);

@@ -16,6 +16,7 @@
  *   offset = user - raw, so oc_free finds the raw pointer for both kinds.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -23,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "offcore/core.h"
 #include "offcore/thread.h"
@@ -399,4 +402,40 @@ char *oc_format_size(uint64_t bytes, char *buf, size_t n)
     else
         snprintf(buf, n, "%.2f %s", v, units[u]);
     return buf;
+}
+
+#define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
+
+uint64_t oc_reclaim_room(uint64_t cache_bytes)
+{
+    uint64_t budget = oc_mem_budget(), used = oc_mem_used();
+    uint64_t margin =
+        cache_bytes / 8 < TAKEBACK_MARGIN_BYTES ? cache_bytes / 8 : TAKEBACK_MARGIN_BYTES;
+    return !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
+}
+
+int oc_mem_map(uint64_t bytes, const char *consumer, uint8_t **p, size_t *len, struct oc_err *err)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    int rc = oc_mem_reserve(bytes, consumer, err);
+    if (rc)
+        return rc;
+    size_t n = (size_t)((bytes + page - 1) / page * page);
+    void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        oc_mem_release(bytes);
+        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno, "%s: mapping %" PRIu64 " bytes", consumer,
+                            bytes);
+    }
+    *p = m;
+    *len = n;
+    return OC_OK;
+}
+
+void oc_mem_pages_back(uint8_t *p, size_t len, uint64_t from, uint64_t to)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t lo = (from + page - 1) / page * page, hi = to >= len ? len : to / page * page;
+    if (hi > lo)
+        madvise(p + lo, hi - lo, MADV_DONTNEED);
 }

@@ -32,12 +32,10 @@
  * Ownership: a map borrows the facts it points to; the cache owns its pool
  * and index.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "kg/kg_tiger_int.h"
 
@@ -152,15 +150,9 @@ static int pool_map(struct kg_atom_cache *c, uint64_t nf, struct oc_err *err)
 {
     if (nf == 0)
         return OC_OK;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (size_t)(nf * 8 + page - 1) / page * page;
-    OC_KG_TRY(oc_mem_reserve(nf * 8, "kg atom cache", err));
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        oc_mem_release(nf * 8);
-        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno, "kg atom cache: cannot map %zu bytes", len);
-    }
-    c->pool = p;
-    c->pool_len = len;
+    uint8_t *p;
+    OC_KG_TRY(oc_mem_map(nf * 8, "kg atom cache", &p, &c->pool_len, err));
+    c->pool = (uint32_t *)(void *)p;
     c->n_facts = nf; /* what deinit gives back to the accountant */
     return OC_OK;
 }
@@ -272,12 +264,8 @@ static uint64_t give_back(void *ctx, uint64_t want)
         facts += kg_facts_degree(c->facts, e);
     }
     c->n_facts -= facts;
-    if (c->pool) { /* the whole pages past the atoms left */
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        size_t from = (size_t)(c->n_facts * 8 + page - 1) / page * page;
-        if (from < c->pool_len)
-            madvise((uint8_t *)c->pool + from, c->pool_len - from, MADV_DONTNEED);
-    }
+    if (c->pool) /* the whole pages past the atoms left */
+        oc_mem_pages_back((uint8_t *)c->pool, c->pool_len, c->n_facts * 8, c->pool_len);
     if (c->n_atoms == 0 && c->bits && facts * 8 < goal) { /* no atom left: the index goes */
         index = c->index_bytes;
         index_free(c);

@@ -24,6 +24,17 @@
  *     error), heavy atoms from the Atom Cache or disk
  *     ──► after the batch: its changeset copies read slices into their slots
  *
+ * Giving memory back (under --mem-budget the Slice Cache is one of the
+ * accountant's reclaimers: the slice tables grow as epoch 0 slices, after the
+ * cache was sized): a give-back marks the highest slots that no loaded batch
+ * or warm-up read pins gone and returns their pages. A gone slot holds
+ * nothing: changesets and warm-ups into it are skipped, so a slice the plan
+ * keeps there is read from the store when used (a hit predicted for a
+ * prefetched batch is checked again as the batch loads and read then if its
+ * slot went). At a superbatch's start, gone slots come back (empty) when
+ * the budget has room again. Both are logged (kg_tiger_note). The slices
+ * are the same bytes from the cache or the store, so nothing learned changes.
+ *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
  * Thread-safety: three threads, handing over under mu. The training thread
  * drives it; the extraction workers read the batch map between batch_load
@@ -32,13 +43,17 @@
  * thread owns the slicer, the Belady planner, the store's append side, the
  * plan not training and trace_mark between planner_start and planner_wait;
  * the slicer reads the fact graph through its own reader, which ignores the
- * atom maps batches set.
+ * atom maps batches set. The slots' states (gone, pinned) are under `lock`:
+ * the training thread holds its read side while it decides hits, pins, and
+ * writes slots (never allocating meanwhile), the give-back (any thread) its
+ * write side.
  * Ownership: the executor owns the slicer, store, cache and buffers; it
  * borrows the fact graph, which it leaves with only the Atom Cache in front.
  */
 #include <inttypes.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
@@ -93,10 +108,24 @@ struct kg_tiger {
     struct kg_slice_store store;
     struct oc_store_belady *belady;
     uint64_t n_slots, slot_bytes;
-    uint8_t *cache;       /* n_slots x slot_bytes */
-    uint32_t *slot_slice; /* n_slots: slice held, or KG_NONE */
-    uint32_t *slice_slot; /* per slice: its slot, or KG_NONE */
-    uint32_t *mark;       /* per slice: the mark_gen of the last prefetch that marked it */
+    uint8_t *cache;       /* n_slots x slot_bytes: an accounted mapping */
+    size_t cache_len;     /* its bytes */
+    uint8_t *slot_state;  /* n_slots: SLOT_GONE, SLOT_PIN [lock] */
+    uint64_t n_live;      /* slots not gone [lock] */
+    uint32_t *plan_slice; /* n_slots: the slice the plan keeps there, or KG_NONE */
+    uint32_t *pinned;     /* the slots pinned by the loaded batch or the warm-up */
+    uint64_t n_pinned, cap_pinned;
+    uint32_t *back_slot; /* take_back's slots and their plan's slices */
+    uint64_t *back_id;
+    uint64_t cap_back, cap_back_id;
+    struct oc_reclaim_lock lock; /* slot states: the training thread reads, give_back writes */
+    int registered;              /* give_back is the accountant's reclaimer */
+    int inexact; /* a slot went since the cache last held all the plan says [lock] */
+    uint64_t n_gives, given_bytes, n_takes, taken_bytes; /* [lock] */
+    uint64_t gives_logged, takes_logged;                 /* kg_tiger_note's */
+    uint32_t *slot_slice;                                /* n_slots: slice held, or KG_NONE */
+    uint32_t *slice_slot;                                /* per slice: its slot, or KG_NONE */
+    uint32_t *mark; /* per slice: the mark_gen of the last prefetch that marked it */
     uint64_t cap_slice;
     uint32_t mark_gen;
     /* the superbatches: p the one training, the other the planner's */
@@ -131,6 +160,64 @@ struct kg_tiger {
 };
 
 enum { W_IDLE, W_RUNNING, W_DONE };
+enum { SLOT_GONE = 1, SLOT_PIN = 2 };
+
+/* Whether slice id is in a live slot (lock held, or by the only thread that gives back). */
+static int cached(const struct kg_tiger *t, uint32_t id)
+{
+    uint32_t s = t->slice_slot[id];
+    return s != KG_NONE && !(t->slot_state[s] & SLOT_GONE);
+}
+
+/*
+ * The accountant's reclaimer: the highest slots neither gone nor pinned go,
+ * until at least want bytes (or oc_reclaim_least of the cache, the more)
+ * went back or none is left.
+ */
+static uint64_t give_back(void *ctx, uint64_t want)
+{
+    struct kg_tiger *t = ctx;
+    if (!oc_reclaim_lock_reclaim(&t->lock, OC_RECLAIM_WAIT_S))
+        return 0;
+    uint64_t sb = t->slot_bytes, least = oc_reclaim_least(t->n_slots * sb);
+    uint64_t goal = want > least ? want : least, n = 0, hi = 0; /* slots [s, hi) go */
+    for (uint64_t s = t->n_slots; s > 0; s--) {
+        int go = n * sb < goal && !t->slot_state[s - 1]; /* not gone already nor pinned */
+        if (go) {
+            t->slot_state[s - 1] = SLOT_GONE;
+            hi = hi ? hi : s;
+            n++;
+        }
+        if (hi && (!go || s == 1)) { /* a run ends: its pages back at once */
+            oc_mem_pages_back(t->cache, t->cache_len, (go ? s - 1 : s) * sb, hi * sb);
+            hi = 0;
+        }
+        if (n * sb >= goal && !hi)
+            break;
+    }
+    t->n_live -= n;
+    t->inexact |= n > 0;
+    t->n_gives += n > 0;
+    t->given_bytes += n * sb;
+    oc_reclaim_lock_unlock(&t->lock);
+    oc_mem_release(n * sb);
+    return n * sb;
+}
+
+/* Pins slot s for the loaded batch or the warm-up (lock held; cap_pinned room). */
+static void pin(struct kg_tiger *t, uint32_t s)
+{
+    t->slot_state[s] |= SLOT_PIN;
+    t->pinned[t->n_pinned++] = s;
+}
+
+/* Unpins every slot pinned (lock held). */
+static void unpin_all(struct kg_tiger *t)
+{
+    for (uint64_t k = 0; k < t->n_pinned; k++)
+        t->slot_state[t->pinned[k]] &= (uint8_t)~SLOT_PIN;
+    t->n_pinned = 0;
+}
 
 static int read_ahead(struct kg_tiger *t, struct oc_err *err);
 static int plan_ahead(struct kg_tiger *t, struct oc_err *err);
@@ -206,18 +293,27 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
             t->n_slots = KG_NONE - 1;
         rc = oc_store_belady_new(t->n_slots, &t->belady, err);
     }
+    if (!rc)
+        rc = oc_reclaim_lock_init(&t->lock, "kg slice cache", err);
     if (!rc && t->n_slots &&
-        (!(t->cache = oc_alloc_aligned((size_t)(t->n_slots * t->slot_bytes), OC_IO_ALIGN,
-                                       "kg slice cache", err)) ||
-         !(t->slot_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err)) ||
-         !(t->slot_mark = oc_calloc(t->n_slots, 4, "kg slice cache", err))))
+        (!(t->slot_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err)) ||
+         !(t->slot_mark = oc_calloc(t->n_slots, 4, "kg slice cache", err)) ||
+         !(t->slot_state = oc_calloc(t->n_slots, 1, "kg slice cache", err)) ||
+         !(t->plan_slice = oc_alloc((size_t)t->n_slots * 4, "kg slice cache", err))))
         rc = err->status;
+    if (!rc && t->n_slots &&
+        !(rc = oc_mem_map(t->n_slots * t->slot_bytes, "kg slice cache", &t->cache, &t->cache_len,
+                          err)))
+        t->n_live = t->n_slots;
     for (uint64_t s = 0; !rc && s < t->n_slots; s++)
-        t->slot_slice[s] = KG_NONE;
+        t->slot_slice[s] = t->plan_slice[s] = KG_NONE;
     if (!rc)
         rc = slices_reserve(t, t->store.n_slices + 1, err);
     if (!rc)
         rc = oc_io_batch_new(64, (size_t)256 << 10, &t->io, err);
+    /* the slice tables grow after the cache was sized: it gives slots back */
+    if (!rc && t->n_slots && oc_mem_budget() && !(rc = oc_mem_reclaimer_add(give_back, t, err)))
+        t->registered = 1;
     if (rc) {
         kg_tiger_free(t);
         return rc;
@@ -247,6 +343,13 @@ void kg_tiger_free(struct kg_tiger *t)
         pthread_join(t->reader.th, NULL); /* it finishes a read it started first */
     if (t->planner.started)
         pthread_join(t->planner.th, NULL); /* it stops at the next head it would slice */
+    if (t->registered)
+        oc_mem_reclaimer_remove(give_back, t); /* waits for a give-back in progress */
+    if (t->cache) {
+        munmap(t->cache, t->cache_len);
+        oc_mem_release(t->n_live * t->slot_bytes);
+    }
+    oc_reclaim_lock_destroy(&t->lock);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     kg_slice_store_close(&t->store);
@@ -254,9 +357,10 @@ void kg_tiger_free(struct kg_tiger *t)
     kg_atoms_deinit(&t->batch);
     oc_store_belady_free(t->belady);
     oc_io_batch_free(t->io);
-    void *arr[] = {t->cache,      t->slot_slice, t->slice_slot, t->mark,  t->cur.buf,
-                   t->cur.pos,    t->next.buf,   t->next.pos,   t->heads, t->slot_mark,
-                   t->trace_mark, t->job.heads,  t->job.boff};
+    void *arr[] = {t->slot_state, t->slot_slice, t->slice_slot, t->mark,   t->cur.buf,
+                   t->cur.pos,    t->next.buf,   t->next.pos,   t->heads,  t->slot_mark,
+                   t->trace_mark, t->job.heads,  t->job.boff,   t->pinned, t->plan_slice,
+                   t->back_slot,  t->back_id};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     for (int k = 0; k < 2; k++) {
@@ -388,11 +492,29 @@ static int prefetch_drop(struct kg_tiger *t, struct oc_err *err)
     return prefetch_wait(t, err);
 }
 
+/* r's buffer holds k records; the first `keep` are kept. */
+static int reads_reserve(struct kg_tiger *t, struct slice_reads *r, uint64_t k, uint64_t keep,
+                         struct oc_err *err)
+{
+    if (k <= r->cap)
+        return OC_OK;
+    uint8_t *b = oc_alloc_aligned((size_t)(k * t->slot_bytes), OC_IO_ALIGN, "kg slice reads", err);
+    if (!b)
+        return err->status;
+    if (keep)
+        memcpy(b, r->buf, (size_t)(keep * t->slot_bytes));
+    oc_free(r->buf);
+    r->buf = b;
+    r->cap = k;
+    return OC_OK;
+}
+
 /*
  * Queues into r the reads of batch i of plan sp whose slices miss the Slice
  * Cache once the changeset marked with generation g is applied (g fresh:
- * none pending): a slice hits if it is the final occupant of a slot that
- * changeset fills, or sits in a slot it leaves alone.
+ * none pending): a slice hits if it is the final occupant of a live slot that
+ * changeset fills, or sits in a live slot it leaves alone. (A slot may go
+ * before the batch loads: load_misses checks the hits again.)
  */
 static int queue_misses(struct kg_tiger *t, struct slice_reads *r, const struct sb_plan *sp,
                         uint32_t i, uint32_t g, struct oc_err *err)
@@ -402,20 +524,14 @@ static int queue_misses(struct kg_tiger *t, struct slice_reads *r, const struct 
         OC_KG_TRY(grow(&r->pos, n, 4, "kg slice reads", err));
         r->cap_pos = n;
     }
+    oc_reclaim_lock_read(&t->lock);
     for (uint64_t p = 0; p < n; p++) {
         uint32_t id = (uint32_t)sp->ids[p0 + p], s = t->slice_slot[id];
-        int hit = t->mark[id] == g || (s != KG_NONE && t->slot_mark[s] != g);
+        int hit = t->mark[id] == g || (cached(t, id) && t->slot_mark[s] != g);
         r->pos[p] = hit ? KG_NONE : (uint32_t)k++;
     }
-    if (k > r->cap) {
-        oc_free(r->buf);
-        r->buf = NULL;
-        r->cap = 0;
-        if (!(r->buf = oc_alloc_aligned((size_t)(k * t->slot_bytes), OC_IO_ALIGN, "kg slice reads",
-                                        err)))
-            return err->status;
-        r->cap = k;
-    }
+    oc_reclaim_lock_unlock(&t->lock);
+    OC_KG_TRY(reads_reserve(t, r, k, 0, err));
     for (uint64_t p = 0; p < n; p++)
         if (r->pos[p] != KG_NONE)
             OC_KG_TRY(queue_read(t, (uint32_t)sp->ids[p0 + p],
@@ -438,13 +554,16 @@ static int prefetch(struct kg_tiger *t, uint32_t b, const struct sb_plan *sp, ui
 {
     uint64_t q0 = t->p->iter_off[b], c0 = t->p->chg_off[b], c1 = t->p->chg_off[b + 1];
     uint32_t g = next_mark(t);
+    oc_reclaim_lock_read(&t->lock);
     for (uint64_t c = c1; c > c0; c--) { /* last entry first: each slot's final occupant */
         uint32_t s = t->p->chg_slot[c - 1];
         if (t->slot_mark[s] == g)
             continue;
         t->slot_mark[s] = g;
-        t->mark[t->p->ids[q0 + t->p->chg_pos[c - 1]]] = g;
+        if (!(t->slot_state[s] & SLOT_GONE)) /* (the changeset skips a gone one) */
+            t->mark[t->p->ids[q0 + t->p->chg_pos[c - 1]]] = g;
     }
+    oc_reclaim_lock_unlock(&t->lock);
     OC_KG_TRY(queue_misses(t, &t->next, sp, i, g, err));
     t->next.crc_checked = 1;
     t->pf_ids = sp->ids + sp->iter_off[i];
@@ -458,27 +577,70 @@ static int prefetch(struct kg_tiger *t, uint32_t b, const struct sb_plan *sp, ui
     return rc;
 }
 
-/* Batch i's misses into t->cur: the prefetch's, or read now. */
+/*
+ * Pins the slots of batch i's hits (t->cur) until batch_done; a hit whose
+ * slot went meanwhile (given back) is read now. Unless a slot went since the
+ * cache last held all the plan says, the hits must be exactly the cached
+ * slices.
+ */
+static int pin_hits(struct kg_tiger *t, uint32_t i, struct oc_err *err)
+{
+    const uint64_t *ids = t->p->ids + t->p->iter_off[i];
+    uint64_t n = t->p->iter_off[i + 1] - t->p->iter_off[i], first = t->cur.n_miss, k = first;
+    OC_KG_TRY(oc_grow(&t->pinned, &t->cap_pinned, t->n_pinned + n, 4, 256, "kg slice cache", err));
+    oc_reclaim_lock_read(&t->lock);
+    int exact = !t->inexact;
+    uint32_t wrong = KG_NONE;
+    for (uint64_t p = 0; p < n; p++) {
+        uint32_t id = (uint32_t)ids[p];
+        if (t->cur.pos[p] != KG_NONE) {
+            if (exact && cached(t, id))
+                wrong = id;
+        } else if (cached(t, id)) {
+            pin(t, t->slice_slot[id]);
+        } else {
+            t->cur.pos[p] = (uint32_t)k++;
+            if (exact)
+                wrong = id;
+        }
+    }
+    oc_reclaim_lock_unlock(&t->lock);
+    if (wrong != KG_NONE)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "kg slice cache: batch %u's prefetch mispredicted slice %u", i, wrong);
+    if (k == first)
+        return OC_OK;
+    OC_KG_TRY(reads_reserve(t, &t->cur, k, first, err));
+    for (uint64_t p = 0; p < n; p++)
+        if (t->cur.pos[p] != KG_NONE && t->cur.pos[p] >= first)
+            OC_KG_TRY(queue_read(t, (uint32_t)ids[p],
+                                 t->cur.buf + (uint64_t)t->cur.pos[p] * t->slot_bytes, err));
+    OC_KG_TRY(run_reads(t, err));
+    for (uint64_t p = 0; p < n; p++) /* (the others were checked as the reader read them) */
+        if (t->cur.pos[p] != KG_NONE && t->cur.pos[p] >= first && t->cur.crc_checked)
+            OC_KG_TRY(kg_slice_record_crc(&t->store, (uint32_t)ids[p],
+                                          t->cur.buf + (uint64_t)t->cur.pos[p] * t->slot_bytes,
+                                          err));
+    t->cur.n_miss = k;
+    return OC_OK;
+}
+
+/* Batch i's misses into t->cur: the prefetch's, or read now; its hits pinned. */
 static int load_misses(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
     if (t->pf_batch != i || t->pf_plan != t->p) {
         OC_KG_TRY(prefetch_drop(t, err));
         OC_KG_TRY(queue_misses(t, &t->cur, t->p, i, next_mark(t), err));
         t->cur.crc_checked = 0;
-        return run_reads(t, err);
+        OC_KG_TRY(run_reads(t, err));
+    } else {
+        t->pf_batch = KG_NONE;
+        OC_KG_TRY(prefetch_wait(t, err));
+        struct slice_reads r = t->cur;
+        t->cur = t->next;
+        t->next = r;
     }
-    t->pf_batch = KG_NONE;
-    OC_KG_TRY(prefetch_wait(t, err));
-    struct slice_reads r = t->cur;
-    t->cur = t->next;
-    t->next = r;
-    uint64_t p0 = t->p->iter_off[i], n = t->p->iter_off[i + 1] - p0;
-    for (uint64_t p = 0; p < n; p++)
-        if ((t->cur.pos[p] == KG_NONE) != (t->slice_slot[t->p->ids[p0 + p]] != KG_NONE))
-            return OC_ERR(err, OC_ERR_INTERNAL,
-                          "kg slice cache: batch %u's prefetch mispredicted slice %u", i,
-                          (uint32_t)t->p->ids[p0 + p]);
-    return OC_OK;
+    return pin_hits(t, i, err);
 }
 
 /* Whether kg_tiger_free asked the threads to stop. */
@@ -623,6 +785,101 @@ static int planner_start(struct kg_tiger *t, const uint32_t *heads, const uint64
     return OC_OK;
 }
 
+/*
+ * Reads slices ids[k] into slots slots[k] (k < n), which the plan says hold
+ * them from now on (plan_slice); a gone slot's read is skipped, the others
+ * are pinned while they are read. Their records are checked here: a cached
+ * record is not checked again when a batch uses it.
+ */
+static int fill_slots(struct kg_tiger *t, const uint32_t *slots, const uint64_t *ids, uint64_t n,
+                      struct oc_err *err)
+{
+    if (!n)
+        return OC_OK;
+    OC_KG_TRY(oc_grow(&t->pinned, &t->cap_pinned, t->n_pinned + n, 4, 256, "kg slice cache", err));
+    oc_reclaim_lock_read(&t->lock);
+    for (uint64_t k = 0; k < n; k++) {
+        t->plan_slice[slots[k]] = (uint32_t)ids[k];
+        if (!(t->slot_state[slots[k]] & SLOT_GONE))
+            pin(t, slots[k]);
+    }
+    oc_reclaim_lock_unlock(&t->lock);
+    /* (a pinned or gone slot's state is written by this thread only) */
+    int rc = OC_OK;
+    for (uint64_t k = 0; !rc && k < n; k++)
+        if (t->slot_state[slots[k]] & SLOT_PIN)
+            rc = queue_read(t, (uint32_t)ids[k], t->cache + slots[k] * t->slot_bytes, err);
+    if (!rc)
+        rc = run_reads(t, err);
+    for (uint64_t k = 0; !rc && k < n; k++)
+        if (t->slot_state[slots[k]] & SLOT_PIN)
+            rc = kg_slice_record_crc(&t->store, (uint32_t)ids[k],
+                                     t->cache + slots[k] * t->slot_bytes, err);
+    oc_reclaim_lock_read(&t->lock);
+    for (uint64_t k = 0; !rc && k < n; k++) {
+        uint32_t id = (uint32_t)ids[k], s = slots[k];
+        if (!(t->slot_state[s] & SLOT_PIN))
+            continue;
+        if (t->slot_slice[s] != KG_NONE)
+            t->slice_slot[t->slot_slice[s]] = KG_NONE;
+        t->slot_slice[s] = id;
+        t->slice_slot[id] = s;
+        t->st.warm_reads++;
+    }
+    unpin_all(t);
+    oc_reclaim_lock_unlock(&t->lock);
+    return rc;
+}
+
+/*
+ * At a superbatch's start (training thread, the planner idle): gone slots
+ * come back, lowest first, as far as the budget has room (oc_reclaim_room),
+ * each with the slice the plan keeps there read into it, so that the cache
+ * holds again what the plan says it holds.
+ */
+static int take_back(struct kg_tiger *t, struct oc_err *err)
+{
+    if (!t->registered)
+        return OC_OK;
+    oc_reclaim_lock_read(&t->lock);
+    uint64_t gone = t->n_slots - t->n_live;
+    oc_reclaim_lock_unlock(&t->lock);
+    uint64_t sb = t->slot_bytes, room = oc_reclaim_room(t->n_slots * sb) / sb;
+    uint64_t k = gone < room ? gone : room;
+    if (k == 0 || (k < gone && k * sb < oc_reclaim_least(t->n_slots * sb)))
+        return OC_OK;
+    /* a read-ahead batch 0 shares the io batch and was predicted on the slots as they were */
+    OC_KG_TRY(prefetch_drop(t, err));
+    OC_KG_TRY(oc_grow(&t->back_slot, &t->cap_back, k, 4, 256, "kg slice cache", err));
+    OC_KG_TRY(oc_grow(&t->back_id, &t->cap_back_id, k, 8, 256, "kg slice cache", err));
+    struct oc_err e;
+    if (oc_mem_reserve(k * sb, "kg slice cache", &e))
+        return OC_OK; /* taken meanwhile: it stays as it is */
+    oc_reclaim_lock_read(&t->lock);
+    uint64_t got = 0, n = 0;
+    for (uint64_t s = 0; s < t->n_slots && got < k; s++) {
+        if (!(t->slot_state[s] & SLOT_GONE))
+            continue;
+        if (t->slot_slice[s] != KG_NONE && t->slice_slot[t->slot_slice[s]] == s)
+            t->slice_slot[t->slot_slice[s]] = KG_NONE;
+        t->slot_slice[s] = KG_NONE;
+        t->slot_state[s] = 0;
+        got++;
+        if (t->plan_slice[s] != KG_NONE) {
+            t->back_slot[n] = (uint32_t)s;
+            t->back_id[n++] = t->plan_slice[s];
+        }
+    }
+    t->n_live += got;
+    t->inexact = t->n_live < t->n_slots; /* all back: fill_slots reads what the plan says */
+    t->n_takes += got > 0;
+    t->taken_bytes += got * sb;
+    oc_reclaim_lock_unlock(&t->lock);
+    if (got < k) /* (not expected: only this thread makes gone slots live) */
+        oc_mem_release((k - got) * sb);
+    return fill_slots(t, t->back_slot, t->back_id, n, err);
+}
+
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,
                         uint32_t n_batches, const uint32_t *next_heads, const uint64_t *next_boff,
                         uint32_t next_n, struct oc_err *err)
@@ -655,20 +912,9 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
     /* no slice moves under a read ahead in flight: it was started only with none pending */
     OC_KG_TRY(kg_slice_store_publish(&t->store, err));
     OC_KG_TRY(slices_reserve(t, next->n_slices + 1, err));
+    OC_KG_TRY(take_back(t, err));
     /* warm-up: empty slots take the slices used soonest */
-    for (uint64_t w = 0; w < t->p->n_warm; w++)
-        OC_KG_TRY(queue_read(t, (uint32_t)t->p->warm_id[w],
-                             t->cache + t->p->warm_slot[w] * t->slot_bytes, err));
-    if (t->p->n_warm)
-        OC_KG_TRY(run_reads(t, err));
-    for (uint64_t w = 0; w < t->p->n_warm; w++) {
-        uint32_t id = (uint32_t)t->p->warm_id[w], s = t->p->warm_slot[w];
-        /* checked here: a cached record is not checked again when a batch uses it */
-        OC_KG_TRY(kg_slice_record_crc(&t->store, id, t->cache + s * t->slot_bytes, err));
-        t->slot_slice[s] = id;
-        t->slice_slot[id] = s;
-    }
-    t->st.warm_reads += t->p->n_warm;
+    OC_KG_TRY(fill_slots(t, t->p->warm_slot, t->p->warm_id, t->p->n_warm, err));
     oc_log(OC_LOG_DEBUG,
            "kg tiger: superbatch of %u batches, %" PRIu64 " slice accesses; %" PRIu64
            " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffers %" PRIu64
@@ -727,20 +973,29 @@ int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err)
 {
     kg_facts_set_atoms(t->c.facts, NULL, t->c.atom_cache, 0);
     uint64_t p0 = t->p->iter_off[i];
-    for (uint64_t c = t->p->chg_off[i]; c < t->p->chg_off[i + 1]; c++) {
+    uint32_t bad = KG_NONE;
+    oc_reclaim_lock_read(&t->lock);
+    unpin_all(t); /* the batch is done with its slots */
+    for (uint64_t c = t->p->chg_off[i]; c < t->p->chg_off[i + 1] && bad == KG_NONE; c++) {
         uint32_t pos = t->p->chg_pos[c], s = t->p->chg_slot[c];
         uint32_t id = (uint32_t)t->p->ids[p0 + pos], b = t->cur.pos[pos];
         if (b == KG_NONE)
-            return OC_ERR(err, OC_ERR_INTERNAL, "kg slice cache: changeset takes slice %u, a hit",
-                          id);
-        if (t->slot_slice[s] != KG_NONE)
-            t->slice_slot[t->slot_slice[s]] = KG_NONE;
-        memcpy(t->cache + (uint64_t)s * t->slot_bytes, t->cur.buf + (uint64_t)b * t->slot_bytes,
-               (size_t)t->slot_bytes);
-        t->slot_slice[s] = id;
-        t->slice_slot[id] = s;
+            bad = id;
+        else
+            t->plan_slice[s] = id;
+        if (b != KG_NONE && !(t->slot_state[s] & SLOT_GONE)) {
+            if (t->slot_slice[s] != KG_NONE)
+                t->slice_slot[t->slot_slice[s]] = KG_NONE;
+            memcpy(t->cache + (uint64_t)s * t->slot_bytes, t->cur.buf + (uint64_t)b * t->slot_bytes,
+                   (size_t)t->slot_bytes);
+            t->slot_slice[s] = id;
+            t->slice_slot[id] = s;
+        }
     }
+    oc_reclaim_lock_unlock(&t->lock);
     kg_atoms_clear(&t->batch);
+    if (bad != KG_NONE)
+        return OC_ERR(err, OC_ERR_INTERNAL, "kg slice cache: changeset takes slice %u, a hit", bad);
     return OC_OK;
 }
 
@@ -764,6 +1019,31 @@ int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err)
 void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s)
 {
     *s = t->st;
+    if (!t->registered)
+        return;
+    oc_reclaim_lock_read((struct oc_reclaim_lock *)&t->lock);
+    s->cache_bytes = t->n_live * t->slot_bytes;
+    oc_reclaim_lock_unlock((struct oc_reclaim_lock *)&t->lock);
+}
+
+void kg_tiger_note(struct kg_tiger *t)
+{
+    if (!t->registered)
+        return;
+    oc_reclaim_lock_read(&t->lock);
+    uint64_t gives = t->n_gives, given = t->given_bytes, takes = t->n_takes;
+    uint64_t taken = t->taken_bytes, live = t->n_live * t->slot_bytes;
+    oc_reclaim_lock_unlock(&t->lock);
+    if (gives == t->gives_logged && takes == t->takes_logged)
+        return;
+    t->gives_logged = gives;
+    t->takes_logged = takes;
+    char a[32], b[32], c[32];
+    oc_log(OC_LOG_INFO,
+           "kg slice cache: gave %s back to requests past --mem-budget and took %s back since "
+           "the start (%s held); the slices of slots given back are read from the slice store",
+           oc_format_size(given, a, sizeof(a)), oc_format_size(taken, b, sizeof(b)),
+           oc_format_size(live, c, sizeof(c)));
 }
 
 int kg_tiger_metrics(struct kg_tiger *t, struct kg_slice_metrics *m, struct oc_err *err)

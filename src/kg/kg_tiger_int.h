@@ -429,7 +429,10 @@ int kg_tiger_batch_load(struct kg_tiger *t, uint32_t i, struct oc_err *err);
 int kg_tiger_batch_done(struct kg_tiger *t, uint32_t i, struct oc_err *err);
 /* After the last superbatch of an epoch: commits the store if slices were made. */
 int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err);
+/* Its counters; cache_bytes the Slice Cache's live slots now. */
 void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s);
+/* Logs (INFO) what the Slice Cache gave back and took back, if either changed since the last note. */
+void kg_tiger_note(struct kg_tiger *t);
 /* Slicing metrics over the distinct heads of every training query. */
 int kg_tiger_metrics(struct kg_tiger *t, struct kg_slice_metrics *m, struct oc_err *err);
 /* Whether the store was reused from an earlier run. */

@@ -667,6 +667,7 @@ static int extract_report(struct kg_run *r, const struct extract_mark *a,
     st->slices_accessed = b.t.slices_accessed - a->t.slices_accessed;
     st->slices_hit = b.t.slices_hit - a->t.slices_hit;
     st->slice_cache_bytes = b.t.cache_bytes;
+    kg_tiger_note(r->tiger);
     struct kg_slice_metrics m;
     OC_KG_TRY(kg_tiger_metrics(r->tiger, &m, err));
     st->delta_r = m.delta_r;
@@ -873,12 +874,19 @@ int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epo
         if (r.tiger)
             kg_tiger_stats(r.tiger, &st);
         char a[32], b[32];
-        oc_err_prefix(err,
-                      "kg-train --extract %s (its Atom Cache holds %s and its Slice Cache %s of "
-                      "--mem-budget; --atom-cache and --slice-cache set them smaller)",
-                      oc_kg_extract_name(o->extract),
-                      oc_format_size(kg_atom_cache_bytes(&r.atom_cache), a, sizeof(a)),
-                      oc_format_size(st.cache_bytes, b, sizeof(b)));
+        uint64_t atoms = kg_atom_cache_bytes(&r.atom_cache);
+        if (atoms + st.cache_bytes == 0)
+            oc_err_prefix(err,
+                          "kg-train --extract %s (its Atom Cache and Slice Cache gave back all "
+                          "they held: --mem-budget is too small for extraction and the model)",
+                          oc_kg_extract_name(o->extract));
+        else
+            oc_err_prefix(err,
+                          "kg-train --extract %s (its Atom Cache still holds %s and its Slice "
+                          "Cache %s of --mem-budget after giving back what they could; "
+                          "--atom-cache and --slice-cache set them smaller)",
+                          oc_kg_extract_name(o->extract), oc_format_size(atoms, a, sizeof(a)),
+                          oc_format_size(st.cache_bytes, b, sizeof(b)));
     }
     run_close(&r);
     return rc;

@@ -18,10 +18,10 @@
  * bytes. The slot order is the owner's: static's is hottest first, so the
  * coldest rows go first; diskgnn's is id order.
  *
- * It also holds what every giving-back cache shares (store_int.h): how much
- * a give-back gives at least, how much room a take-back may use, and the
- * accounted anonymous mapping whose pages go back, which gnndrive's buffer
- * and ginex's cache use for slots of their own.
+ * What every giving-back cache shares (how much a give-back gives at least,
+ * how much room a take-back may use, the accounted anonymous mapping whose
+ * pages go back) is core's (oc_reclaim_least, oc_reclaim_room, oc_mem_map),
+ * which gnndrive's buffer, ginex's cache and kg's Slice Cache use too.
  *
  * Place in the data flow: store (below the strategies that own a cache).
  * Thread-safety: readers of the rows hold the read side of `lock` between
@@ -33,49 +33,10 @@
  * Ownership: the mapping is the yield's (store_yield_deinit unmaps it and
  * clears cache->rows); the cache's lookup stays its owner's.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "store/store_int.h"
-
-#define TAKEBACK_MARGIN_BYTES (4u << 20) /* left free when taking back (or an 8th of the cache) */
-
-uint64_t store_takeback_room(uint64_t cache_bytes)
-{
-    uint64_t budget = oc_mem_budget(), used = oc_mem_used();
-    uint64_t margin =
-        cache_bytes / 8 < TAKEBACK_MARGIN_BYTES ? cache_bytes / 8 : TAKEBACK_MARGIN_BYTES;
-    return !budget ? UINT64_MAX : budget > used + margin ? budget - used - margin : 0;
-}
-
-int store_rows_map(uint64_t bytes, const char *consumer, uint8_t **rows, size_t *len,
-                   struct oc_err *err)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    int rc = oc_mem_reserve(bytes, consumer, err);
-    if (rc)
-        return rc;
-    size_t n = (size_t)((bytes + page - 1) / page * page);
-    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        oc_mem_release(bytes);
-        return OC_ERR_ERRNO(err, OC_ERR_NOMEM, errno, "%s: mapping %" PRIu64 " bytes", consumer,
-                            bytes);
-    }
-    *rows = p;
-    *len = n;
-    return OC_OK;
-}
-
-void store_pages_back(uint8_t *rows, size_t len, uint64_t from, uint64_t to)
-{
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t lo = (from + page - 1) / page * page, hi = to >= len ? len : to / page * page;
-    if (hi > lo)
-        madvise(rows + lo, hi - lo, MADV_DONTNEED);
-}
 
 static uint64_t yield_min(const struct store_yield *y)
 {
@@ -97,8 +58,8 @@ int store_yield_map(struct store_yield *y, struct oc_err *err)
     uint64_t n = y->cache->n;
     if (n == 0)
         return OC_OK;
-    int rc = store_rows_map(n * y->row_bytes, "store cache: cached rows", &y->cache->rows,
-                            &y->map_bytes, err);
+    int rc = oc_mem_map(n * y->row_bytes, "store cache: cached rows", &y->cache->rows,
+                        &y->map_bytes, err);
     if (rc)
         return oc_err_prefix(err, "%s", y->who);
     y->cache->n_live = n;
@@ -117,7 +78,7 @@ static uint64_t yield_rows(void *ctx, uint64_t want)
     if (rows > live)
         rows = live;
     uint64_t keep = live - rows;
-    store_pages_back(y->cache->rows, y->map_bytes, keep * row, y->map_bytes); /* all past keep */
+    oc_mem_pages_back(y->cache->rows, y->map_bytes, keep * row, y->map_bytes); /* all past keep */
     y->cache->n_live = keep;
     atomic_store(&y->missing, y->cache->n - keep);
     y->yielded_rows += rows;
@@ -200,7 +161,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     uint64_t missing = atomic_load(&y->missing), row = y->row_bytes;
     if (!missing)
         return OC_OK;
-    uint64_t room = store_takeback_room(y->cache->n * row);
+    uint64_t room = oc_reclaim_room(y->cache->n * row);
     uint64_t rows = room / row < missing ? room / row : missing;
     if (rows == 0 || (rows < missing && rows * row < yield_min(y)))
         return OC_OK; /* nothing, or too little to be worth a pass over the lookup */

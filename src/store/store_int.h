@@ -358,22 +358,6 @@ void store_cache_free(struct store_cache *c);
 /* ---- a cache that gives memory back (cache_yield.c) --------------------- */
 
 /*
- * What every giving-back cache shares (static, diskgnn, outre and helios
- * through struct store_yield below; gnndrive's buffer and ginex's cache with
- * slots of their own): a give-back of a cache of cache_bytes gives at least
- * oc_reclaim_least (thread.h: 1 MiB or a 16th of the cache, the less); a take-back
- * uses at most store_takeback_room (the budget's room less a margin of 4 MiB
- * or an 8th of the cache, the less; UINT64_MAX without a budget); the rows
- * are an accounted anonymous mapping (store_rows_map, consumer naming it in
- * errors) whose whole pages in a byte range go back with store_pages_back
- * (from rounded up, to rounded down unless it is len or past it: the end).
- */
-uint64_t store_takeback_room(uint64_t cache_bytes);
-int store_rows_map(uint64_t bytes, const char *consumer, uint8_t **rows, size_t *len,
-                   struct oc_err *err);
-void store_pages_back(uint8_t *rows, size_t len, uint64_t from, uint64_t to);
-
-/*
  * The rows of a store_cache in an anonymous mapping that gives its last live
  * slots back to the accountant when a request would pass the budget, and
  * reads them back when memory frees up (static, diskgnn). Readers of the

@@ -230,8 +230,8 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 /* The cache's rows: an anonymous mapping (pages given back with madvise: gx_yield), accounted. */
 static int map_rows(struct ginex_store *g, struct oc_err *err)
 {
-    int rc = store_rows_map(g->cap * g->row_bytes, "store ginex: cached rows", &g->rows,
-                            &g->map_bytes, err);
+    int rc =
+        oc_mem_map(g->cap * g->row_bytes, "store ginex: cached rows", &g->rows, &g->map_bytes, err);
     if (rc)
         return rc;
     atomic_store(&g->live, g->cap);

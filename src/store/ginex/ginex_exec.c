@@ -135,7 +135,7 @@ uint64_t gx_yield(void *ctx, uint64_t want)
         uint64_t keep = rows < live ? live - rows : 0;
         for (uint64_t k = keep; k < live; k++)
             slot_evict(g, (uint32_t)k);
-        store_pages_back(g->rows, g->map_bytes, keep * rb, g->map_bytes); /* all past keep */
+        oc_mem_pages_back(g->rows, g->map_bytes, keep * rb, g->map_bytes); /* all past keep */
         atomic_store(&g->live, keep);
         g->n_yields++;
         got = (live - keep) * rb;
@@ -156,7 +156,7 @@ static uint64_t take_back_reserve(const struct ginex_store *g)
     uint64_t live = atomic_load(&g->live), gone = g->cap - live, rb = g->row_bytes;
     if (!gone || !g->reclaiming)
         return 0;
-    uint64_t room = store_takeback_room(g->cap * rb);
+    uint64_t room = oc_reclaim_room(g->cap * rb);
     uint64_t rows = room / rb < gone ? room / rb : gone;
     if (rows == 0 || (rows < gone && rows * rb < oc_reclaim_least(g->cap * rb)))
         return 0;

@@ -43,8 +43,8 @@ int gd_buf_init(struct gd_buf *b, uint64_t n_nodes, uint64_t n_slots, size_t row
     b->n_slots = b->n_active = n_slots;
     b->row_bytes = row_bytes;
     int rc;
-    if (n_slots && (rc = store_rows_map(n_slots * row_bytes, "store gnndrive: row slots", &b->rows,
-                                        &b->map_bytes, err)))
+    if (n_slots && (rc = oc_mem_map(n_slots * row_bytes, "store gnndrive: row slots", &b->rows,
+                                    &b->map_bytes, err)))
         return rc;
     b->node_slot = oc_alloc(n_nodes * sizeof(uint32_t), "store gnndrive: mapping table", err);
     b->slot_node = oc_alloc(n_slots * sizeof(uint64_t), "store gnndrive: reverse map", err);
@@ -173,8 +173,8 @@ uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uin
 /* Whole pages of slots [lo, hi) back to the kernel (their rows read as zeros after). */
 static void pages_back(const struct gd_buf *b, uint64_t lo, uint64_t hi)
 {
-    store_pages_back(b->rows, b->map_bytes, lo * b->row_bytes,
-                     hi == b->n_slots ? b->map_bytes : hi * b->row_bytes);
+    oc_mem_pages_back(b->rows, b->map_bytes, lo * b->row_bytes,
+                      hi == b->n_slots ? b->map_bytes : hi * b->row_bytes);
 }
 
 /* Slot k's last reference is gone: to the standby tail, or retired if it was given back. */

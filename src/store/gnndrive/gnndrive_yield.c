@@ -111,7 +111,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
                 break;
             continue;
         }
-        uint64_t room = store_takeback_room(buffer_bytes(g));
+        uint64_t room = oc_reclaim_room(buffer_bytes(g));
         uint64_t rows = room / rb < upto - active ? room / rb : upto - active;
         if (rows < must)
             rows = must;

@@ -252,6 +252,35 @@ OC_TEST(id_map_finds_what_was_put_across_growth_and_clears)
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
+OC_TEST(sort_u64_matches_qsort)
+{
+    uint64_t sizes[] = {0, 1, 2, 63, 64, 65, 1000, 20000};
+    struct oc_rng r;
+    oc_rng_init(&r, 11, 0, 0, 0);
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        uint64_t n = sizes[k];
+        for (int kind = 0; kind < 4; kind++) {
+            uint64_t *a = malloc(n * 8 + 8), *b = malloc(n * 8 + 8), *tmp = malloc(n * 8 + 8);
+            for (uint64_t i = 0; i < n; i++) {
+                uint64_t x = (uint64_t)oc_rng_u32(&r) << 32 | oc_rng_u32(&r);
+                /* random; few distinct; keys sharing high bytes (as ~small << 32 | id); sorted
+                   descending */
+                a[i] = kind == 0   ? x
+                       : kind == 1 ? x % 5
+                       : kind == 2 ? (uint64_t) ~(uint32_t)(x % 300) << 32 | (uint32_t)(x >> 40)
+                                   : n - i;
+            }
+            memcpy(b, a, n * 8);
+            oc_sort_u64(a, tmp, n);
+            qsort(b, n, 8, oc_cmp_u64);
+            OC_CHECK(n == 0 || memcmp(a, b, n * 8) == 0);
+            free(a);
+            free(b);
+            free(tmp);
+        }
+    }
+}
+
 OC_TEST(parse_and_format_sizes)
 {
     struct oc_err err;

@@ -218,6 +218,13 @@ static inline int oc_cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/*
+ * Sorts a[0..n) ascending by least-significant-digit radix (bytes), with
+ * tmp[0..n) as scratch; a pass whose byte is the same in every key is
+ * skipped. The order of equal keys does not matter: the keys are the values.
+ */
+void oc_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n);
+
 /* ---- little-endian integers in byte buffers (file records) ------------- */
 
 static inline void oc_put_le32(uint8_t *p, uint32_t v)

@@ -58,15 +58,16 @@ int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_s
     uint64_t n = s->n_entities;
     int rc = oc_kg_facts_reader_new(f, &s->reader, err);
     if (!rc && ((o->mode == KG_SLICE_SIGMA &&
-                 !(s->first_pos = oc_alloc((size_t)n * 4, "kg slicer", err))) ||
+                 (!(s->first_slice = oc_alloc((size_t)n * 4, "kg slicer", err)) ||
+                  !(s->rem_bits = oc_calloc((size_t)(n + 63) / 64, 8, "kg slicer", err)))) ||
                 !(s->atom_off = oc_calloc(1, 8, "kg slicer", err))))
         rc = err->status;
     if (rc) {
         kg_slicer_deinit(s);
         return rc;
     }
-    for (uint64_t e = 0; s->first_pos && e < n; e++)
-        s->first_pos[e] = KG_NONE;
+    for (uint64_t e = 0; s->first_slice && e < n; e++)
+        s->first_slice[e] = KG_NONE;
     return OC_OK;
 }
 
@@ -102,8 +103,8 @@ void kg_slicer_deinit(struct kg_slicer *s)
 {
     oc_kg_facts_reader_free(s->reader);
     kg_slicer_trim(s); /* one query's scratch; the rest is the slices' and the mapping's */
-    void *arr[] = {s->atom_off,     s->payload,  s->util,      s->atoms,
-                   s->slice_of_pos, s->next_pos, s->first_pos, s->slice_mark};
+    void *arr[] = {s->atom_off,   s->payload,     s->util,    s->atoms,
+                   s->next_first, s->first_slice, s->rem_bits};
     for (size_t i = 0; i < sizeof(arr) / sizeof(arr[0]); i++)
         oc_free(arr[i]);
     kg_slice_map_deinit(&s->map);
@@ -229,45 +230,74 @@ static inline int remaining(const struct kg_slicer *s, uint32_t e, uint32_t *i)
     return oc_id_map_get(&s->local_of, e, i) && s->rem[*i];
 }
 
+/* Whether every atom of slice id remains in G'_q (rem_bits, while matching). */
+static int all_remain(const struct kg_slicer *s, uint32_t id)
+{
+    for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++) {
+        uint32_t e = s->atoms[p];
+        if (!(s->rem_bits[e >> 6] >> (e & 63) & 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* Sets (on) or clears the rem_bits of the light atoms, which all remain as matching starts. */
+static void rem_bits_set(struct kg_slicer *s, int on)
+{
+    for (uint64_t j = 0; j < s->n_light; j++) {
+        uint32_t e = s->q_atoms[s->light[j]];
+        if (on)
+            s->rem_bits[e >> 6] |= (uint64_t)1 << (e & 63);
+        else
+            s->rem_bits[e >> 6] &= ~((uint64_t)1 << (e & 63));
+    }
+}
+
 /* Matches slice id if every atom of it remains in G'_q. */
 static int try_match(struct kg_slicer *s, uint32_t id, struct oc_err *err)
 {
-    uint32_t i;
-    for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++)
-        if (!remaining(s, s->atoms[p], &i))
-            return OC_OK;
+    if (!all_remain(s, id))
+        return OC_OK;
     for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++) {
-        remaining(s, s->atoms[p], &i);
+        uint32_t i = 0, e = s->atoms[p];
+        oc_id_map_get(&s->local_of, e, &i); /* (found: all_remain) */
         s->rem[i] = 0;
+        s->rem_bits[e >> 6] &= ~((uint64_t)1 << (e & 63));
     }
     s->util[id]++;
     return kg_slice_map_push(&s->map, id, err);
 }
 
-/* Candidate slices holding the local atoms list[0..n) that remain, each once. */
-static int gather_candidates(struct kg_slicer *s, const uint32_t *list, uint64_t n,
-                             uint64_t *n_cand, struct oc_err *err)
+/*
+ * The candidate slices: those whose first atom is a light atom of G'_q and
+ * whose atoms all remain (a slice that can match has its first atom there);
+ * each once, as a slice has one first atom and the light atoms are distinct.
+ */
+static int gather_candidates(struct kg_slicer *s, uint64_t *n_cand, struct oc_err *err)
 {
-    if (++s->mark_gen == 0) {
-        memset(s->slice_mark, 0, (size_t)s->cap_mark * 4);
-        s->mark_gen = 1;
-    }
     uint64_t k = 0;
-    for (uint64_t j = 0; j < n; j++) {
-        uint32_t i = list[j];
-        if (!s->rem[i])
-            continue;
-        for (uint32_t p = s->first_pos[s->q_atoms[i]]; p != KG_NONE; p = s->next_pos[p]) {
-            uint32_t id = s->slice_of_pos[p];
-            if (s->slice_mark[id] == s->mark_gen)
+    for (uint64_t j = 0; j < s->n_light; j++)
+        for (uint32_t id = s->first_slice[s->q_atoms[s->light[j]]]; id != KG_NONE;
+             id = s->next_first[id]) {
+            if (!all_remain(s, id))
                 continue;
-            s->slice_mark[id] = s->mark_gen;
             OC_KG_TRY(grow(&s->cand, &s->cap_cand, k + 1, 4, err));
             s->cand[k++] = id;
         }
-    }
     *n_cand = k;
     return OC_OK;
+}
+
+/* Whether slice id holds a k-hop neighbour of the query (its atoms all in G'_q). */
+static int holds_hop(const struct kg_slicer *s, uint32_t id)
+{
+    for (uint64_t p = s->atom_off[id]; p < s->atom_off[id + 1]; p++) {
+        uint32_t i = 0;
+        oc_id_map_get(&s->local_of, s->atoms[p], &i);
+        if (s->q_depth[i] <= s->o.hops)
+            return 1;
+    }
+    return 0;
 }
 
 static inline uint32_t weight(const struct kg_slicer *s, uint32_t i)
@@ -287,7 +317,7 @@ static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by b
 {
     if (n < 2)
         return OC_OK; /* sorted (and the scratch may not exist yet) */
-    OC_KG_TRY(grow(&s->keys, &s->cap_keys, n, 8, err));
+    OC_KG_TRY(grow(&s->keys, &s->cap_keys, 2 * n, 8, err)); /* keys, then the sort's scratch */
     for (uint64_t i = 0; i < n; i++) {
         uint32_t x = v[i], hi;
         switch (by) {
@@ -307,33 +337,53 @@ static int sort_u32(struct kg_slicer *s, uint32_t *v, uint64_t n, enum sort_by b
         }
         s->keys[i] = (uint64_t)hi << 32 | x;
     }
-    qsort(s->keys, (size_t)n, 8, oc_cmp_u64);
+    oc_sort_u64(s->keys, s->keys + n, n);
     for (uint64_t i = 0; i < n; i++)
         v[i] = by == BY_WEIGHT_ASC ? ~(uint32_t)s->keys[i] : (uint32_t)s->keys[i];
     return OC_OK;
 }
 
-/* SiGMa's slice matching: k-hop neighbours' slices by utilization, then the rest by payload. */
-static int match(struct kg_slicer *s, struct oc_err *err)
+/*
+ * SiGMa's slice matching: the k-hop neighbours' slices by utilization, then
+ * the others of at least alpha x h facts by payload. Only a slice whose atoms
+ * all remain can match, and atoms only leave G'_q, so the candidates are
+ * gathered once, with their atoms all remaining, and checked again as they
+ * are matched.
+ */
+static int match_slices(struct kg_slicer *s, struct oc_err *err)
 {
-    uint64_t n_hop = 0, n_cand = 0;
-    for (uint64_t j = 0; j < s->n_light; j++)
-        if (s->q_depth[s->light[j]] <= s->o.hops)
-            s->tmp[n_hop++] = s->light[j];
-    OC_KG_TRY(gather_candidates(s, s->tmp, n_hop, &n_cand, err));
-    OC_KG_TRY(sort_u32(s, s->cand, n_cand, BY_UTIL_DESC, err));
-    for (uint64_t c = 0; c < n_cand; c++)
+    uint64_t n_cand = 0;
+    OC_KG_TRY(gather_candidates(s, &n_cand, err));
+    uint64_t a = 0, b = n_cand; /* [0, a): holding a k-hop neighbour; [b, n_cand): not */
+    while (a < b) {
+        if (holds_hop(s, s->cand[a])) {
+            a++;
+        } else {
+            uint32_t x = s->cand[--b];
+            s->cand[b] = s->cand[a];
+            s->cand[a] = x;
+        }
+    }
+    OC_KG_TRY(sort_u32(s, s->cand, a, BY_UTIL_DESC, err));
+    for (uint64_t c = 0; c < a; c++)
         OC_KG_TRY(try_match(s, s->cand[c], err));
-    OC_KG_TRY(gather_candidates(s, s->light, s->n_light, &n_cand, err));
     uint64_t k = 0;
     double min_load = s->o.alpha * s->o.h;
-    for (uint64_t c = 0; c < n_cand; c++)
-        if ((double)s->payload[s->cand[c]] >= min_load)
+    for (uint64_t c = b; c < n_cand; c++) /* (what matched above may have taken atoms) */
+        if ((double)s->payload[s->cand[c]] >= min_load && (a == 0 || all_remain(s, s->cand[c])))
             s->cand[k++] = s->cand[c];
     OC_KG_TRY(sort_u32(s, s->cand, k, BY_PAYLOAD_DESC, err));
     for (uint64_t c = 0; c < k; c++)
         OC_KG_TRY(try_match(s, s->cand[c], err));
     return OC_OK;
+}
+
+static int match(struct kg_slicer *s, struct oc_err *err)
+{
+    rem_bits_set(s, 1);
+    int rc = match_slices(s, err);
+    rem_bits_set(s, 0); /* every one, matched or not */
+    return rc;
 }
 
 static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint32_t load,
@@ -373,21 +423,13 @@ static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint3
     OC_KG_TRY(grow(&s->payload, &cs, id + 2, 4, err));
     cs = s->cap_slices;
     OC_KG_TRY(grow(&s->util, &cs, id + 2, 4, err));
-    cs = s->cap_slices;
-    OC_KG_TRY(grow(&s->slice_mark, &cs, id + 2, 4, err));
-    if (cs > s->cap_mark) {
-        memset(s->slice_mark + s->cap_mark, 0, (size_t)(cs - s->cap_mark) * 4);
-        s->cap_mark = cs;
+    if (s->first_slice) {
+        cs = s->cap_slices;
+        OC_KG_TRY(grow(&s->next_first, &cs, id + 2, 4, err));
     }
     s->cap_slices = cs;
     uint64_t cp = s->cap_pos;
     OC_KG_TRY(grow(&s->atoms, &cp, s->n_pos + n, 4, err));
-    if (s->first_pos) { /* SiGMa: which slices hold an atom, for matching */
-        cp = s->cap_pos;
-        OC_KG_TRY(grow(&s->slice_of_pos, &cp, s->n_pos + n, 4, err));
-        cp = s->cap_pos;
-        OC_KG_TRY(grow(&s->next_pos, &cp, s->n_pos + n, 4, err));
-    }
     s->cap_pos = cp;
     if (s->n_pos + n >= KG_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "kg slicer: more than 2^32 atom entries");
@@ -395,17 +437,16 @@ static int emit_one(struct kg_slicer *s, const uint32_t *list, uint64_t n, uint3
         uint32_t i = list[j], e = s->q_atoms[i];
         uint64_t p = s->n_pos++;
         s->atoms[p] = e;
-        if (s->first_pos) {
-            s->slice_of_pos[p] = (uint32_t)id;
-            s->next_pos[p] = s->first_pos[e];
-            s->first_pos[e] = (uint32_t)p;
-        }
         s->rem[i] = 0;
         s->p_rel[j] = s->q_rel + s->q_foff[i];
         s->p_tail[j] = s->q_tail + s->q_foff[i];
         s->p_deg[j] = weight(s, i);
     }
     s->atom_off[id + 1] = s->n_pos;
+    if (s->first_slice && n) { /* SiGMa: found through its first atom when matching */
+        s->next_first[id] = s->first_slice[s->atoms[s->atom_off[id]]];
+        s->first_slice[s->atoms[s->atom_off[id]]] = (uint32_t)id;
+    }
     s->payload[id] = load;
     s->util[id] = 1;
     s->n_slices++;

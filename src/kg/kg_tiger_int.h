@@ -203,9 +203,12 @@ struct kg_slicer {
     uint64_t n_slices, cap_slices;
     uint64_t *atom_off; /* n_slices + 1 */
     uint32_t *payload, *util;
-    uint32_t *atoms, *slice_of_pos, *next_pos; /* per atom entry; next_pos chains one atom's */
+    uint32_t *atoms; /* per atom entry */
     uint64_t n_pos, cap_pos;
-    uint32_t *first_pos;     /* SiGMa: per entity, its first entry, or KG_NONE */
+    /* SiGMa, for matching: the slices whose first atom is entity e, chained from
+       first_slice[e] through next_first (per slice), KG_NONE-ended */
+    uint32_t *first_slice, *next_first;
+    uint64_t *rem_bits;      /* SiGMa, while matching: per entity, in G'_q and unassigned */
     struct kg_slice_map map; /* query entity ─► slices */
     int open;                /* kg_slicer_init'd (not idle) */
     /* scratch of one query */
@@ -224,9 +227,8 @@ struct kg_slicer {
     uint32_t *ff_tree;   /* First-Fit: max-tree of the bins' free capacity (4 per atom) */
     uint32_t ff_leaves;  /* its leaves: a power of two >= the query's light atoms */
     uint64_t n_light;
-    uint32_t *cand, *slice_mark; /* candidates; per slice, the query that listed it */
-    uint64_t cap_cand, cap_mark;
-    uint32_t mark_gen;
+    uint32_t *cand; /* candidates */
+    uint64_t cap_cand;
     const uint32_t **p_rel, **p_tail; /* one slice's atoms' facts, for the store */
     uint32_t *p_deg;
     uint64_t *keys; /* sort keys */

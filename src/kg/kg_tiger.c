@@ -326,9 +326,10 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
 uint64_t kg_tiger_fixed_bytes(enum kg_slice_mode mode, uint64_t n_entities, uint64_t n_queries,
                               uint32_t h)
 {
-    /* SiGMa's first entry per entity; distinct heads; the io batch; a record */
-    return (mode == KG_SLICE_SIGMA ? n_entities * 4 : 0) + n_queries * 4 + ((uint64_t)256 << 10) +
-           kg_slice_record_max(h);
+    /* SiGMa's first slice per entity and its bit of remaining atoms; distinct heads; the io
+       batch; a record */
+    return (mode == KG_SLICE_SIGMA ? n_entities * 4 + (n_entities + 63) / 64 * 8 : 0) +
+           n_queries * 4 + ((uint64_t)256 << 10) + kg_slice_record_max(h);
 }
 
 void kg_tiger_free(struct kg_tiger *t)

@@ -405,7 +405,7 @@ struct kg_tiger_config {
 int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct oc_err *err);
 /*
  * Bytes an executor holds from the start whatever its caches (SiGMa's
- * per-entity first index entry, the distinct heads, the io batch, the record
+ * per-entity first slice and remaining bit, the distinct heads, the io batch, the record
  * buffer), for n_entities entities, n_queries training queries and slices of
  * h facts: kg-train sizes the caches from what is left after it. What grows
  * with the slices (their tables, the mapping, the index of SiGMa's atoms) and

@@ -252,7 +252,13 @@ OC_TEST(id_map_finds_what_was_put_across_growth_and_clears)
     OC_CHECK(oc_mem_n_live() == 0);
 }
 
-OC_TEST(sort_u64_matches_qsort)
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+OC_TEST(sort_u64_and_u32_match_qsort)
 {
     uint64_t sizes[] = {0, 1, 2, 63, 64, 65, 1000, 20000};
     struct oc_rng r;
@@ -274,6 +280,15 @@ OC_TEST(sort_u64_matches_qsort)
             oc_sort_u64(a, tmp, n);
             qsort(b, n, 8, oc_cmp_u64);
             OC_CHECK(n == 0 || memcmp(a, b, n * 8) == 0);
+            /* the same keys' low halves as u32 */
+            uint32_t *c = (uint32_t *)(void *)tmp, *d = malloc(n * 8 + 8);
+            for (uint64_t i = 0; i < n; i++)
+                c[i] = (uint32_t)b[n - 1 - i] ^ (uint32_t)(b[i] >> 32);
+            memcpy(d, c, n * 4);
+            oc_sort_u32(c, d + n, n);
+            qsort(d, n, 4, cmp_u32);
+            OC_CHECK(n == 0 || memcmp(c, d, n * 4) == 0);
+            free(d);
             free(a);
             free(b);
             free(tmp);

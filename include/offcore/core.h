@@ -219,10 +219,11 @@ static inline int oc_cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Sorts a[0..n) ascending by least-significant-digit radix (bytes), with
+ * Sort a[0..n) ascending by least-significant-digit radix (bytes), with
  * tmp[0..n) as scratch; a pass whose byte is the same in every key is
  * skipped. The order of equal keys does not matter: the keys are the values.
  */
+void oc_sort_u32(uint32_t *a, uint32_t *tmp, uint64_t n);
 void oc_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n);
 
 /* ---- little-endian integers in byte buffers (file records) ------------- */

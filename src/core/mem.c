@@ -439,37 +439,3 @@ void oc_mem_pages_back(uint8_t *p, size_t len, uint64_t from, uint64_t to)
     if (hi > lo)
         madvise(p + lo, hi - lo, MADV_DONTNEED);
 }
-
-void oc_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n)
-{
-    if (n < 64) { /* insertion sort */
-        for (uint64_t i = 1; i < n; i++) {
-            uint64_t x = a[i], j = i;
-            for (; j > 0 && a[j - 1] > x; j--)
-                a[j] = a[j - 1];
-            a[j] = x;
-        }
-        return;
-    }
-    uint64_t *src = a, *dst = tmp;
-    for (unsigned shift = 0; shift < 64; shift += 8) {
-        uint64_t count[256] = {0};
-        for (uint64_t i = 0; i < n; i++)
-            count[src[i] >> shift & 255]++;
-        if (count[src[0] >> shift & 255] == n)
-            continue; /* every key has this byte */
-        uint64_t at = 0;
-        for (unsigned b = 0; b < 256; b++) {
-            uint64_t c = count[b];
-            count[b] = at;
-            at += c;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            dst[count[src[i] >> shift & 255]++] = src[i];
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != a)
-        memcpy(a, src, (size_t)n * 8);
-}

@@ -175,42 +175,6 @@ uint64_t oc_kg_extractor_n_edges(const struct oc_kg_extractor *x)
     return x->n_edges_total;
 }
 
-/*
- * Sorts v[0 .. n) ascending: insertion sort for a few, else LSD radix sort,
- * 8 bits a pass through tmp (n elements), skipping passes whose byte is the
- * same in every value. (qsort's comparator calls took a sixth of kg-train.)
- */
-static void sort_u32(uint32_t *v, uint64_t n, uint32_t *tmp)
-{
-    if (n <= 32) {
-        for (uint64_t i = 1; i < n; i++) {
-            uint32_t x = v[i];
-            uint64_t j = i;
-            for (; j > 0 && v[j - 1] > x; j--)
-                v[j] = v[j - 1];
-            v[j] = x;
-        }
-        return;
-    }
-    uint32_t *a = v, *b = tmp;
-    for (unsigned shift = 0; shift < 32; shift += 8) {
-        uint64_t count[257] = {0};
-        for (uint64_t i = 0; i < n; i++)
-            count[(a[i] >> shift & 0xFF) + 1]++;
-        if (count[(a[0] >> shift & 0xFF) + 1] == n)
-            continue; /* one bucket: this byte orders nothing */
-        for (unsigned d = 0; d < 256; d++)
-            count[d + 1] += count[d];
-        for (uint64_t i = 0; i < n; i++)
-            b[count[a[i] >> shift & 0xFF]++] = a[i];
-        uint32_t *t = a;
-        a = b;
-        b = t;
-    }
-    if (a != v)
-        memcpy(v, a, (size_t)n * 4);
-}
-
 /* Layer l of one query from its layer l-1 nodes (prev). */
 static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qlayers *q, uint32_t l,
                          const uint32_t *prev, uint64_t n_prev, struct oc_err *err)
@@ -246,7 +210,7 @@ static int extract_layer(struct oc_kg_extractor *x, struct worker *w, struct qla
     }
     OC_KG_TRY(vec_reserve(&w->sort_tmp, ent->n, err));
     OC_KG_TRY(vec_reserve(&w->rank, ent->n, err));
-    sort_u32(ent->v, ent->n, w->sort_tmp.v);
+    oc_sort_u32(ent->v, w->sort_tmp.v, ent->n);
     for (uint64_t i = 0; i < ent->n; i++) {
         uint32_t u = 0;
         oc_id_map_get(&w->seen, ent->v[i], &u);

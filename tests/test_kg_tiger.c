@@ -14,6 +14,7 @@
  *     a run killed (SIGKILL) while slicing leaves nothing a rerun trusts,
  *     and the rerun trains to the same weights.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -1006,30 +1007,37 @@ static uint64_t slice_atoms(struct kg_tiger *t, const uint32_t *heads, uint64_t 
 /*
  * One epoch of two superbatches over heads[0..2 GB_SB GB_BATCH): each loaded
  * batch's slice atoms fetched from the disk graph (served from the batch map)
- * equal the graph in RAM (after epoch 0, which slices). squeeze: while the
- * first batch is loaded, a request past the budget takes every slot it does
- * not pin, then the budget is lifted (the next superbatch takes them back).
+ * equal the graph in RAM (check: after epoch 0, which slices). squeeze: while
+ * the first batch is loaded, a request past the budget takes every slot it
+ * does not pin, then the budget is lifted (the next superbatch takes them
+ * back). The first error of the executor's calls, in err (the epoch stops).
+ * squeeze_nomem: the squeezing request itself failed as a system allocation.
  */
-static void gb_epoch(struct kg_tiger *t, const uint32_t *heads, struct oc_kg_facts *disk,
-                     struct oc_kg_facts *mem, int check, int squeeze, uint64_t *live_squeezed)
+static int squeeze_nomem;
+
+static int gb_epoch(struct kg_tiger *t, const uint32_t *heads, struct oc_kg_facts *disk,
+                    struct oc_kg_facts *mem, int check, int squeeze, uint64_t *live_squeezed,
+                    struct oc_err *err)
 {
-    struct oc_err err;
     uint64_t boff[GB_SB + 1];
     for (int b = 0; b <= GB_SB; b++)
         boff[b] = (uint64_t)b * GB_BATCH;
     uint32_t atoms[4096];
     for (int sb = 0; sb < 2; sb++) {
         const uint32_t *h = heads + sb * GB_SB * GB_BATCH;
-        OC_CHECK_OK(kg_tiger_superbatch(t, h, boff, GB_SB, sb ? NULL : h + GB_SB * GB_BATCH,
-                                        sb ? NULL : boff, sb ? 0 : GB_SB, &err),
-                    &err);
-        for (uint32_t i = 0; i < GB_SB; i++) {
-            OC_CHECK_OK(kg_tiger_batch_load(t, i, &err), &err);
+        int rc = kg_tiger_superbatch(t, h, boff, GB_SB, sb ? NULL : h + GB_SB * GB_BATCH,
+                                     sb ? NULL : boff, sb ? 0 : GB_SB, err);
+        for (uint32_t i = 0; !rc && i < GB_SB; i++) {
+            if ((rc = kg_tiger_batch_load(t, i, err)))
+                break;
             if (squeeze && sb == 0 && i == 0) {
+                struct oc_err e2;
                 oc_mem_set_budget(oc_mem_used() + 4096);
                 struct kg_tiger_stats st;
                 kg_tiger_stats(t, &st);
-                void *p = oc_alloc((size_t)st.cache_bytes, "test: past the budget", &err);
+                void *p = oc_alloc((size_t)st.cache_bytes, "test: past the budget", &e2);
+                if (!p && e2.status == OC_ERR_NOMEM)
+                    squeeze_nomem = 1; /* (a fault test's fault hit this request itself) */
                 oc_free(p);
                 oc_mem_set_budget(0);
                 kg_tiger_stats(t, &st);
@@ -1043,10 +1051,37 @@ static void gb_epoch(struct kg_tiger *t, const uint32_t *heads, struct oc_kg_fac
                 kg_facts_atom_counts(disk, &b1, &c, &g);
                 OC_CHECK(n > 0 && b1 - b0 == n); /* every atom from the batch's slices */
             }
-            OC_CHECK_OK(kg_tiger_batch_done(t, i, &err), &err);
+            rc = kg_tiger_batch_done(t, i, err);
         }
+        if (rc)
+            return rc;
     }
-    OC_CHECK_OK(kg_tiger_epoch_end(t, &err), &err);
+    return kg_tiger_epoch_end(t, err);
+}
+
+/* 48 light heads of the tail (every 4th of the last 192 entities); a fresh plan dir. */
+static void gb_setup(struct oc_kg_facts *disk, uint32_t *heads, char *plan, size_t n_plan)
+{
+    uint64_t n_ent = oc_kg_facts_n_entities(disk);
+    for (int i = 0; i < 2 * GB_SB * GB_BATCH; i++)
+        heads[i] = (uint32_t)(n_ent - 192 + 4 * (uint64_t)i);
+    char cmd[900];
+    snprintf(plan, n_plan, "%s/plan-slice-gives", oc_test_tmpdir());
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", plan);
+    OC_CHECK(system(cmd) == 0);
+}
+
+/* An executor over heads with a 4 MiB Slice Cache that gives back (made under a budget). */
+static struct kg_tiger *gb_new(struct oc_kg_facts *disk, const uint32_t *heads, const char *plan,
+                               struct oc_err *err)
+{
+    struct kg_tiger_config c = {
+        disk, NULL, {KG_SLICE_SIGMA, 64, 0.5, 1, 2}, plan, 7, 4 << 20, heads, 2 * GB_SB * GB_BATCH};
+    struct kg_tiger *t = NULL;
+    oc_mem_set_budget(oc_mem_used() + ((uint64_t)256 << 20)); /* a budget: it gives back */
+    int rc = kg_tiger_new(&c, &t, err);
+    oc_mem_set_budget(0);
+    return rc ? NULL : t;
 }
 
 OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
@@ -1056,37 +1091,28 @@ OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
     struct oc_kg_facts *disk, *mem;
     if (!open_yield_facts(&kg, &disk, &mem))
         goto out;
-    /* 48 light heads of the tail (every 4th of the last 192 entities) */
-    uint64_t n_ent = oc_kg_facts_n_entities(disk);
     uint32_t heads[2 * GB_SB * GB_BATCH];
-    for (int i = 0; i < 2 * GB_SB * GB_BATCH; i++)
-        heads[i] = (uint32_t)(n_ent - 192 + 4 * (uint64_t)i);
-    char plan[800], cmd[900];
-    snprintf(plan, sizeof(plan), "%s/plan-slice-gives", oc_test_tmpdir());
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", plan);
-    OC_CHECK(system(cmd) == 0);
+    char plan[800];
+    gb_setup(disk, heads, plan, sizeof(plan));
     uint64_t used0 = oc_mem_used();
-    struct kg_tiger_config c = {
-        disk, NULL, {KG_SLICE_SIGMA, 64, 0.5, 1, 2}, plan, 7, 4 << 20, heads, 2 * GB_SB * GB_BATCH};
-    struct kg_tiger *t = NULL;
-    oc_mem_set_budget(oc_mem_used() + ((uint64_t)256 << 20)); /* a budget: it gives back */
-    OC_CHECK_OK(kg_tiger_new(&c, &t, &err), &err);
-    oc_mem_set_budget(0);
+    struct kg_tiger *t = gb_new(disk, heads, plan, &err);
+    OC_CHECK(t != NULL);
     if (!t)
         goto out;
     struct kg_tiger_stats s0, s1, s2, s3;
-    gb_epoch(t, heads, disk, mem, 0, 0, NULL); /* slices */
+    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err), &err); /* slices */
     kg_tiger_stats(t, &s0);
     uint64_t full = s0.cache_bytes, n_slices = kg_tiger_slicer(t)->n_slices;
     OC_CHECK(full == (uint64_t)4 << 20 && n_slices > 2 * GB_SB && n_slices * 4096 < full);
-    gb_epoch(t, heads, disk, mem, 1, 0, NULL); /* all cached: nothing read */
+    /* all cached: nothing read */
+    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 0, NULL, &err), &err);
     kg_tiger_stats(t, &s1);
     OC_CHECK(s1.slices_read == s0.slices_read && s1.slices_hit > s0.slices_hit);
     /* squeezed while batch 0 is loaded: only its slots stay; batch 1, read ahead as hits,
        is read again as it loads; the next superbatch takes the slots back with the slices
        the plan keeps there */
     uint64_t squeezed = 0;
-    gb_epoch(t, heads, disk, mem, 1, 1, &squeezed);
+    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 1, &squeezed, &err), &err);
     kg_tiger_stats(t, &s2);
     printf("  squeezed to %llu of %llu bytes; epoch 2 read %llu slices, %llu taken back\n",
            (unsigned long long)squeezed, (unsigned long long)full,
@@ -1096,11 +1122,64 @@ OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
     OC_CHECK(s2.slices_read > s1.slices_read && s2.warm_reads > s1.warm_reads);
     OC_CHECK(s2.cache_bytes == full);
     /* all back, holding what the plan says: nothing read again, hits predicted exactly */
-    gb_epoch(t, heads, disk, mem, 1, 0, NULL);
+    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 0, NULL, &err), &err);
     kg_tiger_stats(t, &s3);
     OC_CHECK(s3.slices_read == s2.slices_read && s3.warm_reads == s2.warm_reads);
     kg_tiger_free(t);
     OC_CHECK(oc_mem_used() == used0);
+out:
+    close_yield_facts(kg, disk, mem);
+}
+
+/*
+ * A failed allocation or read anywhere in the squeezed epoch and the one that
+ * takes the slots back (reads ahead, reads again, fills) is an error with a
+ * message, and freeing the executor then gives every byte back.
+ */
+OC_TEST(kg_slice_cache_give_back_under_faults)
+{
+    struct oc_err err;
+    struct oc_kg *kg;
+    struct oc_kg_facts *disk, *mem;
+    if (!open_yield_facts(&kg, &disk, &mem))
+        goto out;
+    uint32_t heads[2 * GB_SB * GB_BATCH];
+    char plan[800];
+    gb_setup(disk, heads, plan, sizeof(plan));
+    const enum oc_fault_kind kinds[] = {OC_FAULT_ALLOC, OC_FAULT_READ, OC_FAULT_BATCH_SUBMIT};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        uint64_t fired = 0, nth = 1;
+        for (;; nth = nth < 16 ? nth + 1 : nth * 3 / 2) {
+            uint64_t used0 = oc_mem_used(), live0 = oc_mem_n_live();
+            struct kg_tiger *t = gb_new(disk, heads, plan, &err);
+            OC_CHECK(t != NULL);
+            if (!t)
+                break;
+            uint64_t squeezed = 0;
+            int rc = gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err); /* slices (reused store) */
+            rc = rc ? rc : gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err);
+            OC_CHECK_OK(rc, &err);
+            squeeze_nomem = 0;
+            oc_fault_arm(kinds[k], nth, kinds[k] == OC_FAULT_ALLOC ? ENOMEM : EIO);
+            rc = gb_epoch(t, heads, disk, mem, 0, 1, &squeezed, &err);
+            rc = rc ? rc : gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err);
+            int hit = oc_fault_fired(kinds[k]), own = hit && squeeze_nomem && rc == OC_OK;
+            oc_fault_disarm_all();
+            oc_mem_set_budget(0);
+            if (hit && !own)
+                OC_CHECK(rc != OC_OK && err.msg[0] != '\0');
+            else
+                OC_CHECK_OK(rc, &err);
+            kg_tiger_free(t);
+            OC_CHECK(oc_mem_used() == used0 && oc_mem_n_live() == live0);
+            if (!hit)
+                break;
+            fired++;
+        }
+        printf("  %s: %llu faults, each an error, every byte given back\n",
+               oc_fault_kind_name(kinds[k]), (unsigned long long)fired);
+        OC_CHECK(fired > 0);
+    }
 out:
     close_yield_facts(kg, disk, mem);
 }

@@ -1059,16 +1059,30 @@ static int gb_epoch(struct kg_tiger *t, const uint32_t *heads, struct oc_kg_fact
     return kg_tiger_epoch_end(t, err);
 }
 
-/* 48 light heads of the tail (every 4th of the last 192 entities); a fresh plan dir. */
-static void gb_setup(struct oc_kg_facts *disk, uint32_t *heads, char *plan, size_t n_plan)
+/* The give-back tests' KG, its training facts on disk and in RAM, the heads and a plan dir. */
+struct gb_fixture {
+    struct oc_kg *kg;
+    struct oc_kg_facts *disk, *mem;
+    uint32_t heads[2 * GB_SB * GB_BATCH];
+    char plan[800];
+};
+
+/*
+ * Opens the KG (open_yield_facts; 0 if not), takes 48 light heads of its tail
+ * (every 4th of the last 192 entities) and empties the plan dir.
+ */
+static int gb_open(struct gb_fixture *g)
 {
-    uint64_t n_ent = oc_kg_facts_n_entities(disk);
+    if (!open_yield_facts(&g->kg, &g->disk, &g->mem))
+        return 0;
+    uint64_t n_ent = oc_kg_facts_n_entities(g->disk);
     for (int i = 0; i < 2 * GB_SB * GB_BATCH; i++)
-        heads[i] = (uint32_t)(n_ent - 192 + 4 * (uint64_t)i);
+        g->heads[i] = (uint32_t)(n_ent - 192 + 4 * (uint64_t)i);
     char cmd[900];
-    snprintf(plan, n_plan, "%s/plan-slice-gives", oc_test_tmpdir());
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", plan);
+    snprintf(g->plan, sizeof(g->plan), "%s/plan-slice-gives", oc_test_tmpdir());
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", g->plan);
     OC_CHECK(system(cmd) == 0);
+    return 1;
 }
 
 /* An executor over heads with a 4 MiB Slice Cache that gives back (made under a budget). */
@@ -1087,32 +1101,28 @@ static struct kg_tiger *gb_new(struct oc_kg_facts *disk, const uint32_t *heads, 
 OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
 {
     struct oc_err err;
-    struct oc_kg *kg;
-    struct oc_kg_facts *disk, *mem;
-    if (!open_yield_facts(&kg, &disk, &mem))
+    struct gb_fixture g;
+    if (!gb_open(&g))
         goto out;
-    uint32_t heads[2 * GB_SB * GB_BATCH];
-    char plan[800];
-    gb_setup(disk, heads, plan, sizeof(plan));
     uint64_t used0 = oc_mem_used();
-    struct kg_tiger *t = gb_new(disk, heads, plan, &err);
+    struct kg_tiger *t = gb_new(g.disk, g.heads, g.plan, &err);
     OC_CHECK(t != NULL);
     if (!t)
         goto out;
     struct kg_tiger_stats s0, s1, s2, s3;
-    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err), &err); /* slices */
+    OC_CHECK_OK(gb_epoch(t, g.heads, g.disk, g.mem, 0, 0, NULL, &err), &err); /* slices */
     kg_tiger_stats(t, &s0);
     uint64_t full = s0.cache_bytes, n_slices = kg_tiger_slicer(t)->n_slices;
     OC_CHECK(full == (uint64_t)4 << 20 && n_slices > 2 * GB_SB && n_slices * 4096 < full);
     /* all cached: nothing read */
-    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 0, NULL, &err), &err);
+    OC_CHECK_OK(gb_epoch(t, g.heads, g.disk, g.mem, 1, 0, NULL, &err), &err);
     kg_tiger_stats(t, &s1);
     OC_CHECK(s1.slices_read == s0.slices_read && s1.slices_hit > s0.slices_hit);
     /* squeezed while batch 0 is loaded: only its slots stay; batch 1, read ahead as hits,
        is read again as it loads; the next superbatch takes the slots back with the slices
        the plan keeps there */
     uint64_t squeezed = 0;
-    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 1, &squeezed, &err), &err);
+    OC_CHECK_OK(gb_epoch(t, g.heads, g.disk, g.mem, 1, 1, &squeezed, &err), &err);
     kg_tiger_stats(t, &s2);
     printf("  squeezed to %llu of %llu bytes; epoch 2 read %llu slices, %llu taken back\n",
            (unsigned long long)squeezed, (unsigned long long)full,
@@ -1122,13 +1132,13 @@ OC_TEST(kg_slice_cache_gives_slots_back_and_takes_them_back)
     OC_CHECK(s2.slices_read > s1.slices_read && s2.warm_reads > s1.warm_reads);
     OC_CHECK(s2.cache_bytes == full);
     /* all back, holding what the plan says: nothing read again, hits predicted exactly */
-    OC_CHECK_OK(gb_epoch(t, heads, disk, mem, 1, 0, NULL, &err), &err);
+    OC_CHECK_OK(gb_epoch(t, g.heads, g.disk, g.mem, 1, 0, NULL, &err), &err);
     kg_tiger_stats(t, &s3);
     OC_CHECK(s3.slices_read == s2.slices_read && s3.warm_reads == s2.warm_reads);
     kg_tiger_free(t);
     OC_CHECK(oc_mem_used() == used0);
 out:
-    close_yield_facts(kg, disk, mem);
+    close_yield_facts(g.kg, g.disk, g.mem);
 }
 
 /*
@@ -1139,30 +1149,27 @@ out:
 OC_TEST(kg_slice_cache_give_back_under_faults)
 {
     struct oc_err err;
-    struct oc_kg *kg;
-    struct oc_kg_facts *disk, *mem;
-    if (!open_yield_facts(&kg, &disk, &mem))
+    struct gb_fixture g;
+    if (!gb_open(&g))
         goto out;
-    uint32_t heads[2 * GB_SB * GB_BATCH];
-    char plan[800];
-    gb_setup(disk, heads, plan, sizeof(plan));
     const enum oc_fault_kind kinds[] = {OC_FAULT_ALLOC, OC_FAULT_READ, OC_FAULT_BATCH_SUBMIT};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
         uint64_t fired = 0, nth = 1;
         for (;; nth = nth < 16 ? nth + 1 : nth * 3 / 2) {
             uint64_t used0 = oc_mem_used(), live0 = oc_mem_n_live();
-            struct kg_tiger *t = gb_new(disk, heads, plan, &err);
+            struct kg_tiger *t = gb_new(g.disk, g.heads, g.plan, &err);
             OC_CHECK(t != NULL);
             if (!t)
                 break;
             uint64_t squeezed = 0;
-            int rc = gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err); /* slices (reused store) */
-            rc = rc ? rc : gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err);
+            int rc =
+                gb_epoch(t, g.heads, g.disk, g.mem, 0, 0, NULL, &err); /* slices (reused store) */
+            rc = rc ? rc : gb_epoch(t, g.heads, g.disk, g.mem, 0, 0, NULL, &err);
             OC_CHECK_OK(rc, &err);
             squeeze_nomem = 0;
             oc_fault_arm(kinds[k], nth, kinds[k] == OC_FAULT_ALLOC ? ENOMEM : EIO);
-            rc = gb_epoch(t, heads, disk, mem, 0, 1, &squeezed, &err);
-            rc = rc ? rc : gb_epoch(t, heads, disk, mem, 0, 0, NULL, &err);
+            rc = gb_epoch(t, g.heads, g.disk, g.mem, 0, 1, &squeezed, &err);
+            rc = rc ? rc : gb_epoch(t, g.heads, g.disk, g.mem, 0, 0, NULL, &err);
             int hit = oc_fault_fired(kinds[k]), own = hit && squeeze_nomem && rc == OC_OK;
             oc_fault_disarm_all();
             oc_mem_set_budget(0);
@@ -1181,7 +1188,7 @@ OC_TEST(kg_slice_cache_give_back_under_faults)
         OC_CHECK(fired > 0);
     }
 out:
-    close_yield_facts(kg, disk, mem);
+    close_yield_facts(g.kg, g.disk, g.mem);
 }
 
 /* ---- a generated KG under a budget smaller than its fact graph ------------- */

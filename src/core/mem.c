@@ -1,7 +1,9 @@
 /*
  * mem.c — the allocator/accountant: every library allocation goes through it
  * so the memory budget (--mem-budget) is enforced in one place, bytes held
- * and the peak are known, and tests can fail the Nth allocation.
+ * and the peak are known, and tests can fail the Nth allocation. Also the
+ * accounted anonymous mappings of caches that give pages back to its
+ * reclaimers (oc_mem_map, oc_mem_pages_back) and the room a take-back may use.
  *
  * Place in the data flow: core; used by every module.
  * Thread-safety: all functions are thread-safe: atomics, plus one mutex on

@@ -31,9 +31,11 @@
  * nothing: changesets and warm-ups into it are skipped, so a slice the plan
  * keeps there is read from the store when used (a hit predicted for a
  * prefetched batch is checked again as the batch loads and read then if its
- * slot went). At a superbatch's start, gone slots come back (empty) when
- * the budget has room again. Both are logged (kg_tiger_note). The slices
- * are the same bytes from the cache or the store, so nothing learned changes.
+ * slot went). At a superbatch's start, gone slots come back when the budget
+ * has room again, each with the slice the plan keeps there read into it
+ * (plan_slice), so that the cache again holds what the plan says. Both are
+ * logged (kg_tiger_note). The slices are the same bytes from the cache or the
+ * store, so nothing learned changes.
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
  * Thread-safety: three threads, handing over under mu. The training thread
@@ -117,7 +119,7 @@ struct kg_tiger {
     uint64_t n_pinned, cap_pinned;
     uint32_t *back_slot; /* take_back's slots and their plan's slices */
     uint64_t *back_id;
-    uint64_t cap_back, cap_back_id;
+    uint64_t cap_back;
     struct oc_reclaim_lock lock; /* slot states: the training thread reads, give_back writes */
     int registered;              /* give_back is the accountant's reclaimer */
     int inexact; /* a slot went since the cache last held all the plan says [lock] */
@@ -162,7 +164,7 @@ struct kg_tiger {
 enum { W_IDLE, W_RUNNING, W_DONE };
 enum { SLOT_GONE = 1, SLOT_PIN = 2 };
 
-/* Whether slice id is in a live slot (lock held, or by the only thread that gives back). */
+/* Whether slice id is in a live slot (the lock's read side held). */
 static int cached(const struct kg_tiger *t, uint32_t id)
 {
     uint32_t s = t->slice_slot[id];
@@ -851,8 +853,9 @@ static int take_back(struct kg_tiger *t, struct oc_err *err)
         return OC_OK;
     /* a read-ahead batch 0 shares the io batch and was predicted on the slots as they were */
     OC_KG_TRY(prefetch_drop(t, err));
-    OC_KG_TRY(oc_grow(&t->back_slot, &t->cap_back, k, 4, 256, "kg slice cache", err));
-    OC_KG_TRY(oc_grow(&t->back_id, &t->cap_back_id, k, 8, 256, "kg slice cache", err));
+    void *const back[] = {&t->back_slot, &t->back_id};
+    const size_t back_sz[] = {4, 8};
+    OC_KG_TRY(oc_grow_all(back, back_sz, 2, &t->cap_back, k, 256, "kg slice cache", err));
     struct oc_err e;
     if (oc_mem_reserve(k * sb, "kg slice cache", &e))
         return OC_OK; /* taken meanwhile: it stays as it is */

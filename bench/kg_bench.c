@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "offcore/kg.h"
+#include "offcore/nn.h"
 #include "offcore/progress.h"
 
 struct result {
@@ -69,6 +70,7 @@ static int run(struct oc_kg *kg, enum oc_kg_facts_where where, unsigned threads,
 
 int main(int argc, char **argv)
 {
+    oc_nn_blas_core_reexec(argv);
     if (argc < 2 || !strcmp(argv[1], "--help")) {
         fprintf(stderr, "usage: kg_bench DIR [queries=2000] [layers=2] [batch=16] [threads=1,2]\n");
         return argc < 2 ? 2 : 0;

@@ -21,6 +21,7 @@
 
 #include "offcore/core.h"
 #include "offcore/io.h"
+#include "offcore/nn.h"
 
 typedef void (*oc_test_fn)(void);
 
@@ -122,6 +123,7 @@ static inline const char *oc_test_shared(void)
 
 static inline int oc_test_main(int argc, char **argv)
 {
+    oc_nn_blas_core_reexec(argv); /* the kernels the CLI runs, which tests compare against */
     int passed = 0, failed = 0, skipped = 0;
     const char *only = argc > 1 ? argv[1] : NULL;
     for (int i = 0; i < oc_n_tests; i++) {

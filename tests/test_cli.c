@@ -2,13 +2,15 @@
  * test_cli.c — the command line as a user meets it: every subcommand answers
  * --help, and unknown commands and options, bad values, missing arguments
  * and inconsistent training flags exit non-zero with a message naming the
- * problem; a missing dataset is an error naming the path.
+ * problem; a missing dataset is an error naming the path; training runs the
+ * OpenBLAS kernels that fit the CPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "nn/cpu_int.h"
 #include "offcore/generate.h"
 #include "offcore/store.h"
 #include "proc_util.h"
@@ -332,6 +334,52 @@ OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
     char *e1 = strstr(text, "Epoch 00001"), *e2 = strstr(text, "Epoch 00002");
     OC_CHECK(e1 && e2 && !strstr(e1, "Val Acc -"));
     oc_free(text);
+}
+
+/*
+ * `offcore train` started without OPENBLAS_CORETYPE runs OpenBLAS kernels that fit the CPU: where
+ * OpenBLAS fell back to a core without AVX2 on a CPU with it, the CLI restarts itself with the
+ * right core. The log names the core, and it is the one this test process runs (the harness does
+ * the same), so the tests that compare the CLI's weights with in-process ones compare like with
+ * like.
+ */
+OC_TEST(train_runs_blas_kernels_that_fit_the_cpu)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char out[700], log[700], *saved = NULL;
+    snprintf(out, sizeof(out), "%s/blas.out", tmp);
+    snprintf(log, sizeof(log), "%s/blas.jsonl", tmp);
+    struct oc_err err;
+    char *ds = cli_dataset();
+    if (!ds)
+        return;
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if (set)
+        saved = strdup(set);
+    unsetenv("OPENBLAS_CORETYPE"); /* the child decides for itself; this process's is loaded */
+    char *args[] = {getenv("OC_BIN"), "train", ds, "--epochs", "1", "--quiet", "--log", log, NULL};
+    OC_CHECK(proc_wait(proc_spawn(args, out)) == 0);
+    if (saved)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    free(saved);
+    char *json = NULL;
+    size_t len;
+    OC_CHECK_OK(oc_read_file(log, 0, &json, &len, &err), &err);
+    const char *key = json ? strstr(json, "\"blas_core\":\"") : NULL;
+    OC_CHECK(key != NULL);
+    if (key) {
+        char core[64];
+        key += strlen("\"blas_core\":\"");
+        size_t n = strcspn(key, "\"");
+        snprintf(core, sizeof(core), "%.*s", (int)(n < 63 ? n : 63), key);
+        if (oc_nn_blas_core_pick(core, oc_nn_cpu_level()))
+            fprintf(stderr, "  the CLI ran OpenBLAS's %s kernels on this CPU\n", core);
+        OC_CHECK(oc_nn_blas_core_pick(core, oc_nn_cpu_level()) == NULL);
+        OC_CHECK(strcmp(core, oc_nn_blas_core()) == 0);
+    }
+    oc_free(json);
 }
 
 /* A strategy's refusal of a training option is a bad option too: exit 2, naming it. */

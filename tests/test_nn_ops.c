@@ -4,7 +4,8 @@
  * head mean, log-softmax NLL and Adam. Each is compared with a naive double
  * reference, checked by finite differences where it has a backward, and run
  * at 1, 2 and 3 threads for bit-identical output. Shape errors must name the
- * op and the shapes.
+ * op and the shapes. The OpenBLAS core is corrected only where OpenBLAS fell
+ * back below the CPU.
  */
 #include <stdlib.h>
 
@@ -220,6 +221,32 @@ static double act_loss(void *p)
     if (oc_nn_act_fwd(g->act, g->x, g->y, &err) != OC_OK)
         return NAN;
     return nt_dot(g->y, g->w);
+}
+
+/* The OpenBLAS core is corrected only where OpenBLAS fell back below what the CPU can run. */
+OC_TEST(blas_core_pick_corrects_only_a_fallback)
+{
+    OC_CHECK(strcmp(oc_nn_blas_core_pick("Prescott", OC_NN_CPU_AVX512), "SkylakeX") == 0);
+    OC_CHECK(strcmp(oc_nn_blas_core_pick("prescott", OC_NN_CPU_AVX2), "Haswell") == 0);
+    OC_CHECK(strcmp(oc_nn_blas_core_pick("Sandybridge", OC_NN_CPU_AVX2), "Haswell") == 0);
+    OC_CHECK(strcmp(oc_nn_blas_core_pick("Core2", OC_NN_CPU_AVX512), "SkylakeX") == 0);
+    OC_CHECK(oc_nn_blas_core_pick("Prescott", OC_NN_CPU_BASE) == NULL);
+    OC_CHECK(oc_nn_blas_core_pick("Haswell", OC_NN_CPU_AVX512) == NULL);
+    OC_CHECK(oc_nn_blas_core_pick("SkylakeX", OC_NN_CPU_AVX512) == NULL);
+    OC_CHECK(oc_nn_blas_core_pick("Cooperlake", OC_NN_CPU_AVX512) == NULL);
+    OC_CHECK(oc_nn_blas_core_pick("Zen", OC_NN_CPU_AVX2) == NULL);
+    OC_CHECK(oc_nn_blas_core_pick(NULL, OC_NN_CPU_AVX512) == NULL);
+    /* this process (restarted by the harness where needed) runs a fitting core */
+    OC_CHECK(oc_nn_blas_core_pick(oc_nn_blas_core(), oc_nn_cpu_level()) == NULL);
+    /* a core the user set is theirs: no advice, whatever it is */
+    char *saved = getenv("OPENBLAS_CORETYPE") ? strdup(getenv("OPENBLAS_CORETYPE")) : NULL;
+    setenv("OPENBLAS_CORETYPE", "Prescott", 1);
+    OC_CHECK(oc_nn_blas_core_advice() == NULL);
+    if (saved)
+        setenv("OPENBLAS_CORETYPE", saved, 1);
+    else
+        unsetenv("OPENBLAS_CORETYPE");
+    free(saved);
 }
 
 OC_TEST(relu_elu_tanh_reference_and_gradients)

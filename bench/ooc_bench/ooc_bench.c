@@ -78,6 +78,7 @@
 #include "offcore/dataset.h"
 #include "offcore/generate.h"
 #include "offcore/io.h"
+#include "offcore/nn.h"
 #include "offcore/progress.h"
 #include "offcore/sample.h"
 #include "offcore/store.h"
@@ -1043,6 +1044,7 @@ int main(int argc, char **argv)
     struct rusage ru;
     char why[1024], s1[32], s2[32], s3[32];
     int bad = 0;
+    oc_nn_blas_core_reexec(argv);
     if (parse_args(argc, argv, &a))
         return 2;
     oc_log_set_callback(child_log_to_stderr, NULL, OC_LOG_WARN);

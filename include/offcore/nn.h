@@ -70,6 +70,28 @@ void oc_nn_backend_gemm_stats(const struct oc_nn_backend *be, uint64_t *flops, d
 /* Whether tensor data pointers of this backend are host memory (CPU: yes). */
 int oc_nn_backend_is_host(const struct oc_nn_backend *be);
 
+/*
+ * The OpenBLAS core ("SkylakeX", "Haswell", "Prescott", ...) whose kernels the
+ * CPU backend's GEMMs run. Different cores sum in different orders, so weights
+ * are bit-identical only under the same one.
+ */
+const char *oc_nn_blas_core(void);
+/*
+ * The core OpenBLAS should have chosen, when it fell back to one without AVX2
+ * on a CPU with AVX2 or AVX-512 (an OpenBLAS older than the CPU: Debian 12's
+ * runs SSE3 kernels on Emerald Rapids, a fifth of the speed): "SkylakeX" or
+ * "Haswell". NULL when its choice stands or OPENBLAS_CORETYPE is set.
+ */
+const char *oc_nn_blas_core_advice(void);
+/*
+ * For a program's main(), before it starts threads: when the advice above
+ * names a core, sets OPENBLAS_CORETYPE to it and executes the program again
+ * with the same arguments (OpenBLAS reads the variable only when loaded).
+ * Returns when there is nothing to do or the restart failed; a CPU backend then
+ * logs one warning.
+ */
+void oc_nn_blas_core_reexec(char **argv);
+
 /* ---- tensors ------------------------------------------------------------ */
 
 enum oc_nn_dtype {

@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "offcore/core.h"
+#include "offcore/nn.h"
 
 #define OC_VERSION "0.1.0"
 
@@ -66,6 +67,7 @@ int cli_fail(const struct oc_err *err)
 
 int main(int argc, char **argv)
 {
+    oc_nn_blas_core_reexec(argv); /* first: before any thread, while nothing is open */
     cli_signals_init();
     cli_log_init(0);
     if (argc < 2) {

@@ -21,6 +21,7 @@ static int cpu_init(struct oc_nn_backend *be, struct oc_err *err)
     if (!cpu)
         return err->status;
     openblas_set_num_threads(1);
+    oc_nn_blas_core_warn_once();
     be->ctx = cpu;
     return OC_OK;
 }

@@ -348,4 +348,19 @@ int oc_nn_cpu_kg_xent(struct oc_nn_backend *be, const struct oc_nn_tensor *score
                       uint64_t n_entities, struct oc_nn_tensor *dscores, double *loss,
                       struct oc_err *err);
 
+/* ---- the OpenBLAS core (cpu_blas_core.c) ---- */
+
+/* What the CPU's vector units allow, as far as OpenBLAS's kernels care. */
+enum oc_nn_cpu_level {
+    OC_NN_CPU_BASE,   /* neither below */
+    OC_NN_CPU_AVX2,   /* AVX2 and FMA */
+    OC_NN_CPU_AVX512, /* AVX-512 F, DQ, BW, VL and CD */
+};
+enum oc_nn_cpu_level oc_nn_cpu_level(void);
+/* The core to force when OpenBLAS chose `core` (its name) on a CPU of `level`: "SkylakeX" or
+ * "Haswell" when `core` is one without AVX2 and the CPU has AVX2 or AVX-512, else NULL. */
+const char *oc_nn_blas_core_pick(const char *core, enum oc_nn_cpu_level level);
+/* Logs one warning per process when oc_nn_blas_core_advice() names a core. */
+void oc_nn_blas_core_warn_once(void);
+
 #endif

@@ -1,6 +1,7 @@
 /*
  * jsonlog.c — the `--log FILE` JSON-lines log: one object per epoch and a
- * final object with "final": true, test_acc_at_best_val and weights_sha256.
+ * final object with "final": true, test_acc_at_best_val, weights_sha256 and
+ * blas_core (the OpenBLAS kernels, on which the weights' bits depend).
  * Each line is fsynced before the checkpoint that records the log's length,
  * so a resumed run truncates the log to exactly the epochs it keeps.
  *
@@ -197,6 +198,7 @@ int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
     cJSON_AddTrueToObject(j, "final");
     cJSON_AddStringToObject(j, "model", oc_nn_model_kind_name(o->model));
     cJSON_AddNumberToObject(j, "epochs", o->epochs);
+    cJSON_AddStringToObject(j, "blas_core", oc_nn_blas_core()); /* the weights depend on it */
     if (r->evaluated) {
         cJSON_AddNumberToObject(j, "best_epoch", r->best_epoch);
         cJSON_AddNumberToObject(j, "best_val_acc", r->best_val_acc);

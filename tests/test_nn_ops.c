@@ -4,7 +4,8 @@
  * head mean, log-softmax NLL and Adam. Each is compared with a naive double
  * reference, checked by finite differences where it has a backward, and run
  * at 1, 2 and 3 threads for bit-identical output. Shape errors must name the
- * op and the shapes. The OpenBLAS core is corrected only where OpenBLAS fell
+ * op and the shapes. Dropout's eight-block Philox equals the counter RNG in
+ * both its forms. The OpenBLAS core is corrected only where OpenBLAS fell
  * back below the CPU.
  */
 #include <stdlib.h>
@@ -560,6 +561,31 @@ OC_TEST(dropout_mask_matches_counter_rng_formula)
 }
 
 /* Without a mask a group of 8 zero inputs is skipped (+0 out); a -0 among non-zeros is scaled. */
+/* Both forms of the eight-block Philox equal oc_rng_block lane by lane, counters crossing 2^32. */
+OC_TEST(philox_x8_forms_equal_the_counter_rng)
+{
+    const uint64_t seeds[] = {0, 7, 0xFFFFFFFFFFFFFFFFull, 0x0123456789ABCDEFull};
+    const uint64_t b0s[] = {0, 8, 0xFFFFFFFCull, 0xFFFFFFFFFFFFFFF9ull};
+    int vector_ran = 0;
+    for (unsigned s = 0; s < 4; s++)
+        for (unsigned b = 0; b < 4; b++) {
+            uint64_t stream = oc_rng_mix64(seeds[s], b);
+            uint32_t want[8][4], scalar[8][4], vec[8][4], any[8][4];
+            for (unsigned l = 0; l < 8; l++)
+                oc_rng_block(seeds[s], stream, b0s[b] + l, want[l]);
+            oc_nn_philox_x8_scalar(seeds[s], stream, b0s[b], scalar);
+            oc_nn_philox_x8(seeds[s], stream, b0s[b], any);
+            OC_CHECK(memcmp(scalar, want, sizeof(want)) == 0);
+            OC_CHECK(memcmp(any, want, sizeof(want)) == 0);
+            if (oc_nn_philox_x8_vector(seeds[s], stream, b0s[b], vec)) {
+                vector_ran = 1;
+                OC_CHECK(memcmp(vec, want, sizeof(want)) == 0);
+            }
+        }
+    if (!vector_ran)
+        fprintf(stderr, "  (no AVX2 here: the vector form was not run)\n");
+}
+
 OC_TEST(dropout_zero_groups_without_mask)
 {
     struct oc_err err;

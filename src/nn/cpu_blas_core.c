@@ -36,10 +36,10 @@
 
 /* OpenBLAS's cores without AVX2: what it falls back to on a CPU it does not know. */
 static const char *const pre_avx2_cores[] = {
-    "Katmai",    "Coppermine", "Northwood", "Prescott", "Banias",        "Core2",
-    "Penryn",    "Dunnington", "Nehalem",   "Atom",     "Nano",          "Sandybridge",
-    "Athlon",    "Opteron",    "Opteron(SSE3)",         "Barcelona",     "Bobcat",
-    "Bulldozer", "Piledriver", "Steamroller",
+    "Katmai",    "Coppermine",  "Northwood",  "Prescott",   "Banias",
+    "Core2",     "Penryn",      "Dunnington", "Nehalem",    "Atom",
+    "Nano",      "Sandybridge", "Athlon",     "Opteron",    "Opteron(SSE3)",
+    "Barcelona", "Bobcat",      "Bulldozer",  "Piledriver", "Steamroller",
 };
 
 enum oc_nn_cpu_level oc_nn_cpu_level(void)

@@ -204,44 +204,6 @@ int oc_nn_cpu_act_bwd(struct oc_nn_backend *be, enum oc_nn_act act, const struct
 }
 
 /*
- * Eight Philox4x32-10 blocks at once, counters (stream, b0 .. b0 + 7): the
- * same numbers as eight oc_rng_block calls, written lane-wise so the compiler
- * runs the lanes in vector registers (one block feeds only 8 elements).
- */
-static inline void philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4])
-{
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    uint32_t c0[8], c1[8], c2[8], c3[8];
-    for (unsigned l = 0; l < 8; l++) {
-        uint64_t b = b0 + l;
-        c0[l] = (uint32_t)stream;
-        c1[l] = (uint32_t)(stream >> 32);
-        c2[l] = (uint32_t)b;
-        c3[l] = (uint32_t)(b >> 32);
-    }
-    for (int r = 0; r < 10; r++) {
-        for (unsigned l = 0; l < 8; l++) {
-            uint64_t p0 = (uint64_t)0xD2511F53u * c0[l];
-            uint64_t p1 = (uint64_t)0xCD9E8D57u * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
-            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c1[l] = (uint32_t)p1;
-            c3[l] = (uint32_t)p0;
-            c0[l] = n0;
-            c2[l] = n2;
-        }
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    for (unsigned l = 0; l < 8; l++) {
-        out[l][0] = c0[l];
-        out[l][1] = c1[l];
-        out[l][2] = c2[l];
-        out[l][3] = c3[l];
-    }
-}
-
-/*
  * Element (r, c) keeps iff lane c % 8 of Philox(seed, (hash(layer, site, r), c / 8)),
  * read as 16-bit uniforms, is >= thr: a pure function of its coordinates, so
  * the partition and the grouping below do not change a bit. Blocks are drawn
@@ -293,10 +255,11 @@ OC_NN_SIMD static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
             unsigned nb = (unsigned)((m + 7) / 8); /* blocks this group reads */
             if (nb > 4) /* eight blocks at once; a short row (GAT's heads, a KG's small hidden
                            width) draws only the blocks it reads */
-                philox_x8(c->key->seed, stream, j0 / 8, bits);
+                oc_nn_philox_x8(c->key->seed, stream, j0 / 8, bits);
             else
                 for (unsigned l = 0; l < nb; l++)
-                    oc_rng_block(c->key->seed, stream, j0 / 8 + l, bits[l]); /* philox_x8's lane */
+                    oc_rng_block(c->key->seed, stream, j0 / 8 + l,
+                                 bits[l]); /* oc_nn_philox_x8's lane */
             for (unsigned l = 0; l < nb; l++)
                 for (unsigned k = 0; k < 8; k++)
                     u16[l * 8 + k] = (uint16_t)(bits[l][k / 2] >> (16 * (k % 2)));

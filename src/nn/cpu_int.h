@@ -348,6 +348,15 @@ int oc_nn_cpu_kg_xent(struct oc_nn_backend *be, const struct oc_nn_tensor *score
                       uint64_t n_entities, struct oc_nn_tensor *dscores, double *loss,
                       struct oc_err *err);
 
+/* ---- Philox for dropout (cpu_philox.c) ---- */
+
+/* Eight Philox4x32-10 blocks, counters (stream, b0 .. b0 + 7) under key seed: out[l] is
+ * oc_rng_block(seed, stream, b0 + l). Vector form where the CPU has AVX2, same bits. */
+void oc_nn_philox_x8(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4]);
+/* The two forms, for tests: the vector one returns 0 (and writes nothing) without AVX2. */
+void oc_nn_philox_x8_scalar(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4]);
+int oc_nn_philox_x8_vector(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4]);
+
 /* ---- the OpenBLAS core (cpu_blas_core.c) ---- */
 
 /* What the CPU's vector units allow, as far as OpenBLAS's kernels care. */

@@ -237,8 +237,14 @@ OC_TEST(blas_core_pick_corrects_only_a_fallback)
     OC_CHECK(oc_nn_blas_core_pick("Cooperlake", OC_NN_CPU_AVX512) == NULL);
     OC_CHECK(oc_nn_blas_core_pick("Zen", OC_NN_CPU_AVX2) == NULL);
     OC_CHECK(oc_nn_blas_core_pick(NULL, OC_NN_CPU_AVX512) == NULL);
-    /* this process (restarted by the harness where needed) runs a fitting core */
+    /* this process (restarted by the harness where needed) runs a fitting core, under its name */
     OC_CHECK(oc_nn_blas_core_pick(oc_nn_blas_core(), oc_nn_cpu_level()) == NULL);
+    char *comm = NULL;
+    size_t len = 0;
+    struct oc_err err;
+    OC_CHECK_OK(oc_read_file("/proc/self/comm", 0, &comm, &len, &err), &err);
+    OC_CHECK(comm && strncmp(comm, "test_nn_ops", 11) == 0);
+    oc_free(comm);
     /* a core the user set is theirs: no advice, whatever it is */
     char *saved = getenv("OPENBLAS_CORETYPE") ? strdup(getenv("OPENBLAS_CORETYPE")) : NULL;
     setenv("OPENBLAS_CORETYPE", "Prescott", 1);

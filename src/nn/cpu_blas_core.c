@@ -12,7 +12,7 @@
  *
  *   main ─► oc_nn_blas_core_reexec(argv)
  *             OpenBLAS's core older than the CPU's features, variable unset?
- *               yes ─► setenv OPENBLAS_CORETYPE=SkylakeX|Haswell ─► execv(/proc/self/exe)
+ *               yes ─► setenv OPENBLAS_CORETYPE=SkylakeX|Haswell ─► execv(its own path)
  *               no  ─► return (nothing to do, or the user chose the core)
  *
  * A program that did not do this (the library used from elsewhere) gets one
@@ -26,6 +26,7 @@
  * Ownership: returns static strings.
  */
 #include <cblas.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <strings.h>
 #include <unistd.h>
@@ -82,7 +83,14 @@ void oc_nn_blas_core_reexec(char **argv)
     const char *core = oc_nn_blas_core_advice();
     if (!core || setenv(OC_NN_BLAS_CORE_ENV, core, 1) != 0)
         return;
-    execv("/proc/self/exe", argv);
+    /* by its own path, so the process keeps its name ("exe" through /proc/self/exe) */
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        execv(path, argv);
+    }
+    execv("/proc/self/exe", argv); /* moved or deleted since it started */
     unsetenv(OC_NN_BLAS_CORE_ENV); /* could not restart: this process keeps OpenBLAS's choice */
 }
 

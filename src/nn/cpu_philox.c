@@ -65,7 +65,7 @@ void oc_nn_philox_x8_scalar(uint64_t seed, uint64_t stream, uint64_t b0, uint32_
 /* The 64-bit products of c's eight 32-bit lanes by m: their low and high halves, lane-wise. */
 OC_NN_AVX2 static inline void mul_lanes(__m256i c, __m256i m, __m256i *lo, __m256i *hi)
 {
-    __m256i even = _mm256_mul_epu32(c, m);                        /* lanes 0, 2, 4, 6 */
+    __m256i even = _mm256_mul_epu32(c, m);                       /* lanes 0, 2, 4, 6 */
     __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m); /* lanes 1, 3, 5, 7 */
     *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
     *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);

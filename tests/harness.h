@@ -10,6 +10,9 @@
  * is 1 if anything failed, 77 if everything was skipped, else 0.
  * Helpers: oc_test_tmpdir() gives a fresh directory removed at exit (unless
  * OC_KEEP_TMP=1); oc_test_shared() the ../shared directory or NULL.
+ * Like `offcore`, a test binary first restarts itself with OPENBLAS_CORETYPE
+ * set where OpenBLAS fell back below the CPU (oc_nn_blas_core_reexec), so its
+ * GEMMs run the kernels of the CLI runs it compares against.
  */
 #ifndef OFFCORE_TEST_HARNESS_H
 #define OFFCORE_TEST_HARNESS_H

@@ -84,11 +84,12 @@ const char *oc_nn_blas_core(void);
  */
 const char *oc_nn_blas_core_advice(void);
 /*
- * For a program's main(), before it starts threads: when the advice above
- * names a core, sets OPENBLAS_CORETYPE to it and executes the program again
- * with the same arguments (OpenBLAS reads the variable only when loaded).
- * Returns when there is nothing to do or the restart failed; a CPU backend then
- * logs one warning.
+ * For a program's main(), before it starts threads of its own: when the
+ * advice above names a core, sets OPENBLAS_CORETYPE to it and executes the
+ * program again, by its own path, with the same arguments (OpenBLAS reads the
+ * variable only when loaded). Returns when there is nothing to do, when the
+ * program was started through the dynamic loader, or when the restart failed;
+ * a CPU backend then logs one warning.
  */
 void oc_nn_blas_core_reexec(char **argv);
 

@@ -67,7 +67,7 @@ int cli_fail(const struct oc_err *err)
 
 int main(int argc, char **argv)
 {
-    oc_nn_blas_core_reexec(argv); /* first: before any thread, while nothing is open */
+    oc_nn_blas_core_reexec(argv); /* first: before our threads, while nothing is open */
     cli_signals_init();
     cli_log_init(0);
     if (argc < 2) {

@@ -15,53 +15,65 @@
  *               yes ─► setenv OPENBLAS_CORETYPE=SkylakeX|Haswell ─► execv(its own path)
  *               no  ─► return (nothing to do, or the user chose the core)
  *
- * A program that did not do this (the library used from elsewhere) gets one
- * warning when its first CPU backend starts. Different kernels sum in a
+ * A program that did not do this (the library used from elsewhere, or one
+ * started through the dynamic loader, whose /proc/self/exe is ld.so), or whose
+ * OPENBLAS_CORETYPE OpenBLAS did not follow, gets one warning when its first
+ * CPU backend starts. Different kernels sum in a
  * different order, so weights are bit-identical only under the same core;
  * the training log records it (blas_core).
  *
  * Place in the data flow: nn CPU backend; called first by offcore's mains.
- * Thread-safety: oc_nn_blas_core_reexec before any thread starts; the rest
- * any time.
+ * Thread-safety: oc_nn_blas_core_reexec before the program starts threads
+ * (OpenBLAS's own workers, started when it loaded, never read the environment,
+ * and execv ends them); the rest any time.
  * Ownership: returns static strings.
  */
 #include <cblas.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "cpu_int.h"
 
 #define OC_NN_BLAS_CORE_ENV "OPENBLAS_CORETYPE"
 
-/* OpenBLAS's cores without AVX2: what it falls back to on a CPU it does not know. */
+/* OpenBLAS's cores without AVX2 (as openblas_get_corename spells them): what it falls back to on
+ * a CPU it does not know. */
 static const char *const pre_avx2_cores[] = {
-    "Katmai",    "Coppermine",  "Northwood",  "Prescott",   "Banias",
-    "Core2",     "Penryn",      "Dunnington", "Nehalem",    "Atom",
-    "Nano",      "Sandybridge", "Athlon",     "Opteron",    "Opteron(SSE3)",
-    "Barcelona", "Bobcat",      "Bulldozer",  "Piledriver", "Steamroller",
+    "Unknown",    "Katmai",      "Coppermine",   "Northwood", "Prescott", "Banias",
+    "Core2",      "Penryn",      "Dunnington",   "Nehalem",   "Atom",     "Nano",
+    "Athlon",     "Opteron",     "Opteron_SSE3", "Barcelona", "Bobcat",   "Bulldozer",
+    "Piledriver", "Steamroller", "Sandybridge",
 };
 
-enum oc_nn_cpu_level oc_nn_cpu_level(void)
+enum oc_nn_cpu_level oc_nn_cpu_level_detect(void)
 {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
         __builtin_cpu_supports("avx512cd"))
-        return OC_NN_CPU_AVX512;
+        return OC_NN_CPU_LEVEL_AVX512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return OC_NN_CPU_AVX2;
-    return OC_NN_CPU_BASE;
+        return OC_NN_CPU_LEVEL_AVX2;
+    return OC_NN_CPU_LEVEL_BASE;
+}
+
+const char *oc_nn_blas_core_for_level(enum oc_nn_cpu_level level)
+{
+    return level == OC_NN_CPU_LEVEL_AVX512 ? "SkylakeX"
+           : level == OC_NN_CPU_LEVEL_AVX2 ? "Haswell"
+                                           : NULL;
 }
 
 const char *oc_nn_blas_core_pick(const char *core, enum oc_nn_cpu_level level)
 {
-    if (level == OC_NN_CPU_BASE || !core)
+    if (!core)
         return NULL;
     for (size_t i = 0; i < sizeof(pre_avx2_cores) / sizeof(pre_avx2_cores[0]); i++)
         if (strcasecmp(core, pre_avx2_cores[i]) == 0)
-            return level == OC_NN_CPU_AVX512 ? "SkylakeX" : "Haswell";
+            return oc_nn_blas_core_for_level(level);
     return NULL;
 }
 
@@ -75,18 +87,20 @@ const char *oc_nn_blas_core_advice(void)
     const char *set = getenv(OC_NN_BLAS_CORE_ENV);
     if (set && set[0])
         return NULL;
-    return oc_nn_blas_core_pick(oc_nn_blas_core(), oc_nn_cpu_level());
+    return oc_nn_blas_core_pick(oc_nn_blas_core(), oc_nn_cpu_level_detect());
 }
 
 void oc_nn_blas_core_reexec(char **argv)
 {
     const char *core = oc_nn_blas_core_advice();
-    if (!core || setenv(OC_NN_BLAS_CORE_ENV, core, 1) != 0)
+    /* AT_BASE is 0 when ld.so was started as the program: /proc/self/exe is then ld.so, which
+       would take argv[1] for the program; such a run keeps OpenBLAS's choice and is warned */
+    if (!core || getauxval(AT_BASE) == 0 || setenv(OC_NN_BLAS_CORE_ENV, core, 1) != 0)
         return;
     /* by its own path, so the process keeps its name ("exe" through /proc/self/exe) */
     char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
-    if (n > 0) {
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path));
+    if (n > 0 && (size_t)n < sizeof(path)) {
         path[n] = '\0';
         execv(path, argv);
     }
@@ -97,12 +111,21 @@ void oc_nn_blas_core_reexec(char **argv)
 void oc_nn_blas_core_warn_once(void)
 {
     static int warned;
-    const char *core = oc_nn_blas_core_advice();
-    if (!core || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    enum oc_nn_cpu_level level = oc_nn_cpu_level_detect();
+    const char *core = oc_nn_blas_core(), *fit = oc_nn_blas_core_pick(core, level);
+    if (!fit || __atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
         return;
-    oc_log(OC_LOG_WARN,
-           "OpenBLAS runs its %s kernels on a CPU with %s, several times slower at dense layers: "
-           "set %s=%s before the program starts (offcore's own programs do this themselves)",
-           oc_nn_blas_core(), oc_nn_cpu_level() == OC_NN_CPU_AVX512 ? "AVX-512" : "AVX2",
-           OC_NN_BLAS_CORE_ENV, core);
+    const char *set = getenv(OC_NN_BLAS_CORE_ENV),
+               *cpu = level == OC_NN_CPU_LEVEL_AVX512 ? "AVX-512" : "AVX2";
+    if (set && set[0])
+        oc_log(OC_LOG_WARN,
+               "OpenBLAS runs its %s kernels on a CPU with %s (%s=%s), several times slower at "
+               "dense layers than its %s kernels",
+               core, cpu, OC_NN_BLAS_CORE_ENV, set, fit);
+    else
+        oc_log(OC_LOG_WARN,
+               "OpenBLAS runs its %s kernels on a CPU with %s, several times slower at dense "
+               "layers: set %s=%s before the program starts (offcore's own programs do this "
+               "themselves)",
+               core, cpu, OC_NN_BLAS_CORE_ENV, fit);
 }

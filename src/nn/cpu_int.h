@@ -361,15 +361,18 @@ int oc_nn_philox_x8_vector(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t
 
 /* What the CPU's vector units allow, as far as OpenBLAS's kernels care. */
 enum oc_nn_cpu_level {
-    OC_NN_CPU_BASE,   /* neither below */
-    OC_NN_CPU_AVX2,   /* AVX2 and FMA */
-    OC_NN_CPU_AVX512, /* AVX-512 F, DQ, BW, VL and CD */
+    OC_NN_CPU_LEVEL_BASE,   /* neither below */
+    OC_NN_CPU_LEVEL_AVX2,   /* AVX2 and FMA */
+    OC_NN_CPU_LEVEL_AVX512, /* AVX-512 F, DQ, BW, VL and CD */
 };
-enum oc_nn_cpu_level oc_nn_cpu_level(void);
-/* The core to force when OpenBLAS chose `core` (its name) on a CPU of `level`: "SkylakeX" or
- * "Haswell" when `core` is one without AVX2 and the CPU has AVX2 or AVX-512, else NULL. */
+enum oc_nn_cpu_level oc_nn_cpu_level_detect(void);
+/* The OpenBLAS core offcore forces at a level: "SkylakeX", "Haswell", or NULL (base). */
+const char *oc_nn_blas_core_for_level(enum oc_nn_cpu_level level);
+/* The core to force when OpenBLAS chose `core` (its name) on a CPU of `level`: the level's core
+ * when `core` is one without AVX2 (what OpenBLAS falls back to), else NULL. */
 const char *oc_nn_blas_core_pick(const char *core, enum oc_nn_cpu_level level);
-/* Logs one warning per process when oc_nn_blas_core_advice() names a core. */
+/* Logs one warning per process when OpenBLAS runs a core without AVX2 on a CPU with it, whether
+ * OPENBLAS_CORETYPE is unset (what to set) or set (OpenBLAS did not follow it). */
 void oc_nn_blas_core_warn_once(void);
 
 #endif

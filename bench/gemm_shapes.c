@@ -107,8 +107,8 @@ int main(int argc, char **argv)
     if (argc > 2) {
         n = 0;
         for (int i = 2; i < argc; i++, n++)
-            if (sscanf(argv[i], "%d,%d,%d,%d,%d,%d", &set[n].ta, &set[n].tb, &set[n].m,
-                       &set[n].n, &set[n].k, &set[n].count) != 6 ||
+            if (sscanf(argv[i], "%d,%d,%d,%d,%d,%d", &set[n].ta, &set[n].tb, &set[n].m, &set[n].n,
+                       &set[n].k, &set[n].count) != 6 ||
                 set[n].m < 1 || set[n].n < 1 || set[n].k < 1 || set[n].count < 1) {
                 fprintf(stderr, "gemm_shapes: '%s' is not ta,tb,M,N,K,count\n", argv[i]);
                 return 2;

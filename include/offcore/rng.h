@@ -33,6 +33,12 @@ double oc_rng_uniform_f64(struct oc_rng *r);
 /* Standard normal (Box–Muller, both values used in turn is not done: stateless per call). */
 float oc_rng_normal(struct oc_rng *r);
 
+/* Philox4x32-10's round multipliers and key increments (Salmon et al. 2011). */
+#define OC_RNG_PHILOX_M0 0xD2511F53u
+#define OC_RNG_PHILOX_M1 0xCD9E8D57u
+#define OC_RNG_PHILOX_W0 0x9E3779B9u
+#define OC_RNG_PHILOX_W1 0xBB67AE85u
+
 /* Philox4x32-10: out = Philox(key, ctr). Inline so element-wise kernels can unroll it. */
 static inline void oc_rng_philox10(const uint32_t key_in[2], const uint32_t ctr_in[4],
                                    uint32_t out[4])
@@ -40,16 +46,16 @@ static inline void oc_rng_philox10(const uint32_t key_in[2], const uint32_t ctr_
     uint32_t k0 = key_in[0], k1 = key_in[1];
     uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
     for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0;
-        uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint64_t p0 = (uint64_t)OC_RNG_PHILOX_M0 * c0;
+        uint64_t p1 = (uint64_t)OC_RNG_PHILOX_M1 * c2;
         uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
         uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
         c0 = hi1 ^ c1 ^ k0;
         c1 = lo1;
         c2 = hi0 ^ c3 ^ k1;
         c3 = lo0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
+        k0 += OC_RNG_PHILOX_W0;
+        k1 += OC_RNG_PHILOX_W1;
     }
     out[0] = c0;
     out[1] = c1;

@@ -257,9 +257,8 @@ OC_NN_SIMD static int dropout_fwd_task(void *cp, uint64_t task, unsigned worker)
                            width) draws only the blocks it reads */
                 oc_nn_philox_x8(c->key->seed, stream, j0 / 8, bits);
             else
-                for (unsigned l = 0; l < nb; l++)
-                    oc_rng_block(c->key->seed, stream, j0 / 8 + l,
-                                 bits[l]); /* oc_nn_philox_x8's lane */
+                for (unsigned l = 0; l < nb; l++) /* oc_nn_philox_x8's lanes, one by one */
+                    oc_rng_block(c->key->seed, stream, j0 / 8 + l, bits[l]);
             for (unsigned l = 0; l < nb; l++)
                 for (unsigned k = 0; k < 8; k++)
                     u16[l * 8 + k] = (uint16_t)(bits[l][k / 2] >> (16 * (k % 2)));

@@ -7,54 +7,24 @@
  *                                         32-bit lanes of 4 registers; a round's
  *                                         32x32->64 products are 2 vpmuludq per
  *                                         register (even lanes, odd lanes)
- *                                  no  ─► oc_nn_philox_x8_scalar
+ *                                  no  ─► oc_nn_philox_x8_scalar: eight oc_rng_block
  *
- * GCC does not vectorize the widening multiplies of the scalar form, whose
- * 64-bit imuls made dropout cost 2.7 ns an element on one core. Integer
- * arithmetic is exact, so both forms give the same bits.
+ * GCC does not vectorize the widening multiplies of a lane-wise scalar form:
+ * its 64-bit imuls made dropout cost 2.7 ns an element on one core. Integer
+ * arithmetic is exact, so both forms give the same bits. The round's
+ * constants are core's (offcore/rng.h).
  *
  * Place in the data flow: nn CPU backend; cpu_elem.c's dropout.
  * Thread-safety: pure functions.
  * Ownership: the caller's out array.
  */
 #include "cpu_int.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
+#include "offcore/rng.h"
 
 void oc_nn_philox_x8_scalar(uint64_t seed, uint64_t stream, uint64_t b0, uint32_t out[8][4])
 {
-    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
-    uint32_t c0[8], c1[8], c2[8], c3[8];
-    for (unsigned l = 0; l < 8; l++) {
-        uint64_t b = b0 + l;
-        c0[l] = (uint32_t)stream;
-        c1[l] = (uint32_t)(stream >> 32);
-        c2[l] = (uint32_t)b;
-        c3[l] = (uint32_t)(b >> 32);
-    }
-    for (int r = 0; r < 10; r++) {
-        for (unsigned l = 0; l < 8; l++) {
-            uint64_t p0 = (uint64_t)PHILOX_M0 * c0[l];
-            uint64_t p1 = (uint64_t)PHILOX_M1 * c2[l];
-            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0;
-            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
-            c1[l] = (uint32_t)p1;
-            c3[l] = (uint32_t)p0;
-            c0[l] = n0;
-            c2[l] = n2;
-        }
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    for (unsigned l = 0; l < 8; l++) {
-        out[l][0] = c0[l];
-        out[l][1] = c1[l];
-        out[l][2] = c2[l];
-        out[l][3] = c3[l];
-    }
+    for (unsigned l = 0; l < 8; l++)
+        oc_rng_block(seed, stream, b0 + l, out[l]);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -83,7 +53,8 @@ OC_NN_AVX2 static void philox_x8_avx2(uint64_t seed, uint64_t stream, uint64_t b
     __m256i c1 = _mm256_set1_epi32((int)(uint32_t)(stream >> 32));
     __m256i c2 = _mm256_loadu_si256((const __m256i *)lo);
     __m256i c3 = _mm256_loadu_si256((const __m256i *)hi);
-    __m256i m0 = _mm256_set1_epi32((int)PHILOX_M0), m1 = _mm256_set1_epi32((int)PHILOX_M1);
+    __m256i m0 = _mm256_set1_epi32((int)OC_RNG_PHILOX_M0),
+            m1 = _mm256_set1_epi32((int)OC_RNG_PHILOX_M1);
     uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
     for (int r = 0; r < 10; r++) {
         __m256i lo0, hi0, lo1, hi1;
@@ -93,8 +64,8 @@ OC_NN_AVX2 static void philox_x8_avx2(uint64_t seed, uint64_t stream, uint64_t b
         c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
         c1 = lo1;
         c3 = lo0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
+        k0 += OC_RNG_PHILOX_W0;
+        k1 += OC_RNG_PHILOX_W1;
     }
     /* lanes to blocks: out[l] = (c0[l], c1[l], c2[l], c3[l]) */
     __m256i a = _mm256_unpacklo_epi32(c0, c1), b = _mm256_unpackhi_epi32(c0, c1);

@@ -28,8 +28,6 @@
 #include "offcore/progress.h"
 #include "offcore/thread.h"
 
-void openblas_set_num_threads(int n);
-
 struct shape {
     int ta, tb;
     int m, n, k, count;
@@ -73,14 +71,14 @@ static double time_shape(struct oc_nn_backend *be, const struct shape *s, int op
         fprintf(stderr, "gemm_shapes: %s\n", err.msg);
         goto out;
     }
+    if (openblas_threads) /* outside the timed calls; back to the backend's 1 below */
+        openblas_set_num_threads(openblas_threads);
     for (int rep = 0; rep < 6; rep++) {
         double t0 = oc_now_s();
         if (openblas_threads) {
-            openblas_set_num_threads(openblas_threads);
             cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans,
                         s->tb ? CblasTrans : CblasNoTrans, s->m, s->n, s->k, 1.0f, pa, ac, pb, bc,
                         0.0f, pc, s->n);
-            openblas_set_num_threads(1);
         } else if (oc_nn_gemm(s->ta, s->tb, 1.0f, &a, &b, 0.0f, &c, &err)) {
             fprintf(stderr, "gemm_shapes: %s\n", err.msg);
             break;
@@ -89,6 +87,8 @@ static double time_shape(struct oc_nn_backend *be, const struct shape *s, int op
         if (rep > 0 && t < best) /* the first call warms up */
             best = t;
     }
+    if (openblas_threads)
+        openblas_set_num_threads(1);
 out:
     free(pa);
     free(pb);

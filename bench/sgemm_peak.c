@@ -16,8 +16,6 @@
 #include "offcore/nn.h"
 #include "offcore/progress.h"
 
-void openblas_set_num_threads(int n);
-
 static double best_gflops(int n, const float *a, const float *b, float *c)
 {
     double best = 0;

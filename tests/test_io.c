@@ -532,6 +532,130 @@ OC_TEST(batch_merge_counts_pread)
     batch_merge_counts(1);
 }
 
+/*
+ * The block reader's crossover: with a gap of 2 pages, spans 1 or 2 pages
+ * apart are read as one (the hole along), 3 apart are not; max_read still
+ * caps a read; merging off ignores the gap. Every request gets its bytes.
+ */
+static void batch_gap_counts(int no_uring)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    uint8_t *data = make_file(oc_test_tmpdir(), "g.bin", 2 << 20, path, sizeof(path));
+    uint8_t out[6][100];
+    struct oc_io_batch *b = new_batch(no_uring, 64 << 10);
+    const struct oc_io_stats *st;
+    /* pages 0, 2 (hole of 1), 5 (hole of 2), 9 (hole of 3), 10, and 30 */
+    static const uint64_t page[6] = {0, 2, 5, 9, 10, 30};
+
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    if (!b || !f)
+        goto out;
+    st = oc_io_batch_stats(b);
+    oc_io_batch_set_gap(b, 2 * 4096 + 100); /* rounded down to 2 pages */
+    for (int i = 5; i >= 0; i--)
+        OC_CHECK_OK(oc_io_batch_add(b, f, page[i] * 4096 + 7, 100, out[i], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_requests == 6);
+    OC_CHECK(st->n_reads == 3); /* [0, 6), [9, 11), [30, 31) */
+    OC_CHECK(st->read_bytes == (6 + 2 + 1) * 4096);
+    OC_CHECK(st->requested_bytes == 600);
+    for (int i = 0; i < 6; i++)
+        OC_CHECK(memcmp(out[i], data + page[i] * 4096 + 7, 100) == 0);
+
+    /* The gap never makes a read past max_read (64 KiB here): 16 pages apart, 2 reads. */
+    oc_io_batch_set_gap(b, 1 << 20);
+    uint64_t n0 = st->n_reads;
+    OC_CHECK_OK(oc_io_batch_add(b, f, 0, 100, out[0], &err), &err);
+    OC_CHECK_OK(oc_io_batch_add(b, f, 16 * 4096, 100, out[1], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads - n0 == 2);
+    OC_CHECK(memcmp(out[1], data + 16 * 4096, 100) == 0);
+
+    /* Merging off: every request its own read, gap or not. */
+    oc_io_batch_set_merge(b, 0);
+    n0 = st->n_reads;
+    for (int i = 0; i < 6; i++)
+        OC_CHECK_OK(oc_io_batch_add(b, f, page[i] * 4096, 100, out[i], &err), &err);
+    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+    OC_CHECK(st->n_reads - n0 == 6);
+out:
+    oc_io_batch_free(b);
+    oc_file_close(f, NULL);
+    free(data);
+}
+
+OC_TEST(batch_gap_counts_uring)
+{
+    TEST_REQUIRE_URING();
+    batch_gap_counts(0);
+}
+
+OC_TEST(batch_gap_counts_pread)
+{
+    batch_gap_counts(1);
+}
+
+/* The crossover: bandwidth / IOPS in whole pages, 0 for nonsense, capped at 64 MiB. */
+OC_TEST(disk_gap_for)
+{
+    OC_CHECK(oc_io_gap_for(1.6e9, 100e3) == 12288); /* 16,000 bytes: 3 pages */
+    OC_CHECK(oc_io_gap_for(1.6e9, 1e6) == 0);       /* a request costs under a page */
+    OC_CHECK(oc_io_gap_for(0, 100e3) == 0);
+    OC_CHECK(oc_io_gap_for(1.6e9, 0) == 0);
+    OC_CHECK(oc_io_gap_for(1e12, 1) == (64u << 20));
+}
+
+/*
+ * The probe: a file below OC_IO_PROBE_MIN_BYTES is not measured (crossover
+ * 0); one above it is, with positive figures, once per device; the
+ * environment's OC_IO_GAP_BYTES replaces the crossover; a read error during
+ * the probe names the file.
+ */
+OC_TEST(disk_probe)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    struct oc_io_disk d;
+    char path[600];
+    free(make_file(oc_test_tmpdir(), "small.bin", 1 << 20, path, sizeof(path)));
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    OC_CHECK_OK(oc_io_disk_probe(f, &d, &err), &err);
+    OC_CHECK(!d.measured && d.gap_bytes == 0);
+    setenv("OC_IO_GAP_BYTES", "20000", 1);
+    OC_CHECK_OK(oc_io_disk_of(f, &d, &err), &err);
+    OC_CHECK(d.gap_bytes == 16384);
+    unsetenv("OC_IO_GAP_BYTES");
+    oc_file_close(f, NULL);
+
+    OC_CHECK(strlen(oc_test_tmpdir()) + 9 < sizeof(path));
+    strcpy(path, oc_test_tmpdir());
+    strcat(path, "/big.bin");
+    int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    OC_CHECK(fd >= 0 && ftruncate(fd, (off_t)OC_IO_PROBE_MIN_BYTES + (1 << 20)) == 0);
+    close(fd);
+    f = NULL;
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    if (!f || !oc_file_is_direct(f)) {
+        oc_file_close(f, NULL);
+        OC_SKIP("no O_DIRECT on the test directory's filesystem");
+    }
+    OC_CHECK_OK(oc_io_disk_probe(f, &d, &err), &err);
+    OC_CHECK(d.measured && d.seq_bps > 0 && d.rand_iops > 0);
+    OC_CHECK(d.gap_bytes == oc_io_gap_for(d.seq_bps, d.rand_iops));
+    struct oc_io_disk again;
+    OC_CHECK_OK(oc_io_disk_of(f, &again, &err), &err);
+    OC_CHECK(again.measured);
+    /* a read that fails while probing is an error naming the file */
+    oc_fault_arm(OC_FAULT_READ, 1, EIO);
+    int rc = oc_io_disk_probe(f, &d, &err);
+    oc_fault_disarm_all();
+    OC_CHECK(rc == OC_ERR_IO && strstr(err.msg, "big.bin") && strstr(err.msg, "disk probe"));
+    OC_CHECK(!d.measured);
+    oc_file_close(f, NULL);
+}
+
 static void batch_errors(int no_uring)
 {
     struct oc_err err;

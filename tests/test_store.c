@@ -257,6 +257,62 @@ OC_TEST(all_match_memory_f16_wide)
     all_match_memory(OC_DTYPE_F16, 300);
 }
 
+/* Reads (after merging) of static with nothing cached, for 1500 random rows. */
+static uint64_t static_miss_reads(const struct fixture *fx, uint64_t *ids, float *out)
+{
+    struct oc_err err;
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.mem_bytes = fixture_fixed_bytes(fx) + 8;
+    struct oc_store *s = fixture_open("static", &c);
+    struct oc_store_stats st = {0};
+    if (!s)
+        return 0;
+    random_ids(ids, 1500, fx->n_nodes, 3);
+    OC_CHECK_OK(oc_store_gather(s, ids, 1500, out, &err), &err);
+    for (uint64_t i = 0; i < 1500; i++)
+        OC_CHECK(memcmp(out + i * fx->dim, fx->ref + ids[i] * fx->dim, fx->dim * 4) == 0);
+    oc_store_stats(s, &st);
+    OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == 1500);
+    oc_store_free(s);
+    return st.n_reads;
+}
+
+/*
+ * The block reader's crossover (io/probe.c; OC_IO_GAP_BYTES stands in for a
+ * probe, as the test files are too small to probe): every strategy still
+ * gathers the file's rows bit for bit, and static's misses take fewer
+ * requests than with only touching pages merged (holes read along).
+ */
+OC_TEST(gap_reads_match_memory)
+{
+    struct fixture fx;
+    struct oc_pool *pool = NULL;
+    struct oc_err err;
+    if (!fixture_init(&fx, 20000, 64, OC_DTYPE_F32)) { /* 256-byte rows, 1250 pages */
+        fixture_free(&fx);
+        return;
+    }
+    OC_CHECK_OK(oc_pool_new(2, &pool, &err), &err);
+    uint64_t *ids = malloc(1500 * sizeof(uint64_t));
+    float *out = malloc(1500 * fx.dim * sizeof(float));
+    uint64_t touching = static_miss_reads(&fx, ids, out);
+    setenv("OC_IO_GAP_BYTES", "16384", 1);
+    uint64_t gapped = static_miss_reads(&fx, ids, out);
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
+        struct variant v = {oc_store_strategy_name(i), "gap 16 KiB", 0, OC_STORE_HOTNESS_DEGREE};
+        compare_variant(&fx, &v, pool);
+    }
+    unsetenv("OC_IO_GAP_BYTES");
+    OC_CHECK(touching > 0 && gapped > 0 && gapped < touching);
+    if (getenv("OC_TEST_VERBOSE"))
+        fprintf(stderr, "  static misses: %llu reads, %llu with holes up to 16 KiB read along\n",
+                (unsigned long long)touching, (unsigned long long)gapped);
+    free(ids);
+    free(out);
+    oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
 OC_TEST(row_widen_inplace)
 {
     /* Every length around the chunk size, against a plain conversion. */

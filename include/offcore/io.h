@@ -157,6 +157,15 @@ const struct oc_io_stats *oc_io_batch_stats(const struct oc_io_batch *b);
  */
 void oc_io_batch_set_merge(struct oc_io_batch *b, int merge);
 /*
+ * The block reader's crossover: requests of one file whose page-aligned spans
+ * are at most gap_bytes apart (rounded down to pages) are read as one, the
+ * hole between them along, when that read fits max_read (0, the default:
+ * only spans that share or touch a page merge). oc_io_disk_of gives the
+ * crossover the disk's measured bandwidth and IOPS call for. Ignored while
+ * merging is off.
+ */
+void oc_io_batch_set_gap(struct oc_io_batch *b, uint64_t gap_bytes);
+/*
  * Makes room for n queued requests (none split, each with a callback), so
  * runs of up to n allocate nothing. Bytes per request: oc_io_batch_request_bytes.
  */
@@ -164,6 +173,37 @@ int oc_io_batch_reserve(struct oc_io_batch *b, size_t n, struct oc_err *err);
 size_t oc_io_batch_request_bytes(void);
 /* Memory the batch holds: bounce buffer plus its request and span arrays. */
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
+
+/* ---- the disk under a file (probe.c) ---------------------------------------- */
+
+/* Files smaller than this are not probed (too few pages for a random-read figure). */
+#define OC_IO_PROBE_MIN_BYTES ((uint64_t)64 << 20)
+
+struct oc_io_disk {
+    double seq_bps;     /* sequential: 1 MiB reads, 8 in flight, bytes/s */
+    double rand_iops;   /* random 4 KiB reads, 64 in flight, reads/s */
+    uint64_t gap_bytes; /* the crossover for oc_io_batch_set_gap (0: merge touching pages only) */
+    int measured;       /* 0: not probed (no O_DIRECT, or a file under OC_IO_PROBE_MIN_BYTES) */
+};
+
+/* seq_bps / rand_iops rounded down to pages (at most 64 MiB); 0 if either is not positive. */
+uint64_t oc_io_gap_for(double seq_bps, double rand_iops);
+/*
+ * Measures the disk under f (O_DIRECT and at least OC_IO_PROBE_MIN_BYTES;
+ * else *out is zero, measured = 0): sequential reads of up to 64 MiB from
+ * its second page and random 4 KiB reads anywhere, each part at most about a
+ * quarter of a second. Read errors name the file.
+ */
+int oc_io_disk_probe(struct oc_file *f, struct oc_io_disk *out, struct oc_err *err);
+/*
+ * oc_io_disk_probe once per device (st_dev) and process: later calls on
+ * files of the same device return the first measurement (logged at info
+ * level). OC_IO_GAP_BYTES in the environment (bytes, at most 64 MiB)
+ * replaces gap_bytes. Thread-safe.
+ */
+int oc_io_disk_of(struct oc_file *f, struct oc_io_disk *out, struct oc_err *err);
+/* oc_io_batch_set_gap(b, the crossover oc_io_disk_of gives for f's disk). */
+int oc_io_batch_fit_disk(struct oc_io_batch *b, struct oc_file *f, struct oc_err *err);
 
 /* ---- row ring (io_uring SQPOLL, fixed buffers and file; pread fallback) ----- */
 

@@ -9,7 +9,9 @@
  *   add(f, off, len, dst) ... add  -->  run:
  *     1. sort requests by (file, offset)          (in place, no allocation)
  *     2. page-align each [off, off+len); merge spans of one file that share
- *        or touch a page, up to max_read bytes     -> one read per span
+ *        or touch a page, or lie at most `gap` bytes apart (the block
+ *        reader's crossover: reading the hole costs less than one more
+ *        request; probe.c), up to max_read bytes   -> one read per span
  *     3. io_uring: keep `depth` reads in flight the whole run; the aligned
  *        bounce buffer is a ring that spans take bytes from in issue order
  *        and give back once they and every earlier span are finished;
@@ -21,6 +23,7 @@
  *   requests (sorted)  |--a--|  |-b-|     |----c----|        |d|
  *   pages              [  p0  ][  p1  ][  p2  ][  p3  ]...  [ p9 ]
  *   spans (reads)      [============= one read ==========]  [ p9 ]
+ *   gap >= 5 pages     [================== one read ===================]
  *
  * With merging switched off (oc_io_batch_set_merge), step 2 gives every
  * request its own span. A request larger than max_read is split at add time
@@ -109,7 +112,8 @@ struct oc_io_batch {
     size_t n_cbs;
     uint64_t cap_cbs;
     struct oc_io_stats stats;
-    int merge; /* merge requests that share or touch a page (default 1) */
+    int merge;    /* merge requests that share or touch a page (default 1) */
+    uint64_t gap; /* and spans at most this many bytes apart (aligned; default 0) */
     int use_uring;
 #ifdef OC_HAVE_URING
     int fixed_buf;                              /* bounce registered with the ring: read_fixed */
@@ -252,6 +256,11 @@ size_t oc_io_batch_max_read(const struct oc_io_batch *b)
 void oc_io_batch_set_merge(struct oc_io_batch *b, int merge)
 {
     b->merge = merge != 0;
+}
+
+void oc_io_batch_set_gap(struct oc_io_batch *b, uint64_t gap_bytes)
+{
+    b->gap = oc_io_align_down(gap_bytes);
 }
 
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b)
@@ -406,7 +415,7 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];
         uint64_t lo = oc_io_align_down(r->off), hi = oc_io_align_up(r->off + r->len);
-        if (b->merge && s && s->f == r->f && lo <= s->off + s->len) {
+        if (b->merge && s && s->f == r->f && lo <= s->off + s->len + b->gap) {
             uint64_t new_end = hi > s->off + s->len ? hi : s->off + s->len;
             if (new_end - s->off <= b->max_read) {
                 s->len = (size_t)(new_end - s->off);

@@ -218,6 +218,11 @@ int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, s
     }
     oc_io_batch_set_merge(d->batch, merge);
     oc_io_batch_register_file(d->batch, d->f); /* optional: a plain read otherwise */
+    /* the block reader: holes cheaper to read than a request are read along (io/probe.c) */
+    if (merge && (rc = oc_io_batch_fit_disk(d->batch, d->f, err))) {
+        store_disk_close(d);
+        return rc;
+    }
     return OC_OK;
 }
 

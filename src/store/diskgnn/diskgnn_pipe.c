@@ -224,7 +224,8 @@ static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, 
             return rc;
         j++;
     }
-    if (n_dc && (rc = oc_io_batch_run(p->io, err)))
+    if (n_dc &&
+        ((rc = oc_io_batch_fit_disk(p->io, w->f, err)) || (rc = oc_io_batch_run(p->io, err))))
         return rc;
     uint64_t meta_bytes = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
     sl->rec_bytes = rec;

@@ -54,8 +54,8 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
     if ((rc = oc_io_batch_new(g->depth, (size_t)g->depth * g->cell_bytes, &x->reader, err)) ||
         (rc = oc_io_batch_reserve(x->reader, 2 * GD_READ_RUN, err)))
         return rc;
-    oc_io_batch_register_file(x->reader, g->file); /* optional: a plain read otherwise */
-    return OC_OK;
+    oc_io_batch_register_file(x->reader, g->file);        /* optional: a plain read otherwise */
+    return oc_io_batch_fit_disk(x->reader, g->file, err); /* the block reader's crossover */
 }
 
 void gd_io_deinit(struct gd_extractor *x)

@@ -1,10 +1,10 @@
 /*
  * test_store_diskgnn_stages.c — the `diskgnn` strategy's stages (planner,
- * feature loader, graph loader, feature assembler) on the pipeline of
- * pipeline.h: opened on a shared pipeline as train does, a loader error
- * reaches the trainer through the batch pipeline with the file and offset
- * named; a cancellation while the assembler, the loader and the planner
- * wait (or pack) unblocks them all, records no error of its own and leaves
+ * feature loader, graph loader; the feature assembler runs in the batch
+ * pipeline's fetch stage) on the pipeline of pipeline.h: opened on a shared
+ * pipeline as train does, a loader error reaches the trainer through the
+ * batch pipeline with the file and offset named; a cancellation while the
+ * graph loader, the loader and the planner wait (or pack) unblocks them all, records no error of its own and leaves
  * no file; with a pipeline of its own the store starts its stages at open
  * and joins them at free, each stage's busy time in the store's stats.
  * Every case ends with no leak and no thread left.
@@ -145,7 +145,7 @@ OC_TEST(loader_error_reaches_the_trainer_through_the_shared_pipeline)
 }
 
 /*
- * Cancelled with the assembler waiting for the trainer's batch back, the
+ * Cancelled with the graph loader waiting for the trainer to take a batch, the
  * loader for a free chunk buffer and the planner packing or waiting: every
  * wait returns, the next batches end with OC_ERR_CANCELLED (no stage turns
  * the cancellation into an error), the join does not hang, no file is left.
@@ -171,7 +171,7 @@ OC_TEST(cancellation_unblocks_every_stage)
             oc_pipeline_free(p);
             break;
         }
-        OC_CHECK(proc_n_threads_is(threads + 4)); /* the planner and the three loaders */
+        OC_CHECK(proc_n_threads_is(threads + 3)); /* the planner and the two loaders */
         if (k >= 1)
             usleep(100 * 1000); /* the loaders fill their queues and wait */
         if (k == 2)
@@ -212,7 +212,7 @@ OC_TEST(own_pipeline_is_joined_at_free)
         struct oc_store *s = open_diskgnn(&fx, plan, NULL, 3, reuse, &err);
         if (!s)
             break;
-        OC_CHECK(proc_n_threads_is(threads + (reuse ? 3 : 4)));
+        OC_CHECK(proc_n_threads_is(threads + (reuse ? 2 : 3)));
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size, order[64];
         OC_CHECK(nb <= 64);
         for (uint64_t e = 0; e < 3 && nb <= 64; e++) {
@@ -221,7 +221,8 @@ OC_TEST(own_pipeline_is_joined_at_free)
                 OC_CHECK_OK(take_batch(&fx, s, reuse ? 0 : e, reuse ? order[i] : i, &err), &err);
         }
         OC_CHECK_ERR(take_batch(&fx, s, 3, 0, &err), OC_ERR_ARG, &err, "plan's next batch");
-        struct oc_store_stats st; /* every stage that ran was busy; no planner with reuse */
+        struct oc_store_stats st; /* every stage that ran was busy, and the assembler (in the
+                                     gathers); no planner with reuse */
         oc_store_stats(s, &st);
         OC_CHECK(st.stage_busy_us[0] > 0 && st.stage_busy_us[1] > 0 && st.stage_busy_us[2] > 0);
         OC_CHECK(reuse ? st.stage_busy_us[3] == 0 : st.stage_busy_us[3] > 0);

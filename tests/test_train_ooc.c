@@ -100,7 +100,7 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
             /* ginex's own neighbor cache ranking, as the CLI picks it for --strategy ginex */
             o.topo_rank = strcmp(name, "ginex") == 0 ? OC_TOPO_RANK_GINEX : OC_TOPO_RANK_DEGREE;
-            /* diskgnn holds a chunk buffer and an assembled batch besides its cache; helios's
+            /* diskgnn holds chunk buffers and its window plan besides its cache; helios's
                pipeline one row buffer fewer, so at 28 MB its cache holds every row read */
             o.mem_budget = strcmp(name, "diskgnn") == 0  ? 36u << 20
                            : strcmp(name, "helios") == 0 ? 22u << 20

@@ -31,9 +31,9 @@
 #include "io/io_int.h"
 #include "offcore/progress.h"
 
-#define PROBE_SEQ_READ  (1u << 20) /* one sequential read */
-#define PROBE_SEQ_DEPTH 8u
-#define PROBE_SEQ_BYTES (64u << 20) /* at most, sequentially */
+#define PROBE_SEQ_READ   (1u << 20) /* one sequential read */
+#define PROBE_SEQ_DEPTH  8u
+#define PROBE_SEQ_BYTES  (64u << 20) /* at most, sequentially */
 #define PROBE_RAND_DEPTH 64u
 #define PROBE_RAND_RUN   256u /* random reads per batch run */
 #define PROBE_RAND_MAX   8192u

@@ -13,9 +13,10 @@
  * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
  *
  * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers (one
- * when two, with the rest of the buffers, would take over half the budget) and one
- * assembled f32 batch (sized from the first window's largest batch, plus a
- * quarter with fresh samples), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and
+ * when two, with the rest of the buffers, would take over half the budget;
+ * sized from the first window's largest batch, plus a quarter with fresh
+ * samples; rows are assembled straight into the batch pipeline's row buffer,
+ * which train reserves, so no assembled batch of its own), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and
  * what the planner needs to lay out and pack the first window beside the
  * cache it fills (with fresh samples, the next windows': the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
@@ -65,7 +66,7 @@ struct diskgnn_store {
     int reuse;
     uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
     uint64_t *order, order_epoch;
-    struct dg_ready *cur;        /* taken from the pipe, not yet gathered */
+    struct dg_slot *cur;         /* taken from the pipe, not yet gathered */
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
                                     stage may grow them; not read across threads) */
@@ -114,9 +115,9 @@ static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_con
                              uint32_t n_slots, uint64_t in, uint64_t chunk)
 {
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
-    return n_slots * (chunk + blocks) + in * s->feat_dim * sizeof(float) + blocks + DG_IO_BOUNCE +
-           DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES + STORE_DISK_BOUNCE_BYTES +
-           store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) + sizeof(struct diskgnn_store);
+    return n_slots * (chunk + blocks) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES +
+           STORE_DISK_BOUNCE_BYTES + store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
+           sizeof(struct diskgnn_store);
 }
 
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
@@ -143,7 +144,7 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * stay within half of the budget, at least one batch: the window, not the
  * epoch, is what the budget must hold, so an epoch of any length fits.
  * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
- * buffers, the assembled batch, staging) take at most half of the budget,
+ * buffers, staging) take at most half of the budget,
  * else one.
  */
 static uint64_t window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
@@ -212,7 +213,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, d->reuse);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
-                      "store diskgnn: needs at least %s (%u chunk buffer(s) and an assembled batch "
+                      "store diskgnn: needs at least %s (%u chunk buffer(s) "
                       "for up to %" PRIu64 " rows, staging, and the plan of a window of %" PRIu64
                       " batches and %" PRIu64 " accesses%s) before caching any row; the store's "
                       "budget is %s",
@@ -271,7 +272,6 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
                                 .n_slots = d->n_slots,
-                                .max_input = size_rows(z.max_input, d->reuse),
                                 .slot_bytes = slot_bytes(s, &z, d->reuse)};
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
@@ -304,12 +304,6 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
 }
 
 /* ---- gathers ------------------------------------------------------------------ */
-
-struct dg_job {
-    const struct oc_store *s;
-    const float *rows;
-    float *out;
-};
 
 /* Reads given-back cache rows again while the budget has room (on the trainer's thread). */
 static int take_back(struct oc_store *s, struct diskgnn_store *d, struct oc_err *err)
@@ -378,13 +372,6 @@ static int dg_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     return OC_OK;
 }
 
-static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct dg_job *j = ctx;
-    uint64_t dim = j->s->feat_dim;
-    memcpy(j->out + lo * dim, j->rows + lo * dim, (hi - lo) * dim * sizeof(float));
-}
-
 static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                            uint64_t n, float *out, struct oc_err *err)
 {
@@ -394,14 +381,17 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
         return n ? dg_gather(s, ids, n, out, err) : OC_OK;
     if ((rc = take_back(s, d, err)) || (rc = take(d, err)))
         return rc;
-    struct dg_ready *sl = d->cur;
+    struct dg_slot *sl = d->cur;
     int same = sl->handed ? ids == sl->handed_ids && n == sl->info.n_input
                           : n == sl->batch.n_input &&
                                 (n == 0 || memcmp(ids, sl->batch.input_ids, n * 8) == 0);
     if (same) {
-        struct dg_job j = {s, sl->rows, out};
-        rc = store_for_rows(s->pool, n, copy_rows, &j, err);
-        if (rc == OC_OK) {
+        uint64_t read0 = sl->info.feat_read_bytes, reads0 = sl->info.n_reads;
+        rc = dg_pipe_assemble(d->pipe, sl, ids, out, err); /* into the pipeline's rows */
+        if (rc) { /* what was read for given-back rows counts even so */
+            s->stats.read_bytes += sl->info.feat_read_bytes - read0;
+            s->stats.n_reads += sl->info.n_reads - reads0;
+        } else {
             s->stats.tier_rows[OC_STORE_TIER_CPU] += sl->info.n_cpu;
             s->stats.tier_rows[OC_STORE_TIER_PACKED] += sl->info.n_packed;
             s->stats.tier_rows[OC_STORE_TIER_DISK_CACHE] += sl->info.n_dc;

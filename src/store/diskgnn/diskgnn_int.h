@@ -6,9 +6,11 @@
  *
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
  *   background:  planner stage: sample + lay out + pack window e+1 while epoch e trains
- *   per batch:   feature loader ─► graph loader ─► feature assembler ─► trainer
- *                (chunk + disk-cache  (record ─►     (CPU cache, chunk,   (load_batch,
- *                 pages, io_uring)     blocks)        pages ─► f32 rows)   gather_batch)
+ *   per batch:   feature loader ─► graph loader ─► trainer's fetch stage
+ *                (chunk + disk-cache  (record ─►     (load_batch; gather_batch is the
+ *                 pages, io_uring)     blocks)        feature assembler: CPU cache, chunk,
+ *                                                     pages ─► f32 rows in the pipeline's
+ *                                                     row buffer)
  *
  * Place in the data flow: store; uses sample (offline sampling), plan
  * (placement and layout) and io.
@@ -29,9 +31,9 @@
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
 #define DG_CHUNK_VERSION 1u
-#define DG_N_SLOTS       2u   /* chunk buffers: batch b+2 loads while b+1 assembles, b trains */
-#define DG_QUEUE_DEPTH   2u   /* every queue between two stages */
-#define DG_IO_DEPTH      128u /* disk-cache reads in flight (loader) */
+#define DG_N_SLOTS       2u           /* chunk buffers: batch b+1 loads while b is assembled */
+#define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
+#define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
 #define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 
@@ -117,7 +119,11 @@ struct dg_batch_info {
     uint64_t feat_read_bytes, graph_read_bytes, n_reads; /* this batch's reads */
 };
 
-/* One batch in flight through the pipeline. */
+/*
+ * One batch in flight through the pipeline: its chunk (read by the loader),
+ * its blocks (the graph loader's), then the trainer's until it is assembled
+ * into the batch pipeline's row buffer (dg_pipe_assemble) and released.
+ */
 struct dg_slot {
     struct dg_batch_info info;
     uint8_t *buf; /* the chunk as read, then (page-aligned) its disk-cache rows */
@@ -125,24 +131,20 @@ struct dg_slot {
     uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
     uint64_t rec_bytes;
     struct oc_sample_batch batch;
-};
-
-/* An assembled batch: f32 rows and blocks, handed from the assembler to the trainer. */
-struct dg_ready {
-    struct dg_batch_info info; /* the slot's, moved over with its blocks */
-    float *rows;
-    uint64_t cap_rows; /* floats */
-    struct oc_sample_batch batch;
-    int handed; /* load_batch gave batch's arrays to the trainer */
-    const uint64_t *handed_ids;
+    int handed;                 /* load_batch gave batch's arrays to the trainer */
+    const uint64_t *handed_ids; /* then the batch's input ids are there */
 };
 struct dg_pipe;
 
-/* The pipe's stages, in the order of dg_pipe_stats' busy times (and stage_busy_us). */
+/*
+ * The pipe's work, in the order of dg_pipe_stats' busy times (and
+ * stage_busy_us): three stages and the assembly, which runs in the batch
+ * pipeline's fetch stage (gather_batch) and is timed there.
+ */
 enum dg_stage {
     DG_STAGE_LOAD,     /* feature loader: chunk and disk-cache reads */
     DG_STAGE_GRAPH,    /* graph loader: record ─► blocks */
-    DG_STAGE_ASSEMBLE, /* feature assembler: tiers ─► f32 rows */
+    DG_STAGE_ASSEMBLE, /* feature assembler (in gather_batch): tiers ─► f32 rows */
     DG_STAGE_PLAN,     /* planner: sample + pack the next window (fresh samples only) */
     DG_STAGE_COUNT
 };
@@ -162,8 +164,7 @@ struct dg_pipe_config {
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;
     uint32_t n_slots;    /* chunk buffers, 1 .. DG_N_SLOTS */
-    uint64_t max_input;  /* initial sizing: rows of the assembled batch */
-    uint64_t slot_bytes; /* and of each chunk buffer (chunk + disk-cache rows) */
+    uint64_t slot_bytes; /* initial sizing of each chunk buffer (chunk + disk-cache rows) */
 };
 
 /* What a chunk must be: its batch, and the bounds of the tiers its addresses point into. */
@@ -201,13 +202,22 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
 /* Drops the windows, frees everything; the pipeline's stages were joined before. */
 void dg_pipe_stop(struct dg_pipe *p);
 /*
- * The next assembled batch (in plan order): its f32 rows (n_input x
- * feat_dim) and blocks, the trainer's until dg_pipe_release. The
- * pipeline's first error (of any stage on it) comes out here, or
- * OC_ERR_CANCELLED if it was cancelled without one.
+ * The next loaded batch (in plan order): its chunk and blocks, the
+ * trainer's until dg_pipe_release. The pipeline's first error (of any
+ * stage on it) comes out here, or OC_ERR_CANCELLED if it was cancelled
+ * without one.
  */
-int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err);
-void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready);
+int dg_pipe_next(struct dg_pipe *p, struct dg_slot **slot, struct oc_err *err);
+/*
+ * The feature assembler: slot's rows into out (info.n_input x feat_dim
+ * f32), ids its input ids (for rows the CPU cache gave back, read from
+ * features.npy); counts those reads in slot->info and the time in the
+ * assembler's busy seconds. On the trainer's side (the fetch stage).
+ */
+int dg_pipe_assemble(struct dg_pipe *p, struct dg_slot *slot, const uint64_t *ids, float *out,
+                     struct oc_err *err);
+/* Gives the slot's chunk buffer back to the loader. */
+void dg_pipe_release(struct dg_pipe *p, struct dg_slot *slot);
 struct dg_pipe_stats {
     uint64_t sample_us, pack_us, file_bytes, file_peak_bytes, held_bytes;
     uint64_t pack_read_bytes, pack_write_bytes; /* the windows packed in the background */

@@ -3,25 +3,26 @@
  * store's pipeline (the training run's, or one the store owns), plus the
  * planner stage that packs the next window while this one trains:
  *
- *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──graph_q──►
+ *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──ready_q──►
  *   (a free      (sample + pack      (pops free_q: one O_DIRECT  (record ─► blocks)
  *    window)      window k+1)         read per chunk; disk-cache
  *                                     rows through io_uring,
  *                                     shared pages merged)
- *        ──► feature assembler ──ready_q──► trainer (dg_pipe_next / dg_pipe_release)
- *            (CPU cache, packed rows,
- *             disk-cache rows ─► f32)
+ *        ──ready_q──► trainer's fetch stage (dg_pipe_next, load_batch, then the
+ *                     feature assembler in gather_batch: CPU cache, packed rows,
+ *                     disk-cache rows ─► f32 straight into the batch pipeline's
+ *                     row buffer; dg_pipe_release)
  *
  * Each stage is one thread running one function per item of its input
  * queue (the loader's items are free chunk buffers, the planner's free
  * window structs). Every queue holds at most DG_QUEUE_DEPTH items.
- * n_slots (at most DG_N_SLOTS) chunk buffers circulate (free_q ─► loader ─► graph loader ─►
- * assembler ─► free_q) and one assembled batch (asm_q ─► assembler ─►
- * ready_q ─► trainer ─► asm_q): the assembler moves the blocks into it and
- * frees the chunk buffer at once, so batch b+1 is assembled while batch b
- * trains and, with two chunk buffers, batch b+2 is read meanwhile: loading
- * and assembling overlap too (a pipeline two batches deep, at a chunk of
- * memory each). Memory is fixed whatever the queue depths.
+ * n_slots (at most DG_N_SLOTS) chunk buffers circulate (free_q ─► loader ─►
+ * graph loader ─► ready_q ─► fetch stage ─► free_q). The batch pipeline's
+ * fetch stage runs ahead of the trainer, so batch b+1 is assembled while
+ * batch b trains and, with two chunk buffers, batch b+2 is read meanwhile.
+ * The rows are assembled once, where training reads them: no assembled
+ * batch of the strategy's own (DiskGNN's CPU-side staging) sits beside the
+ * pipeline's row buffers. Memory is fixed whatever the queue depths.
  * Windows: a window is a run of win_batches consecutive batches of one epoch
  * (the whole epoch when the budget holds its plan; the store sizes it), so
  * window k + 1 may belong to the same epoch as window k. At most two exist
@@ -59,9 +60,8 @@ struct dg_pipe {
     const struct oc_store *s;
     struct oc_pipeline *p; /* where the stages run: the store's (store_stages) */
     struct dg_slot slots[DG_N_SLOTS];
-    struct dg_ready ready; /* the one assembled batch (asm_q holds it while free) */
     struct dg_window win[2];
-    struct oc_queue *free_q, *loaded_q, *graph_q, *ready_q, *asm_q, *win_q, *win_free;
+    struct oc_queue *free_q, *loaded_q, *ready_q, *win_q, *win_free;
     struct oc_stage *stages[DG_STAGE_COUNT];
     struct oc_io_batch *io; /* the loader's */
     /* the loader's position: the window it reads, its turn in the plan, the next chunk */
@@ -72,7 +72,8 @@ struct dg_pipe {
     uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
     _Atomic uint64_t file_peak_bytes; /* the most file_bytes has been */
-    atomic_uint_fast64_t held;        /* slot buffers, their blocks, the assembled rows */
+    atomic_uint_fast64_t held;        /* slot buffers and their blocks */
+    atomic_uint_fast64_t assemble_us; /* the feature assembler's (in the fetch stage) */
 };
 
 static uint64_t batch_bytes(const struct oc_sample_batch *b)
@@ -302,7 +303,9 @@ static int load_graph(void *ctx, struct oc_stage *st, void *item, struct oc_err 
         return oc_err_prefix(err, "store diskgnn: window of epoch %" PRIu64 ", batch %" PRIu64,
                              sl->info.epoch, sl->info.index);
     }
-    return oc_stage_push(st, p->graph_q, sl);
+    sl->handed = 0;
+    sl->handed_ids = NULL;
+    return oc_stage_push(st, p->ready_q, sl);
 }
 
 /* ---- feature assembler -------------------------------------------------------- */
@@ -358,8 +361,8 @@ static uint64_t count_given_back(const struct dg_slot *sl, uint64_t live)
  * into their rows of out, through the store's reader (its mutex held by the
  * caller), and counts them and their reads in sl's info.
  */
-static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, uint64_t live, float *out,
-                           struct oc_err *err)
+static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, const uint64_t *ids,
+                           uint64_t live, float *out, struct oc_err *err)
 {
     struct store_disk *d = p->c.disk;
     const struct oc_io_stats *io = oc_io_batch_stats(d->batch);
@@ -371,7 +374,7 @@ static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, uint64_t live,
         uint64_t code = oc_get_le64(addr + 8 * k);
         if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_CPU || OC_PLAN_ADDR_INDEX(code) < live)
             continue;
-        rc = store_disk_queue(p->s, d, sl->batch.input_ids[k], out + k * dim, err);
+        rc = store_disk_queue(p->s, d, ids[k], out + k * dim, err);
         n++;
     }
     if (rc)
@@ -395,7 +398,8 @@ static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, uint64_t live,
  * grown for the batch) before the read side: the order every user of the
  * two keeps.
  */
-static int assemble_locked(struct dg_pipe *p, struct dg_slot *sl, float *out, struct oc_err *err)
+static int assemble_locked(struct dg_pipe *p, struct dg_slot *sl, const uint64_t *ids, float *out,
+                           struct oc_err *err)
 {
     int have_disk = 0, rc = OC_OK;
     for (;;) {
@@ -414,7 +418,7 @@ static int assemble_locked(struct dg_pipe *p, struct dg_slot *sl, float *out, st
             continue;
         }
         if (n)
-            rc = read_given_back(p, sl, live, out, err);
+            rc = read_given_back(p, sl, ids, live, out, err);
         if (rc == OC_OK)
             assemble(p, sl, live, out);
         store_yield_read_unlock(p->c.yield);
@@ -425,53 +429,30 @@ static int assemble_locked(struct dg_pipe *p, struct dg_slot *sl, float *out, st
     return rc;
 }
 
-/* Assembles the f32 rows of slot item into the free assembled batch, frees the slot. */
-static int assemble_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
-{
-    struct dg_pipe *p = ctx;
-    struct dg_slot *sl = item;
-    void *tok;
-    int rc;
-    if ((rc = oc_stage_pop(st, p->asm_q, &tok)))
-        return rc;
-    struct dg_ready *r = tok;
-    uint64_t need = sl->info.n_input * p->s->feat_dim;
-    if (need > r->cap_rows) {
-        uint64_t cap = need + need / 4;
-        float *f = oc_realloc(r->rows, cap * sizeof(float), "store diskgnn: assembled rows", err);
-        if (!f)
-            return err->status;
-        atomic_fetch_add(&p->held, (cap - r->cap_rows) * sizeof(float));
-        r->rows = f;
-        r->cap_rows = cap;
-    }
-    if ((rc = assemble_locked(p, sl, r->rows, err)))
-        return rc;
-    struct oc_sample_batch tb = r->batch; /* blocks move over; the slot is free again */
-    r->batch = sl->batch;
-    sl->batch = tb;
-    r->info = sl->info;
-    r->handed = 0;
-    r->handed_ids = NULL;
-    if ((rc = oc_stage_push(st, p->free_q, sl)))
-        return rc;
-    return oc_stage_push(st, p->ready_q, r);
-}
-
 /* ---- trainer side ------------------------------------------------------------- */
 
-int dg_pipe_next(struct dg_pipe *p, struct dg_ready **ready, struct oc_err *err)
+int dg_pipe_next(struct dg_pipe *p, struct dg_slot **slot, struct oc_err *err)
 {
     void *item;
     if (oc_queue_pop(p->ready_q, &item) != OC_OK) /* closed: the pipeline was cancelled */
         return oc_pipeline_status(p->p, err);
-    *ready = item;
+    *slot = item;
     return OC_OK;
 }
 
-void dg_pipe_release(struct dg_pipe *p, struct dg_ready *ready)
+int dg_pipe_assemble(struct dg_pipe *p, struct dg_slot *slot, const uint64_t *ids, float *out,
+                     struct oc_err *err)
 {
-    oc_queue_push(p->asm_q, ready); /* it has room: it holds the only assembled batch */
+    double t0 = oc_now_s();
+    int rc = assemble_locked(p, slot, ids, out, err);
+    atomic_fetch_add(&p->assemble_us, (uint64_t)((oc_now_s() - t0) * 1e6));
+    return rc;
+}
+
+void dg_pipe_release(struct dg_pipe *p, struct dg_slot *slot)
+{
+    /* it has room: it holds at most the n_slots chunk buffers; closed once cancelled */
+    (void)oc_queue_push(p->free_q, slot);
 }
 
 void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
@@ -485,6 +466,7 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     out->file_peak_bytes = atomic_load(&p->file_peak_bytes);
     for (int i = 0; i < DG_STAGE_COUNT; i++)
         out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
+    out->busy_s[DG_STAGE_ASSEMBLE] = (double)atomic_load(&p->assemble_us) / 1e6;
     /* the loader's batch reader holds its bounce buffer and request arrays */
     out->held_bytes =
         sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
@@ -494,7 +476,7 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
 
 /* As errors name them ("diskgnn feature loader stage: <file>: ..."). */
 static const char *const stage_names[DG_STAGE_COUNT] = {
-    "diskgnn feature loader", "diskgnn graph loader", "diskgnn feature assembler",
+    "diskgnn feature loader", "diskgnn graph loader", NULL /* in the fetch stage */,
     "diskgnn planner"};
 
 /* The queues and stages on p->p (the planner only when a later window is to be packed). */
@@ -504,16 +486,15 @@ static int add_stages(struct dg_pipe *p, int planner, struct oc_err *err)
     int rc;
     if ((rc = oc_pipeline_queue(pl, p->c.n_slots, &p->free_q, err)) ||
         (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->loaded_q, err)) ||
-        (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->graph_q, err)) ||
-        (rc = oc_pipeline_queue(pl, DG_QUEUE_DEPTH, &p->ready_q, err)) ||
-        (rc = oc_pipeline_queue(pl, 1, &p->asm_q, err)) ||
+        (rc = oc_pipeline_queue(pl, p->c.n_slots, &p->ready_q, err)) ||
         (rc = oc_pipeline_queue(pl, 1, &p->win_q, err)) ||
         (rc = oc_pipeline_queue(pl, 1, &p->win_free, err)))
         return rc;
-    struct oc_queue *in[DG_STAGE_COUNT] = {p->free_q, p->loaded_q, p->graph_q, p->win_free};
-    oc_stage_fn fn[DG_STAGE_COUNT] = {load_next, load_graph, assemble_batch, plan_window};
+    struct oc_queue *in[DG_STAGE_COUNT] = {p->free_q, p->loaded_q, NULL, p->win_free};
+    oc_stage_fn fn[DG_STAGE_COUNT] = {load_next, load_graph, NULL, plan_window};
     for (int i = 0; i < (planner ? DG_STAGE_COUNT : DG_STAGE_PLAN); i++)
-        if ((rc = oc_pipeline_stage(pl, stage_names[i], 1, in[i], fn[i], p, &p->stages[i], err)))
+        if (fn[i] &&
+            (rc = oc_pipeline_stage(pl, stage_names[i], 1, in[i], fn[i], p, &p->stages[i], err)))
             return rc;
     return OC_OK;
 }
@@ -545,9 +526,9 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     atomic_init(&p->pack_read_bytes, 0);
     atomic_init(&p->pack_write_bytes, 0);
     atomic_init(&p->held, 0);
+    atomic_init(&p->assemble_us, 0);
     for (unsigned i = 0; i < p->c.n_slots; i++)
         oc_sample_batch_init(&p->slots[i].batch);
-    oc_sample_batch_init(&p->ready.batch);
     int planner = !c->reuse && p->n_win > 1;
     if (c->reuse && !(p->load_order = oc_alloc((nb ? nb : 1) * sizeof(uint64_t),
                                                "store diskgnn: batch order", err)))
@@ -555,12 +536,6 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->p = c->pipeline;
     if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
         return rc;
-    p->ready.cap_rows = c->max_input * p->s->feat_dim;
-    atomic_fetch_add(&p->held, p->ready.cap_rows * sizeof(float));
-    p->ready.rows = oc_alloc((p->ready.cap_rows ? p->ready.cap_rows : 1) * sizeof(float),
-                             "store diskgnn: assembled rows", err);
-    if (!p->ready.rows)
-        return err->status;
     for (unsigned i = 0; i < p->c.n_slots; i++)
         if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
             return rc;
@@ -572,7 +547,6 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
        stage of a shared pipeline failed meanwhile leaves that error for dg_pipe_next. */
     for (unsigned i = 0; i < p->c.n_slots; i++)
         (void)oc_queue_push(p->free_q, &p->slots[i]);
-    (void)oc_queue_push(p->asm_q, &p->ready);
     if (planner)
         (void)oc_queue_push(p->win_free, &p->win[1]);
     return OC_OK;
@@ -590,8 +564,6 @@ void dg_pipe_stop(struct dg_pipe *p)
         oc_free(p->slots[i].buf);
         oc_sample_batch_deinit(&p->slots[i].batch);
     }
-    oc_free(p->ready.rows);
-    oc_sample_batch_deinit(&p->ready.batch);
     oc_free(p->load_order);
     oc_free(p);
 }

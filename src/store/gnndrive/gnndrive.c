@@ -234,8 +234,10 @@ static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_er
     int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->disk.f, err);
     if (rc == OC_OK)
         rc = oc_io_batch_new(STORE_DISK_DEPTH, g->eval_bounce, &g->disk.batch, err);
-    if (rc == OC_OK && oc_io_batch_register_file(g->disk.batch, g->disk.f) >= 0)
+    if (rc == OC_OK) {
+        oc_io_batch_register_file(g->disk.batch, g->disk.f); /* optional: plain reads else */
         rc = oc_io_batch_fit_disk(g->disk.batch, g->disk.f, err);
+    }
     if (rc == OC_OK) {
         g->eval_slots =
             oc_alloc(g->eval_bounce / 256 * sizeof(uint32_t), "store gnndrive: read slots", err);

@@ -167,6 +167,10 @@ OC_TEST(smallest_budget_trains_every_epoch)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
+           this small a budget would fit the disk budget below without segments) */
+        if (!reuse)
+            OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)
@@ -267,6 +271,10 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
+           this small a budget would fit the disk budget below without segments) */
+        if (!reuse)
+            OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)
@@ -378,6 +386,10 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
+           this small a budget would fit the disk budget below without segments) */
+        if (!reuse)
+            OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)

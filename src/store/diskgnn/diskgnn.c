@@ -12,11 +12,14 @@
  * sampled and packed in the background while epoch e trains. With
  * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
  *
- * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers (one
- * when two, with the rest of the buffers, would take over half the budget;
- * sized from the first window's largest batch, plus a quarter with fresh
- * samples; rows are assembled straight into the batch pipeline's row buffer,
- * which train reserves, so no assembled batch of its own), the loader's and the evaluation reader's staging (for train's measured rows of a batch, else the bound), and
+ * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers of a
+ * batch's metadata and blocks (one when two, with the rest of the buffers,
+ * would take over half the budget; sized from the first window's largest
+ * batch, plus a quarter with fresh samples; rows are read and assembled
+ * straight into the batch pipeline's row buffer, which train reserves, so
+ * neither a chunk of rows nor an assembled batch of its own), the
+ * assembler's reader (dg_row_reader) and the evaluation
+ * reader's staging (for train's measured rows of a batch, else the bound), and
  * what the planner needs to lay out and pack the first window beside the
  * cache it fills (with fresh samples, the next windows': the first window's
  * accesses plus a quarter) — comes off first; a budget below it is
@@ -102,21 +105,25 @@ static uint64_t size_rows(uint64_t n, int reuse)
     return reuse ? n : n + n / 4;
 }
 
-/* A chunk buffer: the largest batch's metadata and rows, page-aligned. */
-static uint64_t slot_bytes(const struct oc_store *s, const struct dg_sizes *z, int reuse)
+/* A chunk buffer: the largest batch's header, record and address table, page-aligned. */
+static uint64_t slot_bytes(const struct dg_sizes *z, int reuse)
 {
-    uint64_t in = size_rows(z->max_input, reuse), meta = size_rows(z->max_meta, reuse);
-    return oc_io_align_up(meta + in * s->row_bytes) + 2 * OC_IO_ALIGN;
+    return oc_io_align_up(size_rows(z->max_meta, reuse)) + 2 * OC_IO_ALIGN;
 }
 
-/* The fixed part of the budget (see the file comment). */
-/* The buffers of the fixed part, for batches of `in` input rows in chunks of chunk bytes. */
+/*
+ * The buffers of the fixed part, for batches of `in` input rows in chunk
+ * buffers of chunk bytes: the slots and their blocks, the assembler's
+ * reader (bounce, DG_ROW_RUN requests, the packed rows' map) and the
+ * store's reader of features.npy (evaluation, given-back rows).
+ */
 static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
                              uint32_t n_slots, uint64_t in, uint64_t chunk)
 {
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
-    return n_slots * (chunk + blocks) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES +
-           STORE_DISK_BOUNCE_BYTES + store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
+    uint64_t run, bounce, reader;
+    dg_row_reader(in, s->row_bytes, &run, &bounce, &reader);
+    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES + store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
            sizeof(struct diskgnn_store);
 }
 
@@ -125,7 +132,7 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
                             int reuse)
 {
     uint64_t in = size_rows(z->max_input, reuse);
-    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(s, z, reuse));
+    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(z, reuse));
     /* the builder: held now, laying out and packing this window beside the cache it fills,
        and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
        and the batch: ~96 bytes per input row, as ginex's inspector) */
@@ -152,7 +159,7 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
 {
     uint64_t nb = b->nb_epoch;
     uint64_t rows = store_budget_rows(s, cfg), in = size_rows(rows, reuse);
-    uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (s->row_bytes + 8 + 64)) +
+    uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (8 + 64)) +
                      2 * OC_IO_ALIGN; /* slot_bytes, with a block record's bytes per row */
     /* a second chunk buffer (loading overlaps assembling) while the buffers take at most half
        of the budget; else one */
@@ -272,7 +279,10 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
                                 .n_slots = d->n_slots,
-                                .slot_bytes = slot_bytes(s, &z, d->reuse)};
+                                .slot_bytes = slot_bytes(&z, d->reuse)};
+    uint64_t reader_bytes;
+    dg_row_reader(size_rows(z.max_input, d->reuse), s->row_bytes, &pc.row_run, &pc.row_bounce,
+                  &reader_bytes);
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
 out:

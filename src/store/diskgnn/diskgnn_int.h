@@ -7,10 +7,11 @@
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
  *   background:  planner stage: sample + lay out + pack window e+1 while epoch e trains
  *   per batch:   feature loader ─► graph loader ─► trainer's fetch stage
- *                (chunk + disk-cache  (record ─►     (load_batch; gather_batch is the
- *                 pages, io_uring)     blocks)        feature assembler: CPU cache, chunk,
- *                                                     pages ─► f32 rows in the pipeline's
- *                                                     row buffer)
+ *                (the chunk's      (record ─►     (load_batch; gather_batch is the
+ *                 header, record    blocks)        feature assembler: packed and
+ *                 and addresses)                   disk-cache rows read in bounded
+ *                                                  runs, CPU-cache rows copied ─► f32
+ *                                                  rows in the pipeline's row buffer)
  *
  * Place in the data flow: store; uses sample (offline sampling), plan
  * (placement and layout) and io.
@@ -33,8 +34,9 @@
 #define DG_CHUNK_VERSION 1u
 #define DG_N_SLOTS       2u           /* chunk buffers: batch b+1 loads while b is assembled */
 #define DG_QUEUE_DEPTH   2u           /* every queue between two stages */
-#define DG_IO_DEPTH      128u         /* disk-cache reads in flight (loader) */
-#define DG_IO_BOUNCE     (1u << 20)   /* loader's batch-reader staging */
+#define DG_ROW_DEPTH     128u         /* the assembler's reads in flight */
+#define DG_ROW_BOUNCE    (8u << 20)   /* the assembler's batch-reader staging, at most */
+#define DG_ROW_RUN       16384u       /* rows the assembler queues per run of its reader, at most */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
@@ -47,6 +49,10 @@ struct dg_window {
     uint64_t file_bytes;
     char path[4200];
     struct oc_file *f; /* O_DIRECT reader, opened once packed */
+    /* fresh samples: the loader's hold while it reads the window, and one per loaded slot
+       until released; the last to let go drops it (dg_pipe's window_put) */
+    atomic_uint refs;
+    int give_back; /* then its struct goes back to the planner */
 };
 
 /* Builds windows; owned by one thread at a time (open, then the planner stage). */
@@ -120,15 +126,19 @@ struct dg_batch_info {
 };
 
 /*
- * One batch in flight through the pipeline: its chunk (read by the loader),
- * its blocks (the graph loader's), then the trainer's until it is assembled
- * into the batch pipeline's row buffer (dg_pipe_assemble) and released.
+ * One batch in flight through the pipeline: its chunk's header, record and
+ * address table (read by the loader), its blocks (the graph loader's), then
+ * the trainer's until its rows are read and assembled into the batch
+ * pipeline's row buffer (dg_pipe_assemble) and it is released. Its packed
+ * and disk-cache rows stay in the window file until then, so a slot holds
+ * no row.
  */
 struct dg_slot {
     struct dg_batch_info info;
-    uint8_t *buf; /* the chunk as read, then (page-aligned) its disk-cache rows */
+    uint8_t *buf; /* the chunk's header, record and address table */
     uint64_t cap_buf;
-    uint64_t chunk_bytes, dc_at; /* chunk length; where the disk-cache rows start in buf */
+    struct dg_window *w;        /* the window it came from (held: refs) */
+    uint64_t chunk_at, seg;     /* the chunk's offset in w's file; its segment */
     uint64_t rec_bytes;
     struct oc_sample_batch batch;
     int handed;                 /* load_batch gave batch's arrays to the trainer */
@@ -164,8 +174,23 @@ struct dg_pipe_config {
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;
     uint32_t n_slots;    /* chunk buffers, 1 .. DG_N_SLOTS */
+    uint64_t row_run, row_bounce; /* the assembler's reader: dg_row_reader */
     uint64_t slot_bytes; /* initial sizing of each chunk buffer (chunk + disk-cache rows) */
 };
+
+/*
+ * The assembler's reader for batches of `in` input rows of rb bytes: rows
+ * per run (DG_ROW_RUN, or in when fewer, at least 256) and its staging (a
+ * run's bytes, within [256 KiB, DG_ROW_BOUNCE]); *bytes is what it holds.
+ */
+static inline void dg_row_reader(uint64_t in, uint64_t rb, uint64_t *run, uint64_t *bounce,
+                                 uint64_t *bytes)
+{
+    *run = in < 256 ? 256 : in < DG_ROW_RUN ? in : DG_ROW_RUN;
+    uint64_t b = oc_io_align_up(*run * rb);
+    *bounce = b < (256u << 10) ? (256u << 10) : b > DG_ROW_BOUNCE ? DG_ROW_BOUNCE : b;
+    *bytes = *bounce + *run * (uint64_t)oc_io_batch_request_bytes();
+}
 
 /* What a chunk must be: its batch, and the bounds of the tiers its addresses point into. */
 struct dg_chunk_expect {
@@ -182,9 +207,17 @@ struct dg_chunk_info {
 };
 
 /*
- * Checks the chunk in buf[0 .. len) (read from path at offset off, both for
- * messages): header magic, version and CRC, that it is the expected batch,
- * that record, address table and packed rows fit len, the CRC of record and
+ * Checks the header in buf (at least OC_PLAN_CHUNK_HEADER bytes) of a chunk
+ * of len bytes: magic, version and CRC, that it is the expected batch, and
+ * that record, address table and packed rows fit len; *meta is then the
+ * bytes of header, record and address table. Errors as dg_chunk_check.
+ */
+int dg_chunk_check_header(const uint8_t *buf, uint64_t len, const struct dg_chunk_expect *x,
+                          const char *path, uint64_t off, uint64_t *meta, struct oc_err *err);
+/*
+ * Checks the chunk of len bytes whose header, record and address table are
+ * in buf (read from path at offset off, both for messages; its packed rows
+ * need not be): dg_chunk_check_header, the CRC of record and
  * address table, and that every address is in range. OC_ERR_FORMAT naming
  * path, batch and offset otherwise. The record itself (a sample batch
  * record) is checked by oc_sample_batch_deserialize. Pure: the fuzz target

@@ -4,32 +4,36 @@
  * planner stage that packs the next window while this one trains:
  *
  *   win_free ──► planner ──win_q──► feature loader ──loaded_q──► graph loader ──ready_q──►
- *   (a free      (sample + pack      (pops free_q: one O_DIRECT  (record ─► blocks)
- *    window)      window k+1)         read per chunk; disk-cache
- *                                     rows through io_uring,
- *                                     shared pages merged)
+ *   (a free      (sample + pack      (pops free_q: the chunk's   (record ─► blocks)
+ *    window)      window k+1)         header, record and
+ *                                     address table, O_DIRECT)
  *        ──ready_q──► trainer's fetch stage (dg_pipe_next, load_batch, then the
- *                     feature assembler in gather_batch: CPU cache, packed rows,
- *                     disk-cache rows ─► f32 straight into the batch pipeline's
- *                     row buffer; dg_pipe_release)
+ *                     feature assembler in gather_batch: packed rows (one
+ *                     sequential extent) and disk-cache rows read by io_uring
+ *                     in runs of up to DG_ROW_RUN rows, CPU-cache rows copied, all
+ *                     straight into the batch pipeline's row buffer; dg_pipe_release)
  *
  * Each stage is one thread running one function per item of its input
  * queue (the loader's items are free chunk buffers, the planner's free
  * window structs). Every queue holds at most DG_QUEUE_DEPTH items.
  * n_slots (at most DG_N_SLOTS) chunk buffers circulate (free_q ─► loader ─►
  * graph loader ─► ready_q ─► fetch stage ─► free_q). The batch pipeline's
- * fetch stage runs ahead of the trainer, so batch b+1 is assembled while
- * batch b trains and, with two chunk buffers, batch b+2 is read meanwhile.
- * The rows are assembled once, where training reads them: no assembled
- * batch of the strategy's own (DiskGNN's CPU-side staging) sits beside the
- * pipeline's row buffers. Memory is fixed whatever the queue depths.
+ * fetch stage runs ahead of the trainer, so batch b+1's rows are read and
+ * assembled while batch b trains and, with two chunk buffers, batch b+2's
+ * metadata is read meanwhile. The rows are read once, into where training
+ * reads them: neither a chunk of rows nor an assembled batch of the
+ * strategy's own (DiskGNN's CPU-side staging) sits beside the pipeline's row
+ * buffers, so what the pipe holds grows with a batch's metadata (about 72
+ * bytes per input row), not with its rows. Memory is fixed whatever the
+ * queue depths.
  * Windows: a window is a run of win_batches consecutive batches of one epoch
  * (the whole epoch when the budget holds its plan; the store sizes it), so
  * window k + 1 may belong to the same epoch as window k. At most two exist
- * at once: the one being read and the one being packed or waiting; the
- * loader drops a window (and its file) once it has read its last chunk and
- * hands the struct back to the planner (win_free) while a later window is
- * left to plan.
+ * at once: the one being read and the one being packed or waiting. A window
+ * (and its file) is dropped once the loader has read its last chunk and
+ * every slot loaded from it is released (its refs), by whichever lets go
+ * last, and its struct goes back to the planner (win_free) while a later
+ * window is left to plan.
  *
  * Errors and cancellation: a stage's error fails the pipeline (first wins;
  * pipeline.h), which closes every queue, so every wait of every stage and
@@ -39,7 +43,7 @@
  * anything but the pipeline's queues, so no cancel hook is needed.
  *
  * Thread-safety: each stage owns the slot it popped; the loader owns its
- * batch reader and its position in the plan; the planner owns the builder
+ * position in the plan, the fetch stage the assembler's batch reader; the planner owns the builder
  * and its epoch. Counters are C11 atomics. The items (slots, the assembled
  * batch, the second window) enter the queues only once the stages run, so a
  * failed start leaves no item for a stage thread to take.
@@ -63,7 +67,9 @@ struct dg_pipe {
     struct dg_window win[2];
     struct oc_queue *free_q, *loaded_q, *ready_q, *win_q, *win_free;
     struct oc_stage *stages[DG_STAGE_COUNT];
-    struct oc_io_batch *io; /* the loader's */
+    struct oc_io_batch *io; /* the feature assembler's (the fetch stage's) */
+    uint32_t *inv;          /* the assembler's: packed row -> row of the batch */
+    uint64_t cap_inv;
     /* the loader's position: the window it reads, its turn in the plan, the next chunk */
     struct dg_window *load_w;
     uint64_t load_k, load_i;
@@ -143,8 +149,8 @@ static int grow_buf(struct dg_pipe *p, struct dg_slot *sl, uint64_t need, uint64
     return OC_OK;
 }
 
-int dg_chunk_check(const uint8_t *h, uint64_t len, const struct dg_chunk_expect *x,
-                   const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err)
+int dg_chunk_check_header(const uint8_t *h, uint64_t len, const struct dg_chunk_expect *x,
+                          const char *path, uint64_t off, uint64_t *meta, struct oc_err *err)
 {
     uint64_t i = x->index;
     if (len < OC_PLAN_CHUNK_HEADER || memcmp(h, DG_CHUNK_MAGIC, 8) != 0 ||
@@ -163,6 +169,18 @@ int dg_chunk_check(const uint8_t *h, uint64_t len, const struct dg_chunk_expect 
                       ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
                       ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
                       path, i, off, oc_get_le64(h + 8), oc_get_le64(h + 16), n, n_packed, rec);
+    *meta = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
+    return OC_OK;
+}
+
+int dg_chunk_check(const uint8_t *h, uint64_t len, const struct dg_chunk_expect *x,
+                   const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err)
+{
+    uint64_t i = x->index, meta_bytes;
+    int rc = dg_chunk_check_header(h, len, x, path, off, &meta_bytes, err);
+    if (rc)
+        return rc;
+    uint64_t n = oc_get_le64(h + 24), n_packed = oc_get_le64(h + 32), rec = oc_get_le64(h + 40);
     const uint8_t *meta = h + OC_PLAN_CHUNK_HEADER, *addr = meta + rec;
     if (oc_get_le32(h + 48) != oc_crc32(0, meta, rec + 8 * n))
         return OC_ERR(err, OC_ERR_FORMAT,
@@ -188,59 +206,67 @@ int dg_chunk_check(const uint8_t *h, uint64_t len, const struct dg_chunk_expect 
     return OC_OK;
 }
 
-/* Reads chunk i of w into sl, checks it, and reads the batch's disk-cache rows. */
-static int load_chunk(struct dg_pipe *p, const struct dg_window *w, uint64_t i, struct dg_slot *sl,
+/*
+ * Reads the header, record and address table of chunk i of w into sl (its
+ * first page, then the rest) and checks them; the rows stay on disk.
+ */
+static int load_chunk(struct dg_pipe *p, struct dg_window *w, uint64_t i, struct dg_slot *sl,
                       struct oc_err *err)
 {
     const struct oc_store *s = p->s;
-    uint64_t rb = s->row_bytes, off = w->chunk_off[i], len = w->chunk_off[i + 1] - off;
+    uint64_t rb = s->row_bytes, off = w->chunk_off[i], len = w->chunk_off[i + 1] - off, meta;
+    uint64_t first = len < OC_IO_ALIGN ? len : OC_IO_ALIGN;
     int rc;
 
-    /* first pass sizes the buffer for the chunk alone; disk-cache rows follow */
-    if ((rc = grow_buf(p, sl, len, 0, err)) || (rc = oc_file_pread(w->f, sl->buf, len, off, err)))
+    if ((rc = grow_buf(p, sl, first, 0, err)) ||
+        (rc = oc_file_pread(w->f, sl->buf, first, off, err)))
         return rc;
     uint64_t seg = i / w->s;
     struct dg_chunk_expect x = {w->epoch, w->first + i, rb, p->c.cache->n,
                                 (w->seg_byte_off[seg + 1] - w->seg_byte_off[seg]) / rb};
+    if ((rc = dg_chunk_check_header(sl->buf, len, &x, w->path, off, &meta, err)))
+        return rc;
+    /* the chunk is zero-padded to a page, so the pages holding meta are within len */
+    uint64_t have = oc_io_align_up(meta);
+    if (have > len)
+        have = len;
+    if (have > first && ((rc = grow_buf(p, sl, have, first, err)) ||
+                         (rc = oc_file_pread(w->f, sl->buf + first, have - first, off + first,
+                                             err))))
+        return rc;
     struct dg_chunk_info ci;
     if ((rc = dg_chunk_check(sl->buf, len, &x, w->path, off, &ci, err)))
         return rc;
-    uint64_t n = ci.n_input, n_packed = ci.n_packed, rec = ci.rec_bytes;
-    uint64_t n_dc = ci.n_dc, n_cpu = ci.n_cpu;
-    const uint8_t *addr;
-    sl->chunk_bytes = len;
-    sl->dc_at = oc_io_align_up(len);
-    if ((rc = grow_buf(p, sl, sl->dc_at + n_dc * rb, len, err)))
-        return rc;
-    addr = sl->buf + OC_PLAN_CHUNK_HEADER + rec;
-    uint64_t before = oc_io_batch_stats(p->io)->read_bytes;
-    uint64_t reads0 = oc_io_batch_stats(p->io)->n_reads;
-    uint64_t j = 0;
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t code = oc_get_le64(addr + 8 * k);
-        if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_DISK_CACHE)
-            continue;
-        uint64_t at = w->seg_byte_off[seg] + OC_PLAN_ADDR_INDEX(code) * rb;
-        if ((rc = oc_io_batch_add(p->io, w->f, at, rb, sl->buf + sl->dc_at + j * rb, err)))
-            return rc;
-        j++;
-    }
-    if (n_dc &&
-        ((rc = oc_io_batch_fit_disk(p->io, w->f, err)) || (rc = oc_io_batch_run(p->io, err))))
-        return rc;
-    uint64_t meta_bytes = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
-    sl->rec_bytes = rec;
-    sl->info = (struct dg_batch_info){
-        .epoch = w->epoch,
-        .index = w->first + i,
-        .n_input = n,
-        .n_packed = n_packed,
-        .n_dc = n_dc,
-        .n_cpu = n_cpu,
-        .feat_read_bytes = len - meta_bytes + (oc_io_batch_stats(p->io)->read_bytes - before),
-        .graph_read_bytes = meta_bytes,
-        .n_reads = 1 + oc_io_batch_stats(p->io)->n_reads - reads0};
+    sl->rec_bytes = ci.rec_bytes;
+    sl->w = w;
+    sl->chunk_at = off;
+    sl->seg = seg;
+    sl->info = (struct dg_batch_info){.epoch = w->epoch,
+                                      .index = w->first + i,
+                                      .n_input = ci.n_input,
+                                      .n_packed = ci.n_packed,
+                                      .n_dc = ci.n_dc,
+                                      .n_cpu = ci.n_cpu,
+                                      .graph_read_bytes = have,
+                                      .n_reads = 1 + (have > first)};
     return OC_OK;
+}
+
+/*
+ * Lets go of one hold on w (fresh samples: windows are read once); the last
+ * drops it and, when a later window is left to plan, hands its struct back
+ * to the planner. The loader's thread or the fetch stage's.
+ */
+static void window_put(struct dg_pipe *p, struct dg_window *w)
+{
+    if (p->c.reuse || atomic_fetch_sub(&w->refs, 1) != 1)
+        return;
+    int give_back = w->give_back;
+    atomic_fetch_sub(&p->file_bytes, w->file_bytes);
+    dg_window_drop(w);
+    /* the struct of window k holds window k + 2; closed once cancelled */
+    if (give_back)
+        (void)oc_queue_push(p->win_free, w);
 }
 
 /*
@@ -260,6 +286,8 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
         if ((rc = oc_stage_pop(st, p->win_q, &got)))
             return rc;
         p->load_w = got;
+        atomic_init(&p->load_w->refs, 1); /* the loader's, until it has read the last chunk */
+        p->load_w->give_back = 0;
     }
     struct dg_window *w = p->load_w;
     uint64_t chunk = p->load_i;
@@ -269,7 +297,11 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
                                   w->n_batches);
         chunk = p->load_order[p->load_i];
     }
-    if ((rc = load_chunk(p, w, chunk, sl, err)) || (rc = oc_stage_push(st, p->loaded_q, sl)))
+    if ((rc = load_chunk(p, w, chunk, sl, err)))
+        return rc;
+    if (!p->c.reuse)
+        atomic_fetch_add(&w->refs, 1); /* the slot's, until released */
+    if ((rc = oc_stage_push(st, p->loaded_q, sl)))
         return rc;
     if (++p->load_i < w->n_batches)
         return OC_OK;
@@ -277,11 +309,10 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
     p->load_k++;
     if (p->c.reuse) /* every epoch reads the first window (a whole epoch) again */
         return OC_OK;
-    p->load_w = NULL; /* its last chunk is read: the file can go */
-    atomic_fetch_sub(&p->file_bytes, w->file_bytes);
-    dg_window_drop(w);
-    /* the struct of window k holds window k + 2 */
-    return p->load_k + 1 < p->n_win ? oc_stage_push(st, p->win_free, w) : OC_OK;
+    p->load_w = NULL; /* its last chunk is read: the file goes once its slots are released */
+    w->give_back = p->load_k + 1 < p->n_win;
+    window_put(p, w);
+    return OC_OK;
 }
 
 /* ---- graph loader ------------------------------------------------------------- */
@@ -310,37 +341,96 @@ static int load_graph(void *ctx, struct oc_stage *st, void *item, struct oc_err 
 
 /* ---- feature assembler -------------------------------------------------------- */
 
+/* Where row k of out gets its stored bytes: in place (f32) or the upper half (f16). */
+static void *row_dst(const struct oc_store *s, float *out, uint64_t k)
+{
+    uint8_t *row = (uint8_t *)(out + k * s->feat_dim);
+    return s->dtype == OC_DTYPE_F16 ? row + 2 * s->feat_dim : row;
+}
+
+/* Queues one row for the assembler's reader, running it every c.row_run rows. */
+static int queue_row(struct dg_pipe *p, struct oc_file *f, uint64_t at, void *dst, uint64_t *queued,
+                     struct oc_err *err)
+{
+    int rc = oc_io_batch_add(p->io, f, at, p->s->row_bytes, dst, err);
+    if (rc == OC_OK && ++*queued == p->c.row_run) {
+        *queued = 0;
+        rc = oc_io_batch_run(p->io, err);
+    }
+    return rc;
+}
+
 /*
- * Rows of slot sl into out (n_input rows): CPU-cache rows from the cache
- * (those at slots >= live, given back, were read into place already: an f16
- * one is widened here), packed and disk-cache rows from the chunk buffer.
+ * Reads slot sl's packed rows (ascending in the chunk, so one sequential
+ * extent, in file order through the inverse of the address table) and its
+ * disk-cache rows from the window file straight into their rows of out, in
+ * runs of c.row_run rows; counts the reads in sl's info. f16 rows
+ * are widened by the caller.
+ */
+static int read_rows(struct dg_pipe *p, struct dg_slot *sl, float *out, struct oc_err *err)
+{
+    const struct oc_store *s = p->s;
+    struct dg_window *w = sl->w;
+    uint64_t n = sl->info.n_input, rb = s->row_bytes, queued = 0;
+    const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
+    const struct oc_io_stats *io = oc_io_batch_stats(p->io);
+    uint64_t read0 = io->read_bytes, reads0 = io->n_reads;
+    int rc;
+    if (sl->info.n_packed > p->cap_inv) {
+        uint32_t *inv = oc_alloc(sl->info.n_packed * sizeof(uint32_t),
+                                 "store diskgnn: the assembler's row map", err);
+        if (!inv)
+            return err->status;
+        oc_free(p->inv);
+        atomic_fetch_add(&p->held, (sl->info.n_packed - p->cap_inv) * sizeof(uint32_t));
+        p->inv = inv;
+        p->cap_inv = sl->info.n_packed;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t code = oc_get_le64(addr + 8 * k);
+        if (OC_PLAN_ADDR_WHERE(code) == OC_PLAN_PACKED) /* the loader checked every code */
+            p->inv[OC_PLAN_ADDR_INDEX(code)] = (uint32_t)k;
+    }
+    if ((rc = oc_io_batch_fit_disk(p->io, w->f, err)))
+        return rc;
+    uint64_t packed_at = sl->chunk_at + OC_PLAN_CHUNK_HEADER + sl->rec_bytes + 8 * n;
+    for (uint64_t j = 0; j < sl->info.n_packed && rc == OC_OK; j++)
+        rc = queue_row(p, w->f, packed_at + j * rb, row_dst(s, out, p->inv[j]), &queued, err);
+    for (uint64_t k = 0; k < n && rc == OC_OK; k++) {
+        uint64_t code = oc_get_le64(addr + 8 * k);
+        if (OC_PLAN_ADDR_WHERE(code) == OC_PLAN_DISK_CACHE)
+            rc = queue_row(p, w->f, w->seg_byte_off[sl->seg] + OC_PLAN_ADDR_INDEX(code) * rb,
+                           row_dst(s, out, k), &queued, err);
+    }
+    /* a run empties the batch also on failure (the queued destinations are out's rows) */
+    struct oc_err ignore;
+    int run = oc_io_batch_run(p->io, rc ? &ignore : err);
+    rc = rc ? rc : run;
+    /* what was read counts even on failure (the trainer adds a batch's info to the store's) */
+    sl->info.feat_read_bytes += io->read_bytes - read0;
+    sl->info.n_reads += io->n_reads - reads0;
+    if (rc)
+        return oc_err_prefix(err, "store diskgnn: batch %" PRIu64 ", packed and disk-cache rows",
+                             sl->info.index);
+    return OC_OK;
+}
+
+/*
+ * The CPU-cache rows of slot sl into out, from the cache (those at slots >=
+ * live, given back, were read into place already), and every row read from
+ * disk widened when rows are stored as f16.
  */
 static void assemble(const struct dg_pipe *p, const struct dg_slot *sl, uint64_t live, float *out)
 {
     const struct oc_store *s = p->s;
-    uint64_t rb = s->row_bytes, dim = s->feat_dim, j = 0;
+    uint64_t rb = s->row_bytes, dim = s->feat_dim;
     const uint8_t *addr = sl->buf + OC_PLAN_CHUNK_HEADER + sl->rec_bytes;
-    const uint8_t *packed = addr + 8 * sl->info.n_input, *dc = sl->buf + sl->dc_at;
     for (uint64_t k = 0; k < sl->info.n_input; k++) {
         uint64_t code = oc_get_le64(addr + 8 * k), idx = OC_PLAN_ADDR_INDEX(code);
-        const uint8_t *src;
-        switch (OC_PLAN_ADDR_WHERE(code)) {
-        case OC_PLAN_CPU:
-            if (idx >= live) {
-                if (s->dtype == OC_DTYPE_F16)
-                    store_row_widen_inplace(out + k * dim, dim);
-                continue;
-            }
-            src = p->c.cache->rows + idx * rb;
-            break;
-        case OC_PLAN_PACKED:
-            src = packed + idx * rb;
-            break;
-        default: /* disk cache (the loader checked every code) */
-            src = dc + j++ * rb;
-            break;
-        }
-        store_row_to_f32(s->dtype, src, dim, out + k * dim);
+        if (OC_PLAN_ADDR_WHERE(code) == OC_PLAN_CPU && idx < live)
+            store_row_to_f32(s->dtype, p->c.cache->rows + idx * rb, dim, out + k * dim);
+        else if (s->dtype == OC_DTYPE_F16)
+            store_row_widen_inplace(out + k * dim, dim);
     }
 }
 
@@ -444,13 +534,19 @@ int dg_pipe_assemble(struct dg_pipe *p, struct dg_slot *slot, const uint64_t *id
                      struct oc_err *err)
 {
     double t0 = oc_now_s();
-    int rc = assemble_locked(p, slot, ids, out, err);
+    int rc = read_rows(p, slot, out, err);
+    if (rc == OC_OK)
+        rc = assemble_locked(p, slot, ids, out, err);
     atomic_fetch_add(&p->assemble_us, (uint64_t)((oc_now_s() - t0) * 1e6));
     return rc;
 }
 
 void dg_pipe_release(struct dg_pipe *p, struct dg_slot *slot)
 {
+    struct dg_window *w = slot->w;
+    slot->w = NULL;
+    if (w)
+        window_put(p, w);
     /* it has room: it holds at most the n_slots chunk buffers; closed once cancelled */
     (void)oc_queue_push(p->free_q, slot);
 }
@@ -467,9 +563,9 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
     for (int i = 0; i < DG_STAGE_COUNT; i++)
         out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
     out->busy_s[DG_STAGE_ASSEMBLE] = (double)atomic_load(&p->assemble_us) / 1e6;
-    /* the loader's batch reader holds its bounce buffer and request arrays */
-    out->held_bytes =
-        sizeof(*p) + atomic_load(&p->held) + DG_IO_BOUNCE + DG_IO_DEPTH * STORE_ROW_SCRATCH_BYTES;
+    /* the assembler's batch reader holds its bounce buffer and request arrays */
+    out->held_bytes = sizeof(*p) + atomic_load(&p->held) + p->c.row_bounce +
+                      p->c.row_run * (uint64_t)oc_io_batch_request_bytes();
 }
 
 /* ---- start / stop ------------------------------------------------------------- */
@@ -513,6 +609,8 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->win[0] = *c->w0;
     memset(c->w0, 0, sizeof(*c->w0));
     p->load_w = &p->win[0];
+    atomic_init(&p->win[0].refs, 1); /* the loader's (load_next takes later windows so) */
+    p->win[0].give_back = 0;
     uint64_t nb = c->builder->nb_epoch, W = c->reuse || !c->win_batches ? nb : c->win_batches;
     p->c.win_batches = W;
     p->wpe = (nb + W - 1) / W;
@@ -534,7 +632,8 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
                                                "store diskgnn: batch order", err)))
         return err->status;
     p->p = c->pipeline;
-    if ((rc = oc_io_batch_new(DG_IO_DEPTH, DG_IO_BOUNCE, &p->io, err)))
+    if ((rc = oc_io_batch_new(DG_ROW_DEPTH, p->c.row_bounce, &p->io, err)) ||
+        (rc = oc_io_batch_reserve(p->io, p->c.row_run, err)))
         return rc;
     for (unsigned i = 0; i < p->c.n_slots; i++)
         if ((rc = grow_buf(p, &p->slots[i], c->slot_bytes, 0, err)))
@@ -565,5 +664,6 @@ void dg_pipe_stop(struct dg_pipe *p)
         oc_sample_batch_deinit(&p->slots[i].batch);
     }
     oc_free(p->load_order);
+    oc_free(p->inv);
     oc_free(p);
 }

@@ -24,6 +24,7 @@
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/rng.h"
+#include "store/store_int.h"
 #include "store_fixture.h"
 
 /* ---- registry ------------------------------------------------------------- */
@@ -310,6 +311,71 @@ OC_TEST(gap_reads_match_memory)
     free(ids);
     free(out);
     oc_pool_free(pool);
+    fixture_free(&fx);
+}
+
+/*
+ * The cache's gather with a reader bounded to a few rows per run (diskgnn's
+ * evaluation reader): the rows of an unbounded gather and of `memory`, the
+ * reader's scratch held at the bound, the same tier counts.
+ */
+OC_TEST(bounded_cache_gather_matches_memory)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 3000, 37, OC_DTYPE_F16)) { /* widened misses too */
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    struct oc_store *m = fixture_open("memory", &c);
+    struct store_cache cache;
+    struct store_disk d[2];
+    memset(&cache, 0, sizeof(cache));
+    memset(d, 0, sizeof(d));
+    uint64_t n = 1000, *ids = malloc(n * sizeof(uint64_t));
+    float *want = malloc(n * fx.dim * sizeof(float)), *got = malloc(n * fx.dim * sizeof(float));
+    cache.n = cache.n_live = 100; /* every 30th node: ids 0, 30, ... */
+    cache.ids = malloc(cache.n * sizeof(uint64_t));
+    cache.rows = malloc(cache.n * fx.dim * sizeof(float));
+    if (m && ids && want && got && cache.ids && cache.rows) {
+        for (uint64_t k = 0; k < cache.n; k++)
+            cache.ids[k] = 30 * k;
+        OC_CHECK_OK(oc_store_gather(m, cache.ids, cache.n, (float *)cache.rows, &err), &err);
+        for (uint64_t k = 0; k < cache.n; k++) { /* the cache holds rows as stored: f16 */
+            uint16_t *h = (uint16_t *)(cache.rows + k * m->row_bytes);
+            const float *f = (const float *)cache.rows + k * fx.dim;
+            for (uint64_t j = 0; j < fx.dim; j++)
+                h[j] = oc_f32_to_f16(f[j]);
+        }
+        struct oc_rng rng;
+        oc_rng_init(&rng, 9, 0, 0, 0);
+        for (uint64_t k = 0; k < n; k++) /* hits, misses and repeats */
+            ids[k] = k % 3 ? oc_rng_below(&rng, fx.n_nodes) : 30 * oc_rng_below(&rng, 100);
+        OC_CHECK_OK(oc_store_gather(m, ids, n, want, &err), &err);
+        struct oc_store_stats before = m->stats;
+        uint64_t disk_rows[2];
+        for (int bounded = 0; bounded < 2; bounded++) {
+            OC_CHECK_OK(store_disk_open(m, 1, &d[bounded], &err), &err);
+            d[bounded].max_rows = bounded ? 7 : 0;
+            uint64_t rows0 = m->stats.tier_rows[OC_STORE_TIER_DISK];
+            memset(got, 0xA5, n * fx.dim * sizeof(float));
+            OC_CHECK_OK(store_cache_gather(m, &cache, &d[bounded], ids, n, got, &err), &err);
+            OC_CHECK(memcmp(got, want, n * fx.dim * sizeof(float)) == 0);
+            disk_rows[bounded] = m->stats.tier_rows[OC_STORE_TIER_DISK] - rows0;
+        }
+        OC_CHECK(disk_rows[0] == disk_rows[1] && disk_rows[0] > 0 && disk_rows[0] < n);
+        OC_CHECK(d[0].cap_slots >= n && d[1].cap_slots == 7);
+        m->stats = before;
+    }
+    store_disk_close(&d[0]);
+    store_disk_close(&d[1]);
+    free(cache.ids);
+    free(cache.rows);
+    free(ids);
+    free(want);
+    free(got);
+    oc_store_free(m);
     fixture_free(&fx);
 }
 

@@ -4,7 +4,9 @@
  * evaluation and out-of-plan gathers): lookup, then the misses queued
  * straight into their output rows and read through the batch reader
  * (same-page requests merged), then the hits converted and f16 misses
- * widened on the pool.
+ * widened on the pool; all of a gather at once, or runs of at most the
+ * reader's max_rows rows when it has a bound (its scratch then stays
+ * bounded whatever the batch).
  *
  *   rows:  [ slot 0 | slot 1 | ... | slot C-1 ]   (static: hottest first; diskgnn: id order)
  *   lookup: u32 table[N] (slot of v, or STORE_NO_SLOT) when table is set,
@@ -65,28 +67,39 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
-                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+/* Rows [lo, hi) of a gather (at most d->max_rows of them); counts their misses. */
+static int gather_run(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                      const uint64_t *ids, uint64_t lo, uint64_t hi, float *out, uint64_t *misses,
+                      struct oc_err *err)
 {
-    uint64_t misses = 0;
-    int rc = store_disk_reserve(d, n, err);
-    if (rc)
-        return rc;
-    for (uint64_t i = 0; i < n; i++) {
+    uint64_t dim = s->feat_dim, m = 0;
+    int rc;
+    for (uint64_t i = lo; i < hi; i++) {
         uint32_t slot = store_cache_lookup(c, ids[i]);
-        d->slots[i] = slot;
+        d->slots[i - lo] = slot;
         if (slot != STORE_NO_SLOT)
             continue;
-        misses++;
-        if ((rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err))) {
+        m++;
+        if ((rc = store_disk_queue(s, d, ids[i], out + i * dim, err))) {
             store_disk_discard(d);
             return rc;
         }
     }
-    if (misses && (rc = store_disk_run(s, d, err)))
+    if (m && (rc = store_disk_run(s, d, err)))
         return rc;
-    struct cache_job j = {s, c, d->slots, out};
-    if ((rc = store_for_rows(s->pool, n, cache_copy, &j, err)))
+    *misses += m;
+    struct cache_job j = {s, c, d->slots, out + lo * dim};
+    return store_for_rows(s->pool, hi - lo, cache_copy, &j, err);
+}
+
+int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                       const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    uint64_t misses = 0, step = d->max_rows && d->max_rows < n ? d->max_rows : n;
+    int rc = store_disk_reserve(d, n, err);
+    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += step)
+        rc = gather_run(s, c, d, ids, lo, n - lo < step ? n : lo + step, out, &misses, err);
+    if (rc)
         return rc;
     s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
     s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;

@@ -267,6 +267,8 @@ int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
 
 int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err)
 {
+    if (d->max_rows && n > d->max_rows)
+        n = d->max_rows;
     if (n > d->cap_slots) {
         uint64_t cap = n > 2 * d->cap_slots ? n : 2 * d->cap_slots;
         uint32_t *p = oc_realloc(d->slots, cap * sizeof(uint32_t), "store cache: slots", err);

@@ -105,6 +105,16 @@ static uint64_t size_rows(uint64_t n, int reuse)
     return reuse ? n : n + n / 4;
 }
 
+/*
+ * Rows the store's reader of features.npy (evaluation, out-of-plan reads,
+ * given-back rows) queues per run: a batch's, at most DG_ROW_RUN.
+ */
+static uint64_t reader_rows(const struct oc_store *s, const struct oc_store_config *cfg)
+{
+    uint64_t rows = store_budget_rows(s, cfg);
+    return rows < DG_ROW_RUN ? rows : DG_ROW_RUN;
+}
+
 /* A chunk buffer: the largest batch's header, record and address table, page-aligned. */
 static uint64_t slot_bytes(const struct dg_sizes *z, int reuse)
 {
@@ -123,8 +133,8 @@ static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_con
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
     uint64_t run, bounce, reader;
     dg_row_reader(in, s->row_bytes, &run, &bounce, &reader);
-    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES + store_budget_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
-           sizeof(struct diskgnn_store);
+    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES +
+           reader_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) + sizeof(struct diskgnn_store);
 }
 
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
@@ -308,6 +318,7 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     d->disk_mu_ready = 1;
     if ((rc = store_disk_open(s, 1, &d->disk, err)))
         return rc;
+    d->disk.max_rows = reader_rows(s, cfg);
     if (has_plan(cfg))
         return open_plan(s, d, cfg, err);
     return OC_OK;

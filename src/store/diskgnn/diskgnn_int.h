@@ -137,8 +137,8 @@ struct dg_slot {
     struct dg_batch_info info;
     uint8_t *buf; /* the chunk's header, record and address table */
     uint64_t cap_buf;
-    struct dg_window *w;        /* the window it came from (held: refs) */
-    uint64_t chunk_at, seg;     /* the chunk's offset in w's file; its segment */
+    struct dg_window *w;    /* the window it came from (held: refs) */
+    uint64_t chunk_at, seg; /* the chunk's offset in w's file; its segment */
     uint64_t rec_bytes;
     struct oc_sample_batch batch;
     int handed;                 /* load_batch gave batch's arrays to the trainer */
@@ -173,7 +173,7 @@ struct dg_pipe_config {
     int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;
-    uint32_t n_slots;    /* chunk buffers, 1 .. DG_N_SLOTS */
+    uint32_t n_slots;             /* chunk buffers, 1 .. DG_N_SLOTS */
     uint64_t row_run, row_bounce; /* the assembler's reader: dg_row_reader */
     uint64_t slot_bytes; /* initial sizing of each chunk buffer (chunk + disk-cache rows) */
 };

@@ -230,9 +230,9 @@ static int load_chunk(struct dg_pipe *p, struct dg_window *w, uint64_t i, struct
     uint64_t have = oc_io_align_up(meta);
     if (have > len)
         have = len;
-    if (have > first && ((rc = grow_buf(p, sl, have, first, err)) ||
-                         (rc = oc_file_pread(w->f, sl->buf + first, have - first, off + first,
-                                             err))))
+    if (have > first &&
+        ((rc = grow_buf(p, sl, have, first, err)) ||
+         (rc = oc_file_pread(w->f, sl->buf + first, have - first, off + first, err))))
         return rc;
     struct dg_chunk_info ci;
     if ((rc = dg_chunk_check(sl->buf, len, &x, w->path, off, &ci, err)))
@@ -465,7 +465,8 @@ static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, const uint64_t
         if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_CPU || OC_PLAN_ADDR_INDEX(code) < live)
             continue;
         rc = store_disk_queue(p->s, d, ids[k], out + k * dim, err);
-        n++;
+        if (rc == OC_OK && ++n % d->max_rows == 0) /* the reader's bounded runs */
+            rc = oc_io_batch_run(d->batch, err);
     }
     if (rc)
         store_disk_discard(d);

@@ -4,9 +4,10 @@
  * evaluation and out-of-plan gathers): lookup, then the misses queued
  * straight into their output rows and read through the batch reader
  * (same-page requests merged), then the hits converted and f16 misses
- * widened on the pool; all of a gather at once, or runs of at most the
- * reader's max_rows rows when it has a bound (its scratch then stays
- * bounded whatever the batch).
+ * widened on the pool; all of a gather at once, or, when the reader has a
+ * bound (max_rows), the misses sorted by id and read in runs of at most
+ * that many rows (its request scratch then stays bounded whatever the
+ * batch: 16 bytes of miss list per row instead of a request record).
  *
  *   rows:  [ slot 0 | slot 1 | ... | slot C-1 ]   (static: hottest first; diskgnn: id order)
  *   lookup: u32 table[N] (slot of v, or STORE_NO_SLOT) when table is set,
@@ -67,38 +68,74 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-/* Rows [lo, hi) of a gather (at most d->max_rows of them); counts their misses. */
-static int gather_run(struct oc_store *s, struct store_cache *c, struct store_disk *d,
-                      const uint64_t *ids, uint64_t lo, uint64_t hi, float *out, uint64_t *misses,
-                      struct oc_err *err)
+/* Looks up rows [lo, hi) into d->slots[0 .. hi - lo); queues their misses when `queue`. */
+static int look_up(const struct oc_store *s, const struct store_cache *c, struct store_disk *d,
+                   const uint64_t *ids, uint64_t lo, uint64_t hi, int queue, float *out,
+                   uint64_t *misses, struct oc_err *err)
 {
-    uint64_t dim = s->feat_dim, m = 0;
-    int rc;
     for (uint64_t i = lo; i < hi; i++) {
         uint32_t slot = store_cache_lookup(c, ids[i]);
         d->slots[i - lo] = slot;
         if (slot != STORE_NO_SLOT)
             continue;
-        m++;
-        if ((rc = store_disk_queue(s, d, ids[i], out + i * dim, err))) {
+        ++*misses;
+        int rc = queue ? store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err) : OC_OK;
+        if (rc) {
             store_disk_discard(d);
             return rc;
         }
     }
-    if (m && (rc = store_disk_run(s, d, err)))
-        return rc;
+    return OC_OK;
+}
+
+/*
+ * A gather larger than d->max_rows: its misses, sorted by id (so each run
+ * reads a range of the file and the block reader still merges neighbours),
+ * read in runs of max_rows, then the hits copied (and f16 misses widened)
+ * max_rows rows at a time.
+ */
+static int gather_bounded(struct oc_store *s, struct store_cache *c, struct store_disk *d,
+                          const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
+                          struct oc_err *err)
+{
+    uint64_t m = 0, step = d->max_rows, dim = s->feat_dim;
+    int rc = OC_OK;
+    for (uint64_t i = 0; i < n; i++)
+        if (store_cache_lookup(c, ids[i]) == STORE_NO_SLOT)
+            d->miss[m++] = (struct store_miss){ids[i], i};
+    store_miss_sort(d->miss, m);
+    for (uint64_t lo = 0; lo < m && rc == OC_OK; lo += step) {
+        uint64_t hi = m - lo < step ? m : lo + step;
+        for (uint64_t k = lo; k < hi && rc == OC_OK; k++)
+            rc = store_disk_queue(s, d, d->miss[k].id, out + d->miss[k].pos * dim, err);
+        if (rc)
+            store_disk_discard(d);
+        else
+            rc = store_disk_run(s, d, err);
+    }
     *misses += m;
-    struct cache_job j = {s, c, d->slots, out + lo * dim};
-    return store_for_rows(s->pool, hi - lo, cache_copy, &j, err);
+    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += step) {
+        uint64_t hi = n - lo < step ? n : lo + step, again = 0;
+        look_up(s, c, d, ids, lo, hi, 0, out, &again, err);
+        struct cache_job j = {s, c, d->slots, out + lo * dim};
+        rc = store_for_rows(s->pool, hi - lo, cache_copy, &j, err);
+    }
+    return rc;
 }
 
 int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
 {
-    uint64_t misses = 0, step = d->max_rows && d->max_rows < n ? d->max_rows : n;
+    uint64_t misses = 0;
     int rc = store_disk_reserve(d, n, err);
-    for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += step)
-        rc = gather_run(s, c, d, ids, lo, n - lo < step ? n : lo + step, out, &misses, err);
+    if (rc == OC_OK && d->max_rows && n > d->max_rows) {
+        rc = gather_bounded(s, c, d, ids, n, out, &misses, err);
+    } else if (rc == OC_OK) {
+        struct cache_job j = {s, c, d->slots, out};
+        if ((rc = look_up(s, c, d, ids, 0, n, 1, out, &misses, err)) == OC_OK &&
+            (!misses || (rc = store_disk_run(s, d, err)) == OC_OK))
+            rc = store_for_rows(s->pool, n, cache_copy, &j, err);
+    }
     if (rc)
         return rc;
     s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;

@@ -230,6 +230,7 @@ void store_disk_close(struct store_disk *d)
 {
     oc_io_batch_free(d->batch);
     oc_free(d->slots);
+    oc_free(d->miss);
     oc_file_close(d->f, NULL); /* read-only: nothing to lose on close */
     memset(d, 0, sizeof(*d));
 }
@@ -267,6 +268,14 @@ int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
 
 int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err)
 {
+    if (d->max_rows && n > d->max_rows && n > d->cap_miss) {
+        uint64_t cap = n > 2 * d->cap_miss ? n : 2 * d->cap_miss;
+        struct store_miss *m = oc_realloc(d->miss, cap * sizeof(*m), "store cache: misses", err);
+        if (!m)
+            return err ? err->status : OC_ERR_NOMEM;
+        d->miss = m;
+        d->cap_miss = cap;
+    }
     if (d->max_rows && n > d->max_rows)
         n = d->max_rows;
     if (n > d->cap_slots) {
@@ -288,7 +297,8 @@ void store_disk_discard(struct store_disk *d)
 
 size_t store_disk_held_bytes(const struct store_disk *d)
 {
-    return (d->batch ? oc_io_batch_held_bytes(d->batch) : 0) + d->cap_slots * sizeof(uint32_t);
+    return (d->batch ? oc_io_batch_held_bytes(d->batch) : 0) + d->cap_slots * sizeof(uint32_t) +
+           d->cap_miss * sizeof(struct store_miss);
 }
 
 uint32_t store_lanes_for(const struct oc_store_config *cfg, uint64_t lane_bytes, uint64_t room)

@@ -251,7 +251,9 @@ struct store_disk {
     struct oc_io_batch *batch;
     uint32_t *slots; /* store_cache_gather: the slot of each requested row */
     uint64_t cap_slots;
-    uint64_t max_rows; /* rows a gather queues per run, at most (0: all of them at once) */
+    uint64_t max_rows;       /* rows a gather queues per run, at most (0: all of them at once) */
+    struct store_miss *miss; /* a bounded gather's misses, sorted by id */
+    uint64_t cap_miss;
 };
 
 #define STORE_DISK_DEPTH        256u
@@ -279,10 +281,10 @@ int store_disk_run_counted(struct oc_store *s, struct store_disk *d, int counted
 void store_disk_discard(struct store_disk *d);
 /*
  * Grows d's slot scratch and request arrays to n rows, or d->max_rows when
- * that is fewer (store_cache_gather does it too).
+ * that is fewer, and then its miss list to n (store_cache_gather does it too).
  */
 int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err);
-/* Bounce buffer plus request arrays of the batch reader, and the slot scratch. */
+/* Bounce buffer plus request arrays of the batch reader, the slot scratch and miss list. */
 size_t store_disk_held_bytes(const struct store_disk *d);
 
 /*

@@ -107,7 +107,8 @@ static uint64_t size_rows(uint64_t n, int reuse)
 
 /*
  * Rows the store's reader of features.npy (evaluation, out-of-plan reads,
- * given-back rows) queues per run: a batch's, at most DG_ROW_RUN.
+ * given-back rows) queues per run: a batch's, at most DG_ROW_RUN (a larger
+ * gather sorts its misses, 16 bytes per row of a batch: store_cache_gather).
  */
 static uint64_t reader_rows(const struct oc_store *s, const struct oc_store_config *cfg)
 {
@@ -134,7 +135,8 @@ static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_con
     uint64_t run, bounce, reader;
     dg_row_reader(in, s->row_bytes, &run, &bounce, &reader);
     return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES +
-           reader_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) + sizeof(struct diskgnn_store);
+           reader_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
+           store_budget_rows(s, cfg) * sizeof(struct store_miss) + sizeof(struct diskgnn_store);
 }
 
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,

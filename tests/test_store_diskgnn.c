@@ -222,10 +222,11 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     OC_CHECK(plan_files(log.plan, NULL) == 0);
 
     /* Store level: the smallest budget with windows derived from it is below what a whole
-       epoch's plan needs, and a store opened there hands over train's batches and rows. */
+       epoch's plan needs, and a store opened there hands over train's batches and rows (an
+       epoch long enough that its plan outweighs the readers' fixed buffers). */
     struct fixture fx;
     char plan[800];
-    if (!fixture_init(&fx, 4000, 16, OC_DTYPE_F32)) {
+    if (!fixture_init(&fx, 16000, 16, OC_DTYPE_F32)) {
         fixture_free(&fx);
         return;
     }

@@ -159,8 +159,9 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * budget: the whole epoch; cfg->window_batches when given (at most the
  * epoch). Else, with fresh samples under a budget: as many as let the
  * planner's share of the next window (DG_BYTES_PER_ACCESS per access of R
- * rows per batch plus a quarter, R = train's measured rows, else the bound)
- * stay within half of the budget, at least one batch: the window, not the
+ * rows per batch, R = train's measured rows, which carry a quarter more than
+ * the largest batch measured, else the bound; the check after sampling adds
+ * a quarter to the window's accesses) stay within half of the budget, at least one batch: the window, not the
  * epoch, is what the budget must hold, so an epoch of any length fits.
  * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
  * buffers, staging) take at most half of the budget,
@@ -184,7 +185,7 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
         return cfg->window_batches < nb ? cfg->window_batches : nb;
     if (cfg->mem_bytes == 0)
         return nb;
-    uint64_t per = in * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
+    uint64_t per = rows * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
     uint64_t base = dg_builder_need_bytes(b, 0), share = cfg->mem_bytes / 2;
     uint64_t w = share > base ? (share - base) / per : 0;
     return w < 1 ? 1 : w > nb ? nb : w;

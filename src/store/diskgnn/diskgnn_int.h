@@ -108,7 +108,7 @@ void dg_window_drop(struct dg_window *w);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
 /* Bytes per access and per batch of a window in dg_builder_need_bytes. */
-#define DG_BYTES_PER_ACCESS 64u
+#define DG_BYTES_PER_ACCESS 48u
 #define DG_BYTES_PER_BATCH  96u
 /*
  * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),

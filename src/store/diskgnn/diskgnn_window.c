@@ -190,8 +190,10 @@ void dg_builder_deinit(struct dg_builder *b)
 
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
 {
-    /* trace 8 (x2 while it grows) + layout (addr 8, packed/segment rows 8) + pairs 16 +
-       sorting scratch per access; the planner's per-node scratch; per batch offsets; buffers */
+    /* per access, at the peak of laying out (trace 8, a quarter more while it grows; address
+       8; packed/segment rows 8; segment ordering 16 per disk-cache row) or of packing (trace,
+       packed/segment rows, pairs 16 sorted in place: the addresses are freed by then); the
+       planner's per-node scratch; per batch offsets; buffers */
     return accesses * DG_BYTES_PER_ACCESS + b->s->n_nodes * 8 + b->nb_epoch * DG_BYTES_PER_BATCH +
            b->part_bytes + DG_WRITE_RUN + b->cap_rec;
 }
@@ -201,7 +203,7 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char 
 {
     if (need <= *cap)
         return OC_OK;
-    uint64_t n = need > 2 * *cap ? need : 2 * *cap;
+    uint64_t n = need > *cap + *cap / 4 ? need : *cap + *cap / 4; /* a quarter: the budget's */
     void *q = oc_realloc(*p, n * elem, what, err);
     if (!q)
         return err->status;
@@ -279,24 +281,17 @@ fail:
 
 /* ---- packing ----------------------------------------------------------------- */
 
-struct pair {
-    uint64_t row, dest; /* dest: a byte offset in the window file, or CACHE_BIT | slot */
-};
+/*
+ * A row to copy is a struct store_miss (so it sorts in place by id): id the
+ * row, pos a byte offset in the window file, or CACHE_BIT | cache slot.
+ */
 
 #define CACHE_BIT (UINT64_C(1) << 63)
 
-static int pair_by_row(const void *a, const void *b)
-{
-    const struct pair *x = a, *y = b;
-    if (x->row != y->row)
-        return x->row < y->row ? -1 : 1;
-    return (x->dest > y->dest) - (x->dest < y->dest);
-}
-
 static int pair_by_dest(const void *a, const void *b)
 {
-    const struct pair *x = a, *y = b;
-    return (x->dest > y->dest) - (x->dest < y->dest);
+    const struct store_miss *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 /* Pass 1: header + record + address table of every chunk. */
@@ -336,13 +331,13 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
 
 /* The (row, destination) pairs of the window's packed and disk-cache rows (+ cache rows). */
 static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l,
-                      const struct store_cache *cache, int fill_cache, struct pair **out,
+                      const struct store_cache *cache, int fill_cache, struct store_miss **out,
                       uint64_t *n_out, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
     uint64_t n =
         l->pack_off[l->n_batches] + l->seg_off[l->n_segments] + (fill_cache ? cache->n : 0);
-    struct pair *p = oc_alloc((n ? n : 1) * sizeof(*p), "store diskgnn: packing pairs", err);
+    struct store_miss *p = oc_alloc((n ? n : 1) * sizeof(*p), "store diskgnn: packing pairs", err);
     if (!p)
         return err->status;
     uint64_t k = 0;
@@ -350,31 +345,34 @@ static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l
         uint64_t n_in = b->off[i + 1] - b->off[i];
         uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
         for (uint64_t j = l->pack_off[i]; j < l->pack_off[i + 1]; j++)
-            p[k++] = (struct pair){l->pack_rows[j], base + (j - l->pack_off[i]) * rb};
+            p[k++] = (struct store_miss){l->pack_rows[j], base + (j - l->pack_off[i]) * rb};
     }
     for (uint64_t g = 0; g < l->n_segments; g++)
         for (uint64_t j = l->seg_off[g]; j < l->seg_off[g + 1]; j++)
-            p[k++] = (struct pair){l->seg_rows[j], l->seg_byte_off[g] + (j - l->seg_off[g]) * rb};
+            p[k++] =
+                (struct store_miss){l->seg_rows[j], l->seg_byte_off[g] + (j - l->seg_off[g]) * rb};
     if (fill_cache)
         for (uint64_t j = 0; j < cache->n; j++)
-            p[k++] = (struct pair){cache->ids[j], CACHE_BIT | j};
-    qsort(p, n, sizeof(*p), pair_by_row);
+            p[k++] = (struct store_miss){cache->ids[j], CACHE_BIT | j};
+    /* by row, in place (qsort's merge buffer would double them outside the budget); rows
+       equal in several batches land in any order: each partition's are sorted by dest */
+    store_miss_sort(p, n);
     *out = p;
     *n_out = n;
     return OC_OK;
 }
 
 /* Writes the file-bound pairs of one partition as coalesced runs. */
-static int write_runs(struct dg_builder *b, struct pair *p, uint64_t n, uint64_t first_row,
+static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, uint64_t first_row,
                       uint64_t part_off, struct oc_file *out, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t rb = s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
     qsort(p, n, sizeof(*p), pair_by_dest);
     uint64_t i = 0;
-    while (i < n && (p[i].dest & CACHE_BIT) == 0) {
-        uint64_t start = p[i].dest, k = 0;
-        const uint8_t *src = b->part + part_off + (p[i].row - first_row) * rb;
+    while (i < n && (p[i].pos & CACHE_BIT) == 0) {
+        uint64_t start = p[i].pos, k = 0;
+        const uint8_t *src = b->part + part_off + (p[i].id - first_row) * rb;
         if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
             int rc = oc_file_pwrite(out, src, rb, start, err);
             if (rc)
@@ -382,8 +380,8 @@ static int write_runs(struct dg_builder *b, struct pair *p, uint64_t n, uint64_t
             i++;
             continue;
         }
-        while (i < n && (p[i].dest & CACHE_BIT) == 0 && p[i].dest == start + k * rb && k < cap) {
-            memcpy(b->run + k * rb, b->part + part_off + (p[i].row - first_row) * rb, rb);
+        while (i < n && (p[i].pos & CACHE_BIT) == 0 && p[i].pos == start + k * rb && k < cap) {
+            memcpy(b->run + k * rb, b->part + part_off + (p[i].id - first_row) * rb, rb);
             k++;
             i++;
         }
@@ -401,7 +399,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
 {
     const struct oc_store *s = b->s;
     uint64_t rb = s->row_bytes;
-    struct pair *p = NULL;
+    struct store_miss *p = NULL;
     uint64_t n = 0;
     struct oc_file *feat = NULL;
     int rc;
@@ -414,10 +412,10 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     if (per == 0)
         per = 1;
     for (uint64_t i = 0; i < n;) {
-        uint64_t r0 = p[i].row, j = i;
-        while (j < n && p[j].row < r0 + per)
+        uint64_t r0 = p[i].id, j = i;
+        while (j < n && p[j].id < r0 + per)
             j++;
-        uint64_t r1 = p[j - 1].row + 1; /* rows [r0, r1) are needed */
+        uint64_t r1 = p[j - 1].id + 1; /* rows [r0, r1) are needed */
         uint64_t lo = oc_io_align_down(store_row_off(s, r0));
         uint64_t hi = oc_io_align_up(store_row_off(s, r1));
         size_t got;
@@ -434,9 +432,9 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         }
         uint64_t part_off = store_row_off(s, r0) - lo;
         for (uint64_t k = i; k < j; k++)
-            if (p[k].dest & CACHE_BIT)
-                memcpy(cache->rows + (p[k].dest & ~CACHE_BIT) * rb,
-                       b->part + part_off + (p[k].row - r0) * rb, rb);
+            if (p[k].pos & CACHE_BIT)
+                memcpy(cache->rows + (p[k].pos & ~CACHE_BIT) * rb,
+                       b->part + part_off + (p[k].id - r0) * rb, rb);
         if ((rc = write_runs(b, p + i, j - i, r0, part_off, out, err)))
             goto out;
         i = j;
@@ -513,8 +511,11 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     oc_tmp_register(tmp);
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, &out, err)) ||
         (rc = oc_file_truncate(out, l.file_bytes, err)) ||
-        (rc = pack_meta(b, &l, w->epoch, out, err)) ||
-        (rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = oc_file_sync(out, err)))
+        (rc = pack_meta(b, &l, w->epoch, out, err)))
+        goto fail;
+    oc_free(l.addr); /* written: the pairs take its place (dg_builder_need_bytes) */
+    l.addr = NULL;
+    if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = oc_file_sync(out, err)))
         goto fail;
     /* The reader is opened (and locked) on the temporary: it keeps this very file. */
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))

@@ -387,7 +387,8 @@ static inline int train(const char *dir, const struct oc_train_opts *o, struct e
 
 /*
  * The smallest --mem-budget (to 16 KiB) at which diskgnn trains under o (one
- * epoch; it does not depend on the disk budget); budgets below it fail with
+ * epoch; a disk budget raises it: segment caches cost the planner more per
+ * access); budgets below it fail with
  * OC_ERR_BUDGET, and the largest of them (msg) is diskgnn's own buffers not
  * fitting. Remembered per graph and reuse_samples. 0 if none up to 32 MiB.
  */
@@ -397,14 +398,16 @@ static inline uint64_t train_min_budget(const char *dir, struct oc_train_opts o,
     static struct {
         const char *dir;
         int reuse;
-        double window;
+        double window, disk;
         uint64_t bytes;
         char msg[800];
     } memo[16];
     static int n_memo;
     double window = oc_train_opts_get(&o, "window", 0.0);
+    double disk = oc_train_opts_get(&o, "disk-budget", 0.0);
     for (int i = 0; i < n_memo; i++)
-        if (memo[i].dir == dir && memo[i].reuse == o.reuse_samples && memo[i].window == window) {
+        if (memo[i].dir == dir && memo[i].reuse == o.reuse_samples && memo[i].window == window &&
+            memo[i].disk == disk) {
             snprintf(msg, n, "%s", memo[i].msg);
             return memo[i].bytes;
         }
@@ -413,7 +416,6 @@ static inline uint64_t train_min_budget(const char *dir, struct oc_train_opts o,
     uint64_t unit = 16u << 10, lo = 1, hi = 32 * MIB / unit; /* lo fails, hi trains */
     o.strategy = "diskgnn";
     o.epochs = 1;
-    set_disk_budget(&o, 0);
     msg[0] = '\0';
     o.mem_budget = hi * unit;
     if (train_under(dir, &o, NULL, NULL, &res, &err) != OC_OK) {
@@ -438,6 +440,7 @@ static inline uint64_t train_min_budget(const char *dir, struct oc_train_opts o,
         memo[n_memo].dir = dir;
         memo[n_memo].reuse = o.reuse_samples;
         memo[n_memo].window = window;
+        memo[n_memo].disk = disk;
         memo[n_memo].bytes = hi * unit;
         snprintf(memo[n_memo].msg, sizeof(memo[n_memo].msg), "%s", msg);
         n_memo++;

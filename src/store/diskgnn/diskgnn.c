@@ -107,13 +107,16 @@ static uint64_t size_rows(uint64_t n, int reuse)
 
 /*
  * Rows the store's reader of features.npy (evaluation, out-of-plan reads,
- * given-back rows) queues per run: a batch's, at most DG_ROW_RUN (a larger
- * gather sorts its misses, 16 bytes per row of a batch: store_cache_gather).
+ * given-back rows) queues per run: a batch's, at most DG_READER_RUN. A
+ * larger gather sorts its misses (16 bytes per row of a batch:
+ * store_cache_gather), so each run reads a range of the file and runs of a
+ * few thousand requests keep the ring full at a tenth of a batch's records.
  */
+#define DG_READER_RUN 4096u
 static uint64_t reader_rows(const struct oc_store *s, const struct oc_store_config *cfg)
 {
     uint64_t rows = store_budget_rows(s, cfg);
-    return rows < DG_ROW_RUN ? rows : DG_ROW_RUN;
+    return rows < DG_READER_RUN ? rows : DG_READER_RUN;
 }
 
 /* A chunk buffer: the largest batch's header, record and address table, page-aligned. */
@@ -158,7 +161,7 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * Batches per window. Replaying one window every epoch (reuse) or without a
  * budget: the whole epoch; cfg->window_batches when given (at most the
  * epoch). Else, with fresh samples under a budget: as many as let the
- * planner's share of the next window (DG_BYTES_PER_ACCESS per access of R
+ * planner's share of the next window (dg_builder_access_bytes per access of R
  * rows per batch, R = train's measured rows, which carry a quarter more than
  * the largest batch measured, else the bound; the check after sampling adds
  * a quarter to the window's accesses) stay within half of the budget, at least one batch: the window, not the
@@ -185,7 +188,7 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
         return cfg->window_batches < nb ? cfg->window_batches : nb;
     if (cfg->mem_bytes == 0)
         return nb;
-    uint64_t per = rows * DG_BYTES_PER_ACCESS + DG_BYTES_PER_BATCH;
+    uint64_t per = rows * dg_builder_access_bytes(b) + DG_BYTES_PER_BATCH;
     uint64_t base = dg_builder_need_bytes(b, 0), share = cfg->mem_bytes / 2;
     uint64_t w = share > base ? (share - base) / per : 0;
     return w < 1 ? 1 : w > nb ? nb : w;
@@ -216,16 +219,16 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
     d->n_batches = b->nb_epoch;
+    if (cfg->disk_budget > 0) {
+        double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
+        b->disk_budget_bytes = d->reuse ? total : total / 2;
+    }
     d->win_batches = window_batches(s, cfg, b, d->reuse, &d->n_slots);
     d->seed = cfg->sample_opts->seed;
     d->order_epoch = UINT64_MAX;
     if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
                                           "store diskgnn: batch order", err)))
         return err->status;
-    if (cfg->disk_budget > 0) {
-        double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
-        b->disk_budget_bytes = d->reuse ? total : total / 2;
-    }
     if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, 0, d->win_batches, err)))
         return rc;
     struct dg_sizes z;

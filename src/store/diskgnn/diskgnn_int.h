@@ -107,9 +107,12 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
 void dg_window_drop(struct dg_window *w);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
-/* Bytes per access and per batch of a window in dg_builder_need_bytes. */
-#define DG_BYTES_PER_ACCESS 48u
-#define DG_BYTES_PER_BATCH  96u
+/*
+ * Bytes per access of a window in dg_builder_need_bytes (more once a disk
+ * budget makes segment caches: their pairs and MinHash ordering), and per batch.
+ */
+uint64_t dg_builder_access_bytes(const struct dg_builder *b);
+#define DG_BYTES_PER_BATCH 96u
 /*
  * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),
  * packed windows no run holds open (flock), and pid-named files of earlier

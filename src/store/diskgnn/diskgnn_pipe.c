@@ -53,6 +53,7 @@
  * dg_pipe_stop (by the pipeline's owner, or by the registry before the
  * strategy's free and when an open fails).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +260,11 @@ static int load_chunk(struct dg_pipe *p, struct dg_window *w, uint64_t i, struct
  */
 static void window_put(struct dg_pipe *p, struct dg_window *w)
 {
-    if (p->c.reuse || atomic_fetch_sub(&w->refs, 1) != 1)
+    if (p->c.reuse)
+        return;
+    unsigned held = atomic_fetch_sub(&w->refs, 1);
+    assert(held > 0); /* one put per hold: the loader's and each loaded slot's */
+    if (held != 1)
         return;
     int give_back = w->give_back;
     atomic_fetch_sub(&p->file_bytes, w->file_bytes);

@@ -54,6 +54,7 @@
  * Ownership: the builder owns its sampler, buffers and spill file; a window
  * owns its arrays and file (dg_window_drop).
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -188,14 +189,21 @@ void dg_builder_deinit(struct dg_builder *b)
     memset(b, 0, sizeof(*b));
 }
 
+uint64_t dg_builder_access_bytes(const struct dg_builder *b)
+{
+    /* the peak of laying out: the trace (8, a quarter more while it grows), addresses 8 and
+       packed/segment rows 8; packing needs less (the addresses are freed, each chunk's rows
+       are read in place through a cursor). Segment caches add their rows' sorted pairs (16)
+       and MinHash signatures. */
+    return b->disk_budget_bytes > 0 ? 48 : 32;
+}
+
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
 {
-    /* per access, at the peak of laying out (trace 8, a quarter more while it grows; address
-       8; packed/segment rows 8; segment ordering 16 per disk-cache row) or of packing (trace,
-       packed/segment rows, pairs 16 sorted in place: the addresses are freed by then); the
-       planner's per-node scratch; per batch offsets; buffers */
-    return accesses * DG_BYTES_PER_ACCESS + b->s->n_nodes * 8 + b->nb_epoch * DG_BYTES_PER_BATCH +
-           b->part_bytes + DG_WRITE_RUN + b->cap_rec;
+    /* per access (dg_builder_access_bytes); the planner's per-node scratch; per batch
+       offsets and packing cursors; buffers */
+    return accesses * dg_builder_access_bytes(b) + b->s->n_nodes * 8 +
+           b->nb_epoch * DG_BYTES_PER_BATCH + b->part_bytes + DG_WRITE_RUN + b->cap_rec;
 }
 
 static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
@@ -282,11 +290,9 @@ fail:
 /* ---- packing ----------------------------------------------------------------- */
 
 /*
- * A row to copy is a struct store_miss (so it sorts in place by id): id the
- * row, pos a byte offset in the window file, or CACHE_BIT | cache slot.
+ * A disk-cache row to copy is a struct store_miss (so it sorts in place by
+ * id): id the row, pos its byte offset in the window file.
  */
-
-#define CACHE_BIT (UINT64_C(1) << 63)
 
 static int pair_by_dest(const void *a, const void *b)
 {
@@ -329,40 +335,43 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
     return rc;
 }
 
-/* The (row, destination) pairs of the window's packed and disk-cache rows (+ cache rows). */
-static int make_pairs(const struct dg_builder *b, const struct oc_plan_layout *l,
-                      const struct store_cache *cache, int fill_cache, struct store_miss **out,
-                      uint64_t *n_out, struct oc_err *err)
+/*
+ * The (row, destination) pairs of the window's disk-cache rows, sorted by row
+ * in place (qsort's merge buffer would double them outside the budget).
+ * Packed rows and cache rows need none: each chunk's packed rows and the
+ * cache's ids are ascending already (read_sources walks them side by side).
+ */
+static int make_seg_pairs(const struct dg_builder *b, const struct oc_plan_layout *l,
+                          struct store_miss **out, uint64_t *n_out, struct oc_err *err)
 {
-    uint64_t rb = b->s->row_bytes;
-    uint64_t n =
-        l->pack_off[l->n_batches] + l->seg_off[l->n_segments] + (fill_cache ? cache->n : 0);
+    uint64_t rb = b->s->row_bytes, n = l->seg_off[l->n_segments], k = 0;
     struct store_miss *p = oc_alloc((n ? n : 1) * sizeof(*p), "store diskgnn: packing pairs", err);
     if (!p)
         return err->status;
-    uint64_t k = 0;
-    for (uint64_t i = 0; i < l->n_batches; i++) {
-        uint64_t n_in = b->off[i + 1] - b->off[i];
-        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
-        for (uint64_t j = l->pack_off[i]; j < l->pack_off[i + 1]; j++)
-            p[k++] = (struct store_miss){l->pack_rows[j], base + (j - l->pack_off[i]) * rb};
-    }
     for (uint64_t g = 0; g < l->n_segments; g++)
         for (uint64_t j = l->seg_off[g]; j < l->seg_off[g + 1]; j++)
             p[k++] =
                 (struct store_miss){l->seg_rows[j], l->seg_byte_off[g] + (j - l->seg_off[g]) * rb};
-    if (fill_cache)
-        for (uint64_t j = 0; j < cache->n; j++)
-            p[k++] = (struct store_miss){cache->ids[j], CACHE_BIT | j};
-    /* by row, in place (qsort's merge buffer would double them outside the budget); rows
-       equal in several batches land in any order: each partition's are sorted by dest */
     store_miss_sort(p, n);
     *out = p;
     *n_out = n;
     return OC_OK;
 }
 
-/* Writes the file-bound pairs of one partition as coalesced runs. */
+/* The first index in a[lo, hi) (ascending) whose row is >= limit. */
+static uint64_t first_at_or_past(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t limit)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < limit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Writes the disk-cache pairs of one partition as coalesced runs. */
 static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, uint64_t first_row,
                       uint64_t part_off, struct oc_file *out, struct oc_err *err)
 {
@@ -370,7 +379,7 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
     uint64_t rb = s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
     qsort(p, n, sizeof(*p), pair_by_dest);
     uint64_t i = 0;
-    while (i < n && (p[i].pos & CACHE_BIT) == 0) {
+    while (i < n) {
         uint64_t start = p[i].pos, k = 0;
         const uint8_t *src = b->part + part_off + (p[i].id - first_row) * rb;
         if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
@@ -380,7 +389,7 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
             i++;
             continue;
         }
-        while (i < n && (p[i].pos & CACHE_BIT) == 0 && p[i].pos == start + k * rb && k < cap) {
+        while (i < n && p[i].pos == start + k * rb && k < cap) {
             memcpy(b->run + k * rb, b->part + part_off + (p[i].id - first_row) * rb, rb);
             k++;
             i++;
@@ -392,30 +401,148 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
     return OC_OK;
 }
 
-/* Pass 2: sequential partitions of the feature file into the window file (and the cache). */
+/*
+ * Writes rows[j0, j1) of a chunk (ascending ids, all in the partition that
+ * starts at first_row) to their places in the chunk, which follow each
+ * other from dest: runs of up to DG_WRITE_RUN bytes.
+ */
+static int write_chunk_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
+                            uint64_t dest, uint64_t first_row, uint64_t part_off,
+                            struct oc_file *out, struct oc_err *err)
+{
+    uint64_t rb = b->s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
+    for (uint64_t j = j0; j < j1;) {
+        uint64_t k = 0, at = dest + (j - j0) * rb;
+        if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
+            int rc =
+                oc_file_pwrite(out, b->part + part_off + (rows[j] - first_row) * rb, rb, at, err);
+            if (rc)
+                return rc;
+            j++;
+            continue;
+        }
+        for (; j < j1 && k < cap; j++, k++)
+            memcpy(b->run + k * rb, b->part + part_off + (rows[j] - first_row) * rb, rb);
+        int rc = oc_file_pwrite(out, b->run, k * rb, at, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
+/* Where pack_rows stands in each of its ascending sources. */
+struct pack_cursor {
+    uint64_t *chunk; /* per chunk: the next of its packed rows (index into pack_rows) */
+    uint64_t seg, n_seg, cache, n_cache;
+    struct store_miss *seg_pairs;
+};
+
+/* The lowest row any source still needs (UINT64_MAX: none). */
+static uint64_t next_needed(const struct oc_plan_layout *l, const struct pack_cursor *c,
+                            const struct store_cache *cache)
+{
+    uint64_t r = UINT64_MAX;
+    for (uint64_t i = 0; i < l->n_batches; i++)
+        if (c->chunk[i] < l->pack_off[i + 1] && l->pack_rows[c->chunk[i]] < r)
+            r = l->pack_rows[c->chunk[i]];
+    if (c->seg < c->n_seg && c->seg_pairs[c->seg].id < r)
+        r = c->seg_pairs[c->seg].id;
+    if (c->cache < c->n_cache && cache->ids[c->cache] < r)
+        r = cache->ids[c->cache];
+    return r;
+}
+
+/* One past the highest row below limit that any source needs (r0 + 1 at least). */
+static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cursor *c,
+                           const struct store_cache *cache, uint64_t r0, uint64_t limit)
+{
+    uint64_t r1 = r0 + 1;
+    for (uint64_t i = 0; i < l->n_batches; i++) {
+        uint64_t j = first_at_or_past(l->pack_rows, c->chunk[i], l->pack_off[i + 1], limit);
+        if (j > c->chunk[i] && l->pack_rows[j - 1] + 1 > r1)
+            r1 = l->pack_rows[j - 1] + 1;
+    }
+    uint64_t j = c->seg;
+    while (j < c->n_seg && c->seg_pairs[j].id < limit)
+        j++;
+    if (j > c->seg && c->seg_pairs[j - 1].id + 1 > r1)
+        r1 = c->seg_pairs[j - 1].id + 1;
+    j = first_at_or_past(cache->ids, c->cache, c->n_cache, limit);
+    if (j > c->cache && cache->ids[j - 1] + 1 > r1)
+        r1 = cache->ids[j - 1] + 1;
+    return r1;
+}
+
+/*
+ * Copies what the partition of rows [r0, r1) in b->part (row r0 at
+ * part_off) gives each source: a chunk's rows in the partition are a run of
+ * its packed rows, written to consecutive places; disk-cache rows as
+ * coalesced runs; cache rows into their slots. Advances the cursors.
+ */
+static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
+                          struct pack_cursor *c, struct store_cache *cache, uint64_t r0,
+                          uint64_t r1, uint64_t part_off, struct oc_file *out, struct oc_err *err)
+{
+    uint64_t rb = b->s->row_bytes;
+    int rc = OC_OK;
+    for (uint64_t i = 0; i < l->n_batches && rc == OC_OK; i++) {
+        uint64_t j0 = c->chunk[i], j1 = first_at_or_past(l->pack_rows, j0, l->pack_off[i + 1], r1);
+        uint64_t n_in = b->off[i + 1] - b->off[i];
+        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
+        if (j1 > j0)
+            rc = write_chunk_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, r0,
+                                  part_off, out, err);
+        c->chunk[i] = j1;
+    }
+    uint64_t j = c->seg;
+    while (j < c->n_seg && c->seg_pairs[j].id < r1)
+        j++;
+    if (rc == OC_OK && j > c->seg)
+        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, r0, part_off, out, err);
+    c->seg = j;
+    for (; c->cache < c->n_cache && cache->ids[c->cache] < r1; c->cache++)
+        memcpy(cache->rows + c->cache * rb, b->part + part_off + (cache->ids[c->cache] - r0) * rb,
+               rb);
+    return rc;
+}
+
+/*
+ * Pass 2: the feature file in sequential partitions (each from the lowest
+ * row still needed, up to part_bytes, trimmed to the last row needed in it)
+ * into the window file (and the cache). Besides the layout it needs only a
+ * cursor per chunk and the disk-cache rows' pairs.
+ */
 static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
                      struct store_cache *cache, int fill_cache, struct oc_file *out,
                      struct oc_err *err)
 {
     const struct oc_store *s = b->s;
-    uint64_t rb = s->row_bytes;
-    struct store_miss *p = NULL;
-    uint64_t n = 0;
+    struct pack_cursor c;
     struct oc_file *feat = NULL;
     int rc;
 
-    if ((rc = make_pairs(b, l, cache, fill_cache, &p, &n, err)) ||
+    memset(&c, 0, sizeof(c));
+    c.n_cache = fill_cache ? cache->n : 0;
+    if (!(c.chunk = oc_alloc((l->n_batches ? l->n_batches : 1) * sizeof(uint64_t),
+                             "store diskgnn: packing cursors", err)))
+        return err->status;
+    for (uint64_t i = 0; i < l->n_batches; i++) {
+        c.chunk[i] = l->pack_off[i];
+        for (uint64_t j = l->pack_off[i] + 1; j < l->pack_off[i + 1]; j++)
+            assert(l->pack_rows[j - 1] < l->pack_rows[j]); /* plan.h: ascending in a chunk */
+    }
+    for (uint64_t j = 1; j < c.n_cache; j++)
+        assert(cache->ids[j - 1] < cache->ids[j]); /* the cache's lookup needs them so too */
+    if ((rc = make_seg_pairs(b, l, &c.seg_pairs, &c.n_seg, err)) ||
         (rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &feat, err)))
         goto out;
     /* rows per partition: what fits after aligning its start down */
-    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / rb;
+    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / s->row_bytes;
     if (per == 0)
         per = 1;
-    for (uint64_t i = 0; i < n;) {
-        uint64_t r0 = p[i].id, j = i;
-        while (j < n && p[j].id < r0 + per)
-            j++;
-        uint64_t r1 = p[j - 1].id + 1; /* rows [r0, r1) are needed */
+    for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
+        uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
+        assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
         uint64_t lo = oc_io_align_down(store_row_off(s, r0));
         uint64_t hi = oc_io_align_up(store_row_off(s, r1));
         size_t got;
@@ -430,18 +557,13 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
                         s->path, store_row_off(s, r1) - lo, lo, lo + (uint64_t)got);
             goto out;
         }
-        uint64_t part_off = store_row_off(s, r0) - lo;
-        for (uint64_t k = i; k < j; k++)
-            if (p[k].pos & CACHE_BIT)
-                memcpy(cache->rows + (p[k].pos & ~CACHE_BIT) * rb,
-                       b->part + part_off + (p[k].id - r0) * rb, rb);
-        if ((rc = write_runs(b, p + i, j - i, r0, part_off, out, err)))
+        if ((rc = copy_partition(b, l, &c, cache, r0, r1, store_row_off(s, r0) - lo, out, err)))
             goto out;
-        i = j;
     }
 out:
     oc_file_close(feat, NULL);
-    oc_free(p);
+    oc_free(c.seg_pairs);
+    oc_free(c.chunk);
     return rc;
 }
 

@@ -434,9 +434,10 @@ OC_TEST(read_faults_end_clean)
     }
     snprintf(plan, sizeof(plan), "%s/plan", oc_test_tmpdir());
     /* a small cache: the windows hold packed rows, read back while training */
-    struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 2, 0);
-    uint64_t mem = dg_min_mem(c) + 100 * (fx.row_bytes + 8);
     for (int reuse = 0; reuse < 2; reuse++) {
+        /* each mode's smallest budget (reuse packs a whole epoch, fresh samples may not) */
+        uint64_t mem =
+            dg_min_mem(dg_config(&fx, NULL, plan, 0, 2, reuse)) + 100 * (fx.row_bytes + 8);
         uint64_t n = fault_loop(&fx, plan, mem, OC_FAULT_READ, EIO, reuse, OC_ERR_IO, names, 2000);
         OC_CHECK(n > 5 && n < 2000);
         /* a short read (premature end of file) is a truncated file */

@@ -164,7 +164,8 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * planner's share of the next window (dg_builder_access_bytes per access of R
  * rows per batch, R = train's measured rows, which carry a quarter more than
  * the largest batch measured, else the bound; the check after sampling adds
- * a quarter to the window's accesses) stay within half of the budget, at least one batch: the window, not the
+ * a quarter to the window's accesses) stay within half of what the
+ * buffers leave of the budget (the other half caches rows), at least one batch: the window, not the
  * epoch, is what the budget must hold, so an epoch of any length fits.
  * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
  * buffers, staging) take at most half of the budget,
@@ -182,6 +183,7 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
     *n_slots = DG_N_SLOTS;
     if (cfg->mem_bytes && buffer_bytes(s, cfg, DG_N_SLOTS, in, chunk) > cfg->mem_bytes / 2)
         *n_slots = 1;
+    uint64_t buffers = buffer_bytes(s, cfg, *n_slots, in, chunk) + in * 96; /* + its sampler */
     if (reuse || nb == 0)
         return nb;
     if (cfg->window_batches)
@@ -189,7 +191,8 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
     if (cfg->mem_bytes == 0)
         return nb;
     uint64_t per = rows * dg_builder_access_bytes(b) + DG_BYTES_PER_BATCH;
-    uint64_t base = dg_builder_need_bytes(b, 0), share = cfg->mem_bytes / 2;
+    uint64_t base = dg_builder_need_bytes(b, 0);
+    uint64_t share = cfg->mem_bytes > buffers ? (cfg->mem_bytes - buffers) / 2 : 0;
     uint64_t w = share > base ? (share - base) / per : 0;
     return w < 1 ? 1 : w > nb ? nb : w;
 }

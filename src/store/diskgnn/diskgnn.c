@@ -164,8 +164,9 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
  * planner's share of the next window (dg_builder_access_bytes per access of R
  * rows per batch, R = train's measured rows, which carry a quarter more than
  * the largest batch measured, else the bound; the check after sampling adds
- * a quarter to the window's accesses) stay within half of what the
- * buffers leave of the budget (the other half caches rows), at least one batch: the window, not the
+ * a quarter to the window's accesses) stay within half of the budget and
+ * within what the buffers leave of it (a tight budget shortens the window
+ * rather than refusing to open), at least one batch: the window, not the
  * epoch, is what the budget must hold, so an epoch of any length fits.
  * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
  * buffers, staging) take at most half of the budget,
@@ -191,9 +192,11 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
     if (cfg->mem_bytes == 0)
         return nb;
     uint64_t per = rows * dg_builder_access_bytes(b) + DG_BYTES_PER_BATCH;
-    uint64_t base = dg_builder_need_bytes(b, 0);
-    uint64_t share = cfg->mem_bytes > buffers ? (cfg->mem_bytes - buffers) / 2 : 0;
-    uint64_t w = share > base ? (share - base) / per : 0;
+    uint64_t base = dg_builder_need_bytes(b, 0), half = cfg->mem_bytes / 2;
+    uint64_t left = cfg->mem_bytes > buffers ? cfg->mem_bytes - buffers : 0;
+    uint64_t w = half > base ? (half - base) / per : 0;
+    uint64_t fit = left > base ? (left - base) / per : 0; /* no row cached beside it */
+    w = w < fit ? w : fit;
     return w < 1 ? 1 : w > nb ? nb : w;
 }
 

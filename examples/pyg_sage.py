@@ -3,7 +3,7 @@ PyTorch, trained on offcore's loader: features come from the chosen strategy und
 budget, batches from offcore's sampler and pipeline, zero-copy. With torch_geometric
 installed the layers are PyG's SAGEConv over each hop's edge_index; without it, the same
 math in plain torch. Defaults follow `offcore train --model sage --fanout -1,-1 --lr 0.01
---weight-decay 5e-4 --epochs 200 --input-dropout 0.5` (README's Planetoid recipe):
+--weight-decay 5e-4 --epochs 200 --input-dropout 0.5` (docs/CLI.md's Planetoid recipe):
 
     python examples/pyg_sage.py /tmp/cora-py --from ../shared/datasets/cora
 

@@ -123,14 +123,14 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
     }
 }
 
-/* Every strategy's own option is offered by `train --help` and documented in README.md. */
+/* Every strategy's own option is offered by `train --help` and documented in docs/CLI.md. */
 OC_TEST(strategy_options_are_listed_and_documented)
 {
     const char *src = getenv("OC_SRC");
     if (!getenv("OC_BIN") || !src)
         OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
     char readme_path[1024];
-    snprintf(readme_path, sizeof(readme_path), "%s/README.md", src);
+    snprintf(readme_path, sizeof(readme_path), "%s/docs/CLI.md", src);
     char *readme = NULL, *help = NULL;
     size_t len;
     struct oc_err err;
@@ -150,7 +150,7 @@ OC_TEST(strategy_options_are_listed_and_documented)
             snprintf(flag, sizeof(flag), "--%s", oc_store_strategy_opt(i, k)->name);
             int ok = help && strstr(help, flag) && readme && strstr(readme, flag);
             if (!ok)
-                fprintf(stderr, "  %s (%s) missing from train --help or README.md\n", flag,
+                fprintf(stderr, "  %s (%s) missing from train --help or docs/CLI.md\n", flag,
                         oc_store_strategy_name(i));
             OC_CHECK(ok);
         }
@@ -240,7 +240,7 @@ static int strategy_figure_key(const char *key)
     return 0;
 }
 
-/* Every key a training log writes (all but the strategies' own figures) is in README.md. */
+/* Every key a training log writes (all but the strategies' own figures) is in docs/CLI.md. */
 OC_TEST(log_keys_are_documented)
 {
     const char *src = getenv("OC_SRC");
@@ -250,7 +250,7 @@ OC_TEST(log_keys_are_documented)
     char out[700], log[700], readme_path[1024];
     snprintf(out, sizeof(out), "%s/keys.out", tmp);
     snprintf(log, sizeof(log), "%s/keys.jsonl", tmp);
-    snprintf(readme_path, sizeof(readme_path), "%s/README.md", src);
+    snprintf(readme_path, sizeof(readme_path), "%s/docs/CLI.md", src);
     struct oc_err err;
     char *ds = cli_dataset();
     if (!ds)
@@ -289,7 +289,7 @@ OC_TEST(log_keys_are_documented)
             int ok = strategy_figure_key(key) ||
                      (readme && (strstr(readme, ticked) || strstr(readme, quoted)));
             if (!ok)
-                fprintf(stderr, "  log key %s missing from README.md\n", key);
+                fprintf(stderr, "  log key %s missing from docs/CLI.md\n", key);
             OC_CHECK(ok);
         }
         p = end + 1;

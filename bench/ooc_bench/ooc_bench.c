@@ -94,7 +94,7 @@
 #define SEED                0
 #define HIDDEN              64           /* default --hidden */
 #define MIN_STEP            (1ull << 20) /* precision of the smallest accepted budget */
-#define CGROUP_OVERHEAD_MIB 64 /* what the process holds outside the accountant (README) */
+#define CGROUP_OVERHEAD_MIB 64 /* what the process holds outside the accountant (docs/BENCHMARKS.md) */
 #define MIB                 (1024.0 * 1024.0)
 #define SEQ_BYTES           (1ull << 30)
 #define SEQ_READ            (1u << 20)
@@ -160,7 +160,7 @@ static void usage(FILE *f)
         "                     most 1024 batches with its plan directory)\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
         "                     (by default each runs inside one of budget + %d MiB, the\n"
-        "                     fixed overhead README states, where /sys/fs/cgroup/memory\n"
+        "                     fixed overhead docs/BENCHMARKS.md states, where /sys/fs/cgroup/memory\n"
         "                     is writable; the table says when it is not)\n"
         "  --preset paper     the seed papers' and DGL/PyG examples' configuration:\n"
         "                     1M nodes, 128-dim features, GraphSAGE 3 layers x 256,\n"

@@ -206,7 +206,7 @@ int cmd_train(int argc, char **argv)
                                i ? "," : "", oc_store_strategy_name(i), i ? "" : " (default)");
     if (hl < sizeof(strategy_help))
         snprintf(strategy_help + hl, sizeof(strategy_help) - hl,
-                 " (see README; each strategy's own options are listed last)");
+                 " (see docs/CLI.md; each strategy's own options are listed last)");
     const struct cli_opt opts[] = {
         {"model", CLI_CHOICE, &model, NULL, "model (default sage)", "sage|gcn|gat"},
         {"layers", CLI_U32, &layers, "L", "number of GNN layers (2)", NULL},

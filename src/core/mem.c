@@ -55,7 +55,7 @@ static _Atomic unsigned any_reclaimer;
  * whose freed space stays resident: a strategy whose background stage grows
  * and frees its arrays (ginex's inspector) held tens of MiB more than it
  * counted, and its run was killed inside a cgroup limit of budget + the
- * README's fixed overhead. Setting the threshold fixes it (no rising).
+ * docs/BENCHMARKS.md's fixed overhead. Setting the threshold fixes it (no rising).
  */
 #define MMAP_THRESHOLD_BYTES (128u << 10)
 

@@ -30,7 +30,7 @@
 /* one served, one read ahead: Helios's inter-mini-batch pipeline (one batch prepared while one
    trains); a record is given back when its gather has copied it, so the next read-ahead starts
    then. A third record kept the disk no busier and took its stage off the cache (measured:
-   README, helios) */
+   docs/CLI.md, helios) */
 #define HL_N_RECORDS 2u
 #define HL_MAX_CPUS  1024u /* CPU_SETSIZE */
 

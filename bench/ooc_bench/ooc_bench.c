@@ -87,22 +87,23 @@
 #include "cgroup.h"
 #include "child.h"
 
-#define MAX_RUNS            64
-#define MAX_EPOCHS          64
-#define VAL_FRAC            0.01 /* small: evaluation is not what is measured */
-#define N_CLASSES           10
-#define SEED                0
-#define HIDDEN              64           /* default --hidden */
-#define MIN_STEP            (1ull << 20) /* precision of the smallest accepted budget */
-#define CGROUP_OVERHEAD_MIB 64 /* what the process holds outside the accountant (docs/BENCHMARKS.md) */
-#define MIB                 (1024.0 * 1024.0)
-#define SEQ_BYTES           (1ull << 30)
-#define SEQ_READ            (1u << 20)
-#define SEQ_DEPTH           16
-#define RAND_DEPTH          128
-#define RAND_PER_RUN        1024
-#define RAND_MAX_N          100000
-#define RAND_MAX_S          3.0
+#define MAX_RUNS   64
+#define MAX_EPOCHS 64
+#define VAL_FRAC   0.01 /* small: evaluation is not what is measured */
+#define N_CLASSES  10
+#define SEED       0
+#define HIDDEN     64           /* default --hidden */
+#define MIN_STEP   (1ull << 20) /* precision of the smallest accepted budget */
+#define CGROUP_OVERHEAD_MIB \
+    64 /* what the process holds outside the accountant (docs/BENCHMARKS.md) */
+#define MIB          (1024.0 * 1024.0)
+#define SEQ_BYTES    (1ull << 30)
+#define SEQ_READ     (1u << 20)
+#define SEQ_DEPTH    16
+#define RAND_DEPTH   128
+#define RAND_PER_RUN 1024
+#define RAND_MAX_N   100000
+#define RAND_MAX_S   3.0
 
 /* Strategies that read --hotness: one run per hotness. */
 static const char *const hotness_users[] = {"static"};
@@ -160,7 +161,8 @@ static void usage(FILE *f)
         "                     most 1024 batches with its plan directory)\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
         "                     (by default each runs inside one of budget + %d MiB, the\n"
-        "                     fixed overhead docs/BENCHMARKS.md states, where /sys/fs/cgroup/memory\n"
+        "                     fixed overhead docs/BENCHMARKS.md states, where "
+        "/sys/fs/cgroup/memory\n"
         "                     is writable; the table says when it is not)\n"
         "  --preset paper     the seed papers' and DGL/PyG examples' configuration:\n"
         "                     1M nodes, 128-dim features, GraphSAGE 3 layers x 256,\n"

@@ -226,6 +226,19 @@ static inline int oc_cmp_u64(const void *a, const void *b)
 void oc_sort_u32(uint32_t *a, uint32_t *tmp, uint64_t n);
 void oc_sort_u64(uint64_t *a, uint64_t *tmp, uint64_t n);
 
+/* The first index in the ascending a[lo, hi) whose key is >= v (hi if none). */
+static inline uint64_t oc_lower_bound_u64(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t v)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* ---- little-endian integers in byte buffers (file records) ------------- */
 
 static inline void oc_put_le32(uint8_t *p, uint32_t v)

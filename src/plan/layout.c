@@ -252,20 +252,6 @@ void oc_plan_layout_deinit(struct oc_plan_layout *l)
     memset(l, 0, sizeof(*l));
 }
 
-/* Index of v in the ascending a[0..n) (v is known to be there). */
-static uint64_t find_sorted(const uint64_t *a, uint64_t n, uint64_t v)
-{
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 static void *alloc_u64(uint64_t n, struct oc_err *err)
 {
     if (n > SIZE_MAX / sizeof(uint64_t)) {
@@ -290,7 +276,8 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
             uint64_t v = t->rows[i];
             uint32_t *mk = &c->mark[v];
             if (*mk == PLAN_MARK_CPU) {
-                l->addr[i] = OC_PLAN_ADDR(OC_PLAN_CPU, find_sorted(o->cpu_ids, o->n_cpu, v));
+                l->addr[i] =
+                    OC_PLAN_ADDR(OC_PLAN_CPU, oc_lower_bound_u64(o->cpu_ids, 0, o->n_cpu, v));
                 l->n_cpu_accesses++;
             } else if ((*mk & PLAN_MARK_CNT) > c->m) {
                 l->addr[i] = OC_PLAN_ADDR(OC_PLAN_DISK_CACHE, 0);
@@ -307,7 +294,8 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
         qsort(pk, n_pk, sizeof(uint64_t), oc_cmp_u64);
         for (uint64_t i = t->off[b]; i < t->off[b + 1]; i++)
             if (OC_PLAN_ADDR_WHERE(l->addr[i]) == OC_PLAN_PACKED)
-                l->addr[i] = OC_PLAN_ADDR(OC_PLAN_PACKED, find_sorted(pk, n_pk, t->rows[i]));
+                l->addr[i] =
+                    OC_PLAN_ADDR(OC_PLAN_PACKED, oc_lower_bound_u64(pk, 0, n_pk, t->rows[i]));
     }
     seg_reset(c, b0, b1);
     if (n_sh == 0)

@@ -30,14 +30,7 @@ uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
     if (c->table) {
         slot = c->table[id];
     } else {
-        uint64_t lo = 0, hi = c->n;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (c->ids[mid] < id)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
+        uint64_t lo = oc_lower_bound_u64(c->ids, 0, c->n, id);
         if (lo == c->n || c->ids[lo] != id)
             return STORE_NO_SLOT;
         slot = c->slot_of ? c->slot_of[lo] : (uint32_t)lo;

@@ -358,19 +358,6 @@ static int make_seg_pairs(const struct dg_builder *b, const struct oc_plan_layou
     return OC_OK;
 }
 
-/* The first index in a[lo, hi) (ascending) whose row is >= limit. */
-static uint64_t first_at_or_past(const uint64_t *a, uint64_t lo, uint64_t hi, uint64_t limit)
-{
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < limit)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Writes the disk-cache pairs of one partition as coalesced runs. */
 static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, uint64_t first_row,
                       uint64_t part_off, struct oc_file *out, struct oc_err *err)
@@ -458,7 +445,7 @@ static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cur
 {
     uint64_t r1 = r0 + 1;
     for (uint64_t i = 0; i < l->n_batches; i++) {
-        uint64_t j = first_at_or_past(l->pack_rows, c->chunk[i], l->pack_off[i + 1], limit);
+        uint64_t j = oc_lower_bound_u64(l->pack_rows, c->chunk[i], l->pack_off[i + 1], limit);
         if (j > c->chunk[i] && l->pack_rows[j - 1] + 1 > r1)
             r1 = l->pack_rows[j - 1] + 1;
     }
@@ -467,7 +454,7 @@ static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cur
         j++;
     if (j > c->seg && c->seg_pairs[j - 1].id + 1 > r1)
         r1 = c->seg_pairs[j - 1].id + 1;
-    j = first_at_or_past(cache->ids, c->cache, c->n_cache, limit);
+    j = oc_lower_bound_u64(cache->ids, c->cache, c->n_cache, limit);
     if (j > c->cache && cache->ids[j - 1] + 1 > r1)
         r1 = cache->ids[j - 1] + 1;
     return r1;
@@ -486,7 +473,8 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
     uint64_t rb = b->s->row_bytes;
     int rc = OC_OK;
     for (uint64_t i = 0; i < l->n_batches && rc == OC_OK; i++) {
-        uint64_t j0 = c->chunk[i], j1 = first_at_or_past(l->pack_rows, j0, l->pack_off[i + 1], r1);
+        uint64_t j0 = c->chunk[i],
+                 j1 = oc_lower_bound_u64(l->pack_rows, j0, l->pack_off[i + 1], r1);
         uint64_t n_in = b->off[i + 1] - b->off[i];
         uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
         if (j1 > j0)

@@ -470,7 +470,8 @@ static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, const uint64_t
         if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_CPU || OC_PLAN_ADDR_INDEX(code) < live)
             continue;
         rc = store_disk_queue(p->s, d, ids[k], out + k * dim, err);
-        if (rc == OC_OK && ++n % d->max_rows == 0) /* the reader's bounded runs */
+        n++;
+        if (rc == OC_OK && d->max_rows && n % d->max_rows == 0) /* the reader's bounded runs */
             rc = oc_io_batch_run(d->batch, err);
     }
     if (rc)

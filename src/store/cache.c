@@ -61,24 +61,16 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-/* Looks up rows [lo, hi) into d->slots[0 .. hi - lo); queues their misses when `queue`. */
-static int look_up(const struct oc_store *s, const struct store_cache *c, struct store_disk *d,
-                   const uint64_t *ids, uint64_t lo, uint64_t hi, int queue, float *out,
-                   uint64_t *misses, struct oc_err *err)
+/* The slots of rows [lo, hi) into d->slots[0 .. hi - lo); returns how many miss. */
+static uint64_t look_up(const struct store_cache *c, struct store_disk *d, const uint64_t *ids,
+                        uint64_t lo, uint64_t hi)
 {
+    uint64_t misses = 0;
     for (uint64_t i = lo; i < hi; i++) {
-        uint32_t slot = store_cache_lookup(c, ids[i]);
-        d->slots[i - lo] = slot;
-        if (slot != STORE_NO_SLOT)
-            continue;
-        ++*misses;
-        int rc = queue ? store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err) : OC_OK;
-        if (rc) {
-            store_disk_discard(d);
-            return rc;
-        }
+        d->slots[i - lo] = store_cache_lookup(c, ids[i]);
+        misses += d->slots[i - lo] == STORE_NO_SLOT;
     }
-    return OC_OK;
+    return misses;
 }
 
 /*
@@ -108,8 +100,8 @@ static int gather_bounded(struct oc_store *s, struct store_cache *c, struct stor
     }
     *misses += m;
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += step) {
-        uint64_t hi = n - lo < step ? n : lo + step, again = 0;
-        look_up(s, c, d, ids, lo, hi, 0, out, &again, err);
+        uint64_t hi = n - lo < step ? n : lo + step;
+        look_up(c, d, ids, lo, hi);
         struct cache_job j = {s, c, d->slots, out + lo * dim};
         rc = store_for_rows(s->pool, hi - lo, cache_copy, &j, err);
     }
@@ -125,8 +117,15 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
         rc = gather_bounded(s, c, d, ids, n, out, &misses, err);
     } else if (rc == OC_OK) {
         struct cache_job j = {s, c, d->slots, out};
-        if ((rc = look_up(s, c, d, ids, 0, n, 1, out, &misses, err)) == OC_OK &&
-            (!misses || (rc = store_disk_run(s, d, err)) == OC_OK))
+        misses = look_up(c, d, ids, 0, n);
+        for (uint64_t i = 0; i < n && misses && rc == OC_OK; i++)
+            if (d->slots[i] == STORE_NO_SLOT)
+                rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err);
+        if (rc)
+            store_disk_discard(d);
+        else if (misses)
+            rc = store_disk_run(s, d, err);
+        if (rc == OC_OK)
             rc = store_for_rows(s->pool, n, cache_copy, &j, err);
     }
     if (rc)

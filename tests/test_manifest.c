@@ -35,7 +35,8 @@ static void sample(struct oc_manifest *m)
         m->files[f].bytes = 4096 + 8 * (uint64_t)f;
         m->files[f].crc32 = 0xdeadbe00u + (uint32_t)f;
     }
-    m->files[OC_DS_INDPTR].bytes = 8000000000000ull; /* above 2^32: must stay exact */
+    memset(&m->files[OC_DS_FEATURE_ROWS], 0, sizeof(m->files[0])); /* version 1: no layout */
+    m->files[OC_DS_INDPTR].bytes = 8000000000000ull;               /* above 2^32: must stay exact */
     snprintf(m->provenance, sizeof(m->provenance), "offcore import text cora\nline2");
 }
 
@@ -120,10 +121,15 @@ OC_TEST(strict_parse)
     OC_CHECK(m.files[OC_DS_INDICES].crc32 == 0xffffffffu && m.directed == 0);
     OC_CHECK(strcmp(m.provenance, "test") == 0);
 
-    BAD("\"version\": 1", "\"version\": 2", "unknown format version 2 (this build reads 1)");
-    /* version 2 is reported even when the rest would not parse as version 1 */
+    BAD("\"version\": 1", "\"version\": 3", "unknown format version 3 (this build reads 1 and 2)");
+    /* version 3 is reported even when the rest would not parse as version 1 */
     BAD("\"version\": 1, \"name\": \"t\", \"n_nodes\": 5",
-        "\"version\": 2, \"name\": \"t\", \"nodes\": 5", "unknown format version 2");
+        "\"version\": 3, \"name\": \"t\", \"nodes\": 5", "unknown format version 3");
+    /* version 2 is a layout's: its name and map are required, and only there */
+    BAD("\"version\": 1", "\"version\": 2", "missing required key 'layout'");
+    BAD("\"n_nodes\": 5", "\"layout\": \"bfs\", \"n_nodes\": 5", "'layout' is a version 2 key");
+    BAD("\"version\": 1, \"name\"", "\"version\": 2, \"layout\": \"bfs\", \"name\"",
+        "files table lacks feature_rows.npy (a layout is named)");
     BAD("\"n_nodes\": 5", "\"version\": 2, \"n_nodes\": 5", "duplicate key 'version'");
     BAD("\"version\": 1,", "", "missing required key 'version'");
     BAD("\"version\": 1", "\"version\": \"1\"", "'version' must be an integer");

@@ -21,7 +21,8 @@
 #include "offcore/progress.h"
 
 #define OC_FORMAT_NAME      "offcore-dataset"
-#define OC_FORMAT_VERSION   1
+#define OC_FORMAT_VERSION   1 /* a dataset without a feature layout */
+#define OC_FORMAT_VERSION_2 2 /* with one: "layout" and feature_rows.npy (docs/FORMAT.md) */
 #define OC_NPY_HEADER_BYTES 4096u
 
 enum oc_dtype {
@@ -120,6 +121,7 @@ enum oc_ds_file {
     OC_DS_TRAIN_IDX,
     OC_DS_VAL_IDX,
     OC_DS_TEST_IDX,
+    OC_DS_FEATURE_ROWS, /* version 2: the row of features.npy holding each node's features */
     OC_DS_FILE_COUNT,
 };
 
@@ -145,6 +147,7 @@ struct oc_manifest {
     uint64_t n_train, n_val, n_test;
     struct oc_ds_file_info files[OC_DS_FILE_COUNT];
     char provenance[1024]; /* free text: tool, source, options */
+    char layout[16];       /* the order features.npy's rows are in ("" = node id order) */
 };
 
 /*
@@ -159,7 +162,8 @@ struct oc_manifest {
 int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_manifest *m,
                       struct oc_err *err);
 /*
- * Serializes to JSON (oc_alloc'd, NUL-terminated). version 0 is written as 1.
+ * Serializes to JSON (oc_alloc'd, NUL-terminated). The version written is 2
+ * when m->layout names a layout, else 1 (m->version is not read).
  * A name holding a control character is OC_ERR_ARG (the parser would refuse it).
  */
 int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *err);
@@ -204,6 +208,28 @@ int oc_dataset_load_indices(const struct oc_dataset *ds, enum oc_dtype want, voi
 int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err);
 int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, uint64_t **ids,
                           uint64_t *n, struct oc_err *err);
+/*
+ * The feature layout's map (node v's features are row rows[v] of
+ * features.npy) as u32 (`want`, n_nodes <= 2^32) or u64, checked again as it
+ * is loaded: every row < n_nodes and none given twice (a file changed since
+ * open is OC_ERR_FORMAT naming it). OC_ERR_NOTFOUND when the dataset has no
+ * layout. `what` names the consumer charged for the array.
+ */
+int oc_dataset_load_feature_rows(const struct oc_dataset *ds, enum oc_dtype want, void **rows,
+                                 const char *what, struct oc_err *err);
+
+/*
+ * Writes a new dataset `out` (which must not exist; atomically, as the
+ * builder does) equal to ds but for its features.npy, whose rows are in the
+ * layout row_of (node v's features at row row_of[v], a permutation of
+ * 0 .. n_nodes-1), recorded in feature_rows.npy with the name `layout`
+ * (version 2, docs/FORMAT.md). Topology, labels and splits are copied
+ * unchanged. mem_bytes bounds the band of output rows filled per sequential
+ * scan of the source (at least 1 MiB). progress (may be NULL) counts rows.
+ */
+int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, const char *layout,
+                        const char *out, uint64_t mem_bytes, struct oc_progress *progress,
+                        struct oc_err *err);
 
 /*
  * Summary for `offcore info`, computed by streaming indptr, indices and labels.

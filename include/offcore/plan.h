@@ -204,4 +204,38 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
                           struct oc_err *err);
 void oc_plan_partition_deinit(struct oc_plan_partition *p);
 
+/* ---- feature layouts (order.c): `offcore layout --order` ---------------- */
+
+enum oc_plan_order {
+    OC_PLAN_ORDER_DEGREE,    /* in-degree descending, ties by id */
+    OC_PLAN_ORDER_BFS,       /* breadth-first from the hubs (starts in degree order) */
+    OC_PLAN_ORDER_PARTITION, /* METIS parts of about part_nodes nodes, part by part */
+    OC_PLAN_ORDER_COUNT
+};
+/* "degree", "bfs", "partition" ("?" out of range); from_name: OC_ERR_ARG if unknown. */
+const char *oc_plan_order_name(int order);
+int oc_plan_order_from_name(const char *name, int *order);
+
+struct oc_plan_order_opts {
+    int order;                 /* enum oc_plan_order */
+    uint64_t part_nodes;       /* partition: nodes per part (about) */
+    const uint64_t *train_ids; /* partition: balanced over the parts, and its key */
+    uint64_t n_train;
+    const char *plan_dir; /* partition: where its parts file is kept (NULL: not kept) */
+};
+
+/*
+ * row_of[v] = the row of the rewritten features.npy for node v (n_nodes
+ * entries, the caller's): a permutation of 0 .. n_nodes-1. g must be in
+ * memory (OC_ERR_UNSUPPORTED otherwise) with fewer than 2^32 nodes.
+ */
+int oc_plan_feature_order(const struct oc_dataset *ds, const struct oc_graph *g,
+                          const struct oc_plan_order_opts *o, uint64_t *row_of, struct oc_err *err);
+/*
+ * The share of g's edges whose two ends' rows (row_of, or ids when NULL) of
+ * row_bytes lie on the same or adjacent 4 KiB pages: how much a layout
+ * brings neighbours together (1 = all of them).
+ */
+double oc_plan_order_locality(const struct oc_graph *g, const uint64_t *row_of, uint64_t row_bytes);
+
 #endif

@@ -75,6 +75,7 @@ void cli_log_warnings_only(void);
 int cmd_generate(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_layout(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_kg_import(int argc, char **argv);

@@ -24,7 +24,10 @@ int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
     printf("nodes        %llu\n", (unsigned long long)in.n_nodes);
     printf("edges        %llu (%s, %s indices)\n", (unsigned long long)in.n_edges,
            m->directed ? "directed" : "symmetrized", oc_dtype_name(m->index_dtype));
-    if (m->feat_dim)
+    if (m->feat_dim && m->layout[0])
+        printf("features     %u x %s, rows in layout '%s' (feature_rows.npy)\n", m->feat_dim,
+               oc_dtype_name(m->feat_dtype), m->layout);
+    else if (m->feat_dim)
         printf("features     %u x %s\n", m->feat_dim, oc_dtype_name(m->feat_dtype));
     else
         printf("features     none (topology and labels only)\n");

@@ -61,6 +61,10 @@ static void expected_shape(const struct oc_manifest *m, enum oc_ds_file f, enum 
         *dt = OC_DTYPE_U64;
         shape[0] = m->n_val;
         break;
+    case OC_DS_FEATURE_ROWS:
+        *dt = m->index_dtype;
+        shape[0] = m->n_nodes;
+        break;
     default:
         *dt = OC_DTYPE_U64;
         shape[0] = m->n_test;
@@ -333,6 +337,62 @@ out:
     return rc;
 }
 
+/*
+ * The feature layout's map is a permutation: every row < n_nodes, none given
+ * to two nodes (bitmap `seen`, n_nodes bits). Run at open and again by the
+ * loader, so a map a store indexes with is never out of range.
+ */
+static int scan_feature_rows(const struct oc_dataset *ds, uint8_t *seen, int with_crc,
+                             unsigned flags, void *copy, struct oc_err *err)
+{
+    const char *path = ds->paths[OC_DS_FEATURE_ROWS];
+    const uint64_t n_nodes = ds->m.n_nodes;
+    const size_t es = oc_dtype_size(ds->m.index_dtype);
+    struct oc_ds_stream s;
+    const uint8_t *p;
+    size_t n;
+    uint64_t v = 0;
+    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
+    if (rc)
+        return rc;
+    memset(seen, 0, (size_t)((n_nodes + 7) / 8));
+    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
+        for (size_t k = 0; k < n / es; k++, v++) {
+            uint64_t r = oc_ds_get_uint(p, es, k);
+            if (v >= n_nodes || r >= n_nodes) {
+                rc = v >= n_nodes ? OC_ERR(err, OC_ERR_FORMAT,
+                                           "%s: changed: more than %" PRIu64 " rows", path, n_nodes)
+                                  : OC_ERR(err, OC_ERR_FORMAT,
+                                           "%s: row %" PRIu64 " of node %" PRIu64
+                                           " out of range (n_nodes %" PRIu64 ")",
+                                           path, r, v, n_nodes);
+                goto out;
+            }
+            uint8_t bit = (uint8_t)(1u << (r & 7));
+            if (seen[r >> 3] & bit) {
+                rc = OC_ERR(err, OC_ERR_FORMAT,
+                            "%s: row %" PRIu64 " of node %" PRIu64
+                            " is an earlier node's too: not a permutation",
+                            path, r, v);
+                goto out;
+            }
+            seen[r >> 3] |= bit;
+            if (copy && es == 4)
+                ((uint32_t *)copy)[v] = (uint32_t)r;
+            else if (copy)
+                ((uint64_t *)copy)[v] = r;
+        }
+    }
+    if (rc == OC_OK && v != n_nodes)
+        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: changed: %" PRIu64 " rows, expected %" PRIu64, path, v,
+                    n_nodes);
+    if (rc == OC_OK && with_crc)
+        rc = check_crc(ds, OC_DS_FEATURE_ROWS, &s, flags, err);
+out:
+    oc_ds_stream_close(&s);
+    return rc;
+}
+
 static int scan_features(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
 {
     struct oc_ds_stream s;
@@ -373,6 +433,9 @@ static int validate(struct oc_dataset *ds, unsigned flags, struct oc_err *err)
         if ((rc = scan_split(ds, (enum oc_ds_file)f, cur, any, flags, err)))
             goto out;
     }
+    if (ds->m.files[OC_DS_FEATURE_ROWS].present &&
+        (rc = scan_feature_rows(ds, cur, 1, flags, NULL, err)))
+        goto out;
     if (ds->m.files[OC_DS_FEATURES].present)
         rc = scan_features(ds, flags, err);
 out:
@@ -526,5 +589,28 @@ int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, ui
     int rc = load(ds, which, OC_DTYPE_U64, want, (void **)ids, err);
     if (!rc)
         *n = want;
+    return rc;
+}
+
+int oc_dataset_load_feature_rows(const struct oc_dataset *ds, enum oc_dtype want, void **rows,
+                                 const char *what, struct oc_err *err)
+{
+    *rows = NULL;
+    if (!ds->m.files[OC_DS_FEATURE_ROWS].present)
+        return OC_ERR(err, OC_ERR_NOTFOUND, "%s: dataset has no feature layout", ds->dir);
+    if (want != ds->m.index_dtype)
+        return OC_ERR(err, OC_ERR_ARG, "%s: feature rows load as %s, not %s",
+                      ds->paths[OC_DS_FEATURE_ROWS], oc_dtype_name(ds->m.index_dtype),
+                      oc_dtype_name(want));
+    uint64_t n = ds->m.n_nodes, bm = (n + 7) / 8;
+    uint8_t *seen = oc_alloc(bm ? bm : 1, "dataset validation bitmap", err);
+    void *map = oc_alloc(n ? n * oc_dtype_size(want) : 1, what, err);
+    int rc = seen && map ? scan_feature_rows(ds, seen, 1, 0, map, err)
+                         : (err ? err->status : OC_ERR_NOMEM);
+    oc_free(seen);
+    if (rc)
+        oc_free(map);
+    else
+        *rows = map;
     return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * manifest.c — manifest.json of a dataset directory (docs/FORMAT.md), parsed
  * and written with cJSON. Parsing is strict: the format name and version are
- * checked first ("unknown format version 2 (this build reads 1)"), then every
+ * checked first ("unknown format version 3 (this build reads 1 and 2)"), then every
  * required key (missing ones named), types, integer ranges (counts are JSON
  * integers below 2^53, since cJSON holds numbers as doubles), unknown or
  * duplicate keys, and the consistency of the files table with the counts.
@@ -28,7 +28,7 @@ static const char *const ds_file_names[OC_DS_FILE_COUNT] = {
     [OC_DS_INDPTR] = "indptr.npy",       [OC_DS_INDICES] = "indices.npy",
     [OC_DS_FEATURES] = "features.npy",   [OC_DS_LABELS] = "labels.npy",
     [OC_DS_TRAIN_IDX] = "train_idx.npy", [OC_DS_VAL_IDX] = "val_idx.npy",
-    [OC_DS_TEST_IDX] = "test_idx.npy",
+    [OC_DS_TEST_IDX] = "test_idx.npy",   [OC_DS_FEATURE_ROWS] = "feature_rows.npy",
 };
 
 const char *oc_ds_file_name(enum oc_ds_file f)
@@ -41,10 +41,12 @@ const char *oc_ds_file_name(enum oc_ds_file f)
 #define MAX_EXACT_INT 9007199254740992.0 /* 2^53 */
 
 static const char *const top_keys[] = {
-    "format",   "version",   "name",       "n_nodes",     "n_edges",
-    "feat_dim", "n_classes", "feat_dtype", "index_dtype", "directed",
-    "n_train",  "n_val",     "n_test",     "files",       "provenance",
+    "format",    "version",    "name",        "n_nodes",  "n_edges", "feat_dim",
+    "n_classes", "feat_dtype", "index_dtype", "directed", "n_train", "n_val",
+    "n_test",    "files",      "provenance",  "layout",
 };
+
+#define LAYOUT_MAX 15 /* bytes of a layout name: [a-z0-9-], at least one */
 
 /* ---- parsing ------------------------------------------------------------- */
 
@@ -340,16 +342,25 @@ static int check_consistency(struct mparse *mp, const struct oc_manifest *m)
             want = m->feat_dim > 0;
         else if (f == OC_DS_LABELS)
             want = m->n_classes > 0;
+        else if (f == OC_DS_FEATURE_ROWS)
+            want = m->layout[0] != '\0';
         if (want && !m->files[f].present)
             return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: files table lacks %s%s", mp->what,
                           ds_file_names[f],
-                          f == OC_DS_FEATURES ? " (feat_dim > 0)"
-                          : f == OC_DS_LABELS ? " (n_classes > 0)"
-                                              : "");
+                          f == OC_DS_FEATURES       ? " (feat_dim > 0)"
+                          : f == OC_DS_LABELS       ? " (n_classes > 0)"
+                          : f == OC_DS_FEATURE_ROWS ? " (a layout is named)"
+                                                    : "");
         if (!want && m->files[f].present)
-            return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: files table lists %s but %s is 0", mp->what,
-                          ds_file_names[f], f == OC_DS_FEATURES ? "feat_dim" : "n_classes");
+            return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: files table lists %s but %s", mp->what,
+                          ds_file_names[f],
+                          f == OC_DS_FEATURES ? "feat_dim is 0"
+                          : f == OC_DS_LABELS ? "n_classes is 0"
+                                              : "no layout is named (version 1)");
     }
+    if (m->layout[0] && m->feat_dim == 0)
+        return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: layout '%s' named but feat_dim is 0", mp->what,
+                      m->layout);
     if (m->feat_dtype != OC_DTYPE_F32 && m->feat_dtype != OC_DTYPE_F16)
         return OC_ERR(mp->err, OC_ERR_FORMAT, "%s: feat_dtype must be f32 or f16, not %s", mp->what,
                       oc_dtype_name(m->feat_dtype));
@@ -366,6 +377,42 @@ static int check_consistency(struct mparse *mp, const struct oc_manifest *m)
                           "%s: %s (%" PRIu64 ") exceeds n_nodes (%" PRIu64 ")", mp->what,
                           split_key[i], split_n[i], m->n_nodes);
     }
+    return OC_OK;
+}
+
+/* A layout name: [a-z0-9-], 1 to LAYOUT_MAX bytes. */
+static int layout_name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > LAYOUT_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+              name[i] == '-'))
+            return 0;
+    return 1;
+}
+
+/* "layout": required in version 2, refused in version 1. */
+static int parse_layout(struct mparse *mp, const cJSON *root, struct oc_manifest *m)
+{
+    int has = cJSON_GetObjectItemCaseSensitive(root, "layout") != NULL;
+    if (m->version == OC_FORMAT_VERSION) {
+        if (has)
+            return OC_ERR(mp->err, OC_ERR_FORMAT,
+                          "%s: 'layout' is a version 2 key (this manifest says version 1)",
+                          mp->what);
+        return OC_OK;
+    }
+    char name[64];
+    int rc = get_string(mp, root, "layout", name, sizeof(name));
+    if (rc)
+        return rc;
+    if (!layout_name_ok(name))
+        return OC_ERR(mp->err, OC_ERR_FORMAT,
+                      "%s: 'layout' must be 1 to %d characters of a-z, 0-9 and '-', not '%s'",
+                      mp->what, LAYOUT_MAX, name);
+    memcpy(m->layout, name, strlen(name) + 1);
     return OC_OK;
 }
 
@@ -419,9 +466,10 @@ int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_
         goto out;
     }
     m->version = (int)ver->valuedouble;
-    if (m->version != OC_FORMAT_VERSION) {
-        rc = OC_ERR(err, OC_ERR_FORMAT, "%s: unknown format version %d (this build reads %d)",
-                    mp.what, m->version, OC_FORMAT_VERSION);
+    if (m->version != OC_FORMAT_VERSION && m->version != OC_FORMAT_VERSION_2) {
+        rc =
+            OC_ERR(err, OC_ERR_FORMAT, "%s: unknown format version %d (this build reads %d and %d)",
+                   mp.what, m->version, OC_FORMAT_VERSION, OC_FORMAT_VERSION_2);
         goto out;
     }
     if ((rc = strict_scan(&mp, copy, len)))
@@ -476,6 +524,8 @@ int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_
     if (cJSON_GetObjectItemCaseSensitive(root, "provenance") &&
         (rc = get_string(&mp, root, "provenance", m->provenance, sizeof(m->provenance))))
         goto out;
+    if ((rc = parse_layout(&mp, root, m)))
+        goto out;
     rc = check_consistency(&mp, m);
 out:
     cJSON_Delete(root);
@@ -516,8 +566,11 @@ int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *
         goto nomem;
     if (!cJSON_AddStringToObject(root, "format", OC_FORMAT_NAME))
         goto nomem;
-    if ((rc = add_uint(root, "version", (uint64_t)(m->version ? m->version : OC_FORMAT_VERSION),
-                       err)))
+    if (memchr(m->layout, '\0', sizeof(m->layout)) == NULL ||
+        (m->layout[0] && !layout_name_ok(m->layout)))
+        return OC_ERR(err, OC_ERR_ARG, "manifest: invalid layout name");
+    if ((rc = add_uint(root, "version",
+                       (uint64_t)(m->layout[0] ? OC_FORMAT_VERSION_2 : OC_FORMAT_VERSION), err)))
         goto out;
     char name[sizeof(m->name)], prov[sizeof(m->provenance)]; /* JSON: valid UTF-8 */
     if (!cJSON_AddStringToObject(root, "name", oc_utf8_copy(name, sizeof(name), m->name)))
@@ -556,6 +609,8 @@ int oc_manifest_format(const struct oc_manifest *m, char **text, struct oc_err *
     }
     if (!cJSON_AddStringToObject(root, "provenance",
                                  oc_utf8_copy(prov, sizeof(prov), m->provenance)))
+        goto nomem;
+    if (m->layout[0] && !cJSON_AddStringToObject(root, "layout", m->layout))
         goto nomem;
     if (!(s = cJSON_Print(root)))
         goto nomem;

@@ -21,6 +21,7 @@
 #ifndef OFFCORE_PLAN_INT_H
 #define OFFCORE_PLAN_INT_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include "offcore/plan.h"

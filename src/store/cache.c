@@ -74,8 +74,9 @@ static uint64_t look_up(const struct store_cache *c, struct store_disk *d, const
 }
 
 /*
- * A gather larger than d->max_rows: its misses, sorted by id (so each run
- * reads a range of the file and the block reader still merges neighbours),
+ * A gather larger than d->max_rows: its misses, sorted by their row of the
+ * file (so each run reads a range of it and the block reader still merges
+ * neighbours),
  * read in runs of max_rows, then the hits copied (and f16 misses widened)
  * max_rows rows at a time.
  */
@@ -87,12 +88,12 @@ static int gather_bounded(struct oc_store *s, struct store_cache *c, struct stor
     int rc = OC_OK;
     for (uint64_t i = 0; i < n; i++)
         if (store_cache_lookup(c, ids[i]) == STORE_NO_SLOT)
-            d->miss[m++] = (struct store_miss){ids[i], i};
+            d->miss[m++] = (struct store_miss){store_row_of(s, ids[i]), i};
     store_miss_sort(d->miss, m);
     for (uint64_t lo = 0; lo < m && rc == OC_OK; lo += step) {
         uint64_t hi = m - lo < step ? m : lo + step;
         for (uint64_t k = lo; k < hi && rc == OC_OK; k++)
-            rc = store_disk_queue(s, d, d->miss[k].id, out + d->miss[k].pos * dim, err);
+            rc = store_disk_queue_row(s, d, d->miss[k].id, out + d->miss[k].pos * dim, err);
         if (rc)
             store_disk_discard(d);
         else

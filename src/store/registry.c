@@ -243,6 +243,57 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
 
 /* ---- open / gather / free ------------------------------------------------- */
 
+uint64_t store_row_map_bytes(const struct oc_dataset *ds)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    return m->layout[0] ? m->n_nodes * oc_dtype_size(m->index_dtype) : 0;
+}
+
+void store_rows_of(const struct oc_dataset *ds, const void *map, const uint64_t *ids, uint64_t n,
+                   uint64_t *rows)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    if (!map)
+        memmove(rows, ids, n * sizeof(uint64_t));
+    else if (m->index_dtype == OC_DTYPE_U32)
+        for (uint64_t i = 0; i < n; i++)
+            rows[i] = ((const uint32_t *)map)[ids[i]];
+    else
+        for (uint64_t i = 0; i < n; i++)
+            rows[i] = ((const uint64_t *)map)[ids[i]];
+}
+
+/*
+ * The dataset's feature layout, if it has one: its map loaded (checked as a
+ * permutation) and its bytes taken from the store's budget, which must keep
+ * room for the strategy.
+ */
+static int load_row_map(struct oc_store *s, struct oc_store_config *c, struct oc_err *err)
+{
+    uint64_t bytes = store_row_map_bytes(c->ds);
+    if (bytes == 0)
+        return OC_OK;
+    if (c->mem_bytes && bytes >= c->mem_bytes) {
+        char need[32], have[32];
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store %s: the feature layout's map (%s) needs %s; the store's budget is %s",
+                      s->strat->name, oc_dataset_path(c->ds, OC_DS_FEATURE_ROWS),
+                      oc_format_size(bytes, need, sizeof(need)),
+                      oc_format_size(c->mem_bytes, have, sizeof(have)));
+    }
+    enum oc_dtype dt = oc_dataset_manifest(c->ds)->index_dtype;
+    int rc = oc_dataset_load_feature_rows(c->ds, dt, &s->row_map, "store: feature layout", err);
+    if (rc)
+        return rc;
+    if (dt == OC_DTYPE_U32)
+        s->row_of32 = s->row_map;
+    else
+        s->row_of64 = s->row_map;
+    if (c->mem_bytes)
+        c->mem_bytes -= bytes;
+    return OC_OK;
+}
+
 int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
                   struct oc_err *err)
 {
@@ -293,13 +344,17 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     s->stages = cfg->pipeline;
     s->n_lanes = 1;
     pthread_mutex_init(&s->stats_lock, NULL);
-    rc = s->strat->open(s, cfg, err);
+    struct oc_store_config c = *cfg; /* less the layout's map, charged to the store */
+    rc = load_row_map(s, &c, err);
+    if (rc == OC_OK)
+        rc = s->strat->open(s, &c, err);
     if (rc) {
         oc_pipeline_join(s->stages); /* its stages may have started: none runs after this */
         s->strat->free(s);
         if (s->own_stages)
             oc_pipeline_free(s->stages);
         pthread_mutex_destroy(&s->stats_lock);
+        oc_free(s->row_map);
         oc_free(s);
         return rc;
     }
@@ -334,6 +389,7 @@ void oc_store_free(struct oc_store *s)
     if (s->own_stages)
         oc_pipeline_free(s->stages);
     pthread_mutex_destroy(&s->stats_lock);
+    oc_free(s->row_map);
     oc_free(s);
 }
 
@@ -548,4 +604,6 @@ void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_file_bytes = 0;
     out->plan_file_peak_bytes = 0;
     s->strat->stats(s, out);
+    if (s->row_map)
+        out->held_bytes += store_row_map_bytes(s->ds);
 }

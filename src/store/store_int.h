@@ -21,6 +21,7 @@
 #ifndef OFFCORE_STORE_INT_H
 #define OFFCORE_STORE_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,8 +109,19 @@ struct oc_store {
     enum oc_dtype dtype; /* F32 or F16 on disk */
     uint64_t n_nodes;
     uint64_t feat_dim;
-    uint64_t data_offset;        /* of row 0 in the file */
-    size_t row_bytes;            /* one row as stored: feat_dim x dtype size */
+    uint64_t data_offset; /* of row 0 in the file */
+    size_t row_bytes;     /* one row as stored: feat_dim x dtype size */
+    /*
+     * The dataset's feature layout (docs/FORMAT.md): node id -> row of
+     * features.npy, u32 or u64 by the index dtype; both NULL without one
+     * (row = id). row_map owns the array (the registry loads it, charged to
+     * the store's budget, and frees it); a strategy that plans in row space
+     * (diskgnn) keeps row_map and clears the lookups, so the shared readers
+     * take its ids as rows.
+     */
+    const uint32_t *row_of32;
+    const uint64_t *row_of64;
+    void *row_map;
     struct oc_store_stats stats; /* cumulative; held_bytes filled by strategy->stats */
     uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
@@ -150,11 +162,31 @@ static inline const char *store_strerror(int e, char *buf, size_t n)
     return strerror_r(e, buf, n);
 }
 
-/* File offset of row id. */
+/* The row of features.npy that holds node id's features. */
+static inline uint64_t store_row_of(const struct oc_store *s, uint64_t id)
+{
+    assert(id < s->n_nodes);
+    return s->row_of32 ? s->row_of32[id] : s->row_of64 ? s->row_of64[id] : id;
+}
+
+/* File offset of a row of features.npy (row space: no layout lookup). */
+static inline uint64_t store_file_off(const struct oc_store *s, uint64_t row)
+{
+    return s->data_offset + row * (uint64_t)s->row_bytes;
+}
+
+/* File offset of node id's row. */
 static inline uint64_t store_row_off(const struct oc_store *s, uint64_t id)
 {
-    return s->data_offset + id * (uint64_t)s->row_bytes;
+    return store_file_off(s, store_row_of(s, id));
 }
+
+/* Bytes of the layout's map the registry loads for a dataset (0 without a layout). */
+uint64_t store_row_map_bytes(const struct oc_dataset *ds);
+
+/* Node ids to rows of features.npy (map: row_map as loaded; NULL: ids as they are). */
+void store_rows_of(const struct oc_dataset *ds, const void *map, const uint64_t *ids, uint64_t n,
+                   uint64_t *rows);
 
 /* ---- rows ---------------------------------------------------------------- */
 
@@ -232,7 +264,8 @@ uint64_t store_budget_rows(const struct oc_store *s, const struct oc_store_confi
 struct store_miss {
     uint64_t id, pos;
 };
-/* Sorts a by id, in place (a heapsort: qsort may allocate outside the accountant). */
+/* Sorts a by id (or row, where a caller keys it so), in place (a heapsort: qsort may allocate
+   outside the accountant). */
 void store_miss_sort(struct store_miss *a, uint64_t n);
 
 /* ---- rows read from the feature file (direct, static misses) ------------- */
@@ -262,9 +295,12 @@ struct store_disk {
 /* Opens s->path; merge = 0 gives every row its own read. */
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err);
 void store_disk_close(struct store_disk *d);
-/* Queues row id into its output row out_row (feat_dim floats). */
+/* Queues node id's row into its output row out_row (feat_dim floats). */
 int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id, float *out_row,
                      struct oc_err *err);
+/* The same for a row of features.npy (row space: store_row_of already applied). */
+int store_disk_queue_row(const struct oc_store *s, struct store_disk *d, uint64_t row,
+                         float *out_row, struct oc_err *err);
 /*
  * Reads everything queued; adds the batch reader's read bytes and reads to
  * s->stats. Errors name the file and offset (truncated: OC_ERR_FORMAT; read

@@ -73,7 +73,10 @@ struct diskgnn_store {
     uint64_t sample_us, pack_us; /* the first window (at open) */
     uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
                                     stage may grow them; not read across threads) */
+    uint64_t *gather_rows;       /* with a feature layout: a gather's ids as rows, in runs */
 };
+
+#define DG_GATHER_RUN 4096u /* ids a gather turns into rows at a time (a feature layout's) */
 
 /* ---- sizing ------------------------------------------------------------------- */
 
@@ -322,6 +325,17 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->impl = d;
     d->reuse = cfg->reuse_samples != 0;
     d->first_epoch = cfg->first_epoch;
+    /*
+     * diskgnn plans in row space: its trace, cache and window files hold rows
+     * of features.npy, so the shared readers must not look rows up again.
+     * Node ids become rows where they come in (the sampled trace, gathers,
+     * rows the cache gave back), through s->row_map.
+     */
+    s->row_of32 = NULL;
+    s->row_of64 = NULL;
+    if (s->row_map && !(d->gather_rows = oc_alloc(DG_GATHER_RUN * sizeof(uint64_t),
+                                                  "store diskgnn: gather rows", err)))
+        return err->status;
     if ((rc = store_yield_init(&d->yield, &d->cache, s->row_bytes, "store diskgnn", err)))
         return rc;
     d->yield_ready = 1;
@@ -354,8 +368,18 @@ static int dg_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
                      struct oc_err *err)
 {
     struct diskgnn_store *d = s->impl;
+    int rc = OC_OK;
     pthread_mutex_lock(&d->disk_mu);
-    int rc = store_yield_gather(s, &d->yield, &d->disk, ids, n, out, err);
+    if (!s->row_map) {
+        rc = store_yield_gather(s, &d->yield, &d->disk, ids, n, out, err);
+    } else {
+        for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += DG_GATHER_RUN) {
+            uint64_t k = n - lo < DG_GATHER_RUN ? n - lo : DG_GATHER_RUN;
+            store_rows_of(s->ds, s->row_map, ids + lo, k, d->gather_rows);
+            rc = store_yield_gather(s, &d->yield, &d->disk, d->gather_rows, k,
+                                    out + lo * s->feat_dim, err);
+        }
+    }
     pthread_mutex_unlock(&d->disk_mu);
     return rc;
 }
@@ -485,6 +509,7 @@ static void dg_free(struct oc_store *s)
         pthread_mutex_destroy(&d->disk_mu);
     store_cache_free(&d->cache);
     oc_free(d->order);
+    oc_free(d->gather_rows);
     oc_free(d);
     s->impl = NULL;
 }

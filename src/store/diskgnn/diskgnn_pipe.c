@@ -469,7 +469,9 @@ static int read_given_back(struct dg_pipe *p, struct dg_slot *sl, const uint64_t
         uint64_t code = oc_get_le64(addr + 8 * k);
         if (OC_PLAN_ADDR_WHERE(code) != OC_PLAN_CPU || OC_PLAN_ADDR_INDEX(code) < live)
             continue;
-        rc = store_disk_queue(p->s, d, ids[k], out + k * dim, err);
+        uint64_t row;
+        store_rows_of(p->s->ds, p->s->row_map, ids + k, 1, &row); /* row space */
+        rc = store_disk_queue_row(p->s, d, row, out + k * dim, err);
         n++;
         if (rc == OC_OK && d->max_rows && n % d->max_rows == 0) /* the reader's bounded runs */
             rc = oc_io_batch_run(d->batch, err);

@@ -259,7 +259,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
         if ((rc = grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
                        "store diskgnn: trace", err)))
             goto fail;
-        memcpy(b->rows + at, b->batch.input_ids, n * sizeof(uint64_t));
+        store_rows_of(b->s->ds, b->s->row_map, b->batch.input_ids, n, b->rows + at); /* row space */
         b->off[i + 1] = at + n;
         uint64_t need = oc_sample_batch_record_bytes(&b->batch);
         uint64_t meta = OC_PLAN_CHUNK_HEADER + need + 8 * n;
@@ -531,21 +531,21 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
         uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
         assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
-        uint64_t lo = oc_io_align_down(store_row_off(s, r0));
-        uint64_t hi = oc_io_align_up(store_row_off(s, r1));
+        uint64_t lo = oc_io_align_down(store_file_off(s, r0));
+        uint64_t hi = oc_io_align_up(store_file_off(s, r1));
         size_t got;
         if ((rc = check_cancel(b, err)) ||
             (rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
             goto out;
         b->pack_read_bytes += got;
-        if (got < store_row_off(s, r1) - lo) {
+        if (got < store_file_off(s, r1) - lo) {
             rc = OC_ERR(err, OC_ERR_FORMAT,
                         "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
                         ", file ends at %" PRIu64,
-                        s->path, store_row_off(s, r1) - lo, lo, lo + (uint64_t)got);
+                        s->path, store_file_off(s, r1) - lo, lo, lo + (uint64_t)got);
             goto out;
         }
-        if ((rc = copy_partition(b, l, &c, cache, r0, r1, store_row_off(s, r0) - lo, out, err)))
+        if ((rc = copy_partition(b, l, &c, cache, r0, r1, store_file_off(s, r0) - lo, out, err)))
             goto out;
     }
 out:

@@ -146,7 +146,7 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
         b->ref[k] = 1;
         atomic_store_explicit(&b->state[k], GD_LOADING, memory_order_relaxed);
         r->slots[i] = k;
-        x->miss[x->n_miss++] = (struct store_miss){id, k};
+        x->miss[x->n_miss++] = (struct store_miss){store_row_of(g->s, id), k}; /* by file row */
         r->n_misses++;
     }
     *pos = i;

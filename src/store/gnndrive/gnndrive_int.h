@@ -111,7 +111,7 @@ struct gd_extractor {
     struct gd_store *g;
     struct gd_rec *cur;      /* the batch being extracted */
     uint64_t cap;            /* rows miss and waits hold: max_rows, grown for a larger batch */
-    struct store_miss *miss; /* cap: this batch's misses (pos: the slot) */
+    struct store_miss *miss; /* cap: this batch's misses (id: the file row, pos: the slot) */
     uint32_t *waits;         /* cap: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
     struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */

@@ -111,7 +111,7 @@ static int read_run(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_
     uint64_t reads0 = st->n_reads, bytes0 = st->read_bytes;
     for (uint64_t m = lo; m < hi && rc == OC_OK; m++) {
         const struct store_miss *ms = &x->miss[m];
-        rc = oc_io_batch_add_cb(x->reader, g->file, store_row_off(s, ms->id), s->row_bytes,
+        rc = oc_io_batch_add_cb(x->reader, g->file, store_file_off(s, ms->id), s->row_bytes,
                                 g->buf.rows + (size_t)ms->pos * s->row_bytes, row_placed, g,
                                 ms->pos, err);
     }
@@ -131,8 +131,8 @@ static uint64_t run_end(const struct gd_extractor *x, uint64_t j, uint64_t hi)
     const struct oc_store *s = x->g->s;
     uint64_t k = hi - j > GD_READ_RUN ? j + GD_READ_RUN : hi;
     while (k < hi && k < j + 2 * GD_READ_RUN &&
-           oc_io_align_down(store_row_off(s, x->miss[k].id)) <=
-               oc_io_align_down(store_row_off(s, x->miss[k - 1].id) + s->row_bytes - 1))
+           oc_io_align_down(store_file_off(s, x->miss[k].id)) <=
+               oc_io_align_down(store_file_off(s, x->miss[k - 1].id) + s->row_bytes - 1))
         k++;
     return k;
 }

@@ -86,7 +86,7 @@ struct hl_store {
     pthread_t opener;
     uint64_t held_bytes;
     /* submitter (the sample stage) */
-    struct store_miss *miss; /* one hop's misses (pos: the row in the batch) */
+    struct store_miss *miss; /* one hop's misses (id: the file row, pos: its row in the batch) */
     struct hl_rec *open_rec; /* being filled hop by hop */
     atomic_uint_least64_t n_prepared;
     atomic_uint_least64_t submit_cpu_ns, submit_ns;

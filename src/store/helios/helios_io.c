@@ -121,7 +121,7 @@ static int stage_misses(struct hl_store *h, struct hl_rec *r, uint64_t nm, struc
     const struct oc_store *s = h->s;
     int open = 0, rc;
     for (uint64_t k = 0; k < nm; k++) {
-        uint64_t off = store_row_off(s, h->miss[k].id), end = off + s->row_bytes;
+        uint64_t off = store_file_off(s, h->miss[k].id), end = off + s->row_bytes;
         uint64_t lo = oc_io_align_down(off), hi = oc_io_align_up(end);
         struct hl_span *sp = &r->spans[r->n_spans];
         if (open && lo < sp->off + sp->len && hi - sp->off <= HL_MAX_SPAN) {
@@ -213,7 +213,8 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
         r->slot[base + i] = slot;
         r->at[base + i] = HL_NO_AT;
         if (slot == STORE_NO_SLOT)
-            h->miss[nm++] = (struct store_miss){ids[i], base + i};
+            h->miss[nm++] =
+                (struct store_miss){store_row_of(h->s, ids[i]), base + i}; /* file row */
     }
     store_yield_read_unlock(&h->yield);
     r->n_rows += n;

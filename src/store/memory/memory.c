@@ -50,7 +50,7 @@ static int mem_load(struct oc_store *s, struct mem_store *m, struct oc_err *err)
             rc = err ? err->status : OC_ERR_NOMEM;
         for (uint64_t r = 0; r < s->n_nodes && rc == OC_OK; r += rows_per) {
             uint64_t k = s->n_nodes - r < rows_per ? s->n_nodes - r : rows_per;
-            rc = oc_file_pread(f, stage, k * s->row_bytes, store_row_off(s, r), err);
+            rc = oc_file_pread(f, stage, k * s->row_bytes, store_file_off(s, r), err);
             for (uint64_t i = 0; i < k && rc == OC_OK; i++)
                 store_row_to_f32(OC_DTYPE_F16, stage + i * s->row_bytes, s->feat_dim,
                                  m->feat + (r + i) * s->feat_dim);
@@ -98,7 +98,8 @@ static void mem_copy(void *ctx, uint64_t lo, uint64_t hi)
     const struct mem_job *j = ctx;
     uint64_t dim = j->s->feat_dim;
     for (uint64_t i = lo; i < hi; i++)
-        memcpy(j->out + i * dim, j->feat + j->ids[i] * dim, dim * sizeof(float));
+        memcpy(j->out + i * dim, j->feat + store_row_of(j->s, j->ids[i]) * dim,
+               dim * sizeof(float));
 }
 
 static int mem_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,

@@ -128,7 +128,7 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     if (!S_ISREG(st.st_mode))
         return OC_ERR(err, OC_ERR_IO, "store mmap: %s: is not a regular file", s->path);
-    uint64_t need = store_row_off(s, s->n_nodes);
+    uint64_t need = store_file_off(s, s->n_nodes);
     if ((uint64_t)st.st_size < need)
         return OC_ERR(err, OC_ERR_FORMAT,
                       "store mmap: %s: truncated: rows end at offset %" PRIu64
@@ -231,23 +231,23 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
     struct mmap_store *m = s->impl;
     struct stat st;
     char eb[128];
-    uint64_t max_id = 0;
+    uint64_t max_row = 0;
 
     for (uint64_t i = 0; i < n; i++)
-        if (ids[i] > max_id)
-            max_id = ids[i];
+        if (store_row_of(s, ids[i]) > max_row)
+            max_row = store_row_of(s, ids[i]);
     if (fstat(m->fd, &st) != 0) {
         int e = errno;
         return OC_ERR_ERRNO(err, OC_ERR_IO, e, "store mmap: %s: fstat: %s", s->path,
                             store_strerror(e, eb, sizeof(eb)));
     }
-    uint64_t end = store_row_off(s, max_id + 1);
+    uint64_t end = store_file_off(s, max_row + 1);
     if ((uint64_t)st.st_size < end)
         return OC_ERR(
             err, OC_ERR_FORMAT,
             "store mmap: gather: %s: truncated: row %" PRIu64 " needs %zu bytes at offset "
             "%" PRIu64 ", file ends at %" PRIu64,
-            s->path, max_id, s->row_bytes, store_row_off(s, max_id), (uint64_t)st.st_size);
+            s->path, max_row, s->row_bytes, store_file_off(s, max_row), (uint64_t)st.st_size);
     int ok0, ok1;
     uint64_t r0 = proc_read_bytes(m->io_fd, &ok0), zero = 0;
     if (ok0) /* the first gather starts the count */

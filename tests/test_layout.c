@@ -21,7 +21,6 @@
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/plan.h"
-#include "offcore/sample.h"
 #include "offcore/store.h"
 #include "offcore/train.h"
 #include "proc_util.h"
@@ -49,30 +48,13 @@ static const char *lay_out(const char *src, int order, const char *name, uint64_
     snprintf(out[k], sizeof(out[k]), "%s/%s", oc_test_tmpdir(), name);
     struct oc_err err;
     struct oc_dataset *ds = NULL;
-    uint64_t *indptr = NULL, *train = NULL, *row_of = NULL, n_train = 0;
-    void *indices = NULL;
     int rc = oc_dataset_open(src, 0, &ds, &err);
     OC_CHECK_OK(rc, &err);
-    if (rc)
-        return NULL;
-    const struct oc_manifest *m = oc_dataset_manifest(ds);
-    OC_CHECK_OK(oc_dataset_load_indptr(ds, &indptr, &err), &err);
-    OC_CHECK_OK(oc_dataset_load_indices(ds, OC_DTYPE_U32, &indices, &err), &err);
-    OC_CHECK_OK(oc_dataset_load_split(ds, OC_DS_TRAIN_IDX, &train, &n_train, &err), &err);
-    struct oc_graph g = {m->n_nodes, indptr, indices, NULL, NULL};
-    struct oc_plan_order_opts o = {order, 1000, train, n_train, NULL};
-    row_of = oc_alloc(m->n_nodes * sizeof(uint64_t), "test", &err);
-    rc = oc_plan_feature_order(ds, &g, &o, row_of, &err);
-    OC_CHECK_OK(rc, &err);
+    struct oc_plan_order_opts o = {order, 1000, NULL, 0, NULL};
     if (rc == OC_OK) {
-        rc = oc_dataset_relayout(ds, row_of, oc_plan_order_name(order), out[k], band_bytes, NULL,
-                                 &err);
+        rc = oc_plan_layout_dataset(ds, &o, out[k], band_bytes, NULL, &err);
         OC_CHECK_OK(rc, &err);
     }
-    oc_free(row_of);
-    oc_free(indptr);
-    oc_free(indices);
-    oc_free(train);
     oc_dataset_free(ds);
     return rc == OC_OK ? out[k] : NULL;
 }

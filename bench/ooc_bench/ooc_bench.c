@@ -79,6 +79,7 @@
 #include "offcore/generate.h"
 #include "offcore/io.h"
 #include "offcore/nn.h"
+#include "offcore/plan.h"
 #include "offcore/progress.h"
 #include "offcore/sample.h"
 #include "offcore/store.h"
@@ -126,6 +127,7 @@ struct args {
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
+    const char *layout; /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
 };
 
 static void usage(FILE *f)
@@ -159,6 +161,9 @@ static void usage(FILE *f)
         "  --hidden H         hidden width (%d)\n"
         "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
         "                     most 1024 batches with its plan directory)\n"
+        "  --layout ORDER     lay the dataset out (degree|bfs|partition; `offcore layout`)\n"
+        "                     into DIR/<dataset>-<ORDER>/ once, and train every strategy\n"
+        "                     (memory too) on that copy\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
         "                     (by default each runs inside one of budget + %d MiB, the\n"
         "                     fixed overhead docs/BENCHMARKS.md states, where "
@@ -211,6 +216,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"superbatch", required_argument, 0, 'S'},
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
+        {"layout", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -291,6 +297,15 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'C':
             a->no_cgroup = 1;
             break;
+        case 'L': {
+            int order;
+            if (oc_plan_order_from_name(optarg, &order) != OC_OK) {
+                fprintf(stderr, "ooc_bench: --layout %s: want degree, bfs or partition\n", optarg);
+                return -1;
+            }
+            a->layout = optarg;
+            break;
+        }
         case 'P':
             if (strcmp(optarg, "paper") != 0) {
                 fprintf(stderr, "ooc_bench: --preset %s: the only preset is paper\n", optarg);
@@ -472,6 +487,78 @@ static void gen_child(void *ctx, int fd)
     if (r.rc)
         err_copy(r.msg, sizeof(r.msg), &err);
     child_send(fd, MSG_GEN, &r, sizeof(r));
+}
+
+struct layout_ctx {
+    const char *src, *out, *order;
+};
+
+/* `offcore layout SRC OUT --order ORDER` in a child (2 GiB bands); replies a msg_gen. */
+static void layout_child(void *ctx, int fd)
+{
+    struct layout_ctx *c = ctx;
+    struct msg_gen r;
+    struct oc_err err;
+    struct oc_dataset *ds = NULL;
+    memset(&r, 0, sizeof(r));
+    oc_err_clear(&err);
+    double t = oc_now_s();
+    struct oc_plan_order_opts o = {0, 1000, NULL, 0, NULL};
+    oc_plan_order_from_name(c->order, &o.order);
+    r.rc = oc_dataset_open(c->src, OC_DS_OPEN_SKIP_CHECKSUM, &ds, &err);
+    if (r.rc == OC_OK)
+        r.rc = oc_plan_layout_dataset(ds, &o, c->out, (uint64_t)2 << 30, NULL, &err);
+    oc_dataset_free(ds);
+    r.seconds = oc_now_s() - t;
+    if (r.rc)
+        err_copy(r.msg, sizeof(r.msg), &err);
+    child_send(fd, MSG_GEN, &r, sizeof(r));
+}
+
+/*
+ * With --layout: the laid-out copy of ds_dir (made once, beside it), which
+ * ds_dir then names. 0, or 1 after printing why not.
+ */
+static int use_layout(const struct args *a, char *ds_dir, size_t n)
+{
+    char out[4096], why[1024], s1[32];
+    struct rusage ru;
+    struct oc_dataset *ds = NULL;
+    struct oc_err err;
+    if (!a->layout)
+        return 0;
+    if (snprintf(out, sizeof(out), "%s-%s", ds_dir, a->layout) >= (int)sizeof(out) ||
+        strlen(out) >= n) {
+        fprintf(stderr, "ooc_bench: %s-%s: path too long\n", ds_dir, a->layout);
+        return 1;
+    }
+    oc_err_clear(&err);
+    int ok = oc_path_exists(out) &&
+             oc_dataset_open(out, OC_DS_OPEN_SKIP_CHECKSUM, &ds, &err) == 0 &&
+             strcmp(oc_dataset_manifest(ds)->layout, a->layout) == 0;
+    oc_dataset_free(ds);
+    if (!ok && oc_path_exists(out)) {
+        fprintf(stderr, "ooc_bench: %s is not the %s layout of %s; remove it\n", out, a->layout,
+                ds_dir);
+        return 1;
+    }
+    if (!ok) {
+        printf("    laying out %s (order %s) ...\n", out, a->layout);
+        struct msg_gen gr;
+        struct layout_ctx lc = {ds_dir, out, a->layout};
+        struct child_reply rp = {MSG_GEN, &gr, sizeof(gr), 0};
+        if (child_run(layout_child, &lc, child_on_reply, &rp, &ru, why, sizeof(why)) || !rp.got ||
+            gr.rc) {
+            fprintf(stderr, "ooc_bench: layout: %s\n", rp.got && gr.rc ? gr.msg : why);
+            return 1;
+        }
+        printf("    laid out in %.1f s (peak RSS %s)\n", gr.seconds,
+               fmt_size((uint64_t)ru.ru_maxrss * 1024, s1, sizeof(s1)));
+    } else {
+        printf("    layout %s (cached)\n", out);
+    }
+    memcpy(ds_dir, out, strlen(out) + 1);
+    return 0;
 }
 
 /* ---- 2. disk probe ------------------------------------------------------- */
@@ -1103,6 +1190,8 @@ int main(int argc, char **argv)
     } else {
         printf("\n[1] dataset %s (cached; manifest matches)\n", ds_dir);
     }
+    if (use_layout(&a, ds_dir, sizeof(ds_dir)))
+        return 1;
     char feat_path[4200];
     snprintf(feat_path, sizeof(feat_path), "%s/%s", ds_dir, oc_ds_file_name(OC_DS_FEATURES));
 

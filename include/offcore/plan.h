@@ -42,6 +42,7 @@
 
 #include "offcore/core.h"
 #include "offcore/dataset.h"
+#include "offcore/progress.h"
 #include "offcore/sample.h"
 
 #define OC_PLAN_PAGE         4096u
@@ -237,5 +238,17 @@ int oc_plan_feature_order(const struct oc_dataset *ds, const struct oc_graph *g,
  * brings neighbours together (1 = all of them).
  */
 double oc_plan_order_locality(const struct oc_graph *g, const uint64_t *row_of, uint64_t row_bytes);
+/*
+ * `offcore layout`: loads ds's topology and training ids, computes the order
+ * o->order (o's train_ids and n_train are ignored: the dataset's are used),
+ * logs its locality against node-id order, frees the topology and writes the
+ * laid-out copy `out` (oc_dataset_relayout) with bands of band_bytes, or
+ * with OC_PLAN_LAYOUT_BAND_LEFT what the memory budget leaves (1 GiB
+ * without one).
+ */
+#define OC_PLAN_LAYOUT_BAND_LEFT UINT64_MAX
+int oc_plan_layout_dataset(const struct oc_dataset *ds, const struct oc_plan_order_opts *o,
+                           const char *out, uint64_t band_bytes, struct oc_progress *progress,
+                           struct oc_err *err);
 
 #endif

@@ -16,73 +16,8 @@
 #include "offcore/dataset.h"
 #include "offcore/plan.h"
 #include "offcore/progress.h"
-#include "offcore/sample.h"
 
-#define LAYOUT_DEFAULT_BAND ((uint64_t)1 << 30) /* rows filled per scan without --mem-budget */
-#define LAYOUT_PART_NODES   1000u               /* --part-nodes default: METIS parts' size */
-
-struct layout_topo {
-    uint64_t *indptr;
-    void *indices;
-    uint64_t *train;
-    struct oc_graph g;
-};
-
-static void topo_free(struct layout_topo *t)
-{
-    oc_free(t->indptr);
-    oc_free(t->indices);
-    oc_free(t->train);
-    memset(t, 0, sizeof(*t));
-}
-
-static int topo_load(const struct oc_dataset *ds, struct layout_topo *t, struct oc_err *err)
-{
-    const struct oc_manifest *m = oc_dataset_manifest(ds);
-    uint64_t n_train;
-    memset(t, 0, sizeof(*t));
-    int rc = oc_dataset_load_indptr(ds, &t->indptr, err);
-    if (rc == OC_OK)
-        rc = oc_dataset_load_indices(ds, m->index_dtype, &t->indices, err);
-    if (rc == OC_OK)
-        rc = oc_dataset_load_split(ds, OC_DS_TRAIN_IDX, &t->train, &n_train, err);
-    t->g.n_nodes = m->n_nodes;
-    t->g.indptr = t->indptr;
-    if (m->index_dtype == OC_DTYPE_U32)
-        t->g.indices32 = t->indices;
-    else
-        t->g.indices64 = t->indices;
-    return rc;
-}
-
-/* The order as rows (row_of, n_nodes entries), and how close it brings neighbours' rows. */
-static int compute_order(const struct oc_dataset *ds, struct oc_plan_order_opts *o,
-                         uint64_t **row_of, struct oc_err *err)
-{
-    const struct oc_manifest *m = oc_dataset_manifest(ds);
-    struct layout_topo t;
-    int rc = topo_load(ds, &t, err);
-    if (rc == OC_OK && !(*row_of = oc_alloc((m->n_nodes ? m->n_nodes : 1) * sizeof(uint64_t),
-                                            "layout: rows", err)))
-        rc = err->status;
-    if (rc == OC_OK) {
-        o->train_ids = t.train;
-        o->n_train = m->n_train;
-        double t0 = oc_now_s();
-        rc = oc_plan_feature_order(ds, &t.g, o, *row_of, err);
-        if (rc == OC_OK) {
-            uint64_t rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-            oc_log(OC_LOG_INFO,
-                   "layout %s: computed in %.1f s; edges whose ends' rows share a page or "
-                   "neighbouring pages: %.1f%% (node id order: %.1f%%)",
-                   oc_plan_order_name(o->order), oc_now_s() - t0,
-                   100.0 * oc_plan_order_locality(&t.g, *row_of, rb),
-                   100.0 * oc_plan_order_locality(&t.g, NULL, rb));
-        }
-    }
-    topo_free(&t); /* before the copy: its band takes what they held */
-    return rc;
-}
+#define LAYOUT_PART_NODES 1000u /* --part-nodes default: METIS parts' size */
 
 int cmd_layout(int argc, char **argv)
 {
@@ -134,32 +69,19 @@ int cmd_layout(int argc, char **argv)
     o.part_nodes = part_nodes;
     oc_mem_set_budget(budget);
     struct oc_dataset *ds = NULL;
-    uint64_t *row_of = NULL;
     struct oc_progress *bar = NULL;
     char dflt_plan[4200];
     double t0 = oc_now_s();
     if ((rc = oc_dataset_open(pos[0], OC_DS_OPEN_DEFAULT, &ds, &err)))
         goto out;
-    if (oc_dataset_manifest(ds)->feat_dim == 0) {
-        rc = OC_ERR(&err, OC_ERR_ARG, "%s: has no features: there is nothing to lay out", pos[0]);
-        goto out;
-    }
     snprintf(dflt_plan, sizeof(dflt_plan), "%s/plan", pos[0]);
     o.plan_dir = plan_dir ? plan_dir : dflt_plan;
-    if ((rc = compute_order(ds, &o, &row_of, &err)))
-        goto out;
-    uint64_t band = LAYOUT_DEFAULT_BAND;
-    if (budget) {
-        uint64_t used = oc_mem_used() + ((uint64_t)16 << 20); /* reads, writer, manifest */
-        band = budget > used ? budget - used : 0;
-    }
     if ((rc = oc_progress_new(quiet ? NULL : stderr, "layout", oc_dataset_manifest(ds)->n_nodes,
                               &bar, &err)))
         goto out;
-    rc = oc_dataset_relayout(ds, row_of, order, pos[1], band, bar, &err);
+    rc = oc_plan_layout_dataset(ds, &o, pos[1], OC_PLAN_LAYOUT_BAND_LEFT, bar, &err);
 out:
     oc_progress_free(bar);
-    oc_free(row_of);
     if (rc == OC_OK) {
         char peak[32];
         printf("laid out %s as %s (order %s) in %.1f s (peak memory held %s)\n", pos[0], pos[1],

@@ -28,7 +28,7 @@
 #include "offcore/io.h"
 
 #define RELAYOUT_READ_BYTES ((uint64_t)8 << 20) /* source bytes per read */
-#define RELAYOUT_BAND_MIN   ((uint64_t)1 << 20)  /* the band when mem_bytes leaves less */
+#define RELAYOUT_BAND_MIN   ((uint64_t)1 << 20) /* the band when mem_bytes leaves less */
 
 /* Copies one array of the source unchanged (same header, same bytes). */
 static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_ds_builder *b,
@@ -41,8 +41,7 @@ static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_
     uint64_t size;
     int rc;
     if ((rc = oc_npy_read_header(path, &h, err)) ||
-        (rc = oc_file_open(path, OC_FILE_READ, &in, err)) ||
-        (rc = oc_file_size(in, &size, err)))
+        (rc = oc_file_open(path, OC_FILE_READ, &in, err)) || (rc = oc_file_size(in, &size, err)))
         goto out;
     if ((rc = oc_ds_builder_begin_array(b, f, h.dtype, h.ndim, h.shape, &w, err)))
         goto out;
@@ -83,7 +82,7 @@ static int source_to_output(const struct oc_dataset *ds, const uint64_t *row_of,
         return rc;
     for (uint64_t v = 0; v < n; v++) {
         uint64_t r = m->index_dtype == OC_DTYPE_U32 ? ((const uint32_t *)old)[v]
-                                                     : ((const uint64_t *)old)[v];
+                                                    : ((const uint64_t *)old)[v];
         (*dst)[r] = row_of[v];
     }
     oc_free(old);

@@ -174,3 +174,87 @@ double oc_plan_order_locality(const struct oc_graph *g, const uint64_t *row_of, 
     }
     return total ? (double)same / (double)total : 0.0;
 }
+
+/* ---- a dataset laid out: topology loaded, order computed, rows copied ------------ */
+
+struct order_topo {
+    uint64_t *indptr, *train;
+    void *indices;
+    struct oc_graph g;
+};
+
+static void topo_free(struct order_topo *t)
+{
+    oc_free(t->indptr);
+    oc_free(t->indices);
+    oc_free(t->train);
+    memset(t, 0, sizeof(*t));
+}
+
+static int topo_load(const struct oc_dataset *ds, struct order_topo *t, struct oc_err *err)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    uint64_t n_train;
+    memset(t, 0, sizeof(*t));
+    int rc = oc_dataset_load_indptr(ds, &t->indptr, err);
+    if (rc == OC_OK)
+        rc = oc_dataset_load_indices(ds, m->index_dtype, &t->indices, err);
+    if (rc == OC_OK)
+        rc = oc_dataset_load_split(ds, OC_DS_TRAIN_IDX, &t->train, &n_train, err);
+    t->g.n_nodes = m->n_nodes;
+    t->g.indptr = t->indptr;
+    if (m->index_dtype == OC_DTYPE_U32)
+        t->g.indices32 = t->indices;
+    else
+        t->g.indices64 = t->indices;
+    return rc;
+}
+
+/* The order as rows, logged with how close it brings neighbours' rows; topology freed after. */
+static int order_of(const struct oc_dataset *ds, struct oc_plan_order_opts o, uint64_t *row_of,
+                    struct oc_err *err)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    struct order_topo t;
+    int rc = topo_load(ds, &t, err);
+    if (rc == OC_OK) {
+        o.train_ids = t.train;
+        o.n_train = m->n_train;
+        double t0 = oc_now_s();
+        rc = oc_plan_feature_order(ds, &t.g, &o, row_of, err);
+        uint64_t rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+        if (rc == OC_OK)
+            oc_log(OC_LOG_INFO,
+                   "layout %s: computed in %.1f s; edges whose ends' rows share a page or "
+                   "neighbouring pages: %.1f%% (node id order: %.1f%%)",
+                   oc_plan_order_name(o.order), oc_now_s() - t0,
+                   100.0 * oc_plan_order_locality(&t.g, row_of, rb),
+                   100.0 * oc_plan_order_locality(&t.g, NULL, rb));
+    }
+    topo_free(&t); /* before the copy: its band takes what they held */
+    return rc;
+}
+
+int oc_plan_layout_dataset(const struct oc_dataset *ds, const struct oc_plan_order_opts *o,
+                           const char *out, uint64_t band_bytes, struct oc_progress *progress,
+                           struct oc_err *err)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    if (m->feat_dim == 0)
+        return OC_ERR(err, OC_ERR_ARG, "%s: has no features: there is nothing to lay out",
+                      oc_dataset_dir(ds));
+    uint64_t *row_of =
+        oc_alloc((m->n_nodes ? m->n_nodes : 1) * sizeof(uint64_t), "plan layout: rows", err);
+    if (!row_of)
+        return err ? err->status : OC_ERR_NOMEM;
+    int rc = order_of(ds, *o, row_of, err);
+    if (rc == OC_OK && band_bytes == OC_PLAN_LAYOUT_BAND_LEFT) {
+        uint64_t budget = oc_mem_budget(), used = oc_mem_used() + ((uint64_t)16 << 20);
+        band_bytes = budget == 0 ? ((uint64_t)1 << 30) : budget > used ? budget - used : 0;
+    }
+    if (rc == OC_OK)
+        rc = oc_dataset_relayout(ds, row_of, oc_plan_order_name(o->order), out, band_bytes,
+                                 progress, err);
+    oc_free(row_of);
+    return rc;
+}

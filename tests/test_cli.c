@@ -102,6 +102,17 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
          2,
          "--avg-degree must be in"},
         {{"generate", "--nodes", " -1", "/tmp/x", NULL}, 2, "bad value ' -1' for --nodes"},
+        {{"generate", "--mixing", "0.2", "--quiet", "/tmp/offcore-cli-x1", NULL},
+         2,
+         "--mixing 0.2 needs --communities"},
+        {{"generate", "--nodes", "100", "--communities", "101", "--quiet", "/tmp/offcore-cli-x1",
+          NULL},
+         2,
+         "--communities must be 0 (none) or in [2, nodes = 100]"},
+        {{"generate", "--communities", "10", "--mixing", "1.5", "--quiet", "/tmp/offcore-cli-x1",
+          NULL},
+         2,
+         "--mixing must be in [0, 1]"},
         {{"train", "d", "--mem-budget", "0.5", NULL}, 2, "less than one byte"},
         {{"train", "d", "--model", "gcn", "--model", "mlp", NULL}, 2, "unknown --model 'mlp'"},
         {{"train", "d", "--input-dropout", "-1", NULL}, 2, "--input-dropout must be in [0, 1)"},
@@ -238,6 +249,42 @@ static int strategy_figure_key(const char *key)
                 return 1;
         }
     return 0;
+}
+
+/* Every option `generate --help` offers is documented in docs/CLI.md. */
+OC_TEST(generate_options_are_documented)
+{
+    const char *src = getenv("OC_SRC");
+    if (!getenv("OC_BIN") || !src)
+        OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
+    char doc_path[1024];
+    snprintf(doc_path, sizeof(doc_path), "%s/docs/CLI.md", src);
+    char *doc = NULL, *help = NULL;
+    size_t len;
+    struct oc_err err;
+    OC_CHECK_OK(oc_read_file(doc_path, 0, &doc, &len, &err), &err);
+    char out[700];
+    snprintf(out, sizeof(out), "%s/generate-help.txt", oc_test_tmpdir());
+    char *argv[] = {getenv("OC_BIN"), "generate", "--help", NULL};
+    OC_CHECK(proc_wait(proc_spawn(argv, out)) == 0);
+    OC_CHECK_OK(oc_read_file(out, 0, &help, &len, &err), &err);
+    uint32_t n = 0;
+    for (const char *p = help; p && (p = strstr(p, "\n  --")) != NULL; p++) {
+        char flag[64];
+        size_t k = 0;
+        flag[k++] = '`';
+        for (const char *q = p + 3; *q && *q != ' ' && *q != '\n' && k < sizeof(flag) - 1; q++)
+            flag[k++] = *q;
+        flag[k] = '\0';
+        int ok = doc && strstr(doc, flag);
+        if (!ok)
+            fprintf(stderr, "  generate option %s missing from docs/CLI.md\n", flag + 1);
+        OC_CHECK(ok);
+        n++;
+    }
+    OC_CHECK(n >= 20);
+    oc_free(doc);
+    oc_free(help);
 }
 
 /* Every key a training log writes (all but the strategies' own figures) is in docs/CLI.md. */

@@ -2,7 +2,8 @@
  * test_generate.c — the synthetic generator: a valid dataset (opened and
  * validated), a symmetric simple graph, labels and splits as specified,
  * determinism (same seed → same files at 1 and 2 threads, another seed →
- * other files), f16 = rounded f32, a learnable-but-not-trivial task (nearest
+ * other files), the default output pinned by CRC, planted communities (their
+ * edge share, scattered ids, dominant classes, determinism), f16 = rounded f32, a learnable-but-not-trivial task (nearest
  * centroid on own features vs. neighbourhood means), bad options, and fault
  * loops (allocation, read, write) that must leave no output and no leak.
  *
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dataset/gen_int.h"
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/dataset.h"
@@ -174,6 +176,202 @@ OC_TEST(generate_deterministic_across_threads)
         OC_CHECK(c1[f] != c3[f]);
 }
 
+/*
+ * Without --communities the output is what it was before the option existed:
+ * the CRCs of generate_deterministic_across_threads' dataset, recorded at
+ * commit eccfcba (x86-64, glibc libm: the weights and features go through
+ * log/exp/cos, so another libm may legitimately differ).
+ */
+OC_TEST(generate_default_output_pinned)
+{
+    struct oc_err err;
+    struct oc_generate_opts o;
+    tiny_opts(&o, 20000);
+    o.feat_dim = 33;
+    static const struct {
+        enum oc_ds_file f;
+        uint32_t crc;
+    } pinned[] = {{OC_DS_INDPTR, 0x37f9cd4fu},    {OC_DS_INDICES, 0x17e4696du},
+                  {OC_DS_FEATURES, 0x41283e75u},  {OC_DS_LABELS, 0x41777393u},
+                  {OC_DS_TRAIN_IDX, 0x3f4f01adu}, {OC_DS_VAL_IDX, 0xdf913322u},
+                  {OC_DS_TEST_IDX, 0xedacdb49u}};
+    const char *out = fresh_out();
+    OC_CHECK_OK(oc_generate(&o, out, NULL, &err), &err);
+    uint32_t c[OC_DS_FILE_COUNT];
+    char prov[1024];
+    crcs(out, c, prov, sizeof(prov));
+    for (size_t k = 0; k < sizeof(pinned) / sizeof(pinned[0]); k++) {
+        if (c[pinned[k].f] != pinned[k].crc)
+            fprintf(stderr, "  file %d: crc %08x, pinned %08x\n", (int)pinned[k].f, c[pinned[k].f],
+                    pinned[k].crc);
+        OC_CHECK(c[pinned[k].f] == pinned[k].crc);
+    }
+    OC_CHECK(strcmp(prov, "offcore generate --nodes 20000 --avg-degree 8 --feat-dim 33 --classes 4 "
+                          "--dtype f32 --seed 42 --homophily 0.5 --power-law 2.2 --feat-signal 1.6 "
+                          "--train-frac 0.1 --val-frac 0.05 --test-frac 0.1") == 0);
+}
+
+OC_TEST(generate_communities_deterministic)
+{
+    struct oc_err err;
+    struct oc_generate_opts o;
+    tiny_opts(&o, 20000);
+    o.feat_dim = 9;
+    o.communities = 50;
+    uint32_t c1[OC_DS_FILE_COUNT], c2[OC_DS_FILE_COUNT], c0[OC_DS_FILE_COUNT];
+    char p1[1024], p2[1024], p0[1024];
+    char d1[700], d2[700], d0[700];
+    snprintf(d1, sizeof(d1), "%s", fresh_out());
+    snprintf(d2, sizeof(d2), "%s", fresh_out());
+    snprintf(d0, sizeof(d0), "%s", fresh_out());
+    o.n_threads = 1;
+    OC_CHECK_OK(oc_generate(&o, d1, NULL, &err), &err);
+    o.n_threads = 2;
+    o.mem_bytes = 64 << 10;
+    OC_CHECK_OK(oc_generate(&o, d2, NULL, &err), &err);
+    o.communities = 0;
+    OC_CHECK_OK(oc_generate(&o, d0, NULL, &err), &err);
+    crcs(d1, c1, p1, sizeof(p1));
+    crcs(d2, c2, p2, sizeof(p2));
+    crcs(d0, c0, p0, sizeof(p0));
+    OC_CHECK(memcmp(c1, c2, sizeof(c1)) == 0);
+    OC_CHECK(strcmp(p1, p2) == 0);
+    /* The default mixing is written out, so the provenance alone regenerates it. */
+    OC_CHECK(strstr(p1, " --communities 50 --mixing 0.3") != NULL);
+    OC_CHECK(strstr(p0, "--communities") == NULL);
+    OC_CHECK(c1[OC_DS_INDICES] != c0[OC_DS_INDICES] && c1[OC_DS_LABELS] != c0[OC_DS_LABELS]);
+    /* Splits do not depend on the graph. */
+    OC_CHECK(c1[OC_DS_TRAIN_IDX] == c0[OC_DS_TRAIN_IDX]);
+}
+
+/*
+ * The planted community of every node and the realized offsets, re-derived
+ * from the options as the generator does (gen_comm.c, no pool).
+ */
+static uint32_t *planted(const struct oc_generate_opts *o, uint64_t *n_comm, uint64_t **off)
+{
+    struct oc_err err;
+    struct oc_gen g;
+    memset(&g, 0, sizeof(g));
+    g.o = *o;
+    *off = NULL;
+    *n_comm = 0;
+    OC_CHECK_OK(oc_gen_comm_init(&g, &err), &err);
+    if (!g.comm.n_comm)
+        return NULL;
+    uint32_t *comm = malloc(o->n_nodes * sizeof(uint32_t));
+    *off = malloc((g.comm.n_comm + 1) * sizeof(uint64_t));
+    if (comm && *off) {
+        memcpy(comm, g.comm.of, o->n_nodes * sizeof(uint32_t));
+        memcpy(*off, g.comm.off, (g.comm.n_comm + 1) * sizeof(uint64_t));
+        *n_comm = g.comm.n_comm;
+    }
+    oc_gen_comm_deinit(&g.comm);
+    return comm;
+}
+
+OC_TEST(generate_communities_planted)
+{
+    struct oc_err err;
+    struct oc_generate_opts o;
+    tiny_opts(&o, 30001);
+    o.avg_degree = 12;
+    o.feat_dim = 0;
+    o.communities = 150;
+    o.mixing = 0.2;
+    const char *out = fresh_out();
+    OC_CHECK_OK(oc_generate(&o, out, NULL, &err), &err);
+    uint64_t nk = 0, *off = NULL;
+    uint32_t *comm = planted(&o, &nk, &off);
+    struct oc_dataset *ds = NULL;
+    OC_CHECK_OK(oc_dataset_open(out, OC_DS_OPEN_DEFAULT, &ds, &err), &err);
+    if (!ds || !comm || !off || nk == 0) {
+        oc_dataset_free(ds);
+        free(comm);
+        free(off);
+        return;
+    }
+    const uint64_t n = o.n_nodes;
+    /*
+     * Sizes: targets heavy-tailed in [S/4, 4S]; realized ones scatter around
+     * them (hubs add to the large ones); mean S by construction.
+     */
+    uint64_t smin = UINT64_MAX, smax = 0;
+    for (uint64_t k = 0; k < nk; k++) {
+        uint64_t s = off[k + 1] - off[k];
+        smin = s < smin ? s : smin;
+        smax = s > smax ? s : smax;
+    }
+    double mean = (double)n / (double)nk;
+    fprintf(stderr, "  %llu communities, sizes %llu..%llu, mean %.1f\n", (unsigned long long)nk,
+            (unsigned long long)smin, (unsigned long long)smax, mean);
+    OC_CHECK(off[nk] == n && smin >= 10 && smax <= 2 * (600 + 37));
+    OC_CHECK(mean > 0.75 * 150 && mean < 1.25 * 150);
+    OC_CHECK(smax > 5 * smin);
+
+    uint64_t rows, cols;
+    uint64_t *ip = load(ds, OC_DS_INDPTR, OC_DTYPE_U64, &rows, &cols);
+    uint64_t *ix = load(ds, OC_DS_INDICES, OC_DTYPE_U64, &rows, &cols);
+    int32_t *lab = load(ds, OC_DS_LABELS, OC_DTYPE_I32, &rows, &cols);
+    if (ip && ix && lab) {
+        /* The share of edges inside a community: 1 - μ, less what hubs send outside. */
+        uint64_t inside = 0, same = 0, m = ip[n];
+        for (uint64_t v = 0; v < n; v++)
+            for (uint64_t e = ip[v]; e < ip[v + 1]; e++) {
+                inside += comm[ix[e]] == comm[v];
+                same += lab[ix[e]] == lab[v];
+            }
+        double share = (double)inside / (double)m, agree = (double)same / (double)m;
+        double deg = (double)m / (double)n;
+        fprintf(stderr,
+                "  intra-community share %.3f (1 - mu = %.2f), same-class %.3f, degree %.2f\n",
+                share, 1 - o.mixing, agree, deg);
+        OC_CHECK(share > 1 - o.mixing - 0.08 && share < 1 - o.mixing + 0.02);
+        /* Class homophily about as without communities (0.55 - 0.75, see the tiny test). */
+        OC_CHECK(agree > 0.5 && agree < 0.8);
+        OC_CHECK(deg > 0.85 * o.avg_degree && deg <= o.avg_degree);
+        /* Ids are scattered: neighbours in id order rarely share a community... */
+        uint64_t adjacent = 0;
+        for (uint64_t i = 0; i + 1 < n; i++)
+            adjacent += comm[i] == comm[i + 1];
+        OC_CHECK((double)adjacent / (double)(n - 1) < 3.0 / (double)nk + 0.01);
+        /* ...and every community spans most of the id range. */
+        uint64_t *lo = malloc(nk * sizeof(uint64_t)), *hi = calloc(nk, sizeof(uint64_t));
+        uint32_t *dom = calloc(nk * o.n_classes, sizeof(uint32_t));
+        if (lo && hi && dom) {
+            for (uint64_t k = 0; k < nk; k++)
+                lo[k] = UINT64_MAX;
+            for (uint64_t i = 0; i < n; i++) {
+                lo[comm[i]] = i < lo[comm[i]] ? i : lo[comm[i]];
+                hi[comm[i]] = i > hi[comm[i]] ? i : hi[comm[i]];
+                dom[comm[i] * o.n_classes + (uint32_t)lab[i]]++;
+            }
+            uint64_t narrow = 0, in_dom = 0;
+            for (uint64_t k = 0; k < nk; k++) {
+                narrow += hi[k] - lo[k] < n / 2;
+                uint32_t best = 0;
+                for (uint32_t c = 0; c < o.n_classes; c++)
+                    best = dom[k * o.n_classes + c] > best ? dom[k * o.n_classes + c] : best;
+                in_dom += best;
+            }
+            OC_CHECK(narrow == 0);
+            /* A dominant class per community: sqrt(0.5) of members plus chance. */
+            double dshare = (double)in_dom / (double)n;
+            fprintf(stderr, "  members in their community's dominant class: %.3f\n", dshare);
+            OC_CHECK(dshare > 0.7 && dshare < 0.9);
+        }
+        free(lo);
+        free(hi);
+        free(dom);
+    }
+    oc_free(ip);
+    oc_free(ix);
+    oc_free(lab);
+    oc_dataset_free(ds);
+    free(comm);
+    free(off);
+}
+
 OC_TEST(generate_f16_is_rounded_f32)
 {
     struct oc_err err;
@@ -254,7 +452,8 @@ static double centroid_acc(const float *x, uint64_t n, uint32_t f, const int32_t
     return (double)ok / (double)tot;
 }
 
-OC_TEST(generate_learnable_not_trivial)
+/* Nearest-centroid accuracy on own features vs neighbourhood means, with communities or not. */
+static void check_learnable(uint64_t communities)
 {
     struct oc_err err;
     struct oc_generate_opts o;
@@ -263,6 +462,7 @@ OC_TEST(generate_learnable_not_trivial)
     o.feat_dim = 32;
     o.seed = 7;
     o.n_threads = 2;
+    o.communities = communities;
     const char *out = fresh_out();
     OC_CHECK_OK(oc_generate(&o, out, NULL, &err), &err);
     struct oc_dataset *ds = NULL;
@@ -295,9 +495,9 @@ OC_TEST(generate_learnable_not_trivial)
         double own = centroid_acc(x, n, f, lab, o.n_classes, is_train);
         double nbr = centroid_acc(y, n, f, lab, o.n_classes, is_train);
         fprintf(stderr,
-                "  20k nodes: avg degree %.2f, own-feature accuracy %.3f, "
+                "  20k nodes, communities %llu: avg degree %.2f, own-feature accuracy %.3f, "
                 "neighbourhood-mean accuracy %.3f\n",
-                deg, own, nbr);
+                (unsigned long long)communities, deg, own, nbr);
         OC_CHECK(own > 0.35 && own < 0.65);
         OC_CHECK(nbr > own + 0.12 && nbr < 0.95);
         OC_CHECK(deg > 0.9 * o.avg_degree && deg <= o.avg_degree);
@@ -310,6 +510,12 @@ OC_TEST(generate_learnable_not_trivial)
     oc_free(x);
     oc_free(train);
     oc_dataset_free(ds);
+}
+
+OC_TEST(generate_learnable_not_trivial)
+{
+    check_learnable(0);
+    check_learnable(200); /* communities keep the task as learnable (dominant classes) */
 }
 
 OC_TEST(generate_rejects_bad_options)
@@ -332,6 +538,31 @@ OC_TEST(generate_rejects_bad_options)
     o.avg_degree = 0;
     OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err, "--avg-degree");
     tiny_opts(&o, 100);
+    o.mixing = 0.3; /* without --communities */
+    OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err,
+                 "--mixing 0.3 needs --communities");
+    tiny_opts(&o, 100);
+    o.communities = 10;
+    o.mixing = -0.1;
+    OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err,
+                 "--mixing must be in [0, 1], got -0.1");
+    o.mixing = 1.5;
+    OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err,
+                 "--mixing must be in [0, 1], got 1.5");
+    o.mixing = NAN;
+    o.communities = 101;
+    OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err,
+                 "--communities must be 0 (none) or in [2, nodes = 100], got 101");
+    o.communities = 1;
+    OC_CHECK_ERR(oc_generate(&o, fresh_out(), NULL, &err), OC_ERR_ARG, &err, "--communities");
+    /* The extremes are fine: one community of everything, μ = 0 and 1. */
+    o.communities = 100;
+    o.mixing = 0;
+    OC_CHECK_OK(oc_generate(&o, fresh_out(), NULL, &err), &err);
+    o.communities = 2;
+    o.mixing = 1;
+    OC_CHECK_OK(oc_generate(&o, fresh_out(), NULL, &err), &err);
+    tiny_opts(&o, 100);
     const char *out = fresh_out();
     OC_CHECK_OK(oc_mkdir_p(out, &err), &err);
     OC_CHECK_ERR(oc_generate(&o, out, NULL, &err), OC_ERR_EXISTS, &err, "exists");
@@ -353,13 +584,14 @@ static int n_entries(const char *dir)
 
 /* One generate with a fault armed; returns whether it fired. */
 static int generate_with_fault(int mode, enum oc_fault_kind kind, uint64_t nth, int errv,
-                               uint64_t mem)
+                               uint64_t mem, uint64_t communities)
 {
     struct oc_err err;
     oc_err_clear(&err);
     struct oc_generate_opts o;
     tiny_opts(&o, 300);
     o.mem_bytes = mem;
+    o.communities = communities;
     const char *parent = oc_test_tmpdir();
     char out[700];
     snprintf(out, sizeof(out), "%s/gen", parent);
@@ -406,8 +638,8 @@ OC_TEST(generate_fault_loops)
             for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
                 /* one-shot: every nth; persistent: sampled */
                 uint64_t nth = 1, n_runs = 0;
-                while (nth < 100000 &&
-                       generate_with_fault(mode, faults[f].kind, nth, faults[f].errv, mems[mi])) {
+                while (nth < 100000 && generate_with_fault(mode, faults[f].kind, nth,
+                                                           faults[f].errv, mems[mi], 0)) {
                     nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0);
                     n_runs++;
                 }
@@ -418,6 +650,19 @@ OC_TEST(generate_fault_loops)
                         (unsigned long long)n_runs);
             }
         }
+    }
+}
+
+/* The communities' own allocations (sizes, order, membership, tables) fail cleanly too. */
+OC_TEST(generate_communities_alloc_faults)
+{
+    for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
+        uint64_t nth = 1, n_runs = 0;
+        while (nth < 100000 && generate_with_fault(mode, OC_FAULT_ALLOC, nth, ENOMEM, 0, 20)) {
+            nth = fault_next_nth(nth, mode == FAULT_PERSISTENT ? 8 : 0);
+            n_runs++;
+        }
+        OC_CHECK(n_runs > 0);
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * generate.h — a synthetic graph generator for any scale, in bounded memory:
  * power-law degrees (Chung–Lu weights), planted classes with community
- * structure (a stochastic-block mixture), class-correlated noisy features and
+ * structure (a stochastic-block mixture), optionally planted LFR-style
+ * communities (--communities), class-correlated noisy features and
  * train/val/test splits. Deterministic per seed at any thread count.
  *
  * Place in the data flow: dataset module (generate → edge sorter → builder).
@@ -25,10 +26,16 @@ struct oc_generate_opts {
     uint32_t n_classes;       /* in [1, 65535] */
     enum oc_dtype feat_dtype; /* F32 or F16 */
     uint64_t seed;
-    double homophily;   /* probability that a draw picks its second end inside the first
+    double homophily;     /* probability that a draw picks its second end inside the first
                              end's class (default 0.5) */
-    double power_law;   /* exponent of the degree distribution, > 1 (default 2.2) */
-    double feat_signal; /* norm of the class centres; the noise is N(0, 1) per dimension,
+    double power_law;     /* exponent of the degree distribution, > 1 (default 2.2) */
+    uint64_t communities; /* mean planted community size in nodes, in [2, n_nodes];
+                             0 = none (default: the output is what it was before the option) */
+    double mixing;        /* LFR's μ: the probability that a draw picks its second end outside the
+                      first end's community (by the class rule above); in [0, 1].
+                      NAN = unset (default): OC_GENERATE_MIXING_DEFAULT with communities,
+                      and it must stay unset without them */
+    double feat_signal;   /* norm of the class centres; the noise is N(0, 1) per dimension,
                              so difficulty does not depend on feat_dim (default 1.6) */
     double train_frac, val_frac, test_frac; /* defaults 0.10 / 0.05 / 0.10 */
     unsigned n_threads;                     /* 0 = all cores; the output does not depend on it */
@@ -37,6 +44,13 @@ struct oc_generate_opts {
     uint64_t max_bytes; /* --max-size: ceiling on the dataset's bytes (0 = OC_GENERATE_MAX_BYTES);
                            the output must also fit the free space at `out` */
 };
+
+/*
+ * Mixing used with communities when none is given: with it the share of edges
+ * inside METIS parts of ~1000 nodes falls inside the range measured on real
+ * graphs (docs/BENCHMARKS.md, "Generator calibration").
+ */
+#define OC_GENERATE_MIXING_DEFAULT 0.3
 
 /* Default ceiling on a generated dataset's size: 64 GiB. */
 #define OC_GENERATE_MAX_BYTES ((uint64_t)64 << 30)

@@ -10,6 +10,14 @@
  *            v ~ w restricted to class(u) with probability `homophily`,
  *              else v ~ w over all nodes; a self-loop is redrawn
  *   edges    M = N·D/2 undirected draws, symmetrized by the sorter
+ *   communities (--communities, gen_comm.c): u ~ w as above, drawn as a
+ *            community by total weight then a member by weight; v ~ w' inside
+ *            u's community with probability (1 - μ)·w'_u/w_u, else by the
+ *            class rule, where w' caps weights to what the community can
+ *            hold (chunk_task_comm). The per-community tables replace the
+ *            table over all nodes; while drawing, memory grows by 2 bytes per
+ *            node (the caps) and 4 before (the membership, freed once the
+ *            tables are built).
  *
  * Draws come in fixed-size chunks; chunk k uses the Philox stream
  * (seed, GEN_STREAM_EDGES, k), so the edge multiset does not depend on the
@@ -60,8 +68,20 @@ static int class_task(void *ctx, uint64_t task, unsigned worker)
     struct oc_gen *g = ((struct class_ctx *)ctx)->g;
     uint64_t lo = task * GEN_NODE_BLOCK;
     uint64_t hi = lo + GEN_NODE_BLOCK < g->o.n_nodes ? lo + GEN_NODE_BLOCK : g->o.n_nodes;
-    for (uint64_t i = lo; i < hi; i++)
-        g->cls[i] = gen_class_of(g, i);
+    if (g->comm.n_comm == 0) {
+        for (uint64_t i = lo; i < hi; i++)
+            g->cls[i] = gen_class_of(g, i);
+        return OC_OK;
+    }
+    /* Communities: the community's dominant class with probability keep_prob (gen_comm.c). */
+    for (uint64_t i = lo; i < hi; i++) {
+        if (gen_unit(oc_rng_mix64(g->o.seed ^ GEN_SALT_CKEEP, i)) < g->comm.keep_prob) {
+            uint64_t k = g->comm.of[i];
+            g->cls[i] = gen_class_pick(g, oc_rng_mix64(g->o.seed ^ GEN_SALT_CDOM, k) >> 11);
+        } else {
+            g->cls[i] = gen_class_of(g, i);
+        }
+    }
     return OC_OK;
 }
 
@@ -113,7 +133,7 @@ static int weight_task(void *ctx, uint64_t task, unsigned worker)
 }
 
 /* Power-law weights, capped at mean·sqrt(N/D) (a node expects ≤ sqrt(N·D) neighbors). */
-static int make_weights(struct oc_gen *g, double **out, struct oc_err *err)
+int oc_gen_weights(struct oc_gen *g, double **out, struct oc_err *err)
 {
     const uint64_t n = g->o.n_nodes;
     double *w = oc_alloc((size_t)n * sizeof(double), "generate: node weights", err);
@@ -204,9 +224,18 @@ static void build_alias(const double *w, const uint32_t *ids, uint64_t n, struct
 
 struct graph_tables {
     uint64_t n;
-    struct gen_slot *all; /* alias table over every node */
-    struct gen_slot *in;  /* per-class tables, one after the other */
-    uint64_t *c_off;      /* class c's table is in[c_off[c] .. c_off[c+1]) */
+    /*
+     * Alias table over every node; with communities, one table per community
+     * instead (community k's over positions off[k] .. off[k+1]), and a draw
+     * over all nodes first picks a community by its total weight (comm).
+     */
+    struct gen_slot *all;
+    struct gen_slot *comm; /* over the n_comm communities (communities only) */
+    const uint64_t *off;   /* g->comm.off (communities only) */
+    uint16_t *keep;        /* per node: w'/w in 1/65536, UINT16_MAX = 1 (communities only) */
+    uint64_t n_comm;
+    struct gen_slot *in; /* per-class tables, one after the other */
+    uint64_t *c_off;     /* class c's table is in[c_off[c] .. c_off[c+1]) */
 };
 
 struct graph_ctx {
@@ -215,6 +244,7 @@ struct graph_ctx {
     uint64_t n_draws; /* M */
     uint64_t base;    /* first chunk of the window */
     uint64_t hthr;    /* homophily as a threshold on a u32 draw (≤ 2^32) */
+    uint64_t cthr;    /* 1 - mixing, likewise (communities only) */
     unsigned n_slots;
     uint64_t **src, **dst; /* per slot: GEN_CHUNK_DRAWS entries */
     size_t *n;             /* per slot: edges drawn */
@@ -257,12 +287,139 @@ static int chunk_task(void *ctx, uint64_t task, unsigned worker)
     return OC_OK;
 }
 
+/* A node drawn by weight over the whole graph, through its community; *k_out its community. */
+static inline uint64_t comm_draw(const struct graph_tables *t, struct oc_rng *r, uint64_t *k_out)
+{
+    uint64_t k = slot_draw(t->comm, t->n_comm, r);
+    *k_out = k;
+    return slot_draw(t->all + t->off[k], t->off[k + 1] - t->off[k], r);
+}
+
+/* Whether a u32 draw passes a keep probability k/65536 (UINT16_MAX: always). */
+static inline int keep_ok(uint32_t x, uint16_t k)
+{
+    return k == UINT16_MAX || (x >> 16) < k;
+}
+
+/*
+ * With communities: u ~ w (community by weight, then member by weight);
+ * v ~ w' inside u's community with probability (1 - μ)·keep(u), else by the
+ * class rule of chunk_task. keep(i) = w'_i / w_i, where w' caps a node's
+ * weight so that its expected degree inside its community stays below a
+ * share of the community's size (comm_tables): a hub cannot have more
+ * neighbours inside a community than it has members, so its excess goes
+ * outside instead of into duplicates. v ~ w' is drawn as v ~ w accepted with
+ * probability keep(v); after GEN_SELF_RETRIES misses the draw leaves the
+ * community.
+ */
+static int chunk_task_comm(void *ctx, uint64_t task, unsigned worker)
+{
+    (void)worker;
+    struct graph_ctx *c = ctx;
+    const struct graph_tables *t = c->t;
+    uint64_t k = c->base + task;
+    uint64_t lo = k * GEN_CHUNK_DRAWS;
+    c->n[task] = 0;
+    if (lo >= c->n_draws)
+        return OC_OK;
+    uint64_t m = c->n_draws - lo < GEN_CHUNK_DRAWS ? c->n_draws - lo : GEN_CHUNK_DRAWS;
+    struct oc_rng r;
+    oc_rng_init(&r, c->g->o.seed, GEN_STREAM_EDGES, k, 0);
+    uint64_t *src = c->src[task], *dst = c->dst[task];
+    const uint16_t *cls = c->g->cls;
+    const uint16_t *keep = t->keep;
+    size_t out = 0;
+    for (uint64_t e = 0; e < m; e++) {
+        uint64_t cu, cv;
+        uint64_t u = comm_draw(t, &r, &cu);
+        uint32_t x_comm = oc_rng_u32(&r), x_keep = oc_rng_u32(&r);
+        int in_comm = x_comm < c->cthr && keep_ok(x_keep, keep[u]);
+        int in_cls = oc_rng_u32(&r) < c->hthr;
+        uint64_t moff = t->off[cu], msize = t->off[cu + 1] - moff;
+        uint64_t off = t->c_off[cls[u]], size = t->c_off[cls[u] + 1] - off;
+        uint64_t v = u;
+        for (int tries = 0; tries < 2 * GEN_SELF_RETRIES && v == u; tries++) {
+            if (tries == GEN_SELF_RETRIES)
+                in_comm = 0;
+            if (in_comm && msize > 1) {
+                uint64_t x = slot_draw(t->all + moff, msize, &r);
+                if (keep_ok(oc_rng_u32(&r), keep[x]))
+                    v = x;
+            } else if (in_cls && size > 1) {
+                v = slot_draw(t->in + off, size, &r);
+            } else {
+                v = comm_draw(t, &r, &cv);
+            }
+        }
+        if (v == u)
+            continue;
+        src[out] = u;
+        dst[out] = v;
+        out++;
+    }
+    c->n[task] = out;
+    return OC_OK;
+}
+
 static void tables_free(struct graph_tables *t)
 {
     oc_free(t->all);
+    oc_free(t->comm);
+    oc_free(t->keep);
     oc_free(t->in);
     oc_free(t->c_off);
     memset(t, 0, sizeof(*t));
+}
+
+/*
+ * The per-community tables (t->all, in community order) and the table over
+ * communities by total weight (t->comm). member, q, small, large: scratch of n.
+ */
+static int comm_tables(struct oc_gen *g, struct graph_tables *t, const double *w, uint32_t *member,
+                       double *q, uint32_t *small, uint32_t *large, struct oc_err *err)
+{
+    const uint64_t n = g->o.n_nodes, nk = g->comm.n_comm;
+    const uint64_t *off = g->comm.off;
+    double *wk = oc_alloc((size_t)nk * sizeof(double), "generate: community weights", err);
+    t->comm = oc_alloc((size_t)nk * sizeof(struct gen_slot), "generate: community table", err);
+    t->keep = oc_alloc((size_t)n * sizeof(uint16_t), "generate: community caps", err);
+    if (!wk || !t->comm || !t->keep) {
+        oc_free(wk);
+        return err->status;
+    }
+    /* Members grouped by community (a counting sort keeps ids ascending; `large` the cursors). */
+    for (uint64_t k = 0; k < nk; k++)
+        large[k] = (uint32_t)off[k];
+    for (uint64_t i = 0; i < n; i++)
+        member[large[g->comm.of[i]]++] = (uint32_t)i;
+    /*
+     * Node i expects about D·w_i/mean(w) neighbours, (1 - μ) of them inside
+     * its community of s members; w' = min(w, cap) keeps that below
+     * GEN_COMM_FILL·(s - 1).
+     */
+    double mean_w = 0;
+    for (uint64_t i = 0; i < n; i++)
+        mean_w += w[i];
+    mean_w /= (double)n;
+    double inside = (1.0 - g->comm.mixing) * g->o.avg_degree;
+    for (uint64_t k = 0; k < nk; k++) {
+        double sum = 0;
+        uint64_t size = off[k + 1] - off[k];
+        double cap =
+            GEN_COMM_FILL * (double)(size ? size - 1 : 0) * mean_w / (inside > 0 ? inside : 1.0);
+        for (uint64_t p = off[k]; p < off[k + 1]; p++) {
+            double wi = w[member[p]], keep = wi > cap ? cap / wi : 1.0;
+            t->keep[member[p]] = keep >= 1.0 ? UINT16_MAX : (uint16_t)(keep * 65536.0);
+            sum += wi;
+        }
+        wk[k] = sum;
+        build_alias(w, member + off[k], off[k + 1] - off[k], t->all + off[k], q, small, large);
+    }
+    build_alias(wk, NULL, nk, t->comm, q, small, large);
+    oc_free(wk);
+    t->off = off;
+    t->n_comm = nk;
+    return OC_OK;
 }
 
 static int tables_build(struct oc_gen *g, struct graph_tables *t, struct oc_err *err)
@@ -273,7 +430,7 @@ static int tables_build(struct oc_gen *g, struct graph_tables *t, struct oc_err 
     const size_t nslot = (size_t)n * sizeof(struct gen_slot);
     double *w = NULL, *q = NULL;
     uint32_t *member = NULL, *small = NULL, *large = NULL;
-    int rc = make_weights(g, &w, err);
+    int rc = oc_gen_weights(g, &w, err);
     if (rc != OC_OK)
         return rc;
     t->n = n;
@@ -287,7 +444,13 @@ static int tables_build(struct oc_gen *g, struct graph_tables *t, struct oc_err 
         rc = err->status;
         goto out;
     }
-    build_alias(w, NULL, n, t->all, q, small, large);
+    if (g->comm.n_comm == 0) {
+        build_alias(w, NULL, n, t->all, q, small, large);
+    } else {
+        rc = comm_tables(g, t, w, member, q, small, large, err);
+        if (rc != OC_OK)
+            goto out;
+    }
     /* Members grouped by class (a counting sort keeps ids ascending). */
     for (uint64_t i = 0; i < n; i++)
         t->c_off[g->cls[i] + 1]++;
@@ -323,10 +486,13 @@ int oc_gen_graph(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *err)
     int rc = tables_build(g, &t, err);
     if (rc != OC_OK)
         goto out;
+    oc_free(g->comm.of); /* in the tables now */
+    g->comm.of = NULL;
     c.g = g;
     c.t = &t;
     c.n_draws = (uint64_t)llround((double)g->o.n_nodes * g->o.avg_degree / 2.0);
     c.hthr = (uint64_t)(g->o.homophily * 4294967296.0);
+    c.cthr = (uint64_t)((1.0 - g->comm.mixing) * 4294967296.0);
     /* Slots for the work there is: no chunk buffers beyond the draws to make. */
     uint64_t n_chunks_all = (c.n_draws + GEN_CHUNK_DRAWS - 1) / GEN_CHUNK_DRAWS;
     c.n_slots = 4 * oc_pool_n_threads(g->pool);
@@ -363,7 +529,7 @@ int oc_gen_graph(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *err)
     uint64_t n_chunks = (c.n_draws + GEN_CHUNK_DRAWS - 1) / GEN_CHUNK_DRAWS;
     for (c.base = 0; c.base < n_chunks; c.base += c.n_slots) {
         uint64_t n_tasks = n_chunks - c.base < c.n_slots ? n_chunks - c.base : c.n_slots;
-        rc = oc_pool_run(g->pool, n_tasks, chunk_task, &c);
+        rc = oc_pool_run(g->pool, n_tasks, g->comm.n_comm ? chunk_task_comm : chunk_task, &c);
         if (rc != OC_OK)
             goto out;
         for (uint64_t s = 0; s < n_tasks; s++) {

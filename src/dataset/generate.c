@@ -2,9 +2,9 @@
  * generate.c — `offcore generate`: options, validation and the order of the
  * generation phases (see include/offcore/generate.h):
  *
- *   classes (hash of seed, node) ─► graph (gen_graph.c: draws ─► edge sorter ─►
- *   indptr/indices) ─► features (gen_features.c) ─► labels, splits ─► manifest,
- *   commit
+ *   communities (gen_comm.c, optional) ─► classes (hash of seed, node) ─►
+ *   graph (gen_graph.c: draws ─► edge sorter ─► indptr/indices) ─►
+ *   features (gen_features.c) ─► labels, splits ─► manifest, commit
  *
  * Place in the data flow: dataset (generate → edge sorter → builder).
  * Thread-safety: one generation per call; it owns a pool for its duration.
@@ -31,6 +31,8 @@ void oc_generate_opts_default(struct oc_generate_opts *o)
     o->seed = 0;
     o->homophily = 0.5;
     o->power_law = 2.2;
+    o->communities = 0;
+    o->mixing = NAN;
     o->feat_signal = 1.6;
     o->train_frac = 0.10;
     o->val_frac = 0.05;
@@ -59,6 +61,16 @@ static int validate(const struct oc_generate_opts *o, struct oc_err *err)
     if (!(o->power_law > 1.0 && o->power_law <= 100.0))
         return OC_ERR(err, OC_ERR_ARG, "generate: --power-law must be in (1, 100], got %g",
                       o->power_law);
+    if (o->communities == 0 && !isnan(o->mixing))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "generate: --mixing %g needs --communities (the mean community size)",
+                      o->mixing);
+    if (o->communities != 0 && (o->communities < 2 || o->communities > o->n_nodes))
+        return OC_ERR(err, OC_ERR_ARG,
+                      "generate: --communities must be 0 (none) or in [2, nodes = %llu], got %llu",
+                      (unsigned long long)o->n_nodes, (unsigned long long)o->communities);
+    if (!isnan(o->mixing) && !(o->mixing >= 0 && o->mixing <= 1))
+        return OC_ERR(err, OC_ERR_ARG, "generate: --mixing must be in [0, 1], got %g", o->mixing);
     if (!(o->feat_signal >= 0 && o->feat_signal < 1e6))
         return OC_ERR(err, OC_ERR_ARG, "generate: --feat-signal must be >= 0, got %g",
                       o->feat_signal);
@@ -98,6 +110,13 @@ static void fill_manifest(const struct oc_generate_opts *o, struct oc_manifest *
              fmt_g(h, sizeof(h), o->homophily), fmt_g(p, sizeof(p), o->power_law),
              fmt_g(s, sizeof(s), o->feat_signal), fmt_g(tr, sizeof(tr), o->train_frac),
              fmt_g(va, sizeof(va), o->val_frac), fmt_g(te, sizeof(te), o->test_frac));
+    if (o->communities) { /* appended: without communities the provenance is what it was */
+        size_t len = strlen(m->provenance);
+        double mu = isnan(o->mixing) ? OC_GENERATE_MIXING_DEFAULT : o->mixing;
+        snprintf(m->provenance + len, sizeof(m->provenance) - len,
+                 " --communities %llu --mixing %s", (unsigned long long)o->communities,
+                 fmt_g(d, sizeof(d), mu));
+    }
 }
 
 int oc_generate(const struct oc_generate_opts *o, const char *out, struct oc_progress *progress,
@@ -151,8 +170,8 @@ int oc_generate(const struct oc_generate_opts *o, const char *out, struct oc_pro
     if ((rc = oc_ds_builder_new(out, &b, err)) != OC_OK)
         goto out;
     fill_manifest(&g.o, oc_ds_builder_manifest(b));
-    if ((rc = oc_gen_classes(&g, err)) != OC_OK || (rc = oc_gen_graph(&g, b, err)) != OC_OK ||
-        (rc = oc_gen_features(&g, b, err)) != OC_OK ||
+    if ((rc = oc_gen_comm_init(&g, err)) != OC_OK || (rc = oc_gen_classes(&g, err)) != OC_OK ||
+        (rc = oc_gen_graph(&g, b, err)) != OC_OK || (rc = oc_gen_features(&g, b, err)) != OC_OK ||
         (rc = oc_gen_labels_splits(&g, b, err)) != OC_OK)
         goto out;
     rc = oc_ds_builder_commit(b, err);
@@ -161,6 +180,7 @@ out:
     oc_pool_free(g.pool);
     oc_free(g.cls);
     oc_free(g.class_thr);
+    oc_gen_comm_deinit(&g.comm);
     oc_progress_finish(progress);
     return rc;
 }

@@ -66,6 +66,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,8 @@ struct args {
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
     const char *layout; /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
+    uint64_t communities; /* --communities S: the generator's planted communities (0: none) */
+    double mixing;        /* --mixing MU (NAN: the generator's default) */
 };
 
 static void usage(FILE *f)
@@ -161,6 +164,9 @@ static void usage(FILE *f)
         "  --hidden H         hidden width (%d)\n"
         "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
         "                     most 1024 batches with its plan directory)\n"
+        "  --communities S    generate with planted communities of mean size S (offcore\n"
+        "                     generate --communities; default none); --mixing MU their\n"
+        "                     share of edges leaving (the generator's default)\n"
         "  --layout ORDER     lay the dataset out (degree|bfs|partition; `offcore layout`)\n"
         "                     into DIR/<dataset>-<ORDER>/ once, and train every strategy\n"
         "                     (memory too) on that copy\n"
@@ -217,6 +223,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
         {"layout", required_argument, 0, 'L'},
+        {"communities", required_argument, 0, 'c'},
+        {"mixing", required_argument, 0, 'm'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -231,6 +239,7 @@ static int parse_args(int argc, char **argv, struct args *a)
     a->n_fanouts = 2;
     a->batch = 512;
     a->hidden = HIDDEN;
+    a->mixing = NAN;
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
         snprintf(a->dir, sizeof(a->dir), "%s/offcore/bench-ooc", xdg);
@@ -296,6 +305,12 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'C':
             a->no_cgroup = 1;
+            break;
+        case 'c':
+            a->communities = strtoull(optarg, &end, 10);
+            break;
+        case 'm':
+            a->mixing = strtod(optarg, &end);
             break;
         case 'L': {
             int order;
@@ -425,6 +440,8 @@ static void gen_opts(const struct args *a, struct oc_generate_opts *g)
     g->val_frac = a->val_frac;
     g->test_frac = a->val_frac;
     g->n_threads = a->threads;
+    g->communities = a->communities;
+    g->mixing = a->mixing;
 }
 
 /*
@@ -462,6 +479,11 @@ static int dataset_matches(const char *ds_dir, const struct oc_generate_opts *g,
              m->feat_dtype == g->feat_dtype && m->n_classes == g->n_classes && m->n_train > 0;
     for (int i = 0; ok && i < 8; i++)
         ok = strstr(m->provenance, want[i]) != NULL;
+    char comm[64];
+    snprintf(comm, sizeof(comm), "--communities %" PRIu64 " ", g->communities);
+    if (ok && (g->communities ? strstr(m->provenance, comm) == NULL
+                              : strstr(m->provenance, "--communities") != NULL))
+        ok = 0;
     if (!ok)
         snprintf(why, why_n, "was made with other parameters (provenance: \"%.900s\")",
                  m->provenance);
@@ -1151,8 +1173,15 @@ int main(int argc, char **argv)
         snprintf(va, sizeof(va), "-val");
         fmt_g(va + 4, sizeof(va) - 4, a.val_frac);
     }
-    snprintf(ds_dir, sizeof(ds_dir), "%s/n%" PRIu64 "-deg%s-f%u-train%s%s", a.dir, a.nodes, deg,
-             a.feat_dim, tr, va);
+    char cm[80] = "";
+    if (a.communities) {
+        char mu[32] = "";
+        if (!isnan(a.mixing))
+            fmt_g(mu, sizeof(mu), a.mixing);
+        snprintf(cm, sizeof(cm), "-comm%" PRIu64 "%s%s", a.communities, mu[0] ? "-mu" : "", mu);
+    }
+    snprintf(ds_dir, sizeof(ds_dir), "%s/n%" PRIu64 "-deg%s-f%u-train%s%s%s", a.dir, a.nodes, deg,
+             a.feat_dim, tr, va, cm);
     uint64_t feat_bytes = a.nodes * (uint64_t)a.feat_dim * sizeof(float);
     uint64_t budget = a.budget ? a.budget : feat_bytes / 10;
     printf("ooc_bench: %" PRIu64 " nodes, degree %s, %u-dim f32 features (%s), train %s, val and "
@@ -1160,6 +1189,10 @@ int main(int argc, char **argv)
            a.nodes, deg, a.feat_dim, fmt_size(feat_bytes, s1, sizeof(s1)), tr, a.val_frac,
            a.paper ? "each strategy's smallest + " : "", fmt_size(budget, s2, sizeof(s2)),
            (double)feat_bytes / (double)budget);
+    if (a.communities || a.layout)
+        printf("graph: %s%s; feature rows in %s%s\n", a.communities ? "planted communities" : "",
+               a.communities ? cm : "the generator's (no communities)",
+               a.layout ? "layout " : "node id order", a.layout ? a.layout : "");
     printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);
     for (uint32_t l = 0; l < a.n_fanouts; l++)
         printf("%s%d", l ? "," : " ", a.fanouts[l]);

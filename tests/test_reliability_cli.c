@@ -5,7 +5,10 @@
  *     "mydata.tmp-2024" directory, and diskgnn with --plan-dir at a user's
  *     directory, delete nothing offcore did not mark as its own (a marked
  *     dead temporary is still removed);
- *   - a refused --scratch DIR leaves no directory it created.
+ *   - a refused --scratch DIR leaves no directory it created;
+ *   - an unreadable optional input (FIFO, directory, link to a device, dangling
+ *     link) of import npy/text is an error naming it, never "absent"; text split
+ *     files stand on their own; meta.txt may not declare away a present file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "import_fixture.h"
 #include "offcore/io.h"
 #include "proc_util.h"
 
@@ -69,8 +73,8 @@ static long dead_pid(void)
 
 static int generate(const char *dir, const char *nodes, struct proc_run *r)
 {
-    const char *args[] = {"generate", "--nodes", nodes, "--feat-dim", "8", "--threads", "1",
-                          dir,        NULL};
+    const char *args[] = {"generate",  "--nodes", nodes, "--feat-dim", "8",
+                          "--threads", "1",       dir,   NULL};
     run(args, r);
     return r->code;
 }
@@ -94,10 +98,9 @@ OC_TEST(generate_keeps_a_user_directory_named_like_a_temporary)
     /* A user's directory and file with names oc_tmp_name would make, of a dead pid here. */
     long gone = dead_pid();
     char unmarked[900], file[900];
-    snprintf(unmarked, sizeof(unmarked), "%s/mydata.tmp-%s-%ld-0123456789ab-0", w,
-             oc_tmp_host_id(), gone);
-    snprintf(file, sizeof(file), "%s/mydata.tmp-%s-%ld-0123456789ab-1", w, oc_tmp_host_id(),
+    snprintf(unmarked, sizeof(unmarked), "%s/mydata.tmp-%s-%ld-0123456789ab-0", w, oc_tmp_host_id(),
              gone);
+    snprintf(file, sizeof(file), "%s/mydata.tmp-%s-%ld-0123456789ab-1", w, oc_tmp_host_id(), gone);
     OC_CHECK_OK(oc_mkdir_p(unmarked, &err), &err);
     snprintf(p, sizeof(p), "%s/notes.txt", unmarked);
     write_text(p, "mine\n");
@@ -143,9 +146,9 @@ OC_TEST(diskgnn_plan_dir_at_a_user_directory_deletes_nothing)
     write_text(tmpf, "another\n");
     age(win, 3 * 86400);
     age(tmpf, 3 * 86400);
-    const char *args[] = {"train",   ds,        "--strategy", "diskgnn", "--plan-dir",
-                          plan,      "--epochs", "1",         "--eval",  "none",
-                          "--threads", "1",     NULL};
+    const char *args[] = {"train",     ds,         "--strategy", "diskgnn", "--plan-dir",
+                          plan,        "--epochs", "1",          "--eval",  "none",
+                          "--threads", "1",        NULL};
     run(args, &r);
     OC_CHECK(r.code == 0);
     OC_CHECK(oc_path_exists(win) && oc_path_exists(tmpf));
@@ -176,15 +179,141 @@ OC_TEST(refused_scratch_leaves_no_directory_it_created)
     OC_CHECK(generate(ds, "4000", &r) == 0);
     proc_run_free(&r);
     /* layer outputs of 4000 x 1280 floats: past a quarter of the budget, so on disk */
-    const char *args[] = {"train",     ds,      "--eval",       "full",    "--eval-batch",
-                          "64",        "--batch", "64",         "--fanout", "5,5",
-                          "--hidden",  "1280",  "--mem-budget", "64M",     "--scratch",
-                          scratch,     "--epochs", "1",         "--threads", "1",
-                          NULL};
+    const char *args[] = {"train",        ds,    "--eval",    "full",  "--eval-batch", "64",
+                          "--batch",      "64",  "--fanout",  "5,5",   "--hidden",     "1280",
+                          "--mem-budget", "64M", "--scratch", scratch, "--epochs",     "1",
+                          "--threads",    "1",   NULL};
     proc_run_cli(args, CLI_TIMEOUT_S, &r);
     OC_CHECK(r.code > 0 && r.code < 128);
     OC_CHECK(!oc_path_exists(made));
     proc_run_free(&r);
+}
+
+/* 5 nodes as .npy: edges, features, labels, three splits. */
+static void write_npy_source(const char *dir)
+{
+    int64_t e[6] = {0, 1, 1, 2, 3, 4};
+    uint64_t es[2] = {3, 2};
+    fx_write_npy(dir, "edges.npy", OC_DTYPE_I64, 2, es, e, 0);
+    float f[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    uint64_t fs[2] = {5, 2};
+    fx_write_npy(dir, "features.npy", OC_DTYPE_F32, 2, fs, f, 0);
+    int32_t lab[5] = {1, 0, 1, 0, 1};
+    uint64_t ls[1] = {5};
+    fx_write_npy(dir, "labels.npy", OC_DTYPE_I32, 1, ls, lab, 0);
+    uint32_t tr[2] = {0, 1}, va[1] = {3}, te[1] = {4};
+    uint64_t s2[1] = {2}, s1[1] = {1};
+    fx_write_npy(dir, "train_idx.npy", OC_DTYPE_U32, 1, s2, tr, 0);
+    fx_write_npy(dir, "val_idx.npy", OC_DTYPE_U32, 1, s1, va, 0);
+    fx_write_npy(dir, "test_idx.npy", OC_DTYPE_U32, 1, s1, te, 0);
+}
+
+/* `import KIND src out` fails (exit 1) with want in stderr and leaves no output. */
+static void check_import_refused(const char *kind, const char *src, const char *out,
+                                 const char *want)
+{
+    const char *args[] = {"import", kind, src, out, NULL};
+    struct proc_run r;
+    proc_run_cli(args, 20.0, &r);
+    int ok = r.code == 1 && has(r.err, want) && !oc_path_exists(out);
+    if (!ok)
+        fprintf(stderr, "  import %s (want \"%s\"): exit %d, stderr: %s\n", kind, want, r.code,
+                r.err ? r.err : "(none)");
+    OC_CHECK(ok);
+    proc_run_free(&r);
+}
+
+/* Replaces src/name by each kind of unreadable thing in turn; each import must refuse it. */
+static void check_unreadable(const char *kind, const char *src, const char *name)
+{
+    char p[800], keep[900], out[800], want[900];
+    snprintf(p, sizeof(p), "%s/%s", src, name);
+    snprintf(keep, sizeof(keep), "%s.keep", p);
+    snprintf(out, sizeof(out), "%s/../out-%s", src, kind);
+    OC_CHECK(rename(p, keep) == 0);
+    OC_CHECK(mkfifo(p, 0644) == 0);
+    snprintf(want, sizeof(want), "%s: is not a regular file (fifo)", name);
+    check_import_refused(kind, src, out, want);
+    unlink(p);
+    OC_CHECK(mkdir(p, 0755) == 0);
+    snprintf(want, sizeof(want), "%s: is not a regular file (directory)", name);
+    check_import_refused(kind, src, out, want);
+    rmdir(p);
+    const char *devs[] = {"/dev/zero", "/dev/urandom"};
+    for (int i = 0; i < 2; i++) {
+        OC_CHECK(symlink(devs[i], p) == 0);
+        snprintf(want, sizeof(want), "%s: is not a regular file (character device)", name);
+        check_import_refused(kind, src, out, want);
+        unlink(p);
+    }
+    OC_CHECK(symlink("no-such-file", p) == 0);
+    snprintf(want, sizeof(want), "%s: is a dangling symbolic link", name);
+    check_import_refused(kind, src, out, want);
+    unlink(p);
+    OC_CHECK(rename(keep, p) == 0);
+}
+
+OC_TEST(import_npy_refuses_unreadable_optional_inputs)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char src[700], out[800];
+    snprintf(src, sizeof(src), "%s/npysrc", oc_test_tmpdir());
+    write_npy_source(src);
+    const char *names[] = {"features.npy", "labels.npy", "train_idx.npy", "val_idx.npy"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        check_unreadable("npy", src, names[i]);
+    /* Restored, the import succeeds. */
+    snprintf(out, sizeof(out), "%s/npyout", oc_test_tmpdir());
+    const char *args[] = {"import", "npy", src, out, NULL};
+    struct proc_run r;
+    run(args, &r);
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+}
+
+static void write_text_source(const char *dir)
+{
+    fx_write(dir, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 2\n");
+    fx_write(dir, "edges.txt", "0 1\n1 2\n3 4\n");
+    fx_write(dir, "features.txt", "0 0 1\n2 1 0.5\n4 0 2\n");
+    fx_write(dir, "labels.txt", "0\n1\n0\n1\n0\n");
+    fx_write(dir, "train_idx.txt", "0\n1\n");
+    fx_write(dir, "val_idx.txt", "2\n3\n");
+    fx_write(dir, "test_idx.txt", "4\n");
+}
+
+OC_TEST(import_text_split_files_stand_on_their_own)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char src[700], out[800], p[900];
+    snprintf(src, sizeof(src), "%s/txtsrc", oc_test_tmpdir());
+    write_text_source(src);
+    check_unreadable("text", src, "train_idx.txt");
+    check_unreadable("text", src, "test_idx.txt");
+    check_unreadable("text", src, "features.txt");
+    /* train_idx.txt missing: val and test are still imported. */
+    snprintf(p, sizeof(p), "%s/train_idx.txt", src);
+    unlink(p);
+    snprintf(out, sizeof(out), "%s/txtout", oc_test_tmpdir());
+    const char *args[] = {"import", "text", src, out, NULL};
+    struct proc_run r;
+    run(args, &r);
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+    struct fx_ds d;
+    struct oc_err err;
+    OC_CHECK_OK(fx_ds_load(out, &d, &err), &err);
+    OC_CHECK(d.n_split[0] == 0 && d.n_split[1] == 2 && d.n_split[2] == 1);
+    fx_ds_free(&d);
+    /* meta.txt declaring away a file that is there: refused. */
+    fx_write(src, "train_idx.txt", "0\n1\n");
+    snprintf(out, sizeof(out), "%s/txtout2", oc_test_tmpdir());
+    fx_write(src, "meta.txt", "num_nodes 5\nnum_features 0\nnum_classes 2\n");
+    check_import_refused("text", src, out, "declares num_features 0");
+    fx_write(src, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 0\n");
+    check_import_refused("text", src, out, "declares num_classes 0");
 }
 
 OC_TEST_MAIN()

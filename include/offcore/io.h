@@ -334,6 +334,13 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
  * OC_ERR_FORMAT. Reads until end of file (sizes of /proc files lie).
  */
 int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err);
+/*
+ * An optional input: *present = 0 only when nothing by that name exists
+ * (lstat ENOENT); 1 for a regular file (through symlinks). Anything else is an
+ * error naming path: "is not a regular file (fifo|directory|character
+ * device|...)", "is a dangling symbolic link", or the stat error.
+ */
+int oc_file_optional(const char *path, int *present, struct oc_err *err);
 /* mkdir -p. */
 int oc_mkdir_p(const char *path, struct oc_err *err);
 /*

@@ -8,7 +8,10 @@
  *   - a refused --scratch DIR leaves no directory it created;
  *   - an unreadable optional input (FIFO, directory, link to a device, dangling
  *     link) of import npy/text is an error naming it, never "absent"; text split
- *     files stand on their own; meta.txt may not declare away a present file.
+ *     files stand on their own; meta.txt may not declare away a present file;
+ *   - output is never sized by a declared count: info on a manifest declaring
+ *     10^7 classes prints a bounded line; 2^31 classes is refused by info and
+ *     train alike.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -314,6 +317,61 @@ OC_TEST(import_text_split_files_stand_on_their_own)
     check_import_refused("text", src, out, "declares num_features 0");
     fx_write(src, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 0\n");
     check_import_refused("text", src, out, "declares num_classes 0");
+}
+
+/* Copies dataset src to dst with the manifest's n_classes (10) replaced by n_classes. */
+static int with_n_classes(const char *src, const char *dst, const char *n_classes)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+    if (system(cmd) != 0)
+        return -1;
+    char path[900], *text = NULL;
+    size_t len = 0;
+    struct oc_err err;
+    snprintf(path, sizeof(path), "%s/manifest.json", dst);
+    if (oc_read_file(path, 0, &text, &len, &err) != OC_OK)
+        return -1;
+    const char *key = "\"n_classes\":\t10,";
+    char *at = strstr(text, key);
+    int rc = -1;
+    if (at) {
+        char *out = malloc(len + 64);
+        int n = snprintf(out, len + 64, "%.*s\"n_classes\":\t%s,%s", (int)(at - text), text,
+                         n_classes, at + strlen(key));
+        rc = oc_write_file_atomic(path, out, (size_t)n, &err) == OC_OK ? 0 : -1;
+        free(out);
+    }
+    oc_free(text);
+    return rc;
+}
+
+OC_TEST(declared_class_counts_never_size_the_output)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char ds[700], big[800];
+    snprintf(ds, sizeof(ds), "%s/clsds", oc_test_tmpdir());
+    snprintf(big, sizeof(big), "%s/clsbig", oc_test_tmpdir());
+    struct proc_run r;
+    OC_CHECK(generate(ds, "1000", &r) == 0);
+    proc_run_free(&r);
+    OC_CHECK(with_n_classes(ds, big, "10000000") == 0);
+    const char *info[] = {"info", big, NULL};
+    run(info, &r);
+    OC_CHECK(r.code == 0 && r.out && strlen(r.out) < 4096);
+    OC_CHECK(has(r.out, "classes      10000000") && has(r.out, "(10 non-empty)"));
+    proc_run_free(&r);
+    /* 2^31: beyond the model's 2^30, refused by every command the same way, at once. */
+    OC_CHECK(with_n_classes(ds, big, "2147483648") == 0);
+    const char *train[] = {"train", big, "--epochs", "1", "--threads", "1", NULL};
+    const char *const *cmds[] = {info, train};
+    for (int c = 0; c < 2; c++) {
+        proc_run_cli(cmds[c], 20.0, &r);
+        OC_CHECK(r.code == 1 && has(r.err, "'n_classes' too large (2147483648, limit 1073741824)"));
+        OC_CHECK(!r.out || strlen(r.out) < 4096);
+        proc_run_free(&r);
+    }
 }
 
 OC_TEST_MAIN()

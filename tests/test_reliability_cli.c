@@ -11,7 +11,9 @@
  *     files stand on their own; meta.txt may not declare away a present file;
  *   - output is never sized by a declared count: info on a manifest declaring
  *     10^7 classes prints a bounded line; 2^31 classes is refused by info and
- *     train alike.
+ *     train alike;
+ *   - features.npy truncated under a running `train --strategy mmap` ends it
+ *     with a "truncated" error, never SIGBUS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +28,7 @@
 #include "harness.h"
 #include "import_fixture.h"
 #include "offcore/io.h"
+#include "offcore/progress.h"
 #include "proc_util.h"
 
 #define CLI_TIMEOUT_S 120.0
@@ -372,6 +375,80 @@ OC_TEST(declared_class_counts_never_size_the_output)
         OC_CHECK(!r.out || strlen(r.out) < 4096);
         proc_run_free(&r);
     }
+}
+
+/* Sleeps ms milliseconds. */
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+OC_TEST(mmap_reports_a_file_truncated_under_it)
+{
+    const char *bin = getenv("OC_BIN");
+    if (!bin)
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char ds[700], feat[800], errp[800], outp[800];
+    snprintf(ds, sizeof(ds), "%s/mmds", oc_test_tmpdir());
+    snprintf(feat, sizeof(feat), "%s/features.npy", ds);
+    snprintf(errp, sizeof(errp), "%s/mm.stderr", oc_test_tmpdir());
+    snprintf(outp, sizeof(outp), "%s/mm.stdout", oc_test_tmpdir());
+    const char *gen[] = {"generate",  "--nodes", "8000", "--feat-dim", "512",
+                         "--threads", "1",       ds,     NULL};
+    struct proc_run r;
+    run(gen, &r);
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+    struct stat st;
+    OC_CHECK(stat(feat, &st) == 0);
+    char *argv[] = {(char *)bin, "train", ds,       "--strategy", "mmap",    "--epochs", "1000",
+                    "--threads", "2",     "--eval", "none",       "--quiet", NULL};
+    pid_t pid = proc_spawn2(argv, outp, errp);
+    OC_CHECK(pid > 0);
+    /* Let it open the dataset (checksums) and start training, then cut the file short and
+       give it back, again and again: a copy in flight finds its pages gone. */
+    int fd = open(feat, O_WRONLY);
+    OC_CHECK(fd >= 0);
+    int code = -1;
+    double t0 = oc_now_s();
+    for (int started = 0; oc_now_s() - t0 < 60;) {
+        int stt;
+        pid_t w = waitpid(pid, &stt, WNOHANG);
+        if (w == pid) {
+            code = WIFEXITED(stt) ? WEXITSTATUS(stt) : 128 + WTERMSIG(stt);
+            break;
+        }
+        if (!started) {
+            nap_ms(200);
+            char *text = NULL;
+            size_t len;
+            struct oc_err err;
+            started = oc_read_file(outp, 0, &text, &len, &err) == OC_OK && strstr(text, "Epoch");
+            oc_free(text);
+            continue;
+        }
+        OC_CHECK(ftruncate(fd, 4096) == 0);
+        nap_ms(1);
+        OC_CHECK(ftruncate(fd, st.st_size) == 0);
+        nap_ms(2);
+    }
+    if (code == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    close(fd);
+    char *text = NULL;
+    size_t len;
+    struct oc_err err;
+    if (oc_read_file(errp, 0, &text, &len, &err) != OC_OK)
+        text = NULL;
+    int ok = code == 1 && has(text, "truncated");
+    if (!ok)
+        fprintf(stderr, "  train --strategy mmap: exit %d%s, stderr: %.2000s\n", code,
+                code == 128 + SIGBUS ? " (SIGBUS)" : "", text ? text : "(none)");
+    OC_CHECK(ok);
+    oc_free(text);
 }
 
 OC_TEST_MAIN()

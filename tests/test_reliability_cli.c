@@ -13,10 +13,13 @@
  *     10^7 classes prints a bounded line; 2^31 classes is refused by info and
  *     train alike;
  *   - features.npy truncated under a running `train --strategy mmap` ends it
- *     with a "truncated" error, never SIGBUS.
+ *     with a "truncated" error, never SIGBUS;
+ *   - a dataset whose features are all Inf (valid otherwise, CRCs fine) stops
+ *     train with an error naming the node, never exit 0 at chance accuracy.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -449,6 +452,53 @@ OC_TEST(mmap_reports_a_file_truncated_under_it)
                 code == 128 + SIGBUS ? " (SIGBUS)" : "", text ? text : "(none)");
     OC_CHECK(ok);
     oc_free(text);
+}
+
+OC_TEST(nonfinite_features_stop_training)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char ds[700], feat[800], man[800];
+    snprintf(ds, sizeof(ds), "%s/infds", oc_test_tmpdir());
+    snprintf(feat, sizeof(feat), "%s/features.npy", ds);
+    snprintf(man, sizeof(man), "%s/manifest.json", ds);
+    struct proc_run r;
+    OC_CHECK(generate(ds, "2000", &r) == 0);
+    proc_run_free(&r);
+    /* Every feature Inf, written past the importer's check; the manifest's CRC follows. */
+    struct oc_err err;
+    char *data = NULL, *text = NULL;
+    size_t len = 0, tlen = 0;
+    OC_CHECK_OK(oc_read_file(feat, 0, &data, &len, &err), &err);
+    OC_CHECK_OK(oc_read_file(man, 0, &text, &tlen, &err), &err);
+    if (!data || !text || len <= OC_NPY_HEADER_BYTES) {
+        oc_free(data);
+        oc_free(text);
+        return;
+    }
+    char old_crc[16], new_crc[16];
+    snprintf(old_crc, sizeof(old_crc), "%08x", (unsigned)oc_crc32(0, data, len));
+    float inf = INFINITY;
+    for (size_t off = OC_NPY_HEADER_BYTES; off + 4 <= len; off += 4)
+        memcpy(data + off, &inf, 4);
+    snprintf(new_crc, sizeof(new_crc), "%08x", (unsigned)oc_crc32(0, data, len));
+    char *at = strstr(text, old_crc);
+    OC_CHECK(at != NULL);
+    if (at)
+        memcpy(at, new_crc, 8);
+    OC_CHECK_OK(oc_write_file_atomic(feat, data, len, &err), &err);
+    OC_CHECK_OK(oc_write_file_atomic(man, text, tlen, &err), &err);
+    oc_free(data);
+    oc_free(text);
+    const char *info[] = {"info", ds, NULL};
+    run(info, &r); /* a valid dataset: only training finds the values */
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+    const char *train[] = {"train", ds, "--epochs", "2", "--threads", "1", NULL};
+    proc_run_cli(train, CLI_TIMEOUT_S, &r);
+    OC_CHECK(r.code == 1 && has(r.err, "hold inf") && has(r.err, "non-finite features"));
+    OC_CHECK(!has(r.out, "weights_sha256"));
+    proc_run_free(&r);
 }
 
 OC_TEST_MAIN()

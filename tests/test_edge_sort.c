@@ -171,8 +171,8 @@ static void check_sort(const struct edges *e, const struct oc_edge_sort_opts *o,
     OC_CHECK(rows == n_ref);
     if (ix && rows == n_ref && n_ref > 0)
         OC_CHECK(memcmp(ix, ix_ref, n_ref * 8) == 0);
-    /* No scratch left in the dataset's directory: only the two arrays. */
-    OC_CHECK(count_entries(oc_ds_builder_tmp_dir(b), "") == 2);
+    /* No scratch left in the dataset's directory: only the two arrays (and the marker). */
+    OC_CHECK(count_entries(oc_ds_builder_tmp_dir(b), "") == 3);
     oc_free(ip);
     oc_free(ix);
     free(ip_ref);

@@ -471,7 +471,10 @@ OC_TEST(text_bad_inputs)
     expect_bad("meta.txt", "num_nodes five\n", OC_ERR_FORMAT, "meta.txt:1: num_nodes");
     expect_bad("splits/split_0.txt", "0\n1\n3\n0\n0\n", OC_ERR_FORMAT, "split_0.txt:3: role 3");
     expect_bad("splits/split_0.txt", "0\n1\n", OC_ERR_FORMAT, "2 roles, expected one per node");
-    expect_bad("train_idx.txt", "0\n", OC_ERR_NOTFOUND, "val_idx.txt: missing");
+    /* train_idx.txt alone is fine now (each split file stands on its own); a meta.txt that
+       declares away the labels.txt that is there is a contradiction. */
+    expect_bad("meta.txt", "num_nodes 5\nnum_features 3\nnum_classes 0\n", OC_ERR_FORMAT,
+               "declares num_classes 0");
     expect_bad("self_loops.txt", "1\n9\n", OC_ERR_FORMAT, "self_loops.txt:2: node id 9");
     /* A zero-filled tail (what a crash can leave) is not blank lines: refused. */
     {

@@ -136,6 +136,7 @@ static pid_t plan_dir_and_dead_pid(const char *name, char *plan, size_t plan_n, 
     snprintf(plan, plan_n, "%s/%s", oc_test_tmpdir(), name);
     snprintf(dg, dg_n, "%s/diskgnn", plan);
     OC_CHECK_OK(oc_mkdir_p(dg, &err), &err);
+    OC_CHECK_OK(oc_dir_mark(dg, &err), &err); /* as diskgnn marks the directory it makes */
     pid_t child = fork();
     if (child == 0)
         _exit(0);

@@ -214,6 +214,24 @@ OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
     snprintf(dir, sizeof(dir), "%s/stale", oc_test_tmpdir());
     OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
     long gone = dead_pid();
+    /* A name is not proof: files go only from a marked directory (or with a magic),
+       directories only with their own marker. First, nothing is marked. */
+    char user[1400];
+    snprintf(user, sizeof(user), "%s/data.tmp-%s-%ld-0123456789ab-3", dir, host, gone);
+    OC_CHECK_OK(oc_mkdir_p(user, &err), &err);
+    snprintf(p, sizeof(p), "%s/photo.jpg", user);
+    touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-%s-%ld-0123456789ab-4", dir, host, gone);
+    touch(p);
+    unsigned n0 = 0;
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, "data", &n0, &err), &err);
+    OC_CHECK(n0 == 0 && oc_path_exists(user) && oc_path_exists(p));
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-%s-%ld-0123456789ab-5", dir, host, gone);
+    OC_CHECK_OK(oc_write_file_atomic(p, "OCCKPT01 and more", 17, &err), &err);
+    OC_CHECK_OK(oc_tmp_clean_stale(dir, "data", &n0, &err), &err);
+    OC_CHECK(n0 == 1 && !oc_path_exists(p) && oc_path_exists(user)); /* a magic: offcore's */
+    OC_CHECK_OK(oc_dir_mark(dir, &err), &err);
 
     /* This run's own temporary. */
     snprintf(p, sizeof(p), "%s/data", dir);
@@ -226,6 +244,10 @@ OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
     OC_CHECK_OK(oc_mkdir_p(p, &err), &err);
     snprintf(p, sizeof(p), "%s/%s/indptr.npy", dir, name);
     touch(p);
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    oc_tmp_set_identity(host, gone);
+    OC_CHECK_OK(oc_dir_mark(p, &err), &err); /* as the dead run marked it */
+    oc_tmp_set_identity(NULL, 0);
     snprintf(p, sizeof(p), "%s/data.tmp-%s-%ld-0123456789ab-7", dir, host, (long)getpid());
     touch(p);
     /* Live processes of this host: pid 1 and our parent. */
@@ -245,6 +267,10 @@ OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
     OC_CHECK_OK(oc_mkdir_p(p, &err), &err);
     snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0/f", dir);
     touch(p);
+    snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0", dir);
+    oc_tmp_set_identity("0000000000cc", 5);
+    OC_CHECK_OK(oc_dir_mark(p, &err), &err);
+    oc_tmp_set_identity(NULL, 0);
     snprintf(p, sizeof(p), "%s/data.tmp-0000000000cc-5-0123456789ab-0", dir);
     age(p, 2 * 86400);
     /* Legacy pid-only names: removed only when the pid is gone and an hour idle. */
@@ -273,7 +299,8 @@ OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
 
     unsigned n = 0;
     OC_CHECK_OK(oc_tmp_clean_stale(dir, "data", &n, &err), &err);
-    OC_CHECK(n == 4);
+    OC_CHECK(n == 3);
+    OC_CHECK(oc_path_exists(user)); /* unmarked, in a marked directory: still not offcore's */
     const char *slash = strrchr(own, '/');
     OC_CHECK(oc_path_exists(own) && slash && exists_in(dir, slash + 1));
     snprintf(p, sizeof(p), "data.tmp-%s-%ld-0123456789ab-0", host, gone);
@@ -289,7 +316,7 @@ OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
     OC_CHECK(!exists_in(dir, "data.tmp-0000000000bb-5-0123456789ab-0"));
     OC_CHECK(exists_in(dir, "data.tmp-0000000000cc-5-0123456789ab-0"));
     snprintf(p, sizeof(p), "data.tmp-%ld", gone);
-    OC_CHECK(!exists_in(dir, p));
+    OC_CHECK(exists_in(dir, p)); /* a legacy directory carries no marker: never removed */
     snprintf(p, sizeof(p), "data.tmp.%ld", gone + 1000000);
     OC_CHECK(exists_in(dir, p)); /* gone, but not idle for an hour */
     OC_CHECK(exists_in(dir, "data.tmp-1"));
@@ -318,7 +345,8 @@ OC_TEST(a_live_child_s_temporary_is_kept_until_it_exits)
         char t[1400];
         struct oc_err e;
         char b = 0;
-        int ok = oc_tmp_name(t, sizeof(t), final, &e) == OC_OK && oc_mkdir_p(t, &e) == OC_OK;
+        int ok = oc_tmp_name(t, sizeof(t), final, &e) == OC_OK && oc_mkdir_p(t, &e) == OC_OK &&
+                 oc_dir_mark(t, &e) == OC_OK; /* as offcore marks its temporaries */
         ssize_t w = write(ready[1], "r", 1);
         ssize_t r = read(go[0], &b, 1);
         _exit(ok && w == 1 && r == 1 ? 0 : 1);
@@ -514,7 +542,7 @@ OC_TEST(sigterm_during_diskgnn_packing_leaves_no_temporary)
     /* The next run leaves nothing either (windows a signalled run left are no one's now). */
     argv[8] = "1";
     OC_CHECK(proc_wait(spawn_sigdef(argv, errp)) == 0);
-    OC_CHECK(count_containing(dg, "w") == 0);
+    OC_CHECK(count_prefix(dg, "w") == 0);
 }
 
 OC_TEST_MAIN()

@@ -24,6 +24,8 @@
 #define OC_FORMAT_VERSION   1 /* a dataset without a feature layout */
 #define OC_FORMAT_VERSION_2 2 /* with one: "layout" and feature_rows.npy (docs/FORMAT.md) */
 #define OC_NPY_HEADER_BYTES 4096u
+/* The largest feat_dim and n_classes a manifest may declare (the model's limit, 2^30). */
+#define OC_MANIFEST_MAX_DIM (1u << 30)
 
 enum oc_dtype {
     OC_DTYPE_U8,
@@ -246,9 +248,18 @@ struct oc_ds_info {
     uint64_t n_isolated, n_self_loops;
     uint64_t bytes_total, bytes_features, bytes_topology;
     uint64_t n_unlabeled;
-    uint64_t *class_count; /* n_classes entries, oc_alloc'd */
+    /*
+     * Class balance. Dense (class_id NULL): class_count[k] for every k <
+     * n_classes. Sparse (more than OC_DS_INFO_DENSE_CLASSES classes, so that
+     * nothing is sized by a declared count): only the n_class_count non-empty
+     * classes, class_id[i] (ascending) with class_count[i] nodes. oc_alloc'd.
+     */
+    uint64_t *class_count;
+    uint32_t *class_id;
+    uint32_t n_class_count;
     uint32_t n_classes;
 };
+#define OC_DS_INFO_DENSE_CLASSES (1u << 16)
 int oc_dataset_info(const struct oc_dataset *ds, struct oc_ds_info *info, struct oc_err *err);
 void oc_ds_info_deinit(struct oc_ds_info *info);
 

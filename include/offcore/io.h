@@ -334,8 +334,25 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
  * OC_ERR_FORMAT. Reads until end of file (sizes of /proc files lie).
  */
 int oc_read_file(const char *path, size_t max_bytes, char **data, size_t *len, struct oc_err *err);
+/*
+ * An optional input: *present = 0 only when nothing by that name exists
+ * (lstat ENOENT); 1 for a regular file (through symlinks). Anything else is an
+ * error naming path: "is not a regular file (fifo|directory|character
+ * device|...)", "is a dangling symbolic link", or the stat error.
+ */
+int oc_file_optional(const char *path, int *present, struct oc_err *err);
 /* mkdir -p. */
 int oc_mkdir_p(const char *path, struct oc_err *err);
+/*
+ * oc_mkdir_p that also reports into made (made_n bytes) the first directory
+ * it created ("" if none); a failing call removes what it created itself.
+ */
+int oc_mkdir_p_made(const char *path, char *made, size_t made_n, struct oc_err *err);
+/*
+ * Undoes oc_mkdir_p_made: rmdir path and its parents up to made (inclusive),
+ * stopping at the first that is not empty. made "" or NULL: nothing.
+ */
+void oc_rmdir_made(const char *path, const char *made);
 /* rm -rf (discards temporary output). Symlinks are removed, never followed, also when path
    ends in "/". Missing: OC_OK. "/" is refused. */
 int oc_rm_rf(const char *path, struct oc_err *err);
@@ -403,11 +420,37 @@ unsigned oc_tmp_remove_registered(int keep_locked);
 int oc_tmp_is_stale(int dir_fd, const char *name, char *why, size_t why_n);
 /*
  * Removes (rm -rf) the stale temporaries in dir whose name is
- * "<prefix>.tmp..." (prefix NULL: any name), logging each at info level.
- * A missing dir is OC_OK. *n_removed (may be NULL) counts them.
+ * "<prefix>.tmp..." (prefix NULL: any name) and that are provably offcore's
+ * (a name is not proof): a directory only if it holds a valid ownership
+ * marker (oc_dir_mark) naming the host and pid of its name; a regular file
+ * only if it begins with one of offcore's own magics or dir itself is marked;
+ * nothing else (symlinks, FIFOs, unmarked directories, legacy pid-only
+ * directories) ever. Each removal is logged at info level, each stale name
+ * kept for want of a marker too. A missing dir is OC_OK. *n_removed (may be
+ * NULL) counts the removals.
  */
 int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed,
                        struct oc_err *err);
+
+/*
+ * Ownership markers. offcore writes OC_OWNED_MARKER ("offcore-owned 1",
+ * host id, pid) into every temporary and plan directory it makes; only a
+ * marked directory may be removed by stale cleanup, and only in a marked
+ * directory may unmarked files named like offcore's be removed.
+ */
+#define OC_OWNED_MARKER ".offcore-owned"
+/* Writes dir/OC_OWNED_MARKER (this run's host id and pid). */
+int oc_dir_mark(const char *dir, struct oc_err *err);
+/* Removes dir's marker (before a temporary becomes a final output); never fails. */
+void oc_dir_unmark(const char *dir);
+/* 1 if dir_fd/name (name NULL: dir_fd itself) is a directory holding a valid marker. */
+int oc_dir_is_marked_at(int dir_fd, const char *name);
+/*
+ * mkdir -p dir, then marks it if this call created it or found it empty:
+ * *owned = 1 if dir is (now) marked, 0 if it holds other things and no marker
+ * (a user's directory: nothing in it may be cleaned up).
+ */
+int oc_dir_make_owned(const char *dir, int *owned, struct oc_err *err);
 
 /* ---- free space (space.c) ------------------------------------------------ */
 

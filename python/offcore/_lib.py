@@ -49,6 +49,15 @@ class GenerateOpts(ctypes.Structure):
                 ("test_frac", c_dbl), ("feat_f16", c_i32)]
 
 
+def cstr(name, v):
+    """v (str, bytes or a path) as bytes for a C string: a NUL inside would cut it short
+    silently in C (Dataset("/tmp\\x00x") would open /tmp), so it is refused."""
+    b = os.fsencode(v) if isinstance(v, (str, bytes, os.PathLike)) else str(v).encode()
+    if b"\0" in b:
+        raise ValueError("offcore: %s %r contains a NUL byte" % (name, v))
+    return b
+
+
 def whole(name, v, lo, hi):
     """v as an int in [lo, hi]: ctypes would wrap a larger one, and int() truncate 5.9."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:

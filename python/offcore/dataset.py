@@ -19,7 +19,7 @@ _SPLITS = {"train": 0, "val": 1, "test": 2}
 def _path(p, what):
     if not isinstance(p, (str, bytes, os.PathLike)):
         raise TypeError("offcore: %s must be a path, not %s" % (what, type(p).__name__))
-    return os.fsencode(p)
+    return _lib.cstr(what, p)
 
 
 class Dataset(_lib.Closable):
@@ -95,10 +95,10 @@ def import_dataset(src, out, format="text", directed=False, row_normalize=False,
     the new directory out and returns it opened."""
     o = _lib.ImportOpts()
     lib.offcore_import_opts_init(ctypes.byref(o))
-    o.format = str(format).encode()
+    o.format = _lib.cstr("format", str(format))
     o.directed, o.row_normalize, o.feat_f16 = int(bool(directed)), int(bool(row_normalize)), \
         int(bool(f16))
-    o.name = name.encode() if name is not None else None
+    o.name = _lib.cstr("name", str(name)) if name is not None else None
     o.mem_bytes = _lib.whole("mem_bytes", mem_bytes, 0, 2 ** 64 - 1)
     err = _lib.Error()
     _lib.check(lib.offcore_import(_path(src, "src"), _path(out, "out"), ctypes.byref(o),

@@ -16,12 +16,15 @@ the next epoch starts or the loader closes. After that every accessor of the Bat
 input_ids, seeds, blocks, to_torch, ...) raises BatchReleasedError. Arrays taken from a
 batch before its release must not be used after it (offcore reuses the memory): copy what
 you keep (np.array(batch.x), tensor.clone()).
-Thread-safety: one thread iterates a loader.
+Thread-safety: one thread iterates a loader: an epoch belongs to the thread that started
+it, and another thread that iterates the loader meanwhile (or starts an epoch) gets a
+RuntimeError instead of waiting forever in the C loader.
 Ownership: the Loader owns the C loader and closes it (close(), `with`, or GC).
 """
 import collections
 import ctypes
 import re
+import threading
 import weakref
 
 import numpy as np
@@ -261,6 +264,35 @@ class Batch:
                 % (self.epoch, self.index, self.n_seeds, self.n_input, len(self._blocks), state))
 
 
+class _EpochIter:
+    """One epoch's batches. A thread other than the epoch's gets a RuntimeError from next()
+    before the generator resumes, so the epoch's own thread can go on iterating."""
+
+    def __init__(self, loader, gen):
+        self._loader, self._gen = loader, gen
+        self._thread = threading.get_ident()  # the epoch's thread (epoch() claimed it)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self._loader._claim()  # raises in another thread; the generator is untouched
+        try:
+            return next(self._gen)
+        except BaseException:
+            self._loader._unclaim()  # done (StopIteration) or failed: the epoch is over
+            raise
+
+    def close(self):
+        """Ends the epoch early: another thread may then start the next one."""
+        self._gen.close()
+        self._loader._unclaim(self._thread)
+
+    def __del__(self):  # an epoch left early (break) ends when its iterator is dropped
+        if getattr(self, "_gen", None) is not None:
+            self.close()
+
+
 class Loader(_lib.Closable):
     """Mini-batches of a Dataset from offcore's pipeline, shaped like PyG's NeighborLoader.
 
@@ -300,10 +332,10 @@ class Loader(_lib.Closable):
             o.fanouts[i] = f
         o.batch_size, o.seed, o.shuffle, o.split = int(batch_size), int(seed), \
             int(bool(shuffle)), _SPLITS[split]
-        o.strategy = str(strategy).encode()
+        o.strategy = _lib.cstr("strategy", str(strategy))
         o.mem_budget_bytes = parse_size(mem_budget)
         o.n_epochs, o.n_threads, o.depth = int(epochs), int(threads), int(depth)
-        o.plan_dir = str(plan_dir).encode() if plan_dir is not None else None
+        o.plan_dir = _lib.cstr("plan_dir", plan_dir) if plan_dir is not None else None
         o.store_bytes = parse_size(store_bytes)
         err = _lib.Error()
         h = ctypes.c_void_p()
@@ -321,6 +353,8 @@ class Loader(_lib.Closable):
         self._held = collections.deque()
         self._epoch = 0
         self._err = _lib.Error()
+        self._guard = threading.Lock()  # guards _owner_thread
+        self._owner_thread = None  # the thread iterating the current epoch, None between
 
     def __len__(self):
         return self.n_batches
@@ -341,15 +375,39 @@ class Loader(_lib.Closable):
     def __iter__(self):
         return self.epoch(self._epoch)
 
+    def _claim(self):
+        """Makes the calling thread the loader's iterating thread, or raises if another one
+        is iterating it (two threads in offcore_loader_next would wait on each other)."""
+        me = threading.get_ident()
+        with self._guard:
+            if self._owner_thread not in (None, me):
+                raise RuntimeError("offcore: this Loader is being iterated by another thread: "
+                                   "one thread iterates a loader (open one per thread)")
+            self._owner_thread = me
+
+    def _unclaim(self, thread=None):
+        with self._guard:
+            if self._owner_thread == (thread or threading.get_ident()):
+                self._owner_thread = None
+
     def epoch(self, e):
         """Iterates epoch e (the next one: epochs run 0, 1, ... in order)."""
+        e = _lib.whole("epoch", e, 0, 2 ** 64 - 1)
         h = self._handle()
-        self._release_all()
-        _lib.check(lib.offcore_loader_epoch(h, e, ctypes.byref(self._err)), self._err)
+        self._claim()
+        try:
+            self._release_all()
+            _lib.check(lib.offcore_loader_epoch(h, e, ctypes.byref(self._err)), self._err)
+        except BaseException:
+            self._unclaim()
+            raise
         self._epoch = e + 1
         return self._iterate(h)
 
     def _iterate(self, h):
+        return _EpochIter(self, self._batches())
+
+    def _batches(self):
         err = self._err
         while True:
             # closed meanwhile: the handle may be freed already (raises InvalidArgument)
@@ -370,6 +428,8 @@ class Loader(_lib.Closable):
         """Batch `index` of `epoch` sampled by the C sampler on this thread, without the store
         or the pipeline (the reference the iterated batches equal): a dict of numpy copies
         (input_ids, blocks as (indptr, indices, n_src, n_dst)); no features."""
+        epoch = _lib.whole("epoch", epoch, 0, 2 ** 64 - 1)
+        index = _lib.whole("index", index, 0, 2 ** 64 - 1)
         cb = _lib.CBatch()
         lib.offcore_batch_init(ctypes.byref(cb))
         _lib.check(lib.offcore_loader_sample(self._handle(), epoch, index, ctypes.byref(cb),

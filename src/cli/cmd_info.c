@@ -10,6 +10,8 @@
 #include "cli/cli.h"
 #include "offcore/dataset.h"
 
+#define INFO_ALL_CLASSES 48 /* up to this many classes, every one is listed */
+
 int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
 {
     const struct oc_manifest *m = oc_dataset_manifest(ds);
@@ -44,9 +46,23 @@ int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
            (unsigned long long)in.n_self_loops);
     printf("classes      %u", in.n_classes);
     uint64_t labeled = in.n_nodes - in.n_unlabeled;
-    for (uint32_t k = 0; k < in.n_classes; k++)
-        printf("%s%u: %llu (%.1f%%)", k ? ", " : " — ", k, (unsigned long long)in.class_count[k],
-               labeled ? 100.0 * (double)in.class_count[k] / (double)labeled : 0.0);
+    /* Output is never sized by a declared count: past INFO_ALL_CLASSES classes only the
+       non-empty ones are listed, at most INFO_ALL_CLASSES of them. */
+    int all = in.class_id == NULL && in.n_classes <= INFO_ALL_CLASSES;
+    uint32_t shown = 0, n_nonempty = 0;
+    for (uint32_t i = 0; i < in.n_class_count; i++) {
+        uint64_t cnt = in.class_count[i];
+        n_nonempty += cnt > 0;
+        if ((!all && cnt == 0) || shown >= INFO_ALL_CLASSES)
+            continue;
+        uint32_t k = in.class_id ? in.class_id[i] : i;
+        printf("%s%u: %llu (%.1f%%)", shown ? ", " : " — ", k, (unsigned long long)cnt,
+               labeled ? 100.0 * (double)cnt / (double)labeled : 0.0);
+        shown++;
+    }
+    if (!all)
+        printf("%s(%u non-empty%s)", shown ? " " : " — ", n_nonempty,
+               n_nonempty > shown ? ", the first listed" : "");
     printf("\n");
     if (in.n_unlabeled)
         printf("             %llu unlabeled\n", (unsigned long long)in.n_unlabeled);

@@ -89,7 +89,7 @@ int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc
     }
     remove_stale(b->out);
     oc_tmp_register(b->tmp);
-    if ((rc = oc_mkdir_p(b->tmp, err)))
+    if ((rc = oc_mkdir_p(b->tmp, err)) || (rc = oc_dir_mark(b->tmp, err)))
         goto fail;
     b->m.version = OC_FORMAT_VERSION;
     b->m.feat_dtype = OC_DTYPE_F32;
@@ -240,6 +240,7 @@ static int commit(struct oc_ds_builder *b, int checked, struct oc_err *err)
     }
     /* renamed and unregistered at once (an interrupt removes the temporary or nothing); a
        rename whose directory fsync failed is taken back: a failure leaves nothing at out */
+    oc_dir_unmark(b->tmp); /* the dataset is the user's; a crash from here on leaks the temporary */
     if ((rc = oc_tmp_commit(b->tmp, b->out, err)))
         goto out;
     b->committed = 1;

@@ -348,6 +348,8 @@ int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
     oc_tmp_register(s->dir);
     s->dir_made = 1;
     int rc = oc_mkdir_p(s->dir, err);
+    if (rc == OC_OK)
+        rc = oc_dir_mark(s->dir, err);
     if (rc != OC_OK)
         goto fail;
     rc = level_init(s, &s->top, 0, 0, o->n_nodes, 0, err);

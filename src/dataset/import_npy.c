@@ -76,9 +76,11 @@ static int gate(const char *src, const char *out, const struct oc_import_opts *o
             s.n_edges = s.n_edges > UINT64_MAX / 2 ? UINT64_MAX : 2 * s.n_edges;
     }
     for (int k = 0; k < 3; k++) {
-        if ((rc = oc_imp_path(path, src, split_names[k], err)))
+        int present;
+        if ((rc = oc_imp_path(path, src, split_names[k], err)) ||
+            (rc = oc_file_optional(path, &present, err)))
             return rc;
-        if (oc_imp_is_file(path)) {
+        if (present) {
             if ((rc = oc_imp_npy_dims(path, &rows, &cols, err)))
                 return rc;
             s.n_split_ids += rows;
@@ -110,15 +112,21 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
         rc = oc_imp_path(label_path, src, "labels.npy", err);
     if (rc)
         return rc;
-    int edges_npy = oc_imp_is_file(edge_path);
+    /* Optional inputs are absent only when nothing by their name exists: a FIFO, directory,
+       device or dangling link named like one is an error, never "no such input". */
+    int edges_npy, edges_txt = 0, has_feat, has_label;
+    if ((rc = oc_file_optional(edge_path, &edges_npy, err)))
+        return rc;
     if (!edges_npy) {
-        rc = oc_imp_path(edge_path, src, "edges.txt", err);
-        if (rc)
+        if ((rc = oc_imp_path(edge_path, src, "edges.txt", err)) ||
+            (rc = oc_file_optional(edge_path, &edges_txt, err)))
             return rc;
-        if (!oc_imp_is_file(edge_path))
+        if (!edges_txt)
             return OC_ERR(err, OC_ERR_NOTFOUND, "%s: neither edges.npy nor edges.txt", src);
     }
-    int has_feat = oc_imp_is_file(feat_path), has_label = oc_imp_is_file(label_path);
+    if ((rc = oc_file_optional(feat_path, &has_feat, err)) ||
+        (rc = oc_file_optional(label_path, &has_label, err)))
+        return rc;
 
     uint64_t n_nodes = 0;
     struct oc_npy_header h;
@@ -175,10 +183,11 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
     uint64_t n[3] = {0, 0, 0};
     int n_found = 0;
     for (int k = 0; k < 3; k++) {
-        rc = oc_imp_path(path, src, split_names[k], err);
-        if (rc)
+        int present;
+        if ((rc = oc_imp_path(path, src, split_names[k], err)) ||
+            (rc = oc_file_optional(path, &present, err)))
             goto out;
-        if (oc_imp_is_file(path)) {
+        if (present) {
             n_found++;
             rc = oc_imp_split_ids_npy(b, split_files[k], path, n_nodes, &n[k], err);
         } else {

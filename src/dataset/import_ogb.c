@@ -33,12 +33,10 @@ static int find_csv(const char *src, const char *dir, const char *stem, char *pa
     for (int k = 0; k < 2; k++) {
         snprintf(rel, sizeof(rel), "%s/%s%s", dir, stem, ext[k]);
         int rc = oc_imp_path(path, src, rel, err);
-        if (rc)
+        if (rc == OC_OK) /* absent only if nothing by that name exists */
+            rc = oc_file_optional(path, found, err);
+        if (rc || *found)
             return rc;
-        if (oc_imp_is_file(path)) {
-            *found = 1;
-            return OC_OK;
-        }
     }
     snprintf(rel, sizeof(rel), "%s/%s%s", dir, stem, ext[0]);
     return oc_imp_path(path, src, rel, err);

@@ -27,6 +27,7 @@ struct text_meta {
     uint64_t n_features;
     uint64_t n_classes;
     int has_nodes;
+    int has_classes; /* a num_classes line was given */
     int features_available;
 };
 
@@ -69,6 +70,8 @@ static int read_meta(const char *path, struct text_meta *m, struct oc_err *err)
         }
         if (dst == &m->n_nodes)
             m->has_nodes = 1;
+        if (dst == &m->n_classes)
+            m->has_classes = 1;
         if (dst == &avail)
             m->features_available = avail != 0;
     }
@@ -121,15 +124,16 @@ static int import_edges(const char *src, const char *name, struct oc_ds_builder 
 {
     char path[OC_IMP_PATH_MAX];
     int rc = OC_OK;
+    int directed_file = 0, loops = 0;
     if (o->directed) {
-        rc = oc_imp_path(path, src, "edges_directed.txt", err);
-        if (rc)
+        if ((rc = oc_imp_path(path, src, "edges_directed.txt", err)) ||
+            (rc = oc_file_optional(path, &directed_file, err)))
             return rc;
-        if (!oc_imp_is_file(path))
+        if (!directed_file)
             oc_log(OC_LOG_INFO, "%s: no edges_directed.txt: keeping edges.txt pairs as u -> v",
                    name);
     }
-    if (!o->directed || !oc_imp_is_file(path)) {
+    if (!directed_file) {
         rc = oc_imp_path(path, src, "edges.txt", err);
         if (rc)
             return rc;
@@ -143,7 +147,9 @@ static int import_edges(const char *src, const char *name, struct oc_ds_builder 
     rc = oc_imp_text_edges(path, ' ', 1, &e, NULL, NULL, progress, err);
     if (rc == OC_OK && !o->remove_self_loops) {
         rc = oc_imp_path(path, src, "self_loops.txt", err);
-        if (rc == OC_OK && oc_imp_is_file(path))
+        if (rc == OC_OK)
+            rc = oc_file_optional(path, &loops, err);
+        if (rc == OC_OK && loops)
             rc = add_self_loops(path, &e, err);
     }
     if (rc) {
@@ -316,15 +322,24 @@ static int import_splits(const char *src, const char *name, struct oc_ds_builder
     int rc = oc_imp_path(path, src, idx_names[0], err);
     if (rc)
         return rc;
-    if (o->split_index == 0 && oc_imp_is_file(path)) {
+    /* Index form: each of the three files stands on its own (a missing one is an empty
+       split); a name that exists but is no regular file (or a dangling link) is an error. */
+    int present[3] = {0, 0, 0};
+    for (int k = 0; k < 3 && o->split_index == 0; k++)
+        if ((rc = oc_imp_path(path, src, idx_names[k], err)) ||
+            (rc = oc_file_optional(path, &present[k], err)))
+            return rc;
+    if (present[0] || present[1] || present[2]) {
         for (int k = 0; k < 3; k++) {
             rc = oc_imp_path(path, src, idx_names[k], err);
             if (rc)
                 return rc;
-            if (!oc_imp_is_file(path))
-                return OC_ERR(err, OC_ERR_NOTFOUND, "%s: missing (%s is present)", path,
-                              idx_names[0]);
-            rc = oc_imp_split_ids_text(b, idx_files[k], path, n_nodes, &n[k], err);
+            if (!present[k]) {
+                oc_log(OC_LOG_INFO, "%s has no %s: that split is empty", name, idx_names[k]);
+                rc = oc_imp_split_empty_one(b, idx_files[k], err);
+            } else {
+                rc = oc_imp_split_ids_text(b, idx_files[k], path, n_nodes, &n[k], err);
+            }
             if (rc)
                 return rc;
         }
@@ -403,7 +418,18 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
     rc = oc_imp_path(path, src, "features.txt", err);
     if (rc)
         return rc;
-    int with_features = meta.features_available && meta.n_features > 0 && oc_imp_is_file(path);
+    int feat_present;
+    if ((rc = oc_file_optional(path, &feat_present, err)))
+        return rc;
+    /* A present features.txt or labels.txt that meta.txt declares away is a contradiction,
+       not something to drop silently. */
+    if (feat_present && meta.features_available && meta.n_features == 0)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: present, but meta.txt declares num_features 0 (or has no "
+                      "num_features line; features_available 0 marks a dataset without "
+                      "features): refusing the contradiction",
+                      path);
+    int with_features = meta.features_available && meta.n_features > 0 && feat_present;
     rc = gate(src, out, o, &meta, with_features, err);
     if (rc)
         return rc;
@@ -425,7 +451,7 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
         goto out;
     if (!meta.features_available || meta.n_features == 0) {
         oc_log(OC_LOG_INFO, "%s has no features: importing topology and labels only", name);
-    } else if (!oc_imp_is_file(path)) {
+    } else if (!feat_present) {
         rc = OC_ERR(err, OC_ERR_NOTFOUND,
                     "%s: missing (meta.txt announces %llu features; features_available 0 "
                     "marks a dataset without them)",
@@ -439,7 +465,15 @@ int oc_import_text(const char *src, const char *out, const struct oc_import_opts
     }
 
     uint32_t n_classes = 0;
+    int labels_present = 0;
     rc = oc_imp_path(path, src, "labels.txt", err);
+    if (rc == OC_OK)
+        rc = oc_file_optional(path, &labels_present, err);
+    if (rc == OC_OK && labels_present && meta.has_classes && meta.n_classes == 0)
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: present, but meta.txt declares num_classes 0: refusing the "
+                    "contradiction",
+                    path);
     if (rc == OC_OK)
         rc =
             oc_imp_labels_text(b, path, meta.n_nodes, (uint32_t)meta.n_classes, 0, &n_classes, err);

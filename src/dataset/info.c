@@ -127,25 +127,62 @@ out:
     return rc;
 }
 
-static int scan_labels(const struct oc_dataset *ds, struct oc_ds_info *info, struct oc_err *err)
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/*
+ * Counts labels per class: densely when there are few classes, else by
+ * sorting the labels (memory bounded by n_nodes, never by the declared
+ * n_classes) and keeping the non-empty classes only.
+ */
+static int scan_labels(const struct oc_dataset *ds, uint64_t n_nodes, struct oc_ds_info *info,
+                       struct oc_err *err)
 {
     struct oc_ds_stream s;
     const uint8_t *p;
     size_t n;
+    uint32_t *ids = NULL;
+    uint64_t n_ids = 0;
+    int dense = info->class_id == NULL;
+    if (!dense && n_nodes &&
+        !(ids = oc_alloc((size_t)n_nodes * sizeof(uint32_t), "dataset info: labels", err)))
+        return err ? err->status : OC_ERR_NOMEM;
     int rc = oc_ds_stream_open(&s, oc_dataset_path(ds, OC_DS_LABELS), OC_NPY_HEADER_BYTES, 0, err);
-    if (rc)
+    if (rc) {
+        oc_free(ids);
         return rc;
+    }
     while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
         for (size_t k = 0; k < n / 4; k++) {
             int32_t v;
             memcpy(&v, p + 4 * k, 4);
             if (v < 0)
                 info->n_unlabeled++;
-            else if ((uint32_t)v < info->n_classes)
+            else if ((uint32_t)v >= info->n_classes)
+                continue;
+            else if (dense)
                 info->class_count[v]++;
+            else if (n_ids < n_nodes)
+                ids[n_ids++] = (uint32_t)v;
         }
     }
     oc_ds_stream_close(&s);
+    if (rc == OC_OK && !dense && n_ids) {
+        qsort(ids, (size_t)n_ids, sizeof(uint32_t), cmp_u32);
+        uint32_t m = 0;
+        for (uint64_t i = 0; i < n_ids; i++) {
+            if (i == 0 || ids[i] != ids[i - 1]) {
+                info->class_id[m] = ids[i];
+                info->class_count[m++] = 0;
+            }
+            info->class_count[m - 1]++;
+        }
+        info->n_class_count = m;
+    }
+    oc_free(ids);
     return rc;
 }
 
@@ -168,11 +205,22 @@ int oc_dataset_info(const struct oc_dataset *ds, struct oc_ds_info *info, struct
         if (f == OC_DS_INDPTR || f == OC_DS_INDICES)
             info->bytes_topology += m->files[f].bytes;
     }
-    if (!(info->class_count =
-              oc_calloc(m->n_classes ? m->n_classes : 1, sizeof(uint64_t), "dataset info", err)))
+    /* Few classes: one count each. Many: at most one per node (sparse), never sized by the
+       declared count alone. */
+    uint64_t slots = m->n_classes ? m->n_classes : 1;
+    if (m->n_classes > OC_DS_INFO_DENSE_CLASSES) {
+        slots = m->n_nodes < m->n_classes ? (m->n_nodes ? m->n_nodes : 1) : m->n_classes;
+        if (!(info->class_id = oc_calloc((size_t)slots, sizeof(uint32_t), "dataset info", err)))
+            return err ? err->status : OC_ERR_NOMEM;
+    } else {
+        info->n_class_count = m->n_classes;
+    }
+    if (!(info->class_count = oc_calloc((size_t)slots, sizeof(uint64_t), "dataset info", err))) {
+        oc_ds_info_deinit(info);
         return err ? err->status : OC_ERR_NOMEM;
+    }
     if (m->files[OC_DS_LABELS].present) {
-        if ((rc = scan_labels(ds, info, err)))
+        if ((rc = scan_labels(ds, m->n_nodes, info, err)))
             goto fail;
     } else {
         info->n_unlabeled = m->n_nodes;
@@ -214,4 +262,6 @@ void oc_ds_info_deinit(struct oc_ds_info *info)
         return;
     oc_free(info->class_count);
     info->class_count = NULL;
+    oc_free(info->class_id);
+    info->class_id = NULL;
 }

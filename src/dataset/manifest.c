@@ -492,10 +492,12 @@ int oc_manifest_parse(const char *text, size_t len, const char *what, struct oc_
         goto out;
     if ((rc = get_uint(&mp, root, "n_edges", "", UINT64_MAX, &m->n_edges)))
         goto out;
-    if ((rc = get_uint(&mp, root, "feat_dim", "", UINT32_MAX, &v)))
+    /* feat_dim and n_classes: the model's limits (2^30), so that every command (info, train,
+       the Python package) refuses what training would, before sizing anything by them */
+    if ((rc = get_uint(&mp, root, "feat_dim", "", OC_MANIFEST_MAX_DIM, &v)))
         goto out;
     m->feat_dim = (uint32_t)v;
-    if ((rc = get_uint(&mp, root, "n_classes", "", UINT32_MAX, &v)))
+    if ((rc = get_uint(&mp, root, "n_classes", "", OC_MANIFEST_MAX_DIM, &v)))
         goto out;
     m->n_classes = (uint32_t)v;
     if ((rc = get_dtype(&mp, "feat_dtype", &m->feat_dtype)))

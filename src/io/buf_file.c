@@ -32,11 +32,29 @@ void *oc_io_buf_alloc(size_t bytes, const char *consumer, struct oc_err *err)
     return oc_alloc_aligned(n, OC_IO_ALIGN, consumer, err);
 }
 
+/* What a non-regular file is, for "is not a regular file (...)". */
+static const char *mode_kind(mode_t mode)
+{
+    const char *what;
+    if (S_ISFIFO(mode))
+        what = "fifo";
+    else if (S_ISDIR(mode))
+        what = "directory";
+    else if (S_ISCHR(mode))
+        what = "character device";
+    else if (S_ISBLK(mode))
+        what = "block device";
+    else if (S_ISSOCK(mode))
+        what = "socket";
+    else
+        what = "special file";
+    return what;
+}
+
 int oc_io_check_regular(int fd, const char *path, struct oc_err *err)
 {
     struct stat st;
     char eb[128];
-    const char *what;
 
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -45,19 +63,33 @@ int oc_io_check_regular(int fd, const char *path, struct oc_err *err)
     }
     if (S_ISREG(st.st_mode))
         return OC_OK;
-    if (S_ISFIFO(st.st_mode))
-        what = "fifo";
-    else if (S_ISDIR(st.st_mode))
-        what = "directory";
-    else if (S_ISCHR(st.st_mode))
-        what = "character device";
-    else if (S_ISBLK(st.st_mode))
-        what = "block device";
-    else if (S_ISSOCK(st.st_mode))
-        what = "socket";
-    else
-        what = "special file";
-    return OC_ERR(err, OC_ERR_IO, "%s: is not a regular file (%s)", path, what);
+    return OC_ERR(err, OC_ERR_IO, "%s: is not a regular file (%s)", path, mode_kind(st.st_mode));
+}
+
+int oc_file_optional(const char *path, int *present, struct oc_err *err)
+{
+    struct stat st;
+    char eb[128];
+    *present = 0;
+    if (lstat(path, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return OC_OK; /* nothing by that name: absent */
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: cannot examine: %s", path,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    if (stat(path, &st) != 0) {
+        int e = errno;
+        if (e == ENOENT)
+            return OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: is a dangling symbolic link", path);
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: cannot examine: %s", path,
+                            oc_io_strerror(e, eb, sizeof(eb)));
+    }
+    if (!S_ISREG(st.st_mode))
+        return OC_ERR(err, OC_ERR_IO, "%s: is not a regular file (%s)", path,
+                      mode_kind(st.st_mode));
+    *present = 1;
+    return OC_OK;
 }
 
 int oc_file_open(const char *path, unsigned flags, struct oc_file **out, struct oc_err *err)

@@ -248,11 +248,40 @@ out:
     return rc;
 }
 
+void oc_rmdir_made(const char *path, const char *made)
+{
+    char buf[PATH_MAX];
+    size_t top = made ? strlen(made) : 0;
+    if (!top || strlen(path) >= sizeof(buf) || strncmp(path, made, top) != 0)
+        return;
+    snprintf(buf, sizeof(buf), "%s", path);
+    for (;;) {
+        size_t n = strlen(buf);
+        while (n > top && buf[n - 1] == '/')
+            buf[--n] = '\0';
+        if (n < top || (rmdir(buf) != 0 && errno != ENOENT) || n == top)
+            return;
+        char *slash = strrchr(buf, '/');
+        if (!slash)
+            return;
+        *slash = '\0';
+    }
+}
+
 int oc_mkdir_p(const char *path, struct oc_err *err)
 {
-    char buf[PATH_MAX], eb[128];
-    size_t n = strlen(path);
+    char made[PATH_MAX];
+    return oc_mkdir_p_made(path, made, sizeof(made), err);
+}
 
+int oc_mkdir_p_made(const char *path, char *made, size_t made_n, struct oc_err *err)
+{
+    char buf[PATH_MAX], deepest[PATH_MAX], eb[128];
+    size_t n = strlen(path);
+    int rc = OC_OK;
+
+    if (made_n)
+        made[0] = '\0';
     if (n == 0)
         return OC_ERR(err, OC_ERR_ARG, "oc_mkdir_p: empty path");
     if (n >= sizeof(buf))
@@ -269,15 +298,26 @@ int oc_mkdir_p(const char *path, struct oc_err *err)
             int e = errno;
             struct stat st;
             if (e != EEXIST) {
-                return OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot create directory: %s",
-                                    buf, oc_io_strerror(e, eb, sizeof(eb)));
+                rc = OC_ERR_ERRNO(err, oc_io_status_open(e), e, "%s: cannot create directory: %s",
+                                  buf, oc_io_strerror(e, eb, sizeof(eb)));
+                break;
             }
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-                return OC_ERR(err, OC_ERR_EXISTS, "%s: exists and is not a directory", buf);
+            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+                rc = OC_ERR(err, OC_ERR_EXISTS, "%s: exists and is not a directory", buf);
+                break;
+            }
+        } else {
+            if (made_n && !made[0] && i < made_n)
+                memcpy(made, buf, i + 1); /* the first directory this call created */
+            memcpy(deepest, buf, i + 1);
         }
         buf[i] = c;
     }
-    return OC_OK;
+    if (rc != OC_OK && made_n && made[0]) {
+        oc_rmdir_made(deepest, made); /* a failing call leaves nothing it created */
+        made[0] = '\0';
+    }
+    return rc;
 }
 
 /*

@@ -24,6 +24,17 @@
  *   legacy "P.tmp-<pid>", "P.tmp.<pid>"     (before host ids) pid gone here and 1 hour idle
  *   any other name                         never (not a temporary)
  *
+ * A name is not proof of ownership ("mydata.tmp-2024" may be a user's). Stale
+ * cleanup (oc_tmp_clean_stale) removes a stale name only when it is provably
+ * offcore's:
+ *
+ *   directory      holds ".offcore-owned" (magic line "offcore-owned 1", then
+ *                  "host <id>" and "pid <pid>" equal to its name's): written by
+ *                  oc_dir_mark right after offcore creates it
+ *   regular file   begins with one of offcore's magics (OWN_MAGICS), or the
+ *                  directory being cleaned is itself marked (plan directories)
+ *   anything else  never (symlink, FIFO, device, legacy pid-only directory)
+ *
  * The registry holds the paths this run has created and not yet renamed or
  * removed; oc_tmp_remove_registered removes them (rm -rf) on the CLI's
  * signal path (src/cli/signals.c: SIGINT, SIGTERM and SIGHUP are blocked in
@@ -60,6 +71,14 @@
 #define TMP_FOREIGN_IDLE_S (24 * 3600) /* another host's temporary: untouched this long */
 #define TMP_LEGACY_IDLE_S  3600        /* a pid-only name: untouched this long */
 #define TMP_MAX_DEPTH      16
+#define OWN_MAGIC_LINE     "offcore-owned 1\n"
+#define OWN_MARKER_MAX     256
+
+/* The magics offcore's own files begin with (a temporary that begins with one is offcore's):
+   diskgnn chunks, ginex superbatches, partitions, checkpoints, model state, TIGER index,
+   sampled-batch and slice records ("OCSB", "OCSL": little-endian u32 magics). */
+static const char *const OWN_MAGICS[] = {"OCDGCK1",  "OCGXSB1",  "OCPART01", "OCCKPT01",
+                                         "OCNNST01", "OCTIGER1", "OCSB",     "OCSL"};
 
 static pthread_once_t id_once = PTHREAD_ONCE_INIT;
 static char id_host[16]; /* 12 hex digits */
@@ -376,6 +395,138 @@ int oc_tmp_is_stale(int dir_fd, const char *name, char *why, size_t why_n)
     return 0;
 }
 
+/* ---- ownership markers -------------------------------------------------------- */
+
+int oc_dir_mark(const char *dir, struct oc_err *err)
+{
+    char path[PATH_MAX], text[OWN_MARKER_MAX], host[16];
+    long pid;
+    int rc;
+    if ((rc = oc_path_join(path, sizeof(path), dir, OC_OWNED_MARKER, err)))
+        return rc;
+    identity(host, &pid);
+    int n = snprintf(text, sizeof(text), OWN_MAGIC_LINE "host %s\npid %ld\n", host, pid);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, OC_ERR_IO, e, "%s: cannot write offcore's ownership marker: %s",
+                            path, strerror(e));
+    }
+    ssize_t w = write(fd, text, (size_t)n);
+    int e = errno;
+    close(fd);
+    if (w != n)
+        return OC_ERR_ERRNO(err, OC_ERR_IO, w < 0 ? e : EIO,
+                            "%s: cannot write offcore's ownership marker: %s", path,
+                            strerror(w < 0 ? e : EIO));
+    return OC_OK;
+}
+
+void oc_dir_unmark(const char *dir)
+{
+    char path[PATH_MAX];
+    if (oc_path_join(path, sizeof(path), dir, OC_OWNED_MARKER, NULL) == OC_OK)
+        unlink(path);
+}
+
+/* Reads the marker inside dir_fd/name into text (NUL-terminated); 0 if there is none valid. */
+static int read_marker(int dir_fd, const char *name, char text[OWN_MARKER_MAX])
+{
+    int dfd = dir_fd;
+    if (name) {
+        dfd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            return 0;
+    }
+    int ok = 0;
+    int fd = openat(dfd, OC_OWNED_MARKER, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < OWN_MARKER_MAX) {
+        ssize_t n = read(fd, text, OWN_MARKER_MAX - 1);
+        if (n > 0) {
+            text[n] = '\0';
+            ok = strncmp(text, OWN_MAGIC_LINE, strlen(OWN_MAGIC_LINE)) == 0;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    if (name)
+        close(dfd);
+    return ok;
+}
+
+int oc_dir_is_marked_at(int dir_fd, const char *name)
+{
+    char text[OWN_MARKER_MAX];
+    return read_marker(dir_fd, name, text);
+}
+
+/* 1 if dir has no entry but "." and "..". */
+static int dir_is_empty(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *de;
+    int empty = 1;
+    while (empty && (de = readdir(d)) != NULL)
+        empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+    closedir(d);
+    return empty;
+}
+
+int oc_dir_make_owned(const char *dir, int *owned, struct oc_err *err)
+{
+    int rc;
+    *owned = 0;
+    if ((rc = oc_mkdir_p(dir, err)))
+        return rc;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        *owned = oc_dir_is_marked_at(fd, NULL);
+        close(fd);
+    }
+    if (*owned || !dir_is_empty(dir))
+        return OC_OK;
+    if ((rc = oc_dir_mark(dir, err)))
+        return rc;
+    *owned = 1;
+    return OC_OK;
+}
+
+/* Whether the stale temporary dir_fd/name is provably offcore's (see the table on top). */
+static int tmp_is_owned(int dir_fd, int dir_marked, const char *name)
+{
+    struct stat st;
+    if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return 0;
+    if (S_ISDIR(st.st_mode)) {
+        char text[OWN_MARKER_MAX], want[64], host[16];
+        long pid;
+        uint64_t nonce;
+        if (parse_tmp(name, host, &pid, &nonce) != 1 || !read_marker(dir_fd, name, text))
+            return 0;
+        snprintf(want, sizeof(want), "host %s\npid %ld\n", host, pid);
+        return strstr(text, want) != NULL;
+    }
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    if (dir_marked)
+        return 1;
+    char head[8] = {0};
+    int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, head, sizeof(head));
+    close(fd);
+    for (size_t i = 0; n > 0 && i < sizeof(OWN_MAGICS) / sizeof(OWN_MAGICS[0]); i++) {
+        size_t ml = strlen(OWN_MAGICS[i]);
+        if ((size_t)n >= ml && memcmp(head, OWN_MAGICS[i], ml) == 0)
+            return 1;
+    }
+    return 0;
+}
+
 int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed, struct oc_err *err)
 {
     size_t pl = prefix ? strlen(prefix) : 0;
@@ -386,6 +537,7 @@ int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed,
     DIR *d = opendir(dir);
     if (!d)
         return OC_OK; /* nothing there yet */
+    int dir_marked = oc_dir_is_marked_at(dirfd(d), NULL);
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *name = de->d_name;
@@ -396,6 +548,13 @@ int oc_tmp_clean_stale(const char *dir, const char *prefix, unsigned *n_removed,
             continue;
         if (oc_path_join(path, sizeof(path), dir, name, NULL) != OC_OK)
             continue;
+        if (!tmp_is_owned(dirfd(d), dir_marked, name)) {
+            oc_log(OC_LOG_INFO,
+                   "kept %s: named like a stale temporary, but nothing marks it as "
+                   "offcore's",
+                   path);
+            continue;
+        }
         struct oc_err e;
         if (oc_rm_rf(path, &e) != OC_OK) {
             oc_log(OC_LOG_WARN, "cannot remove stale temporary %s (%s): %s", path, why, e.msg);

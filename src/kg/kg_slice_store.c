@@ -200,7 +200,8 @@ int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const c
     snprintf(st->dir, sizeof(st->dir), "%s/%s-%016" PRIx64, plan_dir, tag, key);
     snprintf(st->rec_path, sizeof(st->rec_path), "%s/slices.bin", st->dir);
     snprintf(st->idx_path, sizeof(st->idx_path), "%s/index.bin", st->dir);
-    OC_KG_TRY(oc_mkdir_p(st->dir, err));
+    int owned;
+    OC_KG_TRY(oc_dir_make_owned(st->dir, &owned, err));
     OC_KG_TRY(oc_tmp_clean_stale(st->dir, "slices.bin", NULL, err));
     OC_KG_TRY(oc_tmp_clean_stale(st->dir, "index.bin", NULL, err));
     if (!(st->rec = oc_alloc_aligned((size_t)st->max_rec_bytes, OC_IO_ALIGN,

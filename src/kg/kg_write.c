@@ -87,7 +87,7 @@ int oc_kg_writer_new(const char *out_dir, struct oc_kg_writer **out, struct oc_e
              slash ? out_dir : ".");
     oc_tmp_clean_stale(slash == out_dir ? "/" : parent, slash ? slash + 1 : out_dir, NULL, NULL);
     oc_tmp_register(w->tmp);
-    if ((rc = oc_mkdir_p(w->tmp, err))) {
+    if ((rc = oc_mkdir_p(w->tmp, err)) || (rc = oc_dir_mark(w->tmp, err))) {
         oc_kg_writer_free(w);
         return rc;
     }
@@ -164,6 +164,7 @@ int oc_kg_writer_commit(struct oc_kg_writer *w, struct oc_err *err)
     if (oc_path_exists(w->out))
         return OC_ERR(err, OC_ERR_EXISTS, "%s: appeared while the dataset was being built", w->out);
     /* renamed and unregistered at once; a failed directory fsync's rename taken back */
+    oc_dir_unmark(w->tmp); /* the dataset is the user's */
     if ((rc = oc_tmp_commit(w->tmp, w->out, err)))
         return rc;
     w->committed = 1;

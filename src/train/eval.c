@@ -77,17 +77,27 @@ static int eval_full_new(struct train_eval *ev, const char *scratch_dir, struct 
         return OC_ERR(err, OC_ERR_ARG, "--scratch '%s': empty or too long",
                       scratch_dir ? scratch_dir : "");
     snprintf(ev->scratch, sizeof(ev->scratch), "%s", scratch_dir);
-    if ((rc = oc_mkdir_p(ev->scratch, err)) ||
-        (rc = oc_fs_check_space(ev->scratch, train_eval_tables_bytes(d, ev->o),
-                                "layer-wise inference (--eval full under --mem-budget)", err)))
-        return rc;
-    /* stale scratch of a run that died before unlinking it */
+    /* A refused scratch directory leaves nothing this call created (made: its first new
+       directory). Only a directory offcore made or found empty is marked, and only in a
+       marked one are unmarked scratch files of dead runs removed. */
+    char made[4096];
+    int owned = 0;
     unsigned n_stale;
-    if ((rc = oc_tmp_clean_stale(ev->scratch, "eval-layer.f32", &n_stale, err)))
+    if ((rc = oc_mkdir_p_made(ev->scratch, made, sizeof(made), err)))
         return rc;
-    if ((rc = oc_io_batch_new(EVAL_IO_DEPTH, EVAL_IO_BOUNCE_BYTES, &ev->io, err)) ||
-        (rc = oc_io_batch_reserve(ev->io, ev->chunk_rows, err)))
+    if ((rc = oc_dir_make_owned(ev->scratch, &owned, err)) ||
+        (rc = oc_fs_check_space(ev->scratch, train_eval_tables_bytes(d, ev->o),
+                                "layer-wise inference (--eval full under --mem-budget)", err)) ||
+        /* stale scratch of a run that died before unlinking it */
+        (rc = oc_tmp_clean_stale(ev->scratch, "eval-layer.f32", &n_stale, err)) ||
+        (rc = oc_io_batch_new(EVAL_IO_DEPTH, EVAL_IO_BOUNCE_BYTES, &ev->io, err)) ||
+        (rc = oc_io_batch_reserve(ev->io, ev->chunk_rows, err))) {
+        if (made[0]) {
+            oc_dir_unmark(ev->scratch);
+            oc_rmdir_made(ev->scratch, made);
+        }
         return rc;
+    }
     return OC_OK;
 }
 

@@ -424,6 +424,27 @@ static int run_open_pipe(struct run *r, const struct oc_train_opts *o, struct oc
 }
 
 /*
+ * The first non-finite value among n floats (its index), or n if all are finite. A bit
+ * test the compiler vectorises: the input rows of a batch are scanned as they are used,
+ * never the whole feature file at open.
+ */
+static uint64_t first_nonfinite(const float *x, uint64_t n)
+{
+    uint32_t any = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], 4);
+        any |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+    }
+    if (!any)
+        return n;
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return i;
+    return n;
+}
+
+/*
  * Forward, loss and backward of `batch` (index `index` of sample epoch
  * `epoch`) in training epoch e over its gathered input rows x; st (may be
  * NULL) gets the forward and backward times.
@@ -436,6 +457,16 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
     int rc;
     double t2 = oc_now_s();
     struct oc_nn_tensor xt;
+    /* Non-finite input features train to chance accuracy without a word (import refuses
+       them; a dataset written another way can hold them): stop as for a NaN loss. */
+    uint64_t n_x = batch->n_input * (uint64_t)r->data.feat_dim, bad = first_nonfinite(x, n_x);
+    if (bad < n_x)
+        return OC_ERR(err, OC_ERR_NUMERIC,
+                      "the input features of node %" PRIu64 " hold %f (column %" PRIu64
+                      "): non-finite features cannot be trained on (import refuses them unless "
+                      "--allow-nonfinite; this dataset holds them)",
+                      batch->input_ids[bad / r->data.feat_dim], (double)x[bad],
+                      bad % r->data.feat_dim);
     if ((rc = oc_nn_tensor_wrap(r->be, OC_NN_F32, x, batch->n_input, r->data.feat_dim, &xt, err)))
         return rc;
     if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))

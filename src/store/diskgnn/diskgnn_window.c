@@ -35,7 +35,9 @@
  * renaming its own copy over the name changes nothing for this one, and
  * dg_dir_clean removes a final file only when it can take an exclusive lock
  * (no run has it open), temporaries only when oc_tmp_clean_stale says their
- * run is over. dg_window_drop unlinks the name only while it still names
+ * run is over; it runs only in a <dir> that offcore made (or found empty) and
+ * marked (oc_dir_make_owned): a name is not proof of ownership, and a user's
+ * directory given as <dir> is never cleaned. dg_window_drop unlinks the name only while it still names
  * its own file. Windows are not reused across runs. Chunk header (64 bytes,
  * little-endian):
  *
@@ -128,7 +130,8 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     oc_sample_batch_init(&b->batch);
     if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
         return rc;
-    if ((rc = oc_mkdir_p(b->dir, err)))
+    int owned;
+    if ((rc = oc_dir_make_owned(b->dir, &owned, err)))
         return oc_err_prefix(err, "store diskgnn: cannot write its plan files (--plan-dir DIR "
                                   "puts them elsewhere)");
     if (access(b->dir, W_OK) != 0) {
@@ -140,7 +143,13 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                             b->dir, store_strerror(e, eb, sizeof(eb)));
     }
     b->key_base = key_base(s, cfg);
-    dg_dir_clean(b->dir);
+    if (owned)
+        dg_dir_clean(b->dir);
+    else
+        oc_log(OC_LOG_WARN,
+               "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
+               "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
+               b->dir, OC_OWNED_MARKER);
     if ((rc = oc_sample_sampler_new(cfg->graph, &b->so, pool, &b->sampler, err)) ||
         (rc = oc_sample_epoch_init_plan(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
                                         cfg->sample_opts, err)))

@@ -516,12 +516,13 @@ int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, cha
     *key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);
     int w = snprintf(dir, n, "%s/ginex-%016" PRIx64, cfg->plan_dir, *key);
     struct oc_err e;
+    int owned; /* marked as offcore's: only then are its unmarked stale files removed */
     oc_err_clear(&e);
     if (w < 0 || (size_t)w >= n - 64) {
         dir[0] = '\0';
         oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
                cfg->plan_dir);
-    } else if (oc_mkdir_p(dir, &e) != OC_OK || access(dir, W_OK) != 0) {
+    } else if (oc_dir_make_owned(dir, &owned, &e) != OC_OK || access(dir, W_OK) != 0) {
         oc_log(OC_LOG_WARN,
                "store ginex: %s%s; superbatches stay in memory (--plan-dir DIR puts them "
                "elsewhere)",

@@ -46,13 +46,23 @@
  * Truncation: touching a page past end of file raises SIGBUS, so every
  * gather first compares the largest row requested with the file's current
  * size (one fstat) and fails with OC_ERR_FORMAT naming the file and offset.
- * A file truncated by another process during the copy is not caught. Read
- * errors under a map (EIO) also arrive as SIGBUS; a store that must report
- * them as errors uses `direct` or `static`.
+ * A file truncated by another process during the copy is caught by a guard:
+ * each copy task arms a per-thread sigsetjmp point covering the map, and a
+ * process-wide SIGBUS handler (installed once, SA_NODEFER) siglongjmps back
+ * to it when the faulting address lies in the map of the thread's armed
+ * copy; the gather then fails with the same "truncated" OC_ERR_FORMAT (a
+ * read error under the map, EIO, arrives the same way and is reported as
+ * such when the file still has its size). A SIGBUS anywhere else goes to the
+ * handler that was installed before (or the default action). The copy
+ * between arm and disarm is pure (memcpy or f16 widening: no lock, no
+ * allocation), so leaving it by siglongjmp is safe.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +100,51 @@ static uint64_t proc_read_bytes(int io_fd, int *ok)
         return 0;
     *ok = 1;
     return strtoull(p + strlen("\nread_bytes: "), NULL, 10);
+}
+
+/* ---- SIGBUS guard --------------------------------------------------------------- */
+
+/* An armed copy: its jump point and the mapped range it reads. One per thread at a time. */
+struct mm_guard {
+    sigjmp_buf jb;
+    const uint8_t *lo, *hi;
+};
+
+static _Thread_local struct mm_guard *volatile mm_armed;
+static struct sigaction mm_old_bus;
+static pthread_once_t mm_bus_once = PTHREAD_ONCE_INIT;
+static int mm_bus_ok;
+
+static void mm_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    struct mm_guard *g = mm_armed;
+    const uint8_t *a = si ? (const uint8_t *)si->si_addr : NULL;
+    if (g && a >= g->lo && a < g->hi) {
+        mm_armed = NULL;
+        siglongjmp(g->jb, 1);
+    }
+    /* Not ours: what was there before. */
+    if (mm_old_bus.sa_flags & SA_SIGINFO) {
+        if (mm_old_bus.sa_sigaction) {
+            mm_old_bus.sa_sigaction(sig, si, uc);
+            return;
+        }
+    } else if (mm_old_bus.sa_handler != SIG_DFL && mm_old_bus.sa_handler != SIG_IGN &&
+               mm_old_bus.sa_handler) {
+        mm_old_bus.sa_handler(sig);
+        return;
+    }
+    signal(SIGBUS, SIG_DFL); /* the faulting access repeats and takes the default action */
+}
+
+static void mm_bus_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = mm_on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    mm_bus_ok = sigaction(SIGBUS, &sa, &mm_old_bus) == 0;
 }
 
 static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
@@ -143,6 +198,10 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     m->map = p;
     m->map_bytes = (size_t)need;
+    pthread_once(&mm_bus_once, mm_bus_install);
+    if (!mm_bus_ok)
+        oc_log(OC_LOG_WARN, "store mmap: no SIGBUS guard: a file truncated during a copy "
+                            "ends the process");
     s->n_lanes = store_lanes_for(cfg, 0, 0);     /* nothing held per lane */
     (void)madvise(p, (size_t)need, MADV_RANDOM); /* a hint: see the header comment */
     return OC_OK;
@@ -151,17 +210,31 @@ static int mm_open(struct oc_store *s, const struct oc_store_config *cfg, struct
 struct mm_job {
     const struct oc_store *s;
     const uint8_t *map;
+    size_t map_bytes;
     const uint64_t *ids;
     float *out;
+    _Atomic int faulted;         /* a copy task took SIGBUS on the map */
+    _Atomic uint64_t fault_node; /* the node whose row it was copying */
 };
 
 static void mm_copy(void *ctx, uint64_t lo, uint64_t hi)
 {
-    const struct mm_job *j = ctx;
+    struct mm_job *j = ctx;
     const struct oc_store *s = j->s;
-    for (uint64_t i = lo; i < hi; i++)
+    struct mm_guard g;
+    volatile uint64_t i = lo;
+    g.lo = j->map;
+    g.hi = j->map + j->map_bytes;
+    if (sigsetjmp(g.jb, 0)) { /* from mm_on_sigbus: the row at i faulted */
+        atomic_store(&j->fault_node, j->ids[i]);
+        atomic_store(&j->faulted, 1);
+        return;
+    }
+    mm_armed = &g;
+    for (; i < hi; i++)
         store_row_to_f32(s->dtype, j->map + store_row_off(s, j->ids[i]), s->feat_dim,
                          j->out + i * s->feat_dim);
+    mm_armed = NULL;
 }
 
 /* Counts the process's storage reads up to `now` that no gather has counted
@@ -253,7 +326,7 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
     if (ok0) /* the first gather starts the count */
         atomic_compare_exchange_strong(&m->io_counted, &zero, r0);
     struct mm_seen seen = {0, 0, 0};
-    struct mm_job j = {s, m->map, ids, out};
+    struct mm_job j = {s, m->map, m->map_bytes, ids, out, 0, 0};
     /* Window w+1's pages are asked for before window w is copied. */
     mm_prefetch(s, m, ids, n < MM_WINDOW ? n : MM_WINDOW, &seen);
     for (uint64_t lo = 0; lo < n; lo += MM_WINDOW) {
@@ -265,6 +338,22 @@ static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float 
         int rc = store_for_rows(s->pool, hi - lo, mm_copy, &j, err);
         if (rc)
             return rc;
+        if (atomic_load(&j.faulted)) {
+            uint64_t node = atomic_load(&j.fault_node), size = 0;
+            if (fstat(m->fd, &st) == 0)
+                size = (uint64_t)st.st_size;
+            if (size >= end)
+                return OC_ERR(err, OC_ERR_IO,
+                              "store mmap: gather: %s: the row of node %" PRIu64 " at offset "
+                              "%" PRIu64 " could not be read (SIGBUS on the map: the file was "
+                              "truncated meanwhile, or a read error)",
+                              s->path, node, store_row_off(s, node));
+            return OC_ERR(err, OC_ERR_FORMAT,
+                          "store mmap: gather: %s: truncated: wanted %zu bytes at offset "
+                          "%" PRIu64 " (row %" PRIu64 "), file ends at %" PRIu64
+                          " (changed during the run)",
+                          s->path, s->row_bytes, store_row_off(s, node), node, size);
+        }
     }
     uint64_t r1 = proc_read_bytes(m->io_fd, &ok1);
     s->stats.read_bytes += ok0 && ok1 ? mm_count_reads(m, r1) : seen.read_pages * OC_IO_ALIGN;

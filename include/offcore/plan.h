@@ -234,8 +234,8 @@ int oc_plan_feature_order(const struct oc_dataset *ds, const struct oc_graph *g,
                           const struct oc_plan_order_opts *o, uint64_t *row_of, struct oc_err *err);
 /*
  * The share of g's edges whose two ends' rows (row_of, or ids when NULL) of
- * row_bytes lie on the same or adjacent 4 KiB pages: how much a layout
- * brings neighbours together (1 = all of them).
+ * row_bytes lie within 16 pages (64 KiB, one merged read) of each other: how
+ * much a layout brings neighbours together (1 = all of them).
  */
 double oc_plan_order_locality(const struct oc_graph *g, const uint64_t *row_of, uint64_t row_bytes);
 /*

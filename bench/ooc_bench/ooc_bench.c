@@ -1190,9 +1190,10 @@ int main(int argc, char **argv)
            a.paper ? "each strategy's smallest + " : "", fmt_size(budget, s2, sizeof(s2)),
            (double)feat_bytes / (double)budget);
     if (a.communities || a.layout)
-        printf("graph: %s%s; feature rows in %s%s\n", a.communities ? "planted communities" : "",
-               a.communities ? cm : "the generator's (no communities)",
-               a.layout ? "layout " : "node id order", a.layout ? a.layout : "");
+        printf("graph: %s%s; feature rows in %s%s\n",
+               a.communities ? "planted communities, mean size " : "no planted communities",
+               a.communities ? cm + 5 : "", a.layout ? "layout " : "node id order",
+               a.layout ? a.layout : "");
     printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);
     for (uint32_t l = 0; l < a.n_fanouts; l++)
         printf("%s%d", l ? "," : " ", a.fanouts[l]);

@@ -128,7 +128,7 @@ struct args {
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
-    const char *layout; /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
+    const char *layout;   /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
     uint64_t communities; /* --communities S: the generator's planted communities (0: none) */
     double mixing;        /* --mixing MU (NAN: the generator's default) */
 };
@@ -167,7 +167,7 @@ static void usage(FILE *f)
         "  --communities S    generate with planted communities of mean size S (offcore\n"
         "                     generate --communities; default none); --mixing MU their\n"
         "                     share of edges leaving (the generator's default)\n"
-        "  --layout ORDER     lay the dataset out (degree|bfs|partition; `offcore layout`)\n"
+        "  --layout ORDER     lay the dataset out (degree|bfs|partition|lpa; offcore layout)\n"
         "                     into DIR/<dataset>-<ORDER>/ once, and train every strategy\n"
         "                     (memory too) on that copy\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
@@ -315,7 +315,8 @@ static int parse_args(int argc, char **argv, struct args *a)
         case 'L': {
             int order;
             if (oc_plan_order_from_name(optarg, &order) != OC_OK) {
-                fprintf(stderr, "ooc_bench: --layout %s: want degree, bfs or partition\n", optarg);
+                fprintf(stderr, "ooc_bench: --layout %s: want degree, bfs, partition or lpa\n",
+                        optarg);
                 return -1;
             }
             a->layout = optarg;

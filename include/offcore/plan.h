@@ -211,15 +211,16 @@ enum oc_plan_order {
     OC_PLAN_ORDER_DEGREE,    /* in-degree descending, ties by id */
     OC_PLAN_ORDER_BFS,       /* breadth-first from the hubs (starts in degree order) */
     OC_PLAN_ORDER_PARTITION, /* METIS parts of about part_nodes nodes, part by part */
+    OC_PLAN_ORDER_LPA,       /* label propagation's communities (of fewer than 4 x part_nodes) */
     OC_PLAN_ORDER_COUNT
 };
-/* "degree", "bfs", "partition" ("?" out of range); from_name: OC_ERR_ARG if unknown. */
+/* "degree", "bfs", "partition", "lpa" ("?" out of range); from_name: OC_ERR_ARG if unknown. */
 const char *oc_plan_order_name(int order);
 int oc_plan_order_from_name(const char *name, int *order);
 
 struct oc_plan_order_opts {
     int order;                 /* enum oc_plan_order */
-    uint64_t part_nodes;       /* partition: nodes per part (about) */
+    uint64_t part_nodes;       /* partition: nodes per part (about); lpa: a quarter of the cap */
     const uint64_t *train_ids; /* partition: balanced over the parts, and its key */
     uint64_t n_train;
     const char *plan_dir; /* partition: where its parts file is kept (NULL: not kept) */

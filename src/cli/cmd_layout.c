@@ -27,9 +27,12 @@ int cmd_layout(int argc, char **argv)
     const struct cli_opt opts[] = {
         {"order", CLI_CHOICE, &order, "ORDER",
          "the rows' order: degree (in-degree descending), bfs (breadth-first from the hubs; "
-         "default) or partition (METIS parts of --part-nodes nodes, part by part)",
-         "degree|bfs|partition"},
-        {"part-nodes", CLI_U64, &part_nodes, "N", "partition: nodes per part (default 1000)", NULL},
+         "default), partition (METIS parts of --part-nodes nodes, part by part) or lpa "
+         "(label propagation's communities, capped at 4 x --part-nodes; scales where METIS "
+         "does not)",
+         "degree|bfs|partition|lpa"},
+        {"part-nodes", CLI_U64, &part_nodes, "N",
+         "partition: nodes per part; lpa: a quarter of the largest community (default 1000)", NULL},
         {"plan-dir", CLI_STR, &plan_dir, "PLAN",
          "partition: where the parts file is kept (default DIR/plan)", NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL,

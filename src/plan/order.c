@@ -13,6 +13,12 @@
  *   partition  METIS parts of about part_nodes nodes (plan/partition.c,
  *              kept under the plan directory), part by part, in id order
  *              inside a part
+ *   lpa        communities by label propagation (Raghavan et al. 2007):
+ *              LPA_ROUNDS passes in id order, each node taking the label
+ *              most of its neighbours carry (ties: its own, else the
+ *              smallest) among labels held by fewer than 4 x part_nodes
+ *              nodes, so no label swallows the graph; then label by label.
+ *              Linear passes: it scales where METIS's workspace does not
  *
  * Place in the data flow: plan; the CLI's `layout` hands row_of to
  * dataset's oc_dataset_relayout. Reads the topology in memory only.
@@ -27,7 +33,7 @@
 
 #define LOCALITY_PAGES 16u /* oc_plan_order_locality: ends within 64 KiB, one merged read */
 
-static const char *const order_names[OC_PLAN_ORDER_COUNT] = {"degree", "bfs", "partition"};
+static const char *const order_names[OC_PLAN_ORDER_COUNT] = {"degree", "bfs", "partition", "lpa"};
 
 const char *oc_plan_order_name(int order)
 {
@@ -98,6 +104,83 @@ static void bfs_rows(const struct oc_graph *g, const uint64_t *keys, uint64_t *q
     assert(next == n);
 }
 
+#define LPA_ROUNDS 8u
+
+/* The label most of v's neighbours carry among those with room (see the header). */
+static uint32_t lpa_pick(const struct oc_graph *g, uint64_t v, const uint32_t *label,
+                         const uint32_t *size, uint64_t cap, uint32_t *scratch, uint32_t *tmp)
+{
+    uint64_t n = 0;
+    for (uint64_t e = g->indptr[v]; e < g->indptr[v + 1]; e++) {
+        uint32_t l = label[neighbor(g, e)];
+        if (l == label[v] || size[l] < cap)
+            scratch[n++] = l;
+    }
+    if (n == 0)
+        return label[v];
+    oc_sort_u32(scratch, tmp, n);
+    uint32_t best = label[v];
+    uint64_t best_count = 0, own = 0;
+    for (uint64_t i = 0; i < n;) {
+        uint64_t j = i;
+        while (j < n && scratch[j] == scratch[i])
+            j++;
+        if (scratch[i] == label[v])
+            own = j - i;
+        if (j - i > best_count) { /* ascending: the first of equal counts is the smallest */
+            best_count = j - i;
+            best = scratch[i];
+        }
+        i = j;
+    }
+    return own == best_count ? label[v] : best;
+}
+
+static int lpa_rows(const struct oc_graph *g, const struct oc_plan_order_opts *o, uint64_t *keys,
+                    uint64_t *row_of, struct oc_err *err)
+{
+    const uint64_t n = g->n_nodes, cap = 4 * (o->part_nodes ? o->part_nodes : 1);
+    uint64_t max_deg = 0;
+    for (uint64_t v = 0; v < n; v++)
+        if (g->indptr[v + 1] - g->indptr[v] > max_deg)
+            max_deg = g->indptr[v + 1] - g->indptr[v];
+    uint32_t *label = oc_alloc((n ? n : 1) * sizeof(uint32_t), "plan layout: lpa", err);
+    uint32_t *size = oc_alloc((n ? n : 1) * sizeof(uint32_t), "plan layout: lpa", err);
+    uint32_t *scratch = oc_alloc((2 * max_deg + 1) * sizeof(uint32_t), "plan layout: lpa", err);
+    int rc = label && size && scratch ? OC_OK : (err ? err->status : OC_ERR_NOMEM);
+    for (uint64_t v = 0; v < n && rc == OC_OK; v++) {
+        label[v] = (uint32_t)v;
+        size[v] = 1;
+    }
+    for (unsigned round = 0; round < LPA_ROUNDS && rc == OC_OK; round++) {
+        uint64_t moved = 0;
+        for (uint64_t v = 0; v < n; v++) {
+            uint32_t l = lpa_pick(g, v, label, size, cap, scratch, scratch + max_deg);
+            if (l == label[v])
+                continue;
+            assert(size[label[v]] > 0);
+            size[label[v]]--;
+            size[l]++;
+            label[v] = l;
+            moved++;
+        }
+        oc_log(OC_LOG_DEBUG, "layout lpa: round %u moved %" PRIu64 " nodes", round, moved);
+        if (moved <= n / 1000)
+            break;
+    }
+    if (rc == OC_OK) {
+        for (uint64_t v = 0; v < n; v++)
+            keys[v] = (uint64_t)label[v] << 32 | v;
+        rc = sort_by_key(keys, n, "plan layout: order", err);
+    }
+    for (uint64_t r = 0; r < n && rc == OC_OK; r++)
+        row_of[keys[r] & UINT32_MAX] = r;
+    oc_free(label);
+    oc_free(size);
+    oc_free(scratch);
+    return rc;
+}
+
 static int partition_rows(const struct oc_dataset *ds, const struct oc_graph *g,
                           const struct oc_plan_order_opts *o, uint64_t *keys, uint64_t *row_of,
                           struct oc_err *err)
@@ -143,6 +226,8 @@ int oc_plan_feature_order(const struct oc_dataset *ds, const struct oc_graph *g,
     int rc = OC_OK;
     if (o->order == OC_PLAN_ORDER_PARTITION) {
         rc = partition_rows(ds, g, o, keys, row_of, err);
+    } else if (o->order == OC_PLAN_ORDER_LPA) {
+        rc = lpa_rows(g, o, keys, row_of, err);
     } else if ((rc = degree_keys(g, keys, err)) == OC_OK) {
         if (o->order == OC_PLAN_ORDER_DEGREE) {
             for (uint64_t r = 0; r < n; r++)

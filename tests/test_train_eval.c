@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "offcore/generate.h"
+#include "offcore/io.h"
 #include "offcore/train.h"
 
 #define EPOCHS 3
@@ -92,6 +93,7 @@ static int run(const struct oc_train_opts *o, struct seen *seen, struct oc_train
 }
 
 /* Files in dir (0 when it does not exist). */
+/* Files in dir but offcore's ownership marker (a --scratch it made keeps one: docs/CLI.md). */
 static int n_files(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -99,7 +101,8 @@ static int n_files(const char *dir)
         return 0;
     int n = 0;
     for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+             strcmp(e->d_name, OC_OWNED_MARKER) != 0;
     closedir(d);
     return n;
 }

@@ -211,6 +211,7 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
     OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
     OC_CHECK(log.n == 3);
+    uint64_t feat_bytes = 4000 * graph_row_bytes(256, OC_DTYPE_F32), plan_read = 0;
     for (uint32_t e = 0; e < log.n; e++) {
         if (getenv("OC_TEST_VERBOSE"))
             fprintf(stderr, "  epoch %u: %d plan files, %" PRIu64 " rows from disk\n", e,
@@ -218,13 +219,14 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
         /* the window read, the next one packed (or its temporary) and that one's spilled
            records: two windows at most */
         OC_CHECK(log.dir_files[e] <= 3 && log.st[e].tier_rows[OC_STORE_TIER_DISK] == 0);
-        /* packing scans the feature file in partitions: each window packed in the background
-           (three at most in an epoch of 8 batches) reads it once at most, not row by row (a
-           page per 1 KiB row would be about four times that) */
-        uint64_t feat_bytes = 4000 * graph_row_bytes(256, OC_DTYPE_F32);
-        OC_CHECK(log.st[e].plan_read_bytes <= 3 * (feat_bytes + feat_bytes / 16));
         OC_CHECK(e == 0 || log.st[e].plan_read_bytes > 0);
+        plan_read += log.st[e].plan_read_bytes;
     }
+    /* packing scans the feature file in partitions: each of the 9 windows (3 per epoch of 8
+       batches) reads it once at most, not row by row (a page per 1 KiB row would be about
+       four times that). Summed over the run: which epoch a background pack falls in depends
+       on how far the planner runs ahead of a slow trainer (TSan) */
+    OC_CHECK(plan_read <= 9 * (feat_bytes + feat_bytes / 16));
     OC_CHECK(plan_files(log.plan, NULL) == 0);
 
     /* Store level: the smallest budget with windows derived from it is below what a whole

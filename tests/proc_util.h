@@ -3,7 +3,8 @@
  * (stdout to a file, stderr discarded) and wait for it, or for at most a
  * timeout (a hung child is killed); proc_run_cli runs `$OC_BIN args...` as a
  * user would and keeps its exit code, stdout and stderr; proc_n_threads
- * counts this process's threads (no thread left behind after a free).
+ * counts this process's threads (no thread left behind after a free); age and
+ * dead_pid make the stale files and dead owners cleanup tests need.
  */
 #ifndef OFFCORE_TEST_PROC_UTIL_H
 #define OFFCORE_TEST_PROC_UTIL_H
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -152,6 +154,26 @@ static inline int proc_n_threads_is(int want)
         usleep(10000);
     }
     return 0;
+}
+
+/* Sets path's access and modification times to `age_s` seconds ago. */
+static inline void age(const char *path, long age_s)
+{
+    struct timespec t[2];
+    clock_gettime(CLOCK_REALTIME, &t[0]);
+    t[0].tv_sec -= age_s;
+    t[1] = t[0];
+    OC_CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
+}
+
+/* A pid that no process has any more (a reaped child's). */
+static inline long dead_pid(void)
+{
+    pid_t c = fork();
+    if (c == 0)
+        _exit(0);
+    waitpid(c, NULL, 0);
+    return (long)c;
 }
 
 #endif

@@ -35,26 +35,6 @@ static void touch(const char *path)
     OC_CHECK_OK(oc_write_file_atomic(path, "x", 1, &err), &err);
 }
 
-/* Sets path's access and modification times to `age_s` seconds ago. */
-static void age(const char *path, long age_s)
-{
-    struct timespec t[2];
-    clock_gettime(CLOCK_REALTIME, &t[0]);
-    t[0].tv_sec -= age_s;
-    t[1] = t[0];
-    OC_CHECK(utimensat(AT_FDCWD, path, t, AT_SYMLINK_NOFOLLOW) == 0);
-}
-
-/* A pid that no process has any more (a reaped child's). */
-static long dead_pid(void)
-{
-    pid_t c = fork();
-    if (c == 0)
-        _exit(0);
-    waitpid(c, NULL, 0);
-    return (long)c;
-}
-
 static int exists_in(const char *dir, const char *name)
 {
     char p[4096];

@@ -8,7 +8,8 @@
  * weights `memory` trains on the original, under a budget that forces disk
  * reads; damaged or inconsistent layouts are refused naming the file; a
  * store budget smaller than the map is refused saying so; the CLI refuses
- * bad arguments.
+ * bad arguments; `generate --layout` and `import --layout` write what
+ * generate or import then `layout` write, and leave no temporary behind.
  *
  * Place in the data flow: tests of plan/order.c, dataset/relayout.c, the
  * manifest's version 2 and the store's row map (store/registry.c).
@@ -21,6 +22,7 @@
 #include "ds_util.h"
 #include "gen_util.h"
 #include "harness.h"
+#include "import_fixture.h"
 #include "offcore/generate.h"
 #include "offcore/plan.h"
 #include "offcore/store.h"
@@ -389,6 +391,101 @@ OC_TEST(cli_layout_refuses_bad_arguments)
     const char *info[] = {"info", out, NULL};
     proc_run_cli(info, 60, &r);
     OC_CHECK(r.code == 0 && r.out && strstr(r.out, "layout 'bfs'"));
+    proc_run_free(&r);
+}
+
+/* Whether the files name of directories a and b hold the same bytes. */
+static int same_file(const char *a, const char *b, const char *name)
+{
+    char pa[1000], pb[1000];
+    snprintf(pa, sizeof(pa), "%s/%s", a, name);
+    snprintf(pb, sizeof(pb), "%s/%s", b, name);
+    FILE *fa = fopen(pa, "rb"), *fb = fopen(pb, "rb");
+    int same = fa && fb;
+    while (same) {
+        int ca = fgetc(fa), cb = fgetc(fb);
+        same = ca == cb;
+        if (ca == EOF)
+            break;
+    }
+    if (fa)
+        fclose(fa);
+    if (fb)
+        fclose(fb);
+    return same;
+}
+
+/* Entries of dir whose name starts with prefix ".tmp" after base (leftover temporaries). */
+static int temporaries_of(const char *dir, const char *base)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof(cmd), "ls -a '%s' | grep -c '^%s\\.tmp' >/dev/null", dir, base);
+    return system(cmd) == 0;
+}
+
+/* OUT written by `cmd --layout degree` equals `cmd` then `layout --order degree`. */
+static void check_laid_out_on_the_way(const char *dir, const char *const *with,
+                                      const char *const *without, const char *base)
+{
+    char a[900], b[900], c[900];
+    snprintf(a, sizeof(a), "%s/%s-a", dir, base);
+    snprintf(b, sizeof(b), "%s/%s-b", dir, base);
+    snprintf(c, sizeof(c), "%s/%s-c", dir, base);
+    struct proc_run r;
+    proc_run_cli(with, 120, &r);
+    OC_CHECK(r.code == 0 && r.out && strstr(r.out, "laid out in order degree"));
+    proc_run_free(&r);
+    proc_run_cli(without, 120, &r);
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+    const char *lay[] = {"layout", b, c, "--order", "degree", "--quiet", NULL};
+    proc_run_cli(lay, 120, &r);
+    if (r.code != 0)
+        fprintf(stderr, "  layout: %s\n", r.err ? r.err : "(no stderr)");
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
+    OC_CHECK(same_file(a, c, "features.npy"));
+    OC_CHECK(same_file(a, c, "feature_rows.npy"));
+    OC_CHECK(!same_file(a, b, "features.npy"));
+    char a_base[64];
+    snprintf(a_base, sizeof(a_base), "%s-a", base);
+    OC_CHECK(!temporaries_of(dir, a_base));
+    proc_run_cli(with, 60, &r); /* OUT exists: refused before anything is written */
+    OC_CHECK(r.code == 1 && r.err && strstr(r.err, "already exists"));
+    OC_CHECK(!temporaries_of(dir, a_base));
+    proc_run_free(&r);
+}
+
+OC_TEST(generate_and_import_lay_out_on_the_way)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    const char *dir = oc_test_tmpdir();
+    char a[900], b[900], src[900];
+    snprintf(a, sizeof(a), "%s/gl-a", dir);
+    snprintf(b, sizeof(b), "%s/gl-b", dir);
+    const char *gen_with[] = {"generate", "--nodes",  "3000",   "--feat-dim", "8", "--seed",
+                              "3",        "--layout", "degree", "--quiet",    a,   NULL};
+    const char *gen_without[] = {"generate", "--nodes", "3000", "--feat-dim", "8", "--seed",
+                                 "3",        "--quiet", b,      NULL};
+    check_laid_out_on_the_way(dir, gen_with, gen_without, "gl");
+    snprintf(src, sizeof(src), "%s/il-src", dir);
+    fx_write(src, "meta.txt", "num_nodes 6\nnum_features 2\nnum_classes 2\n");
+    fx_write(src, "edges.txt", "0 5\n1 5\n2 5\n3 5\n4 1\n");
+    fx_write(src, "features.txt", "0 0 1\n1 1 0.5\n5 0 2\n");
+    fx_write(src, "labels.txt", "0\n1\n0\n1\n0\n1\n");
+    fx_write(src, "train_idx.txt", "0\n1\n");
+    snprintf(a, sizeof(a), "%s/il-a", dir);
+    snprintf(b, sizeof(b), "%s/il-b", dir);
+    const char *imp_with[] = {"import", "text", src, a, "--layout", "degree", "--quiet", NULL};
+    const char *imp_without[] = {"import", "text", src, b, "--quiet", NULL};
+    check_laid_out_on_the_way(dir, imp_with, imp_without, "il");
+    struct proc_run r; /* --part-nodes alone would be ignored: refused */
+    snprintf(a, sizeof(a), "%s/gl-pn", dir);
+    const char *pn[] = {"generate", "--nodes", "100", "--part-nodes", "10", a, NULL};
+    proc_run_cli(pn, 60, &r);
+    OC_CHECK(r.code == 2 && r.err && strstr(r.err, "--part-nodes needs --layout"));
+    OC_CHECK(access(a, F_OK) != 0);
     proc_run_free(&r);
 }
 

@@ -82,6 +82,30 @@ int cmd_kg_import(int argc, char **argv);
 int cmd_generate_kg(int argc, char **argv);
 int cmd_kg_train(int argc, char **argv);
 
+/* ---- feature layouts (laid_out.c) ---- */
+
+#define CLI_LAYOUT_PART_NODES 1000u      /* --part-nodes default: METIS parts' size */
+#define CLI_PART_NODES_UNSET  UINT64_MAX /* --part-nodes not given */
+struct oc_plan_order_opts;
+/*
+ * --layout ORDER (NULL: not given) and --part-nodes N (CLI_PART_NODES_UNSET:
+ * not given) into o; -1 with a message naming cmd for a bad order, a
+ * --part-nodes of 0, or --part-nodes without --layout.
+ */
+int cli_layout_opts(const char *cmd, const char *order, uint64_t part_nodes,
+                    struct oc_plan_order_opts *o);
+/* Lays the dataset in dir out into the new directory out (plan_dir NULL: dir/plan). */
+int cli_layout_run(const char *dir, const char *out, const struct oc_plan_order_opts *o,
+                   const char *plan_dir, int quiet, struct oc_err *err);
+/* Writes a dataset into dir (a new directory), as import or generate do. */
+typedef int (*cli_write_fn)(void *ctx, const char *dir, struct oc_err *err);
+/*
+ * write() into a temporary sibling of out, then lays it out into out (order o)
+ * and removes the temporary; out existing is refused before anything is written.
+ */
+int cli_write_laid_out(const char *out, const struct oc_plan_order_opts *o, int quiet,
+                       cli_write_fn write, void *ctx, struct oc_err *err);
+
 /* The epoch line of `train`; ctx is a struct cli_epoch_line. */
 struct oc_train_epoch_stats;
 struct cli_epoch_line {

@@ -13,16 +13,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "offcore/dataset.h"
 #include "offcore/plan.h"
 #include "offcore/progress.h"
-
-#define LAYOUT_PART_NODES 1000u /* --part-nodes default: METIS parts' size */
 
 int cmd_layout(int argc, char **argv)
 {
     const char *order = "bfs", *plan_dir = NULL;
-    uint64_t budget = 0, part_nodes = LAYOUT_PART_NODES;
+    uint64_t budget = 0, part_nodes = CLI_PART_NODES_UNSET;
     int quiet = 0, verbose = 0;
     const struct cli_opt opts[] = {
         {"order", CLI_CHOICE, &order, "ORDER",
@@ -63,33 +60,16 @@ int cmd_layout(int argc, char **argv)
     cli_log_init(verbose);
     struct oc_err err;
     oc_err_clear(&err);
-    struct oc_plan_order_opts o = {0};
-    if (oc_plan_order_from_name(order, &o.order) != OC_OK || part_nodes == 0) {
-        fprintf(stderr, "offcore layout: %s\n",
-                part_nodes ? "bad --order" : "--part-nodes must be at least 1");
+    struct oc_plan_order_opts o;
+    if (cli_layout_opts("layout", order, part_nodes, &o))
         return 2;
-    }
-    o.part_nodes = part_nodes;
     oc_mem_set_budget(budget);
-    struct oc_dataset *ds = NULL;
-    struct oc_progress *bar = NULL;
-    char dflt_plan[4200];
     double t0 = oc_now_s();
-    if ((rc = oc_dataset_open(pos[0], OC_DS_OPEN_DEFAULT, &ds, &err)))
-        goto out;
-    snprintf(dflt_plan, sizeof(dflt_plan), "%s/plan", pos[0]);
-    o.plan_dir = plan_dir ? plan_dir : dflt_plan;
-    if ((rc = oc_progress_new(quiet ? NULL : stderr, "layout", oc_dataset_manifest(ds)->n_nodes,
-                              &bar, &err)))
-        goto out;
-    rc = oc_plan_layout_dataset(ds, &o, pos[1], OC_PLAN_LAYOUT_BAND_LEFT, bar, &err);
-out:
-    oc_progress_free(bar);
+    rc = cli_layout_run(pos[0], pos[1], &o, plan_dir, quiet, &err);
     if (rc == OC_OK) {
         char peak[32];
         printf("laid out %s as %s (order %s) in %.1f s (peak memory held %s)\n", pos[0], pos[1],
                order, oc_now_s() - t0, oc_format_size(oc_mem_peak(), peak, sizeof(peak)));
     }
-    oc_dataset_free(ds);
     return rc == OC_OK ? 0 : cli_fail(&err);
 }

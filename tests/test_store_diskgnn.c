@@ -167,8 +167,7 @@ OC_TEST(smallest_budget_trains_every_epoch)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
-        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
-           this small a budget would fit the disk budget below without segments) */
+        /* fresh samples: windows of a whole epoch; reuse: windows sized from the budget */
         if (!reuse)
             OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
@@ -264,6 +263,48 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     fixture_free(&fx);
 }
 
+/*
+ * Reuse in windows shorter than an epoch (--window 3 of 8 batches): every
+ * window of epoch 0 is packed at open and kept (three files through the
+ * run, nothing packed after epoch 0), each epoch reads epoch 0's batches in
+ * its own order across them, and training equals `memory` with
+ * --reuse-samples; the plan directory is empty afterwards.
+ */
+OC_TEST(reuse_in_windows_replays_every_window)
+{
+    const char *dir = train_graph(256, OC_DTYPE_F32);
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    struct oc_train_result ref, res;
+    struct oc_err err;
+    struct epoch_log log;
+    train_opts(&o);
+    o.reuse_samples = 1;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    o.strategy = "diskgnn";
+    OC_CHECK_OK(oc_train_opts_set(&o, "window", 3, &err), &err);
+    memset(&log, 0, sizeof(log));
+    OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(log.n == 3);
+    for (uint32_t e = 0; e < log.n; e++) {
+        if (getenv("OC_TEST_VERBOSE"))
+            fprintf(stderr, "  epoch %u: %d plan files, %" PRIu64 " plan bytes read\n", e,
+                    log.dir_files[e], log.st[e].plan_read_bytes);
+        OC_CHECK(log.dir_files[e] == 3);
+        OC_CHECK(log.st[e].tier_rows[OC_STORE_TIER_DISK] == 0);
+        OC_CHECK(e == 0 || log.st[e].plan_read_bytes == 0); /* packed once, at open */
+    }
+    OC_CHECK(plan_files(log.plan, NULL) == 0);
+    /* the same run with whole-epoch windows trains the same weights */
+    OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
+    memset(&log, 0, sizeof(log));
+    OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(log.n == 3 && log.dir_files[0] == 1);
+}
+
 /* Trains (37 x dtype rows) with a small cache, then with a disk budget forcing segments. */
 static void odd_rows(enum oc_dtype dtype, int fresh_too)
 {
@@ -280,10 +321,9 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
-        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
-           this small a budget would fit the disk budget below without segments) */
-        if (!reuse)
-            OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
+        /* windows of a whole epoch (a window sized from this small a budget would fit the
+           disk budget below without segments) */
+        OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)
@@ -397,10 +437,9 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
         train_opts(&o);
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
-        /* fresh samples: windows of a whole epoch, as the reused one (a window sized from
-           this small a budget would fit the disk budget below without segments) */
-        if (!reuse)
-            OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
+        /* windows of a whole epoch (a window sized from this small a budget would fit the
+           disk budget below without segments) */
+        OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)

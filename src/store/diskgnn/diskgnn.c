@@ -10,12 +10,14 @@
  * Unlike DiskGNN, every epoch gets fresh samples (the batches train would
  * sample itself, so training is bit-for-bit `memory`'s); window e+1 is
  * sampled and packed in the background while epoch e trains. With
- * cfg->reuse_samples every epoch replays epoch 0's window, as DiskGNN does.
+ * cfg->reuse_samples every epoch replays epoch 0's batches, as DiskGNN does:
+ * its windows (as many as the budget's plan share needs) are all packed at
+ * open and kept for the run.
  *
  * Budget (cfg->mem_bytes): the fixed part — DG_N_SLOTS chunk buffers of a
  * batch's metadata and blocks (one when two, with the rest of the buffers,
  * would take over half the budget; sized from the first window's largest
- * batch, plus a quarter with fresh samples; rows are read and assembled
+ * batch, plus a quarter unless that window is the whole pool of batches; rows are read and assembled
  * straight into the batch pipeline's row buffer, which train reserves, so
  * neither a chunk of rows nor an assembled batch of its own), the
  * assembler's reader (dg_row_reader) and the evaluation
@@ -100,12 +102,13 @@ static void window_sizes(const struct dg_builder *b, struct dg_sizes *z)
 
 /*
  * Rows per batch to size buffers for: the first window's largest batch, plus
- * a quarter with fresh samples (later windows' batches differ; a larger one
- * grows the buffers), exact when every epoch replays that window.
+ * a quarter while later windows' batches may differ (a larger one grows the
+ * buffers), exact when that window is every batch there is (reuse, one
+ * window per epoch: `exact`).
  */
-static uint64_t size_rows(uint64_t n, int reuse)
+static uint64_t size_rows(uint64_t n, int exact)
 {
-    return reuse ? n : n + n / 4;
+    return exact ? n : n + n / 4;
 }
 
 /*
@@ -123,9 +126,9 @@ static uint64_t reader_rows(const struct oc_store *s, const struct oc_store_conf
 }
 
 /* A chunk buffer: the largest batch's header, record and address table, page-aligned. */
-static uint64_t slot_bytes(const struct dg_sizes *z, int reuse)
+static uint64_t slot_bytes(const struct dg_sizes *z, int exact)
 {
-    return oc_io_align_up(size_rows(z->max_meta, reuse)) + 2 * OC_IO_ALIGN;
+    return oc_io_align_up(size_rows(z->max_meta, exact)) + 2 * OC_IO_ALIGN;
 }
 
 /*
@@ -147,39 +150,40 @@ static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_con
 
 static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
                             uint32_t n_slots, const struct dg_builder *b, const struct dg_sizes *z,
-                            int reuse)
+                            int exact)
 {
-    uint64_t in = size_rows(z->max_input, reuse);
-    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(z, reuse));
+    uint64_t in = size_rows(z->max_input, exact);
+    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(z, exact));
     /* the builder: held now, laying out and packing this window beside the cache it fills,
        and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
        and the batch: ~96 bytes per input row, as ginex's inspector) */
-    f += dg_builder_need_bytes(b, reuse ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
+    f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
     return f;
 }
 
 /* ---- open --------------------------------------------------------------------- */
 
 /*
- * Batches per window. Replaying one window every epoch (reuse) or without a
- * budget: the whole epoch; cfg->window_batches when given (at most the
- * epoch). Else, with fresh samples under a budget: as many as let the
+ * Batches per window. Without a budget: the whole epoch; cfg->window_batches
+ * when given (at most the epoch). Else as many as let the
  * planner's share of the next window (dg_builder_access_bytes per access of R
  * rows per batch, R = train's measured rows, which carry a quarter more than
  * the largest batch measured, else the bound; the check after sampling adds
  * a quarter to the window's accesses) stay within half of the budget and
  * within what the buffers leave of it (a tight budget shortens the window
  * rather than refusing to open), at least one batch: the window, not the
- * epoch, is what the budget must hold, so an epoch of any length fits.
+ * epoch, is what the budget must hold, so an epoch of any length fits (with
+ * reuse every window of epoch 0 is packed at open, one after the other, and
+ * kept: their plans are never held together).
  * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
  * buffers, staging) take at most half of the budget,
  * else one.
  */
 static uint64_t window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
-                               const struct dg_builder *b, int reuse, uint32_t *n_slots)
+                               const struct dg_builder *b, uint32_t *n_slots)
 {
     uint64_t nb = b->nb_epoch;
-    uint64_t rows = store_budget_rows(s, cfg), in = size_rows(rows, reuse);
+    uint64_t rows = store_budget_rows(s, cfg), in = size_rows(rows, 0);
     uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (8 + 64)) +
                      2 * OC_IO_ALIGN; /* slot_bytes, with a block record's bytes per row */
     /* a second chunk buffer (loading overlaps assembling) while the buffers take at most half
@@ -188,7 +192,7 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
     if (cfg->mem_bytes && buffer_bytes(s, cfg, DG_N_SLOTS, in, chunk) > cfg->mem_bytes / 2)
         *n_slots = 1;
     uint64_t buffers = buffer_bytes(s, cfg, *n_slots, in, chunk) + in * 96; /* + its sampler */
-    if (reuse || nb == 0)
+    if (nb == 0)
         return nb;
     if (cfg->window_batches)
         return cfg->window_batches < nb ? cfg->window_batches : nb;
@@ -209,17 +213,39 @@ static int has_plan(const struct oc_store_config *cfg)
            cfg->n_epochs > cfg->first_epoch;
 }
 
+/*
+ * With reuse, windows 1 .. n - 1 of epoch 0 (window 0 is packed), sampled and
+ * packed one after the other into ws[1 .. n); the sampling and packing times
+ * add to the store's.
+ */
+static int pack_replayed(struct diskgnn_store *d, struct dg_window *ws, uint64_t n,
+                         struct oc_err *err)
+{
+    struct dg_builder *b = &d->builder;
+    int rc = OC_OK;
+    for (uint64_t k = 1; k < n && rc == OC_OK; k++) {
+        uint64_t first = k * d->win_batches, nb = b->nb_epoch;
+        uint64_t count = nb - first < d->win_batches ? nb - first : d->win_batches;
+        if ((rc = dg_window_sample(b, 0, first, count, err)) ||
+            (rc = dg_window_pack(b, &d->cache, 0, &ws[k], err)))
+            break;
+        d->sample_us += b->sample_us;
+        d->pack_us += b->pack_us;
+    }
+    return rc;
+}
+
 /* Samples window 0, sizes and fills the cache, packs it, starts the pipe. */
 static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct oc_store_config *cfg,
                      struct oc_err *err)
 {
     struct dg_builder *b = &d->builder;
     uint32_t *counts = NULL;
-    struct dg_window w0;
+    struct dg_window *ws = NULL; /* window 0; with reuse every window of epoch 0 */
+    uint64_t n_ws = 0;
     char need_s[32], have_s[32];
     int rc;
 
-    memset(&w0, 0, sizeof(w0));
     if (!cfg->plan_dir)
         return OC_ERR(err, OC_ERR_ARG, "store diskgnn: needs a plan directory (DIR/plan)");
     if (!(cfg->disk_budget >= 0.0))
@@ -228,35 +254,44 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
     d->n_batches = b->nb_epoch;
-    if (cfg->disk_budget > 0) {
+    d->win_batches = window_batches(s, cfg, b, &d->n_slots);
+    uint64_t wpe = d->win_batches ? (b->nb_epoch + d->win_batches - 1) / d->win_batches : 1;
+    int exact = d->reuse && wpe == 1; /* window 0 is every batch there is */
+    if (cfg->disk_budget > 0) {       /* per window: the windows that exist at once share it */
         double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
-        b->disk_budget_bytes = d->reuse ? total : total / 2;
+        b->disk_budget_bytes = d->reuse ? total / (double)wpe : total / 2;
     }
-    d->win_batches = window_batches(s, cfg, b, d->reuse, &d->n_slots);
     d->seed = cfg->sample_opts->seed;
     d->order_epoch = UINT64_MAX;
-    if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
-                                          "store diskgnn: batch order", err)))
+    n_ws = d->reuse ? wpe : 1;
+    if (!(ws = oc_calloc(n_ws ? n_ws : 1, sizeof(*ws), "store diskgnn: windows", err)))
         return err->status;
+    if (d->reuse && !(d->order = oc_alloc((d->n_batches ? d->n_batches : 1) * sizeof(uint64_t),
+                                          "store diskgnn: batch order", err))) {
+        rc = err->status;
+        goto out;
+    }
     if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, 0, d->win_batches, err)))
-        return rc;
+        goto out;
     struct dg_sizes z;
     window_sizes(b, &z);
-    uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, d->reuse);
-    if (cfg->mem_bytes && cfg->mem_bytes < fixed)
-        return OC_ERR(err, OC_ERR_BUDGET,
-                      "store diskgnn: needs at least %s (%u chunk buffer(s) "
-                      "for up to %" PRIu64 " rows, staging, and the plan of a window of %" PRIu64
-                      " batches and %" PRIu64 " accesses%s) before caching any row; the store's "
-                      "budget is %s",
-                      oc_format_size(fixed, need_s, sizeof(need_s)), d->n_slots, z.max_input,
-                      b->n_batches, z.accesses,
-                      d->reuse ? ": --reuse-samples packs a whole epoch at once"
-                               : ", and room for the next one",
-                      oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+    uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, exact);
+    if (cfg->mem_bytes && cfg->mem_bytes < fixed) {
+        rc = OC_ERR(err, OC_ERR_BUDGET,
+                    "store diskgnn: needs at least %s (%u chunk buffer(s) "
+                    "for up to %" PRIu64 " rows, staging, and the plan of a window of %" PRIu64
+                    " batches and %" PRIu64 " accesses%s) before caching any row; the store's "
+                    "budget is %s",
+                    oc_format_size(fixed, need_s, sizeof(need_s)), d->n_slots, z.max_input,
+                    b->n_batches, z.accesses, d->reuse ? "" : ", and room for the next one",
+                    oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+        goto out;
+    }
     counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
-    if (!counts)
-        return err->status;
+    if (!counts) {
+        rc = err->status;
+        goto out;
+    }
     struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
     uint64_t want = STORE_NO_SLOT - 1; /* slots are u32 (store/cache.c) */
     if (cfg->mem_bytes && (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t)) < want)
@@ -267,26 +302,29 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     oc_free(counts);
     counts = NULL;
-    if ((rc = store_yield_map(&d->yield, err)) || (rc = dg_window_pack(b, &d->cache, 1, &w0, err)))
+    if ((rc = store_yield_map(&d->yield, err)) ||
+        (rc = dg_window_pack(b, &d->cache, 1, &ws[0], err)))
         goto out;
     /* the reader's scratch (budgeted in the fixed part) for a planned batch, held from now:
        rows the cache gives back are read through it without asking for more memory */
     if (cfg->mem_bytes &&
-        ((rc = store_disk_reserve(&d->disk, size_rows(z.max_input, d->reuse), err)) ||
+        ((rc = store_disk_reserve(&d->disk, size_rows(z.max_input, exact), err)) ||
          (rc = store_yield_register(&d->yield, err))))
         goto out;
     d->sample_us = b->sample_us;
     d->pack_us = b->pack_us;
+    if ((rc = pack_replayed(d, ws, n_ws, err)))
+        goto out;
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
-    uint64_t wpe = (b->nb_epoch + d->win_batches - 1) / d->win_batches;
     int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
     if (planner && (rc = dg_builder_detach_pool(b, err)))
         goto out;
     if (d->win_batches < b->nb_epoch)
         oc_log(OC_LOG_INFO,
                "store diskgnn: windows of %" PRIu64 " batches (%" PRIu64 " per epoch of %" PRIu64
-               "), sized from the budget",
-               d->win_batches, wpe, b->nb_epoch);
+               "), sized from the budget%s",
+               d->win_batches, wpe, b->nb_epoch,
+               d->reuse ? "; all of epoch 0's packed now and replayed" : "");
     struct oc_pipeline *stages;
     if ((rc = store_stages(s, &stages, err)))
         goto out;
@@ -297,21 +335,24 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .yield = &d->yield,
                                 .disk = &d->disk,
                                 .disk_mu = &d->disk_mu,
-                                .w0 = &w0,
+                                .ws = ws,
+                                .n_ws = n_ws,
                                 .first_epoch = cfg->first_epoch,
                                 .n_epochs = cfg->n_epochs,
                                 .win_batches = d->win_batches,
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
                                 .n_slots = d->n_slots,
-                                .slot_bytes = slot_bytes(&z, d->reuse)};
+                                .slot_bytes = slot_bytes(&z, exact)};
     uint64_t reader_bytes;
-    dg_row_reader(size_rows(z.max_input, d->reuse), s->row_bytes, &pc.row_run, &pc.row_bounce,
+    dg_row_reader(size_rows(z.max_input, exact), s->row_bytes, &pc.row_run, &pc.row_bounce,
                   &reader_bytes);
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
 out:
-    dg_window_drop(&w0);
+    for (uint64_t k = 0; ws && k < n_ws; k++)
+        dg_window_drop(&ws[k]); /* those the pipe took are zeroed */
+    oc_free(ws);
     oc_free(counts);
     return rc;
 }

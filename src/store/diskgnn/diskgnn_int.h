@@ -170,10 +170,13 @@ struct dg_pipe_config {
     struct store_yield *yield; /* the cache's rows: read under it; given-back rows... */
     struct store_disk *disk;   /* ...read through this reader of features.npy, */
     pthread_mutex_t *disk_mu;  /* held around the reader, and taken before yield's lock */
-    struct dg_window *w0;      /* the first window, already packed; the pipe takes it */
+    /* the windows packed at open, which the pipe takes (zeroing them): window 0; with reuse
+       every window of epoch 0 */
+    struct dg_window *ws;
+    uint64_t n_ws;
     uint64_t first_epoch, n_epochs;
     uint64_t win_batches; /* batches per window (the last one of an epoch may have fewer) */
-    int reuse;            /* every run epoch replays w0 (a whole epoch), its chunks in the
+    int reuse;            /* every run epoch replays ws (epoch 0's batches), its chunks in the
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;
     uint32_t n_slots;             /* chunk buffers, 1 .. DG_N_SLOTS */

@@ -28,8 +28,11 @@
  * queue depths.
  * Windows: a window is a run of win_batches consecutive batches of one epoch
  * (the whole epoch when the budget holds its plan; the store sizes it), so
- * window k + 1 may belong to the same epoch as window k. At most two exist
- * at once: the one being read and the one being packed or waiting. A window
+ * window k + 1 may belong to the same epoch as window k. With fresh samples
+ * at most two exist at once: the one being read and the one being packed or
+ * waiting. With reuse every window of epoch 0 was packed at open and stays:
+ * each run epoch reads epoch 0's batches in its own order, from whichever
+ * window holds each. A fresh window
  * (and its file) is dropped once the loader has read its last chunk and
  * every slot loaded from it is released (its refs), by whichever lets go
  * last, and its struct goes back to the planner (win_free) while a later
@@ -65,7 +68,8 @@ struct dg_pipe {
     const struct oc_store *s;
     struct oc_pipeline *p; /* where the stages run: the store's (store_stages) */
     struct dg_slot slots[DG_N_SLOTS];
-    struct dg_window win[2];
+    struct dg_window *win; /* fresh samples: 2 (read, packed); reuse: epoch 0's windows */
+    uint64_t n_structs;
     struct oc_queue *free_q, *loaded_q, *ready_q, *win_q, *win_free;
     struct oc_stage *stages[DG_STAGE_COUNT];
     struct oc_io_batch *io; /* the feature assembler's (the fetch stage's) */
@@ -74,7 +78,7 @@ struct dg_pipe {
     /* the loader's position: the window it reads, its turn in the plan, the next chunk */
     struct dg_window *load_w;
     uint64_t load_k, load_i;
-    uint64_t *load_order; /* reuse: the training epoch's order of w0's chunks */
+    uint64_t *load_order; /* reuse: the training epoch's order of epoch 0's batches */
     uint64_t plan_k;      /* the planner's next window */
     uint64_t n_win, wpe;  /* windows in the plan; per epoch */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
@@ -275,6 +279,29 @@ static void window_put(struct dg_pipe *p, struct dg_window *w)
 }
 
 /*
+ * Reuse: loads batch order[load_i] of epoch 0 (DiskGNN shuffles its pool of
+ * batches every epoch) from the window that holds it; load_k counts run
+ * epochs. Windows stay for the run (no holds are counted).
+ */
+static int load_replayed(struct dg_pipe *p, struct oc_stage *st, struct dg_slot *sl,
+                         struct oc_err *err)
+{
+    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches;
+    if (p->load_i == 0)
+        oc_sample_batch_order(p->c.seed, p->c.first_epoch + p->load_k, p->load_order, nb);
+    uint64_t i = p->load_order[p->load_i];
+    assert(i / W < p->n_structs && i % W < p->win[i / W].n_batches);
+    int rc = load_chunk(p, &p->win[i / W], i % W, sl, err);
+    if (rc == OC_OK)
+        rc = oc_stage_push(st, p->loaded_q, sl);
+    if (rc == OC_OK && ++p->load_i == nb) {
+        p->load_i = 0;
+        p->load_k++;
+    }
+    return rc;
+}
+
+/*
  * Loads the plan's next chunk into the free slot item and hands it on; past
  * the plan the slot rests here. After a window's last chunk the window is
  * dropped and its struct goes back to the planner if a window is left.
@@ -286,6 +313,8 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
     int rc;
     if (p->load_k >= p->n_win)
         return OC_OK;
+    if (p->c.reuse)
+        return load_replayed(p, st, sl, err);
     if (!p->load_w) { /* the next window, from the planner */
         void *got;
         if ((rc = oc_stage_pop(st, p->win_q, &got)))
@@ -295,25 +324,15 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
         p->load_w->give_back = 0;
     }
     struct dg_window *w = p->load_w;
-    uint64_t chunk = p->load_i;
-    if (p->c.reuse) { /* DiskGNN shuffles its pool of batches every epoch */
-        if (p->load_i == 0)
-            oc_sample_batch_order(p->c.seed, p->c.first_epoch + p->load_k, p->load_order,
-                                  w->n_batches);
-        chunk = p->load_order[p->load_i];
-    }
-    if ((rc = load_chunk(p, w, chunk, sl, err)))
+    if ((rc = load_chunk(p, w, p->load_i, sl, err)))
         return rc;
-    if (!p->c.reuse)
-        atomic_fetch_add(&w->refs, 1); /* the slot's, until released */
+    atomic_fetch_add(&w->refs, 1); /* the slot's, until released */
     if ((rc = oc_stage_push(st, p->loaded_q, sl)))
         return rc;
     if (++p->load_i < w->n_batches)
         return OC_OK;
     p->load_i = 0;
     p->load_k++;
-    if (p->c.reuse) /* every epoch reads the first window (a whole epoch) again */
-        return OC_OK;
     p->load_w = NULL; /* its last chunk is read: the file goes once its slots are released */
     w->give_back = p->load_k + 1 < p->n_win;
     window_put(p, w);
@@ -573,8 +592,8 @@ void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
         out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
     out->busy_s[DG_STAGE_ASSEMBLE] = (double)atomic_load(&p->assemble_us) / 1e6;
     /* the assembler's batch reader holds its bounce buffer and request arrays */
-    out->held_bytes = sizeof(*p) + atomic_load(&p->held) + p->c.row_bounce +
-                      p->c.row_run * (uint64_t)oc_io_batch_request_bytes();
+    out->held_bytes = sizeof(*p) + p->n_structs * sizeof(*p->win) + atomic_load(&p->held) +
+                      p->c.row_bounce + p->c.row_run * (uint64_t)oc_io_batch_request_bytes();
 }
 
 /* ---- start / stop ------------------------------------------------------------- */
@@ -615,19 +634,28 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     if (p->c.n_slots < 1 || p->c.n_slots > DG_N_SLOTS)
         p->c.n_slots = DG_N_SLOTS;
     p->s = c->s;
-    p->win[0] = *c->w0;
-    memset(c->w0, 0, sizeof(*c->w0));
+    p->n_structs = c->reuse ? c->n_ws : 2;
+    if (!(p->win = oc_calloc(p->n_structs, sizeof(*p->win), "store diskgnn: windows", err)))
+        return err->status;
+    uint64_t file_bytes = 0;
+    for (uint64_t k = 0; k < c->n_ws && k < p->n_structs; k++) {
+        p->win[k] = c->ws[k];
+        memset(&c->ws[k], 0, sizeof(c->ws[k]));
+        file_bytes += p->win[k].file_bytes;
+    }
     p->load_w = &p->win[0];
     atomic_init(&p->win[0].refs, 1); /* the loader's (load_next takes later windows so) */
     p->win[0].give_back = 0;
-    uint64_t nb = c->builder->nb_epoch, W = c->reuse || !c->win_batches ? nb : c->win_batches;
+    uint64_t nb = c->builder->nb_epoch, W = !c->win_batches ? nb : c->win_batches;
     p->c.win_batches = W;
     p->wpe = (nb + W - 1) / W;
-    p->n_win = (c->n_epochs - c->first_epoch) * p->wpe;
+    /* reuse: run epochs, each through every window; fresh samples: windows */
+    p->n_win = (c->n_epochs - c->first_epoch) * (c->reuse ? 1 : p->wpe);
+    assert(!c->reuse || c->n_ws == p->wpe);
     p->load_k = 0;
     p->plan_k = 1;
-    atomic_init(&p->file_bytes, p->win[0].file_bytes);
-    atomic_init(&p->file_peak_bytes, p->win[0].file_bytes);
+    atomic_init(&p->file_bytes, file_bytes);
+    atomic_init(&p->file_peak_bytes, file_bytes);
     atomic_init(&p->sample_us, 0);
     atomic_init(&p->pack_us, 0);
     atomic_init(&p->pack_read_bytes, 0);
@@ -664,9 +692,10 @@ void dg_pipe_stop(struct dg_pipe *p)
 {
     if (!p)
         return;
-    /* windows: win[0..1] (one the planner packed may still be on win_q) */
-    for (int i = 0; i < 2; i++)
+    /* fresh samples: win[0..1] (one the planner packed may still be on win_q); reuse: all */
+    for (uint64_t i = 0; p->win && i < p->n_structs; i++)
         dg_window_drop(&p->win[i]);
+    oc_free(p->win);
     oc_io_batch_free(p->io);
     for (unsigned i = 0; i < p->c.n_slots; i++) {
         oc_free(p->slots[i].buf);

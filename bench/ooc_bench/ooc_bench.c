@@ -109,7 +109,11 @@
 
 /* Strategies that read --hotness: one run per hotness. */
 static const char *const hotness_users[] = {"static"};
-/* Strategies that also run with --reuse-samples (a second row; its weights differ by design). */
+/*
+ * Strategies that also run with --reuse-samples (a second row, measured
+ * against `memory --reuse-samples`, which the bench then runs too: the same
+ * batches, so the same weights).
+ */
 static const char *const reuse_users[] = {"diskgnn"};
 
 struct args {
@@ -1033,12 +1037,34 @@ static double own_disk_s(const struct oc_store_stats *st, double seq_bps, double
     return (by_bytes > by_reads ? by_bytes : by_reads) + plan;
 }
 
+/*
+ * The `memory` run r is measured against: with --reuse-samples `memory
+ * --reuse-samples` (runs[1] then), which trains the same batches, so the
+ * same weights; else runs[0].
+ */
+static const struct run *ref_of(const struct run *runs, uint32_t n_runs, const struct run *r)
+{
+    if (r->reuse && n_runs > 1 && runs[1].reuse && strcmp(runs[1].strategy, "memory") == 0)
+        return &runs[1];
+    return &runs[0];
+}
+
+static int ref_ok(const struct run *m)
+{
+    return !m->failed && m->n_epochs > 0;
+}
+
+/* 1 when r ran and its weights differ from its reference's (the bit-for-bit rule broken). */
+static int differs(const struct run *runs, uint32_t n_runs, const struct run *r)
+{
+    const struct run *m = ref_of(runs, n_runs, r);
+    return r != m && !r->failed && r->got_done && ref_ok(m) &&
+           strcmp(r->done.res.weights_sha256, m->done.res.weights_sha256) != 0;
+}
+
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
                         double iops4, double iops8)
 {
-    const struct run *mem = &runs[0];
-    int mem_ok = !mem->failed && mem->n_epochs > 0;
-    double mem_s = mem_ok ? train_s(&mem->ep[mem->n_epochs - 1]) : 0;
     printf("\n%-18s %8s %8s %7s %7s %7s %7s %8s %10s %10s %10s %7s %7s %8s %10s  %s\n", "strategy",
            "epoch s", "x memory", "x bound", "own io", "x own", "wait s", "epoch0 s", "requested",
            "from disk", "read", "amplif", "cpu hit", "samples", "peak RSS", "weights");
@@ -1049,17 +1075,19 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
             continue;
         }
         const struct oc_train_epoch_stats *st = &r->ep[r->n_epochs - 1];
+        const struct run *mem = ref_of(runs, n_runs, r);
+        int mem_ok = ref_ok(mem);
+        double mem_s = mem_ok ? train_s(&mem->ep[mem->n_epochs - 1]) : 0;
         double s = train_s(st);
         char q[32], dq[32], rd[32], rss[32], xm[16];
         if (mem_ok)
             snprintf(xm, sizeof(xm), "%.2f", s / mem_s);
         else
             snprintf(xm, sizeof(xm), "-");
-        const char *w = !mem_ok ? "?"
-                        : strcmp(r->done.res.weights_sha256, mem->done.res.weights_sha256) == 0
-                            ? "= memory"
-                        : r->reuse ? "differs (reused samples)"
-                                   : "DIFFERS";
+        const char *w = !mem_ok                    ? "?"
+                        : differs(runs, n_runs, r) ? "DIFFERS"
+                        : r->reuse                 ? "= memory/reuse"
+                                                   : "= memory";
         double own = own_disk_s(&st->store, seq_bps, iops4, iops8);
         double own_bound = own > mem_s ? own : mem_s;
         printf(
@@ -1073,7 +1101,7 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
             oc_store_stats_amplification(&st->store),
             oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
             st->n_batches ? (double)st->n_sampled / (double)st->n_batches : 0.0,
-            fmt_size(r->peak_rss, rss, sizeof(rss)), i == 0 ? "reference" : w);
+            fmt_size(r->peak_rss, rss, sizeof(rss)), r == mem ? "reference" : w);
     }
     print_plan_times(runs, n_runs);
     print_cache_policies(runs, n_runs);
@@ -1081,10 +1109,8 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
     for (uint32_t i = 0; i < n_runs; i++)
         if (runs[i].got_done && runs[i].done.rc == 0)
             printf("  %-18s %s%s\n", runs[i].label, runs[i].done.res.weights_sha256,
-                   i > 0 && mem_ok && !runs[i].reuse &&
-                           strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) !=
-                               0
-                       ? "  <-- DIFFERS FROM memory (bit-for-bit rule broken)"
+                   differs(runs, n_runs, &runs[i])
+                       ? "  <-- DIFFERS FROM its memory run (bit-for-bit rule broken)"
                        : "");
 }
 
@@ -1290,6 +1316,14 @@ int main(int argc, char **argv)
     snprintf(runs[0].label, sizeof(runs[0].label), "memory");
     runs[0].strategy = "memory";
     n_runs = 1;
+    for (uint32_t k = 0; k < sizeof(reuse_users) / sizeof(reuse_users[0]); k++)
+        if (selected(a.strategies, reuse_users[k])) { /* the reference of the reuse runs */
+            snprintf(runs[1].label, sizeof(runs[1].label), "memory/reuse");
+            runs[1].strategy = "memory";
+            runs[1].reuse = 1;
+            n_runs = 2;
+            break;
+        }
     for (uint32_t i = 0; i < oc_store_n_strategies() && n_runs < MAX_RUNS; i++) {
         const char *name = oc_store_strategy_name(i);
         if (i == mem_index || !selected(a.strategies, name))
@@ -1319,6 +1353,8 @@ int main(int argc, char **argv)
                fmt_size(extra, s1, sizeof(s1)));
         for (uint32_t i = 1; i < n_runs; i++) {
             struct run *r = &runs[i];
+            if (strcmp(r->strategy, "memory") == 0)
+                continue; /* memory/reuse: no budget, as memory */
             r->min_budget = smallest_budget(&a, ds_dir, r, why, sizeof(why));
             if (!r->min_budget) {
                 printf("  %-18s no budget found: %s\n", r->label, why);
@@ -1424,9 +1460,7 @@ int main(int argc, char **argv)
                            : "nothing");
     }
     for (uint32_t i = 1; i < n_runs; i++)
-        if (!runs[i].failed && !mem->failed && !runs[i].reuse && /* reuse differs by design */
-            strcmp(runs[i].done.res.weights_sha256, mem->done.res.weights_sha256) != 0)
-            bad = 1;
+        bad |= differs(runs, n_runs, &runs[i]);
     free(runs);
     return bad ? 1 : 0;
 }

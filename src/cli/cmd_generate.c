@@ -46,7 +46,8 @@ int cmd_generate(int argc, char **argv)
         {"max-size", CLI_SIZE, &o.max_bytes, NULL,
          "refuse a dataset larger than this (default 64G); it must also fit the free disk space",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -78,7 +79,7 @@ int cmd_generate(int argc, char **argv)
         o.mem_bytes = sort_mem;
     oc_mem_set_budget(budget);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "generate", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     rc = oc_generate(&o, pos[0], bar, &err);

@@ -44,7 +44,8 @@ int cmd_import(int argc, char **argv)
         {"sort-mem", CLI_SIZE, &sort_mem, NULL, "RAM for the external edge sort (default 256M)",
          NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -99,7 +100,7 @@ int cmd_import(int argc, char **argv)
     struct oc_err err;
     oc_err_clear(&err);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "import", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     rc = oc_import(kind, pos[1], pos[2], &o, bar, &err);

@@ -39,7 +39,8 @@ int cmd_layout(int argc, char **argv)
          "hard limit on memory held; the rest of it after the topology and maps is the band of "
          "rows filled per scan of the features (default: no limit, 1 GiB bands)",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -79,8 +80,7 @@ int cmd_layout(int argc, char **argv)
         goto out;
     snprintf(dflt_plan, sizeof(dflt_plan), "%s/plan", pos[0]);
     o.plan_dir = plan_dir ? plan_dir : dflt_plan;
-    if ((rc = oc_progress_new(quiet ? NULL : stderr, "layout", oc_dataset_manifest(ds)->n_nodes,
-                              &bar, &err)))
+    if ((rc = oc_progress_new(quiet ? NULL : stderr, &bar, &err)))
         goto out;
     rc = oc_plan_layout_dataset(ds, &o, pos[1], OC_PLAN_LAYOUT_BAND_LEFT, bar, &err);
 out:

@@ -277,6 +277,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     d->sample_us = b->sample_us;
     d->pack_us = b->pack_us;
+    b->background = 1; /* later windows are built while epochs train */
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
     uint64_t wpe = (b->nb_epoch + d->win_batches - 1) / d->win_batches;
     int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;

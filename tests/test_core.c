@@ -2,7 +2,8 @@
  * test_core.c — unit tests of the core module: error records, the memory
  * accountant and budget, fault injection, size parsing, the Philox RNG
  * (known-answer vectors and statistics), the MPMC queue, the thread pool,
- * the lock between a cache's readers and its reclaimer, and the progress bar.
+ * the lock between a cache's readers and its reclaimer (the progress report:
+ * test_progress.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -767,27 +768,6 @@ OC_TEST(reclaim_lock_gives_nothing_to_its_holder_and_times_out_elsewhere)
     oc_reclaim_lock_unlock(&b);
     oc_reclaim_lock_destroy(&a);
     oc_reclaim_lock_destroy(&b);
-}
-
-OC_TEST(progress_hidden_off_terminal)
-{
-    struct oc_err err;
-    FILE *f = tmpfile();
-    struct oc_progress *p;
-    OC_CHECK_OK(oc_progress_new(f, "work", 10, &p, &err), &err);
-    OC_CHECK(!oc_progress_visible(p));
-    oc_progress_add(p, 4);
-    oc_progress_add(p, 6);
-    OC_CHECK(oc_progress_done(p) == 10);
-    oc_progress_finish(p);
-    oc_progress_free(p);
-    OC_CHECK(ftell(f) == 0); /* nothing was drawn into a non-terminal */
-    fclose(f);
-    oc_progress_add(NULL, 1);
-    struct oc_timer t = {0};
-    oc_timer_start(&t);
-    oc_timer_stop(&t);
-    OC_CHECK(oc_timer_s(&t) >= 0 && oc_timer_s(&t) < 1);
 }
 
 OC_TEST_MAIN()

@@ -318,6 +318,9 @@ void oc_line_reader_free(struct oc_line_reader *r);
  */
 int oc_line_reader_next(struct oc_line_reader *r, char **line, size_t *len, struct oc_err *err);
 uint64_t oc_line_reader_lineno(const struct oc_line_reader *r);
+/* Bytes of the file read so far (compressed ones for gzip), and its size at open (progress). */
+uint64_t oc_line_reader_offset(const struct oc_line_reader *r);
+uint64_t oc_line_reader_size(const struct oc_line_reader *r);
 const char *oc_line_reader_path(const struct oc_line_reader *r);
 
 /* ---- atomic creation and paths ------------------------------------------ */

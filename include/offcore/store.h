@@ -193,9 +193,14 @@ struct oc_store_config {
                                        arrays grow through the accountant past it */
     uint32_t lanes;                 /* training gathers the batch pipeline may run at once
                                        (oc_store_gather_lanes); 0 or 1 = one at a time */
+    struct oc_progress *progress;   /* borrowed, may be NULL; must outlive the store. Long
+                                       setup shows here as phases (diskgnn: sampling and
+                                       packing its first window), background work as a note
+                                       on the caller's phase (diskgnn: the next window) */
 };
 
 struct oc_store;
+struct oc_progress;
 
 /* The registered strategies, in registration order. */
 uint32_t oc_store_n_strategies(void);

@@ -90,7 +90,7 @@ static int demo_train(const char *path, const char *strategy, uint64_t budget, i
     if (rc)
         return rc;
     struct oc_progress *bar = NULL;
-    if (!dry && (rc = oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, err)))
+    if (!dry && (rc = oc_progress_new(quiet ? NULL : stderr, &bar, err)))
         return rc;
     int reset = dry ? -1 : demo_reset_peak_rss();
     oc_mem_set_budget(budget);
@@ -245,7 +245,8 @@ int cmd_demo(int argc, char **argv)
          "where the demo dataset is cached (default $XDG_CACHE_HOME/offcore/demo-v1, else "
          "~/.cache/offcore/demo-v1)",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
     };
     const struct cli_cmd cmd = {
         "demo",
@@ -303,7 +304,7 @@ int cmd_demo(int argc, char **argv)
         }
         printf("generating the demo dataset into %s\n", path);
         struct oc_progress *bar = NULL;
-        if (oc_progress_new(quiet ? NULL : stderr, "generate", 0, &bar, &err) != OC_OK)
+        if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
             return cli_fail(&err);
         double t0 = oc_now_s();
         rc = oc_generate(&o, path, bar, &err);

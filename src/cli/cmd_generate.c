@@ -69,7 +69,8 @@ int cmd_generate(int argc, char **argv)
          "with --layout partition: nodes per part; lpa: a quarter of the largest community "
          "(default 1000)",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -104,7 +105,7 @@ int cmd_generate(int argc, char **argv)
         return 2;
     oc_mem_set_budget(budget);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "generate", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     struct generate_job job = {&o, bar};

@@ -28,7 +28,8 @@ int cmd_generate_kg(int argc, char **argv)
         {"seed", CLI_U64, &o.seed, "S", "random seed (0)", NULL},
         {"sort-mem", CLI_SIZE, &o.mem_bytes, NULL, "RAM for the facts sorted at once (256M)", NULL},
         {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -54,7 +55,7 @@ int cmd_generate_kg(int argc, char **argv)
     struct oc_err err;
     oc_err_clear(&err);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "generate-kg", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     rc = oc_kg_generate(pos[0], &o, bar, &err);

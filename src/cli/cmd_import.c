@@ -69,7 +69,8 @@ int cmd_import(int argc, char **argv)
          "with --layout partition: nodes per part; lpa: a quarter of the largest community "
          "(default 1000)",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -127,7 +128,7 @@ int cmd_import(int argc, char **argv)
     struct oc_err err;
     oc_err_clear(&err);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "import", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     struct import_job job = {kind, pos[1], &o, bar};

@@ -18,7 +18,8 @@ int cmd_kg_import(int argc, char **argv)
     int quiet = 0, verbose = 0;
     const struct cli_opt opts[] = {
         {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {
@@ -42,7 +43,7 @@ int cmd_kg_import(int argc, char **argv)
     struct oc_err err;
     oc_err_clear(&err);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "import kg", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     double t0 = oc_now_s();
     rc = oc_kg_import_grail(pos[0], pos[1], bar, &err);

@@ -36,7 +36,8 @@ int cmd_layout(int argc, char **argv)
          "hard limit on memory held; the rest of it after the topology and maps is the band of "
          "rows filled per scan of the features (default: no limit, 1 GiB bands)",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     const struct cli_cmd cmd = {

@@ -1,7 +1,7 @@
 /*
  * cmd_train.c — `offcore train DIR`: mini-batch GNN training with DGL-style
  * options and per-model defaults from DGL's examples, an epoch line per
- * epoch, a progress bar on a terminal, and the test accuracy at the best
+ * epoch, progress of each epoch's batches (docs/CLI.md, Progress), and the test accuracy at the best
  * validation epoch with the weights' SHA-256 at the end.
  *
  * Place in the data flow: cli → train.
@@ -283,7 +283,8 @@ int cmd_train(int argc, char **argv)
          "open everything and stop before the first epoch: checks the options, the dataset "
          "and --mem-budget (measuring a batch) and prints how the budget is split",
          NULL},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress bar", NULL},
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
     /* the common options, then each strategy's own (store.h, struct oc_store_opt) */
@@ -402,7 +403,7 @@ int cmd_train(int argc, char **argv)
     }
     oc_mem_set_budget(budget);
     struct oc_progress *bar = NULL;
-    if (oc_progress_new(quiet ? NULL : stderr, "train", 0, &bar, &err) != OC_OK)
+    if (oc_progress_new(quiet ? NULL : stderr, &bar, &err) != OC_OK)
         return cli_fail(&err);
     struct oc_train_result res;
     rc = oc_train_run(pos[0], &o, cli_print_epoch, &line, bar, &res, &err);

@@ -51,8 +51,7 @@ int cli_layout_run(const char *dir, const char *out, const struct oc_plan_order_
     if (rc == OC_OK)
         rc = oc_dataset_open(dir, OC_DS_OPEN_DEFAULT, &ds, err);
     if (rc == OC_OK)
-        rc = oc_progress_new(quiet ? NULL : stderr, "layout", oc_dataset_manifest(ds)->n_nodes,
-                             &bar, err);
+        rc = oc_progress_new(quiet ? NULL : stderr, &bar, err);
     if (rc == OC_OK) {
         o.plan_dir = plan_dir ? plan_dir : dflt_plan;
         rc = oc_plan_layout_dataset(ds, &o, out, OC_PLAN_LAYOUT_BAND_LEFT, bar, err);

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "offcore/core.h"
 #include "offcore/nn.h"
+#include "offcore/progress.h"
 
 #define OC_VERSION "0.1.0"
 
@@ -45,6 +46,7 @@ static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
     (void)ctx;
     static const char *names[] = {"debug", "info", "warning", "error"};
     char safe[4 * 1024];
+    oc_progress_interrupt(); /* a bar on the terminal would run into the message */
     fprintf(stderr, "offcore: %s: %s\n", names[level], cli_safe_text(msg, safe, sizeof(safe)));
 }
 

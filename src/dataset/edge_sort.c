@@ -52,6 +52,7 @@
 #define ES_STAGE_MIN_BYTES 65536u       /* first size of the staging buffer */
 #define ES_INDPTR_BUF      8192u        /* indptr entries buffered before an append */
 #define ES_PATH_MAX        1024
+#define ES_PROGRESS_STEP   ((size_t)1 << 20) /* records sorted between two progress adds */
 
 /* One bucket file: records whose partition key falls in its range. */
 struct es_bucket {
@@ -532,7 +533,7 @@ static int process_leaf(struct oc_edge_sorter *s, size_t n, uint64_t dlo, uint64
             b32[cnt[(r[i] >> 32) - dlo]++] = (uint32_t)r[i];
     }
     /* Now cnt[j] is the end of dst (dlo + j)'s segment. */
-    size_t w = 0, start = 0;
+    size_t w = 0, start = 0, shown = 0; /* records the progress has counted */
     const int dedup = !s->o.keep_duplicates;
     for (size_t j = 0; j < range; j++) {
         size_t end = (size_t)cnt[j];
@@ -556,10 +557,14 @@ static int process_leaf(struct oc_edge_sorter *s, size_t n, uint64_t dlo, uint64
         }
         s->total += w - w0;
         start = end;
+        if (end - shown >= ES_PROGRESS_STEP) { /* one leaf may be all of an in-memory sort */
+            oc_progress_add(s->progress, end - shown);
+            shown = end;
+        }
     }
     rc = sink_indices(s, s->b, w, err);
     if (rc == OC_OK)
-        oc_progress_add(s->progress, n);
+        oc_progress_add(s->progress, n - shown);
 out:
     oc_free(cnt);
     return rc;
@@ -729,6 +734,7 @@ int oc_edge_sorter_finish(struct oc_edge_sorter *s, struct oc_ds_builder *b,
     s->finished = 1;
     s->bld = b;
     s->progress = progress;
+    oc_progress_set_total(progress, s->n_rec); /* the caller's phase counts these records */
     const enum oc_dtype idt = s->wide ? OC_DTYPE_U64 : OC_DTYPE_U32;
     int rc;
 

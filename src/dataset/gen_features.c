@@ -128,8 +128,7 @@ int oc_gen_features(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *er
     rc = oc_ds_builder_begin_array(b, OC_DS_FEATURES, g->o.feat_dtype, 2, shape, &w, err);
     if (rc != OC_OK)
         goto out;
-    oc_progress_set_label(g->progress, "generate: features");
-    oc_progress_set_total(g->progress, n);
+    oc_progress_phase(g->progress, "generate: features", n, "rows");
     const uint64_t window = n_slots * fc.rows_per_task;
     for (fc.base = 0; fc.base < n; fc.base += window) {
         uint64_t rows = n - fc.base < window ? n - fc.base : window;

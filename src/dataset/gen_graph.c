@@ -524,8 +524,7 @@ int oc_gen_graph(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *err)
     rc = oc_edge_sorter_new(&so, oc_ds_builder_tmp_dir(b), &sorter, err);
     if (rc != OC_OK)
         goto out;
-    oc_progress_set_label(g->progress, "generate: edges");
-    oc_progress_set_total(g->progress, c.n_draws);
+    oc_progress_phase(g->progress, "generate: edges", c.n_draws, "draws");
     uint64_t n_chunks = (c.n_draws + GEN_CHUNK_DRAWS - 1) / GEN_CHUNK_DRAWS;
     for (c.base = 0; c.base < n_chunks; c.base += c.n_slots) {
         uint64_t n_tasks = n_chunks - c.base < c.n_slots ? n_chunks - c.base : c.n_slots;
@@ -548,8 +547,7 @@ int oc_gen_graph(struct oc_gen *g, struct oc_ds_builder *b, struct oc_err *err)
         oc_free(c.dst[s]);
         c.src[s] = c.dst[s] = NULL;
     }
-    oc_progress_set_label(g->progress, "generate: sort edges");
-    oc_progress_set_total(g->progress, 2 * c.n_draws);
+    oc_progress_phase(g->progress, "generate: sort edges", 2 * c.n_draws, "edges");
     rc = oc_edge_sorter_finish(sorter, b, g->progress, err);
 out:
     oc_edge_sorter_free(sorter);

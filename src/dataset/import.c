@@ -62,18 +62,25 @@ int oc_import(enum oc_import_kind kind, const char *src, const char *out,
     if (o && o->split_name && kind != OC_IMPORT_OGB)
         return OC_ERR(err, OC_ERR_ARG, "import %s: --ogb-split chooses an OGB split folder",
                       oc_import_kind_name(kind));
+    int rc;
     switch (kind) {
     case OC_IMPORT_TEXT:
-        return oc_import_text(src, out, o, progress, err);
+        rc = oc_import_text(src, out, o, progress, err);
+        break;
     case OC_IMPORT_OGB:
-        return oc_import_ogb(src, out, o, progress, err);
+        rc = oc_import_ogb(src, out, o, progress, err);
+        break;
     case OC_IMPORT_GRAPHBOLT:
-        return oc_import_graphbolt(src, out, o, progress, err);
+        rc = oc_import_graphbolt(src, out, o, progress, err);
+        break;
     case OC_IMPORT_NPY:
-        return oc_import_npy(src, out, o, progress, err);
+        rc = oc_import_npy(src, out, o, progress, err);
+        break;
     default:
         return OC_ERR(err, OC_ERR_ARG, "unknown import kind %d", (int)kind);
     }
+    oc_progress_finish(progress); /* the last phase's final line, before the caller's summary */
+    return rc;
 }
 
 int oc_imp_check_opts(const struct oc_import_opts *o, struct oc_err *err)

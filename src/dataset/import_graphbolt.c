@@ -528,8 +528,6 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
     rc = oc_imp_edges_begin(&e, b, o, meta->n_nodes, err);
     if (rc)
         goto out;
-    if (progress)
-        oc_progress_set_label(progress, "import: edges");
     if (meta->edges_numpy)
         rc = oc_imp_npy_edges(meta->edges.path, 0, &e, NULL, NULL, progress, err);
     else
@@ -544,8 +542,6 @@ int oc_import_graphbolt(const char *src, const char *out, const struct oc_import
 
     m->feat_dim = 0;
     if (meta->feat.present) {
-        if (progress)
-            oc_progress_set_label(progress, "import: features");
         rc =
             oc_imp_feat_from_npy(b, o, meta->feat.path, meta->n_nodes, &m->feat_dim, progress, err);
         if (rc)

@@ -31,8 +31,6 @@ static int import_edges(const char *path, int is_npy, struct oc_ds_builder *b,
     int rc = oc_imp_edges_begin(&e, b, o, n_nodes, err);
     if (rc)
         return rc;
-    if (progress)
-        oc_progress_set_label(progress, "import: edges");
     if (is_npy)
         rc = oc_imp_npy_edges(path, 1, &e, NULL, NULL, progress, err);
     else
@@ -160,8 +158,6 @@ int oc_import_npy(const char *src, const char *out, const struct oc_import_opts 
 
     m->feat_dim = 0;
     if (has_feat) {
-        if (progress)
-            oc_progress_set_label(progress, "import: features");
         rc = oc_imp_feat_from_npy(b, o, feat_path, n_nodes, &m->feat_dim, progress, err);
     } else {
         oc_log(OC_LOG_INFO, "%s has no features.npy: importing topology and labels only", name);

@@ -223,6 +223,7 @@ int oc_imp_npy_edges(const char *path, int allow_e2, struct oc_imp_edges *e, uin
         goto out;
     }
     uint64_t max1 = 0;
+    oc_progress_phase(progress, "import: edges", n, "edges");
     for (uint64_t j = 0; j < n;) {
         size_t k = n - j < NPY_CHUNK ? (size_t)(n - j) : NPY_CHUNK;
         int64_t *s = buf, *d = buf + NPY_CHUNK;
@@ -309,6 +310,7 @@ int oc_imp_feat_from_npy(struct oc_ds_builder *b, const struct oc_import_opts *o
     rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, dim, err);
     if (rc)
         goto out;
+    oc_progress_phase(progress, "import: features", n_nodes, "rows");
     for (uint64_t row = 0; row < n_nodes;) {
         size_t n_free;
         float *dst = oc_imp_feat_rows(&f, &n_free);

@@ -134,8 +134,7 @@ static int import_features(const char *path, struct oc_ds_builder *b,
     int rc = oc_line_reader_open(path, &r, err);
     if (rc)
         return rc;
-    if (progress)
-        oc_progress_set_label(progress, "import: features");
+    oc_progress_phase(progress, "import: features", n_nodes, "rows");
     uint64_t row = 0;
     uint32_t dim = 0;
     for (;;) {
@@ -190,6 +189,7 @@ static int import_features(const char *path, struct oc_ds_builder *b,
         if ((row & 0xfff) == 0)
             oc_progress_add(progress, 0x1000);
     }
+    oc_progress_add(progress, row & 0xfff); /* rows not counted yet */
     if (row != n_nodes) {
         rc = OC_ERR(err, OC_ERR_FORMAT, "%s: %llu feature rows, expected one per node (%llu)", path,
                     (unsigned long long)row, (unsigned long long)n_nodes);
@@ -337,8 +337,6 @@ int oc_import_ogb(const char *src, const char *out, const struct oc_import_opts 
     rc = oc_imp_edges_begin(&e, b, o, n_nodes, err);
     if (rc)
         goto out;
-    if (progress)
-        oc_progress_set_label(progress, "import: edges");
     uint64_t n_edges = 0;
     rc = oc_imp_text_edges(edge_path, ',', 0, &e, NULL, &n_edges, progress, err);
     if (rc == OC_OK && n_edges_expected != UINT64_MAX && n_edges != n_edges_expected)

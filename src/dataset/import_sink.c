@@ -222,8 +222,7 @@ int oc_imp_edges_finish(struct oc_imp_edges *e, struct oc_ds_builder *b,
         oc_free(e->src);
         oc_free(e->dst);
         e->src = e->dst = NULL;
-        if (progress)
-            oc_progress_set_label(progress, "import: sorting edges");
+        oc_progress_phase(progress, "import: sort edges", 0, "edges");
         rc = oc_edge_sorter_finish(e->sorter, b, progress, err);
     }
     oc_imp_edges_abort(e);
@@ -247,7 +246,13 @@ int oc_imp_text_edges(const char *path, char sep, int allow_comment, struct oc_i
     int rc = oc_line_reader_open(path, &r, err);
     if (rc)
         return rc;
-    uint64_t max1 = 0, n = 0;
+    uint64_t max1 = 0, n = 0, shown = 0; /* bytes of the file the progress has counted */
+    if (progress) {
+        const char *base = strrchr(path, '/');
+        char label[96];
+        snprintf(label, sizeof(label), "import: %s", base ? base + 1 : path);
+        oc_progress_phase(progress, label, oc_line_reader_size(r), OC_PROGRESS_BYTES);
+    }
     for (;;) {
         char *line;
         rc = oc_imp_next_data_line(r, allow_comment, &line, err);
@@ -277,9 +282,14 @@ int oc_imp_text_edges(const char *path, char sep, int allow_comment, struct oc_i
             if (rc)
                 break;
         }
-        if ((n & 0xffff) == 0)
-            oc_progress_add(progress, 0x10000);
+        if ((n & 0xffff) == 0) {
+            uint64_t at = oc_line_reader_offset(r);
+            oc_progress_add(progress, at - shown);
+            shown = at;
+        }
     }
+    if (rc == OC_OK)
+        oc_progress_add(progress, oc_line_reader_offset(r) - shown);
     oc_line_reader_free(r);
     if (rc)
         return rc;

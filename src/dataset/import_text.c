@@ -142,8 +142,6 @@ static int import_edges(const char *src, const char *name, struct oc_ds_builder 
     rc = oc_imp_edges_begin(&e, b, o, n_nodes, err);
     if (rc)
         return rc;
-    if (progress)
-        oc_progress_set_label(progress, "import: edges");
     rc = oc_imp_text_edges(path, ' ', 1, &e, NULL, NULL, progress, err);
     if (rc == OC_OK && !o->remove_self_loops) {
         rc = oc_imp_path(path, src, "self_loops.txt", err);
@@ -176,8 +174,7 @@ static int import_features(const char *path, struct oc_ds_builder *b,
         return rc;
     if (b && (rc = oc_imp_feat_begin(&f, b, o, path, n_nodes, (uint32_t)dim, err)))
         goto out;
-    if (progress)
-        oc_progress_set_label(progress, "import: features");
+    oc_progress_phase(progress, "import: features", n_nodes, "rows");
     uint64_t cur = 0;  /* node whose row is being filled */
     int64_t last = -1; /* last column set in that row */
     uint64_t cols = 0;
@@ -240,6 +237,7 @@ static int import_features(const char *path, struct oc_ds_builder *b,
             *n_cols = cols;
         goto out;
     }
+    oc_progress_add(progress, n_nodes - (cur & ~(uint64_t)0xfff)); /* rows not counted yet */
     while (cur < n_nodes) {
         rc = oc_imp_feat_commit(&f, 1, err);
         if (rc)

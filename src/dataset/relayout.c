@@ -32,7 +32,7 @@
 
 /* Copies one array of the source unchanged (same header, same bytes). */
 static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_ds_builder *b,
-                      uint8_t *buf, struct oc_err *err)
+                      uint8_t *buf, struct oc_progress *progress, struct oc_err *err)
 {
     const char *path = oc_dataset_path(ds, f);
     struct oc_npy_header h;
@@ -45,11 +45,13 @@ static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_
         goto out;
     if ((rc = oc_ds_builder_begin_array(b, f, h.dtype, h.ndim, h.shape, &w, err)))
         goto out;
+    oc_progress_add(progress, h.data_offset); /* the phase counts whole files */
     for (uint64_t off = h.data_offset; off < size && rc == OC_OK;) {
         size_t len = (size_t)(size - off < RELAYOUT_READ_BYTES ? size - off : RELAYOUT_READ_BYTES);
         if ((rc = oc_file_pread(in, buf, len, off, err)) == OC_OK)
             rc = oc_npy_writer_append(w, buf, len, err);
         off += len;
+        oc_progress_add(progress, len);
     }
     if (rc)
         oc_npy_writer_abort(w);
@@ -89,15 +91,19 @@ static int source_to_output(const struct oc_dataset *ds, const uint64_t *row_of,
     return OC_OK;
 }
 
-/* One band of output rows [lo, hi): a scan of the source, rows copied into place. */
+/*
+ * One band of output rows [lo, hi): a scan of the source, rows copied into
+ * place; progress counts the source's bytes scanned (runs skipped included).
+ */
 static int fill_band(struct oc_file *in, uint64_t data_off, uint64_t n, uint64_t rb,
                      const uint64_t *dst, uint64_t lo, uint64_t hi, uint8_t *band, uint8_t *buf,
-                     struct oc_err *err)
+                     struct oc_progress *progress, struct oc_err *err)
 {
     const uint64_t per = RELAYOUT_READ_BYTES / rb ? RELAYOUT_READ_BYTES / rb : 1;
     int rc = OC_OK;
     for (uint64_t r0 = 0; r0 < n && rc == OC_OK; r0 += per) {
         uint64_t k = n - r0 < per ? n - r0 : per;
+        oc_progress_add(progress, k * rb);
         int any = 0;
         for (uint64_t i = 0; i < k && !any; i++)
             any = dst[r0 + i] >= lo && dst[r0 + i] < hi;
@@ -123,6 +129,9 @@ static int write_features(const struct oc_dataset *ds, const uint64_t *dst, uint
     if (band_rows > n)
         band_rows = n ? n : 1;
     uint64_t shape[2] = {n, m->feat_dim};
+    uint64_t n_bands = n ? (n + band_rows - 1) / band_rows : 0;
+    oc_progress_phase(progress, n_bands > 1 ? "layout: features (scans)" : "layout: features",
+                      n_bands * n * rb, OC_PROGRESS_BYTES); /* each band scans the source */
     struct oc_npy_writer *w = NULL;
     struct oc_file *in = NULL;
     uint8_t *band = oc_alloc(band_rows * rb, "dataset layout: band", err);
@@ -134,10 +143,8 @@ static int write_features(const struct oc_dataset *ds, const uint64_t *dst, uint
     uint64_t data_off = oc_dataset_data_offset(ds, OC_DS_FEATURES);
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += band_rows) {
         uint64_t hi = n - lo < band_rows ? n : lo + band_rows;
-        if ((rc = fill_band(in, data_off, n, rb, dst, lo, hi, band, buf, err)) == OC_OK)
+        if ((rc = fill_band(in, data_off, n, rb, dst, lo, hi, band, buf, progress, err)) == OC_OK)
             rc = oc_npy_writer_append(w, band, (size_t)((hi - lo) * rb), err);
-        if (progress)
-            oc_progress_add(progress, hi - lo);
     }
     if (w && rc)
         oc_npy_writer_abort(w);
@@ -208,9 +215,13 @@ int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, con
     }
     static const enum oc_ds_file same[] = {OC_DS_INDPTR,    OC_DS_INDICES, OC_DS_LABELS,
                                            OC_DS_TRAIN_IDX, OC_DS_VAL_IDX, OC_DS_TEST_IDX};
+    uint64_t same_bytes = 0;
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+        same_bytes += m->files[same[i]].present ? m->files[same[i]].bytes : 0;
+    oc_progress_phase(progress, "layout: copy topology", same_bytes, OC_PROGRESS_BYTES);
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]) && rc == OC_OK; i++)
         if (m->files[same[i]].present)
-            rc = copy_array(ds, same[i], b, buf, err);
+            rc = copy_array(ds, same[i], b, buf, progress, err);
     if (rc == OC_OK)
         rc = source_to_output(ds, row_of, &dst, err);
     if (rc == OC_OK)
@@ -221,6 +232,7 @@ int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, con
         rc = write_rows(m, row_of, b, buf, err);
     if (rc == OC_OK)
         rc = oc_ds_builder_commit_checked(b, err);
+    oc_progress_finish(progress);
 out:
     oc_free(buf);
     oc_ds_builder_free(b);

@@ -143,6 +143,16 @@ uint64_t oc_line_reader_lineno(const struct oc_line_reader *r)
     return r->lineno;
 }
 
+uint64_t oc_line_reader_offset(const struct oc_line_reader *r)
+{
+    return r->file_off;
+}
+
+uint64_t oc_line_reader_size(const struct oc_line_reader *r)
+{
+    return r->file_size;
+}
+
 const char *oc_line_reader_path(const struct oc_line_reader *r)
 {
     return oc_file_path(r->f);

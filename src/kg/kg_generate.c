@@ -218,7 +218,7 @@ int oc_kg_generate(const char *out, const struct oc_kg_gen_opts *o, struct oc_pr
              "--power-law %g --seed %llu",
              (unsigned long long)o->n_entities, (unsigned long long)o->n_triples, o->n_relations,
              (unsigned long long)o->n_queries, o->power_law, (unsigned long long)o->seed);
-    oc_progress_set_total(bar, 2 * (2 * o->n_triples + o->n_entities));
+    oc_progress_phase(bar, "generate-kg: facts", 2 * (2 * o->n_triples + o->n_entities), "facts");
     int rc = OC_OK;
     for (int gi = 0; gi < OC_KG_GRAPH_COUNT && !rc; gi++) {
         struct gen g = {o, oc_rng_mix64(o->seed, 0x4B47454Eu + (uint64_t)gi),
@@ -235,5 +235,6 @@ int oc_kg_generate(const char *out, const struct oc_kg_gen_opts *o, struct oc_pr
     if (!rc)
         rc = oc_kg_writer_commit(w, err);
     oc_kg_writer_free(w);
+    oc_progress_finish(bar);
     return rc;
 }

@@ -50,6 +50,14 @@ static int read_file(const char *path, struct graph_in *gi, int s, struct oc_kg_
     struct oc_line_reader *lr = NULL;
     OC_KG_TRY(oc_line_reader_open(path, &lr, err));
     int rc = OC_OK;
+    if (bar) {
+        char label[96];
+        const char *dir_end = strrchr(path, '/'), *dir = dir_end;
+        while (dir && dir > path && dir[-1] != '/')
+            dir--; /* "fb237_v1_ind/train.txt": the split's folder tells the graphs apart */
+        snprintf(label, sizeof(label), "import kg: %.80s", dir ? dir : path);
+        oc_progress_phase(bar, label, 0, "triples");
+    }
     for (;;) {
         char *line = NULL;
         size_t len = 0;

@@ -334,6 +334,9 @@ int oc_plan_layout_dataset(const struct oc_dataset *ds, const struct oc_plan_ord
         oc_alloc((m->n_nodes ? m->n_nodes : 1) * sizeof(uint64_t), "plan layout: rows", err);
     if (!row_of)
         return err ? err->status : OC_ERR_NOMEM;
+    char label[64];
+    snprintf(label, sizeof(label), "layout: order (%s)", oc_plan_order_name(o->order));
+    oc_progress_phase(progress, label, 0, NULL); /* one step: its line gives its time */
     int rc = order_of(ds, *o, row_of, err);
     if (rc == OC_OK && band_bytes == OC_PLAN_LAYOUT_BAND_LEFT) {
         uint64_t budget = oc_mem_budget(), used = oc_mem_used() + ((uint64_t)16 << 20);

@@ -231,6 +231,7 @@ struct run {
     uint32_t strategy;              /* index in the store registry */
     struct train_batching batching; /* --batching partition's partition */
     struct train_redundancy redundancy;
+    struct oc_progress *progress; /* the caller's (borrowed) */
 };
 
 static void run_deinit(struct run *r)
@@ -349,6 +350,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
         return rc;
     cfg.pipeline = r->stages;
     cfg.lanes = r->depth; /* the batch pipeline gathers at most depth batches at once */
+    cfg.progress = r->progress;
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);
     return rc;
@@ -657,6 +659,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         return rc;
     struct run r;
     memset(&r, 0, sizeof(r));
+    r.progress = progress;
     if ((rc = run_setup(&r, dir, o, err)))
         goto out;
     char fingerprint[1024];
@@ -702,9 +705,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         train_redundancy_epoch(&r.redundancy);
         double t0 = oc_now_s();
         char label[32];
-        snprintf(label, sizeof(label), "epoch %u", e);
-        oc_progress_set_label(progress, label);
-        oc_progress_set_total(progress, n_batches);
+        snprintf(label, sizeof(label), "train: epoch %u", e);
+        oc_progress_phase(progress, label, n_batches, "batches");
         struct oc_store_stats before, after;
         struct oc_batch_pipe_stats pipe0, pipe1;
         oc_store_stats(r.store, &before);
@@ -737,7 +739,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             oc_batch_pipe_done(r.pipe, pb);
             oc_progress_add(progress, 1);
         }
-        oc_progress_finish(progress);
+        oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
         oc_store_stats(r.store, &after);
         oc_store_stats_sub(&after, &before, &st.store);
         oc_batch_pipe_stats(r.pipe, &pipe1);

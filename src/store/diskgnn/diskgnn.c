@@ -315,6 +315,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->pack_us = b->pack_us;
     if ((rc = pack_replayed(d, ws, n_ws, err)))
         goto out;
+    b->background = 1; /* later windows are built while epochs train */
     d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
     int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
     if (planner && (rc = dg_builder_detach_pool(b, err)))

@@ -67,20 +67,23 @@ struct dg_builder {
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
     uint64_t *off, *rec_bytes;
-    uint64_t nb_epoch;           /* batches per epoch */
-    uint64_t n_batches, first;   /* the window sampled last: batches [first, first + n_batches) */
-    uint64_t epoch;              /* of its sample epoch */
-    int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
-    uint8_t *part;               /* packer: feature partition (aligned) */
-    uint64_t part_bytes;         /* its size */
-    uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
-    char dir[4096];              /* PLAN/diskgnn */
-    char spill[4300];            /* the spill file's temporary name ("" = none) */
-    uint64_t key_base;           /* the windows' content key, before budget and cache */
-    double disk_budget_bytes;    /* per window; 0 = unlimited */
-    uint64_t sample_us, pack_us; /* of the last window built */
-    uint64_t pack_read_bytes;    /* features.npy bytes the last window's packing read */
-    struct oc_pipeline *cancel;  /* once cancelled, sampling and packing stop (NULL: never) */
+    uint64_t nb_epoch;            /* batches per epoch */
+    uint64_t n_batches, first;    /* the window sampled last: batches [first, first + n_batches) */
+    uint64_t epoch;               /* of its sample epoch */
+    int spill_live;               /* its records' spill file exists (sampled, not packed yet) */
+    uint8_t *part;                /* packer: feature partition (aligned) */
+    uint64_t part_bytes;          /* its size */
+    uint8_t *run;                 /* packer: one coalesced write (DG_WRITE_RUN) */
+    char dir[4096];               /* PLAN/diskgnn */
+    char spill[4300];             /* the spill file's temporary name ("" = none) */
+    uint64_t key_base;            /* the windows' content key, before budget and cache */
+    double disk_budget_bytes;     /* per window; 0 = unlimited */
+    uint64_t sample_us, pack_us;  /* of the last window built */
+    uint64_t pack_read_bytes;     /* features.npy bytes the last window's packing read */
+    struct oc_pipeline *cancel;   /* once cancelled, sampling and packing stop (NULL: never) */
+    struct oc_progress *progress; /* the run's (borrowed; NULL: none) */
+    int background;               /* windows after the first: a note, not a phase */
+    uint64_t reported;            /* units of the current phase added so far */
 };
 
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,

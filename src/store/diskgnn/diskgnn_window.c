@@ -86,6 +86,40 @@ static int check_cancel(const struct dg_builder *b, struct oc_err *err)
     return OC_OK;
 }
 
+/*
+ * Progress of building a window: the first, at open, is a phase of its own
+ * (nothing else runs then); later ones, built by the planner stage while an
+ * epoch trains, are a note on the epoch's bar (`what`: a string literal), so
+ * the background adds no line of its own.
+ */
+static void report_begin(struct dg_builder *b, const char *label, const char *what, uint64_t total,
+                         const char *unit)
+{
+    b->reported = 0;
+    if (b->background)
+        oc_progress_note(b->progress, what, 0, total);
+    else
+        oc_progress_phase(b->progress, label, total, unit);
+}
+
+static void report(struct dg_builder *b, const char *what, uint64_t done, uint64_t total)
+{
+    if (b->background) {
+        oc_progress_note(b->progress, what, done, total);
+    } else if (done > b->reported) {
+        oc_progress_add(b->progress, done - b->reported);
+        b->reported = done;
+    }
+}
+
+static void report_end(struct dg_builder *b)
+{
+    if (b->background)
+        oc_progress_note(b->progress, NULL, 0, 0);
+    else
+        oc_progress_finish(b->progress);
+}
+
 /* Removes the spill file of the last sampled window, if any. */
 static void spill_drop(struct dg_builder *b)
 {
@@ -126,6 +160,7 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     memset(b, 0, sizeof(*b));
     b->s = s;
     b->graph = cfg->graph;
+    b->progress = cfg->progress;
     b->so = *cfg->sample_opts;
     oc_sample_batch_init(&b->batch);
     if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
@@ -255,6 +290,8 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
     oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
     b->off[0] = 0;
     b->n_batches = 0;
+    static const char sampling[] = "diskgnn: sampling the next window";
+    report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count; i++) {
         const uint64_t *seeds;
         uint64_t n_seeds;
@@ -277,7 +314,9 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
             (rc = oc_writer_write(w, b->rec, len, err)))
             goto fail;
         b->rec_bytes[i] = len;
+        report(b, sampling, i + 1, count);
     }
+    report_end(b);
     rc = oc_writer_close(w, err);
     w = NULL;
     if (rc)
@@ -537,6 +576,9 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / s->row_bytes;
     if (per == 0)
         per = 1;
+    /* progress: how far the one ascending scan of the feature rows has come */
+    static const char packing[] = "diskgnn: packing the next window";
+    report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
     for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
         uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
         assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
@@ -556,7 +598,10 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         }
         if ((rc = copy_partition(b, l, &c, cache, r0, r1, store_file_off(s, r0) - lo, out, err)))
             goto out;
+        report(b, packing, r1, s->n_nodes);
     }
+    report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
+    report_end(b);
 out:
     oc_file_close(feat, NULL);
     oc_free(c.seg_pairs);

@@ -81,6 +81,7 @@ int cmd_train(int argc, char **argv);
 int cmd_kg_import(int argc, char **argv);
 int cmd_generate_kg(int argc, char **argv);
 int cmd_kg_train(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* The epoch line of `train`; ctx is a struct cli_epoch_line. */
 struct oc_train_epoch_stats;

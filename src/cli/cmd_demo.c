@@ -281,8 +281,11 @@ static int demo_check_report_dir(const char *dir)
     const char *other = NULL;
     while (!other && (de = readdir(d))) {
         int ours = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
-        for (size_t i = 0; i < DEMO_N_REPORT_FILES; i++)
-            ours |= strcmp(de->d_name, demo_report_files[i]) == 0;
+        for (size_t i = 0; i < DEMO_N_REPORT_FILES; i++) { /* or a temporary of one (killed) */
+            size_t k = strlen(demo_report_files[i]);
+            ours |= strncmp(de->d_name, demo_report_files[i], k) == 0 &&
+                    (de->d_name[k] == '\0' || strncmp(de->d_name + k, ".tmp-", 5) == 0);
+        }
         if (!ours)
             other = de->d_name;
     }

@@ -291,7 +291,8 @@ static void run_table(FILE *f, const struct report *rep)
 }
 
 static const char css[] =
-    "body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222;"
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;padding:0 "
+    "16px;max-width:1000px;color:#222;"
     "background:#fff}h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid "
     "#ddd}figure{margin:16px 0}figcaption{font-weight:600;margin-bottom:4px}svg.chart{width:100%;"
     "height:auto;max-width:720px;display:block}.grid line{stroke:#e4e4e4}text{font-size:11px;"

@@ -10,10 +10,15 @@
  * Thread-safety: one driving thread; extraction fans out on the pool.
  * Ownership: every library object is freed before exit.
  *
- * Usage: kg_bench DIR [queries=2000] [layers=2] [batch=16] [threads=1,2]
+ * Usage: kg_bench [--json FILE] DIR [queries=2000] [layers=2] [batch=16] [threads=1,2]
  * Queries are the training graph's valid.txt heads (generate-kg draws them
- * like the facts), in batches of `batch`.
+ * like the facts), in batches of `batch`. --json FILE also writes the table
+ * as {"bench": "kg_bench", "metric", "unit": "s", "references": [memory at
+ * each thread count], "rows": [{"label", "value" (seconds), "failed", ...}]}
+ * for `offcore report`.
  */
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,12 +73,83 @@ static int run(struct oc_kg *kg, enum oc_kg_facts_where where, unsigned threads,
     return rc;
 }
 
+/* A row of --json: the run's seconds and the table's columns; memory's rows are references. */
+static void json_row(cJSON *root, int disk, unsigned threads, uint64_t n_q, const struct result *r,
+                     int same)
+{
+    char label[64];
+    snprintf(label, sizeof(label), "%s, %u thread%s", disk ? "disk" : "memory", threads,
+             threads == 1 ? "" : "s");
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return;
+    cJSON_AddStringToObject(o, "label", label);
+    cJSON_AddNumberToObject(o, "value", r->seconds);
+    cJSON_AddNullToObject(o, "failed");
+    cJSON_AddStringToObject(o, "facts", disk ? "disk" : "memory");
+    cJSON_AddNumberToObject(o, "threads", threads);
+    cJSON_AddNumberToObject(o, "queries_per_s", (double)n_q / r->seconds);
+    cJSON_AddNumberToObject(o, "facts_per_s", (double)r->facts / r->seconds);
+    cJSON_AddNumberToObject(o, "read_bytes", (double)r->io.bytes_read);
+    cJSON_AddNumberToObject(o, "requested_bytes", (double)r->io.bytes_requested);
+    cJSON_AddBoolToObject(o, "same", same);
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "rows"), o);
+    if (!disk) {
+        cJSON *ref = cJSON_CreateObject();
+        if (!ref)
+            return;
+        cJSON_AddStringToObject(ref, "name", label);
+        cJSON_AddNumberToObject(ref, "value", r->seconds);
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "references"), ref);
+    }
+}
+
+static cJSON *json_new(const struct oc_kg_manifest *m, uint64_t n_q, uint32_t layers,
+                       uint32_t batch)
+{
+    char title[512];
+    snprintf(title, sizeof(title), "KG %s: %llu facts; %llu queries, %u layers, batch %u", m->name,
+             (unsigned long long)m->graph[0].n_facts, (unsigned long long)n_q, layers, batch);
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    cJSON_AddStringToObject(root, "bench", "kg_bench");
+    cJSON_AddStringToObject(root, "title", title);
+    cJSON_AddStringToObject(root, "metric", "seconds to extract the queries' subgraphs");
+    cJSON_AddStringToObject(root, "unit", "s");
+    cJSON_AddArrayToObject(root, "references");
+    cJSON_AddArrayToObject(root, "rows");
+    return root;
+}
+
+static int json_write(cJSON *root, const char *path)
+{
+    char *text = root ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    int ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    int e = text ? errno : ENOMEM;
+    if (f && fclose(f) != 0)
+        ok = 0, e = errno;
+    cJSON_free(text);
+    if (!ok)
+        fprintf(stderr, "kg_bench: --json %s: %s\n", path, strerror(e));
+    return ok ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
     oc_nn_blas_core_reexec(argv);
-    if (argc < 2 || !strcmp(argv[1], "--help")) {
-        fprintf(stderr, "usage: kg_bench DIR [queries=2000] [layers=2] [batch=16] [threads=1,2]\n");
-        return argc < 2 ? 2 : 0;
+    const char *json_path = NULL;
+    if (argc > 2 && !strcmp(argv[1], "--json")) {
+        json_path = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strncmp(argv[1], "--", 2)) {
+        fprintf(stderr, "usage: kg_bench [--json FILE] DIR [queries=2000] [layers=2] [batch=16] "
+                        "[threads=1,2]\n");
+        return argc < 2 || strcmp(argv[1], "--help") ? 2 : 0;
     }
     uint64_t n_q = argc > 2 ? strtoull(argv[2], NULL, 10) : 2000;
     uint32_t layers = argc > 3 ? (uint32_t)atoi(argv[3]) : 2;
@@ -106,6 +182,7 @@ int main(int argc, char **argv)
            (unsigned long long)n_q, layers, batch);
     printf("%-7s %7s %10s %14s %12s %12s %8s %9s\n", "facts", "threads", "queries/s", "facts/s",
            "read MB", "requested MB", "amplif.", "same");
+    cJSON *json = json_path ? json_new(m, n_q, layers, batch) : NULL;
     uint32_t ref_crc = 0;
     uint64_t ref_facts = 0;
     int bad = 0;
@@ -127,6 +204,8 @@ int main(int argc, char **argv)
             }
             int same = r.facts == ref_facts && r.crc == ref_crc;
             bad |= !same;
+            if (json)
+                json_row(json, w, threads ? threads : 1, n_q, &r, same);
             printf("%-7s %7u %10.1f %14.0f %12.1f %12.1f %8.2f %9s\n", w ? "disk" : "memory",
                    threads, (double)n_q / r.seconds, (double)r.facts / r.seconds,
                    (double)r.io.bytes_read / 1e6, (double)r.io.bytes_requested / 1e6,
@@ -135,6 +214,8 @@ int main(int argc, char **argv)
                    same ? "yes" : "NO");
         }
     }
+    if (json_path && json_write(json, json_path) != 0)
+        bad = 1;
     free(heads);
     oc_free(q);
     oc_kg_free(kg);

@@ -3,6 +3,7 @@
 # RED-GNN subgraph extraction, fact graph in RAM vs on disk (O_DIRECT), on a
 # KG made by `offcore generate-kg` (default 1M entities, 10M triples, 200
 # relations) under ~/.cache/offcore/, removed afterwards unless KEEP=1.
+# JSON=FILE also writes the table as JSON (kg_bench --json) for `offcore report`.
 #   BUILD=build bench/kg_bench.sh [entities] [triples] [queries] [layers] [batch] [threads]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,6 @@ if [ ! -e "$DIR/kg.json" ]; then
         "$BUILD/offcore" generate-kg "$DIR" --entities "$ENT" --triples "$TRI" --queries 5000 --quiet
 fi
 status=0
-"$BUILD/kg_bench" "$DIR" "${3:-2000}" "${4:-2}" "${5:-16}" "${6:-1,2}" || status=$?
+"$BUILD/kg_bench" ${JSON:+--json "$JSON"} "$DIR" "${3:-2000}" "${4:-2}" "${5:-16}" "${6:-1,2}" || status=$?
 if [ "${KEEP:-0}" != 1 ]; then rm -rf "$DIR"; fi
 exit $status

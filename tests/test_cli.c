@@ -459,7 +459,7 @@ OC_TEST(every_command_has_help)
 {
     if (!getenv("OC_BIN"))
         OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
-    const char *cmds[] = {"demo", "generate", "import", "info", "train"};
+    const char *cmds[] = {"demo", "generate", "import", "info", "train", "report"};
     for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
         char *args[] = {(char *)cmds[i], "--help", NULL};
         char *text = NULL;

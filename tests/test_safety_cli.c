@@ -3,7 +3,8 @@
  * user would (the offcore binary, OC_BIN, in a child with a timeout):
  *   - demo deletes nothing it did not create: a directory with other files, a
  *     regular file and a damaged dataset given as --dir are refused and left
- *     byte for byte as they were; an empty --dir is filled;
+ *     byte for byte as they were; an empty --dir is filled, and the runs' report
+ *     written beside it (a --report directory with files no demo wrote is refused);
  *   - a run whose start-up budget check passes does not fail later for want
  *     of memory: each run of a budget sweep either refuses before its first
  *     epoch or trains every epoch (issue commands: static/gnndrive at 64M/80M);
@@ -138,6 +139,29 @@ OC_TEST(demo_keeps_a_damaged_dataset_and_fills_an_empty_dir)
     char manifest[1200];
     snprintf(manifest, sizeof(manifest), "%s/manifest.json", empty);
     OC_CHECK(oc_path_exists(manifest));
+    /* both runs' logs drawn into a report beside the dataset, its path printed last */
+    char report[1200];
+    snprintf(report, sizeof(report), "%s-report/report.html", empty);
+    OC_CHECK(has(r.out, report));
+    size_t n_html = 0;
+    char *html = slurp(report, &n_html);
+    OC_CHECK(has(html, "data-run=\"memory\"") && has(html, "data-run=\"static\""));
+    OC_CHECK(has(html, "data-chart=\"loss\" data-points=\"20\"")); /* 2 runs x 10 epochs */
+    oc_free(html);
+    proc_run_free(&r);
+
+    /* a report directory holding anything a demo did not write is refused, untouched */
+    char other_dir[1200], other[1300];
+    snprintf(other_dir, sizeof(other_dir), "%s/reports", tmp);
+    snprintf(other, sizeof(other), "%s/notes.txt", other_dir);
+    OC_CHECK_OK(oc_mkdir_p(other_dir, &err), &err);
+    OC_CHECK_OK(oc_write_file_atomic(other, "mine", 4, &err), &err);
+    const char *args3[] = {"demo", "--dir", empty, "--report", other_dir, "--quiet", NULL};
+    run_cli(args3, &r);
+    OC_CHECK(r.code == 1 && has(r.err, other_dir) && has(r.err, "notes.txt"));
+    char *kept = slurp(other, &len);
+    OC_CHECK(kept && len == 4 && memcmp(kept, "mine", 4) == 0);
+    oc_free(kept);
     proc_run_free(&r);
 }
 

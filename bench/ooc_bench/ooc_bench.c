@@ -21,7 +21,8 @@
  *      (cold: shows what a warm page cache hides under mmap), requested bytes,
  *      bytes of rows that came from disk, bytes read, amplification, CPU-tier
  *      hit ratio, peak RSS (the child's, page-cache pages it maps included),
- *      and whether the final weights equal memory's (the bit-for-bit rule).
+ *      and whether the final weights equal memory's (the bit-for-bit rule);
+ *      with --json FILE also as JSON (json.c), for `offcore report`.
  *
  * Sizes: the budget covers topology, labels, model and one batch's working
  * memory too (train sizes the store from what is left), so with the default
@@ -48,8 +49,8 @@
  *
  * Place in the data flow: bench/ (outside the library); drives generate,
  * dataset, io, sample and train. Run by bench/ooc_bench.sh. Beside it:
- * child.c (the forked children and their pipe) and cgroup.c (the memory
- * groups budgeted runs train in).
+ * child.c (the forked children and their pipe), cgroup.c (the memory
+ * groups budgeted runs train in) and json.c (--json).
  * Thread-safety: the parent is single-threaded (so fork is safe); every
  * library object that holds memory lives in a child process.
  * Ownership: the dataset under DIR is kept for later runs; nothing else is
@@ -57,7 +58,8 @@
  *
  * Usage: ooc_bench [--dir DIR] [--nodes N] [--feat-dim F] [--avg-degree D]
  *                  [--train-frac X] [--budget SIZE] [--epochs E] [--fanout 5,5]
- *                  [--batch B] [--threads T] [--strategies a,b]   (--help)
+ *                  [--batch B] [--threads T] [--strategies a,b] [--json FILE]
+ *                  (--help)
  */
 #ifndef _GNU_SOURCE
 #    define _GNU_SOURCE
@@ -88,6 +90,7 @@
 
 #include "cgroup.h"
 #include "child.h"
+#include "json.h"
 
 #define MAX_RUNS   64
 #define MAX_EPOCHS 64
@@ -135,6 +138,7 @@ struct args {
     const char *layout;   /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
     uint64_t communities; /* --communities S: the generator's planted communities (0: none) */
     double mixing;        /* --mixing MU (NAN: the generator's default) */
+    const char *json;     /* --json FILE: the results table as JSON (NULL: none) */
 };
 
 static void usage(FILE *f)
@@ -174,6 +178,8 @@ static void usage(FILE *f)
         "  --layout ORDER     lay the dataset out (degree|bfs|partition|lpa; offcore layout)\n"
         "                     into DIR/<dataset>-<ORDER>/ once, and train every strategy\n"
         "                     (memory too) on that copy\n"
+        "  --json FILE        also write the results table as JSON to FILE (`offcore report\n"
+        "                     FILE -o page.html` draws it against memory and the bound)\n"
         "  --no-cgroup        run budgeted strategies without a cgroup v1 memory limit\n"
         "                     (by default each runs inside one of budget + %d MiB, the\n"
         "                     fixed overhead docs/BENCHMARKS.md states, where "
@@ -229,6 +235,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"layout", required_argument, 0, 'L'},
         {"communities", required_argument, 0, 'c'},
         {"mixing", required_argument, 0, 'm'},
+        {"json", required_argument, 0, 'J'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -315,6 +322,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'm':
             a->mixing = strtod(optarg, &end);
+            break;
+        case 'J':
+            a->json = optarg;
             break;
         case 'L': {
             int order;
@@ -1063,15 +1073,20 @@ static int differs(const struct run *runs, uint32_t n_runs, const struct run *r)
 }
 
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
-                        double iops4, double iops8)
+                        double iops4, double iops8, struct cJSON *json)
 {
     printf("\n%-18s %8s %8s %7s %7s %7s %7s %8s %10s %10s %10s %7s %7s %8s %10s  %s\n", "strategy",
            "epoch s", "x memory", "x bound", "own io", "x own", "wait s", "epoch0 s", "requested",
            "from disk", "read", "amplif", "cpu hit", "samples", "peak RSS", "weights");
     for (uint32_t i = 0; i < n_runs; i++) {
         const struct run *r = &runs[i];
+        struct json_run jr = {r->label,  r->strategy, r->why, NULL, r->done.res.weights_sha256,
+                              r->budget, r->peak_rss, 0,      0,    0,
+                              0,         0,           0,      NULL};
         if (r->failed || r->n_epochs == 0) {
             printf("%-18s FAILED: %s\n", r->label, r->why);
+            if (json)
+                json_add_run(json, &jr);
             continue;
         }
         const struct oc_train_epoch_stats *st = &r->ep[r->n_epochs - 1];
@@ -1102,6 +1117,16 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
             oc_store_stats_hit_ratio(&st->store, OC_STORE_TIER_CPU),
             st->n_batches ? (double)st->n_sampled / (double)st->n_batches : 0.0,
             fmt_size(r->peak_rss, rss, sizeof(rss)), r == mem ? "reference" : w);
+        jr.weights = r == mem ? "reference" : w;
+        jr.epoch_s = s;
+        jr.epoch0_s = train_s(&r->ep[0]);
+        jr.x_memory = mem_ok ? s / mem_s : 0;
+        jr.x_bound = bound_s > 0 ? s / bound_s : 0.0;
+        jr.own_io_s = own;
+        jr.x_own = own_bound > 0 ? s / own_bound : 0.0;
+        jr.last = st;
+        if (json)
+            json_add_run(json, &jr);
     }
     print_plan_times(runs, n_runs);
     print_cache_policies(runs, n_runs);
@@ -1437,7 +1462,21 @@ int main(int argc, char **argv)
            "seconds per read at its mean read size, on the line through the 4 KiB and 8 KiB "
            "IOPS), plus its background packing's reads and writes (diskgnn) / sequential; "
            "x own = epoch / max(memory epoch, own io)\n");
-    print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops);
+    struct cJSON *json = NULL;
+    if (a.json) {
+        char title[256];
+        snprintf(title, sizeof(title),
+                 "%" PRIu64 " nodes, %u-dim features, budget %s%s, last epoch of %u", a.nodes,
+                 a.feat_dim, a.paper ? "each strategy's smallest + " : "",
+                 fmt_size(budget, s1, sizeof(s1)), a.epochs);
+        struct json_head jh = {title,   a.epochs,     mem_s,         bound_s,   io_bound_s,
+                               seq_bps, pr.rand_iops, pr.rand8_iops, must_read, unique_bytes};
+        if (!(json = json_new(&jh)))
+            bad = 1;
+    }
+    print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops, json);
+    if (json && json_write(json, a.json) != 0)
+        bad = 1;
     for (uint32_t i = 1; i < n_runs; i++)
         if (runs[i].cgroup[0])
             printf("    %-18s cgroup limit %s (budget + %d MiB): peak usage %s, failed charges "

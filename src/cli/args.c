@@ -1,6 +1,6 @@
 /*
  * args.c — the option parser every subcommand uses: "--name value" and
- * "--name=value", typed values checked strictly, unknown options and bad
+ * "--name=value" (a one-letter option is "-x value"), typed values checked strictly, unknown options and bad
  * values rejected with a message naming the option, and --help generated
  * from the same table so the documentation cannot drift from the parser.
  *
@@ -44,10 +44,11 @@ void cli_print_help(const struct cli_cmd *cmd)
     for (size_t i = 0; i < cmd->n_opts; i++) {
         const struct cli_opt *o = &cmd->opts[i];
         char left[64];
+        const char *dashes = o->name[1] ? "--" : "-"; /* a one-letter option: "-o" */
         if (o->type == CLI_FLAG)
-            snprintf(left, sizeof(left), "--%s", o->name);
+            snprintf(left, sizeof(left), "%s%s", dashes, o->name);
         else
-            snprintf(left, sizeof(left), "--%s %s", o->name, type_metavar(o));
+            snprintf(left, sizeof(left), "%s%s %s", dashes, o->name, type_metavar(o));
         printf("  %-28s %s\n", left, o->help);
     }
     printf("  %-28s %s\n", "-h, --help", "show this help and exit");
@@ -148,22 +149,23 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, const char **pos
             cli_print_help(cmd);
             return 1;
         }
-        if (a[1] != '-') {
+        int letter = a[1] != '-' && a[2] == '\0'; /* "-o": a one-letter option */
+        if (a[1] != '-' && !letter) {
             fprintf(stderr, "offcore %s: unknown option '%s' (see offcore %s --help)\n", cmd->name,
                     a, cmd->name);
             return -1;
         }
-        const char *name = a + 2;
-        const char *eq = strchr(name, '=');
+        const char *name = a + 2 - letter;
+        const char *eq = letter ? NULL : strchr(name, '=');
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
         const struct cli_opt *o = NULL;
         for (size_t k = 0; k < cmd->n_opts; k++)
-            if (strlen(cmd->opts[k].name) == name_len &&
+            if (strlen(cmd->opts[k].name) == name_len && (name_len == 1) == letter &&
                 strncmp(cmd->opts[k].name, name, name_len) == 0)
                 o = &cmd->opts[k];
         if (!o) {
-            fprintf(stderr, "offcore %s: unknown option '--%.*s' (see offcore %s --help)\n",
-                    cmd->name, (int)name_len, name, cmd->name);
+            fprintf(stderr, "offcore %s: unknown option '%s%.*s' (see offcore %s --help)\n",
+                    cmd->name, letter ? "-" : "--", (int)name_len, name, cmd->name);
             return -1;
         }
         if (cmd->given)

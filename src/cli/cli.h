@@ -81,6 +81,7 @@ int cmd_train(int argc, char **argv);
 int cmd_kg_import(int argc, char **argv);
 int cmd_generate_kg(int argc, char **argv);
 int cmd_kg_train(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* ---- feature layouts (laid_out.c) ---- */
 

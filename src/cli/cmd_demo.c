@@ -6,11 +6,15 @@
  * train the same model out of core: `static` (degree-ranked row cache, misses
  * read with O_DIRECT) under the smallest --mem-budget it accepts (found with
  * dry runs) plus a tenth of the features, and compare epoch times, bytes
- * read, peak RSS and weights_sha256. It deletes nothing: it writes only into
- * a path that does not exist yet or is an empty directory, and refuses a
- * file, a non-empty directory or a damaged dataset.
+ * read, peak RSS and weights_sha256; both runs log (`--log`) into a report
+ * directory, drawn at the end by `offcore report` (report.html, its path
+ * printed). It deletes nothing: it writes the dataset only into a path that
+ * does not exist yet or is an empty directory, and refuses a file, a
+ * non-empty directory or a damaged dataset; the report directory may hold
+ * only the files a demo writes there (it rewrites them).
  *
- * Place in the data flow: cli → dataset (generate, open, info) → train.
+ * Place in the data flow: cli → dataset (generate, open, info) → train, then
+ * cli's report (report.h).
  * Thread-safety: main thread.
  */
 #include <dirent.h>
@@ -23,6 +27,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "offcore/generate.h"
 #include "offcore/io.h"
 #include "offcore/store.h"
@@ -74,14 +79,28 @@ static uint64_t demo_peak_rss(void)
     return (uint64_t)kb * 1024;
 }
 
-/* Trains the demo's model on path with strategy under budget (0: none), dry or not. */
+/* The files a demo writes into its report directory (and the only ones it may find there). */
+static const char *const demo_report_files[] = {"memory.jsonl", DEMO_STRATEGY ".jsonl",
+                                                "report.html"};
+#define DEMO_N_REPORT_FILES (sizeof(demo_report_files) / sizeof(demo_report_files[0]))
+
+/*
+ * Trains the demo's model on path with strategy under budget (0: none), dry
+ * or not, logging to report_dir/<strategy>.jsonl when report_dir is set.
+ */
 static int demo_train(const char *path, const char *strategy, uint64_t budget, int dry, int quiet,
-                      struct demo_run *d, struct oc_err *err)
+                      const char *report_dir, struct demo_run *d, struct oc_err *err)
 {
     struct oc_train_opts o;
     oc_train_opts_default(OC_NN_MODEL_SAGE, &o);
     o.epochs = DEMO_EPOCHS;
     o.strategy = strategy;
+    char log[4200];
+    if (report_dir) {
+        if (snprintf(log, sizeof(log), "%s/%s.jsonl", report_dir, strategy) >= (int)sizeof(log))
+            return OC_ERR(err, OC_ERR_ARG, "%s: report path too long", report_dir);
+        o.log_path = log;
+    }
     o.mem_budget = budget;
     o.dry_run = dry;
     memset(d, 0, sizeof(*d));
@@ -93,6 +112,7 @@ static int demo_train(const char *path, const char *strategy, uint64_t budget, i
     if (!dry && (rc = oc_progress_new(quiet ? NULL : stderr, &bar, err)))
         return rc;
     int reset = dry ? -1 : demo_reset_peak_rss();
+    oc_mem_reset_peak(); /* the log's accountant peak: this run's, not the one before */
     oc_mem_set_budget(budget);
     rc = oc_train_run(path, &o, dry ? NULL : demo_epoch, d, bar, &d->res, err);
     oc_mem_set_budget(0);
@@ -112,7 +132,7 @@ static int demo_smallest_budget(const char *path, uint64_t *out, struct oc_err *
     uint64_t lo = 0, hi = 16u << 20;
     int rc;
     cli_log_warnings_only(); /* each dry run would log its probe */
-    while ((rc = demo_train(path, DEMO_STRATEGY, hi, 1, 1, &d, err)) == OC_ERR_BUDGET ||
+    while ((rc = demo_train(path, DEMO_STRATEGY, hi, 1, 1, NULL, &d, err)) == OC_ERR_BUDGET ||
            rc == OC_ERR_NOMEM) {
         if (hi >= (64ull << 30))
             return rc;
@@ -123,7 +143,7 @@ static int demo_smallest_budget(const char *path, uint64_t *out, struct oc_err *
         return rc;
     while (hi - lo > DEMO_STEP) {
         uint64_t mid = lo + (hi - lo) / 2;
-        rc = demo_train(path, DEMO_STRATEGY, mid, 1, 1, &d, err);
+        rc = demo_train(path, DEMO_STRATEGY, mid, 1, 1, NULL, &d, err);
         if (rc == OC_OK)
             hi = mid;
         else if (rc == OC_ERR_BUDGET || rc == OC_ERR_NOMEM)
@@ -136,13 +156,14 @@ static int demo_smallest_budget(const char *path, uint64_t *out, struct oc_err *
     return OC_OK;
 }
 
-/* The in-RAM run, then the out-of-core one, then the comparison. */
-static int demo_compare(const char *path, uint64_t feat_bytes, int quiet, struct oc_err *err)
+/* The in-RAM run, then the out-of-core one, then the comparison (logged into report_dir). */
+static int demo_compare(const char *path, uint64_t feat_bytes, int quiet, const char *report_dir,
+                        struct oc_err *err)
 {
     struct demo_run mem, ooc;
     printf("\ntraining in RAM: offcore train %s --model sage --epochs %d\n", path, DEMO_EPOCHS);
     fflush(stdout);
-    int rc = demo_train(path, "memory", 0, 0, quiet, &mem, err);
+    int rc = demo_train(path, "memory", 0, 0, quiet, report_dir, &mem, err);
     if (rc)
         return rc;
     printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\nweights_sha256 %s\n",
@@ -159,7 +180,7 @@ static int demo_compare(const char *path, uint64_t feat_bytes, int quiet, struct
            DEMO_STRATEGY, oc_format_size(smallest, a, sizeof(a)),
            oc_format_size(feat_bytes / 10, b, sizeof(b)), path, DEMO_EPOCHS, DEMO_STRATEGY, budget);
     fflush(stdout);
-    if ((rc = demo_train(path, DEMO_STRATEGY, budget, 0, quiet, &ooc, err)))
+    if ((rc = demo_train(path, DEMO_STRATEGY, budget, 0, quiet, report_dir, &ooc, err)))
         return rc;
     printf("\n%-28s %12s %12s %12s  %s\n", "run", "epoch time", "read/epoch", "peak RSS",
            "weights_sha256");
@@ -236,14 +257,75 @@ static int demo_check_dir(const char *path, int user_dir, struct oc_dataset **ds
     return 1;
 }
 
+/*
+ * Whether the demo may write its report into dir: it does not exist, or holds
+ * only files a demo writes there (0); anything else is refused (1, printed),
+ * so demo never overwrites a file it did not write.
+ */
+static int demo_check_report_dir(const char *dir)
+{
+    struct stat st;
+    int found = stat(dir, &st) == 0;
+    if (!found && errno == ENOENT)
+        return 0;
+    DIR *d = found && S_ISDIR(st.st_mode) ? opendir(dir) : NULL;
+    if (!d) {
+        fprintf(stderr,
+                "offcore demo: %s: %s; the report goes into a new directory or one "
+                "holding an earlier demo's report (choose another --report)\n",
+                dir,
+                !found || S_ISDIR(st.st_mode) ? strerror(errno) : "exists and is not a directory");
+        return 1;
+    }
+    struct dirent *de;
+    const char *other = NULL;
+    while (!other && (de = readdir(d))) {
+        int ours = strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0;
+        for (size_t i = 0; i < DEMO_N_REPORT_FILES; i++) { /* or a temporary of one (killed) */
+            size_t k = strlen(demo_report_files[i]);
+            ours |= strncmp(de->d_name, demo_report_files[i], k) == 0 &&
+                    (de->d_name[k] == '\0' || strncmp(de->d_name + k, ".tmp-", 5) == 0);
+        }
+        if (!ours)
+            other = de->d_name;
+    }
+    if (other) {
+        char safe[1024];
+        fprintf(stderr,
+                "offcore demo: %s holds %s, which no demo wrote; the report goes into a new "
+                "directory or one holding an earlier demo's report (choose another --report)\n",
+                dir, cli_safe_text(other, safe, sizeof(safe)));
+    }
+    closedir(d);
+    return other ? 1 : 0;
+}
+
+/* Draws report_dir's logs into report_dir/report.html and prints its path. */
+static int demo_report(const char *report_dir, struct oc_err *err)
+{
+    char in[2][4200], out[4200];
+    const char *inputs[2] = {in[0], in[1]};
+    for (int i = 0; i < 2; i++)
+        snprintf(in[i], sizeof(in[i]), "%s/%s", report_dir, demo_report_files[i]);
+    snprintf(out, sizeof(out), "%s/%s", report_dir, demo_report_files[2]);
+    int rc = cli_report(out, inputs, 2, err);
+    if (rc == OC_OK)
+        printf("\nreport (offcore report %s %s -o %s):\n%s\n", in[0], in[1], out, out);
+    return rc;
+}
+
 int cmd_demo(int argc, char **argv)
 {
-    const char *dir = NULL;
+    const char *dir = NULL, *report_arg = NULL;
     int quiet = 0;
     const struct cli_opt opts[] = {
         {"dir", CLI_STR, &dir, "DIR",
          "where the demo dataset is cached (default $XDG_CACHE_HOME/offcore/demo-v1, else "
          "~/.cache/offcore/demo-v1)",
+         NULL},
+        {"report", CLI_STR, &report_arg, "DIR",
+         "where the runs' logs (memory.jsonl, static.jsonl) and report.html go (default: the "
+         "dataset directory's path + \"-report\"); a new directory or an earlier demo's",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},
@@ -255,7 +337,8 @@ int cmd_demo(int argc, char **argv)
         "10 classes, seed 0) once into a cache directory, validate and summarize it, train\n"
         "GraphSAGE on it for 10 epochs in RAM (`offcore train DIR --epochs 10`), then train it\n"
         "again out of core (`--strategy static` under the smallest --mem-budget it accepts plus\n"
-        "a tenth of the features) and compare epoch time, bytes read, peak RSS and weights.",
+        "a tenth of the features) and compare epoch time, bytes read, peak RSS and weights;\n"
+        "both runs' logs are drawn into report.html (`offcore report`), whose path it prints.",
         NULL,
         opts,
         sizeof(opts) / sizeof(opts[0]),
@@ -283,6 +366,13 @@ int cmd_demo(int argc, char **argv)
         fprintf(stderr, "offcore demo: cache path is too long\n");
         return 2;
     }
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+    char report_dir[sizeof(path) + 16];
+    snprintf(report_dir, sizeof(report_dir), "%s%s", report_arg ? report_arg : path,
+             report_arg ? "" : "-report");
+    if (demo_check_report_dir(report_dir))
+        return 1;
     struct oc_dataset *ds = NULL;
     if ((rc = demo_check_dir(path, dir != NULL, &ds, &err)))
         return rc;
@@ -322,7 +412,9 @@ int cmd_demo(int argc, char **argv)
         feat_bytes = m->n_nodes * m->feat_dim * oc_dtype_size(m->feat_dtype);
     }
     oc_dataset_free(ds);
-    if (rc != OC_OK || (rc = demo_compare(path, feat_bytes, quiet, &err)) != OC_OK)
+    if (rc != OC_OK || (rc = oc_mkdir_p(report_dir, &err)) != OC_OK ||
+        (rc = demo_compare(path, feat_bytes, quiet, report_dir, &err)) != OC_OK ||
+        (rc = demo_report(report_dir, &err)) != OC_OK)
         return cli_fail(&err);
     return 0;
 }

@@ -31,6 +31,7 @@ static const struct {
     {"layout", cmd_layout, "copy a dataset with its feature rows in a locality order"},
     {"train", cmd_train, "train a GNN (GraphSAGE, GCN, GAT) on a dataset"},
     {"kg-train", cmd_kg_train, "train RED-GNN on a KG dataset; filtered MRR, Hits@1, Hits@10"},
+    {"report", cmd_report, "training logs and bench results as one self-contained HTML page"},
 };
 
 static void usage(FILE *f)

@@ -2,6 +2,9 @@
  * jsonlog.c — the `--log FILE` JSON-lines log: one object per epoch and a
  * final object with "final": true, test_acc_at_best_val, weights_sha256 and
  * blas_core (the OpenBLAS kernels, on which the weights' bits depend).
+ * Every epoch line carries the run's memory plan (train_log_set_plan) and the
+ * final line the strategy, so `offcore report` can chart and label a run
+ * from its log alone.
  * Each line is fsynced before the checkpoint that records the log's length,
  * so a resumed run truncates the log to exactly the epochs it keeps.
  *
@@ -19,7 +22,16 @@ struct oc_train_log {
     struct oc_file *f;
     uint64_t offset;
     uint32_t strategy; /* index in the store registry: whose stats table to write */
+    uint64_t budget_bytes, held_bytes, working_set_bytes, store_bytes; /* the memory plan */
 };
+
+void train_log_set_plan(struct oc_train_log *l, uint64_t budget, const struct oc_train_result *r)
+{
+    l->budget_bytes = budget;
+    l->held_bytes = r->held_bytes;
+    l->working_set_bytes = r->working_set_bytes;
+    l->store_bytes = r->store_bytes;
+}
 
 int oc_train_log_open(const char *path, uint64_t keep_bytes, uint32_t strategy,
                       struct oc_train_log **out, struct oc_err *err)
@@ -182,6 +194,13 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
         cJSON_AddNumberToObject(topo, "read_bytes", (double)ts->read_bytes);
         cJSON_AddNumberToObject(topo, "n_reads", (double)ts->n_reads);
     }
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+    if (mem) {
+        cJSON_AddNumberToObject(mem, "budget_bytes", (double)l->budget_bytes);
+        cJSON_AddNumberToObject(mem, "held_bytes", (double)l->held_bytes);
+        cJSON_AddNumberToObject(mem, "working_set_bytes", (double)l->working_set_bytes);
+        cJSON_AddNumberToObject(mem, "store_bytes", (double)l->store_bytes);
+    }
     cJSON_AddNumberToObject(o, "peak_mem_bytes", (double)st->peak_mem_bytes);
     cJSON_AddNumberToObject(o, "peak_rss_bytes", (double)st->peak_rss_bytes);
     int rc = log_write(l, o, err);
@@ -197,6 +216,7 @@ int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
         return OC_ERR(err, OC_ERR_NOMEM, "training log: out of memory");
     cJSON_AddTrueToObject(j, "final");
     cJSON_AddStringToObject(j, "model", oc_nn_model_kind_name(o->model));
+    cJSON_AddStringToObject(j, "strategy", train_strategy_name(o));
     cJSON_AddNumberToObject(j, "epochs", o->epochs);
     cJSON_AddStringToObject(j, "blas_core", oc_nn_blas_core()); /* the weights depend on it */
     if (r->evaluated) {

@@ -691,6 +691,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     if (o->log_path && (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0,
                                                r.strategy, &r.log, err)))
         goto out;
+    if (r.log)
+        train_log_set_plan(r.log, o->mem_budget, res);
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
     uint64_t n_batches = oc_batch_pipe_n_batches(r.pipe);

@@ -254,6 +254,13 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
 
 /* ---- JSON-lines log ----------------------------------------------------- */
 
+/*
+ * The run's memory plan, written with every epoch line under "memory": the
+ * budget (0: none), what was held at start (topology, labels, model, a
+ * step's workspace), the working set reserved beside the store (batches in
+ * flight, evaluation) and what the store was given (the rest).
+ */
+void train_log_set_plan(struct oc_train_log *l, uint64_t budget, const struct oc_train_result *r);
 /* Appends one epoch object; *bytes = file size after it (durable). */
 int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
                     struct oc_err *err);

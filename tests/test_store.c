@@ -131,7 +131,7 @@ static void check_stats(const struct fixture *fx, const struct oc_store *s, uint
         OC_CHECK(st.read_bytes >= st.requested_disk_bytes);
         OC_CHECK(st.read_bytes >= rows * OC_IO_ALIGN);
         OC_CHECK(oc_store_stats_amplification(&st) >= 1.0);
-        OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_MIN);
+        OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_BYTES);
     } else if (strcmp(name, "static") == 0) {
         OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] + st.tier_rows[OC_STORE_TIER_DISK] == rows);
         if (st.tier_rows[OC_STORE_TIER_DISK])
@@ -737,20 +737,6 @@ OC_TEST(io_batch_merge_off)
 out:
     oc_io_batch_free(b);
     oc_file_close(f, &err);
-}
-
-/* A reader's bounce buffer follows the budget: 2 MiB under 256 MiB, 8 MiB from 1 GiB and with none. */
-OC_TEST(reader_bounce_follows_the_budget)
-{
-    const uint64_t MIB = 1u << 20;
-    OC_CHECK(store_disk_bounce(0) == STORE_DISK_BOUNCE_MAX);
-    OC_CHECK(store_disk_bounce(16 * MIB) == STORE_DISK_BOUNCE_MIN);
-    OC_CHECK(store_disk_bounce(255 * MIB) == STORE_DISK_BOUNCE_MIN);
-    OC_CHECK(store_disk_bounce(512 * MIB) == 4 * MIB);
-    OC_CHECK(store_disk_bounce(1200 * MIB) == STORE_DISK_BOUNCE_MAX);
-    OC_CHECK(store_disk_bounce(64000 * MIB) == STORE_DISK_BOUNCE_MAX);
-    OC_CHECK(store_disk_bounce(700 * MIB) % OC_IO_ALIGN == 0);
-    OC_CHECK(STORE_DISK_BOUNCE_MAX == 8 * MIB && STORE_DISK_BOUNCE_MIN == 2 * MIB);
 }
 
 OC_TEST_MAIN()

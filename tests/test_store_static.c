@@ -141,7 +141,7 @@ static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
             oc_store_stats(s, &st);
             OC_CHECK(st.held_bytes <= c.mem_bytes);
             /* table layout: 4 bytes per node; sorted: 8 + 4 per cached row (id, slot) */
-            OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_MIN + n_cached * fx.row_bytes +
+            OC_CHECK(st.held_bytes >= STORE_DISK_BOUNCE_BYTES + n_cached * fx.row_bytes +
                                           (r ? fx.n_nodes * 4 : n_cached * 12));
             check_cached_set(&fx, s, hot);
             oc_store_free(s);
@@ -317,7 +317,7 @@ OC_TEST(small_batches_fill_a_budgeted_cache)
         struct oc_store_config c = fixture_config(&fx, NULL);
         c.batch_rows = 60;
         uint64_t rows = 7000;
-        c.mem_bytes = STORE_DISK_BOUNCE_MIN + STORE_MIN_READER_ROWS * STORE_ROW_SCRATCH_BYTES +
+        c.mem_bytes = STORE_DISK_BOUNCE_BYTES + STORE_MIN_READER_ROWS * STORE_ROW_SCRATCH_BYTES +
                       512 +
                       (table ? fx.n_nodes * 4 + rows * fx.row_bytes : rows * (fx.row_bytes + 12));
         oc_mem_set_budget(oc_mem_used() + c.mem_bytes);

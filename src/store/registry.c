@@ -341,7 +341,6 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     uint64_t budget_rows = store_budget_rows(s, cfg);
     s->load_run_rows =
         cfg->mem_bytes && budget_rows < STORE_LOAD_ROWS ? budget_rows : STORE_LOAD_ROWS;
-    s->disk_bounce = store_disk_bounce(cfg->mem_bytes);
     s->stages = cfg->pipeline;
     s->n_lanes = 1;
     pthread_mutex_init(&s->stats_lock, NULL);

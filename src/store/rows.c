@@ -211,7 +211,7 @@ int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, s
     memset(d, 0, sizeof(*d));
     if ((rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &d->f, err)))
         return rc;
-    if ((rc = oc_io_batch_new(STORE_DISK_DEPTH, s->disk_bounce, &d->batch, err))) {
+    if ((rc = oc_io_batch_new(STORE_DISK_DEPTH, STORE_DISK_BOUNCE_BYTES, &d->batch, err))) {
         oc_file_close(d->f, NULL);
         d->f = NULL;
         return rc;

@@ -127,7 +127,6 @@ struct oc_store {
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
     int reorder;                 /* cfg->reorder for a strategy with next_batch */
     uint64_t load_run_rows;      /* rows store_cache_load queues per run (registry, at open) */
-    uint64_t disk_bounce;        /* each store_disk reader's bounce buffer (store_disk_bounce) */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
     /*
@@ -290,24 +289,8 @@ struct store_disk {
     uint64_t cap_miss;
 };
 
-#define STORE_DISK_DEPTH 256u
-/*
- * A reader's bounce buffer bounds the bytes it has in flight: the block
- * reader's merged spans run to 1 MiB, and the disk probe reaches the
- * sequential bandwidth with 8 reads of 1 MiB in flight (io/probe.c), so a
- * reader gets 8 MiB where the budget is large (over a gigabyte, or none),
- * its 128th part below that, and at least 2 MiB (store_disk_bounce).
- */
-#define STORE_DISK_BOUNCE_MIN (2u << 20)
-#define STORE_DISK_BOUNCE_MAX (8u << 20)
-static inline uint64_t store_disk_bounce(uint64_t mem_bytes)
-{
-    uint64_t b = mem_bytes ? mem_bytes / 128 : STORE_DISK_BOUNCE_MAX;
-    b &= ~(uint64_t)(OC_IO_ALIGN - 1);
-    return b < STORE_DISK_BOUNCE_MIN   ? STORE_DISK_BOUNCE_MIN
-           : b > STORE_DISK_BOUNCE_MAX ? STORE_DISK_BOUNCE_MAX
-                                       : b;
-}
+#define STORE_DISK_DEPTH        256u
+#define STORE_DISK_BOUNCE_BYTES (2u << 20)
 
 /* Opens s->path; merge = 0 gives every row its own read. */
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err);

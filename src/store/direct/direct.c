@@ -34,13 +34,12 @@ static int direct_open(struct oc_store *s, const struct oc_store_config *cfg, st
     char need_s[32], have_s[32];
 
     uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t need = s->disk_bounce + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t need = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     if (cfg->mem_bytes && cfg->mem_bytes < need)
         return OC_ERR(err, OC_ERR_BUDGET,
-                      "store direct: needs %s (a %" PRIu64
-                      "-byte bounce buffer and request arrays for "
+                      "store direct: needs %s (a %u-byte bounce buffer and request arrays for "
                       "%" PRIu64 " rows of one batch); the store's budget is %s",
-                      oc_format_size(need, need_s, sizeof(need_s)), s->disk_bounce, rows,
+                      oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     d = oc_calloc(1, sizeof(*d), "store direct", err);
     if (!d)

@@ -143,7 +143,7 @@ static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_con
     uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
     uint64_t run, bounce, reader;
     dg_row_reader(in, s->row_bytes, &run, &bounce, &reader);
-    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + s->disk_bounce +
+    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES +
            reader_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
            store_budget_rows(s, cfg) * sizeof(struct store_miss) + sizeof(struct diskgnn_store);
 }

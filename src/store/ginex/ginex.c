@@ -445,7 +445,6 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     uint64_t lo = 1, hi = 1ull << 50;
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
-        s.disk_bounce = store_disk_bounce(c.mem_bytes); /* as the registry sets it */
         if (gx_plan_capacity(&s, &c, sizeof(struct ginex_store), t_end - t0, probe,
                              cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, &C, &lanes,
                              NULL) == OC_OK &&

@@ -110,10 +110,10 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
     uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
-    uint64_t exec = exec_struct_bytes + s->disk_bounce + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t exec = exec_struct_bytes + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     /* a further gather lane: a reader and one batch's changeset */
-    uint64_t lane =
-        s->disk_bounce + rows * STORE_ROW_SCRATCH_BYTES + rows * sizeof(struct gx_change) * 5 / 4;
+    uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
+                    rows * sizeof(struct gx_change) * 5 / 4;
     uint64_t S = 0, ifix = 0, want = 0;
     int on_disk = spill_dir[0] != '\0';
     char need_s[32], have_s[32];
@@ -158,12 +158,11 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
         if (cfg->mem_bytes < need)
             return OC_ERR(err, OC_ERR_BUDGET,
-                          "store ginex: needs at least %s (a %" PRIu64
-                          "-byte bounce buffer and request "
+                          "store ginex: needs at least %s (a %u-byte bounce buffer and request "
                           "arrays for %" PRIu64 " rows of one batch%s%s) before caching any row; "
                           "the store's budget is %s",
-                          oc_format_size(need, need_s, sizeof(need_s)), s->disk_bounce, rows,
-                          n_iters ? ", and the inspector with the accesses of " : "",
+                          oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
+                          rows, n_iters ? ", and the inspector with the accesses of " : "",
                           !n_iters                   ? ""
                           : on_disk                  ? "one batch (in files)"
                           : cfg->superbatch && S > 1 ? "a whole superbatch"

@@ -86,7 +86,7 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
 {
     uint64_t page_rows = oc_io_align_up(s->row_bytes);
     memset(z, 0, sizeof(*z));
-    z->fixed = sizeof(struct hl_store) + s->disk_bounce +
+    z->fixed = sizeof(struct hl_store) + STORE_DISK_BOUNCE_BYTES +
                store_budget_rows(s, cfg) * STORE_ROW_SCRATCH_BYTES;
     uint64_t want = 0;
     if (pipeline) {
@@ -305,11 +305,11 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store helios: needs at least %s (%u batch records of %" PRIu64
-                      " rows, a %" PRIu64
-                      "-byte bounce buffer and request arrays) before staging or "
+                      " rows, a %u-byte bounce buffer and request arrays) before staging or "
                       "caching any row; the store's budget is %s",
                       oc_format_size(z.fixed, need_s, sizeof(need_s)), HL_N_RECORDS, max_rows,
-                      s->disk_bounce, oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+                      STORE_DISK_BOUNCE_BYTES,
+                      oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     }
     uint64_t est_staged = est < max_rows ? est : max_rows;
     if (pipeline && cfg->mem_bytes && z.n_cached < s->n_nodes && !atomic_load(&stage_every_row) &&

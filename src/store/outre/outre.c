@@ -108,17 +108,17 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if ((rc = store_disk_open(s, 1, &o->disk, err)))
         return rc;
     uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t fixed = sizeof(*o) + s->disk_bounce + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t fixed = sizeof(*o) + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     uint64_t counts = 2 * s->n_nodes * sizeof(uint32_t);
     char a[32], b[32], c[32];
     if (cfg->mem_bytes && cfg->mem_bytes < fixed + counts)
-        return OC_ERR(
-            err, OC_ERR_BUDGET,
-            "store outre: needs at least %s (a %" PRIu64 "-byte bounce buffer, request arrays "
-            "for %" PRIu64 " rows of one batch and %s of profiling counts) before "
-            "caching anything; the store's budget is %s",
-            oc_format_size(fixed + counts, a, sizeof(a)), s->disk_bounce, rows,
-            oc_format_size(counts, b, sizeof(b)), oc_format_size(cfg->mem_bytes, c, sizeof(c)));
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store outre: needs at least %s (a %u-byte bounce buffer, request arrays "
+                      "for %" PRIu64 " rows of one batch and %s of profiling counts) before "
+                      "caching anything; the store's budget is %s",
+                      oc_format_size(fixed + counts, a, sizeof(a)), STORE_DISK_BOUNCE_BYTES, rows,
+                      oc_format_size(counts, b, sizeof(b)),
+                      oc_format_size(cfg->mem_bytes, c, sizeof(c)));
     if ((rc = outre_profile_run(s, o, cfg, err)))
         return rc;
     struct outre_profile *p = &o->prof;

@@ -85,7 +85,7 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
 {
     uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
-    uint64_t lane = s->disk_bounce + rows * STORE_ROW_SCRATCH_BYTES;
+    uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     *n_lanes = store_lanes_for(cfg, lane, cfg->mem_bytes / 4);
     uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
@@ -97,11 +97,10 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     }
     if (cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
-                      "store static: needs at least %s (a %" PRIu64
-                      "-byte bounce buffer and request "
+                      "store static: needs at least %s (a %u-byte bounce buffer and request "
                       "arrays for %" PRIu64 " rows of one batch) before caching any row; the "
                       "store's budget is %s",
-                      oc_format_size(fixed, need_s, sizeof(need_s)), s->disk_bounce, rows,
+                      oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     store_cache_plan(s, cfg->mem_bytes - fixed, sizeof(uint64_t) + sizeof(uint32_t), n_cached,
                      use_table);

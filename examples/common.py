@@ -2,8 +2,9 @@
 the dataset (an offcore dataset directory, imported first from a text source with --from),
 the loaders (training batches, a model called as model(x, blocks, input_ids) from the chosen strategy under the memory budget; exact
 full-neighbor evaluation batches of the validation and test splits), the epoch loop with
-Adam and the test accuracy at the best validation epoch (ties go to the later epoch, as
-`offcore train` reports it).
+Adam and the test accuracy (or --metric: rocauc, f1-macro, scored by offcore.metrics as
+`offcore train --metric` scores them) at the best validation epoch (ties go to the later
+epoch, as `offcore train` reports it).
 
 Place: examples/ (pyg_sage.py, torch_gcn.py import it); uses the offcore package and torch.
 """
@@ -43,6 +44,9 @@ def parse_args(description, defaults):
                    help="cap on each loader's feature cache (three loaders share the budget)")
     p.add_argument("--eval-batch", type=int, default=256)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--metric", choices=offcore.metrics.METRICS, default="acc",
+                   help="what is reported on val/test and maximized on val (as offcore "
+                   "train --metric; rocauc: two classes only)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args()
@@ -72,19 +76,23 @@ def open_loaders(ds, a):
     return train, evals
 
 
-def accuracy(model, loader):
+def evaluate(model, loader, metric):
+    """The metric of the model's logits over the loader's (labelled) nodes."""
     model.eval()
-    correct = total = 0
+    ys, outs = [], []
     with torch.no_grad():
         for b in loader:
             x, y, blocks = b.to_torch()
-            correct += int((model(x, blocks, input_ids(b)).argmax(1) == y).sum())
-            total += len(y)
-    return correct / max(total, 1)
+            keep = y >= 0
+            ys.append(y[keep].numpy())
+            outs.append(model(x, blocks, input_ids(b))[keep].numpy())
+    if not ys:
+        return 0.0
+    return offcore.metrics.score(metric, np.concatenate(ys), np.concatenate(outs))
 
 
 def train(model, ds, a):
-    """Trains; returns the test accuracy at the best validation epoch."""
+    """Trains; returns the test --metric at the best validation --metric."""
     torch.manual_seed(a.seed)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     train_loader, evals = open_loaders(ds, a)
@@ -102,15 +110,18 @@ def train(model, ds, a):
             loss_sum += float(loss) * len(y)
             n += len(y)
         t1 = time.time()
-        val, test = accuracy(model, evals["val"]), accuracy(model, evals["test"])
+        val, test = evaluate(model, evals["val"], a.metric), evaluate(model, evals["test"],
+                                                                     a.metric)
         if val >= best_val:
             best_val, test_at_best = val, test
         if not a.quiet:
-            print("Epoch %05d | Loss %.4f | Val Acc %.4f | Test Acc %.4f | Time %.2fs"
-                  % (epoch, loss_sum / max(n, 1), val, test, t1 - t0))
+            label = offcore.metrics.LABELS[a.metric]
+            print("Epoch %05d | Loss %.4f | Val %s %.4f | Test %s %.4f | Time %.2fs"
+                  % (epoch, loss_sum / max(n, 1), label, val, label, test, t1 - t0))
     st = train_loader.stats()
-    print("test accuracy at best val: %.4f (val %.4f); offcore: %d batches, %s requested, "
-          "%s read from disk, peak %s" % (test_at_best, best_val, st["n_fetched"],
+    print("test %s at best val: %.4f (val %.4f); offcore: %d batches, %s requested, "
+          "%s read from disk, peak %s" % ("accuracy" if a.metric == "acc" else a.metric,
+                                          test_at_best, best_val, st["n_fetched"],
                                           size(st["requested_bytes"]), size(st["read_bytes"]),
                                           size(st["mem_peak_bytes"])))
     for lo in (train_loader, *evals.values()):

@@ -67,6 +67,10 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
          "expected one of degree|ginex"},
         {{"train", "d", "--eval", "most", NULL}, 2, "expected one of full|sampled|none"},
         {{"train", "d", "--eval-every", "0", NULL}, 2, "--eval-every must be at least 1"},
+        {{"train", "d", "--metric", "auc", NULL}, 2, "expected one of acc|rocauc|f1-macro"},
+        {{"train", "d", "--eval", "none", "--metric", "rocauc", NULL},
+         2,
+         "--metric rocauc has nothing to do with --eval none"},
         {{"train", "d", "--eval", "none", "--eval-every", "2", NULL},
          2,
          "--eval-every has nothing to do with --eval none"},
@@ -382,6 +386,93 @@ OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
     char *e1 = strstr(text, "Epoch 00001"), *e2 = strstr(text, "Epoch 00002");
     OC_CHECK(e1 && e2 && !strstr(e1, "Val Acc -"));
     oc_free(text);
+}
+
+/* The keys of the log lines in json (one object per line) missing from doc; how many keys. */
+static uint32_t undocumented_keys(const char *json, const char *doc, uint32_t *n_keys)
+{
+    uint32_t missing = 0;
+    *n_keys = 0;
+    for (const char *p = json; p && (p = strchr(p, '"')) != NULL;) {
+        const char *end = strchr(p + 1, '"');
+        if (!end)
+            break;
+        if (end[1] == ':' && (size_t)(end - p) < 64) {
+            char key[80], ticked[96], quoted[96];
+            snprintf(key, sizeof(key), "%.*s", (int)(end - p - 1), p + 1);
+            snprintf(ticked, sizeof(ticked), "`%s`", key);
+            snprintf(quoted, sizeof(quoted), "\"%s\"", key);
+            (*n_keys)++;
+            if (!strategy_figure_key(key) && !strstr(doc, ticked) && !strstr(doc, quoted)) {
+                fprintf(stderr, "  log key %s missing from docs/CLI.md\n", ticked);
+                missing++;
+            }
+        }
+        p = end + 1;
+    }
+    return missing;
+}
+
+/*
+ * --metric rocauc on a two-class dataset: the epoch line shows `Val ROC-AUC`, the final line
+ * the test ROC-AUC at the best validation ROC-AUC, the log val_rocauc and test_rocauc per
+ * epoch and the metric, best_val_rocauc and test_rocauc_at_best_val at the end, all documented;
+ * the same run's weights as with accuracy. A ten-class dataset is refused, naming it.
+ */
+OC_TEST(metric_rocauc_reaches_the_epoch_line_and_the_log)
+{
+    const char *src = getenv("OC_SRC");
+    if (!getenv("OC_BIN") || !src)
+        OC_SKIP("OC_BIN or OC_SRC not set; run through ctest");
+    const char *tmp = oc_test_tmpdir();
+    char out[700], log[700], ds[700], doc_path[1024];
+    snprintf(out, sizeof(out), "%s/metric.out", tmp);
+    snprintf(log, sizeof(log), "%s/metric.jsonl", tmp);
+    snprintf(ds, sizeof(ds), "%s/two-classes", tmp);
+    snprintf(doc_path, sizeof(doc_path), "%s/docs/CLI.md", src);
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 2000;
+    g.n_classes = 2;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    char *argv[] = {getenv("OC_BIN"), "train",   ds,      "--epochs", "3", "--metric",
+                    "rocauc",         "--quiet", "--log", log,        NULL};
+    OC_CHECK(proc_wait(proc_spawn(argv, out)) == 0);
+    char *text = NULL, *json = NULL, *doc = NULL;
+    size_t len;
+    OC_CHECK_OK(oc_read_file(out, 0, &text, &len, &err), &err);
+    OC_CHECK_OK(oc_read_file(log, 0, &json, &len, &err), &err);
+    OC_CHECK_OK(oc_read_file(doc_path, 0, &doc, &len, &err), &err);
+    OC_CHECK(text && strstr(text, "Epoch 00002 | Loss ") && strstr(text, "| Val ROC-AUC 0."));
+    OC_CHECK(text && !strstr(text, "Val Acc"));
+    OC_CHECK(text && strstr(text, "Test ROC-AUC at best Val ROC-AUC (epoch "));
+    OC_CHECK(json && strstr(json, "\"val_rocauc\":0.") && strstr(json, "\"test_rocauc\":0."));
+    OC_CHECK(json && strstr(json, "\"metric\":\"rocauc\"") &&
+             strstr(json, "\"best_val_rocauc\":") && strstr(json, "\"test_rocauc_at_best_val\":"));
+    OC_CHECK(json && !strstr(json, "best_val_acc"));
+    uint32_t n_keys = 0;
+    OC_CHECK(json && doc && undocumented_keys(json, doc, &n_keys) == 0 && n_keys > 50);
+    const char *sha = text ? strstr(text, "weights_sha256 ") : NULL;
+    char *acc_argv[] = {getenv("OC_BIN"), "train", ds, "--epochs", "3", "--quiet", NULL};
+    char *acc_text = NULL;
+    OC_CHECK(proc_wait(proc_spawn(acc_argv, out)) == 0);
+    OC_CHECK_OK(oc_read_file(out, 0, &acc_text, &len, &err), &err);
+    OC_CHECK(sha && acc_text && strstr(acc_text, sha)); /* the metric leaves the weights alone */
+    OC_CHECK(acc_text && strstr(acc_text, "| Val Acc 0.") && strstr(acc_text, "Test Acc at best"));
+    oc_free(text);
+    oc_free(json);
+    oc_free(doc);
+    oc_free(acc_text);
+    char *many = cli_dataset();
+    if (!many)
+        return;
+    char *bad[] = {getenv("OC_BIN"), "train", many, "--metric", "rocauc", "--quiet", NULL};
+    char *err_text = NULL;
+    OC_CHECK(run_cli(bad + 1, &err_text) == 2);
+    OC_CHECK(err_text && strstr(err_text, "--metric rocauc: ") && strstr(err_text, many) &&
+             strstr(err_text, "has 10 classes"));
+    oc_free(err_text);
 }
 
 /*

@@ -2,7 +2,8 @@
  * train.h — mini-batch GNN training end to end: load a dataset, sample
  * batches, gather input features, forward/backward/Adam, evaluate (exact
  * layer-wise full-neighbor inference or sampled mini-batches), report test
- * accuracy at the best validation epoch, log JSON lines, checkpoint and resume.
+ * accuracy (or ROC-AUC / macro F1, --metric) at the best validation epoch, log
+ * JSON lines, checkpoint and resume.
  *
  * Place in the data flow: train sits on sample, nn and dataset; the CLI calls
  * it. Everything random is keyed by (seed, epoch, batch, ...), so a run is a
@@ -30,6 +31,28 @@ enum oc_train_eval {
     OC_TRAIN_EVAL_COUNT,
 };
 
+/*
+ * What evaluation reports and model selection maximizes (--metric). The
+ * weights trained are the same whatever the metric; only the best epoch (and
+ * the test figure reported at it) may differ.
+ */
+enum oc_train_metric {
+    OC_TRAIN_METRIC_ACC,      /* accuracy: the first maximal logit is the label (default) */
+    OC_TRAIN_METRIC_ROCAUC,   /* two classes only: ROC-AUC of logit[1] - logit[0], ties as
+                                 average ranks (Mann-Whitney U); class 1 is the positive one */
+    OC_TRAIN_METRIC_F1_MACRO, /* mean F1 over the classes among the split's labels or
+                                 predictions (sklearn's average="macro") */
+    OC_TRAIN_METRIC_COUNT,
+};
+/* "acc", "rocauc", "f1-macro" (as --metric takes them); "?" out of range. */
+const char *oc_train_metric_name(enum oc_train_metric m);
+/* The name in JSON log keys: "acc", "rocauc", "f1_macro" (val_<key>, best_val_<key>, ...). */
+const char *oc_train_metric_key(enum oc_train_metric m);
+/* The name on the epoch line: "Acc", "ROC-AUC", "F1-macro". */
+const char *oc_train_metric_label(enum oc_train_metric m);
+/* Parses a --metric value; OC_ERR_ARG naming it and the choices otherwise. */
+int oc_train_metric_parse(const char *s, enum oc_train_metric *out, struct oc_err *err);
+
 #define OC_TRAIN_MAX_STORE_OPTS 16
 
 struct oc_train_opts {
@@ -47,19 +70,22 @@ struct oc_train_opts {
     unsigned n_threads;  /* 0 = all cores */
     uint64_t seed;
     enum oc_train_eval eval;
-    uint32_t eval_every;        /* evaluate after every Nth epoch and the last (0 or 1: every) */
-    const char *scratch_dir;    /* --eval full under a budget: where layer outputs go while
+    uint32_t eval_every;         /* evaluate after every Nth epoch and the last (0 or 1: every) */
+    enum oc_train_metric metric; /* reported on val/test and maximized on val (default acc);
+                                    rocauc needs 2 classes and both in the val and test
+                                    splits; not with --eval none (OC_ERR_ARG) */
+    const char *scratch_dir;     /* --eval full under a budget: where layer outputs go while
                                 evaluating (NULL = the plan directory) */
-    const char *log_path;       /* JSON lines, NULL = none */
-    const char *checkpoint_dir; /* NULL = none */
-    int resume;                 /* continue from checkpoint_dir */
-    const char *strategy;       /* feature store (store.h registry), NULL = "memory" */
-    uint64_t mem_budget;        /* hard limit on memory held (0 = none): sizes the caches */
-    int topology_disk;          /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
-    uint64_t topo_cache_bytes;  /* disk topology: indptr + table + neighbor cache; 0 = a fifth
+    const char *log_path;        /* JSON lines, NULL = none */
+    const char *checkpoint_dir;  /* NULL = none */
+    int resume;                  /* continue from checkpoint_dir */
+    const char *strategy;        /* feature store (store.h registry), NULL = "memory" */
+    uint64_t mem_budget;         /* hard limit on memory held (0 = none): sizes the caches */
+    int topology_disk;           /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
+    uint64_t topo_cache_bytes;   /* disk topology: indptr + table + neighbor cache; 0 = a fifth
                                   of mem_budget, or every list without a budget */
-    int topo_rank;              /* disk topology: enum oc_topo_rank of the neighbor cache */
-    int reuse_samples;          /* every epoch trains on epoch 0's batches (DiskGNN's
+    int topo_rank;               /* disk topology: enum oc_topo_rank of the neighbor cache */
+    int reuse_samples;           /* every epoch trains on epoch 0's batches (DiskGNN's
                                       behavior; changes training, so it is in the checkpoint
                                       fingerprint); ginex and gnndrive refuse it */
     /* the strategy's own options (store.h, struct oc_store_opt), set with oc_train_opts_set */
@@ -109,6 +135,7 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o);
 struct oc_train_epoch_stats {
     uint32_t epoch;                            /* 0-based */
     double loss, train_acc, val_acc, test_acc; /* val/test: 0 unless evaluated */
+    double val_metric, test_metric;            /* --metric's (= val/test_acc with acc) */
     int evaluated;                             /* this epoch ran evaluation (--eval-every) */
     double time_s;
     /*
@@ -145,8 +172,8 @@ typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *
 struct oc_train_result {
     uint32_t epochs_run; /* epochs executed in this call (after a resume: the rest) */
     int evaluated;       /* some epoch ran evaluation; else best_* and test_acc_* are 0 */
-    uint32_t best_epoch;
-    double best_val_acc;
+    uint32_t best_epoch; /* the last epoch with the highest validation --metric */
+    double best_val_acc; /* both in --metric's units: accuracy, ROC-AUC or macro F1 */
     double test_acc_at_best_val;
     double final_loss;
     char weights_sha256[65]; /* empty after a dry run */
@@ -177,7 +204,8 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err);
 struct oc_train_position {
     uint32_t next_epoch;
     uint32_t best_epoch;
-    double best_val_acc, test_acc_at_best_val; /* kg-train: validation and test MRR */
+    double best_val_acc, test_acc_at_best_val; /* in --metric; kg-train: validation and
+                                                  test MRR */
     uint64_t log_bytes;                        /* size of the JSON log after that epoch's line */
 };
 

@@ -10,15 +10,18 @@ strategies (liboffcore.so, the C API of include/offcore.h).
         for batch in loader:
             ...  # batch.x, batch.y, batch.blocks, batch.to_torch()
 
+`offcore.metrics` scores logits as `offcore train --metric` does (acc, rocauc, f1-macro).
+
 Place: the package's face; _lib loads the library, dataset.py and loader.py wrap it.
 """
 from ._lib import BudgetError, InvalidArgument, NotFound, OffcoreError, lib as _clib
 from .dataset import Dataset, generate, import_dataset
 from .loader import Batch, BatchReleasedError, Block, Loader, parse_size
+from . import metrics
 
 __all__ = ["Dataset", "Loader", "Batch", "Block", "OffcoreError", "InvalidArgument",
            "BudgetError", "NotFound", "BatchReleasedError", "import_dataset", "generate",
-           "strategies", "version", "parse_size"]
+           "strategies", "version", "parse_size", "metrics"]
 
 
 def version():

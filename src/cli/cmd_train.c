@@ -1,8 +1,8 @@
 /*
  * cmd_train.c — `offcore train DIR`: mini-batch GNN training with DGL-style
  * options and per-model defaults from DGL's examples, an epoch line per
- * epoch, progress of each epoch's batches (docs/CLI.md, Progress), and the test accuracy at the best
- * validation epoch with the weights' SHA-256 at the end.
+ * epoch, progress of each epoch's batches (docs/CLI.md, Progress), and the test accuracy (or
+ * --metric) at the best validation epoch with the weights' SHA-256 at the end.
  *
  * Place in the data flow: cli → train.
  * Thread-safety: main thread; training runs its own pool.
@@ -53,11 +53,12 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
     const struct cli_epoch_line *el = ctx;
     /* Time is the training time, as in DGL's and PyG's examples; evaluation is shown apart */
     printf("Epoch %05u | Loss %.4f | Train Acc %.4f", st->epoch, st->loss, st->train_acc);
+    const char *label = oc_train_metric_label((enum oc_train_metric)el->metric);
     if (st->evaluated)
-        printf(" | Val Acc %.4f | Time %.2fs | Eval %.2fs", st->val_acc, st->time_s - st->eval_s,
-               st->eval_s);
+        printf(" | Val %s %.4f | Time %.2fs | Eval %.2fs", label, st->val_metric,
+               st->time_s - st->eval_s, st->eval_s);
     else /* --eval none, or an epoch --eval-every skips */
-        printf(" | Val Acc -      | Time %.2fs | Eval -", st->time_s);
+        printf(" | Val %s -      | Time %.2fs | Eval -", label, st->time_s);
     if (st->seed_rows) /* OUTRE's Redundancy Ratio: input rows per seed */
         printf(" | RR %.2f", (double)st->input_rows / (double)st->seed_rows);
     if (el->show_io) {
@@ -185,7 +186,7 @@ int cmd_train(int argc, char **argv)
     }
     struct oc_train_opts o;
     oc_train_opts_default(kind, &o);
-    const char *fanout = NULL, *eval = "full", *strategy = "memory";
+    const char *fanout = NULL, *eval = "full", *strategy = "memory", *metric = "acc";
     const char *topology = "memory";
     uint64_t topo_cache = 0;
     const char *topo_rank = NULL;
@@ -231,6 +232,10 @@ int cmd_train(int argc, char **argv)
          "scratch file); sampled: mini-batches of the val/test nodes with the training "
          "fanouts; none: no evaluation",
          "full|sampled|none"},
+        {"metric", CLI_CHOICE, &metric, NULL,
+         "what evaluation reports and the best epoch maximizes on the validation split: "
+         "accuracy (default), ROC-AUC of class 1 (two classes only) or macro F1",
+         "acc|rocauc|f1-macro"},
         {"eval-every", CLI_U32, &eval_every, "N",
          "evaluate after every Nth epoch and after the last (1)", NULL},
         {"scratch", CLI_STR, &o.scratch_dir, "DIR",
@@ -302,9 +307,11 @@ int cmd_train(int argc, char **argv)
         "DIR [options]",
         "Train a GNN on the dataset in DIR, features from the --strategy (RAM by default,\n"
         "or on disk under --mem-budget), and report the test accuracy at the best\n"
-        "validation epoch. Batches are sampled once and their features fetched ahead.",
+        "validation epoch (or --metric's). Batches are sampled once and their features\n"
+        "fetched ahead.",
         "Each epoch prints `Epoch 00003 | Loss 0.1234 | Train Acc 0.9000 | Val Acc 0.8000 | Time "
-        "1.23s | Eval 0.40s | RR 5.12`\n(Time: training only; Eval: evaluation after it; RR: "
+        "1.23s | Eval 0.40s | RR 5.12`\n(Val: the --metric, e.g. `Val ROC-AUC`; Time: training "
+        "only; Eval: evaluation after it; RR: "
         "input rows per seed; out-of-core\nstrategies add `| Wait 0.12s | Read ...`: the seconds "
         "training waited for batches, then I/O\nfigures). The same seed gives the same loss "
         "sequence and weights at any --threads.",
@@ -355,6 +362,10 @@ int cmd_train(int argc, char **argv)
     o.eval = strcmp(eval, "full") == 0      ? OC_TRAIN_EVAL_FULL
              : strcmp(eval, "sampled") == 0 ? OC_TRAIN_EVAL_SAMPLED
                                             : OC_TRAIN_EVAL_NONE;
+    if (oc_train_metric_parse(metric, &o.metric, &err) != OC_OK) {
+        fprintf(stderr, "offcore train: %s\n", err.msg);
+        return 2;
+    }
     uint32_t strategy_index;
     if (oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
         fprintf(stderr, "offcore train: --strategy: %s\n", err.msg);
@@ -396,7 +407,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "offcore train: %s\n", err.msg);
             return 2;
         }
-    struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index};
+    struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index, (int)o.metric};
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -424,8 +435,9 @@ int cmd_train(int argc, char **argv)
             printf("dry run: the options and the dataset check out (no --mem-budget to check)\n");
         return 0;
     }
+    const char *label = oc_train_metric_label(o.metric);
     if (res.evaluated)
-        printf("Test Acc at best Val Acc (epoch %u, val %.4f): %.4f\n", res.best_epoch,
+        printf("Test %s at best Val %s (epoch %u, val %.4f): %.4f\n", label, label, res.best_epoch,
                res.best_val_acc, res.test_acc_at_best_val);
     else
         printf("Test Acc: not evaluated (--eval none)\n");

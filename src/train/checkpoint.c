@@ -1,8 +1,8 @@
 /*
  * checkpoint.c — saves and restores a training run after an epoch: model
  * parameters and Adam state (nn's self-checking record), the position (next
- * epoch, best validation so far, JSON-log length) and a fingerprint of every
- * option that changes training, so a resume with different options is
+ * epoch, best validation --metric so far, JSON-log length) and a fingerprint of
+ * every option that changes training (and of --metric, the position's units), so a resume with different options is
  * refused instead of silently mixing runs. The file is replaced atomically
  * (temporary name, fsync, rename), so a crash at any moment leaves either
  * the previous or the new checkpoint; a temporary a kill -9 left is removed
@@ -54,7 +54,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              " eval=%s dataset=%s"
              " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x"
              " labels_crc=%08x splits_crc=%08x,%08x,%08x%s"
-             " reuse_samples=%s batching=%s partition_batch=%u%s",
+             " reuse_samples=%s batching=%s partition_batch=%u%s%s%s",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed,
@@ -71,7 +71,12 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
              /* METIS's runs keep the fingerprint they had before Fennel existed */
              o->batching == OC_TRAIN_BATCHING_PARTITION && o->partitioner == OC_PLAN_PART_FENNEL
                  ? " partitioner=fennel"
-                 : "");
+                 : "",
+             /* the metric does not change the weights, but the position's best validation
+                figure is in its units: a resume under another metric would compare unlike
+                figures. Accuracy runs keep the fingerprint they had before --metric. */
+             o->metric != OC_TRAIN_METRIC_ACC ? " metric=" : "",
+             o->metric != OC_TRAIN_METRIC_ACC ? oc_train_metric_name(o->metric) : "");
 }
 
 static void put(uint8_t **p, const void *v, size_t n)

@@ -1,5 +1,6 @@
 /*
- * eval.c — accuracy on the train/val/test splits after an epoch, two ways:
+ * eval.c — accuracy on the train/val/test splits after an epoch, and the
+ * --metric (metric.c) on val/test from the same logits, two ways:
  *   full:    exact layer-wise inference (DGL's `inference`): layer l is
  *            evaluated for every node from layer l-1's output of every node,
  *            with all neighbors, in chunks of at most eval_batch_size
@@ -40,6 +41,7 @@ struct train_eval {
     struct train_gather gather;
     struct train_degrees src_deg; /* whole-graph out-degree of the batch's input nodes */
     struct train_labels labels;
+    struct train_metric metric[TRAIN_SPLIT_COUNT]; /* val/test, unless --metric acc */
     /* full */
     uint64_t chunk_rows;        /* see train_eval_chunk_rows */
     uint64_t *chunk_ids;        /* one chunk's destinations */
@@ -131,9 +133,18 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
     eval_table_init(&ev->table[0], be, 0);
     eval_table_init(&ev->table[1], be, 0);
     oc_nn_tensor_init(&ev->logits, be, OC_NN_F32);
+    int rc;
+    if (o->metric != OC_TRAIN_METRIC_ACC)
+        for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++) {
+            uint64_t n_pos = 0, n_neg = 0;
+            if (o->metric == OC_TRAIN_METRIC_ROCAUC)
+                train_split_binary_counts(d, s, &n_pos, &n_neg);
+            if ((rc =
+                     train_metric_init(&ev->metric[s], o->metric, d->n_classes, n_pos, n_neg, err)))
+                goto fail;
+        }
     struct oc_sample_opts so = {0};
     so.seed = o->seed;
-    int rc;
     if (o->eval == OC_TRAIN_EVAL_FULL) {
         so.n_layers = 1;
         so.fanouts[0] = OC_SAMPLE_ALL;
@@ -170,6 +181,8 @@ void train_eval_free(struct train_eval *ev)
     oc_free(ev->split_of);
     oc_free(ev->src_deg.deg);
     oc_free(ev->labels.labels);
+    for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
+        train_metric_deinit(&ev->metric[s]);
     eval_table_deinit(&ev->table[0]);
     eval_table_deinit(&ev->table[1]);
     oc_nn_tensor_deinit(&ev->logits);
@@ -177,14 +190,22 @@ void train_eval_free(struct train_eval *ev)
     oc_free(ev);
 }
 
-/* Index of the first maximum of a row (as torch.argmax on CPU). */
-static uint64_t row_argmax(const float *row, uint64_t n)
+/* Starts an evaluation of the --metric (a no-op with acc). */
+static void metrics_reset(struct train_eval *ev)
 {
-    uint64_t best = 0;
-    for (uint64_t k = 1; k < n; k++)
-        if (row[k] > row[best])
-            best = k;
-    return best;
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+        if (ev->o->metric != OC_TRAIN_METRIC_ACC)
+            train_metric_reset(&ev->metric[s]);
+}
+
+/* The --metric of val and test into metric[] (their accuracy with acc). */
+static void metrics_value(struct train_eval *ev, const double acc[TRAIN_SPLIT_COUNT],
+                          double metric[TRAIN_SPLIT_COUNT])
+{
+    metric[TRAIN_SPLIT_TRAIN] = 0.0;
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+        metric[s] =
+            ev->o->metric == OC_TRAIN_METRIC_ACC ? acc[s] : train_metric_value(&ev->metric[s]);
 }
 
 /*
@@ -260,11 +281,14 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
                 uint64_t v = lo + i;
                 if (!ev->split_of[v] || d->labels[v] < 0)
                     continue;
-                int hit = row_argmax(logits + i * out_dim, out_dim) == (uint64_t)d->labels[v];
+                const float *row = logits + i * out_dim;
+                int hit = train_row_argmax(row, out_dim) == (uint64_t)d->labels[v];
                 for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
                     if (ev->split_of[v] & (1u << s)) {
                         counted[s]++;
                         correct[s] += (uint64_t)hit;
+                        if (s != TRAIN_SPLIT_TRAIN && ev->o->metric != OC_TRAIN_METRIC_ACC)
+                            train_metric_add(&ev->metric[s], row, out_dim, d->labels[v]);
                     }
             }
         }
@@ -312,6 +336,12 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
             struct oc_nn_loss loss;
             if ((rc = oc_nn_model_loss(ev->m, ev->labels.labels, &loss, err)))
                 return rc;
+            if (ev->o->metric != OC_TRAIN_METRIC_ACC)
+                for (uint64_t i = 0; i < n_seeds; i++)
+                    if (ev->labels.labels[i] >= 0)
+                        train_metric_add(&ev->metric[s],
+                                         (const float *)logits->data + i * logits->n_cols,
+                                         logits->n_cols, ev->labels.labels[i]);
             correct += loss.n_correct;
             counted += loss.n_counted;
         }
@@ -321,8 +351,10 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
 }
 
 int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
-                   double acc[TRAIN_SPLIT_COUNT], struct oc_err *err)
+                   double acc[TRAIN_SPLIT_COUNT], double metric[TRAIN_SPLIT_COUNT],
+                   struct oc_err *err)
 {
+    metrics_reset(ev);
     /* gathered rows go into the buffer lent for the evaluation (grown as needed) */
     ev->gather.buf = *rows;
     ev->gather.cap_floats = *cap_rows;
@@ -332,5 +364,7 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
     *cap_rows = ev->gather.cap_floats;
     ev->gather.buf = NULL;
     ev->gather.cap_floats = 0;
+    if (rc == OC_OK)
+        metrics_value(ev, acc, metric);
     return rc;
 }

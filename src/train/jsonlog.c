@@ -1,10 +1,10 @@
 /*
  * jsonlog.c — the `--log FILE` JSON-lines log: one object per epoch and a
- * final object with "final": true, test_acc_at_best_val, weights_sha256 and
- * blas_core (the OpenBLAS kernels, on which the weights' bits depend).
- * Every epoch line carries the run's memory plan (train_log_set_plan) and the
- * final line the strategy, so `offcore report` can chart and label a run
- * from its log alone.
+ * final object with "final": true, the metric, test_<metric>_at_best_val,
+ * weights_sha256 and blas_core (the OpenBLAS kernels, on which the weights'
+ * bits depend). Every epoch line carries the run's memory plan
+ * (train_log_set_plan) and the final line the strategy, so `offcore report`
+ * can chart and label a run from its log alone.
  * Each line is fsynced before the checkpoint that records the log's length,
  * so a resumed run truncates the log to exactly the epochs it keeps.
  *
@@ -109,8 +109,20 @@ int oc_train_log_line(struct oc_train_log *l, const char *json, uint64_t *bytes,
     return rc;
 }
 
-int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
-                    struct oc_err *err)
+/* Adds `<prefix><metric key><suffix>`: value, or null when not evaluated. */
+static void add_metric(cJSON *o, const char *prefix, enum oc_train_metric metric,
+                       const char *suffix, int evaluated, double value)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "%s%s%s", prefix, oc_train_metric_key(metric), suffix);
+    if (evaluated)
+        cJSON_AddNumberToObject(o, key, value);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st,
+                    enum oc_train_metric metric, uint64_t *bytes, struct oc_err *err)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *stages = cJSON_CreateObject();
@@ -129,6 +141,10 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     } else { /* --eval none or an epoch --eval-every skips */
         cJSON_AddNullToObject(o, "val_acc");
         cJSON_AddNullToObject(o, "test_acc");
+    }
+    if (metric != OC_TRAIN_METRIC_ACC) {
+        add_metric(o, "val_", metric, "", st->evaluated, st->val_metric);
+        add_metric(o, "test_", metric, "", st->evaluated, st->test_metric);
     }
     cJSON_AddNumberToObject(o, "time_s", st->time_s);
     cJSON_AddNumberToObject(o, "n_batches", (double)st->n_batches);
@@ -219,15 +235,13 @@ int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
     cJSON_AddStringToObject(j, "strategy", train_strategy_name(o));
     cJSON_AddNumberToObject(j, "epochs", o->epochs);
     cJSON_AddStringToObject(j, "blas_core", oc_nn_blas_core()); /* the weights depend on it */
-    if (r->evaluated) {
+    cJSON_AddStringToObject(j, "metric", oc_train_metric_name(o->metric));
+    if (r->evaluated) /* else --eval none */
         cJSON_AddNumberToObject(j, "best_epoch", r->best_epoch);
-        cJSON_AddNumberToObject(j, "best_val_acc", r->best_val_acc);
-        cJSON_AddNumberToObject(j, "test_acc_at_best_val", r->test_acc_at_best_val);
-    } else { /* --eval none */
+    else
         cJSON_AddNullToObject(j, "best_epoch");
-        cJSON_AddNullToObject(j, "best_val_acc");
-        cJSON_AddNullToObject(j, "test_acc_at_best_val");
-    }
+    add_metric(j, "best_val_", o->metric, "", r->evaluated, r->best_val_acc);
+    add_metric(j, "test_", o->metric, "_at_best_val", r->evaluated, r->test_acc_at_best_val);
     cJSON_AddNumberToObject(j, "final_loss", r->final_loss);
     cJSON_AddStringToObject(j, "weights_sha256", r->weights_sha256);
     return log_write(l, j, err);

@@ -164,6 +164,11 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "--eval must be full, sampled or none");
     if (o->eval == OC_TRAIN_EVAL_NONE && o->eval_every > 1)
         return OC_ERR(err, OC_ERR_ARG, "--eval-every has nothing to do with --eval none");
+    if ((unsigned)o->metric >= OC_TRAIN_METRIC_COUNT)
+        return OC_ERR(err, OC_ERR_ARG, "--metric must be acc, rocauc or f1-macro");
+    if (o->eval == OC_TRAIN_EVAL_NONE && o->metric != OC_TRAIN_METRIC_ACC)
+        return OC_ERR(err, OC_ERR_ARG, "--metric %s has nothing to do with --eval none",
+                      oc_train_metric_name(o->metric));
     if (o->scratch_dir && (o->eval != OC_TRAIN_EVAL_FULL || !o->mem_budget))
         return OC_ERR(err, OC_ERR_ARG,
                       "--scratch needs --eval full and --mem-budget (only layer-wise inference "
@@ -660,7 +665,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct run r;
     memset(&r, 0, sizeof(r));
     r.progress = progress;
-    if ((rc = run_setup(&r, dir, o, err)))
+    if ((rc = run_setup(&r, dir, o, err)) || (rc = train_metric_check(&r.data, o, dir, err)))
         goto out;
     char fingerprint[1024];
     train_opts_fingerprint(o, oc_dataset_manifest(r.data.ds), fingerprint, sizeof(fingerprint));
@@ -768,7 +773,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         uint32_t every = o->eval_every > 1 ? o->eval_every : 1;
         st.evaluated =
             o->eval != OC_TRAIN_EVAL_NONE && ((e + 1) % every == 0 || e + 1 == o->epochs);
-        double acc[TRAIN_SPLIT_COUNT] = {0};
+        double acc[TRAIN_SPLIT_COUNT] = {0}, metric[TRAIN_SPLIT_COUNT] = {0};
         if (st.evaluated) {
             double te = oc_now_s();
             /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
@@ -776,7 +781,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             uint64_t cap_rows;
             if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
                 goto out;
-            rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, err);
+            rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, metric, err);
             oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
             if (rc) {
                 oc_err_prefix(err, "epoch %u evaluation", e);
@@ -788,21 +793,24 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.train_acc = counted ? (double)correct / (double)counted : 0.0;
         st.val_acc = acc[TRAIN_SPLIT_VAL];
         st.test_acc = acc[TRAIN_SPLIT_TEST];
+        st.val_metric = metric[TRAIN_SPLIT_VAL];
+        st.test_metric = metric[TRAIN_SPLIT_TEST];
         st.time_s = oc_now_s() - t0;
         st.peak_mem_bytes = oc_mem_peak();
         st.peak_rss_bytes = train_peak_rss_bytes();
-        /* Ties go to the later epoch, as DGL's EarlyStopping keeps the last best model. */
-        if (st.evaluated && st.val_acc >= pos.best_val_acc) {
-            pos.best_val_acc = st.val_acc;
+        /* Ties go to the later epoch, as DGL's EarlyStopping keeps the last best model; the
+           position holds --metric's values (its fingerprint names a metric other than acc) */
+        if (st.evaluated && st.val_metric >= pos.best_val_acc) {
+            pos.best_val_acc = st.val_metric;
             pos.best_epoch = e;
-            pos.test_acc_at_best_val = st.test_acc;
+            pos.test_acc_at_best_val = st.test_metric;
         }
         pos.next_epoch = e + 1;
         res->epochs_run++;
         res->final_loss = st.loss;
         if (on_epoch)
             on_epoch(ctx, &st);
-        if (r.log && (rc = train_log_epoch(r.log, &st, &pos.log_bytes, err)))
+        if (r.log && (rc = train_log_epoch(r.log, &st, o->metric, &pos.log_bytes, err)))
             goto out;
         if (o->checkpoint_dir &&
             (rc = oc_train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))

@@ -130,6 +130,60 @@ uint64_t train_ws_gather_rows(const struct train_ws *ws, const struct train_data
 uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
                         const struct oc_train_opts *o, uint64_t state_bytes, uint32_t row_buffers);
 
+/* ---- evaluation metrics (metric.c) -------------------------------------- */
+
+/* Index of the first maximum of a row (as torch.argmax on CPU). */
+uint64_t train_row_argmax(const float *row, uint64_t n);
+/* A key of a score that sorts as the score does (unsigned); -0 and +0 get one key. */
+uint64_t train_score_key(double score);
+/*
+ * ROC-AUC from the keys (train_score_key) of the positives' and the
+ * negatives' scores, sorted in place (tmp: room for the larger count): the
+ * share of (positive, negative) pairs where the positive scores higher, ties
+ * counting one half. NaN when either count is 0.
+ */
+double train_rocauc_keys(uint64_t *pos, uint64_t n_pos, uint64_t *neg, uint64_t n_neg,
+                         uint64_t *tmp);
+/* Mean F1 over the classes with 2 TP + FP + FN > 0; 0 when there is none. */
+double train_f1_macro(const uint64_t *tp, const uint64_t *fp, const uint64_t *fn,
+                      uint64_t n_classes);
+
+/* One split's metric, accumulated from logit rows. */
+struct train_metric {
+    enum oc_train_metric kind;
+    uint64_t n_classes;
+    uint64_t n, correct; /* labelled rows added, and those whose argmax is their label */
+    /* rocauc: score keys of the positives (label 1) and negatives, a sort buffer */
+    uint64_t *pos, *neg, *tmp;
+    uint64_t n_pos, n_neg, cap_pos, cap_neg;
+    int nan;                /* a NaN score was added: the value is NaN */
+    uint64_t *tp, *fp, *fn; /* f1-macro: per class (one allocation, at tp) */
+};
+/*
+ * Sets m up for `kind`; rocauc (n_classes must be 2) holds up to cap_pos
+ * positive and cap_neg negative rows between resets.
+ */
+int train_metric_init(struct train_metric *m, enum oc_train_metric kind, uint64_t n_classes,
+                      uint64_t cap_pos, uint64_t cap_neg, struct oc_err *err);
+/* What train_metric_init allocates for a split of n_rows labelled rows, at most. */
+uint64_t train_metric_bytes(enum oc_train_metric kind, uint64_t n_classes, uint64_t n_rows);
+void train_metric_deinit(struct train_metric *m);
+/* Forgets the rows added (a new evaluation). */
+void train_metric_reset(struct train_metric *m);
+/* Adds one labelled row: its n_out (= n_classes) logits and its label in [0, n_out). */
+void train_metric_add(struct train_metric *m, const float *row, uint64_t n_out, int32_t label);
+/* The metric over the rows added (rocauc: sorts them); see metric.c for empty cases. */
+double train_metric_value(struct train_metric *m);
+/* Labelled nodes of split s with label 1 (*n_pos) and with another label (*n_neg). */
+void train_split_binary_counts(const struct train_data *d, int s, uint64_t *n_pos, uint64_t *n_neg);
+/*
+ * Checks that o->metric can be computed on d: rocauc needs two classes and
+ * both classes among the labelled nodes of the validation and test splits
+ * (OC_ERR_ARG naming dir, the split and the counts otherwise).
+ */
+int train_metric_check(const struct train_data *d, const struct oc_train_opts *o, const char *dir,
+                       struct oc_err *err);
+
 /*
  * Accuracy over the nodes ids[0..n): exact layer-wise inference over the
  * whole graph (all neighbors) computing only what is needed, or sampled
@@ -142,12 +196,14 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
 void train_eval_free(struct train_eval *ev);
 /*
  * Computes accuracy on every split in one pass (full inference runs once per
- * call). Gathered input rows go into *rows (*cap_rows floats), a buffer the
+ * call), and o->metric on the validation and test splits into metric[] (the
+ * accuracy itself with acc; the training split's entry is 0). Gathered input rows go into *rows (*cap_rows floats), a buffer the
  * batch pipeline lent (oc_batch_pipe_lend_rows), grown with oc_realloc when
  * needed; *rows and *cap_rows are updated for handing it back.
  */
 int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
-                   double acc[TRAIN_SPLIT_COUNT], struct oc_err *err);
+                   double acc[TRAIN_SPLIT_COUNT], double metric[TRAIN_SPLIT_COUNT],
+                   struct oc_err *err);
 
 /* ---- a layer's output table of exact inference (eval_table.c) ----------- */
 
@@ -261,9 +317,12 @@ int train_checkpoint_parse(const void *buf, size_t len, const char *path, const 
  * flight, evaluation) and what the store was given (the rest).
  */
 void train_log_set_plan(struct oc_train_log *l, uint64_t budget, const struct oc_train_result *r);
-/* Appends one epoch object; *bytes = file size after it (durable). */
-int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st, uint64_t *bytes,
-                    struct oc_err *err);
+/*
+ * Appends one epoch object (with val_<key> and test_<key> of metric unless it
+ * is acc); *bytes = file size after it (durable).
+ */
+int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *st,
+                    enum oc_train_metric metric, uint64_t *bytes, struct oc_err *err);
 int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
                     const struct oc_train_opts *o, struct oc_err *err);
 

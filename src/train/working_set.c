@@ -132,5 +132,8 @@ uint64_t train_ws_bytes(const struct train_ws *ws, const struct train_data *d,
     }
     if (eval_floats > row_floats) /* the lent buffer grows */
         eval += (eval_floats - row_floats) * sizeof(float);
+    if (o->eval != OC_TRAIN_EVAL_NONE) /* --metric's per-split accumulators */
+        for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+            eval += train_metric_bytes(o->metric, d->n_classes, d->n_split[s]);
     return pipe + (step > eval ? step : eval) + state_bytes;
 }

@@ -187,6 +187,25 @@ OC_TEST(smallest_budget_trains_every_epoch)
 }
 
 /*
+ * Trains `memory` (reuse: with --reuse-samples) on dir, then diskgnn in
+ * windows of `window` batches into *log; 1 if the weights are equal.
+ */
+static int train_in_windows(const char *dir, int reuse, uint64_t window, struct oc_train_opts *o,
+                            struct epoch_log *log)
+{
+    struct oc_train_result ref, res;
+    struct oc_err err;
+    train_opts(o);
+    o->reuse_samples = reuse;
+    OC_CHECK_OK(oc_train_run(dir, o, NULL, NULL, NULL, &ref, &err), &err);
+    o->strategy = "diskgnn";
+    OC_CHECK_OK(oc_train_opts_set(o, "window", (double)window, &err), &err);
+    memset(log, 0, sizeof(*log));
+    OC_CHECK_OK(train(dir, o, log, &res, &err), &err);
+    return strcmp(res.weights_sha256, ref.weights_sha256) == 0;
+}
+
+/*
  * Fresh samples in windows shorter than an epoch: with --window 3 (of 8
  * batches per epoch) training equals `memory` and at most two windows exist
  * at once; with the window derived from
@@ -199,16 +218,9 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     if (!dir)
         return;
     struct oc_train_opts o;
-    struct oc_train_result ref, res;
     struct oc_err err;
     struct epoch_log log;
-    train_opts(&o);
-    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
-    o.strategy = "diskgnn";
-    OC_CHECK_OK(oc_train_opts_set(&o, "window", 3, &err), &err);
-    memset(&log, 0, sizeof(log));
-    OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
-    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(train_in_windows(dir, 0, 3, &o, &log));
     OC_CHECK(log.n == 3);
     uint64_t feat_bytes = 4000 * graph_row_bytes(256, OC_DTYPE_F32), plan_read = 0;
     for (uint32_t e = 0; e < log.n; e++) {
@@ -276,17 +288,8 @@ OC_TEST(reuse_in_windows_replays_every_window)
     if (!dir)
         return;
     struct oc_train_opts o;
-    struct oc_train_result ref, res;
-    struct oc_err err;
     struct epoch_log log;
-    train_opts(&o);
-    o.reuse_samples = 1;
-    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
-    o.strategy = "diskgnn";
-    OC_CHECK_OK(oc_train_opts_set(&o, "window", 3, &err), &err);
-    memset(&log, 0, sizeof(log));
-    OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
-    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(train_in_windows(dir, 1, 3, &o, &log));
     OC_CHECK(log.n == 3);
     for (uint32_t e = 0; e < log.n; e++) {
         if (getenv("OC_TEST_VERBOSE"))
@@ -298,10 +301,7 @@ OC_TEST(reuse_in_windows_replays_every_window)
     }
     OC_CHECK(plan_files(log.plan, NULL) == 0);
     /* the same run with whole-epoch windows trains the same weights */
-    OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
-    memset(&log, 0, sizeof(log));
-    OC_CHECK_OK(train(dir, &o, &log, &res, &err), &err);
-    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(train_in_windows(dir, 1, 1000000, &o, &log));
     OC_CHECK(log.n == 3 && log.dir_files[0] == 1);
 }
 

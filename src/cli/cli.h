@@ -87,6 +87,21 @@ int cmd_report(int argc, char **argv);
 
 #define CLI_LAYOUT_PART_NODES 1000u      /* --part-nodes default: METIS parts' size */
 #define CLI_PART_NODES_UNSET  UINT64_MAX /* --part-nodes not given */
+/* The --layout and --part-nodes entries of a command that writes a dataset. */
+#define CLI_LAYOUT_OPTS(layout, part_nodes)                                                      \
+    {"layout",                                                                                   \
+     CLI_CHOICE,                                                                                 \
+     &(layout),                                                                                  \
+     "ORDER",                                                                                    \
+     "write the feature rows in this locality order, as `offcore layout` would (the dataset is " \
+     "written beside OUT first, then laid out into OUT: twice its size on disk for a while)",    \
+     "degree|bfs|partition|lpa"},                                                                \
+    {                                                                                            \
+        "part-nodes", CLI_U64, &(part_nodes), "N",                                               \
+            "with --layout partition: nodes per part; lpa: a quarter of the largest community "  \
+            "(default 1000)",                                                                    \
+            NULL                                                                                 \
+    }
 struct oc_plan_order_opts;
 /*
  * --layout ORDER (NULL: not given) and --part-nodes N (CLI_PART_NODES_UNSET:

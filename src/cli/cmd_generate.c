@@ -60,15 +60,7 @@ int cmd_generate(int argc, char **argv)
         {"max-size", CLI_SIZE, &o.max_bytes, NULL,
          "refuse a dataset larger than this (default 64G); it must also fit the free disk space",
          NULL},
-        {"layout", CLI_CHOICE, &layout, "ORDER",
-         "write the feature rows in this locality order, as `offcore layout` would (the "
-         "dataset is written beside OUT first, then laid out into OUT: twice its size on disk "
-         "for a while)",
-         "degree|bfs|partition|lpa"},
-        {"part-nodes", CLI_U64, &part_nodes, "N",
-         "with --layout partition: nodes per part; lpa: a quarter of the largest community "
-         "(default 1000)",
-         NULL},
+        CLI_LAYOUT_OPTS(layout, part_nodes),
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},

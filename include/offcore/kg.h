@@ -360,6 +360,7 @@ struct oc_kg_train_opts {
     const char *log_path;       /* NULL = none */
     const char *checkpoint_dir; /* NULL = none */
     int resume;
+    int dry_run; /* open and measure (oc_kg_train_run), train nothing, write nothing */
 };
 
 /* hidden 32 (TIGER's setting), 3 layers, attn 5, relu, dropout 0.2, lr 0.005, decay 0.995,
@@ -409,8 +410,27 @@ struct oc_kg_train_result {
     struct oc_kg_eval test_at_best;
     char weights_sha256[65];
     double time_s;
+    /* measured before the first step under --mem-budget or with dry_run (else 0) */
+    uint64_t held_bytes;      /* graphs, queries, filters, model, Adam state */
+    uint64_t workspace_bytes; /* the model's workspace for the largest batches */
+    uint64_t extract_bytes;   /* reserved for extraction's working memory (the most at once) */
+    uint64_t fixed_bytes;     /* --extract's slicer and executor arrays */
+    uint64_t need_bytes;      /* the smallest --mem-budget that fits (their sum) */
+    double measure_s;
 };
 
+/*
+ * Trains RED-GNN on the KG dataset in dir (see the CLI's kg-train). Under a
+ * budget (oc_mem_set_budget) or with o->dry_run it first measures what
+ * training and evaluation need (res->need_bytes and its parts: every batch's
+ * subgraph extracted once, the model's workspace grown once to the largest),
+ * with the accountant's limit lifted while it measures, and refuses a budget
+ * below that with OC_ERR_BUDGET naming the smallest budget that fits and
+ * each part; a budget that fits then never fails for memory in basic and
+ * atom extraction (the caches are sized from what is left and give memory
+ * back). With dry_run it returns after measuring: nothing is trained or
+ * written. Errors name the file or option at fault.
+ */
 int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epoch_fn on_epoch,
                     void *ctx, struct oc_kg_train_result *res, struct oc_err *err);
 

@@ -423,6 +423,8 @@ struct oc_nn_redgnn_config {
 
 struct oc_nn_redgnn;
 
+#define OC_NN_REDGNN_MAX_LAYERS 16
+
 int oc_nn_redgnn_new(struct oc_nn_backend *be, const struct oc_nn_redgnn_config *cfg,
                      struct oc_nn_redgnn **out, struct oc_err *err);
 void oc_nn_redgnn_free(struct oc_nn_redgnn *m);
@@ -459,5 +461,33 @@ int oc_nn_redgnn_loss(struct oc_nn_redgnn *m, const uint64_t *qptr, const int64_
                       uint64_t n_entities, double *loss, struct oc_err *err);
 /* Gradients of the last loss w.r.t. every parameter (overwritten). */
 int oc_nn_redgnn_backward(struct oc_nn_redgnn *m, struct oc_err *err);
+
+/*
+ * The largest batch a workspace is sized for: its queries and, per layer l
+ * (< the model's n_layers), the nodes and edges of block l (block l's sources
+ * are layer l-1's nodes, block 0's the queries). Each is a maximum over the
+ * batches it stands for, taken separately: the shape may be no real batch.
+ */
+struct oc_nn_redgnn_shape {
+    uint64_t n_query;
+    uint64_t n_nodes[OC_NN_REDGNN_MAX_LAYERS], n_edges[OC_NN_REDGNN_MAX_LAYERS];
+};
+/*
+ * Grows the model's workspace once, before training, to exactly what any
+ * batch within the shapes needs, so that forward passes of batches within
+ * eval (and of train) and training steps (forward, loss, backward) of batches
+ * within train allocate nothing afterwards: a forward pass over synthetic
+ * blocks of the larger of both shapes (layer by layer), then a training step
+ * on train's, its tensors sized without headroom. Every tensor of a pass is
+ * a product of the batch's sizes, so the largest shape bounds them all;
+ * kernel scratch keeps its quarter of headroom (a split GEMM's parts are at
+ * most that many more on a smaller shape). The synthetic blocks are freed
+ * before it returns. Parameters and Adam state are unchanged and gradients
+ * zeroed (as after _new); no optimizer step is taken. A shape with n_query 0
+ * is skipped. OC_ERR_ARG for a shape whose layers have no node; allocation
+ * errors (OC_ERR_BUDGET) as forward's.
+ */
+int oc_nn_redgnn_reserve(struct oc_nn_redgnn *m, const struct oc_nn_redgnn_shape *eval,
+                         const struct oc_nn_redgnn_shape *train, struct oc_err *err);
 
 #endif

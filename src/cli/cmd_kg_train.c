@@ -46,6 +46,26 @@ static void print_epoch(void *ctx, const struct oc_kg_epoch_stats *st)
     fflush(stdout);
 }
 
+static void print_dry_run(const struct oc_kg_train_result *res, uint64_t budget)
+{
+    char a[32], h[32], w[32], x[32], f[32];
+    unsigned long long mib = (unsigned long long)((res->need_bytes + (1u << 20) - 1) >> 20);
+    if (budget)
+        printf("dry run: --mem-budget %s fits; the smallest that fits is --mem-budget %lluM",
+               oc_format_size(budget, a, sizeof(a)), mib);
+    else
+        printf("dry run: the options and the dataset check out; the smallest --mem-budget that "
+               "fits is %lluM",
+               mib);
+    printf(" (%s held: graphs, queries, filters, model, Adam state; %s the model's workspace for "
+           "the largest batches; %s extraction's working memory; %s --extract's arrays; measured "
+           "in %.2fs)\n",
+           oc_format_size(res->held_bytes, h, sizeof(h)),
+           oc_format_size(res->workspace_bytes, w, sizeof(w)),
+           oc_format_size(res->extract_bytes, x, sizeof(x)),
+           oc_format_size(res->fixed_bytes, f, sizeof(f)), res->measure_s);
+}
+
 int cmd_kg_train(int argc, char **argv)
 {
     struct oc_kg_train_opts o;
@@ -111,7 +131,14 @@ int cmd_kg_train(int argc, char **argv)
          NULL},
         {"resume", CLI_FLAG, &o.resume, NULL, "continue from the checkpoint in --checkpoint DIR",
          NULL},
-        {"mem-budget", CLI_SIZE, &budget, NULL, "hard limit on memory held (default none)", NULL},
+        {"mem-budget", CLI_SIZE, &budget, NULL,
+         "hard limit on memory held (default none); measured before the first step, a budget "
+         "too small is refused naming the smallest that fits",
+         NULL},
+        {"dry-run", CLI_FLAG, &o.dry_run, NULL,
+         "check the options and the dataset, measure what training needs and print whether "
+         "--mem-budget fits and the smallest that does; train and write nothing",
+         NULL},
         {"quiet", CLI_FLAG, &quiet, NULL, "no epoch lines", NULL},
         {"verbose", CLI_FLAG, &verbose, NULL, "debug logging", NULL},
     };
@@ -233,6 +260,10 @@ int cmd_kg_train(int argc, char **argv)
     rc = oc_kg_train_run(pos[0], &o, quiet ? NULL : print_epoch, NULL, &res, &err);
     if (rc != OC_OK)
         return cli_fail(&err);
+    if (o.dry_run) {
+        print_dry_run(&res, budget);
+        return 0;
+    }
     printf("Test at best Valid MRR (epoch %u, valid %.4f): MRR %.4f | Hits@1 %.4f | Hits@10 %.4f "
            "| %llu answers | %.1f s\n",
            res.best_epoch, res.best_valid_mrr, res.test_at_best.mrr, res.test_at_best.hits1,

@@ -9,6 +9,12 @@
  *               ──► valid: rank (training graph) ──► test: rank (inductive graph)
  *               ──► JSON line (fsynced) ──► best.txt + checkpoint (atomic)
  *
+ * Under --mem-budget (or --dry-run) the run first measures what it needs
+ * (kg_budget.c: every batch's subgraph extracted once, the model's workspace
+ * grown once to the largest) and refuses a budget below that before the
+ * first step, naming the smallest that fits; the caches of --extract are
+ * sized from what is left.
+ *
  * Place in the data flow: kg (above nn and train's checkpoint and log);
  * the CLI's kg-train calls oc_kg_train_run.
  * Thread-safety: one run per thread; extraction and kernels fan out on the
@@ -23,42 +29,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "kg/kg_tiger_int.h"
+#include "kg/kg_train_int.h"
 #include "offcore/io.h"
 #include "offcore/train.h"
-
-struct kg_graph_run {
-    struct oc_kg_facts *facts;
-    struct oc_kg_extractor *x;
-    struct oc_kg_filter filter;
-    uint64_t n_entities;
-};
-
-struct kg_run {
-    const struct oc_kg_train_opts *o;
-    struct oc_kg *kg;
-    const struct oc_kg_manifest *m;
-    struct oc_pool *pool;
-    struct oc_nn_backend *be;
-    struct oc_nn_redgnn *model;
-    struct kg_graph_run g[OC_KG_GRAPH_COUNT];
-    uint32_t *train_q; /* (h, r, t) per training query */
-    uint64_t n_train;
-    struct oc_kg_qset valid, test[2];
-    /* per batch */
-    struct oc_kg_layer layers[OC_KG_MAX_LAYERS];
-    struct oc_nn_rel_block blocks[OC_KG_MAX_LAYERS];
-    const uint32_t *p2n[OC_KG_MAX_LAYERS];
-    uint32_t *heads, *rels;
-    uint64_t *qptr;
-    int64_t *ans_row;
-    /* --extract: the training graph's Atom Cache and TIGER's executor */
-    struct kg_atom_cache atom_cache;
-    struct kg_tiger *tiger;
-    uint64_t *sb_off;   /* superbatches (this, next): query offset of each batch (superbatch + 1) */
-    uint32_t *sb_heads; /* (this, next): their heads */
-    double t_extract;   /* extraction seconds of the epoch's training batches */
-};
 
 void oc_kg_train_opts_default(struct oc_kg_train_opts *o)
 {
@@ -359,27 +332,28 @@ static void run_close(struct kg_run *r)
     oc_kg_free(r->kg);
 }
 
-static enum kg_slice_mode slice_mode(const struct oc_kg_train_opts *o)
+enum kg_slice_mode kg_train_slice_mode(const struct oc_kg_train_opts *o)
 {
     return o->extract == OC_KG_EXTRACT_TIGER ? KG_SLICE_SIGMA : KG_SLICE_SEQ;
 }
 
 /*
  * The caches of --extract, sized from what the budget leaves once the run is
- * open (without --mem-budget: as if it left 8 times the training graph's fact
- * and indptr bytes, so that each cache holds all it could want):
- * atom takes a quarter of it for its Atom Cache; ginex-slices and tiger an
- * eighth for the Atom Cache and an eighth for the Slice Cache, after the slicer's and
- * executor's fixed arrays (kg_tiger_fixed_bytes) (--atom-cache and
- * --slice-cache set them instead). The rest stays for extraction's working
- * memory, which grows with the first batches, and the slicer's.
+ * open, the model's workspace grown and extraction's measured working memory
+ * reserved (kg_budget.c; without --mem-budget: as if it left 8 times the
+ * training graph's fact and indptr bytes, so that each cache holds all it
+ * could want): atom takes a quarter of it for its Atom Cache; ginex-slices
+ * and tiger an eighth for the Atom Cache and an eighth for the Slice Cache,
+ * after the slicer's and executor's fixed arrays (kg_tiger_fixed_bytes)
+ * (--atom-cache and --slice-cache set them instead). The rest stays for the
+ * slicer's working memory; both caches give memory back when it needs more.
  */
 static uint64_t budget_left(const struct kg_run *r)
 {
-    uint64_t b = oc_mem_budget(), used = oc_mem_used();
+    uint64_t b = oc_mem_budget(), used = oc_mem_used() + r->budget.reserve_bytes;
     if (b == 0) /* enough for every cache to hold the whole fact graph */
         return 8 * (r->m->graph[OC_KG_TRAIN].n_facts + r->m->graph[OC_KG_TRAIN].n_entities) * 8 +
-               kg_tiger_fixed_bytes(slice_mode(r->o), r->m->graph[OC_KG_TRAIN].n_entities,
+               kg_tiger_fixed_bytes(kg_train_slice_mode(r->o), r->m->graph[OC_KG_TRAIN].n_entities,
                                     r->n_train, r->o->slice_size);
     return b > used ? b - used : 0;
 }
@@ -410,7 +384,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         return OC_OK;
     uint64_t left = budget_left(r);
     if (o->extract != OC_KG_EXTRACT_ATOM) {
-        uint64_t fixed = kg_tiger_fixed_bytes(slice_mode(o), r->g[OC_KG_TRAIN].n_entities,
+        uint64_t fixed = kg_tiger_fixed_bytes(kg_train_slice_mode(o), r->g[OC_KG_TRAIN].n_entities,
                                               r->n_train, o->slice_size);
         left = left > fixed ? left - fixed : 0;
     }
@@ -438,14 +412,15 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         snprintf(plan, sizeof(plan), "%s", o->plan_dir);
     else
         snprintf(plan, sizeof(plan), "%s/plan", dir);
-    struct kg_tiger_config c = {f,
-                                r->atom_cache.bits ? &r->atom_cache : NULL,
-                                {slice_mode(o), o->slice_size, o->alpha, o->hops, o->n_layers},
-                                plan,
-                                slice_key(r),
-                                o->slice_cache_bytes ? o->slice_cache_bytes : share,
-                                heads,
-                                r->n_train};
+    struct kg_tiger_config c = {
+        f,
+        r->atom_cache.bits ? &r->atom_cache : NULL,
+        {kg_train_slice_mode(o), o->slice_size, o->alpha, o->hops, o->n_layers},
+        plan,
+        slice_key(r),
+        o->slice_cache_bytes ? o->slice_cache_bytes : share,
+        heads,
+        r->n_train};
     int rc = kg_tiger_new(&c, &r->tiger, err);
     oc_free(heads);
     return rc;
@@ -474,7 +449,7 @@ static int run_open(struct kg_run *r, const char *dir, struct oc_err *err)
         !(r->qptr = oc_alloc((size_t)(bmax + 1) * 8, "kg batch", err)) ||
         !(r->ans_row = oc_alloc((size_t)bmax * 8, "kg batch", err)))
         return err->status;
-    return extract_open(r, dir, err);
+    return OC_OK;
 }
 
 /* Extracts and runs the model on n queries of graph g; *scores per node of the last layer. */
@@ -856,6 +831,36 @@ static int run_epochs(struct kg_run *r, oc_kg_epoch_fn on_epoch, void *ctx,
     return rc;
 }
 
+/*
+ * Opens the run; under a budget or with --dry-run, measures what it needs
+ * (kg_budget.c) with the accountant's limit lifted, so that a budget too
+ * small is refused naming the smallest that fits (what is held then never
+ * passes that smallest budget), and restores the limit.
+ */
+static int run_measured(struct kg_run *r, const char *dir, struct oc_kg_train_result *res,
+                        struct oc_err *err)
+{
+    uint64_t budget = oc_mem_budget();
+    if (!budget && !r->o->dry_run)
+        return run_open(r, dir, err);
+    oc_mem_set_budget(0);
+    oc_mem_reset_peak();
+    int rc = run_open(r, dir, err);
+    if (!rc)
+        rc = kg_budget_measure(r, oc_mem_peak(), err);
+    oc_mem_set_budget(budget);
+    if (!rc)
+        rc = kg_budget_check(r, budget, err);
+    const struct kg_budget *b = &r->budget;
+    res->held_bytes = b->held_bytes;
+    res->workspace_bytes = b->workspace_bytes;
+    res->extract_bytes = b->reserve_bytes;
+    res->fixed_bytes = b->fixed_bytes;
+    res->need_bytes = b->need_bytes;
+    res->measure_s = b->seconds;
+    return rc;
+}
+
 int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epoch_fn on_epoch,
                     void *ctx, struct oc_kg_train_result *res, struct oc_err *err)
 {
@@ -865,8 +870,10 @@ int oc_kg_train_run(const char *dir, const struct oc_kg_train_opts *o, oc_kg_epo
     struct kg_run r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    int rc = run_open(&r, dir, err);
-    if (!rc)
+    int rc = run_measured(&r, dir, res, err);
+    if (!rc && !o->dry_run)
+        rc = extract_open(&r, dir, err);
+    if (!rc && !o->dry_run)
         rc = run_epochs(&r, on_epoch, ctx, res, err);
     if (rc == OC_ERR_BUDGET && (r.atom_cache.built_bytes || r.tiger)) {
         /* the caches were sized before the largest queries' working memory was known */

@@ -52,6 +52,14 @@ int oc_nn_hbuf_reserve(struct oc_nn_hbuf *hb, size_t bytes, const char *consumer
                        struct oc_err *err);
 void oc_nn_hbuf_free(struct oc_nn_hbuf *hb);
 
+/*
+ * As oc_nn_tensor_resize, but a tensor that grows takes exactly the bytes it
+ * needs (at least 64), without the quarter of headroom: for a workspace grown
+ * once to its largest shape (oc_nn_redgnn_reserve), which then never grows.
+ */
+int oc_nn_tensor_resize_exact(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols,
+                              const char *consumer, struct oc_err *err);
+
 /* ---- prepared blocks ---------------------------------------------------- */
 
 /*

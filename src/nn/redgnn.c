@@ -17,8 +17,10 @@
  * Thread-safety: one thread at a time; kernels fan out on the backend's pool.
  * Ownership: the model owns its parameter set (a struct oc_nn_model with no
  * layers, so Adam, checkpoints and the hash are shared with the node models),
- * its per-layer workspace (grown on the first batches, reused) and borrows the
- * batch from forward until backward.
+ * its per-layer workspace (grown on the first batches, reused; or grown once,
+ * exactly, to the largest batches by oc_nn_redgnn_reserve over synthetic
+ * blocks it frees before returning) and borrows the batch from forward until
+ * backward.
  */
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@
 
 #define RG_TAG_INIT   0x5247494Eu /* "RGIN" */
 #define RG_TAG_DROP   0x52474450u /* "RGDP" */
-#define RG_MAX_LAYERS 16
+#define RG_MAX_LAYERS OC_NN_REDGNN_MAX_LAYERS
 
 /* Parameters of one layer, in checkpoint order. */
 enum rg_lp {
@@ -66,6 +68,7 @@ struct oc_nn_redgnn {
     struct oc_nn_hbuf host_scores;
     struct oc_nn_redgnn_batch batch;
     int training, have_forward, have_loss;
+    int exact; /* tensors grow to exactly what they need (oc_nn_redgnn_reserve) */
 };
 
 static const char *const act_names[OC_NN_REDGNN_ACT_COUNT] = {"idd", "relu", "tanh"};
@@ -238,9 +241,11 @@ int oc_nn_redgnn_new(struct oc_nn_backend *be, const struct oc_nn_redgnn_config 
     return OC_OK;
 }
 
-static int rs(struct oc_nn_tensor *t, uint64_t r, uint64_t c, struct oc_err *err)
+static int rs(const struct oc_nn_redgnn *m, struct oc_nn_tensor *t, uint64_t r, uint64_t c,
+              struct oc_err *err)
 {
-    return oc_nn_tensor_resize(t, r, c, "redgnn workspace", err);
+    return m->exact ? oc_nn_tensor_resize_exact(t, r, c, "redgnn workspace", err)
+                    : oc_nn_tensor_resize(t, r, c, "redgnn workspace", err);
 }
 
 static int batch_check(const struct oc_nn_redgnn *m, const struct oc_nn_redgnn_batch *b,
@@ -284,47 +289,47 @@ static int layer_forward(struct oc_nn_redgnn *m, uint32_t l, const struct oc_nn_
     struct rg_ws *w = &m->ws[l];
     struct oc_nn_param **p = m->lp[l];
     uint64_t d = m->cfg.hidden, a = m->cfg.attn_dim, n = g->n_dst;
-    OC_NN_TRY(rs(&w->ps, g->n_src, a, err));
+    OC_NN_TRY(rs(m, &w->ps, g->n_src, a, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, h, &p[RG_WS]->value, 0.0f, &w->ps, err));
-    OC_NN_TRY(rs(&w->pr, g->n_rel, a, err));
+    OC_NN_TRY(rs(m, &w->pr, g->n_rel, a, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, &p[RG_REL]->value, &p[RG_WR]->value, 0.0f, &w->pr, err));
-    OC_NN_TRY(rs(&w->rq, b->n_query, d, err));
+    OC_NN_TRY(rs(m, &w->rq, b->n_query, d, err));
     OC_NN_TRY(oc_nn_rows_gather(&p[RG_REL]->value, b->q_rel, &w->rq, err));
-    OC_NN_TRY(rs(&w->pq, b->n_query, a, err));
+    OC_NN_TRY(rs(m, &w->pq, b->n_query, a, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, &w->rq, &p[RG_WQR]->value, 0.0f, &w->pq, err));
     OC_NN_TRY(oc_nn_bias_add(&w->pq, &p[RG_BQR]->value, err));
-    OC_NN_TRY(rs(&w->hid, g->n_edges, a, err));
-    OC_NN_TRY(rs(&w->alpha, g->n_edges, 1, err));
+    OC_NN_TRY(rs(m, &w->hid, g->n_edges, a, err));
+    OC_NN_TRY(rs(m, &w->alpha, g->n_edges, 1, err));
     OC_NN_TRY(oc_nn_edge_attn_fwd(g, &w->ps, &w->pr, &w->pq, &p[RG_WALPHA]->value,
                                   &p[RG_BALPHA]->value, &w->hid, &w->alpha, err));
-    OC_NN_TRY(rs(&w->agg, n, d, err));
+    OC_NN_TRY(rs(m, &w->agg, n, d, err));
     OC_NN_TRY(oc_nn_edge_msg_fwd(g, h, &p[RG_REL]->value, &w->alpha, &w->agg, err));
-    OC_NN_TRY(rs(&w->pre, n, d, err));
+    OC_NN_TRY(rs(m, &w->pre, n, d, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, &w->agg, &p[RG_WH]->value, 0.0f, &w->pre, err));
     struct oc_nn_tensor *x = &w->pre;
     if (m->cfg.act != OC_NN_REDGNN_IDD) {
-        OC_NN_TRY(rs(&w->act, n, d, err));
+        OC_NN_TRY(rs(m, &w->act, n, d, err));
         OC_NN_TRY(oc_nn_act_fwd(act_op(m->cfg.act), &w->pre, &w->act, err));
         x = &w->act;
     }
     if (m->training && m->cfg.dropout > 0.0f) {
         struct oc_nn_drop_key key = {drop_seed, l, 0};
-        OC_NN_TRY(rs(&w->xd, n, d, err));
-        OC_NN_TRY(oc_nn_tensor_resize(&w->mask, n, d, "redgnn workspace", err));
+        OC_NN_TRY(rs(m, &w->xd, n, d, err));
+        OC_NN_TRY(rs(m, &w->mask, n, d, err));
         OC_NN_TRY(oc_nn_dropout_fwd(x, m->cfg.dropout, &key, &w->xd, &w->mask, err));
         x = &w->xd;
     }
-    OC_NN_TRY(rs(&w->h0, n, d, err));
+    OC_NN_TRY(rs(m, &w->h0, n, d, err));
     OC_NN_TRY(oc_nn_tensor_zero(&w->h0, err));
     OC_NN_TRY(oc_nn_rows_scatter_add(h, b->prev_to_node[l], &w->h0, err));
-    OC_NN_TRY(rs(&w->gi, n, 3 * d, err));
-    OC_NN_TRY(rs(&w->gh, n, 3 * d, err));
+    OC_NN_TRY(rs(m, &w->gi, n, 3 * d, err));
+    OC_NN_TRY(rs(m, &w->gh, n, 3 * d, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, x, &m->gp[RG_WIH]->value, 0.0f, &w->gi, err));
     OC_NN_TRY(oc_nn_bias_add(&w->gi, &m->gp[RG_BIH]->value, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, &w->h0, &m->gp[RG_WHH]->value, 0.0f, &w->gh, err));
     OC_NN_TRY(oc_nn_bias_add(&w->gh, &m->gp[RG_BHH]->value, err));
-    OC_NN_TRY(rs(&w->gates, n, 3 * d, err));
-    OC_NN_TRY(rs(&w->out, n, d, err));
+    OC_NN_TRY(rs(m, &w->gates, n, 3 * d, err));
+    OC_NN_TRY(rs(m, &w->out, n, d, err));
     return oc_nn_gru_fwd(&w->gi, &w->gh, &w->h0, &w->out, &w->gates, err);
 }
 
@@ -340,14 +345,14 @@ int oc_nn_redgnn_forward(struct oc_nn_redgnn *m, const struct oc_nn_redgnn_batch
         step ? oc_rng_mix64(oc_rng_mix64(oc_rng_mix64(m->cfg.seed, RG_TAG_DROP), step->epoch),
                             step->batch)
              : 0;
-    OC_NN_TRY(rs(&m->zeros, b->n_query, m->cfg.hidden, err));
+    OC_NN_TRY(rs(m, &m->zeros, b->n_query, m->cfg.hidden, err));
     OC_NN_TRY(oc_nn_tensor_zero(&m->zeros, err));
     const struct oc_nn_tensor *h = &m->zeros;
     for (uint32_t l = 0; l < m->cfg.n_layers; l++) {
         OC_NN_TRY(layer_forward(m, l, h, drop_seed, err));
         h = &m->ws[l].out;
     }
-    OC_NN_TRY(rs(&m->scores, h->n_rows, 1, err));
+    OC_NN_TRY(rs(m, &m->scores, h->n_rows, 1, err));
     OC_NN_TRY(oc_nn_gemm(0, 1, 1.0f, h, &m->gp[RG_FINAL]->value, 0.0f, &m->scores, err));
     OC_NN_TRY(oc_nn_hbuf_reserve(&m->host_scores, (size_t)h->n_rows * 4 + 4, "redgnn scores", err));
     OC_NN_TRY(oc_nn_tensor_get(&m->scores, m->host_scores.p, err));
@@ -364,7 +369,7 @@ int oc_nn_redgnn_loss(struct oc_nn_redgnn *m, const uint64_t *qptr, const int64_
     if (n_entities > ((uint64_t)1 << 40))
         return OC_ERR(err, OC_ERR_ARG, "redgnn loss: %llu entities",
                       (unsigned long long)n_entities);
-    OC_NN_TRY(rs(&m->dscores, m->scores.n_rows, 1, err));
+    OC_NN_TRY(rs(m, &m->dscores, m->scores.n_rows, 1, err));
     OC_NN_TRY(oc_nn_kg_xent(&m->scores, qptr, answer_row, m->batch.n_query, n_entities, &m->dscores,
                             loss, err));
     m->have_loss = 1;
@@ -376,7 +381,7 @@ static int colsum_add(struct oc_nn_redgnn *m, const struct oc_nn_tensor *src,
                       struct oc_nn_tensor *dst, struct oc_err *err)
 {
     if (m->ones.n_rows < src->n_rows) {
-        OC_NN_TRY(rs(&m->ones, src->n_rows, 1, err));
+        OC_NN_TRY(rs(m, &m->ones, src->n_rows, 1, err));
         float *one = oc_alloc((size_t)src->n_rows * 4 + 4, "redgnn ones", err);
         if (!one)
             return err->status;
@@ -401,9 +406,9 @@ static int layer_backward(struct oc_nn_redgnn *m, uint32_t l, const struct oc_nn
     struct oc_nn_param **p = m->lp[l];
     uint64_t d = m->cfg.hidden, a = m->cfg.attn_dim, n = g->n_dst;
     /* GRU */
-    OC_NN_TRY(rs(&m->dgi, n, 3 * d, err));
-    OC_NN_TRY(rs(&m->dgh, n, 3 * d, err));
-    OC_NN_TRY(rs(&m->dh0, n, d, err));
+    OC_NN_TRY(rs(m, &m->dgi, n, 3 * d, err));
+    OC_NN_TRY(rs(m, &m->dgh, n, 3 * d, err));
+    OC_NN_TRY(rs(m, &m->dh0, n, d, err));
     OC_NN_TRY(oc_nn_gru_bwd(&w->gates, &w->gh, &w->h0, &m->dout, &m->dgi, &m->dgh, &m->dh0, err));
     const struct oc_nn_tensor *x = m->training && m->cfg.dropout > 0.0f ? &w->xd
                                    : m->cfg.act != OC_NN_REDGNN_IDD     ? &w->act
@@ -413,7 +418,7 @@ static int layer_backward(struct oc_nn_redgnn *m, uint32_t l, const struct oc_nn
     OC_NN_TRY(colsum_add(m, &m->dgi, &m->gp[RG_BIH]->grad, err));
     OC_NN_TRY(colsum_add(m, &m->dgh, &m->gp[RG_BHH]->grad, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &m->dgh, &m->gp[RG_WHH]->value, 1.0f, &m->dh0, err));
-    OC_NN_TRY(rs(&m->dx, n, d, err));
+    OC_NN_TRY(rs(m, &m->dx, n, d, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &m->dgi, &m->gp[RG_WIH]->value, 0.0f, &m->dx, err));
     /* dropout, activation, W_h */
     if (m->training && m->cfg.dropout > 0.0f)
@@ -421,21 +426,21 @@ static int layer_backward(struct oc_nn_redgnn *m, uint32_t l, const struct oc_nn
     if (m->cfg.act != OC_NN_REDGNN_IDD)
         OC_NN_TRY(oc_nn_act_bwd(act_op(m->cfg.act), &w->act, &m->dx, &m->dx, err));
     OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &m->dx, &w->agg, 0.0f, &p[RG_WH]->grad, err));
-    OC_NN_TRY(rs(&m->dagg, n, d, err));
+    OC_NN_TRY(rs(m, &m->dagg, n, d, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &m->dx, &p[RG_WH]->value, 0.0f, &m->dagg, err));
     /* input gradient through h0 (placement), then messages and attention */
-    OC_NN_TRY(rs(&m->dh, g->n_src, d, err));
+    OC_NN_TRY(rs(m, &m->dh, g->n_src, d, err));
     OC_NN_TRY(oc_nn_rows_gather(&m->dh0, b->prev_to_node[l], &m->dh, err));
-    OC_NN_TRY(rs(&m->dalpha, g->n_edges, 1, err));
+    OC_NN_TRY(rs(m, &m->dalpha, g->n_edges, 1, err));
     OC_NN_TRY(oc_nn_tensor_zero(&p[RG_REL]->grad, err));
     OC_NN_TRY(oc_nn_edge_msg_bwd(g, h, &p[RG_REL]->value, &w->alpha, &m->dagg, &m->dh,
                                  &p[RG_REL]->grad, &m->dalpha, err));
-    OC_NN_TRY(rs(&m->dattn, g->n_edges, a, err));
+    OC_NN_TRY(rs(m, &m->dattn, g->n_edges, a, err));
     OC_NN_TRY(oc_nn_edge_attn_bwd(g, &w->hid, &w->alpha, &m->dalpha, &p[RG_WALPHA]->value,
                                   &m->dattn, &p[RG_WALPHA]->grad, &p[RG_BALPHA]->grad, err));
-    OC_NN_TRY(rs(&m->dps, g->n_src, a, err));
-    OC_NN_TRY(rs(&m->dpr, g->n_rel, a, err));
-    OC_NN_TRY(rs(&m->dpq, b->n_query, a, err));
+    OC_NN_TRY(rs(m, &m->dps, g->n_src, a, err));
+    OC_NN_TRY(rs(m, &m->dpr, g->n_rel, a, err));
+    OC_NN_TRY(rs(m, &m->dpq, b->n_query, a, err));
     OC_NN_TRY(oc_nn_tensor_zero(&m->dps, err));
     OC_NN_TRY(oc_nn_tensor_zero(&m->dpr, err));
     OC_NN_TRY(oc_nn_tensor_zero(&m->dpq, err));
@@ -449,7 +454,7 @@ static int layer_backward(struct oc_nn_redgnn *m, uint32_t l, const struct oc_nn
     OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &m->dpq, &w->rq, 0.0f, &p[RG_WQR]->grad, err));
     OC_NN_TRY(oc_nn_tensor_zero(&p[RG_BQR]->grad, err));
     OC_NN_TRY(colsum_add(m, &m->dpq, &p[RG_BQR]->grad, err));
-    OC_NN_TRY(rs(&m->drq, b->n_query, d, err));
+    OC_NN_TRY(rs(m, &m->drq, b->n_query, d, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &m->dpq, &p[RG_WQR]->value, 0.0f, &m->drq, err));
     return oc_nn_rows_scatter_add(&m->drq, b->q_rel, &p[RG_REL]->grad, err);
 }
@@ -463,7 +468,7 @@ int oc_nn_redgnn_backward(struct oc_nn_redgnn *m, struct oc_err *err)
         OC_NN_TRY(oc_nn_tensor_zero(&m->gp[k]->grad, err));
     const struct oc_nn_tensor *top = &m->ws[L - 1].out;
     OC_NN_TRY(oc_nn_gemm(1, 0, 1.0f, &m->dscores, top, 0.0f, &m->gp[RG_FINAL]->grad, err));
-    OC_NN_TRY(rs(&m->dout, top->n_rows, m->cfg.hidden, err));
+    OC_NN_TRY(rs(m, &m->dout, top->n_rows, m->cfg.hidden, err));
     OC_NN_TRY(oc_nn_gemm(0, 0, 1.0f, &m->dscores, &m->gp[RG_FINAL]->value, 0.0f, &m->dout, err));
     for (uint32_t l = L; l-- > 0;) {
         const struct oc_nn_tensor *h = l ? &m->ws[l - 1].out : &m->zeros;
@@ -476,4 +481,146 @@ int oc_nn_redgnn_backward(struct oc_nn_redgnn *m, struct oc_err *err)
     }
     m->have_loss = 0;
     return OC_OK;
+}
+
+/* ---- the workspace grown once (oc_nn_redgnn_reserve) ---------------------- */
+
+/* Synthetic blocks of a shape: every index in range, edges spread evenly over the nodes. */
+struct rg_synth {
+    struct oc_nn_rel_block blocks[RG_MAX_LAYERS];
+    const uint32_t *p2n[RG_MAX_LAYERS];
+    uint64_t *indptr[RG_MAX_LAYERS];
+    uint32_t *src[RG_MAX_LAYERS], *p2n_buf[RG_MAX_LAYERS];
+    uint32_t *rel, *query, *q_rel; /* shared by the layers */
+    uint64_t *qptr;
+    int64_t *ans;
+};
+
+static void synth_free(struct rg_synth *s)
+{
+    for (int l = 0; l < RG_MAX_LAYERS; l++) {
+        oc_free(s->indptr[l]);
+        oc_free(s->src[l]);
+        oc_free(s->p2n_buf[l]);
+    }
+    oc_free(s->rel);
+    oc_free(s->query);
+    oc_free(s->q_rel);
+    oc_free(s->qptr);
+    oc_free(s->ans);
+    memset(s, 0, sizeof(*s));
+}
+
+static int synth_build(const struct oc_nn_redgnn *m, const struct oc_nn_redgnn_shape *sh,
+                       struct rg_synth *s, struct oc_err *err)
+{
+    const char *who = "redgnn workspace: synthetic batch";
+    uint32_t L = m->cfg.n_layers;
+    uint64_t Q = sh->n_query, e_max = 0;
+    memset(s, 0, sizeof(*s));
+    for (uint32_t l = 0; l < L; l++) {
+        if (sh->n_nodes[l] == 0 || sh->n_nodes[l] > UINT32_MAX || sh->n_edges[l] > UINT32_MAX)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "redgnn reserve: layer %u has %llu nodes and %llu edges (1 to 2^32 "
+                          "nodes)",
+                          l, (unsigned long long)sh->n_nodes[l],
+                          (unsigned long long)sh->n_edges[l]);
+        e_max = sh->n_edges[l] > e_max ? sh->n_edges[l] : e_max;
+    }
+    uint64_t top = sh->n_nodes[L - 1];
+    if (!(s->rel = oc_alloc((size_t)e_max * 4 + 4, who, err)) ||
+        !(s->query = oc_alloc((size_t)e_max * 4 + 4, who, err)) ||
+        !(s->q_rel = oc_alloc((size_t)Q * 4, who, err)) ||
+        !(s->qptr = oc_alloc((size_t)(Q + 1) * 8, who, err)) ||
+        !(s->ans = oc_alloc((size_t)Q * 8, who, err)))
+        return err->status;
+    for (uint64_t e = 0; e < e_max; e++) {
+        s->rel[e] = (uint32_t)(e % m->cfg.n_rel);
+        s->query[e] = (uint32_t)(e % Q);
+    }
+    for (uint64_t q = 0; q < Q; q++) {
+        s->q_rel[q] = (uint32_t)(q % m->cfg.n_rel);
+        s->qptr[q] = q * top / Q;
+    }
+    s->qptr[Q] = top;
+    for (uint64_t q = 0; q < Q; q++)
+        s->ans[q] = s->qptr[q] < s->qptr[q + 1] ? (int64_t)s->qptr[q] : -1;
+    for (uint32_t l = 0; l < L; l++) {
+        uint64_t n_src = l ? sh->n_nodes[l - 1] : Q, n = sh->n_nodes[l], E = sh->n_edges[l];
+        if (!(s->indptr[l] = oc_alloc((size_t)(n + 1) * 8, who, err)) ||
+            !(s->src[l] = oc_alloc((size_t)E * 4 + 4, who, err)) ||
+            !(s->p2n_buf[l] = oc_alloc((size_t)n_src * 4, who, err)))
+            return err->status;
+        for (uint64_t i = 0; i <= n; i++)
+            s->indptr[l][i] = i * E / n;
+        for (uint64_t e = 0; e < E; e++)
+            s->src[l][e] = (uint32_t)(e % n_src);
+        for (uint64_t i = 0; i < n_src; i++)
+            s->p2n_buf[l][i] = (uint32_t)(i % n);
+        s->blocks[l] = (struct oc_nn_rel_block){n_src,        n,         E,      m->cfg.n_rel, Q,
+                                                s->indptr[l], s->src[l], s->rel, s->query};
+        s->p2n[l] = s->p2n_buf[l];
+    }
+    return OC_OK;
+}
+
+/* A forward pass (and with training, loss and backward) over a synthetic batch of shape sh. */
+static int synth_pass(struct oc_nn_redgnn *m, const struct oc_nn_redgnn_shape *sh, int training,
+                      struct oc_err *err)
+{
+    struct rg_synth s;
+    int rc = synth_build(m, sh, &s, err);
+    if (!rc) {
+        struct oc_nn_redgnn_batch b = {sh->n_query, s.q_rel, s.blocks, s.p2n};
+        struct oc_nn_step step = {training, 0, 0};
+        const float *scores = NULL;
+        double loss = 0.0;
+        uint64_t top = sh->n_nodes[m->cfg.n_layers - 1];
+        rc = oc_nn_redgnn_forward(m, &b, &step, &scores, err);
+        if (!rc && training)
+            rc = oc_nn_redgnn_loss(m, s.qptr, s.ans, top, &loss, err);
+        if (!rc && training)
+            rc = oc_nn_redgnn_backward(m, err);
+    }
+    synth_free(&s);
+    return rc;
+}
+
+int oc_nn_redgnn_reserve(struct oc_nn_redgnn *m, const struct oc_nn_redgnn_shape *eval,
+                         const struct oc_nn_redgnn_shape *train, struct oc_err *err)
+{
+    uint32_t L = m->cfg.n_layers;
+    struct oc_nn_redgnn_shape big = *train;
+    if (!train->n_query)
+        big = *eval;
+    else if (eval->n_query) {
+        big.n_query = eval->n_query > train->n_query ? eval->n_query : train->n_query;
+        for (uint32_t l = 0; l < L; l++) {
+            big.n_nodes[l] = eval->n_nodes[l] > big.n_nodes[l] ? eval->n_nodes[l] : big.n_nodes[l];
+            big.n_edges[l] = eval->n_edges[l] > big.n_edges[l] ? eval->n_edges[l] : big.n_edges[l];
+        }
+    }
+    m->exact = 1;
+    int rc = OC_OK;
+    if (big.n_query)
+        rc = synth_pass(m, &big, 0, err);
+    if (!rc && train->n_query) {
+        rc = synth_pass(m, train, 1, err);
+        /* backward swaps dout and dh once per layer: either may later play either part */
+        uint64_t rows = train->n_nodes[L - 1];
+        for (uint32_t l = 0; l < L; l++) {
+            uint64_t n_src = l ? train->n_nodes[l - 1] : train->n_query;
+            rows = n_src > rows ? n_src : rows;
+        }
+        if (!rc)
+            rc = rs(m, &m->dout, rows, m->cfg.hidden, err);
+        if (!rc)
+            rc = rs(m, &m->dh, rows, m->cfg.hidden, err);
+    }
+    m->exact = 0;
+    for (uint32_t i = 0; !rc && i < m->base->n_params; i++)
+        rc = oc_nn_tensor_zero(&m->base->params[i].grad, err);
+    m->have_forward = m->have_loss = 0;
+    memset(&m->batch, 0, sizeof(m->batch));
+    return rc;
 }

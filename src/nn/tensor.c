@@ -39,8 +39,9 @@ size_t oc_nn_tensor_bytes(const struct oc_nn_tensor *t)
     return (size_t)(t->n_rows * t->n_cols) * oc_nn_dtype_size(t->dtype);
 }
 
-int oc_nn_tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols,
-                        const char *consumer, struct oc_err *err)
+/* Grows t's buffer to hold n_rows x n_cols: with a quarter more (headroom) or exactly. */
+static int tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols, int headroom,
+                         const char *consumer, struct oc_err *err)
 {
     size_t esz = oc_nn_dtype_size(t->dtype);
     if (n_cols && n_rows > SIZE_MAX / esz / n_cols)
@@ -50,7 +51,7 @@ int oc_nn_tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols
     if (t->data && t->cap_bytes == 0)
         return OC_ERR(err, OC_ERR_ARG, "%s: cannot resize a tensor view", consumer);
     if (bytes > t->cap_bytes) {
-        size_t want = bytes + bytes / 4;
+        size_t want = headroom ? bytes + bytes / 4 : bytes;
         if (want < 64)
             want = 64;
         void *p = t->backend->ops->buf_alloc(t->backend, want, consumer, err);
@@ -64,6 +65,18 @@ int oc_nn_tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols
     t->n_rows = n_rows;
     t->n_cols = n_cols;
     return OC_OK;
+}
+
+int oc_nn_tensor_resize(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols,
+                        const char *consumer, struct oc_err *err)
+{
+    return tensor_resize(t, n_rows, n_cols, 1, consumer, err);
+}
+
+int oc_nn_tensor_resize_exact(struct oc_nn_tensor *t, uint64_t n_rows, uint64_t n_cols,
+                              const char *consumer, struct oc_err *err)
+{
+    return tensor_resize(t, n_rows, n_cols, 0, consumer, err);
 }
 
 int oc_nn_tensor_view_rows(const struct oc_nn_tensor *t, uint64_t row0, uint64_t n_rows,

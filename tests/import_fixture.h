@@ -69,6 +69,18 @@ static inline void fx_write(const char *dir, const char *rel, const char *text)
     }
 }
 
+/* A five-node text dataset (2 features, 2 classes, every split file) in dir. */
+static inline void fx_write_text5(const char *dir)
+{
+    fx_write(dir, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 2\n");
+    fx_write(dir, "edges.txt", "0 1\n1 2\n3 4\n");
+    fx_write(dir, "features.txt", "0 0 1\n2 1 0.5\n4 0 2\n");
+    fx_write(dir, "labels.txt", "0\n1\n0\n1\n0\n");
+    fx_write(dir, "train_idx.txt", "0\n1\n");
+    fx_write(dir, "val_idx.txt", "2\n3\n");
+    fx_write(dir, "test_idx.txt", "4\n");
+}
+
 static inline void fx_gz_write(const char *dir, const char *rel, const char *text)
 {
     char p[4096];

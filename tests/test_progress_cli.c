@@ -289,24 +289,13 @@ OC_TEST(generate_lines_on_a_pipe_and_quiet)
     cap_free(&c);
 }
 
-static void write_text_source(const char *dir)
-{
-    fx_write(dir, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 2\n");
-    fx_write(dir, "edges.txt", "0 1\n1 2\n3 4\n");
-    fx_write(dir, "features.txt", "0 0 1\n2 1 0.5\n4 0 2\n");
-    fx_write(dir, "labels.txt", "0\n1\n0\n1\n0\n");
-    fx_write(dir, "train_idx.txt", "0\n1\n");
-    fx_write(dir, "val_idx.txt", "2\n3\n");
-    fx_write(dir, "test_idx.txt", "4\n");
-}
-
 OC_TEST(import_text_and_npy)
 {
     if (!need_bin())
         OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
     char src[700], out1[800], out2[800], out3[800], npy[700], out4[800];
     snprintf(src, sizeof(src), "%s/txtsrc", oc_test_tmpdir());
-    write_text_source(src);
+    fx_write_text5(src);
     snprintf(out1, sizeof(out1), "%s/imp_pty", oc_test_tmpdir());
     snprintf(out2, sizeof(out2), "%s/imp_pipe", oc_test_tmpdir());
     snprintf(out3, sizeof(out3), "%s/imp_quiet", oc_test_tmpdir());

@@ -261,24 +261,13 @@ OC_TEST(import_npy_refuses_unreadable_optional_inputs)
     proc_run_free(&r);
 }
 
-static void write_text_source(const char *dir)
-{
-    fx_write(dir, "meta.txt", "num_nodes 5\nnum_features 2\nnum_classes 2\n");
-    fx_write(dir, "edges.txt", "0 1\n1 2\n3 4\n");
-    fx_write(dir, "features.txt", "0 0 1\n2 1 0.5\n4 0 2\n");
-    fx_write(dir, "labels.txt", "0\n1\n0\n1\n0\n");
-    fx_write(dir, "train_idx.txt", "0\n1\n");
-    fx_write(dir, "val_idx.txt", "2\n3\n");
-    fx_write(dir, "test_idx.txt", "4\n");
-}
-
 OC_TEST(import_text_split_files_stand_on_their_own)
 {
     if (!getenv("OC_BIN"))
         OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
     char src[700], out[800], p[900];
     snprintf(src, sizeof(src), "%s/txtsrc", oc_test_tmpdir());
-    write_text_source(src);
+    fx_write_text5(src);
     check_unreadable("text", src, "train_idx.txt");
     check_unreadable("text", src, "test_idx.txt");
     check_unreadable("text", src, "features.txt");

@@ -115,4 +115,3 @@ out:
     oc_file_close(f, NULL);
     return rc;
 }
-

@@ -191,6 +191,8 @@ struct oc_store_config {
                                        or an evaluation chunk; 0 = unknown. Sizes what the
                                        strategies reserve per batch (store_budget_rows);
                                        arrays grow through the accountant past it */
+    double hyperbatch;              /* static: share of mem_bytes that stages the misses of
+                                       the coming batches (store/hyper.c); 0 = none */
     uint32_t lanes;                 /* training gathers the batch pipeline may run at once
                                        (oc_store_gather_lanes); 0 or 1 = one at a time */
     struct oc_progress *progress;   /* borrowed, may be NULL; must outlive the store. Long

@@ -449,6 +449,49 @@ int store_yield_reserve(struct oc_store *s, struct store_yield *y, struct store_
 int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 
+/* ---- hyperbatches (hyper.c) ------------------------------------------------ */
+
+/*
+ * The misses of the next batches, grouped (at most max_batches, at most cap
+ * rows) as the batch pipeline prepares them, read by a stage of the store's
+ * pipeline in one block pass per group, and served to those batches'
+ * gathers (AGNES's hyperbatches). Two groups: one read while the other is
+ * gathered. Prepare and gather must see the batches in the same order.
+ */
+struct store_hyper;
+/* Bytes a hyperbatch of cap rows per group and max_batches batches holds, for budgets. */
+uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches);
+/* Opens the groups, the reader and the read stage (on store_stages). *out is set even on
+   failure (free it with store_hyper_free after the stages are joined). */
+int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
+                     struct store_hyper **out, struct oc_err *err);
+void store_hyper_free(struct store_hyper *h);
+/* Slots the batch pipeline should have so that both groups fill (oc_store_lookahead). */
+uint32_t store_hyper_lookahead(const struct store_hyper *h);
+/*
+ * Prepare's side (one thread, plan order): begin a batch of n_max missed
+ * rows (*staged = 0: they do not fit a group, its gather reads them), add
+ * each missed row of features.npy when staged (past the group's room one is
+ * dropped, and read by the gather), end it (a group closes at max_batches,
+ * when full, or at the end of an epoch of the plan).
+ */
+int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uint64_t n_max,
+                      int *staged, struct oc_err *err);
+void store_hyper_add(struct store_hyper *h, uint64_t row);
+int store_hyper_end(struct store_hyper *h, struct oc_err *err);
+/*
+ * Gather's side (one thread, the same order): take the batch's group
+ * (waiting for its read; OC_ERR_INTERNAL out of order), gather its rows
+ * from the cache behind y, the group, or d (rows neither holds), then done.
+ */
+int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, struct oc_err *err);
+int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                       struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
+                       struct oc_err *err);
+int store_hyper_done(struct store_hyper *h, struct oc_err *err);
+/* Adds the group reads (read_bytes, n_reads) and the held bytes to out. */
+void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out);
+
 /* ---- hotness (hot.c) ----------------------------------------------------- */
 
 /*

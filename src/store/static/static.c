@@ -63,7 +63,16 @@ struct static_store {
     struct store_cache cache;                /* n_live: yield's lock */
     struct store_yield yield;                /* the rows' mapping, giving back and taking back */
     int yield_ready;
+    struct store_hyper *hyper; /* --hyperbatch: the misses of the coming batches, staged */
 };
+
+/* A hyperbatch's shape for the budget: rows per group (0: none) and batches per group. */
+struct hyper_plan {
+    uint64_t cap;
+    uint32_t max_batches;
+};
+
+#define HYPER_MAX_BATCHES 32u /* batches per group at most (each holds a pipeline slot) */
 
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
@@ -76,12 +85,35 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 }
 
 /*
+ * --hyperbatch F: rows per group when F of the budget stages two groups (each
+ * row: its id, the row, and the read stage's sort scratch); 0 without the
+ * option, a budget or a training pipeline (the loader's and train's batch
+ * pipeline prepares every batch it gathers). At least one batch's rows, so a
+ * share too small for that is refused by the budget check. Batches per group:
+ * two groups' worth of rows per batch bound (a cache hit ratio up to a half fills a group), at most HYPER_MAX_BATCHES.
+ */
+static uint64_t hyper_rows(const struct oc_store *s, const struct oc_store_config *cfg,
+                           uint64_t batch_rows, uint32_t *max_batches)
+{
+    if (cfg->hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
+        return 0;
+    uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
+    uint64_t cap = (uint64_t)(cfg->hyperbatch * (double)cfg->mem_bytes) / per_row;
+    if (cap < batch_rows)
+        cap = batch_rows;
+    uint64_t k = 2 * cap / batch_rows;
+    *max_batches = k < 2 ? 2 : k > HYPER_MAX_BATCHES ? HYPER_MAX_BATCHES : (uint32_t)k;
+    return cap;
+}
+
+/*
  * Lanes, cached rows and layout for the budget; OC_ERR_BUDGET if the fixed
  * part of one lane does not fit. A second lane's reader is kept only while
  * the readers take at most a quarter of the budget: the rest is for rows.
  */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
-                         uint32_t *n_lanes, uint64_t *n_cached, int *use_table, struct oc_err *err)
+                         uint32_t *n_lanes, uint64_t *n_cached, int *use_table,
+                         struct hyper_plan *hp, struct oc_err *err)
 {
     uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
@@ -89,6 +121,11 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     *n_lanes = store_lanes_for(cfg, lane, cfg->mem_bytes / 4);
     uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
+
+    if ((hp->cap = hyper_rows(s, cfg, rows, &hp->max_batches))) {
+        *n_lanes = 1; /* gathers take the groups' batches in the order they were prepared */
+        fixed = sizeof(struct static_store) + lane + store_hyper_bytes(s, hp->cap, hp->max_batches);
+    }
 
     if (cfg->mem_bytes == 0) {
         *n_cached = n;
@@ -98,9 +135,11 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     if (cfg->mem_bytes < fixed)
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store static: needs at least %s (a %u-byte bounce buffer and request "
-                      "arrays for %" PRIu64 " rows of one batch) before caching any row; the "
+                      "arrays for %" PRIu64 " rows of one batch%s) before caching any row; the "
                       "store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
+                      hp->cap ? ", and two hyperbatch groups of that many rows and their reader"
+                              : "",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     store_cache_plan(s, cfg->mem_bytes - fixed, sizeof(uint64_t) + sizeof(uint32_t), n_cached,
                      use_table);
@@ -170,8 +209,9 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     struct static_store *c;
     uint64_t n_cached = 0, *hot = NULL;
     int use_table = 0, rc;
+    struct hyper_plan hp = {0, 0};
 
-    if ((rc = plan_capacity(s, cfg, &s->n_lanes, &n_cached, &use_table, err)))
+    if ((rc = plan_capacity(s, cfg, &s->n_lanes, &n_cached, &use_table, &hp, err)))
         return rc;
     c = oc_calloc(1, sizeof(*c), "store static", err);
     if (!c)
@@ -194,7 +234,55 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         rc = load_slots(s, c, 0, n_cached, err);
     if (rc == OC_OK && cfg->mem_bytes)
         rc = store_yield_register(&c->yield, err);
+    if (rc == OC_OK && hp.cap)
+        rc = store_hyper_open(s, hp.cap, hp.max_batches, &c->hyper, err);
     return rc;
+}
+
+/* The batch pipeline shows each batch as it is sampled: its misses join a hyperbatch. */
+static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                          const struct oc_sample_batch *b, struct oc_err *err)
+{
+    struct static_store *c = s->impl;
+    int staged, rc;
+    if (!c->hyper)
+        return OC_OK;
+    uint64_t misses = 0;
+    /* counted first, under the lock the appends hold too: a give-back in between only
+       turns hits into misses, which the gather reads itself */
+    store_yield_read_lock(&c->yield);
+    for (uint64_t i = 0; i < b->n_input; i++)
+        misses += b->input_ids[i] >= s->n_nodes ||
+                  store_cache_lookup(&c->cache, b->input_ids[i]) == NO_SLOT;
+    store_yield_read_unlock(&c->yield);
+    if ((rc = store_hyper_begin(c->hyper, epoch, batch, misses, &staged, err)))
+        return rc;
+    store_yield_read_lock(&c->yield);
+    for (uint64_t i = 0; staged && i < b->n_input; i++)
+        if (b->input_ids[i] < s->n_nodes &&
+            store_cache_lookup(&c->cache, b->input_ids[i]) == NO_SLOT)
+            store_hyper_add(c->hyper, store_row_of(s, b->input_ids[i]));
+    store_yield_read_unlock(&c->yield);
+    return store_hyper_end(c->hyper, err);
+}
+
+static int static_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+{
+    struct static_store *c = s->impl;
+    int rc;
+    if (!c->hyper)
+        return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
+    if ((rc = store_hyper_take(c->hyper, epoch, batch, err)) ||
+        (rc = store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], ids, n, out, err)))
+        return rc;
+    return store_hyper_done(c->hyper, err);
+}
+
+static uint32_t static_lookahead(const struct oc_store *s)
+{
+    const struct static_store *c = s->impl;
+    return c ? store_hyper_lookahead(c->hyper) : 0;
 }
 
 static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
@@ -212,6 +300,7 @@ static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
                       store_disks_held_bytes(c->disk, s->n_lanes);
     store_yield_read_unlock(&c->yield);
     out->given_back_bytes = store_yield_missing(&c->yield) * s->row_bytes;
+    store_hyper_stats(c->hyper, out);
 }
 
 static void static_free(struct oc_store *s)
@@ -221,6 +310,7 @@ static void static_free(struct oc_store *s)
         return;
     if (c->yield_ready)
         store_yield_deinit(&c->yield); /* unregistered first: waits for a reclaim in progress */
+    store_hyper_free(c->hyper);        /* its read stage was joined (store_stages) */
     store_disks_close(c->disk, s->n_lanes);
     store_cache_free(&c->cache);
     oc_free(c);
@@ -257,6 +347,10 @@ static const struct oc_store_opt static_opts[] = {
     {"hotness", OC_STORE_OPT_CHOICE, NULL, "degree|presample",
      "cache rows by in-degree or by access counts of a pre-sampled epoch",
      offsetof(struct oc_store_config, hotness), 0, 0, 0, 0, NULL},
+    {"hyperbatch", OC_STORE_OPT_F64, "F", NULL,
+     "share of the budget that stages the misses of the coming batches, read in one block "
+     "pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
+     offsetof(struct oc_store_config, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
 const struct store_strategy oc_store_static = {
@@ -265,6 +359,9 @@ const struct store_strategy oc_store_static = {
                "through io_uring (PaGraph / Helios CPU cache)",
     .open = static_open,
     .gather = static_gather,
+    .gather_batch = static_gather_batch,
+    .prepare_batch = static_prepare,
+    .lookahead = static_lookahead,
     .stats = static_stats,
     .free = static_free,
     .opts = static_opts,

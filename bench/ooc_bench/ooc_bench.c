@@ -127,6 +127,7 @@ struct args {
     const char *strategies; /* comma list, NULL = all */
     uint64_t hidden;
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
+    double hyperbatch;   /* --hyperbatch F: also static with hyperbatches (0: not) */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
     const char *layout;   /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
@@ -166,6 +167,8 @@ static void usage(FILE *f)
         "  --hidden H         hidden width (%d)\n"
         "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
         "                     most 1024 batches with its plan directory)\n"
+        "  --hyperbatch F     also run static --hyperbatch F (share of its budget staging the\n"
+        "                     coming batches' misses; label static/hyper)\n"
         "  --communities S    generate with planted communities of mean size S (offcore\n"
         "                     generate --communities; default none); --mixing MU their\n"
         "                     share of edges leaving (the generator's default)\n"
@@ -224,6 +227,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"strategies", required_argument, 0, 's'},
         {"hidden", required_argument, 0, 'H'},
         {"superbatch", required_argument, 0, 'S'},
+        {"hyperbatch", required_argument, 0, 'Y'},
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
         {"layout", required_argument, 0, 'L'},
@@ -307,6 +311,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'S':
             a->superbatch = (uint32_t)strtoul(optarg, &end, 10);
+            break;
+        case 'Y':
+            a->hyperbatch = strtod(optarg, &end);
             break;
         case 'C':
             a->no_cgroup = 1;
@@ -700,6 +707,7 @@ struct run {
     const char *strategy;
     enum oc_store_hotness hotness;
     int reuse;           /* --reuse-samples */
+    double hyperbatch;   /* static's --hyperbatch (0: none) */
     uint64_t budget;     /* 0 = none (memory) */
     int dry;             /* a dry run: does the budget fit? */
     uint64_t min_budget; /* --preset paper: the smallest budget accepted (dry runs) */
@@ -753,8 +761,10 @@ static void train_child(void *ctx, int fd)
     o.seed = SEED;
     o.eval = OC_TRAIN_EVAL_SAMPLED;
     o.strategy = c->run->strategy;
-    if (strcmp(c->run->strategy, "static") == 0) /* static's option --hotness */
+    if (strcmp(c->run->strategy, "static") == 0) /* static's options --hotness, --hyperbatch */
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
+    if (d.rc == OC_OK && c->run->hyperbatch > 0)
+        d.rc = oc_train_opts_set(&o, "hyperbatch", c->run->hyperbatch, &err);
     if (strcmp(c->run->strategy, "ginex") == 0 && c->a->superbatch) /* ginex's --superbatch */
         d.rc = oc_train_opts_set(&o, "superbatch", c->a->superbatch, &err);
     /* outre's embeddings change training: here it runs as its feature cache (--staleness 0),
@@ -1240,14 +1250,18 @@ int main(int argc, char **argv)
         if (i == mem_index || !selected(a.strategies, name))
             continue;
         int hot = is_hotness_user(name), reuse = is_reuse_user(name);
-        int variants = hot || reuse ? 2 : 1;
+        int hyper = strcmp(name, "static") == 0 && a.hyperbatch > 0;
+        int variants = (hot || reuse ? 2 : 1) + hyper;
         for (int v = 0; v < variants && n_runs < MAX_RUNS; v++) {
             struct run *r = &runs[n_runs++];
             r->strategy = name;
             r->budget = budget;
-            r->hotness = hot && v ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
-            r->reuse = reuse && v;
-            if (hot)
+            r->hotness = hot && v == 1 ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+            r->reuse = reuse && v == 1;
+            r->hyperbatch = hyper && v == 2 ? a.hyperbatch : 0;
+            if (r->hyperbatch > 0)
+                snprintf(r->label, sizeof(r->label), "%s/hyper%.2g", name, r->hyperbatch);
+            else if (hot)
                 snprintf(r->label, sizeof(r->label), "%s/%s", name, v ? "presample" : "degree");
             else if (reuse && v)
                 snprintf(r->label, sizeof(r->label), "%s/reuse", name);

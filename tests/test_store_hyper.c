@@ -80,7 +80,7 @@ static void fewer_requests(enum oc_dtype dtype)
         return;
     }
     uint64_t feat = fx.n_nodes * fx.row_bytes;
-    uint64_t mem = feat / 2 + 8 * fixture_fixed_bytes(&fx);
+    uint64_t mem = feat / 2 + 12 * fixture_fixed_bytes(&fx);
     struct run h, p;
     OC_CHECK_OK(run_static(&fx, mem, 0.5, 0, &h), NULL);
     /* the largest plain budget that caches no more rows than the hyperbatch store */

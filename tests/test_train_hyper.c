@@ -55,7 +55,7 @@ static void opts(struct oc_train_opts *o, const char *strategy, double share)
     o->eval = OC_TRAIN_EVAL_SAMPLED;
     o->eval_batch_size = 256;
     o->strategy = strategy;
-    o->mem_budget = strcmp(strategy, "memory") == 0 ? 0 : 20u << 20;
+    o->mem_budget = strcmp(strategy, "memory") == 0 ? 0 : 26u << 20;
     if (share > 0)
         OC_CHECK_OK(oc_train_opts_set(o, "hyperbatch", share, &err), &err);
 }

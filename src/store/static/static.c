@@ -72,7 +72,10 @@ struct hyper_plan {
     uint32_t max_batches;
 };
 
-#define HYPER_MAX_BATCHES 32u /* batches per group at most (each holds a pipeline slot) */
+#define HYPER_MAX_BATCHES 16u /* batches per group at most (each holds a pipeline slot) */
+/* a sampled batch held in a pipeline slot, per input row: its ids, the blocks' edges and
+   offsets (about five edges per input row at fanouts like 15,10,5) */
+#define HYPER_SLOT_ROW_BYTES 48u
 
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
@@ -124,7 +127,10 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
 
     if ((hp->cap = hyper_rows(s, cfg, rows, &hp->max_batches))) {
         *n_lanes = 1; /* gathers take the groups' batches in the order they were prepared */
-        fixed = sizeof(struct static_store) + lane + store_hyper_bytes(s, hp->cap, hp->max_batches);
+        /* and the sampled batches of the slots the two groups hold beyond the pipeline's own */
+        fixed = sizeof(struct static_store) + lane +
+                store_hyper_bytes(s, hp->cap, hp->max_batches) +
+                2ull * hp->max_batches * rows * HYPER_SLOT_ROW_BYTES;
     }
 
     if (cfg->mem_bytes == 0) {
@@ -138,7 +144,8 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                       "arrays for %" PRIu64 " rows of one batch%s) before caching any row; the "
                       "store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
-                      hp->cap ? ", and two hyperbatch groups of that many rows and their reader"
+                      hp->cap ? ", and two hyperbatch groups of that many rows, their reader and "
+                                "the sampled batches they hold"
                               : "",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     store_cache_plan(s, cfg->mem_bytes - fixed, sizeof(uint64_t) + sizeof(uint32_t), n_cached,

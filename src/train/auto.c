@@ -158,6 +158,22 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
     return best;
 }
 
+uint32_t auto_order(const struct auto_prediction *pred, enum auto_cand *order)
+{
+    uint32_t n = 0;
+    for (int c = 0; c < AUTO_CAND_COUNT; c++) {
+        if (pred[c].excluded)
+            continue;
+        uint32_t k = n++; /* insertion: stable, so ties keep the earlier candidate first */
+        while (k > 0 && pred[order[k - 1]].epoch_s > pred[c].epoch_s) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = (enum auto_cand)c;
+    }
+    return n;
+}
+
 int train_auto_wanted(const struct oc_train_opts *o)
 {
     return o->strategy && strcmp(o->strategy, "auto") == 0;
@@ -238,7 +254,7 @@ int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, dou
         a->in.rand_iops = AUTO_ASSUMED_IOPS;
         disk = "not measured (file under 64 MiB or no O_DIRECT): assumed";
     }
-    a->pick = auto_predict(&a->in, a->pred);
+    a->pick = a->best = auto_predict(&a->in, a->pred);
     oc_log(OC_LOG_INFO,
            "auto: inspected %" PRIu64 " batches in %.2fs: %.0f input rows each, row %" PRIu64
            " bytes, cache of %" PRIu64 " rows misses static %.3f lru %.3f belady %.3f; disk %s "
@@ -258,13 +274,29 @@ int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, dou
                    p->strategy, p->reuse_samples ? " --reuse-samples" : "", p->epoch_s, p->cpu_s,
                    p->io_s, p->miss_ratio, p->read_bytes / 1e6);
     }
-    const struct auto_prediction *b = &a->pred[a->pick];
-    snprintf(a->reason, sizeof(a->reason), "%s%s: the fastest predicted epoch (%.2fs, %s-bound)%s",
-             b->strategy, b->reuse_samples ? " --reuse-samples" : "", b->epoch_s,
-             b->io_s > b->cpu_s ? "disk" : "cpu",
-             allow_approximate ? " among all" : " among the bit-identical strategies");
-    oc_log(OC_LOG_INFO, "auto: picked %s", a->reason);
     return OC_OK;
+}
+
+void train_auto_skip(struct train_auto *a, enum auto_cand c, const char *why)
+{
+    struct auto_prediction *p = &a->pred[c];
+    p->excluded = 1;
+    snprintf(p->why, sizeof(p->why), "does not open within the budget: %s", why);
+    oc_log(OC_LOG_INFO, "auto: %s%s %s; trying the next", p->strategy,
+           p->reuse_samples ? " --reuse-samples" : "", p->why);
+}
+
+void train_auto_opened(struct train_auto *a, enum auto_cand c)
+{
+    const struct auto_prediction *b = &a->pred[c];
+    a->pick = c;
+    snprintf(
+        a->reason, sizeof(a->reason), "%s%s: the fastest predicted epoch (%.2fs, %s-bound) %s%s",
+        b->strategy, b->reuse_samples ? " --reuse-samples" : "", b->epoch_s,
+        b->io_s > b->cpu_s ? "disk" : "cpu",
+        a->in.allow_approximate ? "among all strategies" : "among the bit-identical strategies",
+        c != a->best ? " that open within the budget" : "");
+    oc_log(OC_LOG_INFO, "auto: picked %s", a->reason);
 }
 
 int train_auto_log(struct oc_train_log *l, const struct train_auto *a, uint64_t *bytes,

@@ -77,12 +77,19 @@ struct auto_prediction {
  */
 enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction *out);
 
+/*
+ * The candidates not excluded, fastest first (ties: the earlier candidate),
+ * into order; returns how many.
+ */
+uint32_t auto_order(const struct auto_prediction *pred, enum auto_cand *order);
+
 /* The pick of one run, kept for the log and the result. */
 struct train_auto {
     int on;
     struct auto_inputs in;
     struct auto_prediction pred[AUTO_CAND_COUNT];
-    enum auto_cand pick;
+    enum auto_cand best; /* predicted fastest */
+    enum auto_cand pick; /* the one opened (best, unless it did not fit the budget) */
     char reason[256];
     double measured_sum_s; /* training seconds of the epochs run so far */
     uint32_t measured_epochs;
@@ -99,11 +106,16 @@ int train_auto_wanted(const struct oc_train_opts *o);
 int train_auto_check(const struct oc_train_opts *o, struct oc_err *err);
 /*
  * Inspects cfg's plan (oc_store_inspect at the share cfg->mem_bytes), takes
- * the measured compute seconds per batch, predicts, picks, and logs each
- * prediction and the reason (info level). a->on is set.
+ * the measured compute seconds per batch, predicts and logs each prediction
+ * (info level); a->best (and a->pick until train_auto_opened) is the
+ * fastest. a->on is set.
  */
 int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, double compute_s,
                       int allow_approximate, struct train_auto *a, struct oc_err *err);
+/* Candidate c could not open within the budget (why: the store's message): logged, excluded. */
+void train_auto_skip(struct train_auto *a, enum auto_cand c, const char *why);
+/* Candidate c opened: it is the pick (the reason names the ones skipped before it). */
+void train_auto_opened(struct train_auto *a, enum auto_cand c);
 /* Appends the predictions and the pick as one JSON line to the log. */
 int train_auto_log(struct oc_train_log *l, const struct train_auto *a, uint64_t *bytes,
                    struct oc_err *err);

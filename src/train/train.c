@@ -267,11 +267,14 @@ static int run_time_steps(struct run *r, const struct oc_train_opts *o, uint32_t
 
 /*
  * --strategy auto: measures the compute rate, inspects the plan at the
- * store's share of the budget, picks (train/auto.c) and sets cfg and *index
- * for the pick (its option defaults, --reuse-samples).
+ * store's share of the budget (cfg->mem_bytes) and opens the predicted
+ * fastest strategy (train/auto.c); when one cannot open within the budget
+ * (OC_ERR_BUDGET: its fixed part is more than the share), the next
+ * prediction is opened instead, and the log says so. cfg gets the pick's
+ * option defaults and --reuse-samples.
  */
-static int run_auto_pick(struct run *r, const struct oc_train_opts *o, struct oc_store_config *cfg,
-                         uint32_t *index, struct oc_err *err)
+static int run_open_auto(struct run *r, const struct oc_train_opts *o, struct oc_store_config *cfg,
+                         struct oc_err *err)
 {
     double step_s = 0;
     uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
@@ -280,13 +283,37 @@ static int run_auto_pick(struct run *r, const struct oc_train_opts *o, struct oc
     if ((rc = run_time_steps(r, o, cfg->first_epoch, &step_s, err)) ||
         (rc = train_auto_choose(cfg, n_batches, step_s, o->allow_approximate, &r->autosel, err)))
         return rc;
-    const struct auto_prediction *p = &r->autosel.pred[r->autosel.pick];
-    if ((rc = oc_store_strategy_find(p->strategy, index, err)))
-        return rc;
-    struct oc_train_opts picked = *o;
-    picked.strategy = p->strategy;
-    cfg->reuse_samples = p->reuse_samples;
-    return train_store_opts_apply(&picked, cfg, err); /* the pick's defaults */
+    enum auto_cand order[AUTO_CAND_COUNT];
+    uint32_t n = auto_order(r->autosel.pred, order);
+    rc = OC_ERR(err, OC_ERR_BUDGET, "--strategy auto: no strategy is a candidate");
+    for (uint32_t k = 0; k < n; k++) {
+        const struct auto_prediction *p = &r->autosel.pred[order[k]];
+        struct oc_store_config c = *cfg;
+        struct oc_train_opts picked = *o;
+        picked.strategy = p->strategy;
+        c.reuse_samples = p->reuse_samples;
+        uint32_t index;
+        if ((rc = oc_store_strategy_find(p->strategy, &index, err)) ||
+            (rc = train_store_opts_apply(&picked, &c, err)) || /* the pick's defaults */
+            (rc = oc_pipeline_new("training pipeline", &r->stages, err)))
+            return rc;
+        c.pipeline = r->stages;
+        c.lanes = r->depth;
+        c.progress = r->progress;
+        if ((rc = oc_store_open(index, &c, &r->store, err)) == OC_OK) {
+            r->strategy = index;
+            train_auto_opened(&r->autosel, order[k]);
+            return OC_OK;
+        }
+        oc_pipeline_free(r->stages);
+        r->stages = NULL;
+        if (rc != OC_ERR_BUDGET) {
+            oc_err_prefix(err, "--strategy auto: strategy %s", p->strategy);
+            return rc;
+        }
+        train_auto_skip(&r->autosel, order[k], err->msg);
+    }
+    return rc;
 }
 
 /* Where plan files go: --plan-dir, or DIR/plan. */
@@ -382,12 +409,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
                oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
-    if (train_auto_wanted(o)) {
-        if ((rc = run_auto_pick(r, o, &cfg, &index, err)))
-            return rc;
-        r->strategy = index;
-        name = oc_store_strategy_name(index);
-    }
+    if (train_auto_wanted(o))
+        return run_open_auto(r, o, &cfg, err);
     if ((rc = oc_pipeline_new("training pipeline", &r->stages, err)))
         return rc;
     cfg.pipeline = r->stages;

@@ -353,6 +353,19 @@ OC_TEST(mem_budget_auto_through_the_cli)
         OC_CHECK(r.out && strstr(r.out, "dry run: --mem-budget"));
     }
     proc_run_free(&r);
+    /* a log with the predictions is one `offcore report` draws */
+    char log[700], page[700];
+    snprintf(log, sizeof(log), "%s/auto_cli.jsonl", oc_test_tmpdir());
+    snprintf(page, sizeof(page), "%s/auto_cli.html", oc_test_tmpdir());
+    const char *train[] = {"train",  dir,    "--strategy", "auto", "--epochs", "1",
+                           "--eval", "none", "--log",      log,    "--quiet",  NULL};
+    proc_run_cli(train, 300, &r);
+    OC_CHECK(r.code == 0 && r.out && strstr(r.out, "auto: picked memory, predicted epoch"));
+    proc_run_free(&r);
+    const char *report[] = {"report", log, "-o", page, NULL};
+    proc_run_cli(report, 60, &r);
+    OC_CHECK(r.code == 0);
+    proc_run_free(&r);
     const char *bad[] = {"train", dir, "--mem-budget", "lots", NULL};
     proc_run_cli(bad, 60, &r);
     OC_CHECK(r.code == 2 && r.err && strstr(r.err, "--mem-budget 'lots'"));

@@ -418,7 +418,7 @@ int cmd_train(int argc, char **argv)
     uint32_t strategy_index = 0;
     int is_auto = strcmp(strategy, "auto") == 0;
     if (!is_auto && oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
-        fprintf(stderr, "offcore train: --strategy: %s\n", err.msg);
+        fprintf(stderr, "offcore train: --strategy: %s; or auto\n", err.msg);
         return 2;
     }
     o.strategy = strategy;

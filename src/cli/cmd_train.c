@@ -95,10 +95,10 @@ static int parse_budget(const char *s, uint64_t *budget)
     struct oc_err err;
     if (strcmp(s, "auto") != 0) {
         if (oc_parse_size(s, budget, &err) != OC_OK) {
-            fprintf(stderr,
-                    "offcore train: --mem-budget '%s': expected a size such as 512M or 4G, "
-                    "or auto\n",
-                    s);
+            fprintf(stderr, "offcore train: --mem-budget '%s': %s\n", s,
+                    strstr(err.msg, "less than one byte")
+                        ? "less than one byte (0 means none)"
+                        : "expected a size such as 512M or 4G, or auto");
             return -1;
         }
         return 0;

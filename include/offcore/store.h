@@ -521,5 +521,14 @@ struct oc_store_inspection {
  */
 int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint64_t cache_rows,
                      struct oc_store_inspection *out, struct oc_err *err);
+/*
+ * Bytes one lane's feature-file reader takes under cfg's plan (its bounce
+ * buffer and request arrays for a batch's rows), which the caching
+ * strategies (static, and the caches built like it) set aside from
+ * cfg->mem_bytes before caching rows, per lane; cfg needs ds.
+ */
+uint64_t oc_store_reader_bytes(const struct oc_store_config *cfg);
+/* Bytes a row costs in such a cache besides its stored bytes (id and slot lookup). */
+#define OC_STORE_CACHE_ROW_EXTRA 12u
 
 #endif

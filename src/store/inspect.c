@@ -293,3 +293,11 @@ out:
     oc_free(t.off);
     return rc;
 }
+
+uint64_t oc_store_reader_bytes(const struct oc_store_config *cfg)
+{
+    struct oc_store view; /* what the row-count helpers read of a store */
+    memset(&view, 0, sizeof(view));
+    view.n_nodes = oc_dataset_manifest(cfg->ds)->n_nodes;
+    return STORE_DISK_BOUNCE_BYTES + store_budget_rows(&view, cfg) * STORE_ROW_SCRATCH_BYTES;
+}

@@ -231,12 +231,31 @@ static void auto_inputs_from(const struct oc_store_inspection *ins, uint64_t n_b
     in->allow_approximate = allow_approximate;
 }
 
+/*
+ * The rows a cache built like static's holds at the store's share: the
+ * share less its readers (one per lane, a second only while they take at
+ * most a quarter of the share), at stored row bytes + OC_STORE_CACHE_ROW_EXTRA
+ * each; every row without a budget.
+ */
+static uint64_t auto_cache_rows(const struct oc_store_config *cfg)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    if (!cfg->mem_bytes)
+        return m->n_nodes;
+    uint64_t reader = oc_store_reader_bytes(cfg);
+    uint32_t lanes = cfg->lanes < 1 ? 1 : cfg->lanes > 4 ? 4 : cfg->lanes;
+    while (lanes > 1 && reader > cfg->mem_bytes / 4 / lanes)
+        lanes--;
+    uint64_t fixed = lanes * reader;
+    uint64_t row = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype) + OC_STORE_CACHE_ROW_EXTRA;
+    return cfg->mem_bytes > fixed ? (cfg->mem_bytes - fixed) / row : 0;
+}
+
 int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, double compute_s,
                       int allow_approximate, struct train_auto *a, struct oc_err *err)
 {
     const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
-    uint64_t row_cost = (uint64_t)m->feat_dim * sizeof(float) + AUTO_CACHE_ROW_EXTRA;
-    uint64_t cache_rows = cfg->mem_bytes ? cfg->mem_bytes / row_cost : m->n_nodes;
+    uint64_t cache_rows = auto_cache_rows(cfg);
     struct oc_store_inspection ins;
     double t0 = oc_now_s();
     int rc = oc_store_inspect(cfg, AUTO_INSPECT_BATCHES, cache_rows, &ins, err);

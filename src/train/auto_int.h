@@ -21,7 +21,6 @@
 
 #define AUTO_INSPECT_BATCHES 16u /* batches oc_store_inspect samples */
 #define AUTO_STEP_BATCHES    4u  /* steps timed for the compute rate (the first is a warm-up) */
-#define AUTO_CACHE_ROW_EXTRA 16u /* bytes a cached row costs besides its f32 values */
 /* The disk assumed when the probe did not measure one (a file under 64 MiB, no O_DIRECT) */
 #define AUTO_ASSUMED_SEQ_BPS 2e9
 #define AUTO_ASSUMED_IOPS    5e5

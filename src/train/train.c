@@ -280,6 +280,7 @@ static int run_open_auto(struct run *r, const struct oc_train_opts *o, struct oc
     uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     uint64_t n_batches = (n_train + o->batch_size - 1) / o->batch_size;
     int rc;
+    cfg->lanes = r->depth; /* as the store will have it: the cache's readers */
     if ((rc = run_time_steps(r, o, cfg->first_epoch, &step_s, err)) ||
         (rc = train_auto_choose(cfg, n_batches, step_s, o->allow_approximate, &r->autosel, err)))
         return rc;

@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "offcore/train.h"
 #include "proc_util.h"
+#include "store/ginex/ginex_int.h"
 #include "store_fixture.h"
 #include "train/auto_int.h"
 
@@ -166,6 +167,7 @@ OC_TEST(inspection_counts_misses_as_brute_force)
     OC_CHECK(ins.static_misses == brute_static(&fx, &c, 5, 400, &rows));
     OC_CHECK(ins.input_rows == rows && ins.distinct_rows <= rows && ins.max_rows * 5 >= rows);
     OC_CHECK(ins.static_misses > 0 && ins.static_misses < rows);
+    OC_CHECK(ins.ginex_cache_rows == 3000); /* no budget: ginex caches every row */
     OC_CHECK(ins.belady_misses <= ins.static_misses && ins.belady_misses <= ins.lru_misses);
     /* every row's bytes are read, in no more requests than rows */
     OC_CHECK(ins.all_read_bytes >= rows * 96 && ins.all_requests <= rows);
@@ -176,7 +178,22 @@ OC_TEST(inspection_counts_misses_as_brute_force)
     OC_CHECK_OK(oc_store_inspect(&c, 5, 3000, &ins, &err), &err);
     OC_CHECK(ins.static_misses == 0 && ins.lru_misses == 0 && ins.belady_misses == 0);
     OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
-    OC_CHECK(ins.static_misses == rows && ins.lru_misses == rows && ins.belady_misses == rows);
+    OC_CHECK(ins.static_misses == rows && ins.lru_misses == rows && ins.belady_misses == 0);
+    /* under a budget Belady runs at ginex's own cache size: the budget ginex needs for 1000
+       rows gives it 1000, the one for 2000 rows 2000, with fewer misses */
+    c.n_epochs = 1;
+    uint64_t b1 = 0, b2 = 0;
+    OC_CHECK_OK(oc_store_ginex_budget_for(&c, 1000, &b1, &err), &err);
+    OC_CHECK_OK(oc_store_ginex_budget_for(&c, 2000, &b2, &err), &err);
+    c.mem_bytes = b1;
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
+    uint64_t miss1 = ins.belady_misses;
+    OC_CHECK(ins.ginex_cache_rows == 1000);
+    c.mem_bytes = b2;
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
+    OC_CHECK(ins.ginex_cache_rows == 2000);
+    OC_CHECK(ins.belady_misses < miss1 && miss1 < rows);
+    c.mem_bytes = 0;
     OC_CHECK(ins.all_requests == ins.miss_requests && ins.all_read_bytes == ins.miss_read_bytes);
     /* a plan without batches is refused, naming what is missing */
     c.batch_size = 0;

@@ -492,7 +492,8 @@ uint64_t oc_store_belady_held_bytes(const struct oc_store_belady *b);
  * Caches start warm with the degree-ranked hot set (what static holds and
  * what the others hold after a while), so the figures are steady-state ones
  * rather than cold-start: static (the hot set, never changed), LRU and
- * Belady (ginex's planner over the batches). Read requests count 4 KiB pages
+ * Belady (ginex's planner over the batches, at the capacity ginex's own
+ * budget split gives it under cfg->mem_bytes). Read requests count 4 KiB pages
  * merged as the batch reader merges them (touching pages, or holes up to the
  * disk's crossover gap_bytes), in features.npy's row order (its layout).
  */
@@ -504,7 +505,8 @@ struct oc_store_inspection {
     uint64_t row_bytes;     /* one row as stored in features.npy */
     uint64_t feature_bytes; /* n_nodes x row_bytes */
     uint64_t n_nodes;
-    uint64_t cache_rows;                               /* the capacity the misses are for */
+    uint64_t cache_rows;       /* the capacity static's and LRU's misses are for */
+    uint64_t ginex_cache_rows; /* Belady's: ginex's cache under cfg (0: ginex cannot open) */
     uint64_t static_misses, lru_misses, belady_misses; /* summed over the batches */
     uint64_t all_requests, all_read_bytes;             /* reading every input row */
     uint64_t miss_requests, miss_read_bytes;           /* reading static's misses */

@@ -4,7 +4,9 @@
  *
  *   plan (cfg) ──► sample n batches ──► trace of input ids ─┬─► static: hot set (hot.c)
  *                                                           ├─► LRU (ginex_sim.c)
- *                                                           ├─► Belady (ginex_belady.c)
+ *                                                           ├─► Belady (ginex_belady.c) at
+ *                                                           │   ginex's own cache size
+ *                                                           │   (ginex_size.c)
  *                                                           └─► pages → requests (merged)
  *   features.npy ──► oc_io_disk_of (io/probe.c): bandwidth, IOPS, crossover
  *
@@ -163,39 +165,46 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
     return rc;
 }
 
-/* LRU and Belady misses of the trace, both caches warm with the hot ids. */
+/*
+ * LRU misses of the trace with n_hot rows, Belady's with b_cap rows, both
+ * caches warm with the hottest of hot_ids (hottest first, at least
+ * max(n_hot, b_cap) of them).
+ */
 static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64_t n_hot,
-                          struct oc_store_inspection *out, struct oc_err *err)
+                          uint64_t b_cap, struct oc_store_inspection *out, struct oc_err *err)
 {
+    int rc = OC_OK;
     if (n_hot == 0) {
-        out->lru_misses = out->belady_misses = t->n;
+        out->lru_misses = t->n;
+    } else {
+        struct gx_lru lru;
+        if ((rc = gx_lru_init(&lru, n_hot, err)))
+            return rc;
+        for (uint64_t k = n_hot; k-- > 0;) /* the hottest touched last: the most recent */
+            gx_lru_access(&lru, hot_ids[k]);
+        for (uint64_t k = 0; k < t->n; k++)
+            out->lru_misses += !gx_lru_access(&lru, t->ids[k]);
+        gx_lru_deinit(&lru);
+    }
+    if (b_cap == 0) {
+        out->belady_misses = t->n;
         return OC_OK;
     }
-    struct gx_lru lru;
-    int rc = gx_lru_init(&lru, n_hot, err);
-    if (rc)
-        return rc;
-    for (uint64_t k = 0; k < n_hot; k++)
-        gx_lru_access(&lru, hot_ids[k]);
-    for (uint64_t k = 0; k < t->n; k++)
-        out->lru_misses += !gx_lru_access(&lru, t->ids[k]);
-    gx_lru_deinit(&lru);
-
     /* Belady: iteration 0 reads the hot ids (the warm cache), then the batches */
-    uint64_t *ids = oc_alloc((n_hot + t->n) * sizeof(uint64_t), "store inspect: Belady trace", err);
+    uint64_t *ids = oc_alloc((b_cap + t->n) * sizeof(uint64_t), "store inspect: Belady trace", err);
     uint64_t *off = oc_alloc((t->n_batches + 2) * sizeof(uint64_t), "store inspect: Belady", err);
     struct oc_store_belady *b = NULL;
     if (!ids || !off) {
         rc = err->status;
         goto out;
     }
-    memcpy(ids, hot_ids, n_hot * sizeof(uint64_t));
-    memcpy(ids + n_hot, t->ids, t->n * sizeof(uint64_t));
-    for (uint64_t i = 0; i <= t->n_batches; i++)
-        off[i + 1] = n_hot + t->off[i];
+    memcpy(ids, hot_ids, b_cap * sizeof(uint64_t));
+    memcpy(ids + b_cap, t->ids, t->n * sizeof(uint64_t));
     off[0] = 0;
+    for (uint64_t i = 0; i <= t->n_batches; i++)
+        off[i + 1] = b_cap + t->off[i];
     struct oc_store_belady_plan plan;
-    if ((rc = oc_store_belady_new(n_hot, &b, err)) ||
+    if ((rc = oc_store_belady_new(b_cap, &b, err)) ||
         (rc = oc_store_belady_plan(b, ids, off, t->n_batches + 1, &plan, err)))
         goto out;
     for (uint64_t i = 1; i < plan.n_iters; i++)
@@ -277,7 +286,18 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
     view.n_nodes = out->n_nodes;
     struct oc_store_config dc = *cfg;
     dc.hotness = OC_STORE_HOTNESS_DEGREE;
-    if ((rc = store_hot_select(&view, &dc, out->cache_rows, 1, &hot_ids, err)))
+    if (cfg->mem_bytes) { /* ginex's own split of the budget; it cannot open: no cache */
+        struct oc_err ignored;
+        if (oc_store_ginex_cache_rows(cfg, &out->ginex_cache_rows, &ignored) != OC_OK)
+            out->ginex_cache_rows = 0;
+    } else {
+        out->ginex_cache_rows = out->n_nodes;
+    }
+    if (out->ginex_cache_rows > out->n_nodes)
+        out->ginex_cache_rows = out->n_nodes;
+    uint64_t n_rank =
+        out->cache_rows > out->ginex_cache_rows ? out->cache_rows : out->ginex_cache_rows;
+    if ((rc = store_hot_select(&view, &dc, n_rank, 1, &hot_ids, err)))
         goto out;
     for (uint64_t k = 0; k < out->cache_rows; k++)
         bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));
@@ -285,7 +305,7 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
         goto out;
     oc_free(bits); /* before the simulated caches: they take the most */
     bits = NULL;
-    rc = inspect_caches(&t, hot_ids, out->cache_rows, out, err);
+    rc = inspect_caches(&t, hot_ids, out->cache_rows, out->ginex_cache_rows, out, err);
 out:
     oc_free(bits);
     oc_free(hot_ids);

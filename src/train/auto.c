@@ -218,6 +218,8 @@ static void auto_inputs_from(const struct oc_store_inspection *ins, uint64_t n_b
     in->feature_bytes = ins->feature_bytes;
     in->f32_bytes = ins->n_nodes * feat_dim * sizeof(float);
     in->store_bytes = store_bytes;
+    in->cache_rows = ins->cache_rows;
+    in->ginex_cache_rows = ins->ginex_cache_rows;
     in->static_miss = (double)ins->static_misses / all;
     in->lru_miss = (double)ins->lru_misses / all;
     in->belady_miss = (double)ins->belady_misses / all;
@@ -276,11 +278,12 @@ int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, dou
     a->pick = a->best = auto_predict(&a->in, a->pred);
     oc_log(OC_LOG_INFO,
            "auto: inspected %" PRIu64 " batches in %.2fs: %.0f input rows each, row %" PRIu64
-           " bytes, cache of %" PRIu64 " rows misses static %.3f lru %.3f belady %.3f; disk %s "
+           " bytes; a cache of %" PRIu64 " rows misses static %.3f lru %.3f, ginex's of %" PRIu64
+           " rows belady %.3f; disk %s "
            "%.0f MB/s, %.0f IOPS; compute %.4fs and sampling %.4fs per batch, %" PRIu64 " batches",
            ins.n_batches, oc_now_s() - t0, a->in.rows, ins.row_bytes, ins.cache_rows,
-           a->in.static_miss, a->in.lru_miss, a->in.belady_miss, disk, a->in.seq_bps / 1e6,
-           a->in.rand_iops, compute_s, a->in.sample_s, n_batches);
+           a->in.static_miss, a->in.lru_miss, ins.ginex_cache_rows, a->in.belady_miss, disk,
+           a->in.seq_bps / 1e6, a->in.rand_iops, compute_s, a->in.sample_s, n_batches);
     for (int c = 0; c < AUTO_CAND_COUNT; c++) {
         const struct auto_prediction *p = &a->pred[c];
         if (p->excluded)
@@ -339,6 +342,8 @@ int train_auto_log(struct oc_train_log *l, const struct train_auto *a, uint64_t 
     cJSON_AddNumberToObject(in, "sample_s_per_batch", a->in.sample_s);
     cJSON_AddNumberToObject(in, "row_bytes", (double)a->in.row_bytes);
     cJSON_AddNumberToObject(in, "store_bytes", (double)a->in.store_bytes);
+    cJSON_AddNumberToObject(in, "cache_rows", (double)a->in.cache_rows);
+    cJSON_AddNumberToObject(in, "ginex_cache_rows", (double)a->in.ginex_cache_rows);
     cJSON_AddNumberToObject(in, "static_miss", a->in.static_miss);
     cJSON_AddNumberToObject(in, "lru_miss", a->in.lru_miss);
     cJSON_AddNumberToObject(in, "belady_miss", a->in.belady_miss);

@@ -42,16 +42,19 @@ enum auto_cand {
 
 /* What the model is fed; per-batch figures are means over the inspected batches. */
 struct auto_inputs {
-    uint64_t n_batches;     /* per epoch */
-    double rows;            /* input rows per batch */
-    double compute_s;       /* forward + backward per batch, seconds */
-    double sample_s;        /* sampling per batch, seconds */
-    uint64_t row_bytes;     /* stored row (f16 or f32) */
-    uint64_t feature_bytes; /* features.npy's rows */
-    uint64_t f32_bytes;     /* every row as f32 (what `memory` holds) */
-    uint64_t store_bytes;   /* the feature store's share of --mem-budget; 0 = no budget */
-    double static_miss;     /* miss ratios of the input rows for a cache of the share */
-    double lru_miss, belady_miss;
+    uint64_t n_batches;        /* per epoch */
+    double rows;               /* input rows per batch */
+    double compute_s;          /* forward + backward per batch, seconds */
+    double sample_s;           /* sampling per batch, seconds */
+    uint64_t row_bytes;        /* stored row (f16 or f32) */
+    uint64_t feature_bytes;    /* features.npy's rows */
+    uint64_t f32_bytes;        /* every row as f32 (what `memory` holds) */
+    uint64_t store_bytes;      /* the feature store's share of --mem-budget; 0 = no budget */
+    uint64_t cache_rows;       /* static's cache (LRU's too) at the share (logged only) */
+    uint64_t ginex_cache_rows; /* ginex's (logged only) */
+    double static_miss;        /* miss ratios of the input rows: static and LRU for a cache */
+    double lru_miss;           /* of cache_rows, Belady for ginex's cache_rows */
+    double belady_miss;
     double miss_req_per_row;   /* read requests per missed row after merging (static's) */
     double miss_bytes_per_row; /* bytes read per missed row (pages, holes read along) */
     double seq_bps, rand_iops; /* the disk under features.npy */

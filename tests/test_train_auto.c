@@ -25,7 +25,8 @@
 /*
  * B = 10 batches of R = 1000 rows; compute 0.01 s and sampling 0.002 s per
  * batch (cpu = 0.12 s); rows of 4097 bytes (2 pages each, on average);
- * disk 1e8 B/s and 1e4 IOPS; misses static 0.5, LRU 0.6, Belady 0.3; a
+ * disk 1e8 B/s and 1e4 IOPS; misses static 0.5, LRU 0.6, Belady 0.3, static
+ * at half the cache (diskgnn's) 0.7; a
  * merged miss costs 0.5 requests and 8192 bytes; the store's share 1e6
  * bytes, every row as f32 4e7 (memory excluded), features.npy 2e7 bytes.
  */
@@ -44,6 +45,7 @@ static struct auto_inputs hand_inputs(void)
     in.static_miss = 0.5;
     in.lru_miss = 0.6;
     in.belady_miss = 0.3;
+    in.half_miss = 0.7;
     in.miss_req_per_row = 0.5;
     in.miss_bytes_per_row = 8192;
     in.seq_bps = 1e8;
@@ -68,8 +70,8 @@ OC_TEST(model_formulas_on_hand_made_inputs)
     OC_CHECK(NEAR(p[AUTO_MMAP].epoch_s, 6000 * 2.0 * 64 / (2 * 1e4)));
     /* 3 windows (10000 accesses x 128 bytes over half of 1e6), scanned, plus packed
        misses written and read back */
-    OC_CHECK(NEAR(p[AUTO_DISKGNN].epoch_s, (3 * 2e7 + 2 * 5000 * 4097.0) / 1e8));
-    OC_CHECK(NEAR(p[AUTO_DISKGNN_REUSE].epoch_s, 5000 * 4097.0 / 1e8));
+    OC_CHECK(NEAR(p[AUTO_DISKGNN].epoch_s, (3 * 2e7 + 2 * 7000 * 4097.0) / 1e8));
+    OC_CHECK(NEAR(p[AUTO_DISKGNN_REUSE].epoch_s, 7000 * 4097.0 / 1e8));
     OC_CHECK(NEAR(p[AUTO_DISKGNN_REUSE].cpu_s, 0.1));
     OC_CHECK(NEAR(p[AUTO_STATIC].cpu_s, 0.12));
     /* the fastest bit-identical one, the approximate ones gated */
@@ -98,7 +100,7 @@ OC_TEST(budget_holding_the_features_picks_memory)
     struct auto_inputs in = hand_inputs();
     struct auto_prediction p[AUTO_CAND_COUNT];
     in.store_bytes = in.f32_bytes; /* exactly fits */
-    in.static_miss = in.lru_miss = in.belady_miss = 0;
+    in.static_miss = in.lru_miss = in.belady_miss = in.half_miss = 0;
     OC_CHECK(auto_predict(&in, p) == AUTO_MEMORY && !p[AUTO_MEMORY].excluded);
     in.store_bytes = 0; /* no budget */
     OC_CHECK(auto_predict(&in, p) == AUTO_MEMORY);
@@ -168,6 +170,7 @@ OC_TEST(inspection_counts_misses_as_brute_force)
     OC_CHECK(ins.input_rows == rows && ins.distinct_rows <= rows && ins.max_rows * 5 >= rows);
     OC_CHECK(ins.static_misses > 0 && ins.static_misses < rows);
     OC_CHECK(ins.ginex_cache_rows == 3000); /* no budget: ginex caches every row */
+    OC_CHECK(ins.half_misses >= ins.static_misses && ins.half_misses < rows); /* 200 rows */
     OC_CHECK(ins.belady_misses <= ins.static_misses && ins.belady_misses <= ins.lru_misses);
     /* every row's bytes are read, in no more requests than rows */
     OC_CHECK(ins.all_read_bytes >= rows * 96 && ins.all_requests <= rows);

@@ -508,10 +508,11 @@ struct oc_store_inspection {
     uint64_t cache_rows;       /* the capacity static's and LRU's misses are for */
     uint64_t ginex_cache_rows; /* Belady's: ginex's cache under cfg (0: ginex cannot open) */
     uint64_t static_misses, lru_misses, belady_misses; /* summed over the batches */
-    uint64_t all_requests, all_read_bytes;             /* reading every input row */
-    uint64_t miss_requests, miss_read_bytes;           /* reading static's misses */
-    double sample_s;                                   /* sampling the batches, wall seconds */
-    struct oc_io_disk disk;                            /* the disk under features.npy */
+    uint64_t half_misses; /* static's with half of cache_rows (diskgnn's cache beside its plan) */
+    uint64_t all_requests, all_read_bytes;   /* reading every input row */
+    uint64_t miss_requests, miss_read_bytes; /* reading static's misses */
+    double sample_s;                         /* sampling the batches, wall seconds */
+    struct oc_io_disk disk;                  /* the disk under features.npy */
 };
 /*
  * Fills out (see above). cfg needs ds, graph, sample_opts, train_ids,

@@ -303,6 +303,11 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
         bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));
     if ((rc = inspect_requests(cfg, &t, bits, out, err)))
         goto out;
+    memset(bits, 0, out->n_nodes / 8 + 1); /* the hot set of half the rows (diskgnn's cache) */
+    for (uint64_t k = 0; k < out->cache_rows / 2; k++)
+        bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));
+    for (uint64_t k = 0; k < t.n; k++)
+        out->half_misses += !((bits[t.ids[k] >> 3] >> (t.ids[k] & 7)) & 1u);
     oc_free(bits); /* before the simulated caches: they take the most */
     bits = NULL;
     rc = inspect_caches(&t, hot_ids, out->cache_rows, out->ginex_cache_rows, out, err);

@@ -17,7 +17,7 @@
  *   static    read(B R static_miss, merged)      hot set of the share
  *   helios    as static (its pre-sampled hot set misses no more)
  *   ginex     read(B R belady_miss, merged)      Belady over the batches
- *   diskgnn   (W features + 2 B R static_miss row) / seq_bw: a scan per window
+ *   diskgnn   (W features + 2 B R half_miss row) / seq_bw: a scan per window
  *             packs the misses into chunks, written and read back sequentially;
  *             W = ceil(B R 128 / (share / 2)) windows per epoch (1 without a budget)
  *   gnndrive  read(B R lru_miss, per row)
@@ -25,7 +25,7 @@
  *   mmap      B R lru_miss pages_per_row x 64 / (lanes x IOPS): faults one
  *             page at a time per thread (the probe's IOPS is at 64 in flight)
  *   diskgnn --reuse-samples (approximate): packed chunks read once per
- *             epoch, B R static_miss row / seq_bw; cpu = B x compute
+ *             epoch, B R half_miss row / seq_bw; cpu = B x compute
  *   outre (approximate): as static; its pruning is not predicted
  *
  * Place in the data flow: train, inside run_open_store (train.c).
@@ -74,7 +74,8 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
     double row = (double)in->row_bytes;
     double pages = 1.0 + (row - 1.0) / AUTO_PAGE; /* pages a row touches, on average */
     double cpu = B * (in->compute_s + in->sample_s);
-    double packed = rows * in->static_miss * row;
+    double packed =
+        rows * in->half_miss * row; /* diskgnn's misses: its cache is half the share's */
     for (int c = 0; c < AUTO_CAND_COUNT; c++) {
         struct auto_prediction *p = &out[c];
         memset(p, 0, sizeof(*p));
@@ -108,13 +109,13 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
             /* windows per epoch: its plan (AUTO_DG_PLAN_BYTES a row access) in half the share */
             double half = (double)in->store_bytes / 2.0;
             double w = in->store_bytes ? ceil(rows * AUTO_DG_PLAN_BYTES / half) : 1.0;
-            p->miss_ratio = in->static_miss;
+            p->miss_ratio = in->half_miss;
             p->read_bytes = (w < 1.0 ? 1.0 : w) * (double)in->feature_bytes + 2.0 * packed;
             p->io_s = p->read_bytes / in->seq_bps;
             break;
         }
         case AUTO_DISKGNN_REUSE:
-            p->miss_ratio = in->static_miss;
+            p->miss_ratio = in->half_miss;
             p->read_bytes = packed;
             p->io_s = packed / in->seq_bps;
             p->cpu_s = B * in->compute_s; /* batches come sampled, from the chunks */
@@ -223,6 +224,7 @@ static void auto_inputs_from(const struct oc_store_inspection *ins, uint64_t n_b
     in->static_miss = (double)ins->static_misses / all;
     in->lru_miss = (double)ins->lru_misses / all;
     in->belady_miss = (double)ins->belady_misses / all;
+    in->half_miss = (double)ins->half_misses / all;
     double miss = ins->static_misses ? (double)ins->static_misses : 1.0;
     in->miss_req_per_row =
         ins->static_misses ? (double)ins->miss_requests / miss : (double)ins->all_requests / all;
@@ -347,6 +349,7 @@ int train_auto_log(struct oc_train_log *l, const struct train_auto *a, uint64_t 
     cJSON_AddNumberToObject(in, "static_miss", a->in.static_miss);
     cJSON_AddNumberToObject(in, "lru_miss", a->in.lru_miss);
     cJSON_AddNumberToObject(in, "belady_miss", a->in.belady_miss);
+    cJSON_AddNumberToObject(in, "half_miss", a->in.half_miss);
     cJSON_AddNumberToObject(in, "seq_bps", a->in.seq_bps);
     cJSON_AddNumberToObject(in, "rand_iops", a->in.rand_iops);
     cJSON_AddItemToObject(j, "inputs", in);

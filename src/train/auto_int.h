@@ -55,6 +55,7 @@ struct auto_inputs {
     double static_miss;        /* miss ratios of the input rows: static and LRU for a cache */
     double lru_miss;           /* of cache_rows, Belady for ginex's cache_rows */
     double belady_miss;
+    double half_miss;          /* static's for half of cache_rows (diskgnn: its plan takes half) */
     double miss_req_per_row;   /* read requests per missed row after merging (static's) */
     double miss_bytes_per_row; /* bytes read per missed row (pages, holes read along) */
     double seq_bps, rand_iops; /* the disk under features.npy */

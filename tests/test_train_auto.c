@@ -108,6 +108,37 @@ OC_TEST(budget_holding_the_features_picks_memory)
     OC_CHECK(auto_predict(&in, p) != AUTO_MEMORY && p[AUTO_MEMORY].excluded);
 }
 
+/* The order the next candidates are opened in when a pick does not fit the budget. */
+OC_TEST(candidates_ordered_fastest_first_ties_keep_the_simpler)
+{
+    struct auto_inputs in = hand_inputs();
+    struct auto_prediction p[AUTO_CAND_COUNT];
+    enum auto_cand order[AUTO_CAND_COUNT];
+    enum auto_cand best = auto_predict(&in, p);
+    uint32_t n = auto_order(p, order);
+    /* memory and the two approximate ones are excluded: 7 left, fastest first */
+    OC_CHECK(n == 7 && order[0] == best && order[0] == AUTO_GINEX);
+    OC_CHECK(order[1] == AUTO_STATIC && order[2] == AUTO_HELIOS); /* a tie: registry order */
+    for (uint32_t k = 1; k < n; k++)
+        OC_CHECK(p[order[k - 1]].epoch_s <= p[order[k]].epoch_s && !p[order[k]].excluded);
+    OC_CHECK(order[n - 1] == AUTO_MMAP);
+    /* a candidate that did not open is left out of a new order */
+    p[AUTO_GINEX].excluded = 1;
+    n = auto_order(p, order);
+    OC_CHECK(n == 6 && order[0] == AUTO_STATIC);
+    /* the pick's record when the fastest did not fit */
+    static struct train_auto a;
+    memset(&a, 0, sizeof(a));
+    a.in = hand_inputs();
+    a.pick = a.best = auto_predict(&a.in, a.pred);
+    train_auto_skip(&a, AUTO_GINEX, "store ginex: needs at least 6.81 MiB");
+    train_auto_opened(&a, AUTO_STATIC);
+    OC_CHECK(a.pick == AUTO_STATIC && a.pred[AUTO_GINEX].excluded);
+    OC_CHECK(strstr(a.pred[AUTO_GINEX].why, "does not open within the budget: store ginex"));
+    OC_CHECK(strstr(a.reason, "static: the fastest predicted epoch") &&
+             strstr(a.reason, "that open within the budget"));
+}
+
 /* Misses of a cache holding the c highest in-degree nodes (ties: lower id), brute force. */
 static uint64_t brute_static(const struct fixture *fx, const struct oc_store_config *c,
                              uint32_t n_batches, uint64_t cap, uint64_t *rows)

@@ -14,10 +14,13 @@
  *   read(m rows, per row) = m x pages_per_row x (1 / IOPS + 4096 / seq_bw)
  *
  *   memory    0 (excluded when every row as f32 exceeds the store's share)
- *   static    read(B R static_miss, merged)      hot set of the share
+ *   static    read(B R static_miss, merged)      hot set of the share less
+ *                                                its readers
  *   helios    as static (its pre-sampled hot set misses no more)
- *   ginex     read(B R belady_miss, merged)      Belady over the batches
- *   diskgnn   (W features + 2 B R half_miss row) / seq_bw: a scan per window
+ *   ginex     read(B R belady_miss, merged)      Belady over the batches at
+ *                                                ginex's own cache size
+ *   diskgnn   (W features + 2 B R half_miss row) / seq_bw (half_miss: static's
+ *             misses with half its rows, as the window's plan takes half): a scan per window
  *             packs the misses into chunks, written and read back sequentially;
  *             W = ceil(B R 128 / (share / 2)) windows per epoch (1 without a budget)
  *   gnndrive  read(B R lru_miss, per row)

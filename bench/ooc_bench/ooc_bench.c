@@ -44,6 +44,10 @@
  * evaluation (sampled mini-batches over val and test) is excluded, as its
  * gathers are excluded from the store counters.
  *
+ * Last, `auto` (offcore train --strategy auto) under the same budget: its
+ * pick, predicted against measured epoch, and whether it is within 10% of
+ * the fastest bit-identical strategy measured under a budget in this run.
+ *
  * A strategy added to store/registry.c gets its row here without editing
  * this file; strategies that take --hotness are listed in hotness_users[].
  *
@@ -163,7 +167,8 @@ static void usage(FILE *f)
         "  --fanout F1,F2     fanouts, input layer first (5,5)\n"
         "  --batch B          seeds per batch (512)\n"
         "  --threads T        worker threads (0 = all cores)\n"
-        "  --strategies a,b   strategies to run besides memory (default: all registered)\n"
+        "  --strategies a,b   strategies to run besides memory (default: all registered, and\n"
+        "                     auto: --strategy auto, its pick against the fastest measured)\n"
         "  --hidden H         hidden width (%d)\n"
         "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
         "                     most 1024 batches with its plan directory)\n"
@@ -968,6 +973,46 @@ static int differs(const struct run *runs, uint32_t n_runs, const struct run *r)
            strcmp(r->done.res.weights_sha256, m->done.res.weights_sha256) != 0;
 }
 
+/*
+ * --strategy auto's row: its pick, predicted against measured epoch, and
+ * whether it is within 10% of the fastest bit-identical strategy measured
+ * under a budget in this run (reuse rows train other batches, memory runs
+ * without a budget: neither is a candidate).
+ */
+static void print_auto(const struct run *runs, uint32_t n_runs)
+{
+    const struct run *au = NULL, *best = NULL;
+    for (uint32_t i = 0; i < n_runs; i++) {
+        const struct run *r = &runs[i];
+        if (strcmp(r->strategy, "auto") == 0) {
+            au = r;
+            continue;
+        }
+        if (r->failed || !r->n_epochs || !r->budget || r->reuse)
+            continue;
+        if (!best || train_s(&r->ep[r->n_epochs - 1]) < train_s(&best->ep[best->n_epochs - 1]))
+            best = r;
+    }
+    if (!au)
+        return;
+    if (au->failed || !au->n_epochs || !au->got_done) {
+        printf("\n    auto: FAILED: %s\n", au->why);
+        return;
+    }
+    double s = train_s(&au->ep[au->n_epochs - 1]);
+    printf("\n    auto picked %s%s: predicted epoch %.2f s, measured %.2f s (last epoch; mean "
+           "%.2f s)",
+           au->done.res.strategy, au->done.res.reuse_samples ? " --reuse-samples" : "",
+           au->done.res.predicted_epoch_s, s, au->done.res.measured_epoch_s);
+    if (best) {
+        double b = train_s(&best->ep[best->n_epochs - 1]);
+        printf("; fastest measured %s %.2f s: auto %.2fx, %s 10%%\n", best->label, b, s / b,
+               s <= 1.10 * b ? "within" : "NOT within");
+    } else {
+        printf("; no other budgeted strategy ran\n");
+    }
+}
+
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
                         double iops4, double iops8, struct cJSON *json)
 {
@@ -1271,6 +1316,12 @@ int main(int argc, char **argv)
                 snprintf(r->label, sizeof(r->label), "%s", name);
         }
     }
+    if (selected(a.strategies, "auto") && n_runs < MAX_RUNS) { /* --strategy auto, last */
+        struct run *r = &runs[n_runs++];
+        r->strategy = "auto";
+        r->budget = budget;
+        snprintf(r->label, sizeof(r->label), "auto");
+    }
     if (a.paper) {
         uint64_t extra = a.budget ? a.budget : feat_bytes / 10;
         printf("\n[4a] smallest --mem-budget each strategy accepts (dry runs, to 1 MiB); each "
@@ -1398,6 +1449,7 @@ int main(int argc, char **argv)
                            ? fmt_size(runs[i].peak_rss - runs[i].budget, why, sizeof(why))
                            : "nothing");
     }
+    print_auto(runs, n_runs);
     for (uint32_t i = 1; i < n_runs; i++)
         bad |= differs(runs, n_runs, &runs[i]);
     free(runs);

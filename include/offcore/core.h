@@ -99,6 +99,17 @@ uint64_t oc_mem_peak(void);
 uint64_t oc_mem_n_live(void); /* live allocations (leak checks in tests) */
 void oc_mem_reset_peak(void);
 
+/*
+ * Memory the process could take now (core/mem_avail.c): MemAvailable from
+ * /proc/meminfo (*meminfo_bytes, may be NULL), lowered to the room left
+ * under the process's cgroup limits (v2 at every level of its path, or v1),
+ * into *bytes. OC_ERR_IO / OC_ERR_FORMAT naming /proc/meminfo.
+ */
+int oc_mem_available(uint64_t *bytes, uint64_t *meminfo_bytes, struct oc_err *err);
+/* --mem-budget auto's margin: what is kept back of oc_mem_available's figure. */
+#define OC_MEM_AUTO_MARGIN_MIN ((uint64_t)256 << 20) /* at least 256 MiB */
+#define OC_MEM_AUTO_MARGIN_DIV 10u                   /* and at least a tenth */
+
 /* Returns NULL and fills err on failure. consumer names the requester. */
 void *oc_alloc(size_t bytes, const char *consumer, struct oc_err *err);
 void *oc_calloc(size_t n, size_t size, const char *consumer, struct oc_err *err);

@@ -33,6 +33,7 @@
 
 #include "offcore/core.h"
 #include "offcore/dataset.h"
+#include "offcore/io.h"
 #include "offcore/sample.h"
 #include "offcore/thread.h"
 
@@ -481,5 +482,58 @@ int oc_store_belady_plan(struct oc_store_belady *b, const uint64_t *ids, const u
                          uint64_t n_iters, struct oc_store_belady_plan *out, struct oc_err *err);
 /* Memory the planner holds. */
 uint64_t oc_store_belady_held_bytes(const struct oc_store_belady *b);
+
+/* ---- what a training plan asks of the disk (store/inspect.c: --strategy auto) ---- */
+
+/*
+ * The figures train's cost model (train/auto.c) predicts each strategy's
+ * epoch from: the first n_batches batches of cfg's plan (epoch
+ * cfg->first_epoch, sampled as train samples them), the disk under
+ * features.npy (oc_io_disk_of: probed once per device, bounded to about half
+ * a second) and the misses a cache of cache_rows rows would have on them.
+ * Caches start warm with the degree-ranked hot set (what static holds and
+ * what the others hold after a while), so the figures are steady-state ones
+ * rather than cold-start: static (the hot set, never changed), LRU and
+ * Belady (ginex's planner over the batches, at the capacity ginex's own
+ * budget split gives it under cfg->mem_bytes). Read requests count 4 KiB pages
+ * merged as the batch reader merges them (touching pages, or holes up to the
+ * disk's crossover gap_bytes), in features.npy's row order (its layout).
+ */
+struct oc_store_inspection {
+    uint64_t n_batches;     /* inspected */
+    uint64_t input_rows;    /* sum of their input rows */
+    uint64_t max_rows;      /* the largest batch's */
+    uint64_t distinct_rows; /* different nodes among them */
+    uint64_t row_bytes;     /* one row as stored in features.npy */
+    uint64_t feature_bytes; /* n_nodes x row_bytes */
+    uint64_t n_nodes;
+    uint64_t cache_rows;       /* the capacity static's and LRU's misses are for */
+    uint64_t ginex_cache_rows; /* Belady's: ginex's cache under cfg (0: ginex cannot open) */
+    uint64_t static_misses, lru_misses, belady_misses; /* summed over the batches */
+    uint64_t half_misses; /* static's with half of cache_rows (diskgnn's cache beside its plan) */
+    uint64_t all_requests, all_read_bytes;   /* reading every input row */
+    uint64_t miss_requests, miss_read_bytes; /* reading static's misses */
+    double sample_s;                         /* sampling the batches, wall seconds */
+    struct oc_io_disk disk;                  /* the disk under features.npy */
+};
+/*
+ * Fills out (see above). cfg needs ds, graph, sample_opts, train_ids,
+ * n_train and batch_size (OC_ERR_ARG naming what is missing); its pool
+ * samples. Holds the batches' ids (8 bytes per input row, at most 2^22 rows:
+ * fewer batches past that), the hot set and the simulated caches (about 40
+ * bytes per cached row) for the call. Errors name the file (features.npy,
+ * sampling reads).
+ */
+int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint64_t cache_rows,
+                     struct oc_store_inspection *out, struct oc_err *err);
+/*
+ * Bytes one lane's feature-file reader takes under cfg's plan (its bounce
+ * buffer and request arrays for a batch's rows), which the caching
+ * strategies (static, and the caches built like it) set aside from
+ * cfg->mem_bytes before caching rows, per lane; cfg needs ds.
+ */
+uint64_t oc_store_reader_bytes(const struct oc_store_config *cfg);
+/* Bytes a row costs in such a cache besides its stored bytes (id and slot lookup). */
+#define OC_STORE_CACHE_ROW_EXTRA 12u
 
 #endif

@@ -79,7 +79,10 @@ struct oc_train_opts {
     const char *log_path;        /* JSON lines, NULL = none */
     const char *checkpoint_dir;  /* NULL = none */
     int resume;                  /* continue from checkpoint_dir */
-    const char *strategy;        /* feature store (store.h registry), NULL = "memory" */
+    const char *strategy;        /* feature store (store.h registry), NULL = "memory";
+                                    "auto": predicted fastest (train/auto.c, docs/AUTO.md) */
+    int allow_approximate;       /* --strategy auto may pick strategies that change training
+                                    (outre, diskgnn with reuse_samples) */
     uint64_t mem_budget;         /* hard limit on memory held (0 = none): sizes the caches */
     int topology_disk;           /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
     uint64_t topo_cache_bytes;   /* disk topology: indptr + table + neighbor cache; 0 = a fifth
@@ -134,6 +137,8 @@ void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o);
 /* Stage times are wall seconds inside the epoch. */
 struct oc_train_epoch_stats {
     uint32_t epoch;                            /* 0-based */
+    uint32_t strategy;                         /* the store registry's index of the strategy
+                                                  training (--strategy auto: its pick) */
     double loss, train_acc, val_acc, test_acc; /* val/test: 0 unless evaluated */
     double val_metric, test_metric;            /* --metric's (= val/test_acc with acc) */
     int evaluated;                             /* this epoch ran evaluation (--eval-every) */
@@ -182,6 +187,11 @@ struct oc_train_result {
     uint64_t working_set_bytes; /* batches in flight, evaluation, checkpoint state */
     uint64_t store_bytes;       /* what the feature store was given: the rest */
     uint32_t depth;             /* batches fetched ahead of the trainer */
+    /* the strategy that ran (--strategy auto: its pick) and, with auto, its predicted epoch
+       seconds against the mean measured training seconds of the epochs run (0 otherwise) */
+    char strategy[32];
+    int reuse_samples; /* auto picked diskgnn --reuse-samples */
+    double predicted_epoch_s, measured_epoch_s;
 };
 
 /*

@@ -128,6 +128,7 @@ struct cli_epoch_line {
     int show_io;       /* out-of-core: add the I/O summary and the strategy's own figures */
     uint32_t strategy; /* index in the store registry: whose stats table to print */
     int metric;        /* enum oc_train_metric shown for validation (0: accuracy) */
+    int is_auto;       /* --strategy auto: the stats table is the pick's (st->strategy) */
 };
 void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st);
 

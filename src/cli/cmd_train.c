@@ -51,6 +51,7 @@ static int parse_fanouts(const char *s, struct oc_train_opts *o)
 void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 {
     const struct cli_epoch_line *el = ctx;
+    uint32_t strategy = el->is_auto ? st->strategy : el->strategy;
     /* Time is the training time, as in DGL's and PyG's examples; evaluation is shown apart */
     printf("Epoch %05u | Loss %.4f | Train Acc %.4f", st->epoch, st->loss, st->train_acc);
     const char *label = oc_train_metric_label((enum oc_train_metric)el->metric);
@@ -68,8 +69,8 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
                oc_format_size(ss->read_bytes, rd, sizeof(rd)), oc_store_stats_amplification(ss),
                oc_store_stats_hit_ratio(ss, OC_STORE_TIER_CPU),
                oc_format_size(st->peak_rss_bytes, rss, sizeof(rss)));
-        for (uint32_t k = 0; k < oc_store_strategy_n_stats(el->strategy); k++) {
-            const struct oc_store_stat *f = oc_store_strategy_stat(el->strategy, k);
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(strategy); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(strategy, k);
             if (!f->label)
                 continue;
             double v = f->value(ss);
@@ -87,6 +88,44 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
 }
 
 #define CLI_TRAIN_MAX_OPTS 96
+
+/* --mem-budget: a size, or auto (oc_mem_available less its margin, printed). */
+static int parse_budget(const char *s, uint64_t *budget)
+{
+    struct oc_err err;
+    if (strcmp(s, "auto") != 0) {
+        if (oc_parse_size(s, budget, &err) != OC_OK) {
+            fprintf(stderr, "offcore train: --mem-budget '%s': %s\n", s,
+                    strstr(err.msg, "less than one byte")
+                        ? "less than one byte (0 means none)"
+                        : "expected a size such as 512M or 4G, or auto");
+            return -1;
+        }
+        return 0;
+    }
+    uint64_t avail = 0, meminfo = 0;
+    if (oc_mem_available(&avail, &meminfo, &err) != OC_OK) {
+        fprintf(stderr, "offcore train: --mem-budget auto: %s\n", err.msg);
+        return -1;
+    }
+    uint64_t margin = avail / OC_MEM_AUTO_MARGIN_DIV;
+    if (margin < OC_MEM_AUTO_MARGIN_MIN)
+        margin = OC_MEM_AUTO_MARGIN_MIN;
+    char a[32], m[32], b[32];
+    if (avail <= margin) {
+        fprintf(stderr,
+                "offcore train: --mem-budget auto: only %s available, no more than the "
+                "margin kept back (%s)\n",
+                oc_format_size(avail, a, sizeof(a)), oc_format_size(margin, m, sizeof(m)));
+        return -1;
+    }
+    *budget = avail - margin;
+    fprintf(stderr, "offcore train: --mem-budget auto: %s (%s available%s, less a margin of %s)\n",
+            oc_format_size(*budget, b, sizeof(b)), oc_format_size(avail, a, sizeof(a)),
+            avail < meminfo ? " under the cgroup limit" : " by MemAvailable",
+            oc_format_size(margin, m, sizeof(m)));
+    return 0;
+}
 
 /* Whether cli_parse saw the option `name` of opts[0 .. n). */
 static int given_opt(const struct cli_opt *opts, size_t n, const int *given, const char *name)
@@ -197,6 +236,8 @@ int cmd_train(int argc, char **argv)
     uint32_t layers = o.n_layers, heads = o.heads, epochs = o.epochs, threads = 0;
     uint64_t hidden = o.hidden, batch = o.batch_size, eval_batch = o.eval_batch_size;
     uint64_t seed = 0, budget = 0;
+    const char *budget_arg = NULL;
+    int allow_approximate = 0;
     uint32_t eval_every = 1;
     double lr = o.lr, wd = o.weight_decay, dropout = o.dropout, input_dropout = -1.0;
     int quiet = 0, verbose = 0, dry_run = 0;
@@ -207,7 +248,8 @@ int cmd_train(int argc, char **argv)
                                i ? "," : "", oc_store_strategy_name(i), i ? "" : " (default)");
     if (hl < sizeof(strategy_help))
         snprintf(strategy_help + hl, sizeof(strategy_help) - hl,
-                 " (see docs/CLI.md; each strategy's own options are listed last)");
+                 ", auto (the predicted fastest: docs/AUTO.md) (see docs/CLI.md; each strategy's "
+                 "own options are listed last)");
     const struct cli_opt opts[] = {
         {"model", CLI_CHOICE, &model, NULL, "model (default sage)", "sage|gcn|gat"},
         {"layers", CLI_U32, &layers, "L", "number of GNN layers (2)", NULL},
@@ -282,8 +324,15 @@ int cmd_train(int argc, char **argv)
          "--batching partition: metis (k-way, minimum edge cut) or fennel (restreamed Fennel, "
          "as OUTRE cites it: no METIS workspace outside the budget); changes training",
          "metis|fennel"},
-        {"mem-budget", CLI_SIZE, &budget, NULL,
-         "hard limit on memory held; caches size themselves from it (default none)", NULL},
+        {"mem-budget", CLI_STR, &budget_arg, "SIZE|auto",
+         "hard limit on memory held; caches size themselves from it (default none); auto: "
+         "the memory available now (MemAvailable, under any cgroup limit) less a tenth, at "
+         "least 256M, printed",
+         NULL},
+        {"allow-approximate", CLI_FLAG, &allow_approximate, NULL,
+         "--strategy auto may pick strategies that change training (outre, diskgnn "
+         "--reuse-samples)",
+         NULL},
         {"dry-run", CLI_FLAG, &dry_run, NULL,
          "open everything and stop before the first epoch: checks the options, the dataset "
          "and --mem-budget (measuring a batch) and prints how the budget is split",
@@ -366,13 +415,17 @@ int cmd_train(int argc, char **argv)
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
     }
-    uint32_t strategy_index;
-    if (oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
-        fprintf(stderr, "offcore train: --strategy: %s\n", err.msg);
+    uint32_t strategy_index = 0;
+    int is_auto = strcmp(strategy, "auto") == 0;
+    if (!is_auto && oc_store_strategy_find(strategy, &strategy_index, &err) != OC_OK) {
+        fprintf(stderr, "offcore train: --strategy: %s; or auto\n", err.msg);
         return 2;
     }
     o.strategy = strategy;
+    if (budget_arg && parse_budget(budget_arg, &budget) != 0)
+        return 2;
     o.mem_budget = budget;
+    o.allow_approximate = allow_approximate;
     o.topology_disk = strcmp(topology, "disk") == 0;
     int topo_cache_given = given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "topo-cache");
     if (!o.topology_disk && (topo_cache_given || topo_rank)) {
@@ -407,7 +460,8 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "offcore train: %s\n", err.msg);
             return 2;
         }
-    struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index, (int)o.metric};
+    struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index, (int)o.metric,
+                                  is_auto};
     if (oc_train_opts_check(&o, &err) != OC_OK) {
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
@@ -442,5 +496,9 @@ int cmd_train(int argc, char **argv)
     else
         printf("Test Acc: not evaluated (--eval none)\n");
     printf("weights_sha256 %s\n", res.weights_sha256);
+    if (is_auto)
+        printf("auto: picked %s%s, predicted epoch %.2fs, measured %.2fs (mean training time)\n",
+               res.strategy, res.reuse_samples ? " --reuse-samples" : "", res.predicted_epoch_s,
+               res.measured_epoch_s);
     return 0;
 }

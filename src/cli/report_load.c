@@ -139,6 +139,10 @@ static int add_line(struct report_run *run, const char *line, size_t len, uint64
         run->final = o;
         return OC_OK;
     }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "auto"))) {
+        cJSON_Delete(o); /* --strategy auto's predictions: the final line names the pick */
+        return OC_OK;
+    }
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "epoch"))) {
         cJSON_Delete(o);
         return OC_ERR(err, OC_ERR_FORMAT,

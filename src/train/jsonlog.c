@@ -244,5 +244,14 @@ int train_log_final(struct oc_train_log *l, const struct oc_train_result *r,
     add_metric(j, "test_", o->metric, "_at_best_val", r->evaluated, r->test_acc_at_best_val);
     cJSON_AddNumberToObject(j, "final_loss", r->final_loss);
     cJSON_AddStringToObject(j, "weights_sha256", r->weights_sha256);
+    if (r->predicted_epoch_s > 0) { /* --strategy auto: its pick's prediction against the run */
+        cJSON *a = cJSON_AddObjectToObject(j, "auto");
+        if (a) {
+            cJSON_AddStringToObject(a, "pick", r->strategy);
+            cJSON_AddBoolToObject(a, "reuse_samples", r->reuse_samples);
+            cJSON_AddNumberToObject(a, "predicted_epoch_s", r->predicted_epoch_s);
+            cJSON_AddNumberToObject(a, "measured_epoch_s", r->measured_epoch_s);
+        }
+    }
     return log_write(l, j, err);
 }

@@ -23,6 +23,7 @@
 
 #include "offcore/batch_pipe.h"
 #include "offcore/io.h"
+#include "train/auto_int.h"
 #include "train/train_int.h"
 
 void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
@@ -189,9 +190,11 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
                       "METIS partitions the graph in RAM");
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
+    int rc = train_auto_check(o, err);
+    if (rc || train_auto_wanted(o)) /* auto: any strategy may be picked, --plan-dir applies */
+        return rc;
     uint32_t index;
-    int rc = oc_store_strategy_find(train_strategy_name(o), &index, err);
-    if (rc)
+    if ((rc = oc_store_strategy_find(train_strategy_name(o), &index, err)))
         return rc;
     if (o->plan_dir && !oc_store_strategy_writes_plan(index) &&
         o->batching != OC_TRAIN_BATCHING_PARTITION) {
@@ -237,6 +240,7 @@ struct run {
     struct train_batching batching; /* --batching partition's partition */
     struct train_redundancy redundancy;
     struct oc_progress *progress; /* the caller's (borrowed) */
+    struct train_auto autosel;    /* --strategy auto: the predictions and the pick */
 };
 
 static void run_deinit(struct run *r)
@@ -258,6 +262,60 @@ static void run_deinit(struct run *r)
 
 static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
                      struct oc_err *err);
+static int run_time_steps(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
+                          double *step_s, struct oc_err *err);
+
+/*
+ * --strategy auto: measures the compute rate, inspects the plan at the
+ * store's share of the budget (cfg->mem_bytes) and opens the predicted
+ * fastest strategy (train/auto.c); when one cannot open within the budget
+ * (OC_ERR_BUDGET: its fixed part is more than the share), the next
+ * prediction is opened instead, and the log says so. cfg gets the pick's
+ * option defaults and --reuse-samples.
+ */
+static int run_open_auto(struct run *r, const struct oc_train_opts *o, struct oc_store_config *cfg,
+                         struct oc_err *err)
+{
+    double step_s = 0;
+    uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    uint64_t n_batches = (n_train + o->batch_size - 1) / o->batch_size;
+    int rc;
+    cfg->lanes = r->depth; /* as the store will have it: the cache's readers */
+    if ((rc = run_time_steps(r, o, cfg->first_epoch, &step_s, err)) ||
+        (rc = train_auto_choose(cfg, n_batches, step_s, o->allow_approximate, &r->autosel, err)))
+        return rc;
+    enum auto_cand order[AUTO_CAND_COUNT];
+    uint32_t n = auto_order(r->autosel.pred, order);
+    rc = OC_ERR(err, OC_ERR_BUDGET, "--strategy auto: no strategy is a candidate");
+    for (uint32_t k = 0; k < n; k++) {
+        const struct auto_prediction *p = &r->autosel.pred[order[k]];
+        struct oc_store_config c = *cfg;
+        struct oc_train_opts picked = *o;
+        picked.strategy = p->strategy;
+        c.reuse_samples = p->reuse_samples;
+        uint32_t index;
+        if ((rc = oc_store_strategy_find(p->strategy, &index, err)) ||
+            (rc = train_store_opts_apply(&picked, &c, err)) || /* the pick's defaults */
+            (rc = oc_pipeline_new("training pipeline", &r->stages, err)))
+            return rc;
+        c.pipeline = r->stages;
+        c.lanes = r->depth;
+        c.progress = r->progress;
+        if ((rc = oc_store_open(index, &c, &r->store, err)) == OC_OK) {
+            r->strategy = index;
+            train_auto_opened(&r->autosel, order[k]);
+            return OC_OK;
+        }
+        oc_pipeline_free(r->stages);
+        r->stages = NULL;
+        if (rc != OC_ERR_BUDGET) {
+            oc_err_prefix(err, "--strategy auto: strategy %s", p->strategy);
+            return rc;
+        }
+        train_auto_skip(&r->autosel, order[k], err->msg);
+    }
+    return rc;
+}
 
 /* Where plan files go: --plan-dir, or DIR/plan. */
 static int run_plan_dir(const struct oc_train_opts *o, const char *dir, char *buf, size_t n,
@@ -283,8 +341,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     int rc;
     if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)))
         return rc;
-    const char *name = train_strategy_name(o);
-    rc = oc_store_strategy_find(name, &r->strategy, err);
+    const char *name = train_auto_wanted(o) ? "memory" : train_strategy_name(o);
+    rc = oc_store_strategy_find(name, &r->strategy,
+                                err); /* auto: sized as memory's until the pick */
     if (rc)
         return rc;
     uint32_t index = r->strategy;
@@ -351,6 +410,8 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
                oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
+    if (train_auto_wanted(o))
+        return run_open_auto(r, o, &cfg, err);
     if ((rc = oc_pipeline_new("training pipeline", &r->stages, err)))
         return rc;
     cfg.pipeline = r->stages;
@@ -598,6 +659,75 @@ out:
 }
 
 /*
+ * --strategy auto's compute rate: forward and backward on the first
+ * AUTO_STEP_BATCHES batches of the first epoch over zero input rows (the
+ * kernels take as long whatever the values), the first untimed (it grows
+ * the workspace). As run_probe, no optimizer step: the weights stay as
+ * they are. *step_s = mean seconds of the timed steps.
+ */
+static int run_time_steps(struct run *r, const struct oc_train_opts *o, uint32_t first_epoch,
+                          double *step_s, struct oc_err *err)
+{
+    uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    uint64_t nb = (n_train + o->batch_size - 1) / o->batch_size;
+    uint64_t n_steps = nb < AUTO_STEP_BATCHES ? nb : AUTO_STEP_BATCHES;
+    struct oc_sample_opts so = {0};
+    so.n_layers = o->n_layers;
+    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+    so.seed = o->seed;
+    so.parts = train_batching_parts(&r->batching);
+    struct oc_sampler *sampler = NULL;
+    struct oc_sample_epoch ep = {0};
+    struct oc_sample_batch b;
+    oc_sample_batch_init(&b);
+    float *x = NULL;
+    uint64_t cap = 0, timed = 0;
+    double sum = 0;
+    int rc;
+    *step_s = 0;
+    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &sampler, err)) ||
+        (rc = oc_sample_epoch_init_plan(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train,
+                                        o->batch_size, 0, &so, err)))
+        goto out;
+    oc_sample_epoch_shuffle(&ep, o->seed, first_epoch);
+    for (uint64_t i = 0; i < n_steps; i++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = oc_sample_epoch_batch(&ep, i, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(sampler, first_epoch, i, seeds, n_seeds, &b, err)))
+            goto out;
+        if (b.n_input > cap) {
+            oc_free(x);
+            cap = b.n_input;
+            if (!(x = oc_calloc(cap * r->data.feat_dim, sizeof(float), "auto: step rows", err))) {
+                rc = err->status;
+                goto out;
+            }
+        } else {
+            memset(x, 0, b.n_input * r->data.feat_dim * sizeof(float));
+        }
+        struct oc_nn_loss loss;
+        double t0 = oc_now_s();
+        if ((rc = step_grads(r, first_epoch, i, &b, x, NULL, &loss, NULL, err)))
+            goto out;
+        if (i > 0 || n_steps == 1) {
+            sum += oc_now_s() - t0;
+            timed++;
+        }
+    }
+    *step_s = timed ? sum / (double)timed : 0;
+out:
+    if (rc)
+        oc_err_prefix(err, "--strategy auto: timing training steps");
+    oc_free(x);
+    oc_sample_batch_deinit(&b);
+    if (ep.orig)
+        oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sampler);
+    return rc;
+}
+
+/*
  * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
  * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
  * and timers.
@@ -682,8 +812,19 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         snprintf(scratch, sizeof(scratch), "%s", o->scratch_dir);
     else if ((rc = run_plan_dir(o, dir, scratch, sizeof(scratch), err)))
         goto out;
-    if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)) ||
-        (rc = run_open_pipe(&r, o, err)) ||
+    if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)))
+        goto out;
+    struct oc_train_opts picked; /* --strategy auto: the run goes on as the pick's */
+    if (r.autosel.on) {
+        picked = *o;
+        picked.strategy = r.autosel.pred[r.autosel.pick].strategy;
+        picked.reuse_samples = r.autosel.pred[r.autosel.pick].reuse_samples;
+        o = &picked;
+        res->predicted_epoch_s = r.autosel.pred[r.autosel.pick].epoch_s;
+        res->reuse_samples = o->reuse_samples;
+    }
+    snprintf(res->strategy, sizeof(res->strategy), "%s", oc_store_strategy_name(r.strategy));
+    if ((rc = run_open_pipe(&r, o, err)) ||
         (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
@@ -698,6 +839,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     if (r.log)
         train_log_set_plan(r.log, o->mem_budget, res);
+    if (r.log && r.autosel.on && (rc = train_auto_log(r.log, &r.autosel, &pos.log_bytes, err)))
+        goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
     uint64_t n_batches = oc_batch_pipe_n_batches(r.pipe);
@@ -708,6 +851,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         struct oc_train_epoch_stats st;
         memset(&st, 0, sizeof(st));
         st.epoch = e;
+        st.strategy = r.strategy;
         st.n_batches = n_batches;
         train_redundancy_epoch(&r.redundancy);
         double t0 = oc_now_s();
@@ -807,6 +951,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         }
         pos.next_epoch = e + 1;
         res->epochs_run++;
+        r.autosel.measured_sum_s += st.time_s - st.eval_s;
+        r.autosel.measured_epochs++;
+        if (r.autosel.on)
+            res->measured_epoch_s = r.autosel.measured_sum_s / r.autosel.measured_epochs;
         res->final_loss = st.loss;
         if (on_epoch)
             on_epoch(ctx, &st);

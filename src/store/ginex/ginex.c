@@ -457,6 +457,26 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
     return OC_OK;
 }
 
+int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows, struct oc_err *err)
+{
+    struct oc_store s;
+    uint64_t nb, t0, t_end, S, acc, probe = 0;
+    uint32_t lanes;
+    int rc;
+
+    *rows = 0;
+    memset(&s, 0, sizeof(s));
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    s.n_nodes = m->n_nodes;
+    s.feat_dim = m->feat_dim;
+    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)) ||
+        (t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))))
+        return rc;
+    return gx_plan_capacity(&s, cfg, sizeof(struct ginex_store), t_end - t0, probe,
+                            cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, rows, &lanes, err);
+}
+
 uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)
 {
     const struct ginex_store *g = as_ginex(s);

@@ -132,6 +132,7 @@ struct args {
     uint64_t hidden;
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     double hyperbatch;   /* --hyperbatch F: also static with hyperbatches (0: not) */
+    int no_eval;         /* --no-eval: skip the sampled evaluation after each epoch */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
     const char *layout;   /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
@@ -174,6 +175,7 @@ static void usage(FILE *f)
         "                     most 1024 batches with its plan directory)\n"
         "  --hyperbatch F     also run static --hyperbatch F (share of its budget staging the\n"
         "                     coming batches' misses; label static/hyper)\n"
+        "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
         "  --communities S    generate with planted communities of mean size S (offcore\n"
         "                     generate --communities; default none); --mixing MU their\n"
         "                     share of edges leaving (the generator's default)\n"
@@ -233,6 +235,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"hidden", required_argument, 0, 'H'},
         {"superbatch", required_argument, 0, 'S'},
         {"hyperbatch", required_argument, 0, 'Y'},
+        {"no-eval", no_argument, 0, 'N'},
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
         {"layout", required_argument, 0, 'L'},
@@ -319,6 +322,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'Y':
             a->hyperbatch = strtod(optarg, &end);
+            break;
+        case 'N':
+            a->no_eval = 1;
             break;
         case 'C':
             a->no_cgroup = 1;
@@ -764,7 +770,7 @@ static void train_child(void *ctx, int fd)
     o.epochs = c->a->epochs;
     o.n_threads = c->a->threads;
     o.seed = SEED;
-    o.eval = OC_TRAIN_EVAL_SAMPLED;
+    o.eval = c->a->no_eval ? OC_TRAIN_EVAL_NONE : OC_TRAIN_EVAL_SAMPLED;
     o.strategy = c->run->strategy;
     if (strcmp(c->run->strategy, "static") == 0) /* static's options --hotness, --hyperbatch */
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);

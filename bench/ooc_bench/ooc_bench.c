@@ -1196,8 +1196,8 @@ int main(int argc, char **argv)
     printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);
     for (uint32_t l = 0; l < a.n_fanouts; l++)
         printf("%s%d", l ? "," : " ", a.fanouts[l]);
-    printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval sampled, seed %d\n", a.batch,
-           a.epochs, a.threads, SEED);
+    printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval %s, seed %d\n", a.batch,
+           a.epochs, a.threads, a.no_eval ? "none" : "sampled", SEED);
     int m = dataset_matches(ds_dir, &g, why, sizeof(why));
     if (m == 0) {
         fprintf(stderr, "ooc_bench: %s %s; remove it or pick another --dir\n", ds_dir, why);

@@ -9,8 +9,10 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "harness.h"
@@ -451,6 +453,10 @@ OC_TEST(queue_try_pop_and_len)
     oc_queue_close(q);
     OC_CHECK(oc_queue_pop(q, &item) == OC_OK && item == (void *)6); /* drains after close */
     OC_CHECK(oc_queue_pop(q, &item) == OC_ERR_CANCELLED);
+    OC_CHECK(oc_queue_closed(q));
+    oc_queue_free(q);
+    OC_CHECK_OK(oc_queue_new(1, &q, &err), &err);
+    OC_CHECK(!oc_queue_closed(q));
     oc_queue_free(q);
 }
 
@@ -768,6 +774,69 @@ OC_TEST(reclaim_lock_gives_nothing_to_its_holder_and_times_out_elsewhere)
     oc_reclaim_lock_unlock(&b);
     oc_reclaim_lock_destroy(&a);
     oc_reclaim_lock_destroy(&b);
+}
+
+/* oc_reclaim_lock_held: either side, this thread only; the asserts of "lock held" use it. */
+OC_TEST(reclaim_lock_held_by_this_thread_only)
+{
+    struct oc_err err;
+    struct oc_reclaim_lock a;
+    OC_CHECK_OK(oc_reclaim_lock_init(&a, "cache a", &err), &err);
+    OC_CHECK(!oc_reclaim_lock_held(&a));
+    oc_reclaim_lock_read(&a);
+    OC_CHECK(oc_reclaim_lock_held(&a));
+    struct reclaim_ctx c = reclaim_elsewhere(&a); /* another thread does not hold it */
+    OC_CHECK(c.got == 0);
+    oc_reclaim_lock_unlock(&a);
+    OC_CHECK(!oc_reclaim_lock_held(&a));
+    oc_reclaim_lock_write(&a);
+    OC_CHECK(oc_reclaim_lock_held(&a));
+    oc_reclaim_lock_unlock(&a);
+    oc_reclaim_lock_destroy(&a);
+}
+
+#ifndef NDEBUG
+static void *held_elsewhere(void *arg)
+{
+    struct oc_held *h = arg;
+    /* what OC_ASSERT_HELD compares: the holder is not this thread */
+    return (void *)(uintptr_t)(atomic_load(&h->tid) == (unsigned long)pthread_self());
+}
+#endif
+
+/*
+ * OC_ASSERT and the held-by records: with asserts on (Debug, sanitizer builds)
+ * a false OC_ASSERT stops the process and OC_HELD_* track the holder; with
+ * NDEBUG the condition is not even evaluated.
+ */
+OC_TEST(asserts_on_where_debug_off_where_ndebug)
+{
+    int evaluated = 0;
+    OC_ASSERT(++evaluated == 1);
+#ifdef NDEBUG
+    OC_CHECK(evaluated == 0);
+#else
+    OC_CHECK(evaluated == 1);
+    struct oc_held h = {0};
+    OC_HELD_TAKE(&h);
+    OC_ASSERT_HELD(&h); /* held here: passes */
+    pthread_t t;
+    void *other = NULL;
+    OC_CHECK(pthread_create(&t, NULL, held_elsewhere, &h) == 0 && pthread_join(t, &other) == 0);
+    OC_CHECK(other == NULL); /* the assert would fail on another thread */
+    OC_HELD_DROP(&h);
+    OC_CHECK(atomic_load(&h.tid) == 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr); /* assert()'s message is expected */
+        OC_ASSERT_HELD(&h);                /* dropped: aborts */
+        _exit(0);
+    }
+    int status = 0;
+    OC_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    OC_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
 }
 
 OC_TEST_MAIN()

@@ -26,6 +26,7 @@
 #include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "proc_util.h"
+#include "store/helios/helios_int.h"
 #include "store_fixture.h"
 #include "uring_util.h"
 

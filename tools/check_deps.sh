@@ -9,12 +9,30 @@
 # (<module>/<file>.h) from src/<module>/ (any depth) must name a module this
 # module may depend on; a private header src/<m>/**/*_int.h is included only
 # from src/<m>/ (and tests); a public header include/offcore/<h>.h includes
-# only public headers of its own module or below; and no feature strategy
-# (src/store/) starts a thread or creates a queue or pool: background work
-# belongs to pipeline stages (src/pipeline/, queues from oc_pipeline_queue).
-# Exit 1 on any violation, printing file:line and what is wrong.
+# only public headers of its own module or below; a strategy's folder is
+# private: a header src/store/<s>/*.h is included only from src/store/<s>/
+# (and tests), never from another strategy or the shared store layer; no
+# feature strategy (src/store/) starts a thread or creates a queue or pool,
+# and nothing outside src/core/ (oc_pool, oc_queue) and src/pipeline/ (the
+# stage runner) calls pthread_create: background work belongs to pipeline
+# stages (src/pipeline/, queues from oc_pipeline_queue). The few exceptions
+# are listed in THREAD_ALLOWED below, each with its reason.
+# Exit 1 on any violation, printing file:line, the rule and what is wrong
+# (tests/check_deps_test.sh checks every rule fires on a made-up tree).
 set -u
 cd "$(dirname "$0")/.."
+
+# Files outside src/core/ and src/pipeline/ that may call pthread_create, and why.
+THREAD_ALLOWED="
+src/cli/signals.c: the signal watcher, a detached thread blocked in read() on the signal pipe
+"
+
+bad=0
+# violation FILE:LINE RULE MESSAGE
+violation() {
+    echo "$1: [$2] $3"
+    bad=1
+}
 
 allowed() { # module -> modules it may include (itself included)
     case "$1" in
@@ -44,33 +62,44 @@ header_module() { # offcore/<h>.h -> module
     esac
 }
 
-bad=0
 while IFS= read -r -d '' f; do
     mod=$(echo "$f" | cut -d/ -f2)
     ok=$(allowed "$mod")
     if [ -z "$ok" ]; then
-        echo "$f: module '$mod' is not in the dependency table of tools/check_deps.sh"
-        bad=1
+        violation "$f" module-table "module '$mod' is not in the dependency table of tools/check_deps.sh"
         continue
     fi
+    # the strategy folder f sits in (src/store/<s>/...), or "" for the shared store layer
+    own=""
+    case "$f" in src/store/*/*) own=$(echo "$f" | cut -d/ -f3) ;; esac
     while IFS=: read -r line inc; do
+        # a strategy's header, by path from src/ or relative to the including file
+        case "$inc" in
+        store/*/*) other=$(echo "$inc" | cut -d/ -f2) ;;
+        ../*/*) other=$(echo "$inc" | cut -d/ -f2) ;;
+        *) other="" ;;
+        esac
+        if [ "$mod" = store ] && [ -n "$other" ] && [ "$other" != "$own" ] &&
+            [ -d "src/store/$other" ]; then
+            violation "$f:$line" strategy-privacy \
+                "\"$inc\" is private to strategy '$other' (src/store/$other/)"
+        fi
         case "$inc" in
         offcore/*) dep=$(header_module "$(basename "$inc" .h)") ;;
+        ../*) continue ;; # a sibling folder of the same module (checked above)
         */*) dep=${inc%%/*} ;;
         *) continue ;; # same-directory include
         esac
         case " $ok " in
         *" $dep "*) ;;
         *)
-            echo "$f:$line: '$mod' must not include \"$inc\" (module '$dep' is above it)"
-            bad=1
+            violation "$f:$line" layering "'$mod' must not include \"$inc\" (module '$dep' is above it)"
             ;;
         esac
         case "$inc" in
         *_int.h)
             if [ "$dep" != "$mod" ]; then
-                echo "$f:$line: private header \"$inc\" of module '$dep' used outside it"
-                bad=1
+                violation "$f:$line" private-header "private header \"$inc\" of module '$dep' used outside it"
             fi
             ;;
         esac
@@ -87,8 +116,7 @@ for f in include/offcore/*.h; do
         case " $ok " in
         *" $dep "*) ;;
         *)
-            echo "$f:$line: public header of '$mod' must not include \"$inc\" (module '$dep' is above it)"
-            bad=1
+            violation "$f:$line" public-header "public header of '$mod' must not include \"$inc\" (module '$dep' is above it)"
             ;;
         esac
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]offcore/' "$f" |
@@ -97,14 +125,20 @@ done
 
 # Strategies do not start threads or make queues: that is the pipeline's job.
 while IFS=: read -r f line _; do
-    echo "$f:$line: a strategy must not start threads or create queues (use a pipeline stage)"
-    bad=1
+    violation "$f:$line" strategy-threads "a strategy must not start threads or create queues (use a pipeline stage)"
 done < <(grep -rnE 'pthread_create|oc_queue_new|oc_pool_new' src/store --include='*.c' --include='*.h')
 
+# One stage runner: threads are started by src/core/ (pool) and src/pipeline/ (stages) only.
+while IFS=: read -r f line _; do
+    case "$f" in src/core/* | src/pipeline/* | src/store/*) continue ;; esac # (store: above)
+    case "$THREAD_ALLOWED" in *"
+$f: "*) continue ;; esac
+    violation "$f:$line" one-stage-runner "pthread_create outside src/core/ and src/pipeline/ (run the work as a pipeline stage, or list the file in THREAD_ALLOWED with its reason)"
+done < <(grep -rnE '\bpthread_create[[:space:]]*\(' src --include='*.c' --include='*.h' --include='*.cu')
+
 # Public headers must not leak liburing, BLAS or CUDA types.
-if grep -nE '#[[:space:]]*include[[:space:]]*<(liburing|cblas|cuda|cublas|cuda_runtime)' include/offcore/*.h; then
-    echo "include/offcore: public headers must not include liburing/BLAS/CUDA headers"
-    bad=1
-fi
+while IFS=: read -r f line _; do
+    violation "$f:$line" public-types "public headers must not include liburing/BLAS/CUDA headers"
+done < <(grep -nHE '#[[:space:]]*include[[:space:]]*<(liburing|cblas|cuda|cublas|cuda_runtime)' include/offcore/*.h)
 if [ $bad -eq 0 ]; then echo "module dependencies: ok"; fi
 exit $bad

@@ -62,6 +62,26 @@ int oc_err_prefix(struct oc_err *err, const char *fmt, ...) __attribute__((forma
 /* Maps an errno value from a failed read/write/open to a status. */
 int oc_status_from_errno(int e);
 
+/* ---- invariants --------------------------------------------------------- */
+
+/*
+ * OC_ASSERT(cond): an invariant the code relies on (a slot's state, a
+ * reference count, a queue's state, a lock the caller must hold), checked
+ * where assert() is: Debug builds and the sanitizer builds (OC_SANITIZE,
+ * OC_TSAN: CMakeLists.txt drops NDEBUG there). Release and RelWithDebInfo
+ * define NDEBUG: cond is then not evaluated and costs nothing (it must have
+ * no side effect). OC_DEBUG_ONLY(x) keeps x (a debug-only field, or the
+ * statement that maintains it) only where asserts are on.
+ */
+#ifdef NDEBUG
+#    define OC_ASSERT(cond) ((void)0)
+#    define OC_DEBUG_ONLY(...)
+#else
+#    include <assert.h>
+#    define OC_ASSERT(cond)    assert(cond)
+#    define OC_DEBUG_ONLY(...) __VA_ARGS__
+#endif
+
 /* ---- logging ------------------------------------------------------------ */
 
 enum oc_log_level {

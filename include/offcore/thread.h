@@ -47,6 +47,8 @@ int oc_queue_try_pop(struct oc_queue *q, void **item);
 /* Wakes every waiter; pushes fail from now on, pops drain what is left. */
 void oc_queue_close(struct oc_queue *q);
 size_t oc_queue_len(struct oc_queue *q);
+/* Whether q was closed (for asserts: a closed queue never opens again). */
+int oc_queue_closed(struct oc_queue *q);
 
 struct oc_pool;
 
@@ -123,5 +125,31 @@ void oc_reclaim_lock_write(struct oc_reclaim_lock *l);
 int oc_reclaim_lock_reclaim(struct oc_reclaim_lock *l, unsigned wait_s);
 /* Lets go of either side. */
 void oc_reclaim_lock_unlock(struct oc_reclaim_lock *l);
+/* Whether this thread holds l (either side): for OC_ASSERT where a comment says "lock held". */
+int oc_reclaim_lock_held(const struct oc_reclaim_lock *l);
+
+/*
+ * Who holds a plain mutex, in builds with asserts on (core.h's OC_ASSERT), so
+ * that a function whose contract says "caller holds mu" can check it:
+ *
+ *   OC_DEBUG_ONLY(struct oc_held mu_held;)      beside the mutex
+ *   lock(mu); OC_HELD_TAKE(&x->mu_held);        after each lock / cond wait
+ *   OC_HELD_DROP(&x->mu_held); unlock(mu);      before each unlock / cond wait
+ *   OC_ASSERT_HELD(&x->mu_held);                in the function
+ *
+ * With NDEBUG the field is absent and the macros expand to nothing. The
+ * holder is an atomic (relaxed): a check on a thread without the lock reads
+ * it without a data race.
+ */
+struct oc_held {
+    atomic_ulong tid; /* pthread_self() of the holder, 0 when free */
+};
+#define OC_HELD_TAKE(h) \
+    OC_DEBUG_ONLY(      \
+        atomic_store_explicit(&(h)->tid, (unsigned long)pthread_self(), memory_order_relaxed))
+#define OC_HELD_DROP(h) OC_DEBUG_ONLY(atomic_store_explicit(&(h)->tid, 0, memory_order_relaxed))
+#define OC_ASSERT_HELD(h)                                              \
+    OC_ASSERT(atomic_load_explicit(&(h)->tid, memory_order_relaxed) == \
+              (unsigned long)pthread_self())
 
 #endif

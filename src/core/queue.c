@@ -64,6 +64,7 @@ int oc_queue_push(struct oc_queue *q, void *item)
         pthread_mutex_unlock(&q->mu);
         return OC_ERR_CANCELLED;
     }
+    OC_ASSERT(q->len < q->capacity && !q->closed); /* the wait above ended with room, open */
     q->slots[(q->head + q->len) % q->capacity] = item;
     q->len++;
     pthread_cond_signal(&q->not_empty);
@@ -74,6 +75,7 @@ int oc_queue_push(struct oc_queue *q, void *item)
 /* Takes the head item; the caller holds the lock and has checked len > 0. */
 static void *queue_take(struct oc_queue *q)
 {
+    OC_ASSERT(q->len > 0 && q->len <= q->capacity && q->head < q->capacity);
     void *item = q->slots[q->head];
     q->head = (q->head + 1) % q->capacity;
     q->len--;
@@ -117,6 +119,14 @@ void oc_queue_close(struct oc_queue *q)
     pthread_cond_broadcast(&q->not_empty);
     pthread_cond_broadcast(&q->not_full);
     pthread_mutex_unlock(&q->mu);
+}
+
+int oc_queue_closed(struct oc_queue *q)
+{
+    pthread_mutex_lock(&q->mu);
+    int c = q->closed;
+    pthread_mutex_unlock(&q->mu);
+    return c;
 }
 
 size_t oc_queue_len(struct oc_queue *q)

@@ -60,6 +60,11 @@ static int holds(const struct oc_reclaim_lock *l)
     return 0;
 }
 
+int oc_reclaim_lock_held(const struct oc_reclaim_lock *l)
+{
+    return holds(l);
+}
+
 int oc_reclaim_lock_init(struct oc_reclaim_lock *l, const char *who, struct oc_err *err)
 {
     pthread_rwlockattr_t a;

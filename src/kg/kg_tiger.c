@@ -40,9 +40,13 @@
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_slice*.c, kg_facts.c).
  * Thread-safety: three threads, handing over under mu. The training thread
  * drives it; the extraction workers read the batch map between batch_load
- * and batch_done. The reader thread runs the io batch between prefetch and
- * prefetch_wait, when the training thread leaves it alone. The planner
- * thread owns the slicer, the Belady planner, the store's append side, the
+ * and batch_done. The reader and the planner are one-thread stages of the
+ * executor's own pipeline (src/pipeline/stage.c), started on first use; a
+ * job is handed over as the worker itself through its stage's queue, and
+ * its end is signalled back under mu (W_IDLE ─► W_RUNNING ─► W_DONE ─►
+ * W_IDLE, the last step by the training thread's wait). The reader thread
+ * runs the io batch between prefetch and prefetch_wait, when the training
+ * thread leaves it alone. The planner thread owns the slicer, the Belady planner, the store's append side, the
  * plan not training and trace_mark between planner_start and planner_wait;
  * the slicer reads the fact graph through its own reader, which ignores the
  * atom maps batches set. The slots' states (gone, pinned) are under `lock`:
@@ -59,6 +63,7 @@
 
 #include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
+#include "offcore/pipeline.h"
 #include "offcore/store.h"
 
 /* A superbatch's trace (each batch's distinct slices) and the Slice Cache's changesets. */
@@ -83,16 +88,15 @@ struct sb_job {
 };
 
 struct kg_tiger;
-/* A thread that runs one job at a time for the training thread (the reader, the planner). */
+/* A one-thread stage that runs one job at a time for the training thread (the reader, the planner). */
 struct worker {
-    pthread_t th;
-    int started;
-    int state; /* W_IDLE, W_RUNNING, W_DONE (under the executor's mu) */
-    int rc;    /* the job's result, its message in err */
+    struct oc_queue *q; /* its stage's input: the worker itself, once per job (NULL: not started) */
+    int state;          /* W_IDLE, W_RUNNING, W_DONE (under the executor's mu) */
+    int rc;             /* the job's result, its message in err */
     struct oc_err err;
     int (*run)(struct kg_tiger *t, struct oc_err *err);
     struct kg_tiger *t;
-    const char *what; /* for the error if it cannot start */
+    const char *what; /* its stage's name */
 };
 
 /* One batch's missing slices: where each position's record lies, and the records. */
@@ -146,8 +150,8 @@ struct kg_tiger {
     struct oc_io_batch *io; /* the training thread's, or the reader's while a prefetch runs */
     /* the next batch's misses, read while this batch trains (one reader thread) */
     struct worker reader;
-    int quit;           /* the workers stop (under mu) */
-    pthread_mutex_t mu; /* the workers' states */
+    struct oc_pipeline *pipe; /* the workers' stages (NULL until one starts); cancelled: stop */
+    pthread_mutex_t mu;       /* the workers' states */
     pthread_cond_t cv;
     uint32_t pf_batch;             /* the batch prefetched, or KG_NONE */
     const struct sb_plan *pf_plan; /* its superbatch: this one, or the next one (batch 0) */
@@ -167,6 +171,7 @@ enum { SLOT_GONE = 1, SLOT_PIN = 2 };
 /* Whether slice id is in a live slot (the lock's read side held). */
 static int cached(const struct kg_tiger *t, uint32_t id)
 {
+    OC_ASSERT(oc_reclaim_lock_held(&t->lock));
     uint32_t s = t->slice_slot[id];
     return s != KG_NONE && !(t->slot_state[s] & SLOT_GONE);
 }
@@ -209,6 +214,8 @@ static uint64_t give_back(void *ctx, uint64_t want)
 /* Pins slot s for the loaded batch or the warm-up (lock held; cap_pinned room). */
 static void pin(struct kg_tiger *t, uint32_t s)
 {
+    OC_ASSERT(oc_reclaim_lock_held(&t->lock) && t->n_pinned < t->cap_pinned);
+    OC_ASSERT(!(t->slot_state[s] & SLOT_GONE)); /* a gone slot holds nothing to pin */
     t->slot_state[s] |= SLOT_PIN;
     t->pinned[t->n_pinned++] = s;
 }
@@ -216,6 +223,7 @@ static void pin(struct kg_tiger *t, uint32_t s)
 /* Unpins every slot pinned (lock held). */
 static void unpin_all(struct kg_tiger *t)
 {
+    OC_ASSERT(oc_reclaim_lock_held(&t->lock));
     for (uint64_t k = 0; k < t->n_pinned; k++)
         t->slot_state[t->pinned[k]] &= (uint8_t)~SLOT_PIN;
     t->n_pinned = 0;
@@ -257,8 +265,8 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     t->c = *c;
     t->pf_batch = KG_NONE;
     t->p = &t->sb[0];
-    t->reader = (struct worker){.run = read_ahead, .t = t, .what = "slice reader"};
-    t->planner = (struct worker){.run = plan_ahead, .t = t, .what = "planner"};
+    t->reader = (struct worker){.run = read_ahead, .t = t, .what = "kg slice reader"};
+    t->planner = (struct worker){.run = plan_ahead, .t = t, .what = "kg planner"};
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     uint64_t n_ent = oc_kg_facts_n_entities(c->facts);
@@ -338,14 +346,9 @@ void kg_tiger_free(struct kg_tiger *t)
 {
     if (!t)
         return;
-    pthread_mutex_lock(&t->mu);
-    t->quit = 1;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    if (t->reader.started)
-        pthread_join(t->reader.th, NULL); /* it finishes a read it started first */
-    if (t->planner.started)
-        pthread_join(t->planner.th, NULL); /* it stops at the next head it would slice */
+    /* the reader finishes a read it started first; the planner stops at the next head it
+       would slice (plan_superbatch sees the pipeline cancelled) */
+    oc_pipeline_free(t->pipe);
     if (t->registered)
         oc_mem_reclaimer_remove(give_back, t); /* waits for a give-back in progress */
     if (t->cache) {
@@ -413,42 +416,54 @@ static uint32_t next_mark(struct kg_tiger *t)
     return next_gen(&t->mark_gen, t->mark, t->cap_slice, t->slot_mark, t->n_slots);
 }
 
-/* A worker's thread: runs its job each time one is started, until quit. */
-static void *worker_main(void *arg)
+/*
+ * A worker's stage function: runs the job of worker `item`. Its error goes to
+ * the worker (worker_wait hands it to the training thread), not to the
+ * pipeline, which only the executor's end cancels.
+ */
+static int worker_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
-    struct worker *w = arg;
+    (void)ctx, (void)st, (void)err;
+    struct worker *w = item;
     struct kg_tiger *t = w->t;
+    int rc = w->run(t, &w->err);
     pthread_mutex_lock(&t->mu);
-    for (;;) {
-        while (w->state != W_RUNNING && !t->quit)
-            pthread_cond_wait(&t->cv, &t->mu);
-        if (w->state != W_RUNNING)
-            break; /* quit, nothing started */
-        pthread_mutex_unlock(&t->mu);
-        int rc = w->run(t, &w->err);
-        pthread_mutex_lock(&t->mu);
-        w->rc = rc;
-        w->state = W_DONE;
-        pthread_cond_broadcast(&t->cv);
-    }
+    OC_ASSERT(w->state == W_RUNNING);
+    w->rc = rc;
+    w->state = W_DONE;
+    pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
-    return NULL;
+    return OC_OK;
 }
 
-/* Starts w's job (its thread on first use); the caller leaves the job's data alone until worker_wait. */
+/* w's stage, on first use: the pipeline, its queue (one job at a time) and its thread. */
+static int worker_stage_add(struct worker *w, struct oc_err *err)
+{
+    struct kg_tiger *t = w->t;
+    if (!t->pipe)
+        OC_KG_TRY(oc_pipeline_new("kg slice pipeline", &t->pipe, err));
+    struct oc_queue *q;
+    OC_KG_TRY(oc_pipeline_queue(t->pipe, 1, &q, err));
+    OC_KG_TRY(oc_pipeline_stage(t->pipe, w->what, 1, q, worker_stage, t, NULL, err));
+    w->q = q;
+    return oc_pipeline_start(t->pipe, err);
+}
+
+/* Starts w's job (its stage on first use); the caller leaves the job's data alone until worker_wait. */
 static int worker_start(struct worker *w, struct oc_err *err)
 {
-    if (!w->started) {
-        int e = pthread_create(&w->th, NULL, worker_main, w);
-        if (e)
-            return OC_ERR_ERRNO(err, OC_ERR_IO, e, "kg slices: cannot start the %s thread",
-                                w->what);
-        w->started = 1;
-    }
+    if (!w->q)
+        OC_KG_TRY(worker_stage_add(w, err));
     pthread_mutex_lock(&w->t->mu);
+    OC_ASSERT(w->state == W_IDLE); /* one job at a time: the queue of one never blocks */
     w->state = W_RUNNING;
-    pthread_cond_broadcast(&w->t->cv);
     pthread_mutex_unlock(&w->t->mu);
+    if (oc_queue_push(w->q, w) != OC_OK) {
+        pthread_mutex_lock(&w->t->mu);
+        w->state = W_IDLE;
+        pthread_mutex_unlock(&w->t->mu);
+        return OC_ERR(err, OC_ERR_CANCELLED, "kg slices: the %s stage was stopped", w->what);
+    }
     return OC_OK;
 }
 
@@ -646,13 +661,10 @@ static int load_misses(struct kg_tiger *t, uint32_t i, struct oc_err *err)
     return pin_hits(t, i, err);
 }
 
-/* Whether kg_tiger_free asked the threads to stop. */
+/* Whether kg_tiger_free asked the stages to stop (their pipeline cancelled). */
 static int quitting(struct kg_tiger *t)
 {
-    pthread_mutex_lock(&t->mu);
-    int q = t->quit;
-    pthread_mutex_unlock(&t->mu);
-    return q;
+    return t->pipe && oc_pipeline_cancelled(t->pipe);
 }
 
 /* Copies a superbatch's heads into j. */

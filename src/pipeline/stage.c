@@ -21,6 +21,11 @@
  * (thread CPU clocks around fn) are atomic counters per stage; blocked time is per thread (thread-local).
  * Ownership: the pipeline owns stages, threads and queues; oc_pipeline_free
  * cancels, joins, then frees them. Items are never freed here.
+ * Invariants (OC_ASSERT, debug and sanitizer builds): a cancelled pipeline's
+ * queues are all closed (also one added after the cancel); a stage thread
+ * leaves its loop only on a closed input queue, a cancel or its own error;
+ * per stage n_joined <= n_started <= n_threads; the hooks run only after the
+ * cancel flag is set; the pipeline is freed with every thread joined.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -104,6 +109,7 @@ void oc_pipeline_cancel(struct oc_pipeline *p)
     pthread_mutex_lock(&p->mu); /* the owner may be adding queues and hooks meanwhile */
     for (unsigned i = 0; i < p->n_queues; i++)
         oc_queue_close(p->queues[i]);
+    OC_ASSERT(!p->hooks_ran || was); /* the hooks ran on the first cancel */
     if (!was && !p->hooks_ran) {
         p->hooks_ran = 1;
         n_run = p->n_hooks;
@@ -173,6 +179,7 @@ void oc_pipeline_join(struct oc_pipeline *p)
     oc_pipeline_cancel(p);
     for (unsigned i = 0; i < p->n_stages; i++) {
         struct oc_stage *st = &p->stages[i];
+        OC_ASSERT(st->n_joined <= st->n_started && st->n_started <= st->n_threads);
         for (unsigned t = st->n_joined; t < st->n_started; t++)
             pthread_join(st->threads[t], NULL);
         st->n_joined = st->n_started;
@@ -184,10 +191,14 @@ void oc_pipeline_free(struct oc_pipeline *p)
     if (!p)
         return;
     oc_pipeline_join(p);
-    for (unsigned i = 0; i < p->n_stages; i++)
+    for (unsigned i = 0; i < p->n_stages; i++) {
+        OC_ASSERT(p->stages[i].n_joined == p->stages[i].n_started);
         oc_free(p->stages[i].threads);
-    for (unsigned i = 0; i < p->n_queues; i++)
+    }
+    for (unsigned i = 0; i < p->n_queues; i++) {
+        OC_ASSERT(oc_queue_closed(p->queues[i])); /* closed by the join's cancel */
         oc_queue_free(p->queues[i]);
+    }
     pthread_mutex_destroy(&p->mu);
     oc_free(p);
 }
@@ -209,6 +220,7 @@ int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **
     p->queues[p->n_queues++] = q;
     if (atomic_load(&p->cancelled))
         oc_queue_close(q);
+    OC_ASSERT(!atomic_load(&p->cancelled) || oc_queue_closed(q)); /* lock order: p->mu, q's */
     pthread_mutex_unlock(&p->mu);
     *out = q;
     return OC_OK;
@@ -226,6 +238,7 @@ int oc_pipeline_stage(struct oc_pipeline *p, const char *name, unsigned n_thread
         return OC_ERR(err, OC_ERR_ARG, "%s: stage %s needs threads, a queue and a function",
                       p->name, name);
     struct oc_stage *st = &p->stages[p->n_stages];
+    OC_ASSERT(st->n_started == 0); /* a slot not used yet: filled before its threads start */
     memset(st, 0, sizeof(*st));
     st->threads = oc_calloc(n_threads, sizeof(pthread_t), "pipeline stage", err);
     if (!st->threads)
@@ -254,7 +267,8 @@ static void *stage_main(void *arg)
     memcpy(tname + 3, st->name, n);
     tname[3 + n] = '\0';
     pthread_setname_np(pthread_self(), tname);
-    while (oc_queue_pop(st->in, &item) == OC_OK) {
+    int popped;
+    while ((popped = oc_queue_pop(st->in, &item)) == OC_OK) {
         struct oc_err e;
         oc_err_clear(&e);
         tl_blocked_ns = 0;
@@ -271,6 +285,7 @@ static void *stage_main(void *arg)
             break;
         }
     }
+    OC_ASSERT(popped == OC_OK || oc_queue_closed(st->in)); /* a pop fails only once closed */
     return NULL;
 }
 
@@ -279,6 +294,7 @@ int oc_pipeline_start(struct oc_pipeline *p, struct oc_err *err)
     p->started = 1;
     for (unsigned i = 0; i < p->n_stages; i++) {
         struct oc_stage *st = &p->stages[i];
+        OC_ASSERT(st->n_started <= st->n_threads && st->n_joined == 0);
         for (unsigned t = st->n_started; t < st->n_threads; t++) {
             int e = pthread_create(&st->threads[t], NULL, stage_main, st);
             if (e) {

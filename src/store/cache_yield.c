@@ -24,7 +24,9 @@
  * which gnndrive's buffer, ginex's cache and kg's Slice Cache use too.
  *
  * Place in the data flow: store (below the strategies that own a cache).
- * Thread-safety: readers of the rows hold the read side of `lock` between
+ * Thread-safety (asserted where asserts are on: n_live <= n, missing = n -
+ * n_live under the lock, no take-back on a thread holding the read side):
+ * readers of the rows hold the read side of `lock` between
  * store_yield_read_lock and _unlock; giving back (any thread, from the
  * accountant) and taking back (a reader's thread, outside the read side)
  * take the write side. A reclaim asked on a thread that holds the read side
@@ -73,6 +75,7 @@ static uint64_t yield_rows(void *ctx, uint64_t want)
     if (!oc_reclaim_lock_reclaim(&y->lock, OC_RECLAIM_WAIT_S))
         return 0;
     uint64_t row = y->row_bytes, live = y->cache->n_live;
+    OC_ASSERT(live <= y->cache->n && atomic_load(&y->missing) == y->cache->n - live);
     uint64_t give = want > yield_min(y) ? want : yield_min(y);
     uint64_t rows = (give + row - 1) / row;
     if (rows > live)
@@ -158,6 +161,8 @@ int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_d
 int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                           struct oc_err *err)
 {
+    /* outside the read side: the write side below would wait on this thread */
+    OC_ASSERT(!oc_reclaim_lock_held(&y->lock));
     uint64_t missing = atomic_load(&y->missing), row = y->row_bytes;
     if (!missing)
         return OC_OK;
@@ -168,6 +173,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     struct oc_err local;
     oc_reclaim_lock_write(&y->lock);
     uint64_t live = y->cache->n_live;
+    OC_ASSERT(live <= y->cache->n && atomic_load(&y->missing) == y->cache->n - live);
     if (rows > y->cache->n - live)
         rows = y->cache->n - live;
     int rc = OC_OK;

@@ -5,8 +5,10 @@
  *
  * Place in the data flow: registry.c dispatches oc_store_* calls through a
  * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
- * static/, ginex/, gnndrive/, diskgnn/) defines one and registry.c lists it.
- * Tests may include this header for the knobs at the end.
+ * static/, ginex/, gnndrive/, diskgnn/, helios/, outre/) defines one and
+ * registry.c lists it. A folder's headers are its own (tools/check_deps.sh:
+ * no other strategy includes them). Tests may include this header for the
+ * knobs at the end (helios's are in helios/helios_int.h).
  * Thread-safety: a store's calls come from the batch pipeline's sample stage
  * (prepare_batch, in plan order) and its fetch stage (gather_batch,
  * next_batch, load_batch), so a strategy with prepare_batch keeps what the
@@ -538,24 +540,6 @@ void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
 /* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
 int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
                                  struct oc_err *err);
-
-/*
- * For a `helios` store (no-op otherwise): lowers the reads it keeps in flight
- * to depth (1 .. its ring's), so tests reach the submitter's wait for room.
- * Call before the batch pipeline starts feeding it.
- */
-void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
-/* For a `helios` store with a ring: its mode (tests check which setup took); else PREAD. */
-enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s);
-/*
- * helios stores opened after this with on = 1 size each record's stage for
- * every input row of a batch, not only those its cache misses (tests compare).
- */
-void oc_store_helios_stage_every_row(int on);
-/* Rows a `helios` store caches, and rows each batch record stages (0, 0 otherwise). */
-void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint64_t *stage_rows);
-/* Tests: helios's RAM cache (NULL for another store). */
-const struct store_cache *oc_store_helios_cache(const struct oc_store *s);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

@@ -150,6 +150,7 @@ static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan *
                        struct oc_err *err)
 {
     int rc;
+    OC_ASSERT_HELD(&g->mu_held);
     for (;;) {
         if ((rc = gx_stop(g, err)))
             return rc;
@@ -159,16 +160,16 @@ static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan *
         }
         if (!g->nxt && !g->popping)
             break;
-        pthread_cond_wait(&g->cv, &g->mu); /* the executor is still on cur */
+        gx_wait(g); /* the executor is still on cur */
     }
     if (!g->cur || t != g->cur->first_iter + g->cur->n_iters)
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: iteration %" PRIu64 " loaded outside the plans in hand", t);
     struct gx_plan *nx = NULL;
     g->popping = 1;
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     rc = gx_inspector_next(g->insp, &nx, err);
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->popping = 0;
     if (rc && !g->failed) {
         g->failed = rc;
@@ -195,7 +196,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     uint64_t t = epoch * g->nb + batch;
     int rc;
 
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     if ((rc = gx_stop(g, err)) == OC_OK && (batch >= g->nb || t != g->t_load || t >= g->t_end))
         rc = OC_ERR(err, OC_ERR_ARG,
                     "store ginex: epoch %" PRIu64 " batch %" PRIu64
@@ -203,7 +204,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                     epoch, batch, g->t_load);
     if (rc == OC_OK && (rc = loader_plan(g, t, &p, err)) == OC_OK)
         g->t_load++;
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     if (rc)
         return rc;
     if (g->sb_plan != p || g->sb_first != p->first_iter) { /* a new superbatch: open its file */

@@ -61,8 +61,10 @@ static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_sto
 /* Empties slot k (its row leaves the map). */
 static void slot_evict(struct ginex_store *g, uint32_t k)
 {
+    OC_ASSERT(k < g->cap);
     if (g->slot_id[k] == GX_EMPTY)
         return;
+    OC_ASSERT(g->n_cached > 0);
     gx_hash_del(&g->map, g->slot_id, g->slot_id[k]);
     g->slot_id[k] = GX_EMPTY;
     g->n_cached--;
@@ -123,12 +125,13 @@ uint64_t gx_yield(void *ctx, uint64_t want)
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += GX_YIELD_WAIT_S;
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->yielding++;
     while ((g->in_meta || g->excl || g->t_copy != g->t_next) && !g->failed && !g->cancelled)
-        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT)
+        if (gx_timedwait(g, &until) == ETIMEDOUT)
             break;
     uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
+    OC_ASSERT(live <= g->cap);
     if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
         uint64_t least = oc_reclaim_least(g->cap * rb);
         uint64_t rows = ((want > least ? want : least) + rb - 1) / rb;
@@ -142,7 +145,7 @@ uint64_t gx_yield(void *ctx, uint64_t want)
     }
     g->yielding--;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     oc_mem_release(got);
     return got;
 }
@@ -175,6 +178,7 @@ static void take_back(struct ginex_store *g, uint64_t rows)
     }
     if (!rows)
         return;
+    OC_ASSERT(live + rows <= g->cap);
     atomic_store(&g->live, live + rows);
     char a[32], b[32];
     oc_log(OC_LOG_INFO,
@@ -187,6 +191,7 @@ static void take_back(struct ginex_store *g, uint64_t rows)
 /* Logs the give-backs since the last log (any gathering thread; under g->mu). */
 static void log_yields(struct ginex_store *g)
 {
+    OC_ASSERT_HELD(&g->mu_held);
     if (g->n_yields == g->n_yields_logged)
         return;
     char a[32];
@@ -202,7 +207,7 @@ static void log_yields(struct ginex_store *g)
 /* Records the first failure (training calls repeat it from then on) and wakes every wait. */
 static void gx_fail(struct ginex_store *g, int rc, const struct oc_err *err)
 {
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     if (!g->failed) {
         g->failed = rc;
         if (err)
@@ -213,22 +218,23 @@ static void gx_fail(struct ginex_store *g, int rc, const struct oc_err *err)
     g->in_meta = 0;
     g->popping = 0;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
 }
 
 /* The pipeline's cancel hook: wakes every wait, which then returns OC_ERR_CANCELLED. */
 void gx_on_cancel(void *ctx)
 {
     struct ginex_store *g = ctx;
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->cancelled = 1;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
 }
 
 /* Under g->mu: why a wait must end early (the recorded failure, a cancel), else OC_OK. */
 int gx_stop(const struct ginex_store *g, struct oc_err *err)
 {
+    OC_ASSERT_HELD(&g->mu_held);
     if (g->failed) {
         if (err)
             *err = g->fail;
@@ -245,18 +251,19 @@ int gx_stop(const struct ginex_store *g, struct oc_err *err)
 static int wait_copied(struct ginex_store *g, uint64_t t, struct oc_err *err)
 {
     int rc;
+    OC_ASSERT(g->t_copy <= t); /* copy turns pass in plan order, never beyond a waiter's */
     while ((rc = gx_stop(g, err)) == OC_OK && g->t_copy != t)
-        pthread_cond_wait(&g->cv, &g->mu);
+        gx_wait(g);
     return rc;
 }
 
 /* Hands the copy turn on after iteration t (or the unplanned gather) is done. */
 static void pass_copy(struct ginex_store *g)
 {
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->t_copy++;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
 }
 
 /* ---- the executor: one gather -------------------------------------------------- */
@@ -399,14 +406,14 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
     uint64_t misses = 0;
     int rc = OC_OK;
 
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     while (!g->cancelled &&
            (g->in_meta || g->excl || g->yielding || (g->t_copy != g->t_next && !g->failed)))
-        pthread_cond_wait(&g->cv, &g->mu);
+        gx_wait(g);
     if (g->cancelled && !g->failed)
         rc = gx_stop(g, err);
     g->excl = rc == OC_OK;
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     if (rc)
         return rc;
     lane->n_chg = 0;
@@ -414,10 +421,10 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
         (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
         (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
         count_gather(s, n, misses);
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->excl = 0;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     return rc;
 }
 
@@ -439,10 +446,10 @@ int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *o
 static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
                           uint64_t t, struct oc_err *err)
 {
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     int rc = wait_copied(g, t, err);
     while (rc == OC_OK && !g->nxt && g->popping) {
-        pthread_cond_wait(&g->cv, &g->mu);
+        gx_wait(g);
         rc = gx_stop(g, err);
     }
     struct gx_plan *old = g->cur, *nx = g->nxt;
@@ -452,7 +459,7 @@ static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_l
         g->nxt = NULL;
         g->popping = pop;
     }
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     if (rc)
         return rc;
     gx_inspector_release(g->insp, old);
@@ -460,22 +467,22 @@ static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_l
         /* Every earlier iteration has copied: the cache is quiet while the inspector
            finishes the plan, so a give-back (the inspector's own growth may need one)
            may run meanwhile; the map's turn is taken back after it. */
-        pthread_mutex_lock(&g->mu);
+        gx_lock(g);
         g->in_meta = 0;
         pthread_cond_broadcast(&g->cv);
-        pthread_mutex_unlock(&g->mu);
+        gx_unlock(g);
         rc = gx_inspector_next(g->insp, &nx, err);
     }
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     while (pop && (g->excl || g->yielding) && !g->cancelled)
-        pthread_cond_wait(&g->cv, &g->mu);
+        gx_wait(g);
     if (pop && rc == OC_OK)
         rc = gx_stop(g, err);
     g->in_meta = 1;
     g->cur = rc ? NULL : nx;
     g->popping = 0;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     return rc ? rc : gx_warm_up(s, g, &lane->disk, nx, 1, err);
 }
 
@@ -532,11 +539,11 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
     s->stats.belady_misses += p->cnt[it].n_belady;
     s->stats.lru_misses += p->cnt[it].n_lru;
     s->stats.static_misses += p->cnt[it].n_static;
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     g->t_next++;
     g->in_meta = 0;
     pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
 
     if (misses && (read_rc = store_disk_run(s, &lane->disk, err))) {
         struct oc_err again;
@@ -544,9 +551,9 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
             return read_rc;
     }
     struct oc_err copy_err;
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     rc = wait_copied(g, t, err);
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     if (rc || (rc = copy_out(s, g, lane, n, out, misses, read_rc ? &copy_err : err)))
         return read_rc && !rc ? read_rc : rc;
     pass_copy(g);
@@ -567,7 +574,7 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
 
     gathering = g;
     uint64_t back = take_back_reserve(g);
-    pthread_mutex_lock(&g->mu);
+    gx_lock(g);
     log_yields(g);
     /* the next planned iteration, or one a lane ahead of it (whose turn comes; cur is
        NULL only while the holder of the map's turn takes the next plan) */
@@ -575,12 +582,12 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
         g->insp && batch < g->nb && t >= g->t_next && t < g->t_end && t - g->t_next < lanes;
     while ((rc = gx_stop(g, err)) == OC_OK && planned &&
            (t != g->t_next || g->in_meta || g->excl || g->yielding))
-        pthread_cond_wait(&g->cv, &g->mu);
+        gx_wait(g);
     planned = planned && rc == OC_OK && g->cur && t == g->t_next;
     if (planned)
         g->in_meta = 1;
     uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
-    pthread_mutex_unlock(&g->mu);
+    gx_unlock(g);
     if (!planned || rc) {
         oc_mem_release(back * g->row_bytes); /* only a map's turn takes slots back */
         back = 0;

@@ -499,6 +499,7 @@ struct ginex_store {
      */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    OC_DEBUG_ONLY(struct oc_held mu_held;) /* mu's holder (gx_lock), for "under g->mu" asserts */
     int sync_made;
     uint64_t t_next, t_copy, t_load;
     int in_meta, excl, popping, cancelled;
@@ -528,6 +529,31 @@ struct ginex_store {
     uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
     uint64_t n_fb_sampled; /* batches sampled a second time that way */
 };
+
+/* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */
+static inline void gx_lock(struct ginex_store *g)
+{
+    pthread_mutex_lock(&g->mu);
+    OC_HELD_TAKE(&g->mu_held);
+}
+static inline void gx_unlock(struct ginex_store *g)
+{
+    OC_HELD_DROP(&g->mu_held);
+    pthread_mutex_unlock(&g->mu);
+}
+static inline void gx_wait(struct ginex_store *g)
+{
+    OC_HELD_DROP(&g->mu_held);
+    pthread_cond_wait(&g->cv, &g->mu);
+    OC_HELD_TAKE(&g->mu_held);
+}
+static inline int gx_timedwait(struct ginex_store *g, const struct timespec *until)
+{
+    OC_HELD_DROP(&g->mu_held);
+    int rc = pthread_cond_timedwait(&g->cv, &g->mu, until);
+    OC_HELD_TAKE(&g->mu_held);
+    return rc;
+}
 
 /* Reads plan p's warm-up rows into their slots through reader d (count: into the stats). */
 int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,

@@ -380,9 +380,9 @@ static uint64_t pin_chunk(struct gd_store *g, const uint64_t *ids, uint64_t n)
             g->eval_slots[i] = GD_NONE;
         return 0;
     }
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     uint64_t hits = gd_buf_pin_valid(&g->buf, ids, n, g->eval_slots);
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
     return hits;
 }
 
@@ -390,12 +390,12 @@ static void unpin_chunk(struct gd_store *g, uint64_t n, uint64_t hits)
 {
     if (!hits)
         return;
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     gd_buf_unpin(&g->buf, g->eval_slots, n);
     /* any slot let go may be one a waiter needs: a free one, or a draining one retired */
     if (g->n_slot_waiters)
         pthread_cond_broadcast(&g->slot_cv);
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
 }
 
 static int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
@@ -671,9 +671,9 @@ static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
     struct gd_store *g = s->impl;
     uint64_t given = 0;
     if (g->sync_ready) {
-        pthread_mutex_lock(&g->mu);
+        gd_lock(g);
         given = gd_buf_given_back_bytes(&g->buf);
-        pthread_mutex_unlock(&g->mu);
+        gd_unlock(g);
     }
     out->held_bytes = g->held_bytes - given;
     out->given_back_bytes = given;

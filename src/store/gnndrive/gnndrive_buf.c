@@ -12,7 +12,11 @@
  * Place in the data flow: store; the extractors reserve slots for a batch
  * (gd_buf_reserve), the releaser returns them (gd_buf_release).
  * Thread-safety: everything here except state[] is guarded by gd->mu, which
- * the callers hold; state[] is atomic (see gnndrive_int.h).
+ * the callers hold (asserted: gd_lock records its holder where asserts are
+ * on); state[] is atomic (see gnndrive_int.h). The invariants of the slot
+ * state diagram (gnndrive_int.h) are asserted where they are relied on: a
+ * slot is on the standby list exactly when its reference count is 0, a miss
+ * takes an unreferenced slot to LOADING, a release never drops a count below 0.
  * Ownership: the buffer owns its arrays (oc_alloc'd, freed by deinit).
  *
  * Why the reference count and valid bit sit with the slot rather than the
@@ -86,7 +90,10 @@ void gd_buf_deinit(struct gd_buf *b)
 
 static void standby_remove(struct gd_buf *b, uint32_t k)
 {
+    OC_ASSERT(b->ref[k] == 0 && b->n_standby > 0); /* on the list exactly when unreferenced */
     uint32_t p = b->prev[k], n = b->next[k];
+    OC_ASSERT(p != GD_NONE ? b->next[p] == k : b->head == k);
+    OC_ASSERT(n != GD_NONE ? b->prev[n] == k : b->tail == k);
     if (p != GD_NONE)
         b->next[p] = n;
     else
@@ -101,6 +108,7 @@ static void standby_remove(struct gd_buf *b, uint32_t k)
 
 static void standby_push_tail(struct gd_buf *b, uint32_t k)
 {
+    OC_ASSERT(b->ref[k] == 0 && k < b->n_active);
     b->prev[k] = b->tail;
     b->next[k] = GD_NONE;
     if (b->tail != GD_NONE)
@@ -116,11 +124,15 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
 {
     struct gd_buf *b = &g->buf;
     uint64_t i = *pos;
+    OC_ASSERT_HELD(&b->mu_held);
 
     for (; i < lim; i++) {
         uint64_t id = r->ids[i];
         uint32_t k = b->node_slot[id];
         if (k != GD_NONE) {
+            OC_ASSERT(b->slot_node[k] == id && k < b->n_active); /* mapped: the two maps agree */
+            OC_ASSERT(b->ref[k] > 0 ||
+                      atomic_load_explicit(&b->state[k], memory_order_relaxed) == GD_VALID);
             if (b->ref[k] == 0) { /* valid, on standby: reuse it */
                 standby_remove(b, k);
                 r->n_standby_hits++;
@@ -138,6 +150,7 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
         if (b->head == GD_NONE)
             break; /* every slot is referenced: the caller waits for the releaser */
         k = b->head;
+        OC_ASSERT(atomic_load_explicit(&b->state[k], memory_order_relaxed) != GD_LOADING);
         standby_remove(b, k);
         if (b->slot_node[k] != GD_NO_NODE)
             b->node_slot[b->slot_node[k]] = GD_NONE;
@@ -155,6 +168,7 @@ void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r
 uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uint32_t *slots)
 {
     uint64_t hits = 0;
+    OC_ASSERT_HELD(&b->mu_held);
     for (uint64_t i = 0; i < n; i++) {
         uint32_t k = b->node_slot[ids[i]];
         if (k == GD_NONE || atomic_load_explicit(&b->state[k], memory_order_acquire) != GD_VALID) {
@@ -180,6 +194,7 @@ static void pages_back(const struct gd_buf *b, uint64_t lo, uint64_t hi)
 /* Slot k's last reference is gone: to the standby tail, or retired if it was given back. */
 static int slot_free(struct gd_buf *b, uint32_t k)
 {
+    OC_ASSERT(b->ref[k] == 0);
     if (k < b->n_active) {
         standby_push_tail(b, k);
         return 1;
@@ -187,6 +202,7 @@ static int slot_free(struct gd_buf *b, uint32_t k)
     b->slot_node[k] = GD_NO_NODE;
     atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
     oc_mem_release(b->row_bytes);
+    OC_ASSERT(b->n_draining > 0); /* a referenced slot past n_active drains */
     if (--b->n_draining == 0)
         pages_back(b, b->n_active, b->n_slots);
     return 0;
@@ -195,16 +211,21 @@ static int slot_free(struct gd_buf *b, uint32_t k)
 uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n)
 {
     uint64_t freed = 0;
-    for (uint64_t i = 0; i < n; i++)
+    OC_ASSERT_HELD(&b->mu_held);
+    for (uint64_t i = 0; i < n; i++) {
+        OC_ASSERT(slots[i] == GD_NONE || b->ref[slots[i]] > 0); /* pinned by gd_buf_pin_valid */
         if (slots[i] != GD_NONE && --b->ref[slots[i]] == 0)
             freed += slot_free(b, slots[i]);
+    }
     return freed;
 }
 
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r)
 {
+    OC_ASSERT_HELD(&b->mu_held);
     for (uint64_t i = 0; i < r->n_rows; i++) {
         uint32_t k = r->slots[i];
+        OC_ASSERT(k < b->n_slots && b->ref[k] > 0); /* reserved for r by gd_buf_reserve */
         if (--b->ref[k] == 0)
             slot_free(b, k);
     }
@@ -213,6 +234,7 @@ void gd_buf_release(struct gd_buf *b, const struct gd_rec *r)
 uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor)
 {
     uint64_t rb = b->row_bytes, top = b->n_active, lo = top, n_free = 0;
+    OC_ASSERT_HELD(&b->mu_held);
     while (lo > floor && n_free * rb < want)
         n_free += b->ref[--lo] == 0;
     if (n_free == 0)
@@ -243,8 +265,11 @@ uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor)
 
 void gd_buf_take_back(struct gd_buf *b, uint64_t rows)
 {
+    OC_ASSERT_HELD(&b->mu_held);
+    OC_ASSERT(rows <= b->n_slots - b->n_active);
     for (uint64_t i = rows; i-- > 0;) { /* the lowest ends at the head */
         uint32_t k = (uint32_t)(b->n_active + i);
+        OC_ASSERT(b->ref[k] == 0); /* not draining: given back and unreferenced */
         b->ref[k] = 0;
         b->slot_node[k] = GD_NO_NODE;
         atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
@@ -262,6 +287,8 @@ void gd_buf_take_back(struct gd_buf *b, uint64_t rows)
 
 uint64_t gd_buf_given_back_bytes(const struct gd_buf *b)
 {
+    OC_ASSERT_HELD(&b->mu_held);
+    OC_ASSERT(b->n_active + b->n_draining <= b->n_slots);
     return (b->n_slots - b->n_active - b->n_draining) * b->row_bytes;
 }
 

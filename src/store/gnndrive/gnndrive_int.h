@@ -82,6 +82,8 @@ struct gd_buf {
     atomic_uchar *state;   /* GD_EMPTY / GD_LOADING / GD_VALID */
     uint32_t head, tail;   /* [mu] standby list: head = least recently released */
     uint64_t n_standby;    /* [mu] */
+    OC_DEBUG_ONLY(struct oc_held mu_held;) /* gd->mu's holder (gd_lock): the functions below
+                                              assert it, as their comments require */
 };
 
 /* A batch in the pipeline: its input ids and, once reserved, one slot per row. */
@@ -173,6 +175,24 @@ struct gd_store {
     uint64_t n_popped;   /* records taken from done_q */
     uint64_t held_bytes; /* what open allocated here, estimates for the sampler included */
 };
+
+/* gd->mu: locked, unlocked and waited on through these, which record its holder for asserts. */
+static inline void gd_lock(struct gd_store *g)
+{
+    pthread_mutex_lock(&g->mu);
+    OC_HELD_TAKE(&g->buf.mu_held);
+}
+static inline void gd_unlock(struct gd_store *g)
+{
+    OC_HELD_DROP(&g->buf.mu_held);
+    pthread_mutex_unlock(&g->mu);
+}
+static inline void gd_wait(struct gd_store *g, pthread_cond_t *cv)
+{
+    OC_HELD_DROP(&g->buf.mu_held);
+    pthread_cond_wait(cv, &g->mu);
+    OC_HELD_TAKE(&g->buf.mu_held);
+}
 
 /* ---- buffer (gnndrive_buf.c) --------------------------------------------- */
 

@@ -86,9 +86,9 @@ static void notify_loaded(struct gd_store *g)
 {
     if (atomic_fetch_add_explicit(&g->n_load_waiters, 0, memory_order_acq_rel) == 0)
         return;
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     pthread_cond_broadcast(&g->loaded_cv);
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
 }
 
 /* The reader's completion callback: the row is in its slot (tag). */

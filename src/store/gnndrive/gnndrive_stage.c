@@ -82,10 +82,10 @@ static void wake_all(struct gd_store *g)
 static void gd_on_cancel(void *ctx)
 {
     struct gd_store *g = ctx;
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     atomic_store_explicit(&g->stop, 1, memory_order_release);
     wake_all(g);
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
 }
 
 /* ---- feeding the extractors (the batch pipeline's sample stage) ---------------- */
@@ -152,13 +152,13 @@ static int wait_loaded(struct gd_extractor *x, const struct gd_rec *r)
         atomic_uchar *st = &g->buf.state[r->slots[x->waits[k]]];
         if (atomic_load_explicit(st, memory_order_acquire) == GD_VALID)
             continue;
-        pthread_mutex_lock(&g->mu);
+        gd_lock(g);
         atomic_fetch_add_explicit(&g->n_load_waiters, 1,
                                   memory_order_acq_rel); /* see gnndrive_io.c */
         while (atomic_load_explicit(st, memory_order_acquire) != GD_VALID && !stopped(g))
-            pthread_cond_wait(&g->loaded_cv, &g->mu);
+            gd_wait(g, &g->loaded_cv);
         atomic_fetch_sub(&g->n_load_waiters, 1);
-        pthread_mutex_unlock(&g->mu);
+        gd_unlock(g);
         if (stopped(g))
             return OC_ERR_CANCELLED;
     }
@@ -177,31 +177,31 @@ static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flu
     uint64_t pos = 0;
     int rc = OC_OK;
 
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     while (g->reserve_seq != r->seq && !stopped(g))
-        pthread_cond_wait(&g->ticket_cv, &g->mu);
+        gd_wait(g, &g->ticket_cv);
     while (pos < r->n_rows && !stopped(g)) {
         uint64_t lim = r->n_rows - pos > GD_RESERVE_CHUNK ? pos + GD_RESERVE_CHUNK : r->n_rows;
         gd_buf_reserve(g, x, r, &pos, lim);
         if (pos == lim) {
             if (pos < r->n_rows) { /* let the releaser in between chunks */
-                pthread_mutex_unlock(&g->mu);
-                pthread_mutex_lock(&g->mu);
+                gd_unlock(g);
+                gd_lock(g);
             }
             continue;
         }
         /* Out of slots: start the reads reserved so far, then wait for the releaser. */
-        pthread_mutex_unlock(&g->mu);
+        gd_unlock(g);
         if (x->n_miss > *flushed) {
             rc = gd_io_read(x, *flushed, x->n_miss, err);
             *flushed = x->n_miss;
         }
-        pthread_mutex_lock(&g->mu);
+        gd_lock(g);
         if (rc)
             break;
         g->n_slot_waiters++;
         while (g->buf.head == GD_NONE && !stopped(g))
-            pthread_cond_wait(&g->slot_cv, &g->mu);
+            gd_wait(g, &g->slot_cv);
         g->n_slot_waiters--;
     }
     if (rc == OC_OK && stopped(g))
@@ -210,7 +210,7 @@ static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flu
         g->reserve_seq++;
         pthread_cond_broadcast(&g->ticket_cv);
     }
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
     return rc;
 }
 
@@ -267,11 +267,11 @@ static int release_stage(void *ctx, struct oc_stage *st, void *item, struct oc_e
     struct gd_rec *r = item;
     (void)err;
     gd_delay(g, &g->releaser_rng);
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     gd_buf_release(&g->buf, r);
     if (g->n_slot_waiters)
         pthread_cond_broadcast(&g->slot_cv);
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
     return oc_stage_push(st, g->free_q, r); /* fails only once the pipeline is cancelled */
 }
 

@@ -42,11 +42,11 @@ static uint64_t gd_yield(void *ctx, uint64_t want)
     if (taking == g)
         return 0;
     uint64_t least = oc_reclaim_least(buffer_bytes(g));
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
     uint64_t got = gd_buf_give_back(&g->buf, want > least ? want : least, floor);
     g->n_yields += got > 0;
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
     return got;
 }
 
@@ -93,7 +93,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
 {
     struct gd_buf *b = &g->buf;
     uint64_t rb = b->row_bytes;
-    pthread_mutex_lock(&g->mu);
+    gd_lock(g);
     if (need > g->max_input_seen)
         g->max_input_seen = need; /* give-backs keep this batch's worth from now on */
     uint64_t yields = g->n_yields, given = gd_buf_given_back_bytes(b);
@@ -105,7 +105,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         if (must > upto - active) { /* a larger batch, and slots it needs still drain */
             g->n_slot_waiters++;
             while (first_draining(b) - b->n_active < must && !atomic_load(&g->stop))
-                pthread_cond_wait(&g->slot_cv, &g->mu);
+                gd_wait(g, &g->slot_cv);
             g->n_slot_waiters--;
             if (atomic_load(&g->stop))
                 break;
@@ -118,13 +118,13 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         if (rows == 0 ||
             (must == 0 && rows < upto - active && rows * rb < oc_reclaim_least(buffer_bytes(g))))
             break; /* nothing, or too little to be worth it while no batch needs it */
-        pthread_mutex_unlock(&g->mu);
+        gd_unlock(g);
         taking = g;
         int rc = oc_mem_reserve(rows * rb, "store gnndrive: row slots taken back", err);
         taking = NULL;
-        pthread_mutex_lock(&g->mu);
+        gd_lock(g);
         if (rc) {
-            pthread_mutex_unlock(&g->mu);
+            gd_unlock(g);
             if (!must)
                 return OC_OK; /* the room went to someone else: later */
             return oc_err_prefix(err,
@@ -147,7 +147,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
                oc_format_size(gd_buf_given_back_bytes(b), left, sizeof(left)));
         break;
     }
-    pthread_mutex_unlock(&g->mu);
+    gd_unlock(g);
     log_yields(g, yields, given);
     return OC_OK;
 }

@@ -2,7 +2,8 @@
  * helios_int.h — private to src/store/helios: the `helios` store, its batch
  * records and the functions its two files share (helios.c: sizing, open,
  * the trainer's side; helios_io.c: per-hop submission and the completion
- * stage).
+ * stage), and the test knobs helios.c offers tests (which include this
+ * header).
  *
  * Place in the data flow: store; the batch pipeline's sample stage feeds
  * hops and batches in (prepare_hop / prepare_batch), the completion stage
@@ -105,6 +106,26 @@ struct hl_store {
     struct hl_rec *held; /* popped ahead of its turn */
     uint64_t n_served, n_direct;
 };
+
+/* ---- test knobs (helios.c; tests include this header) -------------------- */
+
+/*
+ * For a `helios` store (no-op otherwise): lowers the reads it keeps in flight
+ * to depth (1 .. its ring's), so tests reach the submitter's wait for room.
+ * Call before the batch pipeline starts feeding it.
+ */
+void oc_store_helios_set_depth(struct oc_store *s, unsigned depth);
+/* For a `helios` store with a ring: its mode (tests check which setup took); else PREAD. */
+enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s);
+/*
+ * helios stores opened after this with on = 1 size each record's stage for
+ * every input row of a batch, not only those its cache misses (tests compare).
+ */
+void oc_store_helios_stage_every_row(int on);
+/* Rows a `helios` store caches, and rows each batch record stages (0, 0 otherwise). */
+void oc_store_helios_sizes(const struct oc_store *s, uint64_t *cached_rows, uint64_t *stage_rows);
+/* Tests: helios's RAM cache (NULL for another store). */
+const struct store_cache *oc_store_helios_cache(const struct oc_store *s);
 
 /* helios_io.c */
 int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,

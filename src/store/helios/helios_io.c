@@ -285,10 +285,13 @@ static void pin_self(struct hl_store *h)
 /* One completion: its span's result, or the seal of its record. */
 static void complete(struct hl_store *h, const struct oc_io_done *d)
 {
+    OC_ASSERT((d->tag >> 32) < h->n_records);
     struct hl_rec *r = &h->recs[d->tag >> 32];
     uint32_t span = (uint32_t)d->tag;
+    OC_ASSERT(atomic_load(&h->in_flight) > 0); /* counted before the read was queued */
     atomic_fetch_sub(&h->in_flight, 1);
     if (span == HL_SEAL) {
+        OC_ASSERT(!atomic_load(&r->sealed)); /* one seal per record, its last entry */
         atomic_store(&r->sealed, 1);
         return;
     }
@@ -342,6 +345,8 @@ static int complete_stage(void *ctx, struct oc_stage *st, void *item, struct oc_
             pthread_mutex_unlock(&h->mu);
         }
     }
+    /* sealed after its last span: every span submitted was reaped, none twice */
+    OC_ASSERT(atomic_load(&r->n_done) == r->n_spans && atomic_load(&r->n_sub) == r->n_spans);
     int rc = check_spans(h, r, err);
     if (rc) {
         oc_err_prefix(err, "store helios: batch %" PRIu64 " of epoch %" PRIu64, r->batch, r->epoch);

@@ -212,7 +212,7 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
         h->cur->n_batches = h->cur->next = 0;
         h->cur->n_rows = 0;
     }
-    assert(h->cur->n_batches < h->max_batches);
+    OC_ASSERT(h->cur->n_batches < h->max_batches);
     h->cur->batches[h->cur->n_batches++] = (struct hyper_entry){epoch, batch};
     *staged = h->cur->n_rows + n_max <= h->cap; /* else its gather reads its misses */
     return OC_OK;
@@ -220,7 +220,7 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
 
 void store_hyper_add(struct store_hyper *h, uint64_t row)
 {
-    assert(h->cur);
+    OC_ASSERT(h->cur);
     if (h->cur->n_rows < h->cap) /* else (more misses than begun with) its gather reads it */
         h->cur->rows[h->cur->n_rows++] = row;
 }
@@ -245,7 +245,7 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, stru
         h->taken = got;
     }
     const struct hyper_group *g = h->taken;
-    assert(g->next < g->n_batches);
+    OC_ASSERT(g->next < g->n_batches);
     if (g->batches[g->next].epoch != epoch || g->batches[g->next].batch != batch)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store %s: gather of epoch %" PRIu64 " batch %" PRIu64

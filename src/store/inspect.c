@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "offcore/progress.h"
-#include "store/ginex/ginex_int.h"
 #include "store/store_int.h"
 
 #define INSPECT_MAX_ROWS ((uint64_t)1 << 22) /* trace ids held at most */
@@ -177,14 +176,9 @@ static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64
     if (n_hot == 0) {
         out->lru_misses = t->n;
     } else {
-        struct gx_lru lru;
-        if ((rc = gx_lru_init(&lru, n_hot, err)))
+        /* the hottest touched last: the most recent */
+        if ((rc = store_lru_misses(n_hot, hot_ids, n_hot, t->ids, t->n, &out->lru_misses, err)))
             return rc;
-        for (uint64_t k = n_hot; k-- > 0;) /* the hottest touched last: the most recent */
-            gx_lru_access(&lru, hot_ids[k]);
-        for (uint64_t k = 0; k < t->n; k++)
-            out->lru_misses += !gx_lru_access(&lru, t->ids[k]);
-        gx_lru_deinit(&lru);
     }
     if (b_cap == 0) {
         out->belady_misses = t->n;

@@ -399,13 +399,6 @@ uint64_t oc_store_ginex_superbatch(const struct oc_store *s);
 /* Most accesses a superbatch of a `ginex` store may have. */
 uint64_t oc_store_ginex_max_accesses(const struct oc_store *s);
 /* The smallest cfg->mem_bytes with which a `ginex` store over cfg caches at least `rows` rows. */
-/*
- * The rows ginex's cache would hold under cfg (its budget split as at open,
- * spills in files when cfg->plan_dir is set); OC_ERR_BUDGET as open would
- * fail. For --strategy auto's inspection (store/inspect.c).
- */
-int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows,
-                              struct oc_err *err);
 int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, uint64_t *bytes,
                               struct oc_err *err);
 /* The plan directory of a `ginex` store ("" if none). */

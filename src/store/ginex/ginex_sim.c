@@ -237,3 +237,18 @@ int gx_lru_access(struct gx_lru *l, uint64_t id)
     lru_push_front(l, v);
     return 0;
 }
+
+int store_lru_misses(uint64_t cap, const uint64_t *warm, uint64_t n_warm, const uint64_t *ids,
+                     uint64_t n, uint64_t *misses, struct oc_err *err)
+{
+    struct gx_lru lru;
+    int rc = gx_lru_init(&lru, cap, err);
+    if (rc)
+        return rc;
+    for (uint64_t k = n_warm; k-- > 0;) /* warm[0] touched last: the most recent */
+        gx_lru_access(&lru, warm[k]);
+    for (uint64_t k = 0; k < n; k++)
+        *misses += !gx_lru_access(&lru, ids[k]);
+    gx_lru_deinit(&lru);
+    return OC_OK;
+}

@@ -424,32 +424,49 @@ void oc_store_ginex_plan_counts(const struct oc_store *s, uint64_t *reused, uint
     gx_inspector_counts(g ? g->insp : NULL, reused, sampled);
 }
 
+/* What sizing ginex needs of cfg without opening it: a store's shape, the plan's span, probe. */
+struct gx_sizing {
+    struct oc_store s;
+    uint64_t nb, t0, t_end, probe;
+};
+
+static int sizing_of(const struct oc_store_config *cfg, struct gx_sizing *z, struct oc_err *err)
+{
+    int rc;
+    memset(z, 0, sizeof(*z));
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    z->s.n_nodes = m->n_nodes;
+    z->s.feat_dim = m->feat_dim;
+    z->s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if ((rc = gx_plan_shape(cfg, &z->nb, &z->t0, &z->t_end, err)) ||
+        (z->t_end > z->t0 && (rc = gx_probe_rows(cfg, z->nb, z->t0, &z->probe, err))))
+        return rc;
+    return OC_OK;
+}
+
+/* The cache rows ginex plans under cfg (gx_plan_capacity, as its open). */
+static int sized_rows(struct gx_sizing *z, const struct oc_store_config *cfg, uint64_t *rows,
+                      struct oc_err *err)
+{
+    uint64_t S, acc;
+    uint32_t lanes;
+    return gx_plan_capacity(&z->s, cfg, sizeof(struct ginex_store), z->t_end - z->t0, z->probe,
+                            cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, rows, &lanes, err);
+}
+
 int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, uint64_t *bytes,
                               struct oc_err *err)
 {
-    struct oc_store s;
+    struct gx_sizing z;
     struct oc_store_config c = *cfg;
-    uint64_t nb, t0, t_end, S, acc, C;
-    uint32_t lanes;
-    int rc;
-
-    memset(&s, 0, sizeof(s));
-    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
-    s.n_nodes = m->n_nodes;
-    s.feat_dim = m->feat_dim;
-    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    uint64_t probe = 0;
-    if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)) ||
-        (t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))))
+    int rc = sizing_of(cfg, &z, err);
+    if (rc)
         return rc;
     /* C grows with the budget: the smallest budget reaching `rows` by bisection. */
-    uint64_t lo = 1, hi = 1ull << 50;
+    uint64_t lo = 1, hi = 1ull << 50, C;
     while (lo < hi) {
         c.mem_bytes = lo + (hi - lo) / 2;
-        if (gx_plan_capacity(&s, &c, sizeof(struct ginex_store), t_end - t0, probe,
-                             cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, &C, &lanes,
-                             NULL) == OC_OK &&
-            C >= rows)
+        if (sized_rows(&z, &c, &C, NULL) == OC_OK && C >= rows)
             hi = c.mem_bytes;
         else
             lo = c.mem_bytes + 1;
@@ -460,22 +477,10 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
 
 int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows, struct oc_err *err)
 {
-    struct oc_store s;
-    uint64_t nb, t0, t_end, S, acc, probe = 0;
-    uint32_t lanes;
-    int rc;
-
+    struct gx_sizing z;
     *rows = 0;
-    memset(&s, 0, sizeof(s));
-    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
-    s.n_nodes = m->n_nodes;
-    s.feat_dim = m->feat_dim;
-    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)) ||
-        (t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))))
-        return rc;
-    return gx_plan_capacity(&s, cfg, sizeof(struct ginex_store), t_end - t0, probe,
-                            cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, rows, &lanes, err);
+    int rc = sizing_of(cfg, &z, err);
+    return rc ? rc : sized_rows(&z, cfg, rows, err);
 }
 
 uint64_t oc_store_ginex_max_accesses(const struct oc_store *s)

@@ -577,6 +577,55 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
 }
 
 /*
+ * The training plan's sampler and epoch e shuffled, for sampling batches
+ * outside the batch pipeline exactly as it would (run_probe,
+ * run_time_steps); probe_plan_close frees what probe_plan_open made, also
+ * after a failed open.
+ */
+struct probe_plan {
+    struct oc_sampler *sampler;
+    struct oc_sample_epoch ep;
+    uint64_t e;
+};
+
+static int probe_plan_open(struct run *r, const struct oc_train_opts *o, uint64_t e,
+                           struct probe_plan *pp, struct oc_err *err)
+{
+    struct oc_sample_opts so = {0}; /* copied by the sampler; the epoch keeps only parts */
+    so.n_layers = o->n_layers;
+    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
+    so.seed = o->seed;
+    so.parts = train_batching_parts(&r->batching);
+    memset(pp, 0, sizeof(*pp));
+    pp->e = e;
+    int rc;
+    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &pp->sampler, err)) ||
+        (rc = oc_sample_epoch_init_plan(&pp->ep, r->data.split[TRAIN_SPLIT_TRAIN],
+                                        r->data.n_split[TRAIN_SPLIT_TRAIN], o->batch_size, 0, &so,
+                                        err)))
+        return rc;
+    oc_sample_epoch_shuffle(&pp->ep, o->seed, e);
+    return OC_OK;
+}
+
+/* Batch b of the plan's epoch, sampled into out. */
+static int probe_plan_batch(struct probe_plan *pp, uint64_t b, struct oc_sample_batch *out,
+                            struct oc_err *err)
+{
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    int rc = oc_sample_epoch_batch(&pp->ep, b, &seeds, &n_seeds, err);
+    return rc ? rc : oc_sample_neighbors(pp->sampler, pp->e, b, seeds, n_seeds, out, err);
+}
+
+static void probe_plan_close(struct probe_plan *pp)
+{
+    if (pp->ep.orig)
+        oc_sample_epoch_deinit(&pp->ep);
+    oc_sample_sampler_free(pp->sampler);
+}
+
+/*
  * Under a budget, measures what a batch in flight takes before anything is
  * sized from it: samples the first full batches of the first epoch exactly
  * as the pipeline will (the same keys: nothing changes for training), and
@@ -595,13 +644,7 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     if (n_probe == 0)
         n_probe = 1; /* one short batch: the whole split */
     uint64_t e = o->reuse_samples ? 0 : first_epoch;
-    struct oc_sample_opts so = {0};
-    so.n_layers = o->n_layers;
-    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
-    so.seed = o->seed;
-    so.parts = train_batching_parts(&r->batching);
-    struct oc_sampler *sampler = NULL;
-    struct oc_sample_epoch ep = {0};
+    struct probe_plan pp;
     struct oc_sample_batch cur, big;
     oc_sample_batch_init(&cur);
     oc_sample_batch_init(&big);
@@ -609,16 +652,10 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     uint64_t big_index = 0;
     double t0 = oc_now_s();
     int rc;
-    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &sampler, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train,
-                                        o->batch_size, 0, &so, err)))
+    if ((rc = probe_plan_open(r, o, e, &pp, err)))
         goto out;
-    oc_sample_epoch_shuffle(&ep, o->seed, e);
     for (uint64_t b = 0; b < n_probe; b++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
-        if ((rc = oc_sample_epoch_batch(&ep, b, &seeds, &n_seeds, err)) ||
-            (rc = oc_sample_neighbors(sampler, e, b, seeds, n_seeds, &cur, err)))
+        if ((rc = probe_plan_batch(&pp, b, &cur, err)))
             goto out;
         if (b == 0 || cur.n_input > big.n_input) {
             struct oc_sample_batch t = big;
@@ -652,9 +689,7 @@ out:
     oc_free(x);
     oc_sample_batch_deinit(&cur);
     oc_sample_batch_deinit(&big);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sampler);
+    probe_plan_close(&pp);
     return rc;
 }
 
@@ -671,13 +706,7 @@ static int run_time_steps(struct run *r, const struct oc_train_opts *o, uint32_t
     uint64_t n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
     uint64_t nb = (n_train + o->batch_size - 1) / o->batch_size;
     uint64_t n_steps = nb < AUTO_STEP_BATCHES ? nb : AUTO_STEP_BATCHES;
-    struct oc_sample_opts so = {0};
-    so.n_layers = o->n_layers;
-    memcpy(so.fanouts, o->fanouts, sizeof(so.fanouts));
-    so.seed = o->seed;
-    so.parts = train_batching_parts(&r->batching);
-    struct oc_sampler *sampler = NULL;
-    struct oc_sample_epoch ep = {0};
+    struct probe_plan pp;
     struct oc_sample_batch b;
     oc_sample_batch_init(&b);
     float *x = NULL;
@@ -685,16 +714,10 @@ static int run_time_steps(struct run *r, const struct oc_train_opts *o, uint32_t
     double sum = 0;
     int rc;
     *step_s = 0;
-    if ((rc = oc_sample_sampler_new(&r->data.graph, &so, r->pool, &sampler, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, r->data.split[TRAIN_SPLIT_TRAIN], n_train,
-                                        o->batch_size, 0, &so, err)))
+    if ((rc = probe_plan_open(r, o, first_epoch, &pp, err)))
         goto out;
-    oc_sample_epoch_shuffle(&ep, o->seed, first_epoch);
     for (uint64_t i = 0; i < n_steps; i++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
-        if ((rc = oc_sample_epoch_batch(&ep, i, &seeds, &n_seeds, err)) ||
-            (rc = oc_sample_neighbors(sampler, first_epoch, i, seeds, n_seeds, &b, err)))
+        if ((rc = probe_plan_batch(&pp, i, &b, err)))
             goto out;
         if (b.n_input > cap) {
             oc_free(x);
@@ -721,9 +744,7 @@ out:
         oc_err_prefix(err, "--strategy auto: timing training steps");
     oc_free(x);
     oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sampler);
+    probe_plan_close(&pp);
     return rc;
 }
 

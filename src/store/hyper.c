@@ -66,7 +66,7 @@ struct store_hyper {
     struct hyper_group *taken;
     const void **src;
     _Atomic uint64_t cap_src; /* read by stats on any thread */
-    _Atomic uint64_t read_bytes, n_reads, staged_rows;
+    _Atomic uint64_t read_bytes, n_reads;
 };
 
 static uint64_t run_rows(uint64_t cap)
@@ -74,12 +74,18 @@ static uint64_t run_rows(uint64_t cap)
     return cap < HYPER_RUN_ROWS ? cap : HYPER_RUN_ROWS;
 }
 
-uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches)
+/* The struct, the groups and the sort scratch (what open allocates besides its reader). */
+static uint64_t groups_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches)
 {
     uint64_t group =
         cap * (sizeof(uint64_t) + s->row_bytes) + max_batches * sizeof(struct hyper_entry);
-    return sizeof(struct store_hyper) + HYPER_GROUPS * group + cap * sizeof(uint64_t) +
-           STORE_DISK_BOUNCE_BYTES + run_rows(cap) * STORE_ROW_SCRATCH_BYTES;
+    return sizeof(struct store_hyper) + HYPER_GROUPS * group + cap * sizeof(uint64_t);
+}
+
+uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches)
+{
+    return groups_bytes(s, cap, max_batches) + STORE_DISK_BOUNCE_BYTES +
+           run_rows(cap) * STORE_ROW_SCRATCH_BYTES;
 }
 
 /* ---- the read stage ------------------------------------------------------- */
@@ -110,7 +116,6 @@ static int read_group(struct store_hyper *h, struct hyper_group *g, struct oc_er
         rc = store_disk_run_counted(s, &h->disk, 0, err);
     atomic_fetch_add(&h->read_bytes, st->read_bytes - read0);
     atomic_fetch_add(&h->n_reads, st->n_reads - n0);
-    atomic_fetch_add(&h->staged_rows, n);
     if (rc)
         oc_err_prefix(err, "store %s: hyperbatch of %" PRIu64 " rows", s->strat->name, n);
     return rc;
@@ -139,7 +144,6 @@ int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
     h->max_batches = max_batches;
     atomic_init(&h->read_bytes, 0);
     atomic_init(&h->n_reads, 0);
-    atomic_init(&h->staged_rows, 0);
     if ((rc = store_disk_open(s, 1, &h->disk, err)) ||
         (rc = oc_io_batch_reserve(h->disk.batch, h->run_rows, err)))
         return rc;
@@ -346,10 +350,8 @@ void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)
 {
     if (!h)
         return;
-    uint64_t group =
-        h->cap * (sizeof(uint64_t) + h->s->row_bytes) + h->max_batches * sizeof(struct hyper_entry);
     out->read_bytes += atomic_load(&h->read_bytes);
     out->n_reads += atomic_load(&h->n_reads);
-    out->held_bytes += sizeof(*h) + HYPER_GROUPS * group + h->cap * sizeof(uint64_t) +
-                       h->cap_src * sizeof(*h->src) + store_disk_held_bytes(&h->disk);
+    out->held_bytes += groups_bytes(h->s, h->cap, h->max_batches) +
+                       atomic_load(&h->cap_src) * sizeof(*h->src) + store_disk_held_bytes(&h->disk);
 }

@@ -93,7 +93,8 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
  * option, a budget or a training pipeline (the loader's and train's batch
  * pipeline prepares every batch it gathers). At least one batch's rows, so a
  * share too small for that is refused by the budget check. Batches per group:
- * two groups' worth of rows per batch bound (a cache hit ratio up to a half fills a group), at most HYPER_MAX_BATCHES.
+ * two per batch bound of rows (a cache hit ratio up to a half fills a group),
+ * at most HYPER_MAX_BATCHES.
  */
 static uint64_t hyper_rows(const struct oc_store *s, const struct oc_store_config *cfg,
                            uint64_t batch_rows, uint32_t *max_batches)
@@ -246,6 +247,12 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     return rc;
 }
 
+/* Whether a prepared batch's input id joins the hyperbatch: a cache miss (under the read side). */
+static int prepared_miss(const struct oc_store *s, const struct static_store *c, uint64_t id)
+{
+    return id < s->n_nodes && store_cache_lookup(&c->cache, id) == NO_SLOT;
+}
+
 /* The batch pipeline shows each batch as it is sampled: its misses join a hyperbatch. */
 static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
                           const struct oc_sample_batch *b, struct oc_err *err)
@@ -255,19 +262,18 @@ static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
     if (!c->hyper)
         return OC_OK;
     uint64_t misses = 0;
-    /* counted first, under the lock the appends hold too: a give-back in between only
-       turns hits into misses, which the gather reads itself */
+    /* counted first, then appended, each pass under the read side, but not begin, which
+       may wait for a free group: a give-back in between only turns hits into misses,
+       which the group drops past its room and the gather reads itself */
     store_yield_read_lock(&c->yield);
     for (uint64_t i = 0; i < b->n_input; i++)
-        misses += b->input_ids[i] >= s->n_nodes ||
-                  store_cache_lookup(&c->cache, b->input_ids[i]) == NO_SLOT;
+        misses += prepared_miss(s, c, b->input_ids[i]);
     store_yield_read_unlock(&c->yield);
     if ((rc = store_hyper_begin(c->hyper, epoch, batch, misses, &staged, err)))
         return rc;
     store_yield_read_lock(&c->yield);
     for (uint64_t i = 0; staged && i < b->n_input; i++)
-        if (b->input_ids[i] < s->n_nodes &&
-            store_cache_lookup(&c->cache, b->input_ids[i]) == NO_SLOT)
+        if (prepared_miss(s, c, b->input_ids[i]))
             store_hyper_add(c->hyper, store_row_of(s, b->input_ids[i]));
     store_yield_read_unlock(&c->yield);
     return store_hyper_end(c->hyper, err);

@@ -399,6 +399,34 @@ OC_TEST(s1_puts_nothing_in_disk_caches)
     }
 }
 
+/* Laid out batch by batch (oc_plan_batch_layout), a window gets the s = 1 layout's addresses
+   and packed rows. */
+OC_TEST(batch_layout_is_the_s1_layout)
+{
+    struct oc_err err;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        struct tr x = random_tr(seed, 20, 40, 12);
+        uint64_t n_cpu, *cpu = cpu_range(seed % 3, 40, 5 + seed, &n_cpu);
+        struct oc_plan_opts o = opts_of(&x, 100, cpu, n_cpu);
+        struct oc_plan_layout l;
+        o.segment = 1;
+        OC_CHECK_OK(oc_plan_layout_build(&x.t, &o, &l, &err), &err);
+        uint64_t addr[12], pack[12], n_pack, n_packed = 0;
+        for (uint64_t b = 0; b < 20; b++) {
+            uint64_t n = x.off[b + 1] - x.off[b];
+            oc_plan_batch_layout(x.rows + x.off[b], n, cpu, n_cpu, addr, pack, &n_pack);
+            OC_CHECK(n_pack == l.pack_off[b + 1] - l.pack_off[b]);
+            OC_CHECK(memcmp(pack, l.pack_rows + l.pack_off[b], n_pack * sizeof(uint64_t)) == 0);
+            OC_CHECK(memcmp(addr, l.addr + x.off[b], n * sizeof(uint64_t)) == 0);
+            n_packed += n_pack;
+        }
+        OC_CHECK(n_packed == l.n_packed_accesses && n_packed > 0 && l.n_cpu_accesses > 0);
+        oc_plan_layout_deinit(&l);
+        free(cpu);
+        tr_free(&x);
+    }
+}
+
 /* For m in {1, 2, 3} and every s: file bytes and placement equal the reference. */
 OC_TEST(file_bytes_and_placement_match_brute_force)
 {

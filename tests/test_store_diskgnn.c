@@ -251,10 +251,17 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     }
     snprintf(plan, sizeof(plan), "%s/plan-windows", oc_test_tmpdir());
     struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 2, 0);
+    c.disk_budget = 1000.0;     /* laid out window by window (not streamed), at s = 1 */
     c.window_batches = 1000000; /* clamped to the epoch */
     uint64_t min_whole = dg_min_mem(c);
     c.window_batches = 0;
     uint64_t min_derived = dg_min_mem(c);
+    /* streamed (no disk budget): windows of the whole epoch at any budget, below what laying
+       out a whole epoch at once needs */
+    c.disk_budget = 0;
+    uint64_t min_streamed = dg_min_mem(c);
+    OC_CHECK(min_streamed > 0 && min_streamed < min_whole);
+    c.disk_budget = 1000.0;
     if (getenv("OC_TEST_VERBOSE"))
         fprintf(stderr,
                 "  smallest store budget: whole-epoch windows %" PRIu64 ", derived %" PRIu64
@@ -322,8 +329,10 @@ static void odd_rows(enum oc_dtype dtype, int fresh_too)
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
         /* windows of a whole epoch (a window sized from this small a budget would fit the
-           disk budget below without segments) */
+           disk budget below without segments), laid out window by window (a disk budget, of
+           a thousand times the features: s = 1), as every run below */
         OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
+        set_disk_budget(&o, 1000.0);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)
@@ -438,13 +447,15 @@ OC_TEST(disk_budget_bounds_the_files_and_forces_segments)
         o.reuse_samples = reuse;
         OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
         /* windows of a whole epoch (a window sized from this small a budget would fit the
-           disk budget below without segments) */
+           disk budget below without segments), laid out window by window (a disk budget, of
+           a thousand times the features: s = 1), as every run below */
         OC_CHECK_OK(oc_train_opts_set(&o, "window", 1000000, &err), &err);
+        set_disk_budget(&o, 1000.0);
         uint64_t min = train_min_budget(dir, o, msg, sizeof(msg));
         OC_CHECK(min > 0);
         if (!min)
             return;
-        /* About a thousand rows cached; the window at s = 1 without a disk budget: */
+        /* About a thousand rows cached; the window at s = 1: */
         struct epoch_log log;
         memset(&log, 0, sizeof(log));
         o.strategy = "diskgnn";

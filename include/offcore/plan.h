@@ -144,6 +144,17 @@ int oc_plan_layout_build(const struct oc_plan_trace *t, const struct oc_plan_opt
 void oc_plan_layout_deinit(struct oc_plan_layout *l);
 
 /*
+ * The layout of one batch when no row is shared through a disk cache (a
+ * segment of one batch: what oc_plan_layout_build places with s = 1, so a
+ * window can be laid out batch by batch as it is sampled): rows[k] in
+ * cpu_ids (ascending) -> its CPU slot, else OC_PLAN_PACKED at its index
+ * among the batch's other rows, which pack receives ascending (*n_pack of
+ * them). rows are distinct; addr and pack hold n entries. Pure.
+ */
+void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const uint64_t *cpu_ids, uint64_t n_cpu,
+                          uint64_t *addr, uint64_t *pack, uint64_t *n_pack);
+
+/*
  * Distinct OC_PLAN_PAGE pages of the window file that batch b's disk-cache
  * rows fall on (rows spanning pages count every page): the page reads a
  * batch's shared rows cost, which MinHash order is meant to lower. t is the

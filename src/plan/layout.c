@@ -313,6 +313,26 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
         c->mark[rows[p]] = 0;
 }
 
+void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const uint64_t *cpu_ids, uint64_t n_cpu,
+                          uint64_t *addr, uint64_t *pack, uint64_t *n_pack)
+{
+    uint64_t np = 0;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t at = oc_lower_bound_u64(cpu_ids, 0, n_cpu, rows[k]);
+        if (at < n_cpu && cpu_ids[at] == rows[k]) {
+            addr[k] = OC_PLAN_ADDR(OC_PLAN_CPU, at);
+        } else {
+            addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, 0);
+            pack[np++] = rows[k];
+        }
+    }
+    qsort(pack, np, sizeof(uint64_t), oc_cmp_u64);
+    for (uint64_t k = 0; k < n; k++)
+        if (OC_PLAN_ADDR_WHERE(addr[k]) == OC_PLAN_PACKED)
+            addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, oc_lower_bound_u64(pack, 0, np, rows[k]));
+    *n_pack = np;
+}
+
 static int layout_fill(struct plan_ctx *c, uint64_t s, struct oc_plan_layout *l, struct oc_err *err)
 {
     const struct oc_plan_trace *t = c->t;

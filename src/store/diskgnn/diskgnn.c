@@ -158,6 +158,8 @@ static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_conf
        and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
        and the batch: ~96 bytes per input row, as ginex's inspector) */
     f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
+    if (b->streamed) /* one batch's rows, addresses and packed rows while it is laid out */
+        f += in * 3 * sizeof(uint64_t);
     return f;
 }
 
@@ -196,15 +198,50 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
         return nb;
     if (cfg->window_batches)
         return cfg->window_batches < nb ? cfg->window_batches : nb;
-    if (cfg->mem_bytes == 0)
+    if (cfg->mem_bytes == 0 || b->streamed) /* streamed: memory does not grow with it */
         return nb;
-    uint64_t per = rows * dg_builder_access_bytes(b) + DG_BYTES_PER_BATCH;
+    uint64_t per = rows * dg_builder_access_bytes(b) + dg_builder_batch_bytes(b);
     uint64_t base = dg_builder_need_bytes(b, 0), half = cfg->mem_bytes / 2;
     uint64_t left = cfg->mem_bytes > buffers ? cfg->mem_bytes - buffers : 0;
     uint64_t w = half > base ? (half - base) / per : 0;
     uint64_t fit = left > base ? (left - base) / per : 0; /* no row cached beside it */
     w = w < fit ? w : fit;
     return w < 1 ? 1 : w > nb ? nb : w;
+}
+
+/*
+ * Streamed windows with fresh samples: two exist at once (one trains while
+ * the next is packed), so without --disk-budget each is kept within
+ * DG_DISK_SHARE of the plan directory's free space, estimated at the probe's
+ * mean batch with none of its rows cached; a shorter window when needed (at
+ * least one batch), logged.
+ */
+static uint64_t disk_window(const struct oc_store *s, const struct oc_store_config *cfg,
+                            const struct dg_builder *b, const struct dg_sizes *z, uint64_t probe,
+                            uint64_t win)
+{
+    struct oc_err e;
+    uint64_t free_bytes;
+    if (probe == 0 || oc_fs_free_bytes(b->dir, &free_bytes, &e) != OC_OK)
+        return win;
+    uint64_t meta = 0;
+    for (uint64_t i = 0; i < probe; i++)
+        meta += b->rec_bytes[i];
+    double per = ((double)meta + (double)z->accesses * (double)(s->row_bytes + 8)) / (double)probe +
+                 OC_PLAN_CHUNK_HEADER + OC_PLAN_PAGE;
+    double share = (double)free_bytes * DG_DISK_SHARE;
+    if ((double)win * per <= share || cfg->window_batches)
+        return win;
+    uint64_t w = (uint64_t)(share / per);
+    w = w < 1 ? 1 : w;
+    char fs[32], ws[32];
+    oc_log(OC_LOG_INFO,
+           "store diskgnn: %s free under %s: windows of %" PRIu64 " batches (about %s each; two "
+           "exist at once), not the whole epoch of %" PRIu64 " (--disk-budget or --plan-dir "
+           "elsewhere)",
+           oc_format_size(free_bytes, fs, sizeof(fs)), b->dir, w,
+           oc_format_size((uint64_t)((double)w * per), ws, sizeof(ws)), b->nb_epoch);
+    return w;
 }
 
 static int has_plan(const struct oc_store_config *cfg)
@@ -226,8 +263,7 @@ static int pack_replayed(struct diskgnn_store *d, struct dg_window *ws, uint64_t
     for (uint64_t k = 1; k < n && rc == OC_OK; k++) {
         uint64_t first = k * d->win_batches, nb = b->nb_epoch;
         uint64_t count = nb - first < d->win_batches ? nb - first : d->win_batches;
-        if ((rc = dg_window_sample(b, 0, first, count, err)) ||
-            (rc = dg_window_pack(b, &d->cache, 0, &ws[k], err)))
+        if ((rc = dg_window_build(b, &d->cache, 0, 0, first, count, &ws[k], err)))
             break;
         d->sample_us += b->sample_us;
         d->pack_us += b->pack_us;
@@ -271,10 +307,18 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         rc = err->status;
         goto out;
     }
-    if ((rc = dg_window_sample(b, d->reuse ? 0 : cfg->first_epoch, 0, d->win_batches, err)))
+    /* streamed: a probe of the window's first batches sizes the buffers and chooses the
+       cache; the window itself is sampled again as it is packed */
+    uint64_t sample_epoch = d->reuse ? 0 : cfg->first_epoch;
+    uint64_t probe =
+        b->streamed && d->win_batches > DG_PROBE_BATCHES ? DG_PROBE_BATCHES : d->win_batches;
+    exact = exact && probe == d->win_batches;
+    if ((rc = dg_window_sample(b, sample_epoch, 0, probe, err)))
         goto out;
     struct dg_sizes z;
     window_sizes(b, &z);
+    if (b->streamed && !d->reuse)
+        d->win_batches = disk_window(s, cfg, b, &z, probe, d->win_batches);
     uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, exact);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed) {
         rc = OC_ERR(err, OC_ERR_BUDGET,
@@ -302,8 +346,16 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     oc_free(counts);
     counts = NULL;
+    if (b->streamed) { /* the probe's trace and records are spent */
+        dg_spill_drop(b);
+        oc_free(b->rows);
+        b->rows = NULL;
+        b->cap_rows = 0;
+    }
     if ((rc = store_yield_map(&d->yield, err)) ||
-        (rc = dg_window_pack(b, &d->cache, 1, &ws[0], err)))
+        (rc = b->streamed
+                  ? dg_window_stream(b, &d->cache, 1, sample_epoch, 0, d->win_batches, &ws[0], err)
+                  : dg_window_pack(b, &d->cache, 1, &ws[0], err)))
         goto out;
     /* the reader's scratch (budgeted in the fixed part) for a planned batch, held from now:
        rows the cache gives back are read through it without asking for more memory */
@@ -316,7 +368,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if ((rc = pack_replayed(d, ws, n_ws, err)))
         goto out;
     b->background = 1; /* later windows are built while epochs train */
-    d->builder_bytes = b->cap_rows * sizeof(uint64_t) + b->cap_rec + b->part_bytes + DG_WRITE_RUN;
+    d->builder_bytes = (b->cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
+                       b->part_bytes + DG_WRITE_RUN;
     int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
     if (planner && (rc = dg_builder_detach_pool(b, err)))
         goto out;

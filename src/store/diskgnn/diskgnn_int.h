@@ -38,6 +38,8 @@
 #define DG_ROW_BOUNCE    (8u << 20)   /* the assembler's batch-reader staging, at most */
 #define DG_ROW_RUN       16384u       /* rows the assembler queues per run of its reader, at most */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
+#define DG_PROBE_BATCHES 64u          /* streamed: batches sampled at open to size and cache */
+#define DG_DISK_SHARE    0.45         /* streamed, fresh: a window's share of the free space */
 
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
 struct dg_window {
@@ -67,23 +69,30 @@ struct dg_builder {
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
     uint64_t *off, *rec_bytes;
-    uint64_t nb_epoch;            /* batches per epoch */
-    uint64_t n_batches, first;    /* the window sampled last: batches [first, first + n_batches) */
-    uint64_t epoch;               /* of its sample epoch */
-    int spill_live;               /* its records' spill file exists (sampled, not packed yet) */
-    uint8_t *part;                /* packer: feature partition (aligned) */
-    uint64_t part_bytes;          /* its size */
-    uint8_t *run;                 /* packer: one coalesced write (DG_WRITE_RUN) */
-    char dir[4096];               /* PLAN/diskgnn */
-    char spill[4300];             /* the spill file's temporary name ("" = none) */
-    uint64_t key_base;            /* the windows' content key, before budget and cache */
-    double disk_budget_bytes;     /* per window; 0 = unlimited */
-    uint64_t sample_us, pack_us;  /* of the last window built */
-    uint64_t pack_read_bytes;     /* features.npy bytes the last window's packing read */
-    struct oc_pipeline *cancel;   /* once cancelled, sampling and packing stop (NULL: never) */
-    struct oc_progress *progress; /* the run's (borrowed; NULL: none) */
-    int background;               /* windows after the first: a note, not a phase */
-    uint64_t reported;            /* units of the current phase added so far */
+    uint64_t nb_epoch;           /* batches per epoch */
+    uint64_t n_batches, first;   /* the window sampled last: batches [first, first + n_batches) */
+    uint64_t epoch;              /* of its sample epoch */
+    int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
+    uint8_t *part;               /* packer: feature partition (aligned) */
+    uint64_t part_bytes;         /* its size */
+    uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
+    char dir[4096];              /* PLAN/diskgnn */
+    char spill[4300];            /* the spill file's temporary name ("" = none) */
+    uint64_t key_base;           /* the windows' content key, before budget and cache */
+    double disk_budget_bytes;    /* per window; 0 = unlimited */
+    uint64_t sample_us, pack_us; /* of the last window built */
+    uint64_t pack_read_bytes;    /* features.npy bytes the last window's packing read */
+    /* streamed windows (no --disk-budget: diskgnn_stream.c): each batch laid out as it is
+       sampled, its metadata written at once, its packed rows spilled (spill) for the scan */
+    int streamed;
+    uint64_t *chunk_off, *pack_off;   /* per batch of the window: nb_epoch + 1 each */
+    uint64_t *addr, *pack, cap_batch; /* one batch's addresses and packed rows */
+    uint64_t *cursor_buf;             /* the scan's read-ahead of each batch's packed rows */
+    uint32_t ahead;                   /* its entries per batch (dg_stream_ahead) */
+    struct oc_pipeline *cancel;       /* once cancelled, sampling and packing stop (NULL: never) */
+    struct oc_progress *progress;     /* the run's (borrowed; NULL: none) */
+    int background;                   /* windows after the first: a note, not a phase */
+    uint64_t reported;                /* units of the current phase added so far */
 };
 
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
@@ -108,6 +117,63 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
                    struct dg_window *w, struct oc_err *err);
 /* Closes and removes w's file, frees its arrays. */
 void dg_window_drop(struct dg_window *w);
+/*
+ * Samples batches [first, first + count) of sample epoch `epoch` and packs
+ * them into w: dg_window_sample then dg_window_pack, or with b->streamed
+ * dg_window_stream (the same file, built without the window's trace).
+ */
+int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_cache, uint64_t epoch,
+                    uint64_t first, uint64_t count, struct dg_window *w, struct oc_err *err);
+/*
+ * The streamed builder (diskgnn_stream.c), for windows without disk caches
+ * (one batch per segment: no --disk-budget): each batch is laid out as it
+ * is sampled (oc_plan_batch_layout against the cache), its header, record
+ * and address table written to the window file at once, its packed rows
+ * (ascending) appended to a spill file; then one ascending scan of the
+ * feature file writes every chunk's rows, reading each batch's spilled rows
+ * through b->ahead entries of read-ahead. Its memory is one batch's
+ * arrays and the read-ahead, whatever the window's length; the file is
+ * byte for byte dg_window_pack's.
+ */
+int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_cache,
+                     uint64_t epoch, uint64_t first, uint64_t count, struct dg_window *w,
+                     struct oc_err *err);
+/* Packed rows read ahead per batch by a streamed window's scan: a 64th of the budget over the
+   epoch's batches, within [256, 4096] (4096 without a budget). */
+uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch);
+
+/* The pieces dg_window_pack and dg_window_stream share (diskgnn_window.c). */
+int dg_check_cancel(const struct dg_builder *b, struct oc_err *err);
+void dg_report_begin(struct dg_builder *b, const char *label, const char *what, uint64_t total,
+                     const char *unit);
+void dg_report(struct dg_builder *b, const char *what, uint64_t done, uint64_t total);
+void dg_report_end(struct dg_builder *b);
+void dg_spill_drop(struct dg_builder *b);
+/* Header of a chunk at h, whose record (rec_bytes) follows it: writes the address table after
+   the record and the CRCs. */
+void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input, uint64_t n_packed,
+                   uint64_t rec_bytes, const uint64_t *addr);
+/* Writes rows[j0, j1) (in the partition starting at first_row, at part_off of b->part) to
+   consecutive places from dest, in runs of up to DG_WRITE_RUN bytes. */
+int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
+                  uint64_t dest, uint64_t first_row, uint64_t part_off, struct oc_file *out,
+                  struct oc_err *err);
+/* Reads the feature rows [r0, r1) (at most b->part_bytes with alignment) into b->part, row
+   r0 at *part_off; a file too short is OC_ERR_FORMAT naming it. */
+int dg_read_part(struct dg_builder *b, struct oc_file *feat, uint64_t r0, uint64_t r1,
+                 uint64_t *part_off, struct oc_err *err);
+/* Grows *p (of *cap elements of elem bytes) to at least need, by a quarter at least. */
+int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
+            struct oc_err *err);
+/* Names w (epoch, first set) and creates its temporary tmp of file_bytes, open in *out. */
+int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
+                     char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,
+                     struct oc_err *err);
+/* Syncs out, opens w's O_DIRECT reader on tmp (flock'd) and renames tmp to w's name. */
+int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file *out, struct oc_err *err);
+/* After a failure: closes out, removes tmp and the spill, drops w (keeping epoch, first). */
+void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp,
+                    struct oc_file *out);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
 /*
@@ -116,6 +182,8 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
  */
 uint64_t dg_builder_access_bytes(const struct dg_builder *b);
 #define DG_BYTES_PER_BATCH 96u
+/* Per batch of the epoch: DG_BYTES_PER_BATCH, and a streamed builder's offsets and read-ahead. */
+uint64_t dg_builder_batch_bytes(const struct dg_builder *b);
 /*
  * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),
  * packed windows no run holds open (flock), and pid-named files of earlier

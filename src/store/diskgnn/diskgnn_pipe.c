@@ -120,8 +120,7 @@ static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err
     if (p->plan_k >= p->n_win) /* nothing left to plan (not handed one) */
         return OC_OK;
     window_span(p, p->plan_k, &epoch, &first, &count);
-    if ((rc = dg_window_sample(p->c.builder, epoch, first, count, err)) ||
-        (rc = dg_window_pack(p->c.builder, p->c.cache, 0, w, err)))
+    if ((rc = dg_window_build(p->c.builder, p->c.cache, 0, epoch, first, count, w, err)))
         return rc;
     p->plan_k++;
     atomic_fetch_add(&p->sample_us, p->c.builder->sample_us);

@@ -79,7 +79,7 @@ static uint64_t now_us(void)
 }
 
 /* OC_ERR_CANCELLED once the builder's pipeline is cancelled: the planner stops part-way. */
-static int check_cancel(const struct dg_builder *b, struct oc_err *err)
+int dg_check_cancel(const struct dg_builder *b, struct oc_err *err)
 {
     if (b->cancel && oc_pipeline_cancelled(b->cancel))
         return OC_ERR(err, OC_ERR_CANCELLED, "store diskgnn: planning cancelled");
@@ -92,8 +92,8 @@ static int check_cancel(const struct dg_builder *b, struct oc_err *err)
  * epoch trains, are a note on the epoch's bar (`what`: a string literal), so
  * the background adds no line of its own.
  */
-static void report_begin(struct dg_builder *b, const char *label, const char *what, uint64_t total,
-                         const char *unit)
+void dg_report_begin(struct dg_builder *b, const char *label, const char *what, uint64_t total,
+                     const char *unit)
 {
     b->reported = 0;
     if (b->background)
@@ -102,7 +102,7 @@ static void report_begin(struct dg_builder *b, const char *label, const char *wh
         oc_progress_phase(b->progress, label, total, unit);
 }
 
-static void report(struct dg_builder *b, const char *what, uint64_t done, uint64_t total)
+void dg_report(struct dg_builder *b, const char *what, uint64_t done, uint64_t total)
 {
     if (b->background) {
         oc_progress_note(b->progress, what, done, total);
@@ -112,7 +112,7 @@ static void report(struct dg_builder *b, const char *what, uint64_t done, uint64
     }
 }
 
-static void report_end(struct dg_builder *b)
+void dg_report_end(struct dg_builder *b)
 {
     if (b->background)
         oc_progress_note(b->progress, NULL, 0, 0);
@@ -121,7 +121,7 @@ static void report_end(struct dg_builder *b)
 }
 
 /* Removes the spill file of the last sampled window, if any. */
-static void spill_drop(struct dg_builder *b)
+void dg_spill_drop(struct dg_builder *b)
 {
     if (b->spill[0]) {
         unlink(b->spill);
@@ -194,6 +194,16 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->rec_bytes = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     if (!b->off || !b->rec_bytes)
         return err->status;
+    b->streamed = !(cfg->disk_budget > 0); /* no disk cache: laid out batch by batch */
+    if (b->streamed) {
+        b->ahead = dg_stream_ahead(cfg->mem_bytes, b->nb_epoch);
+        b->chunk_off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
+        b->pack_off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
+        b->cursor_buf = oc_alloc((b->nb_epoch ? b->nb_epoch : 1) * b->ahead * sizeof(uint64_t),
+                                 "store diskgnn: packing read-ahead", err);
+        if (!b->chunk_off || !b->pack_off || !b->cursor_buf)
+            return err->status;
+    }
     /* a partition of a 64th of the budget, between 1 and 16 MiB (sequential reads of a
        MiB already run at the disk's speed), at least a row */
     uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 64 : (16u << 20);
@@ -220,7 +230,7 @@ int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
 
 void dg_builder_deinit(struct dg_builder *b)
 {
-    spill_drop(b); /* sampled but never packed (a failed open): drop its records */
+    dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
     oc_sample_sampler_free(b->sampler);
     oc_sample_epoch_deinit(&b->ep);
     oc_sample_batch_deinit(&b->batch);
@@ -228,6 +238,11 @@ void dg_builder_deinit(struct dg_builder *b)
     oc_free(b->rows);
     oc_free(b->off);
     oc_free(b->rec_bytes);
+    oc_free(b->chunk_off);
+    oc_free(b->pack_off);
+    oc_free(b->addr);
+    oc_free(b->pack);
+    oc_free(b->cursor_buf);
     oc_free(b->part);
     oc_free(b->run);
     memset(b, 0, sizeof(*b));
@@ -238,20 +253,35 @@ uint64_t dg_builder_access_bytes(const struct dg_builder *b)
     /* the peak of laying out: the trace (8, a quarter more while it grows), addresses 8 and
        packed/segment rows 8; packing needs less (the addresses are freed, each chunk's rows
        are read in place through a cursor). Segment caches add their rows' sorted pairs (16)
-       and MinHash signatures. */
-    return b->disk_budget_bytes > 0 ? 48 : 32;
+       and MinHash signatures. Streamed, only the probe's trace is held (8), freed before
+       the window is built batch by batch. */
+    return b->streamed ? 8 : b->disk_budget_bytes > 0 ? 48 : 32;
 }
 
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
 {
     /* per access (dg_builder_access_bytes); the planner's per-node scratch; per batch
-       offsets and packing cursors; buffers */
+       offsets and packing cursors (streamed: its offsets and read-ahead); buffers */
     return accesses * dg_builder_access_bytes(b) + b->s->n_nodes * 8 +
-           b->nb_epoch * DG_BYTES_PER_BATCH + b->part_bytes + DG_WRITE_RUN + b->cap_rec;
+           b->nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_RUN + b->cap_rec;
 }
 
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
-                struct oc_err *err)
+uint64_t dg_builder_batch_bytes(const struct dg_builder *b)
+{
+    return DG_BYTES_PER_BATCH + (b->streamed ? 16 + (uint64_t)b->ahead * sizeof(uint64_t) : 0);
+}
+
+int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_cache, uint64_t epoch,
+                    uint64_t first, uint64_t count, struct dg_window *w, struct oc_err *err)
+{
+    if (b->streamed)
+        return dg_window_stream(b, cache, fill_cache, epoch, first, count, w, err);
+    int rc = dg_window_sample(b, epoch, first, count, err);
+    return rc ? rc : dg_window_pack(b, cache, fill_cache, w, err);
+}
+
+int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
+            struct oc_err *err)
 {
     if (need <= *cap)
         return OC_OK;
@@ -274,7 +304,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
     struct oc_writer *w = NULL;
     int rc;
 
-    spill_drop(b);
+    dg_spill_drop(b);
     if (first > b->nb_epoch || count > b->nb_epoch - first)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store diskgnn: window of batches %" PRIu64 "+%" PRIu64 " of %" PRIu64, first,
@@ -284,39 +314,39 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
         return rc;
     oc_tmp_register(b->spill);
     if ((rc = oc_writer_open(b->spill, SPILL_WRITE_BYTES, &w, err))) {
-        spill_drop(b);
+        dg_spill_drop(b);
         return rc;
     }
     oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
     b->off[0] = 0;
     b->n_batches = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
-    report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
+    dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count; i++) {
         const uint64_t *seeds;
         uint64_t n_seeds;
         size_t len;
-        if ((rc = check_cancel(b, err)) ||
+        if ((rc = dg_check_cancel(b, err)) ||
             (rc = oc_sample_epoch_batch(&b->ep, first + i, &seeds, &n_seeds, err)) ||
             (rc =
                  oc_sample_neighbors(b->sampler, epoch, first + i, seeds, n_seeds, &b->batch, err)))
             goto fail;
         uint64_t n = b->batch.n_input, at = b->off[i];
-        if ((rc = grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
-                       "store diskgnn: trace", err)))
+        if ((rc = dg_grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
+                          "store diskgnn: trace", err)))
             goto fail;
         store_rows_of(b->s->ds, b->s->row_map, b->batch.input_ids, n, b->rows + at); /* row space */
         b->off[i + 1] = at + n;
         uint64_t need = oc_sample_batch_record_bytes(&b->batch);
         uint64_t meta = OC_PLAN_CHUNK_HEADER + need + 8 * n;
-        if ((rc = grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
+        if ((rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
             (rc = oc_sample_batch_serialize(&b->batch, b->rec, b->cap_rec, &len, err)) ||
             (rc = oc_writer_write(w, b->rec, len, err)))
             goto fail;
         b->rec_bytes[i] = len;
-        report(b, sampling, i + 1, count);
+        dg_report(b, sampling, i + 1, count);
     }
-    report_end(b);
+    dg_report_end(b);
     rc = oc_writer_close(w, err);
     w = NULL;
     if (rc)
@@ -329,7 +359,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
     return OC_OK;
 fail:
     oc_writer_abort(w);
-    spill_drop(b);
+    dg_spill_drop(b);
     return oc_err_prefix(err,
                          "store diskgnn: sampling epoch %" PRIu64 " batches %" PRIu64 "..%" PRIu64,
                          epoch, first, first + count - 1);
@@ -348,6 +378,24 @@ static int pair_by_dest(const void *a, const void *b)
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
+void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input, uint64_t n_packed,
+                   uint64_t rec_bytes, const uint64_t *addr)
+{
+    uint8_t *rec = h + OC_PLAN_CHUNK_HEADER, *table = rec + rec_bytes;
+    for (uint64_t k = 0; k < n_input; k++)
+        oc_put_le64(table + 8 * k, addr[k]);
+    memset(h, 0, OC_PLAN_CHUNK_HEADER);
+    memcpy(h, DG_CHUNK_MAGIC, 8);
+    oc_put_le64(h + 8, epoch);
+    oc_put_le64(h + 16, batch);
+    oc_put_le64(h + 24, n_input);
+    oc_put_le64(h + 32, n_packed);
+    oc_put_le64(h + 40, rec_bytes);
+    oc_put_le32(h + 48, oc_crc32(0, rec, rec_bytes + 8 * n_input));
+    oc_put_le32(h + 56, DG_CHUNK_VERSION);
+    oc_put_le32(h + 60, oc_crc32(0, h, 60));
+}
+
 /* Pass 1: header + record + address table of every chunk. */
 static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint64_t epoch,
                      struct oc_file *out, struct oc_err *err)
@@ -360,26 +408,16 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
         return rc;
     for (uint64_t i = 0; i < b->n_batches && rc == OC_OK; i++) {
         uint64_t n = b->off[i + 1] - b->off[i], rb = b->rec_bytes[i];
-        uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER, *addr = rec + rb;
-        if ((rc = check_cancel(b, err)) || (rc = oc_file_pread(in, rec, rb, roff, err)))
+        uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER;
+        if ((rc = dg_check_cancel(b, err)) || (rc = oc_file_pread(in, rec, rb, roff, err)))
             break;
         roff += rb;
-        for (uint64_t k = 0; k < n; k++)
-            oc_put_le64(addr + 8 * k, l->addr[b->off[i] + k]);
-        memset(h, 0, OC_PLAN_CHUNK_HEADER);
-        memcpy(h, DG_CHUNK_MAGIC, 8);
-        oc_put_le64(h + 8, epoch);
-        oc_put_le64(h + 16, b->first + i);
-        oc_put_le64(h + 24, n);
-        oc_put_le64(h + 32, l->pack_off[i + 1] - l->pack_off[i]);
-        oc_put_le64(h + 40, rb);
-        oc_put_le32(h + 48, oc_crc32(0, rec, rb + 8 * n));
-        oc_put_le32(h + 56, DG_CHUNK_VERSION);
-        oc_put_le32(h + 60, oc_crc32(0, h, 60));
+        dg_chunk_seal(h, epoch, b->first + i, n, l->pack_off[i + 1] - l->pack_off[i], rb,
+                      l->addr + b->off[i]);
         rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
     }
     oc_file_close(in, NULL);
-    spill_drop(b);
+    dg_spill_drop(b);
     return rc;
 }
 
@@ -441,9 +479,9 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
  * starts at first_row) to their places in the chunk, which follow each
  * other from dest: runs of up to DG_WRITE_RUN bytes.
  */
-static int write_chunk_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                            uint64_t dest, uint64_t first_row, uint64_t part_off,
-                            struct oc_file *out, struct oc_err *err)
+int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
+                  uint64_t dest, uint64_t first_row, uint64_t part_off, struct oc_file *out,
+                  struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
     for (uint64_t j = j0; j < j1;) {
@@ -526,8 +564,8 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
         uint64_t n_in = b->off[i + 1] - b->off[i];
         uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
         if (j1 > j0)
-            rc = write_chunk_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, r0,
-                                  part_off, out, err);
+            rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, r0,
+                               part_off, out, err);
         c->chunk[i] = j1;
     }
     uint64_t j = c->seg;
@@ -540,6 +578,26 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
         memcpy(cache->rows + c->cache * rb, b->part + part_off + (cache->ids[c->cache] - r0) * rb,
                rb);
     return rc;
+}
+
+int dg_read_part(struct dg_builder *b, struct oc_file *feat, uint64_t r0, uint64_t r1,
+                 uint64_t *part_off, struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    uint64_t lo = oc_io_align_down(store_file_off(s, r0));
+    uint64_t hi = oc_io_align_up(store_file_off(s, r1));
+    size_t got;
+    int rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err);
+    if (rc)
+        return rc;
+    b->pack_read_bytes += got;
+    if (got < store_file_off(s, r1) - lo)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
+                      ", file ends at %" PRIu64,
+                      s->path, store_file_off(s, r1) - lo, lo, lo + (uint64_t)got);
+    *part_off = store_file_off(s, r0) - lo;
+    return OC_OK;
 }
 
 /*
@@ -578,30 +636,19 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         per = 1;
     /* progress: how far the one ascending scan of the feature rows has come */
     static const char packing[] = "diskgnn: packing the next window";
-    report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
+    dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
     for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
         uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
         assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
-        uint64_t lo = oc_io_align_down(store_file_off(s, r0));
-        uint64_t hi = oc_io_align_up(store_file_off(s, r1));
-        size_t got;
-        if ((rc = check_cancel(b, err)) ||
-            (rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err)))
+        uint64_t part_off;
+        if ((rc = dg_check_cancel(b, err)) ||
+            (rc = dg_read_part(b, feat, r0, r1, &part_off, err)) ||
+            (rc = copy_partition(b, l, &c, cache, r0, r1, part_off, out, err)))
             goto out;
-        b->pack_read_bytes += got;
-        if (got < store_file_off(s, r1) - lo) {
-            rc = OC_ERR(err, OC_ERR_FORMAT,
-                        "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
-                        ", file ends at %" PRIu64,
-                        s->path, store_file_off(s, r1) - lo, lo, lo + (uint64_t)got);
-            goto out;
-        }
-        if ((rc = copy_partition(b, l, &c, cache, r0, r1, store_file_off(s, r0) - lo, out, err)))
-            goto out;
-        report(b, packing, r1, s->n_nodes);
+        dg_report(b, packing, r1, s->n_nodes);
     }
-    report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
-    report_end(b);
+    dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
+    dg_report_end(b);
 out:
     oc_file_close(feat, NULL);
     oc_free(c.seg_pairs);
@@ -623,6 +670,51 @@ static int window_arrays(struct dg_window *w, const struct oc_plan_layout *l, st
     memcpy(w->chunk_off, l->chunk_off, (l->n_batches + 1) * sizeof(uint64_t));
     memcpy(w->seg_byte_off, l->seg_byte_off, (l->n_segments + 1) * sizeof(uint64_t));
     return OC_OK;
+}
+
+int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
+                     char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,
+                     struct oc_err *err)
+{
+    int rc;
+    *out = NULL;
+    tmp[0] = '\0';
+    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 ".%" PRIu64 "-%016" PRIx64 ".bin", b->dir,
+             w->epoch, w->first, window_key(b, cache));
+    if ((rc = oc_tmp_name(tmp, tmp_size, w->path, err)))
+        return rc;
+    oc_tmp_register(tmp);
+    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, out, err)))
+        return rc;
+    return oc_file_truncate(*out, file_bytes, err);
+}
+
+int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file *out, struct oc_err *err)
+{
+    int rc;
+    if ((rc = oc_file_sync(out, err)))
+        return rc;
+    /* The reader is opened (and locked) on the temporary: it keeps this very file. */
+    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
+        return rc;
+    if (flock(oc_file_fd(w->f), LOCK_SH | LOCK_NB) != 0)
+        oc_log(OC_LOG_DEBUG, "store diskgnn: %s: no lock (%s); a later run may remove it early",
+               tmp, strerror(errno));
+    return oc_rename_durable(tmp, w->path, err);
+}
+
+void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp, struct oc_file *out)
+{
+    oc_file_close(out, NULL);
+    oc_file_close(w->f, NULL);
+    w->f = NULL;
+    w->path[0] = '\0'; /* the name is not ours (another run's copy, or nothing) */
+    if (tmp[0]) {
+        unlink(tmp);
+        oc_tmp_unregister(tmp);
+    }
+    dg_spill_drop(b);
+    dg_window_drop(w);
 }
 
 int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cache,
@@ -664,49 +756,26 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
         }
         o.disk_budget_bytes = (uint64_t)(b->disk_budget_bytes - (double)spill_bytes);
     }
-    if ((rc = oc_plan_layout_build(&t, &o, &l, err)))
-        goto fail;
-    if ((rc = window_arrays(w, &l, err)))
-        goto fail;
-    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 ".%" PRIu64 "-%016" PRIx64 ".bin", b->dir,
-             w->epoch, w->first, window_key(b, cache));
-    if ((rc = oc_tmp_name(tmp, sizeof(tmp), w->path, err)))
-        goto fail;
-    oc_tmp_register(tmp);
-    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, &out, err)) ||
-        (rc = oc_file_truncate(out, l.file_bytes, err)) ||
+    if ((rc = oc_plan_layout_build(&t, &o, &l, err)) || (rc = window_arrays(w, &l, err)) ||
+        (rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), l.file_bytes, &out, err)) ||
         (rc = pack_meta(b, &l, w->epoch, out, err)))
         goto fail;
     oc_free(l.addr); /* written: the pairs take its place (dg_builder_need_bytes) */
     l.addr = NULL;
-    if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = oc_file_sync(out, err)))
+    if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) ||
+        (rc = dg_window_finish(w, tmp, out, err)))
         goto fail;
-    /* The reader is opened (and locked) on the temporary: it keeps this very file. */
-    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
-        goto fail;
-    if (flock(oc_file_fd(w->f), LOCK_SH | LOCK_NB) != 0)
-        oc_log(OC_LOG_DEBUG, "store diskgnn: %s: no lock (%s); a later run may remove it early",
-               tmp, strerror(errno));
     rc = oc_file_close(out, err);
     out = NULL;
-    if (rc || (rc = oc_rename_durable(tmp, w->path, err)))
+    if (rc)
         goto fail;
     oc_tmp_unregister(tmp);
     oc_plan_layout_deinit(&l);
     b->pack_us = now_us() - t0;
     return OC_OK;
 fail:
-    oc_file_close(out, NULL);
-    oc_file_close(w->f, NULL);
-    w->f = NULL;
-    w->path[0] = '\0'; /* the name is not ours (another run's copy, or nothing) */
-    if (tmp[0]) {
-        unlink(tmp);
-        oc_tmp_unregister(tmp);
-    }
-    spill_drop(b);
+    dg_window_fail(b, w, tmp, out);
     oc_plan_layout_deinit(&l);
-    dg_window_drop(w);
     return oc_err_prefix(
         err, "store diskgnn: packing the window of epoch %" PRIu64 " from batch %" PRIu64, w->epoch,
         w->first);

@@ -1,0 +1,318 @@
+/*
+ * diskgnn_stream.c — streamed windows of the `diskgnn` strategy: a window
+ * without disk caches (one batch per segment, which is every window unless
+ * --disk-budget is given) needs no layout of the whole window, because each
+ * batch's layout depends only on the batch and the CPU cache
+ * (oc_plan_batch_layout). So the window is built in two passes whose
+ * memory does not grow with the window's length:
+ *
+ *   1. per batch, as it is sampled: addresses against the cache, header +
+ *      record + address table written at the chunk's offset (known from the
+ *      chunks before it), its packed rows (ascending) appended to a spill
+ *      file (8 bytes a row: <dir>/w<epoch>.<first>.pk.tmp-...);
+ *   2. one ascending scan of the feature file in partitions (dg_read_part),
+ *      each batch's packed rows read back through b->ahead entries of
+ *      read-ahead; per partition every batch's rows in it are one run of
+ *      consecutive places in its chunk (dg_write_rows); the CPU cache of the
+ *      first window fills from the same scan.
+ *
+ * A window can so span the whole epoch within any budget that holds one
+ * batch, and the feature file is read once per window instead of once per
+ * budget-sized window. The file is byte for byte the one dg_window_pack
+ * writes for the same batches and cache (tests/test_store_diskgnn.c).
+ *
+ * Place in the data flow: store (diskgnn); sample ──► per-batch layout ──►
+ * chunk metadata + spill ──► scan ──► file.
+ * Thread-safety: as diskgnn_window.c: the builder belongs to one thread at a
+ * time, which checks b->cancel between batches and partitions.
+ * Ownership: the builder owns the spill file (removed when the window is
+ * packed or fails) and its per-batch arrays; the window owns its file.
+ */
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/diskgnn/diskgnn_int.h"
+
+#define PK_WRITE_BYTES (256u << 10)
+
+uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch)
+{
+    if (mem_bytes == 0 || nb_epoch == 0)
+        return 4096;
+    uint64_t a = mem_bytes / 64 / nb_epoch / sizeof(uint64_t);
+    return a < 256 ? 256 : a > 4096 ? 4096 : (uint32_t)a;
+}
+
+/* Grows the builder's arrays for one batch of n input rows. */
+static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
+{
+    uint64_t cap = b->cap_batch;
+    int rc =
+        dg_grow((void **)&b->rows, &b->cap_rows, n, sizeof(uint64_t), "store diskgnn: batch", err);
+    if (rc ||
+        (rc = dg_grow((void **)&b->addr, &cap, n, sizeof(uint64_t), "store diskgnn: batch", err)))
+        return rc;
+    cap = b->cap_batch;
+    if ((rc = dg_grow((void **)&b->pack, &cap, n, sizeof(uint64_t), "store diskgnn: batch", err)))
+        return rc;
+    b->cap_batch = cap;
+    return OC_OK;
+}
+
+/* Pass 1, one batch: sample, lay out, write the metadata, spill the packed rows. */
+static int stream_batch(struct dg_builder *b, const struct store_cache *cache, uint64_t epoch,
+                        uint64_t i, struct oc_file *out, struct oc_writer *spill,
+                        struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    const uint64_t *seeds;
+    uint64_t n_seeds, np;
+    size_t len;
+    int rc;
+    if ((rc = dg_check_cancel(b, err)) ||
+        (rc = oc_sample_epoch_batch(&b->ep, b->first + i, &seeds, &n_seeds, err)) ||
+        (rc = oc_sample_neighbors(b->sampler, epoch, b->first + i, seeds, n_seeds, &b->batch, err)))
+        return rc;
+    uint64_t n = b->batch.n_input;
+    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->batch) + 8 * n;
+    if ((rc = grow_batch(b, n, err)) ||
+        (rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)))
+        return rc;
+    store_rows_of(s->ds, s->row_map, b->batch.input_ids, n, b->rows); /* row space */
+    oc_plan_batch_layout(b->rows, n, cache->ids, cache->n, b->addr, b->pack, &np);
+    for (uint64_t j = 1; j < np; j++)
+        assert(b->pack[j - 1] < b->pack[j]); /* the scan's cursors need them ascending */
+    if ((rc = oc_sample_batch_serialize(&b->batch, b->rec + OC_PLAN_CHUNK_HEADER,
+                                        b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
+        return rc;
+    dg_chunk_seal(b->rec, epoch, b->first + i, n, np, len, b->addr);
+    if ((rc = oc_file_pwrite(out, b->rec, OC_PLAN_CHUNK_HEADER + len + 8 * n, b->chunk_off[i],
+                             err)) ||
+        (rc = oc_writer_write(spill, b->pack, np * sizeof(uint64_t), err)))
+        return rc;
+    uint64_t bytes = oc_plan_chunk_bytes(len, n, np, s->row_bytes);
+    b->off[i + 1] = b->off[i] + n;
+    b->rec_bytes[i] = len;
+    b->pack_off[i + 1] = b->pack_off[i] + np;
+    b->chunk_off[i + 1] =
+        b->chunk_off[i] + (bytes + OC_PLAN_PAGE - 1) / OC_PLAN_PAGE * OC_PLAN_PAGE;
+    return OC_OK;
+}
+
+/* Pass 1: every batch of the window; the spill file ends up holding their packed rows. */
+static int stream_batches(struct dg_builder *b, const struct store_cache *cache, uint64_t epoch,
+                          uint64_t count, struct oc_file *out, struct oc_err *err)
+{
+    char final[4200];
+    struct oc_writer *spill = NULL;
+    int rc;
+    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, epoch, b->first);
+    if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
+        return rc;
+    oc_tmp_register(b->spill);
+    if ((rc = oc_writer_open(b->spill, PK_WRITE_BYTES, &spill, err)))
+        return rc;
+    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    b->off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
+    static const char sampling[] = "diskgnn: sampling the next window";
+    dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
+    for (uint64_t i = 0; i < count && rc == OC_OK; i++) {
+        rc = stream_batch(b, cache, epoch, i, out, spill, err);
+        dg_report(b, sampling, i + 1, count);
+    }
+    dg_report_end(b);
+    if (rc) {
+        oc_writer_abort(spill);
+        return rc;
+    }
+    return oc_writer_close(spill, err);
+}
+
+/* A batch's packed rows in the spill file, read ahead `ahead` at a time. */
+struct pk_cursor {
+    uint64_t next, end; /* entries of the spill not read yet */
+    uint64_t *buf;
+    uint32_t at, n; /* buf[at, n) are read and not written yet */
+    uint32_t ahead; /* buf's entries */
+};
+
+/* The cursor's next row, reading ahead when its buffer is used up (UINT64_MAX: none left). */
+static int cursor_head(struct pk_cursor *c, struct oc_file *in, uint64_t *row, struct oc_err *err)
+{
+    if (c->at == c->n && c->next < c->end) {
+        uint64_t k = c->end - c->next < c->ahead ? c->end - c->next : c->ahead;
+        int rc = oc_file_pread(in, c->buf, k * sizeof(uint64_t), c->next * sizeof(uint64_t), err);
+        if (rc)
+            return rc;
+        c->next += k;
+        c->at = 0;
+        c->n = (uint32_t)k;
+    }
+    *row = c->at < c->n ? c->buf[c->at] : UINT64_MAX;
+    return OC_OK;
+}
+
+/*
+ * One past the last row below limit that the read-ahead shows any batch
+ * (or the cache) needs; limit itself when a batch's read-ahead ends below
+ * it with more to read (its next rows are not known yet).
+ */
+static uint64_t needed_end(const struct pk_cursor *c, uint64_t n_batches,
+                           const struct store_cache *cache, uint64_t cache_at, uint64_t n_cache,
+                           uint64_t r0, uint64_t limit)
+{
+    uint64_t r1 = r0 + 1;
+    for (uint64_t i = 0; i < n_batches; i++) {
+        uint64_t j = oc_lower_bound_u64(c[i].buf, c[i].at, c[i].n, limit);
+        if (j == c[i].n && c[i].next < c[i].end)
+            return limit;
+        if (j > c[i].at && c[i].buf[j - 1] + 1 > r1)
+            r1 = c[i].buf[j - 1] + 1;
+    }
+    uint64_t j = oc_lower_bound_u64(cache->ids, cache_at, n_cache, limit);
+    if (j > cache_at && cache->ids[j - 1] + 1 > r1)
+        r1 = cache->ids[j - 1] + 1;
+    return r1;
+}
+
+/* Writes what partition [r0, r1) gives batch i: every run of its rows below r1. */
+static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct oc_file *in,
+                      uint64_t r0, uint64_t r1, uint64_t part_off, struct oc_file *out,
+                      struct oc_err *err)
+{
+    uint64_t rb = b->s->row_bytes, n_in = b->off[i + 1] - b->off[i];
+    uint64_t base = b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
+    for (;;) {
+        uint64_t row;
+        int rc = cursor_head(c, in, &row, err);
+        if (rc || row >= r1)
+            return rc;
+        uint64_t j1 = oc_lower_bound_u64(c->buf, c->at, c->n, r1);
+        uint64_t done = c->next - c->n + c->at - b->pack_off[i]; /* its rows written so far */
+        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, r0, part_off, out, err)))
+            return rc;
+        c->at = (uint32_t)j1;
+    }
+}
+
+/* Pass 2: the feature file in ascending partitions into the chunks (and the cache). */
+static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill_cache,
+                       uint64_t count, struct oc_file *out, struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    struct oc_file *in = NULL, *feat = NULL;
+    struct pk_cursor *c = oc_calloc(count ? count : 1, sizeof(*c), "store diskgnn: cursors", err);
+    uint64_t n_cache = fill_cache ? cache->n : 0, cache_at = 0, rb = s->row_bytes;
+    int rc;
+    if (!c)
+        return err->status;
+    for (uint64_t i = 0; i < count; i++)
+        c[i] = (struct pk_cursor){
+            b->pack_off[i], b->pack_off[i + 1], b->cursor_buf + i * b->ahead, 0, 0, b->ahead};
+    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) ||
+        (rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &feat, err)))
+        goto out;
+    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / rb;
+    per = per ? per : 1;
+    static const char packing[] = "diskgnn: packing the next window";
+    dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
+    for (;;) {
+        uint64_t r0 = cache_at < n_cache ? cache->ids[cache_at] : UINT64_MAX, row, part_off;
+        for (uint64_t i = 0; i < count; i++) {
+            if ((rc = cursor_head(&c[i], in, &row, err)))
+                goto out;
+            r0 = row < r0 ? row : r0;
+        }
+        if (r0 == UINT64_MAX)
+            break;
+        uint64_t limit = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
+        uint64_t r1 = needed_end(c, count, cache, cache_at, n_cache, r0, limit);
+        assert(r0 < r1 && r1 <= limit);
+        if ((rc = dg_check_cancel(b, err)) || (rc = dg_read_part(b, feat, r0, r1, &part_off, err)))
+            goto out;
+        for (uint64_t i = 0; i < count && rc == OC_OK; i++)
+            rc = scan_batch(b, &c[i], i, in, r0, r1, part_off, out, err);
+        if (rc)
+            goto out;
+        for (; cache_at < n_cache && cache->ids[cache_at] < r1; cache_at++)
+            memcpy(cache->rows + cache_at * rb,
+                   b->part + part_off + (cache->ids[cache_at] - r0) * rb, rb);
+        dg_report(b, packing, r1, s->n_nodes);
+    }
+    dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
+    dg_report_end(b);
+out:
+    oc_file_close(feat, NULL);
+    oc_file_close(in, NULL);
+    oc_free(c);
+    return rc;
+}
+
+/* w's arrays from the builder's offsets: one segment per batch, no disk cache. */
+static int stream_arrays(const struct dg_builder *b, uint64_t count, struct dg_window *w,
+                         struct oc_err *err)
+{
+    uint64_t end = b->chunk_off[count];
+    w->n_batches = count;
+    w->s = 1;
+    w->n_segments = count;
+    w->file_bytes = end;
+    w->chunk_off = oc_alloc((count + 1) * sizeof(uint64_t), "store diskgnn: window", err);
+    w->seg_byte_off = oc_alloc((count + 1) * sizeof(uint64_t), "store diskgnn: window", err);
+    if (!w->chunk_off || !w->seg_byte_off)
+        return err->status;
+    memcpy(w->chunk_off, b->chunk_off, (count + 1) * sizeof(uint64_t));
+    for (uint64_t j = 0; j <= count; j++)
+        w->seg_byte_off[j] = end;
+    return OC_OK;
+}
+
+int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_cache,
+                     uint64_t epoch, uint64_t first, uint64_t count, struct dg_window *w,
+                     struct oc_err *err)
+{
+    double t0 = oc_now_s();
+    struct oc_file *out = NULL;
+    char tmp[4300] = "";
+    int rc;
+
+    assert(b->streamed && b->disk_budget_bytes == 0);
+    dg_spill_drop(b);
+    memset(w, 0, sizeof(*w));
+    w->epoch = b->epoch = epoch;
+    w->first = b->first = first;
+    b->n_batches = 0;
+    b->pack_read_bytes = 0;
+    if (first > b->nb_epoch || count > b->nb_epoch - first) {
+        rc = OC_ERR(err, OC_ERR_INTERNAL,
+                    "store diskgnn: window of batches %" PRIu64 "+%" PRIu64 " of %" PRIu64, first,
+                    count, b->nb_epoch);
+        goto fail;
+    }
+    if ((rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), 0, &out, err)) ||
+        (rc = stream_batches(b, cache, epoch, count, out, err)))
+        goto fail;
+    b->n_batches = count;
+    b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);
+    if ((rc = oc_file_truncate(out, b->chunk_off[count], err)) ||
+        (rc = stream_rows(b, cache, fill_cache, count, out, err)) ||
+        (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(w, tmp, out, err)))
+        goto fail;
+    rc = oc_file_close(out, err);
+    out = NULL;
+    if (rc)
+        goto fail;
+    oc_tmp_unregister(tmp);
+    dg_spill_drop(b);
+    b->pack_us = (uint64_t)((oc_now_s() - t0) * 1e6) - b->sample_us;
+    return OC_OK;
+fail:
+    dg_window_fail(b, w, tmp, out);
+    return oc_err_prefix(err,
+                         "store diskgnn: sampling and packing the window of epoch %" PRIu64
+                         " from batch %" PRIu64,
+                         epoch, first);
+}

@@ -24,7 +24,8 @@
  * reader's staging (for train's measured rows of a batch, else the bound), and
  * what the planner needs to lay out and pack the first window beside the
  * cache it fills (with fresh samples, the next windows': the first window's
- * accesses plus a quarter) — comes off first; a budget below it is
+ * accesses plus a quarter; streamed windows, without --disk-budget: one
+ * batch's arrays and a read-ahead per batch, diskgnn_stream.c) — comes off first; a budget below it is
  * OC_ERR_BUDGET naming the bytes needed. The rest caches the rows the first
  * window accesses most (8 bytes of id per row besides the row); under a
  * budget it gives rows back to requests past it and takes them back
@@ -307,13 +308,19 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         rc = err->status;
         goto out;
     }
-    /* streamed: a probe of the window's first batches sizes the buffers and chooses the
-       cache; the window itself is sampled again as it is packed */
+    /* streamed: a probe of the window's first batches (no trace kept) sizes the buffers and
+       chooses the cache; the window itself is sampled again as it is packed */
     uint64_t sample_epoch = d->reuse ? 0 : cfg->first_epoch;
     uint64_t probe =
         b->streamed && d->win_batches > DG_PROBE_BATCHES ? DG_PROBE_BATCHES : d->win_batches;
     exact = exact && probe == d->win_batches;
-    if ((rc = dg_window_sample(b, sample_epoch, 0, probe, err)))
+    counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
+    if (!counts) {
+        rc = err->status;
+        goto out;
+    }
+    if ((rc = b->streamed ? dg_window_probe(b, sample_epoch, probe, counts, err)
+                          : dg_window_sample(b, sample_epoch, 0, probe, err)))
         goto out;
     struct dg_sizes z;
     window_sizes(b, &z);
@@ -331,27 +338,16 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                     oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
         goto out;
     }
-    counts = oc_calloc(s->n_nodes ? s->n_nodes : 1, sizeof(uint32_t), "store diskgnn: counts", err);
-    if (!counts) {
-        rc = err->status;
-        goto out;
-    }
     struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
     uint64_t want = STORE_NO_SLOT - 1; /* slots are u32 (store/cache.c) */
     if (cfg->mem_bytes && (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t)) < want)
         want = (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t));
-    if ((rc = oc_plan_count_accesses(&t, counts, err)) ||
+    if ((!b->streamed && (rc = oc_plan_count_accesses(&t, counts, err))) || /* else counted */
         (rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
                               &d->cache.ids, &d->cache.n, err)))
         goto out;
     oc_free(counts);
     counts = NULL;
-    if (b->streamed) { /* the probe's trace and records are spent */
-        dg_spill_drop(b);
-        oc_free(b->rows);
-        b->rows = NULL;
-        b->cap_rows = 0;
-    }
     if ((rc = store_yield_map(&d->yield, err)) ||
         (rc = b->streamed
                   ? dg_window_stream(b, &d->cache, 1, sample_epoch, 0, d->win_batches, &ws[0], err)

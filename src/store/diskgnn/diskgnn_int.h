@@ -1,7 +1,8 @@
 /*
  * diskgnn_int.h — private to the `diskgnn` strategy (DiskGNN, Liu et al.,
  * SIGMOD 2025): windows of offline-sampled batches packed into one file each
- * (diskgnn_window.c), the four stages that read them back, on the
+ * (diskgnn_window.c, or batch by batch without disk caches:
+ * diskgnn_stream.c), the four stages that read them back, on the
  * pipeline of pipeline.h (diskgnn_pipe.c), and the strategy glue (diskgnn.c).
  *
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
@@ -138,6 +139,14 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
 int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                      uint64_t epoch, uint64_t first, uint64_t count, struct dg_window *w,
                      struct oc_err *err);
+/*
+ * The streamed builder's probe at open: samples the first count batches of
+ * sample epoch `epoch` (at most the epoch's), adds each one's rows to counts
+ * (n_nodes, saturating) and sets the builder's offsets and record sizes for
+ * them (b->n_batches), keeping no trace.
+ */
+int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32_t *counts,
+                    struct oc_err *err);
 /* Packed rows read ahead per batch by a streamed window's scan: a 64th of the budget over the
    epoch's batches, within [256, 4096] (4096 without a budget). */
 uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch);

@@ -62,6 +62,39 @@ static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
     return OC_OK;
 }
 
+int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32_t *counts,
+                    struct oc_err *err)
+{
+    const struct oc_store *s = b->s;
+    int rc = OC_OK;
+    dg_spill_drop(b);
+    b->epoch = epoch;
+    b->first = 0;
+    b->n_batches = 0;
+    b->off[0] = 0;
+    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    for (uint64_t i = 0; i < count && i < b->nb_epoch && rc == OC_OK; i++) {
+        const uint64_t *seeds;
+        uint64_t n_seeds;
+        if ((rc = dg_check_cancel(b, err)) ||
+            (rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
+            (rc = oc_sample_neighbors(b->sampler, epoch, i, seeds, n_seeds, &b->batch, err)))
+            break;
+        uint64_t n = b->batch.n_input;
+        if ((rc = grow_batch(b, n, err)))
+            break;
+        store_rows_of(s->ds, s->row_map, b->batch.input_ids, n, b->rows);
+        for (uint64_t k = 0; k < n; k++)
+            counts[b->rows[k]] += counts[b->rows[k]] < UINT32_MAX;
+        b->off[i + 1] = b->off[i] + n;
+        b->rec_bytes[i] = oc_sample_batch_record_bytes(&b->batch);
+        b->n_batches = i + 1;
+    }
+    return rc ? oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64 " (first batches)",
+                              epoch)
+              : OC_OK;
+}
+
 /* Pass 1, one batch: sample, lay out, write the metadata, spill the packed rows. */
 static int stream_batch(struct dg_builder *b, const struct store_cache *cache, uint64_t epoch,
                         uint64_t i, struct oc_file *out, struct oc_writer *spill,

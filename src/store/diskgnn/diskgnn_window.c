@@ -253,9 +253,8 @@ uint64_t dg_builder_access_bytes(const struct dg_builder *b)
     /* the peak of laying out: the trace (8, a quarter more while it grows), addresses 8 and
        packed/segment rows 8; packing needs less (the addresses are freed, each chunk's rows
        are read in place through a cursor). Segment caches add their rows' sorted pairs (16)
-       and MinHash signatures. Streamed, only the probe's trace is held (8), freed before
-       the window is built batch by batch. */
-    return b->streamed ? 8 : b->disk_budget_bytes > 0 ? 48 : 32;
+       and MinHash signatures. Streamed, nothing: batch by batch (diskgnn_stream.c). */
+    return b->streamed ? 0 : b->disk_budget_bytes > 0 ? 48 : 32;
 }
 
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)

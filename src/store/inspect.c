@@ -47,33 +47,25 @@ struct trace {
 static int trace_sample(const struct oc_store_config *cfg, uint32_t n_batches, struct trace *t,
                         uint64_t *max_rows, double *sample_s, struct oc_err *err)
 {
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
+    struct oc_sample_iter it;
     int rc;
 
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
     t->off = oc_calloc((size_t)n_batches + 1, sizeof(uint64_t), "store inspect: batches", err);
     if (!t->off)
         return err->status;
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
+    if ((rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
+                                  cfg->n_train, cfg->batch_size, err)))
         goto out;
-    uint64_t e = cfg->reuse_samples ? 0 : cfg->first_epoch;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, e);
-    uint64_t nb = oc_sample_epoch_n_batches(&ep);
-    for (uint64_t i = 0; i < nb && i < n_batches && t->n < INSPECT_MAX_ROWS; i++) {
-        const uint64_t *seeds;
-        uint64_t n;
+    oc_sample_iter_seek(&it, cfg->reuse_samples ? 0 : cfg->first_epoch, 0);
+    while (t->n_batches < n_batches && t->n < INSPECT_MAX_ROWS) {
+        const struct oc_sample_batch *b = &it.batch;
         double t0 = oc_now_s();
-        if ((rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err)) ||
-            (rc = oc_sample_neighbors(sm, e, i, seeds, n, &b, err)))
-            goto out;
+        if ((rc = oc_sample_iter_next(&it, err)) <= 0)
+            break;
+        rc = OC_OK;
         *sample_s += oc_now_s() - t0;
-        if (t->n + b.n_input > t->cap) {
-            uint64_t cap = 2 * (t->n + b.n_input);
+        if (t->n + b->n_input > t->cap) {
+            uint64_t cap = 2 * (t->n + b->n_input);
             uint64_t *ids = oc_realloc(t->ids, cap * sizeof(uint64_t), "store inspect: trace", err);
             if (!ids) {
                 rc = err->status;
@@ -82,18 +74,15 @@ static int trace_sample(const struct oc_store_config *cfg, uint32_t n_batches, s
             t->ids = ids;
             t->cap = cap;
         }
-        memcpy(t->ids + t->n, b.input_ids, b.n_input * sizeof(uint64_t));
-        t->n += b.n_input;
+        memcpy(t->ids + t->n, b->input_ids, b->n_input * sizeof(uint64_t));
+        t->n += b->n_input;
         t->off[++t->n_batches] = t->n;
-        *max_rows = b.n_input > *max_rows ? b.n_input : *max_rows;
+        *max_rows = b->n_input > *max_rows ? b->n_input : *max_rows;
     }
 out:
     if (rc)
         oc_err_prefix(err, "store inspect: sampling the first batches");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     return rc;
 }
 

@@ -89,17 +89,14 @@ static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batc
                             struct oc_sample_batch *out, struct oc_err *err)
 {
     int rc;
-    if (!g->fb_sampler) {
+    if (!g->fb.sampler) {
         oc_log(OC_LOG_WARN, "store ginex: without its superbatch files, batches are sampled "
                             "a second time");
-        if ((rc = oc_sample_sampler_new(g->graph, &g->so, NULL, &g->fb_sampler, err)) ||
-            (rc = oc_sample_epoch_init_plan(&g->fb_ep, g->train_ids, g->n_train, g->batch_size, 0,
-                                            &g->so, err)))
+        if ((rc = oc_sample_iter_open(&g->fb, g->graph, &g->so, NULL, g->train_ids, g->n_train,
+                                      g->batch_size, err)))
             return rc;
-        g->fb_epoch = UINT64_MAX;
     }
-    if ((rc = gx_sample_batch(g->fb_sampler, &g->fb_ep, &g->fb_epoch, g->so.seed, epoch, batch, out,
-                              err)))
+    if ((rc = oc_sample_iter_sample(&g->fb, epoch, batch, out, err)))
         return rc;
     g->n_fb_sampled++;
     return OC_OK;
@@ -365,9 +362,7 @@ static void ginex_free(struct oc_store *s)
     gx_inspector_free(g->insp); /* its stage was joined: plans and bitmap are unused */
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
-    oc_sample_sampler_free(g->fb_sampler);
-    if (g->fb_ep.orig)
-        oc_sample_epoch_deinit(&g->fb_ep);
+    oc_sample_iter_close(&g->fb);
     for (uint32_t i = 0; i < STORE_MAX_LANES; i++) {
         store_disk_close(&g->lane[i].disk);
         oc_free(g->lane[i].chg);

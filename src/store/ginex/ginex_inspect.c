@@ -83,11 +83,8 @@ struct gx_inspector {
     uint64_t next_first; /* inspector side: first iteration of the next superbatch */
     int pending;         /* batch holds iteration next_first, sampled but cut off */
     uint64_t key;
-    char dir[4096]; /* "" = do not persist */
-    struct oc_sampler *sampler;
-    struct oc_sample_epoch ep;
-    uint64_t ep_cur; /* epoch the order is shuffled for, UINT64_MAX = none */
-    struct oc_sample_batch batch;
+    char dir[4096];           /* "" = do not persist */
+    struct oc_sample_iter it; /* the plan's sampler; it.batch: the batch being placed */
     uint8_t *rec;
     uint64_t cap_rec;
     struct gx_trace trace;
@@ -119,7 +116,7 @@ uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers, 
 
 static void update_held(struct gx_inspector *in)
 {
-    const struct oc_sample_batch *b = &in->batch;
+    const struct oc_sample_batch *b = &in->it.batch;
     uint64_t h = sizeof(*in) + in->cap_rec + gx_trace_held_bytes(&in->trace) +
                  gx_planner_held_bytes(&in->planner) + gx_plan_held_bytes(&in->plans[0]) +
                  gx_plan_held_bytes(&in->plans[1]) + b->cap_input * sizeof(uint64_t);
@@ -190,20 +187,6 @@ static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, siz
     if (w < 0 || (size_t)w >= n)
         return OC_ERR(err, OC_ERR_ARG, "store ginex: plan path under %s is too long", in->dir);
     return OC_OK;
-}
-
-int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
-                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
-                    struct oc_err *err)
-{
-    const uint64_t *seeds;
-    uint64_t n_seeds;
-    if (epoch != *ep_cur) {
-        oc_sample_epoch_shuffle(ep, seed, epoch);
-        *ep_cur = epoch;
-    }
-    int rc = oc_sample_epoch_batch(ep, batch, &seeds, &n_seeds, err);
-    return rc ? rc : oc_sample_neighbors(sampler, epoch, batch, seeds, n_seeds, out, err);
 }
 
 int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
@@ -317,8 +300,8 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
     struct gx_sb_expect x = sb_expect(in, first);
     if ((rc = gx_plan_reserve_offsets(p, x.most, &e)) == OC_OK &&
         (rc = oc_file_size(f, &size, &e)) == OC_OK)
-        rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->batch, &in->trace,
-                         p->rec_off, &n, why, sizeof(why), &e);
+        rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->it.batch,
+                         &in->trace, p->rec_off, &n, why, sizeof(why), &e);
     oc_file_close(f, NULL);
     if (rc == OC_OK) {
         p->first_iter = first;
@@ -328,7 +311,7 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
         return 1;
     }
     gx_trace_clear(&in->trace);
-    in->pending = 0; /* in->batch was overwritten */
+    in->pending = 0; /* in->it.batch was overwritten */
     if (rc == OC_ERR_NOMEM || rc == OC_ERR_BUDGET) {
         if (err)
             *err = e;
@@ -386,8 +369,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             goto out;
         }
         if (!in->pending) {
-            if ((rc = gx_sample_batch(in->sampler, &in->ep, &in->ep_cur, in->so.seed, e_ix, b_ix,
-                                      &in->batch, err))) {
+            if ((rc = oc_sample_iter_sample(&in->it, e_ix, b_ix, &in->it.batch, err))) {
                 oc_err_prefix(err, "store ginex: inspecting epoch %" PRIu64 " batch %" PRIu64, e_ix,
                               b_ix);
                 goto out;
@@ -395,23 +377,24 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             atomic_fetch_add(&in->n_batches_sampled, 1);
         }
         in->pending = 0;
-        if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
+        if (it > 0 && in->trace.n_acc + in->it.batch.n_input > in->max_acc) {
             in->pending = 1; /* opens the next superbatch */
             flags |= SB_FLAG_CUT;
             break;
         }
-        if ((rc = gx_trace_add_iter(&in->trace, in->batch.input_ids, in->batch.n_input, err))) {
+        if ((rc = gx_trace_add_iter(&in->trace, in->it.batch.input_ids, in->it.batch.n_input,
+                                    err))) {
             oc_err_prefix(err, "store ginex: epoch %" PRIu64 " batch %" PRIu64, e_ix, b_ix);
             goto out;
         }
         if (!w)
             continue;
-        uint64_t len = oc_sample_batch_record_bytes(&in->batch);
+        uint64_t len = oc_sample_batch_record_bytes(&in->it.batch);
         size_t got = 0;
         if ((rc = gx_rec_reserve(&in->rec, &in->cap_rec, len, err)))
             goto out;
         oc_put_le64(lenb, len);
-        if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
+        if (oc_sample_batch_serialize(&in->it.batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
             oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e)) {
             sb_drop(&w, tmp, &e);
             continue;
@@ -555,8 +538,6 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     in->S = ic->superbatch;
     in->max_acc = ic->max_acc;
     in->next_first = ic->t0;
-    in->ep_cur = UINT64_MAX;
-    oc_sample_batch_init(&in->batch);
     gx_trace_init(&in->trace, s->n_nodes);
     gx_plan_init(&in->plans[0]);
     gx_plan_init(&in->plans[1]);
@@ -568,9 +549,8 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     if ((rc = gx_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
                               ic->static_bits, err)))
         return rc;
-    if ((rc = oc_sample_sampler_new(cfg->graph, &in->so, NULL, &in->sampler, err)) ||
-        (rc = oc_sample_epoch_init_plan(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        &in->so, err)))
+    if ((rc = oc_sample_iter_open(&in->it, cfg->graph, &in->so, NULL, cfg->train_ids, cfg->n_train,
+                                  cfg->batch_size, err)))
         return rc;
     in->key = ic->key;
     snprintf(in->dir, sizeof(in->dir), "%s", ic->dir);
@@ -602,10 +582,7 @@ void gx_inspector_free(struct gx_inspector *in)
     gx_plan_deinit(&in->plans[1]);
     gx_planner_deinit(&in->planner);
     gx_trace_deinit(&in->trace);
-    oc_sample_batch_deinit(&in->batch);
-    if (in->ep.orig)
-        oc_sample_epoch_deinit(&in->ep);
-    oc_sample_sampler_free(in->sampler);
+    oc_sample_iter_close(&in->it);
     oc_free(in->rec);
     oc_free(in);
 }

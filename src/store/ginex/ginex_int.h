@@ -444,14 +444,6 @@ int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint6
                 size_t why_n, struct oc_err *err);
 /* Grows *rec (*cap_rec bytes) to hold bytes, by a quarter at least. */
 int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err);
-/*
- * Batch `batch` of `epoch` exactly as training samples it: ep shuffled by
- * (seed, epoch) unless *ep_cur says it already is, then its seeds sampled.
- * The inspector and the executor's second sampling both go through it.
- */
-int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
-                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
-                    struct oc_err *err);
 /* Grows p->rec_off to n entries. */
 int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
@@ -517,10 +509,8 @@ struct ginex_store {
     struct oc_sample_opts so;
     const uint64_t *train_ids;
     uint64_t n_train, batch_size;
-    struct oc_sampler *fb_sampler;
-    struct oc_sample_epoch fb_ep;
-    uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
-    uint64_t n_fb_sampled; /* batches sampled a second time that way */
+    struct oc_sample_iter fb; /* opened on the first such batch (fb.sampler set) */
+    uint64_t n_fb_sampled;    /* batches sampled a second time that way */
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

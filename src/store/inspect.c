@@ -17,10 +17,10 @@
  * cache has at the start of a run.
  *
  * Requests: the rows' byte ranges in features.npy (row order: the layout's
- * map), sorted, cut into 4 KiB pages; consecutive pages, or pages with a
- * hole of at most the disk's crossover between them, are one request (as
- * the batch reader merges them, io/batch.c), and the bytes read are the
- * pages of each request end to end.
+ * map), sorted, merged by the batch reader's own rule (io/span.c: pages
+ * that touch, or holes of at most the disk's crossover, up to the store
+ * reader's largest read) into the reads it would issue; the bytes read are
+ * the pages of each request end to end.
  *
  * Place in the data flow: store; called by train before any store opens.
  * Thread-safety: one call at a time per config; the sampler may use cfg's
@@ -34,7 +34,6 @@
 #include "store/store_int.h"
 
 #define INSPECT_MAX_ROWS ((uint64_t)1 << 22) /* trace ids held at most */
-#define INSPECT_PAGE     4096u
 
 /* The strategy the hot-set helper names in its errors. */
 static const struct store_strategy inspect_strategy = {.name = "auto"};
@@ -86,34 +85,18 @@ out:
     return rc;
 }
 
-/* Requests and bytes for reading rows[0 .. n) (sorted here) of row_bytes each. */
+/*
+ * Requests and bytes for reading rows[0 .. n) (sorted here, then turned into
+ * their byte offsets) of row_bytes each, as the store's readers merge them.
+ */
 static void count_requests(uint64_t *rows, uint64_t *tmp, uint64_t n, uint64_t data_offset,
-                           uint64_t row_bytes, uint64_t gap_bytes, uint64_t *requests,
-                           uint64_t *bytes)
+                           uint64_t row_bytes, const struct oc_io_span_rule *rule,
+                           uint64_t *requests, uint64_t *bytes)
 {
-    if (n == 0)
-        return;
     oc_sort_u64(rows, tmp, n);
-    uint64_t gap_pages = gap_bytes / INSPECT_PAGE;
-    uint64_t first = 0, last = 0;
-    int open = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t lo = (data_offset + rows[i] * row_bytes) / INSPECT_PAGE;
-        uint64_t hi = (data_offset + rows[i] * row_bytes + row_bytes - 1) / INSPECT_PAGE;
-        if (open && lo <= last + 1 + gap_pages) {
-            last = hi > last ? hi : last;
-            continue;
-        }
-        if (open) {
-            *requests += 1;
-            *bytes += (last - first + 1) * INSPECT_PAGE;
-        }
-        first = lo;
-        last = hi;
-        open = 1;
-    }
-    *requests += 1;
-    *bytes += (last - first + 1) * INSPECT_PAGE;
+    for (uint64_t k = 0; k < n; k++)
+        rows[k] = data_offset + rows[k] * row_bytes;
+    oc_io_span_count(rule, rows, n, row_bytes, requests, bytes);
 }
 
 /* Pages and requests of every batch's rows and of its rows outside the hot set. */
@@ -133,6 +116,10 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
         rc = oc_dataset_load_feature_rows(cfg->ds, m->index_dtype, &map, "store inspect: layout",
                                           err);
     uint64_t data_offset = oc_dataset_data_offset(cfg->ds, OC_DS_FEATURES);
+    /* the store's reader (store_disk_open): merging on, the disk's crossover, its bounce cap */
+    const struct oc_io_span_rule rule = {
+        1, out->disk.gap_bytes,
+        STORE_DISK_BOUNCE_BYTES < OC_IO_MAX_READ ? STORE_DISK_BOUNCE_BYTES : OC_IO_MAX_READ};
     for (uint64_t i = 0; rc == OC_OK && i < t->n_batches; i++) {
         const uint64_t *ids = t->ids + t->off[i];
         uint64_t n = t->off[i + 1] - t->off[i], n_miss = 0;
@@ -140,10 +127,10 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
         for (uint64_t k = 0; k < n; k++)
             if (!hot || !((hot[ids[k] >> 3] >> (ids[k] & 7)) & 1u))
                 miss[n_miss++] = rows[k];
-        count_requests(rows, tmp, n, data_offset, out->row_bytes, out->disk.gap_bytes,
-                       &out->all_requests, &out->all_read_bytes);
-        count_requests(miss, tmp, n_miss, data_offset, out->row_bytes, out->disk.gap_bytes,
-                       &out->miss_requests, &out->miss_read_bytes);
+        count_requests(rows, tmp, n, data_offset, out->row_bytes, &rule, &out->all_requests,
+                       &out->all_read_bytes);
+        count_requests(miss, tmp, n_miss, data_offset, out->row_bytes, &rule, &out->miss_requests,
+                       &out->miss_read_bytes);
         out->static_misses += n_miss;
     }
     oc_free(map);

@@ -3,8 +3,8 @@
  * of the feature file, for train's cost model (--strategy auto, train/auto.c).
  *
  *   plan (cfg) ──► sample n batches ──► trace of input ids ─┬─► static: hot set (hot.c)
- *                                                           ├─► LRU (ginex_sim.c)
- *                                                           ├─► Belady (ginex_belady.c) at
+ *                                                           ├─► LRU (plan/belady_sim.c)
+ *                                                           ├─► Belady (plan/belady_api.c) at
  *                                                           │   ginex's own cache size
  *                                                           │   (ginex_size.c)
  *                                                           └─► pages → requests (merged)
@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "offcore/progress.h"
+#include "plan/belady.h"
 #include "store/store_int.h"
 
 #define INSPECT_MAX_ROWS ((uint64_t)1 << 22) /* trace ids held at most */
@@ -141,6 +142,25 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
 }
 
 /*
+ * Adds to *misses the misses of ids[0..n) through an LRU cache of cap ids,
+ * warmed with warm[0..n_warm) (warm[0] the most recent).
+ */
+static int store_lru_misses(uint64_t cap, const uint64_t *warm, uint64_t n_warm,
+                            const uint64_t *ids, uint64_t n, uint64_t *misses, struct oc_err *err)
+{
+    struct pl_lru lru;
+    int rc = pl_lru_init(&lru, cap, err);
+    if (rc)
+        return rc;
+    for (uint64_t k = n_warm; k-- > 0;) /* warm[0] touched last: the most recent */
+        pl_lru_access(&lru, warm[k]);
+    for (uint64_t k = 0; k < n; k++)
+        *misses += !pl_lru_access(&lru, ids[k]);
+    pl_lru_deinit(&lru);
+    return OC_OK;
+}
+
+/*
  * LRU misses of the trace with n_hot rows, Belady's with b_cap rows, both
  * caches warm with the hottest of hot_ids (hottest first, at least
  * max(n_hot, b_cap) of them).
@@ -163,7 +183,7 @@ static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64
     /* Belady: iteration 0 reads the hot ids (the warm cache), then the batches */
     uint64_t *ids = oc_alloc((b_cap + t->n) * sizeof(uint64_t), "store inspect: Belady trace", err);
     uint64_t *off = oc_alloc((t->n_batches + 2) * sizeof(uint64_t), "store inspect: Belady", err);
-    struct oc_store_belady *b = NULL;
+    struct oc_plan_belady *b = NULL;
     if (!ids || !off) {
         rc = err->status;
         goto out;
@@ -173,14 +193,14 @@ static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64
     off[0] = 0;
     for (uint64_t i = 0; i <= t->n_batches; i++)
         off[i + 1] = b_cap + t->off[i];
-    struct oc_store_belady_plan plan;
-    if ((rc = oc_store_belady_new(b_cap, &b, err)) ||
-        (rc = oc_store_belady_plan(b, ids, off, t->n_batches + 1, &plan, err)))
+    struct oc_plan_belady_plan plan;
+    if ((rc = oc_plan_belady_new(b_cap, &b, err)) ||
+        (rc = oc_plan_belady_plan(b, ids, off, t->n_batches + 1, &plan, err)))
         goto out;
     for (uint64_t i = 1; i < plan.n_iters; i++)
         out->belady_misses += plan.n_miss[i];
 out:
-    oc_store_belady_free(b);
+    oc_plan_belady_free(b);
     oc_free(ids);
     oc_free(off);
     return rc;

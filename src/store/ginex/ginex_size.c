@@ -98,7 +98,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     uint64_t exec = exec_struct_bytes + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     /* a further gather lane: a reader and one batch's changeset */
     uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
-                    rows * sizeof(struct gx_change) * 5 / 4;
+                    rows * sizeof(struct pl_change) * 5 / 4;
     uint64_t S = 0, ifix = 0, want = 0;
     int on_disk = spill_dir[0] != '\0';
     char need_s[32], have_s[32];
@@ -107,7 +107,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     *lanes_out = 1;
     if (n_iters) {
         exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
-        exec += rows * sizeof(struct gx_change) * 5 / 4; /* one batch's changeset */
+        exec += rows * sizeof(struct pl_change) * 5 / 4; /* one batch's changeset */
         /* the record of one batch read back from its superbatch file */
         exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
         uint64_t nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
@@ -171,7 +171,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         uint64_t c = n_iters ? (left - share) / (s->row_bytes + GX_BYTES_PER_SLOT) : 0;
         *C_out = c < s->n_nodes ? c : s->n_nodes;
     }
-    if (*C_out >= GX_NONE)
-        *C_out = GX_NONE - 1;
+    if (*C_out >= PL_NONE)
+        *C_out = PL_NONE - 1;
     return OC_OK;
 }

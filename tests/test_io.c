@@ -3,7 +3,8 @@
  * round trips with and without O_DIRECT, alignment and truncation errors,
  * fault injection (EIO, short read, ENOSPC, failed allocations) with leak
  * checks, the batch reader against a naive copy on random overlapping ranges
- * through io_uring and through pread, its merge counts, and its per-request
+ * through io_uring and through pread, its merge counts (and span.c's
+ * prediction of them, equal to the reads it issues), and its per-request
  * completion callbacks (coverage, bytes in place, a read error mid-batch).
  * (Line reader and filesystem helpers: test_io_lines.c.)
  *
@@ -595,6 +596,80 @@ OC_TEST(batch_gap_counts_uring)
 OC_TEST(batch_gap_counts_pread)
 {
     batch_gap_counts(1);
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
+    return (a > c) - (a < c);
+}
+
+/*
+ * The merge rule written once (span.c): oc_io_span_count predicts exactly the
+ * reads and bytes the reader issues for the same rows (random, repeated, in
+ * any order), whatever the row size (a page's part, several pages, past
+ * max_read: split), the gap, merging on or off and max_read (its bounce).
+ */
+static void span_count_is_the_readers(int no_uring)
+{
+    struct oc_err err;
+    struct oc_file *f = NULL;
+    char path[600];
+    const uint64_t size = 8u << 20, data_off = 128; /* a page multiple: no span past the end */
+    uint8_t *data = make_file(oc_test_tmpdir(), "span.bin", size, path, sizeof(path));
+    static const uint64_t row_bytes[] = {100, 4096, 5000, 300000, 1536u << 10};
+    static const uint64_t gaps[] = {0, 8192, 100000, 1u << 20};
+    static const size_t bounces[] = {64u << 10, 2u << 20};
+    uint64_t offs[64];
+    uint8_t *dst = malloc(16u << 20);
+    OC_CHECK_OK(oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, &err), &err);
+    for (int bi = 0; f && dst && bi < 2; bi++) {
+        struct oc_io_batch *b = new_batch(no_uring, bounces[bi]);
+        if (!b)
+            break;
+        const struct oc_io_stats *st = oc_io_batch_stats(b);
+        for (int ri = 0; ri < 5; ri++)
+            for (int gi = 0; gi < 4; gi++)
+                for (int merge = 0; merge < 2; merge++) {
+                    uint64_t len = row_bytes[ri], n_rows = (size - data_off) / len;
+                    uint64_t n = (16u << 20) / len < 64 ? (16u << 20) / len : 64;
+                    for (uint64_t i = 0; i < n; i++) /* some rows twice, neighbours often */
+                        offs[i] = data_off + (rnd() % (n_rows < 3 * n ? n_rows : 3 * n)) * len;
+                    oc_io_batch_set_merge(b, merge);
+                    oc_io_batch_set_gap(b, gaps[gi]);
+                    uint64_t r0 = st->n_reads, b0 = st->read_bytes;
+                    for (uint64_t i = 0; i < n; i++)
+                        OC_CHECK_OK(oc_io_batch_add(b, f, offs[i], len, dst + i * len, &err), &err);
+                    OC_CHECK_OK(oc_io_batch_run(b, &err), &err);
+                    qsort(offs, n, sizeof(uint64_t), cmp_u64);
+                    struct oc_io_span_rule rule = {merge, gaps[gi], oc_io_batch_max_read(b)};
+                    uint64_t reads = 0, bytes = 0;
+                    oc_io_span_count(&rule, offs, n, len, &reads, &bytes);
+                    OC_CHECK(reads == st->n_reads - r0);
+                    OC_CHECK(bytes == st->read_bytes - b0);
+                }
+        oc_io_batch_free(b);
+    }
+    /* nothing to read: no read */
+    struct oc_io_span_rule rule = {1, 0, OC_IO_MAX_READ};
+    uint64_t reads = 0, bytes = 0;
+    oc_io_span_count(&rule, offs, 0, 100, &reads, &bytes);
+    oc_io_span_count(&rule, offs, 3, 0, &reads, &bytes);
+    OC_CHECK(reads == 0 && bytes == 0);
+    oc_file_close(f, NULL);
+    free(dst);
+    free(data);
+}
+
+OC_TEST(span_count_is_the_readers_uring)
+{
+    TEST_REQUIRE_URING();
+    span_count_is_the_readers(0);
+}
+
+OC_TEST(span_count_is_the_readers_pread)
+{
+    span_count_is_the_readers(1);
 }
 
 /* The crossover: bandwidth / IOPS in whole pages, 0 for nonsense, capped at 64 MiB. */

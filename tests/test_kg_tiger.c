@@ -1,6 +1,6 @@
 /*
  * test_kg_tiger.c — TIGER's slice-and-cache extraction (kg-train --extract):
- *   - the Slice Cache's changesets (ginex's planner through oc_store_belady)
+ *   - the Slice Cache's changesets (ginex's planner through oc_plan_belady)
  *     against a brute-force Belady simulator on random traces: same misses
  *     per iteration, same next-use keys cached, every change taking a miss;
  *   - SiGMa and the sequential (ginex) slicer on a generated KG: each query
@@ -27,7 +27,7 @@
 #include "kg/kg_tiger_int.h"
 #include "kg_fixture.h"
 #include "offcore/io.h"
-#include "offcore/store.h"
+#include "offcore/plan.h"
 #include "proc_util.h"
 
 /* ---- Belady changesets vs a brute-force simulator ------------------------- */
@@ -72,8 +72,8 @@ OC_TEST(kg_belady_changesets_match_brute_force)
     uint64_t rng = 12345;
     for (int trial = 0; trial < 40; trial++) {
         uint64_t C = 1 + (uint64_t)trial % 7, n_ids = 4 + (uint64_t)trial % 13;
-        struct oc_store_belady *b = NULL;
-        OC_CHECK_OK(oc_store_belady_new(C, &b, &err), &err);
+        struct oc_plan_belady *b = NULL;
+        OC_CHECK_OK(oc_plan_belady_new(C, &b, &err), &err);
         uint64_t slot[8]; /* executor: slot -> id, UINT64_MAX empty */
         for (int s = 0; s < 8; s++)
             slot[s] = UINT64_MAX;
@@ -90,8 +90,8 @@ OC_TEST(kg_belady_changesets_match_brute_force)
                 }
                 off[i + 1] = n;
             }
-            struct oc_store_belady_plan p;
-            OC_CHECK_OK(oc_store_belady_plan(b, ids, off, S, &p, &err), &err);
+            struct oc_plan_belady_plan p;
+            OC_CHECK_OK(oc_plan_belady_plan(b, ids, off, S, &p, &err), &err);
             /* brute force from the executor's contents */
             uint64_t bf[8], n_bf = 0;
             for (uint64_t s = 0; s < C; s++)
@@ -147,7 +147,7 @@ OC_TEST(kg_belady_changesets_match_brute_force)
                 OC_CHECK(n_kx == n_bf && memcmp(kb, kx, (size_t)n_bf * 8) == 0);
             }
         }
-        oc_store_belady_free(b);
+        oc_plan_belady_free(b);
     }
     OC_CHECK(oc_mem_n_live() == 0);
 }

@@ -1,7 +1,8 @@
 /*
  * test_sample_epoch.c — the per-epoch seed order: the shuffle is a
  * deterministic permutation that depends on (seed, epoch) only, and the epoch
- * cuts it into batches that cover every id once (short or dropped last batch).
+ * cuts it into batches that cover every id once (short or dropped last batch);
+ * the plan iterator (oc_sample_iter_*) gives the very batches of that order.
  *
  * Place in the data flow: tests of sample.
  * Thread-safety: single-threaded.
@@ -149,6 +150,90 @@ OC_TEST(reused_batch_order_is_a_permutation_per_epoch)
     OC_CHECK(!same_next && !same_ids);
     oc_sample_batch_order(7, 0, a, 1);
     OC_CHECK(a[0] == 0);
+}
+
+/* Batch b of epoch e as the pipeline samples it: the plan's epoch shuffled, then the sampler. */
+static void manual_batch(const struct oc_graph *g, const struct oc_sample_opts *so,
+                         const uint64_t *ids, uint64_t n, uint64_t bs, uint64_t e, uint64_t b,
+                         struct oc_sample_batch *out)
+{
+    struct oc_err err;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_epoch ep;
+    const uint64_t *seeds;
+    uint64_t n_seeds;
+    OC_CHECK_OK(oc_sample_sampler_new(g, so, NULL, &sm, &err), &err);
+    OC_CHECK_OK(oc_sample_epoch_init_plan(&ep, ids, n, bs, 0, so, &err), &err);
+    oc_sample_epoch_shuffle(&ep, so->seed, e);
+    OC_CHECK_OK(oc_sample_epoch_batch(&ep, b, &seeds, &n_seeds, &err), &err);
+    OC_CHECK_OK(oc_sample_neighbors(sm, e, b, seeds, n_seeds, out, &err), &err);
+    oc_sample_epoch_deinit(&ep);
+    oc_sample_sampler_free(sm);
+}
+
+OC_TEST(plan_iterator_gives_the_pipeline_batches)
+{
+    struct oc_err err;
+    struct tgraph t;
+    tgraph_random(&t, 500, 40, 7, 0);
+    struct oc_sample_opts so = {.n_layers = 2, .fanouts = {4, 3}, .seed = 21};
+    uint64_t ids[95];
+    for (uint64_t i = 0; i < 95; i++)
+        ids[i] = 3 * i + 1;
+    struct oc_sample_iter it;
+    struct oc_sample_batch want, got;
+    oc_sample_batch_init(&want);
+    oc_sample_batch_init(&got);
+    OC_CHECK_OK(oc_sample_iter_open(&it, &t.g, &so, NULL, ids, 95, 10, &err), &err);
+    OC_CHECK(it.n_batches == 10);
+    OC_CHECK_ERR(oc_sample_iter_next(&it, &err), OC_ERR_ARG, &err, "no epoch chosen");
+    for (uint64_t e = 2; e < 4; e++) { /* every batch of two epochs, then the end */
+        oc_sample_iter_seek(&it, e, 0);
+        uint64_t n = 0;
+        int rc;
+        while ((rc = oc_sample_iter_next(&it, &err)) == 1) {
+            manual_batch(&t.g, &so, ids, 95, 10, e, n, &want);
+            OC_CHECK(oc_sample_batch_equal(&it.batch, &want));
+            OC_CHECK(it.batch.epoch == e && it.batch.batch_index == n);
+            n++;
+        }
+        OC_CHECK(rc == 0 && n == 10);
+        OC_CHECK(oc_sample_iter_next(&it, &err) == 0);
+    }
+    /* random access into the caller's batch, across epochs; next goes on after it */
+    OC_CHECK_OK(oc_sample_iter_sample(&it, 5, 7, &got, &err), &err);
+    manual_batch(&t.g, &so, ids, 95, 10, 5, 7, &want);
+    OC_CHECK(oc_sample_batch_equal(&got, &want));
+    OC_CHECK(oc_sample_iter_next(&it, &err) == 1);
+    manual_batch(&t.g, &so, ids, 95, 10, 5, 8, &want);
+    OC_CHECK(oc_sample_batch_equal(&it.batch, &want));
+    OC_CHECK_ERR(oc_sample_iter_sample(&it, 5, 10, &got, &err), OC_ERR_ARG, &err, "batch 10 of 10");
+    oc_sample_iter_close(&it);
+    oc_sample_iter_close(&it); /* closed twice: a no-op */
+    OC_CHECK_ERR(oc_sample_iter_next(&it, &err), OC_ERR_ARG, &err, "not open");
+    oc_sample_batch_deinit(&want);
+    oc_sample_batch_deinit(&got);
+    tgraph_free(&t);
+}
+
+OC_TEST(plan_iterator_refuses_bad_options)
+{
+    struct oc_err err;
+    struct tgraph t;
+    tgraph_random(&t, 100, 10, 3, 0);
+    uint64_t ids[4] = {1, 2, 3, 4};
+    struct oc_sample_iter it;
+    struct oc_sample_opts none = {.n_layers = 0, .seed = 1};
+    OC_CHECK(oc_sample_iter_open(&it, &t.g, &none, NULL, ids, 4, 2, &err) == OC_ERR_ARG);
+    OC_CHECK(it.sampler == NULL);
+    oc_sample_iter_close(&it);       /* after a failed open: a no-op */
+    uint32_t part_of[3] = {0, 0, 1}; /* ids 3 and 4 have no part */
+    struct oc_sample_parts parts = {.n_nodes = 3, .part_of = part_of, .n_parts = 2, .group = 1};
+    struct oc_sample_opts so = {.n_layers = 1, .fanouts = {2}, .seed = 1, .parts = &parts};
+    OC_CHECK_ERR(oc_sample_iter_open(&it, &t.g, &so, NULL, ids, 4, 2, &err), OC_ERR_ARG, &err,
+                 "has no part");
+    OC_CHECK(it.sampler == NULL);
+    tgraph_free(&t);
 }
 
 OC_TEST_MAIN()

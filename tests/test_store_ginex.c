@@ -1,6 +1,6 @@
 /*
  * test_store_ginex.c — the `ginex` strategy as a store (the planner alone:
- * test_store_ginex_plan.c): gather_batch over two epochs gives
+ * test_plan_belady.c): gather_batch over two epochs gives
  * rows bit-identical to the file (as `memory`) at several superbatch lengths,
  * with evaluation gathers interleaved not changing what the plan does;
  * training with a budget ends with memory's weights; budget errors; plan

@@ -174,6 +174,48 @@ size_t oc_io_batch_request_bytes(void);
 /* Memory the batch holds: bounce buffer plus its request and span arrays. */
 size_t oc_io_batch_held_bytes(const struct oc_io_batch *b);
 
+/* ---- the merge rule (span.c) ------------------------------------------------ */
+
+/* The cap of one merged read of the batch reader (smaller when its bounce buffer is). */
+#define OC_IO_MAX_READ ((uint64_t)1 << 20)
+
+/*
+ * How the batch reader turns byte ranges of one file, sorted by offset, into
+ * reads, written once for the reader and for whoever predicts its reads
+ * (store's inspection for --strategy auto). A range is first cut into pieces
+ * whose page-aligned span fits max_read (oc_io_piece_end); each piece covers
+ * its pages, and joins the span being built when merge is set, it starts at
+ * most gap bytes (rounded down to pages) past the span's end, and the joined
+ * span stays within max_read; otherwise it opens the next span. A span is
+ * one read of its pages.
+ */
+struct oc_io_span_rule {
+    int merge;         /* 0: every piece its own read (oc_io_batch_set_merge) */
+    uint64_t gap;      /* crossover bytes (oc_io_batch_set_gap) */
+    uint64_t max_read; /* bytes of one read at most (OC_IO_MAX_READ, or the bounce buffer) */
+};
+struct oc_io_span {
+    uint64_t off, len; /* page-aligned */
+};
+/* Where the piece of [pos, end) starting at pos ends: its page-aligned span fits max_read. */
+uint64_t oc_io_piece_end(uint64_t pos, uint64_t end, uint64_t max_read);
+/* s = the pages of [off, off + len). */
+void oc_io_span_open(struct oc_io_span *s, uint64_t off, uint64_t len);
+/*
+ * Whether the piece [off, off + len) (at or after s's start) joins s under
+ * rule; if so s grows to cover its pages, else s is unchanged.
+ */
+int oc_io_span_join(const struct oc_io_span_rule *rule, struct oc_io_span *s, uint64_t off,
+                    uint64_t len);
+/*
+ * Adds to *reads and *bytes the reads (spans) and their bytes (pages end to
+ * end; a span past end of file reads less) that the batch reader issues for
+ * the n ranges [offs[i], offs[i] + len) of one file, offs ascending, under
+ * rule: the very spans of oc_io_batch_run, without reading.
+ */
+void oc_io_span_count(const struct oc_io_span_rule *rule, const uint64_t *offs, uint64_t n,
+                      uint64_t len, uint64_t *reads, uint64_t *bytes);
+
 /* ---- the disk under a file (probe.c) ---------------------------------------- */
 
 /* Files smaller than this are not probed (too few pages for a random-read figure). */

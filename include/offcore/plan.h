@@ -263,4 +263,42 @@ int oc_plan_layout_dataset(const struct oc_dataset *ds, const struct oc_plan_ord
                            const char *out, uint64_t band_bytes, struct oc_progress *progress,
                            struct oc_err *err);
 
+/* ---- Belady changesets for any cache of ids (belady_api.c) ------------------- */
+
+/*
+ * The Belady planner (belady.c, the one ginex's inspector drives through
+ * plan/belady.h) for callers that plan whole superbatches at once (kg's
+ * Slice Cache, --strategy auto's inspection): for a
+ * cache of `capacity` slots holding ids, and the ids each iteration of a
+ * superbatch reads (distinct within an iteration), the exact Belady
+ * changesets at iteration granularity, as ginex's executor follows them:
+ *
+ *   warm:     before iteration 0, id warm_id[w] goes into slot warm_slot[w]
+ *   changes:  after iteration i, for c in [chg_off[i], chg_off[i+1]): slot
+ *             chg_slot[c] drops its id and takes the id at position
+ *             chg_pos[c] of iteration i's list (a miss read by that iteration)
+ *   n_miss:   misses of iteration i under this plan
+ *
+ * The cache contents carry from one call to the next (the next superbatch).
+ * Next uses beyond the superbatch are unknown: such ids are evicted first.
+ * Thread-safety: one thread at a time. Ownership: the planner owns the
+ * plan's arrays (valid until its next plan call); ids are borrowed.
+ */
+struct oc_plan_belady;
+struct oc_plan_belady_plan {
+    uint64_t n_iters, n_warm, n_chg;
+    const uint64_t *warm_id;
+    const uint32_t *warm_slot;
+    const uint64_t *chg_off; /* n_iters + 1 */
+    const uint32_t *chg_pos, *chg_slot;
+    const uint64_t *n_miss; /* n_iters */
+};
+int oc_plan_belady_new(uint64_t capacity, struct oc_plan_belady **out, struct oc_err *err);
+void oc_plan_belady_free(struct oc_plan_belady *b);
+/* Plans n_iters iterations; iteration i reads ids[iter_off[i] .. iter_off[i+1]). */
+int oc_plan_belady_plan(struct oc_plan_belady *b, const uint64_t *ids, const uint64_t *iter_off,
+                        uint64_t n_iters, struct oc_plan_belady_plan *out, struct oc_err *err);
+/* Memory the planner holds. */
+uint64_t oc_plan_belady_held_bytes(const struct oc_plan_belady *b);
+
 #endif

@@ -377,6 +377,60 @@ uint64_t oc_sample_epoch_n_batches(const struct oc_sample_epoch *ep);
 int oc_sample_epoch_batch(const struct oc_sample_epoch *ep, uint64_t b, const uint64_t **seeds,
                           uint64_t *n_seeds, struct oc_err *err);
 
+/* ---- a plan's batches, in order ---------------------------------------- */
+
+/*
+ * The batches of a training plan, sampled one after the other (plan_iter.c):
+ * a sampler over g and the plan's epoch (oc_sample_epoch_init_plan, so the
+ * partition order where so->parts is set), shuffled per epoch with so->seed.
+ * Batch b of epoch e is exactly the pipeline's: oc_sample_neighbors(e, b) on
+ * the epoch's slice b. For probes and pre-sampling at open and for the
+ * strategies that sample ahead.
+ *
+ *   struct oc_sample_iter it;
+ *   if (oc_sample_iter_open(&it, g, so, pool, ids, n, batch_size, err)) ...
+ *   oc_sample_iter_seek(&it, epoch, 0);
+ *   while ((rc = oc_sample_iter_next(&it, err)) == 1) ... it.batch ...
+ *   oc_sample_iter_close(&it);
+ */
+struct oc_sample_iter {
+    struct oc_sampler *sampler;   /* callers may set its hooks (outre's pruning) */
+    struct oc_sample_epoch ep;    /* the plan's epoch, shuffled for `epoch` */
+    struct oc_sample_batch batch; /* what the last oc_sample_iter_next sampled */
+    uint64_t seed;                /* so->seed */
+    uint64_t epoch;               /* the epoch ep is shuffled for; UINT64_MAX = none yet */
+    uint64_t next;                /* the batch oc_sample_iter_next samples */
+    uint64_t n_batches;           /* batches per epoch */
+};
+
+/*
+ * Makes the sampler (pool borrowed; NULL = the calling thread) and the plan's
+ * epoch over ids[0 .. n_ids) (copied). Errors are the sampler's and
+ * oc_sample_epoch_init_plan's (a bad option, a seed without a part); on
+ * failure it holds nothing (oc_sample_iter_close is then a no-op).
+ */
+int oc_sample_iter_open(struct oc_sample_iter *it, const struct oc_graph *g,
+                        const struct oc_sample_opts *so, struct oc_pool *pool, const uint64_t *ids,
+                        uint64_t n_ids, uint64_t batch_size, struct oc_err *err);
+/* Frees what it holds; NULL, a failed open and a zeroed struct are no-ops. */
+void oc_sample_iter_close(struct oc_sample_iter *it);
+/* Positions it at batch `batch` of `epoch`, shuffling the order unless it already is epoch's. */
+void oc_sample_iter_seek(struct oc_sample_iter *it, uint64_t epoch, uint64_t batch);
+/*
+ * Samples the next batch of the current epoch into it->batch: 1 when it did,
+ * 0 past the epoch's last batch, a negative status on error (OC_ERR_ARG when
+ * not open or before any seek; the sampler's errors).
+ */
+int oc_sample_iter_next(struct oc_sample_iter *it, struct oc_err *err);
+/*
+ * Batch `batch` of `epoch` into out (seeking there first, so next samples the
+ * batch after): random access, for a strategy that samples batches again
+ * (ginex's loader) or only one (a probe). OC_ERR_ARG for a batch past the
+ * epoch's last.
+ */
+int oc_sample_iter_sample(struct oc_sample_iter *it, uint64_t epoch, uint64_t batch,
+                          struct oc_sample_batch *out, struct oc_err *err);
+
 /* ---- binary record ------------------------------------------------------ */
 
 /*

@@ -447,42 +447,6 @@ int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
  */
 void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 
-/* ---- Belady changesets for any cache of ids (store/ginex/ginex_belady.c) ---- */
-
-/*
- * ginex's Belady planner offered to other callers (kg's slice cache): for a
- * cache of `capacity` slots holding ids, and the ids each iteration of a
- * superbatch reads (distinct within an iteration), the exact Belady
- * changesets at iteration granularity, as ginex's executor follows them:
- *
- *   warm:     before iteration 0, id warm_id[w] goes into slot warm_slot[w]
- *   changes:  after iteration i, for c in [chg_off[i], chg_off[i+1]): slot
- *             chg_slot[c] drops its id and takes the id at position
- *             chg_pos[c] of iteration i's list (a miss read by that iteration)
- *   n_miss:   misses of iteration i under this plan
- *
- * The cache contents carry from one call to the next (the next superbatch).
- * Next uses beyond the superbatch are unknown: such ids are evicted first.
- * Thread-safety: one thread at a time. Ownership: the planner owns the
- * plan's arrays (valid until its next plan call); ids are borrowed.
- */
-struct oc_store_belady;
-struct oc_store_belady_plan {
-    uint64_t n_iters, n_warm, n_chg;
-    const uint64_t *warm_id;
-    const uint32_t *warm_slot;
-    const uint64_t *chg_off; /* n_iters + 1 */
-    const uint32_t *chg_pos, *chg_slot;
-    const uint64_t *n_miss; /* n_iters */
-};
-int oc_store_belady_new(uint64_t capacity, struct oc_store_belady **out, struct oc_err *err);
-void oc_store_belady_free(struct oc_store_belady *b);
-/* Plans n_iters iterations; iteration i reads ids[iter_off[i] .. iter_off[i+1]). */
-int oc_store_belady_plan(struct oc_store_belady *b, const uint64_t *ids, const uint64_t *iter_off,
-                         uint64_t n_iters, struct oc_store_belady_plan *out, struct oc_err *err);
-/* Memory the planner holds. */
-uint64_t oc_store_belady_held_bytes(const struct oc_store_belady *b);
-
 /* ---- what a training plan asks of the disk (store/inspect.c: --strategy auto) ---- */
 
 /*

@@ -12,6 +12,7 @@
  *        or touch a page, or lie at most `gap` bytes apart (the block
  *        reader's crossover: reading the hole costs less than one more
  *        request; probe.c), up to max_read bytes   -> one read per span
+ *        (the rule, written once for the reader and its predictions: span.c)
  *     3. io_uring: keep `depth` reads in flight the whole run; the aligned
  *        bounce buffer is a ring that spans take bytes from in issue order
  *        and give back once they and every earlier span are finished;
@@ -59,7 +60,6 @@
 
 #include "io/io_int.h"
 
-#define BATCH_MAX_READ      (1u << 20) /* cap of one merged read */
 #define BATCH_DEFAULT_DEPTH 64u
 #define BATCH_MAX_DEPTH     4096u
 #define BATCH_MAX_FILES     8u /* registered files per ring */
@@ -141,7 +141,7 @@ int oc_io_batch_new(unsigned depth, size_t bounce_bytes, struct oc_io_batch **ou
     if (bounce_bytes < OC_IO_ALIGN)
         bounce_bytes = OC_IO_ALIGN;
     b->bounce_bytes = (size_t)oc_io_align_up(bounce_bytes);
-    b->max_read = b->bounce_bytes < BATCH_MAX_READ ? b->bounce_bytes : BATCH_MAX_READ;
+    b->max_read = b->bounce_bytes < OC_IO_MAX_READ ? b->bounce_bytes : OC_IO_MAX_READ;
     b->bounce = oc_io_buf_alloc(b->bounce_bytes, "io batch bounce", err);
     if (!b->bounce) {
         int rc = err ? err->status : OC_ERR_NOMEM;
@@ -332,10 +332,9 @@ int oc_io_batch_add_cb(struct oc_io_batch *b, struct oc_file *f, uint64_t off, s
             return rc;
         cb = b->n_cbs - 1;
     }
-    /* Pieces whose page-aligned span fits one read: [pos, min(end, page(pos) + max_read)). */
+    /* Pieces whose page-aligned span fits one read (span.c). */
     while (pos < end) {
-        uint64_t lim = oc_io_align_down(pos) + b->max_read;
-        uint64_t piece_end = end < lim ? end : lim;
+        uint64_t piece_end = oc_io_piece_end(pos, end, b->max_read);
         int rc = push_req(b, f, pos, (size_t)(piece_end - pos), (char *)dst + (pos - off), cb, err);
         if (rc) {
             b->n_reqs = n_before;
@@ -403,9 +402,12 @@ static void sort_reqs(struct batch_req *a, size_t n)
     }
 }
 
+/* One span per read, by the merge rule of span.c (requests sorted by file, then offset). */
 static int build_spans(struct oc_io_batch *b, struct oc_err *err)
 {
+    const struct oc_io_span_rule rule = {b->merge, b->gap, b->max_read};
     struct batch_span *s = NULL;
+    struct oc_io_span cur = {0, 0};
 
     int rc = oc_grow(&b->spans, &b->cap_spans, b->n_reqs, sizeof(*b->spans), GROW_FIRST,
                      "io batch spans", err);
@@ -414,17 +416,14 @@ static int build_spans(struct oc_io_batch *b, struct oc_err *err)
     b->n_spans = 0;
     for (size_t i = 0; i < b->n_reqs; i++) {
         const struct batch_req *r = &b->reqs[i];
-        uint64_t lo = oc_io_align_down(r->off), hi = oc_io_align_up(r->off + r->len);
-        if (b->merge && s && s->f == r->f && lo <= s->off + s->len + b->gap) {
-            uint64_t new_end = hi > s->off + s->len ? hi : s->off + s->len;
-            if (new_end - s->off <= b->max_read) {
-                s->len = (size_t)(new_end - s->off);
-                s->end_req = i + 1;
-                continue;
-            }
+        if (s && s->f == r->f && oc_io_span_join(&rule, &cur, r->off, r->len)) {
+            s->len = (size_t)cur.len;
+            s->end_req = i + 1;
+            continue;
         }
+        oc_io_span_open(&cur, r->off, r->len);
         s = &b->spans[b->n_spans++];
-        *s = (struct batch_span){r->f, lo, (size_t)(hi - lo), 0, 0, i, i + 1, 0, 0};
+        *s = (struct batch_span){r->f, cur.off, (size_t)cur.len, 0, 0, i, i + 1, 0, 0};
     }
     return OC_OK;
 }

@@ -9,7 +9,7 @@
  *         (records written, their places pending until k + 1 starts)
  *     ──► per batch the distinct slices of its heads (mapping) = the trace
  *     ──► Belady changesets for the Slice Cache (ginex's planner,
- *         oc_store_belady), copied into the plan of k + 1
+ *         oc_plan_belady), copied into the plan of k + 1
  *   superbatch start: the plan made ahead is taken (it must be this
  *     superbatch's), the pending slices published, warm-up reads into
  *     empty slots
@@ -64,14 +64,14 @@
 #include "kg/kg_tiger_int.h"
 #include "offcore/io.h"
 #include "offcore/pipeline.h"
-#include "offcore/store.h"
+#include "offcore/plan.h"
 
 /* A superbatch's trace (each batch's distinct slices) and the Slice Cache's changesets. */
 struct sb_plan {
     uint32_t n_batches;
     uint64_t *ids, *iter_off; /* batch b's slices: ids[iter_off[b] .. iter_off[b+1]) */
     uint64_t cap_ids, cap_iters;
-    /* oc_store_belady_plan's, copied (its arrays last only until its next plan) */
+    /* oc_plan_belady_plan's, copied (its arrays last only until its next plan) */
     uint64_t n_warm, cap_warm, cap_chg;
     uint64_t *warm_id, *chg_off; /* chg_off: n_batches + 1 */
     uint32_t *warm_slot, *chg_pos, *chg_slot;
@@ -112,7 +112,7 @@ struct kg_tiger {
     struct kg_tiger_config c;
     struct kg_slicer slicer;
     struct kg_slice_store store;
-    struct oc_store_belady *belady;
+    struct oc_plan_belady *belady;
     uint64_t n_slots, slot_bytes;
     uint8_t *cache;       /* n_slots x slot_bytes: an accounted mapping */
     size_t cache_len;     /* its bytes */
@@ -301,7 +301,7 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
         t->n_slots = c->cache_bytes / t->slot_bytes;
         if (t->n_slots >= KG_NONE)
             t->n_slots = KG_NONE - 1;
-        rc = oc_store_belady_new(t->n_slots, &t->belady, err);
+        rc = oc_plan_belady_new(t->n_slots, &t->belady, err);
     }
     if (!rc)
         rc = oc_reclaim_lock_init(&t->lock, "kg slice cache", err);
@@ -361,7 +361,7 @@ void kg_tiger_free(struct kg_tiger *t)
     kg_slice_store_close(&t->store);
     kg_slicer_deinit(&t->slicer);
     kg_atoms_deinit(&t->batch);
-    oc_store_belady_free(t->belady);
+    oc_plan_belady_free(t->belady);
     oc_io_batch_free(t->io);
     void *arr[] = {t->slot_state, t->slot_slice, t->slice_slot, t->mark,   t->cur.buf,
                    t->cur.pos,    t->next.buf,   t->next.pos,   t->heads,  t->slot_mark,
@@ -693,7 +693,7 @@ static int job_is(const struct sb_job *j, const uint32_t *heads, const uint64_t 
 }
 
 /* The Belady planner's plan, copied into p (its arrays last only until its next plan). */
-static int plan_copy(struct sb_plan *p, const struct oc_store_belady_plan *bp, struct oc_err *err)
+static int plan_copy(struct sb_plan *p, const struct oc_plan_belady_plan *bp, struct oc_err *err)
 {
     if (bp->n_warm > p->cap_warm) {
         OC_KG_TRY(grow(&p->warm_id, bp->n_warm, 8, "kg superbatch", err));
@@ -768,8 +768,8 @@ static int plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb
         }
         p->iter_off[b + 1] = n_ids;
     }
-    struct oc_store_belady_plan bp;
-    OC_KG_TRY(oc_store_belady_plan(t->belady, p->ids, p->iter_off, j->n_batches, &bp, err));
+    struct oc_plan_belady_plan bp;
+    OC_KG_TRY(oc_plan_belady_plan(t->belady, p->ids, p->iter_off, j->n_batches, &bp, err));
     OC_KG_TRY(plan_copy(p, &bp, err));
     p->plan_s = oc_now_s() - t1;
     return OC_OK;
@@ -936,7 +936,7 @@ int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_
            " bytes held (slice cache %" PRIu64 ", planner %" PRIu64 ", read buffers %" PRIu64
            ", slices %" PRIu64 ")",
            n_batches, t->p->iter_off[n_batches], oc_mem_used(), t->n_slots * t->slot_bytes,
-           oc_store_belady_held_bytes(t->belady), (t->cur.cap + t->next.cap) * t->slot_bytes,
+           oc_plan_belady_held_bytes(t->belady), (t->cur.cap + t->next.cap) * t->slot_bytes,
            t->store.n_slices);
     /* the next superbatch is sliced and planned while this one trains */
     return next_n ? planner_start(t, next_heads, next_boff, next_n, err) : OC_OK;

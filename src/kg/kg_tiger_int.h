@@ -14,7 +14,7 @@
  *                     (records + index, CRC-checked, atomic commit)
  *   kg_tiger.c        the super-batch loop's executor: slices of a batch from
  *                     the Slice Cache or the store, Belady changesets (ginex's
- *                     planner, oc_store_belady), the batch map for extraction
+ *                     planner, oc_plan_belady), the batch map for extraction
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_facts.c / kg_extract.c).
  * Thread-safety: the training thread drives the executor, which runs the

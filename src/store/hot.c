@@ -103,39 +103,22 @@ static void ids_sort(uint64_t *a, uint64_t n)
 static int presample(const struct oc_store *s, const struct oc_store_config *cfg, uint32_t *counts,
                      struct oc_err *err)
 {
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
-    int rc;
-
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)))
-        goto out;
-    if ((rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
-        goto out;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, 0);
-    uint64_t n_batches = oc_sample_epoch_n_batches(&ep);
-    for (uint64_t bi = 0; bi < n_batches; bi++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
-        if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)))
-            goto out;
-        if ((rc = oc_sample_neighbors(sm, 0, bi, seeds, n_seeds, &b, err)))
-            goto out;
-        for (uint64_t k = 0; k < b.n_input; k++) {
-            uint64_t v = b.input_ids[k];
+    struct oc_sample_iter it;
+    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
+                                 cfg->n_train, cfg->batch_size, err);
+    if (rc == OC_OK)
+        oc_sample_iter_seek(&it, 0, 0);
+    while (rc == OC_OK && (rc = oc_sample_iter_next(&it, err)) == 1) {
+        rc = OC_OK;
+        for (uint64_t k = 0; k < it.batch.n_input; k++) {
+            uint64_t v = it.batch.input_ids[k];
             if (v < s->n_nodes && counts[v] != UINT32_MAX)
                 counts[v]++;
         }
     }
-out:
     if (rc)
         oc_err_prefix(err, "store %s: pre-sampling epoch 0", s->strat->name);
-    oc_sample_batch_deinit(&b);
-    oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     return rc;
 }
 

@@ -3,8 +3,8 @@
  * of the feature file, for train's cost model (--strategy auto, train/auto.c).
  *
  *   plan (cfg) ──► sample n batches ──► trace of input ids ─┬─► static: hot set (hot.c)
- *                                                           ├─► LRU (ginex_sim.c)
- *                                                           ├─► Belady (ginex_belady.c) at
+ *                                                           ├─► LRU (plan/belady_sim.c)
+ *                                                           ├─► Belady (plan/belady_api.c) at
  *                                                           │   ginex's own cache size
  *                                                           │   (ginex_size.c)
  *                                                           └─► pages → requests (merged)
@@ -17,10 +17,10 @@
  * cache has at the start of a run.
  *
  * Requests: the rows' byte ranges in features.npy (row order: the layout's
- * map), sorted, cut into 4 KiB pages; consecutive pages, or pages with a
- * hole of at most the disk's crossover between them, are one request (as
- * the batch reader merges them, io/batch.c), and the bytes read are the
- * pages of each request end to end.
+ * map), sorted, merged by the batch reader's own rule (io/span.c: pages
+ * that touch, or holes of at most the disk's crossover, up to the store
+ * reader's largest read) into the reads it would issue; the bytes read are
+ * the pages of each request end to end.
  *
  * Place in the data flow: store; called by train before any store opens.
  * Thread-safety: one call at a time per config; the sampler may use cfg's
@@ -31,10 +31,10 @@
 #include <string.h>
 
 #include "offcore/progress.h"
+#include "plan/belady.h"
 #include "store/store_int.h"
 
 #define INSPECT_MAX_ROWS ((uint64_t)1 << 22) /* trace ids held at most */
-#define INSPECT_PAGE     4096u
 
 /* The strategy the hot-set helper names in its errors. */
 static const struct store_strategy inspect_strategy = {.name = "auto"};
@@ -47,33 +47,25 @@ struct trace {
 static int trace_sample(const struct oc_store_config *cfg, uint32_t n_batches, struct trace *t,
                         uint64_t *max_rows, double *sample_s, struct oc_err *err)
 {
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
+    struct oc_sample_iter it;
     int rc;
 
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
     t->off = oc_calloc((size_t)n_batches + 1, sizeof(uint64_t), "store inspect: batches", err);
     if (!t->off)
         return err->status;
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
+    if ((rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
+                                  cfg->n_train, cfg->batch_size, err)))
         goto out;
-    uint64_t e = cfg->reuse_samples ? 0 : cfg->first_epoch;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, e);
-    uint64_t nb = oc_sample_epoch_n_batches(&ep);
-    for (uint64_t i = 0; i < nb && i < n_batches && t->n < INSPECT_MAX_ROWS; i++) {
-        const uint64_t *seeds;
-        uint64_t n;
+    oc_sample_iter_seek(&it, cfg->reuse_samples ? 0 : cfg->first_epoch, 0);
+    while (t->n_batches < n_batches && t->n < INSPECT_MAX_ROWS) {
+        const struct oc_sample_batch *b = &it.batch;
         double t0 = oc_now_s();
-        if ((rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err)) ||
-            (rc = oc_sample_neighbors(sm, e, i, seeds, n, &b, err)))
-            goto out;
+        if ((rc = oc_sample_iter_next(&it, err)) <= 0)
+            break;
+        rc = OC_OK;
         *sample_s += oc_now_s() - t0;
-        if (t->n + b.n_input > t->cap) {
-            uint64_t cap = 2 * (t->n + b.n_input);
+        if (t->n + b->n_input > t->cap) {
+            uint64_t cap = 2 * (t->n + b->n_input);
             uint64_t *ids = oc_realloc(t->ids, cap * sizeof(uint64_t), "store inspect: trace", err);
             if (!ids) {
                 rc = err->status;
@@ -82,49 +74,30 @@ static int trace_sample(const struct oc_store_config *cfg, uint32_t n_batches, s
             t->ids = ids;
             t->cap = cap;
         }
-        memcpy(t->ids + t->n, b.input_ids, b.n_input * sizeof(uint64_t));
-        t->n += b.n_input;
+        memcpy(t->ids + t->n, b->input_ids, b->n_input * sizeof(uint64_t));
+        t->n += b->n_input;
         t->off[++t->n_batches] = t->n;
-        *max_rows = b.n_input > *max_rows ? b.n_input : *max_rows;
+        *max_rows = b->n_input > *max_rows ? b->n_input : *max_rows;
     }
 out:
     if (rc)
         oc_err_prefix(err, "store inspect: sampling the first batches");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     return rc;
 }
 
-/* Requests and bytes for reading rows[0 .. n) (sorted here) of row_bytes each. */
+/*
+ * Requests and bytes for reading rows[0 .. n) (sorted here, then turned into
+ * their byte offsets) of row_bytes each, as the store's readers merge them.
+ */
 static void count_requests(uint64_t *rows, uint64_t *tmp, uint64_t n, uint64_t data_offset,
-                           uint64_t row_bytes, uint64_t gap_bytes, uint64_t *requests,
-                           uint64_t *bytes)
+                           uint64_t row_bytes, const struct oc_io_span_rule *rule,
+                           uint64_t *requests, uint64_t *bytes)
 {
-    if (n == 0)
-        return;
     oc_sort_u64(rows, tmp, n);
-    uint64_t gap_pages = gap_bytes / INSPECT_PAGE;
-    uint64_t first = 0, last = 0;
-    int open = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t lo = (data_offset + rows[i] * row_bytes) / INSPECT_PAGE;
-        uint64_t hi = (data_offset + rows[i] * row_bytes + row_bytes - 1) / INSPECT_PAGE;
-        if (open && lo <= last + 1 + gap_pages) {
-            last = hi > last ? hi : last;
-            continue;
-        }
-        if (open) {
-            *requests += 1;
-            *bytes += (last - first + 1) * INSPECT_PAGE;
-        }
-        first = lo;
-        last = hi;
-        open = 1;
-    }
-    *requests += 1;
-    *bytes += (last - first + 1) * INSPECT_PAGE;
+    for (uint64_t k = 0; k < n; k++)
+        rows[k] = data_offset + rows[k] * row_bytes;
+    oc_io_span_count(rule, rows, n, row_bytes, requests, bytes);
 }
 
 /* Pages and requests of every batch's rows and of its rows outside the hot set. */
@@ -144,6 +117,10 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
         rc = oc_dataset_load_feature_rows(cfg->ds, m->index_dtype, &map, "store inspect: layout",
                                           err);
     uint64_t data_offset = oc_dataset_data_offset(cfg->ds, OC_DS_FEATURES);
+    /* the store's reader (store_disk_open): merging on, the disk's crossover, its bounce cap */
+    const struct oc_io_span_rule rule = {
+        1, out->disk.gap_bytes,
+        STORE_DISK_BOUNCE_BYTES < OC_IO_MAX_READ ? STORE_DISK_BOUNCE_BYTES : OC_IO_MAX_READ};
     for (uint64_t i = 0; rc == OC_OK && i < t->n_batches; i++) {
         const uint64_t *ids = t->ids + t->off[i];
         uint64_t n = t->off[i + 1] - t->off[i], n_miss = 0;
@@ -151,10 +128,10 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
         for (uint64_t k = 0; k < n; k++)
             if (!hot || !((hot[ids[k] >> 3] >> (ids[k] & 7)) & 1u))
                 miss[n_miss++] = rows[k];
-        count_requests(rows, tmp, n, data_offset, out->row_bytes, out->disk.gap_bytes,
-                       &out->all_requests, &out->all_read_bytes);
-        count_requests(miss, tmp, n_miss, data_offset, out->row_bytes, out->disk.gap_bytes,
-                       &out->miss_requests, &out->miss_read_bytes);
+        count_requests(rows, tmp, n, data_offset, out->row_bytes, &rule, &out->all_requests,
+                       &out->all_read_bytes);
+        count_requests(miss, tmp, n_miss, data_offset, out->row_bytes, &rule, &out->miss_requests,
+                       &out->miss_read_bytes);
         out->static_misses += n_miss;
     }
     oc_free(map);
@@ -162,6 +139,25 @@ static int inspect_requests(const struct oc_store_config *cfg, const struct trac
     oc_free(miss);
     oc_free(tmp);
     return rc;
+}
+
+/*
+ * Adds to *misses the misses of ids[0..n) through an LRU cache of cap ids,
+ * warmed with warm[0..n_warm) (warm[0] the most recent).
+ */
+static int store_lru_misses(uint64_t cap, const uint64_t *warm, uint64_t n_warm,
+                            const uint64_t *ids, uint64_t n, uint64_t *misses, struct oc_err *err)
+{
+    struct pl_lru lru;
+    int rc = pl_lru_init(&lru, cap, err);
+    if (rc)
+        return rc;
+    for (uint64_t k = n_warm; k-- > 0;) /* warm[0] touched last: the most recent */
+        pl_lru_access(&lru, warm[k]);
+    for (uint64_t k = 0; k < n; k++)
+        *misses += !pl_lru_access(&lru, ids[k]);
+    pl_lru_deinit(&lru);
+    return OC_OK;
 }
 
 /*
@@ -187,7 +183,7 @@ static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64
     /* Belady: iteration 0 reads the hot ids (the warm cache), then the batches */
     uint64_t *ids = oc_alloc((b_cap + t->n) * sizeof(uint64_t), "store inspect: Belady trace", err);
     uint64_t *off = oc_alloc((t->n_batches + 2) * sizeof(uint64_t), "store inspect: Belady", err);
-    struct oc_store_belady *b = NULL;
+    struct oc_plan_belady *b = NULL;
     if (!ids || !off) {
         rc = err->status;
         goto out;
@@ -197,14 +193,14 @@ static int inspect_caches(const struct trace *t, const uint64_t *hot_ids, uint64
     off[0] = 0;
     for (uint64_t i = 0; i <= t->n_batches; i++)
         off[i + 1] = b_cap + t->off[i];
-    struct oc_store_belady_plan plan;
-    if ((rc = oc_store_belady_new(b_cap, &b, err)) ||
-        (rc = oc_store_belady_plan(b, ids, off, t->n_batches + 1, &plan, err)))
+    struct oc_plan_belady_plan plan;
+    if ((rc = oc_plan_belady_new(b_cap, &b, err)) ||
+        (rc = oc_plan_belady_plan(b, ids, off, t->n_batches + 1, &plan, err)))
         goto out;
     for (uint64_t i = 1; i < plan.n_iters; i++)
         out->belady_misses += plan.n_miss[i];
 out:
-    oc_store_belady_free(b);
+    oc_plan_belady_free(b);
     oc_free(ids);
     oc_free(off);
     return rc;

@@ -121,41 +121,26 @@ int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, 
                          const uint8_t *cached, uint64_t *rows, uint64_t *misses,
                          struct oc_err *err)
 {
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
+    struct oc_sample_iter it;
     uint64_t most = 0, most_miss = 0;
-    int rc;
-
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
-        goto out;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, cfg->first_epoch);
-    uint64_t nb = oc_sample_epoch_n_batches(&ep);
-    for (uint64_t i = 0; i < nb && i < n_measure && rc == OC_OK; i++) {
-        const uint64_t *seeds;
-        uint64_t n;
-        rc = oc_sample_epoch_batch(&ep, i, &seeds, &n, err);
-        if (rc == OC_OK)
-            rc = oc_sample_neighbors(sm, cfg->first_epoch, i, seeds, n, &b, err);
-        if (rc != OC_OK)
+    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
+                                 cfg->n_train, cfg->batch_size, err);
+    if (rc == OC_OK)
+        oc_sample_iter_seek(&it, cfg->first_epoch, 0);
+    for (uint32_t i = 0; rc == OC_OK && i < n_measure; i++) {
+        const struct oc_sample_batch *b = &it.batch;
+        if ((rc = oc_sample_iter_next(&it, err)) <= 0)
             break;
-        uint64_t miss = b.n_input;
-        for (uint64_t k = 0; cached && k < b.n_input; k++)
-            miss -= (cached[b.input_ids[k] >> 3] >> (b.input_ids[k] & 7)) & 1u;
-        most = b.n_input > most ? b.n_input : most;
+        rc = OC_OK;
+        uint64_t miss = b->n_input;
+        for (uint64_t k = 0; cached && k < b->n_input; k++)
+            miss -= (cached[b->input_ids[k] >> 3] >> (b->input_ids[k] & 7)) & 1u;
+        most = b->n_input > most ? b->n_input : most;
         most_miss = miss > most_miss ? miss : most_miss;
     }
-out:
     if (rc)
         oc_err_prefix(err, "store %s: sampling the first batches at open", who);
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     *rows = most + (most + 3) / 4;
     *misses = most_miss + (most_miss + 3) / 4;
     return rc;

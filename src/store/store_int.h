@@ -451,15 +451,7 @@ int store_yield_reserve(struct oc_store *s, struct store_yield *y, struct store_
 int store_yield_gather(struct oc_store *s, struct store_yield *y, struct store_disk *d,
                        const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 
-/* ---- an LRU cache simulated (ginex/ginex_sim.c, ginex's simulator) ------ */
-
-/*
- * Adds to *misses the misses of ids[0..n) through an LRU cache of cap ids,
- * warmed with warm[0..n_warm) (warm[0] the most recent). For --strategy auto's
- * inspection (inspect.c).
- */
-int store_lru_misses(uint64_t cap, const uint64_t *warm, uint64_t n_warm, const uint64_t *ids,
-                     uint64_t n, uint64_t *misses, struct oc_err *err);
+/* ---- ginex's cache size, for --strategy auto ------------------------------ */
 
 /*
  * The rows ginex's cache would hold under cfg (its budget split as at open,

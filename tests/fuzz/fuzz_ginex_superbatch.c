@@ -39,13 +39,13 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
     (void)ctx;
     struct gx_sb_expect x = fuzz_sb_expect();
     struct mem_file f = {buf, size};
-    struct gx_trace trace;
+    struct pl_trace trace;
     struct oc_sample_batch batch;
     struct oc_err err;
     uint8_t *rec = NULL;
     uint64_t cap_rec = 0, n = 0;
     char why[256];
-    gx_trace_init(&trace, UINT64_MAX);
+    pl_trace_init(&trace, UINT64_MAX);
     oc_sample_batch_init(&batch);
     oc_err_clear(&err);
     uint64_t *rec_off = malloc(x.most * sizeof(uint64_t));
@@ -62,7 +62,7 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
                 abort();
         uint64_t id = 0;
         for (uint64_t a = 0; a < trace.n_acc; a++)
-            if (gx_trace_ids(&trace, a, 1, &id, &err) != OC_OK || id >= x.n_nodes)
+            if (pl_trace_ids(&trace, a, 1, &id, &err) != OC_OK || id >= x.n_nodes)
                 abort();
     } else if (rc != OC_ERR_FORMAT || err.status != rc || !err.msg[0]) {
         abort();
@@ -70,7 +70,7 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
     free(rec_off);
     oc_free(rec);
     oc_sample_batch_deinit(&batch);
-    gx_trace_deinit(&trace);
+    pl_trace_deinit(&trace);
 }
 
 /* The footer this plan expects for the batch count and flags the input claims. */

@@ -3,7 +3,7 @@
  * inspector-executor with a Belady-optimal feature cache. The inspector
  * (ginex_inspect.c, a pipeline stage) samples the next S training batches
  * ahead, writes them under the plan directory and precomputes the cache's
- * changesets (ginex_plan.c); the executor (ginex_exec.c) gathers each
+ * changesets (plan/belady.c); the executor (ginex_exec.c) gathers each
  * training batch from the cache or the disk and applies that batch's
  * changeset by copying the inserted rows from the gathered output into the
  * evicted slots: no extra read. Under a budget the cache's rows (an
@@ -89,17 +89,14 @@ static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batc
                             struct oc_sample_batch *out, struct oc_err *err)
 {
     int rc;
-    if (!g->fb_sampler) {
+    if (!g->fb.sampler) {
         oc_log(OC_LOG_WARN, "store ginex: without its superbatch files, batches are sampled "
                             "a second time");
-        if ((rc = oc_sample_sampler_new(g->graph, &g->so, NULL, &g->fb_sampler, err)) ||
-            (rc = oc_sample_epoch_init_plan(&g->fb_ep, g->train_ids, g->n_train, g->batch_size, 0,
-                                            &g->so, err)))
+        if ((rc = oc_sample_iter_open(&g->fb, g->graph, &g->so, NULL, g->train_ids, g->n_train,
+                                      g->batch_size, err)))
             return rc;
-        g->fb_epoch = UINT64_MAX;
     }
-    if ((rc = gx_sample_batch(g->fb_sampler, &g->fb_ep, &g->fb_epoch, g->so.seed, epoch, batch, out,
-                              err)))
+    if ((rc = oc_sample_iter_sample(&g->fb, epoch, batch, out, err)))
         return rc;
     g->n_fb_sampled++;
     return OC_OK;
@@ -138,7 +135,7 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
 
 static int in_plan(const struct gx_plan *p, uint64_t t)
 {
-    return p && t >= p->first_iter && t - p->first_iter < p->n_iters;
+    return p && t >= p->b.first_iter && t - p->b.first_iter < p->b.n_iters;
 }
 
 /*
@@ -162,7 +159,7 @@ static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan *
             break;
         gx_wait(g); /* the executor is still on cur */
     }
-    if (!g->cur || t != g->cur->first_iter + g->cur->n_iters)
+    if (!g->cur || t != g->cur->b.first_iter + g->cur->b.n_iters)
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: iteration %" PRIu64 " loaded outside the plans in hand", t);
     struct gx_plan *nx = NULL;
@@ -207,11 +204,11 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     gx_unlock(g);
     if (rc)
         return rc;
-    if (g->sb_plan != p || g->sb_first != p->first_iter) { /* a new superbatch: open its file */
+    if (g->sb_plan != p || g->sb_first != p->b.first_iter) { /* a new superbatch: open its file */
         oc_file_close(g->sb_file, NULL);
         g->sb_file = NULL;
         g->sb_plan = p;
-        g->sb_first = p->first_iter;
+        g->sb_first = p->b.first_iter;
         struct oc_err e;
         if (p->sb_path[0] && (oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK ||
                               oc_file_size(g->sb_file, &g->sb_bytes, &e) != OC_OK)) {
@@ -222,7 +219,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     }
     if (!g->sb_file)
         return load_by_sampling(g, epoch, batch, out, err);
-    return load_from_file(s, g, p, t - p->first_iter, epoch, batch, out, err);
+    return load_from_file(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
 }
 
 /* ---- open / stats / free ----------------------------------------------------------- */
@@ -278,7 +275,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
-    gx_hash_init(&g->map);
+    pl_hash_init(&g->map);
     if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
         g->sync_made = 1;
     else
@@ -314,8 +311,8 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         if (!g->slot_id)
             return err ? err->status : OC_ERR_NOMEM;
         for (uint64_t k = 0; k < C; k++)
-            g->slot_id[k] = GX_EMPTY;
-        if ((rc = gx_hash_alloc(&g->map, C, "store ginex: cache map", err)))
+            g->slot_id[k] = PL_EMPTY;
+        if ((rc = pl_hash_alloc(&g->map, C, "store ginex: cache map", err)))
             return rc;
     }
     char c_s[32], m_s[32];
@@ -350,7 +347,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
                       gx_inspector_held_bytes(g->insp) + g->cap_rec;
     for (uint32_t i = 0; i < s->n_lanes; i++)
         out->held_bytes +=
-            g->lane[i].cap_chg * sizeof(struct gx_change) + store_disk_held_bytes(&g->lane[i].disk);
+            g->lane[i].cap_chg * sizeof(struct pl_change) + store_disk_held_bytes(&g->lane[i].disk);
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
 }
@@ -365,9 +362,7 @@ static void ginex_free(struct oc_store *s)
     gx_inspector_free(g->insp); /* its stage was joined: plans and bitmap are unused */
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
-    oc_sample_sampler_free(g->fb_sampler);
-    if (g->fb_ep.orig)
-        oc_sample_epoch_deinit(&g->fb_ep);
+    oc_sample_iter_close(&g->fb);
     for (uint32_t i = 0; i < STORE_MAX_LANES; i++) {
         store_disk_close(&g->lane[i].disk);
         oc_free(g->lane[i].chg);
@@ -377,7 +372,7 @@ static void ginex_free(struct oc_store *s)
         oc_mem_release(atomic_load(&g->live) * s->row_bytes);
     }
     oc_free(g->slot_id);
-    gx_hash_deinit(&g->map);
+    pl_hash_deinit(&g->map);
     oc_free(g->static_bits);
     if (g->sync_made) {
         pthread_mutex_destroy(&g->mu);

@@ -62,18 +62,18 @@ static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_sto
 static void slot_evict(struct ginex_store *g, uint32_t k)
 {
     OC_ASSERT(k < g->cap);
-    if (g->slot_id[k] == GX_EMPTY)
+    if (g->slot_id[k] == PL_EMPTY)
         return;
     OC_ASSERT(g->n_cached > 0);
-    gx_hash_del(&g->map, g->slot_id, g->slot_id[k]);
-    g->slot_id[k] = GX_EMPTY;
+    pl_hash_del(&g->map, g->slot_id, g->slot_id[k]);
+    g->slot_id[k] = PL_EMPTY;
     g->n_cached--;
 }
 
 static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
 {
     g->slot_id[k] = id;
-    gx_hash_put(&g->map, g->slot_id, k);
+    pl_hash_put(&g->map, g->slot_id, k);
     g->n_cached++;
 }
 
@@ -87,17 +87,17 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
                const struct gx_plan *p, int count, struct oc_err *err)
 {
     int rc = OC_OK;
-    for (uint64_t w0 = 0; w0 < p->n_warm && rc == OC_OK; w0 += g->load_rows) {
-        uint64_t w1 = p->n_warm - w0 < g->load_rows ? p->n_warm : w0 + g->load_rows;
+    for (uint64_t w0 = 0; w0 < p->b.n_warm && rc == OC_OK; w0 += g->load_rows) {
+        uint64_t w1 = p->b.n_warm - w0 < g->load_rows ? p->b.n_warm : w0 + g->load_rows;
         uint64_t live = atomic_load(&g->live);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
-            uint32_t k = p->warm_slot[w];
+            uint32_t k = p->b.warm_slot[w];
             if (k >= live)
                 continue; /* given back: stays empty */
             slot_evict(g, k);
-            if (gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) != GX_NONE)
+            if (pl_hash_get(&g->map, g->slot_id, p->b.warm_id[w]) != PL_NONE)
                 continue; /* already cached elsewhere: the plan does not fit this cache */
-            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->warm_id[w]), s->row_bytes,
+            rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->b.warm_id[w]), s->row_bytes,
                                  slot_row(s, g, k), err);
         }
         if (rc) {
@@ -106,9 +106,9 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
         }
         rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
-            if (p->warm_slot[w] < live &&
-                gx_hash_get(&g->map, g->slot_id, p->warm_id[w]) == GX_NONE)
-                slot_fill(g, p->warm_slot[w], p->warm_id[w]);
+            if (p->b.warm_slot[w] < live &&
+                pl_hash_get(&g->map, g->slot_id, p->b.warm_id[w]) == PL_NONE)
+                slot_fill(g, p->b.warm_slot[w], p->b.warm_id[w]);
     }
     if (rc)
         oc_err_prefix(err, "store ginex: filling the cache");
@@ -278,9 +278,9 @@ static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *la
     if ((rc = store_disk_reserve(&lane->disk, n, err)))
         return rc;
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = gx_hash_get(&g->map, g->slot_id, ids[i]);
+        uint32_t k = pl_hash_get(&g->map, g->slot_id, ids[i]);
         lane->disk.slots[i] = k;
-        if (k != GX_NONE)
+        if (k != PL_NONE)
             continue;
         ++*misses;
         if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {
@@ -301,28 +301,28 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_p
                         const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
     lane->n_chg = 0;
-    if (p->max_chg > lane->cap_chg) {
-        struct gx_change *c =
-            oc_realloc(lane->chg, p->max_chg * sizeof(*c), "store ginex: changeset buffer", err);
+    if (p->b.max_chg > lane->cap_chg) {
+        struct pl_change *c =
+            oc_realloc(lane->chg, p->b.max_chg * sizeof(*c), "store ginex: changeset buffer", err);
         if (!c)
             return err ? err->status : OC_ERR_NOMEM;
         lane->chg = c;
-        lane->cap_chg = p->max_chg;
+        lane->cap_chg = p->b.max_chg;
     }
-    int rc = gx_plan_changes(p, it, lane->chg, &lane->n_chg, err);
+    int rc = pl_plan_changes(&p->b, it, lane->chg, &lane->n_chg, err);
     if (rc)
-        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->first_iter + it);
+        return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->b.first_iter + it);
     uint64_t live = atomic_load(&g->live);
     for (uint64_t c = 0; c < lane->n_chg; c++) {
         uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
         if (k < g->cap && k >= live) { /* given back: stays empty */
-            lane->chg[c].slot = GX_NONE;
+            lane->chg[c].slot = PL_NONE;
             continue;
         }
-        if (pos >= n || k >= g->cap || lane->disk.slots[pos] != GX_NONE ||
-            gx_hash_get(&g->map, g->slot_id, ids[pos]) != GX_NONE) {
+        if (pos >= n || k >= g->cap || lane->disk.slots[pos] != PL_NONE ||
+            pl_hash_get(&g->map, g->slot_id, ids[pos]) != PL_NONE) {
             g->n_diverged++;
-            lane->chg[c].slot = GX_NONE;
+            lane->chg[c].slot = PL_NONE;
             continue;
         }
         slot_evict(g, k);
@@ -347,7 +347,7 @@ static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
     for (uint64_t i = lo; i < hi; i++) {
         uint32_t k = j->slots[i];
         float *dst = j->out + i * dim;
-        if (k != GX_NONE) {
+        if (k != PL_NONE) {
             if (j->hits)
                 store_row_to_f32(s->dtype, slot_row(s, j->g, k), dim, dst);
         } else if (j->widen && s->dtype == OC_DTYPE_F16) {
@@ -374,7 +374,7 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
         return OC_OK;
     for (uint64_t c = 0; c < lane->n_chg; c++) {
         uint32_t k = lane->chg[c].slot;
-        if (k == GX_NONE)
+        if (k == PL_NONE)
             continue;
         const uint8_t *src = (const uint8_t *)(out + (uint64_t)lane->chg[c].pos * s->feat_dim);
         if (s->dtype == OC_DTYPE_F16)
@@ -498,7 +498,7 @@ static int reread_inserts(struct oc_store *s, struct gx_lane *lane, const uint64
     int rc = OC_OK, any = 0;
     for (uint64_t c = 0; c < lane->n_chg && rc == OC_OK; c++) {
         uint32_t pos = lane->chg[c].pos;
-        if (lane->chg[c].slot != GX_NONE && (any = 1))
+        if (lane->chg[c].slot != PL_NONE && (any = 1))
             rc = store_disk_queue(s, &lane->disk, ids[pos], out + pos * s->feat_dim, err);
     }
     if (rc) {
@@ -525,20 +525,20 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
     *sticky = 1;
     if (back)
         take_back(g, back);
-    if (t == g->cur->first_iter + g->cur->n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
+    if (t == g->cur->b.first_iter + g->cur->b.n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
         return rc;
     struct gx_plan *p = g->cur;
-    uint64_t it = t - p->first_iter;
+    uint64_t it = t - p->b.first_iter;
     if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)))
         return rc;
     if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
         store_disk_discard(&lane->disk);
         return rc;
     }
-    s->stats.trace_accesses += p->cnt[it].n_acc;
-    s->stats.belady_misses += p->cnt[it].n_belady;
-    s->stats.lru_misses += p->cnt[it].n_lru;
-    s->stats.static_misses += p->cnt[it].n_static;
+    s->stats.trace_accesses += p->b.cnt[it].n_acc;
+    s->stats.belady_misses += p->b.cnt[it].n_belady;
+    s->stats.lru_misses += p->b.cnt[it].n_lru;
+    s->stats.static_misses += p->b.cnt[it].n_static;
     gx_lock(g);
     g->t_next++;
     g->in_meta = 0;

@@ -4,7 +4,7 @@
  * samples superbatch k+1 (S consecutive training batches, exactly as train
  * samples them) while the executor runs superbatch k, persists the sampled
  * batches under the plan directory, and turns their input ids into the plan
- * (ginex_plan.c).
+ * (plan/belady.c).
  *
  * Place in the data flow: store; graph ──► its own sampler ──► superbatch
  * file + trace ──► planner ──► plan ──► executor (ginex.c), through two
@@ -83,15 +83,12 @@ struct gx_inspector {
     uint64_t next_first; /* inspector side: first iteration of the next superbatch */
     int pending;         /* batch holds iteration next_first, sampled but cut off */
     uint64_t key;
-    char dir[4096]; /* "" = do not persist */
-    struct oc_sampler *sampler;
-    struct oc_sample_epoch ep;
-    uint64_t ep_cur; /* epoch the order is shuffled for, UINT64_MAX = none */
-    struct oc_sample_batch batch;
+    char dir[4096];           /* "" = do not persist */
+    struct oc_sample_iter it; /* the plan's sampler; it.batch: the batch being placed */
     uint8_t *rec;
     uint64_t cap_rec;
-    struct gx_trace trace;
-    struct gx_planner planner;
+    struct pl_trace trace;
+    struct pl_planner planner;
     struct gx_plan plans[2];
     struct oc_pipeline *p; /* the store's stages (store_stages) */
     struct oc_queue *to_fill, *done;
@@ -110,18 +107,18 @@ uint64_t gx_inspector_fixed_bytes(uint64_t S, uint64_t rows, uint32_t n_layers, 
        (at least 1024 rows) */
     uint64_t batch = (rows > 1024 ? rows : 1024) * (25 + 16 + 24) * 5 / 4;
     /* per batch: trace offsets, plan offsets and counts (two plans), buckets */
-    uint64_t per_iter = (S + 2) * (8 + 2 * (16 + sizeof(struct gx_counts)) + 4) * 5 / 4 + 64 * 4;
+    uint64_t per_iter = (S + 2) * (8 + 2 * (16 + sizeof(struct pl_counts)) + 4) * 5 / 4 + 64 * 4;
     /* the spills' write buffers (trace, next uses, two changesets) */
-    uint64_t spills = 4 * (uint64_t)GX_SPILL_BUF_BYTES;
+    uint64_t spills = 4 * (uint64_t)PL_SPILL_BUF_BYTES;
     return sizeof(struct gx_inspector) + sampler + record + batch + per_iter + spills +
-           SB_WRITE_BYTES + OC_IO_ALIGN + gx_planner_fixed_bytes(0, n_nodes, 0);
+           SB_WRITE_BYTES + OC_IO_ALIGN + pl_planner_fixed_bytes(0, n_nodes, 0);
 }
 
 static void update_held(struct gx_inspector *in)
 {
-    const struct oc_sample_batch *b = &in->batch;
-    uint64_t h = sizeof(*in) + in->cap_rec + gx_trace_held_bytes(&in->trace) +
-                 gx_planner_held_bytes(&in->planner) + gx_plan_held_bytes(&in->plans[0]) +
+    const struct oc_sample_batch *b = &in->it.batch;
+    uint64_t h = sizeof(*in) + in->cap_rec + pl_trace_held_bytes(&in->trace) +
+                 pl_planner_held_bytes(&in->planner) + gx_plan_held_bytes(&in->plans[0]) +
                  gx_plan_held_bytes(&in->plans[1]) + b->cap_input * sizeof(uint64_t);
     for (uint32_t l = 0; l < OC_SAMPLE_MAX_LAYERS; l++)
         h += b->blocks[l].cap_indptr * sizeof(uint64_t) + b->blocks[l].cap_indices * 4;
@@ -192,18 +189,36 @@ static int sb_path(const struct gx_inspector *in, uint64_t first, char *buf, siz
     return OC_OK;
 }
 
-int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
-                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
-                    struct oc_err *err)
+/* ---- a superbatch's plan ------------------------------------------------------ */
+
+void gx_plan_init(struct gx_plan *p)
 {
-    const uint64_t *seeds;
-    uint64_t n_seeds;
-    if (epoch != *ep_cur) {
-        oc_sample_epoch_shuffle(ep, seed, epoch);
-        *ep_cur = epoch;
-    }
-    int rc = oc_sample_epoch_batch(ep, batch, &seeds, &n_seeds, err);
-    return rc ? rc : oc_sample_neighbors(sampler, epoch, batch, seeds, n_seeds, out, err);
+    memset(p, 0, sizeof(*p));
+    pl_plan_init(&p->b);
+}
+
+void gx_plan_deinit(struct gx_plan *p)
+{
+    oc_free(p->rec_off);
+    pl_plan_deinit(&p->b);
+    gx_plan_init(p);
+}
+
+uint64_t gx_plan_held_bytes(const struct gx_plan *p)
+{
+    return pl_plan_held_bytes(&p->b) + p->cap_rec_off * sizeof(uint64_t);
+}
+
+int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err)
+{
+    if (n <= p->cap_rec_off)
+        return OC_OK;
+    uint64_t *o = oc_realloc(p->rec_off, n * sizeof(uint64_t), "store ginex: plan", err);
+    if (!o)
+        return err ? err->status : OC_ERR_NOMEM;
+    p->rec_off = o;
+    p->cap_rec_off = n;
+    return OC_OK;
 }
 
 int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
@@ -223,7 +238,7 @@ int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_e
 
 int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
-                struct gx_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
+                struct pl_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
                 size_t why_n, struct oc_err *err)
 {
     uint8_t foot[SB_FOOTER], want[SB_FOOTER], lenb[8];
@@ -279,7 +294,7 @@ int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint6
             snprintf(why, why_n, "more accesses than this run's budget holds");
             return OC_ERR(err, OC_ERR_FORMAT, "%s", why);
         }
-        if ((rc = gx_trace_add_iter(trace, batch->input_ids, batch->n_input, err)))
+        if ((rc = pl_trace_add_iter(trace, batch->input_ids, batch->n_input, err)))
             return rc;
     }
     if (off != size) {
@@ -317,18 +332,18 @@ static int sb_reuse(struct gx_inspector *in, struct gx_plan *p, struct oc_err *e
     struct gx_sb_expect x = sb_expect(in, first);
     if ((rc = gx_plan_reserve_offsets(p, x.most, &e)) == OC_OK &&
         (rc = oc_file_size(f, &size, &e)) == OC_OK)
-        rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->batch, &in->trace,
-                         p->rec_off, &n, why, sizeof(why), &e);
+        rc = gx_sb_parse(&x, sb_read_file, f, size, &in->rec, &in->cap_rec, &in->it.batch,
+                         &in->trace, p->rec_off, &n, why, sizeof(why), &e);
     oc_file_close(f, NULL);
     if (rc == OC_OK) {
-        p->first_iter = first;
-        p->n_iters = n;
+        p->b.first_iter = first;
+        p->b.n_iters = n;
         snprintf(p->sb_path, sizeof(p->sb_path), "%s", path);
         in->pending = 0; /* a batch cut off before is in the file */
         return 1;
     }
-    gx_trace_clear(&in->trace);
-    in->pending = 0; /* in->batch was overwritten */
+    pl_trace_clear(&in->trace);
+    in->pending = 0; /* in->it.batch was overwritten */
     if (rc == OC_ERR_NOMEM || rc == OC_ERR_BUDGET) {
         if (err)
             *err = e;
@@ -386,8 +401,7 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             goto out;
         }
         if (!in->pending) {
-            if ((rc = gx_sample_batch(in->sampler, &in->ep, &in->ep_cur, in->so.seed, e_ix, b_ix,
-                                      &in->batch, err))) {
+            if ((rc = oc_sample_iter_sample(&in->it, e_ix, b_ix, &in->it.batch, err))) {
                 oc_err_prefix(err, "store ginex: inspecting epoch %" PRIu64 " batch %" PRIu64, e_ix,
                               b_ix);
                 goto out;
@@ -395,23 +409,24 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             atomic_fetch_add(&in->n_batches_sampled, 1);
         }
         in->pending = 0;
-        if (it > 0 && in->trace.n_acc + in->batch.n_input > in->max_acc) {
+        if (it > 0 && in->trace.n_acc + in->it.batch.n_input > in->max_acc) {
             in->pending = 1; /* opens the next superbatch */
             flags |= SB_FLAG_CUT;
             break;
         }
-        if ((rc = gx_trace_add_iter(&in->trace, in->batch.input_ids, in->batch.n_input, err))) {
+        if ((rc = pl_trace_add_iter(&in->trace, in->it.batch.input_ids, in->it.batch.n_input,
+                                    err))) {
             oc_err_prefix(err, "store ginex: epoch %" PRIu64 " batch %" PRIu64, e_ix, b_ix);
             goto out;
         }
         if (!w)
             continue;
-        uint64_t len = oc_sample_batch_record_bytes(&in->batch);
+        uint64_t len = oc_sample_batch_record_bytes(&in->it.batch);
         size_t got = 0;
         if ((rc = gx_rec_reserve(&in->rec, &in->cap_rec, len, err)))
             goto out;
         oc_put_le64(lenb, len);
-        if (oc_sample_batch_serialize(&in->batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
+        if (oc_sample_batch_serialize(&in->it.batch, in->rec, (size_t)in->cap_rec, &got, &e) ||
             oc_writer_write(w, lenb, 8, &e) || oc_writer_write(w, in->rec, got, &e)) {
             sb_drop(&w, tmp, &e);
             continue;
@@ -419,8 +434,8 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
         p->rec_off[it] = woff;
         woff += 8 + got;
     }
-    p->first_iter = first;
-    p->n_iters = it;
+    p->b.first_iter = first;
+    p->b.n_iters = it;
     rc = OC_OK;
     if (w) {
         sb_footer(in, first, it, flags, foot);
@@ -453,7 +468,7 @@ out:
 static int fill_trace(struct gx_inspector *in, struct gx_plan *p, int may_reuse, int *reused,
                       struct oc_err *err)
 {
-    gx_trace_clear(&in->trace);
+    pl_trace_clear(&in->trace);
     int rc = may_reuse ? sb_reuse(in, p, err) : 0;
     *reused = rc == 1;
     if (rc < 0)
@@ -472,7 +487,7 @@ static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *er
     int rc = fill_trace(in, p, 1, &reused, err);
     if (rc)
         return rc;
-    rc = gx_plan_build(&in->planner, &in->trace, p, err);
+    rc = pl_plan_build(&in->planner, &in->trace, &p->b, err);
     if (rc == OC_ERR_FORMAT && reused) {
         /* the file passed its checksums but not the planner's (an id repeated in a batch):
            not trusted; the planner's cache is untouched by a failed build */
@@ -481,12 +496,12 @@ static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *er
         in->next_first = first;
         if ((rc = fill_trace(in, p, 0, &reused, err)))
             return rc;
-        rc = gx_plan_build(&in->planner, &in->trace, p, err);
+        rc = pl_plan_build(&in->planner, &in->trace, &p->b, err);
     }
-    in->next_first = p->first_iter + p->n_iters;
+    in->next_first = p->b.first_iter + p->b.n_iters;
     if (rc)
-        oc_err_prefix(err, "store ginex: planning batches %" PRIu64 "..%" PRIu64, p->first_iter,
-                      p->first_iter + p->n_iters - 1);
+        oc_err_prefix(err, "store ginex: planning batches %" PRIu64 "..%" PRIu64, p->b.first_iter,
+                      p->b.first_iter + p->b.n_iters - 1);
     return rc;
 }
 
@@ -555,9 +570,7 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     in->S = ic->superbatch;
     in->max_acc = ic->max_acc;
     in->next_first = ic->t0;
-    in->ep_cur = UINT64_MAX;
-    oc_sample_batch_init(&in->batch);
-    gx_trace_init(&in->trace, s->n_nodes);
+    pl_trace_init(&in->trace, s->n_nodes);
     gx_plan_init(&in->plans[0]);
     gx_plan_init(&in->plans[1]);
     atomic_init(&in->held, 0);
@@ -565,19 +578,18 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     atomic_init(&in->n_sampled, 0);
     atomic_init(&in->n_batches_sampled, 0);
     *out = in;
-    if ((rc = gx_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
+    if ((rc = pl_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
                               ic->static_bits, err)))
         return rc;
-    if ((rc = oc_sample_sampler_new(cfg->graph, &in->so, NULL, &in->sampler, err)) ||
-        (rc = oc_sample_epoch_init_plan(&in->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        &in->so, err)))
+    if ((rc = oc_sample_iter_open(&in->it, cfg->graph, &in->so, NULL, cfg->train_ids, cfg->n_train,
+                                  cfg->batch_size, err)))
         return rc;
     in->key = ic->key;
     snprintf(in->dir, sizeof(in->dir), "%s", ic->dir);
-    if (in->dir[0] && ((rc = gx_spill_to_file(&in->trace.ids, in->dir, "trace", err)) ||
-                       (rc = gx_planner_spill_to(&in->planner, in->dir, err)) ||
-                       (rc = gx_spill_to_file(&in->plans[0].chg, in->dir, "changes", err)) ||
-                       (rc = gx_spill_to_file(&in->plans[1].chg, in->dir, "changes", err))))
+    if (in->dir[0] && ((rc = pl_spill_to_file(&in->trace.ids, in->dir, "trace", err)) ||
+                       (rc = pl_planner_spill_to(&in->planner, in->dir, err)) ||
+                       (rc = pl_spill_to_file(&in->plans[0].b.chg, in->dir, "changes", err)) ||
+                       (rc = pl_spill_to_file(&in->plans[1].b.chg, in->dir, "changes", err))))
         return oc_err_prefix(err, "store ginex: superbatch scratch under %s", in->dir);
     if ((rc = store_stages(s, &in->p, err)) ||
         (rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
@@ -600,12 +612,9 @@ void gx_inspector_free(struct gx_inspector *in)
     /* its stage was joined (store.h: the registry joins the store's stages first) */
     gx_plan_deinit(&in->plans[0]);
     gx_plan_deinit(&in->plans[1]);
-    gx_planner_deinit(&in->planner);
-    gx_trace_deinit(&in->trace);
-    oc_sample_batch_deinit(&in->batch);
-    if (in->ep.orig)
-        oc_sample_epoch_deinit(&in->ep);
-    oc_sample_sampler_free(in->sampler);
+    pl_planner_deinit(&in->planner);
+    pl_trace_deinit(&in->trace);
+    oc_sample_iter_close(&in->it);
     oc_free(in->rec);
     oc_free(in);
 }

@@ -1,8 +1,9 @@
 /*
  * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_exec.c,
- * ginex_size.c, ginex_plan.c, ginex_sim.c, ginex_inspect.c): the id map, the
- * superbatch trace, the Belady changeset planner, the LRU simulator, the
- * inspector stage, and the store with its executor.
+ * ginex_size.c, ginex_inspect.c): a superbatch's plan as ginex keeps it, the
+ * inspector stage, and the store with its executor. The Belady changeset
+ * planner with its trace, spills, id map and LRU simulator is plan's
+ * (src/plan/belady.h).
  *
  * Place in the data flow: store. The inspector (a pipeline stage on the
  * store's pipeline, store_stages) samples superbatch k+1 ahead with its own sampler, writes it to
@@ -13,11 +14,11 @@
  *   inspector stage                           fetch stage / gather lanes (executor)
  *   ────────────────                          ──────────────────────────
  *   pop to_fill ─► sample / reuse superbatch ─►  gather batch t of plan k:
- *   trace ─► gx_plan_build ─► push done       lookup, changeset t (map) ─► disk
+ *   trace ─► pl_plan_build ─► push done       lookup, changeset t (map) ─► disk
  *                                             misses ─► hits out, inserts in, widen f16
  *               to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
  *
- * Thread-safety: a gx_trace, gx_planner and gx_lru belong to the inspector
+ * Thread-safety: a pl_trace, pl_planner and pl_lru belong to the inspector
  * stage's thread; a gx_plan belongs to whoever popped it from a queue last (the
  * queues' locks order the hand-offs), read by the loader and the executor
  * until the executor gives it back; the store's turns: ginex_exec.c. The tests drive all of them on one
@@ -30,171 +31,21 @@
 
 #include <stdint.h>
 
+#include "plan/belady.h"
 #include "store/store_int.h"
 
-#define GX_NONE  UINT32_MAX /* no slot / no local / empty map entry */
-#define GX_EMPTY UINT64_MAX /* a cache slot holding no row */
-#define GX_INF   UINT32_MAX /* next use: none left in the superbatch */
-
-/* ---- id map (ginex_sim.c) -------------------------------------------------- */
+/* ---- the plan of one superbatch (ginex_inspect.c) --------------------------- */
 
 /*
- * Open addressing with linear probing from u64 keys to u32 values, where the
- * key of value v lives in the caller's array keys[v] (slot ids, local ids), so
- * an entry is 4 bytes. Capacity is a power of two at least twice the keys it
- * was sized for; deletion shifts the following entries back (no tombstones).
- */
-struct gx_hash {
-    uint32_t *tab; /* cap entries: a value, or GX_NONE */
-    uint64_t cap;  /* 0 or a power of two */
-    unsigned shift;
-    uint64_t n;
-};
-
-void gx_hash_init(struct gx_hash *h);
-void gx_hash_deinit(struct gx_hash *h);
-/* Bytes of the table for n keys (what gx_hash_alloc(n) allocates). */
-uint64_t gx_hash_bytes(uint64_t n_keys);
-/* An empty table for up to n_keys keys (the old one is freed). */
-int gx_hash_alloc(struct gx_hash *h, uint64_t n_keys, const char *consumer, struct oc_err *err);
-/* Makes room for n_keys keys, rehashing what it holds (keys[] as for get). */
-int gx_hash_grow(struct gx_hash *h, const uint64_t *keys, uint64_t n_keys, const char *consumer,
-                 struct oc_err *err);
-void gx_hash_clear(struct gx_hash *h);
-uint32_t gx_hash_get(const struct gx_hash *h, const uint64_t *keys, uint64_t key);
-/* Adds value v under keys[v], which must not be present; the table must have room. */
-void gx_hash_put(struct gx_hash *h, const uint64_t *keys, uint32_t v);
-/* Removes key (no-op if absent); keys[] must still hold the key of every entry. */
-void gx_hash_del(struct gx_hash *h, const uint64_t *keys, uint64_t key);
-
-/* ---- LRU simulator (ginex_sim.c) ------------------------------------------- */
-
-/* An LRU cache of `cap` ids over accesses one at a time, cold at start. */
-struct gx_lru {
-    uint64_t cap, n;
-    uint64_t *id;          /* node -> id */
-    uint32_t *prev, *next; /* recency list: head = most recent */
-    uint32_t head, tail;
-    struct gx_hash map; /* id -> node */
-};
-
-/* Bytes gx_lru_init(cap) allocates. */
-uint64_t gx_lru_bytes(uint64_t cap);
-int gx_lru_init(struct gx_lru *l, uint64_t cap, struct oc_err *err);
-void gx_lru_deinit(struct gx_lru *l);
-/* Touches id: 1 if it was cached (hit), 0 if not (it is now, evicting the least recent). */
-int gx_lru_access(struct gx_lru *l, uint64_t id);
-
-/* ---- spills (ginex_spill.c) -------------------------------------------------- */
-
-#define GX_SPILL_BUF_BYTES (64u << 10) /* write buffer of a spill in a file */
-
-/*
- * An array of n elements of `elem` bytes, appended to (or put at a position)
- * and read back in ranges; in RAM (oc_alloc'd, grown by a quarter) or, after
- * gx_spill_to_file, in an unlinked scratch file under a directory with a
- * write buffer. Reads see everything written (pending appends are flushed).
- */
-struct gx_spill {
-    uint32_t elem;
-    uint64_t n;   /* elements */
-    uint8_t *mem; /* RAM backend: cap elements */
-    uint64_t cap;
-    struct oc_file *f; /* file backend */
-    uint8_t *buf;      /* its write buffer: the last n_buf elements appended */
-    uint64_t n_buf;
-    char path[4500];
-    const char *what; /* consumer name, for the accountant and errors */
-};
-
-void gx_spill_init(struct gx_spill *sp, uint32_t elem, const char *what);
-void gx_spill_deinit(struct gx_spill *sp);
-/* Moves the (empty) spill into a scratch file under dir, named after name. */
-int gx_spill_to_file(struct gx_spill *sp, const char *dir, const char *name, struct oc_err *err);
-int gx_spill_in_file(const struct gx_spill *sp);
-/* Empties it (memory and file are kept for reuse). */
-void gx_spill_clear(struct gx_spill *sp);
-int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_err *err);
-/* Writes n elements at position at (the spill grows to at + n if shorter). */
-int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, struct oc_err *err);
-/* Reads elements [at, at + n) (OC_ERR_INTERNAL past the end). */
-int gx_spill_get(struct gx_spill *sp, uint64_t at, uint64_t n, void *out, struct oc_err *err);
-/* Writes the buffered appends to the file (no-op in RAM). */
-int gx_spill_flush(struct gx_spill *sp, struct oc_err *err);
-/* RAM held: the array, or the write buffer. */
-uint64_t gx_spill_held_bytes(const struct gx_spill *sp);
-
-/* ---- superbatch trace (ginex_plan.c) --------------------------------------- */
-
-/*
- * The input ids of a superbatch's batches, in order: iteration offsets in RAM
- * (8 bytes per batch), the ids in a spill (4 bytes each when every id fits
- * 32 bits, else 8), so in a file a trace costs no RAM per access.
- *
- *   iter_off:  [0, |B0|, |B0|+|B1|, ...]         n_iters + 1
- *   ids:       every access's node id             n_acc
- */
-struct gx_trace {
-    uint64_t n_iters, n_acc;
-    uint64_t max_rows; /* most accesses of one batch */
-    uint64_t *iter_off;
-    uint64_t cap_iters;
-    struct gx_spill ids;
-};
-
-/* An empty trace in RAM, for ids below n_nodes (UINT64_MAX: any). */
-void gx_trace_init(struct gx_trace *t, uint64_t n_nodes);
-void gx_trace_deinit(struct gx_trace *t);
-/* Empties the trace, keeping its memory and file. */
-void gx_trace_clear(struct gx_trace *t);
-/* Appends one batch's input ids (checked for repeats by the planner). */
-int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err);
-/* Reads the ids of accesses [a, a + n). */
-int gx_trace_ids(struct gx_trace *t, uint64_t a, uint64_t n, uint64_t *out, struct oc_err *err);
-/* Memory held. */
-uint64_t gx_trace_held_bytes(const struct gx_trace *t);
-
-/* ---- the plan of one superbatch (ginex_plan.c) ------------------------------ */
-
-/* Per iteration: accesses and the misses each policy would have had on them. */
-struct gx_counts {
-    uint64_t n_acc, n_belady, n_lru, n_static;
-};
-
-/* One change: after the batch's gather, slot `slot` takes the row at output position `pos`. */
-struct gx_change {
-    uint32_t pos, slot;
-};
-
-/*
- * What the executor does over a superbatch, for a cache of C slots:
- *
- *   warm:     before iteration 0, read row warm_id[w] from disk into slot
- *             warm_slot[w] (only while the cache has empty slots: the rows
- *             used soonest)
- *   changes:  after iteration i's gather, for each change c in [chg_off[i],
- *             chg_off[i+1]) of the chg spill: slot c.slot drops its row (the
- *             eviction) and takes the row at output position c.pos (a miss
- *             of iteration i, read from disk by that very gather: no extra read)
- *
- * A slot appears at most once per iteration. The changes live in a spill (a
- * file when the inspector has a plan directory), read back per batch.
+ * A superbatch's Belady plan (plan/belady.h: warm-up reads, per batch the
+ * changes) and what ginex adds to it: where its batches can be read back
+ * (ginex_load_batch) and the inspector's result for it.
  */
 struct gx_plan {
-    uint64_t first_iter; /* plan iteration (epoch x batches per epoch + batch) of iteration 0 */
-    uint64_t n_iters;
-    uint64_t n_warm;
-    uint64_t *warm_id;
-    uint32_t *warm_slot;
-    uint64_t *chg_off;     /* n_iters + 1 */
-    struct gx_spill chg;   /* struct gx_change elements */
-    struct gx_counts *cnt; /* n_iters */
-    uint64_t max_chg;      /* most changes of one iteration */
-    uint64_t cap_iters, cap_warm;
+    struct pl_plan b; /* the changesets, built by pl_plan_build */
     /*
-     * Where its batches can be read back (ginex_load_batch): the superbatch
-     * file, complete under its final name ("" when it could not be written),
-     * and the offset of each batch's length prefix in it.
+     * The superbatch file, complete under its final name ("" when it could
+     * not be written), and the offset of each batch's length prefix in it.
      */
     char sb_path[4200];
     uint64_t *rec_off; /* n_iters */
@@ -207,85 +58,6 @@ struct gx_plan {
 void gx_plan_init(struct gx_plan *p);
 void gx_plan_deinit(struct gx_plan *p);
 uint64_t gx_plan_held_bytes(const struct gx_plan *p);
-/* The changes of iteration it into out (room for max_chg), their count in *n. */
-int gx_plan_changes(struct gx_plan *p, uint64_t it, struct gx_change *out, uint64_t *n,
-                    struct oc_err *err);
-
-/*
- * The planner: the cache contents as the plans leave them (slot -> id),
- * carried from one superbatch to the next, and its scratch.
- *
- * Belady at iteration granularity (the gathered batch is where inserted rows
- * come from, so a row may enter the cache only in an iteration that reads
- * it): after iteration i the cache holds the C rows with the soonest next use
- * among (cache ∪ rows of iteration i). Next uses beyond the superbatch are
- * unknown (infinite); among those, rows of lower in-degree go first.
- *
- * Linear in the accesses, streamed: a backward pass over the trace gives
- * every access the iteration of its row's next use (a per-node "next use so
- * far" array, written to the nxt spill); a forward pass then reads one batch
- * of ids and next uses at a time. Only cached rows and the current batch's
- * candidates are held, as entries (at most C + rows of one batch), in buckets
- * by next use (one bucket per iteration, then 64 "never again in this
- * superbatch" buckets by log2 in-degree), singly linked:
- *
- *   bucket:  0   1   2  ...  S-1 | inf,deg 2^63 ... inf,deg 1
- *                ▲                                        ▲
- *           hits of iteration 1                    evicted first
- *
- * The entries of bucket i are exactly iteration i's hits. Misses are taken in
- * batch order: one enters if the cache has room, or if the fullest-key bucket
- * (a pointer that only moves down within an iteration) holds a row used later
- * than it, which is evicted; ties keep the cached row. Cost O(accesses + C +
- * S x 64 + nodes) per superbatch; RAM O(C + rows of one batch + nodes x 4 B).
- */
-struct gx_planner {
-    uint64_t cap;      /* C */
-    uint64_t *slot_id; /* C: id in slot, or GX_EMPTY */
-    uint64_t n_used;
-    uint64_t n_nodes;
-    const uint64_t *indptr; /* in-degrees for the infinite buckets (borrowed; may be NULL) */
-    uint32_t *first_use;    /* n_nodes: next use while walking backward */
-    struct gx_spill nxt;    /* per access: the iteration of its row's next use */
-    /* entries: cached rows and this batch's candidates */
-    uint64_t cap_ent, n_free_ent;
-    uint64_t *ent_id;
-    uint32_t *key, *link, *slot_of, *free_ent;
-    uint8_t *state;
-    struct gx_hash map; /* id -> entry */
-    uint32_t *head;
-    uint64_t cap_head;
-    uint32_t *free_slots; /* C */
-    /* one batch: ids, next uses, entries, candidates */
-    uint64_t *b_id;
-    uint32_t *b_nxt, *b_ent, *pend_pos, *pend_ent;
-    uint64_t cap_rows;
-    /* the other policies of the same capacity, on the same accesses */
-    struct gx_lru lru;
-    const uint8_t *static_bits; /* the degree-ranked cache's rows as a bitmap (borrowed) */
-};
-
-/* Bytes the planner allocates for C slots over n_nodes nodes, besides per-batch scratch. */
-uint64_t gx_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru);
-
-int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
-                    int with_lru, const uint8_t *static_bits, struct oc_err *err);
-/* Lets ids below n_nodes be planned (grows the per-node array; never shrinks). */
-int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err);
-/* Puts the next-use spill in a scratch file under dir (else it is in RAM). */
-int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err);
-void gx_planner_deinit(struct gx_planner *p);
-uint64_t gx_planner_held_bytes(const struct gx_planner *p);
-
-/*
- * Builds out (first_iter and n_iters already set; n_iters must equal
- * t->n_iters) from the trace of the superbatch and the carried cache, and
- * leaves the cache as the plan does. An id repeated within a batch, or not
- * below n_nodes, is OC_ERR_FORMAT (a corrupt plan file). OC_ERR_NOMEM /
- * OC_ERR_BUDGET if scratch cannot grow; I/O errors of the spills as they are.
- */
-int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
-                  struct oc_err *err);
 
 /* ---- the inspector (ginex_inspect.c) ---------------------------------------- */
 
@@ -440,18 +212,10 @@ void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags,
  */
 int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
-                struct gx_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
+                struct pl_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
                 size_t why_n, struct oc_err *err);
 /* Grows *rec (*cap_rec bytes) to hold bytes, by a quarter at least. */
 int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err);
-/*
- * Batch `batch` of `epoch` exactly as training samples it: ep shuffled by
- * (seed, epoch) unless *ep_cur says it already is, then its seeds sampled.
- * The inspector and the executor's second sampling both go through it.
- */
-int gx_sample_batch(struct oc_sampler *sampler, struct oc_sample_epoch *ep, uint64_t *ep_cur,
-                    uint64_t seed, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
-                    struct oc_err *err);
 /* Grows p->rec_off to n entries. */
 int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
@@ -459,8 +223,8 @@ int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
 /* One gather lane's executor state (lane 0 also serves evaluation gathers). */
 struct gx_lane {
-    struct store_disk disk; /* its slots: per gather, the slot of each row, or GX_NONE (a miss) */
-    struct gx_change *chg;  /* one batch's changeset; a skipped change has slot GX_NONE */
+    struct store_disk disk; /* its slots: per gather, the slot of each row, or PL_NONE (a miss) */
+    struct pl_change *chg;  /* one batch's changeset; a skipped change has slot PL_NONE */
     uint64_t cap_chg, n_chg;
 };
 
@@ -473,9 +237,9 @@ struct ginex_store {
     /* slots [0, live) hold rows; [live, C) were given back, empty, skipped by the plan
        (written by a give-back under mu while the executor is quiet, or by the map's turn) */
     _Atomic uint64_t live;
-    uint64_t *slot_id; /* C: id in the slot, or GX_EMPTY */
+    uint64_t *slot_id; /* C: id in the slot, or PL_EMPTY */
     uint64_t n_cached;
-    struct gx_hash map;   /* id -> slot */
+    struct pl_hash map;   /* id -> slot */
     uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
     uint64_t static_bytes;
     uint64_t S, max_acc, nb, t0, t_end;
@@ -517,10 +281,8 @@ struct ginex_store {
     struct oc_sample_opts so;
     const uint64_t *train_ids;
     uint64_t n_train, batch_size;
-    struct oc_sampler *fb_sampler;
-    struct oc_sample_epoch fb_ep;
-    uint64_t fb_epoch;     /* the epoch fb_ep is shuffled for (UINT64_MAX: none) */
-    uint64_t n_fb_sampled; /* batches sampled a second time that way */
+    struct oc_sample_iter fb; /* opened on the first such batch (fb.sampler set) */
+    uint64_t n_fb_sampled;    /* batches sampled a second time that way */
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

@@ -52,31 +52,16 @@ int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
 int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
                   struct oc_err *err)
 {
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
-    const uint64_t *seeds;
-    uint64_t n_seeds;
-    int rc;
-
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, NULL, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
-        goto out;
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, t0 / nb);
-    if ((rc = oc_sample_epoch_batch(&ep, t0 % nb, &seeds, &n_seeds, err)) ||
-        (rc = oc_sample_neighbors(sm, t0 / nb, t0 % nb, seeds, n_seeds, &b, err)))
-        goto out;
-    *rows = b.n_input;
-out:
-    if (rc)
+    struct oc_sample_iter it;
+    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, NULL, cfg->train_ids,
+                                 cfg->n_train, cfg->batch_size, err);
+    if (rc == OC_OK)
+        rc = oc_sample_iter_sample(&it, t0 / nb, t0 % nb, &it.batch, err);
+    if (rc == OC_OK)
+        *rows = it.batch.n_input;
+    else
         oc_err_prefix(err, "store ginex: sampling the first batch");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     return rc;
 }
 
@@ -113,7 +98,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     uint64_t exec = exec_struct_bytes + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
     /* a further gather lane: a reader and one batch's changeset */
     uint64_t lane = STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES +
-                    rows * sizeof(struct gx_change) * 5 / 4;
+                    rows * sizeof(struct pl_change) * 5 / 4;
     uint64_t S = 0, ifix = 0, want = 0;
     int on_disk = spill_dir[0] != '\0';
     char need_s[32], have_s[32];
@@ -122,7 +107,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     *lanes_out = 1;
     if (n_iters) {
         exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
-        exec += rows * sizeof(struct gx_change) * 5 / 4; /* one batch's changeset */
+        exec += rows * sizeof(struct pl_change) * 5 / 4; /* one batch's changeset */
         /* the record of one batch read back from its superbatch file */
         exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
         uint64_t nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
@@ -186,7 +171,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         uint64_t c = n_iters ? (left - share) / (s->row_bytes + GX_BYTES_PER_SLOT) : 0;
         *C_out = c < s->n_nodes ? c : s->n_nodes;
     }
-    if (*C_out >= GX_NONE)
-        *C_out = GX_NONE - 1;
+    if (*C_out >= PL_NONE)
+        *C_out = PL_NONE - 1;
     return OC_OK;
 }

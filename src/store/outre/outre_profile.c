@@ -77,11 +77,7 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
                       struct oc_err *err)
 {
     struct outre_profile *p = &o->prof;
-    struct oc_sampler *sm = NULL;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch b;
-    memset(&ep, 0, sizeof(ep));
-    oc_sample_batch_init(&b);
+    struct oc_sample_iter it;
     int rc;
     p->feat_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
     p->cand_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
@@ -90,55 +86,47 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
     if (!cfg->graph || !cfg->sample_opts || !cfg->train_ids || !cfg->n_train || !cfg->batch_size)
         return OC_OK; /* no plan (tests, tools): nothing to profile, every count 0 */
     const uint32_t L = cfg->sample_opts->n_layers;
-    if ((rc = oc_sample_sampler_new(cfg->graph, cfg->sample_opts, cfg->pool, &sm, err)) ||
-        (rc = oc_sample_epoch_init_plan(&ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
+    if ((rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
+                                  cfg->n_train, cfg->batch_size, err)))
         goto out;
     uint64_t e = cfg->first_epoch; /* outre refuses --reuse-samples (its no_reuse_samples) */
-    oc_sample_epoch_shuffle(&ep, cfg->sample_opts->seed, e);
-    uint64_t nb = oc_sample_epoch_n_batches(&ep);
-    p->n_batches = nb < OUTRE_PROFILE_BATCHES ? nb : OUTRE_PROFILE_BATCHES;
+    const struct oc_sample_batch *b = &it.batch;
+    p->n_batches = it.n_batches < OUTRE_PROFILE_BATCHES ? it.n_batches : OUTRE_PROFILE_BATCHES;
+    oc_sample_iter_seek(&it, e, 0);
     double t0 = oc_now_s();
     for (uint64_t bi = 0; bi < p->n_batches; bi++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
-        if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)) ||
-            (rc = oc_sample_neighbors(sm, e, bi, seeds, n_seeds, &b, err)))
+        if ((rc = oc_sample_iter_next(&it, err)) < 0)
             goto out;
-        p->rows += b.n_input;
-        for (uint64_t k = 0; k < b.n_input; k++)
-            count_up(p->feat_count, b.input_ids[k]);
-        uint64_t last_src = b.blocks[L - 1].n_src;
-        for (uint64_t k = b.n_seeds; L >= 2 && k < last_src; k++)
-            count_up(p->cand_count, b.input_ids[k]);
+        p->rows += b->n_input;
+        for (uint64_t k = 0; k < b->n_input; k++)
+            count_up(p->feat_count, b->input_ids[k]);
+        uint64_t last_src = b->blocks[L - 1].n_src;
+        for (uint64_t k = b->n_seeds; L >= 2 && k < last_src; k++)
+            count_up(p->cand_count, b->input_ids[k]);
         if (L >= 2)
-            p->candidates += last_src - b.n_seeds;
+            p->candidates += last_src - b->n_seeds;
         if (last_src > p->max_last_src)
             p->max_last_src = last_src;
-        if (bi == 0 && (rc = time_reads(s, o, b.input_ids, b.n_input, &p->read_s_per_row, err)))
+        if (bi == 0 && (rc = time_reads(s, o, b->input_ids, b->n_input, &p->read_s_per_row, err)))
             goto out;
     }
     p->sample_s_per_row = p->rows ? (oc_now_s() - t0) / (double)p->rows : 0.0;
     p->rows_pruned_all = p->rows;
     if (L >= 2) { /* the same batches with every candidate pruned */
         p->rows_pruned_all = 0;
-        oc_sample_sampler_on_prune(sm, prune_all, NULL);
+        oc_sample_sampler_on_prune(it.sampler, prune_all, NULL);
+        oc_sample_iter_seek(&it, e, 0);
         for (uint64_t bi = 0; bi < p->n_batches; bi++) {
-            const uint64_t *seeds;
-            uint64_t n_seeds;
-            if ((rc = oc_sample_epoch_batch(&ep, bi, &seeds, &n_seeds, err)) ||
-                (rc = oc_sample_neighbors(sm, e, bi, seeds, n_seeds, &b, err)))
+            if ((rc = oc_sample_iter_next(&it, err)) < 0)
                 goto out;
-            p->rows_pruned_all += b.n_input;
+            p->rows_pruned_all += b->n_input;
         }
     }
+    rc = OC_OK;
 out:
     if (rc)
         oc_err_prefix(err, "store outre: profiling");
-    oc_sample_batch_deinit(&b);
-    if (ep.orig)
-        oc_sample_epoch_deinit(&ep);
-    oc_sample_sampler_free(sm);
+    oc_sample_iter_close(&it);
     return rc;
 }
 

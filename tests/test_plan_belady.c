@@ -1,5 +1,6 @@
 /*
- * test_store_ginex_plan.c — the `ginex` changeset planner: its miss count
+ * test_plan_belady.c — the Belady changeset planner (src/plan/belady.c, the
+ * one ginex, kg's Slice Cache and --strategy auto use): its miss count
  * equals a brute-force Belady simulation on random traces and on traces of
  * real sampled batches, and the exhaustive optimum on tiny traces (so
  * Belady at batch granularity with the soonest-used warm-up is optimal);
@@ -8,7 +9,7 @@
  * a slot once, no row is cached twice, the cache is full once warm) in one
  * window and in windows of three batches; the trace and the id map.
  *
- * Place in the data flow: tests of store (sample → trace → planner).
+ * Place in the data flow: tests of plan (sample → trace → planner).
  * Thread-safety: single-threaded.
  * Ownership: every trace, planner and plan is freed by the test that made it.
  */
@@ -76,45 +77,45 @@ static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t
 {
     struct run_counts rc = {0, 0, 0, 0, 0, 1};
     struct oc_err err;
-    struct gx_planner p;
-    struct gx_trace tr;
-    struct gx_plan plan;
+    struct pl_planner p;
+    struct pl_trace tr;
+    struct pl_plan plan;
     uint64_t U = max_id(t) + 1, distinct = 0;
     uint64_t *slot = malloc((C + 1) * sizeof(uint64_t));
     uint8_t *in = calloc(U, 1), *seen = calloc(U, 1), *used = calloc(C + 1, 1);
     for (uint64_t k = 0; k < C; k++)
-        slot[k] = GX_EMPTY;
-    gx_trace_init(&tr, U);
-    gx_plan_init(&plan);
-    OC_CHECK_OK(gx_planner_init(&p, C, U, NULL, 1, static_bits, &err), &err);
+        slot[k] = PL_EMPTY;
+    pl_trace_init(&tr, U);
+    pl_plan_init(&plan);
+    OC_CHECK_OK(pl_planner_init(&p, C, U, NULL, 1, static_bits, &err), &err);
     if (dir) {
-        OC_CHECK_OK(gx_spill_to_file(&tr.ids, dir, "trace", &err), &err);
-        OC_CHECK_OK(gx_planner_spill_to(&p, dir, &err), &err);
-        OC_CHECK_OK(gx_spill_to_file(&plan.chg, dir, "changes", &err), &err);
+        OC_CHECK_OK(pl_spill_to_file(&tr.ids, dir, "trace", &err), &err);
+        OC_CHECK_OK(pl_planner_spill_to(&p, dir, &err), &err);
+        OC_CHECK_OK(pl_spill_to_file(&plan.chg, dir, "changes", &err), &err);
     }
-    struct gx_change *chg = malloc((t->n_acc + 1) * sizeof(*chg));
+    struct pl_change *chg = malloc((t->n_acc + 1) * sizeof(*chg));
     if (window == 0)
         window = t->n_iters;
     for (uint64_t w0 = 0; w0 < t->n_iters; w0 += window) {
         uint64_t w1 = w0 + window < t->n_iters ? w0 + window : t->n_iters;
-        gx_trace_clear(&tr);
+        pl_trace_clear(&tr);
         for (uint64_t i = w0; i < w1; i++)
-            OC_CHECK_OK(gx_trace_add_iter(&tr, t->ids + t->off[i], t->off[i + 1] - t->off[i], &err),
+            OC_CHECK_OK(pl_trace_add_iter(&tr, t->ids + t->off[i], t->off[i + 1] - t->off[i], &err),
                         &err);
         plan.first_iter = w0;
         plan.n_iters = w1 - w0;
-        int r = gx_plan_build(&p, &tr, &plan, &err);
+        int r = pl_plan_build(&p, &tr, &plan, &err);
         OC_CHECK_OK(r, &err);
         if (r)
             break;
         uint64_t held =
-            gx_planner_held_bytes(&p) + gx_trace_held_bytes(&tr) + gx_plan_held_bytes(&plan);
+            pl_planner_held_bytes(&p) + pl_trace_held_bytes(&tr) + pl_plan_held_bytes(&plan);
         if (held_max && held > *held_max)
             *held_max = held;
         for (uint64_t w = 0; w < plan.n_warm; w++) {
             uint32_t s = plan.warm_slot[w];
-            rc.ok &= s < C && slot[s] == GX_EMPTY && !in[plan.warm_id[w]];
-            if (s < C && slot[s] == GX_EMPTY) {
+            rc.ok &= s < C && slot[s] == PL_EMPTY && !in[plan.warm_id[w]];
+            if (s < C && slot[s] == PL_EMPTY) {
                 slot[s] = plan.warm_id[w];
                 in[slot[s]] = 1;
             }
@@ -131,7 +132,7 @@ static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t
             }
             memset(used, 0, C + 1);
             uint64_t n_chg = 0;
-            OC_CHECK_OK(gx_plan_changes(&plan, i, chg, &n_chg, &err), &err);
+            OC_CHECK_OK(pl_plan_changes(&plan, i, chg, &n_chg, &err), &err);
             rc.ok &= n_chg <= plan.max_chg;
             for (uint64_t c = 0; c < n_chg; c++) {
                 uint32_t pos = chg[c].pos, s = chg[c].slot;
@@ -140,7 +141,7 @@ static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t
                     continue;
                 }
                 used[s] = 1;
-                if (slot[s] != GX_EMPTY)
+                if (slot[s] != PL_EMPTY)
                     in[slot[s]] = 0;
                 slot[s] = b[pos];
                 in[b[pos]] = 1;
@@ -148,7 +149,7 @@ static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t
             free(miss);
             uint64_t n_in = 0;
             for (uint64_t k = 0; k < C; k++)
-                n_in += slot[k] != GX_EMPTY;
+                n_in += slot[k] != PL_EMPTY;
             /* full once warm: min(C, rows seen or warmed so far) */
             rc.ok &= n_in >= (distinct < C ? distinct : C);
             rc.acc += plan.cnt[i].n_acc;
@@ -157,9 +158,9 @@ static struct run_counts plan_run_in(const struct trace *t, uint64_t C, uint64_t
             rc.stat += plan.cnt[i].n_static;
         }
     }
-    gx_plan_deinit(&plan);
-    gx_trace_deinit(&tr);
-    gx_planner_deinit(&p);
+    pl_plan_deinit(&plan);
+    pl_trace_deinit(&tr);
+    pl_planner_deinit(&p);
     free(chg);
     free(slot);
     free(in);
@@ -312,70 +313,70 @@ OC_TEST(long_superbatch_streamed_through_files)
 
 OC_TEST(trace_rejects_repeated_ids)
 {
-    struct gx_trace tr;
+    struct pl_trace tr;
     struct oc_err err;
     uint64_t a[3] = {4, 9, 4}, b[2] = {9, 4};
-    struct gx_planner p;
-    struct gx_plan plan;
-    gx_trace_init(&tr, 10);
-    gx_plan_init(&plan);
-    OC_CHECK_OK(gx_planner_init(&p, 2, 10, NULL, 0, NULL, &err), &err);
-    OC_CHECK_OK(gx_trace_add_iter(&tr, b, 2, &err), &err);
-    OC_CHECK_OK(gx_trace_add_iter(&tr, a, 3, &err), &err);
+    struct pl_planner p;
+    struct pl_plan plan;
+    pl_trace_init(&tr, 10);
+    pl_plan_init(&plan);
+    OC_CHECK_OK(pl_planner_init(&p, 2, 10, NULL, 0, NULL, &err), &err);
+    OC_CHECK_OK(pl_trace_add_iter(&tr, b, 2, &err), &err);
+    OC_CHECK_OK(pl_trace_add_iter(&tr, a, 3, &err), &err);
     plan.n_iters = 2;
-    OC_CHECK_ERR(gx_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err,
+    OC_CHECK_ERR(pl_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err,
                  "id 4 repeats in batch 1");
-    gx_trace_clear(&tr);
+    pl_trace_clear(&tr);
     uint64_t big[2] = {3, 10};
-    OC_CHECK_OK(gx_trace_add_iter(&tr, big, 2, &err), &err);
+    OC_CHECK_OK(pl_trace_add_iter(&tr, big, 2, &err), &err);
     plan.n_iters = 1;
-    OC_CHECK_ERR(gx_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err, "id 10 in batch 0");
-    gx_trace_clear(&tr);
-    OC_CHECK_OK(gx_trace_add_iter(&tr, a, 2, &err), &err);
+    OC_CHECK_ERR(pl_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err, "id 10 in batch 0");
+    pl_trace_clear(&tr);
+    OC_CHECK_OK(pl_trace_add_iter(&tr, a, 2, &err), &err);
     OC_CHECK(tr.n_iters == 1 && tr.n_acc == 2);
-    OC_CHECK_OK(gx_plan_build(&p, &tr, &plan, &err), &err);
+    OC_CHECK_OK(pl_plan_build(&p, &tr, &plan, &err), &err);
     OC_CHECK(plan.n_warm == 2 && p.n_used == 2);
     uint64_t wide = (uint64_t)UINT32_MAX + 7;
-    OC_CHECK_ERR(gx_trace_add_iter(&tr, &wide, 1, &err), OC_ERR_FORMAT, &err, "out of range");
-    gx_plan_deinit(&plan);
-    gx_planner_deinit(&p);
-    gx_trace_deinit(&tr);
+    OC_CHECK_ERR(pl_trace_add_iter(&tr, &wide, 1, &err), OC_ERR_FORMAT, &err, "out of range");
+    pl_plan_deinit(&plan);
+    pl_planner_deinit(&p);
+    pl_trace_deinit(&tr);
 }
 
 OC_TEST(id_map_deletes_and_grows)
 {
-    struct gx_hash h;
+    struct pl_hash h;
     struct oc_err err;
     uint64_t keys[3000];
     uint8_t in[3000];
     struct oc_rng r;
     oc_rng_init(&r, 1, 2, 3, 4);
-    gx_hash_init(&h);
-    OC_CHECK_OK(gx_hash_alloc(&h, 1000, "test", &err), &err);
+    pl_hash_init(&h);
+    OC_CHECK_OK(pl_hash_alloc(&h, 1000, "test", &err), &err);
     memset(in, 0, sizeof(in));
     for (uint32_t v = 0; v < 3000; v++)
         keys[v] = oc_rng_u64(&r) >> (v % 50); /* clustered keys collide more */
     for (int step = 0; step < 20000; step++) {
         uint32_t v = (uint32_t)oc_rng_below(&r, 1000);
         if (in[v])
-            gx_hash_del(&h, keys, keys[v]);
+            pl_hash_del(&h, keys, keys[v]);
         else
-            gx_hash_put(&h, keys, v);
+            pl_hash_put(&h, keys, v);
         in[v] ^= 1;
     }
     int bad = 0;
     for (uint32_t v = 0; v < 1000; v++)
-        bad += gx_hash_get(&h, keys, keys[v]) != (in[v] ? v : GX_NONE);
+        bad += pl_hash_get(&h, keys, keys[v]) != (in[v] ? v : PL_NONE);
     OC_CHECK(bad == 0);
     for (uint32_t v = 1000; v < 3000; v++) {
-        OC_CHECK_OK(gx_hash_grow(&h, keys, h.n + 1, "test", &err), &err);
-        gx_hash_put(&h, keys, v);
+        OC_CHECK_OK(pl_hash_grow(&h, keys, h.n + 1, "test", &err), &err);
+        pl_hash_put(&h, keys, v);
         in[v] = 1;
     }
     for (uint32_t v = 0; v < 3000; v++)
-        bad += gx_hash_get(&h, keys, keys[v]) != (in[v] ? v : GX_NONE);
+        bad += pl_hash_get(&h, keys, keys[v]) != (in[v] ? v : PL_NONE);
     OC_CHECK(bad == 0);
-    gx_hash_deinit(&h);
+    pl_hash_deinit(&h);
 }
 
 OC_TEST_MAIN()

@@ -1,13 +1,14 @@
 /*
- * ginex_spill.c — an array of fixed-size elements that the `ginex` planner
+ * spill.c — an array of fixed-size elements that the Belady planner (belady.c)
  * writes once and reads back in ranges: a superbatch's access trace, the
  * next use of every access, a plan's changesets. It lives in RAM (through the
  * accountant) or, when the strategy has a plan directory, in a file there,
  * so a superbatch of thousands of batches costs no RAM per access: only the
- * write buffer (GX_SPILL_BUF_BYTES) is held.
+ * write buffer (PL_SPILL_BUF_BYTES) is held.
  *
- * Place in the data flow: store (ginex): inspector ──► trace / next-use /
- * changeset spills ──► planner and executor.
+ * Place in the data flow: plan, under the Belady planner: store's ginex
+ * inspector ──► trace / next-use / changeset spills ──► planner and ginex's
+ * executor.
  * Thread-safety: one writer at a time; once flushed, reads of disjoint or
  * equal ranges from other threads are safe (pread), as the executor reads a
  * plan's changes while the inspector fills the other plan.
@@ -18,36 +19,36 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/ginex/ginex_int.h"
+#include "plan/belady.h"
 
-void gx_spill_init(struct gx_spill *sp, uint32_t elem, const char *what)
+void pl_spill_init(struct pl_spill *sp, uint32_t elem, const char *what)
 {
     memset(sp, 0, sizeof(*sp));
     sp->elem = elem;
     sp->what = what;
 }
 
-void gx_spill_deinit(struct gx_spill *sp)
+void pl_spill_deinit(struct pl_spill *sp)
 {
     oc_free(sp->mem);
     oc_free(sp->buf);
     oc_file_close(sp->f, NULL);
-    gx_spill_init(sp, sp->elem, sp->what);
+    pl_spill_init(sp, sp->elem, sp->what);
 }
 
-uint64_t gx_spill_held_bytes(const struct gx_spill *sp)
+uint64_t pl_spill_held_bytes(const struct pl_spill *sp)
 {
-    return sp->cap * sp->elem + (sp->buf ? GX_SPILL_BUF_BYTES : 0);
+    return sp->cap * sp->elem + (sp->buf ? PL_SPILL_BUF_BYTES : 0);
 }
 
-int gx_spill_to_file(struct gx_spill *sp, const char *dir, const char *name, struct oc_err *err)
+int pl_spill_to_file(struct pl_spill *sp, const char *dir, const char *name, struct oc_err *err)
 {
     char final[4200], tmp[4400];
     int rc;
     if ((rc = oc_path_join(final, sizeof(final), dir, name, err)) ||
         (rc = oc_tmp_name(tmp, sizeof(tmp), final, err)))
         return rc;
-    sp->buf = oc_alloc(GX_SPILL_BUF_BYTES, sp->what, err);
+    sp->buf = oc_alloc(PL_SPILL_BUF_BYTES, sp->what, err);
     if (!sp->buf)
         return err ? err->status : OC_ERR_NOMEM;
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_CREATE, &sp->f, err))) {
@@ -63,18 +64,18 @@ int gx_spill_to_file(struct gx_spill *sp, const char *dir, const char *name, str
     return OC_OK;
 }
 
-int gx_spill_in_file(const struct gx_spill *sp)
+int pl_spill_in_file(const struct pl_spill *sp)
 {
     return sp->f != NULL;
 }
 
-void gx_spill_clear(struct gx_spill *sp)
+void pl_spill_clear(struct pl_spill *sp)
 {
     sp->n = sp->n_buf = 0;
 }
 
 /* Room in RAM for n elements (memory backend). */
-static int mem_reserve(struct gx_spill *sp, uint64_t n, struct oc_err *err)
+static int mem_reserve(struct pl_spill *sp, uint64_t n, struct oc_err *err)
 {
     if (n <= sp->cap)
         return OC_OK;
@@ -91,7 +92,7 @@ static int mem_reserve(struct gx_spill *sp, uint64_t n, struct oc_err *err)
     return OC_OK;
 }
 
-int gx_spill_flush(struct gx_spill *sp, struct oc_err *err)
+int pl_spill_flush(struct pl_spill *sp, struct oc_err *err)
 {
     if (!sp->f || sp->n_buf == 0)
         return OC_OK;
@@ -103,7 +104,7 @@ int gx_spill_flush(struct gx_spill *sp, struct oc_err *err)
     return OC_OK;
 }
 
-int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_err *err)
+int pl_spill_append(struct pl_spill *sp, const void *e, uint64_t n, struct oc_err *err)
 {
     const uint8_t *src = e;
     int rc;
@@ -116,9 +117,9 @@ int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_er
         sp->n += n;
         return OC_OK;
     }
-    const uint64_t room = GX_SPILL_BUF_BYTES / sp->elem;
+    const uint64_t room = PL_SPILL_BUF_BYTES / sp->elem;
     while (n > 0) {
-        if (sp->n_buf == room && (rc = gx_spill_flush(sp, err)))
+        if (sp->n_buf == room && (rc = pl_spill_flush(sp, err)))
             return rc;
         uint64_t k = room - sp->n_buf < n ? room - sp->n_buf : n;
         memcpy(sp->buf + sp->n_buf * sp->elem, src, (size_t)(k * sp->elem));
@@ -130,7 +131,7 @@ int gx_spill_append(struct gx_spill *sp, const void *e, uint64_t n, struct oc_er
     return OC_OK;
 }
 
-int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, struct oc_err *err)
+int pl_spill_put(struct pl_spill *sp, uint64_t at, const void *e, uint64_t n, struct oc_err *err)
 {
     int rc;
     if (n == 0)
@@ -140,7 +141,7 @@ int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, st
             return rc;
         memcpy(sp->mem + at * sp->elem, e, (size_t)(n * sp->elem));
     } else {
-        if ((rc = gx_spill_flush(sp, err)))
+        if ((rc = pl_spill_flush(sp, err)))
             return rc;
         if ((rc = oc_file_pwrite(sp->f, e, (size_t)(n * sp->elem), at * sp->elem, err)))
             return oc_err_prefix(err, "%s", sp->what);
@@ -150,7 +151,7 @@ int gx_spill_put(struct gx_spill *sp, uint64_t at, const void *e, uint64_t n, st
     return OC_OK;
 }
 
-int gx_spill_get(struct gx_spill *sp, uint64_t at, uint64_t n, void *out, struct oc_err *err)
+int pl_spill_get(struct pl_spill *sp, uint64_t at, uint64_t n, void *out, struct oc_err *err)
 {
     int rc;
     if (at > sp->n || n > sp->n - at)
@@ -163,7 +164,7 @@ int gx_spill_get(struct gx_spill *sp, uint64_t at, uint64_t n, void *out, struct
         memcpy(out, sp->mem + at * sp->elem, (size_t)(n * sp->elem));
         return OC_OK;
     }
-    if ((rc = gx_spill_flush(sp, err)))
+    if ((rc = pl_spill_flush(sp, err)))
         return rc;
     if ((rc = oc_file_pread(sp->f, out, (size_t)(n * sp->elem), at * sp->elem, err)))
         return oc_err_prefix(err, "%s", sp->what);

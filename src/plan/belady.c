@@ -1,5 +1,5 @@
 /*
- * ginex_plan.c — Ginex's changeset precomputation: the input ids of a
+ * belady.c — Ginex's changeset precomputation (plan/, belady.h): the input ids of a
  * superbatch (the trace) and the cache as the previous plan left it become
  * the plan the executor follows: which rows to read before the first batch
  * (while the cache has empty slots), and per batch which gathered rows enter
@@ -7,11 +7,13 @@
  * the accesses; alongside, what LRU and the degree-ranked static cache of
  * the same capacity would have missed on the same accesses.
  *
- * Place in the data flow: store, on the inspector thread: sample ──► trace
- * ──► gx_plan_build (backward pass: next uses; forward pass: changes) ──►
- * plan ──► executor (ginex.c). The trace, the next uses and the changes are
- * spills (ginex_spill.c): in files under the plan directory a superbatch of
- * any length is planned in RAM bounded by the cache and one batch.
+ * Place in the data flow: plan, on the caller's thread (store's ginex
+ * inspector; kg's TIGER planner and --strategy auto through belady_api.c):
+ * trace ──► pl_plan_build (backward pass: next uses; forward pass: changes)
+ * ──► plan ──► executor (store/ginex/ginex_exec.c, kg's Slice Cache). The
+ * trace, the next uses and the changes are spills (spill.c): in files under
+ * ginex's plan directory a superbatch of any length is planned in RAM
+ * bounded by the cache and one batch.
  * Thread-safety: a trace, planner and plan are driven by one thread at a time.
  * Ownership: each object owns its arrays (oc_alloc'd, grown geometrically,
  * then reused) and spills.
@@ -36,7 +38,7 @@
  */
 #include <string.h>
 
-#include "store/ginex/ginex_int.h"
+#include "plan/belady.h"
 
 #define N_INF_BUCKETS 64u /* "no next use": one bucket per log2(in-degree + 1) */
 #define MIN_ROWS \
@@ -48,7 +50,8 @@ enum { ST_OUT = 0, ST_CACHED = 1, ST_PENDING = 2 };
 /*
  * Capacity for `need` elements: a quarter more than `cap` (at least 64), or
  * need itself if larger. Growth by 1.25 keeps the slack the budget must cover
- * small (GX_BYTES_PER_ACCESS and GX_BYTES_PER_SLOT count it) at a few more reallocations.
+ * small (ginex's budget, GX_BYTES_PER_ACCESS and GX_BYTES_PER_SLOT, counts
+ * it) at a few more reallocations.
  */
 static uint64_t next_cap(uint64_t cap, uint64_t need)
 {
@@ -70,36 +73,36 @@ static int grow(void **p, uint64_t new_cap, size_t elem, const char *what, struc
 
 /* ---- trace ---------------------------------------------------------------- */
 
-void gx_trace_init(struct gx_trace *t, uint64_t n_nodes)
+void pl_trace_init(struct pl_trace *t, uint64_t n_nodes)
 {
     memset(t, 0, sizeof(*t));
-    gx_spill_init(&t->ids, n_nodes <= (uint64_t)UINT32_MAX + 1 ? 4 : 8,
+    pl_spill_init(&t->ids, n_nodes <= (uint64_t)UINT32_MAX + 1 ? 4 : 8,
                   "store ginex: superbatch trace");
 }
 
-void gx_trace_deinit(struct gx_trace *t)
+void pl_trace_deinit(struct pl_trace *t)
 {
     oc_free(t->iter_off);
     t->iter_off = NULL;
     t->cap_iters = 0;
-    gx_spill_deinit(&t->ids);
-    gx_trace_clear(t);
+    pl_spill_deinit(&t->ids);
+    pl_trace_clear(t);
 }
 
-void gx_trace_clear(struct gx_trace *t)
+void pl_trace_clear(struct pl_trace *t)
 {
     t->n_iters = t->n_acc = t->max_rows = 0;
-    gx_spill_clear(&t->ids);
+    pl_spill_clear(&t->ids);
     if (t->iter_off)
         t->iter_off[0] = 0;
 }
 
-uint64_t gx_trace_held_bytes(const struct gx_trace *t)
+uint64_t pl_trace_held_bytes(const struct pl_trace *t)
 {
-    return t->cap_iters * sizeof(uint64_t) + gx_spill_held_bytes(&t->ids);
+    return t->cap_iters * sizeof(uint64_t) + pl_spill_held_bytes(&t->ids);
 }
 
-int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err)
+int pl_trace_add_iter(struct pl_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
     int rc;
     if (t->n_iters + 2 > t->cap_iters) {
@@ -110,10 +113,10 @@ int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struc
             t->iter_off[0] = 0;
         t->cap_iters = c;
     }
-    if (t->n_iters + 1 >= GX_INF - N_INF_BUCKETS)
+    if (t->n_iters + 1 >= PL_INF - N_INF_BUCKETS)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "store ginex: superbatch of too many batches");
     if (t->ids.elem == sizeof(uint64_t)) {
-        rc = gx_spill_append(&t->ids, ids, n, err);
+        rc = pl_spill_append(&t->ids, ids, n, err);
     } else {
         uint32_t narrow[1024];
         rc = OC_OK;
@@ -127,7 +130,7 @@ int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struc
                                   (unsigned long long)ids[j0 + j], (unsigned long long)t->n_iters);
                 narrow[j] = (uint32_t)ids[j0 + j];
             }
-            rc = gx_spill_append(&t->ids, narrow, k, err);
+            rc = pl_spill_append(&t->ids, narrow, k, err);
         }
     }
     if (rc)
@@ -139,14 +142,14 @@ int gx_trace_add_iter(struct gx_trace *t, const uint64_t *ids, uint64_t n, struc
     return OC_OK;
 }
 
-int gx_trace_ids(struct gx_trace *t, uint64_t a, uint64_t n, uint64_t *out, struct oc_err *err)
+int pl_trace_ids(struct pl_trace *t, uint64_t a, uint64_t n, uint64_t *out, struct oc_err *err)
 {
     if (t->ids.elem == sizeof(uint64_t))
-        return gx_spill_get(&t->ids, a, n, out, err);
+        return pl_spill_get(&t->ids, a, n, out, err);
     uint32_t narrow[1024];
     for (uint64_t j0 = 0; j0 < n; j0 += 1024) {
         uint64_t k = n - j0 < 1024 ? n - j0 : 1024;
-        int rc = gx_spill_get(&t->ids, a + j0, k, narrow, err);
+        int rc = pl_spill_get(&t->ids, a + j0, k, narrow, err);
         if (rc)
             return rc;
         for (uint64_t j = 0; j < k; j++)
@@ -157,51 +160,37 @@ int gx_trace_ids(struct gx_trace *t, uint64_t a, uint64_t n, uint64_t *out, stru
 
 /* ---- plan ----------------------------------------------------------------- */
 
-void gx_plan_init(struct gx_plan *p)
+void pl_plan_init(struct pl_plan *p)
 {
     memset(p, 0, sizeof(*p));
-    gx_spill_init(&p->chg, sizeof(struct gx_change), "store ginex: changesets");
+    pl_spill_init(&p->chg, sizeof(struct pl_change), "store ginex: changesets");
 }
 
-void gx_plan_deinit(struct gx_plan *p)
+void pl_plan_deinit(struct pl_plan *p)
 {
     oc_free(p->warm_id);
     oc_free(p->warm_slot);
     oc_free(p->chg_off);
     oc_free(p->cnt);
-    oc_free(p->rec_off);
-    gx_spill_deinit(&p->chg);
-    gx_plan_init(p);
+    pl_spill_deinit(&p->chg);
+    pl_plan_init(p);
 }
 
-int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err)
+uint64_t pl_plan_held_bytes(const struct pl_plan *p)
 {
-    if (n <= p->cap_rec_off)
-        return OC_OK;
-    uint64_t *o = oc_realloc(p->rec_off, n * sizeof(uint64_t), "store ginex: plan", err);
-    if (!o)
-        return err ? err->status : OC_ERR_NOMEM;
-    p->rec_off = o;
-    p->cap_rec_off = n;
-    return OC_OK;
+    return p->cap_iters * (sizeof(uint64_t) + sizeof(struct pl_counts)) +
+           p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) + pl_spill_held_bytes(&p->chg);
 }
 
-uint64_t gx_plan_held_bytes(const struct gx_plan *p)
-{
-    return p->cap_iters * (sizeof(uint64_t) + sizeof(struct gx_counts)) +
-           p->cap_rec_off * sizeof(uint64_t) + p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) +
-           gx_spill_held_bytes(&p->chg);
-}
-
-int gx_plan_changes(struct gx_plan *p, uint64_t it, struct gx_change *out, uint64_t *n,
+int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint64_t *n,
                     struct oc_err *err)
 {
     uint64_t c0 = p->chg_off[it], c1 = p->chg_off[it + 1];
     *n = c1 - c0;
-    return *n ? gx_spill_get(&p->chg, c0, c1 - c0, out, err) : OC_OK;
+    return *n ? pl_spill_get(&p->chg, c0, c1 - c0, out, err) : OC_OK;
 }
 
-static int plan_reserve_iters(struct gx_plan *p, uint64_t n_iters, struct oc_err *err)
+static int plan_reserve_iters(struct pl_plan *p, uint64_t n_iters, struct oc_err *err)
 {
     static const char what[] = "store ginex: plan";
     if (n_iters + 1 <= p->cap_iters)
@@ -209,13 +198,13 @@ static int plan_reserve_iters(struct gx_plan *p, uint64_t n_iters, struct oc_err
     uint64_t c = n_iters + 1;
     int rc = grow((void **)&p->chg_off, c, sizeof(uint64_t), what, err);
     if (rc == OC_OK)
-        rc = grow((void **)&p->cnt, c, sizeof(struct gx_counts), what, err);
+        rc = grow((void **)&p->cnt, c, sizeof(struct pl_counts), what, err);
     if (rc == OC_OK)
         p->cap_iters = c;
     return rc;
 }
 
-static int plan_add_warm(struct gx_plan *p, uint64_t id, uint32_t slot, struct oc_err *err)
+static int plan_add_warm(struct pl_plan *p, uint64_t id, uint32_t slot, struct oc_err *err)
 {
     static const char what[] = "store ginex: warm-up list";
     if (p->n_warm == p->cap_warm) {
@@ -235,24 +224,24 @@ static int plan_add_warm(struct gx_plan *p, uint64_t id, uint32_t slot, struct o
 
 /* ---- planner ------------------------------------------------------------------ */
 
-uint64_t gx_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru)
+uint64_t pl_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru)
 {
     return cap * (sizeof(uint64_t) + sizeof(uint32_t)) + n_nodes * sizeof(uint32_t) +
-           (with_lru ? gx_lru_bytes(cap) : 0);
+           (with_lru ? pl_lru_bytes(cap) : 0);
 }
 
-int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
+int pl_planner_init(struct pl_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
                     int with_lru, const uint8_t *static_bits, struct oc_err *err)
 {
     static const char what[] = "store ginex: planned cache";
     memset(p, 0, sizeof(*p));
-    gx_lru_init(&p->lru, 0, NULL);
-    gx_hash_init(&p->map);
-    gx_spill_init(&p->nxt, sizeof(uint32_t), "store ginex: next uses");
+    pl_lru_init(&p->lru, 0, NULL);
+    pl_hash_init(&p->map);
+    pl_spill_init(&p->nxt, sizeof(uint32_t), "store ginex: next uses");
     p->indptr = indptr;
     p->static_bits = static_bits;
     p->n_nodes = n_nodes;
-    if (cap >= GX_NONE)
+    if (cap >= PL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "store ginex: a cache of %llu rows is too large (< 2^32)",
                       (unsigned long long)cap);
@@ -262,18 +251,18 @@ int gx_planner_init(struct gx_planner *p, uint64_t cap, uint64_t n_nodes, const 
         if (!p->slot_id || !p->free_slots)
             return err ? err->status : OC_ERR_NOMEM;
         for (uint64_t s = 0; s < cap; s++)
-            p->slot_id[s] = GX_EMPTY;
+            p->slot_id[s] = PL_EMPTY;
     }
     p->cap = cap;
     p->first_use = oc_alloc((size_t)(n_nodes ? n_nodes : 1) * sizeof(uint32_t), what, err);
     if (!p->first_use)
         return err ? err->status : OC_ERR_NOMEM;
     if (with_lru)
-        return gx_lru_init(&p->lru, cap, err);
+        return pl_lru_init(&p->lru, cap, err);
     return OC_OK;
 }
 
-int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_err *err)
+int pl_planner_reserve_nodes(struct pl_planner *p, uint64_t n_nodes, struct oc_err *err)
 {
     if (n_nodes <= p->n_nodes)
         return OC_OK;
@@ -286,12 +275,12 @@ int gx_planner_reserve_nodes(struct gx_planner *p, uint64_t n_nodes, struct oc_e
     return OC_OK;
 }
 
-int gx_planner_spill_to(struct gx_planner *p, const char *dir, struct oc_err *err)
+int pl_planner_spill_to(struct pl_planner *p, const char *dir, struct oc_err *err)
 {
-    return gx_spill_to_file(&p->nxt, dir, "next-uses", err);
+    return pl_spill_to_file(&p->nxt, dir, "next-uses", err);
 }
 
-void gx_planner_deinit(struct gx_planner *p)
+void pl_planner_deinit(struct pl_planner *p)
 {
     oc_free(p->slot_id);
     oc_free(p->free_slots);
@@ -308,22 +297,22 @@ void gx_planner_deinit(struct gx_planner *p)
     oc_free(p->b_ent);
     oc_free(p->pend_pos);
     oc_free(p->pend_ent);
-    gx_hash_deinit(&p->map);
-    gx_spill_deinit(&p->nxt);
-    gx_lru_deinit(&p->lru);
+    pl_hash_deinit(&p->map);
+    pl_spill_deinit(&p->nxt);
+    pl_lru_deinit(&p->lru);
     memset(p, 0, sizeof(*p));
 }
 
-uint64_t gx_planner_held_bytes(const struct gx_planner *p)
+uint64_t pl_planner_held_bytes(const struct pl_planner *p)
 {
-    return gx_planner_fixed_bytes(p->cap, p->n_nodes, p->lru.cap != 0) +
+    return pl_planner_fixed_bytes(p->cap, p->n_nodes, p->lru.cap != 0) +
            p->cap_ent * (sizeof(uint64_t) + 4 * sizeof(uint32_t) + 1) +
            p->map.cap * sizeof(uint32_t) + p->cap_head * sizeof(uint32_t) +
-           p->cap_rows * (sizeof(uint64_t) + 4 * sizeof(uint32_t)) + gx_spill_held_bytes(&p->nxt);
+           p->cap_rows * (sizeof(uint64_t) + 4 * sizeof(uint32_t)) + pl_spill_held_bytes(&p->nxt);
 }
 
 /* Scratch for a superbatch of n_iters batches of at most rows accesses each. */
-static int planner_reserve(struct gx_planner *p, uint64_t n_iters, uint64_t rows,
+static int planner_reserve(struct pl_planner *p, uint64_t n_iters, uint64_t rows,
                            struct oc_err *err)
 {
     static const char what[] = "store ginex: planner scratch";
@@ -341,7 +330,7 @@ static int planner_reserve(struct gx_planner *p, uint64_t n_iters, uint64_t rows
         p->cap_rows = c;
     }
     uint64_t n_ent = p->cap + p->cap_rows; /* every cached row and one batch of candidates */
-    if (n_ent >= GX_NONE)
+    if (n_ent >= PL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "store ginex: a cache of %llu rows and batches of %llu rows are too large "
                       "(< 2^32 together)",
@@ -353,7 +342,7 @@ static int planner_reserve(struct gx_planner *p, uint64_t n_iters, uint64_t rows
             (rc = grow((void **)&p->slot_of, n_ent, sizeof(uint32_t), what, err)) ||
             (rc = grow((void **)&p->free_ent, n_ent, sizeof(uint32_t), what, err)) ||
             (rc = grow((void **)&p->state, n_ent, 1, what, err)) ||
-            (rc = gx_hash_alloc(&p->map, n_ent, what, err)))
+            (rc = pl_hash_alloc(&p->map, n_ent, what, err)))
             return rc;
         p->cap_ent = n_ent;
     }
@@ -368,10 +357,10 @@ static int planner_reserve(struct gx_planner *p, uint64_t n_iters, uint64_t rows
 
 /*
  * Backward pass: the nxt spill gets, per access, the iteration of its row's
- * next use in the superbatch (GX_INF: none); first_use ends as each node's
+ * next use in the superbatch (PL_INF: none); first_use ends as each node's
  * first use. Checks every id against n_nodes and for repeats within a batch.
  */
-static int backward(struct gx_planner *p, struct gx_trace *t, struct oc_err *err)
+static int backward(struct pl_planner *p, struct pl_trace *t, struct oc_err *err)
 {
     const uint64_t *off = t->iter_off;
     uint64_t it = t->n_iters, a_end = t->n_acc, chunk = p->cap_rows;
@@ -379,11 +368,11 @@ static int backward(struct gx_planner *p, struct gx_trace *t, struct oc_err *err
     uint32_t *nxt = p->b_nxt;
     int rc;
 
-    memset(p->first_use, 0xff, (size_t)p->n_nodes * sizeof(uint32_t)); /* GX_INF */
-    gx_spill_clear(&p->nxt);
+    memset(p->first_use, 0xff, (size_t)p->n_nodes * sizeof(uint32_t)); /* PL_INF */
+    pl_spill_clear(&p->nxt);
     while (a_end > 0) {
         uint64_t a0 = a_end > chunk ? a_end - chunk : 0;
-        if ((rc = gx_trace_ids(t, a0, a_end - a0, ids, err)))
+        if ((rc = pl_trace_ids(t, a0, a_end - a0, ids, err)))
             return rc;
         for (uint64_t a = a_end; a-- > a0;) {
             while (off[it] > a) /* it ends as the batch holding access a */
@@ -402,16 +391,16 @@ static int backward(struct gx_planner *p, struct gx_trace *t, struct oc_err *err
             nxt[a - a0] = p->first_use[id];
             p->first_use[id] = (uint32_t)it;
         }
-        if ((rc = gx_spill_put(&p->nxt, a0, nxt, a_end - a0, err)))
+        if ((rc = pl_spill_put(&p->nxt, a0, nxt, a_end - a0, err)))
             return rc;
         a_end = a0;
     }
     return OC_OK;
 }
 
-/* The working state of one gx_plan_build call. */
+/* The working state of one pl_plan_build call. */
 struct build {
-    struct gx_planner *p;
+    struct pl_planner *p;
     uint64_t n_iters;
     uint64_t top; /* no bucket above it is nonempty */
 };
@@ -419,7 +408,7 @@ struct build {
 /* Bucket of a row by its next use: the iteration, or a "never" bucket by in-degree. */
 static inline uint64_t bucket_of(const struct build *b, uint32_t key, uint64_t id)
 {
-    if (key != GX_INF)
+    if (key != PL_INF)
         return key;
     unsigned cls = 0;
     if (b->p->indptr) {
@@ -431,7 +420,7 @@ static inline uint64_t bucket_of(const struct build *b, uint32_t key, uint64_t i
 
 static inline void bucket_push(struct build *b, uint32_t e)
 {
-    struct gx_planner *p = b->p;
+    struct pl_planner *p = b->p;
     uint64_t k = bucket_of(b, p->key[e], p->ent_id[e]);
     p->link[e] = p->head[k];
     p->head[k] = e;
@@ -442,25 +431,25 @@ static inline void bucket_push(struct build *b, uint32_t e)
 /* A new entry for id (next use key) in state st, in the map and its bucket. */
 static uint32_t entry_new(struct build *b, uint64_t id, uint32_t key, uint8_t st, uint32_t slot)
 {
-    struct gx_planner *p = b->p;
+    struct pl_planner *p = b->p;
     uint32_t e = p->free_ent[--p->n_free_ent];
     p->ent_id[e] = id;
     p->key[e] = key;
     p->state[e] = st;
     p->slot_of[e] = slot;
-    gx_hash_put(&p->map, p->ent_id, e);
+    pl_hash_put(&p->map, p->ent_id, e);
     bucket_push(b, e);
     return e;
 }
 
-int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out, struct oc_err *err)
+int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out, struct oc_err *err)
 {
     const uint64_t S = t->n_iters, C = p->cap;
     const uint64_t *off = t->iter_off;
     int rc;
 
     out->n_warm = out->max_chg = 0;
-    gx_spill_clear(&out->chg);
+    pl_spill_clear(&out->chg);
     if (out->n_iters != S)
         return OC_ERR(err, OC_ERR_INTERNAL, "store ginex: plan of %llu batches for a trace of %llu",
                       (unsigned long long)out->n_iters, (unsigned long long)S);
@@ -472,30 +461,30 @@ int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
     struct build b = {p, S, 0};
     uint32_t *link = p->link;
     uint8_t *state = p->state;
-    gx_hash_clear(&p->map);
+    pl_hash_clear(&p->map);
     p->n_free_ent = p->cap_ent;
     for (uint64_t k = 0; k < p->cap_ent; k++)
         p->free_ent[k] = (uint32_t)(p->cap_ent - 1 - k);
     for (uint64_t k = 0; k < S + N_INF_BUCKETS; k++)
-        p->head[k] = GX_NONE;
+        p->head[k] = PL_NONE;
     /* Cached rows into their buckets; empty slots onto the free stack (slot 0 on top). */
     uint64_t n_free = 0;
     for (uint64_t s = C; s-- > 0;) {
         uint64_t id = p->slot_id[s];
-        if (id == GX_EMPTY)
+        if (id == PL_EMPTY)
             p->free_slots[n_free++] = (uint32_t)s;
         else
-            entry_new(&b, id, id < p->n_nodes ? p->first_use[id] : GX_INF, ST_CACHED, (uint32_t)s);
+            entry_new(&b, id, id < p->n_nodes ? p->first_use[id] : PL_INF, ST_CACHED, (uint32_t)s);
     }
     uint64_t n_occ = C - n_free;
     /* Warm-up: empty slots take the rows used soonest, in trace order. */
     for (uint64_t a0 = 0; a0 < t->n_acc && n_occ < C; a0 += p->cap_rows) {
         uint64_t n = t->n_acc - a0 < p->cap_rows ? t->n_acc - a0 : p->cap_rows;
-        if ((rc = gx_trace_ids(t, a0, n, p->b_id, err)))
+        if ((rc = pl_trace_ids(t, a0, n, p->b_id, err)))
             return rc;
         for (uint64_t j = 0; j < n && n_occ < C; j++) {
             uint64_t id = p->b_id[j];
-            if (gx_hash_get(&p->map, p->ent_id, id) != GX_NONE)
+            if (pl_hash_get(&p->map, p->ent_id, id) != PL_NONE)
                 continue;
             uint32_t s = p->free_slots[--n_free];
             entry_new(&b, id, p->first_use[id], ST_CACHED, s);
@@ -507,59 +496,59 @@ int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
     }
 
     for (uint64_t i = 0; i < S; i++) {
-        struct gx_counts *cnt = &out->cnt[i];
+        struct pl_counts *cnt = &out->cnt[i];
         uint64_t n = off[i + 1] - off[i], n_pend = 0;
         uint64_t *ids = p->b_id;
         uint32_t *nxt = p->b_nxt, *ent = p->b_ent;
         memset(cnt, 0, sizeof(*cnt));
         cnt->n_acc = n;
-        if ((rc = gx_trace_ids(t, off[i], n, ids, err)) ||
-            (rc = gx_spill_get(&p->nxt, off[i], n, nxt, err)))
+        if ((rc = pl_trace_ids(t, off[i], n, ids, err)) ||
+            (rc = pl_spill_get(&p->nxt, off[i], n, nxt, err)))
             return rc;
         /* Bucket i holds exactly this batch's hits; every access moves its row's key on. */
         uint32_t hits = p->head[i];
-        p->head[i] = GX_NONE;
+        p->head[i] = PL_NONE;
         for (uint64_t j = 0; j < n; j++) {
             uint64_t id = ids[j];
-            uint32_t e = gx_hash_get(&p->map, p->ent_id, id); /* only cached rows have one */
+            uint32_t e = pl_hash_get(&p->map, p->ent_id, id); /* only cached rows have one */
             ent[j] = e;
-            cnt->n_belady += e == GX_NONE;
+            cnt->n_belady += e == PL_NONE;
             if (p->lru.cap || C == 0)
-                cnt->n_lru += !gx_lru_access(&p->lru, id);
+                cnt->n_lru += !pl_lru_access(&p->lru, id);
             if (p->static_bits)
                 cnt->n_static += !((p->static_bits[id >> 3] >> (id & 7)) & 1);
-            if (e != GX_NONE)
+            if (e != PL_NONE)
                 p->key[e] = nxt[j];
         }
-        for (uint32_t e = hits, ne; e != GX_NONE; e = ne) {
+        for (uint32_t e = hits, ne; e != PL_NONE; e = ne) {
             ne = link[e];
             bucket_push(&b, e);
         }
         /* Misses, in batch order: enter if there is room or a cached row is used later. */
         for (uint64_t j = 0; j < n; j++) {
-            if (ent[j] != GX_NONE)
+            if (ent[j] != PL_NONE)
                 continue;
             if (n_occ < C) {
                 n_occ++;
             } else {
                 uint64_t k = bucket_of(&b, nxt[j], ids[j]);
-                while (b.top > i && p->head[b.top] == GX_NONE)
+                while (b.top > i && p->head[b.top] == PL_NONE)
                     b.top--;
                 if (b.top <= k)
                     continue; /* bypass: nothing cached is used later (ties keep the cached row) */
                 uint32_t v = p->head[b.top];
                 p->head[b.top] = link[v];
-                gx_hash_del(&p->map, p->ent_id, p->ent_id[v]);
+                pl_hash_del(&p->map, p->ent_id, p->ent_id[v]);
                 if (state[v] == ST_CACHED) {
                     uint32_t s = p->slot_of[v];
-                    p->slot_id[s] = GX_EMPTY;
+                    p->slot_id[s] = PL_EMPTY;
                     p->free_slots[n_free++] = s;
                     p->free_ent[p->n_free_ent++] = v;
                 }
                 state[v] = ST_OUT; /* a pending victim never takes its slot; freed below */
             }
             p->pend_pos[n_pend] = (uint32_t)j;
-            p->pend_ent[n_pend++] = entry_new(&b, ids[j], nxt[j], ST_PENDING, GX_NONE);
+            p->pend_ent[n_pend++] = entry_new(&b, ids[j], nxt[j], ST_PENDING, PL_NONE);
         }
         /* The rows still pending take the freed (or empty) slots: one change each. */
         uint64_t n_chg = 0;
@@ -569,11 +558,11 @@ int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
                 p->free_ent[p->n_free_ent++] = e;
                 continue;
             }
-            struct gx_change c = {p->pend_pos[k], p->free_slots[--n_free]};
+            struct pl_change c = {p->pend_pos[k], p->free_slots[--n_free]};
             p->slot_of[e] = c.slot;
             p->slot_id[c.slot] = p->ent_id[e];
             state[e] = ST_CACHED;
-            if ((rc = gx_spill_append(&out->chg, &c, 1, err)))
+            if ((rc = pl_spill_append(&out->chg, &c, 1, err)))
                 return rc;
             n_chg++;
         }
@@ -582,5 +571,5 @@ int gx_plan_build(struct gx_planner *p, struct gx_trace *t, struct gx_plan *out,
             out->max_chg = n_chg;
     }
     p->n_used = n_occ;
-    return gx_spill_flush(&out->chg, err);
+    return pl_spill_flush(&out->chg, err);
 }

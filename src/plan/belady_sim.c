@@ -1,11 +1,12 @@
 /*
- * ginex_sim.c — the small structures under the `ginex` strategy: the id map
+ * belady_sim.c — the small structures under the Belady planner and `ginex`: the id map
  * (u64 keys kept by the caller, u32 values, linear probing, backward-shift
  * deletion) and the LRU simulator that reports what an LRU cache of the same
  * capacity would have missed on the same accesses.
  *
- * Place in the data flow: store; the executor maps ids to cache slots, the
- * inspector maps ids to superbatch locals and runs the LRU simulation.
+ * Place in the data flow: plan; the planner maps ids to entries and runs the
+ * LRU simulation, ginex's executor (store) maps ids to cache slots, and
+ * --strategy auto's inspection (store) simulates LRU with it.
  * Thread-safety: each map or simulator belongs to one thread.
  * Ownership: the table and the simulator's arrays are oc_alloc'd here and
  * released by _deinit; keys[] arrays are the caller's.
@@ -17,24 +18,24 @@
  */
 #include <string.h>
 
-#include "store/ginex/ginex_int.h"
+#include "plan/belady.h"
 
 #define HASH_MIN_CAP 16u
 
-static inline uint64_t hash_home(const struct gx_hash *h, uint64_t key)
+static inline uint64_t hash_home(const struct pl_hash *h, uint64_t key)
 {
     return (key * 0x9E3779B97F4A7C15ull) >> h->shift;
 }
 
-void gx_hash_init(struct gx_hash *h)
+void pl_hash_init(struct pl_hash *h)
 {
     memset(h, 0, sizeof(*h));
 }
 
-void gx_hash_deinit(struct gx_hash *h)
+void pl_hash_deinit(struct pl_hash *h)
 {
     oc_free(h->tab);
-    gx_hash_init(h);
+    pl_hash_init(h);
 }
 
 static uint64_t hash_cap_for(uint64_t n_keys, unsigned *bits)
@@ -50,19 +51,19 @@ static uint64_t hash_cap_for(uint64_t n_keys, unsigned *bits)
     return cap;
 }
 
-uint64_t gx_hash_bytes(uint64_t n_keys)
+uint64_t pl_hash_bytes(uint64_t n_keys)
 {
     return hash_cap_for(n_keys, NULL) * sizeof(uint32_t);
 }
 
-void gx_hash_clear(struct gx_hash *h)
+void pl_hash_clear(struct pl_hash *h)
 {
     if (h->tab)
         memset(h->tab, 0xFF, (size_t)h->cap * sizeof(uint32_t));
     h->n = 0;
 }
 
-int gx_hash_alloc(struct gx_hash *h, uint64_t n_keys, const char *consumer, struct oc_err *err)
+int pl_hash_alloc(struct pl_hash *h, uint64_t n_keys, const char *consumer, struct oc_err *err)
 {
     unsigned bits;
     uint64_t cap = hash_cap_for(n_keys, &bits);
@@ -73,58 +74,58 @@ int gx_hash_alloc(struct gx_hash *h, uint64_t n_keys, const char *consumer, stru
     h->tab = tab;
     h->cap = cap;
     h->shift = 64 - bits;
-    gx_hash_clear(h);
+    pl_hash_clear(h);
     return OC_OK;
 }
 
-int gx_hash_grow(struct gx_hash *h, const uint64_t *keys, uint64_t n_keys, const char *consumer,
+int pl_hash_grow(struct pl_hash *h, const uint64_t *keys, uint64_t n_keys, const char *consumer,
                  struct oc_err *err)
 {
     if (n_keys <= h->cap / 2)
         return OC_OK;
-    struct gx_hash old = *h;
-    gx_hash_init(h);
-    int rc = gx_hash_alloc(h, n_keys, consumer, err);
+    struct pl_hash old = *h;
+    pl_hash_init(h);
+    int rc = pl_hash_alloc(h, n_keys, consumer, err);
     if (rc) {
         *h = old;
         return rc;
     }
     for (uint64_t i = 0; i < old.cap; i++)
-        if (old.tab[i] != GX_NONE)
-            gx_hash_put(h, keys, old.tab[i]);
+        if (old.tab[i] != PL_NONE)
+            pl_hash_put(h, keys, old.tab[i]);
     oc_free(old.tab);
     return OC_OK;
 }
 
-uint32_t gx_hash_get(const struct gx_hash *h, const uint64_t *keys, uint64_t key)
+uint32_t pl_hash_get(const struct pl_hash *h, const uint64_t *keys, uint64_t key)
 {
     if (h->cap == 0)
-        return GX_NONE;
+        return PL_NONE;
     uint64_t mask = h->cap - 1;
     for (uint64_t i = hash_home(h, key);; i = (i + 1) & mask) {
         uint32_t v = h->tab[i];
-        if (v == GX_NONE || keys[v] == key)
+        if (v == PL_NONE || keys[v] == key)
             return v;
     }
 }
 
-void gx_hash_put(struct gx_hash *h, const uint64_t *keys, uint32_t v)
+void pl_hash_put(struct pl_hash *h, const uint64_t *keys, uint32_t v)
 {
     uint64_t mask = h->cap - 1, i = hash_home(h, keys[v]);
-    while (h->tab[i] != GX_NONE)
+    while (h->tab[i] != PL_NONE)
         i = (i + 1) & mask;
     h->tab[i] = v;
     h->n++;
 }
 
-void gx_hash_del(struct gx_hash *h, const uint64_t *keys, uint64_t key)
+void pl_hash_del(struct pl_hash *h, const uint64_t *keys, uint64_t key)
 {
     if (h->cap == 0)
         return;
     uint64_t mask = h->cap - 1, i = hash_home(h, key);
     for (;; i = (i + 1) & mask) {
         uint32_t v = h->tab[i];
-        if (v == GX_NONE)
+        if (v == PL_NONE)
             return;
         if (keys[v] == key)
             break;
@@ -135,7 +136,7 @@ void gx_hash_del(struct gx_hash *h, const uint64_t *keys, uint64_t key)
      */
     for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
         uint32_t v = h->tab[j];
-        if (v == GX_NONE)
+        if (v == PL_NONE)
             break;
         uint64_t k = hash_home(h, keys[v]);
         if (((j - k) & mask) >= ((j - i) & mask)) {
@@ -143,82 +144,82 @@ void gx_hash_del(struct gx_hash *h, const uint64_t *keys, uint64_t key)
             i = j;
         }
     }
-    h->tab[i] = GX_NONE;
+    h->tab[i] = PL_NONE;
     h->n--;
 }
 
 /* ---- LRU ------------------------------------------------------------------ */
 
-uint64_t gx_lru_bytes(uint64_t cap)
+uint64_t pl_lru_bytes(uint64_t cap)
 {
-    return cap ? cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)) + gx_hash_bytes(cap) : 0;
+    return cap ? cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)) + pl_hash_bytes(cap) : 0;
 }
 
-int gx_lru_init(struct gx_lru *l, uint64_t cap, struct oc_err *err)
+int pl_lru_init(struct pl_lru *l, uint64_t cap, struct oc_err *err)
 {
     memset(l, 0, sizeof(*l));
-    l->head = l->tail = GX_NONE;
-    gx_hash_init(&l->map);
+    l->head = l->tail = PL_NONE;
+    pl_hash_init(&l->map);
     if (cap == 0)
         return OC_OK;
-    if (cap >= GX_NONE)
+    if (cap >= PL_NONE)
         return OC_ERR(err, OC_ERR_ARG, "store ginex: LRU simulation of %llu rows is too large",
                       (unsigned long long)cap);
     l->id = oc_alloc((size_t)cap * sizeof(uint64_t), "store ginex: LRU simulation", err);
     l->prev = oc_alloc((size_t)cap * sizeof(uint32_t), "store ginex: LRU simulation", err);
     l->next = oc_alloc((size_t)cap * sizeof(uint32_t), "store ginex: LRU simulation", err);
     if (!l->id || !l->prev || !l->next) {
-        gx_lru_deinit(l);
+        pl_lru_deinit(l);
         return err ? err->status : OC_ERR_NOMEM;
     }
-    int rc = gx_hash_alloc(&l->map, cap, "store ginex: LRU simulation", err);
+    int rc = pl_hash_alloc(&l->map, cap, "store ginex: LRU simulation", err);
     if (rc) {
-        gx_lru_deinit(l);
+        pl_lru_deinit(l);
         return rc;
     }
     l->cap = cap;
     return OC_OK;
 }
 
-void gx_lru_deinit(struct gx_lru *l)
+void pl_lru_deinit(struct pl_lru *l)
 {
     oc_free(l->id);
     oc_free(l->prev);
     oc_free(l->next);
-    gx_hash_deinit(&l->map);
+    pl_hash_deinit(&l->map);
     memset(l, 0, sizeof(*l));
-    l->head = l->tail = GX_NONE;
+    l->head = l->tail = PL_NONE;
 }
 
-static void lru_unlink(struct gx_lru *l, uint32_t v)
+static void lru_unlink(struct pl_lru *l, uint32_t v)
 {
-    if (l->prev[v] != GX_NONE)
+    if (l->prev[v] != PL_NONE)
         l->next[l->prev[v]] = l->next[v];
     else
         l->head = l->next[v];
-    if (l->next[v] != GX_NONE)
+    if (l->next[v] != PL_NONE)
         l->prev[l->next[v]] = l->prev[v];
     else
         l->tail = l->prev[v];
 }
 
-static void lru_push_front(struct gx_lru *l, uint32_t v)
+static void lru_push_front(struct pl_lru *l, uint32_t v)
 {
-    l->prev[v] = GX_NONE;
+    l->prev[v] = PL_NONE;
     l->next[v] = l->head;
-    if (l->head != GX_NONE)
+    if (l->head != PL_NONE)
         l->prev[l->head] = v;
     l->head = v;
-    if (l->tail == GX_NONE)
+    if (l->tail == PL_NONE)
         l->tail = v;
 }
 
-int gx_lru_access(struct gx_lru *l, uint64_t id)
+int pl_lru_access(struct pl_lru *l, uint64_t id)
 {
     if (l->cap == 0)
         return 0;
-    uint32_t v = gx_hash_get(&l->map, l->id, id);
-    if (v != GX_NONE) {
+    uint32_t v = pl_hash_get(&l->map, l->id, id);
+    if (v != PL_NONE) {
         if (l->head != v) {
             lru_unlink(l, v);
             lru_push_front(l, v);
@@ -229,26 +230,11 @@ int gx_lru_access(struct gx_lru *l, uint64_t id)
         v = (uint32_t)l->n++;
     } else {
         v = l->tail;
-        gx_hash_del(&l->map, l->id, l->id[v]);
+        pl_hash_del(&l->map, l->id, l->id[v]);
         lru_unlink(l, v);
     }
     l->id[v] = id;
-    gx_hash_put(&l->map, l->id, v);
+    pl_hash_put(&l->map, l->id, v);
     lru_push_front(l, v);
     return 0;
-}
-
-int store_lru_misses(uint64_t cap, const uint64_t *warm, uint64_t n_warm, const uint64_t *ids,
-                     uint64_t n, uint64_t *misses, struct oc_err *err)
-{
-    struct gx_lru lru;
-    int rc = gx_lru_init(&lru, cap, err);
-    if (rc)
-        return rc;
-    for (uint64_t k = n_warm; k-- > 0;) /* warm[0] touched last: the most recent */
-        gx_lru_access(&lru, warm[k]);
-    for (uint64_t k = 0; k < n; k++)
-        *misses += !gx_lru_access(&lru, ids[k]);
-    gx_lru_deinit(&lru);
-    return OC_OK;
 }

@@ -63,9 +63,7 @@ struct dg_builder {
     const struct oc_store *s;
     const struct oc_graph *graph;
     struct oc_sample_opts so;
-    struct oc_sampler *sampler;
-    struct oc_sample_epoch ep;
-    struct oc_sample_batch batch;
+    struct oc_sample_iter it; /* the plan's batches; it.batch: the one sampled last */
     uint8_t *rec;
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
@@ -171,6 +169,9 @@ int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint6
    r0 at *part_off; a file too short is OC_ERR_FORMAT naming it. */
 int dg_read_part(struct dg_builder *b, struct oc_file *feat, uint64_t r0, uint64_t r1,
                  uint64_t *part_off, struct oc_err *err);
+/* Samples the builder's next batch into b->it.batch (after oc_sample_iter_seek), checking
+   for cancellation first; past the epoch's end is OC_ERR_INTERNAL. */
+int dg_sample_next(struct dg_builder *b, struct oc_err *err);
 /* Grows *p (of *cap elements of elem bytes) to at least need, by a quarter at least. */
 int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
             struct oc_err *err);

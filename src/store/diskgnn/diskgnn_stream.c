@@ -72,22 +72,18 @@ int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32
     b->first = 0;
     b->n_batches = 0;
     b->off[0] = 0;
-    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    oc_sample_iter_seek(&b->it, epoch, 0);
     for (uint64_t i = 0; i < count && i < b->nb_epoch && rc == OC_OK; i++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
-        if ((rc = dg_check_cancel(b, err)) ||
-            (rc = oc_sample_epoch_batch(&b->ep, i, &seeds, &n_seeds, err)) ||
-            (rc = oc_sample_neighbors(b->sampler, epoch, i, seeds, n_seeds, &b->batch, err)))
+        if ((rc = dg_sample_next(b, err)))
             break;
-        uint64_t n = b->batch.n_input;
+        uint64_t n = b->it.batch.n_input;
         if ((rc = grow_batch(b, n, err)))
             break;
-        store_rows_of(s->ds, s->row_map, b->batch.input_ids, n, b->rows);
+        store_rows_of(s->ds, s->row_map, b->it.batch.input_ids, n, b->rows);
         for (uint64_t k = 0; k < n; k++)
             counts[b->rows[k]] += counts[b->rows[k]] < UINT32_MAX;
         b->off[i + 1] = b->off[i] + n;
-        b->rec_bytes[i] = oc_sample_batch_record_bytes(&b->batch);
+        b->rec_bytes[i] = oc_sample_batch_record_bytes(&b->it.batch);
         b->n_batches = i + 1;
     }
     return rc ? oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64 " (first batches)",
@@ -101,24 +97,21 @@ static int stream_batch(struct dg_builder *b, const struct store_cache *cache, u
                         struct oc_err *err)
 {
     const struct oc_store *s = b->s;
-    const uint64_t *seeds;
-    uint64_t n_seeds, np;
+    uint64_t np;
     size_t len;
     int rc;
-    if ((rc = dg_check_cancel(b, err)) ||
-        (rc = oc_sample_epoch_batch(&b->ep, b->first + i, &seeds, &n_seeds, err)) ||
-        (rc = oc_sample_neighbors(b->sampler, epoch, b->first + i, seeds, n_seeds, &b->batch, err)))
+    if ((rc = dg_sample_next(b, err)))
         return rc;
-    uint64_t n = b->batch.n_input;
-    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->batch) + 8 * n;
+    uint64_t n = b->it.batch.n_input;
+    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->it.batch) + 8 * n;
     if ((rc = grow_batch(b, n, err)) ||
         (rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)))
         return rc;
-    store_rows_of(s->ds, s->row_map, b->batch.input_ids, n, b->rows); /* row space */
+    store_rows_of(s->ds, s->row_map, b->it.batch.input_ids, n, b->rows); /* row space */
     oc_plan_batch_layout(b->rows, n, cache->ids, cache->n, b->addr, b->pack, &np);
     for (uint64_t j = 1; j < np; j++)
         assert(b->pack[j - 1] < b->pack[j]); /* the scan's cursors need them ascending */
-    if ((rc = oc_sample_batch_serialize(&b->batch, b->rec + OC_PLAN_CHUNK_HEADER,
+    if ((rc = oc_sample_batch_serialize(&b->it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
                                         b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
         return rc;
     dg_chunk_seal(b->rec, epoch, b->first + i, n, np, len, b->addr);
@@ -148,7 +141,7 @@ static int stream_batches(struct dg_builder *b, const struct store_cache *cache,
     oc_tmp_register(b->spill);
     if ((rc = oc_writer_open(b->spill, PK_WRITE_BYTES, &spill, err)))
         return rc;
-    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    oc_sample_iter_seek(&b->it, epoch, b->first);
     b->off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");

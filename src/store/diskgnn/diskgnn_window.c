@@ -162,7 +162,6 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->graph = cfg->graph;
     b->progress = cfg->progress;
     b->so = *cfg->sample_opts;
-    oc_sample_batch_init(&b->batch);
     if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
         return rc;
     int owned;
@@ -185,11 +184,10 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
                "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
                b->dir, OC_OWNED_MARKER);
-    if ((rc = oc_sample_sampler_new(cfg->graph, &b->so, pool, &b->sampler, err)) ||
-        (rc = oc_sample_epoch_init_plan(&b->ep, cfg->train_ids, cfg->n_train, cfg->batch_size, 0,
-                                        cfg->sample_opts, err)))
+    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, pool, cfg->train_ids, cfg->n_train,
+                                  cfg->batch_size, err)))
         return rc;
-    b->nb_epoch = b->n_batches = oc_sample_epoch_n_batches(&b->ep);
+    b->nb_epoch = b->n_batches = b->it.n_batches;
     b->off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     b->rec_bytes = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     if (!b->off || !b->rec_bytes)
@@ -223,17 +221,15 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
 
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
 {
-    oc_sample_sampler_free(b->sampler);
-    b->sampler = NULL;
-    return oc_sample_sampler_new(b->graph, &b->so, NULL, &b->sampler, err);
+    oc_sample_sampler_free(b->it.sampler);
+    b->it.sampler = NULL;
+    return oc_sample_sampler_new(b->graph, &b->so, NULL, &b->it.sampler, err);
 }
 
 void dg_builder_deinit(struct dg_builder *b)
 {
     dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
-    oc_sample_sampler_free(b->sampler);
-    oc_sample_epoch_deinit(&b->ep);
-    oc_sample_batch_deinit(&b->batch);
+    oc_sample_iter_close(&b->it);
     oc_free(b->rec);
     oc_free(b->rows);
     oc_free(b->off);
@@ -279,6 +275,16 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
     return rc ? rc : dg_window_pack(b, cache, fill_cache, w, err);
 }
 
+int dg_sample_next(struct dg_builder *b, struct oc_err *err)
+{
+    int rc = dg_check_cancel(b, err);
+    if (rc == OC_OK && (rc = oc_sample_iter_next(&b->it, err)) == 0)
+        rc = OC_ERR(err, OC_ERR_INTERNAL,
+                    "store diskgnn: batch %" PRIu64 " is past the epoch's %" PRIu64, b->it.next,
+                    b->it.n_batches);
+    return rc < 0 ? rc : OC_OK;
+}
+
 int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
             struct oc_err *err)
 {
@@ -316,30 +322,26 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
         dg_spill_drop(b);
         return rc;
     }
-    oc_sample_epoch_shuffle(&b->ep, b->so.seed, epoch);
+    oc_sample_iter_seek(&b->it, epoch, first);
     b->off[0] = 0;
     b->n_batches = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count; i++) {
-        const uint64_t *seeds;
-        uint64_t n_seeds;
         size_t len;
-        if ((rc = dg_check_cancel(b, err)) ||
-            (rc = oc_sample_epoch_batch(&b->ep, first + i, &seeds, &n_seeds, err)) ||
-            (rc =
-                 oc_sample_neighbors(b->sampler, epoch, first + i, seeds, n_seeds, &b->batch, err)))
+        if ((rc = dg_sample_next(b, err)))
             goto fail;
-        uint64_t n = b->batch.n_input, at = b->off[i];
+        uint64_t n = b->it.batch.n_input, at = b->off[i];
         if ((rc = dg_grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
                           "store diskgnn: trace", err)))
             goto fail;
-        store_rows_of(b->s->ds, b->s->row_map, b->batch.input_ids, n, b->rows + at); /* row space */
+        store_rows_of(b->s->ds, b->s->row_map, b->it.batch.input_ids, n,
+                      b->rows + at); /* row space */
         b->off[i + 1] = at + n;
-        uint64_t need = oc_sample_batch_record_bytes(&b->batch);
+        uint64_t need = oc_sample_batch_record_bytes(&b->it.batch);
         uint64_t meta = OC_PLAN_CHUNK_HEADER + need + 8 * n;
         if ((rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
-            (rc = oc_sample_batch_serialize(&b->batch, b->rec, b->cap_rec, &len, err)) ||
+            (rc = oc_sample_batch_serialize(&b->it.batch, b->rec, b->cap_rec, &len, err)) ||
             (rc = oc_writer_write(w, b->rec, len, err)))
             goto fail;
         b->rec_bytes[i] = len;

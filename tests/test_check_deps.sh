@@ -98,5 +98,14 @@ clean_tree
 printf '#include <liburing.h>\n' >>"$tmp/t/include/offcore/io.h"
 expect public_header_leaks_liburing 1 'include/offcore/io.h:2: [public-types]'
 
+clean_tree
+printf '#include <mpi.h>\n' >>"$tmp/t/src/kg/kg.c"
+expect mpi_outside_its_door 1 'src/kg/kg.c:3: [mpi-door] only src/train/dist_mpi.c includes mpi.h'
+
+clean_tree
+mkdir -p "$tmp/t/src/train"
+printf '#include <mpi.h>\n' >"$tmp/t/src/train/dist_mpi.c"
+expect mpi_in_its_door 0 "module dependencies: ok"
+
 echo "$passed passed, $failed failed, 0 skipped"
 [ "$failed" -eq 0 ]

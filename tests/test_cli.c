@@ -39,6 +39,7 @@ OC_TEST(bad_command_lines_fail_with_a_clear_message)
     static const struct cli_case cases[] = {
         {{"frobnicate", NULL}, 2, "unknown command 'frobnicate'"},
         {{"generate", "--nodes", "ten", "/tmp/x", NULL}, 2, "bad value 'ten' for --nodes"},
+        {{"train", "/tmp/x", "--micro-shards", "0", NULL}, 2, "--micro-shards must be at least 1"},
         {{"generate", "--dtype", "f64", "/tmp/x", NULL}, 2, "expected one of f32|f16"},
         {{"generate", "--bogus", "/tmp/x", NULL}, 2, "unknown option '--bogus'"},
         {{"generate", NULL}, 2, "missing argument"},

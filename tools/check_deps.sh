@@ -15,7 +15,8 @@
 # feature strategy (src/store/) starts a thread or creates a queue or pool,
 # and nothing outside src/core/ (oc_pool, oc_queue) and src/pipeline/ (the
 # stage runner) calls pthread_create: background work belongs to pipeline
-# stages (src/pipeline/, queues from oc_pipeline_queue). The few exceptions
+# stages (src/pipeline/, queues from oc_pipeline_queue); only
+# src/train/dist_mpi.c includes mpi.h (the rest of the tree uses dist.h). The few exceptions
 # are listed in THREAD_ALLOWED below, each with its reason.
 # Exit 1 on any violation, printing file:line, the rule and what is wrong
 # (tests/check_deps_test.sh checks every rule fires on a made-up tree).
@@ -135,6 +136,13 @@ while IFS=: read -r f line _; do
 $f: "*) continue ;; esac
     violation "$f:$line" one-stage-runner "pthread_create outside src/core/ and src/pipeline/ (run the work as a pipeline stage, or list the file in THREAD_ALLOWED with its reason)"
 done < <(grep -rnE '\bpthread_create[[:space:]]*\(' src --include='*.c' --include='*.h' --include='*.cu')
+
+# MPI has one door (src/train/dist.h): only src/train/dist_mpi.c includes mpi.h.
+while IFS=: read -r f line _; do
+    [ "$f" = src/train/dist_mpi.c ] && continue
+    violation "$f:$line" mpi-door "only src/train/dist_mpi.c includes mpi.h (use src/train/dist.h)"
+done < <(grep -rnE '#[[:space:]]*include[[:space:]]*[<"]mpi\.h[>"]' src include --include='*.c' \
+    --include='*.h' --include='*.cu')
 
 # Public headers must not leak liburing, BLAS or CUDA types.
 while IFS=: read -r f line _; do

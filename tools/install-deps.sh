@@ -4,6 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-dev
       liburing-dev libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev libmetis-dev
+      libopenmpi-dev openmpi-bin # train --distributed (mpirun) and tests/test_train_mpi.sh
       python3 python3-venv) # the Python package's tests run in a venv (tools/py-test.sh)
 missing=()
 for p in "${pkgs[@]}"; do

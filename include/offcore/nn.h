@@ -357,6 +357,14 @@ int oc_nn_model_param_info(const struct oc_nn_model *m, uint32_t i, struct oc_nn
 /* Copies parameter i's values to / from host memory (n_rows * n_cols floats). */
 int oc_nn_model_param_get(const struct oc_nn_model *m, uint32_t i, float *host, struct oc_err *err);
 int oc_nn_model_param_set(struct oc_nn_model *m, uint32_t i, const float *host, struct oc_err *err);
+/*
+ * All gradients of the last backward pass, parameter after parameter
+ * (oc_nn_model_n_weights floats), to / from host memory: data-parallel
+ * training sums micro-shards' gradients outside the model and sets the sum
+ * before the Adam step.
+ */
+int oc_nn_model_grads_get(const struct oc_nn_model *m, float *host, struct oc_err *err);
+int oc_nn_model_grads_set(struct oc_nn_model *m, const float *host, struct oc_err *err);
 
 /*
  * Checkpoint of parameters + Adam state, a self-describing little-endian byte

@@ -113,6 +113,19 @@ struct oc_train_opts {
                              partition of --batching partition);
                              NULL = DIR/plan. Where, not what: their names carry a key of
                              their content, so it is in no fingerprint */
+    /*
+     * Data parallel (docs/CLI.md, Scale-out): every global batch is cut into
+     * micro_shards sub-batches of its seeds (0 or 1: the batch whole, as
+     * before), each with its own forward and backward, their gradients
+     * scaled to the batch's mean loss and summed in a fixed tree order
+     * (changes the weights' last bits, so it is in the checkpoint
+     * fingerprint). With distributed (mpirun, src/train/dist.h) rank r of N
+     * computes shards [M r / N, M (r+1) / N) and the ranks exchange them:
+     * the weights equal one process's with the same micro_shards. Only rank
+     * 0 evaluates, logs and checkpoints.
+     */
+    uint32_t micro_shards;
+    int distributed;
 };
 
 /*
@@ -170,6 +183,12 @@ struct oc_train_epoch_stats {
     double gemm_s;                     /* and the seconds it took */
     uint64_t peak_mem_bytes;           /* most memory held through the accountant so far */
     uint64_t peak_rss_bytes;           /* the process's peak resident set so far */
+    /* data parallel: ranks, micro-shards per batch (1: whole batches), and this rank's
+       gradient traffic this epoch (bytes it sent to and received from the others) and
+       seconds in the exchange */
+    uint32_t ranks, micro_shards;
+    uint64_t grad_sent_bytes, grad_recv_bytes;
+    double exchange_s;
 };
 
 typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "offcore/plan.h"
 #include "offcore/train.h"
+#include "train/dist.h"
 
 /* Parses "15,10,5" (or "-1,-1") into fanouts. Returns 0 or prints and returns -1. */
 static int parse_fanouts(const char *s, struct oc_train_opts *o)
@@ -213,6 +214,22 @@ static const char *find_model(int argc, char **argv)
     return model;
 }
 
+/*
+ * An error after the ranks joined the group: "rank R: <error>" on stderr,
+ * then every rank is ended (MPI_Abort), so none waits on the failed one.
+ * Outside a group it is cli_fail.
+ */
+static int train_fail(const struct oc_err *err)
+{
+    if (!oc_dist_on())
+        return cli_fail(err);
+    struct oc_err e = *err;
+    oc_err_prefix(&e, "rank %u of %u", oc_dist_rank(), oc_dist_size());
+    int code = cli_fail(&e);
+    fflush(stdout);
+    oc_dist_abort(code);
+}
+
 int cmd_train(int argc, char **argv)
 {
     struct oc_err err;
@@ -336,6 +353,17 @@ int cmd_train(int argc, char **argv)
         {"dry-run", CLI_FLAG, &dry_run, NULL,
          "open everything and stop before the first epoch: checks the options, the dataset "
          "and --mem-budget (measuring a batch) and prints how the budget is split",
+         NULL},
+        {"micro-shards", CLI_U32, &o.micro_shards, "M",
+         "cut every batch into M sub-batches of its seeds, each its own forward and backward, "
+         "gradients summed in a fixed tree order (1: the batch whole); --distributed ranks "
+         "take whole micro-shards, M >= ranks, and train the weights of one process with the "
+         "same M",
+         NULL},
+        {"distributed", CLI_FLAG, &o.distributed, NULL,
+         "data-parallel training over the ranks of `mpirun -np N offcore train DIR "
+         "--distributed --micro-shards M` (same options on every rank; rank 0 evaluates, "
+         "prints, logs and checkpoints; needs a build with MPI)",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},
@@ -462,7 +490,24 @@ int cmd_train(int argc, char **argv)
         }
     struct cli_epoch_line line = {strcmp(strategy, "memory") != 0, strategy_index, (int)o.metric,
                                   is_auto};
+    if (given_opt(opts, sizeof(opts) / sizeof(opts[0]), given, "micro-shards") &&
+        o.micro_shards == 0) {
+        fprintf(stderr, "offcore train: --micro-shards must be at least 1\n");
+        return 2;
+    }
+    if (o.distributed) { /* every rank parsed the same options; now they join the group */
+        if (oc_dist_init(&err) != OC_OK) {
+            fprintf(stderr, "offcore train: %s\n", err.msg);
+            return 2;
+        }
+        if (oc_dist_rank() != 0) { /* rank 0 speaks for all; the others only warn or fail */
+            quiet = 1;
+            cli_log_warnings_only();
+        }
+    }
     if (oc_train_opts_check(&o, &err) != OC_OK) {
+        if (oc_dist_on())
+            return train_fail(&err);
         fprintf(stderr, "offcore train: %s\n", err.msg);
         return 2;
     }
@@ -474,7 +519,11 @@ int cmd_train(int argc, char **argv)
     rc = oc_train_run(pos[0], &o, cli_print_epoch, &line, bar, &res, &err);
     oc_progress_free(bar);
     if (rc != OC_OK)
-        return cli_fail(&err);
+        return train_fail(&err);
+    int lead = oc_dist_rank() == 0;
+    oc_dist_finalize();
+    if (!lead)
+        return 0;
     if (dry_run) {
         char a[32], b[32], c[32], d[32];
         if (budget)

@@ -602,3 +602,23 @@ int oc_nn_model_param_set(struct oc_nn_model *m, uint32_t i, const float *host, 
     OC_NN_TRY(param_index_ok(m, i, err));
     return oc_nn_tensor_set(&m->params[i].value, host, err);
 }
+
+int oc_nn_model_grads_get(const struct oc_nn_model *m, float *host, struct oc_err *err)
+{
+    for (uint32_t i = 0; i < m->n_params; i++) {
+        const struct oc_nn_tensor *g = &m->params[i].grad;
+        OC_NN_TRY(oc_nn_tensor_get(g, host, err));
+        host += g->n_rows * g->n_cols;
+    }
+    return OC_OK;
+}
+
+int oc_nn_model_grads_set(struct oc_nn_model *m, const float *host, struct oc_err *err)
+{
+    for (uint32_t i = 0; i < m->n_params; i++) {
+        struct oc_nn_tensor *g = &m->params[i].grad;
+        OC_NN_TRY(oc_nn_tensor_set(g, host, err));
+        host += g->n_rows * g->n_cols;
+    }
+    return OC_OK;
+}

@@ -48,13 +48,17 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
                 len += (size_t)snprintf(sopts + len, sizeof(sopts) - len, " %s=%.17g", opt->name,
                                         oc_train_opts_get(o, opt->name, opt->dflt));
         }
+    /* micro-shards sum gradients in another order; whole batches keep their fingerprint */
+    char shards[32] = "";
+    if (o->micro_shards > 1)
+        snprintf(shards, sizeof(shards), " micro_shards=%u", o->micro_shards);
     snprintf(buf, n,
              "model=%s layers=%u hidden=%" PRIu64 " heads=%u fanout=%s batch=%" PRIu64
              " lr=%.9g weight_decay=%.9g dropout=%.9g input_dropout=%.9g seed=%" PRIu64
              " eval=%s dataset=%s"
              " nodes=%" PRIu64 " edges=%" PRIu64 " features_crc=%08x indices_crc=%08x"
              " labels_crc=%08x splits_crc=%08x,%08x,%08x%s"
-             " reuse_samples=%s batching=%s partition_batch=%u%s%s%s",
+             " reuse_samples=%s batching=%s partition_batch=%u%s%s%s%s",
              oc_nn_model_kind_name(o->model), o->n_layers, o->hidden, o->heads, fan, o->batch_size,
              (double)o->lr, (double)o->weight_decay, (double)o->dropout, (double)o->input_dropout,
              o->seed,
@@ -76,7 +80,7 @@ void train_opts_fingerprint(const struct oc_train_opts *o, const struct oc_manif
                 figure is in its units: a resume under another metric would compare unlike
                 figures. Accuracy runs keep the fingerprint they had before --metric. */
              o->metric != OC_TRAIN_METRIC_ACC ? " metric=" : "",
-             o->metric != OC_TRAIN_METRIC_ACC ? oc_train_metric_name(o->metric) : "");
+             o->metric != OC_TRAIN_METRIC_ACC ? oc_train_metric_name(o->metric) : "", shards);
 }
 
 static void put(uint8_t **p, const void *v, size_t n)

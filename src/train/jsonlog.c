@@ -175,6 +175,16 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
     cJSON_AddNumberToObject(stages, "eval_s", st->eval_s);
     cJSON_AddNumberToObject(stages, "gemm_s", st->gemm_s);
     cJSON_AddNumberToObject(o, "gemm_flops", (double)st->gemm_flops);
+    if (st->micro_shards > 1 || st->ranks > 1) {
+        cJSON *dp = cJSON_AddObjectToObject(o, "data_parallel");
+        if (dp) {
+            cJSON_AddNumberToObject(dp, "ranks", st->ranks);
+            cJSON_AddNumberToObject(dp, "micro_shards", st->micro_shards);
+            cJSON_AddNumberToObject(dp, "grad_sent_bytes", (double)st->grad_sent_bytes);
+            cJSON_AddNumberToObject(dp, "grad_recv_bytes", (double)st->grad_recv_bytes);
+            cJSON_AddNumberToObject(dp, "exchange_s", st->exchange_s);
+        }
+    }
     cJSON_AddItemToObject(o, "stages", stages);
     cJSON *io = cJSON_AddObjectToObject(o, "features");
     if (io) {

@@ -24,6 +24,7 @@
 #include "offcore/batch_pipe.h"
 #include "offcore/io.h"
 #include "train/auto_int.h"
+#include "train/dist.h"
 #include "train/train_int.h"
 
 void oc_train_opts_default(enum oc_nn_model_kind kind, struct oc_train_opts *o)
@@ -125,6 +126,60 @@ static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store
     return OC_OK;
 }
 
+/* Micro-shards per batch: --micro-shards, 1 when not given. */
+static uint32_t train_n_shards(const struct oc_train_opts *o)
+{
+    return o->micro_shards > 1 ? o->micro_shards : 1;
+}
+
+/* Whether batches are cut into micro-shards (their gradients summed outside the model). */
+static int train_sharded(const struct oc_train_opts *o)
+{
+    return o->micro_shards > 1 || o->distributed;
+}
+
+/*
+ * --micro-shards and --distributed: each rank takes whole micro-shards, and
+ * every rank must train the same batches in the same order from the same
+ * gathered rows.
+ */
+static int train_shards_check(const struct oc_train_opts *o, struct oc_err *err)
+{
+    if (o->micro_shards > TRAIN_MAX_MICRO_SHARDS)
+        return OC_ERR(err, OC_ERR_ARG, "--micro-shards %u: at most %d", o->micro_shards,
+                      TRAIN_MAX_MICRO_SHARDS);
+    if (o->distributed) {
+        if (!oc_dist_on())
+            return OC_ERR(err, OC_ERR_ARG,
+                          "--distributed: not in an MPI process group (oc_dist_init first; "
+                          "launch as mpirun -np N offcore train DIR --distributed)");
+        if (oc_dist_size() > train_n_shards(o))
+            return OC_ERR(err, OC_ERR_ARG,
+                          "--distributed: %u ranks but %u micro-shard(s) per batch: every rank "
+                          "computes whole micro-shards, so give --micro-shards M with M >= %u "
+                          "(the weights then equal one process's with --micro-shards M)",
+                          oc_dist_size(), train_n_shards(o), oc_dist_size());
+        if (train_auto_wanted(o))
+            return OC_ERR(err, OC_ERR_ARG,
+                          "--distributed needs a named --strategy, not auto (ranks timing "
+                          "their own steps could pick differently)");
+    }
+    if (!train_sharded(o))
+        return OC_OK;
+    const char *flag = o->distributed ? "--distributed" : "--micro-shards";
+    if (strcmp(train_strategy_name(o), "outre") == 0)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "%s: outre's historical embeddings are kept per whole batch; use another "
+                      "--strategy",
+                      flag);
+    if (oc_train_opts_get(o, "reorder", 0) != 0)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "%s: --reorder trains batches in the order their reads complete, which "
+                      "differs between ranks and runs; leave it out",
+                      flag);
+    return OC_OK;
+}
+
 int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
 {
     if ((unsigned)o->model >= OC_NN_MODEL_KIND_COUNT)
@@ -190,7 +245,10 @@ int oc_train_opts_check(const struct oc_train_opts *o, struct oc_err *err)
                       "METIS partitions the graph in RAM");
     if (o->resume && !o->checkpoint_dir)
         return OC_ERR(err, OC_ERR_ARG, "--resume needs --checkpoint DIR");
-    int rc = train_auto_check(o, err);
+    int rc = train_shards_check(o, err);
+    if (rc)
+        return rc;
+    rc = train_auto_check(o, err);
     if (rc || train_auto_wanted(o)) /* auto: any strategy may be picked, --plan-dir applies */
         return rc;
     uint32_t index;
@@ -241,6 +299,7 @@ struct run {
     struct train_redundancy redundancy;
     struct oc_progress *progress; /* the caller's (borrowed) */
     struct train_auto autosel;    /* --strategy auto: the predictions and the pick */
+    struct train_dp dp;           /* --micro-shards / --distributed */
 };
 
 static void run_deinit(struct run *r)
@@ -255,6 +314,7 @@ static void run_deinit(struct run *r)
     oc_nn_backend_free(r->be);
     oc_pool_free(r->pool);
     oc_free(r->labels.labels);
+    train_dp_deinit(&r->dp);
     train_redundancy_deinit(&r->redundancy);
     train_batching_close(&r->batching);
     train_data_deinit(&r->data);
@@ -464,7 +524,7 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     cfg.seed = o->seed;
     if ((rc = oc_nn_model_new(r->be, &cfg, &r->model, err)))
         return rc;
-    return OC_OK;
+    return train_dp_init(&r->dp, o, oc_nn_model_n_weights(r->model), err);
 }
 
 /* The batch pipeline over the opened store (sampling options as the store's plan). */
@@ -677,6 +737,11 @@ static int run_probe(struct run *r, const struct oc_train_opts *o, uint32_t firs
     x = NULL;
     uint64_t grown = oc_mem_used() - used0;
     train_ws_from_probe(&r->data, o, big.n_input, big.n_seeds, grown, &r->ws);
+    /* micro-shards: room for the largest shard (at most the batch) cut out of it, held */
+    if (r->dp.on && r->dp.m > 1 &&
+        (rc = train_shard_reserve(&r->dp.shard, &big, r->data.feat_dim, 1.0 + WS_MARGIN_PCT / 100.0,
+                                  err)))
+        goto out;
     char g[32];
     oc_log(OC_LOG_INFO,
            "memory budget: probed %" PRIu64 " batches in %.2fs: the largest has %" PRIu64
@@ -778,6 +843,75 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
 }
 
 /*
+ * train_step with micro-shards: this rank's shards of batch pb, each its own
+ * forward and backward (dropout stream index x m + s) with its gradients
+ * scaled by its share of the batch's labelled seeds, so that their sum is
+ * the gradient of the batch's mean loss; the ranks' packets exchanged and
+ * summed in the fixed tree order; then the one Adam step every rank takes.
+ */
+static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
+                              struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                              uint64_t *correct, const struct oc_nn_adam *adam, struct oc_err *err)
+{
+    struct train_dp *dp = &r->dp;
+    const struct oc_sample_batch *batch = &pb->batch;
+    int rc;
+    st->sampled_edges += oc_sample_batch_n_edges(batch);
+    train_redundancy_add(&r->redundancy, batch, st);
+    struct oc_store_hist hist;
+    if ((rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)))
+        return rc;
+    if (hist.n_pruned || hist.n_push)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "micro-shards: the strategy's historical embeddings are per whole batch");
+    uint64_t c_total = 0; /* the batch's labelled seeds: its mean loss divides by them */
+    for (uint64_t k = 0; k < batch->n_seeds; k++)
+        c_total += r->data.labels[batch->input_ids[k]] >= 0;
+    for (uint32_t s = dp->first; s < dp->last; s++) {
+        float *pkt = train_dp_packet(dp, s);
+        uint64_t lo, hi;
+        train_shard_range(batch->n_seeds, dp->m, s, &lo, &hi);
+        struct oc_nn_loss loss = {0, 0, 0};
+        if (hi == lo) {
+            memset(pkt, 0, dp->n_weights * sizeof(float));
+        } else {
+            const struct oc_sample_batch *sb = batch;
+            float *x = pb->x;
+            if (dp->m > 1) {
+                if ((rc = train_shard_cut(&dp->shard, batch, pb->x, r->data.feat_dim, lo, hi, err)))
+                    return rc;
+                sb = &dp->shard.b;
+                x = dp->shard.x;
+            }
+            if ((rc = step_grads(r, e, pb->index * dp->m + s, sb, x, NULL, &loss, st, err)) ||
+                (rc = oc_nn_model_grads_get(r->model, pkt, err)))
+                return oc_err_prefix(err, "micro-shard %u", s);
+            double scale = c_total ? (double)loss.n_counted / (double)c_total : 0.0;
+            if (scale != 1.0)
+                for (uint64_t k = 0; k < dp->n_weights; k++)
+                    pkt[k] = (float)((double)pkt[k] * scale);
+        }
+        double stats[TRAIN_DP_STATS] = {loss.loss * (double)loss.n_counted, (double)loss.n_counted,
+                                        (double)loss.n_correct};
+        memcpy(pkt + dp->n_weights, stats, sizeof(stats));
+    }
+    oc_store_hist_done(r->store, pb->epoch, pb->index);
+    double t0 = oc_now_s(), stats[TRAIN_DP_STATS];
+    if ((rc = train_dp_exchange(dp, stats, &st->grad_sent_bytes, &st->grad_recv_bytes, err)))
+        return rc;
+    st->exchange_s += oc_now_s() - t0;
+    double t4 = oc_now_s();
+    if ((rc = oc_nn_model_grads_set(r->model, dp->recv, err)) ||
+        (rc = oc_nn_model_adam_step(r->model, adam, err)))
+        return rc;
+    st->optimizer_s += oc_now_s() - t4;
+    *loss_sum += stats[0];
+    *counted += (uint64_t)stats[1];
+    *correct += (uint64_t)stats[2];
+    return OC_OK;
+}
+
+/*
  * A resumed run ends with the weights of an uninterrupted one only if the
  * checkpoint holds all that training carries across epochs: a strategy option
  * marked outside_checkpoint (outre's --staleness: its historical embeddings)
@@ -845,8 +979,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         res->reuse_samples = o->reuse_samples;
     }
     snprintf(res->strategy, sizeof(res->strategy), "%s", oc_store_strategy_name(r.strategy));
+    /* ranks other than 0 neither evaluate, log nor checkpoint: rank 0 does for all */
+    const int lead = oc_dist_rank() == 0 || !o->distributed;
     if ((rc = run_open_pipe(&r, o, err)) ||
-        (o->eval != OC_TRAIN_EVAL_NONE &&
+        (o->eval != OC_TRAIN_EVAL_NONE && lead &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
     res->held_bytes = r.held;
@@ -855,8 +991,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     res->depth = r.depth;
     if (o->dry_run)
         goto out; /* everything opened: the options and the budget hold */
-    if (o->log_path && (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0,
-                                               r.strategy, &r.log, err)))
+    if (o->log_path && lead &&
+        (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log,
+                                err)))
         goto out;
     if (r.log)
         train_log_set_plan(r.log, o->mem_budget, res);
@@ -874,6 +1011,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.epoch = e;
         st.strategy = r.strategy;
         st.n_batches = n_batches;
+        st.ranks = r.dp.on ? r.dp.n_ranks : 1;
+        st.micro_shards = r.dp.on ? r.dp.m : 1;
         train_redundancy_epoch(&r.redundancy);
         double t0 = oc_now_s();
         char label[32];
@@ -902,7 +1041,9 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
             struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
             if ((rc = oc_batch_pipe_next(r.pipe, &pb, err)))
                 goto out;
-            rc = train_step(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err);
+            rc = r.dp.on
+                     ? train_step_sharded(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err)
+                     : train_step(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err);
             if (rc) {
                 oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
                 oc_batch_pipe_done(r.pipe, pb);
@@ -937,7 +1078,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
         uint32_t every = o->eval_every > 1 ? o->eval_every : 1;
         st.evaluated =
-            o->eval != OC_TRAIN_EVAL_NONE && ((e + 1) % every == 0 || e + 1 == o->epochs);
+            o->eval != OC_TRAIN_EVAL_NONE && lead && ((e + 1) % every == 0 || e + 1 == o->epochs);
         double acc[TRAIN_SPLIT_COUNT] = {0}, metric[TRAIN_SPLIT_COUNT] = {0};
         if (st.evaluated) {
             double te = oc_now_s();
@@ -977,11 +1118,11 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         if (r.autosel.on)
             res->measured_epoch_s = r.autosel.measured_sum_s / r.autosel.measured_epochs;
         res->final_loss = st.loss;
-        if (on_epoch)
+        if (on_epoch && lead)
             on_epoch(ctx, &st);
         if (r.log && (rc = train_log_epoch(r.log, &st, o->metric, &pos.log_bytes, err)))
             goto out;
-        if (o->checkpoint_dir &&
+        if (o->checkpoint_dir && lead &&
             (rc = oc_train_checkpoint_save(o->checkpoint_dir, fingerprint, r.model, &pos, err)))
             goto out;
     }

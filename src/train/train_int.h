@@ -96,6 +96,69 @@ struct train_labels {
 int train_labels_of(struct train_labels *out, const int32_t *labels, const uint64_t *seeds,
                     uint64_t n, struct oc_err *err);
 
+/* ---- micro-shards (shard.c) --------------------------------------------- */
+
+/*
+ * One micro-shard of a global batch: the sub-batch of the seeds [lo, hi)
+ * (b: a view of the arrays below, prefix-ordered as every sampled batch:
+ * seeds first, then each layer's new neighbors in the order the batch's
+ * edges name them) and its input rows x (n_input x dim).
+ */
+struct train_shard {
+    struct oc_sample_batch b;
+    uint64_t *ids;
+    uint32_t *old, *map; /* shard position -> batch position; batch position -> shard's + 1 */
+    float *x;
+    uint64_t *indptr[OC_SAMPLE_MAX_LAYERS];
+    uint32_t *indices[OC_SAMPLE_MAX_LAYERS];
+    uint64_t cap_nodes, cap_old, cap_map, cap_x;
+    uint64_t cap_indptr[OC_SAMPLE_MAX_LAYERS], cap_indices[OC_SAMPLE_MAX_LAYERS];
+};
+/* Part k of parts of n items: [n k / parts, n (k+1) / parts). */
+void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uint64_t *hi);
+/* Cuts the shard of seeds [lo, hi) of batch b (input rows x, dim floats each) into sh. */
+int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, const float *x,
+                    uint64_t dim, uint64_t lo, uint64_t hi, struct oc_err *err);
+/* Grows sh's arrays to hold a shard of up to factor x b's size (under a budget, at start). */
+int train_shard_reserve(struct train_shard *sh, const struct oc_sample_batch *b, uint64_t dim,
+                        double factor, struct oc_err *err);
+void train_shard_deinit(struct train_shard *sh);
+/* Sums the first width floats of rows[0 .. m) (pitch floats apart) into row 0 by the fixed
+   pairwise tree. */
+void train_shard_tree_sum(float *rows, uint32_t m, uint64_t pitch, uint64_t width);
+
+#define TRAIN_MAX_MICRO_SHARDS 4096
+#define TRAIN_DP_STATS         3 /* doubles after a shard's gradients: loss sum, counted, correct */
+
+/*
+ * Data-parallel state of a run with micro-shards (--micro-shards M > 1, or
+ * --distributed): this rank's shards [first, last) of the m per batch, and
+ * the packets the ranks exchange: per shard its gradients scaled to the
+ * batch's mean loss (n_weights floats), then TRAIN_DP_STATS doubles.
+ */
+struct train_dp {
+    int on;
+    uint32_t m, n_ranks, rank, first, last;
+    uint64_t n_weights, width; /* floats of gradients; floats per packet */
+    float *send;               /* this rank's packets */
+    float *recv;               /* all m packets, shard order (= rank order) */
+    uint64_t *counts;          /* floats each rank sends */
+    struct train_shard shard;
+};
+/* Sets dp up for o (micro_shards, distributed: oc_dist_rank/size) and n_weights. */
+int train_dp_init(struct train_dp *dp, const struct oc_train_opts *o, uint64_t n_weights,
+                  struct oc_err *err);
+void train_dp_deinit(struct train_dp *dp);
+/* The packet of shard s (this rank's: first <= s < last) in dp->send. */
+float *train_dp_packet(struct train_dp *dp, uint32_t s);
+/*
+ * Exchanges the packets (an all-gather in rank order), sums the gradients
+ * into dp->recv's first packet by the fixed tree and the statistics in shard
+ * order into stats; adds this rank's traffic to *sent and *recvd.
+ */
+int train_dp_exchange(struct train_dp *dp, double stats[TRAIN_DP_STATS], uint64_t *sent,
+                      uint64_t *recvd, struct oc_err *err);
+
 /* ---- working set (working_set.c) ------------------------------------------- */
 
 #define WS_PROBE_BATCHES 4  /* full training batches sampled to measure a batch */

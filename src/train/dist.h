@@ -1,0 +1,47 @@
+/*
+ * dist.h — the one door to MPI: process-group start and stop, this rank and
+ * the world size, the all-gather that data-parallel training exchanges its
+ * micro-shards' gradients through, and the abort that takes every rank down
+ * when one fails. dist_mpi.c implements it over OpenMPI (built with
+ * -DOC_MPI=AUTO|ON when MPI is found); dist_none.c, the build without MPI,
+ * answers rank 0 of 1 and refuses oc_dist_init with a clear error. Nothing
+ * else in the tree includes mpi.h (tools/check_deps.sh).
+ *
+ * Place in the data flow: train (the trainer exchanges gradients); the CLI
+ * starts and stops the group around `offcore train --distributed`.
+ * Thread-safety: one thread (the CLI's main thread, then the trainer) makes
+ * every call; MPI is initialised without thread support.
+ * Ownership: buffers are the caller's; the group is process-global state.
+ */
+#ifndef OFFCORE_TRAIN_DIST_H
+#define OFFCORE_TRAIN_DIST_H
+
+#include <stdint.h>
+
+#include "offcore/core.h"
+
+/* Whether this build has MPI (1) or not (0). */
+int oc_dist_built(void);
+/*
+ * Joins the process group mpirun started (MPI_Init). OC_ERR_UNSUPPORTED in a
+ * build without MPI, naming --distributed and how to build with it.
+ */
+int oc_dist_init(struct oc_err *err);
+/* Whether oc_dist_init succeeded (and oc_dist_finalize has not run). */
+int oc_dist_on(void);
+/* This process's rank and the number of ranks: 0 and 1 unless oc_dist_on. */
+uint32_t oc_dist_rank(void);
+uint32_t oc_dist_size(void);
+/*
+ * Every rank contributes counts[rank] floats from send; recv gets all of
+ * them, rank 0's first (sum of counts floats). A collective: every rank
+ * calls it with the same counts. Without the group it copies send to recv.
+ */
+int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
+                          struct oc_err *err);
+/* Ends every rank of the group with exit status code (MPI_Abort); exits without one. */
+_Noreturn void oc_dist_abort(int code);
+/* Leaves the group (MPI_Finalize); a no-op unless oc_dist_on. */
+void oc_dist_finalize(void);
+
+#endif

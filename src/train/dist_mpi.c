@@ -1,0 +1,117 @@
+/*
+ * dist_mpi.c — dist.h over MPI (OpenMPI): MPI_Init / MPI_Finalize, the rank
+ * and size of MPI_COMM_WORLD, MPI_Allgatherv for the gradients (each rank's
+ * block lands at a fixed place, so the sum the trainer then takes in its own
+ * fixed order does not depend on timing, unlike MPI_Allreduce's unspecified
+ * order) and MPI_Abort.
+ *
+ * Place in the data flow: train (see dist.h); compiled only when CMake
+ * found MPI (OC_MPI), instead of dist_none.c.
+ * Thread-safety: MPI_THREAD_SINGLE use: the main thread makes every call.
+ * Ownership: the group is process-global; buffers are the caller's.
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/dist.h"
+
+#define DIST_MAX_RANKS 4096
+
+static int dist_on;
+static uint32_t dist_rank, dist_size = 1;
+
+int oc_dist_built(void)
+{
+    return 1;
+}
+
+/* An MPI error code as text for an oc_err. */
+static int dist_fail(struct oc_err *err, const char *what, int code)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(code, msg, &len);
+    return OC_ERR(err, OC_ERR_IO, "--distributed: %s failed: %s", what, msg);
+}
+
+int oc_dist_init(struct oc_err *err)
+{
+    if (dist_on)
+        return OC_OK;
+    int rc = MPI_Init(NULL, NULL);
+    if (rc != MPI_SUCCESS)
+        return dist_fail(err, "MPI_Init", rc);
+    /* errors come back as codes, reported as the others; the CLI then aborts the group */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size > DIST_MAX_RANKS) {
+        MPI_Finalize();
+        return OC_ERR(err, OC_ERR_ARG, "--distributed: %d ranks, at most %d", size, DIST_MAX_RANKS);
+    }
+    dist_rank = (uint32_t)rank;
+    dist_size = (uint32_t)size;
+    dist_on = 1;
+    return OC_OK;
+}
+
+int oc_dist_on(void)
+{
+    return dist_on;
+}
+
+uint32_t oc_dist_rank(void)
+{
+    return dist_rank;
+}
+
+uint32_t oc_dist_size(void)
+{
+    return dist_size;
+}
+
+int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
+                          struct oc_err *err)
+{
+    if (!dist_on) {
+        if (counts[0])
+            memmove(recv, send, counts[0] * sizeof(float));
+        return OC_OK;
+    }
+    static int c[DIST_MAX_RANKS], displ[DIST_MAX_RANKS];
+    uint64_t at = 0;
+    for (uint32_t r = 0; r < dist_size; r++) {
+        if (counts[r] > INT_MAX || at > INT_MAX)
+            return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                          "--distributed: %llu floats to exchange per step is more than MPI "
+                          "counts hold (fewer --micro-shards or a smaller model)",
+                          (unsigned long long)(at + counts[r]));
+        c[r] = (int)counts[r];
+        displ[r] = (int)at;
+        at += counts[r];
+    }
+    int rc =
+        MPI_Allgatherv(send, c[dist_rank], MPI_FLOAT, recv, c, displ, MPI_FLOAT, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS)
+        return dist_fail(err, "MPI_Allgatherv of the gradients", rc);
+    return OC_OK;
+}
+
+_Noreturn void oc_dist_abort(int code)
+{
+    if (!dist_on)
+        exit(code);
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _Exit(code); /* MPI_Abort does not return; should it, do not run exit handlers */
+}
+
+void oc_dist_finalize(void)
+{
+    if (!dist_on)
+        return;
+    MPI_Finalize();
+    dist_on = 0;
+}

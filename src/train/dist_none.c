@@ -1,0 +1,58 @@
+/*
+ * dist_none.c — dist.h in a build without MPI (-DOC_MPI=OFF, or AUTO where
+ * no MPI was found): one process of rank 0, and --distributed refused with
+ * the way to get it.
+ *
+ * Place in the data flow: train (see dist.h).
+ * Thread-safety: stateless.
+ * Ownership: none.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/dist.h"
+
+int oc_dist_built(void)
+{
+    return 0;
+}
+
+int oc_dist_init(struct oc_err *err)
+{
+    return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                  "--distributed: this offcore was built without MPI (install libopenmpi-dev "
+                  "and openmpi-bin, e.g. make deps, and rebuild with cmake -DOC_MPI=ON)");
+}
+
+int oc_dist_on(void)
+{
+    return 0;
+}
+
+uint32_t oc_dist_rank(void)
+{
+    return 0;
+}
+
+uint32_t oc_dist_size(void)
+{
+    return 1;
+}
+
+int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
+                          struct oc_err *err)
+{
+    (void)err;
+    if (counts[0])
+        memmove(recv, send, counts[0] * sizeof(float));
+    return OC_OK;
+}
+
+_Noreturn void oc_dist_abort(int code)
+{
+    exit(code);
+}
+
+void oc_dist_finalize(void)
+{
+}

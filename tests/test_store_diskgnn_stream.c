@@ -193,6 +193,18 @@ OC_TEST(windows_fit_the_plan_directorys_free_space)
         OC_CHECK(e + 1 == log.n || log.dir_files[e] > 0);
     }
     OC_CHECK(plan_files(plan, NULL) == 0);
+    /* One epoch in two windows: the planner packs the second while the first trains. */
+    o.strategy = "memory";
+    o.mem_budget = 0;
+    o.plan_dir = NULL;
+    o.epochs = 1;
+    OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+    o.strategy = "diskgnn";
+    o.mem_budget = min + MIB;
+    o.plan_dir = plan;
+    OC_CHECK_OK(train_under(dir, &o, NULL, NULL, &res, &err), &err);
+    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    OC_CHECK(plan_files(plan, NULL) == 0);
     umount(plan);
     rmdir(plan);
 }

@@ -214,12 +214,13 @@ static uint64_t window_batches(const struct oc_store *s, const struct oc_store_c
  * Streamed windows with fresh samples: two exist at once (one trains while
  * the next is packed), so without --disk-budget each is kept within
  * DG_DISK_SHARE of the plan directory's free space, estimated at the probe's
- * mean batch with none of its rows cached; a shorter window when needed (at
- * least one batch), logged.
+ * mean batch with the rows the cache serves (hits of the probe's accesses)
+ * counted at four fifths (the cache was chosen from the probe, later batches
+ * hit it less); a shorter window when needed (at least one batch), logged.
  */
 static uint64_t disk_window(const struct oc_store *s, const struct oc_store_config *cfg,
                             const struct dg_builder *b, const struct dg_sizes *z, uint64_t probe,
-                            uint64_t win)
+                            uint64_t hits, uint64_t win)
 {
     struct oc_err e;
     uint64_t free_bytes;
@@ -228,8 +229,10 @@ static uint64_t disk_window(const struct oc_store *s, const struct oc_store_conf
     uint64_t meta = 0;
     for (uint64_t i = 0; i < probe; i++)
         meta += b->rec_bytes[i];
-    double per = ((double)meta + (double)z->accesses * (double)(s->row_bytes + 8)) / (double)probe +
-                 OC_PLAN_CHUNK_HEADER + OC_PLAN_PAGE;
+    double packed = (double)z->accesses - 0.8 * (double)hits;
+    double per =
+        ((double)meta + (double)z->accesses * 8 + packed * (double)s->row_bytes) / (double)probe +
+        OC_PLAN_CHUNK_HEADER + OC_PLAN_PAGE;
     double share = (double)free_bytes * DG_DISK_SHARE;
     if ((double)win * per <= share || cfg->window_batches)
         return win;
@@ -324,8 +327,6 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     struct dg_sizes z;
     window_sizes(b, &z);
-    if (b->streamed && !d->reuse)
-        d->win_batches = disk_window(s, cfg, b, &z, probe, d->win_batches);
     uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, exact);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed) {
         rc = OC_ERR(err, OC_ERR_BUDGET,
@@ -346,6 +347,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         (rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
                               &d->cache.ids, &d->cache.n, err)))
         goto out;
+    if (b->streamed && !d->reuse) {
+        uint64_t hits = 0;
+        for (uint64_t k = 0; k < d->cache.n; k++)
+            hits += counts[d->cache.ids[k]];
+        d->win_batches = disk_window(s, cfg, b, &z, probe, hits, d->win_batches);
+        wpe = (b->nb_epoch + d->win_batches - 1) / d->win_batches; /* the planner's, the log's */
+    }
     oc_free(counts);
     counts = NULL;
     if ((rc = store_yield_map(&d->yield, err)) ||

@@ -179,8 +179,10 @@ int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *wha
 int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
                      char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,
                      struct oc_err *err);
-/* Syncs out, opens w's O_DIRECT reader on tmp (flock'd) and renames tmp to w's name. */
-int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file *out, struct oc_err *err);
+/* Syncs *out, opens w's O_DIRECT reader on tmp (flock'd), renames tmp to w's name and closes
+   *out (NULL after; on an error before the close, the caller's dg_window_fail closes it). */
+int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file **out,
+                     struct oc_err *err);
 /* After a failure: closes out, removes tmp and the spill, drops w (keeping epoch, first). */
 void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp,
                     struct oc_file *out);

@@ -325,13 +325,8 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
     b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);
     if ((rc = oc_file_truncate(out, b->chunk_off[count], err)) ||
         (rc = stream_rows(b, cache, fill_cache, count, out, err)) ||
-        (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(w, tmp, out, err)))
+        (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(w, tmp, &out, err)))
         goto fail;
-    rc = oc_file_close(out, err);
-    out = NULL;
-    if (rc)
-        goto fail;
-    oc_tmp_unregister(tmp);
     dg_spill_drop(b);
     b->pack_us = (uint64_t)((oc_now_s() - t0) * 1e6) - b->sample_us;
     return OC_OK;

@@ -690,10 +690,10 @@ int dg_window_create(struct dg_builder *b, const struct store_cache *cache, stru
     return oc_file_truncate(*out, file_bytes, err);
 }
 
-int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file *out, struct oc_err *err)
+int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file **out, struct oc_err *err)
 {
     int rc;
-    if ((rc = oc_file_sync(out, err)))
+    if ((rc = oc_file_sync(*out, err)))
         return rc;
     /* The reader is opened (and locked) on the temporary: it keeps this very file. */
     if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
@@ -701,7 +701,13 @@ int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file *out, 
     if (flock(oc_file_fd(w->f), LOCK_SH | LOCK_NB) != 0)
         oc_log(OC_LOG_DEBUG, "store diskgnn: %s: no lock (%s); a later run may remove it early",
                tmp, strerror(errno));
-    return oc_rename_durable(tmp, w->path, err);
+    if ((rc = oc_rename_durable(tmp, w->path, err)))
+        return rc;
+    rc = oc_file_close(*out, err);
+    *out = NULL;
+    if (rc == OC_OK)
+        oc_tmp_unregister(tmp);
+    return rc;
 }
 
 void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp, struct oc_file *out)
@@ -764,13 +770,8 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     oc_free(l.addr); /* written: the pairs take its place (dg_builder_need_bytes) */
     l.addr = NULL;
     if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) ||
-        (rc = dg_window_finish(w, tmp, out, err)))
+        (rc = dg_window_finish(w, tmp, &out, err)))
         goto fail;
-    rc = oc_file_close(out, err);
-    out = NULL;
-    if (rc)
-        goto fail;
-    oc_tmp_unregister(tmp);
     oc_plan_layout_deinit(&l);
     b->pack_us = now_us() - t0;
     return OC_OK;

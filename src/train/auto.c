@@ -19,10 +19,10 @@
  *   helios    as static (its pre-sampled hot set misses no more)
  *   ginex     read(B R belady_miss, merged)      Belady over the batches at
  *                                                ginex's own cache size
- *   diskgnn   (W features + 2 B R half_miss row) / seq_bw (half_miss: static's
- *             misses with half its rows, as the window's plan takes half): a scan per window
- *             packs the misses into chunks, written and read back sequentially;
- *             W = ceil(B R 128 / (share / 2)) windows per epoch (1 without a budget)
+ *   diskgnn   (features + 2 B R half_miss row) / seq_bw (half_miss: static's
+ *             misses with half its rows): one scan per epoch (its windows are streamed,
+ *             a whole epoch each) packs the misses into chunks, written and read back
+ *             sequentially
  *   gnndrive  read(B R lru_miss, per row)
  *   direct    read(B R, per row)
  *   mmap      B R lru_miss pages_per_row x 64 / (lanes x IOPS): faults one
@@ -44,9 +44,8 @@
 #include "train/auto_int.h"
 #include "train/train_int.h"
 
-#define AUTO_MMAP_LANES    2.0 /* threads faulting at once (the pipeline's gather lanes) */
-#define AUTO_PAGE          4096.0
-#define AUTO_DG_PLAN_BYTES 128.0 /* diskgnn plan bytes per row access (a window's share) */
+#define AUTO_MMAP_LANES 2.0 /* threads faulting at once (the pipeline's gather lanes) */
+#define AUTO_PAGE       4096.0
 
 static const struct {
     const char *name;
@@ -109,11 +108,10 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
             p->read_bytes = rows * in->belady_miss * in->miss_bytes_per_row;
             break;
         case AUTO_DISKGNN: {
-            /* windows per epoch: its plan (AUTO_DG_PLAN_BYTES a row access) in half the share */
-            double half = (double)in->store_bytes / 2.0;
-            double w = in->store_bytes ? ceil(rows * AUTO_DG_PLAN_BYTES / half) : 1.0;
+            /* one window per epoch: without --disk-budget its windows are streamed
+               (diskgnn_stream.c), whatever the budget */
             p->miss_ratio = in->half_miss;
-            p->read_bytes = (w < 1.0 ? 1.0 : w) * (double)in->feature_bytes + 2.0 * packed;
+            p->read_bytes = (double)in->feature_bytes + 2.0 * packed;
             p->io_s = p->read_bytes / in->seq_bps;
             break;
         }

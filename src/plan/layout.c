@@ -261,6 +261,20 @@ static void *alloc_u64(uint64_t n, struct oc_err *err)
     return oc_calloc((size_t)(n ? n : 1), sizeof(uint64_t), PLAN_CONSUMER, err);
 }
 
+/*
+ * A batch's packed rows (pack, n_pack of them, in any order) sorted, and
+ * each of its packed accesses (addr[k] OC_PLAN_PACKED for rows[k]) given
+ * its row's index among them.
+ */
+static void index_packed(const uint64_t *rows, uint64_t n, uint64_t *addr, uint64_t *pack,
+                         uint64_t n_pack)
+{
+    qsort(pack, n_pack, sizeof(uint64_t), oc_cmp_u64);
+    for (uint64_t k = 0; k < n; k++)
+        if (OC_PLAN_ADDR_WHERE(addr[k]) == OC_PLAN_PACKED)
+            addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, oc_lower_bound_u64(pack, 0, n_pack, rows[k]));
+}
+
 /* Places segment j (batches [b0, b1)); the sizes in l are already set. */
 static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t j, uint64_t b0,
                          uint64_t b1, uint64_t *tmp)
@@ -291,11 +305,7 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
                 pk[n_pk++] = v;
             }
         }
-        qsort(pk, n_pk, sizeof(uint64_t), oc_cmp_u64);
-        for (uint64_t i = t->off[b]; i < t->off[b + 1]; i++)
-            if (OC_PLAN_ADDR_WHERE(l->addr[i]) == OC_PLAN_PACKED)
-                l->addr[i] =
-                    OC_PLAN_ADDR(OC_PLAN_PACKED, oc_lower_bound_u64(pk, 0, n_pk, t->rows[i]));
+        index_packed(t->rows + t->off[b], t->off[b + 1] - t->off[b], l->addr + t->off[b], pk, n_pk);
     }
     seg_reset(c, b0, b1);
     if (n_sh == 0)
@@ -326,10 +336,7 @@ void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const uint64_t *cpu_
             pack[np++] = rows[k];
         }
     }
-    qsort(pack, np, sizeof(uint64_t), oc_cmp_u64);
-    for (uint64_t k = 0; k < n; k++)
-        if (OC_PLAN_ADDR_WHERE(addr[k]) == OC_PLAN_PACKED)
-            addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, oc_lower_bound_u64(pack, 0, np, rows[k]));
+    index_packed(rows, n, addr, pack, np);
     *n_pack = np;
 }
 

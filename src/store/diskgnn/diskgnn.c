@@ -295,7 +295,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         return rc;
     d->n_batches = b->nb_epoch;
     d->win_batches = window_batches(s, cfg, b, &d->n_slots);
-    uint64_t wpe = d->win_batches ? (b->nb_epoch + d->win_batches - 1) / d->win_batches : 1;
+    uint64_t wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches);
     int exact = d->reuse && wpe == 1; /* window 0 is every batch there is */
     if (cfg->disk_budget > 0) {       /* per window: the windows that exist at once share it */
         double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
@@ -322,8 +322,13 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         rc = err->status;
         goto out;
     }
-    if ((rc = b->streamed ? dg_window_probe(b, sample_epoch, probe, counts, err)
-                          : dg_window_sample(b, sample_epoch, 0, probe, err)))
+    if (b->streamed) {
+        rc = dg_window_probe(b, sample_epoch, probe, counts, err);
+    } else if ((rc = dg_window_sample(b, sample_epoch, 0, probe, err)) == OC_OK) {
+        struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
+        rc = oc_plan_count_accesses(&t, counts, err);
+    }
+    if (rc)
         goto out;
     struct dg_sizes z;
     window_sizes(b, &z);
@@ -339,12 +344,10 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                     oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
         goto out;
     }
-    struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
     uint64_t want = STORE_NO_SLOT - 1; /* slots are u32 (store/cache.c) */
     if (cfg->mem_bytes && (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t)) < want)
         want = (cfg->mem_bytes - fixed) / (s->row_bytes + sizeof(uint64_t));
-    if ((!b->streamed && (rc = oc_plan_count_accesses(&t, counts, err))) || /* else counted */
-        (rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
+    if ((rc = oc_plan_hottest(counts, s->n_nodes, want < s->n_nodes ? want : s->n_nodes,
                               &d->cache.ids, &d->cache.n, err)))
         goto out;
     if (b->streamed && !d->reuse) {
@@ -352,7 +355,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         for (uint64_t k = 0; k < d->cache.n; k++)
             hits += counts[d->cache.ids[k]];
         d->win_batches = disk_window(s, cfg, b, &z, probe, hits, d->win_batches);
-        wpe = (b->nb_epoch + d->win_batches - 1) / d->win_batches; /* the planner's, the log's */
+        wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches); /* the planner's, the log's */
     }
     oc_free(counts);
     counts = NULL;

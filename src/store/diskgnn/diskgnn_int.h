@@ -42,6 +42,12 @@
 #define DG_PROBE_BATCHES 64u          /* streamed: batches sampled at open to size and cache */
 #define DG_DISK_SHARE    0.45         /* streamed, fresh: a window's share of the free space */
 
+/* Windows of win batches in an epoch of nb (win 0: the whole epoch, one window). */
+static inline uint64_t dg_windows_per_epoch(uint64_t nb, uint64_t win)
+{
+    return win ? (nb + win - 1) / win : 1;
+}
+
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
 struct dg_window {
     uint64_t epoch; /* the sample epoch its batches were drawn for */

@@ -647,7 +647,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->win[0].give_back = 0;
     uint64_t nb = c->builder->nb_epoch, W = !c->win_batches ? nb : c->win_batches;
     p->c.win_batches = W;
-    p->wpe = (nb + W - 1) / W;
+    p->wpe = dg_windows_per_epoch(nb, W);
     /* reuse: run epochs, each through every window; fresh samples: windows */
     p->n_win = (c->n_epochs - c->first_epoch) * (c->reuse ? 1 : p->wpe);
     assert(!c->reuse || c->n_ws == p->wpe);

@@ -92,9 +92,8 @@ int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32
 }
 
 /* Pass 1, one batch: sample, lay out, write the metadata, spill the packed rows. */
-static int stream_batch(struct dg_builder *b, const struct store_cache *cache, uint64_t epoch,
-                        uint64_t i, struct oc_file *out, struct oc_writer *spill,
-                        struct oc_err *err)
+static int stream_batch(struct dg_builder *b, const struct store_cache *cache, uint64_t i,
+                        struct oc_file *out, struct oc_writer *spill, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t np;
@@ -114,7 +113,7 @@ static int stream_batch(struct dg_builder *b, const struct store_cache *cache, u
     if ((rc = oc_sample_batch_serialize(&b->it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
                                         b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
         return rc;
-    dg_chunk_seal(b->rec, epoch, b->first + i, n, np, len, b->addr);
+    dg_chunk_seal(b->rec, b->epoch, b->first + i, n, np, len, b->addr);
     if ((rc = oc_file_pwrite(out, b->rec, OC_PLAN_CHUNK_HEADER + len + 8 * n, b->chunk_off[i],
                              err)) ||
         (rc = oc_writer_write(spill, b->pack, np * sizeof(uint64_t), err)))
@@ -128,25 +127,26 @@ static int stream_batch(struct dg_builder *b, const struct store_cache *cache, u
     return OC_OK;
 }
 
-/* Pass 1: every batch of the window; the spill file ends up holding their packed rows. */
-static int stream_batches(struct dg_builder *b, const struct store_cache *cache, uint64_t epoch,
-                          uint64_t count, struct oc_file *out, struct oc_err *err)
+/* Pass 1: every batch of the window (b->epoch from b->first); the spill file ends up holding
+   their packed rows. */
+static int stream_batches(struct dg_builder *b, const struct store_cache *cache, uint64_t count,
+                          struct oc_file *out, struct oc_err *err)
 {
     char final[4200];
     struct oc_writer *spill = NULL;
     int rc;
-    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, epoch, b->first);
+    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, b->epoch, b->first);
     if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
         return rc;
     oc_tmp_register(b->spill);
     if ((rc = oc_writer_open(b->spill, PK_WRITE_BYTES, &spill, err)))
         return rc;
-    oc_sample_iter_seek(&b->it, epoch, b->first);
+    oc_sample_iter_seek(&b->it, b->epoch, b->first);
     b->off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count && rc == OC_OK; i++) {
-        rc = stream_batch(b, cache, epoch, i, out, spill, err);
+        rc = stream_batch(b, cache, i, out, spill, err);
         dg_report(b, sampling, i + 1, count);
     }
     dg_report_end(b);
@@ -319,7 +319,7 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
         goto fail;
     }
     if ((rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), 0, &out, err)) ||
-        (rc = stream_batches(b, cache, epoch, count, out, err)))
+        (rc = stream_batches(b, cache, count, out, err)))
         goto fail;
     b->n_batches = count;
     b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);

@@ -5,8 +5,10 @@
  * file byte for byte, the same chunk and segment offsets, and fill the
  * cache with the same rows (the feature file's own bytes); windows of part
  * of an epoch, of a whole one, with f32 and odd-sized f16 rows; the
- * streamed builder's spill file is gone afterwards; and the read-ahead it
- * is given follows the budget.
+ * streamed builder's spill file is gone afterwards; the read-ahead it is
+ * given follows the budget; and the packers' scan of features.npy (dg_scan)
+ * serves an ascending scan from its read-ahead, reads a jump itself, and
+ * names the file when it is cut short.
  *
  * Place in the data flow: tests of store (plan → store: the window builder).
  * Thread-safety: single-threaded (builders used directly, no pipeline).
@@ -216,6 +218,76 @@ OC_TEST(read_ahead_follows_the_budget)
     OC_CHECK(dg_stream_ahead(UINT64_C(1) << 40, 10) == 4096);
     OC_CHECK(dg_stream_ahead(64 * 1000 * 8 * 1000, 1000) == 1000);
     OC_CHECK(dg_stream_ahead(1u << 20, 100000) == 256);
+}
+
+/* Scans the store's feature file from row `from`, skipping `skip` rows after every partition;
+   checks every partition's bytes against the file and returns the synchronous reads. */
+static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_t from,
+                          uint64_t skip, int *bad)
+{
+    struct dg_builder b;
+    struct dg_scan sc;
+    struct oc_err err;
+    uint64_t flen, rb = s->row_bytes, n = 0;
+    uint8_t *feat = slurp(s->path, &flen);
+    memset(&b, 0, sizeof(b));
+    b.s = s;
+    b.part_bytes = part_bytes;
+    b.part = oc_io_buf_alloc(part_bytes, "test", &err);
+    OC_CHECK(feat && b.part);
+    OC_CHECK_OK(dg_scan_open(&b, &sc, &err), &err);
+    for (uint64_t r0 = from; r0 < s->n_nodes && !*bad;) {
+        uint64_t per = dg_scan_rows(&sc, r0), r1 = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
+        const uint8_t *rows;
+        int rc = dg_scan_read(&sc, r0, r1, &rows, &err);
+        if (rc) {
+            OC_CHECK(rc == OC_ERR_FORMAT && strstr(err.msg, s->path) &&
+                     strstr(err.msg, "truncated"));
+            *bad = 1;
+            break;
+        }
+        OC_CHECK(memcmp(rows, feat + store_file_off(s, r0), (r1 - r0) * rb) == 0);
+        n++;
+        r0 = r1 + skip;
+    }
+    n = sc.sync_reads;
+    OC_CHECK(b.pack_read_bytes > 0);
+    dg_scan_close(&sc);
+    oc_free(b.part);
+    free(feat);
+    return n;
+}
+
+OC_TEST(scan_reads_ahead_and_names_a_cut_file)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct oc_store *s = NULL;
+    uint32_t idx = 0;
+    if (!fixture_init(&fx, 5000, 60, OC_DTYPE_F32)) { /* 240-byte rows: pages split rows */
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    OC_CHECK_OK(oc_store_strategy_find("direct", &idx, &err), &err);
+    OC_CHECK_OK(oc_store_open(idx, &c, &s, &err), &err);
+    if (s) {
+        int bad = 0;
+        uint64_t part = 2 * 32768; /* halves of 8 pages: 102 rows a partition at most */
+        OC_CHECK(scan_file(s, part, 0, 0, &bad) == 1 && !bad); /* only the first is read */
+        OC_CHECK(scan_file(s, part, 7, 0, &bad) == 1 && !bad);
+        uint64_t n = scan_file(s, part, 0, 3000, &bad); /* every partition after a jump */
+        OC_CHECK(n == 2 && !bad);
+        /* cut inside the last rows: the scan reads up to them and names the file */
+        uint64_t flen;
+        uint8_t *feat = slurp(s->path, &flen);
+        OC_CHECK(feat && truncate(s->path, (off_t)(flen - 1000)) == 0);
+        scan_file(s, part, 0, 0, &bad);
+        OC_CHECK(bad);
+        free(feat);
+    }
+    oc_store_free(s);
+    fixture_free(&fx);
 }
 
 OC_TEST_MAIN()

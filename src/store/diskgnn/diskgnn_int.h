@@ -79,7 +79,7 @@ struct dg_builder {
     uint64_t epoch;              /* of its sample epoch */
     int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
     uint8_t *part;               /* packer: feature partition (aligned) */
-    uint64_t part_bytes;         /* its size */
+    uint64_t part_bytes;         /* its size: two halves (dg_scan) */
     uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
     char dir[4096];              /* PLAN/diskgnn */
     char spill[4300];            /* the spill file's temporary name ("" = none) */
@@ -166,15 +166,34 @@ void dg_spill_drop(struct dg_builder *b);
    the record and the CRCs. */
 void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input, uint64_t n_packed,
                    uint64_t rec_bytes, const uint64_t *addr);
-/* Writes rows[j0, j1) (in the partition starting at first_row, at part_off of b->part) to
+/* Writes rows[j0, j1) (of the partition at part, which starts at row first_row) to
    consecutive places from dest, in runs of up to DG_WRITE_RUN bytes. */
 int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                  uint64_t dest, uint64_t first_row, uint64_t part_off, struct oc_file *out,
+                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_file *out,
                   struct oc_err *err);
-/* Reads the feature rows [r0, r1) (at most b->part_bytes with alignment) into b->part, row
-   r0 at *part_off; a file too short is OC_ERR_FORMAT naming it. */
-int dg_read_part(struct dg_builder *b, struct oc_file *feat, uint64_t r0, uint64_t r1,
-                 uint64_t *part_off, struct oc_err *err);
+
+/* The packers' ascending scan of features.npy, read ahead (diskgnn_scan.c). */
+struct dg_scan {
+    const struct oc_store *s;
+    struct dg_builder *b; /* its part buffer holds the halves; read bytes are counted in it */
+    struct oc_file *feat; /* O_DIRECT where the filesystem allows */
+    struct oc_io_ring *ring;
+    uint8_t *half[2];
+    uint64_t half_bytes, piece, file_bytes;
+    uint64_t lo[2], hi[2]; /* file bytes [lo, hi) read or being read into each half */
+    uint64_t valid[2];     /* a half's bytes below this are the file's (less at its end) */
+    uint64_t in_flight;    /* reads of the read-ahead not reaped yet */
+    uint64_t sync_reads;   /* partitions the read-ahead did not hold */
+    int cur;               /* the half of the last partition (-1: none yet) */
+};
+int dg_scan_open(struct dg_builder *b, struct dg_scan *sc, struct oc_err *err);
+/* Rows a partition from r0 may take (>= 1): those the read-ahead holds when it holds r0. */
+uint64_t dg_scan_rows(const struct dg_scan *sc, uint64_t r0);
+/* The feature rows [r0, r1) (r1 - r0 <= dg_scan_rows) at *rows, valid until the next call;
+   starts reading what follows. A file too short is OC_ERR_FORMAT naming it. */
+int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **rows,
+                 struct oc_err *err);
+void dg_scan_close(struct dg_scan *sc);
 /* Samples the builder's next batch into b->it.batch (after oc_sample_iter_seek), checking
    for cancellation first; past the epoch's end is OC_ERR_INTERNAL. */
 int dg_sample_next(struct dg_builder *b, struct oc_err *err);

@@ -10,7 +10,7 @@
  *      record + address table written at the chunk's offset (known from the
  *      chunks before it), its packed rows (ascending) appended to a spill
  *      file (8 bytes a row: <dir>/w<epoch>.<first>.pk.tmp-...);
- *   2. one ascending scan of the feature file in partitions (dg_read_part),
+ *   2. one ascending scan of the feature file in partitions (dg_scan),
  *      each batch's packed rows read back through b->ahead entries of
  *      read-ahead; per partition every batch's rows in it are one run of
  *      consecutive places in its chunk (dg_write_rows); the CPU cache of the
@@ -206,7 +206,7 @@ static uint64_t needed_end(const struct pk_cursor *c, uint64_t n_batches,
 
 /* Writes what partition [r0, r1) gives batch i: every run of its rows below r1. */
 static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct oc_file *in,
-                      uint64_t r0, uint64_t r1, uint64_t part_off, struct oc_file *out,
+                      uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_file *out,
                       struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes, n_in = b->off[i + 1] - b->off[i];
@@ -218,7 +218,7 @@ static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, str
             return rc;
         uint64_t j1 = oc_lower_bound_u64(c->buf, c->at, c->n, r1);
         uint64_t done = c->next - c->n + c->at - b->pack_off[i]; /* its rows written so far */
-        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, r0, part_off, out, err)))
+        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, part, r0, out, err)))
             return rc;
         c->at = (uint32_t)j1;
     }
@@ -229,7 +229,8 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
                        uint64_t count, struct oc_file *out, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
-    struct oc_file *in = NULL, *feat = NULL;
+    struct oc_file *in = NULL;
+    struct dg_scan sc = {0};
     struct pk_cursor *c = oc_calloc(count ? count : 1, sizeof(*c), "store diskgnn: cursors", err);
     uint64_t n_cache = fill_cache ? cache->n : 0, cache_at = 0, rb = s->row_bytes;
     int rc;
@@ -238,15 +239,12 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     for (uint64_t i = 0; i < count; i++)
         c[i] = (struct pk_cursor){
             b->pack_off[i], b->pack_off[i + 1], b->cursor_buf + i * b->ahead, 0, 0, b->ahead};
-    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) ||
-        (rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &feat, err)))
+    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) || (rc = dg_scan_open(b, &sc, err)))
         goto out;
-    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / rb;
-    per = per ? per : 1;
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
     for (;;) {
-        uint64_t r0 = cache_at < n_cache ? cache->ids[cache_at] : UINT64_MAX, row, part_off;
+        uint64_t r0 = cache_at < n_cache ? cache->ids[cache_at] : UINT64_MAX, row;
         for (uint64_t i = 0; i < count; i++) {
             if ((rc = cursor_head(&c[i], in, &row, err)))
                 goto out;
@@ -254,24 +252,25 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
         }
         if (r0 == UINT64_MAX)
             break;
+        uint64_t per = dg_scan_rows(&sc, r0);
         uint64_t limit = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
         uint64_t r1 = needed_end(c, count, cache, cache_at, n_cache, r0, limit);
         assert(r0 < r1 && r1 <= limit);
-        if ((rc = dg_check_cancel(b, err)) || (rc = dg_read_part(b, feat, r0, r1, &part_off, err)))
+        const uint8_t *part;
+        if ((rc = dg_check_cancel(b, err)) || (rc = dg_scan_read(&sc, r0, r1, &part, err)))
             goto out;
         for (uint64_t i = 0; i < count && rc == OC_OK; i++)
-            rc = scan_batch(b, &c[i], i, in, r0, r1, part_off, out, err);
+            rc = scan_batch(b, &c[i], i, in, r0, r1, part, out, err);
         if (rc)
             goto out;
         for (; cache_at < n_cache && cache->ids[cache_at] < r1; cache_at++)
-            memcpy(cache->rows + cache_at * rb,
-                   b->part + part_off + (cache->ids[cache_at] - r0) * rb, rb);
+            memcpy(cache->rows + cache_at * rb, part + (cache->ids[cache_at] - r0) * rb, rb);
         dg_report(b, packing, r1, s->n_nodes);
     }
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
-    oc_file_close(feat, NULL);
+    dg_scan_close(&sc);
     oc_file_close(in, NULL);
     oc_free(c);
     return rc;

@@ -9,8 +9,9 @@
  *   1. metadata: per chunk, header + record + address table (one write each,
  *      records read back sequentially from the spill file);
  *   2. rows: (row, destination) pairs sorted by row; the feature file is read
- *      in sequential partitions of part_bytes (partitions without a needed
- *      row are skipped, never read out of order); per partition the pairs
+ *      in sequential partitions of half of part_bytes, the next read ahead
+ *      while one is copied (dg_scan; partitions without a needed row are
+ *      skipped, never read out of order); per partition the pairs
  *      are sorted by destination and written as coalesced runs. The CPU
  *      cache of the first window is filled from the same scan.
  *
@@ -202,15 +203,16 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
         if (!b->chunk_off || !b->pack_off || !b->cursor_buf)
             return err->status;
     }
-    /* a partition of a 64th of the budget, between 1 and 16 MiB (sequential reads of a
-       MiB already run at the disk's speed), at least a row */
+    /* two partitions (one copied, one read ahead: dg_scan) in a 64th of the budget, between
+       1 and 16 MiB (reads of a MiB run at the disk's speed when several are in flight), each
+       at least a row */
     uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 64 : (16u << 20);
     if (part < (1u << 20))
         part = 1u << 20;
     if (part > (16u << 20))
         part = 16u << 20;
-    if (part < s->row_bytes + 2 * OC_IO_ALIGN)
-        part = s->row_bytes + 2 * OC_IO_ALIGN;
+    if (part < 2 * (s->row_bytes + 2 * OC_IO_ALIGN))
+        part = 2 * (s->row_bytes + 2 * OC_IO_ALIGN);
     b->part_bytes = oc_io_align_up(part);
     b->part = oc_io_buf_alloc(b->part_bytes, "store diskgnn: packing partition", err);
     b->run = oc_alloc(DG_WRITE_RUN, "store diskgnn: packing writes", err);
@@ -446,8 +448,8 @@ static int make_seg_pairs(const struct dg_builder *b, const struct oc_plan_layou
 }
 
 /* Writes the disk-cache pairs of one partition as coalesced runs. */
-static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, uint64_t first_row,
-                      uint64_t part_off, struct oc_file *out, struct oc_err *err)
+static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, const uint8_t *part,
+                      uint64_t first_row, struct oc_file *out, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t rb = s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
@@ -455,7 +457,7 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
     uint64_t i = 0;
     while (i < n) {
         uint64_t start = p[i].pos, k = 0;
-        const uint8_t *src = b->part + part_off + (p[i].id - first_row) * rb;
+        const uint8_t *src = part + (p[i].id - first_row) * rb;
         if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
             int rc = oc_file_pwrite(out, src, rb, start, err);
             if (rc)
@@ -464,7 +466,7 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
             continue;
         }
         while (i < n && p[i].pos == start + k * rb && k < cap) {
-            memcpy(b->run + k * rb, b->part + part_off + (p[i].id - first_row) * rb, rb);
+            memcpy(b->run + k * rb, part + (p[i].id - first_row) * rb, rb);
             k++;
             i++;
         }
@@ -481,22 +483,21 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, ui
  * other from dest: runs of up to DG_WRITE_RUN bytes.
  */
 int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                  uint64_t dest, uint64_t first_row, uint64_t part_off, struct oc_file *out,
+                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_file *out,
                   struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
     for (uint64_t j = j0; j < j1;) {
         uint64_t k = 0, at = dest + (j - j0) * rb;
         if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
-            int rc =
-                oc_file_pwrite(out, b->part + part_off + (rows[j] - first_row) * rb, rb, at, err);
+            int rc = oc_file_pwrite(out, part + (rows[j] - first_row) * rb, rb, at, err);
             if (rc)
                 return rc;
             j++;
             continue;
         }
         for (; j < j1 && k < cap; j++, k++)
-            memcpy(b->run + k * rb, b->part + part_off + (rows[j] - first_row) * rb, rb);
+            memcpy(b->run + k * rb, part + (rows[j] - first_row) * rb, rb);
         int rc = oc_file_pwrite(out, b->run, k * rb, at, err);
         if (rc)
             return rc;
@@ -548,14 +549,13 @@ static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cur
 }
 
 /*
- * Copies what the partition of rows [r0, r1) in b->part (row r0 at
- * part_off) gives each source: a chunk's rows in the partition are a run of
+ * Copies what the partition of rows [r0, r1) at part gives each source: a chunk's rows in the partition are a run of
  * its packed rows, written to consecutive places; disk-cache rows as
  * coalesced runs; cache rows into their slots. Advances the cursors.
  */
 static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
                           struct pack_cursor *c, struct store_cache *cache, uint64_t r0,
-                          uint64_t r1, uint64_t part_off, struct oc_file *out, struct oc_err *err)
+                          uint64_t r1, const uint8_t *part, struct oc_file *out, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
     int rc = OC_OK;
@@ -565,45 +565,24 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
         uint64_t n_in = b->off[i + 1] - b->off[i];
         uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
         if (j1 > j0)
-            rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, r0,
-                               part_off, out, err);
+            rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, part, r0,
+                               out, err);
         c->chunk[i] = j1;
     }
     uint64_t j = c->seg;
     while (j < c->n_seg && c->seg_pairs[j].id < r1)
         j++;
     if (rc == OC_OK && j > c->seg)
-        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, r0, part_off, out, err);
+        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, part, r0, out, err);
     c->seg = j;
     for (; c->cache < c->n_cache && cache->ids[c->cache] < r1; c->cache++)
-        memcpy(cache->rows + c->cache * rb, b->part + part_off + (cache->ids[c->cache] - r0) * rb,
-               rb);
+        memcpy(cache->rows + c->cache * rb, part + (cache->ids[c->cache] - r0) * rb, rb);
     return rc;
-}
-
-int dg_read_part(struct dg_builder *b, struct oc_file *feat, uint64_t r0, uint64_t r1,
-                 uint64_t *part_off, struct oc_err *err)
-{
-    const struct oc_store *s = b->s;
-    uint64_t lo = oc_io_align_down(store_file_off(s, r0));
-    uint64_t hi = oc_io_align_up(store_file_off(s, r1));
-    size_t got;
-    int rc = oc_file_pread_upto(feat, b->part, hi - lo, lo, &got, err);
-    if (rc)
-        return rc;
-    b->pack_read_bytes += got;
-    if (got < store_file_off(s, r1) - lo)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: truncated: wanted %" PRIu64 " bytes at offset %" PRIu64
-                      ", file ends at %" PRIu64,
-                      s->path, store_file_off(s, r1) - lo, lo, lo + (uint64_t)got);
-    *part_off = store_file_off(s, r0) - lo;
-    return OC_OK;
 }
 
 /*
  * Pass 2: the feature file in sequential partitions (each from the lowest
- * row still needed, up to part_bytes, trimmed to the last row needed in it)
+ * row still needed, up to what a half of part_bytes holds, trimmed to the last row needed in it)
  * into the window file (and the cache). Besides the layout it needs only a
  * cursor per chunk and the disk-cache rows' pairs.
  */
@@ -613,7 +592,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
 {
     const struct oc_store *s = b->s;
     struct pack_cursor c;
-    struct oc_file *feat = NULL;
+    struct dg_scan sc = {0};
     int rc;
 
     memset(&c, 0, sizeof(c));
@@ -629,29 +608,25 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     for (uint64_t j = 1; j < c.n_cache; j++)
         assert(cache->ids[j - 1] < cache->ids[j]); /* the cache's lookup needs them so too */
     if ((rc = make_seg_pairs(b, l, &c.seg_pairs, &c.n_seg, err)) ||
-        (rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &feat, err)))
+        (rc = dg_scan_open(b, &sc, err)))
         goto out;
-    /* rows per partition: what fits after aligning its start down */
-    uint64_t per = (b->part_bytes - 2 * OC_IO_ALIGN) / s->row_bytes;
-    if (per == 0)
-        per = 1;
     /* progress: how far the one ascending scan of the feature rows has come */
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
     for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
+        uint64_t per = dg_scan_rows(&sc, r0); /* rows per partition: what fits in a half */
         uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
         assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
-        uint64_t part_off;
-        if ((rc = dg_check_cancel(b, err)) ||
-            (rc = dg_read_part(b, feat, r0, r1, &part_off, err)) ||
-            (rc = copy_partition(b, l, &c, cache, r0, r1, part_off, out, err)))
+        const uint8_t *part;
+        if ((rc = dg_check_cancel(b, err)) || (rc = dg_scan_read(&sc, r0, r1, &part, err)) ||
+            (rc = copy_partition(b, l, &c, cache, r0, r1, part, out, err)))
             goto out;
         dg_report(b, packing, r1, s->n_nodes);
     }
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
-    oc_file_close(feat, NULL);
+    dg_scan_close(&sc);
     oc_free(c.seg_pairs);
     oc_free(c.chunk);
     return rc;

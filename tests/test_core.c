@@ -839,4 +839,36 @@ OC_TEST(asserts_on_where_debug_off_where_ndebug)
 #endif
 }
 
+/* Rank sets: membership and rank against a count, at word edges, empty and full; too many
+   members is refused. */
+OC_TEST(rank_set_membership_and_rank)
+{
+    struct oc_err err;
+    struct oc_rank_set r;
+    static const uint64_t sizes[] = {1, 63, 64, 65, 200, 1000};
+    for (int t = 0; t < 6; t++) {
+        uint64_t n = sizes[t], ids[1000], k = 0;
+        for (int mode = 0; mode < 3; mode++) {
+            k = 0;
+            for (uint64_t v = 0; v < n; v++)
+                if (mode == 1 || (mode == 2 && (v * 2654435761u) % 7 < 3))
+                    ids[k++] = v;
+            OC_CHECK_OK(oc_rank_set_build(&r, ids, k, n, "test", &err), &err);
+            uint64_t below = 0, rank = 0;
+            for (uint64_t v = 0; v < n; v++) {
+                int in = below < k && ids[below] == v;
+                OC_CHECK(oc_rank_set_find(&r, v, &rank) == in);
+                if (in)
+                    OC_CHECK(rank == below++);
+            }
+            OC_CHECK(below == k);
+            oc_rank_set_free(&r);
+        }
+    }
+    OC_CHECK(oc_rank_set_bytes(65) == 24);
+    OC_CHECK_ERR(
+        oc_rank_set_build(&r, NULL, (uint64_t)UINT32_MAX + 1, UINT64_C(1) << 33, "big set", &err),
+        OC_ERR_ARG, &err, "big set");
+}
+
 OC_TEST_MAIN()

@@ -412,15 +412,18 @@ OC_TEST(batch_layout_is_the_s1_layout)
         o.segment = 1;
         OC_CHECK_OK(oc_plan_layout_build(&x.t, &o, &l, &err), &err);
         uint64_t addr[12], pack[12], n_pack, n_packed = 0;
-        for (uint64_t b = 0; b < 20; b++) {
-            uint64_t n = x.off[b + 1] - x.off[b];
-            oc_plan_batch_layout(x.rows + x.off[b], n, cpu, n_cpu, addr, pack, &n_pack);
+        struct oc_rank_set set;
+        OC_CHECK_OK(oc_rank_set_build(&set, cpu, n_cpu, 40, "test", &err), &err);
+        for (uint64_t t = 0; t < 40; t++) { /* keyed, then sorted and searched */
+            uint64_t b = t % 20, n = x.off[b + 1] - x.off[b];
+            plan_batch_layout(x.rows + x.off[b], n, &set, addr, pack, &n_pack, t < 20);
             OC_CHECK(n_pack == l.pack_off[b + 1] - l.pack_off[b]);
             OC_CHECK(memcmp(pack, l.pack_rows + l.pack_off[b], n_pack * sizeof(uint64_t)) == 0);
             OC_CHECK(memcmp(addr, l.addr + x.off[b], n * sizeof(uint64_t)) == 0);
-            n_packed += n_pack;
+            n_packed += t < 20 ? n_pack : 0;
         }
         OC_CHECK(n_packed == l.n_packed_accesses && n_packed > 0 && l.n_cpu_accesses > 0);
+        oc_rank_set_free(&set);
         oc_plan_layout_deinit(&l);
         free(cpu);
         tr_free(&x);

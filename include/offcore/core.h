@@ -240,6 +240,33 @@ int oc_fault_fired(enum oc_fault_kind kind);
 /* Name of a fault kind ("alloc", "read", ..., "uring_setup") for messages. */
 const char *oc_fault_kind_name(enum oc_fault_kind kind);
 
+/* ---- rank sets ----------------------------------------------------------- */
+
+/*
+ * A set of ids below n answering membership and rank (members below an id)
+ * in O(1): a bit per id, and the members before each 64 (rank_set.c).
+ */
+struct oc_rank_set {
+    uint64_t n;       /* ids are below n */
+    uint64_t *bits;   /* bit v: v is a member */
+    uint32_t *before; /* members in the words before each */
+};
+/* Bytes of a set over n ids, whatever its members. */
+uint64_t oc_rank_set_bytes(uint64_t n);
+/* The set of ids[0..k) (ascending, below n; k < 2^32); `what` names the allocation. */
+int oc_rank_set_build(struct oc_rank_set *r, const uint64_t *ids, uint64_t k, uint64_t n,
+                      const char *what, struct oc_err *err);
+void oc_rank_set_free(struct oc_rank_set *r);
+/* 1 and *rank = members below v when v is a member; 0 otherwise (v < n). */
+static inline int oc_rank_set_find(const struct oc_rank_set *r, uint64_t v, uint64_t *rank)
+{
+    uint64_t w = r->bits[v >> 6], bit = UINT64_C(1) << (v & 63);
+    if (!(w & bit))
+        return 0;
+    *rank = r->before[v >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1));
+    return 1;
+}
+
 /* ---- sorting ------------------------------------------------------------- */
 
 /* qsort's comparator of uint64_t, ascending (the one every module sorts keys with). */

@@ -146,12 +146,13 @@ void oc_plan_layout_deinit(struct oc_plan_layout *l);
 /*
  * The layout of one batch when no row is shared through a disk cache (a
  * segment of one batch: what oc_plan_layout_build places with s = 1, so a
- * window can be laid out batch by batch as it is sampled): rows[k] in
- * cpu_ids (ascending) -> its CPU slot, else OC_PLAN_PACKED at its index
- * among the batch's other rows, which pack receives ascending (*n_pack of
- * them). rows are distinct; addr and pack hold n entries. Pure.
+ * window can be laid out batch by batch as it is sampled): rows[k] in the
+ * CPU cache (cpu: the set of its ascending ids, whose rank is the slot) ->
+ * its CPU slot, else OC_PLAN_PACKED at its index among the batch's other
+ * rows, which pack receives ascending (*n_pack of them). rows are distinct
+ * and below cpu->n; addr and pack hold n entries. Pure.
  */
-void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const uint64_t *cpu_ids, uint64_t n_cpu,
+void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const struct oc_rank_set *cpu,
                           uint64_t *addr, uint64_t *pack, uint64_t *n_pack);
 
 /*

@@ -22,6 +22,7 @@
  * Ownership: a layout owns its arrays (oc_alloc, consumer "plan") until
  * oc_plan_layout_deinit; traces and options are borrowed.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,21 +324,57 @@ static void fill_segment(struct plan_ctx *c, struct oc_plan_layout *l, uint64_t 
         c->mark[rows[p]] = 0;
 }
 
-void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const uint64_t *cpu_ids, uint64_t n_cpu,
+/* Bits that hold every value below n (0 for n <= 1). */
+static unsigned bits_below(uint64_t n)
+{
+    unsigned b = 0;
+    while (b < 64 && n > 1 && ((n - 1) >> b) != 0)
+        b++;
+    return b;
+}
+
+void plan_batch_layout(const uint64_t *rows, uint64_t n, const struct oc_rank_set *cpu,
+                       uint64_t *addr, uint64_t *pack, uint64_t *n_pack, int keyed)
+{
+    uint64_t np = 0, slot;
+    unsigned kb = bits_below(n);
+    if (!keyed || kb + bits_below(cpu->n) > 64) { /* sorted, then each looked up */
+        for (uint64_t k = 0; k < n; k++) {
+            assert(rows[k] < cpu->n);
+            if (oc_rank_set_find(cpu, rows[k], &slot)) {
+                addr[k] = OC_PLAN_ADDR(OC_PLAN_CPU, slot);
+            } else {
+                addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, 0);
+                pack[np++] = rows[k];
+            }
+        }
+        index_packed(rows, n, addr, pack, np);
+        *n_pack = np;
+        return;
+    }
+    /* keyed: (row, k) in one key, radix-sorted with addr as scratch, so a packed row's index
+       is its place in the order and needs no search */
+    for (uint64_t k = 0; k < n; k++) {
+        assert(rows[k] < cpu->n);
+        if (!oc_rank_set_find(cpu, rows[k], &slot))
+            pack[np++] = rows[k] << kb | k;
+    }
+    oc_sort_u64(pack, addr, np);
+    uint64_t mask = (UINT64_C(1) << kb) - 1; /* kb < 64: n <= 2^63 */
+    for (uint64_t i = 0; i < np; i++) {
+        addr[pack[i] & mask] = OC_PLAN_ADDR(OC_PLAN_PACKED, i);
+        pack[i] >>= kb;
+    }
+    for (uint64_t k = 0; k < n; k++) /* the others, over the scratch */
+        if (oc_rank_set_find(cpu, rows[k], &slot))
+            addr[k] = OC_PLAN_ADDR(OC_PLAN_CPU, slot);
+    *n_pack = np;
+}
+
+void oc_plan_batch_layout(const uint64_t *rows, uint64_t n, const struct oc_rank_set *cpu,
                           uint64_t *addr, uint64_t *pack, uint64_t *n_pack)
 {
-    uint64_t np = 0;
-    for (uint64_t k = 0; k < n; k++) {
-        uint64_t at = oc_lower_bound_u64(cpu_ids, 0, n_cpu, rows[k]);
-        if (at < n_cpu && cpu_ids[at] == rows[k]) {
-            addr[k] = OC_PLAN_ADDR(OC_PLAN_CPU, at);
-        } else {
-            addr[k] = OC_PLAN_ADDR(OC_PLAN_PACKED, 0);
-            pack[np++] = rows[k];
-        }
-    }
-    index_packed(rows, n, addr, pack, np);
-    *n_pack = np;
+    plan_batch_layout(rows, n, cpu, addr, pack, n_pack, 1);
 }
 
 static int layout_fill(struct plan_ctx *c, uint64_t s, struct oc_plan_layout *l, struct oc_err *err)

@@ -76,6 +76,14 @@ void plan_order_rows(const struct plan_ctx *c, const uint64_t *addr, uint64_t b0
                      uint64_t *rows, uint64_t n, uint64_t *tmp, int identity);
 
 /*
+ * oc_plan_batch_layout (plan.h), choosing how packed rows get their index:
+ * keyed (row and place in one radix-sorted key, when both fit in 64 bits)
+ * or sorted then searched; both give the same layout (test_plan).
+ */
+void plan_batch_layout(const uint64_t *rows, uint64_t n, const struct oc_rank_set *cpu,
+                       uint64_t *addr, uint64_t *pack, uint64_t *n_pack, int keyed);
+
+/*
  * Fennel (partition_fennel.c) over a symmetric adjacency without self-loops
  * or duplicates (xadj[n + 1], adj): part_of[v] < n_parts for every node,
  * is_train marking the training nodes (both kinds balanced). Deterministic:

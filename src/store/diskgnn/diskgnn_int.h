@@ -93,6 +93,7 @@ struct dg_builder {
     uint64_t *chunk_off, *pack_off;   /* per batch of the window: nb_epoch + 1 each */
     uint64_t *addr, *pack, cap_batch; /* one batch's addresses and packed rows */
     uint64_t *cursor_buf;             /* the scan's read-ahead of each batch's packed rows */
+    struct oc_rank_set cpu_set;       /* the CPU cache's ids (slot = rank), built once */
     uint32_t ahead;                   /* its entries per batch (dg_stream_ahead) */
     struct oc_pipeline *cancel;       /* once cancelled, sampling and packing stop (NULL: never) */
     struct oc_progress *progress;     /* the run's (borrowed; NULL: none) */

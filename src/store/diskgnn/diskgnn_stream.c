@@ -91,9 +91,10 @@ int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32
               : OC_OK;
 }
 
-/* Pass 1, one batch: sample, lay out, write the metadata, spill the packed rows. */
-static int stream_batch(struct dg_builder *b, const struct store_cache *cache, uint64_t i,
-                        struct oc_file *out, struct oc_writer *spill, struct oc_err *err)
+/* Pass 1, one batch: sample, lay out (against b->cpu_set), write the metadata, spill the
+   packed rows. */
+static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
+                        struct oc_writer *spill, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t np;
@@ -107,7 +108,8 @@ static int stream_batch(struct dg_builder *b, const struct store_cache *cache, u
         (rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)))
         return rc;
     store_rows_of(s->ds, s->row_map, b->it.batch.input_ids, n, b->rows); /* row space */
-    oc_plan_batch_layout(b->rows, n, cache->ids, cache->n, b->addr, b->pack, &np);
+    assert(b->cpu_set.n == s->n_nodes);
+    oc_plan_batch_layout(b->rows, n, &b->cpu_set, b->addr, b->pack, &np);
     for (uint64_t j = 1; j < np; j++)
         assert(b->pack[j - 1] < b->pack[j]); /* the scan's cursors need them ascending */
     if ((rc = oc_sample_batch_serialize(&b->it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
@@ -129,8 +131,8 @@ static int stream_batch(struct dg_builder *b, const struct store_cache *cache, u
 
 /* Pass 1: every batch of the window (b->epoch from b->first); the spill file ends up holding
    their packed rows. */
-static int stream_batches(struct dg_builder *b, const struct store_cache *cache, uint64_t count,
-                          struct oc_file *out, struct oc_err *err)
+static int stream_batches(struct dg_builder *b, uint64_t count, struct oc_file *out,
+                          struct oc_err *err)
 {
     char final[4200];
     struct oc_writer *spill = NULL;
@@ -146,7 +148,7 @@ static int stream_batches(struct dg_builder *b, const struct store_cache *cache,
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count && rc == OC_OK; i++) {
-        rc = stream_batch(b, cache, i, out, spill, err);
+        rc = stream_batch(b, i, out, spill, err);
         dg_report(b, sampling, i + 1, count);
     }
     dg_report_end(b);
@@ -317,8 +319,12 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
                     count, b->nb_epoch);
         goto fail;
     }
+    if (!b->cpu_set.bits && /* the cache's ids are chosen once, at open */
+        (rc = oc_rank_set_build(&b->cpu_set, cache->ids, cache->n, b->s->n_nodes,
+                                "store diskgnn: CPU cache index", err)))
+        goto fail;
     if ((rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), 0, &out, err)) ||
-        (rc = stream_batches(b, cache, count, out, err)))
+        (rc = stream_batches(b, count, out, err)))
         goto fail;
     b->n_batches = count;
     b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);

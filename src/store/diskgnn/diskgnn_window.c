@@ -241,6 +241,7 @@ void dg_builder_deinit(struct dg_builder *b)
     oc_free(b->addr);
     oc_free(b->pack);
     oc_free(b->cursor_buf);
+    oc_rank_set_free(&b->cpu_set);
     oc_free(b->part);
     oc_free(b->run);
     memset(b, 0, sizeof(*b));
@@ -257,7 +258,8 @@ uint64_t dg_builder_access_bytes(const struct dg_builder *b)
 
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
 {
-    /* per access (dg_builder_access_bytes); the planner's per-node scratch; per batch
+    /* per access (dg_builder_access_bytes); the planner's per-node scratch (streamed: the
+       probe's counts, then the CPU cache's rank set, 0.19 bytes a node); per batch
        offsets and packing cursors (streamed: its offsets and read-ahead); buffers */
     return accesses * dg_builder_access_bytes(b) + b->s->n_nodes * 8 +
            b->nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_RUN + b->cap_rec;

@@ -2,10 +2,11 @@
  * test_api.c — the versioned C API of offcore.h: versions and status names,
  * errors as codes plus a message naming the file or option at fault (a bad
  * dataset path, a wrong struct_size, out-of-range options and epochs, an
- * unknown strategy, too many batches held, a budget too small), and the
- * loader's batches over every strategy: equal to the C sampler's for the
- * same (seed, epoch, batch), rows equal to features.npy, shuffled or not,
- * no leak when batches are still held at close.
+ * unknown strategy, a rank outside world_size, too many batches held, a
+ * budget too small), and the loader's batches over every strategy: equal to
+ * the C sampler's for the same (seed, epoch, batch), rows equal to
+ * features.npy, shuffled or not, no leak when batches are still held at
+ * close.
  *
  * Place in the data flow: tests (generate → dataset → api loader → checks).
  * Thread-safety: single-threaded test; the loader's stages run threads.
@@ -114,6 +115,15 @@ OC_TEST(bad_paths_and_sizes_name_the_problem)
     o.shuffle = 0;
     o.strategy = "diskgnn"; /* samples its own shuffled batches */
     API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_UNSUPPORTED, &err, "shuffle");
+    api_fixture_opts(&fx, &o);
+    o.rank = 2;
+    o.world_size = 2;
+    API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_ARG, &err,
+                  "rank 2 of world_size 2");
+    o.rank = 0;
+    o.world_size = 0;
+    API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_ARG, &err,
+                  "world_size must be at least 1");
 
     api_fixture_opts(&fx, &o);
     API_CHECK_OK(offcore_loader_open(ds, &o, &l, &err), &err);

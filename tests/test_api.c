@@ -265,4 +265,63 @@ OC_TEST(every_strategy_gives_the_samplers_batches_and_the_files_rows)
     fixture_free(&fx);
 }
 
+/*
+ * Rank r of 3 gets, for every batch, seeds [B r / 3, B (r+1) / 3) of the
+ * global batch (the loader's own reference sampler) with their rows; two
+ * shares held at once and given back out of order keep their contents.
+ */
+OC_TEST(each_rank_gets_its_share_of_the_global_batches)
+{
+    struct fixture fx;
+    struct offcore_error err;
+    struct offcore_dataset *ds = NULL;
+    if (!fixture_init(&fx, 3000, 48, OC_DTYPE_F32))
+        return;
+    uint64_t live = oc_mem_n_live(), bad = 0;
+    API_CHECK_OK(offcore_dataset_open(fx.dir, &ds, &err), &err);
+    for (uint32_t rank = 0; ds && rank < 3; rank++) {
+        struct offcore_loader_opts o;
+        struct offcore_loader *l = NULL;
+        api_fixture_opts(&fx, &o);
+        o.rank = rank;
+        o.world_size = 3;
+        API_CHECK_OK(offcore_loader_open(ds, &o, &l, &err), &err);
+        if (!l)
+            break;
+        OC_CHECK(offcore_loader_max_held(l) >= 1);
+        API_CHECK_OK(offcore_loader_epoch(l, 0, &err), &err);
+        struct offcore_batch b[2], r;
+        offcore_batch_init(&b[0]);
+        offcore_batch_init(&b[1]);
+        offcore_batch_init(&r);
+        uint64_t n = 0, seeds = 0;
+        int rc;
+        while ((rc = offcore_loader_next(l, &b[n % 2], &err)) == OFFCORE_OK) {
+            for (uint64_t k = n ? n - 1 : n; k <= n; k++) { /* this share and the one held */
+                const struct offcore_batch *s = &b[k % 2];
+                API_CHECK_OK(offcore_loader_sample(l, 0, s->index, &r, &err), &err);
+                uint64_t lo = r.n_seeds * rank / 3, hi = r.n_seeds * (rank + 1) / 3;
+                bad += s->n_seeds != hi - lo || s->blocks[s->n_layers - 1].n_dst != s->n_seeds ||
+                       s->blocks[0].n_src != s->n_input ||
+                       memcmp(s->input_ids, r.input_ids + lo, s->n_seeds * 8) != 0;
+                for (uint64_t i = 0; i < s->n_input; i++)
+                    bad += memcmp(s->x + i * fx.dim, fx.ref + s->input_ids[i] * fx.dim,
+                                  fx.dim * sizeof(float)) != 0;
+            }
+            seeds += b[n % 2].n_seeds;
+            if (n) /* the older share goes back first, the newer stays held */
+                offcore_loader_release(l, &b[(n - 1) % 2]);
+            n++;
+        }
+        OC_CHECK(rc == OFFCORE_DONE && n == offcore_loader_n_batches(l));
+        OC_CHECK(seeds > 0 && seeds < fx.n_train);
+        offcore_loader_close(l);
+    }
+    OC_CHECK(bad == 0);
+    oc_mem_set_budget(0);
+    offcore_dataset_close(ds);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
 OC_TEST_MAIN()

@@ -43,7 +43,7 @@ extern "C" {
 #endif
 
 #define OFFCORE_VERSION     "0.1.0" /* the library's version; CMake reads it from here */
-#define OFFCORE_API_VERSION 1
+#define OFFCORE_API_VERSION 2
 #define OFFCORE_MAX_LAYERS  8
 #define OFFCORE_FANOUT_ALL  (-1)
 
@@ -178,9 +178,14 @@ struct offcore_loader_opts {
                              budget, cap it: a strategy sizes its cache from what is left
                              when it opens, and loaders opened before still grow their
                              sampling buffers */
+    /* (API 2) data parallel, e.g. PyTorch DDP: each batch is rank's share of the global
+       batch (the one a loader with world_size 1 yields: same seed, same order), the
+       sub-batch of its seeds [B rank / world_size, B (rank+1) / world_size) with the edges
+       the global batch sampled and a copy of their rows; world_size >= 1, rank below it */
+    uint32_t rank, world_size;
 };
 /* Defaults: 2 layers, fanouts 10,25, batch 1000, seed 0, shuffled, train split, memory,
-   no budget, 1 epoch, all cores, depth 2. */
+   no budget, 1 epoch, all cores, depth 2, rank 0 of world_size 1. */
 OFFCORE_EXPORT void offcore_loader_opts_init(struct offcore_loader_opts *o);
 
 /* One layer of a batch: a bipartite block, CSR over destinations. */

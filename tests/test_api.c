@@ -2,10 +2,11 @@
  * test_api.c — the versioned C API of offcore.h: versions and status names,
  * errors as codes plus a message naming the file or option at fault (a bad
  * dataset path, a wrong struct_size, out-of-range options and epochs, an
- * unknown strategy, too many batches held, a budget too small), and the
- * loader's batches over every strategy: equal to the C sampler's for the
- * same (seed, epoch, batch), rows equal to features.npy, shuffled or not,
- * no leak when batches are still held at close.
+ * unknown strategy, a rank outside world_size, too many batches held, a
+ * budget too small), and the loader's batches over every strategy: equal to
+ * the C sampler's for the same (seed, epoch, batch), rows equal to
+ * features.npy, shuffled or not, no leak when batches are still held at
+ * close.
  *
  * Place in the data flow: tests (generate → dataset → api loader → checks).
  * Thread-safety: single-threaded test; the loader's stages run threads.
@@ -114,6 +115,15 @@ OC_TEST(bad_paths_and_sizes_name_the_problem)
     o.shuffle = 0;
     o.strategy = "diskgnn"; /* samples its own shuffled batches */
     API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_UNSUPPORTED, &err, "shuffle");
+    api_fixture_opts(&fx, &o);
+    o.rank = 2;
+    o.world_size = 2;
+    API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_ARG, &err,
+                  "rank 2 of world_size 2");
+    o.rank = 0;
+    o.world_size = 0;
+    API_CHECK_ERR(offcore_loader_open(ds, &o, &l, &err), OFFCORE_ERR_ARG, &err,
+                  "world_size must be at least 1");
 
     api_fixture_opts(&fx, &o);
     API_CHECK_OK(offcore_loader_open(ds, &o, &l, &err), &err);
@@ -249,6 +259,65 @@ OC_TEST(every_strategy_gives_the_samplers_batches_and_the_files_rows)
     }
     OC_CHECK(api_run_strategy(&fx, ds, "memory", 0, 0) == 0);        /* seeds in file order */
     OC_CHECK(api_run_strategy(&fx, ds, "static", 1, 8u << 20) == 0); /* under a budget */
+    oc_mem_set_budget(0);
+    offcore_dataset_close(ds);
+    OC_CHECK(oc_mem_n_live() == live);
+    fixture_free(&fx);
+}
+
+/*
+ * Rank r of 3 gets, for every batch, seeds [B r / 3, B (r+1) / 3) of the
+ * global batch (the loader's own reference sampler) with their rows; two
+ * shares held at once and given back out of order keep their contents.
+ */
+OC_TEST(each_rank_gets_its_share_of_the_global_batches)
+{
+    struct fixture fx;
+    struct offcore_error err;
+    struct offcore_dataset *ds = NULL;
+    if (!fixture_init(&fx, 3000, 48, OC_DTYPE_F32))
+        return;
+    uint64_t live = oc_mem_n_live(), bad = 0;
+    API_CHECK_OK(offcore_dataset_open(fx.dir, &ds, &err), &err);
+    for (uint32_t rank = 0; ds && rank < 3; rank++) {
+        struct offcore_loader_opts o;
+        struct offcore_loader *l = NULL;
+        api_fixture_opts(&fx, &o);
+        o.rank = rank;
+        o.world_size = 3;
+        API_CHECK_OK(offcore_loader_open(ds, &o, &l, &err), &err);
+        if (!l)
+            break;
+        OC_CHECK(offcore_loader_max_held(l) >= 1);
+        API_CHECK_OK(offcore_loader_epoch(l, 0, &err), &err);
+        struct offcore_batch b[2], r;
+        offcore_batch_init(&b[0]);
+        offcore_batch_init(&b[1]);
+        offcore_batch_init(&r);
+        uint64_t n = 0, seeds = 0;
+        int rc;
+        while ((rc = offcore_loader_next(l, &b[n % 2], &err)) == OFFCORE_OK) {
+            for (uint64_t k = n ? n - 1 : n; k <= n; k++) { /* this share and the one held */
+                const struct offcore_batch *s = &b[k % 2];
+                API_CHECK_OK(offcore_loader_sample(l, 0, s->index, &r, &err), &err);
+                uint64_t lo = r.n_seeds * rank / 3, hi = r.n_seeds * (rank + 1) / 3;
+                bad += s->n_seeds != hi - lo || s->blocks[s->n_layers - 1].n_dst != s->n_seeds ||
+                       s->blocks[0].n_src != s->n_input ||
+                       memcmp(s->input_ids, r.input_ids + lo, s->n_seeds * 8) != 0;
+                for (uint64_t i = 0; i < s->n_input; i++)
+                    bad += memcmp(s->x + i * fx.dim, fx.ref + s->input_ids[i] * fx.dim,
+                                  fx.dim * sizeof(float)) != 0;
+            }
+            seeds += b[n % 2].n_seeds;
+            if (n) /* the older share goes back first, the newer stays held */
+                offcore_loader_release(l, &b[(n - 1) % 2]);
+            n++;
+        }
+        OC_CHECK(rc == OFFCORE_DONE && n == offcore_loader_n_batches(l));
+        OC_CHECK(seeds > 0 && seeds < fx.n_train);
+        offcore_loader_close(l);
+    }
+    OC_CHECK(bad == 0);
     oc_mem_set_budget(0);
     offcore_dataset_close(ds);
     OC_CHECK(oc_mem_n_live() == live);

@@ -20,6 +20,7 @@
 #include "import_fixture.h"
 #include "offcore/generate.h"
 #include "offcore/train.h"
+#include "train/dist.h"
 #include "train/train_int.h"
 
 #define EPS 1e-12
@@ -181,6 +182,30 @@ OC_TEST(accuracy_takes_the_first_maximum)
     train_metric_deinit(&m);
 }
 
+/* Outside an MPI group the reduction is the identity: one process reports what it added. */
+OC_TEST(the_reduction_without_a_group_keeps_the_accumulated_value)
+{
+    struct oc_err err;
+    static const double sc[] = {0.8, 0.4, 0.4, 0.4, 0.1, -3};
+    static const int32_t y[] = {1, 1, 1, 0, 0, 0};
+    enum oc_train_metric kinds[] = {OC_TRAIN_METRIC_ACC, OC_TRAIN_METRIC_ROCAUC,
+                                    OC_TRAIN_METRIC_F1_MACRO};
+    for (int k = 0; k < 3; k++) {
+        struct train_metric m;
+        OC_CHECK_OK(train_metric_init(&m, kinds[k], 2, 3, 3, &err), &err);
+        add_scores(&m, sc, y, 6);
+        double before = train_metric_value(&m);
+        OC_CHECK_OK(train_metric_reduce(&m, &err), &err);
+        OC_CHECK(m.n == 6 &&
+                 (kinds[k] != OC_TRAIN_METRIC_ROCAUC || (m.n_pos == 3 && m.n_neg == 3)));
+        OC_CHECK(train_metric_value(&m) == before);
+        train_metric_deinit(&m);
+    }
+    uint64_t v[2] = {7, 9};
+    OC_CHECK_OK(oc_dist_sum_u64(v, 2, &err), &err);
+    OC_CHECK(v[0] == 7 && v[1] == 9);
+}
+
 OC_TEST(metric_names_parse_and_print)
 {
     struct oc_err err;
@@ -200,6 +225,7 @@ OC_TEST(metric_names_parse_and_print)
 struct seen {
     uint32_t n;
     double val[EPOCHS], test[EPOCHS], val_acc[EPOCHS];
+    uint64_t eval_units[EPOCHS], eval_units_own[EPOCHS];
 };
 
 static void record(void *ctx, const struct oc_train_epoch_stats *st)
@@ -209,6 +235,8 @@ static void record(void *ctx, const struct oc_train_epoch_stats *st)
         s->val[s->n] = st->val_metric;
         s->test[s->n] = st->test_metric;
         s->val_acc[s->n] = st->val_acc;
+        s->eval_units[s->n] = st->eval_units;
+        s->eval_units_own[s->n] = st->eval_units_own;
         s->n++;
     }
 }
@@ -268,6 +296,8 @@ OC_TEST(a_run_reports_and_selects_by_the_metric_without_changing_the_weights)
         OC_CHECK(s_auc.val_acc[e] == s_acc.val_acc[e]); /* the same logits */
         OC_CHECK(s_auc.val[e] >= 0.0 && s_auc.val[e] <= 1.0 && s_auc.val[e] != s_auc.val_acc[e]);
         OC_CHECK(s_f1.val[e] >= 0.0 && s_f1.val[e] <= 1.0);
+        /* one process evaluates every chunk of the last layer itself */
+        OC_CHECK(s_acc.eval_units[e] > 0 && s_acc.eval_units_own[e] == s_acc.eval_units[e]);
         if (s_auc.val[e] >= best) {
             best = s_auc.val[e];
             best_e = e;

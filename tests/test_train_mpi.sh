@@ -5,7 +5,10 @@
 # --micro-shards 4, for the memory, static and ginex strategies (static and
 # ginex under a --mem-budget that keeps features on disk, each rank its own);
 # only rank 0 logs (one line per epoch) and the log counts the gradient bytes
-# exchanged; more ranks than micro-shards are refused; a rank that fails
+# exchanged; every rank evaluates its share of the evaluation (sampled
+# batches, or --eval full's last-layer chunks: rank 0 fewer than all) and the
+# logged validation/test metrics (acc, rocauc, f1-macro), best epoch and
+# weights equal one process's; more ranks than micro-shards are refused; a rank that fails
 # (a missing dataset on rank 1) ends every rank within 30 s with an error
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
@@ -35,6 +38,20 @@ fail() {
     failed=$((failed + 1))
 }
 sha_of() { sed -n 's/^weights_sha256 \([0-9a-f]*\)$/\1/p' "$1"; }
+# The evaluation's numbers of a JSON-lines log: every val_/test_/best_ field, one a line.
+metrics_of() { grep -o '"\(val\|test\|best\)_[a-z0-9_]*":[^,}]*' "$1"; }
+# Rank 0's share of the evaluation in a log: "own all" per evaluated epoch.
+eval_units_of() { sed -n 's/.*"eval_units":\([0-9]*\),"eval_units_rank0":\([0-9]*\).*/\2 \1/p' "$1"; }
+# Whether every epoch of log $1 has rank 0 evaluating less than all (1) or all of it (0).
+eval_split() {
+    local own all n=0
+    while read -r own all; do
+        n=$((n + 1))
+        if [ "$2" -eq 1 ] && { [ "$own" -eq 0 ] || [ "$own" -ge "$all" ]; }; then return 1; fi
+        if [ "$2" -eq 0 ] && [ "$own" -ne "$all" ]; then return 1; fi
+    done < <(eval_units_of "$1")
+    [ $n -gt 0 ]
+}
 
 g=$tmp/g
 "$bin" generate --nodes 20000 --avg-degree 8 --feat-dim 64 --classes 4 --quiet "$g" >/dev/null ||
@@ -42,7 +59,7 @@ g=$tmp/g
         echo "generate failed"
         exit 1
     }
-common=(--epochs 2 --batch 500 --threads 1 --quiet --eval sampled --micro-shards 4)
+common=(--epochs 2 --batch 500 --threads 1 --quiet --eval sampled --eval-batch 500 --micro-shards 4)
 # Under ASan, OpenMPI's own allocations (its plugins, unloaded at MPI_Finalize) read as leaks:
 # leak checking stays on for the single-process runs only.
 mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe)
@@ -72,6 +89,54 @@ for s in memory static ginex; do
         else
             fail "${s}_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
             sed 's/^/    /' "$tmp/$s.$n.out"
+        fi
+        if [ $rc -eq 0 ] && [ -n "$(metrics_of "$tmp/$s.1.json")" ] &&
+            [ "$(metrics_of "$tmp/$s.$n.json")" = "$(metrics_of "$tmp/$s.1.json")" ] &&
+            eval_split "$tmp/$s.$n.json" 1; then
+            ok "${s}_np${n}_split_evaluation_equals_single_process"
+        else
+            fail "${s}_np${n}_split_evaluation_equals_single_process"
+            diff <(metrics_of "$tmp/$s.1.json") <(metrics_of "$tmp/$s.$n.json") | sed 's/^/    /'
+            eval_units_of "$tmp/$s.$n.json" | sed 's/^/    units /'
+        fi
+    done
+done
+
+# Every --metric, sampled and full evaluation, on a two-class graph (ROC-AUC needs two): N ranks
+# log one process's validation/test values and best epoch, each rank evaluating its share.
+g2=$tmp/g2
+"$bin" generate --nodes 20000 --avg-degree 8 --feat-dim 64 --classes 2 --quiet "$g2" >/dev/null ||
+    {
+        echo "generate (two classes) failed"
+        exit 1
+    }
+for case in acc:sampled rocauc:sampled rocauc:full f1-macro:full; do
+    m=${case%%:*} ev=${case#*:}
+    run=(--epochs 3 --batch 500 --threads 1 --quiet --micro-shards 4 --eval-batch 500 --metric "$m"
+        --eval "$ev")
+    "$bin" train "$g2" "${run[@]}" --log "$tmp/$m.$ev.1.json" >"$tmp/$m.$ev.1.out" 2>&1
+    rc=$?
+    want=$(sha_of "$tmp/$m.$ev.1.out")
+    if [ $rc -ne 0 ] || [ -z "$want" ] || ! eval_split "$tmp/$m.$ev.1.json" 0 ||
+        ! metrics_of "$tmp/$m.$ev.1.json" | grep -q '"best_epoch"'; then
+        fail "${m}_${ev}_single_process: exit $rc"
+        sed 's/^/    /' "$tmp/$m.$ev.1.out"
+        continue
+    fi
+    for n in 2 3; do
+        "${mpi[@]}" -np "$n" "$bin" train "$g2" "${run[@]}" --distributed \
+            --log "$tmp/$m.$ev.$n.json" >"$tmp/$m.$ev.$n.out" 2>&1
+        rc=$?
+        if [ $rc -eq 0 ] && [ "$(sha_of "$tmp/$m.$ev.$n.out")" = "$want" ] &&
+            [ "$(metrics_of "$tmp/$m.$ev.$n.json")" = "$(metrics_of "$tmp/$m.$ev.1.json")" ] &&
+            eval_split "$tmp/$m.$ev.$n.json" 1; then
+            ok "${m}_${ev}_np${n}_split_evaluation_equals_single_process"
+        else
+            fail "${m}_${ev}_np${n}_split_evaluation_equals_single_process: exit $rc"
+            diff <(metrics_of "$tmp/$m.$ev.1.json") <(metrics_of "$tmp/$m.$ev.$n.json") |
+                sed 's/^/    /'
+            eval_units_of "$tmp/$m.$ev.$n.json" | sed 's/^/    units /'
+            sed 's/^/    /' "$tmp/$m.$ev.$n.out"
         fi
     done
 done

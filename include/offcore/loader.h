@@ -47,6 +47,10 @@ struct oc_loader_opts {
     const char *plan_dir;                  /* plan files (ginex, diskgnn); NULL = DIR/plan */
     uint64_t store_bytes; /* RAM the feature store may hold (its caches), at most what the
                              budget leaves; 0 = all the budget leaves (or unlimited) */
+    /* data-parallel shares (PyTorch DDP): every batch handed out is rank's share of the global
+       batch, the sub-batch of its seeds [B rank / world_size, B (rank+1) / world_size) cut as
+       train's micro-shards are (train_shard_cut); world_size 1 (the default): whole batches */
+    uint32_t rank, world_size;
 };
 
 struct oc_loader;
@@ -79,8 +83,18 @@ const int32_t *oc_loader_labels(const struct oc_loader *l);
  * train does; its gathers wait for this call.)
  */
 int oc_loader_epoch(struct oc_loader *l, uint64_t e, struct oc_err *err);
-/* The epoch's next batch; OC_ERR_NOTFOUND after the last one. */
+/*
+ * The epoch's next batch; OC_ERR_NOTFOUND after the last one. With
+ * world_size > 1 the caller trains on oc_loader_view's share of it.
+ */
 int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_err *err);
+/*
+ * What the caller trains on of a held batch b: b's own batch and rows, or
+ * with world_size > 1 this rank's share (its blocks, input ids and a copy of
+ * its rows, valid until b is given back). NULLs when b is not held.
+ */
+void oc_loader_view(const struct oc_loader *l, const struct oc_pipe_batch *b,
+                    const struct oc_sample_batch **batch, const float **x);
 /* Gives a batch back: its buffers are reused. A batch not held (given back already) is
    ignored. */
 void oc_loader_done(struct oc_loader *l, struct oc_pipe_batch *b);

@@ -189,6 +189,9 @@ struct oc_train_epoch_stats {
     uint32_t ranks, micro_shards;
     uint64_t grad_sent_bytes, grad_recv_bytes;
     double exchange_s;
+    /* evaluation's work this epoch (0 when not evaluated), in sampled batches (validation and
+       test) or chunks of --eval full's last layer: all of it, and this rank's share */
+    uint64_t eval_units, eval_units_own;
 };
 
 typedef void (*oc_train_epoch_fn)(void *ctx, const struct oc_train_epoch_stats *st);

@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 MAX_LAYERS = 8
-API_VERSION = 1
+API_VERSION = 2
 
 c_u32, c_i32, c_u64, c_dbl, c_char_p, c_void_p = (
     ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_double, ctypes.c_char_p,
@@ -71,7 +71,7 @@ class LoaderOpts(ctypes.Structure):
                 ("batch_size", c_u64), ("seed", c_u64), ("shuffle", c_i32), ("split", c_i32),
                 ("strategy", c_char_p), ("mem_budget_bytes", c_u64), ("n_epochs", c_u32),
                 ("n_threads", c_u32), ("depth", c_u32), ("plan_dir", c_char_p),
-                ("store_bytes", c_u64)]
+                ("store_bytes", c_u64), ("rank", c_u32), ("world_size", c_u32)]
 
 
 class CBlock(ctypes.Structure):

@@ -304,12 +304,17 @@ class Loader(_lib.Closable):
     split: 'train', 'val' or 'test'. depth: batches gathered ahead. store_bytes: a cap on
     the strategy's caches (bytes or "64M"); with several loaders under one budget, cap it:
     a strategy sizes its cache from what is left when it opens, and loaders opened before
-    still grow their sampling buffers.
+    still grow their sampling buffers. rank, world_size: for data-parallel training
+    (PyTorch DDP): each batch is rank's share of the global batch a loader with
+    world_size=1 yields (same seed, same order, same number of batches), the sub-batch of
+    its seeds [B rank // world_size, B (rank + 1) // world_size) cut as `offcore train
+    --micro-shards` cuts them (its x a copy of the share's rows); the shares of ranks
+    0 .. world_size-1 together are the global batch's seeds in order.
     """
 
     def __init__(self, dataset, fanouts=(10, 25), batch_size=1000, strategy="memory",
                  mem_budget=None, shuffle=True, seed=0, split="train", epochs=1, threads=0,
-                 depth=2, plan_dir=None, store_bytes=None):
+                 depth=2, plan_dir=None, store_bytes=None, rank=0, world_size=1):
         from .dataset import Dataset, _SPLITS
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
@@ -324,6 +329,8 @@ class Loader(_lib.Closable):
         batch_size, seed = _lib.whole("batch_size", batch_size, 0, u64), _lib.whole("seed", seed, 0, u64)
         epochs, threads = _lib.whole("epochs", epochs, 0, u32), _lib.whole("threads", threads, 0, u32)
         depth = _lib.whole("depth", depth, 0, u32)
+        rank, world_size = _lib.whole("rank", rank, 0, u32), _lib.whole("world_size", world_size,
+                                                                         0, u32)
         fanouts = [_lib.whole("a fanout", f, -1, 2 ** 31 - 1) for f in fanouts]
         o = _lib.LoaderOpts()
         lib.offcore_loader_opts_init(ctypes.byref(o))
@@ -337,6 +344,7 @@ class Loader(_lib.Closable):
         o.n_epochs, o.n_threads, o.depth = int(epochs), int(threads), int(depth)
         o.plan_dir = _lib.cstr("plan_dir", plan_dir) if plan_dir is not None else None
         o.store_bytes = parse_size(store_bytes)
+        o.rank, o.world_size = rank, world_size  # the C side checks rank < world_size
         err = _lib.Error()
         h = ctypes.c_void_p()
         _lib.check(lib.offcore_loader_open(dataset.handle, ctypes.byref(o), ctypes.byref(h),
@@ -345,6 +353,7 @@ class Loader(_lib.Closable):
         self._owner = _Handle(h)
         self.fanouts, self.batch_size, self.strategy = fanouts, batch_size, str(strategy)
         self.epochs, self.seed, self.shuffle = epochs, seed, bool(shuffle)
+        self.rank, self.world_size = rank, world_size
         self.n_batches = lib.offcore_loader_n_batches(h)
         self.keep = lib.offcore_loader_max_held(h)  # batches kept valid besides the newest
         n = ctypes.c_uint64()

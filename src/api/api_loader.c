@@ -34,6 +34,7 @@ void offcore_loader_opts_init(struct offcore_loader_opts *o)
     o->split = OFFCORE_SPLIT_TRAIN;
     o->n_epochs = d.n_epochs;
     o->depth = d.depth;
+    o->world_size = d.world_size;
 }
 
 void offcore_batch_init(struct offcore_batch *b)
@@ -81,6 +82,8 @@ int offcore_loader_open(const struct offcore_dataset *ds, const struct offcore_l
     lo.depth = o->depth;
     lo.plan_dir = o->plan_dir;
     lo.store_bytes = o->store_bytes;
+    lo.rank = o->rank;
+    lo.world_size = o->world_size;
     struct offcore_loader *h = oc_calloc(1, sizeof(*h), "loader handle", &e);
     if (!h)
         return api_err(err, &e, e.status);
@@ -173,7 +176,10 @@ int offcore_loader_next(struct offcore_loader *l, struct offcore_batch *b,
     }
     if (rc)
         return api_err(err, &e, rc);
-    api_batch_fill(b, &pb->batch, pb->x, oc_loader_feat_dim(l->l), pb);
+    const struct oc_sample_batch *sb; /* the batch, or with world_size > 1 this rank's share */
+    const float *x;
+    oc_loader_view(l->l, pb, &sb, &x);
+    api_batch_fill(b, sb, x, oc_loader_feat_dim(l->l), pb);
     b->epoch = pb->epoch;
     b->index = pb->index;
     return OC_OK;

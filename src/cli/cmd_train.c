@@ -362,8 +362,9 @@ int cmd_train(int argc, char **argv)
          NULL},
         {"distributed", CLI_FLAG, &o.distributed, NULL,
          "data-parallel training over the ranks of `mpirun -np N offcore train DIR "
-         "--distributed --micro-shards M` (same options on every rank; rank 0 evaluates, "
-         "prints, logs and checkpoints; needs a build with MPI)",
+         "--distributed --micro-shards M` (same options on every rank; each rank evaluates "
+         "a share, reduced exactly; rank 0 prints, logs and checkpoints; needs a build with "
+         "MPI)",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},

@@ -1,13 +1,15 @@
 /*
  * dist.h — the one door to MPI: process-group start and stop, this rank and
  * the world size, the all-gather that data-parallel training exchanges its
- * micro-shards' gradients through, and the abort that takes every rank down
+ * micro-shards' gradients through (and evaluation its ROC-AUC scores), the
+ * sum of evaluation's counts, and the abort that takes every rank down
  * when one fails. dist_mpi.c implements it over OpenMPI (built with
  * -DOC_MPI=AUTO|ON when MPI is found); dist_none.c, the build without MPI,
  * answers rank 0 of 1 and refuses oc_dist_init with a clear error. Nothing
  * else in the tree includes mpi.h (tools/check_deps.sh).
  *
- * Place in the data flow: train (the trainer exchanges gradients); the CLI
+ * Place in the data flow: train (the trainer exchanges gradients, the
+ * evaluator its shares' counts and scores); the CLI
  * starts and stops the group around `offcore train --distributed`.
  * Thread-safety: one thread (the CLI's main thread, then the trainer) makes
  * every call; MPI is initialised without thread support.
@@ -39,6 +41,15 @@ uint32_t oc_dist_size(void);
  */
 int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
                           struct oc_err *err);
+/* As oc_dist_allgather_f32, for 64-bit integers (evaluation's ROC-AUC score keys). */
+int oc_dist_allgather_u64(const uint64_t *send, uint64_t *recv, const uint64_t *counts,
+                          struct oc_err *err);
+/*
+ * Replaces v[0..n) on every rank by its sum over the ranks (evaluation's
+ * counts: integer sums, exact in any order). A collective: every rank calls
+ * it with the same n. Without the group v is left as it is.
+ */
+int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err);
 /* Ends every rank of the group with exit status code (MPI_Abort); exits without one. */
 _Noreturn void oc_dist_abort(int code);
 /* Leaves the group (MPI_Finalize); a no-op unless oc_dist_on. */

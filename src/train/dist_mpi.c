@@ -3,7 +3,8 @@
  * and size of MPI_COMM_WORLD, MPI_Allgatherv for the gradients (each rank's
  * block lands at a fixed place, so the sum the trainer then takes in its own
  * fixed order does not depend on timing, unlike MPI_Allreduce's unspecified
- * order) and MPI_Abort.
+ * order; evaluation's score keys go the same way), MPI_Allreduce for
+ * evaluation's integer counts (exact in any order) and MPI_Abort.
  *
  * Place in the data flow: train (see dist.h); compiled only when CMake
  * found MPI (OC_MPI), instead of dist_none.c.
@@ -12,6 +13,7 @@
  */
 #include <limits.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,12 +75,13 @@ uint32_t oc_dist_size(void)
     return dist_size;
 }
 
-int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
-                          struct oc_err *err)
+/* MPI_Allgatherv of counts[r] elements of type t (size bytes each) from every rank r. */
+static int dist_allgather(const void *send, void *recv, const uint64_t *counts, MPI_Datatype t,
+                          size_t size, const char *what, struct oc_err *err)
 {
     if (!dist_on) {
         if (counts[0])
-            memmove(recv, send, counts[0] * sizeof(float));
+            memmove(recv, send, counts[0] * size);
         return OC_OK;
     }
     static int c[DIST_MAX_RANKS], displ[DIST_MAX_RANKS];
@@ -86,17 +89,46 @@ int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts
     for (uint32_t r = 0; r < dist_size; r++) {
         if (counts[r] > INT_MAX || at > INT_MAX)
             return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                          "--distributed: %llu floats to exchange per step is more than MPI "
-                          "counts hold (fewer --micro-shards or a smaller model)",
-                          (unsigned long long)(at + counts[r]));
+                          "--distributed: %llu values of %s to exchange is more than MPI "
+                          "counts hold (fewer --micro-shards or a smaller model or split)",
+                          (unsigned long long)(at + counts[r]), what);
         c[r] = (int)counts[r];
         displ[r] = (int)at;
         at += counts[r];
     }
-    int rc =
-        MPI_Allgatherv(send, c[dist_rank], MPI_FLOAT, recv, c, displ, MPI_FLOAT, MPI_COMM_WORLD);
+    int rc = MPI_Allgatherv(send, c[dist_rank], t, recv, c, displ, t, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        char op[160];
+        snprintf(op, sizeof(op), "MPI_Allgatherv of %s", what);
+        return dist_fail(err, op, rc);
+    }
+    return OC_OK;
+}
+
+int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts,
+                          struct oc_err *err)
+{
+    return dist_allgather(send, recv, counts, MPI_FLOAT, sizeof(float), "the gradients", err);
+}
+
+int oc_dist_allgather_u64(const uint64_t *send, uint64_t *recv, const uint64_t *counts,
+                          struct oc_err *err)
+{
+    return dist_allgather(send, recv, counts, MPI_UINT64_T, sizeof(uint64_t),
+                          "the evaluation scores", err);
+}
+
+int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err)
+{
+    if (!dist_on || n == 0)
+        return OC_OK;
+    if (n > INT_MAX)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "--distributed: %llu evaluation counts to sum is more than MPI counts hold",
+                      (unsigned long long)n);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS)
-        return dist_fail(err, "MPI_Allgatherv of the gradients", rc);
+        return dist_fail(err, "MPI_Allreduce of the evaluation counts", rc);
     return OC_OK;
 }
 

@@ -48,6 +48,23 @@ int oc_dist_allgather_f32(const float *send, float *recv, const uint64_t *counts
     return OC_OK;
 }
 
+int oc_dist_allgather_u64(const uint64_t *send, uint64_t *recv, const uint64_t *counts,
+                          struct oc_err *err)
+{
+    (void)err;
+    if (counts[0])
+        memmove(recv, send, counts[0] * sizeof(uint64_t));
+    return OC_OK;
+}
+
+int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err)
+{
+    (void)v;
+    (void)n;
+    (void)err;
+    return OC_OK;
+}
+
 _Noreturn void oc_dist_abort(int code)
 {
     exit(code);

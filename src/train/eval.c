@@ -16,6 +16,14 @@
  *            the training fanouts (RNG streams distinct from training's), no
  *            dropout; the training split is not run again (the epoch's train
  *            accuracy is measured on its training batches).
+ * Under --distributed every rank evaluates (a collective): rank r of N takes
+ * batches [B r / N, B (r+1) / N) of the B sampled batches (the validation
+ * split's, then the test split's, in order), or the
+ * chunks [C r / N, C (r+1) / N) of full inference's last layer (each rank
+ * computes the hidden layers whole: every chunk reads every node's output),
+ * the same batches and chunks one process computes; eval_reduce then sums
+ * the counts and reduces the --metric (train_metric_reduce), so every rank
+ * gets one process's numbers, bit for bit.
  *
  * Place in the data flow: train; uses sample (blocks) and nn (layers).
  * Thread-safety: one evaluation at a time per run; kernels use the pool.
@@ -23,6 +31,7 @@
  */
 #include <string.h>
 
+#include "train/dist.h"
 #include "train/train_int.h"
 
 /* Reads in flight of the scratch reader of --eval full under a budget. */
@@ -50,6 +59,8 @@ struct train_eval {
     struct oc_nn_tensor logits; /* the last layer's output of one chunk */
     struct oc_io_batch *io;     /* reads a table from its scratch file */
     char scratch[4096];         /* where scratch files go (on disk only) */
+    uint32_t rank, n_ranks;     /* --distributed: this rank's share of the batches / chunks */
+    uint64_t units_own, units;  /* the last run's batches or last-layer chunks: own, all */
 };
 
 uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o)
@@ -129,6 +140,8 @@ int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc
     ev->be = be;
     ev->pool = pool;
     ev->o = o;
+    ev->rank = o->distributed ? oc_dist_rank() : 0;
+    ev->n_ranks = o->distributed ? oc_dist_size() : 1;
     oc_sample_batch_init(&ev->batch);
     eval_table_init(&ev->table[0], be, 0);
     eval_table_init(&ev->table[1], be, 0);
@@ -209,6 +222,45 @@ static void metrics_value(struct train_eval *ev, const double acc[TRAIN_SPLIT_CO
 }
 
 /*
+ * Under --distributed, the whole evaluation from every rank's share: the
+ * per-split correct and counted rows summed and the --metric accumulators
+ * reduced (train_metric_reduce), so every rank holds what one process
+ * computes.
+ */
+static int eval_reduce(struct train_eval *ev, uint64_t correct[TRAIN_SPLIT_COUNT],
+                       uint64_t counted[TRAIN_SPLIT_COUNT], struct oc_err *err)
+{
+    if (ev->n_ranks < 2)
+        return OC_OK;
+    uint64_t v[2 * TRAIN_SPLIT_COUNT];
+    memcpy(v, correct, TRAIN_SPLIT_COUNT * sizeof(uint64_t));
+    memcpy(v + TRAIN_SPLIT_COUNT, counted, TRAIN_SPLIT_COUNT * sizeof(uint64_t));
+    int rc = oc_dist_sum_u64(v, 2 * TRAIN_SPLIT_COUNT, err);
+    if (rc)
+        return rc;
+    memcpy(correct, v, TRAIN_SPLIT_COUNT * sizeof(uint64_t));
+    memcpy(counted, v + TRAIN_SPLIT_COUNT, TRAIN_SPLIT_COUNT * sizeof(uint64_t));
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+        if (ev->o->metric != OC_TRAIN_METRIC_ACC && (rc = train_metric_reduce(&ev->metric[s], err)))
+            return rc;
+    return OC_OK;
+}
+
+/* The end of the chunk of exact inference that starts at destination lo. */
+static uint64_t full_chunk_end(const struct train_eval *ev, uint64_t lo)
+{
+    const uint64_t *indptr = ev->d->graph.indptr;
+    uint64_t rows = 0, hi;
+    for (hi = lo; hi < ev->d->n_nodes && hi - lo < ev->o->eval_batch_size; hi++) {
+        uint64_t r = indptr[hi + 1] - indptr[hi] + 1;
+        if (hi > lo && rows + r > ev->chunk_rows)
+            break;
+        rows += r;
+    }
+    return hi;
+}
+
+/*
  * One layer of exact inference for destinations [lo, lo + n): their blocks
  * with every neighbor, input rows from the feature store (layer 0) or from
  * the previous layer's table, output into out.
@@ -242,9 +294,15 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
 {
     const struct train_data *d = ev->d;
     uint32_t n_layers = oc_nn_model_config(ev->m)->n_layers;
-    uint64_t chunk = ev->o->eval_batch_size, cap_rows = ev->chunk_rows;
-    const uint64_t *indptr = d->graph.indptr;
     uint64_t correct[TRAIN_SPLIT_COUNT] = {0}, counted[TRAIN_SPLIT_COUNT] = {0};
+    /* the last layer's chunks, numbered in order: this rank scores [first, end) of them (every
+       rank computes the hidden layers whole, as each needs every node's output) */
+    uint64_t n_chunks = 0, first = 0, end = 0;
+    for (uint64_t lo = 0; lo < d->n_nodes; lo = full_chunk_end(ev, lo))
+        n_chunks++;
+    train_shard_range(n_chunks, ev->n_ranks, ev->rank, &first, &end);
+    ev->units = n_chunks;
+    ev->units_own = end - first;
     int rc;
     for (uint32_t l = 0; l < n_layers; l++) {
         uint64_t in_dim, out_dim;
@@ -254,14 +312,11 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
         struct eval_table *in = &ev->table[(l + 1) % 2], *outt = &ev->table[l % 2];
         if (!last && (rc = eval_table_begin(outt, ev->scratch, d->n_nodes, out_dim, err)))
             return rc;
-        for (uint64_t lo = 0, hi; lo < d->n_nodes; lo = hi) {
-            uint64_t rows = 0;
-            for (hi = lo; hi < d->n_nodes && hi - lo < chunk; hi++) {
-                uint64_t r = indptr[hi + 1] - indptr[hi] + 1;
-                if (hi > lo && rows + r > cap_rows)
-                    break;
-                rows += r;
-            }
+        uint64_t k = 0;
+        for (uint64_t lo = 0, hi; lo < d->n_nodes; lo = hi, k++) {
+            hi = full_chunk_end(ev, lo);
+            if (last && (k < first || k >= end))
+                continue;
             uint64_t n = hi - lo;
             struct oc_nn_tensor out;
             if (last)
@@ -295,6 +350,8 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
         if (!last && (rc = eval_table_finish(outt, err)))
             return rc;
     }
+    if ((rc = eval_reduce(ev, correct, counted, err)))
+        return rc;
     for (int s = 0; s < TRAIN_SPLIT_COUNT; s++)
         acc[s] = counted[s] ? (double)correct[s] / (double)counted[s] : 0.0;
     return OC_OK;
@@ -306,12 +363,20 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
     const struct train_data *d = ev->d;
     struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];
     int rc;
-    /* the training split is not evaluated again: its accuracy comes from the training batches */
-    acc[TRAIN_SPLIT_TRAIN] = 0.0;
+    uint64_t correct[TRAIN_SPLIT_COUNT] = {0}, counted[TRAIN_SPLIT_COUNT] = {0};
+    /* the validation batches, then the test batches, numbered in order: this rank evaluates
+       [first, end) of them (all in one process) */
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+        ev->units += oc_sample_epoch_n_batches(&ev->split_ep[s]);
+    uint64_t first, end, at = 0;
+    train_shard_range(ev->units, ev->n_ranks, ev->rank, &first, &end);
+    ev->units_own = end - first;
     for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++) {
         struct oc_sample_epoch *ep = &ev->split_ep[s];
-        uint64_t correct = 0, counted = 0;
-        for (uint64_t b = 0; b < oc_sample_epoch_n_batches(ep); b++) {
+        uint64_t nb = oc_sample_epoch_n_batches(ep), lo = first > at ? first - at : 0;
+        uint64_t hi = end > at ? (end - at < nb ? end - at : nb) : 0;
+        at += nb;
+        for (uint64_t b = lo; b < hi; b++) {
             const uint64_t *seeds;
             uint64_t n_seeds;
             if ((rc = oc_sample_epoch_batch(ep, b, &seeds, &n_seeds, err)))
@@ -342,11 +407,16 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
                         train_metric_add(&ev->metric[s],
                                          (const float *)logits->data + i * logits->n_cols,
                                          logits->n_cols, ev->labels.labels[i]);
-            correct += loss.n_correct;
-            counted += loss.n_counted;
+            correct[s] += loss.n_correct;
+            counted[s] += loss.n_counted;
         }
-        acc[s] = counted ? (double)correct / (double)counted : 0.0;
     }
+    if ((rc = eval_reduce(ev, correct, counted, err)))
+        return rc;
+    /* the training split is not evaluated again: its accuracy comes from the training batches */
+    acc[TRAIN_SPLIT_TRAIN] = 0.0;
+    for (int s = TRAIN_SPLIT_VAL; s < TRAIN_SPLIT_COUNT; s++)
+        acc[s] = counted[s] ? (double)correct[s] / (double)counted[s] : 0.0;
     return OC_OK;
 }
 
@@ -355,6 +425,7 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
                    struct oc_err *err)
 {
     metrics_reset(ev);
+    ev->units = ev->units_own = 0;
     /* gathered rows go into the buffer lent for the evaluation (grown as needed) */
     ev->gather.buf = *rows;
     ev->gather.cap_floats = *cap_rows;
@@ -367,4 +438,10 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
     if (rc == OC_OK)
         metrics_value(ev, acc, metric);
     return rc;
+}
+
+void train_eval_units(const struct train_eval *ev, uint64_t *own, uint64_t *all)
+{
+    *own = ev->units_own;
+    *all = ev->units;
 }

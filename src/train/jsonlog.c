@@ -183,6 +183,8 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
             cJSON_AddNumberToObject(dp, "grad_sent_bytes", (double)st->grad_sent_bytes);
             cJSON_AddNumberToObject(dp, "grad_recv_bytes", (double)st->grad_recv_bytes);
             cJSON_AddNumberToObject(dp, "exchange_s", st->exchange_s);
+            cJSON_AddNumberToObject(dp, "eval_units", (double)st->eval_units);
+            cJSON_AddNumberToObject(dp, "eval_units_rank0", (double)st->eval_units_own);
         }
     }
     cJSON_AddItemToObject(o, "stages", stages);

@@ -9,6 +9,8 @@
  *   epoch(e): drain the rest of e-1 ─► oc_batch_pipe_epoch(e) ─► open
  *             (e was started already when e-1's last batch was handed out: open only)
  *   next / done: oc_batch_pipe_next / _done, counting what the caller holds
+ *   world_size > 1: next also cuts rank's share of the batch (train_shard_cut,
+ *   seeds [B r / n, B (r+1) / n)) into the held slot's own shard
  *
  * Place in the data flow: train (dataset + sample + store + pipeline →
  * caller); src/api wraps it in the versioned C API.
@@ -39,7 +41,9 @@ struct oc_loader {
     uint64_t epoch, next_epoch, handed, n_batches;
     uint32_t n_held;
     struct oc_pipe_batch **held; /* the n_held batches handed out (room for the pipe's rows) */
-    int ahead;                   /* next_epoch was started when the last batch was handed out */
+    struct train_shard *shares;  /* world_size > 1: held[i]'s share is shares[i] */
+    uint32_t n_shares;
+    int ahead; /* next_epoch was started when the last batch was handed out */
     /* oc_loader_sample's reference sampler (made on first use, runs on the caller's thread) */
     struct oc_sampler *ref;
     struct oc_sample_epoch ref_ep;
@@ -56,6 +60,7 @@ void oc_loader_opts_default(struct oc_loader_opts *o)
     o->split = OC_LOADER_TRAIN;
     o->n_epochs = 1;
     o->depth = 2;
+    o->world_size = 1;
 }
 
 static int loader_opts_check(const struct oc_loader_opts *o, struct oc_err *err)
@@ -76,6 +81,11 @@ static int loader_opts_check(const struct oc_loader_opts *o, struct oc_err *err)
         return OC_ERR(err, OC_ERR_ARG, "loader: the number of epochs must be at least 1");
     if (o->depth == 0 || o->depth > 64)
         return OC_ERR(err, OC_ERR_ARG, "loader: depth %u: must be between 1 and 64", o->depth);
+    if (o->world_size == 0 || o->rank >= o->world_size)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "loader: rank %u of world_size %u: world_size must be at least 1 and rank "
+                      "from 0 to world_size - 1",
+                      o->rank, o->world_size);
     uint32_t index;
     return oc_store_strategy_find(o->strategy ? o->strategy : "memory", &index, err);
 }
@@ -198,6 +208,11 @@ static int loader_open_pipe(struct oc_loader *l, struct oc_err *err)
         if (!(l->held =
                   oc_alloc((size_t)(n ? n : 1) * sizeof(*l->held), "loader: held batches", err)))
             rc = err->status;
+        else if (l->o.world_size > 1 &&
+                 !(l->shares = oc_calloc(n ? n : 1, sizeof(*l->shares), "loader: shares", err)))
+            rc = err->status;
+        else if (l->shares)
+            l->n_shares = n ? n : 1;
     }
     return rc;
 }
@@ -259,6 +274,9 @@ void oc_loader_free(struct oc_loader *l)
     oc_pipeline_free(l->stages); /* joins every stage before the pipe and the store go */
     oc_batch_pipe_free(l->pipe);
     oc_free(l->held);
+    for (uint32_t i = 0; i < l->n_shares; i++)
+        train_shard_deinit(&l->shares[i]);
+    oc_free(l->shares);
     oc_store_free(l->store);
     oc_pool_free(l->pool);
     oc_sample_sampler_free(l->ref);
@@ -341,6 +359,17 @@ int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_er
         return rc;
     l->handed++;
     l->held[l->n_held++] = *out;
+    if (l->shares) { /* the rank's share, by the rule of train's micro-shards */
+        uint64_t lo, hi;
+        const struct oc_sample_batch *b = &(*out)->batch;
+        train_shard_range(b->n_seeds, l->o.world_size, l->o.rank, &lo, &hi);
+        if ((rc = train_shard_cut(&l->shares[l->n_held - 1], b, (*out)->x, l->data.feat_dim, lo, hi,
+                                  err))) {
+            oc_loader_done(l, *out);
+            *out = NULL;
+            return rc;
+        }
+    }
     /* as train does: the next epoch is sampled (and shown to the store) while the caller
        still trains on this one's last batches; its gathers wait for oc_loader_epoch */
     if (l->handed == l->n_batches && l->next_epoch < l->o.n_epochs) {
@@ -359,7 +388,25 @@ void oc_loader_done(struct oc_loader *l, struct oc_pipe_batch *b)
     if (!b || i == l->n_held)
         return; /* not held: released already (a copy of a batch released twice) */
     l->held[i] = l->held[--l->n_held];
+    if (l->shares) { /* the share goes with its batch; the freed one keeps its arrays */
+        struct train_shard t = l->shares[i];
+        l->shares[i] = l->shares[l->n_held];
+        l->shares[l->n_held] = t;
+    }
     oc_batch_pipe_done(l->pipe, b);
+}
+
+void oc_loader_view(const struct oc_loader *l, const struct oc_pipe_batch *b,
+                    const struct oc_sample_batch **batch, const float **x)
+{
+    *batch = NULL;
+    *x = NULL;
+    for (uint32_t i = 0; b && i < l->n_held; i++)
+        if (l->held[i] == b) {
+            *batch = l->shares ? &l->shares[i].b : &b->batch;
+            *x = l->shares ? l->shares[i].x : b->x;
+            return;
+        }
 }
 
 /* Batch b of epoch e from the reference sampler (made on first use), without a range check. */

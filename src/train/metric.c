@@ -12,7 +12,11 @@
  *             the classes among the labels or the predictions (sklearn's
  *             f1_score(average="macro")); 0 for no rows.
  * Scores are kept as radix-sortable 64-bit keys of doubles, positives and
- * negatives apart, and sorted once when the value is asked for.
+ * negatives apart, and sorted once when the value is asked for. Under
+ * --distributed each rank accumulates its share of the split and
+ * train_metric_reduce makes every rank's accumulator the whole split's: the
+ * counts summed, the score keys gathered rank by rank (through dist.h), so
+ * the value is the one a single process computes.
  *
  * Place in the data flow: train (eval.c feeds it the logits it computes).
  * Thread-safety: one accumulator per split, used by the evaluating thread.
@@ -23,6 +27,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "train/dist.h"
 #include "train/train_int.h"
 
 static const char *const metric_names[OC_TRAIN_METRIC_COUNT] = {"acc", "rocauc", "f1-macro"};
@@ -203,6 +208,60 @@ double train_metric_value(struct train_metric *m)
     default:
         return m->n ? (double)m->correct / (double)m->n : 0.0;
     }
+}
+
+/*
+ * Gathers every rank's keys[0..*n) into keys (rank 0's first), *n their
+ * total; ones and counts: n_ranks each, tmp: room for this rank's keys.
+ */
+static int gather_keys(uint64_t *keys, uint64_t *n, uint64_t cap, uint64_t *tmp,
+                       const uint64_t *ones, uint64_t *counts, struct oc_err *err)
+{
+    uint64_t own = *n, total = 0;
+    int rc = oc_dist_allgather_u64(&own, counts, ones, err);
+    if (rc)
+        return rc;
+    for (uint32_t r = 0; r < oc_dist_size(); r++)
+        total += counts[r];
+    if (total > cap) /* the shares are one split's: more rows than it has is a broken invariant */
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "--distributed: the ranks evaluated %" PRIu64
+                      " scores of a class, the split has %" PRIu64,
+                      total, cap);
+    memcpy(tmp, keys, own * sizeof(uint64_t));
+    if ((rc = oc_dist_allgather_u64(tmp, keys, counts, err)))
+        return rc;
+    *n = total;
+    return OC_OK;
+}
+
+int train_metric_reduce(struct train_metric *m, struct oc_err *err)
+{
+    if (!oc_dist_on() || oc_dist_size() < 2)
+        return OC_OK;
+    uint64_t v[3] = {m->n, m->correct, (uint64_t)m->nan};
+    int rc;
+    if ((rc = oc_dist_sum_u64(v, 3, err)))
+        return rc;
+    m->n = v[0];
+    m->correct = v[1];
+    m->nan = v[2] != 0;
+    if (m->kind == OC_TRAIN_METRIC_F1_MACRO)
+        return oc_dist_sum_u64(m->tp, 3 * m->n_classes, err);
+    if (m->kind != OC_TRAIN_METRIC_ROCAUC)
+        return OC_OK;
+    uint32_t n_ranks = oc_dist_size();
+    uint64_t *ones = oc_calloc(2 * (uint64_t)n_ranks, sizeof(uint64_t), "ROC-AUC exchange", err);
+    if (!ones)
+        return err->status;
+    for (uint32_t r = 0; r < n_ranks; r++)
+        ones[r] = 1;
+    /* the sort buffer holds the split's larger class, so it holds one rank's keys */
+    rc = gather_keys(m->pos, &m->n_pos, m->cap_pos, m->tmp, ones, ones + n_ranks, err);
+    if (rc == OC_OK)
+        rc = gather_keys(m->neg, &m->n_neg, m->cap_neg, m->tmp, ones, ones + n_ranks, err);
+    oc_free(ones);
+    return rc;
 }
 
 void train_split_binary_counts(const struct train_data *d, int s, uint64_t *n_pos, uint64_t *n_neg)

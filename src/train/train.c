@@ -979,10 +979,11 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         res->reuse_samples = o->reuse_samples;
     }
     snprintf(res->strategy, sizeof(res->strategy), "%s", oc_store_strategy_name(r.strategy));
-    /* ranks other than 0 neither evaluate, log nor checkpoint: rank 0 does for all */
+    /* every rank evaluates its share (eval.c) and gets the whole result; ranks other than 0
+       neither log nor checkpoint: rank 0 does for all */
     const int lead = oc_dist_rank() == 0 || !o->distributed;
     if ((rc = run_open_pipe(&r, o, err)) ||
-        (o->eval != OC_TRAIN_EVAL_NONE && lead &&
+        (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
     res->held_bytes = r.held;
@@ -1078,7 +1079,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
         uint32_t every = o->eval_every > 1 ? o->eval_every : 1;
         st.evaluated =
-            o->eval != OC_TRAIN_EVAL_NONE && lead && ((e + 1) % every == 0 || e + 1 == o->epochs);
+            o->eval != OC_TRAIN_EVAL_NONE && ((e + 1) % every == 0 || e + 1 == o->epochs);
         double acc[TRAIN_SPLIT_COUNT] = {0}, metric[TRAIN_SPLIT_COUNT] = {0};
         if (st.evaluated) {
             double te = oc_now_s();
@@ -1094,6 +1095,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
                 goto out;
             }
             st.eval_s = oc_now_s() - te;
+            train_eval_units(r.eval, &st.eval_units_own, &st.eval_units);
         }
         st.loss = counted ? loss_sum / (double)counted : 0.0;
         st.train_acc = counted ? (double)correct / (double)counted : 0.0;

@@ -237,6 +237,14 @@ void train_metric_reset(struct train_metric *m);
 void train_metric_add(struct train_metric *m, const float *row, uint64_t n_out, int32_t label);
 /* The metric over the rows added (rocauc: sorts them); see metric.c for empty cases. */
 double train_metric_value(struct train_metric *m);
+/*
+ * Under --distributed (the group on, more than one rank), makes m, which
+ * holds this rank's share of a split, the whole split's on every rank: the
+ * counts summed, rocauc's score keys gathered rank by rank (the value does
+ * not depend on their order: they are sorted). A collective: every rank calls
+ * it for the same split. A no-op without the group.
+ */
+int train_metric_reduce(struct train_metric *m, struct oc_err *err);
 /* Labelled nodes of split s with label 1 (*n_pos) and with another label (*n_neg). */
 void train_split_binary_counts(const struct train_data *d, int s, uint64_t *n_pos, uint64_t *n_neg);
 /*
@@ -267,6 +275,12 @@ void train_eval_free(struct train_eval *ev);
 int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t *cap_rows,
                    double acc[TRAIN_SPLIT_COUNT], double metric[TRAIN_SPLIT_COUNT],
                    struct oc_err *err);
+/*
+ * What the last train_eval_run evaluated, in units of sampled batches (both
+ * splits) or chunks of full inference's last layer: *own by this rank, *all
+ * by every rank together (the same unless --distributed).
+ */
+void train_eval_units(const struct train_eval *ev, uint64_t *own, uint64_t *all);
 
 /* ---- a layer's output table of exact inference (eval_table.c) ----------- */
 

@@ -347,6 +347,27 @@ int oc_writer_close(struct oc_writer *w, struct oc_err *err);
 /* Closes without flushing (error paths); frees w. w may be NULL. */
 void oc_writer_abort(struct oc_writer *w);
 
+/* ---- write-behind: positional writes on a thread of their own ----------- */
+
+struct oc_write_behind;
+
+/*
+ * n_bufs buffers of buf_bytes and a thread that writes them to f (borrowed,
+ * open until flush or free returns) as they are queued (write_behind.c).
+ */
+int oc_write_behind_new(struct oc_file *f, unsigned n_bufs, size_t buf_bytes,
+                        struct oc_write_behind **out, struct oc_err *err);
+/* A free buffer to fill, waiting for one; NULL after a failed write (that error in err). */
+void *oc_write_behind_buf(struct oc_write_behind *w, struct oc_err *err);
+/* Queues buf's first len bytes for writing at off (ranges never overlap); the first failed
+   write so far, if any, is returned (the buffer is taken back either way). */
+int oc_write_behind_put(struct oc_write_behind *w, void *buf, size_t len, uint64_t off,
+                        struct oc_err *err);
+/* Waits until everything queued is written; the first failure is the error. */
+int oc_write_behind_flush(struct oc_write_behind *w, struct oc_err *err);
+/* Writes what is queued (nothing after a failure), stops the thread, frees w (NULL: no-op). */
+void oc_write_behind_free(struct oc_write_behind *w);
+
 /* ---- line reader (plain text or gzip, detected by magic) ----------------- */
 
 struct oc_line_reader;

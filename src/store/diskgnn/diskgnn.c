@@ -376,7 +376,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     b->background = 1; /* later windows are built while epochs train */
     d->builder_bytes = (b->cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
-                       b->part_bytes + DG_WRITE_RUN;
+                       b->part_bytes + DG_WRITE_BYTES;
     int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
     if (planner && (rc = dg_builder_detach_pool(b, err)))
         goto out;

@@ -39,8 +39,10 @@
 #define DG_ROW_BOUNCE    (8u << 20)   /* the assembler's batch-reader staging, at most */
 #define DG_ROW_RUN       16384u       /* rows the assembler queues per run of its reader, at most */
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
-#define DG_PROBE_BATCHES 64u          /* streamed: batches sampled at open to size and cache */
-#define DG_DISK_SHARE    0.45         /* streamed, fresh: a window's share of the free space */
+#define DG_WRITE_BUFS    4u           /* packer: runs being filled or written (write-behind) */
+#define DG_WRITE_BYTES   (DG_WRITE_BUFS * DG_WRITE_RUN)
+#define DG_PROBE_BATCHES 64u  /* streamed: batches sampled at open to size and cache */
+#define DG_DISK_SHARE    0.45 /* streamed, fresh: a window's share of the free space */
 
 /* Windows of win batches in an epoch of nb (win 0: the whole epoch, one window). */
 static inline uint64_t dg_windows_per_epoch(uint64_t nb, uint64_t win)
@@ -80,7 +82,7 @@ struct dg_builder {
     int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
     uint8_t *part;               /* packer: feature partition (aligned) */
     uint64_t part_bytes;         /* its size: two halves (dg_scan) */
-    uint8_t *run;                /* packer: one coalesced write (DG_WRITE_RUN) */
+    struct oc_write_behind *wb;  /* packer: coalesced writes of rows, while a window packs */
     char dir[4096];              /* PLAN/diskgnn */
     char spill[4300];            /* the spill file's temporary name ("" = none) */
     uint64_t key_base;           /* the windows' content key, before budget and cache */
@@ -169,6 +171,10 @@ void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input,
                    uint64_t rec_bytes, const uint64_t *addr);
 /* Writes rows[j0, j1) (of the partition at part, which starts at row first_row) to
    consecutive places from dest, in runs of up to DG_WRITE_RUN bytes. */
+/* The packers' row writes to out go through b->wb from begin to end; end flushes them when
+   rc is OC_OK (the first failed write is then the result) and returns rc otherwise. */
+int dg_writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err);
+int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err);
 int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
                   uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_file *out,
                   struct oc_err *err);

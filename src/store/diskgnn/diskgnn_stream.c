@@ -241,7 +241,8 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     for (uint64_t i = 0; i < count; i++)
         c[i] = (struct pk_cursor){
             b->pack_off[i], b->pack_off[i + 1], b->cursor_buf + i * b->ahead, 0, 0, b->ahead};
-    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) || (rc = dg_scan_open(b, &sc, err)))
+    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) || (rc = dg_scan_open(b, &sc, err)) ||
+        (rc = dg_writes_begin(b, out, err)))
         goto out;
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
@@ -272,6 +273,7 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
+    rc = dg_writes_end(b, rc, err);
     dg_scan_close(&sc);
     oc_file_close(in, NULL);
     oc_free(c);

@@ -215,8 +215,7 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
         part = 2 * (s->row_bytes + 2 * OC_IO_ALIGN);
     b->part_bytes = oc_io_align_up(part);
     b->part = oc_io_buf_alloc(b->part_bytes, "store diskgnn: packing partition", err);
-    b->run = oc_alloc(DG_WRITE_RUN, "store diskgnn: packing writes", err);
-    if (!b->part || !b->run)
+    if (!b->part)
         return err->status;
     return OC_OK;
 }
@@ -243,7 +242,6 @@ void dg_builder_deinit(struct dg_builder *b)
     oc_free(b->cursor_buf);
     oc_rank_set_free(&b->cpu_set);
     oc_free(b->part);
-    oc_free(b->run);
     memset(b, 0, sizeof(*b));
 }
 
@@ -262,7 +260,7 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
        probe's counts, then the CPU cache's rank set, 0.19 bytes a node); per batch
        offsets and packing cursors (streamed: its offsets and read-ahead); buffers */
     return accesses * dg_builder_access_bytes(b) + b->s->n_nodes * 8 +
-           b->nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_RUN + b->cap_rec;
+           b->nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_BYTES + b->cap_rec;
 }
 
 uint64_t dg_builder_batch_bytes(const struct dg_builder *b)
@@ -467,16 +465,34 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, co
             i++;
             continue;
         }
+        uint8_t *run = oc_write_behind_buf(b->wb, err);
+        if (!run)
+            return err->status;
         while (i < n && p[i].pos == start + k * rb && k < cap) {
-            memcpy(b->run + k * rb, part + (p[i].id - first_row) * rb, rb);
+            memcpy(run + k * rb, part + (p[i].id - first_row) * rb, rb);
             k++;
             i++;
         }
-        int rc = oc_file_pwrite(out, b->run, k * rb, start, err);
+        int rc = oc_write_behind_put(b->wb, run, k * rb, start, err);
         if (rc)
             return rc;
     }
     return OC_OK;
+}
+
+int dg_writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err)
+{
+    assert(b->wb == NULL);
+    return oc_write_behind_new(out, DG_WRITE_BUFS, DG_WRITE_RUN, &b->wb, err);
+}
+
+int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err)
+{
+    if (b->wb && rc == OC_OK)
+        rc = oc_write_behind_flush(b->wb, err);
+    oc_write_behind_free(b->wb);
+    b->wb = NULL;
+    return rc;
 }
 
 /*
@@ -498,9 +514,12 @@ int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint6
             j++;
             continue;
         }
+        uint8_t *run = oc_write_behind_buf(b->wb, err);
+        if (!run)
+            return err->status;
         for (; j < j1 && k < cap; j++, k++)
-            memcpy(b->run + k * rb, part + (rows[j] - first_row) * rb, rb);
-        int rc = oc_file_pwrite(out, b->run, k * rb, at, err);
+            memcpy(run + k * rb, part + (rows[j] - first_row) * rb, rb);
+        int rc = oc_write_behind_put(b->wb, run, k * rb, at, err);
         if (rc)
             return rc;
     }
@@ -610,7 +629,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     for (uint64_t j = 1; j < c.n_cache; j++)
         assert(cache->ids[j - 1] < cache->ids[j]); /* the cache's lookup needs them so too */
     if ((rc = make_seg_pairs(b, l, &c.seg_pairs, &c.n_seg, err)) ||
-        (rc = dg_scan_open(b, &sc, err)))
+        (rc = dg_scan_open(b, &sc, err)) || (rc = dg_writes_begin(b, out, err)))
         goto out;
     /* progress: how far the one ascending scan of the feature rows has come */
     static const char packing[] = "diskgnn: packing the next window";
@@ -628,6 +647,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
+    rc = dg_writes_end(b, rc, err);
     dg_scan_close(&sc);
     oc_free(c.seg_pairs);
     oc_free(c.chunk);

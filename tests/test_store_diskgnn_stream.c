@@ -117,20 +117,26 @@ static void compare_window(const struct fixture *fx, const struct oc_store *s, u
     OC_CHECK(plan_files(plan[0], NULL) == 0 && plan_files(plan[1], NULL) == 0);
 }
 
+/* A fixture of n nodes and its features opened by `direct` (*s NULL if either failed). */
+static int open_direct(struct fixture *fx, uint64_t n, uint32_t dim, enum oc_dtype dtype,
+                       struct oc_store **s)
+{
+    struct oc_err err;
+    uint32_t idx = 0;
+    *s = NULL;
+    if (!fixture_init(fx, n, dim, dtype))
+        return 0;
+    struct oc_store_config c = fixture_config(fx, NULL);
+    OC_CHECK_OK(oc_store_strategy_find("direct", &idx, &err), &err);
+    OC_CHECK_OK(oc_store_open(idx, &c, s, &err), &err);
+    return *s != NULL;
+}
+
 static void compare_windows(uint64_t n, uint32_t dim, enum oc_dtype dtype)
 {
     struct fixture fx;
-    struct oc_err err;
-    struct oc_store *s = NULL;
-    uint32_t idx = 0;
-    if (!fixture_init(&fx, n, dim, dtype)) {
-        fixture_free(&fx);
-        return;
-    }
-    struct oc_store_config c = fixture_config(&fx, NULL);
-    OC_CHECK_OK(oc_store_strategy_find("direct", &idx, &err), &err);
-    OC_CHECK_OK(oc_store_open(idx, &c, &s, &err), &err);
-    if (s) {
+    struct oc_store *s;
+    if (open_direct(&fx, n, dim, dtype, &s)) {
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
         OC_CHECK(nb >= 4);
         compare_window(&fx, s, 0, 0, nb, 1);     /* a whole epoch, filling the cache */
@@ -261,17 +267,8 @@ static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_
 OC_TEST(scan_reads_ahead_and_names_a_cut_file)
 {
     struct fixture fx;
-    struct oc_err err;
-    struct oc_store *s = NULL;
-    uint32_t idx = 0;
-    if (!fixture_init(&fx, 5000, 60, OC_DTYPE_F32)) { /* 240-byte rows: pages split rows */
-        fixture_free(&fx);
-        return;
-    }
-    struct oc_store_config c = fixture_config(&fx, NULL);
-    OC_CHECK_OK(oc_store_strategy_find("direct", &idx, &err), &err);
-    OC_CHECK_OK(oc_store_open(idx, &c, &s, &err), &err);
-    if (s) {
+    struct oc_store *s;
+    if (open_direct(&fx, 5000, 60, OC_DTYPE_F32, &s)) { /* 240-byte rows: pages split rows */
         int bad = 0;
         uint64_t part = 2 * 32768; /* halves of 8 pages: 102 rows a partition at most */
         OC_CHECK(scan_file(s, part, 0, 0, &bad) == 1 && !bad); /* only the first is read */

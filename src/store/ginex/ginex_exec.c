@@ -184,11 +184,9 @@ static void take_back(struct ginex_store *g, uint64_t rows)
 static void log_yields(struct ginex_store *g)
 {
     OC_ASSERT_HELD(&g->mu_held);
-    uint64_t yields = oc_giveback_gives(&g->gb);
-    if (yields == g->n_yields_logged)
+    if (!oc_giveback_unlogged(&g->gb))
         return;
     char a[32];
-    g->n_yields_logged = yields;
     oc_log(OC_LOG_INFO,
            "store ginex: gave up cache slots (%s now) to requests the budget could not otherwise "
            "give; the plan skips them until memory frees up",

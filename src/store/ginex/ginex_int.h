@@ -262,7 +262,6 @@ struct ginex_store {
     int in_meta, excl, popping, cancelled;
     int yielding;               /* a give-back waits for the executor to be quiet: no turn starts */
     struct oc_giveback gb;      /* the give-back (core giveback.c; gx_give its policy) */
-    uint64_t n_yields_logged;   /* [mu] */
     struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
     struct gx_plan *cur, *nxt;
     int failed; /* the inspector or a planned gather failed: training calls repeat the error */

@@ -153,7 +153,6 @@ struct gd_store {
     uint64_t reserve_seq;     /* [mu] the batch allowed to reserve slots now */
     uint64_t max_input_seen;  /* [mu] the largest batch prepared: slots are never given below it */
     struct oc_giveback gb;    /* the give-back (core giveback.c; gnndrive_yield.c its policy) */
-    uint64_t n_yields_logged; /* the sample stage's */
     unsigned n_slot_waiters;  /* [mu] */
     atomic_uint n_load_waiters;
     atomic_int stop; /* set (under mu) when the pipeline is cancelled: every wait ends */

@@ -68,13 +68,12 @@ static uint64_t first_draining(const struct gd_buf *b)
     return k;
 }
 
-/* Logs the give-backs since the last log (on the sample stage's thread only). */
-static void log_yields(struct gd_store *g, uint64_t yields, uint64_t given)
+/* Logs the give-backs since the last log, `given` bytes given back now. */
+static void log_yields(struct gd_store *g, uint64_t given)
 {
-    if (yields == g->n_yields_logged)
+    if (!oc_giveback_unlogged(&g->gb))
         return;
     char a[32];
-    g->n_yields_logged = yields;
     oc_log(OC_LOG_INFO,
            "store gnndrive: gave up row slots (%s now) to requests the budget could not "
            "otherwise give; their rows are read from disk until memory frees up",
@@ -88,7 +87,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
     gd_lock(g);
     if (need > g->max_input_seen)
         g->max_input_seen = need; /* give-backs keep this batch's worth from now on */
-    uint64_t yields = oc_giveback_gives(&g->gb), given = gd_buf_given_back_bytes(b);
+    uint64_t given = gd_buf_given_back_bytes(b);
     for (;;) {
         uint64_t active = b->n_active, upto = first_draining(b);
         uint64_t must = need > active ? need - active : 0;
@@ -135,6 +134,6 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         break;
     }
     gd_unlock(g);
-    log_yields(g, yields, given);
+    log_yields(g, given);
     return OC_OK;
 }

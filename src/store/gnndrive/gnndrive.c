@@ -15,24 +15,6 @@
  * This file: sizing and open, stats and test knobs; the trainer's side
  * (gather_batch, next_batch, evaluation gathers) is gnndrive_serve.c.
  *
- * Plan order and reordering. By default oc_store_gather_batch(epoch, b)
- * waits until batch b is extracted and serves batches in the plan's order,
- * so training is bit-identical to `memory`. With cfg->reorder,
- * oc_store_next_batch returns the batches of an epoch in the order their
- * extraction completes (GNNDrive's behaviour); gather_batch then serves
- * from the buffer the batches next_batch returned and reads any other
- * directly. A gather_batch that does not match the pipeline (a batch already
- * served, outside the plan, or ids differing from what the sampler stage
- * sampled) is read directly, never waited for.
- *
- * Evaluation gathers (oc_store_gather) copy the rows VALID in the buffer
- * (a reference held while copying, so no extractor reuses the slot) and read
- * the rest from features.npy directly with O_DIRECT through the trainer
- * thread's batch reader (same-page merging, a bounce of a 16th of a batch at
- * its bound, within [256 KiB, 2 MiB], rows in chunks of a 256th of it): they
- * load nothing into the buffer, evict nothing and do not wait for the
- * pipeline.
- *
  * Sizing (cfg->mem_bytes, all of it through oc_alloc). Three numbers of rows
  * per batch:
  *   bound B = min(N, batch_size x prod(1 + fanout)): a layer adds at most

@@ -1,11 +1,25 @@
 /*
- * gnndrive_serve.c — the trainer's side of the `gnndrive` strategy: the
- * extracted batches served to oc_store_gather_batch in plan order (or, with
- * --reorder, in the order oc_store_next_batch returned them as their
- * extraction completed), and direct reads for evaluation gathers and
- * batches not in the pipeline (rows VALID in the buffer copied under a
- * reference, the rest read with O_DIRECT through the trainer's batch
- * reader). gnndrive.c describes the plan order, reordering and stats.
+ * gnndrive_serve.c — the trainer's side of the `gnndrive` strategy
+ * (gnndrive.c: sizing, open, stats): gather_batch, next_batch and
+ * evaluation gathers.
+ *
+ * Plan order and reordering. By default oc_store_gather_batch(epoch, b)
+ * waits until batch b is extracted and serves batches in the plan's order,
+ * so training is bit-identical to `memory`. With cfg->reorder,
+ * oc_store_next_batch returns the batches of an epoch in the order their
+ * extraction completes (GNNDrive's behaviour); gather_batch then serves
+ * from the buffer the batches next_batch returned and reads any other
+ * directly. A gather_batch that does not match the pipeline (a batch already
+ * served, outside the plan, or ids differing from what the sampler stage
+ * sampled) is read directly, never waited for.
+ *
+ * Evaluation gathers (oc_store_gather) copy the rows VALID in the buffer
+ * (a reference held while copying, so no extractor reuses the slot) and read
+ * the rest from features.npy directly with O_DIRECT through the trainer
+ * thread's batch reader (same-page merging, a bounce of a 16th of a batch at
+ * its bound, within [256 KiB, 2 MiB], rows in chunks of a 256th of it): they
+ * load nothing into the buffer, evict nothing and do not wait for the
+ * pipeline.
  *
  *   done_q ──► pop_done ──► parked records ──► take_record (plan order)
  *          ──► serve: rows copied from their slots, f16 widened ──► release_q

@@ -325,12 +325,13 @@ OC_TEST(trace_rejects_repeated_ids)
     OC_CHECK_OK(pl_trace_add_iter(&tr, a, 3, &err), &err);
     plan.n_iters = 2;
     OC_CHECK_ERR(pl_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err,
-                 "id 4 repeats in batch 1");
+                 "plan belady: id 4 repeats in batch 1"); /* the planner named, not a store */
     pl_trace_clear(&tr);
     uint64_t big[2] = {3, 10};
     OC_CHECK_OK(pl_trace_add_iter(&tr, big, 2, &err), &err);
     plan.n_iters = 1;
-    OC_CHECK_ERR(pl_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err, "id 10 in batch 0");
+    OC_CHECK_ERR(pl_plan_build(&p, &tr, &plan, &err), OC_ERR_FORMAT, &err,
+                 "plan belady: id 10 in batch 0");
     pl_trace_clear(&tr);
     OC_CHECK_OK(pl_trace_add_iter(&tr, a, 2, &err), &err);
     OC_CHECK(tr.n_iters == 1 && tr.n_acc == 2);

@@ -1,8 +1,8 @@
 /*
  * thread.h — a bounded multi-producer/multi-consumer queue, a fixed thread
  * pool running deterministic parallel-for loops, a lock-free raise of a
- * shared high-water mark, and the lock between a cache's readers and its
- * reclaimer.
+ * shared high-water mark, the lock between a cache's readers and its
+ * reclaimer, and the give-back that makes a cache a reclaimer.
  *
  * Place in the data flow: core; the pipeline connects its stages with queues,
  * kernels and samplers split work with the pool.
@@ -127,6 +127,68 @@ int oc_reclaim_lock_reclaim(struct oc_reclaim_lock *l, unsigned wait_s);
 void oc_reclaim_lock_unlock(struct oc_reclaim_lock *l);
 /* Whether this thread holds l (either side): for OC_ASSERT where a comment says "lock held". */
 int oc_reclaim_lock_held(const struct oc_reclaim_lock *l);
+
+/*
+ * Give-back (core/giveback.c): the one way a cache becomes the accountant's
+ * reclaimer (oc_mem_reclaimer_add), gives memory back when a request would
+ * pass the budget and takes it back once memory frees up. The cache brings
+ * its policy (which slots go: `give`) and its exclusion (`lock`, or its own
+ * waits inside `give`); the mechanism does the rest, the same for every cache:
+ *
+ *   request past the budget ──► the accountant asks for `want` bytes
+ *     ──► this thread quiet for the cache (oc_giveback_quiet)? nothing
+ *     ──► lock set: its write side within OC_RECLAIM_WAIT_S, else nothing
+ *     ──► give(owner, goal = want or oc_reclaim_least(cache_bytes), the
+ *         more, &released): returns the bytes it gave back, of which it
+ *         released `released` from the accountant itself (oc_free, slots
+ *         freed one by one); the rest is released here, after the unlock
+ *     ──► counted (oc_giveback_gives, _given_bytes; logged by the owner)
+ *   take-back, on a thread of the owner's: oc_giveback_take_rows (how many
+ *     given-back rows the budget's room allows now) ──► oc_giveback_reserve
+ *     (accounted, this thread quiet meanwhile) ──► the owner makes them live
+ *
+ * Thread-safety: the reclaimer runs on whichever thread asks the accountant;
+ * init and register/unregister on the owner's thread; the counters are
+ * atomic. Ownership: gb borrows lock, owner and who.
+ */
+typedef uint64_t (*oc_giveback_fn)(void *owner, uint64_t goal, uint64_t *released);
+struct oc_giveback {
+    oc_giveback_fn give;
+    void *owner;
+    struct oc_reclaim_lock *lock; /* held (write side) around give; NULL: give excludes itself */
+    uint64_t cache_bytes;         /* what the cache holds given nothing back */
+    const char *who;              /* "store ginex": names the cache in errors */
+    int registered;
+    _Atomic uint64_t n_gives, given_bytes, n_gives_logged;
+};
+void oc_giveback_init(struct oc_giveback *gb, const char *who, uint64_t cache_bytes,
+                      struct oc_reclaim_lock *lock, oc_giveback_fn give, void *owner);
+/* Makes gb one of the accountant's reclaimers (at most once: a second call does nothing). */
+int oc_giveback_register(struct oc_giveback *gb, struct oc_err *err);
+/* Stops the give-backs, waiting for one in progress. Safe on gb never registered. */
+void oc_giveback_unregister(struct oc_giveback *gb);
+/*
+ * Makes reclaims of gb give nothing on this thread (gb NULL: none), the
+ * thread being in the middle of a read that a give-back would wait on;
+ * returns what was quiet before, to be passed back when done.
+ */
+const struct oc_giveback *oc_giveback_quiet(const struct oc_giveback *gb);
+/*
+ * Of `gone` given-back rows of row_bytes, how many to take back now: as many
+ * as the budget's room allows (oc_reclaim_room), at least `must` (rows a
+ * batch cannot do without); 0 when none, or, with must 0, when fewer than
+ * all and less than oc_reclaim_least (not worth a pass over the cache).
+ */
+uint64_t oc_giveback_take_rows(const struct oc_giveback *gb, uint64_t gone, uint64_t must,
+                               uint64_t row_bytes);
+/* oc_mem_reserve(bytes, consumer) with this thread quiet for gb (its own reclaims give nothing). */
+int oc_giveback_reserve(const struct oc_giveback *gb, uint64_t bytes, const char *consumer,
+                        struct oc_err *err);
+/* The give-backs that gave something, and the bytes they gave, since init. */
+uint64_t oc_giveback_gives(const struct oc_giveback *gb);
+uint64_t oc_giveback_given_bytes(const struct oc_giveback *gb);
+/* 1 once for give-backs not yet logged (any thread; the caller logs them), else 0. */
+int oc_giveback_unlogged(struct oc_giveback *gb);
 
 /*
  * Who holds a plain mutex, in builds with asserts on (core.h's OC_ASSERT), so

@@ -13,7 +13,7 @@
  *               the cached entities before each 64 (`before`); so e's rank
  *               among them is before[e/64] + popcount of its word's lower
  *               bits, and at[rank] its place in the pool (or gone)
- *   giving back (the accountant's reclaimer, under a budget): the last
+ *   giving back (core's oc_giveback, under a budget; give_back its policy): the last
  *               atoms of the pool (lowest degree) are marked gone, their
  *               whole pages go back; with none left, the index goes. The
  *               cache is not filled again (the largest queries that asked
@@ -25,7 +25,7 @@
  * Place in the data flow: kg (kg_tiger.c, kg_train.c ──► here ──► kg_facts.c).
  * Thread-safety: the cache is built by one thread; read by the extraction
  * workers and TIGER's planner under the read side of its lock
- * (kg_atom_cache_read_lock, nothing allocated inside); the reclaimer, on
+ * (kg_atom_cache_read_lock, nothing allocated inside); the give-back, on
  * whichever thread asks for memory, takes the write side, waiting at most
  * OC_RECLAIM_WAIT_S, and gives nothing if that thread holds the read side. A map
  * has no lock: one thread changes it while nobody reads it.
@@ -247,17 +247,15 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 }
 
 /*
- * The accountant's reclaimer: marks the pool's last atoms gone, then drops
- * the index, until at least want bytes (or oc_reclaim_least of the cache,
- * whichever is more) went back, or nothing is left.
+ * The give-back's policy (the write side held): marks the pool's last atoms
+ * gone, then drops the index, until at least goal bytes went back, or
+ * nothing is left. The index goes back through oc_free (*released).
  */
-static uint64_t give_back(void *ctx, uint64_t want)
+static uint64_t give_back(void *owner, uint64_t goal, uint64_t *released)
 {
-    struct kg_atom_cache *c = ctx;
-    if (!oc_reclaim_lock_reclaim(&c->lock, OC_RECLAIM_WAIT_S))
-        return 0;
-    uint64_t least = oc_reclaim_least(c->built_bytes);
-    uint64_t goal = want > least ? want : least, facts = 0, index = 0;
+    struct kg_atom_cache *c = owner;
+    OC_ASSERT(oc_reclaim_lock_held(&c->lock));
+    uint64_t facts = 0, index = 0;
     while (c->n_atoms > 0 && facts * 8 < goal) {
         uint32_t e = c->order[--c->n_atoms];
         c->at[rank_of(c, e)] = GONE;
@@ -270,22 +268,17 @@ static uint64_t give_back(void *ctx, uint64_t want)
         index = c->index_bytes;
         index_free(c);
     }
-    uint64_t given = facts * 8 + index;
-    c->n_gives += given > 0;
-    c->given_bytes += given;
-    atomic_fetch_sub(&c->bytes, given);
-    oc_reclaim_lock_unlock(&c->lock);
-    oc_mem_release(facts * 8);
-    return given;
+    atomic_fetch_sub(&c->bytes, facts * 8 + index);
+    *released = index;
+    return facts * 8 + index;
 }
 
 int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err)
 {
-    if (!c->bits || c->registered)
+    if (!c->bits || c->gb.registered)
         return OC_OK;
-    OC_KG_TRY(oc_mem_reclaimer_add(give_back, c, err));
-    c->registered = 1;
-    return OC_OK;
+    oc_giveback_init(&c->gb, "kg atom cache", c->built_bytes, &c->lock, give_back, c);
+    return oc_giveback_register(&c->gb, err);
 }
 
 uint64_t kg_atom_cache_bytes(const struct kg_atom_cache *c)
@@ -298,7 +291,8 @@ void kg_atom_cache_note(struct kg_atom_cache *c)
     if (!c->lock.ready)
         return;
     oc_reclaim_lock_read(&c->lock);
-    uint64_t gives = c->n_gives, given = c->given_bytes, left = c->n_atoms;
+    uint64_t gives = oc_giveback_gives(&c->gb), given = oc_giveback_given_bytes(&c->gb);
+    uint64_t left = c->n_atoms;
     int index = c->bits != NULL;
     oc_reclaim_lock_unlock(&c->lock);
     if (gives == c->gives_logged)
@@ -314,8 +308,7 @@ void kg_atom_cache_note(struct kg_atom_cache *c)
 
 void kg_atom_cache_deinit(struct kg_atom_cache *c)
 {
-    if (c->registered)
-        oc_mem_reclaimer_remove(give_back, c); /* waits for a reclaim in progress */
+    oc_giveback_unregister(&c->gb); /* waits for a reclaim in progress */
     if (c->pool) {
         munmap(c->pool, c->pool_len);
         oc_mem_release(c->n_facts * 8);

@@ -24,8 +24,8 @@
  *     error), heavy atoms from the Atom Cache or disk
  *     ──► after the batch: its changeset copies read slices into their slots
  *
- * Giving memory back (under --mem-budget the Slice Cache is one of the
- * accountant's reclaimers: the slice tables grow as epoch 0 slices, after the
+ * Giving memory back (under --mem-budget the Slice Cache gives back through
+ * core's oc_giveback, give_back its policy: the slice tables grow as epoch 0 slices, after the
  * cache was sized): a give-back marks the highest slots that no loaded batch
  * or warm-up read pins gone and returns their pages. A gone slot holds
  * nothing: changesets and warm-ups into it are skipped, so a slice the plan
@@ -125,12 +125,12 @@ struct kg_tiger {
     uint64_t *back_id;
     uint64_t cap_back;
     struct oc_reclaim_lock lock; /* slot states: the training thread reads, give_back writes */
-    int registered;              /* give_back is the accountant's reclaimer */
+    struct oc_giveback gb;       /* the give-back (core giveback.c; give_back its policy) */
     int inexact; /* a slot went since the cache last held all the plan says [lock] */
-    uint64_t n_gives, given_bytes, n_takes, taken_bytes; /* [lock] */
-    uint64_t gives_logged, takes_logged;                 /* kg_tiger_note's */
-    uint32_t *slot_slice;                                /* n_slots: slice held, or KG_NONE */
-    uint32_t *slice_slot;                                /* per slice: its slot, or KG_NONE */
+    uint64_t n_takes, taken_bytes;       /* [lock] */
+    uint64_t gives_logged, takes_logged; /* kg_tiger_note's */
+    uint32_t *slot_slice;                /* n_slots: slice held, or KG_NONE */
+    uint32_t *slice_slot;                /* per slice: its slot, or KG_NONE */
     uint32_t *mark; /* per slice: the mark_gen of the last prefetch that marked it */
     uint64_t cap_slice;
     uint32_t mark_gen;
@@ -177,17 +177,14 @@ static int cached(const struct kg_tiger *t, uint32_t id)
 }
 
 /*
- * The accountant's reclaimer: the highest slots neither gone nor pinned go,
- * until at least want bytes (or oc_reclaim_least of the cache, the more)
- * went back or none is left.
+ * The give-back's policy (the write side held): the highest slots neither
+ * gone nor pinned go, until at least goal bytes went back or none is left.
  */
-static uint64_t give_back(void *ctx, uint64_t want)
+static uint64_t give_back(void *owner, uint64_t goal, uint64_t *released)
 {
-    struct kg_tiger *t = ctx;
-    if (!oc_reclaim_lock_reclaim(&t->lock, OC_RECLAIM_WAIT_S))
-        return 0;
-    uint64_t sb = t->slot_bytes, least = oc_reclaim_least(t->n_slots * sb);
-    uint64_t goal = want > least ? want : least, n = 0, hi = 0; /* slots [s, hi) go */
+    struct kg_tiger *t = owner;
+    OC_ASSERT(oc_reclaim_lock_held(&t->lock));
+    uint64_t sb = t->slot_bytes, n = 0, hi = 0; /* slots [s, hi) go */
     for (uint64_t s = t->n_slots; s > 0; s--) {
         int go = n * sb < goal && !t->slot_state[s - 1]; /* not gone already nor pinned */
         if (go) {
@@ -204,10 +201,7 @@ static uint64_t give_back(void *ctx, uint64_t want)
     }
     t->n_live -= n;
     t->inexact |= n > 0;
-    t->n_gives += n > 0;
-    t->given_bytes += n * sb;
-    oc_reclaim_lock_unlock(&t->lock);
-    oc_mem_release(n * sb);
+    *released = 0; /* the give-back releases them after the unlock */
     return n * sb;
 }
 
@@ -322,8 +316,11 @@ int kg_tiger_new(const struct kg_tiger_config *c, struct kg_tiger **out, struct 
     if (!rc)
         rc = oc_io_batch_new(64, (size_t)256 << 10, &t->io, err);
     /* the slice tables grow after the cache was sized: it gives slots back */
-    if (!rc && t->n_slots && oc_mem_budget() && !(rc = oc_mem_reclaimer_add(give_back, t, err)))
-        t->registered = 1;
+    if (!rc && t->n_slots && oc_mem_budget()) {
+        oc_giveback_init(&t->gb, "kg slice cache", t->n_slots * t->slot_bytes, &t->lock, give_back,
+                         t);
+        rc = oc_giveback_register(&t->gb, err);
+    }
     if (rc) {
         kg_tiger_free(t);
         return rc;
@@ -349,8 +346,7 @@ void kg_tiger_free(struct kg_tiger *t)
     /* the reader finishes a read it started first; the planner stops at the next head it
        would slice (plan_superbatch sees the pipeline cancelled) */
     oc_pipeline_free(t->pipe);
-    if (t->registered)
-        oc_mem_reclaimer_remove(give_back, t); /* waits for a give-back in progress */
+    oc_giveback_unregister(&t->gb); /* waits for a give-back in progress */
     if (t->cache) {
         munmap(t->cache, t->cache_len);
         oc_mem_release(t->n_live * t->slot_bytes);
@@ -854,15 +850,14 @@ static int fill_slots(struct kg_tiger *t, const uint32_t *slots, const uint64_t 
  */
 static int take_back(struct kg_tiger *t, struct oc_err *err)
 {
-    if (!t->registered)
+    if (!t->gb.registered)
         return OC_OK;
     oc_reclaim_lock_read(&t->lock);
     uint64_t gone = t->n_slots - t->n_live;
     oc_reclaim_lock_unlock(&t->lock);
-    uint64_t sb = t->slot_bytes, room = oc_reclaim_room(t->n_slots * sb) / sb;
-    uint64_t k = gone < room ? gone : room;
-    if (k == 0 || (k < gone && k * sb < oc_reclaim_least(t->n_slots * sb)))
-        return OC_OK;
+    uint64_t sb = t->slot_bytes, k = oc_giveback_take_rows(&t->gb, gone, 0, sb);
+    if (k == 0)
+        return OC_OK; /* nothing, or too little to be worth it */
     /* a read-ahead batch 0 shares the io batch and was predicted on the slots as they were */
     OC_KG_TRY(prefetch_drop(t, err));
     void *const back[] = {&t->back_slot, &t->back_id};
@@ -1035,7 +1030,7 @@ int kg_tiger_epoch_end(struct kg_tiger *t, struct oc_err *err)
 void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s)
 {
     *s = t->st;
-    if (!t->registered)
+    if (!t->gb.registered)
         return;
     oc_reclaim_lock_read((struct oc_reclaim_lock *)&t->lock);
     s->cache_bytes = t->n_live * t->slot_bytes;
@@ -1044,10 +1039,11 @@ void kg_tiger_stats(const struct kg_tiger *t, struct kg_tiger_stats *s)
 
 void kg_tiger_note(struct kg_tiger *t)
 {
-    if (!t->registered)
+    if (!t->gb.registered)
         return;
     oc_reclaim_lock_read(&t->lock);
-    uint64_t gives = t->n_gives, given = t->given_bytes, takes = t->n_takes;
+    uint64_t gives = oc_giveback_gives(&t->gb), given = oc_giveback_given_bytes(&t->gb);
+    uint64_t takes = t->n_takes;
     uint64_t taken = t->taken_bytes, live = t->n_live * t->slot_bytes;
     oc_reclaim_lock_unlock(&t->lock);
     if (gives == t->gives_logged && takes == t->takes_logged)

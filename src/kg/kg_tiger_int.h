@@ -84,10 +84,9 @@ struct kg_atom_cache {
     size_t pool_len;
     uint64_t n_atoms, n_facts, built_bytes, index_bytes; /* live atoms, facts [lock] */
     _Atomic uint64_t bytes;                              /* live: index + facts */
-    uint64_t n_gives, given_bytes;                       /* [lock] */
     uint64_t gives_logged;                               /* kg_atom_cache_note's (one thread) */
     struct oc_reclaim_lock lock;                         /* lookups: read; giving back: write */
-    int registered;
+    struct oc_giveback gb; /* the give-back (core giveback.c; give_back its policy) */
 };
 int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t bytes,
                         struct oc_err *err);

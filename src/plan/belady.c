@@ -77,7 +77,7 @@ void pl_trace_init(struct pl_trace *t, uint64_t n_nodes)
 {
     memset(t, 0, sizeof(*t));
     pl_spill_init(&t->ids, n_nodes <= (uint64_t)UINT32_MAX + 1 ? 4 : 8,
-                  "store ginex: superbatch trace");
+                  "plan belady: superbatch trace");
 }
 
 void pl_trace_deinit(struct pl_trace *t)
@@ -114,7 +114,7 @@ int pl_trace_add_iter(struct pl_trace *t, const uint64_t *ids, uint64_t n, struc
         t->cap_iters = c;
     }
     if (t->n_iters + 1 >= PL_INF - N_INF_BUCKETS)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store ginex: superbatch of too many batches");
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "plan belady: superbatch of too many batches");
     if (t->ids.elem == sizeof(uint64_t)) {
         rc = pl_spill_append(&t->ids, ids, n, err);
     } else {
@@ -125,7 +125,7 @@ int pl_trace_add_iter(struct pl_trace *t, const uint64_t *ids, uint64_t n, struc
             for (uint64_t j = 0; j < k; j++) {
                 if (ids[j0 + j] > UINT32_MAX)
                     return OC_ERR(err, OC_ERR_FORMAT,
-                                  "store ginex: id %llu in batch %llu of the superbatch is out "
+                                  "plan belady: id %llu in batch %llu of the superbatch is out "
                                   "of range",
                                   (unsigned long long)ids[j0 + j], (unsigned long long)t->n_iters);
                 narrow[j] = (uint32_t)ids[j0 + j];
@@ -163,7 +163,7 @@ int pl_trace_ids(struct pl_trace *t, uint64_t a, uint64_t n, uint64_t *out, stru
 void pl_plan_init(struct pl_plan *p)
 {
     memset(p, 0, sizeof(*p));
-    pl_spill_init(&p->chg, sizeof(struct pl_change), "store ginex: changesets");
+    pl_spill_init(&p->chg, sizeof(struct pl_change), "plan belady: changesets");
 }
 
 void pl_plan_deinit(struct pl_plan *p)
@@ -192,7 +192,7 @@ int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint6
 
 static int plan_reserve_iters(struct pl_plan *p, uint64_t n_iters, struct oc_err *err)
 {
-    static const char what[] = "store ginex: plan";
+    static const char what[] = "plan belady: plan";
     if (n_iters + 1 <= p->cap_iters)
         return OC_OK;
     uint64_t c = n_iters + 1;
@@ -206,7 +206,7 @@ static int plan_reserve_iters(struct pl_plan *p, uint64_t n_iters, struct oc_err
 
 static int plan_add_warm(struct pl_plan *p, uint64_t id, uint32_t slot, struct oc_err *err)
 {
-    static const char what[] = "store ginex: warm-up list";
+    static const char what[] = "plan belady: warm-up list";
     if (p->n_warm == p->cap_warm) {
         uint64_t c = next_cap(p->cap_warm, p->n_warm + 1);
         int rc = grow((void **)&p->warm_id, c, sizeof(uint64_t), what, err);
@@ -233,17 +233,17 @@ uint64_t pl_planner_fixed_bytes(uint64_t cap, uint64_t n_nodes, int with_lru)
 int pl_planner_init(struct pl_planner *p, uint64_t cap, uint64_t n_nodes, const uint64_t *indptr,
                     int with_lru, const uint8_t *static_bits, struct oc_err *err)
 {
-    static const char what[] = "store ginex: planned cache";
+    static const char what[] = "plan belady: planned cache";
     memset(p, 0, sizeof(*p));
     pl_lru_init(&p->lru, 0, NULL);
     pl_hash_init(&p->map);
-    pl_spill_init(&p->nxt, sizeof(uint32_t), "store ginex: next uses");
+    pl_spill_init(&p->nxt, sizeof(uint32_t), "plan belady: next uses");
     p->indptr = indptr;
     p->static_bits = static_bits;
     p->n_nodes = n_nodes;
     if (cap >= PL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "store ginex: a cache of %llu rows is too large (< 2^32)",
+                      "plan belady: a cache of %llu rows is too large (< 2^32)",
                       (unsigned long long)cap);
     if (cap) {
         p->slot_id = oc_alloc((size_t)cap * sizeof(uint64_t), what, err);
@@ -267,7 +267,7 @@ int pl_planner_reserve_nodes(struct pl_planner *p, uint64_t n_nodes, struct oc_e
     if (n_nodes <= p->n_nodes)
         return OC_OK;
     uint32_t *f = oc_realloc(p->first_use, (size_t)n_nodes * sizeof(uint32_t),
-                             "store ginex: planned cache", err);
+                             "plan belady: planned cache", err);
     if (!f)
         return err ? err->status : OC_ERR_NOMEM;
     p->first_use = f;
@@ -315,7 +315,7 @@ uint64_t pl_planner_held_bytes(const struct pl_planner *p)
 static int planner_reserve(struct pl_planner *p, uint64_t n_iters, uint64_t rows,
                            struct oc_err *err)
 {
-    static const char what[] = "store ginex: planner scratch";
+    static const char what[] = "plan belady: planner scratch";
     int rc = OC_OK;
     if (rows < MIN_ROWS)
         rows = MIN_ROWS;
@@ -332,7 +332,7 @@ static int planner_reserve(struct pl_planner *p, uint64_t n_iters, uint64_t rows
     uint64_t n_ent = p->cap + p->cap_rows; /* every cached row and one batch of candidates */
     if (n_ent >= PL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "store ginex: a cache of %llu rows and batches of %llu rows are too large "
+                      "plan belady: a cache of %llu rows and batches of %llu rows are too large "
                       "(< 2^32 together)",
                       (unsigned long long)p->cap, (unsigned long long)rows);
     if (n_ent > p->cap_ent) {
@@ -380,13 +380,13 @@ static int backward(struct pl_planner *p, struct pl_trace *t, struct oc_err *err
             uint64_t id = ids[a - a0];
             if (id >= p->n_nodes)
                 return OC_ERR(err, OC_ERR_FORMAT,
-                              "store ginex: id %llu in batch %llu of the superbatch is not below "
+                              "plan belady: id %llu in batch %llu of the superbatch is not below "
                               "%llu nodes",
                               (unsigned long long)id, (unsigned long long)it,
                               (unsigned long long)p->n_nodes);
             if (p->first_use[id] == it)
                 return OC_ERR(err, OC_ERR_FORMAT,
-                              "store ginex: id %llu repeats in batch %llu of the superbatch",
+                              "plan belady: id %llu repeats in batch %llu of the superbatch",
                               (unsigned long long)id, (unsigned long long)it);
             nxt[a - a0] = p->first_use[id];
             p->first_use[id] = (uint32_t)it;
@@ -451,7 +451,7 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
     out->n_warm = out->max_chg = 0;
     pl_spill_clear(&out->chg);
     if (out->n_iters != S)
-        return OC_ERR(err, OC_ERR_INTERNAL, "store ginex: plan of %llu batches for a trace of %llu",
+        return OC_ERR(err, OC_ERR_INTERNAL, "plan belady: plan of %llu batches for a trace of %llu",
                       (unsigned long long)out->n_iters, (unsigned long long)S);
     if ((rc = plan_reserve_iters(out, S, err)) || (rc = planner_reserve(p, S, t->max_rows, err)) ||
         (rc = backward(p, t, err)))

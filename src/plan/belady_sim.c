@@ -163,16 +163,16 @@ int pl_lru_init(struct pl_lru *l, uint64_t cap, struct oc_err *err)
     if (cap == 0)
         return OC_OK;
     if (cap >= PL_NONE)
-        return OC_ERR(err, OC_ERR_ARG, "store ginex: LRU simulation of %llu rows is too large",
+        return OC_ERR(err, OC_ERR_ARG, "plan belady: LRU simulation of %llu rows is too large",
                       (unsigned long long)cap);
-    l->id = oc_alloc((size_t)cap * sizeof(uint64_t), "store ginex: LRU simulation", err);
-    l->prev = oc_alloc((size_t)cap * sizeof(uint32_t), "store ginex: LRU simulation", err);
-    l->next = oc_alloc((size_t)cap * sizeof(uint32_t), "store ginex: LRU simulation", err);
+    l->id = oc_alloc((size_t)cap * sizeof(uint64_t), "plan belady: LRU simulation", err);
+    l->prev = oc_alloc((size_t)cap * sizeof(uint32_t), "plan belady: LRU simulation", err);
+    l->next = oc_alloc((size_t)cap * sizeof(uint32_t), "plan belady: LRU simulation", err);
     if (!l->id || !l->prev || !l->next) {
         pl_lru_deinit(l);
         return err ? err->status : OC_ERR_NOMEM;
     }
-    int rc = pl_hash_alloc(&l->map, cap, "store ginex: LRU simulation", err);
+    int rc = pl_hash_alloc(&l->map, cap, "plan belady: LRU simulation", err);
     if (rc) {
         pl_lru_deinit(l);
         return rc;

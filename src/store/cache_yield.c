@@ -7,7 +7,8 @@
  *          an anonymous mapping; giving back drops the last slots (whole
  *          pages returned with madvise), taking back reads them again
  *
- * A registered cache is one of the accountant's reclaimers (core.h): asked
+ * A registered cache gives back through core's give-back (thread.h,
+ * oc_giveback, the tree's one mechanism; yield_rows is its policy): asked
  * for `want` bytes, it drops at least that many bytes of its last live slots
  * (at least oc_reclaim_least: 1 MiB or a 16th of the cache, the less), and
  * the lookup (cache.c) treats slots past n_live as misses, read from the
@@ -18,10 +19,10 @@
  * bytes. The slot order is the owner's: static's is hottest first, so the
  * coldest rows go first; diskgnn's is id order.
  *
- * What every giving-back cache shares (how much a give-back gives at least,
- * how much room a take-back may use, the accounted anonymous mapping whose
- * pages go back) is core's (oc_reclaim_least, oc_reclaim_room, oc_mem_map),
- * which gnndrive's buffer, ginex's cache and kg's Slice Cache use too.
+ * What every giving-back cache shares (the reclaimer, how much a give-back
+ * gives at least, how much room a take-back may use, the accounted anonymous
+ * mapping whose pages go back) is core's (oc_giveback, oc_mem_map), which
+ * gnndrive's buffer, ginex's cache and kg's Atom and Slice Caches use too.
  *
  * Place in the data flow: store (below the strategies that own a cache).
  * Thread-safety (asserted where asserts are on: n_live <= n, missing = n -
@@ -39,11 +40,6 @@
 #include <sys/mman.h>
 
 #include "store/store_int.h"
-
-static uint64_t yield_min(const struct store_yield *y)
-{
-    return oc_reclaim_least(y->cache->n * y->row_bytes);
-}
 
 int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_bytes,
                      const char *who, struct oc_err *err)
@@ -68,16 +64,14 @@ int store_yield_map(struct store_yield *y, struct oc_err *err)
     return OC_OK;
 }
 
-/* The accountant's reclaimer: drops the last live slots, at least want bytes of them. */
-static uint64_t yield_rows(void *ctx, uint64_t want)
+/* The give-back's policy (the write side held): drops the last live slots, goal bytes of them. */
+static uint64_t yield_rows(void *owner, uint64_t goal, uint64_t *released)
 {
-    struct store_yield *y = ctx;
-    if (!oc_reclaim_lock_reclaim(&y->lock, OC_RECLAIM_WAIT_S))
-        return 0;
+    struct store_yield *y = owner;
     uint64_t row = y->row_bytes, live = y->cache->n_live;
+    OC_ASSERT(oc_reclaim_lock_held(&y->lock));
     OC_ASSERT(live <= y->cache->n && atomic_load(&y->missing) == y->cache->n - live);
-    uint64_t give = want > yield_min(y) ? want : yield_min(y);
-    uint64_t rows = (give + row - 1) / row;
+    uint64_t rows = (goal + row - 1) / row;
     if (rows > live)
         rows = live;
     uint64_t keep = live - rows;
@@ -85,27 +79,21 @@ static uint64_t yield_rows(void *ctx, uint64_t want)
     y->cache->n_live = keep;
     atomic_store(&y->missing, y->cache->n - keep);
     y->yielded_rows += rows;
-    y->n_yields += rows > 0;
-    oc_reclaim_lock_unlock(&y->lock);
-    oc_mem_release(rows * row);
+    *released = 0; /* the give-back releases them after the unlock */
     return rows * row;
 }
 
 int store_yield_register(struct store_yield *y, struct oc_err *err)
 {
-    if (y->cache->n == 0 || y->registered)
+    if (y->cache->n == 0 || y->gb.registered)
         return OC_OK;
-    int rc = oc_mem_reclaimer_add(yield_rows, y, err);
-    if (rc == OC_OK)
-        y->registered = 1;
-    return rc;
+    oc_giveback_init(&y->gb, y->who, y->cache->n * y->row_bytes, &y->lock, yield_rows, y);
+    return oc_giveback_register(&y->gb, err);
 }
 
 void store_yield_deinit(struct store_yield *y)
 {
-    if (y->registered)
-        oc_mem_reclaimer_remove(yield_rows, y); /* waits for a reclaim in progress */
-    y->registered = 0;
+    oc_giveback_unregister(&y->gb); /* waits for a reclaim in progress */
     if (y->map_bytes) {
         munmap(y->cache->rows, y->map_bytes);
         oc_mem_release(y->cache->n_live * y->row_bytes);
@@ -122,10 +110,10 @@ void store_yield_read_lock(struct store_yield *y)
 
 void store_yield_read_unlock(struct store_yield *y)
 {
-    uint64_t yields = y->n_yields, rows = y->yielded_rows - y->taken_rows;
+    uint64_t rows = y->yielded_rows - y->taken_rows;
+    int unlogged = oc_giveback_unlogged(&y->gb); /* rows as of the give-backs it counts */
     oc_reclaim_lock_unlock(&y->lock);
-    uint64_t logged = atomic_load(&y->n_yields_logged);
-    if (yields != logged && atomic_compare_exchange_strong(&y->n_yields_logged, &logged, yields)) {
+    if (unlogged) {
         char a[32];
         oc_log(OC_LOG_INFO,
                "%s: gave up %" PRIu64 " cached rows (%s) to requests the budget could not "
@@ -166,9 +154,8 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
     uint64_t missing = atomic_load(&y->missing), row = y->row_bytes;
     if (!missing)
         return OC_OK;
-    uint64_t room = oc_reclaim_room(y->cache->n * row);
-    uint64_t rows = room / row < missing ? room / row : missing;
-    if (rows == 0 || (rows < missing && rows * row < yield_min(y)))
+    uint64_t rows = oc_giveback_take_rows(&y->gb, missing, 0, row);
+    if (rows == 0)
         return OC_OK; /* nothing, or too little to be worth a pass over the lookup */
     struct oc_err local;
     oc_reclaim_lock_write(&y->lock);

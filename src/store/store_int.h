@@ -412,19 +412,17 @@ struct store_yield {
     uint64_t row_bytes;
     const char *who;             /* "store static": names the strategy in logs and errors */
     struct oc_reclaim_lock lock; /* readers of rows: read; giving back and taking back: write */
-    int registered;
-    size_t map_bytes;                  /* the mapping of cache->n slots, 0 = none */
-    _Atomic uint64_t missing;          /* n - n_live, for a look without the lock */
+    struct oc_giveback gb;       /* the give-back (core giveback.c; yield_rows its policy) */
+    size_t map_bytes;            /* the mapping of cache->n slots, 0 = none */
+    _Atomic uint64_t missing;    /* n - n_live, for a look without the lock */
     uint64_t yielded_rows, taken_rows; /* since open [lock] */
-    uint64_t n_yields;                 /* [lock] */
-    _Atomic uint64_t n_yields_logged;
 };
 
 int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_bytes,
                      const char *who, struct oc_err *err);
 /* Maps (and accounts) rows for the cache's n slots: cache->rows set, n_live = n. */
 int store_yield_map(struct store_yield *y, struct oc_err *err);
-/* Registers with the accountant (core.h, oc_mem_reclaimer_add): a budgeted store does. */
+/* Registers the give-back with the accountant (thread.h, oc_giveback): a budgeted store does. */
 int store_yield_register(struct store_yield *y, struct oc_err *err);
 /* Unregisters (waiting for a reclaim in progress), unmaps, destroys the lock. */
 void store_yield_deinit(struct store_yield *y);

@@ -8,7 +8,7 @@
  * changeset by copying the inserted rows from the gathered output into the
  * evicted slots: no extra read. Under a budget the cache's rows (an
  * anonymous mapping) are given back to requests past it and taken back
- * (gx_yield, ginex_exec.c). Here: open (budget split, the inspector, plan 0
+ * (gx_give, ginex_exec.c). Here: open (budget split, the inspector, plan 0
  * and its warm-up), the loader, stats, free, and the test knobs.
  *
  * Place in the data flow: store. The batch pipeline's fetch stage calls
@@ -225,7 +225,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 /* ---- open / stats / free ----------------------------------------------------------- */
 
 /* The bitmap of the C rows `static` (degree hotness) would cache. */
-/* The cache's rows: an anonymous mapping (pages given back with madvise: gx_yield), accounted. */
+/* The cache's rows: an anonymous mapping (pages given back with madvise: gx_give), accounted. */
 static int map_rows(struct ginex_store *g, struct oc_err *err)
 {
     int rc =
@@ -332,9 +332,8 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if ((rc = gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err)))
         return rc;
-    if (cfg->mem_bytes && C && (rc = oc_mem_reclaimer_add(gx_yield, g, err)) == OC_OK)
-        g->reclaiming = 1;
-    return rc;
+    oc_giveback_init(&g->gb, "store ginex", g->cap * g->row_bytes, NULL, gx_give, g);
+    return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;
 }
 
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
@@ -357,9 +356,8 @@ static void ginex_free(struct oc_store *s)
     struct ginex_store *g = s->impl;
     if (!g)
         return;
-    if (g->reclaiming)
-        oc_mem_reclaimer_remove(gx_yield, g); /* waits for a give-back in progress */
-    gx_inspector_free(g->insp); /* its stage was joined: plans and bitmap are unused */
+    oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
+    gx_inspector_free(g->insp);     /* its stage was joined: plans and bitmap are unused */
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
     oc_sample_iter_close(&g->fb);

@@ -19,8 +19,8 @@
  * A gather outside the plan (evaluation, a batch out of order) waits until
  * every planned batch before it has copied and runs alone (excl).
  *
- * Giving memory back (a budgeted store; gx_yield is the accountant's
- * reclaimer): a give-back stops new turns (yielding), waits until no gather
+ * Giving memory back (a budgeted store; gx_give is the policy of its
+ * give-back, core's oc_giveback): a give-back stops new turns (yielding), waits until no gather
  * is between its map's turn and its copy turn (at most GX_YIELD_WAIT_S),
  * then evicts the last live slots from the map and returns their pages.
  * Changes and warm-up rows for slots past `live` are skipped, so those
@@ -47,9 +47,6 @@
 #include "store/ginex/ginex_int.h"
 
 #define GX_YIELD_WAIT_S 2 /* a give-back waits this long for the executor */
-
-/* The store this thread gathers from: its reclaims give nothing (the executor is not quiet). */
-static _Thread_local const struct ginex_store *gathering;
 
 /* ---- the cache ------------------------------------------------------------------ */
 
@@ -117,11 +114,9 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
 
 /* ---- giving memory back --------------------------------------------------------- */
 
-uint64_t gx_yield(void *ctx, uint64_t want)
+uint64_t gx_give(void *owner, uint64_t goal, uint64_t *released)
 {
-    struct ginex_store *g = ctx;
-    if (gathering == g)
-        return 0;
+    struct ginex_store *g = owner;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += GX_YIELD_WAIT_S;
@@ -133,20 +128,18 @@ uint64_t gx_yield(void *ctx, uint64_t want)
     uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
     OC_ASSERT(live <= g->cap);
     if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
-        uint64_t least = oc_reclaim_least(g->cap * rb);
-        uint64_t rows = ((want > least ? want : least) + rb - 1) / rb;
+        uint64_t rows = (goal + rb - 1) / rb;
         uint64_t keep = rows < live ? live - rows : 0;
         for (uint64_t k = keep; k < live; k++)
             slot_evict(g, (uint32_t)k);
         oc_mem_pages_back(g->rows, g->map_bytes, keep * rb, g->map_bytes); /* all past keep */
         atomic_store(&g->live, keep);
-        g->n_yields++;
         got = (live - keep) * rb;
     }
     g->yielding--;
     pthread_cond_broadcast(&g->cv);
     gx_unlock(g);
-    oc_mem_release(got);
+    *released = 0; /* the give-back releases got */
     return got;
 }
 
@@ -156,16 +149,15 @@ uint64_t gx_yield(void *ctx, uint64_t want)
  */
 static uint64_t take_back_reserve(const struct ginex_store *g)
 {
-    uint64_t live = atomic_load(&g->live), gone = g->cap - live, rb = g->row_bytes;
-    if (!gone || !g->reclaiming)
+    uint64_t gone = g->cap - atomic_load(&g->live), rb = g->row_bytes;
+    if (!gone || !g->gb.registered)
         return 0;
-    uint64_t room = oc_reclaim_room(g->cap * rb);
-    uint64_t rows = room / rb < gone ? room / rb : gone;
-    if (rows == 0 || (rows < gone && rows * rb < oc_reclaim_least(g->cap * rb)))
-        return 0;
+    uint64_t rows = oc_giveback_take_rows(&g->gb, gone, 0, rb);
     struct oc_err local;
-    return oc_mem_reserve(rows * rb, "store ginex: cached rows taken back", &local) == OC_OK ? rows
-                                                                                             : 0;
+    return rows && oc_giveback_reserve(&g->gb, rows * rb, "store ginex: cached rows taken back",
+                                       &local) == OC_OK
+               ? rows
+               : 0;
 }
 
 /* In the map's turn: `rows` reserved slots live again (empty: later changes fill them). */
@@ -192,10 +184,9 @@ static void take_back(struct ginex_store *g, uint64_t rows)
 static void log_yields(struct ginex_store *g)
 {
     OC_ASSERT_HELD(&g->mu_held);
-    if (g->n_yields == g->n_yields_logged)
+    if (!oc_giveback_unlogged(&g->gb))
         return;
     char a[32];
-    g->n_yields_logged = g->n_yields;
     oc_log(OC_LOG_INFO,
            "store ginex: gave up cache slots (%s now) to requests the budget could not otherwise "
            "give; the plan skips them until memory frees up",
@@ -431,9 +422,10 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
 int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                    struct oc_err *err)
 {
-    gathering = s->impl;
-    int rc = exec_unplanned(s, s->impl, ids, n, out, err);
-    gathering = NULL;
+    struct ginex_store *g = s->impl;
+    const struct oc_giveback *was = oc_giveback_quiet(&g->gb); /* the executor is not quiet */
+    int rc = exec_unplanned(s, g, ids, n, out, err);
+    oc_giveback_quiet(was);
     return rc;
 }
 
@@ -572,7 +564,7 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
     uint32_t lanes = s->n_lanes ? s->n_lanes : 1;
     int rc;
 
-    gathering = g;
+    const struct oc_giveback *was = oc_giveback_quiet(&g->gb); /* the executor is not quiet */
     uint64_t back = take_back_reserve(g);
     gx_lock(g);
     log_yields(g);
@@ -593,7 +585,7 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
         back = 0;
     }
     if (rc) {
-        gathering = NULL;
+        oc_giveback_quiet(was);
         return rc;
     }
     if (!planned) {
@@ -603,12 +595,12 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
                    " is not the next planned batch; served without the plan",
                    epoch, batch);
         rc = exec_unplanned(s, g, ids, n, out, err);
-        gathering = NULL;
+        oc_giveback_quiet(was);
         return rc;
     }
     int sticky = 0;
     if ((rc = exec_planned(s, g, t, ids, n, out, back, &sticky, err)) && sticky)
         gx_fail(g, rc, err);
-    gathering = NULL;
+    oc_giveback_quiet(was);
     return rc;
 }

@@ -261,9 +261,7 @@ struct ginex_store {
     uint64_t t_next, t_copy, t_load;
     int in_meta, excl, popping, cancelled;
     int yielding;               /* a give-back waits for the executor to be quiet: no turn starts */
-    int reclaiming;             /* registered with the accountant */
-    uint64_t n_yields;          /* [mu] */
-    uint64_t n_yields_logged;   /* [mu] */
+    struct oc_giveback gb;      /* the give-back (core giveback.c; gx_give its policy) */
     struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
     struct gx_plan *cur, *nxt;
     int failed; /* the inspector or a planned gather failed: training calls repeat the error */
@@ -318,12 +316,12 @@ void gx_on_cancel(void *ctx);
 /* Under g->mu: the recorded failure or the pipeline's error after a cancel, else OC_OK. */
 int gx_stop(const struct ginex_store *g, struct oc_err *err);
 /*
- * The accountant's reclaimer (a budgeted store registers it): once no
+ * The give-back's policy (a budgeted store registers g->gb with it): once no
  * gather is between its map's turn and its copy turn (new turns wait), the
  * last live slots leave the map and their pages go back; the plan skips
  * them until the map's turn takes them back (gx_exec_gather_batch).
  */
-uint64_t gx_yield(void *ctx, uint64_t want);
+uint64_t gx_give(void *owner, uint64_t goal, uint64_t *released);
 /* oc_store_gather: through the cache without changing it (waits for planned copies). */
 int gx_exec_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
                    struct oc_err *err);

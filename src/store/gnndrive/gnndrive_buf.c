@@ -23,7 +23,7 @@
  * node: only mapped nodes have them, so the per-node table is 4 bytes and
  * the per-slot metadata 21 bytes, next to rows of hundreds of bytes.
  *
- * Giving slots back (a budgeted store, gnndrive.c's reclaimer): the slots
+ * Giving slots back (a budgeted store, gnndrive_yield.c's give-back): the slots
  * in use are [0, n_active); a give-back lowers n_active. A given-back slot
  * nobody references leaves the standby list at once (its whole pages go
  * back with madvise, its bytes to the accountant); one a batch in flight
@@ -250,7 +250,7 @@ uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor)
             atomic_store_explicit(&b->state[k], GD_EMPTY, memory_order_relaxed);
             continue;
         }
-        b->n_draining++;       /* slot_node stays: its batch checks it (gnndrive.c, serve) */
+        b->n_draining++;       /* slot_node stays: its batch checks it (gnndrive_serve.c) */
         pages_back(b, run, k); /* the unreferenced run below this slot */
         run = k + 1;
     }

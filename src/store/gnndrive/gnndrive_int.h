@@ -3,10 +3,10 @@
  * reference-counted feature buffer, the batch records that travel through
  * the pipeline, the extractors' reads, and the store that ties them together.
  *
- * Place in the data flow: store. gnndrive.c (open, the trainer side, stats)
- * uses gnndrive_stage.c (its feeding hook, the extractor and releaser stages)
- * and gnndrive_yield.c (slots given back under a budget and taken back),
- * which use gnndrive_buf.c (mapping table, standby LRU list) and
+ * Place in the data flow: store. gnndrive.c (open, stats) and
+ * gnndrive_serve.c (the trainer's side) use gnndrive_stage.c (its feeding
+ * hook, the extractor and releaser stages) and gnndrive_yield.c (slots
+ * given back under a budget and taken back), which use gnndrive_buf.c (mapping table, standby LRU list) and
  * gnndrive_io.c (reads through the io module's batch reader, rows placed as
  * they complete).
  *
@@ -152,9 +152,7 @@ struct gd_store {
     pthread_cond_t loaded_cv; /* a LOADING slot became VALID */
     uint64_t reserve_seq;     /* [mu] the batch allowed to reserve slots now */
     uint64_t max_input_seen;  /* [mu] the largest batch prepared: slots are never given below it */
-    uint64_t n_yields;        /* [mu] give-backs (gnndrive_yield.c) */
-    uint64_t n_yields_logged; /* the sample stage's */
-    int reclaiming;           /* registered with the accountant */
+    struct oc_giveback gb;    /* the give-back (core giveback.c; gnndrive_yield.c its policy) */
     unsigned n_slot_waiters;  /* [mu] */
     atomic_uint n_load_waiters;
     atomic_int stop; /* set (under mu) when the pipeline is cancelled: every wait ends */
@@ -269,6 +267,16 @@ void gd_io_deinit(struct gd_extractor *x);
 int gd_io_read(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_err *err);
 /* Bytes one extractor's reader and scratch hold at most. */
 uint64_t gd_io_extractor_bytes(size_t cell_bytes, unsigned depth, uint64_t max_rows);
+
+/* ---- the trainer's side (gnndrive_serve.c) -------------------------------- */
+
+/* oc_store_gather: rows VALID in the buffer copied, the rest read directly. */
+int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
+/* oc_store_gather_batch: the extracted record of a plan batch, else gd_gather. */
+int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                    uint64_t n, float *out, struct oc_err *err);
+/* oc_store_next_batch: plan order, or with reorder the batches as extraction completes. */
+int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
 
 /* ---- stages (gnndrive_stage.c) ------------------------------------------- */
 

@@ -2,7 +2,7 @@
  * gnndrive_stage.c — the `gnndrive` pipeline: its feeding hook (called by
  * the batch pipeline's sample stage) and two stages, extract (E threads)
  * and release (one thread), connected by bounded queues of batch records
- * (the trainer side is oc_store_gather_batch, in gnndrive.c, called by the
+ * (the trainer side is oc_store_gather_batch, in gnndrive_serve.c, called by the
  * fetch stage). Stages and queues belong to the store's pipeline
  * (store_stages: the training pipeline given in the store's config, or one
  * the store owns).

@@ -1,10 +1,11 @@
 /*
  * gnndrive_yield.c — GNNDrive's feature buffer under --mem-budget: the
- * accountant's reclaimer that gives row slots back to a request the budget
- * could not otherwise give (a larger batch), and taking them back when
- * memory frees up (gnndrive_buf.c does the slot work).
+ * policy of its give-back (core's oc_giveback, the tree's one mechanism),
+ * giving row slots back to a request the budget could not otherwise give (a
+ * larger batch), and taking them back when memory frees up (gnndrive_buf.c
+ * does the slot work).
  *
- *   request past the budget ──► gd_yield: top slots given back (never
+ *   request past the budget ──► gd_give: top slots given back (never
  *   below a batch's worth: the largest batch prepared so far, at least
  *   the buffer's minimum), unmapped; their rows are read from disk again
  *   next time ──► gd_take_back (sample stage, each prepared batch): the
@@ -14,55 +15,46 @@
  * What is learned never changes: a row comes from its slot or the file,
  * the same bytes.
  *
- * Place in the data flow: store; gnndrive.c registers the reclaimer at open
+ * Place in the data flow: store; gnndrive.c registers the give-back at open
  * (a budgeted store with a training plan) and gnndrive_stage.c's gd_prepare
  * calls gd_take_back before it feeds a batch.
- * Thread-safety: the reclaimer runs on whichever thread asks the accountant
+ * Thread-safety: the policy runs on whichever thread asks the accountant
  * and takes gd->mu (a leaf lock: no allocation happens under it, so the
  * reclaimer cannot be asked on a thread that holds it); taking back
- * reserves outside gd->mu and commits under it, on the sample stage's
- * thread, whose own reclaims give nothing meanwhile.
- * Ownership: nothing of its own; counters live in struct gd_store.
+ * reserves outside gd->mu (oc_giveback_reserve: that thread's own reclaims
+ * give nothing) and commits under it, on the sample stage's thread.
+ * Ownership: nothing of its own; the give-back lives in struct gd_store.
  */
 #include <inttypes.h>
 
 #include "store/gnndrive/gnndrive_int.h"
-
-/* The store whose slots this thread is taking back: its reclaims give nothing. */
-static _Thread_local const struct gd_store *taking;
 
 static uint64_t buffer_bytes(const struct gd_store *g)
 {
     return g->buf.n_slots * g->buf.row_bytes;
 }
 
-static uint64_t gd_yield(void *ctx, uint64_t want)
+/* The give-back's policy: the top slots above a batch's worth (gd_buf_give_back releases them). */
+static uint64_t gd_give(void *owner, uint64_t goal, uint64_t *released)
 {
-    struct gd_store *g = ctx;
-    if (taking == g)
-        return 0;
-    uint64_t least = oc_reclaim_least(buffer_bytes(g));
+    struct gd_store *g = owner;
     gd_lock(g);
     uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
-    uint64_t got = gd_buf_give_back(&g->buf, want > least ? want : least, floor);
-    g->n_yields += got > 0;
+    uint64_t got = gd_buf_give_back(&g->buf, goal, floor);
     gd_unlock(g);
+    *released = got;
     return got;
 }
 
 int gd_yield_register(struct gd_store *g, struct oc_err *err)
 {
-    int rc = oc_mem_reclaimer_add(gd_yield, g, err);
-    if (rc == OC_OK)
-        g->reclaiming = 1;
-    return rc;
+    oc_giveback_init(&g->gb, "store gnndrive", buffer_bytes(g), NULL, gd_give, g);
+    return oc_giveback_register(&g->gb, err);
 }
 
 void gd_yield_unregister(struct gd_store *g)
 {
-    if (g->reclaiming)
-        oc_mem_reclaimer_remove(gd_yield, g); /* waits for a reclaim in progress */
-    g->reclaiming = 0;
+    oc_giveback_unregister(&g->gb);
 }
 
 /* With gd->mu held: the first given-back slot still referenced (n_slots if none). */
@@ -76,13 +68,12 @@ static uint64_t first_draining(const struct gd_buf *b)
     return k;
 }
 
-/* Logs the give-backs since the last log (on the sample stage's thread only). */
-static void log_yields(struct gd_store *g, uint64_t yields, uint64_t given)
+/* Logs the give-backs since the last log, `given` bytes given back now. */
+static void log_yields(struct gd_store *g, uint64_t given)
 {
-    if (yields == g->n_yields_logged)
+    if (!oc_giveback_unlogged(&g->gb))
         return;
     char a[32];
-    g->n_yields_logged = yields;
     oc_log(OC_LOG_INFO,
            "store gnndrive: gave up row slots (%s now) to requests the budget could not "
            "otherwise give; their rows are read from disk until memory frees up",
@@ -96,7 +87,7 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
     gd_lock(g);
     if (need > g->max_input_seen)
         g->max_input_seen = need; /* give-backs keep this batch's worth from now on */
-    uint64_t yields = g->n_yields, given = gd_buf_given_back_bytes(b);
+    uint64_t given = gd_buf_given_back_bytes(b);
     for (;;) {
         uint64_t active = b->n_active, upto = first_draining(b);
         uint64_t must = need > active ? need - active : 0;
@@ -111,17 +102,12 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
                 break;
             continue;
         }
-        uint64_t room = oc_reclaim_room(buffer_bytes(g));
-        uint64_t rows = room / rb < upto - active ? room / rb : upto - active;
-        if (rows < must)
-            rows = must;
-        if (rows == 0 ||
-            (must == 0 && rows < upto - active && rows * rb < oc_reclaim_least(buffer_bytes(g))))
+        uint64_t rows = oc_giveback_take_rows(&g->gb, upto - active, must, rb);
+        if (rows == 0)
             break; /* nothing, or too little to be worth it while no batch needs it */
         gd_unlock(g);
-        taking = g;
-        int rc = oc_mem_reserve(rows * rb, "store gnndrive: row slots taken back", err);
-        taking = NULL;
+        int rc =
+            oc_giveback_reserve(&g->gb, rows * rb, "store gnndrive: row slots taken back", err);
         gd_lock(g);
         if (rc) {
             gd_unlock(g);
@@ -148,6 +134,6 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
         break;
     }
     gd_unlock(g);
-    log_yields(g, yields, given);
+    log_yields(g, given);
     return OC_OK;
 }

@@ -287,4 +287,47 @@ OC_TEST(scan_reads_ahead_and_names_a_cut_file)
     fixture_free(&fx);
 }
 
+/* The log lines naming diskgnn's head window (a log callback). */
+static int head_lines;
+static void count_head(void *ctx, enum oc_log_level level, const char *msg)
+{
+    (void)ctx;
+    (void)level;
+    head_lines += strstr(msg, "window 0 is the first 64 of 83 batches") != NULL;
+    if (getenv("OC_TEST_VERBOSE"))
+        fprintf(stderr, "  log: %s\n", msg);
+}
+
+/*
+ * More batches per epoch than the probe samples (83 against 64): window 0 is
+ * the probe's head, the rest of epoch 0 is packed while it trains, and every
+ * epoch after it is whole; the weights are `memory`'s, fresh and reused.
+ */
+OC_TEST(first_window_is_the_probes_head)
+{
+    const char *dir = train_graph(16, OC_DTYPE_F32);
+    if (!dir)
+        return;
+    struct oc_train_opts o;
+    struct oc_train_result ref, res;
+    struct oc_err err;
+    char msg[800];
+    train_opts(&o);
+    o.batch_size = 12; /* 83 batches of the training nodes */
+    for (int reuse = 0; reuse < 2; reuse++) {
+        o.reuse_samples = reuse;
+        o.strategy = "memory";
+        o.mem_budget = 0;
+        OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
+        o.strategy = "diskgnn";
+        o.mem_budget = train_min_budget(dir, o, msg, sizeof(msg)) + 64 * 1024;
+        head_lines = 0;
+        oc_log_set_callback(count_head, NULL, OC_LOG_INFO);
+        OC_CHECK_OK(train_under(dir, &o, NULL, NULL, &res, &err), &err);
+        oc_log_set_callback(NULL, NULL, OC_LOG_WARN);
+        OC_CHECK(head_lines == !reuse); /* reused samples pack all of epoch 0 at open */
+        OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+    }
+}
+
 OC_TEST_MAIN()

@@ -359,10 +359,14 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     }
     oc_free(counts);
     counts = NULL;
+    /* fresh samples, streamed: window 0 is only the probe's batches (the head), so training
+       starts after one scan of features.npy (which fills the cache too) instead of after a
+       whole window's packing; the planner packs the rest of the epoch meanwhile */
+    uint64_t head = b->streamed && !d->reuse && probe < d->win_batches ? probe : 0;
     if ((rc = store_yield_map(&d->yield, err)) ||
-        (rc = b->streamed
-                  ? dg_window_stream(b, &d->cache, 1, sample_epoch, 0, d->win_batches, &ws[0], err)
-                  : dg_window_pack(b, &d->cache, 1, &ws[0], err)))
+        (rc = b->streamed ? dg_window_stream(b, &d->cache, 1, sample_epoch, 0,
+                                             head ? head : d->win_batches, &ws[0], err)
+                          : dg_window_pack(b, &d->cache, 1, &ws[0], err)))
         goto out;
     /* the reader's scratch (budgeted in the fixed part) for a planned batch, held from now:
        rows the cache gives back are read through it without asking for more memory */
@@ -377,9 +381,14 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     b->background = 1; /* later windows are built while epochs train */
     d->builder_bytes = (b->cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
                        b->part_bytes + DG_WRITE_BYTES;
-    int planner = !d->reuse && (cfg->n_epochs - cfg->first_epoch) * wpe > 1;
+    int planner = !d->reuse && ((cfg->n_epochs - cfg->first_epoch) * wpe > 1 || head);
     if (planner && (rc = dg_builder_detach_pool(b, err)))
         goto out;
+    if (head)
+        oc_log(OC_LOG_INFO,
+               "store diskgnn: window 0 is the first %" PRIu64 " of %" PRIu64
+               " batches; the rest of the epoch is packed while they train",
+               head, b->nb_epoch);
     if (d->win_batches < b->nb_epoch)
         oc_log(OC_LOG_INFO,
                "store diskgnn: windows of %" PRIu64 " batches (%" PRIu64 " per epoch of %" PRIu64
@@ -401,6 +410,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .first_epoch = cfg->first_epoch,
                                 .n_epochs = cfg->n_epochs,
                                 .win_batches = d->win_batches,
+                                .head = head,
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
                                 .n_slots = d->n_slots,

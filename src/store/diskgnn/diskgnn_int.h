@@ -291,6 +291,8 @@ struct dg_pipe_config {
     uint64_t n_ws;
     uint64_t first_epoch, n_epochs;
     uint64_t win_batches; /* batches per window (the last one of an epoch may have fewer) */
+    uint64_t head;        /* fresh samples: window 0 is batches [0, head) of the first epoch, the
+                      rest of that epoch follows in windows of win_batches (0: no head) */
     int reuse;            /* every run epoch replays ws (epoch 0's batches), its chunks in the
                              order oc_sample_batch_order(seed, training epoch) */
     uint64_t seed;

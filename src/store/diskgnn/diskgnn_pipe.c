@@ -97,16 +97,35 @@ static uint64_t batch_bytes(const struct oc_sample_batch *b)
 
 /* ---- planner ------------------------------------------------------------------ */
 
+/* Windows of the first epoch after its head: batches [head, nb) in windows of win_batches. */
+static uint64_t head_rest(const struct dg_pipe *p)
+{
+    uint64_t nb = p->c.builder->nb_epoch;
+    return p->c.head ? dg_windows_per_epoch(nb - p->c.head, p->c.win_batches) : 0;
+}
+
 /*
  * Window k of the plan: windows run through each epoch's batches in order,
- * win_batches at a time (the last of an epoch may be shorter).
+ * win_batches at a time (the last of an epoch may be shorter); with a head,
+ * the first epoch's first window is its head, and the rest of that epoch
+ * follows from there.
  */
 static void window_span(const struct dg_pipe *p, uint64_t k, uint64_t *epoch, uint64_t *first,
                         uint64_t *count)
 {
-    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches;
-    *epoch = p->c.first_epoch + k / p->wpe;
-    *first = (k % p->wpe) * W;
+    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches, h = p->c.head;
+    if (h && k == 0) {
+        *epoch = p->c.first_epoch, *first = 0, *count = h;
+        return;
+    }
+    if (h && k - 1 < head_rest(p)) {
+        *epoch = p->c.first_epoch;
+        *first = h + (k - 1) * W;
+    } else {
+        k -= h ? 1 + head_rest(p) : 0; /* windows of the epochs after the head's */
+        *epoch = p->c.first_epoch + (h ? 1 : 0) + k / p->wpe;
+        *first = (k % p->wpe) * W;
+    }
     *count = nb - *first < W ? nb - *first : W;
 }
 
@@ -650,7 +669,10 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->wpe = dg_windows_per_epoch(nb, W);
     /* reuse: run epochs, each through every window; fresh samples: windows */
     p->n_win = (c->n_epochs - c->first_epoch) * (c->reuse ? 1 : p->wpe);
+    if (c->head) /* the first epoch: its head and the windows of the rest */
+        p->n_win += 1 + head_rest(p) - p->wpe;
     assert(!c->reuse || c->n_ws == p->wpe);
+    assert(!c->head || (!c->reuse && c->head < nb && c->n_epochs > c->first_epoch));
     p->load_k = 0;
     p->plan_k = 1;
     atomic_init(&p->file_bytes, file_bytes);

@@ -1,8 +1,9 @@
 /*
  * diskgnn_int.h — private to the `diskgnn` strategy (DiskGNN, Liu et al.,
  * SIGMOD 2025): windows of offline-sampled batches packed into one file each
- * (diskgnn_window.c, or batch by batch without disk caches:
- * diskgnn_stream.c), the four stages that read them back, on the
+ * (sampled in diskgnn_window.c, packed laid out whole in diskgnn_pack.c or
+ * batch by batch without disk caches in diskgnn_stream.c, both reading
+ * features.npy through diskgnn_scan.c), the four stages that read them back, on the
  * pipeline of pipeline.h (diskgnn_pipe.c), and the strategy glue (diskgnn.c).
  *
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
@@ -158,7 +159,7 @@ int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32
    epoch's batches, within [256, 4096] (4096 without a budget). */
 uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch);
 
-/* The pieces dg_window_pack and dg_window_stream share (diskgnn_window.c). */
+/* The pieces dg_window_pack and dg_window_stream share (diskgnn_window.c, diskgnn_pack.c). */
 int dg_check_cancel(const struct dg_builder *b, struct oc_err *err);
 void dg_report_begin(struct dg_builder *b, const char *label, const char *what, uint64_t total,
                      const char *unit);

@@ -11,7 +11,7 @@
  *   next call: partition k+1 from B     A: bytes after k+1 (in flight)
  *
  * Place in the data flow: store (diskgnn); features.npy ──► dg_scan ──►
- * the packers (diskgnn_window.c, diskgnn_stream.c).
+ * the packers (diskgnn_pack.c, diskgnn_stream.c).
  * Reads of the ring pass through oc_fault_hit(OC_FAULT_READ) as they
  * complete, as every pread does in io.
  * Thread-safety: a scan belongs to the builder's thread (it submits and

@@ -227,9 +227,11 @@ OC_TEST(read_ahead_follows_the_budget)
 }
 
 /* Scans the store's feature file from row `from`, skipping `skip` rows after every partition;
-   checks every partition's bytes against the file and returns the synchronous reads. */
-static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_t from,
-                          uint64_t skip, int *bad)
+   checks every partition's bytes against the file and returns the synchronous reads. With
+   crc_read, the scan checks features.npy's checksum as a store's first scan does: *crc_read is
+   what the check read beside it, and a mismatch sets *bad (checked to name the file). */
+static uint64_t scan_checking(const struct oc_store *s, uint64_t part_bytes, uint64_t from,
+                              uint64_t skip, uint64_t *crc_read, int *bad)
 {
     struct dg_builder b;
     struct dg_scan sc;
@@ -241,6 +243,10 @@ static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_
     b.part_bytes = part_bytes;
     b.part = oc_io_buf_alloc(part_bytes, "test", &err);
     OC_CHECK(feat && b.part);
+    if (crc_read) {
+        OC_CHECK_OK(oc_dataset_features_crc_begin(s->ds, &b.crc, &err), &err);
+        b.crc_due = 1;
+    }
     OC_CHECK_OK(dg_scan_open(&b, &sc, &err), &err);
     for (uint64_t r0 = from; r0 < s->n_nodes && !*bad;) {
         uint64_t per = dg_scan_rows(&sc, r0), r1 = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
@@ -258,10 +264,27 @@ static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_
     }
     n = sc.sync_reads;
     OC_CHECK(b.pack_read_bytes > 0);
-    dg_scan_close(&sc);
+    int rc = dg_scan_end(&sc, *bad ? OC_ERR_FORMAT : OC_OK, &err);
+    if (crc_read && !*bad) {
+        *crc_read = b.crc_read_bytes;
+        OC_CHECK(!b.crc_due); /* checked once */
+        if (rc) {
+            OC_CHECK(rc == OC_ERR_FORMAT && strstr(err.msg, s->path) &&
+                     strstr(err.msg, "checksum mismatch"));
+            *bad = 1;
+        }
+    } else if (!*bad) {
+        OC_CHECK_OK(rc, &err);
+    }
     oc_free(b.part);
     free(feat);
     return n;
+}
+
+static uint64_t scan_file(const struct oc_store *s, uint64_t part_bytes, uint64_t from,
+                          uint64_t skip, int *bad)
+{
+    return scan_checking(s, part_bytes, from, skip, NULL, bad);
 }
 
 OC_TEST(scan_reads_ahead_and_names_a_cut_file)
@@ -280,6 +303,36 @@ OC_TEST(scan_reads_ahead_and_names_a_cut_file)
         uint8_t *feat = slurp(s->path, &flen);
         OC_CHECK(feat && truncate(s->path, (off_t)(flen - 1000)) == 0);
         scan_file(s, part, 0, 0, &bad);
+        OC_CHECK(bad);
+        free(feat);
+    }
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
+/* The first scan checks features.npy's checksum as it reads: nothing read twice when it reads
+   every row, what it skipped when it jumped, and a changed byte fails it naming the file. */
+OC_TEST(first_scan_checks_the_features_checksum)
+{
+    struct fixture fx;
+    struct oc_store *s;
+    if (open_direct(&fx, 5000, 60, OC_DTYPE_F32, &s)) {
+        int bad = 0;
+        uint64_t part = 2 * 32768, extra = UINT64_MAX, flen;
+        scan_checking(s, part, 0, 0, &extra, &bad);
+        OC_CHECK(!bad && extra == 0); /* the scan read the whole file: the check read nothing */
+        scan_checking(s, part, 0, 3000, &extra, &bad);
+        OC_CHECK(!bad && extra > 0 && extra < 5000 * 240); /* from the first gap on */
+        uint8_t *feat = slurp(s->path, &flen);
+        OC_CHECK(feat);
+        feat[flen - 7] ^= 0x10; /* one bit in the last row: same size, another checksum */
+        FILE *f = fopen(s->path, "r+b");
+        OC_CHECK(f && fseek(f, (long)(flen - 7), SEEK_SET) == 0 && fputc(feat[flen - 7], f) != EOF);
+        OC_CHECK(f && fclose(f) == 0);
+        scan_checking(s, part, 0, 0, &extra, &bad);
+        OC_CHECK(bad);
+        bad = 0;
+        scan_checking(s, part, 0, 3000, &extra, &bad); /* found by the read of the rest */
         OC_CHECK(bad);
         free(feat);
     }

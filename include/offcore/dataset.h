@@ -178,8 +178,10 @@ const char *oc_manifest_name_ctl(const char *name);
 /* ---- opened dataset ----------------------------------------------------- */
 
 enum oc_ds_open_flags {
-    OC_DS_OPEN_DEFAULT = 0,        /* sizes, headers, checksums, indptr, ids: everything */
-    OC_DS_OPEN_SKIP_CHECKSUM = 1u, /* no CRC-32 compared, features not read; content checked */
+    OC_DS_OPEN_DEFAULT = 0,            /* sizes, headers, checksums, indptr, ids: everything */
+    OC_DS_OPEN_SKIP_CHECKSUM = 1u,     /* no CRC-32 compared, features not read; content checked */
+    OC_DS_OPEN_DEFER_FEATURE_CRC = 2u, /* every check but features.npy's CRC, left to the reader
+                                         of the features: oc_dataset_features_crc_* below */
 };
 
 struct oc_dataset;
@@ -198,6 +200,26 @@ const char *oc_dataset_dir(const struct oc_dataset *ds);
 const char *oc_dataset_path(const struct oc_dataset *ds, enum oc_ds_file f);
 /* Byte offset of the array data inside its file (4096 for files we write). */
 uint64_t oc_dataset_data_offset(const struct oc_dataset *ds, enum oc_ds_file f);
+
+/*
+ * features.npy's checksum when the open deferred it (OC_DS_OPEN_DEFER_FEATURE_CRC)
+ * to whoever reads the whole file anyway (the `memory` store's load,
+ * diskgnn's first scan), so that a run reads it once, not twice: _begin
+ * folds the file's header into c; the reader folds what it reads
+ * (oc_crc_follow_feed); _finish reads what the reader did not (all of it
+ * from the first part the reader skipped; *read_bytes says how much, may be
+ * NULL) through buf (cap bytes aligned to OC_IO_ALIGN, or NULL: 8 MiB of its
+ * own) and compares with the manifest: OC_ERR_FORMAT naming the file on a
+ * mismatch. Nothing trained from the features may be kept before _finish
+ * returned OC_OK.
+ */
+struct oc_crc_follow; /* offcore/io.h */
+int oc_dataset_features_crc_deferred(const struct oc_dataset *ds);
+int oc_dataset_features_crc_begin(const struct oc_dataset *ds, struct oc_crc_follow *c,
+                                  struct oc_err *err);
+int oc_dataset_features_crc_finish(const struct oc_dataset *ds, struct oc_crc_follow *c,
+                                   uint8_t *buf, size_t cap, uint64_t *read_bytes,
+                                   struct oc_err *err);
 
 /*
  * Whole-array loaders (oc_alloc'd, owned by the caller). Absent labels are

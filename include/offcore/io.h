@@ -41,6 +41,19 @@ void *oc_io_buf_alloc(size_t bytes, const char *consumer, struct oc_err *err);
  */
 uint32_t oc_crc32(uint32_t crc, const void *data, uint64_t n);
 
+/*
+ * The CRC-32 of a file from its byte 0, followed as a reader reads it for its
+ * own use: pieces in ascending order that continue or overlap what was
+ * folded (`at`: the bytes [0, at) are in `crc`). A piece past a gap is
+ * ignored, and so is every later one: whoever finishes the check reads the
+ * file from `at` (oc_dataset_features_crc_finish).
+ */
+struct oc_crc_follow {
+    uint64_t at;
+    uint32_t crc;
+};
+void oc_crc_follow_feed(struct oc_crc_follow *c, uint64_t off, const void *data, uint64_t n);
+
 /* ---- files -------------------------------------------------------------- */
 
 enum oc_file_flags {

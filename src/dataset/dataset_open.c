@@ -12,6 +12,7 @@
  * Thread-safety: an opened dataset is immutable and may be shared.
  * Ownership: the dataset owns its paths; loaders return oc_alloc'd arrays.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ struct oc_dataset {
     struct oc_manifest m;
     char *paths[OC_DS_FILE_COUNT];
     uint64_t data_offset[OC_DS_FILE_COUNT];
+    unsigned flags; /* enum oc_ds_open_flags it was opened with */
 };
 
 /* The dtype and shape an array must have, from the manifest. */
@@ -135,16 +137,22 @@ static int check_file(struct oc_dataset *ds, enum oc_ds_file f, struct oc_err *e
     return OC_OK;
 }
 
+static int compare_crc(const struct oc_dataset *ds, enum oc_ds_file f, uint32_t crc,
+                       struct oc_err *err)
+{
+    if (crc != ds->m.files[f].crc32)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: checksum mismatch: crc32 %08" PRIx32 ", %s says %08" PRIx32,
+                      ds->paths[f], crc, MANIFEST_NAME, ds->m.files[f].crc32);
+    return OC_OK;
+}
+
 static int check_crc(const struct oc_dataset *ds, enum oc_ds_file f, const struct oc_ds_stream *s,
                      unsigned flags, struct oc_err *err)
 {
     if (flags & OC_DS_OPEN_SKIP_CHECKSUM)
         return OC_OK;
-    if (s->crc != ds->m.files[f].crc32)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "%s: checksum mismatch: crc32 %08" PRIx32 ", %s says %08" PRIx32,
-                      ds->paths[f], s->crc, MANIFEST_NAME, ds->m.files[f].crc32);
-    return OC_OK;
+    return compare_crc(ds, f, s->crc, err);
 }
 
 static int scan_indptr(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
@@ -398,8 +406,8 @@ static int scan_features(const struct oc_dataset *ds, unsigned flags, struct oc_
     struct oc_ds_stream s;
     const uint8_t *p;
     size_t n;
-    if (flags & OC_DS_OPEN_SKIP_CHECKSUM)
-        return OC_OK; /* nothing to check but the checksum */
+    if (flags & (OC_DS_OPEN_SKIP_CHECKSUM | OC_DS_OPEN_DEFER_FEATURE_CRC))
+        return OC_OK; /* nothing to check but the checksum, or the reader checks it */
     int rc = oc_ds_stream_open(&s, ds->paths[OC_DS_FEATURES], OC_NPY_HEADER_BYTES, 0, err);
     if (rc)
         return rc;
@@ -479,6 +487,7 @@ int oc_dataset_open(const char *dir, unsigned flags, struct oc_dataset **out, st
         goto fail;
     if ((rc = oc_manifest_parse(text, len, mpath, &ds->m, err)))
         goto fail;
+    ds->flags = flags;
     if ((rc = validate(ds, flags, err)))
         goto fail;
     oc_free(text);
@@ -613,4 +622,76 @@ int oc_dataset_load_feature_rows(const struct oc_dataset *ds, enum oc_dtype want
     else
         *rows = map;
     return rc;
+}
+
+/* ---- features.npy's checksum, followed by its reader ---------------------- */
+
+#define FEATURES_CRC_CHUNK OC_DS_CHUNK_BYTES /* the read of the rest, without a buffer given */
+
+int oc_dataset_features_crc_deferred(const struct oc_dataset *ds)
+{
+    return (ds->flags & OC_DS_OPEN_DEFER_FEATURE_CRC) && !(ds->flags & OC_DS_OPEN_SKIP_CHECKSUM) &&
+           ds->m.files[OC_DS_FEATURES].present;
+}
+
+/* Reads features.npy's bytes [c->at, size) into c through buf (cap bytes, aligned), O_DIRECT
+   where the filesystem allows. */
+static int features_crc_read_rest(const struct oc_dataset *ds, struct oc_crc_follow *c,
+                                  uint8_t *buf, size_t cap, struct oc_err *err)
+{
+    const char *path = ds->paths[OC_DS_FEATURES];
+    uint64_t size = ds->m.files[OC_DS_FEATURES].bytes;
+    struct oc_file *f = NULL;
+    int rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, err);
+    for (uint64_t off = oc_io_align_down(c->at); off < size && rc == OC_OK;) {
+        size_t got = 0;
+        rc = oc_file_pread_upto(f, buf, cap, off, &got, err);
+        if (rc == OC_OK && got == 0)
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: truncated: file ends at %" PRIu64 ", expected %" PRIu64 " bytes", path,
+                        off, size);
+        if (rc == OC_OK)
+            oc_crc_follow_feed(c, off, buf, got);
+        off += got;
+    }
+    oc_file_close(f, NULL);
+    return rc;
+}
+
+int oc_dataset_features_crc_begin(const struct oc_dataset *ds, struct oc_crc_follow *c,
+                                  struct oc_err *err)
+{
+    *c = (struct oc_crc_follow){0, 0};
+    struct oc_file *f = NULL;
+    uint64_t n = ds->data_offset[OC_DS_FEATURES];
+    uint8_t *head = oc_alloc(n ? n : 1, "dataset: features.npy's header", err);
+    int rc = head ? oc_file_open(ds->paths[OC_DS_FEATURES], OC_FILE_READ, &f, err)
+                  : (err ? err->status : OC_ERR_NOMEM);
+    if (rc == OC_OK && (rc = oc_file_pread(f, head, n, 0, err)) == OC_OK)
+        oc_crc_follow_feed(c, 0, head, n);
+    oc_file_close(f, NULL);
+    oc_free(head);
+    return rc;
+}
+
+int oc_dataset_features_crc_finish(const struct oc_dataset *ds, struct oc_crc_follow *c,
+                                   uint8_t *buf, size_t cap, uint64_t *read_bytes,
+                                   struct oc_err *err)
+{
+    uint64_t from = c->at, size = ds->m.files[OC_DS_FEATURES].bytes;
+    uint8_t *own = NULL;
+    int rc = OC_OK;
+    if (from < size && (!buf || cap < OC_IO_ALIGN)) {
+        cap = FEATURES_CRC_CHUNK;
+        if (!(buf = own = oc_io_buf_alloc(cap, "dataset: checking features.npy", err)))
+            return err ? err->status : OC_ERR_NOMEM;
+    }
+    if (from < size)
+        rc = features_crc_read_rest(ds, c, buf, oc_io_align_down(cap), err);
+    oc_free(own);
+    if (read_bytes)
+        *read_bytes = size > from ? size - from : 0;
+    if (rc == OC_OK)
+        assert(c->at == size); /* open checked the size; the rest was read */
+    return rc ? rc : compare_crc(ds, OC_DS_FEATURES, c->crc, err);
 }

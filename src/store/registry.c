@@ -346,8 +346,19 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     pthread_mutex_init(&s->stats_lock, NULL);
     struct oc_store_config c = *cfg; /* less the layout's map, charged to the store */
     rc = load_row_map(s, &c, err);
+    if (rc == OC_OK && oc_dataset_features_crc_deferred(cfg->ds) &&
+        (rc = oc_dataset_features_crc_begin(cfg->ds, &s->feat_crc, err)) == OC_OK) {
+        if (s->strat->reads_whole_features)
+            s->feat_crc_due = 1; /* folded into the strategy's own read */
+        else                     /* read now, before the strategy holds its budget */
+            rc = oc_dataset_features_crc_finish(cfg->ds, &s->feat_crc, NULL, 0, NULL, err);
+    }
     if (rc == OC_OK)
         rc = s->strat->open(s, &c, err);
+    if (rc == OC_OK && s->feat_crc_due) { /* what the strategy's read left (nothing, mostly) */
+        s->feat_crc_due = 0;
+        rc = oc_dataset_features_crc_finish(cfg->ds, &s->feat_crc, NULL, 0, NULL, err);
+    }
     if (rc) {
         oc_pipeline_join(s->stages); /* its stages may have started: none runs after this */
         s->strat->free(s);

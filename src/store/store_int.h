@@ -91,6 +91,10 @@ struct store_strategy {
        when that is fewer than depth + 1 (its lookahead is this many slots, so no more row
        buffers are made); train reserves only these (oc_store_strategy_row_buffers) */
     uint32_t row_buffers;
+    /* reads features.npy whole and in order when it opens (or with its first batches), so a
+       checksum the dataset's open deferred is folded into that read (struct oc_store's
+       feat_crc); for every other strategy the registry reads the file before its open */
+    int reads_whole_features;
 };
 
 extern const struct store_strategy oc_store_memory;
@@ -131,6 +135,16 @@ struct oc_store {
     uint64_t load_run_rows;      /* rows store_cache_load queues per run (registry, at open) */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
+    /*
+     * features.npy's checksum when the dataset's open deferred it
+     * (oc_dataset_features_crc_deferred), for a strategy that
+     * reads_whole_features: the registry folds the header in before it
+     * opens; the strategy folds what it reads (`memory`), or takes the check
+     * over and clears feat_crc_due (diskgnn: its first scan); if feat_crc_due
+     * is still set after the open, the registry reads the rest.
+     */
+    struct oc_crc_follow feat_crc;
+    int feat_crc_due;
     /*
      * Lanes (oc_store_gather_lanes): a strategy's open sets n_lanes (1 by
      * default, at most STORE_MAX_LANES) and keeps a reader per lane. A lane's

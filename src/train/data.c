@@ -61,7 +61,8 @@ int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
                     struct train_data *d, struct oc_err *err)
 {
     memset(d, 0, sizeof(*d));
-    int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFAULT, &d->ds, err);
+    /* features.npy is checked by the store that reads it (oc_store_open): one read, not two */
+    int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFER_FEATURE_CRC, &d->ds, err);
     if (rc)
         return rc;
     const struct oc_manifest *m = oc_dataset_manifest(d->ds);

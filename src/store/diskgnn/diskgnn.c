@@ -293,6 +293,9 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                       cfg->disk_budget);
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
+    b->crc = s->feat_crc; /* window 0's scan reads features.npy: it checks the checksum */
+    b->crc_due = s->feat_crc_due;
+    s->feat_crc_due = 0;
     d->n_batches = b->nb_epoch;
     d->win_batches = window_batches(s, cfg, b, &d->n_slots);
     uint64_t wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches);
@@ -721,6 +724,7 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
 
 const struct store_strategy oc_store_diskgnn = {
     .name = "diskgnn",
+    .reads_whole_features = 1,
     .summary = "offline-sampled windows packed into per-batch chunks and MinHash-ordered "
                "segment caches, CPU cache of the hottest rows, 4-stage pipeline (DiskGNN)",
     .open = dg_open,

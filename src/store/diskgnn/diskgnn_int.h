@@ -90,6 +90,9 @@ struct dg_builder {
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
     uint64_t pack_read_bytes;    /* features.npy bytes the last window's packing read */
+    struct oc_crc_follow crc;    /* packer: features.npy's checksum while crc_due (the store's */
+    int crc_due;                 /* feat_crc, taken over at open): the first scan finishes it */
+    uint64_t crc_read_bytes;     /* what the check read beside the scan (the scan skipped it) */
     /* streamed windows (no --disk-budget: diskgnn_stream.c): each batch laid out as it is
        sampled, its metadata written at once, its packed rows spilled (spill) for the scan */
     int streamed;
@@ -201,7 +204,10 @@ uint64_t dg_scan_rows(const struct dg_scan *sc, uint64_t r0);
    starts reading what follows. A file too short is OC_ERR_FORMAT naming it. */
 int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **rows,
                  struct oc_err *err);
-void dg_scan_close(struct dg_scan *sc);
+/* Ends a scan that returned rc so far, returning what the scan ends with: the first
+   scan of a store checks features.npy's checksum (reading what it skipped) when rc is OC_OK,
+   and a mismatch is OC_ERR_FORMAT naming the file. Closes the scan. */
+int dg_scan_end(struct dg_scan *sc, int rc, struct oc_err *err);
 /* Samples the builder's next batch into b->it.batch (after oc_sample_iter_seek), checking
    for cancellation first; past the epoch's end is OC_ERR_INTERNAL. */
 int dg_sample_next(struct dg_builder *b, struct oc_err *err);

@@ -307,8 +307,8 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
+    rc = dg_scan_end(&sc, rc, err); /* a checksum that fails fails the window */
     rc = dg_writes_end(b, rc, err);
-    dg_scan_close(&sc);
     oc_free(c.seg_pairs);
     oc_free(c.chunk);
     return rc;

@@ -107,6 +107,14 @@ static int drain(struct dg_scan *sc, struct oc_err *err)
     return rc;
 }
 
+/* Folds half h's bytes into the checksum the first scan checks (nothing after a gap). */
+static void fold_crc(struct dg_scan *sc, int h)
+{
+    uint64_t end = sc->valid[h] < sc->file_bytes ? sc->valid[h] : sc->file_bytes;
+    if (sc->b->crc_due && end > sc->lo[h])
+        oc_crc_follow_feed(&sc->b->crc, sc->lo[h], sc->half[h], end - sc->lo[h]);
+}
+
 /* Starts reading the bytes from `from` into half h, a half's worth or to the file's end. */
 static int read_ahead(struct dg_scan *sc, int h, uint64_t from, struct oc_err *err)
 {
@@ -152,15 +160,31 @@ int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **r
                       ", file ends at %" PRIu64,
                       sc->s->path, off_of(sc, r1) - lo, lo, sc->valid[o]);
     sc->cur = o;
+    fold_crc(sc, o);
     *rows = sc->half[o] + (off_of(sc, r0) - sc->lo[o]);
     return read_ahead(sc, 1 - o, oc_io_align_down(off_of(sc, r1)),
                       err); /* the next partition's start */
 }
 
-void dg_scan_close(struct dg_scan *sc)
+static void scan_close(struct dg_scan *sc)
 {
     if (sc->ring && !oc_io_ring_free(sc->ring))
         oc_log(OC_LOG_WARN, "%s: packing reads still in flight after 30 s", sc->s->path);
     oc_file_close(sc->feat, NULL);
     memset(sc, 0, sizeof(*sc));
+}
+
+int dg_scan_end(struct dg_scan *sc, int rc, struct oc_err *err)
+{
+    struct dg_builder *b = sc->b;
+    if (rc == OC_OK && b && b->crc_due) {
+        b->crc_due = 0; /* checked once, by the first scan that ends well */
+        if ((rc = drain(sc, err)) == OC_OK && sc->cur >= 0)
+            fold_crc(sc, 1 - sc->cur); /* the read-ahead past the last partition */
+        if (rc == OC_OK)
+            rc = oc_dataset_features_crc_finish(b->s->ds, &b->crc, b->part, 2 * sc->half_bytes,
+                                                &b->crc_read_bytes, err); /* halves: drained */
+    }
+    scan_close(sc);
+    return rc;
 }

@@ -273,8 +273,8 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
+    rc = dg_scan_end(&sc, rc, err); /* a checksum that fails fails the window */
     rc = dg_writes_end(b, rc, err);
-    dg_scan_close(&sc);
     oc_file_close(in, NULL);
     oc_free(c);
     return rc;

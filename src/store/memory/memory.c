@@ -41,6 +41,9 @@ static int mem_load(struct oc_store *s, struct mem_store *m, struct oc_err *err)
             size_t len =
                 (size_t)(total - done < LOAD_CHUNK_BYTES ? total - done : LOAD_CHUNK_BYTES);
             rc = oc_file_pread(f, (uint8_t *)m->feat + done, len, s->data_offset + done, err);
+            if (rc == OC_OK && s->feat_crc_due) /* the checksum the open deferred, as it reads */
+                oc_crc_follow_feed(&s->feat_crc, s->data_offset + done, (uint8_t *)m->feat + done,
+                                   len);
             done += len;
         }
     } else {
@@ -51,6 +54,8 @@ static int mem_load(struct oc_store *s, struct mem_store *m, struct oc_err *err)
         for (uint64_t r = 0; r < s->n_nodes && rc == OC_OK; r += rows_per) {
             uint64_t k = s->n_nodes - r < rows_per ? s->n_nodes - r : rows_per;
             rc = oc_file_pread(f, stage, k * s->row_bytes, store_file_off(s, r), err);
+            if (rc == OC_OK && s->feat_crc_due)
+                oc_crc_follow_feed(&s->feat_crc, store_file_off(s, r), stage, k * s->row_bytes);
             for (uint64_t i = 0; i < k && rc == OC_OK; i++)
                 store_row_to_f32(OC_DTYPE_F16, stage + i * s->row_bytes, s->feat_dim,
                                  m->feat + (r + i) * s->feat_dim);
@@ -132,6 +137,7 @@ static void mem_free(struct oc_store *s)
 
 const struct store_strategy oc_store_memory = {
     .name = "memory",
+    .reads_whole_features = 1,
     .summary = "every feature row in RAM as f32 (the reference the others must match bit for bit)",
     .open = mem_open,
     .gather = mem_gather,

@@ -356,6 +356,31 @@ int dg_chunk_check_header(const uint8_t *buf, uint64_t len, const struct dg_chun
 int dg_chunk_check(const uint8_t *buf, uint64_t len, const struct dg_chunk_expect *x,
                    const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err);
 
+/* The pipe (diskgnn_pipe.c: its stages; diskgnn_assemble.c: the feature assembler). */
+struct dg_pipe {
+    struct dg_pipe_config c;
+    const struct oc_store *s;
+    struct oc_pipeline *p; /* where the stages run: the store's (store_stages) */
+    struct dg_slot slots[DG_N_SLOTS];
+    struct dg_window *win; /* fresh samples: 2 (read, packed); reuse: epoch 0's windows */
+    uint64_t n_structs;
+    struct oc_queue *free_q, *loaded_q, *ready_q, *win_q, *win_free;
+    struct oc_stage *stages[DG_STAGE_COUNT];
+    struct oc_io_batch *io; /* the feature assembler's (the fetch stage's) */
+    uint32_t *inv;          /* the assembler's: packed row -> row of the batch */
+    uint64_t cap_inv;
+    /* the loader's position: the window it reads, its turn in the plan, the next chunk */
+    struct dg_window *load_w;
+    uint64_t load_k, load_i;
+    uint64_t *load_order; /* reuse: the training epoch's order of epoch 0's batches */
+    uint64_t plan_k;      /* the planner's next window */
+    uint64_t n_win, wpe;  /* windows in the plan; per epoch */
+    atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
+    _Atomic uint64_t file_peak_bytes; /* the most file_bytes has been */
+    atomic_uint_fast64_t held;        /* slot buffers and their blocks */
+    atomic_uint_fast64_t assemble_us; /* the feature assembler's (in the fetch stage) */
+};
+
 /*
  * Adds the stages and their queues to c->pipeline and starts them. *out is
  * set even on failure (the stages may have started): dg_pipe_stop it once

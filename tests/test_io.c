@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "harness.h"
 #include "io/io_int.h"
 #include "offcore/io.h"
@@ -1268,6 +1270,28 @@ OC_TEST(write_behind_reports_the_first_failed_write)
 {
     write_behind_pieces(200, 1);
     write_behind_pieces(200, 57);
+}
+
+/* oc_crc32 is the CRC-32 of zlib and gzip (the manifest's): its check value, zlib's result,
+   any cut into pieces; and a follower folds overlapping pieces once and stops at a gap. */
+OC_TEST(crc32_is_zlibs_crc)
+{
+    OC_CHECK(oc_crc32(0, "123456789", 9) == 0xCBF43926u);
+    OC_CHECK(oc_crc32(0, "", 0) == 0 && oc_crc32(0x1234u, "", 0) == 0x1234u);
+    static uint8_t buf[100000];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)(i * 2654435761u >> 13);
+    uint32_t whole = oc_crc32(0, buf, sizeof(buf));
+    OC_CHECK(whole == (uint32_t)crc32(0L, buf, (uInt)sizeof(buf)));
+    OC_CHECK(oc_crc32(oc_crc32(0, buf, 12345), buf + 12345, sizeof(buf) - 12345) == whole);
+    struct oc_crc_follow c = {0, 0}; /* pieces that overlap, then one past a gap */
+    oc_crc_follow_feed(&c, 0, buf, 5000);
+    oc_crc_follow_feed(&c, 4096, buf + 4096, 8192);
+    OC_CHECK(c.at == 12288 && c.crc == oc_crc32(0, buf, 12288));
+    oc_crc_follow_feed(&c, 12289, buf + 12289, 100);
+    OC_CHECK(c.at == 12288); /* the gap stops it */
+    oc_crc_follow_feed(&c, 12288, buf + 12288, sizeof(buf) - 12288);
+    OC_CHECK(c.at == sizeof(buf) && c.crc == whole);
 }
 
 OC_TEST_MAIN()

@@ -3,7 +3,7 @@
 # only those that are missing (apt-get update first). Needs root or sudo.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-dev
-      liburing-dev libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev libmetis-dev
+      liburing-dev libopenblas-dev libcjson-dev libyaml-dev zlib1g-dev libdeflate-dev libmetis-dev
       libopenmpi-dev openmpi-bin # train --distributed (mpirun) and tests/test_train_mpi.sh
       python3 python3-venv) # the Python package's tests run in a venv (tools/py-test.sh)
 missing=()

@@ -10,7 +10,6 @@
  */
 #include <inttypes.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "dataset/dataset_int.h"
 
@@ -22,7 +21,7 @@ int oc_ds_stream_open(struct oc_ds_stream *s, const char *path, uint64_t data_of
     s->path = path;
     s->cap = (size_t)oc_io_align_up(cap ? cap : OC_DS_CHUNK_BYTES);
     s->data_offset = data_offset;
-    s->crc = (uint32_t)crc32(0, Z_NULL, 0);
+    s->crc = 0; /* the CRC-32 of nothing */
     if ((rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &s->f, err)))
         return rc;
     if ((rc = oc_file_size(s->f, &s->size, err)))
@@ -54,7 +53,7 @@ int oc_ds_stream_next(struct oc_ds_stream *s, const uint8_t **p, size_t *n, stru
             return OC_ERR(err, OC_ERR_FORMAT,
                           "%s: truncated: file ends at %" PRIu64 ", expected %" PRIu64 " bytes",
                           s->path, s->off, s->size);
-        s->crc = (uint32_t)crc32(s->crc, s->buf, (uInt)got);
+        s->crc = oc_crc32(s->crc, s->buf, got);
         uint64_t start = s->off;
         s->off += got;
         if (s->off <= s->data_offset)

@@ -63,7 +63,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "store/ginex/ginex_int.h"
 
@@ -160,7 +159,7 @@ void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags, uint
     oc_put_le64(f + 40, x->n_nodes);
     f[48] = (uint8_t)SB_VERSION;
     f[52] = (uint8_t)flags;
-    uint32_t crc = (uint32_t)crc32(0L, f, 60);
+    uint32_t crc = oc_crc32(0, f, 60);
     for (int i = 0; i < 4; i++)
         f[60 + i] = (uint8_t)(crc >> (8 * i));
 }

@@ -76,11 +76,10 @@ static inline const uint32_t *kg_atoms_get(const struct kg_atoms *a, uint32_t e)
 struct kg_atom_cache {
     const struct oc_kg_facts *facts; /* borrowed: the atoms' degrees */
     uint64_t n_entities;
-    uint64_t *bits;   /* entity e cached at build: bit e [lock] */
-    uint32_t *before; /* per 64 entities: the cached ones before them */
-    uint64_t *at;     /* per cached atom, by entity: its facts' place in the pool, or gone */
-    uint32_t *order;  /* the atoms in pool order (degree descending) */
-    uint32_t *pool;   /* the cached atoms' facts: an accounted mapping */
+    struct oc_rank_set index; /* the entities cached at build (core's rank set) [lock] */
+    uint64_t *at; /* per cached atom, by its rank in index: its facts' place in the pool, or gone */
+    uint32_t *order; /* the atoms in pool order (degree descending) */
+    uint32_t *pool;  /* the cached atoms' facts: an accounted mapping */
     size_t pool_len;
     uint64_t n_atoms, n_facts, built_bytes, index_bytes; /* live atoms, facts [lock] */
     _Atomic uint64_t bytes;                              /* live: index + facts */

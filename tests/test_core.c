@@ -871,4 +871,67 @@ OC_TEST(rank_set_membership_and_rank)
         OC_ERR_ARG, &err, "big set");
 }
 
+/* Rank sets filled in any order (repeats allowed) answer as one built from the ascending ids;
+   build takes any order too. */
+OC_TEST(rank_set_any_order_matches_ascending)
+{
+    struct oc_err err;
+    static const uint64_t sizes[] = {1, 64, 65, 1000};
+    for (int t = 0; t < 4; t++) {
+        uint64_t n = sizes[t], sorted[1000], shuffled[1000], k = 0;
+        for (uint64_t v = 0; v < n; v++)
+            if ((v * 2654435761u) % 5 < 2 || v == n - 1)
+                sorted[k++] = v;
+        for (uint64_t i = 0; i < k; i++) /* a permutation: i * 7919 mod k (7919 prime > 1000) */
+            shuffled[i] = sorted[(i * 7919) % k];
+        struct oc_rank_set a, b, c;
+        OC_CHECK_OK(oc_rank_set_build(&a, sorted, k, n, "sorted", &err), &err);
+        OC_CHECK_OK(oc_rank_set_build(&b, shuffled, k, n, "shuffled", &err), &err);
+        OC_CHECK_OK(oc_rank_set_init(&c, n, "added", &err), &err);
+        for (uint64_t i = k; i > 0; i--) /* backwards, and each twice */
+            OC_CHECK_OK(oc_rank_set_add(&c, shuffled[i - 1], &err), &err);
+        for (uint64_t i = 0; i < k; i++)
+            OC_CHECK_OK(oc_rank_set_add(&c, shuffled[i], &err), &err);
+        OC_CHECK_OK(oc_rank_set_seal(&c, &err), &err);
+        OC_CHECK(a.n_members == k && b.n_members == k && c.n_members == k);
+        for (uint64_t v = 0; v < n; v++) {
+            uint64_t ra = 7, rb = 8, rc = 9;
+            int in = oc_rank_set_find(&a, v, &ra);
+            OC_CHECK(oc_rank_set_find(&b, v, &rb) == in && oc_rank_set_find(&c, v, &rc) == in);
+            if (in)
+                OC_CHECK(ra == rb && ra == rc);
+        }
+        oc_rank_set_free(&a);
+        oc_rank_set_free(&b);
+        oc_rank_set_free(&c);
+    }
+}
+
+/* Bad input is refused naming the set: an id out of range, an id twice, adding after the seal,
+   sealing twice; a freed set frees again harmlessly. */
+OC_TEST(rank_set_bad_input_is_refused)
+{
+    struct oc_err err;
+    struct oc_rank_set r;
+    uint64_t out[] = {3, 10}, twice[] = {4, 2, 4};
+    OC_CHECK_ERR(oc_rank_set_build(&r, out, 2, 10, "cpu cache ids", &err), OC_ERR_ARG, &err,
+                 "cpu cache ids: id 10 out of range");
+    OC_CHECK(r.bits == NULL && r.before == NULL);
+    OC_CHECK_ERR(oc_rank_set_build(&r, twice, 3, 10, "atom ids", &err), OC_ERR_ARG, &err,
+                 "atom ids: 3 ids given, 2 distinct");
+    OC_CHECK(r.bits == NULL);
+    OC_CHECK_OK(oc_rank_set_init(&r, 100, "kg atoms", &err), &err);
+    OC_CHECK_ERR(oc_rank_set_add(&r, 100, &err), OC_ERR_ARG, &err, "kg atoms: id 100 out of range");
+    OC_CHECK_OK(oc_rank_set_add(&r, 99, &err), &err);
+    OC_CHECK_OK(oc_rank_set_seal(&r, &err), &err);
+    OC_CHECK_ERR(oc_rank_set_add(&r, 5, &err), OC_ERR_ARG, &err,
+                 "kg atoms: id 5 added to a sealed");
+    OC_CHECK_ERR(oc_rank_set_seal(&r, &err), OC_ERR_ARG, &err, "sealed twice");
+    uint64_t rank = 1;
+    OC_CHECK(oc_rank_set_find(&r, 99, &rank) == 1 && rank == 0);
+    OC_CHECK(oc_rank_set_find(&r, 5, &rank) == 0);
+    oc_rank_set_free(&r);
+    oc_rank_set_free(&r);
+}
+
 OC_TEST_MAIN()

@@ -835,7 +835,7 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     void *big = oc_alloc((size_t)3 << 20, "test: past the budget", &err);
     OC_CHECK(big != NULL);
     OC_CHECK(kg_atom_cache_bytes(&c) + ((uint64_t)2 << 20) <= built);
-    OC_CHECK(c.n_atoms < atoms0 && c.n_atoms > 0 && c.bits != NULL);
+    OC_CHECK(c.n_atoms < atoms0 && c.n_atoms > 0 && c.index.bits != NULL);
     OC_CHECK(!kg_atom_cache_get(&c, lightest) && kg_atom_cache_get(&c, heaviest));
     OC_CHECK(oc_mem_used() <= oc_mem_budget());
     oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20)); /* the fetch's own, not the cache's */
@@ -848,7 +848,7 @@ OC_TEST(kg_atom_cache_gives_atoms_back_past_the_budget)
     oc_mem_set_budget(oc_mem_used() + 4096);
     void *more = oc_alloc((size_t)(4096 + kg_atom_cache_bytes(&c)), "test: past the budget", &err);
     OC_CHECK(more != NULL);
-    OC_CHECK(c.n_atoms == 0 && c.bits == NULL && kg_atom_cache_bytes(&c) == 0);
+    OC_CHECK(c.n_atoms == 0 && c.index.bits == NULL && kg_atom_cache_bytes(&c) == 0);
     oc_mem_set_budget(oc_mem_used() + ((uint64_t)2 << 20));
     kg_facts_atom_counts(disk, &b, &cached0, &from_graph);
     check_fetch(disk, mem, heads, n, n_facts);
@@ -948,7 +948,8 @@ OC_TEST(kg_atom_cache_fetches_stay_right_while_it_gives_back)
     OC_CHECK_OK(kg_atom_cache_register(&c, &err), &err);
     unsigned steps = 0;
     double slowest = 0;
-    while (c.bits && steps < 200 && !atomic_load(&f[0].failed) && !atomic_load(&f[1].failed)) {
+    while (c.index.bits && steps < 200 && !atomic_load(&f[0].failed) &&
+           !atomic_load(&f[1].failed)) {
         uint64_t seen[2] = {atomic_load(&f[0].rounds), atomic_load(&f[1].rounds)};
         oc_mem_set_budget(oc_mem_used() + ((uint64_t)1 << 20));
         double t0 = oc_now_s();
@@ -970,7 +971,7 @@ OC_TEST(kg_atom_cache_fetches_stay_right_while_it_gives_back)
     printf("  %u steps gave the cache back (slowest %.3f s) while the fetchers made %llu and "
            "%llu rounds\n",
            steps, slowest, (unsigned long long)f[0].rounds, (unsigned long long)f[1].rounds);
-    OC_CHECK(c.bits == NULL && c.n_atoms == 0 && kg_atom_cache_bytes(&c) == 0 && steps > 4);
+    OC_CHECK(c.index.bits == NULL && c.n_atoms == 0 && kg_atom_cache_bytes(&c) == 0 && steps > 4);
     OC_CHECK(slowest < 1.0); /* a give-back waits for the readers inside, not for new ones */
     free(heads);
     kg_facts_set_atoms(disk, NULL, NULL, 0);

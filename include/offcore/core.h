@@ -245,21 +245,46 @@ const char *oc_fault_kind_name(enum oc_fault_kind kind);
 /*
  * A set of ids below n answering membership and rank (members below an id)
  * in O(1): a bit per id, and the members before each 64 (rank_set.c).
+ * Built at once from an array (oc_rank_set_build), or filled in any order:
+ * oc_rank_set_init, oc_rank_set_add for each member, oc_rank_set_seal; only
+ * a sealed set answers oc_rank_set_find.
  */
 struct oc_rank_set {
-    uint64_t n;       /* ids are below n */
-    uint64_t *bits;   /* bit v: v is a member */
-    uint32_t *before; /* members in the words before each */
+    uint64_t n;         /* ids are below n */
+    uint64_t *bits;     /* bit v: v is a member */
+    uint32_t *before;   /* members in the words before each (valid once sealed) */
+    uint64_t n_members; /* counted by oc_rank_set_seal */
+    const char *what;   /* names the set in errors (borrowed) */
+    int sealed;
 };
 /* Bytes of a set over n ids, whatever its members. */
 uint64_t oc_rank_set_bytes(uint64_t n);
-/* The set of ids[0..k) (ascending, below n; k < 2^32); `what` names the allocation. */
+/*
+ * The set of ids[0..k): distinct ids below n, in any order (k < 2^32);
+ * `what` names the allocation and the errors (OC_ERR_ARG: an id out of
+ * range, one given twice, too many).
+ */
 int oc_rank_set_build(struct oc_rank_set *r, const uint64_t *ids, uint64_t k, uint64_t n,
                       const char *what, struct oc_err *err);
+/* An empty, unsealed set over the ids below n; `what` (borrowed) names it in errors. */
+int oc_rank_set_init(struct oc_rank_set *r, uint64_t n, const char *what, struct oc_err *err);
+/*
+ * Adds v (adding a member again changes nothing). OC_ERR_ARG, naming the
+ * set, if v >= n or the set is sealed already.
+ */
+int oc_rank_set_add(struct oc_rank_set *r, uint64_t v, struct oc_err *err);
+/*
+ * Counts the members before each word: from now on the set answers
+ * oc_rank_set_find and refuses adds. OC_ERR_ARG, naming the set, with
+ * 2^32 members or more, or if sealed already.
+ */
+int oc_rank_set_seal(struct oc_rank_set *r, struct oc_err *err);
+/* Frees the arrays (a zeroed or freed set is a no-op). */
 void oc_rank_set_free(struct oc_rank_set *r);
-/* 1 and *rank = members below v when v is a member; 0 otherwise (v < n). */
+/* 1 and *rank = members below v when v is a member; 0 otherwise (v < n; sealed). */
 static inline int oc_rank_set_find(const struct oc_rank_set *r, uint64_t v, uint64_t *rank)
 {
+    OC_ASSERT(r->sealed && v < r->n);
     uint64_t w = r->bits[v >> 6], bit = UINT64_C(1) << (v & 63);
     if (!(w & bit))
         return 0;

@@ -18,7 +18,7 @@
  * loaders, helios's completion stage) are stages; in training they are stages of one pipeline (the
  * store is opened on the batch pipeline's, oc_store_config.pipeline), so an
  * error anywhere stops everything; so are kg's TIGER reader and planner
- * (kg_tiger.c). Nothing else in offcore starts threads for background work
+ * (kg_tiger_stage.c). Nothing else in offcore starts threads for background work
  * (tools/check_deps.sh: pthread_create only in core's pool and here, and
  * the CLI's signal watcher).
  *

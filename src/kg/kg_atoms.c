@@ -8,11 +8,10 @@
  *   Atom Cache: entities by degree (descending, ties by id) ──► as many as
  *               fit in its bytes (its index included) ──► their facts read
  *               once through the fact graph's reader into one pool (an
- *               accounted anonymous mapping), in that order. Index,
- *               direct-addressed and compact: bit e set if e was cached;
- *               the cached entities before each 64 (`before`); so e's rank
- *               among them is before[e/64] + popcount of its word's lower
- *               bits, and at[rank] its place in the pool (or gone)
+ *               accounted anonymous mapping), in that order. Index: core's
+ *               rank set of the cached entities (a bit per entity, counts per
+ *               64; filled in degree order, then sealed), so e's rank among
+ *               them is O(1), and at[rank] its place in the pool (or gone)
  *   giving back (core's oc_giveback, under a budget; give_back its policy): the last
  *               atoms of the pool (lowest degree) are marked gone, their
  *               whole pages go back; with none left, the index goes. The
@@ -20,7 +19,7 @@
  *               come back every epoch); what left is read from the fact
  *               graph, the same facts
  *
- * A cache whose bytes do not even hold the index is empty (bits NULL).
+ * A cache whose bytes do not even hold the index is empty (index.bits NULL).
  *
  * Place in the data flow: kg (kg_tiger.c, kg_train.c ──► here ──► kg_facts.c).
  * Thread-safety: the cache is built by one thread; read by the extraction
@@ -97,52 +96,42 @@ void kg_atom_cache_read_unlock(const struct kg_atom_cache *c)
 /* e's rank among the cached entities (e cached). */
 static uint64_t rank_of(const struct kg_atom_cache *c, uint32_t e)
 {
-    uint64_t w = c->bits[e >> 6], bit = (uint64_t)1 << (e & 63);
-    return c->before[e >> 6] + (uint64_t)__builtin_popcountll(w & (bit - 1));
+    uint64_t rank = 0;
+    int in = oc_rank_set_find(&c->index, e, &rank);
+    OC_ASSERT(in);
+    (void)in;
+    return rank;
 }
 
 const uint32_t *kg_atom_cache_get(const struct kg_atom_cache *c, uint32_t e)
 {
-    if (!c->bits || e >= c->n_entities || !(c->bits[e >> 6] >> (e & 63) & 1))
+    uint64_t rank;
+    if (!c->index.bits || e >= c->n_entities || !oc_rank_set_find(&c->index, e, &rank))
         return NULL;
-    uint64_t at = c->at[rank_of(c, e)];
+    uint64_t at = c->at[rank];
     return at == GONE ? NULL : c->pool + at;
-}
-
-/* The index of n entities: bits and per-word counts; its bytes (at[] and order[] are per atom). */
-static uint64_t index_bytes(uint64_t n)
-{
-    return (n + 63) / 64 * (8 + 4);
 }
 
 /* The index for the k entities heads[0..k) (at[] filled as the pool is). */
 static int index_build(struct kg_atom_cache *c, const uint32_t *heads, uint64_t k,
                        struct oc_err *err)
 {
-    uint64_t words = (c->n_entities + 63) / 64;
-    if (!(c->bits = oc_calloc(words, 8, "kg atom cache: index", err)) ||
-        !(c->before = oc_alloc((size_t)words * 4, "kg atom cache: index", err)) ||
-        !(c->at = oc_alloc((size_t)k * 8 + 8, "kg atom cache: index", err)) ||
+    OC_KG_TRY(oc_rank_set_init(&c->index, c->n_entities, "kg atom cache: index", err));
+    if (!(c->at = oc_alloc((size_t)k * 8 + 8, "kg atom cache: index", err)) ||
         !(c->order = oc_alloc((size_t)k * 4 + 4, "kg atom cache: index", err)))
         return err->status;
     for (uint64_t i = 0; i < k; i++)
-        c->bits[heads[i] >> 6] |= (uint64_t)1 << (heads[i] & 63);
-    uint32_t sum = 0;
-    for (uint64_t w = 0; w < words; w++) {
-        c->before[w] = sum;
-        sum += (uint32_t)__builtin_popcountll(c->bits[w]);
-    }
-    return OC_OK;
+        OC_KG_TRY(oc_rank_set_add(&c->index, heads[i], err));
+    return oc_rank_set_seal(&c->index, err);
 }
 
 static void index_free(struct kg_atom_cache *c)
 {
-    oc_free(c->bits);
-    oc_free(c->before);
+    oc_rank_set_free(&c->index);
     oc_free(c->at);
     oc_free(c->order);
-    c->bits = c->at = NULL;
-    c->before = c->order = NULL;
+    c->at = NULL;
+    c->order = NULL;
 }
 
 /* The pool: nf facts (8 bytes each) in an accounted anonymous mapping. */
@@ -162,14 +151,14 @@ int kg_atom_cache_build(struct kg_atom_cache *c, struct oc_kg_facts *f, uint64_t
 {
     memset(c, 0, sizeof(*c));
     c->facts = f;
-    uint64_t n = oc_kg_facts_n_entities(f), idx = index_bytes(n);
+    uint64_t n = oc_kg_facts_n_entities(f), idx = oc_rank_set_bytes(n);
     c->n_entities = n;
     if (bytes <= idx) {
         oc_log(OC_LOG_INFO,
                "kg atom cache: %llu bytes do not hold its index (%llu bytes for %llu entities): "
                "no Atom Cache",
                (unsigned long long)bytes, (unsigned long long)idx, (unsigned long long)n);
-        return OC_OK; /* empty: c->bits is NULL */
+        return OC_OK; /* empty: c->index.bits is NULL */
     }
     OC_KG_TRY(oc_reclaim_lock_init(&c->lock, "kg atom cache", err));
     /* (degree << 32 | ~id): descending = highest degree first, then lowest id */
@@ -264,7 +253,7 @@ static uint64_t give_back(void *owner, uint64_t goal, uint64_t *released)
     c->n_facts -= facts;
     if (c->pool) /* the whole pages past the atoms left */
         oc_mem_pages_back((uint8_t *)c->pool, c->pool_len, c->n_facts * 8, c->pool_len);
-    if (c->n_atoms == 0 && c->bits && facts * 8 < goal) { /* no atom left: the index goes */
+    if (c->n_atoms == 0 && c->index.bits && facts * 8 < goal) { /* no atom left: the index goes */
         index = c->index_bytes;
         index_free(c);
     }
@@ -275,7 +264,7 @@ static uint64_t give_back(void *owner, uint64_t goal, uint64_t *released)
 
 int kg_atom_cache_register(struct kg_atom_cache *c, struct oc_err *err)
 {
-    if (!c->bits || c->gb.registered)
+    if (!c->index.bits || c->gb.registered)
         return OC_OK;
     oc_giveback_init(&c->gb, "kg atom cache", c->built_bytes, &c->lock, give_back, c);
     return oc_giveback_register(&c->gb, err);
@@ -293,7 +282,7 @@ void kg_atom_cache_note(struct kg_atom_cache *c)
     oc_reclaim_lock_read(&c->lock);
     uint64_t gives = oc_giveback_gives(&c->gb), given = oc_giveback_given_bytes(&c->gb);
     uint64_t left = c->n_atoms;
-    int index = c->bits != NULL;
+    int index = c->index.bits != NULL;
     oc_reclaim_lock_unlock(&c->lock);
     if (gives == c->gives_logged)
         return;

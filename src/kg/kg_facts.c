@@ -14,7 +14,7 @@
  * Thread-safety: the fact graph is read-only after open; each thread uses
  * its own reader; counters are atomics. The atom maps are set while no
  * reader that follows them fetches; a reader with its own atoms (the
- * slicer's, on TIGER's planner thread) never looks at them. The Atom Cache,
+ * slicer's, on TIGER's planner stage) never looks at them. The Atom Cache,
  * which gives memory back, is looked up and copied from under its lock's
  * read side; the disk reads are queued after it is let go.
  * Ownership: the fact graph owns its arrays and files; a reader borrows its

@@ -23,7 +23,7 @@
  *
  * Determinism: orders are BFS order, ties broken by slice id or BFS rank.
  * Place in the data flow: kg (kg_tiger.c ──► here ──► kg_slice_store.c).
- * Thread-safety: one thread at a time (TIGER's planner thread, handed over by kg_tiger.c).
+ * Thread-safety: one thread at a time (TIGER's planner stage, handed over by kg_tiger_stage.c).
  * Ownership: the slicer owns its arrays and reader; it borrows the fact graph.
  */
 #include <stdlib.h>

@@ -12,14 +12,18 @@
  *                     reused store's), found through an id map
  *   kg_slice_store.c  the slice store on SSD under DIR/plan/tiger-<key>/
  *                     (records + index, CRC-checked, atomic commit)
- *   kg_tiger.c        the super-batch loop's executor: slices of a batch from
- *                     the Slice Cache or the store, Belady changesets (ginex's
- *                     planner, oc_plan_belady), the batch map for extraction
+ *   kg_tiger*.c       the super-batch loop's executor: slices of a batch from
+ *                     the Slice Cache (kg_tiger_cache.c) or the store
+ *                     (kg_tiger_reads.c), Belady changesets (kg_tiger_plan.c,
+ *                     oc_plan_belady), the batch map for extraction
+ *                     (kg_tiger.c); its reader and planner are pipeline stages
+ *                     (kg_tiger_stage.c)
  *
  * Place in the data flow: kg (kg_train.c ──► here ──► kg_facts.c / kg_extract.c).
  * Thread-safety: the training thread drives the executor, which runs the
- * slicer and the Belady planner on its planner thread and slice reads on its
- * reader thread, handing each over (kg_tiger.c); the atom maps are read by
+ * slicer and the Belady planner on its planner stage and slice reads on its
+ * reader stage, one-thread stages of its pipeline handed one job at a time
+ * (kg_tiger_stage.c); the atom maps are read by
  * the extraction workers while no one writes them, but for the Atom Cache's
  * giving back, which takes its lock's write side.
  * Ownership: documented per object; every array is oc_alloc'd but the Atom
@@ -76,11 +80,10 @@ static inline const uint32_t *kg_atoms_get(const struct kg_atoms *a, uint32_t e)
 struct kg_atom_cache {
     const struct oc_kg_facts *facts; /* borrowed: the atoms' degrees */
     uint64_t n_entities;
-    uint64_t *bits;   /* entity e cached at build: bit e [lock] */
-    uint32_t *before; /* per 64 entities: the cached ones before them */
-    uint64_t *at;     /* per cached atom, by entity: its facts' place in the pool, or gone */
-    uint32_t *order;  /* the atoms in pool order (degree descending) */
-    uint32_t *pool;   /* the cached atoms' facts: an accounted mapping */
+    struct oc_rank_set index; /* the entities cached at build (core's rank set) [lock] */
+    uint64_t *at; /* per cached atom, by its rank in index: its facts' place in the pool, or gone */
+    uint32_t *order; /* the atoms in pool order (degree descending) */
+    uint32_t *pool;  /* the cached atoms' facts: an accounted mapping */
     size_t pool_len;
     uint64_t n_atoms, n_facts, built_bytes, index_bytes; /* live atoms, facts [lock] */
     _Atomic uint64_t bytes;                              /* live: index + facts */
@@ -418,7 +421,7 @@ void kg_tiger_free(struct kg_tiger *t);
  * heads[boff[i] .. boff[i+1]). Its plan (its heads not sliced yet sliced,
  * the Slice Cache's changesets over it) is the one made ahead, or made now
  * (an epoch's first). Then the next superbatch (next_n batches; 0: none, the
- * epoch's last) is sliced and planned on the planner thread while this one
+ * epoch's last) is sliced and planned on the planner stage while this one
  * trains; the next call must start that one.
  */
 int kg_tiger_superbatch(struct kg_tiger *t, const uint32_t *heads, const uint64_t *boff,

@@ -395,7 +395,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
                                   o->atom_cache_bytes ? o->atom_cache_bytes : share, err));
     if (oc_mem_budget()) /* it gives atoms back to the largest queries' working memory */
         OC_KG_TRY(kg_atom_cache_register(&r->atom_cache, err));
-    kg_facts_set_atoms(f, NULL, r->atom_cache.bits ? &r->atom_cache : NULL, 0);
+    kg_facts_set_atoms(f, NULL, r->atom_cache.index.bits ? &r->atom_cache : NULL, 0);
     if (o->extract == OC_KG_EXTRACT_ATOM)
         return OC_OK;
     uint64_t S = o->superbatch;
@@ -414,7 +414,7 @@ static int extract_open(struct kg_run *r, const char *dir, struct oc_err *err)
         snprintf(plan, sizeof(plan), "%s/plan", dir);
     struct kg_tiger_config c = {
         f,
-        r->atom_cache.bits ? &r->atom_cache : NULL,
+        r->atom_cache.index.bits ? &r->atom_cache : NULL,
         {kg_train_slice_mode(o), o->slice_size, o->alpha, o->hops, o->n_layers},
         plan,
         slice_key(r),

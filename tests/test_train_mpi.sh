@@ -15,7 +15,8 @@
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
 # ranks, each holding only its part's rows under its own --mem-budget and
 # fetching the others per batch, train the single-process weights and log the
-# rows fetched; a part count unlike the ranks', a part of another partition
+# rows fetched, and resume from a checkpoint to the uninterrupted weights; a
+# part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file. Env: OC_BIN (the
 # CLI). Exit 77 (skip) without mpirun. Ends with the harness's "N passed, N
@@ -175,6 +176,23 @@ for n in 2 3; do
         sed 's/^/    /' "$tmp/part.$n.out"
     fi
 done
+# A partitioned run resumed from rank 0's checkpoint reaches the uninterrupted weights.
+pr=(--epochs 3 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+"$bin" train "$g" "${pr[@]}" >"$tmp/pres.1.out" 2>&1
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pr[@]}" --epochs 1 --distributed \
+    --checkpoint "$tmp/pck" >"$tmp/pres.a.out" 2>&1
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pr[@]}" --distributed --checkpoint "$tmp/pck" \
+    --resume >"$tmp/pres.b.out" 2>&1
+rc=$?
+want=$(sha_of "$tmp/pres.1.out")
+got=$(sha_of "$tmp/pres.b.out")
+if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q "resuming from $tmp/pck after epoch 1" "$tmp/pres.b.out"; then
+    ok "partitioned_resume_reaches_uninterrupted_weights"
+else
+    fail "partitioned_resume_reaches_uninterrupted_weights: exit $rc, got '$got' want '$want'"
+    sed 's/^/    /' "$tmp/pres.a.out" "$tmp/pres.b.out"
+fi
 # Bad input, refused before training with an error naming the file: a part count unlike the
 # ranks', a part of another partition run, a missing part, a truncated part, and (each rank
 # reading its own partition.json, as on separate machines) ranks whose parts differ in run id.

@@ -9,7 +9,8 @@
  * leaves no temporary; the reader refuses a part count unlike the run's, a
  * part of another run, a missing part, a truncated or damaged file, and a
  * manifest that is not strict JSON (a fraction, an unknown key), each
- * naming the file.
+ * naming the file; `offcore partition` refuses a missing or bad --parts and
+ * `offcore info` lists a partition's parts and refuses a damaged one.
  *
  * Place in the data flow: tests of plan/part_set.c and plan/part_open.c.
  * Thread-safety: single-threaded. Ownership: files live in oc_test_tmpdir().
@@ -24,6 +25,7 @@
 #include "harness.h"
 #include "offcore/io.h"
 #include "offcore/plan.h"
+#include "proc_util.h"
 
 static const char *graph(void)
 {
@@ -275,6 +277,43 @@ OC_TEST(the_reader_refuses_parts_that_do_not_belong_together)
         }
         free(text);
     }
+}
+
+OC_TEST(cli_partition_and_info)
+{
+    const char *src = graph();
+    if (!src || !getenv("OC_BIN"))
+        OC_SKIP("no dataset or no OC_BIN");
+    char out[800], bad[800], path[900];
+    snprintf(out, sizeof(out), "%s/cli-p2", oc_test_tmpdir());
+    struct proc_run r;
+    const char *no_parts[] = {"partition", src, out, "--quiet", NULL};
+    proc_run_cli(no_parts, 60, &r);
+    OC_CHECK(r.code == 2 && r.err && strstr(r.err, "--parts N is required"));
+    OC_CHECK(!oc_path_exists(out));
+    proc_run_free(&r);
+    const char *one[] = {"partition", src, out, "--parts", "1", "--quiet", NULL};
+    proc_run_cli(one, 60, &r);
+    OC_CHECK(r.code == 2 && r.err && strstr(r.err, "--parts 1: from 2 to 256"));
+    proc_run_free(&r);
+    const char *two[] = {"partition", src, out, "--parts", "2", "--quiet", NULL};
+    proc_run_cli(two, 120, &r);
+    OC_CHECK(r.code == 0 && r.out && strstr(r.out, "into 2 parts"));
+    proc_run_free(&r);
+    const char *info[] = {"info", out, NULL};
+    proc_run_cli(info, 60, &r);
+    OC_CHECK(r.code == 0 && r.out && strstr(r.out, "2 parts (offcore partition, run ") &&
+             strstr(r.out, "part 1 ") && strstr(r.out, "features     none"));
+    proc_run_free(&r);
+    /* a damaged part: info refuses, naming the file */
+    snprintf(bad, sizeof(bad), "%s/cli-bad", oc_test_tmpdir());
+    copy_tree(out, bad);
+    snprintf(path, sizeof(path), "%s/part-1/owner.npy", bad);
+    OC_CHECK(truncate(path, 5000) == 0);
+    const char *info_bad[] = {"info", bad, NULL};
+    proc_run_cli(info_bad, 60, &r);
+    OC_CHECK(r.code == 1 && r.err && strstr(r.err, "cli-bad/part-1/owner.npy: truncated"));
+    proc_run_free(&r);
 }
 
 OC_TEST_MAIN()

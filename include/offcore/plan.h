@@ -329,6 +329,8 @@ int oc_plan_part_set_write(const struct oc_dataset *ds, uint32_t n_parts, const 
 
 /* Whether dir holds a partition.json (a partitioned dataset, not a dataset). */
 int oc_plan_part_set_is(const char *dir);
+/* The part count of the partitioned dataset out (its partition.json, strictly parsed). */
+int oc_plan_part_set_n_parts(const char *out, uint32_t *n_parts, struct oc_err *err);
 
 /* One part of a partitioned dataset, validated (oc_plan_part_open). */
 struct oc_plan_part {

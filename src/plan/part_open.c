@@ -486,6 +486,19 @@ fail:
     return rc;
 }
 
+int oc_plan_part_set_n_parts(const char *out, uint32_t *n_parts, struct oc_err *err)
+{
+    uint64_t pj_bytes[OC_PLAN_PARTS_MAX];
+    uint32_t pj_crc[OC_PLAN_PARTS_MAX];
+    struct part_head h;
+    struct oc_plan_part p;
+    memset(&p, 0, sizeof(p));
+    int rc = set_parse(out, &p, pj_bytes, pj_crc, &h, err);
+    *n_parts = rc ? 0 : (uint32_t)h.n_parts;
+    oc_plan_part_close(&p);
+    return rc;
+}
+
 void oc_plan_part_close(struct oc_plan_part *p)
 {
     oc_free(p->n_local_of);

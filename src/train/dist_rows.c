@@ -7,7 +7,8 @@
  * rank's micro-shards: its own copied, the others' fetched from their owners
  * in one exchange.
  *
- *   batch b ──► positions my shards read (seeds [lo, hi) down the blocks)
+ *   batch b ──► positions my shards read (seeds [lo, hi) down the blocks),
+ *                 │ each a row of x (slot[position]), nothing else held
  *                 │ owner[v] == me: rows[row] ──────────────────────► x
  *                 │ else: request (owner, row) grouped by owner
  *                 ▼
@@ -152,20 +153,25 @@ int train_part_load_rows(struct train_part *tp, const struct train_data *d, stru
     return rc;
 }
 
-/* tp->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, as shard_cut finds them. */
+/*
+ * tp->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, in
+ * the order shard_cut finds them; tp->slot[p] = the index of position p among
+ * them (its row of tp->x), UINT32_MAX for a position they do not read.
+ */
 static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo, uint64_t hi,
                  uint64_t *n_out, struct oc_err *err)
 {
     int rc;
-    if ((rc = grow(&tp->seen, &tp->cap_seen, b->n_input, 1, "partition: batch rows", err)) ||
+    if ((rc = grow(&tp->slot, &tp->cap_slot, b->n_input, sizeof(uint32_t), "partition: batch rows",
+                   err)) ||
         (rc = grow(&tp->pos, &tp->cap_pos, b->n_input, sizeof(uint32_t), "partition: batch rows",
                    err)))
         return rc;
-    memset(tp->seen, 0, b->n_input);
+    memset(tp->slot, 0xff, b->n_input * sizeof(uint32_t));
     uint64_t n = 0;
     for (uint64_t k = lo; k < hi; k++) {
+        tp->slot[k] = (uint32_t)n;
         tp->pos[n++] = (uint32_t)k;
-        tp->seen[k] = 1;
     }
     for (uint32_t l = b->n_layers; l-- > 0;) {
         const struct oc_sample_block *bl = &b->blocks[l];
@@ -173,8 +179,8 @@ static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_
         for (uint64_t d = 0; d < n_dst; d++)
             for (uint64_t k = bl->indptr[tp->pos[d]]; k < bl->indptr[tp->pos[d] + 1]; k++) {
                 uint32_t src = bl->indices[k];
-                if (!tp->seen[src]) {
-                    tp->seen[src] = 1;
+                if (tp->slot[src] == UINT32_MAX) {
+                    tp->slot[src] = (uint32_t)n;
                     tp->pos[n++] = src;
                 }
             }
@@ -208,8 +214,7 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t n_pos = 0;
     int rc;
     if ((rc = reach(tp, b, lo, hi, &n_pos, err)) ||
-        (rc = grow(&tp->x, &tp->cap_x, b->n_input * dim, sizeof(float), "partition: batch rows",
-                   err)) ||
+        (rc = grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows", err)) ||
         (rc = grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
                    "partition: exchange counts", err)) ||
         (rc =
@@ -222,7 +227,7 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
         uint64_t v = b->input_ids[tp->pos[i]];
         uint32_t k = owner[2 * v];
         if (k == me)
-            memcpy(tp->x + (uint64_t)tp->pos[i] * dim, tp->rows + (uint64_t)owner[2 * v + 1] * dim,
+            memcpy(tp->x + i * dim, tp->rows + (uint64_t)owner[2 * v + 1] * dim,
                    dim * sizeof(float));
         else
             send_n[k]++;
@@ -233,7 +238,7 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     if ((rc =
              grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests", err)))
         return rc;
-    uint32_t *req_pos = tp->req + n_req; /* batch position of each request, in request order */
+    uint32_t *req_slot = tp->req + n_req; /* row of x of each request, in request order */
     /* requests grouped by owner, in position order within an owner */
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
@@ -243,7 +248,7 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
         if (k == me)
             continue;
         tp->req[off[k]] = owner[2 * v + 1];
-        req_pos[off[k]++] = tp->pos[i];
+        req_slot[off[k]++] = (uint32_t)i;
     }
     if ((rc = oc_dist_alltoall_u64(send_n, recv_n, err)))
         return rc;
@@ -261,7 +266,7 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
                                 "the feature rows", err)))
         return rc;
     for (uint64_t i = 0; i < n_req; i++)
-        memcpy(tp->x + (uint64_t)req_pos[i] * dim, tp->got + i * dim, dim * sizeof(float));
+        memcpy(tp->x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
     st->local_rows += n_pos - n_req;
     st->remote_rows += n_req;
     st->remote_bytes += n_req * dim * sizeof(float);
@@ -274,7 +279,7 @@ void train_part_close(struct train_part *tp)
 {
     oc_plan_part_close(&tp->part);
     oc_free(tp->rows);
-    oc_free(tp->seen);
+    oc_free(tp->slot);
     oc_free(tp->pos);
     oc_free(tp->x);
     oc_free(tp->send_n);

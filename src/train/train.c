@@ -885,7 +885,9 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
             const struct oc_sample_batch *sb = batch;
             float *x = pb->x;
             if (dp->m > 1) {
-                if ((rc = train_shard_cut(&dp->shard, batch, pb->x, r->data.feat_dim, lo, hi, err)))
+                if ((rc =
+                         train_shard_cut(&dp->shard, batch, pb->x, r->part.on ? r->part.slot : NULL,
+                                         r->data.feat_dim, lo, hi, err)))
                     return rc;
                 sb = &dp->shard.b;
                 x = dp->shard.x;

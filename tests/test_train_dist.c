@@ -59,7 +59,7 @@ OC_TEST(shard_cut_golden)
     memset(&sh, 0, sizeof(sh));
     struct oc_err err;
     /* seeds 1 and 2: new order 1, 2 | 4, 0, 3 (block 1's new sources) | 5 (block 0's) */
-    OC_CHECK_OK(train_shard_cut(&sh, &b, x, 2, 1, 3, &err), &err);
+    OC_CHECK_OK(train_shard_cut(&sh, &b, x, NULL, 2, 1, 3, &err), &err);
     const struct oc_sample_batch *s = &sh.b;
     OC_CHECK(s->n_seeds == 2 && s->n_input == 6 && s->n_layers == 2);
     const uint64_t want_ids[6] = {11, 12, 14, 10, 13, 15};
@@ -78,12 +78,12 @@ OC_TEST(shard_cut_golden)
     for (int k = 0; k < 6; k++)
         OC_CHECK(sh.x[2 * k] == (float)old[k] && sh.x[2 * k + 1] == 100.0f + (float)old[k]);
     /* the whole batch as one shard is the batch itself; a cut is reusable */
-    OC_CHECK_OK(train_shard_cut(&sh, &b, x, 2, 0, 3, &err), &err);
+    OC_CHECK_OK(train_shard_cut(&sh, &b, x, NULL, 2, 0, 3, &err), &err);
     OC_CHECK(sh.b.n_input == 6 && memcmp(sh.b.input_ids, ids, sizeof(ids)) == 0);
     OC_CHECK(memcmp(sh.b.blocks[1].indices, ix1, sizeof(ix1)) == 0);
     OC_CHECK(memcmp(sh.b.blocks[0].indptr, ip0, sizeof(ip0)) == 0);
     /* seed 0 alone: only what it reaches */
-    OC_CHECK_OK(train_shard_cut(&sh, &b, x, 2, 0, 1, &err), &err);
+    OC_CHECK_OK(train_shard_cut(&sh, &b, x, NULL, 2, 0, 1, &err), &err);
     OC_CHECK(sh.b.n_input == 5 && sh.b.blocks[1].n_src == 3 && sh.b.blocks[0].n_dst == 3);
     train_shard_deinit(&sh);
 }

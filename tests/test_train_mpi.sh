@@ -12,8 +12,15 @@
 # (a missing dataset on rank 1) ends every rank within 30 s with an error
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
-# weights. Env: OC_BIN (the CLI). Exit 77 (skip) without mpirun. Ends with
-# the harness's "N passed, N failed, N skipped" line.
+# weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
+# ranks, each holding only its part's rows under its own --mem-budget and
+# fetching the others per batch, train the single-process weights and log the
+# rows fetched, and resume from a checkpoint to the uninterrupted weights; a
+# part count unlike the ranks', a part of another partition
+# run, a missing or truncated part, ranks whose parts come from two runs, and
+# a run without --distributed are refused naming the file. Env: OC_BIN (the
+# CLI). Exit 77 (skip) without mpirun. Ends with the harness's "N passed, N
+# failed, N skipped" line.
 set -u
 bin=${OC_BIN:?OC_BIN: the offcore CLI}
 if ! command -v mpirun >/dev/null 2>&1; then
@@ -140,6 +147,92 @@ for case in acc:sampled rocauc:sampled rocauc:full f1-macro:full; do
         fi
     done
 done
+
+# Partitioned features (offcore partition): N ranks, each holding only its part's rows and
+# fetching the rest from their owners per batch, train the single-process weights; the log
+# counts the rows fetched from other ranks.
+pc=(--epochs 2 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+"$bin" train "$g" "${pc[@]}" >"$tmp/part.1.out" 2>&1
+want=$(sha_of "$tmp/part.1.out")
+for n in 2 3; do
+    if ! "$bin" partition "$g" --parts "$n" "$tmp/p$n" --quiet >"$tmp/p$n.out" 2>&1 ||
+        [ ! -s "$tmp/p$n/partition.json" ] || [ ! -s "$tmp/p$n/part-$((n - 1))/rows.npy" ]; then
+        fail "partition_np${n}_writes_parts"
+        sed 's/^/    /' "$tmp/p$n.out"
+        continue
+    fi
+    ok "partition_np${n}_writes_parts"
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${pc[@]}" --distributed --mem-budget 24M \
+        --log "$tmp/part.$n.json" >"$tmp/part.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/part.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"remote_rows":[1-9]' "$tmp/part.$n.json" &&
+        grep -q '"remote_bytes":[1-9]' "$tmp/part.$n.json" &&
+        grep -q '| Rows local [1-9][0-9]* remote [1-9]' "$tmp/part.$n.out"; then
+        ok "partitioned_np${n}_weights_equal_single_process"
+    else
+        fail "partitioned_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/part.$n.out"
+    fi
+done
+# A partitioned run resumed from rank 0's checkpoint reaches the uninterrupted weights.
+pr=(--epochs 3 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+"$bin" train "$g" "${pr[@]}" >"$tmp/pres.1.out" 2>&1
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pr[@]}" --epochs 1 --distributed \
+    --checkpoint "$tmp/pck" >"$tmp/pres.a.out" 2>&1
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pr[@]}" --distributed --checkpoint "$tmp/pck" \
+    --resume >"$tmp/pres.b.out" 2>&1
+rc=$?
+want=$(sha_of "$tmp/pres.1.out")
+got=$(sha_of "$tmp/pres.b.out")
+if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q "resuming from $tmp/pck after epoch 1" "$tmp/pres.b.out"; then
+    ok "partitioned_resume_reaches_uninterrupted_weights"
+else
+    fail "partitioned_resume_reaches_uninterrupted_weights: exit $rc, got '$got' want '$want'"
+    sed 's/^/    /' "$tmp/pres.a.out" "$tmp/pres.b.out"
+fi
+# Bad input, refused before training with an error naming the file: a part count unlike the
+# ranks', a part of another partition run, a missing part, a truncated part, and (each rank
+# reading its own partition.json, as on separate machines) ranks whose parts differ in run id.
+"$bin" partition "$g" --parts 2 "$tmp/q2" --quiet >/dev/null 2>&1
+refused() { # name, expected message (grep), then the command
+    local name=$1 msg=$2
+    shift 2
+    timeout 60 "$@" >"$tmp/$name.out" 2>&1
+    local rc=$?
+    if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- "$msg" "$tmp/$name.out" &&
+        ! grep -q '^Epoch' "$tmp/$name.out"; then
+        ok "$name"
+    else
+        fail "$name: exit $rc"
+        sed 's/^/    /' "$tmp/$name.out"
+    fi
+}
+refused partitioned_wrong_rank_count_refused \
+    "p3/partition.json: a partition into 3 parts, but this run has 2 rank(s)" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p3" "${pc[@]}" --distributed
+cp -r "$tmp/p2" "$tmp/mixed"
+rm -rf "$tmp/mixed/part-1"
+cp -r "$tmp/q2/part-1" "$tmp/mixed/part-1"
+refused partitioned_other_run_part_refused \
+    "mixed/part-1/part.json: run id [0-9a-f]*, but the partition.json beside it has .*another partition run" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/mixed" "${pc[@]}" --distributed
+cp -r "$tmp/p3" "$tmp/gone"
+rm -rf "$tmp/gone/part-2"
+refused partitioned_missing_part_refused "gone/part-2/part.json: missing: part 2" \
+    "${mpi[@]}" -np 3 "$bin" train "$tmp/gone" "${pc[@]}" --distributed
+cp -r "$tmp/p2" "$tmp/short"
+truncate -s -4096 "$tmp/short/part-0/rows.npy"
+refused partitioned_truncated_part_refused "short/part-0/rows.npy: truncated: file is" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/short" "${pc[@]}" --distributed
+refused partitioned_ranks_of_two_runs_refused \
+    "run id [0-9a-f]*, but rank [01]'s part has .*different partition runs" \
+    "${mpi[@]}" -np 1 "$bin" train "$tmp/p2" "${pc[@]}" --distributed : \
+    -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
+refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
+    "$bin" train "$tmp/p2" "${pc[@]}"
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.
 log=$tmp/memory.2.json

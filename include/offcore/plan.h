@@ -302,4 +302,61 @@ int oc_plan_belady_plan(struct oc_plan_belady *b, const uint64_t *ids, const uin
 /* Memory the planner holds. */
 uint64_t oc_plan_belady_held_bytes(const struct oc_plan_belady *b);
 
+/* ---- partitioned datasets (part_set.c, part_open.c): `offcore partition` ---- */
+
+/*
+ * A dataset cut into n_parts for as many ranks of `train --distributed`
+ * (docs/FORMAT.md section 10): OUT/partition.json (parts, run id, each
+ * part's part.json size and CRC-32) and OUT/part-<k>/, a dataset directory
+ * without features (the whole topology, labels and splits, replicated)
+ * holding part.json, rows.npy (the features of part k's nodes, in its local
+ * order) and owner.npy (node -> (owner part, row in the owner's rows.npy)).
+ */
+#define OC_PLAN_PARTS_MAX  256 /* every part's rows are written at once: one file each */
+#define OC_PLAN_RUN_ID_LEN 16  /* hex digits of a partition run's id */
+
+/*
+ * `offcore partition`: METIS parts of ds (oc_plan_partition_get, kept under
+ * plan_dir) with nodes and training nodes balanced, written into the new
+ * directory out atomically (a marked temporary renamed into place): every
+ * part's dataset, rows and map, then partition.json. ds must have features
+ * in node-id order (no layout) and fewer than 2^32 nodes; 2 <= n_parts <=
+ * min(OC_PLAN_PARTS_MAX, n_nodes). *run_id gets the run's id.
+ */
+int oc_plan_part_set_write(const struct oc_dataset *ds, uint32_t n_parts, const char *plan_dir,
+                           const char *out, struct oc_progress *progress,
+                           char run_id[OC_PLAN_RUN_ID_LEN + 1], struct oc_err *err);
+
+/* Whether dir holds a partition.json (a partitioned dataset, not a dataset). */
+int oc_plan_part_set_is(const char *dir);
+/* The part count of the partitioned dataset out (its partition.json, strictly parsed). */
+int oc_plan_part_set_n_parts(const char *out, uint32_t *n_parts, struct oc_err *err);
+
+/* One part of a partitioned dataset, validated (oc_plan_part_open). */
+struct oc_plan_part {
+    uint32_t part, n_parts;
+    uint64_t n_nodes, n_local; /* nodes of the graph; of them, this part's */
+    uint32_t feat_dim;
+    enum oc_dtype feat_dtype;
+    char run_id[OC_PLAN_RUN_ID_LEN + 1];
+    char dir[4200];       /* OUT/part-<k>: its dataset directory (topology, labels, splits) */
+    char rows[4300];      /* OUT/part-<k>/rows.npy: n_local x feat_dim, feat_dtype */
+    uint64_t *n_local_of; /* n_parts: every part's node count */
+    uint32_t *owner;      /* 2 x n_nodes: node v's owner part and its row there */
+};
+/*
+ * Opens part `part` of the partitioned dataset out for a run of n_parts
+ * ranks, checking before any training (OC_ERR_FORMAT / OC_ERR_ARG /
+ * OC_ERR_NOTFOUND, naming the file): partition.json strictly parsed; its
+ * part count equal to n_parts; OUT/part-<part>/part.json present, of this
+ * run (its run id partition.json's) and of the size and CRC partition.json
+ * records; manifest.json, rows.npy and owner.npy present with the sizes,
+ * headers (dtype, shape) and CRC-32s part.json records; owner.npy a
+ * bijection onto every part's rows. Loads the map (8 bytes a node, through
+ * the accountant). *p is zeroed on failure.
+ */
+int oc_plan_part_open(const char *out, uint32_t part, uint32_t n_parts, struct oc_plan_part *p,
+                      struct oc_err *err);
+void oc_plan_part_close(struct oc_plan_part *p);
+
 #endif

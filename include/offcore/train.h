@@ -189,6 +189,11 @@ struct oc_train_epoch_stats {
     uint32_t ranks, micro_shards;
     uint64_t grad_sent_bytes, grad_recv_bytes;
     double exchange_s;
+    /* a partitioned dataset (offcore partition): the input rows the ranks' micro-shards read
+       this epoch, summed over the ranks: from their own part, fetched from other ranks (and
+       those bytes), and served to others (= remote_rows) */
+    int partitioned;
+    uint64_t local_rows, remote_rows, remote_bytes, served_rows;
     /* evaluation's work this epoch (0 when not evaluated), in sampled batches (validation and
        test) or chunks of --eval full's last layer: all of it, and this rank's share */
     uint64_t eval_units, eval_units_own;

@@ -76,6 +76,7 @@ int cmd_generate(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
+int cmd_partition(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_kg_import(int argc, char **argv);

@@ -1,14 +1,17 @@
 /*
  * cmd_info.c — `offcore info DIR`: open (and so validate) a dataset and print
- * its counts, file sizes, degree statistics and class balance.
+ * its counts, file sizes, degree statistics and class balance; for a
+ * partitioned dataset (offcore partition), open and check every part and
+ * print the parts, then the dataset the parts share.
  *
- * Place in the data flow: cli → dataset.
+ * Place in the data flow: cli → dataset (and plan, for a partitioned one).
  * Thread-safety: main thread.
  */
 #include <stdio.h>
 
 #include "cli/cli.h"
 #include "offcore/dataset.h"
+#include "offcore/plan.h"
 
 #define INFO_ALL_CLASSES 48 /* up to this many classes, every one is listed */
 
@@ -72,17 +75,51 @@ int cli_print_dataset(const struct oc_dataset *ds, struct oc_err *err)
     return OC_OK;
 }
 
+/* A partitioned dataset: every part checked as a rank would (oc_plan_part_open), then printed. */
+static int info_part_set(const char *out, unsigned flags, struct oc_err *err)
+{
+    uint32_t n = 0;
+    int rc = oc_plan_part_set_n_parts(out, &n, err);
+    struct oc_dataset *ds = NULL;
+    char safe[4 * 4096], a[32];
+    for (uint32_t k = 0; rc == OC_OK && k < n; k++) {
+        struct oc_plan_part p;
+        if ((rc = oc_plan_part_open(out, k, n, &p, err)))
+            break;
+        if (k == 0)
+            printf("partition    %s: %u parts (offcore partition, run %s), %llu nodes, "
+                   "features %u x %s\n",
+                   cli_safe_text(out, safe, sizeof(safe)), n, p.run_id,
+                   (unsigned long long)p.n_nodes, p.feat_dim, oc_dtype_name(p.feat_dtype));
+        printf("part %-7u %llu nodes (%.1f%%), rows %s\n", k, (unsigned long long)p.n_local,
+               100.0 * (double)p.n_local / (double)p.n_nodes,
+               oc_format_size(p.n_local * p.feat_dim * oc_dtype_size(p.feat_dtype), a, sizeof(a)));
+        /* every part's dataset is checked; the last one is printed (they are the same) */
+        oc_dataset_free(ds);
+        ds = NULL;
+        rc = oc_dataset_open(p.dir, flags, &ds, err);
+        oc_plan_part_close(&p);
+    }
+    if (rc == OC_OK)
+        rc = cli_print_dataset(ds, err);
+    oc_dataset_free(ds);
+    return rc;
+}
+
 int cmd_info(int argc, char **argv)
 {
     int skip_crc = 0;
     const struct cli_opt opts[] = {
         {"no-checksum", CLI_FLAG, &skip_crc, NULL,
-         "skip CRC-32 verification (structure and ids are still checked)", NULL},
+         "skip CRC-32 verification (structure and ids are still checked; a partitioned "
+         "dataset's part files are always checked whole)",
+         NULL},
     };
     const struct cli_cmd cmd = {"info",
                                 "DIR [options]",
                                 "Validate the dataset in DIR and print counts, sizes, degree "
-                                "statistics and class balance.",
+                                "statistics and class balance. A partitioned dataset (offcore "
+                                "partition) has every part checked and listed.",
                                 NULL,
                                 opts,
                                 sizeof(opts) / sizeof(opts[0]),
@@ -96,6 +133,11 @@ int cmd_info(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     struct oc_err err;
     oc_err_clear(&err);
+    unsigned flags = skip_crc ? OC_DS_OPEN_SKIP_CHECKSUM : OC_DS_OPEN_DEFAULT;
+    if (oc_plan_part_set_is(pos[0])) {
+        rc = info_part_set(pos[0], flags, &err);
+        return rc == OC_OK ? 0 : cli_fail(&err);
+    }
     struct oc_dataset *ds = NULL;
     if (oc_dataset_open(pos[0], skip_crc ? OC_DS_OPEN_SKIP_CHECKSUM : OC_DS_OPEN_DEFAULT, &ds,
                         &err) != OC_OK)

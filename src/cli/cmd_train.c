@@ -8,6 +8,7 @@
  * Thread-safety: main thread; training runs its own pool.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,11 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
         printf(" | Val %s -      | Time %.2fs | Eval -", label, st->time_s);
     if (st->seed_rows) /* OUTRE's Redundancy Ratio: input rows per seed */
         printf(" | RR %.2f", (double)st->input_rows / (double)st->seed_rows);
+    if (st->partitioned) { /* every rank's rows from its own part, and fetched from others */
+        char rb[32];
+        printf(" | Rows local %" PRIu64 " remote %" PRIu64 " (%s)", st->local_rows, st->remote_rows,
+               oc_format_size(st->remote_bytes, rb, sizeof(rb)));
+    }
     if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
         char rd[32], rss[32];

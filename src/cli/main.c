@@ -29,6 +29,7 @@ static const struct {
     {"import", cmd_import, "import text|ogb|graphbolt|npy|kg data into an offcore dataset"},
     {"info", cmd_info, "validate a dataset and print counts, sizes, degrees, classes"},
     {"layout", cmd_layout, "copy a dataset with its feature rows in a locality order"},
+    {"partition", cmd_partition, "cut a dataset into parts for distributed training (METIS)"},
     {"train", cmd_train, "train a GNN (GraphSAGE, GCN, GAT) on a dataset"},
     {"kg-train", cmd_kg_train, "train RED-GNN on a KG dataset; filtered MRR, Hits@1, Hits@10"},
     {"report", cmd_report, "training logs and bench results as one self-contained HTML page"},

@@ -60,6 +60,12 @@ static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, s
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
                     struct train_data *d, struct oc_err *err)
 {
+    return train_data_load_dim(dir, topo_opts, 0, d, err);
+}
+
+int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
+                        uint64_t feat_dim, struct train_data *d, struct oc_err *err)
+{
     memset(d, 0, sizeof(*d));
     /* features.npy is checked by the store that reads it (oc_store_open): one read, not two */
     int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFER_FEATURE_CRC, &d->ds, err);
@@ -67,9 +73,9 @@ int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
         return rc;
     const struct oc_manifest *m = oc_dataset_manifest(d->ds);
     d->n_nodes = m->n_nodes;
-    d->feat_dim = m->feat_dim;
+    d->feat_dim = feat_dim ? feat_dim : m->feat_dim;
     d->n_classes = m->n_classes;
-    if (m->feat_dim == 0) {
+    if (d->feat_dim == 0) {
         rc = OC_ERR(err, OC_ERR_ARG,
                     "%s: dataset has no node features (topology and labels only); training needs "
                     "features",

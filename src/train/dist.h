@@ -50,6 +50,19 @@ int oc_dist_allgather_u64(const uint64_t *send, uint64_t *recv, const uint64_t *
  * it with the same n. Without the group v is left as it is.
  */
 int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err);
+/*
+ * Each rank sends send_counts[r] values of elem_bytes bytes to rank r, laid
+ * out in rank order in send, and receives recv_counts[r] from rank r in rank
+ * order into recv (MPI_Alltoallv): partitioned training's requests for rows
+ * and their replies. A collective: every rank calls it, with counts that
+ * agree pairwise (oc_dist_alltoall_u64 exchanges them first). Without the
+ * group it copies rank 0's block.
+ */
+int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
+                      const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                      struct oc_err *err);
+/* recv[r] = what rank r put in its send[this rank] (MPI_Alltoall of one u64 each). */
+int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err);
 /* Ends every rank of the group with exit status code (MPI_Abort); exits without one. */
 _Noreturn void oc_dist_abort(int code);
 /* Leaves the group (MPI_Finalize); a no-op unless oc_dist_on. */

@@ -4,7 +4,8 @@
  * block lands at a fixed place, so the sum the trainer then takes in its own
  * fixed order does not depend on timing, unlike MPI_Allreduce's unspecified
  * order; evaluation's score keys go the same way), MPI_Allreduce for
- * evaluation's integer counts (exact in any order) and MPI_Abort.
+ * evaluation's integer counts (exact in any order), MPI_Alltoall(v) for
+ * partitioned training's row requests and replies, and MPI_Abort.
  *
  * Place in the data flow: train (see dist.h); compiled only when CMake
  * found MPI (OC_MPI), instead of dist_none.c.
@@ -129,6 +130,52 @@ int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err)
     int rc = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     if (rc != MPI_SUCCESS)
         return dist_fail(err, "MPI_Allreduce of the evaluation counts", rc);
+    return OC_OK;
+}
+
+int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
+                      const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                      struct oc_err *err)
+{
+    if (!dist_on) {
+        if (send_counts[0])
+            memmove(recv, send, send_counts[0] * elem_bytes);
+        return OC_OK;
+    }
+    static int sc[DIST_MAX_RANKS], sd[DIST_MAX_RANKS], rcn[DIST_MAX_RANKS], rd[DIST_MAX_RANKS];
+    uint64_t s_at = 0, r_at = 0;
+    for (uint32_t r = 0; r < dist_size; r++) {
+        uint64_t s = send_counts[r] * elem_bytes, q = recv_counts[r] * elem_bytes;
+        if (s > INT_MAX || q > INT_MAX || s_at > INT_MAX || r_at > INT_MAX)
+            return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                          "--distributed: %s: more bytes to exchange in one batch than MPI "
+                          "counts hold (a smaller --batch)",
+                          what);
+        sc[r] = (int)s;
+        sd[r] = (int)s_at;
+        rcn[r] = (int)q;
+        rd[r] = (int)r_at;
+        s_at += s;
+        r_at += q;
+    }
+    int rc = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rcn, rd, MPI_BYTE, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS) {
+        char op[160];
+        snprintf(op, sizeof(op), "MPI_Alltoallv of %s", what);
+        return dist_fail(err, op, rc);
+    }
+    return OC_OK;
+}
+
+int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err)
+{
+    if (!dist_on) {
+        recv[0] = send[0];
+        return OC_OK;
+    }
+    int rc = MPI_Alltoall(send, 1, MPI_UINT64_T, recv, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    if (rc != MPI_SUCCESS)
+        return dist_fail(err, "MPI_Alltoall of the row request counts", rc);
     return OC_OK;
 }
 

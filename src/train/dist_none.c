@@ -65,6 +65,25 @@ int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err)
     return OC_OK;
 }
 
+int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
+                      const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                      struct oc_err *err)
+{
+    (void)recv_counts;
+    (void)what;
+    (void)err;
+    if (send_counts[0])
+        memmove(recv, send, send_counts[0] * elem_bytes);
+    return OC_OK;
+}
+
+int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err)
+{
+    (void)err;
+    recv[0] = send[0];
+    return OC_OK;
+}
+
 _Noreturn void oc_dist_abort(int code)
 {
     exit(code);

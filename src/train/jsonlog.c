@@ -185,6 +185,11 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
             cJSON_AddNumberToObject(dp, "exchange_s", st->exchange_s);
             cJSON_AddNumberToObject(dp, "eval_units", (double)st->eval_units);
             cJSON_AddNumberToObject(dp, "eval_units_rank0", (double)st->eval_units_own);
+            if (st->partitioned) {
+                cJSON_AddNumberToObject(dp, "local_rows", (double)st->local_rows);
+                cJSON_AddNumberToObject(dp, "remote_rows", (double)st->remote_rows);
+                cJSON_AddNumberToObject(dp, "remote_bytes", (double)st->remote_bytes);
+            }
         }
     }
     cJSON_AddItemToObject(o, "stages", stages);

@@ -363,8 +363,8 @@ int oc_loader_next(struct oc_loader *l, struct oc_pipe_batch **out, struct oc_er
         uint64_t lo, hi;
         const struct oc_sample_batch *b = &(*out)->batch;
         train_shard_range(b->n_seeds, l->o.world_size, l->o.rank, &lo, &hi);
-        if ((rc = train_shard_cut(&l->shares[l->n_held - 1], b, (*out)->x, l->data.feat_dim, lo, hi,
-                                  err))) {
+        if ((rc = train_shard_cut(&l->shares[l->n_held - 1], b, (*out)->x, NULL, l->data.feat_dim,
+                                  lo, hi, err))) {
             oc_loader_done(l, *out);
             *out = NULL;
             return rc;

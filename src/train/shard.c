@@ -73,7 +73,8 @@ int train_shard_reserve(struct train_shard *sh, const struct oc_sample_batch *b,
 }
 
 int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, const float *x,
-                    uint64_t dim, uint64_t lo, uint64_t hi, struct oc_err *err)
+                    const uint32_t *x_row, uint64_t dim, uint64_t lo, uint64_t hi,
+                    struct oc_err *err)
 {
     assert(lo <= hi && hi <= b->n_seeds);
     int rc;
@@ -132,7 +133,9 @@ int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, con
         return rc;
     for (uint64_t k = 0; k < n; k++) {
         sh->ids[k] = b->input_ids[sh->old[k]];
-        memcpy(sh->x + k * dim, x + (uint64_t)sh->old[k] * dim, dim * sizeof(float));
+        uint64_t row = x_row ? x_row[sh->old[k]] : sh->old[k];
+        assert(!x_row || row != UINT32_MAX); /* a row this rank holds */
+        memcpy(sh->x + k * dim, x + row * dim, dim * sizeof(float));
     }
     s->n_input = n;
     s->input_ids = sh->ids;

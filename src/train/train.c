@@ -300,6 +300,7 @@ struct run {
     struct oc_progress *progress; /* the caller's (borrowed) */
     struct train_auto autosel;    /* --strategy auto: the predictions and the pick */
     struct train_dp dp;           /* --micro-shards / --distributed */
+    struct train_part part;       /* a partitioned dataset: this rank's part (dist_rows.c) */
 };
 
 static void run_deinit(struct run *r)
@@ -315,6 +316,7 @@ static void run_deinit(struct run *r)
     oc_pool_free(r->pool);
     oc_free(r->labels.labels);
     train_dp_deinit(&r->dp);
+    train_part_close(&r->part);
     train_redundancy_deinit(&r->redundancy);
     train_batching_close(&r->batching);
     train_data_deinit(&r->data);
@@ -493,7 +495,11 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
         if (!topo.budget_bytes)
             topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
     }
-    if ((rc = train_data_load(dir, o->topology_disk ? &topo : NULL, &r->data, err)))
+    /* a partitioned dataset: the rank's part, its rows from part.json's rows.npy */
+    if ((rc = train_data_load_dim(r->part.on ? r->part.part.dir : dir,
+                                  o->topology_disk ? &topo : NULL,
+                                  r->part.on ? r->part.part.feat_dim : 0, &r->data, err)) ||
+        (r->part.on && (rc = train_part_load_rows(&r->part, &r->data, err))))
         return rc;
     char plan_dir[4096];
     if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)) ||
@@ -859,7 +865,8 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
     st->sampled_edges += oc_sample_batch_n_edges(batch);
     train_redundancy_add(&r->redundancy, batch, st);
     struct oc_store_hist hist;
-    if ((rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)))
+    memset(&hist, 0, sizeof(hist));
+    if (r->store && (rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)))
         return rc;
     if (hist.n_pruned || hist.n_push)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
@@ -878,7 +885,9 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
             const struct oc_sample_batch *sb = batch;
             float *x = pb->x;
             if (dp->m > 1) {
-                if ((rc = train_shard_cut(&dp->shard, batch, pb->x, r->data.feat_dim, lo, hi, err)))
+                if ((rc =
+                         train_shard_cut(&dp->shard, batch, pb->x, r->part.on ? r->part.slot : NULL,
+                                         r->data.feat_dim, lo, hi, err)))
                     return rc;
                 sb = &dp->shard.b;
                 x = dp->shard.x;
@@ -895,7 +904,8 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
                                         (double)loss.n_correct};
         memcpy(pkt + dp->n_weights, stats, sizeof(stats));
     }
-    oc_store_hist_done(r->store, pb->epoch, pb->index);
+    if (r->store)
+        oc_store_hist_done(r->store, pb->epoch, pb->index);
     double t0 = oc_now_s(), stats[TRAIN_DP_STATS];
     if ((rc = train_dp_exchange(dp, stats, &st->grad_sent_bytes, &st->grad_recv_bytes, err)))
         return rc;
@@ -909,6 +919,73 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
     *counted += (uint64_t)stats[1];
     *correct += (uint64_t)stats[2];
     return OC_OK;
+}
+
+/*
+ * A partitioned run's training batches of epoch e (dist_rows.c): each sampled
+ * here on the trainer's thread exactly as the batch pipeline samples it
+ * (probe_plan), the input rows of this rank's micro-shards filled (its own
+ * rows, and the others' in one exchange), then the sharded step. The
+ * sampling and the exchange are timed as sample_s and gather_s.
+ */
+static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
+                            struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                            uint64_t *correct, const struct oc_nn_adam *adam,
+                            struct oc_progress *progress, struct oc_err *err)
+{
+    struct probe_plan pp;
+    struct oc_pipe_batch pb;
+    memset(&pb, 0, sizeof(pb));
+    oc_sample_batch_init(&pb.batch);
+    int rc = probe_plan_open(r, o, e, &pp, err);
+    uint64_t n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
+    for (uint64_t i = 0; rc == OC_OK && i < n; i++) {
+        double t0 = oc_now_s();
+        if ((rc = probe_plan_batch(&pp, i, &pb.batch, err)))
+            break;
+        double t1 = oc_now_s();
+        st->sample_s += t1 - t0;
+        uint64_t lo, hi, ignored;
+        train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.first, &lo, &ignored);
+        train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.last - 1, &ignored, &hi);
+        if ((rc = train_part_fill(&r->part, &pb.batch, lo, hi, r->data.feat_dim, &pb.x, st, err)))
+            break;
+        st->gather_s += oc_now_s() - t1;
+        pb.epoch = e;
+        pb.index = pb.pos = i;
+        if ((rc = train_step_sharded(r, e, &pb, st, loss_sum, counted, correct, adam, err)))
+            break;
+        oc_progress_add(progress, 1);
+    }
+    if (rc)
+        oc_err_prefix(err, "epoch %u", e);
+    oc_sample_batch_deinit(&pb.batch);
+    probe_plan_close(&pp);
+    return rc;
+}
+
+/* The batches of a partitioned run's epochs (the sample plan's count). */
+static int part_n_batches(struct run *r, const struct oc_train_opts *o, uint32_t e, uint64_t *n,
+                          struct oc_err *err)
+{
+    struct probe_plan pp;
+    int rc = probe_plan_open(r, o, e, &pp, err);
+    *n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
+    probe_plan_close(&pp);
+    return rc;
+}
+
+/* A partitioned run's epoch counts, summed over the ranks (a collective). */
+static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    uint64_t v[4] = {st->local_rows, st->remote_rows, st->remote_bytes, st->served_rows};
+    int rc = oc_dist_sum_u64(v, 4, err);
+    st->partitioned = 1;
+    st->local_rows = v[0];
+    st->remote_rows = v[1];
+    st->remote_bytes = v[2];
+    st->served_rows = v[3];
+    return rc;
 }
 
 /*
@@ -950,6 +1027,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct run r;
     memset(&r, 0, sizeof(r));
     r.progress = progress;
+    if (oc_plan_part_set_is(dir) && (rc = train_part_open(&r.part, dir, o, err)))
+        goto out;
     if ((rc = run_setup(&r, dir, o, err)) || (rc = train_metric_check(&r.data, o, dir, err)))
         goto out;
     char fingerprint[1024];
@@ -967,7 +1046,11 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         snprintf(scratch, sizeof(scratch), "%s", o->scratch_dir);
     else if ((rc = run_plan_dir(o, dir, scratch, sizeof(scratch), err)))
         goto out;
-    if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)))
+    if (r.part.on) /* the rank's rows are in memory (dist_rows.c): no store, no pipeline */
+        rc = oc_store_strategy_find("memory", &r.strategy, err);
+    else
+        rc = run_open_store(&r, o, dir, pos.next_epoch, err);
+    if (rc)
         goto out;
     struct oc_train_opts picked; /* --strategy auto: the run goes on as the pick's */
     if (r.autosel.on) {
@@ -982,7 +1065,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     /* every rank evaluates its share (eval.c) and gets the whole result; ranks other than 0
        neither log nor checkpoint: rank 0 does for all */
     const int lead = oc_dist_rank() == 0 || !o->distributed;
-    if ((rc = run_open_pipe(&r, o, err)) ||
+    if ((!r.part.on && (rc = run_open_pipe(&r, o, err))) ||
         (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
@@ -1002,7 +1085,11 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     struct oc_nn_adam adam;
     oc_nn_adam_default(&adam, o->lr, o->weight_decay);
-    uint64_t n_batches = oc_batch_pipe_n_batches(r.pipe);
+    uint64_t n_batches = 0;
+    if (r.part.on && (rc = part_n_batches(&r, o, pos.next_epoch, &n_batches, err)))
+        goto out;
+    if (!r.part.on)
+        n_batches = oc_batch_pipe_n_batches(r.pipe);
     struct oc_batch_pipe_stats pipe_mark; /* the pipeline's counters when the epoch began */
     memset(&pipe_mark, 0, sizeof(pipe_mark));
     const uint32_t first_epoch = pos.next_epoch;
@@ -1021,6 +1108,19 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         oc_progress_phase(progress, label, n_batches, "batches");
         struct oc_store_stats before, after;
         struct oc_batch_pipe_stats pipe0, pipe1;
+        double loss_sum = 0;
+        uint64_t counted = 0, correct = 0;
+        uint64_t flops0, flops1;
+        double gemm0, gemm1;
+        oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
+        if (r.part.on) {
+            if ((rc = part_train_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam,
+                                       progress, err)) ||
+                (rc = part_epoch_sums(&st, err)))
+                goto out;
+            oc_progress_clear(progress);
+            goto trained;
+        }
         oc_store_stats(r.store, &before);
         /* the first epoch starts here; later ones were started ahead (see below) */
         if (e == first_epoch) {
@@ -1033,11 +1133,6 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         pipe0 = pipe_mark;
         if ((rc = oc_batch_pipe_open(r.pipe, err)))
             goto out;
-        uint64_t flops0, flops1;
-        double gemm0, gemm1;
-        oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
-        double loss_sum = 0;
-        uint64_t counted = 0, correct = 0;
         for (uint64_t i = 0; i < n_batches; i++) {
             struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
             if ((rc = oc_batch_pipe_next(r.pipe, &pb, err)))
@@ -1069,14 +1164,15 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
         st.wait_s = pipe1.wait_s - pipe0.wait_s;
         const struct oc_topo_disk_stats *topo0 = &pipe0.topo, *topo1 = &pipe1.topo;
-        oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
-        st.gemm_flops = flops1 - flops0;
-        st.gemm_s = gemm1 - gemm0;
         st.topo.n_lookups = topo1->n_lookups - topo0->n_lookups;
         st.topo.n_hits = topo1->n_hits - topo0->n_hits;
         st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
         st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
+trained:
+        oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
+        st.gemm_flops = flops1 - flops0;
+        st.gemm_s = gemm1 - gemm0;
         uint32_t every = o->eval_every > 1 ? o->eval_every : 1;
         st.evaluated =
             o->eval != OC_TRAIN_EVAL_NONE && ((e + 1) % every == 0 || e + 1 == o->epochs);

@@ -48,6 +48,10 @@ uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train
 /* Loads everything but features; with topo_opts != NULL the indices stay on disk. */
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
                     struct train_data *d, struct oc_err *err);
+/* As train_data_load, for a dataset without features whose rows come from elsewhere
+   (a part of a partitioned dataset: its rows.npy) of feat_dim columns. */
+int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
+                        uint64_t feat_dim, struct train_data *d, struct oc_err *err);
 void train_data_deinit(struct train_data *d);
 
 /*
@@ -116,9 +120,14 @@ struct train_shard {
 };
 /* Part k of parts of n items: [n k / parts, n (k+1) / parts). */
 void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uint64_t *hi);
-/* Cuts the shard of seeds [lo, hi) of batch b (input rows x, dim floats each) into sh. */
+/*
+ * Cuts the shard of seeds [lo, hi) of batch b (input rows x, dim floats
+ * each) into sh. Batch position p's row is row x_row[p] of x, or row p
+ * with x_row NULL (a partitioned run holds only the rows its shards read).
+ */
 int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, const float *x,
-                    uint64_t dim, uint64_t lo, uint64_t hi, struct oc_err *err);
+                    const uint32_t *x_row, uint64_t dim, uint64_t lo, uint64_t hi,
+                    struct oc_err *err);
 /* Grows sh's arrays to hold a shard of up to factor x b's size (under a budget, at start). */
 int train_shard_reserve(struct train_shard *sh, const struct oc_sample_batch *b, uint64_t dim,
                         double factor, struct oc_err *err);
@@ -158,6 +167,48 @@ float *train_dp_packet(struct train_dp *dp, uint32_t s);
  */
 int train_dp_exchange(struct train_dp *dp, double stats[TRAIN_DP_STATS], uint64_t *sent,
                       uint64_t *recvd, struct oc_err *err);
+
+/* ---- partitioned features (dist_rows.c) ---------------------------------- */
+
+/*
+ * A run on a partitioned dataset (offcore partition): this rank's part, its
+ * own feature rows in memory, and the buffers of the per-batch exchange
+ * that fetches the other rows its micro-shards read from their owners.
+ */
+struct train_part {
+    int on;
+    struct oc_plan_part part;
+    float *rows;    /* part.n_local x feat_dim: this rank's rows */
+    uint32_t *slot; /* per batch position: its row of x, UINT32_MAX if not read here */
+    uint32_t *pos;  /* batch positions this rank's shards read */
+    float *x;       /* their input rows, one per such position */
+    uint64_t *send_n, *offs;
+    uint32_t *req, *serve; /* rows asked of others (then their positions); rows asked of me */
+    float *reply, *got;
+    uint64_t cap_slot, cap_pos, cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_reply, cap_got;
+};
+/*
+ * Opens rank oc_dist_rank()'s part of the partitioned dataset dir
+ * (oc_plan_part_open: refused when its part count is not the world size,
+ * a part is missing, truncated or of another run) and checks that every
+ * rank's part has the same run id; refuses options this version lacks
+ * (anything but --strategy memory, --eval none).
+ */
+int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
+                    struct oc_err *err);
+/* Loads the part's rows (f16 widened to f32) after d (the part's dataset) is loaded. */
+int train_part_load_rows(struct train_part *tp, const struct train_data *d, struct oc_err *err);
+/*
+ * The input rows of batch b that the micro-shards of its seeds [lo, hi)
+ * read, into *x (tp's buffer: batch position p's row is row tp->slot[p],
+ * for train_shard_cut): own rows copied, the others fetched in one exchange
+ * every rank joins; adds
+ * the rows to st (local_rows, remote_rows, remote_bytes, served_rows).
+ */
+int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo,
+                    uint64_t hi, uint64_t dim, float **x, struct oc_train_epoch_stats *st,
+                    struct oc_err *err);
+void train_part_close(struct train_part *tp);
 
 /* ---- working set (working_set.c) ------------------------------------------- */
 

@@ -281,7 +281,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
 /* ---- stages (gnndrive_stage.c) ------------------------------------------- */
 
 /*
- * oc_store_prepare_batch: feeds plan batch (epoch, batch) to the extractors
+ * oc_store_sampled: feeds plan batch (epoch, batch) to the extractors
  * when it is the next one of the plan (else a no-op: its gather reads
  * directly). Waits for a free record.
  */

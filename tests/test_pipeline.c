@@ -17,6 +17,7 @@
 
 #include "fault_util.h"
 #include "offcore/batch_pipe.h"
+#include "store/static/static_int.h"
 #include "store_fixture.h"
 
 /* ---- stages --------------------------------------------------------------- */

@@ -27,6 +27,7 @@
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/rng.h"
+#include "store/static/static_int.h"
 #include "store/store_int.h"
 #include "store_fixture.h"
 

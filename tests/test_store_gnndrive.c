@@ -33,6 +33,7 @@
 #include "offcore/rng.h"
 #include "offcore/train.h"
 #include "proc_util.h"
+#include "store/gnndrive/gnndrive_int.h"
 #include "store_fixture.h"
 
 /* ---- helpers -------------------------------------------------------------------- */

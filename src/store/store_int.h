@@ -7,8 +7,9 @@
  * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
  * static/, ginex/, gnndrive/, diskgnn/, helios/, outre/) defines one and
  * registry.c lists it. A folder's headers are its own (tools/check_deps.sh:
- * no other strategy includes them). Tests may include this header for the
- * knobs at the end (helios's are in helios/helios_int.h).
+ * no other strategy includes them). A strategy's test knobs are in its
+ * private header (static/static_int.h, gnndrive/gnndrive_int.h,
+ * helios/helios_int.h), which tests include.
  * Thread-safety: a store's calls come from the batch pipeline's sample stage
  * (hop, sampled: in plan order), its fetch stage (load, gather) and the
  * trainer (done), so a strategy with sample-stage or trainer hooks keeps
@@ -533,37 +534,6 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
 
 /* CPU seconds of the I/O path (io_cpu_us) per GiB the disk delivered (0 with nothing read). */
 double store_io_cpu_s_per_gib(const struct oc_store_stats *s);
-
-/* ---- test knobs ---------------------------------------------------------- */
-
-/*
- * For a `static` store: whether row id is in its RAM cache; how many rows
- * are; how many of the rows it chose it gave back to the budget and holds no
- * more (static.c). 0 otherwise.
- */
-int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
-uint64_t oc_store_static_n_cached(const struct oc_store *s);
-uint64_t oc_store_static_n_given_up(const struct oc_store *s);
-
-/* For a `gnndrive` store (gnndrive.c); see there. */
-struct oc_store_gnndrive_info {
-    uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
-    uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
-    uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
-    uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */
-    int pipeline;                     /* whether the sampler/extractor threads run */
-    uint64_t n_extracted;             /* batches extracted by the pipeline */
-    uint64_t n_served;                /* gather_batch calls served from the buffer */
-    uint64_t n_discarded;             /* extracted batches released unused */
-    uint64_t n_direct;                /* gather_batch calls read directly (not in the pipeline) */
-};
-/* Fills info and returns 1 for a gnndrive store; 0 otherwise. */
-int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
-/* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
-void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
-/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
-int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
-                                 struct oc_err *err);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "store/store_int.h"
+#include "store/static/static_int.h"
 
 #define NO_SLOT STORE_NO_SLOT
 

@@ -405,20 +405,21 @@ OC_TEST(admission_takes_the_smallest_gradient_norms)
     OC_CHECK(marked == 29);
 }
 
-/* One batch through the store's embedding hooks: prune, then the trainer's push and norms. */
+/* One batch through the store's lifecycle hooks: the last hop pruned (the trainer's view
+   filled), the trainer's push and norms, done. */
 static void ot_step(struct oc_store *st, uint64_t g, const uint64_t *ids, uint64_t n,
                     uint64_t n_seeds, uint8_t *mask, const float *push, const float *grad)
 {
     struct oc_err err;
-    memset(mask, 0, (size_t)n);
-    OC_CHECK_OK(outre_prune(st, 0, g, ids, n, n_seeds, mask, &err), &err);
     struct oc_store_hist h;
-    OC_CHECK_OK(outre_hist_batch(st, 0, g, &h, &err), &err);
+    memset(mask, 0, (size_t)n);
+    struct oc_store_hop hop = {0, g, ids, n, n_seeds, mask, &h};
+    OC_CHECK_OK(outre_hop(st, &hop, &err), &err);
     for (uint64_t k = 0; k < h.n_push; k++) {
         h.push_rows[k] = push ? push[k] : 0.0f;
         h.push_grad[k] = grad ? grad[k] : 1.0f;
     }
-    outre_hist_done(st, 0, g);
+    outre_done(st, 0, g);
 }
 
 OC_TEST(a_push_not_admitted_empties_its_slot)
@@ -433,6 +434,7 @@ OC_TEST(a_push_not_admitted_empties_its_slot)
     o.staleness = 100;
     o.admit = 0.5; /* one of two pushes */
     o.n_batches = 1000;
+    o.prunes = 1;
     const uint64_t cached[2] = {1, 2};
     OC_CHECK_OK(outre_emb_init(&st, &o, cached, 2, 1, &err), &err);
     uint8_t mask[3];
@@ -452,10 +454,10 @@ OC_TEST(a_push_not_admitted_empties_its_slot)
     for (uint64_t g = OUTRE_SLOTS + 1; g < 2 * OUTRE_SLOTS; g++)
         ot_step(&st, g, seed_only, 1, 1, mask, NULL, NULL);
     /* g 8: node 2 pruned with g 4's embedding, node 1 computed afresh (its slot emptied) */
-    OC_CHECK_OK(outre_prune(&st, 0, 2 * OUTRE_SLOTS, a, 3, 1, mask, &err), &err);
-    OC_CHECK(mask[0] == 0 && mask[1] == 0 && mask[2] == 1);
     struct oc_store_hist h;
-    OC_CHECK_OK(outre_hist_batch(&st, 0, 2 * OUTRE_SLOTS, &h, &err), &err);
+    struct oc_store_hop hop = {0, 2 * OUTRE_SLOTS, a, 3, 1, mask, &h};
+    OC_CHECK_OK(outre_hop(&st, &hop, &err), &err);
+    OC_CHECK(mask[0] == 0 && mask[1] == 0 && mask[2] == 1);
     OC_CHECK(h.n_pruned == 1 && h.pruned_pos[0] == 2 && h.pruned_rows[0] == 21.0f);
     OC_CHECK(h.n_push == 1 && h.push_pos[0] == 1);
     outre_emb_free(&o);

@@ -17,6 +17,7 @@
 
 #include "fault_util.h"
 #include "offcore/batch_pipe.h"
+#include "store/static/static_int.h"
 #include "store_fixture.h"
 
 /* ---- stages --------------------------------------------------------------- */
@@ -309,7 +310,7 @@ static uint64_t run_strategy(const struct fixture *fx, uint32_t index, uint32_t 
     OC_CHECK(oc_store_gather_lanes(s) == (laned ? depth : 1));
     /* a store with offline batches hands them over in the fetch stage: nothing to sample */
     OC_CHECK(st.wait_s >= 0.0 && st.fetch_busy_s > 0.0);
-    OC_CHECK(oc_store_has_batches(s) ? st.sample_busy_s == 0.0 : st.sample_busy_s > 0.0);
+    OC_CHECK(oc_store_caps(s)->batches ? st.sample_busy_s == 0.0 : st.sample_busy_s > 0.0);
 out:
     oc_batch_pipe_free(bp);
     oc_store_free(s);

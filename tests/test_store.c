@@ -7,7 +7,8 @@
  * steady-state gathers allocate
  * nothing; budgets too small; bad ids; a feature file truncated mid-run and
  * read faults give errors naming the file and offset; allocation faults at
- * open leave no leak; the batch reader's merge switch.
+ * open leave no leak; the batch reader's merge switch; the batch lifecycle
+ * (capabilities, hops and loads a store cannot use, done only after sampled).
  *
  * Place in the data flow: tests of store (generate → dataset → store).
  * Thread-safety: test code is single-threaded; stores may use a pool.
@@ -16,14 +17,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fault_util.h"
 #include "harness.h"
 #include "offcore/rng.h"
+#include "store/static/static_int.h"
 #include "store/store_int.h"
 #include "store_fixture.h"
 
@@ -250,6 +254,72 @@ OC_TEST(all_match_memory_f32)
 OC_TEST(all_match_memory_f16)
 {
     all_match_memory(OC_DTYPE_F16, 12);
+}
+
+/*
+ * The batch lifecycle every strategy shares: capabilities fixed at open, a
+ * pruning hop on a store that does not prune is a no-op that clears the
+ * trainer's view, load refused where the strategy does not sample, and done
+ * only after the batch was sampled (a debug assert stops the process).
+ */
+OC_TEST(batch_lifecycle_caps_and_order)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
+        const char *name = oc_store_strategy_name(i);
+        struct oc_store_config c = fixture_config(&fx, NULL);
+        struct oc_store *s = fixture_open(name, &c);
+        if (!s)
+            continue;
+        const struct oc_store_caps *caps = oc_store_caps(s);
+        OC_CHECK(caps->samplers >= 1);
+        OC_CHECK(caps->hops == (strcmp(name, "helios") == 0));
+        OC_CHECK(caps->batches == (!strcmp(name, "ginex") || !strcmp(name, "diskgnn")));
+        OC_CHECK(!caps->prunes && !caps->reorders); /* no embeddings asked, no --reorder */
+        OC_CHECK(caps->lookahead == 0 || !strcmp(name, "gnndrive") || !strcmp(name, "helios"));
+        const uint64_t ids[3] = {0, 1, 2};
+        uint8_t mask[3] = {0, 0, 0};
+        struct oc_store_hist h;
+        memset(&h, 0xA5, sizeof(h));
+        const struct oc_store_hop hop = {0, 0, ids, 3, 1, mask, &h};
+        OC_CHECK_OK(oc_store_hop(s, &hop, &err), &err);
+        OC_CHECK(mask[0] == 0 && mask[1] == 0 && mask[2] == 0);
+        OC_CHECK(h.n_pruned == 0 && h.n_push == 0 && !h.pruned_rows && !h.push_rows);
+        if (!caps->batches) {
+            struct oc_sample_batch b;
+            oc_sample_batch_init(&b);
+            OC_CHECK_ERR(oc_store_load_batch(s, 0, 0, &b, &err), OC_ERR_UNSUPPORTED, &err,
+                         "does not sample batches");
+            oc_sample_batch_deinit(&b);
+        }
+        oc_store_free(s);
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    struct oc_store *s = fixture_open("memory", &c);
+#ifndef NDEBUG
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen("/dev/null", "w", stderr); /* assert()'s message is expected */
+        oc_store_done(s, 0, 0);            /* never sampled: aborts */
+        _exit(0);
+    }
+    int status = 0;
+    OC_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    OC_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
+    struct oc_sample_batch b;
+    oc_sample_batch_init(&b);
+    OC_CHECK_OK(oc_store_sampled(s, 0, 0, &b, &err), &err);
+    oc_store_done(s, 0, 0); /* in order: fine */
+    oc_sample_batch_deinit(&b);
+    oc_store_free(s);
+    fixture_free(&fx);
 }
 
 /* Rows wider than a widening chunk (256 halves) and straddling pages. */

@@ -551,7 +551,7 @@ OC_TEST(batches_out_of_plan_order)
         return;
     }
     uint64_t nb = ref.nb;
-    OC_CHECK(oc_store_has_batches(s));
+    OC_CHECK(oc_store_caps(s)->batches);
     float *out = malloc(fx.n_nodes * fx.dim * sizeof(float));
     uint64_t *ids = malloc(fx.n_nodes * sizeof(uint64_t));
     struct oc_sample_batch b;

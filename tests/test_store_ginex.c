@@ -27,6 +27,7 @@
 #include "offcore/pipeline.h"
 #include "offcore/rng.h"
 #include "offcore/train.h"
+#include "store/static/static_int.h"
 
 /* ---- the store --------------------------------------------------------------------- */
 

@@ -33,6 +33,7 @@
 #include "offcore/rng.h"
 #include "offcore/train.h"
 #include "proc_util.h"
+#include "store/gnndrive/gnndrive_int.h"
 #include "store_fixture.h"
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -139,7 +140,7 @@ static void random_ids(uint64_t *ids, uint64_t n, uint64_t n_nodes, uint64_t see
 
 /*
  * Runs n_epochs of the plan through the batch pipeline (which samples each
- * batch once and feeds it to the store with oc_store_prepare_batch) with an
+ * batch once and feeds it to the store with oc_store_sampled) with an
  * evaluation gather between epochs; checks every row against the file (and
  * against mem's gather when mem is set). *rows = rows of the training
  * batches; returns the rows that differ.
@@ -440,7 +441,7 @@ OC_TEST(reorder_delivers_each_batch_once)
         uint64_t b1, b2;
         OC_CHECK_ERR(oc_store_next_batch(s, 0, &b1, &err), OC_ERR_ARG, &err, "prepare one");
         for (uint64_t b = 0; b < 2; b++)
-            OC_CHECK_OK(oc_store_prepare_batch(s, 0, b, replay_batch(&p, &fx, 0, b), &err), &err);
+            OC_CHECK_OK(oc_store_sampled(s, 0, b, replay_batch(&p, &fx, 0, b), &err), &err);
         OC_CHECK_OK(oc_store_next_batch(s, 0, &b1, &err), &err);
         OC_CHECK_ERR(oc_store_next_batch(s, 0, &b2, &err), OC_ERR_ARG, &err, "not gathered");
     }
@@ -478,9 +479,9 @@ OC_TEST(plan_order_next_batch_and_skips)
         OC_CHECK_ERR(oc_store_next_batch(s, 1, &b, &err), OC_ERR_NOTFOUND, &err, NULL);
         /* Batches 0 and 1 skipped: discarded when batch 2 is asked for. */
         for (uint64_t k = 0; k < 5; k++)
-            OC_CHECK_OK(oc_store_prepare_batch(s, 0, k, replay_batch(&p, &fx, 0, k), &err), &err);
+            OC_CHECK_OK(oc_store_sampled(s, 0, k, replay_batch(&p, &fx, 0, k), &err), &err);
         /* out of plan order: not fed (its gather would read directly) */
-        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 7, replay_batch(&p, &fx, 0, 7), &err), &err);
+        OC_CHECK_OK(oc_store_sampled(s, 0, 7, replay_batch(&p, &fx, 0, 7), &err), &err);
         uint64_t order[] = {2, 3, 0, 4};
         for (size_t k = 0; k < 4; k++) {
             const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, order[k]);
@@ -489,7 +490,7 @@ OC_TEST(plan_order_next_batch_and_skips)
             OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
         }
         /* Ids that are not what the plan sampled: read directly, still right. */
-        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 5, replay_batch(&p, &fx, 0, 5), &err), &err);
+        OC_CHECK_OK(oc_store_sampled(s, 0, 5, replay_batch(&p, &fx, 0, 5), &err), &err);
         const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 6);
         OC_CHECK_OK(oc_store_gather_batch(s, 0, 5, sb->input_ids, sb->n_input, out, &err), &err);
         OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
@@ -722,7 +723,7 @@ struct prep_job {
 static void *prepare_thread(void *arg)
 {
     struct prep_job *j = arg;
-    j->rc = oc_store_prepare_batch(j->s, 0, j->batch, j->b, &j->err);
+    j->rc = oc_store_sampled(j->s, 0, j->batch, j->b, &j->err);
     return NULL;
 }
 
@@ -763,7 +764,7 @@ OC_TEST(cancel_while_extractors_wait)
         oc_store_gnndrive_info(s, &info);
         uint64_t fed = 0;
         for (; fed < info.n_records && fed < nb; fed++)
-            OC_CHECK_OK(oc_store_prepare_batch(s, 0, fed, &bs[fed], &err), &err);
+            OC_CHECK_OK(oc_store_sampled(s, 0, fed, &bs[fed], &err), &err);
         /*
          * Every record is out: with a borrowed pipeline, a further prepare (on
          * another thread) waits for the releaser, which never runs.
@@ -930,7 +931,7 @@ OC_TEST(records_grow_past_reserved_rows)
     if (s) {
         uint64_t budget = oc_mem_budget();
         oc_mem_set_budget(oc_mem_used() + 64);
-        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 0, &bs[0], &err), &err);
+        OC_CHECK_OK(oc_store_sampled(s, 0, 0, &bs[0], &err), &err);
         struct oc_store_stats st;
         oc_store_stats(s, &st);
         OC_CHECK(st.given_back_bytes > 0);
@@ -947,7 +948,7 @@ OC_TEST(records_grow_past_reserved_rows)
         oc_store_stats(s, &st);
         OC_CHECK(st.given_back_bytes > 0);
         oc_mem_set_budget(oc_mem_used() + 64); /* nothing more to give */
-        int rc = oc_store_prepare_batch(s, 0, 0, &bs[0], &err);
+        int rc = oc_store_sampled(s, 0, 0, &bs[0], &err);
         oc_mem_set_budget(budget);
         OC_CHECK_ERR(rc, OC_ERR_BUDGET, &err, "batch 0 of epoch 0 (");
         OC_CHECK(strstr(err.msg, "input rows): memory budget exceeded: store gnndrive") != NULL);
@@ -1078,13 +1079,13 @@ OC_TEST(larger_batch_takes_its_slots_back)
         for (uint64_t i = 0; i < b.n_input; i++)
             b.input_ids[i] = (i * 7919) % fx.n_nodes;
         OC_CHECK(b.n_input < fx.n_nodes && b.n_input <= info.n_slots);
-        OC_CHECK_ERR(oc_store_prepare_batch(s, 0, 0, &b, &err), OC_ERR_BUDGET, &err,
+        OC_CHECK_ERR(oc_store_sampled(s, 0, 0, &b, &err), OC_ERR_BUDGET, &err,
                      "row slots it gave back");
         OC_CHECK(strstr(err.msg, "batch 0 of epoch 0") != NULL);
         fprintf(stderr, "  %s\n", err.msg);
         oc_free(big);
         oc_mem_set_budget(0);
-        OC_CHECK_OK(oc_store_prepare_batch(s, 0, 0, &b, &err), &err);
+        OC_CHECK_OK(oc_store_sampled(s, 0, 0, &b, &err), &err);
         oc_store_stats(s, &st1);
         OC_CHECK(st1.given_back_bytes < st0.given_back_bytes);
         float *out = malloc(b.n_input * fx.dim * sizeof(float));
@@ -1129,7 +1130,7 @@ OC_TEST(alloc_faults)
             int rc = oc_store_open(idx, &c, &s, &err);
             /* A failure in a thread surfaces at the next call. */
             for (uint64_t b = 0; b < nb && rc == OC_OK; b++) {
-                rc = oc_store_prepare_batch(s, 0, b, &bs[b], &err);
+                rc = oc_store_sampled(s, 0, b, &bs[b], &err);
                 if (rc == OC_OK)
                     rc = oc_store_gather_batch(s, 0, b, bs[b].input_ids, bs[b].n_input, out, &err);
             }

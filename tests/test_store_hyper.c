@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "offcore/pipeline.h"
+#include "store/static/static_int.h"
 #include "store_fixture.h"
 
 struct run {

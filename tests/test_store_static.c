@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "store/static/static_int.h"
 #include "store_fixture.h"
 
 static const uint64_t *g_hot; /* qsort context */

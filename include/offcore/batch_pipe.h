@@ -5,15 +5,16 @@
  *
  *   trainer: oc_batch_pipe_epoch(e), _open ─► oc_batch_pipe_next ─► train ─► oc_batch_pipe_done
  *                                                ▲                            │
- *   sample stage: free slot ─► sample (seed,e,b) ─► store prepare ─► fetch q  │
+ *   sample stage: free slot ─► sample (seed,e,b) ─► store sampled ─► fetch q  │
  *   fetch stage:  fetch q ─► [store next_batch] ─► store gather ─► ready q    │
  *        ▲                                                                    │
  *        └──────────────────────────── free slots ◄───────────────────────────┘
  *
  * Place in the data flow: train (store + sample → trainer); train drives it.
  * Thread-safety: driven by one trainer thread; its stages call the store
- * from their threads (sample stage: prepare_batch; fetch stage: load_batch,
- * next_batch, gather_batch). Between the last batch of an epoch and
+ * from their threads (sample stage: oc_store_hop, oc_store_sampled; fetch
+ * stage: load_batch, next_batch, gather_batch), oc_batch_pipe_done from the
+ * trainer's (oc_store_done). Between the last batch of an epoch and
  * oc_batch_pipe_open of the next, only the sample stage may run (sampling
  * the next epoch ahead and preparing its batches), so the trainer may gather
  * from the store (evaluation) and read its stats.
@@ -40,8 +41,11 @@ struct oc_pipe_batch {
                                      with reused samples: oc_sample_batch_order) */
     struct oc_sample_batch batch; /* its blocks; seeds = batch.input_ids[0 .. n_seeds) */
     float *x;                     /* batch.n_input x feat_dim gathered rows */
-    void *rows;                   /* (private) the row buffer x lies in */
-    uint64_t seq;                 /* (private) sampler threads: the sample stage's count */
+    /* the store's historical embeddings for it (outre; all zero elsewhere), filled as it
+       was sampled (oc_store_hop), valid until oc_batch_pipe_done */
+    struct oc_store_hist hist;
+    void *rows;   /* (private) the row buffer x lies in */
+    uint64_t seq; /* (private) sampler threads: the sample stage's count */
 };
 
 struct oc_batch_pipe_config {
@@ -78,7 +82,7 @@ struct oc_batch_pipe_stats {
     /* busy seconds; fetch_busy_s includes the gather lanes' (summed over lanes) */
     double sample_busy_s, fetch_busy_s;
     uint32_t lanes;                 /* gathers run at once (oc_store_gather_lanes, at most depth) */
-    uint32_t samplers;              /* batches sampled at once (oc_store_samplers, at most a slot
+    uint32_t samplers;              /* batches sampled at once (oc_store_caps, at most a slot
                                        each); sample_busy_s then sums their threads */
     double wait_s;                  /* trainer time blocked in oc_batch_pipe_next */
     struct oc_topo_disk_stats topo; /* the sample stage's disk-topology reads (0 in RAM) */
@@ -86,7 +90,7 @@ struct oc_batch_pipe_stats {
 
 /*
  * Builds the stages with depth + 1 row buffers (or oc_store_row_buffers'
- * fewer) and as many slots for sampled batches (or oc_store_lookahead's
+ * fewer) and as many slots for sampled batches (or the store caps' lookahead
  * count). Nothing is sampled before the
  * first oc_batch_pipe_epoch.
  */
@@ -126,7 +130,7 @@ void oc_batch_pipe_return_rows(struct oc_batch_pipe *bp, float *x, uint64_t cap_
  * is returned here; OC_ERR_NOTFOUND once the epoch's batches were all handed out.
  */
 int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, struct oc_err *err);
-/* Gives a batch back: its slot is reused for a later batch. */
+/* Gives a batch back (the store's oc_store_done first): its slot is reused for a later batch. */
 void oc_batch_pipe_done(struct oc_batch_pipe *bp, struct oc_pipe_batch *b);
 void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_stats *out);
 

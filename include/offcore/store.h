@@ -13,9 +13,10 @@
  *
  * Place in the data flow: store sits on dataset, io, sample (for
  * pre-sampling) and core; the batch pipeline (pipeline.h) and train call it.
- * Thread-safety: during an epoch the batch pipeline drives a store from two
- * threads (oc_store_prepare_batch from its sample stage; gather_batch,
- * next_batch and load_batch from its fetch stage); between epochs the
+ * Thread-safety: during an epoch the batch pipeline drives a store from three
+ * threads (oc_store_hop and oc_store_sampled from its sample stage;
+ * next_batch, load_batch and gather_batch from its fetch stage; oc_store_done
+ * from the trainer's); between epochs the
  * training thread uses it (evaluation gathers, stats). It may use the pool
  * it was given inside gather. A strategy's background work (gnndrive's
  * extractors, ginex's inspector, diskgnn's loaders) runs as stages of the
@@ -185,7 +186,7 @@ struct oc_store_config {
                                        taken into the cache, those with the smallest
                                        gradient norm (FreshGNN's criterion); 0..1 */
     uint64_t embed_dim;             /* outre: width of the last layer's input, whose rows
-                                       the trainer takes and pushes (oc_store_hist_batch);
+                                       the trainer takes and pushes (struct oc_store_hist);
                                        0 = the caller does not use embeddings (no pruning) */
     uint64_t batch_rows;            /* the most input rows one gather asks for: a training
                                        batch as train measured it (probe, with its margin),
@@ -346,11 +347,39 @@ int oc_store_gather_batch_lane(struct oc_store *s, uint32_t lane, uint64_t epoch
  */
 int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
 /*
- * Whether the strategy samples the training batches itself (diskgnn: offline,
- * ahead of training). Then train takes each batch from oc_store_load_batch
- * instead of sampling it.
+ * What the batch pipeline does differently for a strategy, fixed at open.
  */
-int oc_store_has_batches(const struct oc_store *s);
+struct oc_store_caps {
+    /* batches the strategy takes in through oc_store_sampled before their gathers
+       (gnndrive: its batch records; a further one waits until one is gathered): the
+       batch pipeline keeps exactly this many sampled batches in flight (row buffers stay
+       at its depth + 1, or oc_store_row_buffers), so the strategy's reads run that far
+       ahead and any batch oc_store_next_batch returns is among them. 0: none */
+    uint32_t lookahead;
+    /* sampler threads the strategy wants feeding it (gnndrive --samplers, as GNNDrive's
+       pool of samplers): the batch pipeline samples that many batches at once, each
+       thread whole batches with its own sampler, and shows them to the strategy in plan
+       order. 1 for every other strategy */
+    uint32_t samplers;
+    int hops;     /* takes batches hop by hop (helios): oc_store_hop with each hop's ids */
+    int prunes;   /* prunes sampling by historical embeddings (outre, with a trainer that
+                     uses them): the pipeline's sampler calls oc_store_hop with a mask */
+    int batches;  /* samples the training batches itself (ginex, diskgnn): the pipeline
+                     takes each from oc_store_load_batch instead of sampling it */
+    int reorders; /* oc_store_next_batch returns batches out of plan order (gnndrive
+                     --reorder) */
+};
+const struct oc_store_caps *oc_store_caps(const struct oc_store *s);
+
+/*
+ * A training batch's life in the store, driven by the batch pipeline:
+ *
+ *   sample stage:  oc_store_hop (per hop, caps.hops; the last block, caps.prunes)
+ *                  ──► oc_store_sampled                       (in plan order)
+ *   fetch stage:   [oc_store_next_batch | oc_store_load_batch] ──► oc_store_gather_batch
+ *   trainer:       oc_store_done                       (via oc_batch_pipe_done)
+ */
+
 /*
  * Batch `batch` of `epoch` of the plan, as the strategy sampled it: equal
  * (oc_sample_batch_equal) to what oc_sample_neighbors gives for it. out's
@@ -367,63 +396,18 @@ int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
  * it is sampled, before its oc_store_gather_batch (the batch pipeline calls it
  * from its sample stage, in plan order, once per batch): a strategy may issue
  * the batch's reads or pin its rows. b is borrowed for the call. A no-op for
- * strategies without the hook.
+ * strategies that do nothing ahead.
  */
-int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                           const struct oc_sample_batch *b, struct oc_err *err);
-/*
- * Shows the strategy one hop of training batch `batch` of `epoch` as the
- * sampler produces it (oc_sample_sampler_on_hop): ids are the nodes the hop
- * added to the batch's input ids, in input order, borrowed for the call. The
- * batch pipeline calls it from its sample stage for a store that wants hops
- * (oc_store_wants_hops), before the batch's oc_store_prepare_batch, so the
- * strategy may start reading a hop's rows while later hops are sampled. A
- * no-op for strategies without the hook.
- */
-int oc_store_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                         uint64_t n, struct oc_err *err);
-/* Whether the strategy takes batches hop by hop (helios). */
-int oc_store_wants_hops(const struct oc_store *s);
-/* Whether oc_store_next_batch returns batches out of plan order (gnndrive --reorder). */
-int oc_store_reorders(const struct oc_store *s);
-/*
- * Batches the strategy takes in through oc_store_prepare_batch before their
- * gathers (gnndrive: its batch records; a further prepare waits until one is
- * gathered): the batch pipeline keeps exactly this many sampled batches in
- * flight (row buffers stay at its depth + 1, or oc_store_row_buffers), so the
- * strategy's reads run that far ahead and any batch next_batch returns is among
- * them. 0: none.
- */
-uint32_t oc_store_lookahead(const struct oc_store *s);
-/* oc_store_strategy_row_buffers for the open store's strategy. */
-uint32_t oc_store_row_buffers(const struct oc_store *s, uint32_t depth);
-/*
- * Sampler threads the strategy wants feeding it (gnndrive --samplers, as
- * GNNDrive's pool of samplers): the batch pipeline samples that many batches
- * at once, each thread whole batches with its own sampler, and shows them to
- * the strategy in plan order. 1 for every other strategy.
- */
-uint32_t oc_store_samplers(const struct oc_store *s);
-/* Cumulative counters since open. */
-void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
+int oc_store_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                     const struct oc_sample_batch *b, struct oc_err *err);
 
 /*
- * OUTRE's historical embeddings (outre; nothing for the other strategies).
- *
- * Whether the store prunes sampling by its embedding cache: the batch
- * pipeline then sets the sampler's pruning hook (oc_sample_sampler_on_prune)
- * to oc_store_prune, from its sample stage.
- */
-int oc_store_wants_prune(const struct oc_store *s);
-/* The pruning hook for batch `batch` of `epoch` (sample.h, oc_sample_prune_fn). */
-int oc_store_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                   uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
-/*
- * A training batch's embeddings at the input of the last layer: the rows
- * to take from the cache (pruned_pos: local ids among the last block's
- * source nodes; pruned_rows: n_pruned x embed_dim) and the rows the
- * trainer is to hand back once computed (push_pos, into push_rows, n_push x
- * embed_dim). Valid until oc_store_hist_done of the same batch.
+ * A training batch's embeddings at the input of the last layer (outre's
+ * historical embeddings): the rows to take from the cache (pruned_pos: local
+ * ids among the last block's source nodes; pruned_rows: n_pruned x embed_dim)
+ * and the rows the trainer is to hand back once computed (push_pos, into
+ * push_rows, n_push x embed_dim). Valid until oc_store_done of the same
+ * batch; all zero for a store without pruning.
  */
 struct oc_store_hist {
     uint64_t n_pruned;
@@ -435,17 +419,40 @@ struct oc_store_hist {
     float *push_grad; /* the trainer writes, per push row, the L2 norm of the loss's
                          gradient at it (after backward): the store admits by it */
 };
+
 /*
- * The trainer's view of batch `batch` of `epoch` (after the pipeline hands it
- * out, before oc_batch_pipe_done): all zero for a store without pruning.
+ * One hop of training batch (epoch, batch) as the sampler produces it, from
+ * the batch pipeline's sample stage, before the batch's oc_store_sampled:
+ * - mask NULL (caps.hops: oc_sample_sampler_on_hop): ids are the nodes the
+ *   hop added to the batch's input ids, in input order, so the strategy may
+ *   start reading them while later hops are sampled;
+ * - mask set (caps.prunes: oc_sample_sampler_on_prune, sample.h's
+ *   oc_sample_prune_fn): ids are the last block's source nodes, the n_seeds
+ *   seeds first; the strategy sets mask[i] = 1 for each whose embedding it
+ *   serves from history (its sub-tree is not sampled) and fills *hist, which
+ *   the pipeline hands to the trainer with the batch.
+ * ids (and mask) are borrowed for the call.
  */
-int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                        struct oc_store_hist *out, struct oc_err *err);
+struct oc_store_hop {
+    uint64_t epoch, batch;
+    const uint64_t *ids;
+    uint64_t n, n_seeds;
+    uint8_t *mask;
+    struct oc_store_hist *hist; /* with mask: filled (never NULL then) */
+};
+/* A no-op for a strategy without the capability the hop is for. */
+int oc_store_hop(struct oc_store *s, const struct oc_store_hop *h, struct oc_err *err);
 /*
- * The trainer filled push_rows and, after backward, push_grad: the store
- * takes the admitted ones into its cache (in plan order).
+ * The trainer is done with batch (epoch, batch) (oc_batch_pipe_done calls it
+ * before the batch's slot is reused): outre takes the embeddings the trainer
+ * pushed and, by their gradient norms, marks the --admit share to be taken
+ * into its cache. Only after the batch was sampled or loaded.
  */
-void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
+void oc_store_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
+/* oc_store_strategy_row_buffers for the open store's strategy. */
+uint32_t oc_store_row_buffers(const struct oc_store *s, uint32_t depth);
+/* Cumulative counters since open. */
+void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
 
 /* ---- what a training plan asks of the disk (store/inspect.c: --strategy auto) ---- */
 

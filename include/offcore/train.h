@@ -167,7 +167,7 @@ struct oc_train_epoch_stats {
     uint64_t n_sampled;     /* batches sampled (or loaded from an offline sample) this epoch */
     uint32_t depth;         /* batches the pipeline fetched ahead of the one training */
     uint32_t lanes;         /* gathers it ran at once (oc_store_gather_lanes, at most depth) */
-    uint32_t samplers;      /* batches it sampled at once (oc_store_samplers: gnndrive) */
+    uint32_t samplers;      /* batches it sampled at once (oc_store_caps: gnndrive) */
     uint64_t sampled_edges; /* edges of this epoch's training batches (all layers) */
     /*
      * OUTRE's Redundancy Ratio: input rows of the epoch's batches (the

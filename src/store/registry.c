@@ -294,6 +294,12 @@ static int load_row_map(struct oc_store *s, struct oc_store_config *c, struct oc
     return OC_OK;
 }
 
+/* A store and its lifecycle counters, in one allocation. */
+struct store_box {
+    struct oc_store s;
+    struct store_life life;
+};
+
 int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
                   struct oc_err *err)
 {
@@ -321,9 +327,13 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
         return OC_ERR(
             err, OC_ERR_ARG, "store %s: graph has %" PRIu64 " nodes, dataset %s has %" PRIu64,
             strategies[index]->name, cfg->graph->n_nodes, oc_dataset_dir(cfg->ds), m->n_nodes);
-    s = oc_calloc(1, sizeof(*s), "feature store", err);
-    if (!s)
+    struct store_box *box = oc_calloc(1, sizeof(*box), "feature store", err);
+    if (!box)
         return err ? err->status : OC_ERR_NOMEM;
+    s = &box->s; /* first member: oc_free(s) frees the box */
+    s->life = &box->life;
+    atomic_init(&box->life.begun, 0);
+    atomic_init(&box->life.done, 0);
     s->strat = strategies[index];
     s->ds = cfg->ds;
     s->pool = cfg->pool;
@@ -336,7 +346,7 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     if (cfg->n_train && cfg->batch_size)
         s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     s->nb_epoch = UINT64_MAX;
-    s->reorder = cfg->reorder && s->strat->next_batch;
+    s->caps.samplers = 1;
     /* the cache loader's runs within the reader's budgeted arrays (a budget sized to them) */
     uint64_t budget_rows = store_budget_rows(s, cfg);
     s->load_run_rows =
@@ -371,6 +381,11 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     }
     if (s->n_lanes == 0 || s->n_lanes > STORE_MAX_LANES)
         s->n_lanes = 1;
+    if (s->caps.samplers == 0)
+        s->caps.samplers = 1;
+    /* a capability needs the hook that serves it */
+    OC_ASSERT(!(s->caps.hops || s->caps.prunes) || s->strat->hop);
+    OC_ASSERT(!(s->caps.batches || s->caps.reorders) || s->strat->load);
     *out = s;
     return OC_OK;
 }
@@ -435,24 +450,15 @@ int oc_store_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *
 {
     if (n == 0)
         return OC_OK;
-    int rc = gather_check(s, ids, n, out, err);
-    if (rc == OC_OK)
-        rc = s->strat->gather(s, ids, n, out, err);
-    if (rc)
-        return rc;
-    s->stats.requested_rows += n;
-    s->stats.requested_bytes += n * (uint64_t)s->row_bytes;
-    return OC_OK;
+    return oc_store_gather_batch(s, STORE_OFF_PLAN, 0, ids, n, out, err);
 }
 
 int oc_store_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                           uint64_t n, float *out, struct oc_err *err)
 {
-    if (!s->strat->gather_batch)
-        return oc_store_gather(s, ids, n, out, err);
     int rc = n ? gather_check(s, ids, n, out, err) : OC_OK;
     if (rc == OC_OK)
-        rc = s->strat->gather_batch(s, epoch, batch, ids, n, out, err);
+        rc = s->strat->gather(s, epoch, batch, ids, n, out, err);
     if (rc)
         return rc;
     s->stats.requested_rows += n;
@@ -521,87 +527,57 @@ int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, str
 
 int oc_store_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err)
 {
-    if (s->strat->next_batch)
-        return s->strat->next_batch(s, epoch, batch, err);
+    if (s->strat->load) /* gnndrive's order (its own even in plan order); the others' plan */
+        return s->strat->load(s, epoch, batch, NULL, err);
     return store_next_in_order(s, epoch, batch, err);
 }
 
-int oc_store_has_batches(const struct oc_store *s)
+const struct oc_store_caps *oc_store_caps(const struct oc_store *s)
 {
-    return s->strat->load_batch != NULL;
+    return &s->caps;
 }
 
 int oc_store_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                         struct oc_sample_batch *out, struct oc_err *err)
 {
-    if (!s->strat->load_batch)
+    if (!s->caps.batches)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "store %s: does not sample batches", s->strat->name);
-    return s->strat->load_batch(s, epoch, batch, out, err);
+    int rc = s->strat->load(s, epoch, &batch, out, err);
+    if (rc == OC_OK)
+        atomic_fetch_add_explicit(&s->life->begun, 1, memory_order_release);
+    return rc;
 }
 
-int oc_store_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                           const struct oc_sample_batch *b, struct oc_err *err)
+int oc_store_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                     const struct oc_sample_batch *b, struct oc_err *err)
 {
-    if (!s->strat->prepare_batch)
+    int rc = s->strat->sampled ? s->strat->sampled(s, epoch, batch, b, err) : OC_OK;
+    if (rc == OC_OK)
+        atomic_fetch_add_explicit(&s->life->begun, 1, memory_order_release);
+    return rc;
+}
+
+int oc_store_hop(struct oc_store *s, const struct oc_store_hop *h, struct oc_err *err)
+{
+    if (h->mask) {
+        OC_ASSERT(h->hist);
+        memset(h->hist, 0, sizeof(*h->hist));
+        if (!s->caps.prunes)
+            return OC_OK;
+    } else if (!s->caps.hops || h->n == 0) {
         return OC_OK;
-    return s->strat->prepare_batch(s, epoch, batch, b, err);
+    }
+    return s->strat->hop(s, h, err);
 }
 
-int oc_store_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                         uint64_t n, struct oc_err *err)
+void oc_store_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
 {
-    if (!s->strat->prepare_hop || n == 0)
-        return OC_OK;
-    return s->strat->prepare_hop(s, epoch, batch, ids, n, err);
-}
-
-int oc_store_wants_hops(const struct oc_store *s)
-{
-    return s->strat->prepare_hop != NULL;
-}
-
-int oc_store_reorders(const struct oc_store *s)
-{
-    return s->reorder;
-}
-
-int oc_store_wants_prune(const struct oc_store *s)
-{
-    return s->strat->prune && (!s->strat->prunes || s->strat->prunes(s));
-}
-
-int oc_store_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                   uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
-{
-    if (!oc_store_wants_prune(s))
-        return OC_OK;
-    return s->strat->prune(s, epoch, batch, ids, n, n_seeds, mask, err);
-}
-
-int oc_store_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                        struct oc_store_hist *out, struct oc_err *err)
-{
-    memset(out, 0, sizeof(*out));
-    if (!oc_store_wants_prune(s) || !s->strat->hist_batch)
-        return OC_OK;
-    return s->strat->hist_batch(s, epoch, batch, out, err);
-}
-
-void oc_store_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
-{
-    if (oc_store_wants_prune(s) && s->strat->hist_done)
-        s->strat->hist_done(s, epoch, batch);
-}
-
-uint32_t oc_store_lookahead(const struct oc_store *s)
-{
-    return s->strat->lookahead ? s->strat->lookahead(s) : 0;
-}
-
-uint32_t oc_store_samplers(const struct oc_store *s)
-{
-    uint32_t n = s->strat->samplers ? s->strat->samplers(s) : 1;
-    return n ? n : 1;
+    /* the lifecycle's order: a batch is given back only after it was sampled or loaded */
+    uint64_t done = atomic_fetch_add_explicit(&s->life->done, 1, memory_order_relaxed);
+    (void)done;
+    OC_ASSERT(done < atomic_load_explicit(&s->life->begun, memory_order_acquire));
+    if (s->strat->done)
+        s->strat->done(s, epoch, batch);
 }
 
 void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)

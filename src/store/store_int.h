@@ -7,12 +7,13 @@
  * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
  * static/, ginex/, gnndrive/, diskgnn/, helios/, outre/) defines one and
  * registry.c lists it. A folder's headers are its own (tools/check_deps.sh:
- * no other strategy includes them). Tests may include this header for the
- * knobs at the end (helios's are in helios/helios_int.h).
+ * no other strategy includes them). A strategy's test knobs are in its
+ * private header (static/static_int.h, gnndrive/gnndrive_int.h,
+ * helios/helios_int.h), which tests include.
  * Thread-safety: a store's calls come from the batch pipeline's sample stage
- * (prepare_batch, in plan order) and its fetch stage (gather_batch,
- * next_batch, load_batch), so a strategy with prepare_batch keeps what the
- * two share thread-safe; a strategy with lanes (n_lanes > 1: direct,
+ * (hop, sampled: in plan order), its fetch stage (load, gather) and the
+ * trainer (done), so a strategy with sample-stage or trainer hooks keeps
+ * what they share with the fetch stage thread-safe; a strategy with lanes (n_lanes > 1: direct,
  * static, mmap, ginex) is also gathered on by up to n_lanes gather threads at
  * once, each with its own lane's reader and scratch, sharing only what they
  * read (ginex: what it writes, in turns of plan order); row loops
@@ -25,6 +26,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -37,47 +39,53 @@
 struct oc_store;
 
 /*
- * One strategy. open fills s->impl (the registry has filled the common
- * fields and validated cfg); gather gets ids already checked to be
- * < n_nodes and n > 0, and counts its tiers, requested_disk_bytes, read_bytes
- * and n_reads into s->stats (the registry counts requested_rows/bytes);
- * stats sets what only the strategy knows (held_bytes); free releases impl
- * (it may be half-built after a failed open; s->impl may be NULL).
+ * One strategy: open, free and stats, and the life of a training batch of
+ * the plan, the same five calls for every strategy (a NULL one does
+ * nothing; the registry checks arguments and capabilities first):
+ *
+ *   sample stage:  hop* ──► sampled          (in plan order, one thread)
+ *   fetch stage:   load ──► gather           (gather also off the plan: evaluation)
+ *   trainer:       done                      (the batch given back to the pipeline)
+ *
+ * open fills s->impl and s->caps (the registry has filled the common fields
+ * and validated cfg; caps start at "none": samplers 1); free releases impl
+ * (it may be half-built after a failed open; s->impl may be NULL); stats
+ * sets what only the strategy knows (held_bytes).
  */
 struct store_strategy {
     const char *name;
     const char *summary;
     int (*open)(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err);
-    int (*gather)(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                  struct oc_err *err);
-    /* Optional: a training batch of the plan (NULL = use gather). */
-    int (*gather_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                        uint64_t n, float *out, struct oc_err *err);
-    /* Optional: oc_store_next_batch (NULL = store_next_in_order). */
-    int (*next_batch)(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
-    /* Optional: oc_store_load_batch (NULL = the strategy does not sample). */
-    int (*load_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                      struct oc_sample_batch *out, struct oc_err *err);
-    /* Optional: oc_store_prepare_batch (NULL = nothing to do ahead). */
-    int (*prepare_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                         const struct oc_sample_batch *b, struct oc_err *err);
-    /* Optional: oc_store_prepare_hop (NULL = the strategy takes whole batches). */
-    int (*prepare_hop)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                       uint64_t n, struct oc_err *err);
-    /* Optional: OUTRE's embeddings (store.h: oc_store_prune, _hist_batch, _hist_done). */
-    int (*prune)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
-                 uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
-    int (*hist_batch)(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
-                      struct oc_err *err);
-    void (*hist_done)(struct oc_store *s, uint64_t epoch, uint64_t batch);
-    /* Optional: whether prune is on for this store (NULL: whenever prune is set). */
-    int (*prunes)(const struct oc_store *s);
-    /* Optional: oc_store_lookahead (NULL = 0). */
-    uint32_t (*lookahead)(const struct oc_store *s);
-    /* Optional: oc_store_samplers (NULL = 1). */
-    uint32_t (*samplers)(const struct oc_store *s);
-    void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
     void (*free)(struct oc_store *s);
+    void (*stats)(const struct oc_store *s, struct oc_store_stats *out);
+    /*
+     * oc_store_hop: a hop's new input ids (h->mask NULL; caps.hops, n > 0), or
+     * the last block's sources to prune (h->mask set; caps.prunes), marking
+     * the ones served from history and filling *h->hist.
+     */
+    int (*hop)(struct oc_store *s, const struct oc_store_hop *h, struct oc_err *err);
+    /* oc_store_sampled: batch (epoch, batch) as sampled, before its gather. */
+    int (*sampled)(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                   const struct oc_sample_batch *b, struct oc_err *err);
+    /*
+     * The fetch stage's step before a gather: with out NULL, *batch is set to
+     * the next batch of epoch to serve (oc_store_next_batch, which without
+     * the hook is store_next_in_order; out of plan order with caps.reorders);
+     * with out, batch *batch as the strategy sampled it (oc_store_load_batch;
+     * caps.batches).
+     */
+    int (*load)(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_sample_batch *out,
+                struct oc_err *err);
+    /*
+     * Rows of ids (checked < n_nodes) into out, for batch (epoch, batch) of
+     * the plan, or off the plan (epoch STORE_OFF_PLAN: evaluation, n > 0);
+     * counts tiers, requested_disk_bytes, read_bytes and n_reads into
+     * s->stats (the registry counts requested_rows/bytes).
+     */
+    int (*gather)(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                  uint64_t n, float *out, struct oc_err *err);
+    /* oc_store_done: the trainer gave batch (epoch, batch) back. */
+    void (*done)(struct oc_store *s, uint64_t epoch, uint64_t batch);
     /* The strategy's own options (store.h, struct oc_store_opt); may be empty. */
     const struct oc_store_opt *opts;
     uint32_t n_opts;
@@ -107,6 +115,11 @@ extern const struct store_strategy oc_store_diskgnn;
 extern const struct store_strategy oc_store_helios;
 extern const struct store_strategy oc_store_outre;
 
+/* Batches begun (sampled or loaded) and given back (done): done never passes begun. */
+struct store_life {
+    _Atomic uint64_t begun, done;
+};
+
 struct oc_store {
     const struct store_strategy *strat;
     const struct oc_dataset *ds;
@@ -131,7 +144,8 @@ struct oc_store {
     struct oc_store_stats stats; /* cumulative; held_bytes filled by strategy->stats */
     uint64_t n_plan_batches;     /* batches per epoch of the config's plan (0: no plan) */
     uint64_t nb_epoch, nb_next;  /* store_next_in_order's position (nb_epoch UINT64_MAX: none) */
-    int reorder;                 /* cfg->reorder for a strategy with next_batch */
+    struct oc_store_caps caps;   /* set by the strategy's open (store.h) */
+    struct store_life *life;     /* the registry's lifecycle counters (outside the lanes' copies) */
     uint64_t load_run_rows;      /* rows store_cache_load queues per run (registry, at open) */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
@@ -158,6 +172,9 @@ struct oc_store {
 };
 
 #define STORE_MAX_LANES 4u
+
+/* The epoch a gather off the training plan (oc_store_gather) is given. */
+#define STORE_OFF_PLAN UINT64_MAX
 
 /*
  * The pipeline a strategy adds its background stages to (and starts):
@@ -490,7 +507,7 @@ uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_
 int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
                      struct store_hyper **out, struct oc_err *err);
 void store_hyper_free(struct store_hyper *h);
-/* Slots the batch pipeline should have so that both groups fill (oc_store_lookahead). */
+/* Slots the batch pipeline should have so that both groups fill (caps.lookahead). */
 uint32_t store_hyper_lookahead(const struct store_hyper *h);
 /*
  * Prepare's side (one thread, plan order): begin a batch of n_max missed
@@ -531,37 +548,6 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
 
 /* CPU seconds of the I/O path (io_cpu_us) per GiB the disk delivered (0 with nothing read). */
 double store_io_cpu_s_per_gib(const struct oc_store_stats *s);
-
-/* ---- test knobs ---------------------------------------------------------- */
-
-/*
- * For a `static` store: whether row id is in its RAM cache; how many rows
- * are; how many of the rows it chose it gave back to the budget and holds no
- * more (static.c). 0 otherwise.
- */
-int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
-uint64_t oc_store_static_n_cached(const struct oc_store *s);
-uint64_t oc_store_static_n_given_up(const struct oc_store *s);
-
-/* For a `gnndrive` store (gnndrive.c); see there. */
-struct oc_store_gnndrive_info {
-    uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
-    uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
-    uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
-    uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */
-    int pipeline;                     /* whether the sampler/extractor threads run */
-    uint64_t n_extracted;             /* batches extracted by the pipeline */
-    uint64_t n_served;                /* gather_batch calls served from the buffer */
-    uint64_t n_discarded;             /* extracted batches released unused */
-    uint64_t n_direct;                /* gather_batch calls read directly (not in the pipeline) */
-};
-/* Fills info and returns 1 for a gnndrive store; 0 otherwise. */
-int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
-/* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
-void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
-/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
-int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
-                                 struct oc_err *err);
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,

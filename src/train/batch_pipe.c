@@ -1,8 +1,9 @@
 /*
  * batch_pipe.c — the batch pipeline: every training batch is sampled exactly
  * once, ahead of the trainer, shown to the feature strategy as soon as it is
- * sampled (oc_store_prepare_batch: issue its reads, pin its rows), and its
- * features are gathered while earlier batches train.
+ * sampled (oc_store_sampled: issue its reads, pin its rows), and its
+ * features are gathered while earlier batches train; oc_batch_pipe_done ends
+ * the batch's life in the store (oc_store_done) before its slot is reused.
  *
  *   oc_batch_pipe_epoch ──epoch_q──► sample stage ──fetch_q──► fetch stage ──ready_q──► trainer
  *                                        ▲ pops a free slot       ▲ gate_q: │ lanes > 1:   ▲ │
@@ -23,7 +24,7 @@
  * in its stages, so one row buffer ahead is all it fills). The fetch stage takes a row
  * buffer for each batch it gathers; oc_batch_pipe_done returns both. There
  * are depth + 1 slots too, or, for a store that takes batches in ahead of
- * their gathers (oc_store_lookahead, gnndrive's batch records), that many,
+ * their gathers (caps lookahead, gnndrive's batch records), that many,
  * so its reads run that far ahead while only depth + 1 batches of rows are
  * held. Buffers keep their memory, so after the first batches nothing is
  * allocated per batch; one grown past cfg.reserve_rows for a larger batch
@@ -31,9 +32,10 @@
  *
  * The sample stage samples batch b of epoch e from (seed, e, b) exactly as
  * the trainer would (a store that wants hops, helios, is shown each hop's
- * new input ids as the sampler produces them, oc_store_prepare_hop, then the
+ * new input ids as the sampler produces them, oc_store_hop, then the
  * whole batch; a store with historical embeddings, outre, decides through
- * the sampler's pruning hook, oc_store_prune, which sub-trees are not sampled);
+ * the sampler's pruning hook, oc_store_hop with a mask, which sub-trees are
+ * not sampled, and fills the batch's `hist` for the trainer);
  * for a strategy that samples itself (diskgnn's offline
  * windows) the fetch stage takes the batch from the store instead
  * (oc_store_load_batch), so there too each batch is sampled once. The fetch
@@ -41,7 +43,7 @@
  * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
  * batch to serve next among those sampled (pending).
  *
- * Sampler threads: a store that wants several (oc_store_samplers, gnndrive
+ * Sampler threads: a store that wants several (caps samplers, gnndrive
  * --samplers S, as GNNDrive's pool of samplers) gets a draw stage of S
  * threads between the sample stage and the store. The sample stage then only
  * takes a slot, copies the batch's seeds into it and hands it on (draw_q); a
@@ -116,7 +118,8 @@ struct oc_batch_pipe {
     struct bp_job jobs[2];
     unsigned next_job;
     /* sample stage */
-    struct oc_sampler *sampler; /* one sampler on the shared pool (n_draw == 0) */
+    struct oc_sampler *sampler;     /* one sampler on the shared pool (n_draw == 0) */
+    struct oc_pipe_batch *sampling; /* the batch the sampler is on (its hooks') */
     /* sampler threads (n_draw > 1; else 0): samplers with their own pools, each batch
        slot's seeds (batch_size each), and the order stage's batches ahead of their turn */
     uint32_t n_draw;
@@ -151,15 +154,22 @@ static int hop_to_store(void *ctx, uint64_t epoch, uint64_t batch, const uint64_
                         uint64_t hi, struct oc_err *err)
 {
     struct oc_batch_pipe *bp = ctx;
-    return oc_store_prepare_hop(bp->cfg.store, epoch, batch, ids + lo, hi - lo, err);
+    const struct oc_store_hop h = {epoch, batch, ids + lo, hi - lo, 0, NULL, NULL};
+    return oc_store_hop(bp->cfg.store, &h, err);
 }
 
-/* The sampler's pruning hook: the store's historical embeddings (outre). */
+/*
+ * The sampler's pruning hook: the last block's sources to the store (outre's
+ * historical embeddings), which fills the batch's view for the trainer.
+ */
 static int prune_by_store(void *ctx, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                           uint64_t n, uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
 {
     struct oc_batch_pipe *bp = ctx;
-    return oc_store_prune(bp->cfg.store, epoch, batch, ids, n, n_seeds, mask, err);
+    struct oc_pipe_batch *pb = bp->sampling;
+    OC_ASSERT(pb && pb->epoch == epoch && pb->index == batch);
+    const struct oc_store_hop h = {epoch, batch, ids, n, n_seeds, mask, &pb->hist};
+    return oc_store_hop(bp->cfg.store, &h, err);
 }
 
 static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
@@ -185,6 +195,7 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
         pb->epoch = e;
         pb->index = b;
         pb->pos = k;
+        memset(&pb->hist, 0, sizeof(pb->hist));
         if (!bp->has_batches) {
             const uint64_t *seeds;
             uint64_t n_seeds;
@@ -200,8 +211,10 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
                     return rc;
                 continue;
             }
-            if ((rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err)) ||
-                (rc = oc_store_prepare_batch(bp->cfg.store, e, b, &pb->batch, err)))
+            bp->sampling = pb; /* the hooks' batch (prune_by_store) */
+            rc = oc_sample_neighbors(bp->sampler, e, b, seeds, n_seeds, &pb->batch, err);
+            bp->sampling = NULL;
+            if (rc || (rc = oc_store_sampled(bp->cfg.store, e, b, &pb->batch, err)))
                 goto fail;
             /* counted before the hand-over, so the trainer sees them with the batch */
             atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
@@ -256,7 +269,7 @@ static int order_batch(void *ctx, struct oc_stage *st, void *item, struct oc_err
         bp->held[k] = bp->held[--bp->n_held];
         bp->next_seq++;
         double t0 = oc_now_s();
-        int rc = oc_store_prepare_batch(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err);
+        int rc = oc_store_sampled(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err);
         if (rc) {
             oc_err_prefix(err, "epoch %" PRIu64 " batch %" PRIu64, pb->epoch, pb->index);
             return rc;
@@ -468,7 +481,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         return OC_ERR(err, OC_ERR_ARG,
                       "batch pipeline: needs a store, a graph, sampling options, training ids, "
                       "a batch size and a depth of at least 1");
-    if (oc_store_has_batches(cfg->store) && cfg->no_shuffle)
+    const struct oc_store_caps *caps = oc_store_caps(cfg->store);
+    if (caps->batches && cfg->no_shuffle)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "strategy %s samples its own shuffled batches: it cannot keep the seeds "
                       "in order (shuffle them)",
@@ -481,8 +495,8 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     bp->so = *cfg->sample;
     bp->cfg.sample = &bp->so;
     bp->feat_dim = oc_store_feat_dim(cfg->store);
-    bp->has_batches = oc_store_has_batches(cfg->store);
-    bp->reorder = oc_store_reorders(cfg->store);
+    bp->has_batches = caps->batches;
+    bp->reorder = caps->reorders;
     bp->n_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     /*
      * A store with a lookahead takes in that many prepared batches before
@@ -492,7 +506,7 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
      * gate) never waits on the store for long, and any batch a reordering
      * store serves is among the pending ones.
      */
-    uint32_t ahead = oc_store_lookahead(cfg->store);
+    uint32_t ahead = caps->lookahead;
     bp->n_slots = ahead ? ahead : cfg->depth + 1;
     uint32_t rows = oc_store_row_buffers(cfg->store, cfg->depth); /* what train reserved */
     bp->n_rows = rows < bp->n_slots ? rows : bp->n_slots;
@@ -528,9 +542,9 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         bp->rows[i].cap_floats = reserve_floats;
     }
     /* sampler threads: as many as the store wants, at most a slot each, never with hooks */
-    uint32_t n_draw = oc_store_samplers(cfg->store);
+    uint32_t n_draw = caps->samplers;
     n_draw = n_draw < bp->n_slots ? n_draw : bp->n_slots;
-    if (bp->has_batches || oc_store_wants_hops(cfg->store) || oc_store_wants_prune(cfg->store))
+    if (bp->has_batches || caps->hops || caps->prunes)
         n_draw = 1;
     if (!bp->has_batches &&
         ((n_draw == 1 &&
@@ -543,9 +557,9 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
         rc = err ? err->status : OC_ERR_NOMEM;
         goto fail;
     }
-    if (bp->sampler && oc_store_wants_hops(cfg->store))
+    if (bp->sampler && caps->hops)
         oc_sample_sampler_on_hop(bp->sampler, hop_to_store, bp);
-    if (bp->sampler && oc_store_wants_prune(cfg->store))
+    if (bp->sampler && caps->prunes)
         oc_sample_sampler_on_prune(bp->sampler, prune_by_store, bp);
     bp->p = cfg->pipeline;
     if (!bp->p) {
@@ -712,6 +726,9 @@ int oc_batch_pipe_next(struct oc_batch_pipe *bp, struct oc_pipe_batch **out, str
 
 void oc_batch_pipe_done(struct oc_batch_pipe *bp, struct oc_pipe_batch *b)
 {
+    /* the store's part of the batch ends before its slot can be sampled into again */
+    oc_store_done(bp->cfg.store, b->epoch, b->index);
+    memset(&b->hist, 0, sizeof(b->hist));
     /* never blocks: the free queue holds every slot; closed means cancelled */
     if (b->rows)
         (void)oc_queue_push(bp->rows_q, b->rows);

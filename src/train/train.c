@@ -833,11 +833,9 @@ static int train_step(struct run *r, uint64_t e, const struct oc_pipe_batch *pb,
     st->sampled_edges += oc_sample_batch_n_edges(batch);
     train_redundancy_add(&r->redundancy, batch, st);
     struct oc_nn_loss loss;
-    struct oc_store_hist hist;
-    if ((rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)) ||
-        (rc = step_grads(r, e, pb->index, batch, pb->x, &hist, &loss, st, err)))
+    /* the store's historical embeddings came with the batch; oc_batch_pipe_done ends them */
+    if ((rc = step_grads(r, e, pb->index, batch, pb->x, &pb->hist, &loss, st, err)))
         return rc;
-    oc_store_hist_done(r->store, pb->epoch, pb->index);
     double t4 = oc_now_s();
     if ((rc = oc_nn_model_adam_step(r->model, adam, err)))
         return rc;
@@ -864,11 +862,7 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
     int rc;
     st->sampled_edges += oc_sample_batch_n_edges(batch);
     train_redundancy_add(&r->redundancy, batch, st);
-    struct oc_store_hist hist;
-    memset(&hist, 0, sizeof(hist));
-    if (r->store && (rc = oc_store_hist_batch(r->store, pb->epoch, pb->index, &hist, err)))
-        return rc;
-    if (hist.n_pruned || hist.n_push)
+    if (pb->hist.n_pruned || pb->hist.n_push)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "micro-shards: the strategy's historical embeddings are per whole batch");
     uint64_t c_total = 0; /* the batch's labelled seeds: its mean loss divides by them */
@@ -904,8 +898,6 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
                                         (double)loss.n_correct};
         memcpy(pkt + dp->n_weights, stats, sizeof(stats));
     }
-    if (r->store)
-        oc_store_hist_done(r->store, pb->epoch, pb->index);
     double t0 = oc_now_s(), stats[TRAIN_DP_STATS];
     if ((rc = train_dp_exchange(dp, stats, &st->grad_sent_bytes, &st->grad_recv_bytes, err)))
         return rc;

@@ -49,9 +49,10 @@ static int direct_open(struct oc_store *s, const struct oc_store_config *cfg, st
     return store_disks_open(s, 0, d->disk, s->n_lanes, err);
 }
 
-static int direct_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                         struct oc_err *err)
+static int direct_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, float *out, struct oc_err *err)
 {
+    (void)epoch, (void)batch;
     struct direct_store *ds = s->impl;
     struct store_disk *d = &ds->disk[s->lane];
     int rc;

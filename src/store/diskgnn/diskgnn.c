@@ -438,6 +438,7 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (!d)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = d;
+    s->caps.batches = 1; /* sampled offline, window by window */
     d->reuse = cfg->reuse_samples != 0;
     d->first_epoch = cfg->first_epoch;
     /*
@@ -722,15 +723,32 @@ static const struct oc_store_stat diskgnn_stat_table[] = {
     {"stage_busy", "planner_s", NULL, OC_STORE_STAT_SECONDS, dg_plan_busy_s},
 };
 
+/* The fetch stage's batch: in plan order, from the window's packed chunks. */
+static int dg_load(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_sample_batch *out,
+                   struct oc_err *err)
+{
+    if (!out)
+        return store_next_in_order(s, epoch, batch, err);
+    return dg_load_batch(s, epoch, *batch, out, err);
+}
+
+/* A plan batch from its chunk; evaluation through the cache and the feature file. */
+static int dg_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err)
+{
+    if (epoch == STORE_OFF_PLAN)
+        return dg_gather(s, ids, n, out, err);
+    return dg_gather_batch(s, epoch, batch, ids, n, out, err);
+}
+
 const struct store_strategy oc_store_diskgnn = {
     .name = "diskgnn",
     .reads_whole_features = 1,
     .summary = "offline-sampled windows packed into per-batch chunks and MinHash-ordered "
                "segment caches, CPU cache of the hottest rows, 4-stage pipeline (DiskGNN)",
     .open = dg_open,
-    .gather = dg_gather,
-    .gather_batch = dg_gather_batch,
-    .load_batch = dg_load_batch,
+    .load = dg_load,
+    .gather = dg_gather_at,
     .stats = dg_stats,
     .free = dg_free,
     .opts = diskgnn_opts,

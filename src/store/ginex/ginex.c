@@ -259,6 +259,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint64_t nb, t0, t_end, S, max_acc, C;
     uint32_t lanes = 1;
     int rc;
+    s->caps.batches = 1; /* read back from the inspector's superbatch files */
 
     uint64_t probe = 0, key = 0;
     char dir[4096];
@@ -507,6 +508,24 @@ static double ginex_miss_static(const struct oc_store_stats *s)
     return ginex_miss(s, s->static_misses);
 }
 
+/* The fetch stage's batch: in plan order, read back by the loader. */
+static int ginex_load(struct oc_store *s, uint64_t epoch, uint64_t *batch,
+                      struct oc_sample_batch *out, struct oc_err *err)
+{
+    if (!out)
+        return store_next_in_order(s, epoch, batch, err);
+    return ginex_load_batch(s, epoch, *batch, out, err);
+}
+
+/* A plan batch in its turn (the executor); evaluation through the cache, unchanged. */
+static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err)
+{
+    if (epoch == STORE_OFF_PLAN)
+        return gx_exec_gather(s, ids, n, out, err);
+    return gx_exec_gather_batch(s, epoch, batch, ids, n, out, err);
+}
+
 /* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
 static const struct oc_store_stat ginex_stat_table[] = {
     {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady},
@@ -520,9 +539,8 @@ const struct store_strategy oc_store_ginex = {
     .summary = "superbatch inspector-executor: batches sampled ahead, Belady-optimal feature "
                "cache driven by precomputed changesets, misses batched through io_uring (Ginex)",
     .open = ginex_open,
-    .gather = gx_exec_gather,
-    .gather_batch = gx_exec_gather_batch,
-    .load_batch = ginex_load_batch,
+    .load = ginex_load,
+    .gather = ginex_gather,
     .stats = ginex_stats,
     .free = ginex_free,
     .opts = ginex_opts,

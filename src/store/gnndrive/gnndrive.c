@@ -3,17 +3,18 @@
  * of each training batch's feature rows into a reference-counted feature
  * buffer by pipeline stages (gnndrive_stage.c), ahead of the trainer:
  *
- *   sample stage ──► extract stage ──► fetch stage (gather_batch) ──► release stage
+ *   sample stage ──► extract stage ──► fetch stage (gather)       ──► release stage
  *   (the batch       (buffer lookup,   (waits for its batch, copies   (references
  *    pipeline's,      batched reads,    the rows from their slots      dropped, slots
  *    --samplers       rows placed as    into out in order, f16         to the standby
  *    threads;         they complete)    widened)                       LRU list)
- *    prepare_batch
- *    feeds a record
+ *    the sampled
+ *    hook feeds a record
  *    in plan order)
  *
  * This file: sizing and open, stats and test knobs; the trainer's side
- * (gather_batch, next_batch, evaluation gathers) is gnndrive_serve.c.
+ * (the gather and load hooks' gd_gather_batch, gd_next_batch, evaluation
+ * gathers) is gnndrive_serve.c.
  *
  * Sizing (cfg->mem_bytes, all of it through oc_alloc). Three numbers of rows
  * per batch:
@@ -288,6 +289,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->s = s;
     g->pipeline = z.pipeline;
     g->reorder = cfg->reorder != 0;
+    s->caps.reorders = g->reorder;
     g->n_extractors = z.n_extractors;
     g->n_records = z.n_records;
     g->n_samplers = z.n_samplers;
@@ -313,6 +315,9 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return rc;
     if (!g->pipeline)
         return OC_OK;
+    /* up to n_records fed batches extracted ahead of their gathers, by n_samplers */
+    s->caps.lookahead = g->n_records;
+    s->caps.samplers = g->n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
     if (cfg->mem_bytes && (rc = gd_yield_register(g, err)))
@@ -421,18 +426,22 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     return OC_OK;
 }
 
-/* Up to n_records fed batches may be extracted ahead of the gathers. */
-static uint32_t gd_lookahead(const struct oc_store *s)
+/* A plan batch from its extracted record; anything else copied or read (gd_gather). */
+static int gd_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err)
 {
-    const struct gd_store *g = s->impl;
-    return g && g->pipeline ? g->n_records : 0;
+    if (epoch == STORE_OFF_PLAN)
+        return gd_gather(s, ids, n, out, err);
+    return gd_gather_batch(s, epoch, batch, ids, n, out, err);
 }
 
-/* Sampler threads feeding the extractors (1 without a training plan). */
-static uint32_t gd_samplers(const struct oc_store *s)
+/* The next batch to serve (gd_next_batch); the batches are the pipeline's to sample. */
+static int gd_load(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_sample_batch *out,
+                   struct oc_err *err)
 {
-    const struct gd_store *g = s->impl;
-    return g && g->pipeline ? g->n_samplers : 1;
+    if (out)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED, "store gnndrive: does not sample batches");
+    return gd_next_batch(s, epoch, batch, err);
 }
 
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
@@ -467,12 +476,9 @@ const struct store_strategy oc_store_gnndrive = {
                "their io_uring reads complete, over a reference-counted feature buffer "
                "with a standby LRU list (GNNDrive)",
     .open = gd_open,
-    .gather = gd_gather,
-    .gather_batch = gd_gather_batch,
-    .next_batch = gd_next_batch,
-    .prepare_batch = gd_prepare,
-    .lookahead = gd_lookahead,
-    .samplers = gd_samplers,
+    .sampled = gd_prepare,
+    .load = gd_load,
+    .gather = gd_gather_at,
     .stats = gd_stats,
     .free = gd_free,
     .opts = gnndrive_opts,

@@ -281,7 +281,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
 /* ---- stages (gnndrive_stage.c) ------------------------------------------- */
 
 /*
- * oc_store_prepare_batch: feeds plan batch (epoch, batch) to the extractors
+ * oc_store_sampled: feeds plan batch (epoch, batch) to the extractors
  * when it is the next one of the plan (else a no-op: its gather reads
  * directly). Waits for a free record.
  */
@@ -298,5 +298,26 @@ int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
 int gd_stages_start(struct gd_store *g, struct oc_err *err);
 /* Sleeps up to delay_us (test hook). */
 void gd_delay(struct gd_store *g, uint64_t *rng);
+
+/* ---- test knobs (gnndrive.c), for tests ------------------------------------ */
+
+struct oc_store_gnndrive_info {
+    uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
+    uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
+    uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
+    uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */
+    int pipeline;                     /* whether the sampler/extractor threads run */
+    uint64_t n_extracted;             /* batches extracted by the pipeline */
+    uint64_t n_served;                /* plan gathers served from the buffer */
+    uint64_t n_discarded;             /* extracted batches released unused */
+    uint64_t n_direct;                /* plan gathers read directly (not in the pipeline) */
+};
+/* Fills info and returns 1 for a gnndrive store; 0 otherwise. */
+int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
+/* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
+void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
+/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
+int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
+                                 struct oc_err *err);
 
 #endif

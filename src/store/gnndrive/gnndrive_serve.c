@@ -322,7 +322,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
         if (g->n_popped == atomic_load_explicit(&g->n_prepared, memory_order_acquire))
             return OC_ERR(err, OC_ERR_ARG,
                           "store gnndrive: no batch of epoch %" PRIu64
-                          " is being extracted: prepare one (oc_store_prepare_batch) first",
+                          " is being extracted: prepare one (oc_store_sampled) first",
                           epoch);
         int rc = pop_done(g, err);
         if (rc)

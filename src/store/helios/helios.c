@@ -298,6 +298,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     int rc;
     int pipeline = has_plan(cfg);
     uint64_t max_rows = store_expected_rows(s, cfg);
+    s->caps.hops = 1; /* each hop's reads issued as it is sampled */
     if (pipeline && (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
         return rc;
     hl_size(s, cfg, max_rows, est < max_rows ? est : max_rows, pipeline, &z);
@@ -364,6 +365,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
            h->stage_bytes);
     if (!pipeline)
         return OC_OK;
+    s->caps.lookahead = h->n_records; /* up to n_records batches read ahead of their gathers */
     if ((rc = alloc_records(s, h, err)))
         return rc;
     return hl_stages_start(h, err);
@@ -614,11 +616,21 @@ enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s)
     return h && h->ring ? oc_io_ring_mode(h->ring) : OC_IO_RING_PREAD;
 }
 
-/* Up to n_records batches are read ahead of their gathers. */
-static uint32_t hl_lookahead(const struct oc_store *s)
+/* A hop's new input ids: their reads issued at once (helios prunes nothing). */
+static int hl_hop(struct oc_store *s, const struct oc_store_hop *hop, struct oc_err *err)
 {
-    const struct hl_store *h = s->impl;
-    return h && h->pipeline ? h->n_records : 0;
+    if (hop->mask)
+        return OC_OK;
+    return hl_prepare_hop(s, hop->epoch, hop->batch, hop->ids, hop->n, err);
+}
+
+/* A plan batch from its record; evaluation through the cache. */
+static int hl_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err)
+{
+    if (epoch == STORE_OFF_PLAN)
+        return hl_gather(s, ids, n, out, err);
+    return hl_gather_batch(s, epoch, batch, ids, n, out, err);
 }
 
 const struct store_strategy oc_store_helios = {
@@ -629,11 +641,9 @@ const struct store_strategy oc_store_helios = {
                "through io_uring SQPOLL with fixed buffers, a separate completion stage "
                "(Helios, on the CPU)",
     .open = hl_open,
-    .gather = hl_gather,
-    .gather_batch = hl_gather_batch,
-    .prepare_batch = hl_prepare_batch,
-    .prepare_hop = hl_prepare_hop,
-    .lookahead = hl_lookahead,
+    .hop = hl_hop,
+    .sampled = hl_prepare_batch,
+    .gather = hl_gather_at,
     .stats = hl_stats,
     .free = hl_free,
     .opts = helios_opts,

@@ -6,8 +6,9 @@
  * header).
  *
  * Place in the data flow: store; the batch pipeline's sample stage feeds
- * hops and batches in (prepare_hop / prepare_batch), the completion stage
- * reaps their reads, the fetch stage serves them (gather_batch).
+ * hops and batches in (the hop and sampled hooks: hl_prepare_hop /
+ * hl_prepare_batch), the completion stage reaps their reads, the fetch stage
+ * serves them (the gather hook: hl_gather_batch).
  * Thread-safety: a record belongs to the submitter (the sample stage) from
  * free_q until it is sealed; its atomics (n_sub, n_done, sealed) are shared
  * with the completion stage, which owns `res` and the read counters and

@@ -2,10 +2,10 @@
  * helios_io.c — the `helios` I/O path: per-hop submission on the batch
  * pipeline's sample stage and the completion stage that reaps the reads.
  *
- *   sampler ─hop─► prepare_hop: cache lookup, misses sorted, rows that share
+ *   sampler ─hop─► hl_prepare_hop: cache lookup, misses sorted, rows that share
  *                  a page put in one span, spans read into the record's stage
  *                  (one READ_FIXED each, no syscall under SQPOLL) ─► ring
- *   sampler ─end─► prepare_batch: checks, a NOP seal marker ─► ring
+ *   sampler ─end─► hl_prepare_batch: checks, a NOP seal marker ─► ring
  *   complete stage: reaps any record's completions (results per span), the
  *                  record at its head done once sealed and every span reaped;
  *                  checks each span delivered its rows' bytes ─► done_q

@@ -107,9 +107,10 @@ static void mem_copy(void *ctx, uint64_t lo, uint64_t hi)
                dim * sizeof(float));
 }
 
-static int mem_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                      struct oc_err *err)
+static int mem_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                      uint64_t n, float *out, struct oc_err *err)
 {
+    (void)epoch, (void)batch;
     const struct mem_store *m = s->impl;
     struct mem_job j = {s, m->feat, ids, out};
     int rc = store_for_rows(s->pool, n, mem_copy, &j, err);

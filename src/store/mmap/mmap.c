@@ -298,9 +298,10 @@ static void mm_prefetch(const struct oc_store *s, const struct mmap_store *m, co
         mm_ask(m, lo, hi, seen);
 }
 
-static int mm_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                     struct oc_err *err)
+static int mm_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                     uint64_t n, float *out, struct oc_err *err)
 {
+    (void)epoch, (void)batch;
     struct mmap_store *m = s->impl;
     struct stat st;
     char eb[128];

@@ -101,6 +101,9 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 0;
     o->prunes = o->staleness > 0 && cfg->embed_dim > 0 && L >= 2 && o->n_batches > 0 &&
                 cfg->graph && cfg->train_ids;
+    /* pruning keeps exactly K batches in flight (outre_int.h: why that is deterministic) */
+    s->caps.prunes = o->prunes;
+    s->caps.lookahead = o->prunes ? OUTRE_SLOTS : 0;
     int rc = store_yield_init(&o->yield, &o->cache, s->row_bytes, "store outre", err);
     if (rc)
         return rc;
@@ -217,10 +220,12 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     return OC_OK;
 }
 
-static int outre_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                        struct oc_err *err)
+/* Plan batches and evaluation alike through the feature cache. */
+static int outre_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                        uint64_t n, float *out, struct oc_err *err)
 {
     struct outre_store *o = s->impl;
+    (void)epoch, (void)batch;
     return store_yield_gather(s, &o->yield, &o->disk, ids, n, out, err);
 }
 
@@ -253,17 +258,6 @@ static void outre_free(struct oc_store *s)
     oc_free(o->prof.cand_count);
     oc_free(o);
     s->impl = NULL;
-}
-
-static int outre_prunes(const struct oc_store *s)
-{
-    const struct outre_store *o = s->impl;
-    return o->prunes;
-}
-
-static uint32_t outre_lookahead(const struct oc_store *s)
-{
-    return outre_prunes(s) ? OUTRE_SLOTS : 0;
 }
 
 static double emb_hit(const struct oc_store_stats *s)
@@ -323,12 +317,9 @@ const struct store_strategy oc_store_outre = {
                "cache, the budget split by a profiling pass; changes training unless "
                "--staleness 0",
     .open = outre_open,
+    .hop = outre_hop,
     .gather = outre_gather,
-    .prune = outre_prune,
-    .hist_batch = outre_hist_batch,
-    .hist_done = outre_hist_done,
-    .prunes = outre_prunes,
-    .lookahead = outre_lookahead,
+    .done = outre_done,
     .stats = outre_stats,
     .free = outre_free,
     .opts = outre_opts,

@@ -5,10 +5,10 @@
  * nodes to push), and the trainer's view of a batch (the pruned rows to use,
  * the rows to push back).
  *
- * Place in the data flow: store; oc_store_prune runs on the batch pipeline's
- * sample stage inside oc_sample_neighbors, oc_store_hist_batch and
- * oc_store_hist_done on the trainer's thread (outre_int.h has the timeline
- * and why it is deterministic).
+ * Place in the data flow: store; the hop hook (oc_store_hop with the last
+ * block's mask) runs on the batch pipeline's sample stage inside
+ * oc_sample_neighbors, the done hook (oc_store_done) on the trainer's thread
+ * (outre_int.h has the timeline and why it is deterministic).
  * Thread-safety: see outre_int.h: the cache and a record's lists belong to
  * the sample stage, a handed-out batch's push rows to the trainer, ordered by
  * the pipeline's free-slot queue.
@@ -128,23 +128,26 @@ static void rec_apply(struct outre_emb *e, const struct outre_rec *r)
     }
 }
 
-int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
-                uint64_t n_seeds, uint8_t *mask, struct oc_err *err)
+/* The trainer's view of record r (its arrays as they are now). */
+static void rec_hist(const struct outre_rec *r, uint64_t dim, struct oc_store_hist *out)
+{
+    out->n_pruned = r->n_pruned;
+    out->pruned_pos = r->pruned_pos;
+    out->pruned_rows = r->rows;
+    out->n_push = r->n_push;
+    out->push_pos = r->push_pos;
+    out->push_rows = r->rows + r->n_pruned * dim;
+    out->push_grad = r->push_grad;
+}
+
+/* Marks the pruned sources of h and lists the pushes into the batch's record. */
+static int rec_fill(struct oc_store *s, struct outre_rec *r, const struct oc_store_hop *h,
+                    struct oc_err *err)
 {
     struct outre_store *o = s->impl;
     struct outre_emb *e = &o->emb;
-    uint64_t g = epoch * o->n_batches + batch;
-    struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
-    if (r->g != NO_ITER && r->g + OUTRE_SLOTS != g)
-        return OC_ERR(err, OC_ERR_INTERNAL,
-                      "store outre: batch %" PRIu64 " of epoch %" PRIu64
-                      " sampled out of order (record holds iteration %" PRIu64 ")",
-                      batch, epoch, r->g);
-    rec_apply(e, r);
-    r->g = g;
-    r->done = 0;
-    r->n_pruned = r->n_push = r->max_age = 0;
-    r->n_cand = n - n_seeds;
+    const uint64_t *ids = h->ids, n = h->n, n_seeds = h->n_seeds, g = r->g;
+    uint8_t *mask = h->mask;
     if (e->n_slots == 0)
         return OC_OK; /* nothing cached: nothing pruned, nothing to push */
     uint64_t n_cached = 0;
@@ -177,28 +180,29 @@ int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64
     return OC_OK;
 }
 
-int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
-                     struct oc_err *err)
+int outre_hop(struct oc_store *s, const struct oc_store_hop *h, struct oc_err *err)
 {
     struct outre_store *o = s->impl;
+    struct outre_emb *e = &o->emb;
+    if (!h->mask)
+        return OC_OK; /* it takes whole batches */
+    uint64_t epoch = h->epoch, batch = h->batch;
     uint64_t g = epoch * o->n_batches + batch;
     struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
-    if (r->g != g)
+    if (r->g != NO_ITER && r->g + OUTRE_SLOTS != g)
         return OC_ERR(err, OC_ERR_INTERNAL,
-                      "store outre: no embeddings recorded for batch %" PRIu64 " of epoch %" PRIu64,
-                      batch, epoch);
-    out->n_pruned = r->n_pruned;
-    out->pruned_pos = r->pruned_pos;
-    out->pruned_rows = r->rows;
-    out->n_push = r->n_push;
-    out->push_pos = r->push_pos;
-    out->push_rows = r->rows + r->n_pruned * o->emb.dim;
-    out->push_grad = r->push_grad;
-    o->n_cand += r->n_cand;
-    o->n_pruned += r->n_pruned;
-    if (r->max_age > o->max_age)
-        o->max_age = r->max_age;
-    return OC_OK;
+                      "store outre: batch %" PRIu64 " of epoch %" PRIu64
+                      " sampled out of order (record holds iteration %" PRIu64 ")",
+                      batch, epoch, r->g);
+    rec_apply(e, r);
+    r->g = g;
+    r->done = 0;
+    r->n_pruned = r->n_push = r->max_age = 0;
+    r->n_cand = h->n - h->n_seeds;
+    int rc = rec_fill(s, r, h, err);
+    if (rc == OC_OK)
+        rec_hist(r, e->dim, h->hist); /* the arrays hold still until the batch is done */
+    return rc;
 }
 
 static int cmp_f32(const void *a, const void *b)
@@ -237,15 +241,23 @@ uint64_t outre_admit_select(float *norm, uint64_t n, double admit, float *scratc
     return k;
 }
 
-void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
+void outre_done(struct oc_store *s, uint64_t epoch, uint64_t batch)
 {
     struct outre_store *o = s->impl;
+    if (!o->prunes)
+        return;
     uint64_t g = epoch * o->n_batches + batch;
     struct outre_rec *r = &o->recs[g % OUTRE_SLOTS];
+    /* K records, K batches in flight: the batch's record is still its own */
+    OC_ASSERT(r->g == g && !r->done);
     if (r->g != g)
         return;
     uint64_t k = outre_admit_select(r->push_grad, r->n_push, o->admit, r->grad_order, r->admitted);
     r->done = 1;
+    o->n_cand += r->n_cand;
+    o->n_pruned += r->n_pruned;
+    if (r->max_age > o->max_age)
+        o->max_age = r->max_age;
     o->n_pushed += r->n_push;
     o->n_admitted += k;
 }

@@ -8,19 +8,20 @@
  *          (hottest input rows) + embedding slots (most frequent last-block
  *          sources)
  *   batch g (= epoch x batches per epoch + batch), in the training pipeline:
- *     sample stage: oc_store_prune(g): record g mod K first takes in the
+ *     sample stage: oc_store_hop(g, last block): record g mod K first takes in the
  *       embeddings the trainer pushed for batch g - K, then every non-seed
  *       source of the last block with an embedding younger than `staleness`
  *       iterations is pruned (its rows copied into the record) and every
- *       cached node computed afresh is listed to be pushed
- *     trainer: oc_store_hist_batch(g) ─► forward with the pruned rows ─►
- *       push rows written into the record ─► backward ─► their gradient norms
- *       written ─► oc_store_hist_done(g): the `admit` share with the smallest
+ *       cached node computed afresh is listed to be pushed; the record's
+ *       view (struct oc_store_hist) travels with the batch to the trainer
+ *     trainer: forward with the pruned rows ─► push rows written into the
+ *       record ─► backward ─► their gradient norms written ─►
+ *       oc_batch_pipe_done ─► oc_store_done(g): the `admit` share with the smallest
  *       norms is marked to be taken in (FreshGNN's gradient criterion: a small
  *       gradient marks an embedding the loss is not pulling on, a stable one)
  *
  * Why K records make it deterministic: the pipeline keeps exactly K =
- * OUTRE_SLOTS sampled batches in flight (oc_store_lookahead), so the sample
+ * OUTRE_SLOTS sampled batches in flight (oc_store_caps: lookahead), so the sample
  * stage starts batch g only after the trainer gave back batch g - K (the
  * free-slot queue orders the two, which also publishes the trainer's writes).
  * So the cache that batch g sees holds exactly the pushes of batches <= g - K,
@@ -61,8 +62,8 @@ struct outre_rec {
     uint32_t *pruned_pos, *push_pos;
     uint64_t *push_ids;
     float *push_grad;  /* per push row: its gradient's L2 norm (the trainer's) */
-    float *grad_order; /* scratch: the norms sorted (oc_store_hist_done) */
-    uint8_t *admitted; /* per push row: taken into the cache (oc_store_hist_done) */
+    float *grad_order; /* scratch: the norms sorted (oc_store_done) */
+    uint8_t *admitted; /* per push row: taken into the cache (oc_store_done) */
     float *rows;
 };
 
@@ -102,7 +103,7 @@ struct outre_store {
     uint64_t n_batches; /* per epoch, for the global iteration */
     int prunes;         /* embeddings on: staleness > 0, a trainer using them, 2+ layers */
     struct outre_profile prof;
-    /* the trainer's counters (oc_store_hist_batch / _done) */
+    /* the trainer's counters (oc_store_done) */
     uint64_t n_cand, n_pruned, n_pushed, n_admitted, max_age;
 };
 
@@ -134,11 +135,10 @@ int outre_emb_init(struct oc_store *s, struct outre_store *o, const uint64_t *id
                    uint64_t dim, struct oc_err *err);
 void outre_emb_free(struct outre_store *o);
 uint64_t outre_emb_held_bytes(const struct oc_store *s, const struct outre_store *o);
-int outre_prune(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids, uint64_t n,
-                uint64_t n_seeds, uint8_t *mask, struct oc_err *err);
-int outre_hist_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, struct oc_store_hist *out,
-                     struct oc_err *err);
-void outre_hist_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
+/* The hop hook: the last block's sources pruned, h->hist filled (other hops: nothing). */
+int outre_hop(struct oc_store *s, const struct oc_store_hop *h, struct oc_err *err);
+/* The done hook: the --admit share of the batch's pushes marked, the counters added. */
+void outre_done(struct oc_store *s, uint64_t epoch, uint64_t batch);
 /*
  * Marks in admitted[0 .. n) the k = floor(admit x n) (n when admit >= 1, 0
  * when admit <= 0) rows with the smallest norms, ties to the lower position

@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "store/store_int.h"
+#include "store/static/static_int.h"
 
 #define NO_SLOT STORE_NO_SLOT
 
@@ -244,6 +244,8 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         rc = store_yield_register(&c->yield, err);
     if (rc == OC_OK && hp.cap)
         rc = store_hyper_open(s, hp.cap, hp.max_batches, &c->hyper, err);
+    if (rc == OC_OK)
+        s->caps.lookahead = store_hyper_lookahead(c->hyper);
     return rc;
 }
 
@@ -279,30 +281,18 @@ static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
     return store_hyper_end(c->hyper, err);
 }
 
-static int static_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
-                               const uint64_t *ids, uint64_t n, float *out, struct oc_err *err)
+/* A plan batch through its hyperbatch group (with one); anything else through the cache. */
+static int static_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                         uint64_t n, float *out, struct oc_err *err)
 {
     struct static_store *c = s->impl;
     int rc;
-    if (!c->hyper)
+    if (!c->hyper || epoch == STORE_OFF_PLAN)
         return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
     if ((rc = store_hyper_take(c->hyper, epoch, batch, err)) ||
         (rc = store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], ids, n, out, err)))
         return rc;
     return store_hyper_done(c->hyper, err);
-}
-
-static uint32_t static_lookahead(const struct oc_store *s)
-{
-    const struct static_store *c = s->impl;
-    return c ? store_hyper_lookahead(c->hyper) : 0;
-}
-
-static int static_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out,
-                         struct oc_err *err)
-{
-    struct static_store *c = s->impl;
-    return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
 }
 
 static void static_stats(const struct oc_store *s, struct oc_store_stats *out)
@@ -371,10 +361,8 @@ const struct store_strategy oc_store_static = {
     .summary = "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched "
                "through io_uring (PaGraph / Helios CPU cache)",
     .open = static_open,
+    .sampled = static_prepare,
     .gather = static_gather,
-    .gather_batch = static_gather_batch,
-    .prepare_batch = static_prepare,
-    .lookahead = static_lookahead,
     .stats = static_stats,
     .free = static_free,
     .opts = static_opts,

@@ -1,0 +1,24 @@
+/*
+ * static_int.h — private to src/store/static: the test knobs of the `static`
+ * strategy (static.c), which tests include to look inside its cache.
+ *
+ * Place in the data flow: store (static); nothing outside the folder and
+ * tests calls these.
+ * Thread-safety: read a store no other thread gathers on at the moment.
+ * Ownership: nothing is handed out.
+ */
+#ifndef OFFCORE_STORE_STATIC_INT_H
+#define OFFCORE_STORE_STATIC_INT_H
+
+#include "store/store_int.h"
+
+/*
+ * For a `static` store: whether row id is in its RAM cache; how many rows
+ * are; how many of the rows it chose it gave back to the budget and holds no
+ * more. 0 otherwise.
+ */
+int oc_store_static_is_cached(const struct oc_store *s, uint64_t id);
+uint64_t oc_store_static_n_cached(const struct oc_store *s);
+uint64_t oc_store_static_n_given_up(const struct oc_store *s);
+
+#endif

@@ -35,21 +35,6 @@
 #include "train/dist.h"
 #include "train/train_int.h"
 
-/* Grows *p (void **) to n elements of size bytes. */
-static int grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
-                struct oc_err *err)
-{
-    void **p = pp;
-    if (n <= *cap && *p)
-        return OC_OK;
-    void *q = oc_realloc(*p, (n ? n : 1) * size, what, err);
-    if (!q)
-        return err->status;
-    *p = q;
-    *cap = n;
-    return OC_OK;
-}
-
 /* The run id as a number, for comparing ranks' parts. */
 static uint64_t run_id_u64(const char *hex)
 {
@@ -162,10 +147,10 @@ static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_
                  uint64_t *n_out, struct oc_err *err)
 {
     int rc;
-    if ((rc = grow(&tp->slot, &tp->cap_slot, b->n_input, sizeof(uint32_t), "partition: batch rows",
-                   err)) ||
-        (rc = grow(&tp->pos, &tp->cap_pos, b->n_input, sizeof(uint32_t), "partition: batch rows",
-                   err)))
+    if ((rc = train_grow(&tp->slot, &tp->cap_slot, b->n_input, sizeof(uint32_t),
+                         "partition: batch rows", err)) ||
+        (rc = train_grow(&tp->pos, &tp->cap_pos, b->n_input, sizeof(uint32_t),
+                         "partition: batch rows", err)))
         return rc;
     memset(tp->slot, 0xff, b->n_input * sizeof(uint32_t));
     uint64_t n = 0;
@@ -192,8 +177,8 @@ static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_
 /* The rows other ranks asked of this one (tp->serve), copied into tp->reply in their order. */
 static int serve(struct train_part *tp, uint64_t n_serve, uint64_t dim, struct oc_err *err)
 {
-    int rc =
-        grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float), "partition: replies", err);
+    int rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
+                        "partition: replies", err);
     for (uint64_t i = 0; rc == OC_OK && i < n_serve; i++) {
         uint32_t row = tp->serve[i];
         if (row >= tp->part.n_local)
@@ -214,11 +199,12 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t n_pos = 0;
     int rc;
     if ((rc = reach(tp, b, lo, hi, &n_pos, err)) ||
-        (rc = grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows", err)) ||
-        (rc = grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
-                   "partition: exchange counts", err)) ||
-        (rc =
-             grow(&tp->offs, &tp->cap_offs, n_ranks, sizeof(uint64_t), "partition: requests", err)))
+        (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
+                         err)) ||
+        (rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
+                         "partition: exchange counts", err)) ||
+        (rc = train_grow(&tp->offs, &tp->cap_offs, n_ranks, sizeof(uint64_t), "partition: requests",
+                         err)))
         return rc;
     uint64_t *send_n = tp->send_n, *recv_n = tp->send_n + n_ranks, *off = tp->offs;
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
@@ -235,8 +221,8 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t n_req = 0;
     for (uint32_t r = 0; r < n_ranks; r++)
         n_req += send_n[r];
-    if ((rc =
-             grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests", err)))
+    if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
+                         err)))
         return rc;
     uint32_t *req_slot = tp->req + n_req; /* row of x of each request, in request order */
     /* requests grouped by owner, in position order within an owner */
@@ -255,13 +241,13 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t n_serve = 0;
     for (uint32_t r = 0; r < n_ranks; r++)
         n_serve += recv_n[r];
-    if ((rc = grow(&tp->serve, &tp->cap_serve, n_serve, sizeof(uint32_t), "partition: requests",
-                   err)) ||
+    if ((rc = train_grow(&tp->serve, &tp->cap_serve, n_serve, sizeof(uint32_t),
+                         "partition: requests", err)) ||
         (rc = oc_dist_alltoallv(tp->req, send_n, tp->serve, recv_n, sizeof(uint32_t),
                                 "the row requests", err)) ||
         (rc = serve(tp, n_serve, dim, err)) ||
-        (rc = grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float), "partition: fetched rows",
-                   err)) ||
+        (rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
+                         "partition: fetched rows", err)) ||
         (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
                                 "the feature rows", err)))
         return rc;

@@ -35,9 +35,8 @@ void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uin
     *hi = n * (k + 1) / parts;
 }
 
-/* Grows *p to hold n elements of size bytes. */
-static int grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
-                struct oc_err *err)
+int train_grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
+               struct oc_err *err)
 {
     void **p = pp;
     if (n <= *cap && *p)
@@ -55,18 +54,18 @@ int train_shard_reserve(struct train_shard *sh, const struct oc_sample_batch *b,
 {
     uint64_t n = (uint64_t)((double)b->n_input * factor) + 1;
     int rc;
-    if ((rc = grow(&sh->ids, &sh->cap_nodes, n, sizeof(uint64_t), "shard input ids", err)) ||
-        (rc = grow(&sh->old, &sh->cap_old, n, sizeof(uint32_t), "shard node map", err)) ||
-        (rc = grow(&sh->map, &sh->cap_map, n, sizeof(uint32_t), "shard node map", err)) ||
-        (rc = grow(&sh->x, &sh->cap_x, n * dim, sizeof(float), "shard input rows", err)))
+    if ((rc = train_grow(&sh->ids, &sh->cap_nodes, n, sizeof(uint64_t), "shard input ids", err)) ||
+        (rc = train_grow(&sh->old, &sh->cap_old, n, sizeof(uint32_t), "shard node map", err)) ||
+        (rc = train_grow(&sh->map, &sh->cap_map, n, sizeof(uint32_t), "shard node map", err)) ||
+        (rc = train_grow(&sh->x, &sh->cap_x, n * dim, sizeof(float), "shard input rows", err)))
         return rc;
     for (uint32_t l = 0; l < b->n_layers; l++) {
         uint64_t d = (uint64_t)((double)b->blocks[l].n_dst * factor) + 2;
         uint64_t e = (uint64_t)((double)b->blocks[l].n_edges * factor) + 1;
-        if ((rc = grow(&sh->indptr[l], &sh->cap_indptr[l], d, sizeof(uint64_t), "shard block",
-                       err)) ||
-            (rc = grow(&sh->indices[l], &sh->cap_indices[l], e, sizeof(uint32_t), "shard block",
-                       err)))
+        if ((rc = train_grow(&sh->indptr[l], &sh->cap_indptr[l], d, sizeof(uint64_t), "shard block",
+                             err)) ||
+            (rc = train_grow(&sh->indices[l], &sh->cap_indices[l], e, sizeof(uint32_t),
+                             "shard block", err)))
             return rc;
     }
     return OC_OK;
@@ -78,8 +77,10 @@ int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, con
 {
     assert(lo <= hi && hi <= b->n_seeds);
     int rc;
-    if ((rc = grow(&sh->map, &sh->cap_map, b->n_input, sizeof(uint32_t), "shard node map", err)) ||
-        (rc = grow(&sh->old, &sh->cap_old, b->n_input, sizeof(uint32_t), "shard node map", err)))
+    if ((rc = train_grow(&sh->map, &sh->cap_map, b->n_input, sizeof(uint32_t), "shard node map",
+                         err)) ||
+        (rc = train_grow(&sh->old, &sh->cap_old, b->n_input, sizeof(uint32_t), "shard node map",
+                         err)))
         return rc;
     memset(sh->map, 0, b->n_input * sizeof(uint32_t)); /* batch position -> shard position + 1 */
     uint64_t n = 0;
@@ -98,14 +99,14 @@ int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, con
     for (uint32_t l = b->n_layers; l-- > 0;) {
         const struct oc_sample_block *bl = &b->blocks[l];
         uint64_t n_dst = n;
-        if ((rc = grow(&sh->indptr[l], &sh->cap_indptr[l], n_dst + 1, sizeof(uint64_t),
-                       "shard block", err)))
+        if ((rc = train_grow(&sh->indptr[l], &sh->cap_indptr[l], n_dst + 1, sizeof(uint64_t),
+                             "shard block", err)))
             return rc;
         uint64_t n_edges = 0;
         for (uint64_t d = 0; d < n_dst; d++)
             n_edges += bl->indptr[sh->old[d] + 1] - bl->indptr[sh->old[d]];
-        if ((rc = grow(&sh->indices[l], &sh->cap_indices[l], n_edges, sizeof(uint32_t),
-                       "shard block", err)))
+        if ((rc = train_grow(&sh->indices[l], &sh->cap_indices[l], n_edges, sizeof(uint32_t),
+                             "shard block", err)))
             return rc;
         uint64_t e = 0;
         sh->indptr[l][0] = 0;
@@ -128,8 +129,8 @@ int train_shard_cut(struct train_shard *sh, const struct oc_sample_batch *b, con
                                                 .indptr = sh->indptr[l],
                                                 .indices = sh->indices[l]};
     }
-    if ((rc = grow(&sh->ids, &sh->cap_nodes, n, sizeof(uint64_t), "shard input ids", err)) ||
-        (rc = grow(&sh->x, &sh->cap_x, n * dim, sizeof(float), "shard input rows", err)))
+    if ((rc = train_grow(&sh->ids, &sh->cap_nodes, n, sizeof(uint64_t), "shard input ids", err)) ||
+        (rc = train_grow(&sh->x, &sh->cap_x, n * dim, sizeof(float), "shard input rows", err)))
         return rc;
     for (uint64_t k = 0; k < n; k++) {
         sh->ids[k] = b->input_ids[sh->old[k]];

@@ -120,6 +120,10 @@ struct train_shard {
 };
 /* Part k of parts of n items: [n k / parts, n (k+1) / parts). */
 void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uint64_t *hi);
+/* Grows *(void **)pp to exactly n elements of size bytes (at least one) when *cap is smaller
+   or nothing is allocated yet; on failure nothing changes. */
+int train_grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
+               struct oc_err *err);
 /*
  * Cuts the shard of seeds [lo, hi) of batch b (input rows x, dim floats
  * each) into sh. Batch position p's row is row x_row[p] of x, or row p

@@ -57,196 +57,9 @@
 
 #include "store/diskgnn/diskgnn_int.h"
 
-struct diskgnn_store {
-    struct store_cache cache; /* sorted layout (no table): ids, rows; n_live: yield's lock */
-    struct store_yield yield; /* the rows' mapping, giving back and taking back */
-    int yield_ready, disk_mu_ready;
-    struct dg_builder builder;
-    struct dg_pipe *pipe;
-    struct store_disk disk;  /* evaluation, out-of-plan reads, given-back rows, taking back */
-    pthread_mutex_t disk_mu; /* held around disk (the trainer and the assembler share it) */
-    uint64_t pos, n_pos;     /* the next batch of the plan the trainer takes, and how many */
-    uint64_t first_epoch, n_batches; /* n_batches: per epoch */
-    uint64_t win_batches;            /* per window */
-    uint32_t n_slots;                /* chunk buffers (DG_N_SLOTS, or 1 under a tight budget) */
-    int reuse;
-    uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
-    uint64_t *order, order_epoch;
-    struct dg_slot *cur;         /* taken from the pipe, not yet gathered */
-    uint64_t sample_us, pack_us; /* the first window (at open) */
-    uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
-                                    stage may grow them; not read across threads) */
-    uint64_t *gather_rows;       /* with a feature layout: a gather's ids as rows, in runs */
-};
-
 #define DG_GATHER_RUN 4096u /* ids a gather turns into rows at a time (a feature layout's) */
 
-/* ---- sizing ------------------------------------------------------------------- */
-
-struct dg_sizes {
-    uint64_t accesses, max_input, max_meta;
-};
-
-static void window_sizes(const struct dg_builder *b, struct dg_sizes *z)
-{
-    memset(z, 0, sizeof(*z));
-    z->accesses = b->off[b->n_batches];
-    for (uint64_t i = 0; i < b->n_batches; i++) {
-        uint64_t n = b->off[i + 1] - b->off[i];
-        uint64_t meta = OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n;
-        if (n > z->max_input)
-            z->max_input = n;
-        if (meta > z->max_meta)
-            z->max_meta = meta;
-    }
-}
-
-/*
- * Rows per batch to size buffers for: the first window's largest batch, plus
- * a quarter while later windows' batches may differ (a larger one grows the
- * buffers), exact when that window is every batch there is (reuse, one
- * window per epoch: `exact`).
- */
-static uint64_t size_rows(uint64_t n, int exact)
-{
-    return exact ? n : n + n / 4;
-}
-
-/*
- * Rows the store's reader of features.npy (evaluation, out-of-plan reads,
- * given-back rows) queues per run: a batch's, at most DG_READER_RUN. A
- * larger gather sorts its misses (16 bytes per row of a batch:
- * store_cache_gather), so each run reads a range of the file and runs of a
- * few thousand requests keep the ring full at a tenth of a batch's records.
- */
-#define DG_READER_RUN 4096u
-static uint64_t reader_rows(const struct oc_store *s, const struct oc_store_config *cfg)
-{
-    uint64_t rows = store_budget_rows(s, cfg);
-    return rows < DG_READER_RUN ? rows : DG_READER_RUN;
-}
-
-/* A chunk buffer: the largest batch's header, record and address table, page-aligned. */
-static uint64_t slot_bytes(const struct dg_sizes *z, int exact)
-{
-    return oc_io_align_up(size_rows(z->max_meta, exact)) + 2 * OC_IO_ALIGN;
-}
-
-/*
- * The buffers of the fixed part, for batches of `in` input rows in chunk
- * buffers of chunk bytes: the slots and their blocks, the assembler's
- * reader (bounce, DG_ROW_RUN requests, the packed rows' map) and the
- * store's reader of features.npy (evaluation, given-back rows).
- */
-static uint64_t buffer_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
-                             uint32_t n_slots, uint64_t in, uint64_t chunk)
-{
-    uint64_t blocks = in * (8 + 8 * (uint64_t)cfg->sample_opts->n_layers) * 2; /* deserialized */
-    uint64_t run, bounce, reader;
-    dg_row_reader(in, s->row_bytes, &run, &bounce, &reader);
-    return n_slots * (chunk + blocks) + reader + in * sizeof(uint32_t) + STORE_DISK_BOUNCE_BYTES +
-           reader_rows(s, cfg) * (STORE_ROW_SCRATCH_BYTES + 8) +
-           store_budget_rows(s, cfg) * sizeof(struct store_miss) + sizeof(struct diskgnn_store);
-}
-
-static uint64_t fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
-                            uint32_t n_slots, const struct dg_builder *b, const struct dg_sizes *z,
-                            int exact)
-{
-    uint64_t in = size_rows(z->max_input, exact);
-    uint64_t f = buffer_bytes(s, cfg, n_slots, in, slot_bytes(z, exact));
-    /* the builder: held now, laying out and packing this window beside the cache it fills,
-       and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
-       and the batch: ~96 bytes per input row, as ginex's inspector) */
-    f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
-    if (b->streamed) /* one batch's rows, addresses and packed rows while it is laid out */
-        f += in * 3 * sizeof(uint64_t);
-    return f;
-}
-
 /* ---- open --------------------------------------------------------------------- */
-
-/*
- * Batches per window. Without a budget: the whole epoch; cfg->window_batches
- * when given (at most the epoch). Else as many as let the
- * planner's share of the next window (dg_builder_access_bytes per access of R
- * rows per batch, R = train's measured rows, which carry a quarter more than
- * the largest batch measured, else the bound; the check after sampling adds
- * a quarter to the window's accesses) stay within half of the budget and
- * within what the buffers leave of it (a tight budget shortens the window
- * rather than refusing to open), at least one batch: the window, not the
- * epoch, is what the budget must hold, so an epoch of any length fits (with
- * reuse every window of epoch 0 is packed at open, one after the other, and
- * kept: their plans are never held together).
- * Also the chunk buffers: two while the buffers (estimated at R rows: chunk
- * buffers, staging) take at most half of the budget,
- * else one.
- */
-static uint64_t window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
-                               const struct dg_builder *b, uint32_t *n_slots)
-{
-    uint64_t nb = b->nb_epoch;
-    uint64_t rows = store_budget_rows(s, cfg), in = size_rows(rows, 0);
-    uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (8 + 64)) +
-                     2 * OC_IO_ALIGN; /* slot_bytes, with a block record's bytes per row */
-    /* a second chunk buffer (loading overlaps assembling) while the buffers take at most half
-       of the budget; else one */
-    *n_slots = DG_N_SLOTS;
-    if (cfg->mem_bytes && buffer_bytes(s, cfg, DG_N_SLOTS, in, chunk) > cfg->mem_bytes / 2)
-        *n_slots = 1;
-    uint64_t buffers = buffer_bytes(s, cfg, *n_slots, in, chunk) + in * 96; /* + its sampler */
-    if (nb == 0)
-        return nb;
-    if (cfg->window_batches)
-        return cfg->window_batches < nb ? cfg->window_batches : nb;
-    if (cfg->mem_bytes == 0 || b->streamed) /* streamed: memory does not grow with it */
-        return nb;
-    uint64_t per = rows * dg_builder_access_bytes(b) + dg_builder_batch_bytes(b);
-    uint64_t base = dg_builder_need_bytes(b, 0), half = cfg->mem_bytes / 2;
-    uint64_t left = cfg->mem_bytes > buffers ? cfg->mem_bytes - buffers : 0;
-    uint64_t w = half > base ? (half - base) / per : 0;
-    uint64_t fit = left > base ? (left - base) / per : 0; /* no row cached beside it */
-    w = w < fit ? w : fit;
-    return w < 1 ? 1 : w > nb ? nb : w;
-}
-
-/*
- * Streamed windows with fresh samples: two exist at once (one trains while
- * the next is packed), so without --disk-budget each is kept within
- * DG_DISK_SHARE of the plan directory's free space, estimated at the probe's
- * mean batch with the rows the cache serves (hits of the probe's accesses)
- * counted at four fifths (the cache was chosen from the probe, later batches
- * hit it less); a shorter window when needed (at least one batch), logged.
- */
-static uint64_t disk_window(const struct oc_store *s, const struct oc_store_config *cfg,
-                            const struct dg_builder *b, const struct dg_sizes *z, uint64_t probe,
-                            uint64_t hits, uint64_t win)
-{
-    struct oc_err e;
-    uint64_t free_bytes;
-    if (probe == 0 || oc_fs_free_bytes(b->dir, &free_bytes, &e) != OC_OK)
-        return win;
-    uint64_t meta = 0;
-    for (uint64_t i = 0; i < probe; i++)
-        meta += b->rec_bytes[i];
-    double packed = (double)z->accesses - 0.8 * (double)hits;
-    double per =
-        ((double)meta + (double)z->accesses * 8 + packed * (double)s->row_bytes) / (double)probe +
-        OC_PLAN_CHUNK_HEADER + OC_PLAN_PAGE;
-    double share = (double)free_bytes * DG_DISK_SHARE;
-    if ((double)win * per <= share || cfg->window_batches)
-        return win;
-    uint64_t w = (uint64_t)(share / per);
-    w = w < 1 ? 1 : w;
-    char fs[32], ws[32];
-    oc_log(OC_LOG_INFO,
-           "store diskgnn: %s free under %s: windows of %" PRIu64 " batches (about %s each; two "
-           "exist at once), not the whole epoch of %" PRIu64 " (--disk-budget or --plan-dir "
-           "elsewhere)",
-           oc_format_size(free_bytes, fs, sizeof(fs)), b->dir, w,
-           oc_format_size((uint64_t)((double)w * per), ws, sizeof(ws)), b->nb_epoch);
-    return w;
-}
 
 static int has_plan(const struct oc_store_config *cfg)
 {
@@ -297,7 +110,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     b->crc_due = s->feat_crc_due;
     s->feat_crc_due = 0;
     d->n_batches = b->nb_epoch;
-    d->win_batches = window_batches(s, cfg, b, &d->n_slots);
+    d->win_batches = dg_window_batches(s, cfg, b, &d->n_slots);
     uint64_t wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches);
     int exact = d->reuse && wpe == 1; /* window 0 is every batch there is */
     if (cfg->disk_budget > 0) {       /* per window: the windows that exist at once share it */
@@ -334,8 +147,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if (rc)
         goto out;
     struct dg_sizes z;
-    window_sizes(b, &z);
-    uint64_t fixed = fixed_bytes(s, cfg, d->n_slots, b, &z, exact);
+    dg_window_sizes(b, &z);
+    uint64_t fixed = dg_fixed_bytes(s, cfg, d->n_slots, b, &z, exact);
     if (cfg->mem_bytes && cfg->mem_bytes < fixed) {
         rc = OC_ERR(err, OC_ERR_BUDGET,
                     "store diskgnn: needs at least %s (%u chunk buffer(s) "
@@ -357,7 +170,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         uint64_t hits = 0;
         for (uint64_t k = 0; k < d->cache.n; k++)
             hits += counts[d->cache.ids[k]];
-        d->win_batches = disk_window(s, cfg, b, &z, probe, hits, d->win_batches);
+        d->win_batches = dg_disk_window(s, cfg, b, &z, probe, hits, d->win_batches);
         wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches); /* the planner's, the log's */
     }
     oc_free(counts);
@@ -374,7 +187,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     /* the reader's scratch (budgeted in the fixed part) for a planned batch, held from now:
        rows the cache gives back are read through it without asking for more memory */
     if (cfg->mem_bytes &&
-        ((rc = store_disk_reserve(&d->disk, size_rows(z.max_input, exact), err)) ||
+        ((rc = store_disk_reserve(&d->disk, dg_size_rows(z.max_input, exact), err)) ||
          (rc = store_yield_register(&d->yield, err))))
         goto out;
     d->sample_us = b->sample_us;
@@ -417,9 +230,9 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                                 .reuse = d->reuse,
                                 .seed = cfg->sample_opts->seed,
                                 .n_slots = d->n_slots,
-                                .slot_bytes = slot_bytes(&z, exact)};
+                                .slot_bytes = dg_slot_bytes(&z, exact)};
     uint64_t reader_bytes;
-    dg_row_reader(size_rows(z.max_input, exact), s->row_bytes, &pc.row_run, &pc.row_bounce,
+    dg_row_reader(dg_size_rows(z.max_input, exact), s->row_bytes, &pc.row_run, &pc.row_bounce,
                   &reader_bytes);
     rc = dg_pipe_start(&pc, &d->pipe, err);
     d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
@@ -460,7 +273,7 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     d->disk_mu_ready = 1;
     if ((rc = store_disk_open(s, 1, &d->disk, err)))
         return rc;
-    d->disk.max_rows = reader_rows(s, cfg);
+    d->disk.max_rows = dg_reader_rows(s, cfg);
     if (has_plan(cfg))
         return open_plan(s, d, cfg, err);
     return OC_OK;

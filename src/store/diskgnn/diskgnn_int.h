@@ -356,6 +356,56 @@ int dg_chunk_check_header(const uint8_t *buf, uint64_t len, const struct dg_chun
 int dg_chunk_check(const uint8_t *buf, uint64_t len, const struct dg_chunk_expect *x,
                    const char *path, uint64_t off, struct dg_chunk_info *out, struct oc_err *err);
 
+/* ---- the store, and its sizes (diskgnn.c, diskgnn_size.c) -------------------- */
+
+struct diskgnn_store {
+    struct store_cache cache; /* sorted layout (no table): ids, rows; n_live: yield's lock */
+    struct store_yield yield; /* the rows' mapping, giving back and taking back */
+    int yield_ready, disk_mu_ready;
+    struct dg_builder builder;
+    struct dg_pipe *pipe;
+    struct store_disk disk;  /* evaluation, out-of-plan reads, given-back rows, taking back */
+    pthread_mutex_t disk_mu; /* held around disk (the trainer and the assembler share it) */
+    uint64_t pos, n_pos;     /* the next batch of the plan the trainer takes, and how many */
+    uint64_t first_epoch, n_batches; /* n_batches: per epoch */
+    uint64_t win_batches;            /* per window */
+    uint32_t n_slots;                /* chunk buffers (DG_N_SLOTS, or 1 under a tight budget) */
+    int reuse;
+    uint64_t seed; /* reuse: the batch order of training epoch order_epoch */
+    uint64_t *order, order_epoch;
+    struct dg_slot *cur;         /* taken from the pipe, not yet gathered */
+    uint64_t sample_us, pack_us; /* the first window (at open) */
+    uint64_t builder_bytes;      /* the builder's buffers after the first window (the planner
+                                    stage may grow them; not read across threads) */
+    uint64_t *gather_rows;       /* with a feature layout: a gather's ids as rows, in runs */
+};
+
+/* The first window's figures the sizes follow: its accesses, largest batch and chunk. */
+struct dg_sizes {
+    uint64_t accesses, max_input, max_meta;
+};
+
+void dg_window_sizes(const struct dg_builder *b, struct dg_sizes *z);
+/* Rows per batch to size buffers for: n, plus a quarter unless `exact` (the window is every
+   batch there is). */
+uint64_t dg_size_rows(uint64_t n, int exact);
+/* A chunk buffer's bytes: the largest batch's header, record and address table. */
+uint64_t dg_slot_bytes(const struct dg_sizes *z, int exact);
+/* Rows the store's reader of features.npy queues per run. */
+uint64_t dg_reader_rows(const struct oc_store *s, const struct oc_store_config *cfg);
+/* The fixed part of the budget for n_slots chunk buffers and the builder b's window. */
+uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *cfg,
+                        uint32_t n_slots, const struct dg_builder *b, const struct dg_sizes *z,
+                        int exact);
+/* Batches per window from the budget (and the chunk buffers, *n_slots). */
+uint64_t dg_window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
+                           const struct dg_builder *b, uint32_t *n_slots);
+/* Streamed fresh windows: win, or fewer batches where two would not fit the plan
+   directory's free space (logged). */
+uint64_t dg_disk_window(const struct oc_store *s, const struct oc_store_config *cfg,
+                        const struct dg_builder *b, const struct dg_sizes *z, uint64_t probe,
+                        uint64_t hits, uint64_t win);
+
 /* The pipe (diskgnn_pipe.c: its stages; diskgnn_assemble.c: the feature assembler). */
 struct dg_pipe {
     struct dg_pipe_config c;

@@ -809,4 +809,46 @@ out:
     oc_file_close(f, &err);
 }
 
+/*
+ * A dataset opened with features.npy's CRC deferred, whose features changed
+ * (same size, one bit): `memory` finds it in its load, `static` and `direct`
+ * by the registry's read before their open, each naming the file; and only
+ * the strategies that read the file whole say they check it.
+ */
+OC_TEST(a_deferred_features_checksum_is_checked_by_every_store)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 600, 8, OC_DTYPE_F32))
+        return;
+    const char *path = oc_dataset_path(fx.ds, OC_DS_FEATURES);
+    FILE *f = fopen(path, "r+b");
+    int c = f && fseek(f, 4096 + 77, SEEK_SET) == 0 ? fgetc(f) : EOF;
+    OC_CHECK(c != EOF && fseek(f, 4096 + 77, SEEK_SET) == 0 && fputc(c ^ 0x20, f) != EOF);
+    OC_CHECK(f && fclose(f) == 0);
+    struct oc_dataset *deferred = NULL;
+    OC_CHECK_OK(oc_dataset_open(fx.dir, OC_DS_OPEN_DEFER_FEATURE_CRC, &deferred, &err), &err);
+    if (deferred) {
+        const char *names[] = {"memory", "static", "direct"};
+        for (int i = 0; i < 3; i++) {
+            uint32_t index;
+            struct oc_store *s = NULL;
+            struct oc_store_config cfg = fixture_config(&fx, NULL);
+            cfg.ds = deferred;
+            OC_CHECK_OK(oc_store_strategy_find(names[i], &index, &err), &err);
+            int rc = oc_store_open(index, &cfg, &s, &err);
+            OC_CHECK(rc == OC_ERR_FORMAT && strstr(err.msg, path) &&
+                     strstr(err.msg, "checksum mismatch"));
+            oc_store_free(s);
+        }
+    }
+    OC_CHECK(oc_store_strategy_checks_features("memory") &&
+             oc_store_strategy_checks_features("diskgnn") &&
+             !oc_store_strategy_checks_features("static") &&
+             !oc_store_strategy_checks_features("auto") &&
+             !oc_store_strategy_checks_features(NULL));
+    oc_dataset_free(deferred);
+    fixture_free(&fx);
+}
+
 OC_TEST_MAIN()

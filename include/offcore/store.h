@@ -220,6 +220,13 @@ int oc_store_strategy_find(const char *name, uint32_t *index, struct oc_err *err
  * What a budgeted run reserves for batches in flight.
  */
 uint32_t oc_store_strategy_row_buffers(uint32_t strategy, uint32_t depth);
+/*
+ * Whether the named strategy reads features.npy whole when it opens and so
+ * checks its CRC within that read, for a dataset opened with
+ * OC_DS_OPEN_DEFER_FEATURE_CRC (`memory`, diskgnn); 0 for any other name
+ * (`auto` included): open such datasets with their checksums.
+ */
+int oc_store_strategy_checks_features(const char *name);
 
 /*
  * A strategy's own option (`offcore train --<name>`), declared in the

@@ -73,6 +73,13 @@ static uint32_t row_buffers(const struct store_strategy *st, uint32_t depth)
     return most && most < depth + 1 ? most : depth + 1;
 }
 
+int oc_store_strategy_checks_features(const char *name)
+{
+    uint32_t i;
+    return name && oc_store_strategy_find(name, &i, NULL) == OC_OK &&
+           strategies[i]->reads_whole_features;
+}
+
 uint32_t oc_store_strategy_row_buffers(uint32_t strategy, uint32_t depth)
 {
     return row_buffers(strategy < N_STRATEGIES ? strategies[strategy] : NULL, depth);

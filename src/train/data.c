@@ -58,17 +58,20 @@ static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, s
 }
 
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                    struct train_data *d, struct oc_err *err)
+                    const char *strategy, struct train_data *d, struct oc_err *err)
 {
-    return train_data_load_dim(dir, topo_opts, 0, d, err);
+    return train_data_load_dim(dir, topo_opts, strategy, 0, d, err);
 }
 
 int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                        uint64_t feat_dim, struct train_data *d, struct oc_err *err)
+                        const char *strategy, uint64_t feat_dim, struct train_data *d,
+                        struct oc_err *err)
 {
     memset(d, 0, sizeof(*d));
-    /* features.npy is checked by the store that reads it (oc_store_open): one read, not two */
-    int rc = oc_dataset_open(dir, OC_DS_OPEN_DEFER_FEATURE_CRC, &d->ds, err);
+    /* features.npy is checked by the store that reads it whole anyway (oc_store_open): one
+       read, not two; for the others here, before any budget holds */
+    unsigned flags = oc_store_strategy_checks_features(strategy) ? OC_DS_OPEN_DEFER_FEATURE_CRC : 0;
+    int rc = oc_dataset_open(dir, flags, &d->ds, err);
     if (rc)
         return rc;
     const struct oc_manifest *m = oc_dataset_manifest(d->ds);

@@ -497,7 +497,7 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     }
     /* a partitioned dataset: the rank's part, its rows from part.json's rows.npy */
     if ((rc = train_data_load_dim(r->part.on ? r->part.part.dir : dir,
-                                  o->topology_disk ? &topo : NULL,
+                                  o->topology_disk ? &topo : NULL, train_strategy_name(o),
                                   r->part.on ? r->part.part.feat_dim : 0, &r->data, err)) ||
         (r->part.on && (rc = train_part_load_rows(&r->part, &r->data, err))))
         return rc;

@@ -45,13 +45,16 @@ struct train_data {
  */
 uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o);
 
-/* Loads everything but features; with topo_opts != NULL the indices stay on disk. */
+/* Loads everything but features; with topo_opts != NULL the indices stay on disk. The CRC of
+   features.npy is left to the store when `strategy` checks it (oc_store_strategy_checks_features),
+   else checked here. */
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                    struct train_data *d, struct oc_err *err);
+                    const char *strategy, struct train_data *d, struct oc_err *err);
 /* As train_data_load, for a dataset without features whose rows come from elsewhere
    (a part of a partitioned dataset: its rows.npy) of feat_dim columns. */
 int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                        uint64_t feat_dim, struct train_data *d, struct oc_err *err);
+                        const char *strategy, uint64_t feat_dim, struct train_data *d,
+                        struct oc_err *err);
 void train_data_deinit(struct train_data *d);
 
 /*

@@ -95,8 +95,8 @@ static void spit(const char *path, const char *data, size_t len)
 /* cp -r src dst (through the shell: a test fixture). */
 static void copy_tree(const char *src, const char *dst)
 {
-    char cmd[2200];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s'", dst, src, dst);
+    char cmd[3 * 4096 + 64]; /* three paths of up to PATH_MAX and the words between */
+    snprintf(cmd, sizeof(cmd), "rm -rf '%.4000s' && cp -r '%.4000s' '%.4000s'", dst, src, dst);
     OC_CHECK(system(cmd) == 0);
 }
 

@@ -182,6 +182,8 @@ enum oc_ds_open_flags {
     OC_DS_OPEN_SKIP_CHECKSUM = 1u,     /* no CRC-32 compared, features not read; content checked */
     OC_DS_OPEN_DEFER_FEATURE_CRC = 2u, /* every check but features.npy's CRC, left to the reader
                                          of the features: oc_dataset_features_crc_* below */
+    OC_DS_OPEN_DEFER_TOPOLOGY = 4u,    /* indptr's and indices' content and CRCs checked as
+                                         oc_dataset_load_topology reads them (one read) */
 };
 
 struct oc_dataset;
@@ -229,6 +231,14 @@ int oc_dataset_features_crc_finish(const struct oc_dataset *ds, struct oc_crc_fo
 int oc_dataset_load_indptr(const struct oc_dataset *ds, uint64_t **indptr, struct oc_err *err);
 int oc_dataset_load_indices(const struct oc_dataset *ds, enum oc_dtype want, void **indices,
                             struct oc_err *err);
+/*
+ * indptr (u64) and indices (the manifest's index_dtype) together. When the
+ * open deferred their checks (OC_DS_OPEN_DEFER_TOPOLOGY), they are checked as
+ * they are read, with the open's messages and CRCs: the files are read once.
+ * Nothing is returned unless both pass.
+ */
+int oc_dataset_load_topology(const struct oc_dataset *ds, uint64_t **indptr, void **indices,
+                             struct oc_err *err);
 int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err);
 int oc_dataset_load_split(const struct oc_dataset *ds, enum oc_ds_file which, uint64_t **ids,
                           uint64_t *n, struct oc_err *err);

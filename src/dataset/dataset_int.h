@@ -68,6 +68,25 @@ static inline uint64_t oc_ds_get_uint(const uint8_t *p, size_t esize, size_t i)
     return v;
 }
 
+/* ---- the topology's content checks (topology_scan.c) ----------------------- */
+
+/*
+ * Streams indptr.npy (n_nodes + 1 entries) and checks it starts at 0, never
+ * decreases and ends at n_edges; copy (may be NULL) receives the entries;
+ * *crc the whole file's CRC-32 (header included) for the caller to compare.
+ * OC_ERR_FORMAT names the file and the entry.
+ */
+int oc_ds_scan_indptr(const char *path, uint64_t n_nodes, uint64_t n_edges, uint64_t *copy,
+                      uint32_t *crc, struct oc_err *err);
+/*
+ * Streams indices.npy (n_edges ids of es bytes) and checks every id is below
+ * n_nodes and each node's ids ascend; node ranges from indptr when loaded,
+ * else streamed from indptr_path (already checked). copy and crc as above.
+ */
+int oc_ds_scan_indices(const char *path, const char *indptr_path, const uint64_t *indptr,
+                       uint64_t n_nodes, uint64_t n_edges, size_t es, void *copy, uint32_t *crc,
+                       struct oc_err *err);
+
 /* ---- the size gate (size_gate.c) ----------------------------------------- */
 
 /* What a dataset about to be written will hold; unknown counts are 0. */

@@ -2,7 +2,8 @@
  * dataset_open.c — opening a dataset directory: manifest, then every listed
  * array checked for presence, exact size, header (dtype, shape derived from
  * the manifest, 4096-byte header), CRC-32 and content (indptr monotone from 0
- * to n_edges; neighbor ids < n_nodes and ascending per node; labels in
+ * to n_edges; neighbor ids < n_nodes and ascending per node: topology_scan.c,
+ * at open or, deferred, as oc_dataset_load_topology reads them; labels in
  * [-1, n_classes); split ids < n_nodes without duplicates). Arrays are
  * streamed in 8 MiB chunks, so memory stays bounded whatever their size
  * (splits need two bitmaps of n_nodes bits). Also the whole-array loaders.
@@ -155,110 +156,21 @@ static int check_crc(const struct oc_dataset *ds, enum oc_ds_file f, const struc
     return compare_crc(ds, f, s->crc, err);
 }
 
-static int scan_indptr(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
+/* The topology's content (topology_scan.c); `copy` the arrays as they are read, or NULL. */
+static int scan_topology(const struct oc_dataset *ds, unsigned flags, uint64_t *indptr,
+                         void *indices, struct oc_err *err)
 {
-    const char *path = ds->paths[OC_DS_INDPTR];
-    const uint64_t n_edges = ds->m.n_edges;
-    struct oc_ds_stream s;
-    const uint8_t *p;
-    size_t n;
-    uint64_t i = 0, prev = 0;
-    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
-    if (rc)
-        return rc;
-    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
-        for (size_t k = 0; k < n / 8; k++, i++) {
-            uint64_t v = oc_ds_get_uint(p, 8, k);
-            if (i == 0 && v != 0) {
-                rc =
-                    OC_ERR(err, OC_ERR_FORMAT, "%s: indptr[0] is %" PRIu64 ", expected 0", path, v);
-                goto out;
-            }
-            if (v < prev) {
-                rc = OC_ERR(err, OC_ERR_FORMAT,
-                            "%s: not monotone: indptr[%" PRIu64 "] = %" PRIu64 " < indptr[%" PRIu64
-                            "] = %" PRIu64,
-                            path, i, v, i - 1, prev);
-                goto out;
-            }
-            if (v > n_edges) {
-                rc = OC_ERR(err, OC_ERR_FORMAT,
-                            "%s: indptr[%" PRIu64 "] = %" PRIu64 " exceeds n_edges %" PRIu64, path,
-                            i, v, n_edges);
-                goto out;
-            }
-            prev = v;
-        }
-    }
-    if (rc)
-        goto out;
-    if (prev != n_edges) {
-        rc = OC_ERR(err, OC_ERR_FORMAT,
-                    "%s: indptr[%" PRIu64 "] = %" PRIu64 ", expected n_edges %" PRIu64, path,
-                    ds->m.n_nodes, prev, n_edges);
-        goto out;
-    }
-    rc = check_crc(ds, OC_DS_INDPTR, &s, flags, err);
-out:
-    oc_ds_stream_close(&s);
-    return rc;
-}
-
-/* Neighbor ids in range and ascending per node; indptr (already valid) read alongside. */
-static int scan_indices(const struct oc_dataset *ds, unsigned flags, struct oc_err *err)
-{
-    const char *path = ds->paths[OC_DS_INDICES];
-    const uint64_t n_nodes = ds->m.n_nodes;
-    const size_t es = oc_dtype_size(ds->m.index_dtype);
-    struct oc_ds_stream s, ip;
-    const uint8_t *p;
-    size_t n;
-    uint64_t pos = 0, node = 0, start = 0, end = 0, prev = 0, first;
-    int rc = oc_ds_stream_open(&s, path, OC_NPY_HEADER_BYTES, 0, err);
-    if (rc)
-        return rc;
-    if ((rc =
-             oc_ds_stream_open(&ip, ds->paths[OC_DS_INDPTR], OC_NPY_HEADER_BYTES, 1u << 20, err))) {
-        oc_ds_stream_close(&s);
-        return rc;
-    }
-    if ((rc = oc_ds_stream_next_elem(&ip, 8, &first, err)))
-        goto out;
-    while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
-        for (size_t k = 0; k < n / es; k++, pos++) {
-            uint64_t v = oc_ds_get_uint(p, es, k);
-            if (v >= n_nodes) {
-                rc = OC_ERR(err, OC_ERR_FORMAT,
-                            "%s: neighbor id %" PRIu64 " at position %" PRIu64
-                            " out of range (n_nodes %" PRIu64 ")",
-                            path, v, pos, n_nodes);
-                goto out;
-            }
-            if (pos == 0 && (rc = oc_ds_stream_next_elem(&ip, 8, &end, err)))
-                goto out;        /* end of node 0's range */
-            while (pos >= end) { /* advance to the node owning this position */
-                node++;
-                start = end;
-                if ((rc = oc_ds_stream_next_elem(&ip, 8, &end, err)))
-                    goto out;
-            }
-            if (pos > start && v < prev) {
-                rc =
-                    OC_ERR(err, OC_ERR_FORMAT,
-                           "%s: in-neighbors of node %" PRIu64 " not ascending at position %" PRIu64
-                           " (%" PRIu64 " after %" PRIu64 ")",
-                           path, node, pos, v, prev);
-                goto out;
-            }
-            prev = v;
-        }
-    }
-    if (rc)
-        goto out;
-    rc = check_crc(ds, OC_DS_INDICES, &s, flags, err);
-out:
-    oc_ds_stream_close(&ip);
-    oc_ds_stream_close(&s);
+    const struct oc_manifest *m = &ds->m;
+    uint32_t crc = 0;
+    int rc = oc_ds_scan_indptr(ds->paths[OC_DS_INDPTR], m->n_nodes, m->n_edges, indptr, &crc, err);
+    if (rc == OC_OK && !(flags & OC_DS_OPEN_SKIP_CHECKSUM))
+        rc = compare_crc(ds, OC_DS_INDPTR, crc, err);
+    if (rc == OC_OK)
+        rc = oc_ds_scan_indices(ds->paths[OC_DS_INDICES], ds->paths[OC_DS_INDPTR], indptr,
+                                m->n_nodes, m->n_edges, oc_dtype_size(m->index_dtype), indices,
+                                &crc, err);
+    if (rc == OC_OK && !(flags & OC_DS_OPEN_SKIP_CHECKSUM))
+        rc = compare_crc(ds, OC_DS_INDICES, crc, err);
     return rc;
 }
 
@@ -427,7 +339,7 @@ static int validate(struct oc_dataset *ds, unsigned flags, struct oc_err *err)
         if (ds->m.files[f].present && (rc = check_file(ds, (enum oc_ds_file)f, err)))
             return rc;
     }
-    if ((rc = scan_indptr(ds, flags, err)) || (rc = scan_indices(ds, flags, err)))
+    if (!(flags & OC_DS_OPEN_DEFER_TOPOLOGY) && (rc = scan_topology(ds, flags, NULL, NULL, err)))
         return rc;
     if (ds->m.files[OC_DS_LABELS].present && (rc = scan_labels(ds, flags, err)))
         return rc;
@@ -574,6 +486,34 @@ int oc_dataset_load_indices(const struct oc_dataset *ds, enum oc_dtype want, voi
         return OC_ERR(err, OC_ERR_ARG, "%s: indices load as u32 or u64, not %s",
                       ds->paths[OC_DS_INDICES], oc_dtype_name(want));
     return load(ds, OC_DS_INDICES, want, ds->m.n_edges, indices, err);
+}
+
+int oc_dataset_load_topology(const struct oc_dataset *ds, uint64_t **indptr, void **indices,
+                             struct oc_err *err)
+{
+    const struct oc_manifest *m = &ds->m;
+    *indptr = NULL;
+    *indices = NULL;
+    if (!(ds->flags & OC_DS_OPEN_DEFER_TOPOLOGY)) { /* checked at open: a plain load */
+        int rc = oc_dataset_load_indptr(ds, indptr, err);
+        if (rc == OC_OK && (rc = oc_dataset_load_indices(ds, m->index_dtype, indices, err))) {
+            oc_free(*indptr);
+            *indptr = NULL;
+        }
+        return rc;
+    }
+    uint64_t *ip = oc_alloc((m->n_nodes + 1) * sizeof(uint64_t), "topology: indptr", err);
+    size_t es = oc_dtype_size(m->index_dtype);
+    void *ix = ip ? oc_alloc(m->n_edges ? m->n_edges * es : 1, "topology: indices", err) : NULL;
+    int rc = ip && ix ? scan_topology(ds, ds->flags, ip, ix, err) : (err ? err->status : OC_ERR_NOMEM);
+    if (rc) {
+        oc_free(ip);
+        oc_free(ix);
+        return rc;
+    }
+    *indptr = ip;
+    *indices = ix;
+    return OC_OK;
 }
 
 int oc_dataset_load_labels(const struct oc_dataset *ds, int32_t **labels, struct oc_err *err)

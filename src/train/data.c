@@ -58,19 +58,34 @@ static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, s
 }
 
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                    const char *strategy, struct train_data *d, struct oc_err *err)
+                    const char *strategy, int out_degrees, struct train_data *d,
+                    struct oc_err *err)
 {
-    return train_data_load_dim(dir, topo_opts, strategy, 0, d, err);
+    return train_data_load_dim(dir, topo_opts, strategy, 0, out_degrees, d, err);
+}
+
+/* Whole-graph out-degrees of an in-memory topology (self-edges excluded). */
+static void out_degrees_from_memory(struct train_data *d)
+{
+    for (uint64_t v = 0; v < d->n_nodes; v++)
+        for (uint64_t e = d->indptr[v]; e < d->indptr[v + 1]; e++) {
+            uint64_t u = d->graph.indices32 ? d->graph.indices32[e] : d->graph.indices64[e];
+            if (u != v)
+                d->out_deg[u]++;
+        }
 }
 
 int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                        const char *strategy, uint64_t feat_dim, struct train_data *d,
-                        struct oc_err *err)
+                        const char *strategy, uint64_t feat_dim, int out_degrees,
+                        struct train_data *d, struct oc_err *err)
 {
     memset(d, 0, sizeof(*d));
     /* features.npy is checked by the store that reads it whole anyway (oc_store_open): one
-       read, not two; for the others here, before any budget holds */
+       read, not two; for the others here, before any budget holds. A topology held in RAM
+       is checked as it is loaded (one read). */
     unsigned flags = oc_store_strategy_checks_features(strategy) ? OC_DS_OPEN_DEFER_FEATURE_CRC : 0;
+    if (!topo_opts)
+        flags |= OC_DS_OPEN_DEFER_TOPOLOGY;
     int rc = oc_dataset_open(dir, flags, &d->ds, err);
     if (rc)
         return rc;
@@ -96,9 +111,7 @@ int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_op
         oc_sample_topo_disk_graph(d->topo, &d->graph);
         d->indptr = NULL;
     } else {
-        if ((rc = oc_dataset_load_indptr(d->ds, &d->indptr, err)))
-            goto fail;
-        if ((rc = oc_dataset_load_indices(d->ds, m->index_dtype, &d->indices, err)))
+        if ((rc = oc_dataset_load_topology(d->ds, &d->indptr, &d->indices, err)))
             goto fail;
         d->graph.n_nodes = d->n_nodes;
         d->graph.indptr = d->indptr;
@@ -121,22 +134,17 @@ int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_op
     for (uint64_t v = 0; v < d->n_nodes; v++)
         if (d->graph.indptr[v + 1] - d->graph.indptr[v] > d->max_in_deg)
             d->max_in_deg = d->graph.indptr[v + 1] - d->graph.indptr[v];
+    if (!out_degrees)
+        return OC_OK;
     d->out_deg = oc_calloc(d->n_nodes, sizeof(uint64_t), "out-degrees", err);
     if (!d->out_deg) {
         rc = err->status;
         goto fail;
     }
-    if (d->topo) {
-        if ((rc = out_degrees_from_file(d, d->graph.indptr, err)))
-            goto fail;
-        return OC_OK;
-    }
-    for (uint64_t v = 0; v < d->n_nodes; v++)
-        for (uint64_t e = d->indptr[v]; e < d->indptr[v + 1]; e++) {
-            uint64_t u = d->graph.indices32 ? d->graph.indices32[e] : d->graph.indices64[e];
-            if (u != v)
-                d->out_deg[u]++;
-        }
+    if (d->topo && (rc = out_degrees_from_file(d, d->graph.indptr, err)))
+        goto fail;
+    if (!d->topo)
+        out_degrees_from_memory(d);
     return OC_OK;
 fail:
     train_data_deinit(d);
@@ -241,6 +249,11 @@ void train_blocks_from_batch(const struct oc_sample_batch *b, const uint64_t *sr
 int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
                       struct train_degrees *deg, struct oc_err *err)
 {
+    if (!out_deg) { /* not loaded: the model does not read them (not GCN) */
+        oc_free(deg->deg);
+        *deg = (struct train_degrees){NULL, 0};
+        return OC_OK;
+    }
     if (b->n_input > deg->cap) {
         uint64_t *p = oc_realloc(deg->deg, b->n_input * sizeof(uint64_t), "batch degrees", err);
         if (!p)

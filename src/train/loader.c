@@ -244,7 +244,7 @@ int oc_loader_new(const char *dir, const struct oc_loader_opts *o, struct oc_loa
     }
     static const enum train_split splits[OC_LOADER_SPLIT_COUNT] = {
         TRAIN_SPLIT_TRAIN, TRAIN_SPLIT_VAL, TRAIN_SPLIT_TEST};
-    if ((rc = train_data_load(dir, NULL, l->strategy, &l->data, err)))
+    if ((rc = train_data_load(dir, NULL, l->strategy, 0, &l->data, err)))
         goto fail;
     l->ids = l->data.split[splits[o->split]];
     l->n_ids = l->data.n_split[splits[o->split]];

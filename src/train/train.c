@@ -15,6 +15,7 @@
  * serializes them). Evaluation runs between epochs, when the pipeline is idle.
  * Ownership: everything created here is freed before returning.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -498,7 +499,8 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     /* a partitioned dataset: the rank's part, its rows from part.json's rows.npy */
     if ((rc = train_data_load_dim(r->part.on ? r->part.part.dir : dir,
                                   o->topology_disk ? &topo : NULL, train_strategy_name(o),
-                                  r->part.on ? r->part.part.feat_dim : 0, &r->data, err)) ||
+                                  r->part.on ? r->part.part.feat_dim : 0,
+                                  o->model == OC_NN_MODEL_GCN, &r->data, err)) ||
         (r->part.on && (rc = train_part_load_rows(&r->part, &r->data, err))))
         return rc;
     char plan_dir[4096];
@@ -603,6 +605,8 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
                       bad % r->data.feat_dim);
     if ((rc = oc_nn_tensor_wrap(r->be, OC_NN_F32, x, batch->n_input, r->data.feat_dim, &xt, err)))
         return rc;
+    /* GCN normalizes by whole-graph degrees: loaded for it (run_setup), else in-block counts */
+    assert(r->data.out_deg || oc_nn_model_config(r->model)->kind != OC_NN_MODEL_GCN);
     if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))
         return rc;
     struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];

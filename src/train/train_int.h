@@ -32,7 +32,8 @@ struct train_data {
     int32_t *labels;
     uint64_t *split[TRAIN_SPLIT_COUNT];
     uint64_t n_split[TRAIN_SPLIT_COUNT];
-    uint64_t *out_deg;   /* out-degree in the whole graph, self-edges excluded */
+    uint64_t *out_deg;   /* out-degree in the whole graph, self-edges excluded; NULL
+                            unless loaded with out_degrees (GCN) */
     uint64_t max_in_deg; /* the largest in-degree (neighbor-list length) */
 };
 
@@ -45,16 +46,18 @@ struct train_data {
  */
 uint64_t train_eval_chunk_rows(const struct train_data *d, const struct oc_train_opts *o);
 
-/* Loads everything but features; with topo_opts != NULL the indices stay on disk. The CRC of
-   features.npy is left to the store when `strategy` checks it (oc_store_strategy_checks_features),
-   else checked here. */
+/* Loads everything but features; with topo_opts != NULL the indices stay on disk, else they are
+   checked as they are loaded (one read). The CRC of features.npy is left to the store when
+   `strategy` checks it (oc_store_strategy_checks_features), else checked here. out_degrees:
+   count d->out_deg (GCN's normalization reads it; NULL otherwise). */
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                    const char *strategy, struct train_data *d, struct oc_err *err);
+                    const char *strategy, int out_degrees, struct train_data *d,
+                    struct oc_err *err);
 /* As train_data_load, for a dataset without features whose rows come from elsewhere
    (a part of a partitioned dataset: its rows.npy) of feat_dim columns. */
 int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                        const char *strategy, uint64_t feat_dim, struct train_data *d,
-                        struct oc_err *err);
+                        const char *strategy, uint64_t feat_dim, int out_degrees,
+                        struct train_data *d, struct oc_err *err);
 void train_data_deinit(struct train_data *d);
 
 /*
@@ -87,7 +90,8 @@ void train_gather_deinit(struct train_gather *g);
 void train_blocks_from_batch(const struct oc_sample_batch *b, const uint64_t *src_out_deg,
                              struct oc_nn_block *blocks);
 
-/* Whole-graph out-degrees of a batch's input nodes (buffer grown and reused). */
+/* Whole-graph out-degrees of a batch's input nodes (buffer grown and reused); deg->deg is NULL
+   when out_deg is (not loaded: the model does not read them). */
 struct train_degrees {
     uint64_t *deg;
     uint64_t cap;

@@ -133,6 +133,7 @@ struct args {
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     double hyperbatch;   /* --hyperbatch F: also static with hyperbatches (0: not) */
     int no_eval;         /* --no-eval: skip the sampled evaluation after each epoch */
+    int topology_disk;   /* --topology-disk: every run keeps indices.npy on disk */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
     int no_cgroup; /* --no-cgroup: budgeted runs without a cgroup memory limit */
     const char *layout;   /* --layout ORDER: train on a laid-out copy (NULL: node id order) */
@@ -176,6 +177,8 @@ static void usage(FILE *f)
         "  --hyperbatch F     also run static --hyperbatch F (share of its budget staging the\n"
         "                     coming batches' misses; label static/hyper)\n"
         "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
+        "  --topology-disk    every run (memory too) keeps the topology on disk (offcore train\n"
+        "                     --topology disk: Ginex's neighbor cache, a fifth of the budget)\n"
         "  --communities S    generate with planted communities of mean size S (offcore\n"
         "                     generate --communities; default none); --mixing MU their\n"
         "                     share of edges leaving (the generator's default)\n"
@@ -236,6 +239,7 @@ static int parse_args(int argc, char **argv, struct args *a)
         {"superbatch", required_argument, 0, 'S'},
         {"hyperbatch", required_argument, 0, 'Y'},
         {"no-eval", no_argument, 0, 'N'},
+        {"topology-disk", no_argument, 0, 'D'},
         {"preset", required_argument, 0, 'P'},
         {"no-cgroup", no_argument, 0, 'C'},
         {"layout", required_argument, 0, 'L'},
@@ -325,6 +329,9 @@ static int parse_args(int argc, char **argv, struct args *a)
             break;
         case 'N':
             a->no_eval = 1;
+            break;
+        case 'D':
+            a->topology_disk = 1;
             break;
         case 'C':
             a->no_cgroup = 1;
@@ -771,6 +778,7 @@ static void train_child(void *ctx, int fd)
     o.n_threads = c->a->threads;
     o.seed = SEED;
     o.eval = c->a->no_eval ? OC_TRAIN_EVAL_NONE : OC_TRAIN_EVAL_SAMPLED;
+    o.topology_disk = c->a->topology_disk;
     o.strategy = c->run->strategy;
     if (strcmp(c->run->strategy, "static") == 0) /* static's options --hotness, --hyperbatch */
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
@@ -1196,8 +1204,9 @@ int main(int argc, char **argv)
     printf("model sage, %u layers, hidden %" PRIu64 ", fanout", a.n_fanouts, a.hidden);
     for (uint32_t l = 0; l < a.n_fanouts; l++)
         printf("%s%d", l ? "," : " ", a.fanouts[l]);
-    printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval %s, seed %d\n", a.batch,
-           a.epochs, a.threads, a.no_eval ? "none" : "sampled", SEED);
+    printf(", batch %" PRIu64 ", epochs %u, threads %u (0 = all), eval %s, topology %s, seed %d\n",
+           a.batch, a.epochs, a.threads, a.no_eval ? "none" : "sampled",
+           a.topology_disk ? "disk" : "memory", SEED);
     int m = dataset_matches(ds_dir, &g, why, sizeof(why));
     if (m == 0) {
         fprintf(stderr, "ooc_bench: %s %s; remove it or pick another --dir\n", ds_dir, why);

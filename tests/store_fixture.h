@@ -108,7 +108,6 @@ static inline struct oc_store_config fixture_config(const struct fixture *fx, st
     c.ds = fx->ds;
     c.graph = &fx->g;
     c.pool = pool;
-    c.hotness = OC_STORE_HOTNESS_DEGREE;
     c.sample_opts = &fx->so;
     c.train_ids = fx->train;
     c.n_train = fx->n_train;
@@ -156,6 +155,26 @@ static inline struct oc_batch_pipe_config fixture_pipe_config(const struct fixtu
 }
 
 /* Opens strategy `name`; NULL (and a failed check) on error. */
+/*
+ * Sets a strategy's option (store.h, oc_store_opt_set) in c, checking it is
+ * accepted; value 0 sets it back to "not given" (which an option with min 1,
+ * such as --superbatch, would refuse as a value).
+ */
+static inline void fixture_opt(struct oc_store_config *c, const char *name, double value)
+{
+    struct oc_err err;
+    uint32_t strategy;
+    const struct oc_store_opt *opt;
+    if (value != 0) {
+        OC_CHECK_OK(oc_store_opt_set(c, name, value, &err), &err);
+        return;
+    }
+    OC_CHECK(oc_store_opt_find(name, &strategy, &opt) == OC_OK);
+    for (uint32_t k = 0; k < oc_store_strategy_n_opts(strategy); k++)
+        if (oc_store_strategy_opt(strategy, k) == opt)
+            c->opts.v[k] = 0;
+}
+
 static inline struct oc_store *fixture_open(const char *name, const struct oc_store_config *c)
 {
     struct oc_err err;

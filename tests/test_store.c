@@ -157,7 +157,8 @@ static void compare_variant(const struct fixture *fx, const struct variant *v, s
     struct oc_err err;
     struct oc_store_config c = fixture_config(fx, pool);
     c.mem_bytes = v->mem_bytes;
-    c.hotness = v->hotness;
+    if (v->hotness != OC_STORE_HOTNESS_DEGREE) /* static's --hotness */
+        fixture_opt(&c, "hotness", v->hotness);
     struct oc_store *s = fixture_open(v->strategy, &c);
     if (!s)
         return;
@@ -562,7 +563,7 @@ OC_TEST(bad_arguments)
     c.ds = NULL;
     OC_CHECK_ERR(oc_store_open(0, &c, &s, &err), OC_ERR_ARG, &err, "no dataset");
     c = fixture_config(&fx, NULL);
-    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
+    fixture_opt(&c, "hotness", OC_STORE_HOTNESS_PRESAMPLE);
     c.train_ids = NULL;
     OC_CHECK_ERR(oc_store_open(3, &c, &s, &err), OC_ERR_ARG, &err, "train_ids");
     c = fixture_config(&fx, NULL);
@@ -733,7 +734,6 @@ OC_TEST(alloc_faults_at_open)
         return;
     }
     struct oc_store_config c = fixture_config(&fx, NULL);
-    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
     c.mem_bytes = fixture_fixed_bytes(&fx) + 100 * (fx.row_bytes + 8);
     uint64_t ids[64];
     float out[64 * 12];
@@ -742,6 +742,9 @@ OC_TEST(alloc_faults_at_open)
         uint32_t k = km / FAULT_MODE_COUNT;
         int mode = (int)(km % FAULT_MODE_COUNT);
         uint64_t base = oc_mem_n_live();
+        memset(&c.opts, 0, sizeof(c.opts));
+        if (strcmp(oc_store_strategy_name(k), "static") == 0)
+            fixture_opt(&c, "hotness", OC_STORE_HOTNESS_PRESAMPLE);
         for (uint64_t nth = 1; nth < 400; nth++) {
             struct oc_store *s = NULL;
             fault_arm_mode(mode, OC_FAULT_ALLOC, nth, ENOMEM);

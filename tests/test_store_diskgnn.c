@@ -251,17 +251,17 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
     }
     snprintf(plan, sizeof(plan), "%s/plan-windows", oc_test_tmpdir());
     struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 2, 0);
-    c.disk_budget = 1000.0;     /* laid out window by window (not streamed), at s = 1 */
-    c.window_batches = 1000000; /* clamped to the epoch */
+    fixture_opt(&c, "disk-budget", 1000.0); /* laid out window by window (not streamed) */
+    fixture_opt(&c, "window", 1000000);     /* clamped to the epoch */
     uint64_t min_whole = dg_min_mem(c);
-    c.window_batches = 0;
+    fixture_opt(&c, "window", 0);
     uint64_t min_derived = dg_min_mem(c);
     /* streamed (no disk budget): windows of the whole epoch at any budget, below what laying
        out a whole epoch at once needs */
-    c.disk_budget = 0;
+    fixture_opt(&c, "disk-budget", 0);
     uint64_t min_streamed = dg_min_mem(c);
     OC_CHECK(min_streamed > 0 && min_streamed < min_whole);
-    c.disk_budget = 1000.0;
+    fixture_opt(&c, "disk-budget", 1000.0);
     if (getenv("OC_TEST_VERBOSE"))
         fprintf(stderr,
                 "  smallest store budget: whole-epoch windows %" PRIu64 ", derived %" PRIu64

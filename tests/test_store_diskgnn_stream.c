@@ -71,7 +71,7 @@ static void compare_window(const struct fixture *fx, const struct oc_store *s, u
     for (int k = 0; k < 2; k++) {
         snprintf(plan[k], sizeof(plan[k]), "%s/plan-stream-%d", oc_test_tmpdir(), k);
         struct oc_store_config c = dg_config(fx, NULL, plan[k], 0, 2, 0);
-        c.disk_budget = k ? 1000.0 : 0.0; /* 1: laid out whole (s = 1: it fits) */
+        fixture_opt(&c, "disk-budget", k ? 1000.0 : 0.0); /* 1: laid out whole (it fits) */
         cache_init(&cache[k], fx->n_nodes, 3, 7, s->row_bytes);
         memset(&w[k], 0, sizeof(w[k]));
         OC_CHECK_OK(dg_builder_init(&b[k], s, &c, NULL, &err), &err);

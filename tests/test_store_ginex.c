@@ -39,7 +39,7 @@ static struct oc_store_config ginex_config(const struct fixture *fx, struct oc_p
     struct oc_store_config c = fixture_config(fx, pool);
     c.first_epoch = e0;
     c.n_epochs = e1;
-    c.superbatch = S;
+    fixture_opt(&c, "superbatch", S);
     if (rows) {
         uint64_t b = 0;
         OC_CHECK_OK(oc_store_ginex_budget_for(&c, rows, &b, &err), &err);

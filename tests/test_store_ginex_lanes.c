@@ -298,7 +298,7 @@ OC_TEST(every_budget_from_the_smallest_opens_with_lanes)
     struct oc_store_config c = fixture_config(&fx, NULL);
     c.n_epochs = 100;
     c.lanes = 2;
-    c.superbatch = 100000; /* every epoch: its accesses outweigh a lane's reader */
+    fixture_opt(&c, "superbatch", 100000); /* every epoch: its accesses outweigh a lane's reader */
     c.plan_dir = NULL;
     uint64_t b = 0, opened = 0, two = 0;
     OC_CHECK_OK(oc_store_ginex_budget_for(&c, 1, &b, &err), &err);

@@ -51,7 +51,7 @@ static struct oc_store_config gd_config(const struct fixture *fx, struct oc_pool
                                         uint32_t n_extractors, uint32_t n_epochs)
 {
     struct oc_store_config c = fixture_config(fx, pool);
-    c.n_extractors = n_extractors;
+    fixture_opt(&c, "extractors", n_extractors);
     c.first_epoch = 0;
     c.n_epochs = n_epochs;
     return c;
@@ -392,7 +392,7 @@ OC_TEST(reorder_delivers_each_batch_once)
     }
     uint64_t live = oc_mem_n_live();
     struct oc_store_config c = gd_config(&fx, NULL, 4, 2);
-    c.reorder = 1;
+    fixture_opt(&c, "reorder", 1);
     c.mem_bytes = min_budget(&c) + 1000 * (fx.row_bytes + 21);
     struct oc_store *s = fixture_open("gnndrive", &c);
     struct oc_batch_pipe *bp = NULL;
@@ -518,8 +518,9 @@ OC_TEST(plan_order_next_batch_and_skips)
         OC_CHECK(b == 0);
     }
     oc_store_free(s);
-    /* The in-order default of the other strategies. */
+    /* The in-order default of the other strategies (which refuse gnndrive's options). */
     c.mem_bytes = 0;
+    memset(&c.opts, 0, sizeof(c.opts));
     s = fixture_open("direct", &c);
     if (s) {
         uint64_t b = 9;

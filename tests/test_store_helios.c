@@ -134,7 +134,7 @@ static void plan_matches(uint32_t dim, enum oc_dtype dtype, int no_uring, unsign
         setenv("OC_NO_URING", "1", 1);
     uint64_t live = oc_mem_n_live();
     struct oc_store_config c = hl_config(&fx, 2);
-    c.io_cores = io_cores;
+    fixture_opt(&c, "io-cores", io_cores);
     struct oc_store *s = fixture_open("helios", &c);
     if (s) {
         uint64_t bad = 9;
@@ -323,9 +323,8 @@ OC_TEST(a_cache_of_nearly_every_row_holds_the_hottest)
         OC_CHECK(cached == fx.n_nodes && stage == 0);
         if (budget) {
             uint64_t *hot = NULL, worse = 0;
-            struct oc_store_config dc = c;
-            dc.hotness = OC_STORE_HOTNESS_DEGREE;
-            OC_CHECK_OK(store_hot_select(s, &dc, fx.n_nodes, 1, &hot, &err), &err);
+            OC_CHECK_OK(store_hot_select(s, &c, OC_STORE_HOTNESS_DEGREE, fx.n_nodes, 1, &hot, &err),
+                        &err);
             const uint64_t *ip = fx.g.indptr;
             for (uint64_t k = 1; hot && k < fx.n_nodes; k++)
                 worse += ip[hot[k] + 1] - ip[hot[k]] > ip[hot[k - 1] + 1] - ip[hot[k - 1]];
@@ -374,7 +373,7 @@ static int pin_case_init(struct pin_case *pc, int one_cpu)
     if (!pc->pool || !hl_fixture(&pc->fx, 24, OC_DTYPE_F32))
         return 0;
     pc->c = hl_config(&pc->fx, 1);
-    pc->c.io_cores = 1;
+    fixture_opt(&pc->c, "io-cores", 1);
     pc->c.pool = pc->pool;
     return 1;
 }
@@ -486,7 +485,7 @@ OC_TEST(setup_faults_fall_back)
     }
     uint64_t live = oc_mem_n_live();
     struct oc_store_config c = hl_config(&fx, 1);
-    c.io_cores = 1; /* SQPOLL first */
+    fixture_opt(&c, "io-cores", 1); /* SQPOLL first */
     for (int mode = 0; mode < FAULT_MODE_COUNT; mode++) {
         /* setups in order: the evaluation reader's ring, then helios's SQPOLL ring, then
            (SQPOLL refused) its plain ring. One refusal of the 2nd: plain; refusals from the
@@ -596,7 +595,7 @@ OC_TEST(cancel_mid_epoch_on_a_shared_pipeline)
         OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
         struct oc_store_config c = hl_config(&fx, 2);
         c.pipeline = p;
-        c.io_cores = after == 1; /* SQPOLL once */
+        fixture_opt(&c, "io-cores", after == 1); /* SQPOLL once */
         struct oc_store *s = fixture_open("helios", &c);
         if (s)
             oc_store_helios_set_depth(s, 1);

@@ -33,7 +33,7 @@ static int run_static(const struct fixture *fx, uint64_t mem, double share, int 
     OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
     struct oc_store_config c = fixture_config(fx, NULL);
     c.mem_bytes = mem;
-    c.hyperbatch = share;
+    fixture_opt(&c, "hyperbatch", share);
     c.pipeline = p;
     struct oc_store *s = NULL;
     uint32_t idx = 0;

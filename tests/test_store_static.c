@@ -130,7 +130,7 @@ static void hottest(enum oc_store_hotness hotness, enum oc_dtype dtype)
     for (int p = 0; p < 2; p++)
         for (int r = 0; r < 2; r++) {
             struct oc_store_config c = fixture_config(&fx, p ? pool : NULL);
-            c.hotness = hotness;
+            fixture_opt(&c, "hotness", hotness);
             c.mem_bytes = fixture_fixed_bytes(&fx) + (r ? fx.n_nodes * 4 : 0) +
                           rows[r] * (fx.row_bytes + (r ? 0 : 12));
             struct oc_store *s = fixture_open("static", &c);
@@ -181,7 +181,7 @@ OC_TEST(unlimited_caches_everything)
         return;
     }
     struct oc_store_config c = fixture_config(&fx, NULL);
-    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
+    fixture_opt(&c, "hotness", OC_STORE_HOTNESS_PRESAMPLE);
     struct oc_store *s = fixture_open("static", &c);
     if (s) {
         OC_CHECK(oc_store_static_n_cached(s) == fx.n_nodes);

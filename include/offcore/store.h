@@ -136,6 +136,9 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
 /* What a strategy may know when it prepares (training plan). */
 struct oc_pipeline;
 
+/* The most options one strategy declares (struct oc_store_opt). */
+#define OC_STORE_MAX_OPTS 8
+
 struct oc_store_config {
     const struct oc_dataset *ds;
     const struct oc_graph *graph; /* in-memory or on-disk-backed topology view;
@@ -145,7 +148,6 @@ struct oc_store_config {
                                                the caller (gather runs oc_pool_run on it) */
     uint64_t mem_bytes;           /* RAM the store may hold (cache sizing);
                                                0 = unlimited (`static` caches every row) */
-    enum oc_store_hotness { OC_STORE_HOTNESS_DEGREE, OC_STORE_HOTNESS_PRESAMPLE } hotness;
     /*
      * The training plan. Pre-sampling replays its epoch 0 (shuffle with
      * sample_opts->seed, batches of batch_size, last one short), and with
@@ -158,49 +160,37 @@ struct oc_store_config {
     uint64_t n_train, batch_size;
     uint32_t first_epoch, n_epochs; /* training runs epochs [first_epoch, n_epochs) */
     const char *plan_dir;           /* where derived artifacts may be written (DIR/plan) */
-    uint32_t n_extractors;          /* gnndrive: extractor threads (0 = 2) */
-    uint32_t n_samplers;            /* gnndrive: sampler threads (0 = 4 with an on-disk
-                                       topology, else one per two online cores, 1 to 4) */
-    uint32_t io_cores;              /* helios: cores for the I/O path (SQPOLL thread and
-                                       completion stage pinned to the last ones); 0 = auto */
-    int reorder;                    /* gnndrive: oc_store_next_batch returns batches in
-                                       completion order (GNNDrive); 0 = plan order */
-    uint32_t superbatch;            /* ginex: batches per superbatch; 0 = an epoch (at most
-                                       1024) with a writable plan directory, else up to 16,
-                                       each cut where its accesses fill a quarter of mem_bytes */
     int reuse_samples;              /* every epoch trains on epoch 0's batches (DiskGNN);
                                        the epoch argument of the batch calls is then 0.
                                        ginex and gnndrive refuse it (OC_ERR_UNSUPPORTED) */
-    double disk_budget;             /* diskgnn: bound on its packed files on disk, as a
-                                       multiple of features.npy's size; 0 = unlimited */
-    uint32_t window_batches;        /* diskgnn, fresh samples: batches per window (at most an
-                                       epoch); 0 = derived from mem_bytes */
     struct oc_pipeline *pipeline;   /* where the strategy adds its stages (and starts
                                        them); NULL: the store makes and owns one */
-    uint32_t staleness;             /* outre: an embedding is used while younger than this
-                                       many iterations (batches); 0 = no embedding cache */
-    double embed_nodes;             /* outre: share of the nodes given an embedding slot
-                                       (the most frequent candidates), in place of the alpha
-                                       search's choice; 0 = the search chooses */
-    double admit;                   /* outre: share of a batch's freshly computed embeddings
-                                       taken into the cache, those with the smallest
-                                       gradient norm (FreshGNN's criterion); 0..1 */
-    uint64_t embed_dim;             /* outre: width of the last layer's input, whose rows
-                                       the trainer takes and pushes (struct oc_store_hist);
-                                       0 = the caller does not use embeddings (no pruning) */
+    uint64_t embed_dim;             /* the trainer's width of the last layer's input, whose
+                                       rows it takes and pushes (struct oc_store_hist) to a
+                                       strategy with historical embeddings (outre); 0 = the
+                                       caller does not use embeddings (no pruning) */
     uint64_t batch_rows;            /* the most input rows one gather asks for: a training
                                        batch as train measured it (probe, with its margin),
                                        or an evaluation chunk; 0 = unknown. Sizes what the
                                        strategies reserve per batch (store_budget_rows);
                                        arrays grow through the accountant past it */
-    double hyperbatch;              /* static: share of mem_bytes that stages the misses of
-                                       the coming batches (store/hyper.c); 0 = none */
     uint32_t lanes;                 /* training gathers the batch pipeline may run at once
                                        (oc_store_gather_lanes); 0 or 1 = one at a time */
     struct oc_progress *progress;   /* borrowed, may be NULL; must outlive the store. Long
                                        setup shows here as phases (diskgnn: sampling and
                                        packing its first window), background work as a note
                                        on the caller's phase (diskgnn: the next window) */
+    /*
+     * The opened strategy's own options (struct oc_store_opt below), set with
+     * oc_store_opt_apply or oc_store_opt_set: values in the order of its
+     * table, which the strategy reads into its own options struct at open.
+     * All zero (a memset config): every option 0, not its dflt (train sets
+     * the defaults). oc_store_open refuses values set for another strategy.
+     */
+    struct oc_store_opt_values {
+        uint32_t strategy; /* whose table v follows: the strategy's index + 1; 0 = none set */
+        double v[OC_STORE_MAX_OPTS];
+    } opts;
 };
 
 struct oc_store;
@@ -232,8 +222,10 @@ int oc_store_strategy_checks_features(const char *name);
  * A strategy's own option (`offcore train --<name>`), declared in the
  * strategy's table: the CLI lists it in --help under the strategy and parses
  * it, train refuses it with another --strategy, checks it against `min`, and
- * stores it into the struct oc_store_config field at `offset` before opening
- * the store. Adding a strategy with options touches no CLI or train code.
+ * sets it in struct oc_store_config's opts before opening the store; the
+ * strategy reads it into the field at `offset` of its own options struct
+ * (its private header). Adding a strategy with options touches no CLI or
+ * train code, nor struct oc_store_config.
  */
 enum oc_store_opt_type {
     OC_STORE_OPT_U32,    /* uint32_t field; a whole number >= min */
@@ -248,15 +240,17 @@ struct oc_store_opt {
     const char *metavar; /* U32/F64: the value's name in --help */
     const char *choices; /* CHOICE: "a|b|c"; the first is the default */
     const char *help;
-    size_t offset;        /* of the value in struct oc_store_config */
+    size_t offset;        /* of the value in the strategy's own options struct */
     double min;           /* U32/F64: smallest accepted value */
     int changes_training; /* part of the checkpoint's option fingerprint (e.g. --reorder) */
-    double dflt;          /* value when not given (stored at open; in the fingerprint) */
+    double dflt;          /* value when not given (train sets it; in the fingerprint) */
     double max;           /* F64: largest accepted value; 0 = none */
     /* non-NULL: a nonzero value keeps this training state, which no checkpoint holds
        ("historical embeddings"), so --resume past the first epoch is refused */
     const char *outside_checkpoint;
 };
+/* The values of static's --hotness (the index of its choice): how `static` ranks rows. */
+enum oc_store_hotness { OC_STORE_HOTNESS_DEGREE, OC_STORE_HOTNESS_PRESAMPLE };
 /*
  * A figure only some strategies have, declared in the strategy's stats table:
  * the epoch line prints " | <label> <value>" (when label is set) and the JSON
@@ -285,12 +279,17 @@ const struct oc_store_opt *oc_store_strategy_opt(uint32_t strategy, uint32_t k);
 /* The strategy declaring option `name`, and the option; OC_ERR_NOTFOUND if none does. */
 int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_store_opt **opt);
 /*
- * Checks value against opt (whole number, finite, >= min, a valid choice
- * index) and stores it into cfg at opt->offset; OC_ERR_ARG naming --<name>.
- * cfg may be NULL to check only.
+ * Checks value against opt (whole number, finite, >= min (and <= max), a
+ * valid choice index) and sets it in cfg->opts at opt's place in its table;
+ * OC_ERR_ARG naming --<name>, or when cfg holds another strategy's options
+ * already. opt is one of the registry's (oc_store_strategy_opt,
+ * oc_store_opt_find). cfg may be NULL to check only.
  */
 int oc_store_opt_apply(const struct oc_store_opt *opt, double value, struct oc_store_config *cfg,
                        struct oc_err *err);
+/* oc_store_opt_find and oc_store_opt_apply: OC_ERR_ARG when no strategy has --<name>. */
+int oc_store_opt_set(struct oc_store_config *cfg, const char *name, double value,
+                     struct oc_err *err);
 
 /*
  * Opens strategy `index` over cfg's dataset. Sizes caches from cfg->mem_bytes;
@@ -344,7 +343,7 @@ int oc_store_gather_batch_lane(struct oc_store *s, uint32_t lane, uint64_t epoch
                                const uint64_t *ids, uint64_t n, float *out, struct oc_err *err);
 /*
  * The index of the next batch of `epoch` to train: for a strategy that
- * reorders (gnndrive with cfg->reorder) the next batch whose rows are ready
+ * reorders (gnndrive with --reorder) the next batch whose rows are ready
  * and that was not returned or gathered yet, waiting for one if need be;
  * for the others the next in plan order (0, 1, ... per epoch). Train then
  * samples that batch and passes it to oc_store_gather_batch. OC_ERR_NOTFOUND

@@ -133,8 +133,9 @@ static void hot_sort(const struct hotness *h, uint64_t *heap, uint64_t n)
     }
 }
 
-int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
-                     int hottest_first, uint64_t **ids_out, struct oc_err *err)
+int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg,
+                     enum oc_store_hotness hotness, uint64_t n, int hottest_first,
+                     uint64_t **ids_out, struct oc_err *err)
 {
     struct hotness h = {NULL, NULL};
     uint64_t *loaded_indptr = NULL, *heap = NULL;
@@ -142,7 +143,7 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
     int rc = OC_OK;
 
     *ids_out = NULL;
-    if (cfg->hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+    if (hotness == OC_STORE_HOTNESS_PRESAMPLE) {
         const char *missing = !cfg->graph         ? "graph"
                               : !cfg->sample_opts ? "sample_opts"
                               : !cfg->train_ids   ? "train_ids"
@@ -154,15 +155,15 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                           "store %s: pre-sampled hotness needs the training plan; "
                           "config has no %s",
                           s->strat->name, missing);
-    } else if (cfg->hotness != OC_STORE_HOTNESS_DEGREE) {
+    } else if (hotness != OC_STORE_HOTNESS_DEGREE) {
         return OC_ERR(err, OC_ERR_ARG, "store %s: unknown hotness %d", s->strat->name,
-                      (int)cfg->hotness);
+                      (int)hotness);
     }
     if (n == 0)
         return OC_OK;
     int rank = n < s->n_nodes || hottest_first; /* every row in id order needs no ranking */
     if (rank) {
-        if (cfg->hotness == OC_STORE_HOTNESS_PRESAMPLE) {
+        if (hotness == OC_STORE_HOTNESS_PRESAMPLE) {
             counts = oc_calloc(s->n_nodes, sizeof(uint32_t), "store static: hotness counts", err);
             if (!counts)
                 return err ? err->status : OC_ERR_NOMEM;

@@ -274,8 +274,6 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
     view.strat = &inspect_strategy;
     view.ds = cfg->ds;
     view.n_nodes = out->n_nodes;
-    struct oc_store_config dc = *cfg;
-    dc.hotness = OC_STORE_HOTNESS_DEGREE;
     if (cfg->mem_bytes) { /* ginex's own split of the budget; it cannot open: no cache */
         struct oc_err ignored;
         if (oc_store_ginex_cache_rows(cfg, &out->ginex_cache_rows, &ignored) != OC_OK)
@@ -287,7 +285,7 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
         out->ginex_cache_rows = out->n_nodes;
     uint64_t n_rank =
         out->cache_rows > out->ginex_cache_rows ? out->cache_rows : out->ginex_cache_rows;
-    if ((rc = store_hot_select(&view, &dc, n_rank, 1, &hot_ids, err)))
+    if ((rc = store_hot_select(&view, cfg, OC_STORE_HOTNESS_DEGREE, n_rank, 1, &hot_ids, err)))
         goto out;
     for (uint64_t k = 0; k < out->cache_rows; k++)
         bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));

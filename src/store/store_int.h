@@ -7,9 +7,11 @@
  * struct store_strategy; each strategy folder (memory/, mmap/, direct/,
  * static/, ginex/, gnndrive/, diskgnn/, helios/, outre/) defines one and
  * registry.c lists it. A folder's headers are its own (tools/check_deps.sh:
- * no other strategy includes them). A strategy's test knobs are in its
- * private header (static/static_int.h, gnndrive/gnndrive_int.h,
- * helios/helios_int.h), which tests include.
+ * no other strategy includes them). A strategy's options struct (the fields
+ * its option table's offsets point into, filled by store_opts_read) and its
+ * test knobs are in its private header (static/static_int.h,
+ * gnndrive/gnndrive_int.h, ginex/ginex_int.h, diskgnn/diskgnn_int.h,
+ * helios/helios_int.h, outre/outre_int.h), which tests include.
  * Thread-safety: a store's calls come from the batch pipeline's sample stage
  * (hop, sampled: in plan order), its fetch stage (load, gather) and the
  * trainer (done), so a strategy with sample-stage or trainer hooks keeps
@@ -86,9 +88,12 @@ struct store_strategy {
                   uint64_t n, float *out, struct oc_err *err);
     /* oc_store_done: the trainer gave batch (epoch, batch) back. */
     void (*done)(struct oc_store *s, uint64_t epoch, uint64_t batch);
-    /* The strategy's own options (store.h, struct oc_store_opt); may be empty. */
+    /* The strategy's own options (store.h, struct oc_store_opt; may be empty), whose
+       offsets are into its options struct of opts_size bytes (its private header), which
+       its open fills with store_opts_read */
     const struct oc_store_opt *opts;
     uint32_t n_opts;
+    size_t opts_size;
     /* The figures only this strategy has (store.h, struct oc_store_stat); may be empty. */
     const struct oc_store_stat *stat_table;
     uint32_t n_stats;
@@ -114,6 +119,17 @@ extern const struct store_strategy oc_store_ginex;
 extern const struct store_strategy oc_store_diskgnn;
 extern const struct store_strategy oc_store_helios;
 extern const struct store_strategy oc_store_outre;
+
+/* Strategy i of the registry, in registration order (NULL past the end): for tests. */
+const struct store_strategy *store_strategy_at(uint32_t i);
+
+/*
+ * The strategy's options struct (st->opts_size bytes at out) filled from
+ * cfg->opts: each option of st's table written at its offset as its type
+ * (uint32_t, double, int); 0 for every option when cfg holds none of st's
+ * (oc_store_open refuses another strategy's, and checks the values set).
+ */
+void store_opts_read(const struct store_strategy *st, const struct oc_store_config *cfg, void *out);
 
 /* Batches begun (sampled or loaded) and given back (done): done never passes begun. */
 struct store_life {
@@ -536,15 +552,16 @@ void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out);
 /* ---- hotness (hot.c) ----------------------------------------------------- */
 
 /*
- * The n (≤ n_nodes) hottest rows by cfg->hotness, ties to the lower id, as an
+ * The n (≤ n_nodes) hottest rows by hotness, ties to the lower id, as an
  * oc_alloc'd array (*ids = NULL when n == 0): ascending, or with hottest_first
  * the hottest first (also when n == n_nodes: every node ranked; without it,
  * every node is just 0 .. n - 1, nothing measured). Checks the hotness
  * options (pre-sampling needs graph, sample_opts, train_ids, n_train,
  * batch_size: OC_ERR_ARG naming what is missing) even when n == 0.
  */
-int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t n,
-                     int hottest_first, uint64_t **ids, struct oc_err *err);
+int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg,
+                     enum oc_store_hotness hotness, uint64_t n, int hottest_first, uint64_t **ids,
+                     struct oc_err *err);
 
 /* CPU seconds of the I/O path (io_cpu_us) per GiB the disk delivered (0 with nothing read). */
 double store_io_cpu_s_per_gib(const struct oc_store_stats *s);

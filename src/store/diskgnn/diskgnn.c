@@ -31,7 +31,7 @@
  * budget it gives rows back to requests past it and takes them back
  * (../cache_yield.c; given-back rows are read by the assembler). With
  * mem_bytes = 0 every row the first window accesses is cached. Disk: window
- * files stay within cfg->disk_budget x the feature bytes (two windows exist
+ * files stay within --disk-budget x the feature bytes (two windows exist
  * at once with fresh samples, so each gets half).
  *
  * Reads outside the plan (evaluation, or a batch asked out of plan order)
@@ -101,9 +101,10 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
 
     if (!cfg->plan_dir)
         return OC_ERR(err, OC_ERR_ARG, "store diskgnn: needs a plan directory (DIR/plan)");
-    if (!(cfg->disk_budget >= 0.0))
+    struct dg_opts o = dg_opts_of(cfg);
+    if (!(o.disk_budget >= 0.0))
         return OC_ERR(err, OC_ERR_ARG, "store diskgnn: --disk-budget %g: must be >= 0",
-                      cfg->disk_budget);
+                      o.disk_budget);
     if ((rc = dg_builder_init(b, s, cfg, cfg->pool, err)))
         return rc;
     b->crc = s->feat_crc; /* window 0's scan reads features.npy: it checks the checksum */
@@ -113,8 +114,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->win_batches = dg_window_batches(s, cfg, b, &d->n_slots);
     uint64_t wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches);
     int exact = d->reuse && wpe == 1; /* window 0 is every batch there is */
-    if (cfg->disk_budget > 0) {       /* per window: the windows that exist at once share it */
-        double total = cfg->disk_budget * (double)s->n_nodes * (double)s->row_bytes;
+    if (o.disk_budget > 0) {          /* per window: the windows that exist at once share it */
+        double total = o.disk_budget * (double)s->n_nodes * (double)s->row_bytes;
         b->disk_budget_bytes = d->reuse ? total / (double)wpe : total / 2;
     }
     d->seed = cfg->sample_opts->seed;
@@ -448,11 +449,11 @@ static const struct oc_store_opt diskgnn_opts[] = {
     {"disk-budget", OC_STORE_OPT_F64, "X", NULL,
      "bound on its packed files on disk, as a multiple of the feature file's size (default "
      "unlimited)",
-     offsetof(struct oc_store_config, disk_budget), 0, 0, 0, 0, NULL},
+     offsetof(struct dg_opts, disk_budget), 0, 0, 0, 0, NULL},
     {"window", OC_STORE_OPT_U32, "B", NULL,
      "fresh samples: batches sampled and packed per window, at most an epoch (default: the "
      "most whose plan fits half the budget)",
-     offsetof(struct oc_store_config, window_batches), 1, 0, 0, 0, NULL},
+     offsetof(struct dg_opts, window_batches), 1, 0, 0, 0, NULL},
 };
 
 static double dg_packed(const struct oc_store_stats *s)
@@ -566,6 +567,7 @@ const struct store_strategy oc_store_diskgnn = {
     .free = dg_free,
     .opts = diskgnn_opts,
     .n_opts = sizeof(diskgnn_opts) / sizeof(diskgnn_opts[0]),
+    .opts_size = sizeof(struct dg_opts),
     .stat_table = diskgnn_stat_table,
     .n_stats = sizeof(diskgnn_stat_table) / sizeof(diskgnn_stat_table[0]),
     .writes_plan = 1,

@@ -380,6 +380,22 @@ struct diskgnn_store {
     uint64_t *gather_rows;       /* with a feature layout: a gather's ids as rows, in runs */
 };
 
+/* The options `offcore train` offers for diskgnn (its table in diskgnn.c; store_opts_read). */
+struct dg_opts {
+    double disk_budget;      /* bound on its packed files on disk, as a multiple of
+                                features.npy's size; 0 = unlimited */
+    uint32_t window_batches; /* fresh samples: batches per window (at most an epoch);
+                                0 = derived from mem_bytes */
+};
+
+/* cfg's diskgnn options (its table's values; 0 for those not set). */
+static inline struct dg_opts dg_opts_of(const struct oc_store_config *cfg)
+{
+    struct dg_opts o;
+    store_opts_read(&oc_store_diskgnn, cfg, &o);
+    return o;
+}
+
 /* The first window's figures the sizes follow: its accesses, largest batch and chunk. */
 struct dg_sizes {
     uint64_t accesses, max_input, max_meta;

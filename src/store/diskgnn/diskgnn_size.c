@@ -95,7 +95,7 @@ uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *
 }
 
 /*
- * Batches per window. Without a budget: the whole epoch; cfg->window_batches
+ * Batches per window. Without a budget: the whole epoch; --window
  * when given (at most the epoch). Else as many as let the
  * planner's share of the next window (dg_builder_access_bytes per access of R
  * rows per batch, R = train's measured rows, which carry a quarter more than
@@ -125,8 +125,9 @@ uint64_t dg_window_batches(const struct oc_store *s, const struct oc_store_confi
     uint64_t buffers = buffer_bytes(s, cfg, *n_slots, in, chunk) + in * 96; /* + its sampler */
     if (nb == 0)
         return nb;
-    if (cfg->window_batches)
-        return cfg->window_batches < nb ? cfg->window_batches : nb;
+    uint32_t want = dg_opts_of(cfg).window_batches;
+    if (want)
+        return want < nb ? want : nb;
     if (cfg->mem_bytes == 0 || b->streamed) /* streamed: memory does not grow with it */
         return nb;
     uint64_t per = rows * dg_builder_access_bytes(b) + dg_builder_batch_bytes(b);
@@ -162,7 +163,7 @@ uint64_t dg_disk_window(const struct oc_store *s, const struct oc_store_config *
         ((double)meta + (double)z->accesses * 8 + packed * (double)s->row_bytes) / (double)probe +
         OC_PLAN_CHUNK_HEADER + OC_PLAN_PAGE;
     double share = (double)free_bytes * DG_DISK_SHARE;
-    if ((double)win * per <= share || cfg->window_batches)
+    if ((double)win * per <= share || dg_opts_of(cfg).window_batches)
         return win;
     uint64_t w = (uint64_t)(share / per);
     w = w < 1 ? 1 : w;

@@ -185,7 +185,7 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     b->rec_bytes = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
     if (!b->off || !b->rec_bytes)
         return err->status;
-    b->streamed = !(cfg->disk_budget > 0); /* no disk cache: laid out batch by batch */
+    b->streamed = !(dg_opts_of(cfg).disk_budget > 0); /* no disk cache: laid out batch by batch */
     if (b->streamed) {
         b->ahead = dg_stream_ahead(cfg->mem_bytes, b->nb_epoch);
         b->chunk_off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);

@@ -55,12 +55,12 @@
  *              per-node next-use array, the spills' write buffers).
  *              With a plan directory the superbatch's trace, next uses and
  *              changesets are spilled to files there: no RAM per access; S
- *              is cfg->superbatch, else an epoch (at most GX_LONG_SUPERBATCH
+ *              is --superbatch, else an epoch (at most GX_LONG_SUPERBATCH
  *              batches), and accesses are bounded by a quarter of the disk's
  *              free space. Without one they are in RAM at
  *              GX_BYTES_PER_ACCESS per access: batches are estimated at the
  *              first batch's input rows (sampled at open) plus a quarter, at
- *              most R; with cfg->superbatch = S: S estimated batches; with 0:
+ *              most R; with --superbatch S: S estimated batches; with 0:
  *              at most 16 of them and at most a quarter of what the two lines
  *              above leave, and at least one batch of R. The inspector cuts a
  *              superbatch short where its accesses would pass that (a
@@ -239,14 +239,12 @@ static int map_rows(struct ginex_store *g, struct oc_err *err)
 static int static_bitmap(const struct oc_store *s, const struct oc_store_config *cfg,
                          struct ginex_store *g, struct oc_err *err)
 {
-    struct oc_store_config c = *cfg;
     uint64_t *ids = NULL;
-    c.hotness = OC_STORE_HOTNESS_DEGREE;
     g->static_bytes = (s->n_nodes + 7) / 8;
     g->static_bits = oc_calloc(1, (size_t)g->static_bytes, "store ginex: static comparison", err);
     if (!g->static_bits)
         return err ? err->status : OC_ERR_NOMEM;
-    int rc = store_hot_select(s, &c, g->cap, 0, &ids, err);
+    int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_DEGREE, g->cap, 0, &ids, err);
     for (uint64_t k = 0; rc == OC_OK && k < g->cap; k++)
         g->static_bits[ids[k] >> 3] |= (uint8_t)(1u << (ids[k] & 7));
     oc_free(ids);
@@ -488,7 +486,7 @@ static const struct oc_store_opt ginex_opts[] = {
     {"superbatch", OC_STORE_OPT_U32, "S", NULL,
      "batches sampled ahead per superbatch (default: an epoch, at most 1024, with its plan "
      "directory writable; else up to 16 that fit a quarter of the budget)",
-     offsetof(struct oc_store_config, superbatch), 1, 0, 0, 0, NULL},
+     offsetof(struct gx_opts, superbatch), 1, 0, 0, 0, NULL},
 };
 
 static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)
@@ -545,6 +543,7 @@ const struct store_strategy oc_store_ginex = {
     .free = ginex_free,
     .opts = ginex_opts,
     .n_opts = sizeof(ginex_opts) / sizeof(ginex_opts[0]),
+    .opts_size = sizeof(struct gx_opts),
     .stat_table = ginex_stat_table,
     .n_stats = sizeof(ginex_stat_table) / sizeof(ginex_stat_table[0]),
     .writes_plan = 1,

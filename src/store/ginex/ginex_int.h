@@ -162,6 +162,13 @@ void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64
 uint64_t gx_inspector_fixed_bytes(uint64_t superbatch, uint64_t rows, uint32_t n_layers,
                                   uint64_t n_nodes);
 
+/* The options `offcore train` offers for ginex (its table in ginex.c; store_opts_read). */
+struct gx_opts {
+    uint32_t superbatch; /* batches per superbatch; 0 = an epoch (at most 1024) with a
+                            writable plan directory, else up to 16, each cut where its
+                            accesses fill a quarter of mem_bytes */
+};
+
 /* ---- test knobs --------------------------------------------------------------- */
 
 /* For a `ginex` store (0 otherwise): cache capacity in rows, rows cached now, superbatch. */

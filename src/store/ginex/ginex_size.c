@@ -93,6 +93,8 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
                      uint32_t *lanes_out, struct oc_err *err)
 {
     uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
+    struct gx_opts o;
+    store_opts_read(&oc_store_ginex, cfg, &o);
     uint64_t est = probe && probe + probe / 4 + 1 < rows ? probe + probe / 4 + 1 : rows;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 1;
     uint64_t exec = exec_struct_bytes + STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES;
@@ -111,9 +113,9 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         /* the record of one batch read back from its superbatch file */
         exec += rows * (16 + 8 * (uint64_t)L) * 5 / 4 + 4096;
         uint64_t nb = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
-        S = cfg->superbatch ? cfg->superbatch
-            : on_disk       ? (nb < GX_LONG_SUPERBATCH ? nb : GX_LONG_SUPERBATCH)
-                            : GX_DEFAULT_SUPERBATCH;
+        S = o.superbatch ? o.superbatch
+            : on_disk    ? (nb < GX_LONG_SUPERBATCH ? nb : GX_LONG_SUPERBATCH)
+                         : GX_DEFAULT_SUPERBATCH;
         if (S > n_iters)
             S = n_iters;
         ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes);
@@ -140,7 +142,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
            bound (superbatches end where it is full). In files: no RAM per access. */
         uint64_t one = n_iters && !on_disk ? rows * GX_BYTES_PER_ACCESS : 0;
         uint64_t all = on_disk ? 0 : want * GX_BYTES_PER_ACCESS;
-        uint64_t need = exec + ifix + (cfg->superbatch ? all : one);
+        uint64_t need = exec + ifix + (o.superbatch ? all : one);
         if (cfg->mem_bytes < need)
             return OC_ERR(err, OC_ERR_BUDGET,
                           "store ginex: needs at least %s (a %u-byte bounce buffer and request "
@@ -148,15 +150,15 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
                           "the store's budget is %s",
                           oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
                           rows, n_iters ? ", and the inspector with the accesses of " : "",
-                          !n_iters                   ? ""
-                          : on_disk                  ? "one batch (in files)"
-                          : cfg->superbatch && S > 1 ? "a whole superbatch"
-                                                     : "one batch",
+                          !n_iters                ? ""
+                          : on_disk               ? "one batch (in files)"
+                          : o.superbatch && S > 1 ? "a whole superbatch"
+                                                  : "one batch",
                           oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
         uint64_t left = cfg->mem_bytes - exec - ifix;
         /* more lanes while all of them take at most a quarter of the budget */
         *lanes_out = n_iters ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
-        uint64_t least = cfg->superbatch ? all : one; /* left >= least: need covers it */
+        uint64_t least = o.superbatch ? all : one; /* left >= least: need covers it */
         while (*lanes_out > 1 &&
                ((*lanes_out - 1) * lane > left / 2 || (*lanes_out - 1) * lane > left - least))
             --*lanes_out;
@@ -164,7 +166,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         uint64_t share = left / 4;
         if (share < one)
             share = one;
-        if (share > all || cfg->superbatch)
+        if (share > all || o.superbatch)
             share = all;
         if (!on_disk)
             *acc_out = share / GX_BYTES_PER_ACCESS;

@@ -155,11 +155,13 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                z->eval_bounce / 256 * (STORE_ROW_SCRATCH_BYTES + sizeof(uint32_t));
     if (!z->pipeline)
         return;
-    z->n_extractors = cfg->n_extractors ? cfg->n_extractors : GD_DEFAULT_EXTRACTORS;
+    struct gd_opts o;
+    store_opts_read(&oc_store_gnndrive, cfg, &o);
+    z->n_extractors = o.n_extractors ? o.n_extractors : GD_DEFAULT_EXTRACTORS;
     if (z->n_extractors > GD_MAX_EXTRACTORS)
         z->n_extractors = GD_MAX_EXTRACTORS;
     z->n_records = 2 * z->n_extractors + 2;
-    z->n_samplers = gd_samplers_wanted(cfg->n_samplers, cfg->graph->disk != NULL, z->n_records);
+    z->n_samplers = gd_samplers_wanted(o.n_samplers, cfg->graph->disk != NULL, z->n_records);
     z->bound = store_expected_rows(s, cfg);
     z->max_rows = store_batch_rows(s, cfg);
     z->est_rows = est_rows < z->bound ? est_rows : z->bound;
@@ -288,7 +290,9 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->impl = g;
     g->s = s;
     g->pipeline = z.pipeline;
-    g->reorder = cfg->reorder != 0;
+    struct gd_opts o;
+    store_opts_read(&oc_store_gnndrive, cfg, &o);
+    g->reorder = o.reorder != 0;
     s->caps.reorders = g->reorder;
     g->n_extractors = z.n_extractors;
     g->n_records = z.n_records;
@@ -447,14 +451,14 @@ static int gd_load(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct o
 /* The options `offcore train` offers for this strategy (store.h, struct oc_store_opt). */
 static const struct oc_store_opt gnndrive_opts[] = {
     {"extractors", OC_STORE_OPT_U32, "N", NULL, "extractor threads (2)",
-     offsetof(struct oc_store_config, n_extractors), 1, 0, 0, 0, NULL},
+     offsetof(struct gd_opts, n_extractors), 1, 0, 0, 0, NULL},
     {"samplers", OC_STORE_OPT_U32, "N", NULL,
      "sampler threads, each sampling whole batches (0 = 4 with --topology disk, else one per "
      "two cores, 1 to 4)",
-     offsetof(struct oc_store_config, n_samplers), 0, 0, 0, 0, NULL},
+     offsetof(struct gd_opts, n_samplers), 0, 0, 0, 0, NULL},
     {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
      "train batches in completion order, as GNNDrive (not bitwise reproducible)",
-     offsetof(struct oc_store_config, reorder), 0, 1, 0, 0, NULL},
+     offsetof(struct gd_opts, reorder), 0, 1, 0, 0, NULL},
 };
 
 static double gd_standby_reuse(const struct oc_store_stats *s)
@@ -483,6 +487,7 @@ const struct store_strategy oc_store_gnndrive = {
     .free = gd_free,
     .opts = gnndrive_opts,
     .n_opts = sizeof(gnndrive_opts) / sizeof(gnndrive_opts[0]),
+    .opts_size = sizeof(struct gd_opts),
     .stat_table = gnndrive_stat_table,
     .n_stats = sizeof(gnndrive_stat_table) / sizeof(gnndrive_stat_table[0]),
 };

@@ -299,6 +299,15 @@ int gd_stages_start(struct gd_store *g, struct oc_err *err);
 /* Sleeps up to delay_us (test hook). */
 void gd_delay(struct gd_store *g, uint64_t *rng);
 
+/* The options `offcore train` offers for gnndrive (its table in gnndrive.c; store_opts_read). */
+struct gd_opts {
+    uint32_t n_extractors; /* extractor threads (0 = GD_DEFAULT_EXTRACTORS) */
+    uint32_t n_samplers;   /* sampler threads (0 = 4 with an on-disk topology, else one per
+                              two online cores, 1 to 4) */
+    int reorder;           /* oc_store_next_batch returns batches in completion order
+                              (GNNDrive); 0 = plan order */
+};
+
 /* ---- test knobs (gnndrive.c), for tests ------------------------------------ */
 
 struct oc_store_gnndrive_info {

@@ -5,7 +5,7 @@
  *
  * Plan order and reordering. By default oc_store_gather_batch(epoch, b)
  * waits until batch b is extracted and serves batches in the plan's order,
- * so training is bit-identical to `memory`. With cfg->reorder,
+ * so training is bit-identical to `memory`. With --reorder,
  * oc_store_next_batch returns the batches of an epoch in the order their
  * extraction completes (GNNDrive's behaviour); gather_batch then serves
  * from the buffer the batches next_batch returned and reads any other

@@ -129,10 +129,8 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
 {
     struct hl_sizing most; /* no stage at all: the most rows the cache could hold */
     hl_size(s, cfg, max_rows, 0, 1, &most);
-    struct oc_store_config c = *cfg;
-    c.hotness = OC_STORE_HOTNESS_PRESAMPLE;
     uint64_t *hot = NULL, rows = 0, misses = 0;
-    int rc = store_hot_select(s, &c, most.n_cached, 1, &hot, err);
+    int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_PRESAMPLE, most.n_cached, 1, &hot, err);
     uint8_t *bits = rc ? NULL : oc_calloc(s->n_nodes / 8 + 1, 1, "store helios: sizing", err);
     if (!rc && !bits)
         rc = err ? err->status : OC_ERR_NOMEM;
@@ -292,7 +290,8 @@ static void unpin_compute(struct hl_store *h)
 
 static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
-    struct oc_store_config c = *cfg;
+    struct hl_opts opts;
+    store_opts_read(&oc_store_helios, cfg, &opts);
     struct hl_sizing z;
     uint64_t est = 0, *ids = NULL;
     int rc;
@@ -337,7 +336,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->sync_ready = 1;
-    split_cores(h, cfg->io_cores);
+    split_cores(h, opts.io_cores);
     if (h->io_cores && cfg->pool)
         pin_compute(h, cfg->pool);
     rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err);
@@ -348,8 +347,8 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         oc_free(ids); /* chosen by size_to_misses, not yet the cache's */
         return rc;
     }
-    c.hotness = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
-    if ((!ids && (rc = store_hot_select(s, &c, z.n_cached, 0, &ids, err))) ||
+    enum oc_store_hotness hot = pipeline ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
+    if ((!ids && (rc = store_hot_select(s, cfg, hot, z.n_cached, 0, &ids, err))) ||
         (rc = store_cache_fill(s, &h->cache, &h->disk, z.n_cached, z.use_table, ids, &h->yield,
                                "helios", err)) ||
         (cfg->mem_bytes && (rc = store_yield_register(&h->yield, err))))
@@ -582,7 +581,7 @@ static const struct oc_store_opt helios_opts[] = {
      "cores for the I/O path: io_uring SQPOLL, its thread and the completion stage pinned "
      "to the last N of the CPUs the process may use (0 = auto: 1 with 4 or more; none: a "
      "plain ring)",
-     offsetof(struct oc_store_config, io_cores), 0, 0, 0, 0, NULL},
+     offsetof(struct hl_opts, io_cores), 0, 0, 0, 0, NULL},
 };
 
 void oc_store_helios_stage_every_row(int on)
@@ -648,6 +647,7 @@ const struct store_strategy oc_store_helios = {
     .free = hl_free,
     .opts = helios_opts,
     .n_opts = sizeof(helios_opts) / sizeof(helios_opts[0]),
+    .opts_size = sizeof(struct hl_opts),
     .stat_table = helios_stat_table,
     .n_stats = sizeof(helios_stat_table) / sizeof(helios_stat_table[0]),
 };

@@ -108,6 +108,12 @@ struct hl_store {
     uint64_t n_served, n_direct;
 };
 
+/* The options `offcore train` offers for helios (its table in helios.c; store_opts_read). */
+struct hl_opts {
+    uint32_t io_cores; /* cores for the I/O path (SQPOLL thread and completion stage pinned to
+                          the last ones); 0 = auto */
+};
+
 /* ---- test knobs (helios.c; tests include this header) -------------------- */
 
 /*

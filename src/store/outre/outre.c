@@ -48,11 +48,10 @@ static int feature_ids(struct oc_store *s, struct outre_store *o, const struct o
     if (positive >= n)
         return outre_top_ids(count, s->n_nodes, n, out, err);
     /* every row the profile saw, then the rest by in-degree (store/hot.c), in id order */
-    struct oc_store_config dc = *cfg;
-    dc.hotness = OC_STORE_HOTNESS_DEGREE;
     uint64_t *deg = NULL, want = n + positive < s->n_nodes ? n + positive : s->n_nodes;
     uint8_t *take = oc_calloc(s->n_nodes, 1, "store outre: cached rows", err);
-    int rc = take ? store_hot_select(s, &dc, want, 1, &deg, err) : err->status;
+    int rc =
+        take ? store_hot_select(s, cfg, OC_STORE_HOTNESS_DEGREE, want, 1, &deg, err) : err->status;
     if (rc == OC_OK &&
         !(*out = oc_alloc((n ? n : 1) * sizeof(uint64_t), "store outre: cached rows", err)))
         rc = err->status;
@@ -77,17 +76,18 @@ static int feature_ids(struct oc_store *s, struct outre_store *o, const struct o
 
 static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
-    if (!(cfg->admit >= 0.0 && cfg->admit <= 1.0) ||
-        !(cfg->embed_nodes >= 0.0 && cfg->embed_nodes <= 1.0))
+    struct outre_store_opts op;
+    store_opts_read(&oc_store_outre, cfg, &op);
+    if (!(op.admit >= 0.0 && op.admit <= 1.0) || !(op.embed_nodes >= 0.0 && op.embed_nodes <= 1.0))
         return OC_ERR(err, OC_ERR_ARG,
-                      "store outre: --admit %g and --embed-nodes %g must be from 0 to 1",
-                      cfg->admit, cfg->embed_nodes);
-    if (cfg->embed_nodes > 0 &&
+                      "store outre: --admit %g and --embed-nodes %g must be from 0 to 1", op.admit,
+                      op.embed_nodes);
+    if (op.embed_nodes > 0 &&
         (cfg->embed_dim == 0 || !cfg->sample_opts || cfg->sample_opts->n_layers < 2))
         return OC_ERR(err, OC_ERR_ARG,
                       "store outre: --embed-nodes sizes historical embeddings, which need 2 or "
                       "more layers and a trainer that uses them");
-    if (cfg->embed_nodes > 0 && cfg->staleness == 0)
+    if (op.embed_nodes > 0 && op.staleness == 0)
         return OC_ERR(err, OC_ERR_ARG,
                       "store outre: --embed-nodes sizes an embedding cache that --staleness 0 "
                       "turns off");
@@ -95,8 +95,8 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (!o)
         return err->status;
     s->impl = o;
-    o->staleness = cfg->staleness;
-    o->admit = cfg->admit;
+    o->staleness = op.staleness;
+    o->admit = op.admit;
     o->n_batches = s->n_plan_batches;
     uint32_t L = cfg->sample_opts ? cfg->sample_opts->n_layers : 0;
     o->prunes = o->staleness > 0 && cfg->embed_dim > 0 && L >= 2 && o->n_batches > 0 &&
@@ -129,8 +129,8 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint64_t n_seen = 0; /* candidates the profile saw: the only nodes worth a slot */
     for (uint64_t v = 0; v < s->n_nodes; v++)
         n_seen += p->cand_count[v] != 0;
-    if (o->prunes && cfg->embed_nodes > 0) { /* the embedding side fixed: the rest is rows */
-        uint64_t want = (uint64_t)(cfg->embed_nodes * (double)s->n_nodes + 0.5);
+    if (o->prunes && op.embed_nodes > 0) { /* the embedding side fixed: the rest is rows */
+        uint64_t want = (uint64_t)(op.embed_nodes * (double)s->n_nodes + 0.5);
         p->emb_slots = want < n_seen ? want : n_seen;
         uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
         if (cfg->mem_bytes && emb_bytes > cfg->mem_bytes - fixed)
@@ -138,7 +138,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
                           "store outre: --embed-nodes %g asks for %" PRIu64
                           " embeddings (%s), more than the %s the store's budget leaves after "
                           "its fixed part",
-                          cfg->embed_nodes, p->emb_slots, oc_format_size(emb_bytes, a, sizeof(a)),
+                          op.embed_nodes, p->emb_slots, oc_format_size(emb_bytes, a, sizeof(a)),
                           oc_format_size(cfg->mem_bytes - fixed, b, sizeof(b)));
         p->alpha = cfg->mem_bytes ? (double)emb_bytes / (double)(cfg->mem_bytes - fixed) : -1;
         p->fixed_split = 1;
@@ -199,7 +199,7 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         oc_log(OC_LOG_INFO,
                "store outre: cache split fixed by --embed-nodes %g: %" PRIu64
                " embeddings (%s), %" PRIu64 " feature rows (%s), staleness %u",
-               cfg->embed_nodes, p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), n_rows,
+               op.embed_nodes, p->emb_slots, oc_format_size(emb_bytes, eb, sizeof(eb)), n_rows,
                oc_format_size(n_rows * s->row_bytes, fb, sizeof(fb)), o->staleness);
     else if (p->alpha < 0)
         oc_log(OC_LOG_INFO,
@@ -297,17 +297,17 @@ static const struct oc_store_opt outre_opts[] = {
     {"staleness", OC_STORE_OPT_U32, "S", NULL,
      "use a cached embedding while it is younger than S iterations (batches); 0 = no "
      "embedding cache (bit-identical to memory) (100)",
-     offsetof(struct oc_store_config, staleness), 0, 1, OUTRE_DEFAULT_STALENESS, 0,
+     offsetof(struct outre_store_opts, staleness), 0, 1, OUTRE_DEFAULT_STALENESS, 0,
      "historical embeddings"},
     {"admit", OC_STORE_OPT_F64, "F", NULL,
      "take into the embedding cache only this share of a batch's freshly computed embeddings, "
      "those with the smallest gradient norm (FreshGNN's criterion); 1 = all (0.05)",
-     offsetof(struct oc_store_config, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1, NULL},
+     offsetof(struct outre_store_opts, admit), 0, 1, OUTRE_DEFAULT_ADMIT, 1, NULL},
     {"embed-nodes", OC_STORE_OPT_F64, "F", NULL,
      "give this share of the nodes (the most frequent last-block sources) an embedding slot "
      "instead of the split the alpha search chooses; the feature cache gets the rest (0 = the "
      "search chooses)",
-     offsetof(struct oc_store_config, embed_nodes), 0, 1, 0, 1, NULL},
+     offsetof(struct outre_store_opts, embed_nodes), 0, 1, 0, 1, NULL},
 };
 
 const struct store_strategy oc_store_outre = {
@@ -324,6 +324,7 @@ const struct store_strategy oc_store_outre = {
     .free = outre_free,
     .opts = outre_opts,
     .n_opts = sizeof(outre_opts) / sizeof(outre_opts[0]),
+    .opts_size = sizeof(struct outre_store_opts),
     .stat_table = outre_stat_table,
     .n_stats = sizeof(outre_stat_table) / sizeof(outre_stat_table[0]),
 };

@@ -48,6 +48,17 @@
 #define OUTRE_DEFAULT_STALENESS 100
 #define OUTRE_DEFAULT_ADMIT     0.05
 
+/* The options `offcore train` offers for outre (its table in outre.c; store_opts_read). */
+struct outre_store_opts {
+    uint32_t staleness; /* an embedding is used while younger than this many iterations
+                           (batches); 0 = no embedding cache */
+    double admit;       /* share of a batch's freshly computed embeddings taken into the
+                           cache, those with the smallest gradient norm; 0..1 */
+    double embed_nodes; /* share of the nodes given an embedding slot (the most frequent
+                           candidates), in place of the alpha search's choice; 0 = the
+                           search chooses */
+};
+
 /*
  * One batch's embeddings: its cached nodes among the last block's sources,
  * the pruned ones (rows taken from the cache) first, then those to push:

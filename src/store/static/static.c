@@ -99,10 +99,12 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 static uint64_t hyper_rows(const struct oc_store *s, const struct oc_store_config *cfg,
                            uint64_t batch_rows, uint32_t *max_batches)
 {
-    if (cfg->hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
+    struct static_store_opts o;
+    store_opts_read(&oc_store_static, cfg, &o);
+    if (o.hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
         return 0;
     uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
-    uint64_t cap = (uint64_t)(cfg->hyperbatch * (double)cfg->mem_bytes) / per_row;
+    uint64_t cap = (uint64_t)(o.hyperbatch * (double)cfg->mem_bytes) / per_row;
     if (cap < batch_rows)
         cap = batch_rows;
     uint64_t k = 2 * cap / batch_rows;
@@ -232,7 +234,9 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         return rc;
     /* hottest first: the coldest slots go back first; every row without a budget: any order */
     int ranked = n_cached < s->n_nodes || cfg->mem_bytes != 0;
-    if ((rc = store_hot_select(s, cfg, n_cached, ranked, &hot, err)))
+    struct static_store_opts o;
+    store_opts_read(&oc_store_static, cfg, &o);
+    if ((rc = store_hot_select(s, cfg, o.hotness, n_cached, ranked, &hot, err)))
         return rc;
     c->cache.n = n_cached;
     rc = use_table ? build_table(s, &c->cache, hot, err) : build_sorted(&c->cache, hot, err);
@@ -349,11 +353,11 @@ uint64_t oc_store_static_n_given_up(const struct oc_store *s)
 static const struct oc_store_opt static_opts[] = {
     {"hotness", OC_STORE_OPT_CHOICE, NULL, "degree|presample",
      "cache rows by in-degree or by access counts of a pre-sampled epoch",
-     offsetof(struct oc_store_config, hotness), 0, 0, 0, 0, NULL},
+     offsetof(struct static_store_opts, hotness), 0, 0, 0, 0, NULL},
     {"hyperbatch", OC_STORE_OPT_F64, "F", NULL,
      "share of the budget that stages the misses of the coming batches, read in one block "
      "pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
-     offsetof(struct oc_store_config, hyperbatch), 0, 0, 0, 0.9, NULL},
+     offsetof(struct static_store_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
 const struct store_strategy oc_store_static = {
@@ -367,4 +371,5 @@ const struct store_strategy oc_store_static = {
     .free = static_free,
     .opts = static_opts,
     .n_opts = sizeof(static_opts) / sizeof(static_opts[0]),
+    .opts_size = sizeof(struct static_store_opts),
 };

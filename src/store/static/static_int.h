@@ -1,6 +1,7 @@
 /*
- * static_int.h — private to src/store/static: the test knobs of the `static`
- * strategy (static.c), which tests include to look inside its cache.
+ * static_int.h — private to src/store/static: the options of the `static`
+ * strategy and its test knobs (static.c), which tests include to look inside
+ * its cache.
  *
  * Place in the data flow: store (static); nothing outside the folder and
  * tests calls these.
@@ -11,6 +12,13 @@
 #define OFFCORE_STORE_STATIC_INT_H
 
 #include "store/store_int.h"
+
+/* The options `offcore train` offers for static (its table in static.c; store_opts_read). */
+struct static_store_opts {
+    enum oc_store_hotness hotness; /* how rows are ranked for the cache */
+    double hyperbatch;             /* share of mem_bytes that stages the misses of the coming
+                                      batches (store/hyper.c); 0 = none */
+};
 
 /*
  * For a `static` store: whether row id is in its RAM cache; how many rows

@@ -647,8 +647,7 @@ static int big_build(const char *out, int corrupt_last, struct oc_err *err)
 }
 
 /* Loads the topology of DIR opened with `flags`; the arrays are the caller's. */
-static int load_topo(const char *dir, unsigned flags, uint64_t **ip, void **ix,
-                     struct oc_err *err)
+static int load_topo(const char *dir, unsigned flags, uint64_t **ip, void **ix, struct oc_err *err)
 {
     struct oc_dataset *ds = NULL;
     *ip = NULL;
@@ -703,9 +702,9 @@ OC_TEST(deferred_topology_is_checked_as_loaded)
     OC_CHECK_ERR(load_topo(out, OC_DS_OPEN_DEFER_TOPOLOGY, &ip1, &ix1, &err), OC_ERR_FORMAT, &err,
                  "checksum mismatch");
     OC_CHECK(strstr(err.msg, path_in(out, "indices.npy")) && !ip1 && !ix1);
-    OC_CHECK_OK(load_topo(out, OC_DS_OPEN_DEFER_TOPOLOGY | OC_DS_OPEN_SKIP_CHECKSUM, &ip1, &ix1,
-                          &err),
-                &err);
+    OC_CHECK_OK(
+        load_topo(out, OC_DS_OPEN_DEFER_TOPOLOGY | OC_DS_OPEN_SKIP_CHECKSUM, &ip1, &ix1, &err),
+        &err);
     oc_free(ip1);
     oc_free(ix1);
     OC_CHECK(oc_mem_n_live() == live0);

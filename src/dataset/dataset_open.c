@@ -505,7 +505,8 @@ int oc_dataset_load_topology(const struct oc_dataset *ds, uint64_t **indptr, voi
     uint64_t *ip = oc_alloc((m->n_nodes + 1) * sizeof(uint64_t), "topology: indptr", err);
     size_t es = oc_dtype_size(m->index_dtype);
     void *ix = ip ? oc_alloc(m->n_edges ? m->n_edges * es : 1, "topology: indices", err) : NULL;
-    int rc = ip && ix ? scan_topology(ds, ds->flags, ip, ix, err) : (err ? err->status : OC_ERR_NOMEM);
+    int rc =
+        ip && ix ? scan_topology(ds, ds->flags, ip, ix, err) : (err ? err->status : OC_ERR_NOMEM);
     if (rc) {
         oc_free(ip);
         oc_free(ix);

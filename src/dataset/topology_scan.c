@@ -140,8 +140,8 @@ int oc_ds_scan_indices(const char *path, const char *indptr_path, const uint64_t
         goto out;
     while (!(rc = oc_ds_stream_next(&s, &p, &n, err)) && n > 0) {
         if (c.pos + n / es > n_edges) {
-            rc = OC_ERR(err, OC_ERR_FORMAT, "%s: changed: more than %" PRIu64 " neighbor ids",
-                        path, n_edges);
+            rc = OC_ERR(err, OC_ERR_FORMAT, "%s: changed: more than %" PRIu64 " neighbor ids", path,
+                        n_edges);
             goto out;
         }
         if (copy)

@@ -58,8 +58,7 @@ static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, s
 }
 
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
-                    const char *strategy, int out_degrees, struct train_data *d,
-                    struct oc_err *err)
+                    const char *strategy, int out_degrees, struct train_data *d, struct oc_err *err)
 {
     return train_data_load_dim(dir, topo_opts, strategy, 0, out_degrees, d, err);
 }

@@ -6,7 +6,8 @@ Adam and the test accuracy (or --metric: rocauc, f1-macro, scored by offcore.met
 `offcore train --metric` scores them) at the best validation epoch (ties go to the later
 epoch, as `offcore train` reports it).
 
-Place: examples/ (pyg_sage.py, torch_gcn.py import it); uses the offcore package and torch.
+Place: examples/ (pyg_sage.py, torch_gcn.py, torch_ddp.py import it); uses the offcore package
+and torch.
 """
 import argparse
 import os
@@ -22,7 +23,9 @@ import torch  # noqa: E402
 import offcore  # noqa: E402
 
 
-def parse_args(description, defaults):
+def parse_args(description, defaults, add_options=None):
+    """The options every example takes (defaults: a dict overriding some); add_options(p)
+    adds an example's own."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("dataset", help="offcore dataset directory (imported there with --from)")
     p.add_argument("--from", dest="src", help="text dataset to import first (as `offcore "
@@ -49,6 +52,8 @@ def parse_args(description, defaults):
                    "train --metric; rocauc: two classes only)")
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--quiet", action="store_true")
+    if add_options:
+        add_options(p)
     a = p.parse_args()
     a.fanout = [int(f) for f in a.fanout.split(",")]
     return a

@@ -216,13 +216,17 @@ int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
 {
     oc_sample_sampler_free(b->it.sampler);
     b->it.sampler = NULL;
-    return oc_sample_sampler_new(b->graph, &b->so, NULL, &b->it.sampler, err);
+    int rc;
+    if (b->graph->disk && !b->bg_pool && (rc = oc_pool_new(DG_DISK_SAMPLERS, &b->bg_pool, err)))
+        return rc;
+    return oc_sample_sampler_new(b->graph, &b->so, b->bg_pool, &b->it.sampler, err);
 }
 
 void dg_builder_deinit(struct dg_builder *b)
 {
-    dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
-    oc_sample_iter_close(&b->it);
+    dg_spill_drop(b);             /* sampled but never packed (a failed open): drop its records */
+    oc_sample_iter_close(&b->it); /* its sampler runs on bg_pool: freed first */
+    oc_pool_free(b->bg_pool);
     oc_free(b->rec);
     oc_free(b->rows);
     oc_free(b->off);

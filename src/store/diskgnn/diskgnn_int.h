@@ -79,7 +79,7 @@ struct dg_builder {
     const struct oc_graph *graph;
     struct oc_sample_opts so;
     struct oc_sample_iter it; /* the plan's batches; it.batch: the one sampled last */
-    struct oc_pool *bg_pool;  /* the background sampler's threads (on-disk topology), or NULL */
+    struct oc_pool *bg_pool;  /* the sampler's own threads (on-disk topology), or NULL */
     uint8_t *rec;
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
@@ -117,8 +117,8 @@ struct dg_builder {
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                     const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err);
 void dg_builder_deinit(struct dg_builder *b);
-/* Re-creates the builder's sampler for the planner stage: off training's pool, on the
-   builder's own DG_DISK_SAMPLERS threads over an on-disk topology, else on the caller's. */
+/* Re-creates the builder's sampler for the planner stage, off training's pool: on the
+   builder's own threads over an on-disk topology (bg_pool, also at open), else the caller's. */
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err);
 
 /*

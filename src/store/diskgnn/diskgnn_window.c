@@ -177,8 +177,11 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
                "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
                b->dir, OC_OWNED_MARKER);
-    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, pool, cfg->train_ids, cfg->n_train,
-                                  cfg->batch_size, err)))
+    /* over an on-disk topology the sampler waits on reads: its own threads, from the start */
+    if (cfg->graph->disk && (rc = oc_pool_new(DG_DISK_SAMPLERS, &b->bg_pool, err)))
+        return rc;
+    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, b->bg_pool ? b->bg_pool : pool,
+                                  cfg->train_ids, cfg->n_train, cfg->batch_size, err)))
         return rc;
     b->nb_epoch = b->n_batches = b->it.n_batches;
     b->off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
@@ -216,9 +219,6 @@ int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
 {
     oc_sample_sampler_free(b->it.sampler);
     b->it.sampler = NULL;
-    int rc;
-    if (b->graph->disk && !b->bg_pool && (rc = oc_pool_new(DG_DISK_SAMPLERS, &b->bg_pool, err)))
-        return rc;
     return oc_sample_sampler_new(b->graph, &b->so, b->bg_pool, &b->it.sampler, err);
 }
 

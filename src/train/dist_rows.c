@@ -2,30 +2,42 @@
  * dist_rows.c — partitioned features for `train --distributed` on the
  * output of `offcore partition`: this rank's part opened and checked (its
  * files, then every rank's run id against the others'), its own feature
- * rows held in memory (the `memory` strategy's way, through the
- * accountant, so under --mem-budget), and, per batch, the input rows of this
- * rank's micro-shards: its own copied, the others' fetched from their owners
- * in one exchange.
+ * rows served by a feature store opened over them (the part's rows.npy as a
+ * features-only dataset, store ids = local rows; --strategy memory, mmap,
+ * direct or static under this rank's --mem-budget), and, per batch, the
+ * input rows of this rank's micro-shards: its own and the ones other ranks
+ * ask of it in one gather, the others' fetched from their owners in one
+ * exchange.
  *
  *   batch b ──► positions my shards read (seeds [lo, hi) down the blocks),
  *                 │ each a row of x (slot[position]), nothing else held
- *                 │ owner[v] == me: rows[row] ──────────────────────► x
+ *                 │ owner[v] == me: own (row, slot of x)
  *                 │ else: request (owner, row) grouped by owner
  *                 ▼
- *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► owners copy rows
- *                         ─► MPI_Alltoallv (rows) ─────────────────► x
+ *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► rows asked of me
+ *   oc_store_gather([rows asked of me..., own rows...]) ─► reply
+ *                         ─► own part of reply ─────────────────────► x
+ *                         ─► MPI_Alltoallv (asked part of reply) ───► x
  *
  * Every rank takes part in the exchange of every batch (a collective), also
  * when it asks for nothing, so the ranks stay in step; the batches are the
- * same on every rank (same seed, same order), so the rows a shard reads are
- * the replicated run's and so are the weights.
+ * same on every rank (same seed, same order), and every strategy gathers
+ * the same f32 rows, so the rows a shard reads are the replicated run's and
+ * so are the weights.
+ *
+ * Strategies that sample the training batches themselves or see them
+ * through the batch pipeline (ginex, gnndrive, diskgnn, helios, outre) are
+ * refused: they plan in the whole graph's node ids over the batches' input
+ * ids, while a rank's store is asked for local rows that are its shards'
+ * own rows and the rows other ranks ask of it.
  *
  * Place in the data flow: train; the trainer fills each batch's rows here
  * instead of taking them from the batch pipeline (the pipeline's store
  * needs the whole feature matrix).
  * Thread-safety: the trainer's thread only (MPI is used single-threaded).
- * Ownership: a train_part owns its part, rows and exchange buffers (grown,
- * reused: nothing is allocated per batch once they fit).
+ * Ownership: a train_part owns its part, the rows' dataset view, the degree
+ * array and the exchange buffers (grown, reused: nothing is allocated per
+ * batch once they fit); the store is the run's, borrowed per call.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -64,6 +76,30 @@ static int check_run_ids(struct train_part *tp, struct oc_err *err)
     return rc;
 }
 
+/* Strategies that serve a part's rows through a plain gather (see the file's comment). */
+static const char *const part_strategies[] = {"memory", "mmap", "direct", "static"};
+
+static int part_strategy_ok(const char *name, struct oc_err *err)
+{
+    char names[96] = "";
+    size_t len = 0;
+    const size_t n = sizeof(part_strategies) / sizeof(part_strategies[0]);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(name, part_strategies[i]) == 0)
+            return OC_OK;
+        len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+                                i == 0       ? ""
+                                : i + 1 == n ? " or "
+                                             : ", ",
+                                part_strategies[i]);
+    }
+    return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                  "--strategy %s on a partitioned dataset: it plans over the training batches' "
+                  "node ids, but a rank's store serves its part's rows to its own micro-shards "
+                  "and to the other ranks; use --strategy %s",
+                  name, names);
+}
+
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
                     struct oc_err *err)
 {
@@ -73,11 +109,15 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       "%s is a partitioned dataset (offcore partition): train it with mpirun -np "
                       "N offcore train %s --distributed, one rank per part",
                       dir, dir);
-    if (o->strategy && strcmp(o->strategy, "memory") != 0)
+    const char *strategy = o->strategy ? o->strategy : "memory";
+    int rc = part_strategy_ok(strategy, err);
+    if (rc)
+        return rc;
+    if (oc_train_opts_get(o, "hotness", 0) != 0 || oc_train_opts_get(o, "hyperbatch", 0) != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "--strategy %s: a partitioned dataset keeps each rank's own rows in memory "
-                      "(--strategy memory) in this version",
-                      o->strategy);
+                      "--%s on a partitioned dataset: it follows the training batches' node "
+                      "ids; a rank's static cache holds its part's rows of highest in-degree",
+                      oc_train_opts_get(o, "hotness", 0) != 0 ? "hotness presample" : "hyperbatch");
     if (o->eval != OC_TRAIN_EVAL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "a partitioned dataset trains with --eval none in this version (evaluation "
@@ -85,57 +125,45 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
     if (o->reuse_samples || o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");
-    int rc = oc_plan_part_open(dir, oc_dist_rank(), oc_dist_size(), &tp->part, err);
+    rc = oc_plan_part_open(dir, oc_dist_rank(), oc_dist_size(), &tp->part, err);
     if (rc == OC_OK)
         rc = check_run_ids(tp, err);
+    if (rc == OC_OK)
+        rc = oc_dataset_open_features(tp->part.dir, tp->part.rows, &tp->rows_ds, err);
     if (rc) {
         train_part_close(tp);
         return rc;
     }
     tp->on = 1;
+    oc_log(OC_LOG_INFO,
+           "partition: rank %u holds part %u of %u (run %s): %" PRIu64 " of %" PRIu64
+           " nodes' rows, served by --strategy %s",
+           oc_dist_rank(), tp->part.part, tp->part.n_parts, tp->part.run_id, tp->part.n_local,
+           tp->part.n_nodes, strategy);
     return OC_OK;
 }
 
-int train_part_load_rows(struct train_part *tp, const struct train_data *d, struct oc_err *err)
+int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err)
 {
     const struct oc_plan_part *p = &tp->part;
     if (d->n_nodes != p->n_nodes)
         return OC_ERR(err, OC_ERR_FORMAT, "%s: %" PRIu64 " nodes, its part.json says %" PRIu64,
                       p->dir, d->n_nodes, p->n_nodes);
-    const uint64_t n = p->n_local * p->feat_dim;
-    const size_t esize = oc_dtype_size(p->feat_dtype);
-    tp->rows = oc_alloc((n ? n : 1) * sizeof(float), "partition: this rank's feature rows", err);
-    if (!tp->rows)
+    uint64_t *deg = oc_calloc(p->n_local + 1, sizeof(uint64_t), "partition: local in-degrees", err);
+    if (!deg)
         return err->status;
-    struct oc_file *f = NULL;
-    uint8_t *buf = NULL;
-    int rc = oc_file_open(p->rows, OC_FILE_READ, &f, err);
-    const uint64_t chunk = (uint64_t)1 << 20; /* elements per read */
-    if (rc == OC_OK && p->feat_dtype != OC_DTYPE_F32 &&
-        !(buf = oc_alloc(chunk * esize, "partition: row staging", err)))
-        rc = err->status;
-    for (uint64_t at = 0; rc == OC_OK && at < n;) {
-        uint64_t k = n - at < chunk ? n - at : chunk;
-        void *dst = buf ? (void *)buf : (void *)(tp->rows + at);
-        rc = oc_file_pread(f, dst, (size_t)(k * esize), OC_NPY_HEADER_BYTES + at * esize, err);
-        for (uint64_t i = 0; rc == OC_OK && buf && i < k; i++) {
-            uint16_t h;
-            memcpy(&h, buf + i * 2, 2);
-            tp->rows[at + i] = oc_f16_to_f32(h);
+    /* deg[row + 1] = the in-degree of the node at local row `row`, then prefix sums */
+    const uint64_t *indptr = d->graph.indptr;
+    for (uint64_t v = 0; v < p->n_nodes; v++)
+        if (p->owner[2 * v] == p->part) {
+            OC_ASSERT(p->owner[2 * v + 1] < p->n_local);
+            deg[p->owner[2 * v + 1] + 1] = indptr[v + 1] - indptr[v];
         }
-        at += k;
-    }
-    oc_free(buf);
-    if (f) {
-        struct oc_err ignored;
-        oc_file_close(f, &ignored);
-    }
-    if (rc == OC_OK)
-        oc_log(OC_LOG_INFO,
-               "partition: rank %u holds part %u of %u (run %s): %" PRIu64 " of %" PRIu64
-               " nodes' rows in memory",
-               oc_dist_rank(), p->part, p->n_parts, p->run_id, p->n_local, p->n_nodes);
-    return rc;
+    for (uint64_t i = 0; i < p->n_local; i++)
+        deg[i + 1] += deg[i];
+    tp->deg_indptr = deg;
+    tp->graph = (struct oc_graph){p->n_local, deg, NULL, NULL, NULL};
+    return OC_OK;
 }
 
 /*
@@ -174,11 +202,16 @@ static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_
     return OC_OK;
 }
 
-/* The rows other ranks asked of this one (tp->serve), copied into tp->reply in their order. */
-static int serve(struct train_part *tp, uint64_t n_serve, uint64_t dim, struct oc_err *err)
+/*
+ * The local rows of one gather into tp->ids: the n_serve rows other ranks
+ * asked of this one (tp->serve, in their order), then the n_own rows of
+ * tp->own's positions (own_row).
+ */
+static int gather_ids(struct train_part *tp, uint64_t n_serve, const uint32_t *own_row,
+                      uint64_t n_own, struct oc_err *err)
 {
-    int rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
-                        "partition: replies", err);
+    int rc = train_grow(&tp->ids, &tp->cap_ids, n_serve + n_own, sizeof(uint64_t),
+                        "partition: gathered rows", err);
     for (uint64_t i = 0; rc == OC_OK && i < n_serve; i++) {
         uint32_t row = tp->serve[i];
         if (row >= tp->part.n_local)
@@ -186,14 +219,16 @@ static int serve(struct train_part *tp, uint64_t n_serve, uint64_t dim, struct o
                           "%s: another rank asked for row %u of this part, which has %" PRIu64
                           " rows: the ranks' owner maps disagree",
                           tp->part.dir, row, tp->part.n_local);
-        memcpy(tp->reply + i * dim, tp->rows + (uint64_t)row * dim, dim * sizeof(float));
+        tp->ids[i] = row;
     }
+    for (uint64_t i = 0; rc == OC_OK && i < n_own; i++)
+        tp->ids[n_serve + i] = own_row[i];
     return rc;
 }
 
-int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo,
-                    uint64_t hi, uint64_t dim, float **x, struct oc_train_epoch_stats *st,
-                    struct oc_err *err)
+int train_part_fill(struct train_part *tp, struct oc_store *store, const struct oc_sample_batch *b,
+                    uint64_t lo, uint64_t hi, uint64_t dim, float **x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
     uint64_t n_pos = 0;
@@ -209,30 +244,31 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t *send_n = tp->send_n, *recv_n = tp->send_n + n_ranks, *off = tp->offs;
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
     const uint32_t *owner = tp->part.owner;
+    uint64_t n_own = 0;
     for (uint64_t i = 0; i < n_pos; i++) {
-        uint64_t v = b->input_ids[tp->pos[i]];
-        uint32_t k = owner[2 * v];
-        if (k == me)
-            memcpy(tp->x + i * dim, tp->rows + (uint64_t)owner[2 * v + 1] * dim,
-                   dim * sizeof(float));
-        else
-            send_n[k]++;
+        uint32_t k = owner[2 * b->input_ids[tp->pos[i]]];
+        n_own += k == me;
+        send_n[k] += k != me;
     }
-    uint64_t n_req = 0;
-    for (uint32_t r = 0; r < n_ranks; r++)
-        n_req += send_n[r];
+    const uint64_t n_req = n_pos - n_own;
     if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
+                         err)) ||
+        (rc = train_grow(&tp->own, &tp->cap_own, 2 * n_own, sizeof(uint32_t), "partition: own rows",
                          err)))
         return rc;
     uint32_t *req_slot = tp->req + n_req; /* row of x of each request, in request order */
+    uint32_t *own_row = tp->own + n_own;  /* local row of each own position (tp->own: its slot) */
     /* requests grouped by owner, in position order within an owner */
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
-    for (uint64_t i = 0; i < n_pos; i++) {
+    for (uint64_t i = 0, j = 0; i < n_pos; i++) {
         uint64_t v = b->input_ids[tp->pos[i]];
         uint32_t k = owner[2 * v];
-        if (k == me)
+        if (k == me) {
+            tp->own[j] = (uint32_t)i;
+            own_row[j++] = owner[2 * v + 1];
             continue;
+        }
         tp->req[off[k]] = owner[2 * v + 1];
         req_slot[off[k]++] = (uint32_t)i;
     }
@@ -241,19 +277,26 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t n_serve = 0;
     for (uint32_t r = 0; r < n_ranks; r++)
         n_serve += recv_n[r];
+    /* one gather: the rows asked of this rank (sent on from the front of reply), then its own */
     if ((rc = train_grow(&tp->serve, &tp->cap_serve, n_serve, sizeof(uint32_t),
                          "partition: requests", err)) ||
         (rc = oc_dist_alltoallv(tp->req, send_n, tp->serve, recv_n, sizeof(uint32_t),
                                 "the row requests", err)) ||
-        (rc = serve(tp, n_serve, dim, err)) ||
+        (rc = gather_ids(tp, n_serve, own_row, n_own, err)) ||
+        (rc = train_grow(&tp->reply, &tp->cap_reply, (n_serve + n_own) * dim, sizeof(float),
+                         "partition: gathered rows", err)) ||
+        (rc = oc_store_gather(store, tp->ids, n_serve + n_own, tp->reply, err)) ||
         (rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
         (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
                                 "the feature rows", err)))
         return rc;
+    const float *own_rows = tp->reply + n_serve * dim;
+    for (uint64_t j = 0; j < n_own; j++)
+        memcpy(tp->x + (uint64_t)tp->own[j] * dim, own_rows + j * dim, dim * sizeof(float));
     for (uint64_t i = 0; i < n_req; i++)
         memcpy(tp->x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
-    st->local_rows += n_pos - n_req;
+    st->local_rows += n_own;
     st->remote_rows += n_req;
     st->remote_bytes += n_req * dim * sizeof(float);
     st->served_rows += n_serve;
@@ -264,13 +307,16 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
 void train_part_close(struct train_part *tp)
 {
     oc_plan_part_close(&tp->part);
-    oc_free(tp->rows);
+    oc_dataset_free(tp->rows_ds);
+    oc_free(tp->deg_indptr);
     oc_free(tp->slot);
     oc_free(tp->pos);
     oc_free(tp->x);
     oc_free(tp->send_n);
     oc_free(tp->offs);
     oc_free(tp->req);
+    oc_free(tp->own);
+    oc_free(tp->ids);
     oc_free(tp->serve);
     oc_free(tp->reply);
     oc_free(tp->got);

@@ -178,43 +178,59 @@ int train_dp_exchange(struct train_dp *dp, double stats[TRAIN_DP_STATS], uint64_
 /* ---- partitioned features (dist_rows.c) ---------------------------------- */
 
 /*
- * A run on a partitioned dataset (offcore partition): this rank's part, its
- * own feature rows in memory, and the buffers of the per-batch exchange
- * that fetches the other rows its micro-shards read from their owners.
+ * A run on a partitioned dataset (offcore partition): this rank's part, the
+ * feature store's view of its rows (a features-only dataset over rows.npy:
+ * store ids are the part's local rows) and the in-degrees the store ranks
+ * them by, and the buffers of the per-batch exchange that fetches the other
+ * rows its micro-shards read from their owners.
  */
 struct train_part {
     int on;
     struct oc_plan_part part;
-    float *rows;    /* part.n_local x feat_dim: this rank's rows */
-    uint32_t *slot; /* per batch position: its row of x, UINT32_MAX if not read here */
-    uint32_t *pos;  /* batch positions this rank's shards read */
-    float *x;       /* their input rows, one per such position */
+    struct oc_dataset *rows_ds; /* rows.npy as a dataset of n_local nodes (the store's) */
+    struct oc_graph graph;      /* n_local nodes, indptr only: local row i's in-degree in the
+                                   whole graph (the store's hotness); no edges */
+    uint64_t *deg_indptr;       /* graph.indptr's array */
+    uint32_t *slot;             /* per batch position: its row of x, UINT32_MAX if not read here */
+    uint32_t *pos;              /* batch positions this rank's shards read */
+    float *x;                   /* their input rows, one per such position */
     uint64_t *send_n, *offs;
     uint32_t *req, *serve; /* rows asked of others (then their positions); rows asked of me */
-    float *reply, *got;
-    uint64_t cap_slot, cap_pos, cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_reply, cap_got;
+    uint32_t *own;         /* rows of x this rank fills from its own store */
+    uint64_t *ids;         /* one gather's local rows: those served, then the own ones */
+    float *reply, *got;    /* the gathered rows (served first, then own); the fetched rows */
+    uint64_t cap_slot, cap_pos, cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_own, cap_ids,
+        cap_reply, cap_got;
 };
+/* Row buffers a partitioned run holds per batch (x, the gathered rows, the fetched rows). */
+#define TRAIN_PART_ROW_BUFFERS 3u
 /*
  * Opens rank oc_dist_rank()'s part of the partitioned dataset dir
  * (oc_plan_part_open: refused when its part count is not the world size,
- * a part is missing, truncated or of another run) and checks that every
- * rank's part has the same run id; refuses options this version lacks
- * (anything but --strategy memory, --eval none).
+ * a part is missing, truncated or of another run), checks that every
+ * rank's part has the same run id and opens the store's view of its rows;
+ * refuses options this version lacks (a --strategy that does not serve
+ * through a plain gather, static's --hotness presample and --hyperbatch,
+ * evaluation).
  */
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
                     struct oc_err *err);
-/* Loads the part's rows (f16 widened to f32) after d (the part's dataset) is loaded. */
-int train_part_load_rows(struct train_part *tp, const struct train_data *d, struct oc_err *err);
+/*
+ * After d (the part's dataset: the whole graph's topology) is loaded: checks
+ * its node count against the part's and builds tp->graph.
+ */
+int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err);
 /*
  * The input rows of batch b that the micro-shards of its seeds [lo, hi)
  * read, into *x (tp's buffer: batch position p's row is row tp->slot[p],
- * for train_shard_cut): own rows copied, the others fetched in one exchange
- * every rank joins; adds
- * the rows to st (local_rows, remote_rows, remote_bytes, served_rows).
+ * for train_shard_cut): the rows other ranks ask of this one and its own,
+ * in one gather of store (opened over tp->rows_ds), the others fetched in
+ * one exchange every rank joins; adds the rows to st (local_rows,
+ * remote_rows, remote_bytes, served_rows).
  */
-int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo,
-                    uint64_t hi, uint64_t dim, float **x, struct oc_train_epoch_stats *st,
-                    struct oc_err *err);
+int train_part_fill(struct train_part *tp, struct oc_store *store, const struct oc_sample_batch *b,
+                    uint64_t lo, uint64_t hi, uint64_t dim, float **x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err);
 void train_part_close(struct train_part *tp);
 
 /* ---- working set (working_set.c) ------------------------------------------- */

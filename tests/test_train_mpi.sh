@@ -13,9 +13,11 @@
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
-# ranks, each holding only its part's rows under its own --mem-budget and
-# fetching the others per batch, train the single-process weights and log the
-# rows fetched, and resume from a checkpoint to the uninterrupted weights; a
+# ranks, each serving only its part's rows under its own --mem-budget (memory,
+# static with most rows on disk, direct, mmap) and fetching the others per
+# batch, train the single-process weights and log the rows fetched and read,
+# and resume from a checkpoint to the uninterrupted weights; ginex and
+# static's --hotness presample are refused on parts; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file. Env: OC_BIN (the
@@ -175,6 +177,34 @@ for n in 2 3; do
         fail "partitioned_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
         sed 's/^/    /' "$tmp/part.$n.out"
     fi
+    # Each rank's part served by static under a budget that keeps most of its rows on disk
+    # (its reads counted in the log, summed over the ranks): the same weights.
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${pc[@]}" --distributed --strategy static \
+        --mem-budget 20M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pst.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"features":{"requested_bytes":[1-9][0-9]*,"requested_disk_bytes":[1-9][0-9]*,"read_bytes":[1-9]' \
+            "$tmp/pst.$n.json" && grep -q '"remote_rows":[1-9]' "$tmp/pst.$n.json"; then
+        ok "partitioned_static_np${n}_weights_equal_single_process"
+    else
+        fail "partitioned_static_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pst.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/pst.$n.json" | sed 's/^/    /'
+    fi
+done
+# direct and mmap serve a part through the same gather (2 ranks).
+for s in direct mmap; do
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy "$s" \
+        >"$tmp/p$s.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/p$s.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+        ok "partitioned_${s}_np2_weights_equal_single_process"
+    else
+        fail "partitioned_${s}_np2_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/p$s.out"
+    fi
 done
 # A partitioned run resumed from rank 0's checkpoint reaches the uninterrupted weights.
 pr=(--epochs 3 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
@@ -233,6 +263,14 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
+# A strategy that plans over the training batches' node ids is refused on a part, naming those
+# that serve one; so is static's pre-sampled hotness.
+refused partitioned_ginex_refused \
+    "--strategy ginex on a partitioned dataset: .*use --strategy memory, mmap, direct or static" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex
+refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
+    --hotness presample
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.
 log=$tmp/memory.2.json

@@ -14,10 +14,11 @@
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
 # ranks, each serving only its part's rows under its own --mem-budget (memory,
-# static with most rows on disk, direct, mmap) and fetching the others per
-# batch, train the single-process weights and log the rows fetched and read,
-# and resume from a checkpoint to the uninterrupted weights; ginex and
-# static's --hotness presample are refused on parts; a
+# static with most rows on disk, ginex following a plan over the rows its
+# part is asked for, direct, mmap) and fetching the others per batch, train
+# the single-process weights and log the rows fetched and read, and resume
+# from a checkpoint to the uninterrupted weights; gnndrive and static's
+# --hotness presample are refused on parts; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file. Env: OC_BIN (the
@@ -193,6 +194,35 @@ for n in 2 3; do
         grep -o '"features":{[^}]*' "$tmp/pst.$n.json" | sed 's/^/    /'
     fi
 done
+# ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
+# ask of its part, batch by batch (the access map), and the executor follows that plan: every
+# epoch's rows from disk (summed over the ranks) are exactly the plan's misses, fewer than LRU's.
+# Rows read from disk on some epoch, the single-process weights.
+plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss ratio
+    local n=0 disk belady lru
+    while read -r disk belady lru; do
+        n=$((n + 1))
+        if [ "$disk" != "$belady" ] || ! awk -v b="$belady" -v l="$lru" 'BEGIN{exit !(b < l)}'; then
+            return 1
+        fi
+    done < <(sed -n 's/.*"disk":\([0-9.e-]*\)},.*"miss_ratio":{"belady":\([0-9.e-]*\),"lru":\([0-9.e-]*\).*/\1 \2 \3/p' "$1")
+    [ $n -gt 0 ]
+}
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${pc[@]}" --distributed --strategy ginex \
+        --mem-budget 24M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pgx.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/pgx.$n.json" && plan_fits "$tmp/pgx.$n.json" &&
+        ! grep -q 'not the next planned batch' "$tmp/pgx.$n.out"; then
+        ok "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed"
+    else
+        fail "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pgx.$n.out"
+        grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
+    fi
+done
 # direct and mmap serve a part through the same gather (2 ranks).
 for s in direct mmap; do
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy "$s" \
@@ -263,11 +293,11 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
-# A strategy that plans over the training batches' node ids is refused on a part, naming those
+# A strategy that samples or sees the training batches itself is refused on a part, naming those
 # that serve one; so is static's pre-sampled hotness.
-refused partitioned_ginex_refused \
-    "--strategy ginex on a partitioned dataset: .*use --strategy memory, mmap, direct or static" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex
+refused partitioned_gnndrive_refused \
+    "store gnndrive: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, ginex)" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive
 refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
     --hotness presample

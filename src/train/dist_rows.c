@@ -76,30 +76,6 @@ static int check_run_ids(struct train_part *tp, struct oc_err *err)
     return rc;
 }
 
-/* Strategies that serve a part's rows through a plain gather (see the file's comment). */
-static const char *const part_strategies[] = {"memory", "mmap", "direct", "static"};
-
-static int part_strategy_ok(const char *name, struct oc_err *err)
-{
-    char names[96] = "";
-    size_t len = 0;
-    const size_t n = sizeof(part_strategies) / sizeof(part_strategies[0]);
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(name, part_strategies[i]) == 0)
-            return OC_OK;
-        len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
-                                i == 0       ? ""
-                                : i + 1 == n ? " or "
-                                             : ", ",
-                                part_strategies[i]);
-    }
-    return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                  "--strategy %s on a partitioned dataset: it plans over the training batches' "
-                  "node ids, but a rank's store serves its part's rows to its own micro-shards "
-                  "and to the other ranks; use --strategy %s",
-                  name, names);
-}
-
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
                     struct oc_err *err)
 {
@@ -110,9 +86,7 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       "N offcore train %s --distributed, one rank per part",
                       dir, dir);
     const char *strategy = o->strategy ? o->strategy : "memory";
-    int rc = part_strategy_ok(strategy, err);
-    if (rc)
-        return rc;
+    int rc;
     if (oc_train_opts_get(o, "hotness", 0) != 0 || oc_train_opts_get(o, "hyperbatch", 0) != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "--%s on a partitioned dataset: it follows the training batches' node "
@@ -135,12 +109,137 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
         return rc;
     }
     tp->on = 1;
+    tp->m = o->micro_shards > 1 ? o->micro_shards : 1;
     oc_log(OC_LOG_INFO,
            "partition: rank %u holds part %u of %u (run %s): %" PRIu64 " of %" PRIu64
            " nodes' rows, served by --strategy %s",
            oc_dist_rank(), tp->part.part, tp->part.n_parts, tp->part.run_id, tp->part.n_local,
            tp->part.n_nodes, strategy);
     return OC_OK;
+}
+
+/*
+ * sc->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, in
+ * the order shard_cut finds them; sc->slot[p] = the index of position p among
+ * them (its row of tp->x), UINT32_MAX for a position they do not read.
+ */
+static int reach(struct train_part_scan *sc, const struct oc_sample_batch *b, uint64_t lo,
+                 uint64_t hi, uint64_t *n_out, struct oc_err *err)
+{
+    int rc;
+    if ((rc = train_grow(&sc->slot, &sc->cap_slot, b->n_input, sizeof(uint32_t),
+                         "partition: batch rows", err)) ||
+        (rc = train_grow(&sc->pos, &sc->cap_pos, b->n_input, sizeof(uint32_t),
+                         "partition: batch rows", err)))
+        return rc;
+    memset(sc->slot, 0xff, b->n_input * sizeof(uint32_t));
+    uint64_t n = 0;
+    for (uint64_t k = lo; k < hi; k++) {
+        sc->slot[k] = (uint32_t)n;
+        sc->pos[n++] = (uint32_t)k;
+    }
+    for (uint32_t l = b->n_layers; l-- > 0;) {
+        const struct oc_sample_block *bl = &b->blocks[l];
+        uint64_t n_dst = n;
+        for (uint64_t d = 0; d < n_dst; d++)
+            for (uint64_t k = bl->indptr[sc->pos[d]]; k < bl->indptr[sc->pos[d] + 1]; k++) {
+                uint32_t src = bl->indices[k];
+                if (sc->slot[src] == UINT32_MAX) {
+                    sc->slot[src] = (uint32_t)n;
+                    sc->pos[n++] = src;
+                }
+            }
+    }
+    *n_out = n;
+    return OC_OK;
+}
+
+/*
+ * The local rows of one gather, each once, in first-asked order, into *ids
+ * (*cap entries, grown; *n of them): the n_a rows of a, then the n_b of b
+ * (train_part_fill: the rows other ranks asked of this one, then its own);
+ * sc->idx[i] = the index in *ids of the i-th row asked. sc->where is left
+ * all UINT32_MAX, as it was found.
+ */
+static int unique_rows(const struct train_part *tp, struct train_part_scan *sc, const uint32_t *a,
+                       uint64_t n_a, const uint32_t *b, uint64_t n_b, uint64_t **ids, uint64_t *cap,
+                       uint64_t *n, struct oc_err *err)
+{
+    int rc;
+    *n = 0;
+    if ((rc = train_grow(&sc->idx, &sc->cap_idx, n_a + n_b, sizeof(uint32_t),
+                         "partition: gathered rows", err)) ||
+        (rc = train_grow(ids, cap, n_a + n_b, sizeof(uint64_t), "partition: gathered rows", err)))
+        return rc;
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n_a + n_b; i++) {
+        uint32_t row = i < n_a ? a[i] : b[i - n_a];
+        if (row >= tp->part.n_local) {
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: another rank asked for row %u of this part, which has %" PRIu64
+                        " rows: the ranks' owner maps disagree",
+                        tp->part.dir, row, tp->part.n_local);
+            break;
+        }
+        if (sc->where[row] == UINT32_MAX) {
+            sc->where[row] = (uint32_t)k;
+            (*ids)[k++] = row;
+        }
+        sc->idx[i] = sc->where[row];
+    }
+    for (uint64_t j = 0; j < k; j++)
+        sc->where[(*ids)[j]] = UINT32_MAX;
+    *n = k;
+    return rc;
+}
+
+/* Seeds [lo, hi) of a batch of n_seeds that rank r's micro-shards take. */
+static void rank_seeds(const struct train_part *tp, uint64_t n_seeds, uint32_t r, uint64_t *lo,
+                       uint64_t *hi)
+{
+    uint64_t first, last, ignored;
+    train_shard_range(tp->m, tp->part.n_parts, r, &first, &last);
+    train_shard_range(n_seeds, tp->m, (uint32_t)first, lo, &ignored);
+    train_shard_range(n_seeds, tp->m, (uint32_t)(last - 1), &ignored, hi);
+}
+
+/*
+ * The access map (struct oc_store_accesses): the rows train_part_fill will
+ * gather for batch b, found as every rank finds its requests (each rank
+ * samples every batch): the rows of this part that rank r's shards read, for
+ * the other ranks in rank order (the order their requests arrive in), then
+ * for this one, each row once.
+ */
+static int part_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **ids, uint64_t *cap,
+                         uint64_t *n, struct oc_err *err)
+{
+    struct train_part *tp = ctx;
+    struct train_part_scan *sc = &tp->acc_scan;
+    struct oc_err local;
+    if (!err)
+        err = &local;
+    const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part, *owner = tp->part.owner;
+    int rc = OC_OK;
+    uint64_t n_rows = 0;
+    pthread_mutex_lock(&tp->acc_mu);
+    for (uint32_t k = 0; rc == OC_OK && k < n_ranks; k++) {
+        uint32_t r = k + 1 < n_ranks ? (k < me ? k : k + 1) : me; /* the others, then me */
+        uint64_t lo, hi, n_pos = 0;
+        rank_seeds(tp, b->n_seeds, r, &lo, &hi);
+        if ((rc = reach(sc, b, lo, hi, &n_pos, err)) ||
+            (rc = train_grow(&sc->rows, &sc->cap_rows, n_rows + n_pos, sizeof(uint32_t),
+                             "partition: access map", err)))
+            break;
+        for (uint64_t i = 0; i < n_pos; i++) {
+            uint64_t v = b->input_ids[sc->pos[i]];
+            if (owner[2 * v] == me)
+                sc->rows[n_rows++] = owner[2 * v + 1];
+        }
+    }
+    if (rc == OC_OK)
+        rc = unique_rows(tp, sc, sc->rows, n_rows, NULL, 0, ids, cap, n, err);
+    pthread_mutex_unlock(&tp->acc_mu);
+    return rc;
 }
 
 int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err)
@@ -152,6 +251,7 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
     uint64_t *deg = oc_calloc(p->n_local + 1, sizeof(uint64_t), "partition: local in-degrees", err);
     if (!deg)
         return err->status;
+    tp->deg_indptr = deg;
     /* deg[row + 1] = the in-degree of the node at local row `row`, then prefix sums */
     const uint64_t *indptr = d->graph.indptr;
     for (uint64_t v = 0; v < p->n_nodes; v++)
@@ -161,79 +261,31 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
         }
     for (uint64_t i = 0; i < p->n_local; i++)
         deg[i + 1] += deg[i];
-    tp->deg_indptr = deg;
     tp->graph = (struct oc_graph){p->n_local, deg, NULL, NULL, NULL};
+    struct train_part_scan *scans[2] = {&tp->scan, &tp->acc_scan};
+    for (int k = 0; k < 2; k++) {
+        scans[k]->where = oc_alloc((p->n_local ? p->n_local : 1) * sizeof(uint32_t),
+                                   "partition: gathered rows", err);
+        if (!scans[k]->where)
+            return err->status;
+        memset(scans[k]->where, 0xff, p->n_local * sizeof(uint32_t));
+    }
+    if (pthread_mutex_init(&tp->acc_mu, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "partition: cannot make the access map's lock");
+    tp->acc_mu_made = 1;
+    tp->accesses = (struct oc_store_accesses){&d->graph, part_accesses, tp};
     return OC_OK;
 }
 
-/*
- * tp->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, in
- * the order shard_cut finds them; tp->slot[p] = the index of position p among
- * them (its row of tp->x), UINT32_MAX for a position they do not read.
- */
-static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo, uint64_t hi,
-                 uint64_t *n_out, struct oc_err *err)
-{
-    int rc;
-    if ((rc = train_grow(&tp->slot, &tp->cap_slot, b->n_input, sizeof(uint32_t),
-                         "partition: batch rows", err)) ||
-        (rc = train_grow(&tp->pos, &tp->cap_pos, b->n_input, sizeof(uint32_t),
-                         "partition: batch rows", err)))
-        return rc;
-    memset(tp->slot, 0xff, b->n_input * sizeof(uint32_t));
-    uint64_t n = 0;
-    for (uint64_t k = lo; k < hi; k++) {
-        tp->slot[k] = (uint32_t)n;
-        tp->pos[n++] = (uint32_t)k;
-    }
-    for (uint32_t l = b->n_layers; l-- > 0;) {
-        const struct oc_sample_block *bl = &b->blocks[l];
-        uint64_t n_dst = n;
-        for (uint64_t d = 0; d < n_dst; d++)
-            for (uint64_t k = bl->indptr[tp->pos[d]]; k < bl->indptr[tp->pos[d] + 1]; k++) {
-                uint32_t src = bl->indices[k];
-                if (tp->slot[src] == UINT32_MAX) {
-                    tp->slot[src] = (uint32_t)n;
-                    tp->pos[n++] = src;
-                }
-            }
-    }
-    *n_out = n;
-    return OC_OK;
-}
-
-/*
- * The local rows of one gather into tp->ids: the n_serve rows other ranks
- * asked of this one (tp->serve, in their order), then the n_own rows of
- * tp->own's positions (own_row).
- */
-static int gather_ids(struct train_part *tp, uint64_t n_serve, const uint32_t *own_row,
-                      uint64_t n_own, struct oc_err *err)
-{
-    int rc = train_grow(&tp->ids, &tp->cap_ids, n_serve + n_own, sizeof(uint64_t),
-                        "partition: gathered rows", err);
-    for (uint64_t i = 0; rc == OC_OK && i < n_serve; i++) {
-        uint32_t row = tp->serve[i];
-        if (row >= tp->part.n_local)
-            return OC_ERR(err, OC_ERR_FORMAT,
-                          "%s: another rank asked for row %u of this part, which has %" PRIu64
-                          " rows: the ranks' owner maps disagree",
-                          tp->part.dir, row, tp->part.n_local);
-        tp->ids[i] = row;
-    }
-    for (uint64_t i = 0; rc == OC_OK && i < n_own; i++)
-        tp->ids[n_serve + i] = own_row[i];
-    return rc;
-}
-
-int train_part_fill(struct train_part *tp, struct oc_store *store, const struct oc_sample_batch *b,
-                    uint64_t lo, uint64_t hi, uint64_t dim, float **x,
-                    struct oc_train_epoch_stats *st, struct oc_err *err)
+int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
+    struct train_part_scan *sc = &tp->scan;
     uint64_t n_pos = 0;
     int rc;
-    if ((rc = reach(tp, b, lo, hi, &n_pos, err)) ||
+    if ((rc = reach(sc, b, lo, hi, &n_pos, err)) ||
         (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
                          err)) ||
         (rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
@@ -246,7 +298,7 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, const struct 
     const uint32_t *owner = tp->part.owner;
     uint64_t n_own = 0;
     for (uint64_t i = 0; i < n_pos; i++) {
-        uint32_t k = owner[2 * b->input_ids[tp->pos[i]]];
+        uint32_t k = owner[2 * b->input_ids[sc->pos[i]]];
         n_own += k == me;
         send_n[k] += k != me;
     }
@@ -262,7 +314,7 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, const struct 
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
     for (uint64_t i = 0, j = 0; i < n_pos; i++) {
-        uint64_t v = b->input_ids[tp->pos[i]];
+        uint64_t v = b->input_ids[sc->pos[i]];
         uint32_t k = owner[2 * v];
         if (k == me) {
             tp->own[j] = (uint32_t)i;
@@ -274,26 +326,33 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, const struct 
     }
     if ((rc = oc_dist_alltoall_u64(send_n, recv_n, err)))
         return rc;
-    uint64_t n_serve = 0;
+    uint64_t n_serve = 0, n_ids = 0;
     for (uint32_t r = 0; r < n_ranks; r++)
         n_serve += recv_n[r];
-    /* one gather: the rows asked of this rank (sent on from the front of reply), then its own */
+    /* one gather, each row once: the rows asked of this rank (in the order their requests
+       arrived), then its own (the order part_accesses predicts) */
     if ((rc = train_grow(&tp->serve, &tp->cap_serve, n_serve, sizeof(uint32_t),
                          "partition: requests", err)) ||
         (rc = oc_dist_alltoallv(tp->req, send_n, tp->serve, recv_n, sizeof(uint32_t),
                                 "the row requests", err)) ||
-        (rc = gather_ids(tp, n_serve, own_row, n_own, err)) ||
-        (rc = train_grow(&tp->reply, &tp->cap_reply, (n_serve + n_own) * dim, sizeof(float),
+        (rc = unique_rows(tp, sc, tp->serve, n_serve, own_row, n_own, &tp->ids, &tp->cap_ids,
+                          &n_ids, err)) ||
+        (rc = train_grow(&tp->rows, &tp->cap_rows, n_ids * dim, sizeof(float),
                          "partition: gathered rows", err)) ||
-        (rc = oc_store_gather(store, tp->ids, n_serve + n_own, tp->reply, err)) ||
-        (rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
+        (rc = oc_store_gather_batch(store, e, batch, tp->ids, n_ids, tp->rows, err)) ||
+        (rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
+                         "partition: replies", err)))
+        return rc;
+    for (uint64_t i = 0; i < n_serve; i++)
+        memcpy(tp->reply + i * dim, tp->rows + (uint64_t)sc->idx[i] * dim, dim * sizeof(float));
+    for (uint64_t j = 0; j < n_own; j++)
+        memcpy(tp->x + (uint64_t)tp->own[j] * dim, tp->rows + (uint64_t)sc->idx[n_serve + j] * dim,
+               dim * sizeof(float));
+    if ((rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
         (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
                                 "the feature rows", err)))
         return rc;
-    const float *own_rows = tp->reply + n_serve * dim;
-    for (uint64_t j = 0; j < n_own; j++)
-        memcpy(tp->x + (uint64_t)tp->own[j] * dim, own_rows + j * dim, dim * sizeof(float));
     for (uint64_t i = 0; i < n_req; i++)
         memcpy(tp->x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
     st->local_rows += n_own;
@@ -304,19 +363,31 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, const struct 
     return OC_OK;
 }
 
+static void scan_free(struct train_part_scan *sc)
+{
+    oc_free(sc->slot);
+    oc_free(sc->pos);
+    oc_free(sc->where);
+    oc_free(sc->idx);
+    oc_free(sc->rows);
+}
+
 void train_part_close(struct train_part *tp)
 {
     oc_plan_part_close(&tp->part);
     oc_dataset_free(tp->rows_ds);
     oc_free(tp->deg_indptr);
-    oc_free(tp->slot);
-    oc_free(tp->pos);
+    scan_free(&tp->scan);
+    scan_free(&tp->acc_scan);
+    if (tp->acc_mu_made)
+        pthread_mutex_destroy(&tp->acc_mu);
     oc_free(tp->x);
     oc_free(tp->send_n);
     oc_free(tp->offs);
     oc_free(tp->req);
     oc_free(tp->own);
     oc_free(tp->ids);
+    oc_free(tp->rows);
     oc_free(tp->serve);
     oc_free(tp->reply);
     oc_free(tp->got);

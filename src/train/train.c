@@ -420,10 +420,11 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.plan_dir = plan_dir;
     cfg.reuse_samples = o->reuse_samples;
     const int part = r->part.on;
-    if (part) { /* the rank's rows by local row, ranked by in-degree; no training plan */
+    if (part) { /* the rank's rows by local row, ranked by in-degree; asked per batch for
+                   what the access map says (train_part_fill) */
         cfg.ds = r->part.rows_ds;
         cfg.graph = &r->part.graph;
-        cfg.sample_opts = NULL;
+        cfg.accesses = &r->part.accesses;
         cfg.plan_dir = NULL;
     }
     uint64_t last_in = 0, last_out = 0; /* the last layer's input: outre's embeddings */
@@ -433,11 +434,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.embed_dim = last_in;
     if ((rc = train_store_opts_apply(o, &cfg, err)))
         return rc;
-    if (!part) {
-        cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
-        cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
-        cfg.batch_size = o->batch_size;
-    }
+    cfg.train_ids = r->data.split[TRAIN_SPLIT_TRAIN];
+    cfg.n_train = r->data.n_split[TRAIN_SPLIT_TRAIN];
+    cfg.batch_size = o->batch_size;
     /*
      * Pipeline depth: two batches ahead, or one when two would take more than
      * half of what the budget leaves for the store (one batch in flight
@@ -892,9 +891,9 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
             const struct oc_sample_batch *sb = batch;
             float *x = pb->x;
             if (dp->m > 1) {
-                if ((rc =
-                         train_shard_cut(&dp->shard, batch, pb->x, r->part.on ? r->part.slot : NULL,
-                                         r->data.feat_dim, lo, hi, err)))
+                if ((rc = train_shard_cut(&dp->shard, batch, pb->x,
+                                          r->part.on ? r->part.scan.slot : NULL, r->data.feat_dim,
+                                          lo, hi, err)))
                     return rc;
                 sb = &dp->shard.b;
                 x = dp->shard.x;
@@ -953,8 +952,8 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
         uint64_t lo, hi, ignored;
         train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.first, &lo, &ignored);
         train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.last - 1, &ignored, &hi);
-        if ((rc = train_part_fill(&r->part, r->store, &pb.batch, lo, hi, r->data.feat_dim, &pb.x,
-                                  st, err)))
+        if ((rc = train_part_fill(&r->part, r->store, e, i, &pb.batch, lo, hi, r->data.feat_dim,
+                                  &pb.x, st, err)))
             break;
         st->gather_s += oc_now_s() - t1;
         pb.epoch = e;
@@ -1001,7 +1000,11 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &f->held_bytes,
                                 &f->given_back_bytes,
                                 &f->tier_rows[OC_STORE_TIER_CPU],
-                                &f->tier_rows[OC_STORE_TIER_DISK]};
+                                &f->tier_rows[OC_STORE_TIER_DISK],
+                                &f->trace_accesses,
+                                &f->belady_misses,
+                                &f->lru_misses,
+                                &f->static_misses};
     enum { N = sizeof(fields) / sizeof(fields[0]) };
     uint64_t v[N];
     for (int k = 0; k < N; k++)

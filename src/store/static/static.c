@@ -367,4 +367,5 @@ const struct store_strategy oc_store_static = {
     .free = static_free,
     .opts = static_opts,
     .n_opts = sizeof(static_opts) / sizeof(static_opts[0]),
+    .serves_accesses = 1,
 };

@@ -4,7 +4,7 @@
  * files, then every rank's run id against the others'), its own feature
  * rows served by a feature store opened over them (the part's rows.npy as a
  * features-only dataset, store ids = local rows; --strategy memory, mmap,
- * direct or static under this rank's --mem-budget), and, per batch, the
+ * direct, static or ginex under this rank's --mem-budget), and, per batch, the
  * input rows of this rank's micro-shards: its own and the ones other ranks
  * ask of it in one gather, the others' fetched from their owners in one
  * exchange.
@@ -15,9 +15,9 @@
  *                 │ else: request (owner, row) grouped by owner
  *                 ▼
  *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► rows asked of me
- *   oc_store_gather([rows asked of me..., own rows...]) ─► reply
- *                         ─► own part of reply ─────────────────────► x
- *                         ─► MPI_Alltoallv (asked part of reply) ───► x
+ *   oc_store_gather_batch(e, b, [rows asked of me..., own rows...], each once)
+ *                         ─► own rows ──────────────────────────────► x
+ *                         ─► rows asked, in order ─► MPI_Alltoallv ─► x
  *
  * Every rank takes part in the exchange of every batch (a collective), also
  * when it asks for nothing, so the ranks stay in step; the batches are the
@@ -25,16 +25,19 @@
  * the same f32 rows, so the rows a shard reads are the replicated run's and
  * so are the weights.
  *
- * Strategies that sample the training batches themselves or see them
- * through the batch pipeline (ginex, gnndrive, diskgnn, helios, outre) are
- * refused: they plan in the whole graph's node ids over the batches' input
- * ids, while a rank's store is asked for local rows that are its shards'
- * own rows and the rows other ranks ask of it.
+ * The store is given an access map (struct oc_store_accesses,
+ * part_accesses): the rows each batch asks of this part, which every rank
+ * can compute alone since every rank samples every batch; ginex plans its
+ * cache over them. Strategies that sample or see the batches themselves
+ * (gnndrive, diskgnn, helios, outre) are refused by the store's registry.
+ * Evaluation fetches its rows the same way, off the plan (train_part_fetch).
  *
  * Place in the data flow: train; the trainer fills each batch's rows here
  * instead of taking them from the batch pipeline (the pipeline's store
  * needs the whole feature matrix).
- * Thread-safety: the trainer's thread only (MPI is used single-threaded).
+ * Thread-safety: the trainer's thread only (MPI is used single-threaded),
+ * except part_accesses, which the store calls from its threads (ginex's
+ * inspector): it reads the owner map and uses acc_scan under acc_mu.
  * Ownership: a train_part owns its part, the rows' dataset view, the degree
  * array and the exchange buffers (grown, reused: nothing is allocated per
  * batch once they fit); the store is the run's, borrowed per call.
@@ -92,10 +95,6 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       "--%s on a partitioned dataset: it follows the training batches' node "
                       "ids; a rank's static cache holds its part's rows of highest in-degree",
                       oc_train_opts_get(o, "hotness", 0) != 0 ? "hotness presample" : "hyperbatch");
-    if (o->eval != OC_TRAIN_EVAL_NONE)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "a partitioned dataset trains with --eval none in this version (evaluation "
-                      "reads rows of every part)");
     if (o->reuse_samples || o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");
@@ -277,18 +276,22 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
     return OC_OK;
 }
 
-int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
-                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
-                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
+/*
+ * The rows of n nodes (row i: node ids[sel ? sel[i] : i]) into x (n x dim),
+ * a collective every rank joins with its own nodes (n may be 0): the others'
+ * owners asked for theirs, the rows asked of this rank and its own gathered
+ * in one gather of store, each once (training batch e_b[0], e_b[1] of the
+ * plan, or off the plan with e_b NULL), then sent. st (may be NULL) gets
+ * the counts.
+ */
+static int part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                     const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                     struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
     struct train_part_scan *sc = &tp->scan;
-    uint64_t n_pos = 0;
     int rc;
-    if ((rc = reach(sc, b, lo, hi, &n_pos, err)) ||
-        (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
-                         err)) ||
-        (rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
+    if ((rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
                          "partition: exchange counts", err)) ||
         (rc = train_grow(&tp->offs, &tp->cap_offs, n_ranks, sizeof(uint64_t), "partition: requests",
                          err)))
@@ -297,12 +300,12 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, u
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
     const uint32_t *owner = tp->part.owner;
     uint64_t n_own = 0;
-    for (uint64_t i = 0; i < n_pos; i++) {
-        uint32_t k = owner[2 * b->input_ids[sc->pos[i]]];
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = owner[2 * ids[sel ? sel[i] : i]];
         n_own += k == me;
         send_n[k] += k != me;
     }
-    const uint64_t n_req = n_pos - n_own;
+    const uint64_t n_req = n - n_own;
     if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
                          err)) ||
         (rc = train_grow(&tp->own, &tp->cap_own, 2 * n_own, sizeof(uint32_t), "partition: own rows",
@@ -313,8 +316,8 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, u
     /* requests grouped by owner, in position order within an owner */
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
-    for (uint64_t i = 0, j = 0; i < n_pos; i++) {
-        uint64_t v = b->input_ids[sc->pos[i]];
+    for (uint64_t i = 0, j = 0; i < n; i++) {
+        uint64_t v = ids[sel ? sel[i] : i];
         uint32_t k = owner[2 * v];
         if (k == me) {
             tp->own[j] = (uint32_t)i;
@@ -339,14 +342,15 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, u
                           &n_ids, err)) ||
         (rc = train_grow(&tp->rows, &tp->cap_rows, n_ids * dim, sizeof(float),
                          "partition: gathered rows", err)) ||
-        (rc = oc_store_gather_batch(store, e, batch, tp->ids, n_ids, tp->rows, err)) ||
+        (rc = e_b ? oc_store_gather_batch(store, e_b[0], e_b[1], tp->ids, n_ids, tp->rows, err)
+                  : oc_store_gather(store, tp->ids, n_ids, tp->rows, err)) ||
         (rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
                          "partition: replies", err)))
         return rc;
     for (uint64_t i = 0; i < n_serve; i++)
         memcpy(tp->reply + i * dim, tp->rows + (uint64_t)sc->idx[i] * dim, dim * sizeof(float));
     for (uint64_t j = 0; j < n_own; j++)
-        memcpy(tp->x + (uint64_t)tp->own[j] * dim, tp->rows + (uint64_t)sc->idx[n_serve + j] * dim,
+        memcpy(x + (uint64_t)tp->own[j] * dim, tp->rows + (uint64_t)sc->idx[n_serve + j] * dim,
                dim * sizeof(float));
     if ((rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
@@ -354,13 +358,41 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, u
                                 "the feature rows", err)))
         return rc;
     for (uint64_t i = 0; i < n_req; i++)
-        memcpy(tp->x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
-    st->local_rows += n_own;
-    st->remote_rows += n_req;
-    st->remote_bytes += n_req * dim * sizeof(float);
-    st->served_rows += n_serve;
+        memcpy(x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
+    if (st) {
+        st->local_rows += n_own;
+        st->remote_rows += n_req;
+        st->remote_bytes += n_req * dim * sizeof(float);
+        st->served_rows += n_serve;
+    }
+    return OC_OK;
+}
+
+int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    uint64_t n_pos = 0, e_b[2] = {e, batch};
+    int rc;
+    if ((rc = reach(&tp->scan, b, lo, hi, &n_pos, err)) ||
+        (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
+                         err)) ||
+        (rc = part_rows(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st, err)))
+        return rc;
     *x = tp->x;
     return OC_OK;
+}
+
+int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
+                     uint64_t dim, float *out, struct oc_err *err)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (ids[i] >= tp->part.n_nodes)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "partition: node %" PRIu64 " at position %" PRIu64
+                          " is out of range (%" PRIu64 " nodes)",
+                          ids[i], i, tp->part.n_nodes);
+    return part_rows(tp, store, NULL, ids, NULL, n, dim, out, NULL, err);
 }
 
 static void scan_free(struct train_part_scan *sc)

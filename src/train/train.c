@@ -301,6 +301,8 @@ struct run {
     struct train_auto autosel;    /* --strategy auto: the predictions and the pick */
     struct train_dp dp;           /* --micro-shards / --distributed */
     struct train_part part;       /* a partitioned dataset: this rank's part (dist_rows.c) */
+    float *eval_rows;             /* evaluation's rows without a pipeline to lend them */
+    uint64_t cap_eval_rows;
 };
 
 static void run_deinit(struct run *r)
@@ -317,6 +319,7 @@ static void run_deinit(struct run *r)
     oc_free(r->labels.labels);
     train_dp_deinit(&r->dp);
     train_part_close(&r->part);
+    oc_free(r->eval_rows);
     train_redundancy_deinit(&r->redundancy);
     train_batching_close(&r->batching);
     train_data_deinit(&r->data);
@@ -1094,6 +1097,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
+    if (r.eval && r.part.on) /* rows from their owners, every rank in each fetch */
+        train_eval_set_part(r.eval, &r.part);
     res->held_bytes = r.held;
     res->working_set_bytes = r.work;
     res->store_bytes = o->mem_budget ? o->mem_budget - r.held - r.work : 0;
@@ -1209,12 +1214,17 @@ trained:
         if (st.evaluated) {
             double te = oc_now_s();
             /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
-            float *rows;
-            uint64_t cap_rows;
-            if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
+            float *rows = r.eval_rows; /* a partitioned run's own buffer (no pipeline) */
+            uint64_t cap_rows = r.cap_eval_rows;
+            if (r.pipe && (rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
                 goto out;
             rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, metric, err);
-            oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+            if (r.pipe) {
+                oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+            } else {
+                r.eval_rows = rows;
+                r.cap_eval_rows = cap_rows;
+            }
             if (rc) {
                 oc_err_prefix(err, "epoch %u evaluation", e);
                 goto out;

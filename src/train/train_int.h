@@ -231,9 +231,9 @@ struct train_part {
  * (oc_plan_part_open: refused when its part count is not the world size,
  * a part is missing, truncated or of another run), checks that every
  * rank's part has the same run id and opens the store's view of its rows;
- * refuses options this version lacks (a --strategy that does not serve
- * through a plain gather, static's --hotness presample and --hyperbatch,
- * evaluation).
+ * refuses options this version lacks (static's --hotness presample and
+ * --hyperbatch, --reuse-samples, --topology-disk; a strategy that cannot
+ * serve a part is refused when the store opens: struct oc_store_accesses).
  */
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
                     struct oc_err *err);
@@ -256,6 +256,14 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
 int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
                     const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
                     float **x, struct oc_train_epoch_stats *st, struct oc_err *err);
+/*
+ * The feature rows of nodes ids[0 .. n) into out (n x dim), fetched from
+ * their owners as train_part_fill does, off the training plan (evaluation).
+ * A collective: every rank calls it the same number of times, with n = 0
+ * when it has nothing to fetch.
+ */
+int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
+                     uint64_t dim, float *out, struct oc_err *err);
 void train_part_close(struct train_part *tp);
 
 /* ---- working set (working_set.c) ------------------------------------------- */
@@ -363,6 +371,11 @@ struct train_eval;
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
                    const char *scratch_dir, struct train_eval **out, struct oc_err *err);
+/*
+ * Evaluation on a partitioned dataset: input rows fetched from their owners
+ * through tp (train_part_fetch) instead of gathered from the store alone.
+ */
+void train_eval_set_part(struct train_eval *ev, struct train_part *tp);
 void train_eval_free(struct train_eval *ev);
 /*
  * Computes accuracy on every split in one pass (full inference runs once per

@@ -330,6 +330,9 @@ refused partitioned_gnndrive_refused \
 refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
     --hotness presample
+refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
+    --plan-dir "$tmp/pd"
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.
 log=$tmp/memory.2.json

@@ -88,13 +88,17 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       "%s is a partitioned dataset (offcore partition): train it with mpirun -np "
                       "N offcore train %s --distributed, one rank per part",
                       dir, dir);
-    const char *strategy = o->strategy ? o->strategy : "memory";
+    const char *strategy = train_strategy_name(o);
     int rc;
     if (oc_train_opts_get(o, "hotness", 0) != 0 || oc_train_opts_get(o, "hyperbatch", 0) != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "--%s on a partitioned dataset: it follows the training batches' node "
                       "ids; a rank's static cache holds its part's rows of highest in-degree",
                       oc_train_opts_get(o, "hotness", 0) != 0 ? "hotness presample" : "hyperbatch");
+    if (o->plan_dir && o->batching != OC_TRAIN_BATCHING_PARTITION)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--plan-dir on a partitioned dataset: a rank's store writes no plan files "
+                      "(ginex keeps its superbatches in RAM); leave it out");
     if (o->reuse_samples || o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");

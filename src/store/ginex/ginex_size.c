@@ -59,7 +59,8 @@ int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, u
                                  cfg->n_train, cfg->batch_size, err);
     if (rc == OC_OK)
         rc = oc_sample_iter_sample(&it, t0 / nb, t0 % nb, &it.batch, err);
-    *rows = it.batch.n_input;
+    if (rc == OC_OK)
+        *rows = it.batch.n_input;
     if (rc == OC_OK && cfg->accesses) /* the ids the store is gathered with for it */
         rc = cfg->accesses->of(cfg->accesses->ctx, &it.batch, &ids, &cap, rows, err);
     if (rc)

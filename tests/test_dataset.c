@@ -768,4 +768,47 @@ OC_TEST(shared_empty_graph)
     oc_dataset_free(ds);
 }
 
+/* A feature matrix (`offcore partition`'s rows.npy) opened as a features-only dataset. */
+OC_TEST(features_view)
+{
+    struct oc_err err;
+    const char *dir = fresh("view");
+    char path[900], bad[900];
+    snprintf(path, sizeof(path), "%s.rows.npy", dir);
+    snprintf(bad, sizeof(bad), "%s.flat.npy", dir);
+    float rows[3 * 4];
+    for (int i = 0; i < 12; i++)
+        rows[i] = (float)i * 0.25f;
+    uint64_t shape[2] = {3, 4}, flat = 12;
+    struct oc_npy_writer *w = NULL;
+    OC_CHECK_OK(oc_npy_writer_open(path, OC_DTYPE_F32, 2, shape, &w, &err), &err);
+    OC_CHECK_OK(oc_npy_writer_append(w, rows, sizeof(rows), &err), &err);
+    OC_CHECK_OK(oc_npy_writer_close(w, NULL, NULL, &err), &err);
+    OC_CHECK_OK(oc_npy_writer_open(bad, OC_DTYPE_F32, 1, &flat, &w, &err), &err);
+    OC_CHECK_OK(oc_npy_writer_append(w, rows, sizeof(rows), &err), &err);
+    OC_CHECK_OK(oc_npy_writer_close(w, NULL, NULL, &err), &err);
+
+    struct oc_dataset *ds = NULL;
+    OC_CHECK_OK(oc_dataset_open_features(dir, path, &ds, &err), &err);
+    if (ds) {
+        const struct oc_manifest *m = oc_dataset_manifest(ds);
+        OC_CHECK(m->n_nodes == 3 && m->feat_dim == 4 && m->feat_dtype == OC_DTYPE_F32);
+        OC_CHECK(m->files[OC_DS_FEATURES].present && !m->files[OC_DS_INDPTR].present);
+        OC_CHECK(m->files[OC_DS_FEATURES].bytes == OC_NPY_HEADER_BYTES + sizeof(rows));
+        OC_CHECK(strcmp(oc_dataset_path(ds, OC_DS_FEATURES), path) == 0);
+        OC_CHECK(oc_dataset_data_offset(ds, OC_DS_FEATURES) == OC_NPY_HEADER_BYTES);
+        OC_CHECK(strcmp(oc_dataset_dir(ds), dir) == 0);
+        OC_CHECK(!oc_dataset_features_crc_deferred(ds));
+    }
+    oc_dataset_free(ds);
+    ds = NULL;
+    /* not a matrix, truncated: refused naming the file */
+    OC_CHECK_ERR(oc_dataset_open_features(dir, bad, &ds, &err), OC_ERR_FORMAT, &err,
+                 "not a feature matrix");
+    OC_CHECK(ds == NULL && strstr(err.msg, bad) != NULL);
+    OC_CHECK(truncate(path, OC_NPY_HEADER_BYTES + sizeof(rows) - 4) == 0);
+    OC_CHECK_ERR(oc_dataset_open_features(dir, path, &ds, &err), OC_ERR_FORMAT, &err, "truncated");
+    OC_CHECK(ds == NULL && strstr(err.msg, path) != NULL);
+}
+
 OC_TEST_MAIN()

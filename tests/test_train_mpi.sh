@@ -13,9 +13,14 @@
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
-# ranks, each holding only its part's rows under its own --mem-budget and
-# fetching the others per batch, train the single-process weights and log the
-# rows fetched, and resume from a checkpoint to the uninterrupted weights; a
+# ranks, each serving only its part's rows under its own --mem-budget (memory,
+# static with most rows on disk, ginex following a plan over the rows its
+# part is asked for, direct, mmap) and fetching the others per batch, train
+# the single-process weights and log the rows fetched and read and one
+# process's evaluation metrics (sampled, and --eval full at one layer, the
+# ranks' shares fetching rows from their owners), and resume from a
+# checkpoint to the uninterrupted weights; gnndrive and static's
+# --hotness presample are refused on parts; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file. Env: OC_BIN (the
@@ -175,6 +180,90 @@ for n in 2 3; do
         fail "partitioned_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
         sed 's/^/    /' "$tmp/part.$n.out"
     fi
+    # Each rank's part served by static under a budget that keeps most of its rows on disk
+    # (its reads counted in the log, summed over the ranks): the same weights, and the
+    # evaluation split over the ranks (its rows fetched from their owners) logs one process's
+    # metrics.
+    # (21M at 2 ranks, 20M at 3: budgets that leave part of each rank's rows on disk)
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy static \
+        --mem-budget $((23 - n))M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pst.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"features":{"requested_bytes":[1-9][0-9]*,"requested_disk_bytes":[1-9][0-9]*,"read_bytes":[1-9]' \
+            "$tmp/pst.$n.json" && grep -q '"remote_rows":[1-9]' "$tmp/pst.$n.json" &&
+        [ "$(metrics_of "$tmp/pst.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ] &&
+        eval_split "$tmp/pst.$n.json" 1; then
+        ok "partitioned_static_np${n}_weights_equal_single_process"
+    else
+        fail "partitioned_static_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pst.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/pst.$n.json" | sed 's/^/    /'
+        diff <(metrics_of "$tmp/memory.1.json") <(metrics_of "$tmp/pst.$n.json") | sed 's/^/    /'
+    fi
+done
+# ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
+# ask of its part, batch by batch (the access map), and the executor follows that plan: every
+# epoch's rows from disk (summed over the ranks) are exactly the plan's misses, fewer than LRU's.
+# Rows read from disk on some epoch, the single-process weights.
+plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss ratio
+    local n=0 disk belady lru
+    while read -r disk belady lru; do
+        n=$((n + 1))
+        if [ "$disk" != "$belady" ] || ! awk -v b="$belady" -v l="$lru" 'BEGIN{exit !(b < l)}'; then
+            return 1
+        fi
+    done < <(sed -n 's/.*"disk":\([0-9.e-]*\)},.*"miss_ratio":{"belady":\([0-9.e-]*\),"lru":\([0-9.e-]*\).*/\1 \2 \3/p' "$1")
+    [ $n -gt 0 ]
+}
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy ginex \
+        --mem-budget 24M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pgx.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/pgx.$n.json" && plan_fits "$tmp/pgx.$n.json" &&
+        ! grep -q 'not the next planned batch' "$tmp/pgx.$n.out" &&
+        [ "$(metrics_of "$tmp/pgx.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed"
+    else
+        fail "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pgx.$n.out"
+        grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
+    fi
+done
+# Exact layer-wise evaluation (--eval full) on parts, one layer (its chunks read features, and
+# 3 ranks share them unevenly: a rank with fewer joins the others' last fetch with none): one
+# process's metrics and weights.
+pf=(--epochs 2 --batch 500 --threads 1 --quiet --eval full --eval-batch 300 --micro-shards 4
+    --layers 1 --fanout 10)
+"$bin" train "$g" "${pf[@]}" --log "$tmp/pfull.1.json" >"$tmp/pfull.1.out" 2>&1
+"${mpi[@]}" -np 3 "$bin" train "$tmp/p3" "${pf[@]}" --distributed --strategy static \
+    --log "$tmp/pfull.3.json" >"$tmp/pfull.3.out" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && [ -n "$(sha_of "$tmp/pfull.1.out")" ] &&
+    [ "$(sha_of "$tmp/pfull.3.out")" = "$(sha_of "$tmp/pfull.1.out")" ] &&
+    [ -n "$(metrics_of "$tmp/pfull.1.json")" ] &&
+    [ "$(metrics_of "$tmp/pfull.3.json")" = "$(metrics_of "$tmp/pfull.1.json")" ] &&
+    eval_split "$tmp/pfull.3.json" 1; then
+    ok "partitioned_full_evaluation_np3_equals_single_process"
+else
+    fail "partitioned_full_evaluation_np3_equals_single_process: exit $rc"
+    sed 's/^/    /' "$tmp/pfull.3.out"
+    diff <(metrics_of "$tmp/pfull.1.json") <(metrics_of "$tmp/pfull.3.json") | sed 's/^/    /'
+fi
+# direct and mmap serve a part through the same gather (2 ranks).
+for s in direct mmap; do
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy "$s" \
+        >"$tmp/p$s.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/p$s.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+        ok "partitioned_${s}_np2_weights_equal_single_process"
+    else
+        fail "partitioned_${s}_np2_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/p$s.out"
+    fi
 done
 # A partitioned run resumed from rank 0's checkpoint reaches the uninterrupted weights.
 pr=(--epochs 3 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
@@ -233,6 +322,17 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
+# A strategy that samples or sees the training batches itself is refused on a part, naming those
+# that serve one; so is static's pre-sampled hotness.
+refused partitioned_gnndrive_refused \
+    "store gnndrive: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, ginex)" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive
+refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
+    --hotness presample
+refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
+    --plan-dir "$tmp/pd"
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.
 log=$tmp/memory.2.json

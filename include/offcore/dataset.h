@@ -196,6 +196,17 @@ struct oc_dataset;
  */
 int oc_dataset_open(const char *dir, unsigned flags, struct oc_dataset **out, struct oc_err *err);
 void oc_dataset_free(struct oc_dataset *ds);
+/*
+ * A dataset of features only over one .npy matrix at path (n x dim, f32 or
+ * f16, written like features.npy: a 4096-byte header, nothing after the
+ * rows): n_nodes = n, features present, no topology, labels or splits, so a
+ * feature store can serve its rows by row number (a part's rows.npy, `offcore
+ * partition`, whose CRC its part.json holds and whose reader has checked it:
+ * the view compares no CRC). dir names it in messages. OC_ERR_FORMAT naming path for a header, shape or size that does
+ * not hold.
+ */
+int oc_dataset_open_features(const char *dir, const char *path, struct oc_dataset **out,
+                             struct oc_err *err);
 const struct oc_manifest *oc_dataset_manifest(const struct oc_dataset *ds);
 const char *oc_dataset_dir(const struct oc_dataset *ds);
 /* Full path of one array file (valid for the dataset's lifetime). */

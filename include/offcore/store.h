@@ -138,6 +138,28 @@ struct oc_pipeline;
 
 /* The most options one strategy declares (struct oc_store_opt). */
 #define OC_STORE_MAX_OPTS 8
+/*
+ * A store whose ids are not the plan's node ids: a rank's part of a
+ * partitioned dataset (train/dist_rows.c), whose store holds the part's rows
+ * by local row and is gathered, per training batch, with the rows the rank's
+ * micro-shards and the other ranks ask of it. `graph` is the plan's graph
+ * (its batches are sampled on it; oc_store_config.graph is then the store's,
+ * in its own ids: its in-degrees rank hotness). of(ctx, b, ids, cap, n)
+ * writes into *ids (grown with oc_realloc to *cap entries; the caller's,
+ * freed with oc_free) the *n ids, each < the store's n_nodes, that
+ * oc_store_gather_batch will be given for the plan's batch b, in that order.
+ * It is called from the strategy's threads (the opening thread, ginex's
+ * inspector) and must be thread-safe. A strategy that plans over the
+ * batches follows it (ginex); those that sample or see the batches
+ * themselves (gnndrive, diskgnn, helios, outre) refuse a config with it;
+ * the others serve the ids they are given.
+ */
+struct oc_store_accesses {
+    const struct oc_graph *graph;
+    int (*of)(void *ctx, const struct oc_sample_batch *b, uint64_t **ids, uint64_t *cap,
+              uint64_t *n, struct oc_err *err);
+    void *ctx;
+};
 
 struct oc_store_config {
     const struct oc_dataset *ds;
@@ -191,6 +213,8 @@ struct oc_store_config {
         uint32_t strategy; /* whose table v follows: the strategy's index + 1; 0 = none set */
         double v[OC_STORE_MAX_OPTS];
     } opts;
+    const struct oc_store_accesses *accesses; /* borrowed, may be NULL: the store's ids are
+                                                 not the plan's (see above) */
 };
 
 struct oc_store;

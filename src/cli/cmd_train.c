@@ -370,7 +370,8 @@ int cmd_train(int argc, char **argv)
          "data-parallel training over the ranks of `mpirun -np N offcore train DIR "
          "--distributed --micro-shards M` (same options on every rank; each rank evaluates "
          "a share, reduced exactly; rank 0 prints, logs and checkpoints; needs a build with "
-         "MPI)",
+         "MPI). DIR may be `offcore partition`'s output: each rank serves its part's rows "
+         "(--strategy memory, mmap, direct, static or ginex)",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},

@@ -415,6 +415,66 @@ fail:
     return rc;
 }
 
+int oc_dataset_open_features(const char *dir, const char *path, struct oc_dataset **out,
+                             struct oc_err *err)
+{
+    struct oc_dataset *ds = NULL;
+    struct oc_npy_header h;
+    int rc;
+    *out = NULL;
+    if ((rc = oc_npy_read_header(path, &h, err)) || (rc = oc_npy_require_c_order(&h, path, err)))
+        return rc;
+    if (h.ndim != 2 || h.shape[1] == 0 || h.shape[1] > OC_MANIFEST_MAX_DIM ||
+        (h.dtype != OC_DTYPE_F32 && h.dtype != OC_DTYPE_F16))
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: not a feature matrix (want 2 dimensions of f32 or f16, at most %u "
+                      "columns)",
+                      path, OC_MANIFEST_MAX_DIM);
+    if (!(ds = oc_calloc(1, sizeof(*ds), "dataset", err)))
+        return err ? err->status : OC_ERR_NOMEM;
+    struct oc_manifest *m = &ds->m;
+    m->version = OC_FORMAT_VERSION;
+    snprintf(m->name, sizeof(m->name), "features");
+    m->n_nodes = h.shape[0];
+    m->feat_dim = (uint32_t)h.shape[1];
+    m->feat_dtype = h.dtype;
+    m->index_dtype = oc_ds_index_dtype_for(m->n_nodes);
+    m->files[OC_DS_FEATURES].present = 1;
+    ds->flags = OC_DS_OPEN_SKIP_CHECKSUM;
+    if (!(ds->dir = oc_strdup(dir, "dataset paths", err)))
+        goto nomem;
+    for (int f = 0; f < OC_DS_FILE_COUNT; f++) {
+        ds->paths[f] = f == OC_DS_FEATURES
+                           ? oc_strdup(path, "dataset paths", err)
+                           : join_dup(dir, oc_ds_file_name((enum oc_ds_file)f), err);
+        if (!ds->paths[f])
+            goto nomem;
+    }
+    struct oc_file *file = NULL;
+    uint64_t size = 0, want = h.data_offset + m->n_nodes * m->feat_dim * oc_dtype_size(h.dtype);
+    m->files[OC_DS_FEATURES].bytes = want;
+    if ((rc = oc_file_open(path, OC_FILE_READ, &file, err)) == OC_OK) {
+        rc = oc_file_size(file, &size, err);
+        oc_file_close(file, NULL);
+    }
+    if (rc == OC_OK && size != want)
+        rc = OC_ERR(err, OC_ERR_FORMAT,
+                    "%s: %s: file is %" PRIu64 " bytes, its header's shape needs %" PRIu64, path,
+                    size < want ? "truncated" : "size mismatch", size, want);
+    if (rc == OC_OK) /* the header as a dataset's features.npy must have it */
+        rc = check_file(ds, OC_DS_FEATURES, err);
+    if (rc) {
+        oc_dataset_free(ds);
+        return rc;
+    }
+    *out = ds;
+    return OC_OK;
+nomem:
+    rc = err ? err->status : OC_ERR_NOMEM;
+    oc_dataset_free(ds);
+    return rc;
+}
+
 void oc_dataset_free(struct oc_dataset *ds)
 {
     if (!ds)

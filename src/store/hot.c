@@ -155,6 +155,12 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                           "store %s: pre-sampled hotness needs the training plan; "
                           "config has no %s",
                           s->strat->name, missing);
+        if (cfg->accesses)
+            return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                          "store %s: pre-sampled hotness counts the batches' node ids, not the "
+                          "ids of a store over other ids (a partitioned dataset's part): use "
+                          "degree hotness",
+                          s->strat->name);
     } else if (hotness != OC_STORE_HOTNESS_DEGREE) {
         return OC_ERR(err, OC_ERR_ARG, "store %s: unknown hotness %d", s->strat->name,
                       (int)hotness);

@@ -446,6 +446,22 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     if (cfg->reuse_samples && strategies[index]->no_reuse_samples)
         return OC_ERR(err, OC_ERR_ARG, "store %s: --reuse-samples is not supported (%s)",
                       strategies[index]->name, strategies[index]->no_reuse_samples);
+    if (cfg->accesses && !strategies[index]->serves_accesses) {
+        char names[128] = "";
+        size_t len = 0;
+        for (uint32_t i = 0; i < N_STRATEGIES && len < sizeof(names); i++)
+            if (strategies[i]->serves_accesses)
+                len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", len ? ", " : "",
+                                        strategies[i]->name);
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store %s: it samples or sees the training batches in the plan's node ids, "
+                      "so it cannot serve rows by other ids (a partitioned dataset's part: use "
+                      "%s)",
+                      strategies[index]->name, names);
+    }
+    if (cfg->accesses && !cfg->accesses->graph)
+        return OC_ERR(err, OC_ERR_ARG, "store %s: accesses without the plan's graph",
+                      strategies[index]->name);
     if (cfg->graph && cfg->graph->n_nodes != m->n_nodes)
         return OC_ERR(
             err, OC_ERR_ARG, "store %s: graph has %" PRIu64 " nodes, dataset %s has %" PRIu64,

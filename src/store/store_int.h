@@ -108,6 +108,10 @@ struct store_strategy {
        checksum the dataset's open deferred is folded into that read (struct oc_store's
        feat_crc); for every other strategy the registry reads the file before its open */
     int reads_whole_features;
+    /* serves a store whose ids are not the plan's (oc_store_config.accesses): it never
+       samples or sees the batches (memory, mmap, direct, static), or follows the map when
+       it plans (ginex); the registry refuses the others such a config */
+    int serves_accesses;
 };
 
 extern const struct store_strategy oc_store_memory;
@@ -201,6 +205,12 @@ struct oc_store {
  * runs while one of its stages does.
  */
 int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *err);
+
+/* The graph the plan's batches are sampled on: cfg->accesses's, else cfg->graph. */
+static inline const struct oc_graph *store_plan_graph(const struct oc_store_config *cfg)
+{
+    return cfg->accesses ? cfg->accesses->graph : cfg->graph;
+}
 
 /* oc_store_next_batch in plan order: 0, 1, ... n_plan_batches - 1 per epoch. */
 int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);

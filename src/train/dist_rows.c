@@ -2,30 +2,45 @@
  * dist_rows.c — partitioned features for `train --distributed` on the
  * output of `offcore partition`: this rank's part opened and checked (its
  * files, then every rank's run id against the others'), its own feature
- * rows held in memory (the `memory` strategy's way, through the
- * accountant, so under --mem-budget), and, per batch, the input rows of this
- * rank's micro-shards: its own copied, the others' fetched from their owners
- * in one exchange.
+ * rows served by a feature store opened over them (the part's rows.npy as a
+ * features-only dataset, store ids = local rows; --strategy memory, mmap,
+ * direct, static or ginex under this rank's --mem-budget), and, per batch, the
+ * input rows of this rank's micro-shards: its own and the ones other ranks
+ * ask of it in one gather, the others' fetched from their owners in one
+ * exchange.
  *
  *   batch b ──► positions my shards read (seeds [lo, hi) down the blocks),
  *                 │ each a row of x (slot[position]), nothing else held
- *                 │ owner[v] == me: rows[row] ──────────────────────► x
+ *                 │ owner[v] == me: own (row, slot of x)
  *                 │ else: request (owner, row) grouped by owner
  *                 ▼
- *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► owners copy rows
- *                         ─► MPI_Alltoallv (rows) ─────────────────► x
+ *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► rows asked of me
+ *   oc_store_gather_batch(e, b, [rows asked of me..., own rows...], each once)
+ *                         ─► own rows ──────────────────────────────► x
+ *                         ─► rows asked, in order ─► MPI_Alltoallv ─► x
  *
  * Every rank takes part in the exchange of every batch (a collective), also
  * when it asks for nothing, so the ranks stay in step; the batches are the
- * same on every rank (same seed, same order), so the rows a shard reads are
- * the replicated run's and so are the weights.
+ * same on every rank (same seed, same order), and every strategy gathers
+ * the same f32 rows, so the rows a shard reads are the replicated run's and
+ * so are the weights.
+ *
+ * The store is given an access map (struct oc_store_accesses,
+ * part_accesses): the rows each batch asks of this part, which every rank
+ * can compute alone since every rank samples every batch; ginex plans its
+ * cache over them. Strategies that sample or see the batches themselves
+ * (gnndrive, diskgnn, helios, outre) are refused by the store's registry.
+ * Evaluation fetches its rows the same way, off the plan (train_part_fetch).
  *
  * Place in the data flow: train; the trainer fills each batch's rows here
  * instead of taking them from the batch pipeline (the pipeline's store
  * needs the whole feature matrix).
- * Thread-safety: the trainer's thread only (MPI is used single-threaded).
- * Ownership: a train_part owns its part, rows and exchange buffers (grown,
- * reused: nothing is allocated per batch once they fit).
+ * Thread-safety: the trainer's thread only (MPI is used single-threaded),
+ * except part_accesses, which the store calls from its threads (ginex's
+ * inspector): it reads the owner map and uses acc_scan under acc_mu.
+ * Ownership: a train_part owns its part, the rows' dataset view, the degree
+ * array and the exchange buffers (grown, reused: nothing is allocated per
+ * batch once they fit); the store is the run's, borrowed per call.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -73,100 +88,68 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       "%s is a partitioned dataset (offcore partition): train it with mpirun -np "
                       "N offcore train %s --distributed, one rank per part",
                       dir, dir);
-    if (o->strategy && strcmp(o->strategy, "memory") != 0)
+    const char *strategy = train_strategy_name(o);
+    int rc;
+    if (oc_train_opts_get(o, "hotness", 0) != 0 || oc_train_opts_get(o, "hyperbatch", 0) != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "--strategy %s: a partitioned dataset keeps each rank's own rows in memory "
-                      "(--strategy memory) in this version",
-                      o->strategy);
-    if (o->eval != OC_TRAIN_EVAL_NONE)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "a partitioned dataset trains with --eval none in this version (evaluation "
-                      "reads rows of every part)");
+                      "--%s on a partitioned dataset: it follows the training batches' node "
+                      "ids; a rank's static cache holds its part's rows of highest in-degree",
+                      oc_train_opts_get(o, "hotness", 0) != 0 ? "hotness presample" : "hyperbatch");
+    if (o->plan_dir && o->batching != OC_TRAIN_BATCHING_PARTITION)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "--plan-dir on a partitioned dataset: a rank's store writes no plan files "
+                      "(ginex keeps its superbatches in RAM); leave it out");
     if (o->reuse_samples || o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");
-    int rc = oc_plan_part_open(dir, oc_dist_rank(), oc_dist_size(), &tp->part, err);
+    rc = oc_plan_part_open(dir, oc_dist_rank(), oc_dist_size(), &tp->part, err);
     if (rc == OC_OK)
         rc = check_run_ids(tp, err);
+    if (rc == OC_OK)
+        rc = oc_dataset_open_features(tp->part.dir, tp->part.rows, &tp->rows_ds, err);
     if (rc) {
         train_part_close(tp);
         return rc;
     }
     tp->on = 1;
+    tp->m = o->micro_shards > 1 ? o->micro_shards : 1;
+    oc_log(OC_LOG_INFO,
+           "partition: rank %u holds part %u of %u (run %s): %" PRIu64 " of %" PRIu64
+           " nodes' rows, served by --strategy %s",
+           oc_dist_rank(), tp->part.part, tp->part.n_parts, tp->part.run_id, tp->part.n_local,
+           tp->part.n_nodes, strategy);
     return OC_OK;
 }
 
-int train_part_load_rows(struct train_part *tp, const struct train_data *d, struct oc_err *err)
-{
-    const struct oc_plan_part *p = &tp->part;
-    if (d->n_nodes != p->n_nodes)
-        return OC_ERR(err, OC_ERR_FORMAT, "%s: %" PRIu64 " nodes, its part.json says %" PRIu64,
-                      p->dir, d->n_nodes, p->n_nodes);
-    const uint64_t n = p->n_local * p->feat_dim;
-    const size_t esize = oc_dtype_size(p->feat_dtype);
-    tp->rows = oc_alloc((n ? n : 1) * sizeof(float), "partition: this rank's feature rows", err);
-    if (!tp->rows)
-        return err->status;
-    struct oc_file *f = NULL;
-    uint8_t *buf = NULL;
-    int rc = oc_file_open(p->rows, OC_FILE_READ, &f, err);
-    const uint64_t chunk = (uint64_t)1 << 20; /* elements per read */
-    if (rc == OC_OK && p->feat_dtype != OC_DTYPE_F32 &&
-        !(buf = oc_alloc(chunk * esize, "partition: row staging", err)))
-        rc = err->status;
-    for (uint64_t at = 0; rc == OC_OK && at < n;) {
-        uint64_t k = n - at < chunk ? n - at : chunk;
-        void *dst = buf ? (void *)buf : (void *)(tp->rows + at);
-        rc = oc_file_pread(f, dst, (size_t)(k * esize), OC_NPY_HEADER_BYTES + at * esize, err);
-        for (uint64_t i = 0; rc == OC_OK && buf && i < k; i++) {
-            uint16_t h;
-            memcpy(&h, buf + i * 2, 2);
-            tp->rows[at + i] = oc_f16_to_f32(h);
-        }
-        at += k;
-    }
-    oc_free(buf);
-    if (f) {
-        struct oc_err ignored;
-        oc_file_close(f, &ignored);
-    }
-    if (rc == OC_OK)
-        oc_log(OC_LOG_INFO,
-               "partition: rank %u holds part %u of %u (run %s): %" PRIu64 " of %" PRIu64
-               " nodes' rows in memory",
-               oc_dist_rank(), p->part, p->n_parts, p->run_id, p->n_local, p->n_nodes);
-    return rc;
-}
-
 /*
- * tp->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, in
- * the order shard_cut finds them; tp->slot[p] = the index of position p among
+ * sc->pos[0 .. *n): the batch positions the shards of seeds [lo, hi) read, in
+ * the order shard_cut finds them; sc->slot[p] = the index of position p among
  * them (its row of tp->x), UINT32_MAX for a position they do not read.
  */
-static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo, uint64_t hi,
-                 uint64_t *n_out, struct oc_err *err)
+static int reach(struct train_part_scan *sc, const struct oc_sample_batch *b, uint64_t lo,
+                 uint64_t hi, uint64_t *n_out, struct oc_err *err)
 {
     int rc;
-    if ((rc = train_grow(&tp->slot, &tp->cap_slot, b->n_input, sizeof(uint32_t),
+    if ((rc = train_grow(&sc->slot, &sc->cap_slot, b->n_input, sizeof(uint32_t),
                          "partition: batch rows", err)) ||
-        (rc = train_grow(&tp->pos, &tp->cap_pos, b->n_input, sizeof(uint32_t),
+        (rc = train_grow(&sc->pos, &sc->cap_pos, b->n_input, sizeof(uint32_t),
                          "partition: batch rows", err)))
         return rc;
-    memset(tp->slot, 0xff, b->n_input * sizeof(uint32_t));
+    memset(sc->slot, 0xff, b->n_input * sizeof(uint32_t));
     uint64_t n = 0;
     for (uint64_t k = lo; k < hi; k++) {
-        tp->slot[k] = (uint32_t)n;
-        tp->pos[n++] = (uint32_t)k;
+        sc->slot[k] = (uint32_t)n;
+        sc->pos[n++] = (uint32_t)k;
     }
     for (uint32_t l = b->n_layers; l-- > 0;) {
         const struct oc_sample_block *bl = &b->blocks[l];
         uint64_t n_dst = n;
         for (uint64_t d = 0; d < n_dst; d++)
-            for (uint64_t k = bl->indptr[tp->pos[d]]; k < bl->indptr[tp->pos[d] + 1]; k++) {
+            for (uint64_t k = bl->indptr[sc->pos[d]]; k < bl->indptr[sc->pos[d] + 1]; k++) {
                 uint32_t src = bl->indices[k];
-                if (tp->slot[src] == UINT32_MAX) {
-                    tp->slot[src] = (uint32_t)n;
-                    tp->pos[n++] = src;
+                if (sc->slot[src] == UINT32_MAX) {
+                    sc->slot[src] = (uint32_t)n;
+                    sc->pos[n++] = src;
                 }
             }
     }
@@ -174,34 +157,145 @@ static int reach(struct train_part *tp, const struct oc_sample_batch *b, uint64_
     return OC_OK;
 }
 
-/* The rows other ranks asked of this one (tp->serve), copied into tp->reply in their order. */
-static int serve(struct train_part *tp, uint64_t n_serve, uint64_t dim, struct oc_err *err)
+/*
+ * The local rows of one gather, each once, in first-asked order, into *ids
+ * (*cap entries, grown; *n of them): the n_a rows of a, then the n_b of b
+ * (train_part_fill: the rows other ranks asked of this one, then its own);
+ * sc->idx[i] = the index in *ids of the i-th row asked. sc->where is left
+ * all UINT32_MAX, as it was found.
+ */
+static int unique_rows(const struct train_part *tp, struct train_part_scan *sc, const uint32_t *a,
+                       uint64_t n_a, const uint32_t *b, uint64_t n_b, uint64_t **ids, uint64_t *cap,
+                       uint64_t *n, struct oc_err *err)
 {
-    int rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
-                        "partition: replies", err);
-    for (uint64_t i = 0; rc == OC_OK && i < n_serve; i++) {
-        uint32_t row = tp->serve[i];
-        if (row >= tp->part.n_local)
-            return OC_ERR(err, OC_ERR_FORMAT,
-                          "%s: another rank asked for row %u of this part, which has %" PRIu64
-                          " rows: the ranks' owner maps disagree",
-                          tp->part.dir, row, tp->part.n_local);
-        memcpy(tp->reply + i * dim, tp->rows + (uint64_t)row * dim, dim * sizeof(float));
+    int rc;
+    *n = 0;
+    if ((rc = train_grow(&sc->idx, &sc->cap_idx, n_a + n_b, sizeof(uint32_t),
+                         "partition: gathered rows", err)) ||
+        (rc = train_grow(ids, cap, n_a + n_b, sizeof(uint64_t), "partition: gathered rows", err)))
+        return rc;
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n_a + n_b; i++) {
+        uint32_t row = i < n_a ? a[i] : b[i - n_a];
+        if (row >= tp->part.n_local) {
+            rc = OC_ERR(err, OC_ERR_FORMAT,
+                        "%s: another rank asked for row %u of this part, which has %" PRIu64
+                        " rows: the ranks' owner maps disagree",
+                        tp->part.dir, row, tp->part.n_local);
+            break;
+        }
+        if (sc->where[row] == UINT32_MAX) {
+            sc->where[row] = (uint32_t)k;
+            (*ids)[k++] = row;
+        }
+        sc->idx[i] = sc->where[row];
     }
+    for (uint64_t j = 0; j < k; j++)
+        sc->where[(*ids)[j]] = UINT32_MAX;
+    *n = k;
     return rc;
 }
 
-int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo,
-                    uint64_t hi, uint64_t dim, float **x, struct oc_train_epoch_stats *st,
-                    struct oc_err *err)
+/* Seeds [lo, hi) of a batch of n_seeds that rank r's micro-shards take. */
+static void rank_seeds(const struct train_part *tp, uint64_t n_seeds, uint32_t r, uint64_t *lo,
+                       uint64_t *hi)
+{
+    uint64_t first, last, ignored;
+    train_shard_range(tp->m, tp->part.n_parts, r, &first, &last);
+    train_shard_range(n_seeds, tp->m, (uint32_t)first, lo, &ignored);
+    train_shard_range(n_seeds, tp->m, (uint32_t)(last - 1), &ignored, hi);
+}
+
+/*
+ * The access map (struct oc_store_accesses): the rows train_part_fill will
+ * gather for batch b, found as every rank finds its requests (each rank
+ * samples every batch): the rows of this part that rank r's shards read, for
+ * the other ranks in rank order (the order their requests arrive in), then
+ * for this one, each row once.
+ */
+static int part_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **ids, uint64_t *cap,
+                         uint64_t *n, struct oc_err *err)
+{
+    struct train_part *tp = ctx;
+    struct train_part_scan *sc = &tp->acc_scan;
+    struct oc_err local;
+    if (!err)
+        err = &local;
+    const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part, *owner = tp->part.owner;
+    int rc = OC_OK;
+    uint64_t n_rows = 0;
+    pthread_mutex_lock(&tp->acc_mu);
+    for (uint32_t k = 0; rc == OC_OK && k < n_ranks; k++) {
+        uint32_t r = k + 1 < n_ranks ? (k < me ? k : k + 1) : me; /* the others, then me */
+        uint64_t lo, hi, n_pos = 0;
+        rank_seeds(tp, b->n_seeds, r, &lo, &hi);
+        if ((rc = reach(sc, b, lo, hi, &n_pos, err)) ||
+            (rc = train_grow(&sc->rows, &sc->cap_rows, n_rows + n_pos, sizeof(uint32_t),
+                             "partition: access map", err)))
+            break;
+        for (uint64_t i = 0; i < n_pos; i++) {
+            uint64_t v = b->input_ids[sc->pos[i]];
+            if (owner[2 * v] == me)
+                sc->rows[n_rows++] = owner[2 * v + 1];
+        }
+    }
+    if (rc == OC_OK)
+        rc = unique_rows(tp, sc, sc->rows, n_rows, NULL, 0, ids, cap, n, err);
+    pthread_mutex_unlock(&tp->acc_mu);
+    return rc;
+}
+
+int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err)
+{
+    const struct oc_plan_part *p = &tp->part;
+    if (d->n_nodes != p->n_nodes)
+        return OC_ERR(err, OC_ERR_FORMAT, "%s: %" PRIu64 " nodes, its part.json says %" PRIu64,
+                      p->dir, d->n_nodes, p->n_nodes);
+    uint64_t *deg = oc_calloc(p->n_local + 1, sizeof(uint64_t), "partition: local in-degrees", err);
+    if (!deg)
+        return err->status;
+    tp->deg_indptr = deg;
+    /* deg[row + 1] = the in-degree of the node at local row `row`, then prefix sums */
+    const uint64_t *indptr = d->graph.indptr;
+    for (uint64_t v = 0; v < p->n_nodes; v++)
+        if (p->owner[2 * v] == p->part) {
+            OC_ASSERT(p->owner[2 * v + 1] < p->n_local);
+            deg[p->owner[2 * v + 1] + 1] = indptr[v + 1] - indptr[v];
+        }
+    for (uint64_t i = 0; i < p->n_local; i++)
+        deg[i + 1] += deg[i];
+    tp->graph = (struct oc_graph){p->n_local, deg, NULL, NULL, NULL};
+    struct train_part_scan *scans[2] = {&tp->scan, &tp->acc_scan};
+    for (int k = 0; k < 2; k++) {
+        scans[k]->where = oc_alloc((p->n_local ? p->n_local : 1) * sizeof(uint32_t),
+                                   "partition: gathered rows", err);
+        if (!scans[k]->where)
+            return err->status;
+        memset(scans[k]->where, 0xff, p->n_local * sizeof(uint32_t));
+    }
+    if (pthread_mutex_init(&tp->acc_mu, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "partition: cannot make the access map's lock");
+    tp->acc_mu_made = 1;
+    tp->accesses = (struct oc_store_accesses){&d->graph, part_accesses, tp};
+    return OC_OK;
+}
+
+/*
+ * The rows of n nodes (row i: node ids[sel ? sel[i] : i]) into x (n x dim),
+ * a collective every rank joins with its own nodes (n may be 0): the others'
+ * owners asked for theirs, the rows asked of this rank and its own gathered
+ * in one gather of store, each once (training batch e_b[0], e_b[1] of the
+ * plan, or off the plan with e_b NULL), then sent. st (may be NULL) gets
+ * the counts.
+ */
+static int part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                     const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                     struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
-    uint64_t n_pos = 0;
+    struct train_part_scan *sc = &tp->scan;
     int rc;
-    if ((rc = reach(tp, b, lo, hi, &n_pos, err)) ||
-        (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
-                         err)) ||
-        (rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
+    if ((rc = train_grow(&tp->send_n, &tp->cap_ranks, 2 * (uint64_t)n_ranks, sizeof(uint64_t),
                          "partition: exchange counts", err)) ||
         (rc = train_grow(&tp->offs, &tp->cap_offs, n_ranks, sizeof(uint64_t), "partition: requests",
                          err)))
@@ -209,68 +303,127 @@ int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint
     uint64_t *send_n = tp->send_n, *recv_n = tp->send_n + n_ranks, *off = tp->offs;
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
     const uint32_t *owner = tp->part.owner;
-    for (uint64_t i = 0; i < n_pos; i++) {
-        uint64_t v = b->input_ids[tp->pos[i]];
-        uint32_t k = owner[2 * v];
-        if (k == me)
-            memcpy(tp->x + i * dim, tp->rows + (uint64_t)owner[2 * v + 1] * dim,
-                   dim * sizeof(float));
-        else
-            send_n[k]++;
+    uint64_t n_own = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = owner[2 * ids[sel ? sel[i] : i]];
+        n_own += k == me;
+        send_n[k] += k != me;
     }
-    uint64_t n_req = 0;
-    for (uint32_t r = 0; r < n_ranks; r++)
-        n_req += send_n[r];
+    const uint64_t n_req = n - n_own;
     if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
+                         err)) ||
+        (rc = train_grow(&tp->own, &tp->cap_own, 2 * n_own, sizeof(uint32_t), "partition: own rows",
                          err)))
         return rc;
     uint32_t *req_slot = tp->req + n_req; /* row of x of each request, in request order */
+    uint32_t *own_row = tp->own + n_own;  /* local row of each own position (tp->own: its slot) */
     /* requests grouped by owner, in position order within an owner */
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
-    for (uint64_t i = 0; i < n_pos; i++) {
-        uint64_t v = b->input_ids[tp->pos[i]];
+    for (uint64_t i = 0, j = 0; i < n; i++) {
+        uint64_t v = ids[sel ? sel[i] : i];
         uint32_t k = owner[2 * v];
-        if (k == me)
+        if (k == me) {
+            tp->own[j] = (uint32_t)i;
+            own_row[j++] = owner[2 * v + 1];
             continue;
+        }
         tp->req[off[k]] = owner[2 * v + 1];
         req_slot[off[k]++] = (uint32_t)i;
     }
     if ((rc = oc_dist_alltoall_u64(send_n, recv_n, err)))
         return rc;
-    uint64_t n_serve = 0;
+    uint64_t n_serve = 0, n_ids = 0;
     for (uint32_t r = 0; r < n_ranks; r++)
         n_serve += recv_n[r];
+    /* one gather, each row once: the rows asked of this rank (in the order their requests
+       arrived), then its own (the order part_accesses predicts) */
     if ((rc = train_grow(&tp->serve, &tp->cap_serve, n_serve, sizeof(uint32_t),
                          "partition: requests", err)) ||
         (rc = oc_dist_alltoallv(tp->req, send_n, tp->serve, recv_n, sizeof(uint32_t),
                                 "the row requests", err)) ||
-        (rc = serve(tp, n_serve, dim, err)) ||
-        (rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
+        (rc = unique_rows(tp, sc, tp->serve, n_serve, own_row, n_own, &tp->ids, &tp->cap_ids,
+                          &n_ids, err)) ||
+        (rc = train_grow(&tp->rows, &tp->cap_rows, n_ids * dim, sizeof(float),
+                         "partition: gathered rows", err)) ||
+        (rc = e_b ? oc_store_gather_batch(store, e_b[0], e_b[1], tp->ids, n_ids, tp->rows, err)
+                  : oc_store_gather(store, tp->ids, n_ids, tp->rows, err)) ||
+        (rc = train_grow(&tp->reply, &tp->cap_reply, n_serve * dim, sizeof(float),
+                         "partition: replies", err)))
+        return rc;
+    for (uint64_t i = 0; i < n_serve; i++)
+        memcpy(tp->reply + i * dim, tp->rows + (uint64_t)sc->idx[i] * dim, dim * sizeof(float));
+    for (uint64_t j = 0; j < n_own; j++)
+        memcpy(x + (uint64_t)tp->own[j] * dim, tp->rows + (uint64_t)sc->idx[n_serve + j] * dim,
+               dim * sizeof(float));
+    if ((rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
         (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
                                 "the feature rows", err)))
         return rc;
     for (uint64_t i = 0; i < n_req; i++)
-        memcpy(tp->x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
-    st->local_rows += n_pos - n_req;
-    st->remote_rows += n_req;
-    st->remote_bytes += n_req * dim * sizeof(float);
-    st->served_rows += n_serve;
+        memcpy(x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
+    if (st) {
+        st->local_rows += n_own;
+        st->remote_rows += n_req;
+        st->remote_bytes += n_req * dim * sizeof(float);
+        st->served_rows += n_serve;
+    }
+    return OC_OK;
+}
+
+int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    uint64_t n_pos = 0, e_b[2] = {e, batch};
+    int rc;
+    if ((rc = reach(&tp->scan, b, lo, hi, &n_pos, err)) ||
+        (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
+                         err)) ||
+        (rc = part_rows(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st, err)))
+        return rc;
     *x = tp->x;
     return OC_OK;
+}
+
+int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
+                     uint64_t dim, float *out, struct oc_err *err)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (ids[i] >= tp->part.n_nodes)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "partition: node %" PRIu64 " at position %" PRIu64
+                          " is out of range (%" PRIu64 " nodes)",
+                          ids[i], i, tp->part.n_nodes);
+    return part_rows(tp, store, NULL, ids, NULL, n, dim, out, NULL, err);
+}
+
+static void scan_free(struct train_part_scan *sc)
+{
+    oc_free(sc->slot);
+    oc_free(sc->pos);
+    oc_free(sc->where);
+    oc_free(sc->idx);
+    oc_free(sc->rows);
 }
 
 void train_part_close(struct train_part *tp)
 {
     oc_plan_part_close(&tp->part);
-    oc_free(tp->rows);
-    oc_free(tp->slot);
-    oc_free(tp->pos);
+    oc_dataset_free(tp->rows_ds);
+    oc_free(tp->deg_indptr);
+    scan_free(&tp->scan);
+    scan_free(&tp->acc_scan);
+    if (tp->acc_mu_made)
+        pthread_mutex_destroy(&tp->acc_mu);
     oc_free(tp->x);
     oc_free(tp->send_n);
     oc_free(tp->offs);
     oc_free(tp->req);
+    oc_free(tp->own);
+    oc_free(tp->ids);
+    oc_free(tp->rows);
     oc_free(tp->serve);
     oc_free(tp->reply);
     oc_free(tp->got);

@@ -23,7 +23,10 @@
  * computes the hidden layers whole: every chunk reads every node's output),
  * the same batches and chunks one process computes; eval_reduce then sums
  * the counts and reduces the --metric (train_metric_reduce), so every rank
- * gets one process's numbers, bit for bit.
+ * gets one process's numbers, bit for bit. On a partitioned dataset
+ * (train_eval_set_part) input feature rows are fetched from their owners
+ * (train_part_fetch, a collective): a rank with fewer batches or chunks of
+ * its own than another joins the other's remaining fetches with none.
  *
  * Place in the data flow: train; uses sample (blocks) and nn (layers).
  * Thread-safety: one evaluation at a time per run; kernels use the pool.
@@ -60,6 +63,7 @@ struct train_eval {
     struct oc_io_batch *io;     /* reads a table from its scratch file */
     char scratch[4096];         /* where scratch files go (on disk only) */
     uint32_t rank, n_ranks;     /* --distributed: this rank's share of the batches / chunks */
+    struct train_part *part;    /* a partitioned dataset's (borrowed): rows from their owners */
     uint64_t units_own, units;  /* the last run's batches or last-layer chunks: own, all */
 };
 
@@ -260,6 +264,38 @@ static uint64_t full_chunk_end(const struct train_eval *ev, uint64_t lo)
     return hi;
 }
 
+/* The feature rows of ids into ev's gather buffer, as x: from the store, or their owners. */
+static int eval_gather(struct train_eval *ev, const uint64_t *ids, uint64_t n,
+                       struct oc_nn_tensor *x, struct oc_err *err)
+{
+    uint64_t dim = ev->d->feat_dim;
+    if (!ev->part)
+        return train_gather_store(&ev->gather, ev->store, NULL, dim, ids, n, ev->be, x, err);
+    int rc = train_gather_reserve(&ev->gather, n, dim, err);
+    if (rc == OC_OK)
+        rc = train_part_fetch(ev->part, ev->store, ids, n, dim, ev->gather.buf, err);
+    if (rc == OC_OK)
+        rc = oc_nn_tensor_wrap(ev->be, OC_NN_F32, ev->gather.buf, n, dim, x, err);
+    return rc;
+}
+
+/*
+ * On a partitioned dataset: the fetches this rank joins with nothing after
+ * its own `own` units, so that it makes as many as a rank with the most
+ * units of `units` split over the ranks (train_shard_range's shares differ
+ * by one at most).
+ */
+static int eval_pad(struct train_eval *ev, uint64_t units, uint64_t own, struct oc_err *err)
+{
+    uint64_t most = (units + ev->n_ranks - 1) / ev->n_ranks;
+    for (uint64_t k = own; ev->part && k < most; k++) {
+        int rc = train_part_fetch(ev->part, ev->store, NULL, 0, ev->d->feat_dim, NULL, err);
+        if (rc)
+            return rc;
+    }
+    return OC_OK;
+}
+
 /*
  * One layer of exact inference for destinations [lo, lo + n): their blocks
  * with every neighbor, input rows from the feature store (layer 0) or from
@@ -280,8 +316,7 @@ static int full_chunk(struct train_eval *ev, uint32_t l, struct eval_table *in, 
     struct oc_nn_block blk = {sb->n_src, sb->n_dst, sb->indptr, sb->indices, ev->src_deg.deg};
     struct oc_nn_tensor x;
     if (l == 0)
-        rc = train_gather_store(&ev->gather, ev->store, NULL, d->feat_dim, ev->batch.input_ids,
-                                sb->n_src, ev->be, &x, err);
+        rc = eval_gather(ev, ev->batch.input_ids, sb->n_src, &x, err);
     else
         rc = eval_table_gather(in, ev->io, &ev->gather, ev->batch.input_ids, sb->n_src, ev->pool,
                                ev->be, &x, err);
@@ -349,6 +384,9 @@ static int eval_full(struct train_eval *ev, double acc[TRAIN_SPLIT_COUNT], struc
         }
         if (!last && (rc = eval_table_finish(outt, err)))
             return rc;
+        /* one layer: its chunks read features, this rank's share of them only */
+        if (last && l == 0 && (rc = eval_pad(ev, n_chunks, end - first, err)))
+            return rc;
     }
     if ((rc = eval_reduce(ev, correct, counted, err)))
         return rc;
@@ -389,8 +427,7 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
                 return rc;
             train_blocks_from_batch(&ev->batch, ev->src_deg.deg, blocks);
             struct oc_nn_tensor x;
-            if ((rc = train_gather_store(&ev->gather, ev->store, NULL, d->feat_dim,
-                                         ev->batch.input_ids, ev->batch.n_input, ev->be, &x, err)))
+            if ((rc = eval_gather(ev, ev->batch.input_ids, ev->batch.n_input, &x, err)))
                 return rc;
             const struct oc_nn_tensor *logits;
             struct oc_nn_step step = {0, stream, b};
@@ -411,7 +448,8 @@ static int eval_sampled(struct train_eval *ev, uint64_t epoch, double acc[TRAIN_
             counted[s] += loss.n_counted;
         }
     }
-    if ((rc = eval_reduce(ev, correct, counted, err)))
+    if ((rc = eval_pad(ev, ev->units, ev->units_own, err)) ||
+        (rc = eval_reduce(ev, correct, counted, err)))
         return rc;
     /* the training split is not evaluated again: its accuracy comes from the training batches */
     acc[TRAIN_SPLIT_TRAIN] = 0.0;
@@ -438,6 +476,11 @@ int train_eval_run(struct train_eval *ev, uint64_t epoch, float **rows, uint64_t
     if (rc == OC_OK)
         metrics_value(ev, acc, metric);
     return rc;
+}
+
+void train_eval_set_part(struct train_eval *ev, struct train_part *tp)
+{
+    ev->part = tp;
 }
 
 void train_eval_units(const struct train_eval *ev, uint64_t *own, uint64_t *all)

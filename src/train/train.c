@@ -302,6 +302,8 @@ struct run {
     struct train_auto autosel;    /* --strategy auto: the predictions and the pick */
     struct train_dp dp;           /* --micro-shards / --distributed */
     struct train_part part;       /* a partitioned dataset: this rank's part (dist_rows.c) */
+    float *eval_rows;             /* evaluation's rows without a pipeline to lend them */
+    uint64_t cap_eval_rows;
 };
 
 static void run_deinit(struct run *r)
@@ -318,6 +320,7 @@ static void run_deinit(struct run *r)
     oc_free(r->labels.labels);
     train_dp_deinit(&r->dp);
     train_part_close(&r->part);
+    oc_free(r->eval_rows);
     train_redundancy_deinit(&r->redundancy);
     train_batching_close(&r->batching);
     train_data_deinit(&r->data);
@@ -420,6 +423,14 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.n_epochs = o->epochs;
     cfg.plan_dir = plan_dir;
     cfg.reuse_samples = o->reuse_samples;
+    const int part = r->part.on;
+    if (part) { /* the rank's rows by local row, ranked by in-degree; asked per batch for
+                   what the access map says (train_part_fill) */
+        cfg.ds = r->part.rows_ds;
+        cfg.graph = &r->part.graph;
+        cfg.accesses = &r->part.accesses;
+        cfg.plan_dir = NULL;
+    }
     uint64_t last_in = 0, last_out = 0; /* the last layer's input: outre's embeddings */
     if (o->n_layers >= 2 &&
         (rc = oc_nn_model_layer_dims(r->model, o->n_layers - 1, &last_in, &last_out, err)))
@@ -443,11 +454,14 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
             return rc;
         uint64_t state = oc_nn_model_state_bytes(r->model);
         uint64_t held = oc_mem_used();
+        /* a partitioned run has no pipeline: it holds its own batches of rows */
         uint64_t work =
-            train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 2));
+            train_ws_bytes(&r->ws, &r->data, o, state,
+                           part ? TRAIN_PART_ROW_BUFFERS : oc_store_strategy_row_buffers(index, 2));
         uint64_t work1 =
             train_ws_bytes(&r->ws, &r->data, o, state, oc_store_strategy_row_buffers(index, 1));
-        if (work1 < work && (held + work >= o->mem_budget || o->mem_budget - held - work < work)) {
+        if (!part && work1 < work &&
+            (held + work >= o->mem_budget || o->mem_budget - held - work < work)) {
             r->depth = 1; /* only where one batch ahead holds less (not helios's two buffers) */
             work = work1;
         }
@@ -475,10 +489,11 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     }
     if (train_auto_wanted(o))
         return run_open_auto(r, o, &cfg, err);
-    if ((rc = oc_pipeline_new("training pipeline", &r->stages, err)))
+    if (!part && (rc = oc_pipeline_new("training pipeline", &r->stages, err)))
         return rc;
     cfg.pipeline = r->stages;
-    cfg.lanes = r->depth; /* the batch pipeline gathers at most depth batches at once */
+    /* the batch pipeline gathers at most depth batches at once; a partitioned run one */
+    cfg.lanes = part ? 1 : r->depth;
     cfg.progress = r->progress;
     if ((rc = oc_store_open(index, &cfg, &r->store, err)))
         oc_err_prefix(err, "strategy %s", name);
@@ -496,12 +511,12 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
         if (!topo.budget_bytes)
             topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
     }
-    /* a partitioned dataset: the rank's part, its rows from part.json's rows.npy */
+    /* a partitioned dataset: the rank's part (its rows are the store's, over rows.npy) */
     if ((rc = train_data_load_dim(r->part.on ? r->part.part.dir : dir,
                                   o->topology_disk ? &topo : NULL, train_strategy_name(o),
                                   r->part.on ? r->part.part.feat_dim : 0,
                                   o->model == OC_NN_MODEL_GCN, &r->data, err)) ||
-        (r->part.on && (rc = train_part_load_rows(&r->part, &r->data, err))))
+        (r->part.on && (rc = train_part_graph(&r->part, &r->data, err))))
         return rc;
     char plan_dir[4096];
     if ((rc = run_plan_dir(o, dir, plan_dir, sizeof(plan_dir), err)) ||
@@ -883,9 +898,9 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
             const struct oc_sample_batch *sb = batch;
             float *x = pb->x;
             if (dp->m > 1) {
-                if ((rc =
-                         train_shard_cut(&dp->shard, batch, pb->x, r->part.on ? r->part.slot : NULL,
-                                         r->data.feat_dim, lo, hi, err)))
+                if ((rc = train_shard_cut(&dp->shard, batch, pb->x,
+                                          r->part.on ? r->part.scan.slot : NULL, r->data.feat_dim,
+                                          lo, hi, err)))
                     return rc;
                 sb = &dp->shard.b;
                 x = dp->shard.x;
@@ -944,7 +959,8 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
         uint64_t lo, hi, ignored;
         train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.first, &lo, &ignored);
         train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.last - 1, &ignored, &hi);
-        if ((rc = train_part_fill(&r->part, &pb.batch, lo, hi, r->data.feat_dim, &pb.x, st, err)))
+        if ((rc = train_part_fill(&r->part, r->store, e, i, &pb.batch, lo, hi, r->data.feat_dim,
+                                  &pb.x, st, err)))
             break;
         st->gather_s += oc_now_s() - t1;
         pb.epoch = e;
@@ -971,16 +987,39 @@ static int part_n_batches(struct run *r, const struct oc_train_opts *o, uint32_t
     return rc;
 }
 
-/* A partitioned run's epoch counts, summed over the ranks (a collective). */
+/*
+ * A partitioned run's epoch counts, summed over the ranks (a collective): the
+ * rows exchanged, and what the ranks' stores were asked and read (their
+ * held bytes too: the features held over all ranks).
+ */
 static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
 {
-    uint64_t v[4] = {st->local_rows, st->remote_rows, st->remote_bytes, st->served_rows};
-    int rc = oc_dist_sum_u64(v, 4, err);
+    struct oc_store_stats *f = &st->store;
+    uint64_t *const fields[] = {&st->local_rows,
+                                &st->remote_rows,
+                                &st->remote_bytes,
+                                &st->served_rows,
+                                &f->requested_rows,
+                                &f->requested_bytes,
+                                &f->requested_disk_bytes,
+                                &f->read_bytes,
+                                &f->n_reads,
+                                &f->held_bytes,
+                                &f->given_back_bytes,
+                                &f->tier_rows[OC_STORE_TIER_CPU],
+                                &f->tier_rows[OC_STORE_TIER_DISK],
+                                &f->trace_accesses,
+                                &f->belady_misses,
+                                &f->lru_misses,
+                                &f->static_misses};
+    enum { N = sizeof(fields) / sizeof(fields[0]) };
+    uint64_t v[N];
+    for (int k = 0; k < N; k++)
+        v[k] = *fields[k];
+    int rc = oc_dist_sum_u64(v, N, err);
+    for (int k = 0; rc == OC_OK && k < N; k++)
+        *fields[k] = v[k];
     st->partitioned = 1;
-    st->local_rows = v[0];
-    st->remote_rows = v[1];
-    st->remote_bytes = v[2];
-    st->served_rows = v[3];
     return rc;
 }
 
@@ -1042,11 +1081,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         snprintf(scratch, sizeof(scratch), "%s", o->scratch_dir);
     else if ((rc = run_plan_dir(o, dir, scratch, sizeof(scratch), err)))
         goto out;
-    if (r.part.on) /* the rank's rows are in memory (dist_rows.c): no store, no pipeline */
-        rc = oc_store_strategy_find("memory", &r.strategy, err);
-    else
-        rc = run_open_store(&r, o, dir, pos.next_epoch, err);
-    if (rc)
+    /* a partitioned run: the store serves the rank's own rows (dist_rows.c), no pipeline */
+    if ((rc = run_open_store(&r, o, dir, pos.next_epoch, err)))
         goto out;
     struct oc_train_opts picked; /* --strategy auto: the run goes on as the pick's */
     if (r.autosel.on) {
@@ -1065,6 +1101,8 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         (o->eval != OC_TRAIN_EVAL_NONE &&
          (rc = train_eval_new(&r.data, r.store, r.model, r.be, r.pool, o, scratch, &r.eval, err))))
         goto out;
+    if (r.eval && r.part.on) /* rows from their owners, every rank in each fetch */
+        train_eval_set_part(r.eval, &r.part);
     res->held_bytes = r.held;
     res->working_set_bytes = r.work;
     res->store_bytes = o->mem_budget ? o->mem_budget - r.held - r.work : 0;
@@ -1110,9 +1148,13 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         double gemm0, gemm1;
         oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
         if (r.part.on) {
+            oc_store_stats(r.store, &before);
             if ((rc = part_train_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam,
-                                       progress, err)) ||
-                (rc = part_epoch_sums(&st, err)))
+                                       progress, err)))
+                goto out;
+            oc_store_stats(r.store, &after);
+            oc_store_stats_sub(&after, &before, &st.store);
+            if ((rc = part_epoch_sums(&st, err)))
                 goto out;
             oc_progress_clear(progress);
             goto trained;
@@ -1176,12 +1218,17 @@ trained:
         if (st.evaluated) {
             double te = oc_now_s();
             /* evaluation gathers into a row buffer of the pipeline, idle until the next open */
-            float *rows;
-            uint64_t cap_rows;
-            if ((rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
+            float *rows = r.eval_rows; /* a partitioned run's own buffer (no pipeline) */
+            uint64_t cap_rows = r.cap_eval_rows;
+            if (r.pipe && (rc = oc_batch_pipe_lend_rows(r.pipe, &rows, &cap_rows, err)))
                 goto out;
             rc = train_eval_run(r.eval, e, &rows, &cap_rows, acc, metric, err);
-            oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+            if (r.pipe) {
+                oc_batch_pipe_return_rows(r.pipe, rows, cap_rows);
+            } else {
+                r.eval_rows = rows;
+                r.cap_eval_rows = cap_rows;
+            }
             if (rc) {
                 oc_err_prefix(err, "epoch %u evaluation", e);
                 goto out;

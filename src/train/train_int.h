@@ -9,6 +9,7 @@
 #ifndef OFFCORE_TRAIN_INT_H
 #define OFFCORE_TRAIN_INT_H
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "offcore/dataset.h"
@@ -182,43 +183,91 @@ int train_dp_exchange(struct train_dp *dp, double stats[TRAIN_DP_STATS], uint64_
 /* ---- partitioned features (dist_rows.c) ---------------------------------- */
 
 /*
- * A run on a partitioned dataset (offcore partition): this rank's part, its
- * own feature rows in memory, and the buffers of the per-batch exchange
- * that fetches the other rows its micro-shards read from their owners.
+ * What finding a batch's rows for one rank takes (dist_rows.c): the
+ * positions its shards read (reach) and the rows of one gather without
+ * repeats (where: per local row, its index among them). One per thread: the
+ * trainer's, and the store's access map's.
+ */
+struct train_part_scan {
+    uint32_t *slot;  /* per batch position: its row of x, UINT32_MAX if not read here */
+    uint32_t *pos;   /* batch positions the shards read */
+    uint32_t *where; /* n_local: index of a local row in the gather, UINT32_MAX if not in it */
+    uint32_t *idx;   /* per requested row: its index in the gather */
+    uint32_t *rows;  /* the access map's: every rank's requests of this one, in order */
+    uint64_t cap_slot, cap_pos, cap_idx, cap_rows;
+};
+
+/*
+ * A run on a partitioned dataset (offcore partition): this rank's part, the
+ * feature store's view of its rows (a features-only dataset over rows.npy:
+ * store ids are the part's local rows) and the in-degrees the store ranks
+ * them by, the map that tells a planning store (ginex) which rows each
+ * batch asks of it, and the buffers of the per-batch exchange that fetches
+ * the other rows its micro-shards read from their owners.
  */
 struct train_part {
     int on;
     struct oc_plan_part part;
-    float *rows;    /* part.n_local x feat_dim: this rank's rows */
-    uint32_t *slot; /* per batch position: its row of x, UINT32_MAX if not read here */
-    uint32_t *pos;  /* batch positions this rank's shards read */
-    float *x;       /* their input rows, one per such position */
+    uint32_t m;                        /* micro-shards per batch (--micro-shards) */
+    struct oc_dataset *rows_ds;        /* rows.npy as a dataset of n_local nodes (the store's) */
+    struct oc_graph graph;             /* n_local nodes, indptr only: local row i's in-degree in the
+                                   whole graph (the store's hotness); no edges */
+    uint64_t *deg_indptr;              /* graph.indptr's array */
+    struct oc_store_accesses accesses; /* the store's ids per batch (train_part_accesses) */
+    struct train_part_scan scan;       /* the trainer's */
+    struct train_part_scan acc_scan;   /* the access map's, under acc_mu */
+    pthread_mutex_t acc_mu;
+    int acc_mu_made;
+    float *x; /* the input rows of the shards' positions (scan.slot) */
     uint64_t *send_n, *offs;
     uint32_t *req, *serve; /* rows asked of others (then their positions); rows asked of me */
-    float *reply, *got;
-    uint64_t cap_slot, cap_pos, cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_reply, cap_got;
+    uint32_t *own;         /* rows of x this rank fills from its own store (then their rows) */
+    uint64_t *ids;         /* one gather's local rows, each once: those served, then own */
+    float *rows;           /* what the gather returned */
+    float *reply, *got;    /* the rows asked of this rank, in order; the rows fetched */
+    uint64_t cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_own, cap_ids, cap_rows, cap_reply,
+        cap_got;
 };
+/* Row buffers a partitioned run holds per batch (x, the gathered rows, the fetched rows). */
+#define TRAIN_PART_ROW_BUFFERS 3u
 /*
  * Opens rank oc_dist_rank()'s part of the partitioned dataset dir
  * (oc_plan_part_open: refused when its part count is not the world size,
- * a part is missing, truncated or of another run) and checks that every
- * rank's part has the same run id; refuses options this version lacks
- * (anything but --strategy memory, --eval none).
+ * a part is missing, truncated or of another run), checks that every
+ * rank's part has the same run id and opens the store's view of its rows;
+ * refuses options this version lacks (static's --hotness presample and
+ * --hyperbatch, --reuse-samples, --topology-disk; a strategy that cannot
+ * serve a part is refused when the store opens: struct oc_store_accesses).
  */
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,
                     struct oc_err *err);
-/* Loads the part's rows (f16 widened to f32) after d (the part's dataset) is loaded. */
-int train_part_load_rows(struct train_part *tp, const struct train_data *d, struct oc_err *err);
 /*
- * The input rows of batch b that the micro-shards of its seeds [lo, hi)
- * read, into *x (tp's buffer: batch position p's row is row tp->slot[p],
- * for train_shard_cut): own rows copied, the others fetched in one exchange
- * every rank joins; adds
- * the rows to st (local_rows, remote_rows, remote_bytes, served_rows).
+ * After d (the part's dataset: the whole graph's topology) is loaded: checks
+ * its node count against the part's, builds tp->graph and the access map
+ * (tp->accesses: batches sampled on d's graph; the rows the ranks' shards
+ * ask of this one, each once, in train_part_fill's order).
  */
-int train_part_fill(struct train_part *tp, const struct oc_sample_batch *b, uint64_t lo,
-                    uint64_t hi, uint64_t dim, float **x, struct oc_train_epoch_stats *st,
-                    struct oc_err *err);
+int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err);
+/*
+ * The input rows of batch `batch` of epoch e (b) that the micro-shards of
+ * its seeds [lo, hi) read, into *x (tp's buffer: batch position p's row is
+ * row tp->scan.slot[p], for train_shard_cut): the rows other ranks ask of
+ * this one and its own, each once, in one oc_store_gather_batch of store
+ * (opened over tp->rows_ds with tp->accesses), the others fetched in one
+ * exchange every rank joins; adds the rows to st (local_rows, remote_rows,
+ * remote_bytes, served_rows).
+ */
+int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err);
+/*
+ * The feature rows of nodes ids[0 .. n) into out (n x dim), fetched from
+ * their owners as train_part_fill does, off the training plan (evaluation).
+ * A collective: every rank calls it the same number of times, with n = 0
+ * when it has nothing to fetch.
+ */
+int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
+                     uint64_t dim, float *out, struct oc_err *err);
 void train_part_close(struct train_part *tp);
 
 /* ---- working set (working_set.c) ------------------------------------------- */
@@ -326,6 +375,11 @@ struct train_eval;
 int train_eval_new(const struct train_data *d, struct oc_store *store, struct oc_nn_model *m,
                    struct oc_nn_backend *be, struct oc_pool *pool, const struct oc_train_opts *o,
                    const char *scratch_dir, struct train_eval **out, struct oc_err *err);
+/*
+ * Evaluation on a partitioned dataset: input rows fetched from their owners
+ * through tp (train_part_fetch) instead of gathered from the store alone.
+ */
+void train_eval_set_part(struct train_eval *ev, struct train_part *tp);
 void train_eval_free(struct train_eval *ev);
 /*
  * Computes accuracy on every split in one pass (full inference runs once per

@@ -94,4 +94,5 @@ const struct store_strategy oc_store_direct = {
     .gather = direct_gather,
     .stats = direct_stats,
     .free = direct_free,
+    .serves_accesses = 1,
 };

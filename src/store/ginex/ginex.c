@@ -264,7 +264,9 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if ((rc = gx_plan_shape(cfg, &nb, &t0, &t_end, err)))
         return rc;
     dir[0] = '\0';
-    if (t_end > t0)
+    /* a store over other ids (cfg->accesses) keeps its superbatches in RAM: its files hold
+       the plan's batches, which the pipeline of a store over the plan's ids reads back */
+    if (t_end > t0 && !cfg->accesses)
         gx_plan_dir(s, cfg, dir, sizeof(dir), &key);
     if ((t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))) ||
         (rc = gx_plan_capacity(s, cfg, sizeof(struct ginex_store), t_end - t0, probe, dir, &S,
@@ -289,7 +291,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     g->t_end = t_end;
     g->cap = C;
     g->row_bytes = s->row_bytes;
-    g->graph = cfg->graph;
+    g->graph = store_plan_graph(cfg);
     if (cfg->sample_opts)
         g->so = *cfg->sample_opts;
     g->train_ids = cfg->train_ids;
@@ -547,4 +549,5 @@ const struct store_strategy oc_store_ginex = {
     .stat_table = ginex_stat_table,
     .n_stats = sizeof(ginex_stat_table) / sizeof(ginex_stat_table[0]),
     .writes_plan = 1,
+    .serves_accesses = 1,
 };

@@ -84,6 +84,8 @@ struct gx_inspector {
     uint64_t key;
     char dir[4096];           /* "" = do not persist */
     struct oc_sample_iter it; /* the plan's sampler; it.batch: the batch being placed */
+    const struct oc_store_accesses *accesses; /* the store's ids per batch (may be NULL) */
+    uint64_t *acc, cap_acc;                   /* it.batch's accesses, with accesses */
     uint8_t *rec;
     uint64_t cap_rec;
     struct pl_trace trace;
@@ -118,7 +120,8 @@ static void update_held(struct gx_inspector *in)
     const struct oc_sample_batch *b = &in->it.batch;
     uint64_t h = sizeof(*in) + in->cap_rec + pl_trace_held_bytes(&in->trace) +
                  pl_planner_held_bytes(&in->planner) + gx_plan_held_bytes(&in->plans[0]) +
-                 gx_plan_held_bytes(&in->plans[1]) + b->cap_input * sizeof(uint64_t);
+                 gx_plan_held_bytes(&in->plans[1]) + b->cap_input * sizeof(uint64_t) +
+                 in->cap_acc * sizeof(uint64_t);
     for (uint32_t l = 0; l < OC_SAMPLE_MAX_LAYERS; l++)
         h += b->blocks[l].cap_indptr * sizeof(uint64_t) + b->blocks[l].cap_indices * 4;
     atomic_store(&in->held, h);
@@ -408,13 +411,23 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             atomic_fetch_add(&in->n_batches_sampled, 1);
         }
         in->pending = 0;
-        if (it > 0 && in->trace.n_acc + in->it.batch.n_input > in->max_acc) {
+        /* the ids the store is gathered with for the batch: its input ids, or the map's */
+        const uint64_t *acc = in->it.batch.input_ids;
+        uint64_t n_acc = in->it.batch.n_input;
+        if (in->accesses) {
+            if ((rc = in->accesses->of(in->accesses->ctx, &in->it.batch, &in->acc, &in->cap_acc,
+                                       &n_acc, err))) {
+                oc_err_prefix(err, "store ginex: epoch %" PRIu64 " batch %" PRIu64, e_ix, b_ix);
+                goto out;
+            }
+            acc = in->acc;
+        }
+        if (it > 0 && in->trace.n_acc + n_acc > in->max_acc) {
             in->pending = 1; /* opens the next superbatch */
             flags |= SB_FLAG_CUT;
             break;
         }
-        if ((rc = pl_trace_add_iter(&in->trace, in->it.batch.input_ids, in->it.batch.n_input,
-                                    err))) {
+        if ((rc = pl_trace_add_iter(&in->trace, acc, n_acc, err))) {
             oc_err_prefix(err, "store ginex: epoch %" PRIu64 " batch %" PRIu64, e_ix, b_ix);
             goto out;
         }
@@ -559,7 +572,8 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     if (!in)
         return err ? err->status : OC_ERR_NOMEM;
     in->s = s;
-    in->graph = cfg->graph;
+    in->graph = store_plan_graph(cfg);
+    in->accesses = cfg->accesses;
     in->so = *cfg->sample_opts;
     in->batch_size = cfg->batch_size;
     in->n_nodes = s->n_nodes;
@@ -580,7 +594,7 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     if ((rc = pl_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
                               ic->static_bits, err)))
         return rc;
-    if ((rc = oc_sample_iter_open(&in->it, cfg->graph, &in->so, NULL, cfg->train_ids, cfg->n_train,
+    if ((rc = oc_sample_iter_open(&in->it, in->graph, &in->so, NULL, cfg->train_ids, cfg->n_train,
                                   cfg->batch_size, err)))
         return rc;
     in->key = ic->key;
@@ -615,6 +629,7 @@ void gx_inspector_free(struct gx_inspector *in)
     pl_trace_deinit(&in->trace);
     oc_sample_iter_close(&in->it);
     oc_free(in->rec);
+    oc_free(in->acc);
     oc_free(in);
 }
 

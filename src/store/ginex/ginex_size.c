@@ -44,7 +44,8 @@ int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
 }
 
 /*
- * Input rows of the plan's first batch, sampled once at open: real batches
+ * Input rows of the plan's first batch (its accesses, for a store over other
+ * ids: oc_store_config.accesses), sampled once at open: real batches
  * hold far fewer rows than the batch_size x prod(1 + fanout) bound (repeated
  * neighbors), and superbatches are sized from this (with a quarter more);
  * one that turns out larger is cut earlier by the inspector, never exceeds.
@@ -53,14 +54,18 @@ int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, u
                   struct oc_err *err)
 {
     struct oc_sample_iter it;
-    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, NULL, cfg->train_ids,
+    uint64_t *ids = NULL, cap = 0;
+    int rc = oc_sample_iter_open(&it, store_plan_graph(cfg), cfg->sample_opts, NULL, cfg->train_ids,
                                  cfg->n_train, cfg->batch_size, err);
     if (rc == OC_OK)
         rc = oc_sample_iter_sample(&it, t0 / nb, t0 % nb, &it.batch, err);
     if (rc == OC_OK)
         *rows = it.batch.n_input;
-    else
+    if (rc == OC_OK && cfg->accesses) /* the ids the store is gathered with for it */
+        rc = cfg->accesses->of(cfg->accesses->ctx, &it.batch, &ids, &cap, rows, err);
+    if (rc)
         oc_err_prefix(err, "store ginex: sampling the first batch");
+    oc_free(ids);
     oc_sample_iter_close(&it);
     return rc;
 }

@@ -144,4 +144,5 @@ const struct store_strategy oc_store_memory = {
     .gather = mem_gather,
     .stats = mem_stats,
     .free = mem_free,
+    .serves_accesses = 1,
 };

@@ -393,4 +393,5 @@ const struct store_strategy oc_store_mmap = {
     .gather = mm_gather,
     .stats = mm_stats,
     .free = mm_free,
+    .serves_accesses = 1,
 };

@@ -372,4 +372,5 @@ const struct store_strategy oc_store_static = {
     .opts = static_opts,
     .n_opts = sizeof(static_opts) / sizeof(static_opts[0]),
     .opts_size = sizeof(struct static_store_opts),
+    .serves_accesses = 1,
 };

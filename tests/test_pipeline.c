@@ -200,6 +200,66 @@ OC_TEST(cancel_without_error)
     oc_pipeline_free(p);
 }
 
+/* Task t of a pool job: records which worker ran it. */
+static int note_worker(void *ctx, uint64_t t, unsigned worker)
+{
+    unsigned *by = ctx;
+    by[t] = worker + 1;
+    return OC_OK;
+}
+
+struct pool_stage {
+    struct oc_pool *pool;
+    struct oc_queue *out;
+    unsigned by[8];
+    int rc;
+};
+
+/* A stage fanning one job out on the pool the pipeline made for it. */
+static int fan_out(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
+{
+    (void)err;
+    struct pool_stage *ps = ctx;
+    ps->rc = oc_pool_run(ps->pool, 8, note_worker, ps->by);
+    return oc_stage_push(st, ps->out, item);
+}
+
+/*
+ * A pipeline owns the pools its stages fan out on: a stage's tasks run on
+ * the pool's workers (task t on worker t % n), the pool lives until the
+ * pipeline is freed (no leak), and a fifth pool is refused by name.
+ */
+OC_TEST(pipeline_owns_the_pools_its_stages_fan_out_on)
+{
+    struct oc_err err;
+    struct oc_pipeline *p;
+    struct oc_queue *in;
+    struct pool_stage ps;
+    memset(&ps, 0, sizeof(ps));
+    uint64_t live = oc_mem_n_live();
+    OC_CHECK_OK(oc_pipeline_new("pools", &p, &err), &err);
+    OC_CHECK_OK(oc_pipeline_pool(p, 4, &ps.pool, &err), &err);
+    OC_CHECK(ps.pool != NULL && oc_pool_n_threads(ps.pool) == 4);
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &in, &err), &err);
+    OC_CHECK_OK(oc_pipeline_queue(p, 1, &ps.out, &err), &err);
+    OC_CHECK_OK(oc_pipeline_stage(p, "fan", 1, in, fan_out, &ps, NULL, &err), &err);
+    OC_CHECK_OK(oc_pipeline_start(p, &err), &err);
+    OC_CHECK(oc_queue_push(in, (void *)1) == OC_OK);
+    void *done = NULL;
+    OC_CHECK(oc_queue_pop(ps.out, &done) == OC_OK && done == (void *)1); /* the job ran */
+    oc_pipeline_join(p);
+    OC_CHECK(ps.rc == OC_OK);
+    for (unsigned t = 0; t < 8; t++)
+        OC_CHECK(ps.by[t] == t % 4 + 1);
+    struct oc_pool *more;
+    for (int k = 0; k < 3; k++)
+        OC_CHECK_OK(oc_pipeline_pool(p, 1, &more, &err), &err);
+    OC_CHECK_ERR(oc_pipeline_pool(p, 1, &more, &err), OC_ERR_INTERNAL, &err, "pools: more than 4");
+    OC_CHECK(more == NULL);
+    oc_pipeline_free(p);
+    OC_CHECK(oc_mem_n_live() == live);
+}
+
 /* ---- the batch pipeline --------------------------------------------------------- */
 
 static struct oc_store_config store_cfg(const struct fixture *fx, struct oc_pool *pool)

@@ -64,6 +64,14 @@ void oc_pipeline_free(struct oc_pipeline *p);
  * returns, nothing runs its stage functions, so it may free their state.
  */
 void oc_pipeline_join(struct oc_pipeline *p);
+/*
+ * A pool of n_threads worker threads owned by p, for one stage to fan a task
+ * out on (oc_pool_run from that stage's thread only: a sampler over an
+ * on-disk topology keeps more reads in flight). Freed by oc_pipeline_free,
+ * after the stages are joined.
+ */
+int oc_pipeline_pool(struct oc_pipeline *p, unsigned n_threads, struct oc_pool **out,
+                     struct oc_err *err);
 /* A bounded queue owned by p (closed when p is cancelled). */
 int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **out,
                       struct oc_err *err);

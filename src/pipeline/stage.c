@@ -36,6 +36,7 @@
 #include "offcore/pipeline.h"
 
 #define PIPE_MAX_QUEUES 32
+#define PIPE_MAX_POOLS  4
 #define PIPE_MAX_STAGES 16
 #define PIPE_MAX_HOOKS  4
 
@@ -65,6 +66,8 @@ struct oc_pipeline {
     int started;
     struct oc_queue *queues[PIPE_MAX_QUEUES]; /* [mu] */
     unsigned n_queues;                        /* [mu] */
+    struct oc_pool *pools[PIPE_MAX_POOLS];    /* [mu] a stage's fan-out threads */
+    unsigned n_pools;                         /* [mu] */
     struct oc_stage stages[PIPE_MAX_STAGES];
     unsigned n_stages;
     struct pipe_hook hooks[PIPE_MAX_HOOKS]; /* [mu] */
@@ -199,8 +202,30 @@ void oc_pipeline_free(struct oc_pipeline *p)
         OC_ASSERT(oc_queue_closed(p->queues[i])); /* closed by the join's cancel */
         oc_queue_free(p->queues[i]);
     }
+    for (unsigned i = 0; i < p->n_pools; i++) /* the stages that ran tasks on them are joined */
+        oc_pool_free(p->pools[i]);
     pthread_mutex_destroy(&p->mu);
     oc_free(p);
+}
+
+int oc_pipeline_pool(struct oc_pipeline *p, unsigned n_threads, struct oc_pool **out,
+                     struct oc_err *err)
+{
+    *out = NULL;
+    struct oc_pool *pool;
+    int rc = oc_pool_new(n_threads, &pool, err);
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&p->mu);
+    if (p->n_pools == PIPE_MAX_POOLS) {
+        pthread_mutex_unlock(&p->mu);
+        oc_pool_free(pool);
+        return OC_ERR(err, OC_ERR_INTERNAL, "%s: more than %d pools", p->name, PIPE_MAX_POOLS);
+    }
+    p->pools[p->n_pools++] = pool;
+    pthread_mutex_unlock(&p->mu);
+    *out = pool;
+    return OC_OK;
 }
 
 int oc_pipeline_queue(struct oc_pipeline *p, size_t capacity, struct oc_queue **out,

@@ -199,8 +199,6 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->builder_bytes = (b->cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
                        b->part_bytes + DG_WRITE_BYTES;
     int planner = !d->reuse && ((cfg->n_epochs - cfg->first_epoch) * wpe > 1 || head);
-    if (planner && (rc = dg_builder_detach_pool(b, err)))
-        goto out;
     if (head)
         oc_log(OC_LOG_INFO,
                "store diskgnn: window 0 is the first %" PRIu64 " of %" PRIu64
@@ -213,7 +211,8 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                d->win_batches, wpe, b->nb_epoch,
                d->reuse ? "; all of epoch 0's packed now and replayed" : "");
     struct oc_pipeline *stages;
-    if ((rc = store_stages(s, &stages, err)))
+    if ((rc = store_stages(s, &stages, err)) ||
+        (planner && (rc = dg_builder_detach_pool(b, stages, err))))
         goto out;
     struct dg_pipe_config pc = {.s = s,
                                 .pipeline = stages,

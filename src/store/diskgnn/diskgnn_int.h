@@ -45,7 +45,8 @@
 /* Background sampler threads over an on-disk topology: they wait on neighbor-list reads, not
    on a core, so more of them keep more reads in flight (the batches are the same for any
    count); each holds a topology reader (its ring's staging) and scratch, DG_DISK_SAMPLER_BYTES
-   at most. In RAM the planner samples on its own thread, beside training's pool. */
+   at most. In RAM the planner samples on its own thread, beside training's pool; window 0
+   (at open) samples on training's pool. */
 #define DG_DISK_SAMPLERS      4u
 #define DG_DISK_SAMPLER_BYTES (2u << 20)
 #define DG_PROBE_BATCHES      64u  /* streamed: batches sampled at open to size and cache */
@@ -79,7 +80,6 @@ struct dg_builder {
     const struct oc_graph *graph;
     struct oc_sample_opts so;
     struct oc_sample_iter it; /* the plan's batches; it.batch: the one sampled last */
-    struct oc_pool *bg_pool;  /* the sampler's own threads (on-disk topology), or NULL */
     uint8_t *rec;
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
@@ -117,9 +117,10 @@ struct dg_builder {
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                     const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err);
 void dg_builder_deinit(struct dg_builder *b);
-/* Re-creates the builder's sampler for the planner stage, off training's pool: on the
-   builder's own threads over an on-disk topology (bg_pool, also at open), else the caller's. */
-int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err);
+/* Re-creates the builder's sampler for the planner stage, off training's pool: over an
+   on-disk topology on DG_DISK_SAMPLERS threads the pipeline owns (oc_pipeline_pool), else on
+   the planner's own thread. */
+int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, struct oc_err *err);
 
 /*
  * Samples batches [first, first + count) of sample epoch `epoch`, one window

@@ -177,11 +177,8 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
                "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
                b->dir, OC_OWNED_MARKER);
-    /* over an on-disk topology the sampler waits on reads: its own threads, from the start */
-    if (cfg->graph->disk && (rc = oc_pool_new(DG_DISK_SAMPLERS, &b->bg_pool, err)))
-        return rc;
-    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, b->bg_pool ? b->bg_pool : pool,
-                                  cfg->train_ids, cfg->n_train, cfg->batch_size, err)))
+    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, pool, cfg->train_ids, cfg->n_train,
+                                  cfg->batch_size, err)))
         return rc;
     b->nb_epoch = b->n_batches = b->it.n_batches;
     b->off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
@@ -215,18 +212,21 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     return OC_OK;
 }
 
-int dg_builder_detach_pool(struct dg_builder *b, struct oc_err *err)
+int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, struct oc_err *err)
 {
+    struct oc_pool *pool = NULL;
+    int rc;
+    if (b->graph->disk && (rc = oc_pipeline_pool(stages, DG_DISK_SAMPLERS, &pool, err)))
+        return rc;
     oc_sample_sampler_free(b->it.sampler);
     b->it.sampler = NULL;
-    return oc_sample_sampler_new(b->graph, &b->so, b->bg_pool, &b->it.sampler, err);
+    return oc_sample_sampler_new(b->graph, &b->so, pool, &b->it.sampler, err);
 }
 
 void dg_builder_deinit(struct dg_builder *b)
 {
-    dg_spill_drop(b);             /* sampled but never packed (a failed open): drop its records */
-    oc_sample_iter_close(&b->it); /* its sampler runs on bg_pool: freed first */
-    oc_pool_free(b->bg_pool);
+    dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
+    oc_sample_iter_close(&b->it);
     oc_free(b->rec);
     oc_free(b->rows);
     oc_free(b->off);

@@ -248,9 +248,8 @@ void train_blocks_from_batch(const struct oc_sample_batch *b, const uint64_t *sr
 int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
                       struct train_degrees *deg, struct oc_err *err)
 {
-    if (!out_deg) { /* not loaded: the model does not read them (not GCN) */
-        oc_free(deg->deg);
-        *deg = (struct train_degrees){NULL, 0};
+    if (!out_deg) { /* not loaded: the model does not read them (not GCN), none ever taken */
+        OC_ASSERT(deg->deg == NULL && deg->cap == 0);
         return OC_OK;
     }
     if (b->n_input > deg->cap) {

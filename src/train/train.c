@@ -15,7 +15,6 @@
  * serializes them). Evaluation runs between epochs, when the pipeline is idle.
  * Ownership: everything created here is freed before returning.
  */
-#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -621,7 +620,7 @@ static int step_grads(struct run *r, uint64_t e, uint64_t index,
     if ((rc = oc_nn_tensor_wrap(r->be, OC_NN_F32, x, batch->n_input, r->data.feat_dim, &xt, err)))
         return rc;
     /* GCN normalizes by whole-graph degrees: loaded for it (run_setup), else in-block counts */
-    assert(r->data.out_deg || oc_nn_model_config(r->model)->kind != OC_NN_MODEL_GCN);
+    OC_ASSERT(r->data.out_deg || oc_nn_model_config(r->model)->kind != OC_NN_MODEL_GCN);
     if ((rc = train_src_degrees(batch, r->data.out_deg, &r->degrees, err)))
         return rc;
     struct oc_nn_block blocks[OC_SAMPLE_MAX_LAYERS];

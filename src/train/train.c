@@ -486,6 +486,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
                oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
+    /* --remote-cache: other parts' rows, out of the store's share */
+    if (part && (rc = train_part_cache_open(&r->part, o->mem_budget ? &cfg.mem_bytes : NULL, err)))
+        return rc;
     if (train_auto_wanted(o))
         return run_open_auto(r, o, &cfg, err);
     if (!part && (rc = oc_pipeline_new("training pipeline", &r->stages, err)))
@@ -947,6 +950,10 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
     struct oc_pipe_batch pb;
     memset(&pb, 0, sizeof(pb));
     oc_sample_batch_init(&pb.batch);
+    struct train_part_cache *cache = &r->part.cache;
+    st->remote_cache_rows = cache->n;
+    st->remote_fill_bytes = cache->fill_bytes; /* the fill before the run's first epoch */
+    cache->fill_bytes = 0;
     int rc = probe_plan_open(r, o, e, &pp, err);
     uint64_t n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
     for (uint64_t i = 0; rc == OC_OK && i < n; i++) {
@@ -998,6 +1005,9 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &st->remote_rows,
                                 &st->remote_bytes,
                                 &st->served_rows,
+                                &st->remote_cache_hits,
+                                &st->remote_cache_rows,
+                                &st->remote_fill_bytes,
                                 &f->requested_rows,
                                 &f->requested_bytes,
                                 &f->requested_disk_bytes,
@@ -1061,6 +1071,13 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct run r;
     memset(&r, 0, sizeof(r));
     r.progress = progress;
+    if (o->remote_cache_bytes && !oc_plan_part_set_is(dir)) {
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "--remote-cache: %s is not a partitioned dataset (offcore partition); only "
+                    "ranks that fetch rows from other ranks cache them",
+                    dir);
+        goto out;
+    }
     if (oc_plan_part_set_is(dir) && (rc = train_part_open(&r.part, dir, o, err)))
         goto out;
     if ((rc = run_setup(&r, dir, o, err)) || (rc = train_metric_check(&r.data, o, dir, err)))
@@ -1108,6 +1125,13 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     res->depth = r.depth;
     if (o->dry_run)
         goto out; /* everything opened: the options and the budget hold */
+    /* --remote-cache: filled from the owners, in rounds no larger than a batch's rows */
+    if (r.part.on &&
+        (rc = train_part_cache_fill(
+             &r.part, r.store,
+             r.ws.batch_rows / r.part.part.n_parts ? r.ws.batch_rows / r.part.part.n_parts : 1,
+             err)))
+        goto out;
     if (o->log_path && lead &&
         (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log,
                                 err)))

@@ -198,6 +198,26 @@ struct train_part_scan {
 };
 
 /*
+ * The cache of other parts' rows (--remote-cache, dist_cache.c): a static
+ * hot set, every rank's the nodes of highest whole-graph in-degree (ties:
+ * lower id) among those it does not own, as many as its bytes hold; each
+ * rank computes every rank's alone, so an owner knows which of its rows a
+ * rank will not ask for (the access map). Filled once before training, in
+ * one collective fetch; part_rows then copies those rows from it.
+ */
+struct train_part_cache {
+    uint64_t bytes;      /* --remote-cache */
+    uint64_t n_max;      /* rows the bytes hold (every rank's bound) */
+    uint64_t n;          /* rows this rank's holds (n_max, or every node of other parts) */
+    uint64_t *ids;       /* their node ids, ascending: row k of rows is ids[k]'s */
+    float *rows;         /* n x feat_dim */
+    int live;            /* filled: part_rows serves from it */
+    uint64_t *hot;       /* n_parts x words: bit i of rank r's: local row i is in r's cache */
+    uint64_t words;      /* per rank: ceil(n_local / 64) */
+    uint64_t fill_bytes; /* what the fill fetched, not yet in an epoch's stats */
+};
+
+/*
  * A run on a partitioned dataset (offcore partition): this rank's part, the
  * feature store's view of its rows (a features-only dataset over rows.npy:
  * store ids are the part's local rows) and the in-degrees the store ranks
@@ -227,6 +247,7 @@ struct train_part {
     float *reply, *got;    /* the rows asked of this rank, in order; the rows fetched */
     uint64_t cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_own, cap_ids, cap_rows, cap_reply,
         cap_got;
+    struct train_part_cache cache; /* --remote-cache (dist_cache.c) */
 };
 /* Row buffers a partitioned run holds per batch (x, the gathered rows, the fetched rows). */
 #define TRAIN_PART_ROW_BUFFERS 3u
@@ -269,6 +290,44 @@ int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, u
 int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
                      uint64_t dim, float *out, struct oc_err *err);
 void train_part_close(struct train_part *tp);
+/*
+ * The rows of n nodes (row i: node ids[sel ? sel[i] : i]) into x (n x dim):
+ * the collective behind train_part_fill and train_part_fetch (dist_rows.c),
+ * for batch e_b[0], e_b[1] of the plan or off the plan (e_b NULL); st (may
+ * be NULL) gets the counts.
+ */
+int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                    const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err);
+/*
+ * --remote-cache (dist_cache.c). train_part_cache_plan, once tp->graph's
+ * whole-graph degrees are known (train_part_graph; graph: the whole graph):
+ * every rank's hot set, this rank's ids and, per other rank, which of this
+ * part's rows it caches. Nothing without tp->cache.bytes.
+ */
+int train_part_cache_plan(struct train_part *tp, const struct oc_graph *graph, struct oc_err *err);
+/*
+ * The cache's rows, taken from the store's share of --mem-budget
+ * (*store_bytes; NULL without a budget): OC_ERR_BUDGET naming both when
+ * they do not leave the store some of it.
+ */
+int train_part_cache_open(struct train_part *tp, uint64_t *store_bytes, struct oc_err *err);
+/*
+ * Fills the cache from the rows' owners, a collective every rank joins (with
+ * or without a cache: the same number of rounds), chunk rows at most asked
+ * per rank and round; off the training plan.
+ */
+int train_part_cache_fill(struct train_part *tp, struct oc_store *store, uint64_t chunk,
+                          struct oc_err *err);
+/* The cache's row of node v, or NULL (no cache, not filled, v not in it). */
+const float *train_part_cached(const struct train_part *tp, uint64_t v);
+/* Whether rank r caches this part's local row `row` (so it will not ask for it). */
+static inline int train_part_hot(const struct train_part *tp, uint32_t r, uint32_t row)
+{
+    const struct train_part_cache *c = &tp->cache;
+    return c->hot && ((c->hot[r * c->words + row / 64] >> (row % 64)) & 1u);
+}
+void train_part_cache_close(struct train_part_cache *c);
 
 /* ---- working set (working_set.c) ------------------------------------------- */
 

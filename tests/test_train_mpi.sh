@@ -15,7 +15,8 @@
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
 # ranks, each serving only its part's rows under its own --mem-budget (memory,
 # static with most rows on disk, ginex following a plan over the rows its
-# part is asked for, direct, mmap) and fetching the others per batch (with
+# part is asked for, direct, mmap) and fetching the others per batch, one
+# batch ahead of the step (with
 # --remote-cache too: other parts' hot rows kept, hits logged, fewer bytes
 # exchanged), train the single-process weights and log the rows fetched and read and one
 # process's evaluation metrics (sampled, and --eval full at one layer, the
@@ -187,9 +188,9 @@ for n in 2 3; do
     # (its reads counted in the log, summed over the ranks): the same weights, and the
     # evaluation split over the ranks (its rows fetched from their owners) logs one process's
     # metrics.
-    # (21M at 2 ranks, 20M at 3: budgets that leave part of each rank's rows on disk)
+    # (23M at 2 ranks, 22M at 3: budgets that leave part of each rank's rows on disk)
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy static \
-        --mem-budget $((23 - n))M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
+        --mem-budget $((25 - n))M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/pst.$n.out")
     if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -208,7 +209,7 @@ done
 # ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
 # ask of its part, batch by batch (the access map), and the executor follows that plan: every
 # epoch's rows from disk (summed over the ranks) are exactly the plan's misses, fewer than LRU's.
-# Rows read from disk on some epoch, the single-process weights.
+# Rows read from disk on some epoch, the single-process weights (27M at 2 ranks, 26M at 3).
 plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss ratio
     local n=0 disk belady lru
     while read -r disk belady lru; do
@@ -221,7 +222,7 @@ plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss
 }
 for n in 2 3; do
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy ginex \
-        --mem-budget 24M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
+        --mem-budget $((29 - n))M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/pgx.$n.out")
     if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -240,7 +241,7 @@ done
 # for the rest: the single-process weights, the log's cache hits > 0 and fewer bytes exchanged
 # per epoch than the same run without the cache (part.N.json), every rank's cache full and
 # holding some, not all, of the other parts' rows; ginex's plan over what the ranks still ask
-# of its part fits as before, with one process's metrics (26M at 2 ranks, 24M at 3: budgets
+# of its part fits as before, with one process's metrics (29M at 2 ranks, 27M at 3: budgets
 # that leave part of each rank's rows on disk beside the cache's 1M).
 first_of() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1" | head -1; }
 for n in 2 3; do
@@ -265,7 +266,7 @@ for n in 2 3; do
         grep -o '"data_parallel":{[^}]*' "$tmp/prc.$n.json" | sed 's/^/    /'
     fi
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy ginex \
-        --mem-budget $((30 - 2 * n))M --remote-cache 1M --log "$tmp/prg.$n.json" >"$tmp/prg.$n.out" 2>&1
+        --mem-budget $((33 - 2 * n))M --remote-cache 1M --log "$tmp/prg.$n.json" >"$tmp/prg.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/prg.$n.out")
     if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -382,7 +383,7 @@ refused partitioned_static_presample_refused "--hotness presample on a partition
 # that is not partitioned.
 refused partitioned_remote_cache_over_budget_refused \
     "--remote-cache 2.00 MiB: its [0-9]* rows of other parts need .*, but the store's share of --mem-budget .* is .*; give a smaller --remote-cache or a larger --mem-budget" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --mem-budget 16M \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --mem-budget 18M \
     --remote-cache 2M
 refused partitioned_remote_cache_no_row_refused \
     "--remote-cache 100 bytes holds no row: a row of .*p2/part-[01]/rows.npy is 256 bytes" \

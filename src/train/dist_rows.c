@@ -19,7 +19,11 @@
  *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► rows asked of me
  *   oc_store_gather_batch(e, b, [rows asked of me..., own rows...], each once)
  *                         ─► own rows ──────────────────────────────► x
- *                         ─► rows asked, in order ─► MPI_Alltoallv ─► x
+ *                         ─► rows asked, in order ─► MPI_Ialltoallv ─► x
+ *                                 (started by train_part_fill_start, waited for
+ *                                  by train_part_fill_finish: the previous
+ *                                  batch's step runs between the two, its x
+ *                                  and slots kept aside meanwhile)
  *
  * Every rank takes part in the exchange of every batch (a collective), also
  * when it asks for nothing, so the ranks stay in step; the batches are the
@@ -169,7 +173,7 @@ static int reach(struct train_part_scan *sc, const struct oc_sample_batch *b, ui
 /*
  * The local rows of one gather, each once, in first-asked order, into *ids
  * (*cap entries, grown; *n of them): the n_a rows of a, then the n_b of b
- * (train_part_fill: the rows other ranks asked of this one, then its own);
+ * (train_part_fill_start: the rows other ranks asked of this one, then its own);
  * sc->idx[i] = the index in *ids of the i-th row asked. sc->where is left
  * all UINT32_MAX, as it was found.
  */
@@ -216,7 +220,7 @@ static void rank_seeds(const struct train_part *tp, uint64_t n_seeds, uint32_t r
 }
 
 /*
- * The access map (struct oc_store_accesses): the rows train_part_fill will
+ * The access map (struct oc_store_accesses): the rows train_part_fill_start will
  * gather for batch b, found as every rank finds its requests (each rank
  * samples every batch): the rows of this part that rank r's shards read, for
  * the other ranks in rank order (the order their requests arrive in), then
@@ -291,15 +295,18 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
 }
 
 /*
- * train_part_rows: a collective every rank joins with its own nodes (n may
- * be 0): rows in the cache (--remote-cache) copied from it, the others'
- * owners asked for the rest, the rows asked of this rank and its own
- * gathered in one gather of store, each once, then sent.
+ * The first half of train_part_rows, a collective every rank joins with its
+ * own nodes (n may be 0): rows in the cache (--remote-cache) copied from
+ * it, the others' owners asked for the rest, the rows asked of this rank
+ * and its own gathered in one gather of store, each once, its own copied
+ * into x, and the replies' exchange started (rows_finish waits for it and
+ * puts the fetched rows into x).
  */
-int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
-                    const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
-                    struct oc_train_epoch_stats *st, struct oc_err *err)
+static int rows_start(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                      const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                      struct oc_train_epoch_stats *st, struct oc_err *err)
 {
+    OC_ASSERT(!tp->flight.on);
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
     struct train_part_scan *sc = &tp->scan;
     int rc;
@@ -376,11 +383,10 @@ int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_
                dim * sizeof(float));
     if ((rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
-        (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
-                                "the feature rows", err)))
+        (rc = oc_dist_alltoallv_start(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
+                                      "the feature rows", err)))
         return rc;
-    for (uint64_t i = 0; i < n_req; i++)
-        memcpy(x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
+    tp->flight = (struct train_part_flight){1, x, n_req, dim};
     if (st) {
         st->local_rows += n_own;
         st->remote_rows += n_req + n_hit;
@@ -391,20 +397,63 @@ int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_
     return OC_OK;
 }
 
-int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
-                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
-                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
+/* The second half: the replies in, each fetched row into its row of x. */
+static int rows_finish(struct train_part *tp, struct oc_err *err)
+{
+    struct train_part_flight *f = &tp->flight;
+    OC_ASSERT(f->on);
+    f->on = 0;
+    int rc = oc_dist_alltoallv_wait(err);
+    if (rc)
+        return rc;
+    const uint32_t *req_slot = tp->req + f->n_req;
+    for (uint64_t i = 0; i < f->n_req; i++)
+        memcpy(f->x + (uint64_t)req_slot[i] * f->dim, tp->got + i * f->dim, f->dim * sizeof(float));
+    return OC_OK;
+}
+
+int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                    const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    int rc = rows_start(tp, store, e_b, ids, sel, n, dim, x, st, err);
+    return rc ? rc : rows_finish(tp, err);
+}
+
+/* Swaps two grown buffers (and their capacities). */
+static void swap_buf(void *a, uint64_t *cap_a, void *b, uint64_t *cap_b)
+{
+    void *t = *(void **)a;
+    *(void **)a = *(void **)b;
+    *(void **)b = t;
+    uint64_t c = *cap_a;
+    *cap_a = *cap_b;
+    *cap_b = c;
+}
+
+int train_part_fill_start(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                          const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                          struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     uint64_t n_pos = 0, e_b[2] = {e, batch};
     int rc;
+    /* the batch filled before (its step may run until this one finishes) keeps its x and slots */
+    swap_buf(&tp->x, &tp->cap_x, &tp->x_held, &tp->cap_x_held);
+    swap_buf(&tp->scan.slot, &tp->scan.cap_slot, &tp->slot_held, &tp->cap_slot_held);
     if ((rc = reach(&tp->scan, b, lo, hi, &n_pos, err)) ||
         (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
-                         err)) ||
-        (rc = train_part_rows(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st,
-                              err)))
+                         err)))
         return rc;
-    *x = tp->x;
-    return OC_OK;
+    return rows_start(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st, err);
+}
+
+int train_part_fill_finish(struct train_part *tp, float **x, const uint32_t **slot,
+                           struct oc_err *err)
+{
+    int rc = rows_finish(tp, err);
+    *x = rc ? NULL : tp->x;
+    *slot = rc ? NULL : tp->scan.slot;
+    return rc;
 }
 
 int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
@@ -438,6 +487,8 @@ void train_part_close(struct train_part *tp)
     if (tp->acc_mu_made)
         pthread_mutex_destroy(&tp->acc_mu);
     oc_free(tp->x);
+    oc_free(tp->x_held);
+    oc_free(tp->slot_held);
     oc_free(tp->send_n);
     oc_free(tp->offs);
     oc_free(tp->req);

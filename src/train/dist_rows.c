@@ -496,8 +496,12 @@ void train_part_close(struct train_part *tp)
     oc_free(tp->ids);
     oc_free(tp->rows);
     oc_free(tp->serve);
-    oc_free(tp->reply);
-    oc_free(tp->got);
+    /* an exchange still in flight (the run failed between a fill's halves, and the CLI is
+       about to abort the group) owns its buffers: MPI may still write them, so they stay */
+    if (!tp->flight.on) {
+        oc_free(tp->reply);
+        oc_free(tp->got);
+    }
     train_part_cache_close(&tp->cache);
     memset(tp, 0, sizeof(*tp));
 }

@@ -15,15 +15,19 @@
 # weights. On a partitioned dataset (offcore partition --parts 2 and 3) the
 # ranks, each serving only its part's rows under its own --mem-budget (memory,
 # static with most rows on disk, ginex following a plan over the rows its
-# part is asked for, direct, mmap) and fetching the others per batch, train
-# the single-process weights and log the rows fetched and read and one
+# part is asked for, direct, mmap) and fetching the others per batch, one
+# batch ahead of the step (with
+# --remote-cache too: other parts' hot rows kept, hits logged, fewer bytes
+# exchanged), train the single-process weights and log the rows fetched and read and one
 # process's evaluation metrics (sampled, and --eval full at one layer, the
 # ranks' shares fetching rows from their owners), and resume from a
 # checkpoint to the uninterrupted weights; gnndrive and static's
 # --hotness presample are refused on parts; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
-# a run without --distributed are refused naming the file. Env: OC_BIN (the
+# a run without --distributed are refused naming the file, and a
+# --remote-cache over the store's share of the budget, under one row or on
+# an unpartitioned dataset naming the option. Env: OC_BIN (the
 # CLI). Exit 77 (skip) without mpirun. Ends with the harness's "N passed, N
 # failed, N skipped" line.
 set -u
@@ -184,9 +188,9 @@ for n in 2 3; do
     # (its reads counted in the log, summed over the ranks): the same weights, and the
     # evaluation split over the ranks (its rows fetched from their owners) logs one process's
     # metrics.
-    # (21M at 2 ranks, 20M at 3: budgets that leave part of each rank's rows on disk)
+    # (23M at 2 ranks, 22M at 3: budgets that leave part of each rank's rows on disk)
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy static \
-        --mem-budget $((23 - n))M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
+        --mem-budget $((25 - n))M --log "$tmp/pst.$n.json" >"$tmp/pst.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/pst.$n.out")
     if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -205,7 +209,7 @@ done
 # ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
 # ask of its part, batch by batch (the access map), and the executor follows that plan: every
 # epoch's rows from disk (summed over the ranks) are exactly the plan's misses, fewer than LRU's.
-# Rows read from disk on some epoch, the single-process weights.
+# Rows read from disk on some epoch, the single-process weights (27M at 2 ranks, 26M at 3).
 plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss ratio
     local n=0 disk belady lru
     while read -r disk belady lru; do
@@ -218,7 +222,7 @@ plan_fits() { # every epoch line: disk hit ratio == Belady miss ratio < LRU miss
 }
 for n in 2 3; do
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy ginex \
-        --mem-budget 24M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
+        --mem-budget $((29 - n))M --log "$tmp/pgx.$n.json" >"$tmp/pgx.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/pgx.$n.out")
     if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
@@ -230,6 +234,51 @@ for n in 2 3; do
         fail "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed: exit $rc, got '$got' want '$want'"
         sed 's/^/    /' "$tmp/pgx.$n.out"
         grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
+    fi
+done
+# --remote-cache: each rank keeps the rows of other parts of highest in-degree that 1M holds
+# (4096 of its 10000 or 13000 or so), fetched once before training, and asks their owners only
+# for the rest: the single-process weights, the log's cache hits > 0 and fewer bytes exchanged
+# per epoch than the same run without the cache (part.N.json), every rank's cache full and
+# holding some, not all, of the other parts' rows; ginex's plan over what the ranks still ask
+# of its part fits as before, with one process's metrics (29M at 2 ranks, 27M at 3: budgets
+# that leave part of each rank's rows on disk beside the cache's 1M).
+first_of() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1" | head -1; }
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${pc[@]}" --distributed --mem-budget 24M \
+        --remote-cache 1M --log "$tmp/prc.$n.json" >"$tmp/prc.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/prc.$n.out")
+    with=$(first_of "$tmp/prc.$n.json" remote_bytes)
+    without=$(first_of "$tmp/part.$n.json" remote_bytes)
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"remote_cache_hits":[1-9]' "$tmp/prc.$n.json" &&
+        [ "$(first_of "$tmp/prc.$n.json" remote_cache_rows)" -eq $((n * 4096)) ] &&
+        [ "$(first_of "$tmp/prc.$n.json" remote_rows)" = "$(first_of "$tmp/part.$n.json" remote_rows)" ] &&
+        [ -n "$with" ] && [ -n "$without" ] && [ "$with" -lt "$without" ] &&
+        grep -q '"remote_fill_bytes":[1-9]' "$tmp/prc.$n.json" &&
+        grep -q '| Rows local [1-9][0-9]* remote [1-9][0-9]* cached [1-9][0-9]* (hit 0\.[0-9]*)' \
+            "$tmp/prc.$n.out"; then
+        ok "partitioned_remote_cache_np${n}_weights_equal_hits_fewer_bytes ($with < $without)"
+    else
+        fail "partitioned_remote_cache_np${n}_weights_equal_hits_fewer_bytes: exit $rc, got '$got' want '$want', bytes '$with' vs '$without'"
+        sed 's/^/    /' "$tmp/prc.$n.out"
+        grep -o '"data_parallel":{[^}]*' "$tmp/prc.$n.json" | sed 's/^/    /'
+    fi
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy ginex \
+        --mem-budget $((33 - 2 * n))M --remote-cache 1M --log "$tmp/prg.$n.json" >"$tmp/prg.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/prg.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"remote_cache_hits":[1-9]' "$tmp/prg.$n.json" &&
+        grep -q '"read_bytes":[1-9]' "$tmp/prg.$n.json" && plan_fits "$tmp/prg.$n.json" &&
+        ! grep -q 'not the next planned batch' "$tmp/prg.$n.out" &&
+        [ "$(metrics_of "$tmp/prg.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_remote_cache_ginex_np${n}_weights_equal_plan_followed"
+    else
+        fail "partitioned_remote_cache_ginex_np${n}_weights_equal_plan_followed: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/prg.$n.out"
+        grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/prg.$n.json" | sed 's/^/    /'
     fi
 done
 # Exact layer-wise evaluation (--eval full) on parts, one layer (its chunks read features, and
@@ -330,6 +379,17 @@ refused partitioned_gnndrive_refused \
 refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
     --hotness presample
+# --remote-cache: more than the store's share of the budget, less than a row, or on a dataset
+# that is not partitioned.
+refused partitioned_remote_cache_over_budget_refused \
+    "--remote-cache 2.00 MiB: its [0-9]* rows of other parts need .*, but the store's share of --mem-budget .* is .*; give a smaller --remote-cache or a larger --mem-budget" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --mem-budget 18M \
+    --remote-cache 2M
+refused partitioned_remote_cache_no_row_refused \
+    "--remote-cache 100 bytes holds no row: a row of .*p2/part-[01]/rows.npy is 256 bytes" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --remote-cache 100
+refused remote_cache_not_partitioned_refused \
+    "--remote-cache: .*/g is not a partitioned dataset" "$bin" train "$g" "${pc[@]}" --remote-cache 1M
 refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
     --plan-dir "$tmp/pd"

@@ -126,6 +126,10 @@ struct oc_train_opts {
      */
     uint32_t micro_shards;
     int distributed;
+    /* a partitioned dataset: bytes of this rank's memory (inside mem_budget, taken from the
+       store's share) that keep other parts' f32 rows of highest in-degree, fetched once, so
+       batches ask their owners only for the rest (0 = none; the weights do not change) */
+    uint64_t remote_cache_bytes;
 };
 
 /*
@@ -190,10 +194,14 @@ struct oc_train_epoch_stats {
     uint64_t grad_sent_bytes, grad_recv_bytes;
     double exchange_s;
     /* a partitioned dataset (offcore partition): the input rows the ranks' micro-shards read
-       this epoch, summed over the ranks: from their own part, fetched from other ranks (and
-       those bytes), and served to others (= remote_rows) */
+       this epoch, summed over the ranks: from their own part, from other parts (remote_rows:
+       asked; remote_cache_hits of them from the rank's --remote-cache, the rest fetched from
+       their owners: remote_bytes of rows exchanged) and served to others (= the rows fetched);
+       remote_cache_rows: the rows the ranks' caches hold, remote_fill_bytes: the bytes their
+       one fill fetched (in the first epoch a run trains) */
     int partitioned;
     uint64_t local_rows, remote_rows, remote_bytes, served_rows;
+    uint64_t remote_cache_hits, remote_cache_rows, remote_fill_bytes;
     /* evaluation's work this epoch (0 when not evaluated), in sampled batches (validation and
        test) or chunks of --eval full's last layer: all of it, and this rank's share */
     uint64_t eval_units, eval_units_own;

@@ -66,8 +66,11 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
         printf(" | RR %.2f", (double)st->input_rows / (double)st->seed_rows);
     if (st->partitioned) { /* every rank's rows from its own part, and fetched from others */
         char rb[32];
-        printf(" | Rows local %" PRIu64 " remote %" PRIu64 " (%s)", st->local_rows, st->remote_rows,
-               oc_format_size(st->remote_bytes, rb, sizeof(rb)));
+        printf(" | Rows local %" PRIu64 " remote %" PRIu64, st->local_rows, st->remote_rows);
+        if (st->remote_cache_rows) /* --remote-cache: of them, read from the rank's cache */
+            printf(" cached %" PRIu64 " (hit %.3f)", st->remote_cache_hits,
+                   st->remote_rows ? (double)st->remote_cache_hits / (double)st->remote_rows : 0.0);
+        printf(" (%s)", oc_format_size(st->remote_bytes, rb, sizeof(rb)));
     }
     if (el->show_io) {
         const struct oc_store_stats *ss = &st->store;
@@ -372,6 +375,11 @@ int cmd_train(int argc, char **argv)
          "a share, reduced exactly; rank 0 prints, logs and checkpoints; needs a build with "
          "MPI). DIR may be `offcore partition`'s output: each rank serves its part's rows "
          "(--strategy memory, mmap, direct, static or ginex)",
+         NULL},
+        {"remote-cache", CLI_SIZE, &o.remote_cache_bytes, NULL,
+         "a partitioned dataset: memory of this rank's --mem-budget (taken from the store's "
+         "share) that keeps other parts' rows of highest in-degree, fetched once before "
+         "training, so batches ask their owners for the rest only (default 0: none)",
          NULL},
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no progress output (a bar on a terminal, lines elsewhere)", NULL},

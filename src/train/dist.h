@@ -61,6 +61,18 @@ int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err);
 int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
                       const uint64_t *recv_counts, size_t elem_bytes, const char *what,
                       struct oc_err *err);
+/*
+ * oc_dist_alltoallv without waiting for it (MPI_Ialltoallv): send and recv
+ * belong to the exchange until oc_dist_alltoallv_wait returns, and at most
+ * one is in flight. Other collectives may run meanwhile (partitioned
+ * training's gradient exchange), every rank starting them in the same
+ * order. Without the group it copies at once.
+ */
+int oc_dist_alltoallv_start(const void *send, const uint64_t *send_counts, void *recv,
+                            const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                            struct oc_err *err);
+/* Waits for the exchange oc_dist_alltoallv_start began (nothing to do without one). */
+int oc_dist_alltoallv_wait(struct oc_err *err);
 /* recv[r] = what rank r put in its send[this rank] (MPI_Alltoall of one u64 each). */
 int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err);
 /* Ends every rank of the group with exit status code (MPI_Abort); exits without one. */

@@ -5,7 +5,9 @@
  * fixed order does not depend on timing, unlike MPI_Allreduce's unspecified
  * order; evaluation's score keys go the same way), MPI_Allreduce for
  * evaluation's integer counts (exact in any order), MPI_Alltoall(v) for
- * partitioned training's row requests and replies, and MPI_Abort.
+ * partitioned training's row requests and replies (the replies started with
+ * MPI_Ialltoallv and waited for after the step they overlap), and
+ * MPI_Abort.
  *
  * Place in the data flow: train (see dist.h); compiled only when CMake
  * found MPI (OC_MPI), instead of dist_none.c.
@@ -133,6 +135,40 @@ int oc_dist_sum_u64(uint64_t *v, uint64_t n, struct oc_err *err)
     return OC_OK;
 }
 
+/* An all-to-all's byte counts and displacements, as MPI takes them (int). */
+struct dist_counts {
+    int sc[DIST_MAX_RANKS], sd[DIST_MAX_RANKS], rc[DIST_MAX_RANKS], rd[DIST_MAX_RANKS];
+};
+
+static int dist_counts_set(struct dist_counts *c, const uint64_t *send_counts,
+                           const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                           struct oc_err *err)
+{
+    uint64_t s_at = 0, r_at = 0;
+    for (uint32_t r = 0; r < dist_size; r++) {
+        uint64_t s = send_counts[r] * elem_bytes, q = recv_counts[r] * elem_bytes;
+        if (s > INT_MAX || q > INT_MAX || s_at > INT_MAX || r_at > INT_MAX)
+            return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                          "--distributed: %s: more bytes to exchange in one batch than MPI "
+                          "counts hold (a smaller --batch)",
+                          what);
+        c->sc[r] = (int)s;
+        c->sd[r] = (int)s_at;
+        c->rc[r] = (int)q;
+        c->rd[r] = (int)r_at;
+        s_at += s;
+        r_at += q;
+    }
+    return OC_OK;
+}
+
+static int alltoallv_fail(struct oc_err *err, const char *call, const char *what, int code)
+{
+    char op[160];
+    snprintf(op, sizeof(op), "%s of %s", call, what);
+    return dist_fail(err, op, code);
+}
+
 int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
                       const uint64_t *recv_counts, size_t elem_bytes, const char *what,
                       struct oc_err *err)
@@ -142,29 +178,49 @@ int oc_dist_alltoallv(const void *send, const uint64_t *send_counts, void *recv,
             memmove(recv, send, send_counts[0] * elem_bytes);
         return OC_OK;
     }
-    static int sc[DIST_MAX_RANKS], sd[DIST_MAX_RANKS], rcn[DIST_MAX_RANKS], rd[DIST_MAX_RANKS];
-    uint64_t s_at = 0, r_at = 0;
-    for (uint32_t r = 0; r < dist_size; r++) {
-        uint64_t s = send_counts[r] * elem_bytes, q = recv_counts[r] * elem_bytes;
-        if (s > INT_MAX || q > INT_MAX || s_at > INT_MAX || r_at > INT_MAX)
-            return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                          "--distributed: %s: more bytes to exchange in one batch than MPI "
-                          "counts hold (a smaller --batch)",
-                          what);
-        sc[r] = (int)s;
-        sd[r] = (int)s_at;
-        rcn[r] = (int)q;
-        rd[r] = (int)r_at;
-        s_at += s;
-        r_at += q;
-    }
-    int rc = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rcn, rd, MPI_BYTE, MPI_COMM_WORLD);
-    if (rc != MPI_SUCCESS) {
-        char op[160];
-        snprintf(op, sizeof(op), "MPI_Alltoallv of %s", what);
-        return dist_fail(err, op, rc);
-    }
+    static struct dist_counts c;
+    int rc = dist_counts_set(&c, send_counts, recv_counts, elem_bytes, what, err);
+    if (rc)
+        return rc;
+    rc = MPI_Alltoallv(send, c.sc, c.sd, MPI_BYTE, recv, c.rc, c.rd, MPI_BYTE, MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? OC_OK : alltoallv_fail(err, "MPI_Alltoallv", what, rc);
+}
+
+/* The one exchange in flight (oc_dist_alltoallv_start): its counts live until it completes. */
+static struct {
+    struct dist_counts c;
+    MPI_Request req;
+    int on;
+    const char *what;
+} dist_flight;
+
+int oc_dist_alltoallv_start(const void *send, const uint64_t *send_counts, void *recv,
+                            const uint64_t *recv_counts, size_t elem_bytes, const char *what,
+                            struct oc_err *err)
+{
+    if (!dist_on)
+        return oc_dist_alltoallv(send, send_counts, recv, recv_counts, elem_bytes, what, err);
+    OC_ASSERT(!dist_flight.on);
+    struct dist_counts *c = &dist_flight.c;
+    int rc = dist_counts_set(c, send_counts, recv_counts, elem_bytes, what, err);
+    if (rc)
+        return rc;
+    rc = MPI_Ialltoallv(send, c->sc, c->sd, MPI_BYTE, recv, c->rc, c->rd, MPI_BYTE, MPI_COMM_WORLD,
+                        &dist_flight.req);
+    if (rc != MPI_SUCCESS)
+        return alltoallv_fail(err, "MPI_Ialltoallv", what, rc);
+    dist_flight.on = 1;
+    dist_flight.what = what;
     return OC_OK;
+}
+
+int oc_dist_alltoallv_wait(struct oc_err *err)
+{
+    if (!dist_flight.on)
+        return OC_OK;
+    dist_flight.on = 0;
+    int rc = MPI_Wait(&dist_flight.req, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? OC_OK : alltoallv_fail(err, "MPI_Wait", dist_flight.what, rc);
 }
 
 int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err)

@@ -6,18 +6,24 @@
  * features-only dataset, store ids = local rows; --strategy memory, mmap,
  * direct, static or ginex under this rank's --mem-budget), and, per batch, the
  * input rows of this rank's micro-shards: its own and the ones other ranks
- * ask of it in one gather, the others' fetched from their owners in one
+ * ask of it in one gather, those of its --remote-cache copied from it
+ * (dist_cache.c), the other ranks' others fetched from their owners in one
  * exchange.
  *
  *   batch b ──► positions my shards read (seeds [lo, hi) down the blocks),
  *                 │ each a row of x (slot[position]), nothing else held
  *                 │ owner[v] == me: own (row, slot of x)
+ *                 │ v in my --remote-cache: its row ─► x
  *                 │ else: request (owner, row) grouped by owner
  *                 ▼
  *   MPI_Alltoall (counts) ─► MPI_Alltoallv (row ids) ─► rows asked of me
  *   oc_store_gather_batch(e, b, [rows asked of me..., own rows...], each once)
  *                         ─► own rows ──────────────────────────────► x
- *                         ─► rows asked, in order ─► MPI_Alltoallv ─► x
+ *                         ─► rows asked, in order ─► MPI_Ialltoallv ─► x
+ *                                 (started by train_part_fill_start, waited for
+ *                                  by train_part_fill_finish: the previous
+ *                                  batch's step runs between the two, its x
+ *                                  and slots kept aside meanwhile)
  *
  * Every rank takes part in the exchange of every batch (a collective), also
  * when it asks for nothing, so the ranks stay in step; the batches are the
@@ -27,8 +33,9 @@
  *
  * The store is given an access map (struct oc_store_accesses,
  * part_accesses): the rows each batch asks of this part, which every rank
- * can compute alone since every rank samples every batch; ginex plans its
- * cache over them. Strategies that sample or see the batches themselves
+ * can compute alone since every rank samples every batch (and every rank's
+ * --remote-cache, whose rows it leaves out); ginex plans its cache over
+ * them. Strategies that sample or see the batches themselves
  * (gnndrive, diskgnn, helios, outre) are refused by the store's registry.
  * Evaluation fetches its rows the same way, off the plan (train_part_fetch).
  *
@@ -39,7 +46,7 @@
  * except part_accesses, which the store calls from its threads (ginex's
  * inspector): it reads the owner map and uses acc_scan under acc_mu.
  * Ownership: a train_part owns its part, the rows' dataset view, the degree
- * array and the exchange buffers (grown, reused: nothing is allocated per
+ * array, the remote-row cache and the exchange buffers (grown, reused: nothing is allocated per
  * batch once they fit); the store is the run's, borrowed per call.
  */
 #include <inttypes.h>
@@ -103,6 +110,12 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");
     rc = oc_plan_part_open(dir, oc_dist_rank(), oc_dist_size(), &tp->part, err);
+    tp->cache.bytes = o->remote_cache_bytes;
+    if (rc == OC_OK && tp->cache.bytes && tp->cache.bytes < tp->part.feat_dim * sizeof(float))
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "--remote-cache %" PRIu64 " bytes holds no row: a row of %s is %" PRIu64
+                    " bytes (f32)",
+                    tp->cache.bytes, tp->part.rows, (uint64_t)tp->part.feat_dim * sizeof(float));
     if (rc == OC_OK)
         rc = check_run_ids(tp, err);
     if (rc == OC_OK)
@@ -160,7 +173,7 @@ static int reach(struct train_part_scan *sc, const struct oc_sample_batch *b, ui
 /*
  * The local rows of one gather, each once, in first-asked order, into *ids
  * (*cap entries, grown; *n of them): the n_a rows of a, then the n_b of b
- * (train_part_fill: the rows other ranks asked of this one, then its own);
+ * (train_part_fill_start: the rows other ranks asked of this one, then its own);
  * sc->idx[i] = the index in *ids of the i-th row asked. sc->where is left
  * all UINT32_MAX, as it was found.
  */
@@ -207,7 +220,7 @@ static void rank_seeds(const struct train_part *tp, uint64_t n_seeds, uint32_t r
 }
 
 /*
- * The access map (struct oc_store_accesses): the rows train_part_fill will
+ * The access map (struct oc_store_accesses): the rows train_part_fill_start will
  * gather for batch b, found as every rank finds its requests (each rank
  * samples every batch): the rows of this part that rank r's shards read, for
  * the other ranks in rank order (the order their requests arrive in), then
@@ -235,7 +248,8 @@ static int part_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **
             break;
         for (uint64_t i = 0; i < n_pos; i++) {
             uint64_t v = b->input_ids[sc->pos[i]];
-            if (owner[2 * v] == me)
+            /* what r caches (--remote-cache) it does not ask for */
+            if (owner[2 * v] == me && (r == me || !train_part_hot(tp, r, owner[2 * v + 1])))
                 sc->rows[n_rows++] = owner[2 * v + 1];
         }
     }
@@ -277,21 +291,22 @@ int train_part_graph(struct train_part *tp, const struct train_data *d, struct o
         return OC_ERR(err, OC_ERR_NOMEM, "partition: cannot make the access map's lock");
     tp->acc_mu_made = 1;
     tp->accesses = (struct oc_store_accesses){&d->graph, part_accesses, tp};
-    return OC_OK;
+    return train_part_cache_plan(tp, &d->graph, err);
 }
 
 /*
- * The rows of n nodes (row i: node ids[sel ? sel[i] : i]) into x (n x dim),
- * a collective every rank joins with its own nodes (n may be 0): the others'
- * owners asked for theirs, the rows asked of this rank and its own gathered
- * in one gather of store, each once (training batch e_b[0], e_b[1] of the
- * plan, or off the plan with e_b NULL), then sent. st (may be NULL) gets
- * the counts.
+ * The first half of train_part_rows, a collective every rank joins with its
+ * own nodes (n may be 0): rows in the cache (--remote-cache) copied from
+ * it, the others' owners asked for the rest, the rows asked of this rank
+ * and its own gathered in one gather of store, each once, its own copied
+ * into x, and the replies' exchange started (rows_finish waits for it and
+ * puts the fetched rows into x).
  */
-static int part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
-                     const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
-                     struct oc_train_epoch_stats *st, struct oc_err *err)
+static int rows_start(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                      const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                      struct oc_train_epoch_stats *st, struct oc_err *err)
 {
+    OC_ASSERT(!tp->flight.on);
     const uint32_t n_ranks = tp->part.n_parts, me = tp->part.part;
     struct train_part_scan *sc = &tp->scan;
     int rc;
@@ -303,13 +318,18 @@ static int part_rows(struct train_part *tp, struct oc_store *store, const uint64
     uint64_t *send_n = tp->send_n, *recv_n = tp->send_n + n_ranks, *off = tp->offs;
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
     const uint32_t *owner = tp->part.owner;
-    uint64_t n_own = 0;
+    uint64_t n_own = 0, n_hit = 0;
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = owner[2 * ids[sel ? sel[i] : i]];
-        n_own += k == me;
-        send_n[k] += k != me;
+        uint64_t v = ids[sel ? sel[i] : i];
+        uint32_t k = owner[2 * v];
+        if (k == me)
+            n_own++;
+        else if (train_part_cached(tp, v))
+            n_hit++;
+        else
+            send_n[k]++;
     }
-    const uint64_t n_req = n - n_own;
+    const uint64_t n_req = n - n_own - n_hit;
     if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
                          err)) ||
         (rc = train_grow(&tp->own, &tp->cap_own, 2 * n_own, sizeof(uint32_t), "partition: own rows",
@@ -326,6 +346,11 @@ static int part_rows(struct train_part *tp, struct oc_store *store, const uint64
         if (k == me) {
             tp->own[j] = (uint32_t)i;
             own_row[j++] = owner[2 * v + 1];
+            continue;
+        }
+        const float *hit = train_part_cached(tp, v);
+        if (hit) {
+            memcpy(x + i * dim, hit, dim * sizeof(float));
             continue;
         }
         tp->req[off[k]] = owner[2 * v + 1];
@@ -358,33 +383,77 @@ static int part_rows(struct train_part *tp, struct oc_store *store, const uint64
                dim * sizeof(float));
     if ((rc = train_grow(&tp->got, &tp->cap_got, n_req * dim, sizeof(float),
                          "partition: fetched rows", err)) ||
-        (rc = oc_dist_alltoallv(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
-                                "the feature rows", err)))
+        (rc = oc_dist_alltoallv_start(tp->reply, recv_n, tp->got, send_n, dim * sizeof(float),
+                                      "the feature rows", err)))
         return rc;
-    for (uint64_t i = 0; i < n_req; i++)
-        memcpy(x + (uint64_t)req_slot[i] * dim, tp->got + i * dim, dim * sizeof(float));
+    tp->flight = (struct train_part_flight){1, x, n_req, dim};
     if (st) {
         st->local_rows += n_own;
-        st->remote_rows += n_req;
+        st->remote_rows += n_req + n_hit;
+        st->remote_cache_hits += n_hit;
         st->remote_bytes += n_req * dim * sizeof(float);
         st->served_rows += n_serve;
     }
     return OC_OK;
 }
 
-int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
-                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
-                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err)
+/* The second half: the replies in, each fetched row into its row of x. */
+static int rows_finish(struct train_part *tp, struct oc_err *err)
+{
+    struct train_part_flight *f = &tp->flight;
+    OC_ASSERT(f->on);
+    f->on = 0;
+    int rc = oc_dist_alltoallv_wait(err);
+    if (rc)
+        return rc;
+    const uint32_t *req_slot = tp->req + f->n_req;
+    for (uint64_t i = 0; i < f->n_req; i++)
+        memcpy(f->x + (uint64_t)req_slot[i] * f->dim, tp->got + i * f->dim, f->dim * sizeof(float));
+    return OC_OK;
+}
+
+int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                    const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    int rc = rows_start(tp, store, e_b, ids, sel, n, dim, x, st, err);
+    return rc ? rc : rows_finish(tp, err);
+}
+
+/* Swaps two grown buffers (and their capacities). */
+static void swap_buf(void *a, uint64_t *cap_a, void *b, uint64_t *cap_b)
+{
+    void *t = *(void **)a;
+    *(void **)a = *(void **)b;
+    *(void **)b = t;
+    uint64_t c = *cap_a;
+    *cap_a = *cap_b;
+    *cap_b = c;
+}
+
+int train_part_fill_start(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                          const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                          struct oc_train_epoch_stats *st, struct oc_err *err)
 {
     uint64_t n_pos = 0, e_b[2] = {e, batch};
     int rc;
+    /* the batch filled before (its step may run until this one finishes) keeps its x and slots */
+    swap_buf(&tp->x, &tp->cap_x, &tp->x_held, &tp->cap_x_held);
+    swap_buf(&tp->scan.slot, &tp->scan.cap_slot, &tp->slot_held, &tp->cap_slot_held);
     if ((rc = reach(&tp->scan, b, lo, hi, &n_pos, err)) ||
         (rc = train_grow(&tp->x, &tp->cap_x, n_pos * dim, sizeof(float), "partition: batch rows",
-                         err)) ||
-        (rc = part_rows(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st, err)))
+                         err)))
         return rc;
-    *x = tp->x;
-    return OC_OK;
+    return rows_start(tp, store, e_b, b->input_ids, tp->scan.pos, n_pos, dim, tp->x, st, err);
+}
+
+int train_part_fill_finish(struct train_part *tp, float **x, const uint32_t **slot,
+                           struct oc_err *err)
+{
+    int rc = rows_finish(tp, err);
+    *x = rc ? NULL : tp->x;
+    *slot = rc ? NULL : tp->scan.slot;
+    return rc;
 }
 
 int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
@@ -396,7 +465,7 @@ int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64
                           "partition: node %" PRIu64 " at position %" PRIu64
                           " is out of range (%" PRIu64 " nodes)",
                           ids[i], i, tp->part.n_nodes);
-    return part_rows(tp, store, NULL, ids, NULL, n, dim, out, NULL, err);
+    return train_part_rows(tp, store, NULL, ids, NULL, n, dim, out, NULL, err);
 }
 
 static void scan_free(struct train_part_scan *sc)
@@ -418,6 +487,8 @@ void train_part_close(struct train_part *tp)
     if (tp->acc_mu_made)
         pthread_mutex_destroy(&tp->acc_mu);
     oc_free(tp->x);
+    oc_free(tp->x_held);
+    oc_free(tp->slot_held);
     oc_free(tp->send_n);
     oc_free(tp->offs);
     oc_free(tp->req);
@@ -425,7 +496,12 @@ void train_part_close(struct train_part *tp)
     oc_free(tp->ids);
     oc_free(tp->rows);
     oc_free(tp->serve);
-    oc_free(tp->reply);
-    oc_free(tp->got);
+    /* an exchange still in flight (the run failed between a fill's halves, and the CLI is
+       about to abort the group) owns its buffers: MPI may still write them, so they stay */
+    if (!tp->flight.on) {
+        oc_free(tp->reply);
+        oc_free(tp->got);
+    }
+    train_part_cache_close(&tp->cache);
     memset(tp, 0, sizeof(*tp));
 }

@@ -189,6 +189,13 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
                 cJSON_AddNumberToObject(dp, "local_rows", (double)st->local_rows);
                 cJSON_AddNumberToObject(dp, "remote_rows", (double)st->remote_rows);
                 cJSON_AddNumberToObject(dp, "remote_bytes", (double)st->remote_bytes);
+                cJSON_AddNumberToObject(dp, "remote_cache_rows", (double)st->remote_cache_rows);
+                cJSON_AddNumberToObject(dp, "remote_cache_hits", (double)st->remote_cache_hits);
+                cJSON_AddNumberToObject(dp, "remote_cache_hit_ratio",
+                                        st->remote_rows ? (double)st->remote_cache_hits /
+                                                              (double)st->remote_rows
+                                                        : 0.0);
+                cJSON_AddNumberToObject(dp, "remote_fill_bytes", (double)st->remote_fill_bytes);
             }
         }
     }

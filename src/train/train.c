@@ -424,7 +424,7 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.reuse_samples = o->reuse_samples;
     const int part = r->part.on;
     if (part) { /* the rank's rows by local row, ranked by in-degree; asked per batch for
-                   what the access map says (train_part_fill) */
+                   what the access map says (train_part_fill_start) */
         cfg.ds = r->part.rows_ds;
         cfg.graph = &r->part.graph;
         cfg.accesses = &r->part.accesses;
@@ -486,6 +486,9 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
                oc_format_size(held, a, sizeof(a)), oc_format_size(work, b, sizeof(b)),
                oc_format_size(cfg.mem_bytes, c, sizeof(c)));
     }
+    /* --remote-cache: other parts' rows, out of the store's share */
+    if (part && (rc = train_part_cache_open(&r->part, o->mem_budget ? &cfg.mem_bytes : NULL, err)))
+        return rc;
     if (train_auto_wanted(o))
         return run_open_auto(r, o, &cfg, err);
     if (!part && (rc = oc_pipeline_new("training pipeline", &r->stages, err)))
@@ -898,7 +901,7 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
             float *x = pb->x;
             if (dp->m > 1) {
                 if ((rc = train_shard_cut(&dp->shard, batch, pb->x,
-                                          r->part.on ? r->part.scan.slot : NULL, r->data.feat_dim,
+                                          r->part.on ? r->part.step_slot : NULL, r->data.feat_dim,
                                           lo, hi, err)))
                     return rc;
                 sb = &dp->shard.b;
@@ -931,12 +934,48 @@ static int train_step_sharded(struct run *r, uint64_t e, const struct oc_pipe_ba
     return OC_OK;
 }
 
+/* Samples batch i of a partitioned run's epoch into pb and starts filling its rows. */
+static int part_batch_start(struct run *r, struct probe_plan *pp, uint32_t e, uint64_t i,
+                            struct oc_pipe_batch *pb, struct oc_train_epoch_stats *st,
+                            struct oc_err *err)
+{
+    double t0 = oc_now_s();
+    int rc = probe_plan_batch(pp, i, &pb->batch, err);
+    if (rc)
+        return rc;
+    double t1 = oc_now_s();
+    st->sample_s += t1 - t0;
+    uint64_t lo, hi, ignored;
+    train_shard_range(pb->batch.n_seeds, r->dp.m, r->dp.first, &lo, &ignored);
+    train_shard_range(pb->batch.n_seeds, r->dp.m, r->dp.last - 1, &ignored, &hi);
+    pb->epoch = e;
+    pb->index = pb->pos = i;
+    rc = train_part_fill_start(&r->part, r->store, e, i, &pb->batch, lo, hi, r->data.feat_dim, st,
+                               err);
+    st->gather_s += oc_now_s() - t1;
+    return rc;
+}
+
+/* Waits for the rows of the batch part_batch_start started: pb->x and its slots. */
+static int part_batch_finish(struct run *r, struct oc_pipe_batch *pb, const uint32_t **slot,
+                             struct oc_train_epoch_stats *st, struct oc_err *err)
+{
+    double t0 = oc_now_s();
+    int rc = train_part_fill_finish(&r->part, &pb->x, slot, err);
+    st->gather_s += oc_now_s() - t0;
+    return rc;
+}
+
 /*
  * A partitioned run's training batches of epoch e (dist_rows.c): each sampled
  * here on the trainer's thread exactly as the batch pipeline samples it
  * (probe_plan), the input rows of this rank's micro-shards filled (its own
- * rows, and the others' in one exchange), then the sharded step. The
- * sampling and the exchange are timed as sample_s and gather_s.
+ * rows, and the others' in one exchange), then the sharded step. The fill
+ * runs one batch ahead: batch i + 1 is sampled, its rows gathered and their
+ * exchange started before batch i's step, and waited for after it, so the
+ * rows travel while the step computes (the step and its gradient exchange
+ * are unchanged: same sums, same order). The sampling and the fill are
+ * timed as sample_s and gather_s.
  */
 static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
                             struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
@@ -944,33 +983,36 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
                             struct oc_progress *progress, struct oc_err *err)
 {
     struct probe_plan pp;
-    struct oc_pipe_batch pb;
-    memset(&pb, 0, sizeof(pb));
-    oc_sample_batch_init(&pb.batch);
+    struct oc_pipe_batch pb[2]; /* the batch training, and the next, whose rows are coming */
+    memset(pb, 0, sizeof(pb));
+    oc_sample_batch_init(&pb[0].batch);
+    oc_sample_batch_init(&pb[1].batch);
+    struct train_part_cache *cache = &r->part.cache;
+    st->remote_cache_rows = cache->n;
+    st->remote_fill_bytes = cache->fill_bytes; /* the fill before the run's first epoch */
+    cache->fill_bytes = 0;
+    const uint32_t *slot = NULL, *next_slot = NULL;
     int rc = probe_plan_open(r, o, e, &pp, err);
     uint64_t n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
+    if (n && (rc = part_batch_start(r, &pp, e, 0, &pb[0], st, err)) == OC_OK)
+        rc = part_batch_finish(r, &pb[0], &slot, st, err);
     for (uint64_t i = 0; rc == OC_OK && i < n; i++) {
-        double t0 = oc_now_s();
-        if ((rc = probe_plan_batch(&pp, i, &pb.batch, err)))
+        struct oc_pipe_batch *cur = &pb[i % 2], *next = &pb[(i + 1) % 2];
+        if (i + 1 < n && (rc = part_batch_start(r, &pp, e, i + 1, next, st, err)))
             break;
-        double t1 = oc_now_s();
-        st->sample_s += t1 - t0;
-        uint64_t lo, hi, ignored;
-        train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.first, &lo, &ignored);
-        train_shard_range(pb.batch.n_seeds, r->dp.m, r->dp.last - 1, &ignored, &hi);
-        if ((rc = train_part_fill(&r->part, r->store, e, i, &pb.batch, lo, hi, r->data.feat_dim,
-                                  &pb.x, st, err)))
+        r->part.step_slot = slot;
+        if ((rc = train_step_sharded(r, e, cur, st, loss_sum, counted, correct, adam, err)))
             break;
-        st->gather_s += oc_now_s() - t1;
-        pb.epoch = e;
-        pb.index = pb.pos = i;
-        if ((rc = train_step_sharded(r, e, &pb, st, loss_sum, counted, correct, adam, err)))
+        if (i + 1 < n && (rc = part_batch_finish(r, next, &next_slot, st, err)))
             break;
+        slot = next_slot;
         oc_progress_add(progress, 1);
     }
+    r->part.step_slot = NULL;
     if (rc)
         oc_err_prefix(err, "epoch %u", e);
-    oc_sample_batch_deinit(&pb.batch);
+    oc_sample_batch_deinit(&pb[0].batch);
+    oc_sample_batch_deinit(&pb[1].batch);
     probe_plan_close(&pp);
     return rc;
 }
@@ -998,6 +1040,9 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &st->remote_rows,
                                 &st->remote_bytes,
                                 &st->served_rows,
+                                &st->remote_cache_hits,
+                                &st->remote_cache_rows,
+                                &st->remote_fill_bytes,
                                 &f->requested_rows,
                                 &f->requested_bytes,
                                 &f->requested_disk_bytes,
@@ -1061,6 +1106,13 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     struct run r;
     memset(&r, 0, sizeof(r));
     r.progress = progress;
+    if (o->remote_cache_bytes && !oc_plan_part_set_is(dir)) {
+        rc = OC_ERR(err, OC_ERR_ARG,
+                    "--remote-cache: %s is not a partitioned dataset (offcore partition); only "
+                    "ranks that fetch rows from other ranks cache them",
+                    dir);
+        goto out;
+    }
     if (oc_plan_part_set_is(dir) && (rc = train_part_open(&r.part, dir, o, err)))
         goto out;
     if ((rc = run_setup(&r, dir, o, err)) || (rc = train_metric_check(&r.data, o, dir, err)))
@@ -1108,6 +1160,13 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
     res->depth = r.depth;
     if (o->dry_run)
         goto out; /* everything opened: the options and the budget hold */
+    /* --remote-cache: filled from the owners, in rounds no larger than a batch's rows */
+    if (r.part.on &&
+        (rc = train_part_cache_fill(
+             &r.part, r.store,
+             r.ws.batch_rows / r.part.part.n_parts ? r.ws.batch_rows / r.part.part.n_parts : 1,
+             err)))
+        goto out;
     if (o->log_path && lead &&
         (rc = oc_train_log_open(o->log_path, o->resume ? pos.log_bytes : 0, r.strategy, &r.log,
                                 err)))

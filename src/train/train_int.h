@@ -198,6 +198,26 @@ struct train_part_scan {
 };
 
 /*
+ * The cache of other parts' rows (--remote-cache, dist_cache.c): a static
+ * hot set, every rank's the nodes of highest whole-graph in-degree (ties:
+ * lower id) among those it does not own, as many as its bytes hold; each
+ * rank computes every rank's alone, so an owner knows which of its rows a
+ * rank will not ask for (the access map). Filled once before training, in
+ * one collective fetch; part_rows then copies those rows from it.
+ */
+struct train_part_cache {
+    uint64_t bytes;      /* --remote-cache */
+    uint64_t n_max;      /* rows the bytes hold (every rank's bound) */
+    uint64_t n;          /* rows this rank's holds (n_max, or every node of other parts) */
+    uint64_t *ids;       /* their node ids, ascending: row k of rows is ids[k]'s */
+    float *rows;         /* n x feat_dim */
+    int live;            /* filled: part_rows serves from it */
+    uint64_t *hot;       /* n_parts x words: bit i of rank r's: local row i is in r's cache */
+    uint64_t words;      /* per rank: ceil(n_local / 64) */
+    uint64_t fill_bytes; /* what the fill fetched, not yet in an epoch's stats */
+};
+
+/*
  * A run on a partitioned dataset (offcore partition): this rank's part, the
  * feature store's view of its rows (a features-only dataset over rows.npy:
  * store ids are the part's local rows) and the in-degrees the store ranks
@@ -218,7 +238,16 @@ struct train_part {
     struct train_part_scan acc_scan;   /* the access map's, under acc_mu */
     pthread_mutex_t acc_mu;
     int acc_mu_made;
-    float *x; /* the input rows of the shards' positions (scan.slot) */
+    float *x;            /* the input rows of the shards' positions (scan.slot) */
+    float *x_held;       /* the previous batch's x, while this one's rows come in */
+    uint32_t *slot_held; /* and its scan.slot */
+    uint64_t cap_x_held, cap_slot_held;
+    const uint32_t *step_slot; /* the slots of the batch training (train_step_sharded) */
+    struct train_part_flight {
+        int on;   /* rows_start ran, rows_finish has not */
+        float *x; /* where the fetched rows go */
+        uint64_t n_req, dim;
+    } flight;
     uint64_t *send_n, *offs;
     uint32_t *req, *serve; /* rows asked of others (then their positions); rows asked of me */
     uint32_t *own;         /* rows of x this rank fills from its own store (then their rows) */
@@ -227,9 +256,11 @@ struct train_part {
     float *reply, *got;    /* the rows asked of this rank, in order; the rows fetched */
     uint64_t cap_x, cap_ranks, cap_offs, cap_req, cap_serve, cap_own, cap_ids, cap_rows, cap_reply,
         cap_got;
+    struct train_part_cache cache; /* --remote-cache (dist_cache.c) */
 };
-/* Row buffers a partitioned run holds per batch (x, the gathered rows, the fetched rows). */
-#define TRAIN_PART_ROW_BUFFERS 3u
+/* Row buffers a partitioned run holds per batch (x and the previous batch's, the gathered rows,
+   the fetched rows). */
+#define TRAIN_PART_ROW_BUFFERS 4u
 /*
  * Opens rank oc_dist_rank()'s part of the partitioned dataset dir
  * (oc_plan_part_open: refused when its part count is not the world size,
@@ -245,30 +276,73 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
  * After d (the part's dataset: the whole graph's topology) is loaded: checks
  * its node count against the part's, builds tp->graph and the access map
  * (tp->accesses: batches sampled on d's graph; the rows the ranks' shards
- * ask of this one, each once, in train_part_fill's order).
+ * ask of this one, each once, in train_part_fill_start's order).
  */
 int train_part_graph(struct train_part *tp, const struct train_data *d, struct oc_err *err);
 /*
  * The input rows of batch `batch` of epoch e (b) that the micro-shards of
- * its seeds [lo, hi) read, into *x (tp's buffer: batch position p's row is
- * row tp->scan.slot[p], for train_shard_cut): the rows other ranks ask of
- * this one and its own, each once, in one oc_store_gather_batch of store
- * (opened over tp->rows_ds with tp->accesses), the others fetched in one
- * exchange every rank joins; adds the rows to st (local_rows, remote_rows,
- * remote_bytes, served_rows).
+ * its seeds [lo, hi) read, in two halves around the previous batch's step:
+ * train_part_fill_start gathers the rows other ranks ask of this one and
+ * its own, each once, in one oc_store_gather_batch of store (opened over
+ * tp->rows_ds with tp->accesses), takes the cached ones and starts the
+ * exchange that fetches the others (every rank joins it), adding the rows
+ * to st (local_rows, remote_rows, remote_cache_hits, remote_bytes,
+ * served_rows); train_part_fill_finish waits for it and gives *x (batch
+ * position p's row is row (*slot)[p], for train_shard_cut). Both stay
+ * valid until the fill after the next one starts. One fill at a time.
  */
-int train_part_fill(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
-                    const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
-                    float **x, struct oc_train_epoch_stats *st, struct oc_err *err);
+int train_part_fill_start(struct train_part *tp, struct oc_store *store, uint64_t e, uint64_t batch,
+                          const struct oc_sample_batch *b, uint64_t lo, uint64_t hi, uint64_t dim,
+                          struct oc_train_epoch_stats *st, struct oc_err *err);
+int train_part_fill_finish(struct train_part *tp, float **x, const uint32_t **slot,
+                           struct oc_err *err);
 /*
  * The feature rows of nodes ids[0 .. n) into out (n x dim), fetched from
- * their owners as train_part_fill does, off the training plan (evaluation).
+ * their owners as train_part_fill_start does, off the training plan (evaluation).
  * A collective: every rank calls it the same number of times, with n = 0
  * when it has nothing to fetch.
  */
 int train_part_fetch(struct train_part *tp, struct oc_store *store, const uint64_t *ids, uint64_t n,
                      uint64_t dim, float *out, struct oc_err *err);
 void train_part_close(struct train_part *tp);
+/*
+ * The rows of n nodes (row i: node ids[sel ? sel[i] : i]) into x (n x dim):
+ * the collective behind train_part_fill_start and train_part_fetch (dist_rows.c),
+ * for batch e_b[0], e_b[1] of the plan or off the plan (e_b NULL); st (may
+ * be NULL) gets the counts.
+ */
+int train_part_rows(struct train_part *tp, struct oc_store *store, const uint64_t *e_b,
+                    const uint64_t *ids, const uint32_t *sel, uint64_t n, uint64_t dim, float *x,
+                    struct oc_train_epoch_stats *st, struct oc_err *err);
+/*
+ * --remote-cache (dist_cache.c). train_part_cache_plan, once tp->graph's
+ * whole-graph degrees are known (train_part_graph; graph: the whole graph):
+ * every rank's hot set, this rank's ids and, per other rank, which of this
+ * part's rows it caches. Nothing without tp->cache.bytes.
+ */
+int train_part_cache_plan(struct train_part *tp, const struct oc_graph *graph, struct oc_err *err);
+/*
+ * The cache's rows, taken from the store's share of --mem-budget
+ * (*store_bytes; NULL without a budget): OC_ERR_BUDGET naming both when
+ * they do not leave the store some of it.
+ */
+int train_part_cache_open(struct train_part *tp, uint64_t *store_bytes, struct oc_err *err);
+/*
+ * Fills the cache from the rows' owners, a collective every rank joins (with
+ * or without a cache: the same number of rounds), chunk rows at most asked
+ * per rank and round; off the training plan.
+ */
+int train_part_cache_fill(struct train_part *tp, struct oc_store *store, uint64_t chunk,
+                          struct oc_err *err);
+/* The cache's row of node v, or NULL (no cache, not filled, v not in it). */
+const float *train_part_cached(const struct train_part *tp, uint64_t v);
+/* Whether rank r caches this part's local row `row` (so it will not ask for it). */
+static inline int train_part_hot(const struct train_part *tp, uint32_t r, uint32_t row)
+{
+    const struct train_part_cache *c = &tp->cache;
+    return c->hot && ((c->hot[r * c->words + row / 64] >> (row % 64)) & 1u);
+}
+void train_part_cache_close(struct train_part_cache *c);
 
 /* ---- working set (working_set.c) ------------------------------------------- */
 

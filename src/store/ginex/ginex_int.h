@@ -145,6 +145,8 @@ int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_
 void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan);
 /* Memory the inspector holds (any thread). */
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in);
+/* Microseconds it spent sampling and building plans since open, at open too (thread-safe). */
+void gx_inspector_times(const struct gx_inspector *in, uint64_t *sample_us, uint64_t *build_us);
 /* Training batches its sampler has sampled since open (thread-safe). */
 uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in);
 /* The plan directory (empty string when plans are not persisted). */
@@ -288,6 +290,8 @@ struct ginex_store {
     uint64_t n_train, batch_size;
     struct oc_sample_iter fb; /* opened on the first such batch (fb.sampler set) */
     uint64_t n_fb_sampled;    /* batches sampled a second time that way */
+    /* fb's topology reads added to the store's (store_topo_add) */
+    struct oc_topo_disk_stats fb_topo_seen;
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

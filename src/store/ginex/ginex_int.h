@@ -122,8 +122,9 @@ int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, cha
                 uint64_t *key);
 
 /*
- * Creates the inspector, its sampler, planner and trace; starts its stage on
- * the store's pipeline (store_stages), which fills the two plans with
+ * Creates the inspector, its sampler (over an on-disk topology on a pool of
+ * the store's pipeline, store_sampler_pool), planner and trace; starts its
+ * stage on the store's pipeline (store_stages), which fills the two plans with
  * superbatches 0 and 1. A superbatch is the next S batches, cut short before
  * a batch that would take its accesses past max_acc. With a plan directory
  * (ic->dir) the trace, the next uses and the changesets are spilled to

@@ -6,7 +6,10 @@
  * error naming the file and offset, the last checkpoint stays valid, and
  * --resume finishes with the uninterrupted weights once the file is restored;
  * gnndrive with several sampler threads trains the same weights too; helios
- * reserves the two row buffers its pipeline holds, not depth + 1.
+ * reserves the two row buffers its pipeline holds, not depth + 1. Over a
+ * disk topology the logged topology figures include the reads of the
+ * samplers inside ginex (its inspector, on a pool of the pipeline's) and
+ * diskgnn (its planner): each batch's lookups once, as the pipeline's.
  */
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +61,8 @@ static const char *ooc_reference(struct oc_train_opts *o, struct oc_train_result
 
 /*
  * Sums the disk bytes the training gathers ([0]) and the disk topology ([1])
- * read, the batch samplings ([2]) and the batches ([3]).
+ * read, the batch samplings ([2]), the batches ([3]) and the topology's
+ * neighbor-list lookups ([4]).
  */
 static void add_disk_reads(void *p, const struct oc_train_epoch_stats *st)
 {
@@ -67,6 +71,7 @@ static void add_disk_reads(void *p, const struct oc_train_epoch_stats *st)
     read[1] += st->topo.read_bytes;
     read[2] += st->n_sampled;
     read[3] += st->n_batches;
+    read[4] += st->topo.n_lookups;
 }
 
 OC_TEST(every_strategy_trains_bit_identical_to_memory)
@@ -81,6 +86,7 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
     struct oc_err err;
     OC_CHECK_OK(oc_train_run(dir, &o, NULL, NULL, NULL, &ref, &err), &err);
     /* Features are 20 MB; a 27 MB budget leaves the caches a part of them. */
+    uint64_t lookups = 0; /* a disk topology's lookups when the batch pipeline samples */
     for (uint32_t i = 0; i < oc_store_n_strategies(); i++) {
         const char *name = oc_store_strategy_name(i);
         if (strcmp(name, "memory") == 0)
@@ -98,6 +104,13 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
                 OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err);
             o.topology_disk = disk_topo;
             o.topo_cache_bytes = 1u << 20; /* indptr + table 0.8 MB: a sixth of the lists */
+            /* they sample in the strategy; a fresh plan directory: ginex's inspector samples
+               rather than reuse the files of the run in RAM */
+            int own = strcmp(name, "diskgnn") == 0 || strcmp(name, "ginex") == 0;
+            char plan[600];
+            snprintf(plan, sizeof(plan), "%s", oc_test_tmpdir());
+            if (disk_topo && own)
+                o.plan_dir = plan;
             /* ginex's own neighbor cache ranking, as the CLI picks it for --strategy ginex */
             o.topo_rank = strcmp(name, "ginex") == 0 ? OC_TOPO_RANK_GINEX : OC_TOPO_RANK_DEGREE;
             /* diskgnn holds chunk buffers and its window plan besides its cache; helios's
@@ -106,14 +119,17 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
                            : strcmp(name, "helios") == 0 ? 22u << 20
                                                          : 27u << 20;
             struct oc_train_result res;
-            uint64_t read[4] = {0, 0, 0, 0};
+            uint64_t read[5] = {0, 0, 0, 0, 0};
             OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
-            fprintf(stderr, "  %-8s%s %s, %llu bytes read, %llu samplings of %llu batches\n", name,
+            fprintf(stderr,
+                    "  %-8s%s %s, %llu bytes read, %llu samplings of %llu batches, %llu "
+                    "topology lookups\n",
+                    name,
                     hot         ? " (presample)"
                     : disk_topo ? " (disk topology)"
                                 : "",
                     res.weights_sha256, (unsigned long long)read[0], (unsigned long long)read[2],
-                    (unsigned long long)read[3]);
+                    (unsigned long long)read[3], (unsigned long long)read[4]);
             /*
              * Every batch is sampled exactly once: by the batch pipeline, or by the
              * strategy (ginex's inspector, diskgnn's offline sampling) and loaded from it.
@@ -122,10 +138,17 @@ OC_TEST(every_strategy_trains_bit_identical_to_memory)
             OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
             if (strcmp(name, "mmap") != 0) /* the page cache may hold mmap's pages */
                 OC_CHECK(read[0] > 0);
-            /* ginex and diskgnn sample in the strategy (inspector, offline planner): their
-               topology reads are the strategy's, not the pipeline's */
-            if (strcmp(name, "diskgnn") != 0 && strcmp(name, "ginex") != 0)
-                OC_CHECK(disk_topo ? read[1] > 0 : read[1] == 0);
+            /* ginex and diskgnn sample in the strategy (inspector, offline planner, on a
+               pool of the pipeline's over a disk topology), whose reads the figures
+               include: every batch is looked up once, as the pipeline's sampler does
+               (diskgnn samples its first batches twice: a probe at open) */
+            OC_CHECK(disk_topo ? read[1] > 0 : read[1] == 0);
+            if (disk_topo && !own && !lookups)
+                lookups = read[4];
+            if (disk_topo && strcmp(name, "diskgnn") != 0) /* ginex: its probe is not counted */
+                OC_CHECK(lookups > 0 && read[4] == lookups);
+            if (disk_topo && strcmp(name, "diskgnn") == 0)
+                OC_CHECK(read[4] >= lookups);
         }
     }
 }
@@ -218,7 +241,8 @@ OC_TEST(gnndrive_several_samplers_train_bit_identical)
  * ginex loads each batch back from the superbatch file its inspector wrote;
  * when no file can be written (the plan directory lies under a regular file)
  * it samples each batch a second time, says so in the log, and trains the
- * same weights.
+ * same weights. Over a disk topology both samplings' reads are in the
+ * figures: twice the lookups of a run with its files.
  */
 OC_TEST(ginex_without_plan_files_samples_twice_and_trains_the_same)
 {
@@ -228,13 +252,29 @@ OC_TEST(ginex_without_plan_files_samples_twice_and_trains_the_same)
     const char *dir = ooc_reference(&o, &ref);
     if (!dir)
         return;
-    o.strategy = "ginex";
-    o.mem_budget = 28u << 20;
-    o.plan_dir = "/dev/null/offcore-plan"; /* not a directory: every plan write fails */
-    uint64_t read[4] = {0, 0, 0, 0};
-    OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
-    OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
-    OC_CHECK(read[3] > 0 && read[2] == 2 * read[3]);
+    /* variant 0: topology in RAM; 1: on disk, with plan files; 2: on disk, without */
+    uint64_t once = 0; /* the topology lookups of variant 1 */
+    for (int variant = 0; variant < 3; variant++) {
+        ooc_opts(&o);
+        o.strategy = "ginex";
+        o.mem_budget = 28u << 20;
+        o.topology_disk = variant > 0;
+        o.topo_cache_bytes = 1u << 20;
+        char plan[600];
+        snprintf(plan, sizeof(plan), "%s", oc_test_tmpdir());
+        /* /dev/null/...: not a directory, every plan write fails */
+        o.plan_dir = variant == 1 ? plan : "/dev/null/offcore-plan";
+        uint64_t read[5] = {0, 0, 0, 0, 0};
+        OC_CHECK_OK(oc_train_run(dir, &o, add_disk_reads, read, NULL, &res, &err), &err);
+        OC_CHECK(strcmp(res.weights_sha256, ref.weights_sha256) == 0);
+        OC_CHECK(read[3] > 0 && read[2] == (variant == 1 ? 1 : 2) * read[3]);
+        if (variant == 0)
+            OC_CHECK(read[4] == 0);
+        if (variant == 1)
+            once = read[4];
+        if (variant == 2)
+            OC_CHECK(once > 0 && read[4] == 2 * once);
+    }
 }
 
 OC_TEST(budget_too_small_for_one_batch_fails_at_start)

@@ -98,6 +98,9 @@ struct oc_store_stats {
        offline sampling and of packing since open (at open, and in the background while
        training or evaluating: totals, which oc_store_stats_sub keeps as they are) */
     uint64_t graph_read_bytes, plan_sample_us, plan_pack_us;
+    /* ginex (else 0): the inspector's wall time sampling (plan_sample_us, above) and
+       building the superbatches' plans (Belady changesets) since open, totals as above */
+    uint64_t plan_build_us;
     uint64_t plan_file_bytes;      /* diskgnn: bytes of packed window files on disk now (a level) */
     uint64_t plan_file_peak_bytes; /* diskgnn: the most bytes of window files on disk at once */
     /* diskgnn (else 0): bytes its background packing read from features.npy and wrote to
@@ -123,6 +126,10 @@ struct oc_store_stats {
        embedding used so far, in iterations */
     uint64_t emb_candidates, emb_pruned, emb_pushed, emb_admitted;
     uint64_t emb_max_age;
+    /* neighbor-list reads of an on-disk topology by the samplers the strategy drives itself
+       (ginex's inspector and its second sampling, diskgnn's planner): counters since open;
+       the batch pipeline's sampler's are its own (batch_pipe.h); all zero in RAM */
+    struct oc_topo_disk_stats topo;
 };
 
 /* amplification = read / requested-from-disk (1 when nothing came from disk). */

@@ -182,11 +182,14 @@ struct oc_train_epoch_stats {
     uint64_t input_rows, seed_rows, distinct_rows;
     double batch_rr_min, batch_rr_max; /* the per-batch ratio n_input / n_seeds, least and most */
     struct oc_store_stats store;       /* this epoch's training gathers (evaluation excluded) */
-    struct oc_topo_disk_stats topo;    /* disk topology: this epoch's training sampling */
-    uint64_t gemm_flops;               /* dense work of the training steps (evaluation excluded) */
-    double gemm_s;                     /* and the seconds it took */
-    uint64_t peak_mem_bytes;           /* most memory held through the accountant so far */
-    uint64_t peak_rss_bytes;           /* the process's peak resident set so far */
+    /* disk topology: this epoch's sampling of training batches, the batch pipeline's and
+       the strategy's own samplers' (store stats `topo`: ginex's inspector, diskgnn's
+       planner; in the first epoch all they read since the store opened) */
+    struct oc_topo_disk_stats topo;
+    uint64_t gemm_flops;     /* dense work of the training steps (evaluation excluded) */
+    double gemm_s;           /* and the seconds it took */
+    uint64_t peak_mem_bytes; /* most memory held through the accountant so far */
+    uint64_t peak_rss_bytes; /* the process's peak resident set so far */
     /* data parallel: ranks, micro-shards per batch (1: whole batches), and this rank's
        gradient traffic this epoch (bytes it sent to and received from the others) and
        seconds in the exchange */

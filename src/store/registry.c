@@ -341,6 +341,11 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.belady_misses = a->belady_misses - b->belady_misses;
     r.lru_misses = a->lru_misses - b->lru_misses;
     r.static_misses = a->static_misses - b->static_misses;
+    r.topo.n_lookups = a->topo.n_lookups - b->topo.n_lookups;
+    r.topo.n_hits = a->topo.n_hits - b->topo.n_hits;
+    r.topo.requested_bytes = a->topo.requested_bytes - b->topo.requested_bytes;
+    r.topo.read_bytes = a->topo.read_bytes - b->topo.read_bytes;
+    r.topo.n_reads = a->topo.n_reads - b->topo.n_reads;
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
     r.plan_read_bytes = a->plan_read_bytes - b->plan_read_bytes;
     r.plan_write_bytes = a->plan_write_bytes - b->plan_write_bytes;
@@ -357,6 +362,7 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.given_back_bytes = a->given_back_bytes;
     r.plan_sample_us = a->plan_sample_us;
     r.plan_pack_us = a->plan_pack_us;
+    r.plan_build_us = a->plan_build_us;
     r.plan_file_bytes = a->plan_file_bytes;
     r.plan_file_peak_bytes = a->plan_file_peak_bytes;
     *out = r;
@@ -415,10 +421,11 @@ static int load_row_map(struct oc_store *s, struct oc_store_config *c, struct oc
     return OC_OK;
 }
 
-/* A store and its lifecycle counters, in one allocation. */
+/* A store, its lifecycle counters and its samplers' topology tally, in one allocation. */
 struct store_box {
     struct oc_store s;
     struct store_life life;
+    struct store_topo_tally topo;
 };
 
 int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
@@ -473,6 +480,12 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     s->life = &box->life;
     atomic_init(&box->life.begun, 0);
     atomic_init(&box->life.done, 0);
+    s->topo = &box->topo;
+    atomic_init(&box->topo.n_lookups, 0);
+    atomic_init(&box->topo.n_hits, 0);
+    atomic_init(&box->topo.requested_bytes, 0);
+    atomic_init(&box->topo.read_bytes, 0);
+    atomic_init(&box->topo.n_reads, 0);
     s->strat = strategies[index];
     s->ds = cfg->ds;
     s->pool = cfg->pool;
@@ -730,6 +743,7 @@ void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->plan_file_bytes = 0;
     out->plan_file_peak_bytes = 0;
     s->strat->stats(s, out);
+    store_topo_read(s, &out->topo);
     if (s->row_map)
         out->held_bytes += store_row_map_bytes(s->ds);
 }

@@ -140,6 +140,11 @@ struct store_life {
     _Atomic uint64_t begun, done;
 };
 
+/* Topology reads of the samplers the strategy drives itself (sampling.c), since open. */
+struct store_topo_tally {
+    _Atomic uint64_t n_lookups, n_hits, requested_bytes, read_bytes, n_reads;
+};
+
 struct oc_store {
     const struct store_strategy *strat;
     const struct oc_dataset *ds;
@@ -169,6 +174,9 @@ struct oc_store {
     uint64_t load_run_rows;      /* rows store_cache_load queues per run (registry, at open) */
     struct oc_pipeline *stages;  /* where the strategy's stages run (store_stages) */
     int own_stages;              /* stages made by the store (no cfg->pipeline) */
+    /* the registry's tally of the strategy's samplers' topology reads (store_topo_add),
+       outside the lanes' copies too */
+    struct store_topo_tally *topo;
     /*
      * features.npy's checksum when the dataset's open deferred it
      * (oc_dataset_features_crc_deferred), for a strategy that
@@ -205,6 +213,42 @@ struct oc_store {
  * runs while one of its stages does.
  */
 int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *err);
+
+/*
+ * The samplers a strategy drives itself, off the batch pipeline (ginex's
+ * inspector, diskgnn's planner; sampling.c). Over an on-disk topology each
+ * gets a pool of STORE_DISK_SAMPLERS threads: they wait on neighbor-list
+ * reads, not on a core, so more of them keep more reads in flight (the
+ * batches are the same for any count); each holds a topology reader (its
+ * ring's staging) and scratch, STORE_DISK_SAMPLER_BYTES at most. In RAM the
+ * stage samples on its own thread, beside training's pool.
+ */
+#define STORE_DISK_SAMPLERS      4u
+#define STORE_DISK_SAMPLER_BYTES (2u << 20)
+
+/* Pool threads of a strategy's sampler over g: STORE_DISK_SAMPLERS on disk, else 0. */
+uint32_t store_sampler_threads(const struct oc_graph *g);
+/* What those threads hold, for the strategy's budget: threads x STORE_DISK_SAMPLER_BYTES. */
+uint64_t store_sampler_pool_bytes(const struct oc_graph *g);
+/*
+ * The pool a sampler over g, driven by one stage of `stages`, runs on: over
+ * an on-disk topology store_sampler_threads(g) threads the pipeline owns
+ * (oc_pipeline_pool: freed with it, after its stages are joined, so the
+ * sampler must not sample after that), else NULL (the stage's own thread).
+ * Called by the pipeline's owner (the store's open).
+ */
+int store_sampler_pool(struct oc_pipeline *stages, const struct oc_graph *g, struct oc_pool **out,
+                       struct oc_err *err);
+/*
+ * Adds smp's topology counters since *seen (all zero for a new sampler) to
+ * the store's topology figures (struct oc_store_stats, `topo`), then sets
+ * *seen to them. From the thread driving smp, between its sampling calls;
+ * before freeing smp, so nothing it read is lost. smp NULL: nothing.
+ */
+void store_topo_add(const struct oc_store *s, const struct oc_sampler *smp,
+                    struct oc_topo_disk_stats *seen);
+/* The store's tally so far (any thread). */
+void store_topo_read(const struct oc_store *s, struct oc_topo_disk_stats *out);
 
 /* The graph the plan's batches are sampled on: cfg->accesses's, else cfg->graph. */
 static inline const struct oc_graph *store_plan_graph(const struct oc_store_config *cfg)

@@ -841,6 +841,23 @@ out:
 }
 
 /*
+ * Adds the topology reads counted in `now` since *mark to `to` and moves the
+ * mark: the store's samplers' reads (struct oc_store_stats, topo) beside the
+ * batch pipeline's.
+ */
+static void train_topo_add_since(struct oc_topo_disk_stats *to,
+                                 const struct oc_topo_disk_stats *now,
+                                 struct oc_topo_disk_stats *mark)
+{
+    to->n_lookups += now->n_lookups - mark->n_lookups;
+    to->n_hits += now->n_hits - mark->n_hits;
+    to->requested_bytes += now->requested_bytes - mark->requested_bytes;
+    to->read_bytes += now->read_bytes - mark->read_bytes;
+    to->n_reads += now->n_reads - mark->n_reads;
+    *mark = *now;
+}
+
+/*
  * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
  * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
  * and timers.
@@ -1184,6 +1201,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         n_batches = oc_batch_pipe_n_batches(r.pipe);
     struct oc_batch_pipe_stats pipe_mark; /* the pipeline's counters when the epoch began */
     memset(&pipe_mark, 0, sizeof(pipe_mark));
+    /* the store's samplers' topology reads counted so far: the first epoch's include what
+       they read since the store opened (ginex's first superbatch, diskgnn's window 0) */
+    struct oc_topo_disk_stats store_topo_mark;
+    memset(&store_topo_mark, 0, sizeof(store_topo_mark));
     const uint32_t first_epoch = pos.next_epoch;
     for (uint32_t e = first_epoch; e < o->epochs; e++) {
         struct oc_train_epoch_stats st;
@@ -1265,6 +1286,7 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
         st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
         st.topo.n_reads = topo1->n_reads - topo0->n_reads;
+        train_topo_add_since(&st.topo, &after.topo, &store_topo_mark);
 trained:
         oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
         st.gemm_flops = flops1 - flops0;

@@ -42,15 +42,8 @@
 #define DG_WRITE_RUN     (256u << 10) /* packer: bytes of one coalesced write */
 #define DG_WRITE_BUFS    4u           /* packer: runs being filled or written (write-behind) */
 #define DG_WRITE_BYTES   (DG_WRITE_BUFS * DG_WRITE_RUN)
-/* Background sampler threads over an on-disk topology: they wait on neighbor-list reads, not
-   on a core, so more of them keep more reads in flight (the batches are the same for any
-   count); each holds a topology reader (its ring's staging) and scratch, DG_DISK_SAMPLER_BYTES
-   at most. In RAM the planner samples on its own thread, beside training's pool; window 0
-   (at open) samples on training's pool. */
-#define DG_DISK_SAMPLERS      4u
-#define DG_DISK_SAMPLER_BYTES (2u << 20)
-#define DG_PROBE_BATCHES      64u  /* streamed: batches sampled at open to size and cache */
-#define DG_DISK_SHARE         0.45 /* streamed, fresh: a window's share of the free space */
+#define DG_PROBE_BATCHES 64u  /* streamed: batches sampled at open to size and cache */
+#define DG_DISK_SHARE    0.45 /* streamed, fresh: a window's share of the free space */
 
 /* Windows of win batches in an epoch of nb (win 0: the whole epoch, one window). */
 static inline uint64_t dg_windows_per_epoch(uint64_t nb, uint64_t win)
@@ -80,6 +73,8 @@ struct dg_builder {
     const struct oc_graph *graph;
     struct oc_sample_opts so;
     struct oc_sample_iter it; /* the plan's batches; it.batch: the one sampled last */
+    /* it.sampler's topology reads added to the store's (store_topo_add) */
+    struct oc_topo_disk_stats topo_seen;
     uint8_t *rec;
     uint64_t cap_rec;
     uint64_t *rows, cap_rows; /* the trace */
@@ -118,8 +113,9 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                     const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err);
 void dg_builder_deinit(struct dg_builder *b);
 /* Re-creates the builder's sampler for the planner stage, off training's pool: over an
-   on-disk topology on DG_DISK_SAMPLERS threads the pipeline owns (oc_pipeline_pool), else on
-   the planner's own thread. */
+   on-disk topology on the pool store_sampler_pool gives (STORE_DISK_SAMPLERS threads the
+   pipeline owns), else on the planner's own thread; window 0 (at open) samples on training's
+   pool. The old sampler's topology reads are added to the store's first. */
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, struct oc_err *err);
 
 /*

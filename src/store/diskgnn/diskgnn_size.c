@@ -91,8 +91,7 @@ uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *
     f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
     if (b->streamed) /* one batch's rows, addresses and packed rows while it is laid out */
         f += in * 3 * sizeof(uint64_t);
-    if (b->graph && b->graph->disk) /* the background sampler's threads (dg_builder_detach_pool) */
-        f += DG_DISK_SAMPLERS * (uint64_t)DG_DISK_SAMPLER_BYTES;
+    f += store_sampler_pool_bytes(b->graph); /* the planner's sampler's pool, on disk */
     return f;
 }
 

@@ -214,12 +214,14 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
 
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, struct oc_err *err)
 {
-    struct oc_pool *pool = NULL;
-    int rc;
-    if (b->graph->disk && (rc = oc_pipeline_pool(stages, DG_DISK_SAMPLERS, &pool, err)))
+    struct oc_pool *pool;
+    int rc = store_sampler_pool(stages, b->graph, &pool, err);
+    if (rc)
         return rc;
+    store_topo_add(b->s, b->it.sampler, &b->topo_seen); /* window 0's reads, kept */
     oc_sample_sampler_free(b->it.sampler);
     b->it.sampler = NULL;
+    memset(&b->topo_seen, 0, sizeof(b->topo_seen));
     return oc_sample_sampler_new(b->graph, &b->so, pool, &b->it.sampler, err);
 }
 
@@ -276,7 +278,11 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
 int dg_sample_next(struct dg_builder *b, struct oc_err *err)
 {
     int rc = dg_check_cancel(b, err);
-    if (rc == OC_OK && (rc = oc_sample_iter_next(&b->it, err)) == 0)
+    if (rc == OC_OK) {
+        rc = oc_sample_iter_next(&b->it, err);
+        store_topo_add(b->s, b->it.sampler, &b->topo_seen); /* the run's topology figures */
+    }
+    if (rc == 0)
         rc = OC_ERR(err, OC_ERR_INTERNAL,
                     "store diskgnn: batch %" PRIu64 " is past the epoch's %" PRIu64, b->it.next,
                     b->it.n_batches);

@@ -85,8 +85,8 @@
  * superbatch file could not be written or opened (a disk that is full or
  * read-only): counted in sampled_batches.
  */
-static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batch,
-                            struct oc_sample_batch *out, struct oc_err *err)
+static int load_by_sampling(const struct oc_store *s, struct ginex_store *g, uint64_t epoch,
+                            uint64_t batch, struct oc_sample_batch *out, struct oc_err *err)
 {
     int rc;
     if (!g->fb.sampler) {
@@ -96,7 +96,9 @@ static int load_by_sampling(struct ginex_store *g, uint64_t epoch, uint64_t batc
                                       g->batch_size, err)))
             return rc;
     }
-    if ((rc = oc_sample_iter_sample(&g->fb, epoch, batch, out, err)))
+    rc = oc_sample_iter_sample(&g->fb, epoch, batch, out, err);
+    store_topo_add(s, g->fb.sampler, &g->fb_topo_seen); /* the run's topology figures */
+    if (rc)
         return rc;
     g->n_fb_sampled++;
     return OC_OK;
@@ -218,7 +220,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
         }
     }
     if (!g->sb_file)
-        return load_by_sampling(g, epoch, batch, out, err);
+        return load_by_sampling(s, g, epoch, batch, out, err);
     return load_from_file(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
 }
 
@@ -350,6 +352,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
             g->lane[i].cap_chg * sizeof(struct pl_change) + store_disk_held_bytes(&g->lane[i].disk);
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
+    gx_inspector_times(g->insp, &out->plan_sample_us, &out->plan_build_us);
 }
 
 static void ginex_free(struct oc_store *s)
@@ -527,7 +530,19 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
 }
 
 /* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
+static double ginex_sample_s(const struct oc_store_stats *s)
+{
+    return (double)s->plan_sample_us / 1e6;
+}
+
+static double ginex_build_s(const struct oc_store_stats *s)
+{
+    return (double)s->plan_build_us / 1e6;
+}
+
 static const struct oc_store_stat ginex_stat_table[] = {
+    {"plan", "sample_s", "Inspect", OC_STORE_STAT_SECONDS, ginex_sample_s},
+    {"plan", "build_s", "Plan", OC_STORE_STAT_SECONDS, ginex_build_s},
     {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady},
     {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru},
     {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static},

@@ -10,8 +10,11 @@
  * file + trace ──► planner ──► plan ──► executor (ginex.c), through two
  * bounded queues (to_fill: empty plans to fill, in superbatch order; done:
  * filled plans), with exactly two plans in circulation.
- * Thread-safety: the stage's thread owns the sampler (pool-less: it never
- * competes for the training pool), epoch, batch, trace, planner and record
+ * Thread-safety: the stage's thread owns the sampler (in RAM pool-less: it
+ * never competes for the training pool; over an on-disk topology on the
+ * STORE_DISK_SAMPLERS threads of the pipeline's pool that store_sampler_pool
+ * gives, which only this stage drives, so several neighbor-list reads are in
+ * flight; the batches are the same), epoch, batch, trace, planner and record
  * buffer; a plan belongs to whichever side popped it last. held and the
  * counters are C11 atomics; cancellation is the pipeline's. Lock order: none
  * held across calls (each queue locks only inside its own calls).
@@ -84,6 +87,8 @@ struct gx_inspector {
     uint64_t key;
     char dir[4096];           /* "" = do not persist */
     struct oc_sample_iter it; /* the plan's sampler; it.batch: the batch being placed */
+    /* its sampler's topology reads added to the store's (store_topo_add) */
+    struct oc_topo_disk_stats topo_seen;
     const struct oc_store_accesses *accesses; /* the store's ids per batch (may be NULL) */
     uint64_t *acc, cap_acc;                   /* it.batch's accesses, with accesses */
     uint8_t *rec;
@@ -95,6 +100,8 @@ struct gx_inspector {
     struct oc_queue *to_fill, *done;
     atomic_uint_fast64_t held, n_reused, n_sampled;
     atomic_uint_fast64_t n_batches_sampled; /* batches its sampler sampled */
+    atomic_uint_fast64_t sample_us;         /* and the time it took */
+    atomic_uint_fast64_t build_us;          /* time in pl_plan_build */
 };
 
 /* ---- sizes ----------------------------------------------------------------- */
@@ -130,6 +137,13 @@ static void update_held(struct gx_inspector *in)
 uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in)
 {
     return in ? atomic_load(&((struct gx_inspector *)in)->n_batches_sampled) : 0;
+}
+
+void gx_inspector_times(const struct gx_inspector *in, uint64_t *sample_us, uint64_t *build_us)
+{
+    struct gx_inspector *m = (struct gx_inspector *)in;
+    *sample_us = m ? atomic_load(&m->sample_us) : 0;
+    *build_us = m ? atomic_load(&m->build_us) : 0;
 }
 
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in)
@@ -403,7 +417,11 @@ static int sb_sample(struct gx_inspector *in, struct gx_plan *p, struct oc_err *
             goto out;
         }
         if (!in->pending) {
-            if ((rc = oc_sample_iter_sample(&in->it, e_ix, b_ix, &in->it.batch, err))) {
+            double t_s = oc_now_s();
+            rc = oc_sample_iter_sample(&in->it, e_ix, b_ix, &in->it.batch, err);
+            store_topo_add(in->s, in->it.sampler, &in->topo_seen); /* the run's topology */
+            atomic_fetch_add(&in->sample_us, (uint64_t)((oc_now_s() - t_s) * 1e6));
+            if (rc) {
                 oc_err_prefix(err, "store ginex: inspecting epoch %" PRIu64 " batch %" PRIu64, e_ix,
                               b_ix);
                 goto out;
@@ -491,6 +509,15 @@ static int fill_trace(struct gx_inspector *in, struct gx_plan *p, int may_reuse,
     return OC_OK;
 }
 
+/* pl_plan_build, timed. */
+static int build_plan(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
+{
+    double t0 = oc_now_s();
+    int rc = pl_plan_build(&in->planner, &in->trace, &p->b, err);
+    atomic_fetch_add(&in->build_us, (uint64_t)((oc_now_s() - t0) * 1e6));
+    return rc;
+}
+
 /* Fills plan p with the next superbatch: its trace from the file or the sampler, then the plan. */
 static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *err)
 {
@@ -499,7 +526,7 @@ static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *er
     int rc = fill_trace(in, p, 1, &reused, err);
     if (rc)
         return rc;
-    rc = pl_plan_build(&in->planner, &in->trace, &p->b, err);
+    rc = build_plan(in, p, err);
     if (rc == OC_ERR_FORMAT && reused) {
         /* the file passed its checksums but not the planner's (an id repeated in a batch):
            not trusted; the planner's cache is untouched by a failed build */
@@ -508,7 +535,7 @@ static int inspect(struct gx_inspector *in, struct gx_plan *p, struct oc_err *er
         in->next_first = first;
         if ((rc = fill_trace(in, p, 0, &reused, err)))
             return rc;
-        rc = pl_plan_build(&in->planner, &in->trace, &p->b, err);
+        rc = build_plan(in, p, err);
     }
     in->next_first = p->b.first_iter + p->b.n_iters;
     if (rc)
@@ -590,11 +617,16 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     atomic_init(&in->n_reused, 0);
     atomic_init(&in->n_sampled, 0);
     atomic_init(&in->n_batches_sampled, 0);
+    atomic_init(&in->sample_us, 0);
+    atomic_init(&in->build_us, 0);
     *out = in;
     if ((rc = pl_planner_init(&in->planner, ic->capacity, s->n_nodes, cfg->graph->indptr, 1,
                               ic->static_bits, err)))
         return rc;
-    if ((rc = oc_sample_iter_open(&in->it, in->graph, &in->so, NULL, cfg->train_ids, cfg->n_train,
+    struct oc_pool *pool; /* over an on-disk topology: sampling waits on its reads */
+    if ((rc = store_stages(s, &in->p, err)) ||
+        (rc = store_sampler_pool(in->p, in->graph, &pool, err)) ||
+        (rc = oc_sample_iter_open(&in->it, in->graph, &in->so, pool, cfg->train_ids, cfg->n_train,
                                   cfg->batch_size, err)))
         return rc;
     in->key = ic->key;
@@ -604,8 +636,7 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
                        (rc = pl_spill_to_file(&in->plans[0].b.chg, in->dir, "changes", err)) ||
                        (rc = pl_spill_to_file(&in->plans[1].b.chg, in->dir, "changes", err))))
         return oc_err_prefix(err, "store ginex: superbatch scratch under %s", in->dir);
-    if ((rc = store_stages(s, &in->p, err)) ||
-        (rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
+    if ((rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
         (rc = oc_pipeline_queue(in->p, 2, &in->done, err)))
         return rc;
     oc_queue_push(in->to_fill, &in->plans[0]);

@@ -122,8 +122,9 @@ int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, cha
                 uint64_t *key);
 
 /*
- * Creates the inspector, its sampler, planner and trace; starts its stage on
- * the store's pipeline (store_stages), which fills the two plans with
+ * Creates the inspector, its sampler (over an on-disk topology on a pool of
+ * the store's pipeline, store_sampler_pool), planner and trace; starts its
+ * stage on the store's pipeline (store_stages), which fills the two plans with
  * superbatches 0 and 1. A superbatch is the next S batches, cut short before
  * a batch that would take its accesses past max_acc. With a plan directory
  * (ic->dir) the trace, the next uses and the changesets are spilled to
@@ -145,6 +146,8 @@ int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_
 void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan);
 /* Memory the inspector holds (any thread). */
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in);
+/* Microseconds it spent sampling and building plans since open, at open too (thread-safe). */
+void gx_inspector_times(const struct gx_inspector *in, uint64_t *sample_us, uint64_t *build_us);
 /* Training batches its sampler has sampled since open (thread-safe). */
 uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in);
 /* The plan directory (empty string when plans are not persisted). */
@@ -288,6 +291,8 @@ struct ginex_store {
     uint64_t n_train, batch_size;
     struct oc_sample_iter fb; /* opened on the first such batch (fb.sampler set) */
     uint64_t n_fb_sampled;    /* batches sampled a second time that way */
+    /* fb's topology reads added to the store's (store_topo_add) */
+    struct oc_topo_disk_stats fb_topo_seen;
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

@@ -123,7 +123,9 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
                          : GX_DEFAULT_SUPERBATCH;
         if (S > n_iters)
             S = n_iters;
-        ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes);
+        /* and its sampler's pool over an on-disk topology (gx_inspector_new) */
+        ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes) +
+               store_sampler_pool_bytes(store_plan_graph(cfg));
         want = est && S > UINT64_MAX / GX_BYTES_PER_ACCESS / est ? UINT64_MAX / GX_BYTES_PER_ACCESS
                                                                  : S * est;
         if (want < rows)

@@ -98,7 +98,7 @@
 /* ---- sizing ------------------------------------------------------------------ */
 
 /*
- * --samplers N, or (0) GD_AUTO_SAMPLERS_MAX over an on-disk topology (samplers
+ * --samplers N, or (0) STORE_DISK_SAMPLERS over an on-disk topology (samplers
  * wait on its reads: on 2 cores 4 samplers trained a 1M-node epoch 1.18x
  * faster than one) and else one per two online cores, 1 to GD_AUTO_SAMPLERS_MAX
  * (in RAM 1, 2 and 4 samplers were equal there); at most one per batch record
@@ -108,7 +108,7 @@ static uint32_t gd_samplers_wanted(uint32_t asked, int disk_topology, uint32_t n
 {
     uint32_t n = asked;
     if (n == 0 && disk_topology)
-        n = GD_AUTO_SAMPLERS_MAX;
+        n = STORE_DISK_SAMPLERS;
     if (n == 0) {
         long cpu = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpu >= 2 ? (uint32_t)(cpu / 2) : 1;
@@ -176,10 +176,10 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
         e * (sizeof(struct gd_extractor) + gd_io_extractor_bytes(z->cell_bytes, GD_DEPTH, r));
     /* sampler threads, each its own (+ on-disk topology reader), their epoch order and,
        with more than one, each batch slot's copy of its seeds */
-    z->fixed +=
-        z->n_samplers * (z->est_rows * GD_SAMPLER_ROW_BYTES + (cfg->graph->disk ? 2u << 20 : 0)) +
-        2 * cfg->n_train * sizeof(uint64_t) +
-        (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
+    z->fixed += z->n_samplers * (z->est_rows * GD_SAMPLER_ROW_BYTES +
+                                 (cfg->graph->disk ? STORE_DISK_SAMPLER_BYTES : 0)) +
+                2 * cfg->n_train * sizeof(uint64_t) +
+                (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
     uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
     z->min_slots = one < s->n_nodes ? one : s->n_nodes;

@@ -112,10 +112,14 @@ static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store
                 return rc;
         }
     for (uint32_t k = 0; k < o->n_store_opts; k++) {
-        uint32_t owner;
+        uint32_t owner, mine;
         const struct oc_store_opt *opt;
         if (oc_store_opt_find(o->store_opts[k].name, &owner, &opt) != OC_OK)
             return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", o->store_opts[k].name);
+        /* the chosen strategy's own declaration of the name (several may declare it) */
+        if (oc_store_strategy_find(name, &mine, NULL) == OC_OK &&
+            oc_store_opt_find_in(mine, o->store_opts[k].name, &opt) == OC_OK)
+            owner = mine;
         if (strcmp(oc_store_strategy_name(owner), name) != 0)
             return OC_ERR(err, OC_ERR_ARG, "--%s needs --strategy %s", opt->name,
                           oc_store_strategy_name(owner));

@@ -72,11 +72,6 @@ struct hyper_plan {
     uint32_t max_batches;
 };
 
-#define HYPER_MAX_BATCHES 16u /* batches per group at most (each holds a pipeline slot) */
-/* a sampled batch held in a pipeline slot, per input row: its ids, the blocks' edges and
-   offsets (about five edges per input row at fanouts like 15,10,5) */
-#define HYPER_SLOT_ROW_BYTES 48u
-
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
@@ -88,28 +83,20 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 }
 
 /*
- * --hyperbatch F: rows per group when F of the budget stages two groups (each
- * row: its id, the row, and the read stage's sort scratch); 0 without the
- * option, a budget or a training pipeline (the loader's and train's batch
- * pipeline prepares every batch it gathers). At least one batch's rows, so a
- * share too small for that is refused by the budget check. Batches per group:
- * two per batch bound of rows (a cache hit ratio up to a half fills a group),
- * at most HYPER_MAX_BATCHES.
+ * --hyperbatch F: the groups' shape and bytes for the budget (store_hyper_size;
+ * hp->cap 0 without the option, a budget or a training pipeline: the loader's
+ * and train's batch pipeline prepares every batch it gathers).
  */
-static uint64_t hyper_rows(const struct oc_store *s, const struct oc_store_config *cfg,
-                           uint64_t batch_rows, uint32_t *max_batches)
+static uint64_t hyper_plan(const struct oc_store *s, const struct oc_store_config *cfg,
+                           uint64_t batch_rows, struct hyper_plan *hp)
 {
     struct static_store_opts o;
     store_opts_read(&oc_store_static, cfg, &o);
+    hp->cap = 0;
     if (o.hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
         return 0;
-    uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
-    uint64_t cap = (uint64_t)(o.hyperbatch * (double)cfg->mem_bytes) / per_row;
-    if (cap < batch_rows)
-        cap = batch_rows;
-    uint64_t k = 2 * cap / batch_rows;
-    *max_batches = k < 2 ? 2 : k > HYPER_MAX_BATCHES ? HYPER_MAX_BATCHES : (uint32_t)k;
-    return cap;
+    return store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, &hp->cap,
+                            &hp->max_batches);
 }
 
 /*
@@ -128,12 +115,10 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
 
-    if ((hp->cap = hyper_rows(s, cfg, rows, &hp->max_batches))) {
+    uint64_t hyper = hyper_plan(s, cfg, rows, hp);
+    if (hp->cap) {
         *n_lanes = 1; /* gathers take the groups' batches in the order they were prepared */
-        /* and the sampled batches of the slots the two groups hold beyond the pipeline's own */
-        fixed = sizeof(struct static_store) + lane +
-                store_hyper_bytes(s, hp->cap, hp->max_batches) +
-                2ull * hp->max_batches * rows * HYPER_SLOT_ROW_BYTES;
+        fixed = sizeof(struct static_store) + lane + hyper;
     }
 
     if (cfg->mem_bytes == 0) {

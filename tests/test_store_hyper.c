@@ -1,5 +1,5 @@
 /*
- * test_store_hyper.c — hyperbatches at the store (static and ginex
+ * test_store_hyper.c — hyperbatches at the store (static, ginex and helios
  * --hyperbatch, store/hyper.c) through the batch pipeline: every gathered
  * row equals the file's, and with the same cached rows as a plain store of
  * the same strategy the groups' block passes read the same misses in fewer
@@ -14,6 +14,7 @@
 
 #include "offcore/pipeline.h"
 #include "store/ginex/ginex_int.h"
+#include "store/helios/helios_int.h"
 #include "store/static/static_int.h"
 #include "store_fixture.h"
 
@@ -22,6 +23,16 @@ struct run {
 };
 
 #define GX_S 16u /* ginex's superbatch in these tests */
+
+/* helios's --hyperbatch (static declares the name first). */
+static const struct oc_store_opt *helios_hyperbatch(void)
+{
+    uint32_t i = 0;
+    const struct oc_store_opt *opt = NULL;
+    OC_CHECK_OK(oc_store_strategy_find("helios", &i, NULL), NULL);
+    OC_CHECK(oc_store_opt_find_in(i, "hyperbatch", &opt) == OC_OK);
+    return opt;
+}
 
 /* A config of `strategy` over fx's two epochs with budget mem and hyperbatch share (0: none). */
 static struct oc_store_config hyper_config(const struct fixture *fx, const char *strategy,
@@ -35,6 +46,10 @@ static struct oc_store_config hyper_config(const struct fixture *fx, const char 
         fixture_opt(&c, "superbatch", GX_S); /* first: the config holds ginex's options */
         if (share > 0)
             fixture_opt(&c, "hyperbatch", share);
+    } else if (strcmp(strategy, "helios") == 0) {
+        c.n_epochs = 2;
+        if (share > 0)
+            OC_CHECK_OK(oc_store_opt_apply(helios_hyperbatch(), share, &c, NULL), NULL);
     } else {
         fixture_opt(&c, "hyperbatch", share);
     }
@@ -63,8 +78,13 @@ static int run_store(const struct fixture *fx, const char *strategy, uint64_t me
         oc_pipeline_free(p);
         return rc;
     }
-    r->n_cached =
-        strcmp(strategy, "ginex") == 0 ? oc_store_ginex_capacity(s) : oc_store_static_n_cached(s);
+    uint64_t stage_rows = 0;
+    if (strcmp(strategy, "ginex") == 0)
+        r->n_cached = oc_store_ginex_capacity(s);
+    else if (strcmp(strategy, "helios") == 0)
+        oc_store_helios_sizes(s, &r->n_cached, &stage_rows);
+    else
+        r->n_cached = oc_store_static_n_cached(s);
     if (!count_only) {
         struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
         pc.pipeline = p;
@@ -195,6 +215,78 @@ OC_TEST(ginex_same_cache_fewer_requests_f32)
 OC_TEST(ginex_same_cache_fewer_requests_f16)
 {
     ginex_fewer_requests(OC_DTYPE_F16);
+}
+
+/*
+ * helios with hyperbatches (no per-hop reads) against plain helios caching no
+ * more rows: the file's rows, fewer requests.
+ */
+static void helios_fewer_requests(enum oc_dtype dtype)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 40000, 100, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t feat = fx.n_nodes * fx.row_bytes;
+    uint64_t mem = feat / 2 + 4 * fixture_fixed_bytes(&fx); /* plain helios: not all cached */
+    struct run h, q;
+    struct oc_err err;
+    /* a share that leaves the cache a part of the rows: f16 rows are half the bytes */
+    double share = dtype == OC_DTYPE_F16 ? 0.2 : 0.3;
+    OC_CHECK_OK(run_store(&fx, "helios", mem, share, 0, &h, &err), &err);
+    /* the largest plain budget that caches no more rows than the hyperbatch store */
+    uint64_t lo = 0, hi = mem;
+    while (lo + 1 < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        struct run c;
+        if (run_store(&fx, "helios", mid, 0, 1, &c, NULL) == OC_OK && c.n_cached <= h.n_cached)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    OC_CHECK_OK(run_store(&fx, "helios", lo, 0, 0, &q, NULL), NULL);
+    fprintf(stderr,
+            "  helios %s: %llu rows cached (plain %llu); hyperbatches %llu reads, %llu bytes; "
+            "plain %llu reads, %llu bytes\n",
+            dtype == OC_DTYPE_F16 ? "f16" : "f32", (unsigned long long)h.n_cached,
+            (unsigned long long)q.n_cached, (unsigned long long)h.n_reads,
+            (unsigned long long)h.read_bytes, (unsigned long long)q.n_reads,
+            (unsigned long long)q.read_bytes);
+    OC_CHECK(h.bad == 0 && q.bad == 0);
+    OC_CHECK(h.rows > 0 && h.rows == q.rows);
+    OC_CHECK(q.n_cached <= h.n_cached && h.n_cached > 0);
+    OC_CHECK(h.n_reads > 0 && h.n_reads < q.n_reads);
+    fixture_free(&fx);
+}
+
+OC_TEST(helios_fewer_requests_f32)
+{
+    helios_fewer_requests(OC_DTYPE_F32);
+}
+
+OC_TEST(helios_fewer_requests_f16)
+{
+    helios_fewer_requests(OC_DTYPE_F16);
+}
+
+/* A budget helios opens with but whose hyperbatch groups at 0.9 of it do not fit. */
+OC_TEST(helios_refuses_groups_that_do_not_fit)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 40000, 100, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct run r;
+    uint64_t mem = 3 * fixture_fixed_bytes(&fx);
+    OC_CHECK_OK(run_store(&fx, "helios", mem, 0, 1, &r, NULL), NULL);
+    OC_CHECK_ERR(run_store(&fx, "helios", mem, 0.9, 1, &r, &err), OC_ERR_BUDGET, &err,
+                 "two hyperbatch groups");
+    OC_CHECK_ERR(oc_store_opt_apply(helios_hyperbatch(), 1.0, NULL, &err), OC_ERR_ARG, &err,
+                 "--hyperbatch must be a number from 0 to 0.9");
+    fixture_free(&fx);
 }
 
 /* A share out of range; a budget that holds ginex but not its two groups besides. */

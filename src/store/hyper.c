@@ -269,6 +269,35 @@ int store_hyper_end(struct store_hyper *h, struct oc_err *err)
     return OC_OK;
 }
 
+/* Whether a prepared batch's input id joins the group: a cache miss (under the read side). */
+static int prepared_miss(const struct oc_store *s, const struct store_cache *c, uint64_t id)
+{
+    return id < s->n_nodes && store_cache_lookup(c, id) == STORE_NO_SLOT;
+}
+
+int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                        uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+                        struct oc_err *err)
+{
+    int staged, rc;
+    uint64_t misses = 0;
+    /* counted first, then appended, each pass under the read side, but not begin, which
+       may wait for a free group: a give-back in between only turns hits into misses,
+       which the group drops past its room and the gather reads itself */
+    store_yield_read_lock(y);
+    for (uint64_t i = 0; i < b->n_input; i++)
+        misses += prepared_miss(s, y->cache, b->input_ids[i]);
+    store_yield_read_unlock(y);
+    if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
+        return rc;
+    store_yield_read_lock(y);
+    for (uint64_t i = 0; staged && i < b->n_input; i++)
+        if (prepared_miss(s, y->cache, b->input_ids[i]))
+            store_hyper_add(h, store_row_of(s, b->input_ids[i]));
+    store_yield_read_unlock(y);
+    return store_hyper_end(h, err);
+}
+
 /* ---- gather's side -------------------------------------------------------- */
 
 int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, struct oc_err *err)

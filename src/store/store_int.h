@@ -558,6 +558,11 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
                       int *staged, struct oc_err *err);
 void store_hyper_add(struct store_hyper *h, uint64_t row);
 int store_hyper_end(struct store_hyper *h, struct oc_err *err);
+/* begin, add and end for a sampled batch whose misses are those of a store_cache behind
+   yield y (static, helios): ids not cached, looked up under y's read side. */
+int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                        uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+                        struct oc_err *err);
 /* Closes the group being filled, if any, so that its read starts (prepare's side: when the
    next batches will not be prepared until earlier ones are gathered, as at the end of a
    ginex superbatch). */

@@ -238,36 +238,12 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     return rc;
 }
 
-/* Whether a prepared batch's input id joins the hyperbatch: a cache miss (under the read side). */
-static int prepared_miss(const struct oc_store *s, const struct static_store *c, uint64_t id)
-{
-    return id < s->n_nodes && store_cache_lookup(&c->cache, id) == NO_SLOT;
-}
-
 /* The batch pipeline shows each batch as it is sampled: its misses join a hyperbatch. */
 static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
                           const struct oc_sample_batch *b, struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    int staged, rc;
-    if (!c->hyper)
-        return OC_OK;
-    uint64_t misses = 0;
-    /* counted first, then appended, each pass under the read side, but not begin, which
-       may wait for a free group: a give-back in between only turns hits into misses,
-       which the group drops past its room and the gather reads itself */
-    store_yield_read_lock(&c->yield);
-    for (uint64_t i = 0; i < b->n_input; i++)
-        misses += prepared_miss(s, c, b->input_ids[i]);
-    store_yield_read_unlock(&c->yield);
-    if ((rc = store_hyper_begin(c->hyper, epoch, batch, misses, &staged, err)))
-        return rc;
-    store_yield_read_lock(&c->yield);
-    for (uint64_t i = 0; staged && i < b->n_input; i++)
-        if (prepared_miss(s, c, b->input_ids[i]))
-            store_hyper_add(c->hyper, store_row_of(s, b->input_ids[i]));
-    store_yield_read_unlock(&c->yield);
-    return store_hyper_end(c->hyper, err);
+    return c->hyper ? store_hyper_prepare(s, c->hyper, &c->yield, epoch, batch, b, err) : OC_OK;
 }
 
 /* A plan batch through its hyperbatch group (with one); anything else through the cache. */

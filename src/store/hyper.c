@@ -21,9 +21,12 @@
  * is checked.
  *
  * Place in the data flow: store, below the strategies that stage misses
- * (static, whose batch pipeline shows it each sampled batch; ginex, whose
- * loader knows each coming batch's planned misses); on store_disk (rows.c)
- * and the store's pipeline (store_stages).
+ * (static and helios, whose batch pipeline shows them each sampled batch;
+ * ginex, whose loader knows each coming batch's planned misses); on
+ * store_disk (rows.c) and the store's pipeline (store_stages). The gather
+ * side is one thread taking batches in prepared order: a strategy whose
+ * batches are consumed by several threads or out of order (gnndrive's
+ * extractors, --reorder) does not fit it as it is.
  * Thread-safety: prepare's side (cur, count) belongs to the sampling (or
  * loading) thread, the gather side (taken, src) to the fetching thread, a group to
  * whichever side popped it last (the queues order the hand-overs); the

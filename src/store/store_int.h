@@ -520,7 +520,8 @@ int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows,
 
 /*
  * The misses of the next batches, grouped (at most max_batches, at most cap
- * rows) as the batch pipeline prepares them, read by a stage of the store's
+ * rows) as the batch pipeline prepares them (static, helios) or the
+ * strategy loads them (ginex), read by a stage of the store's
  * pipeline in one block pass per group, and served to those batches'
  * gathers (AGNES's hyperbatches). Two groups: one read while the other is
  * gathered. Prepare and gather must see the batches in the same order.

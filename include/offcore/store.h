@@ -307,8 +307,14 @@ const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k
 uint32_t oc_store_strategy_n_opts(uint32_t strategy);
 /* Option k of a strategy's table (NULL past the end). */
 const struct oc_store_opt *oc_store_strategy_opt(uint32_t strategy, uint32_t k);
-/* The strategy declaring option `name`, and the option; OC_ERR_NOTFOUND if none does. */
+/*
+ * The first strategy (registration order) declaring option `name`, and the
+ * option; OC_ERR_NOTFOUND if none does. A name may be declared by several
+ * strategies (--hyperbatch: static and ginex), each in its own table.
+ */
 int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_store_opt **opt);
+/* Option `name` of the given strategy's table; OC_ERR_NOTFOUND if it has none such. */
+int oc_store_opt_find_in(uint32_t strategy, const char *name, const struct oc_store_opt **opt);
 /*
  * Checks value against opt (whole number, finite, >= min (and <= max), a
  * valid choice index) and sets it in cfg->opts at opt's place in its table;
@@ -318,7 +324,8 @@ int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_stor
  */
 int oc_store_opt_apply(const struct oc_store_opt *opt, double value, struct oc_store_config *cfg,
                        struct oc_err *err);
-/* oc_store_opt_find and oc_store_opt_apply: OC_ERR_ARG when no strategy has --<name>. */
+/* oc_store_opt_find (in the strategy whose options cfg holds already, if any) and
+   oc_store_opt_apply: OC_ERR_ARG when no strategy has --<name>. */
 int oc_store_opt_set(struct oc_store_config *cfg, const char *name, double value,
                      struct oc_err *err);
 
@@ -391,7 +398,10 @@ struct oc_store_caps {
        (gnndrive: its batch records; a further one waits until one is gathered): the
        batch pipeline keeps exactly this many sampled batches in flight (row buffers stay
        at its depth + 1, or oc_store_row_buffers), so the strategy's reads run that far
-       ahead and any batch oc_store_next_batch returns is among them. 0: none */
+       ahead and any batch oc_store_next_batch returns is among them; a strategy that
+       samples its own batches (caps batches) and has a lookahead (ginex --hyperbatch) has
+       them loaded by the sample stage, that far ahead, instead of by the fetch stage.
+       0: none */
     uint32_t lookahead;
     /* sampler threads the strategy wants feeding it (gnndrive --samplers, as GNNDrive's
        pool of samplers): the batch pipeline samples that many batches at once, each

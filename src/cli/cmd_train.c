@@ -157,7 +157,9 @@ struct strategy_opt_value {
 
 /*
  * Appends every strategy's own options to opts (at most max), their help
- * prefixed with the strategy's name; returns how many.
+ * prefixed with the strategy's name; returns how many. A name several
+ * strategies declare (of one type: --hyperbatch) is one option, its help
+ * prefixed with all their names (train applies it to the chosen one's table).
  */
 static size_t add_strategy_opts(struct cli_opt *opts, struct strategy_opt_value *values,
                                 char (*helps)[320], size_t max)
@@ -170,8 +172,20 @@ static size_t add_strategy_opts(struct cli_opt *opts, struct strategy_opt_value 
     };
     size_t n = 0;
     for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
-        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i) && n < max; k++, n++) {
+        for (uint32_t k = 0; k < oc_store_strategy_n_opts(i) && n < max; k++) {
             const struct oc_store_opt *so = oc_store_strategy_opt(i, k);
+            size_t j = 0;
+            while (j < n && strcmp(opts[j].name, so->name) != 0)
+                j++;
+            if (j < n) { /* declared by an earlier strategy too: "static, ginex: ..." */
+                char *colon = strchr(helps[j], ':');
+                size_t head = colon ? (size_t)(colon - helps[j]) : 0;
+                char rest[320];
+                snprintf(rest, sizeof(rest), "%s", helps[j] + head);
+                snprintf(helps[j] + head, sizeof(helps[j]) - head, ", %s%s",
+                         oc_store_strategy_name(i), rest);
+                continue;
+            }
             struct strategy_opt_value *v = &values[n];
             memset(v, 0, sizeof(*v));
             v->opt = so;
@@ -179,6 +193,7 @@ static size_t add_strategy_opts(struct cli_opt *opts, struct strategy_opt_value 
             snprintf(helps[n], sizeof(helps[n]), "%s: %s", oc_store_strategy_name(i), so->help);
             opts[n] = (struct cli_opt){so->name,    types[so->type], targets[so->type],
                                        so->metavar, helps[n],        so->choices};
+            n++;
         }
     return n;
 }

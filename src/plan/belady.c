@@ -164,6 +164,7 @@ void pl_plan_init(struct pl_plan *p)
 {
     memset(p, 0, sizeof(*p));
     pl_spill_init(&p->chg, sizeof(struct pl_change), "plan belady: changesets");
+    pl_spill_init(&p->miss, 1, "plan belady: miss bitmaps");
 }
 
 void pl_plan_deinit(struct pl_plan *p)
@@ -172,14 +173,26 @@ void pl_plan_deinit(struct pl_plan *p)
     oc_free(p->warm_slot);
     oc_free(p->chg_off);
     oc_free(p->cnt);
+    oc_free(p->miss_off);
     pl_spill_deinit(&p->chg);
+    pl_spill_deinit(&p->miss);
     pl_plan_init(p);
 }
 
 uint64_t pl_plan_held_bytes(const struct pl_plan *p)
 {
-    return p->cap_iters * (sizeof(uint64_t) + sizeof(struct pl_counts)) +
-           p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) + pl_spill_held_bytes(&p->chg);
+    return p->cap_iters * (sizeof(uint64_t) * (p->miss_off ? 2 : 1) + sizeof(struct pl_counts)) +
+           p->cap_warm * (sizeof(uint64_t) + sizeof(uint32_t)) + pl_spill_held_bytes(&p->chg) +
+           pl_spill_held_bytes(&p->miss);
+}
+
+int pl_plan_misses(struct pl_plan *p, uint64_t it, uint8_t *out, struct oc_err *err)
+{
+    if (!p->with_miss || !p->miss_off || it >= p->n_iters)
+        return OC_ERR(err, OC_ERR_INTERNAL, "plan belady: no miss bitmap of iteration %llu",
+                      (unsigned long long)it);
+    uint64_t b0 = p->miss_off[it], b1 = p->miss_off[it + 1];
+    return pl_spill_get(&p->miss, b0, b1 - b0, out, err);
 }
 
 int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint64_t *n,
@@ -193,12 +206,14 @@ int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint6
 static int plan_reserve_iters(struct pl_plan *p, uint64_t n_iters, struct oc_err *err)
 {
     static const char what[] = "plan belady: plan";
-    if (n_iters + 1 <= p->cap_iters)
+    if (n_iters + 1 <= p->cap_iters && (!p->with_miss || p->miss_off))
         return OC_OK;
-    uint64_t c = n_iters + 1;
+    uint64_t c = n_iters + 1 > p->cap_iters ? n_iters + 1 : p->cap_iters;
     int rc = grow((void **)&p->chg_off, c, sizeof(uint64_t), what, err);
     if (rc == OC_OK)
         rc = grow((void **)&p->cnt, c, sizeof(struct pl_counts), what, err);
+    if (rc == OC_OK && p->with_miss)
+        rc = grow((void **)&p->miss_off, c, sizeof(uint64_t), what, err);
     if (rc == OC_OK)
         p->cap_iters = c;
     return rc;
@@ -442,6 +457,27 @@ static uint32_t entry_new(struct build *b, uint64_t id, uint32_t key, uint8_t st
     return e;
 }
 
+/* Iteration i's miss bitmap (ent[j] == PL_NONE: access j misses) appended to out->miss. */
+static int append_misses(struct pl_plan *out, uint64_t i, const uint32_t *ent, uint64_t n,
+                         struct oc_err *err)
+{
+    uint8_t buf[256];
+    uint64_t k = 0;
+    int rc = OC_OK;
+    for (uint64_t j0 = 0; j0 < n && rc == OC_OK; j0 += 8) {
+        uint8_t byte = 0;
+        for (uint64_t j = j0; j < j0 + 8 && j < n; j++)
+            byte |= (uint8_t)((ent[j] == PL_NONE) << (j - j0));
+        buf[k++] = byte;
+        if (k == sizeof(buf) || j0 + 8 >= n) {
+            rc = pl_spill_append(&out->miss, buf, k, err);
+            k = 0;
+        }
+    }
+    out->miss_off[i + 1] = out->miss_off[i] + (n + 7) / 8;
+    return rc;
+}
+
 int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out, struct oc_err *err)
 {
     const uint64_t S = t->n_iters, C = p->cap;
@@ -450,6 +486,7 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
 
     out->n_warm = out->max_chg = 0;
     pl_spill_clear(&out->chg);
+    pl_spill_clear(&out->miss);
     if (out->n_iters != S)
         return OC_ERR(err, OC_ERR_INTERNAL, "plan belady: plan of %llu batches for a trace of %llu",
                       (unsigned long long)out->n_iters, (unsigned long long)S);
@@ -457,6 +494,8 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
         (rc = backward(p, t, err)))
         return rc;
     out->chg_off[0] = 0;
+    if (out->with_miss)
+        out->miss_off[0] = 0;
 
     struct build b = {p, S, 0};
     uint32_t *link = p->link;
@@ -520,6 +559,8 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
             if (e != PL_NONE)
                 p->key[e] = nxt[j];
         }
+        if (out->with_miss && (rc = append_misses(out, i, ent, n, err)))
+            return rc;
         for (uint32_t e = hits, ne; e != PL_NONE; e = ne) {
             ne = link[e];
             bucket_push(&b, e);
@@ -571,5 +612,7 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
             out->max_chg = n_chg;
     }
     p->n_used = n_occ;
+    if (out->with_miss && (rc = pl_spill_flush(&out->miss, err)))
+        return rc;
     return pl_spill_flush(&out->chg, err);
 }

@@ -185,6 +185,15 @@ struct pl_plan {
     struct pl_counts *cnt; /* n_iters */
     uint64_t max_chg;      /* most changes of one iteration */
     uint64_t cap_iters, cap_warm;
+    /*
+     * With with_miss set (before a build): per iteration a bitmap of which of
+     * its accesses miss (bit j % 8 of byte j / 8, in trace order), bytes
+     * [miss_off[i], miss_off[i+1]) of the miss spill (ginex --hyperbatch
+     * stages those rows ahead of the gather).
+     */
+    int with_miss;
+    uint64_t *miss_off; /* n_iters + 1 (cap_iters) */
+    struct pl_spill miss;
 };
 
 void pl_plan_init(struct pl_plan *p);
@@ -193,6 +202,9 @@ uint64_t pl_plan_held_bytes(const struct pl_plan *p);
 /* The changes of iteration it into out (room for max_chg), their count in *n. */
 int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint64_t *n,
                     struct oc_err *err);
+/* Iteration it's miss bitmap (a plan built with with_miss) into out, room for (n_acc + 7) / 8
+   bytes of it. */
+int pl_plan_misses(struct pl_plan *p, uint64_t it, uint8_t *out, struct oc_err *err);
 
 /*
  * The planner: the cache contents as the plans leave them (slot -> id),

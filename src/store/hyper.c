@@ -21,9 +21,14 @@
  * is checked.
  *
  * Place in the data flow: store, below the strategies that stage misses
- * (static); on store_disk (rows.c) and the store's pipeline (store_stages).
- * Thread-safety: prepare's side (cur, count) belongs to the sampling
- * thread, the gather side (taken, src) to the fetching thread, a group to
+ * (static and helios, whose batch pipeline shows them each sampled batch;
+ * ginex, whose loader knows each coming batch's planned misses); on
+ * store_disk (rows.c) and the store's pipeline (store_stages). The gather
+ * side is one thread taking batches in prepared order: a strategy whose
+ * batches are consumed by several threads or out of order (gnndrive's
+ * extractors, --reorder) does not fit it as it is.
+ * Thread-safety: prepare's side (cur, count) belongs to the sampling (or
+ * loading) thread, the gather side (taken, src) to the fetching thread, a group to
  * whichever side popped it last (the queues order the hand-overs); the
  * read counters are atomics. Errors in the read stage fail the pipeline,
  * whose queues close, so both sides see them at their next pop.
@@ -86,6 +91,30 @@ uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_
 {
     return groups_bytes(s, cap, max_batches) + STORE_DISK_BOUNCE_BYTES +
            run_rows(cap) * STORE_ROW_SCRATCH_BYTES;
+}
+
+/*
+ * Rows per group when the share of mem_bytes stages two groups (each row: its
+ * id, the row, and the read stage's sort scratch), at least one batch's rows
+ * (a share too small for that is refused by the strategy's budget check).
+ * Batches per group: two per batch bound of rows (a hit ratio up to a half
+ * fills a group), at most STORE_HYPER_MAX_BATCHES.
+ */
+uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_bytes,
+                          uint64_t batch_rows, uint64_t *cap, uint32_t *max_batches)
+{
+    uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
+    uint64_t c = (uint64_t)(share * (double)mem_bytes) / per_row;
+    if (batch_rows == 0)
+        batch_rows = 1;
+    if (c < batch_rows)
+        c = batch_rows;
+    uint64_t k = 2 * c / batch_rows;
+    *max_batches = k < 2 ? 2 : k > STORE_HYPER_MAX_BATCHES ? STORE_HYPER_MAX_BATCHES : (uint32_t)k;
+    *cap = c;
+    /* and the sampled batches the pipeline slots the two groups hold beyond its own */
+    return store_hyper_bytes(s, c, *max_batches) +
+           2ull * *max_batches * batch_rows * STORE_HYPER_SLOT_ROW_BYTES;
 }
 
 /* ---- the read stage ------------------------------------------------------- */
@@ -229,6 +258,11 @@ void store_hyper_add(struct store_hyper *h, uint64_t row)
         h->cur->rows[h->cur->n_rows++] = row;
 }
 
+int store_hyper_flush(struct store_hyper *h, struct oc_err *err)
+{
+    return h->cur ? close_group(h, err) : OC_OK;
+}
+
 int store_hyper_end(struct store_hyper *h, struct oc_err *err)
 {
     uint64_t per_epoch = h->s->n_plan_batches;
@@ -236,6 +270,35 @@ int store_hyper_end(struct store_hyper *h, struct oc_err *err)
     if (h->cur->n_batches == h->max_batches || (per_epoch && h->count % per_epoch == 0))
         return close_group(h, err);
     return OC_OK;
+}
+
+/* Whether a prepared batch's input id joins the group: a cache miss (under the read side). */
+static int prepared_miss(const struct oc_store *s, const struct store_cache *c, uint64_t id)
+{
+    return id < s->n_nodes && store_cache_lookup(c, id) == STORE_NO_SLOT;
+}
+
+int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                        uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+                        struct oc_err *err)
+{
+    int staged, rc;
+    uint64_t misses = 0;
+    /* counted first, then appended, each pass under the read side, but not begin, which
+       may wait for a free group: a give-back in between only turns hits into misses,
+       which the group drops past its room and the gather reads itself */
+    store_yield_read_lock(y);
+    for (uint64_t i = 0; i < b->n_input; i++)
+        misses += prepared_miss(s, y->cache, b->input_ids[i]);
+    store_yield_read_unlock(y);
+    if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
+        return rc;
+    store_yield_read_lock(y);
+    for (uint64_t i = 0; staged && i < b->n_input; i++)
+        if (prepared_miss(s, y->cache, b->input_ids[i]))
+            store_hyper_add(h, store_row_of(s, b->input_ids[i]));
+    store_yield_read_unlock(y);
+    return store_hyper_end(h, err);
 }
 
 /* ---- gather's side -------------------------------------------------------- */
@@ -259,9 +322,10 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, stru
     return OC_OK;
 }
 
-static const void *hyper_row(const struct store_hyper *h, uint64_t row)
+const void *store_hyper_row(const struct store_hyper *h, uint64_t row)
 {
     const struct hyper_group *g = h->taken;
+    OC_ASSERT(g);
     uint64_t k = oc_lower_bound_u64(g->rows, 0, g->n_rows, row);
     return k < g->n_rows && g->rows[k] == row ? g->data + k * h->s->row_bytes : NULL;
 }
@@ -325,7 +389,7 @@ int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_y
         if (slot != STORE_NO_SLOT) {
             src[i] = c->rows + (uint64_t)slot * s->row_bytes;
             hits++;
-        } else if (!(src[i] = hyper_row(h, store_row_of(s, ids[i])))) {
+        } else if (!(src[i] = store_hyper_row(h, store_row_of(s, ids[i])))) {
             rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err); /* not staged */
             direct++;
         }

@@ -126,6 +126,16 @@ int oc_store_opt_find(const char *name, uint32_t *strategy, const struct oc_stor
     return OC_ERR_NOTFOUND;
 }
 
+int oc_store_opt_find_in(uint32_t strategy, const char *name, const struct oc_store_opt **opt)
+{
+    for (uint32_t k = 0; name && strategy < N_STRATEGIES && k < strategies[strategy]->n_opts; k++)
+        if (strcmp(name, strategies[strategy]->opts[k].name) == 0) {
+            *opt = &strategies[strategy]->opts[k];
+            return OC_OK;
+        }
+    return OC_ERR_NOTFOUND;
+}
+
 /* Where opt sits in the registry: its strategy's index and its place in that table. */
 static int opt_place(const struct oc_store_opt *opt, uint32_t *strategy, uint32_t *k)
 {
@@ -204,6 +214,9 @@ int oc_store_opt_set(struct oc_store_config *cfg, const char *name, double value
 {
     uint32_t strategy;
     const struct oc_store_opt *opt;
+    if (cfg && cfg->opts.strategy &&
+        oc_store_opt_find_in(cfg->opts.strategy - 1, name, &opt) == OC_OK)
+        return oc_store_opt_apply(opt, value, cfg, err);
     if (oc_store_opt_find(name, &strategy, &opt) != OC_OK)
         return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", name ? name : "(null)");
     return oc_store_opt_apply(opt, value, cfg, err);

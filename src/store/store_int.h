@@ -564,7 +564,8 @@ int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows,
 
 /*
  * The misses of the next batches, grouped (at most max_batches, at most cap
- * rows) as the batch pipeline prepares them, read by a stage of the store's
+ * rows) as the batch pipeline prepares them (static, helios) or the
+ * strategy loads them (ginex), read by a stage of the store's
  * pipeline in one block pass per group, and served to those batches'
  * gathers (AGNES's hyperbatches). Two groups: one read while the other is
  * gathered. Prepare and gather must see the batches in the same order.
@@ -572,6 +573,18 @@ int oc_store_ginex_cache_rows(const struct oc_store_config *cfg, uint64_t *rows,
 struct store_hyper;
 /* Bytes a hyperbatch of cap rows per group and max_batches batches holds, for budgets. */
 uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches);
+#define STORE_HYPER_MAX_BATCHES 16u /* batches per group at most (each holds a pipeline slot) */
+/* a sampled batch held in a pipeline slot, per input row: its ids, the blocks' edges and
+   offsets (about five edges per input row at fanouts like 15,10,5) */
+#define STORE_HYPER_SLOT_ROW_BYTES 48u
+/*
+ * --hyperbatch F (share) of a budget of mem_bytes for batches of at most
+ * batch_rows input rows: rows per group (*cap, at least batch_rows) and
+ * batches per group; returns the bytes to take off the budget for them (the
+ * groups, their reader, and the sampled batches of the pipeline slots they hold).
+ */
+uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_bytes,
+                          uint64_t batch_rows, uint64_t *cap, uint32_t *max_batches);
 /* Opens the groups, the reader and the read stage (on store_stages). *out is set even on
    failure (free it with store_hyper_free after the stages are joined). */
 int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
@@ -590,6 +603,15 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
                       int *staged, struct oc_err *err);
 void store_hyper_add(struct store_hyper *h, uint64_t row);
 int store_hyper_end(struct store_hyper *h, struct oc_err *err);
+/* begin, add and end for a sampled batch whose misses are those of a store_cache behind
+   yield y (static, helios): ids not cached, looked up under y's read side. */
+int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                        uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+                        struct oc_err *err);
+/* Closes the group being filled, if any, so that its read starts (prepare's side: when the
+   next batches will not be prepared until earlier ones are gathered, as at the end of a
+   ginex superbatch). */
+int store_hyper_flush(struct store_hyper *h, struct oc_err *err);
 /*
  * Gather's side (one thread, the same order): take the batch's group
  * (waiting for its read; OC_ERR_INTERNAL out of order), gather its rows
@@ -600,6 +622,10 @@ int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_y
                        struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
                        struct oc_err *err);
 int store_hyper_done(struct store_hyper *h, struct oc_err *err);
+/* Between take and done: the row of features.npy (store_row_of applied) as stored in the
+   taken group, or NULL if the group does not hold it (for a strategy with its own cache
+   lookup; store_hyper_gather is this with store_cache's). */
+const void *store_hyper_row(const struct store_hyper *h, uint64_t row);
 /* Adds the group reads (read_bytes, n_reads) and the held bytes to out. */
 void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out);
 

@@ -37,8 +37,11 @@
  * the sampler's pruning hook, oc_store_hop with a mask, which sub-trees are
  * not sampled, and fills the batch's `hist` for the trainer);
  * for a strategy that samples itself (diskgnn's offline
- * windows) the fetch stage takes the batch from the store instead
- * (oc_store_load_batch), so there too each batch is sampled once. The fetch
+ * windows, ginex's superbatches) the fetch stage takes the batch from the
+ * store instead (oc_store_load_batch), or, when that store has a lookahead
+ * (ginex --hyperbatch: it stages each loaded batch's misses), the sample
+ * stage does, as far ahead as its slots go; so there too each batch is
+ * sampled once. The fetch
  * stage gathers slots in the order they come, except for a strategy that
  * reorders (gnndrive --reorder), for which it asks oc_store_next_batch which
  * batch to serve next among those sampled (pending).
@@ -102,6 +105,7 @@ struct oc_batch_pipe {
     struct oc_sample_opts so;
     uint64_t feat_dim, n_batches;
     int has_batches, reorder;
+    int load_ahead; /* has_batches and a lookahead: the sample stage loads them */
     struct oc_pipeline *p;
     int own_p; /* p made here (else the caller's, freed by the caller first) */
     struct oc_queue *epoch_q, *free_q, *fetch_q, *ready_q, *gate_q, *rows_q;
@@ -219,6 +223,10 @@ static int sample_epoch(void *ctx, struct oc_stage *st, void *item, struct oc_er
             /* counted before the hand-over, so the trainer sees them with the batch */
             atomic_fetch_add(&bp->sample_ns, (uint64_t)((oc_now_s() - t0) * 1e9));
             atomic_fetch_add(&bp->n_sampled, 1);
+        } else if (bp->load_ahead) {
+            if ((rc = oc_store_load_batch(bp->cfg.store, e, b, &pb->batch, err)))
+                goto fail;
+            atomic_fetch_add(&bp->n_sampled, 1);
         }
         if ((rc = oc_stage_push(st, bp->fetch_q, pb)))
             return rc;
@@ -325,7 +333,7 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
         return rc;
     struct bp_rows *r = got;
     pb->rows = r; /* from here on returned with the slot, even if the gather fails */
-    if (bp->has_batches) {
+    if (bp->has_batches && !bp->load_ahead) {
         if ((rc = oc_store_load_batch(bp->cfg.store, pb->epoch, pb->index, &pb->batch, err)))
             return rc;
         atomic_fetch_add(&bp->n_sampled, 1);
@@ -496,6 +504,7 @@ int oc_batch_pipe_new(const struct oc_batch_pipe_config *cfg, struct oc_batch_pi
     bp->cfg.sample = &bp->so;
     bp->feat_dim = oc_store_feat_dim(cfg->store);
     bp->has_batches = caps->batches;
+    bp->load_ahead = caps->batches && caps->lookahead;
     bp->reorder = caps->reorders;
     bp->n_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     /*

@@ -95,6 +95,29 @@ double oc_train_opts_get(const struct oc_train_opts *o, const char *name, double
     return dflt;
 }
 
+/* OC_ERR_ARG: "--NAME needs --strategy A, B or C", every strategy declaring NAME. */
+static int owners_error(const char *opt_name, struct oc_err *err)
+{
+    const char *names[16];
+    uint32_t n = 0;
+    const struct oc_store_opt *opt;
+    for (uint32_t i = 0; i < oc_store_n_strategies() && n < 16; i++)
+        if (oc_store_opt_find_in(i, opt_name, &opt) == OC_OK)
+            names[n++] = oc_store_strategy_name(i);
+    char list[256];
+    size_t len = 0;
+    list[0] = '\0';
+    for (uint32_t k = 0; k < n && len < sizeof(list); k++) {
+        int w = snprintf(list + len, sizeof(list) - len, "%s%s",
+                         k == 0       ? ""
+                         : k + 1 == n ? " or "
+                                      : ", ",
+                         names[k]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return OC_ERR(err, OC_ERR_ARG, "--%s needs --strategy %s", opt_name, list);
+}
+
 /*
  * Each strategy option given belongs to the chosen strategy and has a valid
  * value; with cfg, the values are stored into it.
@@ -112,13 +135,16 @@ static int train_store_opts_apply(const struct oc_train_opts *o, struct oc_store
                 return rc;
         }
     for (uint32_t k = 0; k < o->n_store_opts; k++) {
-        uint32_t owner;
+        uint32_t owner, mine;
         const struct oc_store_opt *opt;
         if (oc_store_opt_find(o->store_opts[k].name, &owner, &opt) != OC_OK)
             return OC_ERR(err, OC_ERR_ARG, "no strategy has an option --%s", o->store_opts[k].name);
+        /* the chosen strategy's own declaration of the name (several may declare it) */
+        if (oc_store_strategy_find(name, &mine, NULL) == OC_OK &&
+            oc_store_opt_find_in(mine, o->store_opts[k].name, &opt) == OC_OK)
+            owner = mine;
         if (strcmp(oc_store_strategy_name(owner), name) != 0)
-            return OC_ERR(err, OC_ERR_ARG, "--%s needs --strategy %s", opt->name,
-                          oc_store_strategy_name(owner));
+            return owners_error(opt->name, err);
         int rc = oc_store_opt_apply(opt, o->store_opts[k].value, cfg, err);
         if (rc)
             return rc;

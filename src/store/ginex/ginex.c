@@ -18,9 +18,10 @@
  * (oc_store_gather_batch_lane) ──► executor, following plan k while the
  * inspector makes plan k+1; oc_store_gather (evaluation) reads through the
  * cache without changing it.
- * Thread-safety: the loader runs on one thread (the fetch stage), up to the
- * lanes' batches ahead of the executor, with a plan cursor of its own
- * (t_load); plans it or the executor take from the inspector are handed
+ * Thread-safety: the loader runs on one thread (the fetch stage, up to the
+ * lanes' batches ahead of the executor; with --hyperbatch the sample stage,
+ * up to the two groups' batches ahead), with a plan cursor of its own
+ * (t_load) and the prepare side of the hyperbatch; plans it or the executor take from the inspector are handed
  * over under g->mu (cur, nxt); the executor's turns: ginex_exec.c.
  * Ownership: cache rows, slot ids, map, lanes, the static bitmap and the
  * inspector are the store's.
@@ -33,6 +34,15 @@
  *   empty slots) are read into their slots. At open the executor waits for
  *   plan 0 and reads its warm-up rows (not counted in the stats, as `static`
  *   does not count filling its cache).
+ *
+ * Hyperbatches (--hyperbatch F, store/hyper.c): the loader stages each loaded
+ * batch's misses as its plan has them (pl_plan_misses: the Belady cache as
+ * the changesets before the batch leave it) in a group, the last batch of a
+ * superbatch closing its group (the loader may wait for the executor to
+ * leave a plan before it takes the one after the next, and the executor
+ * waits for the groups of what it gathers); the executor's lookup copies a
+ * miss the group holds into its output row as the read would have put it,
+ * and reads the rest. The groups' share of the budget comes off the cache.
  *
  * Calls out of plan order (a batch other than the next planned one) are
  * served like evaluation reads, without the plan. A gather whose ids differ
@@ -145,8 +155,7 @@ static int in_plan(const struct gx_plan *p, uint64_t t)
  * the first iteration after them the next plan, taken from the inspector
  * here (g->mu released meanwhile) once the executor has moved on to nxt.
  */
-static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan **out,
-                       struct oc_err *err)
+static int loader_plan(struct ginex_store *g, uint64_t t, struct gx_plan **out, struct oc_err *err)
 {
     int rc;
     OC_ASSERT_HELD(&g->mu_held);
@@ -181,6 +190,44 @@ static int loader_plan(struct ginex_store *g, uint64_t t, const struct gx_plan *
 }
 
 /*
+ * --hyperbatch: the loaded batch (iteration it of plan p) joins a group with
+ * the misses its plan says it has (the Belady cache as the changesets before
+ * it leave it); the last batch of a superbatch closes its group, as the loader
+ * takes the superbatch after the next only once the executor is past it.
+ */
+static int prepare(struct oc_store *s, struct ginex_store *g, struct gx_plan *p, uint64_t it,
+                   uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
+                   struct oc_err *err)
+{
+    uint64_t n = b->n_input, bytes = (n + 7) / 8, misses = 0;
+    int rc, staged;
+    if (p->b.cnt[it].n_acc != n)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "store ginex: batch %" PRIu64 " has %" PRIu64
+                      " input rows, its plan %" PRIu64,
+                      p->b.first_iter + it, n, p->b.cnt[it].n_acc);
+    if (bytes > g->cap_miss) {
+        uint8_t *m = oc_realloc(g->miss, bytes, "store ginex: miss bitmap", err);
+        if (!m)
+            return err ? err->status : OC_ERR_NOMEM;
+        g->miss = m;
+        g->cap_miss = bytes;
+    }
+    if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
+        return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
+    for (uint64_t k = 0; k < bytes; k++)
+        misses += (uint64_t)__builtin_popcount(g->miss[k]);
+    if ((rc = store_hyper_begin(g->hyper, epoch, batch, misses, &staged, err)))
+        return rc;
+    for (uint64_t j = 0; staged && j < n; j++)
+        if ((g->miss[j >> 3] >> (j & 7)) & 1)
+            store_hyper_add(g->hyper, store_row_of(s, b->input_ids[j]));
+    if ((rc = store_hyper_end(g->hyper, err)))
+        return rc;
+    return it + 1 == p->b.n_iters ? store_hyper_flush(g->hyper, err) : OC_OK;
+}
+
+/*
  * The next training batch, as the inspector sampled it (Ginex's executor
  * reads back the superbatch the inspector saved): so the batch pipeline
  * samples nothing and every batch is sampled once. Called in plan order,
@@ -191,7 +238,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                             struct oc_sample_batch *out, struct oc_err *err)
 {
     struct ginex_store *g = s->impl;
-    const struct gx_plan *p = NULL;
+    struct gx_plan *p = NULL;
     uint64_t t = epoch * g->nb + batch;
     int rc;
 
@@ -220,8 +267,12 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
         }
     }
     if (!g->sb_file)
-        return load_by_sampling(s, g, epoch, batch, out, err);
-    return load_from_file(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
+        rc = load_by_sampling(s, g, epoch, batch, out, err);
+    else
+        rc = load_from_file(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
+    if (rc == OC_OK && g->hyper)
+        rc = prepare(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
+    return rc;
 }
 
 /* ---- open / stats / free ----------------------------------------------------------- */
@@ -270,10 +321,14 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
        the plan's batches, which the pipeline of a store over the plan's ids reads back */
     if (t_end > t0 && !cfg->accesses)
         gx_plan_dir(s, cfg, dir, sizeof(dir), &key);
+    struct gx_hyper_shape hs;
     if ((t_end > t0 && (rc = gx_probe_rows(cfg, nb, t0, &probe, err))) ||
         (rc = gx_plan_capacity(s, cfg, sizeof(struct ginex_store), t_end - t0, probe, dir, &S,
-                               &max_acc, &C, &lanes, err)))
+                               &max_acc, &C, &lanes, &hs, err)))
         return rc;
+    if (hs.cap && cfg->accesses)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "store ginex: --hyperbatch stages the plan's batches, not rows by other ids");
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
@@ -325,7 +380,8 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
            C, oc_format_size(C * s->row_bytes, c_s, sizeof(c_s)), S, max_acc,
            dir[0] ? "in files under the plan directory" : "in RAM", lanes, lanes == 1 ? "" : "s",
            oc_format_size(cfg->mem_bytes, m_s, sizeof(m_s)));
-    struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits, dir, key};
+    struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits, dir, key, 0};
+    ic.misses = hs.cap != 0;
     if ((rc = gx_inspector_new(s, &ic, &g->insp, err)))
         return rc;
     if ((rc = store_stages(s, &g->stages, err)) ||
@@ -335,6 +391,16 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if ((rc = gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err)))
         return rc;
+    if (hs.cap) {
+        if ((rc = store_hyper_open(s, hs.cap, hs.max_batches, &g->hyper, err)))
+            return rc;
+        s->caps.lookahead = store_hyper_lookahead(g->hyper); /* loaded that far ahead */
+        char h_s[32];
+        oc_log(OC_LOG_INFO,
+               "store ginex: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "for two groups, their reader and slots)",
+               hs.max_batches, hs.cap, oc_format_size(hs.bytes, h_s, sizeof(h_s)));
+    }
     oc_giveback_init(&g->gb, "store ginex", g->cap * g->row_bytes, NULL, gx_give, g);
     return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;
 }
@@ -353,6 +419,8 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
     gx_inspector_times(g->insp, &out->plan_sample_us, &out->plan_build_us);
+    out->held_bytes += g->cap_miss;
+    store_hyper_stats(g->hyper, out);
 }
 
 static void ginex_free(struct oc_store *s)
@@ -362,6 +430,8 @@ static void ginex_free(struct oc_store *s)
         return;
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     gx_inspector_free(g->insp);     /* its stage was joined: plans and bitmap are unused */
+    store_hyper_free(g->hyper);     /* so was the groups' read stage */
+    oc_free(g->miss);
     oc_file_close(g->sb_file, NULL);
     oc_free(g->rec);
     oc_sample_iter_close(&g->fb);
@@ -448,7 +518,7 @@ static int sized_rows(struct gx_sizing *z, const struct oc_store_config *cfg, ui
     uint64_t S, acc;
     uint32_t lanes;
     return gx_plan_capacity(&z->s, cfg, sizeof(struct ginex_store), z->t_end - z->t0, z->probe,
-                            cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, rows, &lanes, err);
+                            cfg->plan_dir ? cfg->plan_dir : "", &S, &acc, rows, &lanes, NULL, err);
 }
 
 int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, uint64_t *bytes,
@@ -492,6 +562,10 @@ static const struct oc_store_opt ginex_opts[] = {
      "batches sampled ahead per superbatch (default: an epoch, at most 1024, with its plan "
      "directory writable; else up to 16 that fit a quarter of the budget)",
      offsetof(struct gx_opts, superbatch), 1, 0, 0, 0, NULL},
+    {"hyperbatch", OC_STORE_OPT_F64, "F", NULL,
+     "share of the budget that stages the planned misses of the coming batches, read in one "
+     "block pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
+     offsetof(struct gx_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
 static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)
@@ -520,13 +594,23 @@ static int ginex_load(struct oc_store *s, uint64_t epoch, uint64_t *batch,
     return ginex_load_batch(s, epoch, *batch, out, err);
 }
 
-/* A plan batch in its turn (the executor); evaluation through the cache, unchanged. */
+/*
+ * A plan batch in its turn (the executor; with hyperbatches its misses from
+ * its group, taken in load order); evaluation through the cache, unchanged.
+ */
 static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                         uint64_t n, float *out, struct oc_err *err)
 {
+    struct ginex_store *g = s->impl;
+    int rc;
     if (epoch == STORE_OFF_PLAN)
         return gx_exec_gather(s, ids, n, out, err);
-    return gx_exec_gather_batch(s, epoch, batch, ids, n, out, err);
+    if (!g->hyper)
+        return gx_exec_gather_batch(s, epoch, batch, ids, n, out, err);
+    if ((rc = store_hyper_take(g->hyper, epoch, batch, err)) ||
+        (rc = gx_exec_gather_batch(s, epoch, batch, ids, n, out, err)))
+        return rc;
+    return store_hyper_done(g->hyper, err);
 }
 
 /* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */

@@ -259,10 +259,14 @@ static void pass_copy(struct ginex_store *g)
 
 /* ---- the executor: one gather -------------------------------------------------- */
 
-/* Slots of ids into lane->disk.slots, misses queued into their output rows; *misses counted. */
+/*
+ * Slots of ids into lane->disk.slots, misses queued into their output rows
+ * (or, with a taken hyperbatch group h holding the row, copied from it as a
+ * read would have put it); *misses counted.
+ */
 static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
-                   const uint64_t *ids, uint64_t n, float *out, uint64_t *misses,
-                   struct oc_err *err)
+                   const uint64_t *ids, uint64_t n, float *out, const struct store_hyper *h,
+                   uint64_t *misses, struct oc_err *err)
 {
     int rc;
     *misses = 0;
@@ -274,6 +278,12 @@ static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *la
         if (k != PL_NONE)
             continue;
         ++*misses;
+        const void *staged = h ? store_hyper_row(h, store_row_of(s, ids[i])) : NULL;
+        if (staged) {
+            uint8_t *dst = (uint8_t *)(out + i * s->feat_dim);
+            memcpy(dst + (s->dtype == OC_DTYPE_F16 ? s->row_bytes : 0), staged, s->row_bytes);
+            continue;
+        }
         if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {
             store_disk_discard(&lane->disk);
             return rc;
@@ -408,7 +418,7 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
     if (rc)
         return rc;
     lane->n_chg = 0;
-    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)) == OC_OK &&
+    if ((rc = look_up(s, g, lane, ids, n, out, NULL, &misses, err)) == OC_OK &&
         (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
         (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
         count_gather(s, n, misses);
@@ -521,7 +531,7 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
         return rc;
     struct gx_plan *p = g->cur;
     uint64_t it = t - p->b.first_iter;
-    if ((rc = look_up(s, g, lane, ids, n, out, &misses, err)))
+    if ((rc = look_up(s, g, lane, ids, n, out, g->hyper, &misses, err)))
         return rc;
     if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
         store_disk_discard(&lane->disk);

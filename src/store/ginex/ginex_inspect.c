@@ -613,6 +613,7 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
     pl_trace_init(&in->trace, s->n_nodes);
     gx_plan_init(&in->plans[0]);
     gx_plan_init(&in->plans[1]);
+    in->plans[0].b.with_miss = in->plans[1].b.with_miss = ic->misses;
     atomic_init(&in->held, 0);
     atomic_init(&in->n_reused, 0);
     atomic_init(&in->n_sampled, 0);
@@ -631,10 +632,13 @@ int gx_inspector_new(struct oc_store *s, const struct gx_inspect_config *ic,
         return rc;
     in->key = ic->key;
     snprintf(in->dir, sizeof(in->dir), "%s", ic->dir);
-    if (in->dir[0] && ((rc = pl_spill_to_file(&in->trace.ids, in->dir, "trace", err)) ||
-                       (rc = pl_planner_spill_to(&in->planner, in->dir, err)) ||
-                       (rc = pl_spill_to_file(&in->plans[0].b.chg, in->dir, "changes", err)) ||
-                       (rc = pl_spill_to_file(&in->plans[1].b.chg, in->dir, "changes", err))))
+    if (in->dir[0] &&
+        ((rc = pl_spill_to_file(&in->trace.ids, in->dir, "trace", err)) ||
+         (rc = pl_planner_spill_to(&in->planner, in->dir, err)) ||
+         (rc = pl_spill_to_file(&in->plans[0].b.chg, in->dir, "changes", err)) ||
+         (rc = pl_spill_to_file(&in->plans[1].b.chg, in->dir, "changes", err)) ||
+         (ic->misses && ((rc = pl_spill_to_file(&in->plans[0].b.miss, in->dir, "misses", err)) ||
+                         (rc = pl_spill_to_file(&in->plans[1].b.miss, in->dir, "misses", err))))))
         return oc_err_prefix(err, "store ginex: superbatch scratch under %s", in->dir);
     if ((rc = oc_pipeline_queue(in->p, 2, &in->to_fill, err)) ||
         (rc = oc_pipeline_queue(in->p, 2, &in->done, err)))

@@ -86,6 +86,7 @@ struct gx_inspect_config {
     const uint8_t *static_bits;        /* borrowed, may be NULL */
     const char *dir;                   /* plan directory from gx_plan_dir ("" = none) */
     uint64_t key;                      /* its plan key */
+    int misses;                        /* plans carry their miss bitmaps (--hyperbatch) */
 };
 
 /* ---- sizing (ginex_size.c) ------------------------------------------------ */
@@ -98,11 +99,18 @@ int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
 int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
                   struct oc_err *err);
 
+/* --hyperbatch F: rows and batches per group (cap 0: none) and the bytes they take. */
+struct gx_hyper_shape {
+    uint64_t cap;
+    uint32_t max_batches;
+    uint64_t bytes;
+};
+
 /*
  * Superbatch length S, accesses per superbatch, cache rows C and gather
  * lanes (cfg->lanes while all lanes' readers and changesets take at most a
- * quarter of the budget and half of what the executor and inspector leave)
- * for a store whose executor struct takes exec_struct_bytes, given the first
+ * quarter of the budget and half of what the executor and inspector leave;
+ * one with hyperbatches, whose shape goes to *hs, may be NULL) for a store whose executor struct takes exec_struct_bytes, given the first
  * batch's input rows (probe; 0 = unknown) and where the spills go (spill_dir,
  * "" = RAM); OC_ERR_BUDGET (err may be NULL) when the budget cannot hold the
  * executor, the inspector and, with spills in RAM, one batch of accesses.
@@ -110,7 +118,7 @@ int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, u
 int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                      uint64_t exec_struct_bytes, uint64_t n_iters, uint64_t probe,
                      const char *spill_dir, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
-                     uint32_t *lanes_out, struct oc_err *err);
+                     uint32_t *lanes_out, struct gx_hyper_shape *hs, struct oc_err *err);
 
 /*
  * The plan directory of a ginex store over cfg, PLAN/ginex-<key>, created
@@ -170,6 +178,8 @@ struct gx_opts {
     uint32_t superbatch; /* batches per superbatch; 0 = an epoch (at most 1024) with a
                             writable plan directory, else up to 16, each cut where its
                             accesses fill a quarter of mem_bytes */
+    double hyperbatch;   /* share of mem_bytes that stages the planned misses of the coming
+                            batches (store/hyper.c); 0 = none */
 };
 
 /* ---- test knobs --------------------------------------------------------------- */
@@ -293,6 +303,11 @@ struct ginex_store {
     uint64_t n_fb_sampled;    /* batches sampled a second time that way */
     /* fb's topology reads added to the store's (store_topo_add) */
     struct oc_topo_disk_stats fb_topo_seen;
+    /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
+       loader (its prepare side) reads each batch's miss bitmap into miss */
+    struct store_hyper *hyper;
+    uint8_t *miss;
+    uint64_t cap_miss;
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

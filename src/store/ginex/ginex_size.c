@@ -95,7 +95,7 @@ static uint64_t disk_accesses(const char *dir)
 int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                      uint64_t exec_struct_bytes, uint64_t n_iters, uint64_t probe,
                      const char *spill_dir, uint64_t *S_out, uint64_t *acc_out, uint64_t *C_out,
-                     uint32_t *lanes_out, struct oc_err *err)
+                     uint32_t *lanes_out, struct gx_hyper_shape *hs, struct oc_err *err)
 {
     uint64_t rows = store_budget_rows(s, cfg); /* train's measure, else the bound */
     struct gx_opts o;
@@ -112,6 +112,14 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
 
     *S_out = *acc_out = *C_out = 0;
     *lanes_out = 1;
+    /* --hyperbatch F: its groups come off the budget first (only for planned training
+       through a batch pipeline; one lane, which gathers in the order batches were loaded) */
+    struct gx_hyper_shape hyper = {0, 0, 0};
+    if (o.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline && n_iters)
+        hyper.bytes =
+            store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, rows, &hyper.cap, &hyper.max_batches);
+    if (hs)
+        *hs = hyper;
     if (n_iters) {
         exec += (s->n_nodes + 7) / 8;                    /* the static comparison's bitmap */
         exec += rows * sizeof(struct pl_change) * 5 / 4; /* one batch's changeset */
@@ -149,22 +157,25 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
            bound (superbatches end where it is full). In files: no RAM per access. */
         uint64_t one = n_iters && !on_disk ? rows * GX_BYTES_PER_ACCESS : 0;
         uint64_t all = on_disk ? 0 : want * GX_BYTES_PER_ACCESS;
-        uint64_t need = exec + ifix + (o.superbatch ? all : one);
+        uint64_t need = exec + ifix + hyper.bytes + (o.superbatch ? all : one);
         if (cfg->mem_bytes < need)
             return OC_ERR(err, OC_ERR_BUDGET,
                           "store ginex: needs at least %s (a %u-byte bounce buffer and request "
-                          "arrays for %" PRIu64 " rows of one batch%s%s) before caching any row; "
-                          "the store's budget is %s",
+                          "arrays for %" PRIu64 " rows of one batch%s%s%s) before caching any "
+                          "row; the store's budget is %s",
                           oc_format_size(need, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES,
                           rows, n_iters ? ", and the inspector with the accesses of " : "",
                           !n_iters                ? ""
                           : on_disk               ? "one batch (in files)"
                           : o.superbatch && S > 1 ? "a whole superbatch"
                                                   : "one batch",
+                          hyper.cap ? ", and two hyperbatch groups of that many rows, their "
+                                      "reader and the sampled batches they hold"
+                                    : "",
                           oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
-        uint64_t left = cfg->mem_bytes - exec - ifix;
+        uint64_t left = cfg->mem_bytes - exec - ifix - hyper.bytes;
         /* more lanes while all of them take at most a quarter of the budget */
-        *lanes_out = n_iters ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
+        *lanes_out = n_iters && !hyper.cap ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
         uint64_t least = o.superbatch ? all : one; /* left >= least: need covers it */
         while (*lanes_out > 1 &&
                ((*lanes_out - 1) * lane > left / 2 || (*lanes_out - 1) * lane > left - least))

@@ -34,6 +34,14 @@
  * side, and serve reads the rows whose slots went back since with the
  * overflow rows.
  *
+ * Hyperbatches (--hyperbatch F, store/hyper.c, with a plan and a batch
+ * pipeline): the share F of the budget holds two groups of the sampled
+ * batches' cache misses (store_hyper_prepare on the sampled hook), each read
+ * in one block pass by the groups' stage, and the gather takes its rows from
+ * the cache, the group, or the disk; no records, stage, ring or per-hop
+ * reads then (pipeline 0, caps.hops 0); the cache is sized from what the
+ * groups leave, by pre-sampled hotness as before.
+ *
  * Cores (--io-cores N): the last N of the CPUs the process may use (its
  * affinity mask) are the I/O path's: the ring polls
  * with SQPOLL, its kernel thread pinned to the last core, the completion
@@ -288,6 +296,13 @@ static void unpin_compute(struct hl_store *h)
     pthread_mutex_unlock(&pin_mu);
 }
 
+/* --hyperbatch F: rows and batches per group (cap 0: none) and their bytes. */
+struct hl_hyper {
+    uint64_t cap;
+    uint32_t max_batches;
+    uint64_t bytes;
+};
+
 static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
     struct hl_opts opts;
@@ -297,10 +312,30 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     int rc;
     int pipeline = has_plan(cfg);
     uint64_t max_rows = store_expected_rows(s, cfg);
-    s->caps.hops = 1; /* each hop's reads issued as it is sampled */
-    if (pipeline && (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
+    /* --hyperbatch: groups instead of records; sized on the budget without them */
+    struct hl_hyper hy = {0, 0, 0};
+    struct oc_store_config sized = *cfg;
+    if (pipeline && opts.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline) {
+        hy.bytes = store_hyper_size(s, opts.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg),
+                                    &hy.cap, &hy.max_batches);
+        sized.mem_bytes = cfg->mem_bytes > hy.bytes ? cfg->mem_bytes - hy.bytes : 0;
+    }
+    s->caps.hops = !hy.cap; /* each hop's reads issued as it is sampled */
+    if (pipeline && !hy.cap &&
+        (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
         return rc;
-    hl_size(s, cfg, max_rows, est < max_rows ? est : max_rows, pipeline, &z);
+    hl_size(s, &sized, max_rows, est < max_rows ? est : max_rows, pipeline && !hy.cap, &z);
+    if (hy.cap && cfg->mem_bytes < z.fixed + hy.bytes) {
+        char need_s[32], have_s[32];
+        return OC_ERR(err, OC_ERR_BUDGET,
+                      "store helios: needs at least %s (a %u-byte bounce buffer and request "
+                      "arrays, and two hyperbatch groups of at least a batch's %" PRIu64
+                      " rows, their reader and the sampled batches they hold) before caching "
+                      "any row; the store's budget is %s",
+                      oc_format_size(z.fixed + hy.bytes, need_s, sizeof(need_s)),
+                      STORE_DISK_BOUNCE_BYTES, store_budget_rows(s, cfg),
+                      oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+    }
     if (cfg->mem_bytes && cfg->mem_bytes < z.fixed) {
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,
@@ -312,7 +347,8 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     }
     uint64_t est_staged = est < max_rows ? est : max_rows;
-    if (pipeline && cfg->mem_bytes && z.n_cached < s->n_nodes && !atomic_load(&stage_every_row) &&
+    if (pipeline && !hy.cap && cfg->mem_bytes && z.n_cached < s->n_nodes &&
+        !atomic_load(&stage_every_row) &&
         (rc = size_to_misses(s, cfg, max_rows, est_staged, &z, &ids, err)))
         return rc;
     if (z.n_cached >= s->n_nodes)
@@ -324,7 +360,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     s->impl = h;
     h->s = s;
-    h->pipeline = pipeline;
+    h->pipeline = pipeline && !hy.cap;
     h->max_rows = max_rows;
     h->est_rows = est;
     h->stage_bytes = z.stage_bytes;
@@ -362,7 +398,17 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
            "%" PRIu64 " staged bytes",
            h->cache.n, s->n_nodes, pipeline ? "pre-sampled" : "degree", h->n_records,
            h->stage_bytes);
-    if (!pipeline)
+    if (hy.cap) {
+        if ((rc = store_hyper_open(s, hy.cap, hy.max_batches, &h->hyper, err)))
+            return rc;
+        s->caps.lookahead = store_hyper_lookahead(h->hyper);
+        char h_s[32];
+        oc_log(OC_LOG_INFO,
+               "store helios: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "for two groups, their reader and slots) instead of per-hop reads",
+               hy.max_batches, hy.cap, oc_format_size(hy.bytes, h_s, sizeof(h_s)));
+    }
+    if (!h->pipeline)
         return OC_OK;
     s->caps.lookahead = h->n_records; /* up to n_records batches read ahead of their gathers */
     if ((rc = alloc_records(s, h, err)))
@@ -377,6 +423,7 @@ static void hl_free(struct oc_store *s)
         return;
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
+    store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
     unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
         oc_free(h->recs[i].ids);
@@ -546,6 +593,7 @@ static void hl_stats(const struct oc_store *s, struct oc_store_stats *out)
     uint64_t given = store_yield_missing(&h->yield) * s->row_bytes;
     out->held_bytes = h->held_bytes + store_disk_held_bytes(&h->disk) - given;
     out->given_back_bytes = given;
+    store_hyper_stats(h->hyper, out);
     if (!h->pipeline)
         return;
     double comp_cpu = h->comp_st ? oc_stage_cpu_s(h->comp_st) : 0;
@@ -582,6 +630,10 @@ static const struct oc_store_opt helios_opts[] = {
      "to the last N of the CPUs the process may use (0 = auto: 1 with 4 or more; none: a "
      "plain ring)",
      offsetof(struct hl_opts, io_cores), 0, 0, 0, 0, NULL},
+    {"hyperbatch", OC_STORE_OPT_F64, "F", NULL,
+     "share of the budget that stages the misses of the coming batches, read in one block "
+     "pass per group (AGNES's hyperbatches) instead of per-hop reads; 0 = per-hop reads",
+     offsetof(struct hl_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
 void oc_store_helios_stage_every_row(int on)
@@ -615,6 +667,16 @@ enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s)
     return h && h->ring ? oc_io_ring_mode(h->ring) : OC_IO_RING_PREAD;
 }
 
+/* A sampled batch: sealed (its record complete), or with hyperbatches its misses staged. */
+static int hl_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                      const struct oc_sample_batch *b, struct oc_err *err)
+{
+    struct hl_store *h = s->impl;
+    if (h->hyper)
+        return store_hyper_prepare(s, h->hyper, &h->yield, epoch, batch, b, err);
+    return hl_prepare_batch(s, epoch, batch, b, err);
+}
+
 /* A hop's new input ids: their reads issued at once (helios prunes nothing). */
 static int hl_hop(struct oc_store *s, const struct oc_store_hop *hop, struct oc_err *err)
 {
@@ -623,13 +685,20 @@ static int hl_hop(struct oc_store *s, const struct oc_store_hop *hop, struct oc_
     return hl_prepare_hop(s, hop->epoch, hop->batch, hop->ids, hop->n, err);
 }
 
-/* A plan batch from its record; evaluation through the cache. */
+/* A plan batch from its record or its hyperbatch group; evaluation through the cache. */
 static int hl_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                         uint64_t n, float *out, struct oc_err *err)
 {
+    struct hl_store *h = s->impl;
+    int rc;
     if (epoch == STORE_OFF_PLAN)
         return hl_gather(s, ids, n, out, err);
-    return hl_gather_batch(s, epoch, batch, ids, n, out, err);
+    if (!h->hyper)
+        return hl_gather_batch(s, epoch, batch, ids, n, out, err);
+    if ((rc = store_hyper_take(h->hyper, epoch, batch, err)) ||
+        (rc = store_hyper_gather(s, h->hyper, &h->yield, &h->disk, ids, n, out, err)))
+        return rc;
+    return store_hyper_done(h->hyper, err);
 }
 
 const struct store_strategy oc_store_helios = {
@@ -641,7 +710,7 @@ const struct store_strategy oc_store_helios = {
                "(Helios, on the CPU)",
     .open = hl_open,
     .hop = hl_hop,
-    .sampled = hl_prepare_batch,
+    .sampled = hl_sampled,
     .gather = hl_gather_at,
     .stats = hl_stats,
     .free = hl_free,

@@ -87,6 +87,9 @@ struct hl_store {
     struct oc_pool *pinned_pool;
     pthread_t opener;
     uint64_t held_bytes;
+    /* --hyperbatch: the misses of the sampled batches in groups (store/hyper.c), read by
+       its stage; then no records, ring or per-hop reads (pipeline 0) */
+    struct store_hyper *hyper;
     /* submitter (the sample stage) */
     struct store_miss *miss; /* one hop's misses (id: the file row, pos: its row in the batch) */
     struct hl_rec *open_rec; /* being filled hop by hop */
@@ -112,6 +115,8 @@ struct hl_store {
 struct hl_opts {
     uint32_t io_cores; /* cores for the I/O path (SQPOLL thread and completion stage pinned to
                           the last ones); 0 = auto */
+    double hyperbatch; /* share of mem_bytes that stages the misses of the coming batches
+                          (store/hyper.c) instead of the per-hop reads; 0 = none */
 };
 
 /* ---- test knobs (helios.c; tests include this header) -------------------- */

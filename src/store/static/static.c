@@ -72,11 +72,6 @@ struct hyper_plan {
     uint32_t max_batches;
 };
 
-#define HYPER_MAX_BATCHES 16u /* batches per group at most (each holds a pipeline slot) */
-/* a sampled batch held in a pipeline slot, per input row: its ids, the blocks' edges and
-   offsets (about five edges per input row at fanouts like 15,10,5) */
-#define HYPER_SLOT_ROW_BYTES 48u
-
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
@@ -88,28 +83,20 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 }
 
 /*
- * --hyperbatch F: rows per group when F of the budget stages two groups (each
- * row: its id, the row, and the read stage's sort scratch); 0 without the
- * option, a budget or a training pipeline (the loader's and train's batch
- * pipeline prepares every batch it gathers). At least one batch's rows, so a
- * share too small for that is refused by the budget check. Batches per group:
- * two per batch bound of rows (a cache hit ratio up to a half fills a group),
- * at most HYPER_MAX_BATCHES.
+ * --hyperbatch F: the groups' shape and bytes for the budget (store_hyper_size;
+ * hp->cap 0 without the option, a budget or a training pipeline: the loader's
+ * and train's batch pipeline prepares every batch it gathers).
  */
-static uint64_t hyper_rows(const struct oc_store *s, const struct oc_store_config *cfg,
-                           uint64_t batch_rows, uint32_t *max_batches)
+static uint64_t hyper_plan(const struct oc_store *s, const struct oc_store_config *cfg,
+                           uint64_t batch_rows, struct hyper_plan *hp)
 {
     struct static_store_opts o;
     store_opts_read(&oc_store_static, cfg, &o);
+    hp->cap = 0;
     if (o.hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
         return 0;
-    uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
-    uint64_t cap = (uint64_t)(o.hyperbatch * (double)cfg->mem_bytes) / per_row;
-    if (cap < batch_rows)
-        cap = batch_rows;
-    uint64_t k = 2 * cap / batch_rows;
-    *max_batches = k < 2 ? 2 : k > HYPER_MAX_BATCHES ? HYPER_MAX_BATCHES : (uint32_t)k;
-    return cap;
+    return store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, &hp->cap,
+                            &hp->max_batches);
 }
 
 /*
@@ -128,12 +115,10 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
 
-    if ((hp->cap = hyper_rows(s, cfg, rows, &hp->max_batches))) {
+    uint64_t hyper = hyper_plan(s, cfg, rows, hp);
+    if (hp->cap) {
         *n_lanes = 1; /* gathers take the groups' batches in the order they were prepared */
-        /* and the sampled batches of the slots the two groups hold beyond the pipeline's own */
-        fixed = sizeof(struct static_store) + lane +
-                store_hyper_bytes(s, hp->cap, hp->max_batches) +
-                2ull * hp->max_batches * rows * HYPER_SLOT_ROW_BYTES;
+        fixed = sizeof(struct static_store) + lane + hyper;
     }
 
     if (cfg->mem_bytes == 0) {
@@ -253,36 +238,12 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     return rc;
 }
 
-/* Whether a prepared batch's input id joins the hyperbatch: a cache miss (under the read side). */
-static int prepared_miss(const struct oc_store *s, const struct static_store *c, uint64_t id)
-{
-    return id < s->n_nodes && store_cache_lookup(&c->cache, id) == NO_SLOT;
-}
-
 /* The batch pipeline shows each batch as it is sampled: its misses join a hyperbatch. */
 static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
                           const struct oc_sample_batch *b, struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    int staged, rc;
-    if (!c->hyper)
-        return OC_OK;
-    uint64_t misses = 0;
-    /* counted first, then appended, each pass under the read side, but not begin, which
-       may wait for a free group: a give-back in between only turns hits into misses,
-       which the group drops past its room and the gather reads itself */
-    store_yield_read_lock(&c->yield);
-    for (uint64_t i = 0; i < b->n_input; i++)
-        misses += prepared_miss(s, c, b->input_ids[i]);
-    store_yield_read_unlock(&c->yield);
-    if ((rc = store_hyper_begin(c->hyper, epoch, batch, misses, &staged, err)))
-        return rc;
-    store_yield_read_lock(&c->yield);
-    for (uint64_t i = 0; staged && i < b->n_input; i++)
-        if (prepared_miss(s, c, b->input_ids[i]))
-            store_hyper_add(c->hyper, store_row_of(s, b->input_ids[i]));
-    store_yield_read_unlock(&c->yield);
-    return store_hyper_end(c->hyper, err);
+    return c->hyper ? store_hyper_prepare(s, c->hyper, &c->yield, epoch, batch, b, err) : OC_OK;
 }
 
 /* A plan batch through its hyperbatch group (with one); anything else through the cache. */

@@ -56,6 +56,23 @@ static struct oc_store_config hyper_config(const struct fixture *fx, const char 
     return c;
 }
 
+/* Prints a pair of runs (with hyperbatches: h; plain: q) and checks what every pair shares:
+   sound rows, the same rows, and fewer read requests with hyperbatches. */
+static void check_pair(const char *who, enum oc_dtype dtype, const struct run *h,
+                       const struct run *q)
+{
+    fprintf(stderr,
+            "  %s %s: %llu rows cached (plain %llu); hyperbatches %llu reads, %llu bytes; plain "
+            "%llu reads, %llu bytes\n",
+            who, dtype == OC_DTYPE_F16 ? "f16" : "f32", (unsigned long long)h->n_cached,
+            (unsigned long long)q->n_cached, (unsigned long long)h->n_reads,
+            (unsigned long long)h->read_bytes, (unsigned long long)q->n_reads,
+            (unsigned long long)q->read_bytes);
+    OC_CHECK(h->bad == 0 && q->bad == 0);
+    OC_CHECK(h->rows > 0 && h->rows == q->rows);
+    OC_CHECK(h->n_reads > 0 && h->n_reads < q->n_reads);
+}
+
 /*
  * Opens `strategy` over fx with budget mem (hyperbatch share: 0 = plain) on its
  * own pipeline, runs two epochs of the plan through the batch pipeline, and
@@ -143,17 +160,8 @@ static void fewer_requests(enum oc_dtype dtype)
             hi = mid;
     }
     OC_CHECK_OK(run_static(&fx, lo, 0, 0, &p), NULL);
-    fprintf(stderr,
-            "  %s: %llu rows cached (plain %llu); hyperbatches %llu reads, %llu bytes; plain "
-            "%llu reads, %llu bytes\n",
-            dtype == OC_DTYPE_F16 ? "f16" : "f32", (unsigned long long)h.n_cached,
-            (unsigned long long)p.n_cached, (unsigned long long)h.n_reads,
-            (unsigned long long)h.read_bytes, (unsigned long long)p.n_reads,
-            (unsigned long long)p.read_bytes);
-    OC_CHECK(h.bad == 0 && p.bad == 0);
-    OC_CHECK(h.rows > 0 && h.rows == p.rows);
+    check_pair("static", dtype, &h, &p);
     OC_CHECK(p.n_cached == h.n_cached && h.n_cached > 0);
-    OC_CHECK(h.n_reads > 0 && h.n_reads < p.n_reads);
     fixture_free(&fx);
 }
 
@@ -192,18 +200,9 @@ static void ginex_fewer_requests(enum oc_dtype dtype)
     OC_CHECK_OK(oc_store_ginex_budget_for(&cp, h.n_cached, &plain, &err), &err);
     OC_CHECK_OK(run_store(&fx, "ginex", plain, 0, 0, &q, NULL), NULL);
     oc_pipeline_free(p);
-    fprintf(stderr,
-            "  ginex %s: cache of %llu rows (plain %llu); hyperbatches %llu reads, %llu bytes; "
-            "plain %llu reads, %llu bytes\n",
-            dtype == OC_DTYPE_F16 ? "f16" : "f32", (unsigned long long)h.n_cached,
-            (unsigned long long)q.n_cached, (unsigned long long)h.n_reads,
-            (unsigned long long)h.read_bytes, (unsigned long long)q.n_reads,
-            (unsigned long long)q.read_bytes);
-    OC_CHECK(h.bad == 0 && q.bad == 0);
-    OC_CHECK(h.rows > 0 && h.rows == q.rows);
+    check_pair("ginex", dtype, &h, &q);
     OC_CHECK(q.n_cached == h.n_cached && h.n_cached > 0);
     OC_CHECK(h.requested == q.requested); /* the same plan: the same misses */
-    OC_CHECK(h.n_reads > 0 && h.n_reads < q.n_reads);
     fixture_free(&fx);
 }
 
@@ -246,17 +245,8 @@ static void helios_fewer_requests(enum oc_dtype dtype)
             hi = mid;
     }
     OC_CHECK_OK(run_store(&fx, "helios", lo, 0, 0, &q, NULL), NULL);
-    fprintf(stderr,
-            "  helios %s: %llu rows cached (plain %llu); hyperbatches %llu reads, %llu bytes; "
-            "plain %llu reads, %llu bytes\n",
-            dtype == OC_DTYPE_F16 ? "f16" : "f32", (unsigned long long)h.n_cached,
-            (unsigned long long)q.n_cached, (unsigned long long)h.n_reads,
-            (unsigned long long)h.read_bytes, (unsigned long long)q.n_reads,
-            (unsigned long long)q.read_bytes);
-    OC_CHECK(h.bad == 0 && q.bad == 0);
-    OC_CHECK(h.rows > 0 && h.rows == q.rows);
+    check_pair("helios", dtype, &h, &q);
     OC_CHECK(q.n_cached <= h.n_cached && h.n_cached > 0);
-    OC_CHECK(h.n_reads > 0 && h.n_reads < q.n_reads);
     fixture_free(&fx);
 }
 

@@ -242,6 +242,18 @@ OC_TEST(partition_file_is_reused_and_a_damaged_one_rebuilt)
     OC_CHECK_ERR(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, 0, OC_PLAN_PART_METIS,
                                        f.plan, &b, &err),
                  OC_ERR_ARG, &err, "0 parts");
+    /* no plan directory: the same partition, computed, and no file anywhere (a NULL once
+       became a directory named "(null)" in the working directory: run in an empty one) */
+    char cwd[4096], empty[] = "/tmp/oc-test-nullplan-XXXXXX";
+    OC_CHECK(getcwd(cwd, sizeof(cwd)) != NULL && mkdtemp(empty) != NULL && chdir(empty) == 0);
+    OC_CHECK_OK(oc_plan_partition_get(f.ds, &f.g, f.train, f.n_train, np, OC_PLAN_PART_METIS, NULL,
+                                      &b, &err),
+                &err);
+    OC_CHECK(chdir(cwd) == 0);
+    OC_CHECK(b.built == 1 && b.path[0] == '\0');
+    OC_CHECK(rmdir(empty) == 0); /* still empty */
+    OC_CHECK(b.part_of && memcmp(a.part_of, b.part_of, n * 4) == 0);
+    oc_plan_partition_deinit(&b);
     oc_plan_partition_deinit(&a);
     pb_close(&f);
 }

@@ -209,7 +209,8 @@ uint64_t oc_plan_partition_key(const struct oc_dataset *ds, const uint64_t *trai
  * otherwise computed (enum oc_plan_partitioner) and written there
  * atomically (a damaged file is logged and replaced, never trusted; a
  * directory that cannot be written is logged and the partition kept in
- * memory). *out is zeroed on failure.
+ * memory; plan_dir NULL: computed and kept in memory only, out->path
+ * empty). *out is zeroed on failure.
  */
 int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
                           const uint64_t *train_ids, uint64_t n_train, uint32_t n_parts,

@@ -365,11 +365,13 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
             return OC_ERR(err, OC_ERR_ARG, "partition: training node %" PRIu64 " >= %" PRIu64,
                           train_ids[i], g->n_nodes);
     uint64_t key = oc_plan_partition_key(ds, train_ids, n_train, n_parts, partitioner);
-    char dir[4096], path[4200];
-    int w = snprintf(dir, sizeof(dir), "%s/part-%016" PRIx64, plan_dir, key);
-    if (w < 0 || (size_t)w >= sizeof(dir))
-        return OC_ERR(err, OC_ERR_ARG, "partition: plan directory %s is too long", plan_dir);
-    snprintf(path, sizeof(path), "%s/%s", dir, PART_FILE);
+    char dir[4096] = "", path[4200] = "";
+    if (plan_dir) { /* NULL: computed, not kept */
+        int w = snprintf(dir, sizeof(dir), "%s/part-%016" PRIx64, plan_dir, key);
+        if (w < 0 || (size_t)w >= sizeof(dir))
+            return OC_ERR(err, OC_ERR_ARG, "partition: plan directory %s is too long", plan_dir);
+        snprintf(path, sizeof(path), "%s/%s", dir, PART_FILE);
+    }
     out->part_of =
         oc_alloc((size_t)(g->n_nodes ? g->n_nodes : 1) * sizeof(uint32_t), "partition", err);
     if (!out->part_of)
@@ -379,7 +381,8 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
     out->key = key;
     snprintf(out->path, sizeof(out->path), "%s", path);
     struct oc_err rerr;
-    int rc = part_read(path, g->n_nodes, n_parts, key, out->part_of, &rerr);
+    int rc =
+        plan_dir ? part_read(path, g->n_nodes, n_parts, key, out->part_of, &rerr) : OC_ERR_NOTFOUND;
     if (rc == OC_OK)
         return OC_OK;
     if (rc != OC_ERR_NOTFOUND)
@@ -390,6 +393,8 @@ int oc_plan_partition_get(const struct oc_dataset *ds, const struct oc_graph *g,
     out->built = 1;
     out->build_s = oc_now_s() - t0;
     struct oc_err werr;
+    if (!plan_dir)
+        return OC_OK;
     if (part_write(dir, path, g->n_nodes, n_parts, key, out->part_of, &werr) != OC_OK) {
         oc_log(OC_LOG_WARN, "%s: the partition is kept in memory only (computed again next run)",
                werr.msg);

@@ -67,6 +67,10 @@ void json_add_run(cJSON *root, const struct json_run *r)
     cJSON_AddStringToObject(o, "label", r->label);
     cJSON_AddStringToObject(o, "strategy", r->strategy);
     cJSON_AddNumberToObject(o, "budget_bytes", (double)r->budget_bytes);
+    if (r->others_cpu_share >= 0)
+        cJSON_AddNumberToObject(o, "others_cpu_share", r->others_cpu_share);
+    else
+        cJSON_AddNullToObject(o, "others_cpu_share");
     if (!r->last) {
         cJSON_AddNullToObject(o, "value");
         cJSON_AddStringToObject(o, "failed", r->failed ? r->failed : "no epoch");

@@ -35,6 +35,7 @@ struct json_run {
     uint64_t budget_bytes, peak_rss_bytes;
     double epoch_s, epoch0_s, x_memory, x_bound, own_io_s, x_own;
     const struct oc_train_epoch_stats *last;
+    double others_cpu_share; /* other processes' share of the CPUs during the run; < 0: unknown */
 };
 
 /* The document without rows; NULL when out of memory. */

@@ -95,6 +95,7 @@
 #include "cgroup.h"
 #include "child.h"
 #include "json.h"
+#include "others.h"
 #include "probe.h"
 
 #define MAX_RUNS   64
@@ -738,6 +739,7 @@ struct run {
     int got_done, failed;
     char why[1024];
     uint64_t peak_rss; /* the child's, from wait4 */
+    double others;     /* other processes' share of the CPUs during the run (-1: unknown) */
 };
 
 struct train_ctx {
@@ -1027,6 +1029,22 @@ static void print_auto(const struct run *runs, uint32_t n_runs)
     }
 }
 
+/* Names the runs other processes slowed (others.h), after the table. */
+static void print_loaded(const struct run *runs, uint32_t n_runs)
+{
+    int any = 0;
+    for (uint32_t i = 0; i < n_runs; i++)
+        any |= runs[i].others > OTHERS_SHARE_WARN;
+    if (!any)
+        return;
+    printf("\nWARNING: other processes took more than %.0f%% of the CPUs during these runs; their "
+           "epochs, and every ratio to them, are slower than on a quiet machine:\n",
+           100 * OTHERS_SHARE_WARN);
+    for (uint32_t i = 0; i < n_runs; i++)
+        if (runs[i].others > OTHERS_SHARE_WARN)
+            printf("  %-18s %.1f%%\n", runs[i].label, 100 * runs[i].others);
+}
+
 static void print_table(struct run *runs, uint32_t n_runs, double bound_s, double seq_bps,
                         double iops4, double iops8, struct cJSON *json)
 {
@@ -1037,7 +1055,7 @@ static void print_table(struct run *runs, uint32_t n_runs, double bound_s, doubl
         const struct run *r = &runs[i];
         struct json_run jr = {r->label,  r->strategy, r->why, NULL, r->done.res.weights_sha256,
                               r->budget, r->peak_rss, 0,      0,    0,
-                              0,         0,           0,      NULL};
+                              0,         0,           0,      NULL, r->others};
         if (r->failed || r->n_epochs == 0) {
             printf("%-18s FAILED: %s\n", r->label, r->why);
             if (json)
@@ -1382,7 +1400,12 @@ int main(int argc, char **argv)
         else if (why[0])
             printf(", NO cgroup: %s", why);
         printf(")\n");
-        if (child_run(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why))) {
+        struct others_mark om;
+        others_mark(&om);
+        int crc = child_run(train_child, &tc, on_train_msg, r, &ru, r->why, sizeof(r->why));
+        double others_s;
+        r->others = others_share(&om, &ru, &others_s);
+        if (crc) {
             r->failed = 1;
         } else if (!r->got_done) {
             r->failed = 1;
@@ -1407,6 +1430,10 @@ int main(int argc, char **argv)
                    "test acc %.4f\n",
                    r->label, r->done.run_s, r->done.res.final_loss,
                    r->done.res.test_acc_at_best_val);
+        if (r->others >= 0)
+            printf("  %-18s other processes took %.1f%% of the CPUs meanwhile (%.1f CPU s)%s\n",
+                   r->label, 100 * r->others, others_s,
+                   r->others > OTHERS_SHARE_WARN ? ": LOADED MACHINE" : "");
         bad |= r->failed;
     }
 
@@ -1441,6 +1468,7 @@ int main(int argc, char **argv)
             bad = 1;
     }
     print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops, json);
+    print_loaded(runs, n_runs);
     if (json && json_write(json, a.json) != 0)
         bad = 1;
     for (uint32_t i = 1; i < n_runs; i++)

@@ -27,7 +27,8 @@
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file, and a
 # --remote-cache over the store's share of the budget, under one row or on
-# an unpartitioned dataset naming the option. Env: OC_BIN (the
+# an unpartitioned dataset naming the option, and stated apart from the
+# store's share by --dry-run. Env: OC_BIN (the
 # CLI). Exit 77 (skip) without mpirun. Ends with the harness's "N passed, N
 # failed, N skipped" line.
 set -u
@@ -390,6 +391,26 @@ refused partitioned_remote_cache_no_row_refused \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --remote-cache 100
 refused remote_cache_not_partitioned_refused \
     "--remote-cache: .*/g is not a partitioned dataset" "$bin" train "$g" "${pc[@]}" --remote-cache 1M
+# --dry-run: --remote-cache's rows are stated apart from the feature store's share they leave.
+bytes_of() { # "12.50 MiB" -> bytes
+    awk '{ m = $2 == "KiB" ? 1024 : $2 == "MiB" ? 1048576 : $2 == "GiB" ? 1073741824 : 1;
+           printf "%.0f\n", $1 * m }'
+}
+store_of() { sed -n 's/.*, \([0-9.]* [KMG]*i*B\) for the feature store$/\1/p' "$1" | bytes_of; }
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --mem-budget 24M --dry-run \
+    >"$tmp/dry.0.out" 2>&1
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --mem-budget 24M \
+    --remote-cache 1M --dry-run >"$tmp/dry.1.out" 2>&1
+s0=$(store_of "$tmp/dry.0.out")
+s1=$(store_of "$tmp/dry.1.out")
+if [ -n "$s0" ] && [ -n "$s1" ] && [ $((s0 - s1)) -ge 1000000 ] && [ $((s0 - s1)) -le 1100000 ] &&
+    grep -q "^dry run: and 1.00 MiB of other parts' rows (--remote-cache)" "$tmp/dry.1.out" &&
+    ! grep -q "other parts' rows" "$tmp/dry.0.out"; then
+    ok "partitioned_dry_run_states_remote_cache_apart ($s0 -> $s1 bytes)"
+else
+    fail "partitioned_dry_run_states_remote_cache_apart: store '$s0' then '$s1'"
+    sed 's/^/    /' "$tmp/dry.0.out" "$tmp/dry.1.out"
+fi
 refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
     --plan-dir "$tmp/pd"

@@ -221,10 +221,11 @@ struct oc_train_result {
     double final_loss;
     char weights_sha256[65]; /* empty after a dry run */
     /* the memory plan at start (under a budget; 0 without one) */
-    uint64_t held_bytes;        /* topology, labels, model and a step's workspace */
-    uint64_t working_set_bytes; /* batches in flight, evaluation, checkpoint state */
-    uint64_t store_bytes;       /* what the feature store was given: the rest */
-    uint32_t depth;             /* batches fetched ahead of the trainer */
+    uint64_t held_bytes;         /* topology, labels, model and a step's workspace */
+    uint64_t working_set_bytes;  /* batches in flight, evaluation, checkpoint state */
+    uint64_t store_bytes;        /* what the feature store was given: the rest */
+    uint64_t remote_cache_bytes; /* --remote-cache's rows of other parts, besides the store's */
+    uint32_t depth;              /* batches fetched ahead of the trainer */
     /* the strategy that ran (--strategy auto: its pick) and, with auto, its predicted epoch
        seconds against the mean measured training seconds of the epochs run (0 otherwise) */
     char strategy[32];

@@ -565,6 +565,10 @@ int cmd_train(int argc, char **argv)
                    oc_format_size(res.held_bytes, b, sizeof(b)),
                    oc_format_size(res.working_set_bytes, c, sizeof(c)), res.depth,
                    oc_format_size(res.store_bytes, d, sizeof(d)));
+        if (budget && res.remote_cache_bytes)
+            printf("dry run: and %s of other parts' rows (--remote-cache), taken from the "
+                   "feature store's share\n",
+                   oc_format_size(res.remote_cache_bytes, a, sizeof(a)));
         else
             printf("dry run: the options and the dataset check out (no --mem-budget to check)\n");
         return 0;

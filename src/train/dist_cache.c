@@ -121,6 +121,7 @@ int train_part_cache_open(struct train_part *tp, uint64_t *store_bytes, struct o
     c->rows = oc_alloc(bytes ? bytes : 1, "--remote-cache: other parts' rows", err);
     if (!c->rows)
         return err->status;
+    c->rows_bytes = bytes;
     if (store_bytes)
         *store_bytes -= bytes;
     char a[32];

@@ -1199,7 +1199,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         train_eval_set_part(r.eval, &r.part);
     res->held_bytes = r.held;
     res->working_set_bytes = r.work;
-    res->store_bytes = o->mem_budget ? o->mem_budget - r.held - r.work : 0;
+    /* --remote-cache's rows come out of the store's share (train_part_cache_open) */
+    res->remote_cache_bytes = o->mem_budget ? r.part.cache.rows_bytes : 0;
+    res->store_bytes =
+        o->mem_budget ? o->mem_budget - r.held - r.work - res->remote_cache_bytes : 0;
     res->depth = r.depth;
     if (o->dry_run)
         goto out; /* everything opened: the options and the budget hold */

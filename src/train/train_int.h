@@ -215,6 +215,7 @@ struct train_part_cache {
     uint64_t *hot;       /* n_parts x words: bit i of rank r's: local row i is in r's cache */
     uint64_t words;      /* per rank: ceil(n_local / 64) */
     uint64_t fill_bytes; /* what the fill fetched, not yet in an epoch's stats */
+    uint64_t rows_bytes; /* what rows holds, taken from the store's share of the budget */
 };
 
 /*

@@ -124,8 +124,10 @@ extern const struct store_strategy oc_store_diskgnn;
 extern const struct store_strategy oc_store_helios;
 extern const struct store_strategy oc_store_outre;
 
-/* Strategy i of the registry, in registration order (NULL past the end): for tests. */
+/* Strategy i of the registry, in registration order (NULL past the end): opts.c, tests. */
 const struct store_strategy *store_strategy_at(uint32_t i);
+/* cfg's options are strategy `index`'s (or none) and each set one is valid (opts.c). */
+int store_opts_check(uint32_t index, const struct oc_store_config *cfg, struct oc_err *err);
 
 /*
  * The strategy's options struct (st->opts_size bytes at out) filled from

@@ -49,7 +49,8 @@
  * more, none below, and then no SQPOLL (its thread spins for 2 ms after each
  * burst, CPU the compute would lose): a plain ring, nothing pinned. With I/O
  * cores the compute pool (train's, cfg->pool) is pinned to the other cores:
- * its workers and the thread that opens the store (the trainer, its worker 0).
+ * its workers and the thread that opens the store (the trainer, its worker 0):
+ * helios_cores.c.
  *
  * Plan order: gather_batch(epoch, b) waits for batch b's record when the
  * sample stage prepared it, so training is bit-identical to `memory`; a
@@ -210,92 +211,6 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
     return oc_io_ring_new(&rcfg, &h->ring, err);
 }
 
-/*
- * Pinning is per thread, and the thread that opens a store is pinned with its
- * pool: a second helios store opened while one holds its pin would see only
- * the compute CPUs. So the CPUs of the first pin are kept while any pin
- * lasts, every split is made from them, and the last store to go gives
- * them back.
- */
-static pthread_mutex_t pin_mu = PTHREAD_MUTEX_INITIALIZER;
-static unsigned pin_users;
-static int pin_cpus[HL_MAX_CPUS];
-static unsigned pin_n;
-
-/*
- * The cores split, among the CPUs the process may use (its affinity mask, or
- * the first pin's while one lasts): io_cores of n_cpus for I/O (0 = auto),
- * the last of them the SQPOLL thread's.
- */
-static void split_cores(struct hl_store *h, uint32_t io_cores)
-{
-    pthread_mutex_lock(&pin_mu);
-    if (pin_users) {
-        memcpy(h->cpus, pin_cpus, pin_n * sizeof(int));
-        h->n_cpus = (int)pin_n;
-    } else {
-        h->n_cpus = (int)oc_cpus_allowed(h->cpus, HL_MAX_CPUS);
-    }
-    pthread_mutex_unlock(&pin_mu);
-    if (io_cores == 0)
-        io_cores = h->n_cpus >= 4 ? 1 : 0;
-    if ((int)io_cores >= h->n_cpus)
-        io_cores = (uint32_t)(h->n_cpus - 1);
-    h->io_cores = (int)io_cores;
-    h->sq_cpu = h->io_cores ? h->cpus[h->n_cpus - 1] : -1;
-    if (h->io_cores)
-        oc_log(OC_LOG_INFO,
-               "store helios: %d of %d cores for I/O (SQPOLL thread on CPU %d, completion "
-               "stage on CPU %d), the rest for compute",
-               h->io_cores, h->n_cpus, h->sq_cpu, h->cpus[h->n_cpus - h->io_cores]);
-    else
-        oc_log(OC_LOG_INFO,
-               "store helios: %d cores, none reserved for I/O (nothing pinned, no SQPOLL; "
-               "--io-cores 1 gives it one)",
-               h->n_cpus);
-}
-
-/* The compute pool (and the opening thread, its worker 0) off the I/O cores. */
-static void pin_compute(struct hl_store *h, struct oc_pool *pool)
-{
-    struct oc_err pe;
-    unsigned n_compute = (unsigned)(h->n_cpus - h->io_cores);
-    pthread_mutex_lock(&pin_mu);
-    if (oc_pool_pin(pool, h->cpus, n_compute, &pe) == OC_OK) {
-        h->pinned_pool = pool;
-        h->opener = pthread_self();
-        if (pin_users++ == 0) {
-            memcpy(pin_cpus, h->cpus, (size_t)h->n_cpus * sizeof(int));
-            pin_n = (unsigned)h->n_cpus;
-        }
-        oc_log(OC_LOG_INFO, "store helios: compute pool pinned to %u CPUs (%d..%d)", n_compute,
-               h->cpus[0], h->cpus[n_compute - 1]);
-    } else {
-        oc_log(OC_LOG_WARN, "store helios: %s; compute may share the I/O cores", pe.msg);
-    }
-    pthread_mutex_unlock(&pin_mu);
-}
-
-/*
- * The last pinned store to go gives the CPUs back to its pool and, when freed
- * on the thread that opened it, that thread (pinning includes the caller).
- */
-static void unpin_compute(struct hl_store *h)
-{
-    if (!h->pinned_pool)
-        return;
-    struct oc_err pe;
-    pthread_mutex_lock(&pin_mu);
-    if (--pin_users == 0) {
-        if (!pthread_equal(pthread_self(), h->opener))
-            oc_log(OC_LOG_WARN, "store helios: freed off the thread that opened it; that thread "
-                                "and its compute pool stay pinned off the I/O cores");
-        else if (oc_pool_pin(h->pinned_pool, pin_cpus, pin_n, &pe) != OC_OK)
-            oc_log(OC_LOG_WARN, "store helios: unpinning the compute pool: %s", pe.msg);
-    }
-    pthread_mutex_unlock(&pin_mu);
-}
-
 /* --hyperbatch F: rows and batches per group (cap 0: none) and their bytes. */
 struct hl_hyper {
     uint64_t cap;
@@ -372,9 +287,9 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->sync_ready = 1;
-    split_cores(h, opts.io_cores);
+    hl_split_cores(h, opts.io_cores);
     if (h->io_cores && cfg->pool)
-        pin_compute(h, cfg->pool);
+        hl_pin_compute(h, cfg->pool);
     rc = store_yield_init(&h->yield, &h->cache, s->row_bytes, "store helios", err);
     h->yield_ready = rc == OC_OK;
     if (rc == OC_OK)
@@ -424,7 +339,7 @@ static void hl_free(struct oc_store *s)
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
     store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
-    unpin_compute(h);
+    hl_unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
         oc_free(h->recs[i].ids);
         oc_free(h->recs[i].slot);

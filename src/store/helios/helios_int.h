@@ -145,6 +145,11 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
 int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                      const struct oc_sample_batch *b, struct oc_err *err);
 int hl_stages_start(struct hl_store *h, struct oc_err *err);
+/* helios_cores.c: the I/O/compute split of the allowed cores (io_cores 0 = auto), the compute
+   pool pinned off the I/O cores, and unpinned by the last pinned store to go. */
+void hl_split_cores(struct hl_store *h, uint32_t io_cores);
+void hl_pin_compute(struct hl_store *h, struct oc_pool *pool);
+void hl_unpin_compute(struct hl_store *h);
 int hl_pipeline_error(struct hl_store *h, struct oc_err *err);
 
 #endif

@@ -223,10 +223,8 @@ void store_disk_close(struct store_disk *d)
 int store_disk_queue_row(const struct oc_store *s, struct store_disk *d, uint64_t row,
                          float *out_row, struct oc_err *err)
 {
-    void *dst = out_row;
-    if (s->dtype == OC_DTYPE_F16)
-        dst = (uint8_t *)out_row + s->row_bytes; /* upper half of the f32 row */
-    return oc_io_batch_add(d->batch, d->f, store_file_off(s, row), s->row_bytes, dst, err);
+    return oc_io_batch_add(d->batch, d->f, store_file_off(s, row), s->row_bytes,
+                           store_stored_dst(s, out_row), err);
 }
 
 int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id, float *out_row,

@@ -56,7 +56,7 @@ void store_topo_add(const struct oc_store *s, const struct oc_sampler *smp,
     if (!smp)
         return;
     oc_sample_sampler_topo_stats(smp, &now);
-    assert(now.n_lookups >= seen->n_lookups && now.n_reads >= seen->n_reads);
+    OC_ASSERT(now.n_lookups >= seen->n_lookups && now.n_reads >= seen->n_reads);
     struct store_topo_tally *t = s->topo;
     if (t) {
         atomic_fetch_add(&t->n_lookups, now.n_lookups - seen->n_lookups);

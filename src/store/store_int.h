@@ -286,6 +286,15 @@ static inline uint64_t store_row_off(const struct oc_store *s, uint64_t id)
     return store_file_off(s, store_row_of(s, id));
 }
 
+/*
+ * Where a row read as stored lands in its f32 output row: in place (f32), or
+ * the upper half (f16: widened in place afterwards, store_row_widen_inplace).
+ */
+static inline void *store_stored_dst(const struct oc_store *s, float *out_row)
+{
+    return s->dtype == OC_DTYPE_F16 ? (uint8_t *)out_row + s->row_bytes : (void *)out_row;
+}
+
 /* Bytes of the layout's map the registry loads for a dataset (0 without a layout). */
 uint64_t store_row_map_bytes(const struct oc_dataset *ds);
 

@@ -22,11 +22,10 @@
 
 #include "store/diskgnn/diskgnn_int.h"
 
-/* Where row k of out gets its stored bytes: in place (f32) or the upper half (f16). */
+/* Where row k of out gets its stored bytes (store_stored_dst). */
 static void *row_dst(const struct oc_store *s, float *out, uint64_t k)
 {
-    uint8_t *row = (uint8_t *)(out + k * s->feat_dim);
-    return s->dtype == OC_DTYPE_F16 ? row + 2 * s->feat_dim : row;
+    return store_stored_dst(s, out + k * s->feat_dim);
 }
 
 /* Queues one row for the assembler's reader, running it every c.row_run rows. */

@@ -280,8 +280,7 @@ static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *la
         ++*misses;
         const void *staged = h ? store_hyper_row(h, store_row_of(s, ids[i])) : NULL;
         if (staged) {
-            uint8_t *dst = (uint8_t *)(out + i * s->feat_dim);
-            memcpy(dst + (s->dtype == OC_DTYPE_F16 ? s->row_bytes : 0), staged, s->row_bytes);
+            memcpy(store_stored_dst(s, out + i * s->feat_dim), staged, s->row_bytes);
             continue;
         }
         if ((rc = store_disk_queue(s, &lane->disk, ids[i], out + i * s->feat_dim, err))) {

@@ -373,9 +373,10 @@ static void hyper_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
-                       struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
-                       struct oc_err *err)
+/* The taken group's batch: its rows from the cache behind y, the group, or d. */
+static int gather_taken(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                        struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
+                        struct oc_err *err)
 {
     uint64_t hits = 0, direct = 0;
     int rc = store_yield_reserve(s, y, d, n, err);
@@ -408,6 +409,17 @@ int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_y
     s->stats.tier_rows[OC_STORE_TIER_CPU] += hits;
     s->stats.tier_rows[OC_STORE_TIER_DISK] += n - hits;
     return OC_OK;
+}
+
+int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+                       struct store_disk *d, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                       uint64_t n, float *out, struct oc_err *err)
+{
+    int rc;
+    if ((rc = store_hyper_take(h, epoch, batch, err)) ||
+        (rc = gather_taken(s, h, y, d, ids, n, out, err)))
+        return rc;
+    return store_hyper_done(h, err);
 }
 
 void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)

@@ -625,13 +625,15 @@ int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_
 int store_hyper_flush(struct store_hyper *h, struct oc_err *err);
 /*
  * Gather's side (one thread, the same order): take the batch's group
- * (waiting for its read; OC_ERR_INTERNAL out of order), gather its rows
- * from the cache behind y, the group, or d (rows neither holds), then done.
+ * (waiting for its read; OC_ERR_INTERNAL out of order), gather its rows,
+ * then done. store_hyper_gather does all three for a store_cache behind y,
+ * rows neither it nor the group holds read through d (static, helios); a
+ * strategy with its own lookup calls take, store_hyper_row and done (ginex).
  */
 int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, struct oc_err *err);
 int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
-                       struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
-                       struct oc_err *err);
+                       struct store_disk *d, uint64_t epoch, uint64_t batch, const uint64_t *ids,
+                       uint64_t n, float *out, struct oc_err *err);
 int store_hyper_done(struct store_hyper *h, struct oc_err *err);
 /* Between take and done: the row of features.npy (store_row_of applied) as stored in the
    taken group, or NULL if the group does not hold it (for a strategy with its own cache

@@ -568,6 +568,7 @@ static const struct oc_store_opt ginex_opts[] = {
      offsetof(struct gx_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
+/* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
 static double ginex_miss(const struct oc_store_stats *s, uint64_t misses)
 {
     return s->trace_accesses ? (double)misses / (double)s->trace_accesses : 0.0;
@@ -613,7 +614,7 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
     return store_hyper_done(g->hyper, err);
 }
 
-/* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */
+/* The inspector's seconds sampling and building plans, so far. */
 static double ginex_sample_s(const struct oc_store_stats *s)
 {
     return (double)s->plan_sample_us / 1e6;

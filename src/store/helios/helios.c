@@ -605,15 +605,11 @@ static int hl_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
                         uint64_t n, float *out, struct oc_err *err)
 {
     struct hl_store *h = s->impl;
-    int rc;
     if (epoch == STORE_OFF_PLAN)
         return hl_gather(s, ids, n, out, err);
     if (!h->hyper)
         return hl_gather_batch(s, epoch, batch, ids, n, out, err);
-    if ((rc = store_hyper_take(h->hyper, epoch, batch, err)) ||
-        (rc = store_hyper_gather(s, h->hyper, &h->yield, &h->disk, ids, n, out, err)))
-        return rc;
-    return store_hyper_done(h->hyper, err);
+    return store_hyper_gather(s, h->hyper, &h->yield, &h->disk, epoch, batch, ids, n, out, err);
 }
 
 const struct store_strategy oc_store_helios = {

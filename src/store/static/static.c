@@ -251,13 +251,9 @@ static int static_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, con
                          uint64_t n, float *out, struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    int rc;
     if (!c->hyper || epoch == STORE_OFF_PLAN)
         return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
-    if ((rc = store_hyper_take(c->hyper, epoch, batch, err)) ||
-        (rc = store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], ids, n, out, err)))
-        return rc;
-    return store_hyper_done(c->hyper, err);
+    return store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], epoch, batch, ids, n, out, err);
 }
 
 static void static_stats(const struct oc_store *s, struct oc_store_stats *out)

@@ -212,13 +212,16 @@ OC_TEST(bar_mode_redraws_in_place)
     oc_progress_finish(p);
     oc_progress_phase(p, "epoch 0", 4, "batches");
     oc_progress_add(p, 4);
-    oc_progress_interrupt(); /* a log line: the bar is erased first */
+    oc_progress_hold(); /* a log line: the bar is erased first, drawn again after */
+    fputs("a log line\n", f);
+    oc_progress_release();
     oc_progress_clear(p);
     oc_progress_free(p);
     char *s = written(f);
     OC_CHECK(has(s, "\rgen [") && has(s, "rows/s ETA ") && has(s, "\033[K"));
     OC_CHECK(has(s, "300/1000 rows 30.0% ") && has(s, "stopped after"));
     OC_CHECK(has(s, "\rgen [") && has(s, "\n\repoch 0 ["));
+    OC_CHECK(has(s, "\r\033[Ka log line\n\repoch 0 [")); /* erased, then drawn below */
     int draws = 0;
     for (const char *c = s; (c = strstr(c, "\rgen [")); c++)
         draws++;

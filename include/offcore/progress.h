@@ -96,11 +96,15 @@ void oc_progress_finish(struct oc_progress *p);
 /* Ends the phase without a final line (a terminal's bar is erased). */
 void oc_progress_clear(struct oc_progress *p);
 /*
- * Erases the terminal's bar, if one is drawn, so that the caller can write a
- * line (the CLI's log sink calls it first); the next oc_progress_add draws the
- * bar again below. Any thread; a no-op without a report in mode BAR.
+ * A line on the terminal between a bar's redraws (the CLI's log sink):
+ * oc_progress_hold erases the terminal's bar, if one is drawn, and holds the
+ * report so that no thread draws it while the caller writes its line;
+ * oc_progress_release draws the bar again below that line (if its phase is
+ * still active) and lets go. Any thread, as a pair, with no other progress
+ * call between them; no-ops without a report in mode BAR.
  */
-void oc_progress_interrupt(void);
+void oc_progress_hold(void);
+void oc_progress_release(void);
 /* Units counted in the current phase. */
 uint64_t oc_progress_done(const struct oc_progress *p);
 /* The mode in use (AUTO resolved); OFF for NULL. */

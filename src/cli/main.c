@@ -48,8 +48,10 @@ static void log_to_stderr(void *ctx, enum oc_log_level level, const char *msg)
     (void)ctx;
     static const char *names[] = {"debug", "info", "warning", "error"};
     char safe[4 * 1024];
-    oc_progress_interrupt(); /* a bar on the terminal would run into the message */
-    fprintf(stderr, "offcore: %s: %s\n", names[level], cli_safe_text(msg, safe, sizeof(safe)));
+    cli_safe_text(msg, safe, sizeof(safe));
+    oc_progress_hold(); /* a bar on the terminal would run into the message */
+    fprintf(stderr, "offcore: %s: %s\n", names[level], safe);
+    oc_progress_release();
 }
 
 void cli_log_init(int verbose)

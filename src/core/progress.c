@@ -15,8 +15,9 @@
  * waits on the terminal); phase, finish and clear take the lock. The label,
  * unit, start time and the stream are under the lock.
  * The terminal's report (the first in mode BAR) is registered process-wide so
- * that oc_progress_interrupt can erase its bar before a log line; lock order:
- * the registry's lock, then the report's.
+ * that oc_progress_hold can erase its bar before a log line and
+ * oc_progress_release draw it again after; lock order: the registry's lock,
+ * then the report's, both held from hold to release.
  * Ownership: the stream is borrowed.
  */
 #include <errno.h>
@@ -124,7 +125,10 @@ int oc_progress_new_mode(FILE *stream, enum oc_progress_mode mode, struct oc_pro
     return OC_OK;
 }
 
-void oc_progress_interrupt(void)
+/* Draws the current phase's line now; the lock is held (defined below). */
+static void draw_locked(struct oc_progress *p, int final, uint64_t now);
+
+void oc_progress_hold(void)
 {
     pthread_mutex_lock(&tty_mu);
     struct oc_progress *p = tty_report;
@@ -134,7 +138,19 @@ void oc_progress_interrupt(void)
             fputs("\r\033[K", p->stream);
             fflush(p->stream);
             p->drawn = 0;
-            atomic_store(&p->next_ns, 0); /* the next add draws it again */
+        }
+    }
+}
+
+void oc_progress_release(void)
+{
+    struct oc_progress *p = tty_report; /* tty_mu is held since oc_progress_hold */
+    if (p) {
+        OC_ASSERT(!p->drawn);
+        if (p->active) { /* the bar again, below the caller's line */
+            uint64_t now = oc_now_ns();
+            atomic_store(&p->next_ns, now + p->interval_ns);
+            draw_locked(p, 0, now);
         }
         pthread_mutex_unlock(&p->mu);
     }

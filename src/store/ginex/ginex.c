@@ -1,9 +1,10 @@
 /*
  * ginex.c — the `ginex` strategy (Ginex, VLDB 2022): a superbatch
  * inspector-executor with a Belady-optimal feature cache. The inspector
- * (ginex_inspect.c, a pipeline stage) samples the next S training batches
- * ahead, writes them under the plan directory and precomputes the cache's
- * changesets (plan/belady.c); the executor (ginex_exec.c) gathers each
+ * (ginex_inspect.c, a pipeline stage running plan's superbatch planner,
+ * plan/superbatch.c) samples the next S training batches ahead, writes them
+ * under the plan directory and precomputes the cache's changesets
+ * (plan/belady.c); the executor (ginex_exec.c) gathers each
  * training batch from the cache or the disk and applies that batch's
  * changeset by copying the inserted rows from the gathered output into the
  * evicted slots: no extra read. Under a budget the cache's rows (an

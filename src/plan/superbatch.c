@@ -54,7 +54,7 @@ static void update_held(struct pl_sb *sb)
     atomic_store(&sb->held, h);
 }
 
-/* ---- plan key and files ------------------------------------------------------ */
+/* ---- superbatch files ------------------------------------------------------ */
 
 void pl_sb_footer(const struct pl_sb_expect *x, uint64_t n, uint32_t flags, uint8_t f[PL_SB_FOOTER])
 {
@@ -72,7 +72,7 @@ void pl_sb_footer(const struct pl_sb_expect *x, uint64_t n, uint32_t flags, uint
         f[60 + i] = (uint8_t)(crc >> (8 * i));
 }
 
-/* What the superbatch starting at first must be, for this inspector. */
+/* What the superbatch starting at first must be, for this planner. */
 static struct pl_sb_expect sb_expect(const struct pl_sb *sb, uint64_t first)
 {
     uint64_t most = sb->c.t_end - first < sb->c.superbatch ? sb->c.t_end - first : sb->c.superbatch;

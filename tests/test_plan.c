@@ -25,6 +25,7 @@
 #include "offcore/rng.h"
 #include "offcore/sample.h"
 #include "plan/plan_int.h"
+#include "plan/window.h"
 
 #define PAGE OC_PLAN_PAGE
 
@@ -941,6 +942,44 @@ OC_TEST(minhash_order_touches_fewer_pages_on_sampled_batches)
     oc_free(cpu);
     free(cnt);
     tr_free(&x);
+}
+
+/* DiskGNN's window schedule: a head, short last windows, later epochs; by hand and covered. */
+OC_TEST(window_schedule_by_hand)
+{
+    struct pl_windows w;
+    uint64_t e, f, c;
+    /* 10 batches an epoch in windows of 4, a head of 3, epochs 1 and 2 */
+    pl_windows_init(&w, 10, 4, 3, 1, 3, 0);
+    OC_CHECK(w.wpe == 3 && w.n_win == 6);
+    static const uint64_t want[6][3] = {{1, 0, 3}, {1, 3, 4}, {1, 7, 3},
+                                        {2, 0, 4}, {2, 4, 4}, {2, 8, 2}};
+    for (uint64_t k = 0; k < 6; k++) {
+        pl_windows_span(&w, k, &e, &f, &c);
+        OC_CHECK(e == want[k][0] && f == want[k][1] && c == want[k][2]);
+    }
+    /* win 0: an epoch a window; reuse: a window per run epoch */
+    pl_windows_init(&w, 10, 0, 0, 0, 2, 0);
+    OC_CHECK(w.win == 10 && w.wpe == 1 && w.n_win == 2);
+    pl_windows_span(&w, 1, &e, &f, &c);
+    OC_CHECK(e == 1 && f == 0 && c == 10);
+    pl_windows_init(&w, 10, 4, 0, 0, 5, 1);
+    OC_CHECK(w.wpe == 3 && w.n_win == 5);
+    /* every batch of every run epoch in exactly one window, in order */
+    for (uint64_t nb = 1; nb <= 9; nb++)
+        for (uint64_t win = 1; win <= nb; win++)
+            for (uint64_t head = 0; head < nb; head++) {
+                pl_windows_init(&w, nb, win, head, 2, 4, 0);
+                uint64_t next_e = 2, next_b = 0;
+                for (uint64_t k = 0; k < w.n_win; k++) {
+                    pl_windows_span(&w, k, &e, &f, &c);
+                    OC_CHECK(e == next_e && f == next_b && c >= 1 && f + c <= nb);
+                    next_b = f + c;
+                    if (next_b == nb)
+                        next_e++, next_b = 0;
+                }
+                OC_CHECK(next_e == 4 && next_b == 0);
+            }
 }
 
 OC_TEST_MAIN()

@@ -2,8 +2,8 @@
  * belady.h — the Belady changeset planner of plan/ (Ginex's, exact, at batch
  * granularity) and what it stands on: spills (arrays in RAM or in unlinked
  * scratch files), the id map, the LRU simulator, the trace of a superbatch
- * and its plan. For the strategies and callers that drive the planner
- * themselves (store's ginex inspector and executor); others use the
+ * and its plan. For the callers that drive the planner themselves (plan's
+ * superbatch planner, superbatch.h, and store's ginex executor); others use the
  * oc_plan_belady_* API of offcore/plan.h (kg's Slice Cache, --strategy auto).
  *
  *   trace (ids of iterations 0..S-1) ─┐
@@ -12,7 +12,8 @@
  *                                                          changes (pos ─► slot)
  *
  * Place in the data flow: plan (spill.c, belady_sim.c, belady.c,
- * belady_api.c); used by store's ginex (store may include plan).
+ * belady_api.c); used by superbatch.c and store's ginex (store may include
+ * plan).
  * Thread-safety: a spill, map, LRU, trace, planner and plan are driven by one
  * thread at a time; a plan may be handed to another thread through a queue.
  * Ownership: every array is oc_alloc'd by the object that holds it and

@@ -11,8 +11,8 @@
 #define OFFCORE_FUZZ_FIXTURES_H
 
 #include "offcore/nn.h"
+#include "plan/superbatch.h"
 #include "store/diskgnn/diskgnn_int.h"
-#include "store/ginex/ginex_int.h"
 
 #define FUZZ_N_NODES       1000000u
 #define FUZZ_CKPT_PATH     "fuzz/checkpoint.bin"
@@ -47,9 +47,9 @@ static inline struct oc_nn_model *fuzz_ckpt_model(struct oc_nn_backend **be)
 }
 
 /* The plan a superbatch seed is written for: batches 4..6 of 4 per epoch, 2 layers. */
-static inline struct gx_sb_expect fuzz_sb_expect(void)
+static inline struct pl_sb_expect fuzz_sb_expect(void)
 {
-    return (struct gx_sb_expect){.key = 0x0ffc0de5eedull,
+    return (struct pl_sb_expect){.key = 0x0ffc0de5eedull,
                                  .first = 4,
                                  .most = 3,
                                  .nb = 4,

@@ -1,5 +1,5 @@
 /*
- * fuzz_ginex_superbatch.c — libFuzzer target for gx_sb_parse, the check of a
+ * fuzz_ginex_superbatch.c — libFuzzer target for pl_sb_parse, the check of a
  * ginex superbatch plan file before it is reused: any byte string must be
  * accepted as a plan (its batches in the trace) or refused with
  * OC_ERR_FORMAT, without crashing, reading out of bounds or leaking. Each
@@ -7,7 +7,7 @@
  * this plan expects (keeping its batch count and flags), so that mutations
  * reach the records behind the footer.
  *
- * Place in the data flow: tests (store/ginex/ginex_inspect.c). Replayed over
+ * Place in the data flow: tests (plan/superbatch.c). Replayed over
  * tests/fuzz/corpus/ginex_superbatch (written by gen_corpus.c) in every run.
  * Thread-safety: single-threaded. Ownership: no state between inputs.
  */
@@ -37,7 +37,7 @@ static int mem_read(void *ctx, void *buf, size_t len, uint64_t off, struct oc_er
 static void try_one(void *ctx, const uint8_t *buf, size_t size)
 {
     (void)ctx;
-    struct gx_sb_expect x = fuzz_sb_expect();
+    struct pl_sb_expect x = fuzz_sb_expect();
     struct mem_file f = {buf, size};
     struct pl_trace trace;
     struct oc_sample_batch batch;
@@ -51,7 +51,7 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
     uint64_t *rec_off = malloc(x.most * sizeof(uint64_t));
     if (!rec_off)
         abort();
-    int rc = gx_sb_parse(&x, mem_read, &f, size, &rec, &cap_rec, &batch, &trace, rec_off, &n, why,
+    int rc = pl_sb_parse(&x, mem_read, &f, size, &rec, &cap_rec, &batch, &trace, rec_off, &n, why,
                          sizeof(why), &err);
     if (rc == OC_OK) {
         if (n == 0 || n > x.most || trace.n_iters != n)
@@ -76,11 +76,11 @@ static void try_one(void *ctx, const uint8_t *buf, size_t size)
 /* The footer this plan expects for the batch count and flags the input claims. */
 static int repair(uint8_t *buf, size_t size)
 {
-    if (size < GX_SB_FOOTER)
+    if (size < PL_SB_FOOTER)
         return 0;
-    struct gx_sb_expect x = fuzz_sb_expect();
-    uint8_t *foot = buf + size - GX_SB_FOOTER;
-    gx_sb_footer(&x, oc_get_le64(foot + 24), foot[52], foot);
+    struct pl_sb_expect x = fuzz_sb_expect();
+    uint8_t *foot = buf + size - PL_SB_FOOTER;
+    pl_sb_footer(&x, oc_get_le64(foot + 24), foot[52], foot);
     return 1;
 }
 

@@ -1,7 +1,7 @@
 /*
  * gen_corpus.c — writes the seed corpora of the checkpoint, ginex
  * superbatch and diskgnn chunk fuzz targets: small valid files made by the
- * real writers (checkpoint) or the documented layouts (ginex_inspect.c,
+ * real writers (checkpoint) or the documented layouts (plan/superbatch.h,
  * diskgnn_window.c) around batch records from the sample_record corpus,
  * plus truncated and corrupted variants.
  *
@@ -111,7 +111,7 @@ static uint8_t *record(const struct oc_sample_batch *g, uint64_t epoch, uint64_t
 
 static void gen_superbatch(const struct oc_sample_batch *g)
 {
-    struct gx_sb_expect x = fuzz_sb_expect();
+    struct pl_sb_expect x = fuzz_sb_expect();
     uint8_t *f = calloc(1, 1 << 20);
     size_t off = 0, first_len = 0;
     for (uint64_t it = 0; it < x.most; it++) {
@@ -126,39 +126,39 @@ static void gen_superbatch(const struct oc_sample_batch *g)
         oc_free(r);
     }
     uint8_t *c = malloc(off + 4096);
-    gx_sb_footer(&x, x.most, 0, f + off);
-    put_file("ginex_superbatch", "valid.ocsb", f, off + GX_SB_FOOTER);
-    put_file("ginex_superbatch", "footer_only.ocsb", f + off, GX_SB_FOOTER);
+    pl_sb_footer(&x, x.most, 0, f + off);
+    put_file("ginex_superbatch", "valid.ocsb", f, off + PL_SB_FOOTER);
+    put_file("ginex_superbatch", "footer_only.ocsb", f + off, PL_SB_FOOTER);
     put_file("ginex_superbatch", "truncated.ocsb", f, off / 2);
     /* cut short after 2 batches (flag 1) */
     size_t two = 2 * 8 + 2 * first_len;
     memcpy(c, f, two);
-    gx_sb_footer(&x, 2, 1, c + two);
-    put_file("ginex_superbatch", "cut_short.ocsb", c, two + GX_SB_FOOTER);
+    pl_sb_footer(&x, 2, 1, c + two);
+    put_file("ginex_superbatch", "cut_short.ocsb", c, two + PL_SB_FOOTER);
     /* 2 batches without the flag: refused */
-    gx_sb_footer(&x, 2, 0, c + two);
-    put_file("ginex_superbatch", "short_no_flag.ocsb", c, two + GX_SB_FOOTER);
+    pl_sb_footer(&x, 2, 0, c + two);
+    put_file("ginex_superbatch", "short_no_flag.ocsb", c, two + PL_SB_FOOTER);
     /* another plan's key */
-    memcpy(c, f, off + GX_SB_FOOTER);
+    memcpy(c, f, off + PL_SB_FOOTER);
     c[off + 8] ^= 1;
-    put_file("ginex_superbatch", "other_key.ocsb", c, off + GX_SB_FOOTER);
+    put_file("ginex_superbatch", "other_key.ocsb", c, off + PL_SB_FOOTER);
     /* a record length past the end */
-    memcpy(c, f, off + GX_SB_FOOTER);
+    memcpy(c, f, off + PL_SB_FOOTER);
     oc_put_le64(c, 1ull << 62);
-    put_file("ginex_superbatch", "len_huge.ocsb", c, off + GX_SB_FOOTER);
+    put_file("ginex_superbatch", "len_huge.ocsb", c, off + PL_SB_FOOTER);
     /* bytes between the batches and the footer */
     memcpy(c, f, off);
     memset(c + off, 0xab, 24);
-    gx_sb_footer(&x, x.most, 0, c + off + 24);
-    put_file("ginex_superbatch", "gap.ocsb", c, off + 24 + GX_SB_FOOTER);
+    pl_sb_footer(&x, x.most, 0, c + off + 24);
+    put_file("ginex_superbatch", "gap.ocsb", c, off + 24 + PL_SB_FOOTER);
     /* the first record is of another batch (epoch 0) */
     size_t len;
     uint8_t *r = record(g, 0, 0, &len);
-    memcpy(c, f, off + GX_SB_FOOTER);
+    memcpy(c, f, off + PL_SB_FOOTER);
     if (len == first_len)
         memcpy(c + 8, r, len);
     oc_free(r);
-    put_file("ginex_superbatch", "wrong_batch.ocsb", c, off + GX_SB_FOOTER);
+    put_file("ginex_superbatch", "wrong_batch.ocsb", c, off + PL_SB_FOOTER);
     free(c);
     free(f);
 }

@@ -78,7 +78,7 @@ static int pack_replayed(struct diskgnn_store *d, struct dg_window *ws, uint64_t
     struct dg_builder *b = &d->builder;
     int rc = OC_OK;
     for (uint64_t k = 1; k < n && rc == OC_OK; k++) {
-        uint64_t first = k * d->win_batches, nb = b->nb_epoch;
+        uint64_t first = k * d->win_batches, nb = b->tr.nb_epoch;
         uint64_t count = nb - first < d->win_batches ? nb - first : d->win_batches;
         if ((rc = dg_window_build(b, &d->cache, 0, 0, first, count, &ws[k], err)))
             break;
@@ -110,9 +110,9 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     b->crc = s->feat_crc; /* window 0's scan reads features.npy: it checks the checksum */
     b->crc_due = s->feat_crc_due;
     s->feat_crc_due = 0;
-    d->n_batches = b->nb_epoch;
+    d->n_batches = b->tr.nb_epoch;
     d->win_batches = dg_window_batches(s, cfg, b, &d->n_slots);
-    uint64_t wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches);
+    uint64_t wpe = pl_windows_per_epoch(b->tr.nb_epoch, d->win_batches);
     int exact = d->reuse && wpe == 1; /* window 0 is every batch there is */
     if (o.disk_budget > 0) {          /* per window: the windows that exist at once share it */
         double total = o.disk_budget * (double)s->n_nodes * (double)s->row_bytes;
@@ -140,9 +140,11 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         goto out;
     }
     if (b->streamed) {
-        rc = dg_window_probe(b, sample_epoch, probe, counts, err);
+        if ((rc = pl_window_probe(&b->tr, sample_epoch, probe, counts, err)))
+            oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64 " (first batches)",
+                          sample_epoch);
     } else if ((rc = dg_window_sample(b, sample_epoch, 0, probe, err)) == OC_OK) {
-        struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
+        struct oc_plan_trace t = {s->n_nodes, b->tr.n_batches, b->tr.off, b->tr.rows};
         rc = oc_plan_count_accesses(&t, counts, err);
     }
     if (rc)
@@ -157,7 +159,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
                     " batches and %" PRIu64 " accesses%s) before caching any row; the store's "
                     "budget is %s",
                     oc_format_size(fixed, need_s, sizeof(need_s)), d->n_slots, z.max_input,
-                    b->n_batches, z.accesses, d->reuse ? "" : ", and room for the next one",
+                    b->tr.n_batches, z.accesses, d->reuse ? "" : ", and room for the next one",
                     oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
         goto out;
     }
@@ -172,7 +174,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
         for (uint64_t k = 0; k < d->cache.n; k++)
             hits += counts[d->cache.ids[k]];
         d->win_batches = dg_disk_window(s, cfg, b, &z, probe, hits, d->win_batches);
-        wpe = dg_windows_per_epoch(b->nb_epoch, d->win_batches); /* the planner's, the log's */
+        wpe = pl_windows_per_epoch(b->tr.nb_epoch, d->win_batches); /* the planner's, the log's */
     }
     oc_free(counts);
     counts = NULL;
@@ -196,19 +198,19 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     if ((rc = pack_replayed(d, ws, n_ws, err)))
         goto out;
     b->background = 1; /* later windows are built while epochs train */
-    d->builder_bytes = (b->cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
+    d->builder_bytes = (b->tr.cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
                        b->part_bytes + DG_WRITE_BYTES;
     int planner = !d->reuse && ((cfg->n_epochs - cfg->first_epoch) * wpe > 1 || head);
     if (head)
         oc_log(OC_LOG_INFO,
                "store diskgnn: window 0 is the first %" PRIu64 " of %" PRIu64
                " batches; the rest of the epoch is packed while they train",
-               head, b->nb_epoch);
-    if (d->win_batches < b->nb_epoch)
+               head, b->tr.nb_epoch);
+    if (d->win_batches < b->tr.nb_epoch)
         oc_log(OC_LOG_INFO,
                "store diskgnn: windows of %" PRIu64 " batches (%" PRIu64 " per epoch of %" PRIu64
                "), sized from the budget%s",
-               d->win_batches, wpe, b->nb_epoch,
+               d->win_batches, wpe, b->tr.nb_epoch,
                d->reuse ? "; all of epoch 0's packed now and replayed" : "");
     struct oc_pipeline *stages;
     if ((rc = store_stages(s, &stages, err)) ||
@@ -235,7 +237,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     dg_row_reader(dg_size_rows(z.max_input, exact), s->row_bytes, &pc.row_run, &pc.row_bounce,
                   &reader_bytes);
     rc = dg_pipe_start(&pc, &d->pipe, err);
-    d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->nb_epoch;
+    d->n_pos = (cfg->n_epochs - cfg->first_epoch) * b->tr.nb_epoch;
 out:
     for (uint64_t k = 0; ws && k < n_ws; k++)
         dg_window_drop(&ws[k]); /* those the pipe took are zeroed */

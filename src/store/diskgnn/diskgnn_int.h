@@ -1,7 +1,8 @@
 /*
  * diskgnn_int.h — private to the `diskgnn` strategy (DiskGNN, Liu et al.,
  * SIGMOD 2025): windows of offline-sampled batches packed into one file each
- * (sampled in diskgnn_window.c, packed laid out whole in diskgnn_pack.c or
+ * (sampled by plan's window planner, src/plan/window.h, through the builder
+ * of diskgnn_window.c; packed laid out whole in diskgnn_pack.c or
  * batch by batch without disk caches in diskgnn_stream.c, both reading
  * features.npy through diskgnn_scan.c), the four stages that read them back, on the
  * pipeline of pipeline.h (diskgnn_pipe.c), and the strategy glue (diskgnn.c).
@@ -15,8 +16,8 @@
  *                                                  runs, CPU-cache rows copied ─► f32
  *                                                  rows in the pipeline's row buffer)
  *
- * Place in the data flow: store; uses sample (offline sampling), plan
- * (placement and layout) and io.
+ * Place in the data flow: store; uses plan (the window planner: offline
+ * sampling and the windows' schedule; placement and layout) and io.
  * Thread-safety: see each file; the stages talk only through bounded queues
  * of depth 2; a slot belongs to whichever stage popped it last.
  * Ownership: the strategy owns windows and slots; the store's pipeline (the
@@ -30,6 +31,7 @@
 
 #include "offcore/pipeline.h"
 #include "offcore/plan.h"
+#include "plan/window.h"
 #include "store/store_int.h"
 
 #define DG_CHUNK_MAGIC   "OCDGCK1"
@@ -44,12 +46,6 @@
 #define DG_WRITE_BYTES   (DG_WRITE_BUFS * DG_WRITE_RUN)
 #define DG_PROBE_BATCHES 64u  /* streamed: batches sampled at open to size and cache */
 #define DG_DISK_SHARE    0.45 /* streamed, fresh: a window's share of the free space */
-
-/* Windows of win batches in an epoch of nb (win 0: the whole epoch, one window). */
-static inline uint64_t dg_windows_per_epoch(uint64_t nb, uint64_t win)
-{
-    return win ? (nb + win - 1) / win : 1;
-}
 
 /* One packed window: a file of chunks and segment caches (plan.h layout). */
 struct dg_window {
@@ -70,18 +66,13 @@ struct dg_window {
 /* Builds windows; owned by one thread at a time (open, then the planner stage). */
 struct dg_builder {
     const struct oc_store *s;
-    const struct oc_graph *graph;
-    struct oc_sample_opts so;
-    struct oc_sample_iter it; /* the plan's batches; it.batch: the one sampled last */
-    /* it.sampler's topology reads added to the store's (store_topo_add) */
+    /* the window planner (plan/window.h): the sampler and the trace of the window sampled
+       last (in row space), tr.it.batch the batch sampled last */
+    struct pl_window tr;
+    /* tr.it.sampler's topology reads added to the store's (store_topo_add) */
     struct oc_topo_disk_stats topo_seen;
     uint8_t *rec;
     uint64_t cap_rec;
-    uint64_t *rows, cap_rows; /* the trace */
-    uint64_t *off, *rec_bytes;
-    uint64_t nb_epoch;           /* batches per epoch */
-    uint64_t n_batches, first;   /* the window sampled last: batches [first, first + n_batches) */
-    uint64_t epoch;              /* of its sample epoch */
     int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
     uint8_t *part;               /* packer: feature partition (aligned) */
     uint64_t part_bytes;         /* its size: two halves (dg_scan) */
@@ -155,14 +146,6 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
 int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                      uint64_t epoch, uint64_t first, uint64_t count, struct dg_window *w,
                      struct oc_err *err);
-/*
- * The streamed builder's probe at open: samples the first count batches of
- * sample epoch `epoch` (at most the epoch's), adds each one's rows to counts
- * (n_nodes, saturating) and sets the builder's offsets and record sizes for
- * them (b->n_batches), keeping no trace.
- */
-int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32_t *counts,
-                    struct oc_err *err);
 /* Packed rows read ahead per batch by a streamed window's scan: a 64th of the budget over the
    epoch's batches, within [256, 4096] (4096 without a budget). */
 uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch);
@@ -213,9 +196,6 @@ int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **r
    scan of a store checks features.npy's checksum (reading what it skipped) when rc is OC_OK,
    and a mismatch is OC_ERR_FORMAT naming the file. Closes the scan. */
 int dg_scan_end(struct dg_scan *sc, int rc, struct oc_err *err);
-/* Samples the builder's next batch into b->it.batch (after oc_sample_iter_seek), checking
-   for cancellation first; past the epoch's end is OC_ERR_INTERNAL. */
-int dg_sample_next(struct dg_builder *b, struct oc_err *err);
 /* Grows *p (of *cap elements of elem bytes) to at least need, by a quarter at least. */
 int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
             struct oc_err *err);
@@ -443,9 +423,9 @@ struct dg_pipe {
     /* the loader's position: the window it reads, its turn in the plan, the next chunk */
     struct dg_window *load_w;
     uint64_t load_k, load_i;
-    uint64_t *load_order; /* reuse: the training epoch's order of epoch 0's batches */
-    uint64_t plan_k;      /* the planner's next window */
-    uint64_t n_win, wpe;  /* windows in the plan; per epoch */
+    uint64_t *load_order;    /* reuse: the training epoch's order of epoch 0's batches */
+    uint64_t plan_k;         /* the planner's next window */
+    struct pl_windows sched; /* the plan's windows (plan/window.h) */
     atomic_uint_fast64_t sample_us, pack_us, file_bytes, pack_read_bytes, pack_write_bytes;
     _Atomic uint64_t file_peak_bytes; /* the most file_bytes has been */
     atomic_uint_fast64_t held;        /* slot buffers and their blocks */

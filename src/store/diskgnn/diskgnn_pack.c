@@ -69,14 +69,14 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
 
     if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)))
         return rc;
-    for (uint64_t i = 0; i < b->n_batches && rc == OC_OK; i++) {
-        uint64_t n = b->off[i + 1] - b->off[i], rb = b->rec_bytes[i];
+    for (uint64_t i = 0; i < b->tr.n_batches && rc == OC_OK; i++) {
+        uint64_t n = b->tr.off[i + 1] - b->tr.off[i], rb = b->tr.rec_bytes[i];
         uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER;
         if ((rc = dg_check_cancel(b, err)) || (rc = oc_file_pread(in, rec, rb, roff, err)))
             break;
         roff += rb;
-        dg_chunk_seal(h, epoch, b->first + i, n, l->pack_off[i + 1] - l->pack_off[i], rb,
-                      l->addr + b->off[i]);
+        dg_chunk_seal(h, epoch, b->tr.first + i, n, l->pack_off[i + 1] - l->pack_off[i], rb,
+                      l->addr + b->tr.off[i]);
         rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
     }
     oc_file_close(in, NULL);
@@ -243,8 +243,8 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
     for (uint64_t i = 0; i < l->n_batches && rc == OC_OK; i++) {
         uint64_t j0 = c->chunk[i],
                  j1 = oc_lower_bound_u64(l->pack_rows, j0, l->pack_off[i + 1], r1);
-        uint64_t n_in = b->off[i + 1] - b->off[i];
-        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
+        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i];
+        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
         if (j1 > j0)
             rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, part, r0,
                                out, err);
@@ -343,20 +343,20 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
 
     memset(&l, 0, sizeof(l));
     memset(w, 0, sizeof(*w));
-    w->epoch = b->epoch;
-    w->first = b->first;
-    struct oc_plan_trace t = {s->n_nodes, b->n_batches, b->off, b->rows};
+    w->epoch = b->tr.epoch;
+    w->first = b->tr.first;
+    struct oc_plan_trace t = {s->n_nodes, b->tr.n_batches, b->tr.off, b->tr.rows};
     struct oc_plan_opts o;
     memset(&o, 0, sizeof(o));
     o.row_bytes = s->row_bytes;
-    o.rec_bytes = b->rec_bytes;
+    o.rec_bytes = b->tr.rec_bytes;
     o.cpu_ids = cache->ids;
     o.n_cpu = cache->n;
     o.min_share = 1;
     if (b->disk_budget_bytes > 0) {
         uint64_t spill_bytes = 0;
-        for (uint64_t i = 0; i < b->n_batches; i++)
-            spill_bytes += b->rec_bytes[i];
+        for (uint64_t i = 0; i < b->tr.n_batches; i++)
+            spill_bytes += b->tr.rec_bytes[i];
         if (b->disk_budget_bytes <= (double)spill_bytes) {
             char rs[32], bs[32];
             rc = OC_ERR(err, OC_ERR_BUDGET,

@@ -28,7 +28,8 @@
  * bytes per input row), not with its rows. Memory is fixed whatever the
  * queue depths.
  * Windows: a window is a run of win_batches consecutive batches of one epoch
- * (the whole epoch when the budget holds its plan; the store sizes it), so
+ * (the whole epoch when the budget holds its plan; the store sizes it; which
+ * batches window k holds is plan's schedule, pl_windows_span), so
  * window k + 1 may belong to the same epoch as window k. With fresh samples
  * at most two exist at once: the one being read and the one being packed or
  * waiting. With reuse every window of epoch 0 was packed at open and stays:
@@ -74,38 +75,6 @@ static uint64_t batch_bytes(const struct oc_sample_batch *b)
 
 /* ---- planner ------------------------------------------------------------------ */
 
-/* Windows of the first epoch after its head: batches [head, nb) in windows of win_batches. */
-static uint64_t head_rest(const struct dg_pipe *p)
-{
-    uint64_t nb = p->c.builder->nb_epoch;
-    return p->c.head ? dg_windows_per_epoch(nb - p->c.head, p->c.win_batches) : 0;
-}
-
-/*
- * Window k of the plan: windows run through each epoch's batches in order,
- * win_batches at a time (the last of an epoch may be shorter); with a head,
- * the first epoch's first window is its head, and the rest of that epoch
- * follows from there.
- */
-static void window_span(const struct dg_pipe *p, uint64_t k, uint64_t *epoch, uint64_t *first,
-                        uint64_t *count)
-{
-    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches, h = p->c.head;
-    if (h && k == 0) {
-        *epoch = p->c.first_epoch, *first = 0, *count = h;
-        return;
-    }
-    if (h && k - 1 < head_rest(p)) {
-        *epoch = p->c.first_epoch;
-        *first = h + (k - 1) * W;
-    } else {
-        k -= h ? 1 + head_rest(p) : 0; /* windows of the epochs after the head's */
-        *epoch = p->c.first_epoch + (h ? 1 : 0) + k / p->wpe;
-        *first = (k % p->wpe) * W;
-    }
-    *count = nb - *first < W ? nb - *first : W;
-}
-
 /* Samples and packs the plan's next window into the free window struct item. */
 static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
@@ -113,9 +82,9 @@ static int plan_window(void *ctx, struct oc_stage *st, void *item, struct oc_err
     struct dg_window *w = item;
     uint64_t epoch, first, count;
     int rc;
-    if (p->plan_k >= p->n_win) /* nothing left to plan (not handed one) */
+    if (p->plan_k >= p->sched.n_win) /* nothing left to plan (not handed one) */
         return OC_OK;
-    window_span(p, p->plan_k, &epoch, &first, &count);
+    pl_windows_span(&p->sched, p->plan_k, &epoch, &first, &count);
     if ((rc = dg_window_build(p->c.builder, p->c.cache, 0, epoch, first, count, w, err)))
         return rc;
     p->plan_k++;
@@ -281,7 +250,7 @@ static void window_put(struct dg_pipe *p, struct dg_window *w)
 static int load_replayed(struct dg_pipe *p, struct oc_stage *st, struct dg_slot *sl,
                          struct oc_err *err)
 {
-    uint64_t nb = p->c.builder->nb_epoch, W = p->c.win_batches;
+    uint64_t nb = p->c.builder->tr.nb_epoch, W = p->c.win_batches;
     if (p->load_i == 0)
         oc_sample_batch_order(p->c.seed, p->c.first_epoch + p->load_k, p->load_order, nb);
     uint64_t i = p->load_order[p->load_i];
@@ -306,7 +275,7 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
     struct dg_pipe *p = ctx;
     struct dg_slot *sl = item;
     int rc;
-    if (p->load_k >= p->n_win)
+    if (p->load_k >= p->sched.n_win)
         return OC_OK;
     if (p->c.reuse)
         return load_replayed(p, st, sl, err);
@@ -329,7 +298,7 @@ static int load_next(void *ctx, struct oc_stage *st, void *item, struct oc_err *
     p->load_i = 0;
     p->load_k++;
     p->load_w = NULL; /* its last chunk is read: the file goes once its slots are released */
-    w->give_back = p->load_k + 1 < p->n_win;
+    w->give_back = p->load_k + 1 < p->sched.n_win;
     window_put(p, w);
     return OC_OK;
 }
@@ -446,14 +415,10 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     p->load_w = &p->win[0];
     atomic_init(&p->win[0].refs, 1); /* the loader's (load_next takes later windows so) */
     p->win[0].give_back = 0;
-    uint64_t nb = c->builder->nb_epoch, W = !c->win_batches ? nb : c->win_batches;
-    p->c.win_batches = W;
-    p->wpe = dg_windows_per_epoch(nb, W);
-    /* reuse: run epochs, each through every window; fresh samples: windows */
-    p->n_win = (c->n_epochs - c->first_epoch) * (c->reuse ? 1 : p->wpe);
-    if (c->head) /* the first epoch: its head and the windows of the rest */
-        p->n_win += 1 + head_rest(p) - p->wpe;
-    assert(!c->reuse || c->n_ws == p->wpe);
+    uint64_t nb = c->builder->tr.nb_epoch;
+    pl_windows_init(&p->sched, nb, c->win_batches, c->head, c->first_epoch, c->n_epochs, c->reuse);
+    p->c.win_batches = p->sched.win;
+    assert(!c->reuse || c->n_ws == p->sched.wpe);
     assert(!c->head || (!c->reuse && c->head < nb && c->n_epochs > c->first_epoch));
     p->load_k = 0;
     p->plan_k = 1;
@@ -467,7 +432,7 @@ int dg_pipe_start(const struct dg_pipe_config *c, struct dg_pipe **out, struct o
     atomic_init(&p->assemble_us, 0);
     for (unsigned i = 0; i < p->c.n_slots; i++)
         oc_sample_batch_init(&p->slots[i].batch);
-    int planner = !c->reuse && p->n_win > 1;
+    int planner = !c->reuse && p->sched.n_win > 1;
     if (c->reuse && !(p->load_order = oc_alloc((nb ? nb : 1) * sizeof(uint64_t),
                                                "store diskgnn: batch order", err)))
         return err->status;

@@ -20,10 +20,10 @@
 void dg_window_sizes(const struct dg_builder *b, struct dg_sizes *z)
 {
     memset(z, 0, sizeof(*z));
-    z->accesses = b->off[b->n_batches];
-    for (uint64_t i = 0; i < b->n_batches; i++) {
-        uint64_t n = b->off[i + 1] - b->off[i];
-        uint64_t meta = OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n;
+    z->accesses = b->tr.off[b->tr.n_batches];
+    for (uint64_t i = 0; i < b->tr.n_batches; i++) {
+        uint64_t n = b->tr.off[i + 1] - b->tr.off[i];
+        uint64_t meta = OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n;
         if (n > z->max_input)
             z->max_input = n;
         if (meta > z->max_meta)
@@ -91,7 +91,7 @@ uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *
     f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
     if (b->streamed) /* one batch's rows, addresses and packed rows while it is laid out */
         f += in * 3 * sizeof(uint64_t);
-    f += store_sampler_pool_bytes(b->graph); /* the planner's sampler's pool, on disk */
+    f += store_sampler_pool_bytes(b->tr.c.graph); /* the planner's sampler's pool, on disk */
     return f;
 }
 
@@ -114,7 +114,7 @@ uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *
 uint64_t dg_window_batches(const struct oc_store *s, const struct oc_store_config *cfg,
                            const struct dg_builder *b, uint32_t *n_slots)
 {
-    uint64_t nb = b->nb_epoch;
+    uint64_t nb = b->tr.nb_epoch;
     uint64_t rows = store_budget_rows(s, cfg), in = dg_size_rows(rows, 0);
     uint64_t chunk = oc_io_align_up(OC_PLAN_CHUNK_HEADER + in * (8 + 64)) +
                      2 * OC_IO_ALIGN; /* slot_bytes, with a block record's bytes per row */
@@ -158,7 +158,7 @@ uint64_t dg_disk_window(const struct oc_store *s, const struct oc_store_config *
         return win;
     uint64_t meta = 0;
     for (uint64_t i = 0; i < probe; i++)
-        meta += b->rec_bytes[i];
+        meta += b->tr.rec_bytes[i];
     double packed = (double)z->accesses - 0.8 * (double)hits;
     double per =
         ((double)meta + (double)z->accesses * 8 + packed * (double)s->row_bytes) / (double)probe +
@@ -174,6 +174,6 @@ uint64_t dg_disk_window(const struct oc_store *s, const struct oc_store_config *
            "exist at once), not the whole epoch of %" PRIu64 " (--disk-budget or --plan-dir "
            "elsewhere)",
            oc_format_size(free_bytes, fs, sizeof(fs)), b->dir, w,
-           oc_format_size((uint64_t)((double)w * per), ws, sizeof(ws)), b->nb_epoch);
+           oc_format_size((uint64_t)((double)w * per), ws, sizeof(ws)), b->tr.nb_epoch);
     return w;
 }

@@ -50,8 +50,7 @@ uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch)
 static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
 {
     uint64_t cap = b->cap_batch;
-    int rc =
-        dg_grow((void **)&b->rows, &b->cap_rows, n, sizeof(uint64_t), "store diskgnn: batch", err);
+    int rc = pl_window_reserve(&b->tr, n, err);
     if (rc ||
         (rc = dg_grow((void **)&b->addr, &cap, n, sizeof(uint64_t), "store diskgnn: batch", err)))
         return rc;
@@ -60,35 +59,6 @@ static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
         return rc;
     b->cap_batch = cap;
     return OC_OK;
-}
-
-int dg_window_probe(struct dg_builder *b, uint64_t epoch, uint64_t count, uint32_t *counts,
-                    struct oc_err *err)
-{
-    const struct oc_store *s = b->s;
-    int rc = OC_OK;
-    dg_spill_drop(b);
-    b->epoch = epoch;
-    b->first = 0;
-    b->n_batches = 0;
-    b->off[0] = 0;
-    oc_sample_iter_seek(&b->it, epoch, 0);
-    for (uint64_t i = 0; i < count && i < b->nb_epoch && rc == OC_OK; i++) {
-        if ((rc = dg_sample_next(b, err)))
-            break;
-        uint64_t n = b->it.batch.n_input;
-        if ((rc = grow_batch(b, n, err)))
-            break;
-        store_rows_of(s->ds, s->row_map, b->it.batch.input_ids, n, b->rows);
-        for (uint64_t k = 0; k < n; k++)
-            counts[b->rows[k]] += counts[b->rows[k]] < UINT32_MAX;
-        b->off[i + 1] = b->off[i] + n;
-        b->rec_bytes[i] = oc_sample_batch_record_bytes(&b->it.batch);
-        b->n_batches = i + 1;
-    }
-    return rc ? oc_err_prefix(err, "store diskgnn: sampling epoch %" PRIu64 " (first batches)",
-                              epoch)
-              : OC_OK;
 }
 
 /* Pass 1, one batch: sample, lay out (against b->cpu_set), write the metadata, spill the
@@ -100,36 +70,36 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
     uint64_t np;
     size_t len;
     int rc;
-    if ((rc = dg_sample_next(b, err)))
+    if ((rc = pl_window_next(&b->tr, err)))
         return rc;
-    uint64_t n = b->it.batch.n_input;
-    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->it.batch) + 8 * n;
+    uint64_t n = b->tr.it.batch.n_input;
+    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->tr.it.batch) + 8 * n;
     if ((rc = grow_batch(b, n, err)) ||
         (rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)))
         return rc;
-    store_rows_of(s->ds, s->row_map, b->it.batch.input_ids, n, b->rows); /* row space */
+    store_rows_of(s->ds, s->row_map, b->tr.it.batch.input_ids, n, b->tr.rows); /* row space */
     assert(b->cpu_set.n == s->n_nodes);
-    oc_plan_batch_layout(b->rows, n, &b->cpu_set, b->addr, b->pack, &np);
+    oc_plan_batch_layout(b->tr.rows, n, &b->cpu_set, b->addr, b->pack, &np);
     for (uint64_t j = 1; j < np; j++)
         assert(b->pack[j - 1] < b->pack[j]); /* the scan's cursors need them ascending */
-    if ((rc = oc_sample_batch_serialize(&b->it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
+    if ((rc = oc_sample_batch_serialize(&b->tr.it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
                                         b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
         return rc;
-    dg_chunk_seal(b->rec, b->epoch, b->first + i, n, np, len, b->addr);
+    dg_chunk_seal(b->rec, b->tr.epoch, b->tr.first + i, n, np, len, b->addr);
     if ((rc = oc_file_pwrite(out, b->rec, OC_PLAN_CHUNK_HEADER + len + 8 * n, b->chunk_off[i],
                              err)) ||
         (rc = oc_writer_write(spill, b->pack, np * sizeof(uint64_t), err)))
         return rc;
     uint64_t bytes = oc_plan_chunk_bytes(len, n, np, s->row_bytes);
-    b->off[i + 1] = b->off[i] + n;
-    b->rec_bytes[i] = len;
+    b->tr.off[i + 1] = b->tr.off[i] + n;
+    b->tr.rec_bytes[i] = len;
     b->pack_off[i + 1] = b->pack_off[i] + np;
     b->chunk_off[i + 1] =
         b->chunk_off[i] + (bytes + OC_PLAN_PAGE - 1) / OC_PLAN_PAGE * OC_PLAN_PAGE;
     return OC_OK;
 }
 
-/* Pass 1: every batch of the window (b->epoch from b->first); the spill file ends up holding
+/* Pass 1: every batch of the window (b->tr.epoch from b->tr.first); the spill file ends up holding
    their packed rows. */
 static int stream_batches(struct dg_builder *b, uint64_t count, struct oc_file *out,
                           struct oc_err *err)
@@ -137,14 +107,15 @@ static int stream_batches(struct dg_builder *b, uint64_t count, struct oc_file *
     char final[4200];
     struct oc_writer *spill = NULL;
     int rc;
-    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, b->epoch, b->first);
+    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, b->tr.epoch,
+             b->tr.first);
     if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
         return rc;
     oc_tmp_register(b->spill);
     if ((rc = oc_writer_open(b->spill, PK_WRITE_BYTES, &spill, err)))
         return rc;
-    oc_sample_iter_seek(&b->it, b->epoch, b->first);
-    b->off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
+    oc_sample_iter_seek(&b->tr.it, b->tr.epoch, b->tr.first);
+    b->tr.off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count && rc == OC_OK; i++) {
@@ -211,8 +182,8 @@ static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, str
                       uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_file *out,
                       struct oc_err *err)
 {
-    uint64_t rb = b->s->row_bytes, n_in = b->off[i + 1] - b->off[i];
-    uint64_t base = b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->rec_bytes[i] + 8 * n_in;
+    uint64_t rb = b->s->row_bytes, n_in = b->tr.off[i + 1] - b->tr.off[i];
+    uint64_t base = b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
     for (;;) {
         uint64_t row;
         int rc = cursor_head(c, in, &row, err);
@@ -311,14 +282,14 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
     assert(b->streamed && b->disk_budget_bytes == 0);
     dg_spill_drop(b);
     memset(w, 0, sizeof(*w));
-    w->epoch = b->epoch = epoch;
-    w->first = b->first = first;
-    b->n_batches = 0;
+    w->epoch = b->tr.epoch = epoch;
+    w->first = b->tr.first = first;
+    b->tr.n_batches = 0;
     b->pack_read_bytes = 0;
-    if (first > b->nb_epoch || count > b->nb_epoch - first) {
+    if (first > b->tr.nb_epoch || count > b->tr.nb_epoch - first) {
         rc = OC_ERR(err, OC_ERR_INTERNAL,
                     "store diskgnn: window of batches %" PRIu64 "+%" PRIu64 " of %" PRIu64, first,
-                    count, b->nb_epoch);
+                    count, b->tr.nb_epoch);
         goto fail;
     }
     if (!b->cpu_set.bits && /* the cache's ids are chosen once, at open */
@@ -328,7 +299,7 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
     if ((rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), 0, &out, err)) ||
         (rc = stream_batches(b, count, out, err)))
         goto fail;
-    b->n_batches = count;
+    b->tr.n_batches = count;
     b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);
     if ((rc = oc_file_truncate(out, b->chunk_off[count], err)) ||
         (rc = stream_rows(b, cache, fill_cache, count, out, err)) ||

@@ -1,11 +1,12 @@
 /*
- * diskgnn_window.c — offline sampling of one window of the `diskgnn`
- * strategy and the window's files: every batch of a run of one sample epoch
- * is sampled exactly as train samples it, its input rows form the trace and
- * its record is spilled to a scratch file; diskgnn_pack.c (laid out whole)
- * or diskgnn_stream.c (batch by batch) then writes the window file. Here:
- * the builder, sampling, progress and cancellation, and the files' names,
- * creation, locking, removal and cleaning.
+ * diskgnn_window.c — the window builder of the `diskgnn` strategy and the
+ * window's files: plan's window planner (src/plan/window.h) samples every
+ * batch of a run of one sample epoch exactly as train samples it into the
+ * trace (in row space), and each batch's record is spilled here to a
+ * scratch file; diskgnn_pack.c (laid out whole) or diskgnn_stream.c (batch
+ * by batch) then writes the window file. Here: the builder (the planner's
+ * hooks: rows, cancellation, topology figures), the records' spill,
+ * progress, and the files' names, creation, locking, removal and cleaning.
  *
  * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan):
  *
@@ -40,7 +41,8 @@
  *   +24 8  n_input                +56 4  version (1)
  *   +32 8  n_packed               +60 4  CRC-32 of header bytes [0, 60)
  *
- * Place in the data flow: store (diskgnn); sample ──► trace ──► plan ──► file.
+ * Place in the data flow: store (diskgnn); plan/window.c (sample ──► trace) ──►
+ * layout ──► file.
  * Thread-safety: a builder belongs to one thread at a time (open, then the
  * planner stage), which checks between batches, chunks and partitions
  * whether its pipeline was cancelled (b->cancel) so that a cancellation
@@ -146,15 +148,33 @@ static uint64_t window_key(const struct dg_builder *b, const struct store_cache 
 
 /* ---- builder ---------------------------------------------------------------- */
 
+/* The window planner's hooks (plan/window.h): node ids to rows of features.npy (diskgnn plans
+   in row space), the pipeline's cancel, the sampler's topology reads. */
+static void rows_of(void *ctx, const uint64_t *ids, uint64_t n, uint64_t *rows)
+{
+    const struct dg_builder *b = ctx;
+    store_rows_of(b->s->ds, b->s->row_map, ids, n, rows);
+}
+
+static int is_cancelled(void *ctx)
+{
+    const struct dg_builder *b = ctx;
+    return b->cancel && oc_pipeline_cancelled(b->cancel);
+}
+
+static void topo_sampled(void *ctx, const struct oc_sampler *smp)
+{
+    struct dg_builder *b = ctx;
+    store_topo_add(b->s, smp, &b->topo_seen); /* the run's topology figures */
+}
+
 int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                     const struct oc_store_config *cfg, struct oc_pool *pool, struct oc_err *err)
 {
     int rc;
     memset(b, 0, sizeof(*b));
     b->s = s;
-    b->graph = cfg->graph;
     b->progress = cfg->progress;
-    b->so = *cfg->sample_opts;
     if ((rc = oc_path_join(b->dir, sizeof(b->dir), cfg->plan_dir, "diskgnn", err)))
         return rc;
     int owned;
@@ -177,21 +197,28 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
                "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
                b->dir, OC_OWNED_MARKER);
-    if ((rc = oc_sample_iter_open(&b->it, cfg->graph, &b->so, pool, cfg->train_ids, cfg->n_train,
-                                  cfg->batch_size, err)))
+    struct pl_window_config wc = {"store diskgnn",
+                                  cfg->graph,
+                                  cfg->sample_opts,
+                                  pool,
+                                  cfg->train_ids,
+                                  cfg->n_train,
+                                  cfg->batch_size,
+                                  rows_of,
+                                  is_cancelled,
+                                  topo_sampled,
+                                  b};
+    if ((rc = pl_window_open(&b->tr, &wc, err)))
         return rc;
-    b->nb_epoch = b->n_batches = b->it.n_batches;
-    b->off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
-    b->rec_bytes = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: trace", err);
-    if (!b->off || !b->rec_bytes)
-        return err->status;
     b->streamed = !(dg_opts_of(cfg).disk_budget > 0); /* no disk cache: laid out batch by batch */
     if (b->streamed) {
-        b->ahead = dg_stream_ahead(cfg->mem_bytes, b->nb_epoch);
-        b->chunk_off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
-        b->pack_off = oc_calloc(b->nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
-        b->cursor_buf = oc_alloc((b->nb_epoch ? b->nb_epoch : 1) * b->ahead * sizeof(uint64_t),
-                                 "store diskgnn: packing read-ahead", err);
+        b->ahead = dg_stream_ahead(cfg->mem_bytes, b->tr.nb_epoch);
+        b->chunk_off =
+            oc_calloc(b->tr.nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
+        b->pack_off = oc_calloc(b->tr.nb_epoch + 1, sizeof(uint64_t), "store diskgnn: window", err);
+        b->cursor_buf =
+            oc_alloc((b->tr.nb_epoch ? b->tr.nb_epoch : 1) * b->ahead * sizeof(uint64_t),
+                     "store diskgnn: packing read-ahead", err);
         if (!b->chunk_off || !b->pack_off || !b->cursor_buf)
             return err->status;
     }
@@ -215,24 +242,18 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
 int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, struct oc_err *err)
 {
     struct oc_pool *pool;
-    int rc = store_sampler_pool(stages, b->graph, &pool, err);
-    if (rc)
-        return rc;
-    store_topo_add(b->s, b->it.sampler, &b->topo_seen); /* window 0's reads, kept */
-    oc_sample_sampler_free(b->it.sampler);
-    b->it.sampler = NULL;
+    int rc = store_sampler_pool(stages, b->tr.c.graph, &pool, err);
+    if (rc == OC_OK)
+        rc = pl_window_repool(&b->tr, pool, err); /* window 0's reads kept (topo_sampled) */
     memset(&b->topo_seen, 0, sizeof(b->topo_seen));
-    return oc_sample_sampler_new(b->graph, &b->so, pool, &b->it.sampler, err);
+    return rc;
 }
 
 void dg_builder_deinit(struct dg_builder *b)
 {
     dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
-    oc_sample_iter_close(&b->it);
+    pl_window_close(&b->tr);
     oc_free(b->rec);
-    oc_free(b->rows);
-    oc_free(b->off);
-    oc_free(b->rec_bytes);
     oc_free(b->chunk_off);
     oc_free(b->pack_off);
     oc_free(b->addr);
@@ -258,7 +279,7 @@ uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses)
        probe's counts, then the CPU cache's rank set, 0.19 bytes a node); per batch
        offsets and packing cursors (streamed: its offsets and read-ahead); buffers */
     return accesses * dg_builder_access_bytes(b) + b->s->n_nodes * 8 +
-           b->nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_BYTES + b->cap_rec;
+           b->tr.nb_epoch * dg_builder_batch_bytes(b) + b->part_bytes + DG_WRITE_BYTES + b->cap_rec;
 }
 
 uint64_t dg_builder_batch_bytes(const struct dg_builder *b)
@@ -273,20 +294,6 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
         return dg_window_stream(b, cache, fill_cache, epoch, first, count, w, err);
     int rc = dg_window_sample(b, epoch, first, count, err);
     return rc ? rc : dg_window_pack(b, cache, fill_cache, w, err);
-}
-
-int dg_sample_next(struct dg_builder *b, struct oc_err *err)
-{
-    int rc = dg_check_cancel(b, err);
-    if (rc == OC_OK) {
-        rc = oc_sample_iter_next(&b->it, err);
-        store_topo_add(b->s, b->it.sampler, &b->topo_seen); /* the run's topology figures */
-    }
-    if (rc == 0)
-        rc = OC_ERR(err, OC_ERR_INTERNAL,
-                    "store diskgnn: batch %" PRIu64 " is past the epoch's %" PRIu64, b->it.next,
-                    b->it.n_batches);
-    return rc < 0 ? rc : OC_OK;
 }
 
 int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
@@ -305,65 +312,62 @@ int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *wha
 
 /* ---- sampling ---------------------------------------------------------------- */
 
+/* What the window planner calls back after each batch: its record spilled, progress. */
+struct spill_job {
+    struct dg_builder *b;
+    struct oc_writer *w;
+    uint64_t count;
+};
+
+static const char sampling[] = "diskgnn: sampling the next window";
+
+static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
+{
+    struct spill_job *j = ctx;
+    struct dg_builder *b = j->b;
+    const struct oc_sample_batch *sb = &b->tr.it.batch;
+    size_t len;
+    /* room for the chunk's header and address table too (pack_meta reads it back here) */
+    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * sb->n_input;
+    int rc;
+    if ((rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
+        (rc = oc_sample_batch_serialize(sb, b->rec, b->cap_rec, &len, err)) ||
+        (rc = oc_writer_write(j->w, b->rec, len, err)))
+        return rc;
+    b->tr.rec_bytes[i] = len;
+    dg_report(b, sampling, i + 1, j->count);
+    return OC_OK;
+}
+
 int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint64_t count,
                      struct oc_err *err)
 {
     uint64_t t0 = now_us();
     char final[4200];
-    struct oc_writer *w = NULL;
+    struct spill_job j = {b, NULL, count};
     int rc;
 
     dg_spill_drop(b);
-    if (first > b->nb_epoch || count > b->nb_epoch - first)
-        return OC_ERR(err, OC_ERR_INTERNAL,
-                      "store diskgnn: window of batches %" PRIu64 "+%" PRIu64 " of %" PRIu64, first,
-                      count, b->nb_epoch);
     snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".rec", b->dir, epoch, first);
     if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
         return rc;
     oc_tmp_register(b->spill);
-    if ((rc = oc_writer_open(b->spill, SPILL_WRITE_BYTES, &w, err))) {
-        dg_spill_drop(b);
-        return rc;
-    }
-    oc_sample_iter_seek(&b->it, epoch, first);
-    b->off[0] = 0;
-    b->n_batches = 0;
-    static const char sampling[] = "diskgnn: sampling the next window";
+    if ((rc = oc_writer_open(b->spill, SPILL_WRITE_BYTES, &j.w, err)))
+        goto fail;
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
-    for (uint64_t i = 0; i < count; i++) {
-        size_t len;
-        if ((rc = dg_sample_next(b, err)))
-            goto fail;
-        uint64_t n = b->it.batch.n_input, at = b->off[i];
-        if ((rc = dg_grow((void **)&b->rows, &b->cap_rows, at + n, sizeof(uint64_t),
-                          "store diskgnn: trace", err)))
-            goto fail;
-        store_rows_of(b->s->ds, b->s->row_map, b->it.batch.input_ids, n,
-                      b->rows + at); /* row space */
-        b->off[i + 1] = at + n;
-        uint64_t need = oc_sample_batch_record_bytes(&b->it.batch);
-        uint64_t meta = OC_PLAN_CHUNK_HEADER + need + 8 * n;
-        if ((rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
-            (rc = oc_sample_batch_serialize(&b->it.batch, b->rec, b->cap_rec, &len, err)) ||
-            (rc = oc_writer_write(w, b->rec, len, err)))
-            goto fail;
-        b->rec_bytes[i] = len;
-        dg_report(b, sampling, i + 1, count);
-    }
+    if ((rc = pl_window_sample(&b->tr, epoch, first, count, spill_record, &j, err)))
+        goto fail;
     dg_report_end(b);
-    rc = oc_writer_close(w, err);
-    w = NULL;
+    rc = oc_writer_close(j.w, err);
+    j.w = NULL;
     if (rc)
         goto fail;
-    b->epoch = epoch;
-    b->first = first;
-    b->n_batches = count;
     b->spill_live = 1;
     b->sample_us = now_us() - t0;
     return OC_OK;
 fail:
-    oc_writer_abort(w);
+    oc_writer_abort(j.w);
+    b->tr.n_batches = 0;
     dg_spill_drop(b);
     return oc_err_prefix(err,
                          "store diskgnn: sampling epoch %" PRIu64 " batches %" PRIu64 "..%" PRIu64,

@@ -1,9 +1,10 @@
 /*
  * ginex.c — the `ginex` strategy (Ginex, VLDB 2022): a superbatch
  * inspector-executor with a Belady-optimal feature cache. The inspector
- * (ginex_inspect.c, a pipeline stage) samples the next S training batches
- * ahead, writes them under the plan directory and precomputes the cache's
- * changesets (plan/belady.c); the executor (ginex_exec.c) gathers each
+ * (ginex_inspect.c, a pipeline stage running plan's superbatch planner,
+ * plan/superbatch.c) samples the next S training batches ahead, writes them
+ * under the plan directory and precomputes the cache's changesets
+ * (plan/belady.c); the executor (ginex_exec.c) gathers each
  * training batch from the cache or the disk and applies that batch's
  * changeset by copying the inserted rows from the gathered output into the
  * evicted slots: no extra read. Under a budget the cache's rows (an
@@ -60,7 +61,7 @@
  *              comparison's bitmap (1 bit per node); each further gather
  *              lane (cfg->lanes) a reader and a changeset of its own, while
  *              all lanes take at most a quarter of the budget
- *   inspector  gx_inspector_fixed_bytes (sampler, one batch, record
+ *   inspector  pl_sb_fixed_bytes (sampler, one batch, record
  *              buffer, writer, the planner's batch of entries and its
  *              per-node next-use array, the spills' write buffers).
  *              With a plan directory the superbatch's trace, next uses and
@@ -115,7 +116,7 @@ static int load_by_sampling(const struct oc_store *s, struct ginex_store *g, uin
 }
 
 /* Reads batch `it` of plan p from its superbatch file into out. */
-static int load_from_file(struct oc_store *s, struct ginex_store *g, const struct gx_plan *p,
+static int load_from_file(struct oc_store *s, struct ginex_store *g, const struct pl_sb_plan *p,
                           uint64_t it, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
                           struct oc_err *err)
 {
@@ -130,7 +131,7 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
                       " bytes) runs past the file's %" PRIu64 " bytes (replaced since it was "
                       "checked?)",
                       p->sb_path, p->rec_off[it], len, size);
-    if ((rc = gx_rec_reserve(&g->rec, &g->cap_rec, len, err)))
+    if ((rc = pl_sb_rec_reserve(&g->rec, &g->cap_rec, len, err)))
         return rc;
     if ((rc = oc_file_pread(g->sb_file, g->rec, (size_t)len, p->rec_off[it] + 8, err)) ||
         (rc = oc_sample_batch_deserialize(g->rec, (size_t)len, s->n_nodes, out, err))) {
@@ -145,7 +146,7 @@ static int load_from_file(struct oc_store *s, struct ginex_store *g, const struc
     return OC_OK;
 }
 
-static int in_plan(const struct gx_plan *p, uint64_t t)
+static int in_plan(const struct pl_sb_plan *p, uint64_t t)
 {
     return p && t >= p->b.first_iter && t - p->b.first_iter < p->b.n_iters;
 }
@@ -155,7 +156,8 @@ static int in_plan(const struct gx_plan *p, uint64_t t)
  * the first iteration after them the next plan, taken from the inspector
  * here (g->mu released meanwhile) once the executor has moved on to nxt.
  */
-static int loader_plan(struct ginex_store *g, uint64_t t, struct gx_plan **out, struct oc_err *err)
+static int loader_plan(struct ginex_store *g, uint64_t t, struct pl_sb_plan **out,
+                       struct oc_err *err)
 {
     int rc;
     OC_ASSERT_HELD(&g->mu_held);
@@ -173,7 +175,7 @@ static int loader_plan(struct ginex_store *g, uint64_t t, struct gx_plan **out, 
     if (!g->cur || t != g->cur->b.first_iter + g->cur->b.n_iters)
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: iteration %" PRIu64 " loaded outside the plans in hand", t);
-    struct gx_plan *nx = NULL;
+    struct pl_sb_plan *nx = NULL;
     g->popping = 1;
     gx_unlock(g);
     rc = gx_inspector_next(g->insp, &nx, err);
@@ -195,7 +197,7 @@ static int loader_plan(struct ginex_store *g, uint64_t t, struct gx_plan **out, 
  * it leave it); the last batch of a superbatch closes its group, as the loader
  * takes the superbatch after the next only once the executor is past it.
  */
-static int prepare(struct oc_store *s, struct ginex_store *g, struct gx_plan *p, uint64_t it,
+static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan *p, uint64_t it,
                    uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                    struct oc_err *err)
 {
@@ -238,7 +240,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                             struct oc_sample_batch *out, struct oc_err *err)
 {
     struct ginex_store *g = s->impl;
-    struct gx_plan *p = NULL;
+    struct pl_sb_plan *p = NULL;
     uint64_t t = epoch * g->nb + batch;
     int rc;
 

@@ -81,7 +81,7 @@ static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
  * are not in the stats, as `static` does not count filling its cache.
  */
 int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
-               const struct gx_plan *p, int count, struct oc_err *err)
+               const struct pl_sb_plan *p, int count, struct oc_err *err)
 {
     int rc = OC_OK;
     for (uint64_t w0 = 0; w0 < p->b.n_warm && rc == OC_OK; w0 += g->load_rows) {
@@ -297,8 +297,8 @@ static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *la
  * copy_out moves the rows once the batches before have copied theirs. A change
  * that does not fit (its row a hit, or cached already) is skipped.
  */
-static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct gx_plan *p, uint64_t it,
-                        const uint64_t *ids, uint64_t n, struct oc_err *err)
+static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct pl_sb_plan *p,
+                        uint64_t it, const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
     lane->n_chg = 0;
     if (p->b.max_chg > lane->cap_chg) {
@@ -453,7 +453,7 @@ static int exec_next_plan(struct oc_store *s, struct ginex_store *g, struct gx_l
         gx_wait(g);
         rc = gx_stop(g, err);
     }
-    struct gx_plan *old = g->cur, *nx = g->nxt;
+    struct pl_sb_plan *old = g->cur, *nx = g->nxt;
     int pop = rc == OC_OK && !nx;
     if (rc == OC_OK) {
         g->cur = nx; /* NULL while popping: the loader waits for it */
@@ -528,7 +528,7 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
         take_back(g, back);
     if (t == g->cur->b.first_iter + g->cur->b.n_iters && (rc = exec_next_plan(s, g, lane, t, err)))
         return rc;
-    struct gx_plan *p = g->cur;
+    struct pl_sb_plan *p = g->cur;
     uint64_t it = t - p->b.first_iter;
     if ((rc = look_up(s, g, lane, ids, n, out, g->hyper, &misses, err)))
         return rc;

@@ -1,14 +1,15 @@
 /*
  * ginex_int.h — private to the `ginex` strategy (ginex.c, ginex_exec.c,
- * ginex_size.c, ginex_inspect.c): a superbatch's plan as ginex keeps it, the
- * inspector stage, and the store with its executor. The Belady changeset
- * planner with its trace, spills, id map and LRU simulator is plan's
- * (src/plan/belady.h).
+ * ginex_size.c, ginex_inspect.c): the inspector stage, the sizing, and the
+ * store with its executor. The plans are plan's: the superbatch planner
+ * (sampling ahead, superbatch files, a struct pl_sb_plan per superbatch:
+ * src/plan/superbatch.h) over the Belady changeset planner with its trace,
+ * spills, id map and LRU simulator (src/plan/belady.h).
  *
  * Place in the data flow: store. The inspector (a pipeline stage on the
- * store's pipeline, store_stages) samples superbatch k+1 ahead with its own sampler, writes it to
- * DIR/plan/ginex-<key>/, and turns its input ids into a gx_plan; the
- * executor (the batch pipeline's fetch stage or its gather lanes, in
+ * store's pipeline, store_stages) has the planner sample superbatch k+1
+ * ahead, write it to DIR/plan/ginex-<key>/ and plan it; the executor (the
+ * batch pipeline's fetch stage or its gather lanes, in
  * oc_store_gather_batch) follows plan k.
  *
  *   inspector stage                           fetch stage / gather lanes (executor)
@@ -18,11 +19,10 @@
  *                                             misses ─► hits out, inserts in, widen f16
  *               to_fill ◄── plan k (refill) ◄─  (plan k done) pop done = k+1
  *
- * Thread-safety: a pl_trace, pl_planner and pl_lru belong to the inspector
- * stage's thread; a gx_plan belongs to whoever popped it from a queue last (the
- * queues' locks order the hand-offs), read by the loader and the executor
- * until the executor gives it back; the store's turns: ginex_exec.c. The tests drive all of them on one
- * thread.
+ * Thread-safety: the planner belongs to the inspector stage's thread; a plan
+ * belongs to whoever popped it from a queue last (the queues' locks order
+ * the hand-offs), read by the loader and the executor until the executor
+ * gives it back; the store's turns: ginex_exec.c.
  * Ownership: every array is oc_alloc'd by the object that holds it and
  * released by its _deinit; id arrays passed in are borrowed.
  */
@@ -31,33 +31,8 @@
 
 #include <stdint.h>
 
-#include "plan/belady.h"
+#include "plan/superbatch.h"
 #include "store/store_int.h"
-
-/* ---- the plan of one superbatch (ginex_inspect.c) --------------------------- */
-
-/*
- * A superbatch's Belady plan (plan/belady.h: warm-up reads, per batch the
- * changes) and what ginex adds to it: where its batches can be read back
- * (ginex_load_batch) and the inspector's result for it.
- */
-struct gx_plan {
-    struct pl_plan b; /* the changesets, built by pl_plan_build */
-    /*
-     * The superbatch file, complete under its final name ("" when it could
-     * not be written), and the offset of each batch's length prefix in it.
-     */
-    char sb_path[4200];
-    uint64_t *rec_off; /* n_iters */
-    uint64_t cap_rec_off;
-    /* The inspector's result for this plan: OC_OK, or why it could not be made. */
-    int status;
-    struct oc_err err;
-};
-
-void gx_plan_init(struct gx_plan *p);
-void gx_plan_deinit(struct gx_plan *p);
-uint64_t gx_plan_held_bytes(const struct gx_plan *p);
 
 /* ---- the inspector (ginex_inspect.c) ---------------------------------------- */
 
@@ -149,29 +124,17 @@ void gx_inspector_free(struct gx_inspector *in);
  * The next plan, in superbatch order, waiting for the inspector. Fails with
  * the inspector's error (sampling, planning) for that superbatch.
  */
-int gx_inspector_next(struct gx_inspector *in, struct gx_plan **plan, struct oc_err *err);
+int gx_inspector_next(struct gx_inspector *in, struct pl_sb_plan **plan, struct oc_err *err);
 /* Gives a finished plan back, to be refilled with the superbatch after the next. */
-void gx_inspector_release(struct gx_inspector *in, struct gx_plan *plan);
+void gx_inspector_release(struct gx_inspector *in, struct pl_sb_plan *plan);
 /* Memory the inspector holds (any thread). */
 uint64_t gx_inspector_held_bytes(const struct gx_inspector *in);
 /* Microseconds it spent sampling and building plans since open, at open too (thread-safe). */
 void gx_inspector_times(const struct gx_inspector *in, uint64_t *sample_us, uint64_t *build_us);
-/* Training batches its sampler has sampled since open (thread-safe). */
-uint64_t gx_inspector_sampled_batches(const struct gx_inspector *in);
 /* The plan directory (empty string when plans are not persisted). */
 const char *gx_inspector_dir(const struct gx_inspector *in);
 /* Superbatches reused from files / sampled, so far (any thread). */
 void gx_inspector_counts(const struct gx_inspector *in, uint64_t *reused, uint64_t *sampled);
-
-/*
- * Bytes the inspector holds besides GX_BYTES_PER_ACCESS per access (spills
- * in RAM) and GX_BYTES_PER_SLOT per slot: itself, its sampler and one batch
- * of up to `rows` inputs of n_layers layers, the record buffer, the plan file
- * writer, the planner's per-batch entries and per-node next-use array,
- * per-batch arrays of S batches, the spills' write buffers.
- */
-uint64_t gx_inspector_fixed_bytes(uint64_t superbatch, uint64_t rows, uint32_t n_layers,
-                                  uint64_t n_nodes);
 
 /* The options `offcore train` offers for ginex (its table in ginex.c; store_opts_read). */
 struct gx_opts {
@@ -197,47 +160,6 @@ int oc_store_ginex_budget_for(const struct oc_store_config *cfg, uint64_t rows, 
 const char *oc_store_ginex_plan_dir(const struct oc_store *s);
 /* Superbatches reused from plan files and sampled by a `ginex` store so far. */
 void oc_store_ginex_plan_counts(const struct oc_store *s, uint64_t *reused, uint64_t *sampled);
-
-/* ---- superbatch plan files (ginex_inspect.c) ---------------------------- */
-
-#define GX_SB_FOOTER 64u /* footer bytes at the end of a superbatch file */
-
-/* What a superbatch file must hold to be reused. */
-struct gx_sb_expect {
-    uint64_t key;      /* plan key (topology, sampling options, batch size, training ids) */
-    uint64_t first;    /* its first iteration */
-    uint64_t most;     /* batches it must hold (fewer only if cut short) */
-    uint64_t nb;       /* batches per epoch */
-    uint64_t n_nodes;  /* ids are below this */
-    uint64_t max_acc;  /* accesses this run's budget holds */
-    uint32_t n_layers; /* of every batch */
-};
-
-/* Reads len bytes at off of the file being checked. */
-typedef int (*gx_sb_read_fn)(void *ctx, void *buf, size_t len, uint64_t off, struct oc_err *err);
-
-/* The footer of a file of n batches from x->first (flags bit 0: cut short by max_acc). */
-void gx_sb_footer(const struct gx_sb_expect *x, uint64_t n, uint32_t flags,
-                  uint8_t f[GX_SB_FOOTER]);
-/*
- * Checks a superbatch file of size bytes read through rd: footer, then every
- * record (length, sample-batch record, epoch and batch numbers, layers,
- * accesses), adding each batch's input ids to trace (cleared first by the
- * caller). Record bytes go through *rec (grown as needed, *cap_rec bytes),
- * batches through *batch; rec_off (may be NULL; x->most entries) gets the
- * offset of each batch's length prefix. OC_OK: *n_iters batches were added. OC_ERR_FORMAT:
- * not usable, why (why_n bytes) or err says why. Other statuses (out of
- * memory, I/O) are returned as they are. The fuzz target
- * tests/fuzz/fuzz_ginex_superbatch.c calls it on memory.
- */
-int gx_sb_parse(const struct gx_sb_expect *x, gx_sb_read_fn rd, void *ctx, uint64_t size,
-                uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
-                struct pl_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
-                size_t why_n, struct oc_err *err);
-/* Grows *rec (*cap_rec bytes) to hold bytes, by a quarter at least. */
-int gx_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err);
-/* Grows p->rec_off to n entries. */
-int gx_plan_reserve_offsets(struct gx_plan *p, uint64_t n, struct oc_err *err);
 
 /* ---- the store and its executor (ginex.c, ginex_exec.c) ------------------------ */
 
@@ -283,14 +205,14 @@ struct ginex_store {
     int yielding;               /* a give-back waits for the executor to be quiet: no turn starts */
     struct oc_giveback gb;      /* the give-back (core giveback.c; gx_give its policy) */
     struct oc_pipeline *stages; /* whose cancel sets cancelled; its error is the one repeated */
-    struct gx_plan *cur, *nxt;
+    struct pl_sb_plan *cur, *nxt;
     int failed; /* the inspector or a planned gather failed: training calls repeat the error */
     struct oc_err fail;
     uint64_t n_unplanned, n_diverged;
     /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
-    struct oc_file *sb_file;       /* the current plan's superbatch file, or NULL */
-    uint64_t sb_bytes;             /* its size when opened */
-    const struct gx_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
+    struct oc_file *sb_file;          /* the current plan's superbatch file, or NULL */
+    uint64_t sb_bytes;                /* its size when opened */
+    const struct pl_sb_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
     uint64_t sb_first;
     uint8_t *rec; /* one batch's record */
     uint64_t cap_rec;
@@ -337,7 +259,7 @@ static inline int gx_timedwait(struct ginex_store *g, const struct timespec *unt
 
 /* Reads plan p's warm-up rows into their slots through reader d (count: into the stats). */
 int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
-               const struct gx_plan *p, int count, struct oc_err *err);
+               const struct pl_sb_plan *p, int count, struct oc_err *err);
 /* The store's pipeline was cancelled: every wait of the executor and loader ends. */
 void gx_on_cancel(void *ctx);
 /* Under g->mu: the recorded failure or the pipeline's error after a cancel, else OC_OK. */

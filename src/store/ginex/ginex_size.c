@@ -132,7 +132,7 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
         if (S > n_iters)
             S = n_iters;
         /* and its sampler's pool over an on-disk topology (gx_inspector_new) */
-        ifix = gx_inspector_fixed_bytes(S, rows, L, s->n_nodes) +
+        ifix = pl_sb_fixed_bytes(S, rows, L, s->n_nodes) +
                store_sampler_pool_bytes(store_plan_graph(cfg));
         want = est && S > UINT64_MAX / GX_BYTES_PER_ACCESS / est ? UINT64_MAX / GX_BYTES_PER_ACCESS
                                                                  : S * est;

@@ -999,13 +999,46 @@ static int part_batch_start(struct run *r, struct probe_plan *pp, uint32_t e, ui
     return rc;
 }
 
-/* Waits for the rows of the batch part_batch_start started: pb->x and its slots. */
+/*
+ * Waits for the rows of the batch part_batch_start started: pb->x and its
+ * slots. after_step: a step ran while they were in flight; then whether
+ * they had arrived by its end (remote_hidden) and the wait that was left
+ * (remote_wait_s) are counted.
+ */
 static int part_batch_finish(struct run *r, struct oc_pipe_batch *pb, const uint32_t **slot,
-                             struct oc_train_epoch_stats *st, struct oc_err *err)
+                             int after_step, struct oc_train_epoch_stats *st, struct oc_err *err)
 {
+    int done = 0, rc;
+    if (after_step && (rc = oc_dist_alltoallv_test(&done, err)))
+        return rc;
+    st->remote_hidden += (uint64_t)done;
     double t0 = oc_now_s();
-    int rc = train_part_fill_finish(&r->part, &pb->x, slot, err);
-    st->gather_s += oc_now_s() - t0;
+    rc = train_part_fill_finish(&r->part, &pb->x, slot, err);
+    double waited = oc_now_s() - t0;
+    st->gather_s += waited;
+    if (after_step)
+        st->remote_wait_s += waited;
+    return rc;
+}
+
+/*
+ * Batch pb's step (train_step_sharded), the next batch's rows possibly in
+ * flight meanwhile: whether they are is dist.h's state when the step
+ * begins (an MPI request outstanding), counted with the step's seconds
+ * (remote_overlapped, remote_overlap_s). *overlapped: whether they were.
+ */
+static int part_step(struct run *r, uint32_t e, const struct oc_pipe_batch *pb,
+                     struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                     uint64_t *correct, const struct oc_nn_adam *adam, int *overlapped,
+                     struct oc_err *err)
+{
+    *overlapped = oc_dist_alltoallv_in_flight();
+    double t0 = oc_now_s();
+    int rc = train_step_sharded(r, e, pb, st, loss_sum, counted, correct, adam, err);
+    if (*overlapped) {
+        st->remote_overlapped++;
+        st->remote_overlap_s += oc_now_s() - t0;
+    }
     return rc;
 }
 
@@ -1018,7 +1051,9 @@ static int part_batch_finish(struct run *r, struct oc_pipe_batch *pb, const uint
  * exchange started before batch i's step, and waited for after it, so the
  * rows travel while the step computes (the step and its gradient exchange
  * are unchanged: same sums, same order). The sampling and the fill are
- * timed as sample_s and gather_s.
+ * timed as sample_s and gather_s; the overlap as it ran is counted
+ * (part_step, part_batch_finish: remote_overlapped, remote_hidden,
+ * remote_overlap_s, remote_wait_s).
  */
 static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
                             struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
@@ -1038,15 +1073,16 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
     int rc = probe_plan_open(r, o, e, &pp, err);
     uint64_t n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
     if (n && (rc = part_batch_start(r, &pp, e, 0, &pb[0], st, err)) == OC_OK)
-        rc = part_batch_finish(r, &pb[0], &slot, st, err);
+        rc = part_batch_finish(r, &pb[0], &slot, 0, st, err);
     for (uint64_t i = 0; rc == OC_OK && i < n; i++) {
         struct oc_pipe_batch *cur = &pb[i % 2], *next = &pb[(i + 1) % 2];
+        int overlapped = 0;
         if (i + 1 < n && (rc = part_batch_start(r, &pp, e, i + 1, next, st, err)))
             break;
         r->part.step_slot = slot;
-        if ((rc = train_step_sharded(r, e, cur, st, loss_sum, counted, correct, adam, err)))
+        if ((rc = part_step(r, e, cur, st, loss_sum, counted, correct, adam, &overlapped, err)))
             break;
-        if (i + 1 < n && (rc = part_batch_finish(r, next, &next_slot, st, err)))
+        if (i + 1 < n && (rc = part_batch_finish(r, next, &next_slot, overlapped, st, err)))
             break;
         slot = next_slot;
         oc_progress_add(progress, 1);
@@ -1086,6 +1122,8 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &st->remote_cache_hits,
                                 &st->remote_cache_rows,
                                 &st->remote_fill_bytes,
+                                &st->remote_overlapped,
+                                &st->remote_hidden,
                                 &f->requested_rows,
                                 &f->requested_bytes,
                                 &f->requested_disk_bytes,

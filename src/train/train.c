@@ -867,23 +867,6 @@ out:
 }
 
 /*
- * Adds the topology reads counted in `now` since *mark to `to` and moves the
- * mark: the store's samplers' reads (struct oc_store_stats, topo) beside the
- * batch pipeline's.
- */
-static void train_topo_add_since(struct oc_topo_disk_stats *to,
-                                 const struct oc_topo_disk_stats *now,
-                                 struct oc_topo_disk_stats *mark)
-{
-    to->n_lookups += now->n_lookups - mark->n_lookups;
-    to->n_hits += now->n_hits - mark->n_hits;
-    to->requested_bytes += now->requested_bytes - mark->requested_bytes;
-    to->read_bytes += now->read_bytes - mark->read_bytes;
-    to->n_reads += now->n_reads - mark->n_reads;
-    *mark = *now;
-}
-
-/*
  * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
  * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
  * and timers.
@@ -1347,13 +1330,10 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
         st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
         st.wait_s = pipe1.wait_s - pipe0.wait_s;
-        const struct oc_topo_disk_stats *topo0 = &pipe0.topo, *topo1 = &pipe1.topo;
-        st.topo.n_lookups = topo1->n_lookups - topo0->n_lookups;
-        st.topo.n_hits = topo1->n_hits - topo0->n_hits;
-        st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
-        st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
-        st.topo.n_reads = topo1->n_reads - topo0->n_reads;
-        train_topo_add_since(&st.topo, &after.topo, &store_topo_mark);
+        /* the topology reads: the pipeline's sampler's this epoch, the store's samplers'
+           since the last epoch (pipe0 is a copy of the mark: moving it is harmless) */
+        oc_sample_topo_stats_add_since(&st.topo, &pipe1.topo, &pipe0.topo);
+        oc_sample_topo_stats_add_since(&st.topo, &after.topo, &store_topo_mark);
 trained:
         oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
         st.gemm_flops = flops1 - flops0;

@@ -329,6 +329,11 @@ struct run {
     struct train_part part;       /* a partitioned dataset: this rank's part (dist_rows.c) */
     float *eval_rows;             /* evaluation's rows without a pipeline to lend them */
     uint64_t cap_eval_rows;
+    /* the pipeline's counters when the epoch began, and the store's samplers' topology reads
+       counted so far: the first epoch's include what they read since the store opened
+       (ginex's first superbatch, diskgnn's window 0) */
+    struct oc_batch_pipe_stats pipe_mark;
+    struct oc_topo_disk_stats store_topo_mark;
 };
 
 static void run_deinit(struct run *r)
@@ -1132,6 +1137,90 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
 }
 
 /*
+ * A partitioned run's training epoch e (part_train_epoch) and its figures:
+ * what the store served this epoch, then every count summed over the
+ * ranks (a collective).
+ */
+static int part_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
+                      struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                      uint64_t *correct, const struct oc_nn_adam *adam,
+                      struct oc_progress *progress, struct oc_err *err)
+{
+    struct oc_store_stats before, after;
+    oc_store_stats(r->store, &before);
+    int rc = part_train_epoch(r, o, e, st, loss_sum, counted, correct, adam, progress, err);
+    if (rc)
+        return rc;
+    oc_store_stats(r->store, &after);
+    oc_store_stats_sub(&after, &before, &st->store);
+    rc = part_epoch_sums(st, err);
+    oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
+    return rc;
+}
+
+/*
+ * Training epoch e through the batch pipeline and its figures: the store's,
+ * the pipeline's stage times and the topology reads since r's marks (which
+ * move). The run's first epoch (first) is started here; each epoch then
+ * starts the next one's sampling (its features wait for the next open)
+ * while the caller evaluates.
+ */
+static int pipe_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e, int first,
+                      struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                      uint64_t *correct, const struct oc_nn_adam *adam,
+                      struct oc_progress *progress, struct oc_err *err)
+{
+    struct oc_store_stats before, after;
+    struct oc_batch_pipe_stats pipe0, pipe1;
+    int rc;
+    oc_store_stats(r->store, &before);
+    if (first) {
+        oc_batch_pipe_stats(r->pipe, &r->pipe_mark);
+        /* the training epoch: with --reuse-samples the pipeline trains on epoch 0's
+           batches in the order oc_sample_batch_order(seed, e) */
+        if ((rc = oc_batch_pipe_epoch(r->pipe, e, err)))
+            return rc;
+    }
+    pipe0 = r->pipe_mark;
+    if ((rc = oc_batch_pipe_open(r->pipe, err)))
+        return rc;
+    for (uint64_t i = 0; i < st->n_batches; i++) {
+        struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
+        if ((rc = oc_batch_pipe_next(r->pipe, &pb, err)))
+            return rc;
+        rc = r->dp.on ? train_step_sharded(r, e, pb, st, loss_sum, counted, correct, adam, err)
+                      : train_step(r, e, pb, st, loss_sum, counted, correct, adam, err);
+        if (rc) {
+            oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
+            oc_batch_pipe_done(r->pipe, pb);
+            return rc;
+        }
+        oc_batch_pipe_done(r->pipe, pb);
+        oc_progress_add(progress, 1);
+    }
+    oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
+    oc_store_stats(r->store, &after);
+    oc_store_stats_sub(&after, &before, &st->store);
+    oc_batch_pipe_stats(r->pipe, &pipe1);
+    r->pipe_mark = pipe1;
+    /* sample the next epoch ahead (its features wait for the open) while evaluating */
+    if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r->pipe, e + 1, err)))
+        return rc;
+    st->depth = r->depth;
+    st->lanes = pipe1.lanes;
+    st->samplers = pipe1.samplers;
+    st->n_sampled = pipe1.n_sampled - pipe0.n_sampled + st->store.sampled_batches;
+    st->sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
+    st->gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
+    st->wait_s = pipe1.wait_s - pipe0.wait_s;
+    /* the topology reads: the pipeline's sampler's this epoch, the store's samplers' since
+       the last epoch (pipe0 is a copy of the mark: moving it is harmless) */
+    oc_sample_topo_stats_add_since(&st->topo, &pipe1.topo, &pipe0.topo);
+    oc_sample_topo_stats_add_since(&st->topo, &after.topo, &r->store_topo_mark);
+    return OC_OK;
+}
+
+/*
  * A resumed run ends with the weights of an uninterrupted one only if the
  * checkpoint holds all that training carries across epochs: a strategy option
  * marked outside_checkpoint (outre's --staleness: its historical embeddings)
@@ -1249,12 +1338,6 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     if (!r.part.on)
         n_batches = oc_batch_pipe_n_batches(r.pipe);
-    struct oc_batch_pipe_stats pipe_mark; /* the pipeline's counters when the epoch began */
-    memset(&pipe_mark, 0, sizeof(pipe_mark));
-    /* the store's samplers' topology reads counted so far: the first epoch's include what
-       they read since the store opened (ginex's first superbatch, diskgnn's window 0) */
-    struct oc_topo_disk_stats store_topo_mark;
-    memset(&store_topo_mark, 0, sizeof(store_topo_mark));
     const uint32_t first_epoch = pos.next_epoch;
     for (uint32_t e = first_epoch; e < o->epochs; e++) {
         struct oc_train_epoch_stats st;
@@ -1269,72 +1352,17 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         char label[32];
         snprintf(label, sizeof(label), "train: epoch %u", e);
         oc_progress_phase(progress, label, n_batches, "batches");
-        struct oc_store_stats before, after;
-        struct oc_batch_pipe_stats pipe0, pipe1;
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         uint64_t flops0, flops1;
         double gemm0, gemm1;
         oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
-        if (r.part.on) {
-            oc_store_stats(r.store, &before);
-            if ((rc = part_train_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam,
-                                       progress, err)))
-                goto out;
-            oc_store_stats(r.store, &after);
-            oc_store_stats_sub(&after, &before, &st.store);
-            if ((rc = part_epoch_sums(&st, err)))
-                goto out;
-            oc_progress_clear(progress);
-            goto trained;
-        }
-        oc_store_stats(r.store, &before);
-        /* the first epoch starts here; later ones were started ahead (see below) */
-        if (e == first_epoch) {
-            oc_batch_pipe_stats(r.pipe, &pipe_mark);
-            /* the training epoch: with --reuse-samples the pipeline trains on epoch 0's
-               batches in the order oc_sample_batch_order(seed, e) */
-            if ((rc = oc_batch_pipe_epoch(r.pipe, e, err)))
-                goto out;
-        }
-        pipe0 = pipe_mark;
-        if ((rc = oc_batch_pipe_open(r.pipe, err)))
+        rc = r.part.on
+                 ? part_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam, progress, err)
+                 : pipe_epoch(&r, o, e, e == first_epoch, &st, &loss_sum, &counted, &correct, &adam,
+                              progress, err);
+        if (rc)
             goto out;
-        for (uint64_t i = 0; i < n_batches; i++) {
-            struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
-            if ((rc = oc_batch_pipe_next(r.pipe, &pb, err)))
-                goto out;
-            rc = r.dp.on
-                     ? train_step_sharded(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err)
-                     : train_step(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err);
-            if (rc) {
-                oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
-                oc_batch_pipe_done(r.pipe, pb);
-                goto out;
-            }
-            oc_batch_pipe_done(r.pipe, pb);
-            oc_progress_add(progress, 1);
-        }
-        oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
-        oc_store_stats(r.store, &after);
-        oc_store_stats_sub(&after, &before, &st.store);
-        oc_batch_pipe_stats(r.pipe, &pipe1);
-        pipe_mark = pipe1;
-        /* sample the next epoch ahead (its features wait for the open) while evaluating */
-        if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r.pipe, e + 1, err)))
-            goto out;
-        st.depth = r.depth;
-        st.lanes = pipe1.lanes;
-        st.samplers = pipe1.samplers;
-        st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
-        st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
-        st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
-        st.wait_s = pipe1.wait_s - pipe0.wait_s;
-        /* the topology reads: the pipeline's sampler's this epoch, the store's samplers'
-           since the last epoch (pipe0 is a copy of the mark: moving it is harmless) */
-        oc_sample_topo_stats_add_since(&st.topo, &pipe1.topo, &pipe0.topo);
-        oc_sample_topo_stats_add_since(&st.topo, &after.topo, &store_topo_mark);
-trained:
         oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
         st.gemm_flops = flops1 - flops0;
         st.gemm_s = gemm1 - gemm0;

@@ -16,7 +16,8 @@
 # ranks, each serving only its part's rows under its own --mem-budget (memory,
 # static with most rows on disk, ginex following a plan over the rows its
 # part is asked for, direct, mmap) and fetching the others per batch, one
-# batch ahead of the step (with
+# batch ahead of the step (the log counting the exchanges in flight while a
+# step ran: all but each epoch's first batch's, on every rank; with
 # --remote-cache too: other parts' hot rows kept, hits logged, fewer bytes
 # exchanged), train the single-process weights and log the rows fetched and read and one
 # process's evaluation metrics (sampled, and --eval full at one layer, the
@@ -162,6 +163,20 @@ done
 # fetching the rest from their owners per batch, train the single-process weights; the log
 # counts the rows fetched from other ranks.
 pc=(--epochs 2 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+# Whether every epoch of log $1 (N = $2 ranks) overlapped each batch's row exchange with the
+# previous batch's step: remote_overlapped = N x (n_batches - 1) > 0, remote_hidden at most
+# that, remote_overlap_s > 0.
+overlap_ran() {
+    local n=0 b o h s w
+    while read -r b o h s w; do
+        n=$((n + 1))
+        if [ "$b" -lt 2 ] || [ "$o" -ne $(($2 * (b - 1))) ] || [ "$h" -gt "$o" ] ||
+            ! awk -v s="$s" -v w="$w" 'BEGIN{exit !(s > 0 && w >= 0)}'; then
+            return 1
+        fi
+    done < <(sed -n 's/.*"n_batches":\([0-9]*\),.*"remote_overlapped":\([0-9]*\),"remote_hidden":\([0-9]*\),"remote_overlap_s":\([0-9.e-]*\),"remote_wait_s":\([0-9.e-]*\).*/\1 \2 \3 \4 \5/p' "$1")
+    [ $n -gt 0 ]
+}
 "$bin" train "$g" "${pc[@]}" >"$tmp/part.1.out" 2>&1
 want=$(sha_of "$tmp/part.1.out")
 for n in 2 3; do
@@ -184,6 +199,17 @@ for n in 2 3; do
     else
         fail "partitioned_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
         sed 's/^/    /' "$tmp/part.$n.out"
+    fi
+    # The fill one batch ahead, as it ran: on every rank, every batch but an epoch's first had
+    # its rows' exchange in flight (an MPI request outstanding) through the previous batch's
+    # step, so each epoch logs N x (batches - 1) overlapped exchanges (0 if the exchange were
+    # synchronous), at most that many done by the step's end, and the step seconds they hid under.
+    if overlap_ran "$tmp/part.$n.json" "$n"; then
+        ok "partitioned_np${n}_rows_travel_while_the_step_runs"
+    else
+        fail "partitioned_np${n}_rows_travel_while_the_step_runs"
+        grep -o '"n_batches":[0-9]*\|"remote_overlap[^,]*\|"remote_hidden[^,]*\|"remote_wait[^,}]*' \
+            "$tmp/part.$n.json" | sed 's/^/    /'
     fi
     # Each rank's part served by static under a budget that keeps most of its rows on disk
     # (its reads counted in the log, summed over the ranks): the same weights, and the

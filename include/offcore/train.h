@@ -205,6 +205,13 @@ struct oc_train_epoch_stats {
     int partitioned;
     uint64_t local_rows, remote_rows, remote_bytes, served_rows;
     uint64_t remote_cache_hits, remote_cache_rows, remote_fill_bytes;
+    /* the fill one batch ahead, as it ran: the batches whose row exchange was in flight (its
+       MPI request outstanding) through the previous batch's step, and of them those MPI
+       reported complete when the step ended (no wait left), summed over the ranks; this
+       rank's seconds of steps run with rows in flight, and of the fill's second half after
+       them (the wait left, placing the fetched rows) */
+    uint64_t remote_overlapped, remote_hidden;
+    double remote_overlap_s, remote_wait_s;
     /* evaluation's work this epoch (0 when not evaluated), in sampled batches (validation and
        test) or chunks of --eval full's last layer: all of it, and this rank's share */
     uint64_t eval_units, eval_units_own;

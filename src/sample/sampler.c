@@ -624,3 +624,16 @@ void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_dis
     for (unsigned w = 0; s->g.disk && w < s->n_workers; w++)
         smp_topo_reader_stats(&s->workers[w].rd, out);
 }
+
+void oc_sample_topo_stats_add_since(struct oc_topo_disk_stats *to,
+                                    const struct oc_topo_disk_stats *now,
+                                    struct oc_topo_disk_stats *mark)
+{
+    OC_ASSERT(now->n_lookups >= mark->n_lookups && now->n_reads >= mark->n_reads);
+    to->n_lookups += now->n_lookups - mark->n_lookups;
+    to->n_hits += now->n_hits - mark->n_hits;
+    to->requested_bytes += now->requested_bytes - mark->requested_bytes;
+    to->read_bytes += now->read_bytes - mark->read_bytes;
+    to->n_reads += now->n_reads - mark->n_reads;
+    *mark = *now;
+}

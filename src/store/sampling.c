@@ -52,20 +52,20 @@ int store_sampler_pool(struct oc_pipeline *stages, const struct oc_graph *g, str
 void store_topo_add(const struct oc_store *s, const struct oc_sampler *smp,
                     struct oc_topo_disk_stats *seen)
 {
-    struct oc_topo_disk_stats now;
+    struct oc_topo_disk_stats now, since;
     if (!smp)
         return;
     oc_sample_sampler_topo_stats(smp, &now);
-    OC_ASSERT(now.n_lookups >= seen->n_lookups && now.n_reads >= seen->n_reads);
+    memset(&since, 0, sizeof(since));
+    oc_sample_topo_stats_add_since(&since, &now, seen); /* what smp read since *seen */
     struct store_topo_tally *t = s->topo;
-    if (t) {
-        atomic_fetch_add(&t->n_lookups, now.n_lookups - seen->n_lookups);
-        atomic_fetch_add(&t->n_hits, now.n_hits - seen->n_hits);
-        atomic_fetch_add(&t->requested_bytes, now.requested_bytes - seen->requested_bytes);
-        atomic_fetch_add(&t->read_bytes, now.read_bytes - seen->read_bytes);
-        atomic_fetch_add(&t->n_reads, now.n_reads - seen->n_reads);
+    if (t) { /* the tally is atomics: other samplers add to it, any thread reads it */
+        atomic_fetch_add(&t->n_lookups, since.n_lookups);
+        atomic_fetch_add(&t->n_hits, since.n_hits);
+        atomic_fetch_add(&t->requested_bytes, since.requested_bytes);
+        atomic_fetch_add(&t->read_bytes, since.read_bytes);
+        atomic_fetch_add(&t->n_reads, since.n_reads);
     }
-    *seen = now;
 }
 
 void store_topo_read(const struct oc_store *s, struct oc_topo_disk_stats *out)

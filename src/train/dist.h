@@ -73,6 +73,18 @@ int oc_dist_alltoallv_start(const void *send, const uint64_t *send_counts, void 
                             struct oc_err *err);
 /* Waits for the exchange oc_dist_alltoallv_start began (nothing to do without one). */
 int oc_dist_alltoallv_wait(struct oc_err *err);
+/*
+ * Whether an exchange oc_dist_alltoallv_start began is in flight: its MPI
+ * request issued and not yet waited for. 0 without the group, whose start
+ * copies at once.
+ */
+int oc_dist_alltoallv_in_flight(void);
+/*
+ * *done = whether the exchange in flight has completed (MPI_Test, which
+ * also advances it); oc_dist_alltoallv_wait must still be called, and then
+ * returns at once. *done = 1 when none is in flight.
+ */
+int oc_dist_alltoallv_test(int *done, struct oc_err *err);
 /* recv[r] = what rank r put in its send[this rank] (MPI_Alltoall of one u64 each). */
 int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err);
 /* Ends every rank of the group with exit status code (MPI_Abort); exits without one. */

@@ -6,8 +6,8 @@
  * order; evaluation's score keys go the same way), MPI_Allreduce for
  * evaluation's integer counts (exact in any order), MPI_Alltoall(v) for
  * partitioned training's row requests and replies (the replies started with
- * MPI_Ialltoallv and waited for after the step they overlap), and
- * MPI_Abort.
+ * MPI_Ialltoallv, tested (MPI_Test) and waited for after the step they
+ * overlap), and MPI_Abort.
  *
  * Place in the data flow: train (see dist.h); compiled only when CMake
  * found MPI (OC_MPI), instead of dist_none.c.
@@ -219,8 +219,27 @@ int oc_dist_alltoallv_wait(struct oc_err *err)
     if (!dist_flight.on)
         return OC_OK;
     dist_flight.on = 0;
+    /* after a successful MPI_Test the request is MPI_REQUEST_NULL: MPI_Wait returns at once */
     int rc = MPI_Wait(&dist_flight.req, MPI_STATUS_IGNORE);
     return rc == MPI_SUCCESS ? OC_OK : alltoallv_fail(err, "MPI_Wait", dist_flight.what, rc);
+}
+
+int oc_dist_alltoallv_in_flight(void)
+{
+    return dist_flight.on;
+}
+
+int oc_dist_alltoallv_test(int *done, struct oc_err *err)
+{
+    *done = 1;
+    if (!dist_flight.on)
+        return OC_OK;
+    int flag = 0;
+    int rc = MPI_Test(&dist_flight.req, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return alltoallv_fail(err, "MPI_Test", dist_flight.what, rc);
+    *done = flag;
+    return OC_OK;
 }
 
 int oc_dist_alltoall_u64(const uint64_t *send, uint64_t *recv, struct oc_err *err)

@@ -318,16 +318,27 @@ static int rows_start(struct train_part *tp, struct oc_store *store, const uint6
     uint64_t *send_n = tp->send_n, *recv_n = tp->send_n + n_ranks, *off = tp->offs;
     memset(send_n, 0, n_ranks * sizeof(uint64_t));
     const uint32_t *owner = tp->part.owner;
+    /* each position's source, found once: its owner, or n_ranks for a row of the cache (copied
+       into x here); sc->idx is free until unique_rows below */
+    if ((rc =
+             train_grow(&sc->idx, &sc->cap_idx, n, sizeof(uint32_t), "partition: batch rows", err)))
+        return rc;
+    uint32_t *src = sc->idx;
     uint64_t n_own = 0, n_hit = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t v = ids[sel ? sel[i] : i];
         uint32_t k = owner[2 * v];
-        if (k == me)
+        const float *hit = k == me ? NULL : train_part_cached(tp, v);
+        if (k == me) {
             n_own++;
-        else if (train_part_cached(tp, v))
+        } else if (hit) {
+            memcpy(x + i * dim, hit, dim * sizeof(float));
+            k = n_ranks;
             n_hit++;
-        else
+        } else {
             send_n[k]++;
+        }
+        src[i] = k;
     }
     const uint64_t n_req = n - n_own - n_hit;
     if ((rc = train_grow(&tp->req, &tp->cap_req, 2 * n_req, sizeof(uint32_t), "partition: requests",
@@ -341,20 +352,17 @@ static int rows_start(struct train_part *tp, struct oc_store *store, const uint6
     for (uint64_t r = 0, s = 0; r < n_ranks; s += send_n[r], r++)
         off[r] = s;
     for (uint64_t i = 0, j = 0; i < n; i++) {
-        uint64_t v = ids[sel ? sel[i] : i];
-        uint32_t k = owner[2 * v];
+        uint32_t k = src[i];
+        if (k == n_ranks) /* from the cache, copied above */
+            continue;
+        uint32_t row = owner[2 * ids[sel ? sel[i] : i] + 1];
         if (k == me) {
             tp->own[j] = (uint32_t)i;
-            own_row[j++] = owner[2 * v + 1];
-            continue;
+            own_row[j++] = row;
+        } else {
+            tp->req[off[k]] = row;
+            req_slot[off[k]++] = (uint32_t)i;
         }
-        const float *hit = train_part_cached(tp, v);
-        if (hit) {
-            memcpy(x + i * dim, hit, dim * sizeof(float));
-            continue;
-        }
-        tp->req[off[k]] = owner[2 * v + 1];
-        req_slot[off[k]++] = (uint32_t)i;
     }
     if ((rc = oc_dist_alltoall_u64(send_n, recv_n, err)))
         return rc;

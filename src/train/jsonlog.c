@@ -196,6 +196,10 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
                                                               (double)st->remote_rows
                                                         : 0.0);
                 cJSON_AddNumberToObject(dp, "remote_fill_bytes", (double)st->remote_fill_bytes);
+                cJSON_AddNumberToObject(dp, "remote_overlapped", (double)st->remote_overlapped);
+                cJSON_AddNumberToObject(dp, "remote_hidden", (double)st->remote_hidden);
+                cJSON_AddNumberToObject(dp, "remote_overlap_s", st->remote_overlap_s);
+                cJSON_AddNumberToObject(dp, "remote_wait_s", st->remote_wait_s);
             }
         }
     }

@@ -329,6 +329,11 @@ struct run {
     struct train_part part;       /* a partitioned dataset: this rank's part (dist_rows.c) */
     float *eval_rows;             /* evaluation's rows without a pipeline to lend them */
     uint64_t cap_eval_rows;
+    /* the pipeline's counters when the epoch began, and the store's samplers' topology reads
+       counted so far: the first epoch's include what they read since the store opened
+       (ginex's first superbatch, diskgnn's window 0) */
+    struct oc_batch_pipe_stats pipe_mark;
+    struct oc_topo_disk_stats store_topo_mark;
 };
 
 static void run_deinit(struct run *r)
@@ -867,23 +872,6 @@ out:
 }
 
 /*
- * Adds the topology reads counted in `now` since *mark to `to` and moves the
- * mark: the store's samplers' reads (struct oc_store_stats, topo) beside the
- * batch pipeline's.
- */
-static void train_topo_add_since(struct oc_topo_disk_stats *to,
-                                 const struct oc_topo_disk_stats *now,
-                                 struct oc_topo_disk_stats *mark)
-{
-    to->n_lookups += now->n_lookups - mark->n_lookups;
-    to->n_hits += now->n_hits - mark->n_hits;
-    to->requested_bytes += now->requested_bytes - mark->requested_bytes;
-    to->read_bytes += now->read_bytes - mark->read_bytes;
-    to->n_reads += now->n_reads - mark->n_reads;
-    *mark = *now;
-}
-
-/*
  * One training step on batch pb (batch pb->index of sample epoch pb->epoch:
  * e, or 0 with --reuse-samples) in training epoch e; adds to the epoch's sums
  * and timers.
@@ -999,13 +987,46 @@ static int part_batch_start(struct run *r, struct probe_plan *pp, uint32_t e, ui
     return rc;
 }
 
-/* Waits for the rows of the batch part_batch_start started: pb->x and its slots. */
+/*
+ * Waits for the rows of the batch part_batch_start started: pb->x and its
+ * slots. after_step: a step ran while they were in flight; then whether
+ * they had arrived by its end (remote_hidden) and the wait that was left
+ * (remote_wait_s) are counted.
+ */
 static int part_batch_finish(struct run *r, struct oc_pipe_batch *pb, const uint32_t **slot,
-                             struct oc_train_epoch_stats *st, struct oc_err *err)
+                             int after_step, struct oc_train_epoch_stats *st, struct oc_err *err)
 {
+    int done = 0, rc;
+    if (after_step && (rc = oc_dist_alltoallv_test(&done, err)))
+        return rc;
+    st->remote_hidden += (uint64_t)done;
     double t0 = oc_now_s();
-    int rc = train_part_fill_finish(&r->part, &pb->x, slot, err);
-    st->gather_s += oc_now_s() - t0;
+    rc = train_part_fill_finish(&r->part, &pb->x, slot, err);
+    double waited = oc_now_s() - t0;
+    st->gather_s += waited;
+    if (after_step)
+        st->remote_wait_s += waited;
+    return rc;
+}
+
+/*
+ * Batch pb's step (train_step_sharded), the next batch's rows possibly in
+ * flight meanwhile: whether they are is dist.h's state when the step
+ * begins (an MPI request outstanding), counted with the step's seconds
+ * (remote_overlapped, remote_overlap_s). *overlapped: whether they were.
+ */
+static int part_step(struct run *r, uint32_t e, const struct oc_pipe_batch *pb,
+                     struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                     uint64_t *correct, const struct oc_nn_adam *adam, int *overlapped,
+                     struct oc_err *err)
+{
+    *overlapped = oc_dist_alltoallv_in_flight();
+    double t0 = oc_now_s();
+    int rc = train_step_sharded(r, e, pb, st, loss_sum, counted, correct, adam, err);
+    if (*overlapped) {
+        st->remote_overlapped++;
+        st->remote_overlap_s += oc_now_s() - t0;
+    }
     return rc;
 }
 
@@ -1018,7 +1039,9 @@ static int part_batch_finish(struct run *r, struct oc_pipe_batch *pb, const uint
  * exchange started before batch i's step, and waited for after it, so the
  * rows travel while the step computes (the step and its gradient exchange
  * are unchanged: same sums, same order). The sampling and the fill are
- * timed as sample_s and gather_s.
+ * timed as sample_s and gather_s; the overlap as it ran is counted
+ * (part_step, part_batch_finish: remote_overlapped, remote_hidden,
+ * remote_overlap_s, remote_wait_s).
  */
 static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
                             struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
@@ -1038,15 +1061,16 @@ static int part_train_epoch(struct run *r, const struct oc_train_opts *o, uint32
     int rc = probe_plan_open(r, o, e, &pp, err);
     uint64_t n = rc ? 0 : oc_sample_epoch_n_batches(&pp.ep);
     if (n && (rc = part_batch_start(r, &pp, e, 0, &pb[0], st, err)) == OC_OK)
-        rc = part_batch_finish(r, &pb[0], &slot, st, err);
+        rc = part_batch_finish(r, &pb[0], &slot, 0, st, err);
     for (uint64_t i = 0; rc == OC_OK && i < n; i++) {
         struct oc_pipe_batch *cur = &pb[i % 2], *next = &pb[(i + 1) % 2];
+        int overlapped = 0;
         if (i + 1 < n && (rc = part_batch_start(r, &pp, e, i + 1, next, st, err)))
             break;
         r->part.step_slot = slot;
-        if ((rc = train_step_sharded(r, e, cur, st, loss_sum, counted, correct, adam, err)))
+        if ((rc = part_step(r, e, cur, st, loss_sum, counted, correct, adam, &overlapped, err)))
             break;
-        if (i + 1 < n && (rc = part_batch_finish(r, next, &next_slot, st, err)))
+        if (i + 1 < n && (rc = part_batch_finish(r, next, &next_slot, overlapped, st, err)))
             break;
         slot = next_slot;
         oc_progress_add(progress, 1);
@@ -1086,6 +1110,8 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &st->remote_cache_hits,
                                 &st->remote_cache_rows,
                                 &st->remote_fill_bytes,
+                                &st->remote_overlapped,
+                                &st->remote_hidden,
                                 &f->requested_rows,
                                 &f->requested_bytes,
                                 &f->requested_disk_bytes,
@@ -1108,6 +1134,90 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
         *fields[k] = v[k];
     st->partitioned = 1;
     return rc;
+}
+
+/*
+ * A partitioned run's training epoch e (part_train_epoch) and its figures:
+ * what the store served this epoch, then every count summed over the
+ * ranks (a collective).
+ */
+static int part_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e,
+                      struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                      uint64_t *correct, const struct oc_nn_adam *adam,
+                      struct oc_progress *progress, struct oc_err *err)
+{
+    struct oc_store_stats before, after;
+    oc_store_stats(r->store, &before);
+    int rc = part_train_epoch(r, o, e, st, loss_sum, counted, correct, adam, progress, err);
+    if (rc)
+        return rc;
+    oc_store_stats(r->store, &after);
+    oc_store_stats_sub(&after, &before, &st->store);
+    rc = part_epoch_sums(st, err);
+    oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
+    return rc;
+}
+
+/*
+ * Training epoch e through the batch pipeline and its figures: the store's,
+ * the pipeline's stage times and the topology reads since r's marks (which
+ * move). The run's first epoch (first) is started here; each epoch then
+ * starts the next one's sampling (its features wait for the next open)
+ * while the caller evaluates.
+ */
+static int pipe_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e, int first,
+                      struct oc_train_epoch_stats *st, double *loss_sum, uint64_t *counted,
+                      uint64_t *correct, const struct oc_nn_adam *adam,
+                      struct oc_progress *progress, struct oc_err *err)
+{
+    struct oc_store_stats before, after;
+    struct oc_batch_pipe_stats pipe0, pipe1;
+    int rc;
+    oc_store_stats(r->store, &before);
+    if (first) {
+        oc_batch_pipe_stats(r->pipe, &r->pipe_mark);
+        /* the training epoch: with --reuse-samples the pipeline trains on epoch 0's
+           batches in the order oc_sample_batch_order(seed, e) */
+        if ((rc = oc_batch_pipe_epoch(r->pipe, e, err)))
+            return rc;
+    }
+    pipe0 = r->pipe_mark;
+    if ((rc = oc_batch_pipe_open(r->pipe, err)))
+        return rc;
+    for (uint64_t i = 0; i < st->n_batches; i++) {
+        struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
+        if ((rc = oc_batch_pipe_next(r->pipe, &pb, err)))
+            return rc;
+        rc = r->dp.on ? train_step_sharded(r, e, pb, st, loss_sum, counted, correct, adam, err)
+                      : train_step(r, e, pb, st, loss_sum, counted, correct, adam, err);
+        if (rc) {
+            oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
+            oc_batch_pipe_done(r->pipe, pb);
+            return rc;
+        }
+        oc_batch_pipe_done(r->pipe, pb);
+        oc_progress_add(progress, 1);
+    }
+    oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
+    oc_store_stats(r->store, &after);
+    oc_store_stats_sub(&after, &before, &st->store);
+    oc_batch_pipe_stats(r->pipe, &pipe1);
+    r->pipe_mark = pipe1;
+    /* sample the next epoch ahead (its features wait for the open) while evaluating */
+    if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r->pipe, e + 1, err)))
+        return rc;
+    st->depth = r->depth;
+    st->lanes = pipe1.lanes;
+    st->samplers = pipe1.samplers;
+    st->n_sampled = pipe1.n_sampled - pipe0.n_sampled + st->store.sampled_batches;
+    st->sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
+    st->gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
+    st->wait_s = pipe1.wait_s - pipe0.wait_s;
+    /* the topology reads: the pipeline's sampler's this epoch, the store's samplers' since
+       the last epoch (pipe0 is a copy of the mark: moving it is harmless) */
+    oc_sample_topo_stats_add_since(&st->topo, &pipe1.topo, &pipe0.topo);
+    oc_sample_topo_stats_add_since(&st->topo, &after.topo, &r->store_topo_mark);
+    return OC_OK;
 }
 
 /*
@@ -1228,12 +1338,6 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         goto out;
     if (!r.part.on)
         n_batches = oc_batch_pipe_n_batches(r.pipe);
-    struct oc_batch_pipe_stats pipe_mark; /* the pipeline's counters when the epoch began */
-    memset(&pipe_mark, 0, sizeof(pipe_mark));
-    /* the store's samplers' topology reads counted so far: the first epoch's include what
-       they read since the store opened (ginex's first superbatch, diskgnn's window 0) */
-    struct oc_topo_disk_stats store_topo_mark;
-    memset(&store_topo_mark, 0, sizeof(store_topo_mark));
     const uint32_t first_epoch = pos.next_epoch;
     for (uint32_t e = first_epoch; e < o->epochs; e++) {
         struct oc_train_epoch_stats st;
@@ -1248,75 +1352,17 @@ int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_
         char label[32];
         snprintf(label, sizeof(label), "train: epoch %u", e);
         oc_progress_phase(progress, label, n_batches, "batches");
-        struct oc_store_stats before, after;
-        struct oc_batch_pipe_stats pipe0, pipe1;
         double loss_sum = 0;
         uint64_t counted = 0, correct = 0;
         uint64_t flops0, flops1;
         double gemm0, gemm1;
         oc_nn_backend_gemm_stats(r.be, &flops0, &gemm0);
-        if (r.part.on) {
-            oc_store_stats(r.store, &before);
-            if ((rc = part_train_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam,
-                                       progress, err)))
-                goto out;
-            oc_store_stats(r.store, &after);
-            oc_store_stats_sub(&after, &before, &st.store);
-            if ((rc = part_epoch_sums(&st, err)))
-                goto out;
-            oc_progress_clear(progress);
-            goto trained;
-        }
-        oc_store_stats(r.store, &before);
-        /* the first epoch starts here; later ones were started ahead (see below) */
-        if (e == first_epoch) {
-            oc_batch_pipe_stats(r.pipe, &pipe_mark);
-            /* the training epoch: with --reuse-samples the pipeline trains on epoch 0's
-               batches in the order oc_sample_batch_order(seed, e) */
-            if ((rc = oc_batch_pipe_epoch(r.pipe, e, err)))
-                goto out;
-        }
-        pipe0 = pipe_mark;
-        if ((rc = oc_batch_pipe_open(r.pipe, err)))
+        rc = r.part.on
+                 ? part_epoch(&r, o, e, &st, &loss_sum, &counted, &correct, &adam, progress, err)
+                 : pipe_epoch(&r, o, e, e == first_epoch, &st, &loss_sum, &counted, &correct, &adam,
+                              progress, err);
+        if (rc)
             goto out;
-        for (uint64_t i = 0; i < n_batches; i++) {
-            struct oc_pipe_batch *pb; /* plan order, or completion order with --reorder */
-            if ((rc = oc_batch_pipe_next(r.pipe, &pb, err)))
-                goto out;
-            rc = r.dp.on
-                     ? train_step_sharded(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err)
-                     : train_step(&r, e, pb, &st, &loss_sum, &counted, &correct, &adam, err);
-            if (rc) {
-                oc_err_prefix(err, "epoch %u batch %" PRIu64, e, pb->index);
-                oc_batch_pipe_done(r.pipe, pb);
-                goto out;
-            }
-            oc_batch_pipe_done(r.pipe, pb);
-            oc_progress_add(progress, 1);
-        }
-        oc_progress_clear(progress); /* the epoch's line (on_epoch) is its summary */
-        oc_store_stats(r.store, &after);
-        oc_store_stats_sub(&after, &before, &st.store);
-        oc_batch_pipe_stats(r.pipe, &pipe1);
-        pipe_mark = pipe1;
-        /* sample the next epoch ahead (its features wait for the open) while evaluating */
-        if (e + 1 < o->epochs && (rc = oc_batch_pipe_epoch(r.pipe, e + 1, err)))
-            goto out;
-        st.depth = r.depth;
-        st.lanes = pipe1.lanes;
-        st.samplers = pipe1.samplers;
-        st.n_sampled = pipe1.n_sampled - pipe0.n_sampled + st.store.sampled_batches;
-        st.sample_s = pipe1.sample_busy_s - pipe0.sample_busy_s;
-        st.gather_s = pipe1.fetch_busy_s - pipe0.fetch_busy_s;
-        st.wait_s = pipe1.wait_s - pipe0.wait_s;
-        const struct oc_topo_disk_stats *topo0 = &pipe0.topo, *topo1 = &pipe1.topo;
-        st.topo.n_lookups = topo1->n_lookups - topo0->n_lookups;
-        st.topo.n_hits = topo1->n_hits - topo0->n_hits;
-        st.topo.requested_bytes = topo1->requested_bytes - topo0->requested_bytes;
-        st.topo.read_bytes = topo1->read_bytes - topo0->read_bytes;
-        st.topo.n_reads = topo1->n_reads - topo0->n_reads;
-        train_topo_add_since(&st.topo, &after.topo, &store_topo_mark);
-trained:
         oc_nn_backend_gemm_stats(r.be, &flops1, &gemm1);
         st.gemm_flops = flops1 - flops0;
         st.gemm_s = gemm1 - gemm0;

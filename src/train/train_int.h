@@ -192,7 +192,8 @@ struct train_part_scan {
     uint32_t *slot;  /* per batch position: its row of x, UINT32_MAX if not read here */
     uint32_t *pos;   /* batch positions the shards read */
     uint32_t *where; /* n_local: index of a local row in the gather, UINT32_MAX if not in it */
-    uint32_t *idx;   /* per requested row: its index in the gather */
+    uint32_t *idx;   /* per requested row: its index in the gather (before the gather, the
+                        trainer's rows_start keeps each position's source in it) */
     uint32_t *rows;  /* the access map's: every rank's requests of this one, in order */
     uint64_t cap_slot, cap_pos, cap_idx, cap_rows;
 };

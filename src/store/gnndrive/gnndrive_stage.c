@@ -90,6 +90,22 @@ static void gd_on_cancel(void *ctx)
 
 /* ---- feeding the extractors (the batch pipeline's sample stage) ---------------- */
 
+/* --hyperbatch: a fed batch's misses are its rows without a slot (store_hyper_prepare_by). */
+static void hyper_lock(void *g)
+{
+    gd_lock(g);
+}
+
+static void hyper_unlock(void *g)
+{
+    gd_unlock(g);
+}
+
+static int hyper_miss(void *g, uint64_t id)
+{
+    return ((struct gd_store *)g)->buf.node_slot[id] == GD_NONE;
+}
+
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err)
 {
@@ -98,8 +114,8 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
         return OC_OK; /* not in the plan: its gather reads directly */
     uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
-    if (seq != next)
-        return OC_OK; /* out of plan order: reservation goes by seq, so read it directly */
+    if (seq != next) /* out of plan order: reservation goes by seq, so read it directly */
+        return g->hyper ? store_hyper_flush(g->hyper, err) : OC_OK; /* staged ones are read */
     if (b->n_input <= g->buf.n_slots) { /* slots given back under the budget: this batch's first */
         int rc = gd_take_back(g, b->n_input, err);
         if (rc)
@@ -117,11 +133,15 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
                       g->buf.n_slots, oc_format_size(g->mem_bytes, have_s, sizeof(have_s)));
     }
     void *item;
+    const struct store_hyper_lookup lk = {g, hyper_lock, hyper_unlock, hyper_miss};
+    int rc = g->hyper ? store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err) : OC_OK;
+    if (rc)
+        return rc;
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
         return gd_pipeline_error(g, err);
     struct gd_rec *r = item;
-    int rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
-                          &r->cap, b->n_input, "store gnndrive: batch record", err);
+    rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
+                      &r->cap, b->n_input, "store gnndrive: batch record", err);
     if (rc) {
         oc_queue_push(g->free_q, r); /* back for the cleanup; the error below stops the run */
         oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64 " (%" PRIu64 " input rows)", batch,
@@ -224,12 +244,17 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     gd_delay(g, &x->rng);
     int rc = gd_grow_rows((void **)&x->miss, sizeof(struct store_miss), (void **)&x->waits,
                           sizeof(uint32_t), &x->cap, r->n_rows, "store gnndrive: extractor", err);
+    if (rc == OC_OK && g->hyper) /* every fed batch was staged: its misses, from its group */
+        rc = store_hyper_take(g->hyper, r->epoch, r->batch, &x->hg, err);
     if (rc == OC_OK)
         rc = reserve_batch(x, r, &flushed, err);
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = gd_io_read(x, flushed, x->n_miss, err);
     }
+    if (rc == OC_OK && x->hg)
+        rc = store_hyper_done(g->hyper, x->hg, err);
+    x->hg = NULL;
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = wait_loaded(x, r);

@@ -55,6 +55,10 @@
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
  * config) no stage is added and every gather reads directly.
  *
+ * --hyperbatch F (with a budget and a plan): two groups (store_hyper_size)
+ * come off the budget first, and the records become 2 max(E, K) + 2 for K
+ * batches a group, so that two groups fill; their reads are in the stats.
+ *
  * Under a budget the buffer gives row slots back to requests the budget
  * could not otherwise give, and takes them back (gnndrive_yield.c).
  *

@@ -17,7 +17,8 @@
  * page; the reader puts rows whose aligned spans share or touch a page into
  * one read (up to its merged-read cap), so a page is never read twice for
  * one batch and the bytes read are only the pages holding requested rows.
- * Between runs the extractor notices a cancelled pipeline.
+ * Between runs the extractor notices a cancelled pipeline. A miss the
+ * batch's hyperbatch group holds is copied from it, not read.
  *
  * Place in the data flow: store; called by the extract stage
  * (gnndrive_stage.c) between reserving a batch's slots and handing the batch

@@ -8,9 +8,12 @@
  * the store owns).
  *
  *   prepare    the batch pipeline samples each batch of the plan once, in
- *              plan order, and shows it here: its input ids go into a free
- *              record (waiting for the release stage if none is) ─► extract_q
- *   extract    takes one batch at a time: waits for its reservation turn,
+ *              plan order, and shows it here: (--hyperbatch: its rows
+ *              without a slot staged in a group, store/hyper.c) its input
+ *              ids go into a free record (waiting for the release stage if
+ *              none is) ─► extract_q
+ *   extract    takes one batch at a time (and its hyperbatch group, whose
+ *              rows it copies instead of reading): waits for its reservation turn,
  *              looks up every row (reuse a valid slot, wait-list a row being
  *              loaded, take the LRU standby slot for a miss), hands the
  *              turn on, reads the misses (rows placed as their reads
@@ -26,7 +29,9 @@
  * reordered. Open also asks for extractors x measured batch rows, so that
  * every extractor can hold a batch at once. Rows a batch finds LOADING
  * belong to an earlier batch's reads, which finish without waiting for
- * anything.
+ * anything. A batch's hyperbatch group is taken before its turn, holding
+ * no slot: the group closes once its last batch is fed, which the records
+ * for two groups (gnndrive.c) let the sampler do.
  *
  * Errors and cancellation: a failing extract returns its error (naming the
  * batch, and the file and offset of a failed read) to the pipeline, whose

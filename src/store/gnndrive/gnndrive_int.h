@@ -329,7 +329,7 @@ struct oc_store_gnndrive_info {
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
 /* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
 void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
-/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
+/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg (without --hyperbatch). */
 int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
                                  struct oc_err *err);
 

@@ -1,19 +1,25 @@
 /*
- * test_store_hyper.c — hyperbatches at the store (static, ginex and helios
- * --hyperbatch, store/hyper.c) through the batch pipeline: every gathered
- * row equals the file's, and with the same cached rows as a plain store of
- * the same strategy the groups' block passes read the same misses in fewer
- * requests (each page once per group instead of once per batch, neighbours
- * merged); a share out of range, or one whose groups do not fit the budget,
- * is refused naming it.
+ * test_store_hyper.c — hyperbatches at the store (static, ginex, helios and
+ * gnndrive --hyperbatch, store/hyper.c) through the batch pipeline: every
+ * gathered row equals the file's, and with the same cached rows (buffer
+ * slots) as a plain store of the same strategy the groups' block passes read
+ * the same misses in fewer requests (each page once per group instead of
+ * once per batch, neighbours merged); a share out of range, or one whose
+ * groups do not fit the budget, is refused naming it. hyper.c's takes by
+ * several threads: batches of a group taken and done out of order by two
+ * threads, each served its own rows, the groups going round; a batch never
+ * staged, or taken twice, refused naming it.
  *
  * Place in the data flow: tests (store + batch pipeline on a generated dataset).
- * Thread-safety: single-threaded test code; the pipeline runs its own threads.
+ * Thread-safety: the take test's two threads share only the hyperbatch (its
+ * calls are thread-safe); the pipeline runs its own threads.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "offcore/pipeline.h"
 #include "store/ginex/ginex_int.h"
+#include "store/gnndrive/gnndrive_int.h"
 #include "store/helios/helios_int.h"
 #include "store/static/static_int.h"
 #include "store_fixture.h"
@@ -24,14 +30,21 @@ struct run {
 
 #define GX_S 16u /* ginex's superbatch in these tests */
 
-/* helios's --hyperbatch (static declares the name first). */
-static const struct oc_store_opt *helios_hyperbatch(void)
+#define GD_E 3u /* gnndrive's extractors in these tests: several take a group's batches */
+
+/* A strategy's --hyperbatch (static declares the name first). */
+static const struct oc_store_opt *hyperbatch_of(const char *strategy)
 {
     uint32_t i = 0;
     const struct oc_store_opt *opt = NULL;
-    OC_CHECK_OK(oc_store_strategy_find("helios", &i, NULL), NULL);
+    OC_CHECK_OK(oc_store_strategy_find(strategy, &i, NULL), NULL);
     OC_CHECK(oc_store_opt_find_in(i, "hyperbatch", &opt) == OC_OK);
     return opt;
+}
+
+static const struct oc_store_opt *helios_hyperbatch(void)
+{
+    return hyperbatch_of("helios");
 }
 
 /* A config of `strategy` over fx's two epochs with budget mem and hyperbatch share (0: none). */
@@ -50,6 +63,11 @@ static struct oc_store_config hyper_config(const struct fixture *fx, const char 
         c.n_epochs = 2;
         if (share > 0)
             OC_CHECK_OK(oc_store_opt_apply(helios_hyperbatch(), share, &c, NULL), NULL);
+    } else if (strcmp(strategy, "gnndrive") == 0) {
+        c.n_epochs = 2;
+        fixture_opt(&c, "extractors", GD_E);
+        if (share > 0)
+            OC_CHECK_OK(oc_store_opt_apply(hyperbatch_of("gnndrive"), share, &c, NULL), NULL);
     } else {
         fixture_opt(&c, "hyperbatch", share);
     }
@@ -100,7 +118,11 @@ static int run_store(const struct fixture *fx, const char *strategy, uint64_t me
         r->n_cached = oc_store_ginex_capacity(s);
     else if (strcmp(strategy, "helios") == 0)
         oc_store_helios_sizes(s, &r->n_cached, &stage_rows);
-    else
+    else if (strcmp(strategy, "gnndrive") == 0) {
+        struct oc_store_gnndrive_info info;
+        oc_store_gnndrive_info(s, &info);
+        r->n_cached = info.n_slots;
+    } else
         r->n_cached = oc_store_static_n_cached(s);
     if (!count_only) {
         struct oc_batch_pipe_config pc = fixture_pipe_config(fx, s, 2);
@@ -260,7 +282,193 @@ OC_TEST(helios_fewer_requests_f16)
     helios_fewer_requests(OC_DTYPE_F16);
 }
 
-/* A budget helios opens with but whose hyperbatch groups at 0.9 of it do not fit. */
+/*
+ * gnndrive with hyperbatches (GD_E extractors taking the groups' batches)
+ * against plain gnndrive with no more buffer slots: the file's rows, fewer
+ * requests.
+ */
+static void gnndrive_fewer_requests(enum oc_dtype dtype)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 40000, 100, dtype)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = hyper_config(&fx, "gnndrive", 0, 0, NULL);
+    uint64_t least = 0;
+    struct oc_err err;
+    OC_CHECK_OK(oc_store_gnndrive_min_budget(&c, &least, &err), &err);
+    /* the groups (and the pipeline's slots for their batches), and slots for some rows */
+    uint64_t mem = least + fx.n_nodes * fx.row_bytes + (12u << 20);
+    struct run h, q;
+    OC_CHECK_OK(run_store(&fx, "gnndrive", mem, 0.3, 0, &h, &err), &err);
+    /* the largest plain budget that gives no more slots than the hyperbatch store's */
+    uint64_t lo = 0, hi = mem;
+    while (lo + 1 < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        struct run k;
+        if (run_store(&fx, "gnndrive", mid, 0, 1, &k, NULL) == OC_OK && k.n_cached <= h.n_cached)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    OC_CHECK_OK(run_store(&fx, "gnndrive", lo, 0, 0, &q, NULL), NULL);
+    check_pair("gnndrive", dtype, &h, &q);
+    OC_CHECK(q.n_cached <= h.n_cached && h.n_cached < fx.n_nodes);
+    fixture_free(&fx);
+}
+
+OC_TEST(gnndrive_fewer_requests_f32)
+{
+    gnndrive_fewer_requests(OC_DTYPE_F32);
+}
+
+OC_TEST(gnndrive_fewer_requests_f16)
+{
+    gnndrive_fewer_requests(OC_DTYPE_F16);
+}
+
+/* The smallest budget gnndrive opens with; its groups at a share of 0.9 do not fit. */
+OC_TEST(gnndrive_refuses_groups_that_do_not_fit)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 40000, 100, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = hyper_config(&fx, "gnndrive", 0, 0, NULL);
+    uint64_t least = 0;
+    OC_CHECK_OK(oc_store_gnndrive_min_budget(&c, &least, &err), &err);
+    struct run r;
+    OC_CHECK_OK(run_store(&fx, "gnndrive", least, 0, 1, &r, &err), &err);
+    OC_CHECK_ERR(run_store(&fx, "gnndrive", least, 0.9, 1, &r, &err), OC_ERR_BUDGET, &err,
+                 "two hyperbatch groups");
+    OC_CHECK(strstr(err.msg, "store gnndrive: needs at least") != NULL);
+    OC_CHECK_ERR(oc_store_opt_apply(hyperbatch_of("gnndrive"), 0.95, &c, &err), OC_ERR_ARG, &err,
+                 "--hyperbatch must be a number from 0 to 0.9");
+    fixture_free(&fx);
+}
+
+/* ---- takes by several threads ------------------------------------------------ */
+
+#define TK_K      4u  /* batches per group */
+#define TK_ROWS   30u /* missed rows per batch, 10 of them shared with the batch before */
+#define TK_GROUPS 3u  /* groups prepared: the third needs the first given back */
+
+/* Batch b's missed rows: 20 of its own and the last 10 of batch b - 1 (deduplicated). */
+static void tk_rows(uint64_t b, uint64_t *ids)
+{
+    for (uint64_t i = 0; i < TK_ROWS; i++)
+        ids[i] = i < 10 && b ? 20 * (b - 1) + 10 + i : 20 * b + (i < 10 ? i : i - 10);
+}
+
+struct taker {
+    const struct fixture *fx;
+    struct store_hyper *h;
+    const uint64_t *order; /* batches to take, in this order */
+    uint32_t n;
+    uint64_t bad, missing, failed;
+};
+
+/* Takes its batches (epoch 0), checks each batch's rows come from its group, done. */
+static void *take_batches(void *p)
+{
+    struct taker *t = p;
+    float out[TK_ROWS * 100];
+    for (uint32_t k = 0; k < t->n; k++) {
+        uint64_t ids[TK_ROWS];
+        struct store_hyper_group *g = NULL;
+        struct oc_err err;
+        tk_rows(t->order[k], ids);
+        if (store_hyper_take(t->h, 0, t->order[k], &g, &err) != OC_OK) {
+            t->failed++;
+            continue;
+        }
+        for (uint64_t i = 0; i < TK_ROWS; i++) {
+            const void *row = store_hyper_row(g, ids[i]);
+            t->missing += row == NULL;
+            if (row)
+                memcpy(out + i * t->fx->dim, row, t->fx->row_bytes);
+        }
+        t->bad += fixture_bad_rows(t->fx, ids, TK_ROWS, out);
+        t->failed += store_hyper_done(t->h, g, &err) != OC_OK;
+    }
+    return NULL;
+}
+
+OC_TEST(takes_by_two_threads_out_of_order)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 100, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    c.batch_size = 1; /* epochs of hundreds of batches: groups close at TK_K */
+    struct oc_store *s = fixture_open("static", &c);
+    struct store_hyper *h = NULL;
+    OC_CHECK_OK(store_hyper_open(s, TK_K * TK_ROWS, TK_K, &h, &err), &err);
+    /* within each group the two threads take its batches last first, interleaved; a take
+       follows its batch's prepare: groups 1 and 2 first, 3 while they are taken (it waits
+       for group 1 to be given back), taken once they are */
+    static const uint64_t a[] = {3, 1, 7, 5, 11, 9}, b[] = {2, 0, 6, 4, 10, 8};
+    struct taker ta = {&fx, h, a, 4, 0, 0, 0}, tb = {&fx, h, b, 4, 0, 0, 0};
+    pthread_t th[2];
+    for (uint64_t k = 0; k < TK_GROUPS * TK_K; k++) { /* prepare's side: closes at TK_K */
+        uint64_t ids[TK_ROWS];
+        int staged = 0;
+        if (k == 2 * TK_K) {
+            pthread_create(&th[0], NULL, take_batches, &ta);
+            pthread_create(&th[1], NULL, take_batches, &tb);
+        }
+        tk_rows(k, ids);
+        OC_CHECK_OK(store_hyper_begin(h, 0, k, TK_ROWS, &staged, &err), &err);
+        OC_CHECK(staged);
+        for (uint64_t i = 0; i < TK_ROWS; i++)
+            store_hyper_add(h, store_row_of(s, ids[i]));
+        OC_CHECK_OK(store_hyper_end(h, &err), &err);
+    }
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    ta.order += 4;
+    tb.order += 4;
+    ta.n = tb.n = 2;
+    pthread_create(&th[0], NULL, take_batches, &ta);
+    pthread_create(&th[1], NULL, take_batches, &tb);
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    OC_CHECK(ta.failed == 0 && tb.failed == 0);
+    OC_CHECK(ta.missing == 0 && tb.missing == 0);
+    OC_CHECK(ta.bad == 0 && tb.bad == 0);
+    struct oc_store_stats st;
+    memset(&st, 0, sizeof(st));
+    store_hyper_stats(h, &st);
+    OC_CHECK(st.read_bytes >= TK_GROUPS * (TK_K * 20 + 10) * fx.row_bytes);
+    /* a batch no group stages: never prepared, or taken already (its group given back) */
+    struct store_hyper_group *g = NULL;
+    OC_CHECK_ERR(store_hyper_take(h, 0, 99, &g, &err), OC_ERR_INTERNAL, &err,
+                 "epoch 0 batch 99 is not staged in a hyperbatch");
+    OC_CHECK_ERR(store_hyper_take(h, 0, 3, &g, &err), OC_ERR_INTERNAL, &err,
+                 "epoch 0 batch 3 is not staged");
+    OC_CHECK(g == NULL);
+    int staged = 0; /* one more batch, its group closed early: taken once, not twice */
+    OC_CHECK_OK(store_hyper_begin(h, 0, 12, 1, &staged, &err), &err);
+    store_hyper_add(h, 5);
+    OC_CHECK_OK(store_hyper_end(h, &err), &err);
+    OC_CHECK_OK(store_hyper_flush(h, &err), &err);
+    OC_CHECK_OK(store_hyper_take(h, 0, 12, &g, &err), &err);
+    struct store_hyper_group *again = NULL;
+    OC_CHECK_ERR(store_hyper_take(h, 0, 12, &again, &err), OC_ERR_INTERNAL, &err,
+                 "epoch 0 batch 12 is not staged in a hyperbatch (never prepared, or taken");
+    OC_CHECK(g && store_hyper_row(g, 5) && !store_hyper_row(g, 6));
+    OC_CHECK_OK(store_hyper_done(h, g, &err), &err);
+    oc_store_free(s); /* joins the read stage */
+    store_hyper_free(h);
+    fixture_free(&fx);
+}
+
 OC_TEST(helios_refuses_groups_that_do_not_fit)
 {
     struct fixture fx;

@@ -1,6 +1,6 @@
 /*
- * test_train_hyper.c — hyperbatches (static, ginex and helios --hyperbatch F,
- * store/hyper.c):
+ * test_train_hyper.c — hyperbatches (static, ginex, helios and gnndrive
+ * --hyperbatch F, store/hyper.c; gnndrive's groups taken by several extractors):
  * the misses of the coming batches read in one block pass per group train
  * the weights of `memory` (f32 and f16 rows, topology in RAM and on disk,
  * reused samples; test_store_hyper counts its requests); a budget that cannot hold one batch's group is refused at start
@@ -62,6 +62,8 @@ static void opts(struct oc_train_opts *o, const char *strategy, double share)
                                                      : 26u << 20;
     if (share > 0)
         OC_CHECK_OK(oc_train_opts_set(o, "hyperbatch", share, &err), &err);
+    if (strcmp(strategy, "gnndrive") == 0) /* several extractors take the groups' batches */
+        OC_CHECK_OK(oc_train_opts_set(o, "extractors", 3, &err), &err);
 }
 
 /* Sums the training gathers' read requests ([0]) and bytes ([1]); the most lanes ([2]). */
@@ -94,6 +96,10 @@ static void strategy_like_memory(const char *strategy, enum oc_dtype dtype, int 
        (store/sampling.c: 4 x 2 MiB), and the groups take their share of the rest */
     if (disk_topo && strcmp(strategy, "ginex") == 0)
         o.mem_budget += 16u << 20;
+    /* gnndrive's four samplers over a disk topology each read it (2 MiB), and its records
+       and the pipeline's slots hold two groups of batches */
+    if (disk_topo && strcmp(strategy, "gnndrive") == 0)
+        o.mem_budget += 40u << 20;
     OC_CHECK_OK(oc_train_run(dir, &o, add_reads, hyper, NULL, &res, &err), &err);
     fprintf(stderr, "  %s %s%s%s --hyperbatch 0.3: %s, %llu reads (%llu bytes)\n", strategy,
             dtype == OC_DTYPE_F16 ? "f16" : "f32", disk_topo ? ", disk topology" : "",
@@ -127,6 +133,16 @@ OC_TEST(helios_hyperbatches_train_like_memory_f32)
 OC_TEST(helios_hyperbatches_train_like_memory_f16_disk_topology)
 {
     strategy_like_memory("helios", OC_DTYPE_F16, 1, 0);
+}
+
+OC_TEST(gnndrive_hyperbatches_train_like_memory_f32)
+{
+    strategy_like_memory("gnndrive", OC_DTYPE_F32, 0, 0);
+}
+
+OC_TEST(gnndrive_hyperbatches_train_like_memory_f16_disk_topology)
+{
+    strategy_like_memory("gnndrive", OC_DTYPE_F16, 1, 0);
 }
 
 OC_TEST(hyperbatches_train_like_memory_f32)
@@ -231,6 +247,11 @@ OC_TEST(ginex_feature_file_cut_while_groups_are_read_fails_naming_it)
 OC_TEST(helios_feature_file_cut_while_groups_are_read_fails_naming_it)
 {
     cut_fails_naming_it("helios");
+}
+
+OC_TEST(gnndrive_feature_file_cut_while_groups_are_read_fails_naming_it)
+{
+    cut_fails_naming_it("gnndrive");
 }
 
 OC_TEST_MAIN()

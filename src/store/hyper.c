@@ -6,7 +6,7 @@
  * the block reader (io/probe.c's crossover) merges them into long extents,
  * reading the gaps along, at the disk's sequential rate.
  *
- *   prepare (sample stage, plan order)        read stage (1 thread)          gather (fetch stage)
+ *   prepare (sample stage, plan order)        read stage (1 thread)          gathers (take .. done)
  *   free_q ─► group: each batch's missed rows ─► read_q ─► sort, dedupe, ─► ready_q ─► rows from
  *             appended; closed at K batches,              block pass into            the group; after
  *             when full, or at the epoch's end            the group's rows           its last batch ─► free_q
@@ -16,20 +16,33 @@
  * training of batches 1 .. K. A group holds up to cap rows (ids of file
  * rows, ascending after the read, and the rows as stored); a batch whose
  * misses do not fit an empty group is not staged (its gather reads them).
- * Gathers take batches in the order they were prepared (the batch pipeline
- * fetches in plan order; a strategy with hyperbatches has one lane), which
- * is checked.
+ *
+ * Takes: a batch's take finds the group staging it (the groups' batch lists,
+ * under mu) and, if that group is not read yet, waits for it: one taker at a
+ * time pops ready_q, whose groups come in the order they were closed, marks
+ * the group it gets TAKEN and wakes the others (cv). So takers may be several
+ * threads, in any order within the groups being gathered (gnndrive's
+ * extractors), or one thread in plan order (static, helios, ginex: one
+ * gather lane). A group counts its batches done; the last done gives it
+ * back to free_q. A batch no group stages (never prepared, or taken already)
+ * is an error naming it. Group states (under mu):
+ *
+ *   FREE ──begin pops it (free_q)──► STAGED ──a taker pops it (ready_q)──► TAKEN
+ *     ▲                              (filled, closed, read)                  │
+ *     └───────────────────── its last batch done (pushed to free_q) ─────────┘
  *
  * Place in the data flow: store, below the strategies that stage misses
  * (static and helios, whose batch pipeline shows them each sampled batch;
- * ginex, whose loader knows each coming batch's planned misses); on
- * store_disk (rows.c) and the store's pipeline (store_stages). The gather
- * side is one thread taking batches in prepared order: a strategy whose
- * batches are consumed by several threads or out of order (gnndrive's
- * extractors, --reorder) does not fit it as it is.
- * Thread-safety: prepare's side (cur, count) belongs to the sampling (or
- * loading) thread, the gather side (taken, src) to the fetching thread, a group to
- * whichever side popped it last (the queues order the hand-overs); the
+ * gnndrive, whose sampled hook stages the batches it feeds its extractors,
+ * the misses of its buffer; ginex, whose loader knows each coming batch's
+ * planned misses); on store_disk (rows.c) and the store's pipeline
+ * (store_stages).
+ * Thread-safety: prepare's side (cur, count, a group's rows while STAGED)
+ * belongs to the sampling (or loading) thread, then the read stage; mu (a
+ * leaf: no queue call is made with it held) guards the groups' batch
+ * lists, states and done counts and the popping flag; a TAKEN group's rows
+ * are read-only to its takers (mu orders the hand-over from the popping
+ * taker); store_hyper_gather's sources (src) belong to its one thread; the
  * read counters are atomics. Errors in the read stage fail the pipeline,
  * whose queues close, so both sides see them at their next pop.
  * Ownership: the hyperbatch owns its groups, reader and queues' items; its
@@ -43,15 +56,21 @@
 #define HYPER_GROUPS   2u
 #define HYPER_RUN_ROWS 16384u /* rows the read stage queues per run of its reader, at most */
 
+/* A group's state, under mu: what take may find in it. */
+enum { HYPER_FREE, HYPER_STAGED, HYPER_TAKEN }; /* STAGED: being filled, or read */
+
 struct hyper_entry {
     uint64_t epoch, batch;
+    int taken; /* [mu] */
 };
 
-struct hyper_group {
-    struct hyper_entry *batches; /* in prepare order; max_batches */
-    uint32_t n_batches, next;    /* next: the first not yet gathered */
+struct store_hyper_group {
+    struct hyper_entry *batches; /* [mu] in prepare order; max_batches */
+    uint32_t n_batches, n_done;  /* [mu] n_done: batches taken and done */
+    int state;                   /* [mu] HYPER_FREE / STAGED / TAKEN */
     uint64_t *rows, n_rows;      /* rows of features.npy; ascending, unique once read */
     uint8_t *data;               /* n_rows rows as stored, in the order of rows */
+    size_t row_bytes;
 };
 
 struct store_hyper {
@@ -59,17 +78,20 @@ struct store_hyper {
     uint64_t cap;         /* rows per group */
     uint64_t run_rows;    /* rows per run of the reader: min(cap, HYPER_RUN_ROWS) */
     uint32_t max_batches; /* batches per group */
-    struct hyper_group groups[HYPER_GROUPS];
+    struct store_hyper_group groups[HYPER_GROUPS];
     uint64_t *sort_tmp; /* the read stage's radix scratch (cap) */
     struct store_disk disk;
     struct oc_pipeline *p;
     struct oc_queue *free_q, *read_q, *ready_q;
     /* prepare's side */
-    struct hyper_group *cur;
+    struct store_hyper_group *cur;
     uint64_t count; /* batches prepared since open (epochs end at multiples of n_plan_batches) */
-    /* gather's side */
-    struct hyper_group *taken;
-    const void **src;
+    /* the gathers' side (take and done: any threads) */
+    pthread_mutex_t mu; /* a leaf lock: no queue call is made with it held */
+    pthread_cond_t cv;  /* a group was taken from ready_q, or its pop failed */
+    int popping;        /* [mu] a taker waits on ready_q */
+    int sync_ready;
+    const void **src;         /* store_hyper_gather's (one thread) */
     _Atomic uint64_t cap_src; /* read by stats on any thread */
     _Atomic uint64_t read_bytes, n_reads;
 };
@@ -119,7 +141,7 @@ uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_b
 
 /* ---- the read stage ------------------------------------------------------- */
 
-static int read_group(struct store_hyper *h, struct hyper_group *g, struct oc_err *err)
+static int read_group(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err)
 {
     struct oc_store *s = h->s;
     uint64_t n = 0, queued = 0;
@@ -173,16 +195,20 @@ int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
     h->max_batches = max_batches;
     atomic_init(&h->read_bytes, 0);
     atomic_init(&h->n_reads, 0);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    h->sync_ready = 1;
     if ((rc = store_disk_open(s, 1, &h->disk, err)) ||
         (rc = oc_io_batch_reserve(h->disk.batch, h->run_rows, err)))
         return rc;
     if (!(h->sort_tmp = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: sort", err)))
         return err ? err->status : OC_ERR_NOMEM;
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
-        struct hyper_group *g = &h->groups[i];
+        struct store_hyper_group *g = &h->groups[i];
         g->batches = oc_alloc(max_batches * sizeof(*g->batches), "store hyperbatches", err);
         g->rows = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: row ids", err);
         g->data = oc_alloc_aligned(cap * s->row_bytes, 64, "store hyperbatches: rows", err);
+        g->row_bytes = s->row_bytes;
         if (!g->batches || !g->rows || !g->data)
             return err ? err->status : OC_ERR_NOMEM;
     }
@@ -211,6 +237,10 @@ void store_hyper_free(struct store_hyper *h)
     oc_free(h->sort_tmp);
     oc_free(h->src);
     store_disk_close(&h->disk);
+    if (h->sync_ready) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+    }
     oc_free(h);
 }
 
@@ -224,7 +254,7 @@ uint32_t store_hyper_lookahead(const struct store_hyper *h)
 
 static int close_group(struct store_hyper *h, struct oc_err *err)
 {
-    struct hyper_group *g = h->cur;
+    struct store_hyper_group *g = h->cur;
     h->cur = NULL;
     if (oc_queue_push(h->read_q, g) != OC_OK)
         return oc_pipeline_status(h->p, err);
@@ -242,11 +272,16 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
         if (oc_queue_pop(h->free_q, &got) != OC_OK)
             return oc_pipeline_status(h->p, err);
         h->cur = got;
-        h->cur->n_batches = h->cur->next = 0;
         h->cur->n_rows = 0;
+        pthread_mutex_lock(&h->mu);
+        h->cur->n_batches = h->cur->n_done = 0;
+        h->cur->state = HYPER_STAGED;
+        pthread_mutex_unlock(&h->mu);
     }
     OC_ASSERT(h->cur->n_batches < h->max_batches);
-    h->cur->batches[h->cur->n_batches++] = (struct hyper_entry){epoch, batch};
+    pthread_mutex_lock(&h->mu); /* takers look for their batch in it */
+    h->cur->batches[h->cur->n_batches++] = (struct hyper_entry){epoch, batch, 0};
+    pthread_mutex_unlock(&h->mu);
     *staged = h->cur->n_rows + n_max <= h->cap; /* else its gather reads its misses */
     return OC_OK;
 }
@@ -272,71 +307,134 @@ int store_hyper_end(struct store_hyper *h, struct oc_err *err)
     return OC_OK;
 }
 
-/* Whether a prepared batch's input id joins the group: a cache miss (under the read side). */
-static int prepared_miss(const struct oc_store *s, const struct store_cache *c, uint64_t id)
+int store_hyper_prepare_by(struct oc_store *s, struct store_hyper *h,
+                           const struct store_hyper_lookup *lk, uint64_t epoch, uint64_t batch,
+                           const struct oc_sample_batch *b, struct oc_err *err)
 {
-    return id < s->n_nodes && store_cache_lookup(c, id) == STORE_NO_SLOT;
+    int staged, rc;
+    uint64_t misses = 0;
+    /* counted first, then appended, each pass under the lookup's lock, but not begin, which
+       may wait for a free group: a row evicted in between only turns a hit into a miss,
+       which the group drops past its room and the gather reads itself */
+    lk->lock(lk->ctx);
+    for (uint64_t i = 0; i < b->n_input; i++)
+        misses += b->input_ids[i] < s->n_nodes && lk->miss(lk->ctx, b->input_ids[i]);
+    lk->unlock(lk->ctx);
+    if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
+        return rc;
+    lk->lock(lk->ctx);
+    for (uint64_t i = 0; staged && i < b->n_input; i++)
+        if (b->input_ids[i] < s->n_nodes && lk->miss(lk->ctx, b->input_ids[i]))
+            store_hyper_add(h, store_row_of(s, b->input_ids[i]));
+    lk->unlock(lk->ctx);
+    return store_hyper_end(h, err);
+}
+
+/* store_cache's lookup under a yield's read side (static, helios). */
+static void yield_lock(void *y)
+{
+    store_yield_read_lock(y);
+}
+
+static void yield_unlock(void *y)
+{
+    store_yield_read_unlock(y);
+}
+
+static int cache_miss(void *y, uint64_t id)
+{
+    return store_cache_lookup(((struct store_yield *)y)->cache, id) == STORE_NO_SLOT;
 }
 
 int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
                         uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                         struct oc_err *err)
 {
-    int staged, rc;
-    uint64_t misses = 0;
-    /* counted first, then appended, each pass under the read side, but not begin, which
-       may wait for a free group: a give-back in between only turns hits into misses,
-       which the group drops past its room and the gather reads itself */
-    store_yield_read_lock(y);
-    for (uint64_t i = 0; i < b->n_input; i++)
-        misses += prepared_miss(s, y->cache, b->input_ids[i]);
-    store_yield_read_unlock(y);
-    if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
-        return rc;
-    store_yield_read_lock(y);
-    for (uint64_t i = 0; staged && i < b->n_input; i++)
-        if (prepared_miss(s, y->cache, b->input_ids[i]))
-            store_hyper_add(h, store_row_of(s, b->input_ids[i]));
-    store_yield_read_unlock(y);
-    return store_hyper_end(h, err);
+    const struct store_hyper_lookup lk = {y, yield_lock, yield_unlock, cache_miss};
+    return store_hyper_prepare_by(s, h, &lk, epoch, batch, b, err);
 }
 
 /* ---- gather's side -------------------------------------------------------- */
 
-int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch, struct oc_err *err)
+/* With mu held: the group staging (epoch, batch) not taken yet, and its entry; NULL if none. */
+static struct store_hyper_group *find_batch(struct store_hyper *h, uint64_t epoch, uint64_t batch,
+                                            struct hyper_entry **entry)
 {
-    if (!h->taken) {
-        void *got;
-        if (oc_queue_pop(h->ready_q, &got) != OC_OK)
-            return oc_pipeline_status(h->p, err);
-        h->taken = got;
+    for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
+        struct store_hyper_group *g = &h->groups[i];
+        for (uint32_t k = 0; g->state != HYPER_FREE && k < g->n_batches; k++)
+            if (!g->batches[k].taken && g->batches[k].epoch == epoch &&
+                g->batches[k].batch == batch) {
+                *entry = &g->batches[k];
+                return g;
+            }
     }
-    const struct hyper_group *g = h->taken;
-    OC_ASSERT(g->next < g->n_batches);
-    if (g->batches[g->next].epoch != epoch || g->batches[g->next].batch != batch)
+    return NULL;
+}
+
+/*
+ * With mu held, the batch's group staged but not taken: one taker at a time
+ * pops ready_q (mu let go meanwhile; the groups come in the order they were
+ * closed, so the one it pops may be another taker's), the others wait for it.
+ */
+static int pop_ready(struct store_hyper *h)
+{
+    if (h->popping) {
+        pthread_cond_wait(&h->cv, &h->mu);
+        return OC_OK;
+    }
+    void *got;
+    h->popping = 1;
+    pthread_mutex_unlock(&h->mu);
+    int rc = oc_queue_pop(h->ready_q, &got);
+    pthread_mutex_lock(&h->mu);
+    h->popping = 0;
+    if (rc == OC_OK)
+        ((struct store_hyper_group *)got)->state = HYPER_TAKEN;
+    pthread_cond_broadcast(&h->cv);
+    return rc;
+}
+
+int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
+                     struct store_hyper_group **out, struct oc_err *err)
+{
+    struct hyper_entry *e = NULL;
+    struct store_hyper_group *g;
+    int rc = OC_OK;
+    *out = NULL;
+    pthread_mutex_lock(&h->mu);
+    while ((g = find_batch(h, epoch, batch, &e)) && g->state != HYPER_TAKEN && rc == OC_OK)
+        rc = pop_ready(h);
+    if (g && rc == OC_OK) {
+        e->taken = 1;
+        *out = g;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (rc)
+        return oc_pipeline_status(h->p, err);
+    if (!g)
         return OC_ERR(err, OC_ERR_INTERNAL,
-                      "store %s: gather of epoch %" PRIu64 " batch %" PRIu64
-                      " out of the prepared order (epoch %" PRIu64 " batch %" PRIu64 " is next)",
-                      h->s->strat->name, epoch, batch, g->batches[g->next].epoch,
-                      g->batches[g->next].batch);
+                      "store %s: epoch %" PRIu64 " batch %" PRIu64
+                      " is not staged in a hyperbatch (never prepared, or taken already)",
+                      h->s->strat->name, epoch, batch);
     return OC_OK;
 }
 
-const void *store_hyper_row(const struct store_hyper *h, uint64_t row)
+const void *store_hyper_row(const struct store_hyper_group *g, uint64_t row)
 {
-    const struct hyper_group *g = h->taken;
-    OC_ASSERT(g);
     uint64_t k = oc_lower_bound_u64(g->rows, 0, g->n_rows, row);
-    return k < g->n_rows && g->rows[k] == row ? g->data + k * h->s->row_bytes : NULL;
+    return k < g->n_rows && g->rows[k] == row ? g->data + k * g->row_bytes : NULL;
 }
 
-int store_hyper_done(struct store_hyper *h, struct oc_err *err)
+int store_hyper_done(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err)
 {
-    struct hyper_group *g = h->taken;
-    if (++g->next < g->n_batches)
-        return OC_OK;
-    h->taken = NULL;
-    if (oc_queue_push(h->free_q, g) != OC_OK)
+    pthread_mutex_lock(&h->mu);
+    OC_ASSERT(g->state == HYPER_TAKEN && g->n_done < g->n_batches);
+    int last = ++g->n_done == g->n_batches;
+    if (last)
+        g->state = HYPER_FREE; /* no taker finds it from here on */
+    pthread_mutex_unlock(&h->mu);
+    if (last && oc_queue_push(h->free_q, g) != OC_OK) /* room for every group: never waits */
         return oc_pipeline_status(h->p, err);
     return OC_OK;
 }
@@ -373,8 +471,9 @@ static void hyper_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-/* The taken group's batch: its rows from the cache behind y, the group, or d. */
-static int gather_taken(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
+/* A batch of taken group hg: its rows from the cache behind y, the group, or d. */
+static int gather_taken(struct oc_store *s, struct store_hyper *h,
+                        const struct store_hyper_group *hg, struct store_yield *y,
                         struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
                         struct oc_err *err)
 {
@@ -390,7 +489,7 @@ static int gather_taken(struct oc_store *s, struct store_hyper *h, struct store_
         if (slot != STORE_NO_SLOT) {
             src[i] = c->rows + (uint64_t)slot * s->row_bytes;
             hits++;
-        } else if (!(src[i] = store_hyper_row(h, store_row_of(s, ids[i])))) {
+        } else if (!(src[i] = store_hyper_row(hg, store_row_of(s, ids[i])))) {
             rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err); /* not staged */
             direct++;
         }
@@ -415,11 +514,13 @@ int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_y
                        struct store_disk *d, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                        uint64_t n, float *out, struct oc_err *err)
 {
-    int rc;
-    if ((rc = store_hyper_take(h, epoch, batch, err)) ||
-        (rc = gather_taken(s, h, y, d, ids, n, out, err)))
+    struct store_hyper_group *hg;
+    int rc = store_hyper_take(h, epoch, batch, &hg, err);
+    if (rc)
         return rc;
-    return store_hyper_done(h, err);
+    if ((rc = gather_taken(s, h, hg, y, d, ids, n, out, err)))
+        return rc;
+    return store_hyper_done(h, hg, err);
 }
 
 void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)

@@ -610,10 +610,10 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
         return gx_exec_gather(s, ids, n, out, err);
     if (!g->hyper)
         return gx_exec_gather_batch(s, epoch, batch, ids, n, out, err);
-    if ((rc = store_hyper_take(g->hyper, epoch, batch, err)) ||
+    if ((rc = store_hyper_take(g->hyper, epoch, batch, &g->hyper_taken, err)) ||
         (rc = gx_exec_gather_batch(s, epoch, batch, ids, n, out, err)))
         return rc;
-    return store_hyper_done(g->hyper, err);
+    return store_hyper_done(g->hyper, g->hyper_taken, err);
 }
 
 /* The inspector's seconds sampling and building plans, so far. */

@@ -265,7 +265,7 @@ static void pass_copy(struct ginex_store *g)
  * read would have put it); *misses counted.
  */
 static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
-                   const uint64_t *ids, uint64_t n, float *out, const struct store_hyper *h,
+                   const uint64_t *ids, uint64_t n, float *out, const struct store_hyper_group *h,
                    uint64_t *misses, struct oc_err *err)
 {
     int rc;
@@ -530,7 +530,7 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
         return rc;
     struct pl_sb_plan *p = g->cur;
     uint64_t it = t - p->b.first_iter;
-    if ((rc = look_up(s, g, lane, ids, n, out, g->hyper, &misses, err)))
+    if ((rc = look_up(s, g, lane, ids, n, out, g->hyper_taken, &misses, err)))
         return rc;
     if ((rc = plan_changes(g, lane, p, it, ids, n, err))) {
         store_disk_discard(&lane->disk);

@@ -228,6 +228,7 @@ struct ginex_store {
     /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
        loader (its prepare side) reads each batch's miss bitmap into miss */
     struct store_hyper *hyper;
+    struct store_hyper_group *hyper_taken; /* the group of the batch being gathered */
     uint8_t *miss;
     uint64_t cap_miss;
 };

@@ -55,6 +55,10 @@
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
  * config) no stage is added and every gather reads directly.
  *
+ * --hyperbatch F (with a budget and a plan): two groups (store_hyper_size)
+ * come off the budget first, and the records become 2 max(E, K) + 2 for K
+ * batches a group, so that two groups fill; their reads are in the stats.
+ *
  * Under a budget the buffer gives row slots back to requests the budget
  * could not otherwise give, and takes them back (gnndrive_yield.c).
  *
@@ -128,6 +132,8 @@ struct gd_sizing {
     size_t cell_bytes;
     size_t eval_bounce; /* direct reads: bounce of the batch reader, eval_bounce / 256 rows a run */
     uint64_t fixed, per_slot;
+    uint64_t hyper, hyper_cap; /* --hyperbatch: the groups' bytes (in fixed) and rows */
+    uint32_t hyper_batches;
 };
 
 static int has_plan(const struct oc_store_config *cfg)
@@ -160,7 +166,11 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->n_extractors = o.n_extractors ? o.n_extractors : GD_DEFAULT_EXTRACTORS;
     if (z->n_extractors > GD_MAX_EXTRACTORS)
         z->n_extractors = GD_MAX_EXTRACTORS;
-    z->n_records = 2 * z->n_extractors + 2;
+    if (o.hyperbatch > 0 && cfg->mem_bytes) /* batches per group: records to fill two */
+        z->hyper = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg),
+                                    &z->hyper_cap, &z->hyper_batches);
+    uint32_t per = z->hyper_batches > z->n_extractors ? z->hyper_batches : z->n_extractors;
+    z->n_records = 2 * per + 2;
     z->n_samplers = gd_samplers_wanted(o.n_samplers, cfg->graph->disk != NULL, z->n_records);
     z->bound = store_expected_rows(s, cfg);
     z->max_rows = store_batch_rows(s, cfg);
@@ -181,6 +191,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                 2 * cfg->n_train * sizeof(uint64_t) +
                 (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
+    z->fixed += z->hyper;
     uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
     z->min_slots = one < s->n_nodes ? one : s->n_nodes;
     if (cfg->mem_bytes == 0)
@@ -206,9 +217,12 @@ static int gd_check_budget(const struct oc_store_config *cfg, const struct gd_si
                   " row slots of %" PRIu64 " bytes (one batch: the larger of %" PRIu64
                   " rows, the largest of the first batches plus a quarter, and the %" PRIu64
                   " rows training reserves for a batch, at most the node count), plus %s of "
-                  "tables, batch records and I/O buffers; the store's budget is %s",
+                  "tables, batch records and I/O buffers%s; the store's budget is %s",
                   oc_format_size(need, need_s, sizeof(need_s)), need, z->min_slots, z->per_slot,
                   z->est_rows, z->max_rows, oc_format_size(z->fixed, fixed_s, sizeof(fixed_s)),
+                  z->hyper ? " (with two hyperbatch groups of a batch's rows at least, their "
+                             "reader and the sampled batches they hold)"
+                           : "",
                   oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
 }
 
@@ -309,7 +323,7 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     g->n_batches = s->n_plan_batches;
     g->n_plan = z.n_plan;
     g->nb_epoch = UINT64_MAX;
-    g->held_bytes = z.fixed + z.n_slots * z.per_slot;
+    g->held_bytes = z.fixed - z.hyper + z.n_slots * z.per_slot; /* the groups: their stats */
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->ticket_cv, NULL);
     pthread_cond_init(&g->slot_cv, NULL);
@@ -324,6 +338,15 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->caps.samplers = g->n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
+    if (z.hyper_cap) {
+        if ((rc = store_hyper_open(s, z.hyper_cap, z.hyper_batches, &g->hyper, err)))
+            return rc;
+        char h_s[32];
+        oc_log(OC_LOG_INFO,
+               "store gnndrive: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "for two groups, their reader and slots)",
+               z.hyper_batches, z.hyper_cap, oc_format_size(z.hyper, h_s, sizeof(h_s)));
+    }
     if (cfg->mem_bytes && (rc = gd_yield_register(g, err)))
         return rc;
     return gd_stages_start(g, err);
@@ -348,6 +371,7 @@ static void gd_free(struct oc_store *s)
     oc_free(g->taken);
     oc_free(g->epoch_taken);
     gd_buf_deinit(&g->buf);
+    store_hyper_free(g->hyper); /* its read stage was joined with the others */
     oc_file_close(g->file, NULL);
     store_disk_close(&g->disk);
     oc_free(g->eval_slots);
@@ -376,6 +400,7 @@ static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->given_back_bytes = given;
     if (g->extract_st)
         out->io_cpu_us = (uint64_t)(oc_stage_cpu_s(g->extract_st) * 1e6);
+    store_hyper_stats(g->hyper, out);
 }
 
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info)
@@ -459,6 +484,10 @@ static const struct oc_store_opt gnndrive_opts[] = {
     {"reorder", OC_STORE_OPT_FLAG, NULL, NULL,
      "train batches in completion order, as GNNDrive (not bitwise reproducible)",
      offsetof(struct gd_opts, reorder), 0, 1, 0, 0, NULL},
+    {"hyperbatch", OC_STORE_OPT_F64, "F", NULL,
+     "share of --mem-budget for two groups of the fed batches' buffer misses, each read in one "
+     "block pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
+     offsetof(struct gd_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
 };
 
 static double gd_standby_reuse(const struct oc_store_stats *s)

@@ -116,8 +116,9 @@ struct gd_extractor {
     struct store_miss *miss; /* cap: this batch's misses (id: the file row, pos: the slot) */
     uint32_t *waits;         /* cap: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
-    struct oc_io_batch *reader; /* features.npy reads, rows placed by its completion callback */
-    uint64_t rng;               /* test delays */
+    struct store_hyper_group *hg; /* --hyperbatch: the batch's group (taken), else NULL */
+    struct oc_io_batch *reader;   /* features.npy reads, rows placed by its completion callback */
+    uint64_t rng;                 /* test delays */
 };
 
 struct gd_store {
@@ -145,6 +146,7 @@ struct gd_store {
     int sync_ready;
     uint64_t sampler_rng, releaser_rng;
     struct gd_extractor *ex;
+    struct store_hyper *hyper; /* --hyperbatch: the fed batches' misses, staged (store/hyper.c) */
     /* shared between the threads (see the lock order above) */
     pthread_mutex_t mu;
     pthread_cond_t ticket_cv; /* reserve_seq moved */
@@ -306,6 +308,8 @@ struct gd_opts {
                               two online cores, 1 to 4) */
     int reorder;           /* oc_store_next_batch returns batches in completion order
                               (GNNDrive); 0 = plan order */
+    double hyperbatch;     /* share of mem_bytes that stages the misses of the fed batches
+                              (store/hyper.c); 0 = none */
 };
 
 /* ---- test knobs (gnndrive.c), for tests ------------------------------------ */
@@ -325,7 +329,7 @@ struct oc_store_gnndrive_info {
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);
 /* Random sleeps of up to max_us in the sampler, extractors and releaser (0 = none). */
 void oc_store_gnndrive_set_delay(struct oc_store *s, uint32_t max_us);
-/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg. */
+/* The smallest cfg->mem_bytes a gnndrive store opens with for cfg (without --hyperbatch). */
 int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *bytes,
                                  struct oc_err *err);
 

@@ -17,7 +17,8 @@
  * page; the reader puts rows whose aligned spans share or touch a page into
  * one read (up to its merged-read cap), so a page is never read twice for
  * one batch and the bytes read are only the pages holding requested rows.
- * Between runs the extractor notices a cancelled pipeline.
+ * Between runs the extractor notices a cancelled pipeline. A miss the
+ * batch's hyperbatch group holds is copied from it, not read.
  *
  * Place in the data flow: store; called by the extract stage
  * (gnndrive_stage.c) between reserving a batch's slots and handing the batch
@@ -31,6 +32,7 @@
  * oc_io_batch_run returns only after every read it issued completed.
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "store/gnndrive/gnndrive_int.h"
 
@@ -111,9 +113,15 @@ static int read_run(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_
     uint64_t reads0 = st->n_reads, bytes0 = st->read_bytes;
     for (uint64_t m = lo; m < hi && rc == OC_OK; m++) {
         const struct store_miss *ms = &x->miss[m];
-        rc = oc_io_batch_add_cb(x->reader, g->file, store_file_off(s, ms->id), s->row_bytes,
-                                g->buf.rows + (size_t)ms->pos * s->row_bytes, row_placed, g,
-                                ms->pos, err);
+        uint8_t *slot = g->buf.rows + (size_t)ms->pos * s->row_bytes;
+        const void *staged = x->hg ? store_hyper_row(x->hg, ms->id) : NULL;
+        if (staged) { /* --hyperbatch: its group read it */
+            memcpy(slot, staged, s->row_bytes);
+            row_placed(g, ms->pos, slot, s->row_bytes);
+            continue;
+        }
+        rc = oc_io_batch_add_cb(x->reader, g->file, store_file_off(s, ms->id), s->row_bytes, slot,
+                                row_placed, g, ms->pos, err);
     }
     /* On an add failure this only empties the reader (what was added is read and placed). */
     struct oc_err ignore;

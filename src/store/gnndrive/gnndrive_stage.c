@@ -8,9 +8,12 @@
  * the store owns).
  *
  *   prepare    the batch pipeline samples each batch of the plan once, in
- *              plan order, and shows it here: its input ids go into a free
- *              record (waiting for the release stage if none is) ─► extract_q
- *   extract    takes one batch at a time: waits for its reservation turn,
+ *              plan order, and shows it here: (--hyperbatch: its rows
+ *              without a slot staged in a group, store/hyper.c) its input
+ *              ids go into a free record (waiting for the release stage if
+ *              none is) ─► extract_q
+ *   extract    takes one batch at a time (and its hyperbatch group, whose
+ *              rows it copies instead of reading): waits for its reservation turn,
  *              looks up every row (reuse a valid slot, wait-list a row being
  *              loaded, take the LRU standby slot for a miss), hands the
  *              turn on, reads the misses (rows placed as their reads
@@ -26,7 +29,9 @@
  * reordered. Open also asks for extractors x measured batch rows, so that
  * every extractor can hold a batch at once. Rows a batch finds LOADING
  * belong to an earlier batch's reads, which finish without waiting for
- * anything.
+ * anything. A batch's hyperbatch group is taken before its turn, holding
+ * no slot: the group closes once its last batch is fed, which the records
+ * for two groups (gnndrive.c) let the sampler do.
  *
  * Errors and cancellation: a failing extract returns its error (naming the
  * batch, and the file and offset of a failed read) to the pipeline, whose
@@ -90,6 +95,22 @@ static void gd_on_cancel(void *ctx)
 
 /* ---- feeding the extractors (the batch pipeline's sample stage) ---------------- */
 
+/* --hyperbatch: a fed batch's misses are its rows without a slot (store_hyper_prepare_by). */
+static void hyper_lock(void *g)
+{
+    gd_lock(g);
+}
+
+static void hyper_unlock(void *g)
+{
+    gd_unlock(g);
+}
+
+static int hyper_miss(void *g, uint64_t id)
+{
+    return ((struct gd_store *)g)->buf.node_slot[id] == GD_NONE;
+}
+
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err)
 {
@@ -98,8 +119,8 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
         return OC_OK; /* not in the plan: its gather reads directly */
     uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
-    if (seq != next)
-        return OC_OK; /* out of plan order: reservation goes by seq, so read it directly */
+    if (seq != next) /* out of plan order: reservation goes by seq, so read it directly */
+        return g->hyper ? store_hyper_flush(g->hyper, err) : OC_OK; /* staged ones are read */
     if (b->n_input <= g->buf.n_slots) { /* slots given back under the budget: this batch's first */
         int rc = gd_take_back(g, b->n_input, err);
         if (rc)
@@ -117,11 +138,15 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
                       g->buf.n_slots, oc_format_size(g->mem_bytes, have_s, sizeof(have_s)));
     }
     void *item;
+    const struct store_hyper_lookup lk = {g, hyper_lock, hyper_unlock, hyper_miss};
+    int rc = g->hyper ? store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err) : OC_OK;
+    if (rc)
+        return rc;
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
         return gd_pipeline_error(g, err);
     struct gd_rec *r = item;
-    int rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
-                          &r->cap, b->n_input, "store gnndrive: batch record", err);
+    rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
+                      &r->cap, b->n_input, "store gnndrive: batch record", err);
     if (rc) {
         oc_queue_push(g->free_q, r); /* back for the cleanup; the error below stops the run */
         oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64 " (%" PRIu64 " input rows)", batch,
@@ -224,12 +249,17 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     gd_delay(g, &x->rng);
     int rc = gd_grow_rows((void **)&x->miss, sizeof(struct store_miss), (void **)&x->waits,
                           sizeof(uint32_t), &x->cap, r->n_rows, "store gnndrive: extractor", err);
+    if (rc == OC_OK && g->hyper) /* every fed batch was staged: its misses, from its group */
+        rc = store_hyper_take(g->hyper, r->epoch, r->batch, &x->hg, err);
     if (rc == OC_OK)
         rc = reserve_batch(x, r, &flushed, err);
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = gd_io_read(x, flushed, x->n_miss, err);
     }
+    if (rc == OC_OK && x->hg)
+        rc = store_hyper_done(g->hyper, x->hg, err);
+    x->hg = NULL;
     if (rc == OC_OK) {
         gd_delay(g, &x->rng);
         rc = wait_loaded(x, r);

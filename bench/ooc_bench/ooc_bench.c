@@ -132,7 +132,7 @@ struct args {
     const char *strategies; /* comma list, NULL = all */
     uint64_t hidden;
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
-    double hyperbatch;   /* --hyperbatch F: also static with hyperbatches (0: not) */
+    double hyperbatch;   /* --hyperbatch F: also each strategy with the option so (0: not) */
     int no_eval;         /* --no-eval: skip the sampled evaluation after each epoch */
     int topology_disk;   /* --topology-disk: every run keeps indices.npy on disk */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */
@@ -175,8 +175,9 @@ static void usage(FILE *f)
         "  --hidden H         hidden width (%d)\n"
         "  --superbatch S     ginex's superbatch in batches (default: its own, an epoch of at\n"
         "                     most 1024 batches with its plan directory)\n"
-        "  --hyperbatch F     also run static --hyperbatch F (share of its budget staging the\n"
-        "                     coming batches' misses; label static/hyper)\n"
+        "  --hyperbatch F     also run every strategy with a --hyperbatch option (static,\n"
+        "                     ginex, gnndrive, helios) with --hyperbatch F (share of its budget\n"
+        "                     staging the coming batches' misses; label NAME/hyperF)\n"
         "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
         "  --topology-disk    every run (memory too) keeps the topology on disk (offcore train\n"
         "                     --topology disk: Ginex's neighbor cache, a fifth of the budget)\n"
@@ -726,7 +727,7 @@ struct run {
     const char *strategy;
     enum oc_store_hotness hotness;
     int reuse;           /* --reuse-samples */
-    double hyperbatch;   /* static's --hyperbatch (0: none) */
+    double hyperbatch;   /* the strategy's --hyperbatch (0: none) */
     uint64_t budget;     /* 0 = none (memory) */
     int dry;             /* a dry run: does the budget fit? */
     uint64_t min_budget; /* --preset paper: the smallest budget accepted (dry runs) */
@@ -1328,7 +1329,8 @@ int main(int argc, char **argv)
         if (i == mem_index || !selected(a.strategies, name))
             continue;
         int hot = is_hotness_user(name), reuse = is_reuse_user(name);
-        int hyper = strcmp(name, "static") == 0 && a.hyperbatch > 0;
+        const struct oc_store_opt *hyper_opt;
+        int hyper = a.hyperbatch > 0 && oc_store_opt_find_in(i, "hyperbatch", &hyper_opt) == OC_OK;
         int variants = (hot || reuse ? 2 : 1) + hyper;
         for (int v = 0; v < variants && n_runs < MAX_RUNS; v++) {
             struct run *r = &runs[n_runs++];
@@ -1336,7 +1338,7 @@ int main(int argc, char **argv)
             r->budget = budget;
             r->hotness = hot && v == 1 ? OC_STORE_HOTNESS_PRESAMPLE : OC_STORE_HOTNESS_DEGREE;
             r->reuse = reuse && v == 1;
-            r->hyperbatch = hyper && v == 2 ? a.hyperbatch : 0;
+            r->hyperbatch = hyper && v == variants - 1 ? a.hyperbatch : 0; /* the last */
             if (r->hyperbatch > 0)
                 snprintf(r->label, sizeof(r->label), "%s/hyper%.2g", name, r->hyperbatch);
             else if (hot)

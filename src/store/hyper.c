@@ -87,10 +87,9 @@ struct store_hyper {
     struct store_hyper_group *cur;
     uint64_t count; /* batches prepared since open (epochs end at multiples of n_plan_batches) */
     /* the gathers' side (take and done: any threads) */
-    pthread_mutex_t mu; /* a leaf lock: no queue call is made with it held */
-    pthread_cond_t cv;  /* a group was taken from ready_q, or its pop failed */
-    int popping;        /* [mu] a taker waits on ready_q */
-    int sync_ready;
+    pthread_mutex_t mu;       /* a leaf lock: no queue call is made with it held */
+    pthread_cond_t cv;        /* a group was taken from ready_q, or its pop failed */
+    int popping;              /* [mu] a taker waits on ready_q */
     const void **src;         /* store_hyper_gather's (one thread) */
     _Atomic uint64_t cap_src; /* read by stats on any thread */
     _Atomic uint64_t read_bytes, n_reads;
@@ -197,7 +196,6 @@ int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
     atomic_init(&h->n_reads, 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    h->sync_ready = 1;
     if ((rc = store_disk_open(s, 1, &h->disk, err)) ||
         (rc = oc_io_batch_reserve(h->disk.batch, h->run_rows, err)))
         return rc;
@@ -237,10 +235,8 @@ void store_hyper_free(struct store_hyper *h)
     oc_free(h->sort_tmp);
     oc_free(h->src);
     store_disk_close(&h->disk);
-    if (h->sync_ready) {
-        pthread_mutex_destroy(&h->mu);
-        pthread_cond_destroy(&h->cv);
-    }
+    pthread_mutex_destroy(&h->mu); /* initialized right after h's allocation */
+    pthread_cond_destroy(&h->cv);
     oc_free(h);
 }
 

@@ -325,8 +325,9 @@ void oc_sample_sampler_topo_stats(const struct oc_sampler *s, struct oc_topo_dis
  * Counters that only grow (a sampler's, a pipeline's, a store's), read now
  * and then: adds what they counted since *mark to *to (to += now - mark,
  * counter by counter), then moves *mark to *now. With *to zeroed, *to is
- * the difference. The one place that walks struct oc_topo_disk_stats's
- * fields (the store's samplers' tally and the trainer's epoch figures).
+ * the difference. The one walk over struct oc_topo_disk_stats's counters
+ * for sums and differences (the store's samplers' tally, oc_store_stats_sub,
+ * the batch pipeline's drawers and the trainer's epoch figures).
  */
 void oc_sample_topo_stats_add_since(struct oc_topo_disk_stats *to,
                                     const struct oc_topo_disk_stats *now,

@@ -157,11 +157,9 @@ void oc_store_stats_sub(const struct oc_store_stats *a, const struct oc_store_st
     r.belady_misses = a->belady_misses - b->belady_misses;
     r.lru_misses = a->lru_misses - b->lru_misses;
     r.static_misses = a->static_misses - b->static_misses;
-    r.topo.n_lookups = a->topo.n_lookups - b->topo.n_lookups;
-    r.topo.n_hits = a->topo.n_hits - b->topo.n_hits;
-    r.topo.requested_bytes = a->topo.requested_bytes - b->topo.requested_bytes;
-    r.topo.read_bytes = a->topo.read_bytes - b->topo.read_bytes;
-    r.topo.n_reads = a->topo.n_reads - b->topo.n_reads;
+    struct oc_topo_disk_stats topo_mark = b->topo;
+    memset(&r.topo, 0, sizeof(r.topo));
+    oc_sample_topo_stats_add_since(&r.topo, &a->topo, &topo_mark);
     r.graph_read_bytes = a->graph_read_bytes - b->graph_read_bytes;
     r.plan_read_bytes = a->plan_read_bytes - b->plan_read_bytes;
     r.plan_write_bytes = a->plan_write_bytes - b->plan_write_bytes;

@@ -760,12 +760,8 @@ void oc_batch_pipe_stats(const struct oc_batch_pipe *bp, struct oc_batch_pipe_st
     if (bp->sampler)
         oc_sample_sampler_topo_stats(bp->sampler, &out->topo);
     for (uint32_t i = 0; i < bp->n_draw; i++) {
-        struct oc_topo_disk_stats t;
+        struct oc_topo_disk_stats t, zero = {0};
         oc_sample_sampler_topo_stats(bp->drawers[i], &t);
-        out->topo.n_lookups += t.n_lookups;
-        out->topo.n_hits += t.n_hits;
-        out->topo.requested_bytes += t.requested_bytes;
-        out->topo.read_bytes += t.read_bytes;
-        out->topo.n_reads += t.n_reads;
+        oc_sample_topo_stats_add_since(&out->topo, &t, &zero); /* each drawer's since open */
     }
 }

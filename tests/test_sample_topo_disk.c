@@ -202,8 +202,9 @@ OC_TEST(generated_dataset_same_batches_as_memory)
         } else if (k == 1) {
             OC_CHECK(info.n_cached_nodes > 0 && info.n_cached_edges < m);
             OC_CHECK(st.n_hits > 0 && st.n_hits < st.n_lookups && st.n_reads > 0);
-        } else { /* everything cached: hit ratio 1, no read after open */
+        } else { /* everything cached: hit ratio 1, no read after open, no table */
             OC_CHECK(info.n_cached_edges == m && info.cache_bytes == m * 4);
+            OC_CHECK(info.table_bytes == 0);
             OC_CHECK(info.build_read_bytes >= m * 4 && info.build_reads > 0);
             OC_CHECK(st.n_hits == st.n_lookups && st.n_reads == 0 && st.read_bytes == 0);
         }
@@ -413,6 +414,14 @@ static void check_cache(const struct tgraph *t, const struct oc_topo_disk *d, ui
         min_deg = tgraph_deg(t, worst_in);
     OC_CHECK(info.n_cached_nodes == n_cached && info.n_cached_edges == edges);
     OC_CHECK(info.cache_bytes == edges * es && info.min_cached_degree == min_deg);
+    /* a budget that holds indptr and every list caches them all with no table */
+    const uint64_t whole = (n + 1) * 8 + t->indptr[n] * es;
+    OC_CHECK((info.table_bytes == 0) == (budget >= whole));
+    if (budget >= whole) {
+        OC_CHECK(edges == t->indptr[n] && best_out == UINT64_MAX);
+        return;
+    }
+    OC_CHECK(info.table_bytes == n * 8);
     uint64_t avail = budget - fixed_bytes(n);
     OC_CHECK(edges * es <= avail);
     if (best_out != UINT64_MAX)
@@ -453,6 +462,8 @@ OC_TEST(cache_holds_the_highest_in_degree_nodes)
         fx + 54000 * 4 + small * 4 / 2, /* a cut inside the small degrees */
         fx + 54000 * 4 + small * 4 - 4, /* all but (part of) the last degree */
         fx + 54000 * 4 + small * 4,     /* exactly everything */
+        (n + 1) * 8 + 54000 * 4 + small * 4 - 1, /* one byte short of everything, no table */
+        (n + 1) * 8 + 54000 * 4 + small * 4,     /* everything and no table */
         UINT64_MAX,
     };
     for (size_t k = 0; k < sizeof(budgets) / sizeof(budgets[0]); k++) {
@@ -467,7 +478,7 @@ OC_TEST(cache_holds_the_highest_in_degree_nodes)
             OC_CHECK(oc_sample_topo_disk_is_cached(d, 9));
         struct oc_topo_disk_info info;
         oc_sample_topo_disk_info(d, &info);
-        if (k >= 6)
+        if (k == 6 || k >= 8)
             OC_CHECK(info.n_cached_edges == t.indptr[n]);
         /* the cached lists hold the right ids: full layer over the hubs and some nodes */
         check_full_layer(&t, d, 67, 3);

@@ -54,7 +54,7 @@ static void usage(FILE *f)
         "                     staging the coming batches' misses; label NAME/hyperF)\n"
         "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
         "  --topology-disk    every run (memory too) keeps the topology on disk (offcore train\n"
-        "                     --topology disk: Ginex's neighbor cache, a fifth of the budget)\n"
+        "                     --topology disk: Ginex's neighbor cache, up to half the budget)\n"
         "  --communities S    generate with planted communities of mean size S (offcore\n"
         "                     generate --communities; default none); --mixing MU their\n"
         "                     share of edges leaving (the generator's default)\n"

@@ -218,11 +218,13 @@ int oc_sample_full_layer(struct oc_sampler *s, const uint64_t *dst, uint64_t n_d
  * sampling; the lists of the highest in-degree nodes are kept in a cache.
  *
  *   RAM:  indptr   (N+1) × 8 B        degrees, list offsets in the file
- *         table    N × 8 B            node → element offset in cache, or "not cached"
+ *         table    N × 8 B            node → element offset in cache, or "not cached";
+ *                                     none when the budget holds indptr and every list
+ *                                     (the cache is then indices itself, indptr its offsets)
  *         cache    Σ deg(cached) × s  cached lists packed in node-id order (s = 4 | 8)
  *   disk: indices.npy                 uncached lists, read with O_DIRECT
  *
- * The budget covers indptr + table + cache. Nodes are ranked by in-degree
+ * The budget covers indptr + table + cache (indptr + cache when all is cached). Nodes are ranked by in-degree
  * (descending, ties by ascending id; nodes without in-neighbors are never
  * ranked) and the cache holds the longest prefix of that ranking whose lists
  * fit in what the budget leaves after indptr and table: exactly the top nodes.
@@ -266,7 +268,8 @@ struct oc_topo_disk_opts {
 
 /*
  * Opens the topology of an opened dataset (borrowed; only its paths and
- * manifest are read here). A budget below indptr + table is OC_ERR_BUDGET
+ * manifest are read here). A budget below indptr + table that does not hold
+ * indptr and every list is OC_ERR_BUDGET
  * naming the bytes needed; an allocation refused by --mem-budget is
  * OC_ERR_BUDGET too. Read errors while filling the cache: OC_ERR_IO /
  * OC_ERR_FORMAT naming the file and offset. *out is NULL on failure.
@@ -296,7 +299,7 @@ struct oc_topo_disk_info {
     uint32_t index_bytes;       /* 4 or 8 */
     uint64_t budget_bytes;      /* as given */
     uint64_t indptr_bytes;      /* (N+1) × 8 */
-    uint64_t table_bytes;       /* N × 8 */
+    uint64_t table_bytes;       /* N × 8, or 0 when every list is cached */
     uint64_t cache_bytes;       /* cached entries × index_bytes (<= budget - the two above) */
     uint64_t n_cached_nodes;    /* nodes whose list is cached */
     enum oc_topo_rank rank;     /* how they were chosen */

@@ -85,8 +85,8 @@ struct oc_train_opts {
                                     (outre, diskgnn with reuse_samples) */
     uint64_t mem_budget;         /* hard limit on memory held (0 = none): sizes the caches */
     int topology_disk;           /* indices stay on disk, read with O_DIRECT (Ginex's cache) */
-    uint64_t topo_cache_bytes;   /* disk topology: indptr + table + neighbor cache; 0 = a fifth
-                                  of mem_budget, or every list without a budget */
+    uint64_t topo_cache_bytes;   /* disk topology: indptr + table + neighbor cache; 0 = half of
+                                  mem_budget, or every list without a budget */
     int topo_rank;               /* disk topology: enum oc_topo_rank of the neighbor cache */
     int reuse_samples;           /* every epoch trains on epoch 0's batches (DiskGNN's
                                       behavior; changes training, so it is in the checkpoint

@@ -340,8 +340,9 @@ int cmd_train(int argc, char **argv)
          "start); default ginex with --strategy ginex, else degree",
          "degree|ginex"},
         {"topo-cache", CLI_SIZE, &topo_cache, NULL,
-         "disk topology: memory for indptr + table + neighbor cache (default: a fifth of "
-         "--mem-budget, or all lists without one)",
+         "disk topology: memory for indptr + table + neighbor cache (default: half of "
+         "--mem-budget, or all lists without one; a size that holds indptr and every list "
+         "caches them all with no table)",
          NULL},
         {"plan-dir", CLI_STR, &o.plan_dir, "DIR",
          "ginex, diskgnn, --batching partition: write plan files under DIR instead of the "

@@ -16,6 +16,7 @@
 #define OFFCORE_SAMPLE_INT_H
 
 #include "offcore/sample.h"
+#include <assert.h>
 
 /*
  * The in-neighbors of one node of an in-memory view, borrowed. With the
@@ -97,7 +98,8 @@ struct oc_topo_disk {
     uint32_t index_bytes; /* 4 | 8 */
     struct oc_file *f;    /* indices, O_DIRECT where allowed */
     uint64_t data_offset; /* byte offset of indices[0] in f */
-    uint64_t *table;      /* n_nodes: element offset of v's list in cache, or SMP_TOPO_NONE */
+    uint64_t *table;      /* n_nodes: element offset of v's list in cache, or SMP_TOPO_NONE;
+                        NULL when every list is cached (the cache is indices, offsets indptr) */
     void *cache;          /* cached lists (u32 | u64), packed in node-id order */
     unsigned io_depth;
     uint64_t io_bounce_bytes;
@@ -137,18 +139,30 @@ void smp_topo_reader_deinit(struct smp_topo_reader *r);
  */
 int smp_topo_fetch(struct smp_topo_reader *r, uint64_t v, const uint64_t *pos, uint64_t k,
                    uint64_t *dst, struct oc_err *err);
+/* Whether v's list is in the cache (v < n_nodes; with no table, every non-empty list). */
+static inline int smp_topo_cached(const struct oc_topo_disk *t, uint64_t v)
+{
+    return t->table ? t->table[v] != SMP_TOPO_NONE : t->indptr[v + 1] > t->indptr[v];
+}
+
+/* The element offset of cached v's list in the cache. */
+static inline uint64_t smp_topo_slot(const struct oc_topo_disk *t, uint64_t v)
+{
+    assert(smp_topo_cached(t, v));
+    return t->table ? t->table[v] : t->indptr[v];
+}
+
 /* Hints that v's cache table entry will be read soon. */
 static inline void smp_topo_prefetch_entry(const struct oc_topo_disk *t, uint64_t v)
 {
-    __builtin_prefetch(&t->table[v], 0, 1);
+    __builtin_prefetch(t->table ? &t->table[v] : &t->indptr[v], 0, 1);
 }
 
 /* Hints that v's cached list (if any) will be read soon; its table entry should be warm. */
 static inline void smp_topo_prefetch_list(const struct oc_topo_disk *t, uint64_t v)
 {
-    uint64_t c = t->table[v];
-    if (c != SMP_TOPO_NONE)
-        __builtin_prefetch((const char *)t->cache + c * t->index_bytes, 0, 1);
+    if (smp_topo_cached(t, v))
+        __builtin_prefetch((const char *)t->cache + smp_topo_slot(t, v) * t->index_bytes, 0, 1);
 }
 
 /* Runs the queued reads; every fetched slot holds its value after OC_OK. */

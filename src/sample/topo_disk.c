@@ -22,6 +22,7 @@
  *          └──────────────────── cached ───────────────────────────────┘
  *   cache: [ list of the lowest cached id | next cached id | ... ]  (node-id order)
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -56,22 +57,27 @@ static uint64_t fixed_bytes(uint64_t n_nodes)
     return (n_nodes + 1) * sizeof(uint64_t) + n_nodes * sizeof(uint64_t);
 }
 
+static int budget_error(uint64_t n_nodes, const struct oc_topo_disk_opts *o, struct oc_err *err)
+{
+    char a[32], b[32];
+    uint64_t need = fixed_bytes(n_nodes);
+    return OC_ERR(err, OC_ERR_BUDGET,
+                  "topology: a budget of %s (%" PRIu64 " B) is too small: indptr and the "
+                  "cache table of %" PRIu64 " nodes need %s (%" PRIu64 " B) before any list "
+                  "is cached",
+                  oc_format_size(o->budget_bytes, a, sizeof(a)), o->budget_bytes, n_nodes,
+                  oc_format_size(need, b, sizeof(b)), need);
+}
+
+/* Checks the options and that indptr alone fits; the rest is checked once the edges are known. */
 static int check_budget(uint64_t n_nodes, const struct oc_topo_disk_opts *o, struct oc_err *err)
 {
     if (!o)
         return OC_ERR(err, OC_ERR_ARG, "topology: no options given");
     if (n_nodes == 0 || n_nodes >= (UINT64_MAX >> 5))
         return OC_ERR(err, OC_ERR_ARG, "topology: %" PRIu64 " nodes is not supported", n_nodes);
-    uint64_t need = fixed_bytes(n_nodes);
-    if (o->budget_bytes < need) {
-        char a[32], b[32];
-        return OC_ERR(err, OC_ERR_BUDGET,
-                      "topology: a budget of %s (%" PRIu64 " B) is too small: indptr and the "
-                      "cache table of %" PRIu64 " nodes need %s (%" PRIu64 " B) before any list "
-                      "is cached",
-                      oc_format_size(o->budget_bytes, a, sizeof(a)), o->budget_bytes, n_nodes,
-                      oc_format_size(need, b, sizeof(b)), need);
-    }
+    if (o->budget_bytes < (n_nodes + 1) * sizeof(uint64_t))
+        return budget_error(n_nodes, o, err);
     return OC_OK;
 }
 
@@ -91,14 +97,16 @@ struct placing {
     uint64_t off, n_cached, min_deg;
 };
 
-/* Node v (d neighbors) gets the next offset in the cache if take, else none. */
+/* Node v (d neighbors) gets the next offset in the cache if take, else none (no table: all). */
 static void place(struct oc_topo_disk *t, uint64_t v, uint64_t d, int take, struct placing *pl)
 {
     if (!take) {
-        t->table[v] = SMP_TOPO_NONE;
+        if (t->table)
+            t->table[v] = SMP_TOPO_NONE;
         return;
     }
-    t->table[v] = pl->off;
+    if (t->table)
+        t->table[v] = pl->off;
     pl->off += d;
     pl->n_cached++;
     if (pl->n_cached == 1 || d < pl->min_deg)
@@ -310,9 +318,9 @@ static int fill_cache(struct oc_topo_disk *t, struct oc_err *err)
     uint64_t run_file = 0, run_cache = 0, run_len = 0; /* the range being merged, elements */
     uint64_t n_queued = 0;
     for (uint64_t v = 0; v < t->n_nodes && rc == OC_OK; v++) {
-        uint64_t c = t->table[v];
-        if (c == SMP_TOPO_NONE)
+        if (!smp_topo_cached(t, v))
             continue;
+        uint64_t c = smp_topo_slot(t, v);
         uint64_t lo = t->indptr[v], d = t->indptr[v + 1] - lo;
         if (run_len && run_file + run_len == lo && run_cache + run_len == c) {
             run_len += d;
@@ -375,16 +383,25 @@ static int topo_build(struct oc_topo_disk *t, const char *path, const struct oc_
                       " end at %" PRIu64 ", file ends at %" PRIu64,
                       path, n_edges, es, t->data_offset, need, size);
 
-    t->table = oc_alloc((size_t)n * sizeof(uint64_t), "topology cache table", err);
-    if (!t->table)
-        return err->status;
-    uint64_t avail = o->budget_bytes - fixed_bytes(n);
     t->info.rank = o->rank;
-    if (o->rank == OC_TOPO_RANK_GINEX && avail >= es) {
+    if (o->budget_bytes - t->info.indptr_bytes >= n_edges * es) {
+        /* every list fits beside indptr: the cache is indices itself, indptr its offsets */
+        t->info.table_bytes = 0;
+        struct placing pl = {0, 0, 0};
+        for (uint64_t v = 0; v < n; v++)
+            place(t, v, indptr[v + 1] - indptr[v], indptr[v + 1] > indptr[v], &pl);
+        placed(t, &pl);
+        assert(pl.off == n_edges);
+    } else if (o->budget_bytes < fixed_bytes(n)) {
+        return budget_error(n, o, err);
+    } else if (!(t->table = oc_alloc((size_t)n * sizeof(uint64_t), "topology cache table", err))) {
+        return err->status;
+    } else if (o->rank == OC_TOPO_RANK_GINEX && o->budget_bytes - fixed_bytes(n) >= es) {
+        uint64_t avail = o->budget_bytes - fixed_bytes(n);
         if ((rc = count_out_degrees(t, path, err)) != OC_OK ||
             (rc = select_cached_ratio(t, avail, err)) != OC_OK)
             return rc;
-    } else if ((rc = select_cached(t, avail, err)) != OC_OK) {
+    } else if ((rc = select_cached(t, o->budget_bytes - fixed_bytes(n), err)) != OC_OK) {
         return rc;
     }
     if (t->info.cache_bytes) {
@@ -467,7 +484,7 @@ void oc_sample_topo_disk_graph(const struct oc_topo_disk *t, struct oc_graph *g)
 
 int oc_sample_topo_disk_is_cached(const struct oc_topo_disk *t, uint64_t v)
 {
-    return v < t->n_nodes && t->table[v] != SMP_TOPO_NONE;
+    return v < t->n_nodes && smp_topo_cached(t, v);
 }
 
 void oc_sample_topo_disk_info(const struct oc_topo_disk *t, struct oc_topo_disk_info *info)

@@ -87,7 +87,7 @@ static int reader_abort(struct smp_topo_reader *r, int rc)
 static void copy_cached(const struct oc_topo_disk *t, uint64_t v, const uint64_t *pos, uint64_t k,
                         uint64_t *dst)
 {
-    uint64_t c = t->table[v];
+    uint64_t c = smp_topo_slot(t, v);
     if (t->index_bytes == 4) {
         const uint32_t *src = (const uint32_t *)t->cache + c;
         if (pos)
@@ -113,7 +113,7 @@ int smp_topo_fetch(struct smp_topo_reader *r, uint64_t v, const uint64_t *pos, u
     if (k == 0)
         return OC_OK;
     r->n_lookups++;
-    if (t->table[v] != SMP_TOPO_NONE) {
+    if (smp_topo_cached(t, v)) {
         r->n_hits++;
         copy_cached(t, v, pos, k, dst);
         return OC_OK;

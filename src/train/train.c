@@ -541,8 +541,11 @@ static int run_setup(struct run *r, const char *dir, const struct oc_train_opts 
     if (o->topology_disk) {
         topo.budget_bytes = o->topo_cache_bytes;
         topo.rank = (enum oc_topo_rank)o->topo_rank;
+        /* default: up to half the budget (every list where indptr and the lists fit in it):
+           a cached list saves a random read for 4-8 B an id, a cached row one for its
+           whole width, and samplers over on-disk lists wait on random reads */
         if (!topo.budget_bytes)
-            topo.budget_bytes = o->mem_budget ? o->mem_budget / 5 : UINT64_MAX;
+            topo.budget_bytes = o->mem_budget ? o->mem_budget / 2 : UINT64_MAX;
     }
     /* a partitioned dataset: the rank's part (its rows are the store's, over rows.npy) */
     if ((rc = train_data_load_dim(r->part.on ? r->part.part.dir : dir,

@@ -360,6 +360,41 @@ OC_TEST(log_keys_are_documented)
     oc_free(readme);
 }
 
+/*
+ * --topology disk says what its neighbor cache holds. The lists here (20000 nodes of degree 50:
+ * indptr and lists 3.70 MiB) fit in half of a 16M budget but not in a fifth: the default caches
+ * every list (no node table), a --topo-cache of a fifth part of them.
+ */
+OC_TEST(disk_topology_caches_every_list_that_fits_half_the_budget)
+{
+    if (!getenv("OC_BIN"))
+        OC_SKIP("OC_BIN (path of the offcore binary) not set; run through ctest");
+    char ds[700];
+    snprintf(ds, sizeof(ds), "%s/topo-ds", oc_test_tmpdir());
+    struct oc_generate_opts g;
+    oc_generate_opts_default(&g);
+    g.n_nodes = 20000;
+    g.avg_degree = 50;
+    g.feat_dim = 8;
+    struct oc_err err;
+    OC_CHECK_OK(oc_generate(&g, ds, NULL, &err), &err);
+    for (int fifth = 0; fifth < 2; fifth++) {
+        const char *args[] = {"train",   ds,   "--topology", "disk", "--mem-budget", "16M",
+                              "--batch", "64", "--fanout",   "5,5",  "--dry-run",    "--topo-cache",
+                              "3277K",   NULL};
+        if (!fifth)
+            args[11] = NULL; /* the default: up to half the budget */
+        struct proc_run r;
+        proc_run_cli(args, 60, &r);
+        OC_CHECK(r.code == 0 && r.err);
+        const char *e = r.err ? r.err : "";
+        OC_CHECK(strstr(e, fifth ? "topology: neighbor cache of "
+                                 : "topology: every neighbor list cached") != NULL);
+        OC_CHECK((fifth == 0) == (strstr(e, "read from indices.npy") == NULL));
+        proc_run_free(&r);
+    }
+}
+
 OC_TEST(skipped_evaluations_show_on_the_epoch_line_and_in_the_log)
 {
     if (!getenv("OC_BIN"))

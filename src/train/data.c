@@ -9,6 +9,7 @@
  * pool in fixed ranges (each task writes only its own rows).
  * Ownership: struct train_data owns every array it holds.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "offcore/io.h"
@@ -55,6 +56,26 @@ static int out_degrees_from_file(struct train_data *d, const uint64_t *indptr, s
     oc_free(buf);
     oc_file_close(f, NULL);
     return rc;
+}
+
+/* What the on-disk topology holds in RAM, at info level (its share of --mem-budget). */
+static void log_topo_cache(const struct oc_topo_disk *t)
+{
+    struct oc_topo_disk_info in;
+    oc_sample_topo_disk_info(t, &in);
+    char a[32], b[32], c[32];
+    oc_format_size(in.indptr_bytes + in.table_bytes + in.cache_bytes, a, sizeof(a));
+    oc_format_size(in.cache_bytes, b, sizeof(b));
+    oc_format_size(in.n_edges * in.index_bytes, c, sizeof(c));
+    if (in.n_cached_edges == in.n_edges)
+        oc_log(OC_LOG_INFO,
+               "topology: every neighbor list cached (%s: indptr and %s of lists; --topo-cache)", a,
+               b);
+    else
+        oc_log(OC_LOG_INFO,
+               "topology: neighbor cache of %" PRIu64 " of %" PRIu64 " lists (%s: indptr, table "
+               "and %s of the %s of lists; --topo-cache); the rest read from indices.npy",
+               in.n_cached_nodes, in.n_nodes, a, b, c);
 }
 
 int train_data_load(const char *dir, const struct oc_topo_disk_opts *topo_opts,
@@ -109,6 +130,7 @@ int train_data_load_dim(const char *dir, const struct oc_topo_disk_opts *topo_op
             goto fail;
         oc_sample_topo_disk_graph(d->topo, &d->graph);
         d->indptr = NULL;
+        log_topo_cache(d->topo);
     } else {
         if ((rc = oc_dataset_load_topology(d->ds, &d->indptr, &d->indices, err)))
             goto fail;

@@ -40,7 +40,7 @@ uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
 
 struct cache_job {
     const struct oc_store *s;
-    const struct store_cache *c;
+    const uint8_t *rows;
     const uint32_t *slots;
     float *out;
 };
@@ -55,10 +55,17 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
         uint32_t slot = j->slots[i];
         float *dst = j->out + i * dim;
         if (slot != STORE_NO_SLOT)
-            store_row_to_f32(s->dtype, j->c->rows + (uint64_t)slot * s->row_bytes, dim, dst);
+            store_row_to_f32(s->dtype, j->rows + (uint64_t)slot * s->row_bytes, dim, dst);
         else if (s->dtype == OC_DTYPE_F16)
             store_row_widen_inplace(dst, dim);
     }
+}
+
+int store_slots_copy(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
+                     uint64_t n, float *out, struct oc_err *err)
+{
+    struct cache_job j = {s, rows, slots, out};
+    return store_for_rows(s->pool, n, cache_copy, &j, err);
 }
 
 /* The slots of rows [lo, hi) into d->slots[0 .. hi - lo); returns how many miss. */
@@ -103,8 +110,7 @@ static int gather_bounded(struct oc_store *s, struct store_cache *c, struct stor
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += step) {
         uint64_t hi = n - lo < step ? n : lo + step;
         look_up(c, d, ids, lo, hi);
-        struct cache_job j = {s, c, d->slots, out + lo * dim};
-        rc = store_for_rows(s->pool, hi - lo, cache_copy, &j, err);
+        rc = store_slots_copy(s, c->rows, d->slots, hi - lo, out + lo * dim, err);
     }
     return rc;
 }
@@ -117,7 +123,6 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
     if (rc == OC_OK && d->max_rows && n > d->max_rows) {
         rc = gather_bounded(s, c, d, ids, n, out, &misses, err);
     } else if (rc == OC_OK) {
-        struct cache_job j = {s, c, d->slots, out};
         misses = look_up(c, d, ids, 0, n);
         for (uint64_t i = 0; i < n && misses && rc == OC_OK; i++)
             if (d->slots[i] == STORE_NO_SLOT)
@@ -127,14 +132,11 @@ int store_cache_gather(struct oc_store *s, struct store_cache *c, struct store_d
         else if (misses)
             rc = store_disk_run(s, d, err);
         if (rc == OC_OK)
-            rc = store_for_rows(s->pool, n, cache_copy, &j, err);
+            rc = store_slots_copy(s, c->rows, d->slots, n, out, err);
     }
-    if (rc)
-        return rc;
-    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-    return OC_OK;
+    if (rc == OC_OK)
+        store_count_gather(s, n, misses);
+    return rc;
 }
 
 void store_cache_plan(const struct oc_store *s, uint64_t avail, uint64_t sorted_lookup_bytes,

@@ -498,12 +498,9 @@ static int gather_taken(struct oc_store *s, struct store_hyper *h,
     if (rc == OC_OK)
         rc = store_for_rows(s->pool, n, hyper_copy, &j, err);
     store_yield_read_unlock(y);
-    if (rc)
-        return rc;
-    s->stats.requested_disk_bytes += (n - hits) * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += hits;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += n - hits;
-    return OC_OK;
+    if (rc == OC_OK)
+        store_count_gather(s, n, n - hits);
+    return rc;
 }
 
 int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,

@@ -304,13 +304,8 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     s->ds = cfg->ds;
     s->pool = cfg->pool;
     s->path = path;
-    s->dtype = m->feat_dtype;
-    s->n_nodes = m->n_nodes;
-    s->feat_dim = m->feat_dim;
+    store_shape(s, cfg);
     s->data_offset = oc_dataset_data_offset(cfg->ds, OC_DS_FEATURES);
-    s->row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    if (cfg->n_train && cfg->batch_size)
-        s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
     s->nb_epoch = UINT64_MAX;
     s->caps.samplers = 1;
     /* the cache loader's runs within the reader's budgeted arrays (a budget sized to them) */
@@ -369,6 +364,12 @@ int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *er
     }
     *out = s->stages;
     return OC_OK;
+}
+
+int store_stages_error(const struct oc_store *s, struct oc_err *err)
+{
+    int rc = oc_pipeline_status(s->stages, err);
+    return rc ? rc : OC_ERR(err, OC_ERR_INTERNAL, "store %s: a stage queue closed", s->strat->name);
 }
 
 void oc_store_free(struct oc_store *s)

@@ -93,6 +93,17 @@ int store_for_rows(struct oc_pool *pool, uint64_t n, store_rows_fn fn, void *ctx
     return OC_OK;
 }
 
+void store_shape(struct oc_store *s, const struct oc_store_config *cfg)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
+    s->dtype = m->feat_dtype;
+    s->n_nodes = m->n_nodes;
+    s->feat_dim = m->feat_dim;
+    s->row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    if (cfg->n_train && cfg->batch_size)
+        s->n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+}
+
 uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_config *cfg)
 {
     const struct oc_sample_opts *so = cfg->sample_opts;
@@ -191,12 +202,18 @@ void store_miss_sort(struct store_miss *a, uint64_t n)
 
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err)
 {
+    return store_disk_open_sized(s, merge, STORE_DISK_BOUNCE_BYTES, d, err);
+}
+
+int store_disk_open_sized(const struct oc_store *s, int merge, size_t bounce_bytes,
+                          struct store_disk *d, struct oc_err *err)
+{
     int rc;
 
     memset(d, 0, sizeof(*d));
     if ((rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &d->f, err)))
         return rc;
-    if ((rc = oc_io_batch_new(STORE_DISK_DEPTH, STORE_DISK_BOUNCE_BYTES, &d->batch, err))) {
+    if ((rc = oc_io_batch_new(STORE_DISK_DEPTH, bounce_bytes, &d->batch, err))) {
         oc_file_close(d->f, NULL);
         d->f = NULL;
         return rc;

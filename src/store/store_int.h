@@ -215,6 +215,9 @@ struct oc_store {
  * runs while one of its stages does.
  */
 int store_stages(struct oc_store *s, struct oc_pipeline **out, struct oc_err *err);
+/* The stages' first error (or that they were cancelled) into err; OC_ERR_INTERNAL if none:
+   what a strategy returns when one of its stage queues closed under it. */
+int store_stages_error(const struct oc_store *s, struct oc_err *err);
 
 /*
  * The samplers a strategy drives itself, off the batch pipeline (ginex's
@@ -260,6 +263,20 @@ static inline const struct oc_graph *store_plan_graph(const struct oc_store_conf
 
 /* oc_store_next_batch in plan order: 0, 1, ... n_plan_batches - 1 per epoch. */
 int store_next_in_order(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc_err *err);
+
+/* A training plan in cfg: what a strategy that samples or sees the plan's batches needs. */
+static inline int store_has_plan(const struct oc_store_config *cfg)
+{
+    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
+           cfg->n_epochs > cfg->first_epoch;
+}
+
+/*
+ * The shape a store of cfg's dataset has (dtype, n_nodes, feat_dim,
+ * row_bytes, n_plan_batches), into s: the registry's open, and sizing
+ * without a store (a strategy's smallest budget).
+ */
+void store_shape(struct oc_store *s, const struct oc_store_config *cfg);
 
 /* Thread-safe strerror (GNU strerror_r: returns a static string or fills buf). */
 static inline const char *store_strerror(int e, char *buf, size_t n)
@@ -408,6 +425,9 @@ struct store_disk {
 
 /* Opens s->path; merge = 0 gives every row its own read. */
 int store_disk_open(const struct oc_store *s, int merge, struct store_disk *d, struct oc_err *err);
+/* The same with a bounce of bounce_bytes (store_disk_open: STORE_DISK_BOUNCE_BYTES). */
+int store_disk_open_sized(const struct oc_store *s, int merge, size_t bounce_bytes,
+                          struct store_disk *d, struct oc_err *err);
 void store_disk_close(struct store_disk *d);
 /* Queues node id's row into its output row out_row (feat_dim floats). */
 int store_disk_queue(const struct oc_store *s, struct store_disk *d, uint64_t id, float *out_row,
@@ -452,6 +472,17 @@ size_t store_disks_held_bytes(const struct store_disk *d, uint32_t n);
 /* Widens every row of out (n rows read by store_disk_queue) over the pool; no-op for f32. */
 int store_disk_widen_all(const struct oc_store *s, float *out, uint64_t n, struct oc_err *err);
 
+/*
+ * Counts a gather of n rows, misses of them from the feature file, into
+ * s->stats: the tiers (the rest CPU) and requested_disk_bytes.
+ */
+static inline void store_count_gather(struct oc_store *s, uint64_t n, uint64_t misses)
+{
+    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
+    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
+    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
+}
+
 /* ---- a RAM cache of rows, misses read from disk (cache.c) --------------- */
 
 #define STORE_NO_SLOT UINT32_MAX
@@ -474,6 +505,13 @@ struct store_cache {
 };
 
 uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id);
+/*
+ * Rows [0, n) of out from their slots of rows (as stored, row_bytes apart):
+ * row i converted from slot slots[i], or, where that is STORE_NO_SLOT, its
+ * row read in place by store_disk_queue widened (f16); on s->pool.
+ */
+int store_slots_copy(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
+                     uint64_t n, float *out, struct oc_err *err);
 /*
  * oc_store_gather through the cache: hits from c, misses read through d into
  * their output rows; counts tiers CPU / DISK and requested_disk_bytes.

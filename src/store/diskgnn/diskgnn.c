@@ -61,12 +61,6 @@
 
 /* ---- open --------------------------------------------------------------------- */
 
-static int has_plan(const struct oc_store_config *cfg)
-{
-    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
-           cfg->n_epochs > cfg->first_epoch;
-}
-
 /*
  * With reuse, windows 1 .. n - 1 of epoch 0 (window 0 is packed), sampled and
  * packed one after the other into ws[1 .. n); the sampling and packing times
@@ -276,7 +270,7 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if ((rc = store_disk_open(s, 1, &d->disk, err)))
         return rc;
     d->disk.max_rows = dg_reader_rows(s, cfg);
-    if (has_plan(cfg))
+    if (store_has_plan(cfg))
         return open_plan(s, d, cfg, err);
     return OC_OK;
 }

@@ -387,13 +387,6 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
     return OC_OK;
 }
 
-static void count_gather(struct oc_store *s, uint64_t n, uint64_t misses)
-{
-    s->stats.requested_disk_bytes += misses * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += n - misses;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += misses;
-}
-
 /*
  * A gather outside the plan (evaluation, a batch out of plan order): through
  * the cache without changing it, alone, once every planned gather before it
@@ -420,7 +413,7 @@ static int exec_unplanned(struct oc_store *s, struct ginex_store *g, const uint6
     if ((rc = look_up(s, g, lane, ids, n, out, NULL, &misses, err)) == OC_OK &&
         (!misses || (rc = store_disk_run(s, &lane->disk, err)) == OC_OK) &&
         (rc = copy_out(s, g, lane, n, out, misses, err)) == OC_OK)
-        count_gather(s, n, misses);
+        store_count_gather(s, n, misses);
     gx_lock(g);
     g->excl = 0;
     pthread_cond_broadcast(&g->cv);
@@ -561,7 +554,7 @@ static int exec_planned(struct oc_store *s, struct ginex_store *g, uint64_t t, c
     *sticky = 0;
     if (read_rc)
         return read_rc;
-    count_gather(s, n, misses);
+    store_count_gather(s, n, misses);
     return OC_OK;
 }
 

@@ -98,6 +98,7 @@
 #define GD_SLOT_META_BYTES    21u          /* reverse map 8, ref 4, links 8, state 1 */
 #define GD_EVAL_BOUNCE_MIN    (256u << 10) /* direct reads: bounce, rows per chunk = bounce / 256 */
 #define GD_EVAL_BOUNCE_MAX    (2u << 20)
+#define GD_DELAY_SEED         0x2545F4914F6CDD1Dull /* test delays (oc_store_gnndrive_set_delay) */
 
 /* ---- sizing ------------------------------------------------------------------ */
 
@@ -108,11 +109,9 @@
  * (in RAM 1, 2 and 4 samplers were equal there); at most one per batch record
  * (a sampler holds one while it samples).
  */
-static uint32_t gd_samplers_wanted(uint32_t asked, int disk_topology, uint32_t n_records)
+static uint32_t gd_samplers_wanted(uint32_t asked, const struct oc_graph *graph, uint32_t n_records)
 {
-    uint32_t n = asked;
-    if (n == 0 && disk_topology)
-        n = STORE_DISK_SAMPLERS;
+    uint32_t n = asked ? asked : store_sampler_threads(graph); /* on disk, else 0 */
     if (n == 0) {
         long cpu = sysconf(_SC_NPROCESSORS_ONLN);
         n = cpu >= 2 ? (uint32_t)(cpu / 2) : 1;
@@ -136,12 +135,6 @@ struct gd_sizing {
     uint32_t hyper_batches;
 };
 
-static int has_plan(const struct oc_store_config *cfg)
-{
-    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
-           cfg->n_epochs > cfg->first_epoch;
-}
-
 /*
  * Sizes the store for cfg with measured rows M (est_rows); n_slots = what
  * mem_bytes buys (N if unlimited), not checked here.
@@ -150,7 +143,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                     struct gd_sizing *z)
 {
     memset(z, 0, sizeof(*z));
-    z->pipeline = has_plan(cfg);
+    z->pipeline = store_has_plan(cfg);
     z->per_slot = s->row_bytes + GD_SLOT_META_BYTES;
     uint64_t eb = store_expected_rows(s, cfg) * s->row_bytes / 16; /* a 16th of a batch */
     eb = eb < GD_EVAL_BOUNCE_MIN   ? GD_EVAL_BOUNCE_MIN
@@ -171,7 +164,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                                     &z->hyper_cap, &z->hyper_batches);
     uint32_t per = z->hyper_batches > z->n_extractors ? z->hyper_batches : z->n_extractors;
     z->n_records = 2 * per + 2;
-    z->n_samplers = gd_samplers_wanted(o.n_samplers, cfg->graph->disk != NULL, z->n_records);
+    z->n_samplers = gd_samplers_wanted(o.n_samplers, cfg->graph, z->n_records);
     z->bound = store_expected_rows(s, cfg);
     z->max_rows = store_batch_rows(s, cfg);
     z->est_rows = est_rows < z->bound ? est_rows : z->bound;
@@ -228,24 +221,6 @@ static int gd_check_budget(const struct oc_store_config *cfg, const struct gd_si
 
 /* ---- open / free --------------------------------------------------------------- */
 
-static int open_eval_reader(struct oc_store *s, struct gd_store *g, struct oc_err *err)
-{
-    int rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->disk.f, err);
-    if (rc == OC_OK)
-        rc = oc_io_batch_new(STORE_DISK_DEPTH, g->eval_bounce, &g->disk.batch, err);
-    if (rc == OC_OK) {
-        oc_io_batch_register_file(g->disk.batch, g->disk.f); /* optional: plain reads else */
-        rc = oc_io_batch_fit_disk(g->disk.batch, g->disk.f, err);
-    }
-    if (rc == OC_OK) {
-        g->eval_slots =
-            oc_alloc(g->eval_bounce / 256 * sizeof(uint32_t), "store gnndrive: read slots", err);
-        if (!g->eval_slots)
-            rc = err ? err->status : OC_ERR_NOMEM;
-    }
-    return rc;
-}
-
 static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg, struct gd_store *g,
                           const struct gd_sizing *z, struct oc_err *err)
 {
@@ -275,12 +250,12 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     if (!g->parked || !g->consumed || !g->taken || !g->epoch_taken || !g->ex)
         return err->status;
     for (uint32_t i = 0; i < g->n_extractors; i++) {
-        g->ex[i].rng = 0x9E3779B97F4A7C15ull * (i + 2);
+        oc_rng_init(&g->ex[i].rng, GD_DELAY_SEED, 1, i, 0); /* streams: extractors 1, */
         if ((rc = gd_io_init(g, &g->ex[i], err)))
             return rc;
     }
-    g->sampler_rng = 0x2545F4914F6CDD1Dull;
-    g->releaser_rng = 0x6A09E667F3BCC909ull;
+    oc_rng_init(&g->sampler_rng, GD_DELAY_SEED, 2, 0, 0);  /* the sampler 2 */
+    oc_rng_init(&g->releaser_rng, GD_DELAY_SEED, 3, 0, 0); /* and the releaser 3 */
     return OC_OK;
 }
 
@@ -293,7 +268,8 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     uint64_t est = 0;
     if (!err)
         err = &local;
-    if (has_plan(cfg) && (rc = store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)))
+    if (store_has_plan(cfg) &&
+        (rc = store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)))
         return rc;
     gd_size(s, cfg, est, &z);
     if ((rc = gd_check_budget(cfg, &z, err)))
@@ -328,8 +304,9 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     pthread_cond_init(&g->ticket_cv, NULL);
     pthread_cond_init(&g->slot_cv, NULL);
     pthread_cond_init(&g->loaded_cv, NULL);
-    g->sync_ready = 1;
-    if ((rc = open_eval_reader(s, g, err)))
+    /* direct reads: the slot scratch and requests of a chunk (gd_gather) held from now on */
+    if ((rc = store_disk_open_sized(s, 1, g->eval_bounce, &g->disk, err)) ||
+        (rc = store_disk_reserve(&g->disk, g->eval_bounce / 256, err)))
         return rc;
     if (!g->pipeline)
         return OC_OK;
@@ -357,7 +334,7 @@ static void gd_free(struct oc_store *s)
     struct gd_store *g = s->impl;
     if (!g)
         return;
-    gd_yield_unregister(g);
+    oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
@@ -374,13 +351,10 @@ static void gd_free(struct oc_store *s)
     store_hyper_free(g->hyper); /* its read stage was joined with the others */
     oc_file_close(g->file, NULL);
     store_disk_close(&g->disk);
-    oc_free(g->eval_slots);
-    if (g->sync_ready) {
-        pthread_mutex_destroy(&g->mu);
-        pthread_cond_destroy(&g->ticket_cv);
-        pthread_cond_destroy(&g->slot_cv);
-        pthread_cond_destroy(&g->loaded_cv);
-    }
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->ticket_cv);
+    pthread_cond_destroy(&g->slot_cv);
+    pthread_cond_destroy(&g->loaded_cv);
     oc_free(g);
     s->impl = NULL;
 }
@@ -390,12 +364,9 @@ static void gd_free(struct oc_store *s)
 static void gd_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     struct gd_store *g = s->impl;
-    uint64_t given = 0;
-    if (g->sync_ready) {
-        gd_lock(g);
-        given = gd_buf_given_back_bytes(&g->buf);
-        gd_unlock(g);
-    }
+    gd_lock(g);
+    uint64_t given = gd_buf_given_back_bytes(&g->buf);
+    gd_unlock(g);
     out->held_bytes = g->held_bytes - given;
     out->given_back_bytes = given;
     if (g->extract_st)
@@ -434,20 +405,16 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
 {
     if (!cfg || !cfg->ds)
         return OC_ERR(err, OC_ERR_ARG, "store gnndrive: no dataset given");
-    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
     struct oc_store s;
     memset(&s, 0, sizeof(s));
-    s.n_nodes = m->n_nodes;
-    s.feat_dim = m->feat_dim;
-    s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    if (cfg->n_train && cfg->batch_size)
-        s.n_plan_batches = (cfg->n_train + cfg->batch_size - 1) / cfg->batch_size;
+    store_shape(&s, cfg);
     struct oc_store_config c = *cfg;
     c.mem_bytes = 0;
     struct gd_sizing z;
     uint64_t est = 0;
-    int rc =
-        has_plan(cfg) ? store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err) : OC_OK;
+    int rc = store_has_plan(cfg)
+                 ? store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)
+                 : OC_OK;
     if (rc)
         return rc;
     gd_size(&s, &c, est, &z);

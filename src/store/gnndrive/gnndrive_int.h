@@ -43,9 +43,10 @@
 #include <stdint.h>
 
 #include "offcore/pipeline.h"
+#include "offcore/rng.h"
 #include "store/store_int.h"
 
-#define GD_NONE    UINT32_MAX /* no slot */
+#define GD_NONE    STORE_NO_SLOT /* no slot (store_slots_copy reads the row's place as a miss) */
 #define GD_NO_NODE UINT64_MAX
 
 /*
@@ -118,7 +119,7 @@ struct gd_extractor {
     uint64_t n_miss, n_waits;
     struct store_hyper_group *hg; /* --hyperbatch: the batch's group (taken), else NULL */
     struct oc_io_batch *reader;   /* features.npy reads, rows placed by its completion callback */
-    uint64_t rng;                 /* test delays */
+    struct oc_rng rng;            /* test delays */
 };
 
 struct gd_store {
@@ -143,8 +144,7 @@ struct gd_store {
     struct oc_stage *extract_st;
     /* its CPU time is the I/O path's (io_cpu_us) */ /* where the stages run (store_stages) */
     struct oc_queue *free_q, *extract_q, *done_q, *release_q, *ex_q;
-    int sync_ready;
-    uint64_t sampler_rng, releaser_rng;
+    struct oc_rng sampler_rng, releaser_rng; /* test delays */
     struct gd_extractor *ex;
     struct store_hyper *hyper; /* --hyperbatch: the fed batches' misses, staged (store/hyper.c) */
     /* shared between the threads (see the lock order above) */
@@ -162,8 +162,8 @@ struct gd_store {
     atomic_uint_least64_t n_extracted;
     atomic_uint_least64_t n_prepared; /* plan batches fed so far (seqs 0 .. n_prepared - 1) */
     /* the trainer's side (its thread only) */
-    struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline */
-    uint32_t *eval_slots;   /* a direct read's chunk: the buffer slot of each row, or GD_NONE */
+    struct store_disk disk; /* direct reads: evaluation, batches not in the pipeline; its
+                               slots: a chunk's buffer slot of each row, or GD_NONE */
     struct gd_rec **parked; /* extracted, not consumed yet (n_records) */
     uint32_t n_parked;
     uint8_t *consumed;     /* bit per plan batch: gathered or discarded */
@@ -245,9 +245,9 @@ int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap
 
 /* ---- giving slots back under a budget (gnndrive_yield.c) ------------------ */
 
-/* Registers the store with the accountant (a budgeted store with a training plan). */
+/* Registers the store with the accountant (a budgeted store with a training plan); free
+   unregisters g->gb (oc_giveback_unregister). */
 int gd_yield_register(struct gd_store *g, struct oc_err *err);
-void gd_yield_unregister(struct gd_store *g);
 /*
  * On the sample stage, before a batch of `need` input rows is fed: takes
  * given-back slots again while the budget has room, and at least the ones
@@ -289,8 +289,6 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
  */
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err);
-/* The pipeline's first error (or that it was cancelled) into err. */
-int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
 /*
  * Adds the queues, the extract and release stages and the cancel hook to
  * the store's pipeline (store_stages: the training pipeline, or one the
@@ -299,7 +297,7 @@ int gd_pipeline_error(struct gd_store *g, struct oc_err *err);
  */
 int gd_stages_start(struct gd_store *g, struct oc_err *err);
 /* Sleeps up to delay_us (test hook). */
-void gd_delay(struct gd_store *g, uint64_t *rng);
+void gd_delay(struct gd_store *g, struct oc_rng *rng);
 
 /* The options `offcore train` offers for gnndrive (its table in gnndrive.c; store_opts_read). */
 struct gd_opts {

@@ -44,11 +44,11 @@ static uint64_t pin_chunk(struct gd_store *g, const uint64_t *ids, uint64_t n)
 {
     if (!g->pipeline) {
         for (uint64_t i = 0; i < n; i++)
-            g->eval_slots[i] = GD_NONE;
+            g->disk.slots[i] = GD_NONE;
         return 0;
     }
     gd_lock(g);
-    uint64_t hits = gd_buf_pin_valid(&g->buf, ids, n, g->eval_slots);
+    uint64_t hits = gd_buf_pin_valid(&g->buf, ids, n, g->disk.slots);
     gd_unlock(g);
     return hits;
 }
@@ -58,7 +58,7 @@ static void unpin_chunk(struct gd_store *g, uint64_t n, uint64_t hits)
     if (!hits)
         return;
     gd_lock(g);
-    gd_buf_unpin(&g->buf, g->eval_slots, n);
+    gd_buf_unpin(&g->buf, g->disk.slots, n);
     /* any slot let go may be one a waiter needs: a free one, or a draining one retired */
     if (g->n_slot_waiters)
         pthread_cond_broadcast(&g->slot_cv);
@@ -73,30 +73,21 @@ int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out, s
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += chunk) {
         uint64_t hi = n - lo > chunk ? lo + chunk : n;
         uint64_t hits = pin_chunk(g, ids + lo, hi - lo);
-        for (uint64_t i = lo; i < hi && rc == OC_OK; i++) {
-            uint32_t k = g->eval_slots[i - lo];
-            if (k != GD_NONE)
-                store_row_to_f32(s->dtype, g->buf.rows + (uint64_t)k * s->row_bytes, dim,
-                                 out + i * dim);
-            else
+        for (uint64_t i = lo; i < hi && rc == OC_OK; i++)
+            if (g->disk.slots[i - lo] == GD_NONE)
                 rc = store_disk_queue(s, &g->disk, ids[i], out + i * dim, err);
-        }
         if (rc)
             store_disk_discard(&g->disk);
         else if (hits < hi - lo)
             rc = store_disk_run(s, &g->disk, err);
-        for (uint64_t i = lo; i < hi && rc == OC_OK && s->dtype == OC_DTYPE_F16; i++)
-            if (g->eval_slots[i - lo] == GD_NONE)
-                store_row_widen_inplace(out + i * dim, dim);
+        if (rc == OC_OK) /* hits from their slots, misses widened */
+            rc = store_slots_copy(s, g->buf.rows, g->disk.slots, hi - lo, out + lo * dim, err);
         unpin_chunk(g, hi - lo, hits);
         all_hits += hits;
     }
-    if (rc)
-        return rc;
-    s->stats.requested_disk_bytes += (n - all_hits) * (uint64_t)s->row_bytes;
-    s->stats.tier_rows[OC_STORE_TIER_CPU] += all_hits;
-    s->stats.tier_rows[OC_STORE_TIER_DISK] += n - all_hits;
-    return OC_OK;
+    if (rc == OC_OK)
+        store_count_gather(s, n, n - all_hits);
+    return rc;
 }
 
 /* ---- the trainer's side ----------------------------------------------------------- */
@@ -141,18 +132,12 @@ static void unpark(struct gd_store *g, uint32_t i)
     g->parked[i] = g->parked[--g->n_parked];
 }
 
-int gd_pipeline_error(struct gd_store *g, struct oc_err *err)
-{
-    int rc = oc_pipeline_status(g->p, err);
-    return rc ? rc : OC_ERR(err, OC_ERR_INTERNAL, "store gnndrive: a stage queue closed");
-}
-
 /* Waits for the next extracted batch and parks it (or discards it if already consumed). */
 static int pop_done(struct gd_store *g, struct oc_err *err)
 {
     void *item;
     if (oc_queue_pop(g->done_q, &item) != OC_OK)
-        return gd_pipeline_error(g, err);
+        return store_stages_error(g->s, err);
     g->n_popped++;
     struct gd_rec *r = item;
     if (bit_get(g->consumed, r->seq))
@@ -193,22 +178,6 @@ static int take_record(struct gd_store *g, uint64_t seq, struct gd_rec **out, st
     }
 }
 
-struct gd_copy {
-    const struct oc_store *s;
-    const uint8_t *rows;
-    const uint32_t *slots;
-    float *out;
-};
-
-static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct gd_copy *j = ctx;
-    const struct oc_store *s = j->s;
-    for (uint64_t i = lo; i < hi; i++)
-        store_row_to_f32(s->dtype, j->rows + (size_t)j->slots[i] * s->row_bytes, s->feat_dim,
-                         j->out + i * s->feat_dim);
-}
-
 /* Copies r's rows into out and counts them; r is then handed to the releaser. */
 static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err *err)
 {
@@ -223,14 +192,11 @@ static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err
                         " (node %" PRIu64 ") is not in its slot %" PRIu32,
                         r->batch, r->epoch, i, r->ids[i], k);
     }
+    if (rc == OC_OK)
+        rc = store_slots_copy(s, g->buf.rows, r->slots, r->n_rows, out, err);
     if (rc == OC_OK) {
-        struct gd_copy j = {s, g->buf.rows, r->slots, out};
-        rc = store_for_rows(s->pool, r->n_rows, copy_rows, &j, err);
-    }
-    if (rc == OC_OK) {
-        s->stats.tier_rows[OC_STORE_TIER_CPU] += r->n_hits + r->n_waited;
-        s->stats.tier_rows[OC_STORE_TIER_DISK] += r->n_misses;
-        s->stats.requested_disk_bytes += r->n_misses * (uint64_t)s->row_bytes;
+        OC_ASSERT(r->n_hits + r->n_waited + r->n_misses == r->n_rows); /* each row one of them */
+        store_count_gather(s, r->n_rows, r->n_misses);
         s->stats.standby_hits += r->n_standby_hits;
         s->stats.read_bytes += r->read_bytes;
         s->stats.n_reads += r->n_reads;

@@ -63,17 +63,11 @@ static int stopped(struct gd_store *g)
     return atomic_load_explicit(&g->stop, memory_order_acquire);
 }
 
-void gd_delay(struct gd_store *g, uint64_t *rng)
+void gd_delay(struct gd_store *g, struct oc_rng *rng)
 {
     unsigned d = atomic_load_explicit(&g->delay_us, memory_order_relaxed);
-    if (!d)
-        return;
-    uint64_t x = *rng;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    *rng = x;
-    usleep((useconds_t)(x % d));
+    if (d)
+        usleep((useconds_t)oc_rng_below(rng, d));
 }
 
 static void wake_all(struct gd_store *g)
@@ -143,7 +137,7 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     if (rc)
         return rc;
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
-        return gd_pipeline_error(g, err);
+        return store_stages_error(g->s, err);
     struct gd_rec *r = item;
     rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
                       &r->cap, b->n_input, "store gnndrive: batch record", err);
@@ -163,7 +157,7 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     r->read_bytes = r->n_reads = 0;
     atomic_store_explicit(&g->n_prepared, seq + 1, memory_order_release);
     if (oc_queue_push(g->extract_q, r) != OC_OK)
-        return gd_pipeline_error(g, err);
+        return store_stages_error(g->s, err);
     return OC_OK;
 }
 

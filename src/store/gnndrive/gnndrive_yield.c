@@ -29,11 +29,6 @@
 
 #include "store/gnndrive/gnndrive_int.h"
 
-static uint64_t buffer_bytes(const struct gd_store *g)
-{
-    return g->buf.n_slots * g->buf.row_bytes;
-}
-
 /* The give-back's policy: the top slots above a batch's worth (gd_buf_give_back releases them). */
 static uint64_t gd_give(void *owner, uint64_t goal, uint64_t *released)
 {
@@ -48,13 +43,9 @@ static uint64_t gd_give(void *owner, uint64_t goal, uint64_t *released)
 
 int gd_yield_register(struct gd_store *g, struct oc_err *err)
 {
-    oc_giveback_init(&g->gb, "store gnndrive", buffer_bytes(g), NULL, gd_give, g);
+    uint64_t buffer_bytes = g->buf.n_slots * g->buf.row_bytes;
+    oc_giveback_init(&g->gb, "store gnndrive", buffer_bytes, NULL, gd_give, g);
     return oc_giveback_register(&g->gb, err);
-}
-
-void gd_yield_unregister(struct gd_store *g)
-{
-    oc_giveback_unregister(&g->gb);
 }
 
 /* With gd->mu held: the first given-back slot still referenced (n_slots if none). */

@@ -79,12 +79,6 @@
 #define HL_ROW_META_BYTES  20u /* per row of a record: id 8, slot 4, at 8 */
 #define HL_SQ_IDLE_MS      2u
 
-static int has_plan(const struct oc_store_config *cfg)
-{
-    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
-           cfg->n_epochs > cfg->first_epoch;
-}
-
 struct hl_sizing {
     uint64_t fixed, stage_bytes, n_cached;
     int use_table;
@@ -225,7 +219,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct hl_sizing z;
     uint64_t est = 0, *ids = NULL;
     int rc;
-    int pipeline = has_plan(cfg);
+    int pipeline = store_has_plan(cfg);
     uint64_t max_rows = store_expected_rows(s, cfg);
     /* --hyperbatch: groups instead of records; sized on the budget without them */
     struct hl_hyper hy = {0, 0, 0};

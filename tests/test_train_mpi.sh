@@ -25,7 +25,7 @@
 # checkpoint to the uninterrupted weights; gnndrive and helios on parts, each
 # fed the plan's batches over the access map by a feeder of its own, train the
 # single-process weights with every batch served from their pipelines (none
-# read directly); diskgnn, --hyperbatch, static's --hotness presample and
+# read directly; gnndrive with --remote-cache too); diskgnn, --hyperbatch, static's --hotness presample and
 # gnndrive's --samplers are refused on parts, naming themselves; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
@@ -293,6 +293,22 @@ for s in gnndrive helios; do
         fi
     done
 done
+# With --remote-cache the access map leaves out what each rank caches, and the feeder's batches
+# still match the gathers: every batch served from gnndrive's records, the same weights (2 ranks).
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${loud[@]}" --eval none --distributed \
+    --strategy gnndrive --mem-budget 27M --remote-cache 1M --log "$tmp/prcgd.json" \
+    >"$tmp/prcgd.out" 2>&1
+rc=$?
+got=$(sha_of "$tmp/prcgd.out")
+if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q '"remote_cache_hits":[1-9]' "$tmp/prcgd.json" &&
+    grep -q "store gnndrive: \([1-9][0-9]*\) batches fed over the access map, \1 served from their extracted records, 0 read directly" \
+        "$tmp/prcgd.out"; then
+    ok "partitioned_remote_cache_gnndrive_np2_weights_equal_fed_by_access_map"
+else
+    fail "partitioned_remote_cache_gnndrive_np2_weights_equal_fed_by_access_map: exit $rc, got '$got' want '$want'"
+    sed 's/^/    /' "$tmp/prcgd.out"
+fi
 # --remote-cache: each rank keeps the rows of other parts of highest in-degree that 1M holds
 # (4096 of its 10000 or 13000 or so), fetched once before training, and asks their owners only
 # for the rest: the single-process weights, the log's cache hits > 0 and fewer bytes exchanged

@@ -22,8 +22,11 @@
 # exchanged), train the single-process weights and log the rows fetched and read and one
 # process's evaluation metrics (sampled, and --eval full at one layer, the
 # ranks' shares fetching rows from their owners), and resume from a
-# checkpoint to the uninterrupted weights; gnndrive and static's
-# --hotness presample are refused on parts; a
+# checkpoint to the uninterrupted weights; gnndrive and helios on parts, each
+# fed the plan's batches over the access map by a feeder of its own, train the
+# single-process weights with every batch served from their pipelines (none
+# read directly; gnndrive with --remote-cache too); diskgnn, --hyperbatch, static's --hotness presample and
+# gnndrive's --samplers are refused on parts, naming themselves; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file, and a
@@ -263,6 +266,49 @@ for n in 2 3; do
         grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
     fi
 done
+# gnndrive and helios on parts: each rank's store is fed every batch of the plan, in order, by
+# its own feeder over the access map (no batch pipeline shows it the batches), so gnndrive's
+# extractors and helios's reads run ahead of the trainer's gathers as in one process: rows read
+# from disk, the single-process weights and metrics, every batch served from its extracted or
+# read-ahead record and none read directly (rank 0's line at the end; 25M at 2 ranks, 24M at
+# 3: helios caches a fraction of its part, the rest staged per batch).
+loud=(--epochs 2 --batch 500 --threads 1 --eval sampled --eval-batch 500 --micro-shards 4)
+for s in gnndrive helios; do
+    for n in 2 3; do
+        "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy "$s" \
+            --mem-budget $((27 - n))M --log "$tmp/p$s.$n.json" >"$tmp/p$s.$n.out" 2>&1
+        rc=$?
+        got=$(sha_of "$tmp/p$s.$n.out")
+        if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+            grep -q '"read_bytes":[1-9]' "$tmp/p$s.$n.json" &&
+            grep -q '"remote_rows":[1-9]' "$tmp/p$s.$n.json" &&
+            grep -q "store $s: \([1-9][0-9]*\) batches fed over the access map, \1 served from their [a-z ]*records, 0 read directly" \
+                "$tmp/p$s.$n.out" &&
+            [ "$(metrics_of "$tmp/p$s.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+            ok "partitioned_${s}_np${n}_weights_equal_single_process_fed_by_access_map"
+        else
+            fail "partitioned_${s}_np${n}_weights_equal_single_process_fed_by_access_map: exit $rc, got '$got' want '$want'"
+            sed 's/^/    /' "$tmp/p$s.$n.out"
+            grep -o '"features":{[^}]*' "$tmp/p$s.$n.json" | sed 's/^/    /'
+        fi
+    done
+done
+# With --remote-cache the access map leaves out what each rank caches, and the feeder's batches
+# still match the gathers: every batch served from gnndrive's records, the same weights (2 ranks).
+"${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${loud[@]}" --eval none --distributed \
+    --strategy gnndrive --mem-budget 27M --remote-cache 1M --log "$tmp/prcgd.json" \
+    >"$tmp/prcgd.out" 2>&1
+rc=$?
+got=$(sha_of "$tmp/prcgd.out")
+if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+    grep -q '"remote_cache_hits":[1-9]' "$tmp/prcgd.json" &&
+    grep -q "store gnndrive: \([1-9][0-9]*\) batches fed over the access map, \1 served from their extracted records, 0 read directly" \
+        "$tmp/prcgd.out"; then
+    ok "partitioned_remote_cache_gnndrive_np2_weights_equal_fed_by_access_map"
+else
+    fail "partitioned_remote_cache_gnndrive_np2_weights_equal_fed_by_access_map: exit $rc, got '$got' want '$want'"
+    sed 's/^/    /' "$tmp/prcgd.out"
+fi
 # --remote-cache: each rank keeps the rows of other parts of highest in-degree that 1M holds
 # (4096 of its 10000 or 13000 or so), fetched once before training, and asks their owners only
 # for the rest: the single-process weights, the log's cache hits > 0 and fewer bytes exchanged
@@ -399,10 +445,19 @@ refused partitioned_ranks_of_two_runs_refused \
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
 # A strategy that samples or sees the training batches itself is refused on a part, naming those
-# that serve one; so is static's pre-sampled hotness.
-refused partitioned_gnndrive_refused \
-    "store gnndrive: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, ginex)" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive
+# that serve one (outre, like gnndrive's --reorder, is refused by any --distributed run); so are
+# static's pre-sampled hotness, --hyperbatch (its groups are the batch pipeline's) and gnndrive's
+# --samplers (a part's batches are sampled by the store's feeder), each naming itself.
+refused partitioned_diskgnn_refused \
+    "store diskgnn: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, gnndrive, ginex, helios)" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy diskgnn
+refused partitioned_hyperbatch_refused \
+    "--hyperbatch on a partitioned dataset: its groups are filled from the batches the batch pipeline samples" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy helios \
+    --mem-budget 25M --hyperbatch 0.3
+refused partitioned_gnndrive_samplers_refused \
+    "store gnndrive: --samplers on a partitioned dataset's part: its batches are sampled by the store's one feeding thread" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive --samplers 2
 refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
     --hotness presample

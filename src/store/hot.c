@@ -16,7 +16,10 @@
  * Pre-sampling replays epoch 0 exactly as train runs it: the training ids
  * shuffled with (sample_opts->seed, epoch 0), cut into batches of
  * batch_size (the last one short), oc_sample_neighbors(epoch 0, batch b);
- * every occurrence of a node among a batch's input ids counts once.
+ * every occurrence of a node among a batch's input ids counts once. A store
+ * over other ids (oc_store_config.accesses: a partitioned dataset's part)
+ * samples on the plan's graph and counts the ids the access map gives for
+ * each batch (the rows its gathers will ask for: helios's hottest rows).
  *
  * Selection: one pass over the nodes in id order keeps the n best in a
  * min-heap (root = the least hot kept); a later node replaces the root only
@@ -104,20 +107,29 @@ static int presample(const struct oc_store *s, const struct oc_store_config *cfg
                      struct oc_err *err)
 {
     struct oc_sample_iter it;
-    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
-                                 cfg->n_train, cfg->batch_size, err);
+    uint64_t *acc = NULL, cap_acc = 0;
+    int rc = oc_sample_iter_open(&it, store_plan_graph(cfg), cfg->sample_opts, cfg->pool,
+                                 cfg->train_ids, cfg->n_train, cfg->batch_size, err);
     if (rc == OC_OK)
         oc_sample_iter_seek(&it, 0, 0);
     while (rc == OC_OK && (rc = oc_sample_iter_next(&it, err)) == 1) {
-        rc = OC_OK;
-        for (uint64_t k = 0; k < it.batch.n_input; k++) {
-            uint64_t v = it.batch.input_ids[k];
+        /* the ids the store is gathered with for the batch: its own, or the access map's */
+        const uint64_t *ids = it.batch.input_ids;
+        uint64_t n = it.batch.n_input;
+        rc = cfg->accesses
+                 ? cfg->accesses->of(cfg->accesses->ctx, &it.batch, &acc, &cap_acc, &n, err)
+                 : OC_OK;
+        if (cfg->accesses)
+            ids = acc;
+        for (uint64_t k = 0; rc == OC_OK && k < n; k++) {
+            uint64_t v = ids[k];
             if (v < s->n_nodes && counts[v] != UINT32_MAX)
                 counts[v]++;
         }
     }
     if (rc)
         oc_err_prefix(err, "store %s: pre-sampling epoch 0", s->strat->name);
+    oc_free(acc);
     oc_sample_iter_close(&it);
     return rc;
 }
@@ -155,12 +167,6 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
                           "store %s: pre-sampled hotness needs the training plan; "
                           "config has no %s",
                           s->strat->name, missing);
-        if (cfg->accesses)
-            return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                          "store %s: pre-sampled hotness counts the batches' node ids, not the "
-                          "ids of a store over other ids (a partitioned dataset's part): use "
-                          "degree hotness",
-                          s->strat->name);
     } else if (hotness != OC_STORE_HOTNESS_DEGREE) {
         return OC_ERR(err, OC_ERR_ARG, "store %s: unknown hotness %d", s->strat->name,
                       (int)hotness);

@@ -121,21 +121,14 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
     return rows < s->n_nodes ? rows : s->n_nodes;
 }
 
-int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
-                       uint64_t *rows, struct oc_err *err)
-{
-    uint64_t misses;
-    return store_measure_misses(cfg, n_measure, who, NULL, rows, &misses, err);
-}
-
 int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
                          const uint8_t *cached, uint64_t *rows, uint64_t *misses,
-                         struct oc_err *err)
+                         uint64_t *plan_rows, struct oc_err *err)
 {
     struct oc_sample_iter it;
-    uint64_t most = 0, most_miss = 0;
-    int rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
-                                 cfg->n_train, cfg->batch_size, err);
+    uint64_t most = 0, most_miss = 0, most_plan = 0, *acc = NULL, cap_acc = 0;
+    int rc = oc_sample_iter_open(&it, store_plan_graph(cfg), cfg->sample_opts, cfg->pool,
+                                 cfg->train_ids, cfg->n_train, cfg->batch_size, err);
     if (rc == OC_OK)
         oc_sample_iter_seek(&it, cfg->first_epoch, 0);
     for (uint32_t i = 0; rc == OC_OK && i < n_measure; i++) {
@@ -143,17 +136,27 @@ int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, 
         if ((rc = oc_sample_iter_next(&it, err)) <= 0)
             break;
         rc = OC_OK;
-        uint64_t miss = b->n_input;
-        for (uint64_t k = 0; cached && k < b->n_input; k++)
-            miss -= (cached[b->input_ids[k] >> 3] >> (b->input_ids[k] & 7)) & 1u;
-        most = b->n_input > most ? b->n_input : most;
+        /* the ids the store is gathered with for b: its own, or the access map's */
+        const uint64_t *ids = b->input_ids;
+        uint64_t n = b->n_input;
+        if (cfg->accesses &&
+            (rc = cfg->accesses->of(cfg->accesses->ctx, b, &acc, &cap_acc, &n, err)) == OC_OK)
+            ids = acc;
+        uint64_t miss = n;
+        for (uint64_t k = 0; rc == OC_OK && cached && k < n; k++)
+            miss -= (cached[ids[k] >> 3] >> (ids[k] & 7)) & 1u;
+        most = n > most ? n : most;
         most_miss = miss > most_miss ? miss : most_miss;
+        most_plan = b->n_input > most_plan ? b->n_input : most_plan;
     }
     if (rc)
         oc_err_prefix(err, "store %s: sampling the first batches at open", who);
+    oc_free(acc);
     oc_sample_iter_close(&it);
     *rows = most + (most + 3) / 4;
     *misses = most_miss + (most_miss + 3) / 4;
+    if (plan_rows)
+        *plan_rows = most_plan + (most_plan + 3) / 4;
     return rc;
 }
 

@@ -109,8 +109,9 @@ struct store_strategy {
        feat_crc); for every other strategy the registry reads the file before its open */
     int reads_whole_features;
     /* serves a store whose ids are not the plan's (oc_store_config.accesses): it never
-       samples or sees the batches (memory, mmap, direct, static), or follows the map when
-       it plans (ginex); the registry refuses the others such a config */
+       samples or sees the batches (memory, mmap, direct, static), follows the map when it
+       plans (ginex), or is fed the batches as the map's ids (gnndrive, helios: feed.c); the
+       registry refuses the others such a config */
     int serves_accesses;
 };
 
@@ -255,6 +256,33 @@ void store_topo_add(const struct oc_store *s, const struct oc_sampler *smp,
 /* The store's tally so far (any thread). */
 void store_topo_read(const struct oc_store *s, struct oc_topo_disk_stats *out);
 
+/*
+ * The feeder of a store over other ids (cfg->accesses; feed.c) whose
+ * strategy prepares each batch of the plan ahead of its gather (gnndrive's
+ * extractors, helios's reads), which the batch pipeline would show it
+ * (oc_store_sampled) but a partitioned run does not (train/dist_rows.c
+ * gathers per batch itself): a stage of the store's pipeline, one thread,
+ * samples the plan's batches on cfg->accesses->graph in plan order (epochs
+ * [first_epoch, n_epochs), exactly as the trainer samples them), turns each
+ * into the ids the store will be gathered with for it (the access map) and
+ * calls fn(s, epoch, batch, b) with b's input_ids and n_input those (its
+ * blocks empty). fn may block (a free record); it returns an error to fail
+ * the pipeline, and the feeder stops once the pipeline is cancelled.
+ */
+struct store_feed;
+typedef int (*store_feed_fn)(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                             const struct oc_sample_batch *b, struct oc_err *err);
+/* What the feeder holds for a plan whose batches have at most plan_rows input rows, of which at
+   most rows are the store's: its sampler and batch, the epoch's order, the mapped ids. */
+uint64_t store_feed_bytes(const struct oc_store_config *cfg, uint64_t plan_rows, uint64_t rows);
+/* Opens the feeder (its sampler, on the calling thread) and starts its stage on store_stages.
+   *out is set even on failure (free it with store_feed_free after the stages are joined). */
+int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, store_feed_fn fn,
+                     struct store_feed **out, struct oc_err *err);
+void store_feed_free(struct store_feed *f);
+/* Batches fed so far (any thread). */
+uint64_t store_feed_count(const struct store_feed *f);
+
 /* The graph the plan's batches are sampled on: cfg->accesses's, else cfg->graph. */
 static inline const struct oc_graph *store_plan_graph(const struct oc_store_config *cfg)
 {
@@ -368,18 +396,19 @@ uint64_t store_expected_rows(const struct oc_store *s, const struct oc_store_con
 /*
  * M: the largest input of the first n_measure batches of cfg's plan (from
  * cfg->first_epoch), sampled now, plus a quarter (who names the strategy in
- * errors). Needs graph, sample_opts, train_ids, n_train, batch_size.
- */
-int store_measure_rows(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
-                       uint64_t *rows, struct oc_err *err);
-/*
- * The same, and *misses: the most input rows of one of those batches that
- * are not set in `cached` (a bitmap over the nodes, bit v of byte v / 8;
- * NULL: none is), plus a quarter.
+ * errors). Needs graph, sample_opts, train_ids, n_train, batch_size. A store
+ * over other ids (cfg->accesses): the batches sampled on the plan's graph,
+ * their rows the access map's (the ids the store is gathered with).
+ *
+ * *rows is M, and *misses: the most input rows of one of those batches that
+ * are not set in `cached` (a bitmap over the store's ids, bit v of byte v / 8;
+ * NULL: none is), plus a quarter; *plan_rows (may be NULL): the most input
+ * rows of the sampled batches themselves, plus a quarter (with cfg->accesses
+ * more than *rows: what a sampler of the plan holds).
  */
 int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, const char *who,
                          const uint8_t *cached, uint64_t *rows, uint64_t *misses,
-                         struct oc_err *err);
+                         uint64_t *plan_rows, struct oc_err *err);
 /*
  * Rows of one batch: the size train measured (cfg->batch_rows) when it gave
  * one, else store_expected_rows. For fixed capacities (gnndrive's records).

@@ -4,7 +4,8 @@
  * files, then every rank's run id against the others'), its own feature
  * rows served by a feature store opened over them (the part's rows.npy as a
  * features-only dataset, store ids = local rows; --strategy memory, mmap,
- * direct, static or ginex under this rank's --mem-budget), and, per batch, the
+ * direct, static, gnndrive, ginex or helios under this rank's --mem-budget),
+ * and, per batch, the
  * input rows of this rank's micro-shards: its own and the ones other ranks
  * ask of it in one gather, those of its --remote-cache copied from it
  * (dist_cache.c), the other ranks' others fetched from their owners in one
@@ -35,8 +36,9 @@
  * part_accesses): the rows each batch asks of this part, which every rank
  * can compute alone since every rank samples every batch (and every rank's
  * --remote-cache, whose rows it leaves out); ginex plans its cache over
- * them. Strategies that sample or see the batches themselves
- * (gnndrive, diskgnn, helios, outre) are refused by the store's registry.
+ * them, gnndrive and helios are fed each batch as them by a feeder of their
+ * own (store/feed.c). Strategies that sample or see the batches themselves
+ * (diskgnn, outre) are refused by the store's registry.
  * Evaluation fetches its rows the same way, off the plan (train_part_fetch).
  *
  * Place in the data flow: train; the trainer fills each batch's rows here
@@ -44,7 +46,8 @@
  * needs the whole feature matrix).
  * Thread-safety: the trainer's thread only (MPI is used single-threaded),
  * except part_accesses, which the store calls from its threads (ginex's
- * inspector): it reads the owner map and uses acc_scan under acc_mu.
+ * inspector, gnndrive's and helios's feeder): it reads the owner map and
+ * uses acc_scan under acc_mu.
  * Ownership: a train_part owns its part, the rows' dataset view, the degree
  * array, the remote-row cache and the exchange buffers (grown, reused: nothing is allocated per
  * batch once they fit); the store is the run's, borrowed per call.
@@ -97,11 +100,16 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       dir, dir);
     const char *strategy = train_strategy_name(o);
     int rc;
-    if (oc_train_opts_get(o, "hotness", 0) != 0 || oc_train_opts_get(o, "hyperbatch", 0) != 0)
+    if (oc_train_opts_get(o, "hotness", 0) != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "--%s on a partitioned dataset: it follows the training batches' node "
-                      "ids; a rank's static cache holds its part's rows of highest in-degree",
-                      oc_train_opts_get(o, "hotness", 0) != 0 ? "hotness presample" : "hyperbatch");
+                      "--hotness presample on a partitioned dataset: it follows the training "
+                      "batches' node ids; a rank's static cache holds its part's rows of highest "
+                      "in-degree");
+    if (oc_train_opts_get(o, "hyperbatch", 0) != 0)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "--hyperbatch on a partitioned dataset: its groups are filled from the "
+                      "batches the batch pipeline samples, and a partitioned run has none (each "
+                      "rank gathers its part's rows per batch itself)");
     if (o->plan_dir && o->batching != OC_TRAIN_BATCHING_PARTITION)
         return OC_ERR(err, OC_ERR_ARG,
                       "--plan-dir on a partitioned dataset: a rank's store writes no plan files "

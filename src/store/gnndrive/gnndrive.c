@@ -55,6 +55,13 @@
  * Without a training plan (no sample_opts, graph, train_ids or epochs in the
  * config) no stage is added and every gather reads directly.
  *
+ * Over other ids (cfg->accesses: a partitioned dataset's part, which no
+ * batch pipeline feeds) a feeder stage of the store's pipeline (../feed.c)
+ * samples the plan's batches and shows each to gd_prepare as the access
+ * map's ids, in plan order; it replaces the S samplers in the reservation
+ * (store_feed_bytes: the plan's whole batches), and every plan batch's
+ * gather waits for its record. --samplers and --reorder are refused there.
+ *
  * --hyperbatch F (with a budget and a plan): two groups (store_hyper_size)
  * come off the budget first, and the records become 2 max(E, K) + 2 for K
  * batches a group, so that two groups fill; their reads are in the stats.
@@ -140,7 +147,7 @@ struct gd_sizing {
  * mem_bytes buys (N if unlimited), not checked here.
  */
 static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t est_rows,
-                    struct gd_sizing *z)
+                    uint64_t plan_rows, struct gd_sizing *z)
 {
     memset(z, 0, sizeof(*z));
     z->pipeline = store_has_plan(cfg);
@@ -164,7 +171,8 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                                     &z->hyper_cap, &z->hyper_batches);
     uint32_t per = z->hyper_batches > z->n_extractors ? z->hyper_batches : z->n_extractors;
     z->n_records = 2 * per + 2;
-    z->n_samplers = gd_samplers_wanted(o.n_samplers, cfg->graph, z->n_records);
+    /* over other ids the feeder's one thread samples (store_feed_start), not the pipeline's */
+    z->n_samplers = cfg->accesses ? 1 : gd_samplers_wanted(o.n_samplers, cfg->graph, z->n_records);
     z->bound = store_expected_rows(s, cfg);
     z->max_rows = store_batch_rows(s, cfg);
     z->est_rows = est_rows < z->bound ? est_rows : z->bound;
@@ -178,11 +186,16 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->fixed +=
         e * (sizeof(struct gd_extractor) + gd_io_extractor_bytes(z->cell_bytes, GD_DEPTH, r));
     /* sampler threads, each its own (+ on-disk topology reader), their epoch order and,
-       with more than one, each batch slot's copy of its seeds */
-    z->fixed += z->n_samplers * (z->est_rows * GD_SAMPLER_ROW_BYTES +
-                                 (cfg->graph->disk ? STORE_DISK_SAMPLER_BYTES : 0)) +
-                2 * cfg->n_train * sizeof(uint64_t) +
-                (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
+       with more than one, each batch slot's copy of its seeds; over other ids the feeder,
+       whose batches are the plan's (plan_rows) */
+    if (cfg->accesses)
+        z->fixed += store_feed_bytes(cfg, plan_rows, r);
+    else
+        z->fixed +=
+            z->n_samplers * (z->est_rows * GD_SAMPLER_ROW_BYTES +
+                             (cfg->graph->disk ? STORE_DISK_SAMPLER_BYTES : 0)) +
+            2 * cfg->n_train * sizeof(uint64_t) +
+            (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
     z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
     z->fixed += z->hyper;
     uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
@@ -217,6 +230,39 @@ static int gd_check_budget(const struct oc_store_config *cfg, const struct gd_si
                              "reader and the sampled batches they hold)"
                            : "",
                   oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
+}
+
+/* M and the plan's own batch rows (more than M over other ids: the feeder samples those). */
+static int gd_measure(const struct oc_store_config *cfg, uint64_t *est, uint64_t *plan_rows,
+                      struct oc_err *err)
+{
+    uint64_t misses;
+    return store_measure_misses(cfg, GD_MEASURE_BATCHES, "gnndrive", NULL, est, &misses, plan_rows,
+                                err);
+}
+
+/*
+ * Over other ids (a partitioned dataset's part: cfg->accesses) the trainer
+ * gathers the batches in plan order itself and the store's feeder samples
+ * them on one thread: --reorder and --samplers would change nothing there,
+ * so they are refused, naming themselves.
+ */
+static int gd_check_accesses(const struct oc_store_config *cfg, struct oc_err *err)
+{
+    if (!cfg->accesses)
+        return OC_OK;
+    struct gd_opts o;
+    store_opts_read(&oc_store_gnndrive, cfg, &o);
+    if (o.reorder)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store gnndrive: --reorder on a partitioned dataset's part: every rank "
+                      "gathers each batch in plan order (the exchange is per batch)");
+    if (o.n_samplers)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store gnndrive: --samplers on a partitioned dataset's part: its batches "
+                      "are sampled by the store's one feeding thread (over the access map), not "
+                      "by the batch pipeline's samplers");
+    return OC_OK;
 }
 
 /* ---- open / free --------------------------------------------------------------- */
@@ -265,13 +311,13 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct oc_err local;
     int rc;
 
-    uint64_t est = 0;
+    uint64_t est = 0, plan_rows = 0;
     if (!err)
         err = &local;
-    if (store_has_plan(cfg) &&
-        (rc = store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)))
+    if ((rc = gd_check_accesses(cfg, err)) ||
+        (store_has_plan(cfg) && (rc = gd_measure(cfg, &est, &plan_rows, err))))
         return rc;
-    gd_size(s, cfg, est, &z);
+    gd_size(s, cfg, est, plan_rows, &z);
     if ((rc = gd_check_budget(cfg, &z, err)))
         return rc;
     struct gd_store *g = oc_calloc(1, sizeof(*g), "store gnndrive", err);
@@ -324,9 +370,11 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                "for two groups, their reader and slots)",
                z.hyper_batches, z.hyper_cap, oc_format_size(z.hyper, h_s, sizeof(h_s)));
     }
-    if (cfg->mem_bytes && (rc = gd_yield_register(g, err)))
+    if ((cfg->mem_bytes && (rc = gd_yield_register(g, err))) || (rc = gd_stages_start(g, err)))
         return rc;
-    return gd_stages_start(g, err);
+    /* a part's store (no batch pipeline shows it the batches): its own feeder, after the
+       stages it feeds */
+    return cfg->accesses ? store_feed_start(s, cfg, gd_prepare, &g->feed, err) : OC_OK;
 }
 
 static void gd_free(struct oc_store *s)
@@ -335,6 +383,12 @@ static void gd_free(struct oc_store *s)
     if (!g)
         return;
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
+    if (g->feed)
+        oc_log(OC_LOG_INFO,
+               "store gnndrive: %" PRIu64 " batches fed over the access map, %" PRIu64
+               " served from their extracted records, %" PRIu64 " read directly",
+               store_feed_count(g->feed), g->n_served, g->n_direct);
+    store_feed_free(g->feed); /* its stage was joined with the others */
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
@@ -411,13 +465,11 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     struct oc_store_config c = *cfg;
     c.mem_bytes = 0;
     struct gd_sizing z;
-    uint64_t est = 0;
-    int rc = store_has_plan(cfg)
-                 ? store_measure_rows(cfg, GD_MEASURE_BATCHES, "gnndrive", &est, err)
-                 : OC_OK;
+    uint64_t est = 0, plan_rows = 0;
+    int rc = store_has_plan(cfg) ? gd_measure(cfg, &est, &plan_rows, err) : OC_OK;
     if (rc)
         return rc;
-    gd_size(&s, &c, est, &z);
+    gd_size(&s, &c, est, plan_rows, &z);
     *bytes = z.fixed + z.min_slots * z.per_slot;
     return OC_OK;
 }
@@ -486,4 +538,5 @@ const struct store_strategy oc_store_gnndrive = {
     .opts_size = sizeof(struct gd_opts),
     .stat_table = gnndrive_stat_table,
     .n_stats = sizeof(gnndrive_stat_table) / sizeof(gnndrive_stat_table[0]),
+    .serves_accesses = 1, /* its own feeder over the access map (store_feed_start) */
 };

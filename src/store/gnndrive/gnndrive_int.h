@@ -147,6 +147,8 @@ struct gd_store {
     struct oc_rng sampler_rng, releaser_rng; /* test delays */
     struct gd_extractor *ex;
     struct store_hyper *hyper; /* --hyperbatch: the fed batches' misses, staged (store/hyper.c) */
+    struct store_feed *feed;   /* over other ids (cfg->accesses): what feeds gd_prepare, every
+                                  plan batch in order (store/feed.c); NULL: the batch pipeline */
     /* shared between the threads (see the lock order above) */
     pthread_mutex_t mu;
     pthread_cond_t ticket_cv; /* reserve_seq moved */

@@ -219,8 +219,8 @@ int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const ui
 
     if (in_plan(g, epoch) && batch < g->n_batches) {
         uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
-        /* only a batch fed to the extractors is waited for */
-        if (seq < atomic_load_explicit(&g->n_prepared, memory_order_acquire) &&
+        /* only a batch fed to the extractors is waited for; the feeder feeds them all */
+        if ((g->feed || seq < atomic_load_explicit(&g->n_prepared, memory_order_acquire)) &&
             !bit_get(g->consumed, seq)) {
             int rc = take_record(g, seq, &r, err);
             if (rc)

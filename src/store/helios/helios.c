@@ -42,6 +42,15 @@
  * reads then (pipeline 0, caps.hops 0); the cache is sized from what the
  * groups leave, by pre-sampled hotness as before.
  *
+ * Over other ids (cfg->accesses: a partitioned dataset's part, which no
+ * batch pipeline feeds) a feeder stage of the store's pipeline (../feed.c)
+ * samples the plan's batches and shows each to hl_prepare_batch whole (no
+ * hops) as the access map's ids, in plan order; pre-sampled hotness and the
+ * measured batches count those ids, the budget counts the feeder
+ * (store_feed_bytes), and every plan batch's gather waits for its record.
+ * --hyperbatch is refused there (its groups are filled by the batch
+ * pipeline).
+ *
  * Cores (--io-cores N): the last N of the CPUs the process may use (its
  * affinity mask) are the I/O path's: the ring polls
  * with SQPOLL, its kernel thread pinned to the last core, the completion
@@ -85,7 +94,7 @@ struct hl_sizing {
 };
 
 static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg, uint64_t max_rows,
-                    uint64_t est_rows, int pipeline, struct hl_sizing *z)
+                    uint64_t est_rows, uint64_t plan_rows, int pipeline, struct hl_sizing *z)
 {
     uint64_t page_rows = oc_io_align_up(s->row_bytes);
     memset(z, 0, sizeof(*z));
@@ -97,6 +106,8 @@ static void hl_size(const struct oc_store *s, const struct oc_store_config *cfg,
                     max_rows * sizeof(struct store_miss) +
                     4 * (HL_N_RECORDS * sizeof(void *) + 128);
         want = est_rows * page_rows;
+        if (cfg->accesses) /* a part's store: its feeder samples the plan's batches */
+            z->fixed += store_feed_bytes(cfg, plan_rows, max_rows);
     }
     if (cfg->mem_bytes == 0) {
         z->stage_bytes = oc_io_align_up(want);
@@ -127,11 +138,11 @@ static atomic_int stage_every_row; /* test knob: size_to_misses skipped */
  * unstaged (overflow, read by the gather), as before.
  */
 static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg, uint64_t max_rows,
-                          uint64_t est_rows, struct hl_sizing *z, uint64_t **ids,
-                          struct oc_err *err)
+                          uint64_t est_rows, uint64_t plan_rows, struct hl_sizing *z,
+                          uint64_t **ids, struct oc_err *err)
 {
     struct hl_sizing most; /* no stage at all: the most rows the cache could hold */
-    hl_size(s, cfg, max_rows, 0, 1, &most);
+    hl_size(s, cfg, max_rows, 0, plan_rows, 1, &most);
     uint64_t *hot = NULL, rows = 0, misses = 0;
     int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_PRESAMPLE, most.n_cached, 1, &hot, err);
     uint8_t *bits = rc ? NULL : oc_calloc(s->n_nodes / 8 + 1, 1, "store helios: sizing", err);
@@ -142,11 +153,12 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
     for (uint32_t round = 0; !rc && round < HL_SIZING_ROUNDS; round++) {
         for (; n_set < z->n_cached; n_set++) /* the cache only grows: add its new rows */
             bits[hot[n_set] >> 3] |= (uint8_t)(1u << (hot[n_set] & 7));
-        rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", bits, &rows, &misses, err);
+        rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", bits, &rows, &misses, NULL,
+                                  err);
         if (rc || misses >= staged)
             break;
         uint64_t n_before = z->n_cached;
-        hl_size(s, cfg, max_rows, misses, 1, z);
+        hl_size(s, cfg, max_rows, misses, plan_rows, 1, z);
         staged = misses;
         oc_log(OC_LOG_DEBUG,
                "store helios: a batch of the first %u reads up to %" PRIu64 " rows, %" PRIu64
@@ -217,10 +229,15 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct hl_opts opts;
     store_opts_read(&oc_store_helios, cfg, &opts);
     struct hl_sizing z;
-    uint64_t est = 0, *ids = NULL;
+    uint64_t est = 0, plan_rows = 0, misses = 0, *ids = NULL;
     int rc;
     int pipeline = store_has_plan(cfg);
     uint64_t max_rows = store_expected_rows(s, cfg);
+    if (cfg->accesses && opts.hyperbatch > 0)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store helios: --hyperbatch on a partitioned dataset's part: its groups are "
+                      "filled by the batch pipeline, which a partitioned run has not (the "
+                      "store's feeder stages each batch's reads over the access map instead)");
     /* --hyperbatch: groups instead of records; sized on the budget without them */
     struct hl_hyper hy = {0, 0, 0};
     struct oc_store_config sized = *cfg;
@@ -229,11 +246,14 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                                     &hy.cap, &hy.max_batches);
         sized.mem_bytes = cfg->mem_bytes > hy.bytes ? cfg->mem_bytes - hy.bytes : 0;
     }
-    s->caps.hops = !hy.cap; /* each hop's reads issued as it is sampled */
+    /* each hop's reads issued as it is sampled (a part's feeder shows whole batches) */
+    s->caps.hops = !hy.cap && !cfg->accesses;
     if (pipeline && !hy.cap &&
-        (rc = store_measure_rows(cfg, HL_MEASURE_BATCHES, "helios", &est, err)))
+        (rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", NULL, &est, &misses,
+                                   &plan_rows, err)))
         return rc;
-    hl_size(s, &sized, max_rows, est < max_rows ? est : max_rows, pipeline && !hy.cap, &z);
+    hl_size(s, &sized, max_rows, est < max_rows ? est : max_rows, plan_rows, pipeline && !hy.cap,
+            &z);
     if (hy.cap && cfg->mem_bytes < z.fixed + hy.bytes) {
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,
@@ -258,7 +278,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     uint64_t est_staged = est < max_rows ? est : max_rows;
     if (pipeline && !hy.cap && cfg->mem_bytes && z.n_cached < s->n_nodes &&
         !atomic_load(&stage_every_row) &&
-        (rc = size_to_misses(s, cfg, max_rows, est_staged, &z, &ids, err)))
+        (rc = size_to_misses(s, cfg, max_rows, est_staged, plan_rows, &z, &ids, err)))
         return rc;
     if (z.n_cached >= s->n_nodes)
         z.stage_bytes = 0; /* nothing can miss: no stage (a row given back is read at gather) */
@@ -320,9 +340,11 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (!h->pipeline)
         return OC_OK;
     s->caps.lookahead = h->n_records; /* up to n_records batches read ahead of their gathers */
-    if ((rc = alloc_records(s, h, err)))
+    if ((rc = alloc_records(s, h, err)) || (rc = hl_stages_start(h, err)))
         return rc;
-    return hl_stages_start(h, err);
+    /* a part's store (no batch pipeline shows it the batches, nor their hops): its own
+       feeder shows each batch whole, its reads staged at once */
+    return cfg->accesses ? store_feed_start(s, cfg, hl_prepare_batch, &h->feed, err) : OC_OK;
 }
 
 static void hl_free(struct oc_store *s)
@@ -332,6 +354,12 @@ static void hl_free(struct oc_store *s)
         return;
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
+    if (h->feed)
+        oc_log(OC_LOG_INFO,
+               "store helios: %" PRIu64 " batches fed over the access map, %" PRIu64
+               " served from their records, %" PRIu64 " read directly",
+               store_feed_count(h->feed), h->n_served, h->n_direct);
+    store_feed_free(h->feed);   /* its stage was joined with the others */
     store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
     hl_unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
@@ -480,7 +508,8 @@ static int hl_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
     struct hl_rec *r = NULL;
     if (h->pipeline && epoch >= h->first_epoch && epoch < h->n_epochs && batch < h->n_batches) {
         uint64_t seq = (epoch - h->first_epoch) * h->n_batches + batch;
-        if (seq < atomic_load_explicit(&h->n_prepared, memory_order_acquire)) {
+        /* a prepared batch is waited for; the feeder prepares them all */
+        if (h->feed || seq < atomic_load_explicit(&h->n_prepared, memory_order_acquire)) {
             int rc = take_record(h, seq, &r, err);
             if (rc)
                 return rc;
@@ -624,4 +653,5 @@ const struct store_strategy oc_store_helios = {
     .opts_size = sizeof(struct hl_opts),
     .stat_table = helios_stat_table,
     .n_stats = sizeof(helios_stat_table) / sizeof(helios_stat_table[0]),
+    .serves_accesses = 1, /* its own feeder over the access map (store_feed_start) */
 };

@@ -90,6 +90,9 @@ struct hl_store {
     /* --hyperbatch: the misses of the sampled batches in groups (store/hyper.c), read by
        its stage; then no records, ring or per-hop reads (pipeline 0) */
     struct store_hyper *hyper;
+    /* over other ids (cfg->accesses): what shows hl_prepare_batch every plan batch in order
+       (store/feed.c); NULL: the batch pipeline's sample stage */
+    struct store_feed *feed;
     /* submitter (the sample stage) */
     struct store_miss *miss; /* one hop's misses (id: the file row, pos: its row in the batch) */
     struct hl_rec *open_rec; /* being filled hop by hop */

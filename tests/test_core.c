@@ -193,11 +193,12 @@ OC_TEST(grow_doubles_keeps_contents_and_changes_nothing_on_failure)
     uint64_t cap2 = 0;
     void *const both[] = {&a, &b};
     const size_t sz[] = {4, 8};
-    OC_CHECK_OK(oc_grow_all(both, sz, 2, &cap2, 100, 1, "test grow", &err), &err);
+    OC_CHECK_OK(oc_grow_all(both, sz, 2, &cap2, 100, OC_GROW_DOUBLE(1), "test grow", &err), &err);
     OC_CHECK(cap2 == 128 && a[15] == 45);
     b[127] = 9;
     oc_fault_arm(OC_FAULT_ALLOC, 2, ENOMEM);
-    OC_CHECK(oc_grow_all(both, sz, 2, &cap2, 129, 1, "test grow", &err) == OC_ERR_NOMEM);
+    OC_CHECK(oc_grow_all(both, sz, 2, &cap2, 129, OC_GROW_DOUBLE(1), "test grow", &err) ==
+             OC_ERR_NOMEM);
     oc_fault_disarm_all();
     OC_CHECK(cap2 == 128 && a[15] == 45 && b[127] == 9);
     /* a count whose bytes overflow: refused, naming the consumer, nothing changed */
@@ -211,6 +212,49 @@ OC_TEST(grow_doubles_keeps_contents_and_changes_nothing_on_failure)
     oc_mem_set_budget(0);
     oc_free(a);
     oc_free(b);
+    OC_CHECK(oc_mem_n_live() == 0);
+}
+
+OC_TEST(grow_by_a_policy)
+{
+    struct oc_err err;
+    uint8_t *a = NULL;
+    uint64_t cap = 0;
+    /* doubling by steps ends where the largest request does, in any order */
+    uint64_t c1 = 0, c2 = 0;
+    OC_CHECK_OK(oc_grow_by(&a, &c1, 100, 1, OC_GROW_DOUBLE(16), "test grow", &err), &err);
+    OC_CHECK_OK(oc_grow_by(&a, &c1, 150, 1, OC_GROW_DOUBLE(16), "test grow", &err), &err);
+    OC_CHECK_OK(oc_grow_by(&a, &c2, 150, 1, OC_GROW_DOUBLE(16), "test grow", &err), &err);
+    OC_CHECK(c1 == 256 && c2 == 256);
+    /* twice, or n itself when twice is not enough */
+    c1 = 16;
+    OC_CHECK_OK(oc_grow_by(&a, &c1, 17, 1, OC_GROW_TWICE, "test grow", &err), &err);
+    OC_CHECK(c1 == 32);
+    OC_CHECK_OK(oc_grow_by(&a, &c1, 70, 1, OC_GROW_TWICE, "test grow", &err), &err);
+    OC_CHECK(c1 == 70);
+    oc_free(a);
+    a = NULL;
+    OC_CHECK_OK(oc_grow_by(&a, &cap, 10, 1, OC_GROW_QUARTER(64), "test grow", &err), &err);
+    OC_CHECK(cap == 64);
+    a[63] = 7;
+    OC_CHECK_OK(oc_grow_by(&a, &cap, 65, 1, OC_GROW_QUARTER(64), "test grow", &err), &err);
+    OC_CHECK(cap == 80 && a[63] == 7); /* a quarter more, contents kept */
+    OC_CHECK_OK(oc_grow_by(&a, &cap, 1000, 1, OC_GROW_QUARTER(64), "test grow", &err), &err);
+    OC_CHECK(cap == 1000 && a[63] == 7); /* n itself when a quarter is not enough */
+    OC_CHECK_OK(oc_grow_by(&a, &cap, 1001, 1, OC_GROW_EXACT, "test grow", &err), &err);
+    OC_CHECK(cap == 1001 && a[63] == 7); /* no slack */
+    /* discarding: the old block goes first; a failure leaves the array empty */
+    const struct oc_grow_policy fresh = {.div = 2, .discard = 1};
+    OC_CHECK_OK(oc_grow_by(&a, &cap, 1002, 1, &fresh, "test grow", &err), &err);
+    OC_CHECK(cap == 1501 && oc_mem_n_live() == 1);
+    oc_mem_set_budget(oc_mem_used() + 4096);
+    OC_CHECK(oc_grow_by(&a, &cap, 8192, 1, &fresh, "test grow", &err) == OC_ERR_BUDGET &&
+             strstr(err.msg, "test grow") != NULL && a == NULL && cap == 0);
+    oc_mem_set_budget(0);
+    /* a quarter more than a capacity near the limit does not wrap around */
+    uint64_t big = UINT64_MAX - 1;
+    OC_CHECK(oc_grow_by(&a, &big, UINT64_MAX, 1, OC_GROW_QUARTER(0), "test grow", &err) ==
+             OC_ERR_NOMEM);
     OC_CHECK(oc_mem_n_live() == 0);
 }
 

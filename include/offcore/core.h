@@ -138,18 +138,50 @@ void *oc_alloc_aligned(size_t bytes, size_t align, const char *consumer, struct 
 /* Resizes a block from oc_alloc/oc_calloc; on failure the old block stays valid. */
 void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err);
 /*
- * Grows the array *(void **)pp of elem-byte elements, of capacity *cap, to hold at least n:
- * the capacity doubles from *cap (from `first` when it is 0) until it does. On failure
- * nothing changes.
+ * Growable arrays: the one copy of the growth rule. When an array of capacity
+ * *cap cannot hold n elements, it grows by *cap / div (div 1 doubles, 4 adds
+ * a quarter: less slack for callers whose budget counts it), n itself if
+ * that is not enough, never below `first`; div 0 takes n exactly. With
+ * `steps`, it grows by those steps from *cap (from `first` when 0) until n
+ * fits instead, so that where a set of requests leaves the capacity does not
+ * depend on their order (kg's budget measurement relies on it). Blocks grow
+ * with oc_realloc, contents kept (a block from oc_alloc lent to the owner may
+ * be grown); with `discard`, the contents are not kept: every old block is
+ * freed before the larger one is taken (a lower peak). Byte counts that
+ * overflow fail with OC_ERR_NOMEM naming the consumer; the accountant's
+ * refusal (OC_ERR_BUDGET) comes back as it is.
  */
+struct oc_grow_policy {
+    uint64_t first;  /* the smallest capacity taken */
+    uint32_t div;    /* growth by at least *cap / div (0: none) */
+    uint8_t steps;   /* nonzero: step by step until n fits */
+    uint8_t discard; /* nonzero: contents not kept */
+};
+/* Doubles from first until n fits. */
+#define OC_GROW_DOUBLE(first) (&(const struct oc_grow_policy){(first), 1, 1, 0})
+/* Twice the capacity, or n if more. */
+#define OC_GROW_TWICE (&(const struct oc_grow_policy){0, 1, 0, 0})
+/* A quarter more, at least first, or n if more. */
+#define OC_GROW_QUARTER(first) (&(const struct oc_grow_policy){(first), 4, 0, 0})
+/* n exactly. */
+#define OC_GROW_EXACT (&(const struct oc_grow_policy){0, 0, 0, 0})
+/*
+ * Grows the array *(void **)pp of elem-byte elements, of capacity *cap, to hold
+ * at least n, by `how`. On failure nothing changes (with `discard`: the array is
+ * freed, NULL, and *cap 0).
+ */
+int oc_grow_by(void *pp, uint64_t *cap, uint64_t n, size_t elem, const struct oc_grow_policy *how,
+               const char *consumer, struct oc_err *err);
+/* oc_grow_by, doubling, at least `first`: the common case. */
 int oc_grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, uint64_t first, const char *consumer,
             struct oc_err *err);
 /*
  * The same for k arrays sharing one capacity: *(void **)arrays[i] of elem[i]-byte elements.
- * On failure *cap is unchanged (the arrays grown before the failure stay valid and larger).
+ * On failure *cap is unchanged (0 with `discard`); every array stays valid (those grown
+ * before the failure larger) and is still the caller's to free.
  */
 int oc_grow_all(void *const arrays[], const size_t elem[], size_t k, uint64_t *cap, uint64_t n,
-                uint64_t first, const char *consumer, struct oc_err *err);
+                const struct oc_grow_policy *how, const char *consumer, struct oc_err *err);
 char *oc_strdup(const char *s, const char *consumer, struct oc_err *err);
 void oc_free(void *p);
 /* Accounts `bytes` held outside oc_alloc (e.g. an mmap). Fails like oc_alloc. */

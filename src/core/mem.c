@@ -277,35 +277,76 @@ void *oc_realloc(void *p, size_t bytes, const char *consumer, struct oc_err *err
     return mem_finish(raw, HDR, bytes);
 }
 
-/* The capacity doubled from cap (from first when 0) until it holds n; 0 if it overflows. */
-static uint64_t grown_capacity(uint64_t cap, uint64_t n, uint64_t first)
+/* The capacity `how` grows cap to for n elements (n > cap), at most lim (lim >= n). */
+static uint64_t grown_capacity(uint64_t cap, uint64_t n, const struct oc_grow_policy *how,
+                               uint64_t lim)
 {
-    uint64_t c = cap ? cap : (first ? first : 1);
-    while (c < n) {
-        if (c > UINT64_MAX / 2)
-            return 0;
-        c *= 2;
+    if (how->steps && how->div) {
+        uint64_t c = cap ? cap : (how->first ? how->first : 1);
+        while (c < n) {
+            uint64_t g = c / how->div ? c / how->div : 1;
+            if (c > lim - g)
+                return lim;
+            c += g;
+        }
+        return c < lim ? c : lim;
     }
-    return c;
+    uint64_t c = n > how->first ? n : how->first;
+    if (how->div) {
+        uint64_t g = cap / how->div;
+        uint64_t more = cap > UINT64_MAX - g ? UINT64_MAX : cap + g;
+        c = more > c ? more : c;
+    }
+    return c < lim ? c : lim;
+}
+
+int oc_grow_by(void *pp, uint64_t *cap, uint64_t n, size_t elem, const struct oc_grow_policy *how,
+               const char *consumer, struct oc_err *err)
+{
+    void *const arrays[] = {pp};
+    return oc_grow_all(arrays, &elem, 1, cap, n, how, consumer, err);
 }
 
 int oc_grow(void *pp, uint64_t *cap, uint64_t n, size_t elem, uint64_t first, const char *consumer,
             struct oc_err *err)
 {
-    void *const arrays[] = {pp};
-    return oc_grow_all(arrays, &elem, 1, cap, n, first, consumer, err);
+    return oc_grow_by(pp, cap, n, elem, OC_GROW_DOUBLE(first), consumer, err);
+}
+
+/* Frees the k arrays and takes new ones of c elements (contents not kept). */
+static int grow_discarding(void *const arrays[], const size_t elem[], size_t k, uint64_t *cap,
+                           uint64_t c, const char *consumer, struct oc_err *err)
+{
+    *cap = 0;
+    for (size_t i = 0; i < k; i++) {
+        void **p = arrays[i];
+        oc_free(*p);
+        *p = NULL;
+    }
+    for (size_t i = 0; i < k; i++) {
+        void **p = arrays[i];
+        if (!(*p = oc_alloc((size_t)(c * elem[i]), consumer, err)))
+            return err ? err->status : OC_ERR_NOMEM;
+    }
+    *cap = c;
+    return OC_OK;
 }
 
 int oc_grow_all(void *const arrays[], const size_t elem[], size_t k, uint64_t *cap, uint64_t n,
-                uint64_t first, const char *consumer, struct oc_err *err)
+                const struct oc_grow_policy *how, const char *consumer, struct oc_err *err)
 {
     if (n <= *cap)
         return OC_OK;
-    uint64_t c = grown_capacity(*cap, n, first);
+    uint64_t lim = UINT64_MAX; /* the most elements every array's bytes can count */
     for (size_t i = 0; i < k; i++)
-        if (!c || (elem[i] && c > SIZE_MAX / elem[i]))
-            return OC_ERR(err, OC_ERR_NOMEM, "%s: %llu elements of %zu bytes are too many",
-                          consumer, (unsigned long long)n, elem[i]);
+        if (elem[i] && SIZE_MAX / elem[i] < lim)
+            lim = SIZE_MAX / elem[i];
+    if (n > lim)
+        return OC_ERR(err, OC_ERR_NOMEM, "%s: %llu elements are too many", consumer,
+                      (unsigned long long)n);
+    uint64_t c = grown_capacity(*cap, n, how, lim);
+    if (how->discard)
+        return grow_discarding(arrays, elem, k, cap, c, consumer, err);
     for (size_t i = 0; i < k; i++) {
         void **p = arrays[i];
         void *q = oc_realloc(*p, (size_t)(c * elem[i]), consumer, err);

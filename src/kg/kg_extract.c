@@ -283,13 +283,8 @@ static int merge_layer(struct oc_kg_extractor *x, uint32_t n, uint32_t l, struct
         ne += x->q[i].src[l].n;
         np += x->q[i].p2n[l].n;
     }
-    if (nn + 1 > o->indptr_cap) {
-        uint64_t *p = oc_realloc(o->indptr, (size_t)(nn + 1) * 8, "kg extraction", err);
-        if (!p)
-            return err->status;
-        o->indptr = p;
-        o->indptr_cap = nn + 1;
-    }
+    OC_KG_TRY(
+        oc_grow_by(&o->indptr, &o->indptr_cap, nn + 1, 8, OC_GROW_EXACT, "kg extraction", err));
     OC_KG_TRY(vec_reserve(&o->src, ne, err));
     OC_KG_TRY(vec_reserve(&o->rel, ne, err));
     OC_KG_TRY(vec_reserve(&o->query, ne, err));

@@ -207,13 +207,7 @@ int oc_kg_facts_fetch(struct oc_kg_facts_reader *r, const uint32_t *heads, uint6
        allocate), for the heads not copied */
     uint8_t *held = NULL;
     if (f->where == OC_KG_FACTS_DISK) {
-        if (n > r->cap_held) {
-            uint8_t *p = oc_realloc(r->held, (size_t)n, "kg fact reader", err);
-            if (!p)
-                return err->status;
-            r->held = p;
-            r->cap_held = n;
-        }
+        OC_KG_TRY(oc_grow_by(&r->held, &r->cap_held, n, 1, OC_GROW_EXACT, "kg fact reader", err));
         held = r->held;
     }
     if (cache)

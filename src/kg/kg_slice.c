@@ -47,7 +47,8 @@ static int grow_q(struct kg_slicer *s, uint64_t n, struct oc_err *err)
     /* bin_start: bins + 1 <= atoms + 1; ff_tree: 2 x leaves < 4 x atoms */
     const size_t sz[] = {4, 1, 1, 1, 4,  4, 4, 4, 4, sizeof(void *), sizeof(void *),
                          4, 4, 4, 8, 16, 4, 8};
-    return oc_grow_all(arr, sz, sizeof(sz) / sizeof(sz[0]), &s->cap_q, n, 64, "kg slicer", err);
+    return oc_grow_all(arr, sz, sizeof(sz) / sizeof(sz[0]), &s->cap_q, n, OC_GROW_DOUBLE(64),
+                       "kg slicer", err);
 }
 
 int kg_slicer_init(struct kg_slicer *s, struct oc_kg_facts *f, const struct kg_slice_opts *o,

@@ -50,7 +50,7 @@ static int grow_slices(struct kg_slice_store *st, uint64_t n, struct oc_err *err
 {
     void *const arr[] = {&st->off, &st->bytes, &st->crc, &st->payload};
     const size_t sz[] = {8, 4, 4, 4};
-    return oc_grow_all(arr, sz, 4, &st->cap, n, 1024, "kg slice store", err);
+    return oc_grow_all(arr, sz, 4, &st->cap, n, OC_GROW_DOUBLE(1024), "kg slice store", err);
 }
 
 static void files_close(struct kg_slice_store *st)

@@ -39,16 +39,6 @@
 
 #include "kg/kg_tiger_exec_int.h"
 
-int tiger_grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_err *err)
-{
-    void **p = pp;
-    void *q = oc_realloc(*p, (size_t)(n * elem), what, err);
-    if (!q)
-        return err->status;
-    *p = q;
-    return OC_OK;
-}
-
 /*
  * The next value of generation counter *gen, which no entry of the marks
  * a[0..na) and b[0..nb) carries yet (all cleared when the counter wraps).

@@ -98,7 +98,8 @@ int tiger_slices_reserve(struct kg_tiger *t, uint64_t n, struct oc_err *err)
     uint64_t old = t->cap_slice;
     void *const arr[] = {&t->slice_slot, &t->mark};
     const size_t sz[] = {4, 4};
-    OC_KG_TRY(oc_grow_all(arr, sz, 2, &t->cap_slice, n, 1024, "kg slice cache", err));
+    OC_KG_TRY(
+        oc_grow_all(arr, sz, 2, &t->cap_slice, n, OC_GROW_DOUBLE(1024), "kg slice cache", err));
     for (uint64_t i = old; i < t->cap_slice; i++) {
         t->slice_slot[i] = KG_NONE;
         t->mark[i] = 0;
@@ -172,7 +173,8 @@ int tiger_take_back(struct kg_tiger *t, struct oc_err *err)
     OC_KG_TRY(tiger_prefetch_drop(t, err));
     void *const back[] = {&t->back_slot, &t->back_id};
     const size_t back_sz[] = {4, 8};
-    OC_KG_TRY(oc_grow_all(back, back_sz, 2, &t->cap_back, k, 256, "kg slice cache", err));
+    OC_KG_TRY(
+        oc_grow_all(back, back_sz, 2, &t->cap_back, k, OC_GROW_DOUBLE(256), "kg slice cache", err));
     struct oc_err e;
     if (oc_mem_reserve(k * sb, "kg slice cache", &e))
         return OC_OK; /* taken meanwhile: it stays as it is */

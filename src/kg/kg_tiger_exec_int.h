@@ -30,8 +30,8 @@
 /* A superbatch's trace (each batch's distinct slices) and the Slice Cache's changesets. */
 struct sb_plan {
     uint32_t n_batches;
-    uint64_t *ids, *iter_off; /* batch b's slices: ids[iter_off[b] .. iter_off[b+1]) */
-    uint64_t cap_ids, cap_iters;
+    uint64_t *ids, *iter_off;    /* batch b's slices: ids[iter_off[b] .. iter_off[b+1]) */
+    uint64_t cap_ids, cap_iters; /* cap_iters: iter_off's and chg_off's */
     /* oc_plan_belady_plan's, copied (its arrays last only until its next plan) */
     uint64_t n_warm, cap_warm, cap_chg;
     uint64_t *warm_id, *chg_off; /* chg_off: n_batches + 1 */
@@ -130,8 +130,6 @@ struct kg_tiger {
 
 /* ---- shared helpers (kg_tiger.c) ---------------------------------------- */
 
-/* *pp (an oc_alloc'd array) holds n elements of elem bytes. */
-int tiger_grow(void *pp, uint64_t n, size_t elem, const char *what, struct oc_err *err);
 /*
  * The next value of generation counter *gen, which no entry of the marks
  * a[0..na) and b[0..nb) carries yet (all cleared when the counter wraps).

@@ -25,14 +25,9 @@
 int tiger_job_set(struct sb_job *j, const uint32_t *heads, const uint64_t *boff, uint32_t n,
                   struct oc_err *err)
 {
-    if (n + 1 > j->cap_boff) {
-        OC_KG_TRY(tiger_grow(&j->boff, n + 1, 8, "kg superbatch", err));
-        j->cap_boff = n + 1;
-    }
-    if (boff[n] > j->cap_heads) {
-        OC_KG_TRY(tiger_grow(&j->heads, boff[n], 4, "kg superbatch", err));
-        j->cap_heads = boff[n];
-    }
+    OC_KG_TRY(oc_grow_by(&j->boff, &j->cap_boff, n + 1, 8, OC_GROW_EXACT, "kg superbatch", err));
+    OC_KG_TRY(
+        oc_grow_by(&j->heads, &j->cap_heads, boff[n], 4, OC_GROW_EXACT, "kg superbatch", err));
     j->n_batches = n;
     memcpy(j->boff, boff, (size_t)(n + 1) * 8);
     memcpy(j->heads, heads, (size_t)boff[n] * 4);
@@ -49,17 +44,12 @@ int tiger_job_is(const struct sb_job *j, const uint32_t *heads, const uint64_t *
 /* The Belady planner's plan, copied into p (its arrays last only until its next plan). */
 static int plan_copy(struct sb_plan *p, const struct oc_plan_belady_plan *bp, struct oc_err *err)
 {
-    if (bp->n_warm > p->cap_warm) {
-        OC_KG_TRY(tiger_grow(&p->warm_id, bp->n_warm, 8, "kg superbatch", err));
-        OC_KG_TRY(tiger_grow(&p->warm_slot, bp->n_warm, 4, "kg superbatch", err));
-        p->cap_warm = bp->n_warm;
-    }
-    if (bp->n_chg > p->cap_chg) {
-        OC_KG_TRY(tiger_grow(&p->chg_pos, bp->n_chg, 4, "kg superbatch", err));
-        OC_KG_TRY(tiger_grow(&p->chg_slot, bp->n_chg, 4, "kg superbatch", err));
-        p->cap_chg = bp->n_chg;
-    }
-    OC_KG_TRY(tiger_grow(&p->chg_off, p->n_batches + 1, 8, "kg superbatch", err));
+    void *const warm[] = {&p->warm_id, &p->warm_slot}, *const chg[] = {&p->chg_pos, &p->chg_slot};
+    const size_t warm_sz[] = {8, 4}, chg_sz[] = {4, 4};
+    OC_KG_TRY(oc_grow_all(warm, warm_sz, 2, &p->cap_warm, bp->n_warm, OC_GROW_EXACT,
+                          "kg superbatch", err));
+    OC_KG_TRY(
+        oc_grow_all(chg, chg_sz, 2, &p->cap_chg, bp->n_chg, OC_GROW_EXACT, "kg superbatch", err));
     p->n_warm = bp->n_warm;
     memcpy(p->chg_off, bp->chg_off, (size_t)(p->n_batches + 1) * 8);
     if (bp->n_warm) { /* (none: the arrays may be NULL) */
@@ -93,19 +83,18 @@ int tiger_plan_superbatch(struct kg_tiger *t, const struct sb_job *j, struct sb_
         kg_slicer_trim(&t->slicer); /* its scratch held a whole query's facts */
     }
     p->n_slices = t->store.loaded ? t->store.n_slices : t->slicer.n_slices;
-    if (p->n_slices + 1 > t->cap_trace) {
-        OC_KG_TRY(tiger_grow(&t->trace_mark, p->n_slices + 1, 4, "kg superbatch", err));
-        memset(t->trace_mark + t->cap_trace, 0, (size_t)(p->n_slices + 1 - t->cap_trace) * 4);
-        t->cap_trace = p->n_slices + 1;
-    }
+    uint64_t had = t->cap_trace; /* the new marks start cleared */
+    OC_KG_TRY(oc_grow_by(&t->trace_mark, &t->cap_trace, p->n_slices + 1, 4, OC_GROW_EXACT,
+                         "kg superbatch", err));
+    memset(t->trace_mark + had, 0, (size_t)(t->cap_trace - had) * 4);
     double t1 = oc_now_s();
     p->slicing_s = t1 - t0;
     /* the trace: each batch's distinct slices */
     uint64_t n_ids = 0;
-    if (j->n_batches + 1 > p->cap_iters) {
-        OC_KG_TRY(tiger_grow(&p->iter_off, j->n_batches + 1, 8, "kg superbatch", err));
-        p->cap_iters = j->n_batches + 1;
-    }
+    void *const per_batch[] = {&p->iter_off, &p->chg_off}; /* n_batches + 1 each */
+    const size_t per_batch_sz[] = {8, 8};
+    OC_KG_TRY(oc_grow_all(per_batch, per_batch_sz, 2, &p->cap_iters, j->n_batches + 1,
+                          OC_GROW_EXACT, "kg superbatch", err));
     p->iter_off[0] = 0;
     for (uint32_t b = 0; b < j->n_batches; b++) {
         uint32_t g = tiger_next_gen(&t->trace_gen, t->trace_mark, t->cap_trace, NULL, 0);

@@ -101,10 +101,7 @@ static int queue_misses(struct kg_tiger *t, struct slice_reads *r, const struct 
                         uint32_t i, uint32_t g, struct oc_err *err)
 {
     uint64_t p0 = sp->iter_off[i], n = sp->iter_off[i + 1] - p0, k = 0;
-    if (n > r->cap_pos) {
-        OC_KG_TRY(tiger_grow(&r->pos, n, 4, "kg slice reads", err));
-        r->cap_pos = n;
-    }
+    OC_KG_TRY(oc_grow_by(&r->pos, &r->cap_pos, n, 4, OC_GROW_EXACT, "kg slice reads", err));
     oc_reclaim_lock_read(&t->lock);
     for (uint64_t p = 0; p < n; p++) {
         uint32_t id = (uint32_t)sp->ids[p0 + p], s = t->slice_slot[id];

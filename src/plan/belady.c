@@ -48,28 +48,12 @@
 enum { ST_OUT = 0, ST_CACHED = 1, ST_PENDING = 2 };
 
 /*
- * Capacity for `need` elements: a quarter more than `cap` (at least 64), or
- * need itself if larger. Growth by 1.25 keeps the slack the budget must cover
- * small (ginex's budget, GX_BYTES_PER_ACCESS and GX_BYTES_PER_SLOT, counts
- * it) at a few more reallocations.
+ * How the lists grow: a quarter more (at least 64), or what is needed if more.
+ * Growth by 1.25 keeps the slack the budget must cover small (ginex's budget,
+ * GX_BYTES_PER_ACCESS and GX_BYTES_PER_SLOT, counts it) at a few more
+ * reallocations.
  */
-static uint64_t next_cap(uint64_t cap, uint64_t need)
-{
-    uint64_t c = cap + cap / 4;
-    if (c < 64)
-        c = 64;
-    return c < need ? need : c;
-}
-
-/* Grows *p (elem-sized entries) to new_cap entries; *cap is updated by the caller. */
-static int grow(void **p, uint64_t new_cap, size_t elem, const char *what, struct oc_err *err)
-{
-    void *q = oc_realloc(*p, (size_t)(new_cap * elem), what, err);
-    if (!q)
-        return err ? err->status : OC_ERR_NOMEM;
-    *p = q;
-    return OC_OK;
-}
+#define PL_GROW OC_GROW_QUARTER(64)
 
 /* ---- trace ---------------------------------------------------------------- */
 
@@ -105,14 +89,12 @@ uint64_t pl_trace_held_bytes(const struct pl_trace *t)
 int pl_trace_add_iter(struct pl_trace *t, const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
     int rc;
-    if (t->n_iters + 2 > t->cap_iters) {
-        uint64_t c = next_cap(t->cap_iters, t->n_iters + 2);
-        if ((rc = grow((void **)&t->iter_off, c, sizeof(uint64_t), t->ids.what, err)))
-            return rc;
-        if (t->cap_iters == 0)
-            t->iter_off[0] = 0;
-        t->cap_iters = c;
-    }
+    int fresh = t->cap_iters == 0;
+    if ((rc = oc_grow_by(&t->iter_off, &t->cap_iters, t->n_iters + 2, sizeof(uint64_t), PL_GROW,
+                         t->ids.what, err)))
+        return rc;
+    if (fresh)
+        t->iter_off[0] = 0;
     if (t->n_iters + 1 >= PL_INF - N_INF_BUCKETS)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "plan belady: superbatch of too many batches");
     if (t->ids.elem == sizeof(uint64_t)) {
@@ -206,31 +188,27 @@ int pl_plan_changes(struct pl_plan *p, uint64_t it, struct pl_change *out, uint6
 static int plan_reserve_iters(struct pl_plan *p, uint64_t n_iters, struct oc_err *err)
 {
     static const char what[] = "plan belady: plan";
-    if (n_iters + 1 <= p->cap_iters && (!p->with_miss || p->miss_off))
-        return OC_OK;
-    uint64_t c = n_iters + 1 > p->cap_iters ? n_iters + 1 : p->cap_iters;
-    int rc = grow((void **)&p->chg_off, c, sizeof(uint64_t), what, err);
-    if (rc == OC_OK)
-        rc = grow((void **)&p->cnt, c, sizeof(struct pl_counts), what, err);
-    if (rc == OC_OK && p->with_miss)
-        rc = grow((void **)&p->miss_off, c, sizeof(uint64_t), what, err);
-    if (rc == OC_OK)
-        p->cap_iters = c;
-    return rc;
+    if (p->with_miss && !p->miss_off && p->cap_iters) { /* misses asked for after a plan */
+        uint64_t none = 0;
+        int rc = oc_grow_by(&p->miss_off, &none, p->cap_iters, sizeof(uint64_t), OC_GROW_EXACT,
+                            what, err);
+        if (rc)
+            return rc;
+    }
+    void *const arr[] = {&p->chg_off, &p->cnt, &p->miss_off};
+    const size_t sz[] = {sizeof(uint64_t), sizeof(struct pl_counts), sizeof(uint64_t)};
+    return oc_grow_all(arr, sz, p->with_miss ? 3 : 2, &p->cap_iters, n_iters + 1, OC_GROW_EXACT,
+                       what, err);
 }
 
 static int plan_add_warm(struct pl_plan *p, uint64_t id, uint32_t slot, struct oc_err *err)
 {
     static const char what[] = "plan belady: warm-up list";
-    if (p->n_warm == p->cap_warm) {
-        uint64_t c = next_cap(p->cap_warm, p->n_warm + 1);
-        int rc = grow((void **)&p->warm_id, c, sizeof(uint64_t), what, err);
-        if (rc == OC_OK)
-            rc = grow((void **)&p->warm_slot, c, sizeof(uint32_t), what, err);
-        if (rc)
-            return rc;
-        p->cap_warm = c;
-    }
+    void *const arr[] = {&p->warm_id, &p->warm_slot};
+    const size_t sz[] = {sizeof(uint64_t), sizeof(uint32_t)};
+    int rc = oc_grow_all(arr, sz, 2, &p->cap_warm, p->n_warm + 1, PL_GROW, what, err);
+    if (rc)
+        return rc;
     p->warm_id[p->n_warm] = id;
     p->warm_slot[p->n_warm] = slot;
     p->n_warm++;
@@ -279,15 +257,8 @@ int pl_planner_init(struct pl_planner *p, uint64_t cap, uint64_t n_nodes, const 
 
 int pl_planner_reserve_nodes(struct pl_planner *p, uint64_t n_nodes, struct oc_err *err)
 {
-    if (n_nodes <= p->n_nodes)
-        return OC_OK;
-    uint32_t *f = oc_realloc(p->first_use, (size_t)n_nodes * sizeof(uint32_t),
-                             "plan belady: planned cache", err);
-    if (!f)
-        return err ? err->status : OC_ERR_NOMEM;
-    p->first_use = f;
-    p->n_nodes = n_nodes;
-    return OC_OK;
+    return oc_grow_by(&p->first_use, &p->n_nodes, n_nodes, sizeof(uint32_t), OC_GROW_EXACT,
+                      "plan belady: planned cache", err);
 }
 
 int pl_planner_spill_to(struct pl_planner *p, const char *dir, struct oc_err *err)
@@ -334,40 +305,28 @@ static int planner_reserve(struct pl_planner *p, uint64_t n_iters, uint64_t rows
     int rc = OC_OK;
     if (rows < MIN_ROWS)
         rows = MIN_ROWS;
-    if (rows > p->cap_rows) {
-        uint64_t c = next_cap(p->cap_rows, rows);
-        if ((rc = grow((void **)&p->b_id, c, sizeof(uint64_t), what, err)) ||
-            (rc = grow((void **)&p->b_nxt, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->b_ent, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->pend_pos, c, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->pend_ent, c, sizeof(uint32_t), what, err)))
-            return rc;
-        p->cap_rows = c;
-    }
+    void *const row_arr[] = {&p->b_id, &p->b_nxt, &p->b_ent, &p->pend_pos, &p->pend_ent};
+    const size_t row_sz[] = {sizeof(uint64_t), 4, 4, 4, 4};
+    if ((rc = oc_grow_all(row_arr, row_sz, 5, &p->cap_rows, rows, PL_GROW, what, err)))
+        return rc;
     uint64_t n_ent = p->cap + p->cap_rows; /* every cached row and one batch of candidates */
     if (n_ent >= PL_NONE)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
                       "plan belady: a cache of %llu rows and batches of %llu rows are too large "
                       "(< 2^32 together)",
                       (unsigned long long)p->cap, (unsigned long long)rows);
-    if (n_ent > p->cap_ent) {
-        if ((rc = grow((void **)&p->ent_id, n_ent, sizeof(uint64_t), what, err)) ||
-            (rc = grow((void **)&p->key, n_ent, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->link, n_ent, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->slot_of, n_ent, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->free_ent, n_ent, sizeof(uint32_t), what, err)) ||
-            (rc = grow((void **)&p->state, n_ent, 1, what, err)) ||
+    if (n_ent > p->cap_ent) { /* the map too: the capacity is set once both are grown */
+        void *const ent_arr[] = {&p->ent_id,  &p->key,      &p->link,
+                                 &p->slot_of, &p->free_ent, &p->state};
+        const size_t ent_sz[] = {sizeof(uint64_t), 4, 4, 4, 4, 1};
+        uint64_t c = p->cap_ent;
+        if ((rc = oc_grow_all(ent_arr, ent_sz, 6, &c, n_ent, OC_GROW_EXACT, what, err)) ||
             (rc = pl_hash_alloc(&p->map, n_ent, what, err)))
             return rc;
-        p->cap_ent = n_ent;
+        p->cap_ent = c;
     }
-    if (n_iters + N_INF_BUCKETS > p->cap_head) {
-        uint64_t c = next_cap(p->cap_head, n_iters + N_INF_BUCKETS);
-        if ((rc = grow((void **)&p->head, c, sizeof(uint32_t), what, err)))
-            return rc;
-        p->cap_head = c;
-    }
-    return OC_OK;
+    return oc_grow_by(&p->head, &p->cap_head, n_iters + N_INF_BUCKETS, sizeof(uint32_t), PL_GROW,
+                      what, err);
 }
 
 /*

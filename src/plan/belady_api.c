@@ -66,27 +66,11 @@ void oc_plan_belady_free(struct oc_plan_belady *b)
 /* Room for n changes and n_iters miss counts. */
 static int reserve(struct oc_plan_belady *b, uint64_t n, uint64_t n_iters, struct oc_err *err)
 {
-    if (n_iters > b->cap_miss) {
-        uint64_t *m = oc_realloc(b->n_miss, n_iters * 8, "belady planner", err);
-        if (!m)
-            return err->status;
-        b->n_miss = m;
-        b->cap_miss = n_iters;
-    }
-    if (n > b->cap_chg) {
-        struct pl_change *c = oc_realloc(b->chg, n * sizeof(*c), "belady planner", err);
-        if (c)
-            b->chg = c;
-        uint32_t *p = c ? oc_realloc(b->chg_pos, n * 4, "belady planner", err) : NULL;
-        if (p)
-            b->chg_pos = p;
-        uint32_t *s = p ? oc_realloc(b->chg_slot, n * 4, "belady planner", err) : NULL;
-        if (!s)
-            return err->status;
-        b->chg_slot = s;
-        b->cap_chg = n;
-    }
-    return OC_OK;
+    void *const chg[] = {&b->chg, &b->chg_pos, &b->chg_slot};
+    const size_t chg_sz[] = {sizeof(*b->chg), 4, 4};
+    int rc = oc_grow_by(&b->n_miss, &b->cap_miss, n_iters, 8, OC_GROW_EXACT, "belady planner", err);
+    return rc ? rc
+              : oc_grow_all(chg, chg_sz, 3, &b->cap_chg, n, OC_GROW_EXACT, "belady planner", err);
 }
 
 int oc_plan_belady_plan(struct oc_plan_belady *b, const uint64_t *ids, const uint64_t *iter_off,

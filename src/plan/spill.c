@@ -77,19 +77,7 @@ void pl_spill_clear(struct pl_spill *sp)
 /* Room in RAM for n elements (memory backend). */
 static int mem_reserve(struct pl_spill *sp, uint64_t n, struct oc_err *err)
 {
-    if (n <= sp->cap)
-        return OC_OK;
-    uint64_t c = sp->cap + sp->cap / 4;
-    if (c < 1024)
-        c = 1024;
-    if (c < n)
-        c = n;
-    uint8_t *m = oc_realloc(sp->mem, (size_t)(c * sp->elem), sp->what, err);
-    if (!m)
-        return err ? err->status : OC_ERR_NOMEM;
-    sp->mem = m;
-    sp->cap = c;
-    return OC_OK;
+    return oc_grow_by(&sp->mem, &sp->cap, n, sp->elem, OC_GROW_QUARTER(1024), sp->what, err);
 }
 
 int pl_spill_flush(struct pl_spill *sp, struct oc_err *err)

@@ -117,30 +117,14 @@ uint64_t pl_sb_plan_held_bytes(const struct pl_sb_plan *p)
 
 int pl_sb_plan_reserve_offsets(struct pl_sb_plan *p, uint64_t n, struct oc_err *err)
 {
-    if (n <= p->cap_rec_off)
-        return OC_OK;
-    uint64_t *o =
-        oc_realloc(p->rec_off, n * sizeof(uint64_t), "superbatch plan: batch offsets", err);
-    if (!o)
-        return err ? err->status : OC_ERR_NOMEM;
-    p->rec_off = o;
-    p->cap_rec_off = n;
-    return OC_OK;
+    return oc_grow_by(&p->rec_off, &p->cap_rec_off, n, sizeof(uint64_t), OC_GROW_EXACT,
+                      "superbatch plan: batch offsets", err);
 }
 
 int pl_sb_rec_reserve(uint8_t **rec, uint64_t *cap_rec, uint64_t bytes, struct oc_err *err)
 {
-    if (bytes <= *cap_rec)
-        return OC_OK;
-    uint64_t c = *cap_rec + *cap_rec / 4;
-    if (c < bytes)
-        c = bytes;
-    uint8_t *p = oc_realloc(*rec, (size_t)c, "superbatch plan: batch record buffer", err);
-    if (!p)
-        return err ? err->status : OC_ERR_NOMEM;
-    *rec = p;
-    *cap_rec = c;
-    return OC_OK;
+    return oc_grow_by(rec, cap_rec, bytes, 1, OC_GROW_QUARTER(0),
+                      "superbatch plan: batch record buffer", err);
 }
 
 int pl_sb_parse(const struct pl_sb_expect *x, pl_sb_read_fn rd, void *ctx, uint64_t size,

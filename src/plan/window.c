@@ -92,15 +92,8 @@ int pl_window_repool(struct pl_window *w, struct oc_pool *pool, struct oc_err *e
 
 int pl_window_reserve(struct pl_window *w, uint64_t n, struct oc_err *err)
 {
-    if (n <= w->cap_rows)
-        return OC_OK;
-    uint64_t c = n > w->cap_rows + w->cap_rows / 4 ? n : w->cap_rows + w->cap_rows / 4;
-    uint64_t *r = oc_realloc(w->rows, c * sizeof(uint64_t), "window planner: trace", err);
-    if (!r)
-        return err->status;
-    w->rows = r;
-    w->cap_rows = c;
-    return OC_OK;
+    return oc_grow_by(&w->rows, &w->cap_rows, n, sizeof(uint64_t), OC_GROW_QUARTER(0),
+                      "window planner: trace", err);
 }
 
 int pl_window_next(struct pl_window *w, struct oc_err *err)

@@ -42,58 +42,21 @@ void smp_batch_reset(struct oc_sample_batch *b)
     }
 }
 
-/* Grows *p to at least n elements of `size` bytes, keeping the contents if `keep`. */
-static int grow(void **p, uint64_t *cap, uint64_t n, size_t size, int keep, const char *what,
-                struct oc_err *err)
-{
-    if (n <= *cap)
-        return OC_OK;
-    uint64_t want = *cap + *cap / 2;
-    if (want < n)
-        want = n;
-    if (want > SIZE_MAX / size)
-        return OC_ERR(err, OC_ERR_NOMEM, "sample batch: %s of %llu elements is too large", what,
-                      (unsigned long long)n);
-    void *q;
-    if (keep && *p) {
-        q = oc_realloc(*p, (size_t)want * size, what, err);
-        if (!q)
-            return err->status; /* the old block is still valid */
-    } else {
-        oc_free(*p);
-        *p = NULL;
-        *cap = 0;
-        q = oc_alloc((size_t)want * size, what, err);
-        if (!q)
-            return err->status;
-    }
-    *p = q;
-    *cap = want;
-    return OC_OK;
-}
-
 int smp_batch_reserve_input(struct oc_sample_batch *b, uint64_t n, struct oc_err *err)
 {
-    void *p = b->input_ids;
-    int rc = grow(&p, &b->cap_input, n, sizeof(uint64_t), 1, "sample batch input ids", err);
-    b->input_ids = p;
-    return rc;
+    return oc_grow_by(&b->input_ids, &b->cap_input, n, sizeof(uint64_t), SMP_GROW_KEEP,
+                      "sample batch input ids", err);
 }
 
 int smp_block_reserve(struct oc_sample_block *blk, uint64_t n_dst, uint64_t n_edges,
                       struct oc_err *err)
 {
-    void *p = blk->indptr;
-    int rc = grow(&p, &blk->cap_indptr, n_dst + 1, sizeof(uint64_t), 0, "sample block indptr", err);
-    blk->indptr = p;
-    if (rc != OC_OK)
-        return rc;
-    p = blk->indices;
+    int rc = oc_grow_by(&blk->indptr, &blk->cap_indptr, n_dst + 1, sizeof(uint64_t), SMP_GROW_FRESH,
+                        "sample block indptr", err);
     /* at least one element so that a block with no edges still has an array */
-    rc = grow(&p, &blk->cap_indices, n_edges ? n_edges : 1, sizeof(uint32_t), 0,
-              "sample block indices", err);
-    blk->indices = p;
-    return rc;
+    return rc ? rc
+              : oc_grow_by(&blk->indices, &blk->cap_indices, n_edges ? n_edges : 1,
+                           sizeof(uint32_t), SMP_GROW_FRESH, "sample block indices", err);
 }
 
 uint64_t oc_sample_batch_n_edges(const struct oc_sample_batch *b)

@@ -170,6 +170,14 @@ int smp_topo_flush(struct smp_topo_reader *r, struct oc_err *err);
 /* Adds r's counters into st. */
 void smp_topo_reader_stats(const struct smp_topo_reader *r, struct oc_topo_disk_stats *st);
 
+/*
+ * How batch and sampler arrays grow (oc_grow_by): by a half at least. Arrays
+ * rewritten whole by each batch (blocks, the sampler's scratch) are taken
+ * FRESH: their old blocks go before the new ones are taken (a lower peak).
+ */
+#define SMP_GROW_KEEP  (&(const struct oc_grow_policy){.div = 2})
+#define SMP_GROW_FRESH (&(const struct oc_grow_policy){.div = 2, .discard = 1})
+
 /* Batch arrays, grow-only: input_ids keep their contents, block arrays do not. */
 int smp_batch_reserve_input(struct oc_sample_batch *b, uint64_t n, struct oc_err *err);
 int smp_block_reserve(struct oc_sample_block *blk, uint64_t n_dst, uint64_t n_edges,

@@ -417,23 +417,6 @@ static int run_tasks(struct oc_sampler *s, uint64_t n_tasks, oc_pool_fn fn, stru
     return rc;
 }
 
-static int grow_u64(uint64_t **p, uint64_t *cap, uint64_t n, const char *what, struct oc_err *err)
-{
-    if (n <= *cap)
-        return OC_OK;
-    uint64_t want = *cap + *cap / 2 > n ? *cap + *cap / 2 : n;
-    if (want > SIZE_MAX / sizeof(uint64_t))
-        return OC_ERR(err, OC_ERR_NOMEM, "%s: %llu elements is too many", what,
-                      (unsigned long long)n);
-    oc_free(*p);
-    *cap = 0;
-    *p = oc_alloc((size_t)want * sizeof(uint64_t), what, err);
-    if (!*p)
-        return err->status;
-    *cap = want;
-    return OC_OK;
-}
-
 /* Block l from the destination nodes input_ids[0 .. *n_known); appends new sources. */
 static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint32_t l,
                         int64_t fanout, uint64_t *n_known, const uint8_t *pruned, uint64_t n_keep,
@@ -445,7 +428,8 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
     if (rc != OC_OK)
         return rc;
     uint64_t n_chunks = (n_dst + SMP_CHUNK - 1) / SMP_CHUNK;
-    rc = grow_u64(&s->chunk_edges, &s->cap_chunks, n_chunks, "sampler chunk table", err);
+    rc = oc_grow_by(&s->chunk_edges, &s->cap_chunks, n_chunks, sizeof(uint64_t), SMP_GROW_FRESH,
+                    "sampler chunk table", err);
     if (rc != OC_OK)
         return rc;
     s->cur = (struct smp_layer){.dst = out->input_ids,
@@ -468,8 +452,8 @@ static int sample_layer(struct oc_sampler *s, struct oc_sample_batch *out, uint3
         n_edges += c;
     }
     if ((rc = smp_block_reserve(blk, n_dst, n_edges, err)) != OC_OK ||
-        (rc = grow_u64(&s->gids, &s->cap_gids, n_edges ? n_edges : 1, "sampler edge buffer",
-                       err)) != OC_OK)
+        (rc = oc_grow_by(&s->gids, &s->cap_gids, n_edges ? n_edges : 1, sizeof(uint64_t),
+                         SMP_GROW_FRESH, "sampler edge buffer", err)) != OC_OK)
         return rc;
     blk->indptr[0] = 0;
     rc = run_tasks(s, n_chunks, s->g.disk ? phase_draw_disk : phase_draw, err);

@@ -142,17 +142,8 @@ static int select_cached(struct oc_topo_disk *t, uint64_t avail, struct oc_err *
             hist[d]++;
             continue;
         }
-        if (n_big == cap_big) {
-            uint64_t cap = cap_big ? cap_big * 2 : 256;
-            struct topo_big *p =
-                oc_realloc(big, (size_t)cap * sizeof(*big), "topology ranking", err);
-            if (!p) {
-                rc = err->status;
-                goto out;
-            }
-            big = p;
-            cap_big = cap;
-        }
+        if ((rc = oc_grow(&big, &cap_big, n_big + 1, sizeof(*big), 256, "topology ranking", err)))
+            goto out;
         big[n_big++] = (struct topo_big){d, v};
     }
     if (n_big)

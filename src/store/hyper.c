@@ -437,14 +437,11 @@ int store_hyper_done(struct store_hyper *h, struct store_hyper_group *g, struct 
 
 static const void **hyper_src(struct store_hyper *h, uint64_t n, struct oc_err *err)
 {
-    if (n > h->cap_src) {
-        uint64_t cap = n > 2 * h->cap_src ? n : 2 * h->cap_src;
-        const void **p = oc_realloc(h->src, cap * sizeof(*p), "store hyperbatches: sources", err);
-        if (!p)
-            return NULL;
-        h->src = p;
-        h->cap_src = cap;
-    }
+    uint64_t cap = atomic_load(&h->cap_src);
+    if (oc_grow_by(&h->src, &cap, n, sizeof(*h->src), OC_GROW_TWICE, "store hyperbatches: sources",
+                   err))
+        return NULL;
+    atomic_store(&h->cap_src, cap);
     return h->src;
 }
 

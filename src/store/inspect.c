@@ -64,16 +64,9 @@ static int trace_sample(const struct oc_store_config *cfg, uint32_t n_batches, s
             break;
         rc = OC_OK;
         *sample_s += oc_now_s() - t0;
-        if (t->n + b->n_input > t->cap) {
-            uint64_t cap = 2 * (t->n + b->n_input);
-            uint64_t *ids = oc_realloc(t->ids, cap * sizeof(uint64_t), "store inspect: trace", err);
-            if (!ids) {
-                rc = err->status;
-                goto out;
-            }
-            t->ids = ids;
-            t->cap = cap;
-        }
+        if ((rc = oc_grow_by(&t->ids, &t->cap, t->n + b->n_input, sizeof(uint64_t), OC_GROW_TWICE,
+                             "store inspect: trace", err)))
+            goto out;
         memcpy(t->ids + t->n, b->input_ids, b->n_input * sizeof(uint64_t));
         t->n += b->n_input;
         t->off[++t->n_batches] = t->n;

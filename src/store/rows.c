@@ -277,24 +277,16 @@ int store_disk_run(struct oc_store *s, struct store_disk *d, struct oc_err *err)
 
 int store_disk_reserve(struct store_disk *d, uint64_t n, struct oc_err *err)
 {
-    if (d->max_rows && n > d->max_rows && n > d->cap_miss) {
-        uint64_t cap = n > 2 * d->cap_miss ? n : 2 * d->cap_miss;
-        struct store_miss *m = oc_realloc(d->miss, cap * sizeof(*m), "store cache: misses", err);
-        if (!m)
-            return err ? err->status : OC_ERR_NOMEM;
-        d->miss = m;
-        d->cap_miss = cap;
-    }
+    int rc;
+    if (d->max_rows && n > d->max_rows &&
+        (rc = oc_grow_by(&d->miss, &d->cap_miss, n, sizeof(*d->miss), OC_GROW_TWICE,
+                         "store cache: misses", err)))
+        return rc;
     if (d->max_rows && n > d->max_rows)
         n = d->max_rows;
-    if (n > d->cap_slots) {
-        uint64_t cap = n > 2 * d->cap_slots ? n : 2 * d->cap_slots;
-        uint32_t *p = oc_realloc(d->slots, cap * sizeof(uint32_t), "store cache: slots", err);
-        if (!p)
-            return err ? err->status : OC_ERR_NOMEM;
-        d->slots = p;
-        d->cap_slots = cap;
-    }
+    if ((rc = oc_grow_by(&d->slots, &d->cap_slots, n, sizeof(uint32_t), OC_GROW_TWICE,
+                         "store cache: slots", err)))
+        return rc;
     return oc_io_batch_reserve(d->batch, n, err);
 }
 

@@ -347,15 +347,9 @@ static int fetch_one(struct oc_batch_pipe *bp, struct oc_stage *st, struct oc_pi
             r->cap_floats = keep;
         }
     }
-    if (floats > r->cap_floats) {
-        float *x = oc_realloc(r->x, floats * sizeof(float), "pipeline batch features", err);
-        if (!x) {
-            oc_err_prefix(err, "%" PRIu64 " input rows", n);
-            return err->status;
-        }
-        r->x = x;
-        r->cap_floats = floats;
-    }
+    if ((rc = oc_grow_by(&r->x, &r->cap_floats, floats, sizeof(float), OC_GROW_EXACT,
+                         "pipeline batch features", err)))
+        return oc_err_prefix(err, "%" PRIu64 " input rows", n);
     pb->x = r->x;
     if (bp->lanes > 1)
         return OC_OK; /* a gather lane does it */

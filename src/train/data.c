@@ -206,17 +206,10 @@ static int gather_task(void *ctx, uint64_t t, unsigned worker)
 
 int train_gather_reserve(struct train_gather *g, uint64_t n, uint64_t dim, struct oc_err *err)
 {
-    uint64_t need = n * dim;
-    if (need > g->cap_floats) {
-        uint64_t cap = need; /* exact: the budget was planned for the largest batch */
-        /* oc_realloc: the buffer may be one the batch pipeline lent (see pipeline.h) */
-        float *buf = oc_realloc(g->buf, cap * sizeof(float), "gathered input features", err);
-        if (!buf)
-            return err->status;
-        g->buf = buf;
-        g->cap_floats = cap;
-    }
-    return OC_OK;
+    /* exact: the budget was planned for the largest batch; grown with oc_realloc, as the buffer
+       may be one the batch pipeline lent (see pipeline.h) */
+    return oc_grow_by(&g->buf, &g->cap_floats, n * dim, sizeof(float), OC_GROW_EXACT,
+                      "gathered input features", err);
 }
 
 int train_gather_rows(struct train_gather *g, const float *src, uint64_t dim, const uint64_t *ids,
@@ -274,13 +267,10 @@ int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
         OC_ASSERT(deg->deg == NULL && deg->cap == 0);
         return OC_OK;
     }
-    if (b->n_input > deg->cap) {
-        uint64_t *p = oc_realloc(deg->deg, b->n_input * sizeof(uint64_t), "batch degrees", err);
-        if (!p)
-            return err->status;
-        deg->deg = p;
-        deg->cap = b->n_input;
-    }
+    int rc = oc_grow_by(&deg->deg, &deg->cap, b->n_input, sizeof(uint64_t), OC_GROW_EXACT,
+                        "batch degrees", err);
+    if (rc)
+        return rc;
     for (uint64_t k = 0; k < b->n_input; k++)
         deg->deg[k] = out_deg[b->input_ids[k]];
     return OC_OK;
@@ -289,13 +279,10 @@ int train_src_degrees(const struct oc_sample_batch *b, const uint64_t *out_deg,
 int train_labels_of(struct train_labels *out, const int32_t *labels, const uint64_t *seeds,
                     uint64_t n, struct oc_err *err)
 {
-    if (n > out->cap) {
-        int32_t *p = oc_realloc(out->labels, n * sizeof(int32_t), "batch labels", err);
-        if (!p)
-            return err->status;
-        out->labels = p;
-        out->cap = n;
-    }
+    int rc =
+        oc_grow_by(&out->labels, &out->cap, n, sizeof(int32_t), OC_GROW_EXACT, "batch labels", err);
+    if (rc)
+        return rc;
     for (uint64_t i = 0; i < n; i++)
         out->labels[i] = labels[seeds[i]];
     return OC_OK;

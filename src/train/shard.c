@@ -38,15 +38,7 @@ void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uin
 int train_grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
                struct oc_err *err)
 {
-    void **p = pp;
-    if (n <= *cap && *p)
-        return OC_OK;
-    void *q = oc_realloc(*p, (n ? n : 1) * size, what, err);
-    if (!q)
-        return err->status;
-    *p = q;
-    *cap = n;
-    return OC_OK;
+    return oc_grow_by(pp, cap, n ? n : 1, size, OC_GROW_EXACT, what, err);
 }
 
 int train_shard_reserve(struct train_shard *sh, const struct oc_sample_batch *b, uint64_t dim,

@@ -129,7 +129,7 @@ struct train_shard {
 /* Part k of parts of n items: [n k / parts, n (k+1) / parts). */
 void train_shard_range(uint64_t n, uint32_t parts, uint32_t k, uint64_t *lo, uint64_t *hi);
 /* Grows *(void **)pp to exactly n elements of size bytes (at least one) when *cap is smaller
-   or nothing is allocated yet; on failure nothing changes. */
+   (oc_grow_by, no slack); on failure nothing changes. */
 int train_grow(void *pp, uint64_t *cap, uint64_t n, size_t size, const char *what,
                struct oc_err *err);
 /*

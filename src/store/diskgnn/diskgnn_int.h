@@ -196,9 +196,8 @@ int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **r
    scan of a store checks features.npy's checksum (reading what it skipped) when rc is OC_OK,
    and a mismatch is OC_ERR_FORMAT naming the file. Closes the scan. */
 int dg_scan_end(struct dg_scan *sc, int rc, struct oc_err *err);
-/* Grows *p (of *cap elements of elem bytes) to at least need, by a quarter at least. */
-int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
-            struct oc_err *err);
+/* How the builder's arrays grow (oc_grow_by): by a quarter at least, the budget's slack. */
+#define DG_GROW OC_GROW_QUARTER(0)
 /* Names w (epoch, first set) and creates its temporary tmp of file_bytes, open in *out. */
 int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
                      char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,

@@ -49,16 +49,11 @@ uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch)
 /* Grows the builder's arrays for one batch of n input rows. */
 static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
 {
-    uint64_t cap = b->cap_batch;
+    void *const arr[] = {&b->addr, &b->pack};
+    const size_t sz[] = {sizeof(uint64_t), sizeof(uint64_t)};
     int rc = pl_window_reserve(&b->tr, n, err);
-    if (rc ||
-        (rc = dg_grow((void **)&b->addr, &cap, n, sizeof(uint64_t), "store diskgnn: batch", err)))
-        return rc;
-    cap = b->cap_batch;
-    if ((rc = dg_grow((void **)&b->pack, &cap, n, sizeof(uint64_t), "store diskgnn: batch", err)))
-        return rc;
-    b->cap_batch = cap;
-    return OC_OK;
+    return rc ? rc
+              : oc_grow_all(arr, sz, 2, &b->cap_batch, n, DG_GROW, "store diskgnn: batch", err);
 }
 
 /* Pass 1, one batch: sample, lay out (against b->cpu_set), write the metadata, spill the
@@ -75,7 +70,7 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
     uint64_t n = b->tr.it.batch.n_input;
     uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->tr.it.batch) + 8 * n;
     if ((rc = grow_batch(b, n, err)) ||
-        (rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)))
+        (rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)))
         return rc;
     store_rows_of(s->ds, s->row_map, b->tr.it.batch.input_ids, n, b->tr.rows); /* row space */
     assert(b->cpu_set.n == s->n_nodes);

@@ -296,20 +296,6 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
     return rc ? rc : dg_window_pack(b, cache, fill_cache, w, err);
 }
 
-int dg_grow(void **p, uint64_t *cap, uint64_t need, size_t elem, const char *what,
-            struct oc_err *err)
-{
-    if (need <= *cap)
-        return OC_OK;
-    uint64_t n = need > *cap + *cap / 4 ? need : *cap + *cap / 4; /* a quarter: the budget's */
-    void *q = oc_realloc(*p, n * elem, what, err);
-    if (!q)
-        return err->status;
-    *p = q;
-    *cap = n;
-    return OC_OK;
-}
-
 /* ---- sampling ---------------------------------------------------------------- */
 
 /* What the window planner calls back after each batch: its record spilled, progress. */
@@ -330,7 +316,7 @@ static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
     /* room for the chunk's header and address table too (pack_meta reads it back here) */
     uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * sb->n_input;
     int rc;
-    if ((rc = dg_grow((void **)&b->rec, &b->cap_rec, meta, 1, "store diskgnn: records", err)) ||
+    if ((rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)) ||
         (rc = oc_sample_batch_serialize(sb, b->rec, b->cap_rec, &len, err)) ||
         (rc = oc_writer_write(j->w, b->rec, len, err)))
         return rc;

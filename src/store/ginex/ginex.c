@@ -208,13 +208,9 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
                       "store ginex: batch %" PRIu64 " has %" PRIu64
                       " input rows, its plan %" PRIu64,
                       p->b.first_iter + it, n, p->b.cnt[it].n_acc);
-    if (bytes > g->cap_miss) {
-        uint8_t *m = oc_realloc(g->miss, bytes, "store ginex: miss bitmap", err);
-        if (!m)
-            return err ? err->status : OC_ERR_NOMEM;
-        g->miss = m;
-        g->cap_miss = bytes;
-    }
+    if ((rc = oc_grow_by(&g->miss, &g->cap_miss, bytes, 1, OC_GROW_EXACT,
+                         "store ginex: miss bitmap", err)))
+        return rc;
     if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
         return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
     for (uint64_t k = 0; k < bytes; k++)

@@ -301,15 +301,11 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct pl_s
                         uint64_t it, const uint64_t *ids, uint64_t n, struct oc_err *err)
 {
     lane->n_chg = 0;
-    if (p->b.max_chg > lane->cap_chg) {
-        struct pl_change *c =
-            oc_realloc(lane->chg, p->b.max_chg * sizeof(*c), "store ginex: changeset buffer", err);
-        if (!c)
-            return err ? err->status : OC_ERR_NOMEM;
-        lane->chg = c;
-        lane->cap_chg = p->b.max_chg;
-    }
-    int rc = pl_plan_changes(&p->b, it, lane->chg, &lane->n_chg, err);
+    int rc = oc_grow_by(&lane->chg, &lane->cap_chg, p->b.max_chg, sizeof(*lane->chg), OC_GROW_EXACT,
+                        "store ginex: changeset buffer", err);
+    if (rc)
+        return rc;
+    rc = pl_plan_changes(&p->b, it, lane->chg, &lane->n_chg, err);
     if (rc)
         return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->b.first_iter + it);
     uint64_t live = atomic_load(&g->live);

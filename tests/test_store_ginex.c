@@ -750,10 +750,11 @@ OC_TEST(store_over_other_ids_follows_the_access_map)
     OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st.belady_misses);
     OC_CHECK(st.belady_misses > 0 && st.belady_misses < st.lru_misses);
     oc_store_free(s);
-    /* a strategy that samples the batches itself cannot serve other ids */
+    /* a strategy whose plan follows the batches' own ids (diskgnn's windows) cannot serve
+       other ids */
     uint32_t idx = 0;
     s = NULL;
-    OC_CHECK_OK(oc_store_strategy_find("gnndrive", &idx, &err), &err);
+    OC_CHECK_OK(oc_store_strategy_find("diskgnn", &idx, &err), &err);
     OC_CHECK_ERR(oc_store_open(idx, &c, &s, &err), OC_ERR_UNSUPPORTED, &err,
                  "so it cannot serve rows by other ids");
     OC_CHECK(s == NULL);

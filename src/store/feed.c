@@ -128,6 +128,17 @@ void store_feed_free(struct store_feed *f)
     oc_free(f);
 }
 
+void store_feed_close(struct store_feed *f, const char *who, const char *records, uint64_t served,
+                      uint64_t direct)
+{
+    if (f)
+        oc_log(OC_LOG_INFO,
+               "store %s: %" PRIu64 " batches fed over the access map, %" PRIu64
+               " served from their %s, %" PRIu64 " read directly",
+               who, store_feed_count(f), served, records, direct);
+    store_feed_free(f);
+}
+
 uint64_t store_feed_count(const struct store_feed *f)
 {
     return f ? atomic_load_explicit(&f->n_fed, memory_order_relaxed) : 0;

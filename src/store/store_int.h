@@ -280,6 +280,10 @@ uint64_t store_feed_bytes(const struct oc_store_config *cfg, uint64_t plan_rows,
 int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, store_feed_fn fn,
                      struct store_feed **out, struct oc_err *err);
 void store_feed_free(struct store_feed *f);
+/* Logs (rank's INFO) what f fed and how its batches were gathered, by the store `who`, from
+   their `records` (served) or read directly; then frees f (NULL: nothing logged). */
+void store_feed_close(struct store_feed *f, const char *who, const char *records, uint64_t served,
+                      uint64_t direct);
 /* Batches fed so far (any thread). */
 uint64_t store_feed_count(const struct store_feed *f);
 

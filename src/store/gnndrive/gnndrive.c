@@ -383,12 +383,8 @@ static void gd_free(struct oc_store *s)
     if (!g)
         return;
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
-    if (g->feed)
-        oc_log(OC_LOG_INFO,
-               "store gnndrive: %" PRIu64 " batches fed over the access map, %" PRIu64
-               " served from their extracted records, %" PRIu64 " read directly",
-               store_feed_count(g->feed), g->n_served, g->n_direct);
-    store_feed_free(g->feed); /* its stage was joined with the others */
+    /* its stage was joined with the others */
+    store_feed_close(g->feed, "gnndrive", "extracted records", g->n_served, g->n_direct);
     for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);

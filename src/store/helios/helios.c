@@ -354,12 +354,8 @@ static void hl_free(struct oc_store *s)
         return;
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
-    if (h->feed)
-        oc_log(OC_LOG_INFO,
-               "store helios: %" PRIu64 " batches fed over the access map, %" PRIu64
-               " served from their records, %" PRIu64 " read directly",
-               store_feed_count(h->feed), h->n_served, h->n_direct);
-    store_feed_free(h->feed);   /* its stage was joined with the others */
+    /* its stage was joined with the others */
+    store_feed_close(h->feed, "helios", "records", h->n_served, h->n_direct);
     store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
     hl_unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {

@@ -387,6 +387,21 @@ OC_TEST(layout_bar_and_lines)
     cap_free(&c);
 }
 
+/*
+ * Whether what occurs in text and starts a line of its own there: right after a newline, or
+ * after the bar was erased ("\r\033[K"), never glued to a bar's text. The bar may or may not
+ * be on screen when the line comes (a log line takes it down until the next redraw).
+ */
+static int line_starts(const char *text, const char *what)
+{
+    const char *p = text ? strstr(text, what) : NULL;
+    if (!p)
+        return 0;
+    if (p == text || p[-1] == '\n')
+        return 1;
+    return p - text >= 4 && memcmp(p - 4, "\r\033[K", 4) == 0;
+}
+
 OC_TEST(train_bar_erased_before_the_epoch_line)
 {
     if (!need_bin())
@@ -407,7 +422,7 @@ OC_TEST(train_bar_erased_before_the_epoch_line)
                              "100\\.0% .* done in"));
     OC_CHECK(
         matches(c.text, "\rtrain: epoch 0 \\[\\.+\\] 0/[0-9]+ batches 0\\.0% - batches/s ETA"));
-    OC_CHECK(has(c.text, "\r\033[KEpoch 00000 |") && has(c.text, "\r\033[KEpoch 00001 |"));
+    OC_CHECK(line_starts(c.text, "Epoch 00000 |") && line_starts(c.text, "Epoch 00001 |"));
     OC_CHECK(!matches(c.text, "train: epoch [01] \\[#+\\] .* done in")); /* no final line */
     cap_free(&c);
     /* a pipe, with a period short enough for the epochs' lines */

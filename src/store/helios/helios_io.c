@@ -55,12 +55,6 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int hl_pipeline_error(struct hl_store *h, struct oc_err *err)
-{
-    int rc = oc_pipeline_status(h->p, err);
-    return rc ? rc : OC_ERR(err, OC_ERR_INTERNAL, "store helios: a stage queue closed");
-}
-
 /* ---- submission (the sample stage) ---------------------------------------- */
 
 /*
@@ -97,7 +91,7 @@ static int issue_span(struct hl_store *h, struct hl_rec *r, struct oc_err *err)
     const struct hl_span *sp = &r->spans[r->n_spans];
     int rc = wait_room(h, err);
     if (rc)
-        return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
+        return rc == OC_ERR_CANCELLED ? store_stages_error(h->s, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
     rc = oc_io_ring_read(h->ring, sp->off, sp->len, r->stage + sp->at,
                          (uint64_t)r->index << 32 | r->n_spans, err);
@@ -173,7 +167,7 @@ static int record_for(struct hl_store *h, uint64_t epoch, uint64_t batch, struct
         return OC_OK; /* out of plan order: read directly */
     void *item;
     if (atomic_load(&h->stop) || oc_queue_pop(h->free_q, &item) != OC_OK)
-        return hl_pipeline_error(h, err);
+        return store_stages_error(h->s, err);
     struct hl_rec *r = item;
     r->seq = seq;
     r->epoch = epoch;
@@ -222,7 +216,7 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     store_miss_sort(h->miss, nm);
     if (!r->queued) { /* the completion stage reaps from the first hop on */
         if (oc_queue_push(h->comp_q, r) != OC_OK)
-            return hl_pipeline_error(h, err);
+            return store_stages_error(h->s, err);
         r->queued = 1;
     }
     rc = stage_misses(h, r, nm, err);
@@ -252,7 +246,7 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       batch, epoch, b->n_input, r->n_rows);
     uint64_t c0 = thread_cpu_ns();
     if ((rc = wait_room(h, err)))
-        return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
+        return rc == OC_ERR_CANCELLED ? store_stages_error(h->s, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
     rc = oc_io_ring_nop(h->ring, (uint64_t)r->index << 32 | HL_SEAL, err);
     if (rc) {

@@ -35,25 +35,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include "offcore/progress.h"
 #include "store/helios/helios_int.h"
 
 #define HL_REAP_MAX        256u
 #define HL_REAP_TIMEOUT_US 2000u
 #define HL_SUBMIT_BURST    32u /* spans queued between submissions */
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- submission (the sample stage) ---------------------------------------- */
 
@@ -193,7 +180,7 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     int rc = record_for(h, epoch, batch, &r, err);
     if (rc || !r)
         return rc;
-    uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
+    uint64_t c0 = oc_thread_cpu_ns(), t0 = oc_now_ns();
     if (r->n_rows + n > h->max_rows)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store helios: batch %" PRIu64 " of epoch %" PRIu64
@@ -222,8 +209,8 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     rc = stage_misses(h, r, nm, err);
     if (rc == OC_OK)
         rc = oc_io_ring_submit(h->ring, err);
-    atomic_fetch_add(&h->submit_cpu_ns, thread_cpu_ns() - c0);
-    atomic_fetch_add(&h->submit_ns, mono_ns() - t0);
+    atomic_fetch_add(&h->submit_cpu_ns, oc_thread_cpu_ns() - c0);
+    atomic_fetch_add(&h->submit_ns, oc_now_ns() - t0);
     if (rc)
         oc_err_prefix(err, "store helios: batch %" PRIu64 " of epoch %" PRIu64, batch, epoch);
     return rc;
@@ -244,7 +231,7 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       "store helios: batch %" PRIu64 " of epoch %" PRIu64 " has %" PRIu64
                       " input rows, its hops showed %" PRIu64 " others",
                       batch, epoch, b->n_input, r->n_rows);
-    uint64_t c0 = thread_cpu_ns();
+    uint64_t c0 = oc_thread_cpu_ns();
     if ((rc = wait_room(h, err)))
         return rc == OC_ERR_CANCELLED ? store_stages_error(h->s, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
@@ -256,7 +243,7 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     h->open_rec = NULL;
     atomic_store_explicit(&h->n_prepared, r->seq + 1, memory_order_release);
     rc = oc_io_ring_submit(h->ring, err);
-    atomic_fetch_add(&h->submit_cpu_ns, thread_cpu_ns() - c0);
+    atomic_fetch_add(&h->submit_cpu_ns, oc_thread_cpu_ns() - c0);
     return rc;
 }
 

@@ -52,6 +52,15 @@ uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id);
  */
 int store_slots_copy(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
                      uint64_t n, float *out, struct oc_err *err);
+/* Which rows store_slots_copy_part handles: hits (converted from their slots), misses
+   (widened in place, f16), or both (store_slots_copy). */
+#define STORE_SLOTS_HITS   1u
+#define STORE_SLOTS_MISSES 2u
+#define STORE_SLOTS_ALL    (STORE_SLOTS_HITS | STORE_SLOTS_MISSES)
+/* store_slots_copy of the rows in `part` only: ginex copies the hits out before its
+   changeset overwrites their slots, and widens the misses once the changes took them. */
+int store_slots_copy_part(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
+                          uint64_t n, float *out, unsigned part, struct oc_err *err);
 /*
  * oc_store_gather through the cache: hits from c, misses read through d into
  * their output rows; counts tiers CPU / DISK and requested_disk_bytes.

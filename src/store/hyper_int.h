@@ -83,6 +83,11 @@ int store_hyper_prepare_by(struct oc_store *s, struct store_hyper *h,
 int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
                         uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                         struct oc_err *err);
+/* begin, add and end for a sampled batch whose misses are the input rows set in bits (bit j
+   of byte j / 8: input row j; ginex: as its plan has them), bits past n_input clear. */
+int store_hyper_prepare_bits(struct oc_store *s, struct store_hyper *h, uint64_t epoch,
+                             uint64_t batch, const struct oc_sample_batch *b, const uint8_t *bits,
+                             struct oc_err *err);
 /* Closes the group being filled, if any, so that its read starts (prepare's side: when the
    next batches will not be prepared until earlier ones are gathered, as at the end of a
    ginex superbatch). */

@@ -20,11 +20,22 @@
 
 #include "store/strategy_int.h"
 
+/* The first field of a training plan cfg lacks ("graph", "sample_opts", "train_ids",
+   "n_train", "batch_size"), or NULL: for the errors of what needs the plan. */
+static inline const char *store_plan_missing(const struct oc_store_config *cfg)
+{
+    return !cfg->graph         ? "graph"
+           : !cfg->sample_opts ? "sample_opts"
+           : !cfg->train_ids   ? "train_ids"
+           : !cfg->n_train     ? "n_train"
+           : !cfg->batch_size  ? "batch_size"
+                               : NULL;
+}
+
 /* A training plan in cfg: what a strategy that samples or sees the plan's batches needs. */
 static inline int store_has_plan(const struct oc_store_config *cfg)
 {
-    return cfg->sample_opts && cfg->graph && cfg->train_ids && cfg->n_train && cfg->batch_size &&
-           cfg->n_epochs > cfg->first_epoch;
+    return !store_plan_missing(cfg) && cfg->n_epochs > cfg->first_epoch;
 }
 
 /* The graph the plan's batches are sampled on: cfg->accesses's, else cfg->graph. */

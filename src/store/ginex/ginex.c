@@ -165,8 +165,8 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
                    uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                    struct oc_err *err)
 {
-    uint64_t n = b->n_input, bytes = (n + 7) / 8, misses = 0;
-    int rc, staged;
+    uint64_t n = b->n_input, bytes = (n + 7) / 8;
+    int rc;
     if (p->b.cnt[it].n_acc != n)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store ginex: batch %" PRIu64 " has %" PRIu64
@@ -177,14 +177,7 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
         return rc;
     if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
         return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
-    for (uint64_t k = 0; k < bytes; k++)
-        misses += (uint64_t)__builtin_popcount(g->miss[k]);
-    if ((rc = store_hyper_begin(g->hyper, epoch, batch, misses, &staged, err)))
-        return rc;
-    for (uint64_t j = 0; staged && j < n; j++)
-        if ((g->miss[j >> 3] >> (j & 7)) & 1)
-            store_hyper_add(g->hyper, store_row_of(s, b->input_ids[j]));
-    if ((rc = store_hyper_end(g->hyper, err)))
+    if ((rc = store_hyper_prepare_bits(s, g->hyper, epoch, batch, b, g->miss, err)))
         return rc;
     return it + 1 == p->b.n_iters ? store_hyper_flush(g->hyper, err) : OC_OK;
 }
@@ -450,10 +443,7 @@ static int sizing_of(const struct oc_store_config *cfg, struct gx_sizing *z, str
 {
     int rc;
     memset(z, 0, sizeof(*z));
-    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
-    z->s.n_nodes = m->n_nodes;
-    z->s.feat_dim = m->feat_dim;
-    z->s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    store_shape(&z->s, cfg);
     if ((rc = gx_plan_shape(cfg, &z->nb, &z->t0, &z->t_end, err)) ||
         (z->t_end > z->t0 && (rc = gx_probe_rows(cfg, z->nb, z->t0, &z->probe, err))))
         return rc;

@@ -1122,13 +1122,18 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &f->n_reads,
                                 &f->held_bytes,
                                 &f->given_back_bytes,
+                                &f->graph_read_bytes, /* diskgnn's chunks' metadata */
+                                &f->tier_rows[OC_STORE_TIER_GPU],
                                 &f->tier_rows[OC_STORE_TIER_CPU],
+                                &f->tier_rows[OC_STORE_TIER_DISK_CACHE],
+                                &f->tier_rows[OC_STORE_TIER_PACKED],
                                 &f->tier_rows[OC_STORE_TIER_DISK],
                                 &f->trace_accesses,
                                 &f->belady_misses,
                                 &f->lru_misses,
                                 &f->static_misses};
     enum { N = sizeof(fields) / sizeof(fields[0]) };
+    _Static_assert(OC_STORE_TIER_COUNT == 5, "part_epoch_sums: every tier summed");
     uint64_t v[N];
     for (int k = 0; k < N; k++)
         v[k] = *fields[k];

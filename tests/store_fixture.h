@@ -1,12 +1,14 @@
 /*
  * store_fixture.h — helpers for the store tests: a small generated dataset
  * opened with its topology, training ids and the reference features (f32,
- * through oc_npy_load_as), a store config over it, and the store layout
- * constants a test needs to pick budgets.
+ * through oc_npy_load_as), a store config over it, the store layout
+ * constants a test needs to pick budgets, and a stand-in for a partitioned
+ * dataset's part (struct even_part: a store over other ids than the plan's).
  *
  * Place in the data flow: tests only (generate → dataset → store).
  * Thread-safety: single-threaded test code.
- * Ownership: a struct fixture owns what it loads; fixture_free releases it.
+ * Ownership: a struct fixture owns what it loads; fixture_free releases it
+ * (an even_part what it makes: even_part_close).
  */
 #ifndef OFFCORE_TEST_STORE_FIXTURE_H
 #define OFFCORE_TEST_STORE_FIXTURE_H
@@ -183,6 +185,100 @@ static inline struct oc_store *fixture_open(const char *name, const struct oc_st
     OC_CHECK_OK(oc_store_strategy_find(name, &idx, &err), &err);
     OC_CHECK_OK(oc_store_open(idx, c, &s, &err), &err);
     return s;
+}
+
+/* ---- a store over other ids than the plan's (oc_store_config.accesses) ---------------- */
+
+/*
+ * A stand-in for a partitioned dataset's part: the even nodes' rows as a
+ * features-only dataset (node v at local row v / 2), their in-degrees by
+ * local row (the store's graph), and an access map over the fixture's graph
+ * that asks, for a batch, for its even input ids as local rows, in order;
+ * with empty_every > 0, batches whose index is empty_every - 1 modulo it
+ * ask for nothing (a part no shard of that batch reads).
+ */
+struct even_part {
+    struct oc_dataset *view;
+    uint64_t n_local, *deg;
+    struct oc_graph local;
+    struct oc_store_accesses acc;
+    uint64_t empty_every;
+};
+
+/* The map's `of` (ctx: the even_part, or NULL: no empty batches). */
+static inline int even_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **ids,
+                                uint64_t *cap, uint64_t *n, struct oc_err *err)
+{
+    const struct even_part *p = ctx;
+    if (*cap < b->n_input + 1) {
+        uint64_t *q = oc_realloc(*ids, (b->n_input + 1) * sizeof(uint64_t), "test: accesses", err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        *ids = q;
+        *cap = b->n_input + 1;
+    }
+    *n = 0;
+    if (p && p->empty_every && b->batch_index % p->empty_every == p->empty_every - 1)
+        return OC_OK;
+    for (uint64_t i = 0; i < b->n_input; i++)
+        if (b->input_ids[i] % 2 == 0)
+            (*ids)[(*n)++] = b->input_ids[i] / 2;
+    return OC_OK;
+}
+
+/* Writes TMP/even.npy and opens the part over fx (f32 fixtures); 0 on failure. */
+static inline int even_part_open(struct even_part *p, const struct fixture *fx,
+                                 uint64_t empty_every)
+{
+    struct oc_err err;
+    memset(p, 0, sizeof(*p));
+    p->n_local = (fx->n_nodes + 1) / 2;
+    p->empty_every = empty_every;
+    char path[800];
+    snprintf(path, sizeof(path), "%s/even.npy", oc_test_tmpdir());
+    uint64_t shape[2] = {p->n_local, fx->dim};
+    struct oc_npy_writer *w = NULL;
+    OC_CHECK_OK(oc_npy_writer_open(path, OC_DTYPE_F32, 2, shape, &w, &err), &err);
+    for (uint64_t r = 0; w && r < p->n_local; r++)
+        OC_CHECK_OK(
+            oc_npy_writer_append(w, fx->ref + 2 * r * fx->dim, fx->dim * sizeof(float), &err),
+            &err);
+    OC_CHECK_OK(oc_npy_writer_close(w, NULL, NULL, &err), &err);
+    OC_CHECK_OK(oc_dataset_open_features(oc_test_tmpdir(), path, &p->view, &err), &err);
+    p->deg = calloc(p->n_local + 1, sizeof(uint64_t));
+    for (uint64_t r = 0; p->deg && r < p->n_local; r++)
+        p->deg[r + 1] = p->deg[r] + fx->indptr[2 * r + 1] - fx->indptr[2 * r];
+    p->local = (struct oc_graph){p->n_local, p->deg, NULL, NULL, NULL};
+    p->acc = (struct oc_store_accesses){&fx->g, even_accesses, p};
+    return p->view && p->deg;
+}
+
+static inline void even_part_close(struct even_part *p)
+{
+    oc_dataset_free(p->view);
+    free(p->deg);
+    memset(p, 0, sizeof(*p));
+}
+
+/* A config over the part: fx's plan, p's rows and degrees, p's access map. */
+static inline struct oc_store_config even_part_config(const struct fixture *fx,
+                                                      const struct even_part *p)
+{
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.ds = p->view;
+    c.graph = &p->local;
+    c.accesses = &p->acc;
+    return c;
+}
+
+/* Rows of out (n gathered rows of the part's local rows ids) that differ from the file's. */
+static inline uint64_t even_part_bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
+                                          const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t k = 0; k < n; k++)
+        bad += memcmp(out + k * fx->dim, fx->ref + 2 * ids[k] * fx->dim, fx->dim * 4) != 0;
+    return bad;
 }
 
 #endif

@@ -2,8 +2,9 @@
 # test_train_mpi.sh — `offcore train --distributed` under mpirun (registered
 # only in builds with MPI): on a small generated graph, 2 and 3 oversubscribed
 # ranks with --micro-shards 4 train the weights_sha256 of one process with
-# --micro-shards 4, for the memory, static and ginex strategies (static and
-# ginex under a --mem-budget that keeps features on disk, each rank its own);
+# --micro-shards 4, for the memory, static, ginex and diskgnn strategies
+# (static, ginex and diskgnn under a --mem-budget that keeps features on
+# disk, each rank its own);
 # only rank 0 logs (one line per epoch) and the log counts the gradient bytes
 # exchanged; every rank evaluates its share of the evaluation (sampled
 # batches, or --eval full's last-layer chunks: rank 0 fewer than all) and the
@@ -25,8 +26,12 @@
 # checkpoint to the uninterrupted weights; gnndrive and helios on parts, each
 # fed the plan's batches over the access map by a feeder of its own, train the
 # single-process weights with every batch served from their pipelines (none
-# read directly; gnndrive with --remote-cache too); diskgnn, --hyperbatch, static's --hotness presample and
-# gnndrive's --samplers are refused on parts, naming themselves; a
+# read directly; gnndrive with --remote-cache too); diskgnn on parts, its
+# windows packing the rows the access map asks of each part (under the
+# part's own plan/, gone after the run), trains the single-process weights
+# with every row from its chunks or CPU cache; outre, --hyperbatch, static's
+# --hotness presample, gnndrive's --samplers and --plan-dir are refused on
+# parts, naming themselves; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file, and a
@@ -85,11 +90,12 @@ common=(--epochs 2 --batch 500 --threads 1 --quiet --eval sampled --eval-batch 5
 # leak checking stays on for the single-process runs only.
 mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe)
 
-for s in memory static ginex; do
+for s in memory static ginex diskgnn; do
     case $s in
     memory) opt=(--strategy memory) ;;
     static) opt=(--strategy static --mem-budget 32M) ;;
     ginex) opt=(--strategy ginex --mem-budget 40M) ;;
+    diskgnn) opt=(--strategy diskgnn --mem-budget 40M) ;;
     esac
     "$bin" train "$g" "${common[@]}" "${opt[@]}" --log "$tmp/$s.1.json" >"$tmp/$s.1.out" 2>&1
     rc=$?
@@ -264,6 +270,40 @@ for n in 2 3; do
         fail "partitioned_ginex_np${n}_weights_equal_single_process_plan_followed: exit $rc, got '$got' want '$want'"
         sed 's/^/    /' "$tmp/pgx.$n.out"
         grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
+    fi
+done
+# diskgnn on parts: each rank's planner samples the plan's batches (as every rank does) and packs
+# into each batch's chunk the rows the ranks' shards will ask of its part (the access map), in
+# windows under the part's own plan/ (removed with the store); the trainer's gathers, in plan
+# order, are assembled from them: the single-process weights and metrics, rows packed, none read
+# from rows.npy beside the chunks and the CPU cache, every epoch some of them packed (27M at 2
+# ranks, 26M at 3: a CPU cache of part of each part's rows).
+dg_served() { # every epoch line: packed > 0, disk 0, the tiers (summed over the ranks) make 1
+    local n=0 cpu dc packed disk
+    while read -r cpu dc packed disk; do
+        n=$((n + 1))
+        if ! awk -v c="$cpu" -v k="$dc" -v p="$packed" -v d="$disk" \
+            'BEGIN{s = c + k + p + d; exit !(p > 0 && d == 0 && s > 0.999999 && s < 1.000001)}'; then
+            return 1
+        fi
+    done < <(sed -n 's/.*"cpu":\([0-9.e-]*\),"disk-cache":\([0-9.e-]*\),"packed":\([0-9.e-]*\),"disk":\([0-9.e-]*\)}.*/\1 \2 \3 \4/p' "$1")
+    [ $n -gt 0 ]
+}
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy diskgnn \
+        --mem-budget $((29 - n))M --log "$tmp/pdg.$n.json" >"$tmp/pdg.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pdg.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && dg_served "$tmp/pdg.$n.json" &&
+        grep -q '"remote_rows":[1-9]' "$tmp/pdg.$n.json" && [ -d "$tmp/p$n/part-0/plan/diskgnn" ] &&
+        [ -z "$(find "$tmp/p$n" -path '*/plan/diskgnn/*' -type f ! -name '.*')" ] &&
+        [ "$(metrics_of "$tmp/pdg.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_diskgnn_np${n}_weights_equal_single_process_packed_by_access_map"
+    else
+        fail "partitioned_diskgnn_np${n}_weights_equal_single_process_packed_by_access_map: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pdg.$n.out"
+        grep -o '"hit_ratio":{[^}]*}' "$tmp/pdg.$n.json" | sed 's/^/    /'
+        find "$tmp/p$n" -path '*/plan/*' | sed 's/^/    /'
     fi
 done
 # gnndrive and helios on parts: each rank's store is fed every batch of the plan, in order, by
@@ -444,13 +484,13 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
-# A strategy that samples or sees the training batches itself is refused on a part, naming those
-# that serve one (outre, like gnndrive's --reorder, is refused by any --distributed run); so are
-# static's pre-sampled hotness, --hyperbatch (its groups are the batch pipeline's) and gnndrive's
+# outre (its embeddings are per whole batch) is refused by any --distributed run, a part's too
+# (its store would refuse a part's access map as well: test_store_ginex.c); so are static's
+# pre-sampled hotness, --hyperbatch (its groups are the batch pipeline's) and gnndrive's
 # --samplers (a part's batches are sampled by the store's feeder), each naming itself.
-refused partitioned_diskgnn_refused \
-    "store diskgnn: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, gnndrive, ginex, helios)" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy diskgnn
+refused partitioned_outre_refused \
+    "--distributed: outre's historical embeddings are kept per whole batch" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy outre
 refused partitioned_hyperbatch_refused \
     "--hyperbatch on a partitioned dataset: its groups are filled from the batches the batch pipeline samples" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy helios \
@@ -492,8 +532,8 @@ else
     fail "partitioned_dry_run_states_remote_cache_apart: store '$s0' then '$s1'"
     sed 's/^/    /' "$tmp/dry.0.out" "$tmp/dry.1.out"
 fi
-refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
+refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's plan files (diskgnn's windows) go under its own part, PART/plan" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy diskgnn \
     --plan-dir "$tmp/pd"
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.

@@ -156,13 +156,14 @@ struct oc_pipeline;
  * freed with oc_free) the *n ids, each < the store's n_nodes, that
  * oc_store_gather_batch will be given for the plan's batch b, in that order.
  * It is called from the strategy's threads (the opening thread, ginex's
- * inspector, gnndrive's and helios's feeder) and must be thread-safe. A
- * strategy that plans over the batches follows it (ginex); one that
- * prepares each batch ahead of its gather (gnndrive, helios) is fed the
- * plan's batches as these ids by a feeder of its own (no batch pipeline
- * shows it them); those that sample or see the batches themselves in their
- * own way (diskgnn, outre) refuse a config with it; the others serve the ids
- * they are given.
+ * inspector, diskgnn's planner, gnndrive's and helios's feeder) and must be
+ * thread-safe; each id once per batch (as a batch's input ids). A strategy
+ * that plans over the batches follows it (ginex's cache plan, diskgnn's
+ * packed windows: their traces hold these ids); one that prepares each
+ * batch ahead of its gather (gnndrive, helios) is fed the plan's batches as
+ * these ids by a feeder of its own (no batch pipeline shows it them); outre,
+ * which sees the batches themselves (its pruning and embeddings), refuses a
+ * config with it; the others serve the ids they are given.
  */
 struct oc_store_accesses {
     const struct oc_graph *graph;

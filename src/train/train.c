@@ -454,12 +454,20 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.plan_dir = plan_dir;
     cfg.reuse_samples = o->reuse_samples;
     const int part = r->part.on;
+    char part_plan[4096];
     if (part) { /* the rank's rows by local row, ranked by in-degree; asked per batch for
                    what the access map says (train_part_fill_start) */
         cfg.ds = r->part.rows_ds;
         cfg.graph = &r->part.graph;
         cfg.accesses = &r->part.accesses;
+        /* plan files (diskgnn's windows; ginex keeps its superbatches in RAM over a map)
+           under the rank's own part, PART/plan, on its own disk */
         cfg.plan_dir = NULL;
+        if (oc_store_strategy_writes_plan(index)) {
+            if ((rc = oc_path_join(part_plan, sizeof(part_plan), r->part.part.dir, "plan", err)))
+                return rc;
+            cfg.plan_dir = part_plan;
+        }
     }
     uint64_t last_in = 0, last_out = 0; /* the last layer's input: outre's embeddings */
     if (o->n_layers >= 2 &&
@@ -1122,13 +1130,18 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &f->n_reads,
                                 &f->held_bytes,
                                 &f->given_back_bytes,
+                                &f->graph_read_bytes, /* diskgnn's chunks' metadata */
+                                &f->tier_rows[OC_STORE_TIER_GPU],
                                 &f->tier_rows[OC_STORE_TIER_CPU],
+                                &f->tier_rows[OC_STORE_TIER_DISK_CACHE],
+                                &f->tier_rows[OC_STORE_TIER_PACKED],
                                 &f->tier_rows[OC_STORE_TIER_DISK],
                                 &f->trace_accesses,
                                 &f->belady_misses,
                                 &f->lru_misses,
                                 &f->static_misses};
     enum { N = sizeof(fields) / sizeof(fields[0]) };
+    _Static_assert(OC_STORE_TIER_COUNT == 5, "part_epoch_sums: every tier summed");
     uint64_t v[N];
     for (int k = 0; k < N; k++)
         v[k] = *fields[k];

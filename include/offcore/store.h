@@ -539,13 +539,14 @@ struct oc_store_inspection {
     uint64_t miss_requests, miss_read_bytes; /* reading static's misses */
     uint64_t lru_requests, lru_read_bytes;   /* reading the LRU's misses (gnndrive's buffer) */
     uint64_t row_requests, row_read_bytes;   /* every input row its own read (direct: unmerged) */
-    uint64_t page_cache_pages; /* mmap: 4 KiB pages of features.npy the page cache holds
+    uint64_t row_device_requests; /* those after the block layer's back merges (sorted reads) */
+    uint64_t page_cache_pages;    /* mmap: 4 KiB pages of features.npy the page cache holds
                                   (page_cache_bytes, at most the file's) */
-    uint64_t page_misses;      /* that page cache's misses (an LRU of pages, warm as the rest) */
-    uint64_t page_miss_rows;   /* rows with a missing page: the prefetch's requests */
-    double sample_s;           /* sampling the batches, wall seconds */
-    double plan_s;             /* Belady's planning of them (ginex's planner), wall seconds */
-    struct oc_io_disk disk;    /* the disk under features.npy */
+    uint64_t page_misses;         /* that page cache's misses (an LRU of pages, warm as the rest) */
+    uint64_t page_miss_rows;      /* rows with a missing page: the prefetch's requests */
+    double sample_s;              /* sampling the batches, wall seconds */
+    double plan_s;                /* Belady's planning of them (ginex's planner), wall seconds */
+    struct oc_io_disk disk;       /* the disk under features.npy */
 };
 /*
  * Fills out (see above). cfg needs ds, graph, sample_opts, train_ids,

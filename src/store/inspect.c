@@ -180,6 +180,23 @@ static void sims_page(struct inspect_sims *sm, uint64_t r, struct oc_store_inspe
     out->page_miss_rows += missing > 0;
 }
 
+/*
+ * The device requests of reads of n rows at sorted file offsets offs, each
+ * its own read of its page span (merging off) submitted in that order: the
+ * kernel's block layer merges a read into the one before when it starts on
+ * the page after that one's last (a back merge), never two reads of one page.
+ */
+static uint64_t device_requests(const uint64_t *offs, uint64_t n, uint64_t row_bytes)
+{
+    uint64_t reqs = 0, last = UINT64_MAX;
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t p0 = offs[k] / OC_IO_ALIGN, p1 = (offs[k] + row_bytes - 1) / OC_IO_ALIGN;
+        reqs += last == UINT64_MAX || p0 != last + 1;
+        last = p1;
+    }
+    return reqs;
+}
+
 /* Scratch of inspect_requests: one batch's rows, each kind of miss, the sort's buffer. */
 struct inspect_rows {
     uint64_t *rows, *miss, *lru, *tmp;
@@ -214,6 +231,7 @@ static void inspect_batches(const struct oc_store_config *cfg, const struct trac
                        &out->all_requests, &out->all_read_bytes);
         oc_io_span_count(&unmerged, w->rows, n, out->row_bytes, &out->row_requests,
                          &out->row_read_bytes); /* rows: now their sorted offsets */
+        out->row_device_requests += device_requests(w->rows, n, out->row_bytes);
         count_requests(w->miss, w->tmp, n_miss, sm->data_offset, out->row_bytes, &rule,
                        &out->miss_requests, &out->miss_read_bytes);
         count_requests(w->lru, w->tmp, n_lru, sm->data_offset, out->row_bytes, &rule,

@@ -10,7 +10,8 @@
  *   io    = disk seconds of the strategy's reads (below)
  *   epoch = max(cpu, io)             the batch pipeline overlaps disk and CPU
  *
- *   disk(req, bytes, q) = req / IOPS(q) + bytes / seq_bw
+ *   disk(req, bytes, q) = req / IOPS(q) + (bytes - 4096 req) / seq_bw: the
+ *                         probe's reads are of one page, the rest streams
  *   IOPS(q)             = the probe's rate with q in flight: measured at 64
  *                         and 256, linear between; fewer than 64 wait on the
  *                         latency it saw (Little's law: IOPS x q / 64)
@@ -32,8 +33,10 @@
  *             sequentially
  *   gnndrive  merged(lru_miss, 64), 2 lanes: its buffer is an LRU; 2
  *             extractors of 64 reads each, merged by the same block reader
- *   direct    disk(B R, B R span, lanes x min(R, 256)): one read per row of
- *             its page-aligned span, merging off, a reader of 256 per lane
+ *   direct    disk(B R dev, B R span, lanes x min(R, 256)): one read per row
+ *             of its page-aligned span, merging off, a reader of 256 per lane;
+ *             dev: device requests per row once the block layer merged the
+ *             sorted reads that follow each other on disk
  *   mmap      disk(B R page_req, B R page_miss 4096, lanes x 64 x page_req):
  *             an LRU page cache of the share (mmap holds nothing else) warm
  *             as the others; the gather asks the kernel for a window of 64
@@ -87,10 +90,15 @@ static double iops_at(const struct auto_inputs *in, double q)
     return lo + (hi - lo) * (q - AUTO_PROBE_DEPTH) / (AUTO_READER_DEPTH - AUTO_PROBE_DEPTH);
 }
 
-/* Disk seconds of req reads of bytes in all, q of them in flight. */
+/*
+ * Disk seconds of req reads of bytes in all, q of them in flight: the
+ * probe's IOPS are of one-page reads, so its rate holds a page's transfer;
+ * the pages beyond each read's first are added at the sequential rate.
+ */
 static double disk_s(const struct auto_inputs *in, double req, double bytes, double q)
 {
-    return req / iops_at(in, q) + bytes / in->seq_bps;
+    double more = bytes - req * AUTO_PAGE;
+    return req / iops_at(in, q) + (more > 0 ? more : 0) / in->seq_bps;
 }
 
 /*
@@ -333,7 +341,7 @@ static void auto_inputs_from(const struct oc_store_inspection *ins, uint64_t n_b
     in->lru_bytes_per_row = ins->lru_misses ? (double)ins->lru_read_bytes / lru : 0;
     in->all_req_per_row = (double)ins->all_requests / all;
     in->all_bytes_per_row = (double)ins->all_read_bytes / all;
-    in->row_req_per_row = (double)ins->row_requests / all;
+    in->row_req_per_row = (double)ins->row_device_requests / all;
     in->row_bytes_per_row = (double)ins->row_read_bytes / all;
     in->page_miss = (double)ins->page_misses / all;
     in->page_req = (double)ins->page_miss_rows / all;

@@ -75,7 +75,8 @@ struct auto_inputs {
     double lru_bytes_per_row;
     double all_req_per_row; /* the same for every input row (a cache missing everything) */
     double all_bytes_per_row;
-    double row_req_per_row;    /* every row its own read (direct, merging off): 1 */
+    double row_req_per_row;    /* every row its own read (direct, merging off), after the
+                                  block layer merges the adjacent ones: at most 1 */
     double row_bytes_per_row;  /* its page-aligned span */
     double page_miss;          /* mmap: page cache misses (pages) per input row */
     double page_req;           /* mmap: input rows with a missing page, per input row */

@@ -19,7 +19,7 @@
  *                         merges them (requests and bytes per missed row from
  *                         the inspection, interpolated in m between static's,
  *                         the LRU's and every row's), q = lanes x min(depth,
- *                         a batch's requests)
+ *                         a batch's requests, reads the bounce ring holds)
  *
  *   memory    0 (excluded when every row as f32 exceeds the store's share)
  *   static    merged(static_miss, 256)   hot set of the share less its readers
@@ -143,19 +143,29 @@ static void req_curve(const struct auto_inputs *in, double m, double *req, doubl
 
 /*
  * Disk seconds of a cache's misses, a share m of the epoch's rows, read
- * merged by one reader of depth reads in flight per lane (lanes of them):
- * a batch's reads are in flight together, at most depth per reader.
+ * merged by one reader per lane (lanes of them) of depth reads in flight
+ * into a bounce ring of bounce bytes: a batch's reads are in flight
+ * together, at most depth of them and at most as many as the ring holds.
  */
-static void predict_merged(const struct auto_inputs *in, double m, double depth, double lanes,
-                           struct auto_prediction *p)
+static void predict_merged(const struct auto_inputs *in, double m, double depth, double bounce,
+                           double lanes, struct auto_prediction *p)
 {
     double rows = (double)in->n_batches * in->rows * m, req, bytes;
     req_curve(in, m, &req, &bytes);
     double per_batch = in->rows * m * req;
-    double q = lanes * (per_batch < depth ? per_batch : depth);
+    double fit = req > 0 && bytes > 0 ? bounce / (bytes / req) : depth;
+    double q = per_batch < depth ? per_batch : depth;
+    q = lanes * (fit < q ? fit : q);
     p->miss_ratio = m;
     p->read_bytes = rows * bytes;
     p->io_s = disk_s(in, rows * req, rows * bytes, q);
+}
+
+/* gnndrive's bounce per extractor: a cell of a row's span and a page (8 KiB at least) a read. */
+static double gnndrive_bounce(const struct auto_inputs *in)
+{
+    double span = ceil((double)in->row_bytes / AUTO_PAGE) * AUTO_PAGE + AUTO_PAGE;
+    return AUTO_GNNDRIVE_DEPTH * (span > AUTO_GNNDRIVE_CELL ? span : AUTO_GNNDRIVE_CELL);
 }
 
 /* The lanes reading batches at once (the pipeline's depth), at least one. */
@@ -202,12 +212,12 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
         case AUTO_STATIC:
         case AUTO_HELIOS:
         case AUTO_OUTRE:
-            predict_merged(in, in->static_miss, AUTO_READER_DEPTH, lanes, p);
+            predict_merged(in, in->static_miss, AUTO_READER_DEPTH, AUTO_READER_BOUNCE, lanes, p);
             break;
         case AUTO_GINEX:
             if (in->store_bytes && in->ginex_cache_rows == 0)
                 ginex_excluded(in, p);
-            predict_merged(in, in->belady_miss, AUTO_READER_DEPTH, lanes, p);
+            predict_merged(in, in->belady_miss, AUTO_READER_DEPTH, AUTO_READER_BOUNCE, lanes, p);
             p->cpu_s = B * (in->compute_s + in->sample_s + in->plan_s); /* its planner too */
             break;
         case AUTO_DISKGNN: {
@@ -225,7 +235,8 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
             p->cpu_s = B * in->compute_s; /* batches come sampled, from the chunks */
             break;
         case AUTO_GNNDRIVE: /* its extractors, each a batch's reads */
-            predict_merged(in, in->lru_miss, AUTO_GNNDRIVE_DEPTH, AUTO_GNNDRIVE_LANES, p);
+            predict_merged(in, in->lru_miss, AUTO_GNNDRIVE_DEPTH, gnndrive_bounce(in),
+                           AUTO_GNNDRIVE_LANES, p);
             break;
         case AUTO_DIRECT: {
             double q = lanes * (R < AUTO_READER_DEPTH ? R : AUTO_READER_DEPTH);

@@ -36,7 +36,11 @@
 #define AUTO_READER_DEPTH   256.0
 #define AUTO_GNNDRIVE_DEPTH 64.0
 #define AUTO_GNNDRIVE_LANES 2.0
-#define AUTO_MMAP_WINDOW    64.0
+/* Bounce rings the reads land in: a store reader's (STORE_DISK_BOUNCE_BYTES), and
+   gnndrive's cell per read (GD_CELL_MIN, or a row's span and a page) */
+#define AUTO_READER_BOUNCE (2.0 * 1024 * 1024)
+#define AUTO_GNNDRIVE_CELL 8192.0
+#define AUTO_MMAP_WINDOW   64.0
 
 /* The candidates, in the order they are predicted (ties go to the earlier). */
 enum auto_cand {

@@ -378,7 +378,8 @@ static int run_open_auto(struct run *r, const struct oc_train_opts *o, struct oc
     int rc;
     cfg->lanes = r->depth; /* as the store will have it: the cache's readers */
     if ((rc = run_time_steps(r, o, cfg->first_epoch, &step_s, err)) ||
-        (rc = train_auto_choose(cfg, n_batches, step_s, o->allow_approximate, &r->autosel, err)))
+        (rc = train_auto_choose(cfg, n_batches, step_s, r->work, o->allow_approximate, &r->autosel,
+                                err)))
         return rc;
     enum auto_cand order[AUTO_CAND_COUNT];
     uint32_t n = auto_order(r->autosel.pred, order);

@@ -11,6 +11,8 @@
 #ifndef OFFCORE_TEST_STORE_FIXTURE_H
 #define OFFCORE_TEST_STORE_FIXTURE_H
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -183,6 +185,141 @@ static inline struct oc_store *fixture_open(const char *name, const struct oc_st
     OC_CHECK_OK(oc_store_strategy_find(name, &idx, &err), &err);
     OC_CHECK_OK(oc_store_open(idx, c, &s, &err), &err);
     return s;
+}
+
+/* ---- a store over other ids than the plan's (oc_store_config.accesses) ---------------- */
+
+/*
+ * The even nodes of fx as a part of a partitioned dataset would hold them: their
+ * rows (f32) by local row v / 2 in a features-only dataset, their in-degrees by
+ * local row, and the access map a batch gathers with: its even input ids / 2,
+ * in order.
+ */
+struct fixture_even {
+    struct oc_dataset *view;
+    uint64_t n_local;
+    uint64_t *deg; /* n_local + 1: indptr of the in-degrees */
+    struct oc_graph local;
+    struct oc_store_accesses acc;
+};
+
+static inline int fixture_even_of(void *ctx, const struct oc_sample_batch *b, uint64_t **ids,
+                                  uint64_t *cap, uint64_t *n, struct oc_err *err)
+{
+    (void)ctx;
+    if (*cap < b->n_input + 1) {
+        uint64_t *p = oc_realloc(*ids, (b->n_input + 1) * sizeof(uint64_t), "test: accesses", err);
+        if (!p)
+            return err ? err->status : OC_ERR_NOMEM;
+        *ids = p;
+        *cap = b->n_input + 1;
+    }
+    *n = 0;
+    for (uint64_t i = 0; i < b->n_input; i++)
+        if (b->input_ids[i] % 2 == 0)
+            (*ids)[(*n)++] = b->input_ids[i] / 2;
+    return OC_OK;
+}
+
+/* Writes and opens fx's even rows (name.npy in the test's directory); 0 on failure. */
+static inline int fixture_even_open(const struct fixture *fx, const char *name,
+                                    struct fixture_even *ev)
+{
+    struct oc_err err;
+    char path[800];
+    memset(ev, 0, sizeof(*ev));
+    ev->n_local = (fx->n_nodes + 1) / 2;
+    snprintf(path, sizeof(path), "%s/%s.npy", oc_test_tmpdir(), name);
+    uint64_t shape[2] = {ev->n_local, fx->dim};
+    struct oc_npy_writer *w = NULL;
+    int rc = oc_npy_writer_open(path, OC_DTYPE_F32, 2, shape, &w, &err);
+    for (uint64_t r = 0; rc == OC_OK && r < ev->n_local; r++)
+        rc = oc_npy_writer_append(w, fx->ref + 2 * r * fx->dim, fx->dim * sizeof(float), &err);
+    if (w && (rc = oc_npy_writer_close(w, NULL, NULL, &err)) == OC_OK)
+        rc = oc_dataset_open_features(oc_test_tmpdir(), path, &ev->view, &err);
+    OC_CHECK_OK(rc, &err);
+    ev->deg = calloc(ev->n_local + 1, sizeof(uint64_t));
+    if (rc || !ev->deg)
+        return 0;
+    for (uint64_t r = 0; r < ev->n_local; r++)
+        ev->deg[r + 1] = ev->deg[r] + fx->indptr[2 * r + 1] - fx->indptr[2 * r];
+    ev->local = (struct oc_graph){ev->n_local, ev->deg, NULL, NULL, NULL};
+    ev->acc = (struct oc_store_accesses){&fx->g, fixture_even_of, NULL};
+    return 1;
+}
+
+/* fixture_config over ev: the store's dataset, graph and access map ev's. */
+static inline struct oc_store_config fixture_even_config(const struct fixture *fx,
+                                                         const struct fixture_even *ev)
+{
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.ds = ev->view;
+    c.graph = &ev->local;
+    c.accesses = &ev->acc;
+    return c;
+}
+
+/* Rows of out (n gathered rows of ev's local rows ids) that differ from the file's values. */
+static inline uint64_t fixture_even_bad_rows(const struct fixture *fx, const uint64_t *ids,
+                                             uint64_t n, const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++)
+        bad +=
+            memcmp(out + i * fx->dim, fx->ref + 2 * ids[i] * fx->dim, fx->dim * sizeof(float)) != 0;
+    return bad;
+}
+
+/*
+ * Gathers every batch of epochs [0, n_epochs) of fx's plan from s (opened over
+ * ev) with ev's access map, in plan order, as a partitioned run's trainer does;
+ * returns the rows that differ from the file's, *rows the rows gathered.
+ */
+static inline uint64_t fixture_even_run(const struct fixture *fx, struct oc_store *s,
+                                        uint32_t n_epochs, uint64_t *rows)
+{
+    struct oc_sample_iter it;
+    struct oc_err err;
+    uint64_t bad = 0, *ids = NULL, cap = 0, n = 0, cap_out = 0;
+    float *out = NULL;
+    *rows = 0;
+    int rc = oc_sample_iter_open(&it, &fx->g, &fx->so, NULL, fx->train, fx->n_train, fx->batch_size,
+                                 &err);
+    OC_CHECK_OK(rc, &err);
+    for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        oc_sample_iter_seek(&it, e, 0);
+        for (uint64_t b = 0; rc == OC_OK; b++) {
+            int got = oc_sample_iter_next(&it, &err);
+            OC_CHECK(got >= 0);
+            if (got <= 0)
+                break;
+            OC_CHECK_OK(rc = fixture_even_of(NULL, &it.batch, &ids, &cap, &n, &err), &err);
+            if (rc == OC_OK && n + 1 > cap_out) {
+                cap_out = n + 1;
+                float *p = realloc(out, cap_out * fx->dim * sizeof(float));
+                OC_CHECK(p != NULL);
+                if (!p)
+                    break;
+                out = p;
+            }
+            if (rc == OC_OK)
+                OC_CHECK_OK(rc = oc_store_gather_batch(s, e, b, ids, n, out, &err), &err);
+            if (rc == OC_OK)
+                bad += fixture_even_bad_rows(fx, ids, n, out);
+            *rows += n;
+        }
+    }
+    oc_sample_iter_close(&it);
+    free(out);
+    oc_free(ids);
+    return bad;
+}
+
+static inline void fixture_even_close(struct fixture_even *ev)
+{
+    oc_dataset_free(ev->view);
+    free(ev->deg);
+    memset(ev, 0, sizeof(*ev));
 }
 
 #endif

@@ -160,9 +160,11 @@ struct oc_pipeline;
  * strategy that plans over the batches follows it (ginex); one that
  * prepares each batch ahead of its gather (gnndrive, helios) is fed the
  * plan's batches as these ids by a feeder of its own (no batch pipeline
- * shows it them); those that sample or see the batches themselves in their
- * own way (diskgnn, outre) refuse a config with it; the others serve the ids
- * they are given.
+ * shows it them), static's --hyperbatch groups too; outre profiles over it
+ * and keeps no historical embeddings (it refuses --staleness above 0 with
+ * it); those that sample or see the batches themselves in their own way
+ * (diskgnn) refuse a config with it; the others serve the ids they are
+ * given.
  */
 struct oc_store_accesses {
     const struct oc_graph *graph;

@@ -281,4 +281,49 @@ static inline uint64_t even_part_bad_rows(const struct fixture *fx, const uint64
     return bad;
 }
 
+/*
+ * Gathers every batch of epochs [0, n_epochs) of fx's plan from s (opened over
+ * p) with p's access map, in plan order, as a partitioned run's trainer does;
+ * returns the rows that differ from the file's, *rows the rows gathered.
+ */
+static inline uint64_t even_part_run(const struct fixture *fx, const struct even_part *p,
+                                     struct oc_store *s, uint32_t n_epochs, uint64_t *rows)
+{
+    struct oc_sample_iter it;
+    struct oc_err err;
+    uint64_t bad = 0, *ids = NULL, cap = 0, n = 0, cap_out = 0;
+    float *out = NULL;
+    *rows = 0;
+    int rc = oc_sample_iter_open(&it, &fx->g, &fx->so, NULL, fx->train, fx->n_train, fx->batch_size,
+                                 &err);
+    OC_CHECK_OK(rc, &err);
+    for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        oc_sample_iter_seek(&it, e, 0);
+        for (uint64_t b = 0; rc == OC_OK; b++) {
+            int got = oc_sample_iter_next(&it, &err);
+            OC_CHECK(got >= 0);
+            if (got <= 0)
+                break;
+            OC_CHECK_OK(rc = even_accesses((void *)p, &it.batch, &ids, &cap, &n, &err), &err);
+            if (rc == OC_OK && n + 1 > cap_out) {
+                cap_out = n + 1;
+                float *q = realloc(out, cap_out * fx->dim * sizeof(float));
+                OC_CHECK(q != NULL);
+                if (!q)
+                    break;
+                out = q;
+            }
+            if (rc == OC_OK)
+                OC_CHECK_OK(rc = oc_store_gather_batch(s, e, b, ids, n, out, &err), &err);
+            if (rc == OC_OK)
+                bad += even_part_bad_rows(fx, ids, n, out);
+            *rows += n;
+        }
+    }
+    oc_sample_iter_close(&it);
+    free(out);
+    oc_free(ids);
+    return bad;
+}
+
 #endif

@@ -712,14 +712,6 @@ OC_TEST(store_over_other_ids_follows_the_access_map)
     OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st.belady_misses);
     OC_CHECK(st.belady_misses > 0 && st.belady_misses < st.lru_misses);
     oc_store_free(s);
-    /* a strategy that sees the batches themselves (outre's pruning and embeddings) cannot
-       serve other ids */
-    uint32_t idx = 0;
-    s = NULL;
-    OC_CHECK_OK(oc_store_strategy_find("outre", &idx, &err), &err);
-    OC_CHECK_ERR(oc_store_open(idx, &c, &s, &err), OC_ERR_UNSUPPORTED, &err,
-                 "so it cannot serve rows by other ids");
-    OC_CHECK(s == NULL);
     free(out);
     oc_free(ids);
     trace_free(&t);

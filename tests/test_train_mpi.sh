@@ -9,7 +9,8 @@
 # exchanged; every rank evaluates its share of the evaluation (sampled
 # batches, or --eval full's last-layer chunks: rank 0 fewer than all) and the
 # logged validation/test metrics (acc, rocauc, f1-macro), best epoch and
-# weights equal one process's; more ranks than micro-shards are refused; a rank that fails
+# weights equal one process's; outre with --staleness 0 (a feature cache) trains memory's
+# weights on N ranks; more ranks than micro-shards are refused; a rank that fails
 # (a missing dataset on rank 1) ends every rank within 30 s with an error
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
@@ -29,9 +30,12 @@
 # read directly; gnndrive with --remote-cache too); diskgnn on parts, its
 # windows packing the rows the access map asks of each part (under the
 # part's own plan/, gone after the run), trains the single-process weights
-# with every row from its chunks or CPU cache; outre, --hyperbatch, static's
-# --hotness presample, gnndrive's --samplers and --plan-dir are refused on
-# parts, naming themselves; a
+# with every row from its chunks or CPU cache; so do static with --hotness presample
+# (each rank caching the part's rows epoch 0 asks for most: fewer disk bytes in epoch 0 than
+# by in-degree) and with --hyperbatch (its groups filled by its own feeder over the access
+# map, every batch served from them), and outre with --staleness 0 (its profile over the
+# access map); outre's historical embeddings, --hyperbatch with other strategies,
+# gnndrive's --samplers and --plan-dir are refused on parts, naming themselves; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file, and a
@@ -129,6 +133,22 @@ for s in memory static ginex diskgnn; do
     done
 done
 
+# outre with --staleness 0 (its feature cache alone, no historical embeddings) on N ranks trains
+# memory's weights, as in one process; its embeddings are refused below.
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$g" "${common[@]}" --strategy outre --staleness 0 \
+        --mem-budget 32M --distributed >"$tmp/outre.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/outre.$n.out")
+    want=$(sha_of "$tmp/memory.1.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+        ok "outre_staleness_0_np${n}_weights_equal_memory"
+    else
+        fail "outre_staleness_0_np${n}_weights_equal_memory: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/outre.$n.out"
+    fi
+done
+
 # Every --metric, sampled and full evaluation, on a two-class graph (ROC-AUC needs two): N ranks
 # log one process's validation/test values and best epoch, each rank evaluating its share.
 g2=$tmp/g2
@@ -172,6 +192,9 @@ done
 # fetching the rest from their owners per batch, train the single-process weights; the log
 # counts the rows fetched from other ranks.
 pc=(--epochs 2 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+loud=(--epochs 2 --batch 500 --threads 1 --eval sampled --eval-batch 500 --micro-shards 4)
+# The first epoch's bytes asked of the disk in a log (summed over the ranks).
+first_disk() { sed -n 's/.*"requested_disk_bytes":\([0-9]*\).*/\1/p' "$1" | head -1; }
 # Whether every epoch of log $1 (N = $2 ranks) overlapped each batch's row exchange with the
 # previous batch's step: remote_overlapped = N x (n_batches - 1) > 0, remote_hidden at most
 # that, remote_overlap_s > 0.
@@ -240,6 +263,64 @@ for n in 2 3; do
         sed 's/^/    /' "$tmp/pst.$n.out"
         grep -o '"features":{[^}]*' "$tmp/pst.$n.json" | sed 's/^/    /'
         diff <(metrics_of "$tmp/memory.1.json") <(metrics_of "$tmp/pst.$n.json") | sed 's/^/    /'
+    fi
+    # static's --hotness presample on parts: each rank counts the rows of its part the ranks ask
+    # for in epoch 0's batches (the access map) and caches the most asked. The same weights, and
+    # epoch 0 asks the disks for fewer bytes than the in-degree caches above (the counts are
+    # epoch 0's own requests: no set of as many rows serves more of them).
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy static \
+        --hotness presample --mem-budget $((25 - n))M --log "$tmp/psp.$n.json" \
+        >"$tmp/psp.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/psp.$n.out")
+    pre=$(first_disk "$tmp/psp.$n.json")
+    deg=$(first_disk "$tmp/pst.$n.json")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ -n "$pre" ] && [ -n "$deg" ] &&
+        [ "$pre" -gt 0 ] && [ "$pre" -lt "$deg" ] &&
+        [ "$(metrics_of "$tmp/psp.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_static_presample_np${n}_weights_equal_fewer_disk_bytes ($pre < $deg)"
+    else
+        fail "partitioned_static_presample_np${n}_weights_equal_fewer_disk_bytes: exit $rc, got '$got' want '$want', disk bytes '$pre' vs '$deg'"
+        sed 's/^/    /' "$tmp/psp.$n.out"
+    fi
+    # static's --hyperbatch on parts: its groups are filled by a feeder of its own (the plan's
+    # batches as the rows the ranks will ask of the part, in plan order) and each read in one
+    # block pass: rows read from disk, every batch served from its group (rank 0's line at the
+    # end; a gather waits for the feeder to stage its batch), the single-process weights and
+    # metrics (37M at 2 ranks, 33M at 3: the groups and most of the part's rows, not all).
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy static \
+        --hyperbatch 0.2 --mem-budget $((45 - 4 * n))M --log "$tmp/phb.$n.json" \
+        >"$tmp/phb.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/phb.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/phb.$n.json" &&
+        grep -q "store static: \([1-9][0-9]*\) batches fed over the access map, \1 served from their hyperbatch groups, 0 read directly" \
+            "$tmp/phb.$n.out" &&
+        [ "$(metrics_of "$tmp/phb.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_static_hyperbatch_np${n}_weights_equal_groups_fed_by_access_map"
+    else
+        fail "partitioned_static_hyperbatch_np${n}_weights_equal_groups_fed_by_access_map: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/phb.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/phb.$n.json" | sed 's/^/    /'
+    fi
+    # outre on parts with --staleness 0 (its feature cache alone): its profile counts the rows
+    # the ranks ask of the part (the access map), which its cache holds by those counts; rows
+    # read from disk, the single-process weights and metrics.
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy outre \
+        --staleness 0 --mem-budget $((25 - n))M --log "$tmp/pout.$n.json" >"$tmp/pout.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pout.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/pout.$n.json" &&
+        grep -q "store outre: profiled [1-9][0-9]* batches over the access map: [1-9][0-9]* of this store's rows asked for" \
+            "$tmp/pout.$n.out" &&
+        [ "$(metrics_of "$tmp/pout.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_outre_staleness_0_np${n}_weights_equal_single_process"
+    else
+        fail "partitioned_outre_staleness_0_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pout.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/pout.$n.json" | sed 's/^/    /'
     fi
 done
 # ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
@@ -312,7 +393,6 @@ done
 # from disk, the single-process weights and metrics, every batch served from its extracted or
 # read-ahead record and none read directly (rank 0's line at the end; 25M at 2 ranks, 24M at
 # 3: helios caches a fraction of its part, the rest staged per batch).
-loud=(--epochs 2 --batch 500 --threads 1 --eval sampled --eval-batch 500 --micro-shards 4)
 for s in gnndrive helios; do
     for n in 2 3; do
         "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy "$s" \
@@ -484,23 +564,20 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
-# outre (its embeddings are per whole batch) is refused by any --distributed run, a part's too
-# (its store would refuse a part's access map as well: test_store_ginex.c); so are static's
-# pre-sampled hotness, --hyperbatch (its groups are the batch pipeline's) and gnndrive's
-# --samplers (a part's batches are sampled by the store's feeder), each naming itself.
-refused partitioned_outre_refused \
-    "--distributed: outre's historical embeddings are kept per whole batch" \
+# outre's historical embeddings, like gnndrive's --reorder, are refused by any --distributed
+# run, naming --staleness; so are --hyperbatch but static's (the others' groups are the batch
+# pipeline's) and gnndrive's --samplers (a part's batches are sampled by the store's feeder),
+# each naming itself.
+refused partitioned_outre_embeddings_refused \
+    "--distributed: outre's historical embeddings (--staleness 100) are kept per whole batch .*give --staleness 0" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy outre
 refused partitioned_hyperbatch_refused \
-    "--hyperbatch on a partitioned dataset: its groups are filled from the batches the batch pipeline samples" \
+    "--hyperbatch on a partitioned dataset with --strategy helios: its groups are filled from the batches the batch pipeline samples" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy helios \
     --mem-budget 25M --hyperbatch 0.3
 refused partitioned_gnndrive_samplers_refused \
     "store gnndrive: --samplers on a partitioned dataset's part: its batches are sampled by the store's one feeding thread" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive --samplers 2
-refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
-    --hotness presample
 # --remote-cache: more than the store's share of the budget, less than a row, or on a dataset
 # that is not partitioned.
 refused partitioned_remote_cache_over_budget_refused \

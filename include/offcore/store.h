@@ -161,9 +161,10 @@ struct oc_pipeline;
  * that plans over the batches follows it (ginex's cache plan, diskgnn's
  * packed windows: their traces hold these ids); one that prepares each
  * batch ahead of its gather (gnndrive, helios) is fed the plan's batches as
- * these ids by a feeder of its own (no batch pipeline shows it them); outre,
- * which sees the batches themselves (its pruning and embeddings), refuses a
- * config with it; the others serve the ids they are given.
+ * these ids by a feeder of its own (no batch pipeline shows it them),
+ * static's --hyperbatch groups too; outre profiles over it and keeps no
+ * historical embeddings (it refuses --staleness above 0 with it); the
+ * others serve the ids they are given.
  */
 struct oc_store_accesses {
     const struct oc_graph *graph;

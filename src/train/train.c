@@ -165,6 +165,27 @@ static int train_sharded(const struct oc_train_opts *o)
 }
 
 /*
+ * The option of o's strategy marked outside_checkpoint (outre's --staleness:
+ * its historical embeddings) that o sets nonzero, its value in *v; NULL when
+ * none is (or the strategy is not known yet: auto, a bad name).
+ */
+static const struct oc_store_opt *train_state_outside_checkpoint(const struct oc_train_opts *o,
+                                                                 double *v)
+{
+    uint32_t chosen;
+    struct oc_err ignored;
+    if (oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) != OC_OK)
+        return NULL;
+    for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
+        const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
+        *v = oc_train_opts_get(o, opt->name, opt->dflt);
+        if (opt->outside_checkpoint && *v != 0)
+            return opt;
+    }
+    return NULL;
+}
+
+/*
  * --micro-shards and --distributed: each rank takes whole micro-shards, and
  * every rank must train the same batches in the same order from the same
  * gathered rows.
@@ -193,11 +214,15 @@ static int train_shards_check(const struct oc_train_opts *o, struct oc_err *err)
     if (!train_sharded(o))
         return OC_OK;
     const char *flag = o->distributed ? "--distributed" : "--micro-shards";
-    if (strcmp(train_strategy_name(o), "outre") == 0)
+    double v;
+    const struct oc_store_opt *kept = train_state_outside_checkpoint(o, &v);
+    if (kept)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "%s: outre's historical embeddings are kept per whole batch; use another "
-                      "--strategy",
-                      flag);
+                      "%s: %s's %s (--%s %g) are kept per whole batch (a batch's pushes are "
+                      "admitted by the whole batch's gradients, which micro-shards split); give "
+                      "--%s 0 (a feature cache: memory's weights) or another --strategy",
+                      flag, train_strategy_name(o), kept->outside_checkpoint, kept->name, v,
+                      kept->name);
     if (oc_train_opts_get(o, "reorder", 0) != 0)
         return OC_ERR(err, OC_ERR_ARG,
                       "%s: --reorder trains batches in the order their reads complete, which "
@@ -1247,22 +1272,15 @@ static int pipe_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e, 
 static int resume_keeps_weights(const struct oc_train_opts *o, const struct oc_train_position *pos,
                                 struct oc_err *err)
 {
-    uint32_t chosen;
-    struct oc_err ignored;
-    if (pos->next_epoch == 0 ||
-        oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) != OC_OK)
+    double v;
+    const struct oc_store_opt *opt = train_state_outside_checkpoint(o, &v);
+    if (pos->next_epoch == 0 || !opt)
         return OC_OK;
-    for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
-        const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
-        double v = oc_train_opts_get(o, opt->name, opt->dflt);
-        if (opt->outside_checkpoint && v != 0)
-            return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                          "--resume: %s's %s (--%s %g) are not in the checkpoint, so the resumed "
-                          "run would not end with the weights of an uninterrupted one; train "
-                          "again without --resume (or with --%s 0)",
-                          o->strategy, opt->outside_checkpoint, opt->name, v, opt->name);
-    }
-    return OC_OK;
+    return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                  "--resume: %s's %s (--%s %g) are not in the checkpoint, so the resumed "
+                  "run would not end with the weights of an uninterrupted one; train "
+                  "again without --resume (or with --%s 0)",
+                  o->strategy, opt->outside_checkpoint, opt->name, v, opt->name);
 }
 
 int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,

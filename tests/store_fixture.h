@@ -1,12 +1,14 @@
 /*
  * store_fixture.h — helpers for the store tests: a small generated dataset
  * opened with its topology, training ids and the reference features (f32,
- * through oc_npy_load_as), a store config over it, and the store layout
- * constants a test needs to pick budgets.
+ * through oc_npy_load_as), a store config over it, the store layout
+ * constants a test needs to pick budgets, and a stand-in for a partitioned
+ * dataset's part (struct even_part: a store over other ids than the plan's).
  *
  * Place in the data flow: tests only (generate → dataset → store).
  * Thread-safety: single-threaded test code.
- * Ownership: a struct fixture owns what it loads; fixture_free releases it.
+ * Ownership: a struct fixture owns what it loads; fixture_free releases it
+ * (an even_part what it makes: even_part_close).
  */
 #ifndef OFFCORE_TEST_STORE_FIXTURE_H
 #define OFFCORE_TEST_STORE_FIXTURE_H
@@ -183,6 +185,145 @@ static inline struct oc_store *fixture_open(const char *name, const struct oc_st
     OC_CHECK_OK(oc_store_strategy_find(name, &idx, &err), &err);
     OC_CHECK_OK(oc_store_open(idx, c, &s, &err), &err);
     return s;
+}
+
+/* ---- a store over other ids than the plan's (oc_store_config.accesses) ---------------- */
+
+/*
+ * A stand-in for a partitioned dataset's part: the even nodes' rows as a
+ * features-only dataset (node v at local row v / 2), their in-degrees by
+ * local row (the store's graph), and an access map over the fixture's graph
+ * that asks, for a batch, for its even input ids as local rows, in order;
+ * with empty_every > 0, batches whose index is empty_every - 1 modulo it
+ * ask for nothing (a part no shard of that batch reads).
+ */
+struct even_part {
+    struct oc_dataset *view;
+    uint64_t n_local, *deg;
+    struct oc_graph local;
+    struct oc_store_accesses acc;
+    uint64_t empty_every;
+};
+
+/* The map's `of` (ctx: the even_part, or NULL: no empty batches). */
+static inline int even_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **ids,
+                                uint64_t *cap, uint64_t *n, struct oc_err *err)
+{
+    const struct even_part *p = ctx;
+    if (*cap < b->n_input + 1) {
+        uint64_t *q = oc_realloc(*ids, (b->n_input + 1) * sizeof(uint64_t), "test: accesses", err);
+        if (!q)
+            return err ? err->status : OC_ERR_NOMEM;
+        *ids = q;
+        *cap = b->n_input + 1;
+    }
+    *n = 0;
+    if (p && p->empty_every && b->batch_index % p->empty_every == p->empty_every - 1)
+        return OC_OK;
+    for (uint64_t i = 0; i < b->n_input; i++)
+        if (b->input_ids[i] % 2 == 0)
+            (*ids)[(*n)++] = b->input_ids[i] / 2;
+    return OC_OK;
+}
+
+/* Writes TMP/even.npy and opens the part over fx (f32 fixtures); 0 on failure. */
+static inline int even_part_open(struct even_part *p, const struct fixture *fx,
+                                 uint64_t empty_every)
+{
+    struct oc_err err;
+    memset(p, 0, sizeof(*p));
+    p->n_local = (fx->n_nodes + 1) / 2;
+    p->empty_every = empty_every;
+    char path[800];
+    snprintf(path, sizeof(path), "%s/even.npy", oc_test_tmpdir());
+    uint64_t shape[2] = {p->n_local, fx->dim};
+    struct oc_npy_writer *w = NULL;
+    OC_CHECK_OK(oc_npy_writer_open(path, OC_DTYPE_F32, 2, shape, &w, &err), &err);
+    for (uint64_t r = 0; w && r < p->n_local; r++)
+        OC_CHECK_OK(
+            oc_npy_writer_append(w, fx->ref + 2 * r * fx->dim, fx->dim * sizeof(float), &err),
+            &err);
+    OC_CHECK_OK(oc_npy_writer_close(w, NULL, NULL, &err), &err);
+    OC_CHECK_OK(oc_dataset_open_features(oc_test_tmpdir(), path, &p->view, &err), &err);
+    p->deg = calloc(p->n_local + 1, sizeof(uint64_t));
+    for (uint64_t r = 0; p->deg && r < p->n_local; r++)
+        p->deg[r + 1] = p->deg[r] + fx->indptr[2 * r + 1] - fx->indptr[2 * r];
+    p->local = (struct oc_graph){p->n_local, p->deg, NULL, NULL, NULL};
+    p->acc = (struct oc_store_accesses){&fx->g, even_accesses, p};
+    return p->view && p->deg;
+}
+
+static inline void even_part_close(struct even_part *p)
+{
+    oc_dataset_free(p->view);
+    free(p->deg);
+    memset(p, 0, sizeof(*p));
+}
+
+/* A config over the part: fx's plan, p's rows and degrees, p's access map. */
+static inline struct oc_store_config even_part_config(const struct fixture *fx,
+                                                      const struct even_part *p)
+{
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.ds = p->view;
+    c.graph = &p->local;
+    c.accesses = &p->acc;
+    return c;
+}
+
+/* Rows of out (n gathered rows of the part's local rows ids) that differ from the file's. */
+static inline uint64_t even_part_bad_rows(const struct fixture *fx, const uint64_t *ids, uint64_t n,
+                                          const float *out)
+{
+    uint64_t bad = 0;
+    for (uint64_t k = 0; k < n; k++)
+        bad += memcmp(out + k * fx->dim, fx->ref + 2 * ids[k] * fx->dim, fx->dim * 4) != 0;
+    return bad;
+}
+
+/*
+ * Gathers every batch of epochs [0, n_epochs) of fx's plan from s (opened over
+ * p) with p's access map, in plan order, as a partitioned run's trainer does;
+ * returns the rows that differ from the file's, *rows the rows gathered.
+ */
+static inline uint64_t even_part_run(const struct fixture *fx, const struct even_part *p,
+                                     struct oc_store *s, uint32_t n_epochs, uint64_t *rows)
+{
+    struct oc_sample_iter it;
+    struct oc_err err;
+    uint64_t bad = 0, *ids = NULL, cap = 0, n = 0, cap_out = 0;
+    float *out = NULL;
+    *rows = 0;
+    int rc = oc_sample_iter_open(&it, &fx->g, &fx->so, NULL, fx->train, fx->n_train, fx->batch_size,
+                                 &err);
+    OC_CHECK_OK(rc, &err);
+    for (uint32_t e = 0; rc == OC_OK && e < n_epochs; e++) {
+        oc_sample_iter_seek(&it, e, 0);
+        for (uint64_t b = 0; rc == OC_OK; b++) {
+            int got = oc_sample_iter_next(&it, &err);
+            OC_CHECK(got >= 0);
+            if (got <= 0)
+                break;
+            OC_CHECK_OK(rc = even_accesses((void *)p, &it.batch, &ids, &cap, &n, &err), &err);
+            if (rc == OC_OK && n + 1 > cap_out) {
+                cap_out = n + 1;
+                float *q = realloc(out, cap_out * fx->dim * sizeof(float));
+                OC_CHECK(q != NULL);
+                if (!q)
+                    break;
+                out = q;
+            }
+            if (rc == OC_OK)
+                OC_CHECK_OK(rc = oc_store_gather_batch(s, e, b, ids, n, out, &err), &err);
+            if (rc == OC_OK)
+                bad += even_part_bad_rows(fx, ids, n, out);
+            *rows += n;
+        }
+    }
+    oc_sample_iter_close(&it);
+    free(out);
+    oc_free(ids);
+    return bad;
 }
 
 #endif

@@ -719,7 +719,7 @@ OC_TEST(disk_probe)
         OC_SKIP("no O_DIRECT on the test directory's filesystem");
     }
     OC_CHECK_OK(oc_io_disk_probe(f, &d, &err), &err);
-    OC_CHECK(d.measured && d.seq_bps > 0 && d.rand_iops > 0);
+    OC_CHECK(d.measured && d.seq_bps > 0 && d.rand_iops > 0 && d.rand_iops_deep > 0);
     OC_CHECK(d.gap_bytes == oc_io_gap_for(d.seq_bps, d.rand_iops));
     struct oc_io_disk again;
     OC_CHECK_OK(oc_io_disk_of(f, &again, &err), &err);

@@ -12,7 +12,9 @@
  * norms, the share asked for, a push not admitted empties its slot, and none
  * admitted trains `memory`'s weights; --embed-nodes fixes the embedding side;
  * the model's gradient norms at the last layer's input; the profile-based
- * choice of cached nodes (top-k with ties to the lower id).
+ * choice of cached nodes (top-k with ties to the lower id); a store over
+ * other ids (a partitioned dataset's part) served as a feature cache, its
+ * embeddings refused.
  */
 #include <math.h>
 #include <stdio.h>
@@ -690,6 +692,63 @@ OC_TEST(feature_cache_gives_rows_back_and_takes_them_back)
     }
     oc_store_free(s);
     OC_CHECK(oc_mem_used() == before);
+    fixture_free(&fx);
+}
+
+/*
+ * outre over other ids than the plan's (oc_store_config.accesses: a
+ * partitioned dataset's part, here the even nodes' rows by local row v / 2,
+ * each plan batch gathered with its even ids): its profile samples the plan
+ * on the plan's graph and counts the access map's ids, and under a budget its
+ * feature cache holds some of the local rows; two epochs gathered in plan
+ * order give the file's rows, some from the cache and some from disk.
+ * Historical embeddings over such a store are refused, naming --staleness.
+ */
+OC_TEST(serves_a_store_over_other_ids_as_a_feature_cache)
+{
+    struct fixture fx;
+    struct even_part ev;
+    struct oc_err err;
+    if (!fixture_init(&fx, 4000, 16, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (!even_part_open(&ev, &fx, 0)) {
+        even_part_close(&ev);
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t before = oc_mem_used();
+    struct oc_store_config c = even_part_config(&fx, &ev);
+    c.n_epochs = 2;
+    /* the fixed part, the profile's counts and half the local rows */
+    c.mem_bytes = fixture_fixed_bytes(&fx) + 2 * ev.n_local * sizeof(uint32_t) +
+                  ev.n_local * fx.dim * sizeof(float) / 2;
+    struct oc_store *s = fixture_open("outre", &c);
+    if (s) {
+        uint64_t rows = 0;
+        OC_CHECK(even_part_run(&fx, &ev, s, 2, &rows) == 0);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        fprintf(stderr, "  %llu rows gathered: %llu from the cache, %llu from disk\n",
+                (unsigned long long)rows, (unsigned long long)st.tier_rows[OC_STORE_TIER_CPU],
+                (unsigned long long)st.tier_rows[OC_STORE_TIER_DISK]);
+        OC_CHECK(rows > 0 && st.tier_rows[OC_STORE_TIER_CPU] > 0);
+        OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] > 0 && st.read_bytes > 0);
+        OC_CHECK(st.emb_pruned == 0 && st.emb_pushed == 0);
+    }
+    oc_store_free(s);
+    /* its historical embeddings key on the plan's nodes: refused over other ids */
+    fixture_opt(&c, "staleness", 100);
+    c.embed_dim = 8;
+    uint32_t idx = 0;
+    s = NULL;
+    OC_CHECK_OK(oc_store_strategy_find("outre", &idx, &err), &err);
+    OC_CHECK_ERR(oc_store_open(idx, &c, &s, &err), OC_ERR_UNSUPPORTED, &err,
+                 "store outre: --staleness 100 keeps historical embeddings of the plan's nodes");
+    OC_CHECK(s == NULL);
+    OC_CHECK(oc_mem_used() == before);
+    even_part_close(&ev);
     fixture_free(&fx);
 }
 

@@ -48,7 +48,9 @@ OC_TEST(rate_units)
     OC_CHECK(strcmp(oc_progress_format_rate(950, "edges", b, sizeof(b)), "950 edges/s") == 0);
     OC_CHECK(strcmp(oc_progress_format_rate(12345, "edges", b, sizeof(b)), "12.3k edges/s") == 0);
     OC_CHECK(strcmp(oc_progress_format_rate(1.234e6, NULL, b, sizeof(b)), "1.23M/s") == 0);
-    OC_CHECK(strcmp(oc_progress_format_rate(0.4, "batches", b, sizeof(b)), "0 batches/s") == 0);
+    OC_CHECK(strcmp(oc_progress_format_rate(0.4, "batches", b, sizeof(b)), "0.40 batches/s") == 0);
+    OC_CHECK(strcmp(oc_progress_format_rate(0.15, "batches", b, sizeof(b)), "0.15 batches/s") == 0);
+    OC_CHECK(strcmp(oc_progress_format_rate(0, "batches", b, sizeof(b)), "0 batches/s") == 0);
     OC_CHECK(strcmp(oc_progress_format_rate(12.9 * 1048576, OC_PROGRESS_BYTES, b, sizeof(b)),
                     "12.9 MiB/s") == 0);
     OC_CHECK(strcmp(oc_progress_format_rate(100, OC_PROGRESS_BYTES, b, sizeof(b)), "100 B/s") == 0);

@@ -6,7 +6,8 @@
  * directory elsewhere; allocation, write and read faults end in clean errors
  * with no leak and no file left behind; evaluation gathers, batches asked out
  * of plan order and a store freed mid-plan read the right rows and leave
- * nothing behind.
+ * nothing behind; a store over other ids (a partitioned dataset's part)
+ * packs and serves the access map's rows.
  *
  * Place in the data flow: tests of store (generate → dataset → sample → plan
  * → store → train).
@@ -647,6 +648,88 @@ OC_TEST(freed_mid_plan)
         OC_CHECK(plan_files(plan, NULL) == 0);
     }
     fixture_free(&fx);
+}
+
+/* ---- a store over other ids than the plan's (oc_store_config.accesses) ---------------- */
+
+/*
+ * A partitioned dataset's part stand-in (store_fixture.h's even_part): the
+ * plan's batches sampled on the whole graph, each packed as the rows the
+ * access map asks of the part (every third batch none), streamed or laid
+ * out (--disk-budget); every planned batch gathered with those ids, in plan
+ * order, through two epochs (the second packed by the planner stage) gets
+ * the file's rows, all from the chunks and the CPU cache; the store hands
+ * out no batch.
+ */
+static void over_other_ids(int laid_out)
+{
+    struct fixture fx;
+    struct oc_err err;
+    struct ref_sampler ref;
+    struct even_part part;
+    char plan[800];
+    if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32) || !even_part_open(&part, &fx, 3) ||
+        !ref_init(&ref, &fx)) {
+        fixture_free(&fx);
+        return;
+    }
+    snprintf(plan, sizeof(plan), "%s/plan-%d", oc_test_tmpdir(), laid_out);
+    struct oc_store_config c = even_part_config(&fx, &part);
+    c.first_epoch = 0;
+    c.n_epochs = 2;
+    c.plan_dir = plan;
+    if (laid_out)
+        fixture_opt(&c, "disk-budget", 1000.0);
+    c.mem_bytes = dg_min_mem(c) + 150 * (fx.row_bytes + 8); /* most of the part's rows packed */
+    struct oc_store *s = NULL;
+    OC_CHECK_OK(dg_open(&c, &s, &err), &err);
+    float *out = malloc(fx.n_nodes * fx.dim * sizeof(float));
+    uint64_t *ids = NULL, cap = 0, n = 0, bad = 0, empty = 0;
+    struct oc_sample_batch b;
+    oc_sample_batch_init(&b);
+    if (s) { /* its chunks hold the map's ids, not a batch */
+        OC_CHECK(!oc_store_caps(s)->batches);
+        OC_CHECK_ERR(oc_store_load_batch(s, 0, 0, &b, &err), OC_ERR_UNSUPPORTED, &err, NULL);
+    }
+    for (uint64_t e = 0; s && e < 2; e++)
+        for (uint64_t i = 0; i < ref.nb; i++) {
+            OC_CHECK_OK(even_accesses(&part, ref_batch(&ref, &fx, e, i), &ids, &cap, &n, &err),
+                        &err);
+            OC_CHECK_OK(oc_store_gather_batch(s, e, i, ids, n, out, &err), &err);
+            bad += even_part_bad_rows(&fx, ids, n, out);
+            empty += n == 0;
+        }
+    struct oc_store_stats st;
+    memset(&st, 0, sizeof(st));
+    if (s)
+        oc_store_stats(s, &st);
+    OC_CHECK(s && bad == 0 && empty == 2 * ((ref.nb + 1) / 3));
+    OC_CHECK(st.requested_rows > 0 && st.tier_rows[OC_STORE_TIER_DISK] == 0); /* as planned */
+    OC_CHECK(st.tier_rows[OC_STORE_TIER_CPU] > 0 &&
+             st.tier_rows[OC_STORE_TIER_PACKED] + st.tier_rows[OC_STORE_TIER_DISK_CACHE] > 0);
+    OC_CHECK(st.requested_rows == st.tier_rows[OC_STORE_TIER_CPU] +
+                                      st.tier_rows[OC_STORE_TIER_PACKED] +
+                                      st.tier_rows[OC_STORE_TIER_DISK_CACHE]);
+    /* evaluation (off the plan) by local rows too */
+    for (uint64_t k = 0; k < 100; k++)
+        ids[k] = (k * 37) % part.n_local;
+    if (s)
+        OC_CHECK_OK(oc_store_gather(s, ids, 100, out, &err), &err);
+    OC_CHECK(even_part_bad_rows(&fx, ids, 100, out) == 0);
+    oc_store_free(s);
+    OC_CHECK(plan_files(plan, NULL) == 0);
+    oc_sample_batch_deinit(&b);
+    oc_free(ids);
+    free(out);
+    ref_free(&ref);
+    even_part_close(&part);
+    fixture_free(&fx);
+}
+
+OC_TEST(store_over_other_ids_packs_the_access_map)
+{
+    over_other_ids(0);
+    over_other_ids(1);
 }
 
 OC_TEST_MAIN()

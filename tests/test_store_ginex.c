@@ -674,25 +674,6 @@ OC_TEST(faults_end_in_clean_errors)
 
 /* ---- a store over other ids than the plan's (oc_store_config.accesses) ---------------- */
 
-/* The even nodes' rows, by local row v / 2: a batch asks for its even input ids, in order. */
-static int even_accesses(void *ctx, const struct oc_sample_batch *b, uint64_t **ids, uint64_t *cap,
-                         uint64_t *n, struct oc_err *err)
-{
-    (void)ctx;
-    if (*cap < b->n_input + 1) {
-        uint64_t *p = oc_realloc(*ids, (b->n_input + 1) * sizeof(uint64_t), "test: accesses", err);
-        if (!p)
-            return err ? err->status : OC_ERR_NOMEM;
-        *ids = p;
-        *cap = b->n_input + 1;
-    }
-    *n = 0;
-    for (uint64_t i = 0; i < b->n_input; i++)
-        if (b->input_ids[i] % 2 == 0)
-            (*ids)[(*n)++] = b->input_ids[i] / 2;
-    return OC_OK;
-}
-
 OC_TEST(store_over_other_ids_follows_the_access_map)
 {
     struct fixture fx;
@@ -702,32 +683,14 @@ OC_TEST(store_over_other_ids_follows_the_access_map)
         return;
     }
     /* the even nodes' rows as a features-only dataset, and their in-degrees by local row */
-    const uint64_t n_local = (fx.n_nodes + 1) / 2;
-    char path[800];
-    snprintf(path, sizeof(path), "%s/even.npy", oc_test_tmpdir());
-    uint64_t shape[2] = {n_local, fx.dim};
-    struct oc_npy_writer *w = NULL;
-    OC_CHECK_OK(oc_npy_writer_open(path, OC_DTYPE_F32, 2, shape, &w, &err), &err);
-    for (uint64_t r = 0; w && r < n_local; r++)
-        OC_CHECK_OK(oc_npy_writer_append(w, fx.ref + 2 * r * fx.dim, fx.dim * sizeof(float), &err),
-                    &err);
-    OC_CHECK_OK(oc_npy_writer_close(w, NULL, NULL, &err), &err);
-    struct oc_dataset *view = NULL;
-    OC_CHECK_OK(oc_dataset_open_features(oc_test_tmpdir(), path, &view, &err), &err);
-    uint64_t *deg = calloc(n_local + 1, sizeof(uint64_t));
-    for (uint64_t r = 0; r < n_local; r++)
-        deg[r + 1] = deg[r] + fx.indptr[2 * r + 1] - fx.indptr[2 * r];
-    struct oc_graph local = {n_local, deg, NULL, NULL, NULL};
-    struct oc_store_accesses acc = {&fx.g, even_accesses, NULL};
-    struct oc_store_config c = fixture_config(&fx, NULL);
-    c.ds = view;
-    c.graph = &local;
-    c.accesses = &acc;
+    struct even_part part;
+    int opened = even_part_open(&part, &fx, 0);
+    struct oc_store_config c = even_part_config(&fx, &part);
     c.n_epochs = 2;
     uint64_t budget = 0;
     OC_CHECK_OK(oc_store_ginex_budget_for(&c, 150, &budget, &err), &err);
     c.mem_bytes = budget;
-    struct oc_store *s = view ? fixture_open("ginex", &c) : NULL;
+    struct oc_store *s = opened ? fixture_open("ginex", &c) : NULL;
     /* every planned batch gathered with its accesses: the file's rows, the plan's misses */
     struct trace t = sampled_trace(&fx, 0, 2);
     uint64_t nb = fixture_nb(&fx), bad = 0, *ids = NULL, cap = 0, n = 0;
@@ -738,8 +701,7 @@ OC_TEST(store_over_other_ids_follows_the_access_map)
         b.n_input = t.off[i + 1] - t.off[i];
         OC_CHECK_OK(even_accesses(NULL, &b, &ids, &cap, &n, &err), &err);
         OC_CHECK_OK(oc_store_gather_batch(s, i / nb, i % nb, ids, n, out, &err), &err);
-        for (uint64_t k = 0; k < n; k++)
-            bad += memcmp(out + k * fx.dim, fx.ref + 2 * ids[k] * fx.dim, fx.dim * 4) != 0;
+        bad += even_part_bad_rows(&fx, ids, n, out);
     }
     struct oc_store_stats st;
     memset(&st, 0, sizeof(st));
@@ -750,19 +712,10 @@ OC_TEST(store_over_other_ids_follows_the_access_map)
     OC_CHECK(st.tier_rows[OC_STORE_TIER_DISK] == st.belady_misses);
     OC_CHECK(st.belady_misses > 0 && st.belady_misses < st.lru_misses);
     oc_store_free(s);
-    /* a strategy whose plan follows the batches' own ids (diskgnn's windows) cannot serve
-       other ids */
-    uint32_t idx = 0;
-    s = NULL;
-    OC_CHECK_OK(oc_store_strategy_find("diskgnn", &idx, &err), &err);
-    OC_CHECK_ERR(oc_store_open(idx, &c, &s, &err), OC_ERR_UNSUPPORTED, &err,
-                 "so it cannot serve rows by other ids");
-    OC_CHECK(s == NULL);
     free(out);
     oc_free(ids);
-    free(deg);
     trace_free(&t);
-    oc_dataset_free(view);
+    even_part_close(&part);
     fixture_free(&fx);
 }
 

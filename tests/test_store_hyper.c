@@ -8,7 +8,9 @@
  * groups do not fit the budget, is refused naming it. hyper.c's takes by
  * several threads: batches of a group taken and done out of order by two
  * threads, each served its own rows, the groups going round; a batch never
- * staged, or taken twice, refused naming it.
+ * staged, or taken twice, refused naming it. static over an access map (a
+ * partitioned dataset's part, no batch pipeline): its own feeder fills the
+ * groups, the same rows in fewer requests.
  *
  * Place in the data flow: tests (store + batch pipeline on a generated dataset).
  * Thread-safety: the take test's two threads share only the hyperbatch (its
@@ -195,6 +197,77 @@ OC_TEST(same_cache_fewer_requests_f32)
 OC_TEST(same_cache_fewer_requests_f16)
 {
     fewer_requests(OC_DTYPE_F16);
+}
+
+/*
+ * static over other ids than the plan's (oc_store_config.accesses: a
+ * partitioned dataset's part, here the even nodes' rows by local row v / 2,
+ * each plan batch gathered with its even ids): no batch pipeline shows it the
+ * batches, so with --hyperbatch its own feeder (store/feed.c) fills the
+ * groups from the access map, in plan order, while the batches are gathered
+ * as a partitioned run's trainer gathers them (even_part_run). Opened and
+ * run with budget mem (share 0: plain); only the cache size when count_only.
+ */
+static int run_even(const struct fixture *fx, const struct even_part *ev, uint64_t mem,
+                    double share, int count_only, struct run *r)
+{
+    struct oc_err err;
+    memset(r, 0, sizeof(*r));
+    struct oc_store_config c = even_part_config(fx, ev);
+    c.mem_bytes = mem;
+    c.n_epochs = 2;
+    fixture_opt(&c, "hyperbatch", share);
+    struct oc_store *s = NULL;
+    uint32_t idx = 0;
+    OC_CHECK_OK(oc_store_strategy_find("static", &idx, &err), &err);
+    int rc = oc_store_open(idx, &c, &s, &err);
+    if (rc)
+        return rc;
+    r->n_cached = oc_store_static_n_cached(s);
+    if (!count_only) {
+        r->bad = even_part_run(fx, ev, s, 2, &r->rows);
+        struct oc_store_stats st;
+        oc_store_stats(s, &st);
+        r->n_reads = st.n_reads;
+        r->read_bytes = st.read_bytes;
+        r->requested = st.requested_disk_bytes;
+    }
+    oc_store_free(s);
+    return OC_OK;
+}
+
+/* Over an access map: the file's rows, and fewer requests than plain static caching as many. */
+OC_TEST(static_over_an_access_map_fills_its_groups_by_its_feeder)
+{
+    struct fixture fx;
+    struct even_part ev;
+    if (!fixture_init(&fx, 40000, 100, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    if (!even_part_open(&ev, &fx, 0)) {
+        even_part_close(&ev);
+        fixture_free(&fx);
+        return;
+    }
+    uint64_t feat = ev.n_local * fx.dim * sizeof(float);
+    uint64_t mem = feat / 2 + 12 * fixture_fixed_bytes(&fx);
+    struct run h, p;
+    OC_CHECK_OK(run_even(&fx, &ev, mem, 0.5, 0, &h), NULL);
+    uint64_t lo = 0, hi = mem; /* the largest plain budget caching no more rows */
+    while (lo + 1 < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        struct run c;
+        if (run_even(&fx, &ev, mid, 0, 1, &c) == OC_OK && c.n_cached <= h.n_cached)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    OC_CHECK_OK(run_even(&fx, &ev, lo, 0, 0, &p), NULL);
+    check_pair("static over an access map", OC_DTYPE_F32, &h, &p);
+    OC_CHECK(p.n_cached == h.n_cached && h.n_cached > 0);
+    even_part_close(&ev);
+    fixture_free(&fx);
 }
 
 /*

@@ -24,11 +24,14 @@
 
 /*
  * B = 10 batches of R = 1000 rows; compute 0.01 s and sampling 0.002 s per
- * batch (cpu = 0.12 s); rows of 4097 bytes (2 pages each, on average);
- * disk 1e8 B/s and 1e4 IOPS; misses static 0.5, LRU 0.6, Belady 0.3, static
- * at half the cache (diskgnn's) 0.7; a
- * merged miss costs 0.5 requests and 8192 bytes; the store's share 1e6
- * bytes, every row as f32 4e7 (memory excluded), features.npy 2e7 bytes.
+ * batch (cpu = 0.12 s), Belady's planning 0.001 s; rows of 4097 bytes (2
+ * pages each, on average); disk 1e8 B/s and 1e4 IOPS; 2 lanes; misses static
+ * 0.5, LRU 0.6, Belady 0.3 (ginex's cache of 100 rows), static at half the
+ * cache (diskgnn's) 0.7; merged, a miss of static's costs 0.5 requests and
+ * 8192 bytes, one of the LRU's 0.4 and 8000, a row when all miss 0.25 and
+ * 6000; unmerged, a row is 1 request of 8192 bytes; the page cache misses
+ * 1.2 pages per row, on 0.6 of the rows; the store's share 1e6 bytes, every
+ * row as f32 4e7 (memory excluded), features.npy 2e7 bytes.
  */
 static struct auto_inputs hand_inputs(void)
 {
@@ -38,16 +41,27 @@ static struct auto_inputs hand_inputs(void)
     in.rows = 1000;
     in.compute_s = 0.01;
     in.sample_s = 0.002;
+    in.plan_s = 0.001;
     in.row_bytes = 4097;
     in.feature_bytes = 20000000;
     in.f32_bytes = 40000000;
     in.store_bytes = 1000000;
+    in.ginex_cache_rows = 100;
     in.static_miss = 0.5;
     in.lru_miss = 0.6;
     in.belady_miss = 0.3;
     in.half_miss = 0.7;
     in.miss_req_per_row = 0.5;
     in.miss_bytes_per_row = 8192;
+    in.lru_req_per_row = 0.4;
+    in.lru_bytes_per_row = 8000;
+    in.all_req_per_row = 0.25;
+    in.all_bytes_per_row = 6000;
+    in.row_req_per_row = 1;
+    in.row_bytes_per_row = 8192;
+    in.page_miss = 1.2;
+    in.page_req = 0.6;
+    in.lanes = 2;
     in.seq_bps = 1e8;
     in.rand_iops = 1e4;
     return in;
@@ -58,19 +72,28 @@ OC_TEST(model_formulas_on_hand_made_inputs)
     struct auto_inputs in = hand_inputs();
     struct auto_prediction p[AUTO_CAND_COUNT];
     enum auto_cand pick = auto_predict(&in, p);
-    double merged = 0.5 / 1e4 + 8192 / 1e8;        /* seconds per merged miss */
-    double per_row = 2.0 * (1 / 1e4 + 4096 / 1e8); /* seconds per row read alone */
+    /* seconds per static miss: the probe's one-page reads hold a page's transfer, the rest
+       streams */
+    double merged = 0.5 / 1e4 + (8192 - 0.5 * 4096) / 1e8;
     OC_CHECK(p[AUTO_MEMORY].excluded && strstr(p[AUTO_MEMORY].why, "40000000"));
-    OC_CHECK(NEAR(p[AUTO_STATIC].io_s, 5000 * merged)); /* 0.6596 */
+    /* static: 250 requests a batch, at least 64 in flight: the probe's IOPS */
+    OC_CHECK(NEAR(p[AUTO_STATIC].io_s, 5000 * merged)); /* 0.5572 */
     OC_CHECK(NEAR(p[AUTO_STATIC].epoch_s, 5000 * merged));
     OC_CHECK(NEAR(p[AUTO_HELIOS].epoch_s, p[AUTO_STATIC].epoch_s));
-    OC_CHECK(NEAR(p[AUTO_GINEX].epoch_s, 3000 * merged)); /* 0.39576 */
-    OC_CHECK(NEAR(p[AUTO_GNNDRIVE].epoch_s, 6000 * per_row));
-    OC_CHECK(NEAR(p[AUTO_DIRECT].epoch_s, 10000 * per_row));
-    OC_CHECK(NEAR(p[AUTO_MMAP].epoch_s, 6000 * 2.0 * 64 / (2 * 1e4)));
+    /* ginex: Belady's misses, sparser than static's: static's requests per row; its planning
+       on the CPU */
+    OC_CHECK(NEAR(p[AUTO_GINEX].epoch_s, 3000 * merged)); /* 0.33432 */
+    OC_CHECK(NEAR(p[AUTO_GINEX].cpu_s, 0.13));
+    /* gnndrive: the LRU's misses, merged as the LRU's are */
+    OC_CHECK(NEAR(p[AUTO_GNNDRIVE].epoch_s, 6000 * (0.4 / 1e4 + (8000 - 0.4 * 4096) / 1e8)));
+    /* direct: one read per row, of its span */
+    OC_CHECK(NEAR(p[AUTO_DIRECT].epoch_s, 10000 * (1 / 1e4 + 4096 / 1e8))); /* 1.4096 */
+    /* mmap: the page cache's misses, 2 x 64 x 0.6 in flight */
+    OC_CHECK(NEAR(p[AUTO_MMAP].epoch_s, 6000 / 1e4 + 6000 * 4096 / 1e8)); /* 0.84576 */
+    OC_CHECK(NEAR(p[AUTO_MMAP].read_bytes, 12000 * 4096.0));
     /* one scan of the features per epoch (a streamed window), plus packed misses written and
        read back */
-    OC_CHECK(NEAR(p[AUTO_DISKGNN].epoch_s, (2e7 + 2 * 7000 * 4097.0) / 1e8));
+    OC_CHECK(NEAR(p[AUTO_DISKGNN].epoch_s, (2e7 + 2 * 7000 * 4097.0) / 1e8)); /* 0.77 */
     OC_CHECK(NEAR(p[AUTO_DISKGNN_REUSE].epoch_s, 7000 * 4097.0 / 1e8));
     OC_CHECK(NEAR(p[AUTO_DISKGNN_REUSE].cpu_s, 0.1));
     OC_CHECK(NEAR(p[AUTO_STATIC].cpu_s, 0.12));
@@ -79,10 +102,10 @@ OC_TEST(model_formulas_on_hand_made_inputs)
     OC_CHECK(p[AUTO_DISKGNN_REUSE].excluded && p[AUTO_OUTRE].excluded);
     OC_CHECK(strstr(p[AUTO_OUTRE].why, "--allow-approximate") != NULL);
     OC_CHECK(p[AUTO_GINEX].epoch_s < p[AUTO_STATIC].epoch_s &&
-             p[AUTO_STATIC].epoch_s < p[AUTO_DISKGNN].epoch_s &&
-             p[AUTO_DISKGNN].epoch_s < p[AUTO_GNNDRIVE].epoch_s &&
-             p[AUTO_GNNDRIVE].epoch_s < p[AUTO_DIRECT].epoch_s &&
-             p[AUTO_DIRECT].epoch_s < p[AUTO_MMAP].epoch_s);
+             p[AUTO_STATIC].epoch_s < p[AUTO_GNNDRIVE].epoch_s &&
+             p[AUTO_GNNDRIVE].epoch_s < p[AUTO_DISKGNN].epoch_s &&
+             p[AUTO_DISKGNN].epoch_s < p[AUTO_MMAP].epoch_s &&
+             p[AUTO_MMAP].epoch_s < p[AUTO_DIRECT].epoch_s);
     /* --allow-approximate admits diskgnn --reuse-samples, here the fastest */
     in.allow_approximate = 1;
     pick = auto_predict(&in, p);
@@ -93,6 +116,70 @@ OC_TEST(model_formulas_on_hand_made_inputs)
     in.compute_s = 10;
     pick = auto_predict(&in, p);
     OC_CHECK(pick == AUTO_STATIC);
+}
+
+/*
+ * The terms of the strategies that read row by row: each is bounded by what
+ * its reader has in flight and by what its cache keeps.
+ */
+OC_TEST(model_row_readers_in_flight_and_their_caches)
+{
+    struct auto_inputs in = hand_inputs();
+    struct auto_prediction p[AUTO_CAND_COUNT];
+    /* mmap's page cache covers the file: no page misses, memory's epoch */
+    in.page_miss = in.page_req = 0;
+    auto_predict(&in, p);
+    OC_CHECK(p[AUTO_MMAP].io_s == 0 && NEAR(p[AUTO_MMAP].epoch_s, 0.12));
+    in.store_bytes = 0; /* without a budget memory is the candidate with the same epoch */
+    OC_CHECK(auto_predict(&in, p) == AUTO_MEMORY && NEAR(p[AUTO_MEMORY].epoch_s, 0.12));
+    /* few missing rows: 2 lanes x 64 x 0.1 = 12.8 pages in flight, each waiting the latency
+       the probe saw at 64 (Little's law): IOPS 1e4 x 12.8 / 64 */
+    in = hand_inputs();
+    in.page_req = 0.1;
+    in.page_miss = 0.1;
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_MMAP].io_s, 1000 / 2000.0)); /* one page a read: no more to stream */
+    /* one lane reads a batch at a time: direct's 256 in flight still saturate the disk */
+    in.lanes = 1;
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_DIRECT].io_s, 10000 * (1 / 1e4 + 4096 / 1e8)));
+    OC_CHECK(NEAR(p[AUTO_MMAP].io_s, 1000 / 1000.0)); /* 6.4 in flight */
+    /* batches of 8 rows: direct has 2 x 8 in flight, gnndrive 2 x 8 x 0.6 x 0.4 */
+    in = hand_inputs();
+    in.rows = 8;
+    in.n_batches = 1250; /* the same 10000 rows */
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_DIRECT].io_s, 10000 / (1e4 * 16 / 64) + 10000 * 4096 / 1e8));
+    OC_CHECK(
+        NEAR(p[AUTO_GNNDRIVE].io_s, 2400 / (1e4 * 3.84 / 64) + (6000 * 8000 - 2400 * 4096) / 1e8));
+    /* a disk faster with more in flight (the probe's 2e4 at 256): static's and direct's 512
+       in flight get it all, gnndrive's and mmap's 76.8 a linear share from 64 to 256 */
+    in = hand_inputs();
+    in.rand_iops_deep = 2e4;
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_STATIC].io_s, 2500 / 2e4 + (5000 * 8192 - 2500 * 4096) / 1e8));
+    OC_CHECK(NEAR(p[AUTO_DIRECT].io_s, 10000 / 2e4 + 10000 * 4096 / 1e8));
+    /* gnndrive's reads of 20000 bytes: its bounce of 64 cells of 12288 bytes holds 39.3 */
+    double gq = 2 * 64 * 12288 / 20000.0;
+    OC_CHECK(NEAR(p[AUTO_GNNDRIVE].io_s,
+                  2400 / (1e4 + 1e4 * (gq - 64) / 192) + (6000 * 8000 - 2400 * 4096) / 1e8));
+    OC_CHECK(NEAR(p[AUTO_MMAP].io_s, 6000 / (1e4 + 1e4 * 12.8 / 192) + 6000 * 4096 / 1e8));
+    in.rand_iops_deep = 5e3; /* slower deeper (noise): the disk is taken as saturated at 64 */
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_DIRECT].io_s, 10000 * (1 / 1e4 + 4096 / 1e8)));
+    /* ginex's misses between static's and the LRU's: their requests per row interpolated */
+    in = hand_inputs();
+    in.belady_miss = 0.55;
+    auto_predict(&in, p);
+    OC_CHECK(NEAR(p[AUTO_GINEX].io_s, 5500 * (0.45 / 1e4 + (8096 - 0.45 * 4096) / 1e8)));
+    /* ginex whose split of the budget leaves no cache is not a candidate */
+    in.ginex_cache_rows = 0;
+    auto_predict(&in, p);
+    OC_CHECK(p[AUTO_GINEX].excluded && strstr(p[AUTO_GINEX].why, "does not open"));
+    in.store_bytes = 0; /* no budget: it caches every row */
+    in.ginex_cache_rows = 0;
+    auto_predict(&in, p);
+    OC_CHECK(!p[AUTO_GINEX].excluded);
 }
 
 OC_TEST(budget_holding_the_features_picks_memory)
@@ -121,7 +208,7 @@ OC_TEST(candidates_ordered_fastest_first_ties_keep_the_simpler)
     OC_CHECK(order[1] == AUTO_STATIC && order[2] == AUTO_HELIOS); /* a tie: registry order */
     for (uint32_t k = 1; k < n; k++)
         OC_CHECK(p[order[k - 1]].epoch_s <= p[order[k]].epoch_s && !p[order[k]].excluded);
-    OC_CHECK(order[n - 1] == AUTO_MMAP);
+    OC_CHECK(order[n - 1] == AUTO_DIRECT);
     /* a candidate that did not open is left out of a new order */
     p[AUTO_GINEX].excluded = 1;
     n = auto_order(p, order);
@@ -195,7 +282,7 @@ OC_TEST(inspection_counts_misses_as_brute_force)
     struct oc_err err;
     uint64_t rows = 0;
     /* a cache of 400 rows: static as brute force, Belady no worse than static or LRU */
-    OC_CHECK_OK(oc_store_inspect(&c, 5, 400, &ins, &err), &err);
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 400, UINT64_MAX, &ins, &err), &err);
     OC_CHECK(ins.n_batches == 5 && ins.row_bytes == 96 && ins.n_nodes == 3000);
     OC_CHECK(ins.static_misses == brute_static(&fx, &c, 5, 400, &rows));
     OC_CHECK(ins.input_rows == rows && ins.distinct_rows <= rows && ins.max_rows * 5 >= rows);
@@ -209,9 +296,9 @@ OC_TEST(inspection_counts_misses_as_brute_force)
              ins.miss_requests <= ins.static_misses);
     OC_CHECK(ins.sample_s > 0 && ins.feature_bytes == 3000 * 96);
     /* everything cached: no misses; nothing cached: every row misses */
-    OC_CHECK_OK(oc_store_inspect(&c, 5, 3000, &ins, &err), &err);
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 3000, UINT64_MAX, &ins, &err), &err);
     OC_CHECK(ins.static_misses == 0 && ins.lru_misses == 0 && ins.belady_misses == 0);
-    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, UINT64_MAX, &ins, &err), &err);
     OC_CHECK(ins.static_misses == rows && ins.lru_misses == rows && ins.belady_misses == 0);
     /* under a budget Belady runs at ginex's own cache size: the budget ginex needs for 1000
        rows gives it 1000, the one for 2000 rows 2000, with fewer misses */
@@ -220,18 +307,71 @@ OC_TEST(inspection_counts_misses_as_brute_force)
     OC_CHECK_OK(oc_store_ginex_budget_for(&c, 1000, &b1, &err), &err);
     OC_CHECK_OK(oc_store_ginex_budget_for(&c, 2000, &b2, &err), &err);
     c.mem_bytes = b1;
-    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, UINT64_MAX, &ins, &err), &err);
     uint64_t miss1 = ins.belady_misses;
     OC_CHECK(ins.ginex_cache_rows == 1000);
     c.mem_bytes = b2;
-    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, &ins, &err), &err);
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 0, UINT64_MAX, &ins, &err), &err);
     OC_CHECK(ins.ginex_cache_rows == 2000);
     OC_CHECK(ins.belady_misses < miss1 && miss1 < rows);
     c.mem_bytes = 0;
     OC_CHECK(ins.all_requests == ins.miss_requests && ins.all_read_bytes == ins.miss_read_bytes);
     /* a plan without batches is refused, naming what is missing */
     c.batch_size = 0;
-    OC_CHECK_ERR(oc_store_inspect(&c, 5, 10, &ins, &err), OC_ERR_ARG, &err, "batch_size");
+    OC_CHECK_ERR(oc_store_inspect(&c, 5, 10, UINT64_MAX, &ins, &err), OC_ERR_ARG, &err,
+                 "batch_size");
+    fixture_free(&fx);
+}
+
+/*
+ * mmap's page cache: an LRU of the pages the OS leaves it misses less as it
+ * grows (LRU is a stack algorithm: the same accesses, a larger cache), and
+ * nothing once it holds features.npy; then mmap's predicted epoch is
+ * memory's. Direct's unmerged reads are one per row; the LRU's merged misses
+ * are no more than its misses.
+ */
+OC_TEST(inspection_page_cache_covers_the_file)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 3000, 24, OC_DTYPE_F32))
+        return;
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    struct oc_store_inspection ins;
+    struct oc_err err;
+    uint64_t prev = UINT64_MAX, rows = 0;
+    const uint64_t caches[] = {4096, 16384, 65536, 3000 * 96 + 8192};
+    for (size_t k = 0; k < sizeof(caches) / sizeof(caches[0]); k++) {
+        OC_CHECK_OK(oc_store_inspect(&c, 5, 400, caches[k], &ins, &err), &err);
+        rows = ins.input_rows;
+        OC_CHECK(k == 3 || ins.page_cache_pages == caches[k] / 4096);
+        OC_CHECK(ins.page_misses <= prev && ins.page_miss_rows <= ins.page_misses &&
+                 ins.page_misses <= 2 * rows && ins.page_miss_rows <= rows);
+        prev = ins.page_misses;
+        /* every row its own read of its page span (96-byte rows: 1 or 2 pages) */
+        OC_CHECK(ins.row_requests == rows && ins.row_read_bytes >= rows * 4096 &&
+                 ins.row_read_bytes <= rows * 8192);
+        /* the block layer merges sorted reads that follow each other: fewer, not none */
+        OC_CHECK(ins.row_device_requests < rows && ins.row_device_requests > 0);
+        OC_CHECK(ins.lru_requests <= ins.lru_misses && ins.lru_read_bytes >= ins.lru_misses * 96);
+    }
+    OC_CHECK(prev == 0 && ins.page_miss_rows == 0); /* it holds the file */
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 400, 4096, &ins, &err), &err);
+    OC_CHECK(ins.page_misses > 0 && ins.page_miss_rows > rows / 2); /* one page of ~71 */
+    OC_CHECK_OK(oc_store_inspect(&c, 5, 400, 0, &ins, &err), &err); /* no page cache at all */
+    OC_CHECK(ins.page_miss_rows == rows && ins.page_misses >= rows);
+    /* the model: mmap falls to memory's epoch as the page cache covers the file */
+    struct auto_inputs in = hand_inputs();
+    struct auto_prediction p[AUTO_CAND_COUNT];
+    double last = INFINITY;
+    for (size_t k = 0; k < sizeof(caches) / sizeof(caches[0]); k++) {
+        OC_CHECK_OK(oc_store_inspect(&c, 5, 400, caches[k], &ins, &err), &err);
+        in.page_miss = (double)ins.page_misses / (double)ins.input_rows;
+        in.page_req = (double)ins.page_miss_rows / (double)ins.input_rows;
+        auto_predict(&in, p);
+        OC_CHECK(p[AUTO_MMAP].epoch_s <= last);
+        last = p[AUTO_MMAP].epoch_s;
+    }
+    OC_CHECK(NEAR(last, 0.12)); /* memory's epoch: compute and sampling */
     fixture_free(&fx);
 }
 

@@ -5,7 +5,8 @@
  * gradients (an order where float rounding tells the tree from a running
  * sum), the dist module outside a process group (rank 0 of 1; in a build
  * without MPI, --distributed refused with how to get it), and the option
- * checks (--distributed outside mpirun, too many micro-shards, outre); and
+ * checks (--distributed outside mpirun, too many micro-shards, outre's
+ * historical embeddings refused but not outre with --staleness 0); and
  * in a run, micro-shards train the batches' mean loss.
  * tests/test_train_mpi.sh runs the ranks themselves.
  *
@@ -144,8 +145,12 @@ OC_TEST(options_refused)
     OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "--micro-shards 4097");
     o.micro_shards = 4;
     OC_CHECK_OK(oc_train_opts_check(&o, &err), &err);
-    o.strategy = "outre";
-    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_UNSUPPORTED, &err, "outre");
+    o.strategy = "outre"; /* its historical embeddings (the default --staleness 100) */
+    OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_UNSUPPORTED, &err,
+                 "outre's historical embeddings (--staleness 100) are kept per whole batch");
+    OC_CHECK_OK(oc_train_opts_set(&o, "staleness", 0, &err), &err); /* a feature cache alone */
+    OC_CHECK_OK(oc_train_opts_check(&o, &err), &err);
+    o.n_store_opts = 0;
     o.strategy = "gnndrive";
     OC_CHECK_OK(oc_train_opts_set(&o, "reorder", 1, &err), &err);
     OC_CHECK_ERR(oc_train_opts_check(&o, &err), OC_ERR_ARG, &err, "--reorder");

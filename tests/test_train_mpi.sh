@@ -2,13 +2,15 @@
 # test_train_mpi.sh — `offcore train --distributed` under mpirun (registered
 # only in builds with MPI): on a small generated graph, 2 and 3 oversubscribed
 # ranks with --micro-shards 4 train the weights_sha256 of one process with
-# --micro-shards 4, for the memory, static and ginex strategies (static and
-# ginex under a --mem-budget that keeps features on disk, each rank its own);
+# --micro-shards 4, for the memory, static, ginex and diskgnn strategies
+# (static, ginex and diskgnn under a --mem-budget that keeps features on
+# disk, each rank its own);
 # only rank 0 logs (one line per epoch) and the log counts the gradient bytes
 # exchanged; every rank evaluates its share of the evaluation (sampled
 # batches, or --eval full's last-layer chunks: rank 0 fewer than all) and the
 # logged validation/test metrics (acc, rocauc, f1-macro), best epoch and
-# weights equal one process's; more ranks than micro-shards are refused; a rank that fails
+# weights equal one process's; outre with --staleness 0 (a feature cache) trains memory's
+# weights on N ranks; more ranks than micro-shards are refused; a rank that fails
 # (a missing dataset on rank 1) ends every rank within 30 s with an error
 # naming it; a rank killed mid-run (SIGKILL) ends the others within 30 s and a
 # --resume at the same N from rank 0's checkpoint reaches the uninterrupted
@@ -25,8 +27,15 @@
 # checkpoint to the uninterrupted weights; gnndrive and helios on parts, each
 # fed the plan's batches over the access map by a feeder of its own, train the
 # single-process weights with every batch served from their pipelines (none
-# read directly; gnndrive with --remote-cache too); diskgnn, --hyperbatch, static's --hotness presample and
-# gnndrive's --samplers are refused on parts, naming themselves; a
+# read directly; gnndrive with --remote-cache too); diskgnn on parts, its
+# windows packing the rows the access map asks of each part (under the
+# part's own plan/, gone after the run), trains the single-process weights
+# with every row from its chunks or CPU cache; so do static with --hotness presample
+# (each rank caching the part's rows epoch 0 asks for most: fewer disk bytes in epoch 0 than
+# by in-degree) and with --hyperbatch (its groups filled by its own feeder over the access
+# map, every batch served from them), and outre with --staleness 0 (its profile over the
+# access map); outre's historical embeddings, --hyperbatch with other strategies,
+# gnndrive's --samplers and --plan-dir are refused on parts, naming themselves; a
 # part count unlike the ranks', a part of another partition
 # run, a missing or truncated part, ranks whose parts come from two runs, and
 # a run without --distributed are refused naming the file, and a
@@ -85,11 +94,12 @@ common=(--epochs 2 --batch 500 --threads 1 --quiet --eval sampled --eval-batch 5
 # leak checking stays on for the single-process runs only.
 mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" mpirun --oversubscribe)
 
-for s in memory static ginex; do
+for s in memory static ginex diskgnn; do
     case $s in
     memory) opt=(--strategy memory) ;;
     static) opt=(--strategy static --mem-budget 32M) ;;
     ginex) opt=(--strategy ginex --mem-budget 40M) ;;
+    diskgnn) opt=(--strategy diskgnn --mem-budget 40M) ;;
     esac
     "$bin" train "$g" "${common[@]}" "${opt[@]}" --log "$tmp/$s.1.json" >"$tmp/$s.1.out" 2>&1
     rc=$?
@@ -121,6 +131,22 @@ for s in memory static ginex; do
             eval_units_of "$tmp/$s.$n.json" | sed 's/^/    units /'
         fi
     done
+done
+
+# outre with --staleness 0 (its feature cache alone, no historical embeddings) on N ranks trains
+# memory's weights, as in one process; its embeddings are refused below.
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$g" "${common[@]}" --strategy outre --staleness 0 \
+        --mem-budget 32M --distributed >"$tmp/outre.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/outre.$n.out")
+    want=$(sha_of "$tmp/memory.1.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ]; then
+        ok "outre_staleness_0_np${n}_weights_equal_memory"
+    else
+        fail "outre_staleness_0_np${n}_weights_equal_memory: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/outre.$n.out"
+    fi
 done
 
 # Every --metric, sampled and full evaluation, on a two-class graph (ROC-AUC needs two): N ranks
@@ -166,6 +192,9 @@ done
 # fetching the rest from their owners per batch, train the single-process weights; the log
 # counts the rows fetched from other ranks.
 pc=(--epochs 2 --batch 500 --threads 1 --quiet --eval none --micro-shards 4)
+loud=(--epochs 2 --batch 500 --threads 1 --eval sampled --eval-batch 500 --micro-shards 4)
+# The first epoch's bytes asked of the disk in a log (summed over the ranks).
+first_disk() { sed -n 's/.*"requested_disk_bytes":\([0-9]*\).*/\1/p' "$1" | head -1; }
 # Whether every epoch of log $1 (N = $2 ranks) overlapped each batch's row exchange with the
 # previous batch's step: remote_overlapped = N x (n_batches - 1) > 0, remote_hidden at most
 # that, remote_overlap_s > 0.
@@ -235,6 +264,64 @@ for n in 2 3; do
         grep -o '"features":{[^}]*' "$tmp/pst.$n.json" | sed 's/^/    /'
         diff <(metrics_of "$tmp/memory.1.json") <(metrics_of "$tmp/pst.$n.json") | sed 's/^/    /'
     fi
+    # static's --hotness presample on parts: each rank counts the rows of its part the ranks ask
+    # for in epoch 0's batches (the access map) and caches the most asked. The same weights, and
+    # epoch 0 asks the disks for fewer bytes than the in-degree caches above (the counts are
+    # epoch 0's own requests: no set of as many rows serves more of them).
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy static \
+        --hotness presample --mem-budget $((25 - n))M --log "$tmp/psp.$n.json" \
+        >"$tmp/psp.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/psp.$n.out")
+    pre=$(first_disk "$tmp/psp.$n.json")
+    deg=$(first_disk "$tmp/pst.$n.json")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ -n "$pre" ] && [ -n "$deg" ] &&
+        [ "$pre" -gt 0 ] && [ "$pre" -lt "$deg" ] &&
+        [ "$(metrics_of "$tmp/psp.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_static_presample_np${n}_weights_equal_fewer_disk_bytes ($pre < $deg)"
+    else
+        fail "partitioned_static_presample_np${n}_weights_equal_fewer_disk_bytes: exit $rc, got '$got' want '$want', disk bytes '$pre' vs '$deg'"
+        sed 's/^/    /' "$tmp/psp.$n.out"
+    fi
+    # static's --hyperbatch on parts: its groups are filled by a feeder of its own (the plan's
+    # batches as the rows the ranks will ask of the part, in plan order) and each read in one
+    # block pass: rows read from disk, every batch served from its group (rank 0's line at the
+    # end; a gather waits for the feeder to stage its batch), the single-process weights and
+    # metrics (37M at 2 ranks, 33M at 3: the groups and most of the part's rows, not all).
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy static \
+        --hyperbatch 0.2 --mem-budget $((45 - 4 * n))M --log "$tmp/phb.$n.json" \
+        >"$tmp/phb.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/phb.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/phb.$n.json" &&
+        grep -q "store static: \([1-9][0-9]*\) batches fed over the access map, \1 served from their hyperbatch groups, 0 read directly" \
+            "$tmp/phb.$n.out" &&
+        [ "$(metrics_of "$tmp/phb.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_static_hyperbatch_np${n}_weights_equal_groups_fed_by_access_map"
+    else
+        fail "partitioned_static_hyperbatch_np${n}_weights_equal_groups_fed_by_access_map: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/phb.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/phb.$n.json" | sed 's/^/    /'
+    fi
+    # outre on parts with --staleness 0 (its feature cache alone): its profile counts the rows
+    # the ranks ask of the part (the access map), which its cache holds by those counts; rows
+    # read from disk, the single-process weights and metrics.
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy outre \
+        --staleness 0 --mem-budget $((25 - n))M --log "$tmp/pout.$n.json" >"$tmp/pout.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pout.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+        grep -q '"read_bytes":[1-9]' "$tmp/pout.$n.json" &&
+        grep -q "store outre: profiled [1-9][0-9]* batches over the access map: [1-9][0-9]* of this store's rows asked for" \
+            "$tmp/pout.$n.out" &&
+        [ "$(metrics_of "$tmp/pout.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_outre_staleness_0_np${n}_weights_equal_single_process"
+    else
+        fail "partitioned_outre_staleness_0_np${n}_weights_equal_single_process: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pout.$n.out"
+        grep -o '"features":{[^}]*' "$tmp/pout.$n.json" | sed 's/^/    /'
+    fi
 done
 # ginex on parts: each rank's inspector plans its Belady cache over the rows the ranks' shards
 # ask of its part, batch by batch (the access map), and the executor follows that plan: every
@@ -266,13 +353,46 @@ for n in 2 3; do
         grep -o '"hit_ratio":{[^}]*},[^}]*"miss_ratio":{[^}]*}' "$tmp/pgx.$n.json" | sed 's/^/    /'
     fi
 done
+# diskgnn on parts: each rank's planner samples the plan's batches (as every rank does) and packs
+# into each batch's chunk the rows the ranks' shards will ask of its part (the access map), in
+# windows under the part's own plan/ (removed with the store); the trainer's gathers, in plan
+# order, are assembled from them: the single-process weights and metrics, rows packed, none read
+# from rows.npy beside the chunks and the CPU cache, every epoch some of them packed (27M at 2
+# ranks, 26M at 3: a CPU cache of part of each part's rows).
+dg_served() { # every epoch line: packed > 0, disk 0, the tiers (summed over the ranks) make 1
+    local n=0 cpu dc packed disk
+    while read -r cpu dc packed disk; do
+        n=$((n + 1))
+        if ! awk -v c="$cpu" -v k="$dc" -v p="$packed" -v d="$disk" \
+            'BEGIN{s = c + k + p + d; exit !(p > 0 && d == 0 && s > 0.999999 && s < 1.000001)}'; then
+            return 1
+        fi
+    done < <(sed -n 's/.*"cpu":\([0-9.e-]*\),"disk-cache":\([0-9.e-]*\),"packed":\([0-9.e-]*\),"disk":\([0-9.e-]*\)}.*/\1 \2 \3 \4/p' "$1")
+    [ $n -gt 0 ]
+}
+for n in 2 3; do
+    "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${common[@]}" --distributed --strategy diskgnn \
+        --mem-budget $((29 - n))M --log "$tmp/pdg.$n.json" >"$tmp/pdg.$n.out" 2>&1
+    rc=$?
+    got=$(sha_of "$tmp/pdg.$n.out")
+    if [ $rc -eq 0 ] && [ -n "$want" ] && [ "$got" = "$want" ] && dg_served "$tmp/pdg.$n.json" &&
+        grep -q '"remote_rows":[1-9]' "$tmp/pdg.$n.json" && [ -d "$tmp/p$n/part-0/plan/diskgnn" ] &&
+        [ -z "$(find "$tmp/p$n" -path '*/plan/diskgnn/*' -type f ! -name '.*')" ] &&
+        [ "$(metrics_of "$tmp/pdg.$n.json")" = "$(metrics_of "$tmp/memory.1.json")" ]; then
+        ok "partitioned_diskgnn_np${n}_weights_equal_single_process_packed_by_access_map"
+    else
+        fail "partitioned_diskgnn_np${n}_weights_equal_single_process_packed_by_access_map: exit $rc, got '$got' want '$want'"
+        sed 's/^/    /' "$tmp/pdg.$n.out"
+        grep -o '"hit_ratio":{[^}]*}' "$tmp/pdg.$n.json" | sed 's/^/    /'
+        find "$tmp/p$n" -path '*/plan/*' | sed 's/^/    /'
+    fi
+done
 # gnndrive and helios on parts: each rank's store is fed every batch of the plan, in order, by
 # its own feeder over the access map (no batch pipeline shows it the batches), so gnndrive's
 # extractors and helios's reads run ahead of the trainer's gathers as in one process: rows read
 # from disk, the single-process weights and metrics, every batch served from its extracted or
 # read-ahead record and none read directly (rank 0's line at the end; 25M at 2 ranks, 24M at
 # 3: helios caches a fraction of its part, the rest staged per batch).
-loud=(--epochs 2 --batch 500 --threads 1 --eval sampled --eval-batch 500 --micro-shards 4)
 for s in gnndrive helios; do
     for n in 2 3; do
         "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy "$s" \
@@ -444,23 +564,20 @@ refused partitioned_ranks_of_two_runs_refused \
     -np 1 "$bin" train "$tmp/q2" "${pc[@]}" --distributed
 refused partitioned_without_distributed_refused "p2 is a partitioned dataset" \
     "$bin" train "$tmp/p2" "${pc[@]}"
-# A strategy that samples or sees the training batches itself is refused on a part, naming those
-# that serve one (outre, like gnndrive's --reorder, is refused by any --distributed run); so are
-# static's pre-sampled hotness, --hyperbatch (its groups are the batch pipeline's) and gnndrive's
-# --samplers (a part's batches are sampled by the store's feeder), each naming itself.
-refused partitioned_diskgnn_refused \
-    "store diskgnn: it samples or sees the training batches in the plan's node ids, so it cannot serve rows by other ids (a partitioned dataset's part: use memory, mmap, direct, static, gnndrive, ginex, helios)" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy diskgnn
+# outre's historical embeddings, like gnndrive's --reorder, are refused by any --distributed
+# run, naming --staleness; so are --hyperbatch but static's (the others' groups are the batch
+# pipeline's) and gnndrive's --samplers (a part's batches are sampled by the store's feeder),
+# each naming itself.
+refused partitioned_outre_embeddings_refused \
+    "--distributed: outre's historical embeddings (--staleness 100) are kept per whole batch .*give --staleness 0" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy outre
 refused partitioned_hyperbatch_refused \
-    "--hyperbatch on a partitioned dataset: its groups are filled from the batches the batch pipeline samples" \
+    "--hyperbatch on a partitioned dataset with --strategy helios: its groups are filled from the batches the batch pipeline samples" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy helios \
     --mem-budget 25M --hyperbatch 0.3
 refused partitioned_gnndrive_samplers_refused \
     "store gnndrive: --samplers on a partitioned dataset's part: its batches are sampled by the store's one feeding thread" \
     "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy gnndrive --samplers 2
-refused partitioned_static_presample_refused "--hotness presample on a partitioned dataset" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy static \
-    --hotness presample
 # --remote-cache: more than the store's share of the budget, less than a row, or on a dataset
 # that is not partitioned.
 refused partitioned_remote_cache_over_budget_refused \
@@ -492,8 +609,8 @@ else
     fail "partitioned_dry_run_states_remote_cache_apart: store '$s0' then '$s1'"
     sed 's/^/    /' "$tmp/dry.0.out" "$tmp/dry.1.out"
 fi
-refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's store writes no plan files" \
-    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy ginex \
+refused partitioned_plan_dir_refused "--plan-dir on a partitioned dataset: a rank's plan files (diskgnn's windows) go under its own part, PART/plan" \
+    "${mpi[@]}" -np 2 "$bin" train "$tmp/p2" "${pc[@]}" --distributed --strategy diskgnn \
     --plan-dir "$tmp/pd"
 
 # The log: rank 0's alone (2 epoch lines and a final one), with the gradient bytes it exchanged.

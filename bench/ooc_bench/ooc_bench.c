@@ -46,7 +46,9 @@
  *
  * Last, `auto` (offcore train --strategy auto) under the same budget: its
  * pick, predicted against measured epoch, and whether it is within 10% of
- * the fastest bit-identical strategy measured under a budget in this run.
+ * the fastest bit-identical strategy measured under a budget in this run,
+ * then every prediction in its log (auto_log.c) beside the epoch its
+ * strategy measured here, and the mean |error|.
  *
  * A strategy added to store/registry.c gets its row here without editing
  * this file; strategies that take --hotness are listed in hotness_users[].
@@ -54,7 +56,8 @@
  * Place in the data flow: bench/ (outside the library); drives generate,
  * dataset, io, sample and train. Run by bench/ooc_bench.sh. Beside it:
  * args.c (the command line), child.c (the forked children and their pipe),
- * cgroup.c (the memory groups budgeted runs train in) and json.c (--json).
+ * cgroup.c (the memory groups budgeted runs train in), json.c (--json) and
+ * auto_log.c (auto's predictions read back from its log).
  * Thread-safety: the parent is single-threaded (so fork is safe); every
  * library object that holds memory lives in a child process.
  * Ownership: the dataset under DIR is kept for later runs; nothing else is
@@ -68,6 +71,7 @@
 #ifndef _GNU_SOURCE
 #    define _GNU_SOURCE
 #endif
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -92,6 +96,7 @@
 #include "offcore/train.h"
 
 #include "args.h"
+#include "auto_log.h"
 #include "cgroup.h"
 #include "child.h"
 #include "json.h"
@@ -445,6 +450,7 @@ struct run {
     int dry;             /* a dry run: does the budget fit? */
     uint64_t min_budget; /* --preset paper: the smallest budget accepted (dry runs) */
     char cgroup[256];    /* the cgroup v1 memory group the training child joins ("" = none) */
+    char log_path[256];  /* auto: its JSON lines log, where its predictions are ("" = none) */
     uint64_t cg_limit, cg_peak, cg_failcnt; /* its limit, max usage and failed charges */
     /* results */
     uint32_t n_epochs;
@@ -508,6 +514,8 @@ static void train_child(void *ctx, int fd)
         d.rc = oc_train_opts_set(&o, "staleness", 0, &err);
     o.reuse_samples = c->run->reuse;
     o.mem_budget = c->run->budget;
+    if (c->run->log_path[0] && !c->run->dry)
+        o.log_path = c->run->log_path;
     double t = oc_now_s();
     if (d.rc == OC_OK)
         d.rc = oc_train_run(c->ds_dir, &o, on_epoch, &fd, NULL, &d.res, &err);
@@ -703,13 +711,82 @@ static int differs(const struct run *runs, uint32_t n_runs, const struct run *r)
            strcmp(r->done.res.weights_sha256, m->done.res.weights_sha256) != 0;
 }
 
+/* The run that measured what auto predicted for p: its strategy's first row (static's is
+   --hotness degree, outre's --staleness 0), with its --reuse-samples, no --hyperbatch. */
+static const struct run *measured_for(const struct run *runs, uint32_t n_runs,
+                                      const struct auto_pred *p)
+{
+    for (uint32_t i = 0; i < n_runs; i++) {
+        const struct run *r = &runs[i];
+        if (strcmp(r->strategy, p->strategy) == 0 && r->reuse == p->reuse && r->hyperbatch <= 0)
+            return r->failed || !r->n_epochs ? NULL : r;
+    }
+    return NULL;
+}
+
+/*
+ * Every prediction in auto's log next to the epoch its strategy measured in
+ * this run, and the mean of |predicted - measured| / measured over them
+ * (also under "auto_predictions" in --json).
+ */
+static void print_predictions(const struct run *runs, uint32_t n_runs, const struct run *au,
+                              struct cJSON *json)
+{
+    struct auto_pred pred[32];
+    uint32_t n = 0;
+    char why[512];
+    int rc = auto_log_read(au->log_path, pred, 32, &n, why, sizeof(why));
+    (void)unlink(au->log_path);
+    if (rc) {
+        printf("    auto's predictions: unreadable: %s\n", why);
+        return;
+    }
+    cJSON *arr = json ? cJSON_AddArrayToObject(json, "auto_predictions") : NULL;
+    printf("    auto's predictions against the epochs measured in this run (last epoch):\n"
+           "    %-18s %11s %11s %9s\n",
+           "strategy", "predicted s", "measured s", "error");
+    double sum = 0;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct auto_pred *p = &pred[i];
+        const struct run *r = measured_for(runs, n_runs, p);
+        char name[48];
+        snprintf(name, sizeof(name), "%.31s%s", p->strategy, p->reuse ? "/reuse" : "");
+        if (p->excluded || !r) {
+            printf("    %-18s %11s %11s %9s\n", name, p->excluded ? "excluded" : "",
+                   r ? "" : "not run", "");
+            continue;
+        }
+        double m = train_s(&r->ep[r->n_epochs - 1]), e = (p->epoch_s - m) / m;
+        sum += fabs(e);
+        k++;
+        printf("    %-18s %11.2f %11.2f %+8.0f%%\n", name, p->epoch_s, m, 100 * e);
+        cJSON *o = arr ? cJSON_CreateObject() : NULL;
+        if (o) {
+            cJSON_AddStringToObject(o, "strategy", name);
+            cJSON_AddStringToObject(o, "measured_by", r->label);
+            cJSON_AddNumberToObject(o, "predicted_s", p->epoch_s);
+            cJSON_AddNumberToObject(o, "measured_s", m);
+            cJSON_AddNumberToObject(o, "error", e);
+            cJSON_AddItemToArray(arr, o);
+        }
+    }
+    if (k)
+        printf("    mean |error| over %u strategies: %.0f%%\n", k, 100 * sum / k);
+    if (json && k)
+        cJSON_AddNumberToObject(json, "auto_mean_abs_error", sum / k);
+}
+
 /*
  * --strategy auto's row: its pick, predicted against measured epoch, and
- * whether it is within 10% of the fastest bit-identical strategy measured
- * under a budget in this run (reuse rows train other batches, memory runs
- * without a budget: neither is a candidate).
+ * whether the pick is within 10% of the fastest bit-identical strategy
+ * measured under a budget in this run (reuse rows train other batches,
+ * memory runs without a budget: neither is a candidate). The pick is judged
+ * by its strategy's own row, where it has one: auto's run trains the same
+ * strategy again, and the two differ by run-to-run noise (printed beside
+ * it); then every prediction.
  */
-static void print_auto(const struct run *runs, uint32_t n_runs)
+static void print_auto(const struct run *runs, uint32_t n_runs, struct cJSON *json)
 {
     const struct run *au = NULL, *best = NULL;
     for (uint32_t i = 0; i < n_runs; i++) {
@@ -727,20 +804,36 @@ static void print_auto(const struct run *runs, uint32_t n_runs)
         return;
     if (au->failed || !au->n_epochs || !au->got_done) {
         printf("\n    auto: FAILED: %s\n", au->why);
+        (void)unlink(au->log_path);
         return;
     }
     double s = train_s(&au->ep[au->n_epochs - 1]);
-    printf("\n    auto picked %s%s: predicted epoch %.2f s, measured %.2f s (last epoch; mean "
-           "%.2f s)",
+    printf("\n    auto picked %s%s: predicted epoch %.2f s, measured %.2f s in its own run (last "
+           "epoch; mean %.2f s)\n",
            au->done.res.strategy, au->done.res.reuse_samples ? " --reuse-samples" : "",
            au->done.res.predicted_epoch_s, s, au->done.res.measured_epoch_s);
-    if (best) {
-        double b = train_s(&best->ep[best->n_epochs - 1]);
-        printf("; fastest measured %s %.2f s: auto %.2fx, %s 10%%\n", best->label, b, s / b,
-               s <= 1.10 * b ? "within" : "NOT within");
+    if (!best) {
+        printf("    no other budgeted strategy ran\n");
     } else {
-        printf("; no other budgeted strategy ran\n");
+        /* the pick judged by its strategy's own row (the choice), and auto's run beside it
+           (the choice plus run-to-run noise: the same strategy and options trained twice) */
+        struct auto_pred pick = {.reuse = au->done.res.reuse_samples};
+        snprintf(pick.strategy, sizeof(pick.strategy), "%s", au->done.res.strategy);
+        const struct run *row = measured_for(runs, n_runs, &pick);
+        double b = train_s(&best->ep[best->n_epochs - 1]);
+        if (row) {
+            double p = train_s(&row->ep[row->n_epochs - 1]);
+            printf("    fastest measured %s %.2f s; the pick's row %s %.2f s: %.2fx, %s 10%%; "
+                   "auto's own run %.2fx\n",
+                   best->label, b, row->label, p, p / b, p <= 1.10 * b ? "within" : "NOT within",
+                   s / b);
+        } else {
+            printf("    fastest measured %s %.2f s; the pick has no row of its own: auto's run "
+                   "%.2fx, %s 10%%\n",
+                   best->label, b, s / b, s <= 1.10 * b ? "within" : "NOT within");
+        }
     }
+    print_predictions(runs, n_runs, au, json);
 }
 
 /* Names the runs other processes slowed (others.h), after the table. */
@@ -1093,6 +1186,9 @@ int main(int argc, char **argv)
         r->strategy = "auto";
         r->budget = budget;
         snprintf(r->label, sizeof(r->label), "auto");
+        const char *tmp = getenv("TMPDIR");
+        snprintf(r->log_path, sizeof(r->log_path), "%s/ooc_bench-auto-%ld.jsonl",
+                 tmp && *tmp ? tmp : "/tmp", (long)getpid());
     }
     if (a.paper) {
         uint64_t extra = a.budget ? a.budget : feat_bytes / 10;
@@ -1209,8 +1305,6 @@ int main(int argc, char **argv)
     }
     print_table(runs, n_runs, bound_s, seq_bps, pr.rand_iops, pr.rand8_iops, json);
     print_loaded(runs, n_runs);
-    if (json && json_write(json, a.json) != 0)
-        bad = 1;
     for (uint32_t i = 1; i < n_runs; i++)
         if (runs[i].cgroup[0])
             printf("    %-18s cgroup limit %s (budget + %d MiB): peak usage %s, failed charges "
@@ -1232,7 +1326,9 @@ int main(int argc, char **argv)
                            ? fmt_size(runs[i].peak_rss - runs[i].budget, why, sizeof(why))
                            : "nothing");
     }
-    print_auto(runs, n_runs);
+    print_auto(runs, n_runs, json);
+    if (json && json_write(json, a.json) != 0)
+        bad = 1;
     for (uint32_t i = 1; i < n_runs; i++)
         bad |= differs(runs, n_runs, &runs[i]);
     free(runs);

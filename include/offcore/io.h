@@ -235,8 +235,9 @@ void oc_io_span_count(const struct oc_io_span_rule *rule, const uint64_t *offs, 
 #define OC_IO_PROBE_MIN_BYTES ((uint64_t)64 << 20)
 
 struct oc_io_disk {
-    double seq_bps;     /* sequential: 1 MiB reads, 8 in flight, bytes/s */
-    double rand_iops;   /* random 4 KiB reads, 64 in flight, reads/s */
+    double seq_bps;        /* sequential: 1 MiB reads, 8 in flight, bytes/s */
+    double rand_iops;      /* random 4 KiB reads, 64 in flight, reads/s */
+    double rand_iops_deep; /* the same, 256 in flight (the stores' batch readers' depth) */
     uint64_t gap_bytes; /* the crossover for oc_io_batch_set_gap (0: merge touching pages only) */
     int measured;       /* 0: not probed (no O_DIRECT, or a file under OC_IO_PROBE_MIN_BYTES) */
 };
@@ -246,8 +247,9 @@ uint64_t oc_io_gap_for(double seq_bps, double rand_iops);
 /*
  * Measures the disk under f (O_DIRECT and at least OC_IO_PROBE_MIN_BYTES;
  * else *out is zero, measured = 0): sequential reads of up to 64 MiB from
- * its second page and random 4 KiB reads anywhere, each part at most about a
- * quarter of a second. Read errors name the file.
+ * its second page and random 4 KiB reads anywhere, at 64 and at 256 in
+ * flight, each part at most about a quarter of a second. Read errors name
+ * the file.
  */
 int oc_io_disk_probe(struct oc_file *f, struct oc_io_disk *out, struct oc_err *err);
 /*

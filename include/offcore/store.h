@@ -156,13 +156,15 @@ struct oc_pipeline;
  * freed with oc_free) the *n ids, each < the store's n_nodes, that
  * oc_store_gather_batch will be given for the plan's batch b, in that order.
  * It is called from the strategy's threads (the opening thread, ginex's
- * inspector, gnndrive's and helios's feeder) and must be thread-safe. A
- * strategy that plans over the batches follows it (ginex); one that
- * prepares each batch ahead of its gather (gnndrive, helios) is fed the
- * plan's batches as these ids by a feeder of its own (no batch pipeline
- * shows it them); those that sample or see the batches themselves in their
- * own way (diskgnn, outre) refuse a config with it; the others serve the ids
- * they are given.
+ * inspector, diskgnn's planner, gnndrive's and helios's feeder) and must be
+ * thread-safe; each id once per batch (as a batch's input ids). A strategy
+ * that plans over the batches follows it (ginex's cache plan, diskgnn's
+ * packed windows: their traces hold these ids); one that prepares each
+ * batch ahead of its gather (gnndrive, helios) is fed the plan's batches as
+ * these ids by a feeder of its own (no batch pipeline shows it them),
+ * static's --hyperbatch groups too; outre profiles over it and keeps no
+ * historical embeddings (it refuses --staleness above 0 with it); the
+ * others serve the ids they are given.
  */
 struct oc_store_accesses {
     const struct oc_graph *graph;
@@ -516,9 +518,12 @@ void oc_store_stats(const struct oc_store *s, struct oc_store_stats *out);
  * what the others hold after a while), so the figures are steady-state ones
  * rather than cold-start: static (the hot set, never changed), LRU and
  * Belady (ginex's planner over the batches, at the capacity ginex's own
- * budget split gives it under cfg->mem_bytes). Read requests count 4 KiB pages
- * merged as the batch reader merges them (touching pages, or holes up to the
- * disk's crossover gap_bytes), in features.npy's row order (its layout).
+ * budget split gives it under cfg->mem_bytes), and the page cache mmap reads
+ * through (an LRU of page_cache_bytes in 4 KiB pages, warm with the hot
+ * rows' pages; the page cache is outside --mem-budget, so the caller says
+ * how much of it the machine or the process's cgroup leaves). Read requests count 4 KiB pages merged as the batch reader merges
+ * them (touching pages, or holes up to the disk's crossover gap_bytes), in
+ * features.npy's row order (its layout); row_requests with merging off.
  */
 struct oc_store_inspection {
     uint64_t n_batches;     /* inspected */
@@ -534,19 +539,28 @@ struct oc_store_inspection {
     uint64_t half_misses; /* static's with half of cache_rows (diskgnn's cache beside its plan) */
     uint64_t all_requests, all_read_bytes;   /* reading every input row */
     uint64_t miss_requests, miss_read_bytes; /* reading static's misses */
-    double sample_s;                         /* sampling the batches, wall seconds */
-    struct oc_io_disk disk;                  /* the disk under features.npy */
+    uint64_t lru_requests, lru_read_bytes;   /* reading the LRU's misses (gnndrive's buffer) */
+    uint64_t row_requests, row_read_bytes;   /* every input row its own read (direct: unmerged) */
+    uint64_t row_device_requests; /* those after the block layer's back merges (sorted reads) */
+    uint64_t page_cache_pages;    /* mmap: 4 KiB pages of features.npy the page cache holds
+                                  (page_cache_bytes, at most the file's) */
+    uint64_t page_misses;         /* that page cache's misses (an LRU of pages, warm as the rest) */
+    uint64_t page_miss_rows;      /* rows with a missing page: the prefetch's requests */
+    double sample_s;              /* sampling the batches, wall seconds */
+    double plan_s;                /* Belady's planning of them (ginex's planner), wall seconds */
+    struct oc_io_disk disk;       /* the disk under features.npy */
 };
 /*
  * Fills out (see above). cfg needs ds, graph, sample_opts, train_ids,
  * n_train and batch_size (OC_ERR_ARG naming what is missing); its pool
  * samples. Holds the batches' ids (8 bytes per input row, at most 2^22 rows:
  * fewer batches past that), the hot set and the simulated caches (about 40
- * bytes per cached row) for the call. Errors name the file (features.npy,
+ * bytes per cached row or page) for the call. Errors name the file (features.npy,
  * sampling reads).
  */
 int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint64_t cache_rows,
-                     struct oc_store_inspection *out, struct oc_err *err);
+                     uint64_t page_cache_bytes, struct oc_store_inspection *out,
+                     struct oc_err *err);
 /*
  * Bytes one lane's feature-file reader takes under cfg's plan (its bounce
  * buffer and request arrays for a batch's rows), which the caching

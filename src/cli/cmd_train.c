@@ -390,7 +390,7 @@ int cmd_train(int argc, char **argv)
          "--distributed --micro-shards M` (same options on every rank; each rank evaluates "
          "a share, reduced exactly; rank 0 prints, logs and checkpoints; needs a build with "
          "MPI). DIR may be `offcore partition`'s output: each rank serves its part's rows "
-         "(--strategy memory, mmap, direct, static or ginex)",
+         "(any --strategy but diskgnn and auto; outre with --staleness 0)",
          NULL},
         {"remote-cache", CLI_SIZE, &o.remote_cache_bytes, NULL,
          "a partitioned dataset: memory of this rank's --mem-budget (taken from the store's "

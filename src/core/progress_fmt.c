@@ -56,6 +56,8 @@ char *oc_progress_format_rate(double per_s, const char *unit, char *buf, size_t 
     char num[32];
     if (!isfinite(per_s) || per_s < 0)
         snprintf(num, sizeof(num), "-%s", is_bytes(unit) ? " B" : "");
+    else if (per_s > 0 && per_s < 9.995) /* slow phases: 0.15 batches/s, not "0" */
+        snprintf(num, sizeof(num), "%.2f%s", per_s, is_bytes(unit) ? " B" : "");
     else
         scaled(per_s, is_bytes(unit), num, sizeof(num));
     snprintf(buf, cap, "%s%s%s/s", num, name[0] ? " " : "", name);

@@ -1,7 +1,9 @@
 /*
  * probe.c — what the disk under a file can do, measured: sequential
  * bandwidth and random 4 KiB reads per second through the batch reader
- * (O_DIRECT, io_uring or pread), and from them the crossover the block
+ * (O_DIRECT, io_uring or pread), at 64 in flight and at the stores'
+ * readers' 256 (a disk serving more requests at once than 64 shows it:
+ * --strategy auto's model reads it), and from them the crossover the block
  * reader merges at: a hole between two needed pages is read along when
  * reading its bytes costs less disk time than one more request.
  *
@@ -37,6 +39,10 @@
 #define PROBE_RAND_DEPTH 64u
 #define PROBE_RAND_RUN   256u /* random reads per batch run */
 #define PROBE_RAND_MAX   8192u
+/* Again at the depth of the stores' batch readers (store_int.h STORE_DISK_DEPTH) */
+#define PROBE_DEEP_DEPTH 256u
+#define PROBE_DEEP_RUN   1024u
+#define PROBE_DEEP_MAX   32768u
 #define PROBE_MAX_S      0.25 /* per part, at most (a run finishes past it) */
 #define PROBE_DEVICES    16u
 
@@ -95,27 +101,28 @@ static int probe_seq(struct oc_file *f, uint64_t size, uint8_t *buf, struct oc_i
     return rc;
 }
 
-static int probe_rand(struct oc_file *f, uint64_t size, uint8_t *buf, struct oc_io_disk *d,
-                      struct oc_err *err)
+/* Random 4 KiB reads, depth in flight, in runs of run (at most max reads): reads per second. */
+static int probe_rand(struct oc_file *f, uint64_t size, uint8_t *buf, unsigned depth, unsigned run,
+                      unsigned max, double *iops, struct oc_err *err)
 {
     struct oc_io_batch *b = NULL;
-    int rc = oc_io_batch_new(PROBE_RAND_DEPTH, (size_t)PROBE_RAND_RUN * OC_IO_ALIGN, &b, err);
+    int rc = oc_io_batch_new(depth, (size_t)run * OC_IO_ALIGN, &b, err);
     if (rc)
         return rc;
     oc_io_batch_set_merge(b, 0);
-    uint64_t n_pages = size / OC_IO_ALIGN, state = 0x5eed ^ size, n = 0;
+    uint64_t n_pages = size / OC_IO_ALIGN, state = 0x5eed ^ size ^ depth, n = 0;
     double t0 = oc_now_s(), el = 0;
-    while (rc == OC_OK && n < PROBE_RAND_MAX && el < PROBE_MAX_S) {
-        for (unsigned k = 0; k < PROBE_RAND_RUN && rc == OC_OK; k++)
+    while (rc == OC_OK && n < max && el < PROBE_MAX_S) {
+        for (unsigned k = 0; k < run && rc == OC_OK; k++)
             rc = oc_io_batch_add(b, f, (probe_mix(&state) % n_pages) * OC_IO_ALIGN, OC_IO_ALIGN,
                                  buf + (size_t)k * OC_IO_ALIGN, err);
         if (rc == OC_OK)
             rc = oc_io_batch_run(b, err);
-        n += PROBE_RAND_RUN;
+        n += run;
         el = oc_now_s() - t0;
     }
     oc_io_batch_free(b);
-    d->rand_iops = el > 0 ? (double)n / el : 0;
+    *iops = el > 0 ? (double)n / el : 0;
     return rc;
 }
 
@@ -133,8 +140,13 @@ int oc_io_disk_probe(struct oc_file *f, struct oc_io_disk *out, struct oc_err *e
     uint8_t *buf = oc_io_buf_alloc(bytes, "disk probe", err);
     if (!buf)
         return err->status;
-    if ((rc = probe_seq(f, size, buf, out, err)) == OC_OK)
-        rc = probe_rand(f, size, buf, out, err);
+    _Static_assert((size_t)PROBE_DEEP_RUN * OC_IO_ALIGN <= (size_t)PROBE_SEQ_DEPTH * PROBE_SEQ_READ,
+                   "the deep runs' pages fit the sequential part's buffer");
+    if ((rc = probe_seq(f, size, buf, out, err)) == OC_OK &&
+        (rc = probe_rand(f, size, buf, PROBE_RAND_DEPTH, PROBE_RAND_RUN, PROBE_RAND_MAX,
+                         &out->rand_iops, err)) == OC_OK)
+        rc = probe_rand(f, size, buf, PROBE_DEEP_DEPTH, PROBE_DEEP_RUN, PROBE_DEEP_MAX,
+                        &out->rand_iops_deep, err);
     oc_free(buf);
     if (rc) {
         memset(out, 0, sizeof(*out));
@@ -178,9 +190,10 @@ int oc_io_disk_of(struct oc_file *f, struct oc_io_disk *out, struct oc_err *err)
             devices[n_devices++].disk = *out;
         }
         oc_log(OC_LOG_INFO,
-               "disk probe (%s): %.0f MiB/s sequential, %.0f random 4 KiB reads/s: holes up to "
-               "%" PRIu64 " KiB are read along",
-               f->path, out->seq_bps / (1024.0 * 1024.0), out->rand_iops, out->gap_bytes >> 10);
+               "disk probe (%s): %.0f MiB/s sequential, %.0f random 4 KiB reads/s (%.0f at %u "
+               "in flight): holes up to %" PRIu64 " KiB are read along",
+               f->path, out->seq_bps / (1024.0 * 1024.0), out->rand_iops, out->rand_iops_deep,
+               PROBE_DEEP_DEPTH, out->gap_bytes >> 10);
     }
     pthread_mutex_unlock(&dev_mu);
     int64_t g = env_gap();

@@ -75,6 +75,7 @@ int pl_window_open(struct pl_window *w, const struct pl_window_config *c, struct
 void pl_window_close(struct pl_window *w)
 {
     oc_sample_iter_close(&w->it);
+    oc_free(w->acc); /* the view's ids (the view itself holds no array of its own) */
     oc_free(w->rows);
     oc_free(w->off);
     oc_free(w->rec_bytes);
@@ -96,6 +97,28 @@ int pl_window_reserve(struct pl_window *w, uint64_t n, struct oc_err *err)
                       "window planner: trace", err);
 }
 
+/* The batch sampled last as its accesses (the hook's ids), into w->view. */
+static int map_batch(struct pl_window *w, struct oc_err *err)
+{
+    const struct oc_sample_batch *b = &w->it.batch;
+    uint64_t n = 0;
+    int rc = w->c.accesses(w->c.accesses_ctx, b, &w->acc, &w->cap_acc, &n, err);
+    if (rc)
+        return oc_err_prefix(err, "%s: the accesses of epoch %" PRIu64 " batch %" PRIu64, w->c.who,
+                             b->epoch, b->batch_index);
+    struct oc_sample_batch *v = &w->view;
+    v->n_layers = 1;
+    v->epoch = b->epoch;
+    v->batch_index = b->batch_index;
+    v->n_seeds = 0;
+    v->n_input = n;
+    v->input_ids = w->acc;
+    w->view_indptr = 0;
+    v->blocks[0] =
+        (struct oc_sample_block){.n_src = n, .indptr = &w->view_indptr, .indices = &w->view_index};
+    return OC_OK;
+}
+
 int pl_window_next(struct pl_window *w, struct oc_err *err)
 {
     int rc = OC_OK;
@@ -107,16 +130,22 @@ int pl_window_next(struct pl_window *w, struct oc_err *err)
     if (rc == 0)
         rc = OC_ERR(err, OC_ERR_INTERNAL, "%s: batch %" PRIu64 " is past the epoch's %" PRIu64,
                     w->c.who, w->it.next, w->it.n_batches);
-    return rc < 0 ? rc : OC_OK;
+    if (rc < 0)
+        return rc;
+    if (w->it.batch.n_input > w->max_sampled)
+        w->max_sampled = w->it.batch.n_input;
+    return w->c.accesses ? map_batch(w, err) : OC_OK;
 }
 
-/* The last sampled batch's rows, at off[i] (reserved), as batch i of the trace. */
+/* The last sampled batch's rows (as the window holds it), at off[i] (reserved), as batch i
+   of the trace. */
 static void put_rows(struct pl_window *w, uint64_t i, uint64_t at)
 {
-    const struct oc_sample_batch *b = &w->it.batch;
-    if (w->c.rows_of)
+    const struct oc_sample_batch *b = pl_window_batch(w);
+    /* (a batch may ask nothing of a store over other ids: no rows, maybe no array yet) */
+    if (b->n_input && w->c.rows_of)
         w->c.rows_of(w->c.ctx, b->input_ids, b->n_input, w->rows + at);
-    else
+    else if (b->n_input)
         memcpy(w->rows + at, b->input_ids, b->n_input * sizeof(uint64_t));
     w->off[i + 1] = at + b->n_input;
     w->rec_bytes[i] = oc_sample_batch_record_bytes(b);
@@ -136,7 +165,7 @@ int pl_window_sample(struct pl_window *w, uint64_t epoch, uint64_t first, uint64
     w->off[0] = 0;
     for (uint64_t i = 0; i < count; i++) {
         if ((rc = pl_window_next(w, err)) ||
-            (rc = pl_window_reserve(w, w->off[i] + w->it.batch.n_input, err)))
+            (rc = pl_window_reserve(w, w->off[i] + pl_window_batch(w)->n_input, err)))
             return rc;
         put_rows(w, i, w->off[i]);
         if (each && (rc = each(ctx, i, err)))
@@ -158,10 +187,11 @@ int pl_window_probe(struct pl_window *w, uint64_t epoch, uint64_t count, uint32_
     w->off[0] = 0;
     oc_sample_iter_seek(&w->it, epoch, 0);
     for (uint64_t i = 0; i < count && i < w->nb_epoch; i++) {
-        if ((rc = pl_window_next(w, err)) || (rc = pl_window_reserve(w, w->it.batch.n_input, err)))
+        if ((rc = pl_window_next(w, err)) ||
+            (rc = pl_window_reserve(w, pl_window_batch(w)->n_input, err)))
             return rc;
         put_rows(w, i, 0); /* no trace: the batch's rows at 0 */
-        uint64_t n = w->it.batch.n_input;
+        uint64_t n = pl_window_batch(w)->n_input;
         w->off[i + 1] = w->off[i] + n;
         for (uint64_t k = 0; k < n; k++)
             counts[w->rows[k]] += counts[w->rows[k]] < UINT32_MAX;

@@ -10,6 +10,11 @@
  *   sampler ─► pl_window_sample ─► trace: off[0..n], rows[off[i]..off[i+1]),
  *                                         rec_bytes[i]      (oc_plan_trace)
  *
+ * A store over other ids (a partitioned dataset's part: oc_store_accesses)
+ * gives the accesses hook: the trace then holds, for each sampled batch,
+ * the ids the store will be gathered with for it instead of its input ids,
+ * and the batch the window holds (pl_window_batch) is those ids alone.
+ *
  * A window is a run of consecutive batches of one epoch, win at a time (the
  * last of an epoch may be shorter; the whole epoch when win is 0 or the
  * epoch's length). With a head (fresh samples, the store's probe) the first
@@ -23,7 +28,7 @@
  * Thread-safety: the schedule is read-only after init; a pl_window is
  * driven by one thread at a time, which may hand it on (the diskgnn planner
  * stage).
- * Ownership: a pl_window owns its sampler, trace and offsets (pl_window_close);
+ * Ownership: a pl_window owns its sampler, trace, offsets and accesses (pl_window_close);
  * the graph, options and ids it is opened with are borrowed (the options
  * copied).
  */
@@ -79,6 +84,12 @@ struct pl_window_config {
     int (*cancelled)(void *ctx);
     void (*sampled)(void *ctx, const struct oc_sampler *smp);
     void *ctx;
+    /* optional, as plan/superbatch.h's: the ids the store is gathered with for a sampled
+       batch (oc_store_accesses's `of`, called with accesses_ctx from the thread driving the
+       window; NULL: its input ids), which the trace then holds in its place */
+    int (*accesses)(void *ctx, const struct oc_sample_batch *b, uint64_t **ids, uint64_t *cap,
+                    uint64_t *n, struct oc_err *err);
+    void *accesses_ctx;
 };
 
 /* The window sampled last and the sampler that samples the next. */
@@ -91,7 +102,22 @@ struct pl_window {
     uint64_t n_batches;
     uint64_t *rows, cap_rows;  /* the trace (grown by a quarter) */
     uint64_t *off, *rec_bytes; /* nb_epoch + 1 each */
+    uint64_t max_sampled;      /* the most input rows of a batch sampled so far (its sampler's) */
+    /* with the accesses hook: the batch sampled last as its accesses, a batch of one layer
+       whose n_input sources are them and which has no destination, so that its record holds
+       the ids alone (acc: the hook's array; view_indptr, view_index: the empty block's) */
+    struct oc_sample_batch view;
+    uint64_t *acc, cap_acc;
+    uint64_t view_indptr;
+    uint32_t view_index;
 };
+
+/* The batch sampled last as the trace holds it: it.batch, or with the accesses hook its
+   accesses (view). Valid until the next sampling. */
+static inline const struct oc_sample_batch *pl_window_batch(const struct pl_window *w)
+{
+    return w->c.accesses ? &w->view : &w->it.batch;
+}
 
 /* Opens the sampler and the per-batch offsets. On failure w holds what was made. */
 int pl_window_open(struct pl_window *w, const struct pl_window_config *c, struct oc_err *err);
@@ -102,7 +128,8 @@ int pl_window_repool(struct pl_window *w, struct oc_pool *pool, struct oc_err *e
 /* Grows the trace to n rows, by a quarter at least. */
 int pl_window_reserve(struct pl_window *w, uint64_t n, struct oc_err *err);
 /* Samples the next batch into w->it.batch (after oc_sample_iter_seek), checking the cancel
-   hook first; past the epoch's end is OC_ERR_INTERNAL. */
+   hook first, and maps it through the accesses hook when given (pl_window_batch); past the
+   epoch's end is OC_ERR_INTERNAL. */
 int pl_window_next(struct pl_window *w, struct oc_err *err);
 /*
  * Samples batches [first, first + count) of sample epoch `epoch` into the

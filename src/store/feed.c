@@ -1,8 +1,9 @@
 /*
  * feed.c — the feeder of a store over other ids (oc_store_config.accesses:
  * a rank's part of a partitioned dataset) whose strategy prepares each
- * training batch ahead of its gather: gnndrive (its extractors) and helios
- * (its reads). In a single-process run the batch pipeline's sample stage
+ * training batch ahead of its gather: gnndrive (its extractors), helios
+ * (its reads) and static with --hyperbatch (its groups' misses). In a
+ * single-process run the batch pipeline's sample stage
  * shows them every batch (oc_store_sampled); a partitioned run has no batch
  * pipeline (train/dist_rows.c samples and gathers per batch itself), so this
  * stage samples the plan again, as ginex's inspector does:
@@ -16,16 +17,19 @@
  * the ids are exactly those its gathers will ask for, and in that order
  * (struct oc_store_accesses).
  *
- * Place in the data flow: store (shared by gnndrive and helios), on sample
+ * Place in the data flow: store (shared by gnndrive, helios and static), on sample
  * and pipeline.
  * Thread-safety: opened on the opening thread; then only the stage's thread
- * uses the sampler and the id buffer; n_fed is atomic (store_feed_count).
- * The stage checks the pipeline's cancellation between batches; fn's waits
- * end on the pipeline's cancel (closed queues).
+ * uses the sampler and the id buffer; n_fed is atomic (store_feed_count),
+ * raised under mu, on whose cv store_feed_wait waits (any thread) until a
+ * batch is fed or the pipeline is cancelled (feed_on_cancel sets stop under
+ * mu; mu is a leaf). The stage checks the pipeline's cancellation between
+ * batches; fn's waits end on the pipeline's cancel (closed queues).
  * Ownership: the feeder owns its sampler, batch and ids; it is freed by the
  * strategy's free after the store's stages are joined (registry.c).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "store/store_int.h"
@@ -44,9 +48,31 @@ struct store_feed {
     uint64_t first_epoch, n_epochs;
     uint64_t *ids, cap;
     struct oc_sample_batch view; /* the mapped batch shown to fn (no blocks) */
-    _Atomic uint64_t n_fed;
+    _Atomic uint64_t n_fed;      /* raised under mu */
+    pthread_mutex_t mu;          /* a leaf: n_fed's raise and stop, for cv's waiters */
+    pthread_cond_t cv;           /* a batch fed, or stop */
+    int sync_made, stop;         /* stop: [mu] the pipeline was cancelled */
     char name[48];
 };
+
+/* One more batch fed: store_feed_wait's waiters woken. */
+static void fed_one(struct store_feed *f)
+{
+    pthread_mutex_lock(&f->mu);
+    atomic_fetch_add_explicit(&f->n_fed, 1, memory_order_release);
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/* Runs once when the store's pipeline is cancelled (an error anywhere, or the store's free). */
+static void feed_on_cancel(void *ctx)
+{
+    struct store_feed *f = ctx;
+    pthread_mutex_lock(&f->mu);
+    f->stop = 1;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+}
 
 uint64_t store_feed_bytes(const struct oc_store_config *cfg, uint64_t plan_rows, uint64_t rows)
 {
@@ -79,7 +105,7 @@ static int feed_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err 
             f->view.n_input = n;
             f->view.input_ids = f->ids;
             if ((rc = f->fn(f->s, e, b, &f->view, err)) == OC_OK)
-                atomic_fetch_add_explicit(&f->n_fed, 1, memory_order_relaxed);
+                fed_one(f);
         }
         if (rc && rc != OC_ERR_CANCELLED)
             oc_err_prefix(err, "%s: epoch %" PRIu64, f->name, e);
@@ -101,6 +127,14 @@ int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, stor
     f->first_epoch = cfg->first_epoch;
     f->n_epochs = cfg->n_epochs;
     atomic_init(&f->n_fed, 0);
+    if (pthread_mutex_init(&f->mu, NULL) != 0)
+        return OC_ERR(err, OC_ERR_NOMEM, "store %s: cannot make the feeder's lock", s->strat->name);
+    if (pthread_cond_init(&f->cv, NULL) != 0) {
+        pthread_mutex_destroy(&f->mu);
+        return OC_ERR(err, OC_ERR_NOMEM, "store %s: cannot make the feeder's condition",
+                      s->strat->name);
+    }
+    f->sync_made = 1;
     oc_sample_batch_init(&f->view);
     snprintf(f->name, sizeof(f->name), "store %s feed", s->strat->name);
     /* its own thread samples (the pool is training's); the options and ids are copied */
@@ -109,6 +143,8 @@ int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, stor
     f->it_open = rc == OC_OK;
     if (rc == OC_OK)
         rc = store_stages(s, &f->p, err);
+    if (rc == OC_OK)
+        rc = oc_pipeline_on_cancel(f->p, feed_on_cancel, f, err);
     if (rc == OC_OK)
         rc = oc_pipeline_queue(f->p, 1, &f->go, err);
     if (rc == OC_OK)
@@ -124,8 +160,30 @@ void store_feed_free(struct store_feed *f)
         return;
     if (f->it_open)
         oc_sample_iter_close(&f->it);
+    if (f->sync_made) {
+        pthread_cond_destroy(&f->cv);
+        pthread_mutex_destroy(&f->mu);
+    }
     oc_free(f->ids);
     oc_free(f);
+}
+
+int store_feed_wait(struct store_feed *f, uint64_t epoch, uint64_t batch, struct oc_err *err)
+{
+    const uint64_t nb = f->s->n_plan_batches;
+    if (epoch < f->first_epoch || epoch >= f->n_epochs || batch >= nb)
+        return OC_ERR(err, OC_ERR_INTERNAL,
+                      "%s: batch %" PRIu64 " of epoch %" PRIu64
+                      " is not in its plan (epochs %" PRIu64 " to %" PRIu64 ", %" PRIu64
+                      " batches each)",
+                      f->name, batch, epoch, f->first_epoch, f->n_epochs - 1, nb);
+    const uint64_t want = (epoch - f->first_epoch) * nb + batch + 1;
+    pthread_mutex_lock(&f->mu);
+    while (atomic_load_explicit(&f->n_fed, memory_order_acquire) < want && !f->stop)
+        pthread_cond_wait(&f->cv, &f->mu);
+    int fed = atomic_load_explicit(&f->n_fed, memory_order_acquire) >= want;
+    pthread_mutex_unlock(&f->mu);
+    return fed ? OC_OK : store_stages_error(f->s, err);
 }
 
 void store_feed_close(struct store_feed *f, const char *who, const char *records, uint64_t served,

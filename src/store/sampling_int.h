@@ -83,14 +83,14 @@ void store_topo_read(const struct oc_store *s, struct oc_topo_disk_stats *out);
 /*
  * The feeder of a store over other ids (cfg->accesses; feed.c) whose
  * strategy prepares each batch of the plan ahead of its gather (gnndrive's
- * extractors, helios's reads), which the batch pipeline would show it
+ * extractors, helios's reads, static's hyperbatch groups), which the batch pipeline would show it
  * (oc_store_sampled) but a partitioned run does not (train/dist_rows.c
  * gathers per batch itself): a stage of the store's pipeline, one thread,
  * samples the plan's batches on cfg->accesses->graph in plan order (epochs
  * [first_epoch, n_epochs), exactly as the trainer samples them), turns each
  * into the ids the store will be gathered with for it (the access map) and
  * calls fn(s, epoch, batch, b) with b's input_ids and n_input those (its
- * blocks empty). fn may block (a free record); it returns an error to fail
+ * blocks empty). fn may block (a free record or group); it returns an error to fail
  * the pipeline, and the feeder stops once the pipeline is cancelled.
  */
 struct store_feed;
@@ -110,6 +110,13 @@ void store_feed_close(struct store_feed *f, const char *who, const char *records
                       uint64_t direct);
 /* Batches fed so far (any thread). */
 uint64_t store_feed_count(const struct store_feed *f);
+/*
+ * Waits until f fed batch `batch` of `epoch` of the plan (any thread; for a
+ * strategy whose gather of a batch must come after its prepare: static's
+ * hyperbatch groups). The pipeline's error (or that it closed) once it is
+ * cancelled first; OC_ERR_INTERNAL for a batch outside f's plan.
+ */
+int store_feed_wait(struct store_feed *f, uint64_t epoch, uint64_t batch, struct oc_err *err);
 
 /* ---- hotness (hot.c) ----------------------------------------------------- */
 

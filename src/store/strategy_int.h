@@ -106,8 +106,10 @@ struct store_strategy {
     int reads_whole_features;
     /* serves a store whose ids are not the plan's (oc_store_config.accesses): it never
        samples or sees the batches (memory, mmap, direct, static), follows the map when it
-       plans (ginex), or is fed the batches as the map's ids (gnndrive, helios: feed.c); the
-       registry refuses the others such a config */
+       plans or profiles (ginex's cache plan, diskgnn's windows: plan/superbatch.h's and
+       plan/window.h's accesses hook; outre without embeddings), or is fed the batches as the
+       map's ids (gnndrive, helios, static's hyperbatch groups: feed.c); the registry refuses
+       the others such a config */
     int serves_accesses;
 };
 

@@ -10,23 +10,38 @@
  *   io    = disk seconds of the strategy's reads (below)
  *   epoch = max(cpu, io)             the batch pipeline overlaps disk and CPU
  *
- *   read(m rows, merged)  = m x (req_per_row / IOPS + bytes_per_row / seq_bw)
- *   read(m rows, per row) = m x pages_per_row x (1 / IOPS + 4096 / seq_bw)
+ *   disk(req, bytes, q) = req / IOPS(q) + (bytes - 4096 req) / seq_bw: the
+ *                         probe's reads are of one page, the rest streams
+ *   IOPS(q)             = the probe's rate with q in flight: measured at 64
+ *                         and 256, linear between; fewer than 64 wait on the
+ *                         latency it saw (Little's law: IOPS x q / 64)
+ *   merged(m, depth)    = disk of the B R m missed rows as the batch reader
+ *                         merges them (requests and bytes per missed row from
+ *                         the inspection, interpolated in m between static's,
+ *                         the LRU's and every row's), q = lanes x min(depth,
+ *                         a batch's requests, reads the bounce ring holds)
  *
  *   memory    0 (excluded when every row as f32 exceeds the store's share)
- *   static    read(B R static_miss, merged)      hot set of the share less
- *                                                its readers
+ *   static    merged(static_miss, 256)   hot set of the share less its readers
  *   helios    as static (its pre-sampled hot set misses no more)
- *   ginex     read(B R belady_miss, merged)      Belady over the batches at
- *                                                ginex's own cache size
+ *   ginex     merged(belady_miss, 256)   Belady over the batches at ginex's
+ *             own cache size; cpu adds its planning (timed in the inspection);
+ *             excluded when its split leaves no cache rows
  *   diskgnn   (features + 2 B R half_miss row) / seq_bw (half_miss: static's
  *             misses with half its rows): one scan per epoch (its windows are streamed,
  *             a whole epoch each) packs the misses into chunks, written and read back
  *             sequentially
- *   gnndrive  read(B R lru_miss, per row)
- *   direct    read(B R, per row)
- *   mmap      B R lru_miss pages_per_row x 64 / (lanes x IOPS): faults one
- *             page at a time per thread (the probe's IOPS is at 64 in flight)
+ *   gnndrive  merged(lru_miss, 64), 2 lanes: its buffer is an LRU; 2
+ *             extractors of 64 reads each, merged by the same block reader
+ *   direct    disk(B R dev, B R span, lanes x min(R, 256)): one read per row
+ *             of its page-aligned span, merging off, a reader of 256 per lane;
+ *             dev: device requests per row once the block layer merged the
+ *             sorted reads that follow each other on disk
+ *   mmap      disk(B R page_req, B R page_miss 4096, lanes x 64 x page_req):
+ *             an LRU page cache of the share (mmap holds nothing else) warm
+ *             as the others; the gather asks the kernel for a window of 64
+ *             rows' missing pages ahead of its copy, per lane; a share as large
+ *             as the file misses nothing: memory's epoch
  *   diskgnn --reuse-samples (approximate): packed chunks read once per
  *             epoch, B R half_miss row / seq_bw; cpu = B x compute
  *   outre (approximate): as static; its pruning is not predicted
@@ -44,8 +59,7 @@
 #include "train/auto_int.h"
 #include "train/train_int.h"
 
-#define AUTO_MMAP_LANES 2.0 /* threads faulting at once (the pipeline's gather lanes) */
-#define AUTO_PAGE       4096.0
+#define AUTO_PAGE 4096.0
 
 static const struct {
     const char *name;
@@ -58,24 +72,124 @@ static const struct {
     [AUTO_DISKGNN_REUSE] = {"diskgnn", 1, 1}, [AUTO_OUTRE] = {"outre", 0, 1},
 };
 
-/* Disk seconds of m rows read with merged requests. */
-static double read_merged(const struct auto_inputs *in, double m)
+/*
+ * Random reads per second with q in flight. The probe measured the disk at
+ * AUTO_PROBE_DEPTH and at AUTO_READER_DEPTH; with fewer in flight than the
+ * first, each read still waits the latency it saw (Little's law: q / (depth
+ * / IOPS)); between the two, linear in q; past the second (or past the first
+ * when the second was not measured), the disk is saturated.
+ */
+static double iops_at(const struct auto_inputs *in, double q)
 {
-    return m * (in->miss_req_per_row / in->rand_iops + in->miss_bytes_per_row / in->seq_bps);
+    double lo = in->rand_iops, hi = in->rand_iops_deep > lo ? in->rand_iops_deep : lo;
+    q = q < 1.0 ? 1.0 : q;
+    if (q <= AUTO_PROBE_DEPTH)
+        return lo * q / AUTO_PROBE_DEPTH;
+    if (q >= AUTO_READER_DEPTH)
+        return hi;
+    return lo + (hi - lo) * (q - AUTO_PROBE_DEPTH) / (AUTO_READER_DEPTH - AUTO_PROBE_DEPTH);
 }
 
-/* Disk seconds of m rows read one request per row. */
-static double read_per_row(const struct auto_inputs *in, double m, double pages)
+/*
+ * Disk seconds of req reads of bytes in all, q of them in flight: the
+ * probe's IOPS are of one-page reads, so its rate holds a page's transfer;
+ * the pages beyond each read's first are added at the sequential rate.
+ */
+static double disk_s(const struct auto_inputs *in, double req, double bytes, double q)
 {
-    return m * pages * (1.0 / in->rand_iops + AUTO_PAGE / in->seq_bps);
+    double more = bytes - req * AUTO_PAGE;
+    return req / iops_at(in, q) + (more > 0 ? more : 0) / in->seq_bps;
+}
+
+/*
+ * Read requests and bytes per missed row when a share m of a batch's rows
+ * misses: the denser the misses, the more of them the batch reader merges
+ * into one read. Interpolated (linearly in m) between the miss sets the
+ * inspection read (static's, the LRU's, every row); the sparsest one's
+ * below it.
+ */
+static void req_curve(const struct auto_inputs *in, double m, double *req, double *bytes)
+{
+    struct {
+        double m, req, bytes;
+    } pt[3] = {{in->static_miss, in->miss_req_per_row, in->miss_bytes_per_row},
+               {in->lru_miss, in->lru_req_per_row, in->lru_bytes_per_row},
+               {1.0, in->all_req_per_row, in->all_bytes_per_row}};
+    int n = 0;
+    for (int k = 0; k < 3; k++) /* points without misses say nothing; sorted by m */
+        if (pt[k].m > 0 && pt[k].req > 0) {
+            int j = n++;
+            for (; j > 0 && pt[j - 1].m > pt[k].m; j--)
+                pt[j] = pt[j - 1];
+            pt[j] = pt[k];
+        }
+    if (n == 0) { /* hand-made inputs with static's figures only */
+        *req = in->miss_req_per_row;
+        *bytes = in->miss_bytes_per_row;
+        return;
+    }
+    int j = 0;
+    while (j + 1 < n && pt[j + 1].m < m)
+        j++;
+    if (m <= pt[0].m || j + 1 == n) {
+        *req = m <= pt[0].m ? pt[0].req : pt[n - 1].req;
+        *bytes = m <= pt[0].m ? pt[0].bytes : pt[n - 1].bytes;
+        return;
+    }
+    double f = (m - pt[j].m) / (pt[j + 1].m - pt[j].m);
+    *req = pt[j].req + f * (pt[j + 1].req - pt[j].req);
+    *bytes = pt[j].bytes + f * (pt[j + 1].bytes - pt[j].bytes);
+}
+
+/*
+ * Disk seconds of a cache's misses, a share m of the epoch's rows, read
+ * merged by one reader per lane (lanes of them) of depth reads in flight
+ * into a bounce ring of bounce bytes: a batch's reads are in flight
+ * together, at most depth of them and at most as many as the ring holds.
+ */
+static void predict_merged(const struct auto_inputs *in, double m, double depth, double bounce,
+                           double lanes, struct auto_prediction *p)
+{
+    double rows = (double)in->n_batches * in->rows * m, req, bytes;
+    req_curve(in, m, &req, &bytes);
+    double per_batch = in->rows * m * req;
+    double fit = req > 0 && bytes > 0 ? bounce / (bytes / req) : depth;
+    double q = per_batch < depth ? per_batch : depth;
+    q = lanes * (fit < q ? fit : q);
+    p->miss_ratio = m;
+    p->read_bytes = rows * bytes;
+    p->io_s = disk_s(in, rows * req, rows * bytes, q);
+}
+
+/* gnndrive's bounce per extractor: a cell of a row's span and a page (8 KiB at least) a read. */
+static double gnndrive_bounce(const struct auto_inputs *in)
+{
+    double span = ceil((double)in->row_bytes / AUTO_PAGE) * AUTO_PAGE + AUTO_PAGE;
+    return AUTO_GNNDRIVE_DEPTH * (span > AUTO_GNNDRIVE_CELL ? span : AUTO_GNNDRIVE_CELL);
+}
+
+/* The lanes reading batches at once (the pipeline's depth), at least one. */
+static double lanes_of(const struct auto_inputs *in)
+{
+    return in->lanes ? (double)in->lanes : 1.0;
+}
+
+/* Why ginex is not a candidate under a budget that cannot hold its executor. */
+static void ginex_excluded(const struct auto_inputs *in, struct auto_prediction *p)
+{
+    p->excluded = 1;
+    snprintf(p->why, sizeof(p->why),
+             "does not open within the store's share of the budget (%" PRIu64
+             " bytes): its executor, inspector and plan leave no cache rows",
+             in->store_bytes);
 }
 
 enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction *out)
 {
     double B = (double)in->n_batches, R = in->rows, rows = B * R;
     double row = (double)in->row_bytes;
-    double pages = 1.0 + (row - 1.0) / AUTO_PAGE; /* pages a row touches, on average */
     double cpu = B * (in->compute_s + in->sample_s);
+    double lanes = lanes_of(in);
     double packed =
         rows * in->half_miss * row; /* diskgnn's misses: its cache is half the share's */
     for (int c = 0; c < AUTO_CAND_COUNT; c++) {
@@ -98,14 +212,13 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
         case AUTO_STATIC:
         case AUTO_HELIOS:
         case AUTO_OUTRE:
-            p->miss_ratio = in->static_miss;
-            p->io_s = read_merged(in, rows * in->static_miss);
-            p->read_bytes = rows * in->static_miss * in->miss_bytes_per_row;
+            predict_merged(in, in->static_miss, AUTO_READER_DEPTH, AUTO_READER_BOUNCE, lanes, p);
             break;
         case AUTO_GINEX:
-            p->miss_ratio = in->belady_miss;
-            p->io_s = read_merged(in, rows * in->belady_miss);
-            p->read_bytes = rows * in->belady_miss * in->miss_bytes_per_row;
+            if (in->store_bytes && in->ginex_cache_rows == 0)
+                ginex_excluded(in, p);
+            predict_merged(in, in->belady_miss, AUTO_READER_DEPTH, AUTO_READER_BOUNCE, lanes, p);
+            p->cpu_s = B * (in->compute_s + in->sample_s + in->plan_s); /* its planner too */
             break;
         case AUTO_DISKGNN: {
             /* one window per epoch: without --disk-budget its windows are streamed
@@ -121,21 +234,24 @@ enum auto_cand auto_predict(const struct auto_inputs *in, struct auto_prediction
             p->io_s = packed / in->seq_bps;
             p->cpu_s = B * in->compute_s; /* batches come sampled, from the chunks */
             break;
-        case AUTO_GNNDRIVE:
-            p->miss_ratio = in->lru_miss;
-            p->io_s = read_per_row(in, rows * in->lru_miss, pages);
-            p->read_bytes = rows * in->lru_miss * pages * AUTO_PAGE;
+        case AUTO_GNNDRIVE: /* its extractors, each a batch's reads */
+            predict_merged(in, in->lru_miss, AUTO_GNNDRIVE_DEPTH, gnndrive_bounce(in),
+                           AUTO_GNNDRIVE_LANES, p);
             break;
-        case AUTO_DIRECT:
+        case AUTO_DIRECT: {
+            double q = lanes * (R < AUTO_READER_DEPTH ? R : AUTO_READER_DEPTH);
             p->miss_ratio = 1.0;
-            p->io_s = read_per_row(in, rows, pages);
-            p->read_bytes = rows * pages * AUTO_PAGE;
+            p->read_bytes = rows * in->row_bytes_per_row;
+            p->io_s = disk_s(in, rows * in->row_req_per_row, p->read_bytes, q);
             break;
-        case AUTO_MMAP:
-            p->miss_ratio = in->lru_miss;
-            p->read_bytes = rows * in->lru_miss * pages * AUTO_PAGE;
-            p->io_s = rows * in->lru_miss * pages * 64.0 / (AUTO_MMAP_LANES * in->rand_iops);
+        }
+        case AUTO_MMAP: { /* the page cache's misses, asked for a window of rows ahead */
+            double q = lanes * AUTO_MMAP_WINDOW * in->page_req;
+            p->miss_ratio = in->page_req;
+            p->read_bytes = rows * in->page_miss * AUTO_PAGE;
+            p->io_s = disk_s(in, rows * in->page_req, p->read_bytes, q);
             break;
+        }
         case AUTO_CAND_COUNT:
             break;
         }
@@ -231,8 +347,20 @@ static void auto_inputs_from(const struct oc_store_inspection *ins, uint64_t n_b
         ins->static_misses ? (double)ins->miss_requests / miss : (double)ins->all_requests / all;
     in->miss_bytes_per_row = ins->static_misses ? (double)ins->miss_read_bytes / miss
                                                 : (double)ins->all_read_bytes / all;
+    double lru = ins->lru_misses ? (double)ins->lru_misses : 1.0;
+    in->lru_req_per_row = ins->lru_misses ? (double)ins->lru_requests / lru : 0;
+    in->lru_bytes_per_row = ins->lru_misses ? (double)ins->lru_read_bytes / lru : 0;
+    in->all_req_per_row = (double)ins->all_requests / all;
+    in->all_bytes_per_row = (double)ins->all_read_bytes / all;
+    in->row_req_per_row = (double)ins->row_device_requests / all;
+    in->row_bytes_per_row = (double)ins->row_read_bytes / all;
+    in->page_miss = (double)ins->page_misses / all;
+    in->page_req = (double)ins->page_miss_rows / all;
+    in->page_cache_pages = ins->page_cache_pages;
+    in->plan_s = ins->plan_s / nb;
     in->seq_bps = ins->disk.seq_bps;
     in->rand_iops = ins->disk.rand_iops;
+    in->rand_iops_deep = ins->disk.rand_iops_deep;
     in->allow_approximate = allow_approximate;
 }
 
@@ -256,14 +384,32 @@ static uint64_t auto_cache_rows(const struct oc_store_config *cfg)
     return cfg->mem_bytes > fixed ? (cfg->mem_bytes - fixed) / row : 0;
 }
 
+/*
+ * The page cache mmap reads through: outside --mem-budget, it is what the
+ * machine or the process's cgroup leaves (oc_mem_available: MemAvailable,
+ * lowered to the cgroup's room) once the batches in flight (work_bytes, not
+ * yet allocated) are; where that cannot be read, the store's share (all of
+ * the file without a budget).
+ */
+static uint64_t auto_page_cache_bytes(const struct oc_store_config *cfg, uint64_t work_bytes)
+{
+    uint64_t avail = 0;
+    struct oc_err ignored;
+    if (oc_mem_available(&avail, NULL, &ignored) == OC_OK)
+        return avail > work_bytes ? avail - work_bytes : 0;
+    return cfg->mem_bytes ? cfg->mem_bytes : UINT64_MAX;
+}
+
 int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, double compute_s,
-                      int allow_approximate, struct train_auto *a, struct oc_err *err)
+                      uint64_t work_bytes, int allow_approximate, struct train_auto *a,
+                      struct oc_err *err)
 {
     const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
     uint64_t cache_rows = auto_cache_rows(cfg);
     struct oc_store_inspection ins;
     double t0 = oc_now_s();
-    int rc = oc_store_inspect(cfg, AUTO_INSPECT_BATCHES, cache_rows, &ins, err);
+    int rc = oc_store_inspect(cfg, AUTO_INSPECT_BATCHES, cache_rows,
+                              auto_page_cache_bytes(cfg, work_bytes), &ins, err);
     if (rc) {
         oc_err_prefix(err, "--strategy auto");
         return rc;
@@ -272,21 +418,25 @@ int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, dou
     a->on = 1;
     auto_inputs_from(&ins, n_batches, compute_s, cfg->mem_bytes, allow_approximate, m->feat_dim,
                      &a->in);
+    a->in.lanes = cfg->lanes < 1 ? 1 : cfg->lanes;
     const char *disk = "measured";
     if (!ins.disk.measured) { /* too small a file, or no O_DIRECT: the page cache answers */
         a->in.seq_bps = AUTO_ASSUMED_SEQ_BPS;
-        a->in.rand_iops = AUTO_ASSUMED_IOPS;
+        a->in.rand_iops = a->in.rand_iops_deep = AUTO_ASSUMED_IOPS;
         disk = "not measured (file under 64 MiB or no O_DIRECT): assumed";
     }
     a->pick = a->best = auto_predict(&a->in, a->pred);
     oc_log(OC_LOG_INFO,
            "auto: inspected %" PRIu64 " batches in %.2fs: %.0f input rows each, row %" PRIu64
            " bytes; a cache of %" PRIu64 " rows misses static %.3f lru %.3f, ginex's of %" PRIu64
-           " rows belady %.3f; disk %s "
-           "%.0f MB/s, %.0f IOPS; compute %.4fs and sampling %.4fs per batch, %" PRIu64 " batches",
+           " rows belady %.3f; a page cache of %" PRIu64 " pages misses %.3f pages per row; "
+           "disk %s %.0f MB/s, %.0f IOPS (%.0f at 256 in flight); compute %.4fs, sampling %.4fs "
+           "and Belady's planning "
+           "%.4fs per batch, %" PRIu64 " batches, %" PRIu32 " lanes",
            ins.n_batches, oc_now_s() - t0, a->in.rows, ins.row_bytes, ins.cache_rows,
-           a->in.static_miss, a->in.lru_miss, ins.ginex_cache_rows, a->in.belady_miss, disk,
-           a->in.seq_bps / 1e6, a->in.rand_iops, compute_s, a->in.sample_s, n_batches);
+           a->in.static_miss, a->in.lru_miss, ins.ginex_cache_rows, a->in.belady_miss,
+           ins.page_cache_pages, a->in.page_miss, disk, a->in.seq_bps / 1e6, a->in.rand_iops,
+           a->in.rand_iops_deep, compute_s, a->in.sample_s, a->in.plan_s, n_batches, a->in.lanes);
     for (int c = 0; c < AUTO_CAND_COUNT; c++) {
         const struct auto_prediction *p = &a->pred[c];
         if (p->excluded)
@@ -351,8 +501,13 @@ int train_auto_log(struct oc_train_log *l, const struct train_auto *a, uint64_t 
     cJSON_AddNumberToObject(in, "lru_miss", a->in.lru_miss);
     cJSON_AddNumberToObject(in, "belady_miss", a->in.belady_miss);
     cJSON_AddNumberToObject(in, "half_miss", a->in.half_miss);
+    cJSON_AddNumberToObject(in, "page_cache_pages", (double)a->in.page_cache_pages);
+    cJSON_AddNumberToObject(in, "page_miss_per_row", a->in.page_miss);
+    cJSON_AddNumberToObject(in, "plan_s_per_batch", a->in.plan_s);
+    cJSON_AddNumberToObject(in, "lanes", (double)a->in.lanes);
     cJSON_AddNumberToObject(in, "seq_bps", a->in.seq_bps);
     cJSON_AddNumberToObject(in, "rand_iops", a->in.rand_iops);
+    cJSON_AddNumberToObject(in, "rand_iops_deep", a->in.rand_iops_deep);
     cJSON_AddItemToObject(j, "inputs", in);
     for (int c = 0; c < AUTO_CAND_COUNT; c++) {
         const struct auto_prediction *p = &a->pred[c];

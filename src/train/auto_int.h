@@ -24,6 +24,23 @@
 /* The disk assumed when the probe did not measure one (a file under 64 MiB, no O_DIRECT) */
 #define AUTO_ASSUMED_SEQ_BPS 2e9
 #define AUTO_ASSUMED_IOPS    5e5
+/*
+ * Reads in flight, by construction of the readers (not tuned): the probe's
+ * random reads (io/probe.c PROBE_RAND_DEPTH), one store reader's
+ * (store_int.h STORE_DISK_DEPTH: static, helios, ginex, direct, one per
+ * gather lane), gnndrive's (gnndrive.c: GD_DEPTH per extractor, each
+ * extracting its own batch, GD_DEFAULT_EXTRACTORS of them) and the rows mmap's gather asks the kernel for ahead of
+ * its copy, per lane (mmap.c MM_WINDOW).
+ */
+#define AUTO_PROBE_DEPTH    64.0
+#define AUTO_READER_DEPTH   256.0
+#define AUTO_GNNDRIVE_DEPTH 64.0
+#define AUTO_GNNDRIVE_LANES 2.0
+/* Bounce rings the reads land in: a store reader's (STORE_DISK_BOUNCE_BYTES), and
+   gnndrive's cell per read (GD_CELL_MIN, or a row's span and a page) */
+#define AUTO_READER_BOUNCE (2.0 * 1024 * 1024)
+#define AUTO_GNNDRIVE_CELL 8192.0
+#define AUTO_MMAP_WINDOW   64.0
 
 /* The candidates, in the order they are predicted (ties go to the earlier). */
 enum auto_cand {
@@ -58,7 +75,20 @@ struct auto_inputs {
     double half_miss;          /* static's for half of cache_rows (diskgnn: its plan takes half) */
     double miss_req_per_row;   /* read requests per missed row after merging (static's) */
     double miss_bytes_per_row; /* bytes read per missed row (pages, holes read along) */
-    double seq_bps, rand_iops; /* the disk under features.npy */
+    double lru_req_per_row;    /* the same for the LRU's misses (gnndrive's reads) */
+    double lru_bytes_per_row;
+    double all_req_per_row; /* the same for every input row (a cache missing everything) */
+    double all_bytes_per_row;
+    double row_req_per_row;    /* every row its own read (direct, merging off), after the
+                                  block layer merges the adjacent ones: at most 1 */
+    double row_bytes_per_row;  /* its page-aligned span */
+    double page_miss;          /* mmap: page cache misses (pages) per input row */
+    double page_req;           /* mmap: input rows with a missing page, per input row */
+    uint64_t page_cache_pages; /* the page cache's pages mmap reads through (logged only) */
+    double plan_s;             /* Belady's planning per batch (ginex's planner), seconds */
+    uint32_t lanes;            /* gather lanes: batches read at once */
+    double seq_bps, rand_iops; /* the disk under features.npy (IOPS at 64 in flight) */
+    double rand_iops_deep;     /* its IOPS at 256 in flight (0: not measured) */
     int allow_approximate;
 };
 
@@ -108,13 +138,15 @@ int train_auto_wanted(const struct oc_train_opts *o);
  */
 int train_auto_check(const struct oc_train_opts *o, struct oc_err *err);
 /*
- * Inspects cfg's plan (oc_store_inspect at the share cfg->mem_bytes), takes
- * the measured compute seconds per batch, predicts and logs each prediction
- * (info level); a->best (and a->pick until train_auto_opened) is the
- * fastest. a->on is set.
+ * Inspects cfg's plan (oc_store_inspect at the share cfg->mem_bytes, and a
+ * page cache of the memory available now less work_bytes, the batches in
+ * flight still to be allocated), takes the measured compute seconds per
+ * batch, predicts and logs each prediction (info level); a->best (and
+ * a->pick until train_auto_opened) is the fastest. a->on is set.
  */
 int train_auto_choose(const struct oc_store_config *cfg, uint64_t n_batches, double compute_s,
-                      int allow_approximate, struct train_auto *a, struct oc_err *err);
+                      uint64_t work_bytes, int allow_approximate, struct train_auto *a,
+                      struct oc_err *err);
 /* Candidate c could not open within the budget (why: the store's message): logged, excluded. */
 void train_auto_skip(struct train_auto *a, enum auto_cand c, const char *why);
 /* Candidate c opened: it is the pick (the reason names the ones skipped before it). */

@@ -4,7 +4,8 @@
  * files, then every rank's run id against the others'), its own feature
  * rows served by a feature store opened over them (the part's rows.npy as a
  * features-only dataset, store ids = local rows; --strategy memory, mmap,
- * direct, static, gnndrive, ginex or helios under this rank's --mem-budget),
+ * direct, static, gnndrive, ginex, diskgnn, helios or outre under this rank's
+ * --mem-budget),
  * and, per batch, the
  * input rows of this rank's micro-shards: its own and the ones other ranks
  * ask of it in one gather, those of its --remote-cache copied from it
@@ -36,9 +37,13 @@
  * part_accesses): the rows each batch asks of this part, which every rank
  * can compute alone since every rank samples every batch (and every rank's
  * --remote-cache, whose rows it leaves out); ginex plans its cache over
- * them, gnndrive and helios are fed each batch as them by a feeder of their
- * own (store/feed.c). Strategies that sample or see the batches themselves
- * (diskgnn, outre) are refused by the store's registry.
+ * them, diskgnn packs them into its windows' chunks (its planner samples
+ * the plan's batches and maps each), gnndrive and helios are fed each batch
+ * as them by a feeder of their own (store/feed.c), as are static's
+ * hyperbatch groups (--hyperbatch), and static's and helios's pre-sampled
+ * hotness and outre's profile count them (each rank caches the part's rows
+ * the ranks ask for most). outre's historical embeddings are refused by the
+ * trainer (train_shards_check) and its store.
  * Evaluation fetches its rows the same way, off the plan (train_part_fetch).
  *
  * Place in the data flow: train; the trainer fills each batch's rows here
@@ -46,7 +51,7 @@
  * needs the whole feature matrix).
  * Thread-safety: the trainer's thread only (MPI is used single-threaded),
  * except part_accesses, which the store calls from its threads (ginex's
- * inspector, gnndrive's and helios's feeder): it reads the owner map and
+ * inspector, diskgnn's planner, gnndrive's and helios's feeder): it reads the owner map and
  * uses acc_scan under acc_mu.
  * Ownership: a train_part owns its part, the rows' dataset view, the degree
  * array, the remote-row cache and the exchange buffers (grown, reused: nothing is allocated per
@@ -100,20 +105,17 @@ int train_part_open(struct train_part *tp, const char *dir, const struct oc_trai
                       dir, dir);
     const char *strategy = train_strategy_name(o);
     int rc;
-    if (oc_train_opts_get(o, "hotness", 0) != 0)
+    if (oc_train_opts_get(o, "hyperbatch", 0) != 0 && strcmp(strategy, "static") != 0)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "--hotness presample on a partitioned dataset: it follows the training "
-                      "batches' node ids; a rank's static cache holds its part's rows of highest "
-                      "in-degree");
-    if (oc_train_opts_get(o, "hyperbatch", 0) != 0)
-        return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "--hyperbatch on a partitioned dataset: its groups are filled from the "
-                      "batches the batch pipeline samples, and a partitioned run has none (each "
-                      "rank gathers its part's rows per batch itself)");
+                      "--hyperbatch on a partitioned dataset with --strategy %s: its groups are "
+                      "filled from the batches the batch pipeline samples, and a partitioned run "
+                      "has none (static's are filled from the access map by its own feeder)",
+                      strategy);
     if (o->plan_dir && o->batching != OC_TRAIN_BATCHING_PARTITION)
         return OC_ERR(err, OC_ERR_ARG,
-                      "--plan-dir on a partitioned dataset: a rank's store writes no plan files "
-                      "(ginex keeps its superbatches in RAM); leave it out");
+                      "--plan-dir on a partitioned dataset: a rank's plan files (diskgnn's "
+                      "windows) go under its own part, PART/plan (ginex keeps its superbatches "
+                      "in RAM); leave it out");
     if (o->reuse_samples || o->topology_disk)
         return OC_ERR(err, OC_ERR_UNSUPPORTED, "%s on a partitioned dataset: not in this version",
                       o->reuse_samples ? "--reuse-samples" : "--topology-disk");

@@ -165,6 +165,27 @@ static int train_sharded(const struct oc_train_opts *o)
 }
 
 /*
+ * The option of o's strategy marked outside_checkpoint (outre's --staleness:
+ * its historical embeddings) that o sets nonzero, its value in *v; NULL when
+ * none is (or the strategy is not known yet: auto, a bad name).
+ */
+static const struct oc_store_opt *train_state_outside_checkpoint(const struct oc_train_opts *o,
+                                                                 double *v)
+{
+    uint32_t chosen;
+    struct oc_err ignored;
+    if (oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) != OC_OK)
+        return NULL;
+    for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
+        const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
+        *v = oc_train_opts_get(o, opt->name, opt->dflt);
+        if (opt->outside_checkpoint && *v != 0)
+            return opt;
+    }
+    return NULL;
+}
+
+/*
  * --micro-shards and --distributed: each rank takes whole micro-shards, and
  * every rank must train the same batches in the same order from the same
  * gathered rows.
@@ -193,11 +214,15 @@ static int train_shards_check(const struct oc_train_opts *o, struct oc_err *err)
     if (!train_sharded(o))
         return OC_OK;
     const char *flag = o->distributed ? "--distributed" : "--micro-shards";
-    if (strcmp(train_strategy_name(o), "outre") == 0)
+    double v;
+    const struct oc_store_opt *kept = train_state_outside_checkpoint(o, &v);
+    if (kept)
         return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                      "%s: outre's historical embeddings are kept per whole batch; use another "
-                      "--strategy",
-                      flag);
+                      "%s: %s's %s (--%s %g) are kept per whole batch (a batch's pushes are "
+                      "admitted by the whole batch's gradients, which micro-shards split); give "
+                      "--%s 0 (a feature cache: memory's weights) or another --strategy",
+                      flag, train_strategy_name(o), kept->outside_checkpoint, kept->name, v,
+                      kept->name);
     if (oc_train_opts_get(o, "reorder", 0) != 0)
         return OC_ERR(err, OC_ERR_ARG,
                       "%s: --reorder trains batches in the order their reads complete, which "
@@ -378,7 +403,8 @@ static int run_open_auto(struct run *r, const struct oc_train_opts *o, struct oc
     int rc;
     cfg->lanes = r->depth; /* as the store will have it: the cache's readers */
     if ((rc = run_time_steps(r, o, cfg->first_epoch, &step_s, err)) ||
-        (rc = train_auto_choose(cfg, n_batches, step_s, o->allow_approximate, &r->autosel, err)))
+        (rc = train_auto_choose(cfg, n_batches, step_s, r->work, o->allow_approximate, &r->autosel,
+                                err)))
         return rc;
     enum auto_cand order[AUTO_CAND_COUNT];
     uint32_t n = auto_order(r->autosel.pred, order);
@@ -454,12 +480,20 @@ static int run_open_store(struct run *r, const struct oc_train_opts *o, const ch
     cfg.plan_dir = plan_dir;
     cfg.reuse_samples = o->reuse_samples;
     const int part = r->part.on;
+    char part_plan[4096];
     if (part) { /* the rank's rows by local row, ranked by in-degree; asked per batch for
                    what the access map says (train_part_fill_start) */
         cfg.ds = r->part.rows_ds;
         cfg.graph = &r->part.graph;
         cfg.accesses = &r->part.accesses;
+        /* plan files (diskgnn's windows; ginex keeps its superbatches in RAM over a map)
+           under the rank's own part, PART/plan, on its own disk */
         cfg.plan_dir = NULL;
+        if (oc_store_strategy_writes_plan(index)) {
+            if ((rc = oc_path_join(part_plan, sizeof(part_plan), r->part.part.dir, "plan", err)))
+                return rc;
+            cfg.plan_dir = part_plan;
+        }
     }
     uint64_t last_in = 0, last_out = 0; /* the last layer's input: outre's embeddings */
     if (o->n_layers >= 2 &&
@@ -1122,13 +1156,18 @@ static int part_epoch_sums(struct oc_train_epoch_stats *st, struct oc_err *err)
                                 &f->n_reads,
                                 &f->held_bytes,
                                 &f->given_back_bytes,
+                                &f->graph_read_bytes, /* diskgnn's chunks' metadata */
+                                &f->tier_rows[OC_STORE_TIER_GPU],
                                 &f->tier_rows[OC_STORE_TIER_CPU],
+                                &f->tier_rows[OC_STORE_TIER_DISK_CACHE],
+                                &f->tier_rows[OC_STORE_TIER_PACKED],
                                 &f->tier_rows[OC_STORE_TIER_DISK],
                                 &f->trace_accesses,
                                 &f->belady_misses,
                                 &f->lru_misses,
                                 &f->static_misses};
     enum { N = sizeof(fields) / sizeof(fields[0]) };
+    _Static_assert(OC_STORE_TIER_COUNT == 5, "part_epoch_sums: every tier summed");
     uint64_t v[N];
     for (int k = 0; k < N; k++)
         v[k] = *fields[k];
@@ -1233,22 +1272,15 @@ static int pipe_epoch(struct run *r, const struct oc_train_opts *o, uint32_t e, 
 static int resume_keeps_weights(const struct oc_train_opts *o, const struct oc_train_position *pos,
                                 struct oc_err *err)
 {
-    uint32_t chosen;
-    struct oc_err ignored;
-    if (pos->next_epoch == 0 ||
-        oc_store_strategy_find(train_strategy_name(o), &chosen, &ignored) != OC_OK)
+    double v;
+    const struct oc_store_opt *opt = train_state_outside_checkpoint(o, &v);
+    if (pos->next_epoch == 0 || !opt)
         return OC_OK;
-    for (uint32_t k = 0; k < oc_store_strategy_n_opts(chosen); k++) {
-        const struct oc_store_opt *opt = oc_store_strategy_opt(chosen, k);
-        double v = oc_train_opts_get(o, opt->name, opt->dflt);
-        if (opt->outside_checkpoint && v != 0)
-            return OC_ERR(err, OC_ERR_UNSUPPORTED,
-                          "--resume: %s's %s (--%s %g) are not in the checkpoint, so the resumed "
-                          "run would not end with the weights of an uninterrupted one; train "
-                          "again without --resume (or with --%s 0)",
-                          o->strategy, opt->outside_checkpoint, opt->name, v, opt->name);
-    }
-    return OC_OK;
+    return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                  "--resume: %s's %s (--%s %g) are not in the checkpoint, so the resumed "
+                  "run would not end with the weights of an uninterrupted one; train "
+                  "again without --resume (or with --%s 0)",
+                  o->strategy, opt->outside_checkpoint, opt->name, v, opt->name);
 }
 
 int oc_train_run(const char *dir, const struct oc_train_opts *o, oc_train_epoch_fn on_epoch,

@@ -268,8 +268,8 @@ struct train_part {
  * (oc_plan_part_open: refused when its part count is not the world size,
  * a part is missing, truncated or of another run), checks that every
  * rank's part has the same run id and opens the store's view of its rows;
- * refuses options this version lacks (static's --hotness presample and
- * --hyperbatch, --reuse-samples, --topology-disk; a strategy that cannot
+ * refuses options this version lacks (--hyperbatch but static's,
+ * --reuse-samples, --topology-disk; a strategy that cannot
  * serve a part is refused when the store opens: struct oc_store_accesses).
  */
 int train_part_open(struct train_part *tp, const char *dir, const struct oc_train_opts *o,

@@ -34,6 +34,13 @@
  * files stay within --disk-budget x the feature bytes (two windows exist
  * at once with fresh samples, so each gets half).
  *
+ * Over other ids (cfg->accesses: a partitioned dataset's part, whose
+ * trainer samples and gathers per batch itself, with no batch pipeline) the
+ * windows are the same, sampled on the plan's graph, with each batch's
+ * accesses in place of its input ids (diskgnn_window.c): the trainer's
+ * gathers of the plan's batches, in plan order, are then assembled from
+ * their chunks as the pipeline's are, and the store hands out no batch.
+ *
  * Reads outside the plan (evaluation, or a batch asked out of plan order)
  * use the CPU cache and read the rest from features.npy (O_DIRECT, merged;
  * store/cache.c, the same gather as `static`),
@@ -247,7 +254,9 @@ static int dg_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (!d)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = d;
-    s->caps.batches = 1; /* sampled offline, window by window */
+    /* sampled offline, window by window; over other ids a chunk holds the ids it is gathered
+       with, not its batch, so there is none to hand out (the trainer samples its own) */
+    s->caps.batches = !cfg->accesses;
     d->reuse = cfg->reuse_samples != 0;
     d->first_epoch = cfg->first_epoch;
     /*
@@ -566,4 +575,5 @@ const struct store_strategy oc_store_diskgnn = {
     .stat_table = diskgnn_stat_table,
     .n_stats = sizeof(diskgnn_stat_table) / sizeof(diskgnn_stat_table[0]),
     .writes_plan = 1,
+    .serves_accesses = 1, /* its windows pack the access map's ids (plan/window.h) */
 };

@@ -88,7 +88,11 @@ uint64_t dg_fixed_bytes(const struct oc_store *s, const struct oc_store_config *
     /* the builder: held now, laying out and packing this window beside the cache it fills,
        and (fresh samples) grown by the next windows' traces; its sampler (id map, sampled ids
        and the batch: ~96 bytes per input row, as ginex's inspector) */
-    f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) + in * 96;
+    const int mapped = b->tr.c.accesses != NULL; /* over other ids: the trace holds fewer
+                                                     rows than the batches sampled */
+    uint64_t sampled = mapped ? dg_size_rows(b->tr.max_sampled, exact) : in;
+    f += dg_builder_need_bytes(b, exact ? z->accesses : z->accesses + z->accesses / 4) +
+         sampled * 96 + (mapped ? in * sizeof(uint64_t) : 0); /* and a batch's mapped ids */
     if (b->streamed) /* one batch's rows, addresses and packed rows while it is laid out */
         f += in * 3 * sizeof(uint64_t);
     f += store_sampler_pool_bytes(b->tr.c.graph); /* the planner's sampler's pool, on disk */

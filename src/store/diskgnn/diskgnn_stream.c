@@ -67,17 +67,19 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
     int rc;
     if ((rc = pl_window_next(&b->tr, err)))
         return rc;
-    uint64_t n = b->tr.it.batch.n_input;
-    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(&b->tr.it.batch) + 8 * n;
+    const struct oc_sample_batch *sb = pl_window_batch(&b->tr); /* over a map: its ids */
+    uint64_t n = sb->n_input;
+    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * n;
     if ((rc = grow_batch(b, n, err)) ||
         (rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)))
         return rc;
-    store_rows_of(s->ds, s->row_map, b->tr.it.batch.input_ids, n, b->tr.rows); /* row space */
+    if (n)
+        store_rows_of(s->ds, s->row_map, sb->input_ids, n, b->tr.rows); /* row space */
     assert(b->cpu_set.n == s->n_nodes);
     oc_plan_batch_layout(b->tr.rows, n, &b->cpu_set, b->addr, b->pack, &np);
     for (uint64_t j = 1; j < np; j++)
         assert(b->pack[j - 1] < b->pack[j]); /* the scan's cursors need them ascending */
-    if ((rc = oc_sample_batch_serialize(&b->tr.it.batch, b->rec + OC_PLAN_CHUNK_HEADER,
+    if ((rc = oc_sample_batch_serialize(sb, b->rec + OC_PLAN_CHUNK_HEADER,
                                         b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
         return rc;
     dg_chunk_seal(b->rec, b->tr.epoch, b->tr.first + i, n, np, len, b->addr);

@@ -8,7 +8,14 @@
  * hooks: rows, cancellation, topology figures), the records' spill,
  * progress, and the files' names, creation, locking, removal and cleaning.
  *
- * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan):
+ * Over other ids (oc_store_config.accesses: a partitioned dataset's part) the
+ * window planner samples the plan's batches on the plan's graph and maps
+ * each through the access map, so the trace, the chunks' addresses and
+ * their records hold the ids the store is gathered with (a record then
+ * holds those ids alone: plan/window.h's pl_window_batch), not the batch.
+ *
+ * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan; a
+ * partitioned dataset's part: PART/plan):
  *
  *   w<epoch>.<first>.rec.tmp-<host>-<pid>-<nonce>-<seq>   the spilled records
  *   w<epoch>.<first>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
@@ -197,17 +204,22 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                "store diskgnn: %s holds files and no %s: not offcore's, nothing in it is "
                "cleaned up (--plan-dir DIR puts the plan files elsewhere)",
                b->dir, OC_OWNED_MARKER);
-    struct pl_window_config wc = {"store diskgnn",
-                                  cfg->graph,
-                                  cfg->sample_opts,
-                                  pool,
-                                  cfg->train_ids,
-                                  cfg->n_train,
-                                  cfg->batch_size,
-                                  rows_of,
-                                  is_cancelled,
-                                  topo_sampled,
-                                  b};
+    /* over other ids (a partitioned dataset's part) the plan's batches are sampled on the
+       plan's graph and the trace holds each one's accesses: the ids it will be gathered with */
+    const struct oc_store_accesses *acc = cfg->accesses;
+    struct pl_window_config wc = {.who = "store diskgnn",
+                                  .graph = store_plan_graph(cfg),
+                                  .so = cfg->sample_opts,
+                                  .pool = pool,
+                                  .train_ids = cfg->train_ids,
+                                  .n_train = cfg->n_train,
+                                  .batch_size = cfg->batch_size,
+                                  .rows_of = rows_of,
+                                  .cancelled = is_cancelled,
+                                  .sampled = topo_sampled,
+                                  .ctx = b,
+                                  .accesses = acc ? acc->of : NULL,
+                                  .accesses_ctx = acc ? acc->ctx : NULL};
     if ((rc = pl_window_open(&b->tr, &wc, err)))
         return rc;
     b->streamed = !(dg_opts_of(cfg).disk_budget > 0); /* no disk cache: laid out batch by batch */
@@ -311,7 +323,7 @@ static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
 {
     struct spill_job *j = ctx;
     struct dg_builder *b = j->b;
-    const struct oc_sample_batch *sb = &b->tr.it.batch;
+    const struct oc_sample_batch *sb = pl_window_batch(&b->tr); /* the map's ids, over one */
     size_t len;
     /* room for the chunk's header and address table too (pack_meta reads it back here) */
     uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * sb->n_input;

@@ -16,6 +16,14 @@
  * `--batching partition`, OUTRE's partition batches); it writes no plan
  * files of its own.
  *
+ * Over other ids (oc_store_config.accesses: a partitioned dataset's part,
+ * train/dist_rows.c) it is the feature cache alone: the profile counts the
+ * rows the access map gives for each profiled batch (outre_profile.c), so
+ * the cache holds the part's rows the ranks ask for most, and gathers are
+ * served by local row. Historical embeddings are refused there (they key on
+ * the plan's nodes and need the whole batch's gradients, which a part's
+ * store never sees): --staleness 0.
+ *
  * Place in the data flow: store; see outre_int.h for the per-batch timeline.
  * Thread-safety: gathers (fetch stage or evaluation, never at once) own the
  * feature cache's reader; embeddings as outre_int.h says.
@@ -91,6 +99,14 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return OC_ERR(err, OC_ERR_ARG,
                       "store outre: --embed-nodes sizes an embedding cache that --staleness 0 "
                       "turns off");
+    if (cfg->accesses && op.staleness > 0 && cfg->embed_dim > 0 && cfg->sample_opts &&
+        cfg->sample_opts->n_layers >= 2)
+        return OC_ERR(err, OC_ERR_UNSUPPORTED,
+                      "store outre: --staleness %u keeps historical embeddings of the plan's "
+                      "nodes for whole batches, which a store over other ids (a partitioned "
+                      "dataset's part) neither holds nor sees; give --staleness 0 (a feature "
+                      "cache over the part's rows)",
+                      op.staleness);
     struct outre_store *o = oc_calloc(1, sizeof(*o), "store outre", err);
     if (!o)
         return err->status;
@@ -189,12 +205,18 @@ static int outre_open(struct oc_store *s, const struct oc_store_config *cfg, str
         oc_free(feat);
     uint64_t emb_bytes = outre_emb_bytes(s, p, p->emb_slots, dim);
     char eb[32], fb[32];
-    oc_log(OC_LOG_INFO,
-           "store outre: profiled %" PRIu64 " batches: %" PRIu64 " input rows, %" PRIu64
-           " with every one of %" PRIu64 " last-block candidates pruned; %.2f us sampling and "
-           "%.2f us reading per row",
-           p->n_batches, p->rows, p->rows_pruned_all, p->candidates, p->sample_s_per_row * 1e6,
-           p->read_s_per_row * 1e6);
+    if (cfg->accesses)
+        oc_log(OC_LOG_INFO,
+               "store outre: profiled %" PRIu64 " batches over the access map: %" PRIu64
+               " of this store's rows asked for; %.2f us sampling and %.2f us reading per row",
+               p->n_batches, p->rows, p->sample_s_per_row * 1e6, p->read_s_per_row * 1e6);
+    else
+        oc_log(OC_LOG_INFO,
+               "store outre: profiled %" PRIu64 " batches: %" PRIu64 " input rows, %" PRIu64
+               " with every one of %" PRIu64 " last-block candidates pruned; %.2f us sampling "
+               "and %.2f us reading per row",
+               p->n_batches, p->rows, p->rows_pruned_all, p->candidates, p->sample_s_per_row * 1e6,
+               p->read_s_per_row * 1e6);
     if (p->fixed_split)
         oc_log(OC_LOG_INFO,
                "store outre: cache split fixed by --embed-nodes %g: %" PRIu64
@@ -327,4 +349,5 @@ const struct store_strategy oc_store_outre = {
     .opts_size = sizeof(struct outre_store_opts),
     .stat_table = outre_stat_table,
     .n_stats = sizeof(outre_stat_table) / sizeof(outre_stat_table[0]),
+    .serves_accesses = 1, /* a feature cache over the access map's rows (no embeddings) */
 };

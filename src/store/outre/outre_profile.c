@@ -20,6 +20,12 @@
  *   saving     = the cost without any cache - cost
  *              = rows * h(F) * read s/row + saved rows * (sample s/row + (1 - h(F)) * read s/row)
  *
+ * Over other ids (cfg->accesses: a partitioned dataset's part) the batches
+ * are sampled on the plan's graph and the feature counts, rows and timed
+ * reads are the access map's ids, the rows the store's gathers will ask for;
+ * no candidate is counted (they are plan nodes, and such a store keeps no
+ * embeddings), so the search gives embeddings nothing.
+ *
  * Place in the data flow: store, at open (before the caches are filled).
  * Thread-safety: runs on the opening thread with its own sampler.
  * Ownership: the counts are the profile's (freed by the store at open's end).
@@ -73,11 +79,36 @@ static int time_reads(struct oc_store *s, struct outre_store *o, const uint64_t 
     return rc;
 }
 
+/*
+ * The ids batch b gathers from the store: its input ids, or over other ids
+ * (cfg->accesses: a partitioned dataset's part) the access map's, into *acc.
+ */
+static int batch_rows(const struct oc_store *s, const struct oc_store_config *cfg,
+                      const struct oc_sample_batch *b, uint64_t **acc, uint64_t *cap_acc,
+                      const uint64_t **ids, uint64_t *n, struct oc_err *err)
+{
+    *ids = b->input_ids;
+    *n = b->n_input;
+    if (!cfg->accesses)
+        return OC_OK;
+    int rc = cfg->accesses->of(cfg->accesses->ctx, b, acc, cap_acc, n, err);
+    if (rc)
+        return rc;
+    for (uint64_t k = 0; k < *n; k++)
+        if ((*acc)[k] >= s->n_nodes)
+            return OC_ERR(err, OC_ERR_ARG,
+                          "the access map gives id %" PRIu64 " for a store of %" PRIu64 " rows",
+                          (*acc)[k], s->n_nodes);
+    *ids = *acc;
+    return OC_OK;
+}
+
 int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc_store_config *cfg,
                       struct oc_err *err)
 {
     struct outre_profile *p = &o->prof;
     struct oc_sample_iter it;
+    uint64_t *acc = NULL, cap_acc = 0;
     int rc;
     p->feat_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
     p->cand_count = oc_calloc(s->n_nodes, sizeof(uint32_t), "store outre: profile counts", err);
@@ -86,8 +117,8 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
     if (!cfg->graph || !cfg->sample_opts || !cfg->train_ids || !cfg->n_train || !cfg->batch_size)
         return OC_OK; /* no plan (tests, tools): nothing to profile, every count 0 */
     const uint32_t L = cfg->sample_opts->n_layers;
-    if ((rc = oc_sample_iter_open(&it, cfg->graph, cfg->sample_opts, cfg->pool, cfg->train_ids,
-                                  cfg->n_train, cfg->batch_size, err)))
+    if ((rc = oc_sample_iter_open(&it, store_plan_graph(cfg), cfg->sample_opts, cfg->pool,
+                                  cfg->train_ids, cfg->n_train, cfg->batch_size, err)))
         goto out;
     uint64_t e = cfg->first_epoch; /* outre refuses --reuse-samples (its no_reuse_samples) */
     const struct oc_sample_batch *b = &it.batch;
@@ -95,24 +126,28 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
     oc_sample_iter_seek(&it, e, 0);
     double t0 = oc_now_s();
     for (uint64_t bi = 0; bi < p->n_batches; bi++) {
-        if ((rc = oc_sample_iter_next(&it, err)) < 0)
+        const uint64_t *ids;
+        uint64_t n;
+        if ((rc = oc_sample_iter_next(&it, err)) < 0 ||
+            (rc = batch_rows(s, cfg, b, &acc, &cap_acc, &ids, &n, err)))
             goto out;
-        p->rows += b->n_input;
-        for (uint64_t k = 0; k < b->n_input; k++)
-            count_up(p->feat_count, b->input_ids[k]);
+        p->rows += n;
+        for (uint64_t k = 0; k < n; k++)
+            count_up(p->feat_count, ids[k]);
+        /* candidates are plan nodes: a store over other ids keeps no embeddings (outre_open) */
         uint64_t last_src = b->blocks[L - 1].n_src;
-        for (uint64_t k = b->n_seeds; L >= 2 && k < last_src; k++)
+        for (uint64_t k = b->n_seeds; L >= 2 && !cfg->accesses && k < last_src; k++)
             count_up(p->cand_count, b->input_ids[k]);
-        if (L >= 2)
+        if (L >= 2 && !cfg->accesses)
             p->candidates += last_src - b->n_seeds;
         if (last_src > p->max_last_src)
             p->max_last_src = last_src;
-        if (bi == 0 && (rc = time_reads(s, o, b->input_ids, b->n_input, &p->read_s_per_row, err)))
+        if (bi == 0 && (rc = time_reads(s, o, ids, n, &p->read_s_per_row, err)))
             goto out;
     }
     p->sample_s_per_row = p->rows ? (oc_now_s() - t0) / (double)p->rows : 0.0;
     p->rows_pruned_all = p->rows;
-    if (L >= 2) { /* the same batches with every candidate pruned */
+    if (L >= 2 && !cfg->accesses) { /* the same batches with every candidate pruned */
         p->rows_pruned_all = 0;
         oc_sample_sampler_on_prune(it.sampler, prune_all, NULL);
         oc_sample_iter_seek(&it, e, 0);
@@ -126,6 +161,7 @@ int outre_profile_run(struct oc_store *s, struct outre_store *o, const struct oc
 out:
     if (rc)
         oc_err_prefix(err, "store outre: profiling");
+    oc_free(acc);
     oc_sample_iter_close(&it);
     return rc;
 }

@@ -48,6 +48,13 @@
  * a second lane only while the lanes take at most a quarter of the budget — comes off the budget first,
  * and a budget smaller than it is OC_ERR_BUDGET naming how much is needed;
  * the rest holds the lookup and as many rows as fit (possibly none).
+ *
+ * Over other ids (cfg->accesses: a partitioned dataset's part) it serves
+ * local rows as they come; --hotness presample counts the access map's ids
+ * (../hot.c), and --hyperbatch groups are filled by a feeder of its own
+ * (../feed.c: the plan's batches as the map's ids, in plan order), since no
+ * batch pipeline shows it the batches; the feeder's sampler comes off the
+ * budget with the groups.
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -64,7 +71,12 @@ struct static_store {
     struct store_yield yield;                /* the rows' mapping, giving back and taking back */
     int yield_ready;
     struct store_hyper *hyper; /* --hyperbatch: the misses of the coming batches, staged */
+    struct store_feed *feed;   /* over an access map with --hyperbatch: prepares the groups */
+    uint64_t n_grouped;        /* plan batches gathered through their group (one lane) */
 };
+
+/* Batches sampled at open to size the feeder's sampler (over an access map). */
+#define STATIC_MEASURE_BATCHES 8u
 
 /* A hyperbatch's shape for the budget: rows per group (0: none) and batches per group. */
 struct hyper_plan {
@@ -83,20 +95,34 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
 }
 
 /*
- * --hyperbatch F: the groups' shape and bytes for the budget (store_hyper_size;
- * hp->cap 0 without the option, a budget or a training pipeline: the loader's
- * and train's batch pipeline prepares every batch it gathers).
+ * --hyperbatch F: the groups' shape and their *bytes for the budget
+ * (store_hyper_size; hp->cap 0 without the option or a budget, or with
+ * nothing to prepare the groups: the loader's and train's batch pipeline
+ * prepares every batch it gathers; over an access map (a partitioned
+ * dataset's part, no batch pipeline) the store's own feeder does, whose
+ * sampler *bytes then counts too, sized on the plan's first batches).
  */
-static uint64_t hyper_plan(const struct oc_store *s, const struct oc_store_config *cfg,
-                           uint64_t batch_rows, struct hyper_plan *hp)
+static int hyper_plan(const struct oc_store *s, const struct oc_store_config *cfg,
+                      uint64_t batch_rows, struct hyper_plan *hp, uint64_t *bytes,
+                      struct oc_err *err)
 {
     struct static_store_opts o;
     store_opts_read(&oc_store_static, cfg, &o);
     hp->cap = 0;
-    if (o.hyperbatch <= 0 || !cfg->mem_bytes || !cfg->pipeline)
-        return 0;
-    return store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, &hp->cap,
-                            &hp->max_batches);
+    *bytes = 0;
+    int fed = cfg->accesses && store_has_plan(cfg);
+    if (o.hyperbatch <= 0 || !cfg->mem_bytes || !(cfg->pipeline || fed))
+        return OC_OK;
+    *bytes =
+        store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, &hp->cap, &hp->max_batches);
+    if (!fed)
+        return OC_OK;
+    uint64_t rows, misses, plan_rows;
+    int rc = store_measure_misses(cfg, STATIC_MEASURE_BATCHES, "static", NULL, &rows, &misses,
+                                  &plan_rows, err);
+    if (rc == OC_OK)
+        *bytes += store_feed_bytes(cfg, plan_rows, batch_rows > rows ? batch_rows : rows);
+    return rc;
 }
 
 /*
@@ -115,7 +141,10 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
     uint64_t fixed = sizeof(struct static_store) + *n_lanes * lane;
     char need_s[32], have_s[32];
 
-    uint64_t hyper = hyper_plan(s, cfg, rows, hp);
+    uint64_t hyper;
+    int rc = hyper_plan(s, cfg, rows, hp, &hyper, err);
+    if (rc)
+        return rc;
     if (hp->cap) {
         *n_lanes = 1; /* gathers take the groups' batches in the order they were prepared */
         fixed = sizeof(struct static_store) + lane + hyper;
@@ -132,9 +161,11 @@ static int plan_capacity(const struct oc_store *s, const struct oc_store_config 
                       "arrays for %" PRIu64 " rows of one batch%s) before caching any row; the "
                       "store's budget is %s",
                       oc_format_size(fixed, need_s, sizeof(need_s)), STORE_DISK_BOUNCE_BYTES, rows,
-                      hp->cap ? ", and two hyperbatch groups of that many rows, their reader and "
-                                "the sampled batches they hold"
-                              : "",
+                      !hp->cap        ? ""
+                      : cfg->accesses ? ", and two hyperbatch groups of that many rows, their "
+                                        "reader and the feeder that fills them"
+                                      : ", and two hyperbatch groups of that many rows, their "
+                                        "reader and the sampled batches they hold",
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     store_cache_plan(s, cfg->mem_bytes - fixed, sizeof(uint64_t) + sizeof(uint32_t), n_cached,
                      use_table);
@@ -198,6 +229,8 @@ static int build_table(const struct oc_store *s, struct store_cache *k, const ui
 }
 
 static void static_free(struct oc_store *s);
+static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                          const struct oc_sample_batch *b, struct oc_err *err);
 
 static int static_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
@@ -235,10 +268,16 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         rc = store_hyper_open(s, hp.cap, hp.max_batches, &c->hyper, err);
     if (rc == OC_OK)
         s->caps.lookahead = store_hyper_lookahead(c->hyper);
+    /* over an access map no batch pipeline shows it the batches: its feeder fills the groups */
+    if (rc == OC_OK && c->hyper && cfg->accesses)
+        rc = store_feed_start(s, cfg, static_prepare, &c->feed, err);
     return rc;
 }
 
-/* The batch pipeline shows each batch as it is sampled: its misses join a hyperbatch. */
+/*
+ * The batch pipeline shows each batch as it is sampled (or, over an access
+ * map, the store's feeder as the map's ids): its misses join a hyperbatch.
+ */
 static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
                           const struct oc_sample_batch *b, struct oc_err *err)
 {
@@ -253,6 +292,11 @@ static int static_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, con
     struct static_store *c = s->impl;
     if (!c->hyper || epoch == STORE_OFF_PLAN)
         return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
+    /* fed over an access map: the feeder may not have staged this batch yet */
+    int rc = c->feed ? store_feed_wait(c->feed, epoch, batch, err) : OC_OK;
+    if (rc)
+        return rc;
+    c->n_grouped++;
     return store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], epoch, batch, ids, n, out, err);
 }
 
@@ -274,7 +318,10 @@ static void static_free(struct oc_store *s)
         return;
     if (c->yield_ready)
         store_yield_deinit(&c->yield); /* unregistered first: waits for a reclaim in progress */
-    store_hyper_free(c->hyper);        /* its read stage was joined (store_stages) */
+    /* the feeder's and the read stage were joined (store_stages); every plan gather of a
+       fed store goes through its group */
+    store_feed_close(c->feed, "static", "hyperbatch groups", c->n_grouped, 0);
+    store_hyper_free(c->hyper);
     store_disks_close(c->disk, s->n_lanes);
     store_cache_free(&c->cache);
     oc_free(c);

@@ -7,7 +7,8 @@
  * its LRU and static counts equal direct simulations and are never below
  * Belady's; replaying a plan is consistent (a change fills a missed row into
  * a slot once, no row is cached twice, the cache is full once warm) in one
- * window and in windows of three batches; the trace and the id map.
+ * window and in windows of three batches; the trace and the id map; and the
+ * reader of superbatch files that ginex's loader reads its batches back with.
  *
  * Place in the data flow: tests of plan (sample → trace → planner).
  * Thread-safety: single-threaded.
@@ -309,6 +310,107 @@ OC_TEST(long_superbatch_streamed_through_files)
     /* the scratch files were unlinked when created: nothing is left in dir */
     OC_CHECK(dir_entries(dir) == 0);
     trace_free(&t);
+}
+
+/* Batch `bi` of epoch 0 of fx's plan, sampled into b, as its superbatch record (oc_free it). */
+static uint8_t *sampled_record(const struct fixture *fx, struct oc_sampler *sm, uint64_t bi,
+                               struct oc_sample_batch *b, size_t *len)
+{
+    struct oc_err err;
+    struct oc_sample_epoch ep;
+    const uint64_t *seeds;
+    uint64_t n;
+    OC_CHECK_OK(oc_sample_epoch_init(&ep, fx->train, fx->n_train, fx->batch_size, 0, &err), &err);
+    oc_sample_epoch_shuffle(&ep, fx->so.seed, 0);
+    OC_CHECK_OK(oc_sample_epoch_batch(&ep, bi, &seeds, &n, &err), &err);
+    OC_CHECK_OK(oc_sample_neighbors(sm, 0, bi, seeds, n, b, &err), &err);
+    oc_sample_epoch_deinit(&ep);
+    size_t cap = (size_t)oc_sample_batch_record_bytes(b);
+    uint8_t *r = oc_alloc(cap, "test record", &err);
+    OC_CHECK(r != NULL);
+    OC_CHECK_OK(oc_sample_batch_serialize(b, r, cap, len, &err), &err);
+    return r;
+}
+
+/*
+ * The loader's reader of superbatch files (pl_sb_reader): a plan's batches
+ * read back by their offsets equal the sampled ones; a record that is
+ * another batch, or runs past a file replaced since (a refilled plan reopens
+ * it), is OC_ERR_FORMAT naming the caller, file and offset; a plan with no
+ * file, or one that cannot be opened, is not readable (sampled again).
+ */
+OC_TEST(superbatch_reader_reads_back_and_names_bad_records)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 300, 4, OC_DTYPE_F32))
+        return;
+    fx.batch_size = 16; /* two batches at least */
+    struct oc_err err;
+    struct oc_sampler *sm = NULL;
+    struct oc_sample_batch b[2], got;
+    size_t len[2];
+    uint8_t *rec[2], *file = NULL;
+    OC_CHECK_OK(oc_sample_sampler_new(&fx.g, &fx.so, NULL, &sm, &err), &err);
+    oc_sample_batch_init(&got);
+    for (uint64_t i = 0; i < 2; i++) {
+        oc_sample_batch_init(&b[i]);
+        rec[i] = sampled_record(&fx, sm, i, &b[i], &len[i]);
+    }
+    size_t size = 16 + len[0] + len[1] + PL_SB_FOOTER; /* the footer is not read back */
+    file = calloc(1, size);
+    oc_put_le64(file, len[0]);
+    memcpy(file + 8, rec[0], len[0]);
+    oc_put_le64(file + 8 + len[0], len[1]);
+    memcpy(file + 16 + len[0], rec[1], len[1]);
+
+    struct pl_sb_plan p;
+    pl_sb_plan_init(&p);
+    snprintf(p.sb_path, sizeof(p.sb_path), "%s/sb-0.ocsb", oc_test_tmpdir());
+    OC_CHECK_OK(oc_write_file_atomic(p.sb_path, file, size, &err), &err);
+    OC_CHECK_OK(pl_sb_plan_reserve_offsets(&p, 2, &err), &err);
+    p.rec_off[0] = 0;
+    p.rec_off[1] = 8 + len[0];
+    p.b.n_iters = 2;
+
+    struct pl_sb_reader r;
+    pl_sb_reader_init(&r, "test loader");
+    OC_CHECK(pl_sb_reader_use(&r, &p) == 1);
+    for (uint64_t i = 2; i-- > 0;) {
+        OC_CHECK_OK(pl_sb_reader_read(&r, &p, i, 0, i, fx.n_nodes, &got, &err), &err);
+        OC_CHECK(oc_sample_batch_equal(&got, &b[i]));
+    }
+    OC_CHECK_ERR(pl_sb_reader_read(&r, &p, 0, 0, 1, fx.n_nodes, &got, &err), OC_ERR_FORMAT, &err,
+                 "is epoch 0 batch 0, not epoch 0 batch 1");
+    OC_CHECK(strstr(err.msg, "test loader: ") == err.msg && strstr(err.msg, p.sb_path));
+
+    /* the file replaced by a shorter one: the open file still reads, the refilled plan not */
+    OC_CHECK_OK(oc_write_file_atomic(p.sb_path, file, 8 + len[0] / 2, &err), &err);
+    OC_CHECK(pl_sb_reader_use(&r, &p) == 1);
+    OC_CHECK_OK(pl_sb_reader_read(&r, &p, 1, 0, 1, fx.n_nodes, &got, &err), &err);
+    p.b.first_iter = 2; /* refilled: the file is opened again */
+    OC_CHECK(pl_sb_reader_use(&r, &p) == 1);
+    OC_CHECK_ERR(pl_sb_reader_read(&r, &p, 0, 0, 0, fx.n_nodes, &got, &err), OC_ERR_FORMAT, &err,
+                 "runs past the file's");
+
+    /* no file, or one that cannot be opened: the batches are sampled again */
+    struct pl_sb_plan none;
+    pl_sb_plan_init(&none);
+    OC_CHECK(pl_sb_reader_use(&r, &none) == 0);
+    snprintf(none.sb_path, sizeof(none.sb_path), "%s/missing.ocsb", oc_test_tmpdir());
+    none.b.first_iter = 1;
+    OC_CHECK(pl_sb_reader_use(&r, &none) == 0);
+
+    pl_sb_reader_deinit(&r);
+    pl_sb_plan_deinit(&none);
+    pl_sb_plan_deinit(&p);
+    for (uint64_t i = 0; i < 2; i++) {
+        oc_free(rec[i]);
+        oc_sample_batch_deinit(&b[i]);
+    }
+    oc_sample_batch_deinit(&got);
+    oc_sample_sampler_free(sm);
+    free(file);
+    fixture_free(&fx);
 }
 
 OC_TEST(trace_rejects_repeated_ids)

@@ -4,8 +4,9 @@
  * unknown total, the bar's and the plain line's text, and what each mode
  * writes: BAR ("\r", "\033[K", a final line), LINES (plain lines, periodic
  * with $OC_PROGRESS_PERIOD, none for a cleared phase), OFF and NULL nothing.
- * Adds from several threads keep every count. The CLI under a terminal and a
- * pipe is test_progress_cli.c.
+ * Adds from several threads keep every count; a thread's CPU clock counts
+ * its work, not its sleep. The CLI under a terminal and a pipe is
+ * test_progress_cli.c.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -281,6 +282,21 @@ static void *add_many(void *arg)
     }
     oc_progress_note(a->p, NULL, 0, 0);
     return NULL;
+}
+
+/* The thread's CPU clock moves while it works and not while it sleeps; wall time covers both. */
+OC_TEST(thread_cpu_clock_counts_work_not_sleep)
+{
+    uint64_t w0 = oc_now_ns(), c0 = oc_thread_cpu_ns();
+    volatile uint64_t x = 0;
+    while (oc_thread_cpu_ns() - c0 < 2000000) /* 2 ms of work */
+        x += 1;
+    uint64_t c1 = oc_thread_cpu_ns();
+    usleep(50000);
+    uint64_t c2 = oc_thread_cpu_ns(), w2 = oc_now_ns();
+    OC_CHECK(x > 0 && c1 - c0 >= 2000000);
+    OC_CHECK(c2 - c1 < 40000000); /* asleep for 50 ms: far less CPU than that */
+    OC_CHECK(w2 - w0 >= 50000000 && w2 - w0 >= c2 - c0);
 }
 
 OC_TEST(adds_from_threads_all_count)

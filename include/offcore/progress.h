@@ -43,6 +43,8 @@
 /* Monotonic clock in nanoseconds / seconds. */
 uint64_t oc_now_ns(void);
 double oc_now_s(void);
+/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t oc_thread_cpu_ns(void);
 
 /* An accumulating stopwatch. */
 struct oc_timer {

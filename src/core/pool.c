@@ -23,9 +23,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "offcore/progress.h"
 #include "offcore/thread.h"
 
 #define POOL_SPIN_NS 50000 /* a waiter spins this long before it sleeps */
@@ -71,13 +71,6 @@ static void pool_run_slice(struct oc_pool *p, unsigned worker)
     }
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -88,12 +81,12 @@ static inline void cpu_relax(void)
 /* Spins up to POOL_SPIN_NS while done(p, arg) is false; returns its last value. */
 static int spin_until(int (*done)(struct oc_pool *, uint64_t), struct oc_pool *p, uint64_t arg)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = oc_now_ns();
     for (unsigned i = 1;; i++) {
         if (done(p, arg))
             return 1;
         cpu_relax();
-        if (i % 64 == 0 && now_ns() - t0 > POOL_SPIN_NS)
+        if (i % 64 == 0 && oc_now_ns() - t0 > POOL_SPIN_NS)
             return done(p, arg);
     }
 }

@@ -1,8 +1,8 @@
 /*
- * progress.c — monotonic timers, and the progress report of long phases:
- * a bar redrawn in place on a terminal, plain periodic lines elsewhere,
- * nothing without a stream (include/offcore/progress.h; the text is
- * progress_fmt.c's).
+ * progress.c — monotonic timers and a thread's CPU clock, and the progress
+ * report of long phases: a bar redrawn in place on a terminal, plain
+ * periodic lines elsewhere, nothing without a stream
+ * (include/offcore/progress.h; the text is progress_fmt.c's).
  *
  *   phase(label, total, unit) ──add()*──► finish(): final line
  *        │                          └──► clear():  no final line (bar erased)
@@ -45,6 +45,13 @@ uint64_t oc_now_ns(void)
 double oc_now_s(void)
 {
     return (double)oc_now_ns() * 1e-9;
+}
+
+uint64_t oc_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void oc_timer_start(struct oc_timer *t)

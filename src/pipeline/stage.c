@@ -31,9 +31,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "offcore/pipeline.h"
+#include "offcore/progress.h"
 
 #define PIPE_MAX_QUEUES 32
 #define PIPE_MAX_POOLS  4
@@ -76,18 +76,6 @@ struct oc_pipeline {
 };
 
 static _Thread_local uint64_t tl_blocked_ns; /* this thread's blocked time inside fn */
-
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t now_ns(void)
-{
-    return clock_ns(CLOCK_MONOTONIC);
-}
 
 int oc_pipeline_new(const char *name, struct oc_pipeline **out, struct oc_err *err)
 {
@@ -297,10 +285,10 @@ static void *stage_main(void *arg)
         struct oc_err e;
         oc_err_clear(&e);
         tl_blocked_ns = 0;
-        uint64_t t0 = now_ns(), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+        uint64_t t0 = oc_now_ns(), c0 = oc_thread_cpu_ns();
         int rc = st->fn(st->ctx, st, item, &e);
-        uint64_t spent = now_ns() - t0;
-        atomic_fetch_add(&st->cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
+        uint64_t spent = oc_now_ns() - t0;
+        atomic_fetch_add(&st->cpu_ns, oc_thread_cpu_ns() - c0);
         atomic_fetch_add(&st->busy_ns, spent > tl_blocked_ns ? spent - tl_blocked_ns : 0);
         if (rc == OC_ERR_CANCELLED && atomic_load(&st->p->cancelled))
             break;
@@ -335,19 +323,19 @@ int oc_pipeline_start(struct oc_pipeline *p, struct oc_err *err)
 
 int oc_stage_push(struct oc_stage *st, struct oc_queue *q, void *item)
 {
-    uint64_t t0 = st ? now_ns() : 0;
+    uint64_t t0 = st ? oc_now_ns() : 0;
     int rc = oc_queue_push(q, item);
     if (st)
-        tl_blocked_ns += now_ns() - t0;
+        tl_blocked_ns += oc_now_ns() - t0;
     return rc;
 }
 
 int oc_stage_pop(struct oc_stage *st, struct oc_queue *q, void **item)
 {
-    uint64_t t0 = st ? now_ns() : 0;
+    uint64_t t0 = st ? oc_now_ns() : 0;
     int rc = oc_queue_pop(q, item);
     if (st)
-        tl_blocked_ns += now_ns() - t0;
+        tl_blocked_ns += oc_now_ns() - t0;
     return rc;
 }
 

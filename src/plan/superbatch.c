@@ -5,10 +5,13 @@
  * (belady.c); the file format is drawn in superbatch.h.
  *
  * Place in the data flow: plan; sampler ──► superbatch file + trace ──►
- * pl_plan_build ──► plan, driven by store's ginex inspector stage.
- * Thread-safety: one thread drives a pl_sb (the counters are atomics).
- * Ownership: the pl_sb owns what it allocates (pl_sb_close frees it); the
- * config's pointers are borrowed.
+ * pl_plan_build ──► plan, driven by store's ginex inspector stage; the
+ * file ──► pl_sb_reader ──► batch, for ginex's loader.
+ * Thread-safety: one thread drives a pl_sb (the counters are atomics), one
+ * a pl_sb_reader.
+ * Ownership: the pl_sb owns what it allocates (pl_sb_close frees it), a
+ * pl_sb_reader its file and record (pl_sb_reader_deinit); the config's
+ * pointers are borrowed.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
@@ -488,4 +491,69 @@ void pl_sb_close(struct pl_sb *sb)
     oc_free(sb->rec);
     oc_free(sb->acc);
     memset(sb, 0, sizeof(*sb));
+}
+
+/* ---- reading batches back ---------------------------------------------------- */
+
+void pl_sb_reader_init(struct pl_sb_reader *r, const char *who)
+{
+    memset(r, 0, sizeof(*r));
+    r->who = who;
+}
+
+void pl_sb_reader_deinit(struct pl_sb_reader *r)
+{
+    oc_file_close(r->file, NULL);
+    oc_free(r->rec);
+    pl_sb_reader_init(r, r->who);
+}
+
+int pl_sb_reader_use(struct pl_sb_reader *r, const struct pl_sb_plan *p)
+{
+    if (r->plan == p && r->first == p->b.first_iter)
+        return r->file != NULL;
+    oc_file_close(r->file, NULL); /* a new superbatch: open its file */
+    r->file = NULL;
+    r->plan = p;
+    r->first = p->b.first_iter;
+    struct oc_err e;
+    if (p->sb_path[0] && (oc_file_open(p->sb_path, OC_FILE_READ, &r->file, &e) != OC_OK ||
+                          oc_file_size(r->file, &r->bytes, &e) != OC_OK)) {
+        oc_log(OC_LOG_WARN, "%s: cannot read back %s (%s)", r->who, p->sb_path, e.msg);
+        oc_file_close(r->file, NULL);
+        r->file = NULL;
+    }
+    return r->file != NULL;
+}
+
+int pl_sb_reader_read(struct pl_sb_reader *r, const struct pl_sb_plan *p, uint64_t it,
+                      uint64_t epoch, uint64_t batch, uint64_t n_nodes, struct oc_sample_batch *out,
+                      struct oc_err *err)
+{
+    uint8_t lenb[8];
+    int rc;
+    OC_ASSERT(r->file && r->plan == p && it < p->b.n_iters);
+    if ((rc = oc_file_pread(r->file, lenb, 8, p->rec_off[it], err)))
+        return rc;
+    uint64_t len = oc_get_le64(lenb), size = r->bytes;
+    if (p->rec_off[it] > size || len > size - p->rec_off[it] || size - p->rec_off[it] - len < 8)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: %s: the batch at offset %" PRIu64 " (%" PRIu64
+                      " bytes) runs past the file's %" PRIu64 " bytes (replaced since it was "
+                      "checked?)",
+                      r->who, p->sb_path, p->rec_off[it], len, size);
+    if ((rc = pl_sb_rec_reserve(&r->rec, &r->cap_rec, len, err)))
+        return rc;
+    if ((rc = oc_file_pread(r->file, r->rec, (size_t)len, p->rec_off[it] + 8, err)) ||
+        (rc = oc_sample_batch_deserialize(r->rec, (size_t)len, n_nodes, out, err))) {
+        oc_err_prefix(err, "%s: %s", r->who, p->sb_path);
+        return rc;
+    }
+    if (out->epoch != epoch || out->batch_index != batch)
+        return OC_ERR(err, OC_ERR_FORMAT,
+                      "%s: %s: batch at offset %" PRIu64 " is epoch %" PRIu64 " batch %" PRIu64
+                      ", not epoch %" PRIu64 " batch %" PRIu64,
+                      r->who, p->sb_path, p->rec_off[it], out->epoch, out->batch_index, epoch,
+                      batch);
+    return OC_OK;
 }

@@ -44,12 +44,15 @@
  *
  * Place in the data flow: plan (superbatch.c), on sample, io and belady.h;
  * store's ginex runs it on its inspector stage (ginex_inspect.c) and
- * follows the plans (ginex_exec.c; it reads each batch back from its file).
+ * follows the plans (ginex_exec.c), its loader reading each batch back from
+ * its file through a pl_sb_reader.
  * Thread-safety: a pl_sb is driven by one thread at a time (the inspector's
- * stage); a plan belongs to whoever took it last (handed through queues);
- * held and the counters are C11 atomics, read by any thread.
+ * stage), a pl_sb_reader by another (the loader); a plan belongs to whoever
+ * took it last (handed through queues); held and the counters are C11
+ * atomics, read by any thread.
  * Ownership: a pl_sb owns its sampler, trace, planner, record buffer and its
- * two plans; the config's graph, options, ids and bitmap are borrowed.
+ * two plans; the config's graph, options, ids and bitmap are borrowed. A
+ * pl_sb_reader owns its open file and record buffer, and borrows the plans.
  */
 #ifndef OFFCORE_PLAN_SUPERBATCH_H
 #define OFFCORE_PLAN_SUPERBATCH_H
@@ -122,6 +125,45 @@ int pl_sb_parse(const struct pl_sb_expect *x, pl_sb_read_fn rd, void *ctx, uint6
                 uint8_t **rec, uint64_t *cap_rec, struct oc_sample_batch *batch,
                 struct pl_trace *trace, uint64_t *rec_off, uint64_t *n_iters, char *why,
                 size_t why_n, struct oc_err *err);
+
+/* Iteration t is one of plan p's batches (p may be NULL: no plan). */
+static inline int pl_sb_plan_holds(const struct pl_sb_plan *p, uint64_t t)
+{
+    return p && t >= p->b.first_iter && t - p->b.first_iter < p->b.n_iters;
+}
+
+/*
+ * Batches read back from their plans' superbatch files one at a time (the
+ * executor's loader, after pl_sb_fill wrote and checked them): the file of
+ * the plan being read stays open until a batch of another plan, or of the
+ * same plan refilled with a later superbatch, is asked for. One thread.
+ */
+struct pl_sb_reader {
+    const char *who;               /* names the caller in errors and logs ("store ginex") */
+    struct oc_file *file;          /* the current plan's file, or NULL (none, or unreadable) */
+    uint64_t bytes;                /* its size when opened */
+    const struct pl_sb_plan *plan; /* the plan file belongs to, and its first iteration */
+    uint64_t first;
+    uint8_t *rec; /* one batch's record */
+    uint64_t cap_rec;
+};
+
+void pl_sb_reader_init(struct pl_sb_reader *r, const char *who);
+void pl_sb_reader_deinit(struct pl_sb_reader *r);
+/*
+ * Makes p's superbatch file the one read, opening it when p is not the plan
+ * read last; 0 when p has none or it cannot be opened (logged as a warning:
+ * its batches must be sampled again), else 1.
+ */
+int pl_sb_reader_use(struct pl_sb_reader *r, const struct pl_sb_plan *p);
+/*
+ * Reads batch `it` of plan p (after pl_sb_reader_use(r, p) returned 1) into
+ * out, its ids below n_nodes; OC_ERR_FORMAT naming the file and offset when
+ * the record runs past the file or is not (epoch, batch).
+ */
+int pl_sb_reader_read(struct pl_sb_reader *r, const struct pl_sb_plan *p, uint64_t it,
+                      uint64_t epoch, uint64_t batch, uint64_t n_nodes, struct oc_sample_batch *out,
+                      struct oc_err *err);
 
 /* ---- the planner ----------------------------------------------------------- */
 

@@ -43,6 +43,7 @@ struct cache_job {
     const uint8_t *rows;
     const uint32_t *slots;
     float *out;
+    unsigned part; /* STORE_SLOTS_*: which rows this pass handles */
 };
 
 /* Hits: convert the cached row; misses (already in place): widen f16. */
@@ -54,18 +55,26 @@ static void cache_copy(void *ctx, uint64_t lo, uint64_t hi)
     for (uint64_t i = lo; i < hi; i++) {
         uint32_t slot = j->slots[i];
         float *dst = j->out + i * dim;
-        if (slot != STORE_NO_SLOT)
-            store_row_to_f32(s->dtype, j->rows + (uint64_t)slot * s->row_bytes, dim, dst);
-        else if (s->dtype == OC_DTYPE_F16)
+        if (slot != STORE_NO_SLOT) {
+            if (j->part & STORE_SLOTS_HITS)
+                store_row_to_f32(s->dtype, j->rows + (uint64_t)slot * s->row_bytes, dim, dst);
+        } else if ((j->part & STORE_SLOTS_MISSES) && s->dtype == OC_DTYPE_F16) {
             store_row_widen_inplace(dst, dim);
+        }
     }
+}
+
+int store_slots_copy_part(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
+                          uint64_t n, float *out, unsigned part, struct oc_err *err)
+{
+    struct cache_job j = {s, rows, slots, out, part};
+    return store_for_rows(s->pool, n, cache_copy, &j, err);
 }
 
 int store_slots_copy(const struct oc_store *s, const uint8_t *rows, const uint32_t *slots,
                      uint64_t n, float *out, struct oc_err *err)
 {
-    struct cache_job j = {s, rows, slots, out};
-    return store_for_rows(s->pool, n, cache_copy, &j, err);
+    return store_slots_copy_part(s, rows, slots, n, out, STORE_SLOTS_ALL, err);
 }
 
 /* The slots of rows [lo, hi) into d->slots[0 .. hi - lo); returns how many miss. */

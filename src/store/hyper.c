@@ -350,6 +350,22 @@ int store_hyper_prepare(struct oc_store *s, struct store_hyper *h, struct store_
     return store_hyper_prepare_by(s, h, &lk, epoch, batch, b, err);
 }
 
+int store_hyper_prepare_bits(struct oc_store *s, struct store_hyper *h, uint64_t epoch,
+                             uint64_t batch, const struct oc_sample_batch *b, const uint8_t *bits,
+                             struct oc_err *err)
+{
+    uint64_t n = b->n_input, misses = 0;
+    int rc, staged;
+    for (uint64_t k = 0; k < (n + 7) / 8; k++)
+        misses += (uint64_t)__builtin_popcount(bits[k]);
+    if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
+        return rc;
+    for (uint64_t j = 0; staged && j < n; j++)
+        if ((bits[j >> 3] >> (j & 7)) & 1)
+            store_hyper_add(h, store_row_of(s, b->input_ids[j]));
+    return store_hyper_end(h, err);
+}
+
 /* ---- gather's side -------------------------------------------------------- */
 
 /* With mu held: the group staging (epoch, batch) not taken yet, and its entry; NULL if none. */

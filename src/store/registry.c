@@ -242,6 +242,17 @@ struct store_box {
     struct store_topo_tally topo;
 };
 
+/* The strategy's free, then what the registry made (its stages joined before). */
+static void store_release(struct oc_store *s)
+{
+    s->strat->free(s);
+    if (s->own_stages)
+        oc_pipeline_free(s->stages);
+    pthread_mutex_destroy(&s->stats_lock);
+    oc_free(s->row_map);
+    oc_free(s);
+}
+
 int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_store **out,
                   struct oc_err *err)
 {
@@ -332,12 +343,7 @@ int oc_store_open(uint32_t index, const struct oc_store_config *cfg, struct oc_s
     }
     if (rc) {
         oc_pipeline_join(s->stages); /* its stages may have started: none runs after this */
-        s->strat->free(s);
-        if (s->own_stages)
-            oc_pipeline_free(s->stages);
-        pthread_mutex_destroy(&s->stats_lock);
-        oc_free(s->row_map);
-        oc_free(s);
+        store_release(s);
         return rc;
     }
     if (s->n_lanes == 0 || s->n_lanes > STORE_MAX_LANES)
@@ -378,12 +384,7 @@ void oc_store_free(struct oc_store *s)
         return;
     if (s->own_stages)
         oc_pipeline_join(s->stages); /* a given pipeline was freed before (store.h) */
-    s->strat->free(s);
-    if (s->own_stages)
-        oc_pipeline_free(s->stages);
-    pthread_mutex_destroy(&s->stats_lock);
-    oc_free(s->row_map);
-    oc_free(s);
+    store_release(s);
 }
 
 const char *oc_store_name(const struct oc_store *s)

@@ -115,42 +115,6 @@ static int load_by_sampling(const struct oc_store *s, struct ginex_store *g, uin
     return OC_OK;
 }
 
-/* Reads batch `it` of plan p from its superbatch file into out. */
-static int load_from_file(struct oc_store *s, struct ginex_store *g, const struct pl_sb_plan *p,
-                          uint64_t it, uint64_t epoch, uint64_t batch, struct oc_sample_batch *out,
-                          struct oc_err *err)
-{
-    uint8_t lenb[8];
-    int rc;
-    if ((rc = oc_file_pread(g->sb_file, lenb, 8, p->rec_off[it], err)))
-        return rc;
-    uint64_t len = oc_get_le64(lenb), size = g->sb_bytes;
-    if (p->rec_off[it] > size || len > size - p->rec_off[it] || size - p->rec_off[it] - len < 8)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "store ginex: %s: the batch at offset %" PRIu64 " (%" PRIu64
-                      " bytes) runs past the file's %" PRIu64 " bytes (replaced since it was "
-                      "checked?)",
-                      p->sb_path, p->rec_off[it], len, size);
-    if ((rc = pl_sb_rec_reserve(&g->rec, &g->cap_rec, len, err)))
-        return rc;
-    if ((rc = oc_file_pread(g->sb_file, g->rec, (size_t)len, p->rec_off[it] + 8, err)) ||
-        (rc = oc_sample_batch_deserialize(g->rec, (size_t)len, s->n_nodes, out, err))) {
-        oc_err_prefix(err, "store ginex: %s", p->sb_path);
-        return rc;
-    }
-    if (out->epoch != epoch || out->batch_index != batch)
-        return OC_ERR(err, OC_ERR_FORMAT,
-                      "store ginex: %s: batch at offset %" PRIu64 " is epoch %" PRIu64
-                      " batch %" PRIu64 ", not epoch %" PRIu64 " batch %" PRIu64,
-                      p->sb_path, p->rec_off[it], out->epoch, out->batch_index, epoch, batch);
-    return OC_OK;
-}
-
-static int in_plan(const struct pl_sb_plan *p, uint64_t t)
-{
-    return p && t >= p->b.first_iter && t - p->b.first_iter < p->b.n_iters;
-}
-
 /*
  * Under g->mu: the plan holding iteration t for the loader, cur or nxt; for
  * the first iteration after them the next plan, taken from the inspector
@@ -164,8 +128,8 @@ static int loader_plan(struct ginex_store *g, uint64_t t, struct pl_sb_plan **ou
     for (;;) {
         if ((rc = gx_stop(g, err)))
             return rc;
-        if (in_plan(g->cur, t) || in_plan(g->nxt, t)) {
-            *out = in_plan(g->cur, t) ? g->cur : g->nxt;
+        if (pl_sb_plan_holds(g->cur, t) || pl_sb_plan_holds(g->nxt, t)) {
+            *out = pl_sb_plan_holds(g->cur, t) ? g->cur : g->nxt;
             return OC_OK;
         }
         if (!g->nxt && !g->popping)
@@ -201,8 +165,8 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
                    uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                    struct oc_err *err)
 {
-    uint64_t n = b->n_input, bytes = (n + 7) / 8, misses = 0;
-    int rc, staged;
+    uint64_t n = b->n_input, bytes = (n + 7) / 8;
+    int rc;
     if (p->b.cnt[it].n_acc != n)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store ginex: batch %" PRIu64 " has %" PRIu64
@@ -213,14 +177,7 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
         return rc;
     if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
         return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
-    for (uint64_t k = 0; k < bytes; k++)
-        misses += (uint64_t)__builtin_popcount(g->miss[k]);
-    if ((rc = store_hyper_begin(g->hyper, epoch, batch, misses, &staged, err)))
-        return rc;
-    for (uint64_t j = 0; staged && j < n; j++)
-        if ((g->miss[j >> 3] >> (j & 7)) & 1)
-            store_hyper_add(g->hyper, store_row_of(s, b->input_ids[j]));
-    if ((rc = store_hyper_end(g->hyper, err)))
+    if ((rc = store_hyper_prepare_bits(s, g->hyper, epoch, batch, b, g->miss, err)))
         return rc;
     return it + 1 == p->b.n_iters ? store_hyper_flush(g->hyper, err) : OC_OK;
 }
@@ -251,23 +208,10 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     gx_unlock(g);
     if (rc)
         return rc;
-    if (g->sb_plan != p || g->sb_first != p->b.first_iter) { /* a new superbatch: open its file */
-        oc_file_close(g->sb_file, NULL);
-        g->sb_file = NULL;
-        g->sb_plan = p;
-        g->sb_first = p->b.first_iter;
-        struct oc_err e;
-        if (p->sb_path[0] && (oc_file_open(p->sb_path, OC_FILE_READ, &g->sb_file, &e) != OC_OK ||
-                              oc_file_size(g->sb_file, &g->sb_bytes, &e) != OC_OK)) {
-            oc_log(OC_LOG_WARN, "store ginex: cannot read back %s (%s)", p->sb_path, e.msg);
-            oc_file_close(g->sb_file, NULL);
-            g->sb_file = NULL;
-        }
-    }
-    if (!g->sb_file)
+    if (pl_sb_reader_use(&g->rd, p))
+        rc = pl_sb_reader_read(&g->rd, p, t - p->b.first_iter, epoch, batch, s->n_nodes, out, err);
+    else /* its superbatch file could not be written or opened */
         rc = load_by_sampling(s, g, epoch, batch, out, err);
-    else
-        rc = load_from_file(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
     if (rc == OC_OK && g->hyper)
         rc = prepare(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
     return rc;
@@ -275,7 +219,6 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 
 /* ---- open / stats / free ----------------------------------------------------------- */
 
-/* The bitmap of the C rows `static` (degree hotness) would cache. */
 /* The cache's rows: an anonymous mapping (pages given back with madvise: gx_give), accounted. */
 static int map_rows(struct ginex_store *g, struct oc_err *err)
 {
@@ -287,6 +230,7 @@ static int map_rows(struct ginex_store *g, struct oc_err *err)
     return OC_OK;
 }
 
+/* The bitmap of the C rows `static` (degree hotness) would cache. */
 static int static_bitmap(const struct oc_store *s, const struct oc_store_config *cfg,
                          struct ginex_store *g, struct oc_err *err)
 {
@@ -332,6 +276,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
     pl_hash_init(&g->map);
+    pl_sb_reader_init(&g->rd, "store ginex");
     if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
         g->sync_made = 1;
     else
@@ -410,7 +355,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->given_back_bytes = given;
     out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) - given +
                       g->map.cap * sizeof(uint32_t) + g->static_bytes +
-                      gx_inspector_held_bytes(g->insp) + g->cap_rec;
+                      gx_inspector_held_bytes(g->insp) + g->rd.cap_rec;
     for (uint32_t i = 0; i < s->n_lanes; i++)
         out->held_bytes +=
             g->lane[i].cap_chg * sizeof(struct pl_change) + store_disk_held_bytes(&g->lane[i].disk);
@@ -430,8 +375,7 @@ static void ginex_free(struct oc_store *s)
     gx_inspector_free(g->insp);     /* its stage was joined: plans and bitmap are unused */
     store_hyper_free(g->hyper);     /* so was the groups' read stage */
     oc_free(g->miss);
-    oc_file_close(g->sb_file, NULL);
-    oc_free(g->rec);
+    pl_sb_reader_deinit(&g->rd);
     oc_sample_iter_close(&g->fb);
     for (uint32_t i = 0; i < STORE_MAX_LANES; i++) {
         store_disk_close(&g->lane[i].disk);
@@ -499,10 +443,7 @@ static int sizing_of(const struct oc_store_config *cfg, struct gx_sizing *z, str
 {
     int rc;
     memset(z, 0, sizeof(*z));
-    const struct oc_manifest *m = oc_dataset_manifest(cfg->ds);
-    z->s.n_nodes = m->n_nodes;
-    z->s.feat_dim = m->feat_dim;
-    z->s.row_bytes = (size_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    store_shape(&z->s, cfg);
     if ((rc = gx_plan_shape(cfg, &z->nb, &z->t0, &z->t_end, err)) ||
         (z->t_end > z->t0 && (rc = gx_probe_rows(cfg, z->nb, z->t0, &z->probe, err))))
         return rc;

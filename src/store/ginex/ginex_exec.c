@@ -327,31 +327,6 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct pl_s
     return OC_OK;
 }
 
-struct copy_job {
-    const struct oc_store *s;
-    const struct ginex_store *g;
-    const uint32_t *slots;
-    float *out;
-    int hits, widen; /* which rows this pass handles */
-};
-
-static void copy_rows(void *ctx, uint64_t lo, uint64_t hi)
-{
-    const struct copy_job *j = ctx;
-    const struct oc_store *s = j->s;
-    uint64_t dim = s->feat_dim;
-    for (uint64_t i = lo; i < hi; i++) {
-        uint32_t k = j->slots[i];
-        float *dst = j->out + i * dim;
-        if (k != PL_NONE) {
-            if (j->hits)
-                store_row_to_f32(s->dtype, slot_row(s, j->g, k), dim, dst);
-        } else if (j->widen && s->dtype == OC_DTYPE_F16) {
-            store_row_widen_inplace(dst, dim);
-        }
-    }
-}
-
 /*
  * The rows of a gather whose misses were read, in the copy turn: hits out of
  * their slots, then the lane's changes into theirs (the inserted rows as read:
@@ -363,8 +338,9 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
 {
     int rc;
     int changes = lane->n_chg > 0;
-    struct copy_job j = {s, g, lane->disk.slots, out, 1, !changes};
-    if ((rc = store_for_rows(s->pool, n, copy_rows, &j, err)))
+    _Static_assert(PL_NONE == STORE_NO_SLOT, "a lane's miss is the slot copy's miss");
+    if ((rc = store_slots_copy_part(s, g->rows, lane->disk.slots, n, out,
+                                    changes ? STORE_SLOTS_HITS : STORE_SLOTS_ALL, err)))
         return rc;
     if (!changes)
         return OC_OK;
@@ -377,8 +353,8 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
             src += s->row_bytes;
         memcpy(slot_row(s, g, k), src, s->row_bytes);
     }
-    struct copy_job w = {s, g, lane->disk.slots, out, 0, 1};
-    if (s->dtype == OC_DTYPE_F16 && misses && (rc = store_for_rows(s->pool, n, copy_rows, &w, err)))
+    if (s->dtype == OC_DTYPE_F16 && misses &&
+        (rc = store_slots_copy_part(s, g->rows, lane->disk.slots, n, out, STORE_SLOTS_MISSES, err)))
         return rc;
     return OC_OK;
 }

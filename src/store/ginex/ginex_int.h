@@ -210,12 +210,7 @@ struct ginex_store {
     struct oc_err fail;
     uint64_t n_unplanned, n_diverged;
     /* the loader (ginex_load_batch): the batches the inspector sampled, read back */
-    struct oc_file *sb_file;          /* the current plan's superbatch file, or NULL */
-    uint64_t sb_bytes;                /* its size when opened */
-    const struct pl_sb_plan *sb_plan; /* the plan sb_file belongs to (and its first iteration) */
-    uint64_t sb_first;
-    uint8_t *rec; /* one batch's record */
-    uint64_t cap_rec;
+    struct pl_sb_reader rd;
     /* without a superbatch file (it could not be written): a sampler of its own */
     const struct oc_graph *graph;
     struct oc_sample_opts so;

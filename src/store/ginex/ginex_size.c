@@ -26,12 +26,7 @@ int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
     *nb = *t0 = *t_end = 0;
     if (cfg->n_epochs <= cfg->first_epoch)
         return OC_OK;
-    const char *missing = !cfg->graph         ? "graph"
-                          : !cfg->sample_opts ? "sample_opts"
-                          : !cfg->train_ids   ? "train_ids"
-                          : !cfg->n_train     ? "n_train"
-                          : !cfg->batch_size  ? "batch_size"
-                                              : NULL;
+    const char *missing = store_plan_missing(cfg);
     if (missing)
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: inspecting superbatches needs the training plan; config has "

@@ -24,8 +24,8 @@
  *   reserved R = the input rows train measured on its first batches plus its
  *             margin (cfg->batch_rows), else B: batch records and extractor
  *             scratch hold R rows at open, and grow through the accountant
- *             (gd_grow_rows) for a larger batch; a budget that cannot give it
- *             is OC_ERR_BUDGET naming the batch and its rows.
+ *             (GD_GROW: by an eighth at least) for a larger batch; a budget
+ *             that cannot give it is OC_ERR_BUDGET naming the batch and its rows.
  *   measured M = the largest of the first GD_MEASURE_BATCHES batches of the
  *             first epoch, sampled at open, plus a quarter: what batches of
  *             this graph actually need (often a third of B on power-law

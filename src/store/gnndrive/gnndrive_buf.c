@@ -291,21 +291,3 @@ uint64_t gd_buf_given_back_bytes(const struct gd_buf *b)
     OC_ASSERT(b->n_active + b->n_draining <= b->n_slots);
     return (b->n_slots - b->n_active - b->n_draining) * b->row_bytes;
 }
-
-int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap, uint64_t rows,
-                 const char *consumer, struct oc_err *err)
-{
-    if (rows <= *cap)
-        return OC_OK;
-    uint64_t want = rows + rows / 8; /* the next larger batch likely fits too */
-    void *na = oc_realloc(*a, want * a_size, consumer, err);
-    if (!na)
-        return err ? err->status : OC_ERR_NOMEM;
-    *a = na;
-    void *nb = oc_realloc(*b, want * b_size, consumer, err);
-    if (!nb)
-        return err ? err->status : OC_ERR_NOMEM;
-    *b = nb;
-    *cap = want;
-    return OC_OK;
-}

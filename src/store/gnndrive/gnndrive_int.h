@@ -48,6 +48,10 @@
 
 #define GD_NONE    STORE_NO_SLOT /* no slot (store_slots_copy reads the row's place as a miss) */
 #define GD_NO_NODE UINT64_MAX
+/* How a batch record's and an extractor's per-row arrays grow past a larger batch
+   (oc_grow_all, through the accountant): by an eighth at least, so that the next larger
+   batch likely fits too; OC_ERR_BUDGET leaves them valid and their capacity unchanged. */
+#define GD_GROW (&(const struct oc_grow_policy){.div = 8})
 
 /*
  * Slot states (struct gd_buf.state). A slot is on the standby list exactly
@@ -237,13 +241,6 @@ uint64_t gd_buf_given_back_bytes(const struct gd_buf *b);
  */
 uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uint32_t *slots);
 uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n);
-/*
- * Grows a batch's per-row arrays *a (a_size bytes a row) and *b (b_size) from
- * *cap to at least rows, through the accountant (OC_ERR_BUDGET when the budget
- * cannot give it; the arrays stay valid and *cap unchanged then).
- */
-int gd_grow_rows(void **a, size_t a_size, void **b, size_t b_size, uint64_t *cap, uint64_t rows,
-                 const char *consumer, struct oc_err *err);
 
 /* ---- giving slots back under a budget (gnndrive_yield.c) ------------------ */
 

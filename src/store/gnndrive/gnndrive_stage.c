@@ -139,8 +139,10 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
         return store_stages_error(g->s, err);
     struct gd_rec *r = item;
-    rc = gd_grow_rows((void **)&r->ids, sizeof(uint64_t), (void **)&r->slots, sizeof(uint32_t),
-                      &r->cap, b->n_input, "store gnndrive: batch record", err);
+    void *const rows[] = {&r->ids, &r->slots};
+    const size_t row_bytes[] = {sizeof(*r->ids), sizeof(*r->slots)};
+    rc = oc_grow_all(rows, row_bytes, 2, &r->cap, b->n_input, GD_GROW,
+                     "store gnndrive: batch record", err);
     if (rc) {
         oc_queue_push(g->free_q, r); /* back for the cleanup; the error below stops the run */
         oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64 " (%" PRIu64 " input rows)", batch,
@@ -241,8 +243,10 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     x->cur = r;
     x->n_miss = x->n_waits = 0;
     gd_delay(g, &x->rng);
-    int rc = gd_grow_rows((void **)&x->miss, sizeof(struct store_miss), (void **)&x->waits,
-                          sizeof(uint32_t), &x->cap, r->n_rows, "store gnndrive: extractor", err);
+    void *const rows[] = {&x->miss, &x->waits};
+    const size_t row_bytes[] = {sizeof(*x->miss), sizeof(*x->waits)};
+    int rc = oc_grow_all(rows, row_bytes, 2, &x->cap, r->n_rows, GD_GROW,
+                         "store gnndrive: extractor", err);
     if (rc == OC_OK && g->hyper) /* every fed batch was staged: its misses, from its group */
         rc = store_hyper_take(g->hyper, r->epoch, r->batch, &x->hg, err);
     if (rc == OC_OK)

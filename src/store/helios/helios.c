@@ -409,7 +409,7 @@ static int take_record(struct hl_store *h, uint64_t seq, struct hl_rec **out, st
         if (!r) {
             void *item;
             if (oc_queue_pop(h->done_q, &item) != OC_OK)
-                return hl_pipeline_error(h, err);
+                return store_stages_error(h->s, err);
             r = item;
         }
         if (r->seq == seq) {

@@ -153,6 +153,5 @@ int hl_stages_start(struct hl_store *h, struct oc_err *err);
 void hl_split_cores(struct hl_store *h, uint32_t io_cores);
 void hl_pin_compute(struct hl_store *h, struct oc_pool *pool);
 void hl_unpin_compute(struct hl_store *h);
-int hl_pipeline_error(struct hl_store *h, struct oc_err *err);
 
 #endif

@@ -35,31 +35,12 @@
 #include <sched.h>
 #include <time.h>
 
+#include "offcore/progress.h"
 #include "store/helios/helios_int.h"
 
 #define HL_REAP_MAX        256u
 #define HL_REAP_TIMEOUT_US 2000u
 #define HL_SUBMIT_BURST    32u /* spans queued between submissions */
-
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-int hl_pipeline_error(struct hl_store *h, struct oc_err *err)
-{
-    int rc = oc_pipeline_status(h->p, err);
-    return rc ? rc : OC_ERR(err, OC_ERR_INTERNAL, "store helios: a stage queue closed");
-}
 
 /* ---- submission (the sample stage) ---------------------------------------- */
 
@@ -97,7 +78,7 @@ static int issue_span(struct hl_store *h, struct hl_rec *r, struct oc_err *err)
     const struct hl_span *sp = &r->spans[r->n_spans];
     int rc = wait_room(h, err);
     if (rc)
-        return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
+        return rc == OC_ERR_CANCELLED ? store_stages_error(h->s, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
     rc = oc_io_ring_read(h->ring, sp->off, sp->len, r->stage + sp->at,
                          (uint64_t)r->index << 32 | r->n_spans, err);
@@ -173,7 +154,7 @@ static int record_for(struct hl_store *h, uint64_t epoch, uint64_t batch, struct
         return OC_OK; /* out of plan order: read directly */
     void *item;
     if (atomic_load(&h->stop) || oc_queue_pop(h->free_q, &item) != OC_OK)
-        return hl_pipeline_error(h, err);
+        return store_stages_error(h->s, err);
     struct hl_rec *r = item;
     r->seq = seq;
     r->epoch = epoch;
@@ -199,7 +180,7 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     int rc = record_for(h, epoch, batch, &r, err);
     if (rc || !r)
         return rc;
-    uint64_t c0 = thread_cpu_ns(), t0 = mono_ns();
+    uint64_t c0 = oc_thread_cpu_ns(), t0 = oc_now_ns();
     if (r->n_rows + n > h->max_rows)
         return OC_ERR(err, OC_ERR_INTERNAL,
                       "store helios: batch %" PRIu64 " of epoch %" PRIu64
@@ -222,14 +203,14 @@ int hl_prepare_hop(struct oc_store *s, uint64_t epoch, uint64_t batch, const uin
     store_miss_sort(h->miss, nm);
     if (!r->queued) { /* the completion stage reaps from the first hop on */
         if (oc_queue_push(h->comp_q, r) != OC_OK)
-            return hl_pipeline_error(h, err);
+            return store_stages_error(h->s, err);
         r->queued = 1;
     }
     rc = stage_misses(h, r, nm, err);
     if (rc == OC_OK)
         rc = oc_io_ring_submit(h->ring, err);
-    atomic_fetch_add(&h->submit_cpu_ns, thread_cpu_ns() - c0);
-    atomic_fetch_add(&h->submit_ns, mono_ns() - t0);
+    atomic_fetch_add(&h->submit_cpu_ns, oc_thread_cpu_ns() - c0);
+    atomic_fetch_add(&h->submit_ns, oc_now_ns() - t0);
     if (rc)
         oc_err_prefix(err, "store helios: batch %" PRIu64 " of epoch %" PRIu64, batch, epoch);
     return rc;
@@ -250,9 +231,9 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       "store helios: batch %" PRIu64 " of epoch %" PRIu64 " has %" PRIu64
                       " input rows, its hops showed %" PRIu64 " others",
                       batch, epoch, b->n_input, r->n_rows);
-    uint64_t c0 = thread_cpu_ns();
+    uint64_t c0 = oc_thread_cpu_ns();
     if ((rc = wait_room(h, err)))
-        return rc == OC_ERR_CANCELLED ? hl_pipeline_error(h, err) : rc;
+        return rc == OC_ERR_CANCELLED ? store_stages_error(h->s, err) : rc;
     atomic_fetch_add(&h->in_flight, 1);
     rc = oc_io_ring_nop(h->ring, (uint64_t)r->index << 32 | HL_SEAL, err);
     if (rc) {
@@ -262,7 +243,7 @@ int hl_prepare_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
     h->open_rec = NULL;
     atomic_store_explicit(&h->n_prepared, r->seq + 1, memory_order_release);
     rc = oc_io_ring_submit(h->ring, err);
-    atomic_fetch_add(&h->submit_cpu_ns, thread_cpu_ns() - c0);
+    atomic_fetch_add(&h->submit_cpu_ns, oc_thread_cpu_ns() - c0);
     return rc;
 }
 

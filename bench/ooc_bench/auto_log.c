@@ -6,48 +6,16 @@
  *
  * Place in the data flow: bench/ooc_bench only.
  * Thread-safety: single-threaded parent.
- * Ownership: the file's text and the parsed object are freed before return.
+ * Ownership: the file's text (io.h's oc_read_file) and the parsed object
+ * are freed before return.
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "auto_log.h"
+#include "offcore/io.h"
 
-static char *slurp(const char *path, char *why, size_t why_n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_n, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap + 1);
-    for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
-        len += got;
-        if (len == cap) {
-            char *bigger = realloc(buf, 2 * cap + 1);
-            if (!bigger) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        snprintf(why, why_n, "%s: %s", path, buf ? "read error" : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
+#include "auto_log.h"
 
 static void take(const cJSON *e, struct auto_pred *p)
 {
@@ -65,9 +33,14 @@ int auto_log_read(const char *path, struct auto_pred *out, uint32_t cap, uint32_
                   size_t why_n)
 {
     *n = 0;
-    char *text = slurp(path, why, why_n);
-    if (!text)
+    char *text = NULL;
+    size_t len = 0;
+    struct oc_err err;
+    oc_err_clear(&err);
+    if (oc_read_file(path, 0, &text, &len, &err) != OC_OK) {
+        snprintf(why, why_n, "%s", err.msg);
         return -1;
+    }
     int found = 0;
     for (char *line = text, *next; line && *line && !found; line = next) {
         next = strchr(line, '\n');
@@ -86,7 +59,7 @@ int auto_log_read(const char *path, struct auto_pred *out, uint32_t cap, uint32_
         }
         cJSON_Delete(j);
     }
-    free(text);
+    oc_free(text);
     if (!found)
         snprintf(why, why_n, "%s: no record with \"auto\": true and its \"predictions\"", path);
     return found ? 0 : -1;

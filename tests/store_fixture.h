@@ -127,7 +127,7 @@ static inline uint64_t fixture_fixed_bytes(const struct fixture *fx)
         rows = fx->n_nodes;
     if (rows < STORE_MIN_READER_ROWS)
         rows = STORE_MIN_READER_ROWS;
-    return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 512; /* + the impl struct */
+    return STORE_DISK_BOUNCE_BYTES + rows * STORE_ROW_SCRATCH_BYTES + 1024; /* + the impl struct */
 }
 
 /* Rows of out (n gathered rows of ids) that differ from the file's values. */

@@ -56,7 +56,7 @@ allowed() { # module -> modules it may include (itself included)
 
 header_module() { # offcore/<h>.h -> module
     case "$1" in
-    core | rng | thread | progress | id_map) echo core ;;
+    core | rng | thread | progress | id_map | slot_list) echo core ;;
     io) echo io ;;
     dataset | import | generate) echo dataset ;;
     batch_pipe | loader) echo train ;;

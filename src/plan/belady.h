@@ -26,6 +26,7 @@
 
 #include "offcore/io.h"
 #include "offcore/plan.h"
+#include "offcore/slot_list.h"
 
 #define PL_NONE  UINT32_MAX /* no slot / no local / empty map entry */
 #define PL_EMPTY UINT64_MAX /* a cache slot holding no row */
@@ -67,10 +68,9 @@ void pl_hash_del(struct pl_hash *h, const uint64_t *keys, uint64_t key);
 /* An LRU cache of `cap` ids over accesses one at a time, cold at start. */
 struct pl_lru {
     uint64_t cap, n;
-    uint64_t *id;          /* node -> id */
-    uint32_t *prev, *next; /* recency list: head = most recent */
-    uint32_t head, tail;
-    struct pl_hash map; /* id -> node */
+    uint64_t *id;               /* node -> id */
+    struct oc_slot_list recent; /* the nodes, most recent at the front */
+    struct pl_hash map;         /* id -> node */
 };
 
 /* Bytes pl_lru_init(cap) allocates. */

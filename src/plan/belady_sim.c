@@ -152,30 +152,20 @@ void pl_hash_del(struct pl_hash *h, const uint64_t *keys, uint64_t key)
 
 uint64_t pl_lru_bytes(uint64_t cap)
 {
-    return cap ? cap * (sizeof(uint64_t) + 2 * sizeof(uint32_t)) + pl_hash_bytes(cap) : 0;
+    return cap ? cap * sizeof(uint64_t) + oc_slot_list_bytes(cap) + pl_hash_bytes(cap) : 0;
 }
 
 int pl_lru_init(struct pl_lru *l, uint64_t cap, struct oc_err *err)
 {
     memset(l, 0, sizeof(*l));
-    l->head = l->tail = PL_NONE;
     pl_hash_init(&l->map);
-    if (cap == 0)
-        return OC_OK;
-    if (cap >= PL_NONE)
-        return OC_ERR(err, OC_ERR_ARG, "plan belady: LRU simulation of %llu rows is too large",
-                      (unsigned long long)cap);
-    l->id = oc_alloc((size_t)cap * sizeof(uint64_t), "plan belady: LRU simulation", err);
-    l->prev = oc_alloc((size_t)cap * sizeof(uint32_t), "plan belady: LRU simulation", err);
-    l->next = oc_alloc((size_t)cap * sizeof(uint32_t), "plan belady: LRU simulation", err);
-    if (!l->id || !l->prev || !l->next) {
-        pl_lru_deinit(l);
-        return err ? err->status : OC_ERR_NOMEM;
-    }
-    int rc = pl_hash_alloc(&l->map, cap, "plan belady: LRU simulation", err);
-    if (rc) {
-        pl_lru_deinit(l);
+    int rc = oc_slot_list_init(&l->recent, cap, "plan belady: LRU simulation", err);
+    if (rc || cap == 0)
         return rc;
+    l->id = oc_alloc((size_t)cap * sizeof(uint64_t), "plan belady: LRU simulation", err);
+    if (!l->id || (rc = pl_hash_alloc(&l->map, cap, "plan belady: LRU simulation", err))) {
+        pl_lru_deinit(l);
+        return rc ? rc : err ? err->status : OC_ERR_NOMEM;
     }
     l->cap = cap;
     return OC_OK;
@@ -184,34 +174,9 @@ int pl_lru_init(struct pl_lru *l, uint64_t cap, struct oc_err *err)
 void pl_lru_deinit(struct pl_lru *l)
 {
     oc_free(l->id);
-    oc_free(l->prev);
-    oc_free(l->next);
+    oc_slot_list_deinit(&l->recent);
     pl_hash_deinit(&l->map);
     memset(l, 0, sizeof(*l));
-    l->head = l->tail = PL_NONE;
-}
-
-static void lru_unlink(struct pl_lru *l, uint32_t v)
-{
-    if (l->prev[v] != PL_NONE)
-        l->next[l->prev[v]] = l->next[v];
-    else
-        l->head = l->next[v];
-    if (l->next[v] != PL_NONE)
-        l->prev[l->next[v]] = l->prev[v];
-    else
-        l->tail = l->prev[v];
-}
-
-static void lru_push_front(struct pl_lru *l, uint32_t v)
-{
-    l->prev[v] = PL_NONE;
-    l->next[v] = l->head;
-    if (l->head != PL_NONE)
-        l->prev[l->head] = v;
-    l->head = v;
-    if (l->tail == PL_NONE)
-        l->tail = v;
 }
 
 int pl_lru_access(struct pl_lru *l, uint64_t id)
@@ -220,21 +185,21 @@ int pl_lru_access(struct pl_lru *l, uint64_t id)
         return 0;
     uint32_t v = pl_hash_get(&l->map, l->id, id);
     if (v != PL_NONE) {
-        if (l->head != v) {
-            lru_unlink(l, v);
-            lru_push_front(l, v);
+        if (l->recent.front != v) {
+            oc_slot_list_unlink(&l->recent, v);
+            oc_slot_list_push_front(&l->recent, v);
         }
         return 1;
     }
     if (l->n < l->cap) {
         v = (uint32_t)l->n++;
     } else {
-        v = l->tail;
+        v = l->recent.back;
         pl_hash_del(&l->map, l->id, l->id[v]);
-        lru_unlink(l, v);
+        oc_slot_list_unlink(&l->recent, v);
     }
     l->id[v] = id;
     pl_hash_put(&l->map, l->id, v);
-    lru_push_front(l, v);
+    oc_slot_list_push_front(&l->recent, v);
     return 0;
 }

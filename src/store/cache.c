@@ -29,6 +29,8 @@ uint32_t store_cache_lookup(const struct store_cache *c, uint64_t id)
     uint32_t slot;
     if (c->table) {
         slot = c->table[id];
+    } else if (c->slot_id) {
+        slot = pl_hash_get(&c->hash, c->slot_id, id);
     } else {
         uint64_t lo = oc_lower_bound_u64(c->ids, 0, c->n, id);
         if (lo == c->n || c->ids[lo] != id)
@@ -209,7 +211,7 @@ int store_cache_fill(struct oc_store *s, struct store_cache *c, struct store_dis
     }
     if (n) {
         if (y) {
-            if ((rc = store_yield_map(y, err)))
+            if ((rc = store_cache_map(c, s->row_bytes, y->who, err)))
                 goto out;
         } else if (!(c->rows =
                          oc_alloc_aligned(n * s->row_bytes, 64, "store cache: cached rows", err))) {
@@ -231,13 +233,4 @@ uint64_t store_cache_held_bytes(const struct oc_store *s, const struct store_cac
 {
     return c->n_live * s->row_bytes + (c->table ? s->n_nodes * sizeof(uint32_t) : 0) +
            (c->ids ? c->n * sizeof(uint64_t) : 0) + (c->slot_of ? c->n * sizeof(uint32_t) : 0);
-}
-
-void store_cache_free(struct store_cache *c)
-{
-    oc_free(c->rows);
-    oc_free(c->table);
-    oc_free(c->ids);
-    oc_free(c->slot_of);
-    memset(c, 0, sizeof(*c));
 }

@@ -20,9 +20,10 @@
  * coldest rows go first; diskgnn's is id order.
  *
  * What every giving-back cache shares (the reclaimer, how much a give-back
- * gives at least, how much room a take-back may use, the accounted anonymous
- * mapping whose pages go back) is core's (oc_giveback, oc_mem_map), which
- * gnndrive's buffer, ginex's cache and kg's Atom and Slice Caches use too.
+ * gives at least, how much room a take-back may use) is core's (oc_giveback),
+ * which kg's Atom and Slice Caches use too; the accounted mapping whose top
+ * slots go back is the cache's own (cache_slots.c), as for gnndrive's buffer
+ * and ginex's cache.
  *
  * Place in the data flow: store (below the strategies that own a cache).
  * Thread-safety (asserted where asserts are on: n_live <= n, missing = n -
@@ -33,11 +34,10 @@
  * take the write side. A reclaim asked on a thread that holds the read side
  * gives nothing (the write side would wait on itself); one asked elsewhere
  * waits for the readers at most OC_RECLAIM_WAIT_S.
- * Ownership: the mapping is the yield's (store_yield_deinit unmaps it and
- * clears cache->rows); the cache's lookup stays its owner's.
+ * Ownership: the yield borrows the cache (store_cache_free unmaps its rows,
+ * after store_yield_deinit).
  */
 #include <inttypes.h>
-#include <sys/mman.h>
 
 #include "store/store_int.h"
 
@@ -51,19 +51,6 @@ int store_yield_init(struct store_yield *y, struct store_cache *c, uint64_t row_
     return oc_reclaim_lock_init(&y->lock, who, err);
 }
 
-int store_yield_map(struct store_yield *y, struct oc_err *err)
-{
-    uint64_t n = y->cache->n;
-    if (n == 0)
-        return OC_OK;
-    int rc = oc_mem_map(n * y->row_bytes, "store cache: cached rows", &y->cache->rows,
-                        &y->map_bytes, err);
-    if (rc)
-        return oc_err_prefix(err, "%s", y->who);
-    y->cache->n_live = n;
-    return OC_OK;
-}
-
 /* The give-back's policy (the write side held): drops the last live slots, goal bytes of them. */
 static uint64_t yield_rows(void *owner, uint64_t goal, uint64_t *released)
 {
@@ -75,8 +62,7 @@ static uint64_t yield_rows(void *owner, uint64_t goal, uint64_t *released)
     if (rows > live)
         rows = live;
     uint64_t keep = live - rows;
-    oc_mem_pages_back(y->cache->rows, y->map_bytes, keep * row, y->map_bytes); /* all past keep */
-    y->cache->n_live = keep;
+    store_cache_give_top(y->cache, keep);
     atomic_store(&y->missing, y->cache->n - keep);
     y->yielded_rows += rows;
     *released = 0; /* the give-back releases them after the unlock */
@@ -94,12 +80,6 @@ int store_yield_register(struct store_yield *y, struct oc_err *err)
 void store_yield_deinit(struct store_yield *y)
 {
     oc_giveback_unregister(&y->gb); /* waits for a reclaim in progress */
-    if (y->map_bytes) {
-        munmap(y->cache->rows, y->map_bytes);
-        oc_mem_release(y->cache->n_live * y->row_bytes);
-        y->cache->rows = NULL;
-        y->map_bytes = 0;
-    }
     oc_reclaim_lock_destroy(&y->lock);
 }
 
@@ -113,13 +93,8 @@ void store_yield_read_unlock(struct store_yield *y)
     uint64_t rows = y->yielded_rows - y->taken_rows;
     int unlogged = oc_giveback_unlogged(&y->gb); /* rows as of the give-backs it counts */
     oc_reclaim_lock_unlock(&y->lock);
-    if (unlogged) {
-        char a[32];
-        oc_log(OC_LOG_INFO,
-               "%s: gave up %" PRIu64 " cached rows (%s) to requests the budget could not "
-               "otherwise give; they are read from disk until memory frees up",
-               y->who, rows, oc_format_size(rows * y->row_bytes, a, sizeof(a)));
-    }
+    if (unlogged)
+        store_cache_log_gave(y->who, rows, y->row_bytes, "their rows are read from disk");
 }
 
 uint64_t store_yield_missing(const struct store_yield *y)
@@ -179,12 +154,7 @@ int store_yield_take_back(struct oc_store *s, struct store_yield *y, struct stor
         rows = 0; /* the room went to someone else meanwhile: later */
     }
     oc_reclaim_lock_unlock(&y->lock);
-    if (rc == OC_OK && rows) {
-        char a[32];
-        oc_log(OC_LOG_INFO,
-               "%s: took back %" PRIu64 " cached rows (%s) given up earlier; %" PRIu64
-               " still given up",
-               y->who, rows, oc_format_size(rows * row, a, sizeof(a)), atomic_load(&y->missing));
-    }
+    if (rc == OC_OK && rows)
+        store_cache_log_took(y->who, rows, atomic_load(&y->missing), row);
     return rc;
 }

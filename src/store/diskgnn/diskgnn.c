@@ -183,7 +183,7 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
        starts after one scan of features.npy (which fills the cache too) instead of after a
        whole window's packing; the planner packs the rest of the epoch meanwhile */
     uint64_t head = b->streamed && !d->reuse && probe < d->win_batches ? probe : 0;
-    if ((rc = store_yield_map(&d->yield, err)) ||
+    if ((rc = store_cache_map(&d->cache, s->row_bytes, "store diskgnn", err)) ||
         (rc = b->streamed ? dg_window_stream(b, &d->cache, 1, sample_epoch, 0,
                                              head ? head : d->win_batches, &ws[0], err)
                           : dg_window_pack(b, &d->cache, 1, &ws[0], err)))

@@ -83,7 +83,6 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "store/ginex/ginex_int.h"
 
@@ -219,28 +218,17 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
 
 /* ---- open / stats / free ----------------------------------------------------------- */
 
-/* The cache's rows: an anonymous mapping (pages given back with madvise: gx_give), accounted. */
-static int map_rows(struct ginex_store *g, struct oc_err *err)
-{
-    int rc =
-        oc_mem_map(g->cap * g->row_bytes, "store ginex: cached rows", &g->rows, &g->map_bytes, err);
-    if (rc)
-        return rc;
-    atomic_store(&g->live, g->cap);
-    return OC_OK;
-}
-
 /* The bitmap of the C rows `static` (degree hotness) would cache. */
 static int static_bitmap(const struct oc_store *s, const struct oc_store_config *cfg,
-                         struct ginex_store *g, struct oc_err *err)
+                         struct ginex_store *g, uint64_t C, struct oc_err *err)
 {
     uint64_t *ids = NULL;
     g->static_bytes = (s->n_nodes + 7) / 8;
     g->static_bits = oc_calloc(1, (size_t)g->static_bytes, "store ginex: static comparison", err);
     if (!g->static_bits)
         return err ? err->status : OC_ERR_NOMEM;
-    int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_DEGREE, g->cap, 0, &ids, err);
-    for (uint64_t k = 0; rc == OC_OK && k < g->cap; k++)
+    int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_DEGREE, C, 0, &ids, err);
+    for (uint64_t k = 0; rc == OC_OK && k < C; k++)
         g->static_bits[ids[k] >> 3] |= (uint8_t)(1u << (ids[k] & 7));
     oc_free(ids);
     return rc;
@@ -275,7 +263,6 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
-    pl_hash_init(&g->map);
     pl_sb_reader_init(&g->rd, "store ginex");
     if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
         g->sync_made = 1;
@@ -289,8 +276,6 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     g->nb = nb;
     g->t0 = g->t_next = g->t_copy = g->t_load = t0;
     g->t_end = t_end;
-    g->cap = C;
-    g->row_bytes = s->row_bytes;
     g->graph = store_plan_graph(cfg);
     if (cfg->sample_opts)
         g->so = *cfg->sample_opts;
@@ -303,19 +288,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
             return rc;
     if (t_end == t0)
         return OC_OK; /* nothing to plan: evaluation reads go to the disk */
-    if ((rc = static_bitmap(s, cfg, g, err)))
+    if ((rc = static_bitmap(s, cfg, g, C, err)))
         return rc;
-    if (C) {
-        if ((rc = map_rows(g, err)))
-            return rc;
-        g->slot_id = oc_alloc(C * sizeof(uint64_t), "store ginex: slot ids", err);
-        if (!g->slot_id)
-            return err ? err->status : OC_ERR_NOMEM;
-        for (uint64_t k = 0; k < C; k++)
-            g->slot_id[k] = PL_EMPTY;
-        if ((rc = pl_hash_alloc(&g->map, C, "store ginex: cache map", err)))
-            return rc;
-    }
+    if ((rc = store_cache_init_bound(&g->cache, C, 0, s->row_bytes, "store ginex", err)))
+        return rc;
     char c_s[32], m_s[32];
     oc_log(OC_LOG_INFO,
            "store ginex: cache of %" PRIu64 " rows (%s), superbatches of up to %" PRIu64
@@ -344,17 +320,18 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
                "for two groups, their reader and slots)",
                hs.max_batches, hs.cap, oc_format_size(hs.bytes, h_s, sizeof(h_s)));
     }
-    oc_giveback_init(&g->gb, "store ginex", g->cap * g->row_bytes, NULL, gx_give, g);
+    oc_giveback_init(&g->gb, "store ginex", C * s->row_bytes, NULL, gx_give, g);
     return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;
 }
 
 static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct ginex_store *g = s->impl;
-    uint64_t given = (g->cap - atomic_load(&g->live)) * s->row_bytes;
+    const struct store_cache *c = &g->cache;
+    uint64_t given = (c->n - c->n_live) * s->row_bytes;
     out->given_back_bytes = given;
-    out->held_bytes = sizeof(*g) + g->cap * (s->row_bytes + sizeof(uint64_t)) - given +
-                      g->map.cap * sizeof(uint32_t) + g->static_bytes +
+    out->held_bytes = sizeof(*g) + c->n * (s->row_bytes + sizeof(uint64_t)) - given +
+                      c->hash.cap * sizeof(uint32_t) + g->static_bytes +
                       gx_inspector_held_bytes(g->insp) + g->rd.cap_rec;
     for (uint32_t i = 0; i < s->n_lanes; i++)
         out->held_bytes +=
@@ -381,12 +358,7 @@ static void ginex_free(struct oc_store *s)
         store_disk_close(&g->lane[i].disk);
         oc_free(g->lane[i].chg);
     }
-    if (g->map_bytes) {
-        munmap(g->rows, g->map_bytes);
-        oc_mem_release(atomic_load(&g->live) * s->row_bytes);
-    }
-    oc_free(g->slot_id);
-    pl_hash_deinit(&g->map);
+    store_cache_free(&g->cache);
     oc_free(g->static_bits);
     if (g->sync_made) {
         pthread_mutex_destroy(&g->mu);
@@ -406,13 +378,13 @@ static const struct ginex_store *as_ginex(const struct oc_store *s)
 uint64_t oc_store_ginex_capacity(const struct oc_store *s)
 {
     const struct ginex_store *g = as_ginex(s);
-    return g ? g->cap : 0;
+    return g ? g->cache.n : 0;
 }
 
 uint64_t oc_store_ginex_n_cached(const struct oc_store *s)
 {
     const struct ginex_store *g = as_ginex(s);
-    return g ? g->n_cached : 0;
+    return g ? g->cache.n_bound : 0;
 }
 
 uint64_t oc_store_ginex_superbatch(const struct oc_store *s)

@@ -50,28 +50,9 @@
 
 /* ---- the cache ------------------------------------------------------------------ */
 
-static inline uint8_t *slot_row(const struct oc_store *s, const struct ginex_store *g, uint64_t k)
+static inline uint8_t *slot_row(const struct ginex_store *g, uint64_t k)
 {
-    return g->rows + k * s->row_bytes;
-}
-
-/* Empties slot k (its row leaves the map). */
-static void slot_evict(struct ginex_store *g, uint32_t k)
-{
-    OC_ASSERT(k < g->cap);
-    if (g->slot_id[k] == PL_EMPTY)
-        return;
-    OC_ASSERT(g->n_cached > 0);
-    pl_hash_del(&g->map, g->slot_id, g->slot_id[k]);
-    g->slot_id[k] = PL_EMPTY;
-    g->n_cached--;
-}
-
-static void slot_fill(struct ginex_store *g, uint32_t k, uint64_t id)
-{
-    g->slot_id[k] = id;
-    pl_hash_put(&g->map, g->slot_id, k);
-    g->n_cached++;
+    return g->cache.rows + k * g->cache.row_bytes;
 }
 
 /*
@@ -86,16 +67,16 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
     int rc = OC_OK;
     for (uint64_t w0 = 0; w0 < p->b.n_warm && rc == OC_OK; w0 += g->load_rows) {
         uint64_t w1 = p->b.n_warm - w0 < g->load_rows ? p->b.n_warm : w0 + g->load_rows;
-        uint64_t live = atomic_load(&g->live);
+        uint64_t live = g->cache.n_live;
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++) {
             uint32_t k = p->b.warm_slot[w];
             if (k >= live)
                 continue; /* given back: stays empty */
-            slot_evict(g, k);
-            if (pl_hash_get(&g->map, g->slot_id, p->b.warm_id[w]) != PL_NONE)
+            store_cache_unbind(&g->cache, k);
+            if (store_cache_find(&g->cache, p->b.warm_id[w]) != STORE_NO_SLOT)
                 continue; /* already cached elsewhere: the plan does not fit this cache */
             rc = oc_io_batch_add(d->batch, d->f, store_row_off(s, p->b.warm_id[w]), s->row_bytes,
-                                 slot_row(s, g, k), err);
+                                 slot_row(g, k), err);
         }
         if (rc) {
             store_disk_discard(d);
@@ -104,8 +85,8 @@ int gx_warm_up(struct oc_store *s, struct ginex_store *g, struct store_disk *d,
         rc = count ? store_disk_run(s, d, err) : oc_io_batch_run(d->batch, err);
         for (uint64_t w = w0; w < w1 && rc == OC_OK; w++)
             if (p->b.warm_slot[w] < live &&
-                pl_hash_get(&g->map, g->slot_id, p->b.warm_id[w]) == PL_NONE)
-                slot_fill(g, p->b.warm_slot[w], p->b.warm_id[w]);
+                store_cache_find(&g->cache, p->b.warm_id[w]) == STORE_NO_SLOT)
+                store_cache_bind(&g->cache, p->b.warm_slot[w], p->b.warm_id[w]);
     }
     if (rc)
         oc_err_prefix(err, "store ginex: filling the cache");
@@ -125,16 +106,10 @@ uint64_t gx_give(void *owner, uint64_t goal, uint64_t *released)
     while ((g->in_meta || g->excl || g->t_copy != g->t_next) && !g->failed && !g->cancelled)
         if (gx_timedwait(g, &until) == ETIMEDOUT)
             break;
-    uint64_t got = 0, rb = g->row_bytes, live = atomic_load(&g->live);
-    OC_ASSERT(live <= g->cap);
+    uint64_t got = 0, rb = g->cache.row_bytes, live = g->cache.n_live;
     if (!g->in_meta && !g->excl && g->t_copy == g->t_next && live) {
         uint64_t rows = (goal + rb - 1) / rb;
-        uint64_t keep = rows < live ? live - rows : 0;
-        for (uint64_t k = keep; k < live; k++)
-            slot_evict(g, (uint32_t)k);
-        oc_mem_pages_back(g->rows, g->map_bytes, keep * rb, g->map_bytes); /* all past keep */
-        atomic_store(&g->live, keep);
-        got = (live - keep) * rb;
+        got = store_cache_give_top(&g->cache, rows < live ? live - rows : 0) * rb;
     }
     g->yielding--;
     pthread_cond_broadcast(&g->cv);
@@ -149,7 +124,7 @@ uint64_t gx_give(void *owner, uint64_t goal, uint64_t *released)
  */
 static uint64_t take_back_reserve(const struct ginex_store *g)
 {
-    uint64_t gone = g->cap - atomic_load(&g->live), rb = g->row_bytes;
+    uint64_t gone = g->cache.n - g->cache.n_live, rb = g->cache.row_bytes;
     if (!gone || !g->gb.registered)
         return 0;
     uint64_t rows = oc_giveback_take_rows(&g->gb, gone, 0, rb);
@@ -163,21 +138,15 @@ static uint64_t take_back_reserve(const struct ginex_store *g)
 /* In the map's turn: `rows` reserved slots live again (empty: later changes fill them). */
 static void take_back(struct ginex_store *g, uint64_t rows)
 {
-    uint64_t live = atomic_load(&g->live), gone = g->cap - live;
+    uint64_t live = g->cache.n_live, gone = g->cache.n - live, rb = g->cache.row_bytes;
     if (rows > gone) { /* taken back meanwhile by another lane's reservation */
-        oc_mem_release((rows - gone) * g->row_bytes);
+        oc_mem_release((rows - gone) * rb);
         rows = gone;
     }
     if (!rows)
         return;
-    OC_ASSERT(live + rows <= g->cap);
-    atomic_store(&g->live, live + rows);
-    char a[32], b[32];
-    oc_log(OC_LOG_INFO,
-           "store ginex: took back %" PRIu64 " cache slots (%s) given up earlier; %s still given "
-           "up",
-           rows, oc_format_size(rows * g->row_bytes, a, sizeof(a)),
-           oc_format_size((gone - rows) * g->row_bytes, b, sizeof(b)));
+    g->cache.n_live = live + rows;
+    store_cache_log_took("store ginex", rows, gone - rows, rb);
 }
 
 /* Logs the give-backs since the last log (any gathering thread; under g->mu). */
@@ -186,11 +155,8 @@ static void log_yields(struct ginex_store *g)
     OC_ASSERT_HELD(&g->mu_held);
     if (!oc_giveback_unlogged(&g->gb))
         return;
-    char a[32];
-    oc_log(OC_LOG_INFO,
-           "store ginex: gave up cache slots (%s now) to requests the budget could not otherwise "
-           "give; the plan skips them until memory frees up",
-           oc_format_size((g->cap - atomic_load(&g->live)) * g->row_bytes, a, sizeof(a)));
+    store_cache_log_gave("store ginex", g->cache.n - g->cache.n_live, g->cache.row_bytes,
+                         "the plan skips them");
 }
 
 /* ---- the executor: turns ------------------------------------------------------- */
@@ -273,7 +239,7 @@ static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *la
     if ((rc = store_disk_reserve(&lane->disk, n, err)))
         return rc;
     for (uint64_t i = 0; i < n; i++) {
-        uint32_t k = pl_hash_get(&g->map, g->slot_id, ids[i]);
+        uint32_t k = store_cache_find(&g->cache, ids[i]);
         lane->disk.slots[i] = k;
         if (k != PL_NONE)
             continue;
@@ -308,21 +274,21 @@ static int plan_changes(struct ginex_store *g, struct gx_lane *lane, struct pl_s
     rc = pl_plan_changes(&p->b, it, lane->chg, &lane->n_chg, err);
     if (rc)
         return oc_err_prefix(err, "store ginex: changeset of batch %" PRIu64, p->b.first_iter + it);
-    uint64_t live = atomic_load(&g->live);
+    uint64_t live = g->cache.n_live, cap = g->cache.n;
     for (uint64_t c = 0; c < lane->n_chg; c++) {
         uint32_t pos = lane->chg[c].pos, k = lane->chg[c].slot;
-        if (k < g->cap && k >= live) { /* given back: stays empty */
+        if (k < cap && k >= live) { /* given back: stays empty */
             lane->chg[c].slot = PL_NONE;
             continue;
         }
-        if (pos >= n || k >= g->cap || lane->disk.slots[pos] != PL_NONE ||
-            pl_hash_get(&g->map, g->slot_id, ids[pos]) != PL_NONE) {
+        if (pos >= n || k >= cap || lane->disk.slots[pos] != PL_NONE ||
+            store_cache_find(&g->cache, ids[pos]) != STORE_NO_SLOT) {
             g->n_diverged++;
             lane->chg[c].slot = PL_NONE;
             continue;
         }
-        slot_evict(g, k);
-        slot_fill(g, k, ids[pos]);
+        store_cache_unbind(&g->cache, k);
+        store_cache_bind(&g->cache, k, ids[pos]);
     }
     return OC_OK;
 }
@@ -339,7 +305,7 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
     int rc;
     int changes = lane->n_chg > 0;
     _Static_assert(PL_NONE == STORE_NO_SLOT, "a lane's miss is the slot copy's miss");
-    if ((rc = store_slots_copy_part(s, g->rows, lane->disk.slots, n, out,
+    if ((rc = store_slots_copy_part(s, g->cache.rows, lane->disk.slots, n, out,
                                     changes ? STORE_SLOTS_HITS : STORE_SLOTS_ALL, err)))
         return rc;
     if (!changes)
@@ -351,10 +317,11 @@ static int copy_out(struct oc_store *s, struct ginex_store *g, struct gx_lane *l
         const uint8_t *src = (const uint8_t *)(out + (uint64_t)lane->chg[c].pos * s->feat_dim);
         if (s->dtype == OC_DTYPE_F16)
             src += s->row_bytes;
-        memcpy(slot_row(s, g, k), src, s->row_bytes);
+        memcpy(slot_row(g, k), src, s->row_bytes);
     }
     if (s->dtype == OC_DTYPE_F16 && misses &&
-        (rc = store_slots_copy_part(s, g->rows, lane->disk.slots, n, out, STORE_SLOTS_MISSES, err)))
+        (rc = store_slots_copy_part(s, g->cache.rows, lane->disk.slots, n, out, STORE_SLOTS_MISSES,
+                                    err)))
         return rc;
     return OC_OK;
 }
@@ -555,7 +522,7 @@ int gx_exec_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, con
     uint64_t unplanned = planned || rc ? 1 : g->n_unplanned++;
     gx_unlock(g);
     if (!planned || rc) {
-        oc_mem_release(back * g->row_bytes); /* only a map's turn takes slots back */
+        oc_mem_release(back * g->cache.row_bytes); /* only a map's turn takes slots back */
         back = 0;
     }
     if (rc) {

@@ -172,16 +172,10 @@ struct gx_lane {
 
 struct ginex_store {
     struct gx_lane lane[STORE_MAX_LANES]; /* s->n_lanes of them */
-    uint64_t cap;                         /* C, rows */
-    uint64_t row_bytes;                   /* the store's */
-    uint8_t *rows;                        /* C x row_bytes, as stored: an anonymous mapping */
-    size_t map_bytes;                     /* its length */
-    /* slots [0, live) hold rows; [live, C) were given back, empty, skipped by the plan
-       (written by a give-back under mu while the executor is quiet, or by the map's turn) */
-    _Atomic uint64_t live;
-    uint64_t *slot_id; /* C: id in the slot, or PL_EMPTY */
-    uint64_t n_cached;
-    struct pl_hash map;   /* id -> slot */
+    /* C slots bound by the plan's changesets (cache_int.h, a bound cache over a hash): slots
+       [0, n_live) hold rows; [n_live, C) were given back, empty, skipped by the plan (written
+       by a give-back under mu while the executor is quiet, or by the map's turn) */
+    struct store_cache cache;
     uint8_t *static_bits; /* the degree-ranked cache of C rows, for its miss count */
     uint64_t static_bytes;
     uint64_t S, max_acc, nb, t0, t_end;

@@ -434,7 +434,7 @@ int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_in
     info->n_records = g->n_records;
     info->max_rows = g->max_rows;
     info->est_rows = g->est_rows;
-    info->n_slots = g->buf.n_slots;
+    info->n_slots = g->buf.c.n;
     info->min_slots = g->min_slots;
     info->pipeline = g->pipeline;
     info->n_extracted = atomic_load(&g->n_extracted);

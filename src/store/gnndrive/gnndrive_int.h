@@ -44,10 +44,10 @@
 
 #include "offcore/pipeline.h"
 #include "offcore/rng.h"
+#include "offcore/slot_list.h"
 #include "store/store_int.h"
 
-#define GD_NONE    STORE_NO_SLOT /* no slot (store_slots_copy reads the row's place as a miss) */
-#define GD_NO_NODE UINT64_MAX
+#define GD_NONE STORE_NO_SLOT /* no slot (store_slots_copy reads the row's place as a miss) */
 /* How a batch record's and an extractor's per-row arrays grow past a larger batch
    (oc_grow_all, through the accountant): by an eighth at least, so that the next larger
    batch likely fits too; OC_ERR_BUDGET leaves them valid and their capacity unchanged. */
@@ -74,19 +74,14 @@
 enum { GD_EMPTY = 0, GD_LOADING = 1, GD_VALID = 2 };
 
 struct gd_buf {
-    uint64_t n_slots;
-    size_t row_bytes;
-    uint8_t *rows;         /* n_slots x row_bytes, as stored (f32 or f16): an anonymous mapping */
-    size_t map_bytes;      /* its length */
-    uint64_t n_active;     /* [mu] slots in use: [0, n_active); the rest were given back */
-    uint64_t n_draining;   /* [mu] given-back slots still referenced (their bytes still held) */
-    uint32_t *node_slot;   /* [mu] n_nodes: slot holding node v, or GD_NONE */
-    uint64_t *slot_node;   /* [mu] reverse map: node in slot k, or GD_NO_NODE */
-    uint32_t *ref;         /* [mu] batches holding slot k */
-    uint32_t *prev, *next; /* [mu] standby list links (GD_NONE ends) */
-    atomic_uchar *state;   /* GD_EMPTY / GD_LOADING / GD_VALID */
-    uint32_t head, tail;   /* [mu] standby list: head = least recently released */
-    uint64_t n_standby;    /* [mu] */
+    /* the row slots (cache_int.h, a bound cache over a node table): rows as stored in an
+       anonymous mapping; slots in use [0, n_live), the rest given back; table[v]: the slot
+       holding node v; slot_id[k]: the node in slot k (kept while a given-back slot drains) */
+    struct store_cache c;                  /* [mu] */
+    uint64_t n_draining;                   /* [mu] given-back slots still referenced (bytes held) */
+    uint32_t *ref;                         /* [mu] batches holding slot k */
+    struct oc_slot_list standby;           /* [mu] front = least recently released */
+    atomic_uchar *state;                   /* GD_EMPTY / GD_LOADING / GD_VALID */
     OC_DEBUG_ONLY(struct oc_held mu_held;) /* gd->mu's holder (gd_lock): the functions below
                                               assert it, as their comments require */
 };

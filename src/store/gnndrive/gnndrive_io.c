@@ -113,7 +113,7 @@ static int read_run(struct gd_extractor *x, uint64_t lo, uint64_t hi, struct oc_
     uint64_t reads0 = st->n_reads, bytes0 = st->read_bytes;
     for (uint64_t m = lo; m < hi && rc == OC_OK; m++) {
         const struct store_miss *ms = &x->miss[m];
-        uint8_t *slot = g->buf.rows + (size_t)ms->pos * s->row_bytes;
+        uint8_t *slot = g->buf.c.rows + (size_t)ms->pos * s->row_bytes;
         const void *staged = x->hg ? store_hyper_row(x->hg, ms->id) : NULL;
         if (staged) { /* --hyperbatch: its group read it */
             memcpy(slot, staged, s->row_bytes);

@@ -81,7 +81,7 @@ int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out, s
         else if (hits < hi - lo)
             rc = store_disk_run(s, &g->disk, err);
         if (rc == OC_OK) /* hits from their slots, misses widened */
-            rc = store_slots_copy(s, g->buf.rows, g->disk.slots, hi - lo, out + lo * dim, err);
+            rc = store_slots_copy(s, g->buf.c.rows, g->disk.slots, hi - lo, out + lo * dim, err);
         unpin_chunk(g, hi - lo, hits);
         all_hits += hits;
     }
@@ -185,7 +185,7 @@ static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err
     int rc = OC_OK;
     for (uint64_t i = 0; i < r->n_rows && rc == OC_OK; i++) {
         uint32_t k = r->slots[i];
-        if (g->buf.slot_node[k] != r->ids[i] ||
+        if (g->buf.c.slot_id[k] != r->ids[i] ||
             atomic_load_explicit(&g->buf.state[k], memory_order_acquire) != GD_VALID)
             rc = OC_ERR(err, OC_ERR_INTERNAL,
                         "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64 ": row %" PRIu64
@@ -193,7 +193,7 @@ static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err
                         r->batch, r->epoch, i, r->ids[i], k);
     }
     if (rc == OC_OK)
-        rc = store_slots_copy(s, g->buf.rows, r->slots, r->n_rows, out, err);
+        rc = store_slots_copy(s, g->buf.c.rows, r->slots, r->n_rows, out, err);
     if (rc == OC_OK) {
         OC_ASSERT(r->n_hits + r->n_waited + r->n_misses == r->n_rows); /* each row one of them */
         store_count_gather(s, r->n_rows, r->n_misses);

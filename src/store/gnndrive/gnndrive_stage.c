@@ -102,7 +102,7 @@ static void hyper_unlock(void *g)
 
 static int hyper_miss(void *g, uint64_t id)
 {
-    return ((struct gd_store *)g)->buf.node_slot[id] == GD_NONE;
+    return ((struct gd_store *)g)->buf.c.table[id] == GD_NONE;
 }
 
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
@@ -115,12 +115,12 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
     if (seq != next) /* out of plan order: reservation goes by seq, so read it directly */
         return g->hyper ? store_hyper_flush(g->hyper, err) : OC_OK; /* staged ones are read */
-    if (b->n_input <= g->buf.n_slots) { /* slots given back under the budget: this batch's first */
+    if (b->n_input <= g->buf.c.n) { /* slots given back under the budget: this batch's first */
         int rc = gd_take_back(g, b->n_input, err);
         if (rc)
             return oc_err_prefix(err, "batch %" PRIu64 " of epoch %" PRIu64, batch, epoch);
     }
-    if (b->n_input > g->buf.n_slots) {
+    if (b->n_input > g->buf.c.n) {
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64 " has %" PRIu64
@@ -129,7 +129,7 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
                       "at once); raise --mem-budget",
                       batch, epoch, b->n_input,
                       oc_format_size(b->n_input * g->s->row_bytes, need_s, sizeof(need_s)),
-                      g->buf.n_slots, oc_format_size(g->mem_bytes, have_s, sizeof(have_s)));
+                      g->buf.c.n, oc_format_size(g->mem_bytes, have_s, sizeof(have_s)));
     }
     void *item;
     const struct store_hyper_lookup lk = {g, hyper_lock, hyper_unlock, hyper_miss};
@@ -221,7 +221,7 @@ static int reserve_batch(struct gd_extractor *x, struct gd_rec *r, uint64_t *flu
         if (rc)
             break;
         g->n_slot_waiters++;
-        while (g->buf.head == GD_NONE && !stopped(g))
+        while (g->buf.standby.front == OC_SLOT_NONE && !stopped(g))
             gd_wait(g, &g->slot_cv);
         g->n_slot_waiters--;
     }

@@ -43,7 +43,7 @@ static uint64_t gd_give(void *owner, uint64_t goal, uint64_t *released)
 
 int gd_yield_register(struct gd_store *g, struct oc_err *err)
 {
-    uint64_t buffer_bytes = g->buf.n_slots * g->buf.row_bytes;
+    uint64_t buffer_bytes = g->buf.c.n * g->buf.c.row_bytes;
     oc_giveback_init(&g->gb, "store gnndrive", buffer_bytes, NULL, gd_give, g);
     return oc_giveback_register(&g->gb, err);
 }
@@ -51,42 +51,30 @@ int gd_yield_register(struct gd_store *g, struct oc_err *err)
 /* With gd->mu held: the first given-back slot still referenced (n_slots if none). */
 static uint64_t first_draining(const struct gd_buf *b)
 {
-    uint64_t k = b->n_active;
+    uint64_t k = b->c.n_live;
     if (b->n_draining == 0)
-        return b->n_slots;
-    while (k < b->n_slots && b->ref[k] == 0)
+        return b->c.n;
+    while (k < b->c.n && b->ref[k] == 0)
         k++;
     return k;
-}
-
-/* Logs the give-backs since the last log, `given` bytes given back now. */
-static void log_yields(struct gd_store *g, uint64_t given)
-{
-    if (!oc_giveback_unlogged(&g->gb))
-        return;
-    char a[32];
-    oc_log(OC_LOG_INFO,
-           "store gnndrive: gave up row slots (%s now) to requests the budget could not "
-           "otherwise give; their rows are read from disk until memory frees up",
-           oc_format_size(given, a, sizeof(a)));
 }
 
 int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
 {
     struct gd_buf *b = &g->buf;
-    uint64_t rb = b->row_bytes;
+    uint64_t rb = b->c.row_bytes;
     gd_lock(g);
     if (need > g->max_input_seen)
         g->max_input_seen = need; /* give-backs keep this batch's worth from now on */
     uint64_t given = gd_buf_given_back_bytes(b);
     for (;;) {
-        uint64_t active = b->n_active, upto = first_draining(b);
+        uint64_t active = b->c.n_live, upto = first_draining(b);
         uint64_t must = need > active ? need - active : 0;
-        if (upto == b->n_slots && active == b->n_slots)
+        if (upto == b->c.n && active == b->c.n)
             break;                  /* nothing given back */
         if (must > upto - active) { /* a larger batch, and slots it needs still drain */
             g->n_slot_waiters++;
-            while (first_draining(b) - b->n_active < must && !atomic_load(&g->stop))
+            while (first_draining(b) - b->c.n_live < must && !atomic_load(&g->stop))
                 gd_wait(g, &g->slot_cv);
             g->n_slot_waiters--;
             if (atomic_load(&g->stop))
@@ -109,22 +97,18 @@ int gd_take_back(struct gd_store *g, uint64_t need, struct oc_err *err)
                                  " of the row slots it gave back",
                                  need, must);
         }
-        if (b->n_active != active || first_draining(b) - active < rows) {
+        if (b->c.n_live != active || first_draining(b) - active < rows) {
             oc_mem_release(rows * rb); /* moved meanwhile: look again */
             continue;
         }
         gd_buf_take_back(b, rows);
         if (g->n_slot_waiters)
             pthread_cond_broadcast(&g->slot_cv);
-        char a[32], left[32];
-        oc_log(OC_LOG_INFO,
-               "store gnndrive: took back %" PRIu64 " row slots (%s) given up earlier; %s still "
-               "given up",
-               rows, oc_format_size(rows * rb, a, sizeof(a)),
-               oc_format_size(gd_buf_given_back_bytes(b), left, sizeof(left)));
+        store_cache_log_took("store gnndrive", rows, gd_buf_given_back_bytes(b) / rb, rb);
         break;
     }
     gd_unlock(g);
-    log_yields(g, given);
+    if (oc_giveback_unlogged(&g->gb)) /* the give-backs since the last log */
+        store_cache_log_gave("store gnndrive", given / rb, rb, "their rows are read from disk");
     return OC_OK;
 }

@@ -260,7 +260,8 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     rc = use_table ? build_table(s, &c->cache, hot, err) : build_sorted(&c->cache, hot, err);
     if (use_table || rc)
         oc_free(hot); /* else the sorted layout's ids */
-    if (rc == OC_OK && n_cached && (rc = store_yield_map(&c->yield, err)) == OC_OK)
+    if (rc == OC_OK && n_cached &&
+        (rc = store_cache_map(&c->cache, s->row_bytes, "store static", err)) == OC_OK)
         rc = load_slots(s, c, 0, n_cached, err);
     if (rc == OC_OK && cfg->mem_bytes)
         rc = store_yield_register(&c->yield, err);

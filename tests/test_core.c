@@ -19,6 +19,7 @@
 #include "offcore/id_map.h"
 #include "offcore/progress.h"
 #include "offcore/rng.h"
+#include "offcore/slot_list.h"
 #include "offcore/thread.h"
 
 OC_TEST(err_record_and_prefix)
@@ -976,6 +977,48 @@ OC_TEST(rank_set_bad_input_is_refused)
     OC_CHECK(oc_rank_set_find(&r, 5, &rank) == 0);
     oc_rank_set_free(&r);
     oc_rank_set_free(&r);
+}
+
+/* Walks l from front to back into out (at most cap), checking the back links; returns the count. */
+static uint64_t slot_list_walk(const struct oc_slot_list *l, uint32_t *out, uint64_t cap)
+{
+    uint64_t n = 0;
+    uint32_t prev = OC_SLOT_NONE;
+    for (uint32_t k = l->front; k != OC_SLOT_NONE && n < cap; prev = k, k = l->next[k]) {
+        OC_CHECK(l->prev[k] == prev);
+        out[n++] = k;
+    }
+    OC_CHECK(l->back == prev && n == l->n);
+    return n;
+}
+
+OC_TEST(slot_list_keeps_order_at_both_ends)
+{
+    struct oc_err err;
+    struct oc_slot_list l;
+    uint32_t got[8];
+    OC_CHECK_OK(oc_slot_list_init(&l, 6, "test list", &err), &err);
+    OC_CHECK(l.n == 0 && l.front == OC_SLOT_NONE && l.back == OC_SLOT_NONE);
+    for (uint32_t k = 0; k < 4; k++)
+        oc_slot_list_push_back(&l, k); /* 0 1 2 3 */
+    oc_slot_list_push_front(&l, 5);    /* 5 0 1 2 3 */
+    oc_slot_list_unlink(&l, 1);        /* 5 0 2 3 */
+    oc_slot_list_unlink(&l, 5);        /* 0 2 3: the front */
+    oc_slot_list_unlink(&l, 3);        /* 0 2: the back */
+    oc_slot_list_push_back(&l, 1);     /* 0 2 1 */
+    OC_CHECK(slot_list_walk(&l, got, 8) == 3 && got[0] == 0 && got[1] == 2 && got[2] == 1);
+    oc_slot_list_unlink(&l, 0);
+    oc_slot_list_unlink(&l, 2);
+    oc_slot_list_unlink(&l, 1);
+    OC_CHECK(slot_list_walk(&l, got, 8) == 0 && l.front == OC_SLOT_NONE);
+    oc_slot_list_push_front(&l, 4); /* the only one: both ends */
+    OC_CHECK(l.front == 4 && l.back == 4 && l.n == 1);
+    oc_slot_list_deinit(&l);
+    oc_slot_list_deinit(&l);
+    OC_CHECK(oc_slot_list_bytes(6) == 48);
+    OC_CHECK_ERR(oc_slot_list_init(&l, (uint64_t)OC_SLOT_NONE, "standby list", &err), OC_ERR_ARG,
+                 &err, "standby list: 4294967295 slots are more than a list holds");
+    OC_CHECK(l.prev == NULL && l.n == 0);
 }
 
 OC_TEST_MAIN()

@@ -854,4 +854,41 @@ OC_TEST(a_deferred_features_checksum_is_checked_by_every_store)
     fixture_free(&fx);
 }
 
+/* ---- the slot cache's bound slots (cache_slots.c) ---------------------------- */
+
+/* Binding, forgetting, unbinding and giving the top back, over a node table and over a hash. */
+OC_TEST(bound_cache_binds_forgets_and_gives_top)
+{
+    struct oc_err err;
+    for (int hash = 0; hash < 2; hash++) {
+        struct store_cache c;
+        uint64_t used = oc_mem_used(), live_allocs = oc_mem_n_live();
+        OC_CHECK_OK(store_cache_init_bound(&c, 4, hash ? 0 : 100, 64, "test cache", &err), &err);
+        OC_CHECK(c.n_live == 4 && oc_mem_used() > used && c.rows);
+        OC_CHECK(store_cache_find(&c, 7) == STORE_NO_SLOT &&
+                 store_cache_lookup(&c, 7) == STORE_NO_SLOT);
+        for (uint32_t k = 0; k < 4; k++)
+            store_cache_bind(&c, k, 10 + k);
+        OC_CHECK(c.n_bound == 4 && store_cache_find(&c, 12) == 2 &&
+                 store_cache_lookup(&c, 13) == 3);
+        memset(c.rows + 2 * 64, 0xab, 64);
+        /* a draining slot: its id no longer found, kept in slot_id; bound elsewhere meanwhile */
+        store_cache_forget(&c, 1);
+        OC_CHECK(store_cache_find(&c, 11) == STORE_NO_SLOT && c.slot_id[1] == 11 && c.n_bound == 3);
+        store_cache_unbind(&c, 0);
+        store_cache_bind(&c, 0, 11);
+        store_cache_unbind(&c, 1); /* retiring the drained slot leaves slot 0's binding alone */
+        OC_CHECK(store_cache_find(&c, 11) == 0 && c.slot_id[1] == STORE_NO_ID && c.n_bound == 3);
+        /* the top two given back: unbound, their pages dropped, the rest kept */
+        OC_CHECK(store_cache_give_top(&c, 2) == 2 && c.n_live == 2);
+        OC_CHECK(store_cache_find(&c, 12) == STORE_NO_SLOT &&
+                 store_cache_find(&c, 13) == STORE_NO_SLOT);
+        OC_CHECK(c.n_bound == 1 && store_cache_find(&c, 11) == 0);
+        oc_mem_release(2 * 64); /* the give-back's release (its caller's) */
+        store_cache_free(&c);
+        OC_CHECK(oc_mem_used() == used && oc_mem_n_live() == live_allocs);
+        OC_CHECK(c.rows == NULL && c.n == 0);
+    }
+}
+
 OC_TEST_MAIN()

@@ -58,15 +58,15 @@
  * when its reference count is 0 (EMPTY slots are, from open on):
  *
  *     EMPTY ─┐                                                     hit: ref++
- *            │ miss: the standby head (least recently                ┌────┐
+ *            │ miss: the standby front (least recently               ┌────┐
  *            │ released) is taken, its old node unmapped, ref = 1    │    ▼
  *            ▼                                                      VALID, ref ≥ 1
  *         LOADING ───── read completes, row placed, VALID stored ──►    │    ▲
  *            ▲          (release); wait-listed rows see it               │    │ hit: ref++, off the
  *            │                                                releaser: │    │ list (a standby hit)
  *            │                                               ref-- = 0  ▼    │
- *            └───────── miss: the standby head ─────────────── STANDBY: VALID, ref = 0,
- *                                                              at the tail of the LRU list
+ *            └───────── miss: the standby front ────────────── STANDBY: VALID, ref = 0,
+ *                                                              at the back of the LRU list
  *
  * A row another extractor is still LOADING is not read again: the lookup
  * takes a reference and waits for the VALID store (a wait-listed row).
@@ -208,11 +208,11 @@ void gd_buf_deinit(struct gd_buf *b);
  */
 void gd_buf_reserve(struct gd_store *g, struct gd_extractor *x, struct gd_rec *r, uint64_t *pos,
                     uint64_t lim);
-/* With gd->mu held: drops r's references; slots reaching 0 go to the standby tail. */
+/* With gd->mu held: drops r's references; slots reaching 0 go to the standby back. */
 void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
 /*
  * With gd->mu held: gives the top slots back (a budgeted store's reclaimer,
- * gnndrive.c): from n_active down, until the unreferenced ones among them
+ * gnndrive.c): from c.n_live down, until the unreferenced ones among them
  * make at least want bytes, never below floor slots. Their nodes are
  * unmapped (a later lookup misses); unreferenced slots leave the standby
  * list and their whole pages go back to the kernel at once, referenced ones
@@ -221,9 +221,9 @@ void gd_buf_release(struct gd_buf *b, const struct gd_rec *r);
  */
 uint64_t gd_buf_give_back(struct gd_buf *b, uint64_t want, uint64_t floor);
 /*
- * With gd->mu held, no slot draining, rows <= n_slots - n_active and their
- * bytes reserved by the caller: slots [n_active, n_active + rows) are in use
- * again, EMPTY at the standby head (taken first).
+ * With gd->mu held, no slot draining, rows <= c.n - c.n_live and their
+ * bytes reserved by the caller: slots [c.n_live, c.n_live + rows) are in use
+ * again, EMPTY at the standby front (taken first).
  */
 void gd_buf_take_back(struct gd_buf *b, uint64_t rows);
 /* Bytes of slots given back and not draining (with gd->mu held). */
@@ -232,7 +232,7 @@ uint64_t gd_buf_given_back_bytes(const struct gd_buf *b);
  * With gd->mu held: references the slot of each of ids[0..n) whose row is
  * VALID in the buffer (slots[i] = that slot, else GD_NONE), so nobody reuses
  * it while a reader copies it; returns how many. gd_buf_unpin drops those
- * references (slots at 0 go to the standby tail) and returns how many did.
+ * references (slots at 0 go to the standby back) and returns how many did.
  */
 uint64_t gd_buf_pin_valid(struct gd_buf *b, const uint64_t *ids, uint64_t n, uint32_t *slots);
 uint64_t gd_buf_unpin(struct gd_buf *b, const uint32_t *slots, uint64_t n);

@@ -486,7 +486,11 @@ unsigned oc_tmp_n_registered(void);
 /*
  * Removes every registered path (rm -rf) and returns how many are gone. With
  * keep_locked the registry stays locked for good, so no thread registers or
- * unregisters any more: for the CLI's interrupt path, just before _exit.
+ * unregisters any more: for the CLI's interrupt path, just before _exit. A
+ * path is registered before its creator makes it, outside the lock, so with
+ * keep_locked the registered paths absent at the removal are watched for up
+ * to 200 ms and removed if they appear (a creator slower than that leaves
+ * its temporary to the next run's oc_tmp_clean_stale).
  */
 unsigned oc_tmp_remove_registered(int keep_locked);
 

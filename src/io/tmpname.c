@@ -67,6 +67,7 @@
 #include "io/io_int.h"
 
 #define TMP_SLOTS          64
+#define TMP_LATE_WAIT_MS   200 /* an interrupted run watches registered, absent paths this long */
 #define TMP_TAG            ".tmp-"
 #define TMP_FOREIGN_IDLE_S (24 * 3600) /* another host's temporary: untouched this long */
 #define TMP_LEGACY_IDLE_S  3600        /* a pid-only name: untouched this long */
@@ -238,15 +239,34 @@ unsigned oc_tmp_n_registered(void)
 
 unsigned oc_tmp_remove_registered(int keep_locked)
 {
-    unsigned n = 0;
+    unsigned n = 0, n_absent = 0;
+    unsigned char absent[TMP_SLOTS] = {0};
     pthread_mutex_lock(&reg_lock);
     for (unsigned i = 0; i < reg_used; i++) {
         struct oc_err e;
+        absent[i] = !oc_path_exists(reg_path[i]);
+        n_absent += absent[i];
         /* Another thread may still be creating entries in a directory: a few passes. */
         for (int pass = 0; pass < 3; pass++)
             if (oc_rm_rf(reg_path[i], &e) == OC_OK)
                 break;
         n += !oc_path_exists(reg_path[i]);
+    }
+    /*
+     * A path is registered before its creator makes it, outside this lock: one
+     * absent now may appear a moment later. Before the process exits (keep_locked),
+     * watch those for TMP_LATE_WAIT_MS and remove what appears.
+     */
+    for (int ms = 0; keep_locked && n_absent && ms < TMP_LATE_WAIT_MS; ms++) {
+        struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+        for (unsigned i = 0; i < reg_used; i++) {
+            struct oc_err e;
+            if (absent[i] && oc_path_exists(reg_path[i]) && oc_rm_rf(reg_path[i], &e) == OC_OK) {
+                absent[i] = 0; /* counted as gone above */
+                n_absent--;
+            }
+        }
     }
     if (!keep_locked) {
         reg_used = 0;

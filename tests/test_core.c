@@ -1021,4 +1021,17 @@ OC_TEST(slot_list_keeps_order_at_both_ends)
     OC_CHECK(l.prev == NULL && l.n == 0);
 }
 
+/* A bitmap over ids: each bit set alone, bytes enough for the last id. */
+OC_TEST(bits_set_and_get_each_id)
+{
+    uint8_t m[3] = {0};
+    OC_CHECK(oc_bits_bytes(0) == 1 && oc_bits_bytes(7) == 1 && oc_bits_bytes(16) == 3);
+    const uint64_t set[] = {0, 7, 8, 13, 16};
+    for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
+        oc_bit_set(m, set[i]);
+    for (uint64_t v = 0; v < 24; v++)
+        OC_CHECK(oc_bit_get(m, v) == (v == 0 || v == 7 || v == 8 || v == 13 || v == 16));
+    OC_CHECK(m[0] == 0x81 && m[1] == 0x21 && m[2] == 0x01);
+}
+
 OC_TEST_MAIN()

@@ -220,8 +220,8 @@ static void matches_memory(uint64_t n_nodes, uint32_t dim, enum oc_dtype dtype)
         struct oc_store_stats st;
         oc_store_stats(s, &st);
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
-        OC_CHECK(info.pipeline && info.n_extractors == 2);
-        OC_CHECK(info.n_slots >= info.min_slots && info.n_slots < fx.n_nodes);
+        OC_CHECK(info.z.pipeline && info.z.n_extractors == 2);
+        OC_CHECK(info.z.n_slots >= info.z.min_slots && info.z.n_slots < fx.n_nodes);
         OC_CHECK(info.n_served == 2 * nb && info.n_direct == 0 && info.n_discarded == 0);
         OC_CHECK(info.n_extracted == 2 * nb);
         OC_CHECK(st.requested_rows == rows + 2 * 700);
@@ -237,8 +237,8 @@ static void matches_memory(uint64_t n_nodes, uint32_t dim, enum oc_dtype dtype)
                 oc_dtype_name(dtype), dim, (unsigned long long)rows,
                 oc_store_stats_hit_ratio(&st, OC_STORE_TIER_CPU),
                 (double)st.standby_hits / (double)st.requested_rows,
-                oc_store_stats_amplification(&st), (unsigned long long)info.n_slots,
-                (unsigned long long)info.min_slots);
+                oc_store_stats_amplification(&st), (unsigned long long)info.z.n_slots,
+                (unsigned long long)info.z.min_slots);
     }
     oc_store_free(s);
     oc_store_free(mem);
@@ -350,7 +350,7 @@ static void stress(enum oc_dtype dtype, uint32_t dim, int no_uring)
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
         uint64_t nb = (fx.n_train + fx.batch_size - 1) / fx.batch_size;
-        OC_CHECK(info.n_slots == info.min_slots + 1);
+        OC_CHECK(info.z.n_slots == info.z.min_slots + 1);
         OC_CHECK(info.n_served == 2 * nb && info.n_extracted == 2 * nb);
         OC_CHECK(info.n_direct == 0 && info.n_discarded == 0);
         struct oc_store_stats st;
@@ -509,7 +509,7 @@ OC_TEST(plan_order_next_batch_and_skips)
     if (s) {
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
-        OC_CHECK(!info.pipeline);
+        OC_CHECK(!info.z.pipeline);
         const struct oc_sample_batch *sb = replay_batch(&p, &fx, 0, 1);
         OC_CHECK_OK(oc_store_gather_batch(s, 0, 1, sb->input_ids, sb->n_input, out, &err), &err);
         OC_CHECK(fixture_bad_rows(&fx, sb->input_ids, sb->n_input, out) == 0);
@@ -764,7 +764,7 @@ OC_TEST(cancel_while_extractors_wait)
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
         uint64_t fed = 0;
-        for (; fed < info.n_records && fed < nb; fed++)
+        for (; fed < info.z.n_records && fed < nb; fed++)
             OC_CHECK_OK(oc_store_sampled(s, 0, fed, &bs[fed], &err), &err);
         /*
          * Every record is out: with a borrowed pipeline, a further prepare (on
@@ -884,8 +884,8 @@ OC_TEST(budget_below_minimum)
         oc_store_gnndrive_info(s, &info);
         oc_store_stats(s, &st);
         /* One batch at its bound (no measure from train given): 1280 rows. */
-        OC_CHECK(info.n_slots == info.min_slots && info.min_slots == 1280);
-        OC_CHECK(info.est_rows > 0 && info.est_rows <= 1280 && info.max_rows == 1280);
+        OC_CHECK(info.z.n_slots == info.z.min_slots && info.z.min_slots == 1280);
+        OC_CHECK(info.z.est_rows > 0 && info.z.est_rows <= 1280 && info.z.max_rows == 1280);
         OC_CHECK(st.held_bytes <= min6);
     }
     oc_store_free(s);
@@ -919,7 +919,7 @@ OC_TEST(records_grow_past_reserved_rows)
     if (s) {
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
-        OC_CHECK(info.max_rows == 50 && info.min_slots == info.est_rows);
+        OC_CHECK(info.z.max_rows == 50 && info.z.min_slots == info.z.est_rows);
         uint64_t rows = 0;
         OC_CHECK(run_plan(&fx, s, NULL, 1, &rows) == 0);
         OC_CHECK(rows > 50 * 4);
@@ -1075,11 +1075,11 @@ OC_TEST(larger_batch_takes_its_slots_back)
         /* 50 rows more than the slots left in use, distinct nodes */
         struct oc_sample_batch b;
         oc_sample_batch_init(&b);
-        b.n_input = info.n_slots - st0.given_back_bytes / fx.row_bytes + 50;
+        b.n_input = info.z.n_slots - st0.given_back_bytes / fx.row_bytes + 50;
         b.input_ids = malloc(b.n_input * sizeof(uint64_t));
         for (uint64_t i = 0; i < b.n_input; i++)
             b.input_ids[i] = (i * 7919) % fx.n_nodes;
-        OC_CHECK(b.n_input < fx.n_nodes && b.n_input <= info.n_slots);
+        OC_CHECK(b.n_input < fx.n_nodes && b.n_input <= info.z.n_slots);
         OC_CHECK_ERR(oc_store_sampled(s, 0, 0, &b, &err), OC_ERR_BUDGET, &err,
                      "row slots it gave back");
         OC_CHECK(strstr(err.msg, "batch 0 of epoch 0") != NULL);

@@ -123,7 +123,7 @@ static int run_store(const struct fixture *fx, const char *strategy, uint64_t me
     else if (strcmp(strategy, "gnndrive") == 0) {
         struct oc_store_gnndrive_info info;
         oc_store_gnndrive_info(s, &info);
-        r->n_cached = info.n_slots;
+        r->n_cached = info.z.n_slots;
     } else
         r->n_cached = oc_store_static_n_cached(s);
     if (!count_only) {

@@ -324,6 +324,24 @@ static inline int oc_rank_set_find(const struct oc_rank_set *r, uint64_t v, uint
     return 1;
 }
 
+/* ---- bitmaps over ids (bit v of byte v / 8) ----------------------------- */
+
+/* Bytes of a bitmap over n ids. */
+static inline uint64_t oc_bits_bytes(uint64_t n)
+{
+    return n / 8 + 1;
+}
+/* Whether bit v of m is set. */
+static inline int oc_bit_get(const uint8_t *m, uint64_t v)
+{
+    return (m[v >> 3] >> (v & 7)) & 1;
+}
+/* Sets bit v of m. */
+static inline void oc_bit_set(uint8_t *m, uint64_t v)
+{
+    m[v >> 3] |= (uint8_t)(1u << (v & 7));
+}
+
 /* ---- sorting ------------------------------------------------------------- */
 
 /* qsort's comparator of uint64_t, ascending (the one every module sorts keys with). */

@@ -83,7 +83,7 @@ static int scan_indices(const struct oc_dataset *ds, uint8_t *has_out, struct oc
             }
             if (v == node)
                 info->n_self_loops++;
-            has_out[v >> 3] |= (uint8_t)(1u << (v & 7));
+            oc_bit_set(has_out, v);
         }
     }
 out:

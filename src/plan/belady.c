@@ -514,7 +514,7 @@ int pl_plan_build(struct pl_planner *p, struct pl_trace *t, struct pl_plan *out,
             if (p->lru.cap || C == 0)
                 cnt->n_lru += !pl_lru_access(&p->lru, id);
             if (p->static_bits)
-                cnt->n_static += !((p->static_bits[id >> 3] >> (id & 7)) & 1);
+                cnt->n_static += !oc_bit_get(p->static_bits, id);
             if (e != PL_NONE)
                 p->key[e] = nxt[j];
         }

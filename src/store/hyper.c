@@ -361,7 +361,7 @@ int store_hyper_prepare_bits(struct oc_store *s, struct store_hyper *h, uint64_t
     if ((rc = store_hyper_begin(h, epoch, batch, misses, &staged, err)))
         return rc;
     for (uint64_t j = 0; staged && j < n; j++)
-        if ((bits[j >> 3] >> (j & 7)) & 1)
+        if (oc_bit_get(bits, j))
             store_hyper_add(h, store_row_of(s, b->input_ids[j]));
     return store_hyper_end(h, err);
 }

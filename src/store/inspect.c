@@ -221,7 +221,7 @@ static void inspect_batches(const struct oc_store_config *cfg, const struct trac
         uint64_t n = t->off[i + 1] - t->off[i], n_miss = 0, n_lru = 0;
         store_rows_of(cfg->ds, map, ids, n, w->rows);
         for (uint64_t k = 0; k < n; k++) {
-            if (!hot || !((hot[ids[k] >> 3] >> (ids[k] & 7)) & 1u))
+            if (!hot || !oc_bit_get(hot, ids[k]))
                 w->miss[n_miss++] = w->rows[k];
             if (!sm->have_rows || !pl_lru_access(&sm->rows, ids[k]))
                 w->lru[n_lru++] = w->rows[k];
@@ -319,8 +319,8 @@ static uint64_t count_distinct(const struct trace *t, uint64_t n_nodes, uint8_t 
     uint64_t d = 0;
     for (uint64_t k = 0; k < t->n; k++) {
         uint64_t v = t->ids[k];
-        if (!((seen[v >> 3] >> (v & 7)) & 1u)) {
-            seen[v >> 3] |= (uint8_t)(1u << (v & 7));
+        if (!oc_bit_get(seen, v)) {
+            oc_bit_set(seen, v);
             d++;
         }
     }
@@ -371,12 +371,12 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
         goto out;
     out->n_batches = t.n_batches;
     out->input_rows = t.n;
-    if (!(bits = oc_calloc(out->n_nodes / 8 + 1, 1, "store inspect: node bits", err))) {
+    if (!(bits = oc_calloc(oc_bits_bytes(out->n_nodes), 1, "store inspect: node bits", err))) {
         rc = err->status;
         goto out;
     }
     out->distinct_rows = count_distinct(&t, out->n_nodes, bits);
-    memset(bits, 0, out->n_nodes / 8 + 1);
+    memset(bits, 0, oc_bits_bytes(out->n_nodes));
     struct oc_store view; /* what the hot-set helper reads of a store */
     memset(&view, 0, sizeof(view));
     view.strat = &inspect_strategy;
@@ -396,14 +396,15 @@ int oc_store_inspect(const struct oc_store_config *cfg, uint32_t n_batches, uint
     if ((rc = store_hot_select(&view, cfg, OC_STORE_HOTNESS_DEGREE, n_rank, 1, &hot_ids, err)))
         goto out;
     for (uint64_t k = 0; k < out->cache_rows; k++)
-        bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));
+        oc_bit_set(bits, hot_ids[k]);
     if ((rc = inspect_requests(cfg, &t, bits, hot_ids, page_cache_bytes, out, err)))
         goto out;
-    memset(bits, 0, out->n_nodes / 8 + 1); /* the hot set of half the rows (diskgnn's cache) */
+    memset(bits, 0,
+           oc_bits_bytes(out->n_nodes)); /* the hot set of half the rows (diskgnn's cache) */
     for (uint64_t k = 0; k < out->cache_rows / 2; k++)
-        bits[hot_ids[k] >> 3] |= (uint8_t)(1u << (hot_ids[k] & 7));
+        oc_bit_set(bits, hot_ids[k]);
     for (uint64_t k = 0; k < t.n; k++)
-        out->half_misses += !((bits[t.ids[k] >> 3] >> (t.ids[k] & 7)) & 1u);
+        out->half_misses += !oc_bit_get(bits, t.ids[k]);
     oc_free(bits); /* before Belady's planner: it takes the most */
     bits = NULL;
     rc = inspect_belady(&t, hot_ids, out->ginex_cache_rows, out, err);

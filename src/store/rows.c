@@ -144,7 +144,7 @@ int store_measure_misses(const struct oc_store_config *cfg, uint32_t n_measure, 
             ids = acc;
         uint64_t miss = n;
         for (uint64_t k = 0; rc == OC_OK && cached && k < n; k++)
-            miss -= (cached[ids[k] >> 3] >> (ids[k] & 7)) & 1u;
+            miss -= (uint64_t)oc_bit_get(cached, ids[k]);
         most = n > most ? n : most;
         most_miss = miss > most_miss ? miss : most_miss;
         most_plan = b->n_input > most_plan ? b->n_input : most_plan;

@@ -229,7 +229,7 @@ static int static_bitmap(const struct oc_store *s, const struct oc_store_config 
         return err ? err->status : OC_ERR_NOMEM;
     int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_DEGREE, C, 0, &ids, err);
     for (uint64_t k = 0; rc == OC_OK && k < C; k++)
-        g->static_bits[ids[k] >> 3] |= (uint8_t)(1u << (ids[k] & 7));
+        oc_bit_set(g->static_bits, ids[k]);
     oc_free(ids);
     return rc;
 }

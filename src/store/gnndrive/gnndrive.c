@@ -1,20 +1,10 @@
 /*
  * gnndrive.c — the `gnndrive` strategy (GNNDrive): asynchronous extraction
  * of each training batch's feature rows into a reference-counted feature
- * buffer by pipeline stages (gnndrive_stage.c), ahead of the trainer:
- *
- *   sample stage ──► extract stage ──► fetch stage (gather)       ──► release stage
- *   (the batch       (buffer lookup,   (waits for its batch, copies   (references
- *    pipeline's,      batched reads,    the rows from their slots      dropped, slots
- *    --samplers       rows placed as    into out in order, f16         to the standby
- *    threads;         they complete)    widened)                       LRU list)
- *    the sampled
- *    hook feeds a record
- *    in plan order)
- *
- * This file: sizing and open, stats and test knobs; the trainer's side
- * (the gather and load hooks' gd_gather_batch, gd_next_batch, evaluation
- * gathers) is gnndrive_serve.c.
+ * buffer by pipeline stages, ahead of the trainer (the loop of records is
+ * drawn in gnndrive_int.h, the stages are gnndrive_stage.c). This file:
+ * sizing and open, stats and test knobs; the trainer's side (gathers, the
+ * next batch) is gnndrive_serve.c.
  *
  * Sizing (cfg->mem_bytes, all of it through oc_alloc). Three numbers of rows
  * per batch:
@@ -78,13 +68,8 @@
  *
  * Place in the data flow: store; train calls gather_batch per training batch
  * and gather for evaluation.
- * Thread-safety: the oc_store_* calls come from the batch pipeline's stages
- * (store.h); the extract and release stages run on the pipeline's threads
- * (gnndrive_stage.c).
- * Ownership: the store owns the buffer, records and readers; the pipeline
- * owns the queues and threads: the caller's (cfg->pipeline, freed before
- * oc_store_free) or the store's own (store_stages), joined by the registry
- * before gd_free runs.
+ * Thread-safety and ownership: gnndrive_int.h (the oc_store_* calls come
+ * from the batch pipeline's stages, store.h).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -98,7 +83,6 @@
 #define GD_MAX_EXTRACTORS     64u
 #define GD_MAX_SAMPLERS       64u
 #define GD_AUTO_SAMPLERS_MAX  4u           /* GNNDrive's four samplers */
-#define GD_DEPTH              64u          /* reads in flight per extractor */
 #define GD_CELL_MIN           (8u << 10)   /* bounce per read */
 #define GD_SAMPLER_ROW_BYTES  144u         /* sampler stage's batch + id map per row of M */
 #define GD_MEASURE_BATCHES    8u           /* batches sampled at open to measure their rows */
@@ -127,20 +111,6 @@ static uint32_t gd_samplers_wanted(uint32_t asked, const struct oc_graph *graph,
     n = n < GD_MAX_SAMPLERS ? n : GD_MAX_SAMPLERS;
     return n < n_records ? n : n_records;
 }
-
-struct gd_sizing {
-    int pipeline;
-    uint32_t n_extractors, n_records, n_samplers;
-    uint64_t bound;    /* B: the bound */
-    uint64_t max_rows; /* R: records' and extractors' rows at open (train's measure, else B) */
-    uint64_t est_rows; /* M: measured, plus a quarter */
-    uint64_t min_slots, n_slots, n_plan;
-    size_t cell_bytes;
-    size_t eval_bounce; /* direct reads: bounce of the batch reader, eval_bounce / 256 rows a run */
-    uint64_t fixed, per_slot;
-    uint64_t hyper, hyper_cap; /* --hyperbatch: the groups' bytes (in fixed) and rows */
-    uint32_t hyper_batches;
-};
 
 /*
  * Sizes the store for cfg with measured rows M (est_rows); n_slots = what
@@ -196,7 +166,8 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
                              (cfg->graph->disk ? STORE_DISK_SAMPLER_BYTES : 0)) +
             2 * cfg->n_train * sizeof(uint64_t) +
             (z->n_samplers > 1 ? z->n_records * (cfg->batch_size * sizeof(uint64_t) + 64) : 0);
-    z->fixed += 2 * (z->n_plan / 8 + 1) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
+    z->fixed +=
+        2 * oc_bits_bytes(z->n_plan) + (cfg->n_epochs - cfg->first_epoch) * sizeof(uint32_t);
     z->fixed += z->hyper;
     uint64_t one = z->est_rows > r ? z->est_rows : r; /* one batch: deadlock freedom */
     z->min_slots = one < s->n_nodes ? one : s->n_nodes;
@@ -237,8 +208,10 @@ static int gd_measure(const struct oc_store_config *cfg, uint64_t *est, uint64_t
                       struct oc_err *err)
 {
     uint64_t misses;
-    return store_measure_misses(cfg, GD_MEASURE_BATCHES, "gnndrive", NULL, est, &misses, plan_rows,
-                                err);
+    *est = *plan_rows = 0;
+    return store_has_plan(cfg) ? store_measure_misses(cfg, GD_MEASURE_BATCHES, "gnndrive", NULL,
+                                                      est, &misses, plan_rows, err)
+                               : OC_OK;
 }
 
 /*
@@ -276,26 +249,29 @@ static int alloc_pipeline(struct oc_store *s, const struct oc_store_config *cfg,
     if ((rc = oc_file_open(s->path, OC_FILE_READ | OC_FILE_DIRECT, &g->file, err)) ||
         (rc = gd_buf_init(&g->buf, s->n_nodes, z->n_slots, s->row_bytes, err)))
         return rc;
-    g->recs = oc_calloc(g->n_records, sizeof(struct gd_rec), "store gnndrive: batch records", err);
+    g->recs =
+        oc_calloc(g->z.n_records, sizeof(struct gd_rec), "store gnndrive: batch records", err);
     if (!g->recs)
         return err->status;
-    for (uint32_t i = 0; i < g->n_records; i++) {
-        g->recs[i].cap = g->max_rows;
-        g->recs[i].ids = oc_alloc(g->max_rows * sizeof(uint64_t), "store gnndrive: batch ids", err);
+    for (uint32_t i = 0; i < g->z.n_records; i++) {
+        g->recs[i].cap = g->z.max_rows;
+        g->recs[i].ids =
+            oc_alloc(g->z.max_rows * sizeof(uint64_t), "store gnndrive: batch ids", err);
         g->recs[i].slots =
-            oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: batch slots", err);
+            oc_alloc(g->z.max_rows * sizeof(uint32_t), "store gnndrive: batch slots", err);
         if (!g->recs[i].ids || !g->recs[i].slots)
             return err->status;
     }
-    g->parked = oc_calloc(g->n_records, sizeof(*g->parked), "store gnndrive: parked batches", err);
-    g->consumed = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
-    g->taken = oc_calloc(g->n_plan / 8 + 1, 1, "store gnndrive: plan bitmap", err);
+    g->parked =
+        oc_calloc(g->z.n_records, sizeof(*g->parked), "store gnndrive: parked batches", err);
+    g->consumed = oc_calloc(oc_bits_bytes(g->z.n_plan), 1, "store gnndrive: plan bitmap", err);
+    g->taken = oc_calloc(oc_bits_bytes(g->z.n_plan), 1, "store gnndrive: plan bitmap", err);
     g->epoch_taken = oc_calloc(g->n_epochs - g->first_epoch, sizeof(uint32_t),
                                "store gnndrive: plan bitmap", err);
-    g->ex = oc_calloc(g->n_extractors, sizeof(*g->ex), "store gnndrive: extractors", err);
+    g->ex = oc_calloc(g->z.n_extractors, sizeof(*g->ex), "store gnndrive: extractors", err);
     if (!g->parked || !g->consumed || !g->taken || !g->epoch_taken || !g->ex)
         return err->status;
-    for (uint32_t i = 0; i < g->n_extractors; i++) {
+    for (uint32_t i = 0; i < g->z.n_extractors; i++) {
         oc_rng_init(&g->ex[i].rng, GD_DELAY_SEED, 1, i, 0); /* streams: extractors 1, */
         if ((rc = gd_io_init(g, &g->ex[i], err)))
             return rc;
@@ -311,11 +287,10 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     struct oc_err local;
     int rc;
 
-    uint64_t est = 0, plan_rows = 0;
+    uint64_t est, plan_rows;
     if (!err)
         err = &local;
-    if ((rc = gd_check_accesses(cfg, err)) ||
-        (store_has_plan(cfg) && (rc = gd_measure(cfg, &est, &plan_rows, err))))
+    if ((rc = gd_check_accesses(cfg, err)) || (rc = gd_measure(cfg, &est, &plan_rows, err)))
         return rc;
     gd_size(s, cfg, est, plan_rows, &z);
     if ((rc = gd_check_budget(cfg, &z, err)))
@@ -325,25 +300,15 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
     g->s = s;
-    g->pipeline = z.pipeline;
+    g->z = z;
     struct gd_opts o;
     store_opts_read(&oc_store_gnndrive, cfg, &o);
     g->reorder = o.reorder != 0;
     s->caps.reorders = g->reorder;
-    g->n_extractors = z.n_extractors;
-    g->n_records = z.n_records;
-    g->n_samplers = z.n_samplers;
-    g->max_rows = z.max_rows;
     g->mem_bytes = cfg->mem_bytes;
-    g->est_rows = z.est_rows;
-    g->min_slots = z.min_slots;
-    g->depth = GD_DEPTH;
-    g->cell_bytes = z.cell_bytes;
-    g->eval_bounce = z.eval_bounce;
     g->first_epoch = cfg->first_epoch;
     g->n_epochs = cfg->n_epochs;
     g->n_batches = s->n_plan_batches;
-    g->n_plan = z.n_plan;
     g->nb_epoch = UINT64_MAX;
     g->held_bytes = z.fixed - z.hyper + z.n_slots * z.per_slot; /* the groups: their stats */
     pthread_mutex_init(&g->mu, NULL);
@@ -351,14 +316,14 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     pthread_cond_init(&g->slot_cv, NULL);
     pthread_cond_init(&g->loaded_cv, NULL);
     /* direct reads: the slot scratch and requests of a chunk (gd_gather) held from now on */
-    if ((rc = store_disk_open_sized(s, 1, g->eval_bounce, &g->disk, err)) ||
-        (rc = store_disk_reserve(&g->disk, g->eval_bounce / 256, err)))
+    if ((rc = store_disk_open_sized(s, 1, g->z.eval_bounce, &g->disk, err)) ||
+        (rc = store_disk_reserve(&g->disk, g->z.eval_bounce / 256, err)))
         return rc;
-    if (!g->pipeline)
+    if (!g->z.pipeline)
         return OC_OK;
     /* up to n_records fed batches extracted ahead of their gathers, by n_samplers */
-    s->caps.lookahead = g->n_records;
-    s->caps.samplers = g->n_samplers;
+    s->caps.lookahead = g->z.n_records;
+    s->caps.samplers = g->z.n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
     if (z.hyper_cap) {
@@ -385,10 +350,10 @@ static void gd_free(struct oc_store *s)
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     /* its stage was joined with the others */
     store_feed_close(g->feed, "gnndrive", "extracted records", g->n_served, g->n_direct);
-    for (uint32_t i = 0; g->ex && i < g->n_extractors; i++)
+    for (uint32_t i = 0; g->ex && i < g->z.n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
-    for (uint32_t i = 0; g->recs && i < g->n_records; i++) {
+    for (uint32_t i = 0; g->recs && i < g->z.n_records; i++) {
         oc_free(g->recs[i].ids);
         oc_free(g->recs[i].slots);
     }
@@ -430,13 +395,7 @@ int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_in
     if (!s || s->strat != &oc_store_gnndrive)
         return 0;
     struct gd_store *g = s->impl;
-    info->n_extractors = g->n_extractors;
-    info->n_records = g->n_records;
-    info->max_rows = g->max_rows;
-    info->est_rows = g->est_rows;
-    info->n_slots = g->buf.c.n;
-    info->min_slots = g->min_slots;
-    info->pipeline = g->pipeline;
+    info->z = g->z;
     info->n_extracted = atomic_load(&g->n_extracted);
     info->n_served = g->n_served;
     info->n_discarded = g->n_discarded;
@@ -461,8 +420,8 @@ int oc_store_gnndrive_min_budget(const struct oc_store_config *cfg, uint64_t *by
     struct oc_store_config c = *cfg;
     c.mem_bytes = 0;
     struct gd_sizing z;
-    uint64_t est = 0, plan_rows = 0;
-    int rc = store_has_plan(cfg) ? gd_measure(cfg, &est, &plan_rows, err) : OC_OK;
+    uint64_t est, plan_rows;
+    int rc = gd_measure(cfg, &est, &plan_rows, err);
     if (rc)
         return rc;
     gd_size(&s, &c, est, plan_rows, &z);

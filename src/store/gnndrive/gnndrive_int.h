@@ -102,6 +102,23 @@ struct gd_rec {
     uint64_t read_bytes, n_reads;
 };
 
+/* The store's sizing (gnndrive.c, whose header explains B, R and M): z.pipeline means a
+   training plan, so the stages run. */
+#define GD_DEPTH 64u /* reads in flight per extractor */
+struct gd_sizing {
+    int pipeline;
+    uint32_t n_extractors, n_records, n_samplers;
+    uint64_t bound;    /* B: the bound */
+    uint64_t max_rows; /* R: records' and extractors' rows at open (train's measure, else B) */
+    uint64_t est_rows; /* M: measured, plus a quarter */
+    uint64_t min_slots, n_slots, n_plan;
+    size_t cell_bytes;
+    size_t eval_bounce; /* direct reads: bounce of the batch reader, eval_bounce / 256 rows a run */
+    uint64_t fixed, per_slot;
+    uint64_t hyper, hyper_cap; /* --hyperbatch: the groups' bytes (in fixed) and rows */
+    uint32_t hyper_batches;
+};
+
 struct gd_store;
 
 /*
@@ -123,16 +140,10 @@ struct gd_extractor {
 
 struct gd_store {
     struct oc_store *s; /* read-only fields: path, dtype, row_bytes, data_offset, n_nodes */
-    /* sizing (gnndrive.c) */
-    uint32_t n_extractors, n_records, n_samplers;
-    uint64_t max_rows, est_rows, min_slots; /* see gnndrive.c's sizing */
-    uint64_t mem_bytes;                     /* the store's budget (0 = none), for errors */
-    unsigned depth;                         /* reads in flight per extractor */
-    size_t cell_bytes;                      /* bounce per read */
-    size_t eval_bounce;                     /* the trainer's direct reader (see gnndrive.c) */
-    int reorder, pipeline;                  /* pipeline: a training plan, so the stages run */
-    /* the plan */
-    uint64_t first_epoch, n_epochs, n_batches, n_plan; /* n_plan = epochs x n_batches */
+    struct gd_sizing z; /* as gd_size found it (gnndrive.c) */
+    uint64_t mem_bytes; /* the store's budget (0 = none), for errors */
+    int reorder;        /* --reorder */
+    uint64_t first_epoch, n_epochs, n_batches; /* the plan: z.n_plan batches */
     struct oc_graph graph;
     struct oc_sample_opts so;
     /* stages */
@@ -307,15 +318,11 @@ struct gd_opts {
 /* ---- test knobs (gnndrive.c), for tests ------------------------------------ */
 
 struct oc_store_gnndrive_info {
-    uint32_t n_extractors, n_records; /* threads; batch records in the pipeline */
-    uint64_t max_rows;                /* the bound on a batch's rows (records hold as many) */
-    uint64_t est_rows;                /* rows per batch measured at open, plus a quarter */
-    uint64_t n_slots, min_slots;      /* row slots of the buffer; the least it may have */
-    int pipeline;                     /* whether the sampler/extractor threads run */
-    uint64_t n_extracted;             /* batches extracted by the pipeline */
-    uint64_t n_served;                /* plan gathers served from the buffer */
-    uint64_t n_discarded;             /* extracted batches released unused */
-    uint64_t n_direct;                /* plan gathers read directly (not in the pipeline) */
+    struct gd_sizing z;   /* as open sized the store: threads, records, rows, slots */
+    uint64_t n_extracted; /* batches extracted by the pipeline */
+    uint64_t n_served;    /* plan gathers served from the buffer */
+    uint64_t n_discarded; /* extracted batches released unused */
+    uint64_t n_direct;    /* plan gathers read directly (not in the pipeline) */
 };
 /* Fills info and returns 1 for a gnndrive store; 0 otherwise. */
 int oc_store_gnndrive_info(const struct oc_store *s, struct oc_store_gnndrive_info *info);

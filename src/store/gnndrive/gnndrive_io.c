@@ -48,12 +48,12 @@ int gd_io_init(struct gd_store *g, struct gd_extractor *x, struct oc_err *err)
 {
     int rc;
     x->g = g;
-    x->cap = g->max_rows;
-    x->miss = oc_alloc(g->max_rows * sizeof(struct store_miss), "store gnndrive: misses", err);
-    x->waits = oc_alloc(g->max_rows * sizeof(uint32_t), "store gnndrive: wait list", err);
+    x->cap = g->z.max_rows;
+    x->miss = oc_alloc(g->z.max_rows * sizeof(struct store_miss), "store gnndrive: misses", err);
+    x->waits = oc_alloc(g->z.max_rows * sizeof(uint32_t), "store gnndrive: wait list", err);
     if (!x->miss || !x->waits)
         return err ? err->status : OC_ERR_NOMEM;
-    if ((rc = oc_io_batch_new(g->depth, (size_t)g->depth * g->cell_bytes, &x->reader, err)) ||
+    if ((rc = oc_io_batch_new(GD_DEPTH, (size_t)GD_DEPTH * g->z.cell_bytes, &x->reader, err)) ||
         (rc = oc_io_batch_reserve(x->reader, 2 * GD_READ_RUN, err)))
         return rc;
     oc_io_batch_register_file(x->reader, g->file);        /* optional: a plain read otherwise */
@@ -65,9 +65,7 @@ void gd_io_deinit(struct gd_extractor *x)
     oc_io_batch_free(x->reader);
     oc_free(x->miss);
     oc_free(x->waits);
-    x->reader = NULL;
-    x->miss = NULL;
-    x->waits = NULL;
+    memset(x, 0, sizeof(*x));
 }
 
 uint64_t gd_io_extractor_bytes(size_t cell_bytes, unsigned depth, uint64_t max_rows)

@@ -42,7 +42,7 @@
 /* Pins the chunk's rows VALID in the buffer (none without a pipeline: no buffer). */
 static uint64_t pin_chunk(struct gd_store *g, const uint64_t *ids, uint64_t n)
 {
-    if (!g->pipeline) {
+    if (!g->z.pipeline) {
         for (uint64_t i = 0; i < n; i++)
             g->disk.slots[i] = GD_NONE;
         return 0;
@@ -69,7 +69,7 @@ int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out, s
 {
     struct gd_store *g = s->impl;
     int rc = OC_OK;
-    uint64_t chunk = g->eval_bounce / 256, dim = s->feat_dim, all_hits = 0;
+    uint64_t chunk = g->z.eval_bounce / 256, dim = s->feat_dim, all_hits = 0;
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += chunk) {
         uint64_t hi = n - lo > chunk ? lo + chunk : n;
         uint64_t hits = pin_chunk(g, ids + lo, hi - lo);
@@ -92,28 +92,18 @@ int gd_gather(struct oc_store *s, const uint64_t *ids, uint64_t n, float *out, s
 
 /* ---- the trainer's side ----------------------------------------------------------- */
 
-static int bit_get(const uint8_t *m, uint64_t i)
-{
-    return (m[i >> 3] >> (i & 7)) & 1;
-}
-
-static void bit_set(uint8_t *m, uint64_t i)
-{
-    m[i >> 3] |= (uint8_t)(1u << (i & 7));
-}
-
 /* Marks plan batch seq returned or consumed (counted once per epoch). */
 static void mark_taken(struct gd_store *g, uint64_t seq)
 {
-    if (bit_get(g->taken, seq))
+    if (oc_bit_get(g->taken, seq))
         return;
-    bit_set(g->taken, seq);
+    oc_bit_set(g->taken, seq);
     g->epoch_taken[seq / g->n_batches]++;
 }
 
 static void mark_consumed(struct gd_store *g, uint64_t seq)
 {
-    bit_set(g->consumed, seq);
+    oc_bit_set(g->consumed, seq);
     mark_taken(g, seq);
 }
 
@@ -140,7 +130,7 @@ static int pop_done(struct gd_store *g, struct oc_err *err)
         return store_stages_error(g->s, err);
     g->n_popped++;
     struct gd_rec *r = item;
-    if (bit_get(g->consumed, r->seq))
+    if (oc_bit_get(g->consumed, r->seq))
         discard(g, r);
     else
         g->parked[g->n_parked++] = r;
@@ -170,7 +160,7 @@ static int take_record(struct gd_store *g, uint64_t seq, struct gd_rec **out, st
             }
             i++;
         }
-        if (g->reorder || g->n_parked == g->n_records)
+        if (g->reorder || g->n_parked == g->z.n_records)
             return OC_OK;
         int rc = pop_done(g, err);
         if (rc)
@@ -208,7 +198,7 @@ static int serve(struct gd_store *g, struct gd_rec *r, float *out, struct oc_err
 
 static int in_plan(const struct gd_store *g, uint64_t epoch)
 {
-    return g->pipeline && epoch >= g->first_epoch && epoch < g->n_epochs;
+    return g->z.pipeline && epoch >= g->first_epoch && epoch < g->n_epochs;
 }
 
 int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const uint64_t *ids,
@@ -221,7 +211,7 @@ int gd_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, const ui
         uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
         /* only a batch fed to the extractors is waited for; the feeder feeds them all */
         if ((g->feed || seq < atomic_load_explicit(&g->n_prepared, memory_order_acquire)) &&
-            !bit_get(g->consumed, seq)) {
+            !oc_bit_get(g->consumed, seq)) {
             int rc = take_record(g, seq, &r, err);
             if (rc)
                 return rc;
@@ -251,7 +241,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
             g->nb_epoch = epoch;
             g->cursor = 0;
         }
-        while (bit_get(g->taken, base + g->cursor))
+        while (oc_bit_get(g->taken, base + g->cursor))
             g->cursor++;
         *batch = g->cursor;
         mark_taken(g, base + g->cursor);
@@ -266,7 +256,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
                 discard(g, r);
                 continue;
             }
-            if (bit_get(g->taken, r->seq))
+            if (oc_bit_get(g->taken, r->seq))
                 return OC_ERR(err, OC_ERR_ARG,
                               "store gnndrive: batch %" PRIu64 " of epoch %" PRIu64
                               " was returned but not gathered; gather it before asking for the "
@@ -281,7 +271,7 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
             *batch = best->batch;
             return OC_OK;
         }
-        if (g->n_parked == g->n_records)
+        if (g->n_parked == g->z.n_records)
             return OC_ERR(err, OC_ERR_INTERNAL,
                           "store gnndrive: every batch record is parked, none of epoch %" PRIu64,
                           epoch);

@@ -109,7 +109,7 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
                struct oc_err *err)
 {
     struct gd_store *g = s->impl;
-    if (!g->pipeline || epoch < g->first_epoch || epoch >= g->n_epochs || batch >= g->n_batches)
+    if (!g->z.pipeline || epoch < g->first_epoch || epoch >= g->n_epochs || batch >= g->n_batches)
         return OC_OK; /* not in the plan: its gather reads directly */
     uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
@@ -310,16 +310,16 @@ static int add_stages(struct gd_store *g, struct oc_err *err)
     struct oc_queue **qs[] = {&g->free_q, &g->extract_q, &g->done_q, &g->release_q};
     int rc;
     for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++)
-        if ((rc = oc_pipeline_queue(g->p, g->n_records, qs[i], err)))
+        if ((rc = oc_pipeline_queue(g->p, g->z.n_records, qs[i], err)))
             return rc;
-    if ((rc = oc_pipeline_queue(g->p, g->n_extractors, &g->ex_q, err)))
+    if ((rc = oc_pipeline_queue(g->p, g->z.n_extractors, &g->ex_q, err)))
         return rc;
-    for (uint32_t i = 0; i < g->n_records; i++)
+    for (uint32_t i = 0; i < g->z.n_records; i++)
         oc_queue_push(g->free_q, &g->recs[i]); /* capacity n_records: never waits */
-    for (uint32_t i = 0; i < g->n_extractors; i++)
+    for (uint32_t i = 0; i < g->z.n_extractors; i++)
         oc_queue_push(g->ex_q, &g->ex[i]);
     if ((rc = oc_pipeline_on_cancel(g->p, gd_on_cancel, g, err)) ||
-        (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->n_extractors, g->extract_q,
+        (rc = oc_pipeline_stage(g->p, "gnndrive extract", g->z.n_extractors, g->extract_q,
                                 extract_stage, g, &g->extract_st, err)) ||
         (rc = oc_pipeline_stage(g->p, "gnndrive release", 1, g->release_q, release_stage, g, NULL,
                                 err)))

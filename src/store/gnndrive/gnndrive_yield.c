@@ -34,7 +34,7 @@ static uint64_t gd_give(void *owner, uint64_t goal, uint64_t *released)
 {
     struct gd_store *g = owner;
     gd_lock(g);
-    uint64_t floor = g->min_slots > g->max_input_seen ? g->min_slots : g->max_input_seen;
+    uint64_t floor = g->z.min_slots > g->max_input_seen ? g->z.min_slots : g->max_input_seen;
     uint64_t got = gd_buf_give_back(&g->buf, goal, floor);
     gd_unlock(g);
     *released = got;

@@ -145,14 +145,15 @@ static int size_to_misses(struct oc_store *s, const struct oc_store_config *cfg,
     hl_size(s, cfg, max_rows, 0, plan_rows, 1, &most);
     uint64_t *hot = NULL, rows = 0, misses = 0;
     int rc = store_hot_select(s, cfg, OC_STORE_HOTNESS_PRESAMPLE, most.n_cached, 1, &hot, err);
-    uint8_t *bits = rc ? NULL : oc_calloc(s->n_nodes / 8 + 1, 1, "store helios: sizing", err);
+    uint8_t *bits =
+        rc ? NULL : oc_calloc(oc_bits_bytes(s->n_nodes), 1, "store helios: sizing", err);
     if (!rc && !bits)
         rc = err ? err->status : OC_ERR_NOMEM;
     /* a larger cache misses fewer rows, which shrinks the stage again: to a fixed point */
     uint64_t staged = est_rows, n_set = 0;
     for (uint32_t round = 0; !rc && round < HL_SIZING_ROUNDS; round++) {
         for (; n_set < z->n_cached; n_set++) /* the cache only grows: add its new rows */
-            bits[hot[n_set] >> 3] |= (uint8_t)(1u << (hot[n_set] & 7));
+            oc_bit_set(bits, hot[n_set]);
         rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", bits, &rows, &misses, NULL,
                                   err);
         if (rc || misses >= staged)

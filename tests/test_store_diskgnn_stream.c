@@ -6,7 +6,7 @@
  * cache with the same rows (the feature file's own bytes); windows of part
  * of an epoch, of a whole one, with f32 and odd-sized f16 rows; the
  * streamed builder's spill file is gone afterwards; the read-ahead it is
- * given follows the budget; and the packers' scan of features.npy (dg_scan)
+ * given follows the budget; and the packers' scan of features.npy (oc_io_scan)
  * serves an ascending scan from its read-ahead, reads a jump itself, and
  * names the file when it is cut short.
  *
@@ -101,7 +101,7 @@ static void compare_window(const struct fixture *fx, const struct oc_store *s, u
                             feat + store_file_off(s, v), s->row_bytes) == 0);
             free(feat);
         }
-        OC_CHECK(b[0].spill[0] == '\0'); /* the spill of packed rows is removed */
+        OC_CHECK(!pl_spill_in_file(&b[0].spill)); /* the spill of packed rows is dropped */
         if (getenv("OC_TEST_VERBOSE"))
             fprintf(stderr,
                     "  epoch %" PRIu64 " batches %" PRIu64 "+%" PRIu64 ": %" PRIu64
@@ -234,7 +234,7 @@ static uint64_t scan_checking(const struct oc_store *s, uint64_t part_bytes, uin
                               uint64_t skip, uint64_t *crc_read, int *bad)
 {
     struct dg_builder b;
-    struct dg_scan sc;
+    struct oc_io_scan sc;
     struct oc_err err;
     uint64_t flen, rb = s->row_bytes, n = 0;
     uint8_t *feat = slurp(s->path, &flen);
@@ -249,9 +249,10 @@ static uint64_t scan_checking(const struct oc_store *s, uint64_t part_bytes, uin
     }
     OC_CHECK_OK(dg_scan_open(&b, &sc, &err), &err);
     for (uint64_t r0 = from; r0 < s->n_nodes && !*bad;) {
-        uint64_t per = dg_scan_rows(&sc, r0), r1 = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
+        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0), rb);
+        uint64_t r1 = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
         const uint8_t *rows;
-        int rc = dg_scan_read(&sc, r0, r1, &rows, &err);
+        int rc = oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * rb, &rows, &err);
         if (rc) {
             OC_CHECK(rc == OC_ERR_FORMAT && strstr(err.msg, s->path) &&
                      strstr(err.msg, "truncated"));
@@ -263,8 +264,8 @@ static uint64_t scan_checking(const struct oc_store *s, uint64_t part_bytes, uin
         r0 = r1 + skip;
     }
     n = sc.sync_reads;
-    OC_CHECK(b.pack_read_bytes > 0);
-    int rc = dg_scan_end(&sc, *bad ? OC_ERR_FORMAT : OC_OK, &err);
+    int rc = dg_scan_end(&b, &sc, *bad ? OC_ERR_FORMAT : OC_OK, &err);
+    OC_CHECK(b.pack_read_bytes > 0); /* counted as the scan ends */
     if (crc_read && !*bad) {
         *crc_read = b.crc_read_bytes;
         OC_CHECK(!b.crc_due); /* checked once */

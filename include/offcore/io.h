@@ -383,6 +383,58 @@ int oc_write_behind_flush(struct oc_write_behind *w, struct oc_err *err);
 /* Writes what is queued (nothing after a failure), stops the thread, frees w (NULL: no-op). */
 void oc_write_behind_free(struct oc_write_behind *w);
 
+/* ---- a forward scan of a file, read ahead (scan.c) ----------------------- */
+
+/*
+ * The caller's aligned buffer cut in two halves: while the caller uses the
+ * bytes one read returned, the bytes after them are read into the other
+ * half by an io ring, in pieces read together (one synchronous read runs at
+ * about half the disk's sequential rate). A read the read-ahead does not
+ * hold (the caller jumped past bytes it does not need) is read at once.
+ * With a checksum follower, the bytes of every half handed over are fed to
+ * it in file order. The fields are the scan's; read_bytes and sync_reads
+ * may be read between calls.
+ */
+struct oc_io_scan {
+    struct oc_file *f;
+    const char *path; /* borrowed: errors name it */
+    struct oc_io_ring *ring;
+    uint8_t *half[2];
+    uint64_t half_bytes, piece, file_bytes;
+    uint64_t lo[2], hi[2], valid[2]; /* half h holds [lo, valid) of the [lo, hi) it was read */
+    int cur;                         /* the half the last read returned (-1: none yet) */
+    unsigned in_flight;
+    struct oc_crc_follow *crc; /* borrowed, or NULL */
+    uint64_t read_bytes;       /* bytes read so far */
+    uint64_t sync_reads;       /* reads the read-ahead did not hold */
+};
+/*
+ * Opens path (O_DIRECT where the filesystem allows) for a scan through buf
+ * (buf_bytes, io-aligned: oc_io_buf_alloc; it must outlive the scan), crc
+ * (may be NULL) fed as described above.
+ */
+int oc_io_scan_open(struct oc_io_scan *sc, const char *path, uint8_t *buf, uint64_t buf_bytes,
+                    struct oc_crc_follow *crc, struct oc_err *err);
+/*
+ * Units of `unit` bytes from off that one oc_io_scan_read may take, at least
+ * 1: what the read-ahead holds after off when it holds at least one unit
+ * there, at most what a half holds.
+ */
+uint64_t oc_io_scan_units(const struct oc_io_scan *sc, uint64_t off, uint64_t unit);
+/*
+ * The bytes [off, off + len) at *p, valid until the next call, and the bytes
+ * after them read ahead. len is at most what oc_io_scan_units allows. A file
+ * that ends before off + len is OC_ERR_FORMAT ("truncated", naming it); a
+ * failed read OC_ERR_IO naming the file and offset.
+ */
+int oc_io_scan_read(struct oc_io_scan *sc, uint64_t off, uint64_t len, const uint8_t **p,
+                    struct oc_err *err);
+/* Waits for the read-ahead and feeds it to the checksum follower (the bytes after the last
+   read); the buffer is then free. */
+int oc_io_scan_finish(struct oc_io_scan *sc, struct oc_err *err);
+/* Closes the scan (waiting for reads still in flight); a zeroed scan is a no-op. */
+void oc_io_scan_close(struct oc_io_scan *sc);
+
 /* ---- line reader (plain text or gzip, detected by magic) ----------------- */
 
 struct oc_line_reader;

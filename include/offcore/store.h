@@ -30,6 +30,7 @@
 #ifndef OFFCORE_STORE_H
 #define OFFCORE_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "offcore/core.h"
@@ -301,8 +302,15 @@ struct oc_store_stat {
         OC_STORE_STAT_SECONDS, /* "%.2fs" */
         OC_STORE_STAT_BYTES,   /* a size ("12.5 MiB") */
     } unit;
-    double (*value)(const struct oc_store_stats *s); /* from an epoch's stats */
+    /* from an epoch's stats: value(s), or, with value NULL, the uint64_t of struct
+       oc_store_stats at byte offset `field` (OC_STORE_STAT_FIELD; SECONDS: microseconds) */
+    double (*value)(const struct oc_store_stats *s);
+    size_t field;
 };
+/* The `value, field` of a figure that is a field of struct oc_store_stats as it is. */
+#define OC_STORE_STAT_FIELD(member) NULL, offsetof(struct oc_store_stats, member)
+/* Figure f of an epoch's stats s (f->value, or its field). */
+double oc_store_stat_value(const struct oc_store_stat *f, const struct oc_store_stats *s);
 /* Whether a strategy writes plan files under oc_store_config.plan_dir (ginex, diskgnn). */
 int oc_store_strategy_writes_plan(uint32_t strategy);
 uint32_t oc_store_strategy_n_stats(uint32_t strategy);

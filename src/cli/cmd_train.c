@@ -83,7 +83,7 @@ void cli_print_epoch(void *ctx, const struct oc_train_epoch_stats *st)
             const struct oc_store_stat *f = oc_store_strategy_stat(strategy, k);
             if (!f->label)
                 continue;
-            double v = f->value(ss);
+            double v = oc_store_stat_value(f, ss);
             char size[32];
             if (f->unit == OC_STORE_STAT_SECONDS)
                 printf(" | %s %.2fs", f->label, v);

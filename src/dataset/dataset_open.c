@@ -635,27 +635,22 @@ int oc_dataset_features_crc_deferred(const struct oc_dataset *ds)
            ds->m.files[OC_DS_FEATURES].present;
 }
 
-/* Reads features.npy's bytes [c->at, size) into c through buf (cap bytes, aligned), O_DIRECT
-   where the filesystem allows. */
+/* Reads features.npy's bytes [c->at, size) into c through buf (cap bytes, aligned), read
+   ahead (oc_io_scan). */
 static int features_crc_read_rest(const struct oc_dataset *ds, struct oc_crc_follow *c,
                                   uint8_t *buf, size_t cap, struct oc_err *err)
 {
-    const char *path = ds->paths[OC_DS_FEATURES];
     uint64_t size = ds->m.files[OC_DS_FEATURES].bytes;
-    struct oc_file *f = NULL;
-    int rc = oc_file_open(path, OC_FILE_READ | OC_FILE_DIRECT, &f, err);
-    for (uint64_t off = oc_io_align_down(c->at); off < size && rc == OC_OK;) {
-        size_t got = 0;
-        rc = oc_file_pread_upto(f, buf, cap, off, &got, err);
-        if (rc == OC_OK && got == 0)
-            rc = OC_ERR(err, OC_ERR_FORMAT,
-                        "%s: truncated: file ends at %" PRIu64 ", expected %" PRIu64 " bytes", path,
-                        off, size);
-        if (rc == OC_OK)
-            oc_crc_follow_feed(c, off, buf, got);
-        off += got;
+    struct oc_io_scan sc;
+    int rc = oc_io_scan_open(&sc, ds->paths[OC_DS_FEATURES], buf, cap, c, err);
+    for (uint64_t off = c->at; off < size && rc == OC_OK;) {
+        uint64_t n = oc_io_scan_units(&sc, off, 1);
+        const uint8_t *p;
+        n = n < size - off ? n : size - off;
+        rc = oc_io_scan_read(&sc, off, n, &p, err);
+        off += n;
     }
-    oc_file_close(f, NULL);
+    oc_io_scan_close(&sc);
     return rc;
 }
 
@@ -682,13 +677,13 @@ int oc_dataset_features_crc_finish(const struct oc_dataset *ds, struct oc_crc_fo
     uint64_t from = c->at, size = ds->m.files[OC_DS_FEATURES].bytes;
     uint8_t *own = NULL;
     int rc = OC_OK;
-    if (from < size && (!buf || cap < OC_IO_ALIGN)) {
+    if (from < size && (!buf || cap < 4 * OC_IO_ALIGN)) { /* a scan's two halves */
         cap = FEATURES_CRC_CHUNK;
         if (!(buf = own = oc_io_buf_alloc(cap, "dataset: checking features.npy", err)))
             return err ? err->status : OC_ERR_NOMEM;
     }
     if (from < size)
-        rc = features_crc_read_rest(ds, c, buf, oc_io_align_down(cap), err);
+        rc = features_crc_read_rest(ds, c, buf, cap, err);
     oc_free(own);
     if (read_bytes)
         *read_bytes = size > from ? size - from : 0;

@@ -6,7 +6,7 @@
  * the model see the same graph and training gives the same weights.
  *
  *   source features (file order) ──scan──► band [lo, hi) of output rows
- *        read in ~8 MiB runs,        each row whose output row falls
+ *        read ahead (oc_io_scan),    each row whose output row falls
  *        once per band                in the band is copied into place
  *                                         │
  *                                         └──► appended to the new features.npy
@@ -27,29 +27,31 @@
 #include "offcore/dataset.h"
 #include "offcore/io.h"
 
-#define RELAYOUT_READ_BYTES ((uint64_t)8 << 20) /* source bytes per read */
+#define RELAYOUT_READ_BYTES ((uint64_t)8 << 20) /* the reads' buffer: a scan's two halves */
 #define RELAYOUT_BAND_MIN   ((uint64_t)1 << 20) /* the band when mem_bytes leaves less */
 
 /* Copies one array of the source unchanged (same header, same bytes). */
 static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_ds_builder *b,
-                      uint8_t *buf, struct oc_progress *progress, struct oc_err *err)
+                      uint8_t *buf, uint64_t buf_bytes, struct oc_progress *progress,
+                      struct oc_err *err)
 {
     const char *path = oc_dataset_path(ds, f);
     struct oc_npy_header h;
     struct oc_npy_writer *w = NULL;
-    struct oc_file *in = NULL;
-    uint64_t size;
+    struct oc_io_scan sc = {0};
     int rc;
     if ((rc = oc_npy_read_header(path, &h, err)) ||
-        (rc = oc_file_open(path, OC_FILE_READ, &in, err)) || (rc = oc_file_size(in, &size, err)))
+        (rc = oc_io_scan_open(&sc, path, buf, buf_bytes, NULL, err)))
         goto out;
     if ((rc = oc_ds_builder_begin_array(b, f, h.dtype, h.ndim, h.shape, &w, err)))
         goto out;
     oc_progress_add(progress, h.data_offset); /* the phase counts whole files */
-    for (uint64_t off = h.data_offset; off < size && rc == OC_OK;) {
-        size_t len = (size_t)(size - off < RELAYOUT_READ_BYTES ? size - off : RELAYOUT_READ_BYTES);
-        if ((rc = oc_file_pread(in, buf, len, off, err)) == OC_OK)
-            rc = oc_npy_writer_append(w, buf, len, err);
+    for (uint64_t off = h.data_offset, size = sc.file_bytes; off < size && rc == OC_OK;) {
+        uint64_t len = oc_io_scan_units(&sc, off, 1);
+        const uint8_t *p;
+        len = len < size - off ? len : size - off;
+        if ((rc = oc_io_scan_read(&sc, off, len, &p, err)) == OC_OK)
+            rc = oc_npy_writer_append(w, p, (size_t)len, err);
         off += len;
         oc_progress_add(progress, len);
     }
@@ -58,10 +60,7 @@ static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_
     else
         rc = oc_ds_builder_end_array(b, f, w, err);
 out:
-    if (in) {
-        struct oc_err ignored;
-        oc_file_close(in, &ignored);
-    }
+    oc_io_scan_close(&sc);
     return rc;
 }
 
@@ -92,35 +91,36 @@ static int source_to_output(const struct oc_dataset *ds, const uint64_t *row_of,
 }
 
 /*
- * One band of output rows [lo, hi): a scan of the source, rows copied into
+ * One band of output rows [lo, hi): a scan of the source (sc, just opened), rows copied into
  * place; progress counts the source's bytes scanned (runs skipped included).
  */
-static int fill_band(struct oc_file *in, uint64_t data_off, uint64_t n, uint64_t rb,
-                     const uint64_t *dst, uint64_t lo, uint64_t hi, uint8_t *band, uint8_t *buf,
+static int fill_band(struct oc_io_scan *sc, uint64_t data_off, uint64_t n, uint64_t rb,
+                     const uint64_t *dst, uint64_t lo, uint64_t hi, uint8_t *band,
                      struct oc_progress *progress, struct oc_err *err)
 {
-    const uint64_t per = RELAYOUT_READ_BYTES / rb ? RELAYOUT_READ_BYTES / rb : 1;
     int rc = OC_OK;
-    for (uint64_t r0 = 0; r0 < n && rc == OC_OK; r0 += per) {
-        uint64_t k = n - r0 < per ? n - r0 : per;
+    for (uint64_t r0 = 0, k; r0 < n && rc == OC_OK; r0 += k) {
+        k = oc_io_scan_units(sc, data_off + r0 * rb, rb);
+        k = n - r0 < k ? n - r0 : k;
         oc_progress_add(progress, k * rb);
         int any = 0;
         for (uint64_t i = 0; i < k && !any; i++)
             any = dst[r0 + i] >= lo && dst[r0 + i] < hi;
         if (!any)
             continue; /* nothing of this run lands in the band */
-        if ((rc = oc_file_pread(in, buf, (size_t)(k * rb), data_off + r0 * rb, err)))
+        const uint8_t *p;
+        if ((rc = oc_io_scan_read(sc, data_off + r0 * rb, k * rb, &p, err)))
             break;
         for (uint64_t i = 0; i < k; i++)
             if (dst[r0 + i] >= lo && dst[r0 + i] < hi)
-                memcpy(band + (dst[r0 + i] - lo) * rb, buf + i * rb, rb);
+                memcpy(band + (dst[r0 + i] - lo) * rb, p + i * rb, rb);
     }
     return rc;
 }
 
 static int write_features(const struct oc_dataset *ds, const uint64_t *dst, uint64_t mem_bytes,
-                          struct oc_ds_builder *b, uint8_t *buf, struct oc_progress *progress,
-                          struct oc_err *err)
+                          struct oc_ds_builder *b, uint8_t *buf, uint64_t buf_bytes,
+                          struct oc_progress *progress, struct oc_err *err)
 {
     const struct oc_manifest *m = oc_dataset_manifest(ds);
     const uint64_t n = m->n_nodes, rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
@@ -133,27 +133,25 @@ static int write_features(const struct oc_dataset *ds, const uint64_t *dst, uint
     oc_progress_phase(progress, n_bands > 1 ? "layout: features (scans)" : "layout: features",
                       n_bands * n * rb, OC_PROGRESS_BYTES); /* each band scans the source */
     struct oc_npy_writer *w = NULL;
-    struct oc_file *in = NULL;
     uint8_t *band = oc_alloc(band_rows * rb, "dataset layout: band", err);
     int rc = band ? OC_OK : (err ? err->status : OC_ERR_NOMEM);
-    if (rc == OC_OK)
-        rc = oc_file_open(oc_dataset_path(ds, OC_DS_FEATURES), OC_FILE_READ, &in, err);
     if (rc == OC_OK)
         rc = oc_ds_builder_begin_array(b, OC_DS_FEATURES, m->feat_dtype, 2, shape, &w, err);
     uint64_t data_off = oc_dataset_data_offset(ds, OC_DS_FEATURES);
     for (uint64_t lo = 0; lo < n && rc == OC_OK; lo += band_rows) {
         uint64_t hi = n - lo < band_rows ? n : lo + band_rows;
-        if ((rc = fill_band(in, data_off, n, rb, dst, lo, hi, band, buf, progress, err)) == OC_OK)
+        struct oc_io_scan sc; /* a scan of the source per band */
+        rc = oc_io_scan_open(&sc, oc_dataset_path(ds, OC_DS_FEATURES), buf, buf_bytes, NULL, err);
+        if (rc == OC_OK)
+            rc = fill_band(&sc, data_off, n, rb, dst, lo, hi, band, progress, err);
+        oc_io_scan_close(&sc);
+        if (rc == OC_OK)
             rc = oc_npy_writer_append(w, band, (size_t)((hi - lo) * rb), err);
     }
     if (w && rc)
         oc_npy_writer_abort(w);
     else if (w)
         rc = oc_ds_builder_end_array(b, OC_DS_FEATURES, w, err);
-    if (in) {
-        struct oc_err ignored;
-        oc_file_close(in, &ignored);
-    }
     oc_free(band);
     return rc;
 }
@@ -209,7 +207,11 @@ int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, con
     size_t pl = strlen(bm->provenance);
     snprintf(bm->provenance + pl, sizeof(bm->provenance) - pl, "%soffcore layout --order %s",
              pl ? "; " : "", layout);
-    if (!(buf = oc_alloc(RELAYOUT_READ_BYTES, "dataset layout: reads", err))) {
+    /* reads (two halves of a scan, each a row at least) and the map's writes */
+    uint64_t rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    uint64_t buf_bytes = oc_io_align_up(2 * (rb + 2 * OC_IO_ALIGN));
+    buf_bytes = buf_bytes > RELAYOUT_READ_BYTES ? buf_bytes : RELAYOUT_READ_BYTES;
+    if (!(buf = oc_io_buf_alloc(buf_bytes, "dataset layout: reads", err))) {
         rc = err ? err->status : OC_ERR_NOMEM;
         goto out;
     }
@@ -221,11 +223,11 @@ int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, con
     oc_progress_phase(progress, "layout: copy topology", same_bytes, OC_PROGRESS_BYTES);
     for (size_t i = 0; i < sizeof(same) / sizeof(same[0]) && rc == OC_OK; i++)
         if (m->files[same[i]].present)
-            rc = copy_array(ds, same[i], b, buf, progress, err);
+            rc = copy_array(ds, same[i], b, buf, buf_bytes, progress, err);
     if (rc == OC_OK)
         rc = source_to_output(ds, row_of, &dst, err);
     if (rc == OC_OK)
-        rc = write_features(ds, dst, mem_bytes, b, buf, progress, err);
+        rc = write_features(ds, dst, mem_bytes, b, buf, buf_bytes, progress, err);
     oc_free(dst); /* before the map's own buffer: only one N-sized array at a time */
     dst = NULL;
     if (rc == OC_OK)

@@ -103,6 +103,16 @@ const struct oc_store_stat *oc_store_strategy_stat(uint32_t strategy, uint32_t k
     return &strategies[strategy]->stat_table[k];
 }
 
+double oc_store_stat_value(const struct oc_store_stat *f, const struct oc_store_stats *s)
+{
+    if (f->value)
+        return f->value(s);
+    uint64_t v;
+    OC_ASSERT(f->field + sizeof(v) <= sizeof(*s));
+    memcpy(&v, (const uint8_t *)s + f->field, sizeof(v));
+    return f->unit == OC_STORE_STAT_SECONDS ? (double)v / 1e6 : (double)v;
+}
+
 const struct store_strategy *store_strategy_at(uint32_t i)
 {
     return i < N_STRATEGIES ? strategies[i] : NULL;

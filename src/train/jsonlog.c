@@ -225,7 +225,7 @@ int train_log_epoch(struct oc_train_log *l, const struct oc_train_epoch_stats *s
             if (f->group && !(parent = cJSON_GetObjectItemCaseSensitive(io, f->group)))
                 parent = cJSON_AddObjectToObject(io, f->group);
             if (parent)
-                cJSON_AddNumberToObject(parent, f->key, f->value(ss));
+                cJSON_AddNumberToObject(parent, f->key, oc_store_stat_value(f, ss));
         }
     }
     cJSON *topo = cJSON_AddObjectToObject(o, "topology");

@@ -407,23 +407,14 @@ static int dg_gather_batch(struct oc_store *s, uint64_t epoch, uint64_t batch, c
 static void dg_stats(const struct oc_store *s, struct oc_store_stats *out)
 {
     const struct diskgnn_store *d = s->impl;
-    struct dg_pipe_stats ps;
-    memset(&ps, 0, sizeof(ps));
-    if (d->pipe)
-        dg_pipe_stats(d->pipe, &ps);
-    out->plan_sample_us = d->sample_us + ps.sample_us;
-    out->plan_pack_us = d->pack_us + ps.pack_us;
-    out->plan_file_bytes = ps.file_bytes;
-    out->plan_file_peak_bytes = ps.file_peak_bytes;
-    out->plan_read_bytes = ps.pack_read_bytes;
-    out->plan_write_bytes = ps.pack_write_bytes;
-    for (int k = 0; k < DG_STAGE_COUNT; k++)
-        out->stage_busy_us[k] = (uint64_t)(ps.busy_s[k] * 1e6);
+    out->plan_sample_us = d->sample_us;
+    out->plan_pack_us = d->pack_us;
+    uint64_t pipe_held = d->pipe ? dg_pipe_stats(d->pipe, out) : 0;
     struct diskgnn_store *m = s->impl; /* the locks (the counts are read, not changed) */
     pthread_mutex_lock(&m->disk_mu);
     store_yield_read_lock(&m->yield);
     out->held_bytes = sizeof(*d) + store_cache_held_bytes(s, &d->cache) +
-                      store_disk_held_bytes(&d->disk) + ps.held_bytes + d->builder_bytes;
+                      store_disk_held_bytes(&d->disk) + pipe_held + d->builder_bytes;
     store_yield_read_unlock(&m->yield);
     pthread_mutex_unlock(&m->disk_mu);
     out->given_back_bytes = store_yield_missing(&d->yield) * s->row_bytes;
@@ -472,73 +463,31 @@ static double dg_plan_total_s(const struct oc_store_stats *s)
 {
     return (double)(s->plan_sample_us + s->plan_pack_us) / 1e6;
 }
-static double dg_sample_s(const struct oc_store_stats *s)
-{
-    return (double)s->plan_sample_us / 1e6;
-}
-static double dg_pack_s(const struct oc_store_stats *s)
-{
-    return (double)s->plan_pack_us / 1e6;
-}
-static double dg_pack_read_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->plan_read_bytes;
-}
-
-static double dg_pack_write_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->plan_write_bytes;
-}
-
-static double dg_graph_read_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->graph_read_bytes;
-}
-static double dg_file_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->plan_file_bytes;
-}
-static double dg_file_peak_bytes(const struct oc_store_stats *s)
-{
-    return (double)s->plan_file_peak_bytes;
-}
-static double dg_load_busy_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[DG_STAGE_LOAD] / 1e6;
-}
-static double dg_graph_busy_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[DG_STAGE_GRAPH] / 1e6;
-}
-static double dg_assemble_busy_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[DG_STAGE_ASSEMBLE] / 1e6;
-}
-static double dg_plan_busy_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[DG_STAGE_PLAN] / 1e6;
-}
-
 /*
  * Shares of the packed chunks and segment caches; offline sampling and
  * packing times since open (totals), blocks read with the chunks, window
  * files on disk now; the busy seconds of each of its stages in the epoch.
  */
 static const struct oc_store_stat diskgnn_stat_table[] = {
-    {NULL, "packed_ratio", "Packed", OC_STORE_STAT_RATIO, dg_packed},
-    {NULL, "disk_cache_ratio", "Disk cache", OC_STORE_STAT_RATIO, dg_disk_cache},
-    {NULL, "plan_total_s", "Plan total", OC_STORE_STAT_SECONDS, dg_plan_total_s},
-    {"plan", "sample_s", NULL, OC_STORE_STAT_SECONDS, dg_sample_s},
-    {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, dg_pack_s},
-    {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_graph_read_bytes},
-    {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_bytes},
-    {"plan", "file_peak_bytes", NULL, OC_STORE_STAT_BYTES, dg_file_peak_bytes},
-    {"plan", "pack_read_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_read_bytes},
-    {"plan", "pack_write_bytes", NULL, OC_STORE_STAT_BYTES, dg_pack_write_bytes},
-    {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_load_busy_s},
-    {"stage_busy", "graph_loader_s", NULL, OC_STORE_STAT_SECONDS, dg_graph_busy_s},
-    {"stage_busy", "feature_assembler_s", NULL, OC_STORE_STAT_SECONDS, dg_assemble_busy_s},
-    {"stage_busy", "planner_s", NULL, OC_STORE_STAT_SECONDS, dg_plan_busy_s},
+    {NULL, "packed_ratio", "Packed", OC_STORE_STAT_RATIO, dg_packed, 0},
+    {NULL, "disk_cache_ratio", "Disk cache", OC_STORE_STAT_RATIO, dg_disk_cache, 0},
+    {NULL, "plan_total_s", "Plan total", OC_STORE_STAT_SECONDS, dg_plan_total_s, 0},
+    {"plan", "sample_s", NULL, OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_sample_us)},
+    {"plan", "pack_s", NULL, OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_pack_us)},
+    {"plan", "graph_read_bytes", NULL, OC_STORE_STAT_BYTES, OC_STORE_STAT_FIELD(graph_read_bytes)},
+    {"plan", "file_bytes", NULL, OC_STORE_STAT_BYTES, OC_STORE_STAT_FIELD(plan_file_bytes)},
+    {"plan", "file_peak_bytes", NULL, OC_STORE_STAT_BYTES,
+     OC_STORE_STAT_FIELD(plan_file_peak_bytes)},
+    {"plan", "pack_read_bytes", NULL, OC_STORE_STAT_BYTES, OC_STORE_STAT_FIELD(plan_read_bytes)},
+    {"plan", "pack_write_bytes", NULL, OC_STORE_STAT_BYTES, OC_STORE_STAT_FIELD(plan_write_bytes)},
+    {"stage_busy", "feature_loader_s", NULL, OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[DG_STAGE_LOAD])},
+    {"stage_busy", "graph_loader_s", NULL, OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[DG_STAGE_GRAPH])},
+    {"stage_busy", "feature_assembler_s", NULL, OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[DG_STAGE_ASSEMBLE])},
+    {"stage_busy", "planner_s", NULL, OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[DG_STAGE_PLAN])},
 };
 
 /* The fetch stage's batch: in plan order, from the window's packed chunks. */

@@ -4,7 +4,7 @@
  * (sampled by plan's window planner, src/plan/window.h, through the builder
  * of diskgnn_window.c; packed laid out whole in diskgnn_pack.c or
  * batch by batch without disk caches in diskgnn_stream.c, both reading
- * features.npy through diskgnn_scan.c), the four stages that read them back, on the
+ * features.npy through io.h's oc_io_scan), the four stages that read them back, on the
  * pipeline of pipeline.h (diskgnn_pipe.c), and the strategy glue (diskgnn.c).
  *
  *   open:        sample window 0 ─► CPU cache choice ─► layout (plan.h) ─► pack (fills the cache)
@@ -73,12 +73,12 @@ struct dg_builder {
     struct oc_topo_disk_stats topo_seen;
     uint8_t *rec;
     uint64_t cap_rec;
-    int spill_live;              /* its records' spill file exists (sampled, not packed yet) */
     uint8_t *part;               /* packer: feature partition (aligned) */
-    uint64_t part_bytes;         /* its size: two halves (dg_scan) */
+    uint64_t part_bytes;         /* its size: two halves (oc_io_scan) */
     struct oc_write_behind *wb;  /* packer: coalesced writes of rows, while a window packs */
     char dir[4096];              /* PLAN/diskgnn */
-    char spill[4300];            /* the spill file's temporary name ("" = none) */
+    struct pl_spill spill;       /* the records sampled, not packed yet (streamed: the packed
+                                    rows): an unlinked scratch file under dir (dg_spill_begin) */
     uint64_t key_base;           /* the windows' content key, before budget and cache */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
@@ -156,7 +156,9 @@ void dg_report_begin(struct dg_builder *b, const char *label, const char *what, 
                      const char *unit);
 void dg_report(struct dg_builder *b, const char *what, uint64_t done, uint64_t total);
 void dg_report_end(struct dg_builder *b);
-void dg_spill_drop(struct dg_builder *b);
+/* Starts b's spill of elem-byte elements in an unlinked scratch file under b->dir named
+   after name, dropping the last one (pl_spill_deinit drops it). */
+int dg_spill_begin(struct dg_builder *b, uint32_t elem, const char *name, struct oc_err *err);
 /* Header of a chunk at h, whose record (rec_bytes) follows it: writes the address table after
    the record and the CRCs. */
 void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input, uint64_t n_packed,
@@ -171,31 +173,13 @@ int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint6
                   uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_file *out,
                   struct oc_err *err);
 
-/* The packers' ascending scan of features.npy, read ahead (diskgnn_scan.c). */
-struct dg_scan {
-    const struct oc_store *s;
-    struct dg_builder *b; /* its part buffer holds the halves; read bytes are counted in it */
-    struct oc_file *feat; /* O_DIRECT where the filesystem allows */
-    struct oc_io_ring *ring;
-    uint8_t *half[2];
-    uint64_t half_bytes, piece, file_bytes;
-    uint64_t lo[2], hi[2]; /* file bytes [lo, hi) read or being read into each half */
-    uint64_t valid[2];     /* a half's bytes below this are the file's (less at its end) */
-    uint64_t in_flight;    /* reads of the read-ahead not reaped yet */
-    uint64_t sync_reads;   /* partitions the read-ahead did not hold */
-    int cur;               /* the half of the last partition (-1: none yet) */
-};
-int dg_scan_open(struct dg_builder *b, struct dg_scan *sc, struct oc_err *err);
-/* Rows a partition from r0 may take (>= 1): those the read-ahead holds when it holds r0. */
-uint64_t dg_scan_rows(const struct dg_scan *sc, uint64_t r0);
-/* The feature rows [r0, r1) (r1 - r0 <= dg_scan_rows) at *rows, valid until the next call;
-   starts reading what follows. A file too short is OC_ERR_FORMAT naming it. */
-int dg_scan_read(struct dg_scan *sc, uint64_t r0, uint64_t r1, const uint8_t **rows,
-                 struct oc_err *err);
+/* The packers' ascending scan of features.npy (io.h's oc_io_scan) through b->part, feeding
+   features.npy's checksum while b->crc_due (diskgnn_pack.c). */
+int dg_scan_open(struct dg_builder *b, struct oc_io_scan *sc, struct oc_err *err);
 /* Ends a scan that returned rc so far, returning what the scan ends with: the first
    scan of a store checks features.npy's checksum (reading what it skipped) when rc is OC_OK,
-   and a mismatch is OC_ERR_FORMAT naming the file. Closes the scan. */
-int dg_scan_end(struct dg_scan *sc, int rc, struct oc_err *err);
+   and a mismatch is OC_ERR_FORMAT naming the file. Counts its reads, closes it. */
+int dg_scan_end(struct dg_builder *b, struct oc_io_scan *sc, int rc, struct oc_err *err);
 /* How the builder's arrays grow (oc_grow_by): by a quarter at least, the budget's slack. */
 #define DG_GROW OC_GROW_QUARTER(0)
 /* Names w (epoch, first set) and creates its temporary tmp of file_bytes, open in *out. */
@@ -456,12 +440,9 @@ int dg_pipe_assemble(struct dg_pipe *p, struct dg_slot *slot, const uint64_t *id
                      struct oc_err *err);
 /* Gives the slot's chunk buffer back to the loader. */
 void dg_pipe_release(struct dg_pipe *p, struct dg_slot *slot);
-struct dg_pipe_stats {
-    uint64_t sample_us, pack_us, file_bytes, file_peak_bytes, held_bytes;
-    uint64_t pack_read_bytes, pack_write_bytes; /* the windows packed in the background */
-    double busy_s[DG_STAGE_COUNT];              /* each stage's busy seconds since start */
-};
-/* Any thread, while the pipeline is alive (the stages' busy times are the pipeline's). */
-void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out);
+/* Into out: the background windows' sampling and packing times (added), their reads, writes
+   and files, each stage's busy time since start; returns the bytes the pipe holds. Any
+   thread, while the pipeline is alive (the stages' busy times are the pipeline's). */
+uint64_t dg_pipe_stats(const struct dg_pipe *p, struct oc_store_stats *out);
 
 #endif

@@ -8,7 +8,7 @@
  *   1. metadata: per chunk, header + record + address table (one write each,
  *      records read back sequentially from the spill file);
  *   2. rows: the feature file is read in sequential partitions of half of
- *      part_bytes, the next read ahead while one is copied (dg_scan;
+ *      part_bytes, the next read ahead while one is copied (oc_io_scan;
  *      partitions without a needed row are skipped, never read out of
  *      order); per partition each chunk's rows are a run of its packed rows,
  *      the disk-cache pairs are sorted by destination, and both are written
@@ -63,24 +63,20 @@ void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input,
 static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint64_t epoch,
                      struct oc_file *out, struct oc_err *err)
 {
-    struct oc_file *in = NULL;
     uint64_t roff = 0;
-    int rc;
+    int rc = OC_OK;
 
-    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)))
-        return rc;
     for (uint64_t i = 0; i < b->tr.n_batches && rc == OC_OK; i++) {
         uint64_t n = b->tr.off[i + 1] - b->tr.off[i], rb = b->tr.rec_bytes[i];
         uint8_t *h = b->rec, *rec = h + OC_PLAN_CHUNK_HEADER;
-        if ((rc = dg_check_cancel(b, err)) || (rc = oc_file_pread(in, rec, rb, roff, err)))
+        if ((rc = dg_check_cancel(b, err)) || (rc = pl_spill_get(&b->spill, roff, rb, rec, err)))
             break;
         roff += rb;
         dg_chunk_seal(h, epoch, b->tr.first + i, n, l->pack_off[i + 1] - l->pack_off[i], rb,
                       l->addr + b->tr.off[i]);
         rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
     }
-    oc_file_close(in, NULL);
-    dg_spill_drop(b);
+    pl_spill_deinit(&b->spill);
     return rc;
 }
 
@@ -261,6 +257,25 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
     return rc;
 }
 
+int dg_scan_open(struct dg_builder *b, struct oc_io_scan *sc, struct oc_err *err)
+{
+    return oc_io_scan_open(sc, b->s->path, b->part, b->part_bytes, b->crc_due ? &b->crc : NULL,
+                           err);
+}
+
+int dg_scan_end(struct dg_builder *b, struct oc_io_scan *sc, int rc, struct oc_err *err)
+{
+    if (rc == OC_OK && b->crc_due) {
+        b->crc_due = 0; /* checked once, by the first scan that ends well */
+        if ((rc = oc_io_scan_finish(sc, err)) == OC_OK) /* the buffer is free from now on */
+            rc = oc_dataset_features_crc_finish(b->s->ds, &b->crc, b->part, b->part_bytes,
+                                                &b->crc_read_bytes, err);
+    }
+    b->pack_read_bytes += sc->read_bytes;
+    oc_io_scan_close(sc);
+    return rc;
+}
+
 /*
  * Pass 2: the feature file in sequential partitions (each from the lowest
  * row still needed, up to what a half of part_bytes holds, trimmed to the last row needed in it)
@@ -273,7 +288,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
 {
     const struct oc_store *s = b->s;
     struct pack_cursor c;
-    struct dg_scan sc = {0};
+    struct oc_io_scan sc = {0};
     int rc;
 
     memset(&c, 0, sizeof(c));
@@ -295,11 +310,14 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
     for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
-        uint64_t per = dg_scan_rows(&sc, r0); /* rows per partition: what fits in a half */
+        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0),
+                                        s->row_bytes); /* rows per partition: what fits in a half */
         uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
         assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
         const uint8_t *part;
-        if ((rc = dg_check_cancel(b, err)) || (rc = dg_scan_read(&sc, r0, r1, &part, err)) ||
+        if ((rc = dg_check_cancel(b, err)) ||
+            (rc = oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part,
+                                  err)) ||
             (rc = copy_partition(b, l, &c, cache, r0, r1, part, out, err)))
             goto out;
         dg_report(b, packing, r1, s->n_nodes);
@@ -307,7 +325,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
-    rc = dg_scan_end(&sc, rc, err); /* a checksum that fails fails the window */
+    rc = dg_scan_end(b, &sc, rc, err); /* a checksum that fails fails the window */
     rc = dg_writes_end(b, rc, err);
     oc_free(c.seg_pairs);
     oc_free(c.chunk);

@@ -348,21 +348,20 @@ void dg_pipe_release(struct dg_pipe *p, struct dg_slot *slot)
     (void)oc_queue_push(p->free_q, slot);
 }
 
-void dg_pipe_stats(const struct dg_pipe *p, struct dg_pipe_stats *out)
+uint64_t dg_pipe_stats(const struct dg_pipe *p, struct oc_store_stats *out)
 {
-    memset(out, 0, sizeof(*out));
-    out->sample_us = atomic_load(&p->sample_us);
-    out->pack_us = atomic_load(&p->pack_us);
-    out->pack_read_bytes = atomic_load(&p->pack_read_bytes);
-    out->pack_write_bytes = atomic_load(&p->pack_write_bytes);
-    out->file_bytes = atomic_load(&p->file_bytes);
-    out->file_peak_bytes = atomic_load(&p->file_peak_bytes);
+    out->plan_sample_us += atomic_load(&p->sample_us);
+    out->plan_pack_us += atomic_load(&p->pack_us);
+    out->plan_read_bytes = atomic_load(&p->pack_read_bytes);
+    out->plan_write_bytes = atomic_load(&p->pack_write_bytes);
+    out->plan_file_bytes = atomic_load(&p->file_bytes);
+    out->plan_file_peak_bytes = atomic_load(&p->file_peak_bytes);
     for (int i = 0; i < DG_STAGE_COUNT; i++)
-        out->busy_s[i] = p->stages[i] ? oc_stage_busy_s(p->stages[i]) : 0.0;
-    out->busy_s[DG_STAGE_ASSEMBLE] = (double)atomic_load(&p->assemble_us) / 1e6;
+        out->stage_busy_us[i] = p->stages[i] ? (uint64_t)(oc_stage_busy_s(p->stages[i]) * 1e6) : 0;
+    out->stage_busy_us[DG_STAGE_ASSEMBLE] = atomic_load(&p->assemble_us);
     /* the assembler's batch reader holds its bounce buffer and request arrays */
-    out->held_bytes = sizeof(*p) + p->n_structs * sizeof(*p->win) + atomic_load(&p->held) +
-                      p->c.row_bounce + p->c.row_run * (uint64_t)oc_io_batch_request_bytes();
+    return sizeof(*p) + p->n_structs * sizeof(*p->win) + atomic_load(&p->held) + p->c.row_bounce +
+           p->c.row_run * (uint64_t)oc_io_batch_request_bytes();
 }
 
 /* ---- start / stop ------------------------------------------------------------- */

@@ -10,7 +10,7 @@
  *      record + address table written at the chunk's offset (known from the
  *      chunks before it), its packed rows (ascending) appended to a spill
  *      file (8 bytes a row: <dir>/w<epoch>.<first>.pk.tmp-...);
- *   2. one ascending scan of the feature file in partitions (dg_scan),
+ *   2. one ascending scan of the feature file in partitions (oc_io_scan),
  *      each batch's packed rows read back through b->ahead entries of
  *      read-ahead; per partition every batch's rows in it are one run of
  *      consecutive places in its chunk (dg_write_rows); the CPU cache of the
@@ -36,8 +36,6 @@
 
 #include "store/diskgnn/diskgnn_int.h"
 
-#define PK_WRITE_BYTES (256u << 10)
-
 uint32_t dg_stream_ahead(uint64_t mem_bytes, uint64_t nb_epoch)
 {
     if (mem_bytes == 0 || nb_epoch == 0)
@@ -58,8 +56,7 @@ static int grow_batch(struct dg_builder *b, uint64_t n, struct oc_err *err)
 
 /* Pass 1, one batch: sample, lay out (against b->cpu_set), write the metadata, spill the
    packed rows. */
-static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
-                        struct oc_writer *spill, struct oc_err *err)
+static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
     uint64_t np;
@@ -85,7 +82,7 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
     dg_chunk_seal(b->rec, b->tr.epoch, b->tr.first + i, n, np, len, b->addr);
     if ((rc = oc_file_pwrite(out, b->rec, OC_PLAN_CHUNK_HEADER + len + 8 * n, b->chunk_off[i],
                              err)) ||
-        (rc = oc_writer_write(spill, b->pack, np * sizeof(uint64_t), err)))
+        (rc = pl_spill_append(&b->spill, b->pack, np, err)))
         return rc;
     uint64_t bytes = oc_plan_chunk_bytes(len, n, np, s->row_bytes);
     b->tr.off[i + 1] = b->tr.off[i] + n;
@@ -101,30 +98,19 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out,
 static int stream_batches(struct dg_builder *b, uint64_t count, struct oc_file *out,
                           struct oc_err *err)
 {
-    char final[4200];
-    struct oc_writer *spill = NULL;
-    int rc;
-    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".pk", b->dir, b->tr.epoch,
-             b->tr.first);
-    if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
-        return rc;
-    oc_tmp_register(b->spill);
-    if ((rc = oc_writer_open(b->spill, PK_WRITE_BYTES, &spill, err)))
-        return rc;
+    char name[64];
+    snprintf(name, sizeof(name), "w%" PRIu64 ".%" PRIu64 ".pk", b->tr.epoch, b->tr.first);
+    int rc = dg_spill_begin(b, sizeof(uint64_t), name, err);
     oc_sample_iter_seek(&b->tr.it, b->tr.epoch, b->tr.first);
     b->tr.off[0] = b->pack_off[0] = b->chunk_off[0] = 0;
     static const char sampling[] = "diskgnn: sampling the next window";
     dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
     for (uint64_t i = 0; i < count && rc == OC_OK; i++) {
-        rc = stream_batch(b, i, out, spill, err);
+        rc = stream_batch(b, i, out, err);
         dg_report(b, sampling, i + 1, count);
     }
     dg_report_end(b);
-    if (rc) {
-        oc_writer_abort(spill);
-        return rc;
-    }
-    return oc_writer_close(spill, err);
+    return rc;
 }
 
 /* A batch's packed rows in the spill file, read ahead `ahead` at a time. */
@@ -136,11 +122,11 @@ struct pk_cursor {
 };
 
 /* The cursor's next row, reading ahead when its buffer is used up (UINT64_MAX: none left). */
-static int cursor_head(struct pk_cursor *c, struct oc_file *in, uint64_t *row, struct oc_err *err)
+static int cursor_head(struct pk_cursor *c, struct pl_spill *in, uint64_t *row, struct oc_err *err)
 {
     if (c->at == c->n && c->next < c->end) {
         uint64_t k = c->end - c->next < c->ahead ? c->end - c->next : c->ahead;
-        int rc = oc_file_pread(in, c->buf, k * sizeof(uint64_t), c->next * sizeof(uint64_t), err);
+        int rc = pl_spill_get(in, c->next, k, c->buf, err);
         if (rc)
             return rc;
         c->next += k;
@@ -175,7 +161,7 @@ static uint64_t needed_end(const struct pk_cursor *c, uint64_t n_batches,
 }
 
 /* Writes what partition [r0, r1) gives batch i: every run of its rows below r1. */
-static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct oc_file *in,
+static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct pl_spill *in,
                       uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_file *out,
                       struct oc_err *err)
 {
@@ -199,8 +185,8 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
                        uint64_t count, struct oc_file *out, struct oc_err *err)
 {
     const struct oc_store *s = b->s;
-    struct oc_file *in = NULL;
-    struct dg_scan sc = {0};
+    struct pl_spill *in = &b->spill;
+    struct oc_io_scan sc = {0};
     struct pk_cursor *c = oc_calloc(count ? count : 1, sizeof(*c), "store diskgnn: cursors", err);
     uint64_t n_cache = fill_cache ? cache->n : 0, cache_at = 0, rb = s->row_bytes;
     int rc;
@@ -209,8 +195,7 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     for (uint64_t i = 0; i < count; i++)
         c[i] = (struct pk_cursor){
             b->pack_off[i], b->pack_off[i + 1], b->cursor_buf + i * b->ahead, 0, 0, b->ahead};
-    if ((rc = oc_file_open(b->spill, OC_FILE_READ, &in, err)) || (rc = dg_scan_open(b, &sc, err)) ||
-        (rc = dg_writes_begin(b, out, err)))
+    if ((rc = dg_scan_open(b, &sc, err)) || (rc = dg_writes_begin(b, out, err)))
         goto out;
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
@@ -223,12 +208,14 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
         }
         if (r0 == UINT64_MAX)
             break;
-        uint64_t per = dg_scan_rows(&sc, r0);
+        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0), s->row_bytes);
         uint64_t limit = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
         uint64_t r1 = needed_end(c, count, cache, cache_at, n_cache, r0, limit);
         assert(r0 < r1 && r1 <= limit);
         const uint8_t *part;
-        if ((rc = dg_check_cancel(b, err)) || (rc = dg_scan_read(&sc, r0, r1, &part, err)))
+        if ((rc = dg_check_cancel(b, err)) ||
+            (rc =
+                 oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part, err)))
             goto out;
         for (uint64_t i = 0; i < count && rc == OC_OK; i++)
             rc = scan_batch(b, &c[i], i, in, r0, r1, part, out, err);
@@ -241,9 +228,8 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
-    rc = dg_scan_end(&sc, rc, err); /* a checksum that fails fails the window */
+    rc = dg_scan_end(b, &sc, rc, err); /* a checksum that fails fails the window */
     rc = dg_writes_end(b, rc, err);
-    oc_file_close(in, NULL);
     oc_free(c);
     return rc;
 }
@@ -277,7 +263,7 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
     int rc;
 
     assert(b->streamed && b->disk_budget_bytes == 0);
-    dg_spill_drop(b);
+    pl_spill_deinit(&b->spill);
     memset(w, 0, sizeof(*w));
     w->epoch = b->tr.epoch = epoch;
     w->first = b->tr.first = first;
@@ -302,7 +288,7 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
         (rc = stream_rows(b, cache, fill_cache, count, out, err)) ||
         (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(w, tmp, &out, err)))
         goto fail;
-    dg_spill_drop(b);
+    pl_spill_deinit(&b->spill);
     b->pack_us = (uint64_t)((oc_now_s() - t0) * 1e6) - b->sample_us;
     return OC_OK;
 fail:

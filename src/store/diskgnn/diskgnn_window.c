@@ -2,8 +2,8 @@
  * diskgnn_window.c — the window builder of the `diskgnn` strategy and the
  * window's files: plan's window planner (src/plan/window.h) samples every
  * batch of a run of one sample epoch exactly as train samples it into the
- * trace (in row space), and each batch's record is spilled here to a
- * scratch file; diskgnn_pack.c (laid out whole) or diskgnn_stream.c (batch
+ * trace (in row space), and each batch's record is spilled here to an
+ * unlinked scratch file (plan's pl_spill); diskgnn_pack.c (laid out whole) or diskgnn_stream.c (batch
  * by batch) then writes the window file. Here: the builder (the planner's
  * hooks: rows, cancellation, topology figures), the records' spill,
  * progress, and the files' names, creation, locking, removal and cleaning.
@@ -17,7 +17,6 @@
  * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan; a
  * partitioned dataset's part: PART/plan):
  *
- *   w<epoch>.<first>.rec.tmp-<host>-<pid>-<nonce>-<seq>   the spilled records
  *   w<epoch>.<first>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
  *   w<epoch>.<first>-<key>.bin                              the packed window
  *
@@ -73,8 +72,6 @@
 
 #include "store/diskgnn/diskgnn_int.h"
 
-#define SPILL_WRITE_BYTES (256u << 10)
-
 static uint64_t now_us(void)
 {
     return (uint64_t)(oc_now_s() * 1e6);
@@ -122,15 +119,11 @@ void dg_report_end(struct dg_builder *b)
         oc_progress_finish(b->progress);
 }
 
-/* Removes the spill file of the last sampled window, if any. */
-void dg_spill_drop(struct dg_builder *b)
+int dg_spill_begin(struct dg_builder *b, uint32_t elem, const char *name, struct oc_err *err)
 {
-    if (b->spill[0]) {
-        unlink(b->spill);
-        oc_tmp_unregister(b->spill);
-        b->spill[0] = '\0';
-    }
-    b->spill_live = 0;
+    pl_spill_deinit(&b->spill);
+    pl_spill_init(&b->spill, elem, "store diskgnn: spill");
+    return pl_spill_to_file(&b->spill, b->dir, name, err);
 }
 
 /* The part of the windows' content key that is fixed when the builder opens. */
@@ -234,7 +227,7 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
         if (!b->chunk_off || !b->pack_off || !b->cursor_buf)
             return err->status;
     }
-    /* two partitions (one copied, one read ahead: dg_scan) in a 64th of the budget, between
+    /* two partitions (one copied, one read ahead: oc_io_scan) in a 64th of the budget, between
        1 and 16 MiB (reads of a MiB run at the disk's speed when several are in flight), each
        at least a row */
     uint64_t part = cfg->mem_bytes ? cfg->mem_bytes / 64 : (16u << 20);
@@ -263,7 +256,7 @@ int dg_builder_detach_pool(struct dg_builder *b, struct oc_pipeline *stages, str
 
 void dg_builder_deinit(struct dg_builder *b)
 {
-    dg_spill_drop(b); /* sampled but never packed (a failed open): drop its records */
+    pl_spill_deinit(&b->spill); /* sampled but never packed (a failed open): its records */
     pl_window_close(&b->tr);
     oc_free(b->rec);
     oc_free(b->chunk_off);
@@ -310,18 +303,17 @@ int dg_window_build(struct dg_builder *b, struct store_cache *cache, int fill_ca
 
 /* ---- sampling ---------------------------------------------------------------- */
 
+static const char sampling[] = "diskgnn: sampling the next window";
+
 /* What the window planner calls back after each batch: its record spilled, progress. */
 struct spill_job {
     struct dg_builder *b;
-    struct oc_writer *w;
     uint64_t count;
 };
 
-static const char sampling[] = "diskgnn: sampling the next window";
-
 static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
 {
-    struct spill_job *j = ctx;
+    const struct spill_job *j = ctx;
     struct dg_builder *b = j->b;
     const struct oc_sample_batch *sb = pl_window_batch(&b->tr); /* the map's ids, over one */
     size_t len;
@@ -330,7 +322,7 @@ static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
     int rc;
     if ((rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)) ||
         (rc = oc_sample_batch_serialize(sb, b->rec, b->cap_rec, &len, err)) ||
-        (rc = oc_writer_write(j->w, b->rec, len, err)))
+        (rc = pl_spill_append(&b->spill, b->rec, len, err)))
         return rc;
     b->tr.rec_bytes[i] = len;
     dg_report(b, sampling, i + 1, j->count);
@@ -341,35 +333,24 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
                      struct oc_err *err)
 {
     uint64_t t0 = now_us();
-    char final[4200];
-    struct spill_job j = {b, NULL, count};
-    int rc;
-
-    dg_spill_drop(b);
-    snprintf(final, sizeof(final), "%s/w%" PRIu64 ".%" PRIu64 ".rec", b->dir, epoch, first);
-    if ((rc = oc_tmp_name(b->spill, sizeof(b->spill), final, err)))
-        return rc;
-    oc_tmp_register(b->spill);
-    if ((rc = oc_writer_open(b->spill, SPILL_WRITE_BYTES, &j.w, err)))
-        goto fail;
-    dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
-    if ((rc = pl_window_sample(&b->tr, epoch, first, count, spill_record, &j, err)))
-        goto fail;
+    char name[64];
+    struct spill_job j = {b, count};
+    snprintf(name, sizeof(name), "w%" PRIu64 ".%" PRIu64 ".rec", epoch, first);
+    int rc = dg_spill_begin(b, 1, name, err);
+    if (rc == OC_OK) {
+        dg_report_begin(b, "diskgnn: sample the first window", sampling, count, "batches");
+        rc = pl_window_sample(&b->tr, epoch, first, count, spill_record, &j, err);
+    }
+    if (rc) {
+        b->tr.n_batches = 0;
+        pl_spill_deinit(&b->spill);
+        return oc_err_prefix(
+            err, "store diskgnn: sampling epoch %" PRIu64 " batches %" PRIu64 "..%" PRIu64, epoch,
+            first, first + count - 1);
+    }
     dg_report_end(b);
-    rc = oc_writer_close(j.w, err);
-    j.w = NULL;
-    if (rc)
-        goto fail;
-    b->spill_live = 1;
     b->sample_us = now_us() - t0;
     return OC_OK;
-fail:
-    oc_writer_abort(j.w);
-    b->tr.n_batches = 0;
-    dg_spill_drop(b);
-    return oc_err_prefix(err,
-                         "store diskgnn: sampling epoch %" PRIu64 " batches %" PRIu64 "..%" PRIu64,
-                         epoch, first, first + count - 1);
 }
 
 int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
@@ -419,7 +400,7 @@ void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp, 
         unlink(tmp);
         oc_tmp_unregister(tmp);
     }
-    dg_spill_drop(b);
+    pl_spill_deinit(&b->spill);
     dg_window_drop(w);
 }
 

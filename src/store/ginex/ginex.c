@@ -526,22 +526,12 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
 }
 
 /* The inspector's seconds sampling and building plans, so far. */
-static double ginex_sample_s(const struct oc_store_stats *s)
-{
-    return (double)s->plan_sample_us / 1e6;
-}
-
-static double ginex_build_s(const struct oc_store_stats *s)
-{
-    return (double)s->plan_build_us / 1e6;
-}
-
 static const struct oc_store_stat ginex_stat_table[] = {
-    {"plan", "sample_s", "Inspect", OC_STORE_STAT_SECONDS, ginex_sample_s},
-    {"plan", "build_s", "Plan", OC_STORE_STAT_SECONDS, ginex_build_s},
-    {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady},
-    {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru},
-    {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static},
+    {"plan", "sample_s", "Inspect", OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_sample_us)},
+    {"plan", "build_s", "Plan", OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_build_us)},
+    {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady, 0},
+    {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru, 0},
+    {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static, 0},
 };
 
 const struct store_strategy oc_store_ginex = {

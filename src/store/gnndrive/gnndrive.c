@@ -472,8 +472,8 @@ static double gd_standby_reuse(const struct oc_store_stats *s)
 /* Rows reused from released buffer slots (the standby LRU list), per requested row;
    CPU seconds of the extract stage per GiB read. */
 static const struct oc_store_stat gnndrive_stat_table[] = {
-    {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse},
-    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib},
+    {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse, 0},
+    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib, 0},
 };
 
 const struct store_strategy oc_store_gnndrive = {

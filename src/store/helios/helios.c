@@ -542,21 +542,13 @@ static void hl_stats(const struct oc_store *s, struct oc_store_stats *out)
     out->stage_busy_us[1] = h->comp_st ? (uint64_t)(oc_stage_busy_s(h->comp_st) * 1e6) : 0;
 }
 
-static double hl_submit_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[0] * 1e-6;
-}
-
-static double hl_complete_s(const struct oc_store_stats *s)
-{
-    return (double)s->stage_busy_us[1] * 1e-6;
-}
-
 /* Busy seconds of submission (on the sample stage, per hop) and of the completion stage. */
 static const struct oc_store_stat helios_stat_table[] = {
-    {"stage_busy_s", "submit", "Submit", OC_STORE_STAT_SECONDS, hl_submit_s},
-    {"stage_busy_s", "complete", "Complete", OC_STORE_STAT_SECONDS, hl_complete_s},
-    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib},
+    {"stage_busy_s", "submit", "Submit", OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[0])},
+    {"stage_busy_s", "complete", "Complete", OC_STORE_STAT_SECONDS,
+     OC_STORE_STAT_FIELD(stage_busy_us[1])},
+    {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib, 0},
 };
 
 static const struct oc_store_opt helios_opts[] = {

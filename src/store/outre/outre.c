@@ -287,32 +287,12 @@ static double emb_hit(const struct oc_store_stats *s)
     return s->emb_candidates ? (double)s->emb_pruned / (double)s->emb_candidates : 0.0;
 }
 
-static double emb_pruned(const struct oc_store_stats *s)
-{
-    return (double)s->emb_pruned;
-}
-
-static double emb_pushed(const struct oc_store_stats *s)
-{
-    return (double)s->emb_pushed;
-}
-
-static double emb_admitted(const struct oc_store_stats *s)
-{
-    return (double)s->emb_admitted;
-}
-
-static double emb_age(const struct oc_store_stats *s)
-{
-    return (double)s->emb_max_age;
-}
-
 static const struct oc_store_stat outre_stat_table[] = {
-    {"embeddings", "pruned_ratio", "Pruned", OC_STORE_STAT_RATIO, emb_hit},
-    {"embeddings", "pruned", NULL, OC_STORE_STAT_RATIO, emb_pruned},
-    {"embeddings", "pushed", NULL, OC_STORE_STAT_RATIO, emb_pushed},
-    {"embeddings", "admitted", NULL, OC_STORE_STAT_RATIO, emb_admitted},
-    {"embeddings", "max_age", NULL, OC_STORE_STAT_RATIO, emb_age},
+    {"embeddings", "pruned_ratio", "Pruned", OC_STORE_STAT_RATIO, emb_hit, 0},
+    {"embeddings", "pruned", NULL, OC_STORE_STAT_RATIO, OC_STORE_STAT_FIELD(emb_pruned)},
+    {"embeddings", "pushed", NULL, OC_STORE_STAT_RATIO, OC_STORE_STAT_FIELD(emb_pushed)},
+    {"embeddings", "admitted", NULL, OC_STORE_STAT_RATIO, OC_STORE_STAT_FIELD(emb_admitted)},
+    {"embeddings", "max_age", NULL, OC_STORE_STAT_RATIO, OC_STORE_STAT_FIELD(emb_max_age)},
 };
 
 static const struct oc_store_opt outre_opts[] = {

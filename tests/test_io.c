@@ -187,6 +187,71 @@ OC_TEST(file_truncated_read_message)
     free(data);
 }
 
+/* Scans f from `from` in reads of up to `want` bytes, jumping `skip` bytes after each; checks
+   every read's bytes against data. Returns the scan's result (its error in err). */
+static int scan_all(const char *path, const uint8_t *data, uint64_t n, uint64_t from, uint64_t want,
+                    uint64_t skip, uint8_t *buf, uint64_t buf_bytes, struct oc_crc_follow *crc,
+                    struct oc_io_scan *sc, struct oc_err *err)
+{
+    int rc = oc_io_scan_open(sc, path, buf, buf_bytes, crc, err);
+    for (uint64_t off = from; off < n && rc == OC_OK;) {
+        uint64_t len = oc_io_scan_units(sc, off, 1);
+        len = len < want ? len : want;
+        len = len < n - off ? len : n - off;
+        const uint8_t *p;
+        if ((rc = oc_io_scan_read(sc, off, len, &p, err)) == OC_OK)
+            OC_CHECK(memcmp(p, data + off, len) == 0);
+        off += len + skip;
+    }
+    if (rc == OC_OK)
+        rc = oc_io_scan_finish(sc, err);
+    return rc;
+}
+
+/* The read-ahead scan: every byte as the file has it, read ahead (one synchronous read for an
+   unbroken scan, one per jump), the checksum followed, a cut file and a failed read named. */
+OC_TEST(scan_reads_ahead_follows_the_checksum_and_names_errors)
+{
+    struct oc_err err;
+    char path[600];
+    const uint64_t n = 3 * 1000 * 1000 + 123, half = 256 * 1024;
+    uint8_t *data = make_file(oc_test_tmpdir(), "scan.bin", n, path, sizeof(path));
+    uint8_t *buf = oc_io_buf_alloc(2 * half, "test scan", &err);
+    OC_CHECK(data && buf);
+    struct oc_io_scan sc;
+    struct oc_crc_follow crc = {0, 0};
+    OC_CHECK_OK(scan_all(path, data, n, 0, UINT64_MAX, 0, buf, 2 * half, &crc, &sc, &err), &err);
+    OC_CHECK(sc.sync_reads == 1 && sc.read_bytes >= n); /* the rest came read ahead */
+    OC_CHECK(crc.at == n && crc.crc == oc_crc32(0, data, n));
+    oc_io_scan_close(&sc);
+    /* odd read sizes and jumps: each jump past the read-ahead is a synchronous read */
+    OC_CHECK_OK(scan_all(path, data, n, 77, 100003, 0, buf, 2 * half, NULL, &sc, &err), &err);
+    OC_CHECK(sc.sync_reads == 1);
+    oc_io_scan_close(&sc);
+    OC_CHECK_OK(scan_all(path, data, n, 0, 1000, 600000, buf, 2 * half, NULL, &sc, &err), &err);
+    OC_CHECK(sc.sync_reads == 5); /* reads at 0, 601000, ... 2404000 */
+    oc_io_scan_close(&sc);
+    /* a failed read of the read-ahead names the file and its offset */
+    oc_fault_arm(OC_FAULT_READ, 2, EIO);
+    OC_CHECK_ERR(scan_all(path, data, n, 0, UINT64_MAX, 0, buf, 2 * half, NULL, &sc, &err),
+                 OC_ERR_IO, &err, "at offset");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    oc_io_scan_close(&sc);
+    oc_fault_arm(OC_FAULT_READ, 0, 0);
+    /* a buffer without two halves of two pages is refused */
+    OC_CHECK_ERR(oc_io_scan_open(&sc, path, buf, 3 * OC_IO_ALIGN, NULL, &err), OC_ERR_ARG, &err,
+                 "a scan needs a buffer");
+    oc_io_scan_close(&sc);
+    /* a file cut short: the read past its end is "truncated", naming it */
+    OC_CHECK(truncate(path, (off_t)(n - 5000)) == 0);
+    OC_CHECK_ERR(scan_all(path, data, n, 0, UINT64_MAX, 0, buf, 2 * half, NULL, &sc, &err),
+                 OC_ERR_FORMAT, &err, "truncated");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    oc_io_scan_close(&sc);
+    oc_free(buf);
+    free(data);
+}
+
 OC_TEST(file_fault_injection)
 {
     struct oc_err err;

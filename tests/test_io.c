@@ -1337,6 +1337,53 @@ OC_TEST(write_behind_reports_the_first_failed_write)
     write_behind_pieces(200, 57);
 }
 
+/* Copies 30 pieces of 50 bytes that follow each other, one after a jump and one larger than a
+   buffer (300 bytes); with a write fault armed at write `fail_at` (0: none), the result. The
+   contiguous pieces coalesce: 5 buffers of 6, then 1 and the large one written at once. */
+static int write_behind_copies(unsigned fail_at, const char *path, struct oc_err *err)
+{
+    struct oc_file *f = NULL;
+    struct oc_write_behind *w = NULL;
+    uint8_t piece[1000];
+    unlink(path);
+    int rc = oc_file_open(path, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_CREATE, &f, err);
+    if (rc == OC_OK)
+        rc = oc_write_behind_new(f, 3, 300, &w, err);
+    if (fail_at)
+        oc_fault_arm(OC_FAULT_WRITE, fail_at, ENOSPC);
+    for (unsigned i = 0; i < 32 && rc == OC_OK; i++) {
+        size_t len = i < 31 ? 50 : sizeof(piece);
+        uint64_t off = i < 30 ? 50u * i : i == 30 ? 5000 : 7000;
+        memset(piece, (int)i + 1, len);
+        rc = oc_write_behind_copy(w, piece, len, off, err);
+    }
+    if (rc == OC_OK)
+        rc = oc_write_behind_flush(w, err);
+    oc_fault_disarm_all();
+    oc_write_behind_free(w);
+    for (unsigned i = 0; i < 32 && rc == OC_OK; i++) {
+        uint8_t got[1000];
+        size_t len = i < 31 ? 50 : sizeof(got);
+        OC_CHECK_OK(oc_file_pread(f, got, len, i < 30 ? 50u * i : i == 30 ? 5000 : 7000, err), err);
+        for (size_t k = 0; k < len; k++)
+            OC_CHECK(got[k] == i + 1);
+    }
+    oc_file_close(f, NULL);
+    return rc;
+}
+
+OC_TEST(write_behind_copy_coalesces_what_follows)
+{
+    struct oc_err err;
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/wb-copy.bin", oc_test_tmpdir());
+    OC_CHECK_OK(write_behind_copies(0, path, &err), &err);
+    OC_CHECK_OK(write_behind_copies(8, path, &err), &err); /* seven writes: the 8th never comes */
+    OC_CHECK_ERR(write_behind_copies(7, path, &err), OC_ERR_NOSPC, &err, "No space");
+    OC_CHECK(strstr(err.msg, path) != NULL);
+    unlink(path);
+}
+
 /* oc_crc32 is the CRC-32 of zlib and gzip (the manifest's): its check value, zlib's result,
    any cut into pieces; and a follower folds overlapping pieces once and stops at a gap. */
 OC_TEST(crc32_is_zlibs_crc)

@@ -378,7 +378,16 @@ void *oc_write_behind_buf(struct oc_write_behind *w, struct oc_err *err);
    write so far, if any, is returned (the buffer is taken back either way). */
 int oc_write_behind_put(struct oc_write_behind *w, void *buf, size_t len, uint64_t off,
                         struct oc_err *err);
-/* Waits until everything queued is written; the first failure is the error. */
+/*
+ * Copies len bytes for the file at off: onto the buffer being filled when
+ * they follow its bytes in the file and fit, else into a fresh buffer (the
+ * one before is queued); len over a buffer is written at once. Do not mix
+ * with oc_write_behind_buf between flushes.
+ */
+int oc_write_behind_copy(struct oc_write_behind *w, const void *src, size_t len, uint64_t off,
+                         struct oc_err *err);
+/* Queues the buffer being filled, waits until everything queued is written; the first
+   failure is the error. */
 int oc_write_behind_flush(struct oc_write_behind *w, struct oc_err *err);
 /* Writes what is queued (nothing after a failure), stops the thread, frees w (NULL: no-op). */
 void oc_write_behind_free(struct oc_write_behind *w);

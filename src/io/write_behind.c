@@ -9,7 +9,11 @@
  *   caller:  buf ◄── free ◄──┐
  *            fill, put ──► queue ──► thread: pwrite ──┘
  *
- * The first failed write is the error every later buf, put and flush
+ * oc_write_behind_copy fills the buffers itself: bytes that follow the
+ * ones before them in the file join their buffer, anything else starts
+ * the next one (coalesced writes from scattered copies).
+ *
+ * The first failed write is the error every later buf, put, copy and flush
  * returns (its message names the file); queued writes after it are
  * dropped. Writes never overlap in the file (the caller's ranges), so their
  * order does not matter for the result, only for the error's.
@@ -46,6 +50,10 @@ struct oc_write_behind {
     int status; /* of the first failed write, OC_OK if none */
     struct oc_err err;
     size_t buf_bytes;
+    /* oc_write_behind_copy's buffer being filled (the caller's): bytes from fill_off */
+    uint8_t *fill;
+    size_t fill_len;
+    uint64_t fill_off;
 };
 
 static void *run(void *arg)
@@ -149,12 +157,43 @@ int oc_write_behind_put(struct oc_write_behind *w, void *buf, size_t len, uint64
     return rc;
 }
 
+/* Queues the buffer oc_write_behind_copy was filling, if any. */
+static int put_fill(struct oc_write_behind *w, struct oc_err *err)
+{
+    uint8_t *buf = w->fill;
+    w->fill = NULL;
+    return buf ? oc_write_behind_put(w, buf, w->fill_len, w->fill_off, err) : OC_OK;
+}
+
+int oc_write_behind_copy(struct oc_write_behind *w, const void *src, size_t len, uint64_t off,
+                         struct oc_err *err)
+{
+    int rc;
+    if (w->fill && (off != w->fill_off + w->fill_len || w->fill_len + len > w->buf_bytes) &&
+        (rc = put_fill(w, err)))
+        return rc;
+    if (len > w->buf_bytes) /* larger than a buffer: written now (ranges never overlap) */
+        return oc_file_pwrite(w->f, src, len, off, err);
+    if (!w->fill) {
+        if (!(w->fill = oc_write_behind_buf(w, err)))
+            return w->status;
+        w->fill_off = off;
+        w->fill_len = 0;
+    }
+    memcpy(w->fill + w->fill_len, src, len);
+    w->fill_len += len;
+    return OC_OK;
+}
+
 int oc_write_behind_flush(struct oc_write_behind *w, struct oc_err *err)
 {
+    int rc = put_fill(w, err);
+    if (rc)
+        return rc;
     pthread_mutex_lock(&w->mu);
     while (w->q_len > 0 || w->busy)
         pthread_cond_wait(&w->cv, &w->mu);
-    int rc = w->status != OC_OK ? failed(w, err) : OC_OK;
+    rc = w->status != OC_OK ? failed(w, err) : OC_OK;
     pthread_mutex_unlock(&w->mu);
     return rc;
 }

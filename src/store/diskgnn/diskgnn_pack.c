@@ -103,37 +103,16 @@ static int make_seg_pairs(const struct dg_builder *b, const struct oc_plan_layou
     return OC_OK;
 }
 
-/* Writes the disk-cache pairs of one partition as coalesced runs. */
+/* Writes the disk-cache pairs of one partition, in the order of their places (coalesced). */
 static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, const uint8_t *part,
-                      uint64_t first_row, struct oc_file *out, struct oc_err *err)
+                      uint64_t first_row, struct oc_err *err)
 {
-    const struct oc_store *s = b->s;
-    uint64_t rb = s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
+    uint64_t rb = b->s->row_bytes;
+    int rc = OC_OK;
     qsort(p, n, sizeof(*p), pair_by_dest);
-    uint64_t i = 0;
-    while (i < n) {
-        uint64_t start = p[i].pos, k = 0;
-        const uint8_t *src = part + (p[i].id - first_row) * rb;
-        if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
-            int rc = oc_file_pwrite(out, src, rb, start, err);
-            if (rc)
-                return rc;
-            i++;
-            continue;
-        }
-        uint8_t *run = oc_write_behind_buf(b->wb, err);
-        if (!run)
-            return err->status;
-        while (i < n && p[i].pos == start + k * rb && k < cap) {
-            memcpy(run + k * rb, part + (p[i].id - first_row) * rb, rb);
-            k++;
-            i++;
-        }
-        int rc = oc_write_behind_put(b->wb, run, k * rb, start, err);
-        if (rc)
-            return rc;
-    }
-    return OC_OK;
+    for (uint64_t i = 0; i < n && rc == OC_OK; i++)
+        rc = oc_write_behind_copy(b->wb, part + (p[i].id - first_row) * rb, rb, p[i].pos, err);
+    return rc;
 }
 
 int dg_writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err)
@@ -151,35 +130,15 @@ int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err)
     return rc;
 }
 
-/*
- * Writes rows[j0, j1) of a chunk (ascending ids, all in the partition that
- * starts at first_row) to their places in the chunk, which follow each
- * other from dest: runs of up to DG_WRITE_RUN bytes.
- */
 int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_file *out,
-                  struct oc_err *err)
+                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_err *err)
 {
-    uint64_t rb = b->s->row_bytes, cap = DG_WRITE_RUN / rb ? DG_WRITE_RUN / rb : 1;
-    for (uint64_t j = j0; j < j1;) {
-        uint64_t k = 0, at = dest + (j - j0) * rb;
-        if (rb > DG_WRITE_RUN) { /* a row larger than the run buffer: write it directly */
-            int rc = oc_file_pwrite(out, part + (rows[j] - first_row) * rb, rb, at, err);
-            if (rc)
-                return rc;
-            j++;
-            continue;
-        }
-        uint8_t *run = oc_write_behind_buf(b->wb, err);
-        if (!run)
-            return err->status;
-        for (; j < j1 && k < cap; j++, k++)
-            memcpy(run + k * rb, part + (rows[j] - first_row) * rb, rb);
-        int rc = oc_write_behind_put(b->wb, run, k * rb, at, err);
-        if (rc)
-            return rc;
-    }
-    return OC_OK;
+    uint64_t rb = b->s->row_bytes;
+    int rc = OC_OK;
+    for (uint64_t j = j0; j < j1 && rc == OC_OK; j++)
+        rc = oc_write_behind_copy(b->wb, part + (rows[j] - first_row) * rb, rb,
+                                  dest + (j - j0) * rb, err);
+    return rc;
 }
 
 /* Where pack_rows stands in each of its ascending sources. */
@@ -226,13 +185,14 @@ static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cur
 }
 
 /*
- * Copies what the partition of rows [r0, r1) at part gives each source: a chunk's rows in the partition are a run of
- * its packed rows, written to consecutive places; disk-cache rows as
- * coalesced runs; cache rows into their slots. Advances the cursors.
+ * Copies what the partition of rows [r0, r1) at part gives each source: a
+ * chunk's rows in the partition are a run of its packed rows, written to
+ * consecutive places; disk-cache rows by place; cache rows into their slots
+ * (the writes coalesced). Advances the cursors.
  */
 static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
                           struct pack_cursor *c, struct store_cache *cache, uint64_t r0,
-                          uint64_t r1, const uint8_t *part, struct oc_file *out, struct oc_err *err)
+                          uint64_t r1, const uint8_t *part, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
     int rc = OC_OK;
@@ -243,14 +203,14 @@ static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
         uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
         if (j1 > j0)
             rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, part, r0,
-                               out, err);
+                               err);
         c->chunk[i] = j1;
     }
     uint64_t j = c->seg;
     while (j < c->n_seg && c->seg_pairs[j].id < r1)
         j++;
     if (rc == OC_OK && j > c->seg)
-        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, part, r0, out, err);
+        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, part, r0, err);
     c->seg = j;
     for (; c->cache < c->n_cache && cache->ids[c->cache] < r1; c->cache++)
         memcpy(cache->rows + c->cache * rb, part + (cache->ids[c->cache] - r0) * rb, rb);
@@ -318,7 +278,7 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
         if ((rc = dg_check_cancel(b, err)) ||
             (rc = oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part,
                                   err)) ||
-            (rc = copy_partition(b, l, &c, cache, r0, r1, part, out, err)))
+            (rc = copy_partition(b, l, &c, cache, r0, r1, part, err)))
             goto out;
         dg_report(b, packing, r1, s->n_nodes);
     }

@@ -162,8 +162,7 @@ static uint64_t needed_end(const struct pk_cursor *c, uint64_t n_batches,
 
 /* Writes what partition [r0, r1) gives batch i: every run of its rows below r1. */
 static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct pl_spill *in,
-                      uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_file *out,
-                      struct oc_err *err)
+                      uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes, n_in = b->tr.off[i + 1] - b->tr.off[i];
     uint64_t base = b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
@@ -174,7 +173,7 @@ static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, str
             return rc;
         uint64_t j1 = oc_lower_bound_u64(c->buf, c->at, c->n, r1);
         uint64_t done = c->next - c->n + c->at - b->pack_off[i]; /* its rows written so far */
-        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, part, r0, out, err)))
+        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, part, r0, err)))
             return rc;
         c->at = (uint32_t)j1;
     }
@@ -218,7 +217,7 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
                  oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part, err)))
             goto out;
         for (uint64_t i = 0; i < count && rc == OC_OK; i++)
-            rc = scan_batch(b, &c[i], i, in, r0, r1, part, out, err);
+            rc = scan_batch(b, &c[i], i, in, r0, r1, part, err);
         if (rc)
             goto out;
         for (; cache_at < n_cache && cache->ids[cache_at] < r1; cache_at++)

@@ -186,6 +186,41 @@ OC_TEST(commit_and_interrupt_removal_never_empty_the_output)
     OC_CHECK(oc_tmp_n_registered() == 0);
 }
 
+/* A temporary made while an interrupt's removal runs is made wholly before it (and removed) or
+   after it (and registered): never a file on disk that the registry does not hold. Making one
+   that exists is refused, naming it; a directory gets its missing parents. */
+OC_TEST(create_and_interrupt_removal_leave_nothing_unregistered)
+{
+    enum { ROUNDS = 200 };
+    struct oc_err err;
+    for (int round = 0; round < ROUNDS; round++) {
+        char final[1024], tmp[1200];
+        snprintf(final, sizeof(final), "%s/create-%d", oc_test_tmpdir(), round);
+        OC_CHECK_OK(oc_tmp_name(tmp, sizeof(tmp), final, &err), &err);
+        pthread_t t;
+        pthread_create(&t, NULL, remove_registered, NULL);
+        if (round & 1)
+            sched_yield();
+        OC_CHECK_OK(oc_tmp_create(tmp, round & 2 ? OC_TMP_DIR : OC_TMP_FILE, &err), &err);
+        pthread_join(t, NULL);
+        OC_CHECK(oc_path_exists(tmp) == (oc_tmp_n_registered() == 1));
+        oc_rm_rf(tmp, &err);
+        oc_tmp_unregister(tmp);
+    }
+    char tmp[1200], deep[1400];
+    snprintf(tmp, sizeof(tmp), "%s/create-twice", oc_test_tmpdir());
+    OC_CHECK_OK(oc_tmp_create(tmp, OC_TMP_FILE, &err), &err);
+    OC_CHECK_ERR(oc_tmp_create(tmp, OC_TMP_FILE, &err), OC_ERR_EXISTS, &err,
+                 "cannot create the temporary");
+    OC_CHECK(strstr(err.msg, tmp) == err.msg);
+    OC_CHECK_ERR(oc_tmp_create(tmp, OC_TMP_DIR, &err), OC_ERR_IO, &err, "it exists");
+    OC_CHECK(oc_tmp_n_registered() == 1);
+    snprintf(deep, sizeof(deep), "%s/create-parents/a/b", oc_test_tmpdir());
+    OC_CHECK_OK(oc_tmp_create(deep, OC_TMP_DIR, &err), &err);
+    OC_CHECK(oc_path_exists(deep) && oc_tmp_n_registered() == 2);
+    OC_CHECK(oc_tmp_remove_registered(0) == 2 && !oc_path_exists(tmp) && !oc_path_exists(deep));
+}
+
 OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
 {
     char dir[1024], p[1800], own[1400], name[600];

@@ -528,13 +528,25 @@ const char *oc_tmp_host_id(void);
 void oc_tmp_set_identity(const char *host_id, long pid);
 
 /*
- * The registry of this run's temporaries (files or directories): register a
- * path before creating it, unregister it once it is renamed into place or
- * removed. Registering never fails (past 64 live paths a path is only left
- * to the next run's stale cleanup).
+ * The registry of this run's temporaries (files or directories): a
+ * temporary is made and registered at once by oc_tmp_create, and
+ * unregistered once it is renamed into place (oc_tmp_commit) or removed.
+ * oc_tmp_register alone is for a path that appears by another temporary's
+ * oc_tmp_commit. Registering never fails (past 64 live paths a path is only
+ * left to the next run's stale cleanup).
  */
 void oc_tmp_register(const char *path);
 void oc_tmp_unregister(const char *path);
+/* What oc_tmp_create makes. */
+enum oc_tmp_kind { OC_TMP_FILE, OC_TMP_DIR };
+/*
+ * Makes path (an empty file, or a directory with its missing parents) and
+ * registers it, both under the registry's lock, so an interrupt's removal
+ * (which holds the lock) runs wholly before (the creator then waits for the
+ * process to exit) or after it (and removes it). OC_ERR_IO naming path if it
+ * cannot be made (it exists already, no space, no permission).
+ */
+int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err);
 /*
  * Renames the registered temporary tmp to final (oc_rename_durable) and
  * unregisters it, under the registry's lock: an interrupt's removal runs
@@ -546,12 +558,9 @@ int oc_tmp_commit(const char *tmp, const char *final, struct oc_err *err);
 unsigned oc_tmp_n_registered(void);
 /*
  * Removes every registered path (rm -rf) and returns how many are gone. With
- * keep_locked the registry stays locked for good, so no thread registers or
- * unregisters any more: for the CLI's interrupt path, just before _exit. A
- * path is registered before its creator makes it, outside the lock, so with
- * keep_locked the registered paths absent at the removal are watched for up
- * to 200 ms and removed if they appear (a creator slower than that leaves
- * its temporary to the next run's oc_tmp_clean_stale).
+ * keep_locked the registry stays locked for good, so no thread creates,
+ * registers, commits or unregisters a temporary any more: for the CLI's
+ * interrupt path, just before _exit.
  */
 unsigned oc_tmp_remove_registered(int keep_locked);
 

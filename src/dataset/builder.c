@@ -88,8 +88,7 @@ int oc_ds_builder_new(const char *out_dir, struct oc_ds_builder **out, struct oc
         goto fail;
     }
     remove_stale(b->out);
-    oc_tmp_register(b->tmp);
-    if ((rc = oc_mkdir_p(b->tmp, err)) || (rc = oc_dir_mark(b->tmp, err)))
+    if ((rc = oc_tmp_create(b->tmp, OC_TMP_DIR, err)) || (rc = oc_dir_mark(b->tmp, err)))
         goto fail;
     b->m.version = OC_FORMAT_VERSION;
     b->m.feat_dtype = OC_DTYPE_F32;

@@ -346,9 +346,8 @@ int oc_edge_sorter_new(const struct oc_edge_sort_opts *o, const char *tmp_dir,
         OC_ERR(err, OC_ERR_ARG, "edge sorter: tmp_dir path too long: %s", tmp_dir);
         goto fail;
     }
-    oc_tmp_register(s->dir);
     s->dir_made = 1;
-    int rc = oc_mkdir_p(s->dir, err);
+    int rc = oc_tmp_create(s->dir, OC_TMP_DIR, err);
     if (rc == OC_OK)
         rc = oc_dir_mark(s->dir, err);
     if (rc != OC_OK)

@@ -159,7 +159,8 @@ int oc_write_file_atomic(const char *path, const void *data, size_t len, struct 
 
     if ((rc = oc_tmp_name(tmp, sizeof(tmp), path, err)))
         return rc;
-    oc_tmp_register(tmp);
+    if ((rc = oc_tmp_create(tmp, OC_TMP_FILE, err)))
+        return rc;
     rc = oc_file_open(tmp, OC_FILE_WRITE | OC_FILE_TRUNC, &f, err);
     if (rc)
         goto fail;

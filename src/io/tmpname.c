@@ -36,7 +36,11 @@
  *   anything else  never (symlink, FIFO, device, legacy pid-only directory)
  *
  * The registry holds the paths this run has created and not yet renamed or
- * removed; oc_tmp_remove_registered removes them (rm -rf) on the CLI's
+ * removed. Creating one (oc_tmp_create), renaming it into place
+ * (oc_tmp_commit) and removing them all (oc_tmp_remove_registered) each
+ * hold its lock, so none of them runs halfway through another: an interrupt
+ * leaves no temporary made just after its removal. oc_tmp_remove_registered
+ * removes them (rm -rf) on the CLI's
  * signal path (src/cli/signals.c: SIGINT, SIGTERM and SIGHUP are blocked in
  * every thread and one thread sigwait()s, so the removal runs in a normal
  * thread, not in a signal handler, and may lock and call anything).
@@ -67,7 +71,6 @@
 #include "io/io_int.h"
 
 #define TMP_SLOTS          64
-#define TMP_LATE_WAIT_MS   200 /* an interrupted run watches registered, absent paths this long */
 #define TMP_TAG            ".tmp-"
 #define TMP_FOREIGN_IDLE_S (24 * 3600) /* another host's temporary: untouched this long */
 #define TMP_LEGACY_IDLE_S  3600        /* a pid-only name: untouched this long */
@@ -205,6 +208,33 @@ static void unregister_locked(const char *path)
     }
 }
 
+int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err)
+{
+    int rc = OC_OK;
+    pthread_mutex_lock(&reg_lock);
+    if (kind == OC_TMP_DIR) {
+        struct stat st;
+        if (stat(path, &st) == 0) /* a fresh name: one that exists is somebody else's */
+            rc = OC_ERR(err, OC_ERR_IO, "%s: cannot create the temporary: it exists", path);
+        else
+            rc = oc_mkdir_p(path, err);
+    } else {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), e = errno;
+        if (fd < 0)
+            rc = OC_ERR_ERRNO(err, oc_status_from_errno(e), e,
+                              "%s: cannot create the temporary: %s", path, strerror(e));
+        else
+            close(fd);
+    }
+    if (rc == OC_OK && reg_used < TMP_SLOTS && strlen(path) < PATH_MAX)
+        snprintf(reg_path[reg_used++], PATH_MAX, "%s", path);
+    else if (rc == OC_OK)
+        oc_log(OC_LOG_DEBUG, "%s: not registered for removal on interrupt (%d already)", path,
+               TMP_SLOTS);
+    pthread_mutex_unlock(&reg_lock);
+    return rc;
+}
+
 void oc_tmp_unregister(const char *path)
 {
     pthread_mutex_lock(&reg_lock);
@@ -239,34 +269,15 @@ unsigned oc_tmp_n_registered(void)
 
 unsigned oc_tmp_remove_registered(int keep_locked)
 {
-    unsigned n = 0, n_absent = 0;
-    unsigned char absent[TMP_SLOTS] = {0};
+    unsigned n = 0;
     pthread_mutex_lock(&reg_lock);
     for (unsigned i = 0; i < reg_used; i++) {
         struct oc_err e;
-        absent[i] = !oc_path_exists(reg_path[i]);
-        n_absent += absent[i];
         /* Another thread may still be creating entries in a directory: a few passes. */
         for (int pass = 0; pass < 3; pass++)
             if (oc_rm_rf(reg_path[i], &e) == OC_OK)
                 break;
         n += !oc_path_exists(reg_path[i]);
-    }
-    /*
-     * A path is registered before its creator makes it, outside this lock: one
-     * absent now may appear a moment later. Before the process exits (keep_locked),
-     * watch those for TMP_LATE_WAIT_MS and remove what appears.
-     */
-    for (int ms = 0; keep_locked && n_absent && ms < TMP_LATE_WAIT_MS; ms++) {
-        struct timespec nap = {0, 1000000};
-        nanosleep(&nap, NULL);
-        for (unsigned i = 0; i < reg_used; i++) {
-            struct oc_err e;
-            if (absent[i] && oc_path_exists(reg_path[i]) && oc_rm_rf(reg_path[i], &e) == OC_OK) {
-                absent[i] = 0; /* counted as gone above */
-                n_absent--;
-            }
-        }
     }
     if (!keep_locked) {
         reg_used = 0;

@@ -226,8 +226,8 @@ int kg_slice_store_open(struct kg_slice_store *st, const char *plan_dir, const c
     remove(st->idx_path);
     remove(st->rec_path);
     OC_KG_TRY(oc_tmp_name(st->rec_tmp, sizeof(st->rec_tmp), st->rec_path, err));
-    oc_tmp_register(st->rec_tmp);
-    OC_KG_TRY(oc_file_open(st->rec_tmp, OC_FILE_WRITE | OC_FILE_CREATE, &st->w, err));
+    OC_KG_TRY(oc_tmp_create(st->rec_tmp, OC_TMP_FILE, err));
+    OC_KG_TRY(oc_file_open(st->rec_tmp, OC_FILE_WRITE | OC_FILE_TRUNC, &st->w, err));
     return oc_file_open(st->rec_tmp, OC_FILE_READ | OC_FILE_DIRECT, &st->rd, err);
 }
 

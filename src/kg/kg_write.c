@@ -86,8 +86,7 @@ int oc_kg_writer_new(const char *out_dir, struct oc_kg_writer **out, struct oc_e
     snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - out_dir) : 1,
              slash ? out_dir : ".");
     oc_tmp_clean_stale(slash == out_dir ? "/" : parent, slash ? slash + 1 : out_dir, NULL, NULL);
-    oc_tmp_register(w->tmp);
-    if ((rc = oc_mkdir_p(w->tmp, err)) || (rc = oc_dir_mark(w->tmp, err))) {
+    if ((rc = oc_tmp_create(w->tmp, OC_TMP_DIR, err)) || (rc = oc_dir_mark(w->tmp, err))) {
         oc_kg_writer_free(w);
         return rc;
     }

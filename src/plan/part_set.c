@@ -405,8 +405,7 @@ int oc_plan_part_set_write(const struct oc_dataset *ds, uint32_t n_parts, const 
     w.progress = progress;
     if ((rc = run_id_new(w.run_id, err)) || (rc = pw_partition(&w, plan_dir, err)))
         goto out;
-    oc_tmp_register(tmp);
-    if ((rc = oc_mkdir_p(tmp, err)) || (rc = oc_dir_mark(tmp, err)) ||
+    if ((rc = oc_tmp_create(tmp, OC_TMP_DIR, err)) || (rc = oc_dir_mark(tmp, err)) ||
         (rc = write_parts(&w, tmp, err))) {
         struct oc_err ignored;
         oc_rm_rf(tmp, &ignored);

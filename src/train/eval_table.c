@@ -75,8 +75,8 @@ int eval_table_begin(struct eval_table *t, const char *scratch_dir, uint64_t n_r
         t->path[0] = '\0';
         return rc;
     }
-    oc_tmp_register(t->path);
-    if ((rc = oc_writer_open(t->path, EVAL_TABLE_WRITE_BYTES, &t->w, err)))
+    if ((rc = oc_tmp_create(t->path, OC_TMP_FILE, err)) ||
+        (rc = oc_writer_open(t->path, EVAL_TABLE_WRITE_BYTES, &t->w, err)))
         oc_err_prefix(err, "layer-wise inference scratch");
     return rc;
 }

@@ -364,8 +364,8 @@ int dg_window_create(struct dg_builder *b, const struct store_cache *cache, stru
              w->epoch, w->first, window_key(b, cache));
     if ((rc = oc_tmp_name(tmp, tmp_size, w->path, err)))
         return rc;
-    oc_tmp_register(tmp);
-    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, out, err)))
+    if ((rc = oc_tmp_create(tmp, OC_TMP_FILE, err)) ||
+        (rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, out, err)))
         return rc;
     return oc_file_truncate(*out, file_bytes, err);
 }

@@ -163,14 +163,27 @@ int dg_spill_begin(struct dg_builder *b, uint32_t elem, const char *name, struct
    the record and the CRCs. */
 void dg_chunk_seal(uint8_t *h, uint64_t epoch, uint64_t batch, uint64_t n_input, uint64_t n_packed,
                    uint64_t rec_bytes, const uint64_t *addr);
-/* The packers' row writes to out go through b->wb from begin to end; end flushes them when
-   rc is OC_OK (the first failed write is then the result) and returns rc otherwise. */
-int dg_writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err);
-int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err);
-/* Writes rows[j0, j1) (of the partition at part, which starts at row first_row) to
-   consecutive places from dest, coalesced (oc_write_behind_copy). */
-int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_err *err);
+/*
+ * A batch's packed rows as the packers' scan walks them (ascending): rows[at, n) known and
+ * not written yet, entries [next, end) of the builder's spill still to read, `ahead` at a
+ * time (laid out: none, rows are the layout's); dest: where rows[at] goes in the window file.
+ */
+struct dg_cursor {
+    uint64_t next, end;
+    uint64_t *rows;
+    uint32_t at, n, ahead;
+    uint64_t dest;
+};
+/*
+ * The packers' one ascending scan of features.npy (dg_scan_open; partitions from the lowest
+ * row still needed up to what a half holds, trimmed to the last row needed in it): each
+ * partition's rows written where the count cursors and the disk-cache pairs seg (n_seg, sorted
+ * by row; each partition's are re-sorted by place) want them, and copied into the cache's
+ * first n_cache slots (its ids ascending), through the write-behind to out.
+ */
+int dg_pack_scan(struct dg_builder *b, struct dg_cursor *c, uint64_t count, struct store_miss *seg,
+                 uint64_t n_seg, struct store_cache *cache, uint64_t n_cache, struct oc_file *out,
+                 struct oc_err *err);
 
 /* The packers' ascending scan of features.npy (io.h's oc_io_scan) through b->part, feeding
    features.npy's checksum while b->crc_due (diskgnn_pack.c). */

@@ -7,13 +7,14 @@
  *
  *   1. metadata: per chunk, header + record + address table (one write each,
  *      records read back sequentially from the spill file);
- *   2. rows: the feature file is read in sequential partitions of half of
- *      part_bytes, the next read ahead while one is copied (oc_io_scan;
- *      partitions without a needed row are skipped, never read out of
- *      order); per partition each chunk's rows are a run of its packed rows,
- *      the disk-cache pairs are sorted by destination, and both are written
- *      as coalesced runs through the write-behind (dg_writes_begin). The CPU
- *      cache of the first window is filled from the same scan.
+ *   2. rows: dg_pack_scan, the packers' one scan of the feature file, here
+ *      and in diskgnn_stream.c: sequential partitions of half of part_bytes,
+ *      the next read ahead while one is copied (oc_io_scan; partitions
+ *      without a needed row are skipped, never read out of order); per
+ *      partition each chunk's rows are a run of its packed rows (a cursor
+ *      each), the disk-cache pairs are sorted by destination, and both are
+ *      written as coalesced copies through the write-behind. The CPU cache of
+ *      the first window is filled from the same scan.
  *
  * The chunk format and file names are in diskgnn_window.c.
  * Place in the data flow: store (diskgnn); trace ──► plan layout ──► file.
@@ -115,13 +116,15 @@ static int write_runs(struct dg_builder *b, struct store_miss *p, uint64_t n, co
     return rc;
 }
 
-int dg_writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err)
+/* The packers' row writes to out go through b->wb from begin to end; end flushes them when
+   rc is OC_OK (the first failed write is then the result) and returns rc otherwise. */
+static int writes_begin(struct dg_builder *b, struct oc_file *out, struct oc_err *err)
 {
     assert(b->wb == NULL);
     return oc_write_behind_new(out, DG_WRITE_BUFS, DG_WRITE_RUN, &b->wb, err);
 }
 
-int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err)
+static int writes_end(struct dg_builder *b, int rc, struct oc_err *err)
 {
     if (b->wb && rc == OC_OK)
         rc = oc_write_behind_flush(b->wb, err);
@@ -130,8 +133,10 @@ int dg_writes_end(struct dg_builder *b, int rc, struct oc_err *err)
     return rc;
 }
 
-int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
-                  uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_err *err)
+/* Writes rows[j0, j1) (of the partition at part, which starts at row first_row) to
+   consecutive places from dest. */
+static int write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint64_t j1,
+                      uint64_t dest, const uint8_t *part, uint64_t first_row, struct oc_err *err)
 {
     uint64_t rb = b->s->row_bytes;
     int rc = OC_OK;
@@ -141,80 +146,63 @@ int dg_write_rows(struct dg_builder *b, const uint64_t *rows, uint64_t j0, uint6
     return rc;
 }
 
-/* Where pack_rows stands in each of its ascending sources. */
-struct pack_cursor {
-    uint64_t *chunk; /* per chunk: the next of its packed rows (index into pack_rows) */
-    uint64_t seg, n_seg, cache, n_cache;
-    struct store_miss *seg_pairs;
-};
-
-/* The lowest row any source still needs (UINT64_MAX: none). */
-static uint64_t next_needed(const struct oc_plan_layout *l, const struct pack_cursor *c,
-                            const struct store_cache *cache)
+/* The cursor's next row, reading ahead from the spill when its rows are used up (UINT64_MAX:
+   none left). */
+static int cursor_head(struct dg_builder *b, struct dg_cursor *c, uint64_t *row, struct oc_err *err)
 {
-    uint64_t r = UINT64_MAX;
-    for (uint64_t i = 0; i < l->n_batches; i++)
-        if (c->chunk[i] < l->pack_off[i + 1] && l->pack_rows[c->chunk[i]] < r)
-            r = l->pack_rows[c->chunk[i]];
-    if (c->seg < c->n_seg && c->seg_pairs[c->seg].id < r)
-        r = c->seg_pairs[c->seg].id;
-    if (c->cache < c->n_cache && cache->ids[c->cache] < r)
-        r = cache->ids[c->cache];
-    return r;
+    if (c->at == c->n && c->next < c->end) {
+        uint64_t k = c->end - c->next < c->ahead ? c->end - c->next : c->ahead;
+        int rc = pl_spill_get(&b->spill, c->next, k, c->rows, err);
+        if (rc)
+            return rc;
+        c->next += k;
+        c->at = 0;
+        c->n = (uint32_t)k;
+    }
+    *row = c->at < c->n ? c->rows[c->at] : UINT64_MAX;
+    return OC_OK;
 }
 
-/* One past the highest row below limit that any source needs (r0 + 1 at least). */
-static uint64_t needed_end(const struct oc_plan_layout *l, const struct pack_cursor *c,
-                           const struct store_cache *cache, uint64_t r0, uint64_t limit)
+/* Writes what the partition [r0, r1) at part gives cursor c: every run of its rows below r1. */
+static int write_cursor(struct dg_builder *b, struct dg_cursor *c, uint64_t r0, uint64_t r1,
+                        const uint8_t *part, struct oc_err *err)
 {
-    uint64_t r1 = r0 + 1;
-    for (uint64_t i = 0; i < l->n_batches; i++) {
-        uint64_t j = oc_lower_bound_u64(l->pack_rows, c->chunk[i], l->pack_off[i + 1], limit);
-        if (j > c->chunk[i] && l->pack_rows[j - 1] + 1 > r1)
-            r1 = l->pack_rows[j - 1] + 1;
+    for (;;) {
+        uint64_t row;
+        int rc = cursor_head(b, c, &row, err);
+        if (rc || row >= r1)
+            return rc;
+        uint64_t j1 = oc_lower_bound_u64(c->rows, c->at, c->n, r1);
+        if ((rc = write_rows(b, c->rows, c->at, j1, c->dest, part, r0, err)))
+            return rc;
+        c->dest += (j1 - c->at) * b->s->row_bytes;
+        c->at = (uint32_t)j1;
     }
-    uint64_t j = c->seg;
-    while (j < c->n_seg && c->seg_pairs[j].id < limit)
-        j++;
-    if (j > c->seg && c->seg_pairs[j - 1].id + 1 > r1)
-        r1 = c->seg_pairs[j - 1].id + 1;
-    j = oc_lower_bound_u64(cache->ids, c->cache, c->n_cache, limit);
-    if (j > c->cache && cache->ids[j - 1] + 1 > r1)
-        r1 = cache->ids[j - 1] + 1;
-    return r1;
 }
 
 /*
- * Copies what the partition of rows [r0, r1) at part gives each source: a
- * chunk's rows in the partition are a run of its packed rows, written to
- * consecutive places; disk-cache rows by place; cache rows into their slots
- * (the writes coalesced). Advances the cursors.
+ * One past the last row below limit that any source needs (r0 + 1 at least): the cursors'
+ * known rows, the disk-cache pairs seg[0, n_seg) and the cache's ids [cache_at, n_cache);
+ * limit itself when a cursor's read-ahead ends below it with more to read.
  */
-static int copy_partition(struct dg_builder *b, const struct oc_plan_layout *l,
-                          struct pack_cursor *c, struct store_cache *cache, uint64_t r0,
-                          uint64_t r1, const uint8_t *part, struct oc_err *err)
+static uint64_t needed_end(const struct dg_cursor *c, uint64_t count, const struct store_miss *seg,
+                           uint64_t n_seg, const struct store_cache *cache, uint64_t cache_at,
+                           uint64_t n_cache, uint64_t r0, uint64_t limit)
 {
-    uint64_t rb = b->s->row_bytes;
-    int rc = OC_OK;
-    for (uint64_t i = 0; i < l->n_batches && rc == OC_OK; i++) {
-        uint64_t j0 = c->chunk[i],
-                 j1 = oc_lower_bound_u64(l->pack_rows, j0, l->pack_off[i + 1], r1);
-        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i];
-        uint64_t base = l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
-        if (j1 > j0)
-            rc = dg_write_rows(b, l->pack_rows, j0, j1, base + (j0 - l->pack_off[i]) * rb, part, r0,
-                               err);
-        c->chunk[i] = j1;
+    uint64_t r1 = r0 + 1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t j = oc_lower_bound_u64(c[i].rows, c[i].at, c[i].n, limit);
+        if (j == c[i].n && c[i].next < c[i].end)
+            return limit;
+        if (j > c[i].at && c[i].rows[j - 1] + 1 > r1)
+            r1 = c[i].rows[j - 1] + 1;
     }
-    uint64_t j = c->seg;
-    while (j < c->n_seg && c->seg_pairs[j].id < r1)
-        j++;
-    if (rc == OC_OK && j > c->seg)
-        rc = write_runs(b, c->seg_pairs + c->seg, j - c->seg, part, r0, err);
-    c->seg = j;
-    for (; c->cache < c->n_cache && cache->ids[c->cache] < r1; c->cache++)
-        memcpy(cache->rows + c->cache * rb, part + (cache->ids[c->cache] - r0) * rb, rb);
-    return rc;
+    for (uint64_t j = 0; j < n_seg && seg[j].id < limit; j++)
+        r1 = seg[j].id + 1 > r1 ? seg[j].id + 1 : r1;
+    uint64_t j = oc_lower_bound_u64(cache->ids, cache_at, n_cache, limit);
+    if (j > cache_at && cache->ids[j - 1] + 1 > r1)
+        r1 = cache->ids[j - 1] + 1;
+    return r1;
 }
 
 int dg_scan_open(struct dg_builder *b, struct oc_io_scan *sc, struct oc_err *err)
@@ -236,59 +224,92 @@ int dg_scan_end(struct dg_builder *b, struct oc_io_scan *sc, int rc, struct oc_e
     return rc;
 }
 
-/*
- * Pass 2: the feature file in sequential partitions (each from the lowest
- * row still needed, up to what a half of part_bytes holds, trimmed to the last row needed in it)
- * into the window file (and the cache). Besides the layout it needs only a
- * cursor per chunk and the disk-cache rows' pairs.
- */
-static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
-                     struct store_cache *cache, int fill_cache, struct oc_file *out,
-                     struct oc_err *err)
+int dg_pack_scan(struct dg_builder *b, struct dg_cursor *c, uint64_t count, struct store_miss *seg,
+                 uint64_t n_seg, struct store_cache *cache, uint64_t n_cache, struct oc_file *out,
+                 struct oc_err *err)
 {
     const struct oc_store *s = b->s;
-    struct pack_cursor c;
+    uint64_t rb = s->row_bytes, seg_at = 0, cache_at = 0;
     struct oc_io_scan sc = {0};
     int rc;
-
-    memset(&c, 0, sizeof(c));
-    c.n_cache = fill_cache ? cache->n : 0;
-    if (!(c.chunk = oc_alloc((l->n_batches ? l->n_batches : 1) * sizeof(uint64_t),
-                             "store diskgnn: packing cursors", err)))
-        return err->status;
-    for (uint64_t i = 0; i < l->n_batches; i++) {
-        c.chunk[i] = l->pack_off[i];
-        for (uint64_t j = l->pack_off[i] + 1; j < l->pack_off[i + 1]; j++)
-            assert(l->pack_rows[j - 1] < l->pack_rows[j]); /* plan.h: ascending in a chunk */
-    }
-    for (uint64_t j = 1; j < c.n_cache; j++)
+    for (uint64_t j = 1; j < n_cache; j++)
         assert(cache->ids[j - 1] < cache->ids[j]); /* the cache's lookup needs them so too */
-    if ((rc = make_seg_pairs(b, l, &c.seg_pairs, &c.n_seg, err)) ||
-        (rc = dg_scan_open(b, &sc, err)) || (rc = dg_writes_begin(b, out, err)))
+    if ((rc = dg_scan_open(b, &sc, err)) || (rc = writes_begin(b, out, err)))
         goto out;
     /* progress: how far the one ascending scan of the feature rows has come */
     static const char packing[] = "diskgnn: packing the next window";
     dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
-    for (uint64_t r0; (r0 = next_needed(l, &c, cache)) != UINT64_MAX;) {
-        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0),
-                                        s->row_bytes); /* rows per partition: what fits in a half */
-        uint64_t r1 = needed_end(l, &c, cache, r0, r0 + per); /* rows [r0, r1) are needed */
-        assert(r0 < r1 && r1 <= r0 + per && r1 <= s->n_nodes);
+    for (;;) {
+        uint64_t r0 = cache_at < n_cache ? cache->ids[cache_at] : UINT64_MAX, row;
+        if (seg_at < n_seg && seg[seg_at].id < r0)
+            r0 = seg[seg_at].id;
+        for (uint64_t i = 0; i < count; i++) {
+            if ((rc = cursor_head(b, &c[i], &row, err)))
+                goto out;
+            r0 = row < r0 ? row : r0;
+        }
+        if (r0 == UINT64_MAX)
+            break;
+        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0), rb); /* what a half holds */
+        uint64_t limit = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
+        uint64_t r1 = needed_end(c, count, seg + seg_at, n_seg - seg_at, cache, cache_at, n_cache,
+                                 r0, limit); /* rows [r0, r1) are needed */
+        assert(r0 < r1 && r1 <= limit);
         const uint8_t *part;
         if ((rc = dg_check_cancel(b, err)) ||
-            (rc = oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part,
-                                  err)) ||
-            (rc = copy_partition(b, l, &c, cache, r0, r1, part, err)))
+            (rc = oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * rb, &part, err)))
             goto out;
+        for (uint64_t i = 0; i < count && rc == OC_OK; i++)
+            rc = write_cursor(b, &c[i], r0, r1, part, err);
+        uint64_t j = seg_at;
+        while (j < n_seg && seg[j].id < r1)
+            j++;
+        if (rc == OC_OK && j > seg_at)
+            rc = write_runs(b, seg + seg_at, j - seg_at, part, r0, err);
+        seg_at = j;
+        if (rc)
+            goto out;
+        for (; cache_at < n_cache && cache->ids[cache_at] < r1; cache_at++)
+            memcpy(cache->rows + cache_at * rb, part + (cache->ids[cache_at] - r0) * rb, rb);
         dg_report(b, packing, r1, s->n_nodes);
     }
     dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
     dg_report_end(b);
 out:
     rc = dg_scan_end(b, &sc, rc, err); /* a checksum that fails fails the window */
-    rc = dg_writes_end(b, rc, err);
-    oc_free(c.seg_pairs);
-    oc_free(c.chunk);
+    return writes_end(b, rc, err);
+}
+
+/* Pass 2 of a laid-out window: dg_pack_scan with the layout's chunks and disk-cache pairs. */
+static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
+                     struct store_cache *cache, int fill_cache, struct oc_file *out,
+                     struct oc_err *err)
+{
+    struct store_miss *seg = NULL;
+    uint64_t n_seg = 0;
+    struct dg_cursor *c = oc_calloc(l->n_batches ? l->n_batches : 1, sizeof(*c),
+                                    "store diskgnn: packing cursors", err);
+    if (!c)
+        return err->status;
+    for (uint64_t i = 0; i < l->n_batches; i++) {
+        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i], end = l->pack_off[i + 1];
+        c[i] = (struct dg_cursor){end,
+                                  end,
+                                  l->pack_rows + l->pack_off[i],
+                                  0,
+                                  (uint32_t)(end - l->pack_off[i]),
+                                  0,
+                                  l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] +
+                                      8 * n_in};
+        for (uint64_t j = l->pack_off[i] + 1; j < end; j++)
+            assert(l->pack_rows[j - 1] < l->pack_rows[j]); /* plan.h: ascending in a chunk */
+    }
+    int rc = make_seg_pairs(b, l, &seg, &n_seg, err);
+    if (rc == OC_OK)
+        rc = dg_pack_scan(b, c, l->n_batches, seg, n_seg, cache, fill_cache ? cache->n : 0, out,
+                          err);
+    oc_free(seg);
+    oc_free(c);
     return rc;
 }
 

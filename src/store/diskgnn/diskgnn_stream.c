@@ -8,13 +8,11 @@
  *
  *   1. per batch, as it is sampled: addresses against the cache, header +
  *      record + address table written at the chunk's offset (known from the
- *      chunks before it), its packed rows (ascending) appended to a spill
- *      file (8 bytes a row: <dir>/w<epoch>.<first>.pk.tmp-...);
- *   2. one ascending scan of the feature file in partitions (oc_io_scan),
- *      each batch's packed rows read back through b->ahead entries of
- *      read-ahead; per partition every batch's rows in it are one run of
- *      consecutive places in its chunk (dg_write_rows); the CPU cache of the
- *      first window fills from the same scan.
+ *      chunks before it), its packed rows (ascending) appended to the
+ *      builder's spill (8 bytes a row, an unlinked scratch file);
+ *   2. the packers' one ascending scan of the feature file (dg_pack_scan),
+ *      each batch's cursor reading its packed rows back b->ahead at a time;
+ *      the CPU cache of the first window fills from the same scan.
  *
  * A window can so span the whole epoch within any budget that holds one
  * batch, and the feature file is read once per window instead of once per
@@ -25,8 +23,8 @@
  * chunk metadata + spill ──► scan ──► file.
  * Thread-safety: as diskgnn_window.c: the builder belongs to one thread at a
  * time, which checks b->cancel between batches and partitions.
- * Ownership: the builder owns the spill file (removed when the window is
- * packed or fails) and its per-batch arrays; the window owns its file.
+ * Ownership: the builder owns the spill (dropped when the window is packed
+ * or fails) and its per-batch arrays; the window owns its file.
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -113,122 +111,25 @@ static int stream_batches(struct dg_builder *b, uint64_t count, struct oc_file *
     return rc;
 }
 
-/* A batch's packed rows in the spill file, read ahead `ahead` at a time. */
-struct pk_cursor {
-    uint64_t next, end; /* entries of the spill not read yet */
-    uint64_t *buf;
-    uint32_t at, n; /* buf[at, n) are read and not written yet */
-    uint32_t ahead; /* buf's entries */
-};
-
-/* The cursor's next row, reading ahead when its buffer is used up (UINT64_MAX: none left). */
-static int cursor_head(struct pk_cursor *c, struct pl_spill *in, uint64_t *row, struct oc_err *err)
-{
-    if (c->at == c->n && c->next < c->end) {
-        uint64_t k = c->end - c->next < c->ahead ? c->end - c->next : c->ahead;
-        int rc = pl_spill_get(in, c->next, k, c->buf, err);
-        if (rc)
-            return rc;
-        c->next += k;
-        c->at = 0;
-        c->n = (uint32_t)k;
-    }
-    *row = c->at < c->n ? c->buf[c->at] : UINT64_MAX;
-    return OC_OK;
-}
-
-/*
- * One past the last row below limit that the read-ahead shows any batch
- * (or the cache) needs; limit itself when a batch's read-ahead ends below
- * it with more to read (its next rows are not known yet).
- */
-static uint64_t needed_end(const struct pk_cursor *c, uint64_t n_batches,
-                           const struct store_cache *cache, uint64_t cache_at, uint64_t n_cache,
-                           uint64_t r0, uint64_t limit)
-{
-    uint64_t r1 = r0 + 1;
-    for (uint64_t i = 0; i < n_batches; i++) {
-        uint64_t j = oc_lower_bound_u64(c[i].buf, c[i].at, c[i].n, limit);
-        if (j == c[i].n && c[i].next < c[i].end)
-            return limit;
-        if (j > c[i].at && c[i].buf[j - 1] + 1 > r1)
-            r1 = c[i].buf[j - 1] + 1;
-    }
-    uint64_t j = oc_lower_bound_u64(cache->ids, cache_at, n_cache, limit);
-    if (j > cache_at && cache->ids[j - 1] + 1 > r1)
-        r1 = cache->ids[j - 1] + 1;
-    return r1;
-}
-
-/* Writes what partition [r0, r1) gives batch i: every run of its rows below r1. */
-static int scan_batch(struct dg_builder *b, struct pk_cursor *c, uint64_t i, struct pl_spill *in,
-                      uint64_t r0, uint64_t r1, const uint8_t *part, struct oc_err *err)
-{
-    uint64_t rb = b->s->row_bytes, n_in = b->tr.off[i + 1] - b->tr.off[i];
-    uint64_t base = b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n_in;
-    for (;;) {
-        uint64_t row;
-        int rc = cursor_head(c, in, &row, err);
-        if (rc || row >= r1)
-            return rc;
-        uint64_t j1 = oc_lower_bound_u64(c->buf, c->at, c->n, r1);
-        uint64_t done = c->next - c->n + c->at - b->pack_off[i]; /* its rows written so far */
-        if ((rc = dg_write_rows(b, c->buf, c->at, j1, base + done * rb, part, r0, err)))
-            return rc;
-        c->at = (uint32_t)j1;
-    }
-}
-
-/* Pass 2: the feature file in ascending partitions into the chunks (and the cache). */
+/* Pass 2: dg_pack_scan with each batch's packed rows read ahead from the spill. */
 static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                        uint64_t count, struct oc_file *out, struct oc_err *err)
 {
-    const struct oc_store *s = b->s;
-    struct pl_spill *in = &b->spill;
-    struct oc_io_scan sc = {0};
-    struct pk_cursor *c = oc_calloc(count ? count : 1, sizeof(*c), "store diskgnn: cursors", err);
-    uint64_t n_cache = fill_cache ? cache->n : 0, cache_at = 0, rb = s->row_bytes;
-    int rc;
+    struct dg_cursor *c = oc_calloc(count ? count : 1, sizeof(*c), "store diskgnn: cursors", err);
     if (!c)
         return err->status;
-    for (uint64_t i = 0; i < count; i++)
-        c[i] = (struct pk_cursor){
-            b->pack_off[i], b->pack_off[i + 1], b->cursor_buf + i * b->ahead, 0, 0, b->ahead};
-    if ((rc = dg_scan_open(b, &sc, err)) || (rc = dg_writes_begin(b, out, err)))
-        goto out;
-    static const char packing[] = "diskgnn: packing the next window";
-    dg_report_begin(b, "diskgnn: pack the first window", packing, s->n_nodes, "rows");
-    for (;;) {
-        uint64_t r0 = cache_at < n_cache ? cache->ids[cache_at] : UINT64_MAX, row;
-        for (uint64_t i = 0; i < count; i++) {
-            if ((rc = cursor_head(&c[i], in, &row, err)))
-                goto out;
-            r0 = row < r0 ? row : r0;
-        }
-        if (r0 == UINT64_MAX)
-            break;
-        uint64_t per = oc_io_scan_units(&sc, store_file_off(s, r0), s->row_bytes);
-        uint64_t limit = r0 + per < s->n_nodes ? r0 + per : s->n_nodes;
-        uint64_t r1 = needed_end(c, count, cache, cache_at, n_cache, r0, limit);
-        assert(r0 < r1 && r1 <= limit);
-        const uint8_t *part;
-        if ((rc = dg_check_cancel(b, err)) ||
-            (rc =
-                 oc_io_scan_read(&sc, store_file_off(s, r0), (r1 - r0) * s->row_bytes, &part, err)))
-            goto out;
-        for (uint64_t i = 0; i < count && rc == OC_OK; i++)
-            rc = scan_batch(b, &c[i], i, in, r0, r1, part, err);
-        if (rc)
-            goto out;
-        for (; cache_at < n_cache && cache->ids[cache_at] < r1; cache_at++)
-            memcpy(cache->rows + cache_at * rb, part + (cache->ids[cache_at] - r0) * rb, rb);
-        dg_report(b, packing, r1, s->n_nodes);
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i];
+        c[i] = (struct dg_cursor){b->pack_off[i],
+                                  b->pack_off[i + 1],
+                                  b->cursor_buf + i * b->ahead,
+                                  0,
+                                  0,
+                                  b->ahead,
+                                  b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] +
+                                      8 * n_in};
     }
-    dg_report(b, packing, s->n_nodes, s->n_nodes); /* rows past the last needed one: skipped */
-    dg_report_end(b);
-out:
-    rc = dg_scan_end(b, &sc, rc, err); /* a checksum that fails fails the window */
-    rc = dg_writes_end(b, rc, err);
+    int rc = dg_pack_scan(b, c, count, NULL, 0, cache, fill_cache ? cache->n : 0, out, err);
     oc_free(c);
     return rc;
 }

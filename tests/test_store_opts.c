@@ -194,4 +194,30 @@ OC_TEST(open_refuses_options_not_its_own)
     fixture_free(&fx);
 }
 
+/* Every figure of a strategy's stats table that is a field of the stats reads that field (seconds
+   from microseconds), and nothing else: each one alone set in otherwise zeroed stats. */
+OC_TEST(stat_figures_read_their_fields)
+{
+    uint32_t n_fields = 0;
+    for (uint32_t i = 0; i < oc_store_n_strategies(); i++)
+        for (uint32_t k = 0; k < oc_store_strategy_n_stats(i); k++) {
+            const struct oc_store_stat *f = oc_store_strategy_stat(i, k);
+            struct oc_store_stats st;
+            memset(&st, 0, sizeof(st));
+            if (f->value)
+                continue;
+            n_fields++;
+            OC_CHECK(f->field % sizeof(uint64_t) == 0 && f->field + 8 <= sizeof(st));
+            OC_CHECK(oc_store_stat_value(f, &st) == 0.0);
+            uint64_t v = 2500000;
+            memcpy((uint8_t *)&st + f->field, &v, sizeof(v));
+            double want = f->unit == OC_STORE_STAT_SECONDS ? 2.5 : 2500000.0;
+            if (oc_store_stat_value(f, &st) != want)
+                fprintf(stderr, "  %s: figure %s reads %g, not %g\n", oc_store_strategy_name(i),
+                        f->key, oc_store_stat_value(f, &st), want);
+            OC_CHECK(oc_store_stat_value(f, &st) == want);
+        }
+    OC_CHECK(n_fields >= 10); /* diskgnn's, ginex's, helios's and outre's */
+}
+
 OC_TEST_MAIN()

@@ -238,6 +238,12 @@ OC_TEST(scan_reads_ahead_follows_the_checksum_and_names_errors)
     OC_CHECK(strstr(err.msg, path) == err.msg);
     oc_io_scan_close(&sc);
     oc_fault_arm(OC_FAULT_READ, 0, 0);
+    /* a read larger than half the buffer is refused, naming the file */
+    const uint8_t *p;
+    OC_CHECK_OK(oc_io_scan_open(&sc, path, buf, 2 * half, NULL, &err), &err);
+    OC_CHECK_ERR(oc_io_scan_read(&sc, 100, half, &p, &err), OC_ERR_ARG, &err, "more than half");
+    OC_CHECK(strstr(err.msg, path) == err.msg);
+    oc_io_scan_close(&sc);
     /* a buffer without two halves of two pages is refused */
     OC_CHECK_ERR(oc_io_scan_open(&sc, path, buf, 3 * OC_IO_ALIGN, NULL, &err), OC_ERR_ARG, &err,
                  "a scan needs a buffer");

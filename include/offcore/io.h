@@ -432,9 +432,10 @@ int oc_io_scan_open(struct oc_io_scan *sc, const char *path, uint8_t *buf, uint6
 uint64_t oc_io_scan_units(const struct oc_io_scan *sc, uint64_t off, uint64_t unit);
 /*
  * The bytes [off, off + len) at *p, valid until the next call, and the bytes
- * after them read ahead. len is at most what oc_io_scan_units allows. A file
- * that ends before off + len is OC_ERR_FORMAT ("truncated", naming it); a
- * failed read OC_ERR_IO naming the file and offset.
+ * after them read ahead. len is at most what oc_io_scan_units allows (more
+ * than half the buffer is OC_ERR_ARG). A file that ends before off + len is
+ * OC_ERR_FORMAT ("truncated", naming it); a failed read OC_ERR_IO naming the
+ * file and offset.
  */
 int oc_io_scan_read(struct oc_io_scan *sc, uint64_t off, uint64_t len, const uint8_t **p,
                     struct oc_err *err);

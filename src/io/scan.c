@@ -141,10 +141,14 @@ int oc_io_scan_read(struct oc_io_scan *sc, uint64_t off, uint64_t len, const uin
 {
     uint64_t lo = oc_io_align_down(off), hi = oc_io_align_up(off + len);
     int o = other(sc);
+    if (hi - lo > sc->half_bytes)
+        return OC_ERR(err, OC_ERR_ARG,
+                      "%s: a scan's read of %" PRIu64 " bytes at offset %" PRIu64
+                      " is more than half its buffer (%" PRIu64 ")",
+                      sc->path, len, off, sc->half_bytes);
     int rc = drain(sc, err);
     if (rc)
         return rc;
-    assert(hi - lo <= sc->half_bytes);
     if (!(sc->hi[o] > sc->lo[o] && sc->lo[o] <= lo && hi <= sc->hi[o])) {
         size_t got; /* not read ahead: read it now */
         sc->sync_reads++;

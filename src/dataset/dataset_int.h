@@ -16,6 +16,8 @@
 #include "offcore/dataset.h"
 #include "offcore/io.h"
 
+/* The buffer of an npy writer (oc_npy_writer_open; a small array gets less). */
+#define OC_NPY_WRITER_BUF ((size_t)4 << 20)
 /* Chunk size of streaming reads (a multiple of OC_IO_ALIGN and every dtype size). */
 #define OC_DS_CHUNK_BYTES ((size_t)8 << 20)
 

@@ -394,8 +394,6 @@ out:
 
 /* ---- streaming writer --------------------------------------------------- */
 
-#define NPY_WRITER_BUF ((size_t)4 << 20)
-
 struct oc_npy_writer {
     struct oc_writer *w;
     char *path;
@@ -447,7 +445,7 @@ int oc_npy_writer_open(const char *path, enum oc_dtype dtype, unsigned ndim, con
     w->want = data_bytes;
     w->ndim = ndim;
     memcpy(w->shape, h.shape, sizeof(w->shape));
-    size_t buf_bytes = NPY_WRITER_BUF; /* small arrays get a small buffer */
+    size_t buf_bytes = OC_NPY_WRITER_BUF; /* small arrays get a small buffer */
     if (OC_NPY_HEADER_BYTES + data_bytes < buf_bytes)
         buf_bytes = (size_t)oc_io_align_up(OC_NPY_HEADER_BYTES + data_bytes);
     if ((rc = oc_writer_open(path, buf_bytes, &w->w, err)))

@@ -30,6 +30,22 @@
 #define RELAYOUT_READ_BYTES ((uint64_t)8 << 20) /* the reads' buffer: a scan's two halves */
 #define RELAYOUT_BAND_MIN   ((uint64_t)1 << 20) /* the band when mem_bytes leaves less */
 
+/* The reads' buffer: two halves of a scan, each a row at least. */
+static uint64_t reads_bytes(uint64_t rb)
+{
+    uint64_t b = oc_io_align_up(2 * (rb + 2 * OC_IO_ALIGN));
+    return b > RELAYOUT_READ_BYTES ? b : RELAYOUT_READ_BYTES;
+}
+
+uint64_t oc_dataset_relayout_fixed_bytes(const struct oc_dataset *ds)
+{
+    const struct oc_manifest *m = oc_dataset_manifest(ds);
+    uint64_t rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
+    /* the map to output rows (8 a node), the reads, a writer, and the builder's own */
+    return (m->n_nodes ? m->n_nodes : 1) * sizeof(uint64_t) + reads_bytes(rb) + OC_NPY_WRITER_BUF +
+           OC_NPY_HEADER_BYTES + ((uint64_t)1 << 20);
+}
+
 /* Copies one array of the source unchanged (same header, same bytes). */
 static int copy_array(const struct oc_dataset *ds, enum oc_ds_file f, struct oc_ds_builder *b,
                       uint8_t *buf, uint64_t buf_bytes, struct oc_progress *progress,
@@ -208,9 +224,7 @@ int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, con
     snprintf(bm->provenance + pl, sizeof(bm->provenance) - pl, "%soffcore layout --order %s",
              pl ? "; " : "", layout);
     /* reads (two halves of a scan, each a row at least) and the map's writes */
-    uint64_t rb = (uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype);
-    uint64_t buf_bytes = oc_io_align_up(2 * (rb + 2 * OC_IO_ALIGN));
-    buf_bytes = buf_bytes > RELAYOUT_READ_BYTES ? buf_bytes : RELAYOUT_READ_BYTES;
+    uint64_t buf_bytes = reads_bytes((uint64_t)m->feat_dim * oc_dtype_size(m->feat_dtype));
     if (!(buf = oc_io_buf_alloc(buf_bytes, "dataset layout: reads", err))) {
         rc = err ? err->status : OC_ERR_NOMEM;
         goto out;

@@ -339,7 +339,8 @@ int oc_plan_layout_dataset(const struct oc_dataset *ds, const struct oc_plan_ord
     oc_progress_phase(progress, label, 0, NULL); /* one step: its line gives its time */
     int rc = order_of(ds, *o, row_of, err);
     if (rc == OC_OK && band_bytes == OC_PLAN_LAYOUT_BAND_LEFT) {
-        uint64_t budget = oc_mem_budget(), used = oc_mem_used() + ((uint64_t)16 << 20);
+        uint64_t budget = oc_mem_budget(),
+                 used = oc_mem_used() + oc_dataset_relayout_fixed_bytes(ds);
         band_bytes = budget == 0 ? ((uint64_t)1 << 30) : budget > used ? budget - used : 0;
     }
     if (rc == OC_OK)

@@ -418,6 +418,15 @@ struct oc_io_scan {
     uint64_t sync_reads;       /* reads the read-ahead did not hold */
 };
 /*
+ * The least buffer for a scan whose reads are up to unit bytes: two halves,
+ * each holding such a read at any alignment (unit plus a page either side).
+ * oc_io_scan_open refuses less than oc_io_scan_bytes_for(0).
+ */
+static inline uint64_t oc_io_scan_bytes_for(uint64_t unit)
+{
+    return oc_io_align_up(2 * (unit + 2 * OC_IO_ALIGN));
+}
+/*
  * Opens path (O_DIRECT where the filesystem allows) for a scan through buf
  * (buf_bytes, io-aligned: oc_io_buf_alloc; it must outlive the scan), crc
  * (may be NULL) fed as described above.
@@ -544,8 +553,9 @@ enum oc_tmp_kind { OC_TMP_FILE, OC_TMP_DIR };
  * Makes path (an empty file, or a directory with its missing parents) and
  * registers it, both under the registry's lock, so an interrupt's removal
  * (which holds the lock) runs wholly before (the creator then waits for the
- * process to exit) or after it (and removes it). OC_ERR_IO naming path if it
- * cannot be made (it exists already, no space, no permission).
+ * process to exit) or after it (and removes it). An error naming path if it
+ * cannot be made: a file that exists is OC_ERR_EXISTS, a directory that
+ * exists OC_ERR_IO, no space or no permission the status of its errno.
  */
 int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err);
 /*

@@ -677,7 +677,7 @@ int oc_dataset_features_crc_finish(const struct oc_dataset *ds, struct oc_crc_fo
     uint64_t from = c->at, size = ds->m.files[OC_DS_FEATURES].bytes;
     uint8_t *own = NULL;
     int rc = OC_OK;
-    if (from < size && (!buf || cap < 4 * OC_IO_ALIGN)) { /* a scan's two halves */
+    if (from < size && (!buf || cap < oc_io_scan_bytes_for(0))) {
         cap = FEATURES_CRC_CHUNK;
         if (!(buf = own = oc_io_buf_alloc(cap, "dataset: checking features.npy", err)))
             return err ? err->status : OC_ERR_NOMEM;

@@ -33,7 +33,7 @@
 /* The reads' buffer: two halves of a scan, each a row at least. */
 static uint64_t reads_bytes(uint64_t rb)
 {
-    uint64_t b = oc_io_align_up(2 * (rb + 2 * OC_IO_ALIGN));
+    uint64_t b = oc_io_scan_bytes_for(rb);
     return b > RELAYOUT_READ_BYTES ? b : RELAYOUT_READ_BYTES;
 }
 

@@ -35,9 +35,9 @@ int oc_io_scan_open(struct oc_io_scan *sc, const char *path, uint8_t *buf, uint6
     sc->path = path;
     sc->crc = crc;
     sc->half_bytes = buf_bytes / 2 / OC_IO_ALIGN * OC_IO_ALIGN;
-    if (sc->half_bytes < 2 * OC_IO_ALIGN)
-        return OC_ERR(err, OC_ERR_ARG, "%s: a scan needs a buffer of at least %u bytes", path,
-                      4 * OC_IO_ALIGN);
+    if (buf_bytes < oc_io_scan_bytes_for(0))
+        return OC_ERR(err, OC_ERR_ARG, "%s: a scan needs a buffer of at least %" PRIu64 " bytes",
+                      path, oc_io_scan_bytes_for(0));
     sc->half[0] = buf;
     sc->half[1] = buf + sc->half_bytes;
     sc->cur = -1;

@@ -180,18 +180,29 @@ int oc_tmp_name(char *buf, size_t n, const char *final, struct oc_err *err)
 
 /* ---- registry ----------------------------------------------------------------- */
 
+/* Adds path to the registry (reg_lock held); 0 when the table is full (or the path too long). */
+static int register_locked(const char *path)
+{
+    if (reg_used >= TMP_SLOTS || strlen(path) >= PATH_MAX)
+        return 0;
+    snprintf(reg_path[reg_used++], PATH_MAX, "%s", path);
+    return 1;
+}
+
+/* Logs that path could not be registered (after reg_lock is released: logging may block). */
+static void log_unregistered(const char *path)
+{
+    oc_log(OC_LOG_DEBUG, "%s: not registered for removal on interrupt (%d already)", path,
+           TMP_SLOTS);
+}
+
 void oc_tmp_register(const char *path)
 {
-    int full = 0;
     pthread_mutex_lock(&reg_lock);
-    if (reg_used < TMP_SLOTS && strlen(path) < PATH_MAX)
-        snprintf(reg_path[reg_used++], PATH_MAX, "%s", path);
-    else
-        full = 1;
+    int ok = register_locked(path);
     pthread_mutex_unlock(&reg_lock);
-    if (full)
-        oc_log(OC_LOG_DEBUG, "%s: not registered for removal on interrupt (%d already)", path,
-               TMP_SLOTS);
+    if (!ok)
+        log_unregistered(path);
 }
 
 /* Drops path from the registry; reg_lock held. */
@@ -226,12 +237,10 @@ int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err)
         else
             close(fd);
     }
-    if (rc == OC_OK && reg_used < TMP_SLOTS && strlen(path) < PATH_MAX)
-        snprintf(reg_path[reg_used++], PATH_MAX, "%s", path);
-    else if (rc == OC_OK)
-        oc_log(OC_LOG_DEBUG, "%s: not registered for removal on interrupt (%d already)", path,
-               TMP_SLOTS);
+    int ok = rc == OC_OK && register_locked(path);
     pthread_mutex_unlock(&reg_lock);
+    if (rc == OC_OK && !ok)
+        log_unregistered(path);
     return rc;
 }
 

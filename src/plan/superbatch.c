@@ -283,12 +283,13 @@ static int sb_sample(struct pl_sb *sb, struct pl_sb_plan *p, struct oc_err *err)
 
     if (sb->dir[0] && sb_path(sb, first, path, sizeof(path), &e) == OC_OK &&
         oc_tmp_name(tmp, sizeof(tmp), path, &e) == OC_OK) {
-        if (oc_tmp_create(tmp, OC_TMP_FILE, &e) != OC_OK ||
-            oc_writer_open(tmp, SB_WRITE_BYTES, &w, &e) != OC_OK) {
+        int made = oc_tmp_create(tmp, OC_TMP_FILE, &e) == OC_OK;
+        if (!made || oc_writer_open(tmp, SB_WRITE_BYTES, &w, &e) != OC_OK) {
             oc_log(OC_LOG_WARN, "%s: cannot create plan file %s (%s)", sb->c.who, tmp, e.msg);
-            if (oc_path_exists(tmp))
+            if (made) {
                 unlink(tmp);
-            oc_tmp_unregister(tmp);
+                oc_tmp_unregister(tmp);
+            }
         }
     }
     for (; it < most; it++) {

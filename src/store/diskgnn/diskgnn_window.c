@@ -235,8 +235,8 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
         part = 1u << 20;
     if (part > (16u << 20))
         part = 16u << 20;
-    if (part < 2 * (s->row_bytes + 2 * OC_IO_ALIGN))
-        part = 2 * (s->row_bytes + 2 * OC_IO_ALIGN);
+    if (part < oc_io_scan_bytes_for(s->row_bytes))
+        part = oc_io_scan_bytes_for(s->row_bytes);
     b->part_bytes = oc_io_align_up(part);
     b->part = oc_io_buf_alloc(b->part_bytes, "store diskgnn: packing partition", err);
     if (!b->part)

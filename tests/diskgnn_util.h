@@ -43,48 +43,112 @@ static inline void set_disk_budget(struct oc_train_opts *o, double x)
     OC_CHECK_OK(oc_train_opts_set(o, "disk-budget", x, &err), &err);
 }
 
-static inline int plan_files(const char *plan, uint64_t *bytes)
+/*
+ * Calls fn for each window file this process holds open under PLAN/diskgnn (windows have no
+ * name: /proc/self/fd finds them, "<dir>/w<epoch>.<first>.bin.tmp-... (deleted)"), once per
+ * file (its writer and reader share an inode), with the fd's path and the file's name.
+ */
+static inline int each_window(const char *plan,
+                              void (*fn)(void *, const char *fd_path, const char *name,
+                                         const struct stat *),
+                              void *ctx)
 {
-    char dir[1200], path[1600];
+    char want[1200], fd_path[300], target[2048];
+    uint64_t seen[64][2];
     int n = 0;
-    if (bytes)
-        *bytes = 0;
-    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
-    DIR *d = opendir(dir);
+    snprintf(want, sizeof(want), "%s/diskgnn/w", plan);
+    DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
         struct stat st;
-        if (e->d_name[0] == '.')
+        snprintf(fd_path, sizeof(fd_path), "/proc/self/fd/%s", e->d_name);
+        ssize_t l = readlink(fd_path, target, sizeof(target) - 1);
+        if (l <= 0)
             continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-            continue; /* removed meanwhile by the planner or the loader */
+        target[l] = '\0';
+        char *del = strstr(target, " (deleted)");
+        if (strncmp(target, want, strlen(want)) != 0 || !strstr(target, ".bin.tmp-") || !del ||
+            stat(fd_path, &st) != 0)
+            continue; /* not a window, or closed meanwhile by the planner or the loader */
+        *del = '\0';
+        int dup = 0;
+        for (int i = 0; i < n && i < 64; i++)
+            dup |= seen[i][0] == (uint64_t)st.st_dev && seen[i][1] == (uint64_t)st.st_ino;
+        if (dup)
+            continue;
+        if (n < 64) {
+            seen[n][0] = (uint64_t)st.st_dev;
+            seen[n][1] = (uint64_t)st.st_ino;
+        }
         n++;
-        if (bytes)
-            *bytes += (uint64_t)st.st_size;
+        if (fn)
+            fn(ctx, fd_path, target, &st);
     }
     if (d)
         closedir(d);
     return n;
 }
 
-/* The packed window file of sample epoch `epoch` ("w<epoch>-<content key>.bin"; "" if none). */
-static inline void window_path(const char *plan, uint64_t epoch, char *buf, size_t n)
+static inline void add_window_bytes(void *ctx, const char *fd_path, const char *name,
+                                    const struct stat *st)
 {
-    char dir[1200], want[64];
+    (void)fd_path;
+    (void)name;
+    *(uint64_t *)ctx += (uint64_t)st->st_size;
+}
+
+/* How many window files this process holds (each_window), and their bytes. */
+static inline int plan_files(const char *plan, uint64_t *bytes)
+{
+    uint64_t b = 0;
+    int n = each_window(plan, add_window_bytes, &b);
+    if (bytes)
+        *bytes = b;
+    return n;
+}
+
+/* Named files in PLAN/diskgnn besides offcore's ownership marker (a dot file). */
+static inline int plan_named_files(const char *plan)
+{
+    char dir[1200];
+    int n = 0;
     snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
-    int wl = snprintf(want, sizeof(want), "w%" PRIu64 ".0-", epoch); /* its first window */
-    buf[0] = '\0';
     DIR *d = opendir(dir);
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (strncmp(e->d_name, want, (size_t)wl) == 0 && l == (size_t)wl + 16 + 4 &&
-            strcmp(e->d_name + l - 4, ".bin") == 0)
-            oc_path_join(buf, n, dir, e->d_name, NULL);
-    }
+    while (d && (e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
     if (d)
         closedir(d);
+    return n;
+}
+
+struct window_find {
+    char prefix[64];
+    char *fd_path, *name;
+    size_t n;
+};
+
+static inline void window_found(void *ctx, const char *fd_path, const char *name,
+                                const struct stat *st)
+{
+    struct window_find *f = ctx;
+    const char *base = strrchr(name, '/');
+    (void)st;
+    if (base && strncmp(base + 1, f->prefix, strlen(f->prefix)) == 0) {
+        snprintf(f->fd_path, f->n, "%s", fd_path);
+        snprintf(f->name, f->n, "%s", name);
+    }
+}
+
+/* The first window of sample epoch `epoch` this process holds: a path to open it by
+   (/proc/self/fd/N) and its name as messages give it (both "" if none). */
+static inline void window_path(const char *plan, uint64_t epoch, char *fd_path, char *name,
+                               size_t n)
+{
+    struct window_find f = {.fd_path = fd_path, .name = name, .n = n};
+    snprintf(f.prefix, sizeof(f.prefix), "w%" PRIu64 ".0.bin.tmp-", epoch);
+    fd_path[0] = name[0] = '\0';
+    each_window(plan, window_found, &f);
 }
 
 static inline uint64_t le64(const uint8_t *p)
@@ -342,7 +406,7 @@ struct epoch_log {
     int corrupt;
     uint32_t corrupt_epoch;
     uint64_t corrupt_chunk, row_bytes;
-    char corrupted[1400]; /* the file it damaged */
+    char corrupted[1400]; /* the file it damaged, as messages name it */
 };
 
 static inline void log_epoch(void *ctx, const struct oc_train_epoch_stats *st)
@@ -356,11 +420,12 @@ static inline void log_epoch(void *ctx, const struct oc_train_epoch_stats *st)
     }
     if (l->corrupt && st->epoch == l->corrupt_epoch) {
         struct chunk_pos c[64];
-        window_path(l->plan, 0, l->corrupted, sizeof(l->corrupted));
-        uint64_t n = window_chunks(l->corrupted, l->row_bytes, c, 64);
+        char fd_path[sizeof(l->corrupted)];
+        window_path(l->plan, 0, fd_path, l->corrupted, sizeof(l->corrupted));
+        uint64_t n = window_chunks(fd_path, l->row_bytes, c, 64);
         OC_CHECK(n > l->corrupt_chunk);
         if (n > l->corrupt_chunk)
-            flip_byte(l->corrupted, c[l->corrupt_chunk].off + 20); /* the batch field */
+            flip_byte(fd_path, c[l->corrupt_chunk].off + 20); /* the batch field */
     }
 }
 

@@ -1,8 +1,9 @@
 /*
  * test_store_diskgnn_files.c — the `diskgnn` strategy's files and failures:
  * a window file with a flipped byte or cut short ends in an error naming it
- * (also between epochs); files of dead processes are removed, concurrent
- * runs keep each other's files, a read-only dataset trains through a plan
+ * (also between epochs); earlier versions' windows and stale temporaries are
+ * removed, runs sharing a plan directory read only their own (unnamed)
+ * windows, a read-only dataset trains through a plan
  * directory elsewhere; allocation, write and read faults end in clean errors
  * with no leak and no file left behind; evaluation gathers, batches asked out
  * of plan order and a store freed mid-plan read the right rows and leave
@@ -16,6 +17,9 @@
  * Ownership: every store, pool, sampler, batch and fixture is freed by the
  * test that made it.
  */
+#include <fcntl.h>
+#include <sys/file.h>
+
 #include "diskgnn_util.h"
 
 /* ---- 6: damaged window files ------------------------------------------------------------------ */
@@ -32,13 +36,13 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
     struct oc_err err;
     struct oc_store *s = NULL;
     struct oc_store_config c = dg_config(fx, NULL, plan, 0, 2, 1);
-    char path[1400];
+    char path[1400], name[1400];
     struct chunk_pos ch[64];
     uint64_t live = oc_mem_n_live();
     OC_CHECK_OK(dg_open(&c, &s, &err), &err);
     if (!s)
         return;
-    window_path(plan, 0, path, sizeof(path));
+    window_path(plan, 0, path, name, sizeof(path));
     uint64_t n = window_chunks(path, fx->row_bytes, ch, 64), k = 6;
     OC_CHECK(n == (fx->n_train + fx->batch_size - 1) / fx->batch_size && n > k);
     if (n <= k) {
@@ -62,7 +66,7 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
         break;
     }
     struct drive d;
-    OC_CHECK_ERR(drive_plan(fx, s, &c, NULL, &d, &err), OC_ERR_FORMAT, &err, path);
+    OC_CHECK_ERR(drive_plan(fx, s, &c, NULL, &d, &err), OC_ERR_FORMAT, &err, name);
     OC_CHECK(strstr(err.msg, want) != NULL);
     if (getenv("OC_TEST_VERBOSE"))
         fprintf(stderr, "  at epoch %" PRIu64 " batch %" PRIu64 ": %s\n", d.fail_epoch,
@@ -84,7 +88,7 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
     oc_sample_batch_deinit(&b);
     oc_store_free(s);
     OC_CHECK(oc_mem_n_live() == live);
-    OC_CHECK(plan_files(plan, NULL) == 0);
+    OC_CHECK(plan_files(plan, NULL) == 0 && plan_named_files(plan) == 0);
 }
 
 OC_TEST(damaged_window_file_is_named)
@@ -145,74 +149,71 @@ static pid_t plan_dir_and_dead_pid(const char *name, char *plan, size_t plan_n, 
     return child;
 }
 
-OC_TEST(stale_files_of_dead_processes_are_removed)
+/* Creates path holding "junk". */
+static void junk(const char *path)
+{
+    struct oc_err err;
+    OC_CHECK_OK(oc_write_file_atomic(path, "junk", 4, &err), &err);
+}
+
+/*
+ * In a plan directory offcore marked: windows of earlier versions (which
+ * named them) go unless a run holds them locked, as do temporaries of runs
+ * that are over; a fresh temporary of another host and a file not named like
+ * a window stay. The store's own windows have no name at all.
+ */
+OC_TEST(earlier_versions_windows_and_stale_temporaries_are_removed)
 {
     struct fixture fx;
     struct oc_err err;
     struct oc_store *s = NULL;
-    char plan[800], dg[900], dead[1200], live_pid[1200];
+    char plan[800], dg[900], p[8][1300];
     if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
         fixture_free(&fx);
         return;
     }
     pid_t child = plan_dir_and_dead_pid("plan", plan, sizeof(plan), dg, sizeof(dg));
-    snprintf(dead, sizeof(dead), "%s/w0-%ld.bin", dg, (long)child);
-    snprintf(live_pid, sizeof(live_pid), "%s/w0-1.bin", dg); /* pid 1 is alive */
-    OC_CHECK_OK(oc_write_file_atomic(dead, "junk", 4, &err), &err);
-    OC_CHECK_OK(oc_write_file_atomic(live_pid, "junk", 4, &err), &err);
+    snprintf(p[0], sizeof(p[0]), "%s/w0.0-0123456789abcdef.bin", dg);
+    snprintf(p[1], sizeof(p[1]), "%s/w0-%ld.bin", dg, (long)child);
+    snprintf(p[2], sizeof(p[2]), "%s/w1-%ld.rec", dg, (long)child);
+    snprintf(p[3], sizeof(p[3]), "%s/w1.0.bin.tmp-%s-%ld-0123456789ab-3", dg, oc_tmp_host_id(),
+             (long)child);
+    snprintf(p[4], sizeof(p[4]), "%s/w2.0-fedcba9876543210.bin", dg); /* held by a run */
+    snprintf(p[5], sizeof(p[5]), "%s/w1.rec.tmp-cccccccccccc-%ld-0123456789ab-0", dg, (long)child);
+    snprintf(p[6], sizeof(p[6]), "%s/notes.txt", dg);
+    for (int i = 0; i < 7; i++)
+        junk(p[i]);
+    int held = open(p[4], O_RDONLY | O_CLOEXEC);
+    OC_CHECK(held >= 0 && flock(held, LOCK_SH) == 0);
     struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 1, 0);
     OC_CHECK_OK(dg_open(&c, &s, &err), &err);
-    OC_CHECK(!oc_path_exists(dead) && oc_path_exists(live_pid));
-    OC_CHECK(plan_files(plan, NULL) == 2); /* its own window and pid 1's */
+    for (int i = 0; i < 7; i++)
+        OC_CHECK(oc_path_exists(p[i]) == (i >= 4));
+    OC_CHECK(plan_named_files(plan) == 3 && plan_files(plan, NULL) == 1);
     oc_store_free(s);
-    OC_CHECK(plan_files(plan, NULL) == 1);
+    OC_CHECK(plan_named_files(plan) == 3 && plan_files(plan, NULL) == 0);
+    if (held >= 0)
+        close(held);
     fixture_free(&fx);
 }
 
-/* Files in PLAN/diskgnn whose name starts with prefix. */
-static int plan_files_named(const char *plan, const char *prefix)
-{
-    char dir[1200];
-    int n = 0;
-    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
-    if (d)
-        closedir(d);
-    return n;
-}
-
 /*
- * Runs in two containers (same pid 77, other host ids) and a third with
- * another seed, on one dataset and plan directory: none removes another's
- * files, a copy renamed over a window of the same content changes nothing
- * for the run reading the first, and each reads exactly train's batches and
- * the file's rows. Leftovers of a run killed with -9 (an unlocked window, a
- * temporary of a dead pid of this host) go; a fresh temporary of another
- * host stays.
+ * Three stores on one dataset and plan directory (two alike in two
+ * containers, same pid 77, other host ids; a third with another seed): none
+ * sees another's windows, which have no name, and each reads exactly train's
+ * batches and the file's rows.
  */
-OC_TEST(concurrent_runs_keep_each_others_files)
+OC_TEST(runs_sharing_a_plan_dir_read_their_own_windows)
 {
     struct fixture fx;
-    struct oc_err err;
     struct ref_sampler ref;
-    char plan[800], dg[900], killed[1200], dead_tmp[1300], foreign[1300];
+    struct oc_err err;
+    char plan[800], dg[900];
     if (!fixture_init(&fx, 2000, 12, OC_DTYPE_F32)) {
         fixture_free(&fx);
         return;
     }
-    pid_t child = plan_dir_and_dead_pid("plan-concurrent", plan, sizeof(plan), dg, sizeof(dg));
-    snprintf(killed, sizeof(killed), "%s/w0-0123456789abcdef.bin", dg);
-    snprintf(dead_tmp, sizeof(dead_tmp),
-             "%s/w1-0123456789abcdef.bin.tmp-aaaaaaaaaaaa-%ld-0123456789ab-3", dg, (long)child);
-    snprintf(foreign, sizeof(foreign), "%s/w1.rec.tmp-cccccccccccc-%ld-0123456789ab-0", dg,
-             (long)child);
-    OC_CHECK_OK(oc_write_file_atomic(killed, "junk", 4, &err), &err);
-    OC_CHECK_OK(oc_write_file_atomic(dead_tmp, "junk", 4, &err), &err);
-    OC_CHECK_OK(oc_write_file_atomic(foreign, "junk", 4, &err), &err);
-
+    plan_dir_and_dead_pid("plan-concurrent", plan, sizeof(plan), dg, sizeof(dg));
     struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 2, 0);
     struct oc_sample_opts so3 = fx.so;
     so3.seed += 1;
@@ -221,14 +222,12 @@ OC_TEST(concurrent_runs_keep_each_others_files)
     struct oc_store *a = NULL, *b = NULL, *s3 = NULL;
     oc_tmp_set_identity("aaaaaaaaaaaa", 77);
     OC_CHECK_OK(dg_open(&c, &a, &err), &err);
-    OC_CHECK(!oc_path_exists(killed) && !oc_path_exists(dead_tmp) && oc_path_exists(foreign));
     oc_tmp_set_identity("bbbbbbbbbbbb", 77);
-    OC_CHECK_OK(dg_open(&c, &b, &err), &err); /* its window 0 has a's name: renamed over it */
+    OC_CHECK_OK(dg_open(&c, &b, &err), &err);
     oc_tmp_set_identity("dddddddddddd", 77);
     OC_CHECK_OK(dg_open(&c3, &s3, &err), &err);
     oc_tmp_set_identity(NULL, 0);
-    OC_CHECK(plan_files_named(plan, "w0.0-") == 2); /* a's and b's name, s3's */
-    OC_CHECK(oc_path_exists(foreign));
+    OC_CHECK(plan_files(plan, NULL) >= 3 && plan_named_files(plan) == 0); /* and next ones */
     if (!a || !b || !s3 || !ref_init(&ref, &fx)) {
         oc_store_free(a);
         oc_store_free(b);
@@ -240,15 +239,13 @@ OC_TEST(concurrent_runs_keep_each_others_files)
     OC_CHECK_OK(drive_plan(&fx, a, &c, &ref, &d, &err), &err);
     OC_CHECK(d.bad == 0 && d.n_batches == 2 * ref.nb);
     oc_store_free(a);
-    /* a dropped its windows, but the name it packed window 0 under is b's file now */
-    OC_CHECK(plan_files_named(plan, "w0.0-") == 2);
     OC_CHECK_OK(drive_plan(&fx, b, &c, &ref, &d, &err), &err);
     OC_CHECK(d.bad == 0 && d.n_batches == 2 * ref.nb);
     OC_CHECK_OK(drive_plan(&fx, s3, &c3, NULL, &d, &err), &err);
     OC_CHECK(d.n_batches == 2 * ref.nb);
     oc_store_free(b);
     oc_store_free(s3);
-    OC_CHECK(plan_files(plan, NULL) == 1 && oc_path_exists(foreign));
+    OC_CHECK(plan_files(plan, NULL) == 0 && plan_named_files(plan) == 0);
     ref_free(&ref);
     fixture_free(&fx);
 }
@@ -364,7 +361,7 @@ static uint64_t fault_loop_mode(int mode, const struct fixture *fx, const char *
                     fault_mode_name(mode), (int)kind, nth, fired ? "fired" : "not fired",
                     oc_status_str(rc), err.msg);
         OC_CHECK(oc_mem_n_live() == base);
-        int left = plan_files(plan, NULL);
+        int left = plan_files(plan, NULL) + plan_named_files(plan);
         OC_CHECK(left == 0);
         if (left && reported++ < 3)
             fprintf(stderr, "  fault %d at op %" PRIu64 ": %d files left\n", (int)kind, nth, left);

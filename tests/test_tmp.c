@@ -221,6 +221,60 @@ OC_TEST(create_and_interrupt_removal_leave_nothing_unregistered)
     OC_CHECK(oc_tmp_remove_registered(0) == 2 && !oc_path_exists(tmp) && !oc_path_exists(deep));
 }
 
+/* Entries of dir besides "." and "..". */
+static int n_entries(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A scratch file has no name once made; its O_DIRECT reader reads what its writer wrote; a
+   failure names the path and leaves nothing registered or open. */
+OC_TEST(scratch_files_have_no_name)
+{
+    struct oc_err err;
+    char dir[1024], near[1100], label[4600];
+    struct oc_file *w = NULL, *r = NULL;
+    snprintf(dir, sizeof(dir), "%s/scratch", oc_test_tmpdir());
+    snprintf(near, sizeof(near), "%s/win.bin", dir);
+    OC_CHECK_OK(oc_mkdir_p(dir, &err), &err);
+    unsigned reg = oc_tmp_n_registered();
+    OC_CHECK_OK(
+        oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &w, &r, label, sizeof(label), &err),
+        &err);
+    OC_CHECK(w && r && n_entries(dir) == 0 && oc_tmp_n_registered() == reg);
+    OC_CHECK(strstr(label, "/win.bin.tmp-") && strstr(label, "(unlinked scratch)"));
+    uint8_t data[8192];
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 + 3);
+    uint8_t *buf = oc_io_buf_alloc(4096, "test scratch", &err);
+    OC_CHECK(buf != NULL);
+    if (w && r && buf) {
+        OC_CHECK_OK(oc_file_pwrite(w, data, sizeof(data), 0, &err), &err);
+        OC_CHECK_OK(oc_file_sync(w, &err), &err);
+        OC_CHECK_OK(oc_file_pread(r, buf, 4096, 4096, &err), &err);
+        OC_CHECK(memcmp(buf, data + 4096, 4096) == 0);
+    }
+    oc_free(buf);
+    oc_file_close(w, NULL);
+    oc_file_close(r, NULL);
+    OC_CHECK(n_entries(dir) == 0);
+    OC_CHECK_OK(oc_tmp_scratch(near, OC_FILE_READ, &w, NULL, label, sizeof(label), &err), &err);
+    OC_CHECK(w && n_entries(dir) == 0);
+    oc_file_close(w, NULL);
+    snprintf(near, sizeof(near), "%s/no-such-dir/win.bin", dir);
+    OC_CHECK_ERR(
+        oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &w, &r, label, sizeof(label), &err),
+        OC_ERR_NOTFOUND, &err, "no-such-dir/win.bin.tmp-");
+    OC_CHECK(!w && !r && oc_tmp_n_registered() == reg && n_entries(dir) == 0);
+}
+
 OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
 {
     char dir[1024], p[1800], own[1400], name[600];
@@ -515,6 +569,27 @@ static int count_containing(const char *dir, const char *needle)
     return n;
 }
 
+/* Whether process pid has a file open whose path contains needle (/proc/<pid>/fd). */
+static int opens_containing(pid_t pid, const char *needle)
+{
+    char fds[64], link[400], target[2048];
+    int found = 0;
+    snprintf(fds, sizeof(fds), "/proc/%ld/fd", (long)pid);
+    DIR *d = opendir(fds);
+    struct dirent *de;
+    while (d && !found && (de = readdir(d)) != NULL) {
+        snprintf(link, sizeof(link), "%s/%s", fds, de->d_name);
+        ssize_t l = readlink(link, target, sizeof(target) - 1);
+        if (l > 0) {
+            target[l] = '\0';
+            found = strstr(target, needle) != NULL;
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 OC_TEST(sigterm_during_diskgnn_packing_leaves_no_temporary)
 {
     const char *bin = getenv("OC_BIN");
@@ -539,11 +614,12 @@ OC_TEST(sigterm_during_diskgnn_packing_leaves_no_temporary)
                     "sampled",    "--threads", "1",        "--quiet",    NULL};
     pid_t pid = spawn_sigdef(argv, errp);
     OC_CHECK(pid > 0);
-    /* the spill file of window 0: sampling has started */
+    /* a scratch file of window 0 (its spill, or the window; neither has a name) is open:
+       sampling has started */
     double deadline = oc_now_s() + 60;
     int seen = 0;
     while (!seen && oc_now_s() < deadline && waitpid(pid, NULL, WNOHANG) == 0) {
-        seen = count_containing(dg, ".tmp-") > 0;
+        seen = opens_containing(pid, "/dgplan/diskgnn/");
         if (!seen)
             sleep_ms(1);
     }

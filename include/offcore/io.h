@@ -559,6 +559,17 @@ enum oc_tmp_kind { OC_TMP_FILE, OC_TMP_DIR };
  */
 int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err);
 /*
+ * A scratch file with no name: a temporary beside `near` (oc_tmp_name) made
+ * and registered (oc_tmp_create), opened with flags (OC_FILE_READ and/or
+ * OC_FILE_WRITE) in *out and, when direct is not NULL, read-only with
+ * OC_FILE_DIRECT in *direct, then unlinked and unregistered: nothing of it
+ * outlives the process, kill -9 included, and no other run sees it. label
+ * (label_n bytes) gets "<temporary> (unlinked scratch)" for messages. On an
+ * error nothing is open and nothing is left.
+ */
+int oc_tmp_scratch(const char *near, unsigned flags, struct oc_file **out, struct oc_file **direct,
+                   char *label, size_t label_n, struct oc_err *err);
+/*
  * Renames the registered temporary tmp to final (oc_rename_durable) and
  * unregisters it, under the registry's lock: an interrupt's removal runs
  * wholly before (tmp removed) or after (nothing to remove), never between (its

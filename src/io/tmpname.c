@@ -45,8 +45,11 @@
  * every thread and one thread sigwait()s, so the removal runs in a normal
  * thread, not in a signal handler, and may lock and call anything).
  *
+ * A scratch file (oc_tmp_scratch) is a temporary made, opened and unlinked
+ * at once: it has no name while it is used, and no cleanup ever sees it.
+ *
  * Place in the data flow: io; the dataset builder, ginex's inspector, the
- * diskgnn packer, oc_write_file_atomic and the CLI use it.
+ * diskgnn packer, plan's spills, oc_write_file_atomic and the CLI use it.
  * Thread-safety: every function may be called from any thread; the registry
  * is one mutex-protected table. The identity (host id, nonce) is made once.
  * Ownership: paths are copied into the registry (at most TMP_SLOTS; beyond,
@@ -242,6 +245,31 @@ int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err)
     if (rc == OC_OK && !ok)
         log_unregistered(path);
     return rc;
+}
+
+int oc_tmp_scratch(const char *near, unsigned flags, struct oc_file **out, struct oc_file **direct,
+                   char *label, size_t label_n, struct oc_err *err)
+{
+    char tmp[4400];
+    int rc;
+    *out = NULL;
+    if (direct)
+        *direct = NULL;
+    if ((rc = oc_tmp_name(tmp, sizeof(tmp), near, err)) ||
+        (rc = oc_tmp_create(tmp, OC_TMP_FILE, err)))
+        return rc;
+    if ((rc = oc_file_open(tmp, flags & (OC_FILE_READ | OC_FILE_WRITE), out, err)) == OC_OK &&
+        direct)
+        rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, direct, err);
+    unlink(tmp); /* the open descriptors keep it */
+    oc_tmp_unregister(tmp);
+    if (rc) {
+        oc_file_close(*out, NULL);
+        *out = NULL;
+        return rc;
+    }
+    snprintf(label, label_n, "%s (unlinked scratch)", tmp);
+    return OC_OK;
 }
 
 void oc_tmp_unregister(const char *path)

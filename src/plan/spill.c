@@ -43,21 +43,19 @@ uint64_t pl_spill_held_bytes(const struct pl_spill *sp)
 
 int pl_spill_to_file(struct pl_spill *sp, const char *dir, const char *name, struct oc_err *err)
 {
-    char final[4200], tmp[4400];
+    char near[4200];
     int rc;
-    if ((rc = oc_path_join(final, sizeof(final), dir, name, err)) ||
-        (rc = oc_tmp_name(tmp, sizeof(tmp), final, err)))
+    if ((rc = oc_path_join(near, sizeof(near), dir, name, err)))
         return rc;
     sp->buf = oc_alloc(PL_SPILL_BUF_BYTES, sp->what, err);
     if (!sp->buf)
         return err ? err->status : OC_ERR_NOMEM;
-    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_CREATE, &sp->f, err))) {
+    if ((rc = oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &sp->f, NULL, sp->path,
+                             sizeof(sp->path), err))) {
         oc_free(sp->buf);
         sp->buf = NULL;
         return rc;
     }
-    unlink(tmp); /* the open descriptor keeps it; nothing is left behind */
-    snprintf(sp->path, sizeof(sp->path), "%s (unlinked scratch)", tmp);
     oc_free(sp->mem);
     sp->mem = NULL;
     sp->cap = sp->n = sp->n_buf = 0;

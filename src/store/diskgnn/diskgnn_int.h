@@ -55,8 +55,8 @@ struct dg_window {
     uint64_t *chunk_off;    /* n_batches + 1 */
     uint64_t *seg_byte_off; /* n_segments + 1 */
     uint64_t file_bytes;
-    char path[4200];
-    struct oc_file *f; /* O_DIRECT reader, opened once packed */
+    char path[4500];   /* its temporary name, for messages: the file has no name */
+    struct oc_file *f; /* O_DIRECT reader (its last descriptor: closing it frees the file) */
     /* fresh samples: the loader's hold while it reads the window, and one per loaded slot
        until released; the last to let go drops it (dg_pipe's window_put) */
     atomic_uint refs;
@@ -79,7 +79,6 @@ struct dg_builder {
     char dir[4096];              /* PLAN/diskgnn */
     struct pl_spill spill;       /* the records sampled, not packed yet (streamed: the packed
                                     rows): an unlinked scratch file under dir (dg_spill_begin) */
-    uint64_t key_base;           /* the windows' content key, before budget and cache */
     double disk_budget_bytes;    /* per window; 0 = unlimited */
     uint64_t sample_us, pack_us; /* of the last window built */
     uint64_t pack_read_bytes;    /* features.npy bytes the last window's packing read */
@@ -123,7 +122,7 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
  */
 int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cache,
                    struct dg_window *w, struct oc_err *err);
-/* Closes and removes w's file, frees its arrays. */
+/* Closes w's file (which goes with it), frees its arrays. */
 void dg_window_drop(struct dg_window *w);
 /*
  * Samples batches [first, first + count) of sample epoch `epoch` and packs
@@ -194,17 +193,14 @@ int dg_scan_open(struct dg_builder *b, struct oc_io_scan *sc, struct oc_err *err
 int dg_scan_end(struct dg_builder *b, struct oc_io_scan *sc, int rc, struct oc_err *err);
 /* How the builder's arrays grow (oc_grow_by): by a quarter at least, the budget's slack. */
 #define DG_GROW OC_GROW_QUARTER(0)
-/* Names w (epoch, first set) and creates its temporary tmp of file_bytes, open in *out. */
-int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
-                     char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,
-                     struct oc_err *err);
-/* Syncs *out, opens w's O_DIRECT reader on tmp (flock'd), renames tmp to w's name and closes
-   *out (NULL after; on an error before the close, the caller's dg_window_fail closes it). */
-int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file **out,
-                     struct oc_err *err);
-/* After a failure: closes out, removes tmp and the spill, drops w (keeping epoch, first). */
-void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp,
-                    struct oc_file *out);
+/* Creates w's file (epoch, first set) of file_bytes, unlinked at once (oc_tmp_scratch): its
+   writer in *out, its O_DIRECT reader in w->f, its temporary name in w->path for messages. */
+int dg_window_create(struct dg_builder *b, struct dg_window *w, uint64_t file_bytes,
+                     struct oc_file **out, struct oc_err *err);
+/* Syncs and closes *out (NULL after), so the window's reader finds every byte on disk. */
+int dg_window_finish(struct oc_file **out, struct oc_err *err);
+/* After a failure: closes out, drops the spill and w (keeping epoch, first). */
+void dg_window_fail(struct dg_builder *b, struct dg_window *w, struct oc_file *out);
 /* Bytes the builder will need for a window of `accesses` accesses (budget planning). */
 uint64_t dg_builder_need_bytes(const struct dg_builder *b, uint64_t accesses);
 /*
@@ -215,11 +211,8 @@ uint64_t dg_builder_access_bytes(const struct dg_builder *b);
 #define DG_BYTES_PER_BATCH 96u
 /* Per batch of the epoch: DG_BYTES_PER_BATCH, and a streamed builder's offsets and read-ahead. */
 uint64_t dg_builder_batch_bytes(const struct dg_builder *b);
-/*
- * Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale),
- * packed windows no run holds open (flock), and pid-named files of earlier
- * versions whose process is gone.
- */
+/* Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale) and the named
+   windows of earlier versions that no run holds locked (flock). */
 void dg_dir_clean(const char *dir);
 
 /* Which batch of the plan one in flight is, its rows per tier and what reading it took. */

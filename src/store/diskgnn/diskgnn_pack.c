@@ -337,7 +337,6 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
     struct oc_plan_layout l;
     b->pack_read_bytes = 0;
     struct oc_file *out = NULL;
-    char tmp[4300] = "";
     int rc;
 
     memset(&l, 0, sizeof(l));
@@ -369,19 +368,18 @@ int dg_window_pack(struct dg_builder *b, struct store_cache *cache, int fill_cac
         o.disk_budget_bytes = (uint64_t)(b->disk_budget_bytes - (double)spill_bytes);
     }
     if ((rc = oc_plan_layout_build(&t, &o, &l, err)) || (rc = window_arrays(w, &l, err)) ||
-        (rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), l.file_bytes, &out, err)) ||
+        (rc = dg_window_create(b, w, l.file_bytes, &out, err)) ||
         (rc = pack_meta(b, &l, w->epoch, out, err)))
         goto fail;
     oc_free(l.addr); /* written: the pairs take its place (dg_builder_need_bytes) */
     l.addr = NULL;
-    if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) ||
-        (rc = dg_window_finish(w, tmp, &out, err)))
+    if ((rc = pack_rows(b, &l, cache, fill_cache, out, err)) || (rc = dg_window_finish(&out, err)))
         goto fail;
     oc_plan_layout_deinit(&l);
     b->pack_us = (uint64_t)(oc_now_s() * 1e6) - t0;
     return OC_OK;
 fail:
-    dg_window_fail(b, w, tmp, out);
+    dg_window_fail(b, w, out);
     oc_plan_layout_deinit(&l);
     return oc_err_prefix(
         err, "store diskgnn: packing the window of epoch %" PRIu64 " from batch %" PRIu64, w->epoch,

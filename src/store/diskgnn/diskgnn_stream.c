@@ -159,7 +159,6 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
 {
     double t0 = oc_now_s();
     struct oc_file *out = NULL;
-    char tmp[4300] = "";
     int rc;
 
     assert(b->streamed && b->disk_budget_bytes == 0);
@@ -179,20 +178,19 @@ int dg_window_stream(struct dg_builder *b, struct store_cache *cache, int fill_c
         (rc = oc_rank_set_build(&b->cpu_set, cache->ids, cache->n, b->s->n_nodes,
                                 "store diskgnn: CPU cache index", err)))
         goto fail;
-    if ((rc = dg_window_create(b, cache, w, tmp, sizeof(tmp), 0, &out, err)) ||
-        (rc = stream_batches(b, count, out, err)))
+    if ((rc = dg_window_create(b, w, 0, &out, err)) || (rc = stream_batches(b, count, out, err)))
         goto fail;
     b->tr.n_batches = count;
     b->sample_us = (uint64_t)((oc_now_s() - t0) * 1e6);
     if ((rc = oc_file_truncate(out, b->chunk_off[count], err)) ||
         (rc = stream_rows(b, cache, fill_cache, count, out, err)) ||
-        (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(w, tmp, &out, err)))
+        (rc = stream_arrays(b, count, w, err)) || (rc = dg_window_finish(&out, err)))
         goto fail;
     pl_spill_deinit(&b->spill);
     b->pack_us = (uint64_t)((oc_now_s() - t0) * 1e6) - b->sample_us;
     return OC_OK;
 fail:
-    dg_window_fail(b, w, tmp, out);
+    dg_window_fail(b, w, out);
     return oc_err_prefix(err,
                          "store diskgnn: sampling and packing the window of epoch %" PRIu64
                          " from batch %" PRIu64,

@@ -14,32 +14,17 @@
  * their records hold the ids the store is gathered with (a record then
  * holds those ids alone: plan/window.h's pl_window_batch), not the batch.
  *
- * Files, under <dir> = PLAN/diskgnn (PLAN: --plan-dir, default DIR/plan; a
- * partitioned dataset's part: PART/plan):
- *
- *   w<epoch>.<first>-<key>.bin.tmp-<host>-<pid>-<nonce>-<seq>   the window being packed
- *   w<epoch>.<first>-<key>.bin                              the packed window
- *
- * (<first>: the window's first batch in its epoch; a window holds a run of
- * consecutive batches of one epoch, the whole epoch when the budget allows.)
- *
- * key (16 hex digits) is a hash of everything the window's bytes depend on:
- * the dataset (node and edge counts, dtypes, sizes and CRCs of indptr,
- * indices and features), the sampling options and seed, the batch size, the
- * training ids, the row size, the disk budget and the CPU cache's ids; with
- * the sample epoch in the name, two files with one name hold the same bytes.
- * Temporaries are named by oc_tmp_name (unique across runs, containers and
- * machines) and registered, so an interrupted CLI removes them. A window is
- * read through the descriptor opened on its temporary before the rename,
- * which also holds a shared flock(2) on it until dg_window_drop: another run
- * renaming its own copy over the name changes nothing for this one, and
- * dg_dir_clean removes a final file only when it can take an exclusive lock
- * (no run has it open), temporaries only when oc_tmp_clean_stale says their
- * run is over; it runs only in a <dir> that offcore made (or found empty) and
- * marked (oc_dir_make_owned): a name is not proof of ownership, and a user's
- * directory given as <dir> is never cleaned. dg_window_drop unlinks the name only while it still names
- * its own file. Windows are not reused across runs. Chunk header (64 bytes,
- * little-endian):
+ * A window's file (and the spill) is a scratch file under <dir> = PLAN/diskgnn
+ * (PLAN: --plan-dir, default DIR/plan; a partitioned dataset's part:
+ * PART/plan), made under a temporary name ("w<epoch>.<first>.bin.tmp-<host>-
+ * <pid>-<nonce>-<seq>", <first>: the window's first batch in its epoch) and
+ * unlinked as soon as its writer and its O_DIRECT reader are open
+ * (oc_tmp_scratch): windows are never reused by another run, so they need no
+ * name, no run sees another's, and nothing of them outlives the run, kill -9
+ * included. dg_dir_clean removes, only in a <dir> that offcore made (or
+ * found empty) and marked (oc_dir_make_owned), temporaries of runs that are
+ * over and the named windows of earlier versions that no run holds locked.
+ * Chunk header (64 bytes, little-endian):
  *
  *   +0  8  magic "OCDGCK1\0"      +40 8  record bytes
  *   +8  8  sample epoch           +48 4  CRC-32 of record + address table
@@ -62,12 +47,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/diskgnn/diskgnn_int.h"
@@ -126,26 +109,6 @@ int dg_spill_begin(struct dg_builder *b, uint32_t elem, const char *name, struct
     return pl_spill_to_file(&b->spill, b->dir, name, err);
 }
 
-/* The part of the windows' content key that is fixed when the builder opens. */
-static uint64_t key_base(const struct oc_store *s, const struct oc_store_config *cfg)
-{
-    uint64_t h = store_plan_key(s, cfg, "offcore diskgnn window v2", 1);
-    h = store_fnv_u64(h, DG_CHUNK_VERSION);
-    return store_fnv_u64(h, s->row_bytes);
-}
-
-/* The content key of a window packed now: the base, the disk budget and the CPU cache's ids. */
-static uint64_t window_key(const struct dg_builder *b, const struct store_cache *cache)
-{
-    uint64_t h = b->key_base, budget;
-    memcpy(&budget, &b->disk_budget_bytes, sizeof(budget));
-    h = store_fnv_u64(h, budget);
-    h = store_fnv_u64(h, cache->n);
-    for (uint64_t i = 0; i < cache->n; i++)
-        h = store_fnv_u64(h, cache->ids[i]);
-    return h;
-}
-
 /* ---- builder ---------------------------------------------------------------- */
 
 /* The window planner's hooks (plan/window.h): node ids to rows of features.npy (diskgnn plans
@@ -189,7 +152,6 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
                             "DIR puts them elsewhere)",
                             b->dir, store_strerror(e, eb, sizeof(eb)));
     }
-    b->key_base = key_base(s, cfg);
     if (owned)
         dg_dir_clean(b->dir);
     else
@@ -353,69 +315,38 @@ int dg_window_sample(struct dg_builder *b, uint64_t epoch, uint64_t first, uint6
     return OC_OK;
 }
 
-int dg_window_create(struct dg_builder *b, const struct store_cache *cache, struct dg_window *w,
-                     char *tmp, size_t tmp_size, uint64_t file_bytes, struct oc_file **out,
-                     struct oc_err *err)
+int dg_window_create(struct dg_builder *b, struct dg_window *w, uint64_t file_bytes,
+                     struct oc_file **out, struct oc_err *err)
 {
+    char near[4200];
     int rc;
-    *out = NULL;
-    tmp[0] = '\0';
-    snprintf(w->path, sizeof(w->path), "%s/w%" PRIu64 ".%" PRIu64 "-%016" PRIx64 ".bin", b->dir,
-             w->epoch, w->first, window_key(b, cache));
-    if ((rc = oc_tmp_name(tmp, tmp_size, w->path, err)))
-        return rc;
-    if ((rc = oc_tmp_create(tmp, OC_TMP_FILE, err)) ||
-        (rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_WRITE | OC_FILE_TRUNC, out, err)))
+    snprintf(near, sizeof(near), "%s/w%" PRIu64 ".%" PRIu64 ".bin", b->dir, w->epoch, w->first);
+    if ((rc = oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, out, &w->f, w->path,
+                             sizeof(w->path), err)))
         return rc;
     return oc_file_truncate(*out, file_bytes, err);
 }
 
-int dg_window_finish(struct dg_window *w, const char *tmp, struct oc_file **out, struct oc_err *err)
+int dg_window_finish(struct oc_file **out, struct oc_err *err)
 {
-    int rc;
-    if ((rc = oc_file_sync(*out, err)))
-        return rc;
-    /* The reader is opened (and locked) on the temporary: it keeps this very file. */
-    if ((rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, &w->f, err)))
-        return rc;
-    if (flock(oc_file_fd(w->f), LOCK_SH | LOCK_NB) != 0)
-        oc_log(OC_LOG_DEBUG, "store diskgnn: %s: no lock (%s); a later run may remove it early",
-               tmp, strerror(errno));
-    if ((rc = oc_rename_durable(tmp, w->path, err)))
-        return rc;
-    rc = oc_file_close(*out, err);
+    /* Synced before the reader's first read: a write error (a full disk) surfaces here,
+       naming the window, and the O_DIRECT reads find the bytes on the disk. */
+    int rc = oc_file_sync(*out, err);
+    int rc_close = oc_file_close(*out, rc ? NULL : err);
     *out = NULL;
-    if (rc == OC_OK)
-        oc_tmp_unregister(tmp);
-    return rc;
+    return rc ? rc : rc_close;
 }
 
-void dg_window_fail(struct dg_builder *b, struct dg_window *w, const char *tmp, struct oc_file *out)
+void dg_window_fail(struct dg_builder *b, struct dg_window *w, struct oc_file *out)
 {
     oc_file_close(out, NULL);
-    oc_file_close(w->f, NULL);
-    w->f = NULL;
-    w->path[0] = '\0'; /* the name is not ours (another run's copy, or nothing) */
-    if (tmp[0]) {
-        unlink(tmp);
-        oc_tmp_unregister(tmp);
-    }
     pl_spill_deinit(&b->spill);
     dg_window_drop(w);
 }
 
 void dg_window_drop(struct dg_window *w)
 {
-    if (w->f) {
-        /* Unlink the name only while it names this file (another run's copy may have replaced
-           it; that run reads its own descriptor and unlinks its own name). */
-        struct stat mine, named;
-        if (w->path[0] && fstat(oc_file_fd(w->f), &mine) == 0 && stat(w->path, &named) == 0 &&
-            mine.st_dev == named.st_dev && mine.st_ino == named.st_ino)
-            unlink(w->path);
-        oc_file_close(w->f, NULL);
-        w->f = NULL;
-    }
+    oc_file_close(w->f, NULL); /* the last descriptor: the file goes */
     oc_free(w->chunk_off);
     oc_free(w->seg_byte_off);
     uint64_t epoch = w->epoch, first = w->first;
@@ -424,19 +355,16 @@ void dg_window_drop(struct dg_window *w)
     w->first = first;
 }
 
-/* A packed window's final name: "w<epoch>.<first>-<16 hex>.bin" (earlier: "w<epoch>-..."). */
-static int is_window_name(const char *name)
+/* A window file of an earlier version, which named them: "w<epoch>.<first>-<key>.bin",
+   "w<epoch>-<key>.bin", or by pid alone "w<epoch>-<pid>.{bin,bin.tmp,rec}". */
+static int is_old_window_name(const char *name)
 {
-    unsigned long long ep, first;
-    int n = 0;
-    if ((sscanf(name, "w%llu.%llu-%n", &ep, &first, &n) != 2 || n == 0) &&
-        (sscanf(name, "w%llu-%n", &ep, &n) != 1 || n == 0))
+    size_t l = strlen(name);
+    if (name[0] != 'w' || name[1] < '0' || name[1] > '9' || strstr(name, ".tmp-"))
         return 0;
-    const char *k = name + n;
-    for (int i = 0; i < 16; i++)
-        if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f')))
-            return 0;
-    return strcmp(k + 16, ".bin") == 0;
+    return (l > 4 && strcmp(name + l - 4, ".bin") == 0) ||
+           (l > 8 && strcmp(name + l - 8, ".bin.tmp") == 0) ||
+           (l > 4 && strcmp(name + l - 4, ".rec") == 0);
 }
 
 void dg_dir_clean(const char *dir)
@@ -448,27 +376,16 @@ void dg_dir_clean(const char *dir)
     struct dirent *e;
     while ((e = readdir(d))) {
         char path[4400];
+        if (!is_old_window_name(e->d_name))
+            continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (is_window_name(e->d_name)) {
-            /* Left by a run killed with -9: nobody holds its shared lock any more. */
-            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd < 0)
-                continue;
-            if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)
-                oc_log(OC_LOG_INFO, "store diskgnn: removed %s (no run has it open)", path);
-            close(fd);
+        /* A run of an earlier version holds a shared lock on the window it reads. */
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
             continue;
-        }
-        /* Names of earlier versions, by pid alone: w<epoch>-<pid>.{bin,bin.tmp,rec}. */
-        unsigned long long ep;
-        long pid;
-        char rest[16];
-        if (sscanf(e->d_name, "w%llu-%ld.%15s", &ep, &pid, rest) != 3 || pid <= 0 ||
-            (strcmp(rest, "bin") && strcmp(rest, "bin.tmp") && strcmp(rest, "rec")))
-            continue;
-        if (pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
-            unlink(path) == 0)
-            oc_log(OC_LOG_INFO, "store diskgnn: removed %s (pid %ld is gone)", path, pid);
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)
+            oc_log(OC_LOG_INFO, "store diskgnn: removed %s (an earlier version's window)", path);
+        close(fd);
     }
     closedir(d);
 }

@@ -275,6 +275,40 @@ OC_TEST(scratch_files_have_no_name)
     OC_CHECK(!w && !r && oc_tmp_n_registered() == reg && n_entries(dir) == 0);
 }
 
+/*
+ * A directory the process cannot write to is refused by oc_dir_make_owned,
+ * naming it. Checked in a child that, when run as root (whose writes a mode
+ * does not stop), first becomes nobody; the directory sits under one every
+ * user can search.
+ */
+OC_TEST(owned_directory_must_be_writable)
+{
+    char base[] = "/tmp/oc-owned-XXXXXX", dir[64], writable[64];
+    struct oc_err err;
+    OC_CHECK(mkdtemp(base) != NULL);
+    OC_CHECK(chmod(base, 0755) == 0);
+    snprintf(dir, sizeof(dir), "%s/ro", base);
+    snprintf(writable, sizeof(writable), "%s/rw", base);
+    OC_CHECK(mkdir(dir, 0555) == 0 && mkdir(writable, 0777) == 0 && chmod(writable, 0777) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(3);
+        int owned = -1;
+        struct oc_err e;
+        int rc = oc_dir_make_owned(dir, &owned, &e);
+        int refused = rc != OC_OK && strstr(e.msg, dir) && strstr(e.msg, "cannot write there");
+        int ok = oc_dir_make_owned(writable, &owned, &e) == OC_OK && owned == 1;
+        _exit(refused && ok ? 0 : refused ? 2 : 1);
+    }
+    int st = proc_wait(pid);
+    OC_CHECK(st == 0);
+    if (st)
+        fprintf(stderr, "  child exit %d (1: not refused, 2: a writable one refused, 3: setuid)\n",
+                st);
+    OC_CHECK_OK(oc_rm_rf(base, &err), &err);
+}
+
 OC_TEST(stale_cleanup_removes_only_dead_runs_temporaries)
 {
     char dir[1024], p[1800], own[1400], name[600];

@@ -625,7 +625,8 @@ int oc_dir_is_marked_at(int dir_fd, const char *name);
 /*
  * mkdir -p dir, then marks it if this call created it or found it empty:
  * *owned = 1 if dir is (now) marked, 0 if it holds other things and no marker
- * (a user's directory: nothing in it may be cleaned up).
+ * (a user's directory: nothing in it may be cleaned up). A directory this
+ * process cannot write to is an error naming it ("cannot write there").
  */
 int oc_dir_make_owned(const char *dir, int *owned, struct oc_err *err);
 

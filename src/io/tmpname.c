@@ -549,6 +549,11 @@ int oc_dir_make_owned(const char *dir, int *owned, struct oc_err *err)
     *owned = 0;
     if ((rc = oc_mkdir_p(dir, err)))
         return rc;
+    if (access(dir, W_OK) != 0) {
+        int e = errno;
+        return OC_ERR_ERRNO(err, oc_status_from_errno(e), e, "%s: cannot write there: %s", dir,
+                            strerror(e));
+    }
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd >= 0) {
         *owned = oc_dir_is_marked_at(fd, NULL);

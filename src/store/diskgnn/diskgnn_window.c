@@ -44,7 +44,6 @@
  */
 #include <assert.h>
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -144,14 +143,6 @@ int dg_builder_init(struct dg_builder *b, const struct oc_store *s,
     if ((rc = oc_dir_make_owned(b->dir, &owned, err)))
         return oc_err_prefix(err, "store diskgnn: cannot write its plan files (--plan-dir DIR "
                                   "puts them elsewhere)");
-    if (access(b->dir, W_OK) != 0) {
-        int e = errno;
-        char eb[128];
-        return OC_ERR_ERRNO(err, OC_ERR_IO, e,
-                            "store diskgnn: %s: cannot write its plan files there: %s (--plan-dir "
-                            "DIR puts them elsewhere)",
-                            b->dir, store_strerror(e, eb, sizeof(eb)));
-    }
     if (owned)
         dg_dir_clean(b->dir);
     else

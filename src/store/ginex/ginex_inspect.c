@@ -112,11 +112,11 @@ int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, cha
         dir[0] = '\0';
         oc_log(OC_LOG_WARN, "store ginex: plan directory %s: path too long; not persisting",
                cfg->plan_dir);
-    } else if (oc_dir_make_owned(dir, &owned, &e) != OC_OK || access(dir, W_OK) != 0) {
+    } else if (oc_dir_make_owned(dir, &owned, &e) != OC_OK) {
         oc_log(OC_LOG_WARN,
-               "store ginex: %s%s; superbatches stay in memory (--plan-dir DIR puts them "
+               "store ginex: %s; superbatches stay in memory (--plan-dir DIR puts them "
                "elsewhere)",
-               e.status ? e.msg : dir, e.status ? "" : ": not writable");
+               e.msg);
         dir[0] = '\0';
     } else {
         oc_tmp_clean_stale(dir, NULL, NULL, NULL);

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,10 +54,13 @@ static inline int each_window(const char *plan,
                                          const struct stat *),
                               void *ctx)
 {
-    char want[1200], fd_path[300], target[2048];
+    char dir[1200], real[PATH_MAX], want[PATH_MAX + 8], fd_path[300], target[2048];
     uint64_t seen[64][2];
     int n = 0;
-    snprintf(want, sizeof(want), "%s/diskgnn/w", plan);
+    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
+    if (!realpath(dir, real)) /* as /proc/self/fd gives paths: absolute, no symlink */
+        return 0;
+    snprintf(want, sizeof(want), "%s/w", real);
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
     while (d && (e = readdir(d)) != NULL) {
@@ -97,28 +101,48 @@ static inline void add_window_bytes(void *ctx, const char *fd_path, const char *
     *(uint64_t *)ctx += (uint64_t)st->st_size;
 }
 
-/* How many window files this process holds (each_window), and their bytes. */
-static inline int plan_files(const char *plan, uint64_t *bytes)
+/* Named files in PLAN/diskgnn besides offcore's ownership marker (a dot file), and their
+   bytes (added to *bytes when not NULL). */
+static inline int plan_named_files_bytes(const char *plan, uint64_t *bytes)
 {
-    uint64_t b = 0;
-    int n = each_window(plan, add_window_bytes, &b);
-    if (bytes)
-        *bytes = b;
-    return n;
-}
-
-/* Named files in PLAN/diskgnn besides offcore's ownership marker (a dot file). */
-static inline int plan_named_files(const char *plan)
-{
-    char dir[1200];
+    char dir[1200], path[1600];
     int n = 0;
     snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
     DIR *d = opendir(dir);
     struct dirent *e;
-    while (d && (e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
+    while (d && (e = readdir(d)) != NULL) {
+        struct stat st;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        n++;
+        if (bytes && stat(path, &st) == 0)
+            *bytes += (uint64_t)st.st_size;
+    }
     if (d)
         closedir(d);
+    return n;
+}
+
+static inline int plan_named_files(const char *plan)
+{
+    return plan_named_files_bytes(plan, NULL);
+}
+
+/* The window files this process holds open (each_window). */
+static inline int plan_windows(const char *plan)
+{
+    return each_window(plan, NULL, NULL);
+}
+
+/* Every plan file of PLAN/diskgnn: the windows this process holds and any named file (a run
+   leaves none but its temporaries' instants), and their bytes. */
+static inline int plan_files(const char *plan, uint64_t *bytes)
+{
+    uint64_t b = 0;
+    int n = each_window(plan, add_window_bytes, &b) + plan_named_files_bytes(plan, &b);
+    if (bytes)
+        *bytes = b;
     return n;
 }
 
@@ -136,12 +160,13 @@ static inline void window_found(void *ctx, const char *fd_path, const char *name
     (void)st;
     if (base && strncmp(base + 1, f->prefix, strlen(f->prefix)) == 0) {
         snprintf(f->fd_path, f->n, "%s", fd_path);
-        snprintf(f->name, f->n, "%s", name);
+        snprintf(f->name, f->n, "%s", base + 1);
     }
 }
 
 /* The first window of sample epoch `epoch` this process holds: a path to open it by
-   (/proc/self/fd/N) and its name as messages give it (both "" if none). */
+   (/proc/self/fd/N) and its temporary's file name, unique, which messages name (both "" if
+   none). */
 static inline void window_path(const char *plan, uint64_t epoch, char *fd_path, char *name,
                                size_t n)
 {

@@ -227,8 +227,8 @@ OC_TEST(windows_shorter_than_an_epoch_train_like_memory)
         if (getenv("OC_TEST_VERBOSE"))
             fprintf(stderr, "  epoch %u: %d plan files, %" PRIu64 " rows from disk\n", e,
                     log.dir_files[e], log.st[e].tier_rows[OC_STORE_TIER_DISK]);
-        /* the window read, the next one packed (or its temporary) and that one's spilled
-           records: two windows at most */
+        /* the window read and the next one packed (and, for an instant, a temporary's
+           name): two windows at most */
         OC_CHECK(log.dir_files[e] <= 3 && log.st[e].tier_rows[OC_STORE_TIER_DISK] == 0);
         OC_CHECK(e == 0 || log.st[e].plan_read_bytes > 0);
         plan_read += log.st[e].plan_read_bytes;

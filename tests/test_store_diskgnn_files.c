@@ -88,7 +88,7 @@ static void damaged_window(const struct fixture *fx, const char *plan, enum dama
     oc_sample_batch_deinit(&b);
     oc_store_free(s);
     OC_CHECK(oc_mem_n_live() == live);
-    OC_CHECK(plan_files(plan, NULL) == 0 && plan_named_files(plan) == 0);
+    OC_CHECK(plan_files(plan, NULL) == 0);
 }
 
 OC_TEST(damaged_window_file_is_named)
@@ -158,9 +158,10 @@ static void junk(const char *path)
 
 /*
  * In a plan directory offcore marked: windows of earlier versions (which
- * named them) go unless a run holds them locked, as do temporaries of runs
- * that are over; a fresh temporary of another host and a file not named like
- * a window stay. The store's own windows have no name at all.
+ * named them) go, those keyed by content unless a run holds them locked,
+ * those named by pid when the pid is gone; so do temporaries of runs that
+ * are over. A fresh temporary of another host and a file not named like a
+ * window stay. The store's own windows have no name at all.
  */
 OC_TEST(earlier_versions_windows_and_stale_temporaries_are_removed)
 {
@@ -180,18 +181,19 @@ OC_TEST(earlier_versions_windows_and_stale_temporaries_are_removed)
              (long)child);
     snprintf(p[4], sizeof(p[4]), "%s/w2.0-fedcba9876543210.bin", dg); /* held by a run */
     snprintf(p[5], sizeof(p[5]), "%s/w1.rec.tmp-cccccccccccc-%ld-0123456789ab-0", dg, (long)child);
-    snprintf(p[6], sizeof(p[6]), "%s/notes.txt", dg);
-    for (int i = 0; i < 7; i++)
+    snprintf(p[6], sizeof(p[6]), "%s/w0-1.bin", dg); /* pid 1 is alive */
+    snprintf(p[7], sizeof(p[7]), "%s/w2v.bin", dg);  /* not a window's name */
+    for (int i = 0; i < 8; i++)
         junk(p[i]);
     int held = open(p[4], O_RDONLY | O_CLOEXEC);
     OC_CHECK(held >= 0 && flock(held, LOCK_SH) == 0);
     struct oc_store_config c = dg_config(&fx, NULL, plan, 0, 1, 0);
     OC_CHECK_OK(dg_open(&c, &s, &err), &err);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < 8; i++)
         OC_CHECK(oc_path_exists(p[i]) == (i >= 4));
-    OC_CHECK(plan_named_files(plan) == 3 && plan_files(plan, NULL) == 1);
+    OC_CHECK(plan_named_files(plan) == 4 && plan_windows(plan) == 1);
     oc_store_free(s);
-    OC_CHECK(plan_named_files(plan) == 3 && plan_files(plan, NULL) == 0);
+    OC_CHECK(plan_named_files(plan) == 4 && plan_windows(plan) == 0);
     if (held >= 0)
         close(held);
     fixture_free(&fx);
@@ -227,7 +229,9 @@ OC_TEST(runs_sharing_a_plan_dir_read_their_own_windows)
     oc_tmp_set_identity("dddddddddddd", 77);
     OC_CHECK_OK(dg_open(&c3, &s3, &err), &err);
     oc_tmp_set_identity(NULL, 0);
-    OC_CHECK(plan_files(plan, NULL) >= 3 && plan_named_files(plan) == 0); /* and next ones */
+    /* window 0 of each, and the next ones their planners pack (whose temporaries have a name
+       for an instant: named files are counted once the stores are gone) */
+    OC_CHECK(plan_windows(plan) >= 3);
     if (!a || !b || !s3 || !ref_init(&ref, &fx)) {
         oc_store_free(a);
         oc_store_free(b);
@@ -245,7 +249,7 @@ OC_TEST(runs_sharing_a_plan_dir_read_their_own_windows)
     OC_CHECK(d.n_batches == 2 * ref.nb);
     oc_store_free(b);
     oc_store_free(s3);
-    OC_CHECK(plan_files(plan, NULL) == 0 && plan_named_files(plan) == 0);
+    OC_CHECK(plan_files(plan, NULL) == 0);
     ref_free(&ref);
     fixture_free(&fx);
 }
@@ -361,7 +365,7 @@ static uint64_t fault_loop_mode(int mode, const struct fixture *fx, const char *
                     fault_mode_name(mode), (int)kind, nth, fired ? "fired" : "not fired",
                     oc_status_str(rc), err.msg);
         OC_CHECK(oc_mem_n_live() == base);
-        int left = plan_files(plan, NULL) + plan_named_files(plan);
+        int left = plan_files(plan, NULL);
         OC_CHECK(left == 0);
         if (left && reported++ < 3)
             fprintf(stderr, "  fault %d at op %" PRIu64 ": %d files left\n", (int)kind, nth, left);

@@ -22,25 +22,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "diskgnn_util.h"
 #include "fault_util.h"
 #include "offcore/batch_pipe.h"
 #include "offcore/pipeline.h"
 #include "proc_util.h"
 #include "store_fixture.h"
 
-/* Entries of PLAN/diskgnn (window files, spills and their temporaries). */
+/* PLAN/diskgnn's files: named ones and the windows this process holds open. */
 static int n_plan_files(const char *plan)
 {
-    char dir[900];
-    snprintf(dir, sizeof(dir), "%s/diskgnn", plan);
-    DIR *d = opendir(dir);
-    int n = 0;
-    if (!d)
-        return 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
+    return plan_files(plan, NULL);
 }
 
 /* diskgnn over fx for epochs [0, n_epochs), its stages on p (NULL: its own). */

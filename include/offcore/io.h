@@ -563,7 +563,8 @@ int oc_tmp_create(const char *path, enum oc_tmp_kind kind, struct oc_err *err);
  * and registered (oc_tmp_create), opened with flags (OC_FILE_READ and/or
  * OC_FILE_WRITE) in *out and, when direct is not NULL, read-only with
  * OC_FILE_DIRECT in *direct, then unlinked and unregistered: nothing of it
- * outlives the process, kill -9 included, and no other run sees it. label
+ * outlives the process (killed between creation and unlink, it leaves a
+ * temporary that stale cleanup removes), and no other run sees it. label
  * (label_n bytes) gets "<temporary> (unlinked scratch)" for messages. On an
  * error nothing is open and nothing is left.
  */

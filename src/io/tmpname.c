@@ -261,9 +261,16 @@ int oc_tmp_scratch(const char *near, unsigned flags, struct oc_file **out, struc
     if ((rc = oc_file_open(tmp, flags & (OC_FILE_READ | OC_FILE_WRITE), out, err)) == OC_OK &&
         direct)
         rc = oc_file_open(tmp, OC_FILE_READ | OC_FILE_DIRECT, direct, err);
-    unlink(tmp); /* the open descriptors keep it */
-    oc_tmp_unregister(tmp);
+    int e = unlink(tmp) == 0 ? 0 : errno; /* the open descriptors keep it */
+    if (e == 0)
+        oc_tmp_unregister(tmp); /* else left to the interrupt's removal or the next cleanup */
+    else if (rc == OC_OK)
+        rc = OC_ERR_ERRNO(err, oc_status_from_errno(e), e, "%s: cannot unlink the scratch file: %s",
+                          tmp, strerror(e));
     if (rc) {
+        oc_file_close(direct ? *direct : NULL, NULL);
+        if (direct)
+            *direct = NULL;
         oc_file_close(*out, NULL);
         *out = NULL;
         return rc;

@@ -17,7 +17,6 @@
  * included) and never mixes with a file of another run.
  */
 #include <string.h>
-#include <unistd.h>
 
 #include "plan/belady.h"
 

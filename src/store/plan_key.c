@@ -1,17 +1,16 @@
 /*
  * plan_key.c — the content key of a strategy's plan files (ginex's
- * superbatches, diskgnn's windows): an FNV-1a hash of everything the sampled
- * batches depend on, so a file is reused only by a run that would write the
- * same bytes, and two runs with different inputs never share a name.
+ * superbatches): an FNV-1a hash of everything the sampled batches depend
+ * on, so a file is reused only by a run that would write the same bytes,
+ * and two runs with different inputs never share a name.
  *
- * Place in the data flow: store; ginex/ginex_inspect.c and
- * diskgnn/diskgnn_window.c name their files with it (and fold in what only
- * they depend on through store_fnv_u64).
+ * Place in the data flow: store; ginex/ginex_inspect.c names its plan
+ * directory with it.
  * Thread-safety: pure functions.
  */
 #include "store/store_int.h"
 
-uint64_t store_fnv(uint64_t h, const void *p, size_t n)
+static uint64_t store_fnv(uint64_t h, const void *p, size_t n)
 {
     const uint8_t *b = p;
     for (size_t i = 0; i < n; i++)
@@ -19,7 +18,7 @@ uint64_t store_fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-uint64_t store_fnv_u64(uint64_t h, uint64_t v)
+static uint64_t store_fnv_u64(uint64_t h, uint64_t v)
 {
     uint8_t b[8];
     oc_put_le64(b, v);
@@ -27,17 +26,15 @@ uint64_t store_fnv_u64(uint64_t h, uint64_t v)
 }
 
 uint64_t store_plan_key(const struct oc_store *s, const struct oc_store_config *cfg,
-                        const char *tag, int with_features)
+                        const char *tag)
 {
     const struct oc_manifest *m = oc_dataset_manifest(s->ds);
     uint64_t h = store_fnv(0xcbf29ce484222325ull, tag, strlen(tag));
     h = store_fnv_u64(h, m->n_nodes);
     h = store_fnv_u64(h, m->n_edges);
     h = store_fnv_u64(h, (uint64_t)m->index_dtype);
-    static const enum oc_ds_file files[] = {OC_DS_INDPTR, OC_DS_INDICES, OC_DS_FEATURES};
-    if (with_features)
-        h = store_fnv_u64(h, (uint64_t)m->feat_dtype);
-    for (int i = 0; i < (with_features ? 3 : 2); i++) {
+    static const enum oc_ds_file files[] = {OC_DS_INDPTR, OC_DS_INDICES};
+    for (int i = 0; i < 2; i++) {
         h = store_fnv_u64(h, m->files[files[i]].bytes);
         h = store_fnv_u64(h, m->files[files[i]].crc32);
     }

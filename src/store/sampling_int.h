@@ -134,12 +134,10 @@ int store_hot_select(const struct oc_store *s, const struct oc_store_config *cfg
 
 /*
  * Plan files' content keys (plan_key.c): FNV-1a over tag, topology (counts,
- * index dtype, sizes and CRCs of indptr and indices; with_features: also the
- * feature dtype, size and CRC), fanouts, seed, batch size and training ids.
+ * index dtype, sizes and CRCs of indptr and indices), fanouts, seed, batch
+ * size and training ids (and a partition batching's key).
  */
 uint64_t store_plan_key(const struct oc_store *s, const struct oc_store_config *cfg,
-                        const char *tag, int with_features);
-uint64_t store_fnv(uint64_t h, const void *p, size_t n);
-uint64_t store_fnv_u64(uint64_t h, uint64_t v);
+                        const char *tag);
 
 #endif

@@ -212,7 +212,8 @@ uint64_t dg_builder_access_bytes(const struct dg_builder *b);
 /* Per batch of the epoch: DG_BYTES_PER_BATCH, and a streamed builder's offsets and read-ahead. */
 uint64_t dg_builder_batch_bytes(const struct dg_builder *b);
 /* Removes from dir the temporaries of runs that are over (oc_tmp_clean_stale) and the named
-   windows of earlier versions that no run holds locked (flock). */
+   windows of earlier versions: keyed ones no run holds locked (flock), pid-named ones whose
+   pid is gone. */
 void dg_dir_clean(const char *dir);
 
 /* Which batch of the plan one in flight is, its rows per tier and what reading it took. */

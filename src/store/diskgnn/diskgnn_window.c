@@ -20,10 +20,13 @@
  * <pid>-<nonce>-<seq>", <first>: the window's first batch in its epoch) and
  * unlinked as soon as its writer and its O_DIRECT reader are open
  * (oc_tmp_scratch): windows are never reused by another run, so they need no
- * name, no run sees another's, and nothing of them outlives the run, kill -9
- * included. dg_dir_clean removes, only in a <dir> that offcore made (or
- * found empty) and marked (oc_dir_make_owned), temporaries of runs that are
- * over and the named windows of earlier versions that no run holds locked.
+ * name, no run sees another's, and nothing of them outlives the run (killed
+ * in the instant between creation and unlink, it leaves a temporary the
+ * next run removes). dg_dir_clean removes, only in a <dir> that offcore
+ * made (or found empty) and marked (oc_dir_make_owned), temporaries of runs
+ * that are over and the named windows of earlier versions: those keyed by
+ * content when no run holds them locked, those named by pid when the pid is
+ * gone.
  * Chunk header (64 bytes, little-endian):
  *
  *   +0  8  magic "OCDGCK1\0"      +40 8  record bytes
@@ -44,12 +47,15 @@
  */
 #include <assert.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/diskgnn/diskgnn_int.h"
@@ -346,16 +352,33 @@ void dg_window_drop(struct dg_window *w)
     w->first = first;
 }
 
-/* A window file of an earlier version, which named them: "w<epoch>.<first>-<key>.bin",
-   "w<epoch>-<key>.bin", or by pid alone "w<epoch>-<pid>.{bin,bin.tmp,rec}". */
-static int is_old_window_name(const char *name)
+/* A window an earlier version named by its content key: "w<epoch>.<first>-<16 hex>.bin"
+   or "w<epoch>-<16 hex>.bin"; such a run held a shared flock on it while it read it. */
+static int is_keyed_window_name(const char *name)
 {
-    size_t l = strlen(name);
-    if (name[0] != 'w' || name[1] < '0' || name[1] > '9' || strstr(name, ".tmp-"))
+    unsigned long long ep, first;
+    int n = 0;
+    if ((sscanf(name, "w%llu.%llu-%n", &ep, &first, &n) != 2 || n == 0) &&
+        (sscanf(name, "w%llu-%n", &ep, &n) != 1 || n == 0))
         return 0;
-    return (l > 4 && strcmp(name + l - 4, ".bin") == 0) ||
-           (l > 8 && strcmp(name + l - 8, ".bin.tmp") == 0) ||
-           (l > 4 && strcmp(name + l - 4, ".rec") == 0);
+    const char *k = name + n;
+    for (int i = 0; i < 16; i++)
+        if (!((k[i] >= '0' && k[i] <= '9') || (k[i] >= 'a' && k[i] <= 'f')))
+            return 0;
+    return strcmp(k + 16, ".bin") == 0;
+}
+
+/* The pid of a file the oldest versions named by pid alone, "w<epoch>-<pid>.{bin,bin.tmp,rec}"
+   (they took no lock); 0 for any other name. */
+static long pid_window_name(const char *name)
+{
+    unsigned long long ep;
+    long pid;
+    char rest[16];
+    if (sscanf(name, "w%llu-%ld.%15s", &ep, &pid, rest) != 3 || pid <= 0 ||
+        (strcmp(rest, "bin") && strcmp(rest, "bin.tmp") && strcmp(rest, "rec")))
+        return 0;
+    return pid;
 }
 
 void dg_dir_clean(const char *dir)
@@ -367,14 +390,22 @@ void dg_dir_clean(const char *dir)
     struct dirent *e;
     while ((e = readdir(d))) {
         char path[4400];
-        if (!is_old_window_name(e->d_name))
-            continue;
         snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        /* A run of an earlier version holds a shared lock on the window it reads. */
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        long pid = pid_window_name(e->d_name);
+        if (pid) {
+            if (pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH &&
+                unlink(path) == 0)
+                oc_log(OC_LOG_INFO, "store diskgnn: removed %s (pid %ld is gone)", path, pid);
+            continue;
+        }
+        if (!is_keyed_window_name(e->d_name))
+            continue;
+        struct stat st;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
         if (fd < 0)
             continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            unlink(path) == 0)
             oc_log(OC_LOG_INFO, "store diskgnn: removed %s (an earlier version's window)", path);
         close(fd);
     }

@@ -103,7 +103,7 @@ int gx_plan_dir(const struct oc_store *s, const struct oc_store_config *cfg, cha
     *key = 0;
     if (!cfg->plan_dir)
         return 0;
-    *key = store_plan_key(s, cfg, "offcore ginex plan v1", 0);
+    *key = store_plan_key(s, cfg, "offcore ginex plan v1");
     int w = snprintf(dir, n, "%s/ginex-%016" PRIx64, cfg->plan_dir, *key);
     struct oc_err e;
     int owned; /* marked as offcore's: only then are its unmarked stale files removed */

@@ -198,6 +198,11 @@ static int open_plan(struct oc_store *s, struct diskgnn_store *d, const struct o
     d->pack_us = b->pack_us;
     if ((rc = pack_replayed(d, ws, n_ws, err)))
         goto out;
+    char fb[32];
+    oc_log(OC_LOG_INFO,
+           "store diskgnn: window files are unlinked scratch under %s (no name, freed with the "
+           "run): the first takes %s",
+           b->dir, oc_format_size(ws[0].file_bytes, fb, sizeof(fb)));
     b->background = 1; /* later windows are built while epochs train */
     d->builder_bytes = (b->tr.cap_rows + 2 * b->cap_batch) * sizeof(uint64_t) + b->cap_rec +
                        b->part_bytes + DG_WRITE_BYTES;

@@ -272,12 +272,12 @@ int oc_dataset_load_feature_rows(const struct oc_dataset *ds, enum oc_dtype want
  * unchanged. mem_bytes bounds the band of output rows filled per sequential
  * scan of the source (at least 1 MiB). progress (may be NULL) counts rows.
  */
-/* Bytes oc_dataset_relayout of ds holds besides its band: the map to output rows, its reads'
-   buffer, a writer's buffer and the builder's own (a caller sizing the band subtracts them). */
-uint64_t oc_dataset_relayout_fixed_bytes(const struct oc_dataset *ds);
 int oc_dataset_relayout(const struct oc_dataset *ds, const uint64_t *row_of, const char *layout,
                         const char *out, uint64_t mem_bytes, struct oc_progress *progress,
                         struct oc_err *err);
+/* Bytes oc_dataset_relayout of ds holds besides its band: the map to output rows, its reads'
+   buffer, a writer's buffer and the builder's own (a caller sizing the band subtracts them). */
+uint64_t oc_dataset_relayout_fixed_bytes(const struct oc_dataset *ds);
 
 /*
  * Summary for `offcore info`, computed by streaming indptr, indices and labels.

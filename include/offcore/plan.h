@@ -113,6 +113,11 @@ struct oc_plan_layout {
     uint64_t n_cpu_accesses, n_dc_accesses, n_packed_accesses; /* accesses per tier */
 };
 
+/* Bytes of a chunk's metadata: header + record + address table (its packed rows follow). */
+static inline uint64_t oc_plan_chunk_meta_bytes(uint64_t rec_bytes, uint64_t n_input)
+{
+    return OC_PLAN_CHUNK_HEADER + rec_bytes + 8 * n_input;
+}
 /* Bytes of chunk b before padding: header + record + address table + packed rows. */
 uint64_t oc_plan_chunk_bytes(uint64_t rec_bytes, uint64_t n_input, uint64_t n_packed,
                              uint64_t row_bytes);

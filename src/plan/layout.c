@@ -130,7 +130,7 @@ int plan_ctx_init(struct plan_ctx *c, const struct oc_plan_trace *t, const struc
 uint64_t oc_plan_chunk_bytes(uint64_t rec_bytes, uint64_t n_input, uint64_t n_packed,
                              uint64_t row_bytes)
 {
-    return OC_PLAN_CHUNK_HEADER + rec_bytes + 8 * n_input + n_packed * row_bytes;
+    return oc_plan_chunk_meta_bytes(rec_bytes, n_input) + n_packed * row_bytes;
 }
 
 /* *acc += round_up(chunk or cache bytes, page); 0 or 1 on overflow. */
@@ -398,7 +398,7 @@ static int layout_fill(struct plan_ctx *c, uint64_t s, struct oc_plan_layout *l,
         return rc;
     /* Sizes → byte offsets (no overflow: plan_scan checked the total) and row offsets. */
     for (uint64_t b = 0; b < n; b++) {
-        uint64_t head = OC_PLAN_CHUNK_HEADER + o->rec_bytes[b] + 8 * (t->off[b + 1] - t->off[b]);
+        uint64_t head = oc_plan_chunk_meta_bytes(o->rec_bytes[b], t->off[b + 1] - t->off[b]);
         l->chunk_off[b + 1] = l->chunk_off[b];
         add_piece(&l->chunk_off[b + 1], head, l->pack_off[b + 1], o->row_bytes);
         l->pack_off[b + 1] += l->pack_off[b];

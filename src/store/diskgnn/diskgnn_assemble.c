@@ -73,7 +73,7 @@ static int read_rows(struct dg_pipe *p, struct dg_slot *sl, float *out, struct o
     }
     if ((rc = oc_io_batch_fit_disk(p->io, w->f, err)))
         return rc;
-    uint64_t packed_at = sl->chunk_at + OC_PLAN_CHUNK_HEADER + sl->rec_bytes + 8 * n;
+    uint64_t packed_at = sl->chunk_at + oc_plan_chunk_meta_bytes(sl->rec_bytes, n);
     for (uint64_t j = 0; j < sl->info.n_packed && rc == OC_OK; j++)
         rc = queue_row(p, w->f, packed_at + j * rb, row_dst(s, out, p->inv[j]), &queued, err);
     for (uint64_t k = 0; k < n && rc == OC_OK; k++) {

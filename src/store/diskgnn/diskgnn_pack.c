@@ -75,7 +75,7 @@ static int pack_meta(struct dg_builder *b, const struct oc_plan_layout *l, uint6
         roff += rb;
         dg_chunk_seal(h, epoch, b->tr.first + i, n, l->pack_off[i + 1] - l->pack_off[i], rb,
                       l->addr + b->tr.off[i]);
-        rc = oc_file_pwrite(out, h, OC_PLAN_CHUNK_HEADER + rb + 8 * n, l->chunk_off[i], err);
+        rc = oc_file_pwrite(out, h, oc_plan_chunk_meta_bytes(rb, n), l->chunk_off[i], err);
     }
     pl_spill_deinit(&b->spill);
     return rc;
@@ -292,15 +292,16 @@ static int pack_rows(struct dg_builder *b, const struct oc_plan_layout *l,
     if (!c)
         return err->status;
     for (uint64_t i = 0; i < l->n_batches; i++) {
-        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i], end = l->pack_off[i + 1];
+        uint64_t meta =
+            oc_plan_chunk_meta_bytes(b->tr.rec_bytes[i], b->tr.off[i + 1] - b->tr.off[i]);
+        uint64_t end = l->pack_off[i + 1];
         c[i] = (struct dg_cursor){end,
                                   end,
                                   l->pack_rows + l->pack_off[i],
                                   0,
                                   (uint32_t)(end - l->pack_off[i]),
                                   0,
-                                  l->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] +
-                                      8 * n_in};
+                                  l->chunk_off[i] + meta};
         for (uint64_t j = l->pack_off[i] + 1; j < end; j++)
             assert(l->pack_rows[j - 1] < l->pack_rows[j]); /* plan.h: ascending in a chunk */
     }

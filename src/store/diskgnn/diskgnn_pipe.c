@@ -138,7 +138,7 @@ int dg_chunk_check_header(const uint8_t *h, uint64_t len, const struct dg_chunk_
                       ": header does not match the plan (epoch %" PRIu64 ", batch %" PRIu64
                       ", %" PRIu64 " rows, %" PRIu64 " packed, %" PRIu64 " record bytes)",
                       path, i, off, oc_get_le64(h + 8), oc_get_le64(h + 16), n, n_packed, rec);
-    *meta = OC_PLAN_CHUNK_HEADER + rec + 8 * n;
+    *meta = oc_plan_chunk_meta_bytes(rec, n);
     return OC_OK;
 }
 

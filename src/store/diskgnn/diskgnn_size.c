@@ -23,7 +23,7 @@ void dg_window_sizes(const struct dg_builder *b, struct dg_sizes *z)
     z->accesses = b->tr.off[b->tr.n_batches];
     for (uint64_t i = 0; i < b->tr.n_batches; i++) {
         uint64_t n = b->tr.off[i + 1] - b->tr.off[i];
-        uint64_t meta = OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] + 8 * n;
+        uint64_t meta = oc_plan_chunk_meta_bytes(b->tr.rec_bytes[i], n);
         if (n > z->max_input)
             z->max_input = n;
         if (meta > z->max_meta)

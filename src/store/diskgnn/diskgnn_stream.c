@@ -64,7 +64,7 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out, s
         return rc;
     const struct oc_sample_batch *sb = pl_window_batch(&b->tr); /* over a map: its ids */
     uint64_t n = sb->n_input;
-    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * n;
+    uint64_t meta = oc_plan_chunk_meta_bytes(oc_sample_batch_record_bytes(sb), n);
     if ((rc = grow_batch(b, n, err)) ||
         (rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)))
         return rc;
@@ -78,8 +78,8 @@ static int stream_batch(struct dg_builder *b, uint64_t i, struct oc_file *out, s
                                         b->cap_rec - OC_PLAN_CHUNK_HEADER, &len, err)))
         return rc;
     dg_chunk_seal(b->rec, b->tr.epoch, b->tr.first + i, n, np, len, b->addr);
-    if ((rc = oc_file_pwrite(out, b->rec, OC_PLAN_CHUNK_HEADER + len + 8 * n, b->chunk_off[i],
-                             err)) ||
+    if ((rc =
+             oc_file_pwrite(out, b->rec, oc_plan_chunk_meta_bytes(len, n), b->chunk_off[i], err)) ||
         (rc = pl_spill_append(&b->spill, b->pack, np, err)))
         return rc;
     uint64_t bytes = oc_plan_chunk_bytes(len, n, np, s->row_bytes);
@@ -119,15 +119,11 @@ static int stream_rows(struct dg_builder *b, struct store_cache *cache, int fill
     if (!c)
         return err->status;
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t n_in = b->tr.off[i + 1] - b->tr.off[i];
-        c[i] = (struct dg_cursor){b->pack_off[i],
-                                  b->pack_off[i + 1],
-                                  b->cursor_buf + i * b->ahead,
-                                  0,
-                                  0,
-                                  b->ahead,
-                                  b->chunk_off[i] + OC_PLAN_CHUNK_HEADER + b->tr.rec_bytes[i] +
-                                      8 * n_in};
+        uint64_t meta =
+            oc_plan_chunk_meta_bytes(b->tr.rec_bytes[i], b->tr.off[i + 1] - b->tr.off[i]);
+        c[i] = (struct dg_cursor){
+            b->pack_off[i], b->pack_off[i + 1],    b->cursor_buf + i * b->ahead, 0, 0,
+            b->ahead,       b->chunk_off[i] + meta};
     }
     int rc = dg_pack_scan(b, c, count, NULL, 0, cache, fill_cache ? cache->n : 0, out, err);
     oc_free(c);

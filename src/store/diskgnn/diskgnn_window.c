@@ -277,7 +277,7 @@ static int spill_record(void *ctx, uint64_t i, struct oc_err *err)
     const struct oc_sample_batch *sb = pl_window_batch(&b->tr); /* the map's ids, over one */
     size_t len;
     /* room for the chunk's header and address table too (pack_meta reads it back here) */
-    uint64_t meta = OC_PLAN_CHUNK_HEADER + oc_sample_batch_record_bytes(sb) + 8 * sb->n_input;
+    uint64_t meta = oc_plan_chunk_meta_bytes(oc_sample_batch_record_bytes(sb), sb->n_input);
     int rc;
     if ((rc = oc_grow_by(&b->rec, &b->cap_rec, meta, 1, DG_GROW, "store diskgnn: records", err)) ||
         (rc = oc_sample_batch_serialize(sb, b->rec, b->cap_rec, &len, err)) ||

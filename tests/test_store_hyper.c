@@ -16,6 +16,7 @@
  * Thread-safety: the take test's two threads share only the hyperbatch (its
  * calls are thread-safe); the pipeline runs its own threads.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -27,8 +28,12 @@
 #include "store_fixture.h"
 
 struct run {
-    uint64_t n_cached, n_reads, read_bytes, requested, bad, rows;
+    uint64_t n_cached, n_reads, read_bytes, requested, bad, rows, written;
 };
+
+/* 1: the runs below stage their groups on disk (--hyperbatch-disk) under disk_plan. */
+static int disk_groups;
+static char disk_plan[800];
 
 #define GX_S 16u /* ginex's superbatch in these tests */
 
@@ -49,6 +54,16 @@ static const struct oc_store_opt *helios_hyperbatch(void)
     return hyperbatch_of("helios");
 }
 
+/* Sets `strategy`'s --hyperbatch-disk in c (the options of the strategy c holds). */
+static void set_hyperbatch_disk(const char *strategy, struct oc_store_config *c)
+{
+    uint32_t i = 0;
+    const struct oc_store_opt *opt = NULL;
+    OC_CHECK_OK(oc_store_strategy_find(strategy, &i, NULL), NULL);
+    OC_CHECK(oc_store_opt_find_in(i, "hyperbatch-disk", &opt) == OC_OK);
+    OC_CHECK_OK(oc_store_opt_apply(opt, 1, c, NULL), NULL);
+}
+
 /* A config of `strategy` over fx's two epochs with budget mem and hyperbatch share (0: none). */
 static struct oc_store_config hyper_config(const struct fixture *fx, const char *strategy,
                                            uint64_t mem, double share, struct oc_pipeline *p)
@@ -56,6 +71,10 @@ static struct oc_store_config hyper_config(const struct fixture *fx, const char 
     struct oc_store_config c = fixture_config(fx, NULL);
     c.mem_bytes = mem;
     c.pipeline = p;
+    if (disk_groups && share > 0) {
+        snprintf(disk_plan, sizeof(disk_plan), "%s/plan", fx->dir);
+        c.plan_dir = disk_plan;
+    }
     if (strcmp(strategy, "ginex") == 0) {
         c.n_epochs = 2;
         fixture_opt(&c, "superbatch", GX_S); /* first: the config holds ginex's options */
@@ -73,6 +92,8 @@ static struct oc_store_config hyper_config(const struct fixture *fx, const char 
     } else {
         fixture_opt(&c, "hyperbatch", share);
     }
+    if (disk_groups && share > 0)
+        set_hyperbatch_disk(strategy, &c);
     return c;
 }
 
@@ -91,6 +112,7 @@ static void check_pair(const char *who, enum oc_dtype dtype, const struct run *h
     OC_CHECK(h->bad == 0 && q->bad == 0);
     OC_CHECK(h->rows > 0 && h->rows == q->rows);
     OC_CHECK(h->n_reads > 0 && h->n_reads < q->n_reads);
+    OC_CHECK(disk_groups ? h->written > 0 : h->written == 0); /* on disk: packed */
 }
 
 /*
@@ -149,6 +171,7 @@ static int run_store(const struct fixture *fx, const char *strategy, uint64_t me
         r->n_reads = st.n_reads;
         r->read_bytes = st.read_bytes;
         r->requested = st.requested_disk_bytes;
+        r->written = st.plan_write_bytes;
     }
     oc_pipeline_free(p); /* joins the stages before the pipe and the store go */
     oc_batch_pipe_free(bp);
@@ -170,7 +193,8 @@ static void fewer_requests(enum oc_dtype dtype)
         return;
     }
     uint64_t feat = fx.n_nodes * fx.row_bytes;
-    uint64_t mem = feat / 2 + 12 * fixture_fixed_bytes(&fx);
+    /* on disk the groups hold no rows: a smaller budget leaves the cache a part */
+    uint64_t mem = feat / (disk_groups ? 4 : 2) + 12 * fixture_fixed_bytes(&fx);
     struct run h, p;
     OC_CHECK_OK(run_static(&fx, mem, 0.5, 0, &h), NULL);
     /* the largest plain budget that caches no more rows than the hyperbatch store */
@@ -372,7 +396,7 @@ static void gnndrive_fewer_requests(enum oc_dtype dtype)
     struct oc_err err;
     OC_CHECK_OK(oc_store_gnndrive_min_budget(&c, &least, &err), &err);
     /* the groups (and the pipeline's slots for their batches), and slots for some rows */
-    uint64_t mem = least + fx.n_nodes * fx.row_bytes + (12u << 20);
+    uint64_t mem = least + fx.n_nodes * fx.row_bytes / (disk_groups ? 4 : 1) + (12u << 20);
     struct run h, q;
     OC_CHECK_OK(run_store(&fx, "gnndrive", mem, 0.3, 0, &h, &err), &err);
     /* the largest plain budget that gives no more slots than the hyperbatch store's */
@@ -423,6 +447,68 @@ OC_TEST(gnndrive_refuses_groups_that_do_not_fit)
     fixture_free(&fx);
 }
 
+/* ---- groups on disk (--hyperbatch-disk) ------------------------------------ */
+
+/* Each strategy's pair above with its groups packed on disk: the file's rows, rows written to
+   the groups' files, fewer requests than plain with no more cached rows. */
+OC_TEST(static_groups_on_disk)
+{
+    disk_groups = 1;
+    fewer_requests(OC_DTYPE_F32);
+    disk_groups = 0;
+}
+
+OC_TEST(ginex_groups_on_disk)
+{
+    disk_groups = 1;
+    ginex_fewer_requests(OC_DTYPE_F32);
+    disk_groups = 0;
+}
+
+OC_TEST(helios_groups_on_disk)
+{
+    disk_groups = 1;
+    helios_fewer_requests(OC_DTYPE_F32);
+    disk_groups = 0;
+}
+
+OC_TEST(gnndrive_groups_on_disk)
+{
+    disk_groups = 1;
+    gnndrive_fewer_requests(OC_DTYPE_F32);
+    disk_groups = 0;
+}
+
+/* --hyperbatch-disk alone, or with no plan directory for its files: refused naming it. */
+OC_TEST(groups_on_disk_refused_without_hyperbatch_or_plan_dir)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 4000, 16, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    static const char *const names[] = {"static", "ginex", "helios", "gnndrive"};
+    for (uint32_t i = 0; i < 8; i++) {
+        struct oc_pipeline *p = NULL; /* a failed open cancels it: one each */
+        OC_CHECK_OK(oc_pipeline_new("test pipeline", &p, &err), &err);
+        const char *name = names[i / 2];
+        struct oc_store_config c = hyper_config(&fx, name, 64u << 20, i % 2 ? 0.5 : 0, p);
+        set_hyperbatch_disk(name, &c);
+        c.plan_dir = NULL;
+        uint32_t idx = 0;
+        struct oc_store *s = NULL;
+        OC_CHECK_OK(oc_store_strategy_find(name, &idx, &err), &err);
+        OC_CHECK_ERR(oc_store_open(idx, &c, &s, &err), OC_ERR_ARG, &err,
+                     i % 2 ? "--hyperbatch-disk stages its groups in files under the plan "
+                             "directory, and this run has none"
+                           : "--hyperbatch-disk stages hyperbatch groups, and there are none "
+                             "without --hyperbatch F");
+        oc_pipeline_free(p);
+    }
+    fixture_free(&fx);
+}
+
 /* ---- takes by several threads ------------------------------------------------ */
 
 #define TK_K      4u  /* batches per group */
@@ -451,7 +537,7 @@ static void *take_batches(void *p)
     float out[TK_ROWS * 100];
     for (uint32_t k = 0; k < t->n; k++) {
         uint64_t ids[TK_ROWS];
-        struct store_hyper_group *g = NULL;
+        struct store_hyper_batch *g = NULL;
         struct oc_err err;
         tk_rows(t->order[k], ids);
         if (store_hyper_take(t->h, 0, t->order[k], &g, &err) != OC_OK) {
@@ -470,7 +556,18 @@ static void *take_batches(void *p)
     return NULL;
 }
 
-OC_TEST(takes_by_two_threads_out_of_order)
+/* A hyperbatch of TK_K batches of TK_ROWS rows, in memory or on disk under fx's plan/. */
+static struct store_hyper *tk_open(const struct fixture *fx, struct oc_store *s, int disk)
+{
+    struct oc_err err;
+    struct store_hyper *h = NULL;
+    struct store_hyper_shape sh = {TK_K * TK_ROWS, TK_K, 2, TK_ROWS, disk, 1u << 20};
+    snprintf(disk_plan, sizeof(disk_plan), "%s/plan", fx->dir);
+    OC_CHECK_OK(store_hyper_open(s, &sh, disk_plan, &h, &err), &err);
+    return h;
+}
+
+static void takes_out_of_order(int disk)
 {
     struct fixture fx;
     struct oc_err err;
@@ -481,8 +578,7 @@ OC_TEST(takes_by_two_threads_out_of_order)
     struct oc_store_config c = fixture_config(&fx, NULL);
     c.batch_size = 1; /* epochs of hundreds of batches: groups close at TK_K */
     struct oc_store *s = fixture_open("static", &c);
-    struct store_hyper *h = NULL;
-    OC_CHECK_OK(store_hyper_open(s, TK_K * TK_ROWS, TK_K, &h, &err), &err);
+    struct store_hyper *h = tk_open(&fx, s, disk);
     /* within each group the two threads take its batches last first, interleaved; a take
        follows its batch's prepare: groups 1 and 2 first, 3 while they are taken (it waits
        for group 1 to be given back), taken once they are */
@@ -519,8 +615,10 @@ OC_TEST(takes_by_two_threads_out_of_order)
     memset(&st, 0, sizeof(st));
     store_hyper_stats(h, &st);
     OC_CHECK(st.read_bytes >= TK_GROUPS * (TK_K * 20 + 10) * fx.row_bytes);
+    /* on disk each batch's rows were written to its chunk: all of them, shared ones twice */
+    OC_CHECK(st.plan_write_bytes == (disk ? TK_GROUPS * TK_K * TK_ROWS * fx.row_bytes : 0));
     /* a batch no group stages: never prepared, or taken already (its group given back) */
-    struct store_hyper_group *g = NULL;
+    struct store_hyper_batch *g = NULL;
     OC_CHECK_ERR(store_hyper_take(h, 0, 99, &g, &err), OC_ERR_INTERNAL, &err,
                  "epoch 0 batch 99 is not staged in a hyperbatch");
     OC_CHECK_ERR(store_hyper_take(h, 0, 3, &g, &err), OC_ERR_INTERNAL, &err,
@@ -532,7 +630,7 @@ OC_TEST(takes_by_two_threads_out_of_order)
     OC_CHECK_OK(store_hyper_end(h, &err), &err);
     OC_CHECK_OK(store_hyper_flush(h, &err), &err);
     OC_CHECK_OK(store_hyper_take(h, 0, 12, &g, &err), &err);
-    struct store_hyper_group *again = NULL;
+    struct store_hyper_batch *again = NULL;
     OC_CHECK_ERR(store_hyper_take(h, 0, 12, &again, &err), OC_ERR_INTERNAL, &err,
                  "epoch 0 batch 12 is not staged in a hyperbatch (never prepared, or taken");
     OC_CHECK(g && store_hyper_row(g, 5) && !store_hyper_row(g, 6));
@@ -540,6 +638,73 @@ OC_TEST(takes_by_two_threads_out_of_order)
     oc_store_free(s); /* joins the read stage */
     store_hyper_free(h);
     fixture_free(&fx);
+}
+
+OC_TEST(takes_by_two_threads_out_of_order)
+{
+    takes_out_of_order(0);
+}
+
+OC_TEST(takes_by_two_threads_out_of_order_groups_on_disk)
+{
+    takes_out_of_order(1);
+}
+
+/*
+ * Groups on disk when the disk fails: a full disk while a group is packed
+ * fails its batches' takes with the error naming the group's scratch file,
+ * and so does a chunk read back short (a truncated file).
+ */
+static void disk_group_fails(enum oc_fault_kind kind, int sys_errno, const char *want)
+{
+    struct fixture fx;
+    struct oc_err err;
+    if (!fixture_init(&fx, 2000, 100, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    c.batch_size = 1;
+    struct oc_store *s = fixture_open("static", &c);
+    struct store_hyper *h = tk_open(&fx, s, 1);
+    if (kind == OC_FAULT_WRITE)
+        oc_fault_arm_persistent(kind, 1, sys_errno); /* every write from the first on */
+    for (uint64_t k = 0; k < TK_K; k++) {
+        uint64_t ids[TK_ROWS];
+        int staged = 0;
+        tk_rows(k, ids);
+        OC_CHECK_OK(store_hyper_begin(h, 0, k, TK_ROWS, &staged, &err), &err);
+        for (uint64_t i = 0; i < TK_ROWS; i++)
+            store_hyper_add(h, store_row_of(s, ids[i]));
+        OC_CHECK_OK(store_hyper_end(h, &err), &err);
+    }
+    struct store_hyper_batch *g = NULL;
+    if (kind == OC_FAULT_READ) { /* the group packs; its first batch's chunk reads short */
+        struct store_hyper_batch *first = NULL;
+        OC_CHECK_OK(store_hyper_take(h, 0, 0, &first, &err), &err);
+        OC_CHECK_OK(store_hyper_done(h, first, &err), &err);
+        oc_fault_arm(kind, 1, sys_errno);
+    }
+    int rc = store_hyper_take(h, 0, 1, &g, &err);
+    oc_fault_disarm_all();
+    OC_CHECK(rc != OC_OK && g == NULL);
+    OC_CHECK(strstr(err.msg, "unlinked scratch") != NULL);
+    OC_CHECK(strstr(err.msg, want) != NULL);
+    if (rc == OC_OK || !strstr(err.msg, want))
+        fprintf(stderr, "  got: %s\n", err.msg);
+    oc_store_free(s);
+    store_hyper_free(h);
+    fixture_free(&fx);
+}
+
+OC_TEST(groups_on_disk_full_disk_names_the_file)
+{
+    disk_group_fails(OC_FAULT_WRITE, ENOSPC, "No space left");
+}
+
+OC_TEST(groups_on_disk_short_read_names_the_file)
+{
+    disk_group_fails(OC_FAULT_READ, 0, "truncated");
 }
 
 OC_TEST(helios_refuses_groups_that_do_not_fit)

@@ -51,91 +51,80 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "store/store_int.h"
-
-#define HYPER_GROUPS   2u
-#define HYPER_RUN_ROWS 16384u /* rows the read stage queues per run of its reader, at most */
-
-/* A group's state, under mu: what take may find in it. */
-enum { HYPER_FREE, HYPER_STAGED, HYPER_TAKEN }; /* STAGED: being filled, or read */
-
-struct hyper_entry {
-    uint64_t epoch, batch;
-    int taken; /* [mu] */
-};
-
-struct store_hyper_group {
-    struct hyper_entry *batches; /* [mu] in prepare order; max_batches */
-    uint32_t n_batches, n_done;  /* [mu] n_done: batches taken and done */
-    int state;                   /* [mu] HYPER_FREE / STAGED / TAKEN */
-    uint64_t *rows, n_rows;      /* rows of features.npy; ascending, unique once read */
-    uint8_t *data;               /* n_rows rows as stored, in the order of rows */
-    size_t row_bytes;
-};
-
-struct store_hyper {
-    struct oc_store *s;
-    uint64_t cap;         /* rows per group */
-    uint64_t run_rows;    /* rows per run of the reader: min(cap, HYPER_RUN_ROWS) */
-    uint32_t max_batches; /* batches per group */
-    struct store_hyper_group groups[HYPER_GROUPS];
-    uint64_t *sort_tmp; /* the read stage's radix scratch (cap) */
-    struct store_disk disk;
-    struct oc_pipeline *p;
-    struct oc_queue *free_q, *read_q, *ready_q;
-    /* prepare's side */
-    struct store_hyper_group *cur;
-    uint64_t count; /* batches prepared since open (epochs end at multiples of n_plan_batches) */
-    /* the gathers' side (take and done: any threads) */
-    pthread_mutex_t mu;       /* a leaf lock: no queue call is made with it held */
-    pthread_cond_t cv;        /* a group was taken from ready_q, or its pop failed */
-    int popping;              /* [mu] a taker waits on ready_q */
-    const void **src;         /* store_hyper_gather's (one thread) */
-    _Atomic uint64_t cap_src; /* read by stats on any thread */
-    _Atomic uint64_t read_bytes, n_reads;
-};
+#include "store/hyper_group_int.h"
 
 static uint64_t run_rows(uint64_t cap)
 {
     return cap < HYPER_RUN_ROWS ? cap : HYPER_RUN_ROWS;
 }
 
-/* The struct, the groups and the sort scratch (what open allocates besides its reader). */
-static uint64_t groups_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches)
+/* The struct, the groups and the sort scratch (what open allocates besides its reader, or
+   on disk besides hyper_disk_fixed_bytes): in memory a group holds its rows, on disk their ids. */
+static uint64_t groups_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches, int disk)
 {
-    uint64_t group =
-        cap * (sizeof(uint64_t) + s->row_bytes) + max_batches * sizeof(struct hyper_entry);
+    uint64_t group = cap * (sizeof(uint64_t) + (disk ? 0 : s->row_bytes)) +
+                     max_batches * sizeof(struct store_hyper_batch);
     return sizeof(struct store_hyper) + HYPER_GROUPS * group + cap * sizeof(uint64_t);
 }
 
-uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches)
+static uint64_t hyper_bytes(const struct oc_store *s, const struct store_hyper_shape *sh)
 {
-    return groups_bytes(s, cap, max_batches) + STORE_DISK_BOUNCE_BYTES +
-           run_rows(cap) * STORE_ROW_SCRATCH_BYTES;
+    uint64_t groups = groups_bytes(s, sh->cap, sh->max_batches, sh->disk);
+    if (sh->disk)
+        return groups + hyper_disk_fixed_bytes(s, sh);
+    return groups + STORE_DISK_BOUNCE_BYTES + run_rows(sh->cap) * STORE_ROW_SCRATCH_BYTES;
+}
+
+static uint32_t clamp_batches(uint64_t k, uint32_t most)
+{
+    return k < 2 ? 2 : k > most ? most : (uint32_t)k;
 }
 
 /*
- * Rows per group when the share of mem_bytes stages two groups (each row: its
- * id, the row, and the read stage's sort scratch), at least one batch's rows
- * (a share too small for that is refused by the strategy's budget check).
- * Batches per group: two per batch bound of rows (a hit ratio up to a half
- * fills a group), at most STORE_HYPER_MAX_BATCHES.
+ * In memory: rows per group when the share of mem_bytes stages two groups
+ * (each row: its id, the row, and the read stage's sort scratch), at least
+ * one batch's rows (a share too small for that is refused by the strategy's
+ * budget check); batches per group: two per batch bound of rows (a hit ratio
+ * up to a half fills a group), at most STORE_HYPER_MAX_BATCHES. On disk:
+ * batches per group when the share, past the fixed buffers, holds per batch
+ * the ids of a batch bound of rows in both groups and the sort scratch, and
+ * the two sampled batches a group's batch keeps in the pipeline slots (at
+ * most STORE_HYPER_MAX_DISK_BATCHES); rows per group: that many batch bounds.
  */
 uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_bytes,
-                          uint64_t batch_rows, uint64_t *cap, uint32_t *max_batches)
+                          uint64_t batch_rows, struct store_hyper_shape *sh)
 {
-    uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
-    uint64_t c = (uint64_t)(share * (double)mem_bytes) / per_row;
+    uint64_t budget = (uint64_t)(share * (double)mem_bytes);
     if (batch_rows == 0)
         batch_rows = 1;
-    if (c < batch_rows)
-        c = batch_rows;
-    uint64_t k = 2 * c / batch_rows;
-    *max_batches = k < 2 ? 2 : k > STORE_HYPER_MAX_BATCHES ? STORE_HYPER_MAX_BATCHES : (uint32_t)k;
-    *cap = c;
+    sh->batch_rows = batch_rows;
+    if (sh->takers == 0)
+        sh->takers = 1;
+    if (sh->disk) {
+        sh->part_bytes = hyper_disk_part_bytes(s, budget);
+        sh->max_batches = STORE_HYPER_MAX_DISK_BATCHES; /* bounds the offsets for the sizing */
+        uint64_t fixed = hyper_disk_fixed_bytes(s, sh);
+        uint64_t per_batch =
+            batch_rows * (3 * sizeof(uint64_t) + 2ull * STORE_HYPER_SLOT_ROW_BYTES);
+        sh->max_batches = clamp_batches(budget > fixed ? (budget - fixed) / per_batch : 0,
+                                        STORE_HYPER_MAX_DISK_BATCHES);
+        sh->cap = sh->max_batches * batch_rows;
+    } else {
+        uint64_t per_row = 2 * (sizeof(uint64_t) + s->row_bytes) + sizeof(uint64_t);
+        uint64_t c = budget / per_row;
+        sh->cap = c < batch_rows ? batch_rows : c;
+        sh->max_batches = clamp_batches(2 * sh->cap / batch_rows, STORE_HYPER_MAX_BATCHES);
+    }
     /* and the sampled batches the pipeline slots the two groups hold beyond its own */
-    return store_hyper_bytes(s, c, *max_batches) +
-           2ull * *max_batches * batch_rows * STORE_HYPER_SLOT_ROW_BYTES;
+    return hyper_bytes(s, sh) + 2ull * sh->max_batches * batch_rows * STORE_HYPER_SLOT_ROW_BYTES;
+}
+
+int store_hyper_disk_alone(const struct oc_store *s, struct oc_err *err)
+{
+    return OC_ERR(err, OC_ERR_ARG,
+                  "store %s: --hyperbatch-disk stages hyperbatch groups, and there are none "
+                  "without --hyperbatch F",
+                  s->strat->name);
 }
 
 /* ---- the read stage ------------------------------------------------------- */
@@ -144,7 +133,7 @@ static int read_group(struct store_hyper *h, struct store_hyper_group *g, struct
 {
     struct oc_store *s = h->s;
     uint64_t n = 0, queued = 0;
-    const struct oc_io_stats *st = oc_io_batch_stats(h->disk.batch);
+    const struct oc_io_stats *st = oc_io_batch_stats(h->disk_reader.batch);
     uint64_t read0 = st->read_bytes, n0 = st->n_reads;
     int rc = OC_OK;
     oc_sort_u64(g->rows, h->sort_tmp, g->n_rows);
@@ -153,17 +142,17 @@ static int read_group(struct store_hyper *h, struct store_hyper_group *g, struct
             g->rows[n++] = g->rows[i];
     g->n_rows = n;
     for (uint64_t k = 0; k < n && rc == OC_OK; k++) {
-        rc = oc_io_batch_add(h->disk.batch, h->disk.f, store_file_off(s, g->rows[k]), s->row_bytes,
-                             g->data + k * s->row_bytes, err);
+        rc = oc_io_batch_add(h->disk_reader.batch, h->disk_reader.f, store_file_off(s, g->rows[k]),
+                             s->row_bytes, g->data + k * s->row_bytes, err);
         if (rc == OC_OK && ++queued == h->run_rows) {
-            rc = store_disk_run_counted(s, &h->disk, 0, err);
+            rc = store_disk_run_counted(s, &h->disk_reader, 0, err);
             queued = 0;
         }
     }
     if (rc)
-        store_disk_discard(&h->disk);
+        store_disk_discard(&h->disk_reader);
     else if (queued)
-        rc = store_disk_run_counted(s, &h->disk, 0, err);
+        rc = store_disk_run_counted(s, &h->disk_reader, 0, err);
     atomic_fetch_add(&h->read_bytes, st->read_bytes - read0);
     atomic_fetch_add(&h->n_reads, st->n_reads - n0);
     if (rc)
@@ -174,40 +163,49 @@ static int read_group(struct store_hyper *h, struct store_hyper_group *g, struct
 static int read_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
     struct store_hyper *h = ctx;
-    int rc = read_group(h, item, err);
+    int rc = h->disk ? hyper_disk_pack(h, item, err) : read_group(h, item, err);
     return rc ? rc : oc_stage_push(st, h->ready_q, item);
 }
 
 /* ---- lifetime ------------------------------------------------------------- */
 
-int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
+int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, const char *plan_dir,
                      struct store_hyper **out, struct oc_err *err)
 {
     struct store_hyper *h = oc_calloc(1, sizeof(*h), "store hyperbatches", err);
+    uint64_t cap = sh->cap;
     int rc;
     *out = h;
     if (!h)
         return err ? err->status : OC_ERR_NOMEM;
     h->s = s;
+    h->shape = *sh;
     h->cap = cap;
     h->run_rows = run_rows(cap);
-    h->max_batches = max_batches;
+    h->max_batches = sh->max_batches;
+    h->disk = sh->disk;
     atomic_init(&h->read_bytes, 0);
     atomic_init(&h->n_reads, 0);
+    atomic_init(&h->write_bytes, 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    if ((rc = store_disk_open(s, 1, &h->disk, err)) ||
-        (rc = oc_io_batch_reserve(h->disk.batch, h->run_rows, err)))
+    if (h->disk)
+        rc = hyper_disk_open(h, plan_dir, err);
+    else if ((rc = store_disk_open(s, 1, &h->disk_reader, err)) == OC_OK)
+        rc = oc_io_batch_reserve(h->disk_reader.batch, h->run_rows, err);
+    if (rc)
         return rc;
     if (!(h->sort_tmp = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: sort", err)))
         return err ? err->status : OC_ERR_NOMEM;
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         struct store_hyper_group *g = &h->groups[i];
-        g->batches = oc_alloc(max_batches * sizeof(*g->batches), "store hyperbatches", err);
+        g->batches = oc_alloc(h->max_batches * sizeof(*g->batches), "store hyperbatches", err);
         g->rows = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: row ids", err);
-        g->data = oc_alloc_aligned(cap * s->row_bytes, 64, "store hyperbatches: rows", err);
+        g->data = h->disk
+                      ? NULL
+                      : oc_alloc_aligned(cap * s->row_bytes, 64, "store hyperbatches: rows", err);
         g->row_bytes = s->row_bytes;
-        if (!g->batches || !g->rows || !g->data)
+        if (!g->batches || !g->rows || (!h->disk && !g->data))
             return err ? err->status : OC_ERR_NOMEM;
     }
     if ((rc = store_stages(s, &h->p, err)) ||
@@ -234,8 +232,10 @@ void store_hyper_free(struct store_hyper *h)
     }
     oc_free(h->sort_tmp);
     oc_free(h->src);
-    store_disk_close(&h->disk);
-    pthread_mutex_destroy(&h->mu); /* initialized right after h's allocation */
+    if (h->disk)
+        hyper_disk_close(h);
+    store_disk_close(&h->disk_reader); /* zeroed on disk: a no-op */
+    pthread_mutex_destroy(&h->mu);     /* initialized right after h's allocation */
     pthread_cond_destroy(&h->cv);
     oc_free(h);
 }
@@ -275,8 +275,11 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
         pthread_mutex_unlock(&h->mu);
     }
     OC_ASSERT(h->cur->n_batches < h->max_batches);
+    if (h->disk) /* where its rows start in the group's */
+        h->cur->boff[h->cur->n_batches] = h->cur->n_rows;
     pthread_mutex_lock(&h->mu); /* takers look for their batch in it */
-    h->cur->batches[h->cur->n_batches++] = (struct hyper_entry){epoch, batch, 0};
+    h->cur->batches[h->cur->n_batches++] =
+        (struct store_hyper_batch){h->cur, epoch, batch, 0, NULL};
     pthread_mutex_unlock(&h->mu);
     *staged = h->cur->n_rows + n_max <= h->cap; /* else its gather reads its misses */
     return OC_OK;
@@ -298,6 +301,8 @@ int store_hyper_end(struct store_hyper *h, struct oc_err *err)
 {
     uint64_t per_epoch = h->s->n_plan_batches;
     h->count++;
+    if (h->disk) /* and where they end */
+        h->cur->boff[h->cur->n_batches] = h->cur->n_rows;
     if (h->cur->n_batches == h->max_batches || (per_epoch && h->count % per_epoch == 0))
         return close_group(h, err);
     return OC_OK;
@@ -370,7 +375,7 @@ int store_hyper_prepare_bits(struct oc_store *s, struct store_hyper *h, uint64_t
 
 /* With mu held: the group staging (epoch, batch) not taken yet, and its entry; NULL if none. */
 static struct store_hyper_group *find_batch(struct store_hyper *h, uint64_t epoch, uint64_t batch,
-                                            struct hyper_entry **entry)
+                                            struct store_hyper_batch **entry)
 {
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         struct store_hyper_group *g = &h->groups[i];
@@ -408,19 +413,17 @@ static int pop_ready(struct store_hyper *h)
 }
 
 int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
-                     struct store_hyper_group **out, struct oc_err *err)
+                     struct store_hyper_batch **out, struct oc_err *err)
 {
-    struct hyper_entry *e = NULL;
+    struct store_hyper_batch *e = NULL;
     struct store_hyper_group *g;
     int rc = OC_OK;
     *out = NULL;
     pthread_mutex_lock(&h->mu);
     while ((g = find_batch(h, epoch, batch, &e)) && g->state != HYPER_TAKEN && rc == OC_OK)
         rc = pop_ready(h);
-    if (g && rc == OC_OK) {
+    if (g && rc == OC_OK)
         e->taken = 1;
-        *out = g;
-    }
     pthread_mutex_unlock(&h->mu);
     if (rc)
         return oc_pipeline_status(h->p, err);
@@ -429,19 +432,29 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
                       "store %s: epoch %" PRIu64 " batch %" PRIu64
                       " is not staged in a hyperbatch (never prepared, or taken already)",
                       h->s->strat->name, epoch, batch);
+    if (h->disk && (rc = hyper_disk_take(h, e, err))) {
+        store_hyper_done(h, e, NULL); /* the group still comes back */
+        return rc;
+    }
+    *out = e;
     return OC_OK;
 }
 
-const void *store_hyper_row(const struct store_hyper_group *g, uint64_t row)
+const void *store_hyper_row(const struct store_hyper_batch *t, uint64_t row)
 {
+    const struct store_hyper_group *g = t->g;
+    if (g->data == NULL) /* on disk */
+        return hyper_disk_row(t, row);
     uint64_t k = oc_lower_bound_u64(g->rows, 0, g->n_rows, row);
     return k < g->n_rows && g->rows[k] == row ? g->data + k * g->row_bytes : NULL;
 }
 
-int store_hyper_done(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err)
+int store_hyper_done(struct store_hyper *h, struct store_hyper_batch *t, struct oc_err *err)
 {
+    struct store_hyper_group *g = t->g;
+    hyper_disk_done(t); /* its chunk, if any */
     pthread_mutex_lock(&h->mu);
-    OC_ASSERT(g->state == HYPER_TAKEN && g->n_done < g->n_batches);
+    OC_ASSERT(g->state == HYPER_TAKEN && g->n_done < g->n_batches && t->taken);
     int last = ++g->n_done == g->n_batches;
     if (last)
         g->state = HYPER_FREE; /* no taker finds it from here on */
@@ -480,9 +493,9 @@ static void hyper_copy(void *ctx, uint64_t lo, uint64_t hi)
     }
 }
 
-/* A batch of taken group hg: its rows from the cache behind y, the group, or d. */
+/* Taken batch hb: its rows from the cache behind y, its group, or d. */
 static int gather_taken(struct oc_store *s, struct store_hyper *h,
-                        const struct store_hyper_group *hg, struct store_yield *y,
+                        const struct store_hyper_batch *hb, struct store_yield *y,
                         struct store_disk *d, const uint64_t *ids, uint64_t n, float *out,
                         struct oc_err *err)
 {
@@ -498,7 +511,7 @@ static int gather_taken(struct oc_store *s, struct store_hyper *h,
         if (slot != STORE_NO_SLOT) {
             src[i] = c->rows + (uint64_t)slot * s->row_bytes;
             hits++;
-        } else if (!(src[i] = store_hyper_row(hg, store_row_of(s, ids[i])))) {
+        } else if (!(src[i] = store_hyper_row(hb, store_row_of(s, ids[i])))) {
             rc = store_disk_queue(s, d, ids[i], out + i * s->feat_dim, err); /* not staged */
             direct++;
         }
@@ -520,13 +533,13 @@ int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_y
                        struct store_disk *d, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                        uint64_t n, float *out, struct oc_err *err)
 {
-    struct store_hyper_group *hg;
-    int rc = store_hyper_take(h, epoch, batch, &hg, err);
+    struct store_hyper_batch *hb;
+    int rc = store_hyper_take(h, epoch, batch, &hb, err);
     if (rc)
         return rc;
-    if ((rc = gather_taken(s, h, hg, y, d, ids, n, out, err)))
+    if ((rc = gather_taken(s, h, hb, y, d, ids, n, out, err)))
         return rc;
-    return store_hyper_done(h, hg, err);
+    return store_hyper_done(h, hb, err);
 }
 
 void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)
@@ -535,6 +548,10 @@ void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)
         return;
     out->read_bytes += atomic_load(&h->read_bytes);
     out->n_reads += atomic_load(&h->n_reads);
-    out->held_bytes += groups_bytes(h->s, h->cap, h->max_batches) +
-                       atomic_load(&h->cap_src) * sizeof(*h->src) + store_disk_held_bytes(&h->disk);
+    out->plan_write_bytes += atomic_load(&h->write_bytes);
+    const struct store_hyper_shape *sh = &h->shape;
+    out->held_bytes +=
+        groups_bytes(h->s, h->cap, h->max_batches, h->disk) +
+        atomic_load(&h->cap_src) * sizeof(*h->src) +
+        (h->disk ? hyper_disk_fixed_bytes(h->s, sh) : store_disk_held_bytes(&h->disk_reader));
 }

@@ -31,24 +31,41 @@
  * on any threads, in any order within the groups being gathered.
  */
 struct store_hyper;
-struct store_hyper_group; /* a group being gathered: take's handle for row and done */
-/* Bytes a hyperbatch of cap rows per group and max_batches batches holds, for budgets. */
-uint64_t store_hyper_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches);
-#define STORE_HYPER_MAX_BATCHES 16u /* batches per group at most (each holds a pipeline slot) */
+struct store_hyper_batch;                /* a batch taken: take's handle for row and done */
+#define STORE_HYPER_MAX_BATCHES      16u /* batches per group at most (each holds a pipeline slot) */
+#define STORE_HYPER_MAX_DISK_BATCHES 256u /* the same, groups on disk */
 /* a sampled batch held in a pipeline slot, per input row: its ids, the blocks' edges and
    offsets (about five edges per input row at fanouts like 15,10,5) */
 #define STORE_HYPER_SLOT_ROW_BYTES 48u
+/* --hyperbatch-disk's help, the same for every strategy that offers it */
+#define STORE_HYPER_DISK_HELP                                                                 \
+    "with --hyperbatch: stage each group's rows in a scratch file under the plan directory, " \
+    "packed per batch by one scan of the features (AGNES's spill), so that a group holds as " \
+    "many batches as the pipeline can keep sampled"
+/* A hyperbatch's shape: the caller sets disk and takers, store_hyper_size the rest. */
+struct store_hyper_shape {
+    uint64_t cap;         /* rows per group */
+    uint32_t max_batches; /* batches per group */
+    uint32_t takers;      /* batches taken at once at most (on disk, each holds its rows) */
+    uint64_t batch_rows;  /* the batch bound of input rows it was sized for */
+    int disk;             /* groups staged in scratch files (hyper_disk.c), else in memory */
+    uint64_t part_bytes;  /* on disk: the packing scan's buffer */
+};
 /*
  * --hyperbatch F (share) of a budget of mem_bytes for batches of at most
- * batch_rows input rows: rows per group (*cap, at least batch_rows) and
- * batches per group; returns the bytes to take off the budget for them (the
- * groups, their reader, and the sampled batches of the pipeline slots they hold).
+ * batch_rows input rows: fills *sh (in memory: rows per group, at least
+ * batch_rows; on disk: batches per group from what a batch costs) and
+ * returns the bytes to take off the budget for them (the groups, their
+ * reader or scan, and the sampled batches of the pipeline slots they hold).
  */
 uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_bytes,
-                          uint64_t batch_rows, uint64_t *cap, uint32_t *max_batches);
-/* Opens the groups, the reader and the read stage (on store_stages). *out is set even on
-   failure (free it with store_hyper_free after the stages are joined). */
-int store_hyper_open(struct oc_store *s, uint64_t cap, uint32_t max_batches,
+                          uint64_t batch_rows, struct store_hyper_shape *sh);
+/* The error for --hyperbatch-disk given without --hyperbatch (OC_ERR_ARG). */
+int store_hyper_disk_alone(const struct oc_store *s, struct oc_err *err);
+/* Opens the groups, the reader (on disk: the scan and the groups' scratch files under
+   plan_dir/hyper; no plan_dir is OC_ERR_ARG) and the read stage (on store_stages). *out is
+   set even on failure (free it with store_hyper_free after the stages are joined). */
+int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, const char *plan_dir,
                      struct store_hyper **out, struct oc_err *err);
 void store_hyper_free(struct store_hyper *h);
 /* Slots the batch pipeline should have so that both groups fill (caps.lookahead). */
@@ -103,15 +120,15 @@ int store_hyper_flush(struct store_hyper *h, struct oc_err *err);
  * gnndrive's extractors).
  */
 int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
-                     struct store_hyper_group **out, struct oc_err *err);
+                     struct store_hyper_batch **out, struct oc_err *err);
 int store_hyper_gather(struct oc_store *s, struct store_hyper *h, struct store_yield *y,
                        struct store_disk *d, uint64_t epoch, uint64_t batch, const uint64_t *ids,
                        uint64_t n, float *out, struct oc_err *err);
-int store_hyper_done(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err);
-/* Between take and done: the row of features.npy (store_row_of applied) as stored in
-   taken group g, or NULL if g does not hold it (for a strategy with its own lookup;
+int store_hyper_done(struct store_hyper *h, struct store_hyper_batch *t, struct oc_err *err);
+/* Between take and done: the row of features.npy (store_row_of applied) as staged for
+   taken batch t, or NULL if its group does not hold it (for a strategy with its own lookup;
    store_hyper_gather is this with store_cache's). */
-const void *store_hyper_row(const struct store_hyper_group *g, uint64_t row);
+const void *store_hyper_row(const struct store_hyper_batch *t, uint64_t row);
 /* Adds the group reads (read_bytes, n_reads) and the held bytes to out. */
 void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out);
 

@@ -241,6 +241,10 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     uint32_t lanes = 1;
     int rc;
     s->caps.batches = 1; /* read back from the inspector's superbatch files */
+    struct gx_opts o;
+    store_opts_read(&oc_store_ginex, cfg, &o);
+    if (o.hyperbatch_disk && o.hyperbatch <= 0)
+        return store_hyper_disk_alone(s, err);
 
     uint64_t probe = 0, key = 0;
     char dir[4096];
@@ -256,7 +260,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         (rc = gx_plan_capacity(s, cfg, sizeof(struct ginex_store), t_end - t0, probe, dir, &S,
                                &max_acc, &C, &lanes, &hs, err)))
         return rc;
-    if (hs.cap && cfg->accesses)
+    if (hs.sh.cap && cfg->accesses)
         return OC_ERR(err, OC_ERR_ARG,
                       "store ginex: --hyperbatch stages the plan's batches, not rows by other ids");
     g = oc_calloc(1, sizeof(*g), "store ginex", err);
@@ -300,7 +304,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
            dir[0] ? "in files under the plan directory" : "in RAM", lanes, lanes == 1 ? "" : "s",
            oc_format_size(cfg->mem_bytes, m_s, sizeof(m_s)));
     struct gx_inspect_config ic = {cfg, nb, t0, t_end, S, max_acc, C, g->static_bits, dir, key, 0};
-    ic.misses = hs.cap != 0;
+    ic.misses = hs.sh.cap != 0;
     if ((rc = gx_inspector_new(s, &ic, &g->insp, err)))
         return rc;
     if ((rc = store_stages(s, &g->stages, err)) ||
@@ -310,15 +314,16 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         return rc;
     if ((rc = gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err)))
         return rc;
-    if (hs.cap) {
-        if ((rc = store_hyper_open(s, hs.cap, hs.max_batches, &g->hyper, err)))
+    if (hs.sh.cap) {
+        if ((rc = store_hyper_open(s, &hs.sh, cfg->plan_dir, &g->hyper, err)))
             return rc;
         s->caps.lookahead = store_hyper_lookahead(g->hyper); /* loaded that far ahead */
         char h_s[32];
         oc_log(OC_LOG_INFO,
-               "store ginex: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "store ginex: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
                "for two groups, their reader and slots)",
-               hs.max_batches, hs.cap, oc_format_size(hs.bytes, h_s, sizeof(h_s)));
+               hs.sh.max_batches, hs.sh.cap, hs.sh.disk ? " staged on disk" : "",
+               oc_format_size(hs.bytes, h_s, sizeof(h_s)));
     }
     oc_giveback_init(&g->gb, "store ginex", C * s->row_bytes, NULL, gx_give, g);
     return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;
@@ -477,6 +482,8 @@ static const struct oc_store_opt ginex_opts[] = {
      "share of the budget that stages the planned misses of the coming batches, read in one "
      "block pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
      offsetof(struct gx_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
+    {"hyperbatch-disk", OC_STORE_OPT_FLAG, NULL, NULL, STORE_HYPER_DISK_HELP,
+     offsetof(struct gx_opts, hyperbatch_disk), 0, 0, 0, 0, NULL},
 };
 
 /* Its cache's miss ratio next to LRU's and the static cache's on the same trace. */

@@ -231,7 +231,7 @@ static void pass_copy(struct ginex_store *g)
  * read would have put it); *misses counted.
  */
 static int look_up(struct oc_store *s, struct ginex_store *g, struct gx_lane *lane,
-                   const uint64_t *ids, uint64_t n, float *out, const struct store_hyper_group *h,
+                   const uint64_t *ids, uint64_t n, float *out, const struct store_hyper_batch *h,
                    uint64_t *misses, struct oc_err *err)
 {
     int rc;

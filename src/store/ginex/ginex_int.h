@@ -74,10 +74,9 @@ int gx_plan_shape(const struct oc_store_config *cfg, uint64_t *nb, uint64_t *t0,
 int gx_probe_rows(const struct oc_store_config *cfg, uint64_t nb, uint64_t t0, uint64_t *rows,
                   struct oc_err *err);
 
-/* --hyperbatch F: rows and batches per group (cap 0: none) and the bytes they take. */
+/* --hyperbatch F: the groups' shape (cap 0: none) and the bytes they take. */
 struct gx_hyper_shape {
-    uint64_t cap;
-    uint32_t max_batches;
+    struct store_hyper_shape sh;
     uint64_t bytes;
 };
 
@@ -143,6 +142,7 @@ struct gx_opts {
                             accesses fill a quarter of mem_bytes */
     double hyperbatch;   /* share of mem_bytes that stages the planned misses of the coming
                             batches (store/hyper.c); 0 = none */
+    int hyperbatch_disk; /* its groups staged on disk (--hyperbatch-disk) */
 };
 
 /* ---- test knobs --------------------------------------------------------------- */
@@ -217,7 +217,7 @@ struct ginex_store {
     /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
        loader (its prepare side) reads each batch's miss bitmap into miss */
     struct store_hyper *hyper;
-    struct store_hyper_group *hyper_taken; /* the group of the batch being gathered */
+    struct store_hyper_batch *hyper_taken; /* the batch being gathered, from its group */
     uint8_t *miss;
     uint64_t cap_miss;
 };

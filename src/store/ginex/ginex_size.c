@@ -109,10 +109,12 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     *lanes_out = 1;
     /* --hyperbatch F: its groups come off the budget first (only for planned training
        through a batch pipeline; one lane, which gathers in the order batches were loaded) */
-    struct gx_hyper_shape hyper = {0, 0, 0};
-    if (o.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline && n_iters)
-        hyper.bytes =
-            store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, rows, &hyper.cap, &hyper.max_batches);
+    struct gx_hyper_shape hyper;
+    memset(&hyper, 0, sizeof(hyper));
+    if (o.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline && n_iters) {
+        hyper.sh.disk = o.hyperbatch_disk;
+        hyper.bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, rows, &hyper.sh);
+    }
     if (hs)
         *hs = hyper;
     if (n_iters) {
@@ -164,13 +166,13 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
                           : on_disk               ? "one batch (in files)"
                           : o.superbatch && S > 1 ? "a whole superbatch"
                                                   : "one batch",
-                          hyper.cap ? ", and two hyperbatch groups of that many rows, their "
-                                      "reader and the sampled batches they hold"
-                                    : "",
+                          hyper.sh.cap ? ", and two hyperbatch groups of that many rows, their "
+                                         "reader and the sampled batches they hold"
+                                       : "",
                           oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
         uint64_t left = cfg->mem_bytes - exec - ifix - hyper.bytes;
         /* more lanes while all of them take at most a quarter of the budget */
-        *lanes_out = n_iters && !hyper.cap ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
+        *lanes_out = n_iters && !hyper.sh.cap ? store_lanes_for(cfg, lane, cfg->mem_bytes / 4) : 1;
         uint64_t least = o.superbatch ? all : one; /* left >= least: need covers it */
         while (*lanes_out > 1 &&
                ((*lanes_out - 1) * lane > left / 2 || (*lanes_out - 1) * lane > left - least))

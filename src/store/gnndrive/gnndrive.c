@@ -136,10 +136,13 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     z->n_extractors = o.n_extractors ? o.n_extractors : GD_DEFAULT_EXTRACTORS;
     if (z->n_extractors > GD_MAX_EXTRACTORS)
         z->n_extractors = GD_MAX_EXTRACTORS;
-    if (o.hyperbatch > 0 && cfg->mem_bytes) /* batches per group: records to fill two */
-        z->hyper = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg),
-                                    &z->hyper_cap, &z->hyper_batches);
-    uint32_t per = z->hyper_batches > z->n_extractors ? z->hyper_batches : z->n_extractors;
+    if (o.hyperbatch > 0 && cfg->mem_bytes) { /* batches per group: records to fill two */
+        z->hy.disk = o.hyperbatch_disk;
+        z->hy.takers = z->n_extractors; /* each takes one batch at a time */
+        z->hyper =
+            store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg), &z->hy);
+    }
+    uint32_t per = z->hy.max_batches > z->n_extractors ? z->hy.max_batches : z->n_extractors;
     z->n_records = 2 * per + 2;
     /* over other ids the feeder's one thread samples (store_feed_start), not the pipeline's */
     z->n_samplers = cfg->accesses ? 1 : gd_samplers_wanted(o.n_samplers, cfg->graph, z->n_records);
@@ -290,6 +293,10 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     uint64_t est, plan_rows;
     if (!err)
         err = &local;
+    struct gd_opts o;
+    store_opts_read(&oc_store_gnndrive, cfg, &o);
+    if (o.hyperbatch_disk && o.hyperbatch <= 0)
+        return store_hyper_disk_alone(s, err);
     if ((rc = gd_check_accesses(cfg, err)) || (rc = gd_measure(cfg, &est, &plan_rows, err)))
         return rc;
     gd_size(s, cfg, est, plan_rows, &z);
@@ -301,8 +308,6 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->impl = g;
     g->s = s;
     g->z = z;
-    struct gd_opts o;
-    store_opts_read(&oc_store_gnndrive, cfg, &o);
     g->reorder = o.reorder != 0;
     s->caps.reorders = g->reorder;
     g->mem_bytes = cfg->mem_bytes;
@@ -326,14 +331,15 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->caps.samplers = g->z.n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
-    if (z.hyper_cap) {
-        if ((rc = store_hyper_open(s, z.hyper_cap, z.hyper_batches, &g->hyper, err)))
+    if (z.hy.cap) {
+        if ((rc = store_hyper_open(s, &z.hy, cfg->plan_dir, &g->hyper, err)))
             return rc;
         char h_s[32];
         oc_log(OC_LOG_INFO,
-               "store gnndrive: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "store gnndrive: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
                "for two groups, their reader and slots)",
-               z.hyper_batches, z.hyper_cap, oc_format_size(z.hyper, h_s, sizeof(h_s)));
+               z.hy.max_batches, z.hy.cap, z.hy.disk ? " staged on disk" : "",
+               oc_format_size(z.hyper, h_s, sizeof(h_s)));
     }
     if ((cfg->mem_bytes && (rc = gd_yield_register(g, err))) || (rc = gd_stages_start(g, err)))
         return rc;
@@ -462,6 +468,8 @@ static const struct oc_store_opt gnndrive_opts[] = {
      "share of --mem-budget for two groups of the fed batches' buffer misses, each read in one "
      "block pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
      offsetof(struct gd_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
+    {"hyperbatch-disk", OC_STORE_OPT_FLAG, NULL, NULL, STORE_HYPER_DISK_HELP,
+     offsetof(struct gd_opts, hyperbatch_disk), 0, 0, 0, 0, NULL},
 };
 
 static double gd_standby_reuse(const struct oc_store_stats *s)

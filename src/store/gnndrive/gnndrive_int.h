@@ -115,8 +115,8 @@ struct gd_sizing {
     size_t cell_bytes;
     size_t eval_bounce; /* direct reads: bounce of the batch reader, eval_bounce / 256 rows a run */
     uint64_t fixed, per_slot;
-    uint64_t hyper, hyper_cap; /* --hyperbatch: the groups' bytes (in fixed) and rows */
-    uint32_t hyper_batches;
+    uint64_t hyper;              /* --hyperbatch: the groups' bytes (in fixed) */
+    struct store_hyper_shape hy; /* and their shape (cap 0: none) */
 };
 
 struct gd_store;
@@ -133,7 +133,7 @@ struct gd_extractor {
     struct store_miss *miss; /* cap: this batch's misses (id: the file row, pos: the slot) */
     uint32_t *waits;         /* cap: rows of this batch loaded by another extractor */
     uint64_t n_miss, n_waits;
-    struct store_hyper_group *hg; /* --hyperbatch: the batch's group (taken), else NULL */
+    struct store_hyper_batch *hg; /* --hyperbatch: the batch, taken from its group, else NULL */
     struct oc_io_batch *reader;   /* features.npy reads, rows placed by its completion callback */
     struct oc_rng rng;            /* test delays */
 };
@@ -313,6 +313,7 @@ struct gd_opts {
                               (GNNDrive); 0 = plan order */
     double hyperbatch;     /* share of mem_bytes that stages the misses of the fed batches
                               (store/hyper.c); 0 = none */
+    int hyperbatch_disk;   /* its groups staged on disk (--hyperbatch-disk) */
 };
 
 /* ---- test knobs (gnndrive.c), for tests ------------------------------------ */

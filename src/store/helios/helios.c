@@ -218,10 +218,9 @@ static int alloc_records(struct oc_store *s, struct hl_store *h, struct oc_err *
     return oc_io_ring_new(&rcfg, &h->ring, err);
 }
 
-/* --hyperbatch F: rows and batches per group (cap 0: none) and their bytes. */
+/* --hyperbatch F: the groups' shape (cap 0: none) and their bytes. */
 struct hl_hyper {
-    uint64_t cap;
-    uint32_t max_batches;
+    struct store_hyper_shape sh;
     uint64_t bytes;
 };
 
@@ -240,22 +239,26 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                       "filled by the batch pipeline, which a partitioned run has not (the "
                       "store's feeder stages each batch's reads over the access map instead)");
     /* --hyperbatch: groups instead of records; sized on the budget without them */
-    struct hl_hyper hy = {0, 0, 0};
+    struct hl_hyper hy;
+    memset(&hy, 0, sizeof(hy));
     struct oc_store_config sized = *cfg;
+    if (opts.hyperbatch_disk && opts.hyperbatch <= 0)
+        return store_hyper_disk_alone(s, err);
     if (pipeline && opts.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline) {
-        hy.bytes = store_hyper_size(s, opts.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg),
-                                    &hy.cap, &hy.max_batches);
+        hy.sh.disk = opts.hyperbatch_disk;
+        hy.bytes =
+            store_hyper_size(s, opts.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg), &hy.sh);
         sized.mem_bytes = cfg->mem_bytes > hy.bytes ? cfg->mem_bytes - hy.bytes : 0;
     }
     /* each hop's reads issued as it is sampled (a part's feeder shows whole batches) */
-    s->caps.hops = !hy.cap && !cfg->accesses;
-    if (pipeline && !hy.cap &&
+    s->caps.hops = !hy.sh.cap && !cfg->accesses;
+    if (pipeline && !hy.sh.cap &&
         (rc = store_measure_misses(cfg, HL_MEASURE_BATCHES, "helios", NULL, &est, &misses,
                                    &plan_rows, err)))
         return rc;
-    hl_size(s, &sized, max_rows, est < max_rows ? est : max_rows, plan_rows, pipeline && !hy.cap,
+    hl_size(s, &sized, max_rows, est < max_rows ? est : max_rows, plan_rows, pipeline && !hy.sh.cap,
             &z);
-    if (hy.cap && cfg->mem_bytes < z.fixed + hy.bytes) {
+    if (hy.sh.cap && cfg->mem_bytes < z.fixed + hy.bytes) {
         char need_s[32], have_s[32];
         return OC_ERR(err, OC_ERR_BUDGET,
                       "store helios: needs at least %s (a %u-byte bounce buffer and request "
@@ -277,7 +280,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
                       oc_format_size(cfg->mem_bytes, have_s, sizeof(have_s)));
     }
     uint64_t est_staged = est < max_rows ? est : max_rows;
-    if (pipeline && !hy.cap && cfg->mem_bytes && z.n_cached < s->n_nodes &&
+    if (pipeline && !hy.sh.cap && cfg->mem_bytes && z.n_cached < s->n_nodes &&
         !atomic_load(&stage_every_row) &&
         (rc = size_to_misses(s, cfg, max_rows, est_staged, plan_rows, &z, &ids, err)))
         return rc;
@@ -290,7 +293,7 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     }
     s->impl = h;
     h->s = s;
-    h->pipeline = pipeline && !hy.cap;
+    h->pipeline = pipeline && !hy.sh.cap;
     h->max_rows = max_rows;
     h->est_rows = est;
     h->stage_bytes = z.stage_bytes;
@@ -328,15 +331,16 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
            "%" PRIu64 " staged bytes",
            h->cache.n, s->n_nodes, pipeline ? "pre-sampled" : "degree", h->n_records,
            h->stage_bytes);
-    if (hy.cap) {
-        if ((rc = store_hyper_open(s, hy.cap, hy.max_batches, &h->hyper, err)))
+    if (hy.sh.cap) {
+        if ((rc = store_hyper_open(s, &hy.sh, cfg->plan_dir, &h->hyper, err)))
             return rc;
         s->caps.lookahead = store_hyper_lookahead(h->hyper);
         char h_s[32];
         oc_log(OC_LOG_INFO,
-               "store helios: hyperbatches of up to %u batches and %" PRIu64 " missed rows (%s "
+               "store helios: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
                "for two groups, their reader and slots) instead of per-hop reads",
-               hy.max_batches, hy.cap, oc_format_size(hy.bytes, h_s, sizeof(h_s)));
+               hy.sh.max_batches, hy.sh.cap, hy.sh.disk ? " staged on disk" : "",
+               oc_format_size(hy.bytes, h_s, sizeof(h_s)));
     }
     if (!h->pipeline)
         return OC_OK;
@@ -561,6 +565,8 @@ static const struct oc_store_opt helios_opts[] = {
      "share of the budget that stages the misses of the coming batches, read in one block "
      "pass per group (AGNES's hyperbatches) instead of per-hop reads; 0 = per-hop reads",
      offsetof(struct hl_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
+    {"hyperbatch-disk", OC_STORE_OPT_FLAG, NULL, NULL, STORE_HYPER_DISK_HELP,
+     offsetof(struct hl_opts, hyperbatch_disk), 0, 0, 0, 0, NULL},
 };
 
 void oc_store_helios_stage_every_row(int on)

@@ -116,10 +116,11 @@ struct hl_store {
 
 /* The options `offcore train` offers for helios (its table in helios.c; store_opts_read). */
 struct hl_opts {
-    uint32_t io_cores; /* cores for the I/O path (SQPOLL thread and completion stage pinned to
+    uint32_t io_cores;   /* cores for the I/O path (SQPOLL thread and completion stage pinned to
                           the last ones); 0 = auto */
-    double hyperbatch; /* share of mem_bytes that stages the misses of the coming batches
+    double hyperbatch;   /* share of mem_bytes that stages the misses of the coming batches
                           (store/hyper.c) instead of the per-hop reads; 0 = none */
+    int hyperbatch_disk; /* its groups staged on disk (--hyperbatch-disk) */
 };
 
 /* ---- test knobs (helios.c; tests include this header) -------------------- */

@@ -78,12 +78,6 @@ struct static_store {
 /* Batches sampled at open to size the feeder's sampler (over an access map). */
 #define STATIC_MEASURE_BATCHES 8u
 
-/* A hyperbatch's shape for the budget: rows per group (0: none) and batches per group. */
-struct hyper_plan {
-    uint64_t cap;
-    uint32_t max_batches;
-};
-
 /* The rows of slots [lo, hi), read through the store's reader (store_cache_load). */
 static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, uint64_t hi,
                       struct oc_err *err)
@@ -103,18 +97,20 @@ static int load_slots(struct oc_store *s, struct static_store *c, uint64_t lo, u
  * sampler *bytes then counts too, sized on the plan's first batches).
  */
 static int hyper_plan(const struct oc_store *s, const struct oc_store_config *cfg,
-                      uint64_t batch_rows, struct hyper_plan *hp, uint64_t *bytes,
+                      uint64_t batch_rows, struct store_hyper_shape *hp, uint64_t *bytes,
                       struct oc_err *err)
 {
     struct static_store_opts o;
     store_opts_read(&oc_store_static, cfg, &o);
-    hp->cap = 0;
+    memset(hp, 0, sizeof(*hp));
     *bytes = 0;
+    if (o.hyperbatch_disk && o.hyperbatch <= 0)
+        return store_hyper_disk_alone(s, err);
     int fed = cfg->accesses && store_has_plan(cfg);
     if (o.hyperbatch <= 0 || !cfg->mem_bytes || !(cfg->pipeline || fed))
         return OC_OK;
-    *bytes =
-        store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, &hp->cap, &hp->max_batches);
+    hp->disk = o.hyperbatch_disk;
+    *bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, hp);
     if (!fed)
         return OC_OK;
     uint64_t rows, misses, plan_rows;
@@ -132,7 +128,7 @@ static int hyper_plan(const struct oc_store *s, const struct oc_store_config *cf
  */
 static int plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg,
                          uint32_t *n_lanes, uint64_t *n_cached, int *use_table,
-                         struct hyper_plan *hp, struct oc_err *err)
+                         struct store_hyper_shape *hp, struct oc_err *err)
 {
     uint64_t n = s->n_nodes;
     uint64_t rows = store_budget_rows(s, cfg);
@@ -237,7 +233,7 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     struct static_store *c;
     uint64_t n_cached = 0, *hot = NULL;
     int use_table = 0, rc;
-    struct hyper_plan hp = {0, 0};
+    struct store_hyper_shape hp;
 
     if ((rc = plan_capacity(s, cfg, &s->n_lanes, &n_cached, &use_table, &hp, err)))
         return rc;
@@ -266,7 +262,7 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
     if (rc == OC_OK && cfg->mem_bytes)
         rc = store_yield_register(&c->yield, err);
     if (rc == OC_OK && hp.cap)
-        rc = store_hyper_open(s, hp.cap, hp.max_batches, &c->hyper, err);
+        rc = store_hyper_open(s, &hp, cfg->plan_dir, &c->hyper, err);
     if (rc == OC_OK)
         s->caps.lookahead = store_hyper_lookahead(c->hyper);
     /* over an access map no batch pipeline shows it the batches: its feeder fills the groups */
@@ -363,6 +359,8 @@ static const struct oc_store_opt static_opts[] = {
      "share of the budget that stages the misses of the coming batches, read in one block "
      "pass per group (AGNES's hyperbatches); 0 = each batch reads its own",
      offsetof(struct static_store_opts, hyperbatch), 0, 0, 0, 0.9, NULL},
+    {"hyperbatch-disk", OC_STORE_OPT_FLAG, NULL, NULL, STORE_HYPER_DISK_HELP,
+     offsetof(struct static_store_opts, hyperbatch_disk), 0, 0, 0, 0, NULL},
 };
 
 const struct store_strategy oc_store_static = {

@@ -18,6 +18,7 @@ struct static_store_opts {
     enum oc_store_hotness hotness; /* how rows are ranked for the cache */
     double hyperbatch;             /* share of mem_bytes that stages the misses of the coming
                                       batches (store/hyper.c); 0 = none */
+    int hyperbatch_disk;           /* its groups staged on disk (--hyperbatch-disk) */
 };
 
 /*

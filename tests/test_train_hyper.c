@@ -6,7 +6,8 @@
  * reused samples; test_store_hyper counts its requests); gnndrive's --reorder
  * with groups trains every batch of the epoch once; a budget that cannot hold
  * one batch's group is refused at start naming the hyperbatch; a feature file cut while groups are read ends the
- * run with an error naming the file, without hanging.
+ * run with an error naming the file, without hanging. The same with the groups staged on
+ * disk (--hyperbatch-disk): memory's weights, and a cut file named.
  */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,9 @@
 #include "harness.h"
 #include "offcore/generate.h"
 #include "offcore/train.h"
+
+/* 1: the runs below stage their hyperbatch groups on disk (--hyperbatch-disk). */
+static int disk_groups;
 
 /* A 50k-node graph (rows of 100 values, 20 MB as f32) in <tmp>/<name>, made once per name. */
 static const char *graph(const char *name, enum oc_dtype dtype)
@@ -64,6 +68,8 @@ static void opts(struct oc_train_opts *o, const char *strategy, double share)
                                                      : 26u << 20;
     if (share > 0)
         OC_CHECK_OK(oc_train_opts_set(o, "hyperbatch", share, &err), &err);
+    if (share > 0 && disk_groups)
+        OC_CHECK_OK(oc_train_opts_set(o, "hyperbatch-disk", 1, &err), &err);
     if (strcmp(strategy, "gnndrive") == 0) /* several extractors take the groups' batches */
         OC_CHECK_OK(oc_train_opts_set(o, "extractors", 3, &err), &err);
 }
@@ -198,6 +204,39 @@ OC_TEST(hyperbatches_train_like_memory_reused_samples)
     trains_like_memory(OC_DTYPE_F32, 0, 1);
 }
 
+/* Groups staged on disk (--hyperbatch-disk), packed per batch: the weights of memory. */
+static void on_disk_like_memory(const char *strategy, enum oc_dtype dtype, int reuse)
+{
+    disk_groups = 1;
+    strategy_like_memory(strategy, dtype, 0, reuse);
+    disk_groups = 0;
+}
+
+OC_TEST(groups_on_disk_train_like_memory_static_f32)
+{
+    on_disk_like_memory("static", OC_DTYPE_F32, 0);
+}
+
+OC_TEST(groups_on_disk_train_like_memory_static_reused_samples)
+{
+    on_disk_like_memory("static", OC_DTYPE_F32, 1);
+}
+
+OC_TEST(groups_on_disk_train_like_memory_ginex)
+{
+    on_disk_like_memory("ginex", OC_DTYPE_F32, 0);
+}
+
+OC_TEST(groups_on_disk_train_like_memory_helios)
+{
+    on_disk_like_memory("helios", OC_DTYPE_F32, 0);
+}
+
+OC_TEST(groups_on_disk_train_like_memory_gnndrive)
+{
+    on_disk_like_memory("gnndrive", OC_DTYPE_F32, 0);
+}
+
 OC_TEST(hyperbatch_share_outside_its_range_is_refused)
 {
     const char *dir = graph("f32", OC_DTYPE_F32);
@@ -290,6 +329,14 @@ OC_TEST(helios_feature_file_cut_while_groups_are_read_fails_naming_it)
 OC_TEST(gnndrive_feature_file_cut_while_groups_are_read_fails_naming_it)
 {
     cut_fails_naming_it("gnndrive");
+}
+
+OC_TEST(groups_on_disk_feature_file_cut_fails_naming_it)
+{
+    disk_groups = 1;
+    cut_fails_naming_it("static");
+    cut_fails_naming_it("gnndrive");
+    disk_groups = 0;
 }
 
 OC_TEST_MAIN()

@@ -52,6 +52,8 @@ static void usage(FILE *f)
         "  --hyperbatch F     also run every strategy with a --hyperbatch option (static,\n"
         "                     ginex, gnndrive, helios) with --hyperbatch F (share of its budget\n"
         "                     staging the coming batches' misses; label NAME/hyperF)\n"
+        "  --hyperbatch-disk  those runs stage their groups on disk (--hyperbatch-disk;\n"
+        "                     label NAME/hyperdiskF)\n"
         "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
         "  --topology-disk    every run (memory too) keeps the topology on disk (offcore train\n"
         "                     --topology disk: Ginex's neighbor cache, up to half the budget)\n"
@@ -114,6 +116,7 @@ int parse_args(int argc, char **argv, struct args *a)
         {"hidden", required_argument, 0, 'H'},
         {"superbatch", required_argument, 0, 'S'},
         {"hyperbatch", required_argument, 0, 'Y'},
+        {"hyperbatch-disk", no_argument, 0, 'y'},
         {"no-eval", no_argument, 0, 'N'},
         {"topology-disk", no_argument, 0, 'D'},
         {"preset", required_argument, 0, 'P'},
@@ -203,6 +206,9 @@ int parse_args(int argc, char **argv, struct args *a)
         case 'Y':
             a->hyperbatch = strtod(optarg, &end);
             break;
+        case 'y':
+            a->hyperbatch_disk = 1;
+            break;
         case 'N':
             a->no_eval = 1;
             break;
@@ -260,6 +266,10 @@ int parse_args(int argc, char **argv, struct args *a)
     }
     if (optind < argc) {
         fprintf(stderr, "ooc_bench: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (a->hyperbatch_disk && !(a->hyperbatch > 0)) {
+        fprintf(stderr, "ooc_bench: --hyperbatch-disk stages the runs of --hyperbatch F\n");
         return -1;
     }
     if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 || a->hidden == 0 ||

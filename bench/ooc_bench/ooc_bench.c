@@ -506,6 +506,8 @@ static void train_child(void *ctx, int fd)
         d.rc = oc_train_opts_set(&o, "hotness", c->run->hotness, &err);
     if (d.rc == OC_OK && c->run->hyperbatch > 0)
         d.rc = oc_train_opts_set(&o, "hyperbatch", c->run->hyperbatch, &err);
+    if (d.rc == OC_OK && c->run->hyperbatch > 0 && c->a->hyperbatch_disk)
+        d.rc = oc_train_opts_set(&o, "hyperbatch-disk", 1, &err);
     if (strcmp(c->run->strategy, "ginex") == 0 && c->a->superbatch) /* ginex's --superbatch */
         d.rc = oc_train_opts_set(&o, "superbatch", c->a->superbatch, &err);
     /* outre's embeddings change training: here it runs as its feature cache (--staleness 0),
@@ -1170,7 +1172,8 @@ int main(int argc, char **argv)
             r->reuse = reuse && v == 1;
             r->hyperbatch = hyper && v == variants - 1 ? a.hyperbatch : 0; /* the last */
             if (r->hyperbatch > 0)
-                snprintf(r->label, sizeof(r->label), "%s/hyper%.2g", name, r->hyperbatch);
+                snprintf(r->label, sizeof(r->label), "%s/hyper%s%.2g", name,
+                         a.hyperbatch_disk ? "disk" : "", r->hyperbatch);
             else if (hot)
                 snprintf(r->label, sizeof(r->label), "%s/%s", name, v ? "presample" : "degree");
             else if (reuse && v)

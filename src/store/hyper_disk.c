@@ -88,8 +88,8 @@ int hyper_disk_open(struct store_hyper *h, const char *plan_dir, struct oc_err *
         g->chunk_off = oc_alloc((h->max_batches + 1) * sizeof(uint64_t), "store hyperbatches", err);
         if (!g->boff || !g->chunk_off)
             return err->status;
-        if ((rc = oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &g->file, &g->direct,
-                                 g->label, sizeof(g->label), err)))
+        if ((rc = oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &g->file, &g->direct, g->label,
+                                 sizeof(g->label), err)))
             return oc_err_prefix(err, "store %s: hyperbatches on disk", name);
     }
     return OC_OK;

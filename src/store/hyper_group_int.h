@@ -33,22 +33,22 @@ struct store_hyper_group {
     uint64_t *rows, n_rows;            /* rows of features.npy staged: in memory, ascending and
                                           unique once read; on disk, batch k's are
                                           rows[boff[k], boff[k + 1]), ascending once packed */
-    uint8_t *data; /* in memory: n_rows rows as stored, in the order of rows */
+    uint8_t *data;                     /* in memory: n_rows rows as stored, in the order of rows */
     size_t row_bytes;
     /* on disk (hyper_disk.c) */
     uint64_t *boff;      /* max_batches + 1 */
     uint64_t *chunk_off; /* batch k's rows in file at [chunk_off[k], +(boff[k+1]-boff[k]) rows) */
     struct oc_file *file, *direct; /* its scratch file: writer, O_DIRECT reader */
-    char label[4200];               /* the scratch file, for messages */
+    char label[4200];              /* the scratch file, for messages */
 };
 
 struct store_hyper {
     struct oc_store *s;
     struct store_hyper_shape shape; /* as opened */
-    uint64_t cap;         /* rows per group */
-    uint64_t run_rows;    /* rows per run of the reader: min(cap, HYPER_RUN_ROWS) */
-    uint32_t max_batches; /* batches per group */
-    int disk;             /* groups staged in scratch files (hyper_disk.c) */
+    uint64_t cap;                   /* rows per group */
+    uint64_t run_rows;              /* rows per run of the reader: min(cap, HYPER_RUN_ROWS) */
+    uint32_t max_batches;           /* batches per group */
+    int disk;                       /* groups staged in scratch files (hyper_disk.c) */
     struct store_hyper_group groups[HYPER_GROUPS];
     uint64_t *sort_tmp; /* the read stage's radix scratch (cap; on disk, a batch's rows) */
     struct store_disk disk_reader;

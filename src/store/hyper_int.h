@@ -42,6 +42,12 @@ struct store_hyper_batch;                /* a batch taken: take's handle for row
     "with --hyperbatch: stage each group's rows in a scratch file under the plan directory, " \
     "packed per batch by one scan of the features (AGNES's spill), so that a group holds as " \
     "many batches as the pipeline can keep sampled"
+/* The stats table entry of a strategy with --hyperbatch-disk: the rows its packing wrote
+   (features.hyper.write_bytes in the log; store_hyper_stats fills plan_write_bytes). */
+#define STORE_HYPER_STAT                                                                         \
+    {                                                                                            \
+        "hyper", "write_bytes", NULL, OC_STORE_STAT_BYTES, OC_STORE_STAT_FIELD(plan_write_bytes) \
+    }
 /* A hyperbatch's shape: the caller sets disk and takers, store_hyper_size the rest. */
 struct store_hyper_shape {
     uint64_t cap;         /* rows per group */

@@ -536,6 +536,7 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
 static const struct oc_store_stat ginex_stat_table[] = {
     {"plan", "sample_s", "Inspect", OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_sample_us)},
     {"plan", "build_s", "Plan", OC_STORE_STAT_SECONDS, OC_STORE_STAT_FIELD(plan_build_us)},
+    STORE_HYPER_STAT,
     {"miss_ratio", "belady", "Miss", OC_STORE_STAT_RATIO, ginex_miss_belady, 0},
     {"miss_ratio", "lru", "LRU miss", OC_STORE_STAT_RATIO, ginex_miss_lru, 0},
     {"miss_ratio", "static", "Static miss", OC_STORE_STAT_RATIO, ginex_miss_static, 0},

@@ -482,6 +482,7 @@ static double gd_standby_reuse(const struct oc_store_stats *s)
 static const struct oc_store_stat gnndrive_stat_table[] = {
     {NULL, "standby_reuse_ratio", "Standby reuse", OC_STORE_STAT_RATIO, gd_standby_reuse, 0},
     {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib, 0},
+    STORE_HYPER_STAT,
 };
 
 const struct store_strategy oc_store_gnndrive = {

@@ -553,6 +553,7 @@ static const struct oc_store_stat helios_stat_table[] = {
     {"stage_busy_s", "complete", "Complete", OC_STORE_STAT_SECONDS,
      OC_STORE_STAT_FIELD(stage_busy_us[1])},
     {NULL, "io_cpu_s_per_gib", "I/O CPU s/GiB", OC_STORE_STAT_RATIO, store_io_cpu_s_per_gib, 0},
+    STORE_HYPER_STAT,
 };
 
 static const struct oc_store_opt helios_opts[] = {

@@ -363,6 +363,9 @@ static const struct oc_store_opt static_opts[] = {
      offsetof(struct static_store_opts, hyperbatch_disk), 0, 0, 0, 0, NULL},
 };
 
+/* What the log reports beside the common fields. */
+static const struct oc_store_stat static_stat_table[] = {STORE_HYPER_STAT};
+
 const struct store_strategy oc_store_static = {
     .name = "static",
     .summary = "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched "
@@ -376,4 +379,6 @@ const struct store_strategy oc_store_static = {
     .n_opts = sizeof(static_opts) / sizeof(static_opts[0]),
     .opts_size = sizeof(struct static_store_opts),
     .serves_accesses = 1,
+    .stat_table = static_stat_table,
+    .n_stats = sizeof(static_stat_table) / sizeof(static_stat_table[0]),
 };

@@ -561,7 +561,7 @@ static struct store_hyper *tk_open(const struct fixture *fx, struct oc_store *s,
 {
     struct oc_err err;
     struct store_hyper *h = NULL;
-    struct store_hyper_shape sh = {TK_K * TK_ROWS, TK_K, 2, TK_ROWS, disk, 1u << 20};
+    struct store_hyper_shape sh = {TK_K * TK_ROWS, TK_K, 2, TK_ROWS, disk, 1u << 20, 0};
     snprintf(disk_plan, sizeof(disk_plan), "%s/plan", fx->dir);
     OC_CHECK_OK(store_hyper_open(s, &sh, disk_plan, &h, &err), &err);
     return h;

@@ -1,15 +1,18 @@
 /*
- * feed.c — the feeder of a store over other ids (oc_store_config.accesses:
- * a rank's part of a partitioned dataset) whose strategy prepares each
- * training batch ahead of its gather: gnndrive (its extractors), helios
- * (its reads) and static with --hyperbatch (its groups' misses). In a
- * single-process run the batch pipeline's sample stage
- * shows them every batch (oc_store_sampled); a partitioned run has no batch
- * pipeline (train/dist_rows.c samples and gathers per batch itself), so this
- * stage samples the plan again, as ginex's inspector does:
+ * feed.c — the feeder of a store whose strategy prepares each training
+ * batch ahead of its gather: over other ids (oc_store_config.accesses: a
+ * rank's part of a partitioned dataset) gnndrive (its extractors), helios
+ * (its reads) and static with --hyperbatch (its groups' misses); over the
+ * plan's own ids static and helios with --hyperbatch-disk (its groups'
+ * misses, many batches ahead). In a single-process run the batch
+ * pipeline's sample stage shows them every batch (oc_store_sampled), but
+ * only as far ahead as its slots hold sampled batches; a partitioned run
+ * has no batch pipeline (train/dist_rows.c samples and gathers per batch
+ * itself). So this stage samples the plan again, as ginex's inspector does,
+ * keeping only the ids:
  *
  *   feed stage (one thread): for each batch (e, b) of the plan, in order
- *     sample (e, b) on accesses->graph ─► accesses->of: the store's ids for it
+ *     sample (e, b) on the plan's graph ─► accesses->of: the store's ids for it
  *     ─► fn(s, e, b, {input_ids = those ids}) (the strategy's prepare: may
  *        wait for a free record) ─► next batch
  *
@@ -97,13 +100,14 @@ static int feed_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err 
                 rc = got;
                 break;
             }
-            uint64_t n = 0;
-            if ((rc = f->acc->of(f->acc->ctx, &f->it.batch, &f->ids, &f->cap, &n, err)))
+            uint64_t n = f->it.batch.n_input;
+            uint64_t *ids = f->it.batch.input_ids; /* over the plan's own ids: no map */
+            if (f->acc && (rc = f->acc->of(f->acc->ctx, &f->it.batch, &f->ids, &f->cap, &n, err)))
                 break;
             f->view.epoch = e;
             f->view.batch_index = b;
             f->view.n_input = n;
-            f->view.input_ids = f->ids;
+            f->view.input_ids = f->acc ? f->ids : ids;
             if ((rc = f->fn(f->s, e, b, &f->view, err)) == OC_OK)
                 fed_one(f);
         }
@@ -116,7 +120,7 @@ static int feed_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err 
 int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, store_feed_fn fn,
                      struct store_feed **out, struct oc_err *err)
 {
-    OC_ASSERT(cfg->accesses && cfg->sample_opts);
+    OC_ASSERT(cfg->sample_opts && store_has_plan(cfg));
     struct store_feed *f = oc_calloc(1, sizeof(*f), "store: feeder", err);
     *out = f;
     if (!f)
@@ -138,7 +142,7 @@ int store_feed_start(struct oc_store *s, const struct oc_store_config *cfg, stor
     oc_sample_batch_init(&f->view);
     snprintf(f->name, sizeof(f->name), "store %s feed", s->strat->name);
     /* its own thread samples (the pool is training's); the options and ids are copied */
-    int rc = oc_sample_iter_open(&f->it, cfg->accesses->graph, cfg->sample_opts, NULL,
+    int rc = oc_sample_iter_open(&f->it, store_plan_graph(cfg), cfg->sample_opts, NULL,
                                  cfg->train_ids, cfg->n_train, cfg->batch_size, err);
     f->it_open = rc == OC_OK;
     if (rc == OC_OK)
@@ -191,9 +195,10 @@ void store_feed_close(struct store_feed *f, const char *who, const char *records
 {
     if (f)
         oc_log(OC_LOG_INFO,
-               "store %s: %" PRIu64 " batches fed over the access map, %" PRIu64
+               "store %s: %" PRIu64 " batches fed %s, %" PRIu64
                " served from their %s, %" PRIu64 " read directly",
-               who, store_feed_count(f), served, records, direct);
+               who, store_feed_count(f), f->acc ? "over the access map" : "ahead by its feeder",
+               served, records, direct);
     store_feed_free(f);
 }
 

@@ -75,6 +75,12 @@ static uint64_t hyper_bytes(const struct oc_store *s, const struct store_hyper_s
     return groups + STORE_DISK_BOUNCE_BYTES + run_rows(sh->cap) * STORE_ROW_SCRATCH_BYTES;
 }
 
+/* The sampled batches the pipeline's slots hold for the two groups (none when fed). */
+static uint64_t hyper_slot_bytes(const struct store_hyper_shape *sh)
+{
+    return sh->fed ? 0 : 2ull * sh->max_batches * sh->batch_rows * STORE_HYPER_SLOT_ROW_BYTES;
+}
+
 static uint32_t clamp_batches(uint64_t k, uint32_t most)
 {
     return k < 2 ? 2 : k > most ? most : (uint32_t)k;
@@ -105,7 +111,7 @@ uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_b
         sh->max_batches = STORE_HYPER_MAX_DISK_BATCHES; /* bounds the offsets for the sizing */
         uint64_t fixed = hyper_disk_fixed_bytes(s, sh);
         uint64_t per_batch =
-            batch_rows * (3 * sizeof(uint64_t) + 2ull * STORE_HYPER_SLOT_ROW_BYTES);
+            batch_rows * (3 * sizeof(uint64_t) + (sh->fed ? 0 : 2ull * STORE_HYPER_SLOT_ROW_BYTES));
         sh->max_batches = clamp_batches(budget > fixed ? (budget - fixed) / per_batch : 0,
                                         STORE_HYPER_MAX_DISK_BATCHES);
         sh->cap = sh->max_batches * batch_rows;
@@ -116,7 +122,7 @@ uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_b
         sh->max_batches = clamp_batches(2 * sh->cap / batch_rows, STORE_HYPER_MAX_BATCHES);
     }
     /* and the sampled batches the pipeline slots the two groups hold beyond its own */
-    return hyper_bytes(s, sh) + 2ull * sh->max_batches * batch_rows * STORE_HYPER_SLOT_ROW_BYTES;
+    return hyper_bytes(s, sh) + hyper_slot_bytes(sh);
 }
 
 int store_hyper_disk_alone(const struct oc_store *s, struct oc_err *err)
@@ -218,6 +224,13 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
             return oc_pipeline_status(h->p, err);
     if ((rc = oc_pipeline_stage(h->p, "hyperbatch read", 1, h->read_q, read_stage, h, NULL, err)))
         return rc;
+    char b_s[32];
+    oc_log(OC_LOG_INFO,
+           "store %s: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s for two "
+           "groups, their %s and slots)",
+           s->strat->name, sh->max_batches, cap, h->disk ? " staged on disk" : "",
+           oc_format_size(hyper_bytes(s, sh) + hyper_slot_bytes(sh), b_s, sizeof(b_s)),
+           h->disk ? "packing scan" : "reader");
     return oc_pipeline_start(h->p, err);
 }
 

@@ -56,6 +56,8 @@ struct store_hyper_shape {
     uint64_t batch_rows;  /* the batch bound of input rows it was sized for */
     int disk;             /* groups staged in scratch files (hyper_disk.c), else in memory */
     uint64_t part_bytes;  /* on disk: the packing scan's buffer */
+    int fed;              /* on disk: a feeder prepares the batches (store_feed_start), so the
+                             pipeline's slots hold none of them */
 };
 /*
  * --hyperbatch F (share) of a budget of mem_bytes for batches of at most

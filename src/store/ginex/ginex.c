@@ -318,12 +318,6 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
         if ((rc = store_hyper_open(s, &hs.sh, cfg->plan_dir, &g->hyper, err)))
             return rc;
         s->caps.lookahead = store_hyper_lookahead(g->hyper); /* loaded that far ahead */
-        char h_s[32];
-        oc_log(OC_LOG_INFO,
-               "store ginex: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
-               "for two groups, their reader and slots)",
-               hs.sh.max_batches, hs.sh.cap, hs.sh.disk ? " staged on disk" : "",
-               oc_format_size(hs.bytes, h_s, sizeof(h_s)));
     }
     oc_giveback_init(&g->gb, "store ginex", C * s->row_bytes, NULL, gx_give, g);
     return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;

@@ -334,12 +334,6 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (z.hy.cap) {
         if ((rc = store_hyper_open(s, &z.hy, cfg->plan_dir, &g->hyper, err)))
             return rc;
-        char h_s[32];
-        oc_log(OC_LOG_INFO,
-               "store gnndrive: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
-               "for two groups, their reader and slots)",
-               z.hy.max_batches, z.hy.cap, z.hy.disk ? " staged on disk" : "",
-               oc_format_size(z.hyper, h_s, sizeof(h_s)));
     }
     if ((cfg->mem_bytes && (rc = gd_yield_register(g, err))) || (rc = gd_stages_start(g, err)))
         return rc;

@@ -335,12 +335,6 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
         if ((rc = store_hyper_open(s, &hy.sh, cfg->plan_dir, &h->hyper, err)))
             return rc;
         s->caps.lookahead = store_hyper_lookahead(h->hyper);
-        char h_s[32];
-        oc_log(OC_LOG_INFO,
-               "store helios: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s "
-               "for two groups, their reader and slots) instead of per-hop reads",
-               hy.sh.max_batches, hy.sh.cap, hy.sh.disk ? " staged on disk" : "",
-               oc_format_size(hy.bytes, h_s, sizeof(h_s)));
     }
     if (!h->pipeline)
         return OC_OK;

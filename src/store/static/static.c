@@ -106,10 +106,14 @@ static int hyper_plan(const struct oc_store *s, const struct oc_store_config *cf
     *bytes = 0;
     if (o.hyperbatch_disk && o.hyperbatch <= 0)
         return store_hyper_disk_alone(s, err);
-    int fed = cfg->accesses && store_has_plan(cfg);
+    /* groups on disk hold many batches: a feeder samples them ahead (but it cannot key
+       reused samples, which the pipeline shows under epoch 0, as its slots then hold them) */
+    int plan = store_has_plan(cfg);
+    int fed = plan && (cfg->accesses || (o.hyperbatch_disk && !cfg->reuse_samples));
     if (o.hyperbatch <= 0 || !cfg->mem_bytes || !(cfg->pipeline || fed))
         return OC_OK;
     hp->disk = o.hyperbatch_disk;
+    hp->fed = hp->disk && fed;
     *bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, hp);
     if (!fed)
         return OC_OK;
@@ -263,11 +267,12 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         rc = store_yield_register(&c->yield, err);
     if (rc == OC_OK && hp.cap)
         rc = store_hyper_open(s, &hp, cfg->plan_dir, &c->hyper, err);
-    if (rc == OC_OK)
-        s->caps.lookahead = store_hyper_lookahead(c->hyper);
-    /* over an access map no batch pipeline shows it the batches: its feeder fills the groups */
-    if (rc == OC_OK && c->hyper && cfg->accesses)
+    /* over an access map no batch pipeline shows it the batches, and on disk its groups
+       hold more of them than the pipeline's slots: its feeder fills the groups */
+    if (rc == OC_OK && c->hyper && (cfg->accesses || hp.fed))
         rc = store_feed_start(s, cfg, static_prepare, &c->feed, err);
+    if (rc == OC_OK && !c->feed)
+        s->caps.lookahead = store_hyper_lookahead(c->hyper);
     return rc;
 }
 
@@ -280,6 +285,14 @@ static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
 {
     struct static_store *c = s->impl;
     return c->hyper ? store_hyper_prepare(s, c->hyper, &c->yield, epoch, batch, b, err) : OC_OK;
+}
+
+/* The batch pipeline's hook: static_prepare, unless its feeder prepares the batches. */
+static int static_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                          const struct oc_sample_batch *b, struct oc_err *err)
+{
+    struct static_store *c = s->impl;
+    return c->feed ? OC_OK : static_prepare(s, epoch, batch, b, err);
 }
 
 /* A plan batch through its hyperbatch group (with one); anything else through the cache. */
@@ -371,7 +384,7 @@ const struct store_strategy oc_store_static = {
     .summary = "hottest rows (in-degree or pre-sampled) pinned in a RAM cache, misses batched "
                "through io_uring (PaGraph / Helios CPU cache)",
     .open = static_open,
-    .sampled = static_prepare,
+    .sampled = static_sampled,
     .gather = static_gather,
     .stats = static_stats,
     .free = static_free,

@@ -195,8 +195,8 @@ void store_feed_close(struct store_feed *f, const char *who, const char *records
 {
     if (f)
         oc_log(OC_LOG_INFO,
-               "store %s: %" PRIu64 " batches fed %s, %" PRIu64
-               " served from their %s, %" PRIu64 " read directly",
+               "store %s: %" PRIu64 " batches fed %s, %" PRIu64 " served from their %s, %" PRIu64
+               " read directly",
                who, store_feed_count(f), f->acc ? "over the access map" : "ahead by its feeder",
                served, records, direct);
     store_feed_free(f);

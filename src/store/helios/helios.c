@@ -224,6 +224,14 @@ struct hl_hyper {
     uint64_t bytes;
 };
 
+/* A batch's cache misses staged in a hyperbatch group. */
+static int hl_stage_misses(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                           const struct oc_sample_batch *b, struct oc_err *err)
+{
+    struct hl_store *h = s->impl;
+    return store_hyper_prepare(s, h->hyper, &h->yield, epoch, batch, b, err);
+}
+
 static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct oc_err *err)
 {
     struct hl_opts opts;
@@ -245,9 +253,10 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (opts.hyperbatch_disk && opts.hyperbatch <= 0)
         return store_hyper_disk_alone(s, err);
     if (pipeline && opts.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline) {
-        hy.sh.disk = opts.hyperbatch_disk;
-        hy.bytes =
-            store_hyper_size(s, opts.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg), &hy.sh);
+        uint64_t rows = store_budget_rows(s, cfg);
+        hy.sh.disk = hy.sh.fed = opts.hyperbatch_disk; /* on disk its feeder fills them */
+        hy.bytes = store_hyper_size(s, opts.hyperbatch, cfg->mem_bytes, rows, &hy.sh) +
+                   (hy.sh.fed ? store_feed_bytes(cfg, max_rows, rows) : 0);
         sized.mem_bytes = cfg->mem_bytes > hy.bytes ? cfg->mem_bytes - hy.bytes : 0;
     }
     /* each hop's reads issued as it is sampled (a part's feeder shows whole batches) */
@@ -334,7 +343,12 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     if (hy.sh.cap) {
         if ((rc = store_hyper_open(s, &hy.sh, cfg->plan_dir, &h->hyper, err)))
             return rc;
-        s->caps.lookahead = store_hyper_lookahead(h->hyper);
+        if (hy.sh.fed) /* many batches ahead: sampled again by its own feeder */
+            rc = store_feed_start(s, cfg, hl_stage_misses, &h->feed, err);
+        else
+            s->caps.lookahead = store_hyper_lookahead(h->hyper);
+        if (rc)
+            return rc;
     }
     if (!h->pipeline)
         return OC_OK;
@@ -354,7 +368,8 @@ static void hl_free(struct oc_store *s)
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
     /* its stage was joined with the others */
-    store_feed_close(h->feed, "helios", "records", h->n_served, h->n_direct);
+    store_feed_close(h->feed, "helios", h->hyper ? "hyperbatch groups" : "records", h->n_served,
+                     h->n_direct);
     store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
     hl_unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
@@ -595,13 +610,14 @@ enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s)
     return h && h->ring ? oc_io_ring_mode(h->ring) : OC_IO_RING_PREAD;
 }
 
-/* A sampled batch: sealed (its record complete), or with hyperbatches its misses staged. */
+/* A sampled batch: sealed (its record complete), or with hyperbatches its misses staged
+   (on disk by the feeder: hl_stage_misses). */
 static int hl_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       const struct oc_sample_batch *b, struct oc_err *err)
 {
     struct hl_store *h = s->impl;
     if (h->hyper)
-        return store_hyper_prepare(s, h->hyper, &h->yield, epoch, batch, b, err);
+        return h->feed ? OC_OK : hl_stage_misses(s, epoch, batch, b, err);
     return hl_prepare_batch(s, epoch, batch, b, err);
 }
 
@@ -622,7 +638,10 @@ static int hl_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
         return hl_gather(s, ids, n, out, err);
     if (!h->hyper)
         return hl_gather_batch(s, epoch, batch, ids, n, out, err);
-    return store_hyper_gather(s, h->hyper, &h->yield, &h->disk, epoch, batch, ids, n, out, err);
+    int rc = h->feed ? store_feed_wait(h->feed, epoch, batch, err) : OC_OK;
+    if (rc == OC_OK)
+        rc = store_hyper_gather(s, h->hyper, &h->yield, &h->disk, epoch, batch, ids, n, out, err);
+    return rc;
 }
 
 const struct store_strategy oc_store_helios = {

@@ -217,6 +217,7 @@ struct ginex_store {
     /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
        loader (its prepare side) reads each batch's miss bitmap into miss */
     struct store_hyper *hyper;
+    struct store_feed *feed;               /* --hyperbatch-disk: stages the groups' batches ahead */
     struct store_hyper_batch *hyper_taken; /* the batch being gathered, from its group */
     uint8_t *miss;
     uint64_t cap_miss;

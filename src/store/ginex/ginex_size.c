@@ -112,8 +112,9 @@ int gx_plan_capacity(const struct oc_store *s, const struct oc_store_config *cfg
     struct gx_hyper_shape hyper;
     memset(&hyper, 0, sizeof(hyper));
     if (o.hyperbatch > 0 && cfg->mem_bytes && cfg->pipeline && n_iters) {
-        hyper.sh.disk = o.hyperbatch_disk;
-        hyper.bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, rows, &hyper.sh);
+        hyper.sh.disk = hyper.sh.fed = o.hyperbatch_disk; /* on disk a feeder stages them */
+        hyper.bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, rows, &hyper.sh) +
+                      (hyper.sh.fed ? store_feed_bytes(cfg, rows, rows) : 0);
     }
     if (hs)
         *hs = hyper;

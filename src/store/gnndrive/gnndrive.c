@@ -138,11 +138,13 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
         z->n_extractors = GD_MAX_EXTRACTORS;
     if (o.hyperbatch > 0 && cfg->mem_bytes) { /* batches per group: records to fill two */
         z->hy.disk = o.hyperbatch_disk;
-        z->hy.takers = z->n_extractors; /* each takes one batch at a time */
+        z->hy.fed = z->hy.disk && !cfg->accesses; /* on disk a feeder of its own stages them */
+        z->hy.takers = z->n_extractors;           /* each takes one batch at a time */
         z->hyper =
             store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, store_budget_rows(s, cfg), &z->hy);
     }
-    uint32_t per = z->hy.max_batches > z->n_extractors ? z->hy.max_batches : z->n_extractors;
+    uint32_t per =
+        z->hy.max_batches > z->n_extractors && !z->hy.fed ? z->hy.max_batches : z->n_extractors;
     z->n_records = 2 * per + 2;
     /* over other ids the feeder's one thread samples (store_feed_start), not the pipeline's */
     z->n_samplers = cfg->accesses ? 1 : gd_samplers_wanted(o.n_samplers, cfg->graph, z->n_records);
@@ -161,7 +163,7 @@ static void gd_size(const struct oc_store *s, const struct oc_store_config *cfg,
     /* sampler threads, each its own (+ on-disk topology reader), their epoch order and,
        with more than one, each batch slot's copy of its seeds; over other ids the feeder,
        whose batches are the plan's (plan_rows) */
-    if (cfg->accesses)
+    if (cfg->accesses || z->hy.fed)
         z->fixed += store_feed_bytes(cfg, plan_rows, r);
     else
         z->fixed +=
@@ -331,10 +333,10 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->caps.samplers = g->z.n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
-    if (z.hy.cap) {
-        if ((rc = store_hyper_open(s, &z.hy, cfg->plan_dir, &g->hyper, err)))
-            return rc;
-    }
+    if (z.hy.cap && (rc = store_hyper_open(s, &z.hy, cfg->plan_dir, &g->hyper, err)))
+        return rc;
+    if (z.hy.fed && (rc = store_feed_start(s, cfg, gd_stage_rows, &g->hyper_feed, err)))
+        return rc;
     if ((cfg->mem_bytes && (rc = gd_yield_register(g, err))) || (rc = gd_stages_start(g, err)))
         return rc;
     /* a part's store (no batch pipeline shows it the batches): its own feeder, after the
@@ -350,6 +352,7 @@ static void gd_free(struct oc_store *s)
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     /* its stage was joined with the others */
     store_feed_close(g->feed, "gnndrive", "extracted records", g->n_served, g->n_direct);
+    store_feed_free(g->hyper_feed);
     for (uint32_t i = 0; g->ex && i < g->z.n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);

@@ -157,7 +157,8 @@ struct gd_store {
     struct oc_rng sampler_rng, releaser_rng; /* test delays */
     struct gd_extractor *ex;
     struct store_hyper *hyper; /* --hyperbatch: the fed batches' misses, staged (store/hyper.c) */
-    struct store_feed *feed;   /* over other ids (cfg->accesses): what feeds gd_prepare, every
+    struct store_feed *hyper_feed; /* --hyperbatch-disk: stages every row of the batches ahead */
+    struct store_feed *feed;       /* over other ids (cfg->accesses): what feeds gd_prepare, every
                                   plan batch in order (store/feed.c); NULL: the batch pipeline */
     /* shared between the threads (see the lock order above) */
     pthread_mutex_t mu;
@@ -294,6 +295,9 @@ int gd_next_batch(struct oc_store *s, uint64_t epoch, uint64_t *batch, struct oc
  */
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err);
+/* --hyperbatch-disk: the hyperbatch feeder's function, every row of its batch staged. */
+int gd_stage_rows(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                  const struct oc_sample_batch *b, struct oc_err *err);
 /*
  * Adds the queues, the extract and release stages and the cancel hook to
  * the store's pipeline (store_stages: the training pipeline, or one the

@@ -105,6 +105,28 @@ static int hyper_miss(void *g, uint64_t id)
     return ((struct gd_store *)g)->buf.c.table[id] == GD_NONE;
 }
 
+static void no_lock(void *g)
+{
+    (void)g;
+}
+
+static int every_row(void *g, uint64_t id)
+{
+    (void)g;
+    (void)id;
+    return 1;
+}
+
+/* --hyperbatch-disk, the feeder's batch: the buffer it will meet is a group or two ahead,
+   unknown here, so every row is staged (a row with a slot by then is not copied). */
+int gd_stage_rows(struct oc_store *s, uint64_t epoch, uint64_t batch,
+                  const struct oc_sample_batch *b, struct oc_err *err)
+{
+    struct gd_store *g = s->impl;
+    const struct store_hyper_lookup lk = {g, no_lock, no_lock, every_row};
+    return store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err);
+}
+
 int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct oc_sample_batch *b,
                struct oc_err *err)
 {
@@ -114,7 +136,8 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
     if (seq != next) /* out of plan order: reservation goes by seq, so read it directly */
-        return g->hyper ? store_hyper_flush(g->hyper, err) : OC_OK; /* staged ones are read */
+        return g->hyper && !g->hyper_feed ? store_hyper_flush(g->hyper, err)
+                                          : OC_OK; /* staged ones are read */
     if (b->n_input <= g->buf.c.n) { /* slots given back under the budget: this batch's first */
         int rc = gd_take_back(g, b->n_input, err);
         if (rc)
@@ -133,7 +156,9 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     }
     void *item;
     const struct store_hyper_lookup lk = {g, hyper_lock, hyper_unlock, hyper_miss};
-    int rc = g->hyper ? store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err) : OC_OK;
+    int rc = g->hyper && !g->hyper_feed
+                 ? store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err)
+                 : OC_OK; /* with a feeder of its own, staged ahead */
     if (rc)
         return rc;
     if (stopped(g) || oc_queue_pop(g->free_q, &item) != OC_OK)
@@ -247,6 +272,8 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     const size_t row_bytes[] = {sizeof(*x->miss), sizeof(*x->waits)};
     int rc = oc_grow_all(rows, row_bytes, 2, &x->cap, r->n_rows, GD_GROW,
                          "store gnndrive: extractor", err);
+    if (rc == OC_OK && g->hyper_feed) /* staged ahead: once its feeder got there */
+        rc = store_feed_wait(g->hyper_feed, r->epoch, r->batch, err);
     if (rc == OC_OK && g->hyper) /* every fed batch was staged: its misses, from its group */
         rc = store_hyper_take(g->hyper, r->epoch, r->batch, &x->hg, err);
     if (rc == OC_OK)

@@ -60,16 +60,23 @@ static uint64_t run_rows(uint64_t cap)
 
 /* The struct, the groups and the sort scratch (what open allocates besides its reader, or
    on disk besides hyper_disk_fixed_bytes): in memory a group holds its rows, on disk their ids. */
-static uint64_t groups_bytes(const struct oc_store *s, uint64_t cap, uint32_t max_batches, int disk)
+static uint64_t groups_bytes(const struct oc_store *s, const struct store_hyper_shape *sh)
 {
-    uint64_t group = cap * (sizeof(uint64_t) + (disk ? 0 : s->row_bytes)) +
-                     max_batches * sizeof(struct store_hyper_batch);
-    return sizeof(struct store_hyper) + HYPER_GROUPS * group + cap * sizeof(uint64_t);
+    uint64_t group = sh->cap * (sizeof(uint64_t) + (sh->disk ? 0 : s->row_bytes)) +
+                     sh->max_batches * sizeof(struct store_hyper_batch);
+    return sizeof(struct store_hyper) + HYPER_GROUPS * group;
+}
+
+/* Rows the read stage's sort scratch holds at open: a group's, or on disk a batch's (grown
+   past it by a larger batch). */
+static uint64_t sort_rows(const struct store_hyper_shape *sh)
+{
+    return sh->disk ? sh->batch_rows : sh->cap;
 }
 
 static uint64_t hyper_bytes(const struct oc_store *s, const struct store_hyper_shape *sh)
 {
-    uint64_t groups = groups_bytes(s, sh->cap, sh->max_batches, sh->disk);
+    uint64_t groups = groups_bytes(s, sh) + sort_rows(sh) * sizeof(uint64_t);
     if (sh->disk)
         return groups + hyper_disk_fixed_bytes(s, sh);
     return groups + STORE_DISK_BOUNCE_BYTES + run_rows(sh->cap) * STORE_ROW_SCRATCH_BYTES;
@@ -109,9 +116,9 @@ uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_b
     if (sh->disk) {
         sh->part_bytes = hyper_disk_part_bytes(s, budget);
         sh->max_batches = STORE_HYPER_MAX_DISK_BATCHES; /* bounds the offsets for the sizing */
-        uint64_t fixed = hyper_disk_fixed_bytes(s, sh);
-        uint64_t per_batch =
-            batch_rows * (3 * sizeof(uint64_t) + (sh->fed ? 0 : 2ull * STORE_HYPER_SLOT_ROW_BYTES));
+        uint64_t fixed = hyper_disk_fixed_bytes(s, sh) + batch_rows * sizeof(uint64_t); /* sort */
+        uint64_t per_batch = /* its ids in both groups, its sampled batch in both (unless fed) */
+            batch_rows * (2 * sizeof(uint64_t) + (sh->fed ? 0 : 2ull * STORE_HYPER_SLOT_ROW_BYTES));
         sh->max_batches = clamp_batches(budget > fixed ? (budget - fixed) / per_batch : 0,
                                         STORE_HYPER_MAX_DISK_BATCHES);
         sh->cap = sh->max_batches * batch_rows;
@@ -201,7 +208,9 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
         rc = oc_io_batch_reserve(h->disk_reader.batch, h->run_rows, err);
     if (rc)
         return rc;
-    if (!(h->sort_tmp = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: sort", err)))
+    atomic_init(&h->cap_sort, sort_rows(sh));
+    if (!(h->sort_tmp =
+              oc_alloc(sort_rows(sh) * sizeof(uint64_t), "store hyperbatches: sort", err)))
         return err ? err->status : OC_ERR_NOMEM;
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         struct store_hyper_group *g = &h->groups[i];
@@ -564,7 +573,7 @@ void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)
     out->plan_write_bytes += atomic_load(&h->write_bytes);
     const struct store_hyper_shape *sh = &h->shape;
     out->held_bytes +=
-        groups_bytes(h->s, h->cap, h->max_batches, h->disk) +
+        groups_bytes(h->s, sh) + atomic_load(&h->cap_sort) * sizeof(uint64_t) +
         atomic_load(&h->cap_src) * sizeof(*h->src) +
         (h->disk ? hyper_disk_fixed_bytes(h->s, sh) : store_disk_held_bytes(&h->disk_reader));
 }

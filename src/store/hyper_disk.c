@@ -108,12 +108,18 @@ void hyper_disk_close(struct store_hyper *h)
     oc_free(h->cursors);
 }
 
-/* Sorts each batch's rows and places its chunk: the cursors, and the group's file bytes. */
-static uint64_t place_chunks(struct store_hyper *h, struct store_hyper_group *g)
+/* Sorts each batch's rows (the sort's scratch grown to the largest) and places its chunk:
+   the cursors, and the group's file bytes. */
+static int place_chunks(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err)
 {
     uint64_t off = 0;
     for (uint32_t k = 0; k < g->n_batches; k++) {
-        uint64_t lo = g->boff[k], n = g->boff[k + 1] - lo;
+        uint64_t lo = g->boff[k], n = g->boff[k + 1] - lo, cap = atomic_load(&h->cap_sort);
+        int rc = oc_grow_by(&h->sort_tmp, &cap, n, sizeof(uint64_t), OC_GROW_TWICE,
+                            "store hyperbatches: sort", err);
+        atomic_store(&h->cap_sort, cap);
+        if (rc)
+            return rc;
         oc_sort_u64(g->rows + lo, h->sort_tmp, n);
         for (uint64_t j = 1; j < n; j++)
             OC_ASSERT(g->rows[lo + j - 1] < g->rows[lo + j]); /* a batch's input ids are unique */
@@ -122,7 +128,7 @@ static uint64_t place_chunks(struct store_hyper *h, struct store_hyper_group *g)
         off += chunk_bytes(h, n);
     }
     g->chunk_off[g->n_batches] = off;
-    return off;
+    return OC_OK;
 }
 
 /* One past the last row below limit that a cursor needs (r0 + 1 at least). */
@@ -178,11 +184,12 @@ static int scan_rows(struct store_hyper *h, struct oc_io_scan *sc, struct oc_wri
 int hyper_disk_pack(struct store_hyper *h, struct store_hyper_group *g, struct oc_err *err)
 {
     const struct oc_store *s = h->s;
-    place_chunks(h, g);
     struct oc_io_scan sc;
     memset(&sc, 0, sizeof(sc));
     struct oc_write_behind *wb = NULL;
-    int rc = oc_io_scan_open(&sc, s->path, h->part, h->shape.part_bytes, NULL, err);
+    int rc = place_chunks(h, g, err);
+    if (rc == OC_OK)
+        rc = oc_io_scan_open(&sc, s->path, h->part, h->shape.part_bytes, NULL, err);
     if (rc == OC_OK)
         rc = oc_write_behind_new(g->file, HYPER_WRITE_BUFS, HYPER_WRITE_RUN, &wb, err);
     if (rc == OC_OK)

@@ -50,7 +50,8 @@ struct store_hyper {
     uint32_t max_batches;           /* batches per group */
     int disk;                       /* groups staged in scratch files (hyper_disk.c) */
     struct store_hyper_group groups[HYPER_GROUPS];
-    uint64_t *sort_tmp; /* the read stage's radix scratch (cap; on disk, a batch's rows) */
+    uint64_t *sort_tmp;        /* the read stage's radix scratch (cap; on disk, a batch's rows) */
+    _Atomic uint64_t cap_sort; /* its room (on disk grown by the read stage; stats read it) */
     struct store_disk disk_reader;
     struct oc_pipeline *p;
     struct oc_queue *free_q, *read_q, *ready_q;

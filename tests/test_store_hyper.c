@@ -479,6 +479,40 @@ OC_TEST(gnndrive_groups_on_disk)
     disk_groups = 0;
 }
 
+/*
+ * The shapes a share buys: on disk a group holds ids, not rows, so more
+ * batches than in memory; fed (a feeder samples the batches ahead) more
+ * still, since the pipeline's slots then hold none; each within the share
+ * once the fixed buffers are paid, and at most STORE_HYPER_MAX_DISK_BATCHES.
+ */
+OC_TEST(groups_on_disk_hold_more_batches)
+{
+    struct fixture fx;
+    if (!fixture_init(&fx, 4000, 128, OC_DTYPE_F32)) {
+        fixture_free(&fx);
+        return;
+    }
+    struct oc_store_config c = fixture_config(&fx, NULL);
+    struct oc_store *s = fixture_open("static", &c);
+    const uint64_t mem = 4ull << 30, rows = 300000;
+    struct store_hyper_shape m, d, f;
+    memset(&m, 0, sizeof(m));
+    memset(&d, 0, sizeof(d));
+    memset(&f, 0, sizeof(f));
+    d.disk = f.disk = f.fed = 1;
+    uint64_t bm = store_hyper_size(s, 0.5, mem, rows, &m);
+    uint64_t bd = store_hyper_size(s, 0.5, mem, rows, &d);
+    uint64_t bf = store_hyper_size(s, 0.5, mem, rows, &f);
+    fprintf(stderr, "  batches per group: memory %u, disk %u, disk fed %u\n", m.max_batches,
+            d.max_batches, f.max_batches);
+    OC_CHECK(m.max_batches < d.max_batches && d.max_batches < f.max_batches);
+    OC_CHECK(f.max_batches <= STORE_HYPER_MAX_DISK_BATCHES && f.cap == f.max_batches * rows);
+    OC_CHECK(bd <= mem / 2 + rows * fx.row_bytes && bf <= mem / 2 + rows * fx.row_bytes);
+    OC_CHECK(bm > 0 && d.part_bytes > 0 && d.part_bytes <= mem / 2);
+    oc_store_free(s);
+    fixture_free(&fx);
+}
+
 /* --hyperbatch-disk alone, or with no plan directory for its files: refused naming it. */
 OC_TEST(groups_on_disk_refused_without_hyperbatch_or_plan_dir)
 {

@@ -54,6 +54,8 @@ static void usage(FILE *f)
         "                     staging the coming batches' misses; label NAME/hyperF)\n"
         "  --hyperbatch-disk  those runs stage their groups on disk (--hyperbatch-disk;\n"
         "                     label NAME/hyperdiskF)\n"
+        "  --hyperbatch-only  run only those (and memory): no other variant, no strategy\n"
+        "                     without --hyperbatch\n"
         "  --no-eval          no evaluation after the epochs (it is never in the epoch time)\n"
         "  --topology-disk    every run (memory too) keeps the topology on disk (offcore train\n"
         "                     --topology disk: Ginex's neighbor cache, up to half the budget)\n"
@@ -117,6 +119,7 @@ int parse_args(int argc, char **argv, struct args *a)
         {"superbatch", required_argument, 0, 'S'},
         {"hyperbatch", required_argument, 0, 'Y'},
         {"hyperbatch-disk", no_argument, 0, 'y'},
+        {"hyperbatch-only", no_argument, 0, 'O'},
         {"no-eval", no_argument, 0, 'N'},
         {"topology-disk", no_argument, 0, 'D'},
         {"preset", required_argument, 0, 'P'},
@@ -209,6 +212,9 @@ int parse_args(int argc, char **argv, struct args *a)
         case 'y':
             a->hyperbatch_disk = 1;
             break;
+        case 'O':
+            a->hyperbatch_only = 1;
+            break;
         case 'N':
             a->no_eval = 1;
             break;
@@ -268,8 +274,9 @@ int parse_args(int argc, char **argv, struct args *a)
         fprintf(stderr, "ooc_bench: unexpected argument '%s' (see --help)\n", argv[optind]);
         return -1;
     }
-    if (a->hyperbatch_disk && !(a->hyperbatch > 0)) {
-        fprintf(stderr, "ooc_bench: --hyperbatch-disk stages the runs of --hyperbatch F\n");
+    if ((a->hyperbatch_disk || a->hyperbatch_only) && !(a->hyperbatch > 0)) {
+        fprintf(stderr, "ooc_bench: --hyperbatch-disk and --hyperbatch-only are about the runs "
+                        "of --hyperbatch F\n");
         return -1;
     }
     if (a->nodes < 2 || a->feat_dim == 0 || a->batch == 0 || a->epochs == 0 || a->hidden == 0 ||

@@ -35,6 +35,7 @@ struct args {
     uint32_t superbatch; /* --superbatch: ginex's, 0 = its default */
     double hyperbatch;   /* --hyperbatch F: also each strategy with the option so (0: not) */
     int hyperbatch_disk; /* --hyperbatch-disk: those runs stage their groups on disk */
+    int hyperbatch_only; /* --hyperbatch-only: only those runs (and memory) */
     int no_eval;         /* --no-eval: skip the sampled evaluation after each epoch */
     int topology_disk;   /* --topology-disk: every run keeps indices.npy on disk */
     int paper;     /* --preset paper: budget = smallest accepted + features / 10, per strategy */

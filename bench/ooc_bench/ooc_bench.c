@@ -1164,7 +1164,9 @@ int main(int argc, char **argv)
         const struct oc_store_opt *hyper_opt;
         int hyper = a.hyperbatch > 0 && oc_store_opt_find_in(i, "hyperbatch", &hyper_opt) == OC_OK;
         int variants = (hot || reuse ? 2 : 1) + hyper;
-        for (int v = 0; v < variants && n_runs < MAX_RUNS; v++) {
+        if (a.hyperbatch_only && !hyper)
+            continue;
+        for (int v = a.hyperbatch_only ? variants - 1 : 0; v < variants && n_runs < MAX_RUNS; v++) {
             struct run *r = &runs[n_runs++];
             r->strategy = name;
             r->budget = budget;

@@ -4,9 +4,10 @@
  * cannot hold them, laid out as DiskGNN packs a batch. A group in memory
  * holds every row its batches miss, so a budget holds a few batches' worth
  * and each group's block pass reads a good part of the file for a few
- * batches. On disk a group holds only the ids: its K batches are bounded by
- * the batches the pipeline holds sampled, not by their rows, so one scan of
- * features.npy serves many more batches.
+ * batches. On disk a group holds only the ids (16 bytes per row for two
+ * groups), so one scan of features.npy serves many more batches, up to
+ * STORE_HYPER_MAX_DISK_BATCHES (the strategies' feeders sample them ahead,
+ * feed.c: the pipeline's slots, 48 bytes per row, do not hold them).
  *
  *   read stage (one group):  each batch's rows sorted ─► one ascending scan of
  *   features.npy (oc_io_scan; partitions with no row needed are skipped) ─►
@@ -76,6 +77,17 @@ int hyper_disk_open(struct store_hyper *h, const char *plan_dir, struct oc_err *
                       plan_dir);
     if ((rc = oc_dir_make_owned(h->dir, &owned, err)))
         return oc_err_prefix(err, "store %s: hyperbatches on disk", name);
+    uint64_t most = HYPER_GROUPS * h->cap * h->s->row_bytes, room = 0;
+    struct oc_err ignored;
+    if (oc_fs_free_bytes(h->dir, &room, &ignored) == OC_OK && room < most) {
+        char m_s[32], r_s[32];
+        oc_log(OC_LOG_WARN,
+               "store %s: hyperbatch groups on disk under %s take up to %s (every row of their "
+               "batches missed), and its filesystem has %s free: a full disk fails the run "
+               "naming the group's file",
+               name, h->dir, oc_format_size(most, m_s, sizeof(m_s)),
+               oc_format_size(room, r_s, sizeof(r_s)));
+    }
     h->part = oc_io_buf_alloc(h->shape.part_bytes, "store hyperbatches: scan", err);
     h->cursors = oc_calloc(h->max_batches, sizeof(*h->cursors), "store hyperbatches", err);
     if (!h->part || !h->cursors)

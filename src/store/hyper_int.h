@@ -40,8 +40,8 @@ struct store_hyper_batch;                /* a batch taken: take's handle for row
 /* --hyperbatch-disk's help, the same for every strategy that offers it */
 #define STORE_HYPER_DISK_HELP                                                                 \
     "with --hyperbatch: stage each group's rows in a scratch file under the plan directory, " \
-    "packed per batch by one scan of the features (AGNES's spill), so that a group holds as " \
-    "many batches as the pipeline can keep sampled"
+    "packed per batch by one scan of the features (AGNES's spill), so that a group holds "    \
+    "many more batches (sampled ahead again, only their ids kept)"
 /* The stats table entry of a strategy with --hyperbatch-disk: the rows its packing wrote
    (features.hyper.write_bytes in the log; store_hyper_stats fills plan_write_bytes). */
 #define STORE_HYPER_STAT                                                                         \

@@ -451,32 +451,31 @@ OC_TEST(gnndrive_refuses_groups_that_do_not_fit)
 
 /* Each strategy's pair above with its groups packed on disk: the file's rows, rows written to
    the groups' files, fewer requests than plain with no more cached rows. */
-OC_TEST(static_groups_on_disk)
+static void on_disk(void (*pair)(enum oc_dtype))
 {
     disk_groups = 1;
-    fewer_requests(OC_DTYPE_F32);
+    pair(OC_DTYPE_F32);
     disk_groups = 0;
+}
+
+OC_TEST(static_groups_on_disk)
+{
+    on_disk(fewer_requests);
 }
 
 OC_TEST(ginex_groups_on_disk)
 {
-    disk_groups = 1;
-    ginex_fewer_requests(OC_DTYPE_F32);
-    disk_groups = 0;
+    on_disk(ginex_fewer_requests);
 }
 
 OC_TEST(helios_groups_on_disk)
 {
-    disk_groups = 1;
-    helios_fewer_requests(OC_DTYPE_F32);
-    disk_groups = 0;
+    on_disk(helios_fewer_requests);
 }
 
 OC_TEST(gnndrive_groups_on_disk)
 {
-    disk_groups = 1;
-    gnndrive_fewer_requests(OC_DTYPE_F32);
-    disk_groups = 0;
+    on_disk(gnndrive_fewer_requests);
 }
 
 /*
@@ -601,17 +600,26 @@ static struct store_hyper *tk_open(const struct fixture *fx, struct oc_store *s,
     return h;
 }
 
+/* A static store over a fresh fx whose epochs have hundreds of batches (groups close at TK_K),
+   or NULL (fx freed) when it cannot be made. */
+static struct oc_store *tk_store(struct fixture *fx)
+{
+    if (!fixture_init(fx, 2000, 100, OC_DTYPE_F32)) {
+        fixture_free(fx);
+        return NULL;
+    }
+    struct oc_store_config c = fixture_config(fx, NULL);
+    c.batch_size = 1;
+    return fixture_open("static", &c);
+}
+
 static void takes_out_of_order(int disk)
 {
     struct fixture fx;
     struct oc_err err;
-    if (!fixture_init(&fx, 2000, 100, OC_DTYPE_F32)) {
-        fixture_free(&fx);
+    struct oc_store *s = tk_store(&fx);
+    if (!s)
         return;
-    }
-    struct oc_store_config c = fixture_config(&fx, NULL);
-    c.batch_size = 1; /* epochs of hundreds of batches: groups close at TK_K */
-    struct oc_store *s = fixture_open("static", &c);
     struct store_hyper *h = tk_open(&fx, s, disk);
     /* within each group the two threads take its batches last first, interleaved; a take
        follows its batch's prepare: groups 1 and 2 first, 3 while they are taken (it waits
@@ -693,13 +701,9 @@ static void disk_group_fails(enum oc_fault_kind kind, int sys_errno, const char 
 {
     struct fixture fx;
     struct oc_err err;
-    if (!fixture_init(&fx, 2000, 100, OC_DTYPE_F32)) {
-        fixture_free(&fx);
+    struct oc_store *s = tk_store(&fx);
+    if (!s)
         return;
-    }
-    struct oc_store_config c = fixture_config(&fx, NULL);
-    c.batch_size = 1;
-    struct oc_store *s = fixture_open("static", &c);
     struct store_hyper *h = tk_open(&fx, s, 1);
     if (kind == OC_FAULT_WRITE)
         oc_fault_arm_persistent(kind, 1, sys_errno); /* every write from the first on */

@@ -248,6 +248,8 @@ void store_hyper_free(struct store_hyper *h)
     if (!h)
         return;
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
+        for (uint32_t k = 0; h->groups[i].batches && k < h->groups[i].n_batches; k++)
+            hyper_disk_done(&h->groups[i].batches[k]); /* a take an error left not done */
         oc_free(h->groups[i].batches);
         oc_free(h->groups[i].rows);
         oc_free(h->groups[i].data);

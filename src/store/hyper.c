@@ -176,7 +176,7 @@ static int read_group(struct store_hyper *h, struct store_hyper_group *g, struct
 static int read_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err *err)
 {
     struct store_hyper *h = ctx;
-    int rc = h->disk ? hyper_disk_pack(h, item, err) : read_group(h, item, err);
+    int rc = h->shape.disk ? hyper_disk_pack(h, item, err) : read_group(h, item, err);
     return rc ? rc : oc_stage_push(st, h->ready_q, item);
 }
 
@@ -193,16 +193,13 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
         return err ? err->status : OC_ERR_NOMEM;
     h->s = s;
     h->shape = *sh;
-    h->cap = cap;
     h->run_rows = run_rows(cap);
-    h->max_batches = sh->max_batches;
-    h->disk = sh->disk;
     atomic_init(&h->read_bytes, 0);
     atomic_init(&h->n_reads, 0);
     atomic_init(&h->write_bytes, 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
-    if (h->disk)
+    if (h->shape.disk)
         rc = hyper_disk_open(h, plan_dir, err);
     else if ((rc = store_disk_open(s, 1, &h->disk_reader, err)) == OC_OK)
         rc = oc_io_batch_reserve(h->disk_reader.batch, h->run_rows, err);
@@ -214,13 +211,14 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
         return err ? err->status : OC_ERR_NOMEM;
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         struct store_hyper_group *g = &h->groups[i];
-        g->batches = oc_alloc(h->max_batches * sizeof(*g->batches), "store hyperbatches", err);
+        g->batches =
+            oc_alloc(h->shape.max_batches * sizeof(*g->batches), "store hyperbatches", err);
         g->rows = oc_alloc(cap * sizeof(uint64_t), "store hyperbatches: row ids", err);
-        g->data = h->disk
+        g->data = h->shape.disk
                       ? NULL
                       : oc_alloc_aligned(cap * s->row_bytes, 64, "store hyperbatches: rows", err);
         g->row_bytes = s->row_bytes;
-        if (!g->batches || !g->rows || (!h->disk && !g->data))
+        if (!g->batches || !g->rows || (!h->shape.disk && !g->data))
             return err ? err->status : OC_ERR_NOMEM;
     }
     if ((rc = store_stages(s, &h->p, err)) ||
@@ -237,9 +235,9 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
     oc_log(OC_LOG_INFO,
            "store %s: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s for two "
            "groups, their %s and slots)",
-           s->strat->name, sh->max_batches, cap, h->disk ? " staged on disk" : "",
+           s->strat->name, sh->max_batches, cap, h->shape.disk ? " staged on disk" : "",
            oc_format_size(hyper_bytes(s, sh) + hyper_slot_bytes(sh), b_s, sizeof(b_s)),
-           h->disk ? "packing scan" : "reader");
+           h->shape.disk ? "packing scan" : "reader");
     return oc_pipeline_start(h->p, err);
 }
 
@@ -256,7 +254,7 @@ void store_hyper_free(struct store_hyper *h)
     }
     oc_free(h->sort_tmp);
     oc_free(h->src);
-    if (h->disk)
+    if (h->shape.disk)
         hyper_disk_close(h);
     store_disk_close(&h->disk_reader); /* zeroed on disk: a no-op */
     pthread_mutex_destroy(&h->mu);     /* initialized right after h's allocation */
@@ -267,7 +265,7 @@ void store_hyper_free(struct store_hyper *h)
 uint32_t store_hyper_lookahead(const struct store_hyper *h)
 {
     /* a group being gathered, the next one filled, and the batch waiting for a free group */
-    return h ? HYPER_GROUPS * h->max_batches + 2 : 0;
+    return h ? HYPER_GROUPS * h->shape.max_batches + 2 : 0;
 }
 
 /* ---- prepare's side ------------------------------------------------------- */
@@ -285,7 +283,7 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
                       int *staged, struct oc_err *err)
 {
     int rc;
-    if (h->cur && h->cur->n_rows + n_max > h->cap && (rc = close_group(h, err)))
+    if (h->cur && h->cur->n_rows + n_max > h->shape.cap && (rc = close_group(h, err)))
         return rc;
     if (!h->cur) {
         void *got;
@@ -298,21 +296,21 @@ int store_hyper_begin(struct store_hyper *h, uint64_t epoch, uint64_t batch, uin
         h->cur->state = HYPER_STAGED;
         pthread_mutex_unlock(&h->mu);
     }
-    OC_ASSERT(h->cur->n_batches < h->max_batches);
-    if (h->disk) /* where its rows start in the group's */
+    OC_ASSERT(h->cur->n_batches < h->shape.max_batches);
+    if (h->shape.disk) /* where its rows start in the group's */
         h->cur->boff[h->cur->n_batches] = h->cur->n_rows;
     pthread_mutex_lock(&h->mu); /* takers look for their batch in it */
     h->cur->batches[h->cur->n_batches++] =
         (struct store_hyper_batch){h->cur, epoch, batch, 0, NULL};
     pthread_mutex_unlock(&h->mu);
-    *staged = h->cur->n_rows + n_max <= h->cap; /* else its gather reads its misses */
+    *staged = h->cur->n_rows + n_max <= h->shape.cap; /* else its gather reads its misses */
     return OC_OK;
 }
 
 void store_hyper_add(struct store_hyper *h, uint64_t row)
 {
     OC_ASSERT(h->cur);
-    if (h->cur->n_rows < h->cap) /* else (more misses than begun with) its gather reads it */
+    if (h->cur->n_rows < h->shape.cap) /* else (more misses than begun with) its gather reads it */
         h->cur->rows[h->cur->n_rows++] = row;
 }
 
@@ -325,9 +323,9 @@ int store_hyper_end(struct store_hyper *h, struct oc_err *err)
 {
     uint64_t per_epoch = h->s->n_plan_batches;
     h->count++;
-    if (h->disk) /* and where they end */
+    if (h->shape.disk) /* and where they end */
         h->cur->boff[h->cur->n_batches] = h->cur->n_rows;
-    if (h->cur->n_batches == h->max_batches || (per_epoch && h->count % per_epoch == 0))
+    if (h->cur->n_batches == h->shape.max_batches || (per_epoch && h->count % per_epoch == 0))
         return close_group(h, err);
     return OC_OK;
 }
@@ -456,7 +454,7 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
                       "store %s: epoch %" PRIu64 " batch %" PRIu64
                       " is not staged in a hyperbatch (never prepared, or taken already)",
                       h->s->strat->name, epoch, batch);
-    if (h->disk && (rc = hyper_disk_take(h, e, err))) {
+    if (h->shape.disk && (rc = hyper_disk_take(h, e, err))) {
         store_hyper_done(h, e, NULL); /* the group still comes back */
         return rc;
     }
@@ -577,5 +575,5 @@ void store_hyper_stats(const struct store_hyper *h, struct oc_store_stats *out)
     out->held_bytes +=
         groups_bytes(h->s, sh) + atomic_load(&h->cap_sort) * sizeof(uint64_t) +
         atomic_load(&h->cap_src) * sizeof(*h->src) +
-        (h->disk ? hyper_disk_fixed_bytes(h->s, sh) : store_disk_held_bytes(&h->disk_reader));
+        (h->shape.disk ? hyper_disk_fixed_bytes(h->s, sh) : store_disk_held_bytes(&h->disk_reader));
 }

@@ -77,7 +77,7 @@ int hyper_disk_open(struct store_hyper *h, const char *plan_dir, struct oc_err *
                       plan_dir);
     if ((rc = oc_dir_make_owned(h->dir, &owned, err)))
         return oc_err_prefix(err, "store %s: hyperbatches on disk", name);
-    uint64_t most = HYPER_GROUPS * h->cap * h->s->row_bytes, room = 0;
+    uint64_t most = HYPER_GROUPS * h->shape.cap * h->s->row_bytes, room = 0;
     struct oc_err ignored;
     if (oc_fs_free_bytes(h->dir, &room, &ignored) == OC_OK && room < most) {
         char m_s[32], r_s[32];
@@ -89,15 +89,17 @@ int hyper_disk_open(struct store_hyper *h, const char *plan_dir, struct oc_err *
                oc_format_size(room, r_s, sizeof(r_s)));
     }
     h->part = oc_io_buf_alloc(h->shape.part_bytes, "store hyperbatches: scan", err);
-    h->cursors = oc_calloc(h->max_batches, sizeof(*h->cursors), "store hyperbatches", err);
+    h->cursors = oc_calloc(h->shape.max_batches, sizeof(*h->cursors), "store hyperbatches", err);
     if (!h->part || !h->cursors)
         return err->status;
     char near[sizeof(h->dir) + 8];
     snprintf(near, sizeof(near), "%s/group", h->dir);
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         struct store_hyper_group *g = &h->groups[i];
-        g->boff = oc_alloc((h->max_batches + 1) * sizeof(uint64_t), "store hyperbatches", err);
-        g->chunk_off = oc_alloc((h->max_batches + 1) * sizeof(uint64_t), "store hyperbatches", err);
+        g->boff =
+            oc_alloc((h->shape.max_batches + 1) * sizeof(uint64_t), "store hyperbatches", err);
+        g->chunk_off =
+            oc_alloc((h->shape.max_batches + 1) * sizeof(uint64_t), "store hyperbatches", err);
         if (!g->boff || !g->chunk_off)
             return err->status;
         if ((rc = oc_tmp_scratch(near, OC_FILE_READ | OC_FILE_WRITE, &g->file, &g->direct, g->label,

@@ -44,11 +44,9 @@ struct store_hyper_group {
 
 struct store_hyper {
     struct oc_store *s;
-    struct store_hyper_shape shape; /* as opened */
-    uint64_t cap;                   /* rows per group */
+    struct store_hyper_shape shape; /* as opened: cap rows and max_batches batches per group,
+                                       staged on disk (hyper_disk.c) or in memory */
     uint64_t run_rows;              /* rows per run of the reader: min(cap, HYPER_RUN_ROWS) */
-    uint32_t max_batches;           /* batches per group */
-    int disk;                       /* groups staged in scratch files (hyper_disk.c) */
     struct store_hyper_group groups[HYPER_GROUPS];
     uint64_t *sort_tmp;        /* the read stage's radix scratch (cap; on disk, a batch's rows) */
     _Atomic uint64_t cap_sort; /* its room (on disk grown by the read stage; stats read it) */

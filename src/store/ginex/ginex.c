@@ -81,6 +81,7 @@
  * batches when S is given) is OC_ERR_BUDGET naming how much is needed.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -174,6 +175,7 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
     if ((rc = oc_grow_by(&g->miss, &g->cap_miss, bytes, 1, OC_GROW_EXACT,
                          "store ginex: miss bitmap", err)))
         return rc;
+    atomic_store_explicit(&g->miss_bytes, g->cap_miss, memory_order_relaxed);
     if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
         return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
     if ((rc = store_hyper_prepare_bits(s, g->hyper, epoch, batch, b, g->miss, err)))
@@ -285,6 +287,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
+    atomic_init(&g->miss_bytes, 0);
     pl_sb_reader_init(&g->rd, "store ginex");
     if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
         g->sync_made = 1;
@@ -361,7 +364,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
     gx_inspector_times(g->insp, &out->plan_sample_us, &out->plan_build_us);
-    out->held_bytes += g->cap_miss;
+    out->held_bytes += atomic_load_explicit(&g->miss_bytes, memory_order_relaxed);
     store_hyper_stats(g->hyper, out);
 }
 

@@ -29,6 +29,7 @@
 #ifndef OFFCORE_STORE_GINEX_INT_H
 #define OFFCORE_STORE_GINEX_INT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "plan/superbatch.h"
@@ -215,12 +216,14 @@ struct ginex_store {
     /* fb's topology reads added to the store's (store_topo_add) */
     struct oc_topo_disk_stats fb_topo_seen;
     /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
-       loader (its prepare side) reads each batch's miss bitmap into miss */
+       loader (its prepare side, or the feeder's thread) reads each batch's miss bitmap into
+       miss; miss_bytes is its room, published for stats on another thread */
     struct store_hyper *hyper;
     struct store_feed *feed;               /* --hyperbatch-disk: stages the groups' batches ahead */
     struct store_hyper_batch *hyper_taken; /* the batch being gathered, from its group */
     uint8_t *miss;
     uint64_t cap_miss;
+    _Atomic uint64_t miss_bytes;
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */

@@ -595,8 +595,11 @@ static struct store_hyper *tk_open(const struct fixture *fx, struct oc_store *s,
     struct oc_err err;
     struct store_hyper *h = NULL;
     struct store_hyper_shape sh = {TK_K * TK_ROWS, TK_K, 2, TK_ROWS, disk, 1u << 20, 0};
+    struct oc_store_config c;
+    memset(&c, 0, sizeof(c));
     snprintf(disk_plan, sizeof(disk_plan), "%s/plan", fx->dir);
-    OC_CHECK_OK(store_hyper_open(s, &sh, disk_plan, &h, &err), &err);
+    c.plan_dir = disk_plan; /* not fed: prepared below, so no fill function */
+    OC_CHECK_OK(store_hyper_open(s, &sh, &c, NULL, &h, &err), &err);
     return h;
 }
 

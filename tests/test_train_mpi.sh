@@ -287,9 +287,10 @@ for n in 2 3; do
     # batches as the rows the ranks will ask of the part, in plan order) and each read in one
     # block pass: rows read from disk, every batch served from its group (rank 0's line at the
     # end; a gather waits for the feeder to stage its batch), the single-process weights and
-    # metrics (37M at 2 ranks, 33M at 3: the groups and most of the part's rows, not all).
+    # metrics (35M at 2 ranks, 31M at 3: the groups and most of the part's rows, not all; no
+    # batch pipeline holds sampled batches for them).
     "${mpi[@]}" -np "$n" "$bin" train "$tmp/p$n" "${loud[@]}" --distributed --strategy static \
-        --hyperbatch 0.2 --mem-budget $((45 - 4 * n))M --log "$tmp/phb.$n.json" \
+        --hyperbatch 0.2 --mem-budget $((43 - 4 * n))M --log "$tmp/phb.$n.json" \
         >"$tmp/phb.$n.out" 2>&1
     rc=$?
     got=$(sha_of "$tmp/phb.$n.out")

@@ -2,9 +2,10 @@
  * feed.c — the feeder of a store whose strategy prepares each training
  * batch ahead of its gather: over other ids (oc_store_config.accesses: a
  * rank's part of a partitioned dataset) gnndrive (its extractors), helios
- * (its reads) and static with --hyperbatch (its groups' misses); over the
- * plan's own ids static and helios with --hyperbatch-disk (its groups'
- * misses, many batches ahead). In a single-process run the batch
+ * (its reads) and static's --hyperbatch groups (their misses); over the
+ * plan's own ids the --hyperbatch-disk groups of static, helios, ginex and
+ * gnndrive (many batches ahead). Fed groups own theirs (hyper.c:
+ * store_hyper_open starts it). In a single-process run the batch
  * pipeline's sample stage shows them every batch (oc_store_sampled), but
  * only as far ahead as its slots hold sampled batches; a partitioned run
  * has no batch pipeline (train/dist_rows.c samples and gathers per batch
@@ -20,16 +21,17 @@
  * the ids are exactly those its gathers will ask for, and in that order
  * (struct oc_store_accesses).
  *
- * Place in the data flow: store (shared by gnndrive, helios and static), on sample
- * and pipeline.
+ * Place in the data flow: store (shared by gnndrive, helios and hyper.c), on
+ * sample and pipeline.
  * Thread-safety: opened on the opening thread; then only the stage's thread
  * uses the sampler and the id buffer; n_fed is atomic (store_feed_count),
  * raised under mu, on whose cv store_feed_wait waits (any thread) until a
  * batch is fed or the pipeline is cancelled (feed_on_cancel sets stop under
  * mu; mu is a leaf). The stage checks the pipeline's cancellation between
  * batches; fn's waits end on the pipeline's cancel (closed queues).
- * Ownership: the feeder owns its sampler, batch and ids; it is freed by the
- * strategy's free after the store's stages are joined (registry.c).
+ * Ownership: the feeder owns its sampler, batch and ids; it is freed by its
+ * owner (the strategy, or its hyperbatch) after the store's stages are
+ * joined (registry.c).
  */
 #include <inttypes.h>
 #include <pthread.h>

@@ -25,7 +25,13 @@
  * extractors), or one thread in plan order (static, helios, ginex: one
  * gather lane). A group counts its batches done; the last done gives it
  * back to free_q. A batch no group stages (never prepared, or taken already)
- * is an error naming it. Group states (under mu):
+ * is an error naming it.
+ *
+ * Fed groups (shape.fed: on disk, or over an access map): the pipeline's
+ * slots hold too few batches, or none, so the groups' own feeder (feed.c)
+ * samples the plan again on its own thread and prepares each batch through
+ * the strategy's fill function; a take first waits until the feeder got to
+ * its batch. Group states (under mu):
  *
  *   FREE ──begin pops it (free_q)──► STAGED ──a taker pops it (ready_q)──► TAKEN
  *     ▲                              (filled, closed, read)                  │
@@ -43,10 +49,12 @@
  * lists, states and done counts and the popping flag; a TAKEN group's rows
  * are read-only to its takers (mu orders the hand-over from the popping
  * taker); store_hyper_gather's sources (src) belong to its one thread; the
- * read counters are atomics. Errors in the read stage fail the pipeline,
+ * read counters and takes are atomics; the feeder's stage is the prepare
+ * side of fed groups. Errors in the read stage fail the pipeline,
  * whose queues close, so both sides see them at their next pop.
- * Ownership: the hyperbatch owns its groups, reader and queues' items; its
- * stage runs on the store's pipeline, joined before store_hyper_free.
+ * Ownership: the hyperbatch owns its groups, reader, feeder and queues'
+ * items; their stages run on the store's pipeline, joined before
+ * store_hyper_free.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -182,7 +190,8 @@ static int read_stage(void *ctx, struct oc_stage *st, void *item, struct oc_err 
 
 /* ---- lifetime ------------------------------------------------------------- */
 
-int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, const char *plan_dir,
+int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh,
+                     const struct oc_store_config *cfg, store_feed_fn fill,
                      struct store_hyper **out, struct oc_err *err)
 {
     struct store_hyper *h = oc_calloc(1, sizeof(*h), "store hyperbatches", err);
@@ -197,10 +206,11 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
     atomic_init(&h->read_bytes, 0);
     atomic_init(&h->n_reads, 0);
     atomic_init(&h->write_bytes, 0);
+    atomic_init(&h->n_taken, 0);
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     if (h->shape.disk)
-        rc = hyper_disk_open(h, plan_dir, err);
+        rc = hyper_disk_open(h, cfg->plan_dir, err);
     else if ((rc = store_disk_open(s, 1, &h->disk_reader, err)) == OC_OK)
         rc = oc_io_batch_reserve(h->disk_reader.batch, h->run_rows, err);
     if (rc)
@@ -238,13 +248,19 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, con
            s->strat->name, sh->max_batches, cap, h->shape.disk ? " staged on disk" : "",
            oc_format_size(hyper_bytes(s, sh) + hyper_slot_bytes(sh), b_s, sizeof(b_s)),
            h->shape.disk ? "packing scan" : "reader");
-    return oc_pipeline_start(h->p, err);
+    if ((rc = oc_pipeline_start(h->p, err)))
+        return rc;
+    /* after the read stage: the feeder's fill waits on its free groups */
+    return sh->fed ? store_feed_start(s, cfg, fill, &h->feed, err) : OC_OK;
 }
 
 void store_hyper_free(struct store_hyper *h)
 {
     if (!h)
         return;
+    if (h->feed) /* a fed one is freed by its strategy's free, so h->s is still there */
+        store_feed_close(h->feed, h->s->strat->name, "hyperbatch groups",
+                         atomic_load_explicit(&h->n_taken, memory_order_relaxed), 0);
     for (uint32_t i = 0; i < HYPER_GROUPS; i++) {
         for (uint32_t k = 0; h->groups[i].batches && k < h->groups[i].n_batches; k++)
             hyper_disk_done(&h->groups[i].batches[k]); /* a take an error left not done */
@@ -262,10 +278,15 @@ void store_hyper_free(struct store_hyper *h)
     oc_free(h);
 }
 
+int store_hyper_fed(const struct store_hyper *h)
+{
+    return h && h->shape.fed;
+}
+
 uint32_t store_hyper_lookahead(const struct store_hyper *h)
 {
     /* a group being gathered, the next one filled, and the batch waiting for a free group */
-    return h ? HYPER_GROUPS * h->shape.max_batches + 2 : 0;
+    return h && !h->shape.fed ? HYPER_GROUPS * h->shape.max_batches + 2 : 0;
 }
 
 /* ---- prepare's side ------------------------------------------------------- */
@@ -441,6 +462,9 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
     struct store_hyper_group *g;
     int rc = OC_OK;
     *out = NULL;
+    /* fed: the feeder, not this batch's sampling, prepared it, and may not have yet */
+    if (h->feed && (rc = store_feed_wait(h->feed, epoch, batch, err)))
+        return rc;
     pthread_mutex_lock(&h->mu);
     while ((g = find_batch(h, epoch, batch, &e)) && g->state != HYPER_TAKEN && rc == OC_OK)
         rc = pop_ready(h);
@@ -458,6 +482,7 @@ int store_hyper_take(struct store_hyper *h, uint64_t epoch, uint64_t batch,
         store_hyper_done(h, e, NULL); /* the group still comes back */
         return rc;
     }
+    atomic_fetch_add_explicit(&h->n_taken, 1, memory_order_relaxed);
     *out = e;
     return OC_OK;
 }

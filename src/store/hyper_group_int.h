@@ -53,6 +53,8 @@ struct store_hyper {
     struct store_disk disk_reader;
     struct oc_pipeline *p;
     struct oc_queue *free_q, *read_q, *ready_q;
+    struct store_feed *feed;  /* shape.fed: prepares the batches ahead (its own stage) */
+    _Atomic uint64_t n_taken; /* batches taken, for the feeder's closing line */
     /* prepare's side */
     struct store_hyper_group *cur;
     uint64_t count; /* batches prepared since open (epochs end at multiples of n_plan_batches) */

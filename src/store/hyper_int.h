@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "store/cache_int.h"
+#include "store/sampling_int.h"
 
 /* ---- hyperbatches (hyper.c) ------------------------------------------------ */
 
@@ -56,8 +57,8 @@ struct store_hyper_shape {
     uint64_t batch_rows;  /* the batch bound of input rows it was sized for */
     int disk;             /* groups staged in scratch files (hyper_disk.c), else in memory */
     uint64_t part_bytes;  /* on disk: the packing scan's buffer */
-    int fed;              /* on disk: a feeder prepares the batches (store_feed_start), so the
-                             pipeline's slots hold none of them */
+    int fed;              /* the groups' own feeder (store_hyper_open) samples the plan's batches
+                             again and prepares them, so the pipeline's slots hold none */
 };
 /*
  * --hyperbatch F (share) of a budget of mem_bytes for batches of at most
@@ -70,13 +71,24 @@ uint64_t store_hyper_size(const struct oc_store *s, double share, uint64_t mem_b
                           uint64_t batch_rows, struct store_hyper_shape *sh);
 /* The error for --hyperbatch-disk given without --hyperbatch (OC_ERR_ARG). */
 int store_hyper_disk_alone(const struct oc_store *s, struct oc_err *err);
-/* Opens the groups, the reader (on disk: the scan and the groups' scratch files under
-   plan_dir/hyper; no plan_dir is OC_ERR_ARG) and the read stage (on store_stages). *out is
-   set even on failure (free it with store_hyper_free after the stages are joined). */
-int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh, const char *plan_dir,
+/*
+ * Opens the groups, the reader (on disk: the scan and the groups' scratch
+ * files under cfg->plan_dir/hyper; no plan directory is OC_ERR_ARG) and the
+ * read stage (on store_stages). With sh->fed also the groups' feeder
+ * (store_feed_start): it samples the plan's batches again on its own thread
+ * and shows each to fill (the strategy's prepare side), as far ahead as the
+ * groups have room; a take then waits until its batch was fed. *out is set
+ * even on failure (free it with store_hyper_free after the stages are joined).
+ */
+int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh,
+                     const struct oc_store_config *cfg, store_feed_fn fill,
                      struct store_hyper **out, struct oc_err *err);
+/* Whether h's own feeder prepares its batches (shape.fed): the pipeline's hook then must not. */
+int store_hyper_fed(const struct store_hyper *h);
+/* Frees h and its feeder, logging (rank's INFO) the batches it fed and took. */
 void store_hyper_free(struct store_hyper *h);
-/* Slots the batch pipeline should have so that both groups fill (caps.lookahead). */
+/* Slots the batch pipeline should have so that both groups fill (caps.lookahead): none when
+   there are no groups or their own feeder fills them. */
 uint32_t store_hyper_lookahead(const struct store_hyper *h);
 /*
  * Prepare's side (one thread, plan order): begin a batch of n_max missed

@@ -213,7 +213,7 @@ static int ginex_load_batch(struct oc_store *s, uint64_t epoch, uint64_t batch,
         rc = pl_sb_reader_read(&g->rd, p, t - p->b.first_iter, epoch, batch, s->n_nodes, out, err);
     else /* its superbatch file could not be written or opened */
         rc = load_by_sampling(s, g, epoch, batch, out, err);
-    if (rc == OC_OK && g->hyper && !g->feed)
+    if (rc == OC_OK && g->hyper && !store_hyper_fed(g->hyper))
         rc = prepare(s, g, p, t - p->b.first_iter, epoch, batch, out, err);
     return rc;
 }
@@ -336,14 +336,11 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if ((rc = gx_warm_up(s, g, &g->lane[0].disk, g->cur, 0, err)))
         return rc;
     if (hs.sh.cap) {
-        if ((rc = store_hyper_open(s, &hs.sh, cfg->plan_dir, &g->hyper, err)))
+        /* on disk (hs.sh.fed) many batches ahead, staged by the groups' feeder; else loaded
+           that far ahead */
+        if ((rc = store_hyper_open(s, &hs.sh, cfg, ginex_feed, &g->hyper, err)))
             return rc;
-        if (hs.sh.fed) /* on disk: many batches ahead, staged by its feeder */
-            rc = store_feed_start(s, cfg, ginex_feed, &g->feed, err);
-        else
-            s->caps.lookahead = store_hyper_lookahead(g->hyper); /* loaded that far ahead */
-        if (rc)
-            return rc;
+        s->caps.lookahead = store_hyper_lookahead(g->hyper);
     }
     oc_giveback_init(&g->gb, "store ginex", C * s->row_bytes, NULL, gx_give, g);
     return cfg->mem_bytes && C ? oc_giveback_register(&g->gb, err) : OC_OK;
@@ -375,8 +372,7 @@ static void ginex_free(struct oc_store *s)
         return;
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     gx_inspector_free(g->insp);     /* its stage was joined: plans and bitmap are unused */
-    store_hyper_free(g->hyper);     /* so was the groups' read stage */
-    store_feed_free(g->feed);       /* and the feeder's */
+    store_hyper_free(g->hyper);     /* so were the groups' (read, feeder) */
     oc_free(g->miss);
     pl_sb_reader_deinit(&g->rd);
     oc_sample_iter_close(&g->fb);
@@ -547,8 +543,7 @@ static int ginex_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
         return gx_exec_gather(s, ids, n, out, err);
     if (!g->hyper)
         return gx_exec_gather_batch(s, epoch, batch, ids, n, out, err);
-    if ((g->feed && (rc = store_feed_wait(g->feed, epoch, batch, err))) ||
-        (rc = store_hyper_take(g->hyper, epoch, batch, &g->hyper_taken, err)) ||
+    if ((rc = store_hyper_take(g->hyper, epoch, batch, &g->hyper_taken, err)) ||
         (rc = gx_exec_gather_batch(s, epoch, batch, ids, n, out, err)))
         return rc;
     return store_hyper_done(g->hyper, g->hyper_taken, err);

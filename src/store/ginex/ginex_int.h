@@ -219,7 +219,6 @@ struct ginex_store {
        loader (its prepare side, or the feeder's thread) reads each batch's miss bitmap into
        miss; miss_bytes is its room, published for stats on another thread */
     struct store_hyper *hyper;
-    struct store_feed *feed;               /* --hyperbatch-disk: stages the groups' batches ahead */
     struct store_hyper_batch *hyper_taken; /* the batch being gathered, from its group */
     uint8_t *miss;
     uint64_t cap_miss;

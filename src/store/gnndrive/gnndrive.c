@@ -333,9 +333,8 @@ static int gd_open(struct oc_store *s, const struct oc_store_config *cfg, struct
     s->caps.samplers = g->z.n_samplers;
     if ((rc = alloc_pipeline(s, cfg, g, &z, err)))
         return rc;
-    if (z.hy.cap && (rc = store_hyper_open(s, &z.hy, cfg->plan_dir, &g->hyper, err)))
-        return rc;
-    if (z.hy.fed && (rc = store_feed_start(s, cfg, gd_stage_rows, &g->hyper_feed, err)))
+    /* on disk (z.hy.fed) the groups' feeder stages every row of the batches ahead */
+    if (z.hy.cap && (rc = store_hyper_open(s, &z.hy, cfg, gd_stage_rows, &g->hyper, err)))
         return rc;
     if ((cfg->mem_bytes && (rc = gd_yield_register(g, err))) || (rc = gd_stages_start(g, err)))
         return rc;
@@ -352,7 +351,6 @@ static void gd_free(struct oc_store *s)
     oc_giveback_unregister(&g->gb); /* waits for a give-back in progress */
     /* its stage was joined with the others */
     store_feed_close(g->feed, "gnndrive", "extracted records", g->n_served, g->n_direct);
-    store_feed_free(g->hyper_feed);
     for (uint32_t i = 0; g->ex && i < g->z.n_extractors; i++)
         gd_io_deinit(&g->ex[i]);
     oc_free(g->ex);
@@ -366,7 +364,7 @@ static void gd_free(struct oc_store *s)
     oc_free(g->taken);
     oc_free(g->epoch_taken);
     gd_buf_deinit(&g->buf);
-    store_hyper_free(g->hyper); /* its read stage was joined with the others */
+    store_hyper_free(g->hyper); /* its stages (read, feeder) were joined with the others */
     oc_file_close(g->file, NULL);
     store_disk_close(&g->disk);
     pthread_mutex_destroy(&g->mu);

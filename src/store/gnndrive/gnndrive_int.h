@@ -157,8 +157,7 @@ struct gd_store {
     struct oc_rng sampler_rng, releaser_rng; /* test delays */
     struct gd_extractor *ex;
     struct store_hyper *hyper; /* --hyperbatch: the fed batches' misses, staged (store/hyper.c) */
-    struct store_feed *hyper_feed; /* --hyperbatch-disk: stages every row of the batches ahead */
-    struct store_feed *feed;       /* over other ids (cfg->accesses): what feeds gd_prepare, every
+    struct store_feed *feed;   /* over other ids (cfg->accesses): what feeds gd_prepare, every
                                   plan batch in order (store/feed.c); NULL: the batch pipeline */
     /* shared between the threads (see the lock order above) */
     pthread_mutex_t mu;

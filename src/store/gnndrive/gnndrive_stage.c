@@ -136,8 +136,8 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     uint64_t seq = (epoch - g->first_epoch) * g->n_batches + batch;
     uint64_t next = atomic_load_explicit(&g->n_prepared, memory_order_relaxed);
     if (seq != next) /* out of plan order: reservation goes by seq, so read it directly */
-        return g->hyper && !g->hyper_feed ? store_hyper_flush(g->hyper, err)
-                                          : OC_OK; /* staged ones are read */
+        return g->hyper && !store_hyper_fed(g->hyper) ? store_hyper_flush(g->hyper, err)
+                                                      : OC_OK; /* staged ones are read */
     if (b->n_input <= g->buf.c.n) { /* slots given back under the budget: this batch's first */
         int rc = gd_take_back(g, b->n_input, err);
         if (rc)
@@ -156,7 +156,7 @@ int gd_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch, const struct 
     }
     void *item;
     const struct store_hyper_lookup lk = {g, hyper_lock, hyper_unlock, hyper_miss};
-    int rc = g->hyper && !g->hyper_feed
+    int rc = g->hyper && !store_hyper_fed(g->hyper)
                  ? store_hyper_prepare_by(s, g->hyper, &lk, epoch, batch, b, err)
                  : OC_OK; /* with a feeder of its own, staged ahead */
     if (rc)
@@ -272,9 +272,8 @@ static int extract_one(struct gd_extractor *x, struct gd_rec *r, struct oc_err *
     const size_t row_bytes[] = {sizeof(*x->miss), sizeof(*x->waits)};
     int rc = oc_grow_all(rows, row_bytes, 2, &x->cap, r->n_rows, GD_GROW,
                          "store gnndrive: extractor", err);
-    if (rc == OC_OK && g->hyper_feed) /* staged ahead: once its feeder got there */
-        rc = store_feed_wait(g->hyper_feed, r->epoch, r->batch, err);
-    if (rc == OC_OK && g->hyper) /* every fed batch was staged: its misses, from its group */
+    /* every fed batch was staged: its misses, from its group (fed: once its feeder got there) */
+    if (rc == OC_OK && g->hyper)
         rc = store_hyper_take(g->hyper, r->epoch, r->batch, &x->hg, err);
     if (rc == OC_OK)
         rc = reserve_batch(x, r, &flushed, err);

@@ -341,14 +341,10 @@ static int hl_open(struct oc_store *s, const struct oc_store_config *cfg, struct
            h->cache.n, s->n_nodes, pipeline ? "pre-sampled" : "degree", h->n_records,
            h->stage_bytes);
     if (hy.sh.cap) {
-        if ((rc = store_hyper_open(s, &hy.sh, cfg->plan_dir, &h->hyper, err)))
+        /* on disk (hy.sh.fed) many batches ahead: sampled again by the groups' feeder */
+        if ((rc = store_hyper_open(s, &hy.sh, cfg, hl_stage_misses, &h->hyper, err)))
             return rc;
-        if (hy.sh.fed) /* many batches ahead: sampled again by its own feeder */
-            rc = store_feed_start(s, cfg, hl_stage_misses, &h->feed, err);
-        else
-            s->caps.lookahead = store_hyper_lookahead(h->hyper);
-        if (rc)
-            return rc;
+        s->caps.lookahead = store_hyper_lookahead(h->hyper);
     }
     if (!h->pipeline)
         return OC_OK;
@@ -368,9 +364,8 @@ static void hl_free(struct oc_store *s)
     /* first: reads still in flight (after an error or a cancel) land in the arena */
     int drained = oc_io_ring_free(h->ring);
     /* its stage was joined with the others */
-    store_feed_close(h->feed, "helios", h->hyper ? "hyperbatch groups" : "records", h->n_served,
-                     h->n_direct);
-    store_hyper_free(h->hyper); /* its read stage was joined (store_stages) */
+    store_feed_close(h->feed, "helios", "records", h->n_served, h->n_direct);
+    store_hyper_free(h->hyper); /* its stages (read, feeder) were joined (store_stages) */
     hl_unpin_compute(h);
     for (uint32_t i = 0; h->recs && i < h->n_records; i++) {
         oc_free(h->recs[i].ids);
@@ -611,13 +606,13 @@ enum oc_io_ring_mode oc_store_helios_ring_mode(const struct oc_store *s)
 }
 
 /* A sampled batch: sealed (its record complete), or with hyperbatches its misses staged
-   (on disk by the feeder: hl_stage_misses). */
+   (on disk by the groups' feeder: hl_stage_misses). */
 static int hl_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
                       const struct oc_sample_batch *b, struct oc_err *err)
 {
     struct hl_store *h = s->impl;
     if (h->hyper)
-        return h->feed ? OC_OK : hl_stage_misses(s, epoch, batch, b, err);
+        return store_hyper_fed(h->hyper) ? OC_OK : hl_stage_misses(s, epoch, batch, b, err);
     return hl_prepare_batch(s, epoch, batch, b, err);
 }
 
@@ -638,10 +633,7 @@ static int hl_gather_at(struct oc_store *s, uint64_t epoch, uint64_t batch, cons
         return hl_gather(s, ids, n, out, err);
     if (!h->hyper)
         return hl_gather_batch(s, epoch, batch, ids, n, out, err);
-    int rc = h->feed ? store_feed_wait(h->feed, epoch, batch, err) : OC_OK;
-    if (rc == OC_OK)
-        rc = store_hyper_gather(s, h->hyper, &h->yield, &h->disk, epoch, batch, ids, n, out, err);
-    return rc;
+    return store_hyper_gather(s, h->hyper, &h->yield, &h->disk, epoch, batch, ids, n, out, err);
 }
 
 const struct store_strategy oc_store_helios = {

@@ -51,8 +51,8 @@
  *
  * Over other ids (cfg->accesses: a partitioned dataset's part) it serves
  * local rows as they come; --hotness presample counts the access map's ids
- * (../hot.c), and --hyperbatch groups are filled by a feeder of its own
- * (../feed.c: the plan's batches as the map's ids, in plan order), since no
+ * (../hot.c), and --hyperbatch groups are filled by their own feeder
+ * (../hyper.c, ../feed.c: the plan's batches as the map's ids), since no
  * batch pipeline shows it the batches; the feeder's sampler comes off the
  * budget with the groups.
  */
@@ -71,8 +71,6 @@ struct static_store {
     struct store_yield yield;                /* the rows' mapping, giving back and taking back */
     int yield_ready;
     struct store_hyper *hyper; /* --hyperbatch: the misses of the coming batches, staged */
-    struct store_feed *feed;   /* over an access map with --hyperbatch: prepares the groups */
-    uint64_t n_grouped;        /* plan batches gathered through their group (one lane) */
 };
 
 /* Batches sampled at open to size the feeder's sampler (over an access map). */
@@ -113,7 +111,7 @@ static int hyper_plan(const struct oc_store *s, const struct oc_store_config *cf
     if (o.hyperbatch <= 0 || !cfg->mem_bytes || !(cfg->pipeline || fed))
         return OC_OK;
     hp->disk = o.hyperbatch_disk;
-    hp->fed = hp->disk && fed;
+    hp->fed = fed;
     *bytes = store_hyper_size(s, o.hyperbatch, cfg->mem_bytes, batch_rows, hp);
     if (!fed)
         return OC_OK;
@@ -265,13 +263,11 @@ static int static_open(struct oc_store *s, const struct oc_store_config *cfg, st
         rc = load_slots(s, c, 0, n_cached, err);
     if (rc == OC_OK && cfg->mem_bytes)
         rc = store_yield_register(&c->yield, err);
-    if (rc == OC_OK && hp.cap)
-        rc = store_hyper_open(s, &hp, cfg->plan_dir, &c->hyper, err);
     /* over an access map no batch pipeline shows it the batches, and on disk its groups
-       hold more of them than the pipeline's slots: its feeder fills the groups */
-    if (rc == OC_OK && c->hyper && (cfg->accesses || hp.fed))
-        rc = store_feed_start(s, cfg, static_prepare, &c->feed, err);
-    if (rc == OC_OK && !c->feed)
+       hold more of them than the pipeline's slots: their feeder fills them (hp.fed) */
+    if (rc == OC_OK && hp.cap)
+        rc = store_hyper_open(s, &hp, cfg, static_prepare, &c->hyper, err);
+    if (rc == OC_OK)
         s->caps.lookahead = store_hyper_lookahead(c->hyper);
     return rc;
 }
@@ -287,12 +283,12 @@ static int static_prepare(struct oc_store *s, uint64_t epoch, uint64_t batch,
     return c->hyper ? store_hyper_prepare(s, c->hyper, &c->yield, epoch, batch, b, err) : OC_OK;
 }
 
-/* The batch pipeline's hook: static_prepare, unless its feeder prepares the batches. */
+/* The batch pipeline's hook: static_prepare, unless the groups' feeder prepares the batches. */
 static int static_sampled(struct oc_store *s, uint64_t epoch, uint64_t batch,
                           const struct oc_sample_batch *b, struct oc_err *err)
 {
     struct static_store *c = s->impl;
-    return c->feed ? OC_OK : static_prepare(s, epoch, batch, b, err);
+    return store_hyper_fed(c->hyper) ? OC_OK : static_prepare(s, epoch, batch, b, err);
 }
 
 /* A plan batch through its hyperbatch group (with one); anything else through the cache. */
@@ -302,11 +298,6 @@ static int static_gather(struct oc_store *s, uint64_t epoch, uint64_t batch, con
     struct static_store *c = s->impl;
     if (!c->hyper || epoch == STORE_OFF_PLAN)
         return store_yield_gather(s, &c->yield, &c->disk[s->lane], ids, n, out, err);
-    /* fed over an access map: the feeder may not have staged this batch yet */
-    int rc = c->feed ? store_feed_wait(c->feed, epoch, batch, err) : OC_OK;
-    if (rc)
-        return rc;
-    c->n_grouped++;
     return store_hyper_gather(s, c->hyper, &c->yield, &c->disk[0], epoch, batch, ids, n, out, err);
 }
 
@@ -328,10 +319,7 @@ static void static_free(struct oc_store *s)
         return;
     if (c->yield_ready)
         store_yield_deinit(&c->yield); /* unregistered first: waits for a reclaim in progress */
-    /* the feeder's and the read stage were joined (store_stages); every plan gather of a
-       fed store goes through its group */
-    store_feed_close(c->feed, "static", "hyperbatch groups", c->n_grouped, 0);
-    store_hyper_free(c->hyper);
+    store_hyper_free(c->hyper);        /* its stages (read, feeder) were joined (store_stages) */
     store_disks_close(c->disk, s->n_lanes);
     store_cache_free(&c->cache);
     oc_free(c);

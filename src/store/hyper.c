@@ -244,10 +244,11 @@ int store_hyper_open(struct oc_store *s, const struct store_hyper_shape *sh,
     char b_s[32];
     oc_log(OC_LOG_INFO,
            "store %s: hyperbatches of up to %u batches and %" PRIu64 " missed rows%s (%s for two "
-           "groups, their %s and slots)",
+           "groups and their %s%s)",
            s->strat->name, sh->max_batches, cap, h->shape.disk ? " staged on disk" : "",
            oc_format_size(hyper_bytes(s, sh) + hyper_slot_bytes(sh), b_s, sizeof(b_s)),
-           h->shape.disk ? "packing scan" : "reader");
+           h->shape.disk ? "packing scan" : "reader",
+           sh->fed ? "" : ", with the pipeline's slots of their batches");
     if ((rc = oc_pipeline_start(h->p, err)))
         return rc;
     /* after the read stage: the feeder's fill waits on its free groups */

@@ -172,10 +172,11 @@ static int prepare(struct oc_store *s, struct ginex_store *g, struct pl_sb_plan 
                       "store ginex: batch %" PRIu64 " has %" PRIu64
                       " input rows, its plan %" PRIu64,
                       p->b.first_iter + it, n, p->b.cnt[it].n_acc);
-    if ((rc = oc_grow_by(&g->miss, &g->cap_miss, bytes, 1, OC_GROW_EXACT,
-                         "store ginex: miss bitmap", err)))
+    uint64_t cap = atomic_load_explicit(&g->cap_miss, memory_order_relaxed);
+    rc = oc_grow_by(&g->miss, &cap, bytes, 1, OC_GROW_EXACT, "store ginex: miss bitmap", err);
+    atomic_store_explicit(&g->cap_miss, cap, memory_order_relaxed); /* for stats */
+    if (rc)
         return rc;
-    atomic_store_explicit(&g->miss_bytes, g->cap_miss, memory_order_relaxed);
     if (bytes && (rc = pl_plan_misses(&p->b, it, g->miss, err)))
         return oc_err_prefix(err, "store ginex: batch %" PRIu64, p->b.first_iter + it);
     if ((rc = store_hyper_prepare_bits(s, g->hyper, epoch, batch, b, g->miss, err)))
@@ -287,7 +288,7 @@ static int ginex_open(struct oc_store *s, const struct oc_store_config *cfg, str
     if (!g)
         return err ? err->status : OC_ERR_NOMEM;
     s->impl = g;
-    atomic_init(&g->miss_bytes, 0);
+    atomic_init(&g->cap_miss, 0);
     pl_sb_reader_init(&g->rd, "store ginex");
     if (pthread_mutex_init(&g->mu, NULL) == 0 && pthread_cond_init(&g->cv, NULL) == 0)
         g->sync_made = 1;
@@ -361,7 +362,7 @@ static void ginex_stats(const struct oc_store *s, struct oc_store_stats *out)
     /* the inspector's samplings are the batches the pipeline loads; only a second one counts */
     out->sampled_batches = g->n_fb_sampled;
     gx_inspector_times(g->insp, &out->plan_sample_us, &out->plan_build_us);
-    out->held_bytes += atomic_load_explicit(&g->miss_bytes, memory_order_relaxed);
+    out->held_bytes += atomic_load_explicit(&g->cap_miss, memory_order_relaxed);
     store_hyper_stats(g->hyper, out);
 }
 

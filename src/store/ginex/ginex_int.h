@@ -217,12 +217,11 @@ struct ginex_store {
     struct oc_topo_disk_stats fb_topo_seen;
     /* --hyperbatch: the planned misses of the loaded batches, staged (store/hyper.c); the
        loader (its prepare side, or the feeder's thread) reads each batch's miss bitmap into
-       miss; miss_bytes is its room, published for stats on another thread */
+       miss; cap_miss is its room, atomic: stats read it on another thread */
     struct store_hyper *hyper;
     struct store_hyper_batch *hyper_taken; /* the batch being gathered, from its group */
     uint8_t *miss;
-    uint64_t cap_miss;
-    _Atomic uint64_t miss_bytes;
+    _Atomic uint64_t cap_miss;
 };
 
 /* g->mu: locked, unlocked and waited on through these, which record its holder for asserts. */
